@@ -586,6 +586,7 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
                 _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec", negative=True)
             _check_workload_status_quantities(obj.status, where)
             _validate_reclaimable_pods(obj, where)
+            _validate_preemption_gates(obj, where)
         case o.Pod():
             _check_pod_spec(obj.spec, where, "spec")
         case o.Job():
@@ -747,6 +748,31 @@ def _validate_topology_request(req: o.PodSetTopologyRequest, where: str, at: str
             raise InvalidInput(f"{where}: field `{at}[{j}].topology` must be at most 63 characters")
         if layer.size < 1:
             raise InvalidInput(f"{where}: field `{at}[{j}].size` must be >= 1, got {layer.size}")
+
+
+PREEMPTION_GATE_POSITIONS = ("Open", "Closed")
+"""``status.preemptionGates[].position``: Kueue's enum."""
+
+
+def _validate_preemption_gates(wl: o.Workload, where: str) -> None:
+    """The schema of Kueue's preemption gates: each named (1 to 63 characters, once per list), a status entry at
+    ``Open`` or ``Closed`` with a time that parses."""
+    for field_, entries in (("spec", wl.spec.preemption_gates), ("status", wl.status.preemption_gates)):
+        seen: set[str] = set()
+        for i, gate in enumerate(entries):
+            at = f"{field_}.preemptionGates[{i}]"
+            if not gate.name:
+                raise InvalidInput(f"{where}: field `{at}.name` must not be empty")
+            if len(gate.name) > 63:
+                raise InvalidInput(f"{where}: field `{at}.name` must be at most 63 characters, not {len(gate.name)}")
+            if gate.name in seen:
+                raise InvalidInput(f"{where}: field `{at}.name`: duplicate value {gate.name!r}")
+            seen.add(gate.name)
+            if isinstance(gate, o.PreemptionGateState):
+                if gate.position not in PREEMPTION_GATE_POSITIONS:
+                    raise InvalidInput(f"{where}: field `{at}.position` must be one of Open, Closed, not "
+                                       f"{gate.position!r}")
+                check_time(gate.last_transition_time, where, f"{at}.lastTransitionTime")
 
 
 def _validate_reclaimable_pods(wl: o.Workload, where: str) -> None:

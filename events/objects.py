@@ -807,6 +807,12 @@ class PriorityClassRef(View):
     name: str = ""
 
 
+class PreemptionGate(View):
+    """One ``spec.preemptionGates[]`` entry: a gate that, while closed, keeps the workload from preempting."""
+
+    name: str = ""
+
+
 class WorkloadSpec(View):
     pod_sets: list[PodSet] = []
     queue_name: str = ""
@@ -814,6 +820,9 @@ class WorkloadSpec(View):
     priority: int | None = None
     active: bool = True
     maximum_execution_time_seconds: int | None = None
+    preemption_gates: list[PreemptionGate] = []
+    """``MultiKueueOrchestratedPreemption``: gates that must be open (``status.preemptionGates``) before the
+    scheduler may preempt for it; one the status does not list yet is closed."""
 
 
 class TopologyDomainAssignment(View):
@@ -922,6 +931,14 @@ class PodSetRequest(View):
     resources: dict[str, Quantity] = {}
 
 
+class PreemptionGateState(View):
+    """One ``status.preemptionGates[]`` entry: where a spec gate stands, ``Open`` or ``Closed``."""
+
+    name: str = ""
+    position: str = ""
+    last_transition_time: str | None = None
+
+
 class WorkloadStatus(View):
     conditions: list[Condition] = []
     admission: Admission | None = None
@@ -937,6 +954,8 @@ class WorkloadStatus(View):
     """MultiKueue: the worker cluster the workload was admitted on (immutable once set); written by Kueue only."""
     nominated_cluster_names: list[str] = []
     """MultiKueue: the worker clusters the workload is dispatched to while none admitted it."""
+    preemption_gates: list[PreemptionGateState] = []
+    """``MultiKueueOrchestratedPreemption``: the positions of the spec's preemption gates."""
 
 
 class Workload(KObject, tag="Workload"):

@@ -24,6 +24,7 @@ from events.objects import (
     KueueObject,
     PodSetUpdate,
     PodTemplate,
+    PreemptionGateState,
     ProvisioningRequest,
     ReclaimablePod,
     ResourceGroup,
@@ -167,6 +168,8 @@ class RemoteWorkloadObserved(Event, tag="RemoteWorkloadObserved"):
     conditions: list[Condition] = []
     topology_pod_sets: list[str] = []
     """The copy's pod sets whose admission there has a topology assignment (placed by the worker's TAS)."""
+    preemption_gates: list[PreemptionGateState] = []
+    """The copy's ``status.preemptionGates`` (MultiKueueOrchestratedPreemption: the manager opens its gate)."""
 
 
 class WorkerQueuesObserved(Event, tag="WorkerQueuesObserved"):
@@ -294,6 +297,9 @@ class WorkloadPending(Decision, tag="WorkloadPending"):
     waited: tuple[WaitedPodSet, ...] = ()
     """Held by waitForPodsReady.blockAdmission: the assignment it waits with (its pod sets' counts, flavors and TAS
     placements), on which Kueue's scheduler admits it once it wakes. Empty for any other attempt."""
+    preemption_gated: bool = False
+    """The attempt would have preempted but a preemption gate of the workload is closed
+    (``MultiKueueOrchestratedPreemption``): it also sets ``BlockedOnPreemptionGates`` True."""
 
 
 class WorkloadPreempted(Decision, tag="WorkloadPreempted"):
@@ -433,6 +439,15 @@ class WorkerClusterAssigned(Decision, tag="WorkerClusterAssigned"):
     topology itself is the worker's, never placed on a manager)."""
 
 
+class RemotePreemptionGateOpened(Decision, tag="RemotePreemptionGateOpened"):
+    """MultiKueueOrchestratedPreemption: the manager opens ``gate`` on the workload's copy on worker ``cluster``
+    (``Open``, its ``lastTransitionTime`` the decision's time), letting that worker preempt for it; the connector
+    writes it to the copy's ``status.preemptionGates``."""
+
+    cluster: str
+    gate: str
+
+
 class RemoteWorkloadFinished(Decision, tag="RemoteWorkloadFinished"):
     """MultiKueue: the workload's copy finished on its worker: the manager's Workload finishes with the same
     reason and message (Finished=True, quota released)."""
@@ -549,6 +564,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     RetentionExpired,
     ClustersNominated,
     WorkerClusterAssigned,
+    RemotePreemptionGateOpened,
     RemoteWorkloadFinished,
     ParentLabelled,
     VariantCreated,

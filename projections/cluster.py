@@ -69,6 +69,14 @@ from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready import waits_for_pods_ready
 from projections.pods_ready_condition import pods_ready_condition
+from projections.preemption_gates import (
+    BLOCKED_ON_PREEMPTION_GATES,
+    PREEMPTION_GATED,
+    closed_all,
+    has_closed_gate,
+    newer_gates,
+    opened_on,
+)
 from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
@@ -1606,6 +1614,8 @@ class ClusterState:
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
             )
+            if spec.preemption_gates:
+                self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
@@ -1648,6 +1658,10 @@ class ClusterState:
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
+        was_gated = wl.preemption_gated
+        if spec.preemption_gates or wl.gate_states or was_gated:
+            self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates if spec.preemption_gates else ())
+        regated_preemption = wl.preemption_gated != was_gated  # a gate opened or closed: back to the heap (Kueue)
         reflavored = allowed != wl.allowed_flavors
         if reflavored:
             wl.allowed_flavors = allowed
@@ -1671,7 +1685,8 @@ class ClusterState:
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
-                   or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented)
+                   or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented
+                   or regated_preemption)
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked
@@ -2082,7 +2097,7 @@ class ClusterState:
         self._charge(wl)
         wl.set_condition("QuotaReserved", "True", "QuotaReserved",
                          e.message or f"Quota reserved in ClusterQueue {wl.cluster_queue}", e.time)
-        for t in ("Evicted", "Preempted"):
+        for t in ("Evicted", "Preempted", BLOCKED_ON_PREEMPTION_GATES):
             c = wl.condition(t)
             if c is not None and c.status == "True":
                 wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
@@ -2105,6 +2120,8 @@ class ClusterState:
         if wl is None or wl.phase != PENDING:
             return
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
+        if e.preemption_gated:
+            wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, "True", PREEMPTION_GATED, e.message, e.time)
         wl.scan = intern_scan(e.scan, e.cycle)
         wl.waited = e.waited
         if not wl.shows_requests and failed_attempt(e):
@@ -2136,6 +2153,12 @@ class ClusterState:
         else:
             reason = e.reason
         wl.set_condition("Evicted", "True", reason, e.message, e.time)
+        blocked = wl.condition(BLOCKED_ON_PREEMPTION_GATES)
+        if blocked is not None and blocked.status == "True":
+            wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, "False", reason, e.message, e.time)
+        if wl.gate_states:  # every gate closed again: the preemption waits for them to open anew
+            wl.gate_states = closed_all(wl.gate_states, format_time(e.time))
+            wl.preemption_gated = True
         wl.evicted = reason
         wl.unhealthy_nodes = ()
         wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
@@ -2267,8 +2290,25 @@ class ClusterState:
             return
         remotes = {k: v for k, v in (wl.remotes or {}).items() if k != e.cluster}
         if e.exists:
-            remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets))
+            remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets),
+                                            tuple(e.preemption_gates))
         wl.remotes = remotes
+
+    @staticmethod
+    def _take_gates(wl: WorkloadInfo, spec_gates: list[o.PreemptionGate], shown: list[o.PreemptionGateState]
+                    ) -> None:
+        """The preemption gates a Workload's spec lists and its status shows, but for those the log closed later
+        (an eviction) than the status shows them changed: a Workload read before that write shows them as before."""
+        taken = tuple(newer_gates(wl.gate_states, shown))
+        wl.gate_states = taken
+        wl.preemption_gated = has_closed_gate(spec_gates, taken)
+
+    def _on_remote_gate_opened(self, e: ev.RemotePreemptionGateOpened) -> None:
+        wl = self.workloads.get(e.key)
+        copy = wl.remotes.get(e.cluster) if wl is not None and wl.remotes else None
+        if wl is None or copy is None or (e.uid and e.uid != wl.uid):
+            return
+        wl.remotes = {**wl.remotes, e.cluster: opened_on(copy, e.gate, format_time(e.time))}  # type: ignore[dict-item]
 
     def _on_owner_observed(self, e: ev.OwnerObserved) -> None:
         wl = self.workloads.get(e.key)
@@ -2400,6 +2440,7 @@ _HANDLERS: dict[type, Any] = {
     ev.OwnerObserved: ClusterState._on_owner_observed,
     ev.ClustersNominated: ClusterState._on_nominated,
     ev.WorkerClusterAssigned: ClusterState._on_cluster_assigned,
+    ev.RemotePreemptionGateOpened: ClusterState._on_remote_gate_opened,
     ev.RemoteWorkloadFinished: ClusterState._finished,
     ev.VariantFinished: ClusterState._finished,
     **variants.HANDLERS,
@@ -2473,6 +2514,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
     ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.ParentAdmitted,
+    ev.RemotePreemptionGateOpened,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 

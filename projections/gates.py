@@ -42,7 +42,11 @@ conditioned on its resourceVersion), and the MultiKueue connector
 ``MultiKueueKubeConfigPathValidation`` (whether a ``locationType: Path`` kubeconfig must be under
 ``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`) and
 ``MultiKueueRemoteSpecSync`` (whether a RayService's ``serveConfigV2`` edited on the manager is forwarded to its
-copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`); the queue status writer and
+copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`) and ``MultiKueueOrchestratedPreemption`` (whether the
+copies it makes carry the ``kueue.x-k8s.io/multikueue`` preemption gate: :func:`connectors.k8s.multikueue.workload_copy`);
+the scheduler reads that gate too (a head with a closed preemption gate does not preempt:
+:mod:`kueue_es.scheduler.cycle`; the manager opens one copy's gate at a time: :mod:`kueue_es.scheduler.preemption_gates`);
+the queue status writer and
 :mod:`connectors.k8s.manager_quota` read ``MultiKueueManagerQuotaAutomation`` (whether a MultiKueue manager's
 ClusterQueue takes its workers' summed quota: :mod:`projections.manager_quota`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
@@ -66,6 +70,7 @@ from typing import Any
 ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
 
 DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
+MULTIKUEUE_ORCHESTRATED_PREEMPTION = "MultiKueueOrchestratedPreemption"
 
 TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
@@ -191,7 +196,7 @@ GATES: dict[str, tuple[str, bool]] = {
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (BETA, True),
     CUSTOM_METRIC_LABELS: (ALPHA, False),
     SPARK_APPLICATION_INTEGRATION: (ALPHA, False),
-    "MultiKueueOrchestratedPreemption": (ALPHA, False),
+    MULTIKUEUE_ORCHESTRATED_PREEMPTION: (ALPHA, False),
     PRIORITY_BOOST: (ALPHA, False),
     ADMISSION_GATED_BY: (BETA, True),
     SHORT_WORKLOAD_NAMES: (ALPHA, False),
@@ -296,7 +301,8 @@ MODELLED = INTERNAL_ONLY | frozenset({
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS, MULTIKUEUE_BATCH_JOB_CLEARING_TTL,
     MULTIKUEUE_CLUSTER_PROFILE, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
-    MULTIKUEUE_MANAGER_QUOTA_AUTOMATION, MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
+    MULTIKUEUE_MANAGER_QUOTA_AUTOMATION, MULTIKUEUE_ORCHESTRATED_PREEMPTION, MULTIKUEUE_REMOTE_SPEC_SYNC,
+    PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,

@@ -166,6 +166,9 @@ class RemoteCopy(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """Its QuotaReserved, Admitted, Evicted and Finished conditions."""
     topology_pod_sets: tuple[str, ...] = ()
     """Its pod sets placed by the worker's TAS (a topology assignment in its admission)."""
+    preemption_gates: tuple[o.PreemptionGateState, ...] = ()
+    """Its ``status.preemptionGates`` (MultiKueueOrchestratedPreemption), as observed or as the manager opened
+    them since."""
 
 
 class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
@@ -305,6 +308,13 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     allowed_flavors: tuple[str, ...] | None = None
     """Its :data:`ALLOWED_FLAVORS_ANNOTATION` flavors (None: no annotation, as for most workloads). Kept whatever
     the gate; under ``ConcurrentAdmission`` the flavor assigner skips every other flavor."""
+    preemption_gated: bool = False
+    """One of its ``spec.preemptionGates`` is closed as the Workload last read shows it, or as its last eviction
+    left it (:func:`projections.preemption_gates.has_closed_gate`): under ``MultiKueueOrchestratedPreemption`` the
+    scheduler does not preempt for it."""
+    gate_states: tuple[o.PreemptionGateState, ...] = ()
+    """Its ``status.preemptionGates`` as the Workload last read shows them (read only while its spec lists gates),
+    all closed by its eviction since: what the status writer writes."""
 
     @property
     def base_priority(self) -> int:
@@ -674,7 +684,8 @@ def after_reclaim(spec_sets: tuple[PodSetInfo, ...], reclaimable: tuple[tuple[st
 
 WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
 KUEUE_CONDITIONS = frozenset({"QuotaReserved", "Admitted", "Evicted", "PodsReady", "Finished", "Requeued", "Preempted",
-                              "DeactivationTarget", WAITING_FOR_REPLACEMENT_PODS})
+                              "DeactivationTarget", WAITING_FOR_REPLACEMENT_PODS,
+                              "BlockedOnPreemptionGates"})
 """The Workload condition types Kueue owns, which kueue-es writes (every type the fold sets is one of them). A
 condition of any other type is another controller's or a user's: the status writer keeps it as the apiserver shows
 it (Kueue applies its own types only, the conditions being a list keyed by type)."""
@@ -935,4 +946,6 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
         status["clusterName"] = wl.cluster_name
     if wl.nominated:
         status["nominatedClusterNames"] = list(wl.nominated)
+    if wl.gate_states:
+        status["preemptionGates"] = [msgspec.to_builtins(g) for g in wl.gate_states]
     return status

@@ -217,6 +217,7 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
         required.append("value")
     if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1
         props["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] = 1
+        _preemption_gates(props)
     if not any(f.name == "status" for f in msgspec.structs.fields(view)) and resource.status_subresource:
         props["status"] = {"type": "object", _PRESERVE: True}
     if resource.kind in ("ClusterQueue", "LocalQueue", "Cohort"):
@@ -321,6 +322,21 @@ assert all(r.kind in o.KINDS for r in KUEUE_RESOURCES)
 
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _IMMUTABLE = [{"rule": "self == oldSelf", "message": "Value is immutable"}]
+
+
+def _preemption_gates(props: dict[str, Any]) -> None:
+    """Kueue's bounds on a Workload's preemption gates: a name of 1 to 63 characters, once per list; a status
+    entry's position ``Open`` or ``Closed`` and its time a date-time."""
+    for part in ("spec", "status"):
+        gates = props[part]["properties"]["preemptionGates"]
+        gates["x-kubernetes-list-type"] = "map"
+        gates["x-kubernetes-list-map-keys"] = ["name"]
+        item = gates["items"]
+        item["required"] = ["name"]
+        item["properties"]["name"].update(minLength=1, maxLength=63)
+        if part == "status":
+            item["properties"]["position"]["enum"] = ["Open", "Closed"]
+            item["properties"]["lastTransitionTime"]["format"] = "date-time"
 
 
 def _condition_schema() -> dict[str, Any]:

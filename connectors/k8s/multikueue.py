@@ -141,7 +141,8 @@ from kueue_es.scheduler.multikueue import (
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
-from projections.workloads import FINISHED, WorkloadInfo
+from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, MULTIKUEUE_GATE, OPEN, gate_state
+from projections.workloads import FINISHED, RemoteCopy, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.multikueue")
 WORKLOADS = BY_KIND["Workload"]
@@ -151,8 +152,8 @@ MULTIKUEUE_PODS = Resource("Pod", "", "v1", "pods", True, status_subresource=Tru
 view of non-terminal Pods only, which would lose a copy's last status)."""
 SECRETS_KEY = "kubeconfig"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
-READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished")
-"""The conditions of a worker's copy MultiKueue acts on."""
+READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished", BLOCKED_ON_PREEMPTION_GATES)
+"""The conditions of a worker's copy MultiKueue acts on (the last under MultiKueueOrchestratedPreemption)."""
 JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating",
                      "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
 """batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
@@ -229,16 +230,41 @@ def topology_pod_sets(raw: dict[str, Any]) -> list[str]:
                   if psa.get("topologyAssignment"))
 
 
-def workload_copy(manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
-    """The copy of a manager's Workload created on a worker (Kueue's ``cloneForCreate``)."""
+def workload_copy(manager_wl: dict[str, Any], origin: str, gated: bool = False) -> dict[str, Any]:
+    """The copy of a manager's Workload created on a worker (Kueue's ``cloneForCreate``); ``gated``
+    (MultiKueueOrchestratedPreemption): with the ``kueue.x-k8s.io/multikueue`` preemption gate in its spec, so that
+    it is created closed."""
     meta = manager_wl.get("metadata") or {}
+    spec = copy.deepcopy(manager_wl.get("spec") or {})
+    if gated and not any(g.get("name") == MULTIKUEUE_GATE for g in spec.get("preemptionGates") or []):
+        spec["preemptionGates"] = [*(spec.get("preemptionGates") or []), {"name": MULTIKUEUE_GATE}]
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": meta["name"], "namespace": meta["namespace"],
                      "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin},
                      "annotations": dict(meta.get("annotations") or {})},
-        "spec": copy.deepcopy(manager_wl.get("spec") or {}),
+        "spec": spec,
     }
+
+
+def remote_gates(raw: dict[str, Any]) -> list[o.PreemptionGateState]:
+    """A worker's copy's ``status.preemptionGates``."""
+    return [o.PreemptionGateState(name=g.get("name", ""), position=g.get("position", ""),
+                                  last_transition_time=g.get("lastTransitionTime"))
+            for g in (raw.get("status") or {}).get("preemptionGates") or []]
+
+
+def gate_patch(raw: dict[str, Any], gate: o.PreemptionGateState) -> dict[str, Any] | None:
+    """The merge patch of a copy's status that shows ``gate`` as the manager opened it (None: it shows it so
+    already): the copy's other gates as they are, this one replaced or added."""
+    entry = {"name": gate.name, "position": gate.position, "lastTransitionTime": gate.last_transition_time}
+    current = list((raw.get("status") or {}).get("preemptionGates") or [])
+    if any(g.get("name") == gate.name and g.get("position") == gate.position for g in current):
+        return None
+    gates = [entry if g.get("name") == gate.name else g for g in current]
+    if not any(g.get("name") == gate.name for g in current):
+        gates.append(entry)
+    return {"status": {"preemptionGates": gates}}
 
 
 def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -1269,10 +1295,12 @@ class MultiKueueConnector:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
                                                                 exists=False))
                     continue
-                conds, placed = remote_conditions(raw), topology_pod_sets(raw)
-                if known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed:
+                conds, placed, gates_ = remote_conditions(raw), topology_pod_sets(raw), remote_gates(raw)
+                if (known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed
+                        or (list(known.preemption_gates) != gates_ and not self._opening(known, gates_))):
                     events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
-                                                            conditions=conds, topology_pod_sets=placed))
+                                                            conditions=conds, topology_pod_sets=placed,
+                                                            preemption_gates=gates_))
         events += await self._observe_owners(now, keys.owners)
         if events:
             self.stats.observed += len(events)
@@ -1360,6 +1388,8 @@ class MultiKueueConnector:
                     if wl.cluster_name != w.name:
                         if key not in w.workloads:
                             await self._create_copy(w, wl, origin)
+                        else:
+                            await self._open_gate(w, wl)
                     elif key in w.workloads:
                         await self._run_there(w, wl, origin)
                     # else its copy on its worker is gone (deleted there): Kueue retries the check and makes none
@@ -1389,14 +1419,43 @@ class MultiKueueConnector:
             manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
         except NotFound:
             return
+        gated = self._config().gate(gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION)
         try:
-            created = msgspec.json.decode(await w.client.create(WORKLOADS, workload_copy(manager_wl, origin),
+            created = msgspec.json.decode(await w.client.create(WORKLOADS, workload_copy(manager_wl, origin, gated),
                                                                 wl.namespace))
         except AlreadyExists:
             return
         w.workloads[wl.key] = created
         self.stats.copies_created += 1
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
+
+    @staticmethod
+    def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:
+        """The log opened the copy's MultiKueue gate and the worker does not show it open yet: not news (its
+        conditions unchanged), the write that opens it (:meth:`_open_gate`) is on its way."""
+        opened = gate_state(known.preemption_gates, MULTIKUEUE_GATE)
+        shown_gate = gate_state(shown, MULTIKUEUE_GATE)
+        return opened is not None and opened.position == OPEN and (shown_gate is None or shown_gate.position != OPEN)
+
+    async def _open_gate(self, w: Worker, wl: WorkloadInfo) -> None:
+        """The copy on ``w`` shows the gate the log opened there (``RemotePreemptionGateOpened``), written to its
+        status (Kueue's manager patches it so)."""
+        assert w.client is not None
+        known = wl.remotes.get(w.name) if wl.remotes else None
+        raw = w.workloads.get(wl.key)
+        if known is None or raw is None:
+            return
+        gate = gate_state(known.preemption_gates, MULTIKUEUE_GATE)
+        if gate is None or gate.position != OPEN:
+            return
+        patch = gate_patch(raw, gate)
+        if patch is None:
+            return
+        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
+        patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
+                                       wl.namespace, subresource="status")
+        w.workloads[wl.key] = msgspec.json.decode(patched)
+        log.info("MultiKueue preemption gate opened", workload=wl.key, cluster=w.name)
 
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's; a

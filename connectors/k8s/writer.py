@@ -61,11 +61,12 @@ from projections.workloads import FINISHED, KUEUE_CONDITIONS, WorkloadInfo, has_
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
 STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes", "resourceRequests",
-                 "reclaimablePods", "accumulatedPastExecutionTimeSeconds", "clusterName", "nominatedClusterNames")
+                 "reclaimablePods", "accumulatedPastExecutionTimeSeconds", "clusterName", "nominatedClusterNames",
+                 "preemptionGates")
 """The status fields kueue-es writes. ``resourceRequests`` goes out with the QuotaReserved=False of a failed
 admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes;
 ``reclaimablePods`` is what the job integration counted (``ReclaimablePodsChanged``), as Kueue's job reconciler
-writes it."""
+writes it; ``preemptionGates`` as the Workload shows them, all closed by an eviction (Kueue's)."""
 NOT_STATUS = frozenset({"RetentionExpired", "ProvisioningRequestCreated", "ProvisioningRequestDeleted",
                         *FAMILY_TAGS})
 """Decisions not carried out by a status write: deleting objects (connectors/k8s/retention.py), creating and
@@ -298,7 +299,11 @@ class StatusWriter:
             return (not runs_controller(state.admission_checks.get(name), multikueue)
                     and (name not in unwritten or wrote.get(name) == check))
 
-        return _with_their_checks(_with_foreign(ours, current), current, theirs)
+        kept = _with_their_checks(_with_foreign(ours, current), current, theirs)
+        if "preemptionGates" in current and "preemptionGates" not in ours:
+            # gates of a spec that lists none (the fold reads them only with spec gates): left as they are
+            kept = {**kept, "preemptionGates": current["preemptionGates"]}
+        return kept
 
     async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str]) -> str:
         status = {k: desired.get(k) for k in STATUS_FIELDS if k in fields}

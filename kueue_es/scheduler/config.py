@@ -207,6 +207,9 @@ class MultiKueueSettings(_Cfg):
     """The value of the ``kueue.x-k8s.io/multikueue-origin`` label on what this manager creates on workers."""
     worker_lost_timeout: str = "15m"
     """How long a workload's worker may stay unreachable before its MultiKueue check is set to Retry."""
+    single_cluster_preemption_timeout: str = "5m"
+    """MultiKueueOrchestratedPreemption: how long after the manager opened one worker copy's preemption gate it
+    waits before it opens another's (:mod:`kueue_es.scheduler.preemption_gates`)."""
     dispatcher_name: str = ALL_AT_ONCE_DISPATCHER
     """Who nominates workers: all at once (every connected worker), incremental (rounds of ``stepSize`` workers
     every 5 minutes) or, any other name, an external controller whose nominations are observed on the Workload
@@ -588,7 +591,8 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
 
 
 def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
-    for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout)):
+    for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
+                        ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         parse_duration(value, f"{source}: field `multiKueue.{name}`")
     if not mk.origin:
         raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")

@@ -52,6 +52,7 @@ from kueue_es.scheduler.tasplace import (
 from projections import gates
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
+from projections.preemption_gates import GATED_MESSAGE, PREEMPTION_GATED
 from projections.queue_order import QueueOrder
 from projections.workloads import ADMITTED, WorkloadInfo, keeps_queued
 
@@ -149,6 +150,9 @@ class CycleContext:
         """``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``: a new slice that does not fit whole is cut
         down towards its ``minCount`` (the old slice's granted counts) even with ``PartialAdmission`` off and,
         replacing an admitted slice, is admitted only if it then grows past them (:func:`_try_partial`)."""
+        self.orchestrated_preemption = gates.enabled(config.feature_gates, gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION)
+        """``MultiKueueOrchestratedPreemption``: an entry that would preempt while one of its preemption gates is
+        closed preempts nothing and waits (:mod:`projections.preemption_gates`)."""
         self.recompute_overlap = gates.enabled(config.feature_gates,
                                                gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
@@ -486,6 +490,11 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 if info.tas_levels:
                     reserve_placement(ctx, e.wl, info, a)
             continue
+        if a.mode == _PREEMPT and e.wl.preemption_gated and ctx.orchestrated_preemption:
+            # Kueue's scheduler, after the no-candidates case: a closed preemption gate keeps it from preempting
+            # (its assignment stands: it holds nothing back); it waits until the gate opens
+            _pending(out, ctx, e, "WaitingForQuota", GATED_MESSAGE, PREEMPTION_GATED, base, preemption_gated=True)
+            continue
         node = tree.cluster_queues[e.cq]
         # the slice it replaces is as good as a target: another entry's victim, it is no longer there to replace
         if any(t.workload.key in victims for t in e.targets) or (e.replaced is not None
@@ -651,7 +660,7 @@ _ROUND_AGAIN = frozenset({"NoFit", "PreemptionNoCandidates", "FailedAfterNominat
 
 
 def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, message: str,
-             requeue_reason: str, base: dict) -> None:
+             requeue_reason: str, base: dict, *, preemption_gated: bool = False) -> None:
     state, wl = ctx.state, e.wl
     if state.cluster_queues[e.cq].spec.queueing_strategy == "StrictFIFO":
         parked = requeue_reason == "NamespaceMismatch"
@@ -674,7 +683,8 @@ def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, m
         # cycle: nothing new to say, it stays where it is
         return
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=message,
-                                  requeue_reason=requeue_reason, parked=parked, scan=scan, **base))
+                                  requeue_reason=requeue_reason, parked=parked, scan=scan,
+                                  preemption_gated=preemption_gated, **base))
 
 
 def _shows_already(wl: WorkloadInfo, reason: str, message: str, kept: ev.FlavorScan | None,

@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
+from kueue_es.scheduler import preemption_gates
 from kueue_es.scheduler.config import (
     MULTIKUEUE_ADAPTER_FRAMEWORKS,
     SchedulerConfig,
@@ -381,9 +382,12 @@ def group_touched(state: ClusterState, touched: dict[str, None]) -> list[str]:
 
 def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, worker_lost_ms: int,
                        dispatcher: Dispatcher = DEFAULT_DISPATCHER,
-                       adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> list[ev.Decision]:
+                       adapters: Mapping[tuple[str, str], Any] = ADAPTERS,
+                       gate_timeout_ms: int | None = None) -> list[ev.Decision]:
     """The MultiKueue controller's decisions for a workload holding quota (none when it has no MultiKueue check,
-    or it is Rejected, or nothing changes), with the adapters in force ``adapters`` (:func:`adapters_in_force`)."""
+    or it is Rejected, or nothing changes), with the adapters in force ``adapters`` (:func:`adapters_in_force`);
+    under MultiKueueOrchestratedPreemption (``gate_timeout_ms``: its single-cluster preemption timeout) the copy
+    whose preemption gate opens (:mod:`.preemption_gates`)."""
     check = check_of(state, wl)
     if check is None or check.state == "Rejected" or wl.evicted:
         return []
@@ -424,6 +428,10 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         return [_update(wl, check, "Retry", "Reserving remote lost", base)]
     if check.state != "Pending" or wl.cluster_name:
         return []
+    if gate_timeout_ms is not None:
+        opened = preemption_gates.open_gate(wl, base, now, gate_timeout_ms)
+        if opened:
+            return opened
     if any(s.state != "Ready" for n, s in wl.check_states.items() if n != check.name):
         return []  # Kueue nominates only once every other check is Ready
     target = group_target(state, wl)
@@ -503,6 +511,24 @@ def round_deadlines(state: ClusterState, dispatcher: Dispatcher) -> list[tuple[i
         clusters = _config_clusters(state, check.name)
         if clusters and _not_nominated(wl, clusters, dispatcher):
             out.append((wl.nominated_at + ROUND_MS + 1, key))
+    return sorted(out)
+
+
+def gate_deadlines(state: ClusterState, timeout_ms: int) -> list[tuple[int, str]]:
+    """MultiKueueOrchestratedPreemption: (when it may open another copy's preemption gate, key) of every workload
+    holding quota, on no worker yet, its MultiKueue check Pending, whose blocked copies wait for the
+    single-cluster preemption timeout since a gate was opened, in time order (:mod:`.preemption_gates`)."""
+    out = []
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        if not wl.remotes or not wl.reserving or wl.evicted or wl.cluster_name:
+            continue
+        check = check_of(state, wl)
+        if check is None or check.state != "Pending":
+            continue
+        _, at = preemption_gates.next_gate(wl, None, timeout_ms)
+        if at is not None:
+            out.append((at, key))
     return sorted(out)
 
 

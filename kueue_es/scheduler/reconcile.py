@@ -125,6 +125,13 @@ def retention_deadline(config: SchedulerConfig, wl: WorkloadInfo) -> tuple[int, 
             "Deleted job: deactivation retention period expired")
 
 
+def gate_timeout(config: SchedulerConfig) -> int | None:
+    """MultiKueueOrchestratedPreemption's single-cluster preemption timeout in ms (None: the gate is off)."""
+    if not config.gate(gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION):
+        return None
+    return parse_duration(config.multi_kueue.single_cluster_preemption_timeout)
+
+
 def dispatcher_of(config: SchedulerConfig) -> multikueue.Dispatcher:
     """The MultiKueue dispatcher the configuration names, with its step (``stepSize`` read only under
     MultiKueueIncrementalDispatcherConfig) and order (MultiKueueIncrementalDispatcherRespectConfigOrder)."""
@@ -157,9 +164,12 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     worker_lost_ms = parse_duration(config.multi_kueue.worker_lost_timeout)
     dispatcher = dispatcher_of(config)
     adapters = multikueue.adapters_in_force(config)
+    gate_timeout_ms = gate_timeout(config)
     if touched is not None and runs_multikueue:
         woken = [key for t, key in multikueue.lost_deadlines(state, worker_lost_ms) if t <= now]
         woken += [key for t, key in multikueue.round_deadlines(state, dispatcher) if t <= now]
+        if gate_timeout_ms is not None:
+            woken += [key for t, key in multikueue.gate_deadlines(state, gate_timeout_ms) if t <= now]
         woken += multikueue.group_touched(state, touched)  # a group's others look again when one moves
         if woken:
             touched = {**touched, **dict.fromkeys(woken)}
@@ -198,7 +208,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     continue
             if runs_multikueue and wl.check_states:
                 dispatched = multikueue.reconcile_workload(state, wl, base, now, worker_lost_ms, dispatcher,
-                                                          adapters)
+                                                          adapters, gate_timeout_ms)
                 if dispatched:
                     out.extend(dispatched)
                     continue
@@ -526,6 +536,10 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
         rounds = multikueue.round_deadlines(state, dispatcher_of(config))
         if rounds:
             times.append(rounds[0][0])
+        gate_timeout_ms = gate_timeout(config)
+        opening = multikueue.gate_deadlines(state, gate_timeout_ms) if gate_timeout_ms is not None else []
+        if opening:
+            times.append(opening[0][0])
     waits_on_nodes = (not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
                       or config.gate(gates.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME))
     if waits_on_nodes and config.gate(gates.TAS_FAILED_NODE_REPLACEMENT):

@@ -15,7 +15,8 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
   bring it back with that condition set), ``clusters`` (``{name, connected, reason, message}``: what the
   MultiKueue connector observed of a worker) and ``remotes`` (``{workload, cluster, conditions: {type: status or
-  {status, reason, message}}, topologyPodSets, gone}``: a worker's copy of a workload as the connector's watch shows it) and
+  {status, reason, message, lastTransitionTime}}, topologyPodSets, preemptionGates: [{name, position, lastTransitionTime}], gone}``: a
+  worker's copy of a workload as the connector's watch shows it) and
   ``workerQueues`` (``{cluster, localQueues: {namespace/name: clusterQueue}, clusterQueues: {name: resourceGroups}}``:
   a worker's queues as the connector lists them) as observed events at that
   time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
@@ -46,7 +47,9 @@ message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransit
 Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), ``resourceRequests:
 [{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), ``accumulated: N|null``
 (``status.accumulatedPastExecutionTimeSeconds``; null: not shown), ``clusterName: NAME|null`` and
-``nominatedClusterNames: [NAME, ...]`` (MultiKueue's status fields; [] when not shown), or ``unchanged:
+``nominatedClusterNames: [NAME, ...]`` (MultiKueue's status fields; [] when not shown), ``preemptionGates: {gate:
+[position, lastTransitionTime]}`` (exactly ``status.preemptionGates``), ``remoteGates: {cluster:
+{gate: [position, lastTransitionTime]}}`` (every copy's preemption gates as the manager knows them), or ``unchanged:
 true`` (``want`` only); in timelines also ``queue: active|parked|none`` (where it waits in its ClusterQueue's
 queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its next attempt's flavor scan starts, from the
 progress it keeps; null: it keeps none).
@@ -115,6 +118,17 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         checked = True
         got_nominated = status.get("nominatedClusterNames", [])
         assert got_nominated == want["nominatedClusterNames"], f"{key}: nominatedClusterNames {got_nominated}"
+    if "preemptionGates" in want:
+        checked = True
+        got_positions = {g["name"]: [g["position"], g.get("lastTransitionTime")]
+                         for g in status.get("preemptionGates", [])}
+        assert got_positions == want["preemptionGates"], f"{key}: preemptionGates {got_positions}"
+    if "remoteGates" in want:
+        checked = True
+        assert wl is not None, f"{case}: remoteGates is only known in a timeline"
+        got_gates = {c: {g.name: [g.position, g.last_transition_time] for g in r.preemption_gates}
+                     for c, r in sorted((wl.remotes or {}).items())}
+        assert got_gates == want["remoteGates"], f"{key}: remoteGates {got_gates}"
     if "queue" in want:
         checked = True
         assert state is not None and wl is not None, f"{case}: queue is only known in a timeline"
@@ -343,11 +357,16 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             conditions = [o.Condition(type=k, status=v, reason=k, last_transition_time=format_time(t))
                           if isinstance(v, str) else o.Condition(type=k, status=v["status"],
                                                                  reason=v.get("reason", k), message=v.get("message", ""),
-                                                                 last_transition_time=format_time(t))
+                                                                 last_transition_time=v.get("lastTransitionTime",
+                                                                                            format_time(t)))
                           for k, v in sorted(r.get("conditions", {}).items())]
+            gates = [o.PreemptionGateState(name=g["name"], position=g["position"],
+                                           last_transition_time=g.get("lastTransitionTime", format_time(t)))
+                     for g in r.get("preemptionGates", [])]
             events.append(ev.RemoteWorkloadObserved(time=t, key=r["workload"], cluster=r["cluster"],
                                                     exists=not r.get("gone", False), conditions=conditions,
-                                                    topology_pod_sets=r.get("topologyPodSets", [])))
+                                                    topology_pod_sets=r.get("topologyPodSets", []),
+                                                    preemption_gates=gates))
         for c in step.get("checks", []):
             events.append(ev.AdmissionCheckStateChanged(time=t, key=c["workload"], check=c["check"], state=c["state"],
                                                         message=c.get("message", ""),

@@ -14,7 +14,8 @@ watched without a reconnect. A RayService handed to MultiKueue is copied to the 
 worker's Kueue, its Ready condition mirrored, a ``serveConfigV2`` edited on the manager forwarded to the copy, and
 its copies deleted once its Workload is deactivated. A
 LeaderWorkerSet's two groups go to the worker together, on one copy of the set. Under
-MultiKueueManagerQuotaAutomation the manager's ClusterQueue takes the worker ClusterQueue's quota.
+MultiKueueManagerQuotaAutomation the manager's ClusterQueue takes the worker ClusterQueue's quota. Under
+MultiKueueOrchestratedPreemption a copy made gated preempts on the worker only once the manager opens its gate.
 """
 
 from __future__ import annotations
@@ -241,16 +242,29 @@ async def multikueue_queues(kc, sfx: str, worker: str, check: str) -> tuple[str,
     return ns, cq
 
 
-async def _worker_queues(wc, ns: str, sfx: str) -> None:
-    """The worker: the same namespace and LocalQueue, a ClusterQueue of its own."""
+async def _worker_queues(wc, ns: str, sfx: str, **cq_spec: Any) -> None:
+    """The worker: the same namespace and LocalQueue, a ClusterQueue of its own (``cq_spec`` added to its spec)."""
     await wc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     await create(wc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"wf-{sfx}"}})
     await create(wc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"wcq-{sfx}"},
-                      "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                      "spec": {**cq_spec, "namespaceSelector": {}, "resourceGroups": [{
                           "coveredResources": ["cpu"],
                           "flavors": [{"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
     await create(wc, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
                       "spec": {"clusterQueue": f"wcq-{sfx}"}})
+
+
+@contextlib.asynccontextmanager
+async def _manager_and_worker(kube_apiserver, worker_apiserver, **worker_cq: Any) -> AsyncIterator[SimpleNamespace]:
+    """Both apiservers with Kueue's CRDs, the manager's queues behind a MultiKueue check and the worker's
+    (``worker_cq`` added to its ClusterQueue's spec): (kc, wc, ns, cq, worker, sfx)."""
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc)
+        await crds.install(wc)
+        sfx = secrets.token_hex(3)
+        ns, cq, worker, _ = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx, **worker_cq)
+        yield SimpleNamespace(kc=kc, wc=wc, ns=ns, cq=cq, worker=worker, sfx=sfx)
 
 
 @contextlib.asynccontextmanager
@@ -1027,12 +1041,8 @@ async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, w
     it when the worker's changes; the fold schedules with it."""
     gate_on = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                            "featureGates": {"MultiKueueManagerQuotaAutomation": True}})
-    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
-        await crds.install(kc)
-        await crds.install(wc)
-        sfx = secrets.token_hex(3)
-        ns, cq, _, _ = await _manager_queues(kc, worker_apiserver, sfx)
-        await _worker_queues(wc, ns, sfx)
+    async with _manager_and_worker(kube_apiserver, worker_apiserver) as c:
+        kc, wc, cq, sfx = c.kc, c.wc, c.cq, c.sfx
         async with kueue_es(kc, tmp_path / "manager-log", config=gate_on) as (_, journal):
             async def condition(reason: str) -> dict[str, Any] | None:
                 c = _cond(await get(kc, "ClusterQueue", cq), "MultiKueueManagerQuotaAutomation")
@@ -1061,3 +1071,59 @@ async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, w
                 return rq.nominal_quota == "7500m"
 
             await eventually(folded, what="the fold to hold the automated quota")
+
+
+@pytest.mark.asyncio
+async def test_a_gated_copy_preempts_on_the_worker_only_once_the_manager_opens_its_gate(
+        kube_apiserver, worker_apiserver, tmp_path) -> None:
+    """MultiKueueOrchestratedPreemption (alpha) on, manager and worker: the copy of a high-priority Job's Workload
+    is made with the ``kueue.x-k8s.io/multikueue`` preemption gate; the worker's scheduler, which would preempt a
+    lower-priority Workload for it, is held by the closed gate (``BlockedOnPreemptionGates`` True,
+    ``PreemptionGated``); the manager sees that and opens the gate on the copy (``status.preemptionGates``); the
+    worker then preempts, admits the copy, and the manager's Workload is admitted there."""
+    gate = "kueue.x-k8s.io/multikueue"
+    config = load_config({"integrations": {"frameworks": ["batch/job"]},
+                          "featureGates": {"MultiKueueOrchestratedPreemption": True}})
+    async with _manager_and_worker(kube_apiserver, worker_apiserver,
+                                   preemption={"withinClusterQueue": "LowerPriority"}) as c:
+        kc, wc, ns, worker, sfx = c.kc, c.wc, c.ns, c.worker, c.sfx
+        for kube in (kc, wc):
+            await create(kube, {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
+                                "metadata": {"name": f"high-{sfx}"}, "value": 100})
+        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
+                    kueue_es(kc, tmp_path / "manager-log", config=config)):
+            # --- on the worker, a local low-priority Job takes the whole queue ---------------------------------
+            low_job = await create(wc, job(ns, "low", "user-queue", cpu="4"))
+            low_name = workload_name("low", low_job["metadata"]["uid"])
+            await _workload_shows(wc, low_name, ns, "QuotaReserved", "the worker's low Workload to hold the quota")
+
+            # --- a high-priority Job handed to MultiKueue on the manager --------------------------------------
+            high = job(ns, "high", "user-queue", cpu="4", labels={"kueue.x-k8s.io/priority-class": f"high-{sfx}"})
+            high["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+            manager_job = await create(kc, high)
+            wl_name = workload_name("high", manager_job["metadata"]["uid"])
+
+            copy_ = await eventually(lambda: _maybe(wc, "Workload", wl_name, ns), timeout=60,
+                                     what="the copy on the worker")
+            assert copy_["spec"]["preemptionGates"] == [{"name": gate}], "made gated"
+
+            # --- held by the gate, then let through by the manager -------------------------------------------
+            async def opened() -> dict[str, Any] | None:
+                there = await _maybe(wc, "Workload", wl_name, ns)
+                states = (there or {}).get("status", {}).get("preemptionGates") or []
+                return there if [(g["name"], g["position"]) for g in states] == [(gate, "Open")] else None
+
+            there = await eventually(opened, timeout=60, what="the manager to open the copy's preemption gate")
+            blocked = _cond(there, "BlockedOnPreemptionGates")
+            assert blocked is not None, "the worker's scheduler was held by the closed gate first"
+            assert blocked["reason"] in ("PreemptionGated", "QuotaReserved")
+            assert "Workload requires preemption, but it's gated" in blocked["message"]
+
+            low = await _workload_shows(wc, low_name, ns, "Preempted", "the low Workload to be preempted on the worker")
+            assert _cond(low, "Preempted")["reason"] == "InClusterQueue"
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted")
+            assert wl["status"]["clusterName"] == worker
+            there = await _workload_shows(wc, wl_name, ns, "QuotaReserved", "the copy to hold the worker's quota")
+            blocked = _cond(there, "BlockedOnPreemptionGates")
+            assert (blocked["status"], blocked["reason"], blocked["message"]) == (
+                "False", "QuotaReserved", "Previously: Workload requires preemption, but it's gated")

@@ -1,0 +1,68 @@
+"""Kueue's Workload preemption gates (``MultiKueueOrchestratedPreemption``, KEP-8303), as the fold reads them.
+
+A Workload lists gates in ``spec.preemptionGates`` and their positions in ``status.preemptionGates``. While any
+spec gate is closed — ``Closed`` in the status, or not listed there yet, so a workload created gated is gated at
+once — the scheduler does not preempt for it: an attempt that would preempt leaves it pending with the
+``BlockedOnPreemptionGates`` condition (:mod:`kueue_es.scheduler.cycle`). MultiKueue's manager puts
+:data:`MULTIKUEUE_GATE` on every copy it makes on a worker and opens it on one copy at a time
+(:mod:`kueue_es.scheduler.preemption_gates`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from events import objects as o
+from events.timefmt import parse_time
+from projections.workloads import RemoteCopy
+
+MULTIKUEUE_GATE = "kueue.x-k8s.io/multikueue"
+"""The gate MultiKueue's manager adds to the copies of a workload it makes on workers."""
+BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
+"""The Workload condition a gated attempt sets True (and eviction or a quota reservation sets False)."""
+PREEMPTION_GATED = "PreemptionGated"
+"""That condition's reason, and the scheduler's requeue reason for the attempt."""
+GATED_MESSAGE = "Workload requires preemption, but it's gated"
+"""Kueue's scheduler's message for such an attempt (the condition's and QuotaReserved=False's)."""
+OPEN, CLOSED = "Open", "Closed"
+
+
+def has_closed_gate(spec_gates: Iterable[o.PreemptionGate], status_gates: Iterable[o.PreemptionGateState]) -> bool:
+    """Whether a spec gate is closed: ``Closed`` in the status, or absent from it."""
+    positions = {g.name: g.position for g in status_gates}
+    return any(positions.get(g.name, CLOSED) == CLOSED for g in spec_gates)
+
+
+def gate_state(status_gates: Iterable[o.PreemptionGateState], name: str) -> o.PreemptionGateState | None:
+    """The status entry of gate ``name`` (None: not listed)."""
+    for g in status_gates:
+        if g.name == name:
+            return g
+    return None
+
+
+def opened_on(copy: RemoteCopy, gate: str, when: str) -> RemoteCopy:
+    """A worker's copy with ``gate`` opened at ``when`` (its status entry replaced, or added last)."""
+    entry = o.PreemptionGateState(name=gate, position=OPEN, last_transition_time=when)
+    gates = [entry if g.name == gate else g for g in copy.preemption_gates]
+    if gate_state(copy.preemption_gates, gate) is None:
+        gates.append(entry)
+    return RemoteCopy(copy.conditions, copy.topology_pod_sets, tuple(gates))
+
+
+def closed_all(gates: tuple[o.PreemptionGateState, ...], when: str) -> tuple[o.PreemptionGateState, ...]:
+    """Every gate ``Closed`` at ``when``, as Kueue's eviction leaves them."""
+    return tuple(o.PreemptionGateState(name=g.name, position=CLOSED, last_transition_time=when) for g in gates)
+
+
+def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.PreemptionGateState]
+                ) -> list[o.PreemptionGateState]:
+    """``shown``, each gate as ``known`` has it instead where ``known``'s changed later."""
+    mine = {g.name: g for g in known}
+    out = []
+    for g in shown:
+        k = mine.get(g.name)
+        later = (k is not None and k.last_transition_time and g.last_transition_time
+                 and parse_time(k.last_transition_time) > parse_time(g.last_transition_time))
+        out.append(k if later else g)
+    return out
