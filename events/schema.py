@@ -486,6 +486,15 @@ class VariantActivation(Decision, tag="VariantActivation"):
     message: str
 
 
+class VariantPreemptionGateOpened(Decision, tag="VariantPreemptionGateOpened"):
+    """``ConcurrentAdmission``: Kueue's variant controller opens the variant's ``kueue.x-k8s.io/concurrent-admission``
+    preemption gate (``status.preemptionGates`` ``Open``, its ``lastTransitionTime`` the decision's time; its event
+    ``PreemptionUngatedVariant``), letting the scheduler preempt for that variant: one variant at a time
+    (:mod:`kueue_es.scheduler.variant_gates`)."""
+
+    gate: str
+
+
 class VariantDeleted(Decision, tag="VariantDeleted"):
     """``ConcurrentAdmission``: the variant's flavor is no longer in its ClusterQueue's resource group, so Kueue's
     variant controller deletes it (its event ``DeletedVariant`` on the parent). The connector deletes it,
@@ -569,6 +578,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ParentLabelled,
     VariantCreated,
     VariantActivation,
+    VariantPreemptionGateOpened,
     VariantDeleted,
     ParentAdmitted,
     VariantFinished,

@@ -18,6 +18,9 @@ from projections.workloads import RemoteCopy
 
 MULTIKUEUE_GATE = "kueue.x-k8s.io/multikueue"
 """The gate MultiKueue's manager adds to the copies of a workload it makes on workers."""
+CONCURRENT_ADMISSION_GATE = "kueue.x-k8s.io/concurrent-admission"
+"""The gate ConcurrentAdmission's variant controller puts on every variant it makes and opens on one variant at a
+time (:mod:`kueue_es.scheduler.variant_gates`)."""
 BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
 """The Workload condition a gated attempt sets True (and eviction or a quota reservation sets False)."""
 PREEMPTION_GATED = "PreemptionGated"
@@ -43,11 +46,15 @@ def gate_state(status_gates: Iterable[o.PreemptionGateState], name: str) -> o.Pr
 
 def opened_on(copy: RemoteCopy, gate: str, when: str) -> RemoteCopy:
     """A worker's copy with ``gate`` opened at ``when`` (its status entry replaced, or added last)."""
+    return RemoteCopy(copy.conditions, copy.topology_pod_sets, opened_in(copy.preemption_gates, gate, when))
+
+
+def opened_in(gates: tuple[o.PreemptionGateState, ...], gate: str, when: str) -> tuple[o.PreemptionGateState, ...]:
+    """``gates`` with ``gate`` opened at ``when`` (its entry replaced, or added last)."""
     entry = o.PreemptionGateState(name=gate, position=OPEN, last_transition_time=when)
-    gates = [entry if g.name == gate else g for g in copy.preemption_gates]
-    if gate_state(copy.preemption_gates, gate) is None:
-        gates.append(entry)
-    return RemoteCopy(copy.conditions, copy.topology_pod_sets, tuple(gates))
+    if gate_state(gates, gate) is None:
+        return (*gates, entry)
+    return tuple(entry if g.name == gate else g for g in gates)
 
 
 def closed_all(gates: tuple[o.PreemptionGateState, ...], when: str) -> tuple[o.PreemptionGateState, ...]:

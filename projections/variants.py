@@ -11,6 +11,9 @@ Workloads (a parent and its variants, :mod:`kueue_es.scheduler.variants`).
 * :class:`events.schema.VariantActivation` — ``spec.active`` as decided; a deactivated variant leaves its queue (one
   holding quota is then evicted by the workload controller's rule for inactive workloads), an activated one
   joins it.
+* :class:`events.schema.VariantPreemptionGateOpened` — its ``kueue.x-k8s.io/concurrent-admission`` gate shows
+  ``Open`` from the decision's time; with none of its gates closed it may preempt, and goes back to its queue.
+  A variant is made with that gate closed (listed in its spec, not yet in its status).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from events import schema as ev
+from events.timefmt import format_time
+from projections.preemption_gates import CLOSED, opened_in
 from projections.workloads import CONCURRENT_ADMISSION_PARENT_LABEL, PENDING, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -77,6 +82,7 @@ def on_variant_created(state: ClusterState, e: ev.VariantCreated) -> None:
         boost_annotation=parent.boost_annotation, metric_annotations=parent.metric_annotations,
         replaces=parent.replaces, owner=(*VARIANT_OWNER, parent.name), elastic=parent.elastic,
         component_index=parent.component_index, allowed_flavors=(e.flavor,),
+        preemption_gated=True,  # its spec lists the concurrent-admission gate, closed until the controller opens it
     )
     state.add_workload(wl, parent.key)
 
@@ -109,6 +115,20 @@ def on_parent_admitted(state: ClusterState, e: ev.ParentAdmitted) -> None:
             wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
 
 
+def on_variant_gate_opened(state: ClusterState, e: ev.VariantPreemptionGateOpened) -> None:
+    """The gate opens: the variant may preempt once no other gate it lists is closed (the fold knows its gates from
+    their status entries: those its spec adds but its status does not show yet come with the next read of it)."""
+    wl = _known(state, e.key, e.uid)
+    if wl is None:
+        return
+    wl.gate_states = opened_in(wl.gate_states, e.gate, format_time(e.time))
+    gated = any(g.position == CLOSED for g in wl.gate_states)
+    if gated != wl.preemption_gated:
+        wl.preemption_gated = gated
+        if wl.phase == PENDING:
+            state.requeue(wl)
+
+
 def on_variant_deleted(state: ClusterState, e: ev.VariantDeleted) -> None:
     if _known(state, e.key, e.uid) is not None:
         state.delete_workload(e.key)
@@ -120,5 +140,6 @@ HANDLERS = {
     ev.ParentLabelled: on_parent_labelled,
     ev.VariantCreated: on_variant_created,
     ev.VariantActivation: on_variant_activation,
+    ev.VariantPreemptionGateOpened: on_variant_gate_opened,
 }
 """Event type -> its fold (:data:`projections.cluster._HANDLERS` takes them in)."""
