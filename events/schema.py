@@ -495,6 +495,18 @@ class VariantPreemptionGateOpened(Decision, tag="VariantPreemptionGateOpened"):
     gate: str
 
 
+class ParentPreemptionSignal(Decision, tag="ParentPreemptionSignal"):
+    """``ConcurrentAdmission``: Kueue's variant controller mirrors its variants' ``BlockedOnPreemptionGates`` onto a
+    parent that lists preemption gates of its own (a MultiKueue worker's copy): True with the reason of the variant
+    blocked longest, ``message`` naming it, ``since`` its ``lastTransitionTime``; False
+    (``VariantsNotPreemptionGated``) once none is blocked."""
+
+    status: bool
+    reason: str
+    message: str
+    since: str = ""
+
+
 class VariantDeleted(Decision, tag="VariantDeleted"):
     """``ConcurrentAdmission``: the variant's flavor is no longer in its ClusterQueue's resource group, so Kueue's
     variant controller deletes it (its event ``DeletedVariant`` on the parent). The connector deletes it,
@@ -579,6 +591,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     VariantCreated,
     VariantActivation,
     VariantPreemptionGateOpened,
+    ParentPreemptionSignal,
     VariantDeleted,
     ParentAdmitted,
     VariantFinished,

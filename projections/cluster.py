@@ -2514,7 +2514,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
     ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.ParentAdmitted,
-    ev.RemotePreemptionGateOpened, ev.VariantPreemptionGateOpened,
+    ev.RemotePreemptionGateOpened, ev.VariantPreemptionGateOpened, ev.ParentPreemptionSignal,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 

@@ -9,6 +9,11 @@ not open has it opened (``VariantPreemptionGateOpened``, the decision's log time
 of them had its gate opened less than 5 minutes (:data:`PREEMPTION_TIMEOUT_MS`, fixed in Kueue) before: then none
 is opened until that much log time has passed since (a deadline the scheduler wakes at, :func:`deadlines`).
 
+A parent that lists preemption gates of its own (a MultiKueue worker's copy) shows whether a variant is blocked:
+``BlockedOnPreemptionGates`` True as the variant blocked longest has it (its reason and ``lastTransitionTime``,
+"Variant Workload "<namespace>/<name>" is blocked on preemption gates"), False (``VariantsNotPreemptionGated``,
+"No Variant Workload is blocked on preemption gates") once none is (``ParentPreemptionSignal``, :func:`signal`).
+
 Time is the log's: the decision's ``time`` and the ``lastTransitionTime`` the variants show, never a clock.
 """
 
@@ -53,6 +58,38 @@ def next_gate(variants: list[WorkloadInfo], now: int | None, active: dict[str, b
     if opened and (now is None or now - max(opened) < PREEMPTION_TIMEOUT_MS):
         return None, max(opened) + PREEMPTION_TIMEOUT_MS
     return candidate, None
+
+
+NOT_GATED = "VariantsNotPreemptionGated"
+NOT_GATED_MESSAGE = "No Variant Workload is blocked on preemption gates"
+
+
+def _since(wl: WorkloadInfo) -> int:
+    c = wl.condition(BLOCKED_ON_PREEMPTION_GATES)
+    return parse_time(c.last_transition_time) if c is not None and c.last_transition_time else 0
+
+
+def signal(parent: WorkloadInfo, variants: list[WorkloadInfo], active: dict[str, bool], base: dict
+           ) -> list[ev.Decision]:
+    """The parent's ``BlockedOnPreemptionGates`` when it differs from what its variants say (none, or one), for a
+    parent that lists preemption gates (as the fold knows them: one closed, or any shown in its status)."""
+    if not (parent.preemption_gated or parent.gate_states):
+        return []
+    current = parent.condition(BLOCKED_ON_PREEMPTION_GATES)
+    blocked = [v for v in _admissible(variants, active) if _blocked(v)]
+    if not blocked:
+        if current is None or current.status != "True":
+            return []
+        return [ev.ParentPreemptionSignal(key=parent.key, uid=parent.uid, status=False, reason=NOT_GATED,
+                                          message=NOT_GATED_MESSAGE, **base)]
+    oldest = min(blocked, key=_since)  # the first in flavor order among equally old ones
+    cond = oldest.condition(BLOCKED_ON_PREEMPTION_GATES)
+    assert cond is not None
+    message = f'Variant Workload "{oldest.key}" is blocked on preemption gates'
+    if current is not None and (current.status, current.reason, current.message) == ("True", cond.reason, message):
+        return []
+    return [ev.ParentPreemptionSignal(key=parent.key, uid=parent.uid, status=True, reason=cond.reason,
+                                      message=message, since=cond.last_transition_time, **base)]
 
 
 def open_gate(variants: list[WorkloadInfo], active: dict[str, bool], base: dict) -> list[ev.Decision]:

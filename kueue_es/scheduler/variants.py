@@ -15,11 +15,11 @@ first resource group and keeps the family in step, in its order:
 * the parent shows its admitted variant's admission (``ParentAdmitted``), or is evicted once none is admitted
   (``ConcurrentAdmission``, "No variant is running"); a finished parent finishes its variants (``VariantFinished``);
 * one blocked variant has its ``kueue.x-k8s.io/concurrent-admission`` preemption gate opened
-  (``VariantPreemptionGateOpened``, :mod:`kueue_es.scheduler.variant_gates`).
+  (``VariantPreemptionGateOpened``), and a parent listing preemption gates of its own shows whether a variant is
+  blocked (``ParentPreemptionSignal``; :mod:`kueue_es.scheduler.variant_gates`).
 
-Not modelled: the parent's PodsReady copied onto its admitted variant; ``BlockedOnPreemptionGates`` mirrored onto a
-parent that lists preemption gates of its own (a MultiKueue worker's copy) and the parent's gate positions onto its
-variants.
+Not modelled: the parent's PodsReady copied onto its admitted variant; the parent's own gates' positions copied onto
+its variants (a MultiKueue worker's copy whose manager opens its gate: here its variants keep theirs).
 """
 from __future__ import annotations
 
@@ -185,6 +185,7 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[Wor
     switched = _activation(parent, variants, cq, flavors, base)
     out.extend(switched)
     active = {d.key: d.active for d in switched if isinstance(d, ev.VariantActivation)}
+    out.extend(variant_gates.signal(parent, variants, active, base))
     admitted = next((v for v in variants if v.phase == ADMITTED), None)
     if admitted is not None and admitted.admission is not None and parent.phase == PENDING:
         out.append(ev.ParentAdmitted(key=parent.key, uid=parent.uid, admission=admitted.admission,
