@@ -22,7 +22,12 @@ from __future__ import annotations
 from events import schema as ev
 from events.timefmt import parse_time
 from projections.cluster import ClusterState
-from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, CONCURRENT_ADMISSION_GATE, OPEN, gate_state
+from projections.preemption_gates import (
+    BLOCKED_ON_PREEMPTION_GATES,
+    CONCURRENT_ADMISSION_GATE,
+    OPEN,
+    gate_state,
+)
 from projections.workloads import FINISHED, WorkloadInfo, is_parent
 
 PREEMPTION_TIMEOUT_MS = 5 * 60 * 1000
