@@ -62,9 +62,12 @@ def closed_all(gates: tuple[o.PreemptionGateState, ...], when: str) -> tuple[o.P
     return tuple(o.PreemptionGateState(name=g.name, position=CLOSED, last_transition_time=when) for g in gates)
 
 
-def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.PreemptionGateState]
-                ) -> list[o.PreemptionGateState]:
-    """``shown``, each gate as ``known`` has it instead where ``known``'s changed later."""
+def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.PreemptionGateState],
+                listed: Iterable[str] = ()) -> list[o.PreemptionGateState]:
+    """``shown``, each gate as ``known`` has it instead where ``known``'s changed later, then the gates of
+    ``listed`` (the spec's) ``known`` has and ``shown`` does not: no writer takes a gate's entry out of a status,
+    so a read without it is from before the write that put it there (a variant read back before its gate's
+    opening was written)."""
     mine = {g.name: g for g in known}
     out = []
     for g in shown:
@@ -72,4 +75,6 @@ def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.Pree
         later = (k is not None and k.last_transition_time and g.last_transition_time
                  and parse_time(k.last_transition_time) > parse_time(g.last_transition_time))
         out.append(k if later else g)
+    have = {g.name for g in out}
+    out.extend(mine[n] for n in dict.fromkeys(listed) if n in mine and n not in have)
     return out
