@@ -550,7 +550,8 @@ class ConcurrentAdmissionMigration(View):
 class ConcurrentAdmissionPolicy(View):
     """``ConcurrentAdmission`` (alpha, off): each workload of the ClusterQueue is pursued through one variant
     Workload per flavor of its one resource group (:mod:`kueue_es.scheduler.variants`; checked by
-    :func:`events.object_rules.check_concurrent_admission`; in part: :data:`projections.gates.PARTLY`)."""
+    :func:`events.object_rules.check_concurrent_admission`; its variants' preemption gate:
+    :mod:`kueue_es.scheduler.variant_gates`)."""
 
     migration: ConcurrentAdmissionMigration = ConcurrentAdmissionMigration()
 

@@ -486,6 +486,27 @@ class VariantActivation(Decision, tag="VariantActivation"):
     message: str
 
 
+class VariantPreemptionGateOpened(Decision, tag="VariantPreemptionGateOpened"):
+    """``ConcurrentAdmission``: Kueue's variant controller opens the variant's ``kueue.x-k8s.io/concurrent-admission``
+    preemption gate (``status.preemptionGates`` ``Open``, its ``lastTransitionTime`` the decision's time; its event
+    ``PreemptionUngatedVariant``), letting the scheduler preempt for that variant: one variant at a time
+    (:mod:`kueue_es.scheduler.variant_gates`)."""
+
+    gate: str
+
+
+class ParentPreemptionSignal(Decision, tag="ParentPreemptionSignal"):
+    """``ConcurrentAdmission``: Kueue's variant controller mirrors its variants' ``BlockedOnPreemptionGates`` onto a
+    parent that lists preemption gates of its own (a MultiKueue worker's copy): True with the reason of the variant
+    blocked longest, ``message`` naming it, ``since`` its ``lastTransitionTime``; False
+    (``VariantsNotPreemptionGated``) once none is blocked."""
+
+    status: bool
+    reason: str
+    message: str
+    since: str = ""
+
+
 class VariantDeleted(Decision, tag="VariantDeleted"):
     """``ConcurrentAdmission``: the variant's flavor is no longer in its ClusterQueue's resource group, so Kueue's
     variant controller deletes it (its event ``DeletedVariant`` on the parent). The connector deletes it,
@@ -569,6 +590,8 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ParentLabelled,
     VariantCreated,
     VariantActivation,
+    VariantPreemptionGateOpened,
+    ParentPreemptionSignal,
     VariantDeleted,
     ParentAdmitted,
     VariantFinished,

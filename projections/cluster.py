@@ -1565,7 +1565,10 @@ class ClusterState:
             raise MisfiledObject(key, w)
         spec = w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
         old = self.workloads.get(key)
+        opened: tuple[o.PreemptionGateState, ...] = ()
         if old is not None and old.uid != meta.uid:
+            if not old.uid:  # the variant the fold made, read back: the gates the log opened stay open
+                opened = old.gate_states
             self._delete_object("Workload", key)
             old = None
         limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
@@ -1615,6 +1618,7 @@ class ClusterState:
                 replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
             )
             if spec.preemption_gates:
+                wl.gate_states = opened
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -2299,7 +2303,7 @@ class ClusterState:
                     ) -> None:
         """The preemption gates a Workload's spec lists and its status shows, but for those the log closed later
         (an eviction) than the status shows them changed: a Workload read before that write shows them as before."""
-        taken = tuple(newer_gates(wl.gate_states, shown))
+        taken = tuple(newer_gates(wl.gate_states, shown, (g.name for g in spec_gates)))
         wl.gate_states = taken
         wl.preemption_gated = has_closed_gate(spec_gates, taken)
 
@@ -2514,7 +2518,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
     ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.ParentAdmitted,
-    ev.RemotePreemptionGateOpened,
+    ev.RemotePreemptionGateOpened, ev.VariantPreemptionGateOpened, ev.ParentPreemptionSignal,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 

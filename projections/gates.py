@@ -297,7 +297,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
-    MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
+    MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY, CONCURRENT_ADMISSION,
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS, MULTIKUEUE_BATCH_JOB_CLEARING_TTL,
     MULTIKUEUE_CLUSTER_PROFILE, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
@@ -335,30 +335,35 @@ SchedulerLibraryIntegration (alpha) is modelled as the node filter Kueue runs th
 whose inputs (nodes, pod sets, bound pods' host ports) the log holds; NodeResourcesFit, InterPodAffinity, the volume
 and DRA plugins are not in it. Left as edge cases: host ports of pods not yet bound (Kueue too tracks only bound
 pods) and of the set's own other pods on one node; Kueue's simulator can also be given admitted workloads to stand in
-for with virtual pods on their assigned nodes, which only its tests do in the sources read."""
-
-
-PARTLY = frozenset({CONCURRENT_ADMISSION})
-"""Gates the code reads but models only in part, so not counted in :data:`MODELLED`.
-``ConcurrentAdmission`` turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
+for with virtual pods on their assigned nodes, which only its tests do in the sources read.
+ConcurrentAdmission turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
 (:func:`events.object_rules.check_concurrent_admission`), the flavor assigner's reading of a Workload's
 allowed-flavors annotation (:func:`kueue_es.scheduler.flavors.assign_flavors`), the queues' leaving out a parent
 Workload (:attr:`projections.cluster.ClusterState.concurrent_admission`), Kueue's workload controller's parent label
-and its variant controller (:mod:`kueue_es.scheduler.variants`: the variants, their activation by the migration
-policy, the parent's admission, eviction and finish) and the scheduler's rules between sibling variants
-(:mod:`kueue_es.scheduler.siblings`). Not modelled: the ``kueue.x-k8s.io/concurrent-admission`` preemption gate
-(a variant that needs to preempt waits until the controller opens its gate, one variant at a time), so every
-variant may preempt at once (turned on, the gate is warned of: :func:`partly_note`). Set away from its default, such a gate still changes what it decides
-here, so it is not :func:`ignored`."""
+and its variant controller (:mod:`kueue_es.scheduler.variants`), the scheduler's rules between sibling variants
+(:mod:`kueue_es.scheduler.siblings`), and the variants' ``kueue.x-k8s.io/concurrent-admission`` preemption gate,
+opened one variant at a time (:mod:`kueue_es.scheduler.variant_gates`); left as edge cases: the parent's PodsReady
+copied onto its admitted variant, a parent's own gate positions copied onto its variants, siblings matched by their
+parent's name rather than its UID."""
+
+
+PARTLY: frozenset[str] = frozenset()
+"""Gates the code reads but models only in part, so not counted in :data:`MODELLED`: none now (the last,
+``ConcurrentAdmission``, is modelled since its variants' preemption gate is). A gate put here is not :func:`ignored`
+(set away from its default it still changes what kueue-es decides) and may give, turned on, a warning of what it
+leaves out (:data:`PARTLY_NOTES`, :func:`partly_note`)."""
+
+PARTLY_NOTES: dict[str, str] = {}
+"""For a :data:`PARTLY` gate, what a user turning it on would miss (the warning's text after the gate's name)."""
 
 
 def partly_note(gates: Mapping[str, bool], source: str) -> str | None:
-    """The warning for a :data:`PARTLY` gate turned on whose unmodelled part a user would miss (None otherwise)."""
-    if not enabled(gates, CONCURRENT_ADMISSION):
-        return None
-    return (f"{source}: featureGates: kueue-es makes the variant Workloads of {CONCURRENT_ADMISSION} as Kueue does "
-            "but not their kueue.x-k8s.io/concurrent-admission preemption gate: every variant may preempt at once, "
-            "where Kueue lets one at a time")
+    """The warning for a :data:`PARTLY` gate turned on whose unmodelled part a user would miss (None otherwise:
+    none is on, or none is partly modelled)."""
+    for name in sorted(PARTLY):
+        if enabled(gates, name) and name in PARTLY_NOTES:
+            return f"{source}: featureGates: {name}: {PARTLY_NOTES[name]}"
+    return None
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:

@@ -18,6 +18,9 @@ from projections.workloads import RemoteCopy
 
 MULTIKUEUE_GATE = "kueue.x-k8s.io/multikueue"
 """The gate MultiKueue's manager adds to the copies of a workload it makes on workers."""
+CONCURRENT_ADMISSION_GATE = "kueue.x-k8s.io/concurrent-admission"
+"""The gate ConcurrentAdmission's variant controller puts on every variant it makes and opens on one variant at a
+time (:mod:`kueue_es.scheduler.variant_gates`)."""
 BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
 """The Workload condition a gated attempt sets True (and eviction or a quota reservation sets False)."""
 PREEMPTION_GATED = "PreemptionGated"
@@ -43,11 +46,15 @@ def gate_state(status_gates: Iterable[o.PreemptionGateState], name: str) -> o.Pr
 
 def opened_on(copy: RemoteCopy, gate: str, when: str) -> RemoteCopy:
     """A worker's copy with ``gate`` opened at ``when`` (its status entry replaced, or added last)."""
+    return RemoteCopy(copy.conditions, copy.topology_pod_sets, opened_in(copy.preemption_gates, gate, when))
+
+
+def opened_in(gates: tuple[o.PreemptionGateState, ...], gate: str, when: str) -> tuple[o.PreemptionGateState, ...]:
+    """``gates`` with ``gate`` opened at ``when`` (its entry replaced, or added last)."""
     entry = o.PreemptionGateState(name=gate, position=OPEN, last_transition_time=when)
-    gates = [entry if g.name == gate else g for g in copy.preemption_gates]
-    if gate_state(copy.preemption_gates, gate) is None:
-        gates.append(entry)
-    return RemoteCopy(copy.conditions, copy.topology_pod_sets, tuple(gates))
+    if gate_state(gates, gate) is None:
+        return (*gates, entry)
+    return tuple(entry if g.name == gate else g for g in gates)
 
 
 def closed_all(gates: tuple[o.PreemptionGateState, ...], when: str) -> tuple[o.PreemptionGateState, ...]:
@@ -55,9 +62,12 @@ def closed_all(gates: tuple[o.PreemptionGateState, ...], when: str) -> tuple[o.P
     return tuple(o.PreemptionGateState(name=g.name, position=CLOSED, last_transition_time=when) for g in gates)
 
 
-def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.PreemptionGateState]
-                ) -> list[o.PreemptionGateState]:
-    """``shown``, each gate as ``known`` has it instead where ``known``'s changed later."""
+def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.PreemptionGateState],
+                listed: Iterable[str] = ()) -> list[o.PreemptionGateState]:
+    """``shown``, each gate as ``known`` has it instead where ``known``'s changed later, then the gates of
+    ``listed`` (the spec's) ``known`` has and ``shown`` does not: no writer takes a gate's entry out of a status,
+    so a read without it is from before the write that put it there (a variant read back before its gate's
+    opening was written)."""
     mine = {g.name: g for g in known}
     out = []
     for g in shown:
@@ -65,4 +75,6 @@ def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.Pree
         later = (k is not None and k.last_transition_time and g.last_transition_time
                  and parse_time(k.last_transition_time) > parse_time(g.last_transition_time))
         out.append(k if later else g)
+    have = {g.name for g in out}
+    out.extend(mine[n] for n in dict.fromkeys(listed) if n in mine and n not in have)
     return out

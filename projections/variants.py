@@ -11,13 +11,21 @@ Workloads (a parent and its variants, :mod:`kueue_es.scheduler.variants`).
 * :class:`events.schema.VariantActivation` — ``spec.active`` as decided; a deactivated variant leaves its queue (one
   holding quota is then evicted by the workload controller's rule for inactive workloads), an activated one
   joins it.
+* :class:`events.schema.VariantPreemptionGateOpened` — its ``kueue.x-k8s.io/concurrent-admission`` gate shows
+  ``Open`` from the decision's time; with none of its gates closed it may preempt, and goes back to its queue.
+  A variant is made with that gate closed (listed in its spec, not yet in its status).
+* :class:`events.schema.ParentPreemptionSignal` — the parent's ``BlockedOnPreemptionGates`` as decided (a True one
+  dated as the blocked variant's).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from events import objects as o
 from events import schema as ev
+from events.timefmt import format_time
+from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, CLOSED, opened_in
 from projections.workloads import CONCURRENT_ADMISSION_PARENT_LABEL, PENDING, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -77,6 +85,9 @@ def on_variant_created(state: ClusterState, e: ev.VariantCreated) -> None:
         boost_annotation=parent.boost_annotation, metric_annotations=parent.metric_annotations,
         replaces=parent.replaces, owner=(*VARIANT_OWNER, parent.name), elastic=parent.elastic,
         component_index=parent.component_index, allowed_flavors=(e.flavor,),
+        # its spec lists the parent's gates, whose positions it shows as the parent does, and the concurrent-admission
+        # gate, closed until the controller opens it
+        preemption_gated=True, gate_states=parent.gate_states,
     )
     state.add_workload(wl, parent.key)
 
@@ -109,6 +120,35 @@ def on_parent_admitted(state: ClusterState, e: ev.ParentAdmitted) -> None:
             wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
 
 
+def on_variant_gate_opened(state: ClusterState, e: ev.VariantPreemptionGateOpened) -> None:
+    """The gate opens: the variant may preempt once no other gate it lists is closed: none its status shows closed,
+    none of its parent's (the gates it inherits; a read of it brings its own spec's)."""
+    wl = _known(state, e.key, e.uid)
+    if wl is None:
+        return
+    wl.gate_states = opened_in(wl.gate_states, e.gate, format_time(e.time))
+    parent = _known(state, f"{wl.namespace}/{parent_name(wl)}", "") if parent_name(wl) else None
+    gated = any(g.position == CLOSED for g in wl.gate_states) or (parent is not None and parent.preemption_gated)
+    if gated != wl.preemption_gated:
+        wl.preemption_gated = gated
+        if wl.phase == PENDING:
+            state.requeue(wl)
+
+
+def on_parent_signal(state: ClusterState, e: ev.ParentPreemptionSignal) -> None:
+    """The parent's ``BlockedOnPreemptionGates`` as its variants have it (a new True one dated as the variant's)."""
+    wl = _known(state, e.key, e.uid)
+    if wl is None:
+        return
+    status = "True" if e.status else "False"
+    current = wl.condition(BLOCKED_ON_PREEMPTION_GATES)
+    wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, status, e.reason, e.message, e.time)
+    if e.since and (current is None or current.status != status):
+        wl.conditions = tuple(c if c.type != BLOCKED_ON_PREEMPTION_GATES else o.Condition(
+            type=c.type, status=c.status, reason=c.reason, message=c.message, last_transition_time=e.since)
+            for c in wl.conditions)
+
+
 def on_variant_deleted(state: ClusterState, e: ev.VariantDeleted) -> None:
     if _known(state, e.key, e.uid) is not None:
         state.delete_workload(e.key)
@@ -120,5 +160,7 @@ HANDLERS = {
     ev.ParentLabelled: on_parent_labelled,
     ev.VariantCreated: on_variant_created,
     ev.VariantActivation: on_variant_activation,
+    ev.VariantPreemptionGateOpened: on_variant_gate_opened,
+    ev.ParentPreemptionSignal: on_parent_signal,
 }
 """Event type -> its fold (:data:`projections.cluster._HANDLERS` takes them in)."""

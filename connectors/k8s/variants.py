@@ -31,6 +31,7 @@ from connectors.k8s.decision_workers import MarkedKeysWorker
 from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.resources import BY_KIND
 from events import schema as ev
+from projections.preemption_gates import CONCURRENT_ADMISSION_GATE
 from projections.variants import parent_name, variant_flavor
 from projections.workloads import (
     ALLOWED_FLAVORS_ANNOTATION,
@@ -41,8 +42,6 @@ from projections.workloads import (
 
 log = structlog.get_logger("kueue_es.k8s.variants")
 TAGS = frozenset({"ParentLabelled", "VariantCreated", "VariantActivation", "VariantDeleted"})
-PREEMPTION_GATE = "kueue.x-k8s.io/concurrent-admission"
-"""The preemption gate each variant is created with (opened one variant at a time by Kueue's controller)."""
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 
 
@@ -63,8 +62,8 @@ def variant_body(parent: dict[str, Any], name: str, flavor: str) -> dict[str, An
     annotations = {**(meta.get("annotations") or {}), ALLOWED_FLAVORS_ANNOTATION: flavor}
     spec = dict(parent.get("spec") or {})
     gates = list(spec.get("preemptionGates") or [])
-    if not any(g.get("name") == PREEMPTION_GATE for g in gates):
-        gates.append({"name": PREEMPTION_GATE})
+    if not any(g.get("name") == CONCURRENT_ADMISSION_GATE for g in gates):
+        gates.append({"name": CONCURRENT_ADMISSION_GATE})
     spec["preemptionGates"] = gates
     out_meta: dict[str, Any] = {
         "name": name, "namespace": meta.get("namespace", ""),

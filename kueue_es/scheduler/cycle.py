@@ -152,7 +152,9 @@ class CycleContext:
         replacing an admitted slice, is admitted only if it then grows past them (:func:`_try_partial`)."""
         self.orchestrated_preemption = gates.enabled(config.feature_gates, gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION)
         """``MultiKueueOrchestratedPreemption``: an entry that would preempt while one of its preemption gates is
-        closed preempts nothing and waits (:mod:`projections.preemption_gates`)."""
+        closed preempts nothing and waits (:mod:`projections.preemption_gates`); under ``ConcurrentAdmission`` too,
+        whose variants come with the ``kueue.x-k8s.io/concurrent-admission`` gate closed (Kueue's scheduler checks
+        closed gates under either)."""
         self.recompute_overlap = gates.enabled(config.feature_gates,
                                                gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
@@ -490,7 +492,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 if info.tas_levels:
                     reserve_placement(ctx, e.wl, info, a)
             continue
-        if a.mode == _PREEMPT and e.wl.preemption_gated and ctx.orchestrated_preemption:
+        if a.mode == _PREEMPT and e.wl.preemption_gated and (ctx.orchestrated_preemption or ctx.concurrent_admission):
             # Kueue's scheduler, after the no-candidates case: a closed preemption gate keeps it from preempting
             # (its assignment stands: it holds nothing back); it waits until the gate opens
             _pending(out, ctx, e, "WaitingForQuota", GATED_MESSAGE, PREEMPTION_GATED, base, preemption_gated=True)

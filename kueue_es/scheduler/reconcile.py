@@ -62,7 +62,7 @@ from collections.abc import Iterable
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import multikueue, provisioning, variants
+from kueue_es.scheduler import multikueue, provisioning, variant_gates, variants
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import DEFAULT_STEP_SIZE, SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
@@ -267,6 +267,10 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
     if config.gate(gates.CONCURRENT_ADMISSION):
+        if touched is not None:  # a parent whose next variant's gate may open now is looked at again
+            woken = [key for t, key in variant_gates.deadlines(state, variants.children(state)) if t <= now]
+            if woken:
+                touched = {**touched, **dict.fromkeys(woken)}
         out.extend(variants.reconcile_families(state, base, touched,
                                                short_names=config.gate(gates.SHORT_WORKLOAD_NAMES)))
     bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
@@ -538,6 +542,10 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
             times.append(rounds[0][0])
         gate_timeout_ms = gate_timeout(config)
         opening = multikueue.gate_deadlines(state, gate_timeout_ms) if gate_timeout_ms is not None else []
+        if opening:
+            times.append(opening[0][0])
+    if config.gate(gates.CONCURRENT_ADMISSION):
+        opening = variant_gates.deadlines(state, variants.children(state))
         if opening:
             times.append(opening[0][0])
     waits_on_nodes = (not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)

@@ -13,10 +13,13 @@ first resource group and keeps the family in step, in its order:
   variant waits for it; nothing else is done for the family meanwhile;
 * the variants are deactivated and activated (``VariantActivation``) as the migration policy has it (:func:`_activation`);
 * the parent shows its admitted variant's admission (``ParentAdmitted``), or is evicted once none is admitted
-  (``ConcurrentAdmission``, "No variant is running"); a finished parent finishes its variants (``VariantFinished``).
+  (``ConcurrentAdmission``, "No variant is running"); a finished parent finishes its variants (``VariantFinished``);
+* one blocked variant has its ``kueue.x-k8s.io/concurrent-admission`` preemption gate opened
+  (``VariantPreemptionGateOpened``), and a parent listing preemption gates of its own shows whether a variant is
+  blocked (``ParentPreemptionSignal``; :mod:`kueue_es.scheduler.variant_gates`).
 
-Not modelled: the ``kueue.x-k8s.io/concurrent-admission`` preemption gate the controller opens one variant at a time
-(:data:`projections.gates.PARTLY`), the parent's PodsReady copied onto its admitted variant.
+Not modelled: the parent's PodsReady copied onto its admitted variant; the parent's own gates' positions copied onto
+its variants (a MultiKueue worker's copy whose manager opens its gate: here its variants keep theirs).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from collections.abc import Iterable
 
 from events import objects as o
 from events import schema as ev
+from kueue_es.scheduler import variant_gates
 from projections.cluster import ClusterState
 from projections.variants import parent_name, variant_flavor
 from projections.workloads import ADMITTED, FINISHED, PENDING, WorkloadInfo, is_parent
@@ -178,7 +182,10 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[Wor
             if cleared is not None:
                 out.append(cleared)
             return out
-    out.extend(_activation(parent, variants, cq, flavors, base))
+    switched = _activation(parent, variants, cq, flavors, base)
+    out.extend(switched)
+    active = {d.key: d.active for d in switched if isinstance(d, ev.VariantActivation)}
+    out.extend(variant_gates.signal(parent, variants, active, base))
     admitted = next((v for v in variants if v.phase == ADMITTED), None)
     if admitted is not None and admitted.admission is not None and parent.phase == PENDING:
         out.append(ev.ParentAdmitted(key=parent.key, uid=parent.uid, admission=admitted.admission,
@@ -187,6 +194,7 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[Wor
     elif admitted is None and parent.phase == ADMITTED and not parent.evicted:
         out.append(ev.WorkloadEvicted(key=parent.key, uid=parent.uid, reason=CONCURRENT_ADMISSION,
                                       message=NO_VARIANT_RUNNING, **base))
+    out.extend(variant_gates.open_gate(variants, active, base))
     return out
 
 

@@ -84,7 +84,7 @@ def test_the_dra_counter_and_capacity_sources_gates_are_modelled() -> None:
     """The loader refuses a mapping's counter or capacity ``sources`` while their gate is off, as Kueue does, and the
     fold charges them from ResourceSlices as Kueue charges them: turning either away from its default warns of
     nothing."""
-    assert gates.PARTLY == {"ConcurrentAdmission"}
+    assert gates.PARTLY == frozenset()
     assert {"KueueDRAIntegrationPartitionableDevices", "KueueDRAIntegrationConsumableCapacity"} <= gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False,
                           "KueueDRAIntegrationConsumableCapacity": True}) == []
@@ -105,13 +105,19 @@ def test_partial_scale_up_of_elastic_jobs_is_modelled() -> None:
     assert "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp" not in gates.ignored({"AllAlpha": True})
 
 
-def test_concurrent_admission_is_modelled_in_part_and_warned_of_when_on() -> None:
-    """The gate's variants are made and pursued as Kueue does; their preemption gate is not modelled, which a
-    user turning it on is told."""
-    assert "ConcurrentAdmission" in gates.PARTLY and "ConcurrentAdmission" not in gates.MODELLED
+def test_concurrent_admission_is_modelled_and_warned_of_no_more() -> None:
+    """The gate's variants are made and pursued as Kueue does, their preemption gate opened one at a time: it is
+    modelled, nothing is modelled in part, and turning it on warns of nothing."""
+    assert "ConcurrentAdmission" in gates.MODELLED and not gates.PARTLY
+    assert gates.ignored({"ConcurrentAdmission": True}) == []
+    assert gates.partly_note({"AllAlpha": True}, "cfg.yaml") is None
+    assert gates.partly_note({"ConcurrentAdmission": True}, "cfg.yaml") is None
+
+
+def test_a_partly_modelled_gate_is_warned_of_only_when_on(monkeypatch) -> None:
+    monkeypatch.setattr(gates, "PARTLY", frozenset({"ConcurrentAdmission"}))
+    monkeypatch.setattr(gates, "PARTLY_NOTES", {"ConcurrentAdmission": "its X is not modelled"})
     assert gates.partly_note({}, "cfg.yaml") is None
     assert gates.partly_note({"ConcurrentAdmission": False}, "cfg.yaml") is None
-    note = gates.partly_note({"AllAlpha": True}, "cfg.yaml")
-    assert note is not None and note.startswith("cfg.yaml: featureGates: kueue-es makes the variant Workloads of "
-                                                "ConcurrentAdmission as Kueue does but not their "
-                                                "kueue.x-k8s.io/concurrent-admission preemption gate")
+    assert gates.partly_note({"AllAlpha": True}, "cfg.yaml") == ("cfg.yaml: featureGates: ConcurrentAdmission: "
+                                                                  "its X is not modelled")

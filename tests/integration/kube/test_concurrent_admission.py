@@ -98,3 +98,75 @@ async def test_a_parent_is_pursued_through_its_variants(kube_apiserver, tmp_path
 
             await eventually(deleted, what="the stale variant deleted")
             assert (await get(kc, "Workload", names[fallback], ns))["metadata"]["uid"] == admitted["metadata"]["uid"]
+
+
+def _workload(ns: str, name: str, queue: str, priority: int, **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": ns, **meta},
+            "spec": {"queueName": queue, "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+
+
+@pytest.mark.asyncio
+async def test_one_variant_at_a_time_may_preempt(kube_apiserver, tmp_path) -> None:
+    """Both variants must preempt (each flavor's quota lent to, and used by, the other ClusterQueue): a variant is
+    held by its closed concurrent-admission gate until the controller opens it in its status, one variant at a
+    time: only that one preempts, the other's gate stays closed (for 5 minutes)."""
+    gate = "kueue.x-k8s.io/concurrent-admission"
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns = await namespace(kc, "concurrent-gate")
+        sfx = ns.rsplit("-", 1)[1]
+        preferred, fallback, cq, other = f"res-{sfx}", f"spot-{sfx}", f"cq-{sfx}", f"other-{sfx}"
+        for f in (preferred, fallback):
+            await create(kc, flavor(f))
+        await create(kc, cluster_queue(cq, {preferred: {"cpu": 1}, fallback: {"cpu": 1}}, cohortName=f"pool-{sfx}",
+                                       preemption={"reclaimWithinCohort": "Any"},
+                                       concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}}))
+        await create(kc, cluster_queue(other, {preferred: {"cpu": 0}, fallback: {"cpu": 0}}, cohortName=f"pool-{sfx}"))
+        await create(kc, local_queue(ns, "lq", cq))
+        await create(kc, local_queue(ns, "lq-other", other))
+        async with kueue_es(kc, tmp_path / "log", config=CONFIG):
+            for i in range(2):
+                await create(kc, _workload(ns, f"low-{i}", "lq-other", 0))
+
+            async def both_low_admitted() -> bool:
+                lows = [await get(kc, "Workload", f"low-{i}", ns) for i in range(2)]
+                return all((_cond(w, "Admitted") or ("",))[0] == "True" for w in lows)
+
+            await eventually(both_low_admitted, timeout=30, what="the low workloads admitted by borrowing")
+            parent = await create(kc, _workload(ns, "job-sample-8f2a1", "lq", 100))
+            names = {f: variant_name("job-sample-8f2a1", parent["metadata"]["uid"], f) for f in (preferred, fallback)}
+
+            async def positions() -> dict[str, dict[str, str]]:
+                out = {}
+                for f, name in names.items():
+                    try:
+                        v = await get(kc, "Workload", name, ns)
+                    except NotFound:
+                        v = {}
+                    out[f] = {g["name"]: g["position"] for g in (v.get("status") or {}).get("preemptionGates") or []}
+                return out
+
+            async def one_opened() -> str | None:
+                opened = [f for f, gates in (await positions()).items() if gates.get(gate) == "Open"]
+                return opened[0] if opened else None
+
+            # the first variant the scheduler finds blocked has its gate opened (which one is first depends on
+            # which the watch brings back first, as in Kueue); the other's stays closed
+            first = await eventually(one_opened, timeout=30, what="one variant's gate opened")
+            on: dict[str, str] = {}
+            for i in range(2):
+                low = await get(kc, "Workload", f"low-{i}", ns)
+                on[low["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"]] = f"low-{i}"
+            victim, spared = on[first], on[fallback if first == preferred else preferred]
+
+            async def preempted() -> bool:
+                w = await get(kc, "Workload", victim, ns)
+                return (_cond(w, "Preempted") or ("",))[0] == "True"
+
+            await eventually(preempted, timeout=30, what="the opened variant's flavor's borrower preempted")
+            other_gates = (await positions())[fallback if first == preferred else preferred]
+            assert other_gates.get(gate) != "Open"
+            assert (_cond(await get(kc, "Workload", spared, ns), "Preempted") or ("",))[0] != "True"
