@@ -267,11 +267,13 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
     if config.gate(gates.CONCURRENT_ADMISSION):
+        kids = None
         if touched is not None:  # a parent whose next variant's gate may open now is looked at again
-            woken = [key for t, key in variant_gates.deadlines(state, variants.children(state)) if t <= now]
+            kids = variants.children(state)
+            woken = [key for t, key in variant_gates.deadlines(state, kids) if t <= now]
             if woken:
                 touched = {**touched, **dict.fromkeys(woken)}
-        out.extend(variants.reconcile_families(state, base, touched,
+        out.extend(variants.reconcile_families(state, base, touched, kids=kids,
                                                short_names=config.gate(gates.SHORT_WORKLOAD_NAMES)))
     bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
         gates.UNADMITTED_WORKLOADS_OBSERVABILITY)

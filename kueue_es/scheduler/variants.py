@@ -129,12 +129,13 @@ def family(found: list[WorkloadInfo], flavors: list[str]) -> list[WorkloadInfo]:
 
 
 def reconcile_families(state: ClusterState, base: dict, touched: Iterable[str] | None, *,
-                       short_names: bool = False) -> list[ev.Decision]:
+                       short_names: bool = False,
+                       kids: dict[str, list[WorkloadInfo]] | None = None) -> list[ev.Decision]:
     """The workload controller's labelling and the variant controller's decisions for the families a pass looks
-    at (:func:`family_keys`), under ``ConcurrentAdmission``."""
+    at (:func:`family_keys`), under ``ConcurrentAdmission``; ``kids``: :func:`children`, when the pass has it
+    already (else taken here, once, if a parent is looked at)."""
     out: list[ev.Decision] = []
     wls = state.workloads
-    kids: dict[str, list[WorkloadInfo]] | None = None
     for key in family_keys(state, touched):
         wl = wls.get(key)
         if wl is None:
