@@ -38,13 +38,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kueue_es.scheduler.preemption import Target, candidate_key, policy_allows, sort_candidates, uses_any
+from kueue_es.scheduler.preemption import (
+    Target,
+    candidate_key,
+    policy_allows,
+    put_back,
+    sort_candidates,
+    take_off,
+    uses_any,
+)
 from kueue_es.scheduler.quota import QuotaNode
 from projections.fair_share import DRS, NEGATIVE, compare, dominant_share
 from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext, Entry
+    from kueue_es.scheduler.taspreempt import TopologyFit
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
@@ -259,8 +268,9 @@ def _child_towards(node: QuotaNode, ancestor: QuotaNode) -> QuotaNode:
 
 
 def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
-                 needed: dict[str, int]) -> list[Target]:
-    """Victims that let ``wl`` (``requests`` per FR) fit in ``node`` under Fair Sharing (see the module doc)."""
+                 needed: dict[str, int], topology: TopologyFit | None = None) -> list[Target]:
+    """Victims that let ``wl`` (``requests`` per FR) fit in ``node`` under Fair Sharing (see the module doc);
+    ``topology``: its TAS pod sets, which must be placed too (:mod:`kueue_es.scheduler.taspreempt`)."""
     state = ctx.state
     p = state.cluster_queues[node.name].spec.preemption
     now = ctx.now
@@ -283,18 +293,17 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     strategies = list(ctx.config.fair_sharing.preemption_strategies) if ctx.config.fair_sharing else []
     if not strategies:
         strategies = [LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE]
-    tree = ctx.tree
     targets: list[Target] = []
 
     def fits() -> bool:
         for fr, v in requests.items():
             if v > node.available(fr):
                 return False
-        return True
+        return topology is None or topology.fits()
 
     def take(w: WorkloadInfo, reason: str) -> bool:
         """Preempt ``w`` (simulated); True when the preemptor now fits."""
-        tree.charge(w.cluster_queue, w.usage, -1)
+        take_off(ctx, w, topology)
         targets.append(Target(w, reason))
         _charge(node, requests, -1)
         try:
@@ -310,20 +319,20 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         _charge(node, requests, -1)
     if not fitted:
         for t in targets:
-            tree.charge(t.workload.cluster_queue, t.workload.usage, 1)
+            put_back(ctx, t.workload, topology)
         return []
     # give back, from the last but one, what the preemptor does not need (targets are removed at this point)
     kept = list(targets)
     for i in range(len(kept) - 2, -1, -1):
         w = kept[i].workload
-        tree.charge(w.cluster_queue, w.usage, 1)
+        put_back(ctx, w, topology)
         if fits():
             kept[i] = None  # type: ignore[call-overload]
         else:
-            tree.charge(w.cluster_queue, w.usage, -1)
+            take_off(ctx, w, topology)
     result = [t for t in kept if t is not None]
     for t in result:
-        tree.charge(t.workload.cluster_queue, t.workload.usage, 1)
+        put_back(ctx, t.workload, topology)
     return result
 
 

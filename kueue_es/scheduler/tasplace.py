@@ -293,7 +293,7 @@ def _message(a: Assignment) -> str:
                      for r in a.pod_sets if r.mode != Granular.FIT and r.reasons)
 
 
-def _tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,
+def tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,
                   a: Assignment) -> list[tuple[str, PodSetRequest, PodSetResult]]:
     """(TAS flavor, request, result) of the pod sets :func:`place_nominated` found a TAS flavor for (not delayed)."""
     return [(res.tas_flavor, _request(ps, res.count, info), res)
@@ -309,7 +309,7 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
     only to be preempted by this workload in the next one. A failed placement leaves the pod set without one."""
     if a.mode != Mode.PREEMPT or not info.tas_levels:
         return
-    wanted = _tas_requests(wl, info, a)
+    wanted = tas_requests(wl, info, a)
     if not wanted:
         return
     snaps = ctx.topology.snapshots
@@ -338,7 +338,7 @@ def reserve_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
     simulates removing it with the targets; it runs on while the victims go, so its usage is then charged again
     beside the preemptor's."""
     usage = [u for v in victims for u in workload_tas_usage(v)]
-    placed = [(f, req, res) for f, req, res in _tas_requests(wl, info, a) if res.topology is not None]
+    placed = [(f, req, res) for f, req, res in tas_requests(wl, info, a) if res.topology is not None]
     if not usage and not placed:
         return True
     snaps = ctx.topology.snapshots
@@ -355,7 +355,7 @@ def reserve_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
 
 def reserve_placement(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> None:
     """Charge the placements of ``a`` as they are (a preemptor without candidates holding back capacity)."""
-    placed = [(f, req, res.topology) for f, req, res in _tas_requests(wl, info, a) if res.topology is not None]
+    placed = [(f, req, res.topology) for f, req, res in tas_requests(wl, info, a) if res.topology is not None]
     if placed:
         ctx.topology.charge(placed)  # type: ignore[arg-type]
 
