@@ -36,6 +36,7 @@ from kueue_es.scheduler.tas import (
     replace_in_workload,
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
+from projections.assumed_ports import holders_by_node
 from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES,
@@ -109,11 +110,14 @@ def tas_options(config, state=None) -> TASOptions:
 
 
 def node_ports(state) -> dict:
-    """Node -> the host ports its bound pods hold, remembered until a pod holding one changes."""
-    fold = state.tas.host_ports
+    """Node -> the host ports taken on it: by the pods Kueue anticipates for the workloads holding quota with a
+    hostname-level topology assignment, and by the bound pods of any other owner
+    (:mod:`projections.assumed_ports`); remembered until a pod holding one or the charged TAS usage changes."""
+    tas = state.tas
+    key = (tas.host_ports.generation, tas.usage_generation)
     memo = state.derived.get("host-ports")
-    if memo is None or memo[0] != fold.generation:
-        memo = state.derived["host-ports"] = (fold.generation, fold.by_node())
+    if memo is None or memo[0] != key:
+        memo = state.derived["host-ports"] = (key, holders_by_node(tas.host_ports, state.workloads, tas.charged))
     return memo[1]
 
 
