@@ -30,7 +30,10 @@ target queue, the first waiting candidate is preempted if the preemptor's new sh
 current one. Under the ``FairSharingReevaluatePreemptionCandidates`` gate, when the first strategy's pass took
 victims from the preemptor's own queue (which lowered its share), the candidates it turned down go through the
 first strategy once more before the second step. As soon as the preemptor fits, targets it does not need are
-given back (last-but-one first).
+given back (last-but-one first). A preemptor with TAS pod sets fits only where they can be placed too, and its
+candidates go by topology domain first (:class:`kueue_es.scheduler.taspreempt.DomainOrder`); when no victims are
+found so and two or more domains could each free its largest pod, the search runs again over the candidates of
+one such domain at a time, best first.
 """
 
 from __future__ import annotations
@@ -48,12 +51,12 @@ from kueue_es.scheduler.preemption import (
     uses_any,
 )
 from kueue_es.scheduler.quota import QuotaNode
+from kueue_es.scheduler.taspreempt import DomainOrder, TopologyFit
 from projections.fair_share import DRS, NEGATIVE, compare, dominant_share
 from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext, Entry
-    from kueue_es.scheduler.taspreempt import TopologyFit
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
@@ -290,6 +293,10 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         return []
     order_key = candidate_key(node.name, now)
     sort_candidates(candidates, node.name, now, ctx.afs_usage)
+    domains = DomainOrder.of(topology, candidates)
+    if domains is not None:
+        ranks = domains.ranks
+        candidates.sort(key=lambda w: ranks[w.key])  # stable: the victim order within a rank
     strategies = list(ctx.config.fair_sharing.preemption_strategies) if ctx.config.fair_sharing else []
     if not strategies:
         strategies = [LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE]
@@ -311,29 +318,42 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         finally:
             _charge(node, requests, 1)
 
-    _charge(node, requests, 1)
-    fitted = False
-    try:
-        fitted = _search(ctx, node, candidates, needed, strategies, order_key, take)
-    finally:
-        _charge(node, requests, -1)
-    if not fitted:
-        for t in targets:
+    def attempt(among: list[WorkloadInfo]) -> list[Target]:
+        targets.clear()
+        _charge(node, requests, 1)
+        fitted = False
+        try:
+            fitted = _search(ctx, node, among, needed, strategies, order_key, take)
+        finally:
+            _charge(node, requests, -1)
+        if not fitted:
+            for t in targets:
+                put_back(ctx, t.workload, topology)
+            return []
+        # give back, from the last but one, what the preemptor does not need (targets are removed at this point)
+        kept: list[Target | None] = list(targets)
+        for i in range(len(kept) - 2, -1, -1):
+            w = targets[i].workload
+            put_back(ctx, w, topology)
+            if fits():
+                kept[i] = None
+            else:
+                take_off(ctx, w, topology)
+        result = [t for t in kept if t is not None]
+        for t in result:
             put_back(ctx, t.workload, topology)
-        return []
-    # give back, from the last but one, what the preemptor does not need (targets are removed at this point)
-    kept = list(targets)
-    for i in range(len(kept) - 2, -1, -1):
-        w = kept[i].workload
-        put_back(ctx, w, topology)
-        if fits():
-            kept[i] = None  # type: ignore[call-overload]
-        else:
-            take_off(ctx, w, topology)
-    result = [t for t in kept if t is not None]
-    for t in result:
-        put_back(ctx, t.workload, topology)
-    return result
+        return result
+
+    found = attempt(candidates)
+    if found or domains is None or len(domains.viable) < 2:
+        return found
+    # The share-based order may spend a queue's borrowing across several domains and clear none: Kueue tries again
+    # with the candidates of one domain at a time, best first.
+    for keys in domains.viable:
+        found = attempt([w for w in candidates if w.key in keys])
+        if found:
+            return found
+    return []
 
 
 def _search(ctx: CycleContext, node: QuotaNode, candidates: list[WorkloadInfo], needed: dict[str, int],

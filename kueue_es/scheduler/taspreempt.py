@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kueue_es.scheduler.tas import place_workload
+from kueue_es.scheduler.tas import PodSetRequest, place_workload
 from kueue_es.scheduler.tasplace import previous, released, tas_requests, without_victims
 from projections.topology import workload_tas_usage
 from projections.workloads import WorkloadInfo
@@ -28,11 +28,12 @@ if TYPE_CHECKING:
 class TopologyFit:
     """The preemptor's TAS pod sets, placed on the cycle's snapshots with the candidates removed so far gone."""
 
-    __slots__ = ("_ctx", "_lifted", "_options", "_previous", "_removed", "_requests")
+    __slots__ = ("_ctx", "_lifted", "_options", "_previous", "_removed", "requests")
 
     def __init__(self, ctx: CycleContext, requests: list, lifted: list, previous_placements) -> None:
         self._ctx = ctx
-        self._requests = requests
+        self.requests: list[tuple[str, PodSetRequest]] = requests
+        """(TAS flavor, request) of each pod set to place."""
         self._lifted = lifted
         self._previous = previous_placements
         self._options = ctx.topology.options
@@ -69,6 +70,66 @@ class TopologyFit:
         snaps.charge_usage(self._lifted, -1)
         try:
             options = without_victims(self._options, [self._removed[k] for k in sorted(self._removed)])
-            return place_workload(snaps, self._requests, options=options, previous=self._previous).ok
+            return place_workload(snaps, self.requests, options=options, previous=self._previous).ok
         finally:
             snaps.charge_usage(self._lifted, 1)
+
+
+MAX_DOMAIN_RETRIES = 8
+"""Kueue bounds the domain-scoped retries of fair preemption, so a topology with many domains cannot make one cycle
+try them all."""
+
+
+class DomainOrder:
+    """Fair preemption's topology term (Kueue's TAS domain ranks): the victim order of Fair Sharing knows no topology,
+    so victims would come from all over and a preemptor needing a whole domain might never fit though clearing one
+    domain would do. Each leaf domain (per TAS flavor the preemptor needs) is scored by how much of the preemptor's
+    largest single pod the candidates in it could free — per resource the freed share capped at 1, averaged over its
+    resources — best first, then the one with fewer candidates, then by flavor and domain id. ``ranks``: candidate key
+    -> the rank of the best domain it occupies (those outside every such domain after all); ``viable``: the keys of the
+    candidates in each domain that alone could free the whole pod, best first, at most :data:`MAX_DOMAIN_RETRIES`."""
+
+    __slots__ = ("ranks", "viable")
+
+    def __init__(self, fit: TopologyFit, candidates: list[WorkloadInfo]) -> None:
+        need: dict[str, dict[str, int]] = {}
+        for flavor, req in fit.requests:
+            largest = need.setdefault(flavor, {})
+            for r, v in req.requests:
+                largest[r] = max(largest.get(r, 0), v)
+        freed: dict[tuple[str, str], dict[str, int]] = {}
+        members: dict[tuple[str, str], list[WorkloadInfo]] = {}
+        occupies: dict[str, list[tuple[str, str]]] = {}
+        for c in candidates:
+            for flavor, did, amounts in workload_tas_usage(c):
+                if flavor not in need:
+                    continue
+                dk = (flavor, did)
+                got = freed.setdefault(dk, {})
+                for r, v in amounts:
+                    got[r] = got.get(r, 0) + v
+                members.setdefault(dk, []).append(c)
+                occupies.setdefault(c.key, []).append(dk)
+
+        def coverage(dk: tuple[str, str]) -> float:
+            want = need[dk[0]]
+            if not want:
+                return 0.0
+            total = sum(min(freed[dk].get(r, 0) / v, 1.0) for r, v in want.items() if v > 0)
+            return total / len(want)
+
+        score = {dk: coverage(dk) for dk in freed}
+        domains = sorted(freed, key=lambda dk: (-score[dk], len(members[dk]), dk[0], dk[1]))
+        rank = {dk: i for i, dk in enumerate(domains)}
+        self.ranks = {c.key: min((rank[dk] for dk in occupies.get(c.key, ())), default=len(domains))
+                      for c in candidates}
+        self.viable: list[frozenset[str]] = []
+        for dk in domains:
+            if len(self.viable) == MAX_DOMAIN_RETRIES or score[dk] < 1:
+                break
+            self.viable.append(frozenset(c.key for c in members[dk]))
+
+    @classmethod
+    def of(cls, fit: TopologyFit | None, candidates: list[WorkloadInfo]) -> DomainOrder | None:
+        """None without TAS pod sets to place (no topology term)."""
+        return None if fit is None else cls(fit, candidates)
