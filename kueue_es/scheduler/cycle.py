@@ -49,6 +49,7 @@ from kueue_es.scheduler.tasplace import (
     second_pass_due,
     topology_fields,
 )
+from kueue_es.scheduler.taspreempt import TopologyFit
 from projections import gates
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
@@ -293,10 +294,11 @@ def _assign(ctx: CycleContext, wl: WorkloadInfo, cq: str, counts: list[int] | No
 
 
 def _targets(ctx: CycleContext, e: Entry) -> list[Target]:
+    """Victims for the entry's assignment; a TAS assignment's pod sets must find a placement with them gone."""
     a = e.assignment
     assert a is not None
     node = ctx.tree.cluster_queues[e.cq]
-    return ctx.find_targets(ctx, e.wl, node, dict(a.usage), a.needs_preemption_frs())
+    return ctx.find_targets(ctx, e.wl, node, dict(a.usage), a.needs_preemption_frs(), TopologyFit.of(ctx, e))
 
 
 def _try_partial(ctx: CycleContext, e: Entry) -> None:

@@ -30,7 +30,10 @@ target queue, the first waiting candidate is preempted if the preemptor's new sh
 current one. Under the ``FairSharingReevaluatePreemptionCandidates`` gate, when the first strategy's pass took
 victims from the preemptor's own queue (which lowered its share), the candidates it turned down go through the
 first strategy once more before the second step. As soon as the preemptor fits, targets it does not need are
-given back (last-but-one first).
+given back (last-but-one first). A preemptor with TAS pod sets fits only where they can be placed too, and its
+candidates go by topology domain first (:class:`kueue_es.scheduler.taspreempt.DomainOrder`); when no victims are
+found so and two or more domains could each free its largest pod, the search runs again over the candidates of
+one such domain at a time, best first.
 """
 
 from __future__ import annotations
@@ -38,8 +41,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from kueue_es.scheduler.preemption import Target, candidate_key, policy_allows, sort_candidates, uses_any
+from kueue_es.scheduler.preemption import (
+    Target,
+    candidate_key,
+    policy_allows,
+    put_back,
+    sort_candidates,
+    take_off,
+    uses_any,
+)
 from kueue_es.scheduler.quota import QuotaNode
+from kueue_es.scheduler.taspreempt import DomainOrder, TopologyFit
 from projections.fair_share import DRS, NEGATIVE, compare, dominant_share
 from projections.workloads import WorkloadInfo
 
@@ -259,8 +271,9 @@ def _child_towards(node: QuotaNode, ancestor: QuotaNode) -> QuotaNode:
 
 
 def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
-                 needed: dict[str, int]) -> list[Target]:
-    """Victims that let ``wl`` (``requests`` per FR) fit in ``node`` under Fair Sharing (see the module doc)."""
+                 needed: dict[str, int], topology: TopologyFit | None = None) -> list[Target]:
+    """Victims that let ``wl`` (``requests`` per FR) fit in ``node`` under Fair Sharing (see the module doc);
+    ``topology``: its TAS pod sets, which must be placed too (:mod:`kueue_es.scheduler.taspreempt`)."""
     state = ctx.state
     p = state.cluster_queues[node.name].spec.preemption
     now = ctx.now
@@ -280,21 +293,24 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         return []
     order_key = candidate_key(node.name, now)
     sort_candidates(candidates, node.name, now, ctx.afs_usage)
+    domains = DomainOrder.of(topology, candidates)
+    if domains is not None:
+        ranks = domains.ranks
+        candidates.sort(key=lambda w: ranks[w.key])  # stable: the victim order within a rank
     strategies = list(ctx.config.fair_sharing.preemption_strategies) if ctx.config.fair_sharing else []
     if not strategies:
         strategies = [LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE]
-    tree = ctx.tree
     targets: list[Target] = []
 
     def fits() -> bool:
         for fr, v in requests.items():
             if v > node.available(fr):
                 return False
-        return True
+        return topology is None or topology.fits()
 
     def take(w: WorkloadInfo, reason: str) -> bool:
         """Preempt ``w`` (simulated); True when the preemptor now fits."""
-        tree.charge(w.cluster_queue, w.usage, -1)
+        take_off(ctx, w, topology)
         targets.append(Target(w, reason))
         _charge(node, requests, -1)
         try:
@@ -302,29 +318,42 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         finally:
             _charge(node, requests, 1)
 
-    _charge(node, requests, 1)
-    fitted = False
-    try:
-        fitted = _search(ctx, node, candidates, needed, strategies, order_key, take)
-    finally:
-        _charge(node, requests, -1)
-    if not fitted:
-        for t in targets:
-            tree.charge(t.workload.cluster_queue, t.workload.usage, 1)
-        return []
-    # give back, from the last but one, what the preemptor does not need (targets are removed at this point)
-    kept = list(targets)
-    for i in range(len(kept) - 2, -1, -1):
-        w = kept[i].workload
-        tree.charge(w.cluster_queue, w.usage, 1)
-        if fits():
-            kept[i] = None  # type: ignore[call-overload]
-        else:
-            tree.charge(w.cluster_queue, w.usage, -1)
-    result = [t for t in kept if t is not None]
-    for t in result:
-        tree.charge(t.workload.cluster_queue, t.workload.usage, 1)
-    return result
+    def attempt(among: list[WorkloadInfo]) -> list[Target]:
+        targets.clear()
+        _charge(node, requests, 1)
+        fitted = False
+        try:
+            fitted = _search(ctx, node, among, needed, strategies, order_key, take)
+        finally:
+            _charge(node, requests, -1)
+        if not fitted:
+            for t in targets:
+                put_back(ctx, t.workload, topology)
+            return []
+        # give back, from the last but one, what the preemptor does not need (targets are removed at this point)
+        kept: list[Target | None] = list(targets)
+        for i in range(len(kept) - 2, -1, -1):
+            w = targets[i].workload
+            put_back(ctx, w, topology)
+            if fits():
+                kept[i] = None
+            else:
+                take_off(ctx, w, topology)
+        result = [t for t in kept if t is not None]
+        for t in result:
+            put_back(ctx, t.workload, topology)
+        return result
+
+    found = attempt(candidates)
+    if found or domains is None or len(domains.viable) < 2:
+        return found
+    # The share-based order may spend a queue's borrowing across several domains and clear none: Kueue tries again
+    # with the candidates of one domain at a time, best first.
+    for keys in domains.viable:
+        found = attempt([w for w in candidates if w.key in keys])
+        if found:
+            return found
+    return []
 
 
 def _search(ctx: CycleContext, node: QuotaNode, candidates: list[WorkloadInfo], needed: dict[str, int],

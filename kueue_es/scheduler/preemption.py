@@ -3,7 +3,9 @@
 Candidates come from the preemptor's own ClusterQueue (withinClusterQueue) and, walking up the cohort tree,
 from ClusterQueues that borrow (reclaimWithinCohort, borrowWithinCohort). They are removed greedily in
 Kueue's candidate order until the preemptor fits, then added back from the second-to-last while it still
-fits, so the set is small. Every removal is simulated on the cycle's quota tree and undone afterwards.
+fits, so the set is small. Every removal is simulated on the cycle's quota tree and undone afterwards. For a
+preemptor with TAS pod sets "fits" covers its topology as well (:mod:`kueue_es.scheduler.taspreempt`): the removed
+candidates' domains are freed on the cycle's TAS snapshots and the pod sets must find a placement.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext
+    from kueue_es.scheduler.taspreempt import TopologyFit
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -100,8 +103,9 @@ def uses_any(wl: WorkloadInfo, frs: dict[str, int]) -> bool:
 
 
 def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
-                 needed: dict[str, int]) -> list[Target]:
-    """Victims that let ``wl`` (``requests`` per FR) fit in ``node``; ``needed`` are the FRs that lack room."""
+                 needed: dict[str, int], topology: TopologyFit | None = None) -> list[Target]:
+    """Victims that let ``wl`` (``requests`` per FR) fit in ``node``; ``needed`` are the FRs that lack room;
+    ``topology``: its TAS pod sets, which must be placed too."""
     spec = ctx.state.cluster_queues[node.name].spec
     p = spec.preemption
     now = ctx.now
@@ -162,7 +166,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     else:
         attempts = [True, False]
     for allow_borrowing in attempts:
-        targets = _minimal_set(ctx, node, requests, needed, ordered, allow_borrowing)
+        targets = _minimal_set(ctx, node, requests, needed, ordered, allow_borrowing, topology)
         if targets:
             return targets
     return []
@@ -183,13 +187,27 @@ def _cluster_queues_below(ancestor: QuotaNode, skip: QuotaNode, frs: dict[str, i
     return out
 
 
-def _fits(node: QuotaNode, requests: dict[str, int], allow_borrowing: bool) -> bool:
+def _fits(node: QuotaNode, requests: dict[str, int], allow_borrowing: bool, topology: TopologyFit | None) -> bool:
     for fr, req in requests.items():
         if req > node.available(fr):
             return False
         if not allow_borrowing and node.usage.get(fr, 0) + req > node.nominal.get(fr, 0):
             return False
-    return True
+    return topology is None or topology.fits()
+
+
+def take_off(ctx: CycleContext, wl: WorkloadInfo, topology: TopologyFit | None) -> None:
+    """Simulate removing ``wl``: its quota off the cycle's tree and, for a TAS preemptor, its domains freed."""
+    ctx.tree.charge(wl.cluster_queue, wl.usage, -1)
+    if topology is not None:
+        topology.remove(wl)
+
+
+def put_back(ctx: CycleContext, wl: WorkloadInfo, topology: TopologyFit | None) -> None:
+    """Undo :func:`take_off`."""
+    ctx.tree.charge(wl.cluster_queue, wl.usage, 1)
+    if topology is not None:
+        topology.restore(wl)
 
 
 def _still_valid(c: _Candidate, preemptor: QuotaNode, frs: dict[str, int], allow_borrowing: bool) -> bool:
@@ -207,16 +225,16 @@ def _still_valid(c: _Candidate, preemptor: QuotaNode, frs: dict[str, int], allow
 
 
 def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], needed: dict[str, int],
-                 ordered: list[_Candidate], allow_borrowing: bool) -> list[Target]:
+                 ordered: list[_Candidate], allow_borrowing: bool, topology: TopologyFit | None) -> list[Target]:
     chosen: list[_Candidate] = []
     fits = False
     try:
         for c in ordered:
             if not _still_valid(c, node, needed, allow_borrowing):
                 continue
-            ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, -1)
+            take_off(ctx, c.wl, topology)
             chosen.append(c)
-            if _fits(node, requests, allow_borrowing):
+            if _fits(node, requests, allow_borrowing, topology):
                 fits = True
                 break
         if not fits:
@@ -224,17 +242,17 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
         # Fill back: from the second-to-last down, keep a victim only if the preemptor needs it.
         for i in range(len(chosen) - 2, -1, -1):
             c = chosen[i]
-            ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, 1)
-            if _fits(node, requests, allow_borrowing):
+            put_back(ctx, c.wl, topology)
+            if _fits(node, requests, allow_borrowing, topology):
                 chosen[i] = None  # type: ignore[call-overload]
             else:
-                ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, -1)
+                take_off(ctx, c.wl, topology)
         chosen = [c for c in chosen if c is not None]
         return [Target(c.wl, _reason(c)) for c in chosen]
     finally:
         for c in chosen:
             if c is not None:
-                ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, 1)
+                put_back(ctx, c.wl, topology)
 
 
 def _reason(c: _Candidate) -> str:

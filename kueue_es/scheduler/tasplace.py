@@ -36,6 +36,7 @@ from kueue_es.scheduler.tas import (
     replace_in_workload,
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
+from projections.assumed_ports import holders_by_node
 from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES,
@@ -109,11 +110,14 @@ def tas_options(config, state=None) -> TASOptions:
 
 
 def node_ports(state) -> dict:
-    """Node -> the host ports its bound pods hold, remembered until a pod holding one changes."""
-    fold = state.tas.host_ports
+    """Node -> the host ports taken on it: by the pods Kueue anticipates for the workloads holding quota with a
+    hostname-level topology assignment, and by the bound pods of any other owner
+    (:mod:`projections.assumed_ports`); remembered until a pod holding one or the charged TAS usage changes."""
+    tas = state.tas
+    key = (tas.host_ports.generation, tas.usage_generation)
     memo = state.derived.get("host-ports")
-    if memo is None or memo[0] != fold.generation:
-        memo = state.derived["host-ports"] = (fold.generation, fold.by_node())
+    if memo is None or memo[0] != key:
+        memo = state.derived["host-ports"] = (key, holders_by_node(tas.host_ports, state.workloads, tas.charged))
     return memo[1]
 
 
@@ -293,7 +297,7 @@ def _message(a: Assignment) -> str:
                      for r in a.pod_sets if r.mode != Granular.FIT and r.reasons)
 
 
-def _tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,
+def tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,
                   a: Assignment) -> list[tuple[str, PodSetRequest, PodSetResult]]:
     """(TAS flavor, request, result) of the pod sets :func:`place_nominated` found a TAS flavor for (not delayed)."""
     return [(res.tas_flavor, _request(ps, res.count, info), res)
@@ -309,7 +313,7 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
     only to be preempted by this workload in the next one. A failed placement leaves the pod set without one."""
     if a.mode != Mode.PREEMPT or not info.tas_levels:
         return
-    wanted = _tas_requests(wl, info, a)
+    wanted = tas_requests(wl, info, a)
     if not wanted:
         return
     snaps = ctx.topology.snapshots
@@ -338,7 +342,7 @@ def reserve_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
     simulates removing it with the targets; it runs on while the victims go, so its usage is then charged again
     beside the preemptor's."""
     usage = [u for v in victims for u in workload_tas_usage(v)]
-    placed = [(f, req, res) for f, req, res in _tas_requests(wl, info, a) if res.topology is not None]
+    placed = [(f, req, res) for f, req, res in tas_requests(wl, info, a) if res.topology is not None]
     if not usage and not placed:
         return True
     snaps = ctx.topology.snapshots
@@ -355,7 +359,7 @@ def reserve_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
 
 def reserve_placement(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> None:
     """Charge the placements of ``a`` as they are (a preemptor without candidates holding back capacity)."""
-    placed = [(f, req, res.topology) for f, req, res in _tas_requests(wl, info, a) if res.topology is not None]
+    placed = [(f, req, res.topology) for f, req, res in tas_requests(wl, info, a) if res.topology is not None]
     if placed:
         ctx.topology.charge(placed)  # type: ignore[arg-type]
 

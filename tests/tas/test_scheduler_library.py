@@ -16,12 +16,14 @@ from fixtures.tasbuild import flavor_obj, node_obj, pod_obj, topology_obj, upser
 from connectors.k8s.trim import pod_view
 from events import objects as o
 from events import schema as ev
+from events import tas_assignment
 from kueue_es.scheduler.tas import NodePorts, NoPlacement, PodSetRequest, TASOptions, place
 from kueue_es.scheduler.tasplace import node_ports, without_victims
+from projections.assumed_ports import holders_by_node
 from projections.cluster import ClusterState
 from projections.host_ports import conflict, host_ports
 from projections.topology import tas_snapshots
-from projections.workloads import WorkloadInfo
+from projections.workloads import PodSetInfo, WorkloadInfo
 
 
 def _spec(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None = None) -> o.PodSpec:
@@ -108,3 +110,31 @@ def test_the_log_keeps_a_pods_host_ports_and_no_other_port() -> None:
     kept = pod_view(pod)
     assert kept is not None
     assert [p.host_port for p in kept.spec.containers[0].ports] == [80]
+
+
+def _holding(name: str, levels: list[str], nodes: list[str], port: int | None) -> WorkloadInfo:
+    """A workload of one pod set (its pods asking for ``port``) holding quota with a topology assignment of one pod
+    on each of ``nodes`` (their domains' values: one per level, the last the node)."""
+    domains = [o.TopologyDomainAssignment(values=[*(["r1"] * (len(levels) - 1)), n], count=1) for n in nodes]
+    psa = o.PodSetAssignment(name="main", count=len(nodes), topology_assignment=tas_assignment.encode(levels, domains))
+    ports = (("TCP", port, "0.0.0.0"),) if port else ()
+    ps = PodSetInfo(name="main", count=len(nodes), min_count=None, requests=(), host_ports=ports)
+    return WorkloadInfo(key=f"test-ns/{name}", uid="", namespace="test-ns", name=name, queue_name="", created=0,
+                        priority=0, priority_class="", pod_sets=(ps,),
+                        admission=o.Admission(cluster_queue="cq", pod_set_assignments=[psa]))
+
+
+def test_a_workload_holding_quota_holds_its_ports_on_its_assigned_nodes_in_place_of_its_pods() -> None:
+    """Kueue's virtual pods: a workload with a hostname-level assignment holds its pod sets' ports on the assigned
+    nodes, pods or not (its bound pod on n1 no longer counts there); a rack-level assignment makes none, and the
+    workload's bound pods count as they are; a pod of no workload always does."""
+    state = _state(_pod("a", "n1", 80, owner="w"), _pod("b", "n1", 81, owner="rack"), _pod("c", "n2", 82))
+    wls = {"test-ns/w": _holding("w", ["kubernetes.io/hostname"], ["n2"], 80),
+           "test-ns/rack": _holding("rack", ["rack"], ["r1"], 81),
+           "test-ns/quiet": _holding("quiet", ["rack", "kubernetes.io/hostname"], ["n1"], None)}
+    got = holders_by_node(state.tas.host_ports, wls, ["test-ns/w", "test-ns/rack", "test-ns/quiet"])
+    assert got == {"n1": (("test-ns/rack", (("TCP", 81, "0.0.0.0"),)),),
+                   "n2": (("", (("TCP", 82, "0.0.0.0"),)), ("test-ns/w", (("TCP", 80, "0.0.0.0"),)))}
+    # not holding quota: only its bound pods count
+    assert holders_by_node(state.tas.host_ports, wls, [])["n1"] == (
+        ("test-ns/w", (("TCP", 80, "0.0.0.0"),)), ("test-ns/rack", (("TCP", 81, "0.0.0.0"),)))

@@ -7,7 +7,9 @@ seen. Resources are still Kueue's own count (NodeResourcesFit is not in the prof
 plugins or DRA's), so what changes, as kueue-es models it:
 
 * NodePorts: a node where a bound pod holds a host port one of the set's pods wants (same protocol and port, a
-  host IP equal or ``0.0.0.0`` on either side, :mod:`projections.host_ports`) is excluded. When Kueue asks
+  host IP equal or ``0.0.0.0`` on either side, :mod:`projections.host_ports`) is excluded; so is one where a
+  workload holding quota has pods assigned by a hostname-level topology assignment, which stand in for its pods
+  whether they exist or not (Kueue's virtual pods, :mod:`projections.assumed_ports`). When Kueue asks
   whether the set would fit with every workload gone (a Preempt nomination's check, a preemptor without targets),
   pods owned by a workload hold nothing, pods owned by none still do; when it simulates preempting targets, the
   targets' pods hold nothing;
@@ -22,10 +24,8 @@ plugins or DRA's), so what changes, as kueue-es models it:
 * taints, the node selector (the pod set's with the Ready checks' updates, tolerations with the flavor's) and
   required node affinity decide as they do without the gate, by the same Kubernetes rules.
 
-Not modelled, as edge cases: pods of workloads admitted but not yet bound hold no ports (Kueue tracks only bound
-pods; its simulator can be given admitted workloads to stand in for with virtual pods on their assigned nodes, which
-only its tests do in the sources read), and neither do the other pods of the same set on one node (the library
-checks one pod per node, so two pods of a set wanting one host port may be placed on one node, under Kueue as here).
+Not modelled, as an edge case: the other pods of the same set on one node hold no ports (the library checks one pod
+per node, so two pods of a set wanting one host port may be placed on one node, under Kueue as here).
 """
 
 from __future__ import annotations
