@@ -108,6 +108,12 @@ def _connector(state, manager: Manager, workers: dict[str, Worker]) -> ManagerQu
     return ManagerQuotaConnector(mk, backoff_s=0.01)  # type: ignore[arg-type]
 
 
+def _two_workers(cpu1: str, cpu2: str) -> tuple[Any, Manager, dict[str, Worker], ManagerQuotaConnector]:
+    state, manager = _state(), Manager()
+    workers = {"worker1": Worker(cpu1), "worker2": Worker(cpu2)}
+    return state, manager, workers, _connector(state, manager, workers)
+
+
 async def _until(ok: Callable[[], bool]) -> None:
     async with asyncio.timeout(5):
         while not ok():
@@ -126,9 +132,7 @@ def _quota(patch: tuple[str, dict]) -> str:
 
 
 def test_the_workers_queues_are_listed_once_then_followed_by_their_watches():
-    state, manager = _state(), Manager()
-    workers = {"worker1": Worker("10"), "worker2": Worker("5500m")}
-    c = _connector(state, manager, workers)
+    state, manager, workers, c = _two_workers("10", "5500m")
 
     async def main() -> None:
         await _synced(c)
@@ -158,9 +162,7 @@ def test_the_workers_queues_are_listed_once_then_followed_by_their_watches():
 
 
 def test_a_watch_gone_stale_lists_again():
-    state, manager = _state(), Manager()
-    workers = {"worker1": Worker("10"), "worker2": Worker("2")}
-    c = _connector(state, manager, workers)
+    state, manager, workers, c = _two_workers("10", "2")
 
     async def main() -> None:
         await _synced(c)
@@ -177,10 +179,8 @@ def test_a_watch_gone_stale_lists_again():
     asyncio.run(main())
 
 
-def test_a_worker_no_automated_config_lists_is_no_longer_watched():
-    state, manager = _state(), Manager()
-    workers = {"worker1": Worker("10"), "worker2": Worker("2")}
-    c = _connector(state, manager, workers)
+def test_a_worker_no_automated_config_lists_is_no_longer_watched_one_reached_anew_is_watched_afresh():
+    state, manager, workers, c = _two_workers("10", "2")
 
     async def main() -> None:
         await _synced(c)
@@ -192,6 +192,11 @@ def test_a_worker_no_automated_config_lists_is_no_longer_watched():
         assert sorted(c.watched) == ["worker2"]
         assert workers["worker1"].watching == set()
         assert workers["worker2"].watching == {"LocalQueue", "ClusterQueue"}
+        c.multikueue.workers["worker2"].client = reached_anew = Worker("3")  # another kubeconfig, another client
+        await _synced(c)
+        assert workers["worker2"].watching == set()
+        assert (reached_anew.lists, reached_anew.watching) == (2, {"LocalQueue", "ClusterQueue"})
+        assert state.worker_queues["worker2"].cluster_queues["w-cq"][0].flavors[0].resources[0].nominal_quota == "3"
         await c.close()
 
     asyncio.run(main())
