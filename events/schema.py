@@ -174,7 +174,7 @@ class RemoteWorkloadObserved(Event, tag="RemoteWorkloadObserved"):
 
 class WorkerQueuesObserved(Event, tag="WorkerQueuesObserved"):
     """A worker cluster's (``key``: its MultiKueueCluster) LocalQueues and ClusterQueues as the MultiKueue
-    connector last listed them, for MultiKueueManagerQuotaAutomation: which ClusterQueue each LocalQueue
+    connector last listed or watched them, for MultiKueueManagerQuotaAutomation: which ClusterQueue each LocalQueue
     (``namespace/name``) feeds, and each ClusterQueue's ``spec.resourceGroups`` as the worker has them. Appended when
     that changes, only while some MultiKueueConfig listing the worker asks for ``quotaManagement: Automated``."""
 

@@ -13,7 +13,11 @@ interactively: its ``env`` added to kueue-es's environment, ``KUBERNETES_EXEC_IN
 ``client.authentication.k8s.io/exec`` extension as its ``config``), and it answers with an ExecCredential whose
 status holds a bearer token or a client certificate and key (:func:`credential`). Those are used until their
 ``expirationTimestamp``, then the plugin is run again; a change of the profile's cluster or of the plugin runs it
-again too.
+again too, and so does the worker answering 401 Unauthorized to the credentials in use before they expire (as
+Kubernetes' client library refreshes an exec credential the apiserver refused): once for each refusal
+(:meth:`ClusterProfiles.unauthorized`), the next request, not the refused one, made with what the plugin then
+answers. The worker is reached through the cluster's ``proxy-url``, when it has one, as the inventory library's
+client config does (:func:`worker_kubeconfig`).
 
 The worker's Active condition, as Kueue's cluster controller sets it: the gate off, ``MultiKueueClusterProfileFeature
 Disabled``; the profile missing (``ClusterProfile.multicluster.x-k8s.io "<name>" not found``) or offering no
@@ -24,8 +28,9 @@ a server whose host is neither an IP address nor a DNS subdomain, ``BadRestConfi
 worker's client); it is run again after Kueue's reconnect backoff (5 s doubling, at most 320 s).
 
 Not done: the ``clusterprofiles.multicluster.x-k8s.io/exec/additional-args`` and ``.../additional-envs``
-extensions (Kueue's providers set no policy for them, so they are ignored there too), a ``proxy-url`` (handed to the
-plugin but not used to reach the worker), running the plugin again on a 401 before the expiry.
+extensions (Kueue's providers set no policy for them, so they are ignored there too). A ``proxy-url`` Kubernetes'
+client library would not parse is refused as the worker's kubeconfig would be (``InsecureKubeConfig``), where Kueue,
+whose client config takes it as given, fails each request to the worker instead.
 """
 
 from __future__ import annotations
@@ -150,11 +155,12 @@ def credential(stdout: bytes, api_version: str) -> Credential | str:
 
 
 def worker_kubeconfig(profile: str, cluster: dict[str, Any], cred: Credential) -> bytes:
-    """A kubeconfig reaching the worker with the plugin's credentials: the profile cluster's server and CA data
-    only (what Kueue's rest config takes of it)."""
+    """A kubeconfig reaching the worker with the plugin's credentials: the profile cluster's server, CA data and
+    proxy only (what Kueue's rest config takes of it)."""
     server: dict[str, Any] = {"server": cluster.get("server", "")}
-    if cluster.get("certificate-authority-data"):
-        server["certificate-authority-data"] = cluster["certificate-authority-data"]
+    for key in ("certificate-authority-data", "proxy-url"):
+        if cluster.get(key):
+            server[key] = cluster[key]
     user: dict[str, Any] = {"token": cred.token} if cred.token else {}
     if cred.client_certificate_data:
         user["client-certificate-data"] = base64.b64encode(cred.client_certificate_data.encode()).decode()
@@ -211,6 +217,8 @@ class FollowedProfile:
     used: tuple[Any, ...] = ()
     """What the credentials were got for (the profile's cluster, the provider)."""
     got: Credential | None = None
+    source: bytes = b""
+    """The kubeconfig last made with :attr:`got`."""
     failures: int = 0
     next_try: float = 0.0
     last_error: str = ""
@@ -252,7 +260,7 @@ class ClusterProfiles:
         if used != f.used:
             f.used, f.got, f.failures, f.next_try = used, None, 0, 0.0
         elif not stale:
-            return worker_kubeconfig(profile, server, f.got), "", ""  # type: ignore[arg-type]
+            return f.source, "", ""
         elif f.failures and now < f.next_try:
             return b"", f.last_error, CONNECTION_FAILED
         got = await run_plugin(provider.exec_config, server)
@@ -260,8 +268,20 @@ class ClusterProfiles:
             f.got, f.failures, f.last_error = None, f.failures + 1, got
             f.next_try = self.clock() + retry_after(f.failures)
             return b"", got, CONNECTION_FAILED
-        f.got, f.failures = got, 0
-        return worker_kubeconfig(profile, server, got), "", ""
+        f.got, f.failures, f.source = got, 0, worker_kubeconfig(profile, server, got)
+        return f.source, "", ""
+
+    def unauthorized(self, cluster: str, source: bytes) -> bool:
+        """The worker of ``cluster``, reached with the kubeconfig ``source``, answered 401 Unauthorized: when that
+        holds the credentials in use (not ones already replaced), they are dropped, so that the next pass runs the
+        plugin again, once (whether it fails or not, until the next refusal). Returns whether they were."""
+        f = self.followed.get(cluster)
+        if f is None or f.got is None or not source or f.source != source:
+            return False
+        log.info("MultiKueue worker refused the plugin's credentials, running the plugin again", cluster=cluster)
+        f.got = None
+        self.wake.set()
+        return True
 
     async def _follow(self, f: FollowedProfile) -> None:
         def seen(obj: dict[str, Any] | None) -> None:

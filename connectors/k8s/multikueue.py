@@ -1199,6 +1199,7 @@ class MultiKueueConnector:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
                 w.connected, w.reason, w.message = False, "ClientConnectionFailed", str(exc) or type(exc).__name__
+                self._unauthorized(w, exc)
                 self._wake.set()
                 await asyncio.sleep(self.retry_s)
 
@@ -1411,7 +1412,14 @@ class MultiKueueConnector:
         reconciles each workload and each of its workers apart."""
         self.stats.errors += 1
         w.moved.add(key)
+        self._unauthorized(w, exc)
         log.warning(what, workload=key, cluster=w.name, error=str(exc))
+
+    def _unauthorized(self, w: Worker, exc: BaseException) -> None:
+        """A worker that answered 401 Unauthorized: the credentials its ClusterProfile's plugin gave are got again
+        (:meth:`connectors.k8s.clusterprofile.ClusterProfiles.unauthorized`)."""
+        if isinstance(exc, KubeError) and exc.status == 401:
+            self.profiles.unauthorized(w.name, w.source)
 
     async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         assert w.client is not None

@@ -7,18 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
 import pytest
 import yaml
+from fixtures.eventgen import fold, records
 
 from connectors.k8s import clusterprofile as cp
 from connectors.k8s import manifests
+from connectors.k8s.errors import Forbidden
 from connectors.k8s.kubeconfig_checks import insecure_reason
+from connectors.k8s.multikueue import MultiKueueConnector, Worker, client_from
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import AccessProvider, ExecConfig, load_config
 
@@ -145,17 +150,34 @@ def test_a_wrong_answer_is_refused_in_the_client_librarys_words(stdout: bytes, m
     assert isinstance(got, str) and got.startswith(message)
 
 
-def test_the_workers_kubeconfig_holds_the_profiles_server_and_ca_and_the_plugins_credentials_and_is_not_refused(
+def test_the_workers_kubeconfig_holds_the_profiles_server_ca_and_proxy_and_the_plugins_credentials_not_refused(
         ) -> None:
     doc = yaml.safe_load(cp.worker_kubeconfig("p", CLUSTER, cp.Credential(token="t")))
     assert doc["clusters"] == [{"name": "p", "cluster": {"server": "https://worker.example:6443",
-                                                         "certificate-authority-data": "Q0E="}}]
+                                                         "certificate-authority-data": "Q0E=",
+                                                         "proxy-url": "http://proxy:3128"}}]
     assert doc["users"] == [{"name": "p", "user": {"token": "t"}}]
     pair = cp.worker_kubeconfig("p", CLUSTER, cp.Credential(client_certificate_data="CERT", client_key_data="KEY"))
     user = yaml.safe_load(pair)["users"][0]["user"]
     assert base64.b64decode(user["client-certificate-data"]) == b"CERT"
     assert base64.b64decode(user["client-key-data"]) == b"KEY"
     assert insecure_reason(cp.worker_kubeconfig("p", CLUSTER, cp.Credential(token="t"))) == ""
+
+
+@pytest.mark.asyncio
+async def test_the_workers_client_goes_through_the_profiles_proxy() -> None:
+    proxied = {"server": "https://worker.example:6443", "proxy-url": "http://proxy:3128"}
+    client = await client_from(cp.worker_kubeconfig("p", proxied, cp.Credential(token="t")))
+    try:
+        assert client.api.configuration.proxy == "http://proxy:3128"
+        assert client.api.configuration.host == "https://worker.example:6443"
+    finally:
+        await client.close()
+    direct = await client_from(cp.worker_kubeconfig("p", {"server": "https://w:6443"}, cp.Credential(token="t")))
+    try:
+        assert direct.api.configuration.proxy is None
+    finally:
+        await direct.close()
 
 
 def test_a_failing_plugin_is_tried_again_after_kueues_reconnect_backoff() -> None:
@@ -262,6 +284,71 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"
         assert again == (source, "", "") and runs.read_text() == "xx"  # kept: no expiry, nothing changed
     finally:
         await profiles.close()
+
+
+@pytest.mark.asyncio
+async def test_a_401_before_the_expiry_runs_the_plugin_again_once_for_each_refusal(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    command = _script(tmp_path, f"""
+open({str(runs)!r}, "a").write("x")
+token = "t" + str(len(open({str(runs)!r}).read()))
+print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{
+    "token": token, "expirationTimestamp": "2100-01-01T00:00:00Z"}}}}))
+""")
+    provider = AccessProvider(name="a", exec_config=ExecConfig(command=command, api_version=V1,
+                                                               interactive_mode="Never"))
+    clock = [1000.0]
+    profiles = _Profiles({"good": _profile("good", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])},
+                         clock)
+    args = ("c", "good", "kueue-system", [provider])
+    try:
+        first, _, _ = await _settled(profiles, *args)  # type: ignore[misc]
+        assert yaml.safe_load(first)["users"][0]["user"] == {"token": "t1"}
+        assert await profiles.kubeconfig(*args) == (first, "", "") and runs.read_text() == "x"  # not expired
+        profiles.wake.clear()
+        assert profiles.unauthorized("c", first) is True
+        assert profiles.wake.is_set()
+        assert profiles.unauthorized("c", first) is False  # one refusal, one run: already dropped
+        second, _, _ = await profiles.kubeconfig(*args)  # type: ignore[misc]
+        assert yaml.safe_load(second)["users"][0]["user"] == {"token": "t2"} and runs.read_text() == "xx"
+        assert await profiles.kubeconfig(*args) == (second, "", "") and runs.read_text() == "xx"
+        assert profiles.unauthorized("c", first) is False  # a refusal of credentials already replaced
+        assert (profiles.unauthorized("other", second), profiles.unauthorized("c", b"")) == (False, False)
+        assert await profiles.kubeconfig(*args) == (second, "", "") and runs.read_text() == "xx"
+    finally:
+        await profiles.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("status", "told"), [(401, True), (403, False)])
+async def test_the_multikueue_connector_tells_the_profiles_of_a_worker_answering_401(status: int, told: bool) -> None:
+    class Refusing:
+        def __init__(self) -> None:
+            self.lists = 0
+
+        async def list(self, resource: Any, **_: Any) -> Any:
+            self.lists += 1
+            raise Forbidden("Unauthorized" if status == 401 else "forbidden", status)
+
+    state = fold(records([[]]))
+    mk = MultiKueueConnector(None, SimpleNamespace(mirror=SimpleNamespace(state=state)),  # type: ignore[arg-type]
+                             append=None, retry_s=0.001)
+    seen: list[tuple[str, bytes]] = []
+    mk.profiles.unauthorized = lambda name, source: seen.append((name, source)) or True  # type: ignore[method-assign]
+    client = Refusing()
+    w = Worker("w1", b"kubeconfig", client=client)  # type: ignore[arg-type]
+    task = asyncio.create_task(mk._watch_worker(w, "origin"))
+    try:
+        async with asyncio.timeout(5):
+            while client.lists < 3:
+                await asyncio.sleep(0.001)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert (w.connected, w.reason) == (False, "ClientConnectionFailed")
+    assert bool(seen) == told and set(seen) <= {("w1", b"kubeconfig")}
+    assert len(seen) <= client.lists  # once for each refusal
 
 
 def test_kueue_es_may_read_and_watch_the_cluster_profiles_of_its_namespace() -> None:

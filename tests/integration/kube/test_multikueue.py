@@ -1038,12 +1038,13 @@ async def test_a_custom_kind_is_run_on_the_worker_by_the_generic_adapter(kube_ap
 async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, worker_apiserver, tmp_path) -> None:
     """MultiKueueManagerQuotaAutomation: the manager's ClusterQueue shows the condition (NotRequested until its
     MultiKueueConfig asks for ``Automated``), then takes the worker ClusterQueue's quota into its spec, and follows
-    it when the worker's changes; the fold schedules with it."""
+    it when the worker's changes, told by the watch on the worker's ClusterQueues: each of the worker's queue kinds
+    is listed once, and not again; the fold schedules with it."""
     gate_on = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                            "featureGates": {"MultiKueueManagerQuotaAutomation": True}})
     async with _manager_and_worker(kube_apiserver, worker_apiserver) as c:
         kc, wc, cq, sfx = c.kc, c.wc, c.cq, c.sfx
-        async with kueue_es(kc, tmp_path / "manager-log", config=gate_on) as (_, journal):
+        async with kueue_es(kc, tmp_path / "manager-log", config=gate_on) as (connector, journal):
             async def condition(reason: str) -> dict[str, Any] | None:
                 c = _cond(await get(kc, "ClusterQueue", cq), "MultiKueueManagerQuotaAutomation")
                 return c if c is not None and c["reason"] == reason else None
@@ -1054,6 +1055,7 @@ async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, w
             c = await eventually(partial(condition, "QuotaAutomated"), what="the condition QuotaAutomated")
             assert (c["status"], c["message"]) == (
                 "True", "ClusterQueue quota is automatically managed based on MultiKueue workers.")
+            assert connector.manager_quota.lists == 2  # the worker's LocalQueues and ClusterQueues, listed once
             await wc.patch(BY_KIND["ClusterQueue"], f"wcq-{sfx}", {"spec": {"resourceGroups": [{
                 "coveredResources": ["cpu"],
                 "flavors": [{"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": "7500m"}]}]}]}})
@@ -1065,6 +1067,7 @@ async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, w
 
             spec = await eventually(followed, what="the manager's quota to follow the worker's")
             assert spec["resourceGroups"][0]["flavors"][0]["name"] == f"f-{sfx}"
+            assert connector.manager_quota.lists == 2  # the change came by the watch, nothing listed again
 
             async def folded() -> bool:
                 rq = journal.mirror.state.cluster_queues[cq].spec.resource_groups[0].flavors[0].resources[0]

@@ -2,18 +2,24 @@
 ClusterProfile API (``multicluster.x-k8s.io``), a ClusterProfile in Kueue's namespace offers the worker (the
 module's second apiserver, ``test_multikueue``'s) through an access provider, and the Configuration names that
 provider's credential plugin, a small script written by the test that hands back the worker's client certificate.
-A MultiKueueCluster naming the profile gets connected with it and a Job handed to MultiKueue runs on the worker; one
-naming a profile not there is ``BadClusterProfile`` until the profile is made."""
+The plugin's first answer is a token the worker refuses (401) though it has not expired: the plugin is run again,
+and its next answer reaches the worker. The profile's cluster names a ``proxy-url``, an HTTP CONNECT proxy the test
+runs: the worker is reached through it. A MultiKueueCluster naming the profile gets connected with it and a Job
+handed to MultiKueue runs on the worker; one naming a profile not there is ``BadClusterProfile`` until the profile is
+made."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
 import secrets
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 import pytest
@@ -53,19 +59,62 @@ def _profile_crd() -> dict[str, Any]:
                                        "spec": free, "status": free}}}}]}}
 
 
-def _plugin(tmp_path: Path, kubeconfig: dict[str, Any]) -> tuple[str, Path]:
-    """A credential plugin answering with the worker's admin client certificate; it records what it was handed."""
+def _plugin(tmp_path: Path, kubeconfig: dict[str, Any]) -> tuple[str, Path, Path]:
+    """A credential plugin answering, the first time, with a token the worker does not know (expiring in 2100),
+    then with the worker's admin client certificate; it records what it was handed, and each run."""
     user = kubeconfig["users"][0]["user"]
+    refused = {"apiVersion": V1, "kind": "ExecCredential", "status": {
+        "token": "not-known-there", "expirationTimestamp": "2100-01-01T00:00:00Z"}}
     answer = {"apiVersion": V1, "kind": "ExecCredential", "status": {
         "clientCertificateData": base64.b64decode(user["client-certificate-data"]).decode(),
         "clientKeyData": base64.b64decode(user["client-key-data"]).decode()}}
-    seen = tmp_path / "exec-info.json"
+    seen, runs = tmp_path / "exec-info.json", tmp_path / "exec-runs"
     path = tmp_path / "worker-credentials"
     path.write_text(f"#!{sys.executable}\nimport os, sys\n"
                     f"open({str(seen)!r}, 'w').write(os.environ['KUBERNETES_EXEC_INFO'])\n"
-                    f"sys.stdout.write({json.dumps(json.dumps(answer))})\n")
+                    f"first = not os.path.exists({str(runs)!r})\n"
+                    f"open({str(runs)!r}, 'a').write('x')\n"
+                    f"sys.stdout.write({json.dumps(json.dumps(refused))} if first else "
+                    f"{json.dumps(json.dumps(answer))})\n")
     path.chmod(0o755)
-    return str(path), seen
+    return str(path), seen, runs
+
+
+@contextlib.asynccontextmanager
+async def _connect_proxy() -> AsyncIterator[tuple[str, list[str]]]:
+    """An HTTP CONNECT proxy on a free local port: its URL, and the ``host:port`` of each tunnel it opened."""
+    tunnels: list[str] = []
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        method, target = head.split(b" ")[:2]
+        if method != b"CONNECT":
+            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+            writer.close()
+            return
+        host, port = target.decode().rsplit(":", 1)
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        tunnels.append(target.decode())
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", tunnels
+    finally:
+        server.close()
 
 
 async def _profile(kc, name: str, cluster: dict[str, Any]) -> None:
@@ -90,14 +139,15 @@ async def _active(kc, name: str, status: str) -> dict[str, Any]:
 async def test_a_worker_named_by_a_cluster_profile_is_reached_with_the_plugins_credentials(
         kube_apiserver, worker_apiserver, tmp_path) -> None:  # noqa: F811 - the imported fixture
     worker_kc = yaml.safe_load(Path(worker_apiserver.kubeconfig).read_text())
-    command, seen = _plugin(tmp_path, worker_kc)
+    command, seen, runs = _plugin(tmp_path, worker_kc)
     config = load_config({"featureGates": {"MultiKueueClusterProfile": True}, "multiKueue": {"clusterProfile": {
         "accessProviders": [{"name": "test-provider", "execConfig": {
             "command": command, "apiVersion": V1, "interactiveMode": "Never", "provideClusterInfo": True}}]}}})
     server = worker_kc["clusters"][0]["cluster"]
-    cluster = {"server": server["server"], "certificate-authority-data": server["certificate-authority-data"],
-               "extensions": [{"name": EXEC_EXTENSION, "extension": {"audience": "worker"}}]}
-    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc, \
+            _connect_proxy() as (proxy, tunnels):
+        cluster = {"server": server["server"], "certificate-authority-data": server["certificate-authority-data"],
+                   "proxy-url": proxy, "extensions": [{"name": EXEC_EXTENSION, "extension": {"audience": "worker"}}]}
         await crds.install(kc, docs=[*crds.all_crds(), _profile_crd()])
         await crds.install(wc)
         for raw in (await kc.list(BY_KIND["MultiKueueCluster"])).items:  # an earlier test's name the same worker
@@ -122,14 +172,17 @@ async def test_a_worker_named_by_a_cluster_profile_is_reached_with_the_plugins_c
                 "BadClusterProfile",
                 f'load client config failed: ClusterProfile.multicluster.x-k8s.io "later-{sfx}" not found')
 
-            # --- the profile's worker, reached with the plugin's credentials ----------------------------------
+            # --- the profile's worker, reached through its proxy with the plugin's credentials: the token it
+            # refused before the token's expiry had the plugin run again ---------------------------------------
             c = await _active(kc, worker, "True")
             assert (c["reason"], c["message"]) == ("Active", "Connected")
+            assert len(runs.read_text()) >= 2
             info = json.loads(seen.read_text())
             assert info == {"apiVersion": V1, "kind": "ExecCredential", "spec": {
                 "interactive": False, "cluster": {"server": server["server"],
                                                   "certificate-authority-data": server["certificate-authority-data"],
-                                                  "config": {"audience": "worker"}}}}
+                                                  "proxy-url": proxy, "config": {"audience": "worker"}}}}
+            assert urlsplit(server["server"]).netloc in tunnels
 
             # --- a Job handed to MultiKueue runs on the worker ---------------------------------------------------
             handed = job(ns, "cp-job", "user-queue", cpu="1")
