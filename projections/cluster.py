@@ -50,6 +50,7 @@ from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, Custom
 from projections.custom_labels import of_document as custom_labels_of
 from projections.deadlines import DueIndex
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
+from projections.dra import UNRESOLVED as DRA_UNRESOLVED
 from projections.dra import (
     DraView,
     asks_for_served,
@@ -2534,7 +2535,8 @@ _ABOUT_WORKLOADS = frozenset({
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
-BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE})
+BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE,
+                             DRA_UNRESOLVED})
 
 
 def is_flagged(wl: WorkloadInfo) -> bool:

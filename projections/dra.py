@@ -47,7 +47,28 @@ CLAIMS_BY_NAME = "KueueDRAIntegration feature does not support use of resource c
 REJECTED = "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
 """QuotaReserved=False message of a workload with claims while the DRA gate is off and the reject gate on."""
 INADMISSIBLE = "Inadmissible"
-"""QuotaReserved=False reason of a DRA problem (``Misconfigured`` under UnadmittedWorkloadsObservability)."""
+"""QuotaReserved=False and Requeued=False reason of a DRA problem (:data:`UNRESOLVED` under
+UnadmittedWorkloadsObservability)."""
+UNRESOLVED = "DRAResourcesUnresolved"
+"""QuotaReserved=False and Requeued=False reason of a DRA problem under UnadmittedWorkloadsObservability."""
+RESOLVED = "DRAResourcesResolved"
+"""Requeued=True reason once a workload's DRA problem is gone: it is queued again."""
+RESOLVED_MESSAGE = "The workload's DRA resources were resolved"
+"""Requeued=True message with :data:`RESOLVED` (kueue-es's words: Kueue's were not at hand)."""
+CLAIMS_NOT_SUPPORTED = "DRA resource claims not supported"
+"""Requeued=False message of a workload whose pods claim a ResourceClaim by name (its QuotaReserved message is
+:data:`CLAIMS_BY_NAME`)."""
+
+
+def unresolved_reason(observability: bool) -> str:
+    """The reason of a DRA problem on QuotaReserved=False and Requeued=False (``observability``: the
+    UnadmittedWorkloadsObservability gate)."""
+    return UNRESOLVED if observability else INADMISSIBLE
+
+
+def requeued_message(problem: str) -> str:
+    """Kueue's Requeued=False message for a DRA problem whose QuotaReserved message is ``problem``."""
+    return CLAIMS_NOT_SUPPORTED if problem == CLAIMS_BY_NAME else problem
 
 Pairs = tuple[tuple[str, int], ...]
 
