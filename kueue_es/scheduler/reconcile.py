@@ -444,7 +444,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                                           message=ADMISSION_GATE_CLEARED, **base))
             continue
         reason, message = queue_blocker(state, wl, gated_by, observability)
-        if reason == unresolved_reason(observability):  # a DRA problem: Kueue marks it Requeued=False as well
+        if wl.active and reason == unresolved_reason(observability):  # a DRA problem: Requeued=False as well
+            # (not over a deactivated workload's Requeued=False Deactivated, which its reactivation looks for)
             wanted = ("False", reason, requeued_message(message))
             if rq is None or (rq.status, rq.reason, rq.message) != wanted:
                 out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=False, reason=reason,

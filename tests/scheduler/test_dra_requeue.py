@@ -104,3 +104,16 @@ def test_a_changed_problem_is_written_anew_and_an_unchanged_one_not_again() -> N
     _settle(state, config, 20)
     message = 'spec.podSets[0].template.spec.resourceClaims[0].resourceClaimTemplateName.deviceClassName: Not found: "fpga"'
     assert _cond(state, "Requeued") == ("False", "DRAResourcesUnresolved", message)
+
+
+def test_a_deactivated_workload_keeps_its_requeued_condition_for_its_reactivation() -> None:
+    wl = claiming_workload()
+    inactive = msgspec.convert({**msgspec.to_builtins(wl), "spec": {**msgspec.to_builtins(wl.spec), "active": False}},
+                               o.Workload)
+    config = _config(True)
+    state = _state(inactive, True)
+    _settle(state, config, 10)
+    assert _cond(state, "Requeued") is None or _cond(state, "Requeued")[1].startswith("Deactivated")
+    state.apply(ev.Record(state.offset + 1, upsert(wl, 3)))  # reactivated, its template still missing
+    _settle(state, config, 20)
+    assert _cond(state, "Requeued")[:2] == ("False", "DRAResourcesUnresolved")
