@@ -346,7 +346,9 @@ class DeviceRequest(View):
     name: str = ""
     exactly: ExactDeviceRequest | None = None
     first_available: list[dict[str, Any]] | None = None
-    """Prioritized alternatives: Kueue does not charge them (kept only to refuse them)."""
+    """Prioritized alternatives (sub-requests as the API has them): Kueue refuses them unless
+    KueueDRAIntegrationPrioritizedList is on, then charges alternatives of one count under one logical resource
+    (:func:`projections.dra.first_available_charge`)."""
 
 
 class DeviceClaim(View):

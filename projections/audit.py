@@ -148,7 +148,7 @@ class AuditTrail:
         """The Kueue Configurations recorded in the log, with their offsets, in log order."""
         self.gated_by = gates.enabled({}, gates.ADMISSION_GATED_BY)
         """The AdmissionGatedBy gate of the configuration in force: a gated workload is not queued."""
-        self.dra_config = (dra.mode_of(None), dra.mapping_of(None), dra.extended_on(None))
+        self.dra_config = (dra.mode_of(None), dra.mapping_of(None), dra.extended_on(None), dra.prioritized_on(None))
         """The DRA mode, device-class mapping and whether served extended resources are charged as devices, under
         the configuration in force (:mod:`projections.dra`)."""
         self.device_classes: dict[str, o.DeviceClass] = {}
@@ -305,7 +305,8 @@ class AuditTrail:
                     for key in sorted(self.workloads):
                         if self.workloads[key].gate:
                             self._queue(off, e, key, self.workloads[key])
-                dra_config = (dra.mode_of(e.document), dra.mapping_of(e.document), dra.extended_on(e.document))
+                dra_config = (dra.mode_of(e.document), dra.mapping_of(e.document), dra.extended_on(e.document),
+                              dra.prioritized_on(e.document))
                 if dra_config != self.dra_config:
                     self.dra_config = dra_config
                     self._requeue_claiming(off, e, None)
@@ -351,13 +352,13 @@ class AuditTrail:
     def _claims_refused(self, t: _Tracked) -> bool:
         """Kueue refuses ``t``'s DRA claims, or its extended resources that DeviceClasses serve, under the
         templates, classes and configuration in force."""
-        mode, mapping, extended = self.dra_config
+        mode, mapping, extended, prioritized = self.dra_config
         if not mode or not (t.claims or t.extended):
             return False
         templates = self.claim_templates.get(t.namespace, {})
         served = dra.serving_classes(self.device_classes.values()) if extended and t.extended else ()
         view = dra.DraView(reject=mode == "reject", mapping=mapping, templates=tuple(sorted(templates.items())),
-                           extended=served)
+                           extended=served, prioritized=prioritized)
         if any(dra.claim_charge(name, list(claims), view)[1] for name, claims in t.claims):
             return True
         if not served or not (t.claims or dra.needs_extended(t.extended, dict(served))):

@@ -50,6 +50,7 @@ from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, Custom
 from projections.custom_labels import of_document as custom_labels_of
 from projections.deadlines import DueIndex
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
+from projections.dra import UNRESOLVED as DRA_UNRESOLVED
 from projections.dra import (
     DraView,
     asks_for_served,
@@ -64,6 +65,7 @@ from projections.dra import counters_of as dra_counters_of
 from projections.dra import extended_on as dra_extended_on
 from projections.dra import mapping_of as dra_mapping_of
 from projections.dra import mode_of as dra_mode_of
+from projections.dra import prioritized_on as dra_prioritized_on
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_reservation
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
@@ -220,7 +222,7 @@ class ClusterState:
         """Namespace -> its :class:`DraView` (derived, filled as asked for; dropped when a template of it or the
         DRA configuration changes)."""
         self._dra_of: ev.ConfigRecorded | None = None
-        self._dra: tuple[str, tuple[tuple[str, str], ...], bool, tuple, tuple] = ("charge", (), True, (), ())
+        self._dra: tuple[str, tuple[tuple[str, str], ...], bool, tuple, tuple, bool] = ("charge", (), True, (), (), False)
         """What :attr:`config` says about DRA (mode, mapping, whether extended resources DeviceClasses serve are
         charged as devices, the counter sources of DeviceClasses: :mod:`projections.dra`), and the configuration it
         was read from (derived)."""
@@ -439,20 +441,21 @@ class ClusterState:
         found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
 
-    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool, tuple, tuple]:
+    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool, tuple, tuple, bool]:
         """The DRA mode, device-class mapping, KueueDRAIntegrationExtendedResource (with the DRA gate), the
-        counter sources of DeviceClasses (:func:`projections.dra.counters_of`) and their capacity sources
-        (:func:`projections.dra.capacities_of`) of the configuration in force (:mod:`projections.dra`)."""
+        counter sources of DeviceClasses (:func:`projections.dra.counters_of`), their capacity sources
+        (:func:`projections.dra.capacities_of`) and KueueDRAIntegrationPrioritizedList (with the DRA gate) of the
+        configuration in force (:mod:`projections.dra`)."""
         config = self.config
         if self._dra_of is not config:
             doc = config.document if config is not None else None
             self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc), dra_extended_on(doc),
-                                               dra_counters_of(doc), dra_capacities_of(doc))
+                                               dra_counters_of(doc), dra_capacities_of(doc), dra_prioritized_on(doc))
         return self._dra
 
     def _sourced(self) -> tuple[tuple[str, tuple], ...]:
         """DeviceClass -> its counter and capacity sources, by DeviceClass then counters first."""
-        _, _, _, counters, capacities = self.dra_config()
+        _, _, _, counters, capacities, _ = self.dra_config()
         return (*counters, *capacities)
 
     def served_extended(self) -> tuple[tuple[str, str], ...]:
@@ -469,7 +472,7 @@ class ClusterState:
         found = self._dra_views.get(namespace)
         if found is not None:
             return found
-        mode, mapping, _, counters, capacities = self.dra_config()
+        mode, mapping, _, counters, capacities, prioritized = self.dra_config()
         if not mode:
             return None
         prefix = namespace + "/"
@@ -493,7 +496,7 @@ class ClusterState:
         found = self._dra_views[namespace] = DraView(
             reject=mode == "reject", mapping=mapping, templates=templates, extended=self.served_extended(),
             counters=counters, class_selectors=tuple((dc, self._class_selectors(dc)) for dc in sorted(classes) if dc),
-            devices=devices, capacities=capacities, slice_devices=slice_devices)
+            devices=devices, capacities=capacities, slice_devices=slice_devices, prioritized=prioritized)
         return found
 
     def _class_selectors(self, name: str) -> tuple[str, ...] | None:
@@ -2532,7 +2535,8 @@ _ABOUT_WORKLOADS = frozenset({
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
-BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE})
+BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE,
+                             DRA_UNRESOLVED})
 
 
 def is_flagged(wl: WorkloadInfo) -> bool:

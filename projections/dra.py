@@ -9,8 +9,9 @@ and ``transformations``, which do not apply to them.
 
 What Kueue refuses makes the workload inadmissible rather than charged (its workload controller writes the
 message on QuotaReserved=False and keeps it out of its queue): a claim by name (a ResourceClaim, not a template),
-a template that does not exist, a ``firstAvailable`` request, ``allocationMode: All``, and a DeviceClass no
-mapping names. An ``adminAccess`` request costs nothing. With the gate off, ``KueueDRARejectWorkloadsWhenDRADisabled``
+a template that does not exist, ``allocationMode: All``, a DeviceClass no mapping names, and a ``firstAvailable``
+request — unless ``KueueDRAIntegrationPrioritizedList`` (alpha, off) is on: one whose alternatives all ask for the
+same count of devices under the same logical resource is then charged that count (:func:`first_available_charge`). An ``adminAccess`` request costs nothing. With the gate off, ``KueueDRARejectWorkloadsWhenDRADisabled``
 (beta, on) makes any claim inadmissible; with both off, claims are ignored.
 
 Under ``KueueDRAIntegrationExtendedResource`` (beta, on; with the DRA gate) a container's request of an extended
@@ -46,7 +47,28 @@ CLAIMS_BY_NAME = "KueueDRAIntegration feature does not support use of resource c
 REJECTED = "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
 """QuotaReserved=False message of a workload with claims while the DRA gate is off and the reject gate on."""
 INADMISSIBLE = "Inadmissible"
-"""QuotaReserved=False reason of a DRA problem (``Misconfigured`` under UnadmittedWorkloadsObservability)."""
+"""QuotaReserved=False and Requeued=False reason of a DRA problem (:data:`UNRESOLVED` under
+UnadmittedWorkloadsObservability)."""
+UNRESOLVED = "DRAResourcesUnresolved"
+"""QuotaReserved=False and Requeued=False reason of a DRA problem under UnadmittedWorkloadsObservability."""
+RESOLVED = "DRAResourcesResolved"
+"""Requeued=True reason once a workload's DRA problem is gone: it is queued again."""
+RESOLVED_MESSAGE = "The workload's DRA resources were resolved"
+"""Requeued=True message with :data:`RESOLVED` (kueue-es's words: Kueue's were not at hand)."""
+CLAIMS_NOT_SUPPORTED = "DRA resource claims not supported"
+"""Requeued=False message of a workload whose pods claim a ResourceClaim by name (its QuotaReserved message is
+:data:`CLAIMS_BY_NAME`)."""
+
+
+def unresolved_reason(observability: bool) -> str:
+    """The reason of a DRA problem on QuotaReserved=False and Requeued=False (``observability``: the
+    UnadmittedWorkloadsObservability gate)."""
+    return UNRESOLVED if observability else INADMISSIBLE
+
+
+def requeued_message(problem: str) -> str:
+    """Kueue's Requeued=False message for a DRA problem whose QuotaReserved message is ``problem``."""
+    return CLAIMS_NOT_SUPPORTED if problem == CLAIMS_BY_NAME else problem
 
 Pairs = tuple[tuple[str, int], ...]
 
@@ -72,6 +94,9 @@ class DraView(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The devices of the complete pools of each driver :attr:`counters` and :attr:`capacities` name, by driver."""
     capacities: tuple[tuple[str, tuple[CapacitySource, ...]], ...] = ()
     """DeviceClass -> its capacity sources, by DeviceClass (:func:`capacities_of`)."""
+    prioritized: bool = False
+    """KueueDRAIntegrationPrioritizedList is on (with the DRA gate): ``firstAvailable`` requests are charged
+    (:func:`first_available_charge`) rather than refused."""
     slice_devices: tuple[tuple[str, o.Device], ...] | None = None
     """Every device every ResourceSlice publishes (driver, device), by slice then place in it, whatever its pool:
     what the CEL selectors of requests are matched against (:func:`_cel_device_errors`); None: not known, the
@@ -140,6 +165,14 @@ def extended_on(document: dict[str, Any] | None) -> bool:
     flags = gates.of_document(document)
     return (gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION)
             and gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE))
+
+
+def prioritized_on(document: dict[str, Any] | None) -> bool:
+    """Kueue charges ``firstAvailable`` requests under a recorded Configuration document:
+    ``KueueDRAIntegrationPrioritizedList`` on, with the DRA gate."""
+    flags = gates.of_document(document)
+    return (gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION)
+            and gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION_PRIORITIZED_LIST))
 
 
 def mode_of(document: dict[str, Any] | None) -> str:
@@ -226,12 +259,14 @@ def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) 
         if spec is None:
             return (), (f"{at}: Internal error: failed to get claim spec for ResourceClaimTemplate {name} in podset "
                         f'{pod_set}: resourceclaimtemplates.resource.k8s.io "{name}" not found')
-        per_class, error = _device_counts(spec)
+        per_class, per_logical, error = _device_counts(spec, view)
         if error:
             return (), f"{at}.{error[0]}: ResourceClaimTemplate {name}: {error[1]}"
         unmatched = _cel_device_errors(spec, name, at, view)
         if unmatched:
             return (), "\n".join(unmatched)
+        for logical, count in per_logical:
+            total[logical] = min(MAX_INT64, total.get(logical, 0) + count)
         for dc in sorted(per_class):
             logical = mapping.get(dc)
             if logical is None:
@@ -322,32 +357,101 @@ def _cel_device_errors(spec: o.ResourceClaimSpec, template: str, at: str, view: 
     return errors
 
 
-def _device_counts(spec: o.ResourceClaimSpec) -> tuple[dict[str, int], tuple[str, str] | None]:
-    """Devices a claim spec asks for per DeviceClass, or the (field, message) Kueue refuses it with."""
+def _device_counts(spec: o.ResourceClaimSpec, view: DraView) -> tuple[dict[str, int], Pairs, tuple[str, str] | None]:
+    """Devices a claim spec asks for per DeviceClass (``exactly`` requests) and per logical resource
+    (``firstAvailable`` ones, under :attr:`DraView.prioritized`), or the (field, message) Kueue refuses it with."""
     counts: dict[str, int] = {}
+    logical: dict[str, int] = {}
     for i, req in enumerate(spec.devices.requests):
         at = f"devices.requests[{i}]"
         if req.first_available is not None:
-            return {}, (f"{at}: Invalid value: null", "FirstAvailable device selection is not supported")
+            if not view.prioritized:
+                return {}, (), (f"{at}: Invalid value: null", "FirstAvailable device selection is not supported")
+            charged, error = first_available_charge(req.first_available, at, view)
+            if error:
+                return {}, (), error
+            resource, count = charged
+            logical[resource] = min(MAX_INT64, logical.get(resource, 0) + count)
+            continue
         x = req.exactly
         if x is None:
-            return {}, (f"{at}: Invalid value: null", "Exactly must be set if FirstAvailable is nil")
+            return {}, (), (f"{at}: Invalid value: null", "Exactly must be set if FirstAvailable is nil")
         bad = _selector_errors(x.selectors, f"{at}.exactly.selectors", "CEL compilation failed")
         if bad:
-            return {}, (f"{at}.exactly.selectors: Invalid value: null", bad[0] if len(bad) == 1
-                        else f"[{', '.join(bad)}]")
+            return {}, (), (f"{at}.exactly.selectors: Invalid value: null", bad[0] if len(bad) == 1
+                            else f"[{', '.join(bad)}]")
         if x.admin_access:
             continue
         mode = x.allocation_mode or "ExactCount"  # the API server's default
         if mode == "All":
-            return {}, (f'{at}.exactly.allocationMode: Invalid value: "All"', "AllocationMode 'All' is not supported")
+            return {}, (), (f'{at}.exactly.allocationMode: Invalid value: "All"',
+                            "AllocationMode 'All' is not supported")
         if mode != "ExactCount":
-            return {}, (f'{at}.exactly.allocationMode: Invalid value: "{mode}"', f"unsupported allocation mode: {mode}")
+            return {}, (), (f'{at}.exactly.allocationMode: Invalid value: "{mode}"',
+                            f"unsupported allocation mode: {mode}")
         if not x.device_class_name:
             continue
         count = 1 if x.count is None else x.count
         counts[x.device_class_name] = min(MAX_INT64, counts.get(x.device_class_name, 0) + count)
-    return counts, None
+    return counts, tuple(sorted(logical.items())), None
+
+
+class _Alternative(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
+    """A ``firstAvailable`` sub-request, as far as the charge reads it."""
+
+    device_class_name: str = ""
+    allocation_mode: str = ""
+    count: int | None = None
+    selectors: list[o.DeviceSelector] = []
+
+
+def first_available_charge(alternatives: list[dict[str, Any]], at: str,
+                           view: DraView) -> tuple[tuple[str, int], tuple[str, str] | None]:
+    """The (logical resource, device count) a ``firstAvailable`` request (field ``at``) is charged, as Kueue
+    charges a prioritized list under KueueDRAIntegrationPrioritizedList, or the (field, message) it refuses it
+    with: every alternative must ask for an exact count (the API server's defaults: ExactCount, one device) of a
+    mapped DeviceClass whose mapping gives no counter or capacity sources, its selectors compiling, and all of them
+    for the same count under the same logical resource — then whichever kube-scheduler allocates costs that
+    count. Whether any alternative can be satisfied is not looked at; nothing is matched against devices."""
+    if not alternatives:
+        return ("", 0), (f"{at}.firstAvailable: Required value", "must list at least one alternative")
+    mapping = dict(view.mapping)
+    sourced = {*dict(view.counters), *dict(view.capacities)}
+    chosen: tuple[str, int] | None = None
+    for j, raw in enumerate(alternatives):
+        here = f"{at}.firstAvailable[{j}]"
+        try:
+            sub = msgspec.convert(raw, _Alternative)
+        except msgspec.ValidationError as e:
+            return ("", 0), (f"{here}: Invalid value: null", str(e))
+        mode = sub.allocation_mode or "ExactCount"
+        if mode != "ExactCount":
+            return ("", 0), (f'{here}.allocationMode: Unsupported value: "{mode}"', 'supported values: "ExactCount"')
+        count = 1 if sub.count is None else sub.count
+        if count <= 0:
+            return ("", 0), (f"{here}.count: Invalid value: {count}", "must be greater than zero")
+        dc = sub.device_class_name
+        if not dc:
+            return ("", 0), (f"{here}.deviceClassName: Required value", "")
+        bad = _selector_errors(sub.selectors, f"{here}.selectors", "CEL compilation failed")
+        if bad:
+            return ("", 0), (f"{here}.selectors: Invalid value: null", bad[0] if len(bad) == 1
+                             else f"[{', '.join(bad)}]")
+        resource = mapping.get(dc)
+        if resource is None:
+            return ("", 0), (f'{here}.deviceClassName: Not found: "{dc}"', "")
+        if dc in sourced:
+            return ("", 0), (f'{here}.deviceClassName: Invalid value: "{dc}"',
+                             "a counter-backed or capacity-backed DeviceClass is not supported for firstAvailable")
+        if chosen is None:
+            chosen = (resource, count)
+        elif resource != chosen[0]:
+            return ("", 0), (f'{here}.deviceClassName: Invalid value: "{dc}"',
+                             f'every alternative must map to "{chosen[0]}", this one maps to "{resource}"')
+        elif count != chosen[1]:
+            return ("", 0), (f"{here}.count: Invalid value: {count}",
+                             f"every alternative must have count {chosen[1]}, this one has {count}")
+    return (chosen if chosen is not None else ("", 0)), None
 
 
 def _selector_errors(selectors: Any, at: str, context: str) -> list[str]:

@@ -3,8 +3,9 @@ evaluates them when it charges counter sources: an expression over ``device`` â€
 ``attributes`` and ``capacity`` by domain then name (a name without a domain is in the driver's), a domain the
 device has nothing in reading as an empty map â€” that must give a bool.
 
-An attribute reads as its value (``int``, ``bool``, ``string``; a ``version`` as its string); a capacity as a
-quantity, which ``quantity("...")`` makes too and ``compareTo``, ``isGreaterThan`` and ``isLessThan`` compare.
+An attribute reads as its value (``int``, ``bool``, ``string``; a ``version`` as a semantic version, which
+``semver("...")`` makes too, :mod:`projections.dra_semver`); a capacity as a quantity, which ``quantity("...")``
+makes too; ``compareTo``, ``isGreaterThan`` and ``isLessThan`` compare two quantities or two versions.
 ``cel.bind(name, value, expression)`` names a value, as cel-go's bindings extension does (:func:`_expand_bindings`).
 Parsing is done by ``celpy`` (cel-python); what does not parse is a compilation error, anything that fails while
 evaluating (a missing key, a type mismatch, a name that is not declared, a result that is not a bool) an
@@ -12,7 +13,7 @@ evaluation error. The details are celpy's, not cel-go's, but for a result that i
 :func:`matches`). cel-python checks no types, so the one type check Kubernetes' DRA compiler makes (the result
 must be a bool or of unknown type: an attribute) is made here only where the result's type follows from the
 expression's shape alone (:func:`static_type`): a literal, arithmetic or a ternary over such, ``device.driver``,
-a capacity, ``size``, a conversion, ``quantity``, ``compareTo``. Such an expression is a compilation error with
+a capacity, ``size``, a conversion, ``quantity``, ``semver``, ``compareTo``, a version's ``major()`` and the like. Such an expression is a compilation error with
 cel-go's detail, "must evaluate to bool or the unknown type, not int"; any other expression not giving a bool is
 refused only when evaluated on a device.
 
@@ -31,6 +32,8 @@ from celpy import celtypes
 
 from events import objects as o
 from events.quantity import QuantityError, parse_quantity
+from projections import dra_semver
+from projections.dra_semver import Semver
 
 
 class Compiled(NamedTuple):
@@ -54,16 +57,20 @@ def _quantity(text: Any) -> _Quantity:
     try:
         return _Quantity(str(text), parse_quantity(str(text)))
     except QuantityError as e:
-        raise ValueError(f"quantities must match the regular expression: {text}") from e
+        raise dra_semver.FunctionError(f"quantities must match the regular expression: {text}") from e
 
 
 def _compare(a: Any, b: Any) -> celtypes.IntType:
+    """``a.compareTo(b)`` of two quantities or two semantic versions."""
+    if isinstance(a, Semver):
+        return dra_semver.compare(a, b)
     if not isinstance(a, _Quantity) or not isinstance(b, _Quantity):
-        raise TypeError("compareTo needs two quantities")
+        raise TypeError("compareTo needs two quantities or two semantic versions")
     return celtypes.IntType((a.value > b.value) - (a.value < b.value))
 
 
 _FUNCTIONS = {
+    **dra_semver.FUNCTIONS,
     "quantity": _quantity,
     "compareTo": _compare,
     "isGreaterThan": lambda a, b: celtypes.BoolType(_compare(a, b) > 0),
@@ -166,6 +173,8 @@ _PREDICATES = frozenset({"startsWith", "endsWith", "contains", "matches", "exist
 """Methods that give a bool."""
 _SIZED = frozenset({"string", "bytes"})
 _QUANTITY = "kubernetes.Quantity"
+_SEMVER = dra_semver.TYPE_NAME
+_SEMVER_PARTS = frozenset({"major", "minor", "patch"})
 _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
                        "member", "primary", "paren_expr"})
 """The nodes of celpy's tree that, with one child, are that child."""
@@ -236,7 +245,10 @@ def _leaf_type(node: Any, kids: list[Any]) -> str | None:
         if method in _PREDICATES:
             return "bool"
         if method == "compareTo":
-            return "int" if static_type(kids[0]) == _QUANTITY and args == [_QUANTITY] else None
+            receiver = static_type(kids[0])
+            return "int" if receiver in (_QUANTITY, _SEMVER) and args == [receiver] else None
+        if method in _SEMVER_PARTS:
+            return "int" if static_type(kids[0]) == _SEMVER and not args else None
         if method == "size":
             return "int" if static_type(kids[0]) in _SIZED and not args else None
         return None
@@ -245,6 +257,8 @@ def _leaf_type(node: Any, kids: list[Any]) -> str | None:
         args = [static_type(e) for e in kids[0].children] if kids else []
         if name == "has":
             return "bool"
+        if name in ("semver", "isSemver") and args in (["string"], ["string", "bool"]):
+            return _SEMVER if name == "semver" else "bool"
         if len(args) != 1:
             return None
         if name == "size":
@@ -262,12 +276,15 @@ class _Domains(celtypes.MapType):
         return super().get(key, celtypes.MapType({}))
 
 
-def _attribute(a: o.DeviceAttribute) -> Any:
+def _attribute(name: str, a: o.DeviceAttribute) -> Any:
+    """What CEL reads of attribute ``name``; ValueError for a version that does not parse."""
     if a.int_value is not None:
         return celtypes.IntType(a.int_value)
     if a.bool_value is not None:
         return celtypes.BoolType(a.bool_value)
-    return celtypes.StringType(a.string if a.string is not None else a.version or "")
+    if a.string is None and a.version is not None:
+        return dra_semver.attribute_version(name, a.version)
+    return celtypes.StringType(a.string or "")
 
 
 def _by_domain(driver: str, values: dict[str, Any]) -> _Domains:
@@ -278,9 +295,20 @@ def _by_domain(driver: str, values: dict[str, Any]) -> _Domains:
     return _Domains({celtypes.StringType(d): celtypes.MapType(m) for d, m in found.items()})
 
 
+_BROKEN = "@broken"
+"""The key of an activation that holds, instead of the device, why no selector evaluates on it."""
+
+
 def device_activation(driver: str, device: o.Device) -> dict[str, Any]:
-    """What an expression reads of ``device`` (published by ``driver``)."""
-    attributes = _by_domain(driver, {k: _attribute(v) for k, v in device.attributes.items()})
+    """What an expression reads of ``device`` (published by ``driver``). A ``version`` attribute that is not a
+    semantic version fails every selector on the device, as in Kubernetes (of several, the first by name)."""
+    values = {}
+    for k in sorted(device.attributes):
+        try:
+            values[k] = _attribute(k, device.attributes[k])
+        except ValueError as e:
+            return {_BROKEN: str(e)}
+    attributes = _by_domain(driver, values)
     capacity = _by_domain(driver, {k: _Quantity(str(v.value), _capacity(v.value)) for k, v in device.capacity.items()})
     return {"device": celtypes.MapType({
         celtypes.StringType("driver"): celtypes.StringType(driver),
@@ -298,6 +326,9 @@ def _capacity(q: o.Quantity) -> Decimal:
 
 def matches(program: Any, activation: dict[str, Any]) -> tuple[bool, str]:
     """Whether the device of ``activation`` satisfies ``program``, and the evaluation error ("" when none)."""
+    broken = activation.get(_BROKEN)
+    if broken is not None:
+        return False, broken
     limit = _deepen()
     try:
         result = program.evaluate(activation)
@@ -318,6 +349,7 @@ def matches(program: Any, activation: dict[str, Any]) -> tuple[bool, str]:
 
 _CONVERSION_ERRORS = (
     (_Quantity, "kubernetes.Quantity", "type conversion error from 'Quantity' to 'bool'"),
+    (Semver, _SEMVER, "type conversion error from 'Semver' to 'bool'"),
     (celtypes.StringType, "string", "unsupported native conversion from string to 'bool'"),
     (celtypes.IntType, "int", "unsupported type conversion from 'int' to bool"),
     (celtypes.UintType, "uint", "unsupported type conversion from 'uint' to bool"),
@@ -343,6 +375,8 @@ def _eval_detail(e: celpy.CELEvalError) -> str:
     args = e.args
     head = str(args[0]) if args else "evaluation error"
     head = head.split(" (in activation", 1)[0]
+    if len(args) > 2 and isinstance(args[1], type) and issubclass(args[1], dra_semver.FunctionError) and args[2]:
+        return str(args[2][0])  # a library function's own message
     if head == "no such key" and len(args) > 2 and args[2]:
         return f"no such key: {args[2][0]}"
     return head

@@ -18,8 +18,8 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`),
 ``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
 :mod:`projections.metrics`),
-``KueueDRAIntegration`` and ``KueueDRARejectWorkloadsWhenDRADisabled`` (what a pod's DRA claims cost, or whether
-they make its workload inadmissible: :mod:`projections.dra`), ``MultiKueue`` (whether MultiKueue checks are
+``KueueDRAIntegration``, ``KueueDRARejectWorkloadsWhenDRADisabled`` and ``KueueDRAIntegrationPrioritizedList``
+(what a pod's DRA claims cost, or whether they make its workload inadmissible: :mod:`projections.dra`), ``MultiKueue`` (whether MultiKueue checks are
 acted on) and ``DynamicQuotaOrchestration`` (whether a ClusterQueue's or Cohort's ``status.effectiveQuotas``
 stands for its spec's quotas: :mod:`projections.effective_quotas`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
@@ -124,6 +124,7 @@ KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE = "KueueDRAIntegrationExtendedResource"
 KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED = "KueueDRARejectWorkloadsWhenDRADisabled"
 KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES = "KueueDRAIntegrationPartitionableDevices"
 KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY = "KueueDRAIntegrationConsumableCapacity"
+KUEUE_DRA_INTEGRATION_PRIORITIZED_LIST = "KueueDRAIntegrationPrioritizedList"
 PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
 TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
@@ -181,6 +182,7 @@ GATES: dict[str, tuple[str, bool]] = {
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED: (BETA, True),
     KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES: (BETA, True),
     KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY: (ALPHA, False),
+    KUEUE_DRA_INTEGRATION_PRIORITIZED_LIST: (ALPHA, False),
     MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS: (BETA, True),
     "WorkloadRequestUseMergePatch": (ALPHA, False),
     MULTIKUEUE_KUBECONFIG_PATH_VALIDATION: (BETA, True),
@@ -295,7 +297,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
     KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
-    KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
+    KUEUE_DRA_INTEGRATION_PRIORITIZED_LIST, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY, CONCURRENT_ADMISSION,
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS, MULTIKUEUE_BATCH_JOB_CLEARING_TTL,

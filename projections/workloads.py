@@ -44,7 +44,7 @@ PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
 BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
 """The workload controller's QuotaReserved=False message for a workload parked because an equivalent one failed
 (SchedulingEquivalenceHashing); the reason is the one that workload's failure got."""
-QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated", "Inadmissible"})
+QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated", "Inadmissible", "DRAResourcesUnresolved"})
 """QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue
 (``Inadmissible``: its DRA claims, :mod:`projections.dra`)."""
 PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON = "WaitingForPodsReady", "Waiting"

@@ -40,8 +40,7 @@ from kueue_es.scheduler.preemption import policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
 from projections import gates
 from projections.cluster import ClusterState, max_execution_deadline
-from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
-from projections.dra import workload_problem
+from projections.dra import unresolved_reason, workload_problem
 from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
@@ -212,8 +211,7 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
         info.setdefault("state", "notQueued")
         problem = workload_problem(wl.pod_sets)
         if problem:
-            info.setdefault("reason", "Misconfigured" if config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
-                            else DRA_INADMISSIBLE)
+            info.setdefault("reason", unresolved_reason(config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY)))
             info.setdefault("detail", f"its DRA claims are not charged ({problem}): not queued until that changes")
         if wl.admission_gate and config.gate(gates.ADMISSION_GATED_BY):
             info.setdefault("reason", ADMISSION_GATED)

@@ -69,7 +69,10 @@ from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
 from projections import gates
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
-from projections.dra import workload_problem
+from projections.dra import RESOLVED as DRA_RESOLVED
+from projections.dra import RESOLVED_MESSAGE as DRA_RESOLVED_MESSAGE
+from projections.dra import UNRESOLVED as DRA_UNRESOLVED
+from projections.dra import requeued_message, unresolved_reason, workload_problem
 from projections.secondpass import delayed_pod_sets
 from projections.workloads import (
     ADMISSION_GATE_CLEARED,
@@ -368,7 +371,7 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool, observa
     AdmissionGatedBy gate) is on."""
     problem = workload_problem(wl.pod_sets)
     if problem:  # Kueue's controller looks at a pending workload's claims first, and stops there
-        return (MISCONFIGURED if observability else DRA_INADMISSIBLE), problem
+        return unresolved_reason(observability), problem
     if not wl.active:
         return "Deactivated", "The workload is deactivated"
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -441,6 +444,12 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                                           message=ADMISSION_GATE_CLEARED, **base))
             continue
         reason, message = queue_blocker(state, wl, gated_by, observability)
+        if wl.active and reason == unresolved_reason(observability):  # a DRA problem: Requeued=False as well
+            # (not over a deactivated workload's Requeued=False Deactivated, which its reactivation looks for)
+            wanted = ("False", reason, requeued_message(message))
+            if rq is None or (rq.status, rq.reason, rq.message) != wanted:
+                out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=False, reason=reason,
+                                               message=wanted[2], **base))
         parked_for = _bypassed_for(state, wl, explicit) if bypass and not reason else None
         if parked_for:
             reason, message = parked_for, BYPASSED
@@ -503,6 +512,8 @@ def _blocked_queues(state: ClusterState) -> tuple[list[str], list[str]]:
 def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str, str] | None:
     if reason.startswith("Deactivated"):
         return "Reactivated", "The workload was reactivated"
+    if reason in (DRA_INADMISSIBLE, DRA_UNRESOLVED) and not workload_problem(wl.pod_sets):
+        return DRA_RESOLVED, DRA_RESOLVED_MESSAGE  # its claims are charged now: queued again
     if reason == "AdmissionCheck" and wl.key not in state.backoff:
         return "BackoffFinished", "The workload backoff was finished"  # a Retry without requeueAfterSeconds
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")

@@ -89,12 +89,18 @@ async def test_devices_claimed_through_a_template_are_charged_to_quota(kube_apis
             assert (await get(kc, "Job", "second", ns))["spec"]["suspend"] is True
 
             await kc.delete(BY_KIND["ResourceClaimTemplate"], "gpus", ns)
-            await eventually(lambda: workload(second, "Misconfigured", 'resourceclaimtemplates.resource.k8s.io "gpus" '
-                                              "not found"), what="the second Job inadmissible without its template")
+            wl = await eventually(lambda: workload(second, "DRAResourcesUnresolved", "resourceclaimtemplates.resource"
+                                                   '.k8s.io "gpus" not found'),
+                                  what="the second Job inadmissible without its template")
+            requeued = _cond(wl, "Requeued")
+            assert requeued is not None and (requeued["status"], requeued["reason"]) == (
+                "False", "DRAResourcesUnresolved")
 
             await create(kc, _template(ns, 1))
             wl = await eventually(lambda: workload(second, "admitted"), what="the second Job admitted with 1 device")
             assert usage(wl) == {"cpu": "100m", GPU: "1"}
+            requeued = _cond(wl, "Requeued")
+            assert requeued is not None and (requeued["status"], requeued["reason"]) == ("True", "DRAResourcesResolved")
             wl = await workload(first, "admitted")
             assert wl is not None and usage(wl) == {"cpu": "100m", GPU: "2"}  # admitted: keeps what it holds
             assert "gpus" in {k.partition("/")[2] for k in journal.mirror.state.claim_templates}
