@@ -1333,7 +1333,8 @@ class ClusterState:
                     members.pop(key, None)
                 if grouped_owner(wl.owner):
                     self._unindex_owner(key, wl.owner_uid)
-                variants.unindex(self, wl)
+                if wl.owner and wl.owner[1] == "Workload":
+                    variants.unindex(self, wl)
                 self.awaiting_release.discard(key)
                 self.backoff.pop(key, None)
                 self.second_pass.pop(key, None)
@@ -1632,7 +1633,7 @@ class ClusterState:
             self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
             if uid is not None:
                 self.owner_groups.setdefault(uid, {})[key] = None
-            elif owner:
+            elif owner and owner[1] == "Workload":  # a variant (the kind first: most owners are no Workload)
                 variants.index(self, wl)
             self._enqueue(wl)
             return False
@@ -1666,8 +1667,8 @@ class ClusterState:
             wl.owner = owner_of(meta, owner)
         if grouped_owner(wl.owner) or (owner is not wl.owner and grouped_owner(owner)):
             self._reindex_owner(wl, meta, owner)
-        if variants.parent_name(wl) or (owner is not wl.owner and variants.owner_parent(owner)):
-            variants.reindex(self, wl, meta, owner)
+        if (wl.owner and wl.owner[1] == "Workload") or (owner is not wl.owner and owner and owner[1] == "Workload"):
+            variants.reindex(self, wl, meta, owner)  # a variant, or one no more
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
