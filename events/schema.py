@@ -507,6 +507,17 @@ class ParentPreemptionSignal(Decision, tag="ParentPreemptionSignal"):
     since: str = ""
 
 
+class VariantPodsReadySynced(Decision, tag="VariantPodsReadySynced"):
+    """``ConcurrentAdmission``: Kueue's variant controller copies the parent's ``PodsReady`` condition onto its
+    admitted variant (its Job's pods are the parent's): ``status``, ``reason``, ``message`` as the parent shows them,
+    ``since`` the parent's ``lastTransitionTime``, taken when the variant's status changes."""
+
+    status: bool
+    reason: str
+    message: str
+    since: str = ""
+
+
 class VariantDeleted(Decision, tag="VariantDeleted"):
     """``ConcurrentAdmission``: the variant's flavor is no longer in its ClusterQueue's resource group, so Kueue's
     variant controller deletes it (its event ``DeletedVariant`` on the parent). The connector deletes it,
@@ -592,6 +603,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     VariantActivation,
     VariantPreemptionGateOpened,
     ParentPreemptionSignal,
+    VariantPodsReadySynced,
     VariantDeleted,
     ParentAdmitted,
     VariantFinished,

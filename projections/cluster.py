@@ -156,7 +156,8 @@ class ClusterState:
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
         "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
-        "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "awaiting_release",
+        "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
+        "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
         "_custom_labels_of", "_custom_labels",
@@ -248,6 +249,9 @@ class ClusterState:
         """Owner UID -> keys of the Workloads owned by it, for owners of a kind whose Workloads go as a group
         (:data:`GROUPED_OWNERS`, :attr:`WorkloadInfo.owner_uid`; under "" those whose owner's UID is not known,
         restored from an older snapshot): Kueue's owner-UID index of Workloads (derived; rebuilt on restore)."""
+        self.variants_of: dict[str, dict[str, None]] = {}
+        """Parent key -> keys of the Workloads owned by a Workload of that key (``ConcurrentAdmission`` variants; its
+        UID tells which are that parent's: :func:`projections.variants.variants_of`; derived, rebuilt on restore)."""
         self.awaiting_release: set[str] = set()
         """Evicted workloads whose job has stopped: the scheduler releases their quota next."""
         self.backoff: dict[str, int] = {}
@@ -1332,6 +1336,8 @@ class ClusterState:
                     members.pop(key, None)
                 if grouped_owner(wl.owner):
                     self._unindex_owner(key, wl.owner_uid)
+                if wl.owner and wl.owner[1] == "Workload":
+                    variants.unindex(self, wl)
                 self.awaiting_release.discard(key)
                 self.backoff.pop(key, None)
                 self.second_pass.pop(key, None)
@@ -1568,12 +1574,12 @@ class ClusterState:
             raise MisfiledObject(key, w)
         spec = w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
         old = self.workloads.get(key)
-        opened: tuple[o.PreemptionGateState, ...] = ()
         if old is not None and old.uid != meta.uid:
-            if not old.uid:  # the variant the fold made, read back: the gates the log opened stay open
-                opened = old.gate_states
-            self._delete_object("Workload", key)
-            old = None
+            if variants.adopts(old, meta):  # the variant the fold made, read back: it keeps what the log decided
+                old.uid = meta.uid
+            else:
+                self._delete_object("Workload", key)
+                old = None
         limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
         if type(w) is LazyWorkload:
             memo = self._from_spec.get(id(spec))
@@ -1616,12 +1622,12 @@ class ClusterState:
                 generation=meta.generation,
                 admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
-                owner=(owner := owner_of(meta)), owner_uid=(uid := grouped_owner_uid(meta, owner)) or "",
+                owner=(owner := owner_of(meta)),
+                owner_uid=(uid := grouped_owner_uid(meta, owner)) or variants.kept_uid(meta, owner),
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
             )
             if spec.preemption_gates:
-                wl.gate_states = opened
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1630,6 +1636,8 @@ class ClusterState:
             self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
             if uid is not None:
                 self.owner_groups.setdefault(uid, {})[key] = None
+            elif owner and owner[1] == "Workload":  # a variant (the kind first: most owners are no Workload)
+                variants.index(self, wl)
             self._enqueue(wl)
             return False
         wl = old
@@ -1662,6 +1670,8 @@ class ClusterState:
             wl.owner = owner_of(meta, owner)
         if grouped_owner(wl.owner) or (owner is not wl.owner and grouped_owner(owner)):
             self._reindex_owner(wl, meta, owner)
+        if (wl.owner and wl.owner[1] == "Workload") or (owner is not wl.owner and owner and owner[1] == "Workload"):
+            variants.reindex(self, wl, meta, owner)  # a variant, or one no more
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
@@ -1933,6 +1943,7 @@ class ClusterState:
         self.workloads[key] = wl
         self.reflag(wl)
         self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
+        variants.index(self, wl)
         self._enqueue(wl)
 
     def take_admission(self, wl: WorkloadInfo, admission: o.Admission, time: int) -> None:
@@ -2531,6 +2542,7 @@ _ABOUT_WORKLOADS = frozenset({
     ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
     ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
+    ev.VariantPodsReadySynced,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""

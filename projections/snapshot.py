@@ -16,6 +16,7 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from projections import variants
 from projections.admissionchecks import ClusterLink
 from projections.cluster import ClusterState
 from projections.metrics import MetricsFold, MetricsSnapshot
@@ -24,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 32
+SNAPSHOT_VERSION = 33
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -70,9 +71,11 @@ until the connector lists them again. 31: each pod set's host ports (``PodSetInf
 SchedulerLibraryIntegration; restored from an older snapshot, a pod set taken before it asks for none until its
 workload's templates are taken again). 32: each workload's preemption gates (``WorkloadInfo.preemption_gated`` and
 ``gate_states``, and the gates of its copies on workers, ``RemoteCopy.preemption_gates``, read under
-MultiKueueOrchestratedPreemption)."""
+MultiKueueOrchestratedPreemption). 33: the UID of each ConcurrentAdmission variant's parent
+(``WorkloadInfo.owner_uid`` of a Workload owned by a Workload, whose variants ``ClusterState.variants_of`` indexes);
+the layout is version 32's."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32)
+                     29, 30, 31, 32, 33)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -123,7 +126,9 @@ annotation. Versions up to 28 kept no template's ``capacity.requests`` (their wr
 and charged a class with capacity sources by count: restored from one, a template asks for no capacity until its
 next upsert, and a pending workload keeps the charge it had until its claims are charged anew (a template,
 DeviceClass, ResourceSlice or configuration change). Versions up to 31 kept no preemption gates: restored from one, a
-workload is taken as ungated until its next upsert shows its gates."""
+workload is taken as ungated until its next upsert shows its gates. Versions up to 32 kept no variant's parent UID:
+restored from one, a variant is its parent's by name until its next upsert (a variant the fold made, until the watch
+brings it back)."""
 
 Shape = tuple[int, bytes]
 
@@ -284,6 +289,8 @@ def restore(snap: Snapshot) -> ClusterState:
         state.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = None
         if grouped_owner(wl.owner):
             state.owner_groups.setdefault(wl.owner_uid, {})[wl.key] = None
+        elif wl.owner:
+            variants.index(state, wl)
         if wl.reserving and wl.cluster_queue and not charges_nothing(wl):
             state.reserving.setdefault(wl.cluster_queue, {})[wl.key] = None
         if wl.second_pass is not None:

@@ -16,6 +16,14 @@ Workloads (a parent and its variants, :mod:`kueue_es.scheduler.variants`).
   A variant is made with that gate closed (listed in its spec, not yet in its status).
 * :class:`events.schema.ParentPreemptionSignal` — the parent's ``BlockedOnPreemptionGates`` as decided (a True one
   dated as the blocked variant's).
+* :class:`events.schema.VariantPodsReadySynced` — the admitted variant shows its parent's ``PodsReady`` (Kueue's
+  ``SetStatusCondition``: the parent's ``lastTransitionTime`` when the status changes), and is ready as it says.
+
+A variant keeps its parent's UID (:attr:`WorkloadInfo.owner_uid`, the UID its owner reference names; the decision's
+parent's for one the fold made) and is indexed under its parent's key (:attr:`ClusterState.variants_of`, derived):
+a parent's variants are those of that index owned by its UID (Kueue lists them by owner-reference UID), so a parent
+made again under the same name has none of the old one's. A variant the fold made has no uid until the watch brings
+it back; that read adopts it (:func:`adopts`): the workload takes the uid and keeps what the log decided of it.
 """
 
 from __future__ import annotations
@@ -26,7 +34,13 @@ from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
 from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, CLOSED, opened_in
-from projections.workloads import CONCURRENT_ADMISSION_PARENT_LABEL, PENDING, WorkloadInfo
+from projections.workloads import (
+    CONCURRENT_ADMISSION_PARENT_LABEL,
+    PENDING,
+    WorkloadInfo,
+    grouped_owner,
+    owner_uid_of,
+)
 
 if TYPE_CHECKING:
     from projections.cluster import ClusterState
@@ -35,10 +49,84 @@ VARIANT_OWNER = ("kueue.x-k8s.io/v1beta2", "Workload")
 """(apiVersion, kind) of a variant's controller owner, its parent."""
 
 
+def owner_parent(owner: tuple[str, ...]) -> str:
+    """The name ``owner`` (:func:`projections.workloads.owner_of`'s answer) gives when it is a Workload (empty
+    otherwise)."""
+    return owner[2] if owner and owner[1] == VARIANT_OWNER[1] and owner[0] == VARIANT_OWNER[0] else ""
+
+
 def parent_name(wl: WorkloadInfo) -> str:
     """The name of the Workload that owns ``wl`` (empty: ``wl`` is no variant; Kueue's ``IsVariant``)."""
-    owner = wl.owner
-    return owner[2] if owner and owner[1] == VARIANT_OWNER[1] and owner[0] == VARIANT_OWNER[0] else ""
+    return owner_parent(wl.owner)
+
+
+def same_parent(wl: WorkloadInfo, parent: WorkloadInfo) -> bool:
+    """Whether ``parent`` is the Workload variant ``wl`` is owned by: of its name and, where both are known, of the
+    UID its owner reference names (one restored from a snapshot before version 33 keeps none until its next read)."""
+    return (parent_name(wl) == parent.name and wl.namespace == parent.namespace
+            and (not wl.owner_uid or not parent.uid or wl.owner_uid == parent.uid))
+
+
+def siblings(wl: WorkloadInfo, other: WorkloadInfo) -> bool:
+    """Whether variants ``wl`` and ``other`` have one parent: its name and, where both know it, its UID."""
+    return (parent_name(wl) == parent_name(other) and wl.namespace == other.namespace
+            and (not wl.owner_uid or not other.owner_uid or wl.owner_uid == other.owner_uid))
+
+
+def variants_of(state: ClusterState, parent: WorkloadInfo) -> list[WorkloadInfo]:
+    """The variants of ``parent`` the projection holds (finished ones too), in key order, from the fold's index."""
+    keys = state.variants_of.get(parent.key)
+    if not keys:
+        return []
+    wls = state.workloads
+    return [v for v in (wls[k] for k in sorted(keys)) if same_parent(v, parent)]
+
+
+# --- the parent -> variants index (ClusterState.variants_of) ----------------------------------------------------
+
+def index(state: ClusterState, wl: WorkloadInfo) -> None:
+    """``wl`` joins its parent's entry of the index, if it is a variant."""
+    name = parent_name(wl)
+    if name:
+        state.variants_of.setdefault(f"{wl.namespace}/{name}", {})[wl.key] = None
+
+
+def unindex(state: ClusterState, wl: WorkloadInfo, owner: tuple[str, ...] | None = None) -> None:
+    """``wl`` (whose owner was ``owner``, by default its own) leaves its parent's entry of the index."""
+    name = owner_parent(wl.owner if owner is None else owner)
+    if not name:
+        return
+    parent = f"{wl.namespace}/{name}"
+    members = state.variants_of.get(parent)
+    if members is not None:
+        members.pop(wl.key, None)
+        if not members:
+            del state.variants_of[parent]
+
+
+def reindex(state: ClusterState, wl: WorkloadInfo, meta: o.ObjectMeta, before: tuple[str, ...]) -> None:
+    """A read of ``wl`` (its owner before it: ``before``): its place in the index and its parent's UID follow its
+    owner references."""
+    was, now = owner_parent(before), parent_name(wl)
+    if was != now:
+        unindex(state, wl, before)
+        index(state, wl)
+    if now:
+        wl.owner_uid = owner_uid_of(meta)
+    elif was and not grouped_owner(wl.owner):
+        wl.owner_uid = ""
+
+
+def kept_uid(meta: o.ObjectMeta, owner: tuple[str, ...]) -> str:
+    """The UID a new Workload whose owner is ``owner`` keeps for it as a variant (empty: no variant)."""
+    return owner_uid_of(meta) if owner_parent(owner) else ""
+
+
+def adopts(old: WorkloadInfo, meta: o.ObjectMeta) -> bool:
+    """Whether the Workload read (``meta``, with a uid) is the variant ``old`` the fold made (it has no uid yet) as
+    the apiserver holds it: the workload takes its uid and keeps its state (conditions, gates, admission)."""
+    return (not old.uid and bool(meta.uid) and bool(parent_name(old))
+            and (not old.owner_uid or old.owner_uid == owner_uid_of(meta)))
 
 
 def variant_flavor(wl: WorkloadInfo) -> str:
@@ -84,7 +172,7 @@ def on_variant_created(state: ClusterState, e: ev.VariantCreated) -> None:
         spec_pod_sets=parent.spec_pod_sets, admission_gate=parent.admission_gate, boost=parent.boost,
         boost_annotation=parent.boost_annotation, metric_annotations=parent.metric_annotations,
         replaces=parent.replaces, owner=(*VARIANT_OWNER, parent.name), elastic=parent.elastic,
-        component_index=parent.component_index, allowed_flavors=(e.flavor,),
+        component_index=parent.component_index, allowed_flavors=(e.flavor,), owner_uid=parent.uid,
         # its spec lists the parent's gates, whose positions it shows as the parent does, and the concurrent-admission
         # gate, closed until the controller opens it
         preemption_gated=True, gate_states=parent.gate_states,
@@ -127,7 +215,7 @@ def on_variant_gate_opened(state: ClusterState, e: ev.VariantPreemptionGateOpene
     if wl is None:
         return
     wl.gate_states = opened_in(wl.gate_states, e.gate, format_time(e.time))
-    parent = _known(state, f"{wl.namespace}/{parent_name(wl)}", "") if parent_name(wl) else None
+    parent = _known(state, f"{wl.namespace}/{parent_name(wl)}", wl.owner_uid) if parent_name(wl) else None
     gated = any(g.position == CLOSED for g in wl.gate_states) or (parent is not None and parent.preemption_gated)
     if gated != wl.preemption_gated:
         wl.preemption_gated = gated
@@ -135,18 +223,32 @@ def on_variant_gate_opened(state: ClusterState, e: ev.VariantPreemptionGateOpene
             state.requeue(wl)
 
 
+def _copy_condition(wl: WorkloadInfo, type_: str, e: ev.ParentPreemptionSignal | ev.VariantPodsReadySynced) -> None:
+    """``wl``'s condition ``type_`` as ``e`` has it; a new status is dated ``e.since`` when given (the time of the
+    workload it is copied from), else the decision's time."""
+    status = "True" if e.status else "False"
+    current = wl.condition(type_)
+    wl.set_condition(type_, status, e.reason, e.message, e.time)
+    if e.since and (current is None or current.status != status):
+        wl.conditions = tuple(c if c.type != type_ else o.Condition(
+            type=c.type, status=c.status, reason=c.reason, message=c.message, last_transition_time=e.since)
+            for c in wl.conditions)
+
+
 def on_parent_signal(state: ClusterState, e: ev.ParentPreemptionSignal) -> None:
     """The parent's ``BlockedOnPreemptionGates`` as its variants have it (a new True one dated as the variant's)."""
     wl = _known(state, e.key, e.uid)
-    if wl is None:
-        return
-    status = "True" if e.status else "False"
-    current = wl.condition(BLOCKED_ON_PREEMPTION_GATES)
-    wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, status, e.reason, e.message, e.time)
-    if e.since and (current is None or current.status != status):
-        wl.conditions = tuple(c if c.type != BLOCKED_ON_PREEMPTION_GATES else o.Condition(
-            type=c.type, status=c.status, reason=c.reason, message=c.message, last_transition_time=e.since)
-            for c in wl.conditions)
+    if wl is not None:
+        _copy_condition(wl, BLOCKED_ON_PREEMPTION_GATES, e)
+
+
+def on_variant_pods_ready(state: ClusterState, e: ev.VariantPodsReadySynced) -> None:
+    """The variant shows its parent's ``PodsReady`` (a new status dated as the parent's), and its pods count as
+    ready as it says: the waitForPodsReady timeout reads it."""
+    wl = _known(state, e.key, e.uid)
+    if wl is not None:
+        _copy_condition(wl, "PodsReady", e)
+        wl.pods_ready = e.status
 
 
 def on_variant_deleted(state: ClusterState, e: ev.VariantDeleted) -> None:
@@ -162,5 +264,6 @@ HANDLERS = {
     ev.VariantActivation: on_variant_activation,
     ev.VariantPreemptionGateOpened: on_variant_gate_opened,
     ev.ParentPreemptionSignal: on_parent_signal,
+    ev.VariantPodsReadySynced: on_variant_pods_ready,
 }
 """Event type -> its fold (:data:`projections.cluster._HANDLERS` takes them in)."""

@@ -782,8 +782,8 @@ def _path(state: ClusterState, cq: str) -> str:
 
 
 def _preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: WorkloadInfo, reason: str) -> str:
-    job_uid = preemptor.labels.get("kueue.x-k8s.io/job-uid", "UNKNOWN")
-    return (f"Preempted to accommodate a workload (UID: {preemptor.uid}, JobUID: {job_uid}) due to "
+    job_uid = preemptor.labels.get("kueue.x-k8s.io/job-uid") or siblings.UNKNOWN  # either unknown: Kueue's word
+    return (f"Preempted to accommodate a workload (UID: {preemptor.uid or siblings.UNKNOWN}, JobUID: {job_uid}) due to "
             f"{_REASON_TEXT[reason]}; preemptor path: {_path(state, preemptor.cluster_queue)}; "
             f"preemptee path: {_path(state, victim.cluster_queue)}")
 

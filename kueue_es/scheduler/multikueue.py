@@ -517,18 +517,21 @@ def round_deadlines(state: ClusterState, dispatcher: Dispatcher) -> list[tuple[i
 def gate_deadlines(state: ClusterState, timeout_ms: int) -> list[tuple[int, str]]:
     """MultiKueueOrchestratedPreemption: (when it may open another copy's preemption gate, key) of every workload
     holding quota, on no worker yet, its MultiKueue check Pending, whose blocked copies wait for the
-    single-cluster preemption timeout since a gate was opened, in time order (:mod:`.preemption_gates`)."""
+    single-cluster preemption timeout since a gate was opened, in time order (:mod:`.preemption_gates`). Only the
+    workloads holding quota are looked at (the fold's index of them), in no order that matters: the answer is sorted."""
     out = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if not wl.remotes or not wl.reserving or wl.evicted or wl.cluster_name:
-            continue
-        check = check_of(state, wl)
-        if check is None or check.state != "Pending":
-            continue
-        _, at = preemption_gates.next_gate(wl, None, timeout_ms)
-        if at is not None:
-            out.append((at, key))
+    wls = state.workloads
+    for keys in state.reserving.values():
+        for key in keys:
+            wl = wls[key]
+            if not wl.remotes or not wl.reserving or wl.evicted or wl.cluster_name:
+                continue
+            check = check_of(state, wl)
+            if check is None or check.state != "Pending":
+                continue
+            _, at = preemption_gates.next_gate(wl, None, timeout_ms)
+            if at is not None:
+                out.append((at, key))
     return sorted(out)
 
 

@@ -270,13 +270,11 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
     if config.gate(gates.CONCURRENT_ADMISSION):
-        kids = None
         if touched is not None:  # a parent whose next variant's gate may open now is looked at again
-            kids = variants.children(state)
-            woken = [key for t, key in variant_gates.deadlines(state, kids) if t <= now]
+            woken = [key for t, key in variant_gates.deadlines(state) if t <= now]
             if woken:
                 touched = {**touched, **dict.fromkeys(woken)}
-        out.extend(variants.reconcile_families(state, base, touched, kids=kids,
+        out.extend(variants.reconcile_families(state, base, touched,
                                                short_names=config.gate(gates.SHORT_WORKLOAD_NAMES)))
     bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
         gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
@@ -558,7 +556,7 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
         if opening:
             times.append(opening[0][0])
     if config.gate(gates.CONCURRENT_ADMISSION):
-        opening = variant_gates.deadlines(state, variants.children(state))
+        opening = variant_gates.deadlines(state)
         if opening:
             times.append(opening[0][0])
     waits_on_nodes = (not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)

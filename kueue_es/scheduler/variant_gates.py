@@ -28,6 +28,7 @@ from projections.preemption_gates import (
     OPEN,
     gate_state,
 )
+from projections.variants import variants_of
 from projections.workloads import FINISHED, WorkloadInfo, is_parent
 
 PREEMPTION_TIMEOUT_MS = 5 * 60 * 1000
@@ -105,15 +106,16 @@ def open_gate(variants: list[WorkloadInfo], active: dict[str, bool], base: dict)
     return [ev.VariantPreemptionGateOpened(key=chosen.key, uid=chosen.uid, gate=CONCURRENT_ADMISSION_GATE, **base)]
 
 
-def deadlines(state: ClusterState, families: dict[str, list[WorkloadInfo]]) -> list[tuple[int, str]]:
+def deadlines(state: ClusterState) -> list[tuple[int, str]]:
     """(when the controller may open another variant's gate, parent key) of every parent whose blocked variants
-    wait for the timeout since a gate was opened, in time order."""
+    wait for the timeout since a gate was opened, in time order: the parents of the fold's variant index only."""
     out = []
-    for key, found in sorted(families.items()):
-        parent = state.workloads.get(key)
+    wls = state.workloads
+    for key in state.variants_of:
+        parent = wls.get(key)
         if parent is None or not is_parent(parent) or parent.phase == FINISHED:
             continue
-        _, at = next_gate(sorted(found, key=lambda w: w.key), None)
+        _, at = next_gate(variants_of(state, parent), None)
         if at is not None:
             out.append((at, key))
     return sorted(out)

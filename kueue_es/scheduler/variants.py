@@ -14,12 +14,15 @@ first resource group and keeps the family in step, in its order:
 * the variants are deactivated and activated (``VariantActivation``) as the migration policy has it (:func:`_activation`);
 * the parent shows its admitted variant's admission (``ParentAdmitted``), or is evicted once none is admitted
   (``ConcurrentAdmission``, "No variant is running"); a finished parent finishes its variants (``VariantFinished``);
+  the admitted variant shows the parent's ``PodsReady`` condition, when the parent has one (``VariantPodsReadySynced``:
+  its pods are the parent's Job's);
 * one blocked variant has its ``kueue.x-k8s.io/concurrent-admission`` preemption gate opened
   (``VariantPreemptionGateOpened``), and a parent listing preemption gates of its own shows whether a variant is
   blocked (``ParentPreemptionSignal``; :mod:`kueue_es.scheduler.variant_gates`).
 
-Not modelled: the parent's PodsReady copied onto its admitted variant; the parent's own gates' positions copied onto
-its variants (a MultiKueue worker's copy whose manager opens its gate: here its variants keep theirs).
+A parent's variants are the Workloads it owns by UID (:func:`projections.variants.variants_of`, from the fold's
+index). Not modelled: the parent's own gates' positions copied onto its variants (a MultiKueue worker's copy whose
+manager opens its gate: here its variants keep theirs).
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import variant_gates
 from projections.cluster import ClusterState
-from projections.variants import parent_name, variant_flavor
+from projections.variants import parent_name, same_parent, variant_flavor, variants_of
 from projections.workloads import ADMITTED, FINISHED, PENDING, WorkloadInfo, is_parent
 
 REQUEUED_REASONS = frozenset({"Preempted", "NodeFailures"})
@@ -43,9 +46,11 @@ VARIANT_EVICTED_MESSAGE = "Admitted variant was evicted"
 
 
 def parent_of(state: ClusterState, wl: WorkloadInfo) -> WorkloadInfo | None:
-    """The parent Workload of variant ``wl`` as the projection holds it (None: no variant, or no such parent)."""
+    """The parent Workload of variant ``wl`` as the projection holds it (None: no variant, or no such parent: none
+    of its name, or one made again under that name)."""
     name = parent_name(wl)
-    return state.workloads.get(f"{wl.namespace}/{name}") if name else None
+    parent = state.workloads.get(f"{wl.namespace}/{name}") if name else None
+    return parent if parent is not None and same_parent(wl, parent) else None
 
 
 def evicted_variant(state: ClusterState, wl: WorkloadInfo, base: dict) -> ev.Decision | None:
@@ -109,18 +114,6 @@ def family_keys(state: ClusterState, touched: Iterable[str] | None) -> list[str]
     return sorted(out)
 
 
-def children(state: ClusterState) -> dict[str, list[WorkloadInfo]]:
-    """Parent key -> the variants the projection holds (finished ones too), in key order: one pass over the
-    workloads, made once per pass of the controller rules."""
-    out: dict[str, list[WorkloadInfo]] = {}
-    for key in sorted(state.workloads):
-        w = state.workloads[key]
-        name = parent_name(w) if w.owner else ""
-        if name:
-            out.setdefault(f"{w.namespace}/{name}", []).append(w)
-    return out
-
-
 def family(found: list[WorkloadInfo], flavors: list[str]) -> list[WorkloadInfo]:
     """The unfinished variants among ``found``, in the order of their flavors in ``flavors`` (a flavor not there
     first, as Kueue's controller ranks it)."""
@@ -129,24 +122,20 @@ def family(found: list[WorkloadInfo], flavors: list[str]) -> list[WorkloadInfo]:
 
 
 def reconcile_families(state: ClusterState, base: dict, touched: Iterable[str] | None, *,
-                       short_names: bool = False,
-                       kids: dict[str, list[WorkloadInfo]] | None = None) -> list[ev.Decision]:
+                       short_names: bool = False) -> list[ev.Decision]:
     """The workload controller's labelling and the variant controller's decisions for the families a pass looks
-    at (:func:`family_keys`), under ``ConcurrentAdmission``; ``kids``: :func:`children`, when the pass has it
-    already (else taken here, once, if a parent is looked at)."""
+    at (:func:`family_keys`), under ``ConcurrentAdmission``."""
     out: list[ev.Decision] = []
     wls = state.workloads
     for key in family_keys(state, touched):
         wl = wls.get(key)
         if wl is None:
             continue
-        if is_parent(wl) and kids is None:
-            kids = children(state)
         if wl.phase == FINISHED:
             if is_parent(wl):
                 reason, message = _finished_with(wl)
                 out.extend(ev.VariantFinished(key=v.key, uid=v.uid, reason=reason, message=message, **base)
-                           for v in (kids or {}).get(key, ()) if v.phase != FINISHED)
+                           for v in variants_of(state, wl) if v.phase != FINISHED)
             continue
         cq = policy_cluster_queue(state, wl)
         if not is_parent(wl):
@@ -155,7 +144,7 @@ def reconcile_families(state: ClusterState, base: dict, touched: Iterable[str] |
             continue
         if cq is None or not cq.spec.resource_groups:
             continue  # Kueue's controller finds no ClusterQueue (or no flavors) for it and makes nothing
-        out.extend(_family_decisions(state, wl, (kids or {}).get(key, []), cq, base, short_names))
+        out.extend(_family_decisions(state, wl, variants_of(state, wl), cq, base, short_names))
     return out
 
 
@@ -188,6 +177,8 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[Wor
     active = {d.key: d.active for d in switched if isinstance(d, ev.VariantActivation)}
     out.extend(variant_gates.signal(parent, variants, active, base))
     admitted = next((v for v in variants if v.phase == ADMITTED), None)
+    if admitted is not None:
+        out.extend(_pods_ready_copied(parent, admitted, base))
     if admitted is not None and admitted.admission is not None and parent.phase == PENDING:
         out.append(ev.ParentAdmitted(key=parent.key, uid=parent.uid, admission=admitted.admission,
                                      variant=admitted.name, message=f"The variant {admitted.name} is admitted",
@@ -197,6 +188,20 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[Wor
                                       message=NO_VARIANT_RUNNING, **base))
     out.extend(variant_gates.open_gate(variants, active, base))
     return out
+
+
+def _pods_ready_copied(parent: WorkloadInfo, admitted: WorkloadInfo, base: dict) -> list[ev.Decision]:
+    """The admitted variant takes the parent's ``PodsReady`` condition when the parent has one and the variant shows
+    it otherwise (its status, reason or message: Kueue's ``SetStatusCondition`` changes nothing else)."""
+    theirs = parent.condition("PodsReady")
+    if theirs is None:
+        return []
+    mine = admitted.condition("PodsReady")
+    if mine is not None and (mine.status, mine.reason, mine.message) == (theirs.status, theirs.reason, theirs.message):
+        return []
+    return [ev.VariantPodsReadySynced(key=admitted.key, uid=admitted.uid, status=theirs.status == "True",
+                                      reason=theirs.reason, message=theirs.message,
+                                      since=theirs.last_transition_time, **base)]
 
 
 def _finished_with(parent: WorkloadInfo) -> tuple[str, str]:

@@ -1,5 +1,7 @@
-"""ConcurrentAdmission's variant controller: Kueue's names for variants and the words of its activations (the
-scenarios ``concurrent-admission-*`` run the whole family through the scheduler)."""
+"""ConcurrentAdmission's variant controller: Kueue's names for variants, the words of its activations, who belongs
+to a family (the variant the fold made read back with its uid, parents and siblings by UID) and the parent's
+PodsReady on its admitted variant (the scenarios ``concurrent-admission-*`` run the whole family through the
+scheduler)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,13 @@ import yaml
 
 from events import schema as ev
 from events.manifests import load_text
+from events.timefmt import parse_time
 from kueue_es.scheduler import settle
 from kueue_es.scheduler.variants import variant_name
 from kueue_es.statefile import load_state
 from projections import snapshot
+from projections.cluster import ClusterState
+from projections.variants import variants_of
 
 
 def test_variant_name_is_kueues():
@@ -116,3 +121,146 @@ def test_a_variant_whose_flavor_left_the_cluster_queue_is_deleted(tmp_path):
     assert [(type(d).__name__, d.key, d.flavor) for d in decided if isinstance(d, ev.VariantDeleted)] == [
         ("VariantDeleted", spot, "spot")]
     assert spot not in state.workloads
+
+
+# --- who belongs to a family: a variant the fold made is the one the watch brings back with its uid (it keeps what
+# the log decided of it); a parent's variants and a variant's siblings are matched by the parent's UID, so a parent
+# made again under the same name starts a family of its own; the admitted variant shows its parent's PodsReady
+# (Kueue's variant controller copies it), so waitForPodsReady does not evict it for want of pods of its own.
+
+GATES = "featureGates: {ConcurrentAdmission: true}"
+PODS_READY = "waitForPodsReady: {timeout: 5m}"
+
+
+def _parent(uid: str) -> dict:
+    parent = yaml.safe_load(STATE)[-1]
+    parent["metadata"]["uid"] = uid
+    return parent
+
+
+def _loaded(tmp_path, *config: str):
+    """:data:`STATE` with room for one family on-demand (its 4 cpus) and no lastAcceptableFlavorName."""
+    docs = yaml.safe_load(STATE)
+    cq = docs[4]["spec"]
+    cq["concurrentAdmissionPolicy"] = {"migration": {"mode": "TryPreferredFlavors"}}
+    cq["resourceGroups"][0]["flavors"][1]["resources"][0]["nominalQuota"] = 4
+    conf = yaml.safe_load("\n".join(["apiVersion: config.kueue.x-k8s.io/v1beta2", "kind: Configuration", *config]))
+    path = tmp_path / "family.yaml"
+    path.write_text(yaml.safe_dump_all([*docs, conf]))
+    return load_state(str(path))
+
+
+def _apply(state: ClusterState, event: ev.AnyEvent) -> None:
+    state.apply(ev.Record(state.offset + 1, event))
+
+
+def _upsert(state: ClusterState, doc: dict, at: int) -> None:
+    (obj,) = load_text(yaml.safe_dump(doc), "obj.yaml").objects
+    _apply(state, ev.ObjectUpserted(time=at, key=obj.key, obj=obj))
+
+
+def _decided(state: ClusterState, loaded, now: int) -> list[ev.Decision]:
+    return [d for batch in settle(state, loaded.config, now=now) for d in batch]
+
+
+def _variant(parent_uid: str, flavor: str) -> str:
+    return f"team/{variant_name('job-a-11111', parent_uid, flavor)}"
+
+
+def _read_back(key: str, uid: str, parent_uid: str, flavor: str) -> dict:
+    """The variant as the apiserver holds it once the connector created it: its uid, the parent's spec with the
+    concurrent-admission gate, and no status (the apiserver drops a create's; the status write is still to land)."""
+    parent = _parent(parent_uid)
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": key.split("/", 1)[1], "namespace": "team", "uid": uid,
+                     "creationTimestamp": "2024-01-01T00:00:01Z",
+                     "annotations": {"kueue.x-k8s.io/workload-allowed-resource-flavors": flavor},
+                     "ownerReferences": [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                                          "name": "job-a-11111", "uid": parent_uid, "controller": True,
+                                          "blockOwnerDeletion": True}]},
+        "spec": {**parent["spec"], "preemptionGates": [{"name": "kueue.x-k8s.io/concurrent-admission"}]},
+    }
+
+
+def test_a_variant_read_back_with_its_uid_keeps_what_the_log_decided(tmp_path):
+    loaded = _loaded(tmp_path, GATES)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    key = _variant("uid-a", "on-demand")
+    made = state.workloads[key]
+    assert made.uid == "" and made.phase == "Admitted"
+    before = (made.conditions, made.admission, made.gate_states, made.usage)
+    _upsert(state, _read_back(key, "uid-on-demand", "uid-a", "on-demand"), loaded.now + 1000)
+    wl = state.workloads[key]
+    assert wl.uid == "uid-on-demand", "the variant takes the uid the apiserver gave it"
+    assert (wl.phase, (wl.conditions, wl.admission, wl.gate_states, wl.usage)) == ("Admitted", before), (
+        "its conditions and admission stay: the status write that shows them is still to be made")
+    assert list(state.reserving["cq"]) == [key] and state.usage["cq"] == {"on-demand/cpu": 4000}
+    again = _decided(state, loaded, loaded.now + 2000)
+    assert not [d for d in again if d.key == key], "nothing is decided anew for it"
+    restored = snapshot.decode(snapshot.encode(state))
+    assert snapshot.digest(restored) == snapshot.digest(state)
+    assert [v.key for v in variants_of(restored, restored.workloads["team/job-a-11111"])] == [
+        v.key for v in variants_of(state, state.workloads["team/job-a-11111"])]
+
+
+def test_a_variant_of_another_parent_is_not_adopted(tmp_path):
+    """A Workload of the fold-made variant's name owned by another UID is another object: taken as it shows."""
+    loaded = _loaded(tmp_path, GATES)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    key = _variant("uid-a", "on-demand")
+    _upsert(state, _read_back(key, "uid-x", "uid-other", "on-demand"), loaded.now + 1000)
+    wl = state.workloads[key]
+    assert (wl.uid, wl.owner_uid, wl.phase, wl.admission) == ("uid-x", "uid-other", "Pending", None)
+
+
+def test_a_parent_made_again_under_its_name_has_a_family_of_its_own(tmp_path):
+    """The old parent's variants (not yet collected) are neither the new parent's nor its variants' siblings: the
+    new one gets variants of its own, and its spot variant is admitted though the old on-demand one, more
+    favorable, is."""
+    loaded = _loaded(tmp_path, GATES)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    old_on_demand = _variant("uid-a", "on-demand")
+    assert state.workloads[old_on_demand].phase == "Admitted"
+    now = loaded.now + 10_000
+    _apply(state, ev.ObjectDeleted(time=now, key="team/job-a-11111", kind="Workload", uid="uid-a"))
+    _upsert(state, _parent("uid-b"), now)
+    decided = _decided(state, loaded, now)
+    made = sorted(d.flavor for d in decided if isinstance(d, ev.VariantCreated))
+    assert made == ["on-demand", "reservation", "spot"], "the old parent's variants are not the new one's"
+    spot = state.workloads[_variant("uid-b", "spot")]
+    assert spot.phase == "Admitted", f"not passed over for the old family's variant: {spot.conditions}"
+    parent = state.workloads["team/job-a-11111"]
+    assert parent.phase == "Admitted" and parent.admission is not None
+    assert [v.key for v in variants_of(state, parent)] == sorted(
+        _variant("uid-b", f) for f in ("reservation", "on-demand", "spot"))
+    assert state.workloads[old_on_demand].phase == "Admitted", "the old family is left alone"
+
+
+def test_the_admitted_variant_shows_its_parents_pods_ready(tmp_path):
+    """waitForPodsReady: the parent's pods (its Job's) are reported on the parent; the controller copies its
+    PodsReady onto the admitted variant, which is then not evicted when the timeout runs out."""
+    loaded = _loaded(tmp_path, GATES, PODS_READY)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    key = _variant("uid-a", "on-demand")
+    parent = state.workloads["team/job-a-11111"]
+    assert state.workloads[key].phase == "Admitted" and parent.phase == "Admitted"
+    ready_at = loaded.now + 60_000
+    _apply(state, ev.PodsReadyChanged(time=ready_at, key=parent.key, ready=True))
+    copied = [d for d in _decided(state, loaded, ready_at + 1000) if isinstance(d, ev.VariantPodsReadySynced)]
+    theirs = parent.condition("PodsReady")
+    assert theirs is not None and theirs.status == "True"
+    assert [(d.key, d.status, d.reason, d.message) for d in copied] == [
+        (key, True, theirs.reason, theirs.message)]
+    mine = state.workloads[key].condition("PodsReady")
+    assert mine is not None and (mine.status, mine.reason, mine.message) == (
+        theirs.status, theirs.reason, theirs.message)
+    assert parse_time(mine.last_transition_time) == ready_at, "dated as the parent's"
+    assert state.workloads[key].pods_ready
+    late = _decided(state, loaded, loaded.now + 10 * 60_000)
+    assert not [d for d in late if d.key == key], "no PodsReadyTimeout for the variant running the parent's pods"
+    assert state.workloads[key].phase == "Admitted"

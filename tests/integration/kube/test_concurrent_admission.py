@@ -6,6 +6,7 @@ flavor leaves the ClusterQueue, that variant is deleted."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -170,3 +171,22 @@ async def test_one_variant_at_a_time_may_preempt(kube_apiserver, tmp_path) -> No
             other_gates = (await positions())[fallback if first == preferred else preferred]
             assert other_gates.get(gate) != "Open"
             assert (_cond(await get(kc, "Workload", spared, ns), "Preempted") or ("",))[0] != "True"
+            # the preemptor's UID as the apiserver gave it to the variant (UNKNOWN, as Kueue says, had it preempted
+            # before the watch brought the variant back), never an empty one
+            opened_uid = (await get(kc, "Workload", names[first], ns))["metadata"]["uid"]
+            message = _cond(await get(kc, "Workload", victim, ns), "Preempted")[2]
+            assert f"(UID: {opened_uid}," in message or "(UID: UNKNOWN," in message, message
+
+            # the opened variant shows it was blocked, and keeps showing it: read back with its uid, the variant the
+            # log made keeps its conditions (it is not taken as a new Workload without them, its gate's next
+            # opening and its sibling's then left to chance)
+            held = names[first]
+
+            async def blocked() -> bool:
+                v = await get(kc, "Workload", held, ns)
+                return (_cond(v, "BlockedOnPreemptionGates") or ("",))[0] == "True"
+
+            await eventually(blocked, timeout=30, what="the opened variant shown BlockedOnPreemptionGates")
+            await asyncio.sleep(2)
+            shown = await get(kc, "Workload", held, ns)
+            assert (_cond(shown, "BlockedOnPreemptionGates") or ("",))[:2] == ("True", "PreemptionGated"), shown
