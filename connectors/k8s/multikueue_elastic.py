@@ -1,0 +1,125 @@
+"""An elastic RayCluster's worker replicas, forwarded from a MultiKueue manager to its copy on the worker (Kueue's
+Ray MultiKueue adapter's ``ElasticReplicaSync``, wired for RayClusters alone: a RayJob's or RayService's workers
+live on a RayCluster the worker makes, which the manager has no copy of, so those keep the create-once copy).
+
+Under ``ElasticJobsViaWorkloadSlices``, for a RayCluster annotated ``kueue.x-k8s.io/elastic-job: "true"`` whose copy
+already runs on the workload's worker, each sync compares the worker groups' pod counts (``replicas`` times
+``numOfHosts`` when that is above 1, by group name) of the copy and of the manager's RayCluster, and the Workload the
+copy names (``kueue.x-k8s.io/prebuilt-workload-name``) with the one being synced. When either differs, the copy is
+patched (:func:`elastic_patch`): each of its worker groups the manager's has takes that group's ``replicas``,
+``minReplicas``, ``maxReplicas`` and ``numOfHosts`` (a field the manager's lacks is dropped), its
+``enableInTreeAutoscaling`` becomes the manager's (the manager owns the counts: no autoscaler may fight it there),
+and it names the synced Workload, where it names one now (label or annotation; else where the Configuration puts
+it, :func:`connectors.k8s.multikueue_identifiers.as_annotation`). So a scale-up reaches the worker once its new
+slice is admitted there (the copy then runs on the new slice, its UID unchanged), and a scale-down, which lowers
+the admitted slice in place, at once.
+
+A stale sync is skipped: the counts grow while the Workload synced does not ask for them (the old slice, still
+admitted, synced after the RayCluster grew, before its new slice is admitted) — Kueue compares the synced
+Workload's name with the one the RayCluster's generation now makes; kueue-es compares the counts that name stands
+for, the synced Workload's pod counts against the RayCluster's, which also holds for slices named apart
+(readmission, scale-up probes).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from connectors.k8s import raycluster
+from connectors.k8s.multikueue_identifiers import as_annotation, workload_name_of
+from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
+from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
+from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
+from projections.workloads import WorkloadInfo
+
+SYNCED_KINDS = frozenset({("ray.io/v1", raycluster.KIND)})
+"""(apiVersion, kind) of the owners whose worker replicas the manager forwards (Kueue wires the hook for
+RayClusters only)."""
+
+GROUP_SIZE_FIELDS = ("replicas", "minReplicas", "maxReplicas", "numOfHosts")
+"""A worker group's fields the manager's values replace on the copy."""
+
+
+def worker_counts(obj: dict[str, Any]) -> dict[str, int]:
+    """A RayCluster's worker groups' pod counts by pod set (the group's name, as its pod set is named)."""
+    groups = (obj.get("spec") or {}).get("workerGroupSpecs") or []
+    return {str(g.get("groupName", "")).lower(): raycluster.worker_count(g) for g in groups if isinstance(g, dict)}
+
+
+def stale(wl: WorkloadInfo, remote_counts: dict[str, int], local_counts: dict[str, int]) -> bool:
+    """The counts grow (in all) while ``wl``, the Workload being synced, does not ask for the manager's counts: an
+    old slice synced after its owner grew, its new slice not admitted yet."""
+    if sum(remote_counts.values()) >= sum(local_counts.values()):
+        return False
+    asked = {ps.name: ps.count for ps in wl.spec_sets}
+    return any(asked.get(name) != count for name, count in local_counts.items())
+
+
+def _groups_patched(remote: dict[str, Any], local: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The copy's worker groups with the manager's sizes (by group name), or None when none changes."""
+    wanted = {g.get("groupName"): g for g in (local.get("spec") or {}).get("workerGroupSpecs") or []
+              if isinstance(g, dict)}
+    out, changed = [], False
+    for group in (remote.get("spec") or {}).get("workerGroupSpecs") or []:
+        src = wanted.get(group.get("groupName")) if isinstance(group, dict) else None
+        if src is None:
+            out.append(group)
+            continue
+        group = copy.deepcopy(group)
+        for field in GROUP_SIZE_FIELDS:
+            if group.get(field) == src.get(field):
+                continue
+            changed = True
+            if field in src:
+                group[field] = copy.deepcopy(src[field])
+            else:
+                group.pop(field, None)
+        out.append(group)
+    return out if changed else None
+
+
+def _named(remote: dict[str, Any], workload_name: str, config: SchedulerConfig) -> dict[str, Any]:
+    """A metadata merge patch making the copy name ``workload_name`` where it names its Workload now ({} when it
+    does already)."""
+    meta = remote.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    out: dict[str, Any] = {}
+    if PREBUILT_WORKLOAD in labels and labels[PREBUILT_WORKLOAD] != workload_name:
+        out["labels"] = {PREBUILT_WORKLOAD: workload_name}
+    if PREBUILT_WORKLOAD in annotations and annotations[PREBUILT_WORKLOAD] != workload_name:
+        out["annotations"] = {PREBUILT_WORKLOAD: workload_name}
+    if PREBUILT_WORKLOAD not in labels and PREBUILT_WORKLOAD not in annotations:
+        out["annotations" if as_annotation(config, workload_name) else "labels"] = {PREBUILT_WORKLOAD: workload_name}
+    return out
+
+
+def elastic_patch(config: SchedulerConfig, owner_kind: tuple[str, str], remote: dict[str, Any],
+                  local: dict[str, Any], wl: WorkloadInfo) -> dict[str, Any] | None:
+    """The merge patch that forwards the manager's RayCluster ``local`` onto its copy ``remote`` on the worker running
+    ``wl`` (module docstring); None when there is nothing to forward: another kind, the gate off, the manager's not
+    elastic, a stale sync, or counts and Workload name agree already."""
+    if owner_kind not in SYNCED_KINDS or not config.gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES):
+        return None
+    if ((local.get("metadata") or {}).get("annotations") or {}).get(ELASTIC_JOB_ANNOTATION) != "true":
+        return None
+    remote_counts, local_counts = worker_counts(remote), worker_counts(local)
+    if stale(wl, remote_counts, local_counts):
+        return None
+    if remote_counts == local_counts and workload_name_of(remote) == wl.name:
+        return None
+    spec: dict[str, Any] = {}
+    groups = _groups_patched(remote, local)
+    if groups is not None:
+        spec["workerGroupSpecs"] = groups
+    wanted_autoscaling = (local.get("spec") or {}).get("enableInTreeAutoscaling")
+    if (remote.get("spec") or {}).get("enableInTreeAutoscaling") != wanted_autoscaling:
+        spec["enableInTreeAutoscaling"] = wanted_autoscaling
+    patch: dict[str, Any] = {}
+    if spec:
+        patch["spec"] = spec
+    meta = _named(remote, wl.name, config)
+    if meta:
+        patch["metadata"] = meta
+    return patch or None
