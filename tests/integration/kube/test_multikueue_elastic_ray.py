@@ -1,0 +1,95 @@
+"""An elastic RayCluster on a MultiKueue manager, across two real apiservers (the manager, and a worker started for
+the MultiKueue tests), a kueue-es on each running ``ray.io/raycluster`` under ``ElasticJobsViaWorkloadSlices``.
+
+Its first slice is dispatched and admitted on the worker, which runs the RayCluster's copy on the copied slice.
+Scaled up on the manager, the RayCluster gets a new slice there, admitted in the old one's place and dispatched to
+the worker the old one runs on; once the worker admits it, the copy on the worker — the same object, never deleted
+— gets the manager's worker replicas and names the new slice (Kueue's Ray adapter's ``ElasticReplicaSync``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import eventually
+from test_multikueue import (  # noqa: F401 - the worker apiserver fixture
+    _admitted_on_worker,
+    _handed,
+    _ray_cluster,
+    _ray_clusters,
+    _remote,
+    worker_apiserver,
+)
+
+from connectors.k8s.multikueue_identifiers import workload_name_of
+from connectors.k8s.resources import BY_KIND, RAYCLUSTERS
+
+pytestmark = pytest.mark.kube
+SLICE_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
+
+
+def _elastic_cluster(ns: str, name: str) -> dict[str, Any]:
+    """An elastic RayCluster handed to MultiKueue: a head and one worker of 1 cpu, suspended."""
+    obj = _handed(RAYCLUSTERS, ns, name, {"suspend": True, **_ray_cluster()})
+    obj["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    return obj
+
+
+async def _slices(kc, ns: str, owner: str) -> list[dict[str, Any]]:
+    """The manager's Workloads of the RayCluster ``owner``, oldest first."""
+    out = [msgspec.json.decode(raw) for raw in (await kc.list(BY_KIND["Workload"], namespace=ns)).items]
+    mine = [w for w in out if any(r.get("kind") == "RayCluster" and r.get("name") == owner
+                                  for r in w["metadata"].get("ownerReferences") or [])]
+    return sorted(mine, key=lambda w: (w["metadata"]["creationTimestamp"], SLICE_FOR in (w["metadata"].get(
+        "annotations") or {})))
+
+
+def _workers(obj: dict[str, Any]) -> tuple[int, int, int]:
+    group = obj["spec"]["workerGroupSpecs"][0]
+    return group.get("replicas"), group.get("minReplicas"), group.get("maxReplicas")
+
+
+@pytest.mark.asyncio
+async def test_an_elastic_rayclusters_scale_up_reaches_its_copy_on_the_worker(kube_apiserver, worker_apiserver,
+                                                                              tmp_path) -> None:
+    async with _ray_clusters(kube_apiserver, worker_apiserver, tmp_path, "ray.io/raycluster") as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        await kc.create(RAYCLUSTERS, _elastic_cluster(ns, "mk-elastic"), ns)
+
+        async def one_slice() -> dict[str, Any] | None:
+            found = await _slices(kc, ns, "mk-elastic")
+            return found[0] if len(found) == 1 else None
+
+        first = (await eventually(one_slice, timeout=60, what="the RayCluster's first slice"))["metadata"]["name"]
+        await _admitted_on_worker(c, first, "the first slice to be admitted on the worker")
+
+        async def copy_on(wl_name: str) -> dict[str, Any] | None:
+            remote = await _remote(wc, RAYCLUSTERS, "mk-elastic", ns)
+            return remote if remote is not None and workload_name_of(remote) == wl_name else None
+
+        before = await eventually(lambda: copy_on(first), timeout=60, what="the copy on the worker")
+        assert _workers(before) == (1, 0, 1)
+
+        # --- scaled up on the manager: a new slice, run on the same copy ----------------------------------------
+        manager = msgspec.json.decode(await kc.get(RAYCLUSTERS, "mk-elastic", ns))
+        group = manager["spec"]["workerGroupSpecs"][0]
+        group.update(replicas=2, minReplicas=2, maxReplicas=2)
+        await kc.patch(RAYCLUSTERS, "mk-elastic", {"spec": {"workerGroupSpecs": [group]}}, ns)
+
+        async def new_slice() -> dict[str, Any] | None:
+            found = [w for w in await _slices(kc, ns, "mk-elastic") if w["metadata"]["name"] != first]
+            return found[0] if found else None
+
+        scaled = await eventually(new_slice, timeout=60, what="the scale-up's new slice")
+        name = scaled["metadata"]["name"]
+        assert scaled["metadata"]["annotations"][SLICE_FOR] == f"{ns}/{first}"
+        await _admitted_on_worker(c, name, "the new slice to be admitted on the worker")
+
+        after = await eventually(lambda: copy_on(name), timeout=60, what="the copy to run on the new slice")
+        assert after["metadata"]["uid"] == before["metadata"]["uid"], "the same copy, resized in place"
+        assert _workers(after) == (2, 2, 2)
+        old = msgspec.json.decode(await kc.get(BY_KIND["Workload"], first, ns))
+        finished = next(x for x in old["status"]["conditions"] if x["type"] == "Finished")
+        assert (finished["status"], finished["reason"]) == ("True", "WorkloadSliceReplaced")
