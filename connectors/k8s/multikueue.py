@@ -1387,6 +1387,8 @@ class MultiKueueConnector:
                 continue  # looked at again when its group moves
             if wl is not None and w.name in desired_on(state, wl):
                 try:
+                    if key in w.workloads:
+                        await self._scale_down_copy(w, wl)
                     if wl.cluster_name != w.name:
                         if key not in w.workloads:
                             await self._create_copy(w, wl, origin)
@@ -1430,6 +1432,23 @@ class MultiKueueConnector:
         w.workloads[wl.key] = created
         self.stats.copies_created += 1
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
+
+    async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> None:
+        """An elastic workload scaled down in place on the manager: its copy on ``w`` takes the manager's pod sets
+        (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), the patch conditioned on the copy's
+        resourceVersion."""
+        assert w.client is not None
+        raw = w.workloads.get(wl.key)
+        if raw is None or not mk_elastic.copy_scaled_down(self._config(), wl, raw):
+            return
+        try:
+            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+        except NotFound:
+            return
+        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
+        patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
+        w.workloads[wl.key] = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
+        log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
 
     @staticmethod
     def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:

@@ -14,6 +14,10 @@ it, :func:`connectors.k8s.multikueue_identifiers.as_annotation`). So a scale-up 
 slice is admitted there (the copy then runs on the new slice, its UID unchanged), and a scale-down, which lowers
 the admitted slice in place, at once.
 
+A scale-down lowers the admitted slice's counts in place on the manager: its copies, on any worker, take the
+manager's pod sets (:func:`copy_scaled_down`; Kueue's workload controller updates an elastic copy whose spec went
+down, where it deletes any other copy out of sync), so the worker's slice asks for what the copy now runs.
+
 A stale sync is skipped: the counts grow while the Workload synced does not ask for them (the old slice, still
 admitted, synced after the RayCluster grew, before its new slice is admitted) — Kueue compares the synced
 Workload's name with the one the RayCluster's generation now makes; kueue-es compares the counts that name stands
@@ -29,7 +33,7 @@ from typing import Any
 from connectors.k8s import raycluster
 from connectors.k8s.multikueue_identifiers import as_annotation, workload_name_of
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
-from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
+from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION, scaled_down
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 from projections.workloads import WorkloadInfo
@@ -123,3 +127,14 @@ def elastic_patch(config: SchedulerConfig, owner_kind: tuple[str, str], remote: 
     if meta:
         patch["metadata"] = meta
     return patch or None
+
+
+def copy_scaled_down(config: SchedulerConfig, wl: WorkloadInfo, remote_wl: dict[str, Any]) -> bool:
+    """Whether the copy ``remote_wl`` of the elastic ``wl`` is to take the manager's pod sets: the same pod sets,
+    some asking for more pods than the manager's Workload now does and none for fewer (a scale-down in place)."""
+    if not wl.elastic or not config.gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES):
+        return False
+    have = {ps.get("name"): ps.get("count", 1) for ps in (remote_wl.get("spec") or {}).get("podSets") or []
+            if isinstance(ps, dict)}
+    want = {ps.name: ps.count for ps in wl.spec_sets}
+    return set(have) == set(want) and scaled_down(have, want)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from connectors.k8s.multikueue_elastic import elastic_patch, worker_counts
+from connectors.k8s.multikueue_elastic import copy_scaled_down, elastic_patch, worker_counts
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import DEFAULT, load_config
@@ -144,3 +144,18 @@ def test_copies_of_a_replaced_slice_and_of_a_waiting_scale_up_stay() -> None:
     assert not keeps_copies(state, done) and not keeps_copies(state, running)
     off = _state(replaced, waiting, gate=False)
     assert not keeps_copies(off, replaced) and not keeps_copies(off, waiting), "gate off: as any workload"
+
+
+def _copy(head: int, workers: int) -> dict[str, Any]:
+    return {"spec": {"podSets": [{"name": "head", "count": head}, {"name": "workers", "count": workers}]}}
+
+
+def test_a_copy_asking_for_more_than_the_manager_slice_lowered_in_place_takes_its_pod_sets() -> None:
+    """Kueue's workload controller updates an elastic copy whose manager Workload was scaled down (fewer pods in some
+    pod set, more in none); any other difference (a scale-up, other pod sets) is not this update's."""
+    wl = _slice("wl", 1)
+    assert copy_scaled_down(DEFAULT, wl, _copy(1, 3))
+    assert not copy_scaled_down(DEFAULT, wl, _copy(1, 1)), "in step already"
+    assert not copy_scaled_down(DEFAULT, _slice("wl", 4), _copy(1, 3)), "a scale-up makes a new slice instead"
+    assert not copy_scaled_down(DEFAULT, wl, {"spec": {"podSets": [{"name": "main", "count": 3}]}})
+    assert not copy_scaled_down(GATE_OFF, wl, _copy(1, 3))

@@ -5,6 +5,8 @@ Its first slice is dispatched and admitted on the worker, which runs the RayClus
 Scaled up on the manager, the RayCluster gets a new slice there, admitted in the old one's place and dispatched to
 the worker the old one runs on; once the worker admits it, the copy on the worker — the same object, never deleted
 — gets the manager's worker replicas and names the new slice (Kueue's Ray adapter's ``ElasticReplicaSync``).
+Scaled down, the admitted slice is lowered in place on the manager; its copy on the worker is lowered with it
+(Kueue's workload controller updates an elastic copy scaled down) and the RayCluster's copy resized.
 """
 
 from __future__ import annotations
@@ -52,8 +54,10 @@ def _workers(obj: dict[str, Any]) -> tuple[int, int, int]:
 
 
 @pytest.mark.asyncio
-async def test_an_elastic_rayclusters_scale_up_reaches_its_copy_on_the_worker(kube_apiserver, worker_apiserver,
-                                                                              tmp_path) -> None:
+async def test_an_elastic_rayclusters_scale_up_and_down_reach_its_copy_on_the_worker(
+        kube_apiserver, worker_apiserver, tmp_path) -> None:  # noqa: F811 - the imported fixture
+    """Up: a new slice, admitted on the worker, the same copy resized and pointed at it. Down: the admitted slice
+    lowered in place on the manager, its copy on the worker with it, and the RayCluster's copy resized."""
     async with _ray_clusters(kube_apiserver, worker_apiserver, tmp_path, "ray.io/raycluster") as c:
         kc, wc, ns = c.kc, c.wc, c.ns
         await kc.create(RAYCLUSTERS, _elastic_cluster(ns, "mk-elastic"), ns)
@@ -93,3 +97,23 @@ async def test_an_elastic_rayclusters_scale_up_reaches_its_copy_on_the_worker(ku
         old = msgspec.json.decode(await kc.get(BY_KIND["Workload"], first, ns))
         finished = next(x for x in old["status"]["conditions"] if x["type"] == "Finished")
         assert (finished["status"], finished["reason"]) == ("True", "WorkloadSliceReplaced")
+
+        # --- scaled down on the manager: the admitted slice lowered in place, and the copy with it ---------------
+        group.update(replicas=1, minReplicas=1, maxReplicas=1)
+        await kc.patch(RAYCLUSTERS, "mk-elastic", {"spec": {"workerGroupSpecs": [group]}}, ns)
+
+        async def resized(want: int) -> dict[str, Any] | None:
+            remote = await _remote(wc, RAYCLUSTERS, "mk-elastic", ns)
+            return remote if remote is not None and _workers(remote)[0] == want else None
+
+        down = await eventually(lambda: resized(1), timeout=60, what="the copy scaled down")
+        assert workload_name_of(down) == name and down["metadata"]["uid"] == before["metadata"]["uid"]
+
+        async def copy_lowered() -> dict[str, Any] | None:
+            raw = msgspec.json.decode(await wc.get(BY_KIND["Workload"], name, ns))
+            return raw if [p["count"] for p in raw["spec"]["podSets"]] == [1, 1] else None
+
+        on_worker = await eventually(copy_lowered, timeout=60, what="the slice's copy lowered on the worker")
+        assert any(x["type"] == "Admitted" and x["status"] == "True" for x in on_worker["status"]["conditions"])
+        manager_wl = msgspec.json.decode(await kc.get(BY_KIND["Workload"], name, ns))
+        assert [p["count"] for p in manager_wl["spec"]["podSets"]] == [1, 1], "the same slice, lowered in place"
