@@ -159,3 +159,39 @@ def test_a_copy_asking_for_more_than_the_manager_slice_lowered_in_place_takes_it
     assert not copy_scaled_down(DEFAULT, _slice("wl", 4), _copy(1, 3)), "a scale-up makes a new slice instead"
     assert not copy_scaled_down(DEFAULT, wl, {"spec": {"podSets": [{"name": "main", "count": 3}]}})
     assert not copy_scaled_down(GATE_OFF, wl, _copy(1, 3))
+
+
+JOB = ("batch/v1", "Job")
+
+
+def _job(parallelism: int, *, completions: int | None = None, prebuilt: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parallelism": parallelism, "template": {"spec": {}}}
+    if completions is not None:
+        spec["completions"] = completions
+    meta: dict[str, Any] = {"name": "j", "namespace": "ns", "annotations": {"kueue.x-k8s.io/elastic-job": "true"},
+                            "labels": {}}
+    if prebuilt is not None:
+        meta["labels"][PREBUILT] = prebuilt
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
+
+def _job_slice(name: str, pods: int) -> WorkloadInfo:
+    return WorkloadInfo(key=f"ns/{name}", uid=f"uid-{name}", namespace="ns", name=name, queue_name="lq", created=0,
+                        priority=0, priority_class="", phase=ADMITTED, elastic=True,
+                        pod_sets=(PodSetInfo(name="main", count=pods, min_count=None, requests=(("cpu", 1000),)),))
+
+
+def test_an_elastic_jobs_copy_takes_the_manager_parallelism_and_slice() -> None:
+    """Kueue's batch/v1 adapter: the copy's parallelism and the Workload it names, nothing else."""
+    assert elastic_patch(DEFAULT, JOB, _job(2, prebuilt="wl-old"), _job(4), _job_slice("wl-new", 4)) == {
+        "spec": {"parallelism": 4}, "metadata": {"labels": {PREBUILT: "wl-new"}}}
+    assert elastic_patch(DEFAULT, JOB, _job(4, prebuilt="wl"), _job(1), _job_slice("wl", 4)) == {
+        "spec": {"parallelism": 1}}, "a scale-down at once"
+    assert elastic_patch(DEFAULT, JOB, _job(4, prebuilt="wl"), _job(4), _job_slice("wl", 4)) is None
+
+
+def test_an_elastic_jobs_old_slice_does_not_push_a_grown_parallelism() -> None:
+    """Stale: the slice synced asks for the Job's old pods; the Job's pods are min(parallelism, completions)."""
+    assert elastic_patch(DEFAULT, JOB, _job(2, prebuilt="wl-old"), _job(4), _job_slice("wl-old", 2)) is None
+    assert elastic_patch(DEFAULT, JOB, _job(2, prebuilt="wl-old"), _job(4, completions=3),
+                         _job_slice("wl-new", 3)) is not None
