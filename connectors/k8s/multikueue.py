@@ -1576,10 +1576,10 @@ class MultiKueueConnector:
 
     async def _sync_elastic(self, w: Worker, wl: WorkloadInfo, r: Resource, owner_key: str,
                             remote: dict[str, Any]) -> bool:
-        """An elastic RayCluster's copy on the workload's worker gets the manager's worker replicas and names the
+        """An elastic Job's or RayCluster's copy on the workload's worker gets the manager's size and names the
         workload synced (:func:`connectors.k8s.multikueue_elastic.elastic_patch`), the patch conditioned on the
-        copy's resourceVersion; the manager's RayCluster is read from its apiserver. False: the write conflicted
-        or the manager's could not be read, to be tried again on the next pass."""
+        copy's resourceVersion; the manager's owner is read from its apiserver. False: the write conflicted or the
+        manager's could not be read, to be tried again on the next pass."""
         kind = (r.api_version, r.kind)
         if kind not in mk_elastic.SYNCED_KINDS or not wl.elastic:
             return True

@@ -19,16 +19,9 @@ from typing import Any
 
 import msgspec
 import pytest
+import test_multikueue as mk
 from kubehelp import eventually, job
-from test_multikueue import (  # noqa: F401 - the worker apiserver fixture
-    _admitted_on_worker,
-    _clusters,
-    _handed,
-    _ray_cluster,
-    _ray_clusters,
-    _remote,
-    worker_apiserver,
-)
+from test_multikueue import worker_apiserver  # noqa: F401 - the worker apiserver fixture
 
 from connectors.k8s.multikueue_identifiers import workload_name_of
 from connectors.k8s.resources import BY_KIND, RAYCLUSTERS
@@ -39,7 +32,7 @@ SLICE_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
 
 def _elastic_cluster(ns: str, name: str) -> dict[str, Any]:
     """An elastic RayCluster handed to MultiKueue: a head and one worker of 1 cpu, suspended."""
-    obj = _handed(RAYCLUSTERS, ns, name, {"suspend": True, **_ray_cluster()})
+    obj = mk._handed(RAYCLUSTERS, ns, name, {"suspend": True, **mk._ray_cluster()})
     obj["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
     return obj
 
@@ -63,7 +56,7 @@ async def test_an_elastic_rayclusters_scale_up_and_down_reach_its_copy_on_the_wo
         kube_apiserver, worker_apiserver, tmp_path) -> None:  # noqa: F811 - the imported fixture
     """Up: a new slice, admitted on the worker, the same copy resized and pointed at it. Down: the admitted slice
     lowered in place on the manager, its copy on the worker with it, and the RayCluster's copy resized."""
-    async with _ray_clusters(kube_apiserver, worker_apiserver, tmp_path, "ray.io/raycluster") as c:
+    async with mk._ray_clusters(kube_apiserver, worker_apiserver, tmp_path, "ray.io/raycluster") as c:
         kc, wc, ns = c.kc, c.wc, c.ns
         await kc.create(RAYCLUSTERS, _elastic_cluster(ns, "mk-elastic"), ns)
 
@@ -72,10 +65,10 @@ async def test_an_elastic_rayclusters_scale_up_and_down_reach_its_copy_on_the_wo
             return found[0] if len(found) == 1 else None
 
         first = (await eventually(one_slice, timeout=60, what="the RayCluster's first slice"))["metadata"]["name"]
-        await _admitted_on_worker(c, first, "the first slice to be admitted on the worker")
+        await mk._admitted_on_worker(c, first, "the first slice to be admitted on the worker")
 
         async def copy_on(wl_name: str) -> dict[str, Any] | None:
-            remote = await _remote(wc, RAYCLUSTERS, "mk-elastic", ns)
+            remote = await mk._remote(wc, RAYCLUSTERS, "mk-elastic", ns)
             return remote if remote is not None and workload_name_of(remote) == wl_name else None
 
         before = await eventually(lambda: copy_on(first), timeout=60, what="the copy on the worker")
@@ -94,7 +87,7 @@ async def test_an_elastic_rayclusters_scale_up_and_down_reach_its_copy_on_the_wo
         scaled = await eventually(new_slice, timeout=60, what="the scale-up's new slice")
         name = scaled["metadata"]["name"]
         assert scaled["metadata"]["annotations"][SLICE_FOR] == f"{ns}/{first}"
-        await _admitted_on_worker(c, name, "the new slice to be admitted on the worker")
+        await mk._admitted_on_worker(c, name, "the new slice to be admitted on the worker")
 
         after = await eventually(lambda: copy_on(name), timeout=60, what="the copy to run on the new slice")
         assert after["metadata"]["uid"] == before["metadata"]["uid"], "the same copy, resized in place"
@@ -108,7 +101,7 @@ async def test_an_elastic_rayclusters_scale_up_and_down_reach_its_copy_on_the_wo
         await kc.patch(RAYCLUSTERS, "mk-elastic", {"spec": {"workerGroupSpecs": [group]}}, ns)
 
         async def resized(want: int) -> dict[str, Any] | None:
-            remote = await _remote(wc, RAYCLUSTERS, "mk-elastic", ns)
+            remote = await mk._remote(wc, RAYCLUSTERS, "mk-elastic", ns)
             return remote if remote is not None and _workers(remote)[0] == want else None
 
         down = await eventually(lambda: resized(1), timeout=60, what="the copy scaled down")
@@ -129,7 +122,7 @@ async def test_an_elastic_jobs_scale_up_reaches_its_copy_on_the_worker(
         kube_apiserver, worker_apiserver, tmp_path) -> None:  # noqa: F811 - the imported fixture
     """The copy of an elastic Job, the same object, takes the manager's parallelism and names the new slice once the
     worker admits it."""
-    async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job"], []) as c:
+    async with mk._clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job"], []) as c:
         kc, wc, ns = c.kc, c.wc, c.ns
         manager_job = job(ns, "mk-elastic-job", "user-queue", cpu="500m")
         manager_job["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
@@ -142,10 +135,10 @@ async def test_an_elastic_jobs_scale_up_reaches_its_copy_on_the_worker(
             return found[0] if len(found) == 1 else None
 
         first = (await eventually(one_slice, timeout=60, what="the Job's first slice"))["metadata"]["name"]
-        await _admitted_on_worker(c, first, "the first slice to be admitted on the worker")
+        await mk._admitted_on_worker(c, first, "the first slice to be admitted on the worker")
 
         async def copy_on(wl_name: str) -> dict[str, Any] | None:
-            remote = await _remote(wc, BY_KIND["Job"], "mk-elastic-job", ns)
+            remote = await mk._remote(wc, BY_KIND["Job"], "mk-elastic-job", ns)
             return remote if remote is not None and workload_name_of(remote) == wl_name else None
 
         before = await eventually(lambda: copy_on(first), timeout=60, what="the Job's copy on the worker")
@@ -158,7 +151,7 @@ async def test_an_elastic_jobs_scale_up_reaches_its_copy_on_the_worker(
             return found[0] if found else None
 
         name = (await eventually(new_slice, timeout=60, what="the scale-up's new slice"))["metadata"]["name"]
-        await _admitted_on_worker(c, name, "the new slice to be admitted on the worker")
+        await mk._admitted_on_worker(c, name, "the new slice to be admitted on the worker")
         after = await eventually(lambda: copy_on(name), timeout=60, what="the Job's copy to run on the new slice")
         assert after["metadata"]["uid"] == before["metadata"]["uid"], "the same copy, resized in place"
         assert after["spec"]["parallelism"] == 2
