@@ -95,6 +95,7 @@ from connectors.k8s import (
     trainjob,
 )
 from connectors.k8s import leaderworkerset as lws
+from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
@@ -127,6 +128,7 @@ from connectors.k8s.resources import (
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
+from kueue_es.scheduler import multikueue_slices
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from kueue_es.scheduler.multikueue import (
@@ -1386,6 +1388,8 @@ class MultiKueueConnector:
                 continue  # looked at again when its group moves
             if wl is not None and w.name in desired_on(state, wl):
                 try:
+                    if key in w.workloads:
+                        await self._scale_down_copy(w, wl)
                     if wl.cluster_name != w.name:
                         if key not in w.workloads:
                             await self._create_copy(w, wl, origin)
@@ -1397,7 +1401,7 @@ class MultiKueueConnector:
                     # anew, the eviction that follows deleting the owner's copy left there
                 except KubeError as exc:
                     self._failed("MultiKueue copy not written, will retry", key, w, exc)
-            elif key in copied:
+            elif key in copied and not (wl is not None and multikueue_slices.keeps_copies(state, wl)):
                 try:
                     if not await self._final_status(w, key, origin):
                         w.moved.add(key)  # the owner's last status not written yet: the copies wait for it
@@ -1436,6 +1440,23 @@ class MultiKueueConnector:
         w.workloads[wl.key] = created
         self.stats.copies_created += 1
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
+
+    async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> None:
+        """An elastic workload scaled down in place on the manager: its copy on ``w`` takes the manager's pod sets
+        (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), the patch conditioned on the copy's
+        resourceVersion."""
+        assert w.client is not None
+        raw = w.workloads.get(wl.key)
+        if raw is None or not mk_elastic.copy_scaled_down(self._config(), wl, raw):
+            return
+        try:
+            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+        except NotFound:
+            return
+        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
+        patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
+        w.workloads[wl.key] = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
+        log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
 
     @staticmethod
     def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:
@@ -1527,9 +1548,10 @@ class MultiKueueConnector:
             copies[owner_key] = remote
             self.stats.jobs_created += 1
             log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
-        elif not await self._sync_spec(w, r, owner_key, remote):
+        elif not (await self._sync_spec(w, r, owner_key, remote)
+                  and await self._sync_elastic(w, wl, r, owner_key, copies.get(owner_key, remote))):
             w.moved.add(wl.key)  # written again on the next pass
-        remote = copies.get(owner_key, remote)  # as the spec sync left it
+        remote = copies.get(owner_key, remote)  # as the spec syncs left it
         if not await self._mirror_status(adapter, owner_key, remote):
             w.moved.add(wl.key)  # written again on the next pass
 
@@ -1558,6 +1580,37 @@ class MultiKueueConnector:
         w.owners.setdefault(r.kind, {})[owner_key] = msgspec.json.decode(patched)  # the watch brings it too
         self.stats.specs_synced += 1
         log.info("MultiKueue owner copy spec synced", kind=r.kind, owner=owner_key, cluster=w.name)
+        return True
+
+    async def _sync_elastic(self, w: Worker, wl: WorkloadInfo, r: Resource, owner_key: str,
+                            remote: dict[str, Any]) -> bool:
+        """An elastic Job's or RayCluster's copy on the workload's worker gets the manager's size and names the
+        workload synced (:func:`connectors.k8s.multikueue_elastic.elastic_patch`), the patch conditioned on the
+        copy's resourceVersion; the manager's owner is read from its apiserver. False: the write conflicted or the
+        manager's could not be read, to be tried again on the next pass."""
+        kind = (r.api_version, r.kind)
+        if kind not in mk_elastic.SYNCED_KINDS or not wl.elastic:
+            return True
+        namespace, _, name = owner_key.partition("/")
+        try:
+            local = msgspec.json.decode(await self.client.get(r, name, namespace))
+        except NotFound:
+            return False
+        patch = mk_elastic.elastic_patch(self._config(), kind, remote, local, wl)
+        if patch is None:
+            return True
+        rv = (remote.get("metadata") or {}).get("resourceVersion", "")
+        patch["metadata"] = {**patch.get("metadata", {}), "resourceVersion": rv}
+        assert w.client is not None
+        try:
+            patched = await w.client.patch(r, name, patch, namespace)
+        except NotFound:
+            return True  # the copy is gone: its watch says so, and Kueue's Retry follows
+        except Conflict:
+            return False
+        w.owners.setdefault(r.kind, {})[owner_key] = msgspec.json.decode(patched)
+        self.stats.specs_synced += 1
+        log.info("MultiKueue elastic replicas synced", kind=r.kind, owner=owner_key, workload=wl.key, cluster=w.name)
         return True
 
     async def _final_status(self, w: Worker, key: str, origin: str) -> bool:
@@ -1659,6 +1712,8 @@ class MultiKueueConnector:
                 owner_names.update([n for n in self._group_owners(key, raw)
                                     if await self._made_here(w, r, namespace, n, origin)])
             for owner_name in sorted(owner_names):
+                if self._runs_another(w, copies.get(f"{namespace}/{owner_name}"), key):
+                    continue  # an elastic owner's copy, pointed at its newer slice: that one runs on it
                 with contextlib.suppress(NotFound):
                     await w.client.delete(r, owner_name, namespace)
                 copies.pop(f"{namespace}/{owner_name}", None)
@@ -1670,6 +1725,14 @@ class MultiKueueConnector:
         w.workloads.pop(key, None)
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+    def _runs_another(self, w: Worker, owner_copy: dict[str, Any] | None, key: str) -> bool:
+        """Whether the owner's copy ``owner_copy`` on ``w`` names a Workload other than ``key`` that is to be there
+        (an elastic owner's copy the manager pointed at its new slice, :mod:`connectors.k8s.multikueue_elastic`):
+        deleting the old slice's copy leaves it."""
+        other = _workload_key_of(owner_copy) if owner_copy is not None else ""
+        wl = self.state.workloads.get(other) if other and other != key else None
+        return wl is not None and (w.name in desired_on(self.state, wl) or multikueue_slices.keeps_copies(self.state, wl))
 
     def _group_owners(self, key: str, raw: dict[str, Any]) -> list[str]:
         """The name of the LeaderWorkerSet whose group's Workload copy ``raw`` is (its owner annotations), or whose

@@ -22,7 +22,10 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
 a RayCluster's own autoscaling rule (:func:`raycluster_create_errors`): an elastic one may autoscale, but each
 worker group's template, then the head's, must carry the ``kueue.x-k8s.io/elastic-job`` scheduling gate, which its
 mutating webhook gives an elastic RayCluster's templates (:func:`raycluster_defaults`, queued or not); a non-elastic
-one's autoscaler is refused in the RayCluster's words;
+one's autoscaler is refused in the RayCluster's words, and so is an elastic one's handed to MultiKueue
+(``spec.managedBy: kueue.x-k8s.io/multikueue``; Kueue's #13244: the manager owns an elastic RayCluster's worker
+replicas on the worker, :mod:`connectors.k8s.multikueue_elastic`), "in-tree autoscaling is not supported for a
+MultiKueue-managed elastic RayCluster";
 
 then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
 TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
@@ -58,6 +61,7 @@ from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES, Resource
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_GATE, gate_template_ops
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
+from projections.admissionchecks import MULTIKUEUE_CONTROLLER as MULTIKUEUE_MANAGER
 
 SUSPEND_AT = ("spec", "suspend")
 SERVICE_SUSPEND_AT = ("spec", "rayClusterConfig", "suspend")
@@ -72,6 +76,8 @@ CLUSTER_AUTOSCALING = ("a kueue managed job can use autoscaling only when the El
                        "gate is on and the job is an elastic job")
 """A RayCluster's own words for the autoscaling rule (a RayJob's and a RayService's are :data:`AUTOSCALING`)."""
 ELASTIC_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
+MULTIKUEUE_AUTOSCALING = "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster"
+"""Why an elastic RayCluster handed to MultiKueue may not autoscale (the manager owns its worker replicas)."""
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
 """KubeRay's own ``spec.managedBy``: Kueue replaces it on a Ray object with MultiKueue's as it does none."""
 
@@ -221,6 +227,8 @@ def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[
     if _managed(cluster, without_queue):
         if _elastic(cluster, feature_gates):
             errors += elastic_gate_errors(spec)
+            if spec.get("enableInTreeAutoscaling") is True and spec.get("managedBy") == MULTIKUEUE_MANAGER:
+                errors.append(job_validation.forbidden("spec.enableInTreeAutoscaling", MULTIKUEUE_AUTOSCALING))
         elif spec.get("enableInTreeAutoscaling") is True:
             errors.append(job_validation.invalid("spec.enableInTreeAutoscaling", True, CLUSTER_AUTOSCALING))
         errors += cluster_spec_errors(cluster, spec, "spec", feature_gates, autoscaling=False)

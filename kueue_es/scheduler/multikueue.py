@@ -37,7 +37,8 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
    the Workload are observed (``ClusterState._take_external_nominations``) and dispatched to. A LeaderWorkerSet's
    groups' Workloads go as one (:func:`group_target`): none is nominated until all of them exist, the
    lowest-indexed one is dispatched as above, and each other one is nominated the worker one of them was admitted
-   on (only that one), its copies made there alone.
+   on (only that one), its copies made there alone. An elastic Job's new slice goes to the worker the slice it
+   replaces runs on, alone (:mod:`.multikueue_slices`).
 
 Retry and Rejected are then acted on by the workload controller's rules (:mod:`kueue_es.scheduler.reconcile`):
 eviction, which clears ``clusterName`` and the nominations (the connector then deletes every copy), or
@@ -54,7 +55,7 @@ from typing import Any, NamedTuple
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import preemption_gates
+from kueue_es.scheduler import multikueue_slices, preemption_gates
 from kueue_es.scheduler.config import (
     MULTIKUEUE_ADAPTER_FRAMEWORKS,
     SchedulerConfig,
@@ -434,6 +435,10 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
             return opened
     if any(s.state != "Ready" for n, s in wl.check_states.items() if n != check.name):
         return []  # Kueue nominates only once every other check is Ready
+    worker = multikueue_slices.slice_worker(state, wl)
+    if worker is not None:  # an elastic slice goes where the slice it replaces runs, and there alone
+        return [] if list(wl.nominated) == [worker] else [
+            ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=[worker], **base)]
     target = group_target(state, wl)
     if target is not None:
         if target == WAIT or target in wl.nominated or target not in (nominees(state, check.name) or ()):

@@ -293,3 +293,16 @@ def test_a_queued_elastic_raycluster_must_carry_the_gate_and_may_autoscale() -> 
         "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job can use autoscaling only when the "
         "ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job")
     assert _refusal(_elastic_cluster(groups=1), settings=ELASTIC_CLUSTERS) is None, "not Kueue's: not checked"
+
+
+def test_an_elastic_raycluster_handed_to_multikueue_may_not_autoscale() -> None:
+    """Kueue #13244: the manager owns a MultiKueue elastic RayCluster's worker replicas on the worker (it forwards
+    them, :mod:`connectors.k8s.multikueue_elastic`), so its in-tree autoscaler is refused; without it, or not handed
+    to MultiKueue, it passes."""
+    handed = _gated(_elastic_cluster({Q: "lq"}, groups=1, autoscaling=True), workers=(0,))
+    handed["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    assert _refusal(handed, settings=ELASTIC_CLUSTERS) == (
+        "spec.enableInTreeAutoscaling: Forbidden: in-tree autoscaling is not supported for a MultiKueue-managed "
+        "elastic RayCluster")
+    handed["spec"]["enableInTreeAutoscaling"] = False
+    assert _refusal(handed, settings=ELASTIC_CLUSTERS) is None
