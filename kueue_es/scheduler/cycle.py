@@ -751,7 +751,7 @@ def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) ->
         issued += 1
         out.append(ev.WorkloadPreempted(
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
-            message=preemption_message(state, wl, victim, t.reason), **base))
+            message=_preemption_message(state, wl, victim, t.reason), **base))
     msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
     _pending(out, ctx, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
 
@@ -781,7 +781,7 @@ def _path(state: ClusterState, cq: str) -> str:
     return "/" + "/".join(reversed(parts))
 
 
-def preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: WorkloadInfo, reason: str) -> str:
+def _preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: WorkloadInfo, reason: str) -> str:
     job_uid = preemptor.labels.get("kueue.x-k8s.io/job-uid", "UNKNOWN")
     return (f"Preempted to accommodate a workload (UID: {preemptor.uid}, JobUID: {job_uid}) due to "
             f"{_REASON_TEXT[reason]}; preemptor path: {_path(state, preemptor.cluster_queue)}; "
