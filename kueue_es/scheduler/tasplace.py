@@ -495,7 +495,7 @@ def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o
         requests.append((flavor, req, Placement.decode(psa.topology_assignment)))
     found = replace_in_workload(ctx.topology.snapshots, requests, node, options=ctx.topology.options)
     if isinstance(found, tuple):
-        return _no_replacement(ctx, wl, found[0], found[1].message, base)
+        return _no_replacement(ctx, wl, found[0], found[1].message, base, (requests, node))
     ctx.topology.charge([(f, req, found[req.name].added) for f, req, _ in requests])
     out: list[ev.Decision] = [ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=req.name,
                                                   assignment=found[req.name].placement.encode(), **base)
@@ -514,16 +514,24 @@ def _keep(wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
                                      **base)]
 
 
-def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: str,
-                    base: dict) -> list[ev.Decision]:
+def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: str, base: dict,
+                    replacing: tuple[list, str] | None = None) -> list[ev.Decision]:
     """No replacement for the unhealthy node. Under TASFailedNodeReplacementFailFast (on by default) Kueue evicts
-    the workload (NodeFailures); without it the second pass just fails: quota, Admitted, placement and
+    the workload (NodeFailures); without it the second pass fails: quota, Admitted, placement and
     ``unhealthyNodes`` stay, and the workload is tried again after the second-pass backoff (the fold's
-    :func:`projections.secondpass.backoff_ms`), as often as it takes."""
+    :func:`projections.secondpass.backoff_ms`), as often as it takes — having first preempted, where its
+    ClusterQueue's policies allow, the workloads whose removal makes room for the replacement
+    (:mod:`kueue_es.scheduler.replacepreempt`; ``replacing``: the pod sets to move and the node)."""
     if ctx.config.gate(TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST):
         nodes = ",".join(wl.unhealthy_nodes)
         return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
                                    message=f"Workload was evicted as there was no replacement for unhealthy "
                                            f"node(s): {nodes}", **base)]
+    if replacing is not None:
+        from kueue_es.scheduler.replacepreempt import preempt_for_replacement  # it builds on this module
+
+        preempted = preempt_for_replacement(ctx, wl, replacing[0], replacing[1], pod_set, message, base)
+        if preempted is not None:
+            return preempted
     return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
                                 message=f"couldn't assign flavors to pod set {pod_set}: {message}", **base)]

@@ -129,14 +129,19 @@ clusters = st.dictionaries(st.sampled_from(["r1", "r2", "r3"]), st.lists(st.inte
 
 @settings(max_examples=150, deadline=None)
 @given(cpus=clusters, workers=st.integers(1, 12), worker_cpu=st.integers(0, 2), leader_cpu=st.integers(0, 3),
-       mode=st.sampled_from(["required", "preferred", "unconstrained"]))
+       mode=st.sampled_from(["required", "preferred", "preferred-host", "unconstrained"]), balanced=st.booleans())
 def test_a_group_placement_holds_one_leader_and_every_worker(cpus: dict[str, list[int]], workers: int,
-                                                             worker_cpu: int, leader_cpu: int, mode: str) -> None:
+                                                             worker_cpu: int, leader_cpu: int, mode: str,
+                                                             balanced: bool) -> None:
+    """Also under TASBalancedPlacement, whose leader-aware spread places a group wherever the joint search can."""
     snaps = snapshots(cpus)
     level: dict[str, Any] = {"required": {"required": RACK}, "preferred": {"required": None, "preferred": RACK},
+                             "preferred-host": {"required": None, "preferred": label("hostname")},
                              "unconstrained": {"required": None, "unconstrained": True}}[mode]
     leader, worker = member("leader", 1, leader_cpu, **level), member("worker", workers, worker_cpu, **level)
-    found = place_workload(snaps, [("tas", leader), ("tas", worker)])
+    found = place_workload(snaps, [("tas", leader), ("tas", worker)], options=TASOptions(balanced=balanced))
+    if balanced:
+        assert found.ok == place_workload(snaps, [("tas", leader), ("tas", worker)]).ok
     if not found.ok:
         assert found.failed == "leader" and found.message
         return

@@ -21,8 +21,8 @@ order without a slice, as Kueue's does (without scores those all come last). The
 scores, as Kueue's do.
 
 Any step that finds nothing hands the request back to the normal search. Every order ends on level values, so
-no result depends on iteration order. A pod-set group (a leader with its workers) is never balanced here
-(:mod:`.group`), so Kueue's leader terms are left out. Deliberate differences, all where Kueue's own result would break the slicing: recounting a pruned group
+no result depends on iteration order. A pod-set group (a leader with its workers) is balanced leader-aware by
+:mod:`.balanced_group`, so Kueue's leader terms are left out here. Deliberate differences, all where Kueue's own result would break the slicing: recounting a pruned group
 keeps the inner slice layers' rounding (Kueue recounts without it); slices handed down from a fit level above the
 slice level are counted as the slice level counts them, not as pods divided by the slice size; and a spread that
 would give a domain more slices than it holds falls back instead.
@@ -189,7 +189,7 @@ def _prune(tree: TopologyTree, counts: Counts, r: int, g0: int, g1: int, thresho
     return gp, gs, kp, ks
 
 
-def _entropy(values: Sequence[int]) -> float:
+def entropy(values: Sequence[int]) -> float:
     """Shannon entropy (bits) of a capacity distribution; 0 for an empty one. Summed in sorted order, so equal
     distributions compare equal whatever the order of the domains holding them."""
     total = sum(values)
@@ -203,7 +203,7 @@ def by_capacity_and_entropy(domains: Sequence[int], slices: Sequence[int], child
     """``domains`` by slices (descending), then their children's capacity entropy (highest first), then level
     values; the entropy is only computed where slices tie."""
     ties = Counter(slices[d] for d in domains)
-    ent = {d: _entropy(child_pods[starts[d] - c0:ends[d] - c0]) for d in domains if ties[slices[d]] > 1}
+    ent = {d: entropy(child_pods[starts[d] - c0:ends[d] - c0]) for d in domains if ties[slices[d]] > 1}
     return sorted(domains, key=lambda d: (-slices[d], -ent.get(d, 0.0), d))
 
 

@@ -17,9 +17,9 @@ error and writes an empty or oversized assignment): best fit swaps only among do
 leader; LeastFreeCapacity takes the first domain holding the leader and every slice with it (Kueue checks the
 slices without the leader); a domain taking the leader and only part of the pods keeps its with-leader count
 (Kueue keeps the leader only in slice units); and where the descent would strand pods, the leader moves to the
-domain the with-leader counts assumed (:func:`trim_with_leader`). Balanced placement (alpha) does not apply to
-groups here: Kueue's leader-aware variant (leader slots in its greedy estimate, threshold, pruning and dynamic
-program) is not modelled, so a group under TASBalancedPlacement is placed by the search below.
+domain the with-leader counts assumed (:func:`trim_with_leader`). Under TASBalancedPlacement (alpha) a group
+whose request is preferred is first spread evenly, leader-aware (:mod:`.balanced_group`), falling back to the
+search below when that finds nothing.
 
 Under TASRespectNodeAffinityPreferred the workers' preferred node affinity ranks the domains as for a single pod
 set (:mod:`.search`), but below the leader: the order with a leader is leader capacity, then the score, then the
@@ -262,18 +262,26 @@ def _walk_min_loss(domains: Sequence[int], need: int, leaders: int, value: Seque
 
 
 def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: list[int], *, count: int,
-                  slice_size: int, slice_level: int, lfc: bool,
-                  inner: Mapping[int, int] | None) -> tuple[dict[int, int], dict[int, int]]:
-    """(leaf -> worker pods, leaf -> leaders) for the domains ``chosen`` at ``fit_level`` (§2.6 with a leader)."""
+                  slice_size: int, slice_level: int, lfc: bool, inner: Mapping[int, int] | None,
+                  shares: Mapping[int, int] | None = None,
+                  leader_at: int | None = None) -> tuple[dict[int, int], dict[int, int]]:
+    """(leaf -> worker pods, leaf -> leaders) for the domains ``chosen`` at ``fit_level`` (§2.6 with a leader).
+    ``shares``/``leader_at``: the worker slices a balanced placement gave each chosen domain and the domain it
+    gave the leader; each then goes down its own subtree (in slice units above the slice level)."""
     bestfit = not lfc
     last = tree.depth - 1
     base = gc.base
     assigned: dict[int, int] = {}
     leaders: dict[int, int] = {}
     level = fit_level
-    chosen = trim_with_leader(chosen, count // slice_size, 1, base.slices[level], gc.slices_wl[level],
-                              gc.leader[level], slice_size, bestfit, assigned, leaders, _scores(base, level))
-    while level < min(last, slice_level):
+    if shares is not None and leader_at is not None:
+        assigned = {d: n * slice_size for d, n in shares.items()}
+        leaders = {leader_at: 1}
+        chosen = sorted(shares)
+    else:
+        chosen = trim_with_leader(chosen, count // slice_size, 1, base.slices[level], gc.slices_wl[level],
+                                  gc.leader[level], slice_size, bestfit, assigned, leaders, _scores(base, level))
+    while shares is None and level < min(last, slice_level):
         starts, ends = tree.child_start[level], tree.child_end[level]
         pooled = [c for d in chosen for c in range(starts[d], ends[d])]
         level += 1
@@ -284,10 +292,13 @@ def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: l
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
         child = level + 1
-        unit = inner.get(child, 1) if inner else 1
-        pods, pods_wl = base.pods[child], gc.pods_wl[child]
-        value = pods if unit == 1 else [p // unit for p in pods]
-        value_wl = pods_wl if unit == 1 else [p // unit for p in pods_wl]
+        if level < slice_level:  # a balanced placement's shares, above the slice level
+            unit, value, value_wl = slice_size, base.slices[child], gc.slices_wl[child]
+        else:
+            unit = inner.get(child, 1) if inner else 1
+            pods, pods_wl = base.pods[child], gc.pods_wl[child]
+            value = pods if unit == 1 else [p // unit for p in pods]
+            value_wl = pods_wl if unit == 1 else [p // unit for p in pods_wl]
         parents, parent_leaders = assigned, leaders
         assigned, leaders = {}, {}
         next_chosen: list[int] = []

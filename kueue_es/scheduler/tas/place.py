@@ -5,9 +5,9 @@ the lowest for an unconstrained or implied one. Unconstrained, implied and slice
 LeastFreeCapacity profile while TASProfileMixed is on (the default); the others, and every request with the gate
 off, BestFit. Being unconstrained matters beyond the profile, gate or not: such a request never climbs a level
 and is never balanced. Slices and their inner layers are resolved by :mod:`.layers`; with TASBalancedPlacement a
-request that is neither required nor unconstrained is first tried by :mod:`.balanced`, falling back to the search
-below when that finds nothing. Under SchedulerLibraryIntegration (alpha) the scheduler's filters choose the nodes,
-host ports included (:mod:`.library`). Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
+request that is neither required nor unconstrained is first tried by :mod:`.balanced` (a pod-set group by
+:mod:`.balanced_group`, leader-aware), falling back to the search below when that finds nothing. Under
+SchedulerLibraryIntegration (alpha) the scheduler's filters choose the nodes, host ports included (:mod:`.library`). Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
 node affinity favours rank their domains first (:mod:`.search`). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
 (:mod:`.group`).
@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 
 from events import objects as o
 from kueue_es.scheduler.tas.balanced import place_balanced
+from kueue_es.scheduler.tas.balanced_group import place_group_balanced
 from kueue_es.scheduler.tas.counts import Counts, exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
-from kueue_es.scheduler.tas.group import descend_group, fill_group_counts, find_group_fit_level
+from kueue_es.scheduler.tas.group import GroupCounts, descend_group, fill_group_counts, find_group_fit_level
 from kueue_es.scheduler.tas.layers import (
     inner_sizes,
     layers_of,
@@ -183,6 +184,11 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     gc = fill_group_counts(snap, per_pod, leader_per_pod, assumed=assumed, simulate_empty=simulate_empty,
                            excluded=excluded, within=within_at, slice_size=size, slice_level=slice_level,
                            inner=inner, scores=scores)
+    if options.balanced and not required and not unconstrained:
+        spread = _place_group_balanced(snap, gc, req, size=size, slice_level=slice_level, inner=inner,
+                                       requested=requested, lfc=lfc, options=options)
+        if spread is not None:
+            return spread
     not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, layers, req.count, size)
     found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
                                  unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
@@ -192,6 +198,20 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     fit_level, chosen = found
     workers, leaders = descend_group(tree, gc, fit_level, chosen, count=req.count, slice_size=size,
                                      slice_level=slice_level, lfc=lfc, inner=inner)
+    return build(snap, leaders, options), build(snap, workers, options)
+
+
+def _place_group_balanced(snap: FlavorSnapshot, gc: GroupCounts, req: PodSetRequest, *, size: int,
+                          slice_level: int, inner, requested: int, lfc: bool,
+                          options: TASOptions) -> tuple[Placement, Placement] | None:
+    """The group spread evenly (:mod:`.balanced_group`), or None to fall back to the joint search."""
+    found = place_group_balanced(snap.tree, gc, requested=requested, slice_level=slice_level,
+                                 slices=req.count // size, slice_size=size, inner=inner)
+    if found is None:
+        return None
+    workers, leaders = descend_group(snap.tree, gc, found.fit_level, list(found.shares), count=req.count,
+                                     slice_size=size, slice_level=slice_level, lfc=lfc, inner=inner,
+                                     shares=found.shares, leader_at=found.leader)
     return build(snap, leaders, options), build(snap, workers, options)
 
 
