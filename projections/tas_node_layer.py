@@ -23,7 +23,7 @@ class NodeLayer:
     """``nodes[k]`` is a node of declared leaf ``leaf[k]``; the nodes of leaf ``i`` are ``start[i]:end[i]``;
     ``free`` one integer column per resource, indexed like ``nodes``."""
 
-    __slots__ = ("nodes", "leaf", "start", "end", "free", "has_taints", "_fits", "memo")
+    __slots__ = ("nodes", "leaf", "start", "end", "free", "has_taints", "_fits", "_index", "memo")
 
     def __init__(self, tree: TopologyTree, nodes: Mapping[str, o.Node],
                  node_usage: Mapping[str, Mapping[str, int]]) -> None:
@@ -52,11 +52,18 @@ class NodeLayer:
                 col[k] -= v
         self.has_taints = any(n.spec.taints for n in self.nodes)
         self._fits: dict[tuple[tuple[str, int], ...], list[int]] = {}
+        self._index: dict[str, int] | None = None
         self.memo: dict[Any, Any] = {}
         """Per-request results of the scheduler's node filters (see :mod:`kueue_es.scheduler.tas.pernode`)."""
 
     def __len__(self) -> int:
         return len(self.nodes)
+
+    def index(self) -> dict[str, int]:
+        """Node name -> its index."""
+        if self._index is None:
+            self._index = {n.metadata.name: k for k, n in enumerate(self.nodes)}
+        return self._index
 
     def pods_fitting(self, per_pod: tuple[tuple[str, int], ...]) -> list[int]:
         """Per node, how many pods of ``per_pod`` its free capacity holds (cached per shape; do not modify)."""

@@ -69,3 +69,21 @@ def test_the_node_layer_follows_node_changes() -> None:
     state.apply(ev.Record(100, upsert(node_obj({"name": "h01", "labels": {"rack": "r1", "hostname": "h01"},
                                                  "allocatable": {"cpu": 2, "pods": 110}}))))
     assert place_workload(tas_snapshots(state), [("tas", request("main", 1, 2))], options=ON).ok
+
+
+def test_a_later_pod_set_sees_the_nodes_an_earlier_one_took() -> None:
+    """Rack r1: nodes of 2, 1 and 1 cpu (4 in all). Two pod sets of one 2-cpu pod each: the first takes the only
+    node that holds it, so the second fits no node, though the rack has 2 cpu left."""
+    snaps = tas_snapshots(state_of({"r1": [2, 1, 1]}))
+    res = place_workload(snaps, [("tas", request("a", 1, 2)), ("tas", request("b", 1, 2))], options=ON)
+    assert not res.ok and res.failed == "b"
+    assert res.message.endswith("Total nodes: 3; excluded: resource \"cpu\": 3")
+    assert place_workload(snaps, [("tas", request("a", 1, 2)), ("tas", request("b", 1, 2))], options=OFF).ok
+
+
+def test_an_earlier_pod_set_takes_the_tightest_nodes_first() -> None:
+    """Nodes of 2 and 1 cpu: a 1-cpu pod goes to the 1-cpu node (Kueue's descent takes nodes by pods fitting,
+    ascending), which leaves the 2-cpu node to a 2-cpu pod of the next pod set."""
+    snaps = tas_snapshots(state_of({"r1": [2, 1]}))
+    assert place_workload(snaps, [("tas", request("a", 1, 1)), ("tas", request("b", 1, 2))], options=ON).ok
+    assert not place_workload(snaps, [("tas", request("a", 2, 1)), ("tas", request("b", 1, 2))], options=ON).ok

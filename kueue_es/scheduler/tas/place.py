@@ -126,7 +126,7 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
     if options.library is not None:
         excluded = library_excluded(snap, req, excluded, options.library, simulate_empty)
     per_pod = tuple(sorted(req.per_pod().items()))
-    nodes = node_view(snap, req, per_pod) if options.node_feasibility else None
+    nodes = node_view(snap, req, per_pod, assumed) if options.node_feasibility else None
     scores = None
     if options.node_affinity_preferred:
         scores = preferred_scores(snap, req) if nodes is None else node_scores(nodes, req)
