@@ -27,6 +27,7 @@ from events import tas_assignment
 from events.errors import InvalidInput
 from events.quantity import QuantityError, to_int
 from projections.host_ports import HostPorts
+from projections.tas_node_layer import NodeLayer
 from projections.tas_snapshot import MAX_INT32, PODS, FlavorSnapshot, TASSnapshots, fit_in_leaf, fit_in_leaves
 from projections.topology_tree import (
     HOSTNAME,
@@ -233,6 +234,15 @@ def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True, library
                 (fold.generation[:2], library),
                 {f: _free_columns(t, fold.node_usage) for f, (_, t) in trees.items()})
         free: dict[str, dict[str, list[int]]] = free_memo[1]
+        layers_memo = state.derived.get("tas-node-layers")
+        if layers_memo is None or layers_memo[0] != (fold.generation[:2], library):
+            by_tree: dict[int, NodeLayer] = {}
+            for _, t in trees.values():
+                if not t.hostname_lowest and id(t) not in by_tree:
+                    by_tree[id(t)] = NodeLayer(t, state.nodes, fold.node_usage)
+            layers_memo = state.derived["tas-node-layers"] = (
+                (fold.generation[:2], library), {f: by_tree[id(t)] for f, (_, t) in trees.items() if id(t) in by_tree})
+        layers: dict[str, NodeLayer] = layers_memo[1]
         hostname_usage = _hostname_usage(fold, trees) if overlapping_flavors else {}
         flavors: dict[str, FlavorSnapshot] = {}
         for name in sorted(trees):
@@ -240,7 +250,7 @@ def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True, library
             spec = state.flavors[name].spec
             usage = hostname_usage if overlapping_flavors and tree.hostname_lowest else fold.usage.get(name, {})
             flavors[name] = FlavorSnapshot(name, topology, tree, tuple(spec.tolerations), free[name],
-                                           _remaining(tree, free[name], usage))
+                                           _remaining(tree, free[name], usage), nodes=layers.get(name))
         memo = state.derived["tas"] = ((fold.generation, overlapping_flavors, library),
                                        TASSnapshots(flavors, overlapping_flavors))
     return memo[1].fork()

@@ -48,6 +48,7 @@ from projections.gates import (
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY,
+    TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS,
     TAS_PROFILE_MIXED,
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_RESPECT_NODE_AFFINITY_PREFERRED,
@@ -106,7 +107,8 @@ def tas_options(config, state=None) -> TASOptions:
                       overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS),
                       profile_mixed=config.gate(TAS_PROFILE_MIXED),
                       hostname_prefix_encoding=config.gate(TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX),
-                      node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED), library=library)
+                      node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED),
+                      node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS), library=library)
 
 
 def node_ports(state) -> dict:

@@ -4,7 +4,8 @@ A leaf fits ⌊remaining / request⌋ pods, minimised over the requested resourc
 missing or negative remaining value gives 0). Parents sum their children; where an inner slice layer governs the
 children's level, each child contributes only whole inner slices (its count rounded down to a multiple of the
 layer's size). Slice counts are ⌊pods / slice size⌋ at the slice level, the sum of the children's above it, and
-0 below. Under TASRespectNodeAffinityPreferred a leaf also carries its node's preferred-affinity score (0 for a
+0 below. Under TASNodeFeasibilityForAllLevels a leaf that is no node fits at most what its feasible nodes hold
+one by one (:mod:`.pernode`). Under TASRespectNodeAffinityPreferred a leaf also carries its node's preferred-affinity score (0 for a
 node filtered out) and a parent the sum of its children's, whatever room they have. Everything is a list per level,
 indexed like the tree's domains at that level (level-value order), so sorting by index is sorting by level values.
 """
@@ -12,6 +13,7 @@ indexed like the tree's domains at that level (level-value order), so sorting by
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kueue_es.scheduler.tas.nodes import Exclusion, Exclusions
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
@@ -20,10 +22,10 @@ from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 class Counts:
     """Per-level pod and slice counts for one request, and the preferred-affinity scores ordering its domains."""
 
-    __slots__ = ("pods", "slices", "leaf_why", "affinity")
+    __slots__ = ("pods", "slices", "leaf_why", "affinity", "nodes")
 
     def __init__(self, pods: list[list[int]], slices: list[list[int]], leaf_why: dict[int, Exclusion | None],
-                 affinity: list[list[int]] | None = None) -> None:
+                 affinity: list[list[int]] | None = None, nodes: Any = None) -> None:
         self.pods = pods
         self.slices = slices
         self.leaf_why = leaf_why
@@ -31,15 +33,19 @@ class Counts:
         self.affinity = affinity
         """Per level, each domain's preferred-affinity score; None when no domain scores (every order is then
         Kueue's without the gate)."""
+        self.nodes = nodes
+        """The request's :class:`~kueue_es.scheduler.tas.pernode.NodeView` when each node under a declared leaf was
+        checked (TASNodeFeasibilityForAllLevels), else None."""
 
 
 def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
                 assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
                 excluded: Mapping[int, Exclusion], within: tuple[int, int] | None, slice_size: int,
                 slice_level: int, inner: Mapping[int, int] | None = None,
-                scores: Sequence[int] | None = None) -> Counts:
+                scores: Sequence[int] | None = None, nodes: Any = None) -> Counts:
     """``scores``: each leaf's preferred-affinity score (:func:`~kueue_es.scheduler.tas.nodes.preferred_scores`),
-    or None."""
+    or None. ``nodes``: the request's :class:`~kueue_es.scheduler.tas.pernode.NodeView` (a leaf then fits no more
+    than its feasible nodes hold together), or None."""
     tree = snap.tree
     columns = snap.free if simulate_empty else snap.remaining
     leaves = list(snap.pods_fitting(per_pod, simulate_empty))
@@ -49,6 +55,8 @@ def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
             i = index.get(did)
             if i is not None:
                 leaves[i] = fit_in_leaf(columns, i, per_pod, assumed[did])
+    if nodes is not None:
+        leaves = list(map(min, leaves, nodes.cap))
     leaf_why: dict[int, Exclusion | None] = {}
     for i, why in excluded.items():
         leaves[i] = 0
@@ -62,7 +70,7 @@ def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
                 leaf_why[i] = None
     pods = roll_up(tree, leaves, inner)
     slices = slice_counts(tree, pods, slice_size, slice_level)
-    return Counts(pods, slices, leaf_why, affinity_sums(tree, scores, excluded))
+    return Counts(pods, slices, leaf_why, affinity_sums(tree, scores, excluded), nodes)
 
 
 def affinity_sums(tree: TopologyTree, scores: Sequence[int] | None,
@@ -127,6 +135,8 @@ def slice_counts(tree: TopologyTree, pods: list[list[int]], size: int, level: in
 def exclusions(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[str, int], ...],
                assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool) -> Exclusions:
     """Kueue's exclusion statistics for the not-fit message (computed only when a placement fails)."""
+    if counts.nodes is not None:
+        return counts.nodes.exclusions(counts.leaf_why)
     tree = snap.tree
     stats = Exclusions(tree.leaf_count)
     columns = snap.free if simulate_empty else snap.remaining

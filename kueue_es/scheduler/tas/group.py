@@ -54,11 +54,14 @@ def fill_group_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...]
                       leader_per_pod: tuple[tuple[str, int], ...], *,
                       assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
                       excluded: Mapping, within: tuple[int, int] | None, slice_size: int, slice_level: int,
-                      inner: Mapping[int, int] | None, scores: Sequence[int] | None = None) -> GroupCounts:
-    """``scores``: each leaf's preferred-affinity score for the workers (None with the gate off)."""
+                      inner: Mapping[int, int] | None, scores: Sequence[int] | None = None,
+                      nodes=None) -> GroupCounts:
+    """``scores``: each leaf's preferred-affinity score for the workers (None with the gate off); ``nodes``: the
+    workers' node view under TASNodeFeasibilityForAllLevels (:mod:`.pernode`), or None."""
     tree = snap.tree
     base = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
-                       within=within, slice_size=slice_size, slice_level=slice_level, inner=inner, scores=scores)
+                       within=within, slice_size=slice_size, slice_level=slice_level, inner=inner, scores=scores,
+                       nodes=nodes)
     columns = snap.free if simulate_empty else snap.remaining
     ids = tree.ids[-1]
     leaves = base.pods[-1]
@@ -68,11 +71,14 @@ def fill_group_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...]
         if i in base.leaf_why:
             continue
         minus = dict(assumed.get(ids[i], {})) if assumed else {}
-        if fit_in_leaf(columns, i, leader_per_pod, minus) > 0:
+        on_nodes = nodes.with_leader(i, per_pod, leader_per_pod) if nodes is not None else None
+        if fit_in_leaf(columns, i, leader_per_pod, minus) > 0 and on_nodes != -1:
             leader_leaf[i] = 1
             for r, q in leader_per_pod:
                 minus[r] = minus.get(r, 0) + q
             wl_leaf[i] = fit_in_leaf(columns, i, per_pod, minus)
+            if on_nodes is not None:
+                wl_leaf[i] = min(wl_leaf[i], on_nodes)
     return _roll_up(tree, base, wl_leaf, leader_leaf, slice_size, slice_level, inner)
 
 

@@ -1,13 +1,16 @@
 """Per-node filtering and scoring of hostname leaves, and the exclusion counts Kueue appends to a not-fit message.
 
-Only when the lowest level is the hostname is a leaf one node, and only then are nodes filtered (Kueue's
-``matchNode``): an untolerated NoSchedule/NoExecute taint excludes a node first, then a nodeSelector mismatch,
+When the lowest level is the hostname a leaf is one node, and the leaves are filtered (Kueue's ``matchNode``);
+below another lowest level the same filter runs on each node under TASNodeFeasibilityForAllLevels
+(:mod:`.pernode`): an untolerated NoSchedule/NoExecute taint excludes a node first, then a nodeSelector mismatch,
 then a required node affinity mismatch. Tolerations are the pod set's plus the flavor's. Under
 TASRespectNodeAffinityPreferred a node is also scored by the pod set's preferred node affinity. The standard
 Kubernetes rules decide toleration and node-selector-term matching.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import msgspec
 
@@ -82,19 +85,29 @@ def affinity_matches(terms: tuple[o.NodeSelectorTerm, ...], node: o.Node) -> boo
     return any(not _empty(term) and _term_matches(term, node) for term in terms)
 
 
+def scoring_terms(req: PodSetRequest) -> tuple[o.PreferredSchedulingTerm, ...]:
+    """The pod set's preferred node-affinity terms that can score (a weight, a non-empty preference)."""
+    return tuple(t for t in req.preferred_terms if t.weight and not _empty(t.preference))
+
+
+def node_score(terms: tuple[o.PreferredSchedulingTerm, ...], node: o.Node) -> int:
+    """Kubernetes' ``PreferredSchedulingTerms.Score``: the summed weights of the terms ``node`` matches."""
+    return sum(t.weight for t in terms if _term_matches(t.preference, node))
+
+
 def preferred_scores(snap: FlavorSnapshot, req: PodSetRequest) -> list[int] | None:
     """Leaf index -> the summed weights of the pod set's preferred node-affinity terms its node matches
     (Kubernetes' ``PreferredSchedulingTerms.Score``: a term of weight 0 or with an empty preference counts for
     nothing). None when no leaf scores: the lowest level is not the hostname (a leaf is then no node, and Kueue
     looks at no node), or no term matches a node. Memoised on the tree per list of terms."""
     tree = snap.tree
-    terms = tuple(t for t in req.preferred_terms if t.weight and not _empty(t.preference))
+    terms = scoring_terms(req)
     if not tree.hostname_lowest or not terms:
         return None
     key = b"preferred" + _ENC.encode(terms)
     if key in tree._masks:
         return tree._masks[key]
-    scores = [sum(t.weight for t in terms if _term_matches(t.preference, node)) for node in tree.leaf_node]
+    scores = [node_score(terms, node) for node in tree.leaf_node]
     found = scores if any(scores) else None
     if len(tree._masks) > 1024:
         tree._masks.clear()
@@ -119,9 +132,19 @@ def excluded_leaves(snap: FlavorSnapshot, req: PodSetRequest) -> dict[int, Exclu
     found = tree._masks.get(key)
     if found is not None:
         return found
-    tolerations = req.tolerations + snap.tolerations
+    out = excluded_nodes(tree.leaf_node, req, req.tolerations + snap.tolerations)
+    if len(tree._masks) > 1024:
+        tree._masks.clear()
+    tree._masks[key] = out
+    return out
+
+
+def excluded_nodes(nodes: Sequence[o.Node], req: PodSetRequest,
+                   tolerations: tuple[o.Toleration, ...]) -> dict[int, Exclusion]:
+    """Index in ``nodes`` -> why that node cannot take the pod set (Kueue's ``matchNode``, in its order: an
+    untolerated taint, then the nodeSelector, then the required node affinity)."""
     out: dict[int, Exclusion] = {}
-    for i, node in enumerate(tree.leaf_node):
+    for i, node in enumerate(nodes):
         if node.spec.taints:
             taint = untolerated_taint(node.spec.taints, tolerations)
             if taint is not None:
@@ -133,9 +156,6 @@ def excluded_leaves(snap: FlavorSnapshot, req: PodSetRequest) -> dict[int, Exclu
             continue
         if req.affinity_terms is not None and not affinity_matches(req.affinity_terms, node):
             out[i] = ("affinity", "")
-    if len(tree._masks) > 1024:
-        tree._masks.clear()
-    tree._masks[key] = out
     return out
 
 

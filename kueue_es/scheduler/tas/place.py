@@ -8,7 +8,8 @@ and is never balanced. Slices and their inner layers are resolved by :mod:`.laye
 request that is neither required nor unconstrained is first tried by :mod:`.balanced` (a pod-set group by
 :mod:`.balanced_group`, leader-aware), falling back to the search below when that finds nothing. Under
 SchedulerLibraryIntegration (alpha) the scheduler's filters choose the nodes, host ports included (:mod:`.library`). Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
-node affinity favours rank their domains first (:mod:`.search`). A pod-set group (LeaderWorkerSet leader and
+node affinity favours rank their domains first (:mod:`.search`). Under TASNodeFeasibilityForAllLevels (beta, on)
+a topology whose lowest level is not the hostname has each node under a leaf checked on its own (:mod:`.pernode`). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
 (:mod:`.group`).
 """
@@ -33,6 +34,7 @@ from kueue_es.scheduler.tas.layers import (
 )
 from kueue_es.scheduler.tas.library import library_excluded
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
+from kueue_es.scheduler.tas.pernode import node_scores, node_view
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
     NoPlacement,
@@ -124,15 +126,19 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
     excluded = excluded_leaves(snap, req)
     if options.library is not None:
         excluded = library_excluded(snap, req, excluded, options.library, simulate_empty)
-    scores = preferred_scores(snap, req) if options.node_affinity_preferred else None
     per_pod = tuple(sorted(req.per_pod().items()))
+    nodes = node_view(snap, req, per_pod, assumed) if options.node_feasibility else None
+    scores = None
+    if options.node_affinity_preferred:
+        scores = preferred_scores(snap, req) if nodes is None else node_scores(nodes, req)
     if leader is not None:
         return _place_group(snap, req, leader, per_pod, assumed=assumed, simulate_empty=simulate_empty,
                             excluded=excluded, within_at=within_at, size=size, slice_level=slice_level,
                             inner=inner, layers=layers, requested=requested, required=required,
-                            unconstrained=unconstrained, lfc=lfc, options=options, scores=scores)
+                            unconstrained=unconstrained, lfc=lfc, options=options, scores=scores, nodes=nodes)
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
-                         within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores)
+                         within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores,
+                         nodes=nodes)
     slices = req.count // size
 
     if options.balanced and not required and not unconstrained:
@@ -176,14 +182,14 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
                  per_pod: tuple[tuple[str, int], ...], *, assumed: Mapping[str, Mapping[str, int]] | None,
                  simulate_empty: bool, excluded, within_at: tuple[int, int] | None, size: int, slice_level: int,
                  inner, layers, requested: int, required: bool, unconstrained: bool, lfc: bool,
-                 options: TASOptions, scores) -> tuple[Placement, Placement] | NoPlacement:
+                 options: TASOptions, scores, nodes) -> tuple[Placement, Placement] | NoPlacement:
     """The joint run of a group whose workers are ``req`` (:mod:`.group`), ranked by the workers' preferred node
     affinity (``scores``) under TASRespectNodeAffinityPreferred."""
     tree = snap.tree
     leader_per_pod = tuple(sorted(leader.per_pod().items()))
     gc = fill_group_counts(snap, per_pod, leader_per_pod, assumed=assumed, simulate_empty=simulate_empty,
                            excluded=excluded, within=within_at, slice_size=size, slice_level=slice_level,
-                           inner=inner, scores=scores)
+                           inner=inner, scores=scores, nodes=nodes)
     if options.balanced and not required and not unconstrained:
         spread = _place_group_balanced(snap, gc, req, size=size, slice_level=slice_level, inner=inner,
                                        requested=requested, lfc=lfc, options=options)

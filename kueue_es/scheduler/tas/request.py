@@ -61,7 +61,9 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`), TASProfileMixed (beta, on:
     unconstrained requests use LeastFreeCapacity; off, every request uses BestFit) and
     TASAssignmentsEncodingByHostnamePrefix (beta, on: how a placement is written, :meth:`Placement.encode`) and
-    TASRespectNodeAffinityPreferred (alpha, off: a pod set's preferred node affinity ranks the domains first).
+    TASRespectNodeAffinityPreferred (alpha, off: a pod set's preferred node affinity ranks the domains first),
+    TASNodeFeasibilityForAllLevels (beta, on: below a lowest level other than the hostname every node is checked on
+    its own, :mod:`kueue_es.scheduler.tas.pernode`).
     ``library`` is SchedulerLibraryIntegration (alpha, off): None while off; on, the pods holding host ports that
     the scheduler's filters see (:mod:`kueue_es.scheduler.tas.library`)."""
 
@@ -71,6 +73,7 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     profile_mixed: bool = True
     hostname_prefix_encoding: bool = True
     node_affinity_preferred: bool = False
+    node_feasibility: bool = True
     library: NodePorts | None = None
 
 

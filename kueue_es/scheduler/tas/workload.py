@@ -21,6 +21,7 @@ import msgspec
 
 from kueue_es.scheduler.tas.elastic import place_from, place_group_from, usable
 from kueue_es.scheduler.tas.nodes import go_quote
+from kueue_es.scheduler.tas.pernode import record_on_nodes
 from kueue_es.scheduler.tas.place import place, place_group
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
@@ -88,6 +89,8 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
             for req, res in placed:
                 placements[req.name] = res
                 add_assumed(assumed, res, req.per_pod())
+                if len(group) == 1:
+                    record_on_nodes(snap, req, res, assumed, options)
     return WorkloadPlacement(placements)
 
 
