@@ -24,7 +24,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 32
+SNAPSHOT_VERSION = 33
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -70,9 +70,10 @@ until the connector lists them again. 31: each pod set's host ports (``PodSetInf
 SchedulerLibraryIntegration; restored from an older snapshot, a pod set taken before it asks for none until its
 workload's templates are taken again). 32: each workload's preemption gates (``WorkloadInfo.preemption_gated`` and
 ``gate_states``, and the gates of its copies on workers, ``RemoteCopy.preemption_gates``, read under
-MultiKueueOrchestratedPreemption)."""
+MultiKueueOrchestratedPreemption). 33: the names of each workload's spec preemption gates
+(``WorkloadInfo.spec_gates``, which its status is made to list under MultiKueueOrchestratedPreemption)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32)
+                     29, 30, 31, 32, 33)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -123,7 +124,8 @@ annotation. Versions up to 28 kept no template's ``capacity.requests`` (their wr
 and charged a class with capacity sources by count: restored from one, a template asks for no capacity until its
 next upsert, and a pending workload keeps the charge it had until its claims are charged anew (a template,
 DeviceClass, ResourceSlice or configuration change). Versions up to 31 kept no preemption gates: restored from one, a
-workload is taken as ungated until its next upsert shows its gates."""
+workload is taken as ungated until its next upsert shows its gates. Version 32 kept no spec gate names: restored from
+one, a workload's status is not made to list its spec's gates until its next upsert."""
 
 Shape = tuple[int, bytes]
 
