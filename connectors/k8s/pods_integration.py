@@ -116,7 +116,7 @@ from connectors.k8s.jobframework import (
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex, once
-from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
+from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import pods_ready_transition
@@ -263,7 +263,10 @@ class PodIntegration:
         role here (Kueue computes it then from the spec), and is recorded as its group's member."""
         try:
             pod = self._decoder.decode(raw)
-            if pod_group.group_name(pod.metadata.labels) and ROLE_HASH_ANNOTATION not in pod.metadata.annotations:
+            meta = pod.metadata
+            if self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) and meta.annotations.get(GROUP_LABEL):
+                pod = msgspec.structs.replace(pod, group=pod_group.group_name(meta.labels, meta.annotations))
+            if pod_group.group_of(pod) and ROLE_HASH_ANNOTATION not in pod.metadata.annotations:
                 spec = msgspec.json.decode(raw).get("spec") or {}
                 annotations = {**pod.metadata.annotations, ROLE_HASH_ANNOTATION: role_hash(spec)}
                 pod = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata,

@@ -315,6 +315,33 @@ async def test_a_pod_group_gets_one_workload_once_all_its_pods_are_there() -> No
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
 
 
+def _annotated_group_raw(name: str) -> dict[str, Any]:
+    """A group's Pod naming its group ``g`` in an annotation (Kueue's WorkloadIdentifierAnnotations form), and a
+    stale label of another group (read only with the gate off)."""
+    raw = _group_raw(name)
+    raw["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "old"
+    raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-name"] = "g"
+    return raw
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
+async def test_a_pod_group_named_in_an_annotation_is_one_under_workload_identifier_annotations(gate: bool) -> None:
+    """As Kueue's ``GetPodGroupName``: under the gate (beta, on) the annotation names the group, before the label;
+    off, the label alone does."""
+    raws = {n: _annotated_group_raw(n) for n in "ab"}
+    config = {**POD_ON, "featureGates": {"WorkloadIdentifierAnnotations": gate}}
+    pods, _, appended, client = integration(config=config, client=GroupClient(raws))
+    for n in "ab":
+        _watch(pods, raws[n])
+    group = "g" if gate else "old"
+    assert {pods._decode(msgspec.json.encode(raws[n])).group or "old" for n in "ab"} == {group}  # type: ignore[union-attr]
+    await pods.reconcile(f"group/ns/{group}")
+    (_, kind, body), = [c for c in client.calls if c[0] == "create"]
+    assert kind == "Workload" and body["metadata"]["name"] == group
+    assert sorted(r["name"] for r in body["metadata"]["ownerReferences"]) == ["a", "b"]
+
+
 def _admitted_group_of_two(pods: PodIntegration, mirror: Mirror, monkeypatch: pytest.MonkeyPatch) -> None:
     """Group ``g``'s Workload admitted for its one role, both its gated Pods ``a`` and ``b`` watched, and the
     admission shown in the Workload's stored status."""
