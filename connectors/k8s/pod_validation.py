@@ -11,7 +11,8 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
   a DNS-1123 subdomain and the total a whole number above 0 (:func:`connectors.k8s.pod_roles.metadata_errors`);
   the Pod's TAS annotations as a Job template's (:func:`connectors.k8s.job_validation.topology_errors`, under
   ``metadata.annotations``), whatever ``TopologyAwareScheduling`` says and with no bound from a pod count, as
-  Kueue's ``validateTopologyRequest`` (``ValidateTASPodSetRequest`` alone);
+  Kueue's ``validateTopologyRequest`` (``ValidateTASPodSetRequest`` alone); a group's Pod naming a prebuilt
+  Workload names its group's ("prebuilt workload and pod group should be equal");
 * **on create**: the ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123
   subdomains and ``kueue.x-k8s.io/max-exec-time-seconds`` an integer above 0, as for a Job;
 * **on update**: the rules Kueue holds every job it manages to (:func:`connectors.k8s.job_validation.generic_update_errors`),
@@ -23,8 +24,7 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
 
 The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Neither webhook compares
 a group Pod's ``kueue.x-k8s.io/pod-group-pod-index`` with its total, as in Kueue. Not done, unlike Kueue: the
-warning for a managed label on a Pod whose owner Kueue manages and the rule that a Pod's prebuilt Workload be its
-group's.
+warning for a managed label on a Pod whose owner Kueue manages.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from connectors.k8s import job_validation
+from connectors.k8s import job_validation, prebuilt
 from connectors.k8s.pod_roles import group_name, group_path, metadata_errors
+from events import objects as o
 from projections import gates
 from projections.workloads import MANAGED_LABEL
 
@@ -72,7 +73,21 @@ def _common(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[s
         errors.append(job_validation.forbidden(f"metadata.labels[{MANAGED_LABEL}]",
                                                "managed label value can only be 'true'"))
     return (errors + metadata_errors(labels, annotations, _annotation_first(feature_gates))
-            + _topology(annotations, feature_gates))
+            + _topology(annotations, feature_gates) + _prebuilt_of_its_group(pod, feature_gates))
+
+
+def _prebuilt_of_its_group(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """A group's Pod naming a prebuilt Workload names its group's (Kueue's ``validatePrebuiltWorkloadName``): the
+    field it is named in is the annotation where the gate reads that first and it is set, else the label."""
+    first = _annotation_first(feature_gates)
+    annotations = _meta(pod, "annotations")
+    name = prebuilt.name_in(o.ObjectMeta(name="", labels=_meta(pod, "labels"), annotations=annotations), first)
+    group = _group(pod, feature_gates)
+    if not group or not name or name == group:
+        return []
+    where = "annotations" if first and annotations.get(prebuilt.KEY) else "labels"
+    return [job_validation.invalid(f"metadata.{where}[{prebuilt.KEY}]", name,
+                                   "prebuilt workload and pod group should be equal")]
 
 
 def _annotation_first(feature_gates: Mapping[str, bool]) -> bool:

@@ -102,6 +102,21 @@ def test_a_group_named_in_an_annotation_is_fixed_once_set() -> None:
     assert _review(new, old, gates={"WorkloadIdentifierAnnotations": False})["allowed"] is True, "the label is"
 
 
+def test_a_groups_pod_naming_a_prebuilt_workload_names_its_groups() -> None:
+    """Kueue's ``validatePrebuiltWorkloadName``, on create and update alike."""
+    prebuilt = "kueue.x-k8s.io/prebuilt-workload-name"
+    assert _review(pod({GROUP: "g", prebuilt: "g"}, {TOTAL: "2"}))["allowed"] is True
+    assert _review(pod({prebuilt: "w"}))["allowed"] is True, "a Pod in no group: any"
+    assert _message(_review(pod({GROUP: "g", prebuilt: "w"}, {TOTAL: "2"}))) == (
+        f'metadata.labels[{prebuilt}]: Invalid value: "w": prebuilt workload and pod group should be equal')
+    named = pod({GROUP: "g"}, {TOTAL: "2", prebuilt: "w"})
+    assert _message(_review(named)) == (
+        f'metadata.annotations[{prebuilt}]: Invalid value: "w": prebuilt workload and pod group should be equal')
+    assert _review(named, gates={"WorkloadIdentifierAnnotations": False})["allowed"] is True, (
+        "with the gate off a short name in the annotation is not read")
+    assert _message(_review(named, copy.deepcopy(named))).endswith("prebuilt workload and pod group should be equal")
+
+
 # --- update ------------------------------------------------------------------------------------------------------
 
 def _relabelled(doc: dict, **labels: str) -> dict:
