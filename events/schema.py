@@ -448,6 +448,15 @@ class RemotePreemptionGateOpened(Decision, tag="RemotePreemptionGateOpened"):
     gate: str
 
 
+class PreemptionGatesSynced(Decision, tag="PreemptionGatesSynced"):
+    """MultiKueueOrchestratedPreemption: Kueue's workload controller makes ``status.preemptionGates`` list exactly
+    the spec's gates — a spec gate it does not list yet is added ``Closed`` (its ``lastTransitionTime`` the
+    decision's time), an entry of a gate the spec does not list is dropped. ``gates`` is the whole list after; the
+    status writer writes it (:mod:`kueue_es.scheduler.gate_states`)."""
+
+    gates: list[PreemptionGateState]
+
+
 class RemoteWorkloadFinished(Decision, tag="RemoteWorkloadFinished"):
     """MultiKueue: the workload's copy finished on its worker: the manager's Workload finishes with the same
     reason and message (Finished=True, quota released)."""
@@ -597,6 +606,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ClustersNominated,
     WorkerClusterAssigned,
     RemotePreemptionGateOpened,
+    PreemptionGatesSynced,
     RemoteWorkloadFinished,
     ParentLabelled,
     VariantCreated,

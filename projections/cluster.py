@@ -77,6 +77,7 @@ from projections.preemption_gates import (
     closed_all,
     has_closed_gate,
     newer_gates,
+    on_gates_synced,
     opened_on,
 )
 from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
@@ -2317,8 +2318,10 @@ class ClusterState:
                     ) -> None:
         """The preemption gates a Workload's spec lists and its status shows, but for those the log closed later
         (an eviction) than the status shows them changed: a Workload read before that write shows them as before."""
-        taken = tuple(newer_gates(wl.gate_states, shown, (g.name for g in spec_gates)))
+        names = tuple(g.name for g in spec_gates)
+        taken = tuple(newer_gates(wl.gate_states, shown, names))
         wl.gate_states = taken
+        wl.spec_gates = names
         wl.preemption_gated = has_closed_gate(spec_gates, taken)
 
     def _on_remote_gate_opened(self, e: ev.RemotePreemptionGateOpened) -> None:
@@ -2462,6 +2465,7 @@ _HANDLERS: dict[type, Any] = {
     ev.RemoteWorkloadFinished: ClusterState._finished,
     ev.VariantFinished: ClusterState._finished,
     **variants.HANDLERS,
+    ev.PreemptionGatesSynced: on_gates_synced,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
 
@@ -2533,6 +2537,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
     ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.ParentAdmitted,
     ev.RemotePreemptionGateOpened, ev.VariantPreemptionGateOpened, ev.ParentPreemptionSignal,
+    ev.PreemptionGatesSynced,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 

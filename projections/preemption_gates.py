@@ -5,16 +5,22 @@ spec gate is closed — ``Closed`` in the status, or not listed there yet, so a 
 once — the scheduler does not preempt for it: an attempt that would preempt leaves it pending with the
 ``BlockedOnPreemptionGates`` condition (:mod:`kueue_es.scheduler.cycle`). MultiKueue's manager puts
 :data:`MULTIKUEUE_GATE` on every copy it makes on a worker and opens it on one copy at a time
-(:mod:`kueue_es.scheduler.preemption_gates`).
+(:mod:`kueue_es.scheduler.preemption_gates`). Kueue's workload controller lists every spec gate in the status,
+``Closed`` when first seen (:mod:`kueue_es.scheduler.gate_states`, :func:`on_gates_synced`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from events import objects as o
+from events import schema as ev
 from events.timefmt import parse_time
 from projections.workloads import RemoteCopy
+
+if TYPE_CHECKING:
+    from projections.cluster import ClusterState
 
 MULTIKUEUE_GATE = "kueue.x-k8s.io/multikueue"
 """The gate MultiKueue's manager adds to the copies of a workload it makes on workers."""
@@ -25,6 +31,9 @@ BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
 """The Workload condition a gated attempt sets True (and eviction or a quota reservation sets False)."""
 PREEMPTION_GATED = "PreemptionGated"
 """That condition's reason, and the scheduler's requeue reason for the attempt."""
+GATED_LEGACY_REASON = "Pending"
+"""The QuotaReserved=False reason of such an attempt with UnadmittedWorkloadsObservability off (on, it is
+:data:`PREEMPTION_GATED`)."""
 GATED_MESSAGE = "Workload requires preemption, but it's gated"
 """Kueue's scheduler's message for such an attempt (the condition's and QuotaReserved=False's)."""
 OPEN, CLOSED = "Open", "Closed"
@@ -78,3 +87,11 @@ def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.Pree
     have = {g.name for g in out}
     out.extend(mine[n] for n in dict.fromkeys(listed) if n in mine and n not in have)
     return out
+
+
+def on_gates_synced(state: ClusterState, e: ev.PreemptionGatesSynced) -> None:
+    """The status lists the spec's gates as the decision has them. Whether the workload is gated does not change:
+    a gate added is ``Closed``, as its missing entry read, and an entry dropped is of no spec gate."""
+    wl = state.workloads.get(e.key)
+    if wl is not None and (not e.uid or e.uid == wl.uid):
+        wl.gate_states = tuple(e.gates)

@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 33
+SNAPSHOT_VERSION = 34
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -73,9 +73,10 @@ workload's templates are taken again). 32: each workload's preemption gates (``W
 ``gate_states``, and the gates of its copies on workers, ``RemoteCopy.preemption_gates``, read under
 MultiKueueOrchestratedPreemption). 33: the UID of each ConcurrentAdmission variant's parent
 (``WorkloadInfo.owner_uid`` of a Workload owned by a Workload, whose variants ``ClusterState.variants_of`` indexes);
-the layout is version 32's."""
+the layout is version 32's. 34: the names of each workload's spec preemption gates
+(``WorkloadInfo.spec_gates``, which its status is made to list under MultiKueueOrchestratedPreemption)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33)
+                     29, 30, 31, 32, 33, 34)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -128,7 +129,8 @@ next upsert, and a pending workload keeps the charge it had until its claims are
 DeviceClass, ResourceSlice or configuration change). Versions up to 31 kept no preemption gates: restored from one, a
 workload is taken as ungated until its next upsert shows its gates. Versions up to 32 kept no variant's parent UID:
 restored from one, a variant is its parent's by name until its next upsert (a variant the fold made, until the watch
-brings it back)."""
+brings it back). Versions up to 33 kept no spec gate names: restored from one, a workload's status is not made to
+list its spec's gates until its next upsert."""
 
 Shape = tuple[int, bytes]
 

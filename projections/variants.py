@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, CLOSED, opened_in
+from projections.preemption_gates import (
+    BLOCKED_ON_PREEMPTION_GATES,
+    CLOSED,
+    CONCURRENT_ADMISSION_GATE,
+    opened_in,
+)
 from projections.workloads import (
     CONCURRENT_ADMISSION_PARENT_LABEL,
     PENDING,
@@ -176,6 +181,7 @@ def on_variant_created(state: ClusterState, e: ev.VariantCreated) -> None:
         # its spec lists the parent's gates, whose positions it shows as the parent does, and the concurrent-admission
         # gate, closed until the controller opens it
         preemption_gated=True, gate_states=parent.gate_states,
+        spec_gates=tuple(dict.fromkeys((*parent.spec_gates, CONCURRENT_ADMISSION_GATE))),
     )
     state.add_workload(wl, parent.key)
 

@@ -315,6 +315,10 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     gate_states: tuple[o.PreemptionGateState, ...] = ()
     """Its ``status.preemptionGates`` as the Workload last read shows them (read only while its spec lists gates),
     all closed by its eviction since: what the status writer writes."""
+    spec_gates: tuple[str, ...] = ()
+    """The names of its ``spec.preemptionGates`` (empty, as for one restored from a snapshot before version 33
+    until its next upsert): under ``MultiKueueOrchestratedPreemption`` its status lists each of them
+    (:mod:`kueue_es.scheduler.gate_states`)."""
 
     @property
     def base_priority(self) -> int:

@@ -59,7 +59,6 @@ from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABE
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds
 from connectors.k8s.pod_roles import (
-    GROUP_LABEL,
     ROLE_HASH_ANNOTATION,
     TOTAL_COUNT_ANNOTATION,
     group_name,
@@ -85,6 +84,7 @@ from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from events import objects as o
+from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
 from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
@@ -129,9 +129,14 @@ def name_conflict_message(group: str) -> str:
             "be admitted")
 
 
+def group_of(pod: ManagedPod) -> str:
+    """The group a Pod is in ("" none): as the integration read it (:attr:`ManagedPod.group`), else its label."""
+    return pod.group or group_name(pod.metadata.labels)
+
+
 def group_key(pod: ManagedPod) -> str:
     """``<namespace>/<group>`` of a Pod in a group, else ``""``."""
-    name = group_name(pod.metadata.labels)
+    name = group_of(pod)
     return f"{pod.metadata.namespace}/{name}" if name else ""
 
 
@@ -293,7 +298,7 @@ def statefulset_name(pod: ManagedPod) -> str | None:
     if controller is not None:
         return controller.name if (controller.api_version, controller.kind) == STATEFULSET_OWNER else None
     name, _, ordinal = pod.metadata.name.rpartition("-")
-    group = group_name(pod.metadata.labels)
+    group = group_of(pod)
     if not name or not ordinal.isdigit() or not group:
         return None
     return name if group in (statefulset_group(name), statefulset_group(name, short=True)) else None
@@ -422,7 +427,7 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     fast = fast_admission(first.metadata.annotations)
     if len(active) < total and not fast:
         return GroupStep(WAIT, (first,), finalize=dead, reason=ERR_WORKLOAD_COMPOSE,
-                         message=f"'{group_name(first.metadata.labels)}' group has fewer runnable pods than expected")
+                         message=f"'{group_of(first)}' group has fewer runnable pods than expected")
     complaint = _mismatch(pods, first, total)
     if complaint:
         return GroupStep(INVALID, finalize=dead, message=complaint)
@@ -575,7 +580,8 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
         spec["maximumExecutionTimeSeconds"] = max_exec
     wl_annotations = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
     wl_annotations[IS_GROUP_ANNOTATION] = "true"
-    meta: dict[str, Any] = {"name": labels[GROUP_LABEL], "namespace": first["namespace"],
+    named_in = annotations if state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) else None
+    meta: dict[str, Any] = {"name": group_name(labels, named_in), "namespace": first["namespace"],
                             "annotations": wl_annotations, "finalizers": [IN_USE_FINALIZER],
                             "ownerReferences": [owner_ref(r) for r in raw_pods]}
     _copy_agreed(state, raw_pods, meta)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
@@ -23,8 +24,22 @@ POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
-def group_name(labels: dict[str, str]) -> str:
+def group_name(labels: Mapping[str, str], annotations: Mapping[str, str] | None = None) -> str:
+    """The pod group a Pod is in ("" none): under ``WorkloadIdentifierAnnotations`` (``annotations`` given) its
+    ``kueue.x-k8s.io/pod-group-name`` annotation when set, else (and with the gate off) its label of that key, as
+    Kueue's ``GetPodGroupName`` reads it."""
+    if annotations:
+        named = annotations.get(GROUP_LABEL)
+        if named:
+            return named
     return labels.get(GROUP_LABEL, "")
+
+
+def group_path(annotations: Mapping[str, str] | None) -> tuple[str, str]:
+    """(the field path, the word) of where a Pod names its group, as :func:`group_name` reads it."""
+    if annotations and annotations.get(GROUP_LABEL):
+        return f"metadata.annotations[{GROUP_LABEL}]", "annotation"
+    return f"metadata.labels[{GROUP_LABEL}]", "label"
 
 
 def total_count(annotations: dict[str, str]) -> int:
@@ -40,12 +55,16 @@ def total_count(annotations: dict[str, str]) -> int:
     return int(raw)
 
 
-def metadata_errors(labels: dict[str, str], annotations: dict[str, str]) -> list[str]:
-    """Why Kueue's Pod webhook refuses a Pod's group label and annotation (empty: it does not), as Kueue words
-    each field error."""
-    both = f"both the '{TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_LABEL}' label should be set"
-    name, count = group_name(labels), annotations.get(TOTAL_COUNT_ANNOTATION)
-    label_path, annotation_path = f"metadata.labels[{GROUP_LABEL}]", f"metadata.annotations[{TOTAL_COUNT_ANNOTATION}]"
+def metadata_errors(labels: dict[str, str], annotations: dict[str, str], annotation_first: bool = False
+                    ) -> list[str]:
+    """Why Kueue's Pod webhook refuses a Pod's group name and total count (empty: it does not), as Kueue words
+    each field error. ``annotation_first``: ``WorkloadIdentifierAnnotations``, under which the group may be named
+    in an annotation (:func:`group_name`)."""
+    named_in = annotations if annotation_first else None
+    label_path, word = group_path(named_in)
+    both = f"both the '{TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_LABEL}' {word} should be set"
+    name, count = group_name(labels, named_in), annotations.get(TOTAL_COUNT_ANNOTATION)
+    annotation_path = f"metadata.annotations[{TOTAL_COUNT_ANNOTATION}]"
     if not name:
         return [f"{label_path}: Required value: {both}"] if count is not None else []
     errors = []
@@ -87,11 +106,12 @@ def _container_shape(container: dict[str, Any]) -> dict[str, Any]:
     return {"ports": container.get("ports") or None, "resources": {"requests": requests}}
 
 
-def role_annotation_patch(pod: dict[str, Any]) -> list[dict[str, Any]]:
+def role_annotation_patch(pod: dict[str, Any], annotation_first: bool = False) -> list[dict[str, Any]]:
     """The JSON patch that records a group's Pod's role (:func:`role_hash`) in ``kueue.x-k8s.io/role-hash``, as
-    Kueue's webhook does for every Pod of a group it makes Kueue's; empty for a Pod in no group."""
+    Kueue's webhook does for every Pod of a group it makes Kueue's; empty for a Pod in no group (named in an
+    annotation too with ``annotation_first``, :func:`group_name`)."""
     meta = pod.get("metadata") or {}
-    if not group_name(meta.get("labels") or {}):
+    if not group_name(meta.get("labels") or {}, (meta.get("annotations") or {}) if annotation_first else None):
         return []
     role = role_hash(pod.get("spec") or {})
     if meta.get("annotations") is None:

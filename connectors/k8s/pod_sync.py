@@ -95,6 +95,10 @@ class ManagedPod(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     metadata: o.ObjectMeta
     spec: ManagedPodSpec = ManagedPodSpec()
     status: ManagedPodStatus = ManagedPodStatus()
+    group: str = ""
+    """Not a Pod field: the pod group the integration read it in, under ``WorkloadIdentifierAnnotations`` its
+    ``kueue.x-k8s.io/pod-group-name`` annotation first (:func:`connectors.k8s.pod_roles.group_name`); empty:
+    read from its label (:func:`connectors.k8s.pod_group.group_of`)."""
 
     @property
     def key(self) -> str:

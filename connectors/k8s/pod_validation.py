@@ -11,7 +11,8 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
   a DNS-1123 subdomain and the total a whole number above 0 (:func:`connectors.k8s.pod_roles.metadata_errors`);
   the Pod's TAS annotations as a Job template's (:func:`connectors.k8s.job_validation.topology_errors`, under
   ``metadata.annotations``), whatever ``TopologyAwareScheduling`` says and with no bound from a pod count, as
-  Kueue's ``validateTopologyRequest`` (``ValidateTASPodSetRequest`` alone);
+  Kueue's ``validateTopologyRequest`` (``ValidateTASPodSetRequest`` alone); a group's Pod naming a prebuilt
+  Workload names its group's ("prebuilt workload and pod group should be equal");
 * **on create**: the ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123
   subdomains and ``kueue.x-k8s.io/max-exec-time-seconds`` an integer above 0, as for a Job;
 * **on update**: the rules Kueue holds every job it manages to (:func:`connectors.k8s.job_validation.generic_update_errors`),
@@ -23,8 +24,7 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
 
 The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Neither webhook compares
 a group Pod's ``kueue.x-k8s.io/pod-group-pod-index`` with its total, as in Kueue. Not done, unlike Kueue: the
-warning for a managed label on a Pod whose owner Kueue manages and the rule that a Pod's prebuilt Workload be its
-group's.
+warning for a managed label on a Pod whose owner Kueue manages.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from connectors.k8s import job_validation
-from connectors.k8s.pod_roles import GROUP_LABEL, group_name, metadata_errors
+from connectors.k8s import job_validation, prebuilt
+from connectors.k8s.pod_roles import group_name, group_path, metadata_errors
+from events import objects as o
 from projections import gates
 from projections.workloads import MANAGED_LABEL
 
@@ -71,7 +72,32 @@ def _common(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[s
     if MANAGED_LABEL in labels and labels[MANAGED_LABEL] != "true":
         errors.append(job_validation.forbidden(f"metadata.labels[{MANAGED_LABEL}]",
                                                "managed label value can only be 'true'"))
-    return errors + metadata_errors(labels, annotations) + _topology(annotations, feature_gates)
+    return (errors + metadata_errors(labels, annotations, _annotation_first(feature_gates))
+            + _topology(annotations, feature_gates) + _prebuilt_of_its_group(pod, feature_gates))
+
+
+def _prebuilt_of_its_group(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """A group's Pod naming a prebuilt Workload names its group's (Kueue's ``validatePrebuiltWorkloadName``): the
+    field it is named in is the annotation where the gate reads that first and it is set, else the label."""
+    first = _annotation_first(feature_gates)
+    annotations = _meta(pod, "annotations")
+    name = prebuilt.name_in(o.ObjectMeta(name="", labels=_meta(pod, "labels"), annotations=annotations), first)
+    group = _group(pod, feature_gates)
+    if not group or not name or name == group:
+        return []
+    where = "annotations" if first and annotations.get(prebuilt.KEY) else "labels"
+    return [job_validation.invalid(f"metadata.{where}[{prebuilt.KEY}]", name,
+                                   "prebuilt workload and pod group should be equal")]
+
+
+def _annotation_first(feature_gates: Mapping[str, bool]) -> bool:
+    """``WorkloadIdentifierAnnotations``: a Pod may name its group in an annotation."""
+    return gates.enabled(feature_gates, gates.WORKLOAD_IDENTIFIER_ANNOTATIONS)
+
+
+def _group(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> str:
+    """The group a Pod names, as Kueue's ``GetPodGroupName`` reads it under the Configuration's gates."""
+    return group_name(_meta(pod, "labels"), _meta(pod, "annotations") if _annotation_first(feature_gates) else None)
 
 
 def _topology(annotations: Mapping[str, str], feature_gates: Mapping[str, bool]) -> list[str]:
@@ -94,20 +120,21 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     errors = job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                   default_queue=default_queue)
     errors += _common(new, feature_gates)
-    errors += _retriable_update(old, new)
-    old_group, new_group = group_name(_meta(old, "labels")), group_name(_meta(new, "labels"))
+    errors += _retriable_update(old, new, feature_gates)
+    old_group, new_group = _group(old, feature_gates), _group(new, feature_gates)
     if old_group and new_group != old_group:
-        errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group,
-                                             job_validation.IMMUTABLE))
+        path, _ = group_path(_meta(new, "annotations") if _annotation_first(feature_gates) else None)
+        errors.append(job_validation.invalid(path, new_group, job_validation.IMMUTABLE))
     return errors
 
 
-def _retriable_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def _retriable_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]
+                      ) -> list[str]:
     """A group's Pod that may not be retried stays so."""
     def unretriable(pod: Mapping[str, Any]) -> bool:
         return _meta(pod, "annotations").get(RETRIABLE_IN_GROUP) == "false"
 
-    if group_name(_meta(new, "labels")) and unretriable(old) and not unretriable(new):
+    if _group(new, feature_gates) and unretriable(old) and not unretriable(new):
         return [job_validation.forbidden(f"metadata.annotations[{RETRIABLE_IN_GROUP}]",
                                          "unretriable pod group can't be converted to retriable")]
     return []

@@ -115,11 +115,15 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     frameworks: frozenset[str] = frozenset()
     """The Configuration's ``integrations.frameworks``: a Pod that an MPIJob, a training operator's job, a
     RayCluster or an AppWrapper controls (:data:`POD_PARENTS`) is that parent's when its integration is listed."""
+    group_annotation: bool = False
+    """Kueue's ``WorkloadIdentifierAnnotations`` gate: a Pod may name its group in an annotation
+    (:func:`connectors.k8s.pod_roles.group_name`)."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.frameworks))
+                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.frameworks),
+                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
 
 
 POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK,
@@ -235,7 +239,8 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
                     deployment_of: DeploymentOf | None = None) -> list[dict[str, Any]]:
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name."""
     if suspended_by_parent(pod):
-        return pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True) + role_annotation_patch(pod)
+        return (pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
+                + role_annotation_patch(pod, defaulting.group_annotation))
     try:
         labels = await namespace_labels(namespace)
     except KubeError as exc:
@@ -261,7 +266,9 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     queue = ((pod.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     default = not queue and await has_default_queue(namespace)
     ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas)
-    return ops + role_annotation_patch(pod) if queue or default or defaulting.without_queue else ops
+    if queue or default or defaulting.without_queue:
+        return ops + role_annotation_patch(pod, defaulting.group_annotation)
+    return ops
 
 
 async def _held_deployment(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting,

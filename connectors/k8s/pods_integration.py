@@ -116,7 +116,7 @@ from connectors.k8s.jobframework import (
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex, once
-from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
+from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import pods_ready_transition
@@ -263,7 +263,10 @@ class PodIntegration:
         role here (Kueue computes it then from the spec), and is recorded as its group's member."""
         try:
             pod = self._decoder.decode(raw)
-            if pod_group.group_name(pod.metadata.labels) and ROLE_HASH_ANNOTATION not in pod.metadata.annotations:
+            meta = pod.metadata
+            if self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) and meta.annotations.get(GROUP_LABEL):
+                pod = msgspec.structs.replace(pod, group=pod_group.group_name(meta.labels, meta.annotations))
+            if pod_group.group_of(pod) and ROLE_HASH_ANNOTATION not in pod.metadata.annotations:
                 spec = msgspec.json.decode(raw).get("spec") or {}
                 annotations = {**pod.metadata.annotations, ROLE_HASH_ANNOTATION: role_hash(spec)}
                 pod = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata,
@@ -688,6 +691,8 @@ class PodIntegration:
         first = pods[0] if pods else None
         prebuilt_name = "" if first is None else pod_prebuilt.name_for(
             first, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+        if not prebuilt_name and first is not None:
+            prebuilt_name = await self._copied_sets_workload(config, pods)
         wl_key = f"{group.partition('/')[0]}/{prebuilt_name}" if prebuilt_name else group
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
@@ -762,6 +767,26 @@ class PodIntegration:
         if wl is not None and obs is not None and managed and not wf.deleting(obs):
             await self._admission_checks(pods, wl, held=held)
         return False
+
+    async def _copied_sets_workload(self, config: SchedulerConfig, pods: list[ManagedPod]) -> str:
+        """On a worker, the Workload the manager copied there for the StatefulSet holding the group when that set is
+        a MultiKueue copy (:func:`connectors.k8s.statefulset_multikueue.copied_workload`): the group runs on it as on
+        a prebuilt one, as Kueue's StatefulSet reconciler makes none for a copy. "" for any other group, while the
+        integration is off, or before the StatefulSets are first listed."""
+        if not config.manages_statefulsets or not self.statefulsets.synced.is_set():
+            return ""
+        pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
+        owner = _statefulset_owner(pod) if pod is not None else None
+        if pod is None or owner is None:
+            return ""
+        namespace = pod.metadata.namespace
+        seen = self.statefulsets.get(f"{namespace}/{owner.name}", owner.uid)
+        if seen is None:
+            try:
+                seen = statefulsets.decode(await self.client.get(STATEFUL_SETS, owner.name, namespace))
+            except NotFound:
+                return ""
+        return seen.copied_workload if seen is not None and seen.metadata.uid == owner.uid else ""
 
     async def _statefulset_of(self, config: SchedulerConfig, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
         """The StatefulSet holding the group (its pods' controller), for Kueue's StatefulSet reconciler: its

@@ -16,6 +16,12 @@ on, as one copy of the whole set there.
   once (Kueue's adapter leaves a copy that exists alone).
 * **delete.** The copy goes with its Workload's copy (found by its prebuilt-workload name and this origin's label),
   as Kueue's adapter deletes the remote set.
+* **on the worker.** Kueue's StatefulSet reconciler makes no Workload for a set carrying the origin label: the set's
+  group runs on the Workload the manager copied there, found by the name the copy carries
+  (:func:`copied_workload`; Kueue derives the same name from the ``kueue.x-k8s.io/multikueue-origin-uid``
+  annotation). So the pods the worker's StatefulSet controller makes of a copy are a group on that prebuilt
+  Workload (:mod:`connectors.k8s.pods_integration`): made its owners and started once it is admitted there, gated
+  while it is missing, and never given a Workload of the worker's own.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import copy
 from typing import Any
 
 from connectors.k8s.leaderworkerset import ORIGIN_UID_ANNOTATION
+from connectors.k8s.multikueue_identifiers import workload_name_of
 from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
 from connectors.k8s.resources import STATEFUL_SETS
@@ -62,3 +69,12 @@ def holding_statefulset(pod: dict[str, Any]) -> str | None:
     if controller is None or (controller.get("apiVersion"), controller.get("kind")) != KIND:
         return None
     return controller.get("name") or None
+
+
+def copied_workload(meta: dict[str, Any]) -> str:
+    """The Workload a StatefulSet MultiKueue copied to this worker runs on (``meta``: the set's metadata): the
+    prebuilt Workload it names (annotation, else label); "" for a set without the origin label (not a copy) or
+    naming none (or two)."""
+    if ORIGIN_LABEL not in (meta.get("labels") or {}):
+        return ""
+    return workload_name_of({"metadata": meta}) or ""

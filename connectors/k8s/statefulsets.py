@@ -4,7 +4,7 @@ Kueue's StatefulSet reconciler (:func:`connectors.k8s.pod_group.let_go_by_statef
 that holds a pod group: its ``status.currentRevision`` and ``status.updateRevision``, or that it is gone. The log
 keeps no StatefulSets (nothing the scheduler decides on depends on them), so, as the pod integration does for its
 Pods, this keeps its own list+watch of them (an :class:`~connectors.k8s.list_watch.Informer`): key -> (uid,
-revisions), and ``on_change`` called with the keys whose uid or revisions changed, or that came or went (a
+revisions, and the labels and annotations that say whether it is a MultiKueue copy), and ``on_change`` called with the keys whose uid or revisions changed, or that came or went (a
 StatefulSet's other status changes, each of its pods becoming ready, change nothing here). Until the first list is in
 (:attr:`StatefulSetRevisions.synced`), nothing is known of any StatefulSet, and none may be taken as gone.
 """
@@ -20,6 +20,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.pod_group import StatefulSetView
 from connectors.k8s.resources import STATEFUL_SETS
+from connectors.k8s.statefulset_multikueue import copied_workload
 
 log = structlog.get_logger("kueue_es.k8s.statefulsets")
 
@@ -28,6 +29,8 @@ class _Meta(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=F
     name: str = ""
     namespace: str = ""
     uid: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
 
 
 class _Status(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):
@@ -44,6 +47,13 @@ class StatefulSetRevision(msgspec.Struct, frozen=True, forbid_unknown_fields=Fal
     @property
     def key(self) -> str:
         return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def copied_workload(self) -> str:
+        """The Workload a MultiKueue copy of a set runs on, here on the worker ("" for any other set:
+        :func:`connectors.k8s.statefulset_multikueue.copied_workload`)."""
+        meta = self.metadata
+        return copied_workload({"labels": meta.labels, "annotations": meta.annotations})
 
     @property
     def view(self) -> StatefulSetView:

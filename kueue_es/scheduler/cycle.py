@@ -53,7 +53,7 @@ from kueue_es.scheduler.taspreempt import TopologyFit
 from projections import gates
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
-from projections.preemption_gates import GATED_MESSAGE, PREEMPTION_GATED
+from projections.preemption_gates import GATED_LEGACY_REASON, GATED_MESSAGE, PREEMPTION_GATED
 from projections.queue_order import QueueOrder
 from projections.workloads import ADMITTED, WorkloadInfo, keeps_queued
 
@@ -156,6 +156,12 @@ class CycleContext:
         closed preempts nothing and waits (:mod:`projections.preemption_gates`); under ``ConcurrentAdmission`` too,
         whose variants come with the ``kueue.x-k8s.io/concurrent-admission`` gate closed (Kueue's scheduler checks
         closed gates under either)."""
+        self.gated_reason = (PREEMPTION_GATED if gates.enabled(config.feature_gates,
+                                                               gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
+                             else GATED_LEGACY_REASON)
+        """The QuotaReserved=False reason of an attempt a closed preemption gate stops: Kueue's scheduler gives
+        such an entry the reason ``PreemptionGated`` under UnadmittedWorkloadsObservability, and its fallback
+        ``Pending`` without it."""
         self.recompute_overlap = gates.enabled(config.feature_gates,
                                                gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
@@ -497,7 +503,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         if a.mode == _PREEMPT and e.wl.preemption_gated and (ctx.orchestrated_preemption or ctx.concurrent_admission):
             # Kueue's scheduler, after the no-candidates case: a closed preemption gate keeps it from preempting
             # (its assignment stands: it holds nothing back); it waits until the gate opens
-            _pending(out, ctx, e, "WaitingForQuota", GATED_MESSAGE, PREEMPTION_GATED, base, preemption_gated=True)
+            _pending(out, ctx, e, ctx.gated_reason, GATED_MESSAGE, PREEMPTION_GATED, base, preemption_gated=True)
             continue
         node = tree.cluster_queues[e.cq]
         # the slice it replaces is as good as a target: another entry's victim, it is no longer there to replace

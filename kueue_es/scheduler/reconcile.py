@@ -38,6 +38,8 @@
   Kueue's "Bypassed scheduling evaluation" message. Kueue's controller says so only of a workload whose
   QuotaReserved reason is empty, PendingEvaluation, Pending, Deactivated or Suspended (not of one that has none
   yet: that waits for UnadmittedWorkloadsExplicitStatus, off), and only with UnadmittedWorkloadsObservability on;
+* under MultiKueueOrchestratedPreemption, a Workload's ``status.preemptionGates`` list exactly its spec's gates, one
+  not listed yet added ``Closed`` (:mod:`kueue_es.scheduler.gate_states`), before any other rule of the pass;
 * objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
   of one Kueue deactivated ``afterDeactivatedByKueue`` after Evicted turned True (RetentionExpired; the
   connector deletes).
@@ -62,7 +64,7 @@ from collections.abc import Iterable
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import multikueue, provisioning, variant_gates, variants
+from kueue_es.scheduler import gate_states, multikueue, provisioning, variant_gates, variants
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import DEFAULT_STEP_SIZE, SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
@@ -176,6 +178,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         woken += multikueue.group_touched(state, touched)  # a group's others look again when one moves
         if woken:
             touched = {**touched, **dict.fromkeys(woken)}
+    if config.gate(gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION):  # first, as Kueue's workload controller syncs them
+        out.extend(gate_states.sync_decisions(state, touched, base))
     for key in sorted(state.awaiting_release):
         wl = wls[key]
         evicted = wl.condition("Evicted")

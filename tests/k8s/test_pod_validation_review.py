@@ -80,6 +80,43 @@ def test_several_errors_are_joined() -> None:
         f"metadata.annotations[{TOTAL}]: Required value: {BOTH}]")
 
 
+def test_a_group_named_in_an_annotation_is_checked_there_under_workload_identifier_annotations() -> None:
+    """Kueue's ``GetPodGroupName``: under the gate (beta, on) the ``kueue.x-k8s.io/pod-group-name`` annotation names
+    the group, and the errors say so; off, the annotation is no group name."""
+    both = f"both the '{TOTAL}' annotation and the '{GROUP}' annotation should be set"
+    assert _message(_review(pod({}, {GROUP: "g"}))) == f"metadata.annotations[{TOTAL}]: Required value: {both}"
+    assert _message(_review(pod({}, {GROUP: "G", TOTAL: "2"}))).startswith(
+        f'metadata.annotations[{GROUP}]: Invalid value: "G": a lowercase RFC 1123 subdomain')
+    assert _review(pod({}, {GROUP: "g", TOTAL: "2"}))["allowed"] is True
+    off = {"WorkloadIdentifierAnnotations": False}
+    assert _review(pod({}, {GROUP: "g"}), gates=off)["allowed"] is True, "no group, no count: nothing to check"
+    assert _message(_review(pod({}, {GROUP: "g", TOTAL: "2"}), gates=off)) == (
+        f"metadata.labels[{GROUP}]: Required value: {BOTH}")
+
+
+def test_a_group_named_in_an_annotation_is_fixed_once_set() -> None:
+    old = pod({GROUP: "g"}, {GROUP: "g", TOTAL: "2"})
+    new = copy.deepcopy(old)
+    new["metadata"]["annotations"][GROUP] = "h"
+    assert _message(_review(new, old)) == f'metadata.annotations[{GROUP}]: Invalid value: "h": field is immutable'
+    assert _review(new, old, gates={"WorkloadIdentifierAnnotations": False})["allowed"] is True, "the label is"
+
+
+def test_a_groups_pod_naming_a_prebuilt_workload_names_its_groups() -> None:
+    """Kueue's ``validatePrebuiltWorkloadName``, on create and update alike."""
+    prebuilt = "kueue.x-k8s.io/prebuilt-workload-name"
+    assert _review(pod({GROUP: "g", prebuilt: "g"}, {TOTAL: "2"}))["allowed"] is True
+    assert _review(pod({prebuilt: "w"}))["allowed"] is True, "a Pod in no group: any"
+    assert _message(_review(pod({GROUP: "g", prebuilt: "w"}, {TOTAL: "2"}))) == (
+        f'metadata.labels[{prebuilt}]: Invalid value: "w": prebuilt workload and pod group should be equal')
+    named = pod({GROUP: "g"}, {TOTAL: "2", prebuilt: "w"})
+    assert _message(_review(named)) == (
+        f'metadata.annotations[{prebuilt}]: Invalid value: "w": prebuilt workload and pod group should be equal')
+    assert _review(named, gates={"WorkloadIdentifierAnnotations": False})["allowed"] is True, (
+        "with the gate off a short name in the annotation is not read")
+    assert _message(_review(named, copy.deepcopy(named))).endswith("prebuilt workload and pod group should be equal")
+
+
 # --- update ------------------------------------------------------------------------------------------------------
 
 def _relabelled(doc: dict, **labels: str) -> dict:

@@ -215,6 +215,18 @@ def test_a_group_pod_made_kueues_gets_its_role_and_the_mutating_webhook_refuses_
         "a malformed group is the validating webhook's to refuse (tests/k8s/test_pod_validation_review.py)")
 
 
+@pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
+def test_a_pod_naming_its_group_in_an_annotation_gets_its_role_under_workload_identifier_annotations(
+        gate: bool) -> None:
+    pod = _pod({Q: "lq"})
+    pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-name": "g", "kueue.x-k8s.io/pod-group-total-count": "2"}
+    defaulting = PodDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod"]},
+                                               "featureGates": {"WorkloadIdentifierAnnotations": gate}}))
+    role = {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1role-hash", "value": "7aa6c7b8"}
+    response, _ = _review(pod, defaulting)
+    assert (role in _ops(response)) is gate, "a group's Pod only where the group is read from the annotation"
+
+
 # --- manageJobsWithoutQueueName ---------------------------------------------------------------------------------
 
 UNQUEUED_ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod"]},

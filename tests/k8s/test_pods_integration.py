@@ -315,6 +315,33 @@ async def test_a_pod_group_gets_one_workload_once_all_its_pods_are_there() -> No
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
 
 
+def _annotated_group_raw(name: str) -> dict[str, Any]:
+    """A group's Pod naming its group ``g`` in an annotation (Kueue's WorkloadIdentifierAnnotations form), and a
+    stale label of another group (read only with the gate off)."""
+    raw = _group_raw(name)
+    raw["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "old"
+    raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-name"] = "g"
+    return raw
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
+async def test_a_pod_group_named_in_an_annotation_is_one_under_workload_identifier_annotations(gate: bool) -> None:
+    """As Kueue's ``GetPodGroupName``: under the gate (beta, on) the annotation names the group, before the label;
+    off, the label alone does."""
+    raws = {n: _annotated_group_raw(n) for n in "ab"}
+    config = {**POD_ON, "featureGates": {"WorkloadIdentifierAnnotations": gate}}
+    pods, _, appended, client = integration(config=config, client=GroupClient(raws))
+    for n in "ab":
+        _watch(pods, raws[n])
+    group = "g" if gate else "old"
+    assert {pods._decode(msgspec.json.encode(raws[n])).group or "old" for n in "ab"} == {group}  # type: ignore[union-attr]
+    await pods.reconcile(f"group/ns/{group}")
+    (_, kind, body), = [c for c in client.calls if c[0] == "create"]
+    assert kind == "Workload" and body["metadata"]["name"] == group
+    assert sorted(r["name"] for r in body["metadata"]["ownerReferences"]) == ["a", "b"]
+
+
 def _admitted_group_of_two(pods: PodIntegration, mirror: Mirror, monkeypatch: pytest.MonkeyPatch) -> None:
     """Group ``g``'s Workload admitted for its one role, both its gated Pods ``a`` and ``b`` watched, and the
     admission shown in the Workload's stored status."""
@@ -1274,3 +1301,53 @@ async def test_the_pods_a_deleted_statefulset_orphaned_are_let_go_once_it_is_gon
     assert ("get", "StatefulSet", "web") in client.calls
     let_go = sorted(c[2] for c in client.calls if c[0] == "patch" and c[1] == "Pod")
     assert let_go == ["web-0", "web-1"] and pods.stats.let_go == 2
+
+
+def _set_pod_raw(name: str) -> dict[str, Any]:
+    """A pod the worker's StatefulSet controller made of set ``web`` (Kueue's StatefulSet webhook's group ``g``)."""
+    raw = _group_raw(name)
+    raw["metadata"]["annotations"] |= {"kueue.x-k8s.io/pod-suspending-parent": "statefulset",
+                                       "kueue.x-k8s.io/pod-group-serving": "true"}
+    raw["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
+                                           "uid": "sts-uid", "controller": True}]
+    return raw
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("copied", [True, False], ids=["multikueue-copy", "own-set"])
+async def test_a_multikueue_copy_of_a_statefulset_runs_on_the_copied_workload_and_makes_none(copied: bool) -> None:
+    """On a worker, as Kueue's StatefulSet reconciler with a set carrying the origin label: its pods' group runs on the
+    Workload the manager copied there (the one the set names), gated while it is missing, never on one of the
+    worker's own making; a set of the worker's own gets its group's Workload made from its pods."""
+    from connectors.k8s.statefulsets import StatefulSetRevision, decode
+
+    raws = {n: _set_pod_raw(n) for n in ("web-0", "web-1")}
+    config = {**POD_ON, "integrations": {"frameworks": ["pod", "statefulset"]}}
+    pods, mirror, _, client = integration(config=config, client=GroupClient(raws))
+    labels = {"kueue.x-k8s.io/multikueue-origin": "multikueue", "kueue.x-k8s.io/prebuilt-workload-name": "g"}
+    sts = decode(msgspec.json.encode({"metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid",
+                                                   "labels": labels if copied else {}}}))
+    assert isinstance(sts, StatefulSetRevision)
+    pods.statefulsets.known["ns/web"] = sts
+    pods.statefulsets.synced.set()
+    mirror.listeners.append(pods._on_applied)
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    created = [c for c in client.calls if c[0] == "create"]
+    if not copied:
+        assert [c[1] for c in created] == ["Workload"], "the worker's own set: its group's Workload is made"
+        return
+    assert created == [] and not any(c[0] == "patch" and c[1] == "Pod" for c in client.calls), (
+        "no Workload made for a copy's pods: they wait, gated, for the copied one")
+    copied_wl = msgspec.structs.replace(group_workload_obs(), metadata=o.ObjectMeta(
+        name="g", namespace="ns", uid="wl-uid", resource_version="3",
+        labels={"kueue.x-k8s.io/multikueue-origin": "multikueue"},
+        annotations={"kueue.x-k8s.io/is-group-workload": "true"}))
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key="ns/g", uid="wl-uid",
+                                                                        obj=copied_wl))])
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")
+    (call,) = client.calls
+    assert call[:3] == ("patch", "Workload", "g"), "the copy's pods made owners of the copied Workload"
+    assert [r["name"] for r in call[5]["metadata"]["ownerReferences"]] == ["web-0", "web-1"]

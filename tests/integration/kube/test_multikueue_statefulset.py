@@ -60,20 +60,26 @@ def _replica(sts: dict[str, Any], ordinal: int) -> dict[str, Any]:
                      "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}}
 
 
+async def _dispatched(c: Any) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A queued StatefulSet ``web`` made on the manager with its two pods, its group's Workload admitted on the
+    worker, and the set's copy there: (the manager's set, its copy, the Workload's name)."""
+    sts = msgspec.json.decode(await c.kc.create(STATEFUL_SETS, _statefulset(c.ns, "web"), c.ns))
+    for ordinal in (0, 1):
+        await create(c.kc, _replica(sts, ordinal))
+    wl_name = workload_name("web")
+    await _admitted_on_worker(c, wl_name, "the set's group Workload to be admitted on the worker")
+    remote = await eventually(lambda: _remote(c.wc, STATEFUL_SETS, "web", c.ns), timeout=60,
+                              what="the set's copy on the worker")
+    return sts, remote, wl_name
+
+
 @pytest.mark.asyncio
 async def test_a_statefulsets_group_runs_on_the_worker_on_one_copy_of_the_set(
         kube_apiserver, worker_apiserver, tmp_path) -> None:  # noqa: F811 - the imported fixture
     async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", "pod", STATEFULSET_FRAMEWORK],
                          []) as c:
         kc, wc, ns = c.kc, c.wc, c.ns
-        sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(ns, "web"), ns))
-        for ordinal in (0, 1):
-            await create(kc, _replica(sts, ordinal))
-        wl_name = workload_name("web")
-        await _admitted_on_worker(c, wl_name, "the set's group Workload to be admitted on the worker")
-
-        remote = await eventually(lambda: _remote(wc, STATEFUL_SETS, "web", ns), timeout=60,
-                                  what="the set's copy on the worker")
+        sts, remote, wl_name = await _dispatched(c)
         meta = remote["metadata"]
         assert meta["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
         assert meta["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name  # the gate on
@@ -99,3 +105,30 @@ async def test_a_statefulsets_group_runs_on_the_worker_on_one_copy_of_the_set(
                     and await _maybe(wc, "Workload", wl_name, ns) is None)
 
         await eventually(gone, timeout=60, what="the set's copy and the Workload's deleted on the worker")
+
+
+@pytest.mark.asyncio
+async def test_the_worker_runs_the_copied_sets_pods_on_the_copied_workload(
+        kube_apiserver, worker_apiserver, tmp_path) -> None:  # noqa: F811 - the imported fixture
+    """On the worker, as Kueue's StatefulSet reconciler does with a copy (its origin label, the manager's set's UID in
+    ``kueue.x-k8s.io/multikueue-origin-uid``): the pods the worker's StatefulSet controller makes of the copy (played
+    by the test) are the group of the Workload the manager copied there, which they run on once it is admitted —
+    the worker makes no Workload of its own for them."""
+    async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", "pod", STATEFULSET_FRAMEWORK],
+                         []) as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        _, remote, wl_name = await _dispatched(c)
+        for ordinal in (0, 1):
+            await create(wc, _replica(remote, ordinal))
+
+        async def started() -> bool:
+            gates = [scheduling_gates(await get(wc, "Pod", f"web-{ordinal}", ns)) for ordinal in (0, 1)]
+            return all(g == [] for g in gates)
+
+        await eventually(started, timeout=60, what="the copy's pods to be ungated on the worker")
+        on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"],
+                                                                                     namespace=ns)).items]
+        assert [m["name"] for m in on_worker] == [wl_name], "run on the copied Workload, none made on the worker"
+        for ordinal in (0, 1):
+            assert scheduling_gates(await get(kc, "Pod", f"web-{ordinal}", ns)) == ["kueue.x-k8s.io/admission"], (
+                "the manager's pods stay gated")
