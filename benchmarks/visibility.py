@@ -7,7 +7,11 @@ interleaved: ``indexed`` (the served path: bisection in the queue's index) and `
 the whole queue order, then a pass to the page, as every request cost before the index — the memo on the state
 is cleared first, as a live log's next record clears it). Medians of ``--repeat`` runs, ms; the ratio full/indexed.
 
-    python benchmarks/visibility.py [--pending 100000] [--parked 0.5] [--offset 90000] [--repeat 15]
+``--afs``: the ClusterQueue is ordered by Admission Fair Sharing, and LocalQueue ``lq-K`` of every namespace has K
+workloads admitted, so the 20 LocalQueues rank in 5 usage groups of 4 tied LocalQueues each (whose workloads
+interleave). ``full`` is then also what the served path cost before it read AFS pages from the index.
+
+    python benchmarks/visibility.py [--pending 100000] [--parked 0.5] [--offset 90000] [--repeat 15] [--afs]
 """
 
 from __future__ import annotations
@@ -23,26 +27,47 @@ import msgspec
 
 from connectors.k8s import visibility as cv
 from kueue_es.scheduler import visibility as vis
-from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.config import DEFAULT, load_config
 from kueue_es.statefile import ObjectFolder
 from projections.cluster import ClusterState
 
 T0 = 1_704_067_200_000
 
 
-def build(n: int, parked: float) -> ClusterState:
+AFS = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                   "admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}})
+STAMP = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(T0 // 1000))
+
+
+def _admitted(ns: int, lq: int, i: int) -> dict[str, Any]:
+    """A workload of LocalQueue ``ns-<ns>/lq-<lq>`` holding 1 cpu of the ClusterQueue, admitted."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": f"running-{lq}-{i}", "namespace": f"ns-{ns}", "uid": f"r-{ns}-{lq}-{i}",
+                         "creationTimestamp": STAMP},
+            "spec": {"queueName": f"lq-{lq}", "priority": 0, "podSets": [{"name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+            "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]},
+                "conditions": [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": STAMP}
+                               for t in ("QuotaReserved", "Admitted")]}}
+
+
+def build(n: int, parked: float, afs: bool = False) -> ClusterState:
     folder = ObjectFolder(T0)
     state, put = folder.state, folder.put
 
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}})
+    scope = {"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}} if afs else {}
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
-         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+         "spec": {"namespaceSelector": {}, **scope, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
              {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 20}]}]}]}})
     for ns in range(4):
         put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{ns}"}})
         for lq in range(5):
             put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
                  "metadata": {"name": f"lq-{lq}", "namespace": f"ns-{ns}"}, "spec": {"clusterQueue": "cq"}})
+            for i in range(lq if afs else 0):
+                put(_admitted(ns, lq, i))
     rnd = random.Random(1)
     for j in range(n):
         t = time.gmtime(T0 // 1000 + rnd.randrange(86_400))
@@ -70,12 +95,15 @@ def main() -> None:
     ap.add_argument("--parked", type=float, default=0.5, help="share of the workloads parked as inadmissible")
     ap.add_argument("--offset", type=int, default=90_000, help="ClusterQueue page offset (limit: the default 1000)")
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--afs", action="store_true", help="Admission Fair Sharing orders the ClusterQueue")
     args = ap.parse_args()
     t = time.perf_counter()
-    state = build(args.pending, args.parked)
+    state = build(args.pending, args.parked, args.afs)
+    config = AFS if args.afs else DEFAULT
     q = state.queues["cq"]
     print(f"{len(q)} pending ({len(q.inadmissible)} parked), built in {time.perf_counter() - t:.1f}s; "
-          f"python {platform.python_version()}, {platform.machine()}")
+          f"python {platform.python_version()}, {platform.machine()}"
+          + (f"; AFS usage groups {_groups(state, config)}" if args.afs else ""))
     lq_offset = args.offset // 20  # about as deep in one of the 20 LocalQueues
     real = vis.in_cluster_queue, vis.in_local_queue
 
@@ -88,7 +116,7 @@ def main() -> None:
     def request(**kw: Any) -> float:
         state.derived.clear()
         t = time.perf_counter()
-        code, doc = cv.answer(cv.Source(state, DEFAULT, lambda key: []), "v1beta2", **kw)
+        code, doc = cv.answer(cv.Source(state, config, lambda key: []), "v1beta2", **kw)
         msgspec.json.encode(doc)
         assert code == 200 and doc["items"], doc
         return (time.perf_counter() - t) * 1000
@@ -108,6 +136,13 @@ def main() -> None:
     for what in ("cq", "lq"):
         print(f"{what} page: full {med[f'{what} full']:.1f} ms, indexed {med[f'{what} indexed']:.1f} ms, "
               f"ratio {med[f'{what} full'] / med[f'{what} indexed']:.1f}x")
+
+
+def _groups(state: ClusterState, config: Any) -> list[int]:
+    """How many LocalQueues tie in each usage group, lower usage first."""
+    order = vis.order_of(state, config, "cq")
+    assert order is not None
+    return [len(group) for group in order.groups]
 
 
 if __name__ == "__main__":

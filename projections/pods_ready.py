@@ -7,7 +7,8 @@ the rule lives here; the gate is read through :mod:`projections.gates`, as ``Sch
 
 Kueue's rule (config v1beta2): a Configuration without a ``waitForPodsReady`` stanza gets one by defaulting, so
 waitForPodsReady is on unless the ``DisableWaitForPodsReady`` gate (alpha, off by default) turns it off; a stanza
-with ``enable: false`` (the v1beta1 field, still accepted) turns it off too.
+with ``enable: false`` (v1beta1's switch: a v1beta2 file with it is refused, but a log may have recorded one)
+turns it off too.
 """
 
 from __future__ import annotations

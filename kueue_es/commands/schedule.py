@@ -24,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "schedule",
         help="run scheduling cycles on a STATE.yaml and print the Workloads whose status changed",
         description="Run N scheduling cycles on the objects in STATE.yaml (no cluster, no log server) and print "
-        "a kind: List of every Workload whose status the cycles changed, as Kueue would write it.",
+        "a kind: List of every Workload whose status the cycles changed, as Kueue would write it. Only the "
+        "scheduler's cycles run: what Kueue's controllers do on their own (admission checks, evictions, requeues, "
+        "ConcurrentAdmission's variants, ...) is left to kueue-es run, simulate and replay.",
     )
     p.add_argument("-f", "--filename", required=True, type=path_arg, metavar="STATE.yaml")
     p.add_argument("--cycles", type=int_arg(1, "a cycle count"), default=1, metavar="N", help="scheduling cycles to run (default 1)")

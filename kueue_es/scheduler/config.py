@@ -611,10 +611,10 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
 
 def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
     """``doc`` as the configuration it sets, refused (naming ``source`` and the field) where Kueue refuses to start
-    on it. ``strict``: a field Kueue's Configuration does not have is refused too, as Kueue's strict decoder
-    refuses it, every one named (:mod:`kueue_es.scheduler.config_fields`); off for a document the log recorded,
-    which is loaded as it was taken."""
-    unknown = config_fields.unknown_fields(doc, _known_fields()) if strict else []
+    on it. ``strict``: a field the Configuration of its ``apiVersion`` does not have is refused too, as Kueue's
+    strict decoder refuses it, every one named (:mod:`kueue_es.scheduler.config_fields`); off for a document the log
+    recorded, which is loaded as it was taken."""
+    unknown = config_fields.unknown_fields(doc, _known_fields(str(doc.get("apiVersion", "")))) if strict else []
     if unknown:
         raise InvalidInput(f"{source}: Configuration: strict decoding error: "
                            + ", ".join(f'unknown field "{path}"' for path in unknown))
@@ -674,9 +674,10 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     return cfg
 
 
-@lru_cache(maxsize=1)
-def _known_fields() -> config_fields.Tree:
-    return config_fields.known(SchedulerConfig)
+@lru_cache(maxsize=4)
+def _known_fields(api_version: str) -> config_fields.Tree:
+    """The fields a Configuration of ``api_version`` has (Kueue decodes a file as the version it names)."""
+    return config_fields.known_in(config_fields.known(SchedulerConfig), api_version)
 
 
 def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:

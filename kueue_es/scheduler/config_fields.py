@@ -7,15 +7,19 @@ unknown field named, in the document's order). kueue-es refuses such a file the 
 The fields known are those kueue-es reads (its :class:`~kueue_es.scheduler.config.SchedulerConfig`, whatever it
 models of Kueue's newer fields) together with those of Kueue's ``config.kueue.x-k8s.io`` v1beta2 and v1beta1
 types it does not read (:data:`UNREAD`): the webhook and metrics servers, leader election, the client, the
-certificates, the deprecated v1beta1 stanzas. One set for both versions: a field of one version in a document of
-the other is taken, not refused. Free-form maps (``featureGates``, label selectors' ``matchLabels``, an exec
-plugin's configuration) are not looked into.
+certificates, the deprecated v1beta1 stanzas. Kueue decodes a file as the version its ``apiVersion`` names, so a
+field only the other version has is refused as well (:data:`ONLY_IN`, :func:`known_in`): v1beta2 dropped
+``queueVisibility``, ``integrations.podOptions`` and the ``enable`` switches of ``fairSharing`` and
+``waitForPodsReady`` (the stanza's presence switches it on), and v1beta1 never got the fields added since.
+Free-form maps (``featureGates``, label selectors' ``matchLabels``, an exec plugin's configuration) are not looked
+into.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import msgspec.inspect as mi
 
 Tree = dict[str, Any]
@@ -70,6 +74,49 @@ def known(read: type) -> Tree:
     return tree
 
 
+V1BETA1 = "config.kueue.x-k8s.io/v1beta1"
+V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
+
+ONLY_IN: dict[str, tuple[str, ...]] = {
+    V1BETA1: ("queueVisibility", "integrations.podOptions", "fairSharing.enable", "waitForPodsReady.enable"),
+    V1BETA2: ("multiKueue.clusterProfile", "multiKueue.singleClusterPreemptionTimeout",
+              "multiKueue.incrementalDispatcherConfig", "resources.quotaCheckStrategy",
+              "resources.deviceClassMappings[].sources", "metrics.customLabels[].sourceKind",
+              "metrics.customLabels[].trackedValues"),
+}
+"""apiVersion -> the fields (``a.b``, ``a[].b`` below a list) only that version of Kueue's Configuration has: the
+ones v1beta2 removed or replaced (its conversion drops them), and the ones added to v1beta2 alone (its conversion
+to v1beta1 loses them)."""
+
+
+def _without(tree: Tree, path: str) -> Tree:
+    """``tree`` less the field at ``path`` (a copy along the path; a path it does not have leaves it as it is)."""
+    head, _, rest = path.partition(".")
+    in_list = head.endswith("[]")
+    name = head.removesuffix("[]")
+    if name not in tree:
+        return tree
+    if not rest:
+        return {k: v for k, v in tree.items() if k != name}
+    below = tree[name]
+    if in_list and isinstance(below, list):
+        return {**tree, name: [_without(below[0], rest)]}
+    if isinstance(below, dict):
+        return {**tree, name: _without(below, rest)}
+    return tree
+
+
+def known_in(tree: Tree, api_version: str) -> Tree:
+    """``tree`` (:func:`known`) as the Configuration of ``api_version`` has it: less the fields only another version
+    has (:data:`ONLY_IN`). An apiVersion not among them (checked elsewhere) is taken as v1beta2."""
+    version = api_version if api_version in ONLY_IN else V1BETA2
+    for other, paths in ONLY_IN.items():
+        if other != version:
+            for path in paths:
+                tree = _without(tree, path)
+    return tree
+
+
 def unknown_fields(doc: Any, tree: Tree, at: str = "") -> list[str]:
     """The paths (``a.b[0].c``) of the fields of ``doc`` that ``tree`` does not know, in the document's order."""
     found: list[str] = []
@@ -87,3 +134,63 @@ def unknown_fields(doc: Any, tree: Tree, at: str = "") -> list[str]:
             for i, item in enumerate(value):
                 found += unknown_fields(item, below[0], f"{path}[{i}]")
     return found
+
+
+def _struct(info: mi.Type) -> mi.StructType | None:
+    """The object type ``info`` stands for, through optional values and lists."""
+    if isinstance(info, mi.UnionType):
+        found = [t for t in (_struct(member) for member in info.types) if t is not None]
+        return found[0] if found else None
+    if isinstance(info, mi.ListType | mi.VarTupleType):
+        return _struct(info.item_type)
+    return info if isinstance(info, mi.StructType) else None
+
+
+def _default_at(read: type, path: str) -> Any:
+    """The value (as plain data) a field of ``read`` at ``path`` has when not set; a path ``read`` does not decode
+    has no default (a value no field holds)."""
+    info: mi.Type | None = mi.type_info(read)
+    field = None
+    for part in path.split("."):
+        struct = _struct(info) if info is not None else None
+        field = next((f for f in struct.fields if f.encode_name == part.removesuffix("[]")), None) if struct else None
+        if field is None:
+            return _NO_DEFAULT
+        info = field.type
+    assert field is not None
+    if field.default is not mi.NODEFAULT:
+        return msgspec.to_builtins(field.default)
+    return msgspec.to_builtins(field.default_factory()) if field.default_factory is not mi.NODEFAULT else _NO_DEFAULT
+
+
+_NO_DEFAULT = object()
+
+
+def _drop_default(doc: Any, path: str, default: Any) -> Any:
+    """``doc`` less the field at ``path`` where it holds ``default``."""
+    if not isinstance(doc, dict):
+        return doc
+    head, _, rest = path.partition(".")
+    name = head.removesuffix("[]")
+    if name not in doc:
+        return doc
+    if not rest:
+        return {k: v for k, v in doc.items() if k != name} if doc[name] == default else doc
+    below = doc[name]
+    if head.endswith("[]") and isinstance(below, list):
+        return {**doc, name: [_drop_default(item, rest, default) for item in below]}
+    return {**doc, name: _drop_default(below, rest, default)}
+
+
+def in_version(doc: Tree, read: type) -> Tree:
+    """``doc`` (a decoded ``read`` turned back into plain data, every field written out) less the fields only another
+    version than its ``apiVersion`` has that it leaves unset (:data:`ONLY_IN`), so that it decodes strictly as the
+    version it names. A field of another version set otherwise is kept (that version's value, loaded as recorded)."""
+    version = doc.get("apiVersion") if doc.get("apiVersion") in ONLY_IN else V1BETA2
+    for other, paths in ONLY_IN.items():
+        if other != version:
+            for path in paths:
+                default = _default_at(read, path)
+                if default is not _NO_DEFAULT:
+                    doc = _drop_default(doc, path, default)
+    return doc

@@ -16,6 +16,7 @@ import msgspec
 from events import schema as ev
 from events.errors import InvalidInput
 from events.manifests import CONFIG_API_VERSIONS
+from kueue_es.scheduler import config_fields
 from kueue_es.scheduler.config import DEFAULT, ResourcesConfig, SchedulerConfig, load_config
 from projections.cluster import ClusterState
 
@@ -27,7 +28,7 @@ def document_of(config: SchedulerConfig) -> dict[str, Any]:
     """A document that loads as ``config``, for a caller holding a decoded configuration and not the document."""
     if config == DEFAULT:
         return dict(DEFAULT_DOCUMENT)
-    return msgspec.to_builtins(config)
+    return config_fields.in_version(msgspec.to_builtins(config), SchedulerConfig)
 
 
 def fingerprint(document: dict[str, Any]) -> str:

@@ -18,10 +18,11 @@ index in the page and ``positionInClusterQueue`` the index in the whole ClusterQ
 is clamped to 0..100000 and ``offset`` (default 0) to at least 0. An unknown ClusterQueue or LocalQueue is
 None here (404 there); a LocalQueue whose ClusterQueue does not exist has nothing pending.
 
-Without Admission Fair Sharing a page is read from the queue's sorted index (:mod:`projections.queues`) by
-bisection — a page deep in a 100,000-workload queue costs about what the first page does, which matters because
-the page is computed on the service's event loop. With it, the whole order is sorted by usage (memoised on the
-state until its next record). :func:`straightforward` is the definition both must agree with.
+A page is read from the queue's sorted index (:mod:`projections.queues`) by bisection — a page deep in a
+100,000-workload queue costs about what the first page does, which matters because the page is computed on the
+service's event loop. With Admission Fair Sharing too: the LocalQueues are ranked by usage and the page read from
+their own sorted lists, the whole order never sorted (:mod:`kueue_es.scheduler.visibility_order`).
+:func:`straightforward` is the definition the pages must agree with.
 
 The item's ``priority`` is the workload's base priority (``spec.priority``, as its class sets it), as Kueue shows
 it: the boost its ``kueue.x-k8s.io/priority-boost`` annotation adds under the ``PriorityBoost`` gate is left out,
@@ -34,14 +35,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
-from sortedcontainers import SortedList
 
 from events import objects as o
 from events.timefmt import format_time
 from kueue_es.scheduler import afs
 from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.visibility_order import VisibilityOrder, window
 from projections.cluster import ClusterState
-from projections.queues import ClusterQueueQueue, SortKey
 
 GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
@@ -116,25 +116,48 @@ def _item(state: ClusterState, key: str, in_cq: int, in_lq: int) -> PendingWorkl
                            position_in_local_queue=in_lq)
 
 
+def order_of(state: ClusterState, config: SchedulerConfig, cq: str) -> VisibilityOrder | None:
+    """ClusterQueue ``cq``'s visibility order, to read pages from (:mod:`kueue_es.scheduler.visibility_order`); None
+    when nothing is queued there. Under Admission Fair Sharing each LocalQueue's usage is taken once, at the state's
+    time. Memoised on the state until its next record, as :func:`queue_order` is."""
+    q = state.queues.get(cq)
+    if q is None:
+        return None
+    memo: dict[str, tuple[int, SchedulerConfig, VisibilityOrder]] = state.derived.setdefault("visibility_order", {})
+    hit = memo.get(cq)
+    if hit is not None and hit[0] == state.offset and hit[1] is config:
+        return hit[2]
+    if len(memo) > 64 or any(v[0] != state.offset for v in memo.values()):
+        memo.clear()
+    usage = None
+    if afs.enabled_for(config, state, cq):
+        fold = afs.fold(state, config)
+
+        def usage(lq: tuple[str, str]) -> float:
+            return afs.lq_usage(state, config, f"{lq[0]}/{lq[1]}", cq, state.time, fold)
+    order = VisibilityOrder(q, usage)
+    memo[cq] = (state.offset, config, order)
+    return order
+
+
 def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, limit: int | None = None,
                      offset: int | None = None) -> list[PendingWorkload] | None:
     """The page of ClusterQueue ``cq``'s pending workloads; None when there is no such ClusterQueue."""
     if cq not in state.cluster_queues:
         return None
     limit, offset = bounded(limit, offset)
-    q = state.queues.get(cq)
-    if q is None or afs.enabled_for(config, state, cq):
-        return _cq_page(state, queue_order(state, config, cq) or [], limit, offset)
-    q = q.indexed()
-    sticky = q.sticky_key()
+    order = order_of(state, config, cq)
+    if order is None:
+        return []
+    local_queue_of = order.q.local_queue_of
     seen_in_lq: dict[str, int] = {}
     out = []
-    for index, sk in enumerate(_window(q.pending, sticky, offset, limit), offset):
+    for index, sk in enumerate(order.page(offset, limit), offset):
         key = sk[3]
-        name = state.workloads[key].queue_name
+        name = local_queue_of[key][1]
         in_lq = seen_in_lq.get(name)
         if in_lq is None:
-            in_lq = 0 if sk == sticky else _before_in_named(q, name, sk, sticky)
+            in_lq = order.before_in_named(name, sk)
         seen_in_lq[name] = in_lq + 1
         out.append(_item(state, key, index, in_lq))
     return out
@@ -148,49 +171,15 @@ def in_local_queue(state: ClusterState, config: SchedulerConfig, namespace: str,
         return None
     limit, offset = bounded(limit, offset)
     cq = lq.spec.cluster_queue
-    q = state.queues.get(cq) if cq in state.cluster_queues else None
-    if q is None:
+    order = order_of(state, config, cq) if cq in state.cluster_queues else None
+    if order is None:
         return []
-    if afs.enabled_for(config, state, cq):
-        return _lq_page(state, queue_order(state, config, cq) or [], namespace, name, limit, offset)
-    q = q.indexed()
-    sticky = q.sticky_key()
-    keys = q.by_local_queue.get(name, {}).get(namespace)
+    keys = order.q.by_local_queue.get(name, {}).get(namespace)
     if keys is None:
         return []
-    head = sticky if sticky is not None and q.local_queue_of[sticky[3]] == (namespace, name) else None
-    out: list[PendingWorkload] = []
-    for index, sk in enumerate(_window(keys, head, offset, limit), offset):
-        in_cq = 0 if sk == sticky else q.pending.bisect_left(sk) + (sticky is not None and sticky > sk)
-        out.append(_item(state, sk[3], in_cq, index))
-    return out
-
-
-def _window(keys: SortedList, head: SortKey | None, offset: int, limit: int) -> list[SortKey]:
-    """Positions ``offset``..``offset+limit`` of the sequence ``head`` (when given; it is in ``keys``) then
-    ``keys`` without it."""
-    out: list[SortKey] = []
-    if limit <= 0:
-        return out
-    if head is not None and offset == 0:
-        out.append(head)
-    start = max(offset - (head is not None), 0)
-    if head is not None and keys.bisect_left(head) < start:
-        start += 1  # the head, listed first, is behind the window in ``keys``
-    for sk in keys.islice(start, start + limit + 1):
-        if len(out) >= limit:
-            break
-        if sk != head:
-            out.append(sk)
-    return out
-
-
-def _before_in_named(q: ClusterQueueQueue, name: str, sk: SortKey, sticky: SortKey | None) -> int:
-    """How many of the workloads listed before ``sk`` (not the sticky one) queue in a LocalQueue named ``name``."""
-    count = sum(keys.bisect_left(sk) for keys in q.by_local_queue.get(name, {}).values())
-    if sticky is not None and sticky > sk and q.local_queue_of[sticky[3]][1] == name:
-        count += 1  # listed first, though it sorts after ``sk``
-    return count
+    head = order.sticky if order.sticky_lq == (namespace, name) else None
+    return [_item(state, sk[3], order.position(sk), index)
+            for index, sk in enumerate(window(keys, head, offset, limit), offset)]
 
 
 def straightforward(state: ClusterState, config: SchedulerConfig, cq: str = "", namespace: str = "",

@@ -33,9 +33,9 @@ def test_an_endless_input_is_refused_not_read_forever(log: Path, tmp_path: Path)
     assert r.code == 2 and one_line_error(r) == f"kueue-es: error: /dev/zero: line 1: {TOO_LARGE}"
 
 
-def _schedule_under(tmp_path: Path, body: str) -> tuple[Path, Result]:
+def _schedule_under(tmp_path: Path, body: str, version: str = "v1beta2") -> tuple[Path, Result]:
     cfg = tmp_path / "kueue.yaml"
-    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{body}")
+    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/{version}\nkind: Configuration\n{body}")
     return cfg, kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
 
 
@@ -50,15 +50,42 @@ def test_a_configuration_s_unknown_fields_are_refused_as_kueue_s_strict_decoder_
         'unknown field "resources.transformations[0].outputz", unknown field "fairShare"')
 
 
-@pytest.mark.parametrize("body", [
-    # Kueue's own fields kueue-es does not read, v1beta2's and v1beta1's: taken
-    "webhook: {port: 9443}\nleaderElection: {leaderElect: true, resourceName: c1f6bfd2.kueue.x-k8s.io}\n"
-    "metrics: {bindAddress: ':8443', enableClusterQueueResources: true}\nhealth: {healthProbeBindAddress: ':8081'}\n"
-    "internalCertManagement: {enable: false}\nclientConnection: {qps: 50, burst: 100}\n"
-    "controller: {groupKindConcurrency: {Job.batch: 5}}\nmanagedJobsNamespaceSelector:\n"
-    "  matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]\n",
-    "integrations:\n  frameworks: [batch/job]\n  podOptions: {namespaceSelector: {matchLabels: {a: b}}}\n"
-    "queueVisibility: {updateIntervalSeconds: 5, clusterQueues: {maxCount: 10}}\nfairSharing: {enable: true}\n",
+V1BETA1_ONLY = ("integrations:\n  frameworks: [batch/job]\n  podOptions: {namespaceSelector: {matchLabels: {a: b}}}\n"
+                "queueVisibility: {updateIntervalSeconds: 5, clusterQueues: {maxCount: 10}}\nfairSharing: {enable: true}\n"
+                "waitForPodsReady: {enable: true, timeout: 5m}\n")
+V1BETA2_ONLY = ("multiKueue:\n  singleClusterPreemptionTimeout: 1m\n  clusterProfile: {accessProviders: []}\n"
+                "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n  deviceClassMappings:\n"
+                "  - {name: gpu, deviceClassNames: [gpu.example.com], sources: []}\n"
+                "metrics: {customLabels: [{name: team, sourceKind: LocalQueue}]}\n")
+
+
+@pytest.mark.parametrize(("body", "version"), [
+    # Kueue's own fields kueue-es does not read, of both versions: taken
+    ("webhook: {port: 9443}\nleaderElection: {leaderElect: true, resourceName: c1f6bfd2.kueue.x-k8s.io}\n"
+     "metrics: {bindAddress: ':8443', enableClusterQueueResources: true}\nhealth: {healthProbeBindAddress: ':8081'}\n"
+     "internalCertManagement: {enable: false}\nclientConnection: {qps: 50, burst: 100}\n"
+     "controller: {groupKindConcurrency: {Job.batch: 5}}\nmanagedJobsNamespaceSelector:\n"
+     "  matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]\n", "v1beta2"),
+    (V1BETA1_ONLY, "v1beta1"),  # the deprecated stanzas and switches v1beta2 dropped, in the version that has them
+    (V1BETA2_ONLY, "v1beta2"),  # the fields v1beta1 never got, in the version that has them
 ])
-def test_kueue_s_own_fields_are_taken_whether_or_not_kueue_es_reads_them(tmp_path: Path, body: str) -> None:
-    assert _schedule_under(tmp_path, body)[1].code == 0
+def test_kueue_s_own_fields_are_taken_whether_or_not_kueue_es_reads_them(tmp_path: Path, body: str,
+                                                                        version: str) -> None:
+    assert _schedule_under(tmp_path, body, version)[1].code == 0
+
+
+@pytest.mark.parametrize(("body", "version", "unknown"), [
+    (V1BETA1_ONLY, "v1beta2", ("integrations.podOptions", "queueVisibility", "fairSharing.enable",
+                               "waitForPodsReady.enable")),
+    (V1BETA2_ONLY, "v1beta1", ("multiKueue.singleClusterPreemptionTimeout", "multiKueue.clusterProfile",
+                               "resources.quotaCheckStrategy", "resources.deviceClassMappings[0].sources",
+                               "metrics.customLabels[0].sourceKind")),
+])
+def test_a_field_only_the_other_version_has_is_refused(tmp_path: Path, body: str, version: str,
+                                                      unknown: tuple[str, ...]) -> None:
+    """Kueue decodes its file as the version its apiVersion names: a field v1beta2 removed (or v1beta1 never had)
+    is as unknown as a misspelt one, every one named."""
+    cfg, r = _schedule_under(tmp_path, body, version)
+    assert r.code == 2
+    assert one_line_error(r) == (f"kueue-es: error: {cfg}: Configuration: strict decoding error: "
+                                 + ", ".join(f'unknown field "{path}"' for path in unknown))

@@ -10,19 +10,20 @@ from projections.gates import DISABLE_WAIT_FOR_PODS_READY
 from projections.pods_ready import waits_for_pods_ready
 
 BASE = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+V1BETA1 = {**BASE, "apiVersion": "config.kueue.x-k8s.io/v1beta1"}  # only v1beta1 has waitForPodsReady.enable
 
 DOCUMENTS = [
     (BASE, True),  # no stanza: Kueue v1beta2 defaults one in
     ({**BASE, "waitForPodsReady": None}, True),
     ({**BASE, "waitForPodsReady": {"timeout": "5m", "blockAdmission": True}}, True),
-    ({**BASE, "waitForPodsReady": {"enable": False}}, False),
-    ({**BASE, "waitForPodsReady": {"enable": "false"}}, False),  # decoded loosely, as the scheduler does
+    ({**V1BETA1, "waitForPodsReady": {"enable": False}}, False),
+    ({**V1BETA1, "waitForPodsReady": {"enable": "false"}}, False),  # decoded loosely, as the scheduler does
     ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: True}}, False),
     ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: True}, "waitForPodsReady": {"timeout": "1m"}}, False),
     ({**BASE, "featureGates": {"AllAlpha": True}}, False),  # an alpha gate: AllAlpha turns it on
     ({**BASE, "featureGates": {"AllAlpha": True, DISABLE_WAIT_FOR_PODS_READY: False}}, True),
     ({**BASE, "featureGates": {"AllBeta": True}}, True),
-    ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: False}, "waitForPodsReady": {"enable": False}}, False),
+    ({**V1BETA1, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: False}, "waitForPodsReady": {"enable": False}}, False),
 ]
 
 

@@ -7,8 +7,9 @@ import pytest
 
 from events import schema as ev
 from events.errors import InvalidInput
-from kueue_es.scheduler.config import load_config
-from kueue_es.scheduler.config_record import load_recorded
+from kueue_es.scheduler import config_fields
+from kueue_es.scheduler.config import SchedulerConfig, load_config
+from kueue_es.scheduler.config_record import document_of, load_recorded
 
 DOC = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
        "waitForPodsReady": {"timeout": "5m", "blockAdmision": True}, "fairSharing": {}}
@@ -20,3 +21,40 @@ def test_a_file_s_unknown_field_is_refused_but_a_recorded_one_is_loaded_as_taken
         load_config(DOC, "kueue.yaml")
     recorded = load_recorded(ev.ConfigRecorded(time=0, document=DOC), 7)
     assert recorded.fair_sharing is not None and recorded.wait_for_pods_ready is not None
+
+
+V1BETA1_DOC = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
+               "waitForPodsReady": {"enable": True, "timeout": "5m"}, "fairSharing": {"enable": True},
+               "metrics": {"customLabels": [{"name": "team"}]},
+               "resources": {"deviceClassMappings": [{"name": "gpu", "deviceClassNames": ["gpu.example.com"]}]}}
+
+
+def test_each_version_refuses_the_other_s_fields_but_a_recorded_one_is_loaded_as_taken() -> None:
+    """v1beta2 dropped ``waitForPodsReady.enable`` (its stanza's presence switches it on); v1beta1 has no
+    ``multiKueue.singleClusterPreemptionTimeout``. An old log recorded either before kueue-es refused them."""
+    v1beta2 = {**DOC, "waitForPodsReady": {"enable": False, "timeout": "5m"}}
+    with pytest.raises(InvalidInput, match='strict decoding error: unknown field "waitForPodsReady.enable"$'):
+        load_config(v1beta2)
+    assert not load_recorded(ev.ConfigRecorded(time=0, document=v1beta2), 3).pods_ready.enable
+    v1beta1 = {**V1BETA1_DOC, "multiKueue": {"singleClusterPreemptionTimeout": "1m"}}
+    with pytest.raises(InvalidInput, match='unknown field "multiKueue.singleClusterPreemptionTimeout"$'):
+        load_config(v1beta1)
+    recorded = load_recorded(ev.ConfigRecorded(time=0, document=v1beta1), 3)
+    assert recorded.multi_kueue.single_cluster_preemption_timeout == "1m"
+    assert load_config(V1BETA1_DOC).pods_ready.enable
+
+
+def test_every_field_of_one_version_only_is_one_kueue_es_knows() -> None:
+    """A misspelt path in ONLY_IN would refuse nothing."""
+    known = config_fields.known(SchedulerConfig)
+    for paths in config_fields.ONLY_IN.values():
+        for path in paths:
+            assert config_fields._without(known, path) != known, path
+
+
+@pytest.mark.parametrize("doc", [V1BETA1_DOC, {**DOC, "waitForPodsReady": {"timeout": "5m"}}])
+def test_a_decoded_configuration_s_document_decodes_strictly_as_its_version(doc: dict) -> None:
+    """What a scheduler holding only the decoded configuration records: every field written out but those of the
+    other version it leaves unset, so that it reads back strictly as it was."""
+    config = load_config(doc)
+    assert load_config(document_of(config)) == config

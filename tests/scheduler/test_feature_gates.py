@@ -66,6 +66,8 @@ def test_block_admission_and_the_gates_it_reads(wait: dict | None, gates: dict, 
     doc = _doc(gates)
     if wait is not None:
         doc["waitForPodsReady"] = wait
+    if wait is not None and "enable" in wait:
+        doc["apiVersion"] = "config.kueue.x-k8s.io/v1beta1"  # v1beta2 has no waitForPodsReady.enable
     cfg = load_config(doc)
     assert cfg.blocks_admission is blocks
     assert blockadmission.reason(cfg) == reason
@@ -81,6 +83,8 @@ def test_block_admission_and_the_gates_it_reads(wait: dict | None, gates: dict, 
 def test_the_requeuing_timestamp_is_checked_while_wait_for_pods_ready_is_on(wait: dict, gates: dict,
                                                                             refused: bool) -> None:
     doc = {**_doc(gates), "waitForPodsReady": wait}
+    if "enable" in wait:
+        doc["apiVersion"] = "config.kueue.x-k8s.io/v1beta1"  # v1beta2 has no waitForPodsReady.enable
     if not refused:
         load_config(doc)
         return

@@ -158,3 +158,23 @@ def test_a_memoised_order_lasts_until_the_next_record_or_another_configuration(t
         "team/b-urgent", "team/a-high", "team/b-low", "team/b-late"]
     assert [w.key for w in visibility.in_cluster_queue(state, loaded.config, "cq") or []] == [
         "team/b-urgent", "team/b-low", "team/b-late", "team/a-high"]
+
+
+def test_an_admission_fair_sharing_page_is_read_without_sorting_the_whole_queue(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The served pages rank the LocalQueues by usage and read their own sorted lists; only the definition
+    (:func:`visibility.straightforward`) sorts every pending workload."""
+    spec = fastyaml.safe_load((Path(__file__).parent / "visibility" / "admission-fair-sharing.yaml").read_text())
+    loaded, _ = load_case(spec, tmp_path)
+    want = visibility.straightforward(loaded.state, loaded.config, "cq")
+    want_lq = visibility.straightforward(loaded.state, loaded.config, namespace="team", name="lq-b", offset=1)
+    loaded.state.derived.clear()
+
+    def no_sort(*_: Any) -> list[str]:
+        raise AssertionError("the whole queue order was sorted")
+
+    monkeypatch.setattr(visibility, "_order", no_sort)
+    assert visibility.in_cluster_queue(loaded.state, loaded.config, "cq") == want
+    assert [w.key for w in want or []] == ["team/b-low", "team/b-late", "team/a-high"]
+    got = visibility.in_local_queue(loaded.state, loaded.config, "team", "lq-b", offset=1)
+    assert got == want_lq and [(w.key, w.position_in_cluster_queue) for w in got or []] == [("team/b-late", 1)]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kueue_es.scheduler import visibility
-from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler import afs, visibility
+from kueue_es.scheduler.config import DEFAULT, load_config
 from kueue_es.statefile import ObjectFolder
 from projections.cluster import ClusterState
 from projections.snapshot import decode, encode
@@ -20,15 +20,18 @@ NAMESPACES = ("ns-a", "ns-b")
 NAMES = ("lq-x", "lq-y", "lq-z")
 
 
-def _state(workloads: list[tuple[int, int, int, int]], index_after: int | None = None) -> ClusterState:
+def _state(workloads: list[tuple[int, int, int, int]], index_after: int | None = None, *,
+           fair: bool = False) -> ClusterState:
     """``index_after``: build the queue's visibility index once that many workloads are queued, so that the
-    rest are added to an index kept up to date rather than to one built when first read."""
+    rest are added to an index kept up to date rather than to one built when first read. ``fair``: the
+    ClusterQueue is ordered by Admission Fair Sharing (under :data:`FAIR`)."""
     folder = ObjectFolder(T0)
     state, put = folder.state, folder.put
 
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}})
+    scope = {"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}} if fair else {}
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
-         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+         "spec": {"namespaceSelector": {}, **scope, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
              {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}]}})
     for ns in NAMESPACES:
         put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -52,11 +55,40 @@ workload = st.tuples(st.integers(0, 1), st.integers(0, 2), st.sampled_from([0, 1
 page = st.tuples(st.one_of(st.none(), st.integers(-2, 40)), st.one_of(st.none(), st.integers(-2, 40)))
 
 
+FAIR = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                    "admissionFairSharing": {"usageHalfLifeTime": "10m"}})
+assert FAIR.admission_fair_sharing is not None
+
+
 @settings(max_examples=150, deadline=None)
 @given(workloads=st.lists(workload, max_size=30), data=st.data())
 def test_indexed_pages_match_the_definition(workloads: list[tuple[int, int, int, int]], data: st.DataObject) -> None:
+    _check_pages(workloads, data, fair=False)
+
+
+USAGES = st.sampled_from([0.0, 0.5, 2.0, float("inf")])
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads=st.lists(workload, max_size=30), data=st.data())
+def test_admission_fair_sharing_pages_match_the_definition(workloads: list[tuple[int, int, int, int]],
+                                                           data: st.DataObject) -> None:
+    """The same under Admission Fair Sharing, each LocalQueue's usage drawn from a few values so that LocalQueues
+    tie (their workloads interleave in the queue's own order) as often as they differ; the usage itself is
+    :func:`afs.lq_usage`'s business, replaced here."""
+    usage = {f"{ns}/{name}": data.draw(USAGES, label=f"usage of {ns}/{name}") for ns in NAMESPACES for name in NAMES}
+    real = afs.lq_usage
+    afs.lq_usage = lambda state, config, lq, cq, now, fold_=None: usage[lq]  # type: ignore[assignment]
+    try:
+        _check_pages(workloads, data, fair=True)
+    finally:
+        afs.lq_usage = real
+
+
+def _check_pages(workloads: list[tuple[int, int, int, int]], data: st.DataObject, *, fair: bool) -> None:
+    config = FAIR if fair else DEFAULT
     index_after = data.draw(st.one_of(st.none(), st.integers(1, max(1, len(workloads) - 1))), label="index after")
-    state = _state(workloads, index_after)
+    state = _state(workloads, index_after, fair=fair)
     q = state.queues.get("cq")
     if q is not None and len(q):
         keys = sorted(q.entries)
@@ -71,9 +103,9 @@ def test_indexed_pages_match_the_definition(workloads: list[tuple[int, int, int,
     for s in (state, restored):
         for limit, offset in data.draw(st.lists(page, min_size=1, max_size=4), label="pages"):
             kw = {"limit": limit, "offset": offset}
-            assert visibility.in_cluster_queue(s, DEFAULT, "cq", **kw) == visibility.straightforward(
-                s, DEFAULT, "cq", **kw)
+            assert visibility.in_cluster_queue(s, config, "cq", **kw) == visibility.straightforward(
+                s, config, "cq", **kw)
             for ns in NAMESPACES:
                 for name in NAMES:
-                    got = visibility.in_local_queue(s, DEFAULT, ns, name, **kw)
-                    assert got == visibility.straightforward(s, DEFAULT, namespace=ns, name=name, **kw)
+                    got = visibility.in_local_queue(s, config, ns, name, **kw)
+                    assert got == visibility.straightforward(s, config, namespace=ns, name=name, **kw)
