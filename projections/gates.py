@@ -3,7 +3,7 @@
 Kueue hands that map to the Kubernetes feature-gate machinery at start-up and refuses to start when it is wrong:
 an unknown name ("unrecognized feature gate"), a gate locked to its default set otherwise, or an enabled gate
 whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta gate the map does not name. The
-names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
+names, stages and defaults below are Kueue v0.20.0's (``pkg/features/kube_features.go``, its release notes and docs).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
 each one does). The fold reads these from the recorded document: ``ReclaimablePods``,
@@ -32,8 +32,8 @@ scheduler then admits its scale-up in part: :func:`kueue_es.scheduler.cycle.nomi
 Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
-and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API) and ``TLSOptions`` (what its
-HTTPS servers accept: :mod:`kueue_es.scheduler.tls_options`); the connector reads
+and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API; what its HTTPS servers accept
+follows the ``tls`` stanza, ``TLSOptions`` being locked on: :mod:`kueue_es.scheduler.tls_options`); the connector reads
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
 :mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
 conditioned on its resourceVersion), and the MultiKueue connector
@@ -151,6 +151,11 @@ TLS_OPTIONS = "TLSOptions"
 REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
 DYNAMIC_QUOTA_ORCHESTRATION = "DynamicQuotaOrchestration"
 CONCURRENT_ADMISSION = "ConcurrentAdmission"
+ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION = "AdmissionFairSharingAnchorAtQuotaReservation"
+KUEUE_DRA_DEVICE_FEASIBILITY = "KueueDRADeviceFeasibility"
+KUEUE_DRA_INTEGRATION_DEVICE_TAINTS = "KueueDRAIntegrationDeviceTaints"
+HIGH_MAX_PARALLELISM_WITHIN_RECONCILE = "HighMaxParallelismWithinReconcile"
+MULTIKUEUE_REUSE_CLIENT_CONNECTION_CONFIG_FOR_WORKERS = "MultiKueueReuseClientConnectionConfigForWorkers"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -162,7 +167,7 @@ GATES: dict[str, tuple[str, bool]] = {
     FAIR_SHARING_PREEMPT_WITHIN_NOMINAL: (BETA, True),
     FAIR_SHARING_PRIORITIZE_NON_BORROWING: (BETA, True),
     MULTIKUEUE: (BETA, True),
-    MULTIKUEUE_BATCH_JOB_CLEARING_TTL: (BETA, True),
+    MULTIKUEUE_BATCH_JOB_CLEARING_TTL: (ALPHA, False),
     TOPOLOGY_AWARE_SCHEDULING: (BETA, True),
     LOCAL_QUEUE_METRICS: (BETA, True),
     TAS_PROFILE_MIXED: (BETA, True),
@@ -190,7 +195,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "ReclaimablePods": (BETA, True),
     "MultiKueueClusterProfile": (ALPHA, False),
     FAILURE_RECOVERY_POLICY: (ALPHA, False),
-    TLS_OPTIONS: (BETA, True),
+    TLS_OPTIONS: (GA, True),
     REMOVE_FINALIZERS_WITH_STRICT_PATCH: (BETA, True),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
     ASSIGN_QUEUE_LABELS_FOR_PODS: (BETA, True),
@@ -199,7 +204,7 @@ GATES: dict[str, tuple[str, bool]] = {
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (BETA, True),
     CUSTOM_METRIC_LABELS: (ALPHA, False),
     SPARK_APPLICATION_INTEGRATION: (ALPHA, False),
-    MULTIKUEUE_ORCHESTRATED_PREEMPTION: (ALPHA, False),
+    MULTIKUEUE_ORCHESTRATED_PREEMPTION: (BETA, True),
     PRIORITY_BOOST: (ALPHA, False),
     ADMISSION_GATED_BY: (BETA, True),
     SHORT_WORKLOAD_NAMES: (ALPHA, False),
@@ -241,10 +246,36 @@ GATES: dict[str, tuple[str, bool]] = {
     VALIDATE_RAY_AND_SPARK_JOB_UPDATES: (BETA, True),
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES: (ALPHA, False),
     DYNAMIC_QUOTA_ORCHESTRATION: (ALPHA, False),
+    # new in v0.20.0
+    ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION: (BETA, True),
+    "RayServiceValidateUpgradeStrategy": (BETA, True),
+    "ConfigurablePreemptions": (ALPHA, False),
+    HIGH_MAX_PARALLELISM_WITHIN_RECONCILE: (BETA, True),
+    KUEUE_DRA_DEVICE_FEASIBILITY: (ALPHA, False),
+    KUEUE_DRA_INTEGRATION_DEVICE_TAINTS: (ALPHA, False),
+    "ElasticJobsViaWorkloadSlicesForProvisioningRequests": (ALPHA, False),
+    "ElasticJobsViaWorkloadSlicesFlavorChangeFromZero": (BETA, True),
+    "FairSharingRefill": (ALPHA, False),
+    MULTIKUEUE_REUSE_CLIENT_CONNECTION_CONFIG_FOR_WORKERS: (BETA, True),
+    "MultiKueueRayInTreeAutoscaling": (ALPHA, False),
+    "TASReplaceMultipleFailedNodes": (ALPHA, False),
+    "TASGroupedPodSetSlicing": (BETA, True),
+    "TASTopologySpreading": (ALPHA, False),
+    "TASPartialSlices": (BETA, True),
+    "TASLeaderPodSetFeasibility": (BETA, True),
+    "TASRejectFalseUnconstrainedTopology": (BETA, True),
+    "WaitForPodsReadyMaxNotReady": (ALPHA, False),
+    "WaitForPodsReadyUnscheduledTimeout": (ALPHA, False),
+    "WorkloadLevelWaitForPodsReady": (ALPHA, False),
+    "DeploymentJobUIDLabel": (BETA, True),
+    "PodGroupSchedulingShapeOrdering": (BETA, True),
+    "PodIntegrationCountSucceededPodsAsReady": (BETA, True),
+    "EnforceProvisioningPodTemplateContents": (BETA, True),
+    "SkipChildJobSuspension": (BETA, True),
 }
 """Name -> (stage, default)."""
 
-LOCKED = frozenset({MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED})
+LOCKED = frozenset({MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, TLS_OPTIONS})
 """GA gates locked to their default: a configuration setting one otherwise is refused (:func:`errors`), so only the
 default is ever in force, and the code that implements it reads no gate."""
 
@@ -263,7 +294,14 @@ the apiserver then holds is the same either way; what differs is the field owner
 decisions reads. kueue-es always sends one merge patch of the status it computes, conditioned on the Workload's
 resourceVersion (:mod:`connectors.k8s.writer`), and so models both settings by reading neither."""
 
-INTERNAL_ONLY = CACHE_ONLY | PATCH_STYLE_ONLY
+PACING_ONLY = frozenset({HIGH_MAX_PARALLELISM_WITHIN_RECONCILE, MULTIKUEUE_REUSE_CLIENT_CONNECTION_CONFIG_FOR_WORKERS})
+"""Gates that switch only how fast Kueue talks to an apiserver: HighMaxParallelismWithinReconcile lets one reconcile
+send up to 32 writes at a time instead of 8, MultiKueueReuseClientConnectionConfigForWorkers has the clients of the
+worker clusters take ``clientConnection``'s QPS and burst instead of the client library's defaults. The writes
+and what they say are the same either way. kueue-es sets no client-side rate limit and sends the writes of a
+decision as its writer does (:mod:`connectors.k8s.writer`), and so models both settings by reading neither."""
+
+INTERNAL_ONLY = CACHE_ONLY | PATCH_STYLE_ONLY | PACING_ONLY
 """The gates whose settings change how Kueue works inside, never what it decides or the objects it leaves."""
 
 ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
@@ -287,6 +325,11 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY: (KUEUE_DRA_INTEGRATION,),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (FLAVOR_FUNGIBILITY,),
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (SCHEDULING_EQUIVALENCE_HASHING,),
+    SCHEDULER_LIBRARY_INTEGRATION: (TOPOLOGY_AWARE_SCHEDULING,),
+    TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS: (TOPOLOGY_AWARE_SCHEDULING,),
+    ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION: (ADMISSION_FAIR_SHARING,),
+    KUEUE_DRA_DEVICE_FEASIBILITY: (KUEUE_DRA_INTEGRATION, TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS, TOPOLOGY_AWARE_SCHEDULING),
+    KUEUE_DRA_INTEGRATION_DEVICE_TAINTS: (KUEUE_DRA_DEVICE_FEASIBILITY,),
 }
 
 

@@ -26,7 +26,7 @@ def server_tls(certfile: str, keyfile: str, client_ca: bytes = b"", options: TLS
                ) -> ssl.SSLContext:
     """A serving context for ``certfile``/``keyfile``; with ``client_ca``, client certificates it signed are
     verified when offered (the front proxy's, for an aggregated API server), and the handler decides. ``options``:
-    the Kueue Configuration's ``tls`` stanza under ``TLSOptions`` (the lowest version a client may use, the TLS 1.2
+    the Kueue Configuration's ``tls`` stanza (``TLSOptions``, locked on: the lowest version a client may use, the TLS 1.2
     suites it may choose); None: the library's defaults."""
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     if options is not None:

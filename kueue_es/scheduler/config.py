@@ -341,7 +341,7 @@ class SchedulerConfig(_Cfg):
     managed_jobs_namespace_selector: o.LabelSelector | None = None
     integrations: IntegrationsConfig | None = None
     tls: TLSConfig | None = None
-    """Kueue's ``tls``: read only under the ``TLSOptions`` gate (:attr:`server_tls`)."""
+    """Kueue's ``tls``: always read, ``TLSOptions`` being locked on (:attr:`server_tls`)."""
     multi_kueue: MultiKueueSettings = MultiKueueSettings()
     manage_jobs_without_queue_name: bool = False
     """Kueue's ``manageJobsWithoutQueueName``: Jobs (and, with the pod integration, Pods) without a queue name
@@ -476,10 +476,11 @@ class SchedulerConfig(_Cfg):
 
     @property
     def server_tls(self) -> tls_options.TLSSettings | None:
-        """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API) under the ``TLSOptions``
-        gate; None (the TLS library's defaults) with the gate off, no stanza, or one Kueue cannot parse (which
-        :func:`load_config` refuses while the visibility API is served, as Kueue then exits)."""
-        if self.tls is None or not self.gate(gates.TLS_OPTIONS):
+        """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API): the ``TLSOptions`` gate is
+        GA and locked on since Kueue v0.20, so the stanza is always read. None (the TLS library's defaults) with no
+        stanza, or one Kueue cannot parse (which :func:`load_config` refuses while the visibility API is served, as
+        Kueue then exits)."""
+        if self.tls is None:
             return None
         return tls_options.parse(self.tls.min_version, self.tls.cipher_suites)[0]
 
@@ -655,7 +656,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
-    if cfg.tls is not None and cfg.gate(gates.TLS_OPTIONS) and cfg.gate(gates.VISIBILITY_ON_DEMAND):
+    if cfg.tls is not None and cfg.gate(gates.VISIBILITY_ON_DEMAND):
         problem = tls_options.parse(cfg.tls.min_version, cfg.tls.cipher_suites)[1]
         if problem is not None:  # Kueue's visibility server cannot start on it, and Kueue exits
             field, _, detail = problem.partition(": ")

@@ -1,5 +1,5 @@
 """Kueue's ``tls`` Configuration stanza (``minVersion``, ``cipherSuites``), read as Kueue reads it under its
-``TLSOptions`` gate (beta, on) for the servers it runs: the webhooks and the visibility API (kueue-es serves its
+``TLSOptions`` gate (GA and locked on since v0.20) for the servers it runs: the webhooks and the visibility API (kueue-es serves its
 metrics over plain HTTP, so there is no third).
 
 Kueue parses the stanza with the Kubernetes flag helpers: ``minVersion`` is one of Go's ``VersionTLS1x`` names,

@@ -143,7 +143,8 @@ def test_the_workload_of_a_job_carries_its_topology_request() -> None:
 TAS_OFF = {"TopologyAwareScheduling": False, "TASFailedNodeReplacement": False,
            "TASFailedNodeReplacementFailFast": False, "TASReplaceNodeOnPodTermination": False,
            "TASHandleOverlappingFlavors": False, "TASMultiLayerTopology": False, "TASProfileMixed": False,
-           "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False}
+           "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False,
+           "TASNodeFeasibilityForAllLevels": False}
 
 
 def _record_tas_off(s: ClusterState) -> None:

@@ -187,17 +187,19 @@ def test_a_suspended_job_is_copied_with_its_own_pod_template() -> None:
         "metadata": {"labels": {"app": "a"}}, "spec": template["spec"]}
 
 
+TTL_ON = msgspec.structs.replace(DEFAULT, feature_gates={TTL_GATE: True})
+
+
 def test_the_job_copy_drops_ttl_seconds_after_finished_while_its_gate_is_on() -> None:
-    """MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster (beta, on): the worker's copy of a Job has
-    no ``spec.ttlSecondsAfterFinished``, so the worker's TTL controller cannot delete the finished copy (which
-    MultiKueue would take for lost and dispatch again); off, it is copied as the rest of the spec. The manager's
-    Job keeps it either way."""
+    """MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster (alpha, off since v0.20): on, the worker's
+    copy of a Job has no ``spec.ttlSecondsAfterFinished``, so the worker's TTL controller cannot delete the finished
+    copy (which MultiKueue would take for lost and dispatch again); off, as by default, it is copied as the rest of
+    the spec. The manager's Job keeps it either way."""
     job_adapter = ADAPTERS[("batch/v1", "Job")]
     manager_job = {**MANAGER_JOB, "spec": {**MANAGER_JOB["spec"], "ttlSecondsAfterFinished": 30}}
-    on = owner_copy(job_adapter, manager_job, MANAGER_WL, "mk-origin", DEFAULT)
+    on = owner_copy(job_adapter, manager_job, MANAGER_WL, "mk-origin", TTL_ON)
     assert "ttlSecondsAfterFinished" not in on["spec"] and on["spec"]["parallelism"] == 1
-    off_config = msgspec.structs.replace(DEFAULT, feature_gates={TTL_GATE: False})
-    off = owner_copy(job_adapter, manager_job, MANAGER_WL, "mk-origin", off_config)
+    off = owner_copy(job_adapter, manager_job, MANAGER_WL, "mk-origin", DEFAULT)
     assert off["spec"]["ttlSecondsAfterFinished"] == 30
     assert manager_job["spec"]["ttlSecondsAfterFinished"] == 30
 
@@ -206,7 +208,7 @@ def test_only_the_batch_job_copy_is_cleared_of_its_ttl() -> None:
     """The gate is the batch/v1 Job adapter's alone: another kind's copy keeps whatever its spec says."""
     jobset_adapter = ADAPTERS[(JOBSETS.api_version, JOBSETS.kind)]
     manager_jobset = {**MANAGER_JOBSET, "spec": {**MANAGER_JOBSET["spec"], "ttlSecondsAfterFinished": 5}}
-    assert owner_copy(jobset_adapter, manager_jobset, MANAGER_WL, "mk-origin", DEFAULT)["spec"] == {
+    assert owner_copy(jobset_adapter, manager_jobset, MANAGER_WL, "mk-origin", TTL_ON)["spec"] == {
         "suspend": True, "replicatedJobs": MANAGER_JOBSET["spec"]["replicatedJobs"], "ttlSecondsAfterFinished": 5}
 
 

@@ -29,7 +29,8 @@ ADMISSION, TOPOLOGY = {"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8
 TAS_OFF = {"TopologyAwareScheduling": False, "TASFailedNodeReplacement": False,
            "TASFailedNodeReplacementFailFast": False, "TASReplaceNodeOnPodTermination": False,
            "TASHandleOverlappingFlavors": False, "TASMultiLayerTopology": False, "TASProfileMixed": False,
-           "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False}
+           "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False,
+           "TASNodeFeasibilityForAllLevels": False}
 
 
 def _tas_off(s: ClusterState) -> ClusterState:

@@ -60,11 +60,17 @@ TLS13 = {"tls": {"minVersion": "VersionTLS13"}}
 
 @pytest.mark.asyncio
 async def test_a_client_offering_only_a_refused_version_fails_the_handshake() -> None:
-    """Under the gate, ``minVersion: VersionTLS13`` refuses a TLS 1.2 client; gate off, the stanza is not read."""
+    """``minVersion: VersionTLS13`` refuses a TLS 1.2 client; without the stanza, TLS 1.2 is served."""
     assert await _handshake(TLS13, max_version=ssl.TLSVersion.TLSv1_2) == "refused"
     assert await _handshake(TLS13) == "TLSv1.3"
-    assert await _handshake({**TLS13, "featureGates": {"TLSOptions": False}},
-                            max_version=ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+    assert await _handshake({}, max_version=ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+
+
+def test_the_gate_is_locked_on() -> None:
+    """``TLSOptions`` is GA in Kueue v0.20, locked to on: a Configuration turning it off is refused at start-up."""
+    with pytest.raises(InvalidInput, match="cannot set feature gate TLSOptions to false, feature is locked to true"):
+        load_config({"tls": {"minVersion": "VersionTLS13"}, "featureGates": {"TLSOptions": False}})
+    assert load_config({"tls": {}, "featureGates": {"TLSOptions": True}}).server_tls == TLSSettings((1, 2), ())
 
 
 @pytest.mark.asyncio
@@ -74,8 +80,7 @@ async def test_cipher_suites_limit_what_a_tls_1_2_client_may_choose() -> None:
     tls12 = ssl.TLSVersion.TLSv1_2
     assert await _handshake(only_256, max_version=tls12, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256") == "refused"
     assert await _handshake(only_256, max_version=tls12, ciphers="ECDHE-ECDSA-AES256-GCM-SHA384") == "TLSv1.2"
-    assert await _handshake({**only_256, "featureGates": {"TLSOptions": False}}, max_version=tls12,
-                            ciphers="ECDHE-ECDSA-AES128-GCM-SHA256") == "TLSv1.2"
+    assert await _handshake({}, max_version=tls12, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256") == "TLSv1.2"
 
 
 def test_the_stanza_as_kueue_reads_it() -> None:
@@ -94,13 +99,12 @@ def test_the_stanza_as_kueue_reads_it() -> None:
                                      "supported or doesn't exist"),
 ])
 def test_a_stanza_kueue_cannot_parse_is_refused_while_it_serves_the_visibility_api(stanza: dict, error: str) -> None:
-    """Kueue's visibility server exits on it; without that server (or the gate) Kueue runs on, its webhooks on the
-    library's defaults."""
+    """Kueue's visibility server exits on it; without that server Kueue runs on, its webhooks on the library's
+    defaults."""
     with pytest.raises(InvalidInput) as refused:
         load_config({"tls": stanza})
     assert str(refused.value) == f"<config>: Configuration: {error}"
     assert load_config({"tls": stanza, "featureGates": {"VisibilityOnDemand": False}}).server_tls is None
-    assert load_config({"tls": stanza, "featureGates": {"TLSOptions": False}}).server_tls is None
 
 
 @pytest.mark.asyncio

@@ -37,20 +37,29 @@ def test_modelled_gates_are_the_ones_the_code_reads() -> None:
 
 
 def test_only_gates_away_from_their_default_and_not_modelled_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert gates.ignored({"AllAlpha": True, "AllBeta": False}) == [], "every gate is modelled, in full or in part"
+    assert gates.ignored({"AllAlpha": True}) == sorted(
+        name for name in set(gates.GATES) - gates.MODELLED - gates.PARTLY
+        if gates.GATES[name][0] == gates.ALPHA), "every alpha gate not modelled, turned on"
+    all_beta_off = gates.ignored({"AllBeta": False})
+    assert "DeploymentJobUIDLabel" in all_beta_off
+    assert not [n for n in all_beta_off if any(dep in gates.MODELLED and gates.GATES[dep][0] == gates.BETA
+                                               for dep in gates.DEPENDENCIES.get(n, ()))], "moot: a dependency is off"
+    assert gates.ignored({"FairSharingRefill": True}) == ["FairSharingRefill"], "v0.20's, not modelled"
+    assert gates.ignored({"TASGroupedPodSetSlicing": False}) == ["TASGroupedPodSetSlicing"]
+    assert gates.ignored({"TASNodeFeasibilityForAllLevels": False}) == [], "modelled: TAS reads it"
     # a gate not modelled (none is left; one is taken out to show the rule)
     monkeypatch.setattr(gates, "MODELLED", gates.MODELLED - {"MultiKueueOrchestratedPreemption"})
     assert gates.ignored({}) == []
     assert gates.ignored({"PartialAdmission": False, "DynamicQuotaOrchestration": False}) == []
     assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
     assert gates.ignored({"ElasticJobsViaWorkloadSlices": False}) == [], "modelled: the scheduler reads it"
-    assert gates.ignored({"MultiKueueOrchestratedPreemption": True}) == ["MultiKueueOrchestratedPreemption"]
+    assert gates.ignored({"MultiKueueOrchestratedPreemption": False}) == ["MultiKueueOrchestratedPreemption"]
     assert gates.ignored({"SchedulerLibraryIntegration": True}) == [], "modelled: TAS placement reads it"
     assert gates.ignored({"ConcurrentAdmission": True}) == [], "in part: the webhook's checks read it"
     assert gates.ignored({"DynamicQuotaOrchestration": True}) == [], "modelled: the fold reads it"
-    assert "MultiKueueOrchestratedPreemption" in gates.ignored({"AllAlpha": True})
-    assert gates.ignored_note({"MultiKueueOrchestratedPreemption": True}, "cfg.yaml") == (
-        "cfg.yaml: featureGates: kueue-es models MultiKueueOrchestratedPreemption (default off) only at the default; "
+    assert "MultiKueueOrchestratedPreemption" in gates.ignored({"AllBeta": False})
+    assert gates.ignored_note({"MultiKueueOrchestratedPreemption": False}, "cfg.yaml") == (
+        "cfg.yaml: featureGates: kueue-es models MultiKueueOrchestratedPreemption (default on) only at the default; "
         "the setting is accepted, as Kueue accepts it, and changes nothing here")
 
 
@@ -60,7 +69,8 @@ def test_gates_turned_off_with_a_modelled_gate_they_depend_on_are_not_ignored() 
     tas_off = {"TopologyAwareScheduling": False, "TASFailedNodeReplacement": False,
                "TASFailedNodeReplacementFailFast": False, "TASReplaceNodeOnPodTermination": False,
                "TASHandleOverlappingFlavors": False, "TASMultiLayerTopology": False, "TASProfileMixed": False,
-               "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False}
+               "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False,
+               "TASNodeFeasibilityForAllLevels": False}
     assert gates.errors(tas_off) == []
     assert gates.ignored(tas_off) == []
     assert gates.ignored({"TASRecomputeAssignmentWithinSchedulingCycle": False}) == [], "modelled: it counts"
@@ -121,3 +131,36 @@ def test_a_partly_modelled_gate_is_warned_of_only_when_on(monkeypatch) -> None:
     assert gates.partly_note({"ConcurrentAdmission": False}, "cfg.yaml") is None
     assert gates.partly_note({"AllAlpha": True}, "cfg.yaml") == ("cfg.yaml: featureGates: ConcurrentAdmission: "
                                                                   "its X is not modelled")
+
+
+def test_v0_20_start_up_dependencies() -> None:
+    """Kueue v0.20 refuses to start with a gate on whose dependency is off: the AFS anchor without AFS, node
+    feasibility for all levels or the scheduler-library without TAS, the DRA device check without its three."""
+    assert gates.errors({"AdmissionFairSharing": False}) == [
+        "AdmissionFairSharingAnchorAtQuotaReservation is enabled, but depends on features that are disabled: "
+        "[AdmissionFairSharing]"]
+    assert gates.errors({"AdmissionFairSharing": False, "AdmissionFairSharingAnchorAtQuotaReservation": False}) == []
+    assert "SchedulerLibraryIntegration is enabled, but depends on features that are disabled: " \
+        "[TopologyAwareScheduling]" in gates.errors({"SchedulerLibraryIntegration": True, "TopologyAwareScheduling": False})
+    assert gates.errors({"KueueDRADeviceFeasibility": True, "TASNodeFeasibilityForAllLevels": False}) == [
+        "KueueDRADeviceFeasibility is enabled, but depends on features that are disabled: "
+        "[TASNodeFeasibilityForAllLevels]"]
+    assert gates.errors({"KueueDRAIntegrationDeviceTaints": True}) == [
+        "KueueDRAIntegrationDeviceTaints is enabled, but depends on features that are disabled: "
+        "[KueueDRADeviceFeasibility]"]
+    assert gates.errors({"KueueDRAIntegrationDeviceTaints": True, "KueueDRADeviceFeasibility": True}) == []
+
+
+@pytest.mark.parametrize(("gate", "stage", "default"), [
+    ("TASNodeFeasibilityForAllLevels", gates.BETA, True), ("KueueDRADeviceFeasibility", gates.ALPHA, False),
+    ("FairSharingRefill", gates.ALPHA, False), ("ConfigurablePreemptions", gates.ALPHA, False),
+    ("AdmissionFairSharingAnchorAtQuotaReservation", gates.BETA, True),
+    ("MultiKueueOrchestratedPreemption", gates.BETA, True), ("RejectUpdatesToCQWithInvalidOnFlavors", gates.BETA, True),
+    ("MultiKueueKubeConfigPathValidation", gates.BETA, True),
+    ("MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster", gates.ALPHA, False),
+    ("TLSOptions", gates.GA, True),
+])
+def test_v0_20_stages_and_defaults(gate: str, stage: str, default: bool) -> None:
+    """A v0.20 Configuration naming one of v0.20's gates is accepted, and the gate's stage and default are v0.20's."""
+    assert gates.GATES[gate] == (stage, default)
+    assert gates.errors({gate: default}) == []

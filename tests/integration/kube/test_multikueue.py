@@ -301,7 +301,10 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
                                    tmp_path: Path) -> None:
     await _worker_queues(wc, ns, sfx)
 
-    async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log") as (_, journal):
+    ttl_gate_on = load_config({"featureGates": {  # alpha, off since v0.20
+        "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster": True}})
+    async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log",
+                                                               config=ttl_gate_on) as (_, journal):
         async def cluster_active() -> dict[str, Any] | None:
             c = _cond(await get(kc, "MultiKueueCluster", worker), "Active")
             return c if c is not None and c["status"] == "True" else None
@@ -375,7 +378,7 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
         assert remote_job["metadata"]["annotations"][PREBUILT] == wl_name  # WorkloadIdentifierAnnotations on
         assert "managedBy" not in remote_job["spec"]
-        assert "ttlSecondsAfterFinished" not in remote_job["spec"]  # MultiKueueBatchJobClearingTTL..., on
+        assert "ttlSecondsAfterFinished" not in remote_job["spec"]  # MultiKueueBatchJobClearingTTL..., turned on
         manager_spec = (await get(kc, "Job", "mk-job", ns))["spec"]
         assert (manager_spec["managedBy"], manager_spec["ttlSecondsAfterFinished"]) == (
             "kueue.x-k8s.io/multikueue", 600)
@@ -1079,7 +1082,7 @@ async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, w
 @pytest.mark.asyncio
 async def test_a_gated_copy_preempts_on_the_worker_only_once_the_manager_opens_its_gate(
         kube_apiserver, worker_apiserver, tmp_path) -> None:
-    """MultiKueueOrchestratedPreemption (alpha) on, manager and worker: the copy of a high-priority Job's Workload
+    """MultiKueueOrchestratedPreemption (beta, on since v0.20) on, manager and worker: the copy of a high-priority Job's Workload
     is made with the ``kueue.x-k8s.io/multikueue`` preemption gate; the worker's scheduler, which would preempt a
     lower-priority Workload for it, is held by the closed gate (``BlockedOnPreemptionGates`` True,
     ``PreemptionGated``); the manager sees that and opens the gate on the copy (``status.preemptionGates``); the
