@@ -581,8 +581,8 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
                     raise InvalidInput(f"{where}: field `spec.podSets[{i}].count` must be >= 0")
                 if ps.topology_request is not None:
                     _validate_topology_request(ps.topology_request, where, f"spec.podSets[{i}].topologyRequest")
-                if ps.min_count is not None and not (1 <= ps.min_count <= max(ps.count, 1)):
-                    raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 1 and count")
+                if ps.min_count is not None and not (0 <= ps.min_count <= max(ps.count, 1)):
+                    raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 0 and count")
                 _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec", negative=True)
             _check_workload_status_quantities(obj.status, where)
             _validate_reclaimable_pods(obj, where)

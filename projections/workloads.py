@@ -743,9 +743,8 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
     if topology is None and annotations:
         topology = topology_request_from_annotations(annotations)
     adjusted = adjust(spec, limits, overhead)
-    requests = pod_requests(adjusted)
-    if rules is not None:
-        requests = rules.apply(requests)
+    whole = pod_requests(adjusted)
+    requests = rules.apply(whole) if rules is not None else dict(whole)
     dra_requests: tuple[tuple[str, int], ...] = ()
     dra_error = ""
     if dra is not None:
@@ -754,8 +753,12 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             replaced, charge, extended_error = extended_charge(adjusted, dra)
             dra_error = dra_error or extended_error
             if charge:
-                for r in replaced:  # they are charged as devices instead, whatever the rules made of them
-                    requests.pop(r, None)
+                kept = _beside_containers(whole, replaced, adjusted.overhead, rules)
+                for r in replaced:  # the containers' share is charged as devices instead
+                    if r in kept:
+                        requests[r] = kept[r]
+                    else:
+                        requests.pop(r, None)
                 merged = dict(dra_requests)
                 for r, v in charge:
                     merged[r] = min(MAX_INT64, merged.get(r, 0) + v)
@@ -789,6 +792,20 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             host_ports=host_ports(spec),
         )
     )
+
+
+def _beside_containers(whole: dict[str, int], replaced: tuple[str, ...], overhead: dict[str, o.Quantity],
+                       rules: RequestRules | None) -> dict[str, int]:
+    """What a pod is charged under each ``replaced`` name (an extended resource its containers ask for, charged as
+    devices) besides its containers' requests: the pod overhead's share and what the rules output under that name
+    from other resources (Kueue v0.20, #14154: both are charged, the charge under a mapped name added to them when
+    the two names are one)."""
+    rest = {r: v for r, v in whole.items() if r not in replaced}
+    for r in replaced:
+        if r in overhead:
+            rest[r] = to_int(r, overhead[r])
+    out = rules.apply(rest) if rules is not None else rest
+    return {r: out[r] for r in replaced if out.get(r)}
 
 
 def topology_request_from_annotations(annotations: dict[str, str]) -> o.PodSetTopologyRequest | None:

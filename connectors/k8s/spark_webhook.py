@@ -10,7 +10,9 @@ queue name, or ``manageJobsWithoutQueueName``), a ``spec.mode`` other than ``clu
 ``kueue.x-k8s.io/elastic-job: "true"``); then the generic create rules and, under ``TopologyAwareScheduling``, the
 driver's and executors' TAS annotations (at ``spec.driver.annotations``, ``spec.executor.annotations``). An update is
 checked when the new object is Kueue's or, under ``ValidateRayAndSparkJobUpdates``, the old one named a queue: the
-generic update rules, then the create rules on the new object.
+generic update rules, then the create rules on the new object. Under ``TopologyAwareScheduling``, an application
+whose roles Spark could not size (a memory size that is not Java's, such as ``512Mi``) is refused with only that
+error, as Kueue's webhook fails building its pod sets.
 
 Registered and failing as the other frameworks' webhooks: reviews answered unchanged while the integration is off
 (``failurePolicy: Ignore``). Not done, unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue, the slice-size
@@ -29,6 +31,7 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
 from connectors.k8s.resources import SPARK_APPLICATIONS
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
+from events.errors import InvalidInput
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 
@@ -91,8 +94,23 @@ def topology_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool]) -
     return errors
 
 
+def pod_sets_error(app: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> str:
+    """Under ``TopologyAwareScheduling`` Kueue builds the pod sets to check their TAS annotations: a role Spark
+    could not size (:mod:`connectors.k8s.spark_resources`) fails that, and the review says only why."""
+    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING):
+        return ""
+    try:
+        spark.pod_sets(dict(app), tas=False)
+    except InvalidInput as exc:
+        return str(exc)
+    return ""
+
+
 def create_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool], without_queue: bool = False) -> list[str]:
     """What Kueue refuses in a SparkApplication being created, in its order (module docstring)."""
+    failed = pod_sets_error(app, feature_gates)
+    if failed:
+        return [failed]
     errors = spark_errors(app, feature_gates) if _managed(app, without_queue) else []
     return errors + job_validation.generic_create_errors(_as_job(app)) + topology_errors(app, feature_gates)
 

@@ -8,8 +8,10 @@ pieces:
 
 * **its pod sets** (:func:`pod_sets`): ``driver`` (count 1), then ``executor`` (``spec.executor.instances``, absent:
   0), each a pod template built as the operator builds the pod, resource fields only: one container
-  (``spark-kubernetes-driver`` / ``spark-kubernetes-executor``) requesting ``coreRequest`` CPU and ``memory`` (a Java
-  size, ``512m`` read as ``512Mi``), limited to ``coreLimit``, ``memoryLimit`` and the ``gpu`` (name, quantity), the
+  (``spark-kubernetes-driver`` / ``spark-kubernetes-executor``) requesting the CPU and memory Spark requests for
+  the role (:mod:`connectors.k8s.spark_resources`: cores, memory and its overhead; Kueue v0.20; a memory size that
+  is not Java's refuses the application, which gets no Workload), limited to ``coreLimit``, ``memoryLimit`` (a
+  Java size, ``512m`` read as ``512Mi``) and the ``gpu`` (name, quantity), the
   init containers and sidecars added, the role's priority class, node selector, affinity and tolerations, and the
   labels and annotations of the role's ``template`` with the role's own over them. Under ``TopologyAwareScheduling``
   each carries the topology request of its TAS annotations;
@@ -36,11 +38,12 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import podsetinfo, workload_names
+from connectors.k8s import podsetinfo, spark_resources, workload_names
 from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
 from connectors.k8s.raycluster import first_priority_class, infos_for, merge_diff, workload
 from connectors.k8s.resources import SPARK_APPLICATIONS
 from events import objects as o
+from events.errors import InvalidInput
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
 from projections.workloads import topology_request_from_annotations
@@ -61,6 +64,10 @@ class SparkSpec(o.View):
     driver: dict[str, Any] = {}
     executor: dict[str, Any] = {}
     """The roles as written: the pod sets are built from them (:func:`role_template`)."""
+    type: str | None = None
+    spark_conf: dict[str, Any] = {}
+    memory_overhead_factor: str | None = None
+    """What else sizes the roles' Pods (:mod:`connectors.k8s.spark_resources`)."""
 
 
 class ApplicationState(o.View):
@@ -105,15 +112,13 @@ def k8s_memory(java: str) -> str:
     return f"{text[:-1]}{unit}" if unit else text
 
 
-def _resources(role: dict[str, Any]) -> dict[str, Any]:
-    requests: dict[str, Any] = {}
+def _resources(spec: dict[str, Any], role_name: str) -> dict[str, Any]:
+    role = _map(spec.get(role_name))
+    requests: dict[str, Any] = {"cpu": spark_resources.cpu_request(spec, role_name),
+                                "memory": spark_resources.memory_request(spec, role_name)}
     limits: dict[str, Any] = {}
-    if isinstance(role.get("coreRequest"), str):
-        requests["cpu"] = role["coreRequest"]
     if isinstance(role.get("coreLimit"), str):
         limits["cpu"] = role["coreLimit"]
-    if isinstance(role.get("memory"), str):
-        requests["memory"] = k8s_memory(role["memory"])
     if isinstance(role.get("memoryLimit"), str):
         limits["memory"] = k8s_memory(role["memoryLimit"])
     gpu = _map(role.get("gpu"))
@@ -131,10 +136,8 @@ def _same(a: Any, b: Any) -> bool:
 def role_template(raw_app: dict[str, Any], role_name: str) -> dict[str, Any]:
     """The pod template of role ``role_name`` (module docstring): what Kueue builds of the operator's pod."""
     role = _map(_map(raw_app.get("spec")).get(role_name))
-    container: dict[str, Any] = {"name": CONTAINER[role_name]}
-    resources = _resources(role)
-    if resources:
-        container["resources"] = resources
+    container: dict[str, Any] = {"name": CONTAINER[role_name],
+                                 "resources": _resources(_map(raw_app.get("spec")), role_name)}
     containers = [container]
     for sidecar in _list(role.get("sidecars")):
         if not any(_same(sidecar, c) for c in containers):
@@ -191,9 +194,14 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_app: dict[str, Any],
 
 
 def job_pod_sets(app: SparkApplication) -> list[o.PodSet] | None:
-    """The pod sets the SparkApplication makes now (names, counts, templates), which its Workload is compared with."""
+    """The pod sets the SparkApplication makes now (names, counts, templates), which its Workload is compared with
+    (None: it makes none, its Spark sizes being refused)."""
+    try:
+        built = pod_sets(_raw(app), tas=False)
+    except InvalidInput:
+        return None
     return [o.PodSet(name=ps["name"], count=ps["count"], template=msgspec.convert(ps["template"], o.PodTemplateSpec))
-            for ps in pod_sets(_raw(app), tas=False)]
+            for ps in built]
 
 
 def priority_class(app: SparkApplication) -> str | None:

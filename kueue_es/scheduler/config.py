@@ -20,7 +20,7 @@ from kueue_es.scheduler import config_fields, tls_options
 from projections import custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.queue_order import REQUEUING_TIMESTAMPS
-from projections.request_rules import ResourceTransformation, compile_rules
+from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
 
 
 class _Cfg(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
@@ -748,9 +748,13 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str,
     given once with one to eight qualified DeviceClass names, none of them given twice nor mapped to two
     resources — unless both mappings count a counter source, each a counter of its own (the counter of a
     mapping is its first source's) — and its ``sources`` (:func:`_validate_device_sources`) under the gates
-    ``flags``. ``at`` is the field's opening, closed here with the entry's path."""
+    ``flags``. Under ``KueueDRAIntegration`` and ``ReservedResourceNameValidation`` no entry may be named ``pods``
+    (Kueue v0.20, #13989: the name flavor assignment keeps for the pod count). ``at`` is the field's opening,
+    closed here with the entry's path."""
     if len(mappings) > MAX_DEVICE_CLASS_MAPPINGS:
         raise InvalidInput(f"{at}`: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items, got {len(mappings)}")
+    reserved = all(gates.enabled(flags, g) for g in (gates.KUEUE_DRA_INTEGRATION,
+                                                     gates.RESERVED_RESOURCE_NAME_VALIDATION))
     names: set[str] = set()
     mapped_to: dict[str, str] = {}
     counters: dict[str, set[str]] = {}
@@ -761,6 +765,8 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str,
         problem = qualified_name_problem(m.name)
         if problem:
             raise InvalidInput(f"{at}[{i}].name`: invalid value {m.name!r}: {problem}")
+        if reserved and m.name == RESERVED:
+            raise InvalidInput(f"{at}[{i}].name`: {RESERVED!r} is reserved for internal kueue use")
         if m.name in names:
             raise InvalidInput(f"{at}[{i}].name`: duplicate value {m.name!r}")
         names.add(m.name)

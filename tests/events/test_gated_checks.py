@@ -235,3 +235,11 @@ def test_an_elastic_workload_may_carry_min_counts_under_partial_scale_up() -> No
         decode_object(_partial((4, 2), (4, 1)), "Workload team/w", checks=scale_up)
     with pytest.raises(InvalidInput, match="minCount should be positive and less or equal to count"):
         decode_object(_partial((0, 1), elastic=True), "Workload team/w", checks=scale_up)
+
+
+def test_a_min_count_of_zero_lets_a_pod_set_be_cut_to_no_pods() -> None:
+    """Kueue v0.20 (#14720): ``minCount`` may be 0 (a pod set admitted with no replicas); below 0 it is refused."""
+    decode_object(_partial((4, 0)), "Workload team/w")
+    decode_object(_partial((2, None), (0, 0)), "Workload team/w")
+    assert _refused(_partial((4, -1))) == ("Workload team/w: field `spec.podSets[0].minCount` must be between 0 "
+                                           "and count")

@@ -72,9 +72,10 @@ def test_pod_sets_are_one_driver_then_the_executor_instances() -> None:
     sets = spark.pod_sets(raw_app(), tas=False)
     assert [(ps["name"], ps["count"]) for ps in sets] == [("driver", 1), ("executor", 2)]
     driver, executor = (ps["template"]["spec"]["containers"][0] for ps in sets)
-    assert driver == {"name": "spark-kubernetes-driver", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+    assert driver == {"name": "spark-kubernetes-driver",
+                      "resources": {"requests": {"cpu": "500m", "memory": "1408Mi"}}}, "1g + the 384Mi minimum overhead"
     assert executor == {"name": "spark-kubernetes-executor",
-                        "resources": {"requests": {"cpu": "1", "memory": "512Mi"}}}
+                        "resources": {"requests": {"cpu": "1", "memory": "896Mi"}}}
 
 
 def test_no_executor_instances_count_zero_executors() -> None:
@@ -95,7 +96,8 @@ def test_a_roles_limits_gpu_scheduling_fields_and_metadata_are_its_pod_sets() ->
     assert driver["metadata"] == {"labels": {"role": "d", "t": "1"}, "annotations": {"a": "1"}}
     spec = driver["spec"]
     assert [c["name"] for c in spec["containers"]] == ["spark-kubernetes-driver", "side"]
-    assert spec["containers"][0]["resources"] == {"limits": {"cpu": "2", "memory": "2048Mi", "nvidia.com/gpu": "1"}}
+    assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "1408Mi"},  # Spark's defaults
+                                                  "limits": {"cpu": "2", "memory": "2048Mi", "nvidia.com/gpu": "1"}}
     assert spec["initContainers"] == [{"name": "init"}] and spec["priorityClassName"] == "high"
     assert spec["nodeSelector"] == {"pool": "a"} and spec["tolerations"] == [toleration]
     assert spark.priority_class(view(raw)) == "high"

@@ -139,3 +139,13 @@ def test_a_class_first_mapped_without_a_counter_is_not_counted_again() -> None:
     _refused([{"name": "gpus", "deviceClassNames": ["mig"]},
               {"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter()]}],
              AT + "[1].deviceClassNames[0]`: device class already mapped to resource gpus")
+
+
+def test_a_mapping_named_pods_is_refused_under_the_reserved_name_gate() -> None:
+    """Kueue v0.20 (#13989): with KueueDRAIntegration on, ``pods`` (the pod count's resource) is no mapping's
+    name under ReservedResourceNameValidation; with either gate off the configuration loads."""
+    mappings = [{"name": "pods", "deviceClassNames": ["gpu.example.com"]}]
+    _refused(mappings, f"{AT}[0].name`: 'pods' is reserved for internal kueue use")
+    _load(mappings, ReservedResourceNameValidation=False)
+    _load(mappings, KueueDRAIntegration=False, KueueDRAIntegrationExtendedResource=False,
+          KueueDRAIntegrationPartitionableDevices=False)

@@ -241,3 +241,21 @@ def test_the_audit_does_not_refuse_a_fractional_limit_that_no_request_names() ->
     for i, e in enumerate(events):
         trail.apply(ev.Record(i, e))
     assert [s.step for s in trail.timeline("team/w")] == ["Submitted", "Queued"]
+
+
+def test_the_overhead_and_rule_outputs_under_a_served_name_are_charged_beside_the_devices() -> None:
+    """Kueue v0.20 (#14154): only the containers' requests of a served resource become the device charge; the pod
+    overhead's share of it and a transformation's output under its name stay charged, and add up with the device
+    charge when that is under the same name. Sidecars' requests count with the containers'."""
+    def pod_set(overhead: dict) -> o.PodSet:
+        spec = msgspec.convert({"containers": [_c({GPU: "1", "cpu": "1"})], "overhead": overhead,
+                                "initContainers": [_c({GPU: "1"}, sidecar=True)]}, o.PodSpec)
+        return o.PodSet(name="main", count=1, template=o.PodTemplateSpec(spec=spec))
+
+    rules = compile_rules([], [ResourceTransformation(input="cpu", outputs={GPU: "3"})], "test")
+    assert pod_set_info(pod_set({GPU: "1"}), dra=_view()).requests == (("cpu", 1000), (GPU, 3)), "2 devices + 1"
+    assert pod_set_info(pod_set({}), rules=rules, dra=_view()).requests == (("cpu", 1000), (GPU, 5)), "2 + 3"
+    mapped = _view(mapping=(("gpu.example.com", "example.com/gpus"),))
+    assert pod_set_info(pod_set({GPU: "1"}), dra=mapped).requests == (("cpu", 1000), (GPU, 1), ("example.com/gpus", 2))
+    assert pod_set_info(pod_set({}), rules=rules, dra=mapped).requests == (
+        ("cpu", 1000), (GPU, 3), ("example.com/gpus", 2))

@@ -144,7 +144,7 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         adm = status.get("admission")
         assert adm is not None, f"{key}: not admitted: {_cond(status, 'QuotaReserved')}"
         assert adm["clusterQueue"] == w["clusterQueue"]
-        flavors = {p["name"]: p["flavors"] for p in adm["podSetAssignments"]}
+        flavors = {p["name"]: p.get("flavors", {}) for p in adm["podSetAssignments"]}
         assert flavors == w["flavors"], f"{key}: flavors {flavors}"
         if "counts" in w:
             assert {p["name"]: p["count"] for p in adm["podSetAssignments"]} == w["counts"]

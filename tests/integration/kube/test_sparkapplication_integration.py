@@ -4,7 +4,7 @@ among the frameworks and ``SparkApplicationIntegration`` on.
 The Spark operator is not installed: the sparkoperator.k8s.io/v1beta2 API is served from the minimal CRD of
 :func:`connectors.k8s.crds.sparkapplication_crd` and no operator runs, so the test plays it. A queued
 SparkApplication gets its Workload (Kueue's name; the ``driver`` and ``executor`` pod sets with the roles' cores and
-memory), is admitted, and is unsuspended with the flavor's node labels in the driver's and executors' node selectors
+memory as Spark requests them), is admitted, and is unsuspended with the flavor's node labels in the driver's and executors' node selectors
 and the pod-set labels in their labels; once the test sets its state ``COMPLETED`` its Workload is finished.
 
 With the pod integration on too, the Pods the operator would make are left to the application: the driver Pod (its
@@ -77,7 +77,7 @@ async def test_a_queued_sparkapplication_runs_on_its_admitted_workload_and_finis
             wl = await admitted_workload(kc, wl_name, q.ns, "the SparkApplication's workload admitted")
             assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("driver", 1), ("executor", 2)]
             driver = wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
-            assert driver["resources"]["requests"] == {"cpu": "1", "memory": "512Mi"}
+            assert driver["resources"]["requests"] == {"cpu": "1", "memory": "896Mi"}, "512m + 384Mi of overhead"
             assert wl["metadata"]["ownerReferences"][0]["kind"] == "SparkApplication"
 
             async def started() -> dict[str, Any] | None:
