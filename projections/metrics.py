@@ -274,6 +274,10 @@ LQ_ADMITTED_UNTIL_READY = Spec(
 LQ_FINISHED_TOTAL = Spec(
     "kueue_local_queue_finished_workloads_total", "counter",
     "Workloads that finished, per LocalQueue and priority class.", _LQ_PC)
+LQ_EXECUTION_TIME = Spec(
+    "kueue_local_queue_execution_time_seconds", "histogram",
+    "How long a finished workload ran admitted, over all its admissions (runs before an eviction included), per "
+    "LocalQueue.", _LQ_PC, WAIT_BUCKETS)
 LQ_EVICTED = Spec(
     "kueue_local_queue_evicted_workloads_total", "counter",
     "Evictions of workloads holding quota, per LocalQueue, by the reason and underlying cause of "
@@ -302,8 +306,8 @@ LQ_USAGE = Spec(
 
 LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
     LQ_PENDING, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
-    LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_FINISHED_TOTAL, LQ_EVICTED, LQ_RESERVING_ACTIVE, LQ_ADMITTED_ACTIVE,
-    LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
+    LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
+    LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
 )
 """Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
 
@@ -421,7 +425,7 @@ _EVICTED, _EVICTED_ONCE, _EVICTION_LATENCY = EVICTED.name, EVICTED_ONCE.name, EV
 _LQ_QR_WAIT, _LQ_ADM_WAIT, _LQ_CHECKS_WAIT = (
     LQ_QUOTA_RESERVED_WAIT.name, LQ_ADMISSION_WAIT.name, LQ_ADMISSION_CHECKS_WAIT.name)
 _LQ_READY_WAIT, _LQ_UNTIL_READY = LQ_READY_WAIT.name, LQ_ADMITTED_UNTIL_READY.name
-_LQ_FIN, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EVICTED.name
+_LQ_FIN, _LQ_EXEC, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EXECUTION_TIME.name, LQ_EVICTED.name
 _SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
 _CREATION_LATENCY = WORKLOAD_CREATION_LATENCY.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
@@ -740,22 +744,17 @@ def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     labels = (adm.cluster_queue if adm is not None else "", wl.priority_class)
     series = m.counters[_FIN]
     series[labels] = series.get(labels, 0) + 1
-    if state.local_queue_metrics:
-        lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
+    lq_labels = (wl.queue_name, wl.namespace, wl.priority_class) if state.local_queue_metrics else None
+    if lq_labels is not None:
         series = m.counters[_LQ_FIN]
         series[lq_labels] = series.get(lq_labels, 0) + 1
     admitted_at = wl.admitted_at
     if admitted_at is None and not wl.accumulated_seconds:
         return  # it never ran
     ms = wl.accumulated_seconds * 1000 + (e.time - admitted_at if admitted_at is not None else 0)
-    if ms < 0:
-        ms = 0
-    runs = m.histograms[_EXEC]  # _observe(...), inline
-    h = runs.get(labels)
-    if h is None:
-        h = runs[labels] = [0] * (len(_EXEC_BOUNDS) + 2)
-    h[bisect_left(_EXEC_BOUNDS, ms)] += 1
-    h[-1] += ms
+    _observe(m.histograms[_EXEC], _EXEC_BOUNDS, labels, ms)
+    if lq_labels is not None:
+        _observe(m.histograms[_LQ_EXEC], _EXEC_BOUNDS, lq_labels, ms)
 
 
 def _slice_replaced(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:

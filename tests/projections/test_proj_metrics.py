@@ -192,7 +192,13 @@ def test_a_workload_reserved_admitted_preempted_readmitted_and_finished() -> Non
     buckets, total = histogram(s, "kueue_execution_time_seconds", cluster_queue="cq-a", priority_class="high")
     assert total == 27.0  # 17 s before the preemption, 10 s after
     assert (buckets["20.0"], buckets["40.0"], buckets["+Inf"]) == (0, 1, 1)
+    # the LocalQueue's twin observes the same total, under the LocalQueue the workload names
+    buckets, total = histogram(s, "kueue_local_queue_execution_time_seconds", name="lq-a", namespace=NS,
+                               priority_class="high")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["20.0"], buckets["40.0"], buckets["+Inf"], total) == (0, 1, 1, 27.0)
     log.observe(ev.WorkloadFinished(time=T0 + 34_000, key="ns/w1"))  # finished already: not counted again
+    assert series(s, "kueue_local_queue_execution_time_seconds")[("lq-a", NS, "high")][1] == 27.0
     assert sample(s, "kueue_finished_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
     assert sample(s, "kueue_finished_workloads", cluster_queue="cq-a") == 1
 
@@ -902,9 +908,11 @@ def test_local_queue_metrics_are_off_with_their_gate_and_on_from_a_configuration
     assert sample(s, "kueue_admitted_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
     # AllAlpha leaves a beta gate alone; switching it off by name is what turns the families off
     gates_config(log, T0 + 3000, AllAlpha=True)
-    assert len(local_families(s)) == 16
+    assert len(local_families(s)) == len(LOCAL_QUEUE_SPECS)
     # counted from the configuration that turned them on: w1's admission and finish were before it
     assert series(s, "kueue_local_queue_admitted_workloads_total") == {}
+    assert series(s, "kueue_local_queue_execution_time_seconds") == {}
+    assert series(s, "kueue_execution_time_seconds") == {("cq-a", "high"): ([1] * 15, 1.0)}
     log.decide(T0 + 5000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
     assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-b", "ns", ""): 1}
     assert series(s, "kueue_local_queue_finished_workloads") == {("lq-a", "ns"): 1, ("lq-b", "ns"): 0}
@@ -929,6 +937,8 @@ def test_local_queue_metrics_after_a_scenario() -> None:
     assert series(s, "kueue_local_queue_admission_checks_wait_time_seconds") == {}
     assert series(s, "kueue_local_queue_evicted_workloads_total") == {("lq-a", "ns", "Preempted", "", "high"): 1}
     assert series(s, "kueue_local_queue_finished_workloads_total") == {("lq-b", "ns", ""): 1}
+    assert series(s, "kueue_local_queue_execution_time_seconds") == {  # w2: admitted at T0+6 s, finished at 30 s
+        ("lq-b", "ns", ""): ([0, 0, 0, 0, 0, 1, *[1] * 9], 24.0)}
     assert series(s, "kueue_local_queue_finished_workloads") == {
         ("lq-a", "ns"): 0, ("lq-b", "ns"): 1, ("lq-b", "other"): 0}
     assert series(s, "kueue_local_queue_pending_workloads") == {
