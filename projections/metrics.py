@@ -45,6 +45,7 @@ from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
 from projections import effective_quotas, fair_share, gates
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
+from projections.pods_ready_condition import RECOVERED, WAIT_FOR_RECOVERY
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -144,6 +145,11 @@ ADMITTED_UNTIL_READY = Spec(
     "kueue_admitted_until_ready_wait_time_seconds", "histogram",
     "Time from a workload's admission until its pods were ready (PodsReady turned True while admitted; observed "
     "only while waitForPodsReady is on).", _CQ_PC, WAIT_BUCKETS)
+RECOVERY_WAIT = Spec(
+    "kueue_workload_recovery_wait_time_seconds", "histogram",
+    "Time an admitted workload waited for its pods to be ready again after losing readiness: from PodsReady "
+    "turning False (WaitForRecovery) until it turned True again (Recovered); observed only while waitForPodsReady "
+    "is on.", _CQ_PC, WAIT_BUCKETS)
 PODS_READY_TO_EVICTED = Spec(
     "kueue_pods_ready_to_evicted_time_seconds", "histogram",
     "Time from a workload's pods becoming ready until its eviction, for workloads evicted with their pods ready, "
@@ -271,6 +277,10 @@ LQ_ADMITTED_UNTIL_READY = Spec(
     "kueue_local_queue_admitted_until_ready_wait_time_seconds", "histogram",
     "Time from a workload's admission until its pods were ready, per LocalQueue (observed as "
     "admitted_until_ready_wait_time_seconds is).", _LQ_PC, WAIT_BUCKETS)
+LQ_RECOVERY_WAIT = Spec(
+    "kueue_local_queue_workload_recovery_wait_time_seconds", "histogram",
+    "Time an admitted workload waited for its pods to be ready again after losing readiness, per LocalQueue "
+    "(observed as workload_recovery_wait_time_seconds is).", _LQ_PC, WAIT_BUCKETS)
 LQ_FINISHED_TOTAL = Spec(
     "kueue_local_queue_finished_workloads_total", "counter",
     "Workloads that finished, per LocalQueue and priority class.", _LQ_PC)
@@ -306,7 +316,7 @@ LQ_USAGE = Spec(
 
 LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
     LQ_PENDING, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
-    LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
+    LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_RECOVERY_WAIT, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
     LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
 )
 """Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
@@ -319,7 +329,8 @@ WORKLOAD_CREATION_LATENCY = Spec(
 
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
-    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
+    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, RECOVERY_WAIT, FINISHED_TOTAL,
+    EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
@@ -425,6 +436,7 @@ _EVICTED, _EVICTED_ONCE, _EVICTION_LATENCY = EVICTED.name, EVICTED_ONCE.name, EV
 _LQ_QR_WAIT, _LQ_ADM_WAIT, _LQ_CHECKS_WAIT = (
     LQ_QUOTA_RESERVED_WAIT.name, LQ_ADMISSION_WAIT.name, LQ_ADMISSION_CHECKS_WAIT.name)
 _LQ_READY_WAIT, _LQ_UNTIL_READY = LQ_READY_WAIT.name, LQ_ADMITTED_UNTIL_READY.name
+_RECOVERY_WAIT, _LQ_RECOVERY_WAIT = RECOVERY_WAIT.name, LQ_RECOVERY_WAIT.name
 _LQ_FIN, _LQ_EXEC, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EXECUTION_TIME.name, LQ_EVICTED.name
 _SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
 _CREATION_LATENCY = WORKLOAD_CREATION_LATENCY.name
@@ -701,15 +713,25 @@ def _released(m: MetricsFold, wl: WorkloadInfo, cq: str, time: int) -> None:
 
 
 def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
-    """PodsReady turned True on an admitted workload: Kueue's job reconciler writes that transition, and observes
-    both ready wait times, only under waitForPodsReady (a repeat of True is no transition; a recovery, after
-    False, is one)."""
+    """PodsReady turned True on an admitted workload: Kueue's job reconciler writes that transition, only under
+    waitForPodsReady (a repeat of True is no transition). The first one of an admission (Started) observes both
+    ready wait times; a recovery (Recovered, after WaitForRecovery) observes only the recovery wait, from the
+    WaitForRecovery transition, as Kueue v0.20 does."""
     if not e.ready or seen is None or seen[4]:
         return
     wl = seen[0]
     if wl.phase != ADMITTED or wl.admission is None or not state.waits_for_pods_ready:
         return
     labels = (wl.admission.cluster_queue, wl.priority_class)
+    since = _recovering_since(seen[5])
+    if since is not None:
+        now = wl.condition("PodsReady")
+        if now is not None and now.reason == RECOVERED:
+            _observe(m.histograms[_RECOVERY_WAIT], _QR_BOUNDS, labels, e.time - since)
+            if state.local_queue_metrics:
+                _observe(m.histograms[_LQ_RECOVERY_WAIT], _QR_BOUNDS, (wl.queue_name, wl.namespace,
+                                                                       wl.priority_class), e.time - since)
+        return
     queued = e.time - _queued_since(wl)
     _observe(m.histograms[_READY_WAIT], _BOUNDS_MS[_READY_WAIT], labels, queued)
     admitted = _condition_time(wl, "Admitted")
@@ -720,6 +742,16 @@ def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None)
         _observe(m.histograms[_LQ_READY_WAIT], _QR_BOUNDS, lq_labels, queued)
         if admitted is not None:
             _observe(m.histograms[_LQ_UNTIL_READY], _QR_BOUNDS, lq_labels, e.time - admitted)
+
+
+def _recovering_since(conditions: tuple[o.Condition, ...]) -> int | None:
+    """When the PodsReady condition among ``conditions`` turned False waiting for a recovery, else None."""
+    for c in conditions:
+        if c.type == "PodsReady":
+            if c.status == "False" and c.reason == WAIT_FOR_RECOVERY and c.last_transition_time:
+                return parse_time(c.last_transition_time)
+            return None
+    return None
 
 
 def _condition_time(wl: WorkloadInfo, type_: str) -> int | None:

@@ -450,15 +450,23 @@ def test_ready_wait_times_from_the_queued_time_and_the_admission_to_pods_ready()
     assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
     assert (buckets["5.0"], buckets["10.0"], buckets["+Inf"], total) == (0, 1, 1, 7.0)
 
-    # True again is no transition; a recovery (False, then True) is one, timed from the same queued time and
-    # admission
+    # True again is no transition; a recovery (WaitForRecovery, then Recovered) observes the recovery wait, from
+    # the loss of readiness, and not the ready wait times again (Kueue v0.20)
+    assert series(s, "kueue_workload_recovery_wait_time_seconds") == {}
     ready(log, "ns/w1", T0 + 12_000)
     ready(log, "ns/w1", T0 + 13_000, False)
     ready(log, "ns/w1", T0 + 15_000)
-    assert series(s, "kueue_ready_wait_time_seconds")[("cq-a", "high")][1] == 25.0  # 10 s + 15 s
+    assert series(s, "kueue_ready_wait_time_seconds")[("cq-a", "high")][1] == 10.0
     buckets, total = histogram(s, "kueue_admitted_until_ready_wait_time_seconds", cluster_queue="cq-a",
                                priority_class="high")
-    assert (buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (1, 2, 2, 19.0)  # 7 s + 12 s
+    assert (buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (1, 1, 1, 7.0)
+    buckets, total = histogram(s, "kueue_workload_recovery_wait_time_seconds", cluster_queue="cq-a",
+                               priority_class="high")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["1.0"], buckets["2.5"], buckets["+Inf"], total) == (0, 1, 1, 2.0)  # from T0+13 s to 15 s
+    buckets, total = histogram(s, "kueue_local_queue_workload_recovery_wait_time_seconds", name="lq-a",
+                               namespace=NS, priority_class="high")
+    assert (buckets["1.0"], buckets["2.5"], buckets["+Inf"], total) == (0, 1, 1, 2.0)
 
     # preempted with its pods ready (since T0+15 s): 5 s from ready to evicted, under the eviction's labels
     log.decide(T0 + 20_000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
@@ -475,11 +483,13 @@ def test_ready_wait_times_from_the_queued_time_and_the_admission_to_pods_ready()
     log.decide(T0 + 23_500, reserve("ns/w1", "cq-a"), admit("ns/w1"))
     ready(log, "ns/w1", T0 + 30_000)
     buckets, total = histogram(s, "kueue_ready_wait_time_seconds", cluster_queue="cq-a", priority_class="high")
-    assert (buckets["5.0"], buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (0, 2, 3, 3, 34.0)  # + 9 s
+    assert (buckets["5.0"], buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (0, 2, 2, 2, 19.0)  # + 9 s
     _, total = histogram(s, "kueue_admitted_until_ready_wait_time_seconds", cluster_queue="cq-a",
                          priority_class="high")
-    assert total == 26.0  # + 7 s from the new admission (T0+23 s)
+    assert total == 14.0  # + 7 s from the new admission (T0+23 s)
     assert set(series(s, "kueue_ready_wait_time_seconds")) == {("cq-a", "high")}
+    # the readiness lost before the eviction was no recovery: the new admission started afresh
+    assert series(s, "kueue_workload_recovery_wait_time_seconds")[("cq-a", "high")][1] == 2.0
 
 
 def test_pods_ready_to_evicted_only_for_workloads_evicted_with_their_pods_ready() -> None:
@@ -518,12 +528,14 @@ def test_nothing_about_pods_ready_is_observed_without_waitforpodsready() -> None
         "featureGates": {"DisableWaitForPodsReady": True}}))
     log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"))
     ready(log, "ns/w1", T0 + 2000)
+    ready(log, "ns/w1", T0 + 2200, False)
+    ready(log, "ns/w1", T0 + 2400)
     log.decide(T0 + 3000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
                                                   "message": "preempted", "preemptor": "ns/w3"}))
     s = log.state
     assert series(s, "kueue_evicted_workloads_total") == {("cq-a", "Preempted", "", "high"): 1}
     for name in ("kueue_ready_wait_time_seconds", "kueue_admitted_until_ready_wait_time_seconds",
-                 "kueue_pods_ready_to_evicted_time_seconds"):
+                 "kueue_pods_ready_to_evicted_time_seconds", "kueue_workload_recovery_wait_time_seconds"):
         assert series(s, name) == {}, name
     # the configuration in force decides: with it on again, the next transition is observed
     log.observe(ev.ConfigRecorded(time=T0 + 4000, writer="test", document={
