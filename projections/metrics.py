@@ -96,7 +96,7 @@ PENDING_SCHEDULING_HASHES = Spec(
     "kueue_pending_scheduling_hashes", "gauge",
     "Distinct scheduling-equivalence classes (effective priority and pod-set shapes: what makes workloads park "
     "together) among a ClusterQueue's pending workloads, by the status pending_workloads counts them under; all "
-    "'inadmissible' while the ClusterQueue is inactive. 0 while SchedulingEquivalenceHashing is off.",
+    "'inadmissible' while the ClusterQueue is inactive. Reported only while SchedulingEquivalenceHashing is on.",
     ("cluster_queue", "status"))
 QUOTA_RESERVED = Spec(
     "kueue_quota_reserved_workloads_total", "counter",
@@ -1051,7 +1051,7 @@ def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool
              split: bool) -> None:
     """Pending workloads, and their scheduling-equivalence classes (Kueue's scheduling hashes: here the shapes the
     queue parks by), of ClusterQueue ``name``. Kueue counts every one of an inactive queue as inadmissible (it can
-    admit none of them), and no class while SchedulingEquivalenceHashing is off. The workloads only when not
+    admit none of them), and reports the classes only while SchedulingEquivalenceHashing is on. The workloads only when not
     ``split`` by their values (:func:`_pending_split`)."""
     waiting = len(q.entries) if q is not None else 0
     parked = len(q.inadmissible) if q is not None else 0
@@ -1059,8 +1059,10 @@ def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool
         waiting, parked = 0, waiting + parked
     if not split:
         out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
+    if not hashing:
+        return
     active = inadmissible = 0
-    if q is not None and hashing:
+    if q is not None:
         shapes = q.shapes
         active_shapes = {shapes[k] for k in q.entries}
         parked_shapes = {shapes[k] for k in q.inadmissible}

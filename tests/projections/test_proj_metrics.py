@@ -650,7 +650,8 @@ def test_pending_scheduling_hashes_count_the_shapes_of_pending_workloads() -> No
     assert series(log.state, "kueue_pending_scheduling_hashes")[("cq-b", "active")] == 0
     assert series(log.state, "kueue_pending_scheduling_hashes")[("cq-b", "inadmissible")] == 3
     gates_config(log, T0 + 3000, SchedulingEquivalenceHashing=False, SchedulingEquivalenceHashingIgnorePodSetName=False)
-    assert set(series(log.state, "kueue_pending_scheduling_hashes").values()) == {0}
+    assert series(log.state, "kueue_pending_scheduling_hashes") == {}  # reported only under the gate (v0.20)
+    assert series(log.state, "kueue_pending_workloads")[("cq-b", "inadmissible")] == 4  # still reported
 
 
 def test_an_inactive_cluster_queue_counts_its_pending_workloads_as_inadmissible() -> None:
