@@ -43,7 +43,7 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
-from projections import effective_quotas, fair_share, gates
+from projections import effective_quotas, fair_share, gates, multikueue_metrics
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
 from projections.pods_ready_condition import RECOVERED, WAIT_FOR_RECOVERY
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
@@ -239,6 +239,18 @@ COHORT_SUBTREE_ADMITTED_ACTIVE = Spec(
     "kueue_cohort_subtree_admitted_active_workloads", "gauge",
     "Admitted workloads still holding their quota in the ClusterQueues of the cohort's subtree.", ("cohort",))
 
+MULTIKUEUE_CLUSTER_STATUS = Spec(
+    "multikueue_cluster_status", "gauge",
+    "MultiKueue: 1 on the status of a worker cluster's Active condition (True, False, or Unknown while not yet "
+    "observed), 0 on the other two, per manager ClusterQueue whose MultiKueue check lists the cluster. Only under "
+    "the MultiKueue gate; a listed cluster with no MultiKueueCluster object is not reported.",
+    ("cluster_queue", "cluster", "active"))
+MULTIKUEUE_EVICTED = Spec(
+    "multikueue_workloads_evicted_total", "counter",
+    "MultiKueue: workloads evicted on the worker cluster running them (the manager resets its MultiKueue check for "
+    "re-admission), per manager ClusterQueue, worker cluster and the reason of the worker's Evicted condition.",
+    ("cluster_queue", "cluster", "reason"))
+
 # The LocalQueue twins (Kueue's ``LocalQueueMetrics`` gate): a workload's series are those of the LocalQueue it
 # names (``spec.queueName`` in its namespace), whether that LocalQueue exists or not, as Kueue records them.
 
@@ -335,7 +347,7 @@ SPECS: tuple[Spec, ...] = (
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
-    *LOCAL_QUEUE_SPECS,
+    MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
 _LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
@@ -377,6 +389,8 @@ queue's own custom labels."""
 FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
 """The scheduler's QuotaReserved=False message for a head with a check in Retry or Rejected (an attempt with no
 requeue reason)."""
+REMOTE_EVICTED_PREFIX = "Workload evicted on worker cluster: "
+"""The MultiKueue check's Retry message when the workload's copy was evicted on its worker."""
 NO_REPLACEMENT_PREFIX = "Workload was evicted as there was no replacement"
 """A second pass that found no node to replace a failed one evicts the workload in the scheduling cycle."""
 
@@ -440,6 +454,7 @@ _RECOVERY_WAIT, _LQ_RECOVERY_WAIT = RECOVERY_WAIT.name, LQ_RECOVERY_WAIT.name
 _LQ_FIN, _LQ_EXEC, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EXECUTION_TIME.name, LQ_EVICTED.name
 _SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
 _CREATION_LATENCY = WORKLOAD_CREATION_LATENCY.name
+_MK_EVICTED = MULTIKUEUE_EVICTED.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -799,6 +814,25 @@ def _slice_replaced(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | N
     _finished(m, state, e, seen)
 
 
+def _check_updated(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """MultiKueue: the manager resets the check of a workload whose copy was evicted on its worker (Kueue counts
+    the eviction there), under the reason the worker's copy shows."""
+    _decided(m, state, e, seen)
+    if e.state != "Retry" or not e.message.startswith(REMOTE_EVICTED_PREFIX):
+        return
+    wl = state.workloads.get(e.key)
+    if wl is None or wl.admission is None or not wl.cluster_name:
+        return
+    copy = wl.remotes.get(wl.cluster_name) if wl.remotes else None
+    reason = ""
+    for c in copy.conditions if copy is not None else ():
+        if c.type == "Evicted" and c.status == "True":
+            reason = c.reason
+    labels = (wl.admission.cluster_queue, wl.cluster_name, reason)
+    series = m.counters[_MK_EVICTED]
+    series[labels] = series.get(labels, 0) + 1
+
+
 def _job_acted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
     """A job integration created a Workload: how long after its job, under ``MetricForWorkloadCreationLatency``
     (Kueue's reconciler observes it right after the creation, so the gate is read as the log stood then)."""
@@ -844,6 +878,7 @@ METERED: dict[type, Any] = {
     ev.WorkloadSliceReplaced: _slice_replaced,
     ev.PodsReadyChanged: _pods_ready,
     ev.JobActed: _job_acted,
+    ev.AdmissionCheckUpdated: _check_updated,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
@@ -1042,6 +1077,7 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
     _cohort_subtrees(out, state, admitted_in)
     if fair_share.enabled(document):
         _weighted_shares(state, out, resources)
+    out[MULTIKUEUE_CLUSTER_STATUS.name] = multikueue_metrics.cluster_status(state)
     for name in out:
         out[name].sort()
     return out
