@@ -43,8 +43,9 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
-from projections import effective_quotas, fair_share, gates
+from projections import effective_quotas, fair_share, gates, multikueue_metrics
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
+from projections.pods_ready_condition import RECOVERED, WAIT_FOR_RECOVERY
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ PENDING_SCHEDULING_HASHES = Spec(
     "kueue_pending_scheduling_hashes", "gauge",
     "Distinct scheduling-equivalence classes (effective priority and pod-set shapes: what makes workloads park "
     "together) among a ClusterQueue's pending workloads, by the status pending_workloads counts them under; all "
-    "'inadmissible' while the ClusterQueue is inactive. 0 while SchedulingEquivalenceHashing is off.",
+    "'inadmissible' while the ClusterQueue is inactive. Reported only while SchedulingEquivalenceHashing is on.",
     ("cluster_queue", "status"))
 QUOTA_RESERVED = Spec(
     "kueue_quota_reserved_workloads_total", "counter",
@@ -144,6 +145,11 @@ ADMITTED_UNTIL_READY = Spec(
     "kueue_admitted_until_ready_wait_time_seconds", "histogram",
     "Time from a workload's admission until its pods were ready (PodsReady turned True while admitted; observed "
     "only while waitForPodsReady is on).", _CQ_PC, WAIT_BUCKETS)
+RECOVERY_WAIT = Spec(
+    "kueue_workload_recovery_wait_time_seconds", "histogram",
+    "Time an admitted workload waited for its pods to be ready again after losing readiness: from PodsReady "
+    "turning False (WaitForRecovery) until it turned True again (Recovered); observed only while waitForPodsReady "
+    "is on.", _CQ_PC, WAIT_BUCKETS)
 PODS_READY_TO_EVICTED = Spec(
     "kueue_pods_ready_to_evicted_time_seconds", "histogram",
     "Time from a workload's pods becoming ready until its eviction, for workloads evicted with their pods ready, "
@@ -233,6 +239,18 @@ COHORT_SUBTREE_ADMITTED_ACTIVE = Spec(
     "kueue_cohort_subtree_admitted_active_workloads", "gauge",
     "Admitted workloads still holding their quota in the ClusterQueues of the cohort's subtree.", ("cohort",))
 
+MULTIKUEUE_CLUSTER_STATUS = Spec(
+    "multikueue_cluster_status", "gauge",
+    "MultiKueue: 1 on the status of a worker cluster's Active condition (True, False, or Unknown while not yet "
+    "observed), 0 on the other two, per manager ClusterQueue whose MultiKueue check lists the cluster. Only under "
+    "the MultiKueue gate; a listed cluster with no MultiKueueCluster object is not reported.",
+    ("cluster_queue", "cluster", "active"))
+MULTIKUEUE_EVICTED = Spec(
+    "multikueue_workloads_evicted_total", "counter",
+    "MultiKueue: workloads evicted on the worker cluster running them (the manager resets its MultiKueue check for "
+    "re-admission), per manager ClusterQueue, worker cluster and the reason of the worker's Evicted condition.",
+    ("cluster_queue", "cluster", "reason"))
+
 # The LocalQueue twins (Kueue's ``LocalQueueMetrics`` gate): a workload's series are those of the LocalQueue it
 # names (``spec.queueName`` in its namespace), whether that LocalQueue exists or not, as Kueue records them.
 
@@ -271,9 +289,17 @@ LQ_ADMITTED_UNTIL_READY = Spec(
     "kueue_local_queue_admitted_until_ready_wait_time_seconds", "histogram",
     "Time from a workload's admission until its pods were ready, per LocalQueue (observed as "
     "admitted_until_ready_wait_time_seconds is).", _LQ_PC, WAIT_BUCKETS)
+LQ_RECOVERY_WAIT = Spec(
+    "kueue_local_queue_workload_recovery_wait_time_seconds", "histogram",
+    "Time an admitted workload waited for its pods to be ready again after losing readiness, per LocalQueue "
+    "(observed as workload_recovery_wait_time_seconds is).", _LQ_PC, WAIT_BUCKETS)
 LQ_FINISHED_TOTAL = Spec(
     "kueue_local_queue_finished_workloads_total", "counter",
     "Workloads that finished, per LocalQueue and priority class.", _LQ_PC)
+LQ_EXECUTION_TIME = Spec(
+    "kueue_local_queue_execution_time_seconds", "histogram",
+    "How long a finished workload ran admitted, over all its admissions (runs before an eviction included), per "
+    "LocalQueue.", _LQ_PC, WAIT_BUCKETS)
 LQ_EVICTED = Spec(
     "kueue_local_queue_evicted_workloads_total", "counter",
     "Evictions of workloads holding quota, per LocalQueue, by the reason and underlying cause of "
@@ -302,8 +328,8 @@ LQ_USAGE = Spec(
 
 LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
     LQ_PENDING, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
-    LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_FINISHED_TOTAL, LQ_EVICTED, LQ_RESERVING_ACTIVE, LQ_ADMITTED_ACTIVE,
-    LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
+    LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_RECOVERY_WAIT, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
+    LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
 )
 """Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
 
@@ -315,12 +341,13 @@ WORKLOAD_CREATION_LATENCY = Spec(
 
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
-    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
+    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, RECOVERY_WAIT, FINISHED_TOTAL,
+    EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
-    *LOCAL_QUEUE_SPECS,
+    MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
 _LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
@@ -362,6 +389,8 @@ queue's own custom labels."""
 FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
 """The scheduler's QuotaReserved=False message for a head with a check in Retry or Rejected (an attempt with no
 requeue reason)."""
+REMOTE_EVICTED_PREFIX = "Workload evicted on worker cluster: "
+"""The MultiKueue check's Retry message when the workload's copy was evicted on its worker."""
 NO_REPLACEMENT_PREFIX = "Workload was evicted as there was no replacement"
 """A second pass that found no node to replace a failed one evicts the workload in the scheduling cycle."""
 
@@ -421,9 +450,11 @@ _EVICTED, _EVICTED_ONCE, _EVICTION_LATENCY = EVICTED.name, EVICTED_ONCE.name, EV
 _LQ_QR_WAIT, _LQ_ADM_WAIT, _LQ_CHECKS_WAIT = (
     LQ_QUOTA_RESERVED_WAIT.name, LQ_ADMISSION_WAIT.name, LQ_ADMISSION_CHECKS_WAIT.name)
 _LQ_READY_WAIT, _LQ_UNTIL_READY = LQ_READY_WAIT.name, LQ_ADMITTED_UNTIL_READY.name
-_LQ_FIN, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EVICTED.name
+_RECOVERY_WAIT, _LQ_RECOVERY_WAIT = RECOVERY_WAIT.name, LQ_RECOVERY_WAIT.name
+_LQ_FIN, _LQ_EXEC, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EXECUTION_TIME.name, LQ_EVICTED.name
 _SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
 _CREATION_LATENCY = WORKLOAD_CREATION_LATENCY.name
+_MK_EVICTED = MULTIKUEUE_EVICTED.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -697,15 +728,25 @@ def _released(m: MetricsFold, wl: WorkloadInfo, cq: str, time: int) -> None:
 
 
 def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
-    """PodsReady turned True on an admitted workload: Kueue's job reconciler writes that transition, and observes
-    both ready wait times, only under waitForPodsReady (a repeat of True is no transition; a recovery, after
-    False, is one)."""
+    """PodsReady turned True on an admitted workload: Kueue's job reconciler writes that transition, only under
+    waitForPodsReady (a repeat of True is no transition). The first one of an admission (Started) observes both
+    ready wait times; a recovery (Recovered, after WaitForRecovery) observes only the recovery wait, from the
+    WaitForRecovery transition, as Kueue v0.20 does."""
     if not e.ready or seen is None or seen[4]:
         return
     wl = seen[0]
     if wl.phase != ADMITTED or wl.admission is None or not state.waits_for_pods_ready:
         return
     labels = (wl.admission.cluster_queue, wl.priority_class)
+    since = _recovering_since(seen[5])
+    if since is not None:
+        now = wl.condition("PodsReady")
+        if now is not None and now.reason == RECOVERED:
+            _observe(m.histograms[_RECOVERY_WAIT], _QR_BOUNDS, labels, e.time - since)
+            if state.local_queue_metrics:
+                _observe(m.histograms[_LQ_RECOVERY_WAIT], _QR_BOUNDS, (wl.queue_name, wl.namespace,
+                                                                       wl.priority_class), e.time - since)
+        return
     queued = e.time - _queued_since(wl)
     _observe(m.histograms[_READY_WAIT], _BOUNDS_MS[_READY_WAIT], labels, queued)
     admitted = _condition_time(wl, "Admitted")
@@ -716,6 +757,16 @@ def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None)
         _observe(m.histograms[_LQ_READY_WAIT], _QR_BOUNDS, lq_labels, queued)
         if admitted is not None:
             _observe(m.histograms[_LQ_UNTIL_READY], _QR_BOUNDS, lq_labels, e.time - admitted)
+
+
+def _recovering_since(conditions: tuple[o.Condition, ...]) -> int | None:
+    """When the PodsReady condition among ``conditions`` turned False waiting for a recovery, else None."""
+    for c in conditions:
+        if c.type == "PodsReady":
+            if c.status == "False" and c.reason == WAIT_FOR_RECOVERY and c.last_transition_time:
+                return parse_time(c.last_transition_time)
+            return None
+    return None
 
 
 def _condition_time(wl: WorkloadInfo, type_: str) -> int | None:
@@ -740,22 +791,17 @@ def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     labels = (adm.cluster_queue if adm is not None else "", wl.priority_class)
     series = m.counters[_FIN]
     series[labels] = series.get(labels, 0) + 1
-    if state.local_queue_metrics:
-        lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
+    lq_labels = (wl.queue_name, wl.namespace, wl.priority_class) if state.local_queue_metrics else None
+    if lq_labels is not None:
         series = m.counters[_LQ_FIN]
         series[lq_labels] = series.get(lq_labels, 0) + 1
     admitted_at = wl.admitted_at
     if admitted_at is None and not wl.accumulated_seconds:
         return  # it never ran
     ms = wl.accumulated_seconds * 1000 + (e.time - admitted_at if admitted_at is not None else 0)
-    if ms < 0:
-        ms = 0
-    runs = m.histograms[_EXEC]  # _observe(...), inline
-    h = runs.get(labels)
-    if h is None:
-        h = runs[labels] = [0] * (len(_EXEC_BOUNDS) + 2)
-    h[bisect_left(_EXEC_BOUNDS, ms)] += 1
-    h[-1] += ms
+    _observe(m.histograms[_EXEC], _EXEC_BOUNDS, labels, ms)
+    if lq_labels is not None:
+        _observe(m.histograms[_LQ_EXEC], _EXEC_BOUNDS, lq_labels, ms)
 
 
 def _slice_replaced(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
@@ -766,6 +812,25 @@ def _slice_replaced(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | N
         labels = (seen[3].cluster_queue,)
         series[labels] = series.get(labels, 0) + 1
     _finished(m, state, e, seen)
+
+
+def _check_updated(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """MultiKueue: the manager resets the check of a workload whose copy was evicted on its worker (Kueue counts
+    the eviction there), under the reason the worker's copy shows."""
+    _decided(m, state, e, seen)
+    if e.state != "Retry" or not e.message.startswith(REMOTE_EVICTED_PREFIX):
+        return
+    wl = state.workloads.get(e.key)
+    if wl is None or wl.admission is None or not wl.cluster_name:
+        return
+    copy = wl.remotes.get(wl.cluster_name) if wl.remotes else None
+    reason = ""
+    for c in copy.conditions if copy is not None else ():
+        if c.type == "Evicted" and c.status == "True":
+            reason = c.reason
+    labels = (wl.admission.cluster_queue, wl.cluster_name, reason)
+    series = m.counters[_MK_EVICTED]
+    series[labels] = series.get(labels, 0) + 1
 
 
 def _job_acted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
@@ -813,6 +878,7 @@ METERED: dict[type, Any] = {
     ev.WorkloadSliceReplaced: _slice_replaced,
     ev.PodsReadyChanged: _pods_ready,
     ev.JobActed: _job_acted,
+    ev.AdmissionCheckUpdated: _check_updated,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
@@ -1011,6 +1077,7 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
     _cohort_subtrees(out, state, admitted_in)
     if fair_share.enabled(document):
         _weighted_shares(state, out, resources)
+    out[MULTIKUEUE_CLUSTER_STATUS.name] = multikueue_metrics.cluster_status(state)
     for name in out:
         out[name].sort()
     return out
@@ -1020,7 +1087,7 @@ def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool
              split: bool) -> None:
     """Pending workloads, and their scheduling-equivalence classes (Kueue's scheduling hashes: here the shapes the
     queue parks by), of ClusterQueue ``name``. Kueue counts every one of an inactive queue as inadmissible (it can
-    admit none of them), and no class while SchedulingEquivalenceHashing is off. The workloads only when not
+    admit none of them), and reports the classes only while SchedulingEquivalenceHashing is on. The workloads only when not
     ``split`` by their values (:func:`_pending_split`)."""
     waiting = len(q.entries) if q is not None else 0
     parked = len(q.inadmissible) if q is not None else 0
@@ -1028,8 +1095,10 @@ def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool
         waiting, parked = 0, waiting + parked
     if not split:
         out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
+    if not hashing:
+        return
     active = inadmissible = 0
-    if q is not None and hashing:
+    if q is not None:
         shapes = q.shapes
         active_shapes = {shapes[k] for k in q.entries}
         parked_shapes = {shapes[k] for k in q.inadmissible}

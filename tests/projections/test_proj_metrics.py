@@ -192,7 +192,13 @@ def test_a_workload_reserved_admitted_preempted_readmitted_and_finished() -> Non
     buckets, total = histogram(s, "kueue_execution_time_seconds", cluster_queue="cq-a", priority_class="high")
     assert total == 27.0  # 17 s before the preemption, 10 s after
     assert (buckets["20.0"], buckets["40.0"], buckets["+Inf"]) == (0, 1, 1)
+    # the LocalQueue's twin observes the same total, under the LocalQueue the workload names
+    buckets, total = histogram(s, "kueue_local_queue_execution_time_seconds", name="lq-a", namespace=NS,
+                               priority_class="high")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["20.0"], buckets["40.0"], buckets["+Inf"], total) == (0, 1, 1, 27.0)
     log.observe(ev.WorkloadFinished(time=T0 + 34_000, key="ns/w1"))  # finished already: not counted again
+    assert series(s, "kueue_local_queue_execution_time_seconds")[("lq-a", NS, "high")][1] == 27.0
     assert sample(s, "kueue_finished_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
     assert sample(s, "kueue_finished_workloads", cluster_queue="cq-a") == 1
 
@@ -444,15 +450,23 @@ def test_ready_wait_times_from_the_queued_time_and_the_admission_to_pods_ready()
     assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
     assert (buckets["5.0"], buckets["10.0"], buckets["+Inf"], total) == (0, 1, 1, 7.0)
 
-    # True again is no transition; a recovery (False, then True) is one, timed from the same queued time and
-    # admission
+    # True again is no transition; a recovery (WaitForRecovery, then Recovered) observes the recovery wait, from
+    # the loss of readiness, and not the ready wait times again (Kueue v0.20)
+    assert series(s, "kueue_workload_recovery_wait_time_seconds") == {}
     ready(log, "ns/w1", T0 + 12_000)
     ready(log, "ns/w1", T0 + 13_000, False)
     ready(log, "ns/w1", T0 + 15_000)
-    assert series(s, "kueue_ready_wait_time_seconds")[("cq-a", "high")][1] == 25.0  # 10 s + 15 s
+    assert series(s, "kueue_ready_wait_time_seconds")[("cq-a", "high")][1] == 10.0
     buckets, total = histogram(s, "kueue_admitted_until_ready_wait_time_seconds", cluster_queue="cq-a",
                                priority_class="high")
-    assert (buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (1, 2, 2, 19.0)  # 7 s + 12 s
+    assert (buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (1, 1, 1, 7.0)
+    buckets, total = histogram(s, "kueue_workload_recovery_wait_time_seconds", cluster_queue="cq-a",
+                               priority_class="high")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["1.0"], buckets["2.5"], buckets["+Inf"], total) == (0, 1, 1, 2.0)  # from T0+13 s to 15 s
+    buckets, total = histogram(s, "kueue_local_queue_workload_recovery_wait_time_seconds", name="lq-a",
+                               namespace=NS, priority_class="high")
+    assert (buckets["1.0"], buckets["2.5"], buckets["+Inf"], total) == (0, 1, 1, 2.0)
 
     # preempted with its pods ready (since T0+15 s): 5 s from ready to evicted, under the eviction's labels
     log.decide(T0 + 20_000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
@@ -469,11 +483,13 @@ def test_ready_wait_times_from_the_queued_time_and_the_admission_to_pods_ready()
     log.decide(T0 + 23_500, reserve("ns/w1", "cq-a"), admit("ns/w1"))
     ready(log, "ns/w1", T0 + 30_000)
     buckets, total = histogram(s, "kueue_ready_wait_time_seconds", cluster_queue="cq-a", priority_class="high")
-    assert (buckets["5.0"], buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (0, 2, 3, 3, 34.0)  # + 9 s
+    assert (buckets["5.0"], buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (0, 2, 2, 2, 19.0)  # + 9 s
     _, total = histogram(s, "kueue_admitted_until_ready_wait_time_seconds", cluster_queue="cq-a",
                          priority_class="high")
-    assert total == 26.0  # + 7 s from the new admission (T0+23 s)
+    assert total == 14.0  # + 7 s from the new admission (T0+23 s)
     assert set(series(s, "kueue_ready_wait_time_seconds")) == {("cq-a", "high")}
+    # the readiness lost before the eviction was no recovery: the new admission started afresh
+    assert series(s, "kueue_workload_recovery_wait_time_seconds")[("cq-a", "high")][1] == 2.0
 
 
 def test_pods_ready_to_evicted_only_for_workloads_evicted_with_their_pods_ready() -> None:
@@ -512,12 +528,14 @@ def test_nothing_about_pods_ready_is_observed_without_waitforpodsready() -> None
         "featureGates": {"DisableWaitForPodsReady": True}}))
     log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"))
     ready(log, "ns/w1", T0 + 2000)
+    ready(log, "ns/w1", T0 + 2200, False)
+    ready(log, "ns/w1", T0 + 2400)
     log.decide(T0 + 3000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
                                                   "message": "preempted", "preemptor": "ns/w3"}))
     s = log.state
     assert series(s, "kueue_evicted_workloads_total") == {("cq-a", "Preempted", "", "high"): 1}
     for name in ("kueue_ready_wait_time_seconds", "kueue_admitted_until_ready_wait_time_seconds",
-                 "kueue_pods_ready_to_evicted_time_seconds"):
+                 "kueue_pods_ready_to_evicted_time_seconds", "kueue_workload_recovery_wait_time_seconds"):
         assert series(s, name) == {}, name
     # the configuration in force decides: with it on again, the next transition is observed
     log.observe(ev.ConfigRecorded(time=T0 + 4000, writer="test", document={
@@ -632,7 +650,8 @@ def test_pending_scheduling_hashes_count_the_shapes_of_pending_workloads() -> No
     assert series(log.state, "kueue_pending_scheduling_hashes")[("cq-b", "active")] == 0
     assert series(log.state, "kueue_pending_scheduling_hashes")[("cq-b", "inadmissible")] == 3
     gates_config(log, T0 + 3000, SchedulingEquivalenceHashing=False, SchedulingEquivalenceHashingIgnorePodSetName=False)
-    assert set(series(log.state, "kueue_pending_scheduling_hashes").values()) == {0}
+    assert series(log.state, "kueue_pending_scheduling_hashes") == {}  # reported only under the gate (v0.20)
+    assert series(log.state, "kueue_pending_workloads")[("cq-b", "inadmissible")] == 4  # still reported
 
 
 def test_an_inactive_cluster_queue_counts_its_pending_workloads_as_inadmissible() -> None:
@@ -902,9 +921,11 @@ def test_local_queue_metrics_are_off_with_their_gate_and_on_from_a_configuration
     assert sample(s, "kueue_admitted_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
     # AllAlpha leaves a beta gate alone; switching it off by name is what turns the families off
     gates_config(log, T0 + 3000, AllAlpha=True)
-    assert len(local_families(s)) == 16
+    assert len(local_families(s)) == len(LOCAL_QUEUE_SPECS)
     # counted from the configuration that turned them on: w1's admission and finish were before it
     assert series(s, "kueue_local_queue_admitted_workloads_total") == {}
+    assert series(s, "kueue_local_queue_execution_time_seconds") == {}
+    assert series(s, "kueue_execution_time_seconds") == {("cq-a", "high"): ([1] * 15, 1.0)}
     log.decide(T0 + 5000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
     assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-b", "ns", ""): 1}
     assert series(s, "kueue_local_queue_finished_workloads") == {("lq-a", "ns"): 1, ("lq-b", "ns"): 0}
@@ -929,6 +950,8 @@ def test_local_queue_metrics_after_a_scenario() -> None:
     assert series(s, "kueue_local_queue_admission_checks_wait_time_seconds") == {}
     assert series(s, "kueue_local_queue_evicted_workloads_total") == {("lq-a", "ns", "Preempted", "", "high"): 1}
     assert series(s, "kueue_local_queue_finished_workloads_total") == {("lq-b", "ns", ""): 1}
+    assert series(s, "kueue_local_queue_execution_time_seconds") == {  # w2: admitted at T0+6 s, finished at 30 s
+        ("lq-b", "ns", ""): ([0, 0, 0, 0, 0, 1, *[1] * 9], 24.0)}
     assert series(s, "kueue_local_queue_finished_workloads") == {
         ("lq-a", "ns"): 0, ("lq-b", "ns"): 1, ("lq-b", "other"): 0}
     assert series(s, "kueue_local_queue_pending_workloads") == {
