@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -322,15 +322,32 @@ class _Layer(msgspec.Struct):
 _LAYERS = msgspec.json.Decoder(list[_Layer] | None)
 
 
-def topology_errors(annotations: Mapping[str, str], count: int | None, multi_layer: bool, *,
+class TopologyGates(NamedTuple):
+    """The gates Kueue's TAS annotation checks read: ``TASMultiLayerTopology``, ``TASGroupedPodSetSlicing`` and
+    ``TASPartialSlices`` (all beta, on)."""
+
+    multi_layer: bool = True
+    grouped_slicing: bool = True
+    partial_slices: bool = True
+
+    @classmethod
+    def of(cls, feature_gates: Mapping[str, bool]) -> TopologyGates:
+        gate = partial(gates.enabled, feature_gates)
+        return cls(gate(gates.TAS_MULTI_LAYER_TOPOLOGY), gate(gates.TAS_GROUPED_POD_SET_SLICING),
+                   gate(gates.TAS_PARTIAL_SLICES))
+
+
+def topology_errors(annotations: Mapping[str, str], count: int | None, tas: TopologyGates, *,
                     path: str = _TEMPLATE_ANNOTATIONS) -> list[str]:
     """What Kueue refuses in a pod template's TAS annotations (under ``TopologyAwareScheduling``): more than one
     of required, preferred and unconstrained; a level that is not a label key; an unconstrained value that is not a
     boolean; a slice size that is not an int32 of at least 1, or without its slice topology (and the topology
-    without a size); a ``podset-group-name`` that is a number, comes with a slice request, or without a required
-    or preferred level; the slice layers (``multi_layer``: ``TASMultiLayerTopology``) as :func:`_layers_errors`
-    says. A request that passes may not ask for a slice (or an outer layer) larger than the ``count`` pods (no
-    bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit in the object."""
+    without a size); a ``podset-group-name`` that is a number, or without a required or preferred level, or (with
+    ``TASGroupedPodSetSlicing`` off) beside a slice request; the slice layers (only under ``TASMultiLayerTopology``)
+    as :func:`_layers_errors` says. A request that passes may not ask for a slice (or an outer layer) larger than
+    the ``count`` pods, nor (under ``TASPartialSlices``) two or more layers whose outer size does not divide
+    ``count`` (no bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit
+    in the object."""
     found = {k for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
              if k in annotations}
     errors = []
@@ -341,7 +358,7 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, multi_lay
         if key in found:
             errors += _label_name(annotations[key], _key(path, key))
     if GROUP_NAME in found:
-        errors += _group_name_errors(annotations[GROUP_NAME], found, path)
+        errors += _group_name_errors(annotations[GROUP_NAME], found, path, tas.grouped_slicing)
     if UNCONSTRAINED in found and _parse_bool(annotations[UNCONSTRAINED]) is None:
         errors.append(_invalid(_key(path, UNCONSTRAINED), annotations[UNCONSTRAINED], "must be a boolean value"))
     if SLICE_SIZE in found:
@@ -356,36 +373,36 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, multi_lay
     if SLICE_SIZE in found and SLICE_REQUIRED not in found:
         errors.append(_forbidden(_key(path, SLICE_SIZE), f"may not be set when '{SLICE_REQUIRED}' is not specified"))
     if SLICE_LAYERS in annotations:
-        errors += _layers_errors(annotations[SLICE_LAYERS], found, multi_layer, path)
+        errors += _layers_errors(annotations[SLICE_LAYERS], found, tas, path)
     if errors or count is None:
         return errors
-    return _upper_bound_errors(annotations, count, path)
+    return _upper_bound_errors(annotations, count, path, tas.partial_slices)
 
 
-def _group_name_errors(name: str, found: set[str], path: str) -> list[str]:
+def _group_name_errors(name: str, found: set[str], path: str, grouped_slicing: bool) -> list[str]:
     at = _key(path, GROUP_NAME)
     errors = []
     if _DIGITS.fullmatch(name) and int(name) < _UINT64:
         errors.append(_invalid(at, name, "must not be a number"))
     for key in (SLICE_SIZE, SLICE_REQUIRED):
-        if key in found:
+        if key in found and not grouped_slicing:
             errors.append(_forbidden(at, f"may not be set when '{key}' is specified"))
     if PREFERRED not in found and REQUIRED not in found:
         errors.append(_forbidden(at, f"may not be set when neither '{PREFERRED}' nor '{REQUIRED}' is specified"))
     return errors
 
 
-def _layers_errors(text: str, found: set[str], multi_layer: bool, path: str) -> list[str]:
+def _layers_errors(text: str, found: set[str], tas: TopologyGates, path: str) -> list[str]:
     """The slice layers annotation (a JSON list of ``{topology, size}``): only under ``TASMultiLayerTopology``,
-    never with the single-slice annotations or a group name; 1 to 3 layers, each a label key and a size of at
-    least 1, no level twice, each size dividing the one above it."""
+    never with the single-slice annotations, nor with a group name unless ``TASGroupedPodSetSlicing``; 1 to 3
+    layers, each a label key and a size of at least 1, no level twice, each size dividing the one above it."""
     at = _key(path, SLICE_LAYERS)
-    if not multi_layer:
+    if not tas.multi_layer:
         return [_forbidden(at, f"the {gates.TAS_MULTI_LAYER_TOPOLOGY} feature gate must be enabled to use this "
                                "annotation")]
     errors = [_forbidden(at, f"may not be set when '{key}' is specified")
               for key in (SLICE_REQUIRED, SLICE_SIZE) if key in found]
-    if GROUP_NAME in found:
+    if GROUP_NAME in found and not tas.grouped_slicing:
         errors.append(_forbidden(_key(path, GROUP_NAME), f"may not be set when '{SLICE_LAYERS}' is specified"))
     try:
         layers = _LAYERS.decode(text) or []
@@ -412,7 +429,7 @@ def _layers_errors(text: str, found: set[str], multi_layer: bool, path: str) -> 
     return errors
 
 
-def _upper_bound_errors(annotations: Mapping[str, str], count: int, path: str) -> list[str]:
+def _upper_bound_errors(annotations: Mapping[str, str], count: int, path: str, partial_slices: bool) -> list[str]:
     errors = []
     if SLICE_SIZE in annotations:
         size = parse_int(annotations[SLICE_SIZE], 32)
@@ -427,6 +444,9 @@ def _upper_bound_errors(annotations: Mapping[str, str], count: int, path: str) -
         if layers and layers[0].size > count:
             errors.append(_invalid(_key(path, SLICE_LAYERS), layers[0].size,
                                    f"must not be greater than pod set count {count}"))
+        elif partial_slices and len(layers) > 1 and count % layers[0].size:
+            errors.append(_invalid(_key(path, SLICE_LAYERS), layers[0].size,
+                                   f"must evenly divide pod set count {count} when more than one layer is specified"))
     return errors
 
 
@@ -436,10 +456,9 @@ def _template_annotations(job: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    gate = partial(gates.enabled, feature_gates)
-    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
+    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    return topology_errors(_template_annotations(job), pod_count(job), gate(gates.TAS_MULTI_LAYER_TOPOLOGY))
+    return topology_errors(_template_annotations(job), pod_count(job), TopologyGates.of(feature_gates))
 
 
 def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

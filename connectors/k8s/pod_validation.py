@@ -104,8 +104,8 @@ def _topology(annotations: Mapping[str, str], feature_gates: Mapping[str, bool])
     """A Pod's TAS annotations, held to a Job template's rules whatever ``TopologyAwareScheduling`` says and
     whether Kueue manages the Pod or not (Kueue's Pod webhook checks them unconditionally), with no bound from a
     pod count (it does not compare a slice size with the Pod's or its group's)."""
-    multi_layer = gates.enabled(feature_gates, gates.TAS_MULTI_LAYER_TOPOLOGY)
-    return job_validation.topology_errors(annotations, None, multi_layer, path="metadata.annotations")
+    return job_validation.topology_errors(annotations, None, job_validation.TopologyGates.of(feature_gates),
+                                          path="metadata.annotations")
 
 
 def create_errors(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

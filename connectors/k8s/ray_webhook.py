@@ -150,7 +150,7 @@ def topology_errors(cluster_spec: Mapping[str, Any], path: str, feature_gates: M
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    multi = gate(gates.TAS_MULTI_LAYER_TOPOLOGY)
+    multi = job_validation.TopologyGates.of(feature_gates)
     head = _map(cluster_spec.get("headGroupSpec")).get("template")
     errors = job_validation.topology_errors(_annotations(head), 1, multi,
                                             path=f"{path}.headGroupSpec.template.metadata.annotations")

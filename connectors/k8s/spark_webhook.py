@@ -85,7 +85,7 @@ def topology_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool]) -
     """Under ``TopologyAwareScheduling``: the driver's, then the executors' pod-set TAS annotations."""
     if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    multi = gates.enabled(feature_gates, gates.TAS_MULTI_LAYER_TOPOLOGY)
+    multi = job_validation.TopologyGates.of(feature_gates)
     raw = dict(app)
     errors = []
     for role, count in ((spark.DRIVER, 1), (spark.EXECUTOR, spark.executor_count(raw))):
