@@ -16,9 +16,10 @@ lists the slice-level domain holding the tail last (the order pods are ranked in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from kueue_es.scheduler.tas.search import NotFit, order, tier, tightest
+from kueue_es.scheduler.tas.counts import Counts
+from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
 from projections.topology import TopologyTree
 
 NO_TAIL = -1
@@ -67,18 +68,17 @@ def _best_fit_with_tail(domains: Sequence[int], need: int, sc: Sequence[int], tc
     return best
 
 
-def find_fit_level_tail(slices_at: list[list[int]], pods_at: list[list[int]], tails: list[list[int]],
-                        affinity: list[list[int]] | None, counts, level: int, *, slices: int, required: bool,
+def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, slices: int, required: bool,
                         unconstrained: bool, lfc: bool, not_fit: NotFit,
-                        no_domains) -> tuple[int, list[int]] | str:
+                        no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
     """As :func:`~kueue_es.scheduler.tas.search.find_fit_level`, for a pod set with a tail: a domain fits when it
     holds ``slices`` whole slices beside the tail; the messages count the tail as a slice of its own."""
     requested = slices + 1
     while True:
-        sc, pc, tc = slices_at[level], pods_at[level], tails[level]
+        sc, pc, tc = counts.slices[level], counts.pods[level], tails[level]
         if not sc:
             return no_domains(level)
-        aff = affinity[level] if affinity is not None else None
+        aff = counts.affinity[level] if counts.affinity is not None else None
         ordered = order(counts, level, range(len(sc)), lfc)
         top = ordered[0]
         if not lfc:
@@ -107,19 +107,13 @@ def _greedy_tail(sc: Sequence[int], tc: Sequence[int], ordered: list[int], aff: 
                  lfc: bool, not_fit: NotFit, level: int) -> tuple[int, list[int]] | str:
     """Domains taken in order until the whole slices are covered; then, unless one of them has room for the tail
     beside what it takes, the first other domain that can hold it is added."""
-    chosen: list[int] = []
-    took: list[int] = []
-    remaining = slices
-    for k, d in enumerate(ordered):
-        if remaining <= 0:
-            break
-        if not lfc and sc[d] >= remaining:
-            d = tightest(ordered[k:], remaining, sc, aff)
-        chosen.append(d)
-        took.append(min(sc[d], remaining))
-        remaining -= sc[d]
+    chosen, remaining = take_in_order(ordered, slices, sc, aff, lfc)
     if remaining > 0:
         return not_fit(slices - remaining, slices + 1, level)
+    took, left = [], slices
+    for d in chosen:
+        took.append(min(sc[d], left))
+        left -= sc[d]
     if not any(tc[d] != NO_TAIL and t <= tc[d] for d, t in zip(chosen, took, strict=True)):
         extra = next((d for d in ordered if d not in chosen and tc[d] != NO_TAIL), None)
         if extra is None:

@@ -175,9 +175,9 @@ def _place_with_tail(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[
     tree = snap.tree
     tails = tail_capacities(tree, counts.pods, counts.slices, size, tail, slice_level)
     not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, (), count, size)
-    found = find_fit_level_tail(counts.slices, counts.pods, tails, counts.affinity, counts, requested,
-                                slices=count // size, required=required, unconstrained=unconstrained, lfc=lfc,
-                                not_fit=not_fit, no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
+    found = find_fit_level_tail(counts, tails, requested, slices=count // size, required=required,
+                                unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
+                                no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found
