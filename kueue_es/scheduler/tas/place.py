@@ -9,7 +9,9 @@ request that is neither required nor unconstrained is first tried by :mod:`.bala
 :mod:`.balanced_group`, leader-aware), falling back to the search below when that finds nothing. Under
 SchedulerLibraryIntegration (alpha) the scheduler's filters choose the nodes, host ports included (:mod:`.library`). Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
 node affinity favours rank their domains first (:mod:`.search`). Under TASNodeFeasibilityForAllLevels (beta, on)
-a topology whose lowest level is not the hostname has each node under a leaf checked on its own (:mod:`.pernode`). A pod-set group (LeaderWorkerSet leader and
+a topology whose lowest level is not the hostname has each node under a leaf checked on its own (:mod:`.pernode`). Under
+TASPartialSlices (beta, on) a pod set whose count is not a multiple of its slice size also places a last, partial
+slice (:mod:`.partial`; not in a pod-set group, nor balanced). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
 (:mod:`.group`).
 """
