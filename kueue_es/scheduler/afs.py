@@ -2,14 +2,18 @@
 UsageBasedAdmissionFairSharing``): LocalQueues that consumed less go first.
 
 Each LocalQueue has a *consumed* usage per resource (floats: cpu in cores, other resources in their units), an
-exponentially decayed history of what it had admitted:
+exponentially decayed history of what it had admitted — or, under ``AdmissionFairSharingAnchorAtQuotaReservation``
+(beta, on: Kueue v0.20's *accounting anchor*), of what its workloads hold quota for, admitted or not:
 
 * every ``usageSamplingInterval`` after its last update, consumed ← consumed·(1−α) + admitted·α with
   α = 1 − 0.5^(elapsed / usageHalfLifeTime) — the LocalQueue controller's sample (a half-life of 0 empties it);
-* when one of its workloads is admitted, consumed is first decayed towards the admitted usage (now including
-  that workload) over the time since the last update, then the workload's *entry penalty* — its requests ×
-  (1 − 0.5^(interval / half-life)) — is added, and the update time moves to now;
-* until then (quota reserved, admission checks pending) that penalty is *pending* and counts on top.
+* when one of its workloads reaches the anchor (is admitted; under the gate, reserves quota), consumed is first
+  decayed towards the anchored usage (now including that workload) over the time since the last update, then the
+  workload's *entry penalty* — its requests × (1 − 0.5^(interval / half-life)) — is added, and the update time
+  moves to now;
+* with the gate off, until then (quota reserved, admission checks pending) that penalty is *pending* and counts
+  on top; a workload released before admission leaves no trace, where under the gate each reservation settles
+  one penalty.
 
 A LocalQueue's usage is Σ_resource weight·(consumed + pending) ÷ the LocalQueue's ``fairSharing.weight``
 (+∞ for a weight ≤ 0). All of it is a function of the log: the projection records when each LocalQueue's
@@ -142,9 +146,10 @@ def fold(state: ClusterState, config: SchedulerConfig) -> AfsFold:
 
 
 def pending_penalty(state: ClusterState, fold_: AfsFold, lq: str, cq: str) -> dict[str, float]:
-    """Penalties of the LocalQueue's workloads holding quota without being admitted yet."""
+    """Penalties of the LocalQueue's workloads holding quota without being admitted yet (none under the
+    reservation anchor, which settles them when they reserve)."""
     out: dict[str, float] = {}
-    if fold_.penalty_alpha == 0:
+    if fold_.penalty_alpha == 0 or state.afs_anchor_at_reservation:
         return out
     workloads = state.workloads
     for key in sorted(state.reserving.get(cq, ())):
