@@ -25,6 +25,7 @@ how often the scheduler looks. The fold is memoised on the state and extended as
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from typing import TYPE_CHECKING
 
 from events.quantity import MILLI_RESOURCES
@@ -195,9 +196,10 @@ def workload_usage(state: ClusterState, config: SchedulerConfig, now: int):
     return usage
 
 
-def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int) -> str | None:
+def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int,
+         taken: Container[str] = ()) -> str | None:
     """The head of an Admission-Fair-Sharing queue: lowest LocalQueue usage, then the sticky workload, then
-    priority, queue-order time and UID."""
+    priority, queue-order time and UID (leaving out the workloads ``taken`` already)."""
     q = state.queues.get(cq)
     if q is None or not q.active:
         return None
@@ -207,6 +209,8 @@ def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int) -> str
     workloads = state.workloads
     for sk in q.active:
         key = sk[3]
+        if key in taken:
+            continue
         wl = workloads[key]
         lq = f"{wl.namespace}/{wl.queue_name}"
         u = usage.get(lq)
