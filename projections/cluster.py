@@ -910,7 +910,7 @@ class ClusterState:
         anchor_before = self.afs_anchor_at_reservation
         self.config, self.config_offset = e, self.offset
         if self.afs_anchor_at_reservation != anchor_before:
-            self._reanchor_afs()
+            self.reanchor_afs()
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         if self.dynamic_quotas != dynamic_before:
@@ -2100,9 +2100,10 @@ class ClusterState:
         :attr:`afs_anchor_at_reservation`, holding quota."""
         return wl.phase == ADMITTED or (wl.phase == RESERVED and self.afs_anchor_at_reservation)
 
-    def _reanchor_afs(self) -> None:
+    def reanchor_afs(self) -> None:
         """The accounting anchor moved (a configuration turning the gate on or off): the workloads holding quota
-        without being admitted enter (their entry penalty settled) or leave their LocalQueues' usage."""
+        without being admitted enter (their entry penalty settled) or leave their LocalQueues' usage. Also on restoring
+        a snapshot older than the gate (:mod:`projections.snapshot`), whose history was anchored at admission."""
         sign = 1 if self.afs_anchor_at_reservation else -1
         for key in sorted(self.workloads):
             wl = self.workloads[key]

@@ -14,7 +14,7 @@ import pytest
 
 from events import objects as o
 from events import schema as ev
-from kueue_es.scheduler import decide
+from kueue_es.scheduler import afs, decide
 from kueue_es.scheduler.afs import lq_usage
 from kueue_es.scheduler.config import load_config
 from projections import gates, snapshot
@@ -158,3 +158,21 @@ def test_a_new_configuration_moves_the_anchor_of_held_reservations(turned_on) ->
         assert usage > 1.5
     else:  # out of the usage: what it had settled decays (3 half-lives), the pending penalty counts on top
         assert usage < 0.5
+
+
+def test_a_snapshot_anchored_at_admission_is_reanchored_when_restored_under_the_gate() -> None:
+    """A snapshot older than the gate (version 33) recorded the history anchored at admission: restored under the
+    gate, a workload holding quota without admission enters its LocalQueue's usage at the restore, so releasing it
+    later leaves nothing negative behind."""
+    state, config = _reserved_waiting(False)  # recorded as an older kueue-es did: nothing for ns/w yet
+    _apply(state, [ev.ConfigRecorded(time=T0, document=_document(None), writer="test", id="upgraded")])
+    snap = snapshot.take(state)
+    old = msgspec.structs.replace(snap, version=33, afs_history=[e for e in snap.afs_history if e[1] != "ns/a"])
+    restored = snapshot.restore(old)
+    assert [(lq, sign) for _, lq, sign, _ in restored.afs_history] == [("ns/a", 1)]
+    assert snapshot.restore(snap).afs_history == state.afs_history  # a current one is taken as it is
+    t = T0 + 10 * MIN
+    _apply(restored, [ev.WorkloadFinished(time=t, key="ns/w")])
+    fold_ = afs.fold(restored, load_config(_document(None)))
+    assert fold_.queues["ns/a"].admitted == {"cpu": 0.0}
+    assert lq_usage(restored, config, "ns/a", "cq", t + 60 * MIN) >= 0
