@@ -8,8 +8,9 @@ import pytest
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
-from kueue_es.scheduler.config_record import document_of, load_recorded
+from kueue_es.scheduler.config_record import document_of, in_force, load_recorded
 from projections import config_version, fair_share
+from projections.cluster import ClusterState
 from projections.pods_ready import waits_for_pods_ready
 from projections.queue_order import order_of
 
@@ -121,3 +122,18 @@ def test_a_v1beta1_switch_that_is_no_boolean_is_refused() -> None:
 def test_a_v1beta1_timeout_that_does_not_parse_is_refused_even_off() -> None:
     with pytest.raises(InvalidInput, match="waitForPodsReady.timeout"):
         load_config({**V1BETA1, "waitForPodsReady": {"timeout": "soon"}})
+
+
+@pytest.mark.parametrize(("doc", "fair", "ready"), [
+    ({**V1BETA1, "fairSharing": {"enable": False}, "waitForPodsReady": {"blockAdmission": True}}, False, False),
+    ({**V1BETA1, "fairSharing": {"enable": True}, "waitForPodsReady": {"enable": True}}, True, True),
+])
+def test_a_log_that_recorded_a_v1beta1_document_folds_as_the_scheduler_loads_it(doc: dict, fair: bool,
+                                                                                 ready: bool) -> None:
+    state = ClusterState()
+    state.apply(ev.Record(0, ev.ConfigRecorded(time=0, document=doc)))
+    config = in_force(state)
+    assert config is not None
+    assert (config.fair_sharing_enabled, config.pods_ready.enable, config.blocks_admission) == (fair, ready, ready)
+    assert state.waits_for_pods_ready is ready
+    assert state.config is not None and fair_share.enabled(state.config.document) is fair
