@@ -175,10 +175,6 @@ def finished(pods: list[ManagedPod], total: int) -> str | None:
     return None
 
 
-def all_ready(pods: list[ManagedPod]) -> bool:
-    return all(is_ready(p) for p in pods)
-
-
 def _running(pod: ManagedPod) -> bool:
     """Not held back (gated or ended) and not being deleted: one to stop."""
     return not is_gated(pod) and pod.status.phase not in ("Succeeded", "Failed") and not pod.metadata.deletion_timestamp
@@ -510,9 +506,14 @@ def reclaimable_pods(pods: list[ManagedPod]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items()))
 
 
-def pods_ready(pods: list[ManagedPod]) -> bool:
-    """The group's pods are ready when every one of them is (Kueue's ``PodsReady`` for a group)."""
-    return bool(pods) and all_ready(pods)
+def pods_ready(pods: list[ManagedPod], *, succeeded_ready: bool = False) -> bool:
+    """The group's pods are ready when every one of them is (Kueue's ``PodsReady`` for a group).
+    ``succeeded_ready`` (Kueue's ``PodIntegrationCountSucceededPodsAsReady``): a succeeded Pod of a group that is
+    not serving counts as ready, so a group whose first Pods completed is not evicted at the recovery timeout."""
+    if not pods:
+        return False
+    done_counts = succeeded_ready and not is_serving(pods[0])
+    return all(is_ready(p) or (done_counts and p.status.phase == "Succeeded") for p in pods)
 
 
 # --- the Workload ----------------------------------------------------------------------------------------------

@@ -1351,3 +1351,29 @@ async def test_a_multikueue_copy_of_a_statefulset_runs_on_the_copied_workload_an
     (call,) = client.calls
     assert call[:3] == ("patch", "Workload", "g"), "the copy's pods made owners of the copied Workload"
     assert [r["name"] for r in call[5]["metadata"]["ownerReferences"]] == ["web-0", "web-1"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("gate", "serving", "want"), [(None, False, True), (False, False, False),
+                                                       (None, True, False)])
+async def test_a_groups_succeeded_pod_counts_as_ready_under_the_gate(gate: bool | None, serving: bool,
+                                                                      want: bool) -> None:
+    """Kueue v0.20's ``PodIntegrationCountSucceededPodsAsReady`` (on by default): a Pod of a group that is not
+    serving and has succeeded counts as ready, so the group is not evicted at the recovery timeout once one of its
+    Pods completes; off, or for a serving group, only a Ready Pod does."""
+    config: dict[str, Any] = {**POD_ON, "waitForPodsReady": {}}
+    if gate is not None:
+        config["featureGates"] = {"PodIntegrationCountSucceededPodsAsReady": gate}
+    pods, mirror, appended, _ = integration(group_workload_obs(), config=config)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.conditions = (o.Condition(type="PodsReady", status="False", reason="WaitForStart"),)
+    done = _group_raw("a", gated=False, phase="Succeeded")
+    running = _ready(_group_raw("b", gated=False), True)
+    for raw in (done, running):
+        if serving:
+            raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-serving"] = "true"
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    changes = [(e.ready, e.reason) for e in appended if isinstance(e, ev.PodsReadyChanged)]
+    assert changes == ([(True, "Started")] if want else [])
