@@ -322,14 +322,14 @@ class _Layer(msgspec.Struct):
 _LAYERS = msgspec.json.Decoder(list[_Layer] | None)
 
 
-def topology_errors(annotations: Mapping[str, str], count: int | None, multi_layer: bool, *,
+def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Callable[[str], bool], *,
                     path: str = _TEMPLATE_ANNOTATIONS) -> list[str]:
     """What Kueue refuses in a pod template's TAS annotations (under ``TopologyAwareScheduling``): more than one
     of required, preferred and unconstrained; a level that is not a label key; an unconstrained value that is not a
-    boolean; a slice size that is not an int32 of at least 1, or without its slice topology (and the topology
+    boolean, or (``TASRejectFalseUnconstrainedTopology``) one that reads as false; a slice size that is not an int32 of at least 1, or without its slice topology (and the topology
     without a size); a ``podset-group-name`` that is a number, comes with a slice request, or without a required
-    or preferred level; the slice layers (``multi_layer``: ``TASMultiLayerTopology``) as :func:`_layers_errors`
-    says. A request that passes may not ask for a slice (or an outer layer) larger than the ``count`` pods (no
+    or preferred level; the slice layers (under ``TASMultiLayerTopology``) as :func:`_layers_errors` says.
+    ``gate``: a feature gate's name -> on. A request that passes may not ask for a slice (or an outer layer) larger than the ``count`` pods (no
     bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit in the object."""
     found = {k for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
              if k in annotations}
@@ -342,8 +342,8 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, multi_lay
             errors += _label_name(annotations[key], _key(path, key))
     if GROUP_NAME in found:
         errors += _group_name_errors(annotations[GROUP_NAME], found, path)
-    if UNCONSTRAINED in found and _parse_bool(annotations[UNCONSTRAINED]) is None:
-        errors.append(_invalid(_key(path, UNCONSTRAINED), annotations[UNCONSTRAINED], "must be a boolean value"))
+    if UNCONSTRAINED in found:
+        errors += _unconstrained_errors(annotations[UNCONSTRAINED], gate(gates.TAS_REJECT_FALSE_UNCONSTRAINED), path)
     if SLICE_SIZE in found:
         size = parse_int(annotations[SLICE_SIZE], 32)
         if size is None:
@@ -356,10 +356,21 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, multi_lay
     if SLICE_SIZE in found and SLICE_REQUIRED not in found:
         errors.append(_forbidden(_key(path, SLICE_SIZE), f"may not be set when '{SLICE_REQUIRED}' is not specified"))
     if SLICE_LAYERS in annotations:
-        errors += _layers_errors(annotations[SLICE_LAYERS], found, multi_layer, path)
+        errors += _layers_errors(annotations[SLICE_LAYERS], found, gate(gates.TAS_MULTI_LAYER_TOPOLOGY), path)
     if errors or count is None:
         return errors
     return _upper_bound_errors(annotations, count, path)
+
+
+def _unconstrained_errors(value: str, reject_false: bool, path: str) -> list[str]:
+    """The unconstrained annotation is a boolean; under ``TASRejectFalseUnconstrainedTopology`` (Kueue v0.20, beta,
+    on) a true one: it is an opt-in, and a false one would ask for TAS without a level Kueue could place at."""
+    parsed = _parse_bool(value)
+    if parsed is None:
+        return [_invalid(_key(path, UNCONSTRAINED), value, "must be a boolean value")]
+    if reject_false and not parsed:
+        return [_invalid(_key(path, UNCONSTRAINED), value, 'must be "true" when set')]
+    return []
 
 
 def _group_name_errors(name: str, found: set[str], path: str) -> list[str]:
@@ -439,7 +450,7 @@ def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    return topology_errors(_template_annotations(job), pod_count(job), gate(gates.TAS_MULTI_LAYER_TOPOLOGY))
+    return topology_errors(_template_annotations(job), pod_count(job), gate)
 
 
 def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

@@ -47,6 +47,7 @@ from projections.gates import (
     TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS,
+    TAS_LEADER_POD_SET_FEASIBILITY,
     TAS_MULTI_LAYER_TOPOLOGY,
     TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS,
     TAS_PROFILE_MIXED,
@@ -108,7 +109,8 @@ def tas_options(config, state=None) -> TASOptions:
                       profile_mixed=config.gate(TAS_PROFILE_MIXED),
                       hostname_prefix_encoding=config.gate(TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX),
                       node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED),
-                      node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS), library=library)
+                      node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
+                      leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY), library=library)
 
 
 def node_ports(state) -> dict:
