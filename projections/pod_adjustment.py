@@ -265,12 +265,9 @@ def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
     """The pod's total requests as exact quantities, by the same rules as ``projections.workloads.pod_requests``
     (on an adjusted template, whose requests already include what only limits said)."""
     total: dict[str, Decimal] = {}
-    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
-        total = {r: parse_quantity(q) for r, q in spec.resources.requests.items()}
-    else:
-        for c in spec.containers:
-            for r, q in c.resources.requests.items():
-                total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
+    for c in spec.containers:
+        for r, q in c.resources.requests.items():
+            total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
     sidecars: dict[str, Decimal] = {}
     for c in spec.init_containers:
         for r, q in c.resources.requests.items():
@@ -280,6 +277,9 @@ def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
                 total[r] = total.get(r, Decimal(0)) + v
             else:
                 total[r] = max(total.get(r, Decimal(0)), v + sidecars.get(r, Decimal(0)))
+    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
+        for r, q in spec.resources.requests.items():
+            total[r] = max(total.get(r, Decimal(0)), parse_quantity(q))
     for r, q in spec.overhead.items():
         total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
     return total

@@ -158,6 +158,21 @@ def test_pod_type_defaults_fill_pod_level_resources_only() -> None:
     assert adjust(without, limits, None) is without
 
 
+def test_pod_level_requests_count_for_at_least_the_containers_aggregate_plus_overhead() -> None:
+    # Kueue v0.20 (#16047): pod-level requests below the containers' sum no longer shrink the charge
+    spec = o.PodSpec(resources=res({"cpu": "1", "memory": "2Gi"}), overhead={"cpu": "250m", "memory": "1Mi"},
+                     init_containers=[o.Container(resources=res({"cpu": "3"}))],
+                     containers=[o.Container(resources=res({"cpu": "1", "memory": "512Mi"})),
+                                 o.Container(resources=res({"cpu": "1", "nvidia.com/gpu": "1"}))])
+    # cpu: max(pod 1, containers 2, init 3) + 250m; memory: max(pod 2Gi, 512Mi) + 1Mi; the gpu from a container
+    assert requests_of(spec) == {"cpu": 3250, "memory": 2 * 2**30 + 2**20, "nvidia.com/gpu": 1}
+    limits = summarize([lr("p", item("Pod", max={"cpu": "3"}))])
+    assert limit_findings(adjust(spec, limits, None), limits) == (
+        'template.spec: Invalid value: []v1.ResourceName{"cpu"}: requests must not be above the limitRange max',)
+    above = msgspec.structs.replace(spec, init_containers=[], resources=res({"cpu": "2500m"}))
+    assert requests_of(above) == {"cpu": 2750, "memory": 512 * 2**20 + 2**20, "nvidia.com/gpu": 1}
+
+
 # --- admissibility -------------------------------------------------------------------------------------------------
 
 
