@@ -130,11 +130,14 @@ def test_container_defaults_fill_init_and_regular_containers() -> None:
     adjusted = adjust(spec, limits, None)
     a, b = adjusted.containers
     assert a.resources.requests == {"cpu": "1", "memory": "1Gi"} and a.resources.limits == {"cpu": "2", "memory": "1Gi"}
-    # Kueue fills requests from the defaultRequest before it copies limits: b asks for the default, not its limit
-    assert b.resources.requests == {"cpu": "500m", "memory": "1Gi"} and b.resources.limits["cpu"] == "3"
+    # b's own limit is its request, not the defaultRequest (Kueue v0.20, #15023); its defaulted memory limit too
+    assert b.resources.requests == {"cpu": "3", "memory": "1Gi"} and b.resources.limits["cpu"] == "3"
     assert adjusted.init_containers[0].resources.requests == {"cpu": "500m", "memory": "1Gi"}
-    # containers a + b: cpu 1 + 500m, memory 1Gi + 1Gi; the init container needs less of both
-    assert requests_of(spec, limits) == {"cpu": 1500, "memory": 2 * 2**30}
+    # containers a + b: cpu 1 + 3, memory 1Gi + 1Gi; the init container needs less of both
+    assert requests_of(spec, limits) == {"cpu": 4000, "memory": 2 * 2**30}
+    pod_level = o.PodSpec(resources=res(limits={"cpu": "6"}), containers=spec.containers)
+    pod_limits = summarize([lr("p", item("Pod", default_request={"cpu": "5"}))])
+    assert adjust(pod_level, pod_limits, None).resources.requests == {"cpu": "6"}
     assert spec.containers[0].resources.requests == {"cpu": "1"}  # the template itself is never written
 
 
