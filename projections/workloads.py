@@ -541,7 +541,7 @@ def intern_pod_set(ps: PodSetInfo) -> PodSetInfo:
 def pod_requests(spec: o.PodSpec) -> dict[str, int]:
     """Effective per-pod requests, the standard Kubernetes way, in Kueue units: the containers' aggregate (regular
     and sidecar containers summed, at least each init container with the sidecars before it), raised to the
-    pod-level ``resources`` where those say more, plus the overhead."""
+    pod-level ``resources`` where those say more, plus the overhead; a total past int64 saturates at MaxInt64."""
 
     def reqs(c: o.Container) -> dict[str, int]:
         out = {r: to_int(r, q) for r, q in c.resources.limits.items()}
@@ -568,7 +568,8 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
             total[r] = max(total.get(r, 0), v)
     for r, q in spec.overhead.items():
         total[r] = total.get(r, 0) + to_int(r, q)
-    return total
+    # every term is non-negative, so capping the exact sums is Kueue's int64 saturating Add (v0.20, #14100)
+    return {r: min(v, MAX_INT64) for r, v in total.items()}
 
 
 _TOPOLOGY_ANNOTATIONS = (
