@@ -254,6 +254,8 @@ class JobStatus(View):
     active: int = 0
     succeeded: int = 0
     failed: int = 0
+    failed_indexes: str | None = None
+    """An Indexed Job's indexes failed for good under ``backoffLimitPerIndex`` (``"1,3-5"``)."""
     ready: int | None = None
     conditions: list[Condition] = []
 

@@ -51,7 +51,7 @@ from events import schema as ev
 from projections import dra, gates
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER, PROVISIONING_CONTROLLER
 from projections.cluster import ClusterState
-from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, has_quota_reservation
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, has_quota_reservation, owner_uid_of
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 _UNSEEN = object()
@@ -117,6 +117,9 @@ class _Tracked(msgspec.Struct):
     extended: tuple[o.PodSpec, ...] = ()
     """Its pod sets' pod specs, only when some container asks for an extended resource (which a DeviceClass may
     serve)."""
+    parent_uid: str = ""
+    """A ``ConcurrentAdmission`` variant the log made (``VariantCreated``, no uid yet): its parent's UID, by which its
+    read-back from the apiserver is known as the same workload (:func:`projections.variants.adopts`)."""
 
 
 class AuditTrail:
@@ -400,6 +403,8 @@ class AuditTrail:
     def _upsert_workload(self, off: int, e: ev.ObjectUpserted, w: o.Workload) -> None:
         key = e.key or w.key
         t = self.workloads.get(key)
+        if t is not None and not t.uid and t.parent_uid and w.metadata.uid and t.parent_uid == owner_uid_of(w.metadata):
+            t.uid, t.parent_uid = w.metadata.uid, ""  # the variant the log made, read back: the same workload
         if t is not None and t.uid != w.metadata.uid:
             self.lq_members.get(f"{t.namespace}/{t.queue_name}", {}).pop(key, None)
             t = None
@@ -462,6 +467,22 @@ class AuditTrail:
                 t.phase = ADMITTED
                 self._add(off, e, key, "Admitted", t, observed=True, reason=adm.reason, message=adm.message)
 
+    def _variant_created(self, off: int, e: ev.VariantCreated) -> None:
+        """A ``ConcurrentAdmission`` variant the log made: the parent's copy (its queue, activity, gate, claims),
+        submitted to the parent's LocalQueue, as the fold makes it (:func:`projections.variants.on_variant_created`);
+        nothing while the parent is unknown (not tracked, or another UID) or the variant already seen."""
+        namespace = e.key.split("/", 1)[0]
+        parent = self.workloads.get(f"{namespace}/{e.parent}")
+        if e.key in self.workloads or parent is None or (e.parent_uid and parent.uid and e.parent_uid != parent.uid):
+            return
+        t = _Tracked(uid=e.uid, namespace=namespace, queue_name=parent.queue_name, active=parent.active,
+                     gate=parent.gate, claims=parent.claims, extended=parent.extended, parent_uid=parent.uid)
+        self.workloads[e.key] = t
+        self.lq_members.setdefault(f"{namespace}/{t.queue_name}", {})[e.key] = None
+        self._add(off, e, e.key, "Submitted", t, cycle=e.cycle, cluster_queue=self._target(t), reason="VariantCreated",
+                  message=f"variant of {e.parent} for flavor {e.flavor}, LocalQueue {t.queue_name}")
+        self._queue(off, e, e.key, t)
+
     def _decision(self, off: int, e: ev.Decision) -> None:
         key = e.key
         t = self.workloads.get(key)
@@ -516,7 +537,29 @@ class AuditTrail:
                     if reserving:
                         t.phase, t.reserved_in = PENDING, ""
                     t.queued_in = ""
-            case ev.WorkloadSliceReplaced() | ev.RemoteWorkloadFinished():
+            case ev.VariantCreated():
+                self._variant_created(off, e)
+            case ev.VariantActivation():
+                self._add(off, e, key, "Activated" if e.active else "Deactivated", t, cycle=e.cycle,
+                          reason="VariantActivation", message=e.message, ignored=t is None)
+                if t is not None:
+                    t.active = e.active
+                    self._queue(off, e, key, t)
+            case ev.VariantDeleted():
+                if t is not None and (not e.uid or not t.uid or e.uid == t.uid):
+                    del self.workloads[key]
+                    self.lq_members.get(f"{t.namespace}/{t.queue_name}", {}).pop(key, None)
+                    self._add(off, e, key, "Deleted", t, cycle=e.cycle, reason="VariantDeleted",
+                              message=f"flavor {e.flavor} left its ClusterQueue")
+            case ev.ParentAdmitted():
+                ignored = phase != PENDING
+                cq = e.admission.cluster_queue
+                if not ignored:
+                    t.phase, t.reserved_in, t.queued_in = ADMITTED, cq, ""  # type: ignore[union-attr]
+                self._add(off, e, key, "QuotaReserved", t, cycle=e.cycle, message=f"Quota reserved in ClusterQueue {cq}",
+                          ignored=ignored, **_assignment(e.admission))
+                self._add(off, e, key, "Admitted", t, cycle=e.cycle, message=e.message, ignored=ignored)
+            case ev.WorkloadSliceReplaced() | ev.RemoteWorkloadFinished() | ev.VariantFinished():
                 ignored = t is None or phase == FINISHED
                 self._add(off, e, key, "Finished", t, cycle=e.cycle, reason=e.reason, message=e.message,
                           ignored=ignored, cluster_queue=self._cq_before(t))

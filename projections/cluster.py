@@ -307,10 +307,12 @@ class ClusterState:
         as do workloads of an equal spec under equal limits and DRA view (derived; a cache, never part of a
         snapshot). The entry holds the spec, so its ``id`` cannot be reused while remembered."""
         self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
-        """Admission Fair Sharing facts: (time, LocalQueue key, +1 admitted / -1 no longer admitted, usage per
-        resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
-        UsageBasedAdmissionFairSharing``. Independent of the configuration: the scheduler folds them with the
-        configured half-life and sampling interval into each LocalQueue's consumed usage."""
+        """Admission Fair Sharing facts: (time, LocalQueue key, +1 reached the accounting anchor / -1 left it, usage
+        per resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
+        UsageBasedAdmissionFairSharing``. The anchor is admission, or quota reservation under
+        ``AdmissionFairSharingAnchorAtQuotaReservation`` (:meth:`_afs_counted`); otherwise independent of the
+        configuration: the scheduler folds them with the configured half-life and sampling interval into each
+        LocalQueue's consumed usage."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -906,7 +908,10 @@ class ClusterState:
         names_before = self.shapes_name_pod_sets
         dra_before = self.dra_config()
         dynamic_before = self.dynamic_quotas
+        anchor_before = self.afs_anchor_at_reservation
         self.config, self.config_offset = e, self.offset
+        if self.afs_anchor_at_reservation != anchor_before:
+            self.reanchor_afs()
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         if self.dynamic_quotas != dynamic_before:
@@ -1003,13 +1008,13 @@ class ClusterState:
         usage = admission_usage(wl.admission, wl)  # type: ignore[arg-type]
         if usage == wl.usage:
             return False
-        admitted = wl.phase == ADMITTED
-        if admitted:
+        counted = self._afs_counted(wl)
+        if counted:
             self._afs_record(wl, -1)
         self._charge(wl, -1)
         wl.usage = usage
         self._charge(wl)
-        if admitted:
+        if counted:
             self._afs_record(wl, 1)
         return True
 
@@ -1831,7 +1836,7 @@ class ClusterState:
                 wl.phase = ADMITTED
                 wl.admitted_at = _ms(adm)
             self._charge(wl)
-            if wl.phase == ADMITTED:
+            if self._afs_counted(wl):
                 self._afs_record(wl, 1)
 
     def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
@@ -2081,9 +2086,30 @@ class ClusterState:
             wl.kept_nodes = ()
             self.keeping.pop(wl.key, None)
         if wl.reserving:
-            if wl.phase == ADMITTED:
+            if self._afs_counted(wl):
                 self._afs_record(wl, -1)
             self._charge(wl, -1)
+
+    @property
+    def afs_anchor_at_reservation(self) -> bool:
+        """``AdmissionFairSharingAnchorAtQuotaReservation`` (beta, on): Admission Fair Sharing accounts a
+        LocalQueue's usage from the quota reservation of its workloads rather than from their admission."""
+        return self.gate(gates.ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION)
+
+    def _afs_counted(self, wl: WorkloadInfo) -> bool:
+        """Whether ``wl``'s usage is in its LocalQueue's Admission Fair Sharing usage: admitted, or, under
+        :attr:`afs_anchor_at_reservation`, holding quota."""
+        return wl.phase == ADMITTED or (wl.phase == RESERVED and self.afs_anchor_at_reservation)
+
+    def reanchor_afs(self) -> None:
+        """The accounting anchor moved (a configuration turning the gate on or off): the workloads holding quota
+        without being admitted enter (their entry penalty settled) or leave their LocalQueues' usage. Also on restoring
+        a snapshot older than the gate (:mod:`projections.snapshot`), whose history was anchored at admission."""
+        sign = 1 if self.afs_anchor_at_reservation else -1
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            if wl.phase == RESERVED:
+                self._afs_record(wl, sign)
 
     def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
         cq = self.cluster_queues.get(wl.cluster_queue)
@@ -2114,6 +2140,8 @@ class ClusterState:
         wl.pods_ready = False
         self._sync_checks(wl)
         self._charge(wl)
+        if self.afs_anchor_at_reservation:
+            self._afs_record(wl, 1)
         wl.set_condition("QuotaReserved", "True", "QuotaReserved",
                          e.message or f"Quota reserved in ClusterQueue {wl.cluster_queue}", e.time)
         for t in ("Evicted", "Preempted", BLOCKED_ON_PREEMPTION_GATES):
@@ -2128,11 +2156,13 @@ class ClusterState:
         wl = self.workloads.get(e.key)
         if wl is None or wl.phase != RESERVED:
             return
+        settled = self._afs_counted(wl)  # under the reservation anchor, settled when it reserved
         wl.phase = ADMITTED
         wl.admitted_at = e.time
         wl.set_condition("Admitted", "True", "Admitted", e.message or "The workload is admitted", e.time)
         self._keep_pods_ready(wl, wl.pods_ready, e.time)
-        self._afs_record(wl, 1)
+        if not settled:
+            self._afs_record(wl, 1)
 
     def _pending(self, e: ev.WorkloadPending) -> None:
         wl = self.workloads.get(e.key)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from projections import config_version
 from projections.quota import QuotaNode
 
 INF = float("inf")
@@ -129,5 +130,7 @@ def dominant_share(node: QuotaNode, extra: dict[str, int] | None = None,
 
 def enabled(document: dict[str, Any] | None) -> bool:
     """Whether Fair Sharing is on under a recorded Configuration document (None: none recorded, Kueue's defaults:
-    off): a ``fairSharing`` stanza, as ``SchedulerConfig.fair_sharing_enabled`` reads the decoded one."""
+    off): a ``fairSharing`` stanza, as ``SchedulerConfig.fair_sharing_enabled`` reads the decoded one; in a v1beta1
+    document only one with ``enable: true`` (:mod:`projections.config_version`)."""
+    document = config_version.as_hub(document)
     return bool(document) and document.get("fairSharing") is not None  # type: ignore[union-attr]

@@ -5,10 +5,12 @@ spec is never written):
 
 1. a template that names a RuntimeClass and sets no ``overhead`` takes the RuntimeClass's ``overhead.podFixed``
    (a RuntimeClass that does not exist adds nothing);
-2. the namespace's LimitRanges, summarised (:func:`summarize`): the Container type's ``default`` fills the limits
+2. a limit the template sets without a request becomes the request (so a limits-only template is charged its
+   limits, not a LimitRange's ``defaultRequest``);
+3. the namespace's LimitRanges, summarised (:func:`summarize`): the Container type's ``default`` fills the limits
    and its ``defaultRequest`` the requests that an init or regular container leaves out; the Pod type's do the
    same for the pod-level ``resources``, when the template has them;
-3. a limit without a request becomes the request.
+4. a limit still without a request (one a LimitRange's ``default`` added) becomes the request.
 
 When it is nominated, the adjusted template must be admissible (Kueue's ``ValidateAdmissibility``): no request
 above its limit ("resources validation failed"), then every container, and the pod as a whole, within the
@@ -148,7 +150,8 @@ def adjust(spec: o.PodSpec, limits: LimitSummary | None, overhead: Pairs | None)
 
 
 def _adjust_resources(res: o.ResourceRequirements, bounds: LimitBounds | None) -> o.ResourceRequirements:
-    limits, requests = res.limits, res.requests
+    # a limit the template sets is its own request before any LimitRange default applies (Kueue v0.20, #15023)
+    limits, requests = res.limits, _keep_first(res.requests, tuple(res.limits.items()))
     if bounds is not None:
         limits = _keep_first(limits, bounds.default)
         requests = _keep_first(requests, bounds.default_request)
@@ -265,12 +268,9 @@ def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
     """The pod's total requests as exact quantities, by the same rules as ``projections.workloads.pod_requests``
     (on an adjusted template, whose requests already include what only limits said)."""
     total: dict[str, Decimal] = {}
-    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
-        total = {r: parse_quantity(q) for r, q in spec.resources.requests.items()}
-    else:
-        for c in spec.containers:
-            for r, q in c.resources.requests.items():
-                total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
+    for c in spec.containers:
+        for r, q in c.resources.requests.items():
+            total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
     sidecars: dict[str, Decimal] = {}
     for c in spec.init_containers:
         for r, q in c.resources.requests.items():
@@ -280,6 +280,9 @@ def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
                 total[r] = total.get(r, Decimal(0)) + v
             else:
                 total[r] = max(total.get(r, Decimal(0)), v + sidecars.get(r, Decimal(0)))
+    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
+        for r, q in spec.resources.requests.items():
+            total[r] = max(total.get(r, Decimal(0)), parse_quantity(q))
     for r, q in spec.overhead.items():
         total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
     return total

@@ -8,7 +8,8 @@ the rule lives here; the gate is read through :mod:`projections.gates`, as ``Sch
 Kueue's rule (config v1beta2): a Configuration without a ``waitForPodsReady`` stanza gets one by defaulting, so
 waitForPodsReady is on unless the ``DisableWaitForPodsReady`` gate (alpha, off by default) turns it off; a stanza
 with ``enable: false`` (v1beta1's switch: a v1beta2 file with it is refused, but a log may have recorded one)
-turns it off too.
+turns it off too. A v1beta1 document is read with v1beta1's meaning (:mod:`projections.config_version`): off unless
+its stanza says ``enable: true``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from projections import gates
+from projections import config_version, gates
 
 
 class _Stanza(msgspec.Struct, forbid_unknown_fields=False):
@@ -33,6 +34,7 @@ def waits_for_pods_ready(document: dict[str, Any] | None) -> bool:
     """Whether waitForPodsReady is in force under a recorded Configuration document (None: none recorded, Kueue's
     defaults: on). Decoded as the scheduler decodes it (loosely: ``"false"`` is false); the document was validated
     before it was recorded, and one that does not decode counts as Kueue's defaults rather than stopping the fold."""
+    document = config_version.as_hub(document)
     if not document:
         return True
     try:

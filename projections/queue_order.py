@@ -16,7 +16,7 @@ import msgspec
 
 from events import objects as o
 from events.timefmt import parse_time
-from projections import gates
+from projections import config_version, gates
 
 PODS_READY_TIMEOUT, ADMISSION_CHECK = "PodsReadyTimeout", "AdmissionCheck"
 IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
@@ -67,6 +67,7 @@ def order_of(document: dict[str, Any] | None) -> QueueOrder:
     (``kueue_es.scheduler.config``), and the gate is read as Kueue's feature-gate machinery reads it
     (:mod:`projections.gates`). Kueue reads the timestamp whether or not waitForPodsReady is on, and only ``Eviction`` (or none)
     restarts the queue time."""
+    document = config_version.as_hub(document)  # a v1beta1 stanza that is off is dropped, its timestamp with it
     if not document:
         return DEFAULT_ORDER
     pods_ready = document.get("waitForPodsReady")

@@ -539,7 +539,9 @@ def intern_pod_set(ps: PodSetInfo) -> PodSetInfo:
 
 
 def pod_requests(spec: o.PodSpec) -> dict[str, int]:
-    """Effective per-pod requests, the standard Kubernetes way, in Kueue units."""
+    """Effective per-pod requests, the standard Kubernetes way, in Kueue units: the containers' aggregate (regular
+    and sidecar containers summed, at least each init container with the sidecars before it), raised to the
+    pod-level ``resources`` where those say more, plus the overhead; a total past int64 saturates at MaxInt64."""
 
     def reqs(c: o.Container) -> dict[str, int]:
         out = {r: to_int(r, q) for r, q in c.resources.limits.items()}
@@ -547,12 +549,9 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
         return out
 
     total: dict[str, int] = {}
-    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
-        total = reqs(o.Container(resources=spec.resources))
-    else:
-        for c in spec.containers:
-            for r, v in reqs(c).items():
-                total[r] = total.get(r, 0) + v
+    for c in spec.containers:
+        for r, v in reqs(c).items():
+            total[r] = total.get(r, 0) + v
     sidecars: dict[str, int] = {}
     for c in spec.init_containers:
         cr = reqs(c)
@@ -563,9 +562,14 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
         else:
             for r, v in cr.items():
                 total[r] = max(total.get(r, 0), v + sidecars.get(r, 0))
+    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
+        # pod-level resources count, but never for less than the containers' aggregate (Kueue v0.20, #16047)
+        for r, v in reqs(o.Container(resources=spec.resources)).items():
+            total[r] = max(total.get(r, 0), v)
     for r, q in spec.overhead.items():
         total[r] = total.get(r, 0) + to_int(r, q)
-    return total
+    # every term is non-negative, so capping the exact sums is Kueue's int64 saturating Add (v0.20, #14100)
+    return {r: min(v, MAX_INT64) for r, v in total.items()}
 
 
 _TOPOLOGY_ANNOTATIONS = (

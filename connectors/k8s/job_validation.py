@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -322,30 +322,16 @@ class _Layer(msgspec.Struct):
 _LAYERS = msgspec.json.Decoder(list[_Layer] | None)
 
 
-class TopologyGates(NamedTuple):
-    """The gates Kueue's TAS annotation checks read: ``TASMultiLayerTopology``, ``TASGroupedPodSetSlicing`` and
-    ``TASPartialSlices`` (all beta, on)."""
-
-    multi_layer: bool = True
-    grouped_slicing: bool = True
-    partial_slices: bool = True
-
-    @classmethod
-    def of(cls, feature_gates: Mapping[str, bool]) -> TopologyGates:
-        gate = partial(gates.enabled, feature_gates)
-        return cls(gate(gates.TAS_MULTI_LAYER_TOPOLOGY), gate(gates.TAS_GROUPED_POD_SET_SLICING),
-                   gate(gates.TAS_PARTIAL_SLICES))
-
-
-def topology_errors(annotations: Mapping[str, str], count: int | None, tas: TopologyGates, *,
+def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Callable[[str], bool], *,
                     path: str = _TEMPLATE_ANNOTATIONS) -> list[str]:
     """What Kueue refuses in a pod template's TAS annotations (under ``TopologyAwareScheduling``): more than one
     of required, preferred and unconstrained; a level that is not a label key; an unconstrained value that is not a
-    boolean; a slice size that is not an int32 of at least 1, or without its slice topology (and the topology
-    without a size); a ``podset-group-name`` that is a number, or without a required or preferred level, or (with
-    ``TASGroupedPodSetSlicing`` off) beside a slice request; the slice layers (only under ``TASMultiLayerTopology``)
-    as :func:`_layers_errors` says. A request that passes may not ask for a slice (or an outer layer) larger than
-    the ``count`` pods, nor (under ``TASPartialSlices``) two or more layers whose outer size does not divide
+    boolean, or (``TASRejectFalseUnconstrainedTopology``) one that reads as false; a slice size that is not an
+    int32 of at least 1, or without its slice topology (and the topology without a size); a ``podset-group-name``
+    that is a number, or without a required or preferred level, or (with ``TASGroupedPodSetSlicing`` off) beside a
+    slice request; the slice layers (only under ``TASMultiLayerTopology``) as :func:`_layers_errors` says.
+    ``gate``: a feature gate's name -> on. A request that passes may not ask for a slice (or an outer layer) larger
+    than the ``count`` pods, nor (under ``TASPartialSlices``) two or more layers whose outer size does not divide
     ``count`` (no bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit
     in the object."""
     found = {k for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
@@ -358,9 +344,9 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, tas: Topo
         if key in found:
             errors += _label_name(annotations[key], _key(path, key))
     if GROUP_NAME in found:
-        errors += _group_name_errors(annotations[GROUP_NAME], found, path, tas.grouped_slicing)
-    if UNCONSTRAINED in found and _parse_bool(annotations[UNCONSTRAINED]) is None:
-        errors.append(_invalid(_key(path, UNCONSTRAINED), annotations[UNCONSTRAINED], "must be a boolean value"))
+        errors += _group_name_errors(annotations[GROUP_NAME], found, path, gate(gates.TAS_GROUPED_POD_SET_SLICING))
+    if UNCONSTRAINED in found:
+        errors += _unconstrained_errors(annotations[UNCONSTRAINED], gate(gates.TAS_REJECT_FALSE_UNCONSTRAINED), path)
     if SLICE_SIZE in found:
         size = parse_int(annotations[SLICE_SIZE], 32)
         if size is None:
@@ -373,10 +359,21 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, tas: Topo
     if SLICE_SIZE in found and SLICE_REQUIRED not in found:
         errors.append(_forbidden(_key(path, SLICE_SIZE), f"may not be set when '{SLICE_REQUIRED}' is not specified"))
     if SLICE_LAYERS in annotations:
-        errors += _layers_errors(annotations[SLICE_LAYERS], found, tas, path)
+        errors += _layers_errors(annotations[SLICE_LAYERS], found, gate, path)
     if errors or count is None:
         return errors
-    return _upper_bound_errors(annotations, count, path, tas.partial_slices)
+    return _upper_bound_errors(annotations, count, path, gate(gates.TAS_PARTIAL_SLICES))
+
+
+def _unconstrained_errors(value: str, reject_false: bool, path: str) -> list[str]:
+    """The unconstrained annotation is a boolean; under ``TASRejectFalseUnconstrainedTopology`` (Kueue v0.20, beta,
+    on) a true one: it is an opt-in, and a false one would ask for TAS without a level Kueue could place at."""
+    parsed = _parse_bool(value)
+    if parsed is None:
+        return [_invalid(_key(path, UNCONSTRAINED), value, "must be a boolean value")]
+    if reject_false and not parsed:
+        return [_invalid(_key(path, UNCONSTRAINED), value, 'must be "true" when set')]
+    return []
 
 
 def _group_name_errors(name: str, found: set[str], path: str, grouped_slicing: bool) -> list[str]:
@@ -392,17 +389,17 @@ def _group_name_errors(name: str, found: set[str], path: str, grouped_slicing: b
     return errors
 
 
-def _layers_errors(text: str, found: set[str], tas: TopologyGates, path: str) -> list[str]:
+def _layers_errors(text: str, found: set[str], gate: Callable[[str], bool], path: str) -> list[str]:
     """The slice layers annotation (a JSON list of ``{topology, size}``): only under ``TASMultiLayerTopology``,
     never with the single-slice annotations, nor with a group name unless ``TASGroupedPodSetSlicing``; 1 to 3
     layers, each a label key and a size of at least 1, no level twice, each size dividing the one above it."""
     at = _key(path, SLICE_LAYERS)
-    if not tas.multi_layer:
+    if not gate(gates.TAS_MULTI_LAYER_TOPOLOGY):
         return [_forbidden(at, f"the {gates.TAS_MULTI_LAYER_TOPOLOGY} feature gate must be enabled to use this "
                                "annotation")]
     errors = [_forbidden(at, f"may not be set when '{key}' is specified")
               for key in (SLICE_REQUIRED, SLICE_SIZE) if key in found]
-    if GROUP_NAME in found and not tas.grouped_slicing:
+    if GROUP_NAME in found and not gate(gates.TAS_GROUPED_POD_SET_SLICING):
         errors.append(_forbidden(_key(path, GROUP_NAME), f"may not be set when '{SLICE_LAYERS}' is specified"))
     try:
         layers = _LAYERS.decode(text) or []
@@ -456,9 +453,10 @@ def _template_annotations(job: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING):
+    gate = partial(gates.enabled, feature_gates)
+    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    return topology_errors(_template_annotations(job), pod_count(job), TopologyGates.of(feature_gates))
+    return topology_errors(_template_annotations(job), pod_count(job), gate)
 
 
 def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

@@ -95,8 +95,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   after that through admission, eviction and re-admission the fold derives (:mod:`projections.pods_ready_condition`);
 * **pods succeeded** (any Workload not finished): ``ReclaimablePodsChanged`` when the pods the Job no longer
   needs differ from the Workload's ``status.reclaimablePods`` — Kueue's count for a Job: with parallelism above 1
-  and some pods succeeded, the parallelism less the completions still to come, when that is positive (the
-  writer then writes the field, and the quota those pods held is given back);
+  and some pods succeeded or indexes failed for good (``failedIndexes``), the pod set's count less the
+  completions still to come, when that is positive (the writer then writes the field, and the quota those pods
+  held is given back);
 * the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
 * the Job is **gone or being deleted** (whatever its labels) → each Workload it controls that is neither
   finished nor being deleted is finished (``OwnerNotFound``; not under ``FinishOrphanedWorkloads`` off) and
@@ -209,16 +210,30 @@ def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
 
 
 def reclaimable_pods(job: o.Job) -> tuple[tuple[str, int], ...]:
-    """Kueue's reclaimable pods of a Job's one pod set ``main``: with parallelism above 1 and pods succeeded,
-    the parallelism less the completions still to come, when that leaves any (as a workload keeps them:
-    :func:`projections.workloads.reclaimable_of`)."""
-    parallelism, succeeded = job.spec.parallelism, job.status.succeeded
-    if parallelism == 1 or succeeded == 0:
+    """Kueue's reclaimable pods of a Job's one pod set ``main``: with parallelism above 1 and pods succeeded or
+    indexes failed for good (``status.failedIndexes``, Kueue v0.20 #13486), the pod set's count
+    (``min(parallelism, completions)``, not the parallelism: Kueue v0.20 #16111) less the completions still to
+    come, when that leaves any (as a workload keeps them: :func:`projections.workloads.reclaimable_of`)."""
+    parallelism, done = job.spec.parallelism, job.status.succeeded + failed_index_count(job.status.failed_indexes)
+    if parallelism == 1 or done == 0:
         return ()
-    remaining = (job.spec.completions if job.spec.completions is not None else parallelism) - succeeded
-    if remaining >= parallelism:
+    count = job_pod_count(job)
+    remaining = (job.spec.completions if job.spec.completions is not None else parallelism) - done
+    if remaining >= count:
         return ()
-    return (("main", parallelism - remaining),)
+    return (("main", count - remaining),)
+
+
+def failed_index_count(indexes: str | None) -> int:
+    """How many indexes a Job's ``status.failedIndexes`` names (``"1,3-5"``: 4); malformed parts count none."""
+    n = 0
+    for part in (indexes or "").split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            n += int(high or low) - int(low) + 1 if low else 0
+        except ValueError:
+            continue
+    return n
 
 
 def job_pod_count(job: o.Job) -> int:

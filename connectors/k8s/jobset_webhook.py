@@ -112,7 +112,7 @@ def topology_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]
     errors: list[str] = []
     for i, rj in enumerate(_replicated_jobs(jobset)):
         errors += job_validation.topology_errors(
-            _pod_annotations(rj), _pod_set_count(rj), job_validation.TopologyGates.of(feature_gates),
+            _pod_annotations(rj), _pod_set_count(rj), gate,
             path=f"spec.replicatedJobs[{i}].template.metadata.annotations")
     return errors
 

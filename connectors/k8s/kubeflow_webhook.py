@@ -70,7 +70,7 @@ def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gate
     for replica_type in sorted(specs):
         errors += job_validation.topology_errors(
             framework_webhook.replica_pod_annotations(specs[replica_type]), framework_webhook.replica_pod_count(specs[replica_type]),
-            job_validation.TopologyGates.of(feature_gates),
+            gate,
             path=f"spec.{training.specs_field}[{replica_type}].template.metadata.annotations")
     return errors
 

@@ -139,15 +139,25 @@ def group_count(lws: dict[str, Any]) -> int:
 
 def _surging(spec: dict[str, Any], status: dict[str, Any], replicas: int) -> bool:
     rolling = _dict(_dict(spec.get("rolloutStrategy")).get("rollingUpdateConfiguration"))
-    surge = rolling.get("maxSurge")
-    surge_count = _int(surge, 0) if not isinstance(surge, str) else _int(_digits(surge), 0)
-    return surge_count > 0 and _int(status.get("updatedReplicas"), 0) < replicas
+    return max_surge(rolling.get("maxSurge"), replicas) > 0 and _int(status.get("updatedReplicas"), 0) < replicas
 
 
-def _digits(value: str) -> int | None:
-    """A Go IntOrString's IntValue of a string: its integer, 0 when it is none (a percentage reads as 0; so do
-    digits other than ASCII ones, which ``str.isdigit`` takes and Go's ``strconv.Atoi`` does not)."""
-    return int(value) if value.isascii() and value.isdigit() else 0
+def max_surge(surge: Any, replicas: int) -> int:
+    """The groups ``maxSurge`` allows above ``replicas`` (``spec.replicas``), as Kueue v0.20 reads it (#14405): a
+    number as it is; a percentage (``"25%"``) of ``replicas``, rounded up, as LeaderWorkerSet scales it (Kueue
+    v0.19 read every percentage as 0); another string as Go's ``IntValue`` reads it, its integer or 0."""
+    if not isinstance(surge, str):
+        return _int(surge, 0)
+    if surge.endswith("%"):
+        percent = _atoi(surge[:-1])
+        return 0 if percent is None else -((-percent * replicas) // 100)  # ceil
+    return _atoi(surge) or 0
+
+
+def _atoi(value: str) -> int | None:
+    """Go's ``strconv.Atoi``: an optional sign and ASCII digits (not the other digits ``str.isdigit`` takes)."""
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    return int(value) if digits.isascii() and digits.isdigit() else None
 
 
 def plan(lws: dict[str, Any], existing: list[str], *, short: bool = False) -> tuple[list[tuple[str, int]], list[str],

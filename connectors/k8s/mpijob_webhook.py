@@ -83,7 +83,7 @@ def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]
     for replica_type in sorted(specs):
         replica_spec = specs[replica_type]
         errors += job_validation.topology_errors(
-            framework_webhook.replica_pod_annotations(replica_spec), framework_webhook.replica_pod_count(replica_spec), job_validation.TopologyGates.of(feature_gates),
+            framework_webhook.replica_pod_annotations(replica_spec), framework_webhook.replica_pod_count(replica_spec), gate,
             path=f"spec.mpiReplicaSpecs[{replica_type}].template.metadata.annotations")
     return errors
 

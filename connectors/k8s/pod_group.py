@@ -175,10 +175,6 @@ def finished(pods: list[ManagedPod], total: int) -> str | None:
     return None
 
 
-def all_ready(pods: list[ManagedPod]) -> bool:
-    return all(is_ready(p) for p in pods)
-
-
 def _running(pod: ManagedPod) -> bool:
     """Not held back (gated or ended) and not being deleted: one to stop."""
     return not is_gated(pod) and pod.status.phase not in ("Succeeded", "Failed") and not pod.metadata.deletion_timestamp
@@ -510,9 +506,14 @@ def reclaimable_pods(pods: list[ManagedPod]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items()))
 
 
-def pods_ready(pods: list[ManagedPod]) -> bool:
-    """The group's pods are ready when every one of them is (Kueue's ``PodsReady`` for a group)."""
-    return bool(pods) and all_ready(pods)
+def pods_ready(pods: list[ManagedPod], *, succeeded_ready: bool = False) -> bool:
+    """The group's pods are ready when every one of them is (Kueue's ``PodsReady`` for a group).
+    ``succeeded_ready`` (Kueue's ``PodIntegrationCountSucceededPodsAsReady``): a succeeded Pod of a group that is
+    not serving counts as ready, so a group whose first Pods completed is not evicted at the recovery timeout."""
+    if not pods:
+        return False
+    done_counts = succeeded_ready and not is_serving(pods[0])
+    return all(is_ready(p) or (done_counts and p.status.phase == "Succeeded") for p in pods)
 
 
 # --- the Workload ----------------------------------------------------------------------------------------------
@@ -520,20 +521,28 @@ def pods_ready(pods: list[ManagedPod]) -> bool:
 def pod_sets(state: ClusterState, raw_pods: list[dict[str, Any]], fast_total: int | None = None
              ) -> list[dict[str, Any]]:
     """One pod set per role, named by its hash, of as many Pods as have that role, made from the first of them
-    (:func:`connectors.k8s.pod_sync.pod_set`: its spec, its topology request under TAS); sorted by name.
+    (:func:`connectors.k8s.pod_sync.pod_set`: its spec, its topology request under TAS). Ordered, under
+    ``PodGroupSchedulingShapeOrdering`` (Kueue v0.20, on by default), by its scheduling shape (the hash of what
+    admission looks at of its Pods' spec, whatever ``kueue.x-k8s.io/role-hash`` a client set), then by the first
+    name of its Pods; without the gate, by name: the order the flavor assigner goes through them.
     ``fast_total`` (fast admission): the one pod set of the first Pod's role, of the group's whole total, whatever
     the roles of the Pods still to come."""
     if fast_total is not None:
         first = raw_pods[0]
         return [pod_set(state, first, raw_role(first), fast_total)]
     by_role: dict[str, dict[str, Any]] = {}
+    order: dict[str, tuple[str, str]] = {}
     for raw in raw_pods:
-        role = raw_role(raw)
+        role, pod_name = raw_role(raw), raw["metadata"]["name"]
         if role in by_role:
             by_role[role]["count"] += 1
+            order[role] = min(order[role], (role_hash(raw.get("spec") or {}), pod_name))
         else:
             by_role[role] = pod_set(state, raw, role, 1)
-    return [by_role[name] for name in sorted(by_role)]
+            order[role] = (role_hash(raw.get("spec") or {}), pod_name)
+    if not state.gate(gates.POD_GROUP_SCHEDULING_SHAPE_ORDERING):
+        return [by_role[name] for name in sorted(by_role)]
+    return [by_role[name] for name in sorted(by_role, key=lambda name: (*order[name], name))]
 
 
 def raw_role(raw: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ warning for a managed label on a Pod whose owner Kueue manages.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 from connectors.k8s import job_validation, prebuilt
@@ -104,7 +105,7 @@ def _topology(annotations: Mapping[str, str], feature_gates: Mapping[str, bool])
     """A Pod's TAS annotations, held to a Job template's rules whatever ``TopologyAwareScheduling`` says and
     whether Kueue manages the Pod or not (Kueue's Pod webhook checks them unconditionally), with no bound from a
     pod count (it does not compare a slice size with the Pod's or its group's)."""
-    return job_validation.topology_errors(annotations, None, job_validation.TopologyGates.of(feature_gates),
+    return job_validation.topology_errors(annotations, None, partial(gates.enabled, feature_gates),
                                           path="metadata.annotations")
 
 

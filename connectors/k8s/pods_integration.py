@@ -90,6 +90,7 @@ from connectors.k8s import (
 )
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
+from connectors.k8s.deployment_uid import deployment_uid
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import (
@@ -120,7 +121,7 @@ from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, role_has
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import pods_ready_transition
-from connectors.k8s.resources import BY_KIND, STATEFUL_SETS
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, STATEFUL_SETS
 from connectors.k8s.statefulsets import StatefulSetRevisions
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
@@ -575,6 +576,10 @@ class PodIntegration:
             return  # made anew meanwhile; the watch brings the new one
         try:
             body = pod_sync.workload_for(self.state, raw, name)
+            if self.state.gate(gates.DEPLOYMENT_JOB_UID_LABEL):
+                owner_uid = await deployment_uid(self.client, raw, self._config().manage_jobs_without_queue_name)
+                if owner_uid:
+                    body["metadata"]["labels"][JOB_UID_LABEL] = owner_uid
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             self._acted.pop(pod.key, None)  # the same version of the Pod gets its Workload once the class is there
             log.warning("the pod's priority class is not there: no workload created yet", pod=pod.key, error=str(exc))
@@ -753,7 +758,8 @@ class PodIntegration:
         Pods, priority and queue, admission checks' messages); whether the pass ends here, as Kueue's does."""
         if wl is not None and managed and self.state.waits_for_pods_ready:
             change = pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
-                                           ready=pod_group.pods_ready(own))
+                                           ready=pod_group.pods_ready(own, succeeded_ready=self.state.gate(
+                                               gates.POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY)))
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))

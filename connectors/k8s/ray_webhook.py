@@ -150,13 +150,12 @@ def topology_errors(cluster_spec: Mapping[str, Any], path: str, feature_gates: M
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    multi = job_validation.TopologyGates.of(feature_gates)
     head = _map(cluster_spec.get("headGroupSpec")).get("template")
-    errors = job_validation.topology_errors(_annotations(head), 1, multi,
+    errors = job_validation.topology_errors(_annotations(head), 1, gate,
                                             path=f"{path}.headGroupSpec.template.metadata.annotations")
     for i, group in enumerate(_worker_groups(cluster_spec)):
         count = worker_count(group) if isinstance(group.get("replicas", 1), int | None) else None
-        errors += job_validation.topology_errors(_annotations(group.get("template")), count, multi,
+        errors += job_validation.topology_errors(_annotations(group.get("template")), count, gate,
                                                  path=f"{path}.workerGroupSpecs[{i}].template.metadata.annotations")
     return errors
 

@@ -22,6 +22,7 @@ upper bound of a TAS slice request.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from connectors.k8s import child_jobs, framework_webhook, job_validation
@@ -85,12 +86,12 @@ def topology_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool]) -
     """Under ``TopologyAwareScheduling``: the driver's, then the executors' pod-set TAS annotations."""
     if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    multi = job_validation.TopologyGates.of(feature_gates)
+    gate = partial(gates.enabled, feature_gates)
     raw = dict(app)
     errors = []
     for role, count in ((spark.DRIVER, 1), (spark.EXECUTOR, spark.executor_count(raw))):
         annotations = spark.role_template(raw, role)["metadata"].get("annotations") or {}
-        errors += job_validation.topology_errors(annotations, count, multi, path=f"spec.{role}.annotations")
+        errors += job_validation.topology_errors(annotations, count, gate, path=f"spec.{role}.annotations")
     return errors
 
 

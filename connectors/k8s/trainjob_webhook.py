@@ -88,7 +88,7 @@ def topology_errors(job: Mapping[str, Any], runtime: Runtime | None, feature_gat
     for ps in tj.pod_sets({"metadata": job.get("metadata") or {}, "spec": job.get("spec") or {}}, runtime.spec,
                           tas=False):
         annotations = _map(_map(ps["template"].get("metadata")).get("annotations"))
-        errors += job_validation.topology_errors(annotations, ps["count"], job_validation.TopologyGates.of(feature_gates),
+        errors += job_validation.topology_errors(annotations, ps["count"], gate,
                                                  path=f"job[{ps['name']}].annotations")
     return [e + ADJUST for e in errors]
 

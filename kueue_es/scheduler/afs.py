@@ -2,14 +2,18 @@
 UsageBasedAdmissionFairSharing``): LocalQueues that consumed less go first.
 
 Each LocalQueue has a *consumed* usage per resource (floats: cpu in cores, other resources in their units), an
-exponentially decayed history of what it had admitted:
+exponentially decayed history of what it had admitted — or, under ``AdmissionFairSharingAnchorAtQuotaReservation``
+(beta, on: Kueue v0.20's *accounting anchor*), of what its workloads hold quota for, admitted or not:
 
 * every ``usageSamplingInterval`` after its last update, consumed ← consumed·(1−α) + admitted·α with
   α = 1 − 0.5^(elapsed / usageHalfLifeTime) — the LocalQueue controller's sample (a half-life of 0 empties it);
-* when one of its workloads is admitted, consumed is first decayed towards the admitted usage (now including
-  that workload) over the time since the last update, then the workload's *entry penalty* — its requests ×
-  (1 − 0.5^(interval / half-life)) — is added, and the update time moves to now;
-* until then (quota reserved, admission checks pending) that penalty is *pending* and counts on top.
+* when one of its workloads reaches the anchor (is admitted; under the gate, reserves quota), consumed is first
+  decayed towards the anchored usage (now including that workload) over the time since the last update, then the
+  workload's *entry penalty* — its requests × (1 − 0.5^(interval / half-life)) — is added, and the update time
+  moves to now;
+* with the gate off, until then (quota reserved, admission checks pending) that penalty is *pending* and counts
+  on top; a workload released before admission leaves no trace, where under the gate each reservation settles
+  one penalty.
 
 A LocalQueue's usage is Σ_resource weight·(consumed + pending) ÷ the LocalQueue's ``fairSharing.weight``
 (+∞ for a weight ≤ 0). All of it is a function of the log: the projection records when each LocalQueue's
@@ -21,6 +25,7 @@ how often the scheduler looks. The fold is memoised on the state and extended as
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from typing import TYPE_CHECKING
 
 from events.quantity import MILLI_RESOURCES
@@ -142,9 +147,10 @@ def fold(state: ClusterState, config: SchedulerConfig) -> AfsFold:
 
 
 def pending_penalty(state: ClusterState, fold_: AfsFold, lq: str, cq: str) -> dict[str, float]:
-    """Penalties of the LocalQueue's workloads holding quota without being admitted yet."""
+    """Penalties of the LocalQueue's workloads holding quota without being admitted yet (none under the
+    reservation anchor, which settles them when they reserve)."""
     out: dict[str, float] = {}
-    if fold_.penalty_alpha == 0:
+    if fold_.penalty_alpha == 0 or state.afs_anchor_at_reservation:
         return out
     workloads = state.workloads
     for key in sorted(state.reserving.get(cq, ())):
@@ -190,9 +196,10 @@ def workload_usage(state: ClusterState, config: SchedulerConfig, now: int):
     return usage
 
 
-def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int) -> str | None:
+def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int,
+         taken: Container[str] = ()) -> str | None:
     """The head of an Admission-Fair-Sharing queue: lowest LocalQueue usage, then the sticky workload, then
-    priority, queue-order time and UID."""
+    priority, queue-order time and UID (leaving out the workloads ``taken`` already)."""
     q = state.queues.get(cq)
     if q is None or not q.active:
         return None
@@ -202,6 +209,8 @@ def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int) -> str
     workloads = state.workloads
     for sk in q.active:
         key = sk[3]
+        if key in taken:
+            continue
         wl = workloads[key]
         lq = f"{wl.namespace}/{wl.queue_name}"
         u = usage.get(lq)

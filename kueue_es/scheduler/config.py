@@ -17,7 +17,7 @@ from events import objects as o
 from events.errors import InvalidInput
 from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem
 from kueue_es.scheduler import config_fields, tls_options
-from projections import custom_labels, gates
+from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
@@ -28,6 +28,10 @@ class _Cfg(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unk
 
 
 class FairSharingConfig(_Cfg):
+    enable: bool = True
+    """v1beta1's switch (v1beta2 has none: the stanza's presence switches it on). A v1beta1 stanza that is not
+    enabled is dropped when loaded (:mod:`projections.config_version`), so a loaded one is on; kept so that a
+    v1beta1 configuration's document says so (:func:`~kueue_es.scheduler.config_record.document_of`)."""
     preemption_strategies: list[str] = []
 
 
@@ -619,19 +623,16 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if unknown:
         raise InvalidInput(f"{source}: Configuration: strict decoding error: "
                            + ", ".join(f'unknown field "{path}"' for path in unknown))
-    try:
-        cfg = msgspec.convert(doc, SchedulerConfig, strict=False)
-    except msgspec.ValidationError as exc:
-        msg = str(exc)
-        if " - at `$" in msg:
-            text, _, path = msg.partition(" - at `$")
-            msg = f"field `{path.rstrip('`').lstrip('.')}`: {text}"
-        raise InvalidInput(f"{source}: Configuration: {msg}") from None
+    cfg = _decode(doc, source)
+    if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
+        parse_duration(cfg.wait_for_pods_ready.timeout, f"{source}: field `waitForPodsReady.timeout`")
+    hub = config_version.as_hub(doc)
+    if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
+        cfg = _decode(hub, source)
     bad = gates.errors(cfg.feature_gates)
     if bad:
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
     if cfg.wait_for_pods_ready is not None:
-        parse_duration(cfg.wait_for_pods_ready.timeout, f"{source}: field `waitForPodsReady.timeout`")
         timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
         if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then
             raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.timestamp`: unsupported value "
@@ -673,6 +674,17 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+def _decode(doc: dict[str, Any], source: str) -> SchedulerConfig:
+    try:
+        return msgspec.convert(doc, SchedulerConfig, strict=False)
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        if " - at `$" in msg:
+            text, _, path = msg.partition(" - at `$")
+            msg = f"field `{path.rstrip('`').lstrip('.')}`: {text}"
+        raise InvalidInput(f"{source}: Configuration: {msg}") from None
 
 
 @lru_cache(maxsize=4)

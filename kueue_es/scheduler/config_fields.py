@@ -41,7 +41,6 @@ UNREAD: Tree = {
                                                                  "podSelector": _SELECTOR}},
     "queueVisibility": {"updateIntervalSeconds": None, "clusterQueues": {"maxCount": None}},
     "multiKueue": {"clusterProfile": {"credentialsProviders": [{"name": None, "execConfig": None}]}},
-    "fairSharing": {"enable": None},
     "managedJobsNamespaceSelector": _SELECTOR,
 }
 

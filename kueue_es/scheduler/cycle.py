@@ -20,7 +20,7 @@ from itertools import chain
 from events import objects as o
 from events import schema as ev
 from events.quantity import canonical_quantity
-from kueue_es.scheduler import afs, blockadmission, siblings
+from kueue_es.scheduler import afs, blockadmission, refill, siblings
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
@@ -62,8 +62,8 @@ PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "Pen
 
 
 class Entry:
-    __slots__ = ("assignment", "cq", "info", "message", "preemptor", "replaced", "requeue_reason", "status",
-                 "targets", "wl")
+    __slots__ = ("assignment", "cq", "info", "message", "preemptor", "refilled", "replaced", "requeue_reason",
+                 "status", "targets", "wl")
 
     def __init__(self, wl: WorkloadInfo, cq: str, assignment: Assignment | None = None,
                  targets: list[Target] | None = None, info: ClusterQueueInfo | None = None) -> None:
@@ -81,6 +81,8 @@ class Entry:
         """Its ClusterQueue's preemptor workload, counted only under ``PrioritizePreemptorWorkloads``."""
         self.replaced: WorkloadInfo | None = None
         """The elastic Job slice it replaces, holding quota in its ClusterQueue (:func:`replaced_slice`)."""
+        self.refilled = False
+        """Popped mid-cycle by ``FairSharingRefill`` (:mod:`kueue_es.scheduler.refill`)."""
 
     def __repr__(self) -> str:
         mode = Mode.NAMES[self.assignment.mode] if self.assignment is not None else ""
@@ -475,8 +477,12 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     # blockAdmission's held entry, if any, goes first: Kueue admits it as it wakes, before the cycle goes on
     held = [e for e in entries if e.wl.key == first]
     rest = [e for e in entries if e.wl.key != first] if held else entries
-    ordered = chain(held, fair_order(ctx, rest) if ctx.config.fair_sharing_enabled else order_entries(rest, ctx.order))
     block = ctx.block_admission
+    pushed: list[Entry] = []
+    refills = (refill.RefillPass(state, ctx.config, now, [e.wl.key for e in entries])
+               if refill.enabled(ctx.config, block) else None)
+    ordered = chain(held, fair_order(ctx, rest, pushed) if ctx.config.fair_sharing_enabled
+                    else order_entries(rest, ctx.order))
     admitted = False
     for e in ordered:
         a = e.assignment
@@ -484,6 +490,9 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             _pending(out, ctx, e, e.status, e.message, e.requeue_reason, base)
             continue
         assert a is not None
+        if e.refilled and a.mode != Mode.FIT:
+            _pending(out, ctx, e, "WaitingForQuota", refill.DEFERRED + a.message, "FailedAfterNomination", base)
+            continue
         if ctx.concurrent_admission and e.wl.owner and siblings.admitted_sibling(
                 e.wl, ctx.info_of(e), ctx.reserving_in(e.cq), more_favorable=True) is not None:
             e.assignment = None  # skipped: the next attempt starts at the first flavors
@@ -565,7 +574,28 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             out.append(_slice_replaced(e, base))
         _admit(out, state, e, base)
         admitted = True
+        if refills is not None:
+            _refill(out, ctx, refills, e, pushed, base)
     return out
+
+
+def _refill(out: list[ev.Decision], ctx: CycleContext, refills: refill.RefillPass, e: Entry, pushed: list[Entry],
+            base: dict) -> None:
+    """``FairSharingRefill``: entry ``e`` reserved quota; its ClusterQueue's next workload, nominated against the
+    usage charged so far, joins the tournament (``pushed``), or is requeued now when it cannot be nominated."""
+    wl = refills.successor(e.cq)
+    if wl is None:
+        return
+    nxt = Entry(wl, e.cq, info=e.info)
+    nxt.refilled = True
+    nominate(ctx, nxt)
+    if ctx.prioritize_preemptors:
+        q = ctx.state.queues.get(e.cq)
+        nxt.preemptor = q is not None and q.preemptor == wl.key
+    if nxt.status:
+        _pending(out, ctx, nxt, nxt.status, nxt.message, nxt.requeue_reason, base)
+    else:
+        pushed.append(nxt)
 
 
 def _migrates(out: list[ev.Decision], ctx: CycleContext, e: Entry, info: ClusterQueueInfo, base: dict) -> bool:

@@ -50,7 +50,7 @@ from kueue_es.scheduler.preemption import (
     take_off,
     uses_any,
 )
-from kueue_es.scheduler.quota import QuotaNode
+from kueue_es.scheduler.quota import QuotaNode, QuotaTree
 from kueue_es.scheduler.taspreempt import DomainOrder, TopologyFit
 from projections.fair_share import DRS, NEGATIVE, compare, dominant_share
 from projections.workloads import WorkloadInfo
@@ -77,15 +77,25 @@ def _charge(node: QuotaNode, usage: dict[str, int], sign: int) -> None:
 # --- the order of a cycle's entries -------------------------------------------------------------------------
 
 
-def fair_order(ctx: CycleContext, entries: list[Entry]) -> Iterator[Entry]:
-    """Yield ``entries`` in Fair Sharing order. Lazy: each pick sees what the caller did with the previous ones."""
+def fair_order(ctx: CycleContext, entries: list[Entry], pushed: list[Entry] | None = None) -> Iterator[Entry]:
+    """Yield ``entries`` in Fair Sharing order. Lazy: each pick sees what the caller did with the previous ones.
+    An entry the caller appends to ``pushed`` between picks (a ``FairSharingRefill`` successor, for a queue whose
+    entry was yielded already) joins the ones left, ranked with them from the next pick on."""
     tree = ctx.tree
     remaining: dict[str, Entry] = {e.cq: e for e in entries}
     order = sorted(remaining)
     contenders: dict[int, dict[str, _Contender]] = {}
     """Per root (by id): queue name -> the contender of its tree."""
     i = 0
-    while remaining:
+    while True:
+        if pushed:
+            for e in pushed:
+                _push(tree, remaining, contenders, e)
+            pushed.clear()
+            i = 0
+            order = sorted(set(order) | set(remaining))
+        if not remaining:
+            return
         while order[i] not in remaining:
             i += 1
         first = order[i]
@@ -105,6 +115,16 @@ def fair_order(ctx: CycleContext, entries: list[Entry]) -> Iterator[Entry]:
         del remaining[winner.cq]
         del mine[winner.cq]
         yield winner
+
+
+def _push(tree: QuotaTree, remaining: dict[str, Entry], contenders: dict[int, dict[str, _Contender]], e: Entry) -> None:
+    """Entry ``e`` joins the tournament: with the contenders of its tree when those are built already."""
+    remaining[e.cq] = e
+    node = tree.cluster_queues.get(e.cq)
+    if node is not None and node.parent is not None:
+        mine = contenders.get(id(node.root()))
+        if mine is not None:
+            mine[e.cq] = _Contender(e, node)
 
 
 def _subtree_cluster_queues(node: QuotaNode) -> list[QuotaNode]:

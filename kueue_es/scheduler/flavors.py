@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from events import objects as o
+from events.quantity import MAX_INT64
 from kueue_es.scheduler.quota_messages import over_capacity, unused_quota
 from kueue_es.scheduler.tasflavor import tas_ineligible
 from projections.workloads import PodSetInfo, WorkloadInfo, pod_set_usage
@@ -219,7 +220,7 @@ class _Plan:
 
     def __init__(self, info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> None:
         self.ps = ps
-        requests = {r: v * count for r, v in ps.requests}
+        requests = {r: min(v * count, MAX_INT64) for r, v in ps.requests}  # Kueue's saturating int64 Mul
         if info.covers_pods:
             requests["pods"] = count
         self.requests = requests

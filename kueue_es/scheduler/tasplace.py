@@ -47,6 +47,7 @@ from projections.gates import (
     TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS,
+    TAS_LEADER_POD_SET_FEASIBILITY,
     TAS_MULTI_LAYER_TOPOLOGY,
     TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS,
     TAS_PARTIAL_SLICES,
@@ -110,7 +111,8 @@ def tas_options(config, state=None) -> TASOptions:
                       hostname_prefix_encoding=config.gate(TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX),
                       node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED),
                       node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
-                      partial_slices=config.gate(TAS_PARTIAL_SLICES), library=library)
+                      partial_slices=config.gate(TAS_PARTIAL_SLICES),
+                      leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY), library=library)
 
 
 def node_ports(state) -> dict:

@@ -4,6 +4,7 @@ writes recorded by a fake client)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from fixtures.jobs import KEY, integration, job, workload
 
@@ -20,9 +21,34 @@ from events import schema as ev
     (job(parallelism=4, completions=10, succeeded=7), (("main", 1),)),
     (job(parallelism=4, completions=4, succeeded=2), (("main", 2),)),
     (job(parallelism=3, completions=None, succeeded=1), (("main", 1),)),  # completions default to parallelism
+    # Kueue v0.20 #16111: parallelism above completions runs only `completions` pods (the pod set's count): with
+    # 1 of 3 succeeded, 2 still run and only 1 pod's quota is given back (5 - 2 = 3 was the whole pod set)
+    (job(parallelism=5, completions=3, succeeded=1), (("main", 1),)),
+    (job(parallelism=5, completions=3, succeeded=3), (("main", 3),)),
 ])
 def test_reclaimable_pods_of_a_job_are_kueues(j: o.Job, want: tuple) -> None:
     assert reclaimable_pods(j) == want
+
+
+def _failed(j: o.Job, indexes: str) -> o.Job:
+    return msgspec.structs.replace(j, status=msgspec.structs.replace(j.status, failed_indexes=indexes))
+
+
+@pytest.mark.parametrize(("j", "want"), [
+    # Kueue v0.20 #13486: an index failed for good (backoffLimitPerIndex) never completes, so its pod is given back
+    (_failed(job(parallelism=4, completions=4), "0,2"), (("main", 2),)),
+    (_failed(job(parallelism=4, completions=8, succeeded=2), "1,3-5"), (("main", 2),)),  # 8 - 2 - 4 = 2 to come
+    (_failed(job(parallelism=4, completions=10, succeeded=2), "7"), ()),  # 7 to come, all 4 still needed
+    (_failed(job(parallelism=4, completions=4), ""), ()),
+])
+def test_failed_indexes_release_their_pods(j: o.Job, want: tuple) -> None:
+    assert reclaimable_pods(j) == want
+
+
+def test_failed_indexes_are_read_from_the_jobs_status() -> None:
+    raw = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns"},
+           "spec": {"parallelism": 3, "completions": 3}, "status": {"failedIndexes": "0-1"}}
+    assert reclaimable_pods(msgspec.convert(raw, o.Job)) == (("main", 2),)
 
 
 @pytest.mark.asyncio

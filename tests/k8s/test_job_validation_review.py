@@ -354,3 +354,14 @@ def test_the_manifests_install_it_leaving_out_kueue_es_own_namespace() -> None:
     hook = next(h for h in vwc["webhooks"] if h["name"] == "vjob.kb.io")
     assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "kueue-es"]
     assert "caBundle" not in hook["clientConfig"], "the first replica sets it"
+
+
+@pytest.mark.parametrize("value", ["false", "False", "0", "f"])
+def test_a_false_unconstrained_annotation_is_refused_under_tas_reject_false_unconstrained_topology(value: str) -> None:
+    """Kueue v0.20 (#15262, TASRejectFalseUnconstrainedTopology beta, on): the annotation is an opt-in, so a
+    value reading as false (which asked for TAS at no level Kueue could place) is refused; off, taken as before."""
+    false_one = job(template_annotations={UNCONSTRAINED: value})
+    assert refused(false_one) == (
+        f'{TA}[{UNCONSTRAINED}]: Invalid value: "{value}": must be "true" when set')
+    allowed(false_one, gates={"TASRejectFalseUnconstrainedTopology": False})
+    allowed(job(template_annotations={UNCONSTRAINED: "true"}))

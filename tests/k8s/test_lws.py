@@ -113,13 +113,26 @@ def test_a_rolling_update_with_a_surge_keeps_the_surge_groups_workloads() -> Non
 
 
 def test_a_surge_of_other_digits_than_ascii_reads_as_none() -> None:
-    """``maxSurge`` may be a string: Kueue reads it as Go's ``IntValue`` does, 0 unless ``strconv.Atoi`` takes it,
-    and that takes ASCII digits only; ``"²"`` passes ``str.isdigit`` yet made ``int`` raise, crashing the plan."""
+    """``maxSurge`` may be a string: Kueue reads one that is no percentage as Go's ``IntValue`` does, 0 unless
+    ``strconv.Atoi`` takes it, and that takes ASCII digits only; ``"²"`` passes ``str.isdigit`` yet made ``int``
+    raise, crashing the plan."""
     names = [lw.workload_name("lws", UID, i) for i in range(3)]
-    for text in ("²", "50%"):
+    for text in ("²", "²%", "0%", "-50%", "x%"):
         odd = {"rolloutStrategy": {"rollingUpdateConfiguration": {"maxSurge": text}}}
         updating = lws(replicas=2, status={"replicas": 3, "updatedReplicas": 1}, **odd)
         assert lw.plan(updating, names)[2] == [names[2]], text
+
+
+def test_a_percentage_surge_is_a_share_of_the_replicas_rounded_up() -> None:
+    """Kueue v0.20 (#14405) reads a percentage ``maxSurge`` as LeaderWorkerSet scales it, a share of
+    ``spec.replicas`` rounded up (v0.19 read every percentage as 0, so a rolling update configured so lost the
+    surge groups' Workloads): while the update runs the surge groups keep theirs."""
+    names = [lw.workload_name("lws", UID, i) for i in range(3)]
+    for text in ("50%", "1%", "100%"):
+        surge = {"rolloutStrategy": {"rollingUpdateConfiguration": {"maxSurge": text}}}
+        updating = lws(replicas=2, status={"replicas": 3, "updatedReplicas": 1}, **surge)
+        assert lw.plan(updating, names) == ([], names, []), text
+    assert [lw.max_surge(v, 10) for v in ("25%", "1%", "0%", "100%", 3, "4", "x")] == [3, 1, 0, 10, 3, 4, 0]
 
 
 # --- one Workload ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from connectors.k8s.pod_group import CREATE, FINALIZE, FINISH, INVALID, RELEASE,
 from connectors.k8s.pod_roles import metadata_errors, role_annotation_patch, role_hash
 from connectors.k8s.pod_sync import ManagedPod, ManagedPodSpec, ManagedPodStatus
 from events import objects as o
+from events import schema as ev
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, PodSetInfo, WorkloadInfo
 
@@ -488,3 +489,31 @@ def test_an_orphaned_pod_is_traced_to_its_statefulset_by_its_group_name() -> Non
     assert pod_group.statefulset_name(sts_pod("web-db-1", group, [sts])) == "renamed"
     rs = o.OwnerReference(api_version="apps/v1", kind="ReplicaSet", name="rs", uid="r", controller=True)
     assert pod_group.statefulset_name(sts_pod("web-db-1", group, [rs])) is None
+
+
+def _gated_state(**gates: bool) -> ClusterState:
+    state = ClusterState()
+    state.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates})))
+    return state
+
+
+def _with_role(r: dict, role: str) -> dict:
+    r["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] = role
+    return r
+
+
+def test_a_groups_pod_sets_are_ordered_by_scheduling_shape_not_a_client_set_role_hash() -> None:
+    """Kueue v0.20's ``PodGroupSchedulingShapeOrdering`` (on by default): the flavor assigner goes through a
+    group's pod sets in order, so the order follows what admission looks at of their Pods, not the role hash a
+    client may write; pod sets alike in shape follow their first Pod's name. Off, the pod sets go by name."""
+    small, large = raw("a", "1"), raw("b", "2")
+    assert role_hash(large["spec"]) < role_hash(small["spec"])
+    raws = [_with_role(small, "aaa"), _with_role(large, "zzz")]
+    shaped = pod_group.workload_for(ClusterState(), raws)["spec"]["podSets"]
+    assert [(ps["name"], ps["count"]) for ps in shaped] == [("zzz", 1), ("aaa", 1)]
+    by_name = pod_group.workload_for(_gated_state(PodGroupSchedulingShapeOrdering=False), raws)["spec"]["podSets"]
+    assert [ps["name"] for ps in by_name] == ["aaa", "zzz"]
+    alike = [_with_role(raw("b", "1"), "aaa"), _with_role(raw("c", "1"), "bbb"), _with_role(raw("a", "1"), "ccc")]
+    assert [ps["name"] for ps in pod_group.workload_for(ClusterState(), alike)["spec"]["podSets"]] == [
+        "ccc", "aaa", "bbb"]

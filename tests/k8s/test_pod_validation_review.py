@@ -269,3 +269,11 @@ def test_registered_beside_the_job_webhook_for_pods_outside_the_excluded_namespa
     assert doc["webhooks"][names.index("vjob.kb.io")]["failurePolicy"] == "Fail"
     assert hook["namespaceSelector"] == {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-es"]}]}
+
+
+def test_a_pods_false_unconstrained_annotation_is_refused_under_tas_reject_false_unconstrained_topology() -> None:
+    unconstrained = "kueue.x-k8s.io/podset-unconstrained-topology"
+    false_one = pod(annotations={unconstrained: "false"})
+    assert _message(_review(false_one)) == f'{MA}[{unconstrained}]: Invalid value: "false": must be "true" when set'
+    assert _review(false_one, gates={"TASRejectFalseUnconstrainedTopology": False})["allowed"] is True
+    assert _review(pod(annotations={unconstrained: "true"}))["allowed"] is True

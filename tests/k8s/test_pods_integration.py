@@ -1351,3 +1351,85 @@ async def test_a_multikueue_copy_of_a_statefulset_runs_on_the_copied_workload_an
     (call,) = client.calls
     assert call[:3] == ("patch", "Workload", "g"), "the copy's pods made owners of the copied Workload"
     assert [r["name"] for r in call[5]["metadata"]["ownerReferences"]] == ["web-0", "web-1"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("gate", "serving", "want"), [(None, False, True), (False, False, False),
+                                                       (None, True, False)])
+async def test_a_groups_succeeded_pod_counts_as_ready_under_the_gate(gate: bool | None, serving: bool,
+                                                                      want: bool) -> None:
+    """Kueue v0.20's ``PodIntegrationCountSucceededPodsAsReady`` (on by default): a Pod of a group that is not
+    serving and has succeeded counts as ready, so the group is not evicted at the recovery timeout once one of its
+    Pods completes; off, or for a serving group, only a Ready Pod does."""
+    config: dict[str, Any] = {**POD_ON, "waitForPodsReady": {}}
+    if gate is not None:
+        config["featureGates"] = {"PodIntegrationCountSucceededPodsAsReady": gate}
+    pods, mirror, appended, _ = integration(group_workload_obs(), config=config)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.conditions = (o.Condition(type="PodsReady", status="False", reason="WaitForStart"),)
+    done = _group_raw("a", gated=False, phase="Succeeded")
+    running = _ready(_group_raw("b", gated=False), True)
+    for raw in (done, running):
+        if serving:
+            raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-serving"] = "true"
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    changes = [(e.ready, e.reason) for e in appended if isinstance(e, ev.PodsReadyChanged)]
+    assert changes == ([(True, "Started")] if want else [])
+
+
+class OwnersClient(Client):
+    """A GET answers the object of that kind and name in ``objects`` (absent: 404)."""
+
+    def __init__(self, objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+        super().__init__()
+        self.objects = objects
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.calls.append(("get", resource.kind, name))
+        if (resource.kind, name) not in self.objects:
+            raise NotFound(f"{resource.kind} {name} not found")
+        return msgspec.json.encode(self.objects[(resource.kind, name)])
+
+
+def _deployment_chain(*, queued: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
+    """A Deployment's pod as Kueue's Deployment webhook marks it, its ReplicaSet and the Deployment."""
+    controller = {"controller": True, "apiVersion": "apps/v1"}
+    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": UID,
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"},
+                        "annotations": {"kueue.x-k8s.io/pod-suspending-parent": "deployment"},
+                        "ownerReferences": [{**controller, "kind": "ReplicaSet", "name": "dep-abc", "uid": "rs-uid"}]},
+           "spec": {"containers": [{"name": "c"}]}}
+    rs = {"metadata": {"name": "dep-abc", "namespace": "ns", "uid": "rs-uid",
+                       "ownerReferences": [{**controller, "kind": "Deployment", "name": "dep", "uid": "dep-uid"}]}}
+    dep = {"metadata": {"name": "dep", "namespace": "ns", "uid": "dep-uid",
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq"} if queued else {}}}
+    return {("Pod", "p"): pod, ("ReplicaSet", "dep-abc"): rs, ("Deployment", "dep"): dep}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("gate", "queued", "want"), [(None, True, "dep-uid"), (False, True, UID),
+                                                      (None, False, UID)])
+async def test_a_deployments_pods_workload_carries_the_deployments_uid_under_the_gate(
+        gate: bool | None, queued: bool, want: str) -> None:
+    """Kueue v0.20's ``DeploymentJobUIDLabel`` (on by default): the Workload of a pod of a Deployment Kueue holds
+    carries the Deployment's UID (found through the pod's ReplicaSet) in ``kueue.x-k8s.io/job-uid``; off, or for
+    a Deployment Kueue does not hold (no queue name on it), the Pod's."""
+    config: dict[str, Any] = {**POD_ON} if gate is None else {**POD_ON, "featureGates": {"DeploymentJobUIDLabel": gate}}
+    pods, _, _, client = integration(config=config, client=OwnersClient(_deployment_chain(queued=queued)))
+    pods.pods["ns/p"] = managed_pod()
+    await pods.reconcile("ns/p")
+    (_, kind, body), = [c for c in client.calls if c[0] == "create"]
+    assert kind == "Workload" and body["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == want
+
+
+@pytest.mark.asyncio
+async def test_a_deployments_pod_whose_replicaset_is_gone_keeps_its_own_uid() -> None:
+    chain = _deployment_chain()
+    del chain[("ReplicaSet", "dep-abc")]
+    pods, _, _, client = integration(client=OwnersClient(chain))
+    pods.pods["ns/p"] = managed_pod()
+    await pods.reconcile("ns/p")
+    (_, _, body), = [c for c in client.calls if c[0] == "create"]
+    assert body["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == UID

@@ -41,11 +41,10 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored(monkeyp
         name for name in set(gates.GATES) - gates.MODELLED - gates.PARTLY
         if gates.GATES[name][0] == gates.ALPHA), "every alpha gate not modelled, turned on"
     all_beta_off = gates.ignored({"AllBeta": False})
-    assert "DeploymentJobUIDLabel" in all_beta_off
+    assert "EnforceProvisioningPodTemplateContents" in all_beta_off
     assert not [n for n in all_beta_off if any(dep in gates.MODELLED and gates.GATES[dep][0] == gates.BETA
                                                for dep in gates.DEPENDENCIES.get(n, ()))], "moot: a dependency is off"
-    assert gates.ignored({"FairSharingRefill": True}) == ["FairSharingRefill"], "v0.20's, not modelled"
-    assert gates.ignored({"TASLeaderPodSetFeasibility": False}) == ["TASLeaderPodSetFeasibility"]
+    assert gates.ignored({"ConfigurablePreemptions": True}) == ["ConfigurablePreemptions"], "v0.20's, not modelled"
     assert gates.ignored({"TASGroupedPodSetSlicing": False, "TASPartialSlices": False}) == [], "modelled (v0.20)"
     assert gates.ignored({"TASNodeFeasibilityForAllLevels": False}) == [], "modelled: TAS reads it"
     # a gate not modelled (none is left; one is taken out to show the rule)

@@ -209,6 +209,7 @@ def test_steps_of_all_workloads_are_in_log_order() -> None:
 @example(ops=[Op("wl", 12, 0, 1), Op("wl_claims", 52, 0, 0)])  # queued, then claims DRA refuses: queued nowhere
 @example(ops=[Op("device_class", 0, 0, 0), Op("wl_extended", 0, 0, 4)])  # 500m of a served resource: refused
 @example(ops=[Op("wl_extended", 0, 0, 4), Op("device_class", 0, 0, 0), Op("device_class_delete", 0, 0, 0)])
+@example(ops=[Op("wl", 0, 0, 0), Op("ca_family", 0, 0, 0)])  # a variant the log made: submitted to its parent's queue
 def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
     recs = records(interpret(ops))
     state = fold(recs)
@@ -336,3 +337,46 @@ def test_a_check_state_its_controller_set_on_the_workload_shows_once_at_the_upse
     checks = [(s.offset, s.reason, s.message, s.observed, s.cluster_queue) for s in trail.timeline(key)
               if s.step == "AdmissionCheck"]
     assert checks == [(7, "ext=Ready", "capacity found", True, "cq-a"), (12, "ext=Retry", "try later", True, "cq-a")]
+
+
+def _variant(ns: str, name: str, parent: str, parent_uid: str, uid: str) -> o.Workload:
+    w = workload(ns, name, queue="lq", uid=uid)
+    ref = o.OwnerReference(api_version="kueue.x-k8s.io/v1beta2", kind="Workload", name=parent, uid=parent_uid,
+                           controller=True)
+    return msgspec.structs.replace(w, metadata=msgspec.structs.replace(w.metadata, owner_references=[ref]))
+
+
+def test_a_concurrent_admission_family_as_the_fold_has_it() -> None:
+    """A variant the log made is submitted to its parent's queue, is the same workload when the watch brings it
+    back with its uid, and follows its activation, its parent's admission through it, its finish and deletion."""
+    parent = workload("team", "job", queue="lq", uid="uid-parent")
+    vkey, other = "team/job-variant-on-demand", "team/job-variant-spot"
+    made = {"parent": "job", "parent_uid": "uid-parent"}
+    events = setup() + [
+        upsert(parent, T0),                                                                                # 3
+        ev.VariantCreated(key=vkey, uid="", flavor="on-demand", **made, **d(1, 1)),                         # 4
+        ev.VariantCreated(key=other, uid="", flavor="spot", **made, **d(1, 1)),                             # 5
+        upsert(_variant("team", "job-variant-on-demand", "job", "uid-parent", "uid-v1"), T0 + 2 * S),        # 6
+        ev.VariantActivation(key=other, uid="", active=False, message="Deactivated variant", **d(2, 3)),    # 7
+        ev.QuotaReserved(key=vkey, uid="uid-v1", admission=admission("cq-a", "on-demand", 1000), **d(3, 4)),  # 8
+        ev.WorkloadAdmitted(key=vkey, uid="uid-v1", **d(3, 4)),                                             # 9
+        ev.ParentAdmitted(key="team/job", uid="uid-parent", admission=admission("cq-a", "on-demand", 1000),
+                          variant="job-variant-on-demand", message="The variant job-variant-on-demand is admitted",
+                          **d(4, 5)),                                                                      # 10
+        ev.VariantDeleted(key=other, uid="", parent="job", flavor="spot", **d(5, 6)),                       # 11
+        ev.WorkloadFinished(key="team/job", time=T0 + 7 * S, reason="Succeeded", message="done"),           # 12
+        ev.VariantFinished(key=vkey, uid="uid-v1", reason="Succeeded", message="done", **d(6, 8)),          # 13
+    ]
+    recs = records([events])
+    state = fold(recs)
+    trail = AuditTrail(state=ClusterState()).apply_all(recs)
+    v = [(s.offset, s.step) for s in trail.timeline(vkey)]
+    assert v == [(4, "Submitted"), (4, "Queued"), (8, "QuotaReserved"), (9, "Admitted"), (13, "Finished")], v
+    assert [s.uid for s in trail.timeline(vkey)][-1] == "uid-v1"
+    assert [(s.offset, s.step) for s in trail.timeline(other)] == [
+        (5, "Submitted"), (5, "Queued"), (7, "Deactivated"), (11, "Deleted")]
+    p = [(s.offset, s.step) for s in trail.timeline("team/job")]
+    assert p == [(3, "Submitted"), (3, "Queued"), (10, "QuotaReserved"), (10, "Admitted"), (12, "Finished")], p
+    assert sorted(trail.workloads) == sorted(state.workloads)
+    for key, wl in state.workloads.items():
+        assert (trail.workloads[key].phase, trail.workloads[key].active) == (wl.phase, wl.active), key

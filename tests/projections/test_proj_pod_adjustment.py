@@ -130,11 +130,14 @@ def test_container_defaults_fill_init_and_regular_containers() -> None:
     adjusted = adjust(spec, limits, None)
     a, b = adjusted.containers
     assert a.resources.requests == {"cpu": "1", "memory": "1Gi"} and a.resources.limits == {"cpu": "2", "memory": "1Gi"}
-    # Kueue fills requests from the defaultRequest before it copies limits: b asks for the default, not its limit
-    assert b.resources.requests == {"cpu": "500m", "memory": "1Gi"} and b.resources.limits["cpu"] == "3"
+    # b's own limit is its request, not the defaultRequest (Kueue v0.20, #15023); its defaulted memory limit too
+    assert b.resources.requests == {"cpu": "3", "memory": "1Gi"} and b.resources.limits["cpu"] == "3"
     assert adjusted.init_containers[0].resources.requests == {"cpu": "500m", "memory": "1Gi"}
-    # containers a + b: cpu 1 + 500m, memory 1Gi + 1Gi; the init container needs less of both
-    assert requests_of(spec, limits) == {"cpu": 1500, "memory": 2 * 2**30}
+    # containers a + b: cpu 1 + 3, memory 1Gi + 1Gi; the init container needs less of both
+    assert requests_of(spec, limits) == {"cpu": 4000, "memory": 2 * 2**30}
+    pod_level = o.PodSpec(resources=res(limits={"cpu": "6"}), containers=spec.containers)
+    pod_limits = summarize([lr("p", item("Pod", default_request={"cpu": "5"}))])
+    assert adjust(pod_level, pod_limits, None).resources.requests == {"cpu": "6"}
     assert spec.containers[0].resources.requests == {"cpu": "1"}  # the template itself is never written
 
 
@@ -156,6 +159,21 @@ def test_pod_type_defaults_fill_pod_level_resources_only() -> None:
     assert requests_of(with_pod_level, limits) == {"cpu": 3000, "memory": 2**30}
     without = o.PodSpec(containers=[o.Container(resources=res({"cpu": "1"}))])
     assert adjust(without, limits, None) is without
+
+
+def test_pod_level_requests_count_for_at_least_the_containers_aggregate_plus_overhead() -> None:
+    # Kueue v0.20 (#16047): pod-level requests below the containers' sum no longer shrink the charge
+    spec = o.PodSpec(resources=res({"cpu": "1", "memory": "2Gi"}), overhead={"cpu": "250m", "memory": "1Mi"},
+                     init_containers=[o.Container(resources=res({"cpu": "3"}))],
+                     containers=[o.Container(resources=res({"cpu": "1", "memory": "512Mi"})),
+                                 o.Container(resources=res({"cpu": "1", "nvidia.com/gpu": "1"}))])
+    # cpu: max(pod 1, containers 2, init 3) + 250m; memory: max(pod 2Gi, 512Mi) + 1Mi; the gpu from a container
+    assert requests_of(spec) == {"cpu": 3250, "memory": 2 * 2**30 + 2**20, "nvidia.com/gpu": 1}
+    limits = summarize([lr("p", item("Pod", max={"cpu": "3"}))])
+    assert limit_findings(adjust(spec, limits, None), limits) == (
+        'template.spec: Invalid value: []v1.ResourceName{"cpu"}: requests must not be above the limitRange max',)
+    above = msgspec.structs.replace(spec, init_containers=[], resources=res({"cpu": "2500m"}))
+    assert requests_of(above) == {"cpu": 2750, "memory": 512 * 2**20 + 2**20, "nvidia.com/gpu": 1}
 
 
 # --- admissibility -------------------------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ def test_a_set_gate_wins_over_its_default_and_over_all_alpha_or_beta() -> None:
      "[ElasticJobsViaWorkloadSlices]"),
     ({"FlavorFungibility": False},  # its PreserveScanProgress gate is on by default
      "FlavorFungibilityPreserveScanProgress is enabled, but depends on features that are disabled: [FlavorFungibility]"),
+    ({"AdmissionFairSharing": False},  # v0.20: its AnchorAtQuotaReservation gate is on by default
+     "AdmissionFairSharingAnchorAtQuotaReservation is enabled, but depends on features that are disabled: "
+     "[AdmissionFairSharing]"),
 ])
 def test_kueue_refuses_to_start_with(gates: dict, message: str) -> None:
     with pytest.raises(InvalidInput) as err:

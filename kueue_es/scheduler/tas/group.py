@@ -55,9 +55,11 @@ def fill_group_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...]
                       assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
                       excluded: Mapping, within: tuple[int, int] | None, slice_size: int, slice_level: int,
                       inner: Mapping[int, int] | None, scores: Sequence[int] | None = None,
-                      nodes=None) -> GroupCounts:
+                      nodes=None, leader_own=None) -> GroupCounts:
     """``scores``: each leaf's preferred-affinity score for the workers (None with the gate off); ``nodes``: the
-    workers' node view under TASNodeFeasibilityForAllLevels (:mod:`.pernode`), or None."""
+    workers' node view under TASNodeFeasibilityForAllLevels (:mod:`.pernode`), or None; ``leader_own``: the
+    leader's own node filter under TASLeaderPodSetFeasibility (:mod:`.leader_nodes`), or None to hold the leader
+    to the workers' (a leaf they exclude then takes no leader)."""
     tree = snap.tree
     base = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
                        within=within, slice_size=slice_size, slice_level=slice_level, inner=inner, scores=scores,
@@ -68,12 +70,20 @@ def fill_group_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...]
     leader_leaf = [0] * tree.leaf_count
     wl_leaf = list(leaves)
     for i in range(tree.leaf_count):
-        if i in base.leaf_why:
+        workers_refuse = i in base.leaf_why
+        if workers_refuse and (leader_own is None or base.leaf_why[i] is None):
+            continue  # held to the workers' filters, or outside the domain a replacement keeps to
+        if leader_own is not None and i in leader_own.leaves:
             continue
         minus = dict(assumed.get(ids[i], {})) if assumed else {}
-        on_nodes = nodes.with_leader(i, per_pod, leader_per_pod) if nodes is not None else None
+        on_nodes = None
+        if nodes is not None:
+            on_nodes = nodes.with_leader(i, per_pod, leader_per_pod,
+                                         leader_own.nodes if leader_own is not None else None)
         if fit_in_leaf(columns, i, leader_per_pod, minus) > 0 and on_nodes != -1:
             leader_leaf[i] = 1
+            if workers_refuse:
+                continue  # the leader alone: no worker here, with or without it
             for r, q in leader_per_pod:
                 minus[r] = minus.get(r, 0) + q
             wl_leaf[i] = fit_in_leaf(columns, i, per_pod, minus)

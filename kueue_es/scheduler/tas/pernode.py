@@ -68,15 +68,22 @@ class NodeView:
         return stats
 
     def with_leader(self, leaf: int, per_pod: tuple[tuple[str, int], ...],
-                    leader_per_pod: tuple[tuple[str, int], ...]) -> int:
+                    leader_per_pod: tuple[tuple[str, int], ...],
+                    leader_why: Mapping[int, Exclusion] | None = None) -> int:
         """How many workers leaf ``leaf``'s feasible nodes hold once one of them holds the leader (Kueue's
         parent rule over node leaves: their sum less the smallest loss of a node that can take the leader), or -1
-        when none can take it."""
+        when none can take it. The leader's nodes are those ``leader_why`` (its own filter, under
+        TASLeaderPodSetFeasibility) does not exclude, else the workers' own; a node the workers' filter excludes
+        loses them nothing."""
         layer = self.layer
+        refused = self.why if leader_why is None else leader_why
         loss: int | None = None
         for k in range(layer.start[leaf], layer.end[leaf]):
             taken = self.taken.get(k, {})
-            if k in self.why or fit_in_leaf(layer.free, k, leader_per_pod, taken) == 0:
+            if k in refused or fit_in_leaf(layer.free, k, leader_per_pod, taken) == 0:
+                continue
+            if k in self.why:
+                loss = 0
                 continue
             both = dict(taken)
             for r, q in leader_per_pod:

@@ -34,6 +34,7 @@ from kueue_es.scheduler.tas.layers import (
     slice_size,
     slices_requested,
 )
+from kueue_es.scheduler.tas.leader_nodes import leader_filter
 from kueue_es.scheduler.tas.library import library_excluded
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
 from kueue_es.scheduler.tas.partial import find_fit_level_tail, tail_capacities, tail_last, tail_size
@@ -215,9 +216,11 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     affinity (``scores``) under TASRespectNodeAffinityPreferred."""
     tree = snap.tree
     leader_per_pod = tuple(sorted(leader.per_pod().items()))
+    own = leader_filter(snap, leader, leader_per_pod, assumed=assumed, simulate_empty=simulate_empty,
+                        options=options, workers_nodes=nodes)
     gc = fill_group_counts(snap, per_pod, leader_per_pod, assumed=assumed, simulate_empty=simulate_empty,
                            excluded=excluded, within=within_at, slice_size=size, slice_level=slice_level,
-                           inner=inner, scores=scores, nodes=nodes)
+                           inner=inner, scores=scores, nodes=nodes, leader_own=own)
     if options.balanced and not required and not unconstrained:
         spread = _place_group_balanced(snap, gc, req, size=size, slice_level=slice_level, inner=inner,
                                        requested=requested, lfc=lfc, options=options)

@@ -152,6 +152,8 @@ async def test_a_queued_deployments_pods_are_gated_admitted_one_by_one_and_ungat
                     assert pod["spec"]["nodeSelector"] == {"pool": "a"}
                     wl = await get(kc, "Workload", pod_sync.workload_name(name, pod["metadata"]["uid"]), q.ns)
                     assert wl["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+                    assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == web["metadata"]["uid"], (
+                        "DeploymentJobUIDLabel: the Deployment's UID, found through the ReplicaSet")
                     assert [ps["count"] for ps in wl["spec"]["podSets"]] == [1], "each pod a single Pod"
                     assert wl["status"]["admission"]["clusterQueue"] == q.cq
                 waiting = next(p for p in pods if p["metadata"]["name"] not in started)
