@@ -326,11 +326,14 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Cal
                     path: str = _TEMPLATE_ANNOTATIONS) -> list[str]:
     """What Kueue refuses in a pod template's TAS annotations (under ``TopologyAwareScheduling``): more than one
     of required, preferred and unconstrained; a level that is not a label key; an unconstrained value that is not a
-    boolean, or (``TASRejectFalseUnconstrainedTopology``) one that reads as false; a slice size that is not an int32 of at least 1, or without its slice topology (and the topology
-    without a size); a ``podset-group-name`` that is a number, comes with a slice request, or without a required
-    or preferred level; the slice layers (under ``TASMultiLayerTopology``) as :func:`_layers_errors` says.
-    ``gate``: a feature gate's name -> on. A request that passes may not ask for a slice (or an outer layer) larger than the ``count`` pods (no
-    bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit in the object."""
+    boolean, or (``TASRejectFalseUnconstrainedTopology``) one that reads as false; a slice size that is not an
+    int32 of at least 1, or without its slice topology (and the topology without a size); a ``podset-group-name``
+    that is a number, or without a required or preferred level, or (with ``TASGroupedPodSetSlicing`` off) beside a
+    slice request; the slice layers (only under ``TASMultiLayerTopology``) as :func:`_layers_errors` says.
+    ``gate``: a feature gate's name -> on. A request that passes may not ask for a slice (or an outer layer) larger
+    than the ``count`` pods, nor (under ``TASPartialSlices``) two or more layers whose outer size does not divide
+    ``count`` (no bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit
+    in the object."""
     found = {k for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
              if k in annotations}
     errors = []
@@ -341,7 +344,7 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Cal
         if key in found:
             errors += _label_name(annotations[key], _key(path, key))
     if GROUP_NAME in found:
-        errors += _group_name_errors(annotations[GROUP_NAME], found, path)
+        errors += _group_name_errors(annotations[GROUP_NAME], found, path, gate(gates.TAS_GROUPED_POD_SET_SLICING))
     if UNCONSTRAINED in found:
         errors += _unconstrained_errors(annotations[UNCONSTRAINED], gate(gates.TAS_REJECT_FALSE_UNCONSTRAINED), path)
     if SLICE_SIZE in found:
@@ -356,10 +359,10 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Cal
     if SLICE_SIZE in found and SLICE_REQUIRED not in found:
         errors.append(_forbidden(_key(path, SLICE_SIZE), f"may not be set when '{SLICE_REQUIRED}' is not specified"))
     if SLICE_LAYERS in annotations:
-        errors += _layers_errors(annotations[SLICE_LAYERS], found, gate(gates.TAS_MULTI_LAYER_TOPOLOGY), path)
+        errors += _layers_errors(annotations[SLICE_LAYERS], found, gate, path)
     if errors or count is None:
         return errors
-    return _upper_bound_errors(annotations, count, path)
+    return _upper_bound_errors(annotations, count, path, gate(gates.TAS_PARTIAL_SLICES))
 
 
 def _unconstrained_errors(value: str, reject_false: bool, path: str) -> list[str]:
@@ -373,30 +376,30 @@ def _unconstrained_errors(value: str, reject_false: bool, path: str) -> list[str
     return []
 
 
-def _group_name_errors(name: str, found: set[str], path: str) -> list[str]:
+def _group_name_errors(name: str, found: set[str], path: str, grouped_slicing: bool) -> list[str]:
     at = _key(path, GROUP_NAME)
     errors = []
     if _DIGITS.fullmatch(name) and int(name) < _UINT64:
         errors.append(_invalid(at, name, "must not be a number"))
     for key in (SLICE_SIZE, SLICE_REQUIRED):
-        if key in found:
+        if key in found and not grouped_slicing:
             errors.append(_forbidden(at, f"may not be set when '{key}' is specified"))
     if PREFERRED not in found and REQUIRED not in found:
         errors.append(_forbidden(at, f"may not be set when neither '{PREFERRED}' nor '{REQUIRED}' is specified"))
     return errors
 
 
-def _layers_errors(text: str, found: set[str], multi_layer: bool, path: str) -> list[str]:
+def _layers_errors(text: str, found: set[str], gate: Callable[[str], bool], path: str) -> list[str]:
     """The slice layers annotation (a JSON list of ``{topology, size}``): only under ``TASMultiLayerTopology``,
-    never with the single-slice annotations or a group name; 1 to 3 layers, each a label key and a size of at
-    least 1, no level twice, each size dividing the one above it."""
+    never with the single-slice annotations, nor with a group name unless ``TASGroupedPodSetSlicing``; 1 to 3
+    layers, each a label key and a size of at least 1, no level twice, each size dividing the one above it."""
     at = _key(path, SLICE_LAYERS)
-    if not multi_layer:
+    if not gate(gates.TAS_MULTI_LAYER_TOPOLOGY):
         return [_forbidden(at, f"the {gates.TAS_MULTI_LAYER_TOPOLOGY} feature gate must be enabled to use this "
                                "annotation")]
     errors = [_forbidden(at, f"may not be set when '{key}' is specified")
               for key in (SLICE_REQUIRED, SLICE_SIZE) if key in found]
-    if GROUP_NAME in found:
+    if GROUP_NAME in found and not gate(gates.TAS_GROUPED_POD_SET_SLICING):
         errors.append(_forbidden(_key(path, GROUP_NAME), f"may not be set when '{SLICE_LAYERS}' is specified"))
     try:
         layers = _LAYERS.decode(text) or []
@@ -423,7 +426,7 @@ def _layers_errors(text: str, found: set[str], multi_layer: bool, path: str) -> 
     return errors
 
 
-def _upper_bound_errors(annotations: Mapping[str, str], count: int, path: str) -> list[str]:
+def _upper_bound_errors(annotations: Mapping[str, str], count: int, path: str, partial_slices: bool) -> list[str]:
     errors = []
     if SLICE_SIZE in annotations:
         size = parse_int(annotations[SLICE_SIZE], 32)
@@ -438,6 +441,9 @@ def _upper_bound_errors(annotations: Mapping[str, str], count: int, path: str) -
         if layers and layers[0].size > count:
             errors.append(_invalid(_key(path, SLICE_LAYERS), layers[0].size,
                                    f"must not be greater than pod set count {count}"))
+        elif partial_slices and len(layers) > 1 and count % layers[0].size:
+            errors.append(_invalid(_key(path, SLICE_LAYERS), layers[0].size,
+                                   f"must evenly divide pod set count {count} when more than one layer is specified"))
     return errors
 
 

@@ -50,6 +50,7 @@ from projections.gates import (
     TAS_LEADER_POD_SET_FEASIBILITY,
     TAS_MULTI_LAYER_TOPOLOGY,
     TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS,
+    TAS_PARTIAL_SLICES,
     TAS_PROFILE_MIXED,
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_RESPECT_NODE_AFFINITY_PREFERRED,
@@ -110,6 +111,7 @@ def tas_options(config, state=None) -> TASOptions:
                       hostname_prefix_encoding=config.gate(TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX),
                       node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED),
                       node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
+                      partial_slices=config.gate(TAS_PARTIAL_SLICES),
                       leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY), library=library)
 
 

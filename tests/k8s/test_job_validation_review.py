@@ -199,6 +199,27 @@ def test_slice_layers_need_tas_multi_layer_topology() -> None:
         f"{TA}[{LAYERS}]: Forbidden: the TASMultiLayerTopology feature gate must be enabled to use this annotation")
 
 
+def test_a_grouped_pod_set_may_be_sliced_unless_tas_grouped_pod_set_slicing_is_off() -> None:
+    sliced = job(template_annotations={REQUIRED: "block", GROUP: "g", SLICE: "rack", SLICE_SIZE: "2"})
+    allowed(sliced)
+    assert refused(sliced, gates={"TASGroupedPodSetSlicing": False}) == (
+        f"[{TA}[{GROUP}]: Forbidden: may not be set when '{SLICE_SIZE}' is specified, "
+        f"{TA}[{GROUP}]: Forbidden: may not be set when '{SLICE}' is specified]")
+    layered = job(template_annotations={REQUIRED: "block", GROUP: "g", LAYERS: '[{"topology": "rack", "size": 2}]'})
+    allowed(layered)
+    assert refused(layered, gates={"TASGroupedPodSetSlicing": False}) == (
+        f"{TA}[{GROUP}]: Forbidden: may not be set when '{LAYERS}' is specified")
+
+
+def test_two_slice_layers_must_divide_the_count_under_tas_partial_slices() -> None:
+    uneven = job(template_annotations={LAYERS: '[{"topology": "block", "size": 3}, {"topology": "rack", "size": 1}]'})
+    assert refused(uneven) == (
+        f"{TA}[{LAYERS}]: Invalid value: 3: must evenly divide pod set count 4 when more than one layer is specified")
+    allowed(uneven, gates={"TASPartialSlices": False})
+    allowed(job(template_annotations={LAYERS: '[{"topology": "block", "size": 3}]'}))
+    allowed(job(template_annotations={SLICE: "rack", SLICE_SIZE: "3"}))
+
+
 def test_a_malformed_slice_layers_annotation_is_refused() -> None:
     assert refused(job(template_annotations={LAYERS: "not json"})).startswith(
         f'{TA}[{LAYERS}]: Invalid value: "not json": must be a valid JSON array: ')

@@ -45,7 +45,7 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored(monkeyp
     assert not [n for n in all_beta_off if any(dep in gates.MODELLED and gates.GATES[dep][0] == gates.BETA
                                                for dep in gates.DEPENDENCIES.get(n, ()))], "moot: a dependency is off"
     assert gates.ignored({"ConfigurablePreemptions": True}) == ["ConfigurablePreemptions"], "v0.20's, not modelled"
-    assert gates.ignored({"TASGroupedPodSetSlicing": False}) == ["TASGroupedPodSetSlicing"]
+    assert gates.ignored({"TASGroupedPodSetSlicing": False, "TASPartialSlices": False}) == [], "modelled (v0.20)"
     assert gates.ignored({"TASNodeFeasibilityForAllLevels": False}) == [], "modelled: TAS reads it"
     # a gate not modelled (none is left; one is taken out to show the rule)
     monkeypatch.setattr(gates, "MODELLED", gates.MODELLED - {"MultiKueueOrchestratedPreemption"})

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
+from kueue_es.scheduler.tas.partial import trim_tail
 from kueue_es.scheduler.tas.search import order, tightest
 from projections.topology import TopologyTree
 
@@ -43,25 +44,32 @@ def trim(domains: Sequence[int], need: int, value: Sequence[int] | Mapping[int, 
 
 def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int], *, count: int, slice_size: int,
             slice_level: int, lfc: bool, inner: Mapping[int, int] | None = None,
-            shares: Mapping[int, int] | None = None) -> dict[int, int]:
+            shares: Mapping[int, int] | None = None, tail: int = 0,
+            tails: list[list[int]] | None = None) -> dict[int, int]:
     """Leaf index -> pods, for the domains ``chosen`` at ``fit_level``. ``lfc``: the LeastFreeCapacity profile
     (else BestFit); ``inner``: level -> inner slice size; ``shares``: the slices a balanced placement gave each
-    chosen domain."""
+    chosen domain; ``tail``: the pods of a partial slice, placed down to the slice level by ``tails``
+    (:mod:`.partial`; never with ``shares``)."""
     bestfit = not lfc
     last = tree.depth - 1
     aff = counts.affinity
+
+    def cut(domains: list[int], level: int, value) -> list[int]:
+        scores = aff[level] if aff else None
+        if tail and tails is not None:
+            return trim_tail(domains, count // slice_size, value, tails[level], slice_size, tail, bestfit,
+                             assigned, scores)
+        return trim(domains, count // slice_size, value, slice_size, bestfit, assigned, scores)
+
     assigned: dict[int, int] = {}
-    top = shares if shares is not None else counts.slices[fit_level]
-    chosen = trim(chosen, count // slice_size, top, slice_size, bestfit, assigned,
-                  aff[fit_level] if aff else None)
+    chosen = cut(chosen, fit_level, shares if shares is not None else counts.slices[fit_level])
     level = fit_level
     while shares is None and level < min(last, slice_level):
         starts, ends = tree.child_start[level], tree.child_end[level]
         pooled = [c for d in chosen for c in range(starts[d], ends[d])]
         level += 1
         assigned = {}
-        chosen = trim(order(counts, level, pooled, lfc), count // slice_size, counts.slices[level], slice_size,
-                      bestfit, assigned, aff[level] if aff else None)
+        chosen = cut(order(counts, level, pooled, lfc), level, counts.slices[level])
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
         child = level + 1

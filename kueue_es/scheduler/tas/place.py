@@ -9,7 +9,9 @@ request that is neither required nor unconstrained is first tried by :mod:`.bala
 :mod:`.balanced_group`, leader-aware), falling back to the search below when that finds nothing. Under
 SchedulerLibraryIntegration (alpha) the scheduler's filters choose the nodes, host ports included (:mod:`.library`). Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
 node affinity favours rank their domains first (:mod:`.search`). Under TASNodeFeasibilityForAllLevels (beta, on)
-a topology whose lowest level is not the hostname has each node under a leaf checked on its own (:mod:`.pernode`). A pod-set group (LeaderWorkerSet leader and
+a topology whose lowest level is not the hostname has each node under a leaf checked on its own (:mod:`.pernode`). Under
+TASPartialSlices (beta, on) a pod set whose count is not a multiple of its slice size also places a last, partial
+slice (:mod:`.partial`; not in a pod-set group, nor balanced). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
 (:mod:`.group`).
 """
@@ -35,6 +37,7 @@ from kueue_es.scheduler.tas.layers import (
 from kueue_es.scheduler.tas.leader_nodes import leader_filter
 from kueue_es.scheduler.tas.library import library_excluded
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
+from kueue_es.scheduler.tas.partial import find_fit_level_tail, tail_capacities, tail_last, tail_size
 from kueue_es.scheduler.tas.pernode import node_scores, node_view
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
@@ -141,6 +144,10 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
                          within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores,
                          nodes=nodes)
     slices = req.count // size
+    tail = tail_size(req.count, size, len(layers_of(topo)), options.partial_slices)
+    if tail:
+        return _place_with_tail(snap, counts, per_pod, assumed, simulate_empty, req.count, size, tail, slice_level,
+                                requested, required, unconstrained, lfc, options)
 
     if options.balanced and not required and not unconstrained:
         found = place_balanced(tree, counts, requested=requested, slice_level=slice_level, slices=slices,
@@ -161,6 +168,27 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
     leaves = descend(tree, counts, fit_level, chosen, count=req.count, slice_size=size, slice_level=slice_level,
                      lfc=lfc, inner=inner)
     return build(snap, leaves, options)
+
+
+def _place_with_tail(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[str, int], ...],
+                     assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool, count: int, size: int,
+                     tail: int, slice_level: int, requested: int, required: bool, unconstrained: bool, lfc: bool,
+                     options: TASOptions) -> Result:
+    """A pod set with a last, partial slice (:mod:`.partial`); never balanced."""
+    tree = snap.tree
+    tails = tail_capacities(tree, counts.pods, counts.slices, size, tail, slice_level)
+    not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, (), count, size)
+    found = find_fit_level_tail(counts, tails, requested, slices=count // size, required=required,
+                                unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
+                                no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
+    if isinstance(found, str):
+        return NoPlacement(found)
+    fit_level, chosen = found
+    leaves = descend(tree, counts, fit_level, chosen, count=count, slice_size=size, slice_level=slice_level,
+                     lfc=lfc, tail=tail, tails=tails)
+    placed = build(snap, leaves, options)
+    return Placement(placed.levels, tail_last(tree, placed.domains, slice_level, size),
+                     placed.hostname_prefix_encoding)
 
 
 def _not_fit(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[str, int], ...],
@@ -260,9 +288,9 @@ def build(snap: FlavorSnapshot, leaves: Mapping[int, int], options: TASOptions =
     as ``options`` say."""
     tree = snap.tree
     encoding = options.hostname_prefix_encoding
+    ordered = [i for i in sorted(leaves) if leaves[i] > 0]
     if tree.hostname_lowest:
         ids = tree.ids[-1]
-        return Placement((HOSTNAME,), tuple(((ids[i],), leaves[i]) for i in sorted(leaves) if leaves[i] > 0),
-                         encoding)
+        return Placement((HOSTNAME,), tuple(((ids[i],), leaves[i]) for i in ordered), encoding)
     vals = tree.values[-1]
-    return Placement(tree.levels, tuple((vals[i], leaves[i]) for i in sorted(leaves) if leaves[i] > 0), encoding)
+    return Placement(tree.levels, tuple((vals[i], leaves[i]) for i in ordered), encoding)

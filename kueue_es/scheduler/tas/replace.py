@@ -27,6 +27,7 @@ import msgspec
 
 from kueue_es.scheduler.tas.elastic import merge
 from kueue_es.scheduler.tas.layers import layers_of, slice_key, slice_size, slices_requested
+from kueue_es.scheduler.tas.partial import tail_last, tail_size
 from kueue_es.scheduler.tas.place import level_key, place
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
@@ -63,7 +64,7 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
             return NoPlacement("Cannot replace the node, because the existing topologyAssignment is invalid, "
                                f"as it contains the stale domain {v[0]}")
     topo = req.topology
-    within = _required_domain(snap, req, remaining, k)
+    within = _required_domain(snap, req, remaining, k, options.partial_slices)
     request = msgspec.structs.replace(req, count=k)
     size = slice_size(topo)
     if slices_requested(topo) and within is not None and isinstance(size, int) and k % size:
@@ -78,7 +79,13 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
         return res
     if not res.domains:
         return NoPlacement(f"cannot find replacement assignment for unhealthy node: {node}")
-    return Replacement(Placement(res.levels, merge(tree, remaining, res.domains), res.hostname_prefix_encoding), res)
+    merged = merge(tree, remaining, res.domains)
+    size = slice_size(topo)
+    skey = slice_key(topo, tree.levels[-1]) if tree.levels else ""
+    if (isinstance(size, int) and skey in tree.levels and slices_requested(topo)
+            and tail_size(sum(c for _, c in merged), size, len(layers_of(topo)), options.partial_slices)):
+        merged = tail_last(tree, merged, tree.levels.index(skey), size)
+    return Replacement(Placement(res.levels, merged, res.hostname_prefix_encoding), res)
 
 
 def replace_in_workload(snapshots: Mapping[str, FlavorSnapshot],
@@ -105,7 +112,7 @@ def replace_in_workload(snapshots: Mapping[str, FlavorSnapshot],
 
 
 def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[tuple[tuple[str, ...], int]],
-                     k: int) -> tuple[str, ...] | None:
+                     k: int, partial: bool) -> tuple[str, ...] | None:
     tree = snap.tree
     levels = tree.levels
     topo = req.topology
@@ -129,6 +136,8 @@ def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[t
                 continue
             anc = tree.ancestor(last, at[1], slice_level)
             held[anc] = held.get(anc, 0) + c
+        if tail_size(sum(held.values()) + k, size, len(layers), partial):
+            return _tail_domain(tree, held, k, size, slice_level)
         for anc in sorted(held):
             if (held[anc] + k) % size == 0:
                 return tree.values[slice_level][anc]
@@ -139,3 +148,15 @@ def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[t
     if at is None or at[0] != last:
         return None
     return tree.values[levels.index(key)][tree.ancestor(last, at[1], levels.index(key))]
+
+
+def _tail_domain(tree, held: dict[int, int], k: int, size: int, slice_level: int) -> tuple[str, ...] | None:
+    """Under TASPartialSlices, with a partial slice: the slice-level domain, in the assignment's order, whose pods
+    plus the ``k`` lost ones make whole slices, or for the last one (which holds the tail, or takes it over when
+    the one holding it lost every pod) whole slices and the tail."""
+    rest = (sum(held.values()) + k) % size
+    order = list(held)
+    for i, anc in enumerate(order):
+        if (held[anc] + k) % size == (rest if i == len(order) - 1 else 0):
+            return tree.values[slice_level][anc]
+    return None

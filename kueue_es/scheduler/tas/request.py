@@ -63,8 +63,10 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     TASAssignmentsEncodingByHostnamePrefix (beta, on: how a placement is written, :meth:`Placement.encode`) and
     TASRespectNodeAffinityPreferred (alpha, off: a pod set's preferred node affinity ranks the domains first),
     TASNodeFeasibilityForAllLevels (beta, on: below a lowest level other than the hostname every node is checked on
-    its own, :mod:`kueue_es.scheduler.tas.pernode`), TASLeaderPodSetFeasibility (beta, on: a pod-set group's
-    leader is placed on the nodes its own filters allow, :mod:`kueue_es.scheduler.tas.leader_nodes`).
+    its own, :mod:`kueue_es.scheduler.tas.pernode`), TASPartialSlices (beta, on: a pod set whose count is not a
+    multiple of its slice size gets a last, partial slice, :mod:`kueue_es.scheduler.tas.partial`),
+    TASLeaderPodSetFeasibility (beta, on: a pod-set group's leader is placed on the nodes its own filters allow,
+    :mod:`kueue_es.scheduler.tas.leader_nodes`).
     ``library`` is SchedulerLibraryIntegration (alpha, off): None while off; on, the pods holding host ports that
     the scheduler's filters see (:mod:`kueue_es.scheduler.tas.library`)."""
 
@@ -75,6 +77,7 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     hostname_prefix_encoding: bool = True
     node_affinity_preferred: bool = False
     node_feasibility: bool = True
+    partial_slices: bool = True
     leader_feasibility: bool = True
     library: NodePorts | None = None
 

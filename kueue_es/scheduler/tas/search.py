@@ -151,8 +151,18 @@ def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit)
     aff = counts.affinity[level] if counts.affinity is not None else None
     # domains without a slice contribute nothing (LeastFreeCapacity would take them first, for 0 pods)
     ordered = order(counts, level, [i for i in range(len(sc)) if sc[i] > 0], lfc)
+    chosen, remaining = take_in_order(ordered, slices, sc, aff, lfc)
+    if remaining > 0:
+        return not_fit(slices - remaining, slices, level)
+    return level, chosen
+
+
+def take_in_order(ordered: Sequence[int], need: int, sc: Sequence[int], aff: Sequence[int] | None,
+                  lfc: bool) -> tuple[list[int], int]:
+    """Domains taken in ``ordered`` until ``need`` slices are covered (BestFit swapping the one that would close
+    the count for the tightest that does), and the slices still missing (0 or less when covered)."""
     chosen: list[int] = []
-    remaining = slices
+    remaining = need
     for k, d in enumerate(ordered):
         if remaining <= 0:
             break
@@ -160,6 +170,4 @@ def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit)
             d = tightest(ordered[k:], remaining, sc, aff)
         chosen.append(d)
         remaining -= sc[d]
-    if remaining > 0:
-        return not_fit(slices - remaining, slices, level)
-    return level, chosen
+    return chosen, remaining
