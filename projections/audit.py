@@ -51,7 +51,12 @@ from events import schema as ev
 from projections import dra, gates
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER, PROVISIONING_CONTROLLER
 from projections.cluster import ClusterState
-from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, has_quota_reservation, owner_uid_of
+from projections.workloads import (
+    ADMISSION_GATED_BY_ANNOTATION,
+    CONCURRENT_ADMISSION_PARENT_LABEL,
+    has_quota_reservation,
+    owner_uid_of,
+)
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 _UNSEEN = object()
@@ -117,6 +122,9 @@ class _Tracked(msgspec.Struct):
     extended: tuple[o.PodSpec, ...] = ()
     """Its pod sets' pod specs, only when some container asks for an extended resource (which a DeviceClass may
     serve)."""
+    parent: bool = False
+    """Labelled a ``ConcurrentAdmission`` parent (``kueue.x-k8s.io/concurrent-admission-parent: "true"``): under the
+    gate it is pursued through its variants, not queued itself."""
     parent_uid: str = ""
     """A ``ConcurrentAdmission`` variant the log made (``VariantCreated``, no uid yet): its parent's UID, by which its
     read-back from the apiserver is known as the same workload (:func:`projections.variants.adopts`)."""
@@ -164,6 +172,8 @@ class AuditTrail:
         """AdmissionCheck name -> its controller, as the fold keeps them: whose checks' states it may take."""
         self.multikueue = gates.enabled({}, gates.MULTIKUEUE)
         """The MultiKueue gate of the configuration in force: with it on, kueue-es runs MultiKueue checks."""
+        self.concurrent_admission = gates.enabled({}, gates.CONCURRENT_ADMISSION)
+        """The ConcurrentAdmission gate of the configuration in force: a workload labelled a parent is not queued."""
         self.generations: dict[str, int | None] = {}
         """Wanted workload -> the ``metadata.generation`` of its first upsert, while there is no ``state``."""
         self.regenerated: set[str] = set()
@@ -308,6 +318,12 @@ class AuditTrail:
                     for key in sorted(self.workloads):
                         if self.workloads[key].gate:
                             self._queue(off, e, key, self.workloads[key])
+                concurrent = gates.enabled(gates.of_document(e.document), gates.CONCURRENT_ADMISSION)
+                if concurrent != self.concurrent_admission:
+                    self.concurrent_admission = concurrent
+                    for key in sorted(self.workloads):
+                        if self.workloads[key].parent:
+                            self._queue(off, e, key, self.workloads[key])
                 dra_config = (dra.mode_of(e.document), dra.mapping_of(e.document), dra.extended_on(e.document),
                               dra.prioritized_on(e.document))
                 if dra_config != self.dra_config:
@@ -350,7 +366,8 @@ class AuditTrail:
     def _admissible(self, t: _Tracked) -> bool:
         """Active, not held back by an admission gate, its DRA claims charged: may be queued (Kueue's
         ``IsAdmissible``, and its workload controller's DRA check)."""
-        return t.active and not (t.gate and self.gated_by) and not self._claims_refused(t)
+        return (t.active and not (t.gate and self.gated_by) and not (t.parent and self.concurrent_admission)
+                and not self._claims_refused(t))
 
     def _claims_refused(self, t: _Tracked) -> bool:
         """Kueue refuses ``t``'s DRA claims, or its extended resources that DeviceClasses serve, under the
@@ -411,7 +428,7 @@ class AuditTrail:
         if t is None:
             t = _Tracked(uid=w.metadata.uid, namespace=w.metadata.namespace, queue_name=w.spec.queue_name,
                          active=w.spec.active, gate=w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
-                         claims=_claims_of(w), extended=_extended_of(w))
+                         claims=_claims_of(w), extended=_extended_of(w), parent=_is_parent(w))
             self.workloads[key] = t
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
             ref = w.spec.priority_class_ref
@@ -429,6 +446,7 @@ class AuditTrail:
         t.gate = w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
         t.claims = _claims_of(w)
         t.extended = _extended_of(w)
+        t.parent = _is_parent(w)
         self._queue(off, e, key, t)
 
     def _reservation_forgotten(self, off: int, e: ev.ObjectUpserted) -> None:
@@ -537,6 +555,12 @@ class AuditTrail:
                     if reserving:
                         t.phase, t.reserved_in = PENDING, ""
                     t.queued_in = ""
+            case ev.ParentLabelled():
+                self._add(off, e, key, "ParentLabelled", t, cycle=e.cycle, ignored=t is None,
+                          message="labelled a ConcurrentAdmission parent: pursued through its variants")
+                if t is not None:
+                    t.parent = True
+                    self._queue(off, e, key, t)
             case ev.VariantCreated():
                 self._variant_created(off, e)
             case ev.VariantActivation():
@@ -588,6 +612,10 @@ def _assignment(admission: o.Admission) -> dict[str, object]:
 
 def step_to_builtins(step: Step) -> dict[str, object]:
     return msgspec.to_builtins(step)
+
+
+def _is_parent(w: o.Workload) -> bool:
+    return w.metadata.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
 
 
 def _claims_of(w: o.Workload) -> tuple[tuple[str, tuple[o.PodResourceClaim, ...]], ...]:

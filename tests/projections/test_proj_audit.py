@@ -210,6 +210,7 @@ def test_steps_of_all_workloads_are_in_log_order() -> None:
 @example(ops=[Op("device_class", 0, 0, 0), Op("wl_extended", 0, 0, 4)])  # 500m of a served resource: refused
 @example(ops=[Op("wl_extended", 0, 0, 4), Op("device_class", 0, 0, 0), Op("device_class_delete", 0, 0, 0)])
 @example(ops=[Op("wl", 0, 0, 0), Op("ca_family", 0, 0, 0)])  # a variant the log made: submitted to its parent's queue
+@example(ops=[Op("wl_variant", 0, 0, 1), Op("config_gates", 0, 0, 0)])  # a labelled parent leaves its queue with the gate
 def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
     recs = records(interpret(ops))
     state = fold(recs)
