@@ -258,3 +258,26 @@ def test_under_dynamic_quota_orchestration_the_status_lists_the_effective_quotas
     state.apply(ev.Record(state.offset + 1, _dynamic(False, 9)))
     s = cluster_queue_status(state, "cq", NOW)
     assert s is not None and [f["name"] for f in s["flavorsReservation"]] == ["on-demand", "spot"]
+
+
+def test_terminating_cluster_queue_keeps_its_counts_accurate() -> None:
+    """Kueue #13680: a ClusterQueue held by its finalizer while workloads reserve quota shows Active=False
+    ``Terminating`` and goes on counting: its pending, reserving and admitted workloads as they are, and one that
+    finishes meanwhile is no longer counted."""
+    state = state_with(*busy(), upsert(cq(deleting=True), T0 + 5 * S))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None
+    c = s["conditions"][0]
+    assert (c["status"], c["reason"], c["message"]) == (
+        "False", "Terminating", "Can't admit new workloads; clusterQueue is terminating")
+    assert (s["pendingWorkloads"], s["reservingWorkloads"], s["admittedWorkloads"]) == (2, 2, 1)
+    assert s["flavorsUsage"][0]["resources"][0] == {"name": "cpu", "total": "3", "borrowed": "0"}
+    state.apply(ev.Record(state.offset + 1, ev.WorkloadFinished(key="team/a", time=T0 + 6 * S)))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None
+    assert (s["pendingWorkloads"], s["reservingWorkloads"], s["admittedWorkloads"]) == (2, 1, 0)
+    assert s["flavorsReservation"][0]["resources"][0] == {"name": "cpu", "total": "0", "borrowed": "0"}
+    assert s["flavorsReservation"][1]["resources"][0] == {"name": "cpu", "total": "500m", "borrowed": "0"}
+    lq = local_queue_status(state, "team/lq", NOW)
+    assert lq is not None
+    assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (2, 1, 0)
