@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fixtures.eventgen import (
     T0,
+    cohort,
     flavor,
     fold,
     local_queue,
@@ -281,3 +282,24 @@ def test_terminating_cluster_queue_keeps_its_counts_accurate() -> None:
     lq = local_queue_status(state, "team/lq", NOW)
     assert lq is not None
     assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (2, 1, 0)
+
+
+def test_cohort_cycle_makes_the_cluster_queue_inactive_with_cohort_cycle_detected() -> None:
+    """Kueue #13774: a ClusterQueue whose Cohort's parent links loop is Active=False ``CohortCycleDetected``,
+    its message naming its own Cohort (also when that Cohort only leads into the loop); breaking the loop makes
+    it Ready again."""
+    state = state_with(upsert(cohort("a"), T0), upsert(cohort("b", parent="a"), T0), queue=cq(cohort="b"))
+    assert cluster_queue_status(state, "cq", NOW)["conditions"][0]["reason"] == "Ready"  # type: ignore[index]
+    state.apply(ev.Record(state.offset + 1, upsert(cohort("a", parent="b"), T0 + S)))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["status"], c["reason"], c["message"]) == (
+        "False", "CohortCycleDetected", 'Can\'t admit new workloads: Cohort "b" has a cycle in hierarchy.')
+    assert state.inactive_reason("cq") == "CohortCycleDetected"
+    state.apply(ev.Record(state.offset + 1, upsert(cq(cohort="c"), T0 + 2 * S)))
+    state.apply(ev.Record(state.offset + 1, upsert(cohort("c", parent="a"), T0 + 2 * S)))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert c["message"] == 'Can\'t admit new workloads: Cohort "c" has a cycle in hierarchy.'
+    state.apply(ev.Record(state.offset + 1, upsert(cohort("a"), T0 + 3 * S)))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["status"], c["reason"]) == ("True", "Ready")
+    assert state.inactive_reason("cq") is None
