@@ -124,6 +124,7 @@ class ClusterQueueInfo:
 
 
 TERMINATING = "Terminating"
+COHORT_CYCLE = "CohortCycleDetected"
 
 
 def multikueue_checks(rules: list[tuple[str, frozenset[str]]], admission_checks: Mapping[str, o.AdmissionCheck]
@@ -139,8 +140,9 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
                      tas: bool = True, multikueue: MultiKueueWorld | None = None) -> list[tuple[str, str]]:
     """Why the ClusterQueue cannot admit: (reason, what Kueue's Active message says of it), first reason first.
 
-    A ClusterQueue being deleted (held by its finalizer) is only ``Terminating``. The message of a cohort cycle
-    is empty (Kueue has no words for it). A TAS flavor whose Topology is missing counts only with ``tas``
+    A ClusterQueue being deleted (held by its finalizer) is only ``Terminating``. One whose Cohort's parent
+    links loop (its Cohort in the loop or leading into it) is ``CohortCycleDetected``, the message naming its own
+    Cohort (Kueue #13774). A TAS flavor whose Topology is missing counts only with ``tas``
     (Kueue's TopologyAwareScheduling gate)."""
     name, spec = obj.metadata.name, obj.spec
     if obj.metadata.deletion_timestamp:
@@ -149,7 +151,7 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
     if spec.stop_policy not in ("None", ""):
         reasons.append(("Stopped", "is stopped"))
     if "cq:" + name in forest.cyclic:
-        reasons.append(("Unknown", ""))
+        reasons.append((COHORT_CYCLE, f'Cohort "{spec.cohort_name}" has a cycle in hierarchy'))
     missing = [fq.name for rg in spec.resource_groups for fq in rg.flavors if fq.name not in flavors]
     if missing:
         reasons.append(("FlavorNotFound", f"references missing ResourceFlavor(s): {','.join(missing)}"))

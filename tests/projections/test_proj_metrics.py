@@ -44,6 +44,7 @@ from projections.metrics import (
     families,
     merged,
 )
+from projections.queue_status import cluster_queue_status, local_queue_status
 
 NS = "ns"
 
@@ -1089,3 +1090,22 @@ def test_under_dynamic_quota_orchestration_the_resource_gauges_show_the_effectiv
         ("co", "cq-a", "f0", "cpu"): 1.5}
     assert {k: v for k, v in series(s, "kueue_local_queue_resource_reservation").items() if k[0] == "lq-a"} == {
         ("lq-a", "ns", "f0", "cpu"): 1.5}
+
+
+def test_a_local_queue_moved_to_another_cluster_queue_takes_its_pending_accounting_along() -> None:
+    """Kueue #13885: pointing lq-b at cq-a moves its pending workloads — w2 and w3, parked together in cq-b —
+    out of cq-b's counts (none left there, parked or not) and onto cq-a's heap, where they count as active."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, (ev.WorkloadPending, {"key": "ns/w2", "reason": "WaitingForQuota", "message": "m",
+                                                "requeue_reason": "NoFit", "parked": True}))
+    pending = series(log.state, "kueue_pending_workloads")
+    assert (pending[("cq-a", "active")], pending[("cq-b", "inadmissible")]) == (1, 2)
+    log.observe(upsert(local_queue(NS, "lq-b", "cq-a"), T0 + 2000))
+    assert series(log.state, "kueue_pending_workloads") == {
+        ("cq-a", "active"): 3, ("cq-a", "inadmissible"): 0, ("cq-b", "active"): 0, ("cq-b", "inadmissible"): 0}
+    assert sample(log.state, "kueue_local_queue_pending_workloads", name="lq-b", namespace=NS,
+                  status="active") == 2
+    assert cluster_queue_status(log.state, "cq-b", T0 + 2000)["pendingWorkloads"] == 0  # type: ignore[index]
+    assert cluster_queue_status(log.state, "cq-a", T0 + 2000)["pendingWorkloads"] == 3  # type: ignore[index]
+    assert local_queue_status(log.state, f"{NS}/lq-b", T0 + 2000)["pendingWorkloads"] == 2  # type: ignore[index]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fixtures.eventgen import (
     T0,
+    cohort,
     flavor,
     fold,
     local_queue,
@@ -258,3 +259,47 @@ def test_under_dynamic_quota_orchestration_the_status_lists_the_effective_quotas
     state.apply(ev.Record(state.offset + 1, _dynamic(False, 9)))
     s = cluster_queue_status(state, "cq", NOW)
     assert s is not None and [f["name"] for f in s["flavorsReservation"]] == ["on-demand", "spot"]
+
+
+def test_terminating_cluster_queue_keeps_its_counts_accurate() -> None:
+    """Kueue #13680: a ClusterQueue held by its finalizer while workloads reserve quota shows Active=False
+    ``Terminating`` and goes on counting: its pending, reserving and admitted workloads as they are, and one that
+    finishes meanwhile is no longer counted."""
+    state = state_with(*busy(), upsert(cq(deleting=True), T0 + 5 * S))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None
+    c = s["conditions"][0]
+    assert (c["status"], c["reason"], c["message"]) == (
+        "False", "Terminating", "Can't admit new workloads; clusterQueue is terminating")
+    assert (s["pendingWorkloads"], s["reservingWorkloads"], s["admittedWorkloads"]) == (2, 2, 1)
+    assert s["flavorsUsage"][0]["resources"][0] == {"name": "cpu", "total": "3", "borrowed": "0"}
+    state.apply(ev.Record(state.offset + 1, ev.WorkloadFinished(key="team/a", time=T0 + 6 * S)))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None
+    assert (s["pendingWorkloads"], s["reservingWorkloads"], s["admittedWorkloads"]) == (2, 1, 0)
+    assert s["flavorsReservation"][0]["resources"][0] == {"name": "cpu", "total": "0", "borrowed": "0"}
+    assert s["flavorsReservation"][1]["resources"][0] == {"name": "cpu", "total": "500m", "borrowed": "0"}
+    lq = local_queue_status(state, "team/lq", NOW)
+    assert lq is not None
+    assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (2, 1, 0)
+
+
+def test_cohort_cycle_makes_the_cluster_queue_inactive_with_cohort_cycle_detected() -> None:
+    """Kueue #13774: a ClusterQueue whose Cohort's parent links loop is Active=False ``CohortCycleDetected``,
+    its message naming its own Cohort (also when that Cohort only leads into the loop); breaking the loop makes
+    it Ready again."""
+    state = state_with(upsert(cohort("a"), T0), upsert(cohort("b", parent="a"), T0), queue=cq(cohort="b"))
+    assert cluster_queue_status(state, "cq", NOW)["conditions"][0]["reason"] == "Ready"  # type: ignore[index]
+    state.apply(ev.Record(state.offset + 1, upsert(cohort("a", parent="b"), T0 + S)))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["status"], c["reason"], c["message"]) == (
+        "False", "CohortCycleDetected", 'Can\'t admit new workloads: Cohort "b" has a cycle in hierarchy.')
+    assert state.inactive_reason("cq") == "CohortCycleDetected"
+    state.apply(ev.Record(state.offset + 1, upsert(cq(cohort="c"), T0 + 2 * S)))
+    state.apply(ev.Record(state.offset + 1, upsert(cohort("c", parent="a"), T0 + 2 * S)))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert c["message"] == 'Can\'t admit new workloads: Cohort "c" has a cycle in hierarchy.'
+    state.apply(ev.Record(state.offset + 1, upsert(cohort("a"), T0 + 3 * S)))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["status"], c["reason"]) == ("True", "Ready")
+    assert state.inactive_reason("cq") is None
