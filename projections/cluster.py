@@ -2191,8 +2191,10 @@ class ClusterState:
             spec = self.cluster_queues.get(wl.cluster_queue)
             if spec is not None and spec.spec.queueing_strategy != "StrictFIFO":
                 q.sticky = wl.key
-        elif e.requeue_reason and q.preemptor == wl.key:
-            q.preemptor = None  # requeued for another reason: Kueue forgets its preemptor (not its sticky one)
+        elif e.requeue_reason and wl.key in (q.preemptor, q.sticky):
+            # requeued for another reason (its preemption failed, or another cycle found it something else to do):
+            # Kueue v0.20 (#14863) forgets it as the preemptor and, under BestEffortFIFO, as the sticky head
+            q.preemptor = q.sticky = None
 
     def _evicted(self, e: ev.WorkloadPreempted | ev.WorkloadEvicted) -> None:
         wl = self.workloads.get(e.key)
