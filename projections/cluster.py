@@ -1083,6 +1083,8 @@ class ClusterState:
             last_transition_time=_ltt(old, e.state, e.time), pod_set_updates=list(e.pod_set_updates),
         )
         wl.check_states = dict(sorted(states.items()))
+        if e.state == "Rejected":  # Kueue v0.20 (#14309): a rejected check takes the Admitted condition down at once
+            _sync_admitted(wl, e.time)
         if wl.unshown_checks and isinstance(e, ev.AdmissionCheckStateChanged):
             # its controller's word, observed where it set it: the log's own earlier word is behind it
             wl.unshown_checks = tuple(u for u in wl.unshown_checks if u[0] != e.check)
@@ -2154,8 +2156,8 @@ class ClusterState:
 
     def _admitted(self, e: ev.WorkloadAdmitted) -> None:
         wl = self.workloads.get(e.key)
-        if wl is None or wl.phase != RESERVED:
-            return
+        if wl is None or wl.phase != RESERVED or any(s.state == "Rejected" for s in wl.check_states.values()):
+            return  # never Admitted=True while a check is Rejected (Kueue v0.20, #14309)
         settled = self._afs_counted(wl)  # under the reservation anchor, settled when it reserved
         wl.phase = ADMITTED
         wl.admitted_at = e.time
@@ -2189,8 +2191,10 @@ class ClusterState:
             spec = self.cluster_queues.get(wl.cluster_queue)
             if spec is not None and spec.spec.queueing_strategy != "StrictFIFO":
                 q.sticky = wl.key
-        elif e.requeue_reason and q.preemptor == wl.key:
-            q.preemptor = None  # requeued for another reason: Kueue forgets its preemptor (not its sticky one)
+        elif e.requeue_reason and wl.key in (q.preemptor, q.sticky):
+            # requeued for another reason (its preemption failed, or another cycle found it something else to do):
+            # Kueue v0.20 (#14863) forgets it as the preemptor and, under BestEffortFIFO, as the sticky head
+            q.preemptor = q.sticky = None
 
     def _evicted(self, e: ev.WorkloadPreempted | ev.WorkloadEvicted) -> None:
         wl = self.workloads.get(e.key)

@@ -206,6 +206,10 @@ def _better(mode: int, borrow: int, best_mode: int, best_borrow: int, ff: o.Flav
         return False
     if best_mode == _NO_FIT:
         return True
+    if (mode == _NO_CANDIDATES) != (best_mode == _NO_CANDIDATES):
+        # Kueue v0.20 (#13616): a flavor whose preemption found no victims cannot admit in this attempt, so any
+        # flavor that can ranks above it whatever the preference
+        return best_mode == _NO_CANDIDATES
     if ff.preference == "PreemptionOverBorrowing":
         return (borrow, -mode) < (best_borrow, -best_mode)
     return (-mode, borrow) < (-best_mode, best_borrow)

@@ -1,6 +1,6 @@
 """Each queue's preemptor workload in the fold (``ClusterQueueQueue.preemptor``), which PrioritizePreemptorWorkloads
 puts first in a cycle: set when a workload is requeued while waiting for its preemptions, in either queueing strategy
-(BestEffortFIFO's sticky workload is the same one there), forgotten when it is requeued for another reason, parked
+(BestEffortFIFO's sticky workload is the same one there), forgotten (sticky too, Kueue v0.20) when it is requeued for another reason, parked
 or leaves the queue, and kept by a snapshot. The scenarios ``prioritize-preemptor-*`` show the scheduling side."""
 
 from __future__ import annotations
@@ -48,14 +48,16 @@ def test_a_workload_waiting_for_its_preemptions_is_its_queues_preemptor_in_eithe
     assert snapshot.digest(restored) == snapshot.digest(state)
 
 
-def test_requeued_for_another_reason_it_is_no_longer_the_preemptor_but_stays_sticky() -> None:
-    """Kueue clears its preemptor workload on any other requeue; kueue-es's BestEffortFIFO stickiness follows the
-    reference (kept until the workload leaves the queue or another replaces it)."""
+@pytest.mark.parametrize("reason", ["PreemptionFailed", "FailedAfterNomination", "Generic"])
+def test_requeued_for_another_reason_it_is_neither_the_preemptor_nor_sticky(reason: str) -> None:
+    """Kueue v0.20 (#14863): any other requeue — its preemption failed, or a later cycle requeued it for another
+    reason while it stays in the heap — clears the preemptor, and BestEffortFIFO's sticky head with it."""
     state = fold("BestEffortFIFO")
     pending(state, "PendingPreemption")
-    pending(state, "FailedAfterNomination")
+    pending(state, reason)
     q = state.queues["cq"]
-    assert (q.preemptor, q.sticky) == (None, KEY)
+    assert KEY in q.entries
+    assert (q.preemptor, q.sticky) == (None, None)
 
 
 def test_parked_it_is_no_longer_the_preemptor() -> None:
