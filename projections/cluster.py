@@ -998,7 +998,8 @@ class ClusterState:
             return
         if not wl.reserving or wl.admission is None:
             return
-        self._rescale_usage(wl)
+        if not self._rescale_usage(wl):
+            self.tas.charge(wl)  # a pod set that completed frees its topology domains (charged anew on a rescale)
         if wl.phase == ADMITTED and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
 
