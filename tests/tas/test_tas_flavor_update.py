@@ -35,3 +35,19 @@ def test_relabelling_a_tas_flavor_keeps_admitted_usage_and_moves_its_node_set() 
     snap = tas_snapshots(state)["tas"]
     assert list(snap.tree.ids[-1]) == ["h1"], "placement reads the new node set"
     assert [t.key for t in snap.tolerations] == ["k"]
+
+
+def test_new_topology_levels_keep_admitted_usage_when_hostname_stays_lowest() -> None:
+    """Kueue v0.20 (#13910): the usage of a workload admitted under the old levels stays charged, on its host."""
+    events: list[ev.Event] = [upsert(topology_obj("default", ["hostname"])), upsert(flavor_obj("tas", "default"))]
+    events += [upsert(node_obj({"name": h, "labels": {"rack": "r0", "hostname": h}, "allocatable": {"cpu": 2, "pods": 10}}))
+               for h in HOSTS]
+    events.append(upsert(admitted_workload_obj({"name": "running", "requests": {"cpu": 2}, "domains": [["h0", 1]]},
+                                               ["hostname"])))
+    state = ClusterState()
+    for i, e in enumerate(events):
+        state.apply(ev.Record(i, e))
+    state.apply(ev.Record(len(events), upsert(topology_obj("default", ["rack", "hostname"]), T0 + 1)))
+    snap = tas_snapshots(state)["tas"]
+    assert snap.tree.depth == 2
+    assert snap.leaf_remaining("h0") == {"pods": 9} and snap.leaf_remaining("h1") == {"cpu": 2000, "pods": 10}
