@@ -80,7 +80,7 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             if old.spec.cluster_queue != new.spec.cluster_queue:
                 raise InvalidInput(f"{where}: field `spec.clusterQueue`: {IMMUTABLE}")
         case o.ResourceFlavor() if isinstance(old, o.ResourceFlavor):
-            if old.spec.topology_name is not None and _get(old_doc, "spec") != _get(new_doc, "spec"):
+            if old.spec.topology_name is not None and _tas_flavor_fixed(old_doc) != _tas_flavor_fixed(new_doc):
                 raise InvalidInput(f"{where}: field `spec`: resourceFlavorSpec are immutable when topologyName is set")
         case o.Topology() if isinstance(old, o.Topology):
             _topology_levels(_get(old_doc, "spec").get("levels"), _get(new_doc, "spec").get("levels"), where)
@@ -248,6 +248,15 @@ def _pod_set_updates(old: list[Any], new: list[Any], where: str) -> None:
         if (before.get("state") == now.get("state") == "Ready"
                 and (before.get("podSetUpdates") or []) != (now.get("podSetUpdates") or [])):
             raise InvalidInput(f"{where}: field `status.admissionChecks[{i}].podSetUpdates`: {IMMUTABLE}")
+
+
+TAS_FLAVOR_MUTABLE = ("nodeLabels", "nodeTaints", "tolerations")
+"""What a ResourceFlavor with a ``topologyName`` may change (Kueue v0.20, #13738 / #13622 / #13647): admitted
+workloads keep their reservation and assignment, pending ones are retried against the new node set."""
+
+
+def _tas_flavor_fixed(doc: Any) -> dict[str, Any]:
+    return {k: v for k, v in _get(doc, "spec").items() if k not in TAS_FLAVOR_MUTABLE}
 
 
 def _topology_levels(old: Any, new: Any, where: str) -> None:

@@ -85,6 +85,7 @@ from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
 from projections.request_rules import RequestRules, reclaims, rules_of
 from projections.resource_slices import ResourceSlices
+from projections.secondpass import HOSTNAME as HOSTNAME_LABEL
 from projections.secondpass import backoff_ms, needs_second_pass
 from projections.topology import TASFold
 from projections.workloads import (
@@ -998,7 +999,8 @@ class ClusterState:
             return
         if not wl.reserving or wl.admission is None:
             return
-        self._rescale_usage(wl)
+        if not self._rescale_usage(wl):
+            self.tas.charge(wl)  # a pod set that completed frees its topology domains (charged anew on a rescale)
         if wl.phase == ADMITTED and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
 
@@ -1148,13 +1150,15 @@ class ClusterState:
                 wl.kept_nodes = tuple(sorted({*wl.kept_nodes, *e.kept}))
                 self.keeping[wl.key] = None
 
-    def _look_at_node_anew(self, name: str) -> None:
-        """Kueue's node controller looks at node ``name`` again (its Ready status or taints changed, it came or
-        went): a workload whose placement was kept on it has it listed again if it still fails."""
+    def _look_at_node_anew(self, node: o.Node) -> None:
+        """Kueue's node controller looks at ``node`` again (its Ready status or taints changed, it came or
+        went): a workload whose placement was kept on it (by its hostname label, else its name) has it listed
+        again if it still fails."""
+        names = {node.metadata.name, node.metadata.labels.get(HOSTNAME_LABEL, node.metadata.name)}
         for key in sorted(self.keeping):
             wl = self.workloads.get(key)
-            if wl is not None and name in wl.kept_nodes:
-                wl.kept_nodes = tuple(n for n in wl.kept_nodes if n != name)
+            if wl is not None and names.intersection(wl.kept_nodes):
+                wl.kept_nodes = tuple(n for n in wl.kept_nodes if n not in names)
                 if not wl.kept_nodes:
                     del self.keeping[key]
 
@@ -1322,7 +1326,7 @@ class ClusterState:
                     self.tas.nodes_changed()
                     self.touched_all = True  # node failure rules: which workloads are on it is not indexed
                     if self.keeping and self._node_looked_at_anew(old_node, obj):
-                        self._look_at_node_anew(name)
+                        self._look_at_node_anew(obj)
                 self.nodes[name] = obj
                 self.index_node_wait(name)
             case o.Pod():
@@ -1408,8 +1412,8 @@ class ClusterState:
             self.touched_all = True
             if kind == "Node":
                 self.index_node_wait(key)
-                if self.keeping:
-                    self._look_at_node_anew(key)
+                if self.keeping and isinstance(gone, o.Node):
+                    self._look_at_node_anew(gone)
         elif kind == "Pod":
             self._touch_pod(gone)
             self.tas.pod_changed(key, None)

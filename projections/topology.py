@@ -172,9 +172,10 @@ def workload_tas_usage(wl: WorkloadInfo) -> tuple[tuple[str, str, tuple[tuple[st
     if adm is None:
         return ()
     out: list[tuple[str, str, tuple[tuple[str, int], ...]]] = []
+    finished = _finished_pod_sets(wl)
     for psa in adm.pod_set_assignments:
         ta = psa.topology_assignment
-        if ta is None:
+        if ta is None or psa.name in finished:
             continue
         try:
             domains = tas_assignment.decode(ta)
@@ -187,6 +188,17 @@ def workload_tas_usage(wl: WorkloadInfo) -> tuple[tuple[str, str, tuple[tuple[st
                 amounts[PODS] = amounts.get(PODS, 0) + d.count
                 out.append((flavor, domain_id(d.values), tuple(sorted(amounts.items()))))
     return tuple(out)
+
+
+def _finished_pod_sets(wl: WorkloadInfo) -> frozenset[str]:
+    """Pod sets all of whose admitted pods are reclaimable (Kueue v0.20: a completed pod set frees its topology
+    domains). Only while reclaimable pods count (the ReclaimablePods gate), which is when the fold keeps the
+    spec's pod sets apart from the ones it counts."""
+    if not wl.reclaimable or wl.spec_pod_sets is None or wl.admission is None:
+        return frozenset()
+    done = dict(wl.reclaimable)
+    return frozenset(psa.name for psa in wl.admission.pod_set_assignments
+                     if psa.count is not None and 0 < psa.count <= done.get(psa.name, 0))
 
 
 def _single_pod_requests(wl: WorkloadInfo, psa: o.PodSetAssignment) -> tuple[tuple[str, int], ...]:

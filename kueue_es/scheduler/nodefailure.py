@@ -100,8 +100,28 @@ def _taint_verdict(node: o.Node, tolerations: list[tuple[o.Toleration, ...]]) ->
     return found
 
 
+def node_by_hostname(state: ClusterState, hostname: str) -> o.Node | None:
+    """The Node a hostname-level placement names: the one whose ``kubernetes.io/hostname`` label is
+    ``hostname`` (Kueue v0.20, #15575: the label may differ from the object's name), else the node so named that
+    carries no such label. The label-to-name map is memoised per nodes generation."""
+    named = state.nodes.get(hostname)
+    if named is not None and named.metadata.labels.get(HOSTNAME, hostname) == hostname:
+        return named  # the usual case: the label is the name
+    memo = state.derived.get("tas-hostnames")
+    generation = state.tas.nodes_generation
+    if memo is None or memo[0] != generation:
+        by_label: dict[str, str] = {}
+        for name in sorted(state.nodes):
+            value = state.nodes[name].metadata.labels.get(HOSTNAME)
+            if value is not None:
+                by_label.setdefault(value, name)
+        memo = state.derived["tas-hostnames"] = (generation, by_label)
+    found = memo[1].get(hostname)
+    return state.nodes.get(found) if found is not None else None
+
+
 def _progressing(state: ClusterState, wl: WorkloadInfo, node: str) -> bool:
-    """Some pod of ``wl`` bound to ``node`` is neither terminal nor being deleted."""
+    """Some pod of ``wl`` bound to ``node`` (a Node's name) is neither terminal nor being deleted."""
     for pod in state.pods.values():
         if (pod.spec.node_name == node and pod.metadata.namespace == wl.namespace
                 and pod.metadata.annotations.get(WORKLOAD_ANNOTATION) == wl.name
@@ -116,9 +136,10 @@ def verdict(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str
     ``taints`` is Kueue's TASReplaceNodeOnNodeTaints gate (off, a Ready node is healthy whatever its taints),
     ``on_pod_termination`` its TASReplaceNodeOnPodTermination gate and ``fixed_time`` its
     TASReplaceNodeDueToNotReadyOverFixedTime gate (see the module docstring)."""
-    obj = state.nodes.get(node)
+    obj = node_by_hostname(state, node)
     if obj is None:
         return FAILED
+    node = obj.metadata.name  # its pods name it so
     ready = ready_condition(obj)
     if ready is None:
         return FAILED

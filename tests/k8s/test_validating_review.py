@@ -259,9 +259,17 @@ def test_a_local_queue_keeps_its_cluster_queue_and_a_tas_flavor_its_spec() -> No
     assert _review("LocalQueue", {**lq, "spec": {"clusterQueue": "cq", "stopPolicy": "Hold"}}, lq)["allowed"]
     rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
           "spec": {"nodeLabels": {"pool": "a"}, "topologyName": "default"}}
-    relabelled = {**rf, "spec": {"nodeLabels": {"pool": "b"}, "topologyName": "default"}}
+    moved = {**rf, "spec": {"nodeLabels": {"pool": "a"}, "topologyName": "other"}}
     assert "resourceFlavorSpec are immutable when topologyName is set" in _message(
-        _review("ResourceFlavor", relabelled, rf))
+        _review("ResourceFlavor", moved, rf))
+    weighted = {**rf, "spec": {**rf["spec"], "resourceWeights": {"cpu": "2"}}}
+    assert "resourceFlavorSpec are immutable when topologyName is set" in _message(
+        _review("ResourceFlavor", weighted, rf))
+    # Kueue v0.20 (#13738, #13622, #13647): a TAS flavor's node labels, taints and tolerations may change
+    relabelled = {**rf, "spec": {"nodeLabels": {"pool": "b"}, "topologyName": "default",
+                                 "nodeTaints": [{"key": "k", "effect": "NoSchedule"}],
+                                 "tolerations": [{"key": "k", "operator": "Exists"}]}}
+    assert _review("ResourceFlavor", relabelled, rf)["allowed"] is True
     plain = {**rf, "spec": {"nodeLabels": {"pool": "a"}}}
     assert _review("ResourceFlavor", {**plain, "spec": {"nodeLabels": {"pool": "b"}}}, plain)["allowed"] is True
 

@@ -166,3 +166,13 @@ def test_the_owner_multikueue_reads_follows_an_upsert_that_changes_it_and_is_kep
     other_kind = owner_of(meta("w", "team", owner_references=[POD]), known)
     assert other_kind == ("v1", "Pod", "p")
     assert owner_of(meta("w", "team"), known) == ()
+
+
+def test_a_kept_node_is_known_by_its_hostname_label_when_it_differs_from_its_name() -> None:
+    """Kueue v0.20 (#15575): placements name nodes by their kubernetes.io/hostname label."""
+    f = Fold([POD])
+    f.keep("host-1")
+    labelled = o.Node(api_version="v1", metadata=meta("node-1", labels={"kubernetes.io/hostname": "host-1"}),
+                      status=o.NodeStatus(conditions=[o.Condition(type="Ready", status="True")]))
+    f.apply(upsert(labelled, T0 + 1))
+    assert f.wl.kept_nodes == () and f.state.keeping == {}
