@@ -197,6 +197,10 @@ def test_the_mirror_indexes_every_workload_a_job_controls() -> None:
     for w in (a, b):
         _upsert(mirror, w)
     assert mirror.owned_by == {"ns/train": {"ns/a", "ns/b"}}
+    refers = _copy("c", created="")
+    _upsert(mirror, _meta(refers, owner_references=[msgspec.structs.replace(refers.metadata.owner_references[0],
+                                                                            controller=False)]))
+    assert mirror.owned_by == {"ns/train": {"ns/a", "ns/b"}}, "Kueue's #13573: one merely referring to it is not its"
     _upsert(mirror, _meta(a, owner_references=[]))
     assert mirror.owned_by == {"ns/train": {"ns/b"}}, "no longer controlled by it"
     mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=9, kind="Workload", key="ns/b", uid="b-uid")))

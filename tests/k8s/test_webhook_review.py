@@ -224,7 +224,7 @@ def test_review_refuses_a_job_whose_namespace_cannot_be_read_under_the_option() 
 
 def _child_of(api_version: str, kind: str, labels: dict | None = None) -> dict:
     job = _job(labels, suspend=False)
-    job["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "p",
+    job["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "uid-parent",
                                            "controller": True}]
     return job
 
@@ -294,7 +294,7 @@ def test_the_job_webhook_walks_the_ancestors_as_kueues_does() -> None:
     JobSet's, so left running."""
     suspend = [{"op": "add", "path": "/spec/suspend", "value": True}]
     queued = _child_of("batch/v1", "Job", {Q: "lq"})
-    queued["metadata"]["ownerReferences"][0]["name"] = "driver"
+    queued["metadata"]["ownerReferences"][0].update(name="driver", uid="uid-driver")
     unqueued_parent = _Parents(("Job", "driver", {"uid": "uid-driver", "labels": {}}))
     assert _patched(_ancestry_review(queued, unqueued_parent)) == suspend
     assert unqueued_parent.reads == [("Job", "driver")]
@@ -302,7 +302,9 @@ def test_the_job_webhook_walks_the_ancestors_as_kueues_does() -> None:
     under_jobset = _Parents(("Job", "driver", driver), ("JobSet", "js", {"uid": "uid-js", "labels": {Q: "lq"}}))
     assert _patched(_ancestry_review(queued, under_jobset)) == []
     assert _patched(_ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}),
-                                     _Parents(("Job", "parent", {"uid": "p", "labels": {Q: "lq"}})))) == []
+                                     _Parents(("Job", "parent", {"uid": "uid-parent", "labels": {Q: "lq"}})))) == []
+    stale = _Parents(("Job", "parent", {"uid": "uid-parent-recreated", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), stale)) == suspend, "Kueue's #13802"
 
 
 def test_the_job_webhook_walks_up_to_a_queued_rayjob() -> None:
@@ -321,7 +323,7 @@ def test_the_job_webhook_refuses_a_job_whose_ancestors_cannot_be_walked() -> Non
     missing = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), _Parents())
     assert missing["allowed"] is False and missing["status"]["code"] == 404
     assert "Job team/parent, controller of a job, not found" in missing["status"]["message"]
-    cycle = _Parents(("Job", "parent", {"uid": "p", **_owned_by("Job", "other")}),
+    cycle = _Parents(("Job", "parent", {"uid": "uid-parent", **_owned_by("Job", "other")}),
                      ("Job", "other", {"uid": "uid-other", **_owned_by("Job", "parent")}))
     cyclic = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), cycle)
     assert cyclic["allowed"] is False and "cyclic ownership" in cyclic["status"]["message"]
