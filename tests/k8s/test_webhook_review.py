@@ -190,6 +190,28 @@ def _unqueued_review(job: dict, config: dict, namespace_labels: dict | None) -> 
     return asyncio.run(review(body, no_default, None, unqueued_lookup(Namespaces(), load_config(config))))["response"]
 
 
+def test_a_job_in_a_namespace_the_selector_leaves_out_gets_no_queue_and_is_not_suspended() -> None:
+    """Kueue's #13375: managedJobsNamespaceSelector (always respected) leaves such a Job unmanaged: the webhook
+    neither names the namespace's LocalQueue ``default`` on it nor suspends it, queued or not."""
+    async def has_default(ns: str) -> bool:
+        return True
+
+    def patched(job: dict, selected: bool) -> list:
+        async def namespace_managed(ns: str) -> bool:
+            assert ns == "team"
+            return selected
+
+        body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team",
+                                                "object": job}})
+        return _patched(asyncio.run(review(body, has_default, namespace_managed=namespace_managed))["response"])
+
+    suspend = {"op": "add", "path": "/spec/suspend", "value": True}
+    assert patched(_job(None, suspend=False), False) == []
+    assert patched(_job({Q: "lq"}, suspend=False), False) == []
+    assert patched(_job({Q: "lq"}, suspend=False), True) == [suspend]
+    assert patched(_job(None, suspend=False), True)[-1] == suspend
+
+
 TEAM = {"kubernetes.io/metadata.name": "team"}
 ON = {"manageJobsWithoutQueueName": True}
 
