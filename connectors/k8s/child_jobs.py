@@ -7,7 +7,9 @@ Which ancestor (Kueue's ``FindAncestorJobManagedByKueue``, ``jobframework/reconc
 ownerReferences, the topmost object of a kind an enabled integration runs that names a queue in its
 ``kueue.x-k8s.io/queue-name`` label — or any such object under ``manageJobsWithoutQueueName``. Its Workload plays
 no part in it: a Job made under a queued JobSet before the JobSet's Workload exists is that JobSet's child. The
-walk stops at an object with no controller, or one of a kind it does not follow: kueue-es follows only the kinds
+walk stops at an object with no controller, one whose controller reference names another uid than the object of
+that name has (a stale reference: that object is not its parent, Kueue's #13802), or one of a kind it does not
+follow: kueue-es follows only the kinds
 of the integrations it runs, while they are on (Kueue also walks on through objects of its other integrations'
 kinds, and of disabled ones, without taking them as the ancestor). A parent of a kind it follows that is not
 there (yet) is an error (:class:`OwnerMissing`: the Job waits), so are cyclic ownership and a chain of more than
@@ -116,8 +118,8 @@ def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bo
         if ref is None:
             return top
         parent = parent_of(job.namespace, ref)
-        if parent is None:
-            return top
+        if parent is None or parent.uid != ref.uid:
+            return top  # a parent of another uid is not the one the reference names (Kueue's #13802)
         if manage_unqueued or parent.labels.get(QUEUE_LABEL):
             top = parent
         current = parent

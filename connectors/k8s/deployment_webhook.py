@@ -147,8 +147,8 @@ async def parent_patch(obj: dict[str, Any], namespace: str, defaulting: ParentDe
     if await framework_webhook.managed_above(obj, namespace, kueue_parent, managed_ancestry,
                                              defaulting.feature_gates):
         return ops
-    if queue or (defaulting.without_queue and await _managed(namespace, defaulting, namespace_labels)):
-        ops += template_patch(obj, queue, framework, marks)
+    if (queue or defaulting.without_queue) and await _managed(namespace, defaulting, namespace_labels):
+        ops += template_patch(obj, queue, framework, marks)  # not in a namespace left out (Kueue's #13375)
     return ops
 
 

@@ -213,7 +213,8 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
                      and await managed())
     default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                      and await has_default_priority_class())
-    suspend = not child and (queued or default_queue or (settings.without_queue and await managed()))
+    # in a namespace managedJobsNamespaceSelector leaves out, not suspended whatever its queue (Kueue's #13375)
+    suspend = not child and (queued or default_queue or settings.without_queue) and await managed()
     ops = default_patch(obj, kind.suspend_at, default_queue=default_queue, default_priority_class=default_class,
                         suspend=suspend)
     queue = labels.get(QUEUE_LABEL) or (DEFAULT_QUEUE if default_queue else "")

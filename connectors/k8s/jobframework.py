@@ -756,11 +756,17 @@ class JobReconciler(Generic[J]):
             await self._unfinalize(obs)
 
     async def _orphaned(self, obs: o.Workload, wl: WorkloadInfo | None, *, gone: bool) -> None:
-        """The Workload of a job that is gone (``gone``) or being deleted: finished ``OwnerNotFound`` and its
-        finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`); once the job is gone it is
-        deleted too, as the garbage collector would through its ownerReference."""
+        """The Workload of a job that is gone (``gone``), or of one being deleted. Only once the job no longer
+        exists is it an orphan (Kueue's #12849): finished ``OwnerNotFound``, its finalizer taken off
+        (:func:`connectors.k8s.workload_finalizer.orphan_steps`) and deleted, as the garbage collector would
+        through its ownerReference. While the job is being deleted its Workload waits, unless it is being deleted
+        too (a foreground deletion waits for it): then it just loses the finalizer."""
+        if not gone:
+            if wf.deleting(obs):
+                await self._unfinalize(obs)
+            return
         rv = await self._let_go(obs, wl)
-        if not gone or rv is None or wf.deleting(obs):
+        if rv is None or wf.deleting(obs):
             return
         try:
             await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)

@@ -99,10 +99,10 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   completions still to come, when that is positive (the writer then writes the field, and the quota those pods
   held is given back);
 * the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
-* the Job is **gone or being deleted** (whatever its labels) → each Workload it controls that is neither
-  finished nor being deleted is finished (``OwnerNotFound``; not under ``FinishOrphanedWorkloads`` off) and
-  loses its finalizer; once the Job is gone it is deleted (what the garbage collector would do with the
-  ownerReference). A Workload left with no owner at all (its Job deleted with ``--cascade=orphan``), being deleted
+* the Job is **gone** (whatever its labels) → each Workload it controls that is neither finished nor being
+  deleted is finished (``OwnerNotFound``; not under ``FinishOrphanedWorkloads`` off), loses its finalizer and is
+  deleted (what the garbage collector would do with the ownerReference). While the Job is only **being
+  deleted** its Workloads wait (Kueue's #12849), but one being deleted too loses its finalizer. A Workload left with no owner at all (its Job deleted with ``--cascade=orphan``), being deleted
   or carrying the ``kueue.x-k8s.io/job-uid`` label, is finished and let go of the same way, as Kueue's workload
   controller does (the mirror marks it: ``Mirror.dirty_orphans``).
 
@@ -288,7 +288,7 @@ class JobIntegration(JobReconciler[o.Job]):
         if job is None or job.metadata.deletion_timestamp:
             # as Kueue's reconciler, first thing, whatever the Job's labels: its Workloads' finalizers go
             for obs, wl in self._owned(key):
-                await self._orphaned(obs, wl, gone=job is None)
+                await self._orphaned(obs, wl, gone=job is None or prebuilt.controller_uid(obs) != job.metadata.uid)
             return
         config = self._config()
         if self._namespace_left_out(job, config):

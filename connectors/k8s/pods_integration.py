@@ -351,6 +351,8 @@ class PodIntegration:
                 keys |= self.named_by.get(e.key, set())
             if e.key in self.members:  # the group's Workload (named after it) or its namespace's group
                 keys.add(GROUP_PREFIX + e.key)
+            elif isinstance(e, (ev.WorkloadEvicted, ev.WorkloadPreempted)):  # a group's with no Pod left: quota back
+                keys.add(GROUP_PREFIX + e.key)
         self._mark(keys)
 
     # --- one Pod -------------------------------------------------------------------------------------------
@@ -864,8 +866,12 @@ class PodIntegration:
             return
         if any(ref.kind != "Pod" for ref in obs.metadata.owner_references):
             # another owner's too (a LeaderWorkerSet's group, made before its pods): the garbage collector keeps
-            # it while that owner is there, and that owner's integration deletes it
+            # it while that owner is there, and that owner's integration deletes it. Evicted, with no Pod left to
+            # stop, it gives its quota back now (Kueue's #14578), as a group's does once none of its Pods runs.
             self._acted.pop(GROUP_PREFIX + group, None)
+            wl = self.state.workloads.get(group)
+            if wl is not None and wl.uid == obs.metadata.uid and wl.evicted and wl.reserving and not wl.job_stopped:
+                await self._give_back_quota(wl)
             return
         marker = ("orphan", obs.metadata.resource_version)
         if self._acted.get(GROUP_PREFIX + group) == marker:

@@ -18,8 +18,8 @@ its pieces being those of a RayCluster (:mod:`connectors.k8s.raycluster`) applie
 * **skipped** (:func:`skipped`, Kueue's ``Skip``) under ``DeferRayServiceFinalizationForRedisCleanup``: a RayService
   being deleted whose cluster has GCS fault tolerance (``gcsFaultToleranceOptions`` written, or the
   ``ray.io/ft-enabled: "true"`` annotation) is left alone, so its Workload stays admitted until it is gone and
-  KubeRay's Redis cleanup Job (a child, through its RayCluster) can run; the gate off, its Workload is let go at
-  once, as any deleted job's.
+  KubeRay's Redis cleanup Job (a child, through its RayCluster) can run; the gate off, its Workload likewise
+  waits for the RayService to be gone, as any deleting job's does (Kueue's #12849).
 
 The RayClusters KubeRay makes for a queued RayService are controlled by it: they are its children, with no Workload
 of their own (:meth:`JobReconciler._as_child <connectors.k8s.jobframework.JobReconciler._as_child>`). Kueue counts

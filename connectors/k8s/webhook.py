@@ -144,6 +144,8 @@ MultiKueueLookup = Callable[[str, str], Awaitable[bool]]
 MULTIKUEUE_MANAGER = "kueue.x-k8s.io/multikueue"
 JOB_CONTROLLER = "kubernetes.io/job-controller"
 """The built-in Job controller's ``managedBy``: a Job naming it is handed to MultiKueue as one naming none."""
+NamespaceManaged = Callable[[str], Awaitable[bool]]
+"""Whether ``managedJobsNamespaceSelector`` selects a namespace; raises :class:`KubeError` when it cannot be read."""
 SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
 (``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
@@ -193,7 +195,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                  suspends_unqueued: SuspendsUnqueued | None = None,
                  parent_runs: ParentRuns | None = None, *, elastic_jobs: bool = False,
                  managed_ancestry: ManagedAncestry | None = None,
-                 multikueue: MultiKueueLookup | None = None) -> dict[str, Any]:
+                 multikueue: MultiKueueLookup | None = None,
+                 namespace_managed: NamespaceManaged | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job (``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate). ``has_default_priority_class``: None when the
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
     turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
@@ -201,7 +204,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
     child is given no queue and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's
     Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
     suspended (None: ``parent_runs`` decides that too). ``multikueue``: :func:`multikueue_lookup`, None while the
-    ``MultiKueue`` gate is off."""
+    ``MultiKueue`` gate is off. ``namespace_managed``: :func:`namespace_managed_lookup`; a Job in a namespace it
+    leaves out is given no queue name, not suspended, not gated nor handed to MultiKueue (Kueue's #13375)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
@@ -217,6 +221,15 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                 return _refused(response, exc)
         else:
             managed_above = child
+        if namespace and namespace_managed is not None:
+            try:
+                excluded = not await namespace_managed(namespace)
+            except KubeError as exc:
+                return _namespace_unread(response, exc)
+            if excluded:
+                default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
+                                 and await has_default_priority_class())
+                return _patched(response, job_patch(job, False, default_class, child=True))
         default = not child and not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
         default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                          and await has_default_priority_class())
@@ -225,17 +238,27 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
             try:
                 unqueued = await suspends_unqueued(namespace, job)
             except KubeError as exc:
-                response.update(allowed=False, status={"code": 500, "reason": "InternalError",
-                                                       "message": f"failed to get namespace: {exc}"})
-                return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+                return _namespace_unread(response, exc)
         queue = labels.get(QUEUE_LABEL) or (DEFAULT_QUEUE if default else "")
         handed = bool(multikueue is not None and queue and namespace and not managed_above
                       and await multikueue(namespace, queue))
-        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued, child=managed_above,
-                        elastic_jobs=elastic_jobs, multikueue=handed)
-        if ops:
-            response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
+        return _patched(response, job_patch(job, default, default_class, suspend_unqueued=unqueued,
+                                            child=managed_above, elastic_jobs=elastic_jobs, multikueue=handed))
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _patched(response: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """The review allowing the Job with the JSON patch ``ops`` (none: as it is)."""
+    if ops:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _namespace_unread(response: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    """The review refusing a Job whose namespace could not be read, in Kueue's words."""
+    response.update(allowed=False, status={"code": 500, "reason": "InternalError",
+                                           "message": f"failed to get namespace: {exc}"})
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
@@ -392,6 +415,17 @@ def unqueued_lookup(client: KubeClient, config: SchedulerConfig) -> SuspendsUnqu
     return suspends_unqueued
 
 
+def namespace_managed_lookup(client: KubeClient, config: SchedulerConfig) -> NamespaceManaged:
+    """Whether ``config``'s ``managedJobsNamespaceSelector`` selects a namespace, its labels asked of the
+    apiserver (:func:`connectors.k8s.job_selection.namespace_managed`)."""
+    namespace_labels = pod_webhook.namespace_lookup(client)
+
+    async def namespace_managed(namespace: str) -> bool:
+        return job_selection.namespace_managed(await namespace_labels(namespace), config)
+
+    return namespace_managed
+
+
 def default_priority_class_lookup(client: KubeClient) -> HasDefaultPriorityClass:
     """Whether a WorkloadPriorityClass ``default`` exists — asked of the apiserver, as Kueue's webhook asks. As
     there, a failed lookup labels nothing (and is logged) rather than failing the Job's creation."""
@@ -429,8 +463,12 @@ class WebhookServer:
                  pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is,
                  parents: Mapping[str, pod_webhook.Reviewer] | None = None,
                  parent_runs: ParentRuns | None = None, managed_ancestry: ManagedAncestry | None = None,
-                 held_parents: HeldParents | None = None, multikueue: MultiKueueLookup | None = None) -> None:
+                 held_parents: HeldParents | None = None, multikueue: MultiKueueLookup | None = None,
+                 namespace_managed: NamespaceManaged | None = None) -> None:
         self.has_default_queue = has_default_queue
+        self.namespace_managed = namespace_managed
+        """Whether ``managedJobsNamespaceSelector`` selects a Job's namespace (:func:`namespace_managed_lookup`;
+        None: every namespace)."""
         self.held_parents = held_parents or HeldParents()
         """What the walks read parents from before the apiserver: the leader attaches its connector's registry."""
         self.multikueue = multikueue
@@ -501,7 +539,8 @@ class WebhookServer:
         return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued,
                             self.parent_runs,
                             elastic_jobs=gates.enabled(self.feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
-                            managed_ancestry=self.managed_ancestry, multikueue=self.multikueue)
+                            managed_ancestry=self.managed_ancestry, multikueue=self.multikueue,
+                            namespace_managed=self.namespace_managed)
 
     async def _mutate(self, request: web.Request, reviewer: pod_webhook.Reviewer) -> web.Response:
         """A mutating review (a Job's or a Pod's), answered by ``reviewer``."""
@@ -712,7 +751,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held, multikueue)
+                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held, multikueue,
+                           namespace_managed_lookup(client, config_in_force))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -15,9 +15,10 @@ retention deletions (:mod:`connectors.k8s.retention`) do the writes, the two int
   - the Workload is finished (:func:`release`: once the apiserver shows ``Finished``);
   - the Workload is being deleted (someone deleted it): first the Job is stopped ("Workload is deleted") and its
     template restored, then the finalizer goes (:func:`release`);
-  - the Job is gone or being deleted: each Workload it controls that is neither finished nor being deleted is
-    finished ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``), then loses the finalizer
-    (:func:`orphan_steps`);
+  - the Job is gone: each Workload it controls that is neither finished nor being deleted is finished
+    ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``), then loses the finalizer (:func:`orphan_steps`). A Job
+    only being deleted orphans nothing yet (Kueue's #12849): its Workloads wait for it to go, except one being
+    deleted too (a foreground deletion waits for it), which just loses the finalizer;
   - the Workload has no owner any more (the Job was deleted with ``--cascade=orphan``) and is being deleted, or
     still carries the ``kueue.x-k8s.io/job-uid`` label under ``FinishOrphanedWorkloads`` (:func:`ownerless`):
     finished ``OwnerNotFound`` the same way, then the finalizer goes;

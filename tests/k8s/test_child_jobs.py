@@ -79,6 +79,17 @@ def test_the_walk_stops_at_a_kind_it_does_not_follow() -> None:
     assert managed_ancestor(owned_by_pod, pods.parent_of(pods_on, {}), False) is None, "a Pod not managed: not Kueue's"
 
 
+def test_a_parent_of_another_uid_than_the_reference_names_is_no_ancestor() -> None:
+    """Kueue's #13802: each controller ownerReference's uid must be the parent's; a stale one (the JobSet of that
+    name was recreated) ends the walk, so a queued object above it is no ancestor and the Job is top-level."""
+    chain = [_meta("Job-1", "JobSet-1"), _meta("JobSet-1", "MPIJob-1", queued=True), _meta("MPIJob-1", queued=True)]
+    assert _walk(chain) == "MPIJob-1"
+    recreated = msgspec.structs.replace(chain[1], uid="uid-JobSet-1-again")
+    assert _walk([chain[0], recreated, chain[2]]) is None
+    stale_top = msgspec.structs.replace(chain[2], uid="uid-MPIJob-1-again")
+    assert _walk([chain[0], chain[1], stale_top]) == "JobSet-1", "the walk keeps what it found below"
+
+
 def test_a_parent_not_there_yet_is_an_error() -> None:
     with pytest.raises(OwnerMissing):
         _walk([_meta("Job-1", "JobSet-1")])

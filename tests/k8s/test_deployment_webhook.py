@@ -85,6 +85,12 @@ def test_a_deployment_naming_no_queue_is_left_alone_unless_a_default_queue_names
                    )[1] == [], "no default queue outside the managed namespaces"
 
 
+def test_a_queued_deployment_in_a_namespace_the_selector_leaves_out_is_left_as_it_is() -> None:
+    """Kueue's #13375: its pods are not Kueue's there, so its template is not marked for the Pod webhook to hold."""
+    kube_system = {"kubernetes.io/metadata.name": "kube-system"}
+    assert _mutate(_deployment({Q: "lq"}), ns_labels=kube_system)[1] == []
+
+
 def test_under_manage_jobs_without_queue_name_a_deployment_in_a_managed_namespace_is_held() -> None:
     without = dw.ParentDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod", "deployment"]},
                                                   "manageJobsWithoutQueueName": True}), "deployment")

@@ -197,6 +197,10 @@ def test_the_mirror_indexes_every_workload_a_job_controls() -> None:
     for w in (a, b):
         _upsert(mirror, w)
     assert mirror.owned_by == {"ns/train": {"ns/a", "ns/b"}}
+    refers = _copy("c", created="")
+    _upsert(mirror, _meta(refers, owner_references=[msgspec.structs.replace(refers.metadata.owner_references[0],
+                                                                            controller=False)]))
+    assert mirror.owned_by == {"ns/train": {"ns/a", "ns/b"}}, "Kueue's #13573: one merely referring to it is not its"
     _upsert(mirror, _meta(a, owner_references=[]))
     assert mirror.owned_by == {"ns/train": {"ns/b"}}, "no longer controlled by it"
     mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=9, kind="Workload", key="ns/b", uid="b-uid")))
@@ -252,14 +256,24 @@ async def test_the_workload_of_a_deleted_job_is_finished_let_go_then_deleted() -
 
 
 @pytest.mark.asyncio
-async def test_a_job_being_deleted_lets_go_of_its_workload_without_deleting_it() -> None:
+async def test_a_job_being_deleted_orphans_its_workload_only_once_it_is_gone() -> None:
     terminating = msgspec.structs.replace(job(), metadata=msgspec.structs.replace(
         job().metadata, deletion_timestamp="2026-01-01T00:00:00Z", labels={}))
     jobs, mirror, appended, client = _setup(_held(workload()), terminating)
     _in_phase(mirror, ADMITTED)
     await jobs.reconcile("ns/train")
+    assert appended == [] and client.calls == [], "Kueue's #12849: not while the Job is being deleted"
+
+    _upsert(mirror, _meta(_held(workload()), deletion_timestamp="2026-01-01T00:00:01Z"))
+    await jobs.reconcile("ns/train")
+    assert appended == [] and client.calls == [("patch", "Workload", NAME)], "a foreground deletion waits for it"
+
+    jobs, mirror, appended, client = _setup(_held(workload()), terminating)
+    _in_phase(mirror, ADMITTED)
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=9, kind="Job", key="ns/train", uid=UID)))
+    await jobs.reconcile("ns/train")
     assert [e.reason for e in appended if isinstance(e, ev.WorkloadFinished)] == ["OwnerNotFound"]
-    assert client.calls == [("patch", "Workload", NAME)], "whatever its labels; the garbage collector deletes"
+    assert client.calls == [("patch", "Workload", NAME), ("delete", "Workload", NAME, "wl-uid", "")]
 
 
 @pytest.mark.asyncio

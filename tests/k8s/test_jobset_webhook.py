@@ -98,6 +98,14 @@ def test_the_default_local_queue_is_named_in_a_managed_namespace_only() -> None:
     assert _mutate(_jobset(), default_queue=True, ns_labels=kube_system)[1] == []
 
 
+def test_a_queued_jobset_in_a_namespace_the_selector_leaves_out_is_left_as_it_is() -> None:
+    """Kueue's #13375: managedJobsNamespaceSelector (always respected) leaves such a JobSet unmanaged, so it is not
+    suspended either (before, it stayed suspended for good)."""
+    kube_system = {"kubernetes.io/metadata.name": "kube-system"}
+    assert _mutate(_jobset({Q: "lq"}, suspend=False), ns_labels=kube_system)[1] == []
+    assert _mutate(_jobset({Q: "lq"}, suspend=False))[1] == [SUSPEND]
+
+
 def test_a_jobset_whose_controller_kueue_runs_is_left_to_that_parent() -> None:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p", "controller": True}
     assert _mutate(_jobset({Q: "lq"}, owner=owner), default_queue=True)[1] == []

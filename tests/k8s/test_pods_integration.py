@@ -764,6 +764,32 @@ async def test_a_leaderworkerset_groups_workload_is_kept_while_it_has_no_pods() 
 
 
 @pytest.mark.asyncio
+async def test_an_evicted_leaderworkerset_groups_workload_with_no_pods_left_gives_its_quota_back() -> None:
+    """Kueue's #14578: a LeaderWorkerSet's (or StatefulSet's) Workload evicted with none of its Pods left has
+    no Pod to wait for: its quota goes at once (it stays, its owner's), once, and its eviction marks it."""
+    obs = group_workload_obs()
+    lws = o.OwnerReference(api_version="leaderworkerset.x-k8s.io/v1", kind="LeaderWorkerSet", name="serve",
+                           uid="lws-uid", controller=True)
+    obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, owner_references=[lws]))
+    pods, mirror, appended, client = integration(obs, client=Client(None))
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="7aa6c7b8", flavors={}, count=2)])
+    wl.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
+    await pods.reconcile("group/ns/g")
+    assert appended == [], "admitted: nothing to give back"
+    pods.dirty.clear()
+    evicted = ev.WorkloadEvicted(time=9, cycle=1, input=-1, key="ns/g", uid="wl-uid", reason="Preempted", message="x")
+    mirror.apply(ev.Record(mirror.offset + 1, evicted))
+    pods._on_applied([ev.Record(mirror.offset, evicted)])
+    assert "group/ns/g" in pods.dirty
+    await pods.reconcile("group/ns/g")
+    assert [type(e).__name__ for e in appended] == ["JobStopped"]
+    assert client.calls == [], "the set owns it: it stays"
+
+
+@pytest.mark.asyncio
 async def test_the_workload_of_a_pod_group_none_of_whose_pods_is_left_is_let_go_and_deleted() -> None:
     obs = group_workload_obs()
     obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(

@@ -124,7 +124,7 @@ def _gate(on: bool) -> dict[str, Any]:
 async def test_a_deleting_fault_tolerant_rayservice_keeps_its_workload_under_the_gate() -> None:
     """DeferRayServiceFinalizationForRedisCleanup (on by default): Kueue's ``Skip`` leaves a deleting RayService
     with GCS fault tolerance alone, its Workload admitted while KubeRay's Redis cleanup Job runs; off, the Workload
-    is let go at once (finished ``OwnerNotFound``, its finalizer taken off) as any deleted job's."""
+    waits as any deleting job's does (Kueue's #12849: no orphan before the owner is gone)."""
     raw = raw_service(suspend=False, deleting=True, gcsFaultToleranceOptions=FT)
     for config in (ON, _gate(True)):
         integ, client, appended = integration(raw, workload(), config=config)
@@ -132,12 +132,11 @@ async def test_a_deleting_fault_tolerant_rayservice_keeps_its_workload_under_the
         assert (client.patches, client.deleted, appended) == ([], [], [])
     integ, client, appended = integration(raw, workload(), config=_gate(False))
     await integ.reconcile("ns/svc")
-    assert [(e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == ["OwnerNotFound"]
-    assert [(k, n) for k, n, _ in client.patches] == [("Workload", SERVICE_WL)]
+    assert (client.patches, client.deleted, appended) == ([], [], []), "not finished while being deleted"
     without_ft = raw_service(suspend=False, deleting=True)
     integ, client, appended = integration(without_ft, workload())
     await integ.reconcile("ns/svc")
-    assert [k for k, _, _ in client.patches] == ["Workload"], "no fault tolerance: let go under the gate too"
+    assert (client.patches, client.deleted, appended) == ([], [], [])
 
 
 # --- its RayClusters --------------------------------------------------------------------------------------------

@@ -190,6 +190,28 @@ def _unqueued_review(job: dict, config: dict, namespace_labels: dict | None) -> 
     return asyncio.run(review(body, no_default, None, unqueued_lookup(Namespaces(), load_config(config))))["response"]
 
 
+def test_a_job_in_a_namespace_the_selector_leaves_out_gets_no_queue_and_is_not_suspended() -> None:
+    """Kueue's #13375: managedJobsNamespaceSelector (always respected) leaves such a Job unmanaged: the webhook
+    neither names the namespace's LocalQueue ``default`` on it nor suspends it, queued or not."""
+    async def has_default(ns: str) -> bool:
+        return True
+
+    def patched(job: dict, selected: bool) -> list:
+        async def namespace_managed(ns: str) -> bool:
+            assert ns == "team"
+            return selected
+
+        body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team",
+                                                "object": job}})
+        return _patched(asyncio.run(review(body, has_default, namespace_managed=namespace_managed))["response"])
+
+    suspend = {"op": "add", "path": "/spec/suspend", "value": True}
+    assert patched(_job(None, suspend=False), False) == []
+    assert patched(_job({Q: "lq"}, suspend=False), False) == []
+    assert patched(_job({Q: "lq"}, suspend=False), True) == [suspend]
+    assert patched(_job(None, suspend=False), True)[-1] == suspend
+
+
 TEAM = {"kubernetes.io/metadata.name": "team"}
 ON = {"manageJobsWithoutQueueName": True}
 
@@ -224,7 +246,7 @@ def test_review_refuses_a_job_whose_namespace_cannot_be_read_under_the_option() 
 
 def _child_of(api_version: str, kind: str, labels: dict | None = None) -> dict:
     job = _job(labels, suspend=False)
-    job["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "p",
+    job["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "uid-parent",
                                            "controller": True}]
     return job
 
@@ -294,7 +316,7 @@ def test_the_job_webhook_walks_the_ancestors_as_kueues_does() -> None:
     JobSet's, so left running."""
     suspend = [{"op": "add", "path": "/spec/suspend", "value": True}]
     queued = _child_of("batch/v1", "Job", {Q: "lq"})
-    queued["metadata"]["ownerReferences"][0]["name"] = "driver"
+    queued["metadata"]["ownerReferences"][0].update(name="driver", uid="uid-driver")
     unqueued_parent = _Parents(("Job", "driver", {"uid": "uid-driver", "labels": {}}))
     assert _patched(_ancestry_review(queued, unqueued_parent)) == suspend
     assert unqueued_parent.reads == [("Job", "driver")]
@@ -302,7 +324,9 @@ def test_the_job_webhook_walks_the_ancestors_as_kueues_does() -> None:
     under_jobset = _Parents(("Job", "driver", driver), ("JobSet", "js", {"uid": "uid-js", "labels": {Q: "lq"}}))
     assert _patched(_ancestry_review(queued, under_jobset)) == []
     assert _patched(_ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}),
-                                     _Parents(("Job", "parent", {"uid": "p", "labels": {Q: "lq"}})))) == []
+                                     _Parents(("Job", "parent", {"uid": "uid-parent", "labels": {Q: "lq"}})))) == []
+    stale = _Parents(("Job", "parent", {"uid": "uid-parent-recreated", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), stale)) == suspend, "Kueue's #13802"
 
 
 def test_the_job_webhook_walks_up_to_a_queued_rayjob() -> None:
@@ -321,7 +345,7 @@ def test_the_job_webhook_refuses_a_job_whose_ancestors_cannot_be_walked() -> Non
     missing = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), _Parents())
     assert missing["allowed"] is False and missing["status"]["code"] == 404
     assert "Job team/parent, controller of a job, not found" in missing["status"]["message"]
-    cycle = _Parents(("Job", "parent", {"uid": "p", **_owned_by("Job", "other")}),
+    cycle = _Parents(("Job", "parent", {"uid": "uid-parent", **_owned_by("Job", "other")}),
                      ("Job", "other", {"uid": "uid-other", **_owned_by("Job", "parent")}))
     cyclic = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), cycle)
     assert cyclic["allowed"] is False and "cyclic ownership" in cyclic["status"]["message"]

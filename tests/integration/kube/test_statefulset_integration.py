@@ -6,7 +6,8 @@ A StatefulSet naming a queue is stored with its pod template making its pods one
 gets one Workload of all its replicas as soon as its first pod exists, and once that is admitted every pod is
 ungated. The test cluster runs no kube-controller-manager: the test makes the pods as the StatefulSet controller
 would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their controller). The validating webhook
-refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go.
+refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go,
+and so does the group's Workload: scaled up again to another size, the group gets one counting the new replicas.
 With the StatefulSet's status revisions (set by the test through the status subresource, as the controller would),
 the older revision's pods are let go during a rolling update, the group's Workload is deleted and made anew once
 none of its pods has its role, and every pod is let go once the StatefulSet is gone, pods it orphaned too
@@ -154,6 +155,29 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
                     return True
 
                 await eventually(pods_gone, what="the ended pods of the StatefulSet scaled to zero let go")
+
+                async def workload_gone() -> bool:
+                    with contextlib.suppress(NotFound):
+                        await get(kc, "Workload", group, q.ns)
+                        return False
+                    return True
+
+                await eventually(workload_gone, what="the group's Workload gone with its pods")
+
+                # Kueue's #15279: scaled up again to another size, the group's Workload counts the new replicas
+                resized = msgspec.json.decode(await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns))
+                assert resized["spec"]["template"]["metadata"]["annotations"][
+                    "kueue.x-k8s.io/pod-group-total-count"] == "3"
+                for i in range(3):
+                    await create(kc, _replica(resized, i))
+
+                async def recounted() -> list[int] | None:
+                    with contextlib.suppress(NotFound):
+                        counts = [ps["count"] for ps in (await get(kc, "Workload", group, q.ns))["spec"]["podSets"]]
+                        return counts if sum(counts) == 3 else None
+                    return None
+
+                assert await eventually(recounted, what="the group's Workload made anew for 3 replicas") == [3]
 
 
 async def _revisions(kc: KubeClient, ns: str, name: str, current: str, update: str) -> None:
