@@ -29,7 +29,8 @@ stands for its spec's quotas: :mod:`projections.effective_quotas`).
 on), and
 ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``'s, which lets an elastic Workload carry ``minCount`` (the
 scheduler then admits its scale-up in part: :func:`kueue_es.scheduler.cycle.nominate`); the LeaderWorkerSet and
-Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
+Ray validating webhooks read ``LWSImmutableGroupSize``, ``ValidateRayAndSparkJobUpdates`` and
+``RayServiceValidateUpgradeStrategy``; the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
 and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API; what its HTTPS servers accept
@@ -150,6 +151,7 @@ METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
 LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
 MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
+RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY = "RayServiceValidateUpgradeStrategy"
 SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY = "PodIntegrationCountSucceededPodsAsReady"
@@ -255,7 +257,7 @@ GATES: dict[str, tuple[str, bool]] = {
     DYNAMIC_QUOTA_ORCHESTRATION: (ALPHA, False),
     # new in v0.20.0
     ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION: (BETA, True),
-    "RayServiceValidateUpgradeStrategy": (BETA, True),
+    RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY: (BETA, True),
     "ConfigurablePreemptions": (ALPHA, False),
     HIGH_MAX_PARALLELISM_WITHIN_RECONCILE: (BETA, True),
     KUEUE_DRA_DEVICE_FEASIBILITY: (ALPHA, False),
@@ -354,7 +356,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     MULTIKUEUE_CLUSTER_PROFILE, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
     MULTIKUEUE_MANAGER_QUOTA_AUTOMATION, MULTIKUEUE_ORCHESTRATED_PREEMPTION, MULTIKUEUE_REMOTE_SPEC_SYNC,
-    PARTIAL_ADMISSION,
+    PARTIAL_ADMISSION, RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY,
     POD_GROUP_SCHEDULING_SHAPE_ORDERING, POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
