@@ -35,6 +35,8 @@ and a STATE.yaml read them from the loaded configuration, as the conversion webh
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
 and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API; what its HTTPS servers accept
 follows the ``tls`` stanza, ``TLSOptions`` being locked on: :mod:`kueue_es.scheduler.tls_options`); the connector reads
+``SkipChildJobSuspension`` (whether a job with a Kueue-managed ancestor is
+suspended while that ancestor's Workload is not admitted: :meth:`connectors.k8s.jobframework.JobReconciler._child`),
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
 :mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
 conditioned on its resourceVersion), and the MultiKueue connector
@@ -152,6 +154,7 @@ LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
 MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY = "RayServiceValidateUpgradeStrategy"
+SKIP_CHILD_JOB_SUSPENSION = "SkipChildJobSuspension"
 SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY = "PodIntegrationCountSucceededPodsAsReady"
@@ -279,7 +282,7 @@ GATES: dict[str, tuple[str, bool]] = {
     POD_GROUP_SCHEDULING_SHAPE_ORDERING: (BETA, True),
     POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY: (BETA, True),
     "EnforceProvisioningPodTemplateContents": (BETA, True),
-    "SkipChildJobSuspension": (BETA, True),
+    SKIP_CHILD_JOB_SUSPENSION: (BETA, True),
 }
 """Name -> (stage, default)."""
 
@@ -363,7 +366,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
     SCHEDULER_LIBRARY_INTEGRATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
-    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
+    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_CHILD_JOB_SUSPENSION, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_LEADER_POD_SET_FEASIBILITY, TAS_MULTI_LAYER_TOPOLOGY, TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS, TAS_PROFILE_MIXED, TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_REJECT_FALSE_UNCONSTRAINED,
