@@ -35,7 +35,8 @@ and a STATE.yaml read them from the loaded configuration, as the conversion webh
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
 and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API; what its HTTPS servers accept
 follows the ``tls`` stanza, ``TLSOptions`` being locked on: :mod:`kueue_es.scheduler.tls_options`); the connector reads
-``SkipChildJobSuspension`` (whether a job with a Kueue-managed ancestor is
+``EnforceProvisioningPodTemplateContents`` (whether a PodTemplate found at a ProvisioningRequest's template name
+unlike the one derived is replaced: :meth:`connectors.k8s.provreqs.RequestApplier._template`), ``SkipChildJobSuspension`` (whether a job with a Kueue-managed ancestor is
 suspended while that ancestor's Workload is not admitted: :meth:`connectors.k8s.jobframework.JobReconciler._child`),
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
 :mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
@@ -155,6 +156,7 @@ MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelector
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY = "RayServiceValidateUpgradeStrategy"
 SKIP_CHILD_JOB_SUSPENSION = "SkipChildJobSuspension"
+ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS = "EnforceProvisioningPodTemplateContents"
 SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY = "PodIntegrationCountSucceededPodsAsReady"
@@ -281,7 +283,7 @@ GATES: dict[str, tuple[str, bool]] = {
     DEPLOYMENT_JOB_UID_LABEL: (BETA, True),
     POD_GROUP_SCHEDULING_SHAPE_ORDERING: (BETA, True),
     POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY: (BETA, True),
-    "EnforceProvisioningPodTemplateContents": (BETA, True),
+    ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS: (BETA, True),
     SKIP_CHILD_JOB_SUSPENSION: (BETA, True),
 }
 """Name -> (stage, default)."""
@@ -346,7 +348,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 MODELLED = INTERNAL_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION, DEPLOYMENT_JOB_UID_LABEL,
-    DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, SPARK_APPLICATION_INTEGRATION,
+    DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS, SPARK_APPLICATION_INTEGRATION,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS, ELASTIC_PARTIAL_SCALE_UP,
     FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAIR_SHARING_REFILL, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
