@@ -49,7 +49,9 @@ conditioned on its resourceVersion), and the MultiKueue connector
 copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`) and ``MultiKueueOrchestratedPreemption`` (whether the
 copies it makes carry the ``kueue.x-k8s.io/multikueue`` preemption gate: :func:`connectors.k8s.multikueue.workload_copy`);
 the scheduler reads that gate too (a head with a closed preemption gate does not preempt:
-:mod:`kueue_es.scheduler.cycle`; the manager opens one copy's gate at a time: :mod:`kueue_es.scheduler.preemption_gates`);
+:mod:`kueue_es.scheduler.cycle`; the manager opens one copy's gate at a time: :mod:`kueue_es.scheduler.preemption_gates`),
+and ``ElasticJobsViaWorkloadSlicesFlavorChangeFromZero`` (whether a replacement slice's pod set the old slice ran no
+pods of is bound to its flavors: :func:`kueue_es.scheduler.flavors.assign_flavors`);
 the queue status writer and
 :mod:`connectors.k8s.manager_quota` read ``MultiKueueManagerQuotaAutomation`` (whether a MultiKueue manager's
 ClusterQueue takes its workers' summed quota: :mod:`projections.manager_quota`). The configuration
@@ -157,6 +159,7 @@ VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY = "RayServiceValidateUpgradeStrategy"
 SKIP_CHILD_JOB_SUSPENSION = "SkipChildJobSuspension"
 ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS = "EnforceProvisioningPodTemplateContents"
+ELASTIC_FLAVOR_CHANGE_FROM_ZERO = "ElasticJobsViaWorkloadSlicesFlavorChangeFromZero"
 SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY = "PodIntegrationCountSucceededPodsAsReady"
@@ -268,7 +271,7 @@ GATES: dict[str, tuple[str, bool]] = {
     KUEUE_DRA_DEVICE_FEASIBILITY: (ALPHA, False),
     KUEUE_DRA_INTEGRATION_DEVICE_TAINTS: (ALPHA, False),
     "ElasticJobsViaWorkloadSlicesForProvisioningRequests": (ALPHA, False),
-    "ElasticJobsViaWorkloadSlicesFlavorChangeFromZero": (BETA, True),
+    ELASTIC_FLAVOR_CHANGE_FROM_ZERO: (BETA, True),
     MULTIKUEUE_REUSE_CLIENT_CONNECTION_CONFIG_FOR_WORKERS: (BETA, True),
     "MultiKueueRayInTreeAutoscaling": (ALPHA, False),
     "TASReplaceMultipleFailedNodes": (ALPHA, False),
@@ -349,7 +352,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 MODELLED = INTERNAL_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION, DEPLOYMENT_JOB_UID_LABEL,
     DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS, SPARK_APPLICATION_INTEGRATION,
-    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS, ELASTIC_PARTIAL_SCALE_UP,
+    ELASTIC_FLAVOR_CHANGE_FROM_ZERO, ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS, ELASTIC_PARTIAL_SCALE_UP,
     FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAIR_SHARING_REFILL, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
