@@ -29,11 +29,15 @@ stands for its spec's quotas: :mod:`projections.effective_quotas`).
 on), and
 ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``'s, which lets an elastic Workload carry ``minCount`` (the
 scheduler then admits its scale-up in part: :func:`kueue_es.scheduler.cycle.nominate`); the LeaderWorkerSet and
-Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
+Ray validating webhooks read ``LWSImmutableGroupSize``, ``ValidateRayAndSparkJobUpdates`` and
+``RayServiceValidateUpgradeStrategy``; the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
 and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API; what its HTTPS servers accept
 follows the ``tls`` stanza, ``TLSOptions`` being locked on: :mod:`kueue_es.scheduler.tls_options`); the connector reads
+``EnforceProvisioningPodTemplateContents`` (whether a PodTemplate found at a ProvisioningRequest's template name
+unlike the one derived is replaced: :meth:`connectors.k8s.provreqs.RequestApplier._template`), ``SkipChildJobSuspension`` (whether a job with a Kueue-managed ancestor is
+suspended while that ancestor's Workload is not admitted: :meth:`connectors.k8s.jobframework.JobReconciler._child`),
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
 :mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
 conditioned on its resourceVersion), and the MultiKueue connector
@@ -45,7 +49,9 @@ conditioned on its resourceVersion), and the MultiKueue connector
 copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`) and ``MultiKueueOrchestratedPreemption`` (whether the
 copies it makes carry the ``kueue.x-k8s.io/multikueue`` preemption gate: :func:`connectors.k8s.multikueue.workload_copy`);
 the scheduler reads that gate too (a head with a closed preemption gate does not preempt:
-:mod:`kueue_es.scheduler.cycle`; the manager opens one copy's gate at a time: :mod:`kueue_es.scheduler.preemption_gates`);
+:mod:`kueue_es.scheduler.cycle`; the manager opens one copy's gate at a time: :mod:`kueue_es.scheduler.preemption_gates`),
+and ``ElasticJobsViaWorkloadSlicesFlavorChangeFromZero`` (whether a replacement slice's pod set the old slice ran no
+pods of is bound to its flavors: :func:`kueue_es.scheduler.flavors.assign_flavors`);
 the queue status writer and
 :mod:`connectors.k8s.manager_quota` read ``MultiKueueManagerQuotaAutomation`` (whether a MultiKueue manager's
 ClusterQueue takes its workers' summed quota: :mod:`projections.manager_quota`). The configuration
@@ -152,6 +158,10 @@ METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
 LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
 MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
+RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY = "RayServiceValidateUpgradeStrategy"
+SKIP_CHILD_JOB_SUSPENSION = "SkipChildJobSuspension"
+ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS = "EnforceProvisioningPodTemplateContents"
+ELASTIC_FLAVOR_CHANGE_FROM_ZERO = "ElasticJobsViaWorkloadSlicesFlavorChangeFromZero"
 SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY = "PodIntegrationCountSucceededPodsAsReady"
@@ -257,13 +267,13 @@ GATES: dict[str, tuple[str, bool]] = {
     DYNAMIC_QUOTA_ORCHESTRATION: (ALPHA, False),
     # new in v0.20.0
     ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION: (BETA, True),
-    "RayServiceValidateUpgradeStrategy": (BETA, True),
+    RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY: (BETA, True),
     "ConfigurablePreemptions": (ALPHA, False),
     HIGH_MAX_PARALLELISM_WITHIN_RECONCILE: (BETA, True),
     KUEUE_DRA_DEVICE_FEASIBILITY: (ALPHA, False),
     KUEUE_DRA_INTEGRATION_DEVICE_TAINTS: (ALPHA, False),
     "ElasticJobsViaWorkloadSlicesForProvisioningRequests": (ALPHA, False),
-    "ElasticJobsViaWorkloadSlicesFlavorChangeFromZero": (BETA, True),
+    ELASTIC_FLAVOR_CHANGE_FROM_ZERO: (BETA, True),
     MULTIKUEUE_REUSE_CLIENT_CONNECTION_CONFIG_FOR_WORKERS: (BETA, True),
     "MultiKueueRayInTreeAutoscaling": (ALPHA, False),
     "TASReplaceMultipleFailedNodes": (ALPHA, False),
@@ -278,8 +288,8 @@ GATES: dict[str, tuple[str, bool]] = {
     DEPLOYMENT_JOB_UID_LABEL: (BETA, True),
     POD_GROUP_SCHEDULING_SHAPE_ORDERING: (BETA, True),
     POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY: (BETA, True),
-    "EnforceProvisioningPodTemplateContents": (BETA, True),
-    "SkipChildJobSuspension": (BETA, True),
+    ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS: (BETA, True),
+    SKIP_CHILD_JOB_SUSPENSION: (BETA, True),
 }
 """Name -> (stage, default)."""
 
@@ -343,8 +353,8 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 MODELLED = INTERNAL_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION, DEPLOYMENT_JOB_UID_LABEL,
-    DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, SPARK_APPLICATION_INTEGRATION,
-    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS, ELASTIC_PARTIAL_SCALE_UP,
+    DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS, SPARK_APPLICATION_INTEGRATION,
+    ELASTIC_FLAVOR_CHANGE_FROM_ZERO, ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS, ELASTIC_PARTIAL_SCALE_UP,
     FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAIR_SHARING_REFILL, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
@@ -356,17 +366,18 @@ MODELLED = INTERNAL_ONLY | frozenset({
     MULTIKUEUE_CLUSTER_PROFILE, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
     MULTIKUEUE_MANAGER_QUOTA_AUTOMATION, MULTIKUEUE_ORCHESTRATED_PREEMPTION, MULTIKUEUE_REMOTE_SPEC_SYNC,
-    PARTIAL_ADMISSION,
+    PARTIAL_ADMISSION, RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY,
     POD_GROUP_SCHEDULING_SHAPE_ORDERING, POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
     SCHEDULER_LIBRARY_INTEGRATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
-    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
-    TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_GROUPED_POD_SET_SLICING,
-    TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_LEADER_POD_SET_FEASIBILITY, TAS_MULTI_LAYER_TOPOLOGY,
-    TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS, TAS_PARTIAL_SLICES, TAS_PROFILE_MIXED,
+    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_CHILD_JOB_SUSPENSION,
+    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX,
+    TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
+    TAS_GROUPED_POD_SET_SLICING, TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_LEADER_POD_SET_FEASIBILITY,
+    TAS_MULTI_LAYER_TOPOLOGY, TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS, TAS_PARTIAL_SLICES, TAS_PROFILE_MIXED,
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE, TAS_REJECT_FALSE_UNCONSTRAINED,
     TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME, TAS_REPLACE_NODE_ON_NODE_TAINTS,
     TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,

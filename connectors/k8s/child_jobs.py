@@ -1,7 +1,8 @@
 """Jobs with a Kueue-managed ancestor — a queued JobSet's Jobs with the JobSet integration on, an MPIJob's launcher,
 a Job's Jobs: Kueue's job reconciler calls them not top-level and gives them no Workload, since the ancestor's
 Workload is the one queued and admitted. All it does is keep such a Job suspended while that Workload is missing
-or not admitted (reference §7.1 item 3), so a child made early never runs on quota its ancestor does not hold.
+or not admitted (reference §7.1 item 3), so a child made early never runs on quota its ancestor does not hold —
+with ``SkipChildJobSuspension`` off: Kueue v0.20 turns it on (beta), and then leaves the child as it is.
 
 Which ancestor (Kueue's ``FindAncestorJobManagedByKueue``, ``jobframework/reconciler.go``): up the controller
 ownerReferences, the topmost object of a kind an enabled integration runs that names a queue in its

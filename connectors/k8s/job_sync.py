@@ -301,11 +301,17 @@ def _same_pod_sets(a: list[o.PodSet], b: list[o.PodSet], ignore_tolerations: boo
 
 
 def _same_pod_set(a: o.PodSet, b: o.PodSet, ignore_tolerations: bool) -> bool:
-    sa, sb = a.template.spec, b.template.spec
     return (a.count == b.count and a.min_count == b.min_count
-            and (ignore_tolerations or list(sa.tolerations) == list(sb.tolerations))
-            and _same_resources(sa.init_containers, sb.init_containers)
-            and _same_resources(sa.containers, sb.containers))
+            and same_pod_spec(a.template.spec, b.template.spec, ignore_tolerations=ignore_tolerations))
+
+
+def same_pod_spec(a: o.PodSpec, b: o.PodSpec, *, ignore_tolerations: bool = False) -> bool:
+    """Whether two pod specs are alike as Kueue compares a pod template (its ``ComparePodTemplate``): the same
+    tolerations (unless ``ignore_tolerations``), and init containers and containers alike in number and, one by
+    one, in requests and limits; nothing else is looked at."""
+    return ((ignore_tolerations or list(a.tolerations) == list(b.tolerations))
+            and _same_resources(a.init_containers, b.init_containers)
+            and _same_resources(a.containers, b.containers))
 
 
 def _same_resources(a: list[o.Container], b: list[o.Container]) -> bool:

@@ -402,11 +402,13 @@ class JobReconciler(Generic[J]):
             return True
         if ancestor is None:
             return False
-        await self._child(job, ancestor)
+        if not config.gate(gates.SKIP_CHILD_JOB_SUSPENSION):
+            await self._child(job, ancestor)
         return True
 
     async def _child(self, job: J, ancestor: o.ObjectMeta) -> None:
-        """A job with a Kueue-managed ancestor: suspended while the ancestor's Workload is missing or not admitted
+        """A job with a Kueue-managed ancestor, with ``SkipChildJobSuspension`` off (Kueue v0.20 turns it on, and
+        then leaves the child as it is): suspended while the ancestor's Workload is missing or not admitted
         (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended")."""
         owned = self.mirror.controlled.get(ancestor.uid, set())
         parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)

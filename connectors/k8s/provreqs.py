@@ -30,11 +30,16 @@ import structlog
 
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, NotFound
+from connectors.k8s.job_sync import same_pod_spec
 from connectors.k8s.journal import Journal
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict
 from connectors.k8s.resources import POD_TEMPLATES, PROVISIONING_REQUESTS
 from connectors.k8s.workers import Retries
+from events import objects as o
 from events import schema as ev
+from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.config_record import in_force
+from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.provreqs")
 RequestDecision = ev.ProvisioningRequestCreated | ev.ProvisioningRequestDeleted
@@ -56,6 +61,9 @@ class RequestStats:
     errors: int = 0
     held: int = 0
     """Times a creation was found waiting for the stored reservation (once per decision and reason)."""
+    templates_replaced: int = 0
+    """PodTemplates found at a decision's name unlike what it derives, replaced
+    (``EnforceProvisioningPodTemplateContents``)."""
     rejections: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -66,6 +74,11 @@ class _Meta(msgspec.Struct, rename="camel"):
 
 class _Object(msgspec.Struct):
     metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+class _Template(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    template: o.PodTemplateSpec = msgspec.field(default_factory=o.PodTemplateSpec)
 
 
 class RequestApplier:
@@ -174,8 +187,9 @@ class RequestApplier:
     async def create(self, e: ev.ProvisioningRequestCreated) -> None:
         req = e.request
         ns, name = req.metadata.namespace, req.metadata.name
+        enforce = (in_force(self.mirror.state) or DEFAULT).gate(gates.ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS)
         for pt in e.pod_templates:
-            await self._create_once(POD_TEMPLATES, msgspec.to_builtins(pt), pt.metadata.namespace, e.uid)
+            await self._template(pt, enforce)
         created = await self._create_once(PROVISIONING_REQUESTS, msgspec.to_builtins(req), ns, e.uid)
         owner = {"apiVersion": PROVISIONING_REQUESTS.api_version, "kind": "ProvisioningRequest", "name": name,
                  "uid": created.metadata.uid, "controller": True, "blockOwnerDeletion": True}
@@ -185,6 +199,34 @@ class RequestApplier:
         self.stats.created += 1
         log.info("created provisioning request", workload=e.key, request=f"{ns}/{name}", attempt=e.attempt,
                  templates=[pt.metadata.name for pt in e.pod_templates])
+
+    async def _template(self, pt: o.PodTemplate, enforce: bool) -> None:
+        """Create the PodTemplate, or take the one already at its name — under
+        ``EnforceProvisioningPodTemplateContents`` only when it is alike what the decision derives (Kueue's pod
+        template comparison: tolerations, each container's requests and limits); one that differs (made by
+        someone else at the predictable name, or left by an earlier attempt) is deleted and made anew, so the
+        request never asks capacity for pods its Workload's quota did not cover."""
+        ns, name = pt.metadata.namespace, pt.metadata.name
+        body = msgspec.to_builtins(pt)
+        try:
+            await self.client.create(POD_TEMPLATES, body, ns)
+            return
+        except AlreadyExists:
+            pass
+        except Invalid as exc:
+            raise _Rejected("Invalid", str(exc)) from exc
+        if not enforce:
+            return
+        found = msgspec.json.decode(await self.client.get(POD_TEMPLATES, name, ns), type=_Template)
+        if same_pod_spec(found.template.spec, pt.template.spec):
+            return
+        try:
+            await self.client.delete(POD_TEMPLATES, name, ns, uid=found.metadata.uid)
+        except (NotFound, Conflict):
+            pass  # gone, or replaced meanwhile: the create below says which
+        self.stats.templates_replaced += 1
+        log.info("replacing a PodTemplate that differs from the one derived", template=f"{ns}/{name}")
+        await self.client.create(POD_TEMPLATES, body, ns)  # made again meanwhile: retried, and compared anew
 
     async def _create_once(self, resource: Any, body: dict[str, Any], ns: str, workload_uid: str) -> _Object:
         """Create, or take the existing object if it is this workload's (owned by it or by its request)."""

@@ -44,6 +44,9 @@ A RayService's webhooks (``mrayservice.kb.io``, ``vrayservice.kb.io``; Kueue's `
 RayCluster's applied to its ``spec.rayClusterConfig``: suspended there, its cluster rules and TAS annotations
 checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it); an elastic
 RayService's cluster config templates are given the elastic-job scheduling gate (:func:`rayservice_defaults`).
+Under ``RayServiceValidateUpgradeStrategy`` (beta, on; Kueue v0.20's #16094) a Kueue-managed RayService that is not
+elastic (the ``ElasticJobsViaWorkloadSlices`` gate and the ``kueue.x-k8s.io/elastic-job: "true"`` annotation) is
+refused unless ``spec.upgradeStrategy.type`` is ``None`` (:func:`upgrade_strategy_errors`).
 """
 
 from __future__ import annotations
@@ -78,6 +81,15 @@ CLUSTER_AUTOSCALING = ("a kueue managed job can use autoscaling only when the El
 ELASTIC_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
 MULTIKUEUE_AUTOSCALING = "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster"
 """Why an elastic RayCluster handed to MultiKueue may not autoscale (the manager owns its worker replicas)."""
+NO_UPGRADE = "None"
+"""The ``spec.upgradeStrategy.type`` that turns a RayService's zero-downtime upgrades off (KubeRay's others,
+``NewCluster`` and ``NewClusterWithIncrementalUpgrade``, and none given, upgrade with a second cluster)."""
+UPGRADE_STRATEGY = ("a kueue managed service may use a zero-downtime upgrade only as an elastic job (the "
+                    "ElasticJobsViaWorkloadSlices feature gate on and the kueue.x-k8s.io/elastic-job annotation "
+                    '"true"); set spec.upgradeStrategy.type to None to turn zero-downtime upgrades off')
+"""Why Kueue (``RayServiceValidateUpgradeStrategy``) refuses a non-elastic RayService's zero-downtime upgrade: the
+second cluster KubeRay starts would run outside the quota its Workload holds (kueue-es's words: the v0.20 release
+notes state the rule, not the message)."""
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
 """KubeRay's own ``spec.managedBy``: Kueue replaces it on a Ray object with MultiKueue's as it does none."""
 
@@ -265,13 +277,23 @@ def _service_as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
             "spec": {"suspend": framework_webhook.suspended(obj, SERVICE_SUSPEND_AT)}}
 
 
+def upgrade_strategy_errors(service: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``RayServiceValidateUpgradeStrategy``: a RayService that is not elastic must turn zero-downtime upgrades
+    off (``spec.upgradeStrategy.type: None``); unset, KubeRay upgrades it with a second cluster."""
+    if not gates.enabled(feature_gates, gates.RAY_SERVICE_VALIDATE_UPGRADE_STRATEGY) or _elastic(service,
+                                                                                                  feature_gates):
+        return []
+    kind = _map(_map(service.get("spec")).get("upgradeStrategy")).get("type")
+    return [] if kind == NO_UPGRADE else [job_validation.forbidden("spec.upgradeStrategy.type", UPGRADE_STRATEGY)]
+
+
 def rayservice_create_errors(service: Mapping[str, Any], feature_gates: Mapping[str, bool],
                              without_queue: bool = False) -> list[str]:
-    """What Kueue refuses in a RayService being created: a Kueue-managed one's cluster rules, then the generic job
-    rules and the TAS annotations (module docstring)."""
+    """What Kueue refuses in a RayService being created: a Kueue-managed one's cluster rules and upgrade strategy,
+    then the generic job rules and the TAS annotations (module docstring)."""
     config = _map(_map(service.get("spec")).get("rayClusterConfig"))
     errors = (cluster_spec_errors(service, config, SERVICE_PATH, feature_gates)
-              if _managed(service, without_queue) else [])
+              + upgrade_strategy_errors(service, feature_gates) if _managed(service, without_queue) else [])
     return (errors + job_validation.generic_create_errors(_service_as_job(service))
             + topology_errors(config, SERVICE_PATH, feature_gates))
 

@@ -121,6 +121,9 @@ class CycleContext:
         """``FlavorFungibility``: off, the first flavor that fits is taken, a later one only for a strictly better
         mode, the ClusterQueue's ``flavorFungibility`` is not read and no attempt resumes a scan
         (:mod:`kueue_es.scheduler.flavors`)."""
+        self.flavor_change_from_zero = gates.enabled(config.feature_gates, gates.ELASTIC_FLAVOR_CHANGE_FROM_ZERO)
+        """``ElasticJobsViaWorkloadSlicesFlavorChangeFromZero``: a replacement slice's pod set that had no pods in
+        the replaced slice may take any flavor (:func:`kueue_es.scheduler.flavors.assign_flavors`)."""
         self.concurrent_admission = gates.enabled(config.feature_gates, gates.CONCURRENT_ADMISSION)
         """``ConcurrentAdmission``: a flavor a workload's allowed-flavors annotation does not name is skipped
         (:attr:`projections.workloads.WorkloadInfo.allowed_flavors`)."""

@@ -303,6 +303,21 @@ def scan_length(a: Assignment) -> int:
     return max(n, 1)
 
 
+def _held_before(replaced: WorkloadInfo, from_zero: bool) -> dict[str, tuple[dict[str, str], dict[str, int]]]:
+    """What each pod set of the replaced slice holds (:func:`projections.workloads.pod_set_usage`), less, under
+    ``ElasticJobsViaWorkloadSlicesFlavorChangeFromZero`` (``from_zero``), the pod sets it ran no pods of: those
+    bind the replacement to no flavor (Kueue v0.20's #16400; off, such a pod set's flavors, none when it got
+    none, still bind it)."""
+    held = pod_set_usage(replaced)
+    if not from_zero or replaced.admission is None:
+        return held
+    counts = {ps.name: ps.count for ps in replaced.pod_sets}
+    for psa in replaced.admission.pod_set_assignments:
+        if (psa.count if psa.count is not None else counts.get(psa.name, 0)) == 0:
+            held.pop(psa.name, None)
+    return held
+
+
 def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None,
                    only: dict[str, dict[str, str]] | None = None, info: ClusterQueueInfo | None = None,
                    replaced: WorkloadInfo | None = None) -> Assignment:
@@ -313,7 +328,8 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
 
     ``replaced`` is the elastic Job slice ``wl`` replaces (ElasticJobsViaWorkloadSlices), holding quota in
     ``cq_name``: a pod set it also has keeps that pod set's flavors (any other flavor is NoFit, "could not assign
-    <flavor> flavor since the original workload is assigned: <flavor>") and asks only for what it holds beyond the
+    <flavor> flavor since the original workload is assigned: <flavor>"; not one the old slice ran no pods of, under
+    ``ElasticJobsViaWorkloadSlicesFlavorChangeFromZero``: :func:`_held_before`) and asks only for what it holds beyond the
     old slice's, so the assignment's ``usage`` is that difference while its pod sets' requests stay whole.
 
     Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
@@ -326,7 +342,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         if wl.scan is not None and only is None and ctx.fungibility else None
     node = ctx.tree.cluster_queues[cq_name]
     ignore_undeclared = ctx.ignore_undeclared
-    held_before = pod_set_usage(replaced) if replaced is not None else None
+    held_before = _held_before(replaced, ctx.flavor_change_from_zero) if replaced is not None else None
     assumed: dict[str, int] = {}
     results: list[PodSetResult] = []
     group_flavors: dict[str, dict[str, str]] = {}

@@ -5,6 +5,8 @@ more than ten parents are errors. No cluster needed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import pytest
 from fixtures.jobs import RecordingClient, integration, job, workload
@@ -115,9 +117,12 @@ def test_cyclic_ownership_is_an_error() -> None:
         _walk(chain)
 
 
-def _config(**fields: object) -> ev.ConfigRecorded:
+def _config(*, skip: bool = False, **fields: Any) -> ev.ConfigRecorded:
+    """A recorded Configuration; ``skip``: Kueue v0.20's SkipChildJobSuspension (on by default there), off unless
+    asked, so a child is held for its ancestor's Workload."""
+    gates = {"SkipChildJobSuspension": skip, **fields.pop("featureGates", {})}
     return ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **fields})
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates, **fields})
 
 
 # --- the Job integration walking up --------------------------------------------------------------------------
@@ -155,6 +160,24 @@ async def test_a_job_two_levels_below_its_queued_ancestor_follows_that_ancestors
     await jobs.reconcile("ns/train")
     assert [(kind, body["spec"]) for kind, _, body in client.patches] == (
         [("Job", {"suspend": True})] if suspended else []), "no Workload of its own either way"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("default", [False, True])
+async def test_under_skip_child_job_suspension_a_child_is_left_running_with_no_workload(default: bool) -> None:
+    """Kueue v0.20's SkipChildJobSuspension (beta, on by default; #16370): a job with a Kueue-managed ancestor is
+    not suspended whatever that ancestor's Workload (here missing), and still gets no Workload of its own."""
+    child, jobset, mpijob = _deep_child()
+    frameworks = {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]}
+    config = (ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "integrations": frameworks})
+        if default else _config(skip=True, integrations=frameworks))
+    jobs, _, appended = integration(child, before=(config,))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    jobs.parents.hold("JobSet", {"ns/js": _Object(jobset)})
+    jobs.parents.hold("MPIJob", {"ns/m": _Object(mpijob)})
+    await jobs.reconcile("ns/train")
+    assert client.patches == [] and appended == [], "create raises: no Workload either"
 
 
 @pytest.mark.asyncio

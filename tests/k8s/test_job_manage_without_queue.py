@@ -150,6 +150,9 @@ def _held(jobs: JobIntegration, *jobsets: JobSet) -> None:
 
 
 JOBSETS_ON = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
+JOBSETS_HOLDING = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+                          featureGates={"SkipChildJobSuspension": False})
+"""As :data:`JOBSETS_ON`, with Kueue v0.20's ``SkipChildJobSuspension`` off: a child is held for its ancestor."""
 
 
 def _child(*, labels: dict[str, str], suspend: bool = False) -> o.Job:
@@ -167,19 +170,22 @@ def _child(*, labels: dict[str, str], suspend: bool = False) -> o.Job:
     (False, None, {}, False),  # naming no queue, its parent not Kueue's: neither is it
 ], ids=["parent-workload-missing", "parent-pending", "parent-admitted", "unqueued-parent-pending",
         "unqueued-parent-queued-job", "unqueued-parent-unqueued-job"])
+@pytest.mark.parametrize("skip", [False, True], ids=["holding", "skip-child-job-suspension"])
 async def test_a_running_child_job_is_kept_suspended_until_its_parents_workload_is_admitted(
-        queued: bool, parent: str | None, labels: dict[str, str], suspended: bool) -> None:
-    """Reference §7.1 item 3: a queued JobSet's Job (the JobSet integration on) gets no Workload of its own and is
-    suspended ("Kueue managed child job suspended") while the JobSet's Workload is missing or not admitted."""
+        queued: bool, parent: str | None, labels: dict[str, str], suspended: bool, skip: bool) -> None:
+    """Reference §7.1 item 3: a queued JobSet's Job (the JobSet integration on) gets no Workload of its own and,
+    with SkipChildJobSuspension off, is suspended ("Kueue managed child job suspended") while the JobSet's
+    Workload is missing or not admitted. Kueue v0.20 turns that gate on (beta, #16370): the child is left as it
+    is, whatever its ancestor's Workload; a Job whose parent is not Kueue's is no child, suspended as before."""
     objs = () if parent is None else (_parent_workload(),)
-    jobs, mirror, client = _setup(_child(labels=labels), *objs, before=(JOBSETS_ON,))
+    jobs, mirror, client = _setup(_child(labels=labels), *objs, before=(JOBSETS_ON if skip else JOBSETS_HOLDING,))
     _held(jobs, _jobset(queued=queued))
     if parent == "admitted":
         mirror.state.workloads["ns/jobset-js-12345"].phase = ADMITTED
     await jobs.reconcile("ns/train")
     assert client.created == []
     assert client.patches == ([("Job", {"metadata": {"resourceVersion": "7"}, "spec": {"suspend": True}})]
-                              if suspended else [])
+                              if suspended and not (skip and queued) else [])
 
 
 @pytest.mark.asyncio
@@ -266,7 +272,7 @@ async def test_the_parents_workload_is_its_newest_not_finished_one(newer_finishe
     names: an admitted older one does not let the child run while a newer one waits."""
     older = _parent_workload_named("jobset-js-aaaaa", "2026-01-01T00:00:00Z")
     newer = _parent_workload_named("jobset-js-bbbbb", "2026-01-01T00:00:05Z", finished=newer_finished)
-    jobs, mirror, client = _setup(_child(labels={QUEUE: "lq"}), older, newer, before=(JOBSETS_ON,))
+    jobs, mirror, client = _setup(_child(labels={QUEUE: "lq"}), older, newer, before=(JOBSETS_HOLDING,))
     _held(jobs, _jobset(queued=True))
     mirror.state.workloads["ns/jobset-js-aaaaa"].phase = ADMITTED
     await jobs.reconcile("ns/train")

@@ -146,7 +146,8 @@ async def test_a_jobset_under_a_queued_mpijob_is_that_mpijobs_child(admitted: bo
         wl.metadata, name="mpijob-pi-00000", uid="wl-pi", owner_references=[o.OwnerReference(
             api_version="kubeflow.org/v2beta1", kind="MPIJob", name="pi", uid="uid-pi", controller=True)]))
     frameworks = ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]
-    integ, client, appended = integration(raw, mpi_wl, config={"integrations": {"frameworks": frameworks}})
+    integ, client, appended = integration(raw, mpi_wl, config={"integrations": {"frameworks": frameworks},
+                                                          "featureGates": {"SkipChildJobSuspension": False}})
     integ.parents.hold("MPIJob", {"ns/pi": _Held(o.ObjectMeta(name="pi", namespace="ns", uid="uid-pi",
                                                               labels={"kueue.x-k8s.io/queue-name": "lq"}))})
     if admitted:

@@ -13,6 +13,7 @@ import pytest
 
 from connectors.k8s import crds
 from connectors.k8s.checkstatus import desired_active
+from connectors.k8s.errors import AlreadyExists
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict, missing_reservation
@@ -216,3 +217,49 @@ async def test_a_held_creation_withdrawn_by_a_later_deletion_is_rejected_and_the
     assert client.calls == [("delete", "wl-prov-1")]
     assert await _outcomes(journal) == [("DecisionRejected", 1, "Withdrawn"), ("DecisionApplied", 2, "")]
     assert not journal.mirror.request_decisions
+
+
+class Squatted(FakeClient):
+    """A PodTemplate already at the decision's template name, asking ``cpu`` ("": nothing, as the derived one);
+    the rest as :class:`FakeClient`."""
+
+    def __init__(self, cpu: str) -> None:
+        super().__init__()
+        self.cpu, self.squatted = cpu, True
+
+    async def create(self, resource: object, body: dict[str, Any], ns: str) -> bytes:
+        name = body["metadata"]["name"]
+        if name.startswith("ppt-") and self.squatted:
+            self.calls.append(("create refused", name))
+            raise AlreadyExists(f"podtemplates {name!r} already exists", 409, "AlreadyExists")
+        return await super().create(resource, body, ns)
+
+    async def get(self, resource: object, name: str, ns: str) -> bytes:
+        self.calls.append(("get", name))
+        self.squatted = False  # the next create, after the delete, makes it anew
+        requests = {"requests": {"cpu": self.cpu}} if self.cpu else {}
+        return msgspec.json.encode({"metadata": {"name": name, "uid": "foreign"}, "template": {"spec": {
+            "containers": [{"name": "other", "image": "other", "resources": requests}]}}})
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("cpu", "gate", "replaced"), [("5", None, True), ("", None, False), ("5", False, False)],
+                         ids=["differs", "alike", "gate-off"])
+async def test_a_podtemplate_at_the_derived_name_unlike_the_derived_one_is_replaced(
+        cpu: str, gate: bool | None, replaced: bool) -> None:
+    """Kueue v0.20's EnforceProvisioningPodTemplateContents (beta, on; #13015): a PodTemplate found at the
+    predictable ``ppt-…`` name is taken only when alike what Kueue derives (tolerations, each container's requests
+    and limits: not names or images); one that differs is deleted and made anew, so the ProvisioningRequest never
+    asks capacity for pods the Workload's quota did not cover. Off, the one found is taken as it is."""
+    config = ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        **({} if gate is None else {"featureGates": {"EnforceProvisioningPodTemplateContents": gate}})})
+    journal = await _journal(config, created(), upserted(stored(RESERVED)))
+    client = Squatted(cpu)
+    applier = RequestApplier(client, journal)  # type: ignore[arg-type]
+    await applier.apply_pending()
+    found = [("create refused", "ppt-wl-prov-1-main"), *([("get", "ppt-wl-prov-1-main")] if gate is None else [])]
+    replacing = [("delete", "ppt-wl-prov-1-main"), ("create", "ppt-wl-prov-1-main")] if replaced else []
+    assert client.calls == [*found, *replacing, ("create", "wl-prov-1"), ("patch", "ppt-wl-prov-1-main")]
+    assert applier.stats.templates_replaced == int(replaced)
+    assert await _outcomes(journal) == [("DecisionApplied", 2, "")]

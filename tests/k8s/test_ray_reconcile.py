@@ -29,6 +29,8 @@ JOB_WL = rj.workload_name("job", UID)
 CLUSTER_WL = rc.workload_name("rc", UID)
 JOB_ON = {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}}
 BOTH_ON = {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob", "ray.io/raycluster"]}}
+HOLDING = {**BOTH_ON, "featureGates": {"SkipChildJobSuspension": False}}
+"""Kueue v0.20's SkipChildJobSuspension off: a child RayCluster is held for its RayJob's Workload."""
 TEMPLATE = {"spec": {"containers": [{"name": "c", "image": "ray:2", "resources": {"requests": {"cpu": "1"}}}]}}
 
 
@@ -163,17 +165,17 @@ async def test_a_queued_rayjobs_raycluster_gets_no_workload_and_is_held_while_th
     pending, the running cluster is suspended (Kueue's child job rule); admitted, it is left running."""
     parent = workload(JOB_WL, "RayJob", "job", ["head", "workers"], uid="job-uid")
     integ, client, appended = child_integration(raw_cluster(suspend=False, owner=RAYJOB_OWNER), parent,
-                                                rayjob=listed_rayjob())
+                                                rayjob=listed_rayjob(), config=HOLDING)
     await integ.reconcile("ns/rc")
     assert client.created == []
     assert client.patches == [("RayCluster", "rc", {"metadata": {"resourceVersion": "5"}, "spec": {"suspend": True}})]
     assert [(e.kind, e.action) for e in appended] == [("RayCluster", "Suspended")]  # type: ignore[attr-defined]
     integ, client, appended = child_integration(raw_cluster(suspend=True, owner=RAYJOB_OWNER), parent,
-                                                rayjob=listed_rayjob())
+                                                rayjob=listed_rayjob(), config=HOLDING)
     await integ.reconcile("ns/rc")
     assert (client.created, client.patches) == ([], [])
     integ, client, appended = child_integration(raw_cluster(suspend=False, owner=RAYJOB_OWNER), parent,
-                                                rayjob=listed_rayjob())
+                                                rayjob=listed_rayjob(), config=HOLDING)
     integ.state.workloads[f"ns/{JOB_WL}"].phase = ADMITTED
     await integ.reconcile("ns/rc")
     assert (client.created, client.patches, appended) == ([], [], [])
@@ -183,10 +185,10 @@ async def test_a_queued_rayjobs_raycluster_gets_no_workload_and_is_held_while_th
 async def test_a_queued_rayjobs_raycluster_is_its_child_before_the_rayjob_has_a_workload() -> None:
     """Kueue finds the managed ancestor by its queue-name label, not by its Workload: a cluster KubeRay makes
     before the RayJob's Workload exists is held, and gets none of its own."""
-    integ, client, appended = child_integration(raw_cluster(suspend=True, owner=RAYJOB_OWNER), rayjob=listed_rayjob())
+    integ, client, appended = child_integration(raw_cluster(suspend=True, owner=RAYJOB_OWNER), rayjob=listed_rayjob(), config=HOLDING)
     await integ.reconcile("ns/rc")
     assert (client.created, client.patches, appended) == ([], [], [])
-    integ, client, appended = child_integration(raw_cluster(suspend=False, owner=RAYJOB_OWNER), rayjob=listed_rayjob())
+    integ, client, appended = child_integration(raw_cluster(suspend=False, owner=RAYJOB_OWNER), rayjob=listed_rayjob(), config=HOLDING)
     await integ.reconcile("ns/rc")
     assert client.created == []
     assert [(e.kind, e.action) for e in appended] == [("RayCluster", "Suspended")]  # type: ignore[attr-defined]

@@ -26,6 +26,8 @@ from projections.workloads import ADMITTED
 UID = "svc-uid"
 SERVICE_WL = rs.workload_name("svc", UID)
 ON = {"integrations": {"frameworks": ["batch/job", "ray.io/rayservice", "ray.io/raycluster"]}}
+HOLDING = {**ON, "featureGates": {"SkipChildJobSuspension": False}}
+"""Kueue v0.20's SkipChildJobSuspension off: a child RayCluster is held for its RayService's Workload."""
 TEMPLATE = {"metadata": {}, "spec": {"containers": [{"name": "c", "image": "ray:2",
                                                      "resources": {"requests": {"cpu": "1"}}}]}}
 FT = {"redisAddress": "redis:6379"}
@@ -157,9 +159,10 @@ def listed_service() -> rs.RayService:
     return service
 
 
-def cluster_integration(raw: dict[str, Any], *objs: o.KObject
+def cluster_integration(raw: dict[str, Any], *objs: o.KObject, config: dict[str, Any] | None = None
                         ) -> tuple[RayClusterIntegration, Client, list[ev.AnyEvent]]:
-    integ, client, appended = watched_jobs.integration(RayClusterIntegration, raw, *objs, config=ON)
+    integ, client, appended = watched_jobs.integration(RayClusterIntegration, raw, *objs,
+                                                       config=ON if config is None else config)
     service = listed_service()
     integ.parents.hold("RayService", {service.key: service})
     return integ, client, appended
@@ -167,13 +170,13 @@ def cluster_integration(raw: dict[str, Any], *objs: o.KObject
 
 @pytest.mark.asyncio
 async def test_a_queued_rayservices_raycluster_gets_no_workload_and_is_held_while_the_service_is_not_admitted() -> None:
-    integ, client, appended = cluster_integration(raw_cluster(suspend=False), workload())
+    integ, client, appended = cluster_integration(raw_cluster(suspend=False), workload(), config=HOLDING)
     await integ.reconcile("ns/svc-raycluster-x")
     assert client.created == []
     assert client.patches == [("RayCluster", "svc-raycluster-x",
                                {"metadata": {"resourceVersion": "5"}, "spec": {"suspend": True}})]
     assert [(e.kind, e.action) for e in appended] == [("RayCluster", "Suspended")]  # type: ignore[attr-defined]
-    integ, client, appended = cluster_integration(raw_cluster(suspend=False), workload())
+    integ, client, appended = cluster_integration(raw_cluster(suspend=False), workload(), config=HOLDING)
     integ.state.workloads[f"ns/{SERVICE_WL}"].phase = ADMITTED
     await integ.reconcile("ns/svc-raycluster-x")
     assert (client.created, client.patches, appended) == ([], [], []), "admitted: left running, queued apart never"

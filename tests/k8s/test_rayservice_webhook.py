@@ -43,10 +43,12 @@ def _config(groups: int = 1, *, names: tuple[str, ...] = (), annotations: dict |
     return config
 
 
-def _service(labels: dict | None = None, **kw: Any) -> dict:
+def _service(labels: dict | None = None, upgrade: str | None = "None", **kw: Any) -> dict:
+    spec: dict = {"serveConfigV2": "applications: []", "rayClusterConfig": _config(**kw)}
+    if upgrade is not None:
+        spec["upgradeStrategy"] = {"type": upgrade}
     return {"apiVersion": "ray.io/v1", "kind": "RayService",
-            "metadata": {"name": "svc", "namespace": "team", "labels": labels or {}},
-            "spec": {"serveConfigV2": "applications: []", "rayClusterConfig": _config(**kw)}}
+            "metadata": {"name": "svc", "namespace": "team", "labels": labels or {}}, "spec": spec}
 
 
 async def _namespace_labels(name: str) -> dict[str, str]:
@@ -147,6 +149,31 @@ def test_a_managed_rayservices_cluster_rules_in_kueues_words() -> None:
     assert _refusal(_service(groups=8), settings=ALL) is not None, "manageJobsWithoutQueueName: checked too"
     assert _refusal(_service(groups=8, autoscaling=True)) is None, "not Kueue's: not checked"
     assert _refusal(_service({Q: "lq"}, groups=7)) is None
+
+
+@pytest.mark.parametrize("upgrade", [None, "NewCluster", "NewClusterWithIncrementalUpgrade"])
+def test_a_managed_rayservice_upgrades_without_downtime_only_as_an_elastic_job(upgrade: str | None) -> None:
+    """Kueue v0.20's RayServiceValidateUpgradeStrategy (beta, on; #16094): a zero-downtime upgrade (KubeRay's
+    default when no strategy is given) is refused to a Kueue-managed RayService that is not elastic; ``None`` turns
+    it off; an elastic one (ElasticJobsViaWorkloadSlices and the annotation) may; the gate off, all may."""
+    refused = f"spec.upgradeStrategy.type: Forbidden: {rw.UPGRADE_STRATEGY}"
+    assert _refusal(_service({Q: "lq"}, upgrade, suspend=True)) == refused
+    assert _refusal(_service({Q: "lq"}, "None", suspend=True)) is None
+    assert _refusal(_service({"app": "x"}, upgrade)) is None, "not Kueue's: not checked"
+    assert _refusal(_service(None, upgrade), settings=ALL) == refused, "manageJobsWithoutQueueName"
+    elastic = _service({Q: "lq"}, upgrade, groups=0, suspend=True)
+    elastic["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    elastic["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["schedulingGates"] = [
+        {"name": "kueue.x-k8s.io/elastic-job"}]
+    assert _refusal(elastic) is None
+    off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                   "featureGates": {"ElasticJobsViaWorkloadSlices": False}}))
+    assert _refusal(elastic, settings=off) == refused, "the annotation alone is not elastic"
+    gate_off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                        "featureGates": {"RayServiceValidateUpgradeStrategy": False}}))
+    assert _refusal(_service({Q: "lq"}, upgrade, suspend=True), settings=gate_off) is None
+    running = _service({Q: "lq"}, "None", suspend=False)
+    assert _refusal(_service({Q: "lq"}, upgrade, suspend=False), running) == refused, "on update too"
 
 
 def test_a_running_rayservices_queue_name_is_immutable() -> None:

@@ -28,6 +28,8 @@ from projections.workloads import ADMITTED
 UID = "tj-uid"
 WL = tj.workload_name("job", UID)
 ON = {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"]}}
+HOLDING = {**ON, "featureGates": {"SkipChildJobSuspension": False}}
+"""Kueue v0.20's SkipChildJobSuspension off: a child JobSet is held for its TrainJob's Workload."""
 PODSET = "kueue.x-k8s.io/podset"
 RUNTIME_SPEC = {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [{
     "name": "node", "template": {"metadata": {"labels": {tj.ANCESTOR_LABEL: "trainer"}}, "spec": {"template": {
@@ -175,13 +177,13 @@ def raw_jobset(suspend: bool) -> dict[str, Any]:
 @pytest.mark.asyncio
 async def test_a_queued_trainjobs_jobset_gets_no_workload_and_is_held_while_the_trainjob_is_not_admitted() -> None:
     parent = workload(uid="job-uid")
-    integ, client, appended = watched_jobs.integration(JobSetIntegration, raw_jobset(suspend=False), parent, config=ON)
+    integ, client, appended = watched_jobs.integration(JobSetIntegration, raw_jobset(suspend=False), parent, config=HOLDING)
     integ.parents.hold("TrainJob", {"ns/job": listed_trainjob()})
     await integ.reconcile("ns/job")
     assert client.created == []
     assert client.patches == [("JobSet", "job", {"metadata": {"resourceVersion": "7"}, "spec": {"suspend": True}})]
     assert actions(appended) == [("JobSet", "Suspended")]
-    integ, client, appended = watched_jobs.integration(JobSetIntegration, raw_jobset(suspend=False), parent, config=ON)
+    integ, client, appended = watched_jobs.integration(JobSetIntegration, raw_jobset(suspend=False), parent, config=HOLDING)
     integ.parents.hold("TrainJob", {"ns/job": listed_trainjob()})
     integ.state.workloads[f"ns/{WL}"].phase = ADMITTED
     await integ.reconcile("ns/job")

@@ -41,7 +41,7 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored(monkeyp
         name for name in set(gates.GATES) - gates.MODELLED - gates.PARTLY
         if gates.GATES[name][0] == gates.ALPHA), "every alpha gate not modelled, turned on"
     all_beta_off = gates.ignored({"AllBeta": False})
-    assert "EnforceProvisioningPodTemplateContents" in all_beta_off
+    assert "TASPartialSlices" in all_beta_off and "EnforceProvisioningPodTemplateContents" not in all_beta_off
     assert not [n for n in all_beta_off if any(dep in gates.MODELLED and gates.GATES[dep][0] == gates.BETA
                                                for dep in gates.DEPENDENCIES.get(n, ()))], "moot: a dependency is off"
     assert gates.ignored({"ConfigurablePreemptions": True}) == ["ConfigurablePreemptions"], "v0.20's, not modelled"

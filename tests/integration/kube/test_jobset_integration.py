@@ -67,7 +67,8 @@ def _pod_template(jobset: dict[str, Any], i: int) -> dict[str, Any]:
 
 @pytest.mark.asyncio
 async def test_a_queued_jobset_runs_only_while_its_workload_is_admitted(kube_apiserver, tmp_path) -> None:
-    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+                          "featureGates": {"SkipChildJobSuspension": False}})  # children held (v0.19)
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         await crds.install(kc, docs=[crds.jobset_crd()])
@@ -147,7 +148,8 @@ async def test_a_job_of_a_queued_jobset_without_a_workload_yet_is_its_child(kube
     """Kueue takes a JobSet naming a queue as its Jobs' managed ancestor from its label, not its Workload: a Job
     made while the JobSet has none yet (here its WorkloadPriorityClass does not exist, so it gets none) is suspended
     and gets no Workload of its own. The Job integration reads the JobSet from the JobSet integration's list."""
-    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+                          "featureGates": {"SkipChildJobSuspension": False}})  # children held (v0.19)
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         await crds.install(kc, docs=[crds.jobset_crd()])

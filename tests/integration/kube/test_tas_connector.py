@@ -83,6 +83,27 @@ async def _get(kc, resource: Resource, name: str, ns: str) -> dict[str, Any]:
 
 
 @pytest.mark.asyncio
+async def test_a_podtemplate_made_beforehand_at_the_derived_name_is_replaced(kube_apiserver) -> None:
+    """EnforceProvisioningPodTemplateContents (beta, on): a PodTemplate someone made at the predictable name, asking
+    other resources, is replaced by the derived one before the request refers to it."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc, docs=[crds.provisioning_request_crd()])
+        ns = await namespace(kc, "provreq-squat")
+        uid = f"wl-{secrets.token_hex(4)}"
+        squat = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ppt-wl-prov-1-main"},
+                 "template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.36",
+                                                       "resources": {"requests": {"cpu": "64"}}}]}}}
+        before = msgspec.json.decode(await kc.create(POD_TEMPLATES, squat, ns))
+        journal = await _journal(ns, uid, _created(ns, uid))
+        await RequestApplier(kc, journal).apply_pending()
+        template = await _get(kc, POD_TEMPLATES, "ppt-wl-prov-1-main", ns)
+        assert template["metadata"]["uid"] != before["metadata"]["uid"]
+        assert template["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1"}}
+        assert template["metadata"]["ownerReferences"][0]["kind"] == "ProvisioningRequest"
+        assert await _outcomes(journal) == [("DecisionApplied", 1, "")]
+
+
+@pytest.mark.asyncio
 async def test_request_applier_against_the_apiserver(kube_apiserver, monkeypatch) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc, docs=[crds.provisioning_request_crd()])
@@ -102,11 +123,14 @@ async def test_request_applier_against_the_apiserver(kube_apiserver, monkeypatch
         assert await _outcomes(journal) == [("DecisionApplied", 1, "")]
         assert not journal.mirror.request_decisions
 
-        # a restart before the outcome reached the log: the same decision again changes nothing
+        # a restart before the outcome reached the log: the same decision again changes nothing (the template as
+        # the apiserver defaulted it is alike the derived one: kept, EnforceProvisioningPodTemplateContents or not)
         again = await _journal(ns, uid, _created(ns, uid))
         await RequestApplier(kc, again).apply_pending()
         assert (await _get(kc, PROVISIONING_REQUESTS, "wl-prov-1", ns))["metadata"]["resourceVersion"] == \
             request["metadata"]["resourceVersion"]
+        assert (await _get(kc, POD_TEMPLATES, "ppt-wl-prov-1-main", ns))["metadata"]["uid"] == \
+            template["metadata"]["uid"]
         assert await _outcomes(again) == [("DecisionApplied", 1, "")]
 
         # the same name, but the request belongs to another Workload (a recreated one): refused
