@@ -5,25 +5,20 @@ The gate's fixed cases are ``cases/partial_slices.yaml``."""
 
 from __future__ import annotations
 
-from fixtures.tasbuild import HOSTNAME, label, rack_events
+from fixtures.tasbuild import HOSTNAME, label, rack_snapshots
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events import objects as o
-from events import schema as ev
 from kueue_es.scheduler.tas import NoPlacement, PodSetRequest, TASOptions, place_workload
-from projections.cluster import ClusterState
-from projections.topology import tas_snapshots
 
 LEVELS = ["rack", "hostname"]
 RACK = label("rack")
 
 
 def snapshots(cpus: dict[str, list[int]]):
-    state = ClusterState()
-    for i, e in enumerate(rack_events(cpus, LEVELS)):
-        state.apply(ev.Record(i, e))
-    return tas_snapshots(state), state
+    """rack -> per-host CPUs (hosts named h<rack index><host index>)."""
+    return rack_snapshots(cpus, LEVELS)
 
 
 racks = st.dictionaries(st.sampled_from(["r1", "r2", "r3", "r4"]), st.lists(st.integers(0, 5), min_size=1, max_size=4),
@@ -40,7 +35,7 @@ def test_a_placed_partial_slice_keeps_every_slice_in_one_domain(cpus, count, siz
                                    pod_set_slice_required_topology=RACK if by_rack else HOSTNAME,
                                    pod_set_slice_size=size)
     req = PodSetRequest(name="ps", count=count, requests=(("cpu", 1000),), topology=topo)
-    snaps, _ = snapshots(cpus)
+    snaps = snapshots(cpus)
     on = place_workload(snaps, [("tas", req)], options=TASOptions())
     off = place_workload(snaps, [("tas", req)], options=TASOptions(partial_slices=False))
     if on.failed is not None:

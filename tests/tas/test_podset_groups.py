@@ -8,17 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fixtures.tasbuild import label, rack_events
+from fixtures.tasbuild import label, rack_snapshots
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events import objects as o
-from events import schema as ev
 from kueue_es.scheduler.tas import PodSetRequest, TASOptions, place_workload
 from kueue_es.scheduler.tas.group import fill_group_counts
 from kueue_es.scheduler.tas.workload import leader_and_workers
-from projections.cluster import ClusterState
-from projections.topology import tas_snapshots
 
 LEVELS = ["rack", "hostname"]
 RACK = label("rack")
@@ -26,10 +23,7 @@ RACK = label("rack")
 
 def snapshots(cpus: dict[str, list[int]]):
     """rack -> per-host CPUs (hosts named h<rack index><host index>)."""
-    state = ClusterState()
-    for i, e in enumerate(rack_events(cpus, LEVELS)):
-        state.apply(ev.Record(i, e))
-    return tas_snapshots(state)
+    return rack_snapshots(cpus, LEVELS)
 
 
 def member(name: str, count: int, cpu: int, *, required: str | None = RACK, preferred: str | None = None,
