@@ -57,8 +57,7 @@ class RequeuingStrategy(_Cfg):
 
 class WaitForPodsReadyConfig(_Cfg):
     enable: bool = True
-    timeout: str = "5m"
-    """Kueue defaults it to 5 minutes, in both Configuration versions."""
+    timeout: str = "30m"
     block_admission: bool = False
     recovery_timeout: str | None = None
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
