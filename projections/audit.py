@@ -311,19 +311,17 @@ class AuditTrail:
                               reason=f"{e.check}={e.state}", message=e.message)
             case ev.ConfigRecorded():
                 self.configs.append((off, e))
-                self.multikueue = gates.enabled(gates.of_document(e.document), gates.MULTIKUEUE)
-                gated_by = gates.enabled(gates.of_document(e.document), gates.ADMISSION_GATED_BY)
-                if gated_by != self.gated_by:
-                    self.gated_by = gated_by
+                flags = gates.of_document(e.document)
+                self.multikueue = gates.enabled(flags, gates.MULTIKUEUE)
+                gated_by = gates.enabled(flags, gates.ADMISSION_GATED_BY)
+                concurrent = gates.enabled(flags, gates.CONCURRENT_ADMISSION)
+                regated, reparented = gated_by != self.gated_by, concurrent != self.concurrent_admission
+                self.gated_by, self.concurrent_admission = gated_by, concurrent
+                if regated or reparented:  # who is held out of its queue changed: gated workloads, parents
                     for key in sorted(self.workloads):
-                        if self.workloads[key].gate:
-                            self._queue(off, e, key, self.workloads[key])
-                concurrent = gates.enabled(gates.of_document(e.document), gates.CONCURRENT_ADMISSION)
-                if concurrent != self.concurrent_admission:
-                    self.concurrent_admission = concurrent
-                    for key in sorted(self.workloads):
-                        if self.workloads[key].parent:
-                            self._queue(off, e, key, self.workloads[key])
+                        t = self.workloads[key]
+                        if (regated and t.gate) or (reparented and t.parent):
+                            self._queue(off, e, key, t)
                 dra_config = (dra.mode_of(e.document), dra.mapping_of(e.document), dra.extended_on(e.document),
                               dra.prioritized_on(e.document))
                 if dra_config != self.dra_config:
