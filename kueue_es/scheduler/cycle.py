@@ -34,7 +34,7 @@ from kueue_es.scheduler.flavors import (
     scan_length,
     scan_progress,
 )
-from kueue_es.scheduler.preemption import Target, find_targets
+from kueue_es.scheduler.preemption import Target, find_targets, preemption_message
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
 from kueue_es.scheduler.tas import Placement
 from kueue_es.scheduler.tasplace import (
@@ -790,7 +790,7 @@ def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) ->
         issued += 1
         out.append(ev.WorkloadPreempted(
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
-            message=_preemption_message(state, wl, victim, t.reason), **base))
+            message=preemption_message(state, wl, victim, t.reason), **base))
     msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
     _pending(out, ctx, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
 
@@ -804,27 +804,6 @@ def _slice_replaced(e: Entry, base: dict) -> ev.WorkloadSliceReplaced:
         key=old.key, uid=old.uid, replacement=wl.key,
         message=f"Replaced to accommodate a workload (UID: {wl.uid}, JobUID: {job_uid}) due to workload slice "
                 "aggregation", **base)
-
-
-_REASON_TEXT = {
-    "InClusterQueue": "prioritization in the ClusterQueue",
-    "InCohortReclamation": "reclamation within the cohort",
-    "InCohortFairSharing": "Fair Sharing within the cohort",
-    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
-}
-
-
-def _path(state: ClusterState, cq: str) -> str:
-    forest = state.forest
-    parts = [cq] + [n[3:] for n in forest.ancestors("cq:" + cq)]
-    return "/" + "/".join(reversed(parts))
-
-
-def _preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: WorkloadInfo, reason: str) -> str:
-    job_uid = preemptor.labels.get("kueue.x-k8s.io/job-uid") or siblings.UNKNOWN  # either unknown: Kueue's word
-    return (f"Preempted to accommodate a workload (UID: {preemptor.uid or siblings.UNKNOWN}, JobUID: {job_uid}) due to "
-            f"{_REASON_TEXT[reason]}; preemptor path: {_path(state, preemptor.cluster_queue)}; "
-            f"preemptee path: {_path(state, victim.cluster_queue)}")
 
 
 _format = lru_cache(maxsize=8192)(canonical_quantity)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
+from kueue_es.scheduler import siblings
 from kueue_es.scheduler.quota import QuotaNode
 from projections.queue_order import QueueOrder
 from projections.workloads import WorkloadInfo
@@ -21,6 +22,7 @@ from projections.workloads import WorkloadInfo
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext
     from kueue_es.scheduler.taspreempt import TopologyFit
+    from projections.cluster import ClusterState
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -261,3 +263,26 @@ def _reason(c: _Candidate) -> str:
     if c.kind == WHILE_BORROWING:
         return IN_COHORT_RECLAIM_WHILE_BORROWING
     return IN_COHORT_RECLAMATION
+
+
+_REASON_TEXT = {
+    IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+
+def _path(state: ClusterState, cq: str) -> str:
+    forest = state.forest
+    parts = [cq] + [n[3:] for n in forest.ancestors("cq:" + cq)]
+    return "/" + "/".join(reversed(parts))
+
+
+def preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: WorkloadInfo, reason: str) -> str:
+    """The ``Preempted`` condition's message on ``victim``, Kueue's wording: who preempted it, why, and both
+    ClusterQueues' paths up their Cohort trees."""
+    job_uid = preemptor.labels.get("kueue.x-k8s.io/job-uid") or siblings.UNKNOWN  # either unknown: Kueue's word
+    return (f"Preempted to accommodate a workload (UID: {preemptor.uid or siblings.UNKNOWN}, JobUID: {job_uid}) due to "
+            f"{_REASON_TEXT[reason]}; preemptor path: {_path(state, preemptor.cluster_queue)}; "
+            f"preemptee path: {_path(state, victim.cluster_queue)}")

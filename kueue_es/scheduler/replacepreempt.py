@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from events import schema as ev
+from kueue_es.scheduler.preemption import preemption_message
 from kueue_es.scheduler.tas import Placement, PodSetRequest, replace_in_workload
 from kueue_es.scheduler.tasplace import without_victims
 from kueue_es.scheduler.taspreempt import TopologyFit
@@ -67,7 +68,6 @@ def preempt_for_replacement(ctx: CycleContext, wl: WorkloadInfo,
     """The preemptions that make room for the replacement, then the failed pass (its message saying so); None
     when there are no victims, or when one is another workload's of this cycle (Kueue skips overlapping
     targets)."""
-    from kueue_es.scheduler.cycle import _preemption_message  # lazily: the cycle imports its callers
 
     targets = replacement_targets(ctx, wl, replacing, node, pod_set)
     if not targets or any(t.workload.key in ctx.removed for t in targets):
@@ -80,7 +80,7 @@ def preempt_for_replacement(ctx: CycleContext, wl: WorkloadInfo,
         if victim.evicted:
             continue
         out.append(ev.WorkloadPreempted(key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
-                                        message=_preemption_message(ctx.state, wl, victim, t.reason), **base))
+                                        message=preemption_message(ctx.state, wl, victim, t.reason), **base))
     out.append(ev.SecondPassFailed(key=wl.key, uid=wl.uid,
                                    message=f"couldn't assign flavors to pod set {pod_set}: {message}. Pending the "
                                            f"preemption of {len(targets)} workload(s)", **base))
