@@ -57,7 +57,8 @@ class RequeuingStrategy(_Cfg):
 
 class WaitForPodsReadyConfig(_Cfg):
     enable: bool = True
-    timeout: str = "30m"
+    timeout: str = "5m"
+    """Kueue defaults it to 5 minutes, in both Configuration versions."""
     block_admission: bool = False
     recovery_timeout: str | None = None
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()

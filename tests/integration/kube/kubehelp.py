@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import inspect
 import secrets
 import socket
+import tempfile
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from pathlib import Path
@@ -292,13 +294,32 @@ async def finished_condition(kc: KubeClient, name: str, ns: str, what: str) -> d
     return await eventually(finished, what=what)
 
 
+PODS_READY_TIMEOUT = "1h"
+"""The ``waitForPodsReady.timeout`` every kueue-es of these tests runs with (Kueue's default is 5 minutes). No
+kubelet runs here, so no pod ever becomes ready; and the cluster lives for the whole session, so each test's
+kueue-es also manages the Workloads earlier tests admitted. With 5 minutes, those would be evicted and admitted
+again part-way through a later test (Jobs unsuspended twice, pods ungated that the test did not make)."""
+
+
+@functools.cache
+def kueue_config_file() -> Path:
+    """The Kueue Configuration a ``kueue-es run --kube`` process of these tests reads (``--kueue-config``): Kueue's
+    defaults but :data:`PODS_READY_TIMEOUT`. One file for the test session."""
+    path = Path(tempfile.mkdtemp(prefix="kueue-es-kube-tests-")) / "kueue-config.yaml"
+    path.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                    f"waitForPodsReady:\n  timeout: {PODS_READY_TIMEOUT}\n")
+    return path
+
+
 @contextlib.asynccontextmanager
 async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | None = None,
                    hold: Collection[str] = (), release: asyncio.Event | None = None,
                    synced: bool = True, sync_timeout: float = 30.0, config: SchedulerConfig = DEFAULT,
-                   decide_before_synced: bool = False, **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
+                   decide_before_synced: bool = False, pods_ready_timeout: str = PODS_READY_TIMEOUT,
+                   **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
     """The connector and the scheduler over one embedded log, in this process, like ``kueue-es run --kube``
-    (which records ``config`` in the log before its first decision).
+    (which records ``config`` in the log before its first decision), its ``waitForPodsReady.timeout`` set to
+    ``pods_ready_timeout`` (see :data:`PODS_READY_TIMEOUT`).
 
     ``hold``: kinds whose (re)list waits for ``release`` — their objects stay out of the log meanwhile, while
     everything else is watched. ``synced``: wait until every kind is listed first. The scheduler, as in
@@ -321,6 +342,8 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
             return await relist(r)
 
         connector.watcher.relist = held_relist  # type: ignore[method-assign]
+    config = msgspec.structs.replace(config, wait_for_pods_ready=msgspec.structs.replace(
+        config.wait_for_pods_ready, timeout=pods_ready_timeout))
     document = config_record.document_of(config)
     tasks = [asyncio.create_task(connector.run()), asyncio.create_task(
         schedule(journal, config, ready=None if decide_before_synced else connector.watcher.wait_synced,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from kubehelp import eventually, free_port
+from kubehelp import eventually, free_port, kueue_config_file
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
@@ -66,7 +66,8 @@ async def run(cluster, name: str, log_dir: Path, lease_ns: str, *, script: str |
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
     env.update({"KUEUE_ES_KUBE_LEASE_NAMESPACE": lease_ns, "KUEUE_ES_KUBE_LEASE_DURATION_S": "6",
                 "KUEUE_ES_KUBE_RENEW_DEADLINE_S": "4", "KUEUE_ES_KUBE_RETRY_PERIOD_S": "0.5",
-                "KUEUE_ES_KUBE_WATCH_TIMEOUT_S": "30", **(extra_env or {})})
+                "KUEUE_ES_KUBE_WATCH_TIMEOUT_S": "30",
+                "KUEUE_ES_SCHEDULER_KUEUE_CONFIG": str(kueue_config_file()), **(extra_env or {})})
     entry = [str(HERE / script)] if script else ["-m", "kueue_es"]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *entry, "run", "--kube", "--kubeconfig", cluster.kubeconfig, "--log", str(log_dir),

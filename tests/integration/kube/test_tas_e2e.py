@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, provisioning_check, queues
+from kubehelp import connect, create, eventually, get, kueue_config_file, kueue_es, provisioning_check, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
@@ -68,7 +68,8 @@ async def _process(cluster, log_dir: Path):
     """``kueue-es run --kube`` over ``log_dir`` as its own process (no leader election, no health server); stopped
     with SIGTERM (its graceful stop) when the block ends."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
-    env.update({"KUEUE_ES_KUBE_LEADER_ELECTION": "false", "KUEUE_ES_KUBE_WATCH_TIMEOUT_S": "30"})
+    env.update({"KUEUE_ES_KUBE_LEADER_ELECTION": "false", "KUEUE_ES_KUBE_WATCH_TIMEOUT_S": "30",
+                "KUEUE_ES_SCHEDULER_KUEUE_CONFIG": str(kueue_config_file())})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "kueue_es", "run", "--kube", "--kubeconfig", cluster.kubeconfig, "--log", str(log_dir),
         "--health-port", "0", cwd=REPO, env=env, stdout=asyncio.subprocess.DEVNULL,
