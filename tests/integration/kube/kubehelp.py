@@ -343,7 +343,7 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
 
         connector.watcher.relist = held_relist  # type: ignore[method-assign]
     config = msgspec.structs.replace(config, wait_for_pods_ready=msgspec.structs.replace(
-        config.wait_for_pods_ready, timeout=pods_ready_timeout))
+        config.pods_ready, timeout=pods_ready_timeout))
     document = config_record.document_of(config)
     tasks = [asyncio.create_task(connector.run()), asyncio.create_task(
         schedule(journal, config, ready=None if decide_before_synced else connector.watcher.wait_synced,
