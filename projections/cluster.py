@@ -1639,7 +1639,7 @@ class ClusterState:
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
             )
-            if spec.preemption_gates:
+            if spec.preemption_gates or w.status.preemption_gates:
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1688,8 +1688,9 @@ class ClusterState:
         if regated:
             wl.admission_gate = gate
         was_gated = wl.preemption_gated
-        if spec.preemption_gates or wl.gate_states or was_gated:
-            self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates if spec.preemption_gates else ())
+        shown_gates = w.status.preemption_gates
+        if spec.preemption_gates or shown_gates or wl.gate_states or was_gated:
+            self._take_gates(wl, spec.preemption_gates, shown_gates)
         regated_preemption = wl.preemption_gated != was_gated  # a gate opened or closed: back to the heap (Kueue)
         reflavored = allowed != wl.allowed_flavors
         if reflavored:
@@ -2213,9 +2214,9 @@ class ClusterState:
         blocked = wl.condition(BLOCKED_ON_PREEMPTION_GATES)
         if blocked is not None and blocked.status == "True":
             wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, "False", reason, e.message, e.time)
-        if wl.gate_states:  # every gate closed again: the preemption waits for them to open anew
+        if wl.gate_states:  # every gate closed again: the preemption waits for its spec's to open anew
             wl.gate_states = closed_all(wl.gate_states, format_time(e.time))
-            wl.preemption_gated = True
+            wl.preemption_gated = wl.preemption_gated or bool(wl.spec_gates)
         wl.evicted = reason
         wl.unhealthy_nodes = ()
         wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now

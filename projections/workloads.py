@@ -313,8 +313,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     left it (:func:`projections.preemption_gates.has_closed_gate`): under ``MultiKueueOrchestratedPreemption`` the
     scheduler does not preempt for it."""
     gate_states: tuple[o.PreemptionGateState, ...] = ()
-    """Its ``status.preemptionGates`` as the Workload last read shows them (read only while its spec lists gates),
-    all closed by its eviction since: what the status writer writes."""
+    """Its ``status.preemptionGates`` as the Workload last read shows them (entries of gates its spec no longer
+    lists too, until the controller drops them), all closed by its eviction since: what the status writer
+    writes."""
     spec_gates: tuple[str, ...] = ()
     """The names of its ``spec.preemptionGates`` (empty, as for one restored from a snapshot before version 33
     until its next upsert): under ``MultiKueueOrchestratedPreemption`` its status lists each of them

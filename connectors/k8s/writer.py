@@ -299,11 +299,7 @@ class StatusWriter:
             return (not runs_controller(state.admission_checks.get(name), multikueue)
                     and (name not in unwritten or wrote.get(name) == check))
 
-        kept = _with_their_checks(_with_foreign(ours, current), current, theirs)
-        if "preemptionGates" in current and "preemptionGates" not in ours:
-            # gates of a spec that lists none (the fold reads them only with spec gates): left as they are
-            kept = {**kept, "preemptionGates": current["preemptionGates"]}
-        return kept
+        return _with_their_checks(_with_foreign(ours, current), current, theirs)
 
     async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str]) -> str:
         status = {k: desired.get(k) for k in STATUS_FIELDS if k in fields}

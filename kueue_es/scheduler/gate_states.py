@@ -21,10 +21,10 @@ from projections.workloads import WorkloadInfo
 
 
 def synced(wl: WorkloadInfo, when: str) -> list[o.PreemptionGateState] | None:
-    """``wl``'s status gates as Kueue's controller leaves them at ``when`` (None: already so). Only a Workload whose
-    spec names gates: the fold reads no status gates of one that names none."""
+    """``wl``'s status gates as Kueue's controller leaves them at ``when`` (None: already so); a spec that names
+    none leaves none."""
     names = wl.spec_gates
-    if not names:
+    if not names and not wl.gate_states:
         return None
     kept = [g for g in wl.gate_states if g.name in names]
     listed = {g.name for g in kept}
@@ -39,9 +39,9 @@ def sync_decisions(state: ClusterState, keys: Iterable[str] | None, base: dict) 
     order."""
     wls = state.workloads
     if keys is None:
-        candidates = sorted(k for k, wl in wls.items() if wl.spec_gates)
+        candidates = sorted(k for k, wl in wls.items() if wl.spec_gates or wl.gate_states)
     else:
-        candidates = sorted(k for k in keys if (wl := wls.get(k)) is not None and wl.spec_gates)
+        candidates = sorted(k for k in keys if (wl := wls.get(k)) is not None and (wl.spec_gates or wl.gate_states))
     when = format_time(base["time"])
     out: list[ev.Decision] = []
     for key in candidates:

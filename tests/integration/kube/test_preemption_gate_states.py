@@ -70,3 +70,25 @@ async def test_a_spec_gate_is_listed_closed_and_holds_the_preemption_until_opene
             await eventually(lambda: shows("low", "Preempted"), what="the low Workload to be preempted")
             high = await get(kc, "Workload", "high", q.ns)
             assert high["status"]["preemptionGates"] == [opened], "the opening is kept"
+
+
+@pytest.mark.asyncio
+async def test_the_entries_of_gates_the_spec_drops_are_dropped_from_the_status(kube_apiserver, tmp_path) -> None:
+    """Kueue's workload controller makes the status list exactly the spec's gates: a spec that names none any more
+    leaves none (its entries were kept as they were before)."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        q = await queues(kc, "pgdrop", {"cpu": 2})
+        async with kueue_es(kc, tmp_path / "log", config=CONFIG):
+            await create(kc, _workload(q.ns, "w", 1, [GATE, "example.com/other"]))
+
+            async def listed(n: int) -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", "w", q.ns)
+                return wl if len((wl.get("status") or {}).get("preemptionGates") or []) == n else None
+
+            await eventually(lambda: listed(2), what="both gates listed")
+            await kc.patch(BY_KIND["Workload"], "w", {"spec": {"preemptionGates": [{"name": GATE}]}}, q.ns)
+            wl = await eventually(lambda: listed(1), what="the dropped gate's entry gone")
+            assert [g["name"] for g in wl["status"]["preemptionGates"]] == [GATE]
+            await kc.patch(BY_KIND["Workload"], "w", {"spec": {"preemptionGates": None}}, q.ns)
+            await eventually(lambda: listed(0), what="no entry left once the spec names no gate")
