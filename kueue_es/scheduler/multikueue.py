@@ -502,13 +502,15 @@ def next_round(state: ClusterState, wl: WorkloadInfo, check: str, dispatcher: Di
 def round_deadlines(state: ClusterState, dispatcher: Dispatcher) -> list[tuple[int, str]]:
     """(when its round is over, key) of every workload the incremental dispatcher has a next round for, in time
     order: one holding quota, not on a worker yet, its MultiKueue check Pending, with workers of its config not
-    nominated. Empty unless that dispatcher is in force."""
+    nominated. Empty unless that dispatcher is in force. Only the workloads with nominations are looked at (the
+    fold's index of them)."""
     if dispatcher.name != INCREMENTAL_DISPATCHER:
         return []
     out = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if not wl.nominated or wl.cluster_name or not wl.reserving or wl.evicted:
+    wls = state.workloads
+    for key in state.dispatched:
+        wl = wls.get(key)
+        if wl is None or not wl.nominated or wl.cluster_name or not wl.reserving or wl.evicted:
             continue
         check = check_of(state, wl)
         if check is None or check.state != "Pending":
@@ -543,14 +545,16 @@ def gate_deadlines(state: ClusterState, timeout_ms: int) -> list[tuple[int, str]
 def lost_deadlines(state: ClusterState, worker_lost_ms: int) -> list[tuple[int, str]]:
     """(when its worker counts as lost, key) of every workload whose MultiKueue check is Ready on a worker that is
     unreachable now, in time order: the rule that sets such a check to Retry acts then. Empty at once while every
-    worker is reachable (the common case: no workload is looked at)."""
+    worker is reachable (the common case: no workload is looked at), and then only the workloads placed on a worker
+    (the fold's index of them, in no order that matters: the answer is sorted)."""
     lost = {name: link.since + worker_lost_ms for name, link in state.cluster_links.items() if not link.connected}
     if not lost:
         return []
     out = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if wl.cluster_name in lost and wl.reserving and not wl.evicted:
+    wls = state.workloads
+    for key in state.dispatched:
+        wl = wls.get(key)
+        if wl is not None and wl.cluster_name in lost and wl.reserving and not wl.evicted:
             check = check_of(state, wl)
             if check is not None and check.state == "Ready":
                 out.append((lost[wl.cluster_name], key))
