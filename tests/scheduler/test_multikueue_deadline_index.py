@@ -12,14 +12,7 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import settle
 from kueue_es.scheduler.config import load_config
-from kueue_es.scheduler.multikueue import (
-    ROUND_MS,
-    _config_clusters,
-    _not_nominated,
-    check_of,
-    lost_deadlines,
-    round_deadlines,
-)
+from kueue_es.scheduler.multikueue import lost_at, lost_deadlines, lost_workers, round_deadlines, round_over
 from kueue_es.scheduler.reconcile import dispatcher_of
 from kueue_es.statefile import load_state
 from projections import snapshot
@@ -79,32 +72,15 @@ def _apply(state, *events) -> None:
 
 
 def _every_workload_lost(state) -> list[tuple[int, str]]:
-    """What the deadlines were before the index: every workload looked at, in key order."""
-    lost = {n: link.since + LOST_MS for n, link in state.cluster_links.items() if not link.connected}
-    out = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if lost and wl.cluster_name in lost and wl.reserving and not wl.evicted:
-            check = check_of(state, wl)
-            if check is not None and check.state == "Ready":
-                out.append((lost[wl.cluster_name], key))
-    return sorted(out)
+    """What the deadlines were before the index: every workload looked at."""
+    lost = lost_workers(state, LOST_MS)
+    return sorted((at, key) for key, wl in state.workloads.items() if (at := lost_at(state, wl, lost)) is not None)
 
 
 def _every_workload_rounds(state) -> list[tuple[int, str]]:
     dispatcher = dispatcher_of(CONFIG)
-    out = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if not wl.nominated or wl.cluster_name or not wl.reserving or wl.evicted:
-            continue
-        check = check_of(state, wl)
-        if check is None or check.state != "Pending":
-            continue
-        clusters = _config_clusters(state, check.name)
-        if clusters and _not_nominated(wl, clusters, dispatcher):
-            out.append((wl.nominated_at + ROUND_MS + 1, key))
-    return sorted(out)
+    return sorted((at, key) for key, wl in state.workloads.items()
+                  if (at := round_over(state, wl, dispatcher)) is not None)
 
 
 def _same_as_every_workload(state) -> tuple[list, list]:
