@@ -269,7 +269,8 @@ class NodeLayers:
     """The per-node layers (:class:`NodeLayer`) of the trees whose lowest level is not the hostname, each built the
     first time a snapshot of such a tree is asked for its nodes: the scheduler asks only under
     TASNodeFeasibilityForAllLevels, so with that gate off none is built. Made anew (empty) when the nodes or the
-    pods change; a layer copies what it reads, so it is built from the state the snapshots were taken of."""
+    pods change. It reads the state's nodes and pod usage when a layer is built, so snapshots are read before the
+    fold applies anything more (a scheduling cycle's are: the state does not change while it runs)."""
 
     __slots__ = ("_nodes", "_usage", "_built")
 
