@@ -166,7 +166,7 @@ class ClusterState:
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
-        "second_pass_due", "pods_ready_clock", "not_ready", "held", "finished_clock", "deactivated_clock",
+        "second_pass_due", "pods_ready_clock", "not_ready", "held", "dispatched", "finished_clock", "deactivated_clock",
         "max_execution_clock", "keeping", "node_waits", "metrics", "checks_taken",
         "reservation_forgotten",
     )
@@ -359,6 +359,10 @@ class ClusterState:
         """Pending workloads the scheduler holds under blockAdmission (:func:`held_for_pods_ready`): the entry
         Kueue's scheduler waits with, inside its cycle, until nothing in :attr:`not_ready` is left. Derived;
         rebuilt on restore."""
+        self.dispatched: dict[str, None] = {}
+        """Workloads MultiKueue nominated workers for or placed on one (``nominated`` or ``cluster_name`` set), and
+        maybe some that no longer are (whoever reads it checks): the only ones with a MultiKueue deadline
+        (``kueue_es.scheduler.multikueue.lost_deadlines``, ``round_deadlines``). Derived; rebuilt on restore."""
         self.finished_clock = DueIndex()
         """Workloads in :attr:`retained` because they finished, by the Finished condition's transition time."""
         self.deactivated_clock = DueIndex()
@@ -821,6 +825,10 @@ class ClusterState:
                 self.held[key] = None
             elif key in self.held:
                 del self.held[key]
+            if wl.cluster_name or wl.nominated:
+                self.dispatched[key] = None
+            elif key in self.dispatched:
+                del self.dispatched[key]
             if key in self.retained:
                 if wl.phase == FINISHED:
                     finished = _ms(wl.condition("Finished"))
@@ -829,6 +837,7 @@ class ClusterState:
         else:
             self.not_ready.pop(key, None)
             self.held.pop(key, None)
+            self.dispatched.pop(key, None)
         at = self.backoff.get(key)
         clock = self.backoff_due
         if at is not None or key in clock.at:
@@ -2383,6 +2392,8 @@ class ClusterState:
         nominated = tuple(w.status.nominated_cluster_names or ())
         if nominated != wl.nominated:
             wl.nominated, wl.nominated_at = nominated, self.time
+            if nominated:  # (the upsert may be quiet: no reindex)
+                self.dispatched[wl.key] = None
 
     def _take_external_checks(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> bool:
         """The states the Workload shows for its checks whose controller kueue-es does not run (their controllers

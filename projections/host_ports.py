@@ -88,14 +88,6 @@ class HostPorts:
             self.pods[key] = new
             self.generation += 1
 
-    def by_node(self) -> dict[str, tuple[Holder, ...]]:
-        """Node name -> the holders on it, in pod key order."""
-        out: dict[str, list[Holder]] = {}
-        for key in sorted(self.pods):
-            node, owner, ports = self.pods[key]
-            out.setdefault(node, []).append((owner, ports))
-        return {n: tuple(h) for n, h in out.items()}
-
 
 def held_on(holders: Mapping[str, tuple[Holder, ...]], node: str, *, simulate_empty: bool,
             released: frozenset[str]) -> tuple[HostPort, ...]:

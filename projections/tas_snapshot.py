@@ -19,21 +19,20 @@ class FlavorSnapshot:
     How many pods of one shape fit in every leaf is what each placement starts from; it is cached per shape and,
     after a charge, recomputed only for the leaves charged (see :meth:`pods_fitting`)."""
 
-    __slots__ = ("flavor", "topology", "tree", "tolerations", "free", "remaining", "nodes", "_dirty", "_fits",
+    __slots__ = ("flavor", "topology", "tree", "tolerations", "free", "remaining", "_layers", "_dirty", "_fits",
                  "_shared_fits")
 
     def __init__(self, flavor: str, topology: str, tree: TopologyTree, tolerations: tuple[o.Toleration, ...],
                  free: dict[str, list[int]], remaining: dict[str, list[int]],
-                 shared_fits: dict[tuple[Any, ...], list[int]] | None = None, nodes: Any = None) -> None:
+                 shared_fits: dict[tuple[Any, ...], list[int]] | None = None, layers: Any = None) -> None:
         self.flavor = flavor
         self.topology = topology
         self.tree = tree
         self.tolerations = tolerations
         self.free = free
         self.remaining = remaining
-        self.nodes = nodes
-        """The nodes under each leaf (a :class:`projections.tas_node_layer.NodeLayer`) when the lowest level is
-        not the hostname, else None."""
+        self._layers = layers
+        """Where :attr:`nodes` comes from (:class:`projections.topology.NodeLayers`), or None."""
         self._dirty: list[int] = []
         """Leaves charged since this snapshot was made, in order (a log the fit caches catch up with)."""
         self._fits: dict[tuple[Any, ...], list[Any]] = {}
@@ -44,7 +43,14 @@ class FlavorSnapshot:
     def fork(self) -> FlavorSnapshot:
         return FlavorSnapshot(self.flavor, self.topology, self.tree, self.tolerations, self.free,
                               {r: list(col) for r, col in self.remaining.items()},
-                              self._shared_fits if not self._dirty else None, self.nodes)
+                              self._shared_fits if not self._dirty else None, self._layers)
+
+    @property
+    def nodes(self) -> Any:
+        """The nodes under each leaf (a :class:`projections.tas_node_layer.NodeLayer`) when the lowest level is
+        not the hostname, else None; built on first read (only TASNodeFeasibilityForAllLevels reads it)."""
+        layers = self._layers
+        return layers.of(self.tree) if layers is not None else None
 
     def charge(self, domains: Iterable[tuple[Sequence[str], int]], per_pod: Mapping[str, int], sign: int = 1) -> None:
         """Add (``sign`` 1) or remove (-1) the usage of ``count`` pods of ``per_pod`` requests (plus one ``pods``

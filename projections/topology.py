@@ -248,13 +248,9 @@ def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True, library
         free: dict[str, dict[str, list[int]]] = free_memo[1]
         layers_memo = state.derived.get("tas-node-layers")
         if layers_memo is None or layers_memo[0] != (fold.generation[:2], library):
-            by_tree: dict[int, NodeLayer] = {}
-            for _, t in trees.values():
-                if not t.hostname_lowest and id(t) not in by_tree:
-                    by_tree[id(t)] = NodeLayer(t, state.nodes, fold.node_usage)
             layers_memo = state.derived["tas-node-layers"] = (
-                (fold.generation[:2], library), {f: by_tree[id(t)] for f, (_, t) in trees.items() if id(t) in by_tree})
-        layers: dict[str, NodeLayer] = layers_memo[1]
+                (fold.generation[:2], library), NodeLayers(state.nodes, fold.node_usage))
+        layers: NodeLayers = layers_memo[1]
         hostname_usage = _hostname_usage(fold, trees) if overlapping_flavors else {}
         flavors: dict[str, FlavorSnapshot] = {}
         for name in sorted(trees):
@@ -262,10 +258,37 @@ def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True, library
             spec = state.flavors[name].spec
             usage = hostname_usage if overlapping_flavors and tree.hostname_lowest else fold.usage.get(name, {})
             flavors[name] = FlavorSnapshot(name, topology, tree, tuple(spec.tolerations), free[name],
-                                           _remaining(tree, free[name], usage), nodes=layers.get(name))
+                                           _remaining(tree, free[name], usage),
+                                           layers=None if tree.hostname_lowest else layers)
         memo = state.derived["tas"] = ((fold.generation, overlapping_flavors, library),
                                        TASSnapshots(flavors, overlapping_flavors))
     return memo[1].fork()
+
+
+class NodeLayers:
+    """The per-node layers (:class:`NodeLayer`) of the trees whose lowest level is not the hostname, each built the
+    first time a snapshot of such a tree is asked for its nodes: the scheduler asks only under
+    TASNodeFeasibilityForAllLevels, so with that gate off none is built. Made anew (empty) when the nodes or the
+    pods change. It reads the state's nodes and pod usage when a layer is built, so snapshots are read before the
+    fold applies anything more (a scheduling cycle's are: the state does not change while it runs)."""
+
+    __slots__ = ("_nodes", "_usage", "_built")
+
+    def __init__(self, nodes: Mapping[str, o.Node], node_usage: Mapping[str, Usage]) -> None:
+        self._nodes = nodes
+        self._usage = node_usage
+        self._built: dict[int, tuple[TopologyTree, NodeLayer]] = {}
+
+    def of(self, tree: TopologyTree) -> NodeLayer:
+        """``tree``'s layer, shared by every flavor (and fork) of that tree."""
+        found = self._built.get(id(tree))
+        if found is None:
+            found = self._built[id(tree)] = (tree, NodeLayer(tree, self._nodes, self._usage))
+        return found[1]
+
+    def __len__(self) -> int:
+        """How many layers were built so far."""
+        return len(self._built)
 
 
 def _trees(state: ClusterState, library: bool = False) -> dict[str, tuple[str, TopologyTree]]:

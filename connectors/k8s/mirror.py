@@ -180,7 +180,8 @@ class Mirror:
                 self.request_decisions.pop(e.decision, None)
                 decisions = self.pending.get(e.key)
                 if decisions is not None:
-                    decisions.pop(e.decision, None)
+                    if decisions.pop(e.decision, None) == "ParentLabelled":
+                        self.dirty_workloads.add(e.key)  # the status writer waited for the label (writer.py)
                     if not decisions:
                         del self.pending[e.key]
                         self._dirty_job_of(e.key)

@@ -31,6 +31,11 @@ sets it before it evicts; the status write follows on the new resourceVersion. A
 watch to bring the newer Workload. (The projection keeps such a workload inactive while the Workload it is shown
 is of the generation it deactivated: see ``ClusterState._on_workload_upserted``.)
 
+A workload the log labels a ConcurrentAdmission parent is not written while that label's write is pending
+(:mod:`connectors.k8s.variants` writes it; its outcome marks the workload for this writer again): Kueue's workload
+controller labels the parent before its variant controller gives it a variant's admission, so no reader sees the
+parent admitted without its label.
+
 A rejected workload is not written again until the watch shows a newer version of it. The projection does not
 undo a rejected decision by itself: the observed facts that made it fail (deletion, deactivation, a new queue,
 new pod sets — the fold forgets a reservation the rewritten Workload does not show) are what the scheduler
@@ -197,6 +202,8 @@ class StatusWriter:
         decided = self.mirror.pending.get(key, {})
         if "VariantCreated" in decided.values() and key not in self.mirror.workloads:
             return  # a variant still to be created: its status is written once the watch shows it
+        if "ParentLabelled" in decided.values():
+            return  # Kueue labels a parent before anything shows it admitted: written once the label's outcome is in
         pending = {off: tag for off, tag in decided.items() if tag not in NOT_STATUS}
         obs = self.mirror.workloads.get(key)
         wl = self.mirror.state.workloads.get(key)

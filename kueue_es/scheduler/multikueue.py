@@ -501,22 +501,26 @@ def next_round(state: ClusterState, wl: WorkloadInfo, check: str, dispatcher: Di
 
 def round_deadlines(state: ClusterState, dispatcher: Dispatcher) -> list[tuple[int, str]]:
     """(when its round is over, key) of every workload the incremental dispatcher has a next round for, in time
-    order: one holding quota, not on a worker yet, its MultiKueue check Pending, with workers of its config not
-    nominated. Empty unless that dispatcher is in force."""
+    order (:func:`round_over`). Empty unless that dispatcher is in force. Only the workloads with nominations are
+    looked at (the fold's index of them, in no order that matters: the answer is sorted)."""
     if dispatcher.name != INCREMENTAL_DISPATCHER:
         return []
-    out = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if not wl.nominated or wl.cluster_name or not wl.reserving or wl.evicted:
-            continue
-        check = check_of(state, wl)
-        if check is None or check.state != "Pending":
-            continue
-        clusters = _config_clusters(state, check.name)
-        if clusters and _not_nominated(wl, clusters, dispatcher):
-            out.append((wl.nominated_at + ROUND_MS + 1, key))
+    wls = state.workloads
+    out = [(at, key) for key in state.dispatched
+           if (wl := wls.get(key)) is not None and (at := round_over(state, wl, dispatcher)) is not None]
     return sorted(out)
+
+
+def round_over(state: ClusterState, wl: WorkloadInfo, dispatcher: Dispatcher) -> int | None:
+    """When ``wl``'s round of the incremental dispatcher is over, if it has a next one: it holds quota, is on no
+    worker yet, its MultiKueue check is Pending and workers of its config are not nominated yet."""
+    if not wl.nominated or wl.cluster_name or not wl.reserving or wl.evicted:
+        return None
+    check = check_of(state, wl)
+    if check is None or check.state != "Pending":
+        return None
+    clusters = _config_clusters(state, check.name)
+    return wl.nominated_at + ROUND_MS + 1 if clusters and _not_nominated(wl, clusters, dispatcher) else None
 
 
 def gate_deadlines(state: ClusterState, timeout_ms: int) -> list[tuple[int, str]]:
@@ -542,16 +546,27 @@ def gate_deadlines(state: ClusterState, timeout_ms: int) -> list[tuple[int, str]
 
 def lost_deadlines(state: ClusterState, worker_lost_ms: int) -> list[tuple[int, str]]:
     """(when its worker counts as lost, key) of every workload whose MultiKueue check is Ready on a worker that is
-    unreachable now, in time order: the rule that sets such a check to Retry acts then. Empty at once while every
-    worker is reachable (the common case: no workload is looked at)."""
-    lost = {name: link.since + worker_lost_ms for name, link in state.cluster_links.items() if not link.connected}
+    unreachable now, in time order (:func:`lost_at`): the rule that sets such a check to Retry acts then. Empty at
+    once while every worker is reachable (the common case: no workload is looked at), and then only the workloads
+    placed on a worker are looked at (the fold's index of them, in no order that matters: the answer is sorted)."""
+    lost = lost_workers(state, worker_lost_ms)
     if not lost:
         return []
-    out = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if wl.cluster_name in lost and wl.reserving and not wl.evicted:
-            check = check_of(state, wl)
-            if check is not None and check.state == "Ready":
-                out.append((lost[wl.cluster_name], key))
+    wls = state.workloads
+    out = [(at, key) for key in state.dispatched
+           if (wl := wls.get(key)) is not None and (at := lost_at(state, wl, lost)) is not None]
     return sorted(out)
+
+
+def lost_workers(state: ClusterState, worker_lost_ms: int) -> dict[str, int]:
+    """Worker -> when it counts as lost, for every worker unreachable now."""
+    return {name: link.since + worker_lost_ms for name, link in state.cluster_links.items() if not link.connected}
+
+
+def lost_at(state: ClusterState, wl: WorkloadInfo, lost: dict[str, int]) -> int | None:
+    """When ``wl``'s worker counts as lost (``lost``: :func:`lost_workers`), if ``wl`` holds quota, is not evicted
+    and its MultiKueue check is Ready on that worker."""
+    if wl.cluster_name not in lost or not wl.reserving or wl.evicted:
+        return None
+    check = check_of(state, wl)
+    return lost[wl.cluster_name] if check is not None and check.state == "Ready" else None

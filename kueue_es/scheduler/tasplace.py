@@ -13,12 +13,14 @@ of the cycle (the new placement holds the pods it keeps). An elastic workload ma
 under the gate: "required topology is not supported with ElasticJobsViaWorkloadSlices" (NoFit).
 
 The cycle's TAS snapshots are forked once per cycle and charged as entries are admitted, so later entries see
-the domains earlier ones took; a nomination is re-placed at admission if it no longer fits (skipped instead with
+the domains earlier ones took (and, under SchedulerLibraryIntegration, the host ports their pods will hold on the
+nodes of a hostname-level placement, as Kueue's anticipated pods of a workload holding quota); a nomination is re-placed at admission if it no longer fits (skipped instead with
 ``TASRecomputeAssignmentWithinSchedulingCycle`` off).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -26,6 +28,7 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from events.object_rules import HOSTNAME
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
 from kueue_es.scheduler.tas import (
     NodePorts,
@@ -55,6 +58,7 @@ from projections.gates import (
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_RESPECT_NODE_AFFINITY_PREFERRED,
 )
+from projections.host_ports import Holder, HostPort, conflict, held_on
 from projections.queue_order import QueueOrder
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
 from projections.topology import TASSnapshots, tas_snapshots, workload_tas_usage
@@ -77,7 +81,11 @@ class CycleTopology:
     def __init__(self, state, config=None) -> None:
         self._state = state
         self._snaps: TASSnapshots | None = None
-        self.options = tas_options(config, state)
+        options = tas_options(config, state)
+        if options.library is not None:  # the cycle's own copy: :meth:`charge` adds to it
+            options = msgspec.structs.replace(options, library=msgspec.structs.replace(
+                options.library, holders=dict(options.library.holders)))
+        self.options = options
         self.recompute = config is None or config.gate(TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE)
         """``TASRecomputeAssignmentWithinSchedulingCycle``: a nomination an earlier admission of the cycle made
         stale is placed again (:func:`place_at_admission`); off, the entry is skipped until the next cycle."""
@@ -92,9 +100,36 @@ class CycleTopology:
             self._snaps = tas_snapshots(self._state, self.options.overlapping_flavors, self.options.library is not None)
         return self._snaps
 
-    def charge(self, placements: list[tuple[str, PodSetRequest, Placement]]) -> None:
+    def ports_free(self, req: PodSetRequest, placement: Placement, victims: Sequence[WorkloadInfo] = ()) -> bool:
+        """Whether no pod of ``req`` placed as ``placement`` would want a host port already held on its node (the
+        ``victims``' released); always true without SchedulerLibraryIntegration or below another lowest level."""
+        library = self.options.library
+        if library is None or not req.host_ports or not placement.levels or placement.levels[-1] != HOSTNAME:
+            return True
+        gone = library.released | frozenset(v.key for v in victims)
+        return not any(conflict(req.host_ports, held_on(library.holders, values[-1], simulate_empty=False,
+                                                        released=gone))
+                       for values, count in placement.domains if count > 0 and values)
+
+    def charge(self, owner: str, placements: list[tuple[str, PodSetRequest, Placement]]) -> None:
+        """Charge workload ``owner``'s ``placements`` for the rest of the cycle: their usage and, under
+        SchedulerLibraryIntegration, the host ports of their pods on the nodes of a hostname-level placement."""
         for flavor, req, placement in placements:
             self.snapshots.charge(flavor, placement.domains, req.per_pod())
+        library = self.options.library
+        if library is None:
+            return
+        for _, req, placement in placements:
+            if req.host_ports and placement.levels and placement.levels[-1] == HOSTNAME:
+                hold_ports(library.holders, owner, req.host_ports, placement)
+
+
+def hold_ports(holders: dict[str, tuple[Holder, ...]], owner: str, ports: tuple[HostPort, ...],
+               placement: Placement) -> None:
+    """``owner``'s pods, each taking ``ports``, now hold them on the nodes ``placement`` (hostname level) names."""
+    for values, count in placement.domains:
+        if count > 0 and values:
+            holders[values[-1]] = (*holders.get(values[-1], ()), (owner, ports))
 
 
 def tas_options(config, state=None) -> TASOptions:
@@ -354,12 +389,13 @@ def reserve_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
     snaps = ctx.topology.snapshots
     lifted = released(ctx, replaced)
     snaps.charge_usage(usage + lifted, -1)
-    fits = all(snaps[f].fits(res.topology.domains, req.per_pod()) for f, req, res in placed)  # type: ignore[union-attr]
+    fits = all(snaps[f].fits(res.topology.domains, req.per_pod())  # type: ignore[union-attr]
+               and ctx.topology.ports_free(req, res.topology, victims) for f, req, res in placed)  # type: ignore[arg-type]
     snaps.charge_usage(lifted, 1)
     if not fits:
         snaps.charge_usage(usage, 1)
         return False
-    ctx.topology.charge([(f, req, res.topology) for f, req, res in placed])  # type: ignore[misc]
+    ctx.topology.charge(wl.key, [(f, req, res.topology) for f, req, res in placed])  # type: ignore[misc]
     return True
 
 
@@ -367,14 +403,14 @@ def reserve_placement(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInf
     """Charge the placements of ``a`` as they are (a preemptor without candidates holding back capacity)."""
     placed = [(f, req, res.topology) for f, req, res in tas_requests(wl, info, a) if res.topology is not None]
     if placed:
-        ctx.topology.charge(placed)  # type: ignore[arg-type]
+        ctx.topology.charge(wl.key, placed)  # type: ignore[arg-type]
 
 
 def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
                        replaced: WorkloadInfo | None = None) -> str:
-    """Re-check the nominated placements against what this cycle admitted before (re-placing, with the nominated
-    flavors, what no longer fits, unless ``TASRecomputeAssignmentWithinSchedulingCycle`` is off) and charge them;
-    returns a failure message, or "" when placed. Under ElasticJobsViaWorkloadSlicesWithTAS the usage of the slice
+    """Re-check the nominated placements against what this cycle admitted before (its usage and host ports;
+    re-placing, with the nominated flavors, what no longer fits, unless ``TASRecomputeAssignmentWithinSchedulingCycle``
+    is off) and charge them; returns a failure message, or "" when placed. Under ElasticJobsViaWorkloadSlicesWithTAS the usage of the slice
     ``wl`` replaces is lifted first and, once ``wl`` is placed, stays lifted: its pods are the new placement's."""
     lifted = released(ctx, replaced)
     snaps = ctx.topology.snapshots
@@ -393,6 +429,7 @@ def _place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueI
     snaps = ctx.topology.snapshots
     requests = [(res.tas_flavor, _request(ps, res.count, info)) for ps, res in placed]
     if not all(snaps[f].fits(res.topology.domains, req.per_pod())  # type: ignore[union-attr]
+               and ctx.topology.ports_free(req, res.topology)  # type: ignore[arg-type]
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
         if not ctx.topology.recompute:
             return "the nominated topology assignment no longer fits"
@@ -401,7 +438,7 @@ def _place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueI
             return found.message
         for _, res in placed:
             res.topology = found.placements[res.name]
-    ctx.topology.charge([(f, req, res.topology) for (f, req), (_, res) in zip(requests, placed, strict=True)])
+    ctx.topology.charge(wl.key, [(f, req, res.topology) for (f, req), (_, res) in zip(requests, placed, strict=True)])
     return ""
 
 
@@ -477,7 +514,7 @@ def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, 
         return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
                                     message=f"couldn't assign flavors to pod set {found.failed}: {found.message}",
                                     **base)]
-    ctx.topology.charge([(f, req, found.placements[req.name]) for f, req in wanted])
+    ctx.topology.charge(wl.key, [(f, req, found.placements[req.name]) for f, req in wanted])
     out: list[ev.Decision] = [ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=req.name,
                                                   assignment=found.placements[req.name].encode(), **base)
                               for _, req in wanted]
@@ -502,7 +539,7 @@ def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o
     found = replace_in_workload(ctx.topology.snapshots, requests, node, options=ctx.topology.options)
     if isinstance(found, tuple):
         return _no_replacement(ctx, wl, found[0], found[1].message, base, (requests, node))
-    ctx.topology.charge([(f, req, found[req.name].added) for f, req, _ in requests])
+    ctx.topology.charge(wl.key, [(f, req, found[req.name].added) for f, req, _ in requests])
     out: list[ev.Decision] = [ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=req.name,
                                                   assignment=found[req.name].placement.encode(), **base)
                               for _, req, _ in requests]

@@ -87,3 +87,25 @@ def test_an_earlier_pod_set_takes_the_tightest_nodes_first() -> None:
     snaps = tas_snapshots(state_of({"r1": [2, 1]}))
     assert place_workload(snaps, [("tas", request("a", 1, 1)), ("tas", request("b", 1, 2))], options=ON).ok
     assert not place_workload(snaps, [("tas", request("a", 2, 1)), ("tas", request("b", 1, 2))], options=ON).ok
+
+
+def test_the_node_layer_is_built_only_when_the_gate_asks_for_it(monkeypatch) -> None:
+    """A topology without the hostname level: with TASNodeFeasibilityForAllLevels off, placing builds no per-node
+    layer; on, one, shared by the placements of that state."""
+    import projections.topology as topology
+
+    built: list[int] = []
+    real = topology.NodeLayer
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(topology, "NodeLayer", counting)
+    state = state_of({"r1": [2, 2]})
+    reqs = [("tas", request("main", 1, 1))]
+    assert place_workload(tas_snapshots(state), reqs, options=OFF).ok
+    assert built == []
+    assert place_workload(tas_snapshots(state), reqs, options=ON).ok
+    assert place_workload(tas_snapshots(state), reqs, options=ON).ok
+    assert built == [1]

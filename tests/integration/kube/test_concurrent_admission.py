@@ -59,13 +59,7 @@ async def test_a_parent_is_pursued_through_its_variants(kube_apiserver, tmp_path
                 return p if _cond(p, "Admitted") and _cond(p, "Admitted")[0] == "True" else None
 
             p = await eventually(admitted_parent, timeout=30, what="the parent admitted through a variant")
-
-            async def labelled_parent() -> dict[str, Any] | None:
-                p = await get(kc, "Workload", "job-sample-8f2a1", ns)
-                return p if p["metadata"].get("labels", {}).get(PARENT_LABEL) == "true" else None
-
-            # the label and the status are written by separate workers: the label may land just after
-            p = await eventually(labelled_parent, timeout=30, what="the parent labelled")
+            # labelled before it is admitted (the status waits for the label's write), as Kueue does
             assert p["metadata"]["labels"] == {"app": "sample", PARENT_LABEL: "true"}
             assert _cond(p, "Admitted") == ("True", "Admitted", f"The variant {names[fallback]} is admitted")
             assert p["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": fallback}
