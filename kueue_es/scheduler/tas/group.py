@@ -305,6 +305,18 @@ def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: l
         chosen = trim_with_leader(order(base, level, pooled, lfc), count // slice_size, 1, base.slices[level],
                                   gc.slices_wl[level], gc.leader[level], slice_size, bestfit, assigned, leaders,
                                   _scores(base, level))
+    return spread_down(tree, gc, level, chosen, assigned, leaders, slice_size=slice_size, slice_level=slice_level,
+                       lfc=lfc, inner=inner)
+
+
+def spread_down(tree: TopologyTree, gc: GroupCounts, level: int, chosen: list[int], assigned: dict[int, int],
+                leaders: dict[int, int], *, slice_size: int, slice_level: int, lfc: bool,
+                inner: Mapping[int, int] | None) -> tuple[dict[int, int], dict[int, int]]:
+    """From the ``chosen`` domains of ``level`` (their worker pods ``assigned``, their ``leaders``) down to the
+    leaves, each domain within its own subtree: (leaf -> worker pods, leaf -> leaders)."""
+    bestfit = not lfc
+    last = tree.depth - 1
+    base = gc.base
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
         child = level + 1
