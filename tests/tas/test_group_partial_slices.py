@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fixtures.tasbuild import label, rack_snapshots
+from fixtures.tasbuild import assert_slices_aligned, label, rack_snapshots
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,13 +103,6 @@ def test_a_group_with_a_partial_slice_keeps_every_slice_in_one_domain(cpus, work
     used = {h: c for h, c in work}
     used[lead[0][0]] = used.get(lead[0][0], 0) + leader_cpu
     assert all(used[h] <= room[h][1] for h in used), (used, room)
-    owners = [room[h][0] if by_rack else h for h, _ in work]
-    held: dict[str, int] = {}
-    for owner, (_, c) in zip(owners, work, strict=True):
-        held[owner] = held.get(owner, 0) + c
-    last = owners[-1]
-    assert all(n % size == 0 for owner, n in held.items() if owner != last), held
-    assert held[last] % size == workers % size, held
-    assert set(owners[owners.index(last):]) == {last}, owners
+    assert_slices_aligned([room[h][0] if by_rack else h for h, _ in work], [c for _, c in work], size, workers)
     if mode == "required":
         assert len({room[h][0] for h in used}) == 1

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kueue_es.scheduler.tas.group import GroupCounts, leader_order, spread_down
+from kueue_es.scheduler.tas.group import GroupCounts, fill_rooms, leader_order, spread_down, take_leader_first
 from kueue_es.scheduler.tas.partial import NO_TAIL
-from kueue_es.scheduler.tas.search import order, tier, tightest
+from kueue_es.scheduler.tas.search import order, tier
 from projections.topology import TopologyTree
 
 NotFit = Callable[[int, int, int], str]
@@ -117,37 +117,31 @@ def find_group_fit_level_tail(gc: GroupCounts, tc: list[list[int]], tlc: list[li
         if level > 0 and not unconstrained:
             level -= 1
             continue
-        return _greedy(base, ordered, level, slices, sc, swl, t, lt, lead, aff, lfc, not_fit)
+        return _greedy(gc, ordered, level, slices, t, lt, lfc, not_fit)
 
 
-def _greedy(base, ordered: list[int], level: int, slices: int, sc: Sequence[int], swl: Sequence[int],
-            t: Sequence[int], lt: Sequence[int], lead: Sequence[int], aff: Sequence[int] | None, lfc: bool,
-            not_fit: NotFit) -> tuple[int, list[int]] | str:
+def _greedy(gc: GroupCounts, ordered: list[int], level: int, slices: int, t: Sequence[int], lt: Sequence[int],
+            lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
+    """The group's top-level greedy run, then, when none of the domains taken has room for the partial slice beside
+    its share (the first, with the leader, beside both), the first other domain that can hold it."""
     top = ordered[0]
-    if lead[top] == 0:
+    if gc.leader[level][top] == 0:
         return not_fit(0, slices + 1, level)
-    share = {top: min(swl[top], slices)}
-    remaining = slices - swl[top]
-    chosen = [top]
-    rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
-    for k, d in enumerate(rest):
-        if remaining <= 0:
-            break
-        if not lfc and sc[d] >= remaining:
-            d = tightest(rest[k:], remaining, sc, aff)
-        chosen.append(d)
-        share[d] = min(sc[d], remaining)
-        remaining -= sc[d]
+    chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
     if remaining > 0:
         return not_fit(slices - remaining, slices + 1, level)
-    homes = [d for d in chosen if (lt[d] if d == top else t[d]) != NO_TAIL and share[d] <= (lt[d] if d == top
-                                                                                             else t[d])]
-    if not homes:
-        extra = next((d for d in ordered if d not in chosen and t[d] != NO_TAIL), None)
-        if extra is None:
-            return not_fit(slices, slices + 1, level)
-        chosen.append(extra)
-    return level, chosen
+    sc = gc.base.slices[level]
+    left = slices
+    for d in chosen:
+        share = min(gc.slices_wl[level][d] if d == top else sc[d], left)
+        left -= share
+        room = lt[d] if d == top else t[d]
+        if room != NO_TAIL and share <= room:
+            return level, chosen
+    extra = next((d for d in ordered if d not in chosen and t[d] != NO_TAIL), None)
+    if extra is None:
+        return not_fit(slices, slices + 1, level)
+    return level, chosen + [extra]
 
 
 class _Level:
@@ -254,20 +248,7 @@ def _seated(at: _Level, domains: Sequence[int], need: int, size: int, tail: int,
     out[lhome] = out.get(lhome, 0)
     out[thome] = out.get(thome, 0) + tail
     taken = [lhome] if lhome == thome else [lhome, thome]
-    remaining = need
-    for k, d in enumerate(domains):
-        if remaining <= 0:
-            break
-        if bestfit and room[d] >= remaining:
-            d = tightest(domains[k:], remaining, room, at.scores)
-        got = min(room[d], remaining)
-        if got:
-            out[d] = out.get(d, 0) + got * size
-            if d not in taken:
-                taken.append(d)
-        remaining -= got
-        room[d] -= got
-    return taken if remaining <= 0 else None
+    return taken if fill_rooms(domains, need, room, size, bestfit, at.scores, out, taken) else None
 
 
 def trim_group_tail(at: _Level, domains: Sequence[int], need: int, size: int, tail: int, bestfit: bool,
