@@ -19,7 +19,8 @@ slices without the leader); a domain taking the leader and only part of the pods
 (Kueue keeps the leader only in slice units); and where the descent would strand pods, the leader moves to the
 domain the with-leader counts assumed (:func:`trim_with_leader`). Under TASBalancedPlacement (alpha) a group
 whose request is preferred is first spread evenly, leader-aware (:mod:`.balanced_group`), falling back to the
-search below when that finds nothing.
+search below when that finds nothing. Workers that end in a partial slice (TASPartialSlices) are placed by
+:mod:`.group_partial`.
 
 Under TASRespectNodeAffinityPreferred the workers' preferred node affinity ranks the domains as for a single pod
 set (:mod:`.search`), but below the leader: the order with a leader is leader capacity, then the score, then the
