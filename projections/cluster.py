@@ -98,6 +98,7 @@ from projections.workloads import (
     PENDING,
     RESERVED,
     SLICE_REPLACEMENT_FOR_ANNOTATION,
+    UNHEALTHY_NODES_THRESHOLD_ANNOTATION,
     WAITING_FOR_REPLACEMENT_PODS,
     WORKLOAD_ANNOTATION,
     PodSetInfo,
@@ -124,6 +125,7 @@ from projections.workloads import (
     readjusted,
     reclaimable_of,
     replacement_pods_condition,
+    unhealthy_threshold_of,
     waits_for_replacement_pods,
 )
 
@@ -1622,10 +1624,11 @@ class ClusterState:
             component = component_index(annotations)
             elastic = annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
             allowed = allowed_flavors(annotations.get(ALLOWED_FLAVORS_ANNOTATION))
+            threshold = unhealthy_threshold_of(annotations.get(UNHEALTHY_NODES_THRESHOLD_ANNOTATION))
         else:  # most Workloads carry none: no lookups
             boost_annotation = gate = replaces = ""
             parameters = metric_annotations = ()
-            component = allowed = None
+            component = allowed = threshold = None
             elastic = False
         boost = 0
         if boost_annotation and self.priority_boost:
@@ -1647,6 +1650,7 @@ class ClusterState:
                 owner_uid=(uid := grouped_owner_uid(meta, owner)) or variants.kept_uid(meta, owner),
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
+                unhealthy_threshold=threshold,
             )
             if spec.preemption_gates or w.status.preemption_gates:
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
@@ -1678,6 +1682,7 @@ class ClusterState:
             wl.metric_annotations = metric_annotations
         wl.replaces = replaces
         wl.elastic = elastic
+        wl.unhealthy_threshold = threshold
         wl.component_index = component
         refs, owner = meta.owner_references, wl.owner
         if (len(refs) == 1 and owner and (ref := refs[0]).name == owner[2] and ref.kind == owner[1]

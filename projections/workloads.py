@@ -96,6 +96,13 @@ WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
 """``ConcurrentAdmission``: the flavors a Workload may be assigned, comma-separated (Kueue's variant controller
 writes one flavor on each variant Workload it makes of a parent)."""
+UNHEALTHY_NODES_THRESHOLD_ANNOTATION = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"
+"""How many failed nodes a TAS workload keeps in ``status.unhealthyNodes`` for replacement before a further one
+evicts it (1 to 8), read under Kueue's ``TASReplaceMultipleFailedNodes`` (alpha). The key is the one Kueue's pull
+request #12344 gave it in review; its released constant (``UnhealthyNodesConcurrentEvictionThresholdAnnotation``)
+was not in the sources at hand."""
+MAX_UNHEALTHY_NODES = 8
+"""``status.unhealthyNodes`` holds at most 8 nodes (the CRD's ``maxItems``)."""
 
 
 CONCURRENT_ADMISSION_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
@@ -320,6 +327,11 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """The names of its ``spec.preemptionGates`` (empty, as for one restored from a snapshot before version 33
     until its next upsert): under ``MultiKueueOrchestratedPreemption`` its status lists each of them
     (:mod:`kueue_es.scheduler.gate_states`)."""
+    unhealthy_threshold: int | None = None
+    """Its :data:`UNHEALTHY_NODES_THRESHOLD_ANNOTATION` read as a whole number from 1 to 8 (None: no annotation, one
+    Kueue's webhook would refuse, or one restored from a snapshot before version 36 until its next upsert). Kept
+    whatever the gate; read only under ``TASReplaceMultipleFailedNodes``
+    (:func:`kueue_es.scheduler.multinode.threshold`)."""
 
     @property
     def base_priority(self) -> int:
@@ -432,6 +444,15 @@ def owned_by_single_pod(meta: o.ObjectMeta) -> bool:
 
 
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
+
+
+def unhealthy_threshold_of(value: str | None) -> int | None:
+    """:data:`UNHEALTHY_NODES_THRESHOLD_ANNOTATION`'s value as Kueue's webhook takes it: decimal digits only (no
+    sign, blank or fraction) for a number from 1 to :data:`MAX_UNHEALTHY_NODES`; None otherwise."""
+    if not value or not value.isascii() or not value.isdigit() or len(value) > 2:
+        return None
+    n = int(value)
+    return n if 1 <= n <= MAX_UNHEALTHY_NODES else None
 
 
 def provreq_parameters(annotations: dict[str, str]) -> tuple[tuple[str, str], ...]:

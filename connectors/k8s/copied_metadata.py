@@ -19,7 +19,9 @@ from collections.abc import Mapping, Sequence
 
 from kueue_es.scheduler.config import DEFAULT, KeysToCopy
 from kueue_es.scheduler.config_record import in_force
+from projections import gates
 from projections.cluster import ClusterState
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, UNHEALTHY_NODES_THRESHOLD_ANNOTATION
 
 LABELS_MISMATCH = "constructing workload: pods have different label values"
 """Kueue's error for a pod group whose Pods carry a copied label with different values."""
@@ -47,4 +49,18 @@ def agreed(keys: Sequence[str], each: Sequence[Mapping[str, str]], mismatch: str
                 continue
             if out.setdefault(key, found[key]) != found[key]:
                 raise ValueError(f"{mismatch}: {key!r}: {out[key]!r} != {found[key]!r}")
+    return out
+
+
+def gated_annotations(state: ClusterState, annotations: Mapping[str, str]) -> dict[str, str]:
+    """The job annotations a new Workload takes under a gate: a non-empty ``kueue.x-k8s.io/admission-gated-by``
+    under ``AdmissionGatedBy`` (the Workload is not admitted until its gates are gone) and the unhealthy-node
+    eviction threshold under ``TASReplaceMultipleFailedNodes`` (Kueue's webhook then checks it on the Workload)."""
+    out: dict[str, str] = {}
+    gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION)
+    if gate and state.gate(gates.ADMISSION_GATED_BY):
+        out[ADMISSION_GATED_BY_ANNOTATION] = gate
+    threshold = annotations.get(UNHEALTHY_NODES_THRESHOLD_ANNOTATION)
+    if threshold is not None and state.gate(gates.TAS_REPLACE_MULTIPLE_FAILED_NODES):
+        out[UNHEALTHY_NODES_THRESHOLD_ANNOTATION] = threshold
     return out

@@ -128,7 +128,7 @@ import structlog
 from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
-from connectors.k8s.copied_metadata import copied
+from connectors.k8s.copied_metadata import copied, gated_annotations
 from connectors.k8s.errors import NotFound
 from connectors.k8s.job_events import (
     MISSING_WORKLOAD,
@@ -151,7 +151,6 @@ from events.goint import is_go_int
 from projections import gates
 from projections.in_use import FINALIZER
 from projections.workloads import (
-    ADMISSION_GATED_BY_ANNOTATION,
     WorkloadInfo,
     topology_request_from_annotations,
 )
@@ -437,9 +436,7 @@ class JobIntegration(JobReconciler[o.Job]):
         keys = self._config().keys_to_copy  # Kueue's own labels and annotations win over the copied ones
         annotations = copied(keys.annotations, job_annotations)
         annotations.update((k, v) for k, v in job_annotations.items() if k.startswith("provreq.kueue.x-k8s.io/"))
-        gate = job_annotations.get(ADMISSION_GATED_BY_ANNOTATION)
-        if gate and self.state.gate(gates.ADMISSION_GATED_BY):
-            annotations[ADMISSION_GATED_BY_ANNOTATION] = gate
+        annotations.update(gated_annotations(self.state, job_annotations))
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
             "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

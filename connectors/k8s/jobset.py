@@ -33,17 +33,15 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, workload_names
-from connectors.k8s.copied_metadata import copied
+from connectors.k8s.copied_metadata import copied, gated_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
 from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_VERSION
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
-from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER
-from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
 
 KIND = "JobSet"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
@@ -137,12 +135,11 @@ def pods_priority_class(jobset: JobSet) -> str | None:
 def workload_annotations(state: ClusterState, keys: KeysToCopy, annotations: dict[str, str]) -> dict[str, str]:
     """The annotations a job's new Workload takes of the job's ``annotations``: those the Configuration copies
     (``keys``), the ``provreq.kueue.x-k8s.io/`` ones, and, under ``AdmissionGatedBy``, a non-empty
-    ``kueue.x-k8s.io/admission-gated-by`` (the Workload is then not admitted until its gates are gone)."""
+    ``kueue.x-k8s.io/admission-gated-by`` (the Workload is then not admitted until its gates are gone), and those
+    other gates take (:func:`~connectors.k8s.copied_metadata.gated_annotations`)."""
     out = copied(keys.annotations, annotations)
     out.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
-    gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION)
-    if gate and state.gate(gates.ADMISSION_GATED_BY):
-        out[ADMISSION_GATED_BY_ANNOTATION] = gate
+    out.update(gated_annotations(state, annotations))
     return out
 
 

@@ -12,7 +12,8 @@ whichever comes first (the shared reference's §4.3; Kueue's controller sets no 
 TASReplaceNodeOnPodTermination is on and applies it at its next look at the node, which kueue-es does not follow:
 the 30 s end wakes the rules as it does with that gate off).
 The first failed node goes to ``status.unhealthyNodes`` and is replaced in place by a second pass; a second,
-different failure evicts the workload (NodeFailures); a node that recovers leaves the list. Under
+different failure evicts the workload (NodeFailures) — beyond the threshold a workload sets under
+TASReplaceMultipleFailedNodes (:mod:`kueue_es.scheduler.multinode`); a node that recovers leaves the list. Under
 SkipReassignmentForPodOwnedWorkloads the second pass keeps the placement of a workload owned by a single Pod and
 only clears the list; the controller lists such a kept node again once it looks at the node anew
 (``WorkloadInfo.kept_nodes``), not at every pass, as Kueue acts on node and pod events, not on Workload updates.
@@ -165,10 +166,11 @@ def _once_no_pod_progresses(state: ClusterState, wl: WorkloadInfo, node: str) ->
 
 def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, *, taints: bool = True,
                            on_pod_termination: bool = True, fixed_time: bool = False,
-                           kept: tuple[str, ...] = ()) -> list[ev.Decision]:
+                           kept: tuple[str, ...] = (), threshold: int | None = None) -> list[ev.Decision]:
     """What the node controller does for one admitted workload at ``now`` (nothing when all its nodes are
     healthy); the gates as for :func:`verdict`. ``kept``: failed nodes the workload's placement was kept on, which
-    the controller has not looked at since (not listed again)."""
+    the controller has not looked at since (not listed again). ``threshold``: how many failed nodes it may keep
+    listed under TASReplaceMultipleFailedNodes (:mod:`kueue_es.scheduler.multinode`; None: one)."""
     nodes = assigned_nodes(state, wl)
     if not nodes:
         return []
@@ -178,16 +180,25 @@ def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, no
     listed = list(wl.unhealthy_nodes)
     kept = [n for n in listed if verdicts.get(n) in (FAILED, WAITING)]
     new = [n for n in failed if n not in listed]
+    if threshold is not None:
+        for n in new:
+            if len(kept) >= threshold:
+                return [_multiple_failures(wl, kept + [n], base)]
+            kept = kept + [n]
+        new = []
     if kept and new:
-        names = ", ".join(kept + new)
-        return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
-                                   message=f"Workload eviction triggered due to multiple TAS assigned node failures, "
-                                           f"including: {names}", **base)]
+        return [_multiple_failures(wl, kept + new, base)]
     if not kept and new:
         kept = new[:1]
     if kept != listed:
         return [ev.UnhealthyNodesChanged(key=wl.key, uid=wl.uid, nodes=kept, **base)]
     return []
+
+
+def _multiple_failures(wl: WorkloadInfo, nodes: list[str], base: dict) -> ev.WorkloadEvicted:
+    return ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
+                              message=f"Workload eviction triggered due to multiple TAS assigned node failures, "
+                                      f"including: {', '.join(nodes)}", **base)
 
 
 def next_wait_end(state: ClusterState) -> int | None:

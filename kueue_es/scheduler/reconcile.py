@@ -64,7 +64,7 @@ from collections.abc import Iterable
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import gate_states, multikueue, provisioning, variant_gates, variants
+from kueue_es.scheduler import gate_states, multikueue, multinode, provisioning, variant_gates, variants
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import DEFAULT_STEP_SIZE, SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
@@ -163,6 +163,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     on_pod_termination = config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
     fixed_time = config.gate(gates.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME)
     skip_reassignment = config.gate(gates.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS)
+    multiple_failed = config.gate(gates.TAS_REPLACE_MULTIPLE_FAILED_NODES)
     everything = full or state.touched_all or _node_wait_ended(state, now) or _new_configuration(state, config)
     touched = None if everything else state.touched
     runs_multikueue = config.gate(gates.MULTIKUEUE)
@@ -250,7 +251,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 kept = wl.kept_nodes if skip_reassignment and wl.pod_owned else ()
                 failures = node_failure_decisions(state, wl, base, now, taints=node_taints,
                                                   on_pod_termination=on_pod_termination,
-                                                  fixed_time=fixed_time, kept=kept)
+                                                  fixed_time=fixed_time, kept=kept,
+                                                  threshold=multinode.threshold(wl, multiple_failed))
                 if failures:
                     out.extend(failures)
                     continue

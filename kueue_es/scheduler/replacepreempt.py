@@ -19,10 +19,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from events import schema as ev
+from kueue_es.scheduler.multinode import listed_beside
 from kueue_es.scheduler.preemption import preemption_message
 from kueue_es.scheduler.tas import Placement, PodSetRequest, replace_in_workload
 from kueue_es.scheduler.tasplace import without_victims
 from kueue_es.scheduler.taspreempt import TopologyFit
+from projections.gates import TAS_REPLACE_MULTIPLE_FAILED_NODES
 from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
@@ -34,16 +36,19 @@ class ReplacementFit(TopologyFit):
     """The topology half of the fit check for a replacement: ``node``'s pods of each pod set moved elsewhere in
     its required domain, with the candidates removed so far gone."""
 
-    __slots__ = ("_node", "_replacing")
+    __slots__ = ("_listed", "_node", "_replacing")
 
-    def __init__(self, ctx: CycleContext, replacing: list[tuple[str, PodSetRequest, Placement]], node: str) -> None:
+    def __init__(self, ctx: CycleContext, replacing: list[tuple[str, PodSetRequest, Placement]], node: str,
+                 listed: frozenset[str] = frozenset()) -> None:
         super().__init__(ctx, [(flavor, req) for flavor, req, _ in replacing], [], None)
         self._replacing = replacing
         self._node = node
+        self._listed = listed
 
     def fits(self) -> bool:
         options = without_victims(self._options, [self._removed[k] for k in sorted(self._removed)])
-        found = replace_in_workload(self._ctx.topology.snapshots, self._replacing, self._node, options=options)
+        found = replace_in_workload(self._ctx.topology.snapshots, self._replacing, self._node, options=options,
+                                    listed=self._listed)
         return not isinstance(found, tuple)
 
 
@@ -59,7 +64,8 @@ def replacement_targets(ctx: CycleContext, wl: WorkloadInfo, replacing: list[tup
     if psa is None:
         return []
     needed = {fr: wl.usage.get(fr, 0) for fr in sorted(f"{f}/{r}" for r, f in psa.flavors.items())}
-    return ctx.find_targets(ctx, wl, qnode, dict(wl.usage), needed, ReplacementFit(ctx, replacing, node))
+    listed = listed_beside(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES))
+    return ctx.find_targets(ctx, wl, qnode, dict(wl.usage), needed, ReplacementFit(ctx, replacing, node, listed))
 
 
 def preempt_for_replacement(ctx: CycleContext, wl: WorkloadInfo,

@@ -30,6 +30,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from events.object_rules import HOSTNAME
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
+from kueue_es.scheduler.multinode import listed_beside, within_threshold
 from kueue_es.scheduler.tas import (
     NodePorts,
     Placement,
@@ -56,6 +57,7 @@ from projections.gates import (
     TAS_PARTIAL_SLICES,
     TAS_PROFILE_MIXED,
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
+    TAS_REPLACE_MULTIPLE_FAILED_NODES,
     TAS_RESPECT_NODE_AFFINITY_PREFERRED,
 )
 from projections.host_ports import Holder, HostPort, conflict, held_on
@@ -536,7 +538,8 @@ def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o
             return _no_replacement(ctx, wl, psa.name, error or f"pod set {psa.name} not found", base)
         req = _request(ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
         requests.append((flavor, req, Placement.decode(psa.topology_assignment)))
-    found = replace_in_workload(ctx.topology.snapshots, requests, node, options=ctx.topology.options)
+    found = replace_in_workload(ctx.topology.snapshots, requests, node, options=ctx.topology.options,
+                                listed=listed_beside(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES)))
     if isinstance(found, tuple):
         return _no_replacement(ctx, wl, found[0], found[1].message, base, (requests, node))
     ctx.topology.charge(wl.key, [(f, req, found[req.name].added) for f, req, _ in requests])
@@ -565,7 +568,8 @@ def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: 
     :func:`projections.secondpass.backoff_ms`), as often as it takes — having first preempted, where its
     ClusterQueue's policies allow, the workloads whose removal makes room for the replacement
     (:mod:`kueue_es.scheduler.replacepreempt`; ``replacing``: the pod sets to move and the node)."""
-    if ctx.config.gate(TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST):
+    if (ctx.config.gate(TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST)
+            and not within_threshold(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES))):
         nodes = ",".join(wl.unhealthy_nodes)
         return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
                                    message=f"Workload was evicted as there was no replacement for unhealthy "

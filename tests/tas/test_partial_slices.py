@@ -5,7 +5,7 @@ The gate's fixed cases are ``cases/partial_slices.yaml``."""
 
 from __future__ import annotations
 
-from fixtures.tasbuild import HOSTNAME, label, rack_snapshots
+from fixtures.tasbuild import HOSTNAME, assert_slices_aligned, label, rack_snapshots
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,14 +47,8 @@ def test_a_placed_partial_slice_keeps_every_slice_in_one_domain(cpus, count, siz
     assert sum(c for _, c in placement.domains) == count
     for (host,), c in placement.domains:
         assert 0 < c <= hosts[host][1], (host, c)
-    owners = [hosts[host][0] if by_rack else host for (host,), _ in placement.domains]
-    held: dict[str, int] = {}
-    for owner, (_, c) in zip(owners, placement.domains, strict=True):
-        held[owner] = held.get(owner, 0) + c
-    last = owners[-1]
-    assert all(n % size == 0 for owner, n in held.items() if owner != last), held
-    assert held[last] % size == count % size, held
-    assert set(owners[owners.index(last):]) == {last}, owners
+    assert_slices_aligned([hosts[host][0] if by_rack else host for (host,), _ in placement.domains],
+                          [c for _, c in placement.domains], size, count)
     if mode == "required":
         assert len({hosts[host][0] for (host,), _ in placement.domains}) == 1
     assert sum(c for _, c in off.placements["ps"].domains) == count - count % size

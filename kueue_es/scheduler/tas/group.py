@@ -19,7 +19,8 @@ slices without the leader); a domain taking the leader and only part of the pods
 (Kueue keeps the leader only in slice units); and where the descent would strand pods, the leader moves to the
 domain the with-leader counts assumed (:func:`trim_with_leader`). Under TASBalancedPlacement (alpha) a group
 whose request is preferred is first spread evenly, leader-aware (:mod:`.balanced_group`), falling back to the
-search below when that finds nothing.
+search below when that finds nothing. Workers that end in a partial slice (TASPartialSlices) are placed by
+:mod:`.group_partial`.
 
 Under TASRespectNodeAffinityPreferred the workers' preferred node affinity ranks the domains as for a single pod
 set (:mod:`.search`), but below the leader: the order with a leader is leader capacity, then the score, then the
@@ -32,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
-from kueue_es.scheduler.tas.search import order, tier, tightest
+from kueue_es.scheduler.tas.search import order, take_in_order, tier, tightest
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
 
@@ -180,19 +181,23 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             continue
         if lead[top] == 0:
             return not_fit(0, slices, level)
-        remaining = slices - swl[top]
-        chosen = [top]
-        rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
-        for k, d in enumerate(rest):
-            if remaining <= 0:
-                break
-            if not lfc and sc[d] >= remaining:
-                d = tightest(rest[k:], remaining, sc, aff)
-            chosen.append(d)
-            remaining -= sc[d]
+        chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
         if remaining > 0:
             return not_fit(slices - remaining, slices, level)
         return level, chosen
+
+
+def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slices: int,
+                      lfc: bool) -> tuple[list[int], int]:
+    """The top level's greedy run for a group: the first domain in leader order, with its with-leader slices, then
+    the others in the plain order (BestFit swapping the one that would close the count for the tightest that
+    does) until ``slices`` are covered; (the domains taken, the slices still missing: 0 or less when covered)."""
+    base = gc.base
+    sc, aff = base.slices[level], _scores(base, level)
+    top = ordered[0]
+    rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
+    chosen, remaining = take_in_order(rest, slices - gc.slices_wl[level][top], sc, aff, lfc)
+    return [top, *chosen], remaining
 
 
 def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
@@ -261,6 +266,13 @@ def _walk_min_loss(domains: Sequence[int], need: int, leaders: int, value: Seque
     out_leader[home] = leaders
     out[home] = 0
     taken = [home]
+    return taken if fill_rooms(domains, need, room, unit, bestfit, scores, out, taken) else None
+
+
+def fill_rooms(domains: Sequence[int], need: int, room: dict[int, int], unit: int, bestfit: bool,
+               scores: Sequence[int] | None, out: dict[int, int], taken: list[int]) -> bool:
+    """``need`` units (of ``unit`` pods) given out in order to the domains' ``room`` (BestFit taking the tightest
+    that holds the rest), added to ``out`` and ``taken``; whether they all found room."""
     remaining = need
     for k, d in enumerate(domains):
         if remaining <= 0:
@@ -274,7 +286,7 @@ def _walk_min_loss(domains: Sequence[int], need: int, leaders: int, value: Seque
                 taken.append(d)
         remaining -= got
         room[d] -= got
-    return taken if remaining <= 0 else None
+    return remaining <= 0
 
 
 def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: list[int], *, count: int,
@@ -305,6 +317,18 @@ def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: l
         chosen = trim_with_leader(order(base, level, pooled, lfc), count // slice_size, 1, base.slices[level],
                                   gc.slices_wl[level], gc.leader[level], slice_size, bestfit, assigned, leaders,
                                   _scores(base, level))
+    return spread_down(tree, gc, level, chosen, assigned, leaders, slice_size=slice_size, slice_level=slice_level,
+                       lfc=lfc, inner=inner)
+
+
+def spread_down(tree: TopologyTree, gc: GroupCounts, level: int, chosen: list[int], assigned: dict[int, int],
+                leaders: dict[int, int], *, slice_size: int, slice_level: int, lfc: bool,
+                inner: Mapping[int, int] | None) -> tuple[dict[int, int], dict[int, int]]:
+    """From the ``chosen`` domains of ``level`` (their worker pods ``assigned``, their ``leaders``) down to the
+    leaves, each domain within its own subtree: (leaf -> worker pods, leaf -> leaders)."""
+    bestfit = not lfc
+    last = tree.depth - 1
+    base = gc.base
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
         child = level + 1

@@ -11,7 +11,8 @@ SchedulerLibraryIntegration (alpha) the scheduler's filters choose the nodes, ho
 node affinity favours rank their domains first (:mod:`.search`). Under TASNodeFeasibilityForAllLevels (beta, on)
 a topology whose lowest level is not the hostname has each node under a leaf checked on its own (:mod:`.pernode`). Under
 TASPartialSlices (beta, on) a pod set whose count is not a multiple of its slice size also places a last, partial
-slice (:mod:`.partial`; not in a pod-set group, nor balanced). A pod-set group (LeaderWorkerSet leader and
+slice (:mod:`.partial`; a pod-set group's workers :mod:`.group_partial`; never balanced: Kueue's balanced placement
+leaves such a pod set to the search). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
 (:mod:`.group`).
 """
@@ -26,6 +27,11 @@ from kueue_es.scheduler.tas.balanced_group import place_group_balanced
 from kueue_es.scheduler.tas.counts import Counts, exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
 from kueue_es.scheduler.tas.group import GroupCounts, descend_group, fill_group_counts, find_group_fit_level
+from kueue_es.scheduler.tas.group_partial import (
+    descend_group_tail,
+    find_group_fit_level_tail,
+    group_tail_capacities,
+)
 from kueue_es.scheduler.tas.layers import (
     inner_sizes,
     layers_of,
@@ -221,6 +227,11 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     gc = fill_group_counts(snap, per_pod, leader_per_pod, assumed=assumed, simulate_empty=simulate_empty,
                            excluded=excluded, within=within_at, slice_size=size, slice_level=slice_level,
                            inner=inner, scores=scores, nodes=nodes, leader_own=own)
+    tail = tail_size(req.count, size, len(layers_of(req.topology)), options.partial_slices)
+    if tail:
+        return _place_group_with_tail(snap, gc, req, per_pod, assumed, simulate_empty, size=size, tail=tail,
+                                      slice_level=slice_level, requested=requested, required=required,
+                                      unconstrained=unconstrained, lfc=lfc, options=options)
     if options.balanced and not required and not unconstrained:
         spread = _place_group_balanced(snap, gc, req, size=size, slice_level=slice_level, inner=inner,
                                        requested=requested, lfc=lfc, options=options)
@@ -236,6 +247,28 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     workers, leaders = descend_group(tree, gc, fit_level, chosen, count=req.count, slice_size=size,
                                      slice_level=slice_level, lfc=lfc, inner=inner)
     return build(snap, leaders, options), build(snap, workers, options)
+
+
+def _place_group_with_tail(snap: FlavorSnapshot, gc: GroupCounts, req: PodSetRequest,
+                           per_pod: tuple[tuple[str, int], ...], assumed: Mapping[str, Mapping[str, int]] | None,
+                           simulate_empty: bool, *, size: int, tail: int, slice_level: int, requested: int,
+                           required: bool, unconstrained: bool, lfc: bool,
+                           options: TASOptions) -> tuple[Placement, Placement] | NoPlacement:
+    """A group whose workers end in a partial slice (:mod:`.group_partial`); never balanced, as in Kueue."""
+    tree = snap.tree
+    tc, tlc = group_tail_capacities(tree, gc, size, tail, slice_level)
+    not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, (), req.count, size)
+    found = find_group_fit_level_tail(gc, tc, tlc, requested, slices=req.count // size, required=required,
+                                      unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
+                                      no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
+    if isinstance(found, str):
+        return NoPlacement(found)
+    fit_level, chosen = found
+    workers, leaders = descend_group_tail(tree, gc, tc, tlc, fit_level, chosen, count=req.count, slice_size=size,
+                                          tail=tail, slice_level=slice_level, lfc=lfc)
+    placed = build(snap, workers, options)
+    return build(snap, leaders, options), Placement(placed.levels, tail_last(tree, placed.domains, slice_level, size),
+                                                    placed.hostname_prefix_encoding)
 
 
 def _place_group_balanced(snap: FlavorSnapshot, gc: GroupCounts, req: PodSetRequest, *, size: int,

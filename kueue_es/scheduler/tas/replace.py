@@ -52,19 +52,24 @@ class Replacement(msgspec.Struct, frozen=True):
 
 def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, node: str, *,
                  assumed: Mapping[str, Mapping[str, int]] | None = None,
-                 options: TASOptions = DEFAULT_OPTIONS) -> Replacement | NoPlacement:
+                 options: TASOptions = DEFAULT_OPTIONS, listed: frozenset[str] = frozenset()) -> Replacement | NoPlacement:
+    """``listed``: other failed nodes waiting for their own replacement (TASReplaceMultipleFailedNodes), whose
+    domains may be gone from the topology without making the assignment stale; they stay in it as they are."""
     tree = snap.tree
     remaining = [(v, c) for v, c in current.domains if not (v and v[-1] == node)]
     k = 0
     for v, c in current.domains:
         if v and v[-1] == node:
             k = c
-    for v, _ in remaining:
-        if not tree.has_domain(domain_id(v)):
+    live = []
+    for v, c in remaining:
+        if tree.has_domain(domain_id(v)):
+            live.append((v, c))
+        elif not (v and v[-1] in listed):
             return NoPlacement("Cannot replace the node, because the existing topologyAssignment is invalid, "
                                f"as it contains the stale domain {v[0]}")
     topo = req.topology
-    within = _required_domain(snap, req, remaining, k, options.partial_slices)
+    within = _required_domain(snap, req, live, k, options.partial_slices)
     request = msgspec.structs.replace(req, count=k)
     size = slice_size(topo)
     if slices_requested(topo) and within is not None and isinstance(size, int) and k % size:
@@ -90,9 +95,11 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
 
 def replace_in_workload(snapshots: Mapping[str, FlavorSnapshot],
                         requests: Sequence[tuple[str, PodSetRequest, Placement]], node: str, *,
-                        options: TASOptions = DEFAULT_OPTIONS) -> dict[str, Replacement] | tuple[str, NoPlacement]:
+                        options: TASOptions = DEFAULT_OPTIONS,
+                        listed: frozenset[str] = frozenset()) -> dict[str, Replacement] | tuple[str, NoPlacement]:
     """The replacements of ``node`` for ``requests`` ((TAS flavor, request, current placement) per pod set on the
-    node, in pod-set order), by pod-set name; or (pod set, why) for the first that has none."""
+    node, in pod-set order), by pod-set name; or (pod set, why) for the first that has none. ``listed``: as for
+    :func:`replace_node`."""
     current = {req.name: placement for _, req, placement in requests}
     by_flavor: dict[str, list[PodSetRequest]] = {}
     for flavor, req, _ in requests:
@@ -103,7 +110,8 @@ def replace_in_workload(snapshots: Mapping[str, FlavorSnapshot],
         snap = snapshots[flavor]
         assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
         for req in (r for group in groups(by_flavor[flavor]) for r in group):
-            result = replace_node(snap, req, current[req.name], node, assumed=assumed, options=options)
+            result = replace_node(snap, req, current[req.name], node, assumed=assumed, options=options,
+                                  listed=listed)
             if isinstance(result, NoPlacement):
                 return req.name, result
             out[req.name] = result

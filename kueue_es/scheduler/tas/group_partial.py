@@ -1,0 +1,290 @@
+"""A pod-set group whose workers end in a partial slice (TASPartialSlices with TASGroupedPodSetSlicing).
+
+A LeaderWorkerSet's workers asking for slices need not be a multiple of the slice size (Kueue v0.20): they are
+placed as whole slices and one last, partial slice of ``count % size`` workers, itself within one domain of the
+slice level, beside the group's leader. Kueue's own example is a 16-pod group (a leader and 15 workers) in racks
+of 4 hosts: three racks of 4 workers and one of the 3 remaining workers with the leader.
+
+Every domain at or above the slice level then carries two more capacities besides the group's (:mod:`.group`):
+the whole slices it holds beside the partial slice (``tc``), and beside both the leader and the partial slice
+(``tlc``); :data:`~kueue_es.scheduler.tas.partial.NO_TAIL` where it cannot. At the slice level they come from its
+pods, and from its pods beside the leader, less the partial slice; above, from its children's slices less the
+cheapest way to seat the partial slice (and the leader) in them: both in one child, or each in its own.
+
+The search asks a domain to take the leader and ``tlc`` whole slices; a preferred request climbs as usual, and the
+top level's greedy run adds, when none of the domains it took has room for the partial slice beside its share,
+the first other domain that can hold it. Going down, each level's walk first looks for a domain closing the count
+with the partial slice (and the leader, if still unplaced) that is no roomier than best fit's pick; otherwise it
+gives the leader and the whole slices out as for the group, then the partial slice to a domain taken that still has
+room for it, or else the first other one. Where that walk strands something, the leader and the partial slice are
+seated first where they cost the fewest slices (the seat the capacities assumed) and the workers fill the rest.
+Below the slice level the partial slice is only pods of its domain. The workers' assignment lists the slice-level
+domain holding the partial slice last. With the gate off, only the whole slices are placed, as before; balanced
+placement (TASBalancedPlacement) does not take such a group and leaves it to this search, as Kueue does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kueue_es.scheduler.tas.group import GroupCounts, fill_rooms, leader_order, spread_down, take_leader_first
+from kueue_es.scheduler.tas.partial import NO_TAIL
+from kueue_es.scheduler.tas.search import order, tier
+from projections.topology import TopologyTree
+
+NotFit = Callable[[int, int, int], str]
+
+
+def _hosting(pods: int, tail: int, size: int) -> int:
+    return (pods - tail) // size if pods >= tail else NO_TAIL
+
+
+def _least(values: Sequence[int]) -> int | None:
+    return min(values) if values else None
+
+
+def group_tail_capacities(tree: TopologyTree, gc: GroupCounts, size: int, tail: int,
+                          slice_level: int) -> tuple[list[list[int]], list[list[int]]]:
+    """(``tc``, ``tlc``) per level down to the slice level (empty lists below): each domain's whole slices beside
+    the partial slice, and beside the leader and the partial slice."""
+    base = gc.base
+    tc: list[list[int]] = [[] for _ in range(tree.depth)]
+    tlc: list[list[int]] = [[] for _ in range(tree.depth)]
+    tc[slice_level] = [_hosting(p, tail, size) for p in base.pods[slice_level]]
+    tlc[slice_level] = [_hosting(p, tail, size) if lead > 0 else NO_TAIL
+                        for p, lead in zip(gc.pods_wl[slice_level], gc.leader[slice_level], strict=True)]
+    for lvl in range(slice_level - 1, -1, -1):
+        cs, cswl, ctc, ctlc, cl = (base.slices[lvl + 1], gc.slices_wl[lvl + 1], tc[lvl + 1], tlc[lvl + 1],
+                                   gc.leader[lvl + 1])
+        row_t, row_lt = [], []
+        for d, (a, b) in enumerate(zip(tree.child_start[lvl], tree.child_end[lvl], strict=True)):
+            kids = range(a, b)
+            room = sum(cs[a:b])
+            tail_cost = {c: cs[c] - ctc[c] for c in kids if ctc[c] != NO_TAIL}
+            lead_cost = {c: cs[c] - cswl[c] for c in kids if cl[c] > 0}
+            costs = [cs[c] - ctlc[c] for c in lead_cost if ctlc[c] != NO_TAIL]
+            costs += [lc + tcost for c, lc in lead_cost.items() for t, tcost in tail_cost.items() if t != c]
+            cheapest_tail, cheapest_both = _least(list(tail_cost.values())), _least(costs)
+            row_t.append(NO_TAIL if cheapest_tail is None
+                         else min(room - cheapest_tail, _hosting(base.pods[lvl][d], tail, size)))
+            row_lt.append(NO_TAIL if cheapest_both is None
+                          else min(room - cheapest_both, _hosting(gc.pods_wl[lvl][d], tail, size)))
+        tc[lvl], tlc[lvl] = row_t, row_lt
+    return tc, tlc
+
+
+def _best_with_tail(domains: Sequence[int], need: int, capt: Sequence[int], capw: Sequence[int],
+                    lead: Sequence[int], leaders: int, scores: Sequence[int] | None) -> int:
+    """Among the first affinity tier of ``domains`` able to take ``leaders``, the one holding ``need`` whole slices
+    beside the partial slice with the fewest to spare (then the fewest whole slices); the first when none does."""
+    cands = tier(domains, scores)
+    best, key = cands[0], None
+    for d in cands:
+        if lead[d] >= leaders and capt[d] >= need and (key is None or (capt[d], capw[d]) < key):
+            best, key = d, (capt[d], capw[d])
+    return best
+
+
+def find_group_fit_level_tail(gc: GroupCounts, tc: list[list[int]], tlc: list[list[int]], level: int, *,
+                              slices: int, required: bool, unconstrained: bool, lfc: bool, not_fit: NotFit,
+                              no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
+    """(fit level, domains chosen there) for a group whose workers end in a partial slice, or the failure message
+    (which counts the partial slice as a slice of its own)."""
+    base = gc.base
+    requested = slices + 1
+    while True:
+        sc, pc = base.slices[level], base.pods[level]
+        if not sc:
+            return no_domains(level)
+        lead, swl, t, lt = gc.leader[level], gc.slices_wl[level], tc[level], tlc[level]
+        aff = base.affinity[level] if base.affinity is not None else None
+        ordered = leader_order(gc, level, lfc)
+        top = ordered[0]
+        fitting = [lead[d] >= 1 and lt[d] >= slices for d in range(len(sc))]
+        if lfc:
+            hit = next((d for d in ordered if fitting[d]), None)
+            if hit is not None:
+                return level, [hit]
+            if required:
+                return not_fit(pc[ordered[-1]], requested, level)
+        elif fitting[top]:
+            return level, [_best_with_tail(ordered, slices, lt, swl, lead, 1, aff)]
+        if required:
+            k = next((k for k, d in enumerate(ordered) if fitting[d]), None) if aff is not None and not lfc else None
+            if k is not None:
+                return level, [_best_with_tail(ordered[k:], slices, lt, swl, lead, 1, aff)]
+            return not_fit(sc[top], requested, level)
+        if level > 0 and not unconstrained:
+            level -= 1
+            continue
+        return _greedy(gc, ordered, level, slices, t, lt, lfc, not_fit)
+
+
+def _greedy(gc: GroupCounts, ordered: list[int], level: int, slices: int, t: Sequence[int], lt: Sequence[int],
+            lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
+    """The group's top-level greedy run, then, when none of the domains taken has room for the partial slice beside
+    its share (the first, with the leader, beside both), the first other domain that can hold it."""
+    top = ordered[0]
+    if gc.leader[level][top] == 0:
+        return not_fit(0, slices + 1, level)
+    chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
+    if remaining > 0:
+        return not_fit(slices - remaining, slices + 1, level)
+    sc = gc.base.slices[level]
+    left = slices
+    for d in chosen:
+        share = min(gc.slices_wl[level][d] if d == top else sc[d], left)
+        left -= share
+        room = lt[d] if d == top else t[d]
+        if room != NO_TAIL and share <= room:
+            return level, chosen
+    extra = next((d for d in ordered if d not in chosen and t[d] != NO_TAIL), None)
+    if extra is None:
+        return not_fit(slices, slices + 1, level)
+    return level, chosen + [extra]
+
+
+class _Level:
+    """One level's capacities, as the walk reads them."""
+
+    __slots__ = ("sc", "swl", "tc", "tlc", "lead", "scores")
+
+    def __init__(self, gc: GroupCounts, tc: list[list[int]], tlc: list[list[int]], level: int) -> None:
+        base = gc.base
+        self.sc, self.swl, self.lead = base.slices[level], gc.slices_wl[level], gc.leader[level]
+        self.tc, self.tlc = tc[level], tlc[level]
+        self.scores = base.affinity[level] if base.affinity is not None else None
+
+    def whole(self, d: int, leader: bool) -> int:
+        return self.swl[d] if leader else self.sc[d]
+
+    def beside_tail(self, d: int, leader: bool) -> int:
+        return self.tlc[d] if leader else self.tc[d]
+
+
+def _closing(at: _Level, domains: Sequence[int], remaining: int, leaders: int, bestfit: bool) -> int | None:
+    """The domain that closes the count with the partial slice (and ``leaders``), no roomier than best fit's
+    whole-slice pick; None when the first domain cannot close it."""
+    first, with_leader = domains[0], leaders > 0
+    if at.whole(first, with_leader) < remaining or at.lead[first] < leaders:
+        return None
+    home = whole = first
+    if bestfit:
+        capw = at.swl if with_leader else at.sc
+        capt = at.tlc if with_leader else at.tc
+        home = _best_with_tail(domains, remaining, capt, capw, at.lead, leaders, at.scores)
+        able = [d for d in tier(domains, at.scores) if at.lead[d] >= leaders and capw[d] >= remaining]
+        whole = min(able, key=lambda d: capw[d]) if able else first
+    if (at.beside_tail(home, with_leader) < remaining or at.lead[home] < leaders
+            or at.whole(home, with_leader) > at.whole(whole, with_leader)):
+        return None
+    return home
+
+
+def _walk(at: _Level, domains: Sequence[int], need: int, leaders: int, size: int, tail: int, bestfit: bool,
+          out: dict[int, int], out_leader: dict[int, int]) -> list[int] | None:
+    """The leader and the whole slices given out in order (the closing domain taking the partial slice too),
+    then the partial slice to a domain with room for it; None when something is stranded."""
+    taken: list[int] = []
+    remaining = need
+    for k, d in enumerate(domains):
+        if remaining <= 0 and leaders <= 0:
+            break
+        home = _closing(at, domains[k:], remaining, leaders, bestfit)
+        if home is not None:
+            out[home] = remaining * size + tail
+            if leaders:
+                out_leader[home] = leaders
+            taken.append(home)
+            return taken
+        with_leader = leaders > 0
+        value = at.swl if with_leader else at.sc
+        if bestfit and value[d] >= remaining and at.lead[d] >= leaders:
+            able = [x for x in tier(domains[k:], at.scores) if at.lead[x] >= leaders and value[x] >= remaining]
+            d = min(able, key=lambda x: value[x]) if able else d
+        got = min(value[d], remaining)
+        here = min(at.lead[d], leaders)
+        out[d] = got * size
+        if here:
+            out_leader[d] = here
+        remaining -= got
+        leaders -= here
+        taken.append(d)
+    if remaining > 0 or leaders > 0:
+        return None
+    for d in taken:
+        cap = at.beside_tail(d, d in out_leader)
+        if cap != NO_TAIL and out[d] // size <= cap:
+            out[d] += tail
+            return taken
+    extra = next((d for d in domains if d not in taken and at.tc[d] != NO_TAIL), None)
+    if extra is None:
+        return None
+    out[extra] = tail
+    taken.append(extra)
+    return taken
+
+
+def _seated(at: _Level, domains: Sequence[int], need: int, size: int, tail: int, bestfit: bool,
+            out: dict[int, int], out_leader: dict[int, int]) -> list[int] | None:
+    """The leader and the partial slice seated first where they cost the fewest whole slices (together, or each
+    in its own domain; the first in order on a tie), then the whole slices in order in what is left."""
+    seats: list[tuple[int, int, int]] = []  # (cost, leader's domain, partial slice's domain)
+    for k, d in enumerate(domains):
+        if at.lead[d] >= 1 and at.tlc[d] != NO_TAIL:
+            seats.append((at.sc[d] - at.tlc[d], k, k))
+        if at.lead[d] >= 1:
+            seats += [(at.sc[d] - at.swl[d] + at.sc[e] - at.tc[e], k, j) for j, e in enumerate(domains)
+                      if e != d and at.tc[e] != NO_TAIL]
+    if not seats:
+        return None
+    _, li, ti = min(seats)
+    lhome, thome = domains[li], domains[ti]
+    room = {d: at.sc[d] for d in domains}
+    room[lhome] = at.tlc[lhome] if lhome == thome else at.swl[lhome]
+    if lhome != thome:
+        room[thome] = at.tc[thome]
+    out_leader[lhome] = 1
+    out[lhome] = out.get(lhome, 0)
+    out[thome] = out.get(thome, 0) + tail
+    taken = [lhome] if lhome == thome else [lhome, thome]
+    return taken if fill_rooms(domains, need, room, size, bestfit, at.scores, out, taken) else None
+
+
+def trim_group_tail(at: _Level, domains: Sequence[int], need: int, size: int, tail: int, bestfit: bool,
+                    out: dict[int, int], out_leader: dict[int, int]) -> list[int]:
+    """One level's walk for a group with a partial slice (see the module docstring)."""
+    pods: dict[int, int] = {}
+    leads: dict[int, int] = {}
+    taken = _walk(at, domains, need, 1, size, tail, bestfit, pods, leads)
+    if taken is None:
+        pods, leads = {}, {}
+        taken = _seated(at, domains, need, size, tail, bestfit, pods, leads)
+    if taken is None:
+        raise AssertionError("TAS group descent: the leader, the whole slices and the partial slice do not fit "
+                             "(counts are inconsistent)")
+    out.update(pods)
+    out_leader.update(leads)
+    return taken
+
+
+def descend_group_tail(tree: TopologyTree, gc: GroupCounts, tc: list[list[int]], tlc: list[list[int]],
+                       fit_level: int, chosen: list[int], *, count: int, slice_size: int, tail: int,
+                       slice_level: int, lfc: bool) -> tuple[dict[int, int], dict[int, int]]:
+    """(leaf -> worker pods, leaf -> leaders) for the domains ``chosen`` at ``fit_level``: down to the slice level
+    the chosen domains' children are pooled and walked again, below it each domain goes down its own subtree."""
+    bestfit = not lfc
+    need = count // slice_size
+    assigned: dict[int, int] = {}
+    leaders: dict[int, int] = {}
+    level = fit_level
+    chosen = trim_group_tail(_Level(gc, tc, tlc, level), chosen, need, slice_size, tail, bestfit, assigned, leaders)
+    while level < slice_level:
+        starts, ends = tree.child_start[level], tree.child_end[level]
+        pooled = [c for d in chosen for c in range(starts[d], ends[d])]
+        level += 1
+        assigned, leaders = {}, {}
+        chosen = trim_group_tail(_Level(gc, tc, tlc, level), order(gc.base, level, pooled, lfc), need, slice_size,
+                                 tail, bestfit, assigned, leaders)
+    return spread_down(tree, gc, level, chosen, assigned, leaders, slice_size=slice_size, slice_level=slice_level,
+                       lfc=lfc, inner=None)
