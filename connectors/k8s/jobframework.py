@@ -63,7 +63,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
-from connectors.k8s import child_jobs, job_selection, job_sync, prebuilt, workload_slices
+from connectors.k8s import child_jobs, elastic_provreq, job_selection, job_sync, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import JSON_PATCH, KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, KubeError, NotFound
@@ -593,10 +593,15 @@ class JobReconciler(Generic[J]):
         granted = workload_slices.granted(wl)  # a partial admission's counts, not the spec's
         stale: list[str] = []
         pods = msgspec.json.decode(raw).get("items") or []
+        identities = elastic_provreq.identities(self.state, wl, granted)
+        if identities is not None:  # a gated pod that cannot take its request identity stays so, not counted
+            pods = elastic_provreq.able(pods, identities, self.slice_pod_set, workload_slices.has_gate)
         for pod in workload_slices.released_by_pod_set(pods, granted, self.slice_pod_set):
             ops = workload_slices.ungate_ops(pod)
             if ops is None:
                 continue
+            if identities is not None:
+                ops += elastic_provreq.identity_ops(pod, identities[self.slice_pod_set(pod)])  # type: ignore[arg-type]
             try:
                 await self.client.patch(PODS, pod["metadata"]["name"], ops, ns, content_type=JSON_PATCH)
             except (NotFound, Invalid):

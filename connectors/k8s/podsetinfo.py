@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
+from connectors.k8s import elastic_provreq
 from events import objects as o
 from events.labels import is_dns_label
 from projections import gates
@@ -113,13 +114,18 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
 
 def start_info(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment,
                slice_name: str | None = None) -> PodSetInfo:
-    """Everything starting the pod set adds: the assignment's, then the checks' updates (in name order)."""
+    """Everything starting the pod set adds: the assignment's, then the checks' updates (in name order) — for an
+    elastic slice whose pods take their ProvisioningRequest one by one, without what names one request
+    (:mod:`connectors.k8s.elastic_provreq`)."""
     info = from_assignment(state, wl, psa, slice_name)
+    per_pod = slice_name is not None and elastic_provreq.per_pod(state, wl)
     for name in sorted(wl.check_states):
         if wl.check_states[name].state != "Ready":
             continue
         for upd in wl.check_states[name].pod_set_updates:
             if upd.name == psa.name:
+                if per_pod:
+                    upd = elastic_provreq.template_update(upd)
                 info = merge(info, PodSetInfo(annotations=upd.annotations, labels=upd.labels,
                                               node_selector=upd.node_selector, tolerations=list(upd.tolerations)))
     return info

@@ -28,6 +28,7 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.quantity import parse_quantity
+from kueue_es.scheduler.provisioning_slices import provisioned
 from projections.admissionchecks import PROVISIONING_CONTROLLER, config_for
 from projections.cluster import ClusterState
 from projections.workloads import (
@@ -109,12 +110,15 @@ def _templates(state: ClusterState, wl: WorkloadInfo) -> tuple[o.PodTemplateSpec
 
 def needed_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.ProvisioningRequestConfig
                     ) -> list[tuple[int, int]]:
-    """(pod-set index, admitted count) of the pod sets that need provisioning, in spec order: a count above 0,
-    a managed resource in some container's requests or limits (any resource when none is listed), and an
-    admitted count above 0."""
+    """(pod-set index, count to provision) of the pod sets that need provisioning, in spec order: a count above
+    0, a managed resource in some container's requests or limits (any resource when none is listed), and an
+    admitted count above 0 — less, for an elastic Job's scale-up slice under
+    ``ElasticJobsViaWorkloadSlicesForProvisioningRequests``, what its chain's last admitted slice runs there
+    (:mod:`~kueue_es.scheduler.provisioning_slices`), a pod set left with nothing to add being no longer needed."""
     managed = frozenset(config.spec.managed_resources)
     templates = _templates(state, wl)
     assigned = {psa.name: psa.count for psa in wl.admission.pod_set_assignments} if wl.admission else {}
+    running = provisioned(state, wl)
     out = []
     for i, ps in enumerate(wl.pod_sets):
         if ps.count <= 0 or ps.name not in assigned:
@@ -122,7 +126,7 @@ def needed_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.Provisionin
         if managed and not _uses(templates[i].spec, managed):
             continue
         count = assigned[ps.name]
-        count = ps.count if count is None else count
+        count = (ps.count if count is None else count) - running.get(ps.name, 0)
         if count > 0:
             out.append((i, count))
     return out
