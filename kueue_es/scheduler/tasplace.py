@@ -19,6 +19,7 @@ the domains earlier ones took; a nomination is re-placed at admission if it no l
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -34,6 +35,7 @@ from kueue_es.scheduler.tas import (
     TASOptions,
     place_workload,
     replace_in_workload,
+    spreading,
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.assumed_ports import holders_by_node
@@ -54,6 +56,7 @@ from projections.gates import (
     TAS_PROFILE_MIXED,
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_RESPECT_NODE_AFFINITY_PREFERRED,
+    TAS_TOPOLOGY_SPREADING,
 )
 from projections.queue_order import QueueOrder
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
@@ -112,7 +115,8 @@ def tas_options(config, state=None) -> TASOptions:
                       node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED),
                       node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
                       partial_slices=config.gate(TAS_PARTIAL_SLICES),
-                      leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY), library=library)
+                      leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY),
+                      spreading=config.gate(TAS_TOPOLOGY_SPREADING), library=library)
 
 
 def node_ports(state) -> dict:
@@ -190,6 +194,32 @@ def previous(ctx: CycleContext, wl: WorkloadInfo, replaced: WorkloadInfo | None)
     return out
 
 
+def with_spreading(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
+                   wanted: list[tuple[str, PodSetRequest]],
+                   gone: Collection[str] = ()) -> list[tuple[str, PodSetRequest]]:
+    """``wanted`` with what each pod set's topology spreading rules see in its flavor, under TASTopologySpreading
+    (:mod:`kueue_es.scheduler.tas.spreading`): the workloads holding quota in ``info``'s ClusterQueue, but ``wl``
+    itself and those in ``gone`` (preemption targets), as Kueue's snapshot has them. Unchanged with the gate off."""
+    if not ctx.topology.options.spreading:
+        return wanted
+    by_name = {ps.name: ps for ps in wl.pod_sets}
+    others: list[WorkloadInfo] | None = None
+    out: list[tuple[str, PodSetRequest]] = []
+    for flavor, req in wanted:
+        ps = by_name.get(req.name)
+        spec = spreading.read(ps.spreading) if ps is not None else None
+        if spec is None or flavor not in ctx.topology.snapshots:
+            out.append((flavor, req))
+            continue
+        if others is None:
+            others = [w for w in ctx.reserving_in(info.name) if w.key != wl.key and w.key not in gone]
+        occ = spreading.occupancy(ctx.topology.snapshots[flavor].tree, flavor, spec,
+                                  spreading.group_key(ps.name, ps.topology), wl.namespace,  # type: ignore[union-attr]
+                                  spreading.job_uid(wl.labels), others)
+        out.append((flavor, msgspec.structs.replace(req, spreading=occ)))
+    return out
+
+
 def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
                     replaced: WorkloadInfo | None = None) -> None:
     """Kueue's TAS step of flavor assignment: place the TAS pod sets of ``a`` (or mark them delayed) and turn the
@@ -219,6 +249,7 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
         results[ps.name] = res
     if not wanted or a.mode == Mode.NO_FIT:
         return
+    wanted = with_spreading(ctx, wl, info, wanted)
     snaps = ctx.topology.snapshots
     lifted = released(ctx, replaced)
     before = previous(ctx, wl, replaced)
@@ -323,7 +354,7 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
     if not wanted:
         return
     snaps = ctx.topology.snapshots
-    requests = [(f, req) for f, req, _ in wanted]
+    requests = with_spreading(ctx, wl, info, [(f, req) for f, req, _ in wanted], {v.key for v in victims})
     before = previous(ctx, wl, replaced)
     if victims:
         usage = [u for v in victims for u in workload_tas_usage(v)] + released(ctx, replaced)
@@ -396,7 +427,8 @@ def _place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueI
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
         if not ctx.topology.recompute:
             return "the nominated topology assignment no longer fits"
-        found = place_workload(snaps, requests, options=ctx.topology.options, previous=previous(ctx, wl, replaced))
+        found = place_workload(snaps, with_spreading(ctx, wl, info, requests), options=ctx.topology.options,
+                               previous=previous(ctx, wl, replaced))
         if not found.ok:
             return found.message
         for _, res in placed:
