@@ -584,7 +584,9 @@ _TOPOLOGY_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-slice-required-topology",
     "kueue.x-k8s.io/podset-slice-size",
     "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+    SPREADING_ANNOTATION,
 )
+"""The template annotations a pod set's info is read from (so :func:`pod_set_info`'s memo keys on them)."""
 _BY_SPEC: dict[bytes, PodSetInfo] = {}
 
 

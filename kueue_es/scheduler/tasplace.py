@@ -26,6 +26,7 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
+from events import topology_spreading
 from events.errors import InvalidInput
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
 from kueue_es.scheduler.tas import (
@@ -207,7 +208,7 @@ def with_spreading(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
     out: list[tuple[str, PodSetRequest]] = []
     for flavor, req in wanted:
         ps = by_name.get(req.name)
-        spec = spreading.read(ps.spreading) if ps is not None else None
+        spec = topology_spreading.read(ps.spreading) if ps is not None else None
         if spec is None or flavor not in ctx.topology.snapshots:
             out.append((flavor, req))
             continue

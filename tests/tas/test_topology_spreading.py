@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
+import msgspec
 import pytest
 from fixtures.tasbuild import admitted_workload_obj, flavor_obj, node_obj, topology_obj, upsert
 
@@ -187,3 +188,28 @@ def test_preferred_over_the_share_least_occupied_first():
                     {"name": "c", "domains": [["r2-h0", 1]]}])
     assert _racks(_place(state, annotation((RACK, "0.3", "Preferred")))) == ["r2"]
     assert _racks(_place(state, None)) == ["r1"]
+
+
+def test_pod_set_group_counts_by_group_name_and_spreads_the_group():
+    from kueue_es.scheduler.tas.place import place_group
+
+    state = _state(RACKS, [{"name": "w1", "domains": [["r1-h0", 1]]}])
+    wl = state.workloads["test-ns/w1"]
+    snap = tas_snapshots(state)["tas"]
+    spec = ts.parse(annotation((RACK, "0.5", "Required")))
+    topo = o.PodSetTopologyRequest(required=RACK, pod_set_group_name="g")
+    # w1's pod set "main" is in no group: it does not count for group "g"
+    occ = occupancy(snap.tree, "tas", spec, group_key("workers", topo), "test-ns", None, [wl])
+    assert occ.total == 0
+    grouped = msgspec.structs.replace(wl, pod_sets=tuple(
+        msgspec.structs.replace(ps, topology=topo) for ps in wl.pod_sets))
+    occ = occupancy(snap.tree, "tas", spec, group_key("workers", topo), "test-ns", None, [grouped])
+    assert occ.total == 1
+    leader = PodSetRequest(name="leader", count=1, requests=(("cpu", 1000),), topology=topo)
+    workers = PodSetRequest(name="workers", count=1, requests=(("cpu", 1000),), topology=topo)
+    plain = place_group(snap, workers, leader)
+    assert not isinstance(plain, NoPlacement)
+    assert {_racks(p)[0] for p in plain} == {"r1"}
+    spread = place_group(snap, msgspec.structs.replace(workers, spreading=occ), leader)
+    assert not isinstance(spread, NoPlacement)
+    assert {_racks(p)[0] for p in spread} == {"r2"}
