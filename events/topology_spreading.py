@@ -116,15 +116,18 @@ def _bad_json(what: str) -> SpreadingError:
     return SpreadingError(f"must be a valid JSON object: failed to parse topology spreading annotation: {what}")
 
 
-def _rules(raw: Any) -> tuple[Rule, ...]:
+def _objects(raw: Any, field: str) -> list[dict[str, Any]]:
+    """The JSON array ``field`` of objects (none when absent)."""
     if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise _bad_json("rules must be an array")
+        return []
+    if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
+        raise _bad_json(f"{field} must be an array of objects")
+    return raw
+
+
+def _rules(raw: Any) -> tuple[Rule, ...]:
     out = []
-    for r in raw:
-        if not isinstance(r, dict):
-            raise _bad_json("a rule must be an object")
+    for r in _objects(raw, "rules"):
         key = r.get("topologyKey", "")
         mode = r.get("enforcementMode") or REQUIRED
         if not isinstance(key, str) or not isinstance(mode, str):
@@ -145,14 +148,8 @@ def _share(raw: Any) -> Decimal:
 
 
 def _selectors(raw: Any) -> tuple[Requirement, ...] | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, list):
-        raise _bad_json("workloadLabelSelectors must be an array")
     out = []
-    for r in raw:
-        if not isinstance(r, dict):
-            raise _bad_json("a selector requirement must be an object")
+    for r in _objects(raw, "workloadLabelSelectors"):
         key, op, values = r.get("key", ""), r.get("operator", ""), r.get("values") or []
         if not isinstance(key, str) or not isinstance(op, str) or not isinstance(values, list) \
                 or not all(isinstance(v, str) for v in values):
