@@ -196,35 +196,40 @@ def read(value: str | None) -> Spec | None:
 
 def annotation_errors(value: str, at: str) -> list[str]:
     """What Kueue's webhook finds wrong with the annotation ``value`` at path ``at`` (``field `path`: problem``)."""
+    return [f"field `{path}`: {problem}" for path, problem in annotation_problems(value, at)]
+
+
+def annotation_problems(value: str, at: str) -> list[tuple[str, str]]:
+    """(path, problem) of what Kueue's webhooks find wrong with the annotation ``value`` at path ``at``."""
     try:
         spec = parse(value)
     except SpreadingError as e:
         path = f"{at}.{e.field}" if e.field else at
-        return [f"field `{path}`: Invalid value: {json.dumps(value)}: {e}"]
-    errors: list[str] = []
+        return [(path, f"Invalid value: {json.dumps(value)}: {e}")]
+    errors: list[tuple[str, str]] = []
     sel_at = f"{at}.workloadLabelSelectors"
     selectors = spec.selectors or ()
     if len(selectors) > MAX_SELECTORS:
-        errors.append(f"field `{sel_at}`: Too many: {len(selectors)}: must have at most {MAX_SELECTORS} items")
+        errors.append((sel_at, f"Too many: {len(selectors)}: must have at most {MAX_SELECTORS} items"))
     for i, req in enumerate(selectors):
         if req.operator != "In":
-            errors.append(f"field `{sel_at}[{i}].operator`: Unsupported value: {json.dumps(req.operator)}: "
-                          'supported values: "In"')
+            errors.append((f"{sel_at}[{i}].operator",
+                           f'Unsupported value: {json.dumps(req.operator)}: supported values: "In"'))
     seen: dict[str, int] = {}
     for i, rule in enumerate(spec.rules):
         rat = f"{at}.rules[{i}]"
         problem = qualified_name_problem(rule.topology_key)
         if problem is not None:
-            errors.append(f"field `{rat}.topologyKey`: Invalid value: {json.dumps(rule.topology_key)}: {problem}")
+            errors.append((f"{rat}.topologyKey", f"Invalid value: {json.dumps(rule.topology_key)}: {problem}"))
         if not 0 < rule.share < 1:
-            errors.append(f"field `{rat}.maxShareAllowingPlacement`: Invalid value: "
-                          f"{json.dumps(decimal_string(rule.share))}: must be greater than 0 and less than 1")
+            errors.append((f"{rat}.maxShareAllowingPlacement", f"Invalid value: {json.dumps(decimal_string(rule.share))}"
+                           ": must be greater than 0 and less than 1"))
         if rule.mode not in MODES:
-            errors.append(f"field `{rat}.enforcementMode`: Unsupported value: {json.dumps(rule.mode)}: "
-                          'supported values: "Required", "Preferred"')
+            errors.append((f"{rat}.enforcementMode", f"Unsupported value: {json.dumps(rule.mode)}: "
+                           'supported values: "Required", "Preferred"'))
         if rule.topology_key in seen:
-            errors.append(f"field `{rat}.topologyKey`: Duplicate value: "
-                          f'"{rule.topology_key} (also at index {seen[rule.topology_key]})"')
+            errors.append((f"{rat}.topologyKey",
+                           f'Duplicate value: "{rule.topology_key} (also at index {seen[rule.topology_key]})"'))
         else:
             seen[rule.topology_key] = i
     return errors
