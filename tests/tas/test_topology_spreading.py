@@ -213,3 +213,24 @@ def test_pod_set_group_counts_by_group_name_and_spreads_the_group():
     spread = place_group(snap, msgspec.structs.replace(workers, spreading=occ), leader)
     assert not isinstance(spread, NoPlacement)
     assert {_racks(p)[0] for p in spread} == {"r2"}
+
+
+def test_a_pod_set_with_a_partial_slice_is_spread_too():
+    state = _state({"r1": ("b1", [4]), "r2": ("b1", [8]), "r3": ("b2", [8])},
+                   [{"name": "w1", "domains": [["r1-h0", 1]]}])
+    snap = tas_snapshots(state)["tas"]
+    topo = o.PodSetTopologyRequest(required=RACK, pod_set_slice_required_topology=HOSTNAME, pod_set_slice_size=2)
+    req = PodSetRequest(name="main", count=3, requests=(("cpu", 1000),), topology=topo)
+    assert _racks(place(snap, req)) == ["r1"]  # one whole slice and the partial one: the tightest rack
+    occ = occupancy(snap.tree, "tas", ts.parse(annotation((RACK, "0.5", "Required"))), group_key("main", topo),
+                    "test-ns", None, state.workloads.values())
+    assert _racks(place(snap, msgspec.structs.replace(req, spreading=occ))) == ["r2"]
+    # a Preferred rule over the share in every rack that holds it leaves the tightest
+    small = _state({"r1": ("b1", [4]), "r2": ("b1", [2])}, [{"name": "w1", "domains": [["r1-h0", 1]]}])
+    snap = tas_snapshots(small)["tas"]
+    occ = occupancy(snap.tree, "tas", ts.parse(annotation((RACK, "0.5", "Preferred"))), group_key("main", topo),
+                    "test-ns", None, small.workloads.values())
+    assert _racks(place(snap, msgspec.structs.replace(req, spreading=occ))) == ["r1"]
+    occ = msgspec.structs.replace(occ, rules=(ts.Rule(RACK, Decimal("0.5")),))
+    res = place(snap, msgspec.structs.replace(req, spreading=occ))
+    assert res == NoPlacement('topology "default" allows to fit only 1 out of 2 slice(s)')
