@@ -76,7 +76,7 @@ class CycleTopology:
     """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them), and the
     feature gates placement reads."""
 
-    __slots__ = ("_snaps", "_state", "elastic", "options", "recompute")
+    __slots__ = ("_snaps", "_state", "admitted", "elastic", "options", "recompute")
 
     def __init__(self, state, config=None) -> None:
         self._state = state
@@ -89,6 +89,15 @@ class CycleTopology:
             and config.gate(ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS)
         """``ElasticJobsViaWorkloadSlicesWithTAS``: a replacement slice is placed around the slice it replaces
         (:func:`released`, :func:`previous`); off, that slice's pods are counted taken like any other's."""
+        self.admitted: dict[str, list[WorkloadInfo]] = {}
+        """Under TASTopologySpreading, by ClusterQueue, the workloads this cycle reserved quota for, with their
+        admission: a later entry of the queue (FairSharingRefill) counts them, as Kueue's snapshot holds them."""
+
+    def reserved(self, cq: str, wl: WorkloadInfo, admission: o.Admission) -> None:
+        """Record that the cycle reserved quota for ``wl`` with ``admission`` in ``cq`` (only under
+        TASTopologySpreading, whose counts read it)."""
+        if self.options.spreading:
+            self.admitted.setdefault(cq, []).append(msgspec.structs.replace(wl, admission=admission))
 
     @property
     def snapshots(self) -> TASSnapshots:
@@ -199,8 +208,9 @@ def with_spreading(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
                    wanted: list[tuple[str, PodSetRequest]],
                    gone: Collection[str] = ()) -> list[tuple[str, PodSetRequest]]:
     """``wanted`` with what each pod set's topology spreading rules see in its flavor, under TASTopologySpreading
-    (:mod:`kueue_es.scheduler.tas.spreading`): the workloads holding quota in ``info``'s ClusterQueue, but ``wl``
-    itself and those in ``gone`` (preemption targets), as Kueue's snapshot has them. Unchanged with the gate off."""
+    (:mod:`kueue_es.scheduler.tas.spreading`): the workloads holding quota in ``info``'s ClusterQueue (those this
+    cycle reserved for too), but ``wl`` itself and those in ``gone`` (preemption targets), as Kueue's snapshot has
+    them. Unchanged with the gate off."""
     if not ctx.topology.options.spreading:
         return wanted
     by_name = {ps.name: ps for ps in wl.pod_sets}
@@ -213,7 +223,8 @@ def with_spreading(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
             out.append((flavor, req))
             continue
         if others is None:
-            others = [w for w in ctx.reserving_in(info.name) if w.key != wl.key and w.key not in gone]
+            others = [w for w in ctx.reserving_in(info.name) + ctx.topology.admitted.get(info.name, [])
+                      if w.key != wl.key and w.key not in gone]
         occ = spreading.occupancy(ctx.topology.snapshots[flavor].tree, flavor, spec,
                                   spreading.group_key(ps.name, ps.topology), wl.namespace,  # type: ignore[union-attr]
                                   spreading.job_uid(wl.labels), others)
