@@ -234,3 +234,30 @@ def test_a_pod_set_with_a_partial_slice_is_spread_too():
     occ = msgspec.structs.replace(occ, rules=(ts.Rule(RACK, Decimal("0.5")),))
     res = place(snap, msgspec.structs.replace(req, spreading=occ))
     assert res == NoPlacement('topology "default" allows to fit only 1 out of 2 slice(s)')
+
+
+def test_the_cycle_counts_its_queues_workloads_but_the_placed_one_and_preemption_targets():
+    from types import SimpleNamespace
+
+    from kueue_es.scheduler.tas import TASOptions
+    from kueue_es.scheduler.tasplace import with_spreading
+
+    state = _state(RACKS, [{"name": "w1", "domains": [["r1-h0", 1]]}, {"name": "w2", "domains": [["r2-h0", 1]]}])
+    w1, w2 = state.workloads["test-ns/w1"], state.workloads["test-ns/w2"]
+    value = annotation((RACK, "0.5", "Required"))
+    placed = msgspec.structs.replace(w2, pod_sets=tuple(msgspec.structs.replace(ps, spreading=value)
+                                                        for ps in w2.pod_sets))
+
+    def ctx(gate: bool):
+        topology = SimpleNamespace(options=TASOptions(spreading=gate), snapshots=tas_snapshots(state), admitted={})
+        return SimpleNamespace(topology=topology, reserving_in=lambda cq: [w1, w2] if cq == "cq" else [])
+
+    req = PodSetRequest(name="main", count=1, requests=(("cpu", 1000),),
+                        topology=o.PodSetTopologyRequest(required=RACK))
+    info = SimpleNamespace(name="cq")
+    ((_, got),) = with_spreading(ctx(True), placed, info, [("tas", req)])
+    assert got.spreading is not None and got.spreading.total == 1  # w1 only: w2 is the one placed
+    ((_, got),) = with_spreading(ctx(True), placed, info, [("tas", req)], {"test-ns/w1"})
+    assert got.spreading is not None and got.spreading.total == 0  # a preemption target does not count
+    ((_, got),) = with_spreading(ctx(False), placed, info, [("tas", req)])
+    assert got.spreading is None  # gate off: the annotation is not read

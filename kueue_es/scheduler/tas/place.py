@@ -13,7 +13,8 @@ a topology whose lowest level is not the hostname has each node under a leaf che
 TASPartialSlices (beta, on) a pod set whose count is not a multiple of its slice size also places a last, partial
 slice (:mod:`.partial`; not in a pod-set group, nor balanced). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
-(:mod:`.group`).
+(:mod:`.group`). Under TASTopologySpreading (alpha) a required request's ``spreading`` rules filter and rank the
+domains of the requested level (:mod:`.spreading`).
 """
 
 from __future__ import annotations
