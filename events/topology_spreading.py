@@ -248,15 +248,17 @@ def agree(a: str, b: str) -> bool:
 REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 
 
-def workload_errors(pod_sets: Sequence[Any]) -> list[str]:
+def workload_errors(pod_sets: Sequence[Any], old: Sequence[Any] | None = None) -> list[str]:
     """Kueue's Workload webhook under the gate: each pod set carrying the annotation asks for a required topology
     (its ``topologyRequest.required``, or the annotation kueue-es reads it from) and carries a valid value; the
     members of a pod-set group carry the same value, or none does. (``pod_sets``: the Workload's
-    ``spec.podSets``.)"""
+    ``spec.podSets``.) On an update (``old``: the stored pod sets) only a pod set, or a group, whose annotation or
+    required topology changed is held to them, so one staged while the gate was off stays writable."""
     errors: list[str] = []
+    before = {ps.name: _inputs(ps) for ps in old} if old is not None else {}
     for i, ps in enumerate(pod_sets):
         value = ps.template.metadata.annotations.get(SPREADING_ANNOTATION)
-        if value is None:
+        if value is None or before.get(ps.name) == _inputs(ps):
             continue
         at = _annotation_path(i)
         if not _required(ps):
@@ -264,12 +266,11 @@ def workload_errors(pod_sets: Sequence[Any]) -> list[str]:
                           f"spec.podSets[{i}].topologyRequest.required")
             continue
         errors.extend(annotation_errors(value, at))
-    members: dict[str, list[int]] = {}
-    for i, ps in enumerate(pod_sets):
-        name = ps.topology_request.pod_set_group_name if ps.topology_request is not None else None
-        if name is not None:
-            members.setdefault(name, []).append(i)
+    members = _groups(pod_sets)
+    old_members = _groups(old) if old is not None else {}
     for name, idxs in members.items():
+        if name in old_members and _group_inputs(old, old_members[name]) == _group_inputs(pod_sets, idxs):  # type: ignore[arg-type]
+            continue
         ref = next((i for i in idxs if SPREADING_ANNOTATION in pod_sets[i].template.metadata.annotations), None)
         if ref is None:
             continue
@@ -282,6 +283,27 @@ def workload_errors(pod_sets: Sequence[Any]) -> list[str]:
                           f"'{SPREADING_ANNOTATION}' annotation as '{_annotation_path(ref)}' in group '{name}', "
                           "or omit the annotation from all members of the group")
     return errors
+
+
+def _inputs(ps: Any) -> tuple[str | None, bool, str | None]:
+    """What the webhook's per-pod-set check reads: the annotation and the required topology."""
+    tr = ps.topology_request
+    required = tr.required if tr is not None else ps.template.metadata.annotations.get(REQUIRED_TOPOLOGY_ANNOTATION)
+    value = ps.template.metadata.annotations.get(SPREADING_ANNOTATION)
+    return value, value is not None, required
+
+
+def _groups(pod_sets: Sequence[Any]) -> dict[str, list[int]]:
+    members: dict[str, list[int]] = {}
+    for i, ps in enumerate(pod_sets):
+        name = ps.topology_request.pod_set_group_name if ps.topology_request is not None else None
+        if name is not None:
+            members.setdefault(name, []).append(i)
+    return members
+
+
+def _group_inputs(pod_sets: Sequence[Any], idxs: Sequence[int]) -> dict[str, str | None]:
+    return {pod_sets[i].name: pod_sets[i].template.metadata.annotations.get(SPREADING_ANNOTATION) for i in idxs}
 
 
 def _annotation_path(i: int) -> str:
