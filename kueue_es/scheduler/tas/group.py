@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
-from kueue_es.scheduler.tas.search import order, tier, tightest
+from kueue_es.scheduler.tas.search import order, take_in_order, tier, tightest
 from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
@@ -191,16 +191,9 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             continue
         if lead[top] == 0:
             return not_fit(0, slices, level)
-        remaining = slices - swl[top]
-        chosen = [top]
         rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
-        for k, d in enumerate(rest):
-            if remaining <= 0:
-                break
-            if not lfc and sc[d] >= remaining:
-                d = tightest(rest[k:], remaining, sc, aff)
-            chosen.append(d)
-            remaining -= sc[d]
+        taken, remaining = take_in_order(rest, slices - swl[top], sc, aff, lfc)
+        chosen = [top, *taken]
         if remaining > 0:
             return not_fit(slices - remaining, slices, level)
         return level, chosen
