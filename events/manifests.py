@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import conversion, object_rules, quota_rules
+from events import conversion, object_rules, quota_rules, topology_spreading
 from events import objects as o
 from events import tas_assignment as tas
 from events.bounded_input import read_bounded
@@ -78,6 +78,10 @@ class Checks:
     concurrent_admission: bool = False
     """``ConcurrentAdmission`` (alpha, off): a ClusterQueue with a ``concurrentAdmissionPolicy`` has one resource
     group of at most 16 flavors and is not StrictFIFO (:func:`events.object_rules.check_concurrent_admission`)."""
+    topology_spreading: bool = False
+    """``TASTopologySpreading`` (alpha, off): a pod set's ``kueue.x-k8s.io/podset-topology-spreading`` annotation
+    comes with a required topology, is valid, and agrees across its pod-set group
+    (:func:`events.topology_spreading.workload_errors`). Off, it is not looked at (nor used)."""
     reclaimable_bounds: bool = True
     """Not a gate's: a reclaimable count at most its pod set's count (:func:`check_reclaimable_bounds`). An
     update turns it off here and holds it against the old object instead (:mod:`events.update_rules`:
@@ -95,7 +99,8 @@ class Checks:
                    admission_gate=gate("AdmissionGatedBy"), min_count=gate("PartialAdmission"),
                    elastic_min_count=gate("ElasticJobsViaWorkloadSlices")
                    and gate("ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp"),
-                   concurrent_admission=gate("ConcurrentAdmission"))
+                   concurrent_admission=gate("ConcurrentAdmission"),
+                   topology_spreading=gate("TASTopologySpreading"))
 
 
 UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False,
@@ -537,6 +542,8 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
                 object_rules.check_min_counts(obj, where, scale_up=checks.elastic_min_count)
             if checks.admission_gate:
                 object_rules.check_admission_gate(obj.metadata.annotations, where)
+            if checks.topology_spreading:
+                object_rules.refuse_all(topology_spreading.workload_errors(obj.spec.pod_sets), where)
             if checks.reclaimable_bounds:
                 check_reclaimable_bounds(obj, where)
         case o.ClusterQueue():

@@ -18,6 +18,7 @@ from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WaitedPodSet, WorkloadPending
 from events.timefmt import format_time
+from events.topology_spreading import SPREADING_ANNOTATION
 from projections.dra import (
     DraView,
     asks_for_served,
@@ -154,6 +155,10 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The host ports each pod takes on its node (:func:`projections.host_ports.host_ports`), which TAS placement
     checks under SchedulerLibraryIntegration. Computed with the rest of the pod set, only for a template not seen
     before."""
+    spreading: str | None = None
+    """Its template's ``kueue.x-k8s.io/podset-topology-spreading`` annotation as written (None: none, as for one
+    restored from a snapshot before version 36 until its next upsert), kept whatever the gate; TAS placement reads
+    it only under ``TASTopologySpreading`` (:mod:`kueue_es.scheduler.tas.spreading`)."""
 
     @property
     def placement_requests(self) -> tuple[tuple[str, int], ...]:
@@ -601,7 +606,9 @@ _TOPOLOGY_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-slice-required-topology",
     "kueue.x-k8s.io/podset-slice-size",
     "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+    SPREADING_ANNOTATION,
 )
+"""The template annotations a pod set's info is read from (so :func:`pod_set_info`'s memo keys on them)."""
 _BY_SPEC: dict[bytes, PodSetInfo] = {}
 
 
@@ -816,6 +823,7 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             dra_requests=dra_requests,
             dra_error=dra_error,
             host_ports=host_ports(spec),
+            spreading=annotations.get(SPREADING_ANNOTATION),
         )
     )
 

@@ -51,6 +51,7 @@ from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
 from connectors.k8s.resources import MIN_PARALLELISM
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from events import objects as o
+from events import topology_spreading
 from events.errors import InvalidInput, aggregate
 from events.goint import is_go_int, parse_int
 from events.labels import NAME, NAME_FMT, NAME_MAX, PREFIX_MAX, SUBDOMAIN, SUBDOMAIN_FMT
@@ -61,6 +62,7 @@ PATH = "/validate-batch-v1-job"
 WEBHOOK_NAME = "vjob.kb.io"
 COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+SPREADING = topology_spreading.SPREADING_ANNOTATION
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
 SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
@@ -329,7 +331,8 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Cal
     boolean, or (``TASRejectFalseUnconstrainedTopology``) one that reads as false; a slice size that is not an
     int32 of at least 1, or without its slice topology (and the topology without a size); a ``podset-group-name``
     that is a number, or without a required or preferred level, or (with ``TASGroupedPodSetSlicing`` off) beside a
-    slice request; the slice layers (only under ``TASMultiLayerTopology``) as :func:`_layers_errors` says.
+    slice request; the slice layers (only under ``TASMultiLayerTopology``) as :func:`_layers_errors` says; the
+    topology spreading annotation (only under ``TASTopologySpreading``) as :func:`_spreading_errors` says.
     ``gate``: a feature gate's name -> on. A request that passes may not ask for a slice (or an outer layer) larger
     than the ``count`` pods, nor (under ``TASPartialSlices``) two or more layers whose outer size does not divide
     ``count`` (no bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit
@@ -360,9 +363,20 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Cal
         errors.append(_forbidden(_key(path, SLICE_SIZE), f"may not be set when '{SLICE_REQUIRED}' is not specified"))
     if SLICE_LAYERS in annotations:
         errors += _layers_errors(annotations[SLICE_LAYERS], found, gate, path)
+    if SPREADING in annotations and gate(gates.TAS_TOPOLOGY_SPREADING):
+        errors += _spreading_errors(annotations[SPREADING], REQUIRED in found, _key(path, SPREADING))
     if errors or count is None:
         return errors
     return _upper_bound_errors(annotations, count, path, gate(gates.TAS_PARTIAL_SLICES))
+
+
+def _spreading_errors(value: str, required: bool, at: str) -> list[str]:
+    """``TASTopologySpreading``: the ``kueue.x-k8s.io/podset-topology-spreading`` annotation comes with a required
+    topology and holds a valid value (:func:`events.topology_spreading.annotation_problems`); off, it is not looked
+    at (Kueue lets it be staged before the gate is turned on)."""
+    if not required:
+        return [_forbidden(at, f"may only be set together with '{REQUIRED}'")]
+    return [f"{where}: {problem}" for where, problem in topology_spreading.annotation_problems(value, at)]
 
 
 def _unconstrained_errors(value: str, reject_false: bool, path: str) -> list[str]:

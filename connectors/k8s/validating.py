@@ -51,8 +51,10 @@ from connectors.k8s import (
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
+from events import topology_spreading
 from events.errors import InvalidInput
 from events.manifests import Checks, decode_object
+from events.object_rules import refuse_all
 from events.update_rules import validate_update
 from projections import gates
 
@@ -95,19 +97,24 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
     gate = partial(gates.enabled, feature_gates)
     checks = Checks.under(gate)
     updating = operation == "UPDATE" and isinstance(old_doc, dict)
+    spreading = updating and checks.topology_spreading
     if not updating:
         checks = dataclasses.replace(checks, on_flavors=True)  # a new ClusterQueue: whatever the gate
-    else:
-        checks = dataclasses.replace(checks, reclaimable_bounds=False)  # held against the old object (below)
+    else:  # held against the old object (below)
+        checks = dataclasses.replace(checks, reclaimable_bounds=False, topology_spreading=False)
     new_doc = {**new_doc, "kind": kind}
     where = f"{kind} {_key(new_doc)}"
     try:
         new = decode_object(new_doc, where, checks=checks)
         if updating:
-            validate_update(old_doc, new_doc, _view({**old_doc, "kind": kind}), new, where,
+            old = _view({**old_doc, "kind": kind})
+            validate_update(old_doc, new_doc, old, new, where,
                             on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING),
                             gated_by=gate(gates.ADMISSION_GATED_BY),
                             elastic=gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+            if spreading and isinstance(new, o.Workload):
+                refuse_all(topology_spreading.workload_errors(
+                    new.spec.pod_sets, old.spec.pod_sets if isinstance(old, o.Workload) else None), where)
     except InvalidInput as exc:
         return str(exc)
     return None

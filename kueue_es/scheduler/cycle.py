@@ -576,6 +576,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         if e.replaced is not None:
             out.append(_slice_replaced(e, base))
         _admit(out, state, e, base)
+        ctx.topology.reserved(e.cq, e.wl, admission_of(e))
         admitted = True
         if refills is not None:
             _refill(out, ctx, refills, e, pushed, base)

@@ -20,13 +20,14 @@ nodes of a hostname-level placement, as Kueue's anticipated pods of a workload h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from events import objects as o
 from events import schema as ev
+from events import topology_spreading
 from events.errors import InvalidInput
 from events.object_rules import HOSTNAME
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
@@ -38,6 +39,7 @@ from kueue_es.scheduler.tas import (
     TASOptions,
     place_workload,
     replace_in_workload,
+    spreading,
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.assumed_ports import holders_by_node
@@ -59,6 +61,7 @@ from projections.gates import (
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_REPLACE_MULTIPLE_FAILED_NODES,
     TAS_RESPECT_NODE_AFFINITY_PREFERRED,
+    TAS_TOPOLOGY_SPREADING,
 )
 from projections.host_ports import Holder, HostPort, conflict, held_on
 from projections.queue_order import QueueOrder
@@ -78,7 +81,7 @@ class CycleTopology:
     """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them), and the
     feature gates placement reads."""
 
-    __slots__ = ("_snaps", "_state", "elastic", "options", "recompute")
+    __slots__ = ("_snaps", "_state", "admitted", "elastic", "options", "recompute")
 
     def __init__(self, state, config=None) -> None:
         self._state = state
@@ -95,6 +98,15 @@ class CycleTopology:
             and config.gate(ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS)
         """``ElasticJobsViaWorkloadSlicesWithTAS``: a replacement slice is placed around the slice it replaces
         (:func:`released`, :func:`previous`); off, that slice's pods are counted taken like any other's."""
+        self.admitted: dict[str, list[WorkloadInfo]] = {}
+        """Under TASTopologySpreading, by ClusterQueue, the workloads this cycle reserved quota for, with their
+        admission: a later entry of the queue (FairSharingRefill) counts them, as Kueue's snapshot holds them."""
+
+    def reserved(self, cq: str, wl: WorkloadInfo, admission: o.Admission) -> None:
+        """Record that the cycle reserved quota for ``wl`` with ``admission`` in ``cq`` (only under
+        TASTopologySpreading, whose counts read it)."""
+        if self.options.spreading:
+            self.admitted.setdefault(cq, []).append(msgspec.structs.replace(wl, admission=admission))
 
     @property
     def snapshots(self) -> TASSnapshots:
@@ -149,7 +161,8 @@ def tas_options(config, state=None) -> TASOptions:
                       node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED),
                       node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
                       partial_slices=config.gate(TAS_PARTIAL_SLICES),
-                      leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY), library=library)
+                      leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY),
+                      spreading=config.gate(TAS_TOPOLOGY_SPREADING), library=library)
 
 
 def node_ports(state) -> dict:
@@ -227,6 +240,34 @@ def previous(ctx: CycleContext, wl: WorkloadInfo, replaced: WorkloadInfo | None)
     return out
 
 
+def with_spreading(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
+                   wanted: list[tuple[str, PodSetRequest]],
+                   gone: Collection[str] = ()) -> list[tuple[str, PodSetRequest]]:
+    """``wanted`` with what each pod set's topology spreading rules see in its flavor, under TASTopologySpreading
+    (:mod:`kueue_es.scheduler.tas.spreading`): the workloads holding quota in ``info``'s ClusterQueue (those this
+    cycle reserved for too), but ``wl`` itself and those in ``gone`` (preemption targets), as Kueue's snapshot has
+    them. Unchanged with the gate off."""
+    if not ctx.topology.options.spreading:
+        return wanted
+    by_name = {ps.name: ps for ps in wl.pod_sets}
+    others: list[WorkloadInfo] | None = None
+    out: list[tuple[str, PodSetRequest]] = []
+    for flavor, req in wanted:
+        ps = by_name.get(req.name)
+        spec = topology_spreading.read(ps.spreading) if ps is not None else None
+        if spec is None or flavor not in ctx.topology.snapshots:
+            out.append((flavor, req))
+            continue
+        if others is None:
+            others = [w for w in ctx.reserving_in(info.name) + ctx.topology.admitted.get(info.name, [])
+                      if w.key != wl.key and w.key not in gone]
+        occ = spreading.occupancy(ctx.topology.snapshots[flavor].tree, flavor, spec,
+                                  spreading.group_key(ps.name, ps.topology), wl.namespace,  # type: ignore[union-attr]
+                                  spreading.job_uid(wl.labels), others)
+        out.append((flavor, msgspec.structs.replace(req, spreading=occ)))
+    return out
+
+
 def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
                     replaced: WorkloadInfo | None = None) -> None:
     """Kueue's TAS step of flavor assignment: place the TAS pod sets of ``a`` (or mark them delayed) and turn the
@@ -256,6 +297,7 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
         results[ps.name] = res
     if not wanted or a.mode == Mode.NO_FIT:
         return
+    wanted = with_spreading(ctx, wl, info, wanted)
     snaps = ctx.topology.snapshots
     lifted = released(ctx, replaced)
     before = previous(ctx, wl, replaced)
@@ -360,7 +402,7 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
     if not wanted:
         return
     snaps = ctx.topology.snapshots
-    requests = [(f, req) for f, req, _ in wanted]
+    requests = with_spreading(ctx, wl, info, [(f, req) for f, req, _ in wanted], {v.key for v in victims})
     before = previous(ctx, wl, replaced)
     if victims:
         usage = [u for v in victims for u in workload_tas_usage(v)] + released(ctx, replaced)
@@ -435,7 +477,8 @@ def _place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueI
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
         if not ctx.topology.recompute:
             return "the nominated topology assignment no longer fits"
-        found = place_workload(snaps, requests, options=ctx.topology.options, previous=previous(ctx, wl, replaced))
+        found = place_workload(snaps, with_spreading(ctx, wl, info, requests), options=ctx.topology.options,
+                               previous=previous(ctx, wl, replaced))
         if not found.ok:
             return found.message
         for _, res in placed:

@@ -365,3 +365,25 @@ def test_a_false_unconstrained_annotation_is_refused_under_tas_reject_false_unco
         f'{TA}[{UNCONSTRAINED}]: Invalid value: "{value}": must be "true" when set')
     allowed(false_one, gates={"TASRejectFalseUnconstrainedTopology": False})
     allowed(job(template_annotations={UNCONSTRAINED: "true"}))
+
+
+SPREADING = "kueue.x-k8s.io/podset-topology-spreading"
+
+
+def test_topology_spreading_is_checked_only_under_tas_topology_spreading() -> None:
+    value = json.dumps({"rules": [{"topologyKey": "rack", "maxShareAllowingPlacement": "0.45"}]})
+    alone = job(template_annotations={PREFERRED: "rack", SPREADING: value})
+    allowed(alone)  # the gate is off by default: the annotation is not looked at
+    on = {"TASTopologySpreading": True}
+    assert refused(alone, gates=on) == (
+        f"{TA}[{SPREADING}]: Forbidden: may only be set together with '{REQUIRED}'")
+    allowed(job(template_annotations={REQUIRED: "rack", SPREADING: value}), gates=on)
+    bad = json.dumps({"workloadLabelSelectors": [{"key": "app", "operator": "Exists"}],
+                      "rules": [{"topologyKey": "rack", "maxShareAllowingPlacement": "0.45", "enforcementMode": "Soft"}]})
+    assert refused(job(template_annotations={REQUIRED: "rack", SPREADING: bad}), gates=on) == (
+        f'[{TA}[{SPREADING}].workloadLabelSelectors[0].operator: Unsupported value: "Exists": supported values: "In", '
+        f'{TA}[{SPREADING}].rules[0].enforcementMode: Unsupported value: "Soft": supported values: "Required", '
+        '"Preferred"]')
+    assert refused(job(template_annotations={REQUIRED: "rack", SPREADING: '{"rules": []}'}), gates=on) == (
+        f'{TA}[{SPREADING}]: Invalid value: "{{\\"rules\\": []}}": topology spreading rules must contain between 1 '
+        "and 2 entries: got 0")

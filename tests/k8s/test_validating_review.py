@@ -380,3 +380,24 @@ def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
     assert PATHS == {h.path: h.kind for h in HOOKS}
     with pytest.raises(ValueError, match="url or a service"):
         configuration(ca)
+
+
+def test_topology_spreading_is_checked_under_its_gate_on_update_only_where_it_changed() -> None:
+    ann = "kueue.x-k8s.io/podset-topology-spreading"
+    staged = wl()
+    ps = staged["spec"]["podSets"][0]
+    ps["topologyRequest"] = {"required": "rack"}
+    ps["template"]["metadata"] = {"annotations": {ann: '{"rules": []}'}}
+    on = {"TASTopologySpreading": True}
+    assert _review("Workload", staged)["allowed"] is True  # off by default: not looked at
+    at = f"spec.podSets[0].template.metadata.annotations[{ann}]"
+    assert _message(_review("Workload", staged, gates=on)) == (
+        f'Workload team/w: field `{at}`: Invalid value: "{{\\"rules\\": []}}": topology spreading rules must contain '
+        "between 1 and 2 entries: got 0")
+    # staged while the gate was off: a write leaving it as it was is let through, one changing it is checked
+    relabelled = copy.deepcopy(staged)
+    relabelled["metadata"]["labels"] = {"app": "web"}
+    assert _review("Workload", relabelled, old=staged, gates=on)["allowed"] is True
+    rewritten = copy.deepcopy(staged)
+    rewritten["spec"]["podSets"][0]["template"]["metadata"]["annotations"][ann] = '{"rules": [{}]}'
+    assert "topologyKey" in _message(_review("Workload", rewritten, old=staged, gates=on))

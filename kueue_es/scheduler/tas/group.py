@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
 from kueue_es.scheduler.tas.search import order, take_in_order, tier, tightest
+from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
 
@@ -152,8 +153,10 @@ NotFit = Callable[[int, int, int], str]
 
 
 def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: bool, unconstrained: bool,
-                         lfc: bool, not_fit: NotFit, no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
-    """(fit level, domains chosen there) for the group, or the failure message (§2.5 with a leader)."""
+                         lfc: bool, not_fit: NotFit, no_domains: Callable[[int], str],
+                         spread: LevelSpread | None = None) -> tuple[int, list[int]] | str:
+    """(fit level, domains chosen there) for the group, or the failure message (§2.5 with a leader). ``spread``: a
+    required request's topology spreading (:mod:`.spreading`)."""
     base = gc.base
     while True:
         sc, pc = base.slices[level], base.pods[level]
@@ -161,6 +164,14 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             return no_domains(level)
         lead, swl, aff = gc.leader[level], gc.slices_wl[level], _scores(base, level)
         ordered = leader_order(gc, level, lfc)
+        if spread is not None:
+            ordered = spread.arrange(level, ordered)
+            if not ordered:
+                return EXCLUDES_ALL.format(spread.tree.levels[level])
+            k = next((k for k, d in enumerate(ordered) if lead[d] >= 1 and swl[d] >= slices), None)
+            if k is None:
+                return not_fit(sc[ordered[0]], slices, level)
+            return level, [_tightest_with_leader(spread.tier(level, ordered[k:]), slices, swl, lead, 1, aff)]
         top = ordered[0]
         if lfc:
             hit = next((d for d in ordered if lead[d] >= 1 and swl[d] >= slices), None)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
 from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
+from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
 from projections.topology import TopologyTree
 
 NO_TAIL = -1
@@ -70,7 +71,8 @@ def _best_fit_with_tail(domains: Sequence[int], need: int, sc: Sequence[int], tc
 
 def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, slices: int, required: bool,
                         unconstrained: bool, lfc: bool, not_fit: NotFit,
-                        no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
+                        no_domains: Callable[[int], str],
+                        spread: LevelSpread | None = None) -> tuple[int, list[int]] | str:
     """As :func:`~kueue_es.scheduler.tas.search.find_fit_level`, for a pod set with a tail: a domain fits when it
     holds ``slices`` whole slices beside the tail; the messages count the tail as a slice of its own."""
     requested = slices + 1
@@ -79,6 +81,8 @@ def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, s
         if not sc:
             return no_domains(level)
         aff = counts.affinity[level] if counts.affinity is not None else None
+        if spread is not None:
+            return _fit_spread_tail(counts, tc, level, slices, spread, not_fit, aff, lfc)
         ordered = order(counts, level, range(len(sc)), lfc)
         top = ordered[0]
         if not lfc:
@@ -101,6 +105,23 @@ def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, s
             level -= 1
             continue
         return _greedy_tail(sc, tc, ordered, aff, slices, lfc, not_fit, level)
+
+
+def _fit_spread_tail(counts: Counts, tc: Sequence[int], level: int, slices: int, spread: LevelSpread,
+                     not_fit: NotFit, aff: Sequence[int] | None, lfc: bool) -> tuple[int, list[int]] | str:
+    """A required request with a tail under topology spreading (:mod:`.spreading`): the banned domains dropped, the
+    rest ranked by the rules, best fit kept to the first one's rank."""
+    sc = counts.slices[level]
+    ordered = spread.arrange(level, order(counts, level, range(len(sc)), lfc))
+    if not ordered:
+        return EXCLUDES_ALL.format(spread.tree.levels[level])
+    top = _best_fit_with_tail(spread.tier(level, ordered), slices, sc, tc, aff)
+    if tc[top] >= slices:
+        return level, [top]
+    k = next((k for k, d in enumerate(ordered) if k > 0 and tc[d] >= slices), None)
+    if k is not None:
+        return level, [_best_fit_with_tail(spread.tier(level, ordered[k:]), slices, sc, tc, aff)]
+    return not_fit(sc[top], slices + 1, level)
 
 
 def _greedy_tail(sc: Sequence[int], tc: Sequence[int], ordered: list[int], aff: Sequence[int] | None, slices: int,

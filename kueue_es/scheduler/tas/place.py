@@ -14,7 +14,8 @@ TASPartialSlices (beta, on) a pod set whose count is not a multiple of its slice
 slice (:mod:`.partial`; a pod-set group's workers :mod:`.group_partial`; never balanced: Kueue's balanced placement
 leaves such a pod set to the search). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
-(:mod:`.group`).
+(:mod:`.group`). Under TASTopologySpreading (alpha) a required request's ``spreading`` rules filter and rank the
+domains of the requested level (:mod:`.spreading`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from kueue_es.scheduler.tas.request import (
     TASOptions,
 )
 from kueue_es.scheduler.tas.search import find_fit_level
+from kueue_es.scheduler.tas.spreading import LevelSpread, resolve
 from projections.topology import HOSTNAME, FlavorSnapshot, TopologyTree
 
 __all__ = ["build", "is_unconstrained", "level_key", "place", "place_group", "slice_size", "slices_requested"]
@@ -124,6 +126,9 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
     slice_level = levels.index(skey)
     if requested > slice_level:
         return NoPlacement(f"podset slice topology {skey} is above the podset topology {key}")
+    spread = resolve(tree, req.spreading, requested) if required else None
+    if isinstance(spread, str):
+        return NoPlacement(spread)
     inner = inner_sizes(topo, levels, slice_level, size, options.multi_layer)
     if isinstance(inner, str):
         return NoPlacement(inner)
@@ -145,7 +150,8 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
         return _place_group(snap, req, leader, per_pod, assumed=assumed, simulate_empty=simulate_empty,
                             excluded=excluded, within_at=within_at, size=size, slice_level=slice_level,
                             inner=inner, layers=layers, requested=requested, required=required,
-                            unconstrained=unconstrained, lfc=lfc, options=options, scores=scores, nodes=nodes)
+                            unconstrained=unconstrained, lfc=lfc, options=options, scores=scores, nodes=nodes,
+                            spread=spread)
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
                          within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores,
                          nodes=nodes)
@@ -153,7 +159,7 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
     tail = tail_size(req.count, size, len(layers_of(topo)), options.partial_slices)
     if tail:
         return _place_with_tail(snap, counts, per_pod, assumed, simulate_empty, req.count, size, tail, slice_level,
-                                requested, required, unconstrained, lfc, options)
+                                requested, required, unconstrained, lfc, options, spread)
 
     if options.balanced and not required and not unconstrained:
         found = place_balanced(tree, counts, requested=requested, slice_level=slice_level, slices=slices,
@@ -167,7 +173,7 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
     not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, layers, req.count, size)
     found_level = find_fit_level(counts, requested, slices=slices, required=required, unconstrained=unconstrained,
                                  lfc=lfc, not_fit=not_fit,
-                                 no_domains=lambda lvl: f"no topology domains at level: {levels[lvl]}")
+                                 no_domains=lambda lvl: f"no topology domains at level: {levels[lvl]}", spread=spread)
     if isinstance(found_level, str):
         return NoPlacement(found_level)
     fit_level, chosen = found_level
@@ -179,14 +185,15 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
 def _place_with_tail(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[str, int], ...],
                      assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool, count: int, size: int,
                      tail: int, slice_level: int, requested: int, required: bool, unconstrained: bool, lfc: bool,
-                     options: TASOptions) -> Result:
+                     options: TASOptions, spread: LevelSpread | None = None) -> Result:
     """A pod set with a last, partial slice (:mod:`.partial`); never balanced."""
     tree = snap.tree
     tails = tail_capacities(tree, counts.pods, counts.slices, size, tail, slice_level)
     not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, (), count, size)
     found = find_fit_level_tail(counts, tails, requested, slices=count // size, required=required,
                                 unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
-                                no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
+                                no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}",
+                                spread=spread)
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found
@@ -217,7 +224,8 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
                  per_pod: tuple[tuple[str, int], ...], *, assumed: Mapping[str, Mapping[str, int]] | None,
                  simulate_empty: bool, excluded, within_at: tuple[int, int] | None, size: int, slice_level: int,
                  inner, layers, requested: int, required: bool, unconstrained: bool, lfc: bool,
-                 options: TASOptions, scores, nodes) -> tuple[Placement, Placement] | NoPlacement:
+                 options: TASOptions, scores, nodes,
+                 spread: LevelSpread | None = None) -> tuple[Placement, Placement] | NoPlacement:
     """The joint run of a group whose workers are ``req`` (:mod:`.group`), ranked by the workers' preferred node
     affinity (``scores``) under TASRespectNodeAffinityPreferred."""
     tree = snap.tree
@@ -240,7 +248,8 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, layers, req.count, size)
     found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
                                  unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
-                                 no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
+                                 no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}",
+                                 spread=spread)
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found

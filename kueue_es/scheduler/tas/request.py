@@ -8,6 +8,7 @@ import msgspec
 
 from events import objects as o
 from events import tas_assignment
+from kueue_es.scheduler.tas.spreading import Occupancy
 from projections.host_ports import Holder, HostPort
 from projections.topology import PODS
 from projections.workloads import PodSetInfo
@@ -31,6 +32,9 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     preferred_terms: tuple[o.PreferredSchedulingTerm, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     """The host ports each pod takes on its node (checked only under SchedulerLibraryIntegration)."""
+    spreading: Occupancy | None = None
+    """Under TASTopologySpreading, what its ``kueue.x-k8s.io/podset-topology-spreading`` rules see in the flavor
+    (:mod:`.spreading`); None: no spreading."""
 
     @classmethod
     def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False) -> PodSetRequest:
@@ -66,7 +70,9 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     its own, :mod:`kueue_es.scheduler.tas.pernode`), TASPartialSlices (beta, on: a pod set whose count is not a
     multiple of its slice size gets a last, partial slice, :mod:`kueue_es.scheduler.tas.partial`),
     TASLeaderPodSetFeasibility (beta, on: a pod-set group's leader is placed on the nodes its own filters allow,
-    :mod:`kueue_es.scheduler.tas.leader_nodes`).
+    :mod:`kueue_es.scheduler.tas.leader_nodes`), TASTopologySpreading (alpha, off: a pod set's
+    ``kueue.x-k8s.io/podset-topology-spreading`` rules, read by :func:`kueue_es.scheduler.tasplace.with_spreading`
+    into :attr:`PodSetRequest.spreading`).
     ``library`` is SchedulerLibraryIntegration (alpha, off): None while off; on, the pods holding host ports that
     the scheduler's filters see (:mod:`kueue_es.scheduler.tas.library`)."""
 
@@ -79,6 +85,7 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     node_feasibility: bool = True
     partial_slices: bool = True
     leader_feasibility: bool = True
+    spreading: bool = False
     library: NodePorts | None = None
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
+from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
 
 _SHIFT = 48
 _MASK = (1 << _SHIFT) - 1
@@ -94,14 +95,18 @@ NotFit = Callable[[int, int, int], str]
 
 
 def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, unconstrained: bool, lfc: bool,
-                   not_fit: NotFit, no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
+                   not_fit: NotFit, no_domains: Callable[[int], str],
+                   spread: LevelSpread | None = None) -> tuple[int, list[int]] | str:
     """(fit level, domains chosen there in order) or the failure message. ``lfc``: the LeastFreeCapacity profile
-    (else BestFit); ``unconstrained`` keeps the search at ``level`` even when BestFit is the profile."""
+    (else BestFit); ``unconstrained`` keeps the search at ``level`` even when BestFit is the profile. ``spread``:
+    a required request's topology spreading (:mod:`.spreading`)."""
     while True:
         sc, pc = counts.slices[level], counts.pods[level]
         n = len(sc)
         if n == 0:
             return no_domains(level)
+        if spread is not None:
+            return _fit_spread(counts, level, slices, lfc, not_fit, spread)
         if counts.affinity is not None:
             found = _fit_by_affinity(counts, level, slices=slices, required=required, lfc=lfc, not_fit=not_fit)
             if found is not None:
@@ -123,6 +128,25 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, u
             level -= 1
             continue
         return _greedy(counts, level, slices, lfc, not_fit)
+
+
+def _fit_spread(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit,
+                spread: LevelSpread) -> tuple[int, list[int]] | str:
+    """A required request's domain under topology spreading (Kueue's search with spreading rules): the domains a
+    Required rule bans dropped, the rest in Kueue's order ranked by the rules; the first one decides as under
+    affinity (the module's last paragraph), BestFit keeping to its spreading rank, then its affinity tier."""
+    sc, pc = counts.slices[level], counts.pods[level]
+    aff = counts.affinity[level] if counts.affinity is not None else None
+    ordered = spread.arrange(level, order(counts, level, range(len(sc)), lfc))
+    if not ordered:
+        return EXCLUDES_ALL.format(spread.tree.levels[level])
+    if lfc:
+        first = next((d for d in ordered if sc[d] >= slices), None)
+        return (level, [first]) if first is not None else not_fit(pc[ordered[-1]], slices, level)
+    k = next((k for k, d in enumerate(ordered) if sc[d] >= slices), None)
+    if k is None:
+        return not_fit(sc[ordered[0]], slices, level)
+    return level, [tightest(spread.tier(level, ordered[k:]), slices, sc, aff)]
 
 
 def _fit_by_affinity(counts: Counts, level: int, *, slices: int, required: bool, lfc: bool,
