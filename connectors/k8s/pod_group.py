@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connectors.k8s import copied_metadata
+from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
@@ -506,14 +507,25 @@ def reclaimable_pods(pods: list[ManagedPod]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items()))
 
 
-def pods_ready(pods: list[ManagedPod], *, succeeded_ready: bool = False) -> bool:
+def pods_ready(pods: list[ManagedPod], *, succeeded_ready: bool = False, max_not_ready: bool = False) -> bool:
     """The group's pods are ready when every one of them is (Kueue's ``PodsReady`` for a group).
     ``succeeded_ready`` (Kueue's ``PodIntegrationCountSucceededPodsAsReady``): a succeeded Pod of a group that is
-    not serving counts as ready, so a group whose first Pods completed is not evicted at the recovery timeout."""
+    not serving counts as ready, so a group whose first Pods completed is not evicted at the recovery timeout.
+    ``max_not_ready`` (Kueue's ``WaitForPodsReadyMaxNotReady``): with a budget every Pod names
+    (:mod:`connectors.k8s.max_not_ready`), the group is ready once that few of its total count lack a ready Pod."""
     if not pods:
         return False
     done_counts = succeeded_ready and not is_serving(pods[0])
-    return all(is_ready(p) or (done_counts and p.status.phase == "Succeeded") for p in pods)
+    counted = [is_ready(p) or (done_counts and p.status.phase == "Succeeded") for p in pods]
+    if max_not_ready:
+        try:
+            total = total_count(pods[0].metadata.annotations)
+        except ValueError:
+            total = 0
+        budget = max_not_ready_count.group_budget((p.metadata.annotations for p in pods), total)
+        if budget:
+            return max_not_ready_count.ready_within_budget(total, sum(counted), budget)
+    return all(counted)
 
 
 # --- the Workload ----------------------------------------------------------------------------------------------
