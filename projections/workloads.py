@@ -319,6 +319,11 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """The names of its ``spec.preemptionGates`` (empty, as for one restored from a snapshot before version 33
     until its next upsert): under ``MultiKueueOrchestratedPreemption`` its status lists each of them
     (:mod:`kueue_es.scheduler.gate_states`)."""
+    own_pods_ready: tuple[int | None, int | None] | None = None
+    """The waitForPodsReady timeout and recovery timeout (ms) its ``kueue.x-k8s.io/wait-for-pods-ready`` annotation
+    sets (None: none, as for most workloads, or for one restored from a snapshot before version 36 until its next
+    upsert; :mod:`projections.workload_pods_ready`). Kept whatever the gate; the scheduler reads it only under
+    ``WorkloadLevelWaitForPodsReady``."""
 
     @property
     def base_priority(self) -> int:

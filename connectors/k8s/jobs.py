@@ -141,6 +141,7 @@ from connectors.k8s.job_priority import (
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_names import owner_workload_name
@@ -440,6 +441,7 @@ class JobIntegration(JobReconciler[o.Job]):
         gate = job_annotations.get(ADMISSION_GATED_BY_ANNOTATION)
         if gate and self.state.gate(gates.ADMISSION_GATED_BY):
             annotations[ADMISSION_GATED_BY_ANNOTATION] = gate
+        annotations.update(carried_pods_ready(self.state, job_annotations))
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
             "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

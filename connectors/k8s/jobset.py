@@ -37,6 +37,7 @@ from connectors.k8s.copied_metadata import copied
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_VERSION
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
@@ -143,6 +144,7 @@ def workload_annotations(state: ClusterState, keys: KeysToCopy, annotations: dic
     gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION)
     if gate and state.gate(gates.ADMISSION_GATED_BY):
         out[ADMISSION_GATED_BY_ANNOTATION] = gate
+    out.update(carried_pods_ready(state, annotations))
     return out
 
 
