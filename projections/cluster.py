@@ -71,6 +71,7 @@ from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready import waits_for_pods_ready
 from projections.pods_ready_condition import pods_ready_condition
+from projections.pods_ready_wait import own_deadline, pods_ready_wait
 from projections.preemption_gates import (
     BLOCKED_ON_PREEMPTION_GATES,
     PREEMPTION_GATED,
@@ -88,6 +89,7 @@ from projections.resource_slices import ResourceSlices
 from projections.secondpass import HOSTNAME as HOSTNAME_LABEL
 from projections.secondpass import backoff_ms, needs_second_pass
 from projections.topology import TASFold
+from projections.workload_pods_ready import WAIT_FOR_PODS_READY_ANNOTATION, own_timeouts
 from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
@@ -169,7 +171,8 @@ class ClusterState:
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "dispatched", "finished_clock", "deactivated_clock",
-        "max_execution_clock", "keeping", "node_waits", "metrics", "checks_taken",
+        "max_execution_clock", "recovery_clock", "own_pods_ready_clock", "keeping", "node_waits", "metrics",
+        "checks_taken",
         "reservation_forgotten",
     )
 
@@ -352,7 +355,15 @@ class ClusterState:
         """:attr:`second_pass` ordered by when it is due."""
         self.pods_ready_clock = DueIndex()
         """Admitted workloads whose pods are not ready (and not evicted), by admission time: waitForPodsReady's
-        timeout runs from there."""
+        timeout runs from there. Not those waiting for a recovery (:attr:`recovery_clock`)."""
+        self.recovery_clock = DueIndex()
+        """Admitted workloads waiting for their pods to recover (their PodsReady condition ``WaitForRecovery``), by
+        when they lost readiness (the condition's lastTransitionTime): waitForPodsReady's recoveryTimeout runs
+        from there."""
+        self.own_pods_ready_clock = DueIndex()
+        """The workloads of :attr:`pods_ready_clock` and :attr:`recovery_clock` that set their own timeouts
+        (``WorkloadInfo.own_pods_ready``), by when their own timeout runs out (one whose own timeouts do not cover
+        its wait is not listed): what the scheduler reads under WorkloadLevelWaitForPodsReady."""
         self.not_ready: dict[str, None] = {}
         """Active workloads holding quota (reserved or admitted, evicted ones until their quota is released)
         whose pods are not all ready: Kueue's cache ``WorkloadsNotReady``, over every ClusterQueue. While one is
@@ -812,11 +823,13 @@ class ClusterState:
         self.touched[key] = None
         wl = self.workloads.get(key)
         waiting = finished = deactivated = None
-        limit = None
+        limit = recovering = own_due = None
         if wl is not None:
             if wl.phase == ADMITTED and not wl.evicted:
                 if not wl.pods_ready:
-                    waiting = wl.admitted_at
+                    waiting, recovering = pods_ready_wait(wl)
+                    if wl.own_pods_ready is not None:
+                        own_due = own_deadline(wl.own_pods_ready, waiting, recovering)
                 if wl.max_execution_seconds is not None:
                     limit = max_execution_deadline(wl)
             if wl.phase in _HOLDING and not wl.pods_ready and wl.active:
@@ -848,9 +861,10 @@ class ClusterState:
         clock = self.second_pass_due
         if at is not None or key in clock.at:
             clock.set(key, at)
-        clock = self.pods_ready_clock
-        if waiting is not None or key in clock.at:
-            clock.set(key, waiting)
+        for clock, at in ((self.pods_ready_clock, waiting), (self.recovery_clock, recovering),
+                          (self.own_pods_ready_clock, own_due)):
+            if at is not None or key in clock.at:
+                clock.set(key, at)
         clock = self.finished_clock
         if finished is not None or key in clock.at:
             clock.set(key, finished)
@@ -1625,10 +1639,11 @@ class ClusterState:
             elastic = annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
             allowed = allowed_flavors(annotations.get(ALLOWED_FLAVORS_ANNOTATION))
             threshold = unhealthy_threshold_of(annotations.get(UNHEALTHY_NODES_THRESHOLD_ANNOTATION))
+            own = own_timeouts(annotations.get(WAIT_FOR_PODS_READY_ANNOTATION))
         else:  # most Workloads carry none: no lookups
             boost_annotation = gate = replaces = ""
             parameters = metric_annotations = ()
-            component = allowed = threshold = None
+            component = allowed = threshold = own = None
             elastic = False
         boost = 0
         if boost_annotation and self.priority_boost:
@@ -1651,6 +1666,7 @@ class ClusterState:
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
                 unhealthy_threshold=threshold,
+                own_pods_ready=own,
             )
             if spec.preemption_gates or w.status.preemption_gates:
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
@@ -1725,8 +1741,9 @@ class ClusterState:
             # show yet: this is the spec of the generation it was deactivated at, not a reactivation (which, as
             # any spec change, makes a new generation).
             active = False
-        retimed = wl.max_execution_seconds != spec.maximum_execution_time_seconds
+        retimed = wl.max_execution_seconds != spec.maximum_execution_time_seconds or wl.own_pods_ready != own
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
+        wl.own_pods_ready = own
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented

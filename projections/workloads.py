@@ -334,9 +334,14 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     (:mod:`kueue_es.scheduler.gate_states`)."""
     unhealthy_threshold: int | None = None
     """Its :data:`UNHEALTHY_NODES_THRESHOLD_ANNOTATION` read as a whole number from 1 to 8 (None: no annotation, one
-    Kueue's webhook would refuse, or one restored from a snapshot before version 36 until its next upsert). Kept
+    Kueue's webhook would refuse, or one restored from a snapshot before version 37 until its next upsert). Kept
     whatever the gate; read only under ``TASReplaceMultipleFailedNodes``
     (:func:`kueue_es.scheduler.multinode.threshold`)."""
+    own_pods_ready: tuple[int | None, int | None] | None = None
+    """The waitForPodsReady timeout and recovery timeout (ms) its ``kueue.x-k8s.io/wait-for-pods-ready`` annotation
+    sets (None: none, as for most workloads, or for one restored from a snapshot before version 39 until its next
+    upsert; :mod:`projections.workload_pods_ready`). Kept whatever the gate; the scheduler reads it only under
+    ``WorkloadLevelWaitForPodsReady``."""
 
     @property
     def base_priority(self) -> int:

@@ -81,6 +81,7 @@ from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORK
 from connectors.k8s.journal import Journal
 from connectors.k8s.owner_index import once
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.workers import Retries
 from connectors.k8s.writer import desired_status, observed_status
@@ -92,6 +93,7 @@ from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
 from projections.pods_ready_condition import WAIT_FOR_START
+from projections.workload_pods_ready import WAIT_FOR_PODS_READY_ANNOTATION
 from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, FINISHED, WorkloadInfo
 
 WORKLOADS = BY_KIND["Workload"]
@@ -345,9 +347,12 @@ class JobReconciler(Generic[J]):
         was written, or is awaited)."""
         if generated and await self._out_of_step(job, obs, wl):
             return True
-        if await self._in_step(job, obs, wl, running=self.is_running(job), generated=generated):
+        running = self.is_running(job)
+        if await self._in_step(job, obs, wl, running=running, generated=generated):
             return True
-        return await self._admission_gate(job, obs)
+        if await self._admission_gate(job, obs):
+            return True
+        return not running and await self._pods_ready_annotation(job, obs)
 
     # --- running -----------------------------------------------------------------------------------------------
 
@@ -714,6 +719,27 @@ class JobReconciler(Generic[J]):
             return False
         await self._once(job.key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
         return True
+
+    async def _pods_ready_annotation(self, job: J, obs: o.Workload) -> bool:
+        """Under ``WorkloadLevelWaitForPodsReady``, for a suspended job: the Workload's
+        ``kueue.x-k8s.io/wait-for-pods-ready`` set to the job's when they differ (None: removed), in place, with
+        ``UpdatedWorkload``; whether it was written."""
+        wanted = carried_pods_ready(self.state, job.metadata.annotations).get(WAIT_FOR_PODS_READY_ANNOTATION)
+        if not self.state.gate(gates.WORKLOAD_LEVEL_WAIT_FOR_PODS_READY) or (
+                obs.metadata.annotations.get(WAIT_FOR_PODS_READY_ANNOTATION) == wanted):
+            return False
+        await self._once(job.key, "pods-ready-annotation", job, self._sync_pods_ready_annotation(job, obs, wanted))
+        return True
+
+    async def _sync_pods_ready_annotation(self, job: J, obs: o.Workload, value: str | None) -> None:
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
+                "resourceVersion": obs.metadata.resource_version,
+                "annotations": {WAIT_FOR_PODS_READY_ANNOTATION: value}}}, obs.metadata.namespace)
+        except NotFound:
+            return
+        await self._report(job, UPDATED_WORKLOAD, workload=obs.key,
+                           message=f"Updated workload WaitForPodsReady annotation to {value or ''}")
 
     async def _with_prebuilt(self, job: J, name: str) -> None:
         """A job naming prebuilt Workload ``name`` (module docstring): the step with it once it is usable, else

@@ -141,6 +141,7 @@ from connectors.k8s.job_priority import (
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_names import owner_workload_name
@@ -437,6 +438,7 @@ class JobIntegration(JobReconciler[o.Job]):
         annotations = copied(keys.annotations, job_annotations)
         annotations.update((k, v) for k, v in job_annotations.items() if k.startswith("provreq.kueue.x-k8s.io/"))
         annotations.update(gated_annotations(self.state, job_annotations))
+        annotations.update(carried_pods_ready(self.state, job_annotations))
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
             "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

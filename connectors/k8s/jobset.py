@@ -37,6 +37,7 @@ from connectors.k8s.copied_metadata import copied, gated_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_VERSION
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
@@ -140,6 +141,7 @@ def workload_annotations(state: ClusterState, keys: KeysToCopy, annotations: dic
     out = copied(keys.annotations, annotations)
     out.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
     out.update(gated_annotations(state, annotations))
+    out.update(carried_pods_ready(state, annotations))
     return out
 
 

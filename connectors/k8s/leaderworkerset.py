@@ -40,6 +40,7 @@ from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
 from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.pod_group import IS_GROUP_ANNOTATION
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_COUNT_ANNOTATION
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION, LEADER_WORKER_SETS
 from events import objects as o
@@ -233,7 +234,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
         spec["maximumExecutionTimeSeconds"] = max_exec
     annotations = {**copied(keys.annotations, _dict(meta.get("annotations"))), IS_GROUP_ANNOTATION: "true",
                    OWNER_GVK_ANNOTATION: GVK, OWNER_NAME_ANNOTATION: str(meta.get("name", "")),
-                   INDEX_ANNOTATION: str(index)}
+                   INDEX_ANNOTATION: str(index), **carried_pods_ready(state, _dict(meta.get("annotations")))}
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta.get("namespace", ""), "annotations": annotations, "finalizers": [FINALIZER],
         "ownerReferences": [workload_names.controller_ref(LEADER_WORKER_SETS, str(meta.get("name", "")),

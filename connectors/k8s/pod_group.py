@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connectors.k8s import copied_metadata
+from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
@@ -79,6 +80,7 @@ from connectors.k8s.pod_sync import (
 )
 from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.pods_ready import is_admitted
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
@@ -506,14 +508,25 @@ def reclaimable_pods(pods: list[ManagedPod]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items()))
 
 
-def pods_ready(pods: list[ManagedPod], *, succeeded_ready: bool = False) -> bool:
+def pods_ready(pods: list[ManagedPod], *, succeeded_ready: bool = False, max_not_ready: bool = False) -> bool:
     """The group's pods are ready when every one of them is (Kueue's ``PodsReady`` for a group).
     ``succeeded_ready`` (Kueue's ``PodIntegrationCountSucceededPodsAsReady``): a succeeded Pod of a group that is
-    not serving counts as ready, so a group whose first Pods completed is not evicted at the recovery timeout."""
+    not serving counts as ready, so a group whose first Pods completed is not evicted at the recovery timeout.
+    ``max_not_ready`` (Kueue's ``WaitForPodsReadyMaxNotReady``): with a budget every Pod names
+    (:mod:`connectors.k8s.max_not_ready`), the group is ready once that few of its total count lack a ready Pod."""
     if not pods:
         return False
     done_counts = succeeded_ready and not is_serving(pods[0])
-    return all(is_ready(p) or (done_counts and p.status.phase == "Succeeded") for p in pods)
+    counted = [is_ready(p) or (done_counts and p.status.phase == "Succeeded") for p in pods]
+    if max_not_ready:
+        try:
+            total = total_count(pods[0].metadata.annotations)
+        except ValueError:
+            total = 0
+        budget = max_not_ready_count.group_budget((p.metadata.annotations for p in pods), total)
+        if budget:
+            return max_not_ready_count.ready_within_budget(total, sum(counted), budget)
+    return all(counted)
 
 
 # --- the Workload ----------------------------------------------------------------------------------------------
@@ -589,6 +602,7 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
         spec["maximumExecutionTimeSeconds"] = max_exec
     wl_annotations = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
     wl_annotations[IS_GROUP_ANNOTATION] = "true"
+    wl_annotations.update(carried_pods_ready(state, annotations))
     named_in = annotations if state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) else None
     meta: dict[str, Any] = {"name": group_name(labels, named_in), "namespace": first["namespace"],
                             "annotations": wl_annotations, "finalizers": [IN_USE_FINALIZER],

@@ -45,6 +45,7 @@ from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
+from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
@@ -254,6 +255,7 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
                                "ownerReferences": [controller_ref(meta["name"], meta["uid"])]}
     wl_annotations = copied(keys.annotations, annotations)
     wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX))
+    wl_annotations.update(carried_pods_ready(state, annotations))
     if wl_annotations:
         wl_meta["annotations"] = wl_annotations
     return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": wl_spec}

@@ -761,7 +761,8 @@ class PodIntegration:
         if wl is not None and managed and self.state.waits_for_pods_ready:
             change = pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
                                            ready=pod_group.pods_ready(own, succeeded_ready=self.state.gate(
-                                               gates.POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY)))
+                                               gates.POD_INTEGRATION_COUNT_SUCCEEDED_PODS_AS_READY),
+                                               max_not_ready=self.state.gate(gates.WAIT_FOR_PODS_READY_MAX_NOT_READY)))
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))

@@ -61,7 +61,14 @@ class WaitForPodsReadyConfig(_Cfg):
     """Kueue defaults it to 5 minutes, in both Configuration versions."""
     block_admission: bool = False
     recovery_timeout: str | None = None
+    """How long an admitted workload whose pods were ready may wait for them to recover (unset: no limit)."""
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
+    unscheduled_timeout: str | None = None
+    """Kueue v0.20's timeout for an admitted workload's pods to be scheduled, read by its
+    ``WaitForPodsReadyUnscheduledTimeout`` gate, which kueue-es does not model: taken and checked, not read."""
+    max_timeout_on_workload: str | None = None
+    """The longest timeout a job's ``kueue.x-k8s.io/wait-for-pods-ready`` annotation may set (unset: 2h), under
+    ``WorkloadLevelWaitForPodsReady`` (:mod:`projections.workload_pods_ready`)."""
 
 
 _PODS_READY_DEFAULT = WaitForPodsReadyConfig()
@@ -615,6 +622,26 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
                            f"not {incremental.step_size}")
 
 
+def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str) -> None:
+    """waitForPodsReady's durations parse; v0.20's ``unscheduledTimeout`` is not negative nor above ``timeout``, and
+    ``maxTimeoutOnWorkload`` is above zero."""
+    where = f"{source}: field `waitForPodsReady."
+    timeout = parse_duration(w.timeout, f"{where}timeout`")
+    for name, value in (("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
+                        ("maxTimeoutOnWorkload", w.max_timeout_on_workload)):
+        if value is not None and value.strip().startswith("-"):
+            raise InvalidInput(f"{where}{name}`: must not be negative (got {value!r})")
+    if w.recovery_timeout is not None:
+        parse_duration(w.recovery_timeout, f"{where}recoveryTimeout`")
+    if w.unscheduled_timeout is not None and parse_duration(
+            w.unscheduled_timeout, f"{where}unscheduledTimeout`") > timeout:
+        raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
+                           f"({w.unscheduled_timeout!r} > {w.timeout!r})")
+    if w.max_timeout_on_workload is not None and parse_duration(
+            w.max_timeout_on_workload, f"{where}maxTimeoutOnWorkload`") <= 0:
+        raise InvalidInput(f"{where}maxTimeoutOnWorkload`: must be greater than 0 (got {w.max_timeout_on_workload!r})")
+
+
 def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
     """``doc`` as the configuration it sets, refused (naming ``source`` and the field) where Kueue refuses to start
     on it. ``strict``: a field the Configuration of its ``apiVersion`` does not have is refused too, as Kueue's
@@ -626,7 +653,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
                            + ", ".join(f'unknown field "{path}"' for path in unknown))
     cfg = _decode(doc, source)
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
-        parse_duration(cfg.wait_for_pods_ready.timeout, f"{source}: field `waitForPodsReady.timeout`")
+        _validate_pods_ready_durations(cfg.wait_for_pods_ready, source)
     hub = config_version.as_hub(doc)
     if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
         cfg = _decode(hub, source)

@@ -81,7 +81,8 @@ ONLY_IN: dict[str, tuple[str, ...]] = {
     V1BETA2: ("multiKueue.clusterProfile", "multiKueue.singleClusterPreemptionTimeout",
               "multiKueue.incrementalDispatcherConfig", "resources.quotaCheckStrategy",
               "resources.deviceClassMappings[].sources", "metrics.customLabels[].sourceKind",
-              "metrics.customLabels[].trackedValues"),
+              "metrics.customLabels[].trackedValues", "waitForPodsReady.unscheduledTimeout",
+              "waitForPodsReady.maxTimeoutOnWorkload"),
 }
 """apiVersion -> the fields (``a.b``, ``a[].b`` below a list) only that version of Kueue's Configuration has: the
 ones v1beta2 removed or replaced (its conversion drops them), and the ones added to v1beta2 alone (its conversion

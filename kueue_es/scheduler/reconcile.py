@@ -64,7 +64,15 @@ from collections.abc import Iterable
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import gate_states, multikueue, multinode, provisioning, variant_gates, variants
+from kueue_es.scheduler import (
+    gate_states,
+    multikueue,
+    multinode,
+    pods_ready_timeouts,
+    provisioning,
+    variant_gates,
+    variants,
+)
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import DEFAULT_STEP_SIZE, SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
@@ -108,10 +116,9 @@ def backoff_ms(config: SchedulerConfig, count: int) -> int:
 
 
 def pods_ready_deadline(config: SchedulerConfig, wl) -> int | None:
-    pr = config.pods_ready
-    if not pr.enable or wl.phase != ADMITTED or wl.pods_ready or wl.evicted or wl.admitted_at is None:
-        return None
-    return wl.admitted_at + parse_duration(pr.timeout)
+    """When waitForPodsReady evicts ``wl`` (None: it does not): :func:`pods_ready_timeouts.deadline`."""
+    found = pods_ready_timeouts.deadline(config, wl)
+    return found[0] if found is not None else None
 
 
 def retention_deadline(config: SchedulerConfig, wl: WorkloadInfo) -> tuple[int, str, str] | None:
@@ -256,8 +263,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 if failures:
                     out.extend(failures)
                     continue
-            deadline = pods_ready_deadline(config, wl)
-            if deadline is not None and now >= deadline:
+            timed = pods_ready_timeouts.deadline(config, wl)
+            if timed is not None and now >= timed[0]:
                 count = wl.requeue_count + 1
                 limit = config.pods_ready.requeuing_strategy.backoff_limit_count
                 if limit is not None and count > limit:
@@ -267,7 +274,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                         **base))
                 else:
                     out.append(ev.WorkloadEvicted(
-                        key=key, uid=wl.uid, reason="PodsReadyTimeout",
+                        key=key, uid=wl.uid, reason="PodsReadyTimeout", underlying_cause=timed[1],
                         message=f"Exceeded the PodsReady timeout {key}", requeue_count=count,
                         requeue_at=now + backoff_ms(config, count), **base))
                 continue
@@ -321,9 +328,9 @@ def _holding(state: ClusterState, config: SchedulerConfig, now: int, touched: di
     """ClusterQueue -> the workloads holding its quota that a pass looks at: the touched ones, and those whose
     waitForPodsReady timeout or maximum execution time has run out."""
     keys: Iterable[str] = touched
-    pr = config.pods_ready
-    if pr.enable and len(state.pods_ready_clock):
-        keys = {*keys, *state.pods_ready_clock.due(now - parse_duration(pr.timeout))}
+    timed_out = pods_ready_timeouts.due(state, config, now)
+    if timed_out:
+        keys = {*keys, *timed_out}
     if len(state.max_execution_clock):
         keys = {*keys, *state.max_execution_clock.due(now)}
     out: dict[str, list[str]] = {}
@@ -543,9 +550,9 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
     second = state.second_pass_due.first()
     if second is not None:
         times.append(second)
-    waiting = state.pods_ready_clock.first()
-    if config.pods_ready.enable and waiting is not None:
-        times.append(waiting + parse_duration(config.pods_ready.timeout))
+    waiting = pods_ready_timeouts.next_due(state, config)
+    if waiting is not None:
+        times.append(waiting)
     limit = state.max_execution_clock.first()
     if limit is not None:
         times.append(limit)

@@ -1405,6 +1405,51 @@ async def test_a_groups_succeeded_pod_counts_as_ready_under_the_gate(gate: bool 
     assert changes == ([(True, "Started")] if want else [])
 
 
+def _budget_group(counts: tuple[str | None, ...], ready: tuple[bool, ...]) -> list[dict[str, Any]]:
+    """A group of ``len(counts)`` admitted Pods out of a total of 4, each naming the tolerated count of not-ready
+    Pods ``counts[i]`` (None: no annotation) and Ready or not as ``ready[i]`` says."""
+    raws = []
+    for i, (count, is_ready) in enumerate(zip(counts, ready, strict=True)):
+        raw = _ready(_group_raw(f"p{i}", gated=False), is_ready)
+        raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = "4"
+        if count is not None:
+            raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-max-not-ready-count"] = count
+        raws.append(raw)
+    return raws
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("gate", "counts", "ready", "want"), [
+    (True, ("1", "1", "1", "1"), (True, True, True, False), True),  # one not ready: within the budget
+    (False, ("1", "1", "1", "1"), (True, True, True, False), False),  # gate off: every Pod must be ready
+    (True, ("2", "2", "2"), (True, True, True), True),  # the fourth Pod not made yet counts as not ready
+    (True, ("1", "1", "1"), (True, True, False), False),  # that one and a not-ready Pod: over the budget
+    (True, ("3", "1", "2", "3"), (True, True, False, False), False),  # the strictest value (1) applies
+    (True, ("2", "2", None, "2"), (True, True, False, True), False),  # a Pod without one: budget 0
+    (True, ("4", "4", "4", "4"), (True, False, False, False), False),  # not below the total: invalid, so 0
+    (True, ("x", "x", "x", "x"), (True, True, True, False), False),  # not a number: 0
+])
+async def test_a_groups_pods_ready_tolerates_its_max_not_ready_count_under_the_gate(
+        gate: bool, counts: tuple[str | None, ...], ready: tuple[bool, ...], want: bool) -> None:
+    """Kueue v0.20's ``WaitForPodsReadyMaxNotReady`` (alpha, off): a group whose every Pod names
+    ``kueue.x-k8s.io/pod-group-max-not-ready-count`` is ready while no more of its total count lack a ready Pod than
+    the smallest value tolerates; off, or without a valid value on every Pod, every Pod must be ready."""
+    config: dict[str, Any] = {**POD_ON, "waitForPodsReady": {}, "featureGates": {"WaitForPodsReadyMaxNotReady": gate}}
+    base = group_workload_obs()
+    obs = msgspec.structs.replace(base, metadata=msgspec.structs.replace(base.metadata, owner_references=[
+        o.OwnerReference(api_version="v1", kind="Pod", name=f"p{i}", uid=f"uid-p{i}") for i in range(len(counts))]),
+        spec=msgspec.structs.replace(base.spec, pod_sets=[msgspec.structs.replace(base.spec.pod_sets[0], count=4)]))
+    pods, mirror, appended, _ = integration(obs, config=config)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.conditions = (o.Condition(type="PodsReady", status="False", reason="WaitForStart"),)
+    for raw in _budget_group(counts, ready):
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    changes = [(e.ready, e.reason) for e in appended if isinstance(e, ev.PodsReadyChanged)]
+    assert changes == ([(True, "Started")] if want else [])
+
+
 class OwnersClient(Client):
     """A GET answers the object of that kind and name in ``objects`` (absent: 404)."""
 

@@ -1,0 +1,88 @@
+"""waitForPodsReady's timeouts: the Configuration fields Kueue v0.20 added (``unscheduledTimeout``,
+``maxTimeoutOnWorkload``) and their checks, a workload's own timeouts from ``kueue.x-k8s.io/wait-for-pods-ready``
+(WorkloadLevelWaitForPodsReady) and the underlying cause a PodsReadyTimeout eviction carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from events import objects as o
+from events.errors import InvalidInput
+from events.timefmt import format_time
+from kueue_es.scheduler import pods_ready_timeouts
+from kueue_es.scheduler.config import load_config
+from projections.workload_pods_ready import own_timeouts
+from projections.workloads import ADMITTED, WorkloadInfo
+
+V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
+
+
+def _config(pods_ready: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": V1BETA2, "kind": "Configuration", "waitForPodsReady": pods_ready, **extra}
+
+
+def test_v0_20_s_fields_are_taken_in_v1beta2_only() -> None:
+    cfg = load_config(_config({"timeout": "10m", "unscheduledTimeout": "2m", "maxTimeoutOnWorkload": "1h"}))
+    assert cfg.pods_ready.unscheduled_timeout == "2m" and cfg.pods_ready.max_timeout_on_workload == "1h"
+    v1beta1 = {**_config({"enable": True, "maxTimeoutOnWorkload": "1h"}), "apiVersion": "config.kueue.x-k8s.io/v1beta1"}
+    with pytest.raises(InvalidInput, match='unknown field "waitForPodsReady.maxTimeoutOnWorkload"$'):
+        load_config(v1beta1)
+
+
+@pytest.mark.parametrize(("stanza", "message"), [
+    ({"unscheduledTimeout": "6m"}, r"field `waitForPodsReady.unscheduledTimeout`: must not exceed "
+                                   r"waitForPodsReady.timeout \('6m' > '5m'\)"),
+    ({"unscheduledTimeout": "-1m"}, r"field `waitForPodsReady.unscheduledTimeout`: must not be negative"),
+    ({"unscheduledTimeout": "soon"}, r"field `waitForPodsReady.unscheduledTimeout`: invalid duration 'soon'"),
+    ({"maxTimeoutOnWorkload": "0s"}, r"field `waitForPodsReady.maxTimeoutOnWorkload`: must be greater than 0"),
+    ({"maxTimeoutOnWorkload": "2x"}, r"field `waitForPodsReady.maxTimeoutOnWorkload`: invalid duration"),
+    ({"recoveryTimeout": "-3m"}, r"field `waitForPodsReady.recoveryTimeout`: must not be negative"),
+])
+def test_a_bad_pods_ready_duration_is_refused_naming_the_field(stanza: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidInput, match=r"kueue.yaml: " + message):
+        load_config(_config({"timeout": "5m", **stanza}), "kueue.yaml")
+
+
+@pytest.mark.parametrize(("value", "want"), [
+    ('{"timeoutSeconds": 30}', (30_000, 30_000)),  # its own timeout is its recovery timeout too
+    ('{"timeoutSeconds": 30, "recoveryTimeoutSeconds": 40}', (30_000, 40_000)),
+    ('{"recoveryTimeoutSeconds": 40}', (None, 40_000)),
+    ('{"timeoutSeconds": 0}', None), ('{"timeoutSeconds": -5}', None), ('{"timeoutSeconds": "30"}', None),
+    ('{"timeoutSeconds": 1.5}', None), ('{"timeoutSeconds": true}', None), ("{timeoutSeconds: 30}", None),
+    ("[30]", None), ("", None), (None, None),
+])
+def test_a_workloads_own_timeouts_are_whole_seconds_above_zero(value: str | None, want: object) -> None:
+    assert own_timeouts(value) == want
+
+
+def _admitted(*, own: tuple[int | None, int | None] | None = None, recovering_since: int | None = None
+              ) -> WorkloadInfo:
+    conditions: tuple[o.Condition, ...] = ()
+    if recovering_since is not None:
+        conditions = (o.Condition(type="PodsReady", status="False", reason="WaitForRecovery",
+                                  last_transition_time=format_time(recovering_since)),)
+    return WorkloadInfo(key="ns/w", uid="u", namespace="ns", name="w", queue_name="lq", created=0, priority=0, priority_class="", pod_sets=(),
+                        phase=ADMITTED, admitted_at=1_000, conditions=conditions, own_pods_ready=own)
+
+
+@pytest.mark.parametrize(("gate", "own", "recovering_since", "want"), [
+    (False, None, None, (301_000, "WaitForStart")),
+    (False, (60_000, 60_000), None, (301_000, "WaitForStart")),  # gate off: the annotation changes nothing
+    (True, (60_000, 60_000), None, (61_000, "WaitForStart")),
+    (True, (None, 10_000), None, (301_000, "WaitForStart")),  # no own timeout: the configuration's
+    (False, None, 100_000, (220_000, "WaitForRecovery")),  # recoveryTimeout 2m from the loss
+    (True, (60_000, 10_000), 100_000, (110_000, "WaitForRecovery")),
+])
+def test_the_deadline_and_underlying_cause_of_a_pods_ready_timeout(
+        gate: bool, own: tuple[int | None, int | None] | None, recovering_since: int | None, want: object) -> None:
+    cfg = load_config(_config({"timeout": "5m", "recoveryTimeout": "2m"},
+                              featureGates={"WorkloadLevelWaitForPodsReady": gate}))
+    wl = _admitted(own=own, recovering_since=recovering_since)
+    assert pods_ready_timeouts.deadline(cfg, wl) == want
+
+
+def test_no_recovery_timeout_means_a_lost_readiness_is_never_timed_out() -> None:
+    cfg = load_config(_config({"timeout": "5m"}))
+    assert pods_ready_timeouts.deadline(cfg, _admitted(recovering_since=100_000)) is None
