@@ -159,3 +159,55 @@ def test_the_configurations_carry_both_webhooks_and_the_server_answers_their_pat
         assert (mhook["failurePolicy"], vhook["failurePolicy"]) == (("Fail", "Fail") if on else ("Ignore", "Ignore"))
         assert mhook["clientConfig"]["url"] == "https://h" + lwh.MUTATING_PATH
     assert set(lwh.PATHS) <= set(FRAMEWORK_PATHS)
+
+
+REQ, PREF = "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"
+SLICE, SLICE_SIZE = "kueue.x-k8s.io/podset-slice-required-topology", "kueue.x-k8s.io/podset-slice-size"
+GROUP, OFFSET = "kueue.x-k8s.io/podset-group-name", "kueue.x-k8s.io/pod-index-offset"
+LEADER_AT = "spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations"
+WORKER_AT = "spec.leaderWorkerTemplate.workerTemplate.metadata.annotations"
+
+
+def _annotated(leader: dict[str, str] | None, worker: dict[str, str], *, with_leader: bool = True) -> dict[str, Any]:
+    obj = _lws({Q: "lq"}, leader=with_leader)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    if leader is not None:
+        lwt["leaderTemplate"]["metadata"] = {"annotations": leader}
+    lwt["workerTemplate"]["metadata"]["annotations"] = worker
+    return obj
+
+
+def _refusal(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, **kw: Any) -> str | None:
+    response = _review(lwh.VALIDATING_PATH, obj, settings, **kw)
+    return None if response["allowed"] else response["status"]["message"]
+
+
+def test_the_pod_templates_tas_annotations_are_checked_as_any_jobs() -> None:
+    """Kueue v0.20 validates a LeaderWorkerSet's pod templates' TAS annotations under TopologyAwareScheduling, on
+    create and update: the leader's as a pod set of 1, the workers' as the rest of the group (all of it without a
+    leader)."""
+    both = _annotated(None, {REQ: "rack", PREF: "block"})
+    assert _refusal(both) == (f'{WORKER_AT}: Invalid value: must not contain more than one topology annotation: '
+                              f'["{REQ}", "{PREF}", "kueue.x-k8s.io/podset-unconstrained-topology"]')
+    assert _refusal(both, operation="UPDATE", old=_lws({Q: "lq"})) == _refusal(both)
+    sliced = {REQ: "block", SLICE: "rack", SLICE_SIZE: "2"}
+    assert _refusal(_annotated(sliced, {})) == (f'{LEADER_AT}[{SLICE_SIZE}]: Invalid value: "2": must not be greater '
+                                                "than pod set count 1")
+    assert _refusal(_annotated(None, sliced)) is None, "2 workers of a group of 3"
+    assert _refusal(_annotated(None, {**sliced, SLICE_SIZE: "3"})) == (
+        f'{WORKER_AT}[{SLICE_SIZE}]: Invalid value: "3": must not be greater than pod set count 2')
+    assert _refusal(_annotated(None, {**sliced, SLICE_SIZE: "3"}, with_leader=False)) is None, "all 3 pods"
+    assert _refusal(both, msgspec.structs.replace(ON, feature_gates={"TopologyAwareScheduling": False})) is None
+
+
+def test_a_pod_index_offset_is_a_non_negative_integer_never_beside_a_group_name() -> None:
+    """Kueue v0.20's #14485: the offset the TAS ungater adds to the workers' ranks must parse as a non-negative
+    integer, and a pod-set group (which places ranks itself) may not carry one."""
+    assert _refusal(_annotated(None, {OFFSET: "1"})) is None
+    assert _refusal(_annotated(None, {OFFSET: "-1"})) == (
+        f'{WORKER_AT}[{OFFSET}]: Invalid value: "-1": must be a non-negative integer')
+    assert _refusal(_annotated(None, {OFFSET: "one"})) == (
+        f'{WORKER_AT}[{OFFSET}]: Invalid value: "one": must be a non-negative integer')
+    grouped = {PREF: "rack", GROUP: "g"}
+    assert _refusal(_annotated(grouped, {**grouped, OFFSET: "x"})) == (
+        f"{WORKER_AT}[{OFFSET}]: Forbidden: may not be set when '{GROUP}' is specified")
