@@ -9,7 +9,17 @@ backoff — parks it in the new one, nor does a shape the new queue has parked.
 from __future__ import annotations
 
 import msgspec
-from fixtures.eventgen import T0, cluster_queue, flavor, fold, local_queue, namespace, records, upsert, workload
+from fixtures.eventgen import (
+    T0,
+    cluster_queue,
+    flavor,
+    fold,
+    local_queue,
+    namespace,
+    records,
+    upsert,
+    workload,
+)
 
 from events import objects as o
 from events import schema as ev
