@@ -72,15 +72,17 @@ class LeaderWorkerSetWebhooks(FrameworkWebhooks, frozen=True):
 # --- the mutating webhook ---------------------------------------------------------------------------------------
 
 
-def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool) -> list[dict[str, Any]]:
+def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool, tas: bool = False
+                ) -> list[dict[str, Any]]:
     """The JSON patch of Kueue's defaulting, as decided: the ``default`` queue label, then (``hold``) the marks of
-    each pod template (:func:`connectors.k8s.leaderworkerset.default_marks`)."""
+    each pod template (:func:`connectors.k8s.leaderworkerset.default_marks`; ``tas``: the
+    ``TopologyAwareScheduling`` gate)."""
     meta = lws.get("metadata") or {}
     ops = map_ops("/metadata/labels", meta.get("labels"), {QUEUE_LABEL: DEFAULT_QUEUE}) if default_queue else []
     if not hold:
         return ops
     lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
-    for field, labels, notes in lw.default_marks(dict(lws)):
+    for field, labels, notes in lw.default_marks(dict(lws), tas=tas):
         template = lwt.get(field) if isinstance(lwt.get(field), dict) else {}
         path = f"{TEMPLATES}/{escape(field)}"
         if not isinstance(lwt.get(field), dict):
@@ -117,7 +119,8 @@ async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebho
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
                      and await managed())
     hold = not child and (queued or default_queue or (settings.without_queue and await managed()))
-    return marks_patch(lws, default_queue=default_queue, hold=hold)
+    return marks_patch(lws, default_queue=default_queue, hold=hold,
+                       tas=gates.enabled(settings.feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING))
 
 
 async def mutating_review(body: bytes, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,

@@ -25,6 +25,7 @@ WITHOUT_QUEUE = lwh.LeaderWorkerSetWebhooks.of(load_config({"integrations": {"fr
                                                             "manageJobsWithoutQueueName": True}))
 OFF = lwh.LeaderWorkerSetWebhooks.of(load_config({}))
 HELD = {"kueue.x-k8s.io/pod-suspending-parent": "leaderworkerset", "kueue.x-k8s.io/pod-group-serving": "true"}
+OFFSET = "kueue.x-k8s.io/pod-index-offset"
 
 
 def _lws(labels: dict[str, str] | None = None, *, leader: bool = True, worker_meta: bool = True,
@@ -76,8 +77,9 @@ def _mutated(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, **
 def test_a_queued_sets_templates_are_marked_held_by_their_parent_and_serving() -> None:
     out = _mutated(_lws({Q: "lq", "kueue.x-k8s.io/priority-class": "high"}))
     lwt = out["spec"]["leaderWorkerTemplate"]
+    assert lwt["leaderTemplate"]["metadata"]["annotations"] == HELD
+    assert lwt["workerTemplate"]["metadata"]["annotations"] == {**HELD, OFFSET: "1"}, "workers rank from 1"
     for name in ("leaderTemplate", "workerTemplate"):
-        assert lwt[name]["metadata"]["annotations"] == HELD, name
         assert lwt[name]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high", name
     assert lwt["workerTemplate"]["metadata"]["labels"]["a"] == "b", "the template's own labels kept"
 
@@ -93,7 +95,7 @@ def test_a_set_naming_no_queue_is_left_alone_unless_a_default_queue_or_manage_wi
     assert _mutated(plain) == plain
     defaulted = _mutated(_lws(), default_queue=True)
     assert defaulted["metadata"]["labels"][Q] == "default"
-    assert defaulted["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] == HELD
+    assert defaulted["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["annotations"] == HELD
     assert _mutated(_lws(), WITHOUT_QUEUE)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"][
         "annotations"] == HELD
 
@@ -163,7 +165,7 @@ def test_the_configurations_carry_both_webhooks_and_the_server_answers_their_pat
 
 REQ, PREF = "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"
 SLICE, SLICE_SIZE = "kueue.x-k8s.io/podset-slice-required-topology", "kueue.x-k8s.io/podset-slice-size"
-GROUP, OFFSET = "kueue.x-k8s.io/podset-group-name", "kueue.x-k8s.io/pod-index-offset"
+GROUP = "kueue.x-k8s.io/podset-group-name"
 LEADER_AT = "spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations"
 WORKER_AT = "spec.leaderWorkerTemplate.workerTemplate.metadata.annotations"
 
@@ -211,3 +213,19 @@ def test_a_pod_index_offset_is_a_non_negative_integer_never_beside_a_group_name(
     grouped = {PREF: "rack", GROUP: "g"}
     assert _refusal(_annotated(grouped, {**grouped, OFFSET: "x"})) == (
         f"{WORKER_AT}[{OFFSET}]: Forbidden: may not be set when '{GROUP}' is specified")
+
+
+def test_under_tas_the_workers_of_a_set_with_a_leader_get_a_pod_index_offset_of_one() -> None:
+    """Kueue's #8685: worker indexes run from 1 beside a leader, so under TopologyAwareScheduling the webhook gives
+    the workers' template ``pod-index-offset: "1"`` for the ungater to rank them from 0 — not to a set without a
+    leader (its indexes run from 0), nor to workers in a pod-set group (the group places ranks), nor with the gate
+    off."""
+    def worker(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON) -> dict[str, str]:
+        return _mutated(obj, settings)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"]
+
+    assert worker(_lws({Q: "lq"}))[OFFSET] == "1"
+    assert OFFSET not in worker(_lws({Q: "lq"}, leader=False))
+    grouped = _annotated({PREF: "rack", GROUP: "g"}, {PREF: "rack", GROUP: "g"})
+    assert OFFSET not in worker(grouped)
+    assert OFFSET not in worker(_lws({Q: "lq"}), msgspec.structs.replace(ON, feature_gates={
+        "TopologyAwareScheduling": False}))

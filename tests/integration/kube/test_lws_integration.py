@@ -121,7 +121,7 @@ async def _created_marked(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any]
     with contextlib.suppress(Exception):
         probe = msgspec.json.decode(await kc.request("POST", LEADER_WORKER_SETS.collection_path(ns),
                                                      query=[("dryRun", "All")], body=doc))
-        if probe["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"].get("annotations") == MARKED:
+        if probe["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"].get("annotations") == MARKED:
             return msgspec.json.decode(await kc.create(LEADER_WORKER_SETS, doc, ns))
     return None
 
@@ -283,7 +283,9 @@ async def test_the_validating_webhook_refuses_bad_tas_annotations_on_the_pod_tem
                 return False
 
             await eventually(marked, what="the webhooks in effect")
-            await kc.create(LEADER_WORKER_SETS, good, ns)
+            stored = msgspec.json.decode(await kc.create(LEADER_WORKER_SETS, good, ns))
+            assert stored["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
+                "kueue.x-k8s.io/pod-index-offset"] == "1", "workers rank from 1 beside their leader (#8685)"
             too_big = _lws(ns, "too-big", 1, 3)
             too_big["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
                 **good["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"],
