@@ -1273,8 +1273,9 @@ class ClusterState:
                     self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
                     self.spec_generation += 1
+                    moved = old is not None and old.spec.cluster_queue != obj.spec.cluster_queue
                     for wk in sorted(self.lq_members.get(key, ())):
-                        self._enqueue(self.workloads[wk])
+                        self._enqueue(self.workloads[wk], moved=moved)
                         self.touched[wk] = None
             case o.WorkloadPriorityClass():
                 self.workload_priority_classes[name] = obj
@@ -2019,7 +2020,10 @@ class ClusterState:
         """What a workload holding ``cq``'s quota does changed: its parked workloads go back to its heap."""
         self._flush_tree(cq)
 
-    def _enqueue(self, wl: WorkloadInfo) -> None:
+    def _enqueue(self, wl: WorkloadInfo, *, moved: bool = False) -> None:
+        """Queue a pending workload in its ClusterQueue (or out of every queue while held). ``moved``: its
+        LocalQueue now names another ClusterQueue; as in Kueue v0.20, whatever parked it in the old queue (a failed
+        attempt, a parked shape, its requeue backoff) does not follow it: it arrives active in the new one."""
         if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
                 or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)
                 or (wl.labels and is_parent(wl) and self.concurrent_admission)):
@@ -2041,11 +2045,11 @@ class ClusterState:
         wl.cluster_queue = cq
         self._sync_checks(wl)
         requeued = wl.condition("Requeued")
-        parked = (wl.requeue_at is not None and wl.requeue_at > self.time) or (
+        parked = not moved and ((wl.requeue_at is not None and wl.requeue_at > self.time) or (
             requeued is not None and requeued.status == "False"
-        )
+        ))
         self.queue(cq).push(wl.key, self.sort_key(wl), self.shape_of(wl), parked=parked,
-                            local_queue=(wl.namespace, wl.queue_name))
+                            local_queue=(wl.namespace, wl.queue_name), moved_in=moved)
 
     def _dequeue(self, wl: WorkloadInfo) -> None:
         if wl.cluster_queue:

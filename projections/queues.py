@@ -66,12 +66,14 @@ class ClusterQueueQueue:
         return len(self.entries) + len(self.inadmissible)
 
     def push(self, key: str, sort_key: SortKey, shape: object, *, parked: bool = False,
-             local_queue: tuple[str, str] = ("", "")) -> None:
-        """Queue ``key``; ``local_queue`` is its (namespace, LocalQueue name)."""
+             local_queue: tuple[str, str] = ("", ""), moved_in: bool = False) -> None:
+        """Queue ``key``; ``local_queue`` is its (namespace, LocalQueue name). ``moved_in``: its LocalQueue was just
+        moved here from another ClusterQueue, which Kueue treats as a fresh arrival on the active heap whatever
+        shapes this queue has parked."""
         self.remove(key)
         self.shapes[key] = shape
         self._index(key, sort_key, local_queue)
-        if parked or shape in self.parked_shapes:
+        if parked or (not moved_in and shape in self.parked_shapes):
             self.inadmissible[key] = sort_key
             self._note_parked()
         else:

@@ -3,17 +3,20 @@
 After the in-memory adjustment (:mod:`projections.pod_adjustment`) and the per-pod sum, Kueue
 
 1. drops every resource whose name starts with one of ``excludeResourcePrefixes``;
-2. applies ``transformations``: an input resource (its quantity, times the whole value of the ``multiplyBy``
-   resource when the pod requests it) turns into outputs of so much per unit of it (``outputs``; outputs of
-   several inputs add up); ``Retain`` (the default) keeps the input as well — multiplied, when ``multiplyBy``
-   applied, as Kueue keeps it —, ``Replace`` drops it. An output that comes out negative counts as 0.
+2. applies ``transformations``: an input resource's quantity — times the ``multiplyBy`` resource's quantity when
+   the pod requests it — times each of its ``outputs`` is generated under that output's name, exactly (Kueue's
+   decimal Quantity arithmetic since v0.19's #12953: ``300m`` cpu times ``1000`` is ``300``); ``Retain`` (the
+   default) keeps the input as requested, unmultiplied, ``Replace`` drops it (v0.20's #13986).
+
+What the transformations generate is summed apart from what the pod requested: a negative output offsets other
+outputs under its name, and a generated total that comes out negative counts as 0, so it never lowers a request
+kept under the same name (v0.20's #13986); then each generated total is added to the request of its name, if any,
+whatever the order the names come in (#13990). The exact result is converted to Kueue's integer units (rounded
+up, at most MaxInt64) once, at the end, as Kueue converts its Quantities.
 
 The rules live in the Configuration recorded in the log, so a projection reads them from the recorded document
 (:func:`rules_of`); the scheduler's configuration loader validates the same fields with :func:`compile_rules`
 and names the bad one.
-
-Where Kueue's result depends on Go's map order (an output named like an input that is kept), inputs are taken
-here in name order, which is one of the outcomes Kueue can give.
 """
 
 from __future__ import annotations
@@ -74,21 +77,26 @@ class RequestRules(msgspec.Struct, frozen=True, gc=False, array_like=True):
         if not any(r in by_input for r in requests):
             return requests
         out: dict[str, Decimal] = {}
+        generated: dict[str, Decimal] = {}
         for name in sorted(requests):
             quantity = _exact(name, requests[name])
             t = by_input.get(name)
-            if t is None:
+            if t is None or not t.replace:
                 out[name] = quantity
+            if t is None:
                 continue
             if t.multiply_by and t.multiply_by in requests:
-                quantity *= _whole(_exact(t.multiply_by, requests[t.multiply_by]))
-            units = _whole(quantity)
+                quantity *= _exact(t.multiply_by, requests[t.multiply_by])
             for output, per_unit in t.outputs:
-                value = per_unit * units
-                out[output] = out[output] + value if output in out else value
-            if not t.replace:
-                out[name] = quantity
+                value = per_unit * quantity
+                generated[output] = generated[output] + value if output in generated else value
+        for name, total in generated.items():
+            total = max(total, _ZERO)
+            out[name] = out[name] + total if name in out else total
         return {r: _units(r, q) for r, q in out.items()}
+
+
+_ZERO = Decimal(0)
 
 
 def _exact(resource: str, value: int) -> Decimal:

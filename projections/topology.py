@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from events import objects as o
 from events import tas_assignment
 from events.errors import InvalidInput
-from events.quantity import QuantityError, to_int
+from events.quantity import MAX_INT64, QuantityError, to_int
 from projections.host_ports import HostPorts
 from projections.tas_node_layer import NodeLayer
 from projections.tas_snapshot import MAX_INT32, PODS, FlavorSnapshot, TASSnapshots, fit_in_leaf, fit_in_leaves
@@ -184,7 +184,8 @@ def workload_tas_usage(wl: WorkloadInfo) -> tuple[tuple[str, str, tuple[tuple[st
         per_pod = _single_pod_requests(wl, psa)
         for flavor in sorted(set(psa.flavors.values())):
             for d in domains:
-                amounts = dict((r, v * d.count) for r, v in per_pod)
+                # a domain's requests are its pods' scaled up, saturating at MaxInt64 as Kueue's int64 Mul
+                amounts = {r: min(MAX_INT64, v * d.count) for r, v in per_pod}
                 amounts[PODS] = amounts.get(PODS, 0) + d.count
                 out.append((flavor, domain_id(d.values), tuple(sorted(amounts.items()))))
     return tuple(out)

@@ -211,8 +211,9 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     queued = bool(labels.get(QUEUE_LABEL))
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
                      and await managed())
+    # neither in a namespace managedJobsNamespaceSelector leaves out (Kueue's #15851)
     default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
-                     and await has_default_priority_class())
+                     and await has_default_priority_class() and await managed())
     # in a namespace managedJobsNamespaceSelector leaves out, not suspended whatever its queue (Kueue's #13375)
     suspend = not child and (queued or default_queue or settings.without_queue) and await managed()
     ops = default_patch(obj, kind.suspend_at, default_queue=default_queue, default_priority_class=default_class,

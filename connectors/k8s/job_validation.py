@@ -69,6 +69,7 @@ SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 SLICE_LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
 GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
 IMMUTABLE = "field is immutable"
 MAX_LAYERS = 3
 
@@ -332,7 +333,8 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Cal
     int32 of at least 1, or without its slice topology (and the topology without a size); a ``podset-group-name``
     that is a number, or without a required or preferred level, or (with ``TASGroupedPodSetSlicing`` off) beside a
     slice request; the slice layers (only under ``TASMultiLayerTopology``) as :func:`_layers_errors` says; the
-    topology spreading annotation (only under ``TASTopologySpreading``) as :func:`_spreading_errors` says.
+    topology spreading annotation (only under ``TASTopologySpreading``) as :func:`_spreading_errors` says; a
+    ``pod-index-offset`` as :func:`_offset_errors` says.
     ``gate``: a feature gate's name -> on. A request that passes may not ask for a slice (or an outer layer) larger
     than the ``count`` pods, nor (under ``TASPartialSlices``) two or more layers whose outer size does not divide
     ``count`` (no bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit
@@ -365,6 +367,8 @@ def topology_errors(annotations: Mapping[str, str], count: int | None, gate: Cal
         errors += _layers_errors(annotations[SLICE_LAYERS], found, gate, path)
     if SPREADING in annotations and gate(gates.TAS_TOPOLOGY_SPREADING):
         errors += _spreading_errors(annotations[SPREADING], REQUIRED in found, _key(path, SPREADING))
+    if POD_INDEX_OFFSET in annotations:
+        errors += _offset_errors(annotations[POD_INDEX_OFFSET], GROUP_NAME in found, path)
     if errors or count is None:
         return errors
     return _upper_bound_errors(annotations, count, path, gate(gates.TAS_PARTIAL_SLICES))
@@ -377,6 +381,18 @@ def _spreading_errors(value: str, required: bool, at: str) -> list[str]:
     if not required:
         return [_forbidden(at, f"may only be set together with '{REQUIRED}'")]
     return [f"{where}: {problem}" for where, problem in topology_spreading.annotation_problems(value, at)]
+
+
+def _offset_errors(value: str, grouped: bool, path: str) -> list[str]:
+    """The pod index offset the TAS ungater adds to a pod's rank (Kueue v0.20's #14485): never beside a pod-set
+    group name (the group places the ranks itself), else a non-negative integer."""
+    at = _key(path, POD_INDEX_OFFSET)
+    if grouped:
+        return [_forbidden(at, f"may not be set when '{GROUP_NAME}' is specified")]
+    offset = parse_int(value, 64)
+    if offset is None or offset < 0:
+        return [_invalid(at, value, "must be a non-negative integer")]
+    return []
 
 
 def _unconstrained_errors(value: str, reject_false: bool, path: str) -> list[str]:

@@ -285,15 +285,23 @@ def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool
 # --- the webhooks -------------------------------------------------------------------------------------------
 
 
-def default_marks(lws: dict[str, Any]) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+def default_marks(lws: dict[str, Any], *, tas: bool = False) -> list[tuple[str, dict[str, str], dict[str, str]]]:
     """What Kueue's mutating webhook adds to each pod template of a LeaderWorkerSet it holds: ``(template field,
     labels, annotations)`` — the WorkloadPriorityClass label the LeaderWorkerSet names, and the annotations that
-    make its pods held by their parent and their group a serving one."""
+    make its pods held by their parent and their group a serving one. Under ``TopologyAwareScheduling`` (``tas``),
+    the workers of a set with a leader (worker indexes from 1) also get ``kueue.x-k8s.io/pod-index-offset: "1"``,
+    so the TAS ungater ranks them from 0 — unless their template names a pod-set group, whose ranks the group
+    places (Kueue's #8685)."""
     wpc = _dict(_dict(lws.get("metadata")).get("labels")).get(PRIORITY_LABEL)
     labels = {PRIORITY_LABEL: wpc} if wpc else {}
     annotations = {SUSPENDING_PARENT: FRAMEWORK_NAME, SERVING: "true"}
-    fields = ["leaderTemplate"] if has_leader(lws) else []
-    return [(f, labels, annotations) for f in [*fields, "workerTemplate"]]
+    if not has_leader(lws):
+        return [("workerTemplate", labels, annotations)]
+    worker = annotations
+    worker_notes = _dict(_dict(_dict(_lwt(lws).get("workerTemplate")).get("metadata")).get("annotations"))
+    if tas and job_validation.GROUP_NAME not in worker_notes:
+        worker = {**annotations, job_validation.POD_INDEX_OFFSET: "1"}
+    return [("leaderTemplate", labels, annotations), ("workerTemplate", labels, worker)]
 
 
 def _startup_errors(lws: dict[str, Any]) -> list[str]:

@@ -21,17 +21,20 @@ Configuration says, answering every review unchanged while the integration is of
 ``Fail`` while it is on. Not done, unlike Kueue: its webhook for the StatefulSets a LeaderWorkerSet makes
 (``leaderworkerset_statefulset_webhook.go``). Kueue's LeaderWorkerSet webhook neither defaults the
 WorkloadPriorityClass (``WorkloadPriorityClassDefaulting``) nor checks pod-set grouping
-(``ValidatePodSetGroupingTopology``), as its job webhooks do, so neither is done here.
+(``ValidatePodSetGroupingTopology``), as its job webhooks do, so neither is done here. Under
+``TopologyAwareScheduling`` it checks, on create and update, each pod template's TAS annotations as any job's
+(:func:`topology_errors`; Kueue v0.20, with the ``pod-index-offset`` rules of its #14485).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import msgspec
 
-from connectors.k8s import child_jobs, framework_webhook, job_selection
+from connectors.k8s import child_jobs, framework_webhook, job_selection, job_validation
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import KubeError
 from connectors.k8s.framework_webhook import FrameworkWebhooks, Reviewer
@@ -69,15 +72,17 @@ class LeaderWorkerSetWebhooks(FrameworkWebhooks, frozen=True):
 # --- the mutating webhook ---------------------------------------------------------------------------------------
 
 
-def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool) -> list[dict[str, Any]]:
+def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool, tas: bool = False
+                ) -> list[dict[str, Any]]:
     """The JSON patch of Kueue's defaulting, as decided: the ``default`` queue label, then (``hold``) the marks of
-    each pod template (:func:`connectors.k8s.leaderworkerset.default_marks`)."""
+    each pod template (:func:`connectors.k8s.leaderworkerset.default_marks`; ``tas``: the
+    ``TopologyAwareScheduling`` gate)."""
     meta = lws.get("metadata") or {}
     ops = map_ops("/metadata/labels", meta.get("labels"), {QUEUE_LABEL: DEFAULT_QUEUE}) if default_queue else []
     if not hold:
         return ops
     lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
-    for field, labels, notes in lw.default_marks(dict(lws)):
+    for field, labels, notes in lw.default_marks(dict(lws), tas=tas):
         template = lwt.get(field) if isinstance(lwt.get(field), dict) else {}
         path = f"{TEMPLATES}/{escape(field)}"
         if not isinstance(lwt.get(field), dict):
@@ -114,7 +119,8 @@ async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebho
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
                      and await managed())
     hold = not child and (queued or default_queue or (settings.without_queue and await managed()))
-    return marks_patch(lws, default_queue=default_queue, hold=hold)
+    return marks_patch(lws, default_queue=default_queue, hold=hold,
+                       tas=gates.enabled(settings.feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING))
 
 
 async def mutating_review(body: bytes, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
@@ -136,14 +142,37 @@ async def mutating_review(body: bytes, settings: FrameworkWebhooks, namespace_la
 # --- the validating webhook -------------------------------------------------------------------------------------
 
 
+def topology_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``TopologyAwareScheduling``: the TAS annotations of the leader's pod template (a pod set of 1), then
+    the workers' (the rest of the group, or all of it without a leader), as of any job's pod set
+    (:func:`connectors.k8s.job_validation.topology_errors`, a slice no larger than the pod set's count)."""
+    gate = partial(gates.enabled, feature_gates)
+    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    spec = lws.get("spec")
+    lwt = spec.get("leaderWorkerTemplate") if isinstance(spec, dict) else None
+    errors: list[str] = []
+    for pod_set in lw.pod_sets(dict(lws), tas=False):
+        template = "leaderTemplate" if pod_set["name"] == lw.LEADER else "workerTemplate"
+        errors += job_validation.topology_errors(
+            framework_webhook.replica_pod_annotations({"template": lwt.get(template)} if isinstance(lwt, dict)
+                                                      else {}),
+            pod_set["count"], gate, path=f"spec.leaderWorkerTemplate.{template}.metadata.annotations")
+    return errors
+
+
 def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    return lw.create_errors(dict(lws))
+    """What Kueue refuses in a LeaderWorkerSet being created, in its order: the queue name's form and startup
+    policy, then (v0.20) the pod templates' TAS annotations."""
+    return lw.create_errors(dict(lws)) + topology_errors(lws, feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
-    return lw.update_errors(dict(old), dict(new),
-                            immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE))
+    """What Kueue refuses in an update: the new pod templates' TAS annotations, as at creation, then the update
+    rules (:func:`connectors.k8s.leaderworkerset.update_errors`)."""
+    return topology_errors(new, feature_gates) + lw.update_errors(
+        dict(old), dict(new), immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE))
 
 
 KIND = framework_webhook.Kind(LEADER_WORKER_SETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,

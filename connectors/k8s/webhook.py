@@ -7,7 +7,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
 * no ``kueue.x-k8s.io/priority-class`` label and a WorkloadPriorityClass named ``default`` exists → the label is
   set to ``default``, whatever the pod template's ``priorityClassName`` (Kueue's WorkloadPriorityClass
   defaulting, under its ``WorkloadPriorityClassDefaulting`` gate, beta and on by default; like Kueue, for every
-  Job created, with a queue name or not);
+  Job created, with a queue name or not, in a namespace ``managedJobsNamespaceSelector`` selects: Kueue v0.20's
+  #15851);
 * a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission — unless
   the Job has a Kueue-managed ancestor (Kueue's ``WorkloadShouldBeSuspended``: the walk up its controllers of
   :func:`connectors.k8s.child_jobs.managed_ancestor`, the parents read by :func:`ancestry_lookup` from what
@@ -226,10 +227,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                 excluded = not await namespace_managed(namespace)
             except KubeError as exc:
                 return _namespace_unread(response, exc)
-            if excluded:
-                default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
-                                 and await has_default_priority_class())
-                return _patched(response, job_patch(job, False, default_class, child=True))
+            if excluded:  # left as it is, its priority class too (Kueue's #13375, #15851)
+                return _patched(response, [])
         default = not child and not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
         default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                          and await has_default_priority_class())

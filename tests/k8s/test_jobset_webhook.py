@@ -145,6 +145,18 @@ def test_the_default_workload_priority_class_is_named_under_its_gate() -> None:
     assert _mutate(_jobset({Q: "lq"}), default_priority_class=None)[1] == [SUSPEND]
 
 
+def test_no_default_workload_priority_class_in_a_namespace_the_selector_leaves_out() -> None:
+    """Kueue's #15851: the default priority-class label is, like the default queue, for managed namespaces only;
+    a namespace that cannot be read refuses the object, in Kueue's words."""
+    kube_system = {"kubernetes.io/metadata.name": "kube-system"}
+    assert _mutate(_jobset(), default_priority_class=True, ns_labels=kube_system)[1] == []
+    assert _mutate(_jobset(), default_priority_class=True)[1] == [
+        {"op": "add", "path": "/metadata/labels", "value": {WPC: "default"}}]
+    response, ops = _mutate(_jobset(), default_priority_class=True, ns_labels=NotFound("namespaces \"team\" not found"))
+    assert not response["allowed"] and ops == []
+    assert response["status"]["message"].startswith("failed to get namespace: ")
+
+
 MANAGED_BY_MK = {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}
 
 

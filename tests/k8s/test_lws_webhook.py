@@ -25,6 +25,7 @@ WITHOUT_QUEUE = lwh.LeaderWorkerSetWebhooks.of(load_config({"integrations": {"fr
                                                             "manageJobsWithoutQueueName": True}))
 OFF = lwh.LeaderWorkerSetWebhooks.of(load_config({}))
 HELD = {"kueue.x-k8s.io/pod-suspending-parent": "leaderworkerset", "kueue.x-k8s.io/pod-group-serving": "true"}
+OFFSET = "kueue.x-k8s.io/pod-index-offset"
 
 
 def _lws(labels: dict[str, str] | None = None, *, leader: bool = True, worker_meta: bool = True,
@@ -76,8 +77,9 @@ def _mutated(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, **
 def test_a_queued_sets_templates_are_marked_held_by_their_parent_and_serving() -> None:
     out = _mutated(_lws({Q: "lq", "kueue.x-k8s.io/priority-class": "high"}))
     lwt = out["spec"]["leaderWorkerTemplate"]
+    assert lwt["leaderTemplate"]["metadata"]["annotations"] == HELD
+    assert lwt["workerTemplate"]["metadata"]["annotations"] == {**HELD, OFFSET: "1"}, "workers rank from 1"
     for name in ("leaderTemplate", "workerTemplate"):
-        assert lwt[name]["metadata"]["annotations"] == HELD, name
         assert lwt[name]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high", name
     assert lwt["workerTemplate"]["metadata"]["labels"]["a"] == "b", "the template's own labels kept"
 
@@ -93,7 +95,7 @@ def test_a_set_naming_no_queue_is_left_alone_unless_a_default_queue_or_manage_wi
     assert _mutated(plain) == plain
     defaulted = _mutated(_lws(), default_queue=True)
     assert defaulted["metadata"]["labels"][Q] == "default"
-    assert defaulted["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] == HELD
+    assert defaulted["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["annotations"] == HELD
     assert _mutated(_lws(), WITHOUT_QUEUE)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"][
         "annotations"] == HELD
 
@@ -159,3 +161,71 @@ def test_the_configurations_carry_both_webhooks_and_the_server_answers_their_pat
         assert (mhook["failurePolicy"], vhook["failurePolicy"]) == (("Fail", "Fail") if on else ("Ignore", "Ignore"))
         assert mhook["clientConfig"]["url"] == "https://h" + lwh.MUTATING_PATH
     assert set(lwh.PATHS) <= set(FRAMEWORK_PATHS)
+
+
+REQ, PREF = "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"
+SLICE, SLICE_SIZE = "kueue.x-k8s.io/podset-slice-required-topology", "kueue.x-k8s.io/podset-slice-size"
+GROUP = "kueue.x-k8s.io/podset-group-name"
+LEADER_AT = "spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations"
+WORKER_AT = "spec.leaderWorkerTemplate.workerTemplate.metadata.annotations"
+
+
+def _annotated(leader: dict[str, str] | None, worker: dict[str, str], *, with_leader: bool = True) -> dict[str, Any]:
+    obj = _lws({Q: "lq"}, leader=with_leader)
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    if leader is not None:
+        lwt["leaderTemplate"]["metadata"] = {"annotations": leader}
+    lwt["workerTemplate"]["metadata"]["annotations"] = worker
+    return obj
+
+
+def _refusal(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, **kw: Any) -> str | None:
+    response = _review(lwh.VALIDATING_PATH, obj, settings, **kw)
+    return None if response["allowed"] else response["status"]["message"]
+
+
+def test_the_pod_templates_tas_annotations_are_checked_as_any_jobs() -> None:
+    """Kueue v0.20 validates a LeaderWorkerSet's pod templates' TAS annotations under TopologyAwareScheduling, on
+    create and update: the leader's as a pod set of 1, the workers' as the rest of the group (all of it without a
+    leader)."""
+    both = _annotated(None, {REQ: "rack", PREF: "block"})
+    assert _refusal(both) == (f'{WORKER_AT}: Invalid value: must not contain more than one topology annotation: '
+                              f'["{REQ}", "{PREF}", "kueue.x-k8s.io/podset-unconstrained-topology"]')
+    assert _refusal(both, operation="UPDATE", old=_lws({Q: "lq"})) == _refusal(both)
+    sliced = {REQ: "block", SLICE: "rack", SLICE_SIZE: "2"}
+    assert _refusal(_annotated(sliced, {})) == (f'{LEADER_AT}[{SLICE_SIZE}]: Invalid value: "2": must not be greater '
+                                                "than pod set count 1")
+    assert _refusal(_annotated(None, sliced)) is None, "2 workers of a group of 3"
+    assert _refusal(_annotated(None, {**sliced, SLICE_SIZE: "3"})) == (
+        f'{WORKER_AT}[{SLICE_SIZE}]: Invalid value: "3": must not be greater than pod set count 2')
+    assert _refusal(_annotated(None, {**sliced, SLICE_SIZE: "3"}, with_leader=False)) is None, "all 3 pods"
+    assert _refusal(both, msgspec.structs.replace(ON, feature_gates={"TopologyAwareScheduling": False})) is None
+
+
+def test_a_pod_index_offset_is_a_non_negative_integer_never_beside_a_group_name() -> None:
+    """Kueue v0.20's #14485: the offset the TAS ungater adds to the workers' ranks must parse as a non-negative
+    integer, and a pod-set group (which places ranks itself) may not carry one."""
+    assert _refusal(_annotated(None, {OFFSET: "1"})) is None
+    assert _refusal(_annotated(None, {OFFSET: "-1"})) == (
+        f'{WORKER_AT}[{OFFSET}]: Invalid value: "-1": must be a non-negative integer')
+    assert _refusal(_annotated(None, {OFFSET: "one"})) == (
+        f'{WORKER_AT}[{OFFSET}]: Invalid value: "one": must be a non-negative integer')
+    grouped = {PREF: "rack", GROUP: "g"}
+    assert _refusal(_annotated(grouped, {**grouped, OFFSET: "x"})) == (
+        f"{WORKER_AT}[{OFFSET}]: Forbidden: may not be set when '{GROUP}' is specified")
+
+
+def test_under_tas_the_workers_of_a_set_with_a_leader_get_a_pod_index_offset_of_one() -> None:
+    """Kueue's #8685: worker indexes run from 1 beside a leader, so under TopologyAwareScheduling the webhook gives
+    the workers' template ``pod-index-offset: "1"`` for the ungater to rank them from 0 — not to a set without a
+    leader (its indexes run from 0), nor to workers in a pod-set group (the group places ranks), nor with the gate
+    off."""
+    def worker(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON) -> dict[str, str]:
+        return _mutated(obj, settings)["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"]
+
+    assert worker(_lws({Q: "lq"}))[OFFSET] == "1"
+    assert OFFSET not in worker(_lws({Q: "lq"}, leader=False))
+    grouped = _annotated({PREF: "rack", GROUP: "g"}, {PREF: "rack", GROUP: "g"})
+    assert OFFSET not in worker(grouped)
+    assert OFFSET not in worker(_lws({Q: "lq"}), msgspec.structs.replace(ON, feature_gates={
+        "TopologyAwareScheduling": False}))

@@ -212,6 +212,27 @@ def test_a_job_in_a_namespace_the_selector_leaves_out_gets_no_queue_and_is_not_s
     assert patched(_job(None, suspend=False), True)[-1] == suspend
 
 
+def test_a_job_in_a_namespace_the_selector_leaves_out_gets_no_default_priority_class() -> None:
+    """Kueue's #15851: nor is the default WorkloadPriorityClass named on such a Job; in a selected namespace it is."""
+    async def no_default(ns: str) -> bool:
+        return False
+
+    async def has_class() -> bool:
+        return True
+
+    def patched(selected: bool) -> list:
+        async def namespace_managed(ns: str) -> bool:
+            return selected
+
+        body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team",
+                                                "object": _job(None, suspend=False)}})
+        return _patched(asyncio.run(review(body, no_default, has_class,
+                                           namespace_managed=namespace_managed))["response"])
+
+    assert patched(False) == []
+    assert patched(True) == [{"op": "add", "path": "/metadata/labels", "value": {P: "default"}}]
+
+
 TEAM = {"kubernetes.io/metadata.name": "team"}
 ON = {"manageJobsWithoutQueueName": True}
 

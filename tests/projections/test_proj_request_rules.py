@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from events.quantity import MAX_INT64
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.request_rules import ResourceTransformation, compile_rules, reclaims, rules_of
@@ -69,24 +70,31 @@ def test_retain_keeps_the_input_and_replace_drops_it() -> None:
     assert rules({**mig, "strategy": "Replace", "outputs": {}}).apply({"nvidia.com/mig-1g.5gb": 2}) == {}
 
 
-def test_outputs_of_several_inputs_add_up_and_an_input_counts_in_whole_units() -> None:
+def test_outputs_of_several_inputs_add_up_from_exact_quantities() -> None:
+    """Kueue v0.19's #12953: an input's exact quantity is multiplied, not its whole value; the result is rounded up
+    once, at the end (1.5 cpu at 2 credits each is 3, at half a unit each 0.75, so 1)."""
     r = rules({"input": "nvidia.com/mig-1g.5gb", "strategy": "Replace", "outputs": {"example.com/mem": "5"}},
               {"input": "nvidia.com/mig-2g.10gb", "strategy": "Replace", "outputs": {"example.com/mem": "10"}},
               {"input": "cpu", "outputs": {"example.com/credits": "2", "example.com/half": "500m"}})
     got = r.apply({"nvidia.com/mig-1g.5gb": 1, "nvidia.com/mig-2g.10gb": 2, "cpu": 1500})
-    # 1.5 cpu is 2 whole units (Quantity.Value rounds up); half a unit per cpu: 1, rounded up from 1.0
-    assert got == {"example.com/mem": 25, "cpu": 1500, "example.com/credits": 4, "example.com/half": 1}
+    assert got == {"example.com/mem": 25, "cpu": 1500, "example.com/credits": 3, "example.com/half": 1}
+    credits = rules({"input": "cpu", "outputs": {"example.com/cpu-credits": "1000"}})
+    assert credits.apply({"cpu": 300})["example.com/cpu-credits"] == 300, "Kueue's own example: 300m x 1000"
 
 
-def test_multiply_by_scales_the_input_by_the_whole_value_of_another_request() -> None:
-    t = {"input": "example.com/gpu-memory", "multiplyBy": "nvidia.com/gpu", "outputs": {"example.com/mem": "1Gi"}}
-    t = {"input": t["input"], "multiply_by": t["multiplyBy"], "outputs": t["outputs"]}
+def test_multiply_by_scales_the_outputs_by_another_request_and_retain_keeps_the_input_as_requested() -> None:
+    """Kueue v0.20's #13986: ``multiplyBy`` scales what the outputs are generated from, exactly (a 500m cpu halves
+    it), and ``Retain`` keeps the input as the pod requested it."""
+    t = {"input": "example.com/gpu-memory", "multiply_by": "nvidia.com/gpu", "outputs": {"example.com/mem": "1Gi"}}
     r = rules({**t, "strategy": "Replace"})
     assert r.apply({"example.com/gpu-memory": 40, "nvidia.com/gpu": 2}) == {
         "example.com/mem": 80 * 2**30, "nvidia.com/gpu": 2}
     assert r.apply({"example.com/gpu-memory": 40}) == {"example.com/mem": 40 * 2**30}  # nothing to multiply by
-    # Kueue multiplies the input in place, so with Retain the input it keeps is the multiplied one
-    assert rules(t).apply({"example.com/gpu-memory": 40, "nvidia.com/gpu": 2})["example.com/gpu-memory"] == 80
+    assert rules(t).apply({"example.com/gpu-memory": 40, "nvidia.com/gpu": 2}) == {
+        "example.com/gpu-memory": 40, "nvidia.com/gpu": 2, "example.com/mem": 80 * 2**30}
+    by_cpu = rules({"input": "example.com/gpumem", "multiply_by": "cpu", "outputs": {"example.com/quota": "1"}})
+    assert by_cpu.apply({"example.com/gpumem": 1024, "cpu": 500}) == {
+        "example.com/gpumem": 1024, "cpu": 500, "example.com/quota": 512}
 
 
 def test_negative_outputs_count_as_zero() -> None:
@@ -94,12 +102,36 @@ def test_negative_outputs_count_as_zero() -> None:
         "cpu": 3000, "example.com/discount": 0}
 
 
-def test_an_output_named_like_a_kept_input_is_decided_in_name_order() -> None:
-    """Kueue's outcome depends on Go's map order here; taking inputs by name gives one of its outcomes, always."""
+def test_a_negative_generated_total_lowers_no_request_but_offsets_other_outputs() -> None:
+    """Kueue v0.20's #13986: an allowance (a negative output) is spent only on what the transformations generate."""
+    allowance = rules({"input": "example.com/gpumem", "strategy": "Replace", "multiply_by": "example.com/gpu",
+                       "outputs": {"example.com/overage": "1"}},
+                      {"input": "example.com/gpu", "outputs": {"example.com/overage": "-1024"}})
+    assert allowance.apply({"example.com/gpumem": 2048, "example.com/gpu": 2})["example.com/overage"] == 2048
+    assert allowance.apply({"example.com/gpumem": 512, "example.com/gpu": 2})["example.com/overage"] == 0
+    own = rules({"input": "example.com/credit", "strategy": "Replace", "outputs": {"cpu": "-1"}})
+    assert own.apply({"example.com/credit": 3, "cpu": 2000}) == {"cpu": 2000}, "the cpu request stays whole"
+
+
+def test_an_output_named_like_a_kept_request_adds_to_it_whatever_the_names_order() -> None:
+    """Kueue v0.20 (#13990, fixed by #13986): generated outputs are summed onto the request of the same name
+    deterministically (before, Go's map order decided whether the request overwrote the output)."""
     r = rules({"input": "a.io/x", "strategy": "Replace", "outputs": {"b.io/y": "2"}})
-    assert r.apply({"a.io/x": 1, "b.io/y": 5}) == {"b.io/y": 5}  # b.io/y comes after a.io/x: kept as it was
+    assert r.apply({"a.io/x": 1, "b.io/y": 5}) == {"b.io/y": 7}
     r = rules({"input": "c.io/x", "strategy": "Replace", "outputs": {"b.io/y": "2"}})
-    assert r.apply({"c.io/x": 1, "b.io/y": 5}) == {"b.io/y": 7}  # b.io/y came first: the output adds to it
+    assert r.apply({"c.io/x": 1, "b.io/y": 5}) == {"b.io/y": 7}
+
+
+def test_exact_totals_are_capped_once_at_max_int64() -> None:
+    """Kueue multiplies and sums its Quantities exactly (decimal arithmetic, v0.20's #13986 summing the outputs
+    with Quantity additions) and converts the result saturating at MaxInt64 (#14042), so an output past the
+    bound is not cut to it before the others are added: 2 x MaxInt64 less half of it is still past the bound."""
+    r = rules({"input": "example.com/a", "strategy": "Replace", "outputs": {"example.com/q": "2"}},
+              {"input": "example.com/b", "strategy": "Replace", "outputs": {"example.com/q": "-1"}})
+    assert r.apply({"example.com/a": MAX_INT64, "example.com/b": MAX_INT64 // 2})["example.com/q"] == MAX_INT64
+    assert r.apply({"example.com/a": 10, "example.com/b": 25})["example.com/q"] == 0
+    big = rules({"input": "example.com/a", "outputs": {"example.com/q": "4"}})
+    assert big.apply({"example.com/a": MAX_INT64 // 2})["example.com/q"] == MAX_INT64
 
 
 @pytest.mark.parametrize(("entries", "error"), [

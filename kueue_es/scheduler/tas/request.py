@@ -8,6 +8,7 @@ import msgspec
 
 from events import objects as o
 from events import tas_assignment
+from events.quantity import MAX_INT64
 from kueue_es.scheduler.tas.spreading import Occupancy
 from projections.host_ports import Holder, HostPort
 from projections.topology import PODS
@@ -137,4 +138,4 @@ def add_assumed(assumed: AssumedUsage, placement: Placement, per_pod: Mapping[st
         u = assumed.setdefault(",".join(values), {})
         for r, v in per_pod.items():
             if v:
-                u[r] = u.get(r, 0) + v * count
+                u[r] = min(MAX_INT64, u.get(r, 0) + min(MAX_INT64, v * count))  # Kueue's saturating int64

@@ -121,7 +121,7 @@ async def _created_marked(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any]
     with contextlib.suppress(Exception):
         probe = msgspec.json.decode(await kc.request("POST", LEADER_WORKER_SETS.collection_path(ns),
                                                      query=[("dryRun", "All")], body=doc))
-        if probe["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"].get("annotations") == MARKED:
+        if probe["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"].get("annotations") == MARKED:
             return msgspec.json.decode(await kc.create(LEADER_WORKER_SETS, doc, ns))
     return None
 
@@ -252,3 +252,59 @@ async def test_a_set_naming_no_queue_under_manage_jobs_without_queue_name_has_it
                 assert "queueName" not in wl["spec"] and "admission" not in (wl.get("status") or {})
                 for pod in pods:
                     assert GATE in scheduling_gates(await get(kc, "Pod", pod["metadata"]["name"], q.ns))
+
+
+@pytest.mark.asyncio
+async def test_the_validating_webhook_refuses_bad_tas_annotations_on_the_pod_templates(kube_apiserver,
+                                                                                         tmp_path) -> None:
+    """Kueue v0.20: the LeaderWorkerSet webhook checks its pod templates' TAS annotations as any job's, on create
+    and on update — here a worker slice larger than a group's 2 workers, and a pod index offset beside a pod-set
+    group name."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", LWS_FRAMEWORK]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.leaderworkerset_crd()])
+        async with _lws_webhooks(kc, tmp_path / "lws-certs", "kueue-es-lws-tas", sfx, config):
+            ns = f"lws-tas-{sfx}"
+            await kc.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": ns, "labels": {"kueue-es-lws-tas": sfx}}})
+            good = _lws(ns, "serve", 1, 3)
+            good["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+                "kueue.x-k8s.io/podset-required-topology": "block",
+                "kueue.x-k8s.io/podset-slice-required-topology": "rack", "kueue.x-k8s.io/podset-slice-size": "2"}
+
+            async def marked() -> bool:  # the configurations are picked up asynchronously
+                with contextlib.suppress(Exception):
+                    probe = msgspec.json.decode(await kc.request(
+                        "POST", LEADER_WORKER_SETS.collection_path(ns), query=[("dryRun", "All")], body=good))
+                    worker = probe["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"]
+                    return worker.get(lw.SUSPENDING_PARENT) == lw.FRAMEWORK_NAME
+                return False
+
+            await eventually(marked, what="the webhooks in effect")
+            stored = msgspec.json.decode(await kc.create(LEADER_WORKER_SETS, good, ns))
+            assert stored["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
+                "kueue.x-k8s.io/pod-index-offset"] == "1", "workers rank from 1 beside their leader (#8685)"
+            too_big = _lws(ns, "too-big", 1, 3)
+            too_big["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] = {
+                **good["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"],
+                "kueue.x-k8s.io/podset-slice-size": "3"}
+
+            async def refusal() -> str | None:  # the validating configuration is picked up asynchronously too
+                try:
+                    await kc.request("POST", LEADER_WORKER_SETS.collection_path(ns), query=[("dryRun", "All")],
+                                     body=too_big)
+                except Forbidden as exc:
+                    return str(exc)
+                return None
+
+            assert ('spec.leaderWorkerTemplate.workerTemplate.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: '
+                    'Invalid value: "3": must not be greater than pod set count 2') in await eventually(
+                        refusal, what="the validating webhook in effect")
+            grouped = {"kueue.x-k8s.io/podset-preferred-topology": "rack", "kueue.x-k8s.io/podset-group-name": "g"}
+            with pytest.raises(Forbidden, match="kueue.x-k8s.io/pod-index-offset\\]: Forbidden: may not be set when"):
+                await kc.patch(LEADER_WORKER_SETS, "serve", {"spec": {"leaderWorkerTemplate": {
+                    "leaderTemplate": {"metadata": {"annotations": grouped}},
+                    "workerTemplate": {"metadata": {"annotations": {
+                        **grouped, "kueue.x-k8s.io/pod-index-offset": "1"}}}}}}, ns)

@@ -52,9 +52,11 @@ from connectors.k8s.webhook import (
     configuration,
     default_priority_class_lookup,
     default_queue_lookup,
+    namespace_managed_lookup,
 )
 from connectors.k8s.webhook import register as register_webhook
 from connectors.k8s.webhook import serve as serve_webhook
+from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
 JOBS = BY_KIND["Job"]
@@ -153,6 +155,52 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
                 await eventually(either, timeout=90, what="one Job to start")
                 assert not (await running("first") and await running("second")), "quota for one only"
                 assert connector.jobs is not None and connector.jobs.stats.started == 1
+        finally:
+            with contextlib.suppress(Exception):
+                await kc.delete(MUTATING_CONFIGS, name)
+            await server.stop()
+
+
+@pytest.mark.asyncio
+async def test_no_default_priority_class_in_a_namespace_the_selector_leaves_out(kube_apiserver, tmp_path) -> None:
+    """Kueue's #15851: with ``managedJobsNamespaceSelector``, a Job created in a namespace it leaves out is stored
+    as it came, without the ``default`` WorkloadPriorityClass label a Job of a selected namespace gets."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        scope = {"kueue-es-webhook-test": sfx}
+        selected = await namespace(kc, "wh-sel", labels={**scope, f"managed-{sfx}": "yes"})
+        left_out = await namespace(kc, "wh-left", labels=scope)
+        settings = KubeSettings(webhook_hosts="127.0.0.1", webhook_secret=f"cert-{sfx}", lease_namespace=left_out)
+        bundle = await certificate(kc, settings)
+        _, cert, key = bundle.write(tmp_path / "certs")
+        config = load_config({"managedJobsNamespaceSelector": {"matchLabels": {f"managed-{sfx}": "yes"}}})
+        server = WebhookServer(default_queue_lookup(kc), default_priority_class_lookup(kc),
+                               namespace_managed=namespace_managed_lookup(kc, config))
+        port = free_port()
+        await server.start("127.0.0.1", port, str(cert), str(key))
+        name = f"kueue-es-test-{sfx}"
+        try:
+            await register_webhook(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
+                                                     namespace_selector={"matchLabels": scope}))
+
+            async def effective() -> bool:
+                with contextlib.suppress(Exception):
+                    return (await _dry_run(kc, selected, job(selected, "probe", "q", suspend=False)))["spec"]["suspend"]
+                return False
+
+            await eventually(effective, what="the webhook configuration in effect")
+            await create(kc, priority_class(DEFAULT_PRIORITY_CLASS, 500))
+            try:
+                got = {}
+                for ns in (selected, left_out):
+                    plain = job(ns, "plain", "x", suspend=False)
+                    del plain["metadata"]["labels"]
+                    got[ns] = (await create(kc, plain))["metadata"].get("labels") or {}
+                assert got[selected].get(PRIORITY_LABEL) == "default"
+                assert PRIORITY_LABEL not in got[left_out], "left out: not labelled"
+            finally:  # the class is cluster-wide: no other test's Job may get it
+                await kc.delete(BY_KIND["WorkloadPriorityClass"], DEFAULT_PRIORITY_CLASS)
         finally:
             with contextlib.suppress(Exception):
                 await kc.delete(MUTATING_CONFIGS, name)
