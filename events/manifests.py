@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import conversion, object_rules, quota_rules, topology_spreading
+from events import conversion, object_rules, quota_rules, topology_spreading, unhealthy_threshold
 from events import objects as o
 from events import tas_assignment as tas
 from events.bounded_input import read_bounded
@@ -82,6 +82,10 @@ class Checks:
     """``TASTopologySpreading`` (alpha, off): a pod set's ``kueue.x-k8s.io/podset-topology-spreading`` annotation
     comes with a required topology, is valid, and agrees across its pod-set group
     (:func:`events.topology_spreading.workload_errors`). Off, it is not looked at (nor used)."""
+    unhealthy_threshold: bool = False
+    """``TASReplaceMultipleFailedNodes`` (alpha, off): a Workload's ``kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold``
+    annotation is a whole number from 1 to 8 (:func:`events.unhealthy_threshold.threshold_errors`; an update holds
+    it against the old object instead)."""
     reclaimable_bounds: bool = True
     """Not a gate's: a reclaimable count at most its pod set's count (:func:`check_reclaimable_bounds`). An
     update turns it off here and holds it against the old object instead (:mod:`events.update_rules`:
@@ -100,7 +104,8 @@ class Checks:
                    elastic_min_count=gate("ElasticJobsViaWorkloadSlices")
                    and gate("ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp"),
                    concurrent_admission=gate("ConcurrentAdmission"),
-                   topology_spreading=gate("TASTopologySpreading"))
+                   topology_spreading=gate("TASTopologySpreading"),
+                   unhealthy_threshold=gate("TASReplaceMultipleFailedNodes"))
 
 
 UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False,
@@ -544,6 +549,8 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
                 object_rules.check_admission_gate(obj.metadata.annotations, where)
             if checks.topology_spreading:
                 object_rules.refuse_all(topology_spreading.workload_errors(obj.spec.pod_sets), where)
+            if checks.unhealthy_threshold:
+                object_rules.refuse_all(unhealthy_threshold.threshold_errors(obj.metadata.annotations), where)
             if checks.reclaimable_bounds:
                 check_reclaimable_bounds(obj, where)
         case o.ClusterQueue():

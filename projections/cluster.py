@@ -161,7 +161,7 @@ class ClusterState:
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
         "_dra_views", "_dra_of", "_dra", "_limit_summaries",
-        "_limit_range_keys", "nodes", "pods", "jobs",
+        "_limit_range_keys", "nodes", "nodes_seen", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
@@ -239,6 +239,10 @@ class ClusterState:
         self._limit_range_keys: dict[str, list[str]] | None = None
         """Namespace -> the keys of its LimitRanges, in order (derived; rebuilt after any LimitRange change)."""
         self.nodes: dict[str, o.Node] = {}
+        self.nodes_seen = False
+        """The log has shown a Node (it holds one, or held one since deleted): Nodes are watched, so the node
+        failure rules apply, even once every Node is gone (:mod:`kueue_es.scheduler.reconcile`). A log without
+        Node watching shows none, and evicts nothing for node failures."""
         self.pods: dict[str, o.Pod] = {}
         self.jobs: dict[str, o.Job] = {}
         self.workloads: dict[str, WorkloadInfo] = {}
@@ -1354,6 +1358,7 @@ class ClusterState:
                     if self.keeping and self._node_looked_at_anew(old_node, obj):
                         self._look_at_node_anew(obj)
                 self.nodes[name] = obj
+                self.nodes_seen = True
                 self.index_node_wait(name)
             case o.Pod():
                 self._touch_pod(self.pods.get(obj.key))

@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 39
+SNAPSHOT_VERSION = 40
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -85,9 +85,11 @@ TASReplaceMultipleFailedNodes); restored from an older one, a workload has none 
 ``kueue.x-k8s.io/podset-topology-spreading`` annotation (``PodSetInfo.spreading``; an older one restores without it
 until the workload's next upsert). 39: each workload's own
 waitForPodsReady timeouts (``WorkloadInfo.own_pods_ready``, its ``kueue.x-k8s.io/wait-for-pods-ready`` annotation,
-read under WorkloadLevelWaitForPodsReady); restored from an older one, a workload has none until its next upsert."""
+read under WorkloadLevelWaitForPodsReady); restored from an older one, a workload has none until its next upsert. 40:
+whether the log ever showed a Node (``ClusterState.nodes_seen``: the node failure rules apply once Nodes are
+watched, every Node deleted too); restored from an older one, it is whether the snapshot holds a Node."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -192,6 +194,8 @@ class Snapshot(msgspec.Struct, array_like=True):
     """``ClusterState.cluster_links`` (name, connected, reason, message, since); from version 15 on."""
     worker_queues: list[ev.WorkerQueuesObserved] = []
     """``ClusterState.worker_queues``, by worker name; from version 30 on."""
+    nodes_seen: bool = False
+    """``ClusterState.nodes_seen``; from version 40 on."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -269,6 +273,7 @@ def take(state: ClusterState) -> Snapshot:
         metrics=state.metrics.snapshot(),
         links=[(k, *state.cluster_links[k]) for k in sorted(state.cluster_links)],
         worker_queues=[state.worker_queues[k] for k in sorted(state.worker_queues)],
+        nodes_seen=state.nodes_seen,
     )
 
 
@@ -346,6 +351,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
     state.cluster_links = {name: ClusterLink(*rest) for name, *rest in snap.links}
     state.worker_queues = {e.key: e for e in snap.worker_queues}
+    state.nodes_seen = snap.nodes_seen or bool(state.nodes)
     state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
     state.queue_order = order_of(snap.config.document if snap.config is not None else None)

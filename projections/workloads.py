@@ -19,6 +19,10 @@ from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WaitedPodSet, WorkloadPending
 from events.timefmt import format_time
 from events.topology_spreading import SPREADING_ANNOTATION
+from events.unhealthy_threshold import (  # noqa: F401 (re-exported: the fold and connectors read them here)
+    UNHEALTHY_NODES_THRESHOLD_ANNOTATION,
+    unhealthy_threshold_of,
+)
 from projections.dra import (
     DraView,
     asks_for_served,
@@ -97,15 +101,6 @@ WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
 """``ConcurrentAdmission``: the flavors a Workload may be assigned, comma-separated (Kueue's variant controller
 writes one flavor on each variant Workload it makes of a parent)."""
-UNHEALTHY_NODES_THRESHOLD_ANNOTATION = "kueue.x-k8s.io/tas-unhealthy-nodes-eviction-threshold"
-"""How many failed nodes a TAS workload keeps in ``status.unhealthyNodes`` for replacement before a further one
-evicts it (1 to 8), read under Kueue's ``TASReplaceMultipleFailedNodes`` (alpha). The key is the one Kueue's pull
-request #12344 gave it in review; its released constant (``UnhealthyNodesConcurrentEvictionThresholdAnnotation``)
-was not in the sources at hand."""
-MAX_UNHEALTHY_NODES = 8
-"""``status.unhealthyNodes`` holds at most 8 nodes (the CRD's ``maxItems``)."""
-
-
 CONCURRENT_ADMISSION_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
 """``ConcurrentAdmission``: ``"true"`` on a parent Workload (Kueue's workload controller labels each workload of a
 ClusterQueue with a ``concurrentAdmissionPolicy``), which is not queued itself but through its variants."""
@@ -454,15 +449,6 @@ def owned_by_single_pod(meta: o.ObjectMeta) -> bool:
 
 
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
-
-
-def unhealthy_threshold_of(value: str | None) -> int | None:
-    """:data:`UNHEALTHY_NODES_THRESHOLD_ANNOTATION`'s value as Kueue's webhook takes it: decimal digits only (no
-    sign, blank or fraction) for a number from 1 to :data:`MAX_UNHEALTHY_NODES`; None otherwise."""
-    if not value or not value.isascii() or not value.isdigit() or len(value) > 2:
-        return None
-    n = int(value)
-    return n if 1 <= n <= MAX_UNHEALTHY_NODES else None
 
 
 def provreq_parameters(annotations: dict[str, str]) -> tuple[tuple[str, str], ...]:

@@ -19,7 +19,7 @@ from typing import Any, Self
 
 import msgspec
 
-from connectors.k8s import child_jobs, job_selection, job_validation
+from connectors.k8s import child_jobs, job_selection, job_validation, pods_ready_validation
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
@@ -85,12 +85,21 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
     """The Configuration's ``integrations.frameworks``: a controller one of them runs is a parent Kueue runs
     (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     feature_gates: dict[str, bool] = {}
+    pods_ready_max: int | None = None
+    """Under ``WorkloadLevelWaitForPodsReady``: ``maxTimeoutOnWorkload`` in seconds, for the checks of the
+    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation (:mod:`connectors.k8s.pods_ready_validation`; None: off)."""
 
     @classmethod
     def reading(cls, config: SchedulerConfig, enabled: bool) -> Self:
         """The settings under ``config``, the kind's own integration ``enabled`` or not."""
+        rule = pods_ready_validation.PodsReadyRule.of(config)
         return cls(enabled, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   frozenset(config.frameworks), dict(config.feature_gates))
+                   frozenset(config.frameworks), dict(config.feature_gates),
+                   rule.max_seconds if rule is not None else None)
+
+    @property
+    def pods_ready(self) -> pods_ready_validation.PodsReadyRule | None:
+        return pods_ready_validation.PodsReadyRule(self.pods_ready_max) if self.pods_ready_max is not None else None
 
 
 def replica_pod_annotations(replica_spec: Mapping[str, Any]) -> dict[str, str]:
@@ -279,12 +288,20 @@ async def mutating_review(body: bytes, kind: Kind, settings: FrameworkWebhooks, 
 
 
 async def validating_review(body: bytes, kind: Kind, feature_gates: Mapping[str, bool],
-                            has_default_queue: HasDefaultQueue) -> dict[str, Any]:
+                            has_default_queue: HasDefaultQueue, *,
+                            pods_ready: pods_ready_validation.PodsReadyRule | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of an object, the framework on: allowed, or refused (403) with Kueue's field
-    errors."""
+    errors, the kind's then, under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``), its
+    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation's (a change allowed only while it stays suspended)."""
+    def update(old: Mapping[str, Any], new: Mapping[str, Any], default: bool) -> list[str]:
+        return kind.update_errors(old, new, feature_gates, default) + pods_ready_validation.update_errors(
+            old, new, pods_ready, old_suspended=suspended(old, kind.suspend_at),
+            new_suspended=suspended(new, kind.suspend_at))
+
     return await job_validation.answer(
-        body, has_default_queue, lambda new: kind.create_errors(new, feature_gates),
-        lambda old, new, default: kind.update_errors(old, new, feature_gates, default))
+        body, has_default_queue,
+        lambda new: kind.create_errors(new, feature_gates) + pods_ready_validation.create_errors(new, pods_ready),
+        update)
 
 
 # --- serving and registering ------------------------------------------------------------------------------------
@@ -306,7 +323,8 @@ def reviewers(kind: Kind, settings: FrameworkWebhooks, namespace_labels: Namespa
                                      has_default_priority_class, managed_ancestry, multikueue)
 
     async def validate(body: bytes) -> dict[str, Any]:
-        return await validating_review(body, kind, settings.feature_gates, has_default_queue)
+        return await validating_review(body, kind, settings.feature_gates, has_default_queue,
+                                       pods_ready=settings.pods_ready)
 
     return {kind.mutating_path: mutate, kind.validating_path: validate}
 

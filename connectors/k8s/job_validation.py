@@ -44,10 +44,11 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import prebuilt
+from connectors.k8s import pods_ready_validation, prebuilt
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
+from connectors.k8s.pods_ready_validation import PodsReadyRule
 from connectors.k8s.resources import MIN_PARALLELISM
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from events import objects as o
@@ -489,9 +490,12 @@ def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list
     return topology_errors(_template_annotations(job), pod_count(job), gate)
 
 
-def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """What Kueue refuses in a Job being created, in its order."""
-    return _labels_on_create(job) + _min_parallelism(job) + _completions_setting(job) + _topology(job, feature_gates)
+def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                  pods_ready: PodsReadyRule | None = None) -> list[str]:
+    """What Kueue refuses in a Job being created, in its order (``pods_ready``: the
+    ``kueue.x-k8s.io/wait-for-pods-ready`` checks in force, :mod:`connectors.k8s.pods_ready_validation`)."""
+    return (generic_create_errors(job, pods_ready=pods_ready) + _min_parallelism(job) + _completions_setting(job)
+            + _topology(job, feature_gates))
 
 
 def queue_removed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -501,14 +505,14 @@ def queue_removed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
-                  default_queue: bool = False) -> list[str]:
+                  default_queue: bool = False, pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in the update of Job ``old`` into ``new``, in its order. ``default_queue``: the
-    namespace has a LocalQueue ``default``."""
+    namespace has a LocalQueue ``default``; ``pods_ready``: as for :func:`create_errors`."""
     errors = _labels_on_create(new)
     if _meta(new, "annotations").get(MIN_PARALLELISM, "") != _meta(old, "annotations").get(MIN_PARALLELISM, ""):
         errors += _min_parallelism(new)
     errors += _completions_setting(new)
-    errors += generic_update_errors(old, new, feature_gates, default_queue=default_queue)
+    errors += generic_update_errors(old, new, feature_gates, default_queue=default_queue, pods_ready=pods_ready)
     errors += _running_update(old, new)
     errors += gate_update(old, new, feature_gates)
     return errors + _topology(new, feature_gates)
@@ -521,19 +525,23 @@ def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: M
     return [f"{GATE_PATH}: {problem}" for problem in admission_gate_errors(old.get("metadata"), new.get("metadata"))]
 
 
-def generic_create_errors(job: Mapping[str, Any]) -> list[str]:
+def generic_create_errors(job: Mapping[str, Any], *, pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in any job it manages (a Pod too) on creation: its queue name, prebuilt Workload name
-    and maximum execution time labels."""
-    return _labels_on_create(job)
+    and maximum execution time labels, and under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``) its
+    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation."""
+    return _labels_on_create(job) + pods_ready_validation.create_errors(job, pods_ready)
 
 
 def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
-                          default_queue: bool = False) -> list[str]:
+                          default_queue: bool = False, pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in the update of any job it manages (a Pod too, seen as suspended while gated), in its
     order: the queue name, the prebuilt Workload's name, the maximum execution time, the WorkloadPriorityClass,
-    whether it is elastic."""
+    whether it is elastic, and under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``) a change of its
+    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation."""
     return (_queue_name_update(old, new, default_queue) + _prebuilt_update(old, new, feature_gates)
-            + _max_exec_update(old, new) + _priority_class_update(old, new) + _elastic_update(old, new, feature_gates))
+            + _max_exec_update(old, new) + _priority_class_update(old, new) + _elastic_update(old, new, feature_gates)
+            + pods_ready_validation.update_errors(old, new, pods_ready, old_suspended=_suspended(old),
+                                                  new_suspended=_suspended(new)))
 
 
 def invalid(path: str, value: Any, detail: str) -> str:
@@ -616,11 +624,12 @@ def _running_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
     return errors
 
 
-async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue
-                 ) -> dict[str, Any]:
+async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue, *,
+                 pods_ready: PodsReadyRule | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job: allowed, or refused (403) with Kueue's field errors."""
-    return await answer(body, has_default_queue, lambda new: create_errors(new, feature_gates),
-                        lambda old, new, default: update_errors(old, new, feature_gates, default_queue=default))
+    return await answer(body, has_default_queue, lambda new: create_errors(new, feature_gates, pods_ready=pods_ready),
+                        lambda old, new, default: update_errors(old, new, feature_gates, default_queue=default,
+                                                                pods_ready=pods_ready))
 
 
 CreateErrors = Callable[[Mapping[str, Any]], list[str]]

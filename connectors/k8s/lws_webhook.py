@@ -193,7 +193,8 @@ def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, ha
         return await mutating_review(body, settings, namespace_labels, has_default_queue, managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
-        return await framework_webhook.validating_review(body, KIND, settings.feature_gates, has_default_queue)
+        return await framework_webhook.validating_review(body, KIND, settings.feature_gates, has_default_queue,
+                                                         pods_ready=settings.pods_ready)
 
     return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from connectors.k8s import job_validation, prebuilt
 from connectors.k8s.pod_roles import group_name, group_path, metadata_errors
+from connectors.k8s.pods_ready_validation import PodsReadyRule
 from events import objects as o
 from projections import gates
 from projections.workloads import MANAGED_LABEL
@@ -109,17 +110,20 @@ def _topology(annotations: Mapping[str, str], feature_gates: Mapping[str, bool])
                                           path="metadata.annotations")
 
 
-def create_errors(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """What Kueue refuses in a Pod being created, in its order."""
-    return job_validation.generic_create_errors(pod) + _common(pod, feature_gates)
+def create_errors(pod: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                  pods_ready: PodsReadyRule | None = None) -> list[str]:
+    """What Kueue refuses in a Pod being created, in its order (``pods_ready``: the
+    ``kueue.x-k8s.io/wait-for-pods-ready`` checks in force, :mod:`connectors.k8s.pods_ready_validation`)."""
+    return job_validation.generic_create_errors(pod, pods_ready=pods_ready) + _common(pod, feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
-                  default_queue: bool = False) -> list[str]:
+                  default_queue: bool = False, pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in the update of Pod ``old`` into ``new``, in its order. ``default_queue``: the
-    namespace has a LocalQueue ``default``."""
+    namespace has a LocalQueue ``default``; ``pods_ready``: as for :func:`create_errors` (a Pod is suspended
+    while gated)."""
     errors = job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
-                                                  default_queue=default_queue)
+                                                  default_queue=default_queue, pods_ready=pods_ready)
     errors += _common(new, feature_gates)
     errors += _retriable_update(old, new, feature_gates)
     old_group, new_group = _group(old, feature_gates), _group(new, feature_gates)
@@ -141,22 +145,24 @@ def _retriable_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_ga
     return []
 
 
-async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue
-                 ) -> dict[str, Any]:
+async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue, *,
+                 pods_ready: PodsReadyRule | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod, the pod integration on: allowed, or refused (403) with Kueue's
     field errors."""
-    return await job_validation.answer(body, has_default_queue, lambda new: create_errors(new, feature_gates),
-                                       lambda old, new, default: update_errors(old, new, feature_gates,
-                                                                               default_queue=default))
+    return await job_validation.answer(
+        body, has_default_queue, lambda new: create_errors(new, feature_gates, pods_ready=pods_ready),
+        lambda old, new, default: update_errors(old, new, feature_gates, default_queue=default,
+                                                pods_ready=pods_ready))
 
 
 Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
 
 
-def reviewer(feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue) -> Reviewer:
+def reviewer(feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue, *,
+             pods_ready: PodsReadyRule | None = None) -> Reviewer:
     """:func:`review` under these gates, the default LocalQueue asked of ``has_default_queue``."""
 
     async def answer(body: bytes) -> dict[str, Any]:
-        return await review(body, feature_gates, has_default_queue)
+        return await review(body, feature_gates, has_default_queue, pods_ready=pods_ready)
 
     return answer

@@ -208,7 +208,8 @@ async def validating_review(body: bytes, settings: TrainJobWebhooks, has_default
             runtime = Runtime(str(ref.get("name", "")), await runtime_of(namespace, new))
     kind = msgspec.structs.replace(KIND, create_errors=partial(create_errors, runtime=runtime),
                                    update_errors=partial(update_errors, runtime=runtime))
-    return await framework_webhook.validating_review(body, kind, settings.feature_gates, has_default_queue)
+    return await framework_webhook.validating_review(body, kind, settings.feature_gates, has_default_queue,
+                                                     pods_ready=settings.pods_ready)
 
 
 # --- serving and registering ------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from connectors.k8s import (
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
-from events import topology_spreading
+from events import topology_spreading, unhealthy_threshold
 from events.errors import InvalidInput
 from events.manifests import Checks, decode_object
 from events.object_rules import refuse_all
@@ -98,10 +98,12 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
     checks = Checks.under(gate)
     updating = operation == "UPDATE" and isinstance(old_doc, dict)
     spreading = updating and checks.topology_spreading
+    threshold = updating and checks.unhealthy_threshold
     if not updating:
         checks = dataclasses.replace(checks, on_flavors=True)  # a new ClusterQueue: whatever the gate
     else:  # held against the old object (below)
-        checks = dataclasses.replace(checks, reclaimable_bounds=False, topology_spreading=False)
+        checks = dataclasses.replace(checks, reclaimable_bounds=False, topology_spreading=False,
+                                     unhealthy_threshold=False)
     new_doc = {**new_doc, "kind": kind}
     where = f"{kind} {_key(new_doc)}"
     try:
@@ -115,6 +117,9 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
             if spreading and isinstance(new, o.Workload):
                 refuse_all(topology_spreading.workload_errors(
                     new.spec.pod_sets, old.spec.pod_sets if isinstance(old, o.Workload) else None), where)
+            if threshold and isinstance(new, o.Workload):
+                refuse_all(unhealthy_threshold.threshold_errors(
+                    new.metadata.annotations, old.metadata.annotations if isinstance(old, o.Workload) else None), where)
     except InvalidInput as exc:
         return str(exc)
     return None

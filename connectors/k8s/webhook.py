@@ -91,6 +91,7 @@ from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
+from connectors.k8s.pods_ready_validation import PodsReadyRule
 from connectors.k8s.resources import (
     APPWRAPPERS,
     BY_KIND,
@@ -463,8 +464,12 @@ class WebhookServer:
                  parents: Mapping[str, pod_webhook.Reviewer] | None = None,
                  parent_runs: ParentRuns | None = None, managed_ancestry: ManagedAncestry | None = None,
                  held_parents: HeldParents | None = None, multikueue: MultiKueueLookup | None = None,
-                 namespace_managed: NamespaceManaged | None = None) -> None:
+                 namespace_managed: NamespaceManaged | None = None,
+                 pods_ready: PodsReadyRule | None = None) -> None:
         self.has_default_queue = has_default_queue
+        self.pods_ready = pods_ready
+        """The Job webhook's ``kueue.x-k8s.io/wait-for-pods-ready`` checks (None: ``WorkloadLevelWaitForPodsReady``
+        off; :mod:`connectors.k8s.pods_ready_validation`)."""
         self.namespace_managed = namespace_managed
         """Whether ``managedJobsNamespaceSelector`` selects a Job's namespace (:func:`namespace_managed_lookup`;
         None: every namespace)."""
@@ -563,7 +568,8 @@ class WebhookServer:
             elif kind != "Job":
                 out = validating.review(body, kind, self.feature_gates)
             elif self.jobs:
-                out = await job_validation.review(body, self.feature_gates, self.has_default_queue)
+                out = await job_validation.review(body, self.feature_gates, self.has_default_queue,
+                                                  pods_ready=self.pods_ready)
             else:
                 out = await pod_webhook.allowed_as_is(body)
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
@@ -709,9 +715,10 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     queues = default_queue_lookup(client)
     pods_on = pods is not None and pods.enabled
 
-    pod_validations = (pod_validation.reviewer(feature_gates or {}, queues) if pods_on
-                       else pod_webhook.allowed_as_is)
     config_in_force = config if config is not None else DEFAULT
+    pods_ready = PodsReadyRule.of(config_in_force)
+    pod_validations = (pod_validation.reviewer(feature_gates or {}, queues, pods_ready=pods_ready) if pods_on
+                       else pod_webhook.allowed_as_is)
     deployments = deployment_webhook.ParentDefaulting.of(config_in_force, DEPLOYMENT_FRAMEWORK)
     statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)
     jobsets = jobset_webhook.JobSetWebhooks.of(config_in_force)
@@ -751,7 +758,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
                            kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held, multikueue,
-                           namespace_managed_lookup(client, config_in_force))
+                           namespace_managed_lookup(client, config_in_force), pods_ready)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

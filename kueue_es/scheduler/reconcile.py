@@ -254,7 +254,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 if all(s.state == "Ready" for s in states.values()):
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
-            if state.nodes and wl.phase == ADMITTED and replaces_nodes:
+            if state.nodes_seen and wl.phase == ADMITTED and replaces_nodes:
                 kept = wl.kept_nodes if skip_reassignment and wl.pod_owned else ()
                 failures = node_failure_decisions(state, wl, base, now, taints=node_taints,
                                                   on_pod_termination=on_pod_termination,

@@ -554,6 +554,7 @@ def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, 
                                         **base)]
         wanted.append((flavor, _request(ps, psa.count if psa.count is not None else ps.count, info,
                                         _updates(wl, psa.name))))
+    wanted = with_spreading(ctx, wl, info, wanted)  # as in the first pass: Kueue's second pass spreads alike
     found = place_workload(ctx.topology.snapshots, wanted, options=ctx.topology.options)
     if not found.ok:
         return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
