@@ -342,6 +342,8 @@ class ExactDeviceRequest(View):
     admin_access: bool | None = None
     selectors: list[DeviceSelector] = []
     capacity: CapacityRequirements | None = None
+    tolerations: list[Toleration] = []
+    """The device taints the request tolerates (read by KueueDRAIntegrationDeviceTaints' device check)."""
 
 
 class DeviceRequest(View):
@@ -440,6 +442,10 @@ class Device(View):
     consumes_counters: list[DeviceCounterConsumption] = []
     allow_multiple_allocations: bool | None = None
     node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: list[Taint] = []
+    """Its device taints (``timeAdded`` not kept), which KueueDRAIntegrationDeviceTaints' device check reads."""
 
 
 class ResourcePool(View):
@@ -455,7 +461,9 @@ class ResourceSliceSpec(View):
     driver: str = ""
     pool: ResourcePool = ResourcePool()
     node_name: str | None = None
+    node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
     shared_counters: list[CounterSet] = []
     devices: list[Device] = []
 
