@@ -1331,6 +1331,7 @@ class ClusterState:
                 if (old_dc is None or old_dc.spec != obj.spec
                         or old_dc.metadata.creation_timestamp != obj.metadata.creation_timestamp):
                     self._device_classes_changed(served, name)
+                    self._devices_changed()
             case o.ResourceSlice():
                 old_rs = self.resource_slices.by_name.get(name)
                 self.resource_slices.by_name[name] = obj
@@ -1338,6 +1339,7 @@ class ClusterState:
                     self._slices_changed(obj.spec.driver)
                     if old_rs is not None and old_rs.spec.driver != obj.spec.driver:
                         self._slices_changed(old_rs.spec.driver)
+                    self._devices_changed()
             case o.RuntimeClass():
                 old_rc = self.runtime_classes.get(name)
                 if old_rc is not None and old_rc.overhead == obj.overhead:
@@ -1411,11 +1413,13 @@ class ClusterState:
             served = self.served_extended()
             if self.device_classes.pop(key, None) is not None:
                 self._device_classes_changed(served, key)
+                self._devices_changed()
             return
         if kind == "ResourceSlice":
             gone_slice = self.resource_slices.by_name.pop(key, None)
             if gone_slice is not None:
                 self._slices_changed(gone_slice.spec.driver)
+                self._devices_changed()
             return
         if kind == "RuntimeClass":
             if key in self.runtime_classes:
@@ -1501,6 +1505,12 @@ class ClusterState:
         if any(cs.driver == driver for _, sources in self._sourced() for cs in sources) or self._selecting_templates():
             self._dra_views.clear()
             self._readjust(claims=True)
+
+    def _devices_changed(self) -> None:
+        """A ResourceSlice or DeviceClass came, changed or went: under KueueDRADeviceFeasibility the parked
+        workloads go back to their queues, as Kueue checks again the workloads its device check refused."""
+        if self.gate(gates.KUEUE_DRA_DEVICE_FEASIBILITY):
+            self._flush_all()
 
     def _readjust(self, namespace: str | None = None, runtime_class: str | None = None, claims: bool = False) -> None:
         """What adjusts pod templates changed — the LimitRanges of ``namespace``, the RuntimeClass
