@@ -468,6 +468,44 @@ class ResourceSliceSpec(View):
     devices: list[Device] = []
 
 
+class DeviceRequestAllocationResult(View):
+    """One device a claim was allocated (``status.allocation.devices.results[]``)."""
+
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+    admin_access: bool | None = None
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+
+
+class DeviceAllocationResult(View):
+    results: list[DeviceRequestAllocationResult] = []
+
+
+class AllocationResult(View):
+    devices: DeviceAllocationResult = DeviceAllocationResult()
+
+
+class ResourceClaimStatus(View):
+    allocation: AllocationResult | None = None
+
+
+class ResourceClaim(KObject, tag="ResourceClaim"):
+    """resource.k8s.io/v1 ResourceClaim (namespaced), only as far as its ``status.allocation`` goes: the devices it
+    holds, which KueueDRADeviceFeasibility's device check counts as taken (:mod:`kueue_es.scheduler.tas.devices`)."""
+
+    status: ResourceClaimStatus = ResourceClaimStatus()
+
+    def held(self) -> tuple[tuple[str, str, str, bool], ...]:
+        """The devices it holds as (driver, pool, device, shared), by place in its results: an admin-access
+        result holds none, one with a ``shareID`` shares its device."""
+        allocation = self.status.allocation
+        if allocation is None:
+            return ()
+        return tuple((r.driver, r.pool, r.device, r.share_id is not None) for r in allocation.devices.results
+                     if not r.admin_access)
+
+
 class ResourceSlice(KObject, tag="ResourceSlice"):
     """resource.k8s.io/v1 ResourceSlice (cluster-scoped): the devices a DRA driver publishes, part of a pool (its
     devices' attributes, capacities and counter consumptions, and the pool's shared counters): what Kueue reads
@@ -987,6 +1025,7 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     ResourceClaimTemplate,
     DeviceClass,
     ResourceSlice,
+    ResourceClaim,
     WorkloadPriorityClass,
     ResourceFlavor,
     ClusterQueue,
@@ -1015,6 +1054,7 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "ResourceClaimTemplate": ("resource.k8s.io/v1",),
     "DeviceClass": ("resource.k8s.io/v1",),
     "ResourceSlice": ("resource.k8s.io/v1",),
+    "ResourceClaim": ("resource.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),

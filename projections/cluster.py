@@ -160,7 +160,7 @@ class ClusterState:
         "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
-        "_dra_views", "_dra_of", "_dra", "_limit_summaries",
+        "resource_claims", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
@@ -223,6 +223,9 @@ class ClusterState:
         """DeviceClasses by name: the extended resources they serve are charged as DRA devices."""
         self.resource_slices = ResourceSlices()
         """ResourceSlices by name: the devices Kueue charges the counter sources of ``deviceClassMappings`` from."""
+        self.resource_claims: dict[str, o.ResourceClaim] = {}
+        """ResourceClaims holding devices, by ``namespace/name``: what KueueDRADeviceFeasibility's device check
+        counts as taken."""
         self._served: tuple[tuple[str, str], ...] | None = None
         """Extended resource -> the DeviceClass serving it (:func:`projections.dra.serving_classes`; derived, dropped
         when a DeviceClass changes)."""
@@ -1332,6 +1335,11 @@ class ClusterState:
                         or old_dc.metadata.creation_timestamp != obj.metadata.creation_timestamp):
                     self._device_classes_changed(served, name)
                     self._devices_changed()
+            case o.ResourceClaim():
+                old_claim = self.resource_claims.get(obj.key)
+                self.resource_claims[obj.key] = obj
+                if old_claim is not None and not set(old_claim.held()) <= set(obj.held()):
+                    self._devices_changed()  # it released devices
             case o.ResourceSlice():
                 old_rs = self.resource_slices.by_name.get(name)
                 self.resource_slices.by_name[name] = obj
@@ -1414,6 +1422,11 @@ class ClusterState:
             if self.device_classes.pop(key, None) is not None:
                 self._device_classes_changed(served, key)
                 self._devices_changed()
+            return
+        if kind == "ResourceClaim":
+            gone_claim = self.resource_claims.pop(key, None)
+            if gone_claim is not None and gone_claim.held():
+                self._devices_changed()  # its devices are free
             return
         if kind == "ResourceSlice":
             gone_slice = self.resource_slices.by_name.pop(key, None)
@@ -1507,8 +1520,9 @@ class ClusterState:
             self._readjust(claims=True)
 
     def _devices_changed(self) -> None:
-        """A ResourceSlice or DeviceClass came, changed or went: under KueueDRADeviceFeasibility the parked
-        workloads go back to their queues, as Kueue checks again the workloads its device check refused."""
+        """A ResourceSlice or DeviceClass came, changed or went, or a ResourceClaim released devices: under
+        KueueDRADeviceFeasibility the parked workloads go back to their queues, as Kueue checks again the workloads
+        its device check refused."""
         if self.gate(gates.KUEUE_DRA_DEVICE_FEASIBILITY):
             self._flush_all()
 

@@ -172,14 +172,15 @@ def tas_options(config, state=None) -> TASOptions:
 
 
 def device_world(state, taints: bool) -> DeviceWorld:
-    """Under KueueDRADeviceFeasibility, the devices, DeviceClasses and ResourceClaimTemplates ``state`` holds, which
-    TAS checks a pod set's claims against (:mod:`kueue_es.scheduler.tas.devices`; ``taints``:
-    KueueDRAIntegrationDeviceTaints)."""
+    """Under KueueDRADeviceFeasibility, what ``state`` holds of devices, DeviceClasses, ResourceClaimTemplates and
+    ResourceClaims (the devices they hold), which TAS checks a pod set's claims against
+    (:mod:`kueue_es.scheduler.tas.devices`; ``taints``: KueueDRAIntegrationDeviceTaints)."""
     slices = state.resource_slices
     drivers = sorted({rs.spec.driver for rs in slices.by_name.values()})
     return world_of((p for d in drivers for p in slices.pools(d)),
                     (state.device_classes[k] for k in sorted(state.device_classes)),
-                    (state.claim_templates[k] for k in sorted(state.claim_templates)), taints)
+                    (state.claim_templates[k] for k in sorted(state.claim_templates)),
+                    (state.resource_claims[k] for k in sorted(state.resource_claims)), taints)
 
 
 def node_ports(state) -> dict:

@@ -171,3 +171,33 @@ def test_a_first_available_request_takes_the_first_alternative_that_fits() -> No
          "tolerations": [{"key": "example.com/maintenance", "operator": "Exists"}]}]}
     state = _state(_tainted("NoSchedule"), _template("either", alternatives))
     assert _nodes(_place(state, taints=True, template="either")) == ["x1"]
+
+
+def _claim(name: str, *results: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "ResourceClaim", "metadata": {"name": name, "namespace": "default", "uid": f"u-{name}"},
+            "status": {"allocation": {"devices": {"results": list(results)}}}}
+
+
+def _held(node: str, **kw: Any) -> dict[str, Any]:
+    return {"request": "gpu", "driver": DRIVER, "pool": f"{node}-gpus", "device": "gpu-0", **kw}
+
+
+def test_a_device_an_existing_claim_holds_is_taken() -> None:
+    state = _state(_slice("x1", [_gpu()]), _slice("x2", [_gpu()]), _claim("running", _held("x1")))
+    assert _nodes(_place(state)) == ["x2"]
+    state.apply(ev.Record(100, ev.ObjectDeleted(time=1, kind="ResourceClaim", key="default/running", uid="")))
+    assert _nodes(_place(state)) == ["x1"], "deleted, the claim frees its device"
+
+
+def test_a_shared_or_admin_access_allocation_leaves_the_device_free() -> None:
+    state = _state(_slice("x1", [_gpu()]), _slice("x2", [_gpu()]),
+                   _claim("shared", _held("x1", shareID="11111111-2222-3333-4444-555555555555")),
+                   _claim("admin", _held("x1", adminAccess=True)))
+    assert _nodes(_place(state)) == ["x1"]
+
+
+def test_an_admin_access_request_may_take_a_held_device() -> None:
+    admin = _template("admin", _exactly(adminAccess=True))
+    state = _state(_slice("x1", [_gpu()]), _claim("running", _held("x1")), admin)
+    assert _nodes(_place(state, template="admin")) == ["x1"]
+    assert isinstance(_place(state), NoPlacement)

@@ -24,9 +24,13 @@ The allocation is modelled as the allocator decides it, for what kueue-es folds:
   ``NoExecute`` taint its request does not tolerate (the request's ``tolerations``, as Kubernetes matches pod
   tolerations) is not taken; ``None`` taints are ignored. Off, device taints are ignored.
 
-Not modelled (kueue-es does not fold them): devices already allocated to ResourceClaims (Kueue's allocator sees
-them taken), DeviceTaintRules, ``constraints`` (matchAttribute) and consumable capacity amounts, and the claims
-kube-scheduler makes for DRA-backed extended resources.
+A device an existing ResourceClaim holds (its ``status.allocation``, folded from the log) is taken, unless the
+allocation shares it (a ``shareID``) or is for admin access; an ``adminAccess`` request may take a held device. As in
+Kueue, the devices of workloads a preemption would remove are not freed for the check.
+
+Not modelled: DeviceTaintRules (not watched: as on a cluster before Kubernetes 1.37, where Kueue ignores them),
+``constraints`` (matchAttribute), consumable capacity amounts, and the claims kube-scheduler makes for DRA-backed
+extended resources.
 
 Pure: the answer depends only on the devices, classes and claims given; memoised per (node, claims).
 """
@@ -83,10 +87,11 @@ class DeviceWorld:
     """The devices, DeviceClasses and gates the check reads in one cycle, with its answers memoised per (node,
     claims). ``taints``: KueueDRAIntegrationDeviceTaints is on."""
 
-    __slots__ = ("_memo", "classes", "slices", "taints", "templates")
+    __slots__ = ("_memo", "allocated", "classes", "slices", "taints", "templates")
 
     def __init__(self, slices: Sequence[o.ResourceSlice], classes: Mapping[str, tuple[str, ...]],
-                 templates: Mapping[str, o.ResourceClaimSpec], taints: bool) -> None:
+                 templates: Mapping[str, o.ResourceClaimSpec], taints: bool,
+                 allocated: frozenset[DeviceId] = frozenset()) -> None:
         self.slices = tuple(slices)
         """The slices of complete pools, newest generation, by driver, pool, then slice name."""
         self.classes = dict(classes)
@@ -94,6 +99,8 @@ class DeviceWorld:
         self.taints = taints
         self.templates = dict(templates)
         """ResourceClaimTemplate (``namespace/name``) -> the claim spec it makes."""
+        self.allocated = allocated
+        """The devices existing ResourceClaims hold (not shared, not for admin access): taken for everyone else."""
         self._memo: dict[tuple[str, tuple[str, ...]], bool] = {}
 
     def feasible(self, node: o.Node, claims: tuple[str, ...]) -> bool:
@@ -124,14 +131,15 @@ class DeviceWorld:
         return already if out is None else out
 
 
-def world_of(pools: Iterable[Any], classes: Iterable[o.DeviceClass],
-             templates: Iterable[o.ResourceClaimTemplate], taints: bool) -> DeviceWorld:
+def world_of(pools: Iterable[Any], classes: Iterable[o.DeviceClass], templates: Iterable[o.ResourceClaimTemplate],
+             claims: Iterable[o.ResourceClaim], taints: bool) -> DeviceWorld:
     """The :class:`DeviceWorld` of the given pools (:class:`projections.resource_slices.Pool`; only the complete
-    ones count), DeviceClasses and ResourceClaimTemplates."""
+    ones count), DeviceClasses, ResourceClaimTemplates and ResourceClaims (the devices they hold are taken)."""
     slices = [s for p in pools if p.complete for s in p.slices]
     by_class = {dc.metadata.name: tuple(s.cel.expression for s in dc.spec.selectors if s.cel is not None)
                 for dc in classes}
-    return DeviceWorld(slices, by_class, {t.key: t.spec.spec for t in templates}, taints)
+    allocated = frozenset((d, p, n) for c in claims for d, p, n, shared in c.held() if not shared)
+    return DeviceWorld(slices, by_class, {t.key: t.spec.spec for t in templates}, taints, allocated)
 
 
 def _reaches(node: o.Node, name: str | None, all_nodes: bool | None, selector: o.NodeSelector | None) -> bool:
@@ -225,8 +233,9 @@ def _allocatable(world: DeviceWorld, node: o.Node, claims: tuple[o.ResourceClaim
         candidates[id(req)] = out
         return out
 
+    held = {k for k, d in enumerate(devices) if d.id in world.allocated}
     try:
-        return _search(groups, 0, set(), devices, fitting)
+        return _search(groups, 0, held, devices, fitting)
     except _Failed:
         return False
 
