@@ -468,6 +468,33 @@ class ResourceSliceSpec(View):
     devices: list[Device] = []
 
 
+class DeviceTaintSelector(View):
+    """Which devices a DeviceTaintRule taints: those of ``driver``, ``pool`` and named ``device``, each when given."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(View):
+    device_selector: DeviceTaintSelector | None = None
+    taint: Taint
+
+
+class DeviceTaintRule(KObject, tag="DeviceTaintRule"):
+    """resource.k8s.io/v1 DeviceTaintRule (cluster-scoped): a taint an administrator puts on the devices it selects,
+    which KueueDRAIntegrationDeviceTaints' device check reads beside the taints ResourceSlices publish."""
+
+    spec: DeviceTaintRuleSpec
+
+    def selects(self, driver: str, pool: str, device: str) -> bool:
+        sel = self.spec.device_selector
+        if sel is None:
+            return True
+        return ((sel.driver is None or sel.driver == driver) and (sel.pool is None or sel.pool == pool)
+                and (sel.device is None or sel.device == device))
+
+
 class DeviceRequestAllocationResult(View):
     """One device a claim was allocated (``status.allocation.devices.results[]``)."""
 
@@ -1026,6 +1053,7 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     DeviceClass,
     ResourceSlice,
     ResourceClaim,
+    DeviceTaintRule,
     WorkloadPriorityClass,
     ResourceFlavor,
     ClusterQueue,
@@ -1055,6 +1083,7 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "DeviceClass": ("resource.k8s.io/v1",),
     "ResourceSlice": ("resource.k8s.io/v1",),
     "ResourceClaim": ("resource.k8s.io/v1",),
+    "DeviceTaintRule": ("resource.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),
@@ -1071,6 +1100,7 @@ CLUSTER_SCOPED = frozenset(
         "RuntimeClass",
         "DeviceClass",
         "ResourceSlice",
+        "DeviceTaintRule",
         "WorkloadPriorityClass",
         "ResourceFlavor",
         "ClusterQueue",

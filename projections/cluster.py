@@ -160,7 +160,7 @@ class ClusterState:
         "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
-        "resource_claims", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
+        "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
@@ -226,6 +226,8 @@ class ClusterState:
         self.resource_claims: dict[str, o.ResourceClaim] = {}
         """ResourceClaims holding devices, by ``namespace/name``: what KueueDRADeviceFeasibility's device check
         counts as taken."""
+        self.device_taint_rules: dict[str, o.DeviceTaintRule] = {}
+        """DeviceTaintRules by name: the taints KueueDRAIntegrationDeviceTaints' device check adds to devices."""
         self._served: tuple[tuple[str, str], ...] | None = None
         """Extended resource -> the DeviceClass serving it (:func:`projections.dra.serving_classes`; derived, dropped
         when a DeviceClass changes)."""
@@ -1335,6 +1337,11 @@ class ClusterState:
                         or old_dc.metadata.creation_timestamp != obj.metadata.creation_timestamp):
                     self._device_classes_changed(served, name)
                     self._devices_changed()
+            case o.DeviceTaintRule():
+                old_rule = self.device_taint_rules.get(name)
+                self.device_taint_rules[name] = obj
+                if old_rule is None or old_rule.spec != obj.spec:
+                    self._taint_rules_changed()
             case o.ResourceClaim():
                 old_claim = self.resource_claims.get(obj.key)
                 self.resource_claims[obj.key] = obj
@@ -1422,6 +1429,10 @@ class ClusterState:
             if self.device_classes.pop(key, None) is not None:
                 self._device_classes_changed(served, key)
                 self._devices_changed()
+            return
+        if kind == "DeviceTaintRule":
+            if self.device_taint_rules.pop(key, None) is not None:
+                self._taint_rules_changed()
             return
         if kind == "ResourceClaim":
             gone_claim = self.resource_claims.pop(key, None)
@@ -1518,6 +1529,13 @@ class ClusterState:
         if any(cs.driver == driver for _, sources in self._sourced() for cs in sources) or self._selecting_templates():
             self._dra_views.clear()
             self._readjust(claims=True)
+
+    def _taint_rules_changed(self) -> None:
+        """A DeviceTaintRule came, changed or went: under KueueDRAIntegrationDeviceTaints (which needs
+        KueueDRADeviceFeasibility) the parked workloads go back to their queues, as Kueue checks the workloads its
+        device check refused again."""
+        if self.gate(gates.KUEUE_DRA_INTEGRATION_DEVICE_TAINTS) and self.gate(gates.KUEUE_DRA_DEVICE_FEASIBILITY):
+            self._flush_all()
 
     def _devices_changed(self) -> None:
         """A ResourceSlice or DeviceClass came, changed or went, or a ResourceClaim released devices: under

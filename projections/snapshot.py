@@ -87,8 +87,9 @@ until the workload's next upsert). 39: each workload's own
 waitForPodsReady timeouts (``WorkloadInfo.own_pods_ready``, its ``kueue.x-k8s.io/wait-for-pods-ready`` annotation,
 read under WorkloadLevelWaitForPodsReady); restored from an older one, a workload has none until its next upsert. 40:
 the ResourceClaimTemplates each pod set's claims name (``PodSetInfo.claim_templates``, for KueueDRADeviceFeasibility's
-device check), and the ResourceClaims holding devices (``ClusterState.resource_claims``); an older one restores
-without them until the workload's next upsert, and without claims."""
+device check), and the ResourceClaims holding devices and the DeviceTaintRules (``ClusterState.resource_claims``,
+``ClusterState.device_taint_rules``); an older one restores without them until the workload's next upsert, and
+without claims or rules."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
@@ -207,7 +208,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
         state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
         state.claim_templates, state.device_classes, state.multikueue_configs, state.multikueue_clusters,
-        state.resource_slices.by_name, state.resource_claims,
+        state.resource_slices.by_name, state.resource_claims, state.device_taint_rules,
     ]
 
 
@@ -293,6 +294,7 @@ def restore(snap: Snapshot) -> ClusterState:
         "DeviceClass": state.device_classes,
         "MultiKueueConfig": state.multikueue_configs, "MultiKueueCluster": state.multikueue_clusters,
         "ResourceSlice": state.resource_slices.by_name, "ResourceClaim": state.resource_claims,
+        "DeviceTaintRule": state.device_taint_rules,
     }
     for obj in snap.objects:
         if isinstance(obj, o.ProvisioningRequest):

@@ -172,15 +172,16 @@ def tas_options(config, state=None) -> TASOptions:
 
 
 def device_world(state, taints: bool) -> DeviceWorld:
-    """Under KueueDRADeviceFeasibility, what ``state`` holds of devices, DeviceClasses, ResourceClaimTemplates and
-    ResourceClaims (the devices they hold), which TAS checks a pod set's claims against
+    """Under KueueDRADeviceFeasibility, what ``state`` holds of devices, DeviceClasses, ResourceClaimTemplates,
+    ResourceClaims (the devices they hold) and DeviceTaintRules, which TAS checks a pod set's claims against
     (:mod:`kueue_es.scheduler.tas.devices`; ``taints``: KueueDRAIntegrationDeviceTaints)."""
     slices = state.resource_slices
     drivers = sorted({rs.spec.driver for rs in slices.by_name.values()})
     return world_of((p for d in drivers for p in slices.pools(d)),
                     (state.device_classes[k] for k in sorted(state.device_classes)),
                     (state.claim_templates[k] for k in sorted(state.claim_templates)),
-                    (state.resource_claims[k] for k in sorted(state.resource_claims)), taints)
+                    (state.resource_claims[k] for k in sorted(state.resource_claims)), taints,
+                    (state.device_taint_rules[k] for k in sorted(state.device_taint_rules)))
 
 
 def node_ports(state) -> dict:

@@ -61,3 +61,25 @@ def test_the_fold_keeps_claims_and_a_snapshot_restores_them() -> None:
     assert restored.resource_claims == state.resource_claims
     state.apply(ev.Record(1, ev.ObjectDeleted(time=2, kind="ResourceClaim", key="ns/c")))
     assert state.resource_claims == {}
+
+
+def _rule(**selector: str) -> o.DeviceTaintRule:
+    return msgspec.convert({"kind": "DeviceTaintRule", "metadata": {"name": "r", "uid": "u-r"},
+                            "spec": {"deviceSelector": selector,
+                                     "taint": {"key": "k", "value": "v", "effect": "NoExecute"}}}, o.DeviceTaintRule)
+
+
+def test_device_taint_rules_are_watched_kept_and_select_by_driver_pool_and_device() -> None:
+    r = BY_KIND["DeviceTaintRule"]
+    assert (r.group, r.version, r.plural, r.namespaced, r.optional) == ("resource.k8s.io", "v1", "devicetaintrules",
+                                                                        False, True)
+    assert any("devicetaintrules" in rule["resources"] and set(rule["verbs"]) == {"get", "list", "watch"}
+               for rule in cluster_role()["rules"])
+    assert _rule().selects("d", "p", "x")
+    assert _rule(driver="d", pool="p").selects("d", "p", "x") and not _rule(driver="d", pool="p").selects("d", "q", "x")
+    assert not _rule(device="y").selects("d", "p", "x")
+    state = ClusterState()
+    state.apply(ev.Record(0, ev.ObjectUpserted(time=1, key="r", obj=_rule(driver="d"))))
+    assert snapshot.restore(snapshot.take(state)).device_taint_rules == state.device_taint_rules == {"r": _rule(driver="d")}
+    state.apply(ev.Record(1, ev.ObjectDeleted(time=2, kind="DeviceTaintRule", key="r")))
+    assert state.device_taint_rules == {}

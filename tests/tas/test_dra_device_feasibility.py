@@ -201,3 +201,24 @@ def test_an_admin_access_request_may_take_a_held_device() -> None:
     state = _state(_slice("x1", [_gpu()]), _claim("running", _held("x1")), admin)
     assert _nodes(_place(state, template="admin")) == ["x1"]
     assert isinstance(_place(state), NoPlacement)
+
+
+def _rule(name: str, effect: str = "NoSchedule", **selector: str) -> dict[str, Any]:
+    return {"kind": "DeviceTaintRule", "metadata": {"name": name, "uid": f"u-{name}"},
+            "spec": {"deviceSelector": selector, "taint": {"key": "example.com/maintenance", "effect": effect}}}
+
+
+def test_a_device_taint_rule_taints_the_devices_it_selects_under_the_taints_gate() -> None:
+    devices = (_slice("x1", [_gpu()]), _slice("x2", [_gpu()]))
+    state = _state(*devices, _rule("maintenance", driver=DRIVER, pool="x1-gpus"))
+    assert _nodes(_place(state, taints=True)) == ["x2"]
+    assert _nodes(_place(state, taints=False)) == ["x1"], "off, rules are ignored"
+    state = _state(*devices, _rule("everywhere", driver=DRIVER))
+    refused = _place(state, taints=True)
+    assert isinstance(refused, NoPlacement) and refused.message.endswith("excluded: draNoFit: 2")
+    state = _state(*devices, _rule("other", device="gpu-1"), _rule("soft", effect="None"))
+    assert _nodes(_place(state, taints=True)) == ["x1"], "a rule selecting no device of x1, or a None taint"
+    tolerant = _template("tolerant", _exactly(tolerations=[{"key": "example.com/maintenance",
+                                                            "effect": "NoSchedule"}]))
+    state = _state(*devices, _rule("everywhere"), tolerant)
+    assert _nodes(_place(state, taints=True, template="tolerant")) == ["x1"]

@@ -22,15 +22,16 @@ The allocation is modelled as the allocator decides it, for what kueue-es folds:
   allocation fail on that node (Kueue excludes the node, so that one bad class does not stall scheduling);
 * under KueueDRAIntegrationDeviceTaints (alpha, off; needs this gate), a device with a ``NoSchedule`` or
   ``NoExecute`` taint its request does not tolerate (the request's ``tolerations``, as Kubernetes matches pod
-  tolerations) is not taken; ``None`` taints are ignored. Off, device taints are ignored.
+  tolerations) is not taken, whether its ResourceSlice publishes the taint or a DeviceTaintRule selecting it
+  (by driver, pool and device name, each when given) applies it; ``None`` taints are ignored. Off, device taints
+  are ignored.
 
 A device an existing ResourceClaim holds (its ``status.allocation``, folded from the log) is taken, unless the
 allocation shares it (a ``shareID``) or is for admin access; an ``adminAccess`` request may take a held device. As in
 Kueue, the devices of workloads a preemption would remove are not freed for the check.
 
-Not modelled: DeviceTaintRules (not watched: as on a cluster before Kubernetes 1.37, where Kueue ignores them),
-``constraints`` (matchAttribute), consumable capacity amounts, and the claims kube-scheduler makes for DRA-backed
-extended resources.
+Not modelled: ``constraints`` (matchAttribute), consumable capacity amounts, and the claims kube-scheduler makes
+for DRA-backed extended resources.
 
 Pure: the answer depends only on the devices, classes and claims given; memoised per (node, claims).
 """
@@ -58,14 +59,16 @@ DeviceId = tuple[str, str, str]
 
 
 class _Device:
-    __slots__ = ("activation", "device", "driver", "id", "shared")
+    __slots__ = ("activation", "device", "driver", "id", "shared", "taints")
 
-    def __init__(self, driver: str, pool: str, device: o.Device) -> None:
+    def __init__(self, driver: str, pool: str, device: o.Device, rules: Sequence[o.DeviceTaintRule]) -> None:
         self.id: DeviceId = (driver, pool, device.name)
         self.driver = driver
         self.device = device
         self.shared = bool(device.allow_multiple_allocations)
         self.activation: dict[str, Any] | None = None
+        self.taints = (*device.taints, *(r.spec.taint for r in rules if r.selects(driver, pool, device.name)))
+        """Its own taints and those of the DeviceTaintRules selecting it."""
 
 
 class _Request:
@@ -87,11 +90,11 @@ class DeviceWorld:
     """The devices, DeviceClasses and gates the check reads in one cycle, with its answers memoised per (node,
     claims). ``taints``: KueueDRAIntegrationDeviceTaints is on."""
 
-    __slots__ = ("_memo", "allocated", "classes", "slices", "taints", "templates")
+    __slots__ = ("_memo", "allocated", "classes", "rules", "slices", "taints", "templates")
 
     def __init__(self, slices: Sequence[o.ResourceSlice], classes: Mapping[str, tuple[str, ...]],
                  templates: Mapping[str, o.ResourceClaimSpec], taints: bool,
-                 allocated: frozenset[DeviceId] = frozenset()) -> None:
+                 allocated: frozenset[DeviceId] = frozenset(), rules: Sequence[o.DeviceTaintRule] = ()) -> None:
         self.slices = tuple(slices)
         """The slices of complete pools, newest generation, by driver, pool, then slice name."""
         self.classes = dict(classes)
@@ -101,6 +104,8 @@ class DeviceWorld:
         """ResourceClaimTemplate (``namespace/name``) -> the claim spec it makes."""
         self.allocated = allocated
         """The devices existing ResourceClaims hold (not shared, not for admin access): taken for everyone else."""
+        self.rules = tuple(rules)
+        """The DeviceTaintRules, by name: their taints are the selected devices' too (read with :attr:`taints`)."""
         self._memo: dict[tuple[str, tuple[str, ...]], bool] = {}
 
     def feasible(self, node: o.Node, claims: tuple[str, ...]) -> bool:
@@ -132,14 +137,15 @@ class DeviceWorld:
 
 
 def world_of(pools: Iterable[Any], classes: Iterable[o.DeviceClass], templates: Iterable[o.ResourceClaimTemplate],
-             claims: Iterable[o.ResourceClaim], taints: bool) -> DeviceWorld:
+             claims: Iterable[o.ResourceClaim], taints: bool, rules: Iterable[o.DeviceTaintRule] = ()) -> DeviceWorld:
     """The :class:`DeviceWorld` of the given pools (:class:`projections.resource_slices.Pool`; only the complete
-    ones count), DeviceClasses, ResourceClaimTemplates and ResourceClaims (the devices they hold are taken)."""
+    ones count), DeviceClasses, ResourceClaimTemplates, ResourceClaims (the devices they hold are taken) and
+    DeviceTaintRules."""
     slices = [s for p in pools if p.complete for s in p.slices]
     by_class = {dc.metadata.name: tuple(s.cel.expression for s in dc.spec.selectors if s.cel is not None)
                 for dc in classes}
     allocated = frozenset((d, p, n) for c in claims for d, p, n, shared in c.held() if not shared)
-    return DeviceWorld(slices, by_class, {t.key: t.spec.spec for t in templates}, taints, allocated)
+    return DeviceWorld(slices, by_class, {t.key: t.spec.spec for t in templates}, taints, allocated, tuple(rules))
 
 
 def _reaches(node: o.Node, name: str | None, all_nodes: bool | None, selector: o.NodeSelector | None) -> bool:
@@ -162,7 +168,7 @@ def _node_devices(world: DeviceWorld, node: o.Node) -> list[_Device]:
         for d in spec.devices:
             if per_device and not _reaches(node, d.node_name, d.all_nodes, d.node_selector):
                 continue
-            out.append(_Device(spec.driver, spec.pool.name, d))
+            out.append(_Device(spec.driver, spec.pool.name, d, world.rules))
     return out
 
 
@@ -226,7 +232,7 @@ def _allocatable(world: DeviceWorld, node: o.Node, claims: tuple[o.ResourceClaim
         programs_of = [program(e) for e in (*world.classes[req.class_name], *req.selectors)]
         out = []
         for k, d in enumerate(devices):
-            if world.taints and _untolerated(d.device.taints, req.tolerations):
+            if world.taints and _untolerated(d.taints, req.tolerations):
                 continue
             if _satisfies(d, programs_of):
                 out.append(k)
