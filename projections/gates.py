@@ -19,7 +19,10 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
 :mod:`projections.metrics`),
 ``KueueDRAIntegration``, ``KueueDRARejectWorkloadsWhenDRADisabled`` and ``KueueDRAIntegrationPrioritizedList``
-(what a pod's DRA claims cost, or whether they make its workload inadmissible: :mod:`projections.dra`), ``MultiKueue`` (whether MultiKueue checks are
+(what a pod's DRA claims cost, or whether they make its workload inadmissible: :mod:`projections.dra`),
+``KueueDRADeviceFeasibility`` and ``KueueDRAIntegrationDeviceTaints`` (whether a ResourceSlice, DeviceClass,
+ResourceClaim or DeviceTaintRule changing sends the parked workloads back; TAS placement reads them too,
+:mod:`kueue_es.scheduler.tas.devices`), ``MultiKueue`` (whether MultiKueue checks are
 acted on) and ``DynamicQuotaOrchestration`` (whether a ClusterQueue's or Cohort's ``status.effectiveQuotas``
 stands for its spec's quotas: :mod:`projections.effective_quotas`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
