@@ -342,6 +342,8 @@ class ExactDeviceRequest(View):
     admin_access: bool | None = None
     selectors: list[DeviceSelector] = []
     capacity: CapacityRequirements | None = None
+    tolerations: list[Toleration] = []
+    """The device taints the request tolerates (read by KueueDRAIntegrationDeviceTaints' device check)."""
 
 
 class DeviceRequest(View):
@@ -440,6 +442,10 @@ class Device(View):
     consumes_counters: list[DeviceCounterConsumption] = []
     allow_multiple_allocations: bool | None = None
     node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: list[Taint] = []
+    """Its device taints (``timeAdded`` not kept), which KueueDRAIntegrationDeviceTaints' device check reads."""
 
 
 class ResourcePool(View):
@@ -455,9 +461,76 @@ class ResourceSliceSpec(View):
     driver: str = ""
     pool: ResourcePool = ResourcePool()
     node_name: str | None = None
+    node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
     shared_counters: list[CounterSet] = []
     devices: list[Device] = []
+
+
+class DeviceTaintSelector(View):
+    """Which devices a DeviceTaintRule taints: those of ``driver``, ``pool`` and named ``device``, each when given."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(View):
+    device_selector: DeviceTaintSelector | None = None
+    taint: Taint
+
+
+class DeviceTaintRule(KObject, tag="DeviceTaintRule"):
+    """resource.k8s.io/v1 DeviceTaintRule (cluster-scoped): a taint an administrator puts on the devices it selects,
+    which KueueDRAIntegrationDeviceTaints' device check reads beside the taints ResourceSlices publish."""
+
+    spec: DeviceTaintRuleSpec
+
+    def selects(self, driver: str, pool: str, device: str) -> bool:
+        sel = self.spec.device_selector
+        if sel is None:
+            return True
+        return ((sel.driver is None or sel.driver == driver) and (sel.pool is None or sel.pool == pool)
+                and (sel.device is None or sel.device == device))
+
+
+class DeviceRequestAllocationResult(View):
+    """One device a claim was allocated (``status.allocation.devices.results[]``)."""
+
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+    admin_access: bool | None = None
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+
+
+class DeviceAllocationResult(View):
+    results: list[DeviceRequestAllocationResult] = []
+
+
+class AllocationResult(View):
+    devices: DeviceAllocationResult = DeviceAllocationResult()
+
+
+class ResourceClaimStatus(View):
+    allocation: AllocationResult | None = None
+
+
+class ResourceClaim(KObject, tag="ResourceClaim"):
+    """resource.k8s.io/v1 ResourceClaim (namespaced), only as far as its ``status.allocation`` goes: the devices it
+    holds, which KueueDRADeviceFeasibility's device check counts as taken (:mod:`kueue_es.scheduler.tas.devices`)."""
+
+    status: ResourceClaimStatus = ResourceClaimStatus()
+
+    def held(self) -> tuple[tuple[str, str, str, bool], ...]:
+        """The devices it holds as (driver, pool, device, shared), by place in its results: an admin-access
+        result holds none, one with a ``shareID`` shares its device."""
+        allocation = self.status.allocation
+        if allocation is None:
+            return ()
+        return tuple((r.driver, r.pool, r.device, r.share_id is not None) for r in allocation.devices.results
+                     if not r.admin_access)
 
 
 class ResourceSlice(KObject, tag="ResourceSlice"):
@@ -979,6 +1052,8 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     ResourceClaimTemplate,
     DeviceClass,
     ResourceSlice,
+    ResourceClaim,
+    DeviceTaintRule,
     WorkloadPriorityClass,
     ResourceFlavor,
     ClusterQueue,
@@ -1007,6 +1082,8 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "ResourceClaimTemplate": ("resource.k8s.io/v1",),
     "DeviceClass": ("resource.k8s.io/v1",),
     "ResourceSlice": ("resource.k8s.io/v1",),
+    "ResourceClaim": ("resource.k8s.io/v1",),
+    "DeviceTaintRule": ("resource.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),
@@ -1023,6 +1100,7 @@ CLUSTER_SCOPED = frozenset(
         "RuntimeClass",
         "DeviceClass",
         "ResourceSlice",
+        "DeviceTaintRule",
         "WorkloadPriorityClass",
         "ResourceFlavor",
         "ClusterQueue",

@@ -160,7 +160,7 @@ class ClusterState:
         "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
-        "_dra_views", "_dra_of", "_dra", "_limit_summaries",
+        "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "nodes_seen", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
@@ -223,6 +223,11 @@ class ClusterState:
         """DeviceClasses by name: the extended resources they serve are charged as DRA devices."""
         self.resource_slices = ResourceSlices()
         """ResourceSlices by name: the devices Kueue charges the counter sources of ``deviceClassMappings`` from."""
+        self.resource_claims: dict[str, o.ResourceClaim] = {}
+        """ResourceClaims holding devices, by ``namespace/name``: what KueueDRADeviceFeasibility's device check
+        counts as taken."""
+        self.device_taint_rules: dict[str, o.DeviceTaintRule] = {}
+        """DeviceTaintRules by name: the taints KueueDRAIntegrationDeviceTaints' device check adds to devices."""
         self._served: tuple[tuple[str, str], ...] | None = None
         """Extended resource -> the DeviceClass serving it (:func:`projections.dra.serving_classes`; derived, dropped
         when a DeviceClass changes)."""
@@ -1336,6 +1341,17 @@ class ClusterState:
                 if (old_dc is None or old_dc.spec != obj.spec
                         or old_dc.metadata.creation_timestamp != obj.metadata.creation_timestamp):
                     self._device_classes_changed(served, name)
+                    self._devices_changed()
+            case o.DeviceTaintRule():
+                old_rule = self.device_taint_rules.get(name)
+                self.device_taint_rules[name] = obj
+                if old_rule is None or old_rule.spec != obj.spec:
+                    self._taint_rules_changed()
+            case o.ResourceClaim():
+                old_claim = self.resource_claims.get(obj.key)
+                self.resource_claims[obj.key] = obj
+                if old_claim is not None and not set(old_claim.held()) <= set(obj.held()):
+                    self._devices_changed()  # it released devices
             case o.ResourceSlice():
                 old_rs = self.resource_slices.by_name.get(name)
                 self.resource_slices.by_name[name] = obj
@@ -1343,6 +1359,7 @@ class ClusterState:
                     self._slices_changed(obj.spec.driver)
                     if old_rs is not None and old_rs.spec.driver != obj.spec.driver:
                         self._slices_changed(old_rs.spec.driver)
+                    self._devices_changed()
             case o.RuntimeClass():
                 old_rc = self.runtime_classes.get(name)
                 if old_rc is not None and old_rc.overhead == obj.overhead:
@@ -1417,11 +1434,22 @@ class ClusterState:
             served = self.served_extended()
             if self.device_classes.pop(key, None) is not None:
                 self._device_classes_changed(served, key)
+                self._devices_changed()
+            return
+        if kind == "DeviceTaintRule":
+            if self.device_taint_rules.pop(key, None) is not None:
+                self._taint_rules_changed()
+            return
+        if kind == "ResourceClaim":
+            gone_claim = self.resource_claims.pop(key, None)
+            if gone_claim is not None and gone_claim.held():
+                self._devices_changed()  # its devices are free
             return
         if kind == "ResourceSlice":
             gone_slice = self.resource_slices.by_name.pop(key, None)
             if gone_slice is not None:
                 self._slices_changed(gone_slice.spec.driver)
+                self._devices_changed()
             return
         if kind == "RuntimeClass":
             if key in self.runtime_classes:
@@ -1507,6 +1535,20 @@ class ClusterState:
         if any(cs.driver == driver for _, sources in self._sourced() for cs in sources) or self._selecting_templates():
             self._dra_views.clear()
             self._readjust(claims=True)
+
+    def _taint_rules_changed(self) -> None:
+        """A DeviceTaintRule came, changed or went: under KueueDRAIntegrationDeviceTaints (which needs
+        KueueDRADeviceFeasibility) the parked workloads go back to their queues, as Kueue checks the workloads its
+        device check refused again."""
+        if self.gate(gates.KUEUE_DRA_INTEGRATION_DEVICE_TAINTS) and self.gate(gates.KUEUE_DRA_DEVICE_FEASIBILITY):
+            self._flush_all()
+
+    def _devices_changed(self) -> None:
+        """A ResourceSlice or DeviceClass came, changed or went, or a ResourceClaim released devices: under
+        KueueDRADeviceFeasibility the parked workloads go back to their queues, as Kueue checks again the workloads
+        its device check refused."""
+        if self.gate(gates.KUEUE_DRA_DEVICE_FEASIBILITY):
+            self._flush_all()
 
     def _readjust(self, namespace: str | None = None, runtime_class: str | None = None, claims: bool = False) -> None:
         """What adjusts pod templates changed — the LimitRanges of ``namespace``, the RuntimeClass

@@ -19,7 +19,10 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
 :mod:`projections.metrics`),
 ``KueueDRAIntegration``, ``KueueDRARejectWorkloadsWhenDRADisabled`` and ``KueueDRAIntegrationPrioritizedList``
-(what a pod's DRA claims cost, or whether they make its workload inadmissible: :mod:`projections.dra`), ``MultiKueue`` (whether MultiKueue checks are
+(what a pod's DRA claims cost, or whether they make its workload inadmissible: :mod:`projections.dra`),
+``KueueDRADeviceFeasibility`` and ``KueueDRAIntegrationDeviceTaints`` (whether a ResourceSlice, DeviceClass,
+ResourceClaim or DeviceTaintRule changing sends the parked workloads back; TAS placement reads them too,
+:mod:`kueue_es.scheduler.tas.devices`), ``MultiKueue`` (whether MultiKueue checks are
 acted on) and ``DynamicQuotaOrchestration`` (whether a ClusterQueue's or Cohort's ``status.effectiveQuotas``
 stands for its spec's quotas: :mod:`projections.effective_quotas`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
@@ -363,8 +366,8 @@ MODELLED = INTERNAL_ONLY | frozenset({
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS, ELASTIC_PARTIAL_SCALE_UP,
     FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAIR_SHARING_REFILL, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
-    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
-    KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
+    FLAVOR_FUNGIBILITY, KUEUE_DRA_DEVICE_FEASIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
+    KUEUE_DRA_INTEGRATION_DEVICE_TAINTS, KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
     KUEUE_DRA_INTEGRATION_PRIORITIZED_LIST, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY, CONCURRENT_ADMISSION,

@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 40
+SNAPSHOT_VERSION = 41
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -87,9 +87,13 @@ until the workload's next upsert). 39: each workload's own
 waitForPodsReady timeouts (``WorkloadInfo.own_pods_ready``, its ``kueue.x-k8s.io/wait-for-pods-ready`` annotation,
 read under WorkloadLevelWaitForPodsReady); restored from an older one, a workload has none until its next upsert. 40:
 whether the log ever showed a Node (``ClusterState.nodes_seen``: the node failure rules apply once Nodes are
-watched, every Node deleted too); restored from an older one, it is whether the snapshot holds a Node."""
+watched, every Node deleted too); restored from an older one, it is whether the snapshot holds a Node. 41:
+the ResourceClaimTemplates each pod set's claims name (``PodSetInfo.claim_templates``, for KueueDRADeviceFeasibility's
+device check), and the ResourceClaims holding devices and the DeviceTaintRules (``ClusterState.resource_claims``,
+``ClusterState.device_taint_rules``); an older one restores without them until the workload's next upsert, and
+without claims or rules."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -208,7 +212,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
         state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
         state.claim_templates, state.device_classes, state.multikueue_configs, state.multikueue_clusters,
-        state.resource_slices.by_name,
+        state.resource_slices.by_name, state.resource_claims, state.device_taint_rules,
     ]
 
 
@@ -294,7 +298,8 @@ def restore(snap: Snapshot) -> ClusterState:
         "RuntimeClass": state.runtime_classes, "ResourceClaimTemplate": state.claim_templates,
         "DeviceClass": state.device_classes,
         "MultiKueueConfig": state.multikueue_configs, "MultiKueueCluster": state.multikueue_clusters,
-        "ResourceSlice": state.resource_slices.by_name,
+        "ResourceSlice": state.resource_slices.by_name, "ResourceClaim": state.resource_claims,
+        "DeviceTaintRule": state.device_taint_rules,
     }
     for obj in snap.objects:
         if isinstance(obj, o.ProvisioningRequest):

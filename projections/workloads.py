@@ -154,6 +154,10 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """Its template's ``kueue.x-k8s.io/podset-topology-spreading`` annotation as written (None: none, as for one
     restored from a snapshot before version 36 until its next upsert), kept whatever the gate; TAS placement reads
     it only under ``TASTopologySpreading`` (:mod:`kueue_es.scheduler.tas.spreading`)."""
+    claim_templates: tuple[str, ...] = ()
+    """The ResourceClaimTemplates its template's ``resourceClaims`` name, in order: what each pod claims, which TAS
+    placement checks against the nodes' devices under ``KueueDRADeviceFeasibility``
+    (:mod:`kueue_es.scheduler.tas.devices`)."""
 
     @property
     def placement_requests(self) -> tuple[tuple[str, int], ...]:
@@ -814,6 +818,8 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             dra_requests=dra_requests,
             dra_error=dra_error,
             host_ports=host_ports(spec),
+            claim_templates=tuple(c.resource_claim_template_name for c in spec.resource_claims
+                                  if c.resource_claim_template_name is not None),
             spreading=annotations.get(SPREADING_ANNOTATION),
         )
     )

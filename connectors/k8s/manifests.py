@@ -5,7 +5,8 @@ uninstalls all of it.
 RBAC grants exactly what the connector does:
 
 * read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, LimitRanges,
-  RuntimeClasses, ResourceClaimTemplates, DeviceClasses and ResourceSlices (DRA), Jobs and the Kueue kinds;
+  RuntimeClasses, ResourceClaimTemplates, DeviceClasses, ResourceSlices, ResourceClaims and DeviceTaintRules (DRA),
+  Jobs and the Kueue kinds;
 * Workloads: create (the Job integration), patch (the ``kueue.x-k8s.io/resource-in-use`` finalizer taken off;
   ``spec.active``, the queue name, priority and pod sets kept in step with the Job; a prebuilt one adopted), delete
   (orphans whose Job is gone, Workloads a Job no longer matches or has too many of, ``afterFinished`` retention);

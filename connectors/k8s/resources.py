@@ -76,6 +76,8 @@ CORE_RESOURCES: tuple[Resource, ...] = (
     Resource("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True, optional=True),
     Resource("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False, optional=True),
     Resource("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", False, optional=True),
+    Resource("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True, optional=True),
+    Resource("DeviceTaintRule", "resource.k8s.io", "v1", "devicetaintrules", False, optional=True),
 )
 
 AUTOSCALING_GROUP = "autoscaling.x-k8s.io"

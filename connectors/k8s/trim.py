@@ -13,6 +13,8 @@ pods of a TAS workload still run on a node (node failure), and the gated pods th
   selector and scheduling gates, the containers' resources and host ports (what Kueue's NodePorts check reads
   under SchedulerLibraryIntegration), the phase and deletion;
 * a Node loses its annotations (agents keep rewriting them; nothing reads them);
+* a ResourceClaim is kept only while it holds devices (``status.allocation``, which KueueDRADeviceFeasibility
+  counts as taken), with nothing else of it;
 * an update that changes none of that (a status heartbeat, a container restart count, a Node's
   lastHeartbeatTime) is not appended at all (:func:`same_content`).
 """
@@ -32,7 +34,7 @@ WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 """A LeaderWorkerSet's pods: their index in their group, which the ungater ranks the workers by."""
 RANK_LABELS = (COMPLETION_INDEX, JOB_INDEX, WORKER_INDEX)
 TERMINAL = ("Succeeded", "Failed")
-DEDUPLICATED = ("Pod", "Node")
+DEDUPLICATED = ("Pod", "Node", "ResourceClaim")
 """Kinds whose updates are dropped when the kept view did not change."""
 
 
@@ -79,6 +81,13 @@ def view(obj: o.KObject) -> o.KObject | None:
     """What the log keeps of ``obj`` (None: treat it as absent)."""
     if isinstance(obj, o.Pod):
         return pod_view(obj)
+    if isinstance(obj, o.ResourceClaim):
+        if not obj.held():
+            return None  # holds no device: nothing KueueDRADeviceFeasibility counts
+        m = obj.metadata
+        return msgspec.structs.replace(obj, metadata=o.ObjectMeta(
+            name=m.name, namespace=m.namespace, uid=m.uid, resource_version=m.resource_version,
+            creation_timestamp=m.creation_timestamp))
     if isinstance(obj, o.Node) and obj.metadata.annotations:
         return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, annotations={}))
     return obj

@@ -41,12 +41,15 @@ from kueue_es.scheduler.tas import (
     replace_in_workload,
     spreading,
 )
+from kueue_es.scheduler.tas.devices import DeviceWorld, world_of
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.assumed_ports import holders_by_node
 from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS,
+    KUEUE_DRA_DEVICE_FEASIBILITY,
+    KUEUE_DRA_INTEGRATION_DEVICE_TAINTS,
     SCHEDULER_LIBRARY_INTEGRATION,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX,
@@ -154,6 +157,9 @@ def tas_options(config, state=None) -> TASOptions:
     library = None
     if config.gate(SCHEDULER_LIBRARY_INTEGRATION):
         library = NodePorts(holders=node_ports(state) if state is not None else {})
+    devices = None
+    if state is not None and config.gate(KUEUE_DRA_DEVICE_FEASIBILITY):
+        devices = device_world(state, config.gate(KUEUE_DRA_INTEGRATION_DEVICE_TAINTS))
     return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY),
                       overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS),
                       profile_mixed=config.gate(TAS_PROFILE_MIXED),
@@ -162,7 +168,20 @@ def tas_options(config, state=None) -> TASOptions:
                       node_feasibility=config.gate(TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS),
                       partial_slices=config.gate(TAS_PARTIAL_SLICES),
                       leader_feasibility=config.gate(TAS_LEADER_POD_SET_FEASIBILITY),
-                      spreading=config.gate(TAS_TOPOLOGY_SPREADING), library=library)
+                      spreading=config.gate(TAS_TOPOLOGY_SPREADING), library=library, devices=devices)
+
+
+def device_world(state, taints: bool) -> DeviceWorld:
+    """Under KueueDRADeviceFeasibility, what ``state`` holds of devices, DeviceClasses, ResourceClaimTemplates,
+    ResourceClaims (the devices they hold) and DeviceTaintRules, which TAS checks a pod set's claims against
+    (:mod:`kueue_es.scheduler.tas.devices`; ``taints``: KueueDRAIntegrationDeviceTaints)."""
+    slices = state.resource_slices
+    drivers = sorted({rs.spec.driver for rs in slices.by_name.values()})
+    return world_of((p for d in drivers for p in slices.pools(d)),
+                    (state.device_classes[k] for k in sorted(state.device_classes)),
+                    (state.claim_templates[k] for k in sorted(state.claim_templates)),
+                    (state.resource_claims[k] for k in sorted(state.resource_claims)), taints,
+                    (state.device_taint_rules[k] for k in sorted(state.device_taint_rules)))
 
 
 def node_ports(state) -> dict:
@@ -203,9 +222,9 @@ def _delayed(info: ClusterQueueInfo, flavor: str) -> bool:
     return bool(info.multikueue_checks) or any(not on or flavor in on for _, on in info.provisioning_checks)
 
 
-def _request(ps: PodSetInfo, count: int, info: ClusterQueueInfo,
+def _request(wl: WorkloadInfo, ps: PodSetInfo, count: int, info: ClusterQueueInfo,
              updates: list[o.PodSetUpdate] | None = None) -> PodSetRequest:
-    req = PodSetRequest.of(ps, count, implied=not explicit(ps.topology) and info.tas_only)
+    req = PodSetRequest.of(ps, count, implied=not explicit(ps.topology) and info.tas_only, namespace=wl.namespace)
     if not updates:
         return req
     selector = dict(req.node_selector)
@@ -293,7 +312,7 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
             res.delayed = True
             continue
         res.tas_flavor = flavor
-        wanted.append((flavor, _request(ps, res.count, info)))
+        wanted.append((flavor, _request(wl, ps, res.count, info)))
         results[ps.name] = res
     if not wanted or a.mode == Mode.NO_FIT:
         return
@@ -346,7 +365,7 @@ def keep_waited(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: 
         w = waited.get(ps.name)
         if w is None or not w.topology_domains or w.topology_levels != res.topology.levels:
             return
-        kept.append((res, res.tas_flavor, _request(ps, res.count, info).per_pod(),
+        kept.append((res, res.tas_flavor, _request(wl, ps, res.count, info).per_pod(),
                      msgspec.structs.replace(res.topology, domains=w.topology_domains)))
     if not kept:
         return
@@ -385,7 +404,7 @@ def _message(a: Assignment) -> str:
 def tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,
                   a: Assignment) -> list[tuple[str, PodSetRequest, PodSetResult]]:
     """(TAS flavor, request, result) of the pod sets :func:`place_nominated` found a TAS flavor for (not delayed)."""
-    return [(res.tas_flavor, _request(ps, res.count, info), res)
+    return [(res.tas_flavor, _request(wl, ps, res.count, info), res)
             for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False)
             if res.tas_flavor and not res.delayed and res.count > 0]
 
@@ -471,7 +490,7 @@ def _place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueI
     if not placed:
         return ""
     snaps = ctx.topology.snapshots
-    requests = [(res.tas_flavor, _request(ps, res.count, info)) for ps, res in placed]
+    requests = [(res.tas_flavor, _request(wl, ps, res.count, info)) for ps, res in placed]
     if not all(snaps[f].fits(res.topology.domains, req.per_pod())  # type: ignore[union-attr]
                and ctx.topology.ports_free(req, res.topology)  # type: ignore[arg-type]
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
@@ -552,7 +571,7 @@ def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, 
         if ps is None or flavor is None:
             return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=error or f"pod set {psa.name} not found",
                                         **base)]
-        wanted.append((flavor, _request(ps, psa.count if psa.count is not None else ps.count, info,
+        wanted.append((flavor, _request(wl, ps, psa.count if psa.count is not None else ps.count, info,
                                         _updates(wl, psa.name))))
     wanted = with_spreading(ctx, wl, info, wanted)  # as in the first pass: Kueue's second pass spreads alike
     found = place_workload(ctx.topology.snapshots, wanted, options=ctx.topology.options)
@@ -580,7 +599,7 @@ def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o
         flavor, error = _tas_flavor(info, psa.flavors)
         if ps is None or flavor is None or psa.topology_assignment is None:
             return _no_replacement(ctx, wl, psa.name, error or f"pod set {psa.name} not found", base)
-        req = _request(ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
+        req = _request(wl, ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
         requests.append((flavor, req, Placement.decode(psa.topology_assignment)))
     found = replace_in_workload(ctx.topology.snapshots, requests, node, options=ctx.topology.options,
                                 listed=listed_beside(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES)))

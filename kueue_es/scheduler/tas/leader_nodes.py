@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from kueue_es.scheduler.tas.devices import device_excluded
 from kueue_es.scheduler.tas.library import library_excluded
 from kueue_es.scheduler.tas.nodes import Exclusion, excluded_leaves
 from kueue_es.scheduler.tas.pernode import NodeView, node_view
@@ -42,5 +43,6 @@ def leader_filter(snap: FlavorSnapshot, leader: PodSetRequest, leader_per_pod: t
     leaves = excluded_leaves(snap, leader)
     if options.library is not None:
         leaves = library_excluded(snap, leader, leaves, options.library, simulate_empty)
-    view = node_view(snap, leader, leader_per_pod, assumed) if workers_nodes is not None else None
+    leaves = device_excluded(snap, leader, leaves, options.devices)
+    view = node_view(snap, leader, leader_per_pod, assumed, options.devices) if workers_nodes is not None else None
     return LeaderFilter(leaves, view.why if view is not None else None)

@@ -117,7 +117,8 @@ def preferred_scores(snap: FlavorSnapshot, req: PodSetRequest) -> list[int] | No
 
 Exclusion = tuple[str, str]
 """Why a node is excluded: ("taint", "key=value:Effect"), ("nodeSelector", ""), ("affinity", "") or, under
-SchedulerLibraryIntegration, ("library", "") whatever the reason (:mod:`.library`)."""
+SchedulerLibraryIntegration, ("library", "") whatever the reason (:mod:`.library`), or, under
+KueueDRADeviceFeasibility, ("dra", "") for a node whose devices cannot serve the pod's claims (:mod:`.devices`)."""
 
 
 def excluded_leaves(snap: FlavorSnapshot, req: PodSetRequest) -> dict[int, Exclusion]:
@@ -162,7 +163,7 @@ def excluded_nodes(nodes: Sequence[o.Node], req: PodSetRequest,
 class Exclusions:
     """Kueue's ExclusionStats: how many leaves each reason excluded, and how many leaves there were."""
 
-    __slots__ = ("total", "node_selector", "affinity", "topology_domain", "taints", "resources", "library")
+    __slots__ = ("total", "node_selector", "affinity", "topology_domain", "taints", "resources", "library", "dra")
 
     def __init__(self, total: int) -> None:
         self.total = total
@@ -172,6 +173,7 @@ class Exclusions:
         self.taints: dict[str, int] = {}
         self.resources: dict[str, int] = {}
         self.library = 0
+        self.dra = 0
 
     def record(self, why: Exclusion) -> None:
         kind, detail = why
@@ -183,10 +185,12 @@ class Exclusions:
             self.affinity += 1
         elif kind == "library":
             self.library += 1
+        elif kind == "dra":
+            self.dra += 1
 
     def any(self) -> bool:
         return bool(self.node_selector or self.affinity or self.topology_domain or self.taints or self.resources
-                    or self.library)
+                    or self.library or self.dra)
 
     def suffix(self) -> str:
         """``. Total nodes: N; excluded: a: 1, b: 2`` (reasons string-sorted), or "" without exclusions."""
@@ -201,6 +205,8 @@ class Exclusions:
             reasons.append(f"topologyDomain: {self.topology_domain}")
         if self.library:
             reasons.append(f"schedulerLibraryNoFit: {self.library}")
+        if self.dra:
+            reasons.append(f"draNoFit: {self.dra}")
         reasons += [f"taint {go_quote(t)}: {n}" for t, n in self.taints.items()]
         reasons += [f"resource {go_quote(r)}: {n}" for r, n in self.resources.items()]
         return f". Total nodes: {self.total}; excluded: {', '.join(sorted(reasons))}"

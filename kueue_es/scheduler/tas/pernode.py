@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from kueue_es.scheduler.tas.counts import limiting_resource
+from kueue_es.scheduler.tas.devices import DeviceWorld
 from kueue_es.scheduler.tas.nodes import Exclusion, Exclusions, excluded_nodes, node_score, scoring_terms
 from kueue_es.scheduler.tas.request import Placement, PodSetRequest, TASOptions
 from projections.tas_node_layer import NodeLayer
@@ -94,11 +95,13 @@ class NodeView:
 
 
 def node_view(snap: FlavorSnapshot, req: PodSetRequest, per_pod: tuple[tuple[str, int], ...],
-              assumed: Mapping[str, Mapping[str, int]] | None = None) -> NodeView | None:
+              assumed: Mapping[str, Mapping[str, int]] | None = None,
+              devices: DeviceWorld | None = None) -> NodeView | None:
     """The request's :class:`NodeView`, or None when the lowest level is the hostname (leaves are nodes already).
     The node filter and the per-leaf caps are memoised on the shared node layer per (filter inputs, shape); the
     nodes earlier pod sets of the workload took in this computation (``assumed``, :func:`record_on_nodes`) hold
-    that much less."""
+    that much less. Under KueueDRADeviceFeasibility (``devices``), a node whose devices cannot serve the pod set's
+    claims is excluded too (:mod:`.devices`; not memoised on the layer, which outlives the cycle's devices)."""
     layer: NodeLayer | None = snap.nodes
     if layer is None:
         return None
@@ -112,10 +115,14 @@ def node_view(snap: FlavorSnapshot, req: PodSetRequest, per_pod: tuple[tuple[str
         why = memo[(b"why", fkey)] = excluded_nodes(layer.nodes, req, req.tolerations + snap.tolerations) \
             if filtering else {}
     fits = layer.pods_fitting(per_pod)
-    cap = memo.get((b"cap", fkey, per_pod))
+    filtered = why
+    if devices is not None and req.claims:
+        why = devices.excluded(layer.nodes, req.claims, why)
+    cap = memo.get((b"cap", fkey, per_pod)) if why is filtered else None
     if cap is None:
-        cap = memo[(b"cap", fkey, per_pod)] = [
-            sum(fits[k] for k in range(a, b) if k not in why) for a, b in zip(layer.start, layer.end, strict=True)]
+        cap = [sum(fits[k] for k in range(a, b) if k not in why) for a, b in zip(layer.start, layer.end, strict=True)]
+        if why is filtered:
+            memo[(b"cap", fkey, per_pod)] = cap
     taken = _taken(layer, assumed)
     if taken:
         fits, cap = list(fits), list(cap)
@@ -156,7 +163,7 @@ def record_on_nodes(snap: FlavorSnapshot, req: PodSetRequest, placement: Placeme
         return False
     per_pod = req.per_pod()
     shape = tuple(sorted(per_pod.items()))
-    view = node_view(snap, req, shape, assumed)
+    view = node_view(snap, req, shape, assumed, options.devices)
     assert view is not None
     layer, tree = view.layer, snap.tree
     terms = scoring_terms(req) if options.node_affinity_preferred else ()

@@ -27,6 +27,7 @@ from kueue_es.scheduler.tas.balanced import place_balanced
 from kueue_es.scheduler.tas.balanced_group import place_group_balanced
 from kueue_es.scheduler.tas.counts import Counts, exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
+from kueue_es.scheduler.tas.devices import device_excluded
 from kueue_es.scheduler.tas.group import GroupCounts, descend_group, fill_group_counts, find_group_fit_level
 from kueue_es.scheduler.tas.group_partial import (
     descend_group_tail,
@@ -141,8 +142,9 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
     excluded = excluded_leaves(snap, req)
     if options.library is not None:
         excluded = library_excluded(snap, req, excluded, options.library, simulate_empty)
+    excluded = device_excluded(snap, req, excluded, options.devices)
     per_pod = tuple(sorted(req.per_pod().items()))
-    nodes = node_view(snap, req, per_pod, assumed) if options.node_feasibility else None
+    nodes = node_view(snap, req, per_pod, assumed, options.devices) if options.node_feasibility else None
     scores = None
     if options.node_affinity_preferred:
         scores = preferred_scores(snap, req) if nodes is None else node_scores(nodes, req)

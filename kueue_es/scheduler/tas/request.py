@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
@@ -36,14 +37,19 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     spreading: Occupancy | None = None
     """Under TASTopologySpreading, what its ``kueue.x-k8s.io/podset-topology-spreading`` rules see in the flavor
     (:mod:`.spreading`); None: no spreading."""
+    claims: tuple[str, ...] = ()
+    """The ResourceClaimTemplates (``namespace/name``) whose claims each pod will hold, which the nodes' devices
+    must serve under KueueDRADeviceFeasibility (:mod:`.devices`); read only under that gate."""
 
     @classmethod
-    def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False) -> PodSetRequest:
-        """The request of pod set ``ps`` with ``count`` pods (default: its full count)."""
+    def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False,
+           namespace: str = "") -> PodSetRequest:
+        """The request of pod set ``ps`` (of a workload in ``namespace``) with ``count`` pods (default: its full
+        count)."""
         return cls(name=ps.name, count=ps.count if count is None else count, requests=ps.placement_requests,
                    topology=ps.topology, implied=implied, node_selector=ps.node_selector,
                    tolerations=ps.tolerations, affinity_terms=ps.affinity_terms, preferred_terms=ps.preferred_terms,
-                   host_ports=ps.host_ports)
+                   host_ports=ps.host_ports, claims=tuple(f"{namespace}/{t}" for t in ps.claim_templates))
 
     def per_pod(self) -> dict[str, int]:
         """Single-pod requests including one ``pods``."""
@@ -88,6 +94,9 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     leader_feasibility: bool = True
     spreading: bool = False
     library: NodePorts | None = None
+    devices: Any = None
+    """KueueDRADeviceFeasibility (alpha, off): None while off; on, the cluster's devices a pod set's claims are
+    checked against (a :class:`kueue_es.scheduler.tas.devices.DeviceWorld`, :mod:`kueue_es.scheduler.tas.devices`)."""
 
 
 DEFAULT_OPTIONS = TASOptions()

@@ -327,6 +327,10 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await ok("create", "resource.k8s.io", "deviceclasses")
         assert await ok("watch", "resource.k8s.io", "resourceslices")  # the devices DRA drivers publish
         assert not await ok("create", "resource.k8s.io", "resourceslices")
+        assert await ok("watch", "resource.k8s.io", "resourceclaims")  # the devices claims hold (device feasibility)
+        assert not await ok("update", "resource.k8s.io", "resourceclaims", "team-a")
+        assert await ok("watch", "resource.k8s.io", "devicetaintrules")  # the taints admins put on devices
+        assert not await ok("create", "resource.k8s.io", "devicetaintrules")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("patch", "kueue.x-k8s.io", "multikueueclusters", "", "status")  # their Active condition
         assert await ok("get", "", "secrets", ns_name)  # MultiKueue workers' kubeconfigs, in its own namespace only
