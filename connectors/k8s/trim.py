@@ -11,7 +11,8 @@ pods of a TAS workload still run on a node (node failure), and the gated pods th
 * a kept pod carries only what those rules read (:func:`pod_view`): Kueue's labels and annotations, the
   ranks (the completion index, a JobSet's Job index, a LeaderWorkerSet pod's worker index), the node, node
   selector and scheduling gates, the containers' resources and host ports (what Kueue's NodePorts check reads
-  under SchedulerLibraryIntegration), the phase and deletion;
+  under SchedulerLibraryIntegration), the phase and deletion, and the status of its ``PodScheduled`` condition
+  (WaitForPodsReadyUnscheduledTimeout: :mod:`projections.pods_scheduled`);
 * a Node loses its annotations (agents keep rewriting them; nothing reads them);
 * an update that changes none of that (a status heartbeat, a container restart count, a Node's
   lastHeartbeatTime) is not appended at all (:func:`same_content`).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import msgspec
 
 from events import objects as o
+from projections.pods_scheduled import POD_SCHEDULED
 from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 KUEUE_PREFIX = "kueue.x-k8s.io/"
@@ -71,7 +73,8 @@ def pod_view(pod: o.Pod) -> o.Pod | None:
         spec=o.PodSpec(containers=_resources_only(s.containers), init_containers=_resources_only(s.init_containers),
                        node_selector=s.node_selector, overhead=s.overhead, resources=s.resources,
                        node_name=s.node_name, scheduling_gates=s.scheduling_gates),
-        status=o.PodStatus(phase=pod.status.phase),
+        status=o.PodStatus(phase=pod.status.phase, conditions=[
+            o.Condition(type=c.type, status=c.status) for c in pod.status.conditions if c.type == POD_SCHEDULED]),
     )
 
 
