@@ -18,8 +18,9 @@ False ``WaitForScheduling`` "At least one required pod is not scheduled", or Tru
 is, and a True one stays for the rest of the admission. A Workload that lost its admission and shows True is reset
 to False ``WaitForStart`` "Not all pods are ready or succeeded".
 
-An observation counts for the current admission only when made at or after it (Kueue: a lastTransitionTime after
-the Admitted condition's). While one says False and the pods were never ready, the job integration's PodsReady
+An observation counts for the current admission only when made at or after it, in whole seconds as the API shows
+times (Kueue stamps its first observation a second after the admission and takes one whose lastTransitionTime is
+after the Admitted condition's; the fold is ordered, so it observes at once). While one says False and the pods were never ready, the job integration's PodsReady
 reason is ``WaitForScheduling`` (:mod:`projections.pods_ready_condition`), and the workload controller evicts at
 the admission plus ``unscheduledTimeout`` (:mod:`kueue_es.scheduler.pods_ready_timeouts`).
 """
@@ -88,7 +89,8 @@ def current(wl: WorkloadInfo) -> o.Condition | None:
         return None
     if (c.status, c.reason) not in (("False", WAIT_FOR_SCHEDULING), ("True", ALL_SCHEDULED)):
         return None
-    return c if parse_time(c.last_transition_time) >= wl.admitted_at else None
+    # both times as the API shows them, in whole seconds: an observation in the admission's second is this one's
+    return c if parse_time(c.last_transition_time) >= wl.admitted_at // 1000 * 1000 else None
 
 
 def waiting_for_scheduling(wl: WorkloadInfo) -> bool:

@@ -1,7 +1,9 @@
 """What the log keeps of the busiest kinds, Pods and Nodes, so that their churn does not flood it.
 
-Kueue-es reads Pods for topology-aware scheduling only: the usage of bound pods that TAS does not manage, which
-pods of a TAS workload still run on a node (node failure), and the gated pods the ungater places. So:
+Kueue-es reads Pods for topology-aware scheduling (the usage of bound pods that TAS does not manage, which pods of
+a TAS workload still run on a node for node failure, the gated pods the ungater places) and, under
+WaitForPodsReadyUnscheduledTimeout, whether a Kueue workload's pods are scheduled (:mod:`projections.pods_scheduled`).
+So:
 
 * the watch asks the apiserver for non-terminal pods only (``Resource.field_selector``): a pod that succeeds or
   fails leaves the selection, and the log records it as deleted — terminal and deleted pods count the same

@@ -23,8 +23,8 @@ from projections import gates
 from projections.cluster import ClusterState
 from projections.deadlines import DueIndex
 from projections.pods_ready_condition import WAIT_FOR_RECOVERY, WAIT_FOR_SCHEDULING, WAIT_FOR_START
-from projections.pods_scheduled import unscheduled_wait
 from projections.pods_ready_wait import own_deadline, pods_ready_wait
+from projections.pods_scheduled import unscheduled_wait
 from projections.workloads import ADMITTED, WorkloadInfo
 
 

@@ -11,13 +11,12 @@ from fixtures.eventgen import T0, admission, flavor, local_queue, meta, namespac
 from connectors.k8s import trim
 from events import objects as o
 from events import schema as ev
-from events.schema import Record
 from events.timefmt import format_time
 from kueue_es.scheduler import pods_ready_timeouts
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.reconcile import next_deadline
 from projections import pods_scheduled
-from projections.cluster import ClusterState
+from tests.projections.test_proj_pods_ready_condition import Log as ConditionLog
 
 KEY = "ns/w1"
 UNSCHEDULED = ("False", "WaitForScheduling", "At least one required pod is not scheduled")
@@ -31,11 +30,9 @@ def at(seconds: int) -> int:
     return T0 + seconds * 1000
 
 
-class Log:
+class Log(ConditionLog):
     def __init__(self, config: dict, count: int = 2) -> None:
-        self.state = ClusterState()
-        self.offset = 0
-        self.cycle = 0
+        super().__init__()
         self.document = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **config}
         self.observe(ev.ConfigRecorded(time=T0, writer="test", document=self.document))
         cq = o.ClusterQueue(metadata=o.ObjectMeta(name="cq"), spec=o.ClusterQueueSpec(
@@ -45,15 +42,6 @@ class Log:
         self.observe(*(upsert(x, T0) for x in (namespace("ns"), flavor("f0"), cq, local_queue("ns", "lq", "cq"),
                                                workload("ns", "w1", queue="lq", created=T0, count=count))))
         self.count = count
-
-    def observe(self, *events: ev.AnyEvent) -> None:
-        for e in events:
-            self.state.apply(Record(self.offset, e))
-            self.offset += 1
-
-    def decide(self, time: int, t: type, **kw: object) -> None:
-        self.cycle += 1
-        self.observe(t(time=time, cycle=self.cycle, input=self.offset - 1, key=KEY, **kw))
 
     def admit(self, time: int) -> None:
         self.decide(time, ev.QuotaReserved, admission=admission("cq", "f0", 1000 * self.count, count=self.count))
@@ -71,7 +59,7 @@ class Log:
     def gone(self, time: int, name: str) -> None:
         self.observe(ev.ObjectDeleted(time=time, key=f"ns/{name}", kind="Pod"))
 
-    def shown(self, type_: str = "PodsScheduled") -> tuple[str, str, str] | None:
+    def shown(self, type_: str = "PodsScheduled") -> tuple[str, str, str] | None:  # type: ignore[override]
         c = self.state.workloads[KEY].condition(type_)
         return None if c is None else (c.status, c.reason, c.message)
 
