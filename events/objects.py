@@ -234,6 +234,9 @@ class Node(KObject, tag="Node"):
 
 class PodStatus(View):
     phase: str = ""
+    conditions: list[Condition] = []
+    """In the log, only ``PodScheduled`` (type and status): what Kueue's UnscheduledPodsTracker reads
+    (:mod:`projections.pods_scheduled`)."""
 
 
 class Pod(KObject, tag="Pod"):

@@ -31,7 +31,7 @@ from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
-from projections import effective_quotas, gates, variants
+from projections import effective_quotas, gates, pods_scheduled, variants
 from projections.admissionchecks import (
     ClusterLink,
     MultiKueueWorld,
@@ -70,7 +70,7 @@ from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_rese
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready import waits_for_pods_ready
-from projections.pods_ready_condition import pods_ready_condition
+from projections.pods_ready_condition import NOT_READY, WAIT_FOR_START, pods_ready_condition
 from projections.pods_ready_wait import own_deadline, pods_ready_wait
 from projections.preemption_gates import (
     BLOCKED_ON_PREEMPTION_GATES,
@@ -165,13 +165,13 @@ class ClusterState:
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
-        "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
+        "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
         "_custom_labels_of", "_custom_labels",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "dispatched", "finished_clock", "deactivated_clock",
-        "max_execution_clock", "recovery_clock", "own_pods_ready_clock", "keeping", "node_waits", "metrics",
+        "max_execution_clock", "recovery_clock", "own_pods_ready_clock", "unscheduled_clock", "keeping", "node_waits", "metrics",
         "checks_taken",
         "reservation_forgotten",
     )
@@ -287,6 +287,8 @@ class ClusterState:
         """What :attr:`config` says about requests, and the configuration it was read from (derived)."""
         self._pods_ready_of: ev.ConfigRecorded | None = None
         self._pods_ready = True
+        self._scheduling_of: ev.ConfigRecorded | None = None
+        self._scheduling = False
         """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
         self._gates_of: ev.ConfigRecorded | None = None
         self._gates: dict[str, bool] = {}
@@ -373,6 +375,10 @@ class ClusterState:
         """The workloads of :attr:`pods_ready_clock` and :attr:`recovery_clock` that set their own timeouts
         (``WorkloadInfo.own_pods_ready``), by when their own timeout runs out (one whose own timeouts do not cover
         its wait is not listed): what the scheduler reads under WorkloadLevelWaitForPodsReady."""
+        self.unscheduled_clock = DueIndex()
+        """The workloads of :attr:`pods_ready_clock` waiting for their pods' scheduling (PodsReady
+        ``WaitForScheduling`` on a current PodsScheduled=False observation, :mod:`projections.pods_scheduled`), by
+        admission time: waitForPodsReady's ``unscheduledTimeout`` runs from there (only while it is tracked)."""
         self.not_ready: dict[str, None] = {}
         """Active workloads holding quota (reserved or admitted, evicted ones until their quota is released)
         whose pods are not all ready: Kueue's cache ``WorkloadsNotReady``, over every ClusterQueue. While one is
@@ -568,6 +574,16 @@ class ClusterState:
             doc = config.document if config is not None else None
             self._pods_ready_of, self._pods_ready = config, waits_for_pods_ready(doc)
         return self._pods_ready
+
+    @property
+    def tracks_pods_scheduled(self) -> bool:
+        """Kueue's UnscheduledPodsTracker runs under the recorded configuration (WaitForPodsReadyUnscheduledTimeout
+        on, waitForPodsReady in force with a positive ``unscheduledTimeout``: :func:`pods_scheduled.tracking`)."""
+        config = self.config
+        if self._scheduling_of is not config:
+            doc = config.document if config is not None else None
+            self._scheduling_of, self._scheduling = config, pods_scheduled.tracking(doc)
+        return self._scheduling
 
     def gate(self, name: str) -> bool:
         """Kueue's feature gate ``name`` under the recorded configuration (its default when none is recorded). Each
@@ -832,13 +848,15 @@ class ClusterState:
         self.touched[key] = None
         wl = self.workloads.get(key)
         waiting = finished = deactivated = None
-        limit = recovering = own_due = None
+        limit = recovering = own_due = unscheduled = None
         if wl is not None:
             if wl.phase == ADMITTED and not wl.evicted:
                 if not wl.pods_ready:
                     waiting, recovering = pods_ready_wait(wl)
                     if wl.own_pods_ready is not None:
                         own_due = own_deadline(wl.own_pods_ready, waiting, recovering)
+                    if waiting is not None and self.tracks_pods_scheduled and pods_scheduled.unscheduled_wait(wl):
+                        unscheduled = waiting
                 if wl.max_execution_seconds is not None:
                     limit = max_execution_deadline(wl)
             if wl.phase in _HOLDING and not wl.pods_ready and wl.active:
@@ -871,7 +889,7 @@ class ClusterState:
         if at is not None or key in clock.at:
             clock.set(key, at)
         for clock, at in ((self.pods_ready_clock, waiting), (self.recovery_clock, recovering),
-                          (self.own_pods_ready_clock, own_due)):
+                          (self.own_pods_ready_clock, own_due), (self.unscheduled_clock, unscheduled)):
             if at is not None or key in clock.at:
                 clock.set(key, at)
         clock = self.finished_clock
@@ -1092,15 +1110,47 @@ class ClusterState:
                 self._set_pods_ready(wl, e.ready, e.time)
 
     def _keep_pods_ready(self, wl: WorkloadInfo, ready: bool, time: int) -> None:
-        """Admission changed: a PodsReady condition a job integration keeps (one is shown) is written anew."""
+        """Admission changed: the pods' scheduling is looked at again (when tracked), and a PodsReady condition a job
+        integration keeps (one is shown) is written anew."""
+        if self.tracks_pods_scheduled:
+            self._observe_scheduling(wl, time)
         if wl.condition("PodsReady") is not None and self.waits_for_pods_ready:
             self._set_pods_ready(wl, ready, time)
 
-    @staticmethod
-    def _set_pods_ready(wl: WorkloadInfo, ready: bool, time: int) -> None:
+    def _set_pods_ready(self, wl: WorkloadInfo, ready: bool, time: int) -> None:
         current = wl.condition("PodsReady")
         admitted = wl.phase == ADMITTED and _true(wl.condition("Admitted"))
-        wl.set_condition("PodsReady", *pods_ready_condition(current, admitted, ready), time)
+        scheduling = self.tracks_pods_scheduled and pods_scheduled.waiting_for_scheduling(wl)
+        wl.set_condition("PodsReady", *pods_ready_condition(current, admitted, ready, scheduling), time)
+
+    def _observe_scheduling(self, wl: WorkloadInfo, time: int) -> bool:
+        """Kueue's UnscheduledPodsTracker looks at ``wl``: its PodsScheduled condition follows its Pods (admitted),
+        or is reset (admission lost): :mod:`projections.pods_scheduled`. Whether it changed."""
+        if wl.phase == ADMITTED and _true(wl.condition("Admitted")):
+            if wl.evicted or (self.concurrent_admission and variants.parent_name(wl)):
+                return False
+            pods = [p for p in self.pods.values() if pods_scheduled.linked(p, wl)]
+            found = pods_scheduled.observe(wl, pods, self.reclaim_enabled)
+            if found is None:
+                return False
+            wl.conditions = tuple(c for c in wl.conditions if c.type != pods_scheduled.PODS_SCHEDULED)
+            wl.set_condition(pods_scheduled.PODS_SCHEDULED, *found, time)
+            return True
+        shown = wl.condition(pods_scheduled.PODS_SCHEDULED)
+        if wl.phase == FINISHED or shown is None or shown.status != "True":
+            return False
+        wl.set_condition(pods_scheduled.PODS_SCHEDULED, "False", WAIT_FOR_START, NOT_READY, time)
+        return True
+
+    def _pod_scheduling(self, pod: o.Pod | None) -> None:
+        """A Pod linked to a workload changed or went: the tracker looks at the workload (the PodsReady condition
+        a job integration keeps follows a new observation)."""
+        name = pod.metadata.annotations.get(WORKLOAD_ANNOTATION) if pod is not None else None
+        wl = self.workloads.get(f"{pod.metadata.namespace}/{name}") if name else None  # type: ignore[union-attr]
+        if wl is not None and self._observe_scheduling(wl, self.time):
+            if wl.condition("PodsReady") is not None:
+                self._set_pods_ready(wl, wl.pods_ready, self.time)
+            self.reindex(wl.key)
 
     def _on_check_state(self, e: ev.AdmissionCheckStateChanged | ev.AdmissionCheckUpdated) -> None:
         """A check's new state (observed from another controller, or decided by kueue-es's own): Kueue's
@@ -1378,10 +1428,16 @@ class ClusterState:
                 self.nodes_seen = True
                 self.index_node_wait(name)
             case o.Pod():
-                self._touch_pod(self.pods.get(obj.key))
+                old_pod = self.pods.get(obj.key)
+                self._touch_pod(old_pod)
                 self._touch_pod(obj)
                 self.pods[obj.key] = obj
                 self.tas.pod_changed(obj.key, obj)
+                if self.tracks_pods_scheduled:
+                    self._pod_scheduling(obj)
+                    if old_pod is not None and old_pod.metadata.annotations.get(
+                            WORKLOAD_ANNOTATION) != obj.metadata.annotations.get(WORKLOAD_ANNOTATION):
+                        self._pod_scheduling(old_pod)
             case o.Job():
                 self.jobs[obj.key] = obj
 
@@ -1476,6 +1532,8 @@ class ClusterState:
         elif kind == "Pod":
             self._touch_pod(gone)
             self.tas.pod_changed(key, None)
+            if self.tracks_pods_scheduled:
+                self._pod_scheduling(gone)
         if kind in ("ClusterQueue", "Cohort"):
             if kind == "Cohort":
                 self.metrics.forget_cohort(key)  # even while something still names it, as Kueue clears it

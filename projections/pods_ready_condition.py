@@ -18,6 +18,7 @@ from events import objects as o
 
 WAIT_FOR_START = "WaitForStart"
 WAIT_FOR_RECOVERY = "WaitForRecovery"
+WAIT_FOR_SCHEDULING = "WaitForScheduling"
 STARTED = "Started"
 RECOVERED = "Recovered"
 
@@ -26,8 +27,11 @@ RECOVERING = "At least one pod has failed, waiting for recovery"
 READY = "All pods reached readiness and the workload is running"
 
 
-def pods_ready_condition(current: o.Condition | None, admitted: bool, ready: bool) -> tuple[str, str, str]:
-    """(status, reason, message) of the PodsReady condition that follows ``current``."""
+def pods_ready_condition(current: o.Condition | None, admitted: bool, ready: bool,
+                         scheduling: bool = False) -> tuple[str, str, str]:
+    """(status, reason, message) of the PodsReady condition that follows ``current``. ``scheduling``: a current
+    ``PodsScheduled`` observation says a required pod is not scheduled (WaitForPodsReadyUnscheduledTimeout,
+    :mod:`projections.pods_scheduled`), so an admitted workload waiting for its start waits for its scheduling."""
     if not admitted:
         return "False", WAIT_FOR_START, NOT_READY
     if ready:
@@ -35,4 +39,4 @@ def pods_ready_condition(current: o.Condition | None, admitted: bool, ready: boo
         return "True", RECOVERED if recovering else STARTED, READY
     if current is not None and (current.status == "True" or current.reason == WAIT_FOR_RECOVERY):
         return "False", WAIT_FOR_RECOVERY, RECOVERING
-    return "False", WAIT_FOR_START, NOT_READY
+    return "False", WAIT_FOR_SCHEDULING if scheduling else WAIT_FOR_START, NOT_READY

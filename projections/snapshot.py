@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 41
+SNAPSHOT_VERSION = 42
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -91,9 +91,12 @@ watched, every Node deleted too); restored from an older one, it is whether the 
 the ResourceClaimTemplates each pod set's claims name (``PodSetInfo.claim_templates``, for KueueDRADeviceFeasibility's
 device check), and the ResourceClaims holding devices and the DeviceTaintRules (``ClusterState.resource_claims``,
 ``ClusterState.device_taint_rules``); an older one restores without them until the workload's next upsert, and
-without claims or rules."""
+without claims or rules. 42:
+each Pod's ``PodScheduled`` condition (``PodStatus.conditions``, read under WaitForPodsReadyUnscheduledTimeout);
+restored from an older one, a Pod shows none, so counts as not scheduled, until its next update (the layout is
+version 41's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

@@ -717,7 +717,7 @@ def after_reclaim(spec_sets: tuple[PodSetInfo, ...], reclaimable: tuple[tuple[st
 WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
 KUEUE_CONDITIONS = frozenset({"QuotaReserved", "Admitted", "Evicted", "PodsReady", "Finished", "Requeued", "Preempted",
                               "DeactivationTarget", WAITING_FOR_REPLACEMENT_PODS,
-                              "BlockedOnPreemptionGates"})
+                              "BlockedOnPreemptionGates", "PodsScheduled"})
 """The Workload condition types Kueue owns, which kueue-es writes (every type the fold sets is one of them). A
 condition of any other type is another controller's or a user's: the status writer keeps it as the apiserver shows
 it (Kueue applies its own types only, the conditions being a list keyed by type)."""

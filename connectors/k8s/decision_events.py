@@ -21,7 +21,8 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
 * ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
   ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
 * ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
-  reads ``Deactivated[DueTo<cause>]``); a rejected admission check first gets Warning ``AdmissionCheckRejected``,
+  reads ``Deactivated[DueTo<cause>]``; a PodsReady timeout on the pods' scheduling reads
+  ``EvictedDueToPodsReadyTimeoutDueToWaitForScheduling``); a rejected admission check first gets Warning ``AdmissionCheckRejected``,
   a maximum execution time run out first gets Warning ``MaximumExecutionTimeExceeded`` "The maximum execution
   time (<n>s) exceeded" (the workload's ``maximumExecutionTimeSeconds``), as Kueue records them when it sets the
   DeactivationTarget;
@@ -82,6 +83,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from events.timefmt import parse_time
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
+from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
 from projections.workloads import (
     ADMISSION_GATE_CLEARED,
     ADMISSION_GATED,
@@ -309,7 +311,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
                     make_event(b.other, NORMAL, "PreemptedWorkload", f"Preempted workload {me.namespace}/{me.name} "
                                f"(UID: {me.uid}) in ClusterQueue {b.cluster_queue}; {prios}", ADMISSION))
         case ev.WorkloadEvicted():
-            return (make_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message,
+            cause = "DueToWaitForScheduling" if d.underlying_cause == WAIT_FOR_SCHEDULING else ""
+            return (make_event(me, NORMAL, f"EvictedDueTo{d.reason}{cause}", d.message,
                                _eviction_component(d.reason, d.message)),)
         case ev.WorkloadDeactivated():
             evicted = make_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)

@@ -38,7 +38,7 @@ from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
 from projections.in_use import KINDS as FINALIZED
-from projections.workloads import PENDING, WorkloadInfo
+from projections.workloads import PENDING, WORKLOAD_ANNOTATION, WorkloadInfo
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged)
@@ -112,7 +112,10 @@ class Mirror:
         job_seen = self.job_of.get(wl_key) if wl_key else None
         job_before = _job_before(self.state, e)
         held = _holding(self.state, e)
+        scheduling = _pod_workloads(self.state, e)
         self.state.apply(record)
+        if scheduling:
+            self.dirty_workloads.update(scheduling)  # its PodsScheduled condition may have changed
         if held is not None and not held.reserving and held.phase == PENDING:
             self.kube_events.forget_reservation(held.key)  # the rewritten Workload shows none: never written
         if wl_key:
@@ -352,6 +355,21 @@ def _holding(state: ClusterState, e: ev.AnyEvent) -> WorkloadInfo | None:
         if wl is not None and wl.reserving and wl.uid == e.obj.metadata.uid:
             return wl
     return None
+
+
+def _pod_workloads(state: ClusterState, e: ev.AnyEvent) -> tuple[str, ...]:
+    """The Workloads a Pod ``e`` upserts or deletes names, before and after ``e``, while Pods' scheduling is tracked
+    (WaitForPodsReadyUnscheduledTimeout, :mod:`projections.pods_scheduled`); else none."""
+    if isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Pod):
+        pods: tuple[o.Pod | None, ...] = (state.pods.get(e.key), e.obj)
+    elif isinstance(e, ev.ObjectDeleted) and e.kind == "Pod":
+        pods = (state.pods.get(e.key),)
+    else:
+        return ()
+    if not state.tracks_pods_scheduled:
+        return ()
+    return tuple(sorted({f"{p.metadata.namespace}/{name}" for p in pods if p is not None
+                         for name in (p.metadata.annotations.get(WORKLOAD_ANNOTATION),) if name}))
 
 
 def _job_before(state: ClusterState, e: ev.AnyEvent) -> o.Job | None:

@@ -98,7 +98,8 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
         tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
     labels = {PODSET_LABEL: psa.name, **queue_labels(state, wl)}
     tas = state.tas_enabled  # Kueue adds nothing of TAS while its TopologyAwareScheduling gate is off
-    annotations = {WORKLOAD_ANNOTATION: wl.name} if tas else {}
+    # the Pods name their Workload under TAS, and for Kueue's UnscheduledPodsTracker (:mod:`projections.pods_scheduled`)
+    annotations = {WORKLOAD_ANNOTATION: wl.name} if tas or state.tracks_pods_scheduled else {}
     if slice_name:
         annotations[SLICE_NAME_ANNOTATION] = slice_name
     pod_gates: list[dict[str, str]] = []

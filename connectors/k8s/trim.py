@@ -1,7 +1,9 @@
 """What the log keeps of the busiest kinds, Pods and Nodes, so that their churn does not flood it.
 
-Kueue-es reads Pods for topology-aware scheduling only: the usage of bound pods that TAS does not manage, which
-pods of a TAS workload still run on a node (node failure), and the gated pods the ungater places. So:
+Kueue-es reads Pods for topology-aware scheduling (the usage of bound pods that TAS does not manage, which pods of
+a TAS workload still run on a node for node failure, the gated pods the ungater places) and, under
+WaitForPodsReadyUnscheduledTimeout, whether a Kueue workload's pods are scheduled (:mod:`projections.pods_scheduled`).
+So:
 
 * the watch asks the apiserver for non-terminal pods only (``Resource.field_selector``): a pod that succeeds or
   fails leaves the selection, and the log records it as deleted — terminal and deleted pods count the same
@@ -11,7 +13,8 @@ pods of a TAS workload still run on a node (node failure), and the gated pods th
 * a kept pod carries only what those rules read (:func:`pod_view`): Kueue's labels and annotations, the
   ranks (the completion index, a JobSet's Job index, a LeaderWorkerSet pod's worker index), the node, node
   selector and scheduling gates, the containers' resources and host ports (what Kueue's NodePorts check reads
-  under SchedulerLibraryIntegration), the phase and deletion;
+  under SchedulerLibraryIntegration), the phase and deletion, and the status of its ``PodScheduled`` condition
+  (WaitForPodsReadyUnscheduledTimeout: :mod:`projections.pods_scheduled`);
 * a Node loses its annotations (agents keep rewriting them; nothing reads them);
 * a ResourceClaim is kept only while it holds devices (``status.allocation``, which KueueDRADeviceFeasibility
   counts as taken), with nothing else of it;
@@ -24,6 +27,7 @@ from __future__ import annotations
 import msgspec
 
 from events import objects as o
+from projections.pods_scheduled import POD_SCHEDULED
 from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 KUEUE_PREFIX = "kueue.x-k8s.io/"
@@ -73,7 +77,8 @@ def pod_view(pod: o.Pod) -> o.Pod | None:
         spec=o.PodSpec(containers=_resources_only(s.containers), init_containers=_resources_only(s.init_containers),
                        node_selector=s.node_selector, overhead=s.overhead, resources=s.resources,
                        node_name=s.node_name, scheduling_gates=s.scheduling_gates),
-        status=o.PodStatus(phase=pod.status.phase),
+        status=o.PodStatus(phase=pod.status.phase, conditions=[
+            o.Condition(type=c.type, status=c.status) for c in pod.status.conditions if c.type == POD_SCHEDULED]),
     )
 
 

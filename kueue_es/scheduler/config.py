@@ -64,8 +64,8 @@ class WaitForPodsReadyConfig(_Cfg):
     """How long an admitted workload whose pods were ready may wait for them to recover (unset: no limit)."""
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
     unscheduled_timeout: str | None = None
-    """Kueue v0.20's timeout for an admitted workload's pods to be scheduled, read by its
-    ``WaitForPodsReadyUnscheduledTimeout`` gate, which kueue-es does not model: taken and checked, not read."""
+    """Kueue v0.20's timeout for an admitted workload's pods to be scheduled, read under its
+    ``WaitForPodsReadyUnscheduledTimeout`` gate (:mod:`projections.pods_scheduled`); unset or zero: none."""
     max_timeout_on_workload: str | None = None
     """The longest timeout a job's ``kueue.x-k8s.io/wait-for-pods-ready`` annotation may set (unset: 2h), under
     ``WorkloadLevelWaitForPodsReady`` (:mod:`projections.workload_pods_ready`)."""

@@ -7,6 +7,10 @@ workloads due by a time, and the earliest deadline to come (for clock ticks). Pu
 - Waiting for a recovery (PodsReady ``WaitForRecovery``: its pods were ready and one was lost): ``recoveryTimeout``
   from the condition's lastTransitionTime, and no eviction while no recovery timeout is set; the underlying cause is
   ``WaitForRecovery``.
+- Waiting for its pods' scheduling under ``WaitForPodsReadyUnscheduledTimeout`` (alpha, off; a positive
+  ``unscheduledTimeout``): PodsReady ``WaitForScheduling`` and a current PodsScheduled=False observation
+  (:mod:`projections.pods_scheduled`): ``unscheduledTimeout`` from the admission (or ``timeout``, if that runs out
+  first); with no current observation, ``timeout``. Either way the underlying cause is ``WaitForScheduling``.
 - Under ``WorkloadLevelWaitForPodsReady`` (alpha, off), a workload's ``kueue.x-k8s.io/wait-for-pods-ready``
   annotation sets its own timeout and recovery timeout in place of the configuration's
   (:mod:`projections.workload_pods_ready`).
@@ -18,8 +22,9 @@ from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from projections import gates
 from projections.cluster import ClusterState
 from projections.deadlines import DueIndex
-from projections.pods_ready_condition import WAIT_FOR_RECOVERY, WAIT_FOR_START
+from projections.pods_ready_condition import WAIT_FOR_RECOVERY, WAIT_FOR_SCHEDULING, WAIT_FOR_START
 from projections.pods_ready_wait import own_deadline, pods_ready_wait
+from projections.pods_scheduled import unscheduled_wait
 from projections.workloads import ADMITTED, WorkloadInfo
 
 
@@ -27,6 +32,19 @@ def recovery_ms(config: SchedulerConfig) -> int | None:
     """``waitForPodsReady.recoveryTimeout`` in ms (None: unset or zero, so a lost readiness is never timed out)."""
     raw = config.pods_ready.recovery_timeout
     return parse_duration(raw) or None if raw else None
+
+
+def unscheduled_ms(config: SchedulerConfig) -> int | None:
+    """``waitForPodsReady.unscheduledTimeout`` in ms while its gate is on (None: off, unset or zero)."""
+    raw = config.pods_ready.unscheduled_timeout
+    if not raw or not config.gate(gates.WAIT_FOR_PODS_READY_UNSCHEDULED_TIMEOUT):
+        return None
+    return parse_duration(raw) or None
+
+
+def _scheduling_cause(wl: WorkloadInfo) -> bool:
+    ready = wl.condition("PodsReady")
+    return ready is not None and ready.status == "False" and ready.reason == WAIT_FOR_SCHEDULING
 
 
 def own_in_force(config: SchedulerConfig) -> bool:
@@ -41,15 +59,23 @@ def deadline(config: SchedulerConfig, wl: WorkloadInfo) -> tuple[int, str] | Non
         return None
     waiting, recovering = pods_ready_wait(wl)
     cause = WAIT_FOR_RECOVERY if recovering is not None else WAIT_FOR_START
+    unscheduled = unscheduled_ms(config) if recovering is None else None
+    sooner = None
+    if unscheduled is not None and _scheduling_cause(wl):
+        cause = WAIT_FOR_SCHEDULING
+        if unscheduled_wait(wl):
+            assert waiting is not None
+            sooner = waiting + unscheduled
     if wl.own_pods_ready is not None and own_in_force(config):
         due = own_deadline(wl.own_pods_ready, waiting, recovering)
         if due is not None:
-            return due, cause
+            return (due if sooner is None else min(due, sooner)), cause
     if recovering is not None:
         recovery = recovery_ms(config)
         return (recovering + recovery, cause) if recovery is not None else None
     assert waiting is not None
-    return waiting + parse_duration(pr.timeout), cause
+    due = waiting + parse_duration(pr.timeout)
+    return (due if sooner is None else min(due, sooner)), cause
 
 
 def due(state: ClusterState, config: SchedulerConfig, now: int) -> set[str]:
@@ -62,6 +88,9 @@ def due(state: ClusterState, config: SchedulerConfig, now: int) -> set[str]:
         keys.update(state.recovery_clock.due(now - recovery))
     if own_in_force(config):
         keys.update(state.own_pods_ready_clock.due(now))
+    unscheduled = unscheduled_ms(config)
+    if unscheduled is not None:
+        keys.update(state.unscheduled_clock.due(now - unscheduled))
     return keys
 
 
@@ -88,4 +117,8 @@ def next_due(state: ClusterState, config: SchedulerConfig) -> int | None:
     mine = state.own_pods_ready_clock.first() if own else None
     if mine is not None:
         times.append(mine)
+    unscheduled = unscheduled_ms(config)
+    first = state.unscheduled_clock.first() if unscheduled is not None else None
+    if first is not None and unscheduled is not None:
+        times.append(first + unscheduled)
     return min(times, default=None)

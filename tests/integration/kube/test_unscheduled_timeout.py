@@ -1,0 +1,92 @@
+"""WaitForPodsReadyUnscheduledTimeout (alpha) on a real apiserver: a started Job's pod template names its Workload
+(``kueue.x-k8s.io/workload``), the connector reads the Pods' ``PodScheduled`` condition, and the Workload shows
+``PodsScheduled`` as Kueue's UnscheduledPodsTracker writes it. No kubelet nor job controller runs here: the test
+plays the job controller (creates the Pod from the template) and kube-scheduler (binds it, which sets
+PodScheduled=True). An unbound Pod gets its Workload evicted ``unscheduledTimeout`` after the admission
+(``PodsReadyTimeout``, the 1h timeout far away); a bound one gets ``PodsScheduled=True`` and no eviction."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from typing import Any
+
+import pytest
+from kubehelp import connect, create, eventually, get, job, kueue_es, queues
+
+from connectors.k8s import crds
+from connectors.k8s.jobs import workload_name
+from connectors.k8s.resources import BY_KIND
+from kueue_es.scheduler.config import load_config
+
+pytestmark = pytest.mark.kube
+PODS, NODES = BY_KIND["Pod"], BY_KIND["Node"]
+CONFIG = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                      "waitForPodsReady": {"timeout": "1h", "unscheduledTimeout": "4s"},
+                      "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True}})
+
+
+def _cond(obj: dict[str, Any], type_: str) -> tuple[str, str, str] | None:
+    c = next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+    return None if c is None else (c["status"], c["reason"], c.get("message", ""))
+
+
+async def _started_pod(kc, ns: str, name: str) -> str:
+    """Wait for the Job to be started and create its Pod from the template, as the job controller would; the
+    Workload's name."""
+    async def started() -> dict[str, Any] | None:
+        j = await get(kc, "Job", name, ns)
+        return j if not j["spec"].get("suspend") else None
+
+    j = await eventually(started, what=f"the {name} Job to be started")
+    tmpl = j["spec"]["template"]
+    wl = workload_name(name, j["metadata"]["uid"])
+    assert tmpl["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == wl  # the tracker links Pods by it
+    await create(kc, {"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": f"{name}-0", "namespace": ns, **tmpl["metadata"]},
+                      "spec": tmpl["spec"]})
+    return wl
+
+
+@pytest.mark.asyncio
+async def test_unscheduled_pods_evict_at_the_unscheduled_timeout_and_bound_ones_do_not(kube_apiserver,
+                                                                                       tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns, _, _, _ = await queues(kc, "unsched", {"cpu": 4}, sfx=sfx)
+        node = f"node-{sfx}"
+        await create(kc, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+        try:
+            async with kueue_es(kc, tmp_path / "log", config=CONFIG, pods_ready_timeout="1h"):
+                await create(kc, job(ns, "bound", "user-queue", cpu="1"))
+                bound = await _started_pod(kc, ns, "bound")
+                await kc.request("POST", PODS.object_path("bound-0", ns, "binding"), body={
+                    "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "bound-0"},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+
+                async def scheduled() -> dict[str, Any] | None:
+                    wl = await get(kc, "Workload", bound, ns)
+                    return wl if (_cond(wl, "PodsScheduled") or ("",))[0] == "True" else None
+
+                wl = await eventually(scheduled, what="PodsScheduled=True on the bound Workload")
+                assert _cond(wl, "PodsScheduled") == (
+                    "True", "AllRequiredPodsScheduled", "All required pods were scheduled or succeeded")
+                assert _cond(wl, "PodsReady")[:2] == ("False", "WaitForStart")
+
+                await create(kc, job(ns, "stuck", "user-queue", cpu="1"))
+                stuck = await _started_pod(kc, ns, "stuck")
+
+                async def evicted() -> dict[str, Any] | None:
+                    wl = await get(kc, "Workload", stuck, ns)
+                    return wl if (_cond(wl, "Evicted") or ("",))[0] == "True" else None
+
+                wl = await eventually(evicted, what="the stuck Workload evicted at the unscheduled timeout")
+                assert _cond(wl, "Evicted") == ("True", "PodsReadyTimeout", f"Exceeded the PodsReady timeout {ns}/{stuck}")
+                assert _cond(wl, "PodsScheduled") == (
+                    "False", "WaitForScheduling", "At least one required pod is not scheduled")
+                wl = await get(kc, "Workload", bound, ns)
+                assert _cond(wl, "Evicted") is None and _cond(wl, "PodsScheduled")[0] == "True"
+        finally:
+            with contextlib.suppress(Exception):
+                await kc.delete(NODES, node)
