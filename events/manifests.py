@@ -22,8 +22,8 @@ from events import objects as o
 from events import tas_assignment as tas
 from events.bounded_input import read_bounded
 from events.errors import InvalidInput, aggregate, refuse_field
-from events.preemption_config_rules import preemption_config_errors
 from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
+from events.preemption_config_rules import preemption_config_errors
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import parse_quantity

@@ -149,26 +149,26 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
             for fr in needed:
                 remaining[fr] -= ancestor.local_available(fr)
             visited, ancestor = ancestor, ancestor.parent
+    configured: list[_Candidate] = []
     config = preemption_config.config_for(ctx, node.name)
     if config is not None and preemption_config.has_rules(config, *preemption_config.TRIGGERS):
-        # ConfigurablePreemptions: the PreemptionConfig's candidates join the classical ones, ordered and walked
-        # with them (quota checked with borrowing allowed, as Kueue probes it)
+        # ConfigurablePreemptions: the PreemptionConfig's candidates are walked after the classical ones, in the
+        # same walk and fill-back (its tiers probed with borrowing allowed)
         added = preemption_config.contributions(
             ctx, config, wl, [c.wl for c in candidates], needed, topology,
             lambda: _fits(node, requests, True, None), lambda: _fits(node, requests, True, topology))
-        candidates.extend(_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue]) for w in added)
-    if not candidates:
+        configured = [_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue]) for w in added]
+    if not candidates and not configured:
         return []
     hier = [c for c in candidates if c.kind == HIERARCHICAL]
-    prio = [c for c in candidates if c.kind in (WITHOUT_BORROWING, WHILE_BORROWING)
-            or (c.kind == CONFIGURED and c.wl.cluster_queue != node.name)]
-    same = [c for c in candidates if c.kind == SAME_QUEUE or (c.kind == CONFIGURED and c.wl.cluster_queue == node.name)]
+    prio = [c for c in candidates if c.kind in (WITHOUT_BORROWING, WHILE_BORROWING)]
+    same = [c for c in candidates if c.kind == SAME_QUEUE]
     for group in (hier, prio, same):
         sort_candidates(group, node.name, now, ctx.afs_usage, lambda c: c.wl)
     ordered = [c for group in (hier, prio, same) for c in group if c.wl.evicted] + [
         c for group in (hier, prio, same) for c in group if not c.wl.evicted
-    ]
-    other_cq = any(c.kind not in (SAME_QUEUE, CONFIGURED) for c in candidates)
+    ] + configured
+    other_cq = any(c.kind != SAME_QUEUE for c in candidates)
     bwc = p.borrow_within_cohort
     forbidden = bwc is None or bwc.policy == "Never"
     strictly_under = all(node.usage.get(fr, 0) < node.nominal.get(fr, 0) for fr in needed)
