@@ -288,6 +288,11 @@ def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[s
         if resource.status_subresource:
             version["subresources"] = {"status": {}}
         versions.append(version)
+    return _crd_document(resource, versions, conversion_)
+
+
+def _crd_document(resource: Resource, versions: list[dict[str, Any]], conversion_: dict[str, Any] | None
+                  ) -> dict[str, Any]:
     names: dict[str, Any] = {
         "kind": resource.kind,
         "listKind": f"{resource.kind}List",
@@ -357,20 +362,9 @@ def preemption_config_crd() -> dict[str, Any]:
     priority["required"] = ["mode", "comparison"]
     priority["properties"]["mode"]["enum"] = list(o.PRIORITY_MODES)
     priority["properties"]["comparison"]["enum"] = list(o.NUMERIC_COMPARISONS)
-    r = PREEMPTION_CONFIGS
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{r.plural}.{r.group}"},
-        "spec": {
-            "group": r.group,
-            "names": {"kind": r.kind, "listKind": f"{r.kind}List", "plural": r.plural, "singular": r.kind.lower(),
-                      "shortNames": list(r.short_names)},
-            "scope": "Cluster",
-            "versions": [{"name": r.version, "served": True, "storage": True,
-                          "schema": {"openAPIV3Schema": schema}}],
-        },
-    }
+    version = {"name": PREEMPTION_CONFIGS.version, "served": True, "storage": True,
+               "schema": {"openAPIV3Schema": schema}}
+    return _crd_document(PREEMPTION_CONFIGS, [version], None)
 
 
 # --- the autoscaler's ProvisioningRequest ------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 from events import objects as o
 from kueue_es.scheduler import preemption as classical
-from projections import gates
 from projections.clusterqueues import selector_matches
 from projections.workloads import WorkloadInfo
 
@@ -40,15 +39,18 @@ ALWAYS, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY = TRIGGERS
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
+def config_name(ctx: CycleContext, cq: str) -> str:
+    """The PreemptionConfig ClusterQueue ``cq`` names under the gate ("" with the gate off or no annotation)."""
+    if not ctx.configurable_preemptions:
+        return ""
+    obj = ctx.state.cluster_queues.get(cq)
+    return obj.metadata.annotations.get(o.PREEMPTION_CONFIG_ANNOTATION, "") if obj is not None else ""
+
+
 def config_for(ctx: CycleContext, cq: str) -> o.PreemptionConfig | None:
     """The PreemptionConfig ClusterQueue ``cq`` uses: None with the gate off, without the annotation, or when it
     names no object (Kueue then logs the failed read and preempts classically)."""
-    if not gates.enabled(ctx.config.feature_gates, gates.CONFIGURABLE_PREEMPTIONS):
-        return None
-    obj = ctx.state.cluster_queues.get(cq)
-    if obj is None:
-        return None
-    name = obj.metadata.annotations.get(o.PREEMPTION_CONFIG_ANNOTATION)
+    name = config_name(ctx, cq)
     return ctx.state.preemption_configs.get(name) if name else None
 
 
