@@ -14,9 +14,11 @@ Candidates are deduplicated over the rules and selectors and ordered as Kueue's 
 
 The rules' triggers are tiers: ``Always`` contributes unconditionally; ``InsufficientQuota`` only when the quota
 would still not fit were every candidate so far preempted; ``QuotaFeasibleAndInsufficientTopology`` only when the
-quota would then fit but the workload (its topology) would not. Under classical preemption the contributions join
-the candidates it orders and walks (same greedy walk, same fill-back); under Fair Sharing they are preempted after its
-strategies fail, tier by tier. Their victims carry the reason ``ConfigurablePreemption``.
+quota would then fit but the workload (its topology) would not. Under classical preemption the contributions are
+walked after the candidates ``spec.preemption`` offers, in the same greedy walk and fill-back (a workload both offer
+keeps the classical reason); under Fair Sharing they are preempted after its strategies fail, tier by tier. Their
+victims carry the reason ``ConfigurablePreemption``. A ClusterQueue naming a PreemptionConfig may also preempt while
+it would borrow (:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor assigner allows it then.
 """
 
 from __future__ import annotations
