@@ -23,6 +23,7 @@ from events import tas_assignment as tas
 from events.bounded_input import read_bounded
 from events.errors import InvalidInput, aggregate, refuse_field
 from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
+from events.preemption_config_rules import preemption_config_errors
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import parse_quantity
@@ -627,6 +628,8 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
             _check_resource_slice(obj.spec, where)
         case o.ProvisioningRequestConfig():
             validate_provisioning_config(obj.spec, where)
+        case o.PreemptionConfig():
+            object_rules.refuse_all(preemption_config_errors(obj.spec), where)
         case o.MultiKueueCluster():
             validate_multikueue_cluster(obj.spec, where)
         case o.MultiKueueConfig():

@@ -760,6 +760,62 @@ class ProvisioningRequestConfig(KObject, tag="ProvisioningRequestConfig"):
     spec: ProvisioningRequestConfigSpec = ProvisioningRequestConfigSpec()
 
 
+# --- ConfigurablePreemptions (alpha, kueue.x-k8s.io/v1alpha1) ----------------------------------------------------
+
+PREEMPTION_CONFIG_ANNOTATION = "kueue.x-k8s.io/preemption-config-name"
+"""The ClusterQueue annotation naming the PreemptionConfig it uses (Kueue's alpha reference, no spec field yet)."""
+
+PREEMPTION_TRIGGERS = ("Always", "InsufficientQuota", "QuotaFeasibleAndInsufficientTopology")
+PREEMPTION_SCOPES = ("WithinLocalQueue", "WithinClusterQueue", "WithinParentCohort", "WithinCohortTree",
+                     "AnyClusterQueue")
+NUMERIC_COMPARISONS = ("LessThan", "GreaterThan", "LessThanOrEqual", "GreaterThanOrEqual")
+PRIORITY_MODES = ("Base", "Boosted")
+
+
+class PreemptionConfigNumericLabel(View):
+    key: str = ""
+    fallback_value: int | None = None
+    comparison: str | None = None
+    min_value: int | None = None
+    max_value: int | None = None
+
+
+class PreemptionConfigPriority(View):
+    mode: str = ""
+    comparison: str = ""
+
+
+class PreemptionConfigCandidateSelector(View):
+    scope: str = ""
+    cluster_queue_selector: LabelSelector | None = None
+    label_selector: LabelSelector | None = None
+    numeric_labels: list[PreemptionConfigNumericLabel] = []
+    priority: PreemptionConfigPriority | None = None
+
+
+class PreemptionConfigActivationPolicy(View):
+    trigger: str = ""
+
+
+class PreemptionConfigRule(View):
+    name: str = ""
+    preemptor_selector: LabelSelector | None = None
+    activation_policy: PreemptionConfigActivationPolicy = PreemptionConfigActivationPolicy()
+    candidate_selectors: list[PreemptionConfigCandidateSelector] = []
+
+
+class PreemptionConfigSpec(View):
+    rules: list[PreemptionConfigRule] = []
+
+
+class PreemptionConfig(KObject, tag="PreemptionConfig"):
+    """Kueue v0.20's alpha PreemptionConfig (cluster-scoped): rules a ClusterQueue naming it in its
+    ``kueue.x-k8s.io/preemption-config-name`` annotation adds preemption candidates by, under the
+    ConfigurablePreemptions gate (:mod:`kueue_es.scheduler.preemption_config`)."""
+
+    spec: PreemptionConfigSpec = PreemptionConfigSpec()
+
+
 # --- MultiKueue -------------------------------------------------------------------------------------------------
 
 MULTIKUEUE_LOCATION_TYPES = ("Secret", "Path")
@@ -1065,6 +1121,7 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     Topology,
     AdmissionCheck,
     ProvisioningRequestConfig,
+    PreemptionConfig,
     ProvisioningRequest,
     MultiKueueCluster,
     MultiKueueConfig,
@@ -1088,6 +1145,7 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "ResourceClaim": ("resource.k8s.io/v1",),
     "DeviceTaintRule": ("resource.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
+    "PreemptionConfig": ("kueue.x-k8s.io/v1alpha1",),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),
 }
@@ -1111,6 +1169,7 @@ CLUSTER_SCOPED = frozenset(
         "Topology",
         "AdmissionCheck",
         "ProvisioningRequestConfig",
+        "PreemptionConfig",
         "MultiKueueCluster",
         "MultiKueueConfig",
     }

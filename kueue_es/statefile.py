@@ -24,7 +24,7 @@ from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
 from projections.cluster import ClusterState
 
 _FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceClaimTemplate",
-          "DeviceClass", "ResourceSlice", "ResourceClaim", "DeviceTaintRule", "ResourceFlavor", "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig",
+          "DeviceClass", "ResourceSlice", "ResourceClaim", "DeviceTaintRule", "ResourceFlavor", "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "PreemptionConfig", "MultiKueueConfig",
           "MultiKueueCluster", "Cohort", "ClusterQueue", "LocalQueue", "Node", "Pod", "Job")
 
 

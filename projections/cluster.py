@@ -157,7 +157,7 @@ class ClusterState:
     __slots__ = (
         "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
-        "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
+        "provisioning_configs", "preemption_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
         "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
@@ -191,6 +191,8 @@ class ClusterState:
         self.topologies: dict[str, o.Topology] = {}
         self.admission_checks: dict[str, o.AdmissionCheck] = {}
         self.provisioning_configs: dict[str, o.ProvisioningRequestConfig] = {}
+        self.preemption_configs: dict[str, o.PreemptionConfig] = {}
+        """ConfigurablePreemptions' PreemptionConfigs by name (read by the scheduler only under the gate)."""
         self.multikueue_configs: dict[str, o.MultiKueueConfig] = {}
         self.multikueue_clusters: dict[str, o.MultiKueueCluster] = {}
         self.cluster_links: dict[str, ClusterLink] = {}
@@ -1359,6 +1361,12 @@ class ClusterState:
                 if old is None or old.spec != obj.spec:
                     self._specs_changed()  # a provisioning check's activity follows its config
                     self._flush_all()
+            case o.PreemptionConfig():
+                old_pc = self.preemption_configs.get(name)
+                self.preemption_configs[name] = obj
+                if old_pc is None or old_pc.spec != obj.spec:
+                    self._specs_changed()  # a rule more or less may let a pending workload preempt
+                    self._flush_all()
             case o.MultiKueueConfig():
                 old_mkc = self.multikueue_configs.get(name)
                 self.multikueue_configs[name] = obj
@@ -1475,6 +1483,7 @@ class ClusterState:
             "Topology": self.topologies,
             "AdmissionCheck": self.admission_checks,
             "ProvisioningRequestConfig": self.provisioning_configs,
+            "PreemptionConfig": self.preemption_configs,
             "MultiKueueConfig": self.multikueue_configs,
             "MultiKueueCluster": self.multikueue_clusters,
             "Node": self.nodes,
@@ -1541,7 +1550,7 @@ class ClusterState:
             if kind == "ClusterQueue":
                 self.metrics.forget(key)
         elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology", "ProvisioningRequestConfig",
-                      "MultiKueueConfig", "MultiKueueCluster"):
+                      "PreemptionConfig", "MultiKueueConfig", "MultiKueueCluster"):
             self._specs_changed()
         if kind == "LocalQueue":
             self.spec_generation += 1

@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 42
+SNAPSHOT_VERSION = 43
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -94,9 +94,10 @@ device check), and the ResourceClaims holding devices and the DeviceTaintRules (
 without claims or rules. 42:
 each Pod's ``PodScheduled`` condition (``PodStatus.conditions``, read under WaitForPodsReadyUnscheduledTimeout);
 restored from an older one, a Pod shows none, so counts as not scheduled, until its next update (the layout is
-version 41's)."""
+version 41's). 43: the PreemptionConfigs (ConfigurablePreemptions) among the objects; an older one holds
+none."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -213,7 +214,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
     return [
         state.flavors, state.cluster_queues, state.cohorts, state.local_queues, state.workload_priority_classes,
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
-        state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
+        state.preemption_configs, state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
         state.claim_templates, state.device_classes, state.multikueue_configs, state.multikueue_clusters,
         state.resource_slices.by_name, state.resource_claims, state.device_taint_rules,
     ]
@@ -297,6 +298,7 @@ def restore(snap: Snapshot) -> ClusterState:
         "LocalQueue": state.local_queues, "WorkloadPriorityClass": state.workload_priority_classes,
         "PriorityClass": state.priority_classes, "Topology": state.topologies,
         "AdmissionCheck": state.admission_checks, "ProvisioningRequestConfig": state.provisioning_configs,
+        "PreemptionConfig": state.preemption_configs,
         "Node": state.nodes, "Pod": state.pods, "Job": state.jobs, "LimitRange": state.limit_ranges,
         "RuntimeClass": state.runtime_classes, "ResourceClaimTemplate": state.claim_templates,
         "DeviceClass": state.device_classes,

@@ -47,6 +47,7 @@ from connectors.k8s.resources import (
     KUEUE_RESOURCES,
     LEADER_WORKER_SETS,
     MPIJOBS,
+    PREEMPTION_CONFIGS,
     PROVISIONING_REQUESTS,
     RAYCLUSTERS,
     RAYJOBS,
@@ -287,6 +288,11 @@ def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[s
         if resource.status_subresource:
             version["subresources"] = {"status": {}}
         versions.append(version)
+    return _crd_document(resource, versions, conversion_)
+
+
+def _crd_document(resource: Resource, versions: list[dict[str, Any]], conversion_: dict[str, Any] | None
+                  ) -> dict[str, Any]:
     names: dict[str, Any] = {
         "kind": resource.kind,
         "listKind": f"{resource.kind}List",
@@ -316,6 +322,49 @@ def all_crds(conversion_: dict[str, Any] | None = None) -> list[dict[str, Any]]:
 
 
 assert all(r.kind in o.KINDS for r in KUEUE_RESOURCES)
+
+
+# --- ConfigurablePreemptions' alpha PreemptionConfig --------------------------------------------------------------
+
+_RULE_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+def preemption_config_crd() -> dict[str, Any]:
+    """Kueue's alpha ``kueue.x-k8s.io/v1alpha1`` PreemptionConfig (cluster-scoped, short name ``preempcfg``), the
+    only version served and stored: not among :func:`all_crds` (Kueue installs its alpha CRDs only when asked), with
+    the CRD's own bounds — at most 64 rules keyed by a DNS-label name, the trigger, scope, comparison and priority
+    mode enums, required fields, numeric-label bounds not negative (the rest as :mod:`events.preemption_config_rules`
+    checks it at import)."""
+    schema = object_schema(PREEMPTION_CONFIGS, PREEMPTION_CONFIGS.version)
+    spec = schema["properties"]["spec"]
+    rules = spec["properties"]["rules"]
+    rules.update({"maxItems": 64, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]})
+    rule = rules["items"]
+    rule["required"] = ["name", "activationPolicy"]
+    props = rule["properties"]
+    props["name"].update({"minLength": 1, "maxLength": 63, "pattern": _RULE_NAME})
+    policy = props["activationPolicy"]
+    policy["required"] = ["trigger"]
+    policy["properties"]["trigger"]["enum"] = list(o.PREEMPTION_TRIGGERS)
+    selector = props["candidateSelectors"]["items"]
+    selector["required"] = ["scope"]
+    sel = selector["properties"]
+    sel["scope"]["enum"] = list(o.PREEMPTION_SCOPES)
+    numeric = sel["numericLabels"]
+    numeric["x-kubernetes-list-type"] = "atomic"
+    label = numeric["items"]
+    label["required"] = ["key"]
+    label["properties"]["key"]["maxLength"] = 316
+    label["properties"]["comparison"]["enum"] = list(o.NUMERIC_COMPARISONS)
+    for bound in ("minValue", "maxValue"):
+        label["properties"][bound]["minimum"] = 0
+    priority = sel["priority"]
+    priority["required"] = ["mode", "comparison"]
+    priority["properties"]["mode"]["enum"] = list(o.PRIORITY_MODES)
+    priority["properties"]["comparison"]["enum"] = list(o.NUMERIC_COMPARISONS)
+    version = {"name": PREEMPTION_CONFIGS.version, "served": True, "storage": True,
+               "schema": {"openAPIV3Schema": schema}}
+    return _crd_document(PREEMPTION_CONFIGS, [version], None)
 
 
 # --- the autoscaler's ProvisioningRequest ------------------------------------------------------------------------

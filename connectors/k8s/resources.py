@@ -85,7 +85,12 @@ PROVISIONING_REQUESTS = Resource("ProvisioningRequest", AUTOSCALING_GROUP, "v1",
                                  ("provreq", "provreqs"), status_subresource=True, optional=True)
 """The cluster autoscaler's API (its CRD is installed with the autoscaler, not by kueue-es)."""
 
-ALL: tuple[Resource, ...] = CORE_RESOURCES + KUEUE_RESOURCES + (PROVISIONING_REQUESTS,)
+PREEMPTION_CONFIGS = Resource("PreemptionConfig", KUEUE_GROUP, "v1alpha1", "preemptionconfigs", False, ("preempcfg",),
+                              optional=True)
+"""ConfigurablePreemptions' alpha PreemptionConfig: its CRD is installed only with Kueue's alpha APIs
+(:func:`connectors.k8s.crds.preemption_config_crd`), so a cluster without it lists none."""
+
+ALL: tuple[Resource, ...] = CORE_RESOURCES + KUEUE_RESOURCES + (PREEMPTION_CONFIGS, PROVISIONING_REQUESTS)
 BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
 
 WATCHED: tuple[str, ...] = tuple(r.kind for r in ALL)

@@ -133,6 +133,9 @@ class CycleContext:
         the kept scan progress stale, and a skipped entry keeps none (:func:`_scan_after`)."""
         self.info: Callable[[str], ClusterQueueInfo] = state.cq_info  # type: ignore[assignment]
         """The compiled ClusterQueue (only asked for queues that exist)."""
+        self.configurable_preemptions = gates.enabled(config.feature_gates, gates.CONFIGURABLE_PREEMPTIONS)
+        """``ConfigurablePreemptions``: a ClusterQueue's PreemptionConfig adds preemption candidates
+        (:mod:`kueue_es.scheduler.preemption_config`)."""
         self.find_targets = fair_targets if config.fair_sharing_enabled else find_targets
         """Victim search: Fair Sharing's when it is on, else the classical one."""
         self.memo: dict[str, dict] = {}

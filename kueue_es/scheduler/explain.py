@@ -61,6 +61,8 @@ _REASON_WHY = {
                                      "(borrowWithinCohort: {bwc})",
     "InCohortFairSharing": "its ClusterQueue {cq} borrows {frs} and Fair Sharing's strategy lets the preemptor "
                            "take it",
+    "ConfigurablePreemption": "a rule of the PreemptionConfig the preemptor's ClusterQueue names selects it "
+                              "(ConfigurablePreemptions)",
 }
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kueue_es.scheduler import preemption_config
 from kueue_es.scheduler.preemption import (
     Target,
     candidate_key,
@@ -309,7 +310,10 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
             for w in ctx.reserving_in(cq.name):
                 if uses_any(w, needed) and policy_allows(p.reclaim_within_cohort, wl, w, ctx.order):
                     candidates.append(w)
-    if not candidates:
+    config = preemption_config.config_for(ctx, node.name)
+    if not preemption_config.has_rules(config, *preemption_config.TRIGGERS):
+        config = None
+    if not candidates and config is None:
         return []
     order_key = candidate_key(node.name, now)
     sort_candidates(candidates, node.name, now, ctx.afs_usage)
@@ -338,12 +342,23 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         finally:
             _charge(node, requests, 1)
 
+    def quota_fits() -> bool:
+        _charge(node, requests, -1)
+        try:
+            return all(v <= node.available(fr) for fr, v in requests.items())
+        finally:
+            _charge(node, requests, 1)
+
     def attempt(among: list[WorkloadInfo]) -> list[Target]:
         targets.clear()
         _charge(node, requests, 1)
         fitted = False
         try:
-            fitted = _search(ctx, node, among, needed, strategies, order_key, take)
+            fitted = bool(among) and _search(ctx, node, among, needed, strategies, order_key, take)
+            if not fitted and config is not None:
+                # ConfigurablePreemptions: the PreemptionConfig's tiers after Fair Sharing's strategies
+                fitted = preemption_config.preempt_tiers(ctx, config, wl, needed, {t.workload.key for t in targets},
+                                                         take, quota_fits)
         finally:
             _charge(node, requests, -1)
         if not fitted:

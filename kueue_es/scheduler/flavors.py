@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from events import objects as o
 from events.quantity import MAX_INT64
+from kueue_es.scheduler import preemption_config
 from kueue_es.scheduler.quota_messages import over_capacity, unused_quota
 from kueue_es.scheduler.tasflavor import tas_ineligible
 from projections.workloads import PodSetInfo, WorkloadInfo, pod_set_usage
@@ -623,7 +624,7 @@ def _fits(ctx, wl, node, spec, flavor: str, fr: str, resource: str, assumed: int
     p = spec.preemption
     can_borrow_preempt = (p.borrow_within_cohort is not None and p.borrow_within_cohort.policy != "Never") or (
         ctx.config.fair_sharing_enabled and p.reclaim_within_cohort != "Never"
-    )
+    ) or bool(preemption_config.config_name(ctx, node.name))  # ConfigurablePreemptions: its rules may allow it
     if val <= node.nominal.get(fr, 0) or may_reclaim or can_borrow_preempt:
         mode, borrow_after = ctx.preemption_oracle(wl, node, fr, val)
         if mode == _NO_FIT:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
-from kueue_es.scheduler import siblings
+from kueue_es.scheduler import preemption_config, siblings
 from kueue_es.scheduler.quota import QuotaNode
 from projections.queue_order import QueueOrder
 from projections.workloads import WorkloadInfo
@@ -29,7 +29,9 @@ IN_COHORT_RECLAMATION = "InCohortReclamation"
 IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 
-HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING, SAME_QUEUE = 0, 1, 2, 3
+CONFIGURABLE_PREEMPTION = "ConfigurablePreemption"
+
+HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING, SAME_QUEUE, CONFIGURED = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,16 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
             for fr in needed:
                 remaining[fr] -= ancestor.local_available(fr)
             visited, ancestor = ancestor, ancestor.parent
-    if not candidates:
+    configured: list[_Candidate] = []
+    config = preemption_config.config_for(ctx, node.name)
+    if config is not None and preemption_config.has_rules(config, *preemption_config.TRIGGERS):
+        # ConfigurablePreemptions: the PreemptionConfig's candidates are walked after the classical ones, in the
+        # same walk and fill-back (its tiers probed with borrowing allowed)
+        added = preemption_config.contributions(
+            ctx, config, wl, [c.wl for c in candidates], needed, topology,
+            lambda: _fits(node, requests, True, None), lambda: _fits(node, requests, True, topology))
+        configured = [_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue]) for w in added]
+    if not candidates and not configured:
         return []
     hier = [c for c in candidates if c.kind == HIERARCHICAL]
     prio = [c for c in candidates if c.kind in (WITHOUT_BORROWING, WHILE_BORROWING)]
@@ -156,7 +167,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         sort_candidates(group, node.name, now, ctx.afs_usage, lambda c: c.wl)
     ordered = [c for group in (hier, prio, same) for c in group if c.wl.evicted] + [
         c for group in (hier, prio, same) for c in group if not c.wl.evicted
-    ]
+    ] + configured
     other_cq = any(c.kind != SAME_QUEUE for c in candidates)
     bwc = p.borrow_within_cohort
     forbidden = bwc is None or bwc.policy == "Never"
@@ -213,7 +224,7 @@ def put_back(ctx: CycleContext, wl: WorkloadInfo, topology: TopologyFit | None) 
 
 
 def _still_valid(c: _Candidate, preemptor: QuotaNode, frs: dict[str, int], allow_borrowing: bool) -> bool:
-    if c.kind == SAME_QUEUE:
+    if c.kind in (SAME_QUEUE, CONFIGURED):  # a configured candidate is taken whatever the quota rules say
         return True
     if allow_borrowing and c.kind == WITHOUT_BORROWING:
         return False
@@ -258,6 +269,8 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
 
 
 def _reason(c: _Candidate) -> str:
+    if c.kind == CONFIGURED:
+        return CONFIGURABLE_PREEMPTION
     if c.kind == SAME_QUEUE:
         return IN_CLUSTER_QUEUE
     if c.kind == WHILE_BORROWING:
@@ -270,6 +283,7 @@ _REASON_TEXT = {
     IN_COHORT_RECLAMATION: "reclamation within the cohort",
     IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
     IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+    CONFIGURABLE_PREEMPTION: "the configured preemption rules",
 }
 
 

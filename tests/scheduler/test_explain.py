@@ -105,6 +105,16 @@ def test_preemption_targets_and_why(tmp_path: Path) -> None:
     assert [p["node"] for p in path] == ["ClusterQueue b", "Cohort all"]
 
 
+def test_a_configured_target_and_why(tmp_path: Path) -> None:
+    path, config = state_file(tmp_path, "configurable-preemption-hero-cohort.yaml")
+    assert config is not None
+    data = json.loads(kueue_es("explain", "team/hero-job", "-f", path, "--config", config, "-o", "json").stdout)
+    assert data["attempt"]["outcome"] == "Preempt"
+    [t] = data["preemption"]["targets"]
+    assert t["workload"] == "team/borrower" and t["reason"] == "ConfigurablePreemption"
+    assert "PreemptionConfig" in t["why"]
+
+
 def test_why_nobody_can_be_preempted(tmp_path: Path) -> None:
     path, config = state_file(tmp_path, "fair-sharing-preempt-final-share-only.yaml")
     r = kueue_es("explain", "team/a-next", "-f", path, "--config", config)

@@ -1,0 +1,234 @@
+"""ConfigurablePreemptions (alpha, Kueue v0.20): the candidates a ClusterQueue's PreemptionConfig adds.
+
+A ClusterQueue names a PreemptionConfig in its ``kueue.x-k8s.io/preemption-config-name`` annotation (Kueue's alpha
+reference: no spec field yet). With the gate on and that object present, its rules add preemption candidates to the
+ones ``spec.preemption`` (classical or Fair Sharing) gives; gate off, annotation absent or naming no object, nothing
+changes. A rule applies to a preemptor its ``preemptorSelector`` matches (none: every one) and contributes, per
+candidate selector, the workloads holding quota of a flavor-resource the preemptor lacks that pass every filter of
+the selector: its ``scope`` (the preemptor's LocalQueue, its ClusterQueue, the ClusterQueues of its direct cohort or
+of its cohort tree — the preemptor's own ClusterQueue always included — or any), ``clusterQueueSelector`` (the
+candidate's ClusterQueue labels), ``labelSelector`` (the candidate's labels), every ``numericLabels`` constraint (an
+integer label, or its ``fallbackValue``; without either the candidate is out; bounds, then the comparison with the
+preemptor's value, which must have one too) and ``priority`` (base or boosted, compared with the preemptor's).
+Candidates are deduplicated over the rules and selectors and ordered as Kueue's classical victims are.
+
+The rules' triggers are tiers: ``Always`` contributes unconditionally; ``InsufficientQuota`` only when the quota
+would still not fit were every candidate so far preempted; ``QuotaFeasibleAndInsufficientTopology`` only when the
+quota would then fit but the workload (its topology) would not. Under classical preemption the contributions are
+walked after the candidates ``spec.preemption`` offers, in the same greedy walk and fill-back (a workload both offer
+keeps the classical reason); under Fair Sharing they are preempted after its strategies fail, tier by tier. Their
+victims carry the reason ``ConfigurablePreemption``. A ClusterQueue naming a PreemptionConfig may also preempt while
+it would borrow (:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor assigner allows it then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from events import objects as o
+from kueue_es.scheduler import preemption as classical
+from projections.clusterqueues import selector_matches
+from projections.workloads import WorkloadInfo
+
+if TYPE_CHECKING:
+    from kueue_es.scheduler.cycle import CycleContext
+    from kueue_es.scheduler.taspreempt import TopologyFit
+
+TRIGGERS = o.PREEMPTION_TRIGGERS
+ALWAYS, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY = TRIGGERS
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def config_name(ctx: CycleContext, cq: str) -> str:
+    """The PreemptionConfig ClusterQueue ``cq`` names under the gate ("" with the gate off or no annotation)."""
+    if not ctx.configurable_preemptions:
+        return ""
+    obj = ctx.state.cluster_queues.get(cq)
+    return obj.metadata.annotations.get(o.PREEMPTION_CONFIG_ANNOTATION, "") if obj is not None else ""
+
+
+def config_for(ctx: CycleContext, cq: str) -> o.PreemptionConfig | None:
+    """The PreemptionConfig ClusterQueue ``cq`` uses: None with the gate off, without the annotation, or when it
+    names no object (Kueue then logs the failed read and preempts classically)."""
+    name = config_name(ctx, cq)
+    return ctx.state.preemption_configs.get(name) if name else None
+
+
+def has_rules(config: o.PreemptionConfig | None, *triggers: str) -> bool:
+    return config is not None and any(r.activation_policy.trigger in triggers for r in config.spec.rules)
+
+
+def _compare(op: str, candidate: int, preemptor: int) -> bool:
+    match op:
+        case "LessThan":
+            return candidate < preemptor
+        case "GreaterThan":
+            return candidate > preemptor
+        case "LessThanOrEqual":
+            return candidate <= preemptor
+        case "GreaterThanOrEqual":
+            return candidate >= preemptor
+    return False
+
+
+def _label_value(labels: dict[str, str], key: str, fallback: int | None) -> int | None:
+    """An int32 label (as Go's ParseInt(_, 10, 32) reads it), else ``fallback``."""
+    raw = labels.get(key)
+    if raw is not None:
+        text = raw[1:] if raw[:1] in "+-" else raw
+        if text.isascii() and text.isdigit():
+            value = int(raw)
+            if _INT32_MIN <= value <= _INT32_MAX:
+                return value
+    return fallback
+
+
+def _numeric_ok(nl: o.PreemptionConfigNumericLabel, preemptor: WorkloadInfo, w: WorkloadInfo) -> bool:
+    value = _label_value(w.labels, nl.key, nl.fallback_value)
+    if value is None:
+        return False
+    if nl.min_value is not None and value < nl.min_value:
+        return False
+    if nl.max_value is not None and value > nl.max_value:
+        return False
+    if nl.comparison is None:
+        return True
+    own = _label_value(preemptor.labels, nl.key, nl.fallback_value)
+    return own is not None and _compare(nl.comparison, value, own)
+
+
+def _priority_of(mode: str, w: WorkloadInfo) -> int:
+    return w.priority if mode == "Boosted" else w.base_priority
+
+
+def _in_scope(ctx: CycleContext, scope: str, preemptor: WorkloadInfo, cq: str) -> bool:
+    own = preemptor.cluster_queue
+    if scope in ("WithinLocalQueue", "WithinClusterQueue"):
+        return cq == own
+    if scope == "AnyClusterQueue":
+        return True
+    if cq == own:
+        return True
+    forest = ctx.state.forest
+    mine, theirs = forest.cohort_path(own), forest.cohort_path(cq)
+    if not mine or not theirs:
+        return False
+    if scope == "WithinParentCohort":
+        return mine[0] == theirs[0]
+    if scope == "WithinCohortTree":
+        return mine[-1] == theirs[-1]
+    return False
+
+
+def _selector_candidates(ctx: CycleContext, sel: o.PreemptionConfigCandidateSelector, preemptor: WorkloadInfo,
+                         needed: dict[str, int]) -> list[WorkloadInfo]:
+    if sel.scope not in o.PREEMPTION_SCOPES:
+        return []
+    out: list[WorkloadInfo] = []
+    prio = sel.priority
+    own_priority = _priority_of(prio.mode, preemptor) if prio is not None else 0
+    for cq in sorted(ctx.state.cluster_queues):
+        if not _in_scope(ctx, sel.scope, preemptor, cq):
+            continue
+        if sel.cluster_queue_selector is not None and not selector_matches(
+                sel.cluster_queue_selector, ctx.state.cluster_queues[cq].metadata.labels):
+            continue
+        for w in ctx.reserving_in(cq):
+            if w.key == preemptor.key or not classical.uses_any(w, needed):
+                continue
+            if sel.scope == "WithinLocalQueue" and (w.namespace != preemptor.namespace
+                                                    or w.queue_name != preemptor.queue_name):
+                continue
+            if sel.label_selector is not None and not selector_matches(sel.label_selector, w.labels):
+                continue
+            if not all(_numeric_ok(nl, preemptor, w) for nl in sel.numeric_labels):
+                continue
+            if prio is not None and not _compare(prio.comparison, _priority_of(prio.mode, w), own_priority):
+                continue
+            out.append(w)
+    return out
+
+
+def candidates(ctx: CycleContext, config: o.PreemptionConfig, trigger: str, preemptor: WorkloadInfo,
+               needed: dict[str, int], skip: set[str]) -> list[WorkloadInfo]:
+    """The workloads the rules of ``trigger`` select for ``preemptor`` (none in ``skip``), deduplicated and in
+    Kueue's victim order."""
+    seen = set(skip)
+    out: list[WorkloadInfo] = []
+    for rule in config.spec.rules:
+        if rule.activation_policy.trigger != trigger:
+            continue
+        if rule.preemptor_selector is not None and not selector_matches(rule.preemptor_selector, preemptor.labels):
+            continue
+        for sel in rule.candidate_selectors:
+            for w in _selector_candidates(ctx, sel, preemptor, needed):
+                if w.key not in seen:
+                    seen.add(w.key)
+                    out.append(w)
+    classical.sort_candidates(out, preemptor.cluster_queue, ctx.now, ctx.afs_usage)
+    return out
+
+
+def _all_off_fits(ctx: CycleContext, victims: list[WorkloadInfo], topology: TopologyFit | None,
+                  check: Callable[[], bool]) -> bool:
+    """Whether ``check`` holds with every one of ``victims`` taken off; the state is left as found."""
+    for w in victims:
+        classical.take_off(ctx, w, topology)
+    try:
+        return check()
+    finally:
+        for w in reversed(victims):
+            classical.put_back(ctx, w, topology)
+
+
+def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo,
+                  collected: list[WorkloadInfo], needed: dict[str, int], topology: TopologyFit | None,
+                  quota_fits: Callable[[], bool], fits: Callable[[], bool]) -> list[WorkloadInfo]:
+    """What the PreemptionConfig adds to the classical candidates ``collected``, tier by tier: the conditional
+    triggers are probed by taking every candidate so far off (quota alone, then quota and topology)."""
+    known = {w.key for w in collected}
+    pool = list(collected)
+    added: list[WorkloadInfo] = []
+
+    def contribute(trigger: str) -> None:
+        for w in candidates(ctx, config, trigger, preemptor, needed, known):
+            known.add(w.key)
+            pool.append(w)
+            added.append(w)
+
+    contribute(ALWAYS)
+    if not has_rules(config, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY):
+        return added
+    if not _all_off_fits(ctx, pool, topology, quota_fits):
+        contribute(INSUFFICIENT_QUOTA)
+        if not _all_off_fits(ctx, pool, topology, quota_fits):
+            return added  # the topology tier needs the quota feasible
+    if not _all_off_fits(ctx, pool, topology, fits):
+        contribute(INSUFFICIENT_TOPOLOGY)
+    return added
+
+
+def preempt_tiers(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo, needed: dict[str, int],
+                  taken: set[str], take: Callable[[WorkloadInfo, str], bool], quota_fits: Callable[[], bool]) -> bool:
+    """Fair Sharing's fallback once its strategies fail (their victims still off): preempt each tier's candidates
+    in order through ``take`` (True once the preemptor fits), the conditional tiers as their quota check says."""
+
+    def tier(trigger: str) -> bool:
+        for w in candidates(ctx, config, trigger, preemptor, needed, taken):
+            taken.add(w.key)
+            if take(w, classical.CONFIGURABLE_PREEMPTION):
+                return True
+        return False
+
+    if tier(ALWAYS):
+        return True
+    if not has_rules(config, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY):
+        return False
+    if not quota_fits():
+        if tier(INSUFFICIENT_QUOTA):
+            return True
+        if not quota_fits():
+            return False
+    return tier(INSUFFICIENT_TOPOLOGY)
