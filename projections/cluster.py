@@ -890,10 +890,18 @@ class ClusterState:
         clock = self.second_pass_due
         if at is not None or key in clock.at:
             clock.set(key, at)
-        for clock, at in ((self.pods_ready_clock, waiting), (self.recovery_clock, recovering),
-                          (self.own_pods_ready_clock, own_due), (self.unscheduled_clock, unscheduled)):
-            if at is not None or key in clock.at:
-                clock.set(key, at)
+        clock = self.pods_ready_clock  # each clock spelled out: reindex runs for most events
+        if waiting is not None or key in clock.at:
+            clock.set(key, waiting)
+        clock = self.recovery_clock
+        if recovering is not None or key in clock.at:
+            clock.set(key, recovering)
+        clock = self.own_pods_ready_clock
+        if own_due is not None or key in clock.at:
+            clock.set(key, own_due)
+        clock = self.unscheduled_clock
+        if unscheduled is not None or key in clock.at:
+            clock.set(key, unscheduled)
         clock = self.finished_clock
         if finished is not None or key in clock.at:
             clock.set(key, finished)
@@ -1783,7 +1791,7 @@ class ClusterState:
                 unhealthy_threshold=threshold,
                 own_pods_ready=own,
             )
-            if spec.preemption_gates or w.status.preemption_gates:
+            if spec.preemption_gates:
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1833,9 +1841,9 @@ class ClusterState:
         if regated:
             wl.admission_gate = gate
         was_gated = wl.preemption_gated
-        shown_gates = w.status.preemption_gates
-        if spec.preemption_gates or shown_gates or wl.gate_states or was_gated:
-            self._take_gates(wl, spec.preemption_gates, shown_gates)
+        if spec.preemption_gates or wl.gate_states or wl.spec_gates or was_gated:  # (status read only then: a
+            # LazyWorkload decodes it whole) a spec that drops its gates leaves their entries, read for the sync
+            self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
         regated_preemption = wl.preemption_gated != was_gated  # a gate opened or closed: back to the heap (Kueue)
         reflavored = allowed != wl.allowed_flavors
         if reflavored:
@@ -1953,6 +1961,8 @@ class ClusterState:
         st = w.status
         if st == _NO_STATUS:
             return  # shown as created, with no status (most new workloads): its defaults are what it shows
+        if st.preemption_gates and not wl.spec_gates:  # of gates its spec no longer names: listed for the sync
+            self._take_gates(wl, [], st.preemption_gates)
         wl.conditions = tuple(st.conditions)
         wl.check_states = {c.name: c for c in sorted(st.admission_checks, key=lambda c: c.name)}
         wl.shown_checks = self._external_states(st.admission_checks)
