@@ -141,7 +141,7 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
             await create(kc, flavor(fl))
             await create(kc, cluster_queue(cq, {fl: {"cpu": 1}}))
             await create(kc, local_queue(bare, "user-queue", cq))
-            async with kueue_es(kc, tmp_path / "log") as (connector, _journal):
+            async with kueue_es(kc, tmp_path / "log") as (_connector, _journal):
                 first = await create(kc, job(bare, "first", "user-queue", cpu="1", suspend=False))
                 second = await create(kc, job(bare, "second", "user-queue", cpu="1", suspend=False))
                 assert first["spec"]["suspend"] is True and second["spec"]["suspend"] is True
@@ -154,7 +154,8 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
 
                 await eventually(either, timeout=90, what="one Job to start")
                 assert not (await running("first") and await running("second")), "quota for one only"
-                assert connector.jobs is not None and connector.jobs.stats.started == 1
+                # (not the connector's count of Jobs started: it manages the whole session-long cluster, where an
+                # earlier test's queued Job may be admitted meanwhile)
         finally:
             with contextlib.suppress(Exception):
                 await kc.delete(MUTATING_CONFIGS, name)
