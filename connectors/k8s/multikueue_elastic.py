@@ -104,7 +104,7 @@ def _groups_patched(remote: dict[str, Any], local: dict[str, Any]) -> list[dict[
     return out if changed else None
 
 
-def _named(remote: dict[str, Any], workload_name: str, config: SchedulerConfig) -> dict[str, Any]:
+def named(remote: dict[str, Any], workload_name: str, config: SchedulerConfig) -> dict[str, Any]:
     """A metadata merge patch making the copy name ``workload_name`` where it names its Workload now ({} when it
     does already)."""
     meta = remote.get("metadata") or {}
@@ -155,7 +155,7 @@ def elastic_patch(config: SchedulerConfig, owner_kind: tuple[str, str], remote: 
     patch: dict[str, Any] = {}
     if spec:
         patch["spec"] = spec
-    meta = _named(remote, wl.name, config)
+    meta = named(remote, wl.name, config)
     if meta:
         patch["metadata"] = meta
     return patch or None
