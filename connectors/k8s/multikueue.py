@@ -96,6 +96,7 @@ from connectors.k8s import (
 )
 from connectors.k8s import leaderworkerset as lws
 from connectors.k8s import multikueue_elastic as mk_elastic
+from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
@@ -1589,14 +1590,20 @@ class MultiKueueConnector:
         copy's resourceVersion; the manager's owner is read from its apiserver. False: the write conflicted or the
         manager's could not be read, to be tried again on the next pass."""
         kind = (r.api_version, r.kind)
-        if kind not in mk_elastic.SYNCED_KINDS or not wl.elastic:
+        autoscaled_kind = kind in mk_autoscaling.KINDS and self._config().gate(mk_autoscaling.GATE)
+        if (kind not in mk_elastic.SYNCED_KINDS and not autoscaled_kind) or not wl.elastic:
             return True
         namespace, _, name = owner_key.partition("/")
         try:
             local = msgspec.json.decode(await self.client.get(r, name, namespace))
         except NotFound:
             return False
-        patch = mk_elastic.elastic_patch(self._config(), kind, remote, local, wl)
+        if mk_autoscaling.worker_owns_replicas(self._config(), kind, local):
+            patch = await self._reflect_autoscaled(w, wl, r, kind, local, remote)
+        elif kind in mk_elastic.SYNCED_KINDS:
+            patch = mk_elastic.elastic_patch(self._config(), kind, remote, local, wl)
+        else:
+            return True
         if patch is None:
             return True
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
@@ -1612,6 +1619,33 @@ class MultiKueueConnector:
         self.stats.specs_synced += 1
         log.info("MultiKueue elastic replicas synced", kind=r.kind, owner=owner_key, workload=wl.key, cluster=w.name)
         return True
+
+    async def _reflect_autoscaled(self, w: Worker, wl: WorkloadInfo, r: Resource, kind: tuple[str, str],
+                                  local: dict[str, Any], remote: dict[str, Any]) -> dict[str, Any] | None:
+        """Under MultiKueueRayInTreeAutoscaling, an autoscaled Ray object's worker counts (its copy's, or a RayJob's
+        RayCluster's on the worker) go onto the manager's object as annotations
+        (:mod:`connectors.k8s.multikueue_ray_autoscaling`); once they are there, the patch that makes the copy name
+        the workload synced (None: nothing to write on the worker)."""
+        if mk_autoscaling.suspended(kind, local):
+            return None
+        child, child_name = None, mk_autoscaling.child_name(kind, remote)
+        if child_name:
+            assert w.client is not None
+            with contextlib.suppress(NotFound):
+                child = msgspec.json.decode(await w.client.get(RAYCLUSTERS, child_name, wl.namespace))
+        state = mk_autoscaling.runtime_state(kind, remote, child)
+        reflect = None if state is None else mk_autoscaling.reflect_patch(local, state)
+        if reflect is not None:
+            rv = (local.get("metadata") or {}).get("resourceVersion", "")
+            reflect["metadata"]["resourceVersion"] = rv
+            namespace, name = wl.namespace, (local.get("metadata") or {}).get("name", "")
+            with contextlib.suppress(NotFound, Conflict):  # read again on the next pass
+                await self.client.patch(r, name, reflect, namespace)
+                log.info("MultiKueue autoscaled worker counts reflected", kind=r.kind, owner=f"{namespace}/{name}",
+                         workload=wl.key, cluster=w.name)
+            return None  # the manager's new slice, once made, is the one the copy is to name
+        meta = mk_elastic.named(remote, wl.name, self._config())
+        return {"metadata": meta} if meta else None
 
     async def _final_status(self, w: Worker, key: str, origin: str) -> bool:
         """A workload finished on the worker that ran it: its owner's copy's last status, read from the worker (the

@@ -2,7 +2,8 @@
 ``parallelism`` (Kueue's batch/v1 MultiKueue adapter's ``needElasticJobSync``/``syncElasticJob``) and a RayCluster's
 worker replicas (Kueue's Ray MultiKueue adapter's ``ElasticReplicaSync``, wired for RayClusters alone: a RayJob's or
 RayService's workers live on a RayCluster the worker makes, which the manager has no copy of, so those keep the
-create-once copy).
+create-once copy). Under ``MultiKueueRayInTreeAutoscaling`` an autoscaled RayCluster's or RayJob's sizes go the other
+way instead (:mod:`connectors.k8s.multikueue_ray_autoscaling`).
 
 Under ``ElasticJobsViaWorkloadSlices``, for an owner annotated ``kueue.x-k8s.io/elastic-job: "true"`` whose copy
 already runs on the workload's worker, each sync compares the size of the copy and of the manager's owner (a Job's
@@ -104,7 +105,7 @@ def _groups_patched(remote: dict[str, Any], local: dict[str, Any]) -> list[dict[
     return out if changed else None
 
 
-def _named(remote: dict[str, Any], workload_name: str, config: SchedulerConfig) -> dict[str, Any]:
+def named(remote: dict[str, Any], workload_name: str, config: SchedulerConfig) -> dict[str, Any]:
     """A metadata merge patch making the copy name ``workload_name`` where it names its Workload now ({} when it
     does already)."""
     meta = remote.get("metadata") or {}
@@ -155,7 +156,7 @@ def elastic_patch(config: SchedulerConfig, owner_kind: tuple[str, str], remote: 
     patch: dict[str, Any] = {}
     if spec:
         patch["spec"] = spec
-    meta = _named(remote, wl.name, config)
+    meta = named(remote, wl.name, config)
     if meta:
         patch["metadata"] = meta
     return patch or None

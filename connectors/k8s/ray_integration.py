@@ -43,6 +43,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import podsetinfo, workload_slices
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
@@ -113,7 +114,11 @@ class OnRayCluster(WatchedJobIntegration[Any]):
         return cluster
 
     def slice_counts(self, job: Any) -> dict[str, int] | None:
-        return self.K.counts(job, self._live_cluster(job))
+        counts = self.K.counts(job, self._live_cluster(job))
+        if counts is None or self.K is not rj:
+            return counts
+        return mk_autoscaling.reflected_counts(self.state.gate(mk_autoscaling.GATE), job.spec.managed_by,
+                                               job.metadata.annotations, counts)
 
     def slice_pod_selector(self, job: Any) -> str:
         name = self.K.cluster_name(job)
@@ -164,7 +169,8 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
         return config.manages_rayclusters
 
     def slice_counts(self, job: rc.RayCluster) -> dict[str, int]:
-        return rc.counts(job.spec)
+        return mk_autoscaling.reflected_counts(self.state.gate(mk_autoscaling.GATE), job.spec.managed_by,
+                                               job.metadata.annotations, rc.counts(job.spec))
 
     def slice_pod_selector(self, job: rc.RayCluster) -> str:
         return rc.pod_selector(job)

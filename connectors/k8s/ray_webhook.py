@@ -25,7 +25,7 @@ mutating webhook gives an elastic RayCluster's templates (:func:`raycluster_defa
 one's autoscaler is refused in the RayCluster's words, and so is an elastic one's handed to MultiKueue
 (``spec.managedBy: kueue.x-k8s.io/multikueue``; Kueue's #13244: the manager owns an elastic RayCluster's worker
 replicas on the worker, :mod:`connectors.k8s.multikueue_elastic`), "in-tree autoscaling is not supported for a
-MultiKueue-managed elastic RayCluster";
+MultiKueue-managed elastic RayCluster" (unless ``MultiKueueRayInTreeAutoscaling`` is on);
 
 then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
 TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
@@ -80,7 +80,8 @@ CLUSTER_AUTOSCALING = ("a kueue managed job can use autoscaling only when the El
 """A RayCluster's own words for the autoscaling rule (a RayJob's and a RayService's are :data:`AUTOSCALING`)."""
 ELASTIC_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
 MULTIKUEUE_AUTOSCALING = "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster"
-"""Why an elastic RayCluster handed to MultiKueue may not autoscale (the manager owns its worker replicas)."""
+"""Why an elastic RayCluster handed to MultiKueue may not autoscale (the manager owns its worker replicas), unless
+MultiKueueRayInTreeAutoscaling is on (the worker's autoscaler owns them, :mod:`connectors.k8s.multikueue_ray_autoscaling`)."""
 NO_UPGRADE = "None"
 """The ``spec.upgradeStrategy.type`` that turns a RayService's zero-downtime upgrades off (KubeRay's others,
 ``NewCluster`` and ``NewClusterWithIncrementalUpgrade``, and none given, upgrade with a second cluster)."""
@@ -238,7 +239,8 @@ def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[
     if _managed(cluster, without_queue):
         if _elastic(cluster, feature_gates):
             errors += elastic_gate_errors(spec)
-            if spec.get("enableInTreeAutoscaling") is True and spec.get("managedBy") == MULTIKUEUE_MANAGER:
+            if (spec.get("enableInTreeAutoscaling") is True and spec.get("managedBy") == MULTIKUEUE_MANAGER
+                    and not gates.enabled(feature_gates, gates.MULTIKUEUE_RAY_IN_TREE_AUTOSCALING)):
                 errors.append(job_validation.forbidden("spec.enableInTreeAutoscaling", MULTIKUEUE_AUTOSCALING))
         elif spec.get("enableInTreeAutoscaling") is True:
             errors.append(job_validation.invalid("spec.enableInTreeAutoscaling", True, CLUSTER_AUTOSCALING))

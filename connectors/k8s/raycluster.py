@@ -70,6 +70,7 @@ class HeadGroupSpec(o.View):
 
 class RayClusterSpec(o.View):
     suspend: bool | None = None
+    managed_by: str | None = None
     enable_in_tree_autoscaling: bool | None = None
     head_group_spec: HeadGroupSpec = HeadGroupSpec()
     worker_group_specs: list[WorkerGroupSpec] = []

@@ -75,6 +75,7 @@ class RayJobSpec(o.View):
     submission_mode: str = ""
     submitter_pod_template: o.PodTemplateSpec | None = None
     ray_cluster_spec: rc.RayClusterSpec | None = None
+    managed_by: str | None = None
 
 
 class RayJob(o.NamespacedView):

@@ -263,9 +263,10 @@ def _job_slice(name: str, workers: int, *, created: str = "2026-01-01T00:00:00Z"
     return msgspec.structs.replace(wl, metadata=meta)
 
 
-def _job_setup(raw: dict[str, Any], *slices: o.Workload, live: Any = None
+def _job_setup(raw: dict[str, Any], *slices: o.Workload, live: Any = None, config: dict[str, Any] | None = None
                ) -> tuple[RayJobIntegration, Mirror, list[ev.AnyEvent], Client]:
-    integ, _, appended = watched_jobs.integration(RayJobIntegration, raw, *slices, config=JOB_ON)
+    integ, _, appended = watched_jobs.integration(RayJobIntegration, raw, *slices,
+                                                  config=JOB_ON if config is None else config)
     client = integ.client = Client(raw)
     client.kind = "RayJob"
     if live is not None:
@@ -308,6 +309,55 @@ async def test_a_rayjobs_counts_are_its_own_without_an_autoscaled_cluster_it_con
     _admit(mirror, "a")
     await integ.reconcile("ns/job")
     assert client.created == [] and [p for p in client.patches if p[0] == "Workload"] == []
+
+
+RECORDED = {"kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes": '[{"name":"workers","count":4}]',
+            "kueue.x-k8s.io/raycluster-generation": "child-uid-3"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("gate", [True, False])
+async def test_a_manager_rayjobs_counts_follow_the_worker_counts_recorded_on_it_under_the_gate(gate: bool) -> None:
+    """MultiKueueRayInTreeAutoscaling: a RayJob handed to MultiKueue has no cluster on the manager; the worker's
+    counts recorded on it (:mod:`connectors.k8s.multikueue_ray_autoscaling`) are its workers' — a new slice. Gate
+    off, the annotation is not read."""
+    raw = _raw_job(2)
+    raw["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    raw["metadata"]["annotations"].update(RECORDED)
+    config = {**JOB_ON, "featureGates": {"MultiKueueRayInTreeAutoscaling": gate}}
+    integ, mirror, _, client = _job_setup(raw, _job_slice("a", 2), config=config)
+    _admit(mirror, "a")
+    await integ.reconcile("ns/job")
+    if not gate:
+        assert client.created == [] and [p for p in client.patches if p[0] == "Workload"] == []
+        return
+    (body,) = client.created
+    assert body["metadata"]["annotations"][REPLACES] == "ns/a"
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [
+        ("head", 1), ("workers", 4), ("submitter", 1)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("gate", [True, False])
+async def test_a_manager_rayclusters_counts_follow_the_worker_counts_recorded_on_it_under_the_gate(
+        gate: bool) -> None:
+    """The same for a RayCluster handed to MultiKueue: its spec says 2, the worker's autoscaler made it 1 — the
+    admitted slice lowered in place; gate off, nothing."""
+    raw = _raw(2)
+    raw["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    raw["metadata"]["annotations"].update(RECORDED, **{
+        "kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes": '[{"name":"workers","count":1}]'})
+    integ, mirror, _, client = _setup(raw, _slice("a", 2),
+                                      config={**ON, "featureGates": {"MultiKueueRayInTreeAutoscaling": gate}})
+    _admit(mirror, "a")
+    await integ.reconcile("ns/rc")
+    assert client.created == []
+    patches = [p for p in client.patches if p[0] == "Workload"]
+    if not gate:
+        assert patches == []
+        return
+    (patch,) = patches
+    assert patch[2][-1] == {"op": "replace", "path": "/spec/podSets/1/count", "value": 1}
 
 
 @pytest.mark.asyncio

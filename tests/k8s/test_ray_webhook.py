@@ -304,5 +304,9 @@ def test_an_elastic_raycluster_handed_to_multikueue_may_not_autoscale() -> None:
     assert _refusal(handed, settings=ELASTIC_CLUSTERS) == (
         "spec.enableInTreeAutoscaling: Forbidden: in-tree autoscaling is not supported for a MultiKueue-managed "
         "elastic RayCluster")
+    autoscaled = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                "featureGates": {"MultiKueueRayInTreeAutoscaling": True}}),
+                                   clusters=True)
+    assert _refusal(handed, settings=autoscaled) is None, "MultiKueueRayInTreeAutoscaling: the worker owns them"
     handed["spec"]["enableInTreeAutoscaling"] = False
     assert _refusal(handed, settings=ELASTIC_CLUSTERS) is None

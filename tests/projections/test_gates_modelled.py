@@ -41,8 +41,7 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored(monkeyp
         name for name in set(gates.GATES) - gates.MODELLED - gates.PARTLY
         if gates.GATES[name][0] == gates.ALPHA), "every alpha gate not modelled, turned on"
     assert gates.ignored({"AllBeta": False}) == [], "every beta gate is modelled (v0.20's too)"
-    assert gates.ignored({"MultiKueueRayInTreeAutoscaling": True}) == ["MultiKueueRayInTreeAutoscaling"], \
-        "v0.20's, not modelled"
+    assert gates.ignored({"MultiKueueRayInTreeAutoscaling": True}) == [], "modelled (v0.20)"
     assert gates.ignored({"ConfigurablePreemptions": True}) == [], "modelled (v0.20)"
     assert gates.ignored({"TASGroupedPodSetSlicing": False, "TASPartialSlices": False}) == [], "modelled (v0.20)"
     assert gates.ignored({"TASNodeFeasibilityForAllLevels": False}) == [], "modelled: TAS reads it"

@@ -505,22 +505,25 @@ def _rayjob(ns: str, name: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _ray_clusters(kube_apiserver, worker_apiserver, tmp_path: Path, framework: str
-                        ) -> AsyncIterator[SimpleNamespace]:
-    """The manager and the worker with the Ray CRDs, their queues and a kueue-es each running ``framework``:
-    (kc, wc, ns, worker, check)."""
+async def _ray_clusters(kube_apiserver, worker_apiserver, tmp_path: Path, framework: str,
+                        feature_gates: dict[str, bool] | None = None) -> AsyncIterator[SimpleNamespace]:
+    """The manager and the worker with the Ray CRDs, their queues and a kueue-es each running ``framework`` (and
+    ``feature_gates``): (kc, wc, ns, worker, check)."""
     async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", framework],
-                         [crds.rayjob_crd(), crds.raycluster_crd(), crds.rayservice_crd()]) as c:
+                         [crds.rayjob_crd(), crds.raycluster_crd(), crds.rayservice_crd()],
+                         feature_gates=feature_gates) as c:
         yield c
 
 
 @contextlib.asynccontextmanager
 async def _clusters(kube_apiserver, worker_apiserver, tmp_path: Path, frameworks: list[str],
-                    docs: list[dict[str, Any]], multi_kueue: dict[str, Any] | None = None
-                    ) -> AsyncIterator[SimpleNamespace]:
+                    docs: list[dict[str, Any]], multi_kueue: dict[str, Any] | None = None,
+                    feature_gates: dict[str, bool] | None = None) -> AsyncIterator[SimpleNamespace]:
     """The manager and the worker with Kueue's CRDs and ``docs``, their queues and a kueue-es each running
-    ``frameworks`` (and the Configuration's ``multi_kueue`` section): (kc, wc, ns, worker, check)."""
-    config = load_config({"integrations": {"frameworks": frameworks}, "multiKueue": multi_kueue or {}})
+    ``frameworks`` (and the Configuration's ``multi_kueue`` section and ``feature_gates``): (kc, wc, ns, worker,
+    check)."""
+    config = load_config({"integrations": {"frameworks": frameworks}, "multiKueue": multi_kueue or {},
+                          "featureGates": feature_gates or {}})
     all_docs = [*crds.all_crds(), *docs]
     async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
         await crds.install(kc, docs=all_docs)
