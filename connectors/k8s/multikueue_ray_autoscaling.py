@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from connectors.k8s import raycluster
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from kueue_es.scheduler.config import SchedulerConfig
@@ -101,6 +103,16 @@ def runtime_state(kind: tuple[str, str], remote: dict[str, Any],
     return _counts(source.get("spec") or {}), _revision(source)
 
 
+class _Size(msgspec.Struct, frozen=True):
+    """One entry of the annotation's list."""
+
+    count: int
+    name: str = ""
+
+
+_sizes = msgspec.json.Decoder(list[_Size])
+
+
 def encode(counts: dict[str, int]) -> str:
     """The annotation's value: ``[{"name":…,"count":…}]`` sorted by name, compact as Go writes it."""
     return json.dumps([{"name": n, "count": counts[n]} for n in sorted(counts)], separators=(",", ":"))
@@ -111,17 +123,9 @@ def decode(value: str | None) -> dict[str, int] | None:
     if not value:
         return None
     try:
-        items = json.loads(value)
-    except ValueError:
+        return {s.name: s.count for s in _sizes.decode(value)}
+    except msgspec.DecodeError:  # not JSON, or not a list of such entries (ValidationError is one)
         return None
-    if not isinstance(items, list):
-        return None
-    out: dict[str, int] = {}
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("count"), int) or isinstance(item["count"], bool):
-            return None
-        out[str(item.get("name", ""))] = item["count"]
-    return out
 
 
 def reflect_patch(local: dict[str, Any], state: tuple[dict[str, int], str]) -> dict[str, Any] | None:
