@@ -115,12 +115,6 @@ def backoff_ms(config: SchedulerConfig, count: int) -> int:
     return seconds * 1000
 
 
-def pods_ready_deadline(config: SchedulerConfig, wl) -> int | None:
-    """When waitForPodsReady evicts ``wl`` (None: it does not): :func:`pods_ready_timeouts.deadline`."""
-    found = pods_ready_timeouts.deadline(config, wl)
-    return found[0] if found is not None else None
-
-
 def retention_deadline(config: SchedulerConfig, wl: WorkloadInfo) -> tuple[int, str, str] | None:
     """When ``wl``'s retention runs out under ``config``: (time ms, what to delete, why), or None (kept)."""
     after_finished, after_deactivated = config.workload_retention

@@ -34,11 +34,11 @@ from events import objects as o
 from events import schema as ev
 from events.manifests import load_text
 from events.timefmt import format_time
-from kueue_es.scheduler import DEFAULT
+from kueue_es.scheduler import DEFAULT, pods_ready_timeouts
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.scheduler.nodefailure import assigned_nodes
-from kueue_es.scheduler.reconcile import next_deadline, pods_ready_deadline, reconcile, retention_deadline
+from kueue_es.scheduler.reconcile import next_deadline, reconcile, retention_deadline
 from projections import snapshot
 from projections.cluster import ClusterState, max_execution_deadline
 from projections.node_ready import not_ready_wait_ends
@@ -171,9 +171,9 @@ def next_deadline_by_scan(state: ClusterState, config) -> int | None:
     if config.pods_ready.enable:
         for cq in state.reserving:
             for key in state.reserving[cq]:
-                d = pods_ready_deadline(config, state.workloads[key])
-                if d is not None:
-                    times.append(d)
+                found = pods_ready_timeouts.deadline(config, state.workloads[key])
+                if found is not None:
+                    times.append(found[0])
     for cq in state.reserving:
         for key in state.reserving[cq]:
             wl = state.workloads[key]

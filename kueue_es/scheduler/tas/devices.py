@@ -97,10 +97,10 @@ class DeviceWorld:
                  allocated: frozenset[DeviceId] = frozenset(), rules: Sequence[o.DeviceTaintRule] = ()) -> None:
         self.slices = tuple(slices)
         """The slices of complete pools, newest generation, by driver, pool, then slice name."""
-        self.classes = dict(classes)
+        self.classes = classes
         """DeviceClass name -> its CEL selector expressions."""
         self.taints = taints
-        self.templates = dict(templates)
+        self.templates = templates
         """ResourceClaimTemplate (``namespace/name``) -> the claim spec it makes."""
         self.allocated = allocated
         """The devices existing ResourceClaims hold (not shared, not for admin access): taken for everyone else."""
@@ -267,14 +267,19 @@ def _satisfies(d: _Device, programs: list[Any]) -> bool:
 
 
 _BUDGET = 100000
-"""The choices searched per group before giving up on a node (the allocator, too, bounds its search)."""
+"""The choices searched for one node, over all its groups, before giving up on it (the allocator, too, bounds
+its search)."""
 
 
-def _search(groups: list[list[_Request]], at: int, taken: set[int], devices: list[_Device], fitting) -> bool:
+def _search(groups: list[list[_Request]], at: int, taken: set[int], devices: list[_Device], fitting,
+            budget: list[int] | None = None) -> bool:
     """Whether groups ``at``... can be allocated beside the devices ``taken``: each group by the first of its
-    alternatives that leaves the rest allocatable."""
+    alternatives that leaves the rest allocatable. ``budget``: the choices left to try, shared by the whole
+    search (one node's)."""
     if at == len(groups):
         return True
+    if budget is None:
+        budget = [_BUDGET]
     for req in groups[at]:
         free = [k for k in fitting(req) if req.admin or devices[k].shared or k not in taken]
         if req.all:
@@ -285,11 +290,12 @@ def _search(groups: list[list[_Request]], at: int, taken: set[int], devices: lis
             if len(free) < req.count:
                 continue
             choices = combinations(free, req.count)
-        for n, choice in enumerate(choices):
-            if n >= _BUDGET:
-                break
+        for choice in choices:
+            if budget[0] <= 0:
+                return False
+            budget[0] -= 1
             added = set() if req.admin else {k for k in choice if not devices[k].shared}
-            if _search(groups, at + 1, taken | added, devices, fitting):
+            if _search(groups, at + 1, taken | added, devices, fitting, budget):
                 return True
     return False
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
-from kueue_es.scheduler.tas.search import order, take_in_order, tier, tightest
+from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
 from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
@@ -148,8 +148,6 @@ def _tightest_with_leader(domains: Sequence[int], need: int, value_wl: Sequence[
             best = d
     return best
 
-
-NotFit = Callable[[int, int, int], str]
 
 
 def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: bool, unconstrained: bool,

@@ -28,15 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kueue_es.scheduler.tas.group import GroupCounts, fill_rooms, leader_order, spread_down, take_leader_first
-from kueue_es.scheduler.tas.partial import NO_TAIL
-from kueue_es.scheduler.tas.search import order, tier
+from kueue_es.scheduler.tas.partial import NO_TAIL, hosting
+from kueue_es.scheduler.tas.search import NotFit, order, tier
 from projections.topology import TopologyTree
-
-NotFit = Callable[[int, int, int], str]
-
-
-def _hosting(pods: int, tail: int, size: int) -> int:
-    return (pods - tail) // size if pods >= tail else NO_TAIL
 
 
 def _least(values: Sequence[int]) -> int | None:
@@ -50,8 +44,8 @@ def group_tail_capacities(tree: TopologyTree, gc: GroupCounts, size: int, tail: 
     base = gc.base
     tc: list[list[int]] = [[] for _ in range(tree.depth)]
     tlc: list[list[int]] = [[] for _ in range(tree.depth)]
-    tc[slice_level] = [_hosting(p, tail, size) for p in base.pods[slice_level]]
-    tlc[slice_level] = [_hosting(p, tail, size) if lead > 0 else NO_TAIL
+    tc[slice_level] = [hosting(p, tail, size) for p in base.pods[slice_level]]
+    tlc[slice_level] = [hosting(p, tail, size) if lead > 0 else NO_TAIL
                         for p, lead in zip(gc.pods_wl[slice_level], gc.leader[slice_level], strict=True)]
     for lvl in range(slice_level - 1, -1, -1):
         cs, cswl, ctc, ctlc, cl = (base.slices[lvl + 1], gc.slices_wl[lvl + 1], tc[lvl + 1], tlc[lvl + 1],
@@ -66,9 +60,9 @@ def group_tail_capacities(tree: TopologyTree, gc: GroupCounts, size: int, tail: 
             costs += [lc + tcost for c, lc in lead_cost.items() for t, tcost in tail_cost.items() if t != c]
             cheapest_tail, cheapest_both = _least(list(tail_cost.values())), _least(costs)
             row_t.append(NO_TAIL if cheapest_tail is None
-                         else min(room - cheapest_tail, _hosting(base.pods[lvl][d], tail, size)))
+                         else min(room - cheapest_tail, hosting(base.pods[lvl][d], tail, size)))
             row_lt.append(NO_TAIL if cheapest_both is None
-                          else min(room - cheapest_both, _hosting(gc.pods_wl[lvl][d], tail, size)))
+                          else min(room - cheapest_both, hosting(gc.pods_wl[lvl][d], tail, size)))
         tc[lvl], tlc[lvl] = row_t, row_lt
     return tc, tlc
 

@@ -35,7 +35,9 @@ def tail_size(count: int, size: int, layers: int, enabled: bool) -> int:
     return count % size
 
 
-def _hosting(pods: int, tail: int, size: int) -> int:
+def hosting(pods: int, tail: int, size: int) -> int:
+    """Whole slices of ``size`` a domain of ``pods`` holds beside a partial slice of ``tail`` (NO_TAIL: it cannot
+    hold the partial slice)."""
     return (pods - tail) // size if pods >= tail else NO_TAIL
 
 
@@ -43,7 +45,7 @@ def tail_capacities(tree: TopologyTree, pods: list[list[int]], slices: list[list
                     slice_level: int) -> list[list[int]]:
     """Per level (down to the slice level; empty lists below), each domain's whole slices beside the tail."""
     out: list[list[int]] = [[] for _ in range(tree.depth)]
-    out[slice_level] = [_hosting(p, tail, size) for p in pods[slice_level]]
+    out[slice_level] = [hosting(p, tail, size) for p in pods[slice_level]]
     for lvl in range(slice_level - 1, -1, -1):
         child_sc, child_tc = slices[lvl + 1], out[lvl + 1]
         row = []
@@ -52,7 +54,7 @@ def tail_capacities(tree: TopologyTree, pods: list[list[int]], slices: list[list
             if not losses:
                 row.append(NO_TAIL)
                 continue
-            row.append(min(slices[lvl][d] - min(losses), _hosting(pods[lvl][d], tail, size)))
+            row.append(min(slices[lvl][d] - min(losses), hosting(pods[lvl][d], tail, size)))
         out[lvl] = row
     return out
 

@@ -243,10 +243,10 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
                                       slice_level=slice_level, requested=requested, required=required,
                                       unconstrained=unconstrained, lfc=lfc, options=options)
     if options.balanced and not required and not unconstrained:
-        spread = _place_group_balanced(snap, gc, req, size=size, slice_level=slice_level, inner=inner,
-                                       requested=requested, lfc=lfc, options=options)
-        if spread is not None:
-            return spread
+        balanced = _place_group_balanced(snap, gc, req, size=size, slice_level=slice_level, inner=inner,
+                                         requested=requested, lfc=lfc, options=options)
+        if balanced is not None:
+            return balanced
     not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, layers, req.count, size)
     found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
                                  unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
