@@ -396,13 +396,14 @@ def _device_counts(spec: o.ResourceClaimSpec, view: DraView) -> tuple[dict[str, 
     return counts, tuple(sorted(logical.items())), None
 
 
-class _Alternative(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
-    """A ``firstAvailable`` sub-request, as far as the charge reads it."""
+class Alternative(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
+    """A ``firstAvailable`` sub-request, as far as the charge and the device check read it."""
 
     device_class_name: str = ""
     allocation_mode: str = ""
     count: int | None = None
     selectors: list[o.DeviceSelector] = []
+    tolerations: list[o.Toleration] = []
 
 
 def first_available_charge(alternatives: list[dict[str, Any]], at: str,
@@ -421,7 +422,7 @@ def first_available_charge(alternatives: list[dict[str, Any]], at: str,
     for j, raw in enumerate(alternatives):
         here = f"{at}.firstAvailable[{j}]"
         try:
-            sub = msgspec.convert(raw, _Alternative)
+            sub = msgspec.convert(raw, Alternative)
         except msgspec.ValidationError as e:
             return ("", 0), (f"{here}: Invalid value: null", str(e))
         mode = sub.allocation_mode or "ExactCount"

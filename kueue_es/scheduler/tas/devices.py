@@ -47,6 +47,7 @@ import msgspec
 from events import objects as o
 from kueue_es.scheduler.tas.nodes import Exclusion, affinity_matches, tolerates
 from kueue_es.scheduler.tas.request import PodSetRequest
+from projections.dra import Alternative
 from projections.topology import FlavorSnapshot
 
 DRA_NO_FIT: Exclusion = ("dra", "")
@@ -180,13 +181,11 @@ def _exact(x: o.ExactDeviceRequest) -> _Request:
 
 def _alternative(sub: dict[str, Any]) -> _Request | None:
     try:
-        selectors = tuple(s["cel"]["expression"] for s in sub.get("selectors") or () if s.get("cel"))
-        tolerations = tuple(msgspec.convert(t, o.Toleration) for t in sub.get("tolerations") or ())
-        count = sub.get("count")
-        return _Request(str(sub.get("deviceClassName") or ""), str(sub.get("allocationMode") or "ExactCount"),
-                        int(count) if count is not None else None, selectors, tolerations, False)
-    except (AttributeError, KeyError, TypeError, ValueError, msgspec.ValidationError):
+        x = msgspec.convert(sub, Alternative)
+    except msgspec.ValidationError:
         return None
+    return _Request(x.device_class_name, x.allocation_mode or "ExactCount", x.count,
+                    tuple(s.cel.expression for s in x.selectors if s.cel is not None), tuple(x.tolerations), False)
 
 
 class _Failed(Exception):
