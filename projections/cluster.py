@@ -289,9 +289,11 @@ class ClusterState:
         """What :attr:`config` says about requests, and the configuration it was read from (derived)."""
         self._pods_ready_of: ev.ConfigRecorded | None = None
         self._pods_ready = True
+        """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
         self._scheduling_of: ev.ConfigRecorded | None = None
         self._scheduling = False
-        """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
+        """Whether :attr:`config` tracks pods' scheduling (WaitForPodsReadyUnscheduledTimeout), and the
+        configuration it was read from (derived)."""
         self._gates_of: ev.ConfigRecorded | None = None
         self._gates: dict[str, bool] = {}
         """Feature gates asked of :attr:`config` (:meth:`gate`), and the configuration they were read from (derived)."""

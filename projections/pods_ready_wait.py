@@ -18,11 +18,9 @@ from projections.workloads import WorkloadInfo
 def pods_ready_wait(wl: WorkloadInfo) -> tuple[int | None, int | None]:
     """``(admitted at, lost readiness at)`` of an admitted workload whose pods are not ready: one of them is set,
     the first unless it waits for a recovery (None for both: no admission time known)."""
-    for c in wl.conditions:
-        if c.type == "PodsReady":
-            if c.status == "False" and c.reason == WAIT_FOR_RECOVERY and c.last_transition_time:
-                return None, parse_time(c.last_transition_time)
-            break
+    c = wl.condition("PodsReady")
+    if c is not None and c.status == "False" and c.reason == WAIT_FOR_RECOVERY and c.last_transition_time:
+        return None, parse_time(c.last_transition_time)
     return wl.admitted_at, None
 
 

@@ -287,10 +287,6 @@ class NodeLayers:
             found = self._built[id(tree)] = (tree, NodeLayer(tree, self._nodes, self._usage))
         return found[1]
 
-    def __len__(self) -> int:
-        """How many layers were built so far."""
-        return len(self._built)
-
 
 def _trees(state: ClusterState, library: bool = False) -> dict[str, tuple[str, TopologyTree]]:
     every = [n for _, n in sorted(state.nodes.items())]

@@ -26,7 +26,7 @@ def _seconds(raw: object) -> int | None:
     return raw
 
 
-def parse(value: str | None) -> dict[str, object] | None:
+def _parse(value: str | None) -> dict[str, object] | None:
     """The annotation's object (None: absent, not JSON, or not an object)."""
     if not value:
         return None
@@ -40,7 +40,7 @@ def parse(value: str | None) -> dict[str, object] | None:
 def own_timeouts(value: str | None) -> tuple[int | None, int | None] | None:
     """``(timeout ms, recovery timeout ms)`` a Workload's annotation ``value`` sets (None in either place: the
     configuration's applies; None for both: it sets none)."""
-    doc = parse(value)
+    doc = _parse(value)
     if doc is None:
         return None
     timeout = _seconds(doc.get("timeoutSeconds"))
