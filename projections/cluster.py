@@ -161,7 +161,7 @@ class ClusterState:
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
         "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
-        "_limit_range_keys", "nodes", "nodes_seen", "pods", "jobs",
+        "_limit_range_keys", "nodes", "nodes_seen", "pods", "pods_of", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
@@ -251,6 +251,9 @@ class ClusterState:
         failure rules apply, even once every Node is gone (:mod:`kueue_es.scheduler.reconcile`). A log without
         Node watching shows none, and evicts nothing for node failures."""
         self.pods: dict[str, o.Pod] = {}
+        self.pods_of: dict[str, dict[str, None]] = {}
+        """``namespace/workload`` -> the keys of the Pods whose ``kueue.x-k8s.io/workload`` annotation names it: what
+        the UnscheduledPodsTracker counts (:meth:`_observe_scheduling`). Derived; rebuilt on restore."""
         self.jobs: dict[str, o.Job] = {}
         self.workloads: dict[str, WorkloadInfo] = {}
         self.queues: dict[str, ClusterQueueQueue] = {}
@@ -1135,13 +1138,27 @@ class ClusterState:
         scheduling = self.tracks_pods_scheduled and pods_scheduled.waiting_for_scheduling(wl)
         wl.set_condition("PodsReady", *pods_ready_condition(current, admitted, ready, scheduling), time)
 
+    def link_pod(self, old: o.Pod | None, new: o.Pod | None) -> None:
+        """Keep :attr:`pods_of` in step with a Pod upserted or deleted (``old``: as it was, ``new``: as it is)."""
+        was, now = _workload_of_pod(old), _workload_of_pod(new)
+        if was == now:
+            return
+        if was:
+            linked = self.pods_of.get(was)
+            if linked is not None:
+                linked.pop(old.key, None)  # type: ignore[union-attr]
+                if not linked:
+                    del self.pods_of[was]
+        if now:
+            self.pods_of.setdefault(now, {})[new.key] = None  # type: ignore[union-attr]
+
     def _observe_scheduling(self, wl: WorkloadInfo, time: int) -> bool:
         """Kueue's UnscheduledPodsTracker looks at ``wl``: its PodsScheduled condition follows its Pods (admitted),
         or is reset (admission lost): :mod:`projections.pods_scheduled`. Whether it changed."""
         if wl.phase == ADMITTED and _true(wl.condition("Admitted")):
             if wl.evicted or (self.concurrent_admission and variants.parent_name(wl)):
                 return False
-            pods = [p for p in self.pods.values() if pods_scheduled.linked(p, wl)]
+            pods = [self.pods[k] for k in self.pods_of.get(wl.key, ())]
             found = pods_scheduled.observe(wl, pods, self.reclaim_enabled)
             if found is None:
                 return False
@@ -1450,6 +1467,7 @@ class ClusterState:
                 self._touch_pod(old_pod)
                 self._touch_pod(obj)
                 self.pods[obj.key] = obj
+                self.link_pod(old_pod, obj)
                 self.tas.pod_changed(obj.key, obj)
                 if self.tracks_pods_scheduled:
                     self._pod_scheduling(obj)
@@ -1550,6 +1568,7 @@ class ClusterState:
                     self._look_at_node_anew(gone)
         elif kind == "Pod":
             self._touch_pod(gone)
+            self.link_pod(gone, None)
             self.tas.pod_changed(key, None)
             if self.tracks_pods_scheduled:
                 self._pod_scheduling(gone)
@@ -2857,3 +2876,11 @@ def _sync_admitted(wl: WorkloadInfo, time: int) -> None:
     elif any(s.state != "Ready" for s in wl.check_states.values()):
         wl.set_condition("Admitted", "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready",
                          time)
+
+
+def _workload_of_pod(pod: o.Pod | None) -> str:
+    """``namespace/workload`` of the Workload a Pod's ``kueue.x-k8s.io/workload`` annotation names ("": none)."""
+    if pod is None:
+        return ""
+    name = pod.metadata.annotations.get(WORKLOAD_ANNOTATION)
+    return f"{pod.metadata.namespace}/{name}" if name else ""

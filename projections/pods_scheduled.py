@@ -37,7 +37,7 @@ from events.timefmt import parse_time
 from projections import config_version, gates
 from projections.pods_ready import waits_for_pods_ready
 from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
-from projections.workloads import WORKLOAD_ANNOTATION, WorkloadInfo
+from projections.workloads import WorkloadInfo
 
 PODS_SCHEDULED = "PodsScheduled"
 ALL_SCHEDULED = "AllRequiredPodsScheduled"
@@ -76,10 +76,6 @@ def scheduled(pod: o.Pod) -> bool:
     """Bound to a node and shown scheduled."""
     return bool(pod.spec.node_name) and any(
         c.type == POD_SCHEDULED and c.status == "True" for c in pod.status.conditions)
-
-
-def linked(pod: o.Pod, wl: WorkloadInfo) -> bool:
-    return pod.metadata.namespace == wl.namespace and pod.metadata.annotations.get(WORKLOAD_ANNOTATION) == wl.name
 
 
 def current(wl: WorkloadInfo) -> o.Condition | None:

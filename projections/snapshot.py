@@ -352,6 +352,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.afs_history = [(t, lq, sign, tuple((r, v) for r, v in u)) for t, lq, sign, u in snap.afs_history]
     for key in sorted(state.pods):
         state.tas.pod_changed(key, state.pods[key])
+        state.link_pod(None, state.pods[key])
     for key in sorted(state.workloads):
         wl = state.workloads[key]
         if wl.reserving and wl.cluster_queue and not charges_nothing(wl):
