@@ -28,7 +28,7 @@ from kueue_es.scheduler.flavors import toleration_matches
 from projections.cluster import ClusterState
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.secondpass import HOSTNAME
-from projections.workloads import ADMITTED, WORKLOAD_ANNOTATION, WorkloadInfo
+from projections.workloads import ADMITTED, WorkloadInfo
 
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -123,10 +123,10 @@ def node_by_hostname(state: ClusterState, hostname: str) -> o.Node | None:
 
 def _progressing(state: ClusterState, wl: WorkloadInfo, node: str) -> bool:
     """Some pod of ``wl`` bound to ``node`` (a Node's name) is neither terminal nor being deleted."""
-    for pod in state.pods.values():
-        if (pod.spec.node_name == node and pod.metadata.namespace == wl.namespace
-                and pod.metadata.annotations.get(WORKLOAD_ANNOTATION) == wl.name
-                and pod.status.phase not in _TERMINAL and not pod.metadata.deletion_timestamp):
+    pods = state.pods
+    for key in state.pods_of.get(wl.key, ()):
+        pod = pods[key]
+        if pod.spec.node_name == node and pod.status.phase not in _TERMINAL and not pod.metadata.deletion_timestamp:
             return True
     return False
 

@@ -15,7 +15,7 @@ from kueue_es.scheduler.nodefailure import FAILED, HEALTHY, WAITING, verdict
 from projections.workloads import WORKLOAD_ANNOTATION
 
 SINCE = 1_704_067_200_000
-WL = SimpleNamespace(namespace="team", name="w")
+WL = SimpleNamespace(namespace="team", name="w", key="team/w")
 
 
 def _state(*, pod_runs: bool) -> SimpleNamespace:
@@ -26,7 +26,7 @@ def _state(*, pod_runs: bool) -> SimpleNamespace:
         pods["team/w-0"] = o.Pod(metadata=o.ObjectMeta(name="w-0", namespace="team",
                                                        annotations={WORKLOAD_ANNOTATION: "w"}),
                                  spec=o.PodSpec(node_name="n1"), status=o.PodStatus(phase="Running"))
-    return SimpleNamespace(nodes={"n1": node}, pods=pods)
+    return SimpleNamespace(nodes={"n1": node}, pods=pods, pods_of={"team/w": dict.fromkeys(pods)} if pods else {})
 
 
 @pytest.mark.parametrize(("on_pod_termination", "fixed_time", "pod_runs", "after_ms", "expected"), [
