@@ -64,8 +64,16 @@ async def test_a_parent_is_pursued_through_its_variants(kube_apiserver, tmp_path
             assert _cond(p, "Admitted") == ("True", "Admitted", f"The variant {names[fallback]} is admitted")
             assert p["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": fallback}
 
+            async def existing(name: str) -> dict[str, Any] | None:
+                try:
+                    return await get(kc, "Workload", name, ns)
+                except NotFound:
+                    return None
+
             for f, name in names.items():
-                v = await get(kc, "Workload", name, ns)
+                # the variants are created side by side: the parent may be admitted through one before the other's
+                # creation has gone through (as with Kueue's variant controller)
+                v = await eventually(lambda n=name: existing(n), what=f"the variant {name} created")
                 meta = v["metadata"]
                 assert meta["labels"] == {"app": "sample"}
                 assert meta["annotations"] == {"note": "kept", ALLOWED: f}
@@ -92,11 +100,7 @@ async def test_a_parent_is_pursued_through_its_variants(kube_apiserver, tmp_path
             await kc.patch(BY_KIND["ClusterQueue"], cq, {"spec": {"resourceGroups": narrowed}})
 
             async def deleted() -> bool:
-                try:
-                    await get(kc, "Workload", names[preferred], ns)
-                except NotFound:
-                    return True
-                return False
+                return await existing(names[preferred]) is None
 
             await eventually(deleted, what="the stale variant deleted")
             assert (await get(kc, "Workload", names[fallback], ns))["metadata"]["uid"] == admitted["metadata"]["uid"]
