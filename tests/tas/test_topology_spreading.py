@@ -261,3 +261,38 @@ def test_the_cycle_counts_its_queues_workloads_but_the_placed_one_and_preemption
     assert got.spreading is not None and got.spreading.total == 0  # a preemption target does not count
     ((_, got),) = with_spreading(ctx(False), placed, info, [("tas", req)])
     assert got.spreading is None  # gate off: the annotation is not read
+
+
+def _grouped(state: ClusterState, topo: o.PodSetTopologyRequest) -> list:
+    """The state's workloads with their pod sets in pod-set group ``topo`` names (as an LWS group's are)."""
+    return [msgspec.structs.replace(w, pod_sets=tuple(msgspec.structs.replace(ps, topology=topo) for ps in w.pod_sets))
+            for w in state.workloads.values()]
+
+
+def test_a_group_whose_workers_end_in_a_partial_slice_is_spread_too():
+    """A LeaderWorkerSet group (a leader and 3 workers sliced by 2 per rack: a whole slice and a partial one) is
+    placed by the partial-slice search, which honours the group's spreading rules like the whole-slice one."""
+    from kueue_es.scheduler.tas.place import place_group
+
+    topo = o.PodSetTopologyRequest(required=RACK, pod_set_group_name="g", pod_set_slice_required_topology=RACK,
+                                   pod_set_slice_size=2)
+    leader = PodSetRequest(name="leader", count=1, requests=(("cpu", 1000),), topology=topo)
+    workers = PodSetRequest(name="workers", count=3, requests=(("cpu", 1000),), topology=topo)
+
+    def racks(state: ClusterState, value: str | None) -> list[str] | NoPlacement:
+        snap = tas_snapshots(state)["tas"]
+        occ = None if value is None else occupancy(snap.tree, "tas", ts.parse(value), group_key("workers", topo),
+                                                   "test-ns", None, _grouped(state, topo))
+        res = place_group(snap, msgspec.structs.replace(workers, spreading=occ), leader)
+        if isinstance(res, NoPlacement):
+            return res
+        return sorted({r for p in res for r in _racks(p)})
+
+    racks8 = {"r1": ("b1", [5]), "r2": ("b1", [8]), "r3": ("b2", [8])}
+    state = _state(racks8, [{"name": "w1", "domains": [["r1-h0", 1]]}])
+    assert racks(state, None) == ["r1"]  # the tightest rack holding the leader, the whole and the partial slice
+    assert racks(state, annotation((RACK, "0.5", "Required"))) == ["r2"]  # r1 holds the group's only one
+    assert racks(state, annotation((RACK, "0.5", "Preferred"))) == ["r2"]
+    crowded = _state(racks8, [{"name": f"w{i}", "domains": [[f"r{i}-h0", 1]]} for i in (1, 2, 3)])
+    assert racks(crowded, annotation((RACK, "0.3", "Required"))) == NoPlacement(
+        f"topology spreading excludes all topology domains at level: {RACK}")

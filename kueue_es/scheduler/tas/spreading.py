@@ -20,7 +20,7 @@ nothing (the request stays in the chosen domain).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -154,6 +154,24 @@ class LevelSpread:
             if self.rank(level, d) != top:
                 return ordered[:k]
         return ordered
+
+
+def fit_spread(spread: LevelSpread, level: int, ordered: Sequence[int], *, fits: Callable[[int], bool],
+               best: Callable[[Sequence[int]], int], lfc: bool,
+               no_fit: Callable[[Sequence[int]], str]) -> tuple[int, list[int]] | str:
+    """A required request's domain at ``level`` under topology spreading, for every search (a pod set, one with a
+    partial slice, a pod-set group): ``ordered`` (the search's own order) without the banned domains, ranked by the
+    rules; LeastFreeCapacity takes the first domain that ``fits``, BestFit its ``best`` among the domains of that
+    one's rank onwards (:meth:`LevelSpread.tier`). ``no_fit`` makes the failure from the arranged domains."""
+    ordered = spread.arrange(level, ordered)
+    if not ordered:
+        return EXCLUDES_ALL.format(spread.tree.levels[level])
+    k = next((k for k, d in enumerate(ordered) if fits(d)), None)
+    if k is None:
+        return no_fit(ordered)
+    if lfc:
+        return level, [ordered[k]]
+    return level, [best(spread.tier(level, ordered[k:]))]
 
 
 def resolve(tree: TopologyTree, occ: Occupancy | None, requested: int) -> LevelSpread | str | None:
