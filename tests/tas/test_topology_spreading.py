@@ -15,7 +15,7 @@ from events import objects as o
 from events import schema as ev
 from events import topology_spreading as ts
 from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, place
-from kueue_es.scheduler.tas.spreading import group_key, occupancy
+from kueue_es.scheduler.tas.spreading import SpreadingMemo, group_key, occupancy
 from projections.cluster import ClusterState
 from projections.topology import tas_snapshots
 
@@ -249,7 +249,8 @@ def test_the_cycle_counts_its_queues_workloads_but_the_placed_one_and_preemption
                                                         for ps in w2.pod_sets))
 
     def ctx(gate: bool):
-        topology = SimpleNamespace(options=TASOptions(spreading=gate), snapshots=tas_snapshots(state), admitted={})
+        topology = SimpleNamespace(options=TASOptions(spreading=gate), snapshots=tas_snapshots(state), admitted={},
+                                   spreading_memo=SpreadingMemo())
         return SimpleNamespace(topology=topology, reserving_in=lambda cq: [w1, w2] if cq == "cq" else [])
 
     req = PodSetRequest(name="main", count=1, requests=(("cpu", 1000),),
@@ -296,3 +297,38 @@ def test_a_group_whose_workers_end_in_a_partial_slice_is_spread_too():
     crowded = _state(racks8, [{"name": f"w{i}", "domains": [[f"r{i}-h0", 1]]} for i in (1, 2, 3)])
     assert racks(crowded, annotation((RACK, "0.3", "Required"))) == NoPlacement(
         f"topology spreading excludes all topology domains at level: {RACK}")
+
+
+def test_a_cycle_parses_each_annotation_and_decodes_each_assignment_once(monkeypatch):
+    """The cycle's SpreadingMemo: however many placements read the same annotation and the same other workloads,
+    the annotation is parsed and each assignment decoded once, and the counts stay the same."""
+    from types import SimpleNamespace
+
+    from events import tas_assignment
+    from kueue_es.scheduler.tas import TASOptions
+    from kueue_es.scheduler.tasplace import with_spreading
+
+    state = _state(RACKS, [{"name": "w1", "domains": [["r1-h0", 1]]}, {"name": "w2", "domains": [["r2-h0", 1]]}])
+    w1, w2 = state.workloads["test-ns/w1"], state.workloads["test-ns/w2"]
+    value = annotation((RACK, "0.5", "Required"))
+    placed = msgspec.structs.replace(w2, key="test-ns/new", pod_sets=tuple(
+        msgspec.structs.replace(ps, spreading=value) for ps in w2.pod_sets))
+    calls = {"parse": 0, "decode": 0}
+
+    def counting(name, real):
+        def wrapped(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(ts, "parse", counting("parse", ts.parse))
+    monkeypatch.setattr(tas_assignment, "decode", counting("decode", tas_assignment.decode))
+    topology = SimpleNamespace(options=TASOptions(spreading=True), snapshots=tas_snapshots(state), admitted={},
+                               spreading_memo=SpreadingMemo())
+    ctx = SimpleNamespace(topology=topology, reserving_in=lambda cq: [w1, w2])
+    req = PodSetRequest(name="main", count=1, requests=(("cpu", 1000),),
+                        topology=o.PodSetTopologyRequest(required=RACK))
+    seen = [with_spreading(ctx, placed, SimpleNamespace(name="cq"), [("tas", req)])[0][1].spreading
+            for _ in range(3)]
+    assert seen[0] is not None and seen[0].total == 2 and seen[0] == seen[1] == seen[2]
+    assert calls == {"parse": 1, "decode": 2}
