@@ -27,7 +27,6 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
-from events import topology_spreading
 from events.errors import InvalidInput
 from events.object_rules import HOSTNAME
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
@@ -41,7 +40,7 @@ from kueue_es.scheduler.tas import (
     replace_in_workload,
     spreading,
 )
-from kueue_es.scheduler.tas.devices import DeviceWorld, world_of
+from kueue_es.scheduler.tas.devices import DeviceWorld, LazyDeviceWorld, world_of
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.assumed_ports import holders_by_node
 from projections.clusterqueues import ClusterQueueInfo
@@ -84,7 +83,7 @@ class CycleTopology:
     """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them), and the
     feature gates placement reads."""
 
-    __slots__ = ("_snaps", "_state", "admitted", "elastic", "options", "recompute")
+    __slots__ = ("_snaps", "_state", "admitted", "elastic", "options", "recompute", "spreading_memo")
 
     def __init__(self, state, config=None) -> None:
         self._state = state
@@ -104,6 +103,8 @@ class CycleTopology:
         self.admitted: dict[str, list[WorkloadInfo]] = {}
         """Under TASTopologySpreading, by ClusterQueue, the workloads this cycle reserved quota for, with their
         admission: a later entry of the queue (FairSharingRefill) counts them, as Kueue's snapshot holds them."""
+        self.spreading_memo = spreading.SpreadingMemo()
+        """Under TASTopologySpreading, the annotations parsed and the assignments decoded this cycle."""
 
     def reserved(self, cq: str, wl: WorkloadInfo, admission: o.Admission) -> None:
         """Record that the cycle reserved quota for ``wl`` with ``admission`` in ``cq`` (only under
@@ -159,7 +160,8 @@ def tas_options(config, state=None) -> TASOptions:
         library = NodePorts(holders=node_ports(state) if state is not None else {})
     devices = None
     if state is not None and config.gate(KUEUE_DRA_DEVICE_FEASIBILITY):
-        devices = device_world(state, config.gate(KUEUE_DRA_INTEGRATION_DEVICE_TAINTS))
+        taints = config.gate(KUEUE_DRA_INTEGRATION_DEVICE_TAINTS)
+        devices = LazyDeviceWorld(lambda: device_world(state, taints))  # built by the first placement checking claims
     return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY),
                       overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS),
                       profile_mixed=config.gate(TAS_PROFILE_MIXED),
@@ -273,7 +275,8 @@ def with_spreading(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
     out: list[tuple[str, PodSetRequest]] = []
     for flavor, req in wanted:
         ps = by_name.get(req.name)
-        spec = topology_spreading.read(ps.spreading) if ps is not None else None
+        memo = ctx.topology.spreading_memo
+        spec = memo.spec(ps.spreading) if ps is not None else None
         if spec is None or flavor not in ctx.topology.snapshots:
             out.append((flavor, req))
             continue
@@ -282,7 +285,7 @@ def with_spreading(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
                       if w.key != wl.key and w.key not in gone]
         occ = spreading.occupancy(ctx.topology.snapshots[flavor].tree, flavor, spec,
                                   spreading.group_key(ps.name, ps.topology), wl.namespace,  # type: ignore[union-attr]
-                                  spreading.job_uid(wl.labels), others)
+                                  spreading.job_uid(wl.labels), others, memo)
         out.append((flavor, msgspec.structs.replace(req, spreading=occ)))
     return out
 

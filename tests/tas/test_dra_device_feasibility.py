@@ -222,3 +222,34 @@ def test_a_device_taint_rule_taints_the_devices_it_selects_under_the_taints_gate
                                                             "effect": "NoSchedule"}]))
     state = _state(*devices, _rule("everywhere"), tolerant)
     assert _nodes(_place(state, taints=True, template="tolerant")) == ["x1"]
+
+
+def test_the_cycles_devices_are_built_only_when_a_placement_checks_claims() -> None:
+    """Under the gate, the cycle's TAS options hold the devices unbuilt: a placement of a pod set without claims (or
+    a cycle with no TAS entry) never builds them, the first one checking claims does, once."""
+    from events import objects as o  # noqa: PLC0415
+    from kueue_es.scheduler.config import load_config  # noqa: PLC0415
+    from kueue_es.scheduler.tasplace import tas_options  # noqa: PLC0415
+
+    state = _state(_slice("x2", [_gpu()]))
+    reads = []
+
+    class Watched:
+        def __getattr__(self, name: str) -> Any:
+            if name == "resource_slices":
+                reads.append(name)
+            return getattr(state, name)
+
+    config = load_config({"featureGates": {"KueueDRAIntegration": True, "KueueDRADeviceFeasibility": True}})
+    options = tas_options(config, Watched())
+    assert reads == []
+    snap = tas_snapshots(state)["tas"]
+    topology = o.PodSetTopologyRequest(required="kubernetes.io/hostname")
+    plain = PodSetRequest(name="main", count=1, requests=(("cpu", 1000),), topology=topology)
+    assert _nodes(place(snap, plain, options=options)) == ["x1"]
+    assert reads == []
+    claiming = PodSetRequest(name="main", count=1, requests=(("cpu", 1000),), claims=("default/gpu-template",),
+                             topology=topology)
+    assert _nodes(place(snap, claiming, options=options)) == ["x2"]
+    assert _nodes(place(snap, claiming, options=options)) == ["x2"]
+    assert reads == ["resource_slices"]

@@ -15,7 +15,7 @@ from events import objects as o
 from events import schema as ev
 from events import topology_spreading as ts
 from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, place
-from kueue_es.scheduler.tas.spreading import group_key, occupancy
+from kueue_es.scheduler.tas.spreading import SpreadingMemo, group_key, occupancy
 from projections.cluster import ClusterState
 from projections.topology import tas_snapshots
 
@@ -249,7 +249,8 @@ def test_the_cycle_counts_its_queues_workloads_but_the_placed_one_and_preemption
                                                         for ps in w2.pod_sets))
 
     def ctx(gate: bool):
-        topology = SimpleNamespace(options=TASOptions(spreading=gate), snapshots=tas_snapshots(state), admitted={})
+        topology = SimpleNamespace(options=TASOptions(spreading=gate), snapshots=tas_snapshots(state), admitted={},
+                                   spreading_memo=SpreadingMemo())
         return SimpleNamespace(topology=topology, reserving_in=lambda cq: [w1, w2] if cq == "cq" else [])
 
     req = PodSetRequest(name="main", count=1, requests=(("cpu", 1000),),
@@ -261,3 +262,73 @@ def test_the_cycle_counts_its_queues_workloads_but_the_placed_one_and_preemption
     assert got.spreading is not None and got.spreading.total == 0  # a preemption target does not count
     ((_, got),) = with_spreading(ctx(False), placed, info, [("tas", req)])
     assert got.spreading is None  # gate off: the annotation is not read
+
+
+def _grouped(state: ClusterState, topo: o.PodSetTopologyRequest) -> list:
+    """The state's workloads with their pod sets in pod-set group ``topo`` names (as an LWS group's are)."""
+    return [msgspec.structs.replace(w, pod_sets=tuple(msgspec.structs.replace(ps, topology=topo) for ps in w.pod_sets))
+            for w in state.workloads.values()]
+
+
+def test_a_group_whose_workers_end_in_a_partial_slice_is_spread_too():
+    """A LeaderWorkerSet group (a leader and 3 workers sliced by 2 per rack: a whole slice and a partial one) is
+    placed by the partial-slice search, which honours the group's spreading rules like the whole-slice one."""
+    from kueue_es.scheduler.tas.place import place_group
+
+    topo = o.PodSetTopologyRequest(required=RACK, pod_set_group_name="g", pod_set_slice_required_topology=RACK,
+                                   pod_set_slice_size=2)
+    leader = PodSetRequest(name="leader", count=1, requests=(("cpu", 1000),), topology=topo)
+    workers = PodSetRequest(name="workers", count=3, requests=(("cpu", 1000),), topology=topo)
+
+    def racks(state: ClusterState, value: str | None) -> list[str] | NoPlacement:
+        snap = tas_snapshots(state)["tas"]
+        occ = None if value is None else occupancy(snap.tree, "tas", ts.parse(value), group_key("workers", topo),
+                                                   "test-ns", None, _grouped(state, topo))
+        res = place_group(snap, msgspec.structs.replace(workers, spreading=occ), leader)
+        if isinstance(res, NoPlacement):
+            return res
+        return sorted({r for p in res for r in _racks(p)})
+
+    racks8 = {"r1": ("b1", [5]), "r2": ("b1", [8]), "r3": ("b2", [8])}
+    state = _state(racks8, [{"name": "w1", "domains": [["r1-h0", 1]]}])
+    assert racks(state, None) == ["r1"]  # the tightest rack holding the leader, the whole and the partial slice
+    assert racks(state, annotation((RACK, "0.5", "Required"))) == ["r2"]  # r1 holds the group's only one
+    assert racks(state, annotation((RACK, "0.5", "Preferred"))) == ["r2"]
+    crowded = _state(racks8, [{"name": f"w{i}", "domains": [[f"r{i}-h0", 1]]} for i in (1, 2, 3)])
+    assert racks(crowded, annotation((RACK, "0.3", "Required"))) == NoPlacement(
+        f"topology spreading excludes all topology domains at level: {RACK}")
+
+
+def test_a_cycle_parses_each_annotation_and_decodes_each_assignment_once(monkeypatch):
+    """The cycle's SpreadingMemo: however many placements read the same annotation and the same other workloads,
+    the annotation is parsed and each assignment decoded once, and the counts stay the same."""
+    from types import SimpleNamespace
+
+    from events import tas_assignment
+    from kueue_es.scheduler.tas import TASOptions
+    from kueue_es.scheduler.tasplace import with_spreading
+
+    state = _state(RACKS, [{"name": "w1", "domains": [["r1-h0", 1]]}, {"name": "w2", "domains": [["r2-h0", 1]]}])
+    w1, w2 = state.workloads["test-ns/w1"], state.workloads["test-ns/w2"]
+    value = annotation((RACK, "0.5", "Required"))
+    placed = msgspec.structs.replace(w2, key="test-ns/new", pod_sets=tuple(
+        msgspec.structs.replace(ps, spreading=value) for ps in w2.pod_sets))
+    calls = {"parse": 0, "decode": 0}
+
+    def counting(name, real):
+        def wrapped(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(ts, "parse", counting("parse", ts.parse))
+    monkeypatch.setattr(tas_assignment, "decode", counting("decode", tas_assignment.decode))
+    topology = SimpleNamespace(options=TASOptions(spreading=True), snapshots=tas_snapshots(state), admitted={},
+                               spreading_memo=SpreadingMemo())
+    ctx = SimpleNamespace(topology=topology, reserving_in=lambda cq: [w1, w2])
+    req = PodSetRequest(name="main", count=1, requests=(("cpu", 1000),),
+                        topology=o.PodSetTopologyRequest(required=RACK))
+    seen = [with_spreading(ctx, placed, SimpleNamespace(name="cq"), [("tas", req)])[0][1].spreading
+            for _ in range(3)]
+    assert seen[0] is not None and seen[0].total == 2 and seen[0] == seen[1] == seen[2]
+    assert calls == {"parse": 1, "decode": 2}

@@ -38,7 +38,7 @@ Pure: the answer depends only on the devices, classes and claims given; memoised
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -135,6 +135,37 @@ class DeviceWorld:
                 out = dict(already)
             out[i] = DRA_NO_FIT
         return already if out is None else out
+
+
+class LazyDeviceWorld:
+    """A :class:`DeviceWorld` built the first time a placement checks a pod set's claims against it (a scheduling
+    cycle without such a placement never builds it); answers as the world ``build`` makes."""
+
+    __slots__ = ("_build", "_world")
+
+    def __init__(self, build: Callable[[], DeviceWorld]) -> None:
+        self._build = build
+        self._world: DeviceWorld | None = None
+
+    @property
+    def built(self) -> bool:
+        return self._world is not None
+
+    def world(self) -> DeviceWorld:
+        if self._world is None:
+            self._world = self._build()
+        return self._world
+
+    def feasible(self, node: o.Node, claims: tuple[str, ...]) -> bool:
+        return self.world().feasible(node, claims)
+
+    def excluded(self, nodes: Sequence[o.Node], claims: tuple[str, ...],
+                 already: Mapping[int, Exclusion]) -> Mapping[int, Exclusion]:
+        return self.world().excluded(nodes, claims, already) if claims else already
+
+
+Devices = DeviceWorld | LazyDeviceWorld
+"""What placement checks claims against under KueueDRADeviceFeasibility."""
 
 
 def world_of(pools: Iterable[Any], classes: Iterable[o.DeviceClass], templates: Iterable[o.ResourceClaimTemplate],
@@ -300,7 +331,7 @@ def _search(groups: list[list[_Request]], at: int, taken: set[int], devices: lis
 
 
 def device_excluded(snap: FlavorSnapshot, req: PodSetRequest, excluded: Mapping[int, Exclusion],
-                    devices: DeviceWorld | None) -> Mapping[int, Exclusion]:
+                    devices: Devices | None) -> Mapping[int, Exclusion]:
     """Leaf index -> why: ``excluded`` with, under the gate (``devices``), every other node leaf whose devices
     cannot serve the pod set's claims; unchanged unless the lowest level is the hostname (below another level
     each node is checked by :func:`kueue_es.scheduler.tas.pernode.node_view`)."""

@@ -31,10 +31,11 @@ domain cannot take the group takes, as Kueue's scan does, the tightest of the fi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
 from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
-from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
+from kueue_es.scheduler.tas.spreading import LevelSpread, fit_spread
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
 
@@ -150,50 +151,82 @@ def _tightest_with_leader(domains: Sequence[int], need: int, value_wl: Sequence[
 
 
 
+class WholeSlices:
+    """How the group search reads a level when the workers make whole slices only: a domain fits with the leader and
+    the slices it holds beside it (``slices_wl``), best fit taking the tightest of those. :mod:`.group_partial`
+    reads it with a partial slice too."""
+
+    __slots__ = ()
+    extra = 0
+    """Slices the failure messages count beyond the whole ones."""
+
+    def capacity(self, gc: GroupCounts, level: int) -> Sequence[int]:
+        """Each domain's whole slices beside the leader (and whatever else must fit with it)."""
+        return gc.slices_wl[level]
+
+    def best(self, gc: GroupCounts, level: int, domains: Sequence[int], slices: int,
+             scores: Sequence[int] | None) -> int:
+        """Best fit's pick among ``domains`` (the first qualifies)."""
+        return _tightest_with_leader(domains, slices, gc.slices_wl[level], gc.leader[level], 1, scores)
+
+    def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
+              not_fit: NotFit) -> tuple[int, list[int]] | str:
+        """The top level's greedy run's domains, once they cover the whole slices."""
+        return level, chosen
+
+
+WHOLE_SLICES = WholeSlices()
+
+
 def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: bool, unconstrained: bool,
                          lfc: bool, not_fit: NotFit, no_domains: Callable[[int], str],
-                         spread: LevelSpread | None = None) -> tuple[int, list[int]] | str:
+                         spread: LevelSpread | None = None,
+                         fit: WholeSlices = WHOLE_SLICES) -> tuple[int, list[int]] | str:
     """(fit level, domains chosen there) for the group, or the failure message (§2.5 with a leader). ``spread``: a
-    required request's topology spreading (:mod:`.spreading`)."""
+    required request's topology spreading (:mod:`.spreading`); ``fit``: how a domain's capacity reads (whole slices,
+    or also a partial one: :mod:`.group_partial`)."""
     base = gc.base
+    requested = slices + fit.extra
     while True:
         sc, pc = base.slices[level], base.pods[level]
         if not sc:
             return no_domains(level)
-        lead, swl, aff = gc.leader[level], gc.slices_wl[level], _scores(base, level)
+        lead, cap, aff = gc.leader[level], fit.capacity(gc, level), _scores(base, level)
         ordered = leader_order(gc, level, lfc)
+        fitting = [lead[d] >= 1 and cap[d] >= slices for d in range(len(sc))]
+        best = partial(fit.best, gc, level, slices=slices, scores=aff)
         if spread is not None:
-            ordered = spread.arrange(level, ordered)
-            if not ordered:
-                return EXCLUDES_ALL.format(spread.tree.levels[level])
-            k = next((k for k, d in enumerate(ordered) if lead[d] >= 1 and swl[d] >= slices), None)
-            if k is None:
-                return not_fit(sc[ordered[0]], slices, level)
-            return level, [_tightest_with_leader(spread.tier(level, ordered[k:]), slices, swl, lead, 1, aff)]
+            return fit_spread(spread, level, ordered, fits=fitting.__getitem__, best=best, lfc=lfc,
+                              no_fit=partial(_spread_not_fit, sc, pc, lfc, not_fit, requested, level))
         top = ordered[0]
         if lfc:
-            hit = next((d for d in ordered if lead[d] >= 1 and swl[d] >= slices), None)
+            hit = next((d for d in ordered if fitting[d]), None)
             if hit is not None:
                 return level, [hit]
             if required:
-                return not_fit(pc[ordered[-1]], slices, level)
-        elif lead[top] >= 1 and swl[top] >= slices:
-            return level, [_tightest_with_leader(ordered, slices, swl, lead, 1, aff)]
+                return not_fit(pc[ordered[-1]], requested, level)
+        elif fitting[top]:
+            return level, [best(ordered)]
         if required:
-            k = next((k for k, d in enumerate(ordered) if lead[d] >= 1 and swl[d] >= slices), None) \
-                if aff is not None and not lfc else None
+            k = next((k for k, d in enumerate(ordered) if fitting[d]), None) if aff is not None and not lfc else None
             if k is not None:
-                return level, [_tightest_with_leader(ordered[k:], slices, swl, lead, 1, aff)]
-            return not_fit(sc[top], slices, level)
+                return level, [best(ordered[k:])]
+            return not_fit(sc[top], requested, level)
         if level > 0 and not unconstrained:
             level -= 1
             continue
         if lead[top] == 0:
-            return not_fit(0, slices, level)
+            return not_fit(0, requested, level)
         chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
         if remaining > 0:
-            return not_fit(slices - remaining, slices, level)
-        return level, chosen
+            return not_fit(slices - remaining, requested, level)
+        return fit.close(gc, level, ordered, slices, chosen, not_fit)
+
+
+def _spread_not_fit(sc: Sequence[int], pc: Sequence[int], lfc: bool, not_fit: NotFit, requested: int, level: int,
+                    ranked: Sequence[int]) -> str:
+    """The failure when no domain spreading leaves (``ranked``) takes the group."""
+    return not_fit(pc[ranked[-1]] if lfc else sc[ranked[0]], requested, level)
 
 
 def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slices: int,

@@ -11,9 +11,11 @@ the whole slices it holds beside the partial slice (``tc``), and beside both the
 pods, and from its pods beside the leader, less the partial slice; above, from its children's slices less the
 cheapest way to seat the partial slice (and the leader) in them: both in one child, or each in its own.
 
-The search asks a domain to take the leader and ``tlc`` whole slices; a preferred request climbs as usual, and the
-top level's greedy run adds, when none of the domains it took has room for the partial slice beside its share,
-the first other domain that can hold it. Going down, each level's walk first looks for a domain closing the count
+The group's own search (:func:`~kueue_es.scheduler.tas.group.find_group_fit_level`, read through
+:class:`WithTail`) asks a domain to take the leader and ``tlc`` whole slices; a preferred request climbs as usual,
+a required one is spread by its topology spreading rules as the whole-slice group is, and the top level's greedy
+run adds, when none of the domains it took has room for the partial slice beside its share, the first other
+domain that can hold it. Going down, each level's walk first looks for a domain closing the count
 with the partial slice (and the leader, if still unplaced) that is no roomier than best fit's pick; otherwise it
 gives the leader and the whole slices out as for the group, then the partial slice to a domain taken that still has
 room for it, or else the first other one. Where that walk strands something, the leader and the partial slice are
@@ -25,10 +27,16 @@ placement (TASBalancedPlacement) does not take such a group and leaves it to thi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from kueue_es.scheduler.tas.group import GroupCounts, fill_rooms, leader_order, spread_down, take_leader_first
-from kueue_es.scheduler.tas.partial import NO_TAIL, hosting
+from kueue_es.scheduler.tas.group import GroupCounts, WholeSlices, fill_rooms, spread_down
+from kueue_es.scheduler.tas.partial import (
+    NO_TAIL,
+    best_fit_with_tail,
+    hosting,
+    tail_capacities,
+    with_tail_home,
+)
 from kueue_es.scheduler.tas.search import NotFit, order, tier
 from projections.topology import TopologyTree
 
@@ -40,102 +48,58 @@ def _least(values: Sequence[int]) -> int | None:
 def group_tail_capacities(tree: TopologyTree, gc: GroupCounts, size: int, tail: int,
                           slice_level: int) -> tuple[list[list[int]], list[list[int]]]:
     """(``tc``, ``tlc``) per level down to the slice level (empty lists below): each domain's whole slices beside
-    the partial slice, and beside the leader and the partial slice."""
+    the partial slice (:func:`~.partial.tail_capacities`), and beside the leader and the partial slice."""
     base = gc.base
-    tc: list[list[int]] = [[] for _ in range(tree.depth)]
+    tc = tail_capacities(tree, base.pods, base.slices, size, tail, slice_level)
     tlc: list[list[int]] = [[] for _ in range(tree.depth)]
-    tc[slice_level] = [hosting(p, tail, size) for p in base.pods[slice_level]]
     tlc[slice_level] = [hosting(p, tail, size) if lead > 0 else NO_TAIL
                         for p, lead in zip(gc.pods_wl[slice_level], gc.leader[slice_level], strict=True)]
     for lvl in range(slice_level - 1, -1, -1):
         cs, cswl, ctc, ctlc, cl = (base.slices[lvl + 1], gc.slices_wl[lvl + 1], tc[lvl + 1], tlc[lvl + 1],
                                    gc.leader[lvl + 1])
-        row_t, row_lt = [], []
+        row = []
         for d, (a, b) in enumerate(zip(tree.child_start[lvl], tree.child_end[lvl], strict=True)):
             kids = range(a, b)
-            room = sum(cs[a:b])
             tail_cost = {c: cs[c] - ctc[c] for c in kids if ctc[c] != NO_TAIL}
             lead_cost = {c: cs[c] - cswl[c] for c in kids if cl[c] > 0}
             costs = [cs[c] - ctlc[c] for c in lead_cost if ctlc[c] != NO_TAIL]
             costs += [lc + tcost for c, lc in lead_cost.items() for t, tcost in tail_cost.items() if t != c]
-            cheapest_tail, cheapest_both = _least(list(tail_cost.values())), _least(costs)
-            row_t.append(NO_TAIL if cheapest_tail is None
-                         else min(room - cheapest_tail, hosting(base.pods[lvl][d], tail, size)))
-            row_lt.append(NO_TAIL if cheapest_both is None
-                          else min(room - cheapest_both, hosting(gc.pods_wl[lvl][d], tail, size)))
-        tc[lvl], tlc[lvl] = row_t, row_lt
+            cheapest_both = _least(costs)
+            row.append(NO_TAIL if cheapest_both is None
+                       else min(sum(cs[a:b]) - cheapest_both, hosting(gc.pods_wl[lvl][d], tail, size)))
+        tlc[lvl] = row
     return tc, tlc
 
 
-def _best_with_tail(domains: Sequence[int], need: int, capt: Sequence[int], capw: Sequence[int],
-                    lead: Sequence[int], leaders: int, scores: Sequence[int] | None) -> int:
-    """Among the first affinity tier of ``domains`` able to take ``leaders``, the one holding ``need`` whole slices
-    beside the partial slice with the fewest to spare (then the fewest whole slices); the first when none does."""
-    cands = tier(domains, scores)
-    best, key = cands[0], None
-    for d in cands:
-        if lead[d] >= leaders and capt[d] >= need and (key is None or (capt[d], capw[d]) < key):
-            best, key = d, (capt[d], capw[d])
-    return best
+class WithTail(WholeSlices):
+    """How the group search reads a level when the workers end in a partial slice: a domain fits with the leader,
+    the whole slices and the partial slice (``tlc``), best fit taking the one with the fewest whole slices to spare
+    beside them; the top level's greedy run then needs a home for the partial slice among the domains it took (the
+    first, with the leader, beside both), else adds the first other domain that can hold it."""
 
+    __slots__ = ("tc", "tlc")
+    extra = 1
 
-def find_group_fit_level_tail(gc: GroupCounts, tc: list[list[int]], tlc: list[list[int]], level: int, *,
-                              slices: int, required: bool, unconstrained: bool, lfc: bool, not_fit: NotFit,
-                              no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
-    """(fit level, domains chosen there) for a group whose workers end in a partial slice, or the failure message
-    (which counts the partial slice as a slice of its own)."""
-    base = gc.base
-    requested = slices + 1
-    while True:
-        sc, pc = base.slices[level], base.pods[level]
-        if not sc:
-            return no_domains(level)
-        lead, swl, t, lt = gc.leader[level], gc.slices_wl[level], tc[level], tlc[level]
-        aff = base.affinity[level] if base.affinity is not None else None
-        ordered = leader_order(gc, level, lfc)
-        top = ordered[0]
-        fitting = [lead[d] >= 1 and lt[d] >= slices for d in range(len(sc))]
-        if lfc:
-            hit = next((d for d in ordered if fitting[d]), None)
-            if hit is not None:
-                return level, [hit]
-            if required:
-                return not_fit(pc[ordered[-1]], requested, level)
-        elif fitting[top]:
-            return level, [_best_with_tail(ordered, slices, lt, swl, lead, 1, aff)]
-        if required:
-            k = next((k for k, d in enumerate(ordered) if fitting[d]), None) if aff is not None and not lfc else None
-            if k is not None:
-                return level, [_best_with_tail(ordered[k:], slices, lt, swl, lead, 1, aff)]
-            return not_fit(sc[top], requested, level)
-        if level > 0 and not unconstrained:
-            level -= 1
-            continue
-        return _greedy(gc, ordered, level, slices, t, lt, lfc, not_fit)
+    def __init__(self, tc: list[list[int]], tlc: list[list[int]]) -> None:
+        self.tc, self.tlc = tc, tlc
 
+    def capacity(self, gc: GroupCounts, level: int) -> Sequence[int]:
+        return self.tlc[level]
 
-def _greedy(gc: GroupCounts, ordered: list[int], level: int, slices: int, t: Sequence[int], lt: Sequence[int],
-            lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
-    """The group's top-level greedy run, then, when none of the domains taken has room for the partial slice beside
-    its share (the first, with the leader, beside both), the first other domain that can hold it."""
-    top = ordered[0]
-    if gc.leader[level][top] == 0:
-        return not_fit(0, slices + 1, level)
-    chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
-    if remaining > 0:
-        return not_fit(slices - remaining, slices + 1, level)
-    sc = gc.base.slices[level]
-    left = slices
-    for d in chosen:
-        share = min(gc.slices_wl[level][d] if d == top else sc[d], left)
-        left -= share
-        room = lt[d] if d == top else t[d]
-        if room != NO_TAIL and share <= room:
-            return level, chosen
-    extra = next((d for d in ordered if d not in chosen and t[d] != NO_TAIL), None)
-    if extra is None:
-        return not_fit(slices, slices + 1, level)
-    return level, chosen + [extra]
+    def best(self, gc: GroupCounts, level: int, domains: Sequence[int], slices: int,
+             scores: Sequence[int] | None) -> int:
+        return best_fit_with_tail(domains, slices, gc.slices_wl[level], self.tlc[level], scores, gc.leader[level], 1)
+
+    def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
+              not_fit: NotFit) -> tuple[int, list[int]] | str:
+        top, sc, t = chosen[0], gc.base.slices[level], self.tc[level]
+        took, left = [], slices
+        for d in chosen:
+            took.append(min(gc.slices_wl[level][d] if d == top else sc[d], left))
+            left -= took[-1]
+        rooms = [self.tlc[level][d] if d == top else t[d] for d in chosen]
+        homed = with_tail_home(chosen, took, rooms, ordered, t)
+        return (level, homed) if homed is not None else not_fit(slices, slices + 1, level)
 
 
 class _Level:
@@ -166,7 +130,7 @@ def _closing(at: _Level, domains: Sequence[int], remaining: int, leaders: int, b
     if bestfit:
         capw = at.swl if with_leader else at.sc
         capt = at.tlc if with_leader else at.tc
-        home = _best_with_tail(domains, remaining, capt, capw, at.lead, leaders, at.scores)
+        home = best_fit_with_tail(domains, remaining, capw, capt, at.scores, at.lead, leaders)
         able = [d for d in tier(domains, at.scores) if at.lead[d] >= leaders and capw[d] >= remaining]
         whole = min(able, key=lambda d: capw[d]) if able else first
     if (at.beside_tail(home, with_leader) < remaining or at.lead[home] < leaders

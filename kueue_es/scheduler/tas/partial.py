@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
 from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
-from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
+from kueue_es.scheduler.tas.spreading import LevelSpread, fit_spread
 from projections.topology import TopologyTree
 
 NO_TAIL = -1
@@ -59,14 +59,15 @@ def tail_capacities(tree: TopologyTree, pods: list[list[int]], slices: list[list
     return out
 
 
-def _best_fit_with_tail(domains: Sequence[int], need: int, sc: Sequence[int], tc: Sequence[int],
-                        scores: Sequence[int] | None) -> int:
-    """Among the first affinity tier of ``domains``, the one holding ``need`` whole slices beside the tail with the
-    fewest to spare (then the fewest whole slices), the first on a tie; the first domain when none does."""
+def best_fit_with_tail(domains: Sequence[int], need: int, sc: Sequence[int], tc: Sequence[int],
+                       scores: Sequence[int] | None, lead: Sequence[int] | None = None, leaders: int = 0) -> int:
+    """Among the first affinity tier of ``domains`` (those able to take ``leaders`` when ``lead`` is given), the one
+    holding ``need`` whole slices beside the tail (``tc``) with the fewest to spare (then the fewest whole slices,
+    ``sc``), the first on a tie; the first domain when none does."""
     cands = tier(domains, scores)
     best, key = cands[0], None
     for d in cands:
-        if tc[d] >= need and (key is None or (tc[d], sc[d]) < key):
+        if (lead is None or lead[d] >= leaders) and tc[d] >= need and (key is None or (tc[d], sc[d]) < key):
             best, key = d, (tc[d], sc[d])
     return best
 
@@ -88,7 +89,7 @@ def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, s
         ordered = order(counts, level, range(len(sc)), lfc)
         top = ordered[0]
         if not lfc:
-            top = _best_fit_with_tail(ordered, slices, sc, tc, aff)
+            top = best_fit_with_tail(ordered, slices, sc, tc, aff)
         if lfc:
             first = next((d for d in ordered if tc[d] >= slices), None)
             if first is not None:
@@ -101,7 +102,7 @@ def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, s
             if aff is not None:
                 k = next((k for k, d in enumerate(ordered) if k > 0 and tc[d] >= slices), None)
                 if k is not None:
-                    return level, [_best_fit_with_tail(ordered[k:], slices, sc, tc, aff)]
+                    return level, [best_fit_with_tail(ordered[k:], slices, sc, tc, aff)]
             return not_fit(sc[top], requested, level)
         if level > 0 and not unconstrained:
             level -= 1
@@ -111,25 +112,17 @@ def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, s
 
 def _fit_spread_tail(counts: Counts, tc: Sequence[int], level: int, slices: int, spread: LevelSpread,
                      not_fit: NotFit, aff: Sequence[int] | None, lfc: bool) -> tuple[int, list[int]] | str:
-    """A required request with a tail under topology spreading (:mod:`.spreading`): the banned domains dropped, the
-    rest ranked by the rules, best fit kept to the first one's rank."""
-    sc = counts.slices[level]
-    ordered = spread.arrange(level, order(counts, level, range(len(sc)), lfc))
-    if not ordered:
-        return EXCLUDES_ALL.format(spread.tree.levels[level])
-    top = _best_fit_with_tail(spread.tier(level, ordered), slices, sc, tc, aff)
-    if tc[top] >= slices:
-        return level, [top]
-    k = next((k for k, d in enumerate(ordered) if k > 0 and tc[d] >= slices), None)
-    if k is not None:
-        return level, [_best_fit_with_tail(spread.tier(level, ordered[k:]), slices, sc, tc, aff)]
-    return not_fit(sc[top], slices + 1, level)
+    """A required request with a tail under topology spreading (:func:`~.spreading.fit_spread`): a domain fits
+    when it holds the whole slices beside the tail."""
+    sc, pc = counts.slices[level], counts.pods[level]
+    return fit_spread(spread, level, order(counts, level, range(len(sc)), lfc), fits=lambda d: tc[d] >= slices,
+                      best=lambda domains: best_fit_with_tail(domains, slices, sc, tc, aff), lfc=lfc,
+                      no_fit=lambda ordered: not_fit(pc[ordered[-1]] if lfc else sc[ordered[0]], slices + 1, level))
 
 
 def _greedy_tail(sc: Sequence[int], tc: Sequence[int], ordered: list[int], aff: Sequence[int] | None, slices: int,
                  lfc: bool, not_fit: NotFit, level: int) -> tuple[int, list[int]] | str:
-    """Domains taken in order until the whole slices are covered; then, unless one of them has room for the tail
-    beside what it takes, the first other domain that can hold it is added."""
+    """Domains taken in order until the whole slices are covered, then a home for the tail (:func:`with_tail_home`)."""
     chosen, remaining = take_in_order(ordered, slices, sc, aff, lfc)
     if remaining > 0:
         return not_fit(slices - remaining, slices + 1, level)
@@ -137,12 +130,19 @@ def _greedy_tail(sc: Sequence[int], tc: Sequence[int], ordered: list[int], aff: 
     for d in chosen:
         took.append(min(sc[d], left))
         left -= sc[d]
-    if not any(tc[d] != NO_TAIL and t <= tc[d] for d, t in zip(chosen, took, strict=True)):
-        extra = next((d for d in ordered if d not in chosen and tc[d] != NO_TAIL), None)
-        if extra is None:
-            return not_fit(slices, slices + 1, level)
-        chosen.append(extra)
-    return level, chosen
+    homed = with_tail_home(chosen, took, [tc[d] for d in chosen], ordered, tc)
+    return (level, homed) if homed is not None else not_fit(slices, slices + 1, level)
+
+
+def with_tail_home(chosen: list[int], took: Sequence[int], rooms: Sequence[int], ordered: Sequence[int],
+                   tc: Sequence[int]) -> list[int] | None:
+    """``chosen`` when one of them has room for the tail beside the whole slices it takes (``took``; ``rooms``: the
+    whole slices each holds beside the tail), else with the first other domain of ``ordered`` that can hold the tail
+    added; None when there is none."""
+    if any(room != NO_TAIL and t <= room for t, room in zip(took, rooms, strict=True)):
+        return chosen
+    extra = next((d for d in ordered if d not in chosen and tc[d] != NO_TAIL), None)
+    return None if extra is None else [*chosen, extra]
 
 
 def trim_tail(domains: Sequence[int], need: int, sc: Sequence[int], tc: Sequence[int], size: int, tail: int,
@@ -180,7 +180,7 @@ def _closing_with_tail(domains: Sequence[int], remaining: int, sc: Sequence[int]
         return None
     home = whole = first
     if bestfit:
-        home = _best_fit_with_tail(domains, remaining, sc, tc, scores)
+        home = best_fit_with_tail(domains, remaining, sc, tc, scores)
         whole = tightest(domains, remaining, sc, scores)
     if tc[home] < remaining or sc[home] > sc[whole]:
         return None

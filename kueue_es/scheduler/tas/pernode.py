@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from kueue_es.scheduler.tas.counts import limiting_resource
-from kueue_es.scheduler.tas.devices import DeviceWorld
+from kueue_es.scheduler.tas.devices import Devices
 from kueue_es.scheduler.tas.nodes import Exclusion, Exclusions, excluded_nodes, node_score, scoring_terms
 from kueue_es.scheduler.tas.request import Placement, PodSetRequest, TASOptions
 from projections.tas_node_layer import NodeLayer
@@ -96,7 +96,7 @@ class NodeView:
 
 def node_view(snap: FlavorSnapshot, req: PodSetRequest, per_pod: tuple[tuple[str, int], ...],
               assumed: Mapping[str, Mapping[str, int]] | None = None,
-              devices: DeviceWorld | None = None) -> NodeView | None:
+              devices: Devices | None = None) -> NodeView | None:
     """The request's :class:`NodeView`, or None when the lowest level is the hostname (leaves are nodes already).
     The node filter and the per-leaf caps are memoised on the shared node layer per (filter inputs, shape); the
     nodes earlier pod sets of the workload took in this computation (``assumed``, :func:`record_on_nodes`) hold

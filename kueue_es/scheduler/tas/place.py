@@ -29,11 +29,7 @@ from kueue_es.scheduler.tas.counts import Counts, exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
 from kueue_es.scheduler.tas.devices import device_excluded
 from kueue_es.scheduler.tas.group import GroupCounts, descend_group, fill_group_counts, find_group_fit_level
-from kueue_es.scheduler.tas.group_partial import (
-    descend_group_tail,
-    find_group_fit_level_tail,
-    group_tail_capacities,
-)
+from kueue_es.scheduler.tas.group_partial import WithTail, descend_group_tail, group_tail_capacities
 from kueue_es.scheduler.tas.layers import (
     inner_sizes,
     layers_of,
@@ -241,7 +237,7 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     if tail:
         return _place_group_with_tail(snap, gc, req, per_pod, assumed, simulate_empty, size=size, tail=tail,
                                       slice_level=slice_level, requested=requested, required=required,
-                                      unconstrained=unconstrained, lfc=lfc, options=options)
+                                      unconstrained=unconstrained, lfc=lfc, options=options, spread=spread)
     if options.balanced and not required and not unconstrained:
         balanced = _place_group_balanced(snap, gc, req, size=size, slice_level=slice_level, inner=inner,
                                          requested=requested, lfc=lfc, options=options)
@@ -263,15 +259,17 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
 def _place_group_with_tail(snap: FlavorSnapshot, gc: GroupCounts, req: PodSetRequest,
                            per_pod: tuple[tuple[str, int], ...], assumed: Mapping[str, Mapping[str, int]] | None,
                            simulate_empty: bool, *, size: int, tail: int, slice_level: int, requested: int,
-                           required: bool, unconstrained: bool, lfc: bool,
-                           options: TASOptions) -> tuple[Placement, Placement] | NoPlacement:
-    """A group whose workers end in a partial slice (:mod:`.group_partial`); never balanced, as in Kueue."""
+                           required: bool, unconstrained: bool, lfc: bool, options: TASOptions,
+                           spread: LevelSpread | None) -> tuple[Placement, Placement] | NoPlacement:
+    """A group whose workers end in a partial slice (:mod:`.group_partial`), spread as a whole-slice group is;
+    never balanced, as in Kueue."""
     tree = snap.tree
     tc, tlc = group_tail_capacities(tree, gc, size, tail, slice_level)
     not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, (), req.count, size)
-    found = find_group_fit_level_tail(gc, tc, tlc, requested, slices=req.count // size, required=required,
-                                      unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
-                                      no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
+    found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
+                                 unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
+                                 no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}",
+                                 spread=spread, fit=WithTail(tc, tlc))
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found

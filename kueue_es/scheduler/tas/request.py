@@ -96,7 +96,8 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     library: NodePorts | None = None
     devices: Any = None
     """KueueDRADeviceFeasibility (alpha, off): None while off; on, the cluster's devices a pod set's claims are
-    checked against (a :class:`kueue_es.scheduler.tas.devices.DeviceWorld`, :mod:`kueue_es.scheduler.tas.devices`)."""
+    checked against (a :class:`kueue_es.scheduler.tas.devices.DeviceWorld`, or the cycle's
+    :class:`~kueue_es.scheduler.tas.devices.LazyDeviceWorld` built on first use; :mod:`kueue_es.scheduler.tas.devices`)."""
 
 
 DEFAULT_OPTIONS = TASOptions()

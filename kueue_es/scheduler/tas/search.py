@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
-from kueue_es.scheduler.tas.spreading import EXCLUDES_ALL, LevelSpread
+from kueue_es.scheduler.tas.spreading import LevelSpread, fit_spread
 
 _SHIFT = 48
 _MASK = (1 << _SHIFT) - 1
@@ -132,21 +132,14 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, u
 
 def _fit_spread(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit,
                 spread: LevelSpread) -> tuple[int, list[int]] | str:
-    """A required request's domain under topology spreading (Kueue's search with spreading rules): the domains a
-    Required rule bans dropped, the rest in Kueue's order ranked by the rules; the first one decides as under
-    affinity (the module's last paragraph), BestFit keeping to its spreading rank, then its affinity tier."""
+    """A required request's domain under topology spreading (:func:`~.spreading.fit_spread`): the first one decides
+    as under affinity (the module's last paragraph), BestFit keeping to its spreading rank, then its affinity
+    tier."""
     sc, pc = counts.slices[level], counts.pods[level]
     aff = counts.affinity[level] if counts.affinity is not None else None
-    ordered = spread.arrange(level, order(counts, level, range(len(sc)), lfc))
-    if not ordered:
-        return EXCLUDES_ALL.format(spread.tree.levels[level])
-    if lfc:
-        first = next((d for d in ordered if sc[d] >= slices), None)
-        return (level, [first]) if first is not None else not_fit(pc[ordered[-1]], slices, level)
-    k = next((k for k, d in enumerate(ordered) if sc[d] >= slices), None)
-    if k is None:
-        return not_fit(sc[ordered[0]], slices, level)
-    return level, [tightest(spread.tier(level, ordered[k:]), slices, sc, aff)]
+    return fit_spread(spread, level, order(counts, level, range(len(sc)), lfc), fits=lambda d: sc[d] >= slices,
+                      best=lambda domains: tightest(domains, slices, sc, aff), lfc=lfc,
+                      no_fit=lambda ordered: not_fit(pc[ordered[-1]] if lfc else sc[ordered[0]], slices, level))
 
 
 def _fit_by_affinity(counts: Counts, level: int, *, slices: int, required: bool, lfc: bool,

@@ -20,12 +20,12 @@ nothing (the request stays in the chosen domain).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
 from events import objects as o
-from events import tas_assignment
+from events import tas_assignment, topology_spreading
 from events.errors import InvalidInput
 from events.topology_spreading import JOB_UID_LABEL, Requirement, Rule, Spec
 from projections.topology import TopologyTree
@@ -53,20 +53,61 @@ def matches(selector: Sequence[Requirement] | None, labels: Mapping[str, str]) -
     return selector is not None and all(r.matches(labels) for r in selector)
 
 
+class SpreadingMemo:
+    """What topology spreading reads once per scheduling cycle however many placements ask: each annotation value
+    parsed (:func:`events.topology_spreading.read`), and each other workload's topology assignment decoded and
+    located in a flavor's tree. Assignments and trees are keyed by identity and kept here, so an id is never
+    reused while the memo lives; what it answers never depends on those ids."""
+
+    __slots__ = ("_located", "_specs")
+
+    def __init__(self) -> None:
+        self._specs: dict[str, Spec | None] = {}
+        self._located: dict[tuple[int, int], tuple[object, TopologyTree, tuple[tuple[int, int], ...] | None]] = {}
+
+    def spec(self, value: str | None) -> Spec | None:
+        """The spec the annotation ``value`` reads as (None: absent, or refused by Kueue's parser)."""
+        if value is None:
+            return None
+        if value not in self._specs:
+            self._specs[value] = topology_spreading.read(value)
+        return self._specs[value]
+
+    def located(self, tree: TopologyTree, ta: o.TopologyAssignment) -> tuple[tuple[int, int], ...] | None:
+        """:func:`locate`, remembered."""
+        key = (id(ta), id(tree))
+        hit = self._located.get(key)
+        if hit is None:
+            hit = self._located[key] = (ta, tree, locate(tree, ta))
+        return hit[2]
+
+
+def locate(tree: TopologyTree, ta: o.TopologyAssignment) -> tuple[tuple[int, int], ...] | None:
+    """The (level, index) in ``tree`` of each domain of the assignment ``ta`` that the tree has; None when ``ta`` is
+    malformed (it then occupies nothing)."""
+    try:
+        domains = tas_assignment.decode(ta)
+    except InvalidInput:
+        return None
+    return tuple(at for d in domains if (at := tree.domain_index(d.values)) is not None)
+
+
 def occupancy(tree: TopologyTree, flavor: str, spec: Spec, key: tuple[str, str], namespace: str,
-              job_uid: str | None, others: Iterable) -> Occupancy:
+              job_uid: str | None, others: Iterable, memo: SpreadingMemo | None = None) -> Occupancy:
     """The occupancy a pod set with ``spec`` and group ``key``, of a workload in ``namespace`` of job ``job_uid``,
-    sees in ``flavor`` (``tree``) among ``others`` (the other workloads holding quota in its ClusterQueue)."""
+    sees in ``flavor`` (``tree``) among ``others`` (the other workloads holding quota in its ClusterQueue);
+    ``memo``: the cycle's :class:`SpreadingMemo` (none: every assignment is decoded afresh)."""
     selector = spec.selector(job_uid)
     levels = [tree.levels.index(r.topology_key) for r in spec.rules if r.topology_key in tree.levels]
     counts: dict[tuple[int, int], int] = {}
     total = 0
     if selector is None or not levels:
         return Occupancy(spec.rules)
+    find = memo.located if memo is not None else locate
     for wl in others:
         if wl.namespace != namespace or wl.admission is None or not matches(selector, wl.labels):
             continue
-        occupied = _occupied(tree, flavor, key, wl, levels)
+        occupied = _occupied(tree, flavor, key, wl, levels, find)
         if occupied:
             total += 1
             for d in occupied:
@@ -74,22 +115,16 @@ def occupancy(tree: TopologyTree, flavor: str, spec: Spec, key: tuple[str, str],
     return Occupancy(spec.rules, total, tuple(sorted(counts.items())))
 
 
-def _occupied(tree: TopologyTree, flavor: str, key: tuple[str, str], wl, levels: Sequence[int]) -> set[tuple[int, int]]:
+def _occupied(tree: TopologyTree, flavor: str, key: tuple[str, str], wl, levels: Sequence[int],
+              find: Callable[[TopologyTree, o.TopologyAssignment], tuple[tuple[int, int], ...] | None],
+              ) -> set[tuple[int, int]]:
     keys = {ps.name: group_key(ps.name, ps.topology) for ps in wl.pod_sets}
     out: set[tuple[int, int]] = set()
     for psa in wl.admission.pod_set_assignments:
         ta = psa.topology_assignment
         if ta is None or keys.get(psa.name) != key or flavor not in psa.flavors.values():
             continue
-        try:
-            domains = tas_assignment.decode(ta)
-        except InvalidInput:
-            continue  # a malformed assignment in the log occupies nothing
-        for d in domains:
-            at = tree.domain_index(d.values)
-            if at is None:
-                continue
-            lvl, i = at
+        for lvl, i in find(tree, ta) or ():
             for rule_level in levels:
                 if rule_level > lvl:
                     continue  # placed above the rule's level: it pins no domain there
@@ -101,15 +136,19 @@ def _occupied(tree: TopologyTree, flavor: str, key: tuple[str, str], wl, levels:
 
 
 class LevelSpread:
-    """The rules of one placement resolved against the flavor's levels, with the counts they compare."""
+    """The rules of one placement resolved against the flavor's levels, with the counts they compare (each domain's
+    rank worked out once)."""
 
-    __slots__ = ("counts", "rules", "total", "tree")
+    __slots__ = ("_ranks", "counts", "levels", "rules", "total", "tree")
 
     def __init__(self, tree: TopologyTree, occ: Occupancy) -> None:
         self.tree = tree
         self.rules = {tree.levels.index(r.topology_key): r for r in occ.rules if r.topology_key in tree.levels}
+        self.levels = sorted(self.rules)
+        """The rules' levels, coarsest first."""
         self.total = occ.total
         self.counts = dict(occ.counts)
+        self._ranks: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def _over(self, level: int, i: int) -> bool:
         count = self.counts.get((level, i), 0)
@@ -128,8 +167,11 @@ class LevelSpread:
     def rank(self, level: int, i: int) -> tuple[int, ...]:
         """Kueue's spread priority of domain ``i`` of ``level``: at each rule level at or above it, coarsest first,
         its domain there used and under the share (0), unused (1) or over it (2, then by its count)."""
+        found = self._ranks.get((level, i))
+        if found is not None:
+            return found
         out: list[int] = []
-        for lvl in sorted(self.rules):
+        for lvl in self.levels:
             if lvl > level:
                 break
             d = self.tree.ancestor(level, i, lvl)
@@ -138,7 +180,8 @@ class LevelSpread:
                 out += (2, count)
             else:
                 out += (0 if count else 1, 0)
-        return tuple(out)
+        found = self._ranks[(level, i)] = tuple(out)
+        return found
 
     def arrange(self, level: int, ordered: Sequence[int]) -> list[int]:
         """``ordered`` (Kueue's order) without the banned domains, ranked by the rules (stable)."""
@@ -154,6 +197,24 @@ class LevelSpread:
             if self.rank(level, d) != top:
                 return ordered[:k]
         return ordered
+
+
+def fit_spread(spread: LevelSpread, level: int, ordered: Sequence[int], *, fits: Callable[[int], bool],
+               best: Callable[[Sequence[int]], int], lfc: bool,
+               no_fit: Callable[[Sequence[int]], str]) -> tuple[int, list[int]] | str:
+    """A required request's domain at ``level`` under topology spreading, for every search (a pod set, one with a
+    partial slice, a pod-set group): ``ordered`` (the search's own order) without the banned domains, ranked by the
+    rules; LeastFreeCapacity takes the first domain that ``fits``, BestFit its ``best`` among the domains of that
+    one's rank onwards (:meth:`LevelSpread.tier`). ``no_fit`` makes the failure from the arranged domains."""
+    ordered = spread.arrange(level, ordered)
+    if not ordered:
+        return EXCLUDES_ALL.format(spread.tree.levels[level])
+    k = next((k for k, d in enumerate(ordered) if fits(d)), None)
+    if k is None:
+        return no_fit(ordered)
+    if lfc:
+        return level, [ordered[k]]
+    return level, [best(spread.tier(level, ordered[k:]))]
 
 
 def resolve(tree: TopologyTree, occ: Occupancy | None, requested: int) -> LevelSpread | str | None:
