@@ -310,3 +310,28 @@ def test_an_elastic_raycluster_handed_to_multikueue_may_not_autoscale() -> None:
     assert _refusal(handed, settings=autoscaled) is None, "MultiKueueRayInTreeAutoscaling: the worker owns them"
     handed["spec"]["enableInTreeAutoscaling"] = False
     assert _refusal(handed, settings=ELASTIC_CLUSTERS) is None
+
+
+def test_an_elastic_rayjob_handed_to_multikueue_autoscales_only_under_the_worker_autoscaling_gate() -> None:
+    """Kueue #16260: with MultiKueueRayInTreeAutoscaling off, an elastic RayJob handed to MultiKueue may not use the
+    in-tree autoscaler (nothing would carry the worker's resizes back); the gate on, the worker's autoscaler owns
+    its worker groups and it passes. Not handed to MultiKueue, or not elastic (ElasticJobsViaWorkloadSlices off:
+    ``common.go``'s annotation rule alone), it passes as before."""
+    job = _rayjob({Q: "lq"}, annotations=dict(ELASTIC), cluster=_cluster_spec(autoscaling=True), suspend=True)
+    job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    assert _refusal(job) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Forbidden: in-tree autoscaling is not supported for a "
+        "MultiKueue-managed elastic RayJob")
+    worker_autoscaling = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                        "featureGates": {"MultiKueueRayInTreeAutoscaling": True}}),
+                                           clusters=False)
+    assert _refusal(job, settings=worker_autoscaling) is None
+    assert _refusal(job, job, settings=worker_autoscaling) is None, "an update: the same rules"
+    not_elastic = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                 "featureGates": {"ElasticJobsViaWorkloadSlices": False}}),
+                                    clusters=False)
+    assert _refusal(job, settings=not_elastic) is None
+    local = {**job, "spec": {**job["spec"], "managedBy": "ray.io/kuberay-operator"}}
+    assert _refusal(local) is None, "not MultiKueue's"
+    job["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = False
+    assert _refusal(job) is None
