@@ -29,7 +29,9 @@ MultiKueue runs it on a worker (:mod:`connectors.k8s.multikueue`), whatever its 
 
 Registered and failing as the JobSet webhooks (:mod:`connectors.k8s.jobset_webhook`): whatever the Configuration
 says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is
-on. Not done, unlike Kueue: newer Kueue's update rule that the Worker's offset stays what this defaulting sets.
+on. On update under ``TopologyAwareScheduling`` the Worker template's offset may not be added, changed nor removed
+(:func:`offset_update_errors`, Kueue v0.20's #14485; its create rules, a non-negative integer never beside a
+``podset-group-name``, are every template's TAS rules, :mod:`connectors.k8s.job_validation`).
 """
 
 from __future__ import annotations
@@ -105,11 +107,29 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates))
+            + job_validation.gate_update(old, new, feature_gates) + offset_update_errors(old, new, feature_gates)
+            + create_errors(new, feature_gates))
 
 
 POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
 """On a pod template (and so its pods): what the topology ungater subtracts from a pod's index to rank it."""
+WORKER_OFFSET_AT = f"spec.mpiReplicaSpecs[Worker].template.metadata.annotations[{POD_INDEX_OFFSET}]"
+
+
+def _worker_offset(mpijob: Mapping[str, Any]) -> str:
+    worker = _replica_specs(mpijob).get("Worker")
+    return str(framework_webhook.replica_pod_annotations(worker).get(POD_INDEX_OFFSET, "")) if worker else ""
+
+
+def offset_update_errors(old: Mapping[str, Any], new: Mapping[str, Any],
+                         feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``TopologyAwareScheduling`` (Kueue v0.20's #14485): the Worker template's pod-index offset stays as it
+    was created — not added, changed nor removed (an absent one reads as empty), since the mutating webhook, which
+    sets it, answers creations only and the ungater ranks the Worker's pods by it."""
+    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    before, after = _worker_offset(old), _worker_offset(new)
+    return [] if before == after else [job_validation.invalid(WORKER_OFFSET_AT, after, "field is immutable")]
 
 
 def worker_offset_ops(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[dict[str, Any]]:

@@ -214,3 +214,23 @@ def test_an_mpijob_is_not_handed_to_multikueue_otherwise() -> None:
     assert _mutate(other, multikueue_queues={"team/lq"})[1] == []  # another manager named: kept
     assert _mutate(_mpijob({Q: "lq"}, run_policy={"suspend": True}), multikueue_queues={"team/x"})[1] == []
     assert _mutate(_mpijob({Q: "lq"}, run_policy={"suspend": True}))[1] == []  # the gate off: no lookup
+
+
+def test_the_workers_pod_index_offset_may_not_change_on_update_under_tas() -> None:
+    """Kueue v0.20's #14485: the mutating webhook sets the Worker's offset on creation only, so under
+    TopologyAwareScheduling an update may not change, remove nor add it (the ungater ranks the Worker's pods by it);
+    its value and its pairing with a pod-set group are checked as every template's TAS annotations."""
+    at = f"spec.mpiReplicaSpecs[Worker].template.metadata.annotations[{OFFSET}]"
+    offset_one = _mpijob({Q: "lq"}, worker_annotations={OFFSET: "1"})
+    assert _refusal(offset_one, offset_one) is None
+    assert _refusal(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "5"}), offset_one) == (
+        f'{at}: Invalid value: "5": field is immutable')
+    assert _refusal(_mpijob({Q: "lq"}), offset_one) == f'{at}: Invalid value: "": field is immutable'
+    assert _refusal(offset_one, _mpijob({Q: "lq"})) == f'{at}: Invalid value: "1": field is immutable'
+    tas_off = mw.MPIJobWebhooks(**{**msgspec.structs.asdict(ON),
+                                   "feature_gates": {**ON.feature_gates, "TopologyAwareScheduling": False}})
+    assert _refusal(_mpijob({Q: "lq"}), offset_one, tas_off) is None
+    launcher_offset = _mpijob({Q: "lq"}, launcher_annotations={OFFSET: "1"})
+    assert _refusal(launcher_offset, _mpijob({Q: "lq"})) is None, "the Worker's alone"
+    assert _refusal(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "-1"})) == (
+        f'{at}: Invalid value: "-1": must be a non-negative integer')
