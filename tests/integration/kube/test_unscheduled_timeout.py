@@ -90,3 +90,59 @@ async def test_unscheduled_pods_evict_at_the_unscheduled_timeout_and_bound_ones_
         finally:
             with contextlib.suppress(Exception):
                 await kc.delete(NODES, node)
+
+
+PATIENT = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                       "waitForPodsReady": {"timeout": "1h", "unscheduledTimeout": "120s"},
+                       "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True}})
+
+
+@pytest.mark.asyncio
+async def test_a_succeeded_pod_fills_its_slot_though_the_watch_leaves_terminal_pods_out(kube_apiserver,
+                                                                                       tmp_path) -> None:
+    """Kueue counts a Succeeded Pod as scheduled (it needs no replacement). The Pod watch selects non-terminal
+    Pods only, so the first Pod's success reaches the connector as the Pod leaving the watch: it is read once and
+    kept as succeeded (:mod:`connectors.k8s.succeeded_pods`), and once the second Pod is bound every slot is
+    filled. Without that, the second Pod alone would leave the Workload waiting for the scheduling."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns, _, _, _ = await queues(kc, "succeeded", {"cpu": 4}, sfx=sfx)
+        node = f"node-{sfx}"
+        await create(kc, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+
+        async def bind(pod: str) -> None:
+            await kc.request("POST", PODS.object_path(pod, ns, "binding"), body={
+                "apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+
+        try:
+            async with kueue_es(kc, tmp_path / "log", config=PATIENT, pods_ready_timeout="1h"):
+                await create(kc, job(ns, "pair", "user-queue", cpu="1", parallelism=2))
+                wl_name = await _started_pod(kc, ns, "pair")
+                j = await get(kc, "Job", "pair", ns)
+                tmpl = j["spec"]["template"]
+                await create(kc, {"apiVersion": "v1", "kind": "Pod",
+                                  "metadata": {"name": "pair-1", "namespace": ns, **tmpl["metadata"]},
+                                  "spec": tmpl["spec"]})
+                await bind("pair-0")
+
+                async def waiting() -> dict[str, Any] | None:
+                    wl = await get(kc, "Workload", wl_name, ns)
+                    return wl if (_cond(wl, "PodsScheduled") or ("",))[0] == "False" else None
+
+                await eventually(waiting, what="PodsScheduled=False while pair-1 is unbound")
+                await kc.patch(PODS, "pair-0", {"status": {"phase": "Succeeded"}}, ns, subresource="status")
+                await bind("pair-1")
+
+                async def scheduled() -> dict[str, Any] | None:
+                    wl = await get(kc, "Workload", wl_name, ns)
+                    return wl if (_cond(wl, "PodsScheduled") or ("",))[0] == "True" else None
+
+                wl = await eventually(scheduled, what="PodsScheduled=True: pair-0 succeeded, pair-1 bound")
+                assert _cond(wl, "PodsScheduled") == (
+                    "True", "AllRequiredPodsScheduled", "All required pods were scheduled or succeeded")
+                assert _cond(wl, "Evicted") is None
+        finally:
+            with contextlib.suppress(Exception):
+                await kc.delete(NODES, node)
