@@ -78,9 +78,11 @@ EXISTING_CLUSTER = "a kueue managed job should not use an existing cluster"
 CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
 SHUTDOWN = "a kueue managed job should delete the cluster after finishing"
 AUTOSCALING = "a kueue managed job should only use autoscaling when workload slicing is enabled"
-CLUSTER_AUTOSCALING = ("a kueue managed job can use autoscaling only when the ElasticJobsViaWorkloadSlices feature "
-                       "gate is on and the job is an elastic job")
-"""A RayCluster's own words for the autoscaling rule (a RayJob's and a RayService's are :data:`AUTOSCALING`)."""
+CLUSTER_AUTOSCALING = ("a kueue-managed RayCluster can use in-tree autoscaling only as an elastic job: enable the "
+                       f'ElasticJobsViaWorkloadSlices feature gate and set the "{ELASTIC_JOB_ANNOTATION}": "true" '
+                       "annotation")
+"""A RayCluster's own words for the autoscaling rule (Kueue's #13996, in v0.18 on; a RayJob's and a RayService's are
+:data:`AUTOSCALING`)."""
 ELASTIC_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
 MULTIKUEUE_AUTOSCALING = "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster"
 """Why an elastic RayCluster handed to MultiKueue may not autoscale (the manager owns its worker replicas), unless

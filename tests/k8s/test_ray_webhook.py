@@ -157,8 +157,9 @@ def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_na
     assert _refusal(_raycluster({Q: "lq"}, names=("x", "head"), groups=2), settings=CLUSTERS) == (
         'spec.workerGroupSpecs[1].groupName: Forbidden: "head" is reserved for the head group')
     assert _refusal(_raycluster({Q: "lq"}, autoscaling=True), settings=CLUSTERS) == (
-        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job can use autoscaling only when the "
-        "ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job")
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use in-tree autoscaling "
+        "only as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the "
+        '"kueue.x-k8s.io/elastic-job": "true" annotation')
     assert _refusal(_raycluster(autoscaling=True), settings=CLUSTERS) is None, "not Kueue's: not checked"
 
 
@@ -290,8 +291,9 @@ def test_a_queued_elastic_raycluster_must_carry_the_gate_and_may_autoscale() -> 
     assert _refusal(gated, _gated(_elastic_cluster({Q: "lq"}, groups=2), workers=(0, 1)),
                     settings=ELASTIC_CLUSTERS) is None, "an update: the same rules"
     assert _refusal(gated, settings=NOT_ELASTIC) == (
-        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job can use autoscaling only when the "
-        "ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job")
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use in-tree autoscaling "
+        "only as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the "
+        '"kueue.x-k8s.io/elastic-job": "true" annotation')
     assert _refusal(_elastic_cluster(groups=1), settings=ELASTIC_CLUSTERS) is None, "not Kueue's: not checked"
 
 
