@@ -29,7 +29,10 @@ MultiKueue runs it on a worker (:mod:`connectors.k8s.multikueue`), whatever its 
 
 Registered and failing as the JobSet webhooks (:mod:`connectors.k8s.jobset_webhook`): whatever the Configuration
 says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is
-on. Not done, unlike Kueue: newer Kueue's update rule that the Worker's offset stays what this defaulting sets.
+on. On update under ``TopologyAwareScheduling`` the Worker template of an MPIJob that runs its launcher as a worker
+must carry the offset this defaulting would give it (:func:`offset_update_errors`, Kueue v0.20's #14485: not
+removed, changed or added); its create rules, a non-negative integer never beside a ``podset-group-name``, are
+every template's TAS rules (:mod:`connectors.k8s.job_validation`). An update's errors are sorted by field path.
 """
 
 from __future__ import annotations
@@ -101,29 +104,65 @@ def create_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
-    """What Kueue refuses in the update of MPIJob ``old`` into ``new``, in its order: the update rules, then the
-    create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
-    return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
-                                                 default_queue=default_queue)
-            + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates))
+    """What Kueue refuses in the update of MPIJob ``old`` into ``new``: the update rules, the create rules on
+    ``new`` and the Worker's offset rule, sorted by field path as Kueue sorts them. ``default_queue``: the namespace
+    has a LocalQueue ``default``."""
+    errors = (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
+                                                   default_queue=default_queue)
+              + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates)
+              + offset_update_errors(new, feature_gates))
+    return sorted(errors, key=_field)
+
+
+def _field(error: str) -> str:
+    """The field path a field error names (what Kueue sorts an update's errors by)."""
+    return error.split(": ", 1)[0]
 
 
 POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
 """On a pod template (and so its pods): what the topology ungater subtracts from a pod's index to rank it."""
+WORKER_OFFSET_AT = f"spec.mpiReplicaSpecs[Worker].template.metadata.annotations[{POD_INDEX_OFFSET}]"
+
+
+def expected_worker_offset(mpijob: Mapping[str, Any]) -> str | None:
+    """The Worker template's offset the defaulting gives an MPIJob that runs its launcher as a worker (with a
+    Launcher and a Worker): ``"1"``, or none (``""``) when the Launcher's template is in a pod-set group (the group
+    ranks the two); None for any other MPIJob (the offset is not the defaulting's)."""
+    spec = mpijob.get("spec")
+    if not isinstance(spec, dict) or spec.get("runLauncherAsWorker") is not True:
+        return None
+    specs = _replica_specs(mpijob)
+    launcher, worker = specs.get("Launcher"), specs.get("Worker")
+    if launcher is None or worker is None:
+        return None
+    return "" if job_validation.GROUP_NAME in framework_webhook.replica_pod_annotations(launcher) else "1"
+
+
+def _worker_offset(mpijob: Mapping[str, Any]) -> str:
+    worker = _replica_specs(mpijob).get("Worker")
+    return str(framework_webhook.replica_pod_annotations(worker).get(POD_INDEX_OFFSET, "")) if worker else ""
+
+
+def offset_update_errors(new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``TopologyAwareScheduling`` (Kueue v0.20's #14485): the updated MPIJob's Worker template carries the
+    offset the defaulting would give it (:func:`expected_worker_offset`; an absent one reads as empty), since the
+    mutating webhook, which sets it, answers creations only and the ungater ranks the Worker's pods by it."""
+    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    expected = expected_worker_offset(new)
+    got = _worker_offset(new)
+    if expected is None or got == expected:
+        return []
+    return [job_validation.invalid(WORKER_OFFSET_AT, got,
+                                   f'must be "{expected}", the value the defaulting webhook would set')]
 
 
 def worker_offset_ops(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[dict[str, Any]]:
     """Kueue's defaulting of the Worker's pod-index offset (module docstring), as a JSON patch."""
-    spec = mpijob.get("spec")
-    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING) or not isinstance(spec, dict) or (
-            spec.get("runLauncherAsWorker") is not True):
-        return []
-    specs = _replica_specs(mpijob)
-    launcher, worker = specs.get("Launcher"), specs.get("Worker")
-    if launcher is None or worker is None or job_validation.GROUP_NAME in framework_webhook.replica_pod_annotations(launcher):
+    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING) or not expected_worker_offset(mpijob):
         return []
     at = "/spec/mpiReplicaSpecs/Worker/template"
-    template = worker.get("template")
+    template = _replica_specs(mpijob)["Worker"].get("template")
     if not isinstance(template, dict):
         return [{"op": "add", "path": at, "value": {"metadata": {"annotations": {POD_INDEX_OFFSET: "1"}}}}]
     meta = template.get("metadata")

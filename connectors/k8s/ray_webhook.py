@@ -16,8 +16,11 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
   clusterSelector"); one with a ``clusterSelector`` alone is not Kueue's and passes as it is; one that does not
   ``shutdownAfterJobFinishes`` ("a kueue managed job should delete the cluster after finishing");
 * in the cluster spec (Kueue's ``common.go`` ``ValidateCreate``): ``enableInTreeAutoscaling`` unless the object is
-  annotated ``kueue.x-k8s.io/elastic-job: "true"`` (the annotation alone, whatever the gate), more than 7 worker groups
-  (8 pod sets with the head), a worker group named ``head``;
+  annotated ``kueue.x-k8s.io/elastic-job: "true"`` (the annotation alone, whatever the gate), and an elastic one's
+  (the annotation and ``ElasticJobsViaWorkloadSlices``) when it is handed to MultiKueue (``spec.managedBy:
+  kueue.x-k8s.io/multikueue``) while ``MultiKueueRayInTreeAutoscaling`` is off (Kueue #16260: "in-tree autoscaling
+  is not supported for a MultiKueue-managed elastic RayJob", or RayService; the words are the RayCluster rule's,
+  the release note gives none), more than 7 worker groups (8 pod sets with the head), a worker group named ``head``;
 
 a RayCluster's own autoscaling rule (:func:`raycluster_create_errors`): an elastic one may autoscale, but each
 worker group's template, then the head's, must carry the ``kueue.x-k8s.io/elastic-job`` scheduling gate, which its
@@ -75,13 +78,22 @@ EXISTING_CLUSTER = "a kueue managed job should not use an existing cluster"
 CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
 SHUTDOWN = "a kueue managed job should delete the cluster after finishing"
 AUTOSCALING = "a kueue managed job should only use autoscaling when workload slicing is enabled"
-CLUSTER_AUTOSCALING = ("a kueue managed job can use autoscaling only when the ElasticJobsViaWorkloadSlices feature "
-                       "gate is on and the job is an elastic job")
-"""A RayCluster's own words for the autoscaling rule (a RayJob's and a RayService's are :data:`AUTOSCALING`)."""
+CLUSTER_AUTOSCALING = ("a kueue-managed RayCluster can use in-tree autoscaling only as an elastic job: enable the "
+                       f'ElasticJobsViaWorkloadSlices feature gate and set the "{ELASTIC_JOB_ANNOTATION}": "true" '
+                       "annotation")
+"""A RayCluster's own words for the autoscaling rule (Kueue's #13996, in v0.18 on; a RayJob's and a RayService's are
+:data:`AUTOSCALING`)."""
 ELASTIC_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
 MULTIKUEUE_AUTOSCALING = "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster"
 """Why an elastic RayCluster handed to MultiKueue may not autoscale (the manager owns its worker replicas), unless
 MultiKueueRayInTreeAutoscaling is on (the worker's autoscaler owns them, :mod:`connectors.k8s.multikueue_ray_autoscaling`)."""
+
+
+def multikueue_autoscaling(kind: str) -> str:
+    """Why an elastic RayJob or RayService handed to MultiKueue may not autoscale while
+    MultiKueueRayInTreeAutoscaling is off (Kueue #16260; :data:`MULTIKUEUE_AUTOSCALING`'s words for the kind: the
+    release note states the rule, not the message)."""
+    return MULTIKUEUE_AUTOSCALING.removesuffix("RayCluster") + kind
 NO_UPGRADE = "None"
 """The ``spec.upgradeStrategy.type`` that turns a RayService's zero-downtime upgrades off (KubeRay's others,
 ``NewCluster`` and ``NewClusterWithIncrementalUpgrade``, and none given, upgrade with a second cluster)."""
@@ -138,14 +150,30 @@ def _worker_groups(cluster_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [g if isinstance(g, dict) else {} for g in groups] if isinstance(groups, list) else []
 
 
+def _handed_to_multikueue(obj: Mapping[str, Any]) -> bool:
+    return _map(obj.get("spec")).get("managedBy") == MULTIKUEUE_MANAGER
+
+
+def _multikueue_autoscaling_refused(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
+    """An elastic object handed to MultiKueue may autoscale only under ``MultiKueueRayInTreeAutoscaling`` (the
+    worker's autoscaler then owns its worker replicas); its cluster spec's flag is the caller's to read."""
+    return (_elastic(obj, feature_gates) and _handed_to_multikueue(obj)
+            and not gates.enabled(feature_gates, gates.MULTIKUEUE_RAY_IN_TREE_AUTOSCALING))
+
+
 def cluster_spec_errors(obj: Mapping[str, Any], cluster_spec: Mapping[str, Any], path: str,
                         feature_gates: Mapping[str, bool], *, autoscaling: bool = True) -> list[str]:
     """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling only for an object annotated elastic,
-    whatever the gate (Kueue's ``common.go`` reads the annotation alone; unless ``autoscaling`` is False: the
-    RayCluster's own rule, :func:`raycluster_create_errors`), the worker groups' number and names."""
+    whatever the gate (Kueue's ``common.go`` reads the annotation alone), and not for an elastic one handed to
+    MultiKueue while ``MultiKueueRayInTreeAutoscaling`` is off (Kueue #16260; unless ``autoscaling`` is False: the
+    RayCluster's own rules, :func:`raycluster_create_errors`), the worker groups' number and names."""
     errors: list[str] = []
-    if autoscaling and cluster_spec.get("enableInTreeAutoscaling") is True and not _annotated_elastic(obj):
-        errors.append(job_validation.invalid(f"{path}.enableInTreeAutoscaling", True, AUTOSCALING))
+    if autoscaling and cluster_spec.get("enableInTreeAutoscaling") is True:
+        if not _annotated_elastic(obj):
+            errors.append(job_validation.invalid(f"{path}.enableInTreeAutoscaling", True, AUTOSCALING))
+        elif _multikueue_autoscaling_refused(obj, feature_gates):
+            errors.append(job_validation.forbidden(f"{path}.enableInTreeAutoscaling",
+                                                   multikueue_autoscaling(str(obj.get("kind", "")))))
     groups = _worker_groups(cluster_spec)
     if len(groups) > MAX_WORKER_GROUPS:
         errors.append(f"{path}.workerGroupSpecs: Too many: {len(groups)}: must have at most {MAX_WORKER_GROUPS} items")
@@ -239,8 +267,7 @@ def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[
     if _managed(cluster, without_queue):
         if _elastic(cluster, feature_gates):
             errors += elastic_gate_errors(spec)
-            if (spec.get("enableInTreeAutoscaling") is True and spec.get("managedBy") == MULTIKUEUE_MANAGER
-                    and not gates.enabled(feature_gates, gates.MULTIKUEUE_RAY_IN_TREE_AUTOSCALING)):
+            if spec.get("enableInTreeAutoscaling") is True and _multikueue_autoscaling_refused(cluster, feature_gates):
                 errors.append(job_validation.forbidden("spec.enableInTreeAutoscaling", MULTIKUEUE_AUTOSCALING))
         elif spec.get("enableInTreeAutoscaling") is True:
             errors.append(job_validation.invalid("spec.enableInTreeAutoscaling", True, CLUSTER_AUTOSCALING))

@@ -7,7 +7,8 @@ So:
 
 * the watch asks the apiserver for non-terminal pods only (``Resource.field_selector``): a pod that succeeds or
   fails leaves the selection, and the log records it as deleted — terminal and deleted pods count the same
-  everywhere TAS looks;
+  everywhere TAS looks (but for a succeeded pod whose workload waits for its pods' scheduling:
+  :mod:`connectors.k8s.succeeded_pods`);
 * of the rest, a pod is kept only while it is bound to a node or belongs to a Kueue workload (its
   ``kueue.x-k8s.io/workload`` annotation or TAS scheduling gate); other pending pods are not in the log;
 * a kept pod carries only what those rules read (:func:`pod_view`): Kueue's labels and annotations, the
@@ -66,8 +67,12 @@ def wanted(pod: o.Pod) -> bool:
 
 def pod_view(pod: o.Pod) -> o.Pod | None:
     """The part of ``pod`` the log keeps, or None when it keeps none of it."""
-    if not wanted(pod):
-        return None
+    return kept_view(pod) if wanted(pod) else None
+
+
+def kept_view(pod: o.Pod) -> o.Pod:
+    """The part of ``pod`` the log keeps of a pod it keeps (a succeeded one too:
+    :mod:`connectors.k8s.succeeded_pods`)."""
     m, s = pod.metadata, pod.spec
     return o.Pod(
         api_version=pod.api_version,

@@ -15,7 +15,8 @@ A kind whose API is not served (``Resource.optional``: the autoscaler's Provisio
 DeviceClasses and ResourceSlices where resource.k8s.io/v1 is off) lists as empty and is looked for again every
 ``absent_retry_s``. Pods and Nodes
 are trimmed to what the log needs, and their updates that change nothing kept are dropped
-(:mod:`connectors.k8s.trim`).
+(:mod:`connectors.k8s.trim`); a Pod leaving the watch by succeeding while its Workload waits for its pods'
+scheduling is kept as succeeded (:mod:`connectors.k8s.succeeded_pods`).
 
 Objects are decoded with msgspec into :mod:`events.objects` views. One that does not decode, or that the
 projections could not fold (a malformed quantity or time, ...: :func:`events.manifests.check_foldable`), is skipped
@@ -41,7 +42,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import trim
+from connectors.k8s import succeeded_pods, trim
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import NotFound
 from connectors.k8s.list_watch import list_then_watch
@@ -160,7 +161,8 @@ class Watcher:
             if e is not None:
                 out.append(e)
         for key, (uid, rv) in sorted(self._known(r.kind).items()):
-            if key not in seen_keys:
+            if key not in seen_keys and not (r.kind == "Pod" and await succeeded_pods.still_needed(
+                    self.client, self.mirror.state, key)):
                 out.append(self._delete(r, key, uid, rv, t))
         self.stats.listed[r.kind] = len(listed.items) if listed is not None else 0
         if out:
@@ -197,6 +199,11 @@ class Watcher:
                 event_type = "DELETED"  # no longer needed: as good as gone
             else:
                 event_type, obj = event.type, kept or obj
+            if event.type == "DELETED" and isinstance(obj, o.Pod) and succeeded_pods.awaits(
+                    self.mirror.state, self.mirror.state.pods.get(obj.key)):
+                succeeded = await succeeded_pods.left_succeeded(self.client, obj)
+                if succeeded is not None:
+                    event_type, obj = "MODIFIED", succeeded  # left the selection by succeeding: Kueue counts it
             if event_type in ("ADDED", "MODIFIED"):
                 e = self._upsert(r, obj, t)
             elif event_type == "DELETED":

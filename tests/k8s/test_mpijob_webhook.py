@@ -214,3 +214,42 @@ def test_an_mpijob_is_not_handed_to_multikueue_otherwise() -> None:
     assert _mutate(other, multikueue_queues={"team/lq"})[1] == []  # another manager named: kept
     assert _mutate(_mpijob({Q: "lq"}, run_policy={"suspend": True}), multikueue_queues={"team/x"})[1] == []
     assert _mutate(_mpijob({Q: "lq"}, run_policy={"suspend": True}))[1] == []  # the gate off: no lookup
+
+
+def _as_worker(mpijob: dict) -> dict:
+    mpijob["spec"]["runLauncherAsWorker"] = True
+    return mpijob
+
+
+def test_the_workers_pod_index_offset_stays_as_defaulted_on_update_under_tas() -> None:
+    """Kueue v0.20's #14485: the mutating webhook sets the Worker's offset on creation only, so under
+    TopologyAwareScheduling an update of an MPIJob that runs its launcher as a worker must keep the offset that
+    defaulting gives (``"1"``; none with the Launcher in a pod-set group): not changed, removed nor added. Other
+    MPIJobs are not held to it; the value and its pairing with a group are checked as every template's TAS
+    annotations. The update's errors come sorted by field path."""
+    at = f"spec.mpiReplicaSpecs[Worker].template.metadata.annotations[{OFFSET}]"
+    offset_one = _as_worker(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "1"}))
+    assert _refusal(offset_one, offset_one) is None
+    assert _refusal(_as_worker(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "5"})), offset_one) == (
+        f'{at}: Invalid value: "5": must be "1", the value the defaulting webhook would set')
+    assert _refusal(_as_worker(_mpijob({Q: "lq"})), offset_one) == (
+        f'{at}: Invalid value: "": must be "1", the value the defaulting webhook would set')
+    grouped = _as_worker(_mpijob({Q: "lq"}, launcher_annotations={"kueue.x-k8s.io/podset-group-name": "g",
+                                                                 PREFERRED: "rack"}))
+    assert _refusal(grouped, grouped) is None
+    grouped_offset = _as_worker(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "1"},
+                                        launcher_annotations={"kueue.x-k8s.io/podset-group-name": "g",
+                                                              PREFERRED: "rack"}))
+    assert _refusal(grouped_offset, grouped) == (
+        f'{at}: Invalid value: "1": must be "", the value the defaulting webhook would set')
+    assert _refusal(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "5"}), _mpijob({Q: "lq"})) is None, (
+        "the launcher not run as a worker: the offset is not the defaulting's")
+    tas_off = mw.MPIJobWebhooks(**{**msgspec.structs.asdict(ON),
+                                   "feature_gates": {**ON.feature_gates, "TopologyAwareScheduling": False}})
+    assert _refusal(_as_worker(_mpijob({Q: "lq"})), offset_one, tas_off) is None
+    both = _as_worker(_mpijob({Q: "b"}, run_policy={"suspend": False}, worker_annotations={OFFSET: "2"}))
+    assert _refusal(both, _as_worker(_mpijob({Q: "a"}, run_policy={"suspend": False}))) == (
+        f'[metadata.labels[{Q}]: Invalid value: "b": field is immutable, '
+        f'{at}: Invalid value: "2": must be "1", the value the defaulting webhook would set]')
+    assert _refusal(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "-1"})) == (
+        f'{at}: Invalid value: "-1": must be a non-negative integer')

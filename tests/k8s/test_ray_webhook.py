@@ -157,8 +157,9 @@ def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_na
     assert _refusal(_raycluster({Q: "lq"}, names=("x", "head"), groups=2), settings=CLUSTERS) == (
         'spec.workerGroupSpecs[1].groupName: Forbidden: "head" is reserved for the head group')
     assert _refusal(_raycluster({Q: "lq"}, autoscaling=True), settings=CLUSTERS) == (
-        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job can use autoscaling only when the "
-        "ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job")
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use in-tree autoscaling "
+        "only as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the "
+        '"kueue.x-k8s.io/elastic-job": "true" annotation')
     assert _refusal(_raycluster(autoscaling=True), settings=CLUSTERS) is None, "not Kueue's: not checked"
 
 
@@ -290,8 +291,9 @@ def test_a_queued_elastic_raycluster_must_carry_the_gate_and_may_autoscale() -> 
     assert _refusal(gated, _gated(_elastic_cluster({Q: "lq"}, groups=2), workers=(0, 1)),
                     settings=ELASTIC_CLUSTERS) is None, "an update: the same rules"
     assert _refusal(gated, settings=NOT_ELASTIC) == (
-        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job can use autoscaling only when the "
-        "ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job")
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use in-tree autoscaling "
+        "only as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the "
+        '"kueue.x-k8s.io/elastic-job": "true" annotation')
     assert _refusal(_elastic_cluster(groups=1), settings=ELASTIC_CLUSTERS) is None, "not Kueue's: not checked"
 
 
@@ -310,3 +312,28 @@ def test_an_elastic_raycluster_handed_to_multikueue_may_not_autoscale() -> None:
     assert _refusal(handed, settings=autoscaled) is None, "MultiKueueRayInTreeAutoscaling: the worker owns them"
     handed["spec"]["enableInTreeAutoscaling"] = False
     assert _refusal(handed, settings=ELASTIC_CLUSTERS) is None
+
+
+def test_an_elastic_rayjob_handed_to_multikueue_autoscales_only_under_the_worker_autoscaling_gate() -> None:
+    """Kueue #16260: with MultiKueueRayInTreeAutoscaling off, an elastic RayJob handed to MultiKueue may not use the
+    in-tree autoscaler (nothing would carry the worker's resizes back); the gate on, the worker's autoscaler owns
+    its worker groups and it passes. Not handed to MultiKueue, or not elastic (ElasticJobsViaWorkloadSlices off:
+    ``common.go``'s annotation rule alone), it passes as before."""
+    job = _rayjob({Q: "lq"}, annotations=dict(ELASTIC), cluster=_cluster_spec(autoscaling=True), suspend=True)
+    job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    assert _refusal(job) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Forbidden: in-tree autoscaling is not supported for a "
+        "MultiKueue-managed elastic RayJob")
+    worker_autoscaling = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                        "featureGates": {"MultiKueueRayInTreeAutoscaling": True}}),
+                                           clusters=False)
+    assert _refusal(job, settings=worker_autoscaling) is None
+    assert _refusal(job, job, settings=worker_autoscaling) is None, "an update: the same rules"
+    not_elastic = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                 "featureGates": {"ElasticJobsViaWorkloadSlices": False}}),
+                                    clusters=False)
+    assert _refusal(job, settings=not_elastic) is None
+    local = {**job, "spec": {**job["spec"], "managedBy": "ray.io/kuberay-operator"}}
+    assert _refusal(local) is None, "not MultiKueue's"
+    job["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = False
+    assert _refusal(job) is None

@@ -251,3 +251,18 @@ def test_an_elastic_rayservices_cluster_config_templates_get_the_elastic_job_gat
     off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": FRAMEWORKS},
                                                    "featureGates": {"ElasticJobsViaWorkloadSlices": False}}))
     assert _mutate(service, off) == [], "the gate off: not elastic"
+
+
+def test_an_elastic_rayservice_handed_to_multikueue_autoscales_only_under_the_worker_autoscaling_gate() -> None:
+    """Kueue #16260, a RayService's half: the RayJob's rule at its cluster config (named ``spec.rayClusterSpec``)."""
+    service = _service({Q: "lq"}, groups=1, suspend=True, autoscaling=True)
+    service["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    service["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    assert _refusal(service) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Forbidden: in-tree autoscaling is not supported for a "
+        "MultiKueue-managed elastic RayService")
+    on = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                  "featureGates": {"MultiKueueRayInTreeAutoscaling": True}}))
+    assert _refusal(service, settings=on) is None
+    del service["spec"]["managedBy"]
+    assert _refusal(service) is None, "not handed to MultiKueue"

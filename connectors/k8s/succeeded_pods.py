@@ -1,0 +1,73 @@
+"""Succeeded Pods for Kueue v0.20's ``WaitForPodsReadyUnscheduledTimeout``, without watching terminal Pods.
+
+Kueue's UnscheduledPodsTracker counts a ``Succeeded`` Pod of an admitted Workload as filling its slot (it needs no
+replacement), where a ``Failed`` or deleted one fills none (:mod:`projections.pods_scheduled`). The Pod watch asks
+for non-terminal Pods only (:mod:`connectors.k8s.trim`), and a Pod leaving that selection comes as a deletion that
+carries the Pod as it was before (the apiserver's word for "no longer selected"): succeeded, failed and deleted look
+alike. So, only while the fold tracks Pods' scheduling, when a Pod linked to a Workload that still waits for an
+observation of its scheduling (admitted, not evicted, no ``PodsScheduled=True`` of this admission:
+:func:`awaits`) leaves the watch, the watcher reads it once (:func:`left_succeeded`): found ``Succeeded`` (the same
+Pod, by uid), its trimmed view is upserted with that phase instead of the deletion, and the fold counts it as
+Kueue does. Any other Pod leaving is a deletion, as before.
+
+Such a Pod stays in the log until a relist finds it no longer needed (:func:`still_needed`: its Workload waits no
+more, or a read no longer finds it ``Succeeded``); between relists its later deletion is not seen (Kueue's cache
+would drop it), which only matters while its Workload still waits.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import NotFound
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.trim import kept_view
+from events import objects as o
+from projections import pods_scheduled
+from projections.cluster import ClusterState
+from projections.workloads import ADMITTED, WORKLOAD_ANNOTATION
+
+PODS = BY_KIND["Pod"]
+SUCCEEDED = "Succeeded"
+_decode = msgspec.json.Decoder(o.Pod).decode
+
+
+def awaits(state: ClusterState, pod: o.Pod | None) -> bool:
+    """Whether ``pod`` is linked to a Workload whose scheduling the fold still waits to observe as complete."""
+    if pod is None or not state.tracks_pods_scheduled:
+        return False
+    name = pod.metadata.annotations.get(WORKLOAD_ANNOTATION)
+    wl = state.workloads.get(f"{pod.metadata.namespace}/{name}") if name else None
+    if wl is None or wl.phase != ADMITTED or wl.evicted:
+        return False
+    admitted = wl.condition("Admitted")
+    if admitted is None or admitted.status != "True":
+        return False
+    now = pods_scheduled.current(wl)
+    return now is None or now.status != "True"
+
+
+async def left_succeeded(client: KubeClient, pod: o.Pod) -> o.Pod | None:
+    """The kept view of ``pod`` as it is now when it is the same Pod and has succeeded; None otherwise (gone,
+    recreated, failed, or still running)."""
+    try:
+        raw = await client.get(PODS, pod.metadata.name, pod.metadata.namespace)
+    except NotFound:
+        return None
+    try:
+        now = _decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if now.metadata.uid != pod.metadata.uid or now.status.phase != SUCCEEDED:
+        return None
+    return kept_view(now)
+
+
+async def still_needed(client: KubeClient, state: ClusterState, key: str) -> bool:
+    """A relist did not list Pod ``key`` (it is terminal or gone): keep it in the log only when the log holds it
+    as succeeded, its Workload still waits, and it is still there, succeeded."""
+    pod = state.pods.get(key)
+    if pod is None or pod.status.phase != SUCCEEDED or not awaits(state, pod):
+        return False
+    return await left_succeeded(client, pod) is not None
