@@ -244,7 +244,7 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
                                           "cohort or flavor changes")
     else:
         order = [sk[3] for sk in q.active]
-        head = (afs.head(state, config, cq, now) if afs.enabled_for(config, state, cq) else q.head())
+        head = afs.queue_head(state, config, cq, now)
         info.setdefault("state", "active")
         info["position"] = order.index(wl.key) + 1
         info["of"] = len(order)
