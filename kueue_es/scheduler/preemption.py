@@ -156,7 +156,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         # same walk and fill-back (its tiers probed with borrowing allowed)
         added = preemption_config.contributions(
             ctx, config, wl, [c.wl for c in candidates], needed, topology,
-            lambda: _fits(node, requests, True, None), lambda: _fits(node, requests, True, topology))
+            lambda: fits_in(node, requests, True, None), lambda: fits_in(node, requests, True, topology))
         configured = [_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue]) for w in added]
     if not candidates and not configured:
         return []
@@ -200,7 +200,9 @@ def _cluster_queues_below(ancestor: QuotaNode, skip: QuotaNode, frs: dict[str, i
     return out
 
 
-def _fits(node: QuotaNode, requests: dict[str, int], allow_borrowing: bool, topology: TopologyFit | None) -> bool:
+def fits_in(node: QuotaNode, requests: dict[str, int], allow_borrowing: bool, topology: TopologyFit | None) -> bool:
+    """Whether ``requests`` (per FR) fit in ``node`` as the cycle's tree stands — within its nominal quota unless
+    ``allow_borrowing`` — and, for a TAS preemptor, its ``topology`` can be placed."""
     for fr, req in requests.items():
         if req > node.available(fr):
             return False
@@ -247,7 +249,7 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
                 continue
             take_off(ctx, c.wl, topology)
             chosen.append(c)
-            if _fits(node, requests, allow_borrowing, topology):
+            if fits_in(node, requests, allow_borrowing, topology):
                 fits = True
                 break
         if not fits:
@@ -256,7 +258,7 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
         for i in range(len(chosen) - 2, -1, -1):
             c = chosen[i]
             put_back(ctx, c.wl, topology)
-            if _fits(node, requests, allow_borrowing, topology):
+            if fits_in(node, requests, allow_borrowing, topology):
                 chosen[i] = None  # type: ignore[call-overload]
             else:
                 take_off(ctx, c.wl, topology)
