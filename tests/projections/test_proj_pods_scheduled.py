@@ -161,12 +161,16 @@ def test_nothing_changes_when_not_tracked(config: dict) -> None:
 
 
 def test_tracking_reads_the_gate_the_timeout_and_waitforpodsready() -> None:
-    assert pods_scheduled.tracking({"kind": "Configuration", **ON})
-    assert not pods_scheduled.tracking(None)
-    assert not pods_scheduled.tracking({"kind": "Configuration", **ON, "featureGates": {
-        "WaitForPodsReadyUnscheduledTimeout": True, "DisableWaitForPodsReady": True}})
-    assert not pods_scheduled.tracking({"kind": "Configuration", "waitForPodsReady": {"unscheduledTimeout": "0m0s"},
-                                        "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True}})
+    assert Log(ON).state.tracks_pods_scheduled
+    # the gate as the fold reads every gate: AllAlpha turns it on (and DisableWaitForPodsReady, unless kept off)
+    assert Log({**ON, "featureGates": {"AllAlpha": True, "DisableWaitForPodsReady": False}}).state.tracks_pods_scheduled
+    assert not Log({**ON, "featureGates": {"AllAlpha": True}}).state.tracks_pods_scheduled
+    assert not Log({**ON, "featureGates": {}}).state.tracks_pods_scheduled
+    assert not ConditionLog().state.tracks_pods_scheduled  # no configuration recorded: Kueue's defaults
+    assert not Log({**ON, "featureGates": {
+        "WaitForPodsReadyUnscheduledTimeout": True, "DisableWaitForPodsReady": True}}).state.tracks_pods_scheduled
+    assert not Log({"waitForPodsReady": {"unscheduledTimeout": "0m0s"},
+                    "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True}}).state.tracks_pods_scheduled
 
 
 def test_the_log_keeps_only_the_pods_podscheduled_status() -> None:
