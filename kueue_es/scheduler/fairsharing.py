@@ -46,6 +46,7 @@ from kueue_es.scheduler.preemption import (
     Target,
     candidate_key,
     fits_in,
+    own_queue_candidates,
     policy_allows,
     put_back,
     sort_candidates,
@@ -299,11 +300,7 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     state = ctx.state
     p = state.cluster_queues[node.name].spec.preemption
     now = ctx.now
-    candidates: list[WorkloadInfo] = []
-    if p.within_cluster_queue != "Never":
-        for w in ctx.reserving_in(node.name):
-            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, ctx.order):
-                candidates.append(w)
+    candidates = own_queue_candidates(ctx, wl, node.name, p, needed)
     if node.parent is not None and p.reclaim_within_cohort != "Never":
         for cq in _subtree_cluster_queues(node.root()):
             if cq is node or not any(cq.borrowing(fr) for fr in needed):
