@@ -589,7 +589,7 @@ class ClusterState:
         config = self.config
         if self._scheduling_of is not config:
             doc = config.document if config is not None else None
-            self._scheduling_of, self._scheduling = config, pods_scheduled.tracking(doc)
+            self._scheduling_of, self._scheduling = config, pods_scheduled.tracking(doc, self.gate)
         return self._scheduling
 
     def gate(self, name: str) -> bool:

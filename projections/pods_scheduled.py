@@ -27,7 +27,7 @@ the admission plus ``unscheduledTimeout`` (:mod:`kueue_es.scheduler.pods_ready_t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -54,19 +54,17 @@ class _Stanza(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
 
 class _Doc(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
     wait_for_pods_ready: _Stanza | None = None
-    feature_gates: dict[str, bool] = {}
 
 
-def tracking(document: dict[str, Any] | None) -> bool:
-    """Whether Pods' scheduling is tracked under a recorded Configuration document (None: Kueue's defaults, off)."""
+def tracking(document: dict[str, Any] | None, gate: Callable[[str], bool]) -> bool:
+    """Whether Pods' scheduling is tracked under a recorded Configuration document (None: Kueue's defaults, off);
+    ``gate`` reads a feature gate of that configuration (:meth:`ClusterState.gate`)."""
     hub = config_version.as_hub(document)
-    if not hub or not waits_for_pods_ready(document):
+    if not hub or not gate(gates.WAIT_FOR_PODS_READY_UNSCHEDULED_TIMEOUT) or not waits_for_pods_ready(document):
         return False
     try:
         doc = msgspec.convert(hub, _Doc, strict=False)
     except msgspec.ValidationError:
-        return False
-    if not gates.enabled(doc.feature_gates, gates.WAIT_FOR_PODS_READY_UNSCHEDULED_TIMEOUT):
         return False
     raw = doc.wait_for_pods_ready.unscheduled_timeout if doc.wait_for_pods_ready is not None else None
     return raw is not None and any(ch in "123456789" for ch in raw)  # validated when recorded: a nonzero digit

@@ -53,6 +53,14 @@ def gate_state(status_gates: Iterable[o.PreemptionGateState], name: str) -> o.Pr
     return None
 
 
+def opened_at(status_gates: Iterable[o.PreemptionGateState], name: str) -> int | None:
+    """When gate ``name`` was opened, in ms (0 when its entry shows no time), or None: not listed open."""
+    gate = gate_state(status_gates, name)
+    if gate is None or gate.position != OPEN:
+        return None
+    return parse_time(gate.last_transition_time) if gate.last_transition_time else 0
+
+
 def opened_on(copy: RemoteCopy, gate: str, when: str) -> RemoteCopy:
     """A worker's copy with ``gate`` opened at ``when`` (its status entry replaced, or added last)."""
     return RemoteCopy(copy.conditions, copy.topology_pod_sets, opened_in(copy.preemption_gates, gate, when))

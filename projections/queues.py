@@ -16,6 +16,7 @@ never asks, does not pay for three sorted lists per queued workload.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from operator import itemgetter
 
 from sortedcontainers import SortedList
@@ -189,10 +190,16 @@ class ClusterQueueQueue:
         sk = self.entries.get(s)
         return sk if sk is not None else self.inadmissible.get(s)
 
-    def head(self) -> str | None:
-        if self.sticky is not None and self.sticky in self.entries:
-            return self.sticky
-        return self.active[0][3] if self.active else None
+    def head(self, taken: Container[str] = ()) -> str | None:
+        """The workload tried next: the sticky preemptor while it is active, else the first by sort key (priority,
+        queue-order time, UID); none of ``taken`` (a cycle's heads and refills so far)."""
+        sticky = self.sticky
+        if sticky is not None and sticky in self.entries and sticky not in taken:
+            return sticky
+        for sk in self.active:
+            if sk[3] not in taken:
+                return sk[3]
+        return None
 
     def ordered(self) -> list[str]:
         """Every pending workload — active and parked alike — in Kueue's queue order: the sticky preemptor

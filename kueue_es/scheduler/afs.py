@@ -196,6 +196,18 @@ def workload_usage(state: ClusterState, config: SchedulerConfig, now: int):
     return usage
 
 
+def queue_head(state: ClusterState, config: SchedulerConfig | None, cq: str, now: int,
+               taken: Container[str] = ()) -> str | None:
+    """The workload ClusterQueue ``cq``'s queue offers next, none of ``taken``: by Admission Fair Sharing
+    (:func:`head`) where it orders ``cq``, else the queue's own order (:meth:`ClusterQueueQueue.head`)."""
+    q = state.queues.get(cq)
+    if q is None:
+        return None
+    if config is not None and enabled_for(config, state, cq):
+        return head(state, config, cq, now, taken)
+    return q.head(taken)
+
+
 def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int,
          taken: Container[str] = ()) -> str | None:
     """The head of an Admission-Fair-Sharing queue: lowest LocalQueue usage, then the sticky workload, then

@@ -219,13 +219,10 @@ def required_checks(state: ClusterState, cq: str, flavors: set[str]) -> list[str
 def heads(state: ClusterState, config: SchedulerConfig | None = None, now: int | None = None) -> list[Entry]:
     """The head of every active ClusterQueue (by Admission Fair Sharing where it applies)."""
     out = []
-    queues, workloads, cq_info = state.queues, state.workloads, state.cq_info
-    fair = config is not None and config.admission_fair_sharing is not None
-    for cq in sorted(queues):
-        if fair and afs.enabled_for(config, state, cq):  # type: ignore[arg-type]
-            key = afs.head(state, config, cq, state.time if now is None else now)  # type: ignore[arg-type]
-        else:
-            key = queues[cq].head()
+    workloads, cq_info = state.workloads, state.cq_info
+    at = state.time if now is None else now
+    for cq in sorted(state.queues):
+        key = afs.queue_head(state, config, cq, at)
         if key is None:
             continue
         info = cq_info(cq)

@@ -244,7 +244,7 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
                                           "cohort or flavor changes")
     else:
         order = [sk[3] for sk in q.active]
-        head = (afs.head(state, config, cq, now) if afs.enabled_for(config, state, cq) else q.head())
+        head = afs.queue_head(state, config, cq, now)
         info.setdefault("state", "active")
         info["position"] = order.index(wl.key) + 1
         info["of"] = len(order)
@@ -439,21 +439,8 @@ def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
     p = state.cluster_queues[node.name].spec.preemption
     rows: list[dict[str, Any]] = []
     candidates: list[WorkloadInfo] = []
-    frs = ", ".join(sorted(needed))
-    for w in ctx.reserving_in(node.name):
-        if w.key == wl.key:
-            continue
-        if not uses_any(w, needed):
-            why = f"uses none of {frs}"
-        elif p.within_cluster_queue == "Never":
-            why = "withinClusterQueue is Never"
-        elif not policy_allows(p.within_cluster_queue, wl, w, ctx.order):
-            why = f"priority {w.priority} is not below {wl.priority} ({p.within_cluster_queue})"
-        else:
-            why = ""
-            candidates.append(w)
-        rows.append({"workload": w.key, "clusterQueue": node.name, "priority": w.priority,
-                     "candidate": not why, "why": why or "candidate"})
+    _consider(ctx, wl, node.name, needed, p.within_cluster_queue, "withinClusterQueue", p.within_cluster_queue,
+              rows, candidates)
     if node.parent is None:
         return rows, candidates
     others = [n for n in fairsharing._subtree_cluster_queues(node.root()) if n is not node]
@@ -472,17 +459,31 @@ def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
             rows.append({"clusterQueue": cq.name, "candidate": False,
                          "why": f"not borrowing what is contested ({used}): its workloads are not reclaimable"})
             continue
-        for w in reserving:
-            if not uses_any(w, needed):
-                why = f"uses none of {frs}"
-            elif not policy_allows(p.reclaim_within_cohort, wl, w, ctx.order):
-                why = f"priority {w.priority} is not below {wl.priority} (reclaimWithinCohort {p.reclaim_within_cohort})"
-            else:
-                why = ""
-                candidates.append(w)
-            rows.append({"workload": w.key, "clusterQueue": cq.name, "priority": w.priority,
-                         "candidate": not why, "why": why or "candidate"})
+        _consider(ctx, wl, cq.name, needed, p.reclaim_within_cohort, "reclaimWithinCohort",
+                  f"reclaimWithinCohort {p.reclaim_within_cohort}", rows, candidates)
     return rows, candidates
+
+
+def _consider(ctx: CycleContext, wl: WorkloadInfo, cq: str, needed: dict[str, int], policy: str, field: str,
+              label: str, rows: list[dict[str, Any]], candidates: list[WorkloadInfo]) -> None:
+    """A row for each workload holding quota in ClusterQueue ``cq`` (the preemptor aside): whether the preemption
+    policy ``policy`` (the ClusterQueue's ``field``, ``label`` in messages) makes it a candidate, and why not; the
+    candidates are added to ``candidates``."""
+    frs = ", ".join(sorted(needed))
+    for w in ctx.reserving_in(cq):
+        if w.key == wl.key:
+            continue
+        if not uses_any(w, needed):
+            why = f"uses none of {frs}"
+        elif policy == "Never":
+            why = f"{field} is Never"
+        elif not policy_allows(policy, wl, w, ctx.order):
+            why = f"priority {w.priority} is not below {wl.priority} ({label})"
+        else:
+            why = ""
+            candidates.append(w)
+        rows.append({"workload": w.key, "clusterQueue": cq, "priority": w.priority,
+                     "candidate": not why, "why": why or "candidate"})
 
 
 def _no_targets_why(ctx: CycleContext, e: Entry, node: QuotaNode, needed: dict[str, int],

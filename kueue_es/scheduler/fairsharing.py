@@ -45,6 +45,8 @@ from kueue_es.scheduler import preemption_config
 from kueue_es.scheduler.preemption import (
     Target,
     candidate_key,
+    fits_in,
+    own_queue_candidates,
     policy_allows,
     put_back,
     sort_candidates,
@@ -298,11 +300,7 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     state = ctx.state
     p = state.cluster_queues[node.name].spec.preemption
     now = ctx.now
-    candidates: list[WorkloadInfo] = []
-    if p.within_cluster_queue != "Never":
-        for w in ctx.reserving_in(node.name):
-            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, ctx.order):
-                candidates.append(w)
+    candidates = own_queue_candidates(ctx, wl, node.name, p, needed)
     if node.parent is not None and p.reclaim_within_cohort != "Never":
         for cq in _subtree_cluster_queues(node.root()):
             if cq is node or not any(cq.borrowing(fr) for fr in needed):
@@ -326,28 +324,23 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         strategies = [LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE]
     targets: list[Target] = []
 
-    def fits() -> bool:
-        for fr, v in requests.items():
-            if v > node.available(fr):
-                return False
-        return topology is None or topology.fits()
+    def fits(quota_only: bool = False) -> bool:
+        """The preemptor fits as the tree stands (its requests not charged); ``quota_only``: its topology aside."""
+        return fits_in(node, requests, True, None if quota_only else topology)
+
+    def fits_while_charged(quota_only: bool = False) -> bool:
+        """:func:`fits` while the search keeps the preemptor's requests charged (for the shares)."""
+        _charge(node, requests, -1)
+        try:
+            return fits(quota_only)
+        finally:
+            _charge(node, requests, 1)
 
     def take(w: WorkloadInfo, reason: str) -> bool:
         """Preempt ``w`` (simulated); True when the preemptor now fits."""
         take_off(ctx, w, topology)
         targets.append(Target(w, reason))
-        _charge(node, requests, -1)
-        try:
-            return fits()
-        finally:
-            _charge(node, requests, 1)
-
-    def quota_fits() -> bool:
-        _charge(node, requests, -1)
-        try:
-            return all(v <= node.available(fr) for fr, v in requests.items())
-        finally:
-            _charge(node, requests, 1)
+        return fits_while_charged()
 
     def attempt(among: list[WorkloadInfo]) -> list[Target]:
         targets.clear()
@@ -358,7 +351,7 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
             if not fitted and config is not None:
                 # ConfigurablePreemptions: the PreemptionConfig's tiers after Fair Sharing's strategies
                 fitted = preemption_config.preempt_tiers(ctx, config, wl, needed, {t.workload.key for t in targets},
-                                                         take, quota_fits)
+                                                         take, lambda: fits_while_charged(quota_only=True))
         finally:
             _charge(node, requests, -1)
         if not fitted:

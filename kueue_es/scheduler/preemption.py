@@ -20,6 +20,7 @@ from projections.queue_order import QueueOrder
 from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
+    from events import objects as o
     from kueue_es.scheduler.cycle import CycleContext
     from kueue_es.scheduler.taspreempt import TopologyFit
     from projections.cluster import ClusterState
@@ -106,6 +107,16 @@ def uses_any(wl: WorkloadInfo, frs: dict[str, int]) -> bool:
 
 
 
+def own_queue_candidates(ctx: CycleContext, wl: WorkloadInfo, cq: str, p: o.ClusterQueuePreemption,
+                         needed: dict[str, int]) -> list[WorkloadInfo]:
+    """The workloads of the preemptor's own ClusterQueue ``cq`` its ``withinClusterQueue`` policy ``p`` lets it
+    preempt, among those holding quota of the flavor-resources it lacks (``needed``)."""
+    if p.within_cluster_queue == "Never":
+        return []
+    return [w for w in ctx.reserving_in(cq)
+            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, ctx.order)]
+
+
 def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
                  needed: dict[str, int], topology: TopologyFit | None = None) -> list[Target]:
     """Victims that let ``wl`` (``requests`` per FR) fit in ``node``; ``needed`` are the FRs that lack room;
@@ -113,11 +124,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     spec = ctx.state.cluster_queues[node.name].spec
     p = spec.preemption
     now = ctx.now
-    candidates: list[_Candidate] = []
-    if p.within_cluster_queue != "Never":
-        for w in ctx.reserving_in(node.name):
-            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, ctx.order):
-                candidates.append(_Candidate(w, SAME_QUEUE, node))
+    candidates = [_Candidate(w, SAME_QUEUE, node) for w in own_queue_candidates(ctx, wl, node.name, p, needed)]
     has_hierarchical = False
     if node.parent is not None and p.reclaim_within_cohort != "Never":
         bwc = p.borrow_within_cohort
@@ -156,7 +163,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         # same walk and fill-back (its tiers probed with borrowing allowed)
         added = preemption_config.contributions(
             ctx, config, wl, [c.wl for c in candidates], needed, topology,
-            lambda: _fits(node, requests, True, None), lambda: _fits(node, requests, True, topology))
+            lambda: fits_in(node, requests, True, None), lambda: fits_in(node, requests, True, topology))
         configured = [_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue]) for w in added]
     if not candidates and not configured:
         return []
@@ -200,7 +207,9 @@ def _cluster_queues_below(ancestor: QuotaNode, skip: QuotaNode, frs: dict[str, i
     return out
 
 
-def _fits(node: QuotaNode, requests: dict[str, int], allow_borrowing: bool, topology: TopologyFit | None) -> bool:
+def fits_in(node: QuotaNode, requests: dict[str, int], allow_borrowing: bool, topology: TopologyFit | None) -> bool:
+    """Whether ``requests`` (per FR) fit in ``node`` as the cycle's tree stands — within its nominal quota unless
+    ``allow_borrowing`` — and, for a TAS preemptor, its ``topology`` can be placed."""
     for fr, req in requests.items():
         if req > node.available(fr):
             return False
@@ -247,7 +256,7 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
                 continue
             take_off(ctx, c.wl, topology)
             chosen.append(c)
-            if _fits(node, requests, allow_borrowing, topology):
+            if fits_in(node, requests, allow_borrowing, topology):
                 fits = True
                 break
         if not fits:
@@ -256,7 +265,7 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
         for i in range(len(chosen) - 2, -1, -1):
             c = chosen[i]
             put_back(ctx, c.wl, topology)
-            if _fits(node, requests, allow_borrowing, topology):
+            if fits_in(node, requests, allow_borrowing, topology):
                 chosen[i] = None  # type: ignore[call-overload]
             else:
                 take_off(ctx, c.wl, topology)

@@ -183,6 +183,28 @@ def _all_off_fits(ctx: CycleContext, victims: list[WorkloadInfo], topology: Topo
             classical.put_back(ctx, w, topology)
 
 
+def walk_tiers(config: o.PreemptionConfig, tier: Callable[[str], bool], quota_short: Callable[[], bool],
+               topology_short: Callable[[], bool] | None = None) -> bool:
+    """The trigger ladder both preemption algorithms walk. ``tier(trigger)`` acts on that trigger's candidates and
+    says whether the preemptor fits then, which ends the walk (the return value). ``Always`` comes first; the
+    conditional tiers only when the config has rules for them: ``InsufficientQuota`` while ``quota_short`` says the
+    quota falls short — still short after it, the walk ends there, as the topology tier needs the quota feasible —
+    then ``QuotaFeasibleAndInsufficientTopology`` while ``topology_short`` says the workload does not fit (None:
+    the caller knows it does not: every tier before said so)."""
+    if tier(ALWAYS):
+        return True
+    if not has_rules(config, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY):
+        return False
+    if quota_short():
+        if tier(INSUFFICIENT_QUOTA):
+            return True
+        if quota_short():
+            return False
+    if topology_short is not None and not topology_short():
+        return False
+    return tier(INSUFFICIENT_TOPOLOGY)
+
+
 def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo,
                   collected: list[WorkloadInfo], needed: dict[str, int], topology: TopologyFit | None,
                   quota_fits: Callable[[], bool], fits: Callable[[], bool]) -> list[WorkloadInfo]:
@@ -192,21 +214,17 @@ def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: Work
     pool = list(collected)
     added: list[WorkloadInfo] = []
 
-    def contribute(trigger: str) -> None:
+    def contribute(trigger: str) -> bool:
         for w in candidates(ctx, config, trigger, preemptor, needed, known):
             known.add(w.key)
             pool.append(w)
             added.append(w)
+        return False  # candidates only: the walk and fill-back decide later
 
-    contribute(ALWAYS)
-    if not has_rules(config, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY):
-        return added
-    if not _all_off_fits(ctx, pool, topology, quota_fits):
-        contribute(INSUFFICIENT_QUOTA)
-        if not _all_off_fits(ctx, pool, topology, quota_fits):
-            return added  # the topology tier needs the quota feasible
-    if not _all_off_fits(ctx, pool, topology, fits):
-        contribute(INSUFFICIENT_TOPOLOGY)
+    def short(check: Callable[[], bool]) -> Callable[[], bool]:
+        return lambda: not _all_off_fits(ctx, pool, topology, check)
+
+    walk_tiers(config, contribute, short(quota_fits), short(fits))
     return added
 
 
@@ -222,13 +240,4 @@ def preempt_tiers(ctx: CycleContext, config: o.PreemptionConfig, preemptor: Work
                 return True
         return False
 
-    if tier(ALWAYS):
-        return True
-    if not has_rules(config, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY):
-        return False
-    if not quota_fits():
-        if tier(INSUFFICIENT_QUOTA):
-            return True
-        if not quota_fits():
-            return False
-    return tier(INSUFFICIENT_TOPOLOGY)
+    return walk_tiers(config, tier, lambda: not quota_fits())

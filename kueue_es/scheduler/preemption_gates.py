@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from events import schema as ev
 from events.timefmt import parse_time
-from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, MULTIKUEUE_GATE, OPEN, gate_state
+from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, MULTIKUEUE_GATE, opened_at
 from projections.workloads import RemoteCopy, WorkloadInfo
 
 
@@ -40,13 +40,6 @@ def _admissible(wl: WorkloadInfo) -> list[tuple[str, RemoteCopy]]:
             if _true(copy, "QuotaReserved") is None and _true(copy, "Finished") is None]
 
 
-def _opened_at(copy: RemoteCopy) -> int | None:
-    gate = gate_state(copy.preemption_gates, MULTIKUEUE_GATE)
-    if gate is None or gate.position != OPEN:
-        return None
-    return parse_time(gate.last_transition_time) if gate.last_transition_time else 0
-
-
 def next_gate(wl: WorkloadInfo, now: int | None, timeout_ms: int) -> tuple[str | None, int | None]:
     """(the worker whose copy's gate opens now, or None; when to look again, or None) for ``wl`` (``now`` None:
     only when a blocked copy may have its gate opened, however far that is from now)."""
@@ -54,7 +47,7 @@ def next_gate(wl: WorkloadInfo, now: int | None, timeout_ms: int) -> tuple[str |
     waiting = []
     last_open: int | None = None
     for name, copy in copies:
-        opened = _opened_at(copy)
+        opened = opened_at(copy.preemption_gates, MULTIKUEUE_GATE)
         if opened is not None:
             last_open = opened if last_open is None else max(last_open, opened)
             continue

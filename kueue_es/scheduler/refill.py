@@ -57,22 +57,9 @@ class RefillPass:
         applies), spending one of the budget; None when the budget is spent or nothing else waits there."""
         if self.budget <= 0:
             return None
-        key = self._next(cq)
+        key = afs.queue_head(self.state, self.config, cq, self.now, self.taken)
         if key is None:
             return None
         self.budget -= 1
         self.taken.add(key)
         return self.state.workloads[key]
-
-    def _next(self, cq: str) -> str | None:
-        q = self.state.queues.get(cq)
-        if q is None:
-            return None
-        if afs.enabled_for(self.config, self.state, cq):
-            return afs.head(self.state, self.config, cq, self.now, self.taken)
-        if q.sticky is not None and q.sticky in q.entries and q.sticky not in self.taken:
-            return q.sticky
-        for sk in q.active:
-            if sk[3] not in self.taken:
-                return sk[3]
-        return None

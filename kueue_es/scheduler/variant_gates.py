@@ -25,8 +25,7 @@ from projections.cluster import ClusterState
 from projections.preemption_gates import (
     BLOCKED_ON_PREEMPTION_GATES,
     CONCURRENT_ADMISSION_GATE,
-    OPEN,
-    gate_state,
+    opened_at,
 )
 from projections.variants import variants_of
 from projections.workloads import FINISHED, WorkloadInfo, is_parent
@@ -40,10 +39,7 @@ def _admissible(variants: list[WorkloadInfo], active: dict[str, bool]) -> list[W
 
 
 def _opened_at(wl: WorkloadInfo) -> int | None:
-    gate = gate_state(wl.gate_states, CONCURRENT_ADMISSION_GATE)
-    if gate is None or gate.position != OPEN:
-        return None
-    return parse_time(gate.last_transition_time) if gate.last_transition_time else 0
+    return opened_at(wl.gate_states, CONCURRENT_ADMISSION_GATE)
 
 
 def _blocked(wl: WorkloadInfo) -> bool:

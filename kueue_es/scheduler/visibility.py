@@ -32,7 +32,7 @@ although the queue is ordered by the sum.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -42,6 +42,7 @@ from kueue_es.scheduler import afs
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.visibility_order import VisibilityOrder, window
 from projections.cluster import ClusterState
+from projections.queues import ClusterQueueQueue
 
 GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
@@ -49,6 +50,7 @@ VERSIONS = ("v1beta2", "v1beta1")
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
 KIND = "PendingWorkloadsSummary"
+T = TypeVar("T")
 
 Owners = Callable[[str], Sequence[o.OwnerReference]]
 """Workload key -> its ownerReferences (the state keeps none: :mod:`projections.owners`)."""
@@ -79,15 +81,21 @@ def queue_order(state: ClusterState, config: SchedulerConfig, cq: str) -> list[s
     it once)."""
     if cq not in state.cluster_queues:
         return None
-    memo: dict[str, tuple[int, SchedulerConfig, list[str]]] = state.derived.setdefault("visibility", {})
+    return _memoised(state, "visibility", config, cq, lambda: _order(state, config, cq))
+
+
+def _memoised(state: ClusterState, table: str, config: SchedulerConfig, cq: str, compute: Callable[[], T]) -> T:
+    """``compute()`` for ClusterQueue ``cq``, memoised in ``state.derived[table]`` while the state is at the same
+    record and ``config`` the same object (at most 64 queues kept; all dropped at the state's next record)."""
+    memo: dict[str, tuple[int, SchedulerConfig, T]] = state.derived.setdefault(table, {})
     hit = memo.get(cq)
     if hit is not None and hit[0] == state.offset and hit[1] is config:
         return hit[2]
     if len(memo) > 64 or any(v[0] != state.offset for v in memo.values()):
         memo.clear()
-    order = _order(state, config, cq)
-    memo[cq] = (state.offset, config, order)
-    return order
+    value = compute()
+    memo[cq] = (state.offset, config, value)
+    return value
 
 
 def _order(state: ClusterState, config: SchedulerConfig, cq: str) -> list[str]:
@@ -123,21 +131,17 @@ def order_of(state: ClusterState, config: SchedulerConfig, cq: str) -> Visibilit
     q = state.queues.get(cq)
     if q is None:
         return None
-    memo: dict[str, tuple[int, SchedulerConfig, VisibilityOrder]] = state.derived.setdefault("visibility_order", {})
-    hit = memo.get(cq)
-    if hit is not None and hit[0] == state.offset and hit[1] is config:
-        return hit[2]
-    if len(memo) > 64 or any(v[0] != state.offset for v in memo.values()):
-        memo.clear()
+    return _memoised(state, "visibility_order", config, cq, lambda: _visibility_order(state, config, cq, q))
+
+
+def _visibility_order(state: ClusterState, config: SchedulerConfig, cq: str, q: ClusterQueueQueue) -> VisibilityOrder:
     usage = None
     if afs.enabled_for(config, state, cq):
         fold = afs.fold(state, config)
 
         def usage(lq: tuple[str, str]) -> float:
             return afs.lq_usage(state, config, f"{lq[0]}/{lq[1]}", cq, state.time, fold)
-    order = VisibilityOrder(q, usage)
-    memo[cq] = (state.offset, config, order)
-    return order
+    return VisibilityOrder(q, usage)
 
 
 def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, limit: int | None = None,

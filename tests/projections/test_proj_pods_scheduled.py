@@ -15,7 +15,7 @@ from events.timefmt import format_time
 from kueue_es.scheduler import pods_ready_timeouts
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.reconcile import next_deadline
-from projections import pods_scheduled
+from projections import pods_scheduled, snapshot
 from tests.projections.test_proj_pods_ready_condition import Log as ConditionLog
 
 KEY = "ns/w1"
@@ -161,12 +161,16 @@ def test_nothing_changes_when_not_tracked(config: dict) -> None:
 
 
 def test_tracking_reads_the_gate_the_timeout_and_waitforpodsready() -> None:
-    assert pods_scheduled.tracking({"kind": "Configuration", **ON})
-    assert not pods_scheduled.tracking(None)
-    assert not pods_scheduled.tracking({"kind": "Configuration", **ON, "featureGates": {
-        "WaitForPodsReadyUnscheduledTimeout": True, "DisableWaitForPodsReady": True}})
-    assert not pods_scheduled.tracking({"kind": "Configuration", "waitForPodsReady": {"unscheduledTimeout": "0m0s"},
-                                        "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True}})
+    assert Log(ON).state.tracks_pods_scheduled
+    # the gate as the fold reads every gate: AllAlpha turns it on (and DisableWaitForPodsReady, unless kept off)
+    assert Log({**ON, "featureGates": {"AllAlpha": True, "DisableWaitForPodsReady": False}}).state.tracks_pods_scheduled
+    assert not Log({**ON, "featureGates": {"AllAlpha": True}}).state.tracks_pods_scheduled
+    assert not Log({**ON, "featureGates": {}}).state.tracks_pods_scheduled
+    assert not ConditionLog().state.tracks_pods_scheduled  # no configuration recorded: Kueue's defaults
+    assert not Log({**ON, "featureGates": {
+        "WaitForPodsReadyUnscheduledTimeout": True, "DisableWaitForPodsReady": True}}).state.tracks_pods_scheduled
+    assert not Log({"waitForPodsReady": {"unscheduledTimeout": "0m0s"},
+                    "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True}}).state.tracks_pods_scheduled
 
 
 def test_the_log_keeps_only_the_pods_podscheduled_status() -> None:
@@ -178,3 +182,53 @@ def test_the_log_keeps_only_the_pods_podscheduled_status() -> None:
     kept = trim.pod_view(pod)
     assert kept is not None and kept.status.conditions == [o.Condition(type="PodScheduled", status="True")]
     assert pods_scheduled.scheduled(kept)
+
+
+class _CountingPods(dict):
+    """The state's Pod table, counting the Pods read by key and the passes over the whole table."""
+
+    def __init__(self, table: dict) -> None:
+        super().__init__(table)
+        self.read: list[str] = []
+        self.passes = 0
+
+    def __getitem__(self, key: str) -> o.Pod:
+        self.read.append(key)
+        return super().__getitem__(key)
+
+    def __iter__(self):
+        self.passes += 1
+        return super().__iter__()
+
+    def values(self):  # type: ignore[override]
+        self.passes += 1
+        return super().values()
+
+    def items(self):  # type: ignore[override]
+        self.passes += 1
+        return super().items()
+
+
+def test_a_look_reads_the_pods_its_workload_annotation_links_and_no_other() -> None:
+    log = Log(ON)
+    log.admit(at(1))
+    for i in range(20):  # Pods of other workloads, and Pods of none
+        log.pod(at(2), f"other{i}", owner="w9" if i % 2 else "")
+    log.pod(at(2), "p0", bound=True)
+    assert log.state.pods_of["ns/w1"] == {"ns/p0": None}
+    counting = log.state.pods = _CountingPods(log.state.pods)
+    log.pod(at(3), "p1", bound=True)  # the look at w1 reads its two Pods
+    assert log.shown() == SCHEDULED
+    assert sorted(set(counting.read)) == ["ns/p0", "ns/p1"] and counting.passes == 0
+
+
+def test_the_index_follows_a_pods_annotation_and_is_rebuilt_on_restore() -> None:
+    log = Log(ON)
+    log.admit(at(1))
+    log.pod(at(2), "p0")
+    log.pod(at(2), "p1")
+    log.pod(at(3), "p1", owner="w2")  # re-annotated: linked to another workload
+    assert log.state.pods_of == {"ns/w1": {"ns/p0": None}, "ns/w2": {"ns/p1": None}}
+    log.gone(at(4), "p0")
+    assert log.state.pods_of == {"ns/w2": {"ns/p1": None}}
+    assert snapshot.restore(snapshot.take(log.state)).pods_of == log.state.pods_of
