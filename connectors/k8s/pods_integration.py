@@ -90,7 +90,7 @@ from connectors.k8s import (
 )
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
-from connectors.k8s.deployment_uid import deployment_uid
+from connectors.k8s.deployment_uid import OwnerReads, deployment_uid
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import (
@@ -229,6 +229,8 @@ class PodIntegration:
         written, the deletion not seen yet) are not stopped again. Forgotten once the watch sees the Pod go."""
         self.statefulsets = StatefulSetRevisions(client, self._on_statefulsets, watch_timeout_s, backoff_s)
         """The StatefulSets' status revisions, for the groups they hold (Kueue's StatefulSet reconciler)."""
+        self.deployment_owners = OwnerReads(client)
+        """The ReplicaSets and Deployments of Deployments' pods, read once a pass (:mod:`connectors.k8s.deployment_uid`)."""
 
     # --- running -------------------------------------------------------------------------------------------
 
@@ -253,6 +255,7 @@ class PodIntegration:
     def _take(self) -> set[str]:
         keys = self.dirty | self._retry.due()
         self.dirty = set()
+        self.deployment_owners.new_pass()
         return keys
 
     async def reconcile_guarded(self, key: str) -> None:
@@ -593,7 +596,8 @@ class PodIntegration:
         try:
             body = pod_sync.workload_for(self.state, raw, name)
             if self.state.gate(gates.DEPLOYMENT_JOB_UID_LABEL):
-                owner_uid = await deployment_uid(self.client, raw, self._config().manage_jobs_without_queue_name)
+                owner_uid = await deployment_uid(self.deployment_owners, raw,
+                                                 self._config().manage_jobs_without_queue_name)
                 if owner_uid:
                     body["metadata"]["labels"][JOB_UID_LABEL] = owner_uid
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
