@@ -401,3 +401,22 @@ def test_topology_spreading_is_checked_under_its_gate_on_update_only_where_it_ch
     rewritten = copy.deepcopy(staged)
     rewritten["spec"]["podSets"][0]["template"]["metadata"]["annotations"][ann] = '{"rules": [{}]}'
     assert "topologyKey" in _message(_review("Workload", rewritten, old=staged, gates=on))
+
+
+def test_a_workload_is_refused_for_every_field_error_together_in_kueues_order() -> None:
+    """As Kueue's webhook returns its whole ``field.ErrorList`` aggregated: every error of its own checks, pod sets
+    first, then the admission; the CRD's rules broken are refused together before, without the webhook's."""
+    both = wl(reserved=True)
+    both["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+    both["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "3m"}
+    assert _message(_review("Workload", both)) == (
+        "Workload team/w: [field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
+        "reserved for internal kueue use, field `status.admission.podSetAssignments[0].resourceUsage[cpu]`: is not "
+        "a multiple of 2]")
+    schema = copy.deepcopy(both)
+    schema["spec"]["queueName"] = "Team_Q"
+    del schema["status"]["conditions"][0]["reason"]
+    message = _message(_review("Workload", schema))
+    assert message.startswith("Workload team/w: [field `spec.queueName`: 'Team_Q' should match") and message.endswith(
+        ", field `status.conditions[0].reason`: Required value: must be set]"), message
+    assert "pods" not in message
