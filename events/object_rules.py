@@ -124,12 +124,21 @@ def check(obj: o.KObject, where: str) -> None:
 # --- Workload ---------------------------------------------------------------------------------------------------
 
 
+class WorkloadRefused(InvalidInput):
+    """A Workload refused for the rules of its CRD (``schema``) or, those kept, of Kueue's webhook (``webhook``):
+    the field errors, so that an update's own can join them (:mod:`connectors.k8s.validating`)."""
+
+    def __init__(self, where: str, schema: list[str], webhook: list[str]) -> None:
+        self.where, self.schema, self.webhook = where, schema, webhook
+        super().__init__(f"{where}: {aggregate(schema or webhook)}")
+
+
 def _workload(wl: o.Workload, where: str) -> None:
     """Every rule of the CRD's broken is refused together, first and without the webhook's; then every one of
     Kueue's Workload webhook, together, in its order (:func:`workload_errors`)."""
     schema, webhook = workload_errors(wl)
-    refuse_all(schema, where)
-    refuse_all(webhook, where)
+    if schema or webhook:
+        raise WorkloadRefused(where, schema, webhook)
 
 
 def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:

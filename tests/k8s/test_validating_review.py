@@ -420,3 +420,25 @@ def test_a_workload_is_refused_for_every_field_error_together_in_kueues_order() 
     assert message.startswith("Workload team/w: [field `spec.queueName`: 'Team_Q' should match") and message.endswith(
         ", field `status.conditions[0].reason`: Required value: must be set]"), message
     assert "pods" not in message
+
+
+def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in_kueues_order() -> None:
+    """Kueue's ``ValidateWorkloadUpdate``: the new object's errors, then the update's (pod sets, then admission),
+    all in one message; the CRD's transition rules join the CRD's other rules."""
+    before = wl(reserved=True)
+    changed = wl(image="other", reserved=True)
+    changed["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
+    assert _message(_review("Workload", changed, before)) == (
+        "Workload team/w: [field `spec.podSets[0]`: field is immutable, field `status.admission`: field is immutable]")
+    reserved = copy.deepcopy(changed)
+    reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+    assert _message(_review("Workload", reserved, before)) == (
+        "Workload team/w: [field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
+        "reserved for internal kueue use, field `spec.podSets[0]`: field is immutable, field `status.admission`: "
+        "field is immutable]")
+    moved = copy.deepcopy(reserved)
+    moved["spec"]["queueName"] = "other"
+    del moved["status"]["conditions"][0]["reason"]
+    assert _message(_review("Workload", moved, before)) == (
+        "Workload team/w: [field `status.conditions[0].reason`: Required value: must be set, field `spec.queueName`: "
+        "queueName is immutable while workload quota reserved]")
