@@ -403,15 +403,23 @@ def test_topology_spreading_is_checked_under_its_gate_on_update_only_where_it_ch
     assert "topologyKey" in _message(_review("Workload", rewritten, old=staged, gates=on))
 
 
+PODS_LIMIT = ("field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is reserved for "
+              "internal kueue use")
+
+
+def _limiting_pods(doc: dict) -> dict:
+    """``doc`` (a :func:`wl`) with a limit on the resource Kueue keeps for itself."""
+    doc["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+    return doc
+
+
 def test_a_workload_is_refused_for_every_field_error_together_in_kueues_order() -> None:
     """As Kueue's webhook returns its whole ``field.ErrorList`` aggregated: every error of its own checks, pod sets
     first, then the admission; the CRD's rules broken are refused together before, without the webhook's."""
-    both = wl(reserved=True)
-    both["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+    both = _limiting_pods(wl(reserved=True))
     both["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "3m"}
     assert _message(_review("Workload", both)) == (
-        "Workload team/w: [field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
-        "reserved for internal kueue use, field `status.admission.podSetAssignments[0].resourceUsage[cpu]`: is not "
+        f"Workload team/w: [{PODS_LIMIT}, field `status.admission.podSetAssignments[0].resourceUsage[cpu]`: is not "
         "a multiple of 2]")
     schema = copy.deepcopy(both)
     schema["spec"]["queueName"] = "Team_Q"
@@ -430,11 +438,9 @@ def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in
     changed["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
     assert _message(_review("Workload", changed, before)) == (
         "Workload team/w: [field `spec.podSets[0]`: field is immutable, field `status.admission`: field is immutable]")
-    reserved = copy.deepcopy(changed)
-    reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+    reserved = _limiting_pods(copy.deepcopy(changed))
     assert _message(_review("Workload", reserved, before)) == (
-        "Workload team/w: [field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
-        "reserved for internal kueue use, field `spec.podSets[0]`: field is immutable, field `status.admission`: "
+        f"Workload team/w: [{PODS_LIMIT}, field `spec.podSets[0]`: field is immutable, field `status.admission`: "
         "field is immutable]")
     moved = copy.deepcopy(reserved)
     moved["spec"]["queueName"] = "other"
