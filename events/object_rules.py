@@ -124,84 +124,132 @@ def check(obj: o.KObject, where: str) -> None:
 # --- Workload ---------------------------------------------------------------------------------------------------
 
 
+class WorkloadRefused(InvalidInput):
+    """A Workload refused for the rules of its CRD (``schema``) or, those kept, of Kueue's webhook (``webhook``):
+    the field errors, so that an update's own can join them (:mod:`connectors.k8s.validating`)."""
+
+    def __init__(self, where: str, schema: list[str], webhook: list[str]) -> None:
+        self.where, self.schema, self.webhook = where, schema, webhook
+        super().__init__(f"{where}: {aggregate(schema or webhook)}")
+
+
 def _workload(wl: o.Workload, where: str) -> None:
-    _name_reference(wl.spec.queue_name, where, "spec.queueName", optional=True)
+    """Every rule of the CRD's broken is refused together, first and without the webhook's; then every one of
+    Kueue's Workload webhook, together, in its order (:func:`workload_errors`)."""
+    schema, webhook = workload_errors(wl)
+    if schema or webhook:
+        raise WorkloadRefused(where, schema, webhook)
+
+
+def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:
+    """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it gives,
+    the priority class reference, the assignments' count, the conditions, the tolerations' CEL rules), then those
+    of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource, the admission while
+    QuotaReserved is True, the admission checks' pod set updates)."""
+    schema = _name_reference_errors(wl.spec.queue_name, "spec.queueName", optional=True)
     for i, ps in enumerate(wl.spec.pod_sets):
-        _name_reference(ps.name, where, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
-        _no_reserved_resource(ps.template.spec, where, f"spec.podSets[{i}].template.spec")
-    _priority_class_ref(wl.spec, where)
-    _admission_names(wl.status, where)
-    if any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions):
-        _reserved_admission(wl, where)
-    check_conditions(wl.status.conditions, where, "status.conditions")
-    _pod_set_updates(wl, where)
+        schema += _name_reference_errors(ps.name, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
+    schema += _priority_class_ref_errors(wl.spec)
+    schema += _admission_name_errors(wl.status)
+    reserved = any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions)
+    admission = wl.status.admission
+    if reserved and admission is not None and len(admission.pod_set_assignments) != len(wl.spec.pod_sets):
+        schema.append("field `status.admission.podSetAssignments`: podSetAssignments must have the same number of "
+                      "podSets as the spec")
+    schema += condition_errors(wl.status.conditions, "status.conditions")
+    for i, state in enumerate(wl.status.admission_checks):
+        for j, update in enumerate(state.pod_set_updates):
+            schema += _toleration_rule_errors(update.tolerations, f"status.admissionChecks[{i}].podSetUpdates[{j}]"
+                                                                  ".tolerations")
+    if schema:
+        return schema, []
+    webhook: list[str] = []
+    for i, ps in enumerate(wl.spec.pod_sets):
+        webhook += _reserved_resource_errors(ps.template.spec, f"spec.podSets[{i}].template.spec")
+    if reserved:
+        webhook += _reserved_admission_errors(wl)
+    webhook += _pod_set_update_errors(wl)
+    return schema, webhook
 
 
-def _no_reserved_resource(pod: o.PodSpec, where: str, at: str) -> None:
+def _field(problem: str | None, path: str) -> list[str]:
+    return [f"field `{path}`: {problem}"] if problem is not None else []
+
+
+def _reserved_resource_errors(pod: o.PodSpec, at: str) -> list[str]:
     """Kueue counts a pod set's pods as the resource ``pods``: no container, init container or pod may name it."""
     owners = [(f"{at}.{field}[{i}].resources", c.resources)
               for field, containers in (("initContainers", pod.init_containers), ("containers", pod.containers))
               for i, c in enumerate(containers)]
     if pod.resources is not None:
         owners.append((f"{at}.resources", pod.resources))
-    for path, resources in owners:
-        for part, values in (("requests", resources.requests), ("limits", resources.limits)):
-            if RESERVED_RESOURCE in values:
-                raise InvalidInput(f"{where}: field `{path}.{part}[{RESERVED_RESOURCE}]`: the key is reserved for "
-                                   "internal kueue use")
+    return [f"field `{path}.{part}[{RESERVED_RESOURCE}]`: the key is reserved for internal kueue use"
+            for path, resources in owners
+            for part, values in (("requests", resources.requests), ("limits", resources.limits))
+            if RESERVED_RESOURCE in values]
 
 
-def _priority_class_ref(spec: o.WorkloadSpec, where: str) -> None:
+def _priority_class_ref_errors(spec: o.WorkloadSpec) -> list[str]:
     ref = spec.priority_class_ref
     if ref is None:
-        return
+        return []
     at = "spec.priorityClassRef"
-    _one_of(ref.group, tuple(PRIORITY_CLASS_KINDS), where, f"{at}.group")
-    _one_of(ref.kind, tuple(PRIORITY_CLASS_KINDS.values()), where, f"{at}.kind")
-    if ref.kind != PRIORITY_CLASS_KINDS[ref.group]:
-        raise InvalidInput(f"{where}: field `{at}.kind`: only the {PRIORITY_CLASS_KINDS[ref.group]} kind is allowed "
-                           f"for the {ref.group} group")
-    _name_reference(ref.name, where, f"{at}.name")
+    errors = _one_of_errors(ref.group, tuple(PRIORITY_CLASS_KINDS), f"{at}.group")
+    errors += _one_of_errors(ref.kind, tuple(PRIORITY_CLASS_KINDS.values()), f"{at}.kind")
+    if not errors and ref.kind != PRIORITY_CLASS_KINDS[ref.group]:
+        errors.append(f"field `{at}.kind`: only the {PRIORITY_CLASS_KINDS[ref.group]} kind is allowed for the "
+                      f"{ref.group} group")
+    errors += _name_reference_errors(ref.name, f"{at}.name")
     if spec.priority is None:
-        raise InvalidInput(f"{where}: field `spec.priority`: priority should not be nil when priorityClassRef is set")
+        errors.append("field `spec.priority`: priority should not be nil when priorityClassRef is set")
+    return errors
 
 
-def _admission_names(status: o.WorkloadStatus, where: str) -> None:
+def _admission_name_errors(status: o.WorkloadStatus) -> list[str]:
     """The names the status gives of other objects: the admitting ClusterQueue, pod sets, flavors, checks."""
+    errors: list[str] = []
     admission = status.admission
     if admission is not None:
-        _name_reference(admission.cluster_queue, where, "status.admission.clusterQueue")
+        errors += _name_reference_errors(admission.cluster_queue, "status.admission.clusterQueue")
         for i, psa in enumerate(admission.pod_set_assignments):
             at = f"status.admission.podSetAssignments[{i}]"
-            _name_reference(psa.name, where, f"{at}.name", kind=POD_SET_REFERENCE)
+            errors += _name_reference_errors(psa.name, f"{at}.name", kind=POD_SET_REFERENCE)
             for r in sorted(psa.flavors):
-                _name_reference(psa.flavors[r], where, f"{at}.flavors[{r}]")
+                errors += _name_reference_errors(psa.flavors[r], f"{at}.flavors[{r}]")
     for i, state in enumerate(status.admission_checks):
-        _check_name(state.name, where, f"status.admissionChecks[{i}].name")
+        if not 1 <= len(state.name) <= MAX_CHECK_NAME:
+            errors.append(_check_name_problem(state.name, f"status.admissionChecks[{i}].name"))
     for i, req in enumerate(status.resource_requests):
-        _name_reference(req.name, where, f"status.resourceRequests[{i}].name", kind=POD_SET_REFERENCE)
+        errors += _name_reference_errors(req.name, f"status.resourceRequests[{i}].name", kind=POD_SET_REFERENCE)
+    return errors
 
 
 def check_conditions(conditions: Sequence[o.Condition], where: str, at: str) -> None:
+    """Refuse every one of :func:`condition_errors`, together."""
+    refuse_all(condition_errors(conditions, at), where)
+
+
+def condition_errors(conditions: Sequence[o.Condition], at: str) -> list[str]:
     """``metav1.Condition`` as the apiserver's rules hold it, which Kueue's Workload webhook applies: types unique
     and qualified names, a known status, a reason of Kubernetes' syntax, a transition time, lengths bounded."""
+    errors: list[str] = []
     seen: set[str] = set()
     for i, c in enumerate(conditions):
         path = f"{at}[{i}]"
         if c.type in seen:
-            raise InvalidInput(f'{where}: field `{path}.type`: Duplicate value: "{c.type}"')
+            errors.append(f'field `{path}.type`: Duplicate value: "{c.type}"')
         seen.add(c.type)
-        refuse_field(qualified_name_problem(c.type), where, f"{path}.type")
-        _one_of(c.status, CONDITION_STATUSES, where, f"{path}.status")
+        errors += _field(qualified_name_problem(c.type), f"{path}.type")
+        errors += _one_of_errors(c.status, CONDITION_STATUSES, f"{path}.status")
         if c.observed_generation < 0:
-            raise InvalidInput(f"{where}: field `{path}.observedGeneration`: Invalid value: "
-                               f"{c.observed_generation}: must be greater than or equal to zero")
+            errors.append(f"field `{path}.observedGeneration`: Invalid value: {c.observed_generation}: must be "
+                          "greater than or equal to zero")
         if c.last_transition_time is None or parse_time(c.last_transition_time) == GO_ZERO_TIME_MS:
-            raise InvalidInput(f"{where}: field `{path}.lastTransitionTime`: Required value: must be set")
-        refuse_field(_reason_problem(c.reason), where, f"{path}.reason")
+            errors.append(f"field `{path}.lastTransitionTime`: Required value: must be set")
+        errors += _field(_reason_problem(c.reason), f"{path}.reason")
         if len(c.message.encode()) > MAX_MESSAGE_BYTES:
-            raise InvalidInput(f"{where}: field `{path}.message`: Too long: may not be more than "
-                               f"{MAX_MESSAGE_BYTES} bytes")
+            errors.append(f"field `{path}.message`: Too long: may not be more than {MAX_MESSAGE_BYTES} bytes")
+    return errors
 
 
 def _reason_problem(reason: str) -> str | None:
@@ -214,37 +262,38 @@ def _reason_problem(reason: str) -> str | None:
     return None
 
 
-def _reserved_admission(wl: o.Workload, where: str) -> None:
-    """While QuotaReserved is True: an admission, one assignment per pod set, each a pod set's, charging a whole
-    number of Kueue's units per admitted pod."""
+def _reserved_admission_errors(wl: o.Workload) -> list[str]:
+    """While QuotaReserved is True: an admission, each assignment a pod set's, charging a whole number of Kueue's
+    units per admitted pod (the assignments' count is the CRD's rule: :func:`workload_errors`)."""
     admission = wl.status.admission
     if admission is None:
-        raise InvalidInput(f"{where}: field `status.admission` is required while the QuotaReserved condition is True")
-    assignments = admission.pod_set_assignments
-    if len(assignments) != len(wl.spec.pod_sets):
-        raise InvalidInput(f"{where}: field `status.admission.podSetAssignments`: podSetAssignments must have the "
-                           "same number of podSets as the spec")
+        return ["field `status.admission` is required while the QuotaReserved condition is True"]
+    errors: list[str] = []
     names = {ps.name for ps in wl.spec.pod_sets}
-    for i, psa in enumerate(assignments):
+    for i, psa in enumerate(admission.pod_set_assignments):
         at = f"status.admission.podSetAssignments[{i}]"
         if psa.name not in names:
-            raise InvalidInput(f'{where}: field `{at}.name`: Not found: "{psa.name}"')
+            errors.append(f'field `{at}.name`: Not found: "{psa.name}"')
         count = psa.count or 0
         for r in sorted(psa.resource_usage) if count > 0 else ():
             if to_int(r, psa.resource_usage[r]) % count:
-                raise InvalidInput(f"{where}: field `{at}.resourceUsage[{r}]`: is not a multiple of {count}")
+                errors.append(f"field `{at}.resourceUsage[{r}]`: is not a multiple of {count}")
+    return errors
 
 
-def _pod_set_updates(wl: o.Workload, where: str) -> None:
+def _pod_set_update_errors(wl: o.Workload) -> list[str]:
     names = sorted(ps.name for ps in wl.spec.pod_sets)
+    errors: list[str] = []
     for i, state in enumerate(wl.status.admission_checks):
         for j, update in enumerate(state.pod_set_updates):
             at = f"status.admissionChecks[{i}].podSetUpdates[{j}]"
-            _one_of(update.name, names, where, f"{at}.name")
-            check_tolerations(update.tolerations, where, f"{at}.tolerations")
-            refuse_field(annotations_problem(update.annotations), where, f"{at}.annotations")
-            refuse_field(labels_problem(update.node_selector), where, f"{at}.nodeSelector")
-            refuse_field(labels_problem(update.labels), where, f"{at}.labels")
+            errors += _one_of_errors(update.name, names, f"{at}.name")
+            for k, t in enumerate(update.tolerations):
+                errors += _field(qualified_name_problem(t.key) if t.key else None, f"{at}.tolerations[{k}].key")
+            errors += _field(annotations_problem(update.annotations), f"{at}.annotations")
+            errors += _field(labels_problem(update.node_selector), f"{at}.nodeSelector")
+            errors += _field(labels_problem(update.labels), f"{at}.labels")
+    return errors
 
 
 # --- ResourceFlavor ---------------------------------------------------------------------------------------------
@@ -278,22 +327,31 @@ def _node_taints(taints: Sequence[o.Taint], where: str, at: str) -> None:
 
 
 def check_tolerations(tolerations: Sequence[o.Toleration], where: str, at: str) -> None:
-    """A flavor's or a pod set update's tolerations: a key (when given) is a label key, and Kueue's CRD rules on
-    operator, value, effect and ``tolerationSeconds`` (an empty field read as an absent one)."""
+    """A flavor's tolerations: a key (when given) is a label key, and Kueue's CRD rules on operator, value, effect
+    and ``tolerationSeconds`` (an empty field read as an absent one); the first problem is refused."""
     for i, t in enumerate(tolerations):
+        refuse_field(qualified_name_problem(t.key) if t.key else None, where, f"{at}[{i}].key")
+        errors = _toleration_rule_errors([t], at, first=i)
+        if errors:
+            raise InvalidInput(f"{where}: {errors[0]}")
+
+
+def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, first: int = 0) -> list[str]:
+    """The CRD's rules on a toleration's operator, value, effect and ``tolerationSeconds`` (an empty field read as
+    an absent one); ``first``: the index of ``tolerations[0]``."""
+    errors: list[str] = []
+    for i, t in enumerate(tolerations, start=first):
         path = f"{at}[{i}]"
-        refuse_field(qualified_name_problem(t.key) if t.key else None, where, f"{path}.key")
         if t.operator and t.operator not in ("Equal", "Exists"):
-            raise InvalidInput(f"{where}: field `{path}.operator`: supported toleration values: 'Equal'(default), "
-                               "'Exists'")
+            errors.append(f"field `{path}.operator`: supported toleration values: 'Equal'(default), 'Exists'")
         if t.operator == "Exists" and t.value:
-            raise InvalidInput(f"{where}: field `{path}.value`: a value must be empty when 'operator' is 'Exists'")
+            errors.append(f"field `{path}.value`: a value must be empty when 'operator' is 'Exists'")
         if t.effect and t.effect not in TAINT_EFFECTS:
-            raise InvalidInput(f"{where}: field `{path}.effect`: supported taint effect values: 'NoSchedule', "
-                               "'PreferNoSchedule', 'NoExecute'")
+            errors.append(f"field `{path}.effect`: supported taint effect values: 'NoSchedule', 'PreferNoSchedule', "
+                          "'NoExecute'")
         if t.toleration_seconds is not None and t.effect != "NoExecute":
-            raise InvalidInput(f"{where}: field `{path}.effect`: effect must be 'NoExecute' when 'tolerationSeconds' "
-                               "is set")
+            errors.append(f"field `{path}.effect`: effect must be 'NoExecute' when 'tolerationSeconds' is set")
+    return errors
 
 
 # --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------
@@ -476,12 +534,6 @@ def _name_reference_errors(value: str, at: str, *, kind: tuple[re.Pattern[str], 
     if (value or not optional) and (len(value) > limit or not pattern.fullmatch(value)):
         return [f"field `{at}`: {value!r} should match '^{pattern.pattern}$' and be at most {limit} characters"]
     return []
-
-
-def _check_name(value: str, where: str, at: str) -> None:
-    """An admission check's name where another object gives it: 1 to 316 characters, no pattern."""
-    if not 1 <= len(value) <= MAX_CHECK_NAME:
-        raise InvalidInput(f"{where}: {_check_name_problem(value, at)}")
 
 
 def _check_name_problem(value: str, at: str) -> str:

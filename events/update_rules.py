@@ -63,11 +63,9 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             is_slice = elastic and new.metadata.annotations.get(ELASTIC_JOB) == "true"
             before = _reclaimable_counts(old_doc)
             check_reclaimable_bounds(new, where, kept=lambda name, count: is_slice and before.get(name) == count)
-            _workload(old_doc, new_doc, where, tas, is_slice)
-            if gated_by:
-                problems = admission_gate_errors(_get(old_doc, "metadata"), _get(new_doc, "metadata"))
-                if problems:
-                    raise InvalidInput(f"{where}: field `{GATE_PATH}`: {problems[0]}")
+            schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by)
+            refuse_all(schema, where)
+            refuse_all(webhook, where)
         case o.ClusterQueue():
             # Kueue's order: the onFlavors kept by the update, then the immutable policy; refused together.
             errors = on_flavors_errors(new, kept_from=old) \
@@ -117,32 +115,44 @@ def admission_gate_errors(old_meta: Any, new_meta: Any) -> list[str]:
     return []
 
 
-def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool, is_slice: bool) -> None:
+def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: bool, is_slice: bool,
+                           gated_by: bool) -> tuple[list[str], list[str]]:
+    """What Kueue refuses in the update of Workload ``old`` into ``new`` (plain data), as field errors
+    (``field `path`: problem``): those of its CRD's transition rules (while quota is reserved, the
+    ``priorityClassRef`` and ``queueName``; while admitted, ``maximumExecutionTimeSeconds``), then those of its
+    webhook in its order (while quota is reserved, the pod sets and the reclaimable counts; the admission; a Ready
+    check's pod set updates; under ``AdmissionGatedBy``, the gates)."""
     old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
     old_reserved, new_reserved = _has_condition(old, "QuotaReserved"), _has_condition(new, "QuotaReserved")
+    schema: list[str] = []
+    webhook: list[str] = []
     if old_reserved:
-        _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], where, is_slice)
-        _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"), where)
+        schema += _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"))
+        webhook += _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], is_slice)
     if old_reserved and new_reserved:
         if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
-            raise InvalidInput(f"{where}: field `spec.queueName`: queueName is immutable while workload quota "
-                               "reserved")
-        _reclaimable_pods(_reclaimable_counts(old), _reclaimable_counts(new),
-                          _scaled_below(old, new) if is_slice else set(), where)
+            schema.append("field `spec.queueName`: queueName is immutable while workload quota reserved")
+        webhook += _reclaimable_pods(_reclaimable_counts(old), _reclaimable_counts(new),
+                                     _scaled_below(old, new) if is_slice else set())
     if _has_condition(old, "Admitted") and _has_condition(new, "Admitted") and (
             old_spec.get("maximumExecutionTimeSeconds", 0) != new_spec.get("maximumExecutionTimeSeconds", 0)):
-        raise InvalidInput(f"{where}: field `spec.maximumExecutionTimeSeconds`: maximumExecutionTimeSeconds is "
-                           "immutable while workload quota reserved")
-    _admission(_get(old, "status").get("admission"), _get(new, "status").get("admission"), where, tas)
-    _pod_set_updates(_get(old, "status").get("admissionChecks") or [],
-                     _get(new, "status").get("admissionChecks") or [], where)
+        schema.append("field `spec.maximumExecutionTimeSeconds`: maximumExecutionTimeSeconds is immutable while "
+                      "workload quota reserved")
+    webhook += _admission(_get(old, "status").get("admission"), _get(new, "status").get("admission"), tas)
+    webhook += _pod_set_updates(_get(old, "status").get("admissionChecks") or [],
+                                _get(new, "status").get("admissionChecks") or [])
+    if gated_by:
+        webhook += [f"field `{GATE_PATH}`: {problem}"
+                    for problem in admission_gate_errors(_get(old, "metadata"), _get(new, "metadata"))]
+    return schema, webhook
 
 
-def _pod_sets(old: list[Any], new: list[Any], where: str, is_slice: bool) -> None:
+def _pod_sets(old: list[Any], new: list[Any], is_slice: bool) -> list[str]:
     """Unchanged but for a smaller count; a workload slice's ``minCount`` may also come down to its new count (the
     Job integration's scale-down below it, KEP-12100)."""
     if len(old) != len(new):
-        raise InvalidInput(f"{where}: field `spec.podSets`: {IMMUTABLE}")
+        return [f"field `spec.podSets`: {IMMUTABLE}"]
+    errors: list[str] = []
     for i, (before, after) in enumerate(zip(old, new, strict=True)):
         if isinstance(before, dict) and isinstance(after, dict):
             count = before.get("count", 1)
@@ -151,7 +161,8 @@ def _pod_sets(old: list[Any], new: list[Any], where: str, is_slice: bool) -> Non
             before = {**before, "count": count}
             after = {**after, "count": max(after.get("count", 1), count)}  # a smaller count is allowed
         if _by_value(before) != _by_value(after):
-            raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: {IMMUTABLE}")
+            errors.append(f"field `spec.podSets[{i}]`: {IMMUTABLE}")
+    return errors
 
 
 def _min_count_follows(before: dict[str, Any], after: dict[str, Any]) -> bool:
@@ -181,18 +192,18 @@ def _values(quantities: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _priority_class_ref(old: Any, new: Any, where: str) -> None:
-    at = f"{where}: field `spec.priorityClassRef"
+def _priority_class_ref(old: Any, new: Any) -> list[str]:
+    at = "field `spec.priorityClassRef"
     if (old is None) != (new is None):
-        raise InvalidInput(f"{at}`: priorityClassRef is immutable while workload quota reserved")
+        return [f"{at}`: priorityClassRef is immutable while workload quota reserved"]
     if not isinstance(old, dict) or not isinstance(new, dict):
-        return
-    for part in ("group", "kind"):
-        if old.get(part) != new.get(part):
-            raise InvalidInput(f"{at}.{part}`: priorityClassRef.{part} is immutable while workload quota reserved")
+        return []
+    errors = [f"{at}.{part}`: priorityClassRef.{part} is immutable while workload quota reserved"
+              for part in ("group", "kind") if old.get(part) != new.get(part)]
     if (new.get("group"), new.get("kind")) == _PRIORITY_CLASS and old.get("name") != new.get("name"):
-        raise InvalidInput(f"{at}.name`: priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass "
-                           "while workload quota reserved")
+        errors.append(f"{at}.name`: priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while "
+                      "workload quota reserved")
+    return errors
 
 
 def _reclaimable_counts(doc: dict[str, Any]) -> dict[Any, Any]:
@@ -209,27 +220,25 @@ def _scaled_below(old: dict[str, Any], new: dict[str, Any]) -> set[Any]:
             and ps.get("name") in before and ps.get("count", 1) < before[ps.get("name")]}
 
 
-def _reclaimable_pods(before: dict[Any, Any], after: dict[Any, Any], lowered: set[Any], where: str) -> None:
+def _reclaimable_pods(before: dict[Any, Any], after: dict[Any, Any], lowered: set[Any]) -> list[str]:
     """While the workload holds quota, a reclaimable pod count only grows, and stays listed (but for the pod
     sets in ``lowered``: :func:`_scaled_below`)."""
-    for name in sorted(after, key=str):
-        if name in before and after[name] < before[name] and name not in lowered:
-            raise InvalidInput(f"{where}: field `status.reclaimablePods[{name}].count`: cannot be less than "
-                               f"{before[name]}")
-    for name in sorted(before, key=str):
-        if name not in after and name not in lowered:
-            raise InvalidInput(f"{where}: field `status.reclaimablePods[{name}]`: cannot be removed")
+    errors = [f"field `status.reclaimablePods[{name}].count`: cannot be less than {before[name]}"
+              for name in sorted(after, key=str)
+              if name in before and after[name] < before[name] and name not in lowered]
+    errors += [f"field `status.reclaimablePods[{name}]`: cannot be removed"
+               for name in sorted(before, key=str) if name not in after and name not in lowered]
+    return errors
 
 
-def _admission(old: Any, new: Any, where: str, tas: bool) -> None:
+def _admission(old: Any, new: Any, tas: bool) -> list[str]:
     """An admission may be set or cleared, never changed; under TAS a pod set's placement may be (a delayed
     topology request being placed, a failed node replaced)."""
     if not isinstance(old, dict) or not isinstance(new, dict):
-        return
+        return []
     if tas and len(old.get("podSetAssignments") or []) == len(new.get("podSetAssignments") or []):
         old, new = _without_placement(old), _without_placement(new)
-    if old != new:
-        raise InvalidInput(f"{where}: field `status.admission`: {IMMUTABLE}")
+    return [f"field `status.admission`: {IMMUTABLE}"] if old != new else []
 
 
 def _without_placement(admission: dict[str, Any]) -> dict[str, Any]:
@@ -238,16 +247,18 @@ def _without_placement(admission: dict[str, Any]) -> dict[str, Any]:
     return {**admission, "podSetAssignments": psas}
 
 
-def _pod_set_updates(old: list[Any], new: list[Any], where: str) -> None:
+def _pod_set_updates(old: list[Any], new: list[Any]) -> list[str]:
     """An admission check Ready before and after keeps its ``podSetUpdates``."""
     after = {c.get("name"): c for c in new if isinstance(c, dict)}
+    errors: list[str] = []
     for i, before in enumerate(old):
         if not isinstance(before, dict) or before.get("name") not in after:
             continue
         now = after[before.get("name")]
         if (before.get("state") == now.get("state") == "Ready"
                 and (before.get("podSetUpdates") or []) != (now.get("podSetUpdates") or [])):
-            raise InvalidInput(f"{where}: field `status.admissionChecks[{i}].podSetUpdates`: {IMMUTABLE}")
+            errors.append(f"field `status.admissionChecks[{i}].podSetUpdates`: {IMMUTABLE}")
+    return errors
 
 
 TAS_FLAVOR_MUTABLE = ("nodeLabels", "nodeTaints", "tolerations")

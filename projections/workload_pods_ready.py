@@ -19,15 +19,19 @@ DEFAULT_MAX_TIMEOUT_ON_WORKLOAD = "2h"
 """``waitForPodsReady.maxTimeoutOnWorkload`` when unset: the longest timeout a job may ask for."""
 
 
-def _seconds(raw: object) -> int | None:
+TIMEOUT_KEY, RECOVERY_KEY = "timeoutSeconds", "recoveryTimeoutSeconds"
+
+
+def whole_seconds(raw: object) -> int | None:
     """A whole number of seconds above 0 (JSON's ``30``, not ``30.5``, ``"30"`` nor ``true``), else None."""
     if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
         return None
     return raw
 
 
-def _parse(value: str | None) -> dict[str, object] | None:
-    """The annotation's object (None: absent, not JSON, or not an object)."""
+def parse(value: str | None) -> dict[str, object] | None:
+    """The annotation's object (None: absent, empty, not JSON, or not an object). The fold reads the timeouts of
+    it; the job webhooks check it (:mod:`connectors.k8s.pods_ready_validation`)."""
     if not value:
         return None
     try:
@@ -40,11 +44,11 @@ def _parse(value: str | None) -> dict[str, object] | None:
 def own_timeouts(value: str | None) -> tuple[int | None, int | None] | None:
     """``(timeout ms, recovery timeout ms)`` a Workload's annotation ``value`` sets (None in either place: the
     configuration's applies; None for both: it sets none)."""
-    doc = _parse(value)
+    doc = parse(value)
     if doc is None:
         return None
-    timeout = _seconds(doc.get("timeoutSeconds"))
-    recovery = _seconds(doc.get("recoveryTimeoutSeconds"))
+    timeout = whole_seconds(doc.get(TIMEOUT_KEY))
+    recovery = whole_seconds(doc.get(RECOVERY_KEY))
     if recovery is None:
         recovery = timeout
     if timeout is None and recovery is None:

@@ -8,10 +8,15 @@ pod's ReplicaSet, then that ReplicaSet's Deployment, which Kueue must hold (a qu
 ``manageJobsWithoutQueueName``). Whenever the chain cannot be followed (no ReplicaSet controller, one or the
 Deployment not there, a Deployment Kueue does not hold) the Workload keeps the Pod's UID, as with the gate off.
 Only a pod Kueue's Deployment webhook marked (``kueue.x-k8s.io/pod-suspending-parent: deployment``) is looked up.
+
+No watch holds ReplicaSets or Deployments (kueue-es may only GET them), so they are read, through
+:class:`OwnerReads`: one pass of the pod integration reads each owner once, however many of its pods it handles
+(concurrently or not); the next pass reads it afresh, so a Deployment's queue name taken away is seen.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -59,16 +64,41 @@ async def _read(client: Getter, resource: Resource, ref: Mapping[str, Any], name
     return meta
 
 
-async def deployment_uid(client: Getter, raw_pod: Mapping[str, Any], manage_unqueued: bool) -> str | None:
-    """The UID of the Deployment Kueue holds that owns ``raw_pod`` (as stored) through its ReplicaSet; None when
-    there is none to use (the Workload then keeps the Pod's UID)."""
+class OwnerReads:
+    """The reads of the pods' ReplicaSets and Deployments, each object read once until :meth:`new_pass`."""
+
+    def __init__(self, client: Getter) -> None:
+        self.client = client
+        self._reads: dict[tuple[str, str, str, str], asyncio.Task[Mapping[str, Any] | None]] = {}
+
+    def new_pass(self) -> None:
+        """Forget what was read: the next lookups read the owners again."""
+        self._reads.clear()
+
+    async def read(self, resource: Resource, ref: Mapping[str, Any], namespace: str) -> Mapping[str, Any] | None:
+        """:func:`_read`, shared by every lookup of the same object in this pass (a failed read is not kept)."""
+        key = (resource.kind, namespace, str(ref.get("name", "")), str(ref.get("uid", "")))
+        task = self._reads.get(key)
+        if task is None:
+            task = self._reads[key] = asyncio.ensure_future(_read(self.client, resource, ref, namespace))
+            task.add_done_callback(lambda done: self._forget_failed(key, done))
+        return await asyncio.shield(task)
+
+    def _forget_failed(self, key: tuple[str, str, str, str], done: asyncio.Task[Any]) -> None:
+        if (done.cancelled() or done.exception() is not None) and self._reads.get(key) is done:
+            del self._reads[key]
+
+
+async def deployment_uid(owners: OwnerReads, raw_pod: Mapping[str, Any], manage_unqueued: bool) -> str | None:
+    """The UID of the Deployment Kueue holds that owns ``raw_pod`` (as stored) through its ReplicaSet, the owners
+    read through ``owners``; None when there is none to use (the Workload then keeps the Pod's UID)."""
     rs_ref = of_a_deployment(raw_pod)
     if rs_ref is None:
         return None
     namespace = (raw_pod.get("metadata") or {}).get("namespace", "")
-    replica_set = await _read(client, REPLICA_SETS, rs_ref, namespace)
+    replica_set = await owners.read(REPLICA_SETS, rs_ref, namespace)
     dep_ref = controller_of(replica_set, "Deployment") if replica_set is not None else None
-    deployment = await _read(client, DEPLOYMENTS, dep_ref, namespace) if dep_ref is not None else None
+    deployment = await owners.read(DEPLOYMENTS, dep_ref, namespace) if dep_ref is not None else None
     if deployment is None or not (manage_unqueued or (deployment.get("labels") or {}).get(QUEUE_LABEL)):
         return None
     return deployment.get("uid") or None

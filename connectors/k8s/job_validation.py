@@ -44,7 +44,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import pods_ready_validation, prebuilt
+from connectors.k8s import field_errors, pods_ready_validation, prebuilt
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
@@ -83,61 +83,15 @@ _DIGITS = re.compile(r"[0-9]+")
 _TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
 
 
-# --- Kubernetes field errors, as the apiserver's validation words them -----------------------------------------
+# --- Kubernetes field errors, as the apiserver's validation words them (:mod:`connectors.k8s.field_errors`) ----
 
-_OMIT = object()
+_OMIT = field_errors.OMIT
+_invalid, _forbidden, _required = field_errors.invalid, field_errors.forbidden, field_errors.required
+_duplicate, _shown, _go_quote = field_errors.duplicate, field_errors.shown, field_errors.go_quote
 
 
 def _key(path: str, key: str) -> str:
     return f"{path}[{key}]"
-
-
-def _invalid(path: str, value: Any, detail: str) -> str:
-    shown = "Invalid value" if value is _OMIT else f"Invalid value: {_shown(value)}"
-    return f"{path}: {shown}: {detail}"
-
-
-def _forbidden(path: str, detail: str) -> str:
-    return f"{path}: Forbidden: {detail}"
-
-
-def _required(path: str, detail: str) -> str:
-    return f"{path}: Required value: {detail}"
-
-
-def _duplicate(path: str, value: str) -> str:
-    return f"{path}: Duplicate value: {_shown(value)}"
-
-
-def _shown(value: Any) -> str:
-    """A field error's value: a string Go-quoted, a number as is, nothing as ``null``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _go_quote(value)
-    return str(value)
-
-
-_SHORT_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
-                  '"': '\\"', "\\": "\\\\"}
-
-
-def _go_quote(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 # --- Kubernetes' name syntaxes ---------------------------------------------------------------------------------
@@ -544,19 +498,8 @@ def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], featur
                                                   new_suspended=_suspended(new)))
 
 
-def invalid(path: str, value: Any, detail: str) -> str:
-    """A Kubernetes ``Invalid value`` field error."""
-    return _invalid(path, value, detail)
-
-
-def forbidden(path: str, detail: str) -> str:
-    """A Kubernetes ``Forbidden`` field error."""
-    return _forbidden(path, detail)
-
-
-def shown(value: Any) -> str:
-    """A value as a Kubernetes field error shows it (a string Go-quoted)."""
-    return _shown(value)
+invalid, forbidden, shown = field_errors.invalid, field_errors.forbidden, field_errors.shown
+"""Kubernetes' ``Invalid value`` and ``Forbidden`` field errors, and a value as they show it (a string Go-quoted)."""
 
 
 def _queue_name_update(old: Mapping[str, Any], new: Mapping[str, Any], default_queue: bool) -> list[str]:

@@ -57,13 +57,21 @@ job (:func:`connectors.k8s.owner_index.once`); the Events go through the log (``
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
-from connectors.k8s import child_jobs, elastic_provreq, job_selection, job_sync, prebuilt, workload_slices
+from connectors.k8s import (
+    child_jobs,
+    copied_metadata,
+    elastic_provreq,
+    job_selection,
+    job_sync,
+    prebuilt,
+    workload_slices,
+)
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import JSON_PATCH, KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, KubeError, NotFound
@@ -81,7 +89,6 @@ from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORK
 from connectors.k8s.journal import Journal
 from connectors.k8s.owner_index import once
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
-from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.workers import Retries
 from connectors.k8s.writer import desired_status, observed_status
@@ -92,6 +99,7 @@ from events.update_rules import admission_gate_errors
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
+from projections.cluster import ClusterState
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workload_pods_ready import WAIT_FOR_PODS_READY_ANNOTATION
 from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, FINISHED, WorkloadInfo
@@ -190,6 +198,19 @@ def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
     Workload webhook lets an update do under ``AdmissionGatedBy``."""
     old = {"annotations": obs.metadata.annotations}
     return not admission_gate_errors(old, {"annotations": {ADMISSION_GATED_BY_ANNOTATION: gate or ""}})
+
+
+def admission_gate_change(state: ClusterState, job_annotations: Mapping[str, str],
+                          obs: o.Workload) -> tuple[str | None] | None:
+    """Under ``AdmissionGatedBy``, the admission gate (in a 1-tuple; None: none) the Workload ``obs`` is to take
+    from its job's ``job_annotations`` when they differ and that only removes gates (a Workload never gains one:
+    Kueue's Workload webhook refuses it); None: nothing to write."""
+    if not state.gate(gates.ADMISSION_GATED_BY):
+        return None
+    gate = job_annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
+    if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) == gate or not only_removes_gates(obs, gate):
+        return None
+    return (gate,)
 
 
 def stored_workloads(mirror: Any, wl_keys: Sequence[str] | set[str]) -> list[tuple[o.Workload, WorkloadInfo | None]]:
@@ -712,19 +733,17 @@ class JobReconciler(Generic[J]):
         """Under ``AdmissionGatedBy``: the Workload's ``kueue.x-k8s.io/admission-gated-by`` set to the job's when
         that only removes gates (a Workload never gains one: Kueue's Workload webhook refuses it); whether it was
         written."""
-        if not self.state.gate(gates.ADMISSION_GATED_BY):
+        change = admission_gate_change(self.state, job.metadata.annotations, obs)
+        if change is None:
             return False
-        gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
-        if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) == gate or not only_removes_gates(obs, gate):
-            return False
-        await self._once(job.key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
+        await self._once(job.key, "admission-gate", job, self._sync_admission_gate(job, obs, change[0]))
         return True
 
     async def _pods_ready_annotation(self, job: J, obs: o.Workload) -> bool:
         """Under ``WorkloadLevelWaitForPodsReady``, for a suspended job: the Workload's
         ``kueue.x-k8s.io/wait-for-pods-ready`` set to the job's when they differ (None: removed), in place, with
         ``UpdatedWorkload``; whether it was written."""
-        wanted = carried_pods_ready(self.state, job.metadata.annotations).get(WAIT_FOR_PODS_READY_ANNOTATION)
+        wanted = copied_metadata.pods_ready_annotation(self.state, job.metadata.annotations)
         if not self.state.gate(gates.WORKLOAD_LEVEL_WAIT_FOR_PODS_READY) or (
                 obs.metadata.annotations.get(WAIT_FOR_PODS_READY_ANNOTATION) == wanted):
             return False

@@ -128,7 +128,7 @@ import structlog
 from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
-from connectors.k8s.copied_metadata import copied, gated_annotations
+from connectors.k8s.copied_metadata import copied, workload_annotations
 from connectors.k8s.errors import NotFound
 from connectors.k8s.job_events import (
     MISSING_WORKLOAD,
@@ -141,7 +141,6 @@ from connectors.k8s.job_priority import (
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
-from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_names import owner_workload_name
@@ -435,10 +434,7 @@ class JobIntegration(JobReconciler[o.Job]):
             wl_spec["maximumExecutionTimeSeconds"] = max_exec
         job_annotations = meta.get("annotations") or {}
         keys = self._config().keys_to_copy  # Kueue's own labels and annotations win over the copied ones
-        annotations = copied(keys.annotations, job_annotations)
-        annotations.update((k, v) for k, v in job_annotations.items() if k.startswith("provreq.kueue.x-k8s.io/"))
-        annotations.update(gated_annotations(self.state, job_annotations))
-        annotations.update(carried_pods_ready(self.state, job_annotations))
+        annotations = workload_annotations(self.state, keys, job_annotations)
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
             "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

@@ -33,11 +33,10 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, workload_names
-from connectors.k8s.copied_metadata import copied, gated_annotations
+from connectors.k8s.copied_metadata import copied, workload_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
-from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_VERSION
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
@@ -47,7 +46,6 @@ from projections.in_use import FINALIZER
 KIND = "JobSet"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 """The label the JobSet controller gives each pod: the index of its Job among its replicated Job's replicas."""
-PROVREQ_PREFIX = "provreq.kueue.x-k8s.io/"
 
 
 class ReplicatedJobStatus(o.View):
@@ -131,18 +129,6 @@ def pods_priority_class(jobset: JobSet) -> str | None:
     """:func:`pod_priority_class` of the JobSet as the integration holds it."""
     return next((rj.template.spec.template.spec.priority_class_name for rj in jobset.spec.replicated_jobs
                  if rj.template.spec.template.spec.priority_class_name), None)
-
-
-def workload_annotations(state: ClusterState, keys: KeysToCopy, annotations: dict[str, str]) -> dict[str, str]:
-    """The annotations a job's new Workload takes of the job's ``annotations``: those the Configuration copies
-    (``keys``), the ``provreq.kueue.x-k8s.io/`` ones, and, under ``AdmissionGatedBy``, a non-empty
-    ``kueue.x-k8s.io/admission-gated-by`` (the Workload is then not admitted until its gates are gone), and those
-    other gates take (:func:`~connectors.k8s.copied_metadata.gated_annotations`)."""
-    out = copied(keys.annotations, annotations)
-    out.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
-    out.update(gated_annotations(state, annotations))
-    out.update(carried_pods_ready(state, annotations))
-    return out
 
 
 def job_pod_sets(jobset: JobSet) -> list[o.PodSet]:

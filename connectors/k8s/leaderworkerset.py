@@ -34,13 +34,12 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.k8s import job_validation, workload_names
-from connectors.k8s.copied_metadata import copied
+from connectors.k8s.copied_metadata import PODS_READY_ONLY, copied, gated_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
 from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.pod_group import IS_GROUP_ANNOTATION
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_COUNT_ANNOTATION
-from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION, LEADER_WORKER_SETS
 from events import objects as o
@@ -232,9 +231,10 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
     max_exec = max_execution_seconds(labels)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
-    annotations = {**copied(keys.annotations, _dict(meta.get("annotations"))), IS_GROUP_ANNOTATION: "true",
+    lws_annotations = _dict(meta.get("annotations"))
+    annotations = {**copied(keys.annotations, lws_annotations), IS_GROUP_ANNOTATION: "true",
                    OWNER_GVK_ANNOTATION: GVK, OWNER_NAME_ANNOTATION: str(meta.get("name", "")),
-                   INDEX_ANNOTATION: str(index), **carried_pods_ready(state, _dict(meta.get("annotations")))}
+                   INDEX_ANNOTATION: str(index), **gated_annotations(state, lws_annotations, PODS_READY_ONLY)}
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta.get("namespace", ""), "annotations": annotations, "finalizers": [FINALIZER],
         "ownerReferences": [workload_names.controller_ref(LEADER_WORKER_SETS, str(meta.get("name", "")),

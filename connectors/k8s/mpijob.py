@@ -35,11 +35,11 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, workload_names
-from connectors.k8s.copied_metadata import copied
+from connectors.k8s.copied_metadata import copied, workload_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds, topology_request
-from connectors.k8s.jobset import BadPodSets, recorded_info, workload_annotations, write_template
+from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, MPIJOBS
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy

@@ -80,7 +80,6 @@ from connectors.k8s.pod_sync import (
 )
 from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.pods_ready import is_admitted
-from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
@@ -602,7 +601,7 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
         spec["maximumExecutionTimeSeconds"] = max_exec
     wl_annotations = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
     wl_annotations[IS_GROUP_ANNOTATION] = "true"
-    wl_annotations.update(carried_pods_ready(state, annotations))
+    wl_annotations.update(copied_metadata.gated_annotations(state, annotations, copied_metadata.PODS_READY_ONLY))
     named_in = annotations if state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) else None
     meta: dict[str, Any] = {"name": group_name(labels, named_in), "namespace": first["namespace"],
                             "annotations": wl_annotations, "finalizers": [IN_USE_FINALIZER],

@@ -45,7 +45,6 @@ from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
-from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
@@ -56,7 +55,7 @@ from kueue_es.scheduler.multikueue import check_of
 from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
-from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
+from projections.workloads import FINISHED, WorkloadInfo
 
 TERMINATION_TARGET = "TerminationTarget"
 """The Pod condition Kueue sets on a Pod it stops, before it deletes it."""
@@ -253,9 +252,7 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
                                "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
                                "finalizers": [IN_USE_FINALIZER],
                                "ownerReferences": [controller_ref(meta["name"], meta["uid"])]}
-    wl_annotations = copied(keys.annotations, annotations)
-    wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX))
-    wl_annotations.update(carried_pods_ready(state, annotations))
+    wl_annotations = copied_metadata.workload_annotations(state, keys, annotations)
     if wl_annotations:
         wl_meta["annotations"] = wl_annotations
     return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": wl_spec}

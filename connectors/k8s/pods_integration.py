@@ -90,7 +90,7 @@ from connectors.k8s import (
 )
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
-from connectors.k8s.deployment_uid import deployment_uid
+from connectors.k8s.deployment_uid import OwnerReads, deployment_uid
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import (
@@ -112,6 +112,7 @@ from connectors.k8s.jobframework import (
     CLASS_MISSING,
     OWNER_NOT_FOUND,
     OWNER_NOT_FOUND_MESSAGE,
+    admission_gate_change,
     admission_shown,
 )
 from connectors.k8s.journal import Journal
@@ -131,6 +132,7 @@ from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
 from projections.workloads import (
+    ADMISSION_GATED_BY_ANNOTATION,
     FINISHED,
     WAITING_FOR_REPLACEMENT_PODS,
     WorkloadInfo,
@@ -227,6 +229,8 @@ class PodIntegration:
         written, the deletion not seen yet) are not stopped again. Forgotten once the watch sees the Pod go."""
         self.statefulsets = StatefulSetRevisions(client, self._on_statefulsets, watch_timeout_s, backoff_s)
         """The StatefulSets' status revisions, for the groups they hold (Kueue's StatefulSet reconciler)."""
+        self.deployment_owners = OwnerReads(client)
+        """The ReplicaSets and Deployments of Deployments' pods, read once a pass (:mod:`connectors.k8s.deployment_uid`)."""
 
     # --- running -------------------------------------------------------------------------------------------
 
@@ -251,6 +255,7 @@ class PodIntegration:
     def _take(self) -> set[str]:
         keys = self.dirty | self._retry.due()
         self.dirty = set()
+        self.deployment_owners.new_pass()
         return keys
 
     async def reconcile_guarded(self, key: str) -> None:
@@ -422,7 +427,8 @@ class PodIntegration:
         """Keep the Workload in step with its Pod (a group's: with the Pod standing for it, ``anchor``), as Kueue's
         reconciler does for any job it runs (:mod:`connectors.k8s.job_sync`): a ``generated`` one (not prebuilt)
         the WorkloadPriorityClass the Pod's label names now (``UpdatedWorkload``), and any one, while the Pod is held back (not ``running``: gated) and the
-        Workload neither evicted nor holding quota, the queue its label names (no Event). Not for a Workload
+        Workload neither evicted nor holding quota, the queue its label names (no Event), and under
+        ``AdmissionGatedBy`` the Pod's admission gate when that only removes gates. Not for a Workload
         finished or being deleted, nor while a decision about it waits to be written. Whether the pass ends here
         (something was written, or the class is awaited)."""
         if wl.phase == FINISHED or wf.deleting(obs) or wl.key in self.mirror.pending:
@@ -441,7 +447,18 @@ class PodIntegration:
         if queue is not None:
             await self._once(anchor, f"queue@{rv}", self._set_queue(anchor, obs, queue))
             return True
+        gate = admission_gate_change(self.state, anchor.metadata.annotations, obs)
+        if gate is not None:
+            await self._once(anchor, f"admission-gate@{rv}", self._set_admission_gate(anchor, obs, gate[0]))
+            return True
         return False
+
+    async def _set_admission_gate(self, pod: ManagedPod, obs: o.Workload, gate: str | None) -> None:
+        """The Pod's admission gate (None: removed) onto its Workload, conditioned on its resourceVersion."""
+        await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
+            "resourceVersion": obs.metadata.resource_version,
+            "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
+        log.info("synced the workload's admission gate with its pod's", pod=pod.key, workload=obs.key, gate=gate)
 
     async def _admission_checks(self, pods: Sequence[ManagedPod], wl: WorkloadInfo, *, held: bool) -> None:
         """Kueue's ``UpdatedAdmissionCheck`` on each of the Pods (a group's: all of them) while some is held back
@@ -579,7 +596,8 @@ class PodIntegration:
         try:
             body = pod_sync.workload_for(self.state, raw, name)
             if self.state.gate(gates.DEPLOYMENT_JOB_UID_LABEL):
-                owner_uid = await deployment_uid(self.client, raw, self._config().manage_jobs_without_queue_name)
+                owner_uid = await deployment_uid(self.deployment_owners, raw,
+                                                 self._config().manage_jobs_without_queue_name)
                 if owner_uid:
                     body["metadata"]["labels"][JOB_UID_LABEL] = owner_uid
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:

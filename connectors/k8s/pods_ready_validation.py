@@ -14,17 +14,24 @@ without asking whether ``waitForPodsReady`` is enabled) are kueue-es's, followin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.k8s.field_errors import invalid, required
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from projections import gates
-from projections.workload_pods_ready import DEFAULT_MAX_TIMEOUT_ON_WORKLOAD, WAIT_FOR_PODS_READY_ANNOTATION
+from projections.workload_pods_ready import (
+    DEFAULT_MAX_TIMEOUT_ON_WORKLOAD,
+    RECOVERY_KEY,
+    TIMEOUT_KEY,
+    WAIT_FOR_PODS_READY_ANNOTATION,
+    parse,
+    whole_seconds,
+)
 
 PATH = f"metadata.annotations[{WAIT_FOR_PODS_READY_ANNOTATION}]"
-TIMEOUT, RECOVERY = "timeoutSeconds", "recoveryTimeoutSeconds"
+TIMEOUT, RECOVERY = TIMEOUT_KEY, RECOVERY_KEY
 MALFORMED = f'must be a JSON object such as {{"{TIMEOUT}": 30, "{RECOVERY}": 40}}'
 IMMUTABLE_RUNNING = "field is immutable while the job is not suspended"
 
@@ -53,31 +60,23 @@ def _annotation(job: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _quoted(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def value_errors(value: str, rule: PodsReadyRule) -> list[str]:
-    """The field errors of an annotation ``value``."""
-    try:
-        doc = json.loads(value)
-    except ValueError:
-        doc = None
-    if not isinstance(doc, dict):
-        return [f"{PATH}: Invalid value: {_quoted(value)}: {MALFORMED}"]
+    """The field errors of an annotation ``value``, read as the fold reads it
+    (:func:`projections.workload_pods_ready.parse`)."""
+    doc = parse(value)
+    if doc is None:
+        return [invalid(PATH, value, MALFORMED)]
     errors: list[str] = []
     if TIMEOUT not in doc:
-        errors.append(f"{PATH}: Required value: {TIMEOUT} must be set (a {RECOVERY} alone is not supported)")
+        errors.append(required(PATH, f"{TIMEOUT} must be set (a {RECOVERY} alone is not supported)"))
     for key in (TIMEOUT, RECOVERY):
         if key not in doc:
             continue
-        raw = doc[key]
-        if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
-            errors.append(f"{PATH}: Invalid value: {_quoted(value)}: {key} must be a whole number of seconds "
-                          "greater than 0")
-        elif raw > rule.max_seconds:
-            errors.append(f"{PATH}: Invalid value: {_quoted(value)}: {key} must not exceed maxTimeoutOnWorkload "
-                          f"({rule.max_seconds}s)")
+        seconds = whole_seconds(doc[key])
+        if seconds is None:
+            errors.append(invalid(PATH, value, f"{key} must be a whole number of seconds greater than 0"))
+        elif seconds > rule.max_seconds:
+            errors.append(invalid(PATH, value, f"{key} must not exceed maxTimeoutOnWorkload ({rule.max_seconds}s)"))
     return errors
 
 
@@ -95,5 +94,5 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], rule: PodsRead
     if rule is None or before == after:
         return []
     if not (old_suspended and new_suspended):
-        return [f"{PATH}: Invalid value: {_quoted(after or '')}: {IMMUTABLE_RUNNING}"]
+        return [invalid(PATH, after or "", IMMUTABLE_RUNNING)]
     return value_errors(after, rule) if after is not None else []

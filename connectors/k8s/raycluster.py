@@ -33,12 +33,11 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, workload_names
-from connectors.k8s.copied_metadata import copied
+from connectors.k8s.copied_metadata import PODS_READY_ONLY, copied, workload_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds
-from connectors.k8s.jobset import PROVREQ_PREFIX, BadPodSets, recorded_info, write_template
-from connectors.k8s.pods_ready_annotation import carried as carried_pods_ready
+from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, RAYCLUSTERS
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
@@ -155,9 +154,7 @@ def workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: s
     max_exec = max_execution_seconds(labels)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_annotations = copied(keys.annotations, annotations)
-    wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
-    wl_annotations.update(carried_pods_ready(state, annotations))
+    wl_annotations = workload_annotations(state, keys, annotations, PODS_READY_ONLY)
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta["namespace"],
         "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

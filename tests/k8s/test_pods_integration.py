@@ -6,6 +6,7 @@ needed)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -1504,3 +1505,62 @@ async def test_a_deployments_pod_whose_replicaset_is_gone_keeps_its_own_uid() ->
     await pods.reconcile("ns/p")
     (_, _, body), = [c for c in client.calls if c[0] == "create"]
     assert body["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == UID
+
+
+def _pods_of_one_deployment(n: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """``n`` pods (``p0``...) of the Deployment of :func:`_deployment_chain`, through its one ReplicaSet."""
+    chain = _deployment_chain()
+    pod = chain.pop(("Pod", "p"))
+    for i in range(n):
+        chain[("Pod", f"p{i}")] = {**pod, "metadata": {**pod["metadata"], "name": f"p{i}", "uid": f"uid-p{i}"}}
+    return chain
+
+
+def _named_pod(i: int) -> ManagedPod:
+    p = managed_pod(uid=f"uid-p{i}")
+    return msgspec.structs.replace(p, metadata=msgspec.structs.replace(p.metadata, name=f"p{i}"))
+
+
+@pytest.mark.asyncio
+async def test_the_pods_of_one_deployment_read_its_replicaset_and_deployment_once_a_pass() -> None:
+    """Under ``DeploymentJobUIDLabel``, five pods of one Deployment handled in one pass (three at once, two after)
+    cost one GET of the ReplicaSet and one of the Deployment; the next pass reads them again (a queue name taken
+    off the Deployment meanwhile is seen)."""
+    client = OwnersClient(_pods_of_one_deployment(6))
+    pods, _, _, _ = integration(client=client)
+    for i in range(6):
+        pods.pods[f"ns/p{i}"] = _named_pod(i)
+    await asyncio.gather(*(pods.reconcile(f"ns/p{i}") for i in range(3)))
+    for i in (3, 4):
+        await pods.reconcile(f"ns/p{i}")
+    owner_gets = [c for c in client.calls if c[0] == "get" and c[1] != "Pod"]
+    assert owner_gets == [("get", "ReplicaSet", "dep-abc"), ("get", "Deployment", "dep")]
+    created = [c[2] for c in client.calls if c[0] == "create"]
+    assert [b["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] for b in created] == ["dep-uid"] * 5
+    client.objects[("Deployment", "dep")]["metadata"]["labels"] = {}
+    pods._take()  # the next pass
+    await pods.reconcile("ns/p5")
+    assert len([c for c in client.calls if c[0] == "get" and c[1] != "Pod"]) == 4
+    assert client.calls[-1][2]["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == "uid-p5"
+
+
+@pytest.mark.asyncio
+async def test_a_failed_owner_read_is_not_kept_for_the_pass() -> None:
+    class Flaky(OwnersClient):
+        failures = 1
+
+        async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+            if resource.kind == "ReplicaSet" and self.failures:
+                self.failures -= 1
+                self.calls.append(("get", resource.kind, name))
+                raise RuntimeError("connection reset")
+            return await super().get(resource, name, namespace)
+
+    client = Flaky(_pods_of_one_deployment(2))
+    pods, _, _, _ = integration(client=client)
+    pods.pods["ns/p0"], pods.pods["ns/p1"] = _named_pod(0), _named_pod(1)
+    with pytest.raises(RuntimeError):
+        await pods.reconcile("ns/p0")
+    await pods.reconcile("ns/p1")
+    assert [c[1] for c in client.calls if c[0] == "get" and c[1] != "Pod"] == ["ReplicaSet", "ReplicaSet",
+                                                                              "Deployment"]

@@ -147,3 +147,9 @@ def test_the_jobset_webhook_checks_it_under_the_gate(on: bool) -> None:
     if on:
         assert "maxTimeoutOnWorkload" in created["status"]["message"]
         assert "immutable while the job is not suspended" in updated["status"]["message"]
+
+
+def test_a_bad_value_is_shown_go_quoted_as_kueues_field_errors_show_it() -> None:
+    """The value in the error is quoted as Go's ``%q`` quotes it (``\\x01``), as every Kubernetes field error."""
+    (error,) = value_errors("\x01", RULE)  # type: ignore[arg-type]
+    assert error.startswith(f'{PATH}: Invalid value: "\\x01": must be a JSON object')

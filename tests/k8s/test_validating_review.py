@@ -401,3 +401,50 @@ def test_topology_spreading_is_checked_under_its_gate_on_update_only_where_it_ch
     rewritten = copy.deepcopy(staged)
     rewritten["spec"]["podSets"][0]["template"]["metadata"]["annotations"][ann] = '{"rules": [{}]}'
     assert "topologyKey" in _message(_review("Workload", rewritten, old=staged, gates=on))
+
+
+PODS_LIMIT = ("field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is reserved for "
+              "internal kueue use")
+
+
+def _limiting_pods(doc: dict) -> dict:
+    """``doc`` (a :func:`wl`) with a limit on the resource Kueue keeps for itself."""
+    doc["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+    return doc
+
+
+def test_a_workload_is_refused_for_every_field_error_together_in_kueues_order() -> None:
+    """As Kueue's webhook returns its whole ``field.ErrorList`` aggregated: every error of its own checks, pod sets
+    first, then the admission; the CRD's rules broken are refused together before, without the webhook's."""
+    both = _limiting_pods(wl(reserved=True))
+    both["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "3m"}
+    assert _message(_review("Workload", both)) == (
+        f"Workload team/w: [{PODS_LIMIT}, field `status.admission.podSetAssignments[0].resourceUsage[cpu]`: is not "
+        "a multiple of 2]")
+    schema = copy.deepcopy(both)
+    schema["spec"]["queueName"] = "Team_Q"
+    del schema["status"]["conditions"][0]["reason"]
+    message = _message(_review("Workload", schema))
+    assert message.startswith("Workload team/w: [field `spec.queueName`: 'Team_Q' should match") and message.endswith(
+        ", field `status.conditions[0].reason`: Required value: must be set]"), message
+    assert "pods" not in message
+
+
+def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in_kueues_order() -> None:
+    """Kueue's ``ValidateWorkloadUpdate``: the new object's errors, then the update's (pod sets, then admission),
+    all in one message; the CRD's transition rules join the CRD's other rules."""
+    before = wl(reserved=True)
+    changed = wl(image="other", reserved=True)
+    changed["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
+    assert _message(_review("Workload", changed, before)) == (
+        "Workload team/w: [field `spec.podSets[0]`: field is immutable, field `status.admission`: field is immutable]")
+    reserved = _limiting_pods(copy.deepcopy(changed))
+    assert _message(_review("Workload", reserved, before)) == (
+        f"Workload team/w: [{PODS_LIMIT}, field `spec.podSets[0]`: field is immutable, field `status.admission`: "
+        "field is immutable]")
+    moved = copy.deepcopy(reserved)
+    moved["spec"]["queueName"] = "other"
+    del moved["status"]["conditions"][0]["reason"]
+    assert _message(_review("Workload", moved, before)) == (
+        "Workload team/w: [field `status.conditions[0].reason`: Required value: must be set, field `spec.queueName`: "
+        "queueName is immutable while workload quota reserved]")

@@ -483,3 +483,43 @@ async def test_a_gated_pod_is_told_what_its_admission_check_waits_for(kube_apise
 
             await eventually(ungated, what="the pod started once provisioned")
             assert await told(2) is not None, "nothing more once admitted"
+
+
+@pytest.mark.asyncio
+async def test_a_pods_admission_gate_holds_its_workload_until_removed_from_the_pod(kube_apiserver, tmp_path) -> None:
+    """Under ``AdmissionGatedBy`` (beta, on), as for a Job (KEP-6915 covers Pods): a Pod created with
+    ``kueue.x-k8s.io/admission-gated-by`` gets a Workload carrying it, which is not admitted although its queue has
+    room; the annotation removed from the Pod, the Workload's goes too and the Pod starts."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    admission_gate = "kueue.x-k8s.io/admission-gated-by"
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods-gated", {"cpu": 1}, sfx=sfx)
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+        await _webhook_in_effect(kc, q.ns)
+        doc = _pod(q.ns, "held", {Q: "user-queue"})
+        doc["metadata"]["annotations"] = {admission_gate: "example.com/approver"}
+        created = await create(kc, doc)
+        wl_name = pod_sync.workload_name("held", created["metadata"]["uid"])
+        async with kueue_es(kc, tmp_path / "log", config=config):
+
+            async def gated() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    wl = await get(kc, "Workload", wl_name, q.ns)
+                    conditions = (wl.get("status") or {}).get("conditions") or []
+                    if any(c["type"] == "QuotaReserved" and c["reason"] == "AdmissionGated" for c in conditions):
+                        return wl
+                return None
+
+            wl = await eventually(gated, what="the pod's workload held by its admission gate")
+            assert wl["metadata"]["annotations"][admission_gate] == "example.com/approver"
+            await asyncio.sleep(1)
+            assert scheduling_gates(await get(kc, "Pod", "held", q.ns)), "not started while gated"
+            await kc.patch(PODS, "held", {"metadata": {"annotations": {admission_gate: None}}}, q.ns)
+
+            async def ungated() -> bool:
+                return not scheduling_gates(await get(kc, "Pod", "held", q.ns))
+
+            await eventually(ungated, what="the pod started once its gate was removed")
+            wl = await get(kc, "Workload", wl_name, q.ns)
+            assert admission_gate not in (wl["metadata"].get("annotations") or {})
