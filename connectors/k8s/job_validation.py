@@ -554,6 +554,11 @@ def forbidden(path: str, detail: str) -> str:
     return _forbidden(path, detail)
 
 
+def required(path: str, detail: str) -> str:
+    """A Kubernetes ``Required value`` field error."""
+    return _required(path, detail)
+
+
 def shown(value: Any) -> str:
     """A value as a Kubernetes field error shows it (a string Go-quoted)."""
     return _shown(value)
