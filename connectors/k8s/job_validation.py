@@ -498,8 +498,9 @@ def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], featur
                                                   new_suspended=_suspended(new)))
 
 
-invalid, forbidden, shown = field_errors.invalid, field_errors.forbidden, field_errors.shown
-"""Kubernetes' ``Invalid value`` and ``Forbidden`` field errors, and a value as they show it (a string Go-quoted)."""
+invalid, forbidden, required, shown = field_errors.invalid, field_errors.forbidden, field_errors.required, field_errors.shown
+"""Kubernetes' ``Invalid value``, ``Forbidden`` and ``Required value`` field errors, and a value as they show it (a
+string Go-quoted)."""
 
 
 def _queue_name_update(old: Mapping[str, Any], new: Mapping[str, Any], default_queue: bool) -> list[str]:

@@ -22,7 +22,10 @@ groups' sizes (:func:`worker_owns_replicas`). Each sync of its workload, while t
 The manager's pod counts then follow the annotation (:func:`reflected_counts`, read only for an object whose
 ``spec.managedBy`` is MultiKueue's): each worker group named there takes its count (a malformed annotation is
 ignored), so the manager's elastic slices grow (a new slice) and shrink (in place) with the worker's autoscaler.
-Gate off: none of this; the manager owns the sizes (:mod:`connectors.k8s.multikueue_elastic`).
+When the manager suspends the object (eviction, preemption, requeue), the counts' annotation is removed in the
+same write (:func:`cleared_on_stop`), so its next admission reserves the spec's counts. Gate off: none of this; the
+manager owns the sizes (:mod:`connectors.k8s.multikueue_elastic`). Not modelled (newer than v0.20): a RayService's
+resizes reflected the same way, counts outside a worker group's ``minReplicas``/``maxReplicas`` dropped.
 """
 
 from __future__ import annotations
@@ -135,6 +138,17 @@ def reflect_patch(local: dict[str, Any], state: tuple[dict[str, int], str]) -> d
     if decode(_annotations(local).get(RUNTIME_SIZES_ANNOTATION)) == counts:
         return None
     return {"metadata": {"annotations": {RUNTIME_SIZES_ANNOTATION: encode(counts), GENERATION_ANNOTATION: revision}}}
+
+
+def cleared_on_stop(gate_on: bool, patch: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:
+    """The merge ``patch`` suspending the manager's ``local`` RayCluster or RayJob, with the reflected counts'
+    annotation removed when the gate is on and it is there (KEP-13243: re-admission then reserves the spec's counts,
+    not the worker's last autoscaled ones; the revision annotation is kept)."""
+    if not gate_on or RUNTIME_SIZES_ANNOTATION not in _annotations(local):
+        return patch
+    meta = dict(patch.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), RUNTIME_SIZES_ANNOTATION: None}
+    return {**patch, "metadata": meta}
 
 
 def reflected_counts(gate_on: bool, managed_by: str | None, annotations: dict[str, str],

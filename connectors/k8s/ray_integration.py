@@ -120,6 +120,12 @@ class OnRayCluster(WatchedJobIntegration[Any]):
         return mk_autoscaling.reflected_counts(self.state.gate(mk_autoscaling.GATE), job.spec.managed_by,
                                                job.metadata.annotations, counts)
 
+    def stop_patch(self, raw: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
+        """A RayJob's suspending patch drops its reflected counts (:func:`~connectors.k8s.multikueue_ray_autoscaling.
+        cleared_on_stop`); a RayService's is the kind's."""
+        patch = self.K.stop_patch(raw, saved)
+        return mk_autoscaling.cleared_on_stop(self.state.gate(mk_autoscaling.GATE), patch, raw) if self.K is rj else patch
+
     def slice_pod_selector(self, job: Any) -> str:
         name = self.K.cluster_name(job)
         return f"{rc.CLUSTER_LABEL}={name}" if name else ""
@@ -171,6 +177,11 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
     def slice_counts(self, job: rc.RayCluster) -> dict[str, int]:
         return mk_autoscaling.reflected_counts(self.state.gate(mk_autoscaling.GATE), job.spec.managed_by,
                                                job.metadata.annotations, rc.counts(job.spec))
+
+    def stop_patch(self, raw: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
+        """Its suspending patch drops its reflected counts (:func:`~connectors.k8s.multikueue_ray_autoscaling.
+        cleared_on_stop`)."""
+        return mk_autoscaling.cleared_on_stop(self.state.gate(mk_autoscaling.GATE), rc.stop_patch(raw, saved), raw)
 
     def slice_pod_selector(self, job: rc.RayCluster) -> str:
         return rc.pod_selector(job)

@@ -16,11 +16,13 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
   clusterSelector"); one with a ``clusterSelector`` alone is not Kueue's and passes as it is; one that does not
   ``shutdownAfterJobFinishes`` ("a kueue managed job should delete the cluster after finishing");
 * in the cluster spec (Kueue's ``common.go`` ``ValidateCreate``): ``enableInTreeAutoscaling`` unless the object is
-  annotated ``kueue.x-k8s.io/elastic-job: "true"`` (the annotation alone, whatever the gate), and an elastic one's
-  (the annotation and ``ElasticJobsViaWorkloadSlices``) when it is handed to MultiKueue (``spec.managedBy:
+  elastic (annotated ``kueue.x-k8s.io/elastic-job: "true"`` with ``ElasticJobsViaWorkloadSlices`` on: the annotation
+  alone is not, Kueue v0.20's ``workloadslicing.Enabled``), and an elastic one's when it is handed to MultiKueue (``spec.managedBy:
   kueue.x-k8s.io/multikueue``) while ``MultiKueueRayInTreeAutoscaling`` is off (Kueue #16260: "in-tree autoscaling
   is not supported for a MultiKueue-managed elastic RayJob", or RayService; the words are the RayCluster rule's,
-  the release note gives none), more than 7 worker groups (8 pod sets with the head), a worker group named ``head``;
+  the release note gives none), more than 7 worker groups (8 pod sets with the head), a worker group named ``head``,
+  a head template with no container (Kueue #16067, :func:`head_container_errors`: "the head Pod template must have
+  at least one container", kueue-es's words) at ``<cluster spec>.headGroupSpec.template.spec.containers``;
 
 a RayCluster's own autoscaling rule (:func:`raycluster_create_errors`): an elastic one may autoscale, but each
 worker group's template, then the head's, must carry the ``kueue.x-k8s.io/elastic-job`` scheduling gate, which its
@@ -84,6 +86,9 @@ CLUSTER_AUTOSCALING = ("a kueue-managed RayCluster can use in-tree autoscaling o
 """A RayCluster's own words for the autoscaling rule (Kueue's #13996, in v0.18 on; a RayJob's and a RayService's are
 :data:`AUTOSCALING`)."""
 ELASTIC_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
+HEAD_CONTAINERS = "the head Pod template must have at least one container"
+"""Why a Kueue-run Ray object whose head template has no container is refused (Kueue #16067; kueue-es's words: the
+release note states the rule, not the message)."""
 MULTIKUEUE_AUTOSCALING = "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster"
 """Why an elastic RayCluster handed to MultiKueue may not autoscale (the manager owns its worker replicas), unless
 MultiKueueRayInTreeAutoscaling is on (the worker's autoscaler owns them, :mod:`connectors.k8s.multikueue_ray_autoscaling`)."""
@@ -137,12 +142,10 @@ def _managed(obj: Mapping[str, Any], without_queue: bool) -> bool:
     return without_queue or bool(_map(_map(obj.get("metadata")).get("labels")).get(QUEUE_LABEL))
 
 
-def _annotated_elastic(obj: Mapping[str, Any]) -> bool:
-    return _map(_map(obj.get("metadata")).get("annotations")).get(ELASTIC_JOB_ANNOTATION) == "true"
-
-
 def _elastic(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
-    return gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and _annotated_elastic(obj)
+    """Kueue's ``workloadslicing.Enabled``: the gate on and the object annotated elastic."""
+    return (gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+            and _map(_map(obj.get("metadata")).get("annotations")).get(ELASTIC_JOB_ANNOTATION) == "true")
 
 
 def _worker_groups(cluster_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -161,15 +164,26 @@ def _multikueue_autoscaling_refused(obj: Mapping[str, Any], feature_gates: Mappi
             and not gates.enabled(feature_gates, gates.MULTIKUEUE_RAY_IN_TREE_AUTOSCALING))
 
 
+def head_container_errors(cluster_spec: Mapping[str, Any], path: str) -> list[str]:
+    """A head template with no container is refused (Kueue #16067: the head pod set it builds has nowhere to count
+    the Ray container's resources, the Redis cleanup's or a default submitter's image)."""
+    template = _map(_map(cluster_spec.get("headGroupSpec")).get("template"))
+    if _map(template.get("spec")).get("containers"):
+        return []
+    return [job_validation.required(f"{path}.headGroupSpec.template.spec.containers", HEAD_CONTAINERS)]
+
+
 def cluster_spec_errors(obj: Mapping[str, Any], cluster_spec: Mapping[str, Any], path: str,
                         feature_gates: Mapping[str, bool], *, autoscaling: bool = True) -> list[str]:
-    """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling only for an object annotated elastic,
-    whatever the gate (Kueue's ``common.go`` reads the annotation alone), and not for an elastic one handed to
-    MultiKueue while ``MultiKueueRayInTreeAutoscaling`` is off (Kueue #16260; unless ``autoscaling`` is False: the
-    RayCluster's own rules, :func:`raycluster_create_errors`), the worker groups' number and names."""
+    """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling only for an elastic object (the
+    ``kueue.x-k8s.io/elastic-job: "true"`` annotation under ``ElasticJobsViaWorkloadSlices``: Kueue v0.20's
+    ``workloadslicing.Enabled``), and not for an elastic one handed to MultiKueue while
+    ``MultiKueueRayInTreeAutoscaling`` is off (Kueue #16260; unless ``autoscaling`` is False: the RayCluster's own
+    rules, :func:`raycluster_create_errors`), the worker groups' number and names, a head template with a
+    container (:func:`head_container_errors`)."""
     errors: list[str] = []
     if autoscaling and cluster_spec.get("enableInTreeAutoscaling") is True:
-        if not _annotated_elastic(obj):
+        if not _elastic(obj, feature_gates):
             errors.append(job_validation.invalid(f"{path}.enableInTreeAutoscaling", True, AUTOSCALING))
         elif _multikueue_autoscaling_refused(obj, feature_gates):
             errors.append(job_validation.forbidden(f"{path}.enableInTreeAutoscaling",
@@ -179,7 +193,7 @@ def cluster_spec_errors(obj: Mapping[str, Any], cluster_spec: Mapping[str, Any],
         errors.append(f"{path}.workerGroupSpecs: Too many: {len(groups)}: must have at most {MAX_WORKER_GROUPS} items")
     errors += [job_validation.forbidden(f"{path}.workerGroupSpecs[{i}].groupName", f'"{HEAD}" is reserved for the '
                                         "head group") for i, g in enumerate(groups) if g.get("groupName") == HEAD]
-    return errors
+    return errors + head_container_errors(cluster_spec, path)
 
 
 def _annotations(template: Any) -> dict[str, str]:

@@ -5,8 +5,9 @@ Kueue runs a RayCluster through its generic job reconciler; these are the RayClu
 ``pkg/controller/jobs/raycluster``, ``common.go`` for what RayJobs share), and
 :mod:`connectors.k8s.ray_integration` does the I/O around them:
 
-* **a cluster spec's pod sets** (:func:`cluster_pod_sets`): ``head`` (one pod) first, then one per worker group in
-  the order written, named by its ``groupName`` and counting ``replicas`` (default 1) times ``numOfHosts`` when
+* **a cluster spec's pod sets** (:func:`cluster_pod_sets`): ``head`` (one pod) first, with the Redis cleanup Job of
+  a fault-tolerant cluster and the autoscaler sidecar counted in (:mod:`connectors.k8s.ray_head_resources`), then
+  one per worker group in the order written, named by its ``groupName`` and counting ``replicas`` (default 1) times ``numOfHosts`` when
   that is above 1 — ``minReplicas`` and ``maxReplicas`` are not read; with the recorded Configuration's
   ``TopologyAwareScheduling`` on, a topology request from each template's TAS annotations (no rank label);
 * **its Workload** (:func:`workload_for`): ``raycluster-<name>-<hash>``, those pod sets, the priority class of the
@@ -32,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import podsetinfo, workload_names
+from connectors.k8s import podsetinfo, ray_head_resources, workload_names
 from connectors.k8s.copied_metadata import PODS_READY_ONLY, copied, workload_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
@@ -121,13 +122,18 @@ def pod_set(name: str, count: int, template: dict[str, Any], *, tas: bool) -> di
     return out
 
 
-def cluster_pod_sets(cluster_spec: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
-    """The pod sets of a raw Ray cluster spec: the head's, then each worker group's (module docstring)."""
+def cluster_pod_sets(cluster_spec: dict[str, Any], *, tas: bool, annotations: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod sets of a raw Ray cluster spec whose Ray object has ``annotations``: the head's, with what KubeRay
+    runs beside it (:func:`connectors.k8s.ray_head_resources.account_head`), then each worker group's (module
+    docstring). Raises :class:`~events.errors.InvalidInput` for a fault-tolerant cluster whose head has no
+    container."""
     cluster_spec = copy.deepcopy(cluster_spec)
     groups = cluster_spec.get("workerGroupSpecs") or []
     counts = [1, *(worker_count(g) for g in groups)]
-    return [pod_set(name, count, template, tas=tas)
-            for (name, template), count in zip(_templates(cluster_spec), counts, strict=True)]
+    out = [pod_set(name, count, template, tas=tas)
+           for (name, template), count in zip(_templates(cluster_spec), counts, strict=True)]
+    ray_head_resources.account_head(out[0]["template"], cluster_spec, annotations)
+    return out
 
 
 def first_priority_class(pod_sets: list[dict[str, Any]]) -> str | None:
@@ -166,7 +172,12 @@ def workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: s
 
 def pod_sets(raw_cluster: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     """The Workload's pod sets for the RayCluster as stored."""
-    return cluster_pod_sets(raw_cluster.get("spec") or {}, tas=tas)
+    return cluster_pod_sets(raw_cluster.get("spec") or {}, tas=tas, annotations=annotations_of(raw_cluster))
+
+
+def annotations_of(raw: dict[str, Any]) -> dict[str, Any]:
+    """A raw object's annotations (none: empty)."""
+    return (raw.get("metadata") or {}).get("annotations") or {}
 
 
 def priority_class(cluster: RayCluster) -> str | None:

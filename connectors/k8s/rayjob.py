@@ -23,8 +23,9 @@ Kueue runs a RayJob through its generic job reconciler; these are the RayJob's o
 The RayCluster KubeRay makes for a queued RayJob is controlled by it: with the RayCluster integration on it gets no
 Workload of its own (:mod:`connectors.k8s.ray_integration`), as the submitter Job gets none
 (:mod:`connectors.k8s.child_jobs`). An elastic RayJob's workload slices follow :func:`counts`: with its autoscaler on,
-its worker groups counted by the RayCluster it runs on (:func:`cluster_name`). Not modelled: ``SidecarMode``'s
-submitter container in the head pod set.
+its worker groups counted by the RayCluster it runs on (:func:`cluster_name`). In ``SidecarMode`` the submitter
+container KubeRay runs in the head pod is counted on the ``head`` pod set
+(:func:`connectors.k8s.ray_head_resources.account_sidecar_submitter`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import podsetinfo, workload_names
+from connectors.k8s import podsetinfo, ray_head_resources, workload_names
 from connectors.k8s import raycluster as rc
 from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
 from connectors.k8s.raycluster import merge_diff
@@ -120,7 +121,8 @@ def pod_sets(raw_job: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     ``TopologyAwareScheduling`` gate)."""
     spec = _spec(raw_job)
     cluster_spec = spec.get("rayClusterSpec") or {}
-    out = rc.cluster_pod_sets(cluster_spec, tas=tas)
+    out = rc.cluster_pod_sets(cluster_spec, tas=tas, annotations=rc.annotations_of(raw_job))
+    ray_head_resources.account_sidecar_submitter(out[0]["template"], spec.get("submissionMode"))
     if _submits_by_job(spec):
         template = spec.get("submitterPodTemplate") or default_submitter_template(cluster_spec)
         out.append(rc.pod_set(SUBMITTER, 1, template, tas=tas))

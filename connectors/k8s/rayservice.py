@@ -24,8 +24,9 @@ its pieces being those of a RayCluster (:mod:`connectors.k8s.raycluster`) applie
 The RayClusters KubeRay makes for a queued RayService are controlled by it: they are its children, with no Workload
 of their own (:meth:`JobReconciler._as_child <connectors.k8s.jobframework.JobReconciler._as_child>`). Kueue counts
 no reclaimable pods for it. Not modelled, as for RayClusters: the worker counts read from the live RayCluster under
-``ElasticJobsViaWorkloadSlices`` with in-tree autoscaling, the containers KubeRay injects (autoscaler, history
-collector, GCS fault-tolerance defaults) counted into the pod sets. MultiKueue runs a RayService on a worker
+``ElasticJobsViaWorkloadSlices`` with in-tree autoscaling, the history-server collector sidecar counted into the
+head pod set (the autoscaler and a fault-tolerant cluster's Redis cleanup are counted, as a RayCluster's:
+:mod:`connectors.k8s.ray_head_resources`). MultiKueue runs a RayService on a worker
 (:mod:`connectors.k8s.multikueue`, its copy suspended here at ``spec.rayClusterConfig.suspend``).
 """
 
@@ -113,7 +114,7 @@ def _cluster_config(raw_service: dict[str, Any]) -> dict[str, Any]:
 def pod_sets(raw_service: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     """The Workload's pod sets for the RayService as stored: its cluster config's, as a RayCluster's (``tas``: the
     recorded Configuration's ``TopologyAwareScheduling`` gate)."""
-    return rc.cluster_pod_sets(_cluster_config(raw_service), tas=tas)
+    return rc.cluster_pod_sets(_cluster_config(raw_service), tas=tas, annotations=rc.annotations_of(raw_service))
 
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_service: dict[str, Any], name: str) -> dict[str, Any]:

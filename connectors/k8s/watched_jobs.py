@@ -343,12 +343,17 @@ class WatchedJobIntegration(JobReconciler[J]):
         """What starting the object on ``wl`` adds to each of its templates (the kind's ``start_infos``)."""
         return self.K.start_infos(self.state, wl, job)
 
+    def stop_patch(self, raw: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
+        """The patch that suspends the object as stored with its templates restored from ``saved`` (the kind's
+        ``stop_patch``)."""
+        return self.K.stop_patch(raw, saved)
+
     async def _stop(self, job: Any, obs: o.Workload, why: str) -> None:
         """Suspend it and restore its templates as its Workload recorded them, in one write."""
         raw = await self._read(job)
         if raw is None:
             return
-        await self.client.patch(self.RESOURCE, job.metadata.name, self.K.stop_patch(raw, list(obs.spec.pod_sets)),
+        await self.client.patch(self.RESOURCE, job.metadata.name, self.stop_patch(raw, list(obs.spec.pod_sets)),
                                 job.metadata.namespace)
         self.stats.stopped += 1
         self.log.info(f"stopped {self.NOUN} and restored its templates", why=why, **{self.NOUN: job.key})

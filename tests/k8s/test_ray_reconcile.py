@@ -239,3 +239,41 @@ def test_what_was_done_to_a_rayjob_is_recorded_as_an_event_on_the_rayjob() -> No
                                           workload=f"ns/{JOB_WL}")))
     involved = mirror.kube_events.ready[1].before
     assert (involved.api_version, involved.kind, involved.name) == ("ray.io/v1", "RayJob", "job")  # type: ignore[union-attr]
+
+
+RUNTIME_SIZES = "kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes"
+GENERATION = "kueue.x-k8s.io/raycluster-generation"
+WORKER_AUTOSCALING = {**BOTH_ON, "featureGates": {"MultiKueueRayInTreeAutoscaling": True}}
+
+
+def _reflected(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` handed to MultiKueue, the worker's counts reflected on it (KEP-13243)."""
+    raw["metadata"]["annotations"] = {RUNTIME_SIZES: '[{"name":"workers","count":4}]', GENERATION: "w-7", "keep": "x"}
+    spec = raw["spec"]["rayClusterSpec"] if raw["kind"] == "RayJob" else raw["spec"]
+    raw["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    spec["enableInTreeAutoscaling"] = True
+    return raw
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["RayCluster", "RayJob"])
+async def test_stopping_a_manager_object_drops_its_reflected_counts_under_the_gate(kind: str) -> None:
+    """KEP-13243: the manager suspending an object whose worker's counts are reflected on it removes the counts'
+    annotation in the same write (its next admission reserves the spec's counts); the revision and other
+    annotations stay. Gate off (alpha, default): the patch is as before."""
+    for config, want in ((WORKER_AUTOSCALING, {"annotations": {RUNTIME_SIZES: None}, "resourceVersion": "5"}),
+                         (BOTH_ON, {"resourceVersion": "5"})):
+        if kind == "RayCluster":
+            integ, client, _ = cluster_integration(_reflected(raw_cluster(suspend=False)),
+                                                   workload(CLUSTER_WL, kind, "rc", ["head", "workers"]), config=config)
+            key = "ns/rc"
+        else:
+            raw = _reflected(raw_job(suspend=False, status={"jobDeploymentStatus": "Running"}))
+            integ, client, _ = watched_jobs.integration(
+                RayJobIntegration, raw, workload(JOB_WL, kind, "job", ["head", "workers", "submitter"]), config=config)
+            key = "ns/job"
+        await integ.reconcile(key)
+        (_, _, patch), = client.patches
+        assert patch["metadata"] == want, config
+        suspended = patch["spec"]["suspend"]
+        assert suspended is True

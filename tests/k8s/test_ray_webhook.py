@@ -150,8 +150,10 @@ def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_na
                                               "featureGates": {"ElasticJobsViaWorkloadSlices": False}}),
                                  clusters=False)
     assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True),
-                            annotations={"kueue.x-k8s.io/elastic-job": "true"}), settings=gate_off) is None, (
-        "Kueue's common.go reads the annotation alone")
+                            annotations={"kueue.x-k8s.io/elastic-job": "true"}), settings=gate_off) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use "
+        "autoscaling when workload slicing is enabled"), "Kueue v0.20's workloadslicing.Enabled: the annotation alone " \
+        "is not elastic"
     assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(8))) == (
         "spec.rayClusterSpec.workerGroupSpecs: Too many: 8: must have at most 7 items")
     assert _refusal(_raycluster({Q: "lq"}, names=("x", "head"), groups=2), settings=CLUSTERS) == (
@@ -317,8 +319,8 @@ def test_an_elastic_raycluster_handed_to_multikueue_may_not_autoscale() -> None:
 def test_an_elastic_rayjob_handed_to_multikueue_autoscales_only_under_the_worker_autoscaling_gate() -> None:
     """Kueue #16260: with MultiKueueRayInTreeAutoscaling off, an elastic RayJob handed to MultiKueue may not use the
     in-tree autoscaler (nothing would carry the worker's resizes back); the gate on, the worker's autoscaler owns
-    its worker groups and it passes. Not handed to MultiKueue, or not elastic (ElasticJobsViaWorkloadSlices off:
-    ``common.go``'s annotation rule alone), it passes as before."""
+    its worker groups and it passes. Not handed to MultiKueue it passes as before; not elastic
+    (ElasticJobsViaWorkloadSlices off) its autoscaler is refused by the plain rule."""
     job = _rayjob({Q: "lq"}, annotations=dict(ELASTIC), cluster=_cluster_spec(autoscaling=True), suspend=True)
     job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     assert _refusal(job) == (
@@ -332,8 +334,43 @@ def test_an_elastic_rayjob_handed_to_multikueue_autoscales_only_under_the_worker
     not_elastic = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
                                                  "featureGates": {"ElasticJobsViaWorkloadSlices": False}}),
                                     clusters=False)
-    assert _refusal(job, settings=not_elastic) is None
+    assert _refusal(job, settings=not_elastic) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use "
+        "autoscaling when workload slicing is enabled")
     local = {**job, "spec": {**job["spec"], "managedBy": "ray.io/kuberay-operator"}}
     assert _refusal(local) is None, "not MultiKueue's"
     job["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = False
     assert _refusal(job) is None
+
+
+# --- a head with no container (Kueue #16067) --------------------------------------------------------------------
+
+
+def _headless(obj: dict, at: tuple[str, ...]) -> dict:
+    holder = obj
+    for key in at:
+        holder = holder[key]
+    holder["headGroupSpec"]["template"]["spec"] = {"containers": []}
+    return obj
+
+
+def test_a_managed_ray_object_whose_head_has_no_container_is_refused() -> None:
+    """Kueue #16067: the head pod set has no Ray container to count; kueue-es's words (the release note gives none),
+    at the head template's containers, after the cluster rules; an unmanaged object passes."""
+    job = _headless(_rayjob({Q: "lq"}, cluster=_cluster_spec()), ("spec", "rayClusterSpec"))
+    assert _refusal(job) == ("spec.rayClusterSpec.headGroupSpec.template.spec.containers: Required value: "
+                             "the head Pod template must have at least one container")
+    cluster = _headless(_raycluster({Q: "lq"}), ("spec",))
+    assert _refusal(cluster, settings=CLUSTERS) == ("spec.headGroupSpec.template.spec.containers: Required value: "
+                                                    "the head Pod template must have at least one container")
+    assert _refusal(_headless(_raycluster(), ("spec",)), settings=CLUSTERS) is None, "not Kueue's"
+    del cluster["spec"]["headGroupSpec"]
+    assert _refusal(cluster, settings=CLUSTERS) == ("spec.headGroupSpec.template.spec.containers: Required value: "
+                                                    "the head Pod template must have at least one container")
+    both = _headless(_raycluster({Q: "lq"}, names=("head",)), ("spec",))
+    assert _refusal(both, settings=CLUSTERS) == (
+        '[spec.workerGroupSpecs[0].groupName: Forbidden: "head" is reserved for the head group, '
+        "spec.headGroupSpec.template.spec.containers: Required value: the head Pod template must have at least one "
+        "container]")
+    assert _refusal(_rayjob({Q: "lq"}), job) is None, "an update is checked on the new object"
+    assert _refusal(job, _rayjob({Q: "lq"})) is not None

@@ -266,3 +266,26 @@ def test_an_elastic_rayservice_handed_to_multikueue_autoscales_only_under_the_wo
     assert _refusal(service, settings=on) is None
     del service["spec"]["managedBy"]
     assert _refusal(service) is None, "not handed to MultiKueue"
+
+
+def test_an_autoscaling_rayservice_is_elastic_only_under_the_gate() -> None:
+    """Kueue v0.20's ``workloadslicing.Enabled``: the elastic-job annotation counts only with
+    ElasticJobsViaWorkloadSlices on; off, an annotated RayService's autoscaler is refused as a plain one's."""
+    service = _service({Q: "lq"}, autoscaling=True)
+    service["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    assert _refusal(service) is None
+    off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                   "featureGates": {"ElasticJobsViaWorkloadSlices": False}}))
+    assert _refusal(service, settings=off) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use "
+        "autoscaling when workload slicing is enabled")
+
+
+def test_a_managed_rayservice_whose_head_has_no_container_is_refused() -> None:
+    """Kueue #16067 at the RayService's cluster config (named ``spec.rayClusterSpec``); not Kueue's: passes."""
+    service = _service({Q: "lq"})
+    service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"] = {"spec": {}}
+    assert _refusal(service) == ("spec.rayClusterSpec.headGroupSpec.template.spec.containers: Required value: "
+                                 "the head Pod template must have at least one container")
+    service["metadata"]["labels"] = {}
+    assert _refusal(service) is None

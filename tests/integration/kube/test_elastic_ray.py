@@ -56,7 +56,10 @@ def _template() -> dict[str, Any]:
 def _cluster(ns: str) -> dict[str, Any]:
     return {"apiVersion": RAYCLUSTERS.api_version, "kind": "RayCluster",
             "metadata": {"name": "rc", "namespace": ns, "labels": {Q: "user-queue"}, "annotations": {ELASTIC: "true"}},
-            "spec": {"enableInTreeAutoscaling": True, "headGroupSpec": {"template": _template()},
+            # the autoscaler sidecar asks for nothing here (its resources counted on the head pod set: KubeRay's
+            # 500m/512Mi when not written), so the quotas below count the Ray containers alone
+            "spec": {"enableInTreeAutoscaling": True, "autoscalerOptions": {"resources": {}},
+                     "headGroupSpec": {"template": _template()},
                      "workerGroupSpecs": [{"groupName": "workers", "replicas": 2, "minReplicas": 1,
                                            "maxReplicas": 4, "template": _template()}]}}
 

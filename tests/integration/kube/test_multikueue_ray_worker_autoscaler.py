@@ -28,9 +28,14 @@ SIZES = "kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes"
 REVISION = "kueue.x-k8s.io/raycluster-generation"
 
 
+NO_SIDECAR_RESOURCES = {"resources": {}}
+"""The autoscaler sidecar, counted on the head pod set, asks for nothing here: the quotas count the Ray pods alone."""
+
+
 def _autoscaled_cluster(ns: str, name: str) -> dict[str, Any]:
     """An elastic RayCluster with the in-tree autoscaler, handed to MultiKueue: a head and one worker of 1 cpu."""
-    obj = mk._handed(RAYCLUSTERS, ns, name, {"suspend": True, "enableInTreeAutoscaling": True, **mk._ray_cluster()})
+    obj = mk._handed(RAYCLUSTERS, ns, name, {"suspend": True, "enableInTreeAutoscaling": True, **mk._ray_cluster(),
+                                            "autoscalerOptions": NO_SIDECAR_RESOURCES})
     obj["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
     obj["spec"]["workerGroupSpecs"][0]["maxReplicas"] = 3
     return obj
@@ -123,6 +128,7 @@ async def test_a_rayjobs_counts_are_read_from_its_cluster_on_the_worker(
         handed = mk._rayjob(c.ns, "mk-autoscaled-job")
         handed["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
         handed["spec"]["rayClusterSpec"]["enableInTreeAutoscaling"] = True
+        handed["spec"]["rayClusterSpec"]["autoscalerOptions"] = NO_SIDECAR_RESOURCES
         await c.kc.create(RAYJOBS, handed, c.ns)
 
         async def one_slice() -> dict[str, Any] | None:
