@@ -1061,6 +1061,20 @@ class UnhealthyNode(View):
     name: str
 
 
+class SchedulingStatsEviction(View):
+    """One entry of ``status.schedulingStats.evictions``: how often the workload was evicted for ``reason`` with
+    ``underlying_cause``. All three are required by Kueue's CRD (the cause may be empty but is always written)."""
+
+    reason: str
+    underlying_cause: str
+    count: int
+
+
+class SchedulingStats(View):
+    evictions: list[SchedulingStatsEviction] = []
+    """In the order each (reason, underlying cause) was first counted; written by Kueue only."""
+
+
 class PodSetRequest(View):
     """What a pending workload's pod set asks for in all (``status.resourceRequests[]``)."""
 
@@ -1093,6 +1107,8 @@ class WorkloadStatus(View):
     """MultiKueue: the worker clusters the workload is dispatched to while none admitted it."""
     preemption_gates: list[PreemptionGateState] = []
     """``MultiKueueOrchestratedPreemption``: the positions of the spec's preemption gates."""
+    scheduling_stats: SchedulingStats | None = None
+    """The evictions counted by reason and underlying cause (:mod:`projections.eviction_stats`)."""
 
 
 class Workload(KObject, tag="Workload"):

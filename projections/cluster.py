@@ -31,7 +31,7 @@ from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
-from projections import effective_quotas, gates, pods_scheduled, variants
+from projections import effective_quotas, eviction_stats, gates, pods_scheduled, variants
 from projections.admissionchecks import (
     ClusterLink,
     MultiKueueWorld,
@@ -1496,7 +1496,6 @@ class ClusterState:
                 self.flagged.pop(key, None)
                 self.pod_templates.pop(key, None)
                 self.retained.pop(key, None)
-                self.metrics.forget_workload(key)
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return
@@ -1994,6 +1993,8 @@ class ClusterState:
                 self.backoff[wl.key] = wl.requeue_at
         wl.accumulated_seconds = st.accumulated_past_execution_time_seconds or 0
         wl.unhealthy_nodes = tuple(n.name for n in st.unhealthy_nodes)
+        if st.scheduling_stats is not None:
+            wl.evictions = eviction_stats.shown(st)
         wl.shows_requests = bool(st.resource_requests) and st.admission is None
         wl.reclaimable = reclaimable_of(st.reclaimable_pods)
         if wl.reclaimable:
@@ -2385,6 +2386,8 @@ class ClusterState:
         wl = self.workloads.get(e.key)
         if wl is None or not wl.reserving:
             return
+        if not wl.evicted:  # one more in its record, in the eviction's own write (Kueue)
+            wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
         if isinstance(e, ev.WorkloadPreempted):
             wl.set_condition("Preempted", "True", e.reason, e.message, e.time)
             reason = "Preempted"
@@ -2450,6 +2453,8 @@ class ClusterState:
         wl.requeue_at, wl.requeue_count = None, 0
         self.backoff.pop(wl.key, None)
         if wl.reserving:
+            if not wl.evicted:
+                wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
             wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now

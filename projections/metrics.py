@@ -43,7 +43,7 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
-from projections import effective_quotas, fair_share, gates, multikueue_metrics
+from projections import effective_quotas, eviction_stats, fair_share, gates, multikueue_metrics
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
 from projections.pods_ready_condition import RECOVERED, WAIT_FOR_RECOVERY
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
@@ -135,8 +135,8 @@ EVICTED_ONCE = Spec(
     "kueue_evicted_workloads_once_total", "counter",
     "Workloads evicted, each counted only the first time it is evicted for a reason and underlying cause (as "
     "evicted_workloads_total counts them): a later eviction of the same workload for the same ones, after a "
-    "requeue say, is not counted again. Kueue keeps the count in the workload's status.schedulingStats.evictions, "
-    "so it starts again only for a new Workload object.", EVICTED.labels)
+    "requeue say, or one the Workload's status.schedulingStats.evictions already counted when kueue-es first "
+    "saw it, is not counted again; it starts again only for a new Workload object.", EVICTED.labels)
 READY_WAIT = Spec(
     "kueue_ready_wait_time_seconds", "histogram",
     "Time from a workload's creation, or from its last requeue, until its pods were ready (PodsReady turned "
@@ -435,7 +435,9 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     cycle: int
     attempt: int
     evicted_once: list[tuple[str, list[tuple[str, str]]]] = []
-    """``MetricsFold.evicted_once``; absent from snapshots older than version 4."""
+    """Workload key -> the (reason, underlying cause) pairs ``evicted_workloads_once_total`` had counted it under,
+    in snapshots of versions 4 to 43 (restored as those workloads' eviction records); written empty since, the
+    records being the workloads' own (``WorkloadInfo.evictions``)."""
 
 
 _Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool, tuple[o.Condition, ...]]
@@ -466,7 +468,7 @@ class MetricsFold:
 
     The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
 
-    __slots__ = ("attempt", "counters", "cycle", "evicted_once", "histograms")
+    __slots__ = ("attempt", "counters", "cycle", "histograms")
 
     def __init__(self) -> None:
         self.counters: dict[str, dict[tuple[str, ...], int]] = {s.name: {} for s in FOLDED if s.kind == "counter"}
@@ -476,10 +478,6 @@ class MetricsFold:
         """Cycle number of the last decision folded."""
         self.attempt = _NONE
         """How that cycle counts in ``admission_attempts_total`` so far."""
-        self.evicted_once: dict[str, tuple[tuple[str, str], ...]] = {}
-        """Workload key -> the (reason, underlying cause) pairs ``evicted_workloads_once_total`` has counted it
-        under, in the order counted: Kueue's ``status.schedulingStats.evictions``, which the projection does not
-        otherwise keep. Only workloads evicted at least once; a workload's entry goes with it (:meth:`forget_workload`)."""
 
     def count_attempt(self, result: int) -> None:
         """The cycle of the decision just folded tried to admit (``result`` > what it counted as so far)."""
@@ -528,11 +526,6 @@ class MetricsFold:
         for labels in [k for k in series if k[0] not in existing]:
             del series[labels]
 
-    def forget_workload(self, key: str) -> None:
-        """Workload ``key`` was deleted (or replaced by another of the same name): a new Workload object starts
-        with no scheduling stats, so its evictions count once again."""
-        self.evicted_once.pop(key, None)
-
     # --- snapshots ----------------------------------------------------------------------------------------
 
     def snapshot(self) -> MetricsSnapshot:
@@ -541,8 +534,7 @@ class MetricsFold:
                       for name in sorted(self.counters) if self.counters[name]],
             histograms=[(name, [(list(k), v) for k, v in sorted(self.histograms[name].items())])
                         for name in sorted(self.histograms) if self.histograms[name]],
-            cycle=self.cycle, attempt=self.attempt,
-            evicted_once=[(k, [tuple(p) for p in v]) for k, v in sorted(self.evicted_once.items())])
+            cycle=self.cycle, attempt=self.attempt)
 
     @classmethod
     def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
@@ -554,7 +546,6 @@ class MetricsFold:
             if name in m.histograms:
                 m.histograms[name] = {tuple(k): list(v) for k, v in series}
         m.cycle, m.attempt = snap.cycle, snap.attempt
-        m.evicted_once = {k: tuple((reason, cause) for reason, cause in v) for k, v in snap.evicted_once}
         return m
 
 
@@ -671,17 +662,12 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     wl, phase, evicted, adm, ready, conditions = seen
     if evicted or adm is None or phase not in (RESERVED, ADMITTED) or not wl.evicted:
         return
-    t = type(e)
-    if t is ev.WorkloadPreempted:
-        reason, cause = "Preempted", ""
+    if type(e) is ev.WorkloadPreempted:
         preemptor = state.workloads.get(e.preemptor)
         key = (preemptor.cluster_queue if preemptor is not None else "", e.reason)
         preempted = m.counters[PREEMPTED.name]
         preempted[key] = preempted.get(key, 0) + 1
-    elif t is ev.WorkloadEvicted:
-        reason, cause = e.reason, e.underlying_cause
-    else:  # Deactivated, or DeactivatedDueTo<cause>: Kueue's reason is Deactivated, the rest its cause
-        reason, cause = "Deactivated", e.reason.removeprefix("Deactivated").removeprefix("DueTo")
+    reason, cause = eviction_stats.reason_and_cause(e)
     labels = (adm.cluster_queue, reason, cause, wl.priority_class)
     series = m.counters[_EVICTED]
     series[labels] = series.get(labels, 0) + 1
@@ -689,9 +675,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
         lq_labels = (wl.queue_name, wl.namespace, reason, cause, wl.priority_class)
         series = m.counters[_LQ_EVICTED]
         series[lq_labels] = series.get(lq_labels, 0) + 1
-    counted = m.evicted_once.get(wl.key, ())
-    if (reason, cause) not in counted:  # the first eviction of this workload for this reason and cause
-        m.evicted_once[wl.key] = (*counted, (reason, cause))
+    if eviction_stats.count_of(wl.evictions, reason, cause) == 1:  # its record's entry was 0 before this one
         series = m.counters[_EVICTED_ONCE]
         series[labels] = series.get(labels, 0) + 1
     if ready:  # Kueue times the eviction from PodsReady=True, which it writes only under waitForPodsReady

@@ -16,7 +16,7 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
-from projections import variants
+from projections import eviction_stats, variants
 from projections.admissionchecks import ClusterLink
 from projections.cluster import ClusterState
 from projections.metrics import MetricsFold, MetricsSnapshot
@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 43
+SNAPSHOT_VERSION = 44
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -95,9 +95,11 @@ without claims or rules. 42:
 each Pod's ``PodScheduled`` condition (``PodStatus.conditions``, read under WaitForPodsReadyUnscheduledTimeout);
 restored from an older one, a Pod shows none, so counts as not scheduled, until its next update (the layout is
 version 41's). 43: the PreemptionConfigs (ConfigurablePreemptions) among the objects; an older one holds
-none."""
+none. 44: each workload's eviction record (``WorkloadInfo.evictions``, its ``status.schedulingStats.evictions``),
+which replaces ``metrics.evicted_once`` (written empty); restored from an older one, a workload's record is each pair
+``evicted_once`` held for it, counted once."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -368,6 +370,10 @@ def restore(snap: Snapshot) -> ClusterState:
     state.queue_order = order_of(snap.config.document if snap.config is not None else None)
     if snap.metrics is not None:
         state.metrics = MetricsFold.restore(snap.metrics)
+        for key, pairs in snap.metrics.evicted_once:  # before version 44: the pairs counted stand for the record
+            wl = state.workloads.get(key)
+            if wl is not None and not wl.evictions:
+                wl.evictions = eviction_stats.from_pairs(pairs)
     for wl in snap.workloads:
         if wl.scan is not None:
             wl.scan = intern_scan(wl.scan, wl.scan.cycle)

@@ -23,6 +23,7 @@ from events.unhealthy_threshold import (  # noqa: F401 (re-exported: the fold an
     UNHEALTHY_NODES_THRESHOLD_ANNOTATION,
     unhealthy_threshold_of,
 )
+from projections import eviction_stats
 from projections.dra import (
     DraView,
     asks_for_served,
@@ -341,6 +342,10 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     sets (None: none, as for most workloads, or for one restored from a snapshot before version 39 until its next
     upsert; :mod:`projections.workload_pods_ready`). Kept whatever the gate; the scheduler reads it only under
     ``WorkloadLevelWaitForPodsReady``."""
+    evictions: tuple[tuple[str, str, int], ...] = ()
+    """``status.schedulingStats.evictions`` as ``(reason, underlying cause, count)``, in the order first counted: as
+    the Workload showed it when first seen, plus one per eviction folded since (:mod:`projections.eviction_stats`;
+    restored from a snapshot before version 44, each pair the metrics had counted, once)."""
 
     @property
     def base_priority(self) -> int:
@@ -1000,4 +1005,6 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
         status["nominatedClusterNames"] = list(wl.nominated)
     if wl.gate_states:
         status["preemptionGates"] = [msgspec.to_builtins(g) for g in wl.gate_states]
+    if wl.evictions:
+        status["schedulingStats"] = eviction_stats.as_status(wl.evictions)
     return status

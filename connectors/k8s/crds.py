@@ -5,8 +5,8 @@ OpenAPI v3, structural): references are inlined, ``X | None`` becomes ``nullable
 ``x-kubernetes-int-or-string``, and free-form maps keep whatever they hold. Our views model only the fields that
 matter to admission, so **every object node also carries** ``x-kubernetes-preserve-unknown-fields: true``: the
 apiserver checks the types of the fields we know and keeps, unpruned, every field we do not model (a pod
-template's image and command, a Workload's ``schedulingStats``, ...). That is looser than Kueue's own CRDs,
-which reject unknown fields; CEL validations and webhooks are not generated.
+template's image and command, ...). That is looser than Kueue's own CRDs, which reject unknown fields; CEL
+validations and webhooks are not generated.
 
 Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema under its
 own names where the two versions name a field differently (a ClusterQueue's ``spec.cohort`` and

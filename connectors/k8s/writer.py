@@ -2,8 +2,8 @@
 
 Level-triggered: for every workload the mirror marks dirty, the **desired** status is what the projection says
 (:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks, unhealthyNodes,
-resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds, and MultiKueue's clusterName and
-nominatedClusterNames) and the **current** one is what the
+resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds, schedulingStats, and MultiKueue's clusterName
+and nominatedClusterNames) and the **current** one is what the
 apiserver last showed (the observed Workload, or our own last write if that is newer). When they differ, one JSON
 merge patch of the ``status`` subresource sets the fields that differ (``null`` clears one), conditioned on the
 observed ``uid`` and ``resourceVersion`` (optimistic concurrency). Of the conditions only Kueue's types come from
@@ -67,11 +67,12 @@ log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
 STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes", "resourceRequests",
                  "reclaimablePods", "accumulatedPastExecutionTimeSeconds", "clusterName", "nominatedClusterNames",
-                 "preemptionGates")
+                 "preemptionGates", "schedulingStats")
 """The status fields kueue-es writes. ``resourceRequests`` goes out with the QuotaReserved=False of a failed
 admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes;
 ``reclaimablePods`` is what the job integration counted (``ReclaimablePodsChanged``), as Kueue's job reconciler
-writes it; ``preemptionGates`` as the Workload shows them, all closed by an eviction (Kueue's)."""
+writes it; ``preemptionGates`` as the Workload shows them, all closed by an eviction (Kueue's); ``schedulingStats``
+(its ``evictions`` record) goes out with the Evicted=True it counts, in the same patch, as Kueue writes them."""
 NOT_STATUS = frozenset({"RetentionExpired", "ProvisioningRequestCreated", "ProvisioningRequestDeleted",
                         *FAMILY_TAGS})
 """Decisions not carried out by a status write: deleting objects (connectors/k8s/retention.py), creating and

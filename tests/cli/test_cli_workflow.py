@@ -161,6 +161,8 @@ def test_replay_to_an_offset_and_at_a_time(log: Path) -> None:
     evicted = {c["type"]: c for c in wls["train-1"]["status"]["conditions"]}["Evicted"]
     assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
     assert wls["infer-2"]["state"] == "Pending" and wls["infer-2"]["message"] == PENDING_MSG
+    record = {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]}
+    assert wls["train-1"]["status"]["schedulingStats"] == record
 
     admitted = replay_json(log, "--at", "2024-05-01T10:05:00Z")
     assert admitted["offset"] == 17 and admitted["time"] == "2024-05-01T10:02:11Z"
@@ -174,6 +176,8 @@ def test_replay_to_an_offset_and_at_a_time(log: Path) -> None:
 
     early = fastyaml.safe_load(kueue_es("replay", "--log", log, "--at", "2024-05-01T09:59:00Z", "-o", "yaml").out)
     assert {w["name"] for w in early["workloads"]} == {"etl-0"}  # train-1 and infer-2 were created later
+    last = fastyaml.safe_load(kueue_es("replay", "--log", log, "-o", "yaml").out)
+    assert {w["name"]: w for w in last["workloads"]}["train-1"]["status"]["schedulingStats"] == record  # kept
 
 
 def test_snapshot_then_the_rest_equals_replaying_everything(log: Path, tmp_path: Path) -> None:

@@ -66,6 +66,20 @@ def test_converted_v1beta1_objects_read_as_our_views() -> None:
     assert view.status.accumulated_past_execution_time_seconds == 60
 
 
+def test_a_v1beta1_workloads_eviction_record_reads_as_ours_and_converts_back_unchanged() -> None:
+    stats = {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 3},
+                           {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}]}
+    v1 = {"apiVersion": conversion.V1BETA1, "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
+          "spec": {"queueName": "lq"}, "status": {"schedulingStats": stats}}
+    v2 = conversion.convert(v1, conversion.V1BETA2)
+    view = msgspec.convert(v2, o.KueueObject)
+    assert isinstance(view, o.Workload) and view.status.scheduling_stats is not None
+    assert [(e.reason, e.underlying_cause, e.count) for e in view.status.scheduling_stats.evictions] == [
+        ("Preempted", "", 3), ("PodsReadyTimeout", "WaitForStart", 1)]
+    written = {**v2, "status": msgspec.to_builtins(view.status)}
+    assert conversion.convert(written, conversion.V1BETA1)["status"]["schedulingStats"] == stats
+
+
 # --- generated objects ----------------------------------------------------------------------------------------------
 
 names = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=10).filter(
@@ -73,7 +87,7 @@ names = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=10
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), names)
 json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                             st.dictionaries(names, inner, max_size=3)), max_leaves=6)
-UNKNOWN = ("futureField", "x-vendor", "schedulingStats", "futureGates", "effectiveQuotas")
+UNKNOWN = ("futureField", "x-vendor", "vendorStats", "futureGates", "effectiveQuotas")
 """Field names neither version renames: they must pass through untouched."""
 
 

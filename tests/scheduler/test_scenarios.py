@@ -46,7 +46,8 @@ reason}``, ``messages: {condition type: exact message}``, ``checks: {name: {stat
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, ``retention:
 Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), ``resourceRequests:
 [{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), ``accumulated: N|null``
-(``status.accumulatedPastExecutionTimeSeconds``; null: not shown), ``clusterName: NAME|null`` and
+(``status.accumulatedPastExecutionTimeSeconds``; null: not shown), ``evictions: [[reason, underlyingCause, count],
+...]`` (exactly ``status.schedulingStats.evictions``, in order; [] when not shown), ``clusterName: NAME|null`` and
 ``nominatedClusterNames: [NAME, ...]`` (MultiKueue's status fields; [] when not shown), ``preemptionGates: {gate:
 [position, lastTransitionTime]}`` (exactly ``status.preemptionGates``), ``remoteGates: {cluster:
 {gate: [position, lastTransitionTime]}}`` (every copy's preemption gates as the manager knows them), or ``unchanged:
@@ -257,6 +258,11 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         checked = True
         got = status.get("accumulatedPastExecutionTimeSeconds")
         assert got == want["accumulated"], f"{key}: accumulatedPastExecutionTimeSeconds {got}"
+    if "evictions" in want:
+        checked = True
+        got = status.get("schedulingStats", {}).get("evictions", [])
+        assert [[e["reason"], e["underlyingCause"], e["count"]] for e in got] == want["evictions"], \
+            f"{key}: schedulingStats.evictions {got}"
     if "retention" in want:
         checked = True
         assert wl is not None and wl.retention_target == (want["retention"] or ""), \

@@ -121,6 +121,9 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
             wl = await eventually(preempted, what="the low Workload to be preempted")
             assert _cond(wl, "Evicted")["reason"] == "Preempted"
             assert _cond(wl, "Preempted")["reason"] == "InClusterQueue"
+            # the eviction's own write counts it, as Kueue's does (the cause written though empty)
+            assert wl["status"]["schedulingStats"] == {
+                "evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]}
 
             async def suspended(name: str, stopping: bool) -> dict[str, Any] | None:
                 j = await get(kc, "Job", name, ns)

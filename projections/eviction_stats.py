@@ -1,0 +1,71 @@
+"""A workload's eviction record: Kueue's ``status.schedulingStats.evictions``.
+
+Each eviction Kueue makes adds one to the entry of its reason and underlying cause in the same status write that
+sets Evicted=True, appending the entry the first time that pair is counted: the list is in the order the pairs were
+first met, and nothing resets it (a Workload object keeps its record across requeues, deactivations and
+reactivations; a new object of the same name starts with none). The entry's count going from 0 to 1 is also what
+``evicted_workloads_once_total`` counts.
+
+Kept on :class:`~projections.workloads.WorkloadInfo` as ``evictions``: ``(reason, underlying cause, count)``
+triples. The fold starts from what the Workload shows when it first sees it (a workload Kueue evicted before
+kueue-es took over keeps its counts) and adds one per eviction it folds. Kueue's reason and cause of each eviction:
+
+* a preemption: ``Preempted`` and no cause;
+* a deactivation: ``Deactivated``, the cause being what the Evicted reason adds after ``DeactivatedDueTo``
+  (``AdmissionCheck``, ``RequeuingLimitExceeded``, ``MaximumExecutionTimeExceeded``; none for a user's);
+* any other eviction: its own reason and cause (``PodsReadyTimeout`` with ``WaitForStart``/``WaitForRecovery``/
+  ``WaitForScheduling``, ``AdmissionCheck`` — a MultiKueue worker's eviction too, ``NodeFailures``,
+  ``ClusterQueueStopped``, ``LocalQueueStopped``, ConcurrentAdmission's reasons).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events import objects as o
+from events import schema as ev
+
+Evictions = tuple[tuple[str, str, int], ...]
+"""``(reason, underlying cause, count)`` per pair, in the order first counted."""
+
+
+def reason_and_cause(e: Any) -> tuple[str, str]:
+    """Kueue's (reason, underlying cause) of the eviction ``e`` (a WorkloadPreempted, WorkloadEvicted or
+    WorkloadDeactivated decision) records."""
+    t = type(e)
+    if t is ev.WorkloadPreempted:
+        return "Preempted", ""
+    if t is ev.WorkloadEvicted:
+        return e.reason, e.underlying_cause
+    return "Deactivated", e.reason.removeprefix("Deactivated").removeprefix("DueTo")
+
+
+def counted(evictions: Evictions, reason: str, cause: str) -> Evictions:
+    """``evictions`` with one more eviction for ``reason`` and ``cause`` (a new pair goes last)."""
+    for i, (r, c, n) in enumerate(evictions):
+        if r == reason and c == cause:
+            return (*evictions[:i], (r, c, n + 1), *evictions[i + 1:])
+    return (*evictions, (reason, cause, 1))
+
+
+def count_of(evictions: Evictions, reason: str, cause: str) -> int:
+    return next((n for r, c, n in evictions if r == reason and c == cause), 0)
+
+
+def shown(status: o.WorkloadStatus) -> Evictions:
+    """The record a Workload's status shows (entries counting 0 are kept: Kueue leaves them as they are)."""
+    stats = status.scheduling_stats
+    if stats is None or not stats.evictions:
+        return ()
+    return tuple((e.reason, e.underlying_cause, e.count) for e in stats.evictions)
+
+
+def from_pairs(pairs: Any) -> Evictions:
+    """The record of a workload restored from a snapshot that kept only which pairs were counted (versions 4 to
+    43: the metrics' ``evicted_once``): one eviction each, the least it had."""
+    return tuple((reason, cause, 1) for reason, cause in pairs)
+
+
+def as_status(evictions: Evictions) -> dict[str, Any]:
+    """``status.schedulingStats`` as plain data, Kueue's field names (``underlyingCause`` written when empty)."""
+    return {"evictions": [{"reason": r, "underlyingCause": c, "count": n} for r, c, n in evictions]}

@@ -1,0 +1,122 @@
+"""``status.schedulingStats.evictions``: the fold keeps each workload's eviction record (Kueue's reason and
+underlying cause of every eviction path, counted in the order first met), starts from what the Workload shows, and
+``evicted_workloads_once_total`` reads the same record (restarts and snapshots included)."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from fixtures.eventgen import T0, upsert, workload
+
+from events import objects as o
+from events import schema as ev
+from projections import snapshot
+from projections.workloads import status_of
+from tests.projections.test_proj_metrics import NS, Log, admit, cluster, release, reserve, sample, series
+
+ONCE = "kueue_evicted_workloads_once_total"
+
+
+def readmitted(log: Log, at: int, key: str = "ns/w2") -> None:
+    log.decide(at, release(key))
+    log.decide(at + 100, reserve(key, "cq-b"), admit(key))
+
+
+@pytest.mark.parametrize(("decision", "entry"), [
+    ((ev.WorkloadPreempted, {"reason": "InCohortReclamation", "preemptor": "ns/w1"}), ("Preempted", "")),
+    ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart"}),
+     ("PodsReadyTimeout", "WaitForStart")),
+    ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForRecovery"}),
+     ("PodsReadyTimeout", "WaitForRecovery")),
+    ((ev.WorkloadEvicted, {"reason": "AdmissionCheck"}), ("AdmissionCheck", "")),
+    ((ev.WorkloadEvicted, {"reason": "NodeFailures"}), ("NodeFailures", "")),
+    ((ev.WorkloadEvicted, {"reason": "ClusterQueueStopped"}), ("ClusterQueueStopped", "")),
+    ((ev.WorkloadEvicted, {"reason": "LocalQueueStopped"}), ("LocalQueueStopped", "")),
+    ((ev.WorkloadDeactivated, {"reason": "Deactivated"}), ("Deactivated", "")),
+    ((ev.WorkloadDeactivated, {"reason": "DeactivatedDueToAdmissionCheck"}), ("Deactivated", "AdmissionCheck")),
+    ((ev.WorkloadDeactivated, {"reason": "DeactivatedDueToRequeuingLimitExceeded"}),
+     ("Deactivated", "RequeuingLimitExceeded")),
+    ((ev.WorkloadDeactivated, {"reason": "DeactivatedDueToMaximumExecutionTimeExceeded"}),
+     ("Deactivated", "MaximumExecutionTimeExceeded")),
+])
+def test_each_eviction_path_counts_under_kueues_reason_and_cause(decision: tuple[type, dict],
+                                                                 entry: tuple[str, str]) -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    kind, fields = decision
+    log.decide(T0 + 2000, (kind, {"key": "ns/w2", "message": "m", **fields}))
+    wl = log.state.workloads["ns/w2"]
+    assert wl.evictions == ((*entry, 1),)
+    assert status_of(wl)["schedulingStats"] == {
+        "evictions": [{"reason": entry[0], "underlyingCause": entry[1], "count": 1}]}
+    assert series(log.state, ONCE) == {("cq-b", *entry, ""): 1}
+
+
+def test_entries_keep_the_order_first_counted_and_count_in_place() -> None:
+    log = Log()
+    cluster(log)
+    s = log.state
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "PodsReadyTimeout", "message": "m",
+                                                "underlying_cause": "WaitForStart"}))
+    log.decide(T0 + 2500, (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "AdmissionCheck", "message": "m"}))
+    assert s.workloads["ns/w2"].evictions == (("PodsReadyTimeout", "WaitForStart", 1),)  # evicted already: none
+    readmitted(log, T0 + 3000)
+    log.decide(T0 + 4000, (ev.WorkloadPreempted, {"key": "ns/w2", "reason": "InClusterQueue", "message": "p",
+                                                  "preemptor": "ns/w3"}))
+    readmitted(log, T0 + 5000)
+    log.decide(T0 + 6000, (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "PodsReadyTimeout", "message": "m",
+                                                "underlying_cause": "WaitForStart"}))
+    assert s.workloads["ns/w2"].evictions == (("PodsReadyTimeout", "WaitForStart", 2), ("Preempted", "", 1))
+    assert series(s, ONCE) == {("cq-b", "PodsReadyTimeout", "WaitForStart", ""): 1, ("cq-b", "Preempted", "", ""): 1}
+    # a pending workload's deactivation evicts nothing: no entry
+    log.decide(T0 + 7000, (ev.WorkloadDeactivated, {"key": "ns/w1", "reason": "Deactivated", "message": "off"}))
+    assert s.workloads["ns/w1"].evictions == ()
+    assert "schedulingStats" not in status_of(s.workloads["ns/w1"])
+
+
+def shown_workload(name: str, *entries: tuple[str, str, int]) -> o.Workload:
+    w = workload(NS, name, queue="lq-b", created=T0)
+    stats = o.SchedulingStats(evictions=[o.SchedulingStatsEviction(reason=r, underlying_cause=c, count=n)
+                                         for r, c, n in entries])
+    return msgspec.structs.replace(w, status=o.WorkloadStatus(scheduling_stats=stats))
+
+
+def test_a_workload_keeps_the_counts_its_status_shows_and_they_are_not_counted_once_again() -> None:
+    log = Log()
+    cluster(log)
+    s = log.state
+    log.observe(upsert(shown_workload("w9", ("Preempted", "", 2), ("PodsReadyTimeout", "WaitForStart", 1)), T0))
+    log.decide(T0 + 1000, reserve("ns/w9", "cq-b"), admit("ns/w9"))
+    log.decide(T0 + 2000, (ev.WorkloadEvicted, {"key": "ns/w9", "reason": "PodsReadyTimeout", "message": "m",
+                                                "underlying_cause": "WaitForStart"}))
+    assert s.workloads["ns/w9"].evictions == (("Preempted", "", 2), ("PodsReadyTimeout", "WaitForStart", 2))
+    assert sample(s, "kueue_evicted_workloads_total", cluster_queue="cq-b", reason="PodsReadyTimeout",
+                  underlying_cause="WaitForStart", priority_class="") == 1
+    assert series(s, ONCE) == {}  # Kueue counted it the first time, before kueue-es saw it
+    # its status shows the whole record, as a later upsert (the writer's echo) leaves it
+    log.observe(upsert(shown_workload("w9", ("Preempted", "", 2), ("PodsReadyTimeout", "WaitForStart", 2)), T0 + 3000))
+    assert status_of(s.workloads["ns/w9"])["schedulingStats"]["evictions"] == [
+        {"reason": "Preempted", "underlyingCause": "", "count": 2},
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 2}]
+
+
+def test_snapshots_keep_the_record_and_an_older_one_restores_the_pairs_it_counted() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "NodeFailures", "message": "m"}))
+    readmitted(log, T0 + 3000)
+    log.decide(T0 + 4000, (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "NodeFailures", "message": "m"}))
+    restored = snapshot.decode(snapshot.encode(log.state))
+    assert restored.workloads["ns/w2"].evictions == (("NodeFailures", "", 2),)
+    assert snapshot.digest(restored) == snapshot.digest(log.state)
+    # a version-43 snapshot kept the pairs in the metrics, not the counts
+    taken = snapshot.take(log.state)
+    old_wl = msgspec.structs.replace(taken.workloads[1], evictions=())
+    assert old_wl.key == "ns/w2"
+    old = msgspec.structs.replace(
+        taken, version=43, workloads=[taken.workloads[0], old_wl, *taken.workloads[2:]],
+        metrics=msgspec.structs.replace(taken.metrics, evicted_once=[("ns/w2", [("NodeFailures", "")])]))
+    assert snapshot.restore(old).workloads["ns/w2"].evictions == (("NodeFailures", "", 1),)
