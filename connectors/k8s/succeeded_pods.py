@@ -10,9 +10,10 @@ observation of its scheduling (admitted, not evicted, no ``PodsScheduled=True`` 
 Pod, by uid), its trimmed view is upserted with that phase instead of the deletion, and the fold counts it as
 Kueue does. Any other Pod leaving is a deletion, as before.
 
-Such a Pod stays in the log until a relist finds it no longer needed (:func:`still_needed`: its Workload waits no
-more, or a read no longer finds it ``Succeeded``); between relists its later deletion is not seen (Kueue's cache
-would drop it), which only matters while its Workload still waits.
+A relist treats every Pod it does not list the same way (:func:`unlisted`): one the log holds, running or
+succeeded, is kept as succeeded while its Workload waits and a read finds it ``Succeeded`` (a Pod that succeeded
+during a watch gap too), and is deleted once not (its Workload waits no more, or it is gone); between relists its
+later deletion is not seen (Kueue's cache would drop it), which only matters while its Workload still waits.
 """
 
 from __future__ import annotations
@@ -64,10 +65,11 @@ async def left_succeeded(client: KubeClient, pod: o.Pod) -> o.Pod | None:
     return kept_view(now)
 
 
-async def still_needed(client: KubeClient, state: ClusterState, key: str) -> bool:
-    """A relist did not list Pod ``key`` (it is terminal or gone): keep it in the log only when the log holds it
-    as succeeded, its Workload still waits, and it is still there, succeeded."""
+async def unlisted(client: KubeClient, state: ClusterState, key: str) -> o.Pod | None:
+    """A relist did not list Pod ``key`` (it is terminal or gone): its succeeded view to keep in the log when its
+    Workload still waits and it is there, succeeded (whether the log last held it running, as after a watch gap,
+    or succeeded already); None: it is deleted."""
     pod = state.pods.get(key)
-    if pod is None or pod.status.phase != SUCCEEDED or not awaits(state, pod):
-        return False
-    return await left_succeeded(client, pod) is not None
+    if not awaits(state, pod):
+        return None
+    return await left_succeeded(client, pod)

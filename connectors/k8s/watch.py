@@ -161,9 +161,13 @@ class Watcher:
             if e is not None:
                 out.append(e)
         for key, (uid, rv) in sorted(self._known(r.kind).items()):
-            if key not in seen_keys and not (r.kind == "Pod" and await succeeded_pods.still_needed(
-                    self.client, self.mirror.state, key)):
+            if key in seen_keys:
+                continue
+            kept = await succeeded_pods.unlisted(self.client, self.mirror.state, key) if r.kind == "Pod" else None
+            if kept is None:
                 out.append(self._delete(r, key, uid, rv, t))
+            elif (e := self._upsert(r, kept, t)) is not None:
+                out.append(e)
         self.stats.listed[r.kind] = len(listed.items) if listed is not None else 0
         if out:
             await self.emit(out)

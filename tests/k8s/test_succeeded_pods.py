@@ -49,13 +49,15 @@ def test_a_succeeded_pod_of_a_waiting_workload_is_kept_as_succeeded() -> None:
     kept = asyncio.run(sp.left_succeeded(client, left))  # type: ignore[arg-type]
     assert kept is not None and kept.status.phase == "Succeeded" and kept.metadata.annotations == {
         "kueue.x-k8s.io/workload": "w1"}
-    assert asyncio.run(sp.still_needed(client, log.state, "ns/p0")) is False, "the log holds it running"
+    gap = asyncio.run(sp.unlisted(client, log.state, "ns/p0"))
+    assert gap is not None and gap.status.phase == "Succeeded", "succeeded while no watch ran: a relist keeps it"
     log.observe(upsert(kept, at(4)))
-    assert asyncio.run(sp.still_needed(client, log.state, "ns/p0")) is True, "succeeded, the workload waits"
+    assert asyncio.run(sp.unlisted(client, log.state, "ns/p0")) is not None, "succeeded, the workload waits"
+    assert asyncio.run(sp.unlisted(_Client({}), log.state, "ns/p0")) is None, "gone: deleted"
     log.pod(at(5), "p1", bound=True)
     assert log.shown() == SCHEDULED, "the succeeded pod fills its slot"
     assert not sp.awaits(log.state, log.state.pods["ns/p0"]), "PodsScheduled=True: nothing more to wait for"
-    assert asyncio.run(sp.still_needed(client, log.state, "ns/p0")) is False, "a relist lets it go"
+    assert asyncio.run(sp.unlisted(client, log.state, "ns/p0")) is None, "a relist lets it go"
 
 
 def test_a_failed_gone_or_recreated_pod_is_not_kept_and_nothing_is_read_while_untracked() -> None:
