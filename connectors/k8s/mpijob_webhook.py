@@ -32,7 +32,8 @@ says, answering every review unchanged while the integration is off (``failurePo
 on. On update under ``TopologyAwareScheduling`` the Worker template of an MPIJob that runs its launcher as a worker
 must carry the offset this defaulting would give it (:func:`offset_update_errors`, Kueue v0.20's #14485: not
 removed, changed or added); its create rules, a non-negative integer never beside a ``podset-group-name``, are
-every template's TAS rules (:mod:`connectors.k8s.job_validation`). An update's errors are sorted by field path.
+every template's TAS rules (:mod:`connectors.k8s.job_validation`). A create's and an update's errors are sorted by
+field path.
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ def _as_job(mpijob: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def create_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """What Kueue refuses in an MPIJob being created, in its order."""
-    return job_validation.generic_create_errors(_as_job(mpijob)) + topology_errors(mpijob, feature_gates)
+    """What Kueue refuses in an MPIJob being created, sorted by field path as Kueue sorts them."""
+    return sorted(job_validation.generic_create_errors(_as_job(mpijob)) + topology_errors(mpijob, feature_gates),
+                  key=_field)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],

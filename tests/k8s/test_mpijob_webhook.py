@@ -121,6 +121,16 @@ def test_a_created_mpijobs_labels_are_checked() -> None:
     assert _refusal(_mpijob({Q: "Bad_Queue"}), settings=OFF) is None
 
 
+def test_a_created_mpijobs_errors_come_sorted_by_field_path() -> None:
+    """Kueue sorts a create's errors by field (the queue-name label's error, checked first, comes after the
+    maximum execution time's)."""
+    assert _refusal(_mpijob({Q: "Bad_Queue", MAX_EXEC: "0"})) == (
+        f"[metadata.labels[{MAX_EXEC}]: Invalid value: 0: should be greater than 0, metadata.labels[{Q}]: "
+        'Invalid value: "Bad_Queue": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+        "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')]")
+
+
 @pytest.mark.parametrize(("suspend", "error"), [
     (True, None), (False, f'metadata.labels[{Q}]: Invalid value: "b": field is immutable')])
 def test_the_queue_name_may_change_only_while_the_run_policy_suspends_it(suspend: bool, error: str | None) -> None:
