@@ -113,11 +113,11 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
             if not updating:
                 raise
             # Kueue's webhook returns the update's errors with the object's own, and the apiserver the CRD's
-            # transition rules with the rest of the CRD's
+            # transition rules with the rest of the CRD's, before any webhook (a transition rule broken alone too)
             schema, webhook = workload_update_errors(
                 old_doc, new_doc, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING), is_slice=_elastic_slice(new_doc, gate),
                 gated_by=gate(gates.ADMISSION_GATED_BY))
-            refuse_all(exc.schema + schema if exc.schema else exc.webhook + webhook, where)
+            refuse_all(exc.schema + schema if exc.schema or schema else exc.webhook + webhook, where)
             raise
         if updating:
             old = _view({**old_doc, "kind": kind})

@@ -444,6 +444,9 @@ def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in
         "field is immutable]")
     moved = copy.deepcopy(reserved)
     moved["spec"]["queueName"] = "other"
+    assert _message(_review("Workload", moved, before)) == (
+        "Workload team/w: field `spec.queueName`: queueName is immutable while workload quota reserved"), (
+        "the apiserver's transition rule refuses before the webhook's rules are asked")
     del moved["status"]["conditions"][0]["reason"]
     assert _message(_review("Workload", moved, before)) == (
         "Workload team/w: [field `status.conditions[0].reason`: Required value: must be set, field `spec.queueName`: "
