@@ -90,8 +90,8 @@ off (the workload's own waitForPodsReady timeouts, :mod:`projections.workload_po
 
 ALL_GATED = tuple(g.key for g in GATED)
 PODS_READY_ONLY = (WAIT_FOR_PODS_READY_ANNOTATION,)
-"""Of :data:`GATED`, what the integrations that do not follow a job's admission gate take (Ray, LeaderWorkerSet, a
-pod group)."""
+"""Of :data:`GATED`, what the integrations that do not follow a job's admission gate take (LeaderWorkerSet, a pod
+group; Ray objects go through Kueue's generic job path and take them all)."""
 
 
 def gated_annotations(state: ClusterState, annotations: Mapping[str, str],

@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, ray_head_resources, workload_names
-from connectors.k8s.copied_metadata import PODS_READY_ONLY, copied, workload_annotations
+from connectors.k8s.copied_metadata import copied, workload_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds
@@ -162,7 +162,7 @@ def workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: s
     max_exec = max_execution_seconds(labels)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_annotations = workload_annotations(state, keys, annotations, PODS_READY_ONLY)
+    wl_annotations = workload_annotations(state, keys, annotations)
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta["namespace"],
         "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
