@@ -1,10 +1,9 @@
 """A Ray object's ``kueue.x-k8s.io/admission-gated-by`` under ``AdmissionGatedBy``: Kueue builds a Ray object's
 Workload through its generic job path, so the Workload takes the gates when made and loses those the Ray object
-drops, as a Job's does (:mod:`connectors.k8s.raycluster`, :func:`connectors.k8s.jobframework.admission_gate_change`)."""
+drops, as a Job's does (that step is the shared reconciler's) (:mod:`connectors.k8s.raycluster`, :func:`connectors.k8s.jobframework.admission_gate_change`)."""
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 from test_ray_reconcile import (
     BOTH_ON,
@@ -14,7 +13,6 @@ from test_ray_reconcile import (
     job_integration,
     raw_cluster,
     raw_job,
-    workload,
 )
 
 from projections.workloads import ADMISSION_GATED_BY_ANNOTATION as GATE
@@ -36,15 +34,3 @@ async def test_a_ray_objects_admission_gate_is_copied_to_its_new_workload_under_
         assert created["metadata"]["name"] == name
         assert created["metadata"].get("annotations") == want
 
-
-@pytest.mark.asyncio
-async def test_an_admission_gate_the_raycluster_drops_is_removed_from_its_workload() -> None:
-    raw = raw_cluster()
-    raw["metadata"]["annotations"] = {GATE: "example.com/b"}
-    wl = workload(CLUSTER_WL, "RayCluster", "rc", ["head", "workers"])
-    wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
-        wl.metadata, annotations={GATE: "example.com/a,example.com/b"}))
-    integ, client, _ = cluster_integration(raw, wl)
-    await integ.reconcile("ns/rc")
-    (kind, _, patch), = client.patches
-    assert (kind, patch["metadata"]["annotations"]) == ("Workload", {GATE: "example.com/b"})
