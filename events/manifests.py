@@ -88,7 +88,7 @@ class Checks:
     annotation is a whole number from 1 to 8 (:func:`events.unhealthy_threshold.threshold_errors`; an update holds
     it against the old object instead)."""
     reclaimable_bounds: bool = True
-    """Not a gate's: a reclaimable count at most its pod set's count (:func:`check_reclaimable_bounds`). An
+    """Not a gate's: a reclaimable count at most its pod set's count (:func:`reclaimable_bound_errors`). An
     update turns it off here and holds it against the old object instead (:mod:`events.update_rules`:
     ``ElasticJobsViaWorkloadSlices`` lets a workload slice keep an unchanged count above a lowered pod set)."""
 
@@ -477,10 +477,47 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     if isinstance(obj, o.Cohort):
         object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))
         return
+    if isinstance(obj, o.Workload):
+        _validate_workload(obj, where, checks, doc)
+        return
     _validate_ungated(obj, where)
     if doc is not None:
         object_rules.check_document(doc, where)
     validate_gated(obj, where, checks)
+
+
+def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str, Any] | None) -> None:
+    """A Workload's rules, each kind's errors together, as the apiserver and Kueue's webhook return them: what the
+    projections need (every one broken), then its CRD's rules (the document's CEL rules on tolerations with them),
+    then the webhook's, ungated then gated, refused as one
+    :class:`~events.object_rules.WorkloadRefused` so that an update's own join them
+    (:mod:`connectors.k8s.validating`)."""
+    _validate_shape(wl, where)
+    schema, webhook = object_rules.workload_errors(wl)
+    if not schema and doc is not None:
+        schema = _collect(where, lambda: object_rules.check_document(doc, where))
+    if schema:
+        raise object_rules.WorkloadRefused(where, schema, [], wl)
+    webhook += gated_workload_errors(wl, where, checks)
+    if webhook:
+        raise object_rules.WorkloadRefused(where, [], webhook, wl)
+
+
+def _refuse(where: str, problem: str) -> None:
+    raise InvalidInput(f"{where}: {problem}")
+
+
+def _collect(where: str, *runs: Callable[[], None]) -> list[str]:
+    """The field error each of ``runs`` refuses ``where`` with (each stopping at its own first), in order."""
+    prefix = f"{where}: "
+    errors: list[str] = []
+    for run in runs:
+        try:
+            run()
+        except InvalidInput as exc:
+            text = str(exc)
+            errors.append(text.removeprefix(prefix))
+    return errors
 
 
 def check_foldable(obj: o.KObject, where: str) -> None:
@@ -534,26 +571,7 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
     """The checks Kueue's webhooks make only under a feature gate, those ``checks`` turns on."""
     match obj:
         case o.Workload():
-            if checks.priority_boost:
-                check_priority_boost(obj, where)
-            for i, ps in enumerate(obj.spec.pod_sets):
-                at = f"spec.podSets[{i}]"
-                if checks.pod_set_metadata:
-                    _check_template_metadata(ps.template.metadata, where, f"{at}.template.metadata")
-                if checks.non_negative:
-                    object_rules.check_non_negative(ps.template.spec, where, f"{at}.template.spec")
-                if checks.slice_size and ps.topology_request is not None:
-                    _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
-            if checks.min_count:
-                object_rules.check_min_counts(obj, where, scale_up=checks.elastic_min_count)
-            if checks.admission_gate:
-                object_rules.check_admission_gate(obj.metadata.annotations, where)
-            if checks.topology_spreading:
-                object_rules.refuse_all(topology_spreading.workload_errors(obj.spec.pod_sets), where)
-            if checks.unhealthy_threshold:
-                object_rules.refuse_all(unhealthy_threshold.threshold_errors(obj.metadata.annotations), where)
-            if checks.reclaimable_bounds:
-                check_reclaimable_bounds(obj, where)
+            object_rules.refuse_all(gated_workload_errors(obj, where, checks), where)
         case o.ClusterQueue():
             object_rules.refuse_all(_gated_cluster_queue_errors(obj, checks), where)
         case _:
@@ -567,6 +585,38 @@ def _gated_cluster_queue_errors(cq: o.ClusterQueue, checks: Checks) -> list[str]
             + (on_flavors_errors(cq) if checks.on_flavors else []))
 
 
+def gated_workload_errors(wl: o.Workload, where: str, checks: Checks) -> list[str]:
+    """The field errors of the Workload checks ``checks`` turns on, every kind's, in the order Kueue's webhook
+    makes them: the priority boost, each pod set's template metadata, non-negative requests and slice size, the
+    minimum counts, the admission gate, the topology spreading, the unhealthy-nodes threshold, the reclaimable
+    counts' bound."""
+    runs: list[Callable[[], None]] = []
+    if checks.priority_boost:
+        runs.append(lambda: check_priority_boost(wl, where))
+    for i, ps in enumerate(wl.spec.pod_sets):
+        at = f"spec.podSets[{i}]"
+        if checks.pod_set_metadata:
+            runs.append(lambda ps=ps, at=at: _check_template_metadata(ps.template.metadata, where,
+                                                                        f"{at}.template.metadata"))
+        if checks.non_negative:
+            runs.append(lambda ps=ps, at=at: object_rules.check_non_negative(ps.template.spec, where,
+                                                                               f"{at}.template.spec"))
+        if checks.slice_size and ps.topology_request is not None:
+            runs.append(lambda req=ps.topology_request, at=at: _check_slice_size(req, where, f"{at}.topologyRequest"))
+    if checks.min_count:
+        runs.append(lambda: object_rules.check_min_counts(wl, where, scale_up=checks.elastic_min_count))
+    if checks.admission_gate:
+        runs.append(lambda: object_rules.check_admission_gate(wl.metadata.annotations, where))
+    errors = _collect(where, *runs)
+    if checks.topology_spreading:
+        errors += topology_spreading.workload_errors(wl.spec.pod_sets)
+    if checks.unhealthy_threshold:
+        errors += unhealthy_threshold.threshold_errors(wl.metadata.annotations)
+    if checks.reclaimable_bounds:
+        errors += reclaimable_bound_errors(wl)
+    return errors
+
+
 def _validate_ungated(obj: o.KObject, where: str) -> None:
     _validate_shape(obj, where)
     object_rules.check(obj, where)
@@ -578,30 +628,11 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
     if isinstance(obj, o.ClusterQueue | o.Cohort):
         object_rules.refuse_all(queue_schema_errors(obj, full=False), where)
         return
+    if isinstance(obj, o.Workload):
+        object_rules.refuse_all(_workload_shape_errors(obj, where), where)
+        return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
-        case o.Workload():
-            for i, c in enumerate(obj.status.conditions):
-                check_time(c.last_transition_time, where, f"status.conditions[{i}].lastTransitionTime")
-            if obj.status.requeue_state is not None:
-                check_time(obj.status.requeue_state.requeue_at, where, "status.requeueState.requeueAt")
-            if not obj.spec.pod_sets:
-                raise InvalidInput(f"{where}: field `spec.podSets` must have at least 1 item")
-            limit = obj.spec.maximum_execution_time_seconds
-            if limit is not None and limit < 1:
-                raise InvalidInput(f"{where}: field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}")
-            _validate_workload_tas(obj, where)
-            for i, ps in enumerate(obj.spec.pod_sets):
-                if ps.count < 0:
-                    raise InvalidInput(f"{where}: field `spec.podSets[{i}].count` must be >= 0")
-                if ps.topology_request is not None:
-                    _validate_topology_request(ps.topology_request, where, f"spec.podSets[{i}].topologyRequest")
-                if ps.min_count is not None and not (0 <= ps.min_count <= max(ps.count, 1)):
-                    raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 0 and count")
-                _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec", negative=True)
-            _check_workload_status_quantities(obj.status, where)
-            _validate_reclaimable_pods(obj, where)
-            _validate_preemption_gates(obj, where)
         case o.Pod():
             _check_pod_spec(obj.spec, where, "spec")
         case o.Job():
@@ -792,9 +823,42 @@ def _validate_preemption_gates(wl: o.Workload, where: str) -> None:
                 check_time(gate.last_transition_time, where, f"{at}.lastTransitionTime")
 
 
+def _workload_shape_errors(wl: o.Workload, where: str) -> list[str]:
+    """What the projections need of a Workload (:func:`_validate_shape`): the field error of each check broken
+    (each stopping at its own first), in order."""
+    runs: list[Callable[[], None]] = [
+        lambda: check_time(wl.metadata.creation_timestamp, where, "metadata.creationTimestamp")]
+    for i, c in enumerate(wl.status.conditions):
+        runs.append(lambda c=c, i=i: check_time(c.last_transition_time, where,
+                                                f"status.conditions[{i}].lastTransitionTime"))
+    requeue = wl.status.requeue_state
+    if requeue is not None:
+        runs.append(lambda: check_time(requeue.requeue_at, where, "status.requeueState.requeueAt"))
+    if not wl.spec.pod_sets:
+        runs.append(lambda: _refuse(where, "field `spec.podSets` must have at least 1 item"))
+    limit = wl.spec.maximum_execution_time_seconds
+    if limit is not None and limit < 1:
+        runs.append(lambda: _refuse(where, f"field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}"))
+    runs.append(lambda: _validate_workload_tas(wl, where))
+    for i, ps in enumerate(wl.spec.pod_sets):
+        at = f"spec.podSets[{i}]"
+        if ps.count < 0:
+            runs.append(lambda at=at: _refuse(where, f"field `{at}.count` must be >= 0"))
+        if ps.topology_request is not None:
+            runs.append(lambda req=ps.topology_request, at=at: _validate_topology_request(req, where,
+                                                                                           f"{at}.topologyRequest"))
+        if ps.min_count is not None and not (0 <= ps.min_count <= max(ps.count, 1)):
+            runs.append(lambda at=at: _refuse(where, f"field `{at}.minCount` must be between 0 and count"))
+        runs.append(lambda ps=ps, at=at: _check_pod_spec(ps.template.spec, where, f"{at}.template.spec",
+                                                         negative=True))
+    runs += [lambda: _check_workload_status_quantities(wl.status, where),
+             lambda: _validate_reclaimable_pods(wl, where), lambda: _validate_preemption_gates(wl, where)]
+    return _collect(where, *runs)
+
+
 def _validate_reclaimable_pods(wl: o.Workload, where: str) -> None:
     """Kueue's checks of ``status.reclaimablePods`` a stored object is held to: each names a pod set, once, with
-    a count not below 0 (its upper bound: :func:`check_reclaimable_bounds`)."""
+    a count not below 0 (its upper bound: :func:`reclaimable_bound_errors`)."""
     counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
     seen: set[str] = set()
     for rp in wl.status.reclaimable_pods:
@@ -809,16 +873,17 @@ def _validate_reclaimable_pods(wl: o.Workload, where: str) -> None:
                                f"({counts[rp.name]}), got {rp.count}")
 
 
-def check_reclaimable_bounds(wl: o.Workload, where: str, *, kept: Callable[[str, int], bool] | None = None) -> None:
+def reclaimable_bound_errors(wl: o.Workload, *, kept: Callable[[str, int], bool] | None = None) -> list[str]:
     """A reclaimable count is at most its pod set's count, unless ``kept(name, count)`` (an update of an elastic
-    workload leaving an entry unchanged above a pod set its Job scaled down: :mod:`events.update_rules`). Not
-    held to a stored object: Kueue lets such an entry be stored, and the fold floors a count at 0."""
+    workload leaving an entry unchanged above a pod set its Job scaled down: :mod:`events.update_rules`): the
+    field error of each count above. Not held to a stored object: Kueue lets such an entry be stored, and the
+    fold floors a count at 0."""
     counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
-    for rp in wl.status.reclaimable_pods:
-        limit = counts.get(rp.name)
-        if limit is not None and rp.count > limit and not (kept is not None and kept(rp.name, rp.count)):
-            raise InvalidInput(f"{where}: field `status.reclaimablePods[{rp.name}].count`: must be between 0 and "
-                               f"the pod set's count ({limit}), got {rp.count}")
+    return [f"field `status.reclaimablePods[{rp.name}].count`: must be between 0 and the pod set's count "
+            f"({counts[rp.name]}), got {rp.count}"
+            for rp in wl.status.reclaimable_pods
+            if counts.get(rp.name) is not None and rp.count > counts[rp.name]
+            and not (kept is not None and kept(rp.name, rp.count))]
 
 
 def _validate_workload_tas(wl: o.Workload, where: str) -> None:

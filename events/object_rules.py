@@ -126,10 +126,11 @@ def check(obj: o.KObject, where: str) -> None:
 
 class WorkloadRefused(InvalidInput):
     """A Workload refused for the rules of its CRD (``schema``) or, those kept, of Kueue's webhook (``webhook``):
-    the field errors, so that an update's own can join them (:mod:`connectors.k8s.validating`)."""
+    the field errors, so that an update's own can join them (:mod:`connectors.k8s.validating`), and the
+    ``workload`` refused when known."""
 
-    def __init__(self, where: str, schema: list[str], webhook: list[str]) -> None:
-        self.where, self.schema, self.webhook = where, schema, webhook
+    def __init__(self, where: str, schema: list[str], webhook: list[str], workload: o.Workload | None = None) -> None:
+        self.where, self.schema, self.webhook, self.workload = where, schema, webhook, workload
         super().__init__(f"{where}: {aggregate(schema or webhook)}")
 
 

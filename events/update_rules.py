@@ -40,9 +40,10 @@ from __future__ import annotations
 from typing import Any
 
 from events import objects as o
+from events import topology_spreading, unhealthy_threshold
 from events.errors import InvalidInput
-from events.manifests import check_reclaimable_bounds, on_flavors_errors
-from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME, refuse_all
+from events.manifests import on_flavors_errors, reclaimable_bound_errors
+from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME, WorkloadRefused, refuse_all
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
@@ -52,20 +53,32 @@ _QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
 
 def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KObject | None, new: o.KObject,
                     where: str, *, on_flavors_gate: bool = True, tas: bool = True, gated_by: bool = True,
-                    elastic: bool = True) -> None:
+                    elastic: bool = True, own: WorkloadRefused | None = None, spreading: bool = False,
+                    threshold: bool = False) -> None:
     """Refuse the update of ``old`` into ``new`` (views of ``old_doc`` and ``new_doc``; ``old`` None when it
     does not decode) if Kueue does; the new object was checked on its own already, but for its reclaimable
-    counts' bound (``Checks.reclaimable_bounds`` off). ``on_flavors_gate``, ``tas``, ``gated_by``, ``elastic``:
-    the gates ``RejectUpdatesToCQWithInvalidOnFlavors``, ``TopologyAwareScheduling``, ``AdmissionGatedBy`` and
-    ``ElasticJobsViaWorkloadSlices``."""
+    counts' bound (``Checks.reclaimable_bounds`` off), its topology spreading (``spreading``) and unhealthy-nodes
+    threshold (``threshold``), held against the old one here. ``on_flavors_gate``, ``tas``, ``gated_by``,
+    ``elastic``: the gates ``RejectUpdatesToCQWithInvalidOnFlavors``, ``TopologyAwareScheduling``,
+    ``AdmissionGatedBy`` and ``ElasticJobsViaWorkloadSlices``. ``own``: how a Workload's own check refused it
+    (:class:`~events.object_rules.WorkloadRefused`), whose errors join the update's: the CRD's first, all of them,
+    then all of the webhook's in Kueue's order (the new object's, then the update's)."""
     match new:
         case o.Workload():
             is_slice = elastic and new.metadata.annotations.get(ELASTIC_JOB) == "true"
             before = _reclaimable_counts(old_doc)
-            check_reclaimable_bounds(new, where, kept=lambda name, count: is_slice and before.get(name) == count)
             schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by)
-            refuse_all(schema, where)
-            refuse_all(webhook, where)
+            refuse_all((own.schema if own is not None else []) + schema, where)
+            old_wl = old if isinstance(old, o.Workload) else None
+            held = own.webhook if own is not None else []
+            if spreading:
+                held += topology_spreading.workload_errors(new.spec.pod_sets,
+                                                           old_wl.spec.pod_sets if old_wl is not None else None)
+            if threshold:
+                held += unhealthy_threshold.threshold_errors(new.metadata.annotations,
+                                                             old_wl.metadata.annotations if old_wl is not None else None)
+            held += reclaimable_bound_errors(new, kept=lambda name, count: is_slice and before.get(name) == count)
+            refuse_all(held + webhook, where)
         case o.ClusterQueue():
             # Kueue's order: the onFlavors kept by the update, then the immutable policy; refused together.
             errors = on_flavors_errors(new, kept_from=old) \

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.k8s import job_validation, workload_names
-from connectors.k8s.copied_metadata import PODS_READY_ONLY, copied, gated_annotations
+from connectors.k8s.copied_metadata import GROUP_GATED, copied, gated_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
 from connectors.k8s.jobs import max_execution_seconds, topology_request
@@ -234,7 +234,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
     lws_annotations = _dict(meta.get("annotations"))
     annotations = {**copied(keys.annotations, lws_annotations), IS_GROUP_ANNOTATION: "true",
                    OWNER_GVK_ANNOTATION: GVK, OWNER_NAME_ANNOTATION: str(meta.get("name", "")),
-                   INDEX_ANNOTATION: str(index), **gated_annotations(state, lws_annotations, PODS_READY_ONLY)}
+                   INDEX_ANNOTATION: str(index), **gated_annotations(state, lws_annotations, GROUP_GATED)}
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta.get("namespace", ""), "annotations": annotations, "finalizers": [FINALIZER],
         "ownerReferences": [workload_names.controller_ref(LEADER_WORKER_SETS, str(meta.get("name", "")),

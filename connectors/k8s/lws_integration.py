@@ -49,6 +49,7 @@ from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import CREATED_WORKLOAD, QUEUE_LABEL
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
+from connectors.k8s.jobframework import admission_gate_change
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.owner_index import OwnerIndex
@@ -63,6 +64,7 @@ from events.errors import InvalidInput
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
 
 log = structlog.get_logger("kueue_es.k8s.leaderworkersets")
 
@@ -259,6 +261,7 @@ class LeaderWorkerSetIntegration:
             await self._create(lws, raw, name, index)
         for name in keep:
             await self._follow_priority(lws, raw, by_name[name])
+            await self._follow_admission_gate(lws, by_name[name])
 
     def _managed(self, lws: LeaderWorkerSet) -> bool:
         meta = lws.metadata
@@ -307,6 +310,20 @@ class LeaderWorkerSetIntegration:
         log.info("gave the workload its leaderworkerset's priority class", workload=obs.key, leaderworkerset=lws.key)
         await self._log.report(lws.key, lws.metadata.uid, job_sync.UPDATED_WORKLOAD, workload=obs.key,
                                message=job_sync.priority_updated_message(obs.key))
+
+    async def _follow_admission_gate(self, lws: LeaderWorkerSet, obs: o.Workload) -> None:
+        """Under ``AdmissionGatedBy``, take from a group's Workload the admission gates the set dropped, as Kueue's
+        LeaderWorkerSet reconciler does (a gate is never added: :func:`connectors.k8s.jobframework.admission_gate_change`),
+        conditioned on the Workload's resourceVersion."""
+        change = admission_gate_change(self.state, lws.metadata.annotations, obs)
+        if change is None:
+            return
+        with contextlib.suppress(NotFound, Conflict):  # gone, or changed since: its next version marks the set again
+            await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
+                "resourceVersion": obs.metadata.resource_version,
+                "annotations": {ADMISSION_GATED_BY_ANNOTATION: change[0]}}}, obs.metadata.namespace)
+            log.info("synced the workload's admission gate with its leaderworkerset's", workload=obs.key,
+                     gate=change[0], leaderworkerset=lws.key)
 
     async def _delete(self, obs: o.Workload, *, why: str) -> None:
         """Take Kueue's finalizer off and delete the Workload, as Kueue's reconciler does with one of no group."""

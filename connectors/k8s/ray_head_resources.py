@@ -15,11 +15,16 @@ set it builds, so the quota held covers what runs. In order:
   ``autoscalerOptions.resources`` when written, else KubeRay's 500m CPU and 512Mi (requests and limits);
 * **a RayJob's sidecar submitter** (:func:`sidecar_submitter_container`): with ``submissionMode: SidecarMode``
   KubeRay runs the job submitter in the head pod, always with its default resources (requests 500m CPU and 200Mi,
-  limits 1 CPU and 1Gi, ``submitterPodTemplate`` ignored); Kueue appends a ``ray-job-submitter`` container.
+  limits 1 CPU and 1Gi, ``submitterPodTemplate`` ignored); Kueue appends a ``ray-job-submitter`` container;
+* **the History Server collector** (:func:`collector_container`, Kueue v0.20's #14670, KubeRay v1.7): with
+  ``historyServerOptions.collectorOptions`` written in the cluster spec, KubeRay runs a ``ray-history-collector``
+  sidecar in every Ray pod, head and workers; Kueue appends it to every pod set of the cluster (after the
+  autoscaler on the head) with ``collectorOptions.resources`` when written, else KubeRay's requests 50m CPU and
+  64Mi, limits 200m CPU and 256Mi (:func:`account_collector`). A RayJob's submitter pod set is not a Ray pod.
 
 These containers are only counted: the Workload's pod set carries them, the Ray object's template is not changed,
 and stopping gives the template back only what the admission had added (labels, annotations, node selector,
-tolerations, gates). Not modelled: the KubeRay v1.7 history-server collector sidecar Kueue v0.20 counts (#14670).
+tolerations, gates).
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ SIDECAR_MODE = "SidecarMode"
 SUBMITTER_CONTAINER = "ray-job-submitter"
 SUBMITTER_RESOURCES = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}
 """KubeRay's default submitter container resources (a ``K8sJobMode`` default submitter's, a ``SidecarMode`` one's)."""
+COLLECTOR_CONTAINER = "ray-history-collector"
+"""The name KubeRay gives the History Server collector sidecar."""
+COLLECTOR_RESOURCES = {"limits": {"cpu": "200m", "memory": "256Mi"}, "requests": {"cpu": "50m", "memory": "64Mi"}}
+"""KubeRay's collector sidecar resources when ``collectorOptions.resources`` is not written."""
 
 
 def _map(value: Any) -> dict[str, Any]:
@@ -93,6 +102,19 @@ def sidecar_submitter_container() -> dict[str, Any]:
     return {"name": SUBMITTER_CONTAINER, "resources": copy.deepcopy(SUBMITTER_RESOURCES)}
 
 
+def collector_options(cluster_spec: dict[str, Any]) -> dict[str, Any] | None:
+    """``historyServerOptions.collectorOptions`` of a raw cluster spec when written (a map), else None."""
+    options = _map(cluster_spec.get("historyServerOptions")).get("collectorOptions")
+    return options if isinstance(options, dict) else None
+
+
+def collector_container(options: dict[str, Any]) -> dict[str, Any]:
+    """The collector sidecar Kueue counts for ``collectorOptions``: its ``resources`` as written, else KubeRay's."""
+    written = options.get("resources")
+    resources = copy.deepcopy(written) if isinstance(written, dict) else copy.deepcopy(COLLECTOR_RESOURCES)
+    return {"name": COLLECTOR_CONTAINER, "resources": resources}
+
+
 def _append(template: dict[str, Any], container: dict[str, Any]) -> None:
     spec = template.setdefault("spec", {})
     containers = spec.get("containers")
@@ -113,3 +135,13 @@ def account_sidecar_submitter(template: dict[str, Any], submission_mode: Any) ->
     """Append the sidecar submitter to a RayJob's head pod set's raw ``template`` in ``SidecarMode``."""
     if submission_mode == SIDECAR_MODE:
         _append(template, sidecar_submitter_container())
+
+
+def account_collector(templates: list[dict[str, Any]], cluster_spec: dict[str, Any]) -> None:
+    """Append the History Server collector to each of the raw Ray pod ``templates`` (copies, changed in place)
+    when ``cluster_spec`` writes ``collectorOptions``."""
+    options = collector_options(cluster_spec)
+    if options is None:
+        return
+    for template in templates:
+        _append(template, collector_container(options))

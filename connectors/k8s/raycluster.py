@@ -7,7 +7,8 @@ Kueue runs a RayCluster through its generic job reconciler; these are the RayClu
 
 * **a cluster spec's pod sets** (:func:`cluster_pod_sets`): ``head`` (one pod) first, with the Redis cleanup Job of
   a fault-tolerant cluster and the autoscaler sidecar counted in (:mod:`connectors.k8s.ray_head_resources`), then
-  one per worker group in the order written, named by its ``groupName`` and counting ``replicas`` (default 1) times ``numOfHosts`` when
+  one per worker group in the order written (each, head too, with the History Server collector sidecar when
+  ``historyServerOptions.collectorOptions`` is written), named by its ``groupName`` and counting ``replicas`` (default 1) times ``numOfHosts`` when
   that is above 1 — ``minReplicas`` and ``maxReplicas`` are not read; with the recorded Configuration's
   ``TopologyAwareScheduling`` on, a topology request from each template's TAS annotations (no rank label);
 * **its Workload** (:func:`workload_for`): ``raycluster-<name>-<hash>``, those pod sets, the priority class of the
@@ -34,7 +35,7 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, ray_head_resources, workload_names
-from connectors.k8s.copied_metadata import PODS_READY_ONLY, copied, workload_annotations
+from connectors.k8s.copied_metadata import copied, workload_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds
@@ -124,8 +125,8 @@ def pod_set(name: str, count: int, template: dict[str, Any], *, tas: bool) -> di
 
 def cluster_pod_sets(cluster_spec: dict[str, Any], *, tas: bool, annotations: dict[str, Any]) -> list[dict[str, Any]]:
     """The pod sets of a raw Ray cluster spec whose Ray object has ``annotations``: the head's, with what KubeRay
-    runs beside it (:func:`connectors.k8s.ray_head_resources.account_head`), then each worker group's (module
-    docstring). Raises :class:`~events.errors.InvalidInput` for a fault-tolerant cluster whose head has no
+    runs beside it (:func:`connectors.k8s.ray_head_resources.account_head`), then each worker group's, all with
+    the History Server collector when configured (:func:`~connectors.k8s.ray_head_resources.account_collector`). Raises :class:`~events.errors.InvalidInput` for a fault-tolerant cluster whose head has no
     container."""
     cluster_spec = copy.deepcopy(cluster_spec)
     groups = cluster_spec.get("workerGroupSpecs") or []
@@ -133,6 +134,7 @@ def cluster_pod_sets(cluster_spec: dict[str, Any], *, tas: bool, annotations: di
     out = [pod_set(name, count, template, tas=tas)
            for (name, template), count in zip(_templates(cluster_spec), counts, strict=True)]
     ray_head_resources.account_head(out[0]["template"], cluster_spec, annotations)
+    ray_head_resources.account_collector([ps["template"] for ps in out], cluster_spec)
     return out
 
 
@@ -160,7 +162,7 @@ def workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: s
     max_exec = max_execution_seconds(labels)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_annotations = workload_annotations(state, keys, annotations, PODS_READY_ONLY)
+    wl_annotations = workload_annotations(state, keys, annotations)
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta["namespace"],
         "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

@@ -51,11 +51,10 @@ from connectors.k8s import (
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
-from events import topology_spreading, unhealthy_threshold
 from events.errors import InvalidInput
 from events.manifests import Checks, decode_object
-from events.object_rules import ELASTIC_JOB, WorkloadRefused, refuse_all
-from events.update_rules import validate_update, workload_update_errors
+from events.object_rules import WorkloadRefused
+from events.update_rules import validate_update
 from projections import gates
 
 CONFIGURATION_NAME = "kueue-es-validating-webhook-configuration"
@@ -107,30 +106,22 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
     new_doc = {**new_doc, "kind": kind}
     where = f"{kind} {_key(new_doc)}"
     try:
+        own = None
         try:
             new = decode_object(new_doc, where, checks=checks)
         except WorkloadRefused as exc:
-            if not updating:
+            if not updating or exc.workload is None:
                 raise
             # Kueue's webhook returns the update's errors with the object's own, and the apiserver the CRD's
-            # transition rules with the rest of the CRD's, before any webhook (a transition rule broken alone too)
-            schema, webhook = workload_update_errors(
-                old_doc, new_doc, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING), is_slice=_elastic_slice(new_doc, gate),
-                gated_by=gate(gates.ADMISSION_GATED_BY))
-            refuse_all(exc.schema + schema if exc.schema or schema else exc.webhook + webhook, where)
-            raise
+            # transition rules with the rest of the CRD's
+            new, own = exc.workload, exc
         if updating:
             old = _view({**old_doc, "kind": kind})
             validate_update(old_doc, new_doc, old, new, where,
                             on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING),
                             gated_by=gate(gates.ADMISSION_GATED_BY),
-                            elastic=gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
-            if spreading and isinstance(new, o.Workload):
-                refuse_all(topology_spreading.workload_errors(
-                    new.spec.pod_sets, old.spec.pod_sets if isinstance(old, o.Workload) else None), where)
-            if threshold and isinstance(new, o.Workload):
-                refuse_all(unhealthy_threshold.threshold_errors(
-                    new.metadata.annotations, old.metadata.annotations if isinstance(old, o.Workload) else None), where)
+                            elastic=gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES), own=own, spreading=spreading,
+                            threshold=threshold)
     except InvalidInput as exc:
         return str(exc)
     return None
@@ -224,14 +215,6 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pod_hook, deployment_hook, statefulset_hook,
                                                           *frameworks]}
-
-
-def _elastic_slice(doc: dict[str, Any], gate: Any) -> bool:
-    """Whether the Workload (plain data) is an elastic job's slice, as :func:`events.update_rules.validate_update`
-    reads it."""
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
-    return gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and annotations.get(ELASTIC_JOB) == "true"
 
 
 def _view(doc: dict[str, Any]) -> o.KObject | None:

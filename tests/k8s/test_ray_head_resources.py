@@ -175,3 +175,50 @@ def test_a_rayservice_counts_its_cluster_configs_autoscaler_and_its_fault_tolera
     assert raw == written
     plain = rs.pod_sets(raw_service(), tas=False)
     assert head_containers(plain) == raw["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"]
+
+
+# --- the History Server collector (Kueue v0.20's #14670) ----------------------------------------------------------
+
+COLLECTOR_DEFAULT = {"limits": {"cpu": "200m", "memory": "256Mi"}, "requests": {"cpu": "50m", "memory": "64Mi"}}
+
+
+def all_containers(pod_sets: list[dict[str, Any]]) -> dict[str, list[str]]:
+    return {ps["name"]: [c["name"] for c in ps["template"]["spec"]["containers"]] for ps in pod_sets}
+
+
+def test_collector_options_put_kuberays_default_collector_on_every_ray_pod_set() -> None:
+    raw = raw_cluster(enableInTreeAutoscaling=True,
+                      historyServerOptions={"collectorOptions": {"image": "collector:v1.7.0"}})
+    written = copy.deepcopy(raw)
+    sets = rc.pod_sets(raw, tas=False)
+    assert all_containers(sets) == {"head": ["ray-head", "log", "autoscaler", "ray-history-collector"],
+                                    "w": ["w", "ray-history-collector"]}
+    for ps in sets:
+        assert ps["template"]["spec"]["containers"][-1] == {"name": "ray-history-collector",
+                                                             "resources": COLLECTOR_DEFAULT}
+    assert raw == written, "the RayCluster itself is not changed"
+
+
+def test_the_collector_options_resources_replace_the_defaults_as_written() -> None:
+    resources = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    raw = raw_cluster(historyServerOptions={"collectorOptions": {"resources": resources}})
+    assert [ps["template"]["spec"]["containers"][-1]["resources"] for ps in rc.pod_sets(raw, tas=False)] == [
+        resources, resources]
+
+
+@pytest.mark.parametrize("options", [None, {}, {"collectorOptions": None}])
+def test_no_collector_without_collector_options(options: dict[str, Any] | None) -> None:
+    extra = {} if options is None else {"historyServerOptions": options}
+    assert all_containers(rc.pod_sets(raw_cluster(**extra), tas=False)) == {"head": ["ray-head", "log"], "w": ["w"]}
+
+
+def test_a_rayjob_and_a_rayservice_count_the_collector_on_their_ray_pods_not_on_the_submitter() -> None:
+    hs = {"collectorOptions": {}}
+    job = rj.pod_sets(raw_job(historyServerOptions=hs), tas=False)
+    assert all_containers(job) == {"head": ["ray-head", "log", "ray-history-collector"],
+                                   "w": ["w", "ray-history-collector"], "submitter": ["ray-job-submitter"]}
+    sidecar = rj.pod_sets(raw_job(mode="SidecarMode", historyServerOptions=hs), tas=False)
+    assert names(sidecar) == ["ray-head", "log", "ray-history-collector", "ray-job-submitter"]
+    service = rs.pod_sets(raw_service(historyServerOptions=hs), tas=False)
+    assert all_containers(service) == {"head": ["ray-head", "log", "ray-history-collector"],
+                                       "w": ["w", "ray-history-collector"]}
