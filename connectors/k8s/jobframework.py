@@ -200,6 +200,13 @@ def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
     return not admission_gate_errors(old, {"annotations": {ADMISSION_GATED_BY_ANNOTATION: gate or ""}})
 
 
+def admission_gate_patch(obs: o.Workload, gate: str | None) -> dict[str, Any]:
+    """The merge patch giving the Workload ``obs`` the admission gate ``gate`` (None: removing it), conditioned on
+    its resourceVersion."""
+    return {"metadata": {"resourceVersion": obs.metadata.resource_version,
+                         "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}
+
+
 def admission_gate_change(state: ClusterState, job_annotations: Mapping[str, str],
                           obs: o.Workload) -> tuple[str | None] | None:
     """Under ``AdmissionGatedBy``, the admission gate (in a 1-tuple; None: none) the Workload ``obs`` is to take
@@ -945,9 +952,7 @@ class JobReconciler(Generic[J]):
     async def _sync_admission_gate(self, job: J, obs: o.Workload, gate: str | None) -> None:
         """Give the Workload the job's admission gate (None: remove it), conditioned on the Workload's
         resourceVersion."""
-        await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
-            "resourceVersion": obs.metadata.resource_version,
-            "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
+        await self.client.patch(WORKLOADS, obs.metadata.name, admission_gate_patch(obs, gate), obs.metadata.namespace)
         self.log.info(f"synced the workload's admission gate with its {self.NOUN}'s", workload=obs.key, gate=gate,
                       **{self.NOUN: job.key})
 

@@ -49,7 +49,7 @@ from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import CREATED_WORKLOAD, QUEUE_LABEL
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
-from connectors.k8s.jobframework import admission_gate_change
+from connectors.k8s.jobframework import admission_gate_change, admission_gate_patch
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.owner_index import OwnerIndex
@@ -64,7 +64,6 @@ from events.errors import InvalidInput
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
-from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
 
 log = structlog.get_logger("kueue_es.k8s.leaderworkersets")
 
@@ -319,9 +318,8 @@ class LeaderWorkerSetIntegration:
         if change is None:
             return
         with contextlib.suppress(NotFound, Conflict):  # gone, or changed since: its next version marks the set again
-            await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
-                "resourceVersion": obs.metadata.resource_version,
-                "annotations": {ADMISSION_GATED_BY_ANNOTATION: change[0]}}}, obs.metadata.namespace)
+            await self.client.patch(WORKLOADS, obs.metadata.name, admission_gate_patch(obs, change[0]),
+                                    obs.metadata.namespace)
             log.info("synced the workload's admission gate with its leaderworkerset's", workload=obs.key,
                      gate=change[0], leaderworkerset=lws.key)
 

@@ -113,6 +113,7 @@ from connectors.k8s.jobframework import (
     OWNER_NOT_FOUND,
     OWNER_NOT_FOUND_MESSAGE,
     admission_gate_change,
+    admission_gate_patch,
     admission_shown,
 )
 from connectors.k8s.journal import Journal
@@ -132,7 +133,6 @@ from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
 from projections.workloads import (
-    ADMISSION_GATED_BY_ANNOTATION,
     FINISHED,
     WAITING_FOR_REPLACEMENT_PODS,
     WorkloadInfo,
@@ -455,9 +455,7 @@ class PodIntegration:
 
     async def _set_admission_gate(self, pod: ManagedPod, obs: o.Workload, gate: str | None) -> None:
         """The Pod's admission gate (None: removed) onto its Workload, conditioned on its resourceVersion."""
-        await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
-            "resourceVersion": obs.metadata.resource_version,
-            "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
+        await self.client.patch(WORKLOADS, obs.metadata.name, admission_gate_patch(obs, gate), obs.metadata.namespace)
         log.info("synced the workload's admission gate with its pod's", pod=pod.key, workload=obs.key, gate=gate)
 
     async def _admission_checks(self, pods: Sequence[ManagedPod], wl: WorkloadInfo, *, held: bool) -> None:
