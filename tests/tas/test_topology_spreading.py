@@ -332,3 +332,50 @@ def test_a_cycle_parses_each_annotation_and_decodes_each_assignment_once(monkeyp
             for _ in range(3)]
     assert seen[0] is not None and seen[0].total == 2 and seen[0] == seen[1] == seen[2]
     assert calls == {"parse": 1, "decode": 2}
+
+
+def test_only_a_required_request_is_spread():
+    """Kueue v0.20 resolves a pod set's spreading rules only for a required topology request (its Workload webhook
+    refuses the annotation on any other); a preferred or unconstrained request whose pod set still carries it (one
+    staged while the gate was off) is placed as if it had none."""
+    state = _state(RACKS, [{"name": "w1", "domains": [["r1-h0", 1]]}])
+    snap = tas_snapshots(state)["tas"]
+    spec = ts.parse(annotation((RACK, "0.5", "Required")))
+    for topo in (o.PodSetTopologyRequest(preferred=RACK), o.PodSetTopologyRequest(unconstrained=True)):
+        occ = occupancy(snap.tree, "tas", spec, group_key("main", topo), "test-ns", None, state.workloads.values())
+        assert occ.total == 1
+        req = PodSetRequest(name="main", count=2, requests=(("cpu", 1000),), topology=topo)
+        assert place(snap, msgspec.structs.replace(req, spreading=occ)) == place(snap, req)
+    assert _racks(_place(state, annotation((RACK, "0.5", "Required")))) == ["r2"]  # a required one is
+
+
+def test_a_required_request_also_unconstrained_takes_the_first_ranked_domain_that_fits():
+    """A Workload's topology request may name a required level and be unconstrained too (only the job webhooks
+    refuse two topology annotations): Kueue then spreads it (required) and picks LeastFreeCapacity's way
+    (unconstrained, TASProfileMixed): the first domain of the ranked order that fits, not BestFit's tightest. With
+    a partial slice the two differ: the order reads whole slices, the fit the slices beside the partial one."""
+    # 2 whole slices of 3 pods and a partial one of 2; each rack holds 3 whole slices. rx (11 pods) comes first
+    # in LeastFreeCapacity's order and holds all 3 beside the partial one; ry (12 pods, 4 on each host) only 2.
+    state = _state({"rx": ("b1", [3, 3, 5]), "ry": ("b2", [4, 4, 4])}, [])
+    snap = tas_snapshots(state)["tas"]
+    both = o.PodSetTopologyRequest(required=RACK, unconstrained=True, pod_set_slice_required_topology=HOSTNAME,
+                                   pod_set_slice_size=3)
+    req = PodSetRequest(name="main", count=8, requests=(("cpu", 1000),), topology=both)
+
+    def spread(value: str, workloads) -> PodSetRequest:
+        occ = occupancy(snap.tree, "tas", ts.parse(value), group_key("main", both), "test-ns", None, workloads)
+        return msgspec.structs.replace(req, spreading=occ)
+
+    assert _racks(place(snap, req)) == ["rx"]
+    assert _racks(place(snap, spread(annotation((RACK, "0.5", "Required")), []))) == ["rx"]
+    bestfit = msgspec.structs.replace(req, topology=msgspec.structs.replace(both, unconstrained=None))
+    assert _racks(place(snap, bestfit)) == ["ry"]  # BestFit: the fewest slices to spare beside the partial one
+    # rx holds the group's only workload (its capacity left as it was): banned by a Required rule, ranked last by
+    # a Preferred one
+    taken = _state({"rx": ("b1", [3, 3, 5]), "ry": ("b2", [4, 4, 4])}, [{"name": "w1", "domains": [["rx-h0", 1]]}])
+    workloads = list(taken.workloads.values())
+    assert _racks(place(snap, spread(annotation((RACK, "0.5", "Required")), workloads))) == ["ry"]
+    assert _racks(place(snap, spread(annotation((RACK, "0.5", "Preferred")), workloads))) == ["ry"]
+    # nothing fits: LeastFreeCapacity reports the pods of the last ranked domain, the banned one left out
+    big = msgspec.structs.replace(spread(annotation((RACK, "0.5", "Required")), workloads), count=14)
+    assert place(snap, big) == NoPlacement('topology "default" allows to fit only 12 out of 5 slice(s)')

@@ -9,13 +9,14 @@ domain it occupies at a rule's level, and towards that domain's parent (the shar
 is of the Workloads under its parent, of the total at the top level). A Workload assigned above a rule's level
 occupies no domain there.
 
-Placement (:class:`LevelSpread`, only for a required topology request, and only for the rules whose level the
-flavor's topology has; a rule below the requested level fails the placement): at the requested level a domain
-that is, or lies under, a domain over a ``Required`` rule's share is not a candidate; the others keep Kueue's
-order but are ranked first by the rules, coarsest level first: a domain this group already uses and under the
-share, then one it does not use, then one over a ``Preferred`` rule's share (the least occupied first). BestFit's
-tightest pick stays among the domains of the first one's rank. Below the requested level the rules change
-nothing (the request stays in the chosen domain).
+Placement (:class:`LevelSpread`, only for a required topology request, as in Kueue v0.20, whose scheduler resolves
+no rules for a preferred or unconstrained one; only for the rules whose level the flavor's topology has; a rule
+below the requested level fails the placement): at the requested level a domain that is, or lies under, a domain
+over a ``Required`` rule's share is not a candidate; the others keep Kueue's order but are ranked first by the
+rules, coarsest level first: a domain this group already uses and under the share, then one it does not use, then
+one over a ``Preferred`` rule's share (the least occupied first). BestFit's tightest pick stays among the domains
+of the first one's rank; LeastFreeCapacity (a required request also marked unconstrained) takes the first ranked
+domain that fits. Below the requested level the rules change nothing (the request stays in the chosen domain).
 """
 
 from __future__ import annotations
@@ -204,8 +205,10 @@ def fit_spread(spread: LevelSpread, level: int, ordered: Sequence[int], *, fits:
                no_fit: Callable[[Sequence[int]], str]) -> tuple[int, list[int]] | str:
     """A required request's domain at ``level`` under topology spreading, for every search (a pod set, one with a
     partial slice, a pod-set group): ``ordered`` (the search's own order) without the banned domains, ranked by the
-    rules; LeastFreeCapacity takes the first domain that ``fits``, BestFit its ``best`` among the domains of that
-    one's rank onwards (:meth:`LevelSpread.tier`). ``no_fit`` makes the failure from the arranged domains."""
+    rules; LeastFreeCapacity (``lfc``: a required request its Workload also marks unconstrained, which Kueue's
+    Workload API allows) takes the first domain that ``fits``, BestFit its ``best`` among the domains of that one's
+    rank onwards (:meth:`LevelSpread.tier`); the two differ where ``fits`` reads another capacity than the order
+    (a partial slice). ``no_fit`` makes the failure from the arranged domains."""
     ordered = spread.arrange(level, ordered)
     if not ordered:
         return EXCLUDES_ALL.format(spread.tree.levels[level])
