@@ -454,9 +454,11 @@ class PodIntegration:
         return False
 
     async def _set_admission_gate(self, pod: ManagedPod, obs: o.Workload, gate: str | None) -> None:
-        """The Pod's admission gate (None: removed) onto its Workload, conditioned on its resourceVersion."""
+        """The Pod's admission gate (None: removed) onto its Workload, conditioned on its resourceVersion;
+        ``UpdatedWorkload`` on the Pod (a group's: the Pod standing for it), as Kueue's generic reconciler records."""
         await self.client.patch(WORKLOADS, obs.metadata.name, admission_gate_patch(obs, gate), obs.metadata.namespace)
         log.info("synced the workload's admission gate with its pod's", pod=pod.key, workload=obs.key, gate=gate)
+        await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.admission_gate_updated_message(gate))
 
     async def _admission_checks(self, pods: Sequence[ManagedPod], wl: WorkloadInfo, *, held: bool) -> None:
         """Kueue's ``UpdatedAdmissionCheck`` on each of the Pods (a group's: all of them) while some is held back
