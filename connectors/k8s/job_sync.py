@@ -55,6 +55,7 @@ from the Workload as stored, and the log and the apiserver then agree on it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -87,6 +88,12 @@ def updated_message(workload_key: str) -> str:
 
 def priority_updated_message(workload_key: str) -> str:
     return f"Updated workload priority class: {workload_key}"
+
+
+def admission_gate_updated_message(gate: str | None) -> str:
+    """Kueue's ``UpdatedWorkload`` message once a Workload is given its job's admission gate (None: removed, the
+    job's value then empty), the value Go-quoted (a gate list is plain ASCII, so JSON's quoting is the same)."""
+    return f"Updated workload AdmissionGatedBy to {json.dumps(gate or '')}"
 
 
 def deleted_message(workload_key: str) -> str:

@@ -951,10 +951,12 @@ class JobReconciler(Generic[J]):
 
     async def _sync_admission_gate(self, job: J, obs: o.Workload, gate: str | None) -> None:
         """Give the Workload the job's admission gate (None: remove it), conditioned on the Workload's
-        resourceVersion."""
+        resourceVersion; ``UpdatedWorkload`` on the job, as Kueue's reconciler records it."""
         await self.client.patch(WORKLOADS, obs.metadata.name, admission_gate_patch(obs, gate), obs.metadata.namespace)
         self.log.info(f"synced the workload's admission gate with its {self.NOUN}'s", workload=obs.key, gate=gate,
                       **{self.NOUN: job.key})
+        await self._report(job, UPDATED_WORKLOAD, workload=obs.key,
+                           message=job_sync.admission_gate_updated_message(gate))
 
     async def _update_workload(self, job: J, obs: o.Workload) -> None:
         """Rewrite the Workload's spec from the suspended job it no longer matches (built as at creation, from the

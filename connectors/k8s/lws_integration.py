@@ -313,7 +313,7 @@ class LeaderWorkerSetIntegration:
     async def _follow_admission_gate(self, lws: LeaderWorkerSet, obs: o.Workload) -> None:
         """Under ``AdmissionGatedBy``, take from a group's Workload the admission gates the set dropped, as Kueue's
         LeaderWorkerSet reconciler does (a gate is never added: :func:`connectors.k8s.jobframework.admission_gate_change`),
-        conditioned on the Workload's resourceVersion."""
+        conditioned on the Workload's resourceVersion; ``UpdatedWorkload`` on the set, as Kueue records it."""
         change = admission_gate_change(self.state, lws.metadata.annotations, obs)
         if change is None:
             return
@@ -322,6 +322,8 @@ class LeaderWorkerSetIntegration:
                                     obs.metadata.namespace)
             log.info("synced the workload's admission gate with its leaderworkerset's", workload=obs.key,
                      gate=change[0], leaderworkerset=lws.key)
+            await self._log.report(lws.key, lws.metadata.uid, job_sync.UPDATED_WORKLOAD, workload=obs.key,
+                                   message=job_sync.admission_gate_updated_message(change[0]))
 
     async def _delete(self, obs: o.Workload, *, why: str) -> None:
         """Take Kueue's finalizer off and delete the Workload, as Kueue's reconciler does with one of no group."""

@@ -170,9 +170,11 @@ def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
     """What Kueue refuses in an update: the new pod templates' TAS annotations, as at creation, then the update
-    rules (:func:`connectors.k8s.leaderworkerset.update_errors`)."""
+    rules (:func:`connectors.k8s.leaderworkerset.update_errors`), then under ``AdmissionGatedBy`` an admission gate
+    added (:func:`connectors.k8s.job_validation.gate_update`)."""
     return topology_errors(new, feature_gates) + lw.update_errors(
-        dict(old), dict(new), immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE))
+        dict(old), dict(new), immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE)
+    ) + job_validation.gate_update(old, new, feature_gates)
 
 
 KIND = framework_webhook.Kind(LEADER_WORKER_SETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,

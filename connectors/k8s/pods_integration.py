@@ -79,6 +79,7 @@ import msgspec
 import structlog
 
 from connectors.k8s import (
+    copied_metadata,
     job_selection,
     job_sync,
     pod_group,
@@ -215,6 +216,8 @@ class PodIntegration:
         """Pod key -> (action, Pod resourceVersion) last done, so a stale view does not repeat it (and Workload
         key -> ("orphan", its resourceVersion) once deleted for want of its Pod)."""
         self._log = IntegrationLog(self.append, self.mirror, self.stats, kind="Pod", log=log)
+        self._sets_log = IntegrationLog(self.append, self.mirror, self.stats, kind=STATEFUL_SETS.kind, log=log)
+        """What is recorded on a StatefulSet (Kueue's StatefulSet reconciler's Events)."""
         self.members: dict[str, set[str]] = {}
         """Group key (``<namespace>/<group>``, also its Workload's key) -> keys of the managed Pods in it."""
         self.group_of: dict[str, str] = {}
@@ -423,12 +426,13 @@ class PodIntegration:
             await self._release(wl, obs)
 
     async def _sync_workload(self, anchor: ManagedPod, wl: WorkloadInfo, obs: o.Workload, *, running: bool,
-                             generated: bool) -> bool:
+                             generated: bool, holder: statefulsets.StatefulSetRevision | None = None) -> bool:
         """Keep the Workload in step with its Pod (a group's: with the Pod standing for it, ``anchor``), as Kueue's
         reconciler does for any job it runs (:mod:`connectors.k8s.job_sync`): a ``generated`` one (not prebuilt)
         the WorkloadPriorityClass the Pod's label names now (``UpdatedWorkload``), and any one, while the Pod is held back (not ``running``: gated) and the
         Workload neither evicted nor holding quota, the queue its label names (no Event), and under
-        ``AdmissionGatedBy`` the Pod's admission gate when that only removes gates. Not for a Workload
+        ``AdmissionGatedBy`` the Pod's admission gate when that only removes gates (a group's a StatefulSet
+        holds: the set's, as Kueue's StatefulSet reconciler, ``UpdatedWorkload`` then on the set). Not for a Workload
         finished or being deleted, nor while a decision about it waits to be written. Whether the pass ends here
         (something was written, or the class is awaited)."""
         if wl.phase == FINISHED or wf.deleting(obs) or wl.key in self.mirror.pending:
@@ -447,16 +451,28 @@ class PodIntegration:
         if queue is not None:
             await self._once(anchor, f"queue@{rv}", self._set_queue(anchor, obs, queue))
             return True
-        gate = admission_gate_change(self.state, anchor.metadata.annotations, obs)
+        source = holder.metadata.annotations if holder is not None else anchor.metadata.annotations
+        gate = admission_gate_change(self.state, source, obs)
         if gate is not None:
-            await self._once(anchor, f"admission-gate@{rv}", self._set_admission_gate(anchor, obs, gate[0]))
+            await self._once(anchor, f"admission-gate@{rv}", self._set_admission_gate(anchor, obs, gate[0], holder))
             return True
         return False
 
-    async def _set_admission_gate(self, pod: ManagedPod, obs: o.Workload, gate: str | None) -> None:
-        """The Pod's admission gate (None: removed) onto its Workload, conditioned on its resourceVersion."""
+    async def _set_admission_gate(self, pod: ManagedPod, obs: o.Workload, gate: str | None,
+                                  holder: statefulsets.StatefulSetRevision | None) -> None:
+        """The Pod's admission gate (None: removed) onto its Workload, conditioned on its resourceVersion;
+        ``UpdatedWorkload`` on the Pod (a group's: the Pod standing for it; on the StatefulSet ``holder`` holding
+        it), as Kueue's reconcilers record."""
         await self.client.patch(WORKLOADS, obs.metadata.name, admission_gate_patch(obs, gate), obs.metadata.namespace)
+        message = job_sync.admission_gate_updated_message(gate)
+        if holder is not None:
+            log.info("synced the workload's admission gate with its statefulset's", statefulset=holder.key,
+                     workload=obs.key, gate=gate)
+            await self._sets_log.report(holder.key, holder.metadata.uid, UPDATED_WORKLOAD, workload=obs.key,
+                                        message=message)
+            return
         log.info("synced the workload's admission gate with its pod's", pod=pod.key, workload=obs.key, gate=gate)
+        await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=message)
 
     async def _admission_checks(self, pods: Sequence[ManagedPod], wl: WorkloadInfo, *, held: bool) -> None:
         """Kueue's ``UpdatedAdmissionCheck`` on each of the Pods (a group's: all of them) while some is held back
@@ -716,6 +732,8 @@ class PodIntegration:
             first, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         if not prebuilt_name and first is not None:
             prebuilt_name = await self._copied_sets_workload(config, pods)
+        holder = await self._holding_statefulset(config, pods) if first is not None and self.state.gate(
+            gates.ADMISSION_GATED_BY) else None  # the admission gate is the StatefulSet's (Kueue's set reconciler)
         wl_key = f"{group.partition('/')[0]}/{prebuilt_name}" if prebuilt_name else group
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
@@ -734,7 +752,8 @@ class PodIntegration:
         own = pod_group.of_its_roles(pods, wl) if wl is not None and not prebuilt_name else pods  # what Kueue keeps
         matching = wl is None or bool(prebuilt_name) or not pod_group.no_longer_matching(pods, wl)
         if matching:  # else, as Kueue's reconciler, the Workload goes first
-            if await self._keep_in_step(pods, own, wl, obs, managed=managed, generated=not prebuilt_name):
+            if await self._keep_in_step(pods, own, wl, obs, managed=managed, generated=not prebuilt_name,
+                                        holder=holder):
                 return
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
@@ -746,7 +765,7 @@ class PodIntegration:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:
             await self._once(pod, "excess", self._remove_excess(pod))
-        await self._carry_out_group(group, step, wl, first)
+        await self._carry_out_group(group, step, wl, first, holder)
         for pod in step.let_go:
             await self._once(pod, "let-go", self._let_go_pod(pod))
         if managed:
@@ -771,9 +790,11 @@ class PodIntegration:
         self._checks.pop(key, None)
 
     async def _keep_in_step(self, pods: list[ManagedPod], own: list[ManagedPod], wl: WorkloadInfo | None,
-                            obs: o.Workload | None, *, managed: bool, generated: bool) -> bool:
+                            obs: o.Workload | None, *, managed: bool, generated: bool,
+                            holder: statefulsets.StatefulSetRevision | None) -> bool:
         """The group's Workload kept in step with its Pods before anything else (PodsReady, waiting for replacement
-        Pods, priority and queue, admission checks' messages); whether the pass ends here, as Kueue's does."""
+        Pods, priority and queue, the admission gate, of its StatefulSet ``holder`` when one holds it, admission
+        checks' messages); whether the pass ends here, as Kueue's does."""
         if wl is not None and managed and self.state.waits_for_pods_ready:
             change = pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
                                            ready=pod_group.pods_ready(own, succeeded_ready=self.state.gate(
@@ -787,7 +808,7 @@ class PodIntegration:
             return True  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
         held = any(pod_sync.is_gated(p) or pod_sync.ended(p) is not None for p in own)  # Kueue's IsSuspended
         if wl is not None and obs is not None and managed and await self._sync_workload(
-                pods[0], wl, obs, running=not held, generated=generated):
+                pods[0], wl, obs, running=not held, generated=generated, holder=holder):
             return True  # as Kueue's reconciler: the rest waits for the Workload that shows it
         if wl is not None and obs is not None and managed and not wf.deleting(obs):
             await self._admission_checks(pods, wl, held=held)
@@ -798,20 +819,30 @@ class PodIntegration:
         a MultiKueue copy (:func:`connectors.k8s.statefulset_multikueue.copied_workload`): the group runs on it as on
         a prebuilt one, as Kueue's StatefulSet reconciler makes none for a copy. "" for any other group, while the
         integration is off, or before the StatefulSets are first listed."""
-        if not config.manages_statefulsets or not self.statefulsets.synced.is_set():
+        if not self.statefulsets.synced.is_set():
             return ""
+        holder = await self._holding_statefulset(config, pods)
+        return holder.copied_workload if holder is not None else ""
+
+    async def _holding_statefulset(self, config: SchedulerConfig,
+                                   pods: list[ManagedPod]) -> statefulsets.StatefulSetRevision | None:
+        """The StatefulSet controlling the group's pods, as last listed or watched, else as the apiserver has it
+        (the pods' watch may run ahead of the StatefulSets'); None while its integration is off, for a group no
+        StatefulSet holds, or when the apiserver has none of that uid."""
+        if not config.manages_statefulsets:
+            return None
         pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
         owner = _statefulset_owner(pod) if pod is not None else None
         if pod is None or owner is None:
-            return ""
+            return None
         namespace = pod.metadata.namespace
         seen = self.statefulsets.get(f"{namespace}/{owner.name}", owner.uid)
         if seen is None:
             try:
                 seen = statefulsets.decode(await self.client.get(STATEFUL_SETS, owner.name, namespace))
             except NotFound:
-                return ""
-        return seen.copied_workload if seen is not None and seen.metadata.uid == owner.uid else ""
+                return None
+        return seen if seen is not None and seen.metadata.uid == owner.uid else None
 
     async def _statefulset_of(self, config: SchedulerConfig, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
         """The StatefulSet holding the group (its pods' controller), for Kueue's StatefulSet reconciler: its
@@ -927,7 +958,7 @@ class PodIntegration:
         return True
 
     async def _carry_out_group(self, group: str, step: pod_group.GroupStep, wl: WorkloadInfo | None,
-                               first: ManagedPod | None) -> None:
+                               first: ManagedPod | None, holder: statefulsets.StatefulSetRevision | None) -> None:
         match step.action:
             case pod_group.CREATE:
                 missing = missing_class(self.state, step.kept[0].metadata.labels) if step.kept else None
@@ -941,7 +972,7 @@ class PodIntegration:
                 if self._acted.get(GROUP_PREFIX + group) != marker:
                     self._acted[GROUP_PREFIX + group] = marker
                     try:
-                        await self._create_group(group, list(step.kept))
+                        await self._create_group(group, list(step.kept), holder)
                     except BaseException:
                         self._acted.pop(GROUP_PREFIX + group, None)
                         raise
@@ -1067,14 +1098,20 @@ class PodIntegration:
         self.stats.let_go += 1
         log.info("let go of a statefulset's pod", pod=pod.key)
 
-    async def _create_group(self, group: str, kept: list[ManagedPod]) -> None:
-        """Create the group's Workload from its Pods as stored (any gone or made anew meanwhile: not yet)."""
+    async def _create_group(self, group: str, kept: list[ManagedPod],
+                            holder: statefulsets.StatefulSetRevision | None) -> None:
+        """Create the group's Workload from its Pods as stored (any gone or made anew meanwhile: not yet); one a
+        StatefulSet holds (``holder``, under ``AdmissionGatedBy``) takes the set's admission gate, as Kueue's
+        StatefulSet reconciler gives it."""
         namespace = group.partition("/")[0]
         raws = await self._stored(group, kept)
         if raws is None:
             return
         try:
             body = pod_group.workload_for(self.state, raws)
+            if holder is not None:
+                body["metadata"]["annotations"].update(copied_metadata.gated_annotations(
+                    self.state, holder.metadata.annotations, copied_metadata.ADMISSION_GATE_ONLY))
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             self._acted.pop(GROUP_PREFIX + group, None)  # created once the class is there
             log.warning("the pod group's priority class is not there: no workload created yet", group=group,

@@ -105,9 +105,11 @@ def create_errors(sts: Mapping[str, Any]) -> list[str]:
     return job_validation.name_label_errors(_labels(sts), QUEUE_LABEL)
 
 
-def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
+                  ) -> list[str]:
     """What Kueue refuses in the update of StatefulSet ``old`` into ``new``, in its order (values shown as Kueue
-    shows them: the old queue name, the new template queue name and group name)."""
+    shows them: the old queue name, the new template queue name and group name), and under ``AdmissionGatedBy`` an
+    admission gate added (:func:`connectors.k8s.job_validation.gate_update`, as Kueue v0.20's StatefulSet webhook)."""
     errors = []
     old_queue, new_queue = _labels(old).get(QUEUE_LABEL, ""), _labels(new).get(QUEUE_LABEL, "")
     if old_queue != new_queue:
@@ -121,7 +123,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group, job_validation.IMMUTABLE))
     if old_queue or new_queue:
         errors += _resize_errors(old, new)
-    return errors
+    return errors + job_validation.gate_update(old, new, feature_gates or {})
 
 
 def _resize_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -152,6 +154,7 @@ def reviewers(defaulting: parents.ParentDefaulting, namespace_labels: NamespaceL
                                              managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
-        return await parents.validating_review(body, create_errors, update_errors)
+        return await parents.validating_review(body, create_errors,
+                                               partial(update_errors, feature_gates=defaulting.feature_gates))
 
     return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}

@@ -1,6 +1,7 @@
 """The Job integration and Kueue's ``kueue.x-k8s.io/admission-gated-by`` annotation (AdmissionGatedBy, beta, on):
 the Workload of a gated Job carries the Job's gates, and follows the Job as gates are removed, the annotation
-going once the Job's is gone or empty; with the gate off the annotation is neither copied nor followed. No
+going once the Job's is gone or empty (``UpdatedWorkload`` "Updated workload AdmissionGatedBy to "<gates>"" recorded
+on the Job, as Kueue's reconciler does); with the gate off the annotation is neither copied nor followed. No
 cluster needed: the integration runs against a mirror, its writes recorded by a fake client."""
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ async def _reconcile(wl_gate: str | None, job_annotations: dict[str, str], befor
 async def test_the_workload_follows_the_jobs_gates(job_annotations: dict[str, str], want: str | None) -> None:
     client, appended, jobs = await _reconcile("example.com/a,example.com/b", job_annotations)
     assert client.patches == [("Workload", NAME, {"metadata": {"resourceVersion": "3", "annotations": {GATE: want}}})]
-    assert appended == [], "nothing is decided for the Workload before it shows the change"
+    assert [(e.kind, e.action, e.message) for e in appended] == [
+        ("Job", "UpdatedWorkload", f'Updated workload AdmissionGatedBy to "{want or ""}"')], (
+        "Kueue's UpdatedWorkload on the Job, and nothing decided for the Workload before it shows the change")
     await jobs.reconcile("ns/train")
     assert len(client.patches) == 1, "not repeated for the same version of the Job"
 

@@ -1,5 +1,5 @@
 """A LeaderWorkerSet's ``kueue.x-k8s.io/admission-gated-by`` under ``AdmissionGatedBy``: each group's new Workload
-takes the set's gates, and a kept one loses those the set drops (never gains one), as Kueue v0.20's
+takes the set's gates, and a kept one loses those the set drops (never gains one; ``UpdatedWorkload`` on the set), as Kueue v0.20's
 LeaderWorkerSet reconciler (:mod:`connectors.k8s.leaderworkerset`, :mod:`connectors.k8s.lws_integration`)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from test_lws_reconcile import ON, UID, integration, raw_lws, workload
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.lws_integration import SET_PREFIX
 from events import objects as o
+from events import schema as ev
 from projections.workloads import ADMISSION_GATED_BY_ANNOTATION as GATE
 
 
@@ -40,10 +41,12 @@ def gated_workload(value: str) -> o.Workload:
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("set_gate", "want"), [("example.com/b", "example.com/b"), ("", None)])
 async def test_a_kept_workload_loses_the_gates_the_set_drops(set_gate: str, want: str | None) -> None:
-    integ, client, _ = integration(gated_set(set_gate), gated_workload("example.com/a,example.com/b"))
+    integ, client, appended = integration(gated_set(set_gate), gated_workload("example.com/a,example.com/b"))
     await integ.reconcile(SET_PREFIX + "ns/lws")
-    assert client.patches == [("Workload", lw.workload_name("lws", UID, 0), {"metadata": {
-        "resourceVersion": "3", "annotations": {GATE: want}}})]
+    name = lw.workload_name("lws", UID, 0)
+    assert client.patches == [("Workload", name, {"metadata": {"resourceVersion": "3", "annotations": {GATE: want}}})]
+    assert [(e.key, e.action, e.workload, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("ns/lws", "UpdatedWorkload", f"ns/{name}", f'Updated workload AdmissionGatedBy to "{set_gate}"')]
 
 
 @pytest.mark.asyncio

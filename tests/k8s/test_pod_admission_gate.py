@@ -1,7 +1,7 @@
 """A single Pod's Workload takes the job annotations Kueue copies under a gate
 (:data:`connectors.k8s.copied_metadata.GATED`), as a Job's does: Kueue builds a single Pod's Workload through its
 generic job path, and KEP-6915 has ``kueue.x-k8s.io/admission-gated-by`` work for every kind it manages, the Pod
-included. The Pod's gate, once removed, is removed from its Workload too."""
+included. The Pod's gate, once removed, is removed from its Workload too, with Kueue's ``UpdatedWorkload`` on the Pod."""
 
 from __future__ import annotations
 
@@ -79,4 +79,5 @@ async def test_a_pods_removed_admission_gate_is_removed_from_its_workload(
     synced = [c for c in client.calls if c[:2] == ("patch", "Workload")]
     assert synced == [("patch", "Workload", NAME, "", "", {"metadata": {"resourceVersion": "3",
                                                                         "annotations": {GATE: g}}}) for g in want]
-    assert appended == []
+    assert [(e.key, e.kind, e.action, e.message) for e in appended] == [
+        ("ns/p", "Pod", "UpdatedWorkload", f'Updated workload AdmissionGatedBy to "{g or ""}"') for g in want]
