@@ -90,12 +90,12 @@ off (the workload's own waitForPodsReady timeouts, :mod:`projections.workload_po
 
 ALL_GATED = tuple(g.key for g in GATED)
 PODS_READY_ONLY = (WAIT_FOR_PODS_READY_ANNOTATION,)
+"""Of :data:`GATED`, what a pod group takes (Ray objects go through Kueue's generic job path and take them all)."""
 ADMISSION_GATE_ONLY = (ADMISSION_GATED_BY_ANNOTATION,)
 """Of :data:`GATED`, what a StatefulSet gives its pod group's Workload (Kueue v0.20's StatefulSet reconciler)."""
 GROUP_GATED = (ADMISSION_GATED_BY_ANNOTATION, WAIT_FOR_PODS_READY_ANNOTATION)
 """Of :data:`GATED`, what a LeaderWorkerSet's group Workloads take: its admission gate (Kueue v0.20's
 LeaderWorkerSet reconciler, which then follows the set's gates) and its waitForPodsReady timeouts."""
-"""Of :data:`GATED`, what a pod group takes (Ray objects go through Kueue's generic job path and take them all)."""
 
 
 def gated_annotations(state: ClusterState, annotations: Mapping[str, str],
