@@ -730,10 +730,13 @@ class PodIntegration:
         first = pods[0] if pods else None
         prebuilt_name = "" if first is None else pod_prebuilt.name_for(
             first, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
-        if not prebuilt_name and first is not None:
-            prebuilt_name = await self._copied_sets_workload(config, pods)
-        holder = await self._holding_statefulset(config, pods) if first is not None and self.state.gate(
-            gates.ADMISSION_GATED_BY) else None  # the admission gate is the StatefulSet's (Kueue's set reconciler)
+        gated = self.state.gate(gates.ADMISSION_GATED_BY)
+        copied = not prebuilt_name and self.statefulsets.synced.is_set()
+        holder = await self._holding_statefulset(config, pods) if first is not None and (gated or copied) else None
+        if copied and holder is not None:
+            prebuilt_name = holder.copied_workload  # on a worker, a MultiKueue copy's Workload: the group runs on it
+        if not gated:
+            holder = None  # under the gate, the admission gate is the StatefulSet's (Kueue's set reconciler)
         wl_key = f"{group.partition('/')[0]}/{prebuilt_name}" if prebuilt_name else group
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
@@ -814,20 +817,13 @@ class PodIntegration:
             await self._admission_checks(pods, wl, held=held)
         return False
 
-    async def _copied_sets_workload(self, config: SchedulerConfig, pods: list[ManagedPod]) -> str:
-        """On a worker, the Workload the manager copied there for the StatefulSet holding the group when that set is
-        a MultiKueue copy (:func:`connectors.k8s.statefulset_multikueue.copied_workload`): the group runs on it as on
-        a prebuilt one, as Kueue's StatefulSet reconciler makes none for a copy. "" for any other group, while the
-        integration is off, or before the StatefulSets are first listed."""
-        if not self.statefulsets.synced.is_set():
-            return ""
-        holder = await self._holding_statefulset(config, pods)
-        return holder.copied_workload if holder is not None else ""
-
     async def _holding_statefulset(self, config: SchedulerConfig,
                                    pods: list[ManagedPod]) -> statefulsets.StatefulSetRevision | None:
         """The StatefulSet controlling the group's pods, as last listed or watched, else as the apiserver has it
-        (the pods' watch may run ahead of the StatefulSets'); None while its integration is off, for a group no
+        (the pods' watch may run ahead of the StatefulSets'). On a worker, a set that is a MultiKueue copy names the
+        Workload the manager copied there (:func:`connectors.k8s.statefulset_multikueue.copied_workload`): the group
+        runs on it as on a prebuilt one, once the StatefulSets are first listed, as Kueue's StatefulSet reconciler
+        makes none for a copy. None while its integration is off, for a group no
         StatefulSet holds, or when the apiserver has none of that uid."""
         if not config.manages_statefulsets:
             return None
