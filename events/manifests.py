@@ -129,10 +129,13 @@ class Manifest:
             validate_gated(obj, where, checks)
 
 
-MAX_DEPTH = 5000
+MAX_DEPTH = 1000
 """Collections nested deeper than this are refused before the YAML is composed: libyaml's composer recurses on the
-C stack, and some tens of thousands of levels (a few dozen kilobytes of ``[``) crash the process. Shallower ones
-the checks' own recursion may still refuse (no Kubernetes object comes near either)."""
+C stack, and some tens of thousands of levels (a few dozen kilobytes of ``[``) crash the process. The libyaml
+PyYAML 6.0.4 bundles refuses more than 1,000 levels itself (:func:`_check_depth` words its refusal as its own),
+so the limit is that one, whichever PyYAML is installed. Shallower ones the checks' own recursion may still
+refuse (no Kubernetes object comes near either)."""
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
 _DOCUMENT_MARKER = re.compile(r"\n(?:---|\.\.\.)(?=\s|$)")
@@ -150,17 +153,25 @@ def _check_depth(text: str, source: str) -> None:
            ) and _DEEP_INDENT.search("\n" + text[: MAX_DEPTH // 2]) is None and _DEEP_INDENT.search(text) is None:
         return
     depth, index = 0, 0
-    for event in yaml.parse(text, Loader=_Loader):
-        kind = type(event)
-        if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise InvalidInput(f"{source}: document {index}: line {event.start_mark.line + 1}: nested more than "
-                                   f"{MAX_DEPTH} levels deep")
-        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            depth -= 1
-        elif kind is yaml.DocumentStartEvent:
-            index += 1
+
+    def too_deep(line: int) -> InvalidInput:
+        return InvalidInput(f"{source}: document {index}: line {line + 1}: nested more than {MAX_DEPTH} levels deep")
+
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise too_deep(event.start_mark.line)
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+            elif kind is yaml.DocumentStartEvent:
+                index += 1
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem != _LIBYAML_TOO_DEEP or exc.problem_mark is None:
+            raise
+        raise too_deep(exc.problem_mark.line) from None
 
 
 def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) -> Manifest:
