@@ -11,7 +11,7 @@ fi
 extras='test,plot'
 stamp=.venv/.kueue-es-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] || [ "$(cat "$stamp")" != "$extras" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -c constraints.txt --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -c constraints.txt --build-constraint constraints.txt -e ".[$extras]"
   echo "$extras" > "$stamp"
 fi
