@@ -55,7 +55,7 @@ from events import objects as o
 from events import topology_spreading
 from events.errors import InvalidInput, aggregate
 from events.goint import is_go_int, parse_int
-from events.labels import NAME, NAME_FMT, NAME_MAX, PREFIX_MAX, SUBDOMAIN, SUBDOMAIN_FMT
+from events.labels import NAME, NAME_FMT, NAME_MAX, regex_error, subdomain_problems
 from events.update_rules import GATE_PATH, admission_gate_errors
 from projections import gates
 
@@ -96,27 +96,8 @@ def _key(path: str, key: str) -> str:
 
 # --- Kubernetes' name syntaxes ---------------------------------------------------------------------------------
 
-_SUBDOMAIN_MAX = PREFIX_MAX
 _KEY_NAME_MAX = NAME_MAX
 _KEY_RULE = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-
-
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
-    shown = "".join(f"{' or ' if i else ''}'{e}', " for i, e in enumerate(examples))
-    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def subdomain_problems(value: str, unit: str = "characters") -> list[str]:
-    """Why ``value`` is not a DNS-1123 subdomain (empty: it is one). ``unit``: how the length limit is worded
-    (Kubernetes says "bytes" where it checks a label key's prefix)."""
-    problems = []
-    if len(value.encode()) > _SUBDOMAIN_MAX:
-        problems.append(f"must be no more than {_SUBDOMAIN_MAX} {unit}")
-    if not SUBDOMAIN.fullmatch(value):
-        problems.append(_regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-            "start and end with an alphanumeric character", SUBDOMAIN_FMT, "example.com"))
-    return problems
 
 
 def label_key_problems(value: str) -> list[str]:
@@ -124,7 +105,7 @@ def label_key_problems(value: str) -> list[str]:
     parts = value.split("/")
     problems: list[str] = []
     if len(parts) > 2:
-        return ["a valid label key " + _regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc")
+        return ["a valid label key " + regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     name = parts[-1]
     if len(parts) == 2:
@@ -138,7 +119,7 @@ def label_key_problems(value: str) -> list[str]:
     elif len(name.encode()) > _KEY_NAME_MAX:
         problems.append(f"name part must be no more than {_KEY_NAME_MAX} bytes")
     if not NAME.fullmatch(name):
-        problems.append("name part " + _regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc"))
+        problems.append("name part " + regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc"))
     return problems
 
 
