@@ -181,7 +181,8 @@ def test_a_workload_s_negative_overhead_is_taken_whatever_the_gate_a_pod_s_negat
                                      "example.com/a"),
     ("my-gate", 'Invalid value: "my-gate": must be a domain-prefixed path (such as "acme.io/foo")'),
     ("example.com/", 'Invalid value: "example.com/": must be a domain-prefixed path'),
-    ("Example.com/a", 'Invalid value: "Example.com": a lowercase RFC 1123 subdomain'),
+    ("Example.com/a", 'Invalid value: "Example.com": a lowercase RFC 1123 subdomain must consist of lower case '
+                      "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
     ("example.com/a b", 'Invalid value: "a b": Invalid path (regex used for validation is'),
     ("example.com/" + "g" * 52, "Too long: may not be more than 63 bytes"),
 ])
