@@ -607,13 +607,12 @@ def check_non_negative(pod: o.PodSpec, where: str, at: str) -> None:
                                    "greater than or equal to 0")
 
 
-def check_admission_gate(annotations: Mapping[str, str], where: str) -> None:
-    """``AdmissionGatedBy``: the ``kueue.x-k8s.io/admission-gated-by`` annotation, when it names any gate, is a
-    comma-separated list of distinct domain-prefixed paths (:func:`events.admission_gate.format_problems`; the
-    first problem refused)."""
-    problems = admission_gate.format_problems(annotations.get(ADMISSION_GATED_BY, ""))
-    if problems:
-        raise InvalidInput(f"{where}: field `{admission_gate.PATH}`: {problems[0]}")
+def admission_gate_errors(annotations: Mapping[str, str]) -> list[str]:
+    """``AdmissionGatedBy``: every problem of the ``kueue.x-k8s.io/admission-gated-by`` annotation, when it names
+    any gate, as field errors (:func:`events.admission_gate.format_problems`: a comma-separated list of distinct
+    domain-prefixed paths), as Kueue's Workload webhook lists them."""
+    return [f"field `{admission_gate.PATH}`: {problem}"
+            for problem in admission_gate.format_problems(annotations.get(ADMISSION_GATED_BY, ""))]
 
 
 def check_min_counts(wl: o.Workload, where: str, *, scale_up: bool = False) -> None:

@@ -198,6 +198,15 @@ def test_the_admission_gate_annotation_is_a_list_of_gates_under_the_gate(value: 
     decode_object(doc, "Workload team/w", checks=OFF["admission_gate"])
 
 
+def test_every_problem_of_a_workloads_admission_gate_is_listed_as_kueues_webhook_lists_them() -> None:
+    doc = _workload()
+    doc["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/a,,example.com/a"}
+    at = "field `metadata.annotations[kueue.x-k8s.io/admission-gated-by]`"
+    value = '"example.com/a,,example.com/a"'
+    assert _refused(doc) == (f"Workload team/w: [{at}: Invalid value: {value}: cannot contain empty gate names, "
+                             f"{at}: Invalid value: {value}: duplicate gate name: example.com/a]")
+
+
 def _partial(*counts: tuple[int, int | None], elastic: bool = False) -> dict[str, Any]:
     doc = _workload()
     template = doc["spec"]["podSets"][0]["template"]
