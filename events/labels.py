@@ -45,6 +45,26 @@ def object_name_problem(value: str, *, label: bool = False) -> str | None:
     return None
 
 
+def regex_error(message: str, fmt: str, *examples: str) -> str:
+    """Kubernetes' wording of a value its pattern ``fmt`` refuses (``RegexError``): ``message``, the examples and the
+    pattern."""
+    shown = "".join(f"{' or ' if i else ''}'{e}', " for i, e in enumerate(examples))
+    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def subdomain_problems(value: str, unit: str = "characters") -> list[str]:
+    """Why ``value`` is not a DNS-1123 subdomain, in Kubernetes' words (``IsDNS1123Subdomain``; empty: it is one).
+    ``unit``: how the length limit is worded (Kubernetes says "bytes" where it checks a label key's prefix)."""
+    problems = []
+    if len(value.encode()) > PREFIX_MAX:
+        problems.append(f"must be no more than {PREFIX_MAX} {unit}")
+    if not SUBDOMAIN.fullmatch(value):
+        problems.append(regex_error(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+            "start and end with an alphanumeric character", SUBDOMAIN_FMT, "example.com"))
+    return problems
+
+
 def qualified_name_problem(key: str) -> str | None:
     """A label or annotation key: a name of at most 63 characters, optionally after a DNS subdomain and '/'."""
     parts = key.split("/")

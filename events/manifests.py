@@ -616,9 +616,9 @@ def gated_workload_errors(wl: o.Workload, where: str, checks: Checks) -> list[st
             runs.append(lambda req=ps.topology_request, at=at: _check_slice_size(req, where, f"{at}.topologyRequest"))
     if checks.min_count:
         runs.append(lambda: object_rules.check_min_counts(wl, where, scale_up=checks.elastic_min_count))
-    if checks.admission_gate:
-        runs.append(lambda: object_rules.check_admission_gate(wl.metadata.annotations, where))
     errors = _collect(where, *runs)
+    if checks.admission_gate:
+        errors += object_rules.admission_gate_errors(wl.metadata.annotations)
     if checks.topology_spreading:
         errors += topology_spreading.workload_errors(wl.spec.pod_sets)
     if checks.unhealthy_threshold:

@@ -52,8 +52,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from events import admission_gate, quota_rules
 from events import objects as o
-from events import quota_rules
 from events.errors import InvalidInput, aggregate, refuse_field
 from events.labels import (
     DNS_LABEL,
@@ -89,9 +89,7 @@ GO_ZERO_TIME_MS = parse_time("0001-01-01T00:00:00Z")
 _REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 _REASON_RULE = ("a condition reason must start with alphabetic character, optionally followed by a string of "
                 "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
-ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
-MAX_GATE_NAME = 63
-_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+ADMISSION_GATED_BY = admission_gate.ANNOTATION
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
@@ -609,37 +607,12 @@ def check_non_negative(pod: o.PodSpec, where: str, at: str) -> None:
                                    "greater than or equal to 0")
 
 
-def check_admission_gate(annotations: Mapping[str, str], where: str) -> None:
-    """``AdmissionGatedBy``: the ``kueue.x-k8s.io/admission-gated-by`` annotation, when it names any gate, is a
-    comma-separated list (spaces around a name dropped) of distinct gates, each a domain-prefixed path of at most 63
-    characters, as a Job's ``spec.managedBy``."""
-    value = annotations.get(ADMISSION_GATED_BY, "")
-    if not value.strip():
-        return
-    at = f"metadata.annotations[{ADMISSION_GATED_BY}]"
-    seen: set[str] = set()
-    for gate in (part.strip() for part in value.split(",")):
-        if not gate:
-            raise InvalidInput(f'{where}: field `{at}`: Invalid value: "{value}": cannot contain empty gate names')
-        if gate in seen:
-            raise InvalidInput(f'{where}: field `{at}`: Invalid value: "{value}": duplicate gate name: {gate}')
-        seen.add(gate)
-        refuse_field(_domain_prefixed_path_problem(gate), where, at)
-        if len(gate) > MAX_GATE_NAME:
-            raise InvalidInput(f"{where}: field `{at}`: Too long: may not be more than {MAX_GATE_NAME} bytes")
-
-
-def _domain_prefixed_path_problem(text: str) -> str | None:
-    """Kubernetes' domain-prefixed path (``acme.io/foo``): a DNS subdomain, ``/``, then HTTP path characters."""
-    host, slash, path = text.partition("/")
-    if not slash or not host or not path:
-        return f'Invalid value: "{text}": must be a domain-prefixed path (such as "acme.io/foo")'
-    if len(host) > 253 or not SUBDOMAIN.fullmatch(host):
-        return (f'Invalid value: "{host}": a lowercase RFC 1123 subdomain of at most 253 characters: lowercase '
-                "alphanumeric characters, '-' or '.', starting and ending with an alphanumeric character")
-    if not _HTTP_PATH.fullmatch(path):
-        return f"Invalid value: \"{path}\": Invalid path (regex used for validation is '{_HTTP_PATH.pattern}')"
-    return None
+def admission_gate_errors(annotations: Mapping[str, str]) -> list[str]:
+    """``AdmissionGatedBy``: every problem of the ``kueue.x-k8s.io/admission-gated-by`` annotation, when it names
+    any gate, as field errors (:func:`events.admission_gate.format_problems`: a comma-separated list of distinct
+    domain-prefixed paths), as Kueue's Workload webhook lists them."""
+    return [f"field `{admission_gate.PATH}`: {problem}"
+            for problem in admission_gate.format_problems(annotations.get(ADMISSION_GATED_BY, ""))]
 
 
 def check_min_counts(wl: o.Workload, where: str, *, scale_up: bool = False) -> None:

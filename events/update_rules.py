@@ -39,8 +39,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from events import admission_gate, topology_spreading, unhealthy_threshold
 from events import objects as o
-from events import topology_spreading, unhealthy_threshold
+from events.admission_gate import gate_names
 from events.errors import InvalidInput
 from events.manifests import on_flavors_errors, reclaimable_bound_errors
 from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME, WorkloadRefused, refuse_all
@@ -102,17 +103,15 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             pass
 
 
-GATE_PATH = f"metadata.annotations[{ADMISSION_GATED_BY}]"
+GATE_PATH = admission_gate.PATH
 
 
 def admission_gates(meta: Any) -> tuple[str, ...]:
-    """The gates an object's ``kueue.x-k8s.io/admission-gated-by`` names (spaces around a name dropped, as the
-    annotation's format check reads them); ``meta``: its metadata, as plain data."""
+    """The gates an object's ``kueue.x-k8s.io/admission-gated-by`` names (:func:`events.admission_gate.gate_names`);
+    ``meta``: its metadata, as plain data."""
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     value = annotations.get(ADMISSION_GATED_BY) if isinstance(annotations, dict) else None
-    if not isinstance(value, str) or not value.strip():
-        return ()
-    return tuple(part.strip() for part in value.split(","))
+    return gate_names(value) if isinstance(value, str) else ()
 
 
 def admission_gate_errors(old_meta: Any, new_meta: Any) -> list[str]:

@@ -50,7 +50,7 @@ def _as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def create_errors(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """What Kueue refuses in an AppWrapper being created: the generic job rules."""
-    return job_validation.generic_create_errors(_as_job(obj))
+    return job_validation.generic_create_errors(_as_job(obj), feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],

@@ -20,7 +20,10 @@ when it holds the Deployment (``pkg/controller/jobs/deployment/deployment_webhoo
 Its validating webhook (``vdeployment.kb.io`` at ``/validate-apps-v1-deployment``, create and update) refuses, in
 Kueue's words, a queue name that is not a DNS-1123 subdomain, a changed or removed WorkloadPriorityClass label,
 and a queue name changed while a replica is ready (``status.readyReplicas`` of the stored Deployment above 0) or
-removed. Kueue's message for the queue name shows the old value (it passes the two names the other way round).
+removed, and under ``AdmissionGatedBy`` (Kueue's #9792) an ill-formed ``kueue.x-k8s.io/admission-gated-by`` on
+create and on update, and a gate added on update (:func:`connectors.k8s.job_validation.gate_create` and
+``gate_update``, as for every job Kueue manages). Kueue's message for the queue name shows the old value (it
+passes the two names the other way round).
 
 While the integration is off both answer every review unchanged (:func:`connectors.k8s.pod_webhook.allowed_as_is`)
 and are registered with ``failurePolicy: Ignore``, ``Fail`` while it is on, as the Pod webhooks
@@ -180,9 +183,11 @@ _QUEUE_PATH = f"metadata.labels[{QUEUE_LABEL}]"
 _PRIORITY_PATH = f"metadata.labels[{PRIORITY_LABEL}]"
 
 
-def create_errors(deployment: Mapping[str, Any]) -> list[str]:
-    """What Kueue refuses in a Deployment being created: a queue name that is not a DNS-1123 subdomain."""
-    return job_validation.name_label_errors(_meta(deployment, "labels"), QUEUE_LABEL)
+def create_errors(deployment: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None) -> list[str]:
+    """What Kueue refuses in a Deployment being created: a queue name that is not a DNS-1123 subdomain, and under
+    ``AdmissionGatedBy`` an ill-formed admission gate (:func:`connectors.k8s.job_validation.gate_create`)."""
+    return (job_validation.name_label_errors(_meta(deployment, "labels"), QUEUE_LABEL)
+            + job_validation.gate_create(deployment, feature_gates or {}))
 
 
 def ready_replicas(obj: Mapping[str, Any]) -> int:
@@ -191,11 +196,13 @@ def ready_replicas(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) else 0
 
 
-def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
+                  ) -> list[str]:
     """What Kueue refuses in the update of Deployment ``old`` into ``new``, in its order: the new queue name's form,
-    a WorkloadPriorityClass label changed (added or removed included), and the queue name changed while a replica
-    of ``old`` is ready, or removed."""
-    errors = create_errors(new)
+    a WorkloadPriorityClass label changed (added or removed included), the queue name changed while a replica of
+    ``old`` is ready, or removed, and under ``AdmissionGatedBy`` an admission gate added or ill formed
+    (:func:`connectors.k8s.job_validation.gate_update`; its place among the others is a guess)."""
+    errors = job_validation.name_label_errors(_meta(new, "labels"), QUEUE_LABEL)
     old_labels, new_labels = _meta(old, "labels"), _meta(new, "labels")
     old_class, new_class = old_labels.get(PRIORITY_LABEL, ""), new_labels.get(PRIORITY_LABEL, "")
     if new_class != old_class:
@@ -203,7 +210,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     old_queue, new_queue = old_labels.get(QUEUE_LABEL, ""), new_labels.get(QUEUE_LABEL, "")
     if (ready_replicas(old) > 0 or not new_queue) and new_queue != old_queue:
         errors.append(job_validation.invalid(_QUEUE_PATH, old_queue, job_validation.IMMUTABLE))
-    return errors
+    return errors + job_validation.gate_update(old, new, feature_gates or {})
 
 
 CreateErrors = Callable[[Mapping[str, Any]], list[str]]
@@ -236,7 +243,8 @@ def reviewers(defaulting: ParentDefaulting, namespace_labels: NamespaceLabels, h
                                      managed_ancestry=managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
-        return await validating_review(body)
+        return await validating_review(body, partial(create_errors, feature_gates=defaulting.feature_gates),
+                                       partial(update_errors, feature_gates=defaulting.feature_gates))
 
     return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}
 

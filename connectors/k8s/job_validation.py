@@ -51,11 +51,11 @@ from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
 from connectors.k8s.pods_ready_validation import PodsReadyRule
 from connectors.k8s.resources import MIN_PARALLELISM
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
+from events import admission_gate, topology_spreading
 from events import objects as o
-from events import topology_spreading
 from events.errors import InvalidInput, aggregate
 from events.goint import is_go_int, parse_int
-from events.labels import NAME, NAME_FMT, NAME_MAX, PREFIX_MAX, SUBDOMAIN, SUBDOMAIN_FMT
+from events.labels import NAME, NAME_FMT, NAME_MAX, regex_error, subdomain_problems
 from events.update_rules import GATE_PATH, admission_gate_errors
 from projections import gates
 
@@ -96,27 +96,8 @@ def _key(path: str, key: str) -> str:
 
 # --- Kubernetes' name syntaxes ---------------------------------------------------------------------------------
 
-_SUBDOMAIN_MAX = PREFIX_MAX
 _KEY_NAME_MAX = NAME_MAX
 _KEY_RULE = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-
-
-def _regex_error(message: str, fmt: str, *examples: str) -> str:
-    shown = "".join(f"{' or ' if i else ''}'{e}', " for i, e in enumerate(examples))
-    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def subdomain_problems(value: str, unit: str = "characters") -> list[str]:
-    """Why ``value`` is not a DNS-1123 subdomain (empty: it is one). ``unit``: how the length limit is worded
-    (Kubernetes says "bytes" where it checks a label key's prefix)."""
-    problems = []
-    if len(value.encode()) > _SUBDOMAIN_MAX:
-        problems.append(f"must be no more than {_SUBDOMAIN_MAX} {unit}")
-    if not SUBDOMAIN.fullmatch(value):
-        problems.append(_regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-            "start and end with an alphanumeric character", SUBDOMAIN_FMT, "example.com"))
-    return problems
 
 
 def label_key_problems(value: str) -> list[str]:
@@ -124,7 +105,7 @@ def label_key_problems(value: str) -> list[str]:
     parts = value.split("/")
     problems: list[str] = []
     if len(parts) > 2:
-        return ["a valid label key " + _regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc")
+        return ["a valid label key " + regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     name = parts[-1]
     if len(parts) == 2:
@@ -138,7 +119,7 @@ def label_key_problems(value: str) -> list[str]:
     elif len(name.encode()) > _KEY_NAME_MAX:
         problems.append(f"name part must be no more than {_KEY_NAME_MAX} bytes")
     if not NAME.fullmatch(name):
-        problems.append("name part " + _regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc"))
+        problems.append("name part " + regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc"))
     return problems
 
 
@@ -448,7 +429,8 @@ def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                   pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in a Job being created, in its order (``pods_ready``: the
     ``kueue.x-k8s.io/wait-for-pods-ready`` checks in force, :mod:`connectors.k8s.pods_ready_validation`)."""
-    return (generic_create_errors(job, pods_ready=pods_ready) + _min_parallelism(job) + _completions_setting(job)
+    return (generic_create_errors(job, feature_gates, pods_ready=pods_ready) + _min_parallelism(job)
+            + _completions_setting(job)
             + _topology(job, feature_gates))
 
 
@@ -468,34 +450,50 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     errors += _completions_setting(new)
     errors += generic_update_errors(old, new, feature_gates, default_queue=default_queue, pods_ready=pods_ready)
     errors += _running_update(old, new)
-    errors += gate_update(old, new, feature_gates)
     return errors + _topology(new, feature_gates)
 
 
-def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``AdmissionGatedBy``: admission gates are removed, never added."""
+def gate_create(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``AdmissionGatedBy``: the object's ``kueue.x-k8s.io/admission-gated-by``, when it names any gate, is
+    well formed (:func:`events.admission_gate.format_problems`, every problem); off, it is not looked at."""
     if not gates.enabled(feature_gates, gates.ADMISSION_GATED_BY):
         return []
-    return [f"{GATE_PATH}: {problem}" for problem in admission_gate_errors(old.get("metadata"), new.get("metadata"))]
+    value = _meta(obj, "annotations").get(admission_gate.ANNOTATION)
+    return [f"{GATE_PATH}: {problem}"
+            for problem in admission_gate.format_problems(value if isinstance(value, str) else "", shown)]
 
 
-def generic_create_errors(job: Mapping[str, Any], *, pods_ready: PodsReadyRule | None = None) -> list[str]:
+def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``AdmissionGatedBy``: admission gates are removed, never added, and what is left is well formed (as on
+    create)."""
+    if not gates.enabled(feature_gates, gates.ADMISSION_GATED_BY):
+        return []
+    return ([f"{GATE_PATH}: {problem}" for problem in admission_gate_errors(old.get("metadata"), new.get("metadata"))]
+            + gate_create(new, feature_gates))
+
+
+def generic_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                          pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in any job it manages (a Pod too) on creation: its queue name, prebuilt Workload name
-    and maximum execution time labels, and under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``) its
-    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation."""
-    return _labels_on_create(job) + pods_ready_validation.create_errors(job, pods_ready)
+    and maximum execution time labels, under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``) its
+    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation, and under ``AdmissionGatedBy`` its admission gate's form
+    (:func:`gate_create`)."""
+    return (_labels_on_create(job) + pods_ready_validation.create_errors(job, pods_ready)
+            + gate_create(job, feature_gates))
 
 
 def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                           default_queue: bool = False, pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in the update of any job it manages (a Pod too, seen as suspended while gated), in its
     order: the queue name, the prebuilt Workload's name, the maximum execution time, the WorkloadPriorityClass,
-    whether it is elastic, and under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``) a change of its
-    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation."""
+    whether it is elastic, under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``) a change of its
+    ``kueue.x-k8s.io/wait-for-pods-ready`` annotation, and under ``AdmissionGatedBy`` an admission gate added or
+    ill formed (:func:`gate_update`)."""
     return (_queue_name_update(old, new, default_queue) + _prebuilt_update(old, new, feature_gates)
             + _max_exec_update(old, new) + _priority_class_update(old, new) + _elastic_update(old, new, feature_gates)
             + pods_ready_validation.update_errors(old, new, pods_ready, old_suspended=_suspended(old),
-                                                  new_suspended=_suspended(new)))
+                                                  new_suspended=_suspended(new))
+            + gate_update(old, new, feature_gates))
 
 
 invalid, forbidden, required, shown = field_errors.invalid, field_errors.forbidden, field_errors.required, field_errors.shown

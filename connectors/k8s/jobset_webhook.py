@@ -19,7 +19,8 @@ JobSet as its job webhooks default any job (``pkg/controller/jobs/jobset/jobset_
 Its validating webhook (``vjobset.kb.io`` at ``/validate-jobset-x-k8s-io-v1alpha2-jobset``, create and update)
 refuses what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation`, in Kueue's words): on
 create, a queue name or prebuilt Workload name that is not a DNS-1123 subdomain and a ``max-exec-time-seconds``
-that is not an integer above 0; on update, first the update rules — the queue name changed while the JobSet is not
+that is not an integer above 0, and under ``AdmissionGatedBy`` an ill-formed ``kueue.x-k8s.io/admission-gated-by``
+(:func:`connectors.k8s.job_validation.gate_create`); on update, first the update rules — the queue name changed while the JobSet is not
 suspended (or removed in a namespace with a LocalQueue ``default``), the prebuilt Workload's name changed while
 running, the maximum execution time changed unless suspended before and after, a WorkloadPriorityClass added to a
 running JobSet or removed, and under ``AdmissionGatedBy`` a ``kueue.x-k8s.io/admission-gated-by`` gate added (gates
@@ -119,7 +120,7 @@ def topology_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]
 
 def create_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """What Kueue refuses in a JobSet being created, in its order."""
-    return job_validation.generic_create_errors(jobset) + topology_errors(jobset, feature_gates)
+    return job_validation.generic_create_errors(jobset, feature_gates) + topology_errors(jobset, feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
@@ -127,7 +128,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     """What Kueue refuses in the update of JobSet ``old`` into ``new``, in its order: the update rules, then the
     create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(old, new, feature_gates, default_queue=default_queue)
-            + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates))
+            + create_errors(new, feature_gates))
 
 
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"

@@ -82,7 +82,7 @@ def _as_job(job: Mapping[str, Any]) -> dict[str, Any]:
 
 def create_errors(training: TrainingKind, job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """What Kueue refuses in a job of ``training``'s kind being created, in its order."""
-    return job_validation.generic_create_errors(_as_job(job)) + topology_errors(job, training, feature_gates)
+    return job_validation.generic_create_errors(_as_job(job), feature_gates) + topology_errors(job, training, feature_gates)
 
 
 def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[str, Any],
@@ -91,7 +91,7 @@ def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[s
     ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + job_validation.gate_update(old, new, feature_gates) + create_errors(training, new, feature_gates))
+            + create_errors(training, new, feature_gates))
 
 
 def webhook_kind(training: TrainingKind) -> framework_webhook.Kind:

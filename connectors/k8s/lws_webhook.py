@@ -163,15 +163,17 @@ def topology_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -
 
 def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """What Kueue refuses in a LeaderWorkerSet being created, in its order: the queue name's form and startup
-    policy, then (v0.20) the pod templates' TAS annotations."""
-    return lw.create_errors(dict(lws)) + topology_errors(lws, feature_gates)
+    policy, then (v0.20) the pod templates' TAS annotations, and under ``AdmissionGatedBy`` an ill-formed admission
+    gate (:func:`connectors.k8s.job_validation.gate_create`; where Kueue puts it among the others is a guess)."""
+    return (lw.create_errors(dict(lws)) + topology_errors(lws, feature_gates)
+            + job_validation.gate_create(lws, feature_gates))
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
     """What Kueue refuses in an update: the new pod templates' TAS annotations, as at creation, then the update
     rules (:func:`connectors.k8s.leaderworkerset.update_errors`), then under ``AdmissionGatedBy`` an admission gate
-    added (:func:`connectors.k8s.job_validation.gate_update`)."""
+    added or ill formed (:func:`connectors.k8s.job_validation.gate_update`)."""
     return topology_errors(new, feature_gates) + lw.update_errors(
         dict(old), dict(new), immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE)
     ) + job_validation.gate_update(old, new, feature_gates)

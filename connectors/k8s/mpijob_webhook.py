@@ -100,7 +100,7 @@ def _as_job(mpijob: Mapping[str, Any]) -> dict[str, Any]:
 
 def create_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """What Kueue refuses in an MPIJob being created, sorted by field path as Kueue sorts them."""
-    return sorted(job_validation.generic_create_errors(_as_job(mpijob)) + topology_errors(mpijob, feature_gates),
+    return sorted(job_validation.generic_create_errors(_as_job(mpijob), feature_gates) + topology_errors(mpijob, feature_gates),
                   key=_field)
 
 
@@ -111,7 +111,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     has a LocalQueue ``default``."""
     errors = (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                    default_queue=default_queue)
-              + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates)
+              + create_errors(new, feature_gates)
               + offset_update_errors(new, feature_gates))
     return sorted(errors, key=_field)
 

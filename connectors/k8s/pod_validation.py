@@ -114,7 +114,7 @@ def create_errors(pod: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                   pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in a Pod being created, in its order (``pods_ready``: the
     ``kueue.x-k8s.io/wait-for-pods-ready`` checks in force, :mod:`connectors.k8s.pods_ready_validation`)."""
-    return job_validation.generic_create_errors(pod, pods_ready=pods_ready) + _common(pod, feature_gates)
+    return job_validation.generic_create_errors(pod, feature_gates, pods_ready=pods_ready) + _common(pod, feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,

@@ -237,7 +237,7 @@ def rayjob_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, boo
         if spec.get("shutdownAfterJobFinishes") is not True:
             errors.append(job_validation.invalid("spec.shutdownAfterJobFinishes", False, SHUTDOWN))
         errors += cluster_spec_errors(job, cluster_spec, "spec.rayClusterSpec", feature_gates)
-    errors += job_validation.generic_create_errors(_as_job(job))
+    errors += job_validation.generic_create_errors(_as_job(job), feature_gates)
     if isinstance(cluster_spec, dict):
         errors += topology_errors(cluster_spec, "spec.rayClusterSpec", feature_gates)
     return errors
@@ -286,7 +286,7 @@ def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[
         elif spec.get("enableInTreeAutoscaling") is True:
             errors.append(job_validation.invalid("spec.enableInTreeAutoscaling", True, CLUSTER_AUTOSCALING))
         errors += cluster_spec_errors(cluster, spec, "spec", feature_gates, autoscaling=False)
-    return errors + job_validation.generic_create_errors(_as_job(cluster)) + topology_errors(spec, "spec",
+    return errors + job_validation.generic_create_errors(_as_job(cluster), feature_gates) + topology_errors(spec, "spec",
                                                                                               feature_gates)
 
 
@@ -337,7 +337,7 @@ def rayservice_create_errors(service: Mapping[str, Any], feature_gates: Mapping[
     config = _map(_map(service.get("spec")).get("rayClusterConfig"))
     errors = (cluster_spec_errors(service, config, SERVICE_PATH, feature_gates)
               + upgrade_strategy_errors(service, feature_gates) if _managed(service, without_queue) else [])
-    return (errors + job_validation.generic_create_errors(_service_as_job(service))
+    return (errors + job_validation.generic_create_errors(_service_as_job(service), feature_gates)
             + topology_errors(config, SERVICE_PATH, feature_gates))
 
 

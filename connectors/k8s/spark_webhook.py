@@ -113,7 +113,7 @@ def create_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool], wit
     if failed:
         return [failed]
     errors = spark_errors(app, feature_gates) if _managed(app, without_queue) else []
-    return errors + job_validation.generic_create_errors(_as_job(app)) + topology_errors(app, feature_gates)
+    return errors + job_validation.generic_create_errors(_as_job(app), feature_gates) + topology_errors(app, feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],

@@ -100,16 +100,20 @@ def _status_replicas(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) else 0
 
 
-def create_errors(sts: Mapping[str, Any]) -> list[str]:
-    """What Kueue refuses in a StatefulSet being created: a queue name that is not a DNS-1123 subdomain."""
-    return job_validation.name_label_errors(_labels(sts), QUEUE_LABEL)
+def create_errors(sts: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None) -> list[str]:
+    """What Kueue refuses in a StatefulSet being created: a queue name that is not a DNS-1123 subdomain, and under
+    ``AdmissionGatedBy`` an ill-formed admission gate (:func:`connectors.k8s.job_validation.gate_create`, as Kueue
+    v0.20's StatefulSet webhook)."""
+    return (job_validation.name_label_errors(_labels(sts), QUEUE_LABEL)
+            + job_validation.gate_create(sts, feature_gates or {}))
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
                   ) -> list[str]:
     """What Kueue refuses in the update of StatefulSet ``old`` into ``new``, in its order (values shown as Kueue
     shows them: the old queue name, the new template queue name and group name), and under ``AdmissionGatedBy`` an
-    admission gate added (:func:`connectors.k8s.job_validation.gate_update`, as Kueue v0.20's StatefulSet webhook)."""
+    admission gate added or ill formed (:func:`connectors.k8s.job_validation.gate_update`, as Kueue v0.20's
+    StatefulSet webhook)."""
     errors = []
     old_queue, new_queue = _labels(old).get(QUEUE_LABEL, ""), _labels(new).get(QUEUE_LABEL, "")
     if old_queue != new_queue:
@@ -154,7 +158,7 @@ def reviewers(defaulting: parents.ParentDefaulting, namespace_labels: NamespaceL
                                              managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
-        return await parents.validating_review(body, create_errors,
+        return await parents.validating_review(body, partial(create_errors, feature_gates=defaulting.feature_gates),
                                                partial(update_errors, feature_gates=defaulting.feature_gates))
 
     return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}

@@ -100,7 +100,7 @@ def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], run
     tas = topology_errors(job, runtime, feature_gates)
     if isinstance(tas, str):
         return [tas]
-    return job_validation.generic_create_errors(_as_job(job)) + tas
+    return job_validation.generic_create_errors(_as_job(job), feature_gates) + tas
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],

@@ -181,7 +181,8 @@ def test_a_workload_s_negative_overhead_is_taken_whatever_the_gate_a_pod_s_negat
                                      "example.com/a"),
     ("my-gate", 'Invalid value: "my-gate": must be a domain-prefixed path (such as "acme.io/foo")'),
     ("example.com/", 'Invalid value: "example.com/": must be a domain-prefixed path'),
-    ("Example.com/a", 'Invalid value: "Example.com": a lowercase RFC 1123 subdomain'),
+    ("Example.com/a", 'Invalid value: "Example.com": a lowercase RFC 1123 subdomain must consist of lower case '
+                      "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
     ("example.com/a b", 'Invalid value: "a b": Invalid path (regex used for validation is'),
     ("example.com/" + "g" * 52, "Too long: may not be more than 63 bytes"),
 ])
@@ -195,6 +196,15 @@ def test_the_admission_gate_annotation_is_a_list_of_gates_under_the_gate(value: 
     assert _refused(doc).startswith(
         f"Workload team/w: field `metadata.annotations[kueue.x-k8s.io/admission-gated-by]`: {message}")
     decode_object(doc, "Workload team/w", checks=OFF["admission_gate"])
+
+
+def test_every_problem_of_a_workloads_admission_gate_is_listed_as_kueues_webhook_lists_them() -> None:
+    doc = _workload()
+    doc["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/a,,example.com/a"}
+    at = "field `metadata.annotations[kueue.x-k8s.io/admission-gated-by]`"
+    value = '"example.com/a,,example.com/a"'
+    assert _refused(doc) == (f"Workload team/w: [{at}: Invalid value: {value}: cannot contain empty gate names, "
+                             f"{at}: Invalid value: {value}: duplicate gate name: example.com/a]")
 
 
 def _partial(*counts: tuple[int, int | None], elastic: bool = False) -> dict[str, Any]:
