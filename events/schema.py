@@ -308,6 +308,13 @@ class WorkloadPreempted(Decision, tag="WorkloadPreempted"):
     reason: str
     message: str
     preemptor: str = ""
+    preemption_config: str = ""
+    """ConfigurablePreemptions: the PreemptionConfig whose rules selected this victim (reason
+    ``ConfigurablePreemption``); empty for any other victim, and in a log from before it was recorded."""
+    selected_by: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """The rules of ``preemption_config`` that selected the victim, each with the indexes of its candidate
+    selectors that did (in the config's order): the eviction's underlying cause
+    (:func:`projections.eviction_stats.configured_cause`)."""
 
 
 class WorkloadEvicted(Decision, tag="WorkloadEvicted"):

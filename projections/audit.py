@@ -19,7 +19,8 @@ Steps, each with the offset and time of the event that caused it:
 * ``Admitted``;
 * ``Pending`` — an admission attempt failed, with reason and message; consecutive identical attempts
   collapse into one step with ``repeat`` and ``lastOffset``/``lastTime``;
-* ``Preempted`` (with ``preemptor``) and ``Evicted`` (with reason);
+* ``Preempted`` (with ``preemptor``; ``underlyingCause`` for a victim a PreemptionConfig's rules chose) and
+  ``Evicted`` (with reason);
 * ``JobStopped``, ``PodsReady``, ``ReclaimablePods`` (``message`` lists them, ``podSet=count``) — what the
   cluster reported back;
 * ``AdmissionCheck`` — a check's new state (``reason`` is ``check=State``), reported by another controller or
@@ -48,7 +49,7 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
-from projections import dra, gates
+from projections import dra, eviction_stats, gates
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER, PROVISIONING_CONTROLLER
 from projections.cluster import ClusterState
 from projections.workloads import (
@@ -84,6 +85,8 @@ class Step(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     reason: str = ""
     message: str = ""
     preemptor: str = ""
+    underlying_cause: str = ""
+    """Preempted: the cause its eviction record gives (ConfigurablePreemptions: the rules that chose it)."""
     flavors: dict[str, dict[str, str]] = {}
     """Pod set -> resource -> flavor (QuotaReserved)."""
     counts: dict[str, int] = {}
@@ -533,7 +536,8 @@ class AuditTrail:
                           ignored=ignored)
             case ev.WorkloadPreempted():
                 self._add(off, e, key, "Preempted", t, cycle=e.cycle, reason=e.reason, message=e.message,
-                          preemptor=e.preemptor, ignored=not reserving)
+                          preemptor=e.preemptor, underlying_cause=eviction_stats.reason_and_cause(e)[1],
+                          ignored=not reserving)
             case ev.WorkloadEvicted():
                 self._add(off, e, key, "Evicted", t, cycle=e.cycle, reason=e.reason, message=e.message,
                           ignored=not reserving)

@@ -10,7 +10,9 @@ Kept on :class:`~projections.workloads.WorkloadInfo` as ``evictions``: ``(reason
 triples. The fold starts from what the Workload shows when it first sees it (a workload Kueue evicted before
 kueue-es took over keeps its counts) and adds one per eviction it folds. Kueue's reason and cause of each eviction:
 
-* a preemption: ``Preempted`` and no cause;
+* a preemption: ``Preempted`` and no cause — but for a victim a PreemptionConfig's rules selected
+  (ConfigurablePreemptions), whose cause names its preemptor, the config, and the rules with their candidate
+  selectors' indexes (:func:`configured_cause`);
 * a deactivation: ``Deactivated``, the cause being what the Evicted reason adds after ``DeactivatedDueTo``
   (``AdmissionCheck``, ``RequeuingLimitExceeded``, ``MaximumExecutionTimeExceeded``; none for a user's);
 * any other eviction: its own reason and cause (``PodsReadyTimeout`` with ``WaitForStart``/``WaitForRecovery``/
@@ -29,11 +31,29 @@ Evictions = tuple[tuple[str, str, int], ...]
 """``(reason, underlying cause, count)`` per pair, in the order first counted."""
 
 
+CAUSE_MAX_LENGTH = 316
+"""The most characters Kueue's CRD lets an ``underlyingCause`` hold."""
+
+
+def configured_cause(preemptor: str, config: str, rules: tuple[tuple[str, tuple[int, ...]], ...]) -> str:
+    """The underlying cause of a preemption a PreemptionConfig's rules chose (Kueue v0.20, KEP-13396):
+    "Preempted by NS/NAME because of preemption config CONFIG rule RULE/0,1; RULE2/0" — each rule that selected
+    the victim with its selectors' indexes, the rules by name (Kueue keeps them in a map), cut to the CRD's
+    316 characters."""
+    merged: dict[str, list[int]] = {}
+    for name, indexes in rules:
+        merged.setdefault(name, []).extend(indexes)
+    listed = "; ".join(f"{name}/{','.join(map(str, merged[name]))}" for name in sorted(merged))
+    return f"Preempted by {preemptor} because of preemption config {config} rule {listed}"[:CAUSE_MAX_LENGTH]
+
+
 def reason_and_cause(e: Any) -> tuple[str, str]:
     """Kueue's (reason, underlying cause) of the eviction ``e`` (a WorkloadPreempted, WorkloadEvicted or
     WorkloadDeactivated decision) records."""
     t = type(e)
     if t is ev.WorkloadPreempted:
+        if e.preemption_config:
+            return "Preempted", configured_cause(e.preemptor, e.preemption_config, e.selected_by)
         return "Preempted", ""
     if t is ev.WorkloadEvicted:
         return e.reason, e.underlying_cause

@@ -202,6 +202,8 @@ def details(s: Step) -> str:
             parts.append(reason_message)
             if s.preemptor:
                 parts.append(f"by {s.preemptor}")
+            if s.underlying_cause:
+                parts.append(f"cause: {s.underlying_cause}")
         case "Requeued":
             parts.append(reason_message)
             if s.released:

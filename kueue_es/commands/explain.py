@@ -190,6 +190,8 @@ def _render(d: dict[str, Any]) -> str:
             for t in p["targets"]:
                 out.append(f"    {t['workload']} (ClusterQueue {t['clusterQueue']}, priority {t['priority']}): "
                            f"{t['reason']} — {t['why']}\n")
+                if "underlyingCause" in t:
+                    out.append(f"      its eviction's underlying cause: {t['underlyingCause']}\n")
         else:
             out.append(f"  no workload would be preempted: {p['why']}\n")
             for r in p.get("considered", []):

@@ -789,9 +789,12 @@ def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) ->
         if victim.evicted:
             continue
         issued += 1
+        chosen = t.selection  # ConfigurablePreemptions: the rules behind the eviction's underlying cause
         out.append(ev.WorkloadPreempted(
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
-            message=preemption_message(state, wl, victim, t.reason), **base))
+            message=preemption_message(state, wl, victim, t.reason),
+            preemption_config=chosen.config if chosen is not None else "",
+            selected_by=chosen.rules if chosen is not None else (), **base))
     msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
     _pending(out, ctx, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
 

@@ -36,11 +36,12 @@ from kueue_es.scheduler import afs, blockadmission, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
 from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
-from kueue_es.scheduler.preemption import policy_allows, uses_any
+from kueue_es.scheduler.preemption import Target, policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
 from projections import gates
 from projections.cluster import ClusterState, max_execution_deadline
 from projections.dra import unresolved_reason, workload_problem
+from projections.eviction_stats import configured_cause
 from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
@@ -418,12 +419,7 @@ def _preemption(ctx: CycleContext, e: Entry) -> dict[str, Any]:
            "bwc": policies["borrowWithinCohort"]}
     victims = e.targets
     if victims:
-        out["targets"] = [{
-            "workload": t.workload.key, "clusterQueue": t.workload.cluster_queue, "priority": t.workload.priority,
-            "reason": t.reason,
-            "why": _REASON_WHY.get(t.reason, t.reason).format(cq=t.workload.cluster_queue,
-                                                               frs=", ".join(sorted(needed)), **fmt),
-        } for t in victims]
+        out["targets"] = [_target(t, wl.key, needed, fmt) for t in victims]
         return out
     node = ctx.tree.cluster_queues[e.cq]
     rows, candidates = _candidates(ctx, wl, node, needed)
@@ -431,6 +427,18 @@ def _preemption(ctx: CycleContext, e: Entry) -> dict[str, Any]:
     out["considered"] = rows
     out["why"] = _no_targets_why(ctx, e, node, needed, candidates)
     return out
+
+
+def _target(t: Target, preemptor: str, needed: dict[str, int], fmt: dict[str, str]) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "workload": t.workload.key, "clusterQueue": t.workload.cluster_queue, "priority": t.workload.priority,
+        "reason": t.reason,
+        "why": _REASON_WHY.get(t.reason, t.reason).format(cq=t.workload.cluster_queue,
+                                                           frs=", ".join(sorted(needed)), **fmt),
+    }
+    if t.selection is not None:  # ConfigurablePreemptions: which rules chose it, as its eviction record will say
+        row["underlyingCause"] = configured_cause(preemptor, *t.selection)
+    return row
 
 
 def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,

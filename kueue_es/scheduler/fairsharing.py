@@ -336,10 +336,10 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         finally:
             _charge(node, requests, 1)
 
-    def take(w: WorkloadInfo, reason: str) -> bool:
+    def take(w: WorkloadInfo, reason: str, selection: preemption_config.Selection | None = None) -> bool:
         """Preempt ``w`` (simulated); True when the preemptor now fits."""
         take_off(ctx, w, topology)
-        targets.append(Target(w, reason))
+        targets.append(Target(w, reason, selection))
         return fits_while_charged()
 
     def attempt(among: list[WorkloadInfo]) -> list[Target]:

@@ -39,6 +39,8 @@ HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING, SAME_QUEUE, CONFIGURED = 0, 1,
 class Target:
     workload: WorkloadInfo
     reason: str
+    selection: preemption_config.Selection | None = None
+    """A ``ConfigurablePreemption`` victim's: the PreemptionConfig rules that chose it."""
 
 
 @dataclass
@@ -46,6 +48,7 @@ class _Candidate:
     wl: WorkloadInfo
     kind: int
     node: QuotaNode
+    selection: preemption_config.Selection | None = None
 
 
 def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo, order: QueueOrder) -> bool:
@@ -164,7 +167,8 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         added = preemption_config.contributions(
             ctx, config, wl, [c.wl for c in candidates], needed, topology,
             lambda: fits_in(node, requests, True, None), lambda: fits_in(node, requests, True, topology))
-        configured = [_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue]) for w in added]
+        configured = [_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue], selection)
+                      for w, selection in added]
     if not candidates and not configured:
         return []
     hier = [c for c in candidates if c.kind == HIERARCHICAL]
@@ -270,7 +274,7 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
             else:
                 take_off(ctx, c.wl, topology)
         chosen = [c for c in chosen if c is not None]
-        return [Target(c.wl, _reason(c)) for c in chosen]
+        return [Target(c.wl, _reason(c), c.selection) for c in chosen]
     finally:
         for c in chosen:
             if c is not None:

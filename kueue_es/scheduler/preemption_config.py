@@ -24,7 +24,7 @@ it would borrow (:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor as
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from events import objects as o
 from kueue_es.scheduler import preemption as classical
@@ -39,6 +39,20 @@ TRIGGERS = o.PREEMPTION_TRIGGERS
 ALWAYS, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY = TRIGGERS
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+class Selection(NamedTuple):
+    """Why a PreemptionConfig chose a victim: the config and, per rule that selected it (in the config's order),
+    the indexes of its candidate selectors that did — the eviction's underlying cause
+    (:func:`projections.eviction_stats.configured_cause`)."""
+
+    config: str
+    rules: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+class Selected(NamedTuple):
+    workload: WorkloadInfo
+    selection: Selection
 
 
 def config_name(ctx: CycleContext, cq: str) -> str:
@@ -152,22 +166,27 @@ def _selector_candidates(ctx: CycleContext, sel: o.PreemptionConfigCandidateSele
 
 
 def candidates(ctx: CycleContext, config: o.PreemptionConfig, trigger: str, preemptor: WorkloadInfo,
-               needed: dict[str, int], skip: set[str]) -> list[WorkloadInfo]:
+               needed: dict[str, int], skip: set[str]) -> list[Selected]:
     """The workloads the rules of ``trigger`` select for ``preemptor`` (none in ``skip``), deduplicated and in
-    Kueue's victim order."""
-    seen = set(skip)
-    out: list[WorkloadInfo] = []
+    Kueue's victim order, each with the rules and selector indexes that chose it."""
+    found: dict[str, tuple[WorkloadInfo, dict[str, list[int]]]] = {}
     for rule in config.spec.rules:
         if rule.activation_policy.trigger != trigger:
             continue
         if rule.preemptor_selector is not None and not selector_matches(rule.preemptor_selector, preemptor.labels):
             continue
-        for sel in rule.candidate_selectors:
+        for index, sel in enumerate(rule.candidate_selectors):
             for w in _selector_candidates(ctx, sel, preemptor, needed):
-                if w.key not in seen:
-                    seen.add(w.key)
-                    out.append(w)
-    classical.sort_candidates(out, preemptor.cluster_queue, ctx.now, ctx.afs_usage)
+                if w.key in skip:
+                    continue
+                entry = found.get(w.key)
+                if entry is None:
+                    entry = found[w.key] = (w, {})
+                entry[1].setdefault(rule.name, []).append(index)
+    name = config.metadata.name
+    out = [Selected(w, Selection(name, tuple((r, tuple(ix)) for r, ix in rules.items())))
+           for w, rules in found.values()]
+    classical.sort_candidates(out, preemptor.cluster_queue, ctx.now, ctx.afs_usage, lambda s: s.workload)
     return out
 
 
@@ -207,18 +226,18 @@ def walk_tiers(config: o.PreemptionConfig, tier: Callable[[str], bool], quota_sh
 
 def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo,
                   collected: list[WorkloadInfo], needed: dict[str, int], topology: TopologyFit | None,
-                  quota_fits: Callable[[], bool], fits: Callable[[], bool]) -> list[WorkloadInfo]:
+                  quota_fits: Callable[[], bool], fits: Callable[[], bool]) -> list[Selected]:
     """What the PreemptionConfig adds to the classical candidates ``collected``, tier by tier: the conditional
     triggers are probed by taking every candidate so far off (quota alone, then quota and topology)."""
     known = {w.key for w in collected}
     pool = list(collected)
-    added: list[WorkloadInfo] = []
+    added: list[Selected] = []
 
     def contribute(trigger: str) -> bool:
-        for w in candidates(ctx, config, trigger, preemptor, needed, known):
-            known.add(w.key)
-            pool.append(w)
-            added.append(w)
+        for s in candidates(ctx, config, trigger, preemptor, needed, known):
+            known.add(s.workload.key)
+            pool.append(s.workload)
+            added.append(s)
         return False  # candidates only: the walk and fill-back decide later
 
     def short(check: Callable[[], bool]) -> Callable[[], bool]:
@@ -229,14 +248,15 @@ def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: Work
 
 
 def preempt_tiers(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo, needed: dict[str, int],
-                  taken: set[str], take: Callable[[WorkloadInfo, str], bool], quota_fits: Callable[[], bool]) -> bool:
+                  taken: set[str], take: Callable[[WorkloadInfo, str, Selection | None], bool],
+                  quota_fits: Callable[[], bool]) -> bool:
     """Fair Sharing's fallback once its strategies fail (their victims still off): preempt each tier's candidates
     in order through ``take`` (True once the preemptor fits), the conditional tiers as their quota check says."""
 
     def tier(trigger: str) -> bool:
-        for w in candidates(ctx, config, trigger, preemptor, needed, taken):
+        for w, selection in candidates(ctx, config, trigger, preemptor, needed, taken):
             taken.add(w.key)
-            if take(w, classical.CONFIGURABLE_PREEMPTION):
+            if take(w, classical.CONFIGURABLE_PREEMPTION, selection):
                 return True
         return False
 

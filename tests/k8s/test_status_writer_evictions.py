@@ -36,20 +36,25 @@ class Apiserver:
         return msgspec.json.encode({"metadata": {"resourceVersion": str(len(self.patches) + 1)}})
 
 
-@pytest.mark.asyncio
-async def test_the_eviction_patch_carries_the_eviction_record() -> None:
+async def evicted_status(decision: ev.Decision) -> dict[str, Any]:
+    """The status the writer patches onto ``WL`` (its record showing one preemption) once ``decision`` evicts it."""
     journal = LocalJournal(MemoryLog(), Mirror())
     await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL)])
     api = Apiserver()
     writer = StatusWriter(api, journal)  # type: ignore[arg-type]
     await writer.sync(WL.key)
     assert api.patches == [], "the record it shows is the projection's: nothing to write"
-    await journal.append([ev.WorkloadEvicted(time=5, key=WL.key, uid="wl-uid", cycle=1, input=0,
-                                             reason="PodsReadyTimeout", underlying_cause="WaitForStart",
-                                             message="Exceeded the PodsReady timeout ns/wl")])
+    await journal.append([decision])
     await writer.sync(WL.key)
     (body,) = api.patches
-    status = body["status"]
+    return body["status"]
+
+
+@pytest.mark.asyncio
+async def test_the_eviction_patch_carries_the_eviction_record() -> None:
+    status = await evicted_status(ev.WorkloadEvicted(time=5, key=WL.key, uid="wl-uid", cycle=1, input=0,
+                                                     reason="PodsReadyTimeout", underlying_cause="WaitForStart",
+                                                     message="Exceeded the PodsReady timeout ns/wl"))
     assert {c["type"]: c["reason"] for c in status["conditions"]}["Evicted"] == "PodsReadyTimeout"
     assert status["schedulingStats"] == {"evictions": [
         {"reason": "Preempted", "underlyingCause": "", "count": 1},
@@ -58,3 +63,18 @@ async def test_the_eviction_patch_carries_the_eviction_record() -> None:
     shown = msgspec.convert(status["schedulingStats"], o.SchedulingStats)
     assert [(e.reason, e.underlying_cause, e.count) for e in shown.evictions] == [
         ("Preempted", "", 1), ("PodsReadyTimeout", "WaitForStart", 1)]
+
+
+@pytest.mark.asyncio
+async def test_a_configured_preemption_writes_its_rules_as_the_underlying_cause() -> None:
+    """ConfigurablePreemptions: the victim's record gains a ``Preempted`` entry of its own, the cause naming the
+    preemptor, the PreemptionConfig and the rules with their selectors' indexes (the plain preemption it showed
+    keeps its entry); the Evicted condition keeps the reason ``Preempted``."""
+    status = await evicted_status(ev.WorkloadPreempted(
+        time=5, key=WL.key, uid="wl-uid", cycle=1, input=0, reason="ConfigurablePreemption", message="m",
+        preemptor="ns/hero", preemption_config="defrag", selected_by=(("tier", (0, 1)), ("priority", (0,)))))
+    assert {c["type"]: c["reason"] for c in status["conditions"]}["Evicted"] == "Preempted"
+    assert status["schedulingStats"] == {"evictions": [
+        {"reason": "Preempted", "underlyingCause": "", "count": 1},
+        {"reason": "Preempted", "count": 1, "underlyingCause":
+            "Preempted by ns/hero because of preemption config defrag rule priority/0; tier/0,1"}]}

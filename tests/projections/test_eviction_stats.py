@@ -10,7 +10,7 @@ from fixtures.eventgen import T0, upsert, workload
 
 from events import objects as o
 from events import schema as ev
-from projections import snapshot
+from projections import eviction_stats, snapshot
 from projections.workloads import status_of
 from tests.projections.test_proj_metrics import NS, Log, admit, cluster, release, reserve, sample, series
 
@@ -24,6 +24,9 @@ def readmitted(log: Log, at: int, key: str = "ns/w2") -> None:
 
 @pytest.mark.parametrize(("decision", "entry"), [
     ((ev.WorkloadPreempted, {"reason": "InCohortReclamation", "preemptor": "ns/w1"}), ("Preempted", "")),
+    ((ev.WorkloadPreempted, {"reason": "ConfigurablePreemption", "preemptor": "ns/w1", "preemption_config": "defrag",
+                             "selected_by": (("lower-tier", (0, 1)), ("hero", (0,)))}),
+     ("Preempted", "Preempted by ns/w1 because of preemption config defrag rule hero/0; lower-tier/0,1")),
     ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart"}),
      ("PodsReadyTimeout", "WaitForStart")),
     ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForRecovery"}),
@@ -51,6 +54,29 @@ def test_each_eviction_path_counts_under_kueues_reason_and_cause(decision: tuple
     assert status_of(wl)["schedulingStats"] == {
         "evictions": [{"reason": entry[0], "underlyingCause": entry[1], "count": 1}]}
     assert series(log.state, ONCE) == {("cq-b", *entry, ""): 1}
+
+
+def test_a_configured_preemption_is_counted_under_its_cause_in_the_eviction_metrics() -> None:
+    """ConfigurablePreemptions: ``evicted_workloads_total`` (and its LocalQueue twin) carry the rules that chose
+    the victim in ``underlying_cause``; ``preempted_workloads_total`` keeps the preemption's reason."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, (ev.WorkloadPreempted, {
+        "key": "ns/w2", "reason": "ConfigurablePreemption", "message": "m", "preemptor": "ns/w1",
+        "preemption_config": "defrag", "selected_by": (("tier", (1,)),)}))
+    cause = "Preempted by ns/w1 because of preemption config defrag rule tier/1"
+    assert series(log.state, "kueue_evicted_workloads_total") == {("cq-b", "Preempted", cause, ""): 1}
+
+
+def test_the_configured_cause_lists_rules_by_name_and_keeps_to_kueues_length() -> None:
+    """Kueue keeps the rules in a map: one rule met twice has its indexes together; the text is cut to the 316
+    characters its CRD allows an ``underlyingCause``."""
+    assert eviction_stats.configured_cause("ns/p", "c", (("b", (0,)), ("a", (2,)), ("b", (3,)))) == (
+        "Preempted by ns/p because of preemption config c rule a/2; b/0,3")
+    long = eviction_stats.configured_cause("ns/p", "c", tuple((f"rule-{i:03}", (0, 1)) for i in range(40)))
+    assert len(long) == eviction_stats.CAUSE_MAX_LENGTH == 316
+    assert long.startswith("Preempted by ns/p because of preemption config c rule rule-000/0,1; rule-001/0,1")
 
 
 def test_entries_keep_the_order_first_counted_and_count_in_place() -> None:

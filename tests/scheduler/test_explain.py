@@ -113,6 +113,10 @@ def test_a_configured_target_and_why(tmp_path: Path) -> None:
     [t] = data["preemption"]["targets"]
     assert t["workload"] == "team/borrower" and t["reason"] == "ConfigurablePreemption"
     assert "PreemptionConfig" in t["why"]
+    cause = "Preempted by team/hero-job because of preemption config hero rule hero-preempt-lower-priority/0"
+    assert t["underlyingCause"] == cause  # what the victim's eviction record will say
+    text = kueue_es("explain", "team/hero-job", "-f", path, "--config", config).stdout
+    assert f"its eviction's underlying cause: {cause}" in text
 
 
 def test_why_nobody_can_be_preempted(tmp_path: Path) -> None:
