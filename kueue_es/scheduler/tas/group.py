@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
-from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
+from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tightest
 from kueue_es.scheduler.tas.spreading import LevelSpread, fit_spread
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
@@ -138,19 +138,6 @@ def _scores(counts: Counts, level: int) -> list[int] | None:
     return counts.affinity[level] if counts.affinity is not None else None
 
 
-def _tightest_with_leader(domains: Sequence[int], need: int, value_wl: Sequence[int], lead: Sequence[int],
-                          leaders: int, scores: Sequence[int] | None = None) -> int:
-    """Among ``domains`` able to take ``leaders`` (only the first's affinity :func:`tier` when ``scores``), the
-    first with the smallest with-leader value of at least ``need``; ``domains[0]`` is known to qualify."""
-    domains = tier(domains, scores)
-    best = domains[0]
-    for d in domains:
-        if lead[d] >= leaders and need <= value_wl[d] < value_wl[best]:
-            best = d
-    return best
-
-
-
 class WholeSlices:
     """How the group search reads a level when the workers make whole slices only: a domain fits with the leader and
     the slices it holds beside it (``slices_wl``), best fit taking the tightest of those. :mod:`.group_partial`
@@ -167,7 +154,7 @@ class WholeSlices:
     def best(self, gc: GroupCounts, level: int, domains: Sequence[int], slices: int,
              scores: Sequence[int] | None) -> int:
         """Best fit's pick among ``domains`` (the first qualifies)."""
-        return _tightest_with_leader(domains, slices, gc.slices_wl[level], gc.leader[level], 1, scores)
+        return tightest(domains, slices, gc.slices_wl[level], scores, gc.leader[level], 1)
 
     def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
               not_fit: NotFit) -> tuple[int, list[int]] | str:
@@ -274,7 +261,7 @@ def _walk(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
     for k, d in enumerate(domains):
         if leaders > 0:
             if bestfit and value_wl[d] >= remaining and lead[d] >= leaders:
-                d = _tightest_with_leader(domains[k:], remaining, value_wl, lead, leaders, scores)
+                d = tightest(domains[k:], remaining, value_wl, scores, lead, leaders)
             if value_wl[d] >= remaining and lead[d] >= leaders:
                 out[d], out_leader[d] = remaining * unit, leaders
                 taken.append(d)

@@ -37,7 +37,7 @@ from kueue_es.scheduler.tas.partial import (
     tail_capacities,
     with_tail_home,
 )
-from kueue_es.scheduler.tas.search import NotFit, order, tier
+from kueue_es.scheduler.tas.search import NotFit, order, tightest
 from projections.topology import TopologyTree
 
 
@@ -131,8 +131,7 @@ def _closing(at: _Level, domains: Sequence[int], remaining: int, leaders: int, b
         capw = at.swl if with_leader else at.sc
         capt = at.tlc if with_leader else at.tc
         home = best_fit_with_tail(domains, remaining, capw, capt, at.scores, at.lead, leaders)
-        able = [d for d in tier(domains, at.scores) if at.lead[d] >= leaders and capw[d] >= remaining]
-        whole = min(able, key=lambda d: capw[d]) if able else first
+        whole = tightest(domains, remaining, capw, at.scores, at.lead, leaders)
     if (at.beside_tail(home, with_leader) < remaining or at.lead[home] < leaders
             or at.whole(home, with_leader) > at.whole(whole, with_leader)):
         return None
@@ -158,8 +157,7 @@ def _walk(at: _Level, domains: Sequence[int], need: int, leaders: int, size: int
         with_leader = leaders > 0
         value = at.swl if with_leader else at.sc
         if bestfit and value[d] >= remaining and at.lead[d] >= leaders:
-            able = [x for x in tier(domains[k:], at.scores) if at.lead[x] >= leaders and value[x] >= remaining]
-            d = min(able, key=lambda x: value[x]) if able else d
+            d = tightest(domains[k:], remaining, value, at.scores, at.lead, leaders)
         got = min(value[d], remaining)
         here = min(at.lead[d], leaders)
         out[d] = got * size

@@ -76,16 +76,17 @@ def tier(domains: Sequence[int], scores: Sequence[int] | None) -> Sequence[int]:
 
 
 def tightest(domains: Sequence[int], needed: int, value: Sequence[int] | Mapping[int, int],
-             scores: Sequence[int] | None = None) -> int:
-    """Kueue's best-fit pick: scanning ``domains`` in order (only the first's affinity :func:`tier` when
-    ``scores``), the first with the smallest ``value`` that is still at least ``needed``, starting from
-    ``domains[0]`` (which the caller knows holds ``needed``)."""
+             scores: Sequence[int] | None = None, lead: Sequence[int] | None = None, leaders: int = 0) -> int:
+    """Kueue's best-fit pick, the one tightest fitting domain of every TAS walk: scanning ``domains`` in order
+    (only the first's affinity :func:`tier` when ``scores``; only those able to take ``leaders`` when ``lead`` is
+    given), the first with the smallest ``value`` that is still at least ``needed``, starting from ``domains[0]``
+    (which the caller knows qualifies)."""
     domains = tier(domains, scores)
     best = domains[0]
     best_v = value[best]
     for d in domains:
         v = value[d]
-        if needed <= v < best_v:
+        if needed <= v < best_v and (lead is None or lead[d] >= leaders):
             best, best_v = d, v
     return best
 
