@@ -41,7 +41,7 @@ from kueue_es.scheduler.tas.layers import (
 from kueue_es.scheduler.tas.leader_nodes import leader_filter
 from kueue_es.scheduler.tas.library import library_excluded
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
-from kueue_es.scheduler.tas.partial import find_fit_level_tail, tail_capacities, tail_last, tail_size
+from kueue_es.scheduler.tas.partial import TailFit, tail_capacities, tail_last, tail_size
 from kueue_es.scheduler.tas.pernode import node_scores, node_view
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
@@ -188,10 +188,10 @@ def _place_with_tail(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[
     tree = snap.tree
     tails = tail_capacities(tree, counts.pods, counts.slices, size, tail, slice_level)
     not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, (), count, size)
-    found = find_fit_level_tail(counts, tails, requested, slices=count // size, required=required,
-                                unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
-                                no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}",
-                                spread=spread)
+    found = find_fit_level(counts, requested, slices=count // size, required=required, unconstrained=unconstrained,
+                           lfc=lfc, not_fit=not_fit,
+                           no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}", spread=spread,
+                           fit=TailFit(tails))
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found
