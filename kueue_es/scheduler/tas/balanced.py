@@ -52,10 +52,7 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
     r = requested
     below = r < slice_level
     aff = counts.affinity
-    if r == 0:
-        groups = [(0, len(counts.pods[0]))]
-    else:
-        groups = list(zip(tree.child_start[r - 1], tree.child_end[r - 1], strict=True))
+    groups = sibling_runs(tree, r)
     best = best_count = 0
     winner = None
     for g0, g1 in groups:
@@ -101,6 +98,13 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
     if shares is None:
         return None
     return fit_level, {base[d]: n for d, n in shares.items()}
+
+
+def sibling_runs(tree: TopologyTree, level: int) -> list[tuple[int, int]]:
+    """(first, end) of each run of domains of ``level`` sharing a parent; the whole level at the top."""
+    if level == 0:
+        return [(0, len(tree.ids[0]))]
+    return list(zip(tree.child_start[level - 1], tree.child_end[level - 1], strict=True))
 
 
 def spread(picked: Sequence[int], pods: Sequence[int], slices: Sequence[int], need: int,

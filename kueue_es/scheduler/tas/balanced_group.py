@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from kueue_es.scheduler.tas.balanced import entropy
+from kueue_es.scheduler.tas.balanced import entropy, sibling_runs
 from kueue_es.scheduler.tas.group import GroupCounts
 from projections.topology import TopologyTree
 
@@ -200,8 +200,7 @@ def place_group_balanced(tree: TopologyTree, gc: GroupCounts, *, requested: int,
         return None
     r = requested
     below = r < slice_level
-    groups = [(0, len(gc.base.pods[0]))] if r == 0 else list(zip(tree.child_start[r - 1], tree.child_end[r - 1],
-                                                                  strict=True))
+    groups = sibling_runs(tree, r)
     best = best_count = 0
     winner = None
     for g0, g1 in groups:

@@ -37,6 +37,10 @@ class Counts:
         """The request's :class:`~kueue_es.scheduler.tas.pernode.NodeView` when each node under a declared leaf was
         checked (TASNodeFeasibilityForAllLevels), else None."""
 
+    def scores(self, level: int) -> list[int] | None:
+        """Each domain's preferred-affinity score at ``level``; None when no domain scores."""
+        return self.affinity[level] if self.affinity is not None else None
+
 
 def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
                 assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,

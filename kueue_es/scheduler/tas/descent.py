@@ -42,6 +42,12 @@ def trim(domains: Sequence[int], need: int, value: Sequence[int] | Mapping[int, 
     raise AssertionError(f"TAS descent: {remaining} unit(s) left after every domain (counts are inconsistent)")
 
 
+def pool_children(tree: TopologyTree, counts: Counts, level: int, chosen: Sequence[int], lfc: bool) -> list[int]:
+    """The children of the ``chosen`` domains of ``level``, pooled and sorted in the order of the level below."""
+    starts, ends = tree.child_start[level], tree.child_end[level]
+    return order(counts, level + 1, [c for d in chosen for c in range(starts[d], ends[d])], lfc)
+
+
 def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int], *, count: int, slice_size: int,
             slice_level: int, lfc: bool, inner: Mapping[int, int] | None = None,
             shares: Mapping[int, int] | None = None, tail: int = 0,
@@ -52,10 +58,9 @@ def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int
     (:mod:`.partial`; never with ``shares``)."""
     bestfit = not lfc
     last = tree.depth - 1
-    aff = counts.affinity
 
     def cut(domains: list[int], level: int, value) -> list[int]:
-        scores = aff[level] if aff else None
+        scores = counts.scores(level)
         if tail and tails is not None:
             return trim_tail(domains, count // slice_size, value, tails[level], slice_size, tail, bestfit,
                              assigned, scores)
@@ -65,11 +70,10 @@ def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int
     chosen = cut(chosen, fit_level, shares if shares is not None else counts.slices[fit_level])
     level = fit_level
     while shares is None and level < min(last, slice_level):
-        starts, ends = tree.child_start[level], tree.child_end[level]
-        pooled = [c for d in chosen for c in range(starts[d], ends[d])]
+        pooled = pool_children(tree, counts, level, chosen, lfc)
         level += 1
         assigned = {}
-        chosen = cut(order(counts, level, pooled, lfc), level, counts.slices[level])
+        chosen = cut(pooled, level, counts.slices[level])
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
         child = level + 1
@@ -83,8 +87,7 @@ def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int
         next_chosen: list[int] = []
         for d in chosen:
             kids = order(counts, child, range(starts[d], ends[d]), lfc)
-            next_chosen += trim(kids, parents[d] // unit, value, unit, bestfit, assigned,
-                                aff[child] if aff else None)
+            next_chosen += trim(kids, parents[d] // unit, value, unit, bestfit, assigned, counts.scores(child))
         chosen = next_chosen
         level = child
     return assigned

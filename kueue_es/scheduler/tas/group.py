@@ -34,7 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
-from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
+from kueue_es.scheduler.tas.descent import pool_children
+from kueue_es.scheduler.tas.search import NotFit, order, spread_not_fit, take_in_order, tightest
 from kueue_es.scheduler.tas.spreading import LevelSpread, fit_spread
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
@@ -129,26 +130,9 @@ def leader_order(gc: GroupCounts, level: int, lfc: bool) -> list[int]:
     score), with-leader slices (descending for BestFit, ascending for LeastFreeCapacity), with-leader pods
     ascending, level values."""
     lead, swl, pwl = gc.leader[level], gc.slices_wl[level], gc.pods_wl[level]
-    aff = _scores(gc.base, level) or [0] * len(lead)
+    aff = gc.base.scores(level) or [0] * len(lead)
     sign = 1 if lfc else -1
     return sorted(range(len(lead)), key=lambda i: (-lead[i], -aff[i], sign * swl[i], pwl[i], i))
-
-
-def _scores(counts: Counts, level: int) -> list[int] | None:
-    return counts.affinity[level] if counts.affinity is not None else None
-
-
-def _tightest_with_leader(domains: Sequence[int], need: int, value_wl: Sequence[int], lead: Sequence[int],
-                          leaders: int, scores: Sequence[int] | None = None) -> int:
-    """Among ``domains`` able to take ``leaders`` (only the first's affinity :func:`tier` when ``scores``), the
-    first with the smallest with-leader value of at least ``need``; ``domains[0]`` is known to qualify."""
-    domains = tier(domains, scores)
-    best = domains[0]
-    for d in domains:
-        if lead[d] >= leaders and need <= value_wl[d] < value_wl[best]:
-            best = d
-    return best
-
 
 
 class WholeSlices:
@@ -167,7 +151,7 @@ class WholeSlices:
     def best(self, gc: GroupCounts, level: int, domains: Sequence[int], slices: int,
              scores: Sequence[int] | None) -> int:
         """Best fit's pick among ``domains`` (the first qualifies)."""
-        return _tightest_with_leader(domains, slices, gc.slices_wl[level], gc.leader[level], 1, scores)
+        return tightest(domains, slices, gc.slices_wl[level], scores, gc.leader[level], 1)
 
     def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
               not_fit: NotFit) -> tuple[int, list[int]] | str:
@@ -191,13 +175,13 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
         sc, pc = base.slices[level], base.pods[level]
         if not sc:
             return no_domains(level)
-        lead, cap, aff = gc.leader[level], fit.capacity(gc, level), _scores(base, level)
+        lead, cap, aff = gc.leader[level], fit.capacity(gc, level), base.scores(level)
         ordered = leader_order(gc, level, lfc)
         fitting = [lead[d] >= 1 and cap[d] >= slices for d in range(len(sc))]
         best = partial(fit.best, gc, level, slices=slices, scores=aff)
         if spread is not None:
             return fit_spread(spread, level, ordered, fits=fitting.__getitem__, best=best, lfc=lfc,
-                              no_fit=partial(_spread_not_fit, sc, pc, lfc, not_fit, requested, level))
+                              no_fit=partial(spread_not_fit, sc, pc, lfc, not_fit, requested, level))
         top = ordered[0]
         if lfc:
             hit = next((d for d in ordered if fitting[d]), None)
@@ -223,19 +207,13 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
         return fit.close(gc, level, ordered, slices, chosen, not_fit)
 
 
-def _spread_not_fit(sc: Sequence[int], pc: Sequence[int], lfc: bool, not_fit: NotFit, requested: int, level: int,
-                    ranked: Sequence[int]) -> str:
-    """The failure when no domain spreading leaves (``ranked``) takes the group."""
-    return not_fit(pc[ranked[-1]] if lfc else sc[ranked[0]], requested, level)
-
-
 def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slices: int,
                       lfc: bool) -> tuple[list[int], int]:
     """The top level's greedy run for a group: the first domain in leader order, with its with-leader slices, then
     the others in the plain order (BestFit swapping the one that would close the count for the tightest that
     does) until ``slices`` are covered; (the domains taken, the slices still missing: 0 or less when covered)."""
     base = gc.base
-    sc, aff = base.slices[level], _scores(base, level)
+    sc, aff = base.slices[level], base.scores(level)
     top = ordered[0]
     rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
     chosen, remaining = take_in_order(rest, slices - gc.slices_wl[level][top], sc, aff, lfc)
@@ -274,7 +252,7 @@ def _walk(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
     for k, d in enumerate(domains):
         if leaders > 0:
             if bestfit and value_wl[d] >= remaining and lead[d] >= leaders:
-                d = _tightest_with_leader(domains[k:], remaining, value_wl, lead, leaders, scores)
+                d = tightest(domains[k:], remaining, value_wl, scores, lead, leaders)
             if value_wl[d] >= remaining and lead[d] >= leaders:
                 out[d], out_leader[d] = remaining * unit, leaders
                 taken.append(d)
@@ -344,21 +322,22 @@ def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: l
     assigned: dict[int, int] = {}
     leaders: dict[int, int] = {}
     level = fit_level
+
+    def cut(domains: Sequence[int], level: int) -> list[int]:
+        return trim_with_leader(domains, count // slice_size, 1, base.slices[level], gc.slices_wl[level],
+                                gc.leader[level], slice_size, bestfit, assigned, leaders, base.scores(level))
+
     if shares is not None and leader_at is not None:
         assigned = {d: n * slice_size for d, n in shares.items()}
         leaders = {leader_at: 1}
         chosen = sorted(shares)
     else:
-        chosen = trim_with_leader(chosen, count // slice_size, 1, base.slices[level], gc.slices_wl[level],
-                                  gc.leader[level], slice_size, bestfit, assigned, leaders, _scores(base, level))
+        chosen = cut(chosen, level)
     while shares is None and level < min(last, slice_level):
-        starts, ends = tree.child_start[level], tree.child_end[level]
-        pooled = [c for d in chosen for c in range(starts[d], ends[d])]
+        pooled = pool_children(tree, base, level, chosen, lfc)
         level += 1
         assigned, leaders = {}, {}
-        chosen = trim_with_leader(order(base, level, pooled, lfc), count // slice_size, 1, base.slices[level],
-                                  gc.slices_wl[level], gc.leader[level], slice_size, bestfit, assigned, leaders,
-                                  _scores(base, level))
+        chosen = cut(pooled, level)
     return spread_down(tree, gc, level, chosen, assigned, leaders, slice_size=slice_size, slice_level=slice_level,
                        lfc=lfc, inner=inner)
 
@@ -387,7 +366,7 @@ def spread_down(tree: TopologyTree, gc: GroupCounts, level: int, chosen: list[in
         for d in chosen:
             kids = order(base, child, range(starts[d], ends[d]), lfc)
             next_chosen += trim_with_leader(kids, parents[d] // unit, parent_leaders.get(d, 0), value, value_wl,
-                                            gc.leader[child], unit, bestfit, assigned, leaders, _scores(base, child))
+                                            gc.leader[child], unit, bestfit, assigned, leaders, base.scores(child))
         chosen = next_chosen
         level = child
     return assigned, leaders

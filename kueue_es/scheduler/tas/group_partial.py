@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kueue_es.scheduler.tas.descent import pool_children
 from kueue_es.scheduler.tas.group import GroupCounts, WholeSlices, fill_rooms, spread_down
 from kueue_es.scheduler.tas.partial import (
     NO_TAIL,
@@ -37,7 +38,7 @@ from kueue_es.scheduler.tas.partial import (
     tail_capacities,
     with_tail_home,
 )
-from kueue_es.scheduler.tas.search import NotFit, order, tier
+from kueue_es.scheduler.tas.search import NotFit, tightest
 from projections.topology import TopologyTree
 
 
@@ -111,7 +112,7 @@ class _Level:
         base = gc.base
         self.sc, self.swl, self.lead = base.slices[level], gc.slices_wl[level], gc.leader[level]
         self.tc, self.tlc = tc[level], tlc[level]
-        self.scores = base.affinity[level] if base.affinity is not None else None
+        self.scores = base.scores(level)
 
     def whole(self, d: int, leader: bool) -> int:
         return self.swl[d] if leader else self.sc[d]
@@ -131,8 +132,7 @@ def _closing(at: _Level, domains: Sequence[int], remaining: int, leaders: int, b
         capw = at.swl if with_leader else at.sc
         capt = at.tlc if with_leader else at.tc
         home = best_fit_with_tail(domains, remaining, capw, capt, at.scores, at.lead, leaders)
-        able = [d for d in tier(domains, at.scores) if at.lead[d] >= leaders and capw[d] >= remaining]
-        whole = min(able, key=lambda d: capw[d]) if able else first
+        whole = tightest(domains, remaining, capw, at.scores, at.lead, leaders)
     if (at.beside_tail(home, with_leader) < remaining or at.lead[home] < leaders
             or at.whole(home, with_leader) > at.whole(whole, with_leader)):
         return None
@@ -158,8 +158,7 @@ def _walk(at: _Level, domains: Sequence[int], need: int, leaders: int, size: int
         with_leader = leaders > 0
         value = at.swl if with_leader else at.sc
         if bestfit and value[d] >= remaining and at.lead[d] >= leaders:
-            able = [x for x in tier(domains[k:], at.scores) if at.lead[x] >= leaders and value[x] >= remaining]
-            d = min(able, key=lambda x: value[x]) if able else d
+            d = tightest(domains[k:], remaining, value, at.scores, at.lead, leaders)
         got = min(value[d], remaining)
         here = min(at.lead[d], leaders)
         out[d] = got * size
@@ -238,11 +237,9 @@ def descend_group_tail(tree: TopologyTree, gc: GroupCounts, tc: list[list[int]],
     level = fit_level
     chosen = trim_group_tail(_Level(gc, tc, tlc, level), chosen, need, slice_size, tail, bestfit, assigned, leaders)
     while level < slice_level:
-        starts, ends = tree.child_start[level], tree.child_end[level]
-        pooled = [c for d in chosen for c in range(starts[d], ends[d])]
+        pooled = pool_children(tree, gc.base, level, chosen, lfc)
         level += 1
         assigned, leaders = {}, {}
-        chosen = trim_group_tail(_Level(gc, tc, tlc, level), order(gc.base, level, pooled, lfc), need, slice_size,
-                                 tail, bestfit, assigned, leaders)
+        chosen = trim_group_tail(_Level(gc, tc, tlc, level), pooled, need, slice_size, tail, bestfit, assigned, leaders)
     return spread_down(tree, gc, level, chosen, assigned, leaders, slice_size=slice_size, slice_level=slice_level,
                        lfc=lfc, inner=None)

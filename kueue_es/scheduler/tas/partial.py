@@ -16,11 +16,10 @@ lists the slice-level domain holding the tail last (the order pods are ranked in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
-from kueue_es.scheduler.tas.search import NotFit, order, take_in_order, tier, tightest
-from kueue_es.scheduler.tas.spreading import LevelSpread, fit_spread
+from kueue_es.scheduler.tas.search import NotFit, SliceFit, order, take_in_order, tier, tightest
 from projections.topology import TopologyTree
 
 NO_TAIL = -1
@@ -72,66 +71,40 @@ def best_fit_with_tail(domains: Sequence[int], need: int, sc: Sequence[int], tc:
     return best
 
 
-def find_fit_level_tail(counts: Counts, tails: list[list[int]], level: int, *, slices: int, required: bool,
-                        unconstrained: bool, lfc: bool, not_fit: NotFit,
-                        no_domains: Callable[[int], str],
-                        spread: LevelSpread | None = None) -> tuple[int, list[int]] | str:
-    """As :func:`~kueue_es.scheduler.tas.search.find_fit_level`, for a pod set with a tail: a domain fits when it
-    holds ``slices`` whole slices beside the tail; the messages count the tail as a slice of its own."""
-    requested = slices + 1
-    while True:
-        sc, pc, tc = counts.slices[level], counts.pods[level], tails[level]
-        if not sc:
-            return no_domains(level)
-        aff = counts.affinity[level] if counts.affinity is not None else None
-        if spread is not None:
-            return _fit_spread_tail(counts, tc, level, slices, spread, not_fit, aff, lfc)
+class TailFit(SliceFit):
+    """How the search (:func:`~kueue_es.scheduler.tas.search.find_fit_level`) reads a level for a pod set with a
+    tail: a domain fits when it holds the whole slices beside the tail (``tails``), best fit taking the one with the
+    fewest to spare (:func:`best_fit_with_tail`); the messages count the tail as a slice of its own, and the top
+    level's greedy run needs a home for the tail among the domains it took, else adds the first other one that can
+    hold it."""
+
+    __slots__ = ("tails",)
+    extra = 1
+    by_counts = False
+
+    def __init__(self, tails: list[list[int]]) -> None:
+        self.tails = tails
+
+    def capacity(self, counts: Counts, level: int) -> Sequence[int]:
+        return self.tails[level]
+
+    def best(self, counts: Counts, level: int, domains: Sequence[int], slices: int,
+             scores: Sequence[int] | None) -> int:
+        return best_fit_with_tail(domains, slices, counts.slices[level], self.tails[level], scores)
+
+    def greedy(self, counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
+        sc, tc = counts.slices[level], self.tails[level]
+        # every domain: one without a whole slice may still be the tail's home
         ordered = order(counts, level, range(len(sc)), lfc)
-        top = ordered[0]
-        if not lfc:
-            top = best_fit_with_tail(ordered, slices, sc, tc, aff)
-        if lfc:
-            first = next((d for d in ordered if tc[d] >= slices), None)
-            if first is not None:
-                return level, [first]
-            if required:
-                return not_fit(pc[ordered[-1]], requested, level)
-        if tc[top] >= slices:
-            return level, [top]
-        if required:
-            if aff is not None:
-                k = next((k for k, d in enumerate(ordered) if k > 0 and tc[d] >= slices), None)
-                if k is not None:
-                    return level, [best_fit_with_tail(ordered[k:], slices, sc, tc, aff)]
-            return not_fit(sc[top], requested, level)
-        if level > 0 and not unconstrained:
-            level -= 1
-            continue
-        return _greedy_tail(sc, tc, ordered, aff, slices, lfc, not_fit, level)
-
-
-def _fit_spread_tail(counts: Counts, tc: Sequence[int], level: int, slices: int, spread: LevelSpread,
-                     not_fit: NotFit, aff: Sequence[int] | None, lfc: bool) -> tuple[int, list[int]] | str:
-    """A required request with a tail under topology spreading (:func:`~.spreading.fit_spread`): a domain fits
-    when it holds the whole slices beside the tail."""
-    sc, pc = counts.slices[level], counts.pods[level]
-    return fit_spread(spread, level, order(counts, level, range(len(sc)), lfc), fits=lambda d: tc[d] >= slices,
-                      best=lambda domains: best_fit_with_tail(domains, slices, sc, tc, aff), lfc=lfc,
-                      no_fit=lambda ordered: not_fit(pc[ordered[-1]] if lfc else sc[ordered[0]], slices + 1, level))
-
-
-def _greedy_tail(sc: Sequence[int], tc: Sequence[int], ordered: list[int], aff: Sequence[int] | None, slices: int,
-                 lfc: bool, not_fit: NotFit, level: int) -> tuple[int, list[int]] | str:
-    """Domains taken in order until the whole slices are covered, then a home for the tail (:func:`with_tail_home`)."""
-    chosen, remaining = take_in_order(ordered, slices, sc, aff, lfc)
-    if remaining > 0:
-        return not_fit(slices - remaining, slices + 1, level)
-    took, left = [], slices
-    for d in chosen:
-        took.append(min(sc[d], left))
-        left -= sc[d]
-    homed = with_tail_home(chosen, took, [tc[d] for d in chosen], ordered, tc)
-    return (level, homed) if homed is not None else not_fit(slices, slices + 1, level)
+        chosen, remaining = take_in_order(ordered, slices, sc, counts.scores(level), lfc)
+        if remaining > 0:
+            return not_fit(slices - remaining, slices + 1, level)
+        took, left = [], slices
+        for d in chosen:
+            took.append(min(sc[d], left))
+            left -= sc[d]
+        homed = with_tail_home(chosen, took, [tc[d] for d in chosen], ordered, tc)
+        return (level, homed) if homed is not None else not_fit(slices, slices + 1, level)
 
 
 def with_tail_home(chosen: list[int], took: Sequence[int], rooms: Sequence[int], ordered: Sequence[int],

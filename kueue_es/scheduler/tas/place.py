@@ -21,6 +21,7 @@ domains of the requested level (:mod:`.spreading`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from events import objects as o
 from kueue_es.scheduler.tas.balanced import place_balanced
@@ -41,7 +42,7 @@ from kueue_es.scheduler.tas.layers import (
 from kueue_es.scheduler.tas.leader_nodes import leader_filter
 from kueue_es.scheduler.tas.library import library_excluded
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
-from kueue_es.scheduler.tas.partial import find_fit_level_tail, tail_capacities, tail_last, tail_size
+from kueue_es.scheduler.tas.partial import TailFit, tail_capacities, tail_last, tail_size
 from kueue_es.scheduler.tas.pernode import node_scores, node_view
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
@@ -170,8 +171,7 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
 
     not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, layers, req.count, size)
     found_level = find_fit_level(counts, requested, slices=slices, required=required, unconstrained=unconstrained,
-                                 lfc=lfc, not_fit=not_fit,
-                                 no_domains=lambda lvl: f"no topology domains at level: {levels[lvl]}", spread=spread)
+                                 lfc=lfc, not_fit=not_fit, no_domains=partial(_no_domains, tree), spread=spread)
     if isinstance(found_level, str):
         return NoPlacement(found_level)
     fit_level, chosen = found_level
@@ -188,10 +188,9 @@ def _place_with_tail(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[
     tree = snap.tree
     tails = tail_capacities(tree, counts.pods, counts.slices, size, tail, slice_level)
     not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, (), count, size)
-    found = find_fit_level_tail(counts, tails, requested, slices=count // size, required=required,
-                                unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
-                                no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}",
-                                spread=spread)
+    found = find_fit_level(counts, requested, slices=count // size, required=required, unconstrained=unconstrained,
+                           lfc=lfc, not_fit=not_fit, no_domains=partial(_no_domains, tree), spread=spread,
+                           fit=TailFit(tails))
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found
@@ -200,6 +199,11 @@ def _place_with_tail(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[
     placed = build(snap, leaves, options)
     return Placement(placed.levels, tail_last(tree, placed.domains, slice_level, size),
                      placed.hostname_prefix_encoding)
+
+
+def _no_domains(tree: TopologyTree, level: int) -> str:
+    """Kueue's failure when the searched ``level`` has no domain."""
+    return f"no topology domains at level: {tree.levels[level]}"
 
 
 def _not_fit(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[str, int], ...],
@@ -246,8 +250,7 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
     not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, layers, req.count, size)
     found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
                                  unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
-                                 no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}",
-                                 spread=spread)
+                                 no_domains=partial(_no_domains, tree), spread=spread)
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found
@@ -268,8 +271,7 @@ def _place_group_with_tail(snap: FlavorSnapshot, gc: GroupCounts, req: PodSetReq
     not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, (), req.count, size)
     found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
                                  unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
-                                 no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}",
-                                 spread=spread, fit=WithTail(tc, tlc))
+                                 no_domains=partial(_no_domains, tree), spread=spread, fit=WithTail(tc, tlc))
     if isinstance(found, str):
         return NoPlacement(found)
     fit_level, chosen = found

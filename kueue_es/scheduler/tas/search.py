@@ -19,6 +19,7 @@ holding a domain that does, and a preferred one climbs a level even if a lower-s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 
 from kueue_es.scheduler.tas.counts import Counts
 from kueue_es.scheduler.tas.spreading import LevelSpread, fit_spread
@@ -76,16 +77,17 @@ def tier(domains: Sequence[int], scores: Sequence[int] | None) -> Sequence[int]:
 
 
 def tightest(domains: Sequence[int], needed: int, value: Sequence[int] | Mapping[int, int],
-             scores: Sequence[int] | None = None) -> int:
-    """Kueue's best-fit pick: scanning ``domains`` in order (only the first's affinity :func:`tier` when
-    ``scores``), the first with the smallest ``value`` that is still at least ``needed``, starting from
-    ``domains[0]`` (which the caller knows holds ``needed``)."""
+             scores: Sequence[int] | None = None, lead: Sequence[int] | None = None, leaders: int = 0) -> int:
+    """Kueue's best-fit pick, the one tightest fitting domain of every TAS walk: scanning ``domains`` in order
+    (only the first's affinity :func:`tier` when ``scores``; only those able to take ``leaders`` when ``lead`` is
+    given), the first with the smallest ``value`` that is still at least ``needed``, starting from ``domains[0]``
+    (which the caller knows qualifies)."""
     domains = tier(domains, scores)
     best = domains[0]
     best_v = value[best]
     for d in domains:
         v = value[d]
-        if needed <= v < best_v:
+        if needed <= v < best_v and (lead is None or lead[d] >= leaders):
             best, best_v = d, v
     return best
 
@@ -94,84 +96,123 @@ NotFit = Callable[[int, int, int], str]
 """(slices that fit, slices requested, level searched) -> Kueue's not-fit message."""
 
 
+class SliceFit:
+    """How the search reads a level when the pod set makes whole slices only: a domain fits when it holds them all,
+    best fit taking the tightest (:func:`tightest`). :mod:`.partial` reads it with a partial slice too (as
+    :class:`~.group.WholeSlices` does for a pod-set group)."""
+
+    __slots__ = ()
+    extra = 0
+    """Slices the failure messages count beyond the whole ones."""
+    by_counts = True
+    """Whether, where no domain scores, both profiles pick the domain minimising (slices, pods, index) among those
+    that fit, so that one scan finds it without sorting (:func:`tightest_fitting`)."""
+
+    def capacity(self, counts: Counts, level: int) -> Sequence[int]:
+        """Each domain's slices, as a domain must hold them to fit."""
+        return counts.slices[level]
+
+    def best(self, counts: Counts, level: int, domains: Sequence[int], slices: int,
+             scores: Sequence[int] | None) -> int:
+        """Best fit's pick among ``domains`` (the first when none fits)."""
+        return tightest(domains, slices, counts.slices[level], scores)
+
+    def greedy(self, counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
+        """The top level's greedy run: domains taken in order until the slices are covered."""
+        sc = counts.slices[level]
+        # domains without a slice contribute nothing (LeastFreeCapacity would take them first, for 0 pods)
+        ordered = order(counts, level, [i for i in range(len(sc)) if sc[i] > 0], lfc)
+        chosen, remaining = take_in_order(ordered, slices, sc, counts.scores(level), lfc)
+        if remaining > 0:
+            return not_fit(slices - remaining, slices, level)
+        return level, chosen
+
+
+WHOLE_SLICES = SliceFit()
+
+
 def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, unconstrained: bool, lfc: bool,
-                   not_fit: NotFit, no_domains: Callable[[int], str],
-                   spread: LevelSpread | None = None) -> tuple[int, list[int]] | str:
+                   not_fit: NotFit, no_domains: Callable[[int], str], spread: LevelSpread | None = None,
+                   fit: SliceFit = WHOLE_SLICES) -> tuple[int, list[int]] | str:
     """(fit level, domains chosen there in order) or the failure message. ``lfc``: the LeastFreeCapacity profile
     (else BestFit); ``unconstrained`` keeps the search at ``level`` even when BestFit is the profile. ``spread``:
-    a required request's topology spreading (:mod:`.spreading`)."""
+    a required request's topology spreading (:mod:`.spreading`); ``fit``: how a domain's capacity reads (whole
+    slices, or also a partial one: :class:`~.partial.TailFit`, whose BestFit pick decides for its level even when
+    the first domain in order cannot hold the partial slice)."""
     while True:
         sc, pc = counts.slices[level], counts.pods[level]
-        n = len(sc)
-        if n == 0:
+        if not sc:
             return no_domains(level)
         if spread is not None:
-            return _fit_spread(counts, level, slices, lfc, not_fit, spread)
-        if counts.affinity is not None:
-            found = _fit_by_affinity(counts, level, slices=slices, required=required, lfc=lfc, not_fit=not_fit)
-            if found is not None:
-                return found
-            if level > 0 and not unconstrained:
-                level -= 1
-                continue
-            return _greedy(counts, level, slices, lfc, not_fit)
-        single = tightest_fitting(sc, pc, slices)
-        if single is not None:
-            return level, [single]
-        if required:
-            if lfc:
-                last = max(range(n), key=lambda i: (sc[i], pc[i], i))
-                return not_fit(pc[last], slices, level)
-            top = min(range(n), key=lambda i: (-sc[i], pc[i], i))
-            return not_fit(sc[top], slices, level)
+            return _fit_spread(counts, level, slices, lfc, not_fit, spread, fit)
+        if counts.affinity is None and fit.by_counts:
+            found = _fit_by_counts(sc, pc, level, slices=slices, required=required, lfc=lfc, not_fit=not_fit)
+        else:
+            found = _fit_in_order(counts, level, fit, slices=slices, required=required, lfc=lfc, not_fit=not_fit)
+        if found is not None:
+            return found
         if level > 0 and not unconstrained:
             level -= 1
             continue
-        return _greedy(counts, level, slices, lfc, not_fit)
+        return fit.greedy(counts, level, slices, lfc, not_fit)
 
 
-def _fit_spread(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit,
-                spread: LevelSpread) -> tuple[int, list[int]] | str:
+def spread_not_fit(sc: Sequence[int], pc: Sequence[int], lfc: bool, not_fit: NotFit, requested: int, level: int,
+                   ranked: Sequence[int]) -> str:
+    """The failure when no domain spreading leaves (``ranked``) takes the request."""
+    return not_fit(pc[ranked[-1]] if lfc else sc[ranked[0]], requested, level)
+
+
+def _fit_spread(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit, spread: LevelSpread,
+                fit: SliceFit) -> tuple[int, list[int]] | str:
     """A required request's domain under topology spreading (:func:`~.spreading.fit_spread`): the first one decides
     as under affinity (the module's last paragraph), BestFit keeping to its spreading rank, then its affinity
     tier."""
-    sc, pc = counts.slices[level], counts.pods[level]
-    aff = counts.affinity[level] if counts.affinity is not None else None
-    return fit_spread(spread, level, order(counts, level, range(len(sc)), lfc), fits=lambda d: sc[d] >= slices,
-                      best=lambda domains: tightest(domains, slices, sc, aff), lfc=lfc,
-                      no_fit=lambda ordered: not_fit(pc[ordered[-1]] if lfc else sc[ordered[0]], slices, level))
+    sc, pc, cap = counts.slices[level], counts.pods[level], fit.capacity(counts, level)
+    return fit_spread(spread, level, order(counts, level, range(len(sc)), lfc), fits=lambda d: cap[d] >= slices,
+                      best=partial(fit.best, counts, level, slices=slices, scores=counts.scores(level)), lfc=lfc,
+                      no_fit=partial(spread_not_fit, sc, pc, lfc, not_fit, slices + fit.extra, level))
 
 
-def _fit_by_affinity(counts: Counts, level: int, *, slices: int, required: bool, lfc: bool,
-                     not_fit: NotFit) -> tuple[int, list[int]] | str | None:
-    """One domain of ``level`` holding the request as Kueue picks it when domains score (the module's last
-    paragraph), the failure of a required request, or None when the search goes on (up a level, or greedy)."""
-    sc, pc, aff = counts.slices[level], counts.pods[level], counts.affinity[level]  # type: ignore[index]
-    ordered = order(counts, level, range(len(sc)), lfc)
-    if lfc:
-        first = next((d for d in ordered if sc[d] >= slices), None)
-        if first is not None:
-            return level, [first]
-        return not_fit(pc[ordered[-1]], slices, level) if required else None
-    if sc[ordered[0]] >= slices:
-        return level, [tightest(ordered, slices, sc, aff)]
+def _fit_by_counts(sc: list[int], pc: list[int], level: int, *, slices: int, required: bool, lfc: bool,
+                   not_fit: NotFit) -> tuple[int, list[int]] | str | None:
+    """:func:`_fit_in_order` for whole slices where no domain scores, without sorting (:attr:`SliceFit.by_counts`):
+    the domain minimising (slices, pods, index) among those that fit, the failure of a required request (read from
+    the domain its profile's order would put first or last), or None when the search goes on."""
+    single = tightest_fitting(sc, pc, slices)
+    if single is not None:
+        return level, [single]
     if not required:
         return None
-    k = next((k for k, d in enumerate(ordered) if sc[d] >= slices), None)
+    n = len(sc)
+    if lfc:
+        last = max(range(n), key=lambda i: (sc[i], pc[i], i))
+        return not_fit(pc[last], slices, level)
+    top = min(range(n), key=lambda i: (-sc[i], pc[i], i))
+    return not_fit(sc[top], slices, level)
+
+
+def _fit_in_order(counts: Counts, level: int, fit: SliceFit, *, slices: int, required: bool, lfc: bool,
+                  not_fit: NotFit) -> tuple[int, list[int]] | str | None:
+    """One domain of ``level`` holding the request as Kueue picks it in its order (the module's last paragraph),
+    the failure of a required request, or None when the search goes on (up a level, or greedy)."""
+    sc, pc, cap, aff = counts.slices[level], counts.pods[level], fit.capacity(counts, level), counts.scores(level)
+    ordered = order(counts, level, range(len(sc)), lfc)
+    requested = slices + fit.extra
+    if lfc:
+        first = next((d for d in ordered if cap[d] >= slices), None)
+        if first is not None:
+            return level, [first]
+        return not_fit(pc[ordered[-1]], requested, level) if required else None
+    best = fit.best(counts, level, ordered, slices, aff)
+    if cap[best] >= slices:
+        return level, [best]
+    if not required:
+        return None
+    k = next((k for k, d in enumerate(ordered) if cap[d] >= slices), None)
     if k is None:
-        return not_fit(sc[ordered[0]], slices, level)
-    return level, [tightest(ordered[k:], slices, sc, aff)]
-
-
-def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
-    sc = counts.slices[level]
-    aff = counts.affinity[level] if counts.affinity is not None else None
-    # domains without a slice contribute nothing (LeastFreeCapacity would take them first, for 0 pods)
-    ordered = order(counts, level, [i for i in range(len(sc)) if sc[i] > 0], lfc)
-    chosen, remaining = take_in_order(ordered, slices, sc, aff, lfc)
-    if remaining > 0:
-        return not_fit(slices - remaining, slices, level)
-    return level, chosen
+        return not_fit(sc[ordered[0]], requested, level)
+    return level, [fit.best(counts, level, ordered[k:], slices, aff)]
 
 
 def take_in_order(ordered: Sequence[int], need: int, sc: Sequence[int], aff: Sequence[int] | None,
