@@ -638,3 +638,14 @@ def test_save_snapshot_replaces_a_snapshot_but_no_other_file(log: Path, tmp_path
     first = snap.read_bytes()
     assert kueue_es("replay", "--log", log, "--save-snapshot", snap).code == 0, "a snapshot is replaced"
     assert snap.read_bytes() != first
+
+
+@pytest.mark.parametrize("args", [["replay", "--log", "L", "--bogus"], ["log", "inspect", "--log", "L", "--bogus"],
+                                  ["manifests", "crds", "--bogus"], ["audit", "--log", "L", "ns/w", "extra"]])
+def test_an_unknown_flag_is_named_by_its_subcommand(args: list[str]) -> None:
+    """As kubectl points at ``kubectl get --help``: the subcommand's own help lists the flags it takes."""
+    r = kueue_es(*args)
+    command = " ".join(a for a in args if a in ("replay", "log", "inspect", "manifests", "audit"))
+    assert r.code == 2
+    assert one_line_error(r).startswith(f"kueue-es {command}: error: unrecognized arguments: ")
+    assert one_line_error(r).endswith(f"(see 'kueue-es {command} --help')")
