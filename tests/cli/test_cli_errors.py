@@ -532,7 +532,7 @@ def test_import_while_another_writer_holds_the_log(log: Path) -> None:
         r = kueue_es("import", "-f", CLUSTER, "--log", log)
     finally:
         writer.close_sync()
-    assert r.code == 1
+    assert r.code == 2
     assert "is locked by another writer" in one_line_error(r)
 
 

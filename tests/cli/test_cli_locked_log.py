@@ -41,3 +41,24 @@ def test_demo_does_not_replace_its_previous_log_while_a_writer_holds_it(tmp_path
                            "the demo replaces its previous log only when nothing writes to it; stop the writer, or "
                            "pass --log PATH\n")
     assert proc.stdout == ""
+
+
+def test_a_writer_on_a_log_another_writer_holds_is_misuse(tmp_path: Path) -> None:
+    """``import`` and ``run`` on a log a running ``kueue-es run`` holds: exit code 2, one line naming the log and
+    the holder, and the log as it was."""
+    log = tmp_path / "log"
+    ns = tmp_path / "ns.yaml"
+    ns.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n")
+    assert _in(tmp_path, "import", "-f", str(ns), "--log", str(log), "--time", "2024-05-01T00:00:00Z").returncode == 0
+    before = _stored(log)
+    writer = FileLog.open(log, fsync="never")
+    try:
+        ns.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-b}\n")
+        imported = _in(tmp_path, "import", "-f", str(ns), "--log", str(log))
+        run = _in(tmp_path, "run", "--log", str(log))
+    finally:
+        writer.close_sync()
+    for proc in (imported, run):
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.splitlines()[-1] == f"kueue-es: error: log {log} is locked by another writer (pid {os.getpid()})"
+    assert _stored(log) == before
