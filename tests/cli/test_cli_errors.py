@@ -649,3 +649,31 @@ def test_an_unknown_flag_is_named_by_its_subcommand(args: list[str]) -> None:
     assert r.code == 2
     assert one_line_error(r).startswith(f"kueue-es {command}: error: unrecognized arguments: ")
     assert one_line_error(r).endswith(f"(see 'kueue-es {command} --help')")
+
+
+READERS = [["replay"], ["audit", "ns/w"], ["metrics"], ["log", "inspect"], ["log", "verify"], ["explain", "ns/w"],
+           ["pending", "--cluster-queue", "cq"]]
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_directory_that_holds_no_log_is_not_read_as_an_empty_one(command: list[str], tmp_path: Path) -> None:
+    """``--log .`` from the wrong directory used to show an empty state, as if that were the log's."""
+    (tmp_path / "notes.txt").write_text("mine")
+    r = kueue_es(*command, "--log", tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert one_line_error(r) == (f"kueue-es: error: --log {tmp_path}: not a log directory (it holds files, but no "
+                                 "segment *.seg)")
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_log_directory_that_cannot_be_listed_is_a_user_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Unreadable (``chmod 000``, as any user but root finds it): one line naming the flag, exit code 2."""
+    from kueue_es.cli import main
+
+    def refuse(self: Path):  # type: ignore[no-untyped-def]
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    assert main(["replay", "--log", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"kueue-es: error: --log {tmp_path}: cannot read: Permission denied\n"
