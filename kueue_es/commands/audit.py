@@ -57,7 +57,8 @@ def register(subparsers: Any) -> None:
     add_log_argument(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("workload", nargs="?", type=key_or_name_arg, metavar="NAMESPACE/WORKLOAD",
-                       help="the workload (NAME alone means namespace --namespace)")
+                       help="the workload (NAME alone means namespace --namespace); without it or --cluster-queue, every "
+                            "workload's steps")
     which.add_argument("--cluster-queue", type=name_arg, metavar="CQ", help="every step that happened in this ClusterQueue")
     p.add_argument("-n", "--namespace", type=namespace_arg, default="default", help="namespace of a WORKLOAD given without one")
     p.add_argument("--since", type=time_arg("--since"), metavar="TIME", help="only steps at or after TIME")
