@@ -257,8 +257,14 @@ def embedded_log_dir(path: str) -> Path:
         names = [p.name for p in directory.iterdir()]
     except OSError as exc:
         raise InvalidInput(f"--log {path}: cannot read: {exc.strerror or exc}") from None
-    if names and not list_segments(directory):
+    segments = list_segments(directory)
+    if names and not segments:
         raise InvalidInput(f"--log {path}: not a log directory (it holds files, but no segment *{SEGMENT_SUFFIX})")
+    for _, segment in segments:  # up front: a reader starting from a checkpoint would stop half-way, exit code 1
+        if not segment.is_file():
+            raise InvalidInput(f"--log {path}: cannot read segment {segment.name}: not a file")
+        if not os.access(segment, os.R_OK):
+            raise InvalidInput(f"--log {path}: cannot read segment {segment.name}: permission denied")
     return directory
 
 

@@ -677,3 +677,24 @@ def test_a_log_directory_that_cannot_be_listed_is_a_user_error(tmp_path: Path, m
     monkeypatch.setattr(Path, "iterdir", refuse)
     assert main(["replay", "--log", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"kueue-es: error: --log {tmp_path}: cannot read: Permission denied\n"
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_segment_that_cannot_be_read_is_a_user_error(command: list[str], tmp_path: Path) -> None:
+    """Named by flag and segment with exit code 2, as a missing log is, not ``PATH: Is a directory`` with 1."""
+    (tmp_path / SEG0).mkdir()
+    r = kueue_es(*command, "--log", tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert one_line_error(r) == f"kueue-es: error: --log {tmp_path}: cannot read segment {SEG0}: not a file"
+
+
+def test_a_segment_without_read_permission_is_a_user_error(log: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``chmod 000`` on a segment, as any user but root finds it."""
+    import os
+
+    from kueue_es.cli import main
+
+    monkeypatch.setattr(os, "access", lambda p, mode: not str(p).endswith(".seg"))
+    assert main(["audit", "--log", str(log), "team-a/train-1"]) == 2
+    assert capsys.readouterr().err == f"kueue-es: error: --log {log}: cannot read segment {SEG0}: permission denied\n"
