@@ -244,10 +244,10 @@ def open_readonly(path: str) -> Log:
 
 
 def embedded_log_dir(path: str) -> Path:
-    """The directory of the embedded log ``--log path`` names for reading. Missing, a file, unreadable, or a
-    directory holding other files but no segment (``--log .`` from the wrong place, ``--log ~``) is a user error:
-    read as an empty log it would show an empty state as if that were the log's. An empty directory is an empty
-    log, as a writer leaves it."""
+    """The directory of the embedded log ``--log path`` names. Missing, a file, unreadable, or a directory holding
+    other files but no segment (``--log .`` from the wrong place, ``--log ~``) is a user error: read as an empty
+    log it would show an empty state as if that were the log's, and written, it would scatter a log among them. An
+    empty directory is an empty log."""
     if not os.path.exists(path):
         raise InvalidInput(f"--log {path}: no such log")
     if not os.path.isdir(path):
@@ -258,7 +258,7 @@ def embedded_log_dir(path: str) -> Path:
     except OSError as exc:
         raise InvalidInput(f"--log {path}: cannot read: {exc.strerror or exc}") from None
     segments = list_segments(directory)
-    if names and not segments:
+    if not segments and any(n not in ("LOCK", checkpoints.DIRECTORY) for n in names):
         raise InvalidInput(f"--log {path}: not a log directory (it holds files, but no segment *{SEGMENT_SUFFIX})")
     for _, segment in segments:  # up front: a reader starting from a checkpoint would stop half-way, exit code 1
         if not segment.is_file():

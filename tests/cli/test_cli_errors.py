@@ -698,3 +698,19 @@ def test_a_segment_without_read_permission_is_a_user_error(log: Path, monkeypatc
     monkeypatch.setattr(os, "access", lambda p, mode: not str(p).endswith(".seg"))
     assert main(["audit", "--log", str(log), "team-a/train-1"]) == 2
     assert capsys.readouterr().err == f"kueue-es: error: --log {log}: cannot read segment {SEG0}: permission denied\n"
+
+
+def test_import_makes_no_log_among_other_files(tmp_path: Path) -> None:
+    """``import --log .`` from the wrong directory used to put segments and a LOCK file among the user's files."""
+    (tmp_path / "notes.txt").write_text("mine")
+    r = kueue_es("import", "-f", CLUSTER, "--log", tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert one_line_error(r) == (f"kueue-es: error: --log {tmp_path}: not a log directory (it holds files, but no "
+                                 "segment *.seg)")
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_log_directory_holding_only_its_lock_is_an_empty_log(tmp_path: Path) -> None:
+    (tmp_path / "LOCK").write_text("")
+    assert kueue_es("log", "inspect", "--log", tmp_path).code == 0
+    assert kueue_es("import", "-f", CLUSTER, "--log", tmp_path).code == 0
