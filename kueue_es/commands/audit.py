@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
                        help="the workload (NAME alone means namespace --namespace); without it or --cluster-queue, every "
                             "workload's steps")
     which.add_argument("--cluster-queue", type=name_arg, metavar="CQ", help="every step that happened in this ClusterQueue")
-    p.add_argument("-n", "--namespace", type=namespace_arg, default="default", help="namespace of a WORKLOAD given without one")
+    p.add_argument("-n", "--namespace", type=namespace_arg, default=None,
+                   help="namespace of a WORKLOAD given without one (default: default)")
     p.add_argument("--since", type=time_arg("--since"), metavar="TIME", help="only steps at or after TIME")
     p.add_argument("--until", type=time_arg("--until"), metavar="TIME", help="only steps at or before TIME")
     p.add_argument("--quarantine", action="store_true",
@@ -73,9 +74,12 @@ def run(args: argparse.Namespace) -> int:
     if args.since is not None and args.until is not None and args.since > args.until:
         raise InvalidInput(f"--since {time_text(args.since)} is after --until {time_text(args.until)}: no step "
                            "can be in between")
+    if args.namespace is not None and (not args.workload or "/" in args.workload):
+        raise InvalidInput(f"-n {args.namespace} goes with a WORKLOAD given without its namespace; "
+                           + (f"{args.workload} names its own" if args.workload else "here it would be ignored"))
     key = None
     if args.workload:
-        key = args.workload if "/" in args.workload else f"{args.namespace}/{args.workload}"
+        key = args.workload if "/" in args.workload else f"{args.namespace or 'default'}/{args.workload}"
     trail = AuditTrail(keys=[key] if key else None)
     quarantine: list[Quarantined] | None = [] if args.quarantine else None
     cluster_queues: set[str] = set()

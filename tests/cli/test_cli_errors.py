@@ -714,3 +714,19 @@ def test_a_log_directory_holding_only_its_lock_is_an_empty_log(tmp_path: Path) -
     (tmp_path / "LOCK").write_text("")
     assert kueue_es("log", "inspect", "--log", tmp_path).code == 0
     assert kueue_es("import", "-f", CLUSTER, "--log", tmp_path).code == 0
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["-n", "team-b"], "-n team-b goes with a WORKLOAD given without its namespace; here it would be ignored"),
+    (["--cluster-queue", "cq-a", "-n", "team-b"],
+     "-n team-b goes with a WORKLOAD given without its namespace; here it would be ignored"),
+    (["team-a/train-1", "-n", "team-b"],
+     "-n team-b goes with a WORKLOAD given without its namespace; team-a/train-1 names its own"),
+])
+def test_audit_refuses_a_namespace_it_would_ignore(log: Path, args: list[str], expected: str) -> None:
+    """As ``explain -f ... --no-checkpoints`` is refused: a flag the command would drop is misuse. ``audit -n team-b``
+    printed every namespace's steps, ``audit team-a/train-1 -n team-b`` those of team-a."""
+    r = kueue_es("audit", "--log", log, *args)
+    assert (r.code, r.out) == (2, "")
+    assert one_line_error(r) == f"kueue-es: error: {expected}"
+    assert kueue_es("audit", "--log", log, "train-1", "-n", "team-a").code == 0
