@@ -730,3 +730,11 @@ def test_audit_refuses_a_namespace_it_would_ignore(log: Path, args: list[str], e
     assert (r.code, r.out) == (2, "")
     assert one_line_error(r) == f"kueue-es: error: {expected}"
     assert kueue_es("audit", "--log", log, "train-1", "-n", "team-a").code == 0
+
+
+def test_replay_of_nothing_says_the_state_is_empty(log: Path, tmp_path: Path) -> None:
+    """Not ``state at offset -1, time 1970-01-01T00:00:00Z``: no event was folded, so there is neither."""
+    (tmp_path / "empty").mkdir()
+    for args in (["--log", tmp_path / "empty"], ["--log", log, "--at", "1960-01-01T00:00:00Z"]):
+        r = kueue_es("replay", *args)
+        assert r.code == 0 and r.out.splitlines()[0] == f"Log {args[1]}: empty state (no event folded)"
