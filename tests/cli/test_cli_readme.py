@@ -41,3 +41,11 @@ def test_audit_says_what_it_shows_without_a_workload() -> None:
     """``kueue-es audit --log L`` alone prints every workload's steps; its help said only what a workload means."""
     assert "every workload's steps" in " ".join(build_parser()._subparsers._group_actions[0].choices["audit"]
                                                 .format_help().split())
+
+
+def test_audit_says_how_its_time_range_takes_a_collapsed_step() -> None:
+    """A step collapsed from repeated pending attempts is shown at its first repeat, which may be before --since:
+    the help said only "steps at or after TIME", and that row looked like a bug."""
+    text = " ".join(build_parser()._subparsers._group_actions[0].choices["audit"].format_help().split())
+    assert "a collapsed step is kept whole, at the time of its first repeat" in text
+    assert "only steps at or after TIME (a collapsed step: its last repeat)" in text
