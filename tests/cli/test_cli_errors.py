@@ -365,6 +365,7 @@ def test_unreadable_input_file(log: Path, tmp_path: Path) -> None:
     (["pending", "--log", "L", "--local-queue", "lq"], "argument --local-queue: not an object key: 'lq'"),
     (["import", "--log", "L"], "the following arguments are required: -f/--filename"),
     (["replay", "--log", "L", "--bogus"], "unrecognized arguments: --bogus"),
+    (["run", "--instance-id", ""], "argument --instance-id: empty name: ''"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "a command is required"),
     (["log"], "a log command is required"),
