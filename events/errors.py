@@ -40,8 +40,10 @@ class LogError(KueueEsError):
 
 
 class LogLocked(LogError):
-    """Another process holds the single-writer lock."""
+    """Another process holds the single-writer lock. To the CLI, pointing a writing command at a log another
+    writer holds is misuse (exit code 2), as a missing log is: nothing was read or written."""
 
+    exit_code: ClassVar[int] = 2
     retriable: ClassVar[bool] = True
 
 

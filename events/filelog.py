@@ -155,6 +155,21 @@ def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool
     return False
 
 
+def take_writer_lock(directory: Path) -> int:
+    """Take the single-writer lock of the log in ``directory`` (an existing directory) and return its file
+    descriptor: the lock is held until it is closed. Another process holding it raises :class:`LogLocked`."""
+    fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise LogLocked(f"log {directory} is locked by another writer (pid {holder})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
 class FileLog(EventLog):
     """Segmented file log. Open with :meth:`open`; ``readonly`` skips the writer lock and recovery."""
 
@@ -220,16 +235,7 @@ class FileLog(EventLog):
         return log
 
     def _acquire_lock(self) -> None:
-        fd = os.open(self.directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise LogLocked(f"log {self.directory} is locked by another writer (pid {holder})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = take_writer_lock(self.directory)
 
     def _recover(self) -> None:
         segments = list_segments(self.directory)

@@ -29,6 +29,14 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
 
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """A subcommand refuses what it does not know itself, so the error names it and its own help (argparse
+        would hand the leftovers up to ``kueue-es``, whose help does not list the subcommand's flags)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self.prog != PROG:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
 
 def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> Parser:
     parser = Parser(

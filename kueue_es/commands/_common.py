@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, Union
 
 import anyio
@@ -18,7 +19,7 @@ import yaml
 from connectors.kafka.settings import is_kafka_url
 from events.codec import Quarantined
 from events.errors import InvalidInput, KueueEsError
-from events.filelog import FileLog
+from events.filelog import SEGMENT_SUFFIX, FileLog, list_segments
 from events.manifests import load_file
 from events.schema import Record
 from events.timefmt import ZONELESS, format_time_ms, parse_rfc3339
@@ -239,11 +240,32 @@ def open_readonly(path: str) -> Log:
     that partition, with the Kafka settings of ``KUEUE_ES_CONFIG`` and ``KUEUE_ES_KAFKA_*`` (TLS, SASL)."""
     if is_kafka_url(path):
         return kafka_reader(path)
+    return FileLog.open(embedded_log_dir(path), readonly=True)
+
+
+def embedded_log_dir(path: str) -> Path:
+    """The directory of the embedded log ``--log path`` names. Missing, a file, unreadable, or a directory holding
+    other files but no segment (``--log .`` from the wrong place, ``--log ~``) is a user error: read as an empty
+    log it would show an empty state as if that were the log's, and written, it would scatter a log among them. An
+    empty directory is an empty log."""
     if not os.path.exists(path):
         raise InvalidInput(f"--log {path}: no such log")
     if not os.path.isdir(path):
         raise InvalidInput(f"--log {path}: not a log directory")
-    return FileLog.open(path, readonly=True)
+    directory = Path(path)
+    try:
+        names = [p.name for p in directory.iterdir()]
+    except OSError as exc:
+        raise InvalidInput(f"--log {path}: cannot read: {exc.strerror or exc}") from None
+    segments = list_segments(directory)
+    if not segments and any(n not in ("LOCK", checkpoints.DIRECTORY) for n in names):
+        raise InvalidInput(f"--log {path}: not a log directory (it holds files, but no segment *{SEGMENT_SUFFIX})")
+    for _, segment in segments:  # up front: a reader starting from a checkpoint would stop half-way, exit code 1
+        if not segment.is_file():
+            raise InvalidInput(f"--log {path}: cannot read segment {segment.name}: not a file")
+        if not os.access(segment, os.R_OK):
+            raise InvalidInput(f"--log {path}: cannot read segment {segment.name}: permission denied")
+    return directory
 
 
 def kafka_reader(url: str, *, writes: bool = False) -> KafkaReader:

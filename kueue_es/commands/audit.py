@@ -2,7 +2,9 @@
 
 Each step (submitted, queued, quota reserved, admitted, pending attempts, preempted/evicted, requeued,
 finished, ...) comes with the offset and time of the event behind it. Consecutive identical pending attempts
-are collapsed into one step with a repeat count. ``--since``/``--until`` keep the steps within a time range.
+are collapsed into one step with a repeat count. ``--since``/``--until`` keep the steps within a time range; a
+collapsed step is kept whole, at the time of its first repeat, when the span from its first to its last repeat
+meets the range.
 The Kueue Configurations the decisions shown were made under (as recorded in the log) are listed with them.
 A state an admission check's own controller set on the Workload shows at the upsert that carried it: the cluster
 state is folded beside the audit to tell which upserts change a check's state, from the first upsert that may (read
@@ -57,11 +59,13 @@ def register(subparsers: Any) -> None:
     add_log_argument(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("workload", nargs="?", type=key_or_name_arg, metavar="NAMESPACE/WORKLOAD",
-                       help="the workload (NAME alone means namespace --namespace)")
+                       help="the workload (NAME alone means namespace --namespace); without it or --cluster-queue, every "
+                            "workload's steps")
     which.add_argument("--cluster-queue", type=name_arg, metavar="CQ", help="every step that happened in this ClusterQueue")
-    p.add_argument("-n", "--namespace", type=namespace_arg, default="default", help="namespace of a WORKLOAD given without one")
-    p.add_argument("--since", type=time_arg("--since"), metavar="TIME", help="only steps at or after TIME")
-    p.add_argument("--until", type=time_arg("--until"), metavar="TIME", help="only steps at or before TIME")
+    p.add_argument("-n", "--namespace", type=namespace_arg, default=None,
+                   help="namespace of a WORKLOAD given without one (default: default)")
+    p.add_argument("--since", type=time_arg("--since"), metavar="TIME", help="only steps at or after TIME (a collapsed step: its last repeat)")
+    p.add_argument("--until", type=time_arg("--until"), metavar="TIME", help="only steps at or before TIME (a collapsed step: its first repeat)")
     p.add_argument("--quarantine", action="store_true",
                    help="set undecodable events aside and report them instead of stopping")
     add_output_argument(p, ["table", "json", "csv"], "table")
@@ -72,9 +76,12 @@ def run(args: argparse.Namespace) -> int:
     if args.since is not None and args.until is not None and args.since > args.until:
         raise InvalidInput(f"--since {time_text(args.since)} is after --until {time_text(args.until)}: no step "
                            "can be in between")
+    if args.namespace is not None and (not args.workload or "/" in args.workload):
+        raise InvalidInput(f"-n {args.namespace} goes with a WORKLOAD given without its namespace; "
+                           + (f"{args.workload} names its own" if args.workload else "here it would be ignored"))
     key = None
     if args.workload:
-        key = args.workload if "/" in args.workload else f"{args.namespace}/{args.workload}"
+        key = args.workload if "/" in args.workload else f"{args.namespace or 'default'}/{args.workload}"
     trail = AuditTrail(keys=[key] if key else None)
     quarantine: list[Quarantined] | None = [] if args.quarantine else None
     cluster_queues: set[str] = set()

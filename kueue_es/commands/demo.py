@@ -9,12 +9,14 @@ it wrote (``./kueue-es-demo-log`` unless ``--log`` says otherwise).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-from events.errors import InvalidInput
+from events.errors import InvalidInput, LogLocked
+from events.filelog import take_writer_lock
 
 DEMO_LOG = "kueue-es-demo-log"
 
@@ -65,7 +67,15 @@ def _clear_previous_demo(target: Path) -> bool:
         return False
     if not all(n == "LOCK" or n.endswith(".seg") for n in names) or not _written_by_simulator(target):
         raise InvalidInput(f"./{target} exists and is not a log written by the demo; move it, or pass --log PATH")
-    shutil.rmtree(target)
+    try:  # held while the log goes: a writer still appending to it (kueue-es run --log) would lose its events
+        lock = take_writer_lock(target)
+    except LogLocked as exc:
+        raise InvalidInput(f"{exc}: the demo replaces its previous log only when nothing writes to it; stop "
+                           "the writer, or pass --log PATH") from None
+    try:
+        shutil.rmtree(target)
+    finally:
+        os.close(lock)
     return True
 
 

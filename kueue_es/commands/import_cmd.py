@@ -35,6 +35,7 @@ from events.timefmt import format_time_ms, parse_time
 from kueue_es.commands._common import (
     Log,
     add_log_argument,
+    embedded_log_dir,
     kafka_reader,
     log_end,
     path_arg,
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     fresh = not is_kafka_url(args.log) and not os.path.exists(args.log)
     if fresh:  # a log yet to be made records no Configuration: checked now, so that a refusal makes no log
         _validate_gated(manifests, None)
+    elif not is_kafka_url(args.log):
+        embedded_log_dir(args.log)
     log = kafka_reader(args.log, writes=True) if is_kafka_url(args.log) else FileLog.open(args.log)
     if isinstance(log, FileLog) and log.truncated_bytes:
         warn(f"--log {args.log}: cut off a torn tail of {log.truncated_bytes} bytes (the start of an append a crash "

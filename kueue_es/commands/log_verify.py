@@ -11,7 +11,6 @@ used (unreadable, of another history) is reported too but, as no fold ever start
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from events.filelog import HEADER, FrameInfo, list_segments, scan_frames, segmen
 from kueue_es import checkpoints
 from kueue_es.commands._common import (
     add_output_argument,
+    embedded_log_dir,
     path_arg,
     progress_bar,
     render_table,
@@ -132,11 +132,7 @@ def _log_directory(path: str) -> Path:
     if is_kafka_url(path):
         raise InvalidInput(f"--log {path}: log verify reads the embedded log's segment files; a Kafka topic is "
                            "checked by its brokers")
-    if not os.path.exists(path):
-        raise InvalidInput(f"--log {path}: no such log")
-    if not os.path.isdir(path):
-        raise InvalidInput(f"--log {path}: not a log directory")
-    return Path(path)
+    return embedded_log_dir(path)
 
 
 class _Stop(Exception):

@@ -300,7 +300,9 @@ def last_condition(wl: WorkloadInfo) -> Any:
 
 
 def render_summary(data: dict[str, Any]) -> str:
-    out = [f"Log {data['log']}: state at offset {data['offset']}, time {data['time']}"
+    point = (f"state at offset {data['offset']}, time {data['time']}" if data["offset"] >= 0
+             else "empty state (no event folded)")  # not "offset -1, time 1970-01-01T00:00:00Z"
+    out = [f"Log {data['log']}: {point}"
            + (f" (from its checkpoint at offset {data['checkpoint']['offset']})" if data.get("checkpoint") else "")
            + "\n",
            f"Configuration: {config_record.one_line(data['configuration'])}\n", "\n"]

@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--log", type=path_arg, metavar="URL|PATH", help="kafka://HOST:PORT[,HOST:PORT]/TOPIC or a log directory")
     p.add_argument("--config", type=path_arg, metavar="FILE", help="kueue-es settings (YAML)")
     p.add_argument("--kueue-config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io)")
-    p.add_argument("--instance-id", metavar="NAME", help="this replica's name (default HOSTNAME-PID)")
+    p.add_argument("--instance-id", type=_instance_id, metavar="NAME", help="this replica's name (default HOSTNAME-PID)")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve Kueue's Prometheus metrics on http://0.0.0.0:PORT/metrics (default: not served)")
     k = p.add_argument_group("Kubernetes (--kube)")
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     scheduler: dict[str, Any] = {}
     if args.kueue_config:
         scheduler["kueue_config"] = args.kueue_config
-    if args.instance_id:
+    if args.instance_id is not None:
         scheduler["instance_id"] = args.instance_id
     if scheduler:
         overrides["scheduler"] = scheduler
@@ -63,3 +63,11 @@ def run(args: argparse.Namespace) -> int:
     from kueue_es import service  # imports aiokafka: only when actually running
 
     return service.run(settings)
+
+
+def _instance_id(text: str) -> str:
+    """``--instance-id ""`` (an unset ``$POD_NAME``) is misuse, not the flag left out: the replica would run under
+    the default name while its operator thinks it runs under the one meant."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"empty name: {text!r}")
+    return text

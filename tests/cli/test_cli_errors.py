@@ -365,6 +365,7 @@ def test_unreadable_input_file(log: Path, tmp_path: Path) -> None:
     (["pending", "--log", "L", "--local-queue", "lq"], "argument --local-queue: not an object key: 'lq'"),
     (["import", "--log", "L"], "the following arguments are required: -f/--filename"),
     (["replay", "--log", "L", "--bogus"], "unrecognized arguments: --bogus"),
+    (["run", "--instance-id", ""], "argument --instance-id: empty name: ''"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "a command is required"),
     (["log"], "a log command is required"),
@@ -532,7 +533,7 @@ def test_import_while_another_writer_holds_the_log(log: Path) -> None:
         r = kueue_es("import", "-f", CLUSTER, "--log", log)
     finally:
         writer.close_sync()
-    assert r.code == 1
+    assert r.code == 2
     assert "is locked by another writer" in one_line_error(r)
 
 
@@ -638,3 +639,103 @@ def test_save_snapshot_replaces_a_snapshot_but_no_other_file(log: Path, tmp_path
     first = snap.read_bytes()
     assert kueue_es("replay", "--log", log, "--save-snapshot", snap).code == 0, "a snapshot is replaced"
     assert snap.read_bytes() != first
+
+
+@pytest.mark.parametrize("args", [["replay", "--log", "L", "--bogus"], ["log", "inspect", "--log", "L", "--bogus"],
+                                  ["manifests", "crds", "--bogus"], ["audit", "--log", "L", "ns/w", "extra"]])
+def test_an_unknown_flag_is_named_by_its_subcommand(args: list[str]) -> None:
+    """As kubectl points at ``kubectl get --help``: the subcommand's own help lists the flags it takes."""
+    r = kueue_es(*args)
+    command = " ".join(a for a in args if a in ("replay", "log", "inspect", "manifests", "audit"))
+    assert r.code == 2
+    assert one_line_error(r).startswith(f"kueue-es {command}: error: unrecognized arguments: ")
+    assert one_line_error(r).endswith(f"(see 'kueue-es {command} --help')")
+
+
+READERS = [["replay"], ["audit", "ns/w"], ["metrics"], ["log", "inspect"], ["log", "verify"], ["explain", "ns/w"],
+           ["pending", "--cluster-queue", "cq"]]
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_directory_that_holds_no_log_is_not_read_as_an_empty_one(command: list[str], tmp_path: Path) -> None:
+    """``--log .`` from the wrong directory used to show an empty state, as if that were the log's."""
+    (tmp_path / "notes.txt").write_text("mine")
+    r = kueue_es(*command, "--log", tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert one_line_error(r) == (f"kueue-es: error: --log {tmp_path}: not a log directory (it holds files, but no "
+                                 "segment *.seg)")
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_log_directory_that_cannot_be_listed_is_a_user_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Unreadable (``chmod 000``, as any user but root finds it): one line naming the flag, exit code 2."""
+    from kueue_es.cli import main
+
+    def refuse(self: Path):  # type: ignore[no-untyped-def]
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    assert main(["replay", "--log", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"kueue-es: error: --log {tmp_path}: cannot read: Permission denied\n"
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_segment_that_cannot_be_read_is_a_user_error(command: list[str], tmp_path: Path) -> None:
+    """Named by flag and segment with exit code 2, as a missing log is, not ``PATH: Is a directory`` with 1."""
+    (tmp_path / SEG0).mkdir()
+    r = kueue_es(*command, "--log", tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert one_line_error(r) == f"kueue-es: error: --log {tmp_path}: cannot read segment {SEG0}: not a file"
+
+
+def test_a_segment_without_read_permission_is_a_user_error(log: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``chmod 000`` on a segment, as any user but root finds it."""
+    import os
+
+    from kueue_es.cli import main
+
+    monkeypatch.setattr(os, "access", lambda p, mode: not str(p).endswith(".seg"))
+    assert main(["audit", "--log", str(log), "team-a/train-1"]) == 2
+    assert capsys.readouterr().err == f"kueue-es: error: --log {log}: cannot read segment {SEG0}: permission denied\n"
+
+
+def test_import_makes_no_log_among_other_files(tmp_path: Path) -> None:
+    """``import --log .`` from the wrong directory used to put segments and a LOCK file among the user's files."""
+    (tmp_path / "notes.txt").write_text("mine")
+    r = kueue_es("import", "-f", CLUSTER, "--log", tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert one_line_error(r) == (f"kueue-es: error: --log {tmp_path}: not a log directory (it holds files, but no "
+                                 "segment *.seg)")
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_log_directory_holding_only_its_lock_is_an_empty_log(tmp_path: Path) -> None:
+    (tmp_path / "LOCK").write_text("")
+    assert kueue_es("log", "inspect", "--log", tmp_path).code == 0
+    assert kueue_es("import", "-f", CLUSTER, "--log", tmp_path).code == 0
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["-n", "team-b"], "-n team-b goes with a WORKLOAD given without its namespace; here it would be ignored"),
+    (["--cluster-queue", "cq-a", "-n", "team-b"],
+     "-n team-b goes with a WORKLOAD given without its namespace; here it would be ignored"),
+    (["team-a/train-1", "-n", "team-b"],
+     "-n team-b goes with a WORKLOAD given without its namespace; team-a/train-1 names its own"),
+])
+def test_audit_refuses_a_namespace_it_would_ignore(log: Path, args: list[str], expected: str) -> None:
+    """As ``explain -f ... --no-checkpoints`` is refused: a flag the command would drop is misuse. ``audit -n team-b``
+    printed every namespace's steps, ``audit team-a/train-1 -n team-b`` those of team-a."""
+    r = kueue_es("audit", "--log", log, *args)
+    assert (r.code, r.out) == (2, "")
+    assert one_line_error(r) == f"kueue-es: error: {expected}"
+    assert kueue_es("audit", "--log", log, "train-1", "-n", "team-a").code == 0
+
+
+def test_replay_of_nothing_says_the_state_is_empty(log: Path, tmp_path: Path) -> None:
+    """Not ``state at offset -1, time 1970-01-01T00:00:00Z``: no event was folded, so there is neither."""
+    (tmp_path / "empty").mkdir()
+    for args in (["--log", tmp_path / "empty"], ["--log", log, "--at", "1960-01-01T00:00:00Z"]):
+        r = kueue_es("replay", *args)
+        assert r.code == 0 and r.out.splitlines()[0] == f"Log {args[1]}: empty state (no event folded)"
