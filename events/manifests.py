@@ -506,29 +506,12 @@ def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str
     _validate_shape(wl, where)
     schema, webhook = object_rules.workload_errors(wl)
     if not schema and doc is not None:
-        schema = _collect(where, lambda: object_rules.check_document(doc, where))
+        schema = object_rules.document_errors(doc)
     if schema:
         raise object_rules.WorkloadRefused(where, schema, [], wl)
-    webhook += gated_workload_errors(wl, where, checks)
+    webhook += gated_workload_errors(wl, checks)
     if webhook:
         raise object_rules.WorkloadRefused(where, [], webhook, wl)
-
-
-def _refuse(where: str, problem: str) -> None:
-    raise InvalidInput(f"{where}: {problem}")
-
-
-def _collect(where: str, *runs: Callable[[], None]) -> list[str]:
-    """The field error each of ``runs`` refuses ``where`` with (each stopping at its own first), in order."""
-    prefix = f"{where}: "
-    errors: list[str] = []
-    for run in runs:
-        try:
-            run()
-        except InvalidInput as exc:
-            text = str(exc)
-            errors.append(text.removeprefix(prefix))
-    return errors
 
 
 def check_foldable(obj: o.KObject, where: str) -> None:
@@ -582,7 +565,7 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
     """The checks Kueue's webhooks make only under a feature gate, those ``checks`` turns on."""
     match obj:
         case o.Workload():
-            object_rules.refuse_all(gated_workload_errors(obj, where, checks), where)
+            object_rules.refuse_all(gated_workload_errors(obj, checks), where)
         case o.ClusterQueue():
             object_rules.refuse_all(_gated_cluster_queue_errors(obj, checks), where)
         case _:
@@ -596,27 +579,22 @@ def _gated_cluster_queue_errors(cq: o.ClusterQueue, checks: Checks) -> list[str]
             + (on_flavors_errors(cq) if checks.on_flavors else []))
 
 
-def gated_workload_errors(wl: o.Workload, where: str, checks: Checks) -> list[str]:
-    """The field errors of the Workload checks ``checks`` turns on, every kind's, in the order Kueue's webhook
+def gated_workload_errors(wl: o.Workload, checks: Checks) -> list[str]:
+    """The field errors of the Workload checks ``checks`` turns on, every one broken, in the order Kueue's webhook
     makes them: the priority boost, each pod set's template metadata, non-negative requests and slice size, the
     minimum counts, the admission gate, the topology spreading, the unhealthy-nodes threshold, the reclaimable
     counts' bound."""
-    runs: list[Callable[[], None]] = []
-    if checks.priority_boost:
-        runs.append(lambda: check_priority_boost(wl, where))
+    errors = priority_boost_errors(wl) if checks.priority_boost else []
     for i, ps in enumerate(wl.spec.pod_sets):
         at = f"spec.podSets[{i}]"
         if checks.pod_set_metadata:
-            runs.append(lambda ps=ps, at=at: _check_template_metadata(ps.template.metadata, where,
-                                                                        f"{at}.template.metadata"))
+            errors += _template_metadata_errors(ps.template.metadata, f"{at}.template.metadata")
         if checks.non_negative:
-            runs.append(lambda ps=ps, at=at: object_rules.check_non_negative(ps.template.spec, where,
-                                                                               f"{at}.template.spec"))
+            errors += object_rules.non_negative_errors(ps.template.spec, f"{at}.template.spec")
         if checks.slice_size and ps.topology_request is not None:
-            runs.append(lambda req=ps.topology_request, at=at: _check_slice_size(req, where, f"{at}.topologyRequest"))
+            errors += _slice_size_errors(ps.topology_request, f"{at}.topologyRequest")
     if checks.min_count:
-        runs.append(lambda: object_rules.check_min_counts(wl, where, scale_up=checks.elastic_min_count))
-    errors = _collect(where, *runs)
+        errors += object_rules.min_count_errors(wl, scale_up=checks.elastic_min_count)
     if checks.admission_gate:
         errors += object_rules.admission_gate_errors(wl.metadata.annotations)
     if checks.topology_spreading:
@@ -640,7 +618,7 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
         object_rules.refuse_all(queue_schema_errors(obj, full=False), where)
         return
     if isinstance(obj, o.Workload):
-        object_rules.refuse_all(_workload_shape_errors(obj, where), where)
+        object_rules.refuse_all(_workload_shape_errors(obj), where)
         return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
@@ -680,26 +658,26 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
             pass
 
 
-def _check_slice_size(req: o.PodSetTopologyRequest, where: str, at: str) -> None:
+def _slice_size_errors(req: o.PodSetTopologyRequest, at: str) -> list[str]:
     """``TASValidateWorkloadSliceSize``: ``podSetSliceSize`` is above 0 and comes with
-    ``podSetSliceRequiredTopology``, and the slice topology with a size. (The layers' sizes are the CRD's to check,
-    whatever the gate: :func:`_validate_topology_request`.)"""
+    ``podSetSliceRequiredTopology``, and the slice topology with a size; every one broken. (The layers' sizes are
+    the CRD's to check, whatever the gate: :func:`_topology_request_errors`.)"""
     size, level = req.pod_set_slice_size, req.pod_set_slice_required_topology
+    errors: list[str] = []
     if size is not None and size < 1:
-        raise InvalidInput(f"{where}: field `{at}.podSetSliceSize` must be greater than 0, got {size}")
+        errors.append(f"field `{at}.podSetSliceSize` must be greater than 0, got {size}")
     if size is not None and level is None:
-        raise InvalidInput(f"{where}: field `{at}.podSetSliceSize` may only be set together with "
-                           "podSetSliceRequiredTopology")
+        errors.append(f"field `{at}.podSetSliceSize` may only be set together with podSetSliceRequiredTopology")
     if level is not None and size is None:
-        raise InvalidInput(f"{where}: field `{at}.podSetSliceSize` is required when podSetSliceRequiredTopology "
-                           "is set")
+        errors.append(f"field `{at}.podSetSliceSize` is required when podSetSliceRequiredTopology is set")
+    return errors
 
 
-def _check_template_metadata(meta: o.TemplateMeta, where: str, at: str) -> None:
+def _template_metadata_errors(meta: o.TemplateMeta, at: str) -> list[str]:
     """``WorkloadValidationForPodSetMetadata``: a pod set template's labels and annotations as Kubernetes
     checks a pod's (:mod:`events.labels`)."""
-    refuse_field(labels_problem(meta.labels), where, f"{at}.labels")
-    refuse_field(annotations_problem(meta.annotations), where, f"{at}.annotations")
+    return (_as_errors(labels_problem(meta.labels), f"{at}.labels")
+            + _as_errors(annotations_problem(meta.annotations), f"{at}.annotations"))
 
 
 def check_on_flavors(cq: o.ClusterQueue, where: str, *, kept_from: o.ClusterQueue | None = None) -> None:
@@ -731,12 +709,11 @@ def _flavor_names(cq: o.ClusterQueue) -> frozenset[str]:
     return frozenset(fq.name for rg in cq.spec.resource_groups for fq in rg.flavors)
 
 
-def check_priority_boost(wl: o.Workload, where: str) -> None:
+def priority_boost_errors(wl: o.Workload) -> list[str]:
     """Kueue's Workload webhook under the ``PriorityBoost`` gate: a ``kueue.x-k8s.io/priority-boost`` annotation
     must be an int32 (:mod:`events.priority_boost`). Gate off, the annotation is not looked at."""
     problem = priority_boost_error(wl.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, ""))
-    if problem is not None:
-        raise InvalidInput(f"{where}: {problem}")
+    return [problem] if problem is not None else []
 
 
 def _validate_claim_template(t: o.ResourceClaimTemplate, where: str) -> None:
@@ -793,95 +770,96 @@ def _validate_limit_range(lr: o.LimitRange, where: str) -> None:
 MAX_SLICE_LAYERS = 3
 
 
-def _validate_topology_request(req: o.PodSetTopologyRequest, where: str, at: str) -> None:
-    """The bounds Kueue's CRD puts on slice layers (1–63 character level, size >= 1, at most 3 layers); whether the
-    layers fit a topology is only known at placement, which reports it as the pod set's failure."""
+def _topology_request_errors(req: o.PodSetTopologyRequest, at: str) -> list[str]:
+    """The bounds Kueue's CRD puts on slice layers (1–63 character level, size >= 1, at most 3 layers), every one
+    broken; whether the layers fit a topology is only known at placement, which reports it as the pod set's
+    failure."""
     layers = req.podset_slice_required_topology_constraints
     at = f"{at}.podsetSliceRequiredTopologyConstraints"
+    errors: list[str] = []
     if len(layers) > MAX_SLICE_LAYERS:
-        raise InvalidInput(f"{where}: field `{at}` must have at most {MAX_SLICE_LAYERS} items, has {len(layers)}")
+        errors.append(f"field `{at}` must have at most {MAX_SLICE_LAYERS} items, has {len(layers)}")
     for j, layer in enumerate(layers):
         if not layer.topology:
-            raise InvalidInput(f"{where}: field `{at}[{j}].topology` is required")
-        if len(layer.topology) > 63:
-            raise InvalidInput(f"{where}: field `{at}[{j}].topology` must be at most 63 characters")
+            errors.append(f"field `{at}[{j}].topology` is required")
+        elif len(layer.topology) > 63:
+            errors.append(f"field `{at}[{j}].topology` must be at most 63 characters")
         if layer.size < 1:
-            raise InvalidInput(f"{where}: field `{at}[{j}].size` must be >= 1, got {layer.size}")
+            errors.append(f"field `{at}[{j}].size` must be >= 1, got {layer.size}")
+    return errors
 
 
 PREEMPTION_GATE_POSITIONS = ("Open", "Closed")
 """``status.preemptionGates[].position``: Kueue's enum."""
 
 
-def _validate_preemption_gates(wl: o.Workload, where: str) -> None:
+def _preemption_gate_errors(wl: o.Workload) -> list[str]:
     """The schema of Kueue's preemption gates: each named (1 to 63 characters, once per list), a status entry at
-    ``Open`` or ``Closed`` with a time that parses."""
+    ``Open`` or ``Closed`` with a time that parses. Every one broken, in order."""
+    errors: list[str] = []
     for field_, entries in (("spec", wl.spec.preemption_gates), ("status", wl.status.preemption_gates)):
         seen: set[str] = set()
         for i, gate in enumerate(entries):
             at = f"{field_}.preemptionGates[{i}]"
             if not gate.name:
-                raise InvalidInput(f"{where}: field `{at}.name` must not be empty")
-            if len(gate.name) > 63:
-                raise InvalidInput(f"{where}: field `{at}.name` must be at most 63 characters, not {len(gate.name)}")
-            if gate.name in seen:
-                raise InvalidInput(f"{where}: field `{at}.name`: duplicate value {gate.name!r}")
+                errors.append(f"field `{at}.name` must not be empty")
+            elif len(gate.name) > 63:
+                errors.append(f"field `{at}.name` must be at most 63 characters, not {len(gate.name)}")
+            elif gate.name in seen:
+                errors.append(f"field `{at}.name`: duplicate value {gate.name!r}")
             seen.add(gate.name)
             if isinstance(gate, o.PreemptionGateState):
                 if gate.position not in PREEMPTION_GATE_POSITIONS:
-                    raise InvalidInput(f"{where}: field `{at}.position` must be one of Open, Closed, not "
-                                       f"{gate.position!r}")
-                check_time(gate.last_transition_time, where, f"{at}.lastTransitionTime")
+                    errors.append(f"field `{at}.position` must be one of Open, Closed, not {gate.position!r}")
+                errors += _time_errors(gate.last_transition_time, f"{at}.lastTransitionTime")
+    return errors
 
 
-def _workload_shape_errors(wl: o.Workload, where: str) -> list[str]:
-    """What the projections need of a Workload (:func:`_validate_shape`): the field error of each check broken
-    (each stopping at its own first), in order."""
-    runs: list[Callable[[], None]] = [
-        lambda: check_time(wl.metadata.creation_timestamp, where, "metadata.creationTimestamp")]
+def _workload_shape_errors(wl: o.Workload) -> list[str]:
+    """What the projections need of a Workload (:func:`_validate_shape`): every field error, in order."""
+    errors = _time_errors(wl.metadata.creation_timestamp, "metadata.creationTimestamp")
     for i, c in enumerate(wl.status.conditions):
-        runs.append(lambda c=c, i=i: check_time(c.last_transition_time, where,
-                                                f"status.conditions[{i}].lastTransitionTime"))
+        errors += _time_errors(c.last_transition_time, f"status.conditions[{i}].lastTransitionTime")
     requeue = wl.status.requeue_state
     if requeue is not None:
-        runs.append(lambda: check_time(requeue.requeue_at, where, "status.requeueState.requeueAt"))
+        errors += _time_errors(requeue.requeue_at, "status.requeueState.requeueAt")
     if not wl.spec.pod_sets:
-        runs.append(lambda: _refuse(where, "field `spec.podSets` must have at least 1 item"))
+        errors.append("field `spec.podSets` must have at least 1 item")
     limit = wl.spec.maximum_execution_time_seconds
     if limit is not None and limit < 1:
-        runs.append(lambda: _refuse(where, f"field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}"))
-    runs.append(lambda: _validate_workload_tas(wl, where))
+        errors.append(f"field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}")
+    errors += _workload_tas_errors(wl)
     for i, ps in enumerate(wl.spec.pod_sets):
         at = f"spec.podSets[{i}]"
         if ps.count < 0:
-            runs.append(lambda at=at: _refuse(where, f"field `{at}.count` must be >= 0"))
+            errors.append(f"field `{at}.count` must be >= 0")
         if ps.topology_request is not None:
-            runs.append(lambda req=ps.topology_request, at=at: _validate_topology_request(req, where,
-                                                                                           f"{at}.topologyRequest"))
+            errors += _topology_request_errors(ps.topology_request, f"{at}.topologyRequest")
         if ps.min_count is not None and not (0 <= ps.min_count <= max(ps.count, 1)):
-            runs.append(lambda at=at: _refuse(where, f"field `{at}.minCount` must be between 0 and count"))
-        runs.append(lambda ps=ps, at=at: _check_pod_spec(ps.template.spec, where, f"{at}.template.spec",
-                                                         negative=True))
-    runs += [lambda: _check_workload_status_quantities(wl.status, where),
-             lambda: _validate_reclaimable_pods(wl, where), lambda: _validate_preemption_gates(wl, where)]
-    return _collect(where, *runs)
+            errors.append(f"field `{at}.minCount` must be between 0 and count")
+        errors += _pod_spec_errors(ps.template.spec, f"{at}.template.spec", negative=True)
+    return (errors + _workload_status_quantity_errors(wl.status) + _reclaimable_pod_errors(wl)
+            + _preemption_gate_errors(wl))
 
 
-def _validate_reclaimable_pods(wl: o.Workload, where: str) -> None:
+def _reclaimable_pod_errors(wl: o.Workload) -> list[str]:
     """Kueue's checks of ``status.reclaimablePods`` a stored object is held to: each names a pod set, once, with
-    a count not below 0 (its upper bound: :func:`reclaimable_bound_errors`)."""
+    a count not below 0 (its upper bound: :func:`reclaimable_bound_errors`). Every one broken, in order."""
     counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
+    errors: list[str] = []
     seen: set[str] = set()
     for rp in wl.status.reclaimable_pods:
         at = f"status.reclaimablePods[{rp.name}]"
         if rp.name not in counts:
-            raise InvalidInput(f"{where}: field `{at}.name`: not a pod set (pod sets: {', '.join(counts)})")
+            errors.append(f"field `{at}.name`: not a pod set (pod sets: {', '.join(counts)})")
+            continue
         if rp.name in seen:
-            raise InvalidInput(f"{where}: field `{at}.name`: given more than once")
+            errors.append(f"field `{at}.name`: given more than once")
         seen.add(rp.name)
         if rp.count < 0:
-            raise InvalidInput(f"{where}: field `{at}.count`: must be between 0 and the pod set's count "
-                               f"({counts[rp.name]}), got {rp.count}")
+            errors.append(f"field `{at}.count`: must be between 0 and the pod set's count ({counts[rp.name]}), "
+                          f"got {rp.count}")
+    return errors
 
 
 def reclaimable_bound_errors(wl: o.Workload, *, kept: Callable[[str, int], bool] | None = None) -> list[str]:
@@ -897,21 +875,24 @@ def reclaimable_bound_errors(wl: o.Workload, *, kept: Callable[[str, int], bool]
             and not (kept is not None and kept(rp.name, rp.count))]
 
 
-def _validate_workload_tas(wl: o.Workload, where: str) -> None:
+def _workload_tas_errors(wl: o.Workload) -> list[str]:
+    """The admission's topology assignments and delayed topology requests, and the unhealthy nodes: every field
+    error, in order."""
+    errors: list[str] = []
     admission = wl.status.admission
     for i, psa in enumerate(admission.pod_set_assignments if admission is not None else ()):
         at = f"status.admission.podSetAssignments[{i}]"
         if psa.topology_assignment is not None:
-            tas.validate(psa.topology_assignment, where, f"{at}.topologyAssignment")
+            errors += tas.errors(psa.topology_assignment, f"{at}.topologyAssignment")
         if psa.delayed_topology_request not in (None, "Pending", "Ready"):
-            raise InvalidInput(f"{where}: field `{at}.delayedTopologyRequest`: must be Pending or Ready, "
-                               f"not {psa.delayed_topology_request!r}")
+            errors.append(f"field `{at}.delayedTopologyRequest`: must be Pending or Ready, "
+                          f"not {psa.delayed_topology_request!r}")
     nodes = wl.status.unhealthy_nodes
     if len(nodes) > 8:
-        raise InvalidInput(f"{where}: field `status.unhealthyNodes`: must have at most 8 items, has {len(nodes)}")
-    for i, node in enumerate(nodes):
-        if not node.name:
-            raise InvalidInput(f"{where}: field `status.unhealthyNodes[{i}].name` must not be empty")
+        errors.append(f"field `status.unhealthyNodes`: must have at most 8 items, has {len(nodes)}")
+    errors += [f"field `status.unhealthyNodes[{i}].name` must not be empty" for i, node in enumerate(nodes)
+               if not node.name]
+    return errors
 
 
 def validate_provisioning_config(spec: o.ProvisioningRequestConfigSpec, where: str) -> None:
@@ -973,6 +954,15 @@ def validate_multikueue_config(spec: o.MultiKueueConfigSpec, where: str) -> None
                            f"not {spec.quota_management!r}")
 
 
+def _as_errors(problem: str | None, at: str) -> list[str]:
+    """``problem`` with field ``at`` as a field error, or none."""
+    return [f"field `{at}`: {problem}"] if problem is not None else []
+
+
+def _time_errors(text: str | None, at: str) -> list[str]:
+    return _as_errors(time_problem(text), at)
+
+
 def check_time(text: str | None, where: str, field_: str) -> None:
     """Timestamps the projections read must parse, or folding the log would fail later."""
     refuse_field(time_problem(text), where, field_)
@@ -1028,32 +1018,46 @@ def _check_resource_slice(spec: o.ResourceSliceSpec, where: str) -> None:
                     check_quantity(q, where, f"{here}.requestPolicy.{key}", negative=True)
 
 
-def _check_quantities(values: dict[str, o.Quantity], where: str, at: str, *, negative: bool = False) -> None:
-    for r in sorted(values):
-        check_quantity(values[r], where, f"{at}.{r}", negative=negative)
+def _check_quantities(values: dict[str, o.Quantity], where: str, at: str) -> None:
+    object_rules.refuse_first(_quantity_errors(values, at), where)
 
 
-def _check_pod_spec(pod: o.PodSpec, where: str, at: str, *, negative: bool = False) -> None:
-    """Every quantity of a pod spec: the projections turn them into numbers when they fold the object.
+def _quantity_errors(values: dict[str, o.Quantity], at: str, *, negative: bool = False) -> list[str]:
+    """Each of ``values`` (by name) that does not parse as a quantity, or (unless ``negative``) is negative."""
+    return [f"field `{at}.{r}`: {problem}" for r in sorted(values)
+            if (problem := quota_rules.quantity_problem(values[r], negative=negative)) is not None]
+
+
+def _check_pod_spec(pod: o.PodSpec, where: str, at: str) -> None:
+    """A Pod's, a Job's or a PodTemplate's quantities: the first that does not parse or is negative is refused."""
+    object_rules.refuse_first(_pod_spec_errors(pod, at), where)
+
+
+def _pod_spec_errors(pod: o.PodSpec, at: str, *, negative: bool = False) -> list[str]:
+    """Every quantity of a pod spec that the projections could not turn into a number when they fold the object.
     ``negative``: a negative one is taken (a Workload's pod template, which Kueue's webhook checks for that only
     under ``WorkloadValidateResourcesAreNonNegative``, and then not its overhead: :func:`validate_gated`); the
     apiserver refuses one in a Pod's, a Job's or a PodTemplate's."""
+    errors: list[str] = []
     for field_, containers in (("containers", pod.containers), ("initContainers", pod.init_containers)):
         for i, c in enumerate(containers):
             for r, q in (*c.resources.requests.items(), *c.resources.limits.items()):
-                check_quantity(q, where, f"{at}.{field_}[{i}].resources: {r}", negative=negative)
+                errors += _as_errors(quota_rules.quantity_problem(q, negative=negative),
+                                     f"{at}.{field_}[{i}].resources: {r}")
     if pod.resources is not None:
         for r, q in (*pod.resources.requests.items(), *pod.resources.limits.items()):
-            check_quantity(q, where, f"{at}.resources: {r}", negative=negative)
-    _check_quantities(pod.overhead, where, f"{at}.overhead", negative=negative)
+            errors += _as_errors(quota_rules.quantity_problem(q, negative=negative), f"{at}.resources: {r}")
+    return errors + _quantity_errors(pod.overhead, f"{at}.overhead", negative=negative)
 
 
-def _check_workload_status_quantities(status: o.WorkloadStatus, where: str) -> None:
+def _workload_status_quantity_errors(status: o.WorkloadStatus) -> list[str]:
+    errors: list[str] = []
     if status.admission is not None:
         for i, psa in enumerate(status.admission.pod_set_assignments):
-            _check_quantities(psa.resource_usage, where, f"status.admission.podSetAssignments[{i}].resourceUsage")
+            errors += _quantity_errors(psa.resource_usage, f"status.admission.podSetAssignments[{i}].resourceUsage")
     for i, req in enumerate(status.resource_requests):
-        _check_quantities(req.resources, where, f"status.resourceRequests[{i}].resources")
+        errors += _quantity_errors(req.resources, f"status.resourceRequests[{i}].resources")
+    return errors
 
 
 def _check_weight(fair_sharing: o.FairSharing | None, where: str) -> None:

@@ -383,6 +383,12 @@ def refuse_all(errors: Sequence[str], where: str) -> None:
         raise InvalidInput(f"{where}: {aggregate(errors)}")
 
 
+def refuse_first(errors: Sequence[str], where: str) -> None:
+    """Refuse the object ``where`` names for the first of ``errors``: a kind whose refusal names one field."""
+    if errors:
+        raise InvalidInput(f"{where}: {errors[0]}")
+
+
 def cluster_queue_schema_errors(spec: o.ClusterQueueSpec) -> list[str]:
     """What the ClusterQueue CRD's schema and CEL rules hold beyond what the projections need: the names it gives
     of other objects and known policy values. Every one broken."""
@@ -554,29 +560,39 @@ def _one_of_errors(value: str, allowed: Sequence[str], at: str) -> list[str]:
 
 
 def check_document(doc: Mapping[str, Any], where: str) -> None:
-    """Refuse ``doc`` (an object that decoded as its view; ``where`` names it) for a rule that tells a field left
-    out from one given empty, which the view reads alike: the CRDs' CEL rules on tolerations."""
+    """Refuse ``doc`` for the first rule :func:`document_errors` finds broken (a kind other than a Workload, whose
+    refusal names one field)."""
+    refuse_first(document_errors(doc), where)
+
+
+def document_errors(doc: Mapping[str, Any]) -> list[str]:
+    """The field errors of ``doc`` (an object that decoded as its view) for the rules that tell a field left out
+    from one given empty, which the view reads alike: the CRDs' CEL rules on tolerations. Every one broken, in
+    order."""
     kind, spec, status = doc.get("kind"), _mapping(doc.get("spec")), _mapping(doc.get("status"))
     if kind == "ResourceFlavor":
-        _toleration_fields(spec.get("tolerations"), where, "spec.tolerations")
-    elif kind == "Workload":
+        return _toleration_field_errors(spec.get("tolerations"), "spec.tolerations")
+    errors: list[str] = []
+    if kind == "Workload":
         for i, state in enumerate(_sequence(status.get("admissionChecks"))):
             for j, update in enumerate(_sequence(_mapping(state).get("podSetUpdates"))):
-                _toleration_fields(_mapping(update).get("tolerations"), where,
-                                   f"status.admissionChecks[{i}].podSetUpdates[{j}].tolerations")
+                errors += _toleration_field_errors(_mapping(update).get("tolerations"),
+                                                   f"status.admissionChecks[{i}].podSetUpdates[{j}].tolerations")
+    return errors
 
 
-def _toleration_fields(tolerations: Any, where: str, at: str) -> None:
+def _toleration_field_errors(tolerations: Any, at: str) -> list[str]:
     """Without a ``key`` (an empty one is a key) the operator is ``Exists``, given; with ``Exists``, no
     ``value``."""
+    errors: list[str] = []
     for i, toleration in enumerate(_sequence(tolerations)):
         t = _mapping(toleration)
         if "key" not in t and t.get("operator") != "Exists":
-            raise InvalidInput(f"{where}: field `{at}[{i}].operator`: operator must be Exists when 'key' is empty, "
-                               "which means 'match all values and all keys'")
+            errors.append(f"field `{at}[{i}].operator`: operator must be Exists when 'key' is empty, "
+                          "which means 'match all values and all keys'")
         if t.get("operator") == "Exists" and "value" in t:
-            raise InvalidInput(f"{where}: field `{at}[{i}].value`: a value must be empty when 'operator' is "
-                               "'Exists'")
+            errors.append(f"field `{at}[{i}].value`: a value must be empty when 'operator' is 'Exists'")
+    return errors
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -590,9 +606,9 @@ def _sequence(value: Any) -> Sequence[Any]:
 # --- Under a feature gate (events.manifests.validate_gated) -----------------------------------------------------
 
 
-def check_non_negative(pod: o.PodSpec, where: str, at: str) -> None:
-    """``WorkloadValidateResourcesAreNonNegative``: no negative request or limit in a pod set's init containers,
-    containers or pod-level resources, in Kueue's order (its webhook does not look at the overhead)."""
+def non_negative_errors(pod: o.PodSpec, at: str) -> list[str]:
+    """``WorkloadValidateResourcesAreNonNegative``: every negative request or limit in a pod set's init
+    containers, containers or pod-level resources, in Kueue's order (its webhook does not look at the overhead)."""
     lists = [(f"{at}.{field}[{i}].resources.{part}", values)
              for field, containers in (("initContainers", pod.init_containers), ("containers", pod.containers))
              for i, c in enumerate(containers)
@@ -600,11 +616,8 @@ def check_non_negative(pod: o.PodSpec, where: str, at: str) -> None:
     if pod.resources is not None:
         lists += [(f"{at}.resources.requests", pod.resources.requests),
                   (f"{at}.resources.limits", pod.resources.limits)]
-    for path, values in lists:
-        for r in sorted(values):
-            if parse_quantity(values[r]) < 0:
-                raise InvalidInput(f'{where}: field `{path}[{r}]`: Invalid value: "{values[r]}": must be '
-                                   "greater than or equal to 0")
+    return [f'field `{path}[{r}]`: Invalid value: "{values[r]}": must be greater than or equal to 0'
+            for path, values in lists for r in sorted(values) if parse_quantity(values[r]) < 0]
 
 
 def admission_gate_errors(annotations: Mapping[str, str]) -> list[str]:
@@ -615,22 +628,21 @@ def admission_gate_errors(annotations: Mapping[str, str]) -> list[str]:
             for problem in admission_gate.format_problems(annotations.get(ADMISSION_GATED_BY, ""))]
 
 
-def check_min_counts(wl: o.Workload, where: str, *, scale_up: bool = False) -> None:
+def min_count_errors(wl: o.Workload, *, scale_up: bool = False) -> list[str]:
     """``PartialAdmission``: a ``minCount`` at most its pod set's count (the CRD's rule), in one pod set only, and
-    not on an elastic job (Kueue's webhook). Off, Kueue's defaulting webhook has dropped every ``minCount``.
-    ``scale_up`` (``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``): an elastic job's Workload may carry
-    ``minCount`` in any of its pod sets (a scaled-up slice's floor is the old slice's granted counts)."""
+    not on an elastic job (Kueue's webhook): every one broken, in that order. Off, Kueue's defaulting webhook has
+    dropped every ``minCount``. ``scale_up`` (``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``): an
+    elastic job's Workload may carry ``minCount`` in any of its pod sets (a scaled-up slice's floor is the old
+    slice's granted counts)."""
     variable = [i for i, ps in enumerate(wl.spec.pod_sets) if ps.min_count is not None]
-    for i in variable:
-        ps = wl.spec.pod_sets[i]
-        if ps.min_count is not None and ps.min_count > ps.count:
-            raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: minCount should be positive and less or equal "
-                               "to count")
-    if scale_up and wl.metadata.annotations.get(ELASTIC_JOB) == "true":
-        return
+    errors = [f"field `spec.podSets[{i}]`: minCount should be positive and less or equal to count"
+              for i in variable if (wl.spec.pod_sets[i].min_count or 0) > wl.spec.pod_sets[i].count]
+    elastic = wl.metadata.annotations.get(ELASTIC_JOB) == "true"
+    if scale_up and elastic:
+        return errors
     if len(variable) > 1:
-        raise InvalidInput(f"{where}: field `spec.podSets`: Invalid value: {len(variable)}: at most one podSet can "
-                           "use minCount")
-    if variable and wl.metadata.annotations.get(ELASTIC_JOB) == "true":
-        raise InvalidInput(f"{where}: field `spec.podSets`: Invalid value: {len(variable)}: partial admission and "
-                           "elastic job cannot be used together")
+        errors.append(f"field `spec.podSets`: Invalid value: {len(variable)}: at most one podSet can use minCount")
+    if variable and elastic:
+        errors.append(f"field `spec.podSets`: Invalid value: {len(variable)}: partial admission and elastic job "
+                      "cannot be used together")
+    return errors

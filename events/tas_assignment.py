@@ -26,7 +26,7 @@ Order is never changed: ``decode(encode(levels, domains)) == domains``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from itertools import chain, compress
 from operator import ne
@@ -76,46 +76,50 @@ def _level_values(v: o.TopologyAssignmentSliceLevelValues, n: int) -> list[str]:
 
 
 def validate(ta: o.TopologyAssignment, where: str = "", path: str = "topologyAssignment") -> None:
-    """The structural rules of Kueue's v1beta2 API (lengths, exactly-one-of, counts >= 1, limits).
+    """The structural rules of Kueue's v1beta2 API (lengths, exactly-one-of, counts >= 1, limits): the first one
+    broken is refused (:func:`errors` names every one).
 
     ``where`` names the object and ``path`` the assignment's field path, for the error message."""
-    problem = _problem(ta)
+    problem = next(_problems(ta), None)
     if problem is not None:
         field, message = problem
         raise InvalidInput(f"{where + ': ' if where else ''}field `{path}{field}`: {message}")
 
 
-def _problem(ta: o.TopologyAssignment) -> tuple[str, str] | None:
+def errors(ta: o.TopologyAssignment, path: str = "topologyAssignment") -> list[str]:
+    """Every structural rule of :func:`validate` ``ta`` breaks, in order, as field errors at ``path``."""
+    return [f"field `{path}{field}`: {message}" for field, message in _problems(ta)]
+
+
+def _problems(ta: o.TopologyAssignment) -> Iterator[tuple[str, str]]:
     levels = len(ta.levels)
     if not 1 <= levels <= MAX_LEVELS:
-        return ".levels", f"must have 1 to {MAX_LEVELS} items, has {levels}"
+        yield ".levels", f"must have 1 to {MAX_LEVELS} items, has {levels}"
     if len(ta.slices) > MAX_SLICES:
-        return ".slices", f"must have at most {MAX_SLICES} items, has {len(ta.slices)}"
+        yield ".slices", f"must have at most {MAX_SLICES} items, has {len(ta.slices)}"
     for i, sl in enumerate(ta.slices):
         at = f".slices[{i}]"
         n = sl.domain_count
         if not 1 <= n <= MAX_DOMAINS_PER_SLICE:
-            return f"{at}.domainCount", f"must be between 1 and {MAX_DOMAINS_PER_SLICE}, is {n}"
+            yield f"{at}.domainCount", f"must be between 1 and {MAX_DOMAINS_PER_SLICE}, is {n}"
         if len(sl.values_per_level) != levels:
-            return f"{at}.valuesPerLevel", f"must have one item per level ({levels}), has {len(sl.values_per_level)}"
+            yield f"{at}.valuesPerLevel", f"must have one item per level ({levels}), has {len(sl.values_per_level)}"
         for j, v in enumerate(sl.values_per_level):
             if (v.universal is None) == (v.individual is None):
-                return f"{at}.valuesPerLevel[{j}]", "exactly one of universal, individual must be set"
+                yield f"{at}.valuesPerLevel[{j}]", "exactly one of universal, individual must be set"
             if v.individual is not None and len(v.individual.roots) != n:
-                return (f"{at}.valuesPerLevel[{j}].individual.roots",
-                        f"must have domainCount ({n}) items, has {len(v.individual.roots)}")
+                yield (f"{at}.valuesPerLevel[{j}].individual.roots",
+                       f"must have domainCount ({n}) items, has {len(v.individual.roots)}")
         pc = sl.pod_counts
         if (pc.universal is None) == (not pc.individual):
-            return f"{at}.podCounts", "exactly one of universal, individual must be set"
+            yield f"{at}.podCounts", "exactly one of universal, individual must be set"
         if pc.universal is not None and pc.universal < 1:
-            return f"{at}.podCounts.universal", f"must be >= 1, is {pc.universal}"
-        if pc.individual:
-            if len(pc.individual) != n:
-                return f"{at}.podCounts.individual", f"must have domainCount ({n}) items, has {len(pc.individual)}"
-            if min(pc.individual) < 1:
-                k = next(k for k, c in enumerate(pc.individual) if c < 1)
-                return f"{at}.podCounts.individual[{k}]", f"must be >= 1, is {pc.individual[k]}"
-    return None
+            yield f"{at}.podCounts.universal", f"must be >= 1, is {pc.universal}"
+        if pc.individual and len(pc.individual) != n:
+            yield f"{at}.podCounts.individual", f"must have domainCount ({n}) items, has {len(pc.individual)}"
+        if pc.individual and min(pc.individual) < 1:
+            yield from ((f"{at}.podCounts.individual[{k}]", f"must be >= 1, is {c}")
+                        for k, c in enumerate(pc.individual) if c < 1)
 
 
 # --- encoding ------------------------------------------------------------------------------------------------

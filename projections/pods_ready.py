@@ -3,7 +3,9 @@
 The scheduler decides by it (timeouts, evictions, blockAdmission: ``kueue_es.scheduler.config``); the metrics fold
 needs it too, because Kueue writes the PodsReady condition, and observes the ready wait times, only while it is in
 force (:mod:`projections.metrics`). The fold has only the recorded document, and may not import the scheduler, so
-the rule lives here; the gate is read through :mod:`projections.gates`, as ``SchedulerConfig.pods_ready`` reads it.
+the Configuration's ``waitForPodsReady`` stanza (:class:`WaitForPodsReadyConfig`, the type
+``SchedulerConfig.wait_for_pods_ready`` holds) and the rule (:func:`pods_ready_in_force`, which
+``SchedulerConfig.pods_ready`` applies) live here; the gate is read through :mod:`projections.gates`.
 
 Kueue's rule (config v1beta2): a Configuration without a ``waitForPodsReady`` stanza gets one by defaulting, so
 waitForPodsReady is on unless the ``DisableWaitForPodsReady`` gate (alpha, off by default) turns it off; a stanza
@@ -14,6 +16,7 @@ its stanza says ``enable: true``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -21,26 +24,62 @@ import msgspec
 from projections import config_version, gates
 
 
-class _Stanza(msgspec.Struct, forbid_unknown_fields=False):
+class RequeuingStrategy(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
+    timestamp: str = "Eviction"
+    """What a PodsReady-timeout eviction does to the queue-order time (``Eviction``: restarts it; ``Creation``:
+    nothing). The projection reads it from the recorded document: :mod:`projections.queue_order`."""
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+class WaitForPodsReadyConfig(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
+    """The Configuration's ``waitForPodsReady`` stanza, as ``kueue_es.scheduler.config.SchedulerConfig`` decodes it."""
+
     enable: bool = True
+    timeout: str = "5m"
+    """Kueue defaults it to 5 minutes, in both Configuration versions."""
+    block_admission: bool = False
+    recovery_timeout: str | None = None
+    """How long an admitted workload whose pods were ready may wait for them to recover (unset: no limit)."""
+    requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
+    unscheduled_timeout: str | None = None
+    """Kueue v0.20's timeout for an admitted workload's pods to be scheduled, read under its
+    ``WaitForPodsReadyUnscheduledTimeout`` gate (:mod:`projections.pods_scheduled`); unset or zero: none."""
+    max_timeout_on_workload: str | None = None
+    """The longest timeout a job's ``kueue.x-k8s.io/wait-for-pods-ready`` annotation may set (unset: 2h), under
+    ``WorkloadLevelWaitForPodsReady`` (:mod:`projections.workload_pods_ready`)."""
 
 
-class _Switches(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    wait_for_pods_ready: _Stanza | None = None
-    feature_gates: dict[str, bool] = {}
+DEFAULT = WaitForPodsReadyConfig()
+OFF = WaitForPodsReadyConfig(enable=False)
+
+
+def pods_ready_in_force(stanza: WaitForPodsReadyConfig | None,
+                        feature_gates: Mapping[str, bool]) -> WaitForPodsReadyConfig:
+    """waitForPodsReady as in force under a Configuration's stanza (None: none, Kueue's defaults) and its
+    ``featureGates``: off altogether under the ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no
+    blockAdmission)."""
+    return OFF if _disabled(feature_gates) else stanza or DEFAULT
+
+
+def _disabled(feature_gates: Mapping[str, bool]) -> bool:
+    return bool(feature_gates) and gates.enabled(feature_gates, gates.DISABLE_WAIT_FOR_PODS_READY)
 
 
 def waits_for_pods_ready(document: dict[str, Any] | None) -> bool:
     """Whether waitForPodsReady is in force under a recorded Configuration document (None: none recorded, Kueue's
-    defaults: on). Decoded as the scheduler decodes it (loosely: ``"false"`` is false); the document was validated
-    before it was recorded, and one that does not decode counts as Kueue's defaults rather than stopping the fold."""
+    defaults: on). Its gates and stanza decoded as the scheduler decodes them (loosely: ``"false"`` is false); the
+    document was validated before it was recorded, and one that does not decode counts as Kueue's defaults rather
+    than stopping the fold."""
     document = config_version.as_hub(document)
     if not document:
         return True
     try:
-        switches = msgspec.convert(document, _Switches, strict=False)
+        feature_gates = msgspec.convert(document.get("featureGates", {}), dict[str, bool], strict=False)
+        if _disabled(feature_gates):
+            return False
+        stanza = msgspec.convert(document.get("waitForPodsReady"), WaitForPodsReadyConfig | None, strict=False)
     except msgspec.ValidationError:
         return True
-    if gates.enabled(switches.feature_gates, gates.DISABLE_WAIT_FOR_PODS_READY):
-        return False
-    return switches.wait_for_pods_ready is None or switches.wait_for_pods_ready.enable
+    return pods_ready_in_force(stanza, feature_gates).enable

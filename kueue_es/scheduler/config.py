@@ -19,6 +19,7 @@ from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_n
 from kueue_es.scheduler import config_fields, tls_options
 from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
+from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
 
@@ -44,35 +45,6 @@ class AdmissionFairSharingConfig(_Cfg):
     def sampling_interval_ms(self) -> int:
         """``usageSamplingInterval``; zero (or unset) is Kueue's default of 5 minutes."""
         return parse_duration(self.usage_sampling_interval, "admissionFairSharing.usageSamplingInterval") or 300_000
-
-
-class RequeuingStrategy(_Cfg):
-    timestamp: str = "Eviction"
-    """What a PodsReady-timeout eviction does to the queue-order time (``Eviction``: restarts it; ``Creation``:
-    nothing). The projection reads it from the recorded document: :mod:`projections.queue_order`."""
-    backoff_limit_count: int | None = None
-    backoff_base_seconds: int = 60
-    backoff_max_seconds: int = 3600
-
-
-class WaitForPodsReadyConfig(_Cfg):
-    enable: bool = True
-    timeout: str = "5m"
-    """Kueue defaults it to 5 minutes, in both Configuration versions."""
-    block_admission: bool = False
-    recovery_timeout: str | None = None
-    """How long an admitted workload whose pods were ready may wait for them to recover (unset: no limit)."""
-    requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
-    unscheduled_timeout: str | None = None
-    """Kueue v0.20's timeout for an admitted workload's pods to be scheduled, read under its
-    ``WaitForPodsReadyUnscheduledTimeout`` gate (:mod:`projections.pods_scheduled`); unset or zero: none."""
-    max_timeout_on_workload: str | None = None
-    """The longest timeout a job's ``kueue.x-k8s.io/wait-for-pods-ready`` annotation may set (unset: 2h), under
-    ``WorkloadLevelWaitForPodsReady`` (:mod:`projections.workload_pods_ready`)."""
-
-
-_PODS_READY_DEFAULT = WaitForPodsReadyConfig()
-_PODS_READY_OFF = WaitForPodsReadyConfig(enable=False)
 
 
 class DeviceSelectorCel(_Cfg):
@@ -512,9 +484,7 @@ class SchedulerConfig(_Cfg):
         """waitForPodsReady as in force: Kueue's defaults when the stanza is absent, and off altogether under the
         ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no blockAdmission): the rule the fold applies to
         the recorded document too (:mod:`projections.pods_ready`)."""
-        if self.feature_gates and gates.enabled(self.feature_gates, gates.DISABLE_WAIT_FOR_PODS_READY):
-            return _PODS_READY_OFF
-        return self.wait_for_pods_ready or _PODS_READY_DEFAULT
+        return pods_ready_in_force(self.wait_for_pods_ready, self.feature_gates)
 
     @property
     def blocks_admission(self) -> bool:
