@@ -76,6 +76,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
 
 DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
@@ -492,11 +494,22 @@ def enabled(gates: Mapping[str, bool], name: str) -> bool:
 
 def of_document(document: Mapping[str, Any] | None) -> Mapping[str, bool]:
     """The ``featureGates`` map of a recorded Configuration document (empty when it has none). The map was
-    validated before the document was recorded; anything else in it is left out rather than stopping the fold."""
+    validated before the document was recorded; its values are read as the scheduler reads a recorded document
+    (loosely: ``"true"`` is on, as kueue-es took it before refusing such values), and anything else in it is left
+    out rather than stopping the fold."""
     gates = document.get("featureGates") if document else None
     if not isinstance(gates, dict):
         return {}
-    return {k: v for k, v in gates.items() if isinstance(v, bool)}
+    return {k: flag for k, v in gates.items() if (flag := _loose_bool(v)) is not None}
+
+
+def _loose_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    try:
+        return msgspec.convert(value, bool, strict=False)
+    except msgspec.ValidationError:
+        return None
 
 
 def errors(gates: Mapping[str, bool]) -> list[str]:

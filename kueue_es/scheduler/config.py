@@ -621,12 +621,14 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if unknown:
         raise InvalidInput(f"{source}: Configuration: strict decoding error: "
                            + ", ".join(f'unknown field "{path}"' for path in unknown))
-    cfg = _decode(doc, source)
+    if strict:
+        _check_gate_values(doc.get("featureGates"), source)
+    cfg = _decode(doc, source, strict)
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
         _validate_pods_ready_durations(cfg.wait_for_pods_ready, source)
     hub = config_version.as_hub(doc)
     if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
-        cfg = _decode(hub, source)
+        cfg = _decode(hub, source, strict)
     bad = gates.errors(cfg.feature_gates)
     if bad:
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
@@ -674,9 +676,23 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     return cfg
 
 
-def _decode(doc: dict[str, Any], source: str) -> SchedulerConfig:
+def _check_gate_values(gates_map: Any, source: str) -> None:
+    """Each gate set to a bool (msgspec's own error would not name the gate)."""
+    if not isinstance(gates_map, dict):
+        return
+    for name in sorted(gates_map, key=str):
+        value = gates_map[name]
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{source}: field `featureGates.{name}`: Expected `bool`, got "
+                               f"`{type(value).__name__}` ({value!r})")
+
+
+def _decode(doc: dict[str, Any], source: str, strict: bool) -> SchedulerConfig:
+    """``strict``: a value of another JSON type than its field's (``"true"`` or ``1`` for a bool, ``"5"`` for an
+    int) is refused, as Go's JSON decoding refuses it when Kueue loads its Configuration; a document the log
+    recorded before kueue-es refused them is read as it was then (such values converted)."""
     try:
-        return msgspec.convert(doc, SchedulerConfig, strict=False)
+        return msgspec.convert(doc, SchedulerConfig, strict=strict)
     except msgspec.ValidationError as exc:
         msg = str(exc)
         if " - at `$" in msg:

@@ -586,6 +586,13 @@ def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Pat
     assert one_line_error(r) == f"kueue-es: error: {cfg}: field `featureGates`: unrecognized feature gate: TASBalancedPlacment"
 
 
+def test_a_gate_set_to_a_string_is_refused_as_kueues_decoder_refuses_it(tmp_path: Path) -> None:
+    cfg, r = _schedule_under(tmp_path, 'featureGates:\n  TASBalancedPlacement: "true"\n')
+    assert r.code == 2
+    assert one_line_error(r) == (f"kueue-es: error: {cfg}: field `featureGates.TASBalancedPlacement`: Expected `bool`, "
+                                 "got `str` ('true')")
+
+
 _RESOURCES_REFUSED = [
     ("  transformations:\n  - input: nvidia.com/mig-1g.5gb\n    strategy: Drop\n",
      "field `resources.transformations[0].strategy`: unsupported value 'Drop' (supported: Retain, Replace)"),

@@ -9,7 +9,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.config_record import document_of, in_force, load_recorded
-from projections import config_version, fair_share
+from projections import config_version, fair_share, gates
 from projections.cluster import ClusterState
 from projections.pods_ready import waits_for_pods_ready
 from projections.queue_order import order_of
@@ -22,13 +22,17 @@ V1BETA2 = {**V1BETA1, "apiVersion": "config.kueue.x-k8s.io/v1beta2"}
     ({"enable": False}, False),
     ({"enable": False, "preemptionStrategies": ["LessThanInitialShare"]}, False),
     ({}, False),  # v1beta1's switch is off unless set
-    ({"enable": "false"}, False),  # decoded loosely, as the scheduler decodes it
+    ({"enable": "false"}, False),  # refused at load; a recorded one decoded loosely
     ({"enable": True}, True),
     ({"enable": "true", "preemptionStrategies": ["LessThanInitialShare"]}, True),
 ])
 def test_v1beta1_fair_sharing_is_on_only_when_enabled(stanza: dict, on: bool) -> None:
     doc = {**V1BETA1, "fairSharing": stanza}
-    assert load_config(doc).fair_sharing_enabled is on
+    if isinstance(stanza.get("enable", False), bool):
+        assert load_config(doc).fair_sharing_enabled is on
+    else:  # Kueue's decoder refuses a string for a bool; a log recorded before kueue-es did is read as then
+        with pytest.raises(InvalidInput, match=r"field `fairSharing.enable`: Expected `bool`, got `str`"):
+            load_config(doc)
     assert fair_share.enabled(doc) is on
     assert load_recorded(ev.ConfigRecorded(time=0, document=doc), 4).fair_sharing_enabled is on
 
@@ -56,9 +60,13 @@ def test_a_v1beta2_fair_sharing_stanza_switches_it_on() -> None:
 ])
 def test_v1beta1_wait_for_pods_ready_is_on_only_when_enabled(stanza: dict | None, on: bool) -> None:
     doc = dict(V1BETA1) if stanza is None else {**V1BETA1, "waitForPodsReady": stanza}
-    cfg = load_config(doc)
-    assert cfg.pods_ready.enable is on
-    assert cfg.blocks_admission is (on and stanza is not None and stanza.get("blockAdmission", True))
+    if stanza is None or isinstance(stanza.get("enable", False), bool):
+        cfg = load_config(doc)
+        assert cfg.pods_ready.enable is on
+        assert cfg.blocks_admission is (on and stanza is not None and stanza.get("blockAdmission", True))
+    else:  # refused at load, as Kueue's decoder refuses it; a recorded one is read loosely, as before
+        with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.enable`: Expected `bool`, got `str`"):
+            load_config(doc)
     assert waits_for_pods_ready(doc) is on
     assert load_recorded(ev.ConfigRecorded(time=0, document=doc), 4).pods_ready.enable is on
 
@@ -137,3 +145,14 @@ def test_a_log_that_recorded_a_v1beta1_document_folds_as_the_scheduler_loads_it(
     assert (config.fair_sharing_enabled, config.pods_ready.enable, config.blocks_admission) == (fair, ready, ready)
     assert state.waits_for_pods_ready is ready
     assert state.config is not None and fair_share.enabled(state.config.document) is fair
+
+
+@pytest.mark.parametrize("value", ["true", 1])
+def test_a_gate_set_to_no_bool_is_refused_naming_it_and_a_recorded_one_is_read_alike_by_fold_and_scheduler(
+        value: object) -> None:
+    doc = {**V1BETA2, "featureGates": {"FairSharingRefill": value}}
+    with pytest.raises(InvalidInput, match=r"field `featureGates.FairSharingRefill`: Expected `bool`, got `(str|int)`"):
+        load_config(doc)
+    recorded = load_recorded(ev.ConfigRecorded(time=0, document=doc), 4)
+    assert recorded.gate("FairSharingRefill") is True
+    assert gates.enabled(gates.of_document(doc), "FairSharingRefill") is True
