@@ -69,17 +69,23 @@ def _disabled(feature_gates: Mapping[str, bool]) -> bool:
 
 def waits_for_pods_ready(document: dict[str, Any] | None) -> bool:
     """Whether waitForPodsReady is in force under a recorded Configuration document (None: none recorded, Kueue's
-    defaults: on). Its gates and stanza decoded as the scheduler decodes them (loosely: ``"false"`` is false); the
-    document was validated before it was recorded, and one that does not decode counts as Kueue's defaults rather
-    than stopping the fold."""
+    defaults: on)."""
+    return recorded_in_force(document).enable
+
+
+def recorded_in_force(document: dict[str, Any] | None) -> WaitForPodsReadyConfig:
+    """waitForPodsReady as in force under a recorded Configuration document (None: none recorded, Kueue's
+    defaults). Its gates and stanza decoded as the scheduler decodes a recorded document (loosely: ``"false"`` is
+    false); the document was validated before it was recorded, and one that does not decode counts as Kueue's
+    defaults rather than stopping the fold."""
     document = config_version.as_hub(document)
     if not document:
-        return True
+        return DEFAULT
     try:
         feature_gates = msgspec.convert(document.get("featureGates", {}), dict[str, bool], strict=False)
         if _disabled(feature_gates):
-            return False
+            return OFF
         stanza = msgspec.convert(document.get("waitForPodsReady"), WaitForPodsReadyConfig | None, strict=False)
     except msgspec.ValidationError:
-        return True
-    return pods_ready_in_force(stanza, feature_gates).enable
+        return DEFAULT
+    return pods_ready_in_force(stanza, feature_gates)

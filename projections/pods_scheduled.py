@@ -30,12 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import msgspec
-
 from events import objects as o
 from events.timefmt import parse_time
-from projections import config_version, gates
-from projections.pods_ready import waits_for_pods_ready
+from projections import gates
+from projections.pods_ready import recorded_in_force
 from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
 from projections.workloads import WorkloadInfo
 
@@ -48,26 +46,14 @@ POD_SCHEDULED = "PodScheduled"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 
 
-class _Stanza(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    unscheduled_timeout: str | None = None
-
-
-class _Doc(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    wait_for_pods_ready: _Stanza | None = None
-
-
 def tracking(document: dict[str, Any] | None, gate: Callable[[str], bool]) -> bool:
     """Whether Pods' scheduling is tracked under a recorded Configuration document (None: Kueue's defaults, off);
     ``gate`` reads a feature gate of that configuration (:meth:`ClusterState.gate`)."""
-    hub = config_version.as_hub(document)
-    if not hub or not gate(gates.WAIT_FOR_PODS_READY_UNSCHEDULED_TIMEOUT) or not waits_for_pods_ready(document):
+    if not document or not gate(gates.WAIT_FOR_PODS_READY_UNSCHEDULED_TIMEOUT):
         return False
-    try:
-        doc = msgspec.convert(hub, _Doc, strict=False)
-    except msgspec.ValidationError:
-        return False
-    raw = doc.wait_for_pods_ready.unscheduled_timeout if doc.wait_for_pods_ready is not None else None
-    return raw is not None and any(ch in "123456789" for ch in raw)  # validated when recorded: a nonzero digit
+    stanza = recorded_in_force(document)
+    raw = stanza.unscheduled_timeout
+    return stanza.enable and raw is not None and any(ch in "123456789" for ch in raw)  # validated: a nonzero digit
 
 
 def scheduled(pod: o.Pod) -> bool:
