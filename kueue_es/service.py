@@ -108,6 +108,7 @@ async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, r
     Kueue Configuration first, when it is not the one in force)."""
     m = metrics_settings or MetricsSettings()
     log = FileLog.open(path, fsync="always")
+    path = str(log.directory)  # as every report names it (the checkpointer's too): "./log" is "log"
     try:
         start = checkpoints.restore(log)
         for passed in start.passed_over:

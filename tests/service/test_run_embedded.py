@@ -21,12 +21,12 @@ def test_run_schedules_over_the_embedded_log_until_sigterm(tmp_path: Path) -> No
     log_dir = tmp_path / "log"
     assert main(["import", "-f", str(REPO / "tests/fixtures/cluster.yaml"), "--log", str(log_dir)]) == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
-    proc = subprocess.Popen([sys.executable, "-m", "kueue_es", "run", "--log", str(log_dir)], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "kueue_es", "run", "--log", "./log"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         active = json.loads(proc.stdout.readline())
-        assert active["event"] == "active" and active["log"] == str(log_dir)
+        assert active["event"] == "active" and active["log"] == "log"
         deadline = time.monotonic() + 30
         decisions: list[ev.Record] = []
         while not decisions and time.monotonic() < deadline:
@@ -38,7 +38,9 @@ def test_run_schedules_over_the_embedded_log_until_sigterm(tmp_path: Path) -> No
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
-        assert json.loads(out.splitlines()[-1])["event"] == "stopped"
+        reports = [json.loads(line) for line in out.splitlines()]
+        assert reports[-1]["event"] == "stopped"
+        assert {r["log"] for r in reports} == {"log"}, "every report names the log alike"
     finally:
         if proc.poll() is None:
             proc.kill()
