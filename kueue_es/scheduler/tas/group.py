@@ -168,7 +168,8 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
                          fit: WholeSlices = WHOLE_SLICES) -> tuple[int, list[int]] | str:
     """(fit level, domains chosen there) for the group, or the failure message (§2.5 with a leader). ``spread``: a
     required request's topology spreading (:mod:`.spreading`); ``fit``: how a domain's capacity reads (whole slices,
-    or also a partial one: :mod:`.group_partial`)."""
+    or also a partial one: :mod:`.group_partial`, whose BestFit pick decides for its level whenever the first
+    domain in order can take the leader, even if it cannot hold the partial slice, as Kueue's does)."""
     base = gc.base
     requested = slices + fit.extra
     while True:
@@ -189,8 +190,11 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
                 return level, [hit]
             if required:
                 return not_fit(pc[ordered[-1]], requested, level)
-        elif fitting[top]:
-            return level, [best(ordered)]
+        elif lead[top] >= 1 and (fitting[top] or fit.extra):
+            # a partial slice: the first domain ranks by whole slices only, so the pick may find another that fits
+            pick = best(ordered)
+            if fitting[pick]:
+                return level, [pick]
         if required:
             k = next((k for k, d in enumerate(ordered) if fitting[d]), None) if aff is not None and not lfc else None
             if k is not None:

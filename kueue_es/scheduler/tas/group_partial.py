@@ -12,7 +12,9 @@ pods, and from its pods beside the leader, less the partial slice; above, from i
 cheapest way to seat the partial slice (and the leader) in them: both in one child, or each in its own.
 
 The group's own search (:func:`~kueue_es.scheduler.tas.group.find_group_fit_level`, read through
-:class:`WithTail`) asks a domain to take the leader and ``tlc`` whole slices; a preferred request climbs as usual,
+:class:`WithTail`) asks a domain to take the leader and ``tlc`` whole slices, best fit picking among the first tier
+whenever the first domain can take the leader (it ranks by whole slices, so it may not hold the partial slice
+when another does); a preferred request climbs as usual,
 a required one is spread by its topology spreading rules as the whole-slice group is, and the top level's greedy
 run adds, when none of the domains it took has room for the partial slice beside its share, the first other
 domain that can hold it. Going down, each level's walk first looks for a domain closing the count
