@@ -8,7 +8,8 @@ leader's requests before counting workers again; a parent takes its children's c
 leader-capable child suffers (0 when none can take the leader), and the largest ``leader``. The search orders
 domains by ``leader`` first, then the with-leader slices and pods, and needs a domain taking the leader and
 every slice; a preferred request climbs as a single pod set does, and the top level's greedy run takes the first
-leader-capable domain (with-leader slices) before the rest in the plain order. The descent gives the leader to
+leader-capable domain whose loss to the leader still leaves the level room for every slice (with-leader slices)
+before the rest in the plain order. The descent gives the leader to
 the first domain in each order that can take it, with the with-leader counts, and the workers the rest.
 
 The leader's assignment is the leaves holding the leader; the workers' the leaves holding workers. Deliberate
@@ -153,9 +154,14 @@ class WholeSlices:
         """Best fit's pick among ``domains`` (the first qualifies)."""
         return tightest(domains, slices, gc.slices_wl[level], scores, gc.leader[level], 1)
 
+    def leader_cost(self, gc: GroupCounts, level: int, d: int, domains: Sequence[int]) -> int | None:
+        """Whole slices ``domains`` give up when ``d`` takes the leader (None: it cannot)."""
+        return gc.base.slices[level][d] - gc.slices_wl[level][d]
+
     def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
               not_fit: NotFit) -> tuple[int, list[int]] | str:
-        """The top level's greedy run's domains, once they cover the whole slices."""
+        """The top level's greedy run's domains, once they cover the whole slices (``ordered``: the domains the
+        run may add, in order)."""
         return level, chosen
 
 
@@ -205,22 +211,44 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             continue
         if lead[top] == 0:
             return not_fit(0, requested, level)
+        ordered = leader_home_first(gc, level, ordered, slices, fit)
         chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
         if remaining > 0:
             return not_fit(slices - remaining, requested, level)
-        return fit.close(gc, level, ordered, slices, chosen, not_fit)
+        return fit.close(gc, level, order(base, level, ordered[1:], lfc), slices, chosen, not_fit)
+
+
+def leader_home_first(gc: GroupCounts, level: int, ordered: Sequence[int], slices: int,
+                      fit: WholeSlices) -> Sequence[int]:
+    """``ordered`` with the first domain able to take the leader while the level keeps room for every slice (its
+    :meth:`WholeSlices.leader_cost` within the slack) moved first, as Kueue's greedy run and descent do
+    (``prioritizeLeaderDomain``); unchanged when the first already is, or none is."""
+    sc, lead = gc.base.slices[level], gc.leader[level]
+    total = sum(sc[d] for d in ordered)
+    for k, d in enumerate(ordered):
+        if lead[d] < 1:
+            continue
+        cost = fit.leader_cost(gc, level, d, ordered)
+        if cost is not None and total - cost >= slices:
+            return ordered if k == 0 else [d, *ordered[:k], *ordered[k + 1:]]
+    return ordered
 
 
 def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slices: int,
                       lfc: bool) -> tuple[list[int], int]:
-    """The top level's greedy run for a group: the first domain in leader order, with its with-leader slices, then
-    the others in the plain order (BestFit swapping the one that would close the count for the tightest that
-    does) until ``slices`` are covered; (the domains taken, the slices still missing: 0 or less when covered)."""
+    """The top level's greedy run for a group: the first domain in ``ordered`` (BestFit swapping it for the
+    tightest leader-capable domain of its tier when it holds every slice beside the leader), with its with-leader
+    slices, then the others in the plain order (BestFit swapping the one that would close the count for the
+    tightest that does) until ``slices`` are covered; (the domains taken, the slices still missing: 0 or less when
+    covered)."""
     base = gc.base
-    sc, aff = base.slices[level], base.scores(level)
+    sc, swl, aff = base.slices[level], gc.slices_wl[level], base.scores(level)
     top = ordered[0]
+    if not lfc and swl[top] >= slices:
+        top = tightest(ordered, slices, swl, aff, gc.leader[level], 1)
+        return [top], slices - swl[top]
     rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
-    chosen, remaining = take_in_order(rest, slices - gc.slices_wl[level][top], sc, aff, lfc)
+    chosen, remaining = take_in_order(rest, slices - swl[top], sc, aff, lfc)
     return [top, *chosen], remaining
 
 

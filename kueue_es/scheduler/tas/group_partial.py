@@ -93,6 +93,16 @@ class WithTail(WholeSlices):
              scores: Sequence[int] | None) -> int:
         return best_fit_with_tail(domains, slices, gc.slices_wl[level], self.tlc[level], scores, gc.leader[level], 1)
 
+    def leader_cost(self, gc: GroupCounts, level: int, d: int, domains: Sequence[int]) -> int | None:
+        """The whole slices lost to the leader in ``d`` and the partial slice where it costs fewest: in ``d`` too,
+        or in the cheapest other domain (None: the partial slice then has no home)."""
+        sc, t, tl = gc.base.slices[level], self.tc[level], self.tlc[level]
+        costs = [sc[d] - tl[d]] if tl[d] != NO_TAIL else []
+        apart = [sc[e] - t[e] for e in domains if e != d and t[e] != NO_TAIL]
+        if apart:
+            costs.append(sc[d] - gc.slices_wl[level][d] + min(apart))
+        return min(costs) if costs else None
+
     def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
               not_fit: NotFit) -> tuple[int, list[int]] | str:
         top, sc, t = chosen[0], gc.base.slices[level], self.tc[level]
