@@ -10,7 +10,8 @@ domains by ``leader`` first, then the with-leader slices and pods, and needs a d
 every slice; a preferred request climbs as a single pod set does, and the top level's greedy run takes the first
 leader-capable domain whose loss to the leader still leaves the level room for every slice (with-leader slices)
 before the rest in the plain order. The descent gives the leader to
-the first domain in each order that can take it, with the with-leader counts, and the workers the rest.
+the first domain in each order that can take it while its loss leaves room for every slice (moved first, as the
+greedy run does), with the with-leader counts, and the workers the rest.
 
 The leader's assignment is the leaves holding the leader; the workers' the leaves holding workers. Deliberate
 differences, all where Kueue's own run would lose the leader or assign more workers than asked (it then logs an
@@ -154,7 +155,7 @@ class WholeSlices:
         """Best fit's pick among ``domains`` (the first qualifies)."""
         return tightest(domains, slices, gc.slices_wl[level], scores, gc.leader[level], 1)
 
-    def leader_cost(self, gc: GroupCounts, level: int, d: int, domains: Sequence[int]) -> int | None:
+    def leader_cost(self, gc: GroupCounts, level: int, d: int, *, domains: Sequence[int]) -> int | None:
         """Whole slices ``domains`` give up when ``d`` takes the leader (None: it cannot)."""
         return gc.base.slices[level][d] - gc.slices_wl[level][d]
 
@@ -211,27 +212,30 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             continue
         if lead[top] == 0:
             return not_fit(0, requested, level)
-        ordered = leader_home_first(gc, level, ordered, slices, fit)
+        ordered = leader_home_first(ordered, slices, 1, base.slices[level], lead,
+                                    partial(fit.leader_cost, gc, level, domains=ordered))
         chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
         if remaining > 0:
             return not_fit(slices - remaining, requested, level)
         return fit.close(gc, level, order(base, level, ordered[1:], lfc), slices, chosen, not_fit)
 
 
-def leader_home_first(gc: GroupCounts, level: int, ordered: Sequence[int], slices: int,
-                      fit: WholeSlices) -> Sequence[int]:
-    """``ordered`` with the first domain able to take the leader while the level keeps room for every slice (its
-    :meth:`WholeSlices.leader_cost` within the slack) moved first, as Kueue's greedy run and descent do
-    (``prioritizeLeaderDomain``); unchanged when the first already is, or none is."""
-    sc, lead = gc.base.slices[level], gc.leader[level]
-    total = sum(sc[d] for d in ordered)
-    for k, d in enumerate(ordered):
-        if lead[d] < 1:
+def leader_home_first(domains: Sequence[int], need: int, leaders: int, value: Sequence[int], lead: Sequence[int],
+                      cost: Callable[[int], int | None]) -> Sequence[int]:
+    """``domains`` with the first one able to take the ``leaders`` while they keep room for ``need`` units (its
+    ``cost``, the units they lose to the leader, within their slack; None: it cannot) moved first, as Kueue's
+    greedy run and every level's walk do (``prioritizeLeaderDomain``); unchanged when the first already is, or
+    none is."""
+    if leaders <= 0 or len(domains) < 2:
+        return domains
+    total = sum(value[d] for d in domains)
+    for k, d in enumerate(domains):
+        if lead[d] < leaders:
             continue
-        cost = fit.leader_cost(gc, level, d, ordered)
-        if cost is not None and total - cost >= slices:
-            return ordered if k == 0 else [d, *ordered[:k], *ordered[k + 1:]]
-    return ordered
+        c = cost(d)
+        if c is not None and total - c >= need:
+            return domains if k == 0 else [d, *domains[:k], *domains[k + 1:]]
+    return domains
 
 
 def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slices: int,
@@ -255,7 +259,8 @@ def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slice
 def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
                      value_wl: Sequence[int], lead: Sequence[int], unit: int, bestfit: bool,
                      out: dict[int, int], out_leader: dict[int, int], scores: Sequence[int] | None = None) -> list[int]:
-    """Kueue's ``updateCountsToMinimumGeneric`` with a leader: in order, the first domains take the leader
+    """Kueue's ``updateCountsToMinimumGeneric`` with a leader: in order (the leader's domain first:
+    :func:`leader_home_first`), the first domains take the leader
     (with their with-leader counts) until it is placed, the others their plain counts, until ``need`` units
     (slices of ``unit`` pods) are covered; BestFit swaps in the tightest domain that covers the rest. Where that
     walk strands units (the leader taken by a domain that then holds too few workers, which Kueue answers with
@@ -264,6 +269,7 @@ def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Seq
     domains' preferred-affinity scores, when they score (best fit keeps to the first domain's tier)."""
     pods: dict[int, int] = {}
     leads: dict[int, int] = {}
+    domains = leader_home_first(domains, need, leaders, value, lead, lambda d: value[d] - value_wl[d])
     taken = _walk(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads, scores)
     if taken is None and leaders > 0:
         pods, leads = {}, {}

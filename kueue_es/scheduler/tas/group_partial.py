@@ -93,7 +93,7 @@ class WithTail(WholeSlices):
              scores: Sequence[int] | None) -> int:
         return best_fit_with_tail(domains, slices, gc.slices_wl[level], self.tlc[level], scores, gc.leader[level], 1)
 
-    def leader_cost(self, gc: GroupCounts, level: int, d: int, domains: Sequence[int]) -> int | None:
+    def leader_cost(self, gc: GroupCounts, level: int, d: int, *, domains: Sequence[int]) -> int | None:
         """The whole slices lost to the leader in ``d`` and the partial slice where it costs fewest: in ``d`` too,
         or in the cheapest other domain (None: the partial slice then has no home)."""
         sc, t, tl = gc.base.slices[level], self.tc[level], self.tlc[level]
