@@ -8,8 +8,10 @@ leader's requests before counting workers again; a parent takes its children's c
 leader-capable child suffers (0 when none can take the leader), and the largest ``leader``. The search orders
 domains by ``leader`` first, then the with-leader slices and pods, and needs a domain taking the leader and
 every slice; a preferred request climbs as a single pod set does, and the top level's greedy run takes the first
-leader-capable domain (with-leader slices) before the rest in the plain order. The descent gives the leader to
-the first domain in each order that can take it, with the with-leader counts, and the workers the rest.
+leader-capable domain whose loss to the leader still leaves the level room for every slice (with-leader slices)
+before the rest in the plain order. The descent gives the leader to
+the first domain in each order that can take it while its loss leaves room for every slice (moved first, as the
+greedy run does), with the with-leader counts, and the workers the rest.
 
 The leader's assignment is the leaves holding the leader; the workers' the leaves holding workers. Deliberate
 differences, all where Kueue's own run would lose the leader or assign more workers than asked (it then logs an
@@ -153,9 +155,14 @@ class WholeSlices:
         """Best fit's pick among ``domains`` (the first qualifies)."""
         return tightest(domains, slices, gc.slices_wl[level], scores, gc.leader[level], 1)
 
+    def leader_cost(self, gc: GroupCounts, level: int, d: int, *, domains: Sequence[int]) -> int | None:
+        """Whole slices ``domains`` give up when ``d`` takes the leader (None: it cannot)."""
+        return gc.base.slices[level][d] - gc.slices_wl[level][d]
+
     def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
               not_fit: NotFit) -> tuple[int, list[int]] | str:
-        """The top level's greedy run's domains, once they cover the whole slices."""
+        """The top level's greedy run's domains, once they cover the whole slices (``ordered``: the domains the
+        run may add, in order)."""
         return level, chosen
 
 
@@ -168,7 +175,8 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
                          fit: WholeSlices = WHOLE_SLICES) -> tuple[int, list[int]] | str:
     """(fit level, domains chosen there) for the group, or the failure message (§2.5 with a leader). ``spread``: a
     required request's topology spreading (:mod:`.spreading`); ``fit``: how a domain's capacity reads (whole slices,
-    or also a partial one: :mod:`.group_partial`)."""
+    or also a partial one: :mod:`.group_partial`, whose BestFit pick decides for its level whenever the first
+    domain in order can take the leader, even if it cannot hold the partial slice, as Kueue's does)."""
     base = gc.base
     requested = slices + fit.extra
     while True:
@@ -189,8 +197,11 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
                 return level, [hit]
             if required:
                 return not_fit(pc[ordered[-1]], requested, level)
-        elif fitting[top]:
-            return level, [best(ordered)]
+        elif lead[top] >= 1 and (fitting[top] or fit.extra):
+            # a partial slice: the first domain ranks by whole slices only, so the pick may find another that fits
+            pick = best(ordered)
+            if fitting[pick]:
+                return level, [pick]
         if required:
             k = next((k for k, d in enumerate(ordered) if fitting[d]), None) if aff is not None and not lfc else None
             if k is not None:
@@ -201,29 +212,55 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             continue
         if lead[top] == 0:
             return not_fit(0, requested, level)
+        ordered = leader_home_first(ordered, slices, 1, base.slices[level], lead,
+                                    partial(fit.leader_cost, gc, level, domains=ordered))
         chosen, remaining = take_leader_first(gc, ordered, level, slices, lfc)
         if remaining > 0:
             return not_fit(slices - remaining, requested, level)
-        return fit.close(gc, level, ordered, slices, chosen, not_fit)
+        return fit.close(gc, level, order(base, level, ordered[1:], lfc), slices, chosen, not_fit)
+
+
+def leader_home_first(domains: Sequence[int], need: int, leaders: int, value: Sequence[int], lead: Sequence[int],
+                      cost: Callable[[int], int | None]) -> Sequence[int]:
+    """``domains`` with the first one able to take the ``leaders`` while they keep room for ``need`` units (its
+    ``cost``, the units they lose to the leader, within their slack; None: it cannot) moved first, as Kueue's
+    greedy run and every level's walk do (``prioritizeLeaderDomain``); unchanged when the first already is, or
+    none is."""
+    if leaders <= 0 or len(domains) < 2:
+        return domains
+    total = sum(value[d] for d in domains)
+    for k, d in enumerate(domains):
+        if lead[d] < leaders:
+            continue
+        c = cost(d)
+        if c is not None and total - c >= need:
+            return domains if k == 0 else [d, *domains[:k], *domains[k + 1:]]
+    return domains
 
 
 def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slices: int,
                       lfc: bool) -> tuple[list[int], int]:
-    """The top level's greedy run for a group: the first domain in leader order, with its with-leader slices, then
-    the others in the plain order (BestFit swapping the one that would close the count for the tightest that
-    does) until ``slices`` are covered; (the domains taken, the slices still missing: 0 or less when covered)."""
+    """The top level's greedy run for a group: the first domain in ``ordered`` (BestFit swapping it for the
+    tightest leader-capable domain of its tier when it holds every slice beside the leader), with its with-leader
+    slices, then the others in the plain order (BestFit swapping the one that would close the count for the
+    tightest that does) until ``slices`` are covered; (the domains taken, the slices still missing: 0 or less when
+    covered)."""
     base = gc.base
-    sc, aff = base.slices[level], base.scores(level)
+    sc, swl, aff = base.slices[level], gc.slices_wl[level], base.scores(level)
     top = ordered[0]
+    if not lfc and swl[top] >= slices:
+        top = tightest(ordered, slices, swl, aff, gc.leader[level], 1)
+        return [top], slices - swl[top]
     rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
-    chosen, remaining = take_in_order(rest, slices - gc.slices_wl[level][top], sc, aff, lfc)
+    chosen, remaining = take_in_order(rest, slices - swl[top], sc, aff, lfc)
     return [top, *chosen], remaining
 
 
 def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
                      value_wl: Sequence[int], lead: Sequence[int], unit: int, bestfit: bool,
                      out: dict[int, int], out_leader: dict[int, int], scores: Sequence[int] | None = None) -> list[int]:
-    """Kueue's ``updateCountsToMinimumGeneric`` with a leader: in order, the first domains take the leader
+    """Kueue's ``updateCountsToMinimumGeneric`` with a leader: in order (the leader's domain first:
+    :func:`leader_home_first`), the first domains take the leader
     (with their with-leader counts) until it is placed, the others their plain counts, until ``need`` units
     (slices of ``unit`` pods) are covered; BestFit swaps in the tightest domain that covers the rest. Where that
     walk strands units (the leader taken by a domain that then holds too few workers, which Kueue answers with
@@ -232,6 +269,7 @@ def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Seq
     domains' preferred-affinity scores, when they score (best fit keeps to the first domain's tier)."""
     pods: dict[int, int] = {}
     leads: dict[int, int] = {}
+    domains = leader_home_first(domains, need, leaders, value, lead, lambda d: value[d] - value_wl[d])
     taken = _walk(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads, scores)
     if taken is None and leaders > 0:
         pods, leads = {}, {}

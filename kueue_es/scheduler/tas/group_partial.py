@@ -12,7 +12,9 @@ pods, and from its pods beside the leader, less the partial slice; above, from i
 cheapest way to seat the partial slice (and the leader) in them: both in one child, or each in its own.
 
 The group's own search (:func:`~kueue_es.scheduler.tas.group.find_group_fit_level`, read through
-:class:`WithTail`) asks a domain to take the leader and ``tlc`` whole slices; a preferred request climbs as usual,
+:class:`WithTail`) asks a domain to take the leader and ``tlc`` whole slices, best fit picking among the first tier
+whenever the first domain can take the leader (it ranks by whole slices, so it may not hold the partial slice
+when another does); a preferred request climbs as usual,
 a required one is spread by its topology spreading rules as the whole-slice group is, and the top level's greedy
 run adds, when none of the domains it took has room for the partial slice beside its share, the first other
 domain that can hold it. Going down, each level's walk first looks for a domain closing the count
@@ -90,6 +92,16 @@ class WithTail(WholeSlices):
     def best(self, gc: GroupCounts, level: int, domains: Sequence[int], slices: int,
              scores: Sequence[int] | None) -> int:
         return best_fit_with_tail(domains, slices, gc.slices_wl[level], self.tlc[level], scores, gc.leader[level], 1)
+
+    def leader_cost(self, gc: GroupCounts, level: int, d: int, *, domains: Sequence[int]) -> int | None:
+        """The whole slices lost to the leader in ``d`` and the partial slice where it costs fewest: in ``d`` too,
+        or in the cheapest other domain (None: the partial slice then has no home)."""
+        sc, t, tl = gc.base.slices[level], self.tc[level], self.tlc[level]
+        costs = [sc[d] - tl[d]] if tl[d] != NO_TAIL else []
+        apart = [sc[e] - t[e] for e in domains if e != d and t[e] != NO_TAIL]
+        if apart:
+            costs.append(sc[d] - gc.slices_wl[level][d] + min(apart))
+        return min(costs) if costs else None
 
     def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
               not_fit: NotFit) -> tuple[int, list[int]] | str:
