@@ -258,7 +258,7 @@ def embedded_log_dir(path: str) -> Path:
     except OSError as exc:
         raise InvalidInput(f"--log {path}: cannot read: {exc.strerror or exc}") from None
     segments = list_segments(directory)
-    if not segments and any(n not in ("LOCK", checkpoints.DIRECTORY) for n in names):
+    if not segments and any(not _left_beside_a_log(n) for n in names):
         raise InvalidInput(f"--log {path}: not a log directory (it holds files, but no segment *{SEGMENT_SUFFIX})")
     for _, segment in segments:  # up front: a reader starting from a checkpoint would stop half-way, exit code 1
         if not segment.is_file():
@@ -266,6 +266,12 @@ def embedded_log_dir(path: str) -> Path:
         if not os.access(segment, os.R_OK):
             raise InvalidInput(f"--log {path}: cannot read segment {segment.name}: permission denied")
     return directory
+
+
+def _left_beside_a_log(name: str) -> bool:
+    """What an empty log's directory may hold besides the log's own ``LOCK`` and checkpoints: what a fresh volume
+    mounted there holds (``lost+found``) and hidden files (``.gitkeep``)."""
+    return name in ("LOCK", checkpoints.DIRECTORY, "lost+found") or name.startswith(".")
 
 
 def kafka_reader(url: str, *, writes: bool = False) -> KafkaReader:

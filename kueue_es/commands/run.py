@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
+from connectors.kafka.settings import is_kafka_url
 from events.errors import InvalidInput
 from kueue_es import config
-from kueue_es.commands._common import path_arg
+from kueue_es.commands._common import embedded_log_dir, path_arg
 
 
 def register(subparsers: Any) -> None:
@@ -60,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
             if getattr(args, flag, None) is not None:
                 raise InvalidInput(f"--{flag.replace('_', '-')} goes with --kube (or kube.enabled in the settings); "
                                    "without it there is no Kubernetes connector to use it")
+    log = settings.log or config.DEFAULT_EMBEDDED_LOG
+    if not is_kafka_url(log) and os.path.exists(log):
+        embedded_log_dir(log)  # a directory of other files gets no log scattered among them (a missing one: created)
     from kueue_es import service  # imports aiokafka: only when actually running
 
     return service.run(settings)

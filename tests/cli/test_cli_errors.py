@@ -718,8 +718,25 @@ def test_import_makes_no_log_among_other_files(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
-def test_a_log_directory_holding_only_its_lock_is_an_empty_log(tmp_path: Path) -> None:
-    (tmp_path / "LOCK").write_text("")
+def test_run_makes_no_log_among_other_files(tmp_path: Path) -> None:
+    """As ``import``: ``run --log DIR`` on a directory of the user's files is refused before anything starts."""
+    (tmp_path / "notes.txt").write_text("mine")
+    r = kueue_es("run", "--log", tmp_path)
+    assert r.code == 2 and r.out == ""
+    assert one_line_error(r) == (f"kueue-es: error: --log {tmp_path}: not a log directory (it holds files, but no "
+                                 "segment *.seg)")
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize("beside", [["LOCK"], ["lost+found/"], [".gitkeep"], [".snapshot/", "LOCK"]])
+def test_a_log_directory_holding_only_its_lock_or_a_fresh_volumes_content_is_an_empty_log(
+        tmp_path: Path, beside: list[str]) -> None:
+    """A fresh volume mounted as the log's directory holds ``lost+found``; a kept empty folder, a dotfile."""
+    for name in beside:
+        if name.endswith("/"):
+            (tmp_path / name).mkdir()
+        else:
+            (tmp_path / name).write_text("")
     assert kueue_es("log", "inspect", "--log", tmp_path).code == 0
     assert kueue_es("import", "-f", CLUSTER, "--log", tmp_path).code == 0
 
