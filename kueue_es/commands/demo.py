@@ -65,17 +65,22 @@ def _clear_previous_demo(target: Path) -> bool:
     names = [p.name for p in target.iterdir()]
     if not names:
         return False
-    if not all(n == "LOCK" or n.endswith(".seg") for n in names) or not _written_by_simulator(target):
+    if not all(n == "LOCK" or n.endswith(".seg") for n in names):
         raise InvalidInput(f"./{target} exists and is not a log written by the demo; move it, or pass --log PATH")
-    try:  # held while the log goes: a writer still appending to it (kueue-es run --log) would lose its events
+    try:  # held from the check until the log is gone: a writer appending to it (kueue-es run --log) would lose events
         lock = take_writer_lock(target)
     except LogLocked as exc:
         raise InvalidInput(f"{exc}: the demo replaces its previous log only when nothing writes to it; stop "
                            "the writer, or pass --log PATH") from None
     try:
-        shutil.rmtree(target)
+        if not _written_by_simulator(target):
+            raise InvalidInput(f"./{target} exists and is not a log written by the demo; move it, or pass --log PATH")
+        # Renamed away at once (still locked), removed at leisure: no writer can open a half-deleted log.
+        doomed = target.with_name(f".{target.name}.replaced-{os.getpid()}")
+        target.rename(doomed)
     finally:
         os.close(lock)
+    shutil.rmtree(doomed)
     return True
 
 

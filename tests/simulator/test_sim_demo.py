@@ -49,6 +49,8 @@ def test_demo_prints_summary_and_working_next_commands(tmp_path) -> None:
     again = _run(["demo"], tmp_path)  # run again: the previous demo log is replaced, not appended to
     assert again.returncode == 0 and "was replaced" in again.stdout
     assert {p.name: p.read_bytes() for p in (tmp_path / "kueue-es-demo-log").glob("*.seg")} == first
+    leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert leftovers == [], "the replaced log, renamed aside, is removed"
 
 
 def test_demo_json_and_refusal_to_overwrite_foreign_data(tmp_path) -> None:
@@ -63,3 +65,15 @@ def test_demo_json_and_refusal_to_overwrite_foreign_data(tmp_path) -> None:
     assert proc.returncode == 2
     assert "not a log written by the demo" in proc.stderr
     assert (other / "kueue-es-demo-log" / "notes.txt").read_text() == "mine"
+
+
+def test_demo_keeps_a_log_it_did_not_write(tmp_path) -> None:
+    """A log of the same shape (segments and LOCK) that ``import`` wrote is not the demo's to replace."""
+    (tmp_path / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n")
+    assert _run(["import", "--log", "kueue-es-demo-log", "-f", "ns.yaml"], tmp_path).returncode == 0
+    log = tmp_path / "kueue-es-demo-log"
+    before = {p.name: p.read_bytes() for p in log.glob("*.seg")}
+    proc = _run(["demo"], tmp_path)
+    assert proc.returncode == 2 and "not a log written by the demo" in proc.stderr
+    assert {p.name: p.read_bytes() for p in log.glob("*.seg")} == before and before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kueue-es-demo-log", "ns.yaml"]
