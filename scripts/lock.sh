@@ -12,7 +12,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$PY" -m venv "$tmp/venv"
 "$tmp/venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-"$tmp/venv/bin/python" -m pip install -q ".[test,plot]"
+# Installed from a copy: building in the checkout would leave build/ and an egg-info behind.
+mkdir "$tmp/src"
+cp -r pyproject.toml README.md events projections kueue_es connectors "$tmp/src/"
+"$tmp/venv/bin/python" -m pip install -q "$tmp/src[test,plot]"
 # The build backend too (pyproject.toml's [build-system]): bootstrap.sh builds the editable install with it.
 "$tmp/venv/bin/python" -m pip install -q --upgrade setuptools wheel
 {

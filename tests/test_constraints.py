@@ -53,3 +53,11 @@ def test_bootstrap_installs_with_the_constraints() -> None:
     install = next(line for line in script.splitlines() if "pip install" in line and "-e" in line)
     assert "-c constraints.txt" in install and "--build-constraint constraints.txt" in install
     assert "constraints.txt -nt" in script, "a changed constraints.txt must trigger a reinstall"
+
+
+def test_the_image_installs_with_the_constraints() -> None:
+    """The Docker image pins pip first (``--build-constraint`` is new in pip 25.3), then builds kueue-es as
+    bootstrap.sh does."""
+    steps = [line for line in (ROOT / "docker" / "Dockerfile").read_text().splitlines() if "pip install" in line]
+    assert "-c constraints.txt pip" in steps[0]
+    assert "-c constraints.txt --build-constraint constraints.txt ." in steps[1]
