@@ -106,23 +106,26 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
 GATE_PATH = admission_gate.PATH
 
 
-def admission_gates(meta: Any) -> tuple[str, ...]:
-    """The gates an object's ``kueue.x-k8s.io/admission-gated-by`` names (:func:`events.admission_gate.gate_names`);
-    ``meta``: its metadata, as plain data."""
+def admission_gate_value(meta: Any) -> str:
+    """The raw ``kueue.x-k8s.io/admission-gated-by`` value of an object (``meta``: its metadata, as plain data);
+    ``""`` when it has none, as Kueue reads a missing annotation."""
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     value = annotations.get(ADMISSION_GATED_BY) if isinstance(annotations, dict) else None
-    return gate_names(value) if isinstance(value, str) else ()
+    return value if isinstance(value, str) else ""
 
 
 def admission_gate_errors(old_meta: Any, new_meta: Any) -> list[str]:
-    """Why Kueue refuses the update's admission gates (``AdmissionGatedBy``), as its field errors' details: an
-    object created without a gate (or an empty annotation) gets none, and one with gates may only lose some."""
-    before, after = admission_gates(old_meta), admission_gates(new_meta)
+    """Why Kueue refuses the update's admission gates (``AdmissionGatedBy``), as its field errors' details. Kueue
+    decides on the raw values: a non-empty new value (a blank one too) on an object whose value was missing or
+    empty is an added gate; where both are non-empty, each gate the new one names
+    (:func:`events.admission_gate.gate_names`) must be among the old one's (none for a blank old value)."""
+    before, after = admission_gate_value(old_meta), admission_gate_value(new_meta)
     if not after:
         return []
     if not before:
         return ["Forbidden: cannot add admission gate after creation"]
-    if any(gate not in before for gate in after):
+    kept = gate_names(before)
+    if any(gate not in kept for gate in gate_names(after)):
         return ["Forbidden: can only remove gates, not add new ones"]
     return []
 

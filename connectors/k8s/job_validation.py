@@ -473,13 +473,14 @@ def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: M
 
 
 def generic_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
-                          pods_ready: PodsReadyRule | None = None) -> list[str]:
+                          pods_ready: PodsReadyRule | None = None, gate_form: bool = True) -> list[str]:
     """What Kueue refuses in any job it manages (a Pod too) on creation: its queue name, prebuilt Workload name
     and maximum execution time labels, under ``WorkloadLevelWaitForPodsReady`` (``pods_ready``) its
     ``kueue.x-k8s.io/wait-for-pods-ready`` annotation, and under ``AdmissionGatedBy`` its admission gate's form
-    (:func:`gate_create`)."""
+    (:func:`gate_create`). ``gate_form`` False: the create rules run on an update's new object after
+    :func:`generic_update_errors`, which checked the gate's form already (each problem is reported once)."""
     return (_labels_on_create(job) + pods_ready_validation.create_errors(job, pods_ready)
-            + gate_create(job, feature_gates))
+            + (gate_create(job, feature_gates) if gate_form else []))
 
 
 def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,

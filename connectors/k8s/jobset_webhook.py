@@ -118,9 +118,11 @@ def topology_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]
     return errors
 
 
-def create_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """What Kueue refuses in a JobSet being created, in its order."""
-    return job_validation.generic_create_errors(jobset, feature_gates) + topology_errors(jobset, feature_gates)
+def create_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool], *, gate_form: bool = True
+                  ) -> list[str]:
+    """What Kueue refuses in a JobSet being created, in its order. ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
+    return (job_validation.generic_create_errors(jobset, feature_gates, gate_form=gate_form)
+            + topology_errors(jobset, feature_gates))
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
@@ -128,7 +130,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     """What Kueue refuses in the update of JobSet ``old`` into ``new``, in its order: the update rules, then the
     create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(old, new, feature_gates, default_queue=default_queue)
-            + create_errors(new, feature_gates))
+            + create_errors(new, feature_gates, gate_form=False))
 
 
 JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"

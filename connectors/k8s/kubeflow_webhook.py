@@ -80,9 +80,11 @@ def _as_job(job: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": job.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(job, SUSPEND_AT)}}
 
 
-def create_errors(training: TrainingKind, job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """What Kueue refuses in a job of ``training``'s kind being created, in its order."""
-    return job_validation.generic_create_errors(_as_job(job), feature_gates) + topology_errors(job, training, feature_gates)
+def create_errors(training: TrainingKind, job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                  gate_form: bool = True) -> list[str]:
+    """What Kueue refuses in a job of ``training``'s kind being created, in its order. ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
+    return (job_validation.generic_create_errors(_as_job(job), feature_gates, gate_form=gate_form)
+            + topology_errors(job, training, feature_gates))
 
 
 def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[str, Any],
@@ -91,7 +93,7 @@ def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[s
     ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + create_errors(training, new, feature_gates))
+            + create_errors(training, new, feature_gates, gate_form=False))
 
 
 def webhook_kind(training: TrainingKind) -> framework_webhook.Kind:

@@ -98,10 +98,11 @@ def _as_job(mpijob: Mapping[str, Any]) -> dict[str, Any]:
             "spec": {"suspend": framework_webhook.suspended(mpijob, SUSPEND_AT)}}
 
 
-def create_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """What Kueue refuses in an MPIJob being created, sorted by field path as Kueue sorts them."""
-    return sorted(job_validation.generic_create_errors(_as_job(mpijob), feature_gates) + topology_errors(mpijob, feature_gates),
-                  key=_field)
+def create_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool], *, gate_form: bool = True
+                  ) -> list[str]:
+    """What Kueue refuses in an MPIJob being created, sorted by field path as Kueue sorts them. ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
+    return sorted(job_validation.generic_create_errors(_as_job(mpijob), feature_gates, gate_form=gate_form)
+                  + topology_errors(mpijob, feature_gates), key=_field)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
@@ -111,7 +112,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     has a LocalQueue ``default``."""
     errors = (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                    default_queue=default_queue)
-              + create_errors(new, feature_gates)
+              + create_errors(new, feature_gates, gate_form=False)
               + offset_update_errors(new, feature_gates))
     return sorted(errors, key=_field)
 

@@ -220,9 +220,9 @@ def _as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": obj.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(obj, SUSPEND_AT)}}
 
 
-def rayjob_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], without_queue: bool = False
-                         ) -> list[str]:
-    """What Kueue refuses in a RayJob being created, in its order (module docstring)."""
+def rayjob_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], without_queue: bool = False, *,
+                         gate_form: bool = True) -> list[str]:
+    """What Kueue refuses in a RayJob being created, in its order (module docstring). ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
     errors: list[str] = []
     spec = _map(job.get("spec"))
     cluster_spec = spec.get("rayClusterSpec")
@@ -237,7 +237,7 @@ def rayjob_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, boo
         if spec.get("shutdownAfterJobFinishes") is not True:
             errors.append(job_validation.invalid("spec.shutdownAfterJobFinishes", False, SHUTDOWN))
         errors += cluster_spec_errors(job, cluster_spec, "spec.rayClusterSpec", feature_gates)
-    errors += job_validation.generic_create_errors(_as_job(job), feature_gates)
+    errors += job_validation.generic_create_errors(_as_job(job), feature_gates, gate_form=gate_form)
     if isinstance(cluster_spec, dict):
         errors += topology_errors(cluster_spec, "spec.rayClusterSpec", feature_gates)
     return errors
@@ -274,8 +274,8 @@ def elastic_gate_errors(cluster_spec: Mapping[str, Any]) -> list[str]:
 
 
 def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[str, bool],
-                             without_queue: bool = False) -> list[str]:
-    """What Kueue refuses in a RayCluster being created, in its order (module docstring)."""
+                             without_queue: bool = False, *, gate_form: bool = True) -> list[str]:
+    """What Kueue refuses in a RayCluster being created, in its order (module docstring). ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
     spec = _map(cluster.get("spec"))
     errors: list[str] = []
     if _managed(cluster, without_queue):
@@ -286,8 +286,8 @@ def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[
         elif spec.get("enableInTreeAutoscaling") is True:
             errors.append(job_validation.invalid("spec.enableInTreeAutoscaling", True, CLUSTER_AUTOSCALING))
         errors += cluster_spec_errors(cluster, spec, "spec", feature_gates, autoscaling=False)
-    return errors + job_validation.generic_create_errors(_as_job(cluster), feature_gates) + topology_errors(spec, "spec",
-                                                                                              feature_gates)
+    return (errors + job_validation.generic_create_errors(_as_job(cluster), feature_gates, gate_form=gate_form)
+            + topology_errors(spec, "spec", feature_gates))
 
 
 def _gate_cluster_spec(cluster_spec: Mapping[str, Any], pointer: str) -> list[dict[str, Any]]:
@@ -331,13 +331,13 @@ def upgrade_strategy_errors(service: Mapping[str, Any], feature_gates: Mapping[s
 
 
 def rayservice_create_errors(service: Mapping[str, Any], feature_gates: Mapping[str, bool],
-                             without_queue: bool = False) -> list[str]:
+                             without_queue: bool = False, *, gate_form: bool = True) -> list[str]:
     """What Kueue refuses in a RayService being created: a Kueue-managed one's cluster rules and upgrade strategy,
-    then the generic job rules and the TAS annotations (module docstring)."""
+    then the generic job rules and the TAS annotations (module docstring). ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
     config = _map(_map(service.get("spec")).get("rayClusterConfig"))
     errors = (cluster_spec_errors(service, config, SERVICE_PATH, feature_gates)
               + upgrade_strategy_errors(service, feature_gates) if _managed(service, without_queue) else [])
-    return (errors + job_validation.generic_create_errors(_service_as_job(service), feature_gates)
+    return (errors + job_validation.generic_create_errors(_service_as_job(service), feature_gates, gate_form=gate_form)
             + topology_errors(config, SERVICE_PATH, feature_gates))
 
 
@@ -356,7 +356,7 @@ def _service_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], featu
         return []
     return (job_validation.generic_update_errors(_service_as_job(old), _service_as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + rayservice_create_errors(new, feature_gates, without_queue))
+            + rayservice_create_errors(new, feature_gates, without_queue, gate_form=False))
 
 
 def _update_errors(create: Any, old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
@@ -368,7 +368,7 @@ def _update_errors(create: Any, old: Mapping[str, Any], new: Mapping[str, Any], 
         return []
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + create(new, feature_gates, without_queue))
+            + create(new, feature_gates, without_queue, gate_form=False))
 
 
 def _kind(resource: Resource, create: Any, without_queue: bool, kind_defaults: Any = None) -> Kind:

@@ -107,13 +107,15 @@ def pod_sets_error(app: Mapping[str, Any], feature_gates: Mapping[str, bool]) ->
     return ""
 
 
-def create_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool], without_queue: bool = False) -> list[str]:
-    """What Kueue refuses in a SparkApplication being created, in its order (module docstring)."""
+def create_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool], without_queue: bool = False, *,
+                  gate_form: bool = True) -> list[str]:
+    """What Kueue refuses in a SparkApplication being created, in its order (module docstring). ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
     failed = pod_sets_error(app, feature_gates)
     if failed:
         return [failed]
     errors = spark_errors(app, feature_gates) if _managed(app, without_queue) else []
-    return errors + job_validation.generic_create_errors(_as_job(app), feature_gates) + topology_errors(app, feature_gates)
+    return (errors + job_validation.generic_create_errors(_as_job(app), feature_gates, gate_form=gate_form)
+            + topology_errors(app, feature_gates))
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
@@ -127,7 +129,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
         return []
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + create_errors(new, feature_gates, without_queue))
+            + create_errors(new, feature_gates, without_queue, gate_form=False))
 
 
 def kind(without_queue: bool = False) -> Kind:

@@ -93,14 +93,14 @@ def topology_errors(job: Mapping[str, Any], runtime: Runtime | None, feature_gat
     return [e + ADJUST for e in errors]
 
 
-def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], runtime: Runtime | None = None
-                  ) -> list[str]:
+def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], runtime: Runtime | None = None, *,
+                  gate_form: bool = True) -> list[str]:
     """What Kueue refuses in a TrainJob being created: the generic rules, then the TAS ones (``runtime``: the one it
-    names, as read; a missing one is the only error then)."""
+    names, as read; a missing one is the only error then). ``gate_form``: check the admission gate's form (False on an update, whose generic rules checked it)."""
     tas = topology_errors(job, runtime, feature_gates)
     if isinstance(tas, str):
         return [tas]
-    return job_validation.generic_create_errors(_as_job(job), feature_gates) + tas
+    return job_validation.generic_create_errors(_as_job(job), feature_gates, gate_form=gate_form) + tas
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
@@ -108,7 +108,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     """What Kueue refuses in the update of ``old`` into ``new``: the update rules, then the create rules on
     ``new`` (a missing runtime the only error, under TAS). ``default_queue``: the namespace has a LocalQueue
     ``default``."""
-    created = create_errors(new, feature_gates, runtime)
+    created = create_errors(new, feature_gates, runtime, gate_form=False)
     if isinstance(topology_errors(new, runtime, feature_gates), str):
         return created
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,

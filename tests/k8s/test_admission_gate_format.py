@@ -40,6 +40,8 @@ ON, OFF = {"AdmissionGatedBy": True}, {"AdmissionGatedBy": False}
 Q = {"kueue.x-k8s.io/queue-name": "lq"}
 BAD = "this is an invalid value"
 BAD_ERROR = f'{AT}: Invalid value: "{BAD}": must be a domain-prefixed path (such as "acme.io/foo")'
+ADDED = f"{AT}: Forbidden: cannot add admission gate after creation"
+NEW_ONE = f"{AT}: Forbidden: can only remove gates, not add new ones"
 
 Create = Callable[[dict[str, Any], dict[str, bool]], list[str]]
 Update = Callable[[dict[str, Any], dict[str, Any], dict[str, bool]], list[str]]
@@ -85,6 +87,9 @@ INTEGRATIONS: dict[str, tuple[Callable[[], dict[str, Any]], Create, Update]] = {
                lambda old, new, fg: ray_webhook.rayjob_kind().update_errors(old, new, fg, False)),
     "RayCluster": (lambda: _meta("RayCluster", "ray.io/v1"), ray_webhook.raycluster_kind().create_errors,
                    lambda old, new, fg: ray_webhook.raycluster_kind().update_errors(old, new, fg, False)),
+    "RayService": (lambda: _meta("RayService", "ray.io/v1", {"rayClusterConfig": {}, "upgradeStrategy": {"type": "None"}}),
+                   ray_webhook.rayservice_kind().create_errors,
+                   lambda old, new, fg: ray_webhook.rayservice_kind().update_errors(old, new, fg, False)),
     "AppWrapper": (lambda: _meta("AppWrapper", "workload.codeflare.dev/v1beta2"), appwrapper_webhook.create_errors,
                    appwrapper_webhook.update_errors),
     "TrainJob": (lambda: _meta("TrainJob", "trainer.kubeflow.org/v1alpha1"), trainjob_webhook.create_errors,
@@ -122,14 +127,30 @@ def test_an_ill_formed_admission_gate_is_refused_at_creation_only_under_the_gate
 def test_an_admission_gate_is_never_added_on_update_and_what_is_left_is_checked(name: str) -> None:
     make, _, update = INTEGRATIONS[name]
     base = make()
-    added = f"{AT}: Forbidden: cannot add admission gate after creation"
-    assert added in update(_with_gate(base, None), _with_gate(base, "example.com/a"), ON)
-    assert added not in update(_with_gate(base, None), _with_gate(base, "example.com/a"), OFF)
-    assert update(_with_gate(base, "example.com/a,example.com/b"), _with_gate(base, "example.com/b"), ON) == \
-        update(_with_gate(base, None), _with_gate(base, None), ON)
-    # created while the gate was off: an ill-formed gate is refused once it is on, even unchanged
-    assert BAD_ERROR in update(_with_gate(base, BAD), _with_gate(base, BAD), ON)
+    plain = update(_with_gate(base, None), _with_gate(base, None), ON)
+    assert update(_with_gate(base, None), _with_gate(base, "example.com/a"), ON).count(ADDED) == 1
+    assert ADDED not in update(_with_gate(base, None), _with_gate(base, "example.com/a"), OFF)
+    assert update(_with_gate(base, "example.com/a,example.com/b"), _with_gate(base, "example.com/b"), ON) == plain
+    # created while the gate was off: an ill-formed gate is refused once it is on, even unchanged, and once (the
+    # webhooks that run the create rules on the new object too check the form only once)
+    assert sorted(update(_with_gate(base, BAD), _with_gate(base, BAD), ON)) == sorted([*plain, BAD_ERROR])
     assert BAD_ERROR not in update(_with_gate(base, BAD), _with_gate(base, BAD), OFF)
+
+
+@pytest.mark.parametrize("name", INTEGRATIONS)
+def test_an_added_gate_is_decided_on_the_raw_annotation_as_kueue_does(name: str) -> None:
+    """Kueue compares the raw values: any non-empty value (a blank one too) given to an object whose annotation
+    was missing or empty is an added gate; a gate given to one whose annotation was blank (naming none) is a new
+    gate beside the old ones, not an added annotation."""
+    make, _, update = INTEGRATIONS[name]
+    base = make()
+    plain = update(_with_gate(base, None), _with_gate(base, None), ON)
+    for before in (None, ""):
+        assert sorted(update(_with_gate(base, before), _with_gate(base, "  "), ON)) == sorted([*plain, ADDED])
+    assert sorted(update(_with_gate(base, "  "), _with_gate(base, "example.com/x"), ON)) == sorted([*plain, NEW_ONE])
+    assert update(_with_gate(base, "  "), _with_gate(base, " "), ON) == plain
+    assert update(_with_gate(base, "example.com/x"), _with_gate(base, "  "), ON) == plain
+    assert update(_with_gate(base, None), _with_gate(base, "  "), OFF) == update(base, base, OFF)
 
 
 def test_every_problem_of_the_annotation_is_reported_in_kueues_order() -> None:

@@ -35,6 +35,12 @@ def _meta(gate: str | None) -> dict[str, Any]:
     ("", "example.com/a", [ADDED]),  # an empty annotation gated nothing
     ("example.com/a", "example.com/a,example.com/b", [NEW_ONE]),
     ("example.com/a", "example.com/b", [NEW_ONE]),
+    # Kueue decides on the raw values: a blank value is added, a gate beside a blank one is a new one
+    (None, "  ", [ADDED]),
+    ("", " ", [ADDED]),
+    ("  ", "example.com/a", [NEW_ONE]),
+    ("  ", " ", []),
+    ("example.com/a", "  ", []),
 ])
 def test_gates_are_removed_never_added(old: str | None, new: str | None, want: list[str]) -> None:
     assert admission_gate_errors(_meta(old), _meta(new)) == want
