@@ -67,7 +67,7 @@ async def test_the_eviction_patch_carries_the_eviction_record() -> None:
 
 @pytest.mark.asyncio
 async def test_a_configured_preemption_writes_its_rules_as_the_underlying_cause() -> None:
-    """ConfigurablePreemptions: the victim's record gains a ``Preempted`` entry of its own, the cause naming the
+    """ConfigurablePreemptions: the victim's record gains a ``ConfigurablePreemption`` entry, the cause naming the
     preemptor, the PreemptionConfig and the rules with their selectors' indexes (the plain preemption it showed
     keeps its entry); the Evicted condition keeps the reason ``Preempted``."""
     status = await evicted_status(ev.WorkloadPreempted(
@@ -76,5 +76,5 @@ async def test_a_configured_preemption_writes_its_rules_as_the_underlying_cause(
     assert {c["type"]: c["reason"] for c in status["conditions"]}["Evicted"] == "Preempted"
     assert status["schedulingStats"] == {"evictions": [
         {"reason": "Preempted", "underlyingCause": "", "count": 1},
-        {"reason": "Preempted", "count": 1, "underlyingCause":
+        {"reason": "ConfigurablePreemption", "count": 1, "underlyingCause":
             "Preempted by ns/hero because of preemption config defrag rule priority/0; tier/0,1"}]}

@@ -26,7 +26,8 @@ def readmitted(log: Log, at: int, key: str = "ns/w2") -> None:
     ((ev.WorkloadPreempted, {"reason": "InCohortReclamation", "preemptor": "ns/w1"}), ("Preempted", "")),
     ((ev.WorkloadPreempted, {"reason": "ConfigurablePreemption", "preemptor": "ns/w1", "preemption_config": "defrag",
                              "selected_by": (("lower-tier", (0, 1)), ("hero", (0,)))}),
-     ("Preempted", "Preempted by ns/w1 because of preemption config defrag rule hero/0; lower-tier/0,1")),
+     ("ConfigurablePreemption",
+      "Preempted by ns/w1 because of preemption config defrag rule hero/0; lower-tier/0,1")),
     ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart"}),
      ("PodsReadyTimeout", "WaitForStart")),
     ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForRecovery"}),
@@ -53,20 +54,52 @@ def test_each_eviction_path_counts_under_kueues_reason_and_cause(decision: tuple
     assert wl.evictions == ((*entry, 1),)
     assert status_of(wl)["schedulingStats"] == {
         "evictions": [{"reason": entry[0], "underlyingCause": entry[1], "count": 1}]}
-    assert series(log.state, ONCE) == {("cq-b", *entry, ""): 1}
+    labels = ("Preempted", "") if kind is ev.WorkloadPreempted else entry  # bounded: no preemptor in a label
+    assert series(log.state, ONCE) == {("cq-b", *labels, ""): 1}
 
 
-def test_a_configured_preemption_is_counted_under_its_cause_in_the_eviction_metrics() -> None:
-    """ConfigurablePreemptions: ``evicted_workloads_total`` (and its LocalQueue twin) carry the rules that chose
-    the victim in ``underlying_cause``; ``preempted_workloads_total`` keeps the preemption's reason."""
+def configured(log: Log, at: int, preemptor: str, rule: str) -> None:
+    log.decide(at, (ev.WorkloadPreempted, {
+        "key": "ns/w2", "reason": "ConfigurablePreemption", "message": "m", "preemptor": preemptor,
+        "preemption_config": "defrag", "selected_by": ((rule, (1,)),)}))
+
+
+def test_configured_preemptions_keep_one_entry_with_the_latest_cause() -> None:
+    """KEP-13396: a ConfigurablePreemption entry is one per reason; a later such preemption (another preemptor,
+    other rules) overwrites its cause in place and adds one to its count. A classical preemption keeps its own
+    ``Preempted`` entry."""
+    log = Log()
+    cluster(log)
+    wl = log.state.workloads
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    configured(log, T0 + 2000, "ns/w1", "tier")
+    readmitted(log, T0 + 3000)
+    log.decide(T0 + 4000, (ev.WorkloadPreempted, {"key": "ns/w2", "reason": "InClusterQueue", "message": "m",
+                                                  "preemptor": "ns/w1"}))
+    readmitted(log, T0 + 5000)
+    configured(log, T0 + 6000, "ns/hero", "lower-tier")
+    assert wl["ns/w2"].evictions == (
+        ("ConfigurablePreemption", "Preempted by ns/hero because of preemption config defrag rule lower-tier/1", 2),
+        ("Preempted", "", 1))
+    assert status_of(wl["ns/w2"])["schedulingStats"]["evictions"][0] == {
+        "reason": "ConfigurablePreemption", "count": 2,
+        "underlyingCause": "Preempted by ns/hero because of preemption config defrag rule lower-tier/1"}
+
+
+def test_a_configured_preemption_is_counted_as_a_preemption_in_the_eviction_metrics() -> None:
+    """ConfigurablePreemptions: ``evicted_workloads_total`` labels a configured preemption as any preemption
+    (``Preempted``, no cause), so its label values stay bounded whatever the preemptors and rules;
+    ``preempted_workloads_total`` keeps the ``ConfigurablePreemption`` reason; the ``once`` counter counts the
+    victim's first eviction of each record entry."""
     log = Log()
     cluster(log)
     log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
-    log.decide(T0 + 2000, (ev.WorkloadPreempted, {
-        "key": "ns/w2", "reason": "ConfigurablePreemption", "message": "m", "preemptor": "ns/w1",
-        "preemption_config": "defrag", "selected_by": (("tier", (1,)),)}))
-    cause = "Preempted by ns/w1 because of preemption config defrag rule tier/1"
-    assert series(log.state, "kueue_evicted_workloads_total") == {("cq-b", "Preempted", cause, ""): 1}
+    configured(log, T0 + 2000, "ns/w1", "tier")
+    readmitted(log, T0 + 3000)
+    configured(log, T0 + 4000, "ns/hero", "other")
+    assert series(log.state, "kueue_evicted_workloads_total") == {("cq-b", "Preempted", "", ""): 2}
+    assert series(log.state, ONCE) == {("cq-b", "Preempted", "", ""): 1}
+    assert {k[1:] for k in series(log.state, "kueue_preempted_workloads_total")} == {("ConfigurablePreemption",)}
 
 
 def test_the_configured_cause_lists_rules_by_name_and_keeps_to_kueues_length() -> None:
