@@ -583,7 +583,11 @@ def gated_workload_errors(wl: o.Workload, checks: Checks) -> list[str]:
     """The field errors of the Workload checks ``checks`` turns on, every one broken, in the order Kueue's webhook
     makes them: the priority boost, each pod set's template metadata, non-negative requests and slice size, the
     minimum counts, the admission gate, the topology spreading, the unhealthy-nodes threshold, the reclaimable
-    counts' bound."""
+    counts' bound. A ``minCount`` above its count breaks the CRD's rule, which the apiserver checks before the
+    webhook runs: its errors are then the only ones."""
+    rule_errors = object_rules.min_count_rule_errors(wl) if checks.min_count else []
+    if rule_errors:  # the CRD's rule: the apiserver refuses before Kueue's webhook runs
+        return rule_errors
     errors = priority_boost_errors(wl) if checks.priority_boost else []
     for i, ps in enumerate(wl.spec.pod_sets):
         at = f"spec.podSets[{i}]"

@@ -628,18 +628,31 @@ def admission_gate_errors(annotations: Mapping[str, str]) -> list[str]:
             for problem in admission_gate.format_problems(annotations.get(ADMISSION_GATED_BY, ""))]
 
 
+def min_count_rule_errors(wl: o.Workload) -> list[str]:
+    """The Workload CRD's rule on ``minCount`` (at most its pod set's count), every pod set that breaks it. The
+    apiserver checks it before any validating webhook runs, so a Workload that breaks it gets these errors alone."""
+    return [f"field `spec.podSets[{i}]`: minCount should be positive and less or equal to count"
+            for i, ps in enumerate(wl.spec.pod_sets) if ps.min_count is not None and ps.min_count > ps.count]
+
+
 def min_count_errors(wl: o.Workload, *, scale_up: bool = False) -> list[str]:
-    """``PartialAdmission``: a ``minCount`` at most its pod set's count (the CRD's rule), in one pod set only, and
-    not on an elastic job (Kueue's webhook): every one broken, in that order. Off, Kueue's defaulting webhook has
+    """``PartialAdmission``: a ``minCount`` at most its pod set's count (the CRD's rule, :func:`min_count_rule_errors`:
+    when broken, its errors alone, as Kueue's webhook never sees such a Workload), then, in one pod set only and not
+    on an elastic job (Kueue's webhook): every one broken, in that order. Off, Kueue's defaulting webhook has
     dropped every ``minCount``. ``scale_up`` (``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``): an
     elastic job's Workload may carry ``minCount`` in any of its pod sets (a scaled-up slice's floor is the old
     slice's granted counts)."""
-    variable = [i for i, ps in enumerate(wl.spec.pod_sets) if ps.min_count is not None]
-    errors = [f"field `spec.podSets[{i}]`: minCount should be positive and less or equal to count"
-              for i in variable if (wl.spec.pod_sets[i].min_count or 0) > wl.spec.pod_sets[i].count]
+    errors = min_count_rule_errors(wl)
     elastic = wl.metadata.annotations.get(ELASTIC_JOB) == "true"
-    if scale_up and elastic:
+    if errors or (scale_up and elastic):
         return errors
+    variable = sum(1 for ps in wl.spec.pod_sets if ps.min_count is not None)
+    if variable > 1:
+        errors.append(f"field `spec.podSets`: Invalid value: {variable}: at most one podSet can use minCount")
+    if variable and elastic:
+        errors.append(f"field `spec.podSets`: Invalid value: {variable}: partial admission and elastic job "
+                      "cannot be used together")
+    return errors
     if len(variable) > 1:
         errors.append(f"field `spec.podSets`: Invalid value: {len(variable)}: at most one podSet can use minCount")
     if variable and elastic:

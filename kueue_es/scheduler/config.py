@@ -16,7 +16,7 @@ import msgspec
 from events import objects as o
 from events.errors import InvalidInput
 from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem
-from kueue_es.scheduler import config_fields, tls_options
+from kueue_es.scheduler import config_fields, config_numbers, tls_options
 from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force
@@ -623,6 +623,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
                            + ", ".join(f'unknown field "{path}"' for path in unknown))
     if strict:
         _check_gate_values(doc.get("featureGates"), source)
+        doc = config_numbers.whole_floats_as_ints(doc, SchedulerConfig)  # as Kueue's YAML-to-JSON step writes them
     cfg = _decode(doc, source, strict)
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
         _validate_pods_ready_durations(cfg.wait_for_pods_ready, source)

@@ -253,3 +253,21 @@ def test_a_min_count_of_zero_lets_a_pod_set_be_cut_to_no_pods() -> None:
     decode_object(_partial((2, None), (0, 0)), "Workload team/w")
     assert _refused(_partial((4, -1))) == ("Workload team/w: field `spec.podSets[0].minCount` must be between 0 "
                                            "and count")
+
+
+@pytest.mark.parametrize("doc", [
+    _partial((0, 1), (4, 2)),  # the webhook would add "at most one podSet can use minCount"
+    _partial((0, 1), elastic=True),  # ... and "partial admission and elastic job cannot be used together"
+])
+def test_a_min_count_above_its_count_is_the_crds_error_alone_as_the_apiserver_refuses_before_the_webhook(
+        doc: dict[str, Any]) -> None:
+    assert _refused(doc) == ("Workload team/w: field `spec.podSets[0]`: minCount should be positive and less or "
+                             "equal to count")
+
+
+def test_the_crds_min_count_rule_leaves_no_other_webhook_error() -> None:
+    doc = _partial((0, 1), (0, 1))
+    doc["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/a,,example.com/a"}
+    assert _refused(doc) == ("Workload team/w: [field `spec.podSets[0]`: minCount should be positive and less or "
+                             "equal to count, field `spec.podSets[1]`: minCount should be positive and less or "
+                             "equal to count]")

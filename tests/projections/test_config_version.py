@@ -10,6 +10,7 @@ from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.config_record import document_of, in_force, load_recorded
 from projections import config_version, fair_share, gates
+from projections.admissionchecks import INCREMENTAL_DISPATCHER
 from projections.cluster import ClusterState
 from projections.pods_ready import waits_for_pods_ready
 from projections.queue_order import order_of
@@ -156,3 +157,36 @@ def test_a_gate_set_to_no_bool_is_refused_naming_it_and_a_recorded_one_is_read_a
     recorded = load_recorded(ev.ConfigRecorded(time=0, document=doc), 4)
     assert recorded.gate("FairSharingRefill") is True
     assert gates.enabled(gates.of_document(doc), "FairSharingRefill") is True
+
+
+def test_a_whole_float_for_an_int_field_is_taken_as_kueues_yaml_step_takes_it() -> None:
+    doc = {**V1BETA2, "waitForPodsReady": {"timeout": "5m", "requeuingStrategy": {
+               "backoffLimitCount": 3.0, "backoffBaseSeconds": 60.0}},
+           "multiKueue": {"dispatcherName": INCREMENTAL_DISPATCHER, "incrementalDispatcherConfig": {"stepSize": 2.0}}}
+    cfg = load_config(doc)
+    strategy = cfg.wait_for_pods_ready.requeuing_strategy if cfg.wait_for_pods_ready else None
+    assert strategy is not None
+    assert (strategy.backoff_limit_count, strategy.backoff_base_seconds) == (3, 60)
+    assert type(strategy.backoff_limit_count) is int and type(strategy.backoff_base_seconds) is int
+    step = cfg.multi_kueue.incremental_dispatcher_config
+    assert step is not None and step.step_size == 2 and type(step.step_size) is int
+    assert doc["waitForPodsReady"]["requeuingStrategy"]["backoffLimitCount"] == 3.0  # the caller's document kept
+
+
+def test_a_float_field_keeps_its_float() -> None:
+    doc = {**V1BETA2, "featureGates": {gates.ADMISSION_FAIR_SHARING: True},
+           "admissionFairSharing": {"resourceWeights": {"cpu": 2.0}}}
+    afs = load_config(doc).admission_fair_sharing
+    assert afs is not None and type(afs.resource_weights["cpu"]) is float
+
+
+@pytest.mark.parametrize(("stanza", "field", "got"), [
+    ({"waitForPodsReady": {"timeout": "5m", "requeuingStrategy": {"backoffLimitCount": 3.5}}},
+     "waitForPodsReady.requeuingStrategy.backoffLimitCount", "float"),
+    ({"waitForPodsReady": {"timeout": "5m", "requeuingStrategy": {"backoffMaxSeconds": True}}},
+     "waitForPodsReady.requeuingStrategy.backoffMaxSeconds", "bool"),
+])
+def test_a_fractional_float_or_a_bool_for_an_int_field_is_refused_naming_it(stanza: dict, field: str,
+                                                                            got: str) -> None:
+    with pytest.raises(InvalidInput, match=rf"field `{field}`: Expected `int( \| null)?`, got `{got}`"):
+        load_config({**V1BETA2, **stanza})

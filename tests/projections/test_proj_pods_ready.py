@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
 from projections.gates import DISABLE_WAIT_FOR_PODS_READY
 from projections.pods_ready import waits_for_pods_ready
@@ -12,12 +13,15 @@ from projections.pods_ready import waits_for_pods_ready
 BASE = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 V1BETA1 = {**BASE, "apiVersion": "config.kueue.x-k8s.io/v1beta1"}  # only v1beta1 has waitForPodsReady.enable
 
+LOOSE = ({**V1BETA1, "waitForPodsReady": {"enable": "false"}}, False)
+"""A string for a bool: refused when a user's file is loaded; a document the log recorded is read loosely."""
+
 DOCUMENTS = [
     (BASE, True),  # no stanza: Kueue v1beta2 defaults one in
     ({**BASE, "waitForPodsReady": None}, True),
     ({**BASE, "waitForPodsReady": {"timeout": "5m", "blockAdmission": True}}, True),
     ({**V1BETA1, "waitForPodsReady": {"enable": False}}, False),
-    ({**V1BETA1, "waitForPodsReady": {"enable": "false"}}, False),  # a recorded one decoded loosely, as the scheduler does
+    LOOSE,
     ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: True}}, False),
     ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: True}, "waitForPodsReady": {"timeout": "1m"}}, False),
     ({**BASE, "featureGates": {"AllAlpha": True}}, False),  # an alpha gate: AllAlpha turns it on
@@ -29,9 +33,10 @@ DOCUMENTS = [
 
 @pytest.mark.parametrize(("document", "on"), DOCUMENTS)
 def test_the_projection_reads_the_document_as_the_scheduler_loads_it(document: dict, on: bool) -> None:
-    """As the scheduler loads a document the log recorded (``strict=False``: as it was taken)."""
+    """As the scheduler loads it: strictly, as a user's file, but for :data:`LOOSE`, which only a log that recorded
+    it before kueue-es refused it holds (``strict=False``: as it was taken)."""
     assert waits_for_pods_ready(document) is on
-    assert load_config(document, strict=False).pods_ready.enable is on
+    assert load_config(document, strict=(document, on) != LOOSE).pods_ready.enable is on
 
 
 def test_no_document_is_kueues_defaults() -> None:
@@ -48,3 +53,8 @@ def test_the_gate_reads_as_the_feature_gate_machinery_reads_an_alpha_gate(gates:
     document = {**BASE, "featureGates": gates}
     assert waits_for_pods_ready(document) is not disabled
     assert load_config(document).pods_ready.enable is not disabled
+
+
+def test_the_loose_row_is_refused_when_loaded_strictly() -> None:
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.enable`: Expected `bool`, got `str`"):
+        load_config(LOOSE[0])
