@@ -58,6 +58,9 @@ def test_bootstrap_installs_with_the_constraints() -> None:
 def test_the_image_installs_with_the_constraints() -> None:
     """The Docker image pins pip first (``--build-constraint`` is new in pip 25.3), then builds kueue-es as
     bootstrap.sh does."""
-    steps = [line for line in (ROOT / "docker" / "Dockerfile").read_text().splitlines() if "pip install" in line]
+    lines = (ROOT / "docker" / "Dockerfile").read_text().splitlines()
+    steps = [line for line in lines if "pip install" in line]
+    copies = [n for n, line in enumerate(lines) if line.startswith("COPY ") and "constraints.txt" in line.split()]
+    assert copies and copies[0] < lines.index(steps[0]), "constraints.txt is copied into the build stage first"
     assert "-c constraints.txt pip" in steps[0]
     assert "-c constraints.txt --build-constraint constraints.txt ." in steps[1]

@@ -12,6 +12,7 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +77,14 @@ def _clear_previous_demo(target: Path) -> bool:
         if not _written_by_simulator(target):
             raise InvalidInput(f"./{target} exists and is not a log written by the demo; move it, or pass --log PATH")
         # Renamed away at once (still locked), removed at leisure: no writer can open a half-deleted log.
-        doomed = target.with_name(f".{target.name}.replaced-{os.getpid()}")
-        target.rename(doomed)
+        doomed = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaced-", dir=target.parent))
+        target.replace(doomed)
     finally:
         os.close(lock)
-    shutil.rmtree(doomed)
+    try:
+        shutil.rmtree(doomed)
+    except OSError as exc:  # the new log can be written all the same
+        print(f"kueue-es: warning: could not remove the replaced demo log, renamed to {doomed}: {exc}", file=sys.stderr)
     return True
 
 

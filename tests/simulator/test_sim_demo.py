@@ -77,3 +77,53 @@ def test_demo_keeps_a_log_it_did_not_write(tmp_path) -> None:
     assert proc.returncode == 2 and "not a log written by the demo" in proc.stderr
     assert {p.name: p.read_bytes() for p in log.glob("*.seg")} == before and before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kueue-es-demo-log", "ns.yaml"]
+
+
+def _previous_demo_log(tmp_path: Path) -> Path:
+    log = tmp_path / "kueue-es-demo-log"
+    log.mkdir()
+    (log / "00000000000000000000.seg").write_bytes(b"")
+    return log
+
+
+def test_the_previous_log_is_checked_and_moved_aside_under_its_writer_lock(tmp_path, monkeypatch) -> None:
+    """Between the check that the log is the demo's and its removal, no writer may take it: one that did would
+    append to a directory about to be deleted."""
+    from events.errors import LogLocked
+    from events.filelog import take_writer_lock
+    from kueue_es.commands import demo
+
+    log = _previous_demo_log(tmp_path)
+    seen = []
+
+    def written_by_simulator(target: Path) -> bool:
+        with pytest.raises(LogLocked):
+            take_writer_lock(target)
+        seen.append(target)
+        return True
+
+    monkeypatch.setattr(demo, "_written_by_simulator", written_by_simulator)
+    stale = tmp_path / f".kueue-es-demo-log.replaced-{os.getpid()}"  # left by a run killed half-way
+    stale.mkdir()
+    (stale / "x.seg").write_bytes(b"")
+    assert demo._clear_previous_demo(log) is True
+    assert seen == [log] and not log.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [stale.name]
+
+
+def test_a_replaced_log_that_cannot_be_removed_is_reported_not_fatal(tmp_path, monkeypatch, capsys) -> None:
+    from kueue_es.commands import demo
+
+    log = _previous_demo_log(tmp_path)
+    monkeypatch.setattr(demo, "_written_by_simulator", lambda target: True)
+
+    def rmtree(path: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(demo.shutil, "rmtree", rmtree)
+    assert demo._clear_previous_demo(log) is True
+    assert not log.exists()
+    (aside,) = [p for p in tmp_path.iterdir()]
+    assert aside.name.startswith(".kueue-es-demo-log.replaced-")
+    assert capsys.readouterr().err == (f"kueue-es: warning: could not remove the replaced demo log, renamed to {aside}: "
+                                       "[Errno 13] Permission denied\n")
