@@ -17,7 +17,9 @@ whenever the first domain can take the leader (it ranks by whole slices, so it m
 when another does); a preferred request climbs as usual,
 a required one is spread by its topology spreading rules as the whole-slice group is, and the top level's greedy
 run adds, when none of the domains it took has room for the partial slice beside its share, the first other
-domain that can hold it. Going down, each level's walk first looks for a domain closing the count
+domain that can hold it. Going down, each level first moves ahead the first domain that can take the leader
+while the whole slices the leader and the partial slice cost (together, at their cheapest seat) leave room for the
+rest (Kueue's prioritizeLeaderDomain); its walk then looks for a domain closing the count
 with the partial slice (and the leader, if still unplaced) that is no roomier than best fit's pick; otherwise it
 gives the leader and the whole slices out as for the group, then the partial slice to a domain taken that still has
 room for it, or else the first other one. Where that walk strands something, the leader and the partial slice are
@@ -30,9 +32,10 @@ placement (TASBalancedPlacement) does not take such a group and leaves it to thi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from kueue_es.scheduler.tas.descent import pool_children
-from kueue_es.scheduler.tas.group import GroupCounts, WholeSlices, fill_rooms, spread_down
+from kueue_es.scheduler.tas.group import GroupCounts, WholeSlices, fill_rooms, leader_home_first, spread_down
 from kueue_es.scheduler.tas.partial import (
     NO_TAIL,
     best_fit_with_tail,
@@ -44,8 +47,20 @@ from kueue_es.scheduler.tas.search import NotFit, tightest
 from projections.topology import TopologyTree
 
 
-def _least(values: Sequence[int]) -> int | None:
-    return min(values) if values else None
+def leader_tail_seat(d: int, domains: Sequence[int], sc: Sequence[int], swl: Sequence[int], tc: Sequence[int],
+                     tlc: Sequence[int]) -> tuple[int, int] | None:
+    """The leader in ``d`` and the partial slice where they cost the fewest whole slices: (that cost, the partial
+    slice's position in ``domains``), beside the leader in ``d`` or in another domain, the first on a tie; None
+    when the partial slice has no home. ``sc``/``swl``/``tc``/``tlc``: each domain's whole slices, beside the
+    leader, beside the partial slice, and beside both."""
+    seats = []
+    for j, e in enumerate(domains):
+        if e == d:
+            if tlc[d] != NO_TAIL:
+                seats.append((sc[d] - tlc[d], j))
+        elif tc[e] != NO_TAIL:
+            seats.append((sc[d] - swl[d] + sc[e] - tc[e], j))
+    return min(seats) if seats else None
 
 
 def group_tail_capacities(tree: TopologyTree, gc: GroupCounts, size: int, tail: int,
@@ -63,13 +78,9 @@ def group_tail_capacities(tree: TopologyTree, gc: GroupCounts, size: int, tail: 
         row = []
         for d, (a, b) in enumerate(zip(tree.child_start[lvl], tree.child_end[lvl], strict=True)):
             kids = range(a, b)
-            tail_cost = {c: cs[c] - ctc[c] for c in kids if ctc[c] != NO_TAIL}
-            lead_cost = {c: cs[c] - cswl[c] for c in kids if cl[c] > 0}
-            costs = [cs[c] - ctlc[c] for c in lead_cost if ctlc[c] != NO_TAIL]
-            costs += [lc + tcost for c, lc in lead_cost.items() for t, tcost in tail_cost.items() if t != c]
-            cheapest_both = _least(costs)
-            row.append(NO_TAIL if cheapest_both is None
-                       else min(sum(cs[a:b]) - cheapest_both, hosting(gc.pods_wl[lvl][d], tail, size)))
+            seats = [s for c in kids if cl[c] > 0 and (s := leader_tail_seat(c, kids, cs, cswl, ctc, ctlc))]
+            row.append(NO_TAIL if not seats
+                       else min(sum(cs[a:b]) - min(seats)[0], hosting(gc.pods_wl[lvl][d], tail, size)))
         tlc[lvl] = row
     return tc, tlc
 
@@ -96,12 +107,9 @@ class WithTail(WholeSlices):
     def leader_cost(self, gc: GroupCounts, level: int, d: int, *, domains: Sequence[int]) -> int | None:
         """The whole slices lost to the leader in ``d`` and the partial slice where it costs fewest: in ``d`` too,
         or in the cheapest other domain (None: the partial slice then has no home)."""
-        sc, t, tl = gc.base.slices[level], self.tc[level], self.tlc[level]
-        costs = [sc[d] - tl[d]] if tl[d] != NO_TAIL else []
-        apart = [sc[e] - t[e] for e in domains if e != d and t[e] != NO_TAIL]
-        if apart:
-            costs.append(sc[d] - gc.slices_wl[level][d] + min(apart))
-        return min(costs) if costs else None
+        seat = leader_tail_seat(d, domains, gc.base.slices[level], gc.slices_wl[level], self.tc[level],
+                                self.tlc[level])
+        return None if seat is None else seat[0]
 
     def close(self, gc: GroupCounts, level: int, ordered: Sequence[int], slices: int, chosen: list[int],
               not_fit: NotFit) -> tuple[int, list[int]] | str:
@@ -131,6 +139,15 @@ class _Level:
 
     def beside_tail(self, d: int, leader: bool) -> int:
         return self.tlc[d] if leader else self.tc[d]
+
+    def seat(self, d: int, domains: Sequence[int]) -> tuple[int, int] | None:
+        """:func:`leader_tail_seat` with the leader in ``d``, among ``domains``."""
+        return leader_tail_seat(d, domains, self.sc, self.swl, self.tc, self.tlc)
+
+    def leader_cost(self, d: int, domains: Sequence[int]) -> int | None:
+        """The whole slices the leader in ``d`` and the partial slice cost at their cheapest (None: no home)."""
+        seat = self.seat(d, domains)
+        return None if seat is None else seat[0]
 
 
 def _closing(at: _Level, domains: Sequence[int], remaining: int, leaders: int, bestfit: bool) -> int | None:
@@ -200,11 +217,9 @@ def _seated(at: _Level, domains: Sequence[int], need: int, size: int, tail: int,
     in its own domain; the first in order on a tie), then the whole slices in order in what is left."""
     seats: list[tuple[int, int, int]] = []  # (cost, leader's domain, partial slice's domain)
     for k, d in enumerate(domains):
-        if at.lead[d] >= 1 and at.tlc[d] != NO_TAIL:
-            seats.append((at.sc[d] - at.tlc[d], k, k))
-        if at.lead[d] >= 1:
-            seats += [(at.sc[d] - at.swl[d] + at.sc[e] - at.tc[e], k, j) for j, e in enumerate(domains)
-                      if e != d and at.tc[e] != NO_TAIL]
+        seat = at.seat(d, domains) if at.lead[d] >= 1 else None
+        if seat is not None:
+            seats.append((seat[0], k, seat[1]))
     if not seats:
         return None
     _, li, ti = min(seats)
@@ -225,7 +240,8 @@ def trim_group_tail(at: _Level, domains: Sequence[int], need: int, size: int, ta
     """One level's walk for a group with a partial slice (see the module docstring)."""
     pods: dict[int, int] = {}
     leads: dict[int, int] = {}
-    taken = _walk(at, domains, need, 1, size, tail, bestfit, pods, leads)
+    ordered = leader_home_first(domains, need, 1, at.sc, at.lead, partial(at.leader_cost, domains=domains))
+    taken = _walk(at, ordered, need, 1, size, tail, bestfit, pods, leads)
     if taken is None:
         pods, leads = {}, {}
         taken = _seated(at, domains, need, size, tail, bestfit, pods, leads)
