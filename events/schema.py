@@ -313,8 +313,8 @@ class WorkloadPreempted(Decision, tag="WorkloadPreempted"):
     ``ConfigurablePreemption``); empty for any other victim, and in a log from before it was recorded."""
     selected_by: tuple[tuple[str, tuple[int, ...]], ...] = ()
     """The rules of ``preemption_config`` that selected the victim, each with the indexes of its candidate
-    selectors that did (in the config's order): the eviction's underlying cause
-    (:func:`projections.eviction_stats.configured_cause`)."""
+    selectors that did (in the config's order), which ``message`` lists
+    (:func:`kueue_es.scheduler.preemption.configured_message`); the config is the eviction's underlying cause."""
 
 
 class WorkloadEvicted(Decision, tag="WorkloadEvicted"):

@@ -86,7 +86,8 @@ class Step(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     message: str = ""
     preemptor: str = ""
     underlying_cause: str = ""
-    """Preempted: the cause its eviction record gives (ConfigurablePreemptions: the rules that chose it)."""
+    """Preempted: the cause its eviction record gives (ConfigurablePreemptions: the PreemptionConfig whose rules
+    chose it; the rules are in the message)."""
     flavors: dict[str, dict[str, str]] = {}
     """Pod set -> resource -> flavor (QuotaReserved)."""
     counts: dict[str, int] = {}

@@ -667,7 +667,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
         key = (preemptor.cluster_queue if preemptor is not None else "", e.reason)
         preempted = m.counters[PREEMPTED.name]
         preempted[key] = preempted.get(key, 0) + 1
-    reason, cause = eviction_stats.metric_reason_and_cause(e)
+    reason, cause = eviction_stats.reason_and_cause(e)  # Kueue's labels are its record's pair
     labels = (adm.cluster_queue, reason, cause, wl.priority_class)
     series = m.counters[_EVICTED]
     series[labels] = series.get(labels, 0) + 1
@@ -675,7 +675,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
         lq_labels = (wl.queue_name, wl.namespace, reason, cause, wl.priority_class)
         series = m.counters[_LQ_EVICTED]
         series[lq_labels] = series.get(lq_labels, 0) + 1
-    if eviction_stats.count_of(wl.evictions, *eviction_stats.reason_and_cause(e)) == 1:  # its entry was 0 before
+    if eviction_stats.count_of(wl.evictions, reason, cause) == 1:  # its entry was 0 before
         series = m.counters[_EVICTED_ONCE]
         series[labels] = series.get(labels, 0) + 1
     if ready:  # Kueue times the eviction from PodsReady=True, which it writes only under waitForPodsReady

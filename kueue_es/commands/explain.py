@@ -192,6 +192,8 @@ def _render(d: dict[str, Any]) -> str:
                            f"{t['reason']} — {t['why']}\n")
                 if "underlyingCause" in t:
                     out.append(f"      its eviction's underlying cause: {t['underlyingCause']}\n")
+                if "message" in t:
+                    out.append(f"      its eviction's message: {t['message']}\n")
         else:
             out.append(f"  no workload would be preempted: {p['why']}\n")
             for r in p.get("considered", []):

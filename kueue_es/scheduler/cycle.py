@@ -34,7 +34,7 @@ from kueue_es.scheduler.flavors import (
     scan_length,
     scan_progress,
 )
-from kueue_es.scheduler.preemption import Target, find_targets, preemption_message
+from kueue_es.scheduler.preemption import Target, configured_message, find_targets, preemption_message
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
 from kueue_es.scheduler.tas import Placement
 from kueue_es.scheduler.tasplace import (
@@ -789,10 +789,11 @@ def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) ->
         if victim.evicted:
             continue
         issued += 1
-        chosen = t.selection  # ConfigurablePreemptions: the rules behind the eviction's underlying cause
+        chosen = t.selection  # ConfigurablePreemptions: the config and rules that chose it, as Kueue v0.20 words it
         out.append(ev.WorkloadPreempted(
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
-            message=preemption_message(state, wl, victim, t.reason),
+            message=(configured_message(wl.key, *chosen) if chosen is not None
+                     else preemption_message(state, wl, victim, t.reason)),
             preemption_config=chosen.config if chosen is not None else "",
             selected_by=chosen.rules if chosen is not None else (), **base))
     msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"

@@ -36,12 +36,11 @@ from kueue_es.scheduler import afs, blockadmission, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
 from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
-from kueue_es.scheduler.preemption import Target, policy_allows, uses_any
+from kueue_es.scheduler.preemption import Target, configured_message, policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
 from projections import gates
 from projections.cluster import ClusterState, max_execution_deadline
 from projections.dra import unresolved_reason, workload_problem
-from projections.eviction_stats import configured_cause
 from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
@@ -436,8 +435,9 @@ def _target(t: Target, preemptor: str, needed: dict[str, int], fmt: dict[str, st
         "why": _REASON_WHY.get(t.reason, t.reason).format(cq=t.workload.cluster_queue,
                                                            frs=", ".join(sorted(needed)), **fmt),
     }
-    if t.selection is not None:  # ConfigurablePreemptions: which rules chose it, as its eviction record will say
-        row["underlyingCause"] = configured_cause(preemptor, *t.selection)
+    if t.selection is not None:  # ConfigurablePreemptions: as its eviction record and conditions will say
+        row["underlyingCause"] = t.selection.config
+        row["message"] = configured_message(preemptor, *t.selection)
     return row
 
 

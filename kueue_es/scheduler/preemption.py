@@ -306,6 +306,18 @@ def _path(state: ClusterState, cq: str) -> str:
     return "/" + "/".join(reversed(parts))
 
 
+def configured_message(preemptor: str, config: str, rules: tuple[tuple[str, tuple[int, ...]], ...]) -> str:
+    """The message of a preemption a PreemptionConfig's rules chose (Kueue v0.20's ``EvictionMessage``), on the
+    victim's ``Preempted`` and ``Evicted`` conditions and Events in place of :func:`preemption_message`: "Preempted
+    by NS/NAME because of preemption config CONFIG rule RULE/0,1; RULE2/0", each rule that selected the victim with
+    its selectors' indexes. Kueue keeps the rules in a Go map (random order); kueue-es sorts them by name."""
+    merged: dict[str, list[int]] = {}
+    for name, indexes in rules:
+        merged.setdefault(name, []).extend(indexes)
+    listed = "; ".join(f"{name}/{','.join(map(str, merged[name]))}" for name in sorted(merged))
+    return f"Preempted by {preemptor} because of preemption config {config} rule {listed}"
+
+
 def preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: WorkloadInfo, reason: str) -> str:
     """The ``Preempted`` condition's message on ``victim``, Kueue's wording: who preempted it, why, and both
     ClusterQueues' paths up their Cohort trees."""

@@ -43,8 +43,8 @@ _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 class Selection(NamedTuple):
     """Why a PreemptionConfig chose a victim: the config and, per rule that selected it (in the config's order),
-    the indexes of its candidate selectors that did — the eviction's underlying cause
-    (:func:`projections.eviction_stats.configured_cause`)."""
+    the indexes of its candidate selectors that did: the config is the eviction's underlying cause, the rules are in
+    its message (:func:`kueue_es.scheduler.preemption.configured_message`)."""
 
     config: str
     rules: tuple[tuple[str, tuple[int, ...]], ...]

@@ -10,7 +10,7 @@ from fixtures.eventgen import T0, upsert, workload
 
 from events import objects as o
 from events import schema as ev
-from projections import eviction_stats, snapshot
+from projections import snapshot
 from projections.workloads import status_of
 from tests.projections.test_proj_metrics import NS, Log, admit, cluster, release, reserve, sample, series
 
@@ -26,8 +26,7 @@ def readmitted(log: Log, at: int, key: str = "ns/w2") -> None:
     ((ev.WorkloadPreempted, {"reason": "InCohortReclamation", "preemptor": "ns/w1"}), ("Preempted", "")),
     ((ev.WorkloadPreempted, {"reason": "ConfigurablePreemption", "preemptor": "ns/w1", "preemption_config": "defrag",
                              "selected_by": (("lower-tier", (0, 1)), ("hero", (0,)))}),
-     ("ConfigurablePreemption",
-      "Preempted by ns/w1 because of preemption config defrag rule hero/0; lower-tier/0,1")),
+     ("Preempted", "defrag")),
     ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart"}),
      ("PodsReadyTimeout", "WaitForStart")),
     ((ev.WorkloadEvicted, {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForRecovery"}),
@@ -54,20 +53,20 @@ def test_each_eviction_path_counts_under_kueues_reason_and_cause(decision: tuple
     assert wl.evictions == ((*entry, 1),)
     assert status_of(wl)["schedulingStats"] == {
         "evictions": [{"reason": entry[0], "underlyingCause": entry[1], "count": 1}]}
-    labels = ("Preempted", "") if kind is ev.WorkloadPreempted else entry  # bounded: no preemptor in a label
-    assert series(log.state, ONCE) == {("cq-b", *labels, ""): 1}
+    assert series(log.state, ONCE) == {("cq-b", *entry, ""): 1}  # the metrics' labels are the record's
 
 
-def configured(log: Log, at: int, preemptor: str, rule: str) -> None:
+def configured(log: Log, at: int, preemptor: str, rule: str, config: str = "defrag") -> None:
     log.decide(at, (ev.WorkloadPreempted, {
         "key": "ns/w2", "reason": "ConfigurablePreemption", "message": "m", "preemptor": preemptor,
-        "preemption_config": "defrag", "selected_by": ((rule, (1,)),)}))
+        "preemption_config": config, "selected_by": ((rule, (1,)),)}))
 
 
-def test_configured_preemptions_keep_one_entry_with_the_latest_cause() -> None:
-    """KEP-13396: a ConfigurablePreemption entry is one per reason; a later such preemption (another preemptor,
-    other rules) overwrites its cause in place and adds one to its count. A classical preemption keeps its own
-    ``Preempted`` entry."""
+def test_configured_preemptions_count_per_preemption_config() -> None:
+    """Kueue v0.20 evicts a PreemptionConfig's victim with the reason ``Preempted`` and the config's name as the
+    underlying cause, counted as any pair: a later preemption by the same config (another preemptor, other rules)
+    adds one to that entry in place, one by another config gets an entry of its own, and a classical preemption
+    keeps its ``Preempted`` entry with no cause."""
     log = Log()
     cluster(log)
     wl = log.state.workloads
@@ -78,38 +77,46 @@ def test_configured_preemptions_keep_one_entry_with_the_latest_cause() -> None:
                                                   "preemptor": "ns/w1"}))
     readmitted(log, T0 + 5000)
     configured(log, T0 + 6000, "ns/hero", "lower-tier")
-    assert wl["ns/w2"].evictions == (
-        ("ConfigurablePreemption", "Preempted by ns/hero because of preemption config defrag rule lower-tier/1", 2),
-        ("Preempted", "", 1))
+    readmitted(log, T0 + 7000)
+    configured(log, T0 + 8000, "ns/hero", "tier", config="hero")
+    assert wl["ns/w2"].evictions == (("Preempted", "defrag", 2), ("Preempted", "", 1), ("Preempted", "hero", 1))
     assert status_of(wl["ns/w2"])["schedulingStats"]["evictions"][0] == {
-        "reason": "ConfigurablePreemption", "count": 2,
-        "underlyingCause": "Preempted by ns/hero because of preemption config defrag rule lower-tier/1"}
+        "reason": "Preempted", "underlyingCause": "defrag", "count": 2}
 
 
-def test_a_configured_preemption_is_counted_as_a_preemption_in_the_eviction_metrics() -> None:
-    """ConfigurablePreemptions: ``evicted_workloads_total`` labels a configured preemption as any preemption
-    (``Preempted``, no cause), so its label values stay bounded whatever the preemptors and rules;
-    ``preempted_workloads_total`` keeps the ``ConfigurablePreemption`` reason; the ``once`` counter counts the
-    victim's first eviction of each record entry."""
+def test_a_configured_preemption_is_labelled_with_its_record_entry_in_the_eviction_metrics() -> None:
+    """Kueue v0.20 reports a PreemptionConfig's victim under its record's pair: ``evicted_workloads_total`` (and the
+    LocalQueue one) with reason ``Preempted`` and the config's name as ``underlying_cause``; the ``once`` counter
+    when that pair's entry goes from 0 to 1, so a workload preempted once classically and once by a config counts
+    once under each cause; ``preempted_workloads_total`` keeps the ``ConfigurablePreemption`` reason."""
     log = Log()
     cluster(log)
+    s = log.state
     log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
     configured(log, T0 + 2000, "ns/w1", "tier")
     readmitted(log, T0 + 3000)
     configured(log, T0 + 4000, "ns/hero", "other")
-    assert series(log.state, "kueue_evicted_workloads_total") == {("cq-b", "Preempted", "", ""): 2}
+    readmitted(log, T0 + 5000)
+    log.decide(T0 + 6000, (ev.WorkloadPreempted, {"key": "ns/w2", "reason": "InClusterQueue", "message": "m",
+                                                  "preemptor": "ns/w1"}))
+    assert series(s, "kueue_evicted_workloads_total") == {("cq-b", "Preempted", "defrag", ""): 2,
+                                                          ("cq-b", "Preempted", "", ""): 1}
+    assert series(s, "kueue_local_queue_evicted_workloads_total") == {
+        ("lq-b", NS, "Preempted", "defrag", ""): 2, ("lq-b", NS, "Preempted", "", ""): 1}
+    assert series(s, ONCE) == {("cq-b", "Preempted", "defrag", ""): 1, ("cq-b", "Preempted", "", ""): 1}
+    assert {k[1] for k in series(s, "kueue_preempted_workloads_total")} == {"ConfigurablePreemption", "InClusterQueue"}
+
+
+def test_a_configured_preemption_from_a_log_without_its_config_counts_as_a_plain_preemption() -> None:
+    """A ``ConfigurablePreemption`` victim whose decision names no PreemptionConfig (a log from before it was
+    recorded) counts as Kueue's preemptor counts a target without its rules' data: ``Preempted``, no cause."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, (ev.WorkloadPreempted, {"key": "ns/w2", "reason": "ConfigurablePreemption",
+                                                  "message": "m", "preemptor": "ns/w1"}))
+    assert log.state.workloads["ns/w2"].evictions == (("Preempted", "", 1),)
     assert series(log.state, ONCE) == {("cq-b", "Preempted", "", ""): 1}
-    assert {k[1:] for k in series(log.state, "kueue_preempted_workloads_total")} == {("ConfigurablePreemption",)}
-
-
-def test_the_configured_cause_lists_rules_by_name_and_keeps_to_kueues_length() -> None:
-    """Kueue keeps the rules in a map: one rule met twice has its indexes together; the text is cut to the 316
-    characters its CRD allows an ``underlyingCause``."""
-    assert eviction_stats.configured_cause("ns/p", "c", (("b", (0,)), ("a", (2,)), ("b", (3,)))) == (
-        "Preempted by ns/p because of preemption config c rule a/2; b/0,3")
-    long = eviction_stats.configured_cause("ns/p", "c", tuple((f"rule-{i:03}", (0, 1)) for i in range(40)))
-    assert len(long) == eviction_stats.CAUSE_MAX_LENGTH == 316
-    assert long.startswith("Preempted by ns/p because of preemption config c rule rule-000/0,1; rule-001/0,1")
 
 
 def test_entries_keep_the_order_first_counted_and_count_in_place() -> None:

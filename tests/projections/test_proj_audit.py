@@ -105,14 +105,14 @@ def test_full_lifecycle_in_order_with_offsets_and_times() -> None:
 
 
 def test_a_configured_preemption_shows_its_underlying_cause() -> None:
-    """ConfigurablePreemptions: the Preempted step carries the cause the victim's eviction record gives (the rules
-    that chose it); a classical preemption's has none."""
+    """ConfigurablePreemptions: the Preempted step carries the cause the victim's eviction record gives (the
+    PreemptionConfig whose rules chose it); a classical preemption's has none."""
     events = lifecycle()
     events[11] = ev.WorkloadPreempted(key="team/job", reason="ConfigurablePreemption", message="m",
                                       preemptor="team/urgent", preemption_config="defrag",
                                       selected_by=(("tier", (0,)),), **d(7, 8))
     pre = next(s for s in trail_of(events).timeline("team/job") if s.step == "Preempted")
-    assert pre.underlying_cause == "Preempted by team/urgent because of preemption config defrag rule tier/0"
+    assert pre.underlying_cause == "defrag"  # the record's: the PreemptionConfig (Kueue v0.20)
     assert msgspec.to_builtins(pre)["underlyingCause"] == pre.underlying_cause
     assert all(not s.underlying_cause for s in trail_of(lifecycle()).timeline("team/job"))
     assert details(pre) == f"ConfigurablePreemption: m; by team/urgent; cause: {pre.underlying_cause}; cycle 7"

@@ -113,10 +113,12 @@ def test_a_configured_target_and_why(tmp_path: Path) -> None:
     [t] = data["preemption"]["targets"]
     assert t["workload"] == "team/borrower" and t["reason"] == "ConfigurablePreemption"
     assert "PreemptionConfig" in t["why"]
-    cause = "Preempted by team/hero-job because of preemption config hero rule hero-preempt-lower-priority/0"
-    assert t["underlyingCause"] == cause  # what the victim's eviction record will say
+    message = "Preempted by team/hero-job because of preemption config hero rule hero-preempt-lower-priority/0"
+    assert t["underlyingCause"] == "hero"  # what the victim's eviction record will say: its PreemptionConfig
+    assert t["message"] == message  # and its Preempted and Evicted conditions
     text = kueue_es("explain", "team/hero-job", "-f", path, "--config", config).stdout
-    assert f"its eviction's underlying cause: {cause}" in text
+    assert "its eviction's underlying cause: hero" in text
+    assert f"its eviction's message: {message}" in text
 
 
 def test_why_nobody_can_be_preempted(tmp_path: Path) -> None:
