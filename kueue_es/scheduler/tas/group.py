@@ -244,7 +244,13 @@ def take_leader_first(gc: GroupCounts, ordered: Sequence[int], level: int, slice
     tightest leader-capable domain of its tier when it holds every slice beside the leader), with its with-leader
     slices, then the others in the plain order (BestFit swapping the one that would close the count for the
     tightest that does) until ``slices`` are covered; (the domains taken, the slices still missing: 0 or less when
-    covered)."""
+    covered).
+
+    The first swap is Kueue's step, kept though it never picks another domain: a first domain holding every whole
+    slice beside the leader has already fitted alone unless a partial slice does not fit too, and the partial slice
+    costs at most one more slice, so that domain holds exactly ``slices`` beside the leader, the most of its affinity
+    tier (or, moved ahead of a better-scored tier, is alone in its own). Hence ``ordered[0]`` is always taken and the
+    partial slice's extra domain, sought in ``ordered[1:]``, is never a domain passed over."""
     base = gc.base
     sc, swl, aff = base.slices[level], gc.slices_wl[level], base.scores(level)
     top = ordered[0]
