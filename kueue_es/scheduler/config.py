@@ -622,16 +622,18 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     (:mod:`kueue_es.scheduler.config_fields`); off for a document the log recorded, which is loaded as it was
     taken."""
     if strict:
+        doc = _string_keys(doc)
         _check_gate_values(doc.get("featureGates"), source)
         schema = config_schema.schema_for(doc.get("apiVersion"))
         for target in (SchedulerConfig, schema):  # as Kueue's YAML-to-JSON step writes them
             doc = config_numbers.whole_floats_as_ints(doc, target)
+    cfg = _decode(doc, source, strict)  # the fields kueue-es reads: their types, in its own words as before
+    if strict:
         _check_types(doc, schema, source)  # Kueue's decoder returns a type error before its unknown fields
         unknown = config_fields.unknown_fields(doc, config_fields.known_in(str(doc.get("apiVersion", ""))))
         if unknown:
             raise InvalidInput(f"{source}: Configuration: strict decoding error: "
                                + ", ".join(f'unknown field "{path}"' for path in unknown))
-    cfg = _decode(doc, source, strict)
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
         _validate_pods_ready_durations(cfg.wait_for_pods_ready, source)
     hub = config_version.as_hub(doc)
@@ -716,8 +718,9 @@ def _field_error(msg: str) -> tuple[str, str]:
 
 def _check_types(doc: dict[str, Any], schema: type, source: str) -> None:
     """Every value of ``doc`` of the type Kueue's decoder gives its field, in the fields kueue-es does not read
-    too (:mod:`kueue_es.scheduler.config_schema`), the first wrong one named with the type expected. A duration
-    Go does not parse is said as :func:`parse_duration` says one."""
+    too (:mod:`kueue_es.scheduler.config_schema`), the first wrong one named with the type expected (msgspec's
+    words, as for the fields kueue-es reads; ``| null`` where Go's decoder takes null). A duration Go does not
+    parse is said as :func:`parse_duration` says one."""
     try:
         msgspec.convert(doc, schema, strict=True)
     except msgspec.ValidationError as exc:
@@ -729,6 +732,24 @@ def _check_types(doc: dict[str, Any], schema: type, source: str) -> None:
             parse_duration(value if isinstance(value, str) else "", f"{source}: field `{path}`")
             raise InvalidInput(f"{source}: field `{path}`: invalid duration {value!r}") from None
         raise InvalidInput(f"{source}: Configuration: {msg}") from None
+
+
+def _string_keys(value: Any) -> Any:
+    """``value`` with every mapping key a string, as Kueue's YAML-to-JSON step writes them (``1: x`` is the
+    field ``"1"``: for a Configuration an unknown one, said after the types; in a map, a key like any other). A
+    part that has none is returned as it is."""
+    if isinstance(value, dict):
+        out = {k if isinstance(k, str) else str(k): _string_keys(v) for k, v in value.items()}
+        same = len(out) == len(value) and all(isinstance(k, str) and out[k] is v for k, v in value.items())
+        return value if same else out
+    if isinstance(value, list):
+        items = [_string_keys(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+_PATH_PARTS = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+"""A msgspec error path's parts: a field's name, or a list index."""
 
 
 def _map_value_error(doc: dict[str, Any], schema: type, at: str, msg: str) -> tuple[str, str]:
@@ -746,7 +767,7 @@ def _map_value_error(doc: dict[str, Any], schema: type, at: str, msg: str) -> tu
 
 def _type_at(tp: Any, path: str) -> Any:
     """The type (a dict, list or Struct type) a schema gives the value at ``path`` (``a.b[0].c``)."""
-    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+    for name, index in _PATH_PARTS.findall(path):
         tp = next(t for t in (typing.get_args(tp) if _is_union(tp) else (tp,))
                   if isinstance(t, type) and issubclass(t, msgspec.Struct) or typing.get_origin(t) in (list, dict))
         if index:
@@ -762,7 +783,7 @@ def _is_union(tp: Any) -> bool:
 
 def _value_at(doc: Any, path: str) -> Any:
     """The value at a msgspec error's path (``a.b[0].c``) in ``doc``; None where there is none."""
-    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+    for name, index in _PATH_PARTS.findall(path):
         if index:
             doc = doc[int(index)] if isinstance(doc, list) and int(index) < len(doc) else None
         else:

@@ -21,7 +21,7 @@ How Go's JSON decoding reads each kind of field, and so how it is written here:
   (:mod:`kueue_es.scheduler.config_numbers`, applied before).
 
 Field names and types follow Kueue's ``apis/config/v1beta2`` and ``v1beta1`` ``configuration_types.go`` (the newest
-stored, v0.14-era, for the fields kueue-es does not read; Kueue v0.20's additions as kueue-es models them), the
+stored, older than v0.20, for the fields kueue-es does not read; v0.20's additions as kueue-es models them), the
 ``LeaderElectionConfiguration`` of ``k8s.io/component-base/config/v1alpha1`` and client-go's ``clientcmd/api``
 ``ExecConfig``. What a field means is checked elsewhere (:func:`~kueue_es.scheduler.config.load_config`).
 """

@@ -149,3 +149,12 @@ def test_null_is_taken_where_go_takes_it_and_whole_floats_are_integers() -> None
                  "waitForPodsReady": {"enable": True}})
     load_config({**V1BETA2, "webhook": {"port": 9443.0}, "clientConnection": {"qps": 50, "burst": 100.0},
                  "controller": {"groupKindConcurrency": {"Job.batch": 5.0}, "cacheSyncTimeout": 1e9}})
+
+
+def test_a_key_that_is_no_string_is_the_string_kueue_s_yaml_step_makes_of_it() -> None:
+    """``1: x`` is the field ``"1"``: an unknown field of a Configuration, a key like any other in a map."""
+    with pytest.raises(InvalidInput, match='strict decoding error: unknown field "1"$'):
+        load_config({**V1BETA2, 1: "x"})
+    with pytest.raises(InvalidInput, match='strict decoding error: unknown field "webhook.True"$'):
+        load_config({**V1BETA2, "webhook": {True: 1}})
+    load_config({**V1BETA2, "controller": {"groupKindConcurrency": {1: 5}}})
