@@ -1,13 +1,16 @@
 """The part of Kueue's ``Configuration`` (config.kueue.x-k8s.io/v1beta2) that changes admission decisions.
 
-A user's existing Kueue configuration file is accepted as it is: Kueue's fields kueue-es does not use are ignored,
-fields it uses are type-checked, defaults are Kueue's, and a field Kueue does not know is refused, as Kueue's strict
-decoding refuses it (:mod:`kueue_es.scheduler.config_fields`).
+A user's existing Kueue configuration file is accepted as it is: Kueue's fields kueue-es does not use are ignored
+but type-checked as Kueue's decoder types them, like every other (:mod:`kueue_es.scheduler.config_schema`),
+defaults are Kueue's, and a field Kueue does not know is refused, as Kueue's strict decoding refuses it
+(:mod:`kueue_es.scheduler.config_fields`).
 """
 
 from __future__ import annotations
 
 import re
+import types
+import typing
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -16,7 +19,7 @@ import msgspec
 from events import objects as o
 from events.errors import InvalidInput
 from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem
-from kueue_es.scheduler import config_fields, config_numbers, tls_options
+from kueue_es.scheduler import config_fields, config_numbers, config_schema, tls_options
 from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force
@@ -614,17 +617,23 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str) -> No
 
 def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
     """``doc`` as the configuration it sets, refused (naming ``source`` and the field) where Kueue refuses to start
-    on it. ``strict``: a field the Configuration of its ``apiVersion`` does not have is refused too, as Kueue's
-    strict decoder refuses it, every one named (:mod:`kueue_es.scheduler.config_fields`); off for a document the log
-    recorded, which is loaded as it was taken."""
-    unknown = config_fields.unknown_fields(doc, _known_fields(str(doc.get("apiVersion", "")))) if strict else []
-    if unknown:
-        raise InvalidInput(f"{source}: Configuration: strict decoding error: "
-                           + ", ".join(f'unknown field "{path}"' for path in unknown))
+    on it. ``strict``: as Kueue's strict decoder, a value of the wrong type in any field of the Configuration of its
+    ``apiVersion`` is refused (:func:`_check_types`), then a field that Configuration does not have, every one named
+    (:mod:`kueue_es.scheduler.config_fields`); off for a document the log recorded, which is loaded as it was
+    taken."""
     if strict:
+        doc = _string_keys(doc)
         _check_gate_values(doc.get("featureGates"), source)
-        doc = config_numbers.whole_floats_as_ints(doc, SchedulerConfig)  # as Kueue's YAML-to-JSON step writes them
-    cfg = _decode(doc, source, strict)
+        schema = config_schema.schema_for(doc.get("apiVersion"))
+        for target in (SchedulerConfig, schema):  # as Kueue's YAML-to-JSON step writes them
+            doc = config_numbers.whole_floats_as_ints(doc, target)
+    cfg = _decode(doc, source, strict)  # the fields kueue-es reads: their types, in its own words as before
+    if strict:
+        _check_types(doc, schema, source)  # Kueue's decoder returns a type error before its unknown fields
+        unknown = config_fields.unknown_fields(doc, config_fields.known_in(str(doc.get("apiVersion", ""))))
+        if unknown:
+            raise InvalidInput(f"{source}: Configuration: strict decoding error: "
+                               + ", ".join(f'unknown field "{path}"' for path in unknown))
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
         _validate_pods_ready_durations(cfg.wait_for_pods_ready, source)
     hub = config_version.as_hub(doc)
@@ -695,17 +704,91 @@ def _decode(doc: dict[str, Any], source: str, strict: bool) -> SchedulerConfig:
     try:
         return msgspec.convert(doc, SchedulerConfig, strict=strict)
     except msgspec.ValidationError as exc:
-        msg = str(exc)
-        if " - at `$" in msg:
-            text, _, path = msg.partition(" - at `$")
-            msg = f"field `{path.rstrip('`').lstrip('.')}`: {text}"
+        raise InvalidInput(f"{source}: Configuration: {_field_error(str(exc))[1]}") from None
+
+
+def _field_error(msg: str) -> tuple[str, str]:
+    """msgspec's ``<text> - at `$.a.b[0]``` as (``a.b[0]``, ``field `a.b[0]`: <text>``)."""
+    if " - at `$" not in msg:
+        return "", msg
+    text, _, at = msg.partition(" - at `$")
+    path = at.rstrip("`").lstrip(".")
+    return path, f"field `{path}`: {text}"
+
+
+def _check_types(doc: dict[str, Any], schema: type, source: str) -> None:
+    """Every value of ``doc`` of the type Kueue's decoder gives its field, in the fields kueue-es does not read
+    too (:mod:`kueue_es.scheduler.config_schema`), the first wrong one named with the type expected (msgspec's
+    words, as for the fields kueue-es reads; ``| null`` where Go's decoder takes null). A duration Go does not
+    parse is said as :func:`parse_duration` says one."""
+    try:
+        msgspec.convert(doc, schema, strict=True)
+    except msgspec.ValidationError as exc:
+        path, msg = _field_error(str(exc))
+        if path.endswith("[...]"):  # a map's value: msgspec does not say which
+            path, msg = _map_value_error(doc, schema, path.removesuffix("[...]"), msg)
+        if "matching regex" in msg:
+            value = _value_at(doc, path)
+            parse_duration(value if isinstance(value, str) else "", f"{source}: field `{path}`")
+            raise InvalidInput(f"{source}: field `{path}`: invalid duration {value!r}") from None
         raise InvalidInput(f"{source}: Configuration: {msg}") from None
 
 
-@lru_cache(maxsize=4)
-def _known_fields(api_version: str) -> config_fields.Tree:
-    """The fields a Configuration of ``api_version`` has (Kueue decodes a file as the version it names)."""
-    return config_fields.known_in(config_fields.known(SchedulerConfig), api_version)
+def _string_keys(value: Any) -> Any:
+    """``value`` with every mapping key a string, as Kueue's YAML-to-JSON step writes them (``1: x`` is the
+    field ``"1"``: for a Configuration an unknown one, said after the types; in a map, a key like any other). A
+    part that has none is returned as it is."""
+    if isinstance(value, dict):
+        out = {k if isinstance(k, str) else str(k): _string_keys(v) for k, v in value.items()}
+        same = len(out) == len(value) and all(isinstance(k, str) and out[k] is v for k, v in value.items())
+        return value if same else out
+    if isinstance(value, list):
+        items = [_string_keys(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+_PATH_PARTS = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+"""A msgspec error path's parts: a field's name, or a list index."""
+
+
+def _map_value_error(doc: dict[str, Any], schema: type, at: str, msg: str) -> tuple[str, str]:
+    """The first entry (in the document's order) of the map at ``at`` whose value is not of its type, named as
+    ``at.key`` (as ``featureGates.<gate>`` is), with msgspec's error for it."""
+    value_type = typing.get_args(_type_at(schema, at))[1]
+    entries = _value_at(doc, at)
+    for key, value in entries.items() if isinstance(entries, dict) else ():
+        try:
+            msgspec.convert(value, value_type, strict=True)
+        except msgspec.ValidationError as exc:
+            return f"{at}.{key}", f"field `{at}.{key}`: {exc}"
+    return at, msg
+
+
+def _type_at(tp: Any, path: str) -> Any:
+    """The type (a dict, list or Struct type) a schema gives the value at ``path`` (``a.b[0].c``)."""
+    for name, index in _PATH_PARTS.findall(path):
+        tp = next(t for t in (typing.get_args(tp) if _is_union(tp) else (tp,))
+                  if isinstance(t, type) and issubclass(t, msgspec.Struct) or typing.get_origin(t) in (list, dict))
+        if index:
+            tp = typing.get_args(tp)[-1]
+        else:
+            tp = next(f.type for f in msgspec.structs.fields(tp) if f.encode_name == name)
+    return next(t for t in (typing.get_args(tp) if _is_union(tp) else (tp,)) if typing.get_origin(t) is dict)
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def _value_at(doc: Any, path: str) -> Any:
+    """The value at a msgspec error's path (``a.b[0].c``) in ``doc``; None where there is none."""
+    for name, index in _PATH_PARTS.findall(path):
+        if index:
+            doc = doc[int(index)] if isinstance(doc, list) and int(index) < len(doc) else None
+        else:
+            doc = doc.get(name) if isinstance(doc, dict) else None
+    return doc
 
 
 def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:

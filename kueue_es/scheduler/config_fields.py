@@ -4,77 +4,50 @@ Kueue reads its configuration file with a strict decoder: a field its Configurat
 from starting, with the decoder's error (``strict decoding error: unknown field "waitForPodsReady.timeoutt"``, every
 unknown field named, in the document's order). kueue-es refuses such a file the same way (:func:`unknown_fields`).
 
-The fields known are those kueue-es reads (its :class:`~kueue_es.scheduler.config.SchedulerConfig`, whatever it
-models of Kueue's newer fields) together with those of Kueue's ``config.kueue.x-k8s.io`` v1beta2 and v1beta1
-types it does not read (:data:`UNREAD`): the webhook and metrics servers, leader election, the client, the
-certificates, the deprecated v1beta1 stanzas. Kueue decodes a file as the version its ``apiVersion`` names, so a
-field only the other version has is refused as well (:data:`ONLY_IN`, :func:`known_in`): v1beta2 dropped
-``queueVisibility``, ``integrations.podOptions`` and the ``enable`` switches of ``fairSharing`` and
-``waitForPodsReady`` (the stanza's presence switches it on), and v1beta1 never got the fields added since.
-Free-form maps (``featureGates``, label selectors' ``matchLabels``, an exec plugin's configuration) are not looked
-into.
+The fields known are those of Kueue's Configuration of the version the file's ``apiVersion`` names
+(:func:`known_in`: the types of :mod:`kueue_es.scheduler.config_schema`, which also type-check every value), so a
+field only the other version has is refused as well (:data:`ONLY_IN`, the same split said as paths, for
+:func:`in_version`): v1beta2 dropped ``queueVisibility``, ``integrations.podOptions`` and the ``enable`` switches
+of ``fairSharing`` and ``waitForPodsReady`` (the stanza's presence switches it on), and v1beta1 never got the
+fields added since. Free-form maps (``featureGates``, label selectors' ``matchLabels``,
+``controller.groupKindConcurrency``) are not looked into.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import msgspec
 import msgspec.inspect as mi
 
+from kueue_es.scheduler.config_schema import V1BETA1, V1BETA2, schema_for
+
 Tree = dict[str, Any]
 """Field name -> ``None`` (a value not looked into), a :data:`Tree` (an object) or ``[Tree]`` (a list of objects)."""
 
-_SELECTOR: Tree = {"matchLabels": None, "matchExpressions": [{"key": None, "operator": None, "values": None}]}
 
-UNREAD: Tree = {
-    "webhook": {"port": None, "host": None, "certDir": None},
-    "leaderElection": {"leaderElect": None, "leaseDuration": None, "renewDeadline": None, "retryPeriod": None,
-                       "resourceLock": None, "resourceName": None, "resourceNamespace": None},
-    "metrics": {"bindAddress": None},
-    "health": {"healthProbeBindAddress": None, "readinessEndpointName": None, "livenessEndpointName": None},
-    "pprofBindAddress": None,
-    "controller": {"groupKindConcurrency": None, "cacheSyncTimeout": None},
-    "internalCertManagement": {"enable": None, "webhookServiceName": None, "webhookSecretName": None},
-    "clientConnection": {"qps": None, "burst": None},
-    "integrations": {"externalFrameworks": None, "podOptions": {"namespaceSelector": _SELECTOR,
-                                                                 "podSelector": _SELECTOR}},
-    "queueVisibility": {"updateIntervalSeconds": None, "clusterQueues": {"maxCount": None}},
-    "multiKueue": {"clusterProfile": {"credentialsProviders": [{"name": None, "execConfig": None}]}},
-    "managedJobsNamespaceSelector": _SELECTOR,
-}
-
-
-def _tree(info: mi.Type) -> Tree | list[Tree] | None:
-    """What a decoded type of kueue-es's own says of the fields below it."""
+def tree_of(info: mi.Type) -> Tree | list[Tree] | None:
+    """What a decoded type says of the fields below it."""
     if isinstance(info, mi.UnionType):
-        found = [t for t in (_tree(member) for member in info.types) if t is not None]
+        found = [t for t in (tree_of(member) for member in info.types) if t is not None]
         return found[0] if found else None
     if isinstance(info, mi.StructType):
-        return {f.encode_name: _tree(f.type) for f in info.fields}
+        return {f.encode_name: tree_of(f.type) for f in info.fields}
     if isinstance(info, mi.ListType | mi.VarTupleType):
-        item = _tree(info.item_type)
+        item = tree_of(info.item_type)
         return [item] if isinstance(item, dict) else None
     return None
 
 
-def _merge(a: Any, b: Any) -> Any:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return {**a, **b, **{k: _merge(a[k], b[k]) for k in a.keys() & b.keys()}}
-    if isinstance(a, list) and isinstance(b, list):
-        return [_merge(a[0], b[0])]
-    return a if a is not None else b
-
-
-def known(read: type) -> Tree:
-    """The fields known: those of ``read`` (the type kueue-es decodes a Configuration as), and :data:`UNREAD`."""
-    tree = _merge(_tree(mi.type_info(read)), UNREAD)
+@lru_cache(maxsize=4)
+def known_in(api_version: str) -> Tree:
+    """The fields a Configuration of ``api_version`` has (Kueue decodes a file as the version it names; an
+    apiVersion it has not, refused elsewhere, is taken as v1beta2)."""
+    tree = tree_of(mi.type_info(schema_for(api_version)))
     assert isinstance(tree, dict)
     return tree
 
-
-V1BETA1 = "config.kueue.x-k8s.io/v1beta1"
-V1BETA2 = "config.kueue.x-k8s.io/v1beta2"
 
 ONLY_IN: dict[str, tuple[str, ...]] = {
     V1BETA1: ("queueVisibility", "integrations.podOptions", "fairSharing.enable", "waitForPodsReady.enable"),
@@ -86,35 +59,7 @@ ONLY_IN: dict[str, tuple[str, ...]] = {
 }
 """apiVersion -> the fields (``a.b``, ``a[].b`` below a list) only that version of Kueue's Configuration has: the
 ones v1beta2 removed or replaced (its conversion drops them), and the ones added to v1beta2 alone (its conversion
-to v1beta1 loses them)."""
-
-
-def _without(tree: Tree, path: str) -> Tree:
-    """``tree`` less the field at ``path`` (a copy along the path; a path it does not have leaves it as it is)."""
-    head, _, rest = path.partition(".")
-    in_list = head.endswith("[]")
-    name = head.removesuffix("[]")
-    if name not in tree:
-        return tree
-    if not rest:
-        return {k: v for k, v in tree.items() if k != name}
-    below = tree[name]
-    if in_list and isinstance(below, list):
-        return {**tree, name: [_without(below[0], rest)]}
-    if isinstance(below, dict):
-        return {**tree, name: _without(below, rest)}
-    return tree
-
-
-def known_in(tree: Tree, api_version: str) -> Tree:
-    """``tree`` (:func:`known`) as the Configuration of ``api_version`` has it: less the fields only another version
-    has (:data:`ONLY_IN`). An apiVersion not among them (checked elsewhere) is taken as v1beta2."""
-    version = api_version if api_version in ONLY_IN else V1BETA2
-    for other, paths in ONLY_IN.items():
-        if other != version:
-            for path in paths:
-                tree = _without(tree, path)
-    return tree
+to v1beta1 loses them). The two schemas of :mod:`~kueue_es.scheduler.config_schema` differ by exactly these."""
 
 
 def unknown_fields(doc: Any, tree: Tree, at: str = "") -> list[str]:

@@ -89,3 +89,18 @@ def test_a_field_only_the_other_version_has_is_refused(tmp_path: Path, body: str
     assert r.code == 2
     assert one_line_error(r) == (f"kueue-es: error: {cfg}: Configuration: strict decoding error: "
                                  + ", ".join(f'unknown field "{path}"' for path in unknown))
+
+
+@pytest.mark.parametrize(("body", "version", "error"), [
+    ("clientConnection: {qps: 50, burst: '100'}\n", "v1beta2",
+     "Configuration: field `clientConnection.burst`: Expected `int | null`, got `str`"),
+    ("leaderElection: {leaderElect: true, leaseDuration: soon}\n", "v1beta2",
+     "field `leaderElection.leaseDuration`: invalid duration 'soon'"),
+    ("queueVisibility: {updateIntervalSeconds: five}\n", "v1beta1",
+     "Configuration: field `queueVisibility.updateIntervalSeconds`: Expected `int | null`, got `str`"),
+])
+def test_a_wrong_typed_value_in_a_field_kueue_es_does_not_read_is_refused(tmp_path: Path, body: str, version: str,
+                                                                         error: str) -> None:
+    """Kueue's decoder refuses a value of the wrong type in any field, and Kueue does not start."""
+    cfg, r = _schedule_under(tmp_path, body, version)
+    assert r.code == 2 and one_line_error(r) == f"kueue-es: error: {cfg}: {error}"

@@ -3,6 +3,7 @@ refused them is loaded as it was taken, so an old log still replays."""
 
 from __future__ import annotations
 
+import msgspec.inspect
 import pytest
 
 from events import schema as ev
@@ -44,12 +45,34 @@ def test_each_version_refuses_the_other_s_fields_but_a_recorded_one_is_loaded_as
     assert load_config(V1BETA1_DOC).pods_ready.enable
 
 
-def test_every_field_of_one_version_only_is_one_kueue_es_knows() -> None:
-    """A misspelt path in ONLY_IN would refuse nothing."""
-    known = config_fields.known(SchedulerConfig)
-    for paths in config_fields.ONLY_IN.values():
-        for path in paths:
-            assert config_fields._without(known, path) != known, path
+def _paths(tree: object, at: str = "") -> set[str]:
+    """Every field of a :data:`config_fields.Tree` as ``a.b``, ``a[].b`` below a list."""
+    if isinstance(tree, list):
+        return _paths(tree[0], at + "[]")
+    if not isinstance(tree, dict):
+        return set()
+    out: set[str] = set()
+    for name, below in tree.items():
+        path = f"{at}.{name}" if at else name
+        out |= {path, *_paths(below, path)}
+    return out
+
+
+def test_the_two_versions_differ_by_the_fields_only_one_of_them_has() -> None:
+    """ONLY_IN (what a decoded configuration's document leaves out) says what the two schemas say: a misspelt
+    path there would drop nothing, a field missing there would be written out in the wrong version."""
+    v1beta1, v1beta2 = (_paths(config_fields.known_in(v)) for v in (config_fields.V1BETA1, config_fields.V1BETA2))
+    for version, own, other in ((config_fields.V1BETA1, v1beta1, v1beta2), (config_fields.V1BETA2, v1beta2, v1beta1)):
+        top = {p for p in own - other if p.rpartition(".")[0].removesuffix("[]") in other | {""}}
+        assert top == set(config_fields.ONLY_IN[version]), version
+
+
+def test_every_field_kueue_es_reads_is_one_kueue_s_schema_types() -> None:
+    """SchedulerConfig decodes no field Kueue's Configuration (of one version or the other) has not."""
+    read = _paths(config_fields.tree_of(msgspec.inspect.type_info(SchedulerConfig)))
+    known = set().union(*(_paths(config_fields.known_in(v)) for v in (config_fields.V1BETA1,
+                                                                     config_fields.V1BETA2)))
+    assert read <= known, sorted(read - known)
 
 
 @pytest.mark.parametrize("doc", [V1BETA1_DOC, {**DOC, "waitForPodsReady": {"timeout": "5m"}}])
