@@ -10,8 +10,11 @@ the Configuration's ``waitForPodsReady`` stanza (:class:`WaitForPodsReadyConfig`
 Kueue's rule (config v1beta2): a Configuration without a ``waitForPodsReady`` stanza gets one by defaulting, so
 waitForPodsReady is on unless the ``DisableWaitForPodsReady`` gate (alpha, off by default) turns it off; a stanza
 with ``enable: false`` (v1beta1's switch: a v1beta2 file with it is refused, but a log may have recorded one)
-turns it off too. A v1beta1 document is read with v1beta1's meaning (:mod:`projections.config_version`): off unless
-its stanza says ``enable: true``.
+turns it off too. v1beta2's defaulting (Kueue v0.19+, ``apis/config/v1beta2/defaults.go``) gives a ``timeout``
+that is unset or zero 30 minutes — so with no Configuration at all, or a stanza without one, a workload waits 30
+minutes for its pods to start (:func:`pods_ready_in_force`). A v1beta1 document is read with v1beta1's meaning
+(:mod:`projections.config_version`): off unless its stanza says ``enable: true``; enabled, its own defaults (a
+5-minute ``timeout``), as Kueue's decoder defaults the version it reads before converting.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from typing import Any
 import msgspec
 
 from projections import config_version, gates
+
+DEFAULT_TIMEOUT = "30m"
+"""v1beta2's ``waitForPodsReady.timeout`` when unset or zero (Kueue's ``DefaultWaitForPodsReadyTimeout``)."""
 
 
 class RequeuingStrategy(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
@@ -37,8 +43,9 @@ class WaitForPodsReadyConfig(msgspec.Struct, kw_only=True, rename="camel", froze
     """The Configuration's ``waitForPodsReady`` stanza, as ``kueue_es.scheduler.config.SchedulerConfig`` decodes it."""
 
     enable: bool = True
-    timeout: str = "5m"
-    """Kueue defaults it to 5 minutes, in both Configuration versions."""
+    timeout: str = DEFAULT_TIMEOUT
+    """v1beta2 defaults it to 30 minutes (a v1beta1 document has its own 5 written out by
+    :func:`projections.config_version.as_hub`)."""
     block_admission: bool = False
     recovery_timeout: str | None = None
     """How long an admitted workload whose pods were ready may wait for them to recover (unset: no limit)."""
@@ -52,15 +59,34 @@ class WaitForPodsReadyConfig(msgspec.Struct, kw_only=True, rename="camel", froze
 
 
 DEFAULT = WaitForPodsReadyConfig()
+"""The stanza v1beta2 defaults in when there is none (or no Configuration at all)."""
 OFF = WaitForPodsReadyConfig(enable=False)
 
 
-def pods_ready_in_force(stanza: WaitForPodsReadyConfig | None,
-                        feature_gates: Mapping[str, bool]) -> WaitForPodsReadyConfig:
+def pods_ready_in_force(stanza: WaitForPodsReadyConfig | None, feature_gates: Mapping[str, bool],
+                        api_version: str | None = None) -> WaitForPodsReadyConfig:
     """waitForPodsReady as in force under a Configuration's stanza (None: none, Kueue's defaults) and its
     ``featureGates``: off altogether under the ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no
-    blockAdmission)."""
-    return OFF if _disabled(feature_gates) else stanza or DEFAULT
+    blockAdmission); otherwise with v1beta2's defaulting (module docstring) unless ``api_version`` is v1beta1."""
+    if _disabled(feature_gates):
+        return OFF
+    if stanza is None:
+        return DEFAULT
+    if not stanza.enable or api_version == config_version.V1BETA1:
+        return stanza
+    return v1beta2_defaulted(stanza)
+
+
+def v1beta2_defaulted(stanza: WaitForPodsReadyConfig) -> WaitForPodsReadyConfig:
+    """``stanza`` with v1beta2's defaults: a zero ``timeout`` is 30 minutes."""
+    if not _zero(stanza.timeout):
+        return stanza
+    return msgspec.structs.replace(stanza, timeout=DEFAULT_TIMEOUT)
+
+
+def _zero(duration: str) -> bool:
+    """Whether a Go duration is zero ("0", "0s", "0m0s", ...): digits all zero."""
+    return not any(ch in "123456789" for ch in duration)
 
 
 def _disabled(feature_gates: Mapping[str, bool]) -> bool:
@@ -88,4 +114,4 @@ def recorded_in_force(document: dict[str, Any] | None) -> WaitForPodsReadyConfig
         stanza = msgspec.convert(document.get("waitForPodsReady"), WaitForPodsReadyConfig | None, strict=False)
     except msgspec.ValidationError:
         return DEFAULT
-    return pods_ready_in_force(stanza, feature_gates)
+    return pods_ready_in_force(stanza, feature_gates, document.get("apiVersion"))

@@ -31,6 +31,14 @@ def test_v0_20_s_fields_are_taken_in_v1beta2_only() -> None:
         load_config(v1beta1)
 
 
+def test_the_unscheduled_timeout_is_held_to_the_defaulted_timeout() -> None:
+    """Kueue validates after defaulting: under v1beta2 an unset or zero ``timeout`` is 30 minutes by then."""
+    for stanza in ({"unscheduledTimeout": "20m"}, {"timeout": "0s", "unscheduledTimeout": "20m"}):
+        assert load_config(_config(stanza)).pods_ready.unscheduled_timeout == "20m"
+    with pytest.raises(InvalidInput, match=r"must not exceed waitForPodsReady.timeout"):
+        load_config(_config({"unscheduledTimeout": "31m"}))
+
+
 @pytest.mark.parametrize(("stanza", "message"), [
     ({"unscheduledTimeout": "6m"}, r"field `waitForPodsReady.unscheduledTimeout`: must not exceed "
                                    r"waitForPodsReady.timeout \('6m' > '5m'\)"),
