@@ -11,10 +11,12 @@ Kueue's rule (config v1beta2): a Configuration without a ``waitForPodsReady`` st
 waitForPodsReady is on unless the ``DisableWaitForPodsReady`` gate (alpha, off by default) turns it off; a stanza
 with ``enable: false`` (v1beta1's switch: a v1beta2 file with it is refused, but a log may have recorded one)
 turns it off too. v1beta2's defaulting (Kueue v0.19+, ``apis/config/v1beta2/defaults.go``) gives a ``timeout``
-that is unset or zero 30 minutes — so with no Configuration at all, or a stanza without one, a workload waits 30
-minutes for its pods to start (:func:`pods_ready_in_force`). A v1beta1 document is read with v1beta1's meaning
-(:mod:`projections.config_version`): off unless its stanza says ``enable: true``; enabled, its own defaults (a
-5-minute ``timeout``), as Kueue's decoder defaults the version it reads before converting.
+that is unset or zero 30 minutes, and an unset ``recoveryTimeout`` the ``timeout`` (Kueue v0.16, #8493) — so with
+no Configuration at all, or a stanza that sets neither, a workload waits 30 minutes for its pods to start and 30
+minutes for a lost one to come back (:func:`pods_ready_in_force`); ``recoveryTimeout: 0s`` is the way to wait for
+ever. A v1beta1 document is read with v1beta1's meaning (:mod:`projections.config_version`): off unless its stanza
+says ``enable: true``; enabled, its own defaults (a 5-minute ``timeout``, no ``recoveryTimeout``), as Kueue's
+decoder defaults the version it reads before converting.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class WaitForPodsReadyConfig(msgspec.Struct, kw_only=True, rename="camel", froze
     :func:`projections.config_version.as_hub`)."""
     block_admission: bool = False
     recovery_timeout: str | None = None
-    """How long an admitted workload whose pods were ready may wait for them to recover (unset: no limit)."""
+    """How long an admitted workload whose pods were ready may wait for them to recover, as decoded (unset:
+    :func:`pods_ready_in_force` gives it the ``timeout`` under v1beta2; zero, or unset under v1beta1: no limit)."""
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
     unscheduled_timeout: str | None = None
     """Kueue v0.20's timeout for an admitted workload's pods to be scheduled, read under its
@@ -58,7 +61,7 @@ class WaitForPodsReadyConfig(msgspec.Struct, kw_only=True, rename="camel", froze
     ``WorkloadLevelWaitForPodsReady`` (:mod:`projections.workload_pods_ready`)."""
 
 
-DEFAULT = WaitForPodsReadyConfig()
+DEFAULT = WaitForPodsReadyConfig(recovery_timeout=DEFAULT_TIMEOUT)
 """The stanza v1beta2 defaults in when there is none (or no Configuration at all)."""
 OFF = WaitForPodsReadyConfig(enable=False)
 
@@ -78,10 +81,13 @@ def pods_ready_in_force(stanza: WaitForPodsReadyConfig | None, feature_gates: Ma
 
 
 def v1beta2_defaulted(stanza: WaitForPodsReadyConfig) -> WaitForPodsReadyConfig:
-    """``stanza`` with v1beta2's defaults: a zero ``timeout`` is 30 minutes."""
-    if not _zero(stanza.timeout):
+    """``stanza`` with v1beta2's defaults: a zero ``timeout`` is 30 minutes, an unset ``recoveryTimeout`` the
+    ``timeout``."""
+    timeout = DEFAULT_TIMEOUT if _zero(stanza.timeout) else stanza.timeout
+    recovery = timeout if stanza.recovery_timeout is None else stanza.recovery_timeout
+    if timeout == stanza.timeout and recovery == stanza.recovery_timeout:
         return stanza
-    return msgspec.structs.replace(stanza, timeout=DEFAULT_TIMEOUT)
+    return msgspec.structs.replace(stanza, timeout=timeout, recovery_timeout=recovery)
 
 
 def _zero(duration: str) -> bool:
