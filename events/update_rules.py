@@ -25,7 +25,8 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * Workload, under ``AdmissionGatedBy``: its ``kueue.x-k8s.io/admission-gated-by`` gates are removed, never added
   (:func:`admission_gate_errors`; the Job webhook holds a Job to the same rule).
 * LocalQueue: ``spec.clusterQueue`` does not change.
-* ResourceFlavor: once it has a ``topologyName``, its ``spec`` does not change.
+* ResourceFlavor: once it has a ``topologyName``, its ``spec`` does not change, but for ``nodeLabels``,
+  ``nodeTaints`` and ``tolerations`` (:data:`TAS_FLAVOR_MUTABLE`, Kueue v0.20).
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
 * AdmissionCheck: ``spec.controllerName`` does not change.
 

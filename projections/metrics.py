@@ -41,7 +41,7 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
-from events.quantity import MILLI_RESOURCES, to_int
+from events.quantity import MAX_INT64, MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
 from projections import effective_quotas, eviction_stats, fair_share, gates, multikueue_metrics
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
@@ -981,7 +981,10 @@ def _cumulative(h: Observed) -> list[int]:
 
 
 def _amount(resource: str, value: int) -> float:
-    """Kueue's integer amount as the metric reports it: cpu in cores, everything else in units."""
+    """Kueue's integer amount as the metric reports it: cpu in cores, everything else in units; +Inf at or past
+    MaxInt64 (milli for cpu), where Kueue's saturating integers stop counting (Kueue v0.20)."""
+    if value >= MAX_INT64:
+        return math.inf
     return value / 1000 if resource in MILLI_RESOURCES else float(value)
 
 

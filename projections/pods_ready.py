@@ -10,8 +10,13 @@ the Configuration's ``waitForPodsReady`` stanza (:class:`WaitForPodsReadyConfig`
 Kueue's rule (config v1beta2): a Configuration without a ``waitForPodsReady`` stanza gets one by defaulting, so
 waitForPodsReady is on unless the ``DisableWaitForPodsReady`` gate (alpha, off by default) turns it off; a stanza
 with ``enable: false`` (v1beta1's switch: a v1beta2 file with it is refused, but a log may have recorded one)
-turns it off too. A v1beta1 document is read with v1beta1's meaning (:mod:`projections.config_version`): off unless
-its stanza says ``enable: true``.
+turns it off too. v1beta2's defaulting (Kueue v0.19+, ``apis/config/v1beta2/defaults.go``) gives a ``timeout``
+that is unset or zero 30 minutes, and an unset ``recoveryTimeout`` the ``timeout`` (Kueue v0.16, #8493) — so with
+no Configuration at all, or a stanza that sets neither, a workload waits 30 minutes for its pods to start and 30
+minutes for a lost one to come back (:func:`pods_ready_in_force`); ``recoveryTimeout: 0s`` is the way to wait for
+ever. A v1beta1 document is read with v1beta1's meaning (:mod:`projections.config_version`): off unless its stanza
+says ``enable: true``; enabled, its own defaults (a 5-minute ``timeout``, no ``recoveryTimeout``), as Kueue's
+decoder defaults the version it reads before converting.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from typing import Any
 import msgspec
 
 from projections import config_version, gates
+
+DEFAULT_TIMEOUT = "30m"
+"""v1beta2's ``waitForPodsReady.timeout`` when unset or zero (Kueue's ``DefaultWaitForPodsReadyTimeout``)."""
 
 
 class RequeuingStrategy(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
@@ -37,11 +45,13 @@ class WaitForPodsReadyConfig(msgspec.Struct, kw_only=True, rename="camel", froze
     """The Configuration's ``waitForPodsReady`` stanza, as ``kueue_es.scheduler.config.SchedulerConfig`` decodes it."""
 
     enable: bool = True
-    timeout: str = "5m"
-    """Kueue defaults it to 5 minutes, in both Configuration versions."""
+    timeout: str = DEFAULT_TIMEOUT
+    """v1beta2 defaults it to 30 minutes (a v1beta1 document has its own 5 written out by
+    :func:`projections.config_version.as_hub`)."""
     block_admission: bool = False
     recovery_timeout: str | None = None
-    """How long an admitted workload whose pods were ready may wait for them to recover (unset: no limit)."""
+    """How long an admitted workload whose pods were ready may wait for them to recover, as decoded (unset:
+    :func:`pods_ready_in_force` gives it the ``timeout`` under v1beta2; zero, or unset under v1beta1: no limit)."""
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
     unscheduled_timeout: str | None = None
     """Kueue v0.20's timeout for an admitted workload's pods to be scheduled, read under its
@@ -51,16 +61,38 @@ class WaitForPodsReadyConfig(msgspec.Struct, kw_only=True, rename="camel", froze
     ``WorkloadLevelWaitForPodsReady`` (:mod:`projections.workload_pods_ready`)."""
 
 
-DEFAULT = WaitForPodsReadyConfig()
+DEFAULT = WaitForPodsReadyConfig(recovery_timeout=DEFAULT_TIMEOUT)
+"""The stanza v1beta2 defaults in when there is none (or no Configuration at all)."""
 OFF = WaitForPodsReadyConfig(enable=False)
 
 
-def pods_ready_in_force(stanza: WaitForPodsReadyConfig | None,
-                        feature_gates: Mapping[str, bool]) -> WaitForPodsReadyConfig:
+def pods_ready_in_force(stanza: WaitForPodsReadyConfig | None, feature_gates: Mapping[str, bool],
+                        api_version: str | None = None) -> WaitForPodsReadyConfig:
     """waitForPodsReady as in force under a Configuration's stanza (None: none, Kueue's defaults) and its
     ``featureGates``: off altogether under the ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no
-    blockAdmission)."""
-    return OFF if _disabled(feature_gates) else stanza or DEFAULT
+    blockAdmission); otherwise with v1beta2's defaulting (module docstring) unless ``api_version`` is v1beta1."""
+    if _disabled(feature_gates):
+        return OFF
+    if stanza is None:
+        return DEFAULT
+    if not stanza.enable or api_version == config_version.V1BETA1:
+        return stanza
+    return v1beta2_defaulted(stanza)
+
+
+def v1beta2_defaulted(stanza: WaitForPodsReadyConfig) -> WaitForPodsReadyConfig:
+    """``stanza`` with v1beta2's defaults: a zero ``timeout`` is 30 minutes, an unset ``recoveryTimeout`` the
+    ``timeout``."""
+    timeout = DEFAULT_TIMEOUT if _zero(stanza.timeout) else stanza.timeout
+    recovery = timeout if stanza.recovery_timeout is None else stanza.recovery_timeout
+    if timeout == stanza.timeout and recovery == stanza.recovery_timeout:
+        return stanza
+    return msgspec.structs.replace(stanza, timeout=timeout, recovery_timeout=recovery)
+
+
+def _zero(duration: str) -> bool:
+    """Whether a Go duration is zero ("0", "0s", "0m0s", ...): digits all zero."""
+    return not any(ch in "123456789" for ch in duration)
 
 
 def _disabled(feature_gates: Mapping[str, bool]) -> bool:
@@ -88,4 +120,4 @@ def recorded_in_force(document: dict[str, Any] | None) -> WaitForPodsReadyConfig
         stanza = msgspec.convert(document.get("waitForPodsReady"), WaitForPodsReadyConfig | None, strict=False)
     except msgspec.ValidationError:
         return DEFAULT
-    return pods_ready_in_force(stanza, feature_gates)
+    return pods_ready_in_force(stanza, feature_gates, document.get("apiVersion"))

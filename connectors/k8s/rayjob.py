@@ -14,8 +14,10 @@ Kueue runs a RayJob through its generic job reconciler; these are the RayJob's o
 * **suspended** is ``spec.suspend``; **starting** merges the admission into the head's and each worker group's
   template (and the submitter's, when written) and sets ``suspend: false``; **stopping** sets ``suspend: true``
   with the templates restored; one merge patch each, conditioned on the resourceVersion read;
-* **finished** (:func:`finished`): ``status.jobDeploymentStatus`` ``Complete`` or ``Failed`` — ``Succeeded`` when
-  ``status.jobStatus`` is ``SUCCEEDED``, else ``Failed`` — with ``status.message``;
+* **finished** (:func:`finished`): ``status.jobDeploymentStatus`` ``Complete`` or ``Failed``, or ``ValidationFailed``
+  while ``status.rayClusterName`` is empty (KubeRay refused the spec before making a cluster: left unfinished, its
+  Workload would keep its quota for ever — Kueue v0.20) — ``Succeeded`` when ``status.jobStatus`` is
+  ``SUCCEEDED``, else ``Failed`` — with ``status.message``;
 * **active**: a ``jobDeploymentStatus`` other than ``Suspended`` and KubeRay's ``New``, which is the empty status
   (none yet is not active, as in Kueue: a RayJob KubeRay leaves alone — one handed to MultiKueue — never gets
   one); **pods ready**: ``status.rayClusterStatus.state`` is ``ready``.
@@ -50,7 +52,7 @@ KIND = "RayJob"
 SUBMITTER = "submitter"
 K8S_JOB_MODE = "K8sJobMode"
 """The submission mode in which KubeRay runs the submitter as a Job of its own: Kueue then counts its pod."""
-COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
+COMPLETE, FAILED, SUSPENDED, VALIDATION_FAILED = "Complete", "Failed", "Suspended", "ValidationFailed"
 """KubeRay's job deployment statuses Kueue reads."""
 NEW = ""
 """KubeRay's ``JobDeploymentStatusNew``: the empty deployment status of a RayJob it has not reconciled yet."""
@@ -214,8 +216,11 @@ def stop_patch(raw_job: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]
 
 
 def finished(job: RayJob) -> tuple[str, str] | None:
-    """``(reason, message)`` once its deployment is ``Complete`` or ``Failed`` (module docstring); None before."""
-    if job.status.job_deployment_status not in (COMPLETE, FAILED):
+    """``(reason, message)`` once its deployment is ``Complete``, ``Failed``, or ``ValidationFailed`` with no
+    cluster made (module docstring); None before."""
+    deployment = job.status.job_deployment_status
+    rejected = deployment == VALIDATION_FAILED and not job.status.ray_cluster_name
+    if deployment not in (COMPLETE, FAILED) and not rejected:
         return None
     return ("Succeeded" if job.status.job_status == SUCCEEDED else "Failed"), job.status.message
 

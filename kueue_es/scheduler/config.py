@@ -22,7 +22,7 @@ from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_n
 from kueue_es.scheduler import config_fields, config_numbers, config_schema, tls_options
 from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
-from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force
+from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force, v1beta2_defaulted
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
 
@@ -487,7 +487,7 @@ class SchedulerConfig(_Cfg):
         """waitForPodsReady as in force: Kueue's defaults when the stanza is absent, and off altogether under the
         ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no blockAdmission): the rule the fold applies to
         the recorded document too (:mod:`projections.pods_ready`)."""
-        return pods_ready_in_force(self.wait_for_pods_ready, self.feature_gates)
+        return pods_ready_in_force(self.wait_for_pods_ready, self.feature_gates, self.api_version)
 
     @property
     def blocks_admission(self) -> bool:
@@ -595,11 +595,13 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
                            f"not {incremental.step_size}")
 
 
-def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str) -> None:
-    """waitForPodsReady's durations parse; v0.20's ``unscheduledTimeout`` is not negative nor above ``timeout``, and
-    ``maxTimeoutOnWorkload`` is above zero."""
+def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str) -> None:
+    """waitForPodsReady's durations parse; v0.20's ``unscheduledTimeout`` is not negative nor above ``timeout`` (as
+    defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload`` is above zero."""
     where = f"{source}: field `waitForPodsReady."
     timeout = parse_duration(w.timeout, f"{where}timeout`")
+    if api_version != config_version.V1BETA1:
+        timeout = parse_duration(v1beta2_defaulted(w).timeout)
     for name, value in (("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
                         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)):
         if value is not None and value.strip().startswith("-"):
@@ -635,7 +637,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
             raise InvalidInput(f"{source}: Configuration: strict decoding error: "
                                + ", ".join(f'unknown field "{path}"' for path in unknown))
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
-        _validate_pods_ready_durations(cfg.wait_for_pods_ready, source)
+        _validate_pods_ready_durations(cfg.wait_for_pods_ready, source, cfg.api_version)
     hub = config_version.as_hub(doc)
     if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
         cfg = _decode(hub, source, strict)

@@ -84,7 +84,8 @@ def sort_candidates(items: list, preemptor_cq: str, now: int, afs_usage=None, wl
     """Sort in Kueue's victim order. With Admission Fair Sharing (``afs_usage(wl)`` gives the usage of a
     workload's LocalQueue, or None outside usage-based ClusterQueues), two candidates of one ClusterQueue but
     different LocalQueues go higher usage first, before priority is compared — a rule between such pairs only,
-    so the sort compares pairs."""
+    so the sort compares pairs. LocalQueues are told apart by namespace and name: same-named queues of two
+    namespaces are different queues (Kueue v0.20)."""
     key = candidate_key(preemptor_cq, now)
     if afs_usage is None:
         items.sort(key=lambda x: key(wl_of(x)))
@@ -95,7 +96,7 @@ def sort_candidates(items: list, preemptor_cq: str, now: int, afs_usage=None, wl
         ka, kb = key(a), key(b)
         if ka[:2] != kb[:2]:
             return -1 if ka[:2] < kb[:2] else 1
-        if a.cluster_queue == b.cluster_queue and a.queue_name != b.queue_name:
+        if a.cluster_queue == b.cluster_queue and (a.namespace, a.queue_name) != (b.namespace, b.queue_name):
             ua, ub = afs_usage(a), afs_usage(b)
             if ua is not None and ub is not None and ua != ub:
                 return -1 if ua > ub else 1

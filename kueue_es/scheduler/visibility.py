@@ -10,9 +10,9 @@ none in flight when asked), in the queue's own order —
 2. the sticky preemptor (BestEffortFIFO's workload waiting for its preemptions);
 3. higher (effective) priority; 4. earlier queue-order time; 5. UID.
 
-Positions are Kueue's, including its quirks: on the ClusterQueue endpoint ``positionInClusterQueue`` is the
-index in that order and ``positionInLocalQueue`` counts the earlier entries with the same LocalQueue *name*
-(Kueue keys that count by ``spec.queueName`` alone, so same-named LocalQueues of two namespaces share it); on
+Positions are Kueue's: on the ClusterQueue endpoint ``positionInClusterQueue`` is the index in that order and
+``positionInLocalQueue`` counts the earlier entries of the same LocalQueue, namespace and name (before v0.20 Kueue
+counted by ``spec.queueName`` alone, so same-named LocalQueues of two namespaces shared the count); on
 the LocalQueue endpoint the list is filtered to the LocalQueue, ``positionInLocalQueue`` is ``offset`` plus the
 index in the page and ``positionInClusterQueue`` the index in the whole ClusterQueue. ``limit`` (default 1000)
 is clamped to 0..100000 and ``offset`` (default 0) to at least 0. An unknown ClusterQueue or LocalQueue is
@@ -154,15 +154,15 @@ def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, l
     if order is None:
         return []
     local_queue_of = order.q.local_queue_of
-    seen_in_lq: dict[str, int] = {}
+    seen_in_lq: dict[tuple[str, str], int] = {}
     out = []
     for index, sk in enumerate(order.page(offset, limit), offset):
         key = sk[3]
-        name = local_queue_of[key][1]
-        in_lq = seen_in_lq.get(name)
+        lq = local_queue_of[key]
+        in_lq = seen_in_lq.get(lq)
         if in_lq is None:
-            in_lq = order.before_in_named(name, sk)
-        seen_in_lq[name] = in_lq + 1
+            in_lq = order.before_in_local_queue(sk)
+        seen_in_lq[lq] = in_lq + 1
         out.append(_item(state, key, index, in_lq))
     return out
 
@@ -206,12 +206,13 @@ def straightforward(state: ClusterState, config: SchedulerConfig, cq: str = "", 
 
 def _cq_page(state: ClusterState, order: list[str], limit: int, offset: int) -> list[PendingWorkload]:
     workloads = state.workloads
-    seen_in_lq: dict[str, int] = {}
+    seen_in_lq: dict[tuple[str, str], int] = {}
     out = []
     for index, key in enumerate(order[:offset + limit]):
-        name = workloads[key].queue_name
-        in_lq = seen_in_lq.get(name, 0)
-        seen_in_lq[name] = in_lq + 1
+        wl = workloads[key]
+        lq = (wl.namespace, wl.queue_name)
+        in_lq = seen_in_lq.get(lq, 0)
+        seen_in_lq[lq] = in_lq + 1
         if index >= offset:
             out.append(_item(state, key, index, in_lq))
     return out

@@ -11,8 +11,8 @@ so a page and a workload's positions are read from those lists, the whole order 
   counts alike), is read by bisection: a page deep in it costs what the first page does;
 - a group of several LocalQueues of equal usage, not all, is merged from its start to the page;
 - a workload's position is the size of the groups before its own plus, per LocalQueue of its group, how many of
-  that LocalQueue's workloads sort before it (bisection); its position among the entries of a LocalQueue *name*
-  (how Kueue numbers them on the ClusterQueue endpoint) is counted the same way over the LocalQueues of that name.
+  that LocalQueue's workloads sort before it (bisection); its position in its own LocalQueue (how Kueue numbers
+  the entries on the ClusterQueue endpoint) is counted the same way, over that LocalQueue alone.
 
 :func:`kueue_es.scheduler.visibility.straightforward` is the definition the pages are checked against.
 """
@@ -125,15 +125,9 @@ class VisibilityOrder:
         head = self._head(g)
         return self.starts[g] + before + (head is not None and head > sk)
 
-    def before_in_named(self, name: str, sk: SortKey) -> int:
-        """How many workloads listed before ``sk`` queue in a LocalQueue named ``name`` (of any namespace)."""
-        g = self.group_of[self.q.local_queue_of[sk[3]]]
-        count = 0
-        for ns, keys in self.q.by_local_queue.get(name, {}).items():
-            lq = (ns, name)
-            other = self.group_of[lq]
-            if other < g:
-                count += len(keys)
-            elif other == g and sk != self.sticky:
-                count += keys.bisect_left(sk) + (self.sticky_lq == lq and self.sticky is not None and self.sticky > sk)
-        return count
+    def before_in_local_queue(self, sk: SortKey) -> int:
+        """How many workloads of ``sk``'s own LocalQueue (namespace and name) are listed before it."""
+        if sk == self.sticky:
+            return 0
+        lq = self.q.local_queue_of[sk[3]]
+        return self._keys(lq).bisect_left(sk) + (self.sticky_lq == lq and self.sticky > sk)

@@ -236,6 +236,14 @@ def test_a_rayjob_finishes_when_its_deployment_completes_or_fails() -> None:
     assert rj.finished(_job_status(jobDeploymentStatus="Complete", jobStatus="STOPPED")) == ("Failed", "")
 
 
+def test_a_rayjob_kuberay_rejects_before_making_its_cluster_is_finished() -> None:
+    """Kueue v0.20 (#13415): ``ValidationFailed`` with no ``rayClusterName`` is finished (failed), so its Workload
+    gives its quota back; with a cluster already made, KubeRay's status is not final and it is not."""
+    assert rj.finished(_job_status(jobDeploymentStatus="ValidationFailed", message="bad spec")) == (
+        "Failed", "bad spec")
+    assert rj.finished(_job_status(jobDeploymentStatus="ValidationFailed", rayClusterName="rc-1")) is None
+
+
 def test_active_and_ready() -> None:
     # KubeRay's JobDeploymentStatusNew is the empty status: a RayJob it never reconciled (one handed to MultiKueue
     # on a manager) is not active, so it gets its Workload

@@ -617,6 +617,24 @@ def test_cluster_queue_resource_gauges_only_under_enable_cluster_queue_resources
         ("co", "cq-b", "f0", "cpu"): math.inf}
 
 
+
+def test_quotas_and_limits_at_or_past_int64s_maximum_report_infinity() -> None:
+    """Kueue v0.20 (#13585, #15026): a quota, limit, reservation or usage whose integer amount (milli for cpu)
+    is at or past MaxInt64 reports +Inf, not a large finite number; one below it is reported as it is."""
+    log = Log()
+    log.observe(*(upsert(x, T0) for x in (
+        namespace(NS), flavor("f0"),
+        cluster_queue("cq-big", cpu="9223372036854775807", memory="100Ei", borrowing="9223372036854775807m",
+                      lending="9223372036854775806"),
+        cluster_queue("cq-edge", cpu="9223372036854775806m", memory="9223372036854775806"))))
+    configure(log, T0 + 1000, metrics=RESOURCE_METRICS)
+    s = log.state
+    assert series(s, "kueue_cluster_queue_nominal_quota") == {
+        ("", "cq-big", "f0", "cpu"): math.inf, ("", "cq-big", "f0", "memory"): math.inf,
+        ("", "cq-edge", "f0", "cpu"): (2**63 - 2) / 1000, ("", "cq-edge", "f0", "memory"): float(2**63 - 2)}
+    assert series(s, "kueue_cluster_queue_borrowing_limit")[("", "cq-big", "f0", "cpu")] == math.inf
+    assert series(s, "kueue_cluster_queue_lending_limit")[("", "cq-big", "f0", "memory")] == float(2**63 - 2)
+
 def test_cluster_queue_status_pending_and_terminating() -> None:
     log = Log()
     cluster(log)

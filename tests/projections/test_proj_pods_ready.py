@@ -8,7 +8,7 @@ import pytest
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
 from projections.gates import DISABLE_WAIT_FOR_PODS_READY
-from projections.pods_ready import waits_for_pods_ready
+from projections.pods_ready import recorded_in_force, waits_for_pods_ready
 
 BASE = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 V1BETA1 = {**BASE, "apiVersion": "config.kueue.x-k8s.io/v1beta1"}  # only v1beta1 has waitForPodsReady.enable
@@ -58,3 +58,20 @@ def test_the_gate_reads_as_the_feature_gate_machinery_reads_an_alpha_gate(gates:
 def test_the_loose_row_is_refused_when_loaded_strictly() -> None:
     with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.enable`: Expected `bool`, got `str`"):
         load_config(LOOSE[0])
+
+
+@pytest.mark.parametrize(("document", "timeout"), [
+    (None, "30m"),  # no Configuration at all: v1beta2's defaults
+    (BASE, "30m"),
+    ({**BASE, "waitForPodsReady": {"blockAdmission": True}}, "30m"),
+    ({**BASE, "waitForPodsReady": {"timeout": "0s"}}, "30m"),  # zero is unset to v1beta2's defaulting
+    ({**BASE, "waitForPodsReady": {"timeout": "10m"}}, "10m"),
+    ({**V1BETA1, "waitForPodsReady": {"enable": True}}, "5m"),  # v1beta1 keeps its own default
+    ({**V1BETA1, "waitForPodsReady": {"enable": True, "timeout": "0s"}}, "0s"),
+])
+def test_the_timeout_defaults_to_30_minutes_under_v1beta2(document: dict | None, timeout: str) -> None:
+    """Kueue v0.19 (#11855, ``DefaultWaitForPodsReadyTimeout``): v1beta2 gives an unset or zero ``timeout`` 30
+    minutes; a v1beta1 document is defaulted as v1beta1 (5 minutes) before Kueue converts it. The fold and the
+    scheduler agree."""
+    assert recorded_in_force(document).timeout == timeout
+    assert load_config(document or {}).pods_ready.timeout == timeout

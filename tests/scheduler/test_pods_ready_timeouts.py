@@ -31,6 +31,14 @@ def test_v0_20_s_fields_are_taken_in_v1beta2_only() -> None:
         load_config(v1beta1)
 
 
+def test_the_unscheduled_timeout_is_held_to_the_defaulted_timeout() -> None:
+    """Kueue validates after defaulting: under v1beta2 an unset or zero ``timeout`` is 30 minutes by then."""
+    for stanza in ({"unscheduledTimeout": "20m"}, {"timeout": "0s", "unscheduledTimeout": "20m"}):
+        assert load_config(_config(stanza)).pods_ready.unscheduled_timeout == "20m"
+    with pytest.raises(InvalidInput, match=r"must not exceed waitForPodsReady.timeout"):
+        load_config(_config({"unscheduledTimeout": "31m"}))
+
+
 @pytest.mark.parametrize(("stanza", "message"), [
     ({"unscheduledTimeout": "6m"}, r"field `waitForPodsReady.unscheduledTimeout`: must not exceed "
                                    r"waitForPodsReady.timeout \('6m' > '5m'\)"),
@@ -83,6 +91,16 @@ def test_the_deadline_and_underlying_cause_of_a_pods_ready_timeout(
     assert pods_ready_timeouts.deadline(cfg, wl) == want
 
 
-def test_no_recovery_timeout_means_a_lost_readiness_is_never_timed_out() -> None:
-    cfg = load_config(_config({"timeout": "5m"}))
-    assert pods_ready_timeouts.deadline(cfg, _admitted(recovering_since=100_000)) is None
+def test_an_unset_recovery_timeout_is_the_timeout_under_v1beta2() -> None:
+    """Kueue v0.16 (#8493), and v0.19's defaults (#11855): no ``recoveryTimeout`` is the ``timeout``, with no
+    Configuration at all too (30 minutes)."""
+    lost = _admitted(recovering_since=100_000)
+    assert pods_ready_timeouts.deadline(load_config(_config({"timeout": "5m"})), lost) == (400_000, "WaitForRecovery")
+    assert pods_ready_timeouts.deadline(load_config({}), lost) == (100_000 + 30 * 60_000, "WaitForRecovery")
+
+
+def test_a_zero_recovery_timeout_or_v1beta1_without_one_never_times_a_lost_readiness_out() -> None:
+    lost = _admitted(recovering_since=100_000)
+    assert pods_ready_timeouts.deadline(load_config(_config({"timeout": "5m", "recoveryTimeout": "0s"})), lost) is None
+    v1beta1 = {**_config({"enable": True, "timeout": "5m"}), "apiVersion": "config.kueue.x-k8s.io/v1beta1"}
+    assert pods_ready_timeouts.deadline(load_config(v1beta1), lost) is None
