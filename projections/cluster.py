@@ -66,6 +66,10 @@ from projections.dra import extended_on as dra_extended_on
 from projections.dra import mapping_of as dra_mapping_of
 from projections.dra import mode_of as dra_mode_of
 from projections.dra import prioritized_on as dra_prioritized_on
+from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
+from projections.local_queue_metrics import LocalQueueMetricsSetting
+from projections.local_queue_metrics import of_document as lq_metrics_of
+from projections.local_queue_metrics import selects as lq_metrics_selects
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_reservation
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
@@ -168,7 +172,7 @@ class ClusterState:
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
-        "_custom_labels_of", "_custom_labels",
+        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
@@ -308,6 +312,9 @@ class ClusterState:
         self._custom_labels_of: ev.ConfigRecorded | None = None
         self._custom_labels: CustomLabels | None = None
         """:attr:`custom_labels` and the configuration it was read from (derived)."""
+        self._lq_metrics_of: ev.ConfigRecorded | None = None
+        self._lq_metrics: LocalQueueMetricsSetting = LQ_METRICS_DEFAULT
+        """``metrics.localQueueMetrics`` of :attr:`config`, and the configuration it was read from (derived)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -637,9 +644,26 @@ class ClusterState:
 
     @property
     def local_queue_metrics(self) -> bool:
-        """Kueue's ``LocalQueueMetrics`` gate in the configuration in force: the ``local_queue_*`` metrics are
-        folded and exposed (:mod:`projections.metrics`)."""
-        return self.gate(gates.LOCAL_QUEUE_METRICS)
+        """Kueue's ``LocalQueueMetrics`` gate and ``metrics.localQueueMetrics.enable`` in the configuration in
+        force: the ``local_queue_*`` metrics are folded and exposed (:mod:`projections.metrics`), for the
+        LocalQueues :meth:`local_queue_metrics_for` selects."""
+        return self.gate(gates.LOCAL_QUEUE_METRICS) and self._local_queue_setting().enable
+
+    def local_queue_metrics_for(self, namespace: str, name: str) -> bool:
+        """Whether the metrics of LocalQueue ``namespace/name`` are folded and exposed: :attr:`local_queue_metrics`
+        and the LocalQueue's labels match ``metrics.localQueueMetrics.localQueueSelector``
+        (:mod:`projections.local_queue_metrics`)."""
+        if not self.local_queue_metrics:
+            return False
+        setting = self._lq_metrics
+        return setting.selector is None or lq_metrics_selects(setting, self.local_queues.get(f"{namespace}/{name}"))
+
+    def _local_queue_setting(self) -> LocalQueueMetricsSetting:
+        config = self.config
+        if self._lq_metrics_of is not config:
+            self._lq_metrics = lq_metrics_of(config.document if config is not None else None)
+            self._lq_metrics_of = config
+        return self._lq_metrics
 
     @property
     def custom_labels(self) -> CustomLabels | None:

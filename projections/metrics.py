@@ -16,9 +16,11 @@ recorded configuration, as Kueue reports them: the ClusterQueue resource gauges 
 ``metrics.enableClusterQueueResources``, the info gauges under ``MetricsForCohorts``, the weighted shares with
 ``fairSharing``.
 
-The LocalQueue metrics (:data:`LOCAL_QUEUE_SPECS`) follow Kueue's ``LocalQueueMetrics`` gate in the configuration
-in force: the hooks fold them, and :func:`families` exposes them, only while it is on. The hooks ask for the gate
-only once a transition is counted, so with it off they cost the fold one cached lookup per counted transition.
+The LocalQueue metrics (:data:`LOCAL_QUEUE_SPECS`) follow Kueue's ``LocalQueueMetrics`` gate and the
+``metrics.localQueueMetrics`` stanza of the configuration in force (:mod:`projections.local_queue_metrics`): the
+hooks fold a workload's LocalQueue series, and :func:`families` exposes a LocalQueue's, only while the gate and the
+stanza are on and the stanza's ``localQueueSelector`` selects that LocalQueue. The hooks ask only once a transition
+is counted, so with the metrics off they cost the fold one cached lookup per counted transition.
 
 Under the ``CustomMetricLabels`` gate, the configuration's ``metrics.customLabels``
 (:mod:`projections.custom_labels`) are appended to the labels of every metric keyed by a ClusterQueue, LocalQueue
@@ -252,7 +254,8 @@ MULTIKUEUE_EVICTED = Spec(
     ("cluster_queue", "cluster", "reason"))
 
 # The LocalQueue twins (Kueue's ``LocalQueueMetrics`` gate): a workload's series are those of the LocalQueue it
-# names (``spec.queueName`` in its namespace), whether that LocalQueue exists or not, as Kueue records them.
+# names (``spec.queueName`` in its namespace); without a ``localQueueSelector``, whether that LocalQueue exists or
+# not (with one, a LocalQueue that does not exist is not selected: :mod:`projections.local_queue_metrics`).
 
 _LQ = ("name", "namespace")
 _LQ_PC = (*_LQ, "priority_class")
@@ -331,7 +334,8 @@ LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
     LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_RECOVERY_WAIT, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
     LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
 )
-"""Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
+"""Exposed only while the ``LocalQueueMetrics`` gate and ``metrics.localQueueMetrics`` are on in the configuration in
+force, for the LocalQueues its selector selects, and folded only then."""
 
 WORKLOAD_CREATION_LATENCY = Spec(
     "kueue_workload_creation_latency_seconds", "histogram",
@@ -587,7 +591,7 @@ def _reserved(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
         return
     ms = e.time - _queued_since(wl)
     _observe(m.histograms[_QR_WAIT], _QR_BOUNDS, (wl.cluster_queue, wl.priority_class), ms)
-    if state.local_queue_metrics:
+    if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
         _observe(m.histograms[_LQ_QR_WAIT], _QR_BOUNDS, (wl.queue_name, wl.namespace, wl.priority_class), ms)
 
 
@@ -611,7 +615,7 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     checked = wl.check_states and wl.reserved_at is not None
     if checked:
         _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
-    if state.local_queue_metrics:
+    if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
         lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
         _observe(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, lq_labels, ms)
         if checked:
@@ -629,7 +633,7 @@ def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -
         return
     labels = (wl.cluster_queue, wl.priority_class)
     lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
-    local = state.local_queue_metrics
+    local = state.local_queue_metrics_for(wl.namespace, wl.queue_name)
     queued = _queued_since(wl)
     _unobserve(m.histograms[_QR_WAIT], _QR_BOUNDS, labels, reserved_at - queued)
     if local:
@@ -671,7 +675,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     labels = (adm.cluster_queue, reason, cause, wl.priority_class)
     series = m.counters[_EVICTED]
     series[labels] = series.get(labels, 0) + 1
-    if state.local_queue_metrics:
+    if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
         lq_labels = (wl.queue_name, wl.namespace, reason, cause, wl.priority_class)
         series = m.counters[_LQ_EVICTED]
         series[lq_labels] = series.get(lq_labels, 0) + 1
@@ -727,7 +731,7 @@ def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None)
         now = wl.condition("PodsReady")
         if now is not None and now.reason == RECOVERED:
             _observe(m.histograms[_RECOVERY_WAIT], _QR_BOUNDS, labels, e.time - since)
-            if state.local_queue_metrics:
+            if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
                 _observe(m.histograms[_LQ_RECOVERY_WAIT], _QR_BOUNDS, (wl.queue_name, wl.namespace,
                                                                        wl.priority_class), e.time - since)
         return
@@ -736,7 +740,7 @@ def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None)
     admitted = _condition_time(wl, "Admitted")
     if admitted is not None:
         _observe(m.histograms[_UNTIL_READY], _BOUNDS_MS[_UNTIL_READY], labels, e.time - admitted)
-    if state.local_queue_metrics:
+    if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
         lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
         _observe(m.histograms[_LQ_READY_WAIT], _QR_BOUNDS, lq_labels, queued)
         if admitted is not None:
@@ -775,7 +779,8 @@ def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     labels = (adm.cluster_queue if adm is not None else "", wl.priority_class)
     series = m.counters[_FIN]
     series[labels] = series.get(labels, 0) + 1
-    lq_labels = (wl.queue_name, wl.namespace, wl.priority_class) if state.local_queue_metrics else None
+    local = state.local_queue_metrics_for(wl.namespace, wl.queue_name)
+    lq_labels = (wl.queue_name, wl.namespace, wl.priority_class) if local else None
     if lq_labels is not None:
         series = m.counters[_LQ_FIN]
         series[lq_labels] = series.get(lq_labels, 0) + 1
@@ -925,20 +930,42 @@ def _families(state: ClusterState) -> list[Family]:
     gauges = _gauges(state, local)
     out = []
     for spec in SPECS:
-        if not local and spec.name in _LOCAL:
+        if spec.name in _LOCAL:
+            if local:
+                out.append(_selected(state, _family(state, spec, gauges)))
             continue
-        if spec.kind == "gauge":
-            out.append(Family(spec, gauges[spec.name]))
-        elif spec.name in COUNT_OF:
-            hist = state.metrics.histograms[COUNT_OF[spec.name]]
-            out.append(Family(spec, [(k, float(sum(hist[k][:-1]))) for k in sorted(hist)]))
-        elif spec.kind == "counter":
-            series = state.metrics.counters[spec.name]
-            out.append(Family(spec, [(k, float(series[k])) for k in sorted(series)]))
-        else:
-            hist = state.metrics.histograms[spec.name]
-            out.append(Family(spec, [(k, _cumulative(hist[k]), hist[k][-1] / 1000) for k in sorted(hist)]))
+        out.append(_family(state, spec, gauges))
     return out
+
+
+def _selected(state: ClusterState, family: Family) -> Family:
+    """A LocalQueue family with the series of the LocalQueues ``metrics.localQueueMetrics.localQueueSelector``
+    selects now (its labels start with the LocalQueue's name and namespace). The fold counted only those selected
+    at the time; one whose labels stopped matching shows nothing, as Kueue clears its series then."""
+    memo: dict[tuple[str, str], bool] = {}
+    samples = []
+    for sample in family.samples:
+        key = (sample[0][1], sample[0][0])
+        keep = memo.get(key)
+        if keep is None:
+            keep = memo[key] = state.local_queue_metrics_for(*key)
+        if keep:
+            samples.append(sample)
+    return family if len(samples) == len(family.samples) else Family(family.spec, samples)
+
+
+def _family(state: ClusterState, spec: Spec, gauges: Gauges) -> Family:
+    """The family of ``spec``: a gauge from ``gauges``, a counter or histogram from the fold."""
+    if spec.kind == "gauge":
+        return Family(spec, gauges[spec.name])
+    if spec.name in COUNT_OF:
+        hist = state.metrics.histograms[COUNT_OF[spec.name]]
+        return Family(spec, [(k, float(sum(hist[k][:-1]))) for k in sorted(hist)])
+    if spec.kind == "counter":
+        series = state.metrics.counters[spec.name]
+        return Family(spec, [(k, float(series[k])) for k in sorted(series)])
+    hist = state.metrics.histograms[spec.name]
+    return Family(spec, [(k, _cumulative(hist[k]), hist[k][-1] / 1000) for k in sorted(hist)])
 
 
 def merged(parts: list[list[Family]]) -> list[Family]:

@@ -18,7 +18,7 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
-from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem
+from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem, selector_problem
 from kueue_es.scheduler import config_fields, config_numbers, config_schema, tls_options
 from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
@@ -288,7 +288,18 @@ FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: P
 integration, so Kueue refuses to start with one listed without ``pod`` (its integration ``DependencyList``)."""
 
 
+class LocalQueueMetricsConfig(_Cfg):
+    """Kueue's ``metrics.localQueueMetrics`` (v1beta2): with the ``LocalQueueMetrics`` gate, the LocalQueue metrics
+    are exposed while ``enable`` is on, for the LocalQueues ``localQueueSelector`` selects (all without one). Kueue
+    defaults only an absent stanza, to ``{enable: true}``: a stanza without ``enable`` turns them off. The metrics
+    read it from the recorded document (:mod:`projections.local_queue_metrics`)."""
+
+    enable: bool = False
+    local_queue_selector: o.LabelSelector | None = None
+
+
 class ControllerMetrics(_Cfg):
+    local_queue_metrics: LocalQueueMetricsConfig | None = None
     enable_cluster_queue_resources: bool = False
     """Kueue reports the ClusterQueue resource gauges and weighted share only when on; the metrics read it from
     the recorded document (:func:`projections.metrics.cluster_queue_resources`)."""
@@ -669,6 +680,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
+    _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
     if cfg.tls is not None and cfg.gate(gates.VISIBILITY_ON_DEMAND):
         problem = tls_options.parse(cfg.tls.min_version, cfg.tls.cipher_suites)[1]
         if problem is not None:  # Kueue's visibility server cannot start on it, and Kueue exits
@@ -838,6 +850,20 @@ def _validate_selector(selector: o.LabelSelector, at: str) -> None:
         if (req.operator in ("In", "NotIn")) != bool(req.values):
             need = "must be specified" if req.operator in ("In", "NotIn") else "may not be specified"
             raise InvalidInput(f"{where}.values`: {need} when `operator` is {req.operator!r}")
+
+
+def _validate_local_queue_selector(lqm: LocalQueueMetricsConfig | None, source: str) -> None:
+    """Kueue v0.20 (#16379) does not start on a ``localQueueSelector`` that is no valid label selector while the
+    stanza is enabled (its LocalQueue controller fails to set up, naming the field); disabled, the selector is not
+    read. Before, such a selector selected every LocalQueue."""
+    selector = lqm.local_queue_selector if lqm is not None and lqm.enable else None
+    if selector is None:
+        return
+    found = selector_problem(selector.match_labels,
+                             [(r.key, r.operator, r.values) for r in selector.match_expressions])
+    if found is not None:
+        raise InvalidInput(f"{source}: Configuration: field `metrics.localQueueMetrics.localQueueSelector."
+                           f"{found[0]}`: {found[1]}")
 
 
 def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: str) -> None:

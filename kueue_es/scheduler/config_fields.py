@@ -55,7 +55,7 @@ ONLY_IN: dict[str, tuple[str, ...]] = {
               "multiKueue.incrementalDispatcherConfig", "resources.quotaCheckStrategy",
               "resources.deviceClassMappings[].sources", "metrics.customLabels[].sourceKind",
               "metrics.customLabels[].trackedValues", "waitForPodsReady.unscheduledTimeout",
-              "waitForPodsReady.maxTimeoutOnWorkload"),
+              "waitForPodsReady.maxTimeoutOnWorkload", "metrics.localQueueMetrics", "visibilityServer"),
 }
 """apiVersion -> the fields (``a.b``, ``a[].b`` below a list) only that version of Kueue's Configuration has: the
 ones v1beta2 removed or replaced (its conversion drops them), and the ones added to v1beta2 alone (its conversion

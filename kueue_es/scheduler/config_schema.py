@@ -21,7 +21,10 @@ How Go's JSON decoding reads each kind of field, and so how it is written here:
   (:mod:`kueue_es.scheduler.config_numbers`, applied before).
 
 Field names and types follow Kueue's ``apis/config/v1beta2`` and ``v1beta1`` ``configuration_types.go`` (the newest
-stored, older than v0.20, for the fields kueue-es does not read; v0.20's additions as kueue-es models them), the
+stored, older than v0.20, for the fields kueue-es does not read; v0.20's additions as kueue-es models them; v1beta2's
+``metrics.localQueueMetrics`` and ``visibilityServer``, which that copy predates, as v0.20's generated deep copies and
+defaults type them: ``enable`` a bool, the selector a label selector, ``bindAddress`` a string, ``bindPort`` an
+``int32``), the
 ``LeaderElectionConfiguration`` of ``k8s.io/component-base/config/v1alpha1`` and client-go's ``clientcmd/api``
 ``ExecConfig``. What a field means is checked elsewhere (:func:`~kueue_es.scheduler.config.load_config`).
 """
@@ -258,8 +261,14 @@ class _ControllerMetrics(_Fields):
     enable_cluster_queue_resources: bool | None = None
 
 
+class LocalQueueMetrics(_Fields):
+    enable: bool | None = None
+    local_queue_selector: LabelSelector | None = None
+
+
 class ControllerMetricsV1beta2(_ControllerMetrics):
     custom_labels: list[CustomLabelV1beta2 | None] | None = None
+    local_queue_metrics: LocalQueueMetrics | None = None
 
 
 class ControllerMetricsV1beta1(_ControllerMetrics):
@@ -299,6 +308,11 @@ class ObjectRetentionPolicies(_Fields):
     workloads: WorkloadRetentionPolicy | None = None
 
 
+class VisibilityServer(_Fields):
+    bind_address: str | None = None
+    bind_port: Int32 | None = None
+
+
 class _Configuration(_Fields):
     """The fields both versions have, typed alike."""
 
@@ -327,6 +341,7 @@ class ConfigurationV1beta2(_Configuration):
     multi_kueue: MultiKueueV1beta2 | None = None
     fair_sharing: FairSharingV1beta2 | None = None
     resources: ResourcesV1beta2 | None = None
+    visibility_server: VisibilityServer | None = None
 
 
 class ConfigurationV1beta1(_Configuration):

@@ -1048,6 +1048,71 @@ def test_a_snapshot_of_the_version_before_the_local_queue_metrics_restores() -> 
             "kueue_local_queue_admitted_workloads_total")]
 
 
+# --- metrics.localQueueMetrics: its switch and its LocalQueue selector (Kueue v1beta2) ----------------------------
+
+
+def labelled(lq: o.LocalQueue, **labels: str) -> o.LocalQueue:
+    return msgspec.structs.replace(lq, metadata=msgspec.structs.replace(lq.metadata, labels=labels))
+
+
+def lq_metrics_config(log: Log, time: int, stanza: dict) -> None:
+    log.observe(ev.ConfigRecorded(time=time, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "metrics": {"localQueueMetrics": stanza}}))
+
+
+def test_a_local_queue_metrics_stanza_that_does_not_enable_them_turns_them_off() -> None:
+    """Kueue defaults only an absent stanza (to ``enable: true``): one that leaves ``enable`` out, or sets it
+    false, turns the LocalQueue metrics off with their gate on."""
+    for stanza in ({}, {"enable": False}, {"localQueueSelector": {"matchLabels": {"team": "ml"}}}):
+        log = Log()
+        lq_metrics_config(log, T0, stanza)
+        local_queue_scenario(log)
+        assert local_families(log.state) == [], stanza
+    log = Log()
+    lq_metrics_config(log, T0, {"enable": True})
+    local_queue_scenario(log)
+    assert len(local_families(log.state)) == len(LOCAL_QUEUE_SPECS)
+
+
+def test_the_local_queue_selector_keeps_the_metrics_of_the_local_queues_it_selects() -> None:
+    log = Log()
+    lq_metrics_config(log, T0, {"enable": True, "localQueueSelector": {
+        "matchExpressions": [{"key": "team", "operator": "In", "values": ["ml"]}]}})
+    cluster(log)
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="ml"), T0),
+                upsert(workload(NS, "w9", queue="lq-gone", created=T0), T0))
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), reserve("ns/w2", "cq-b"), reserve("ns/w9", "cq-b"))
+    s = log.state
+    assert series(s, "kueue_local_queue_quota_reserved_workloads_total") == {("lq-a", "ns", "high"): 1}
+    assert series(s, "kueue_local_queue_reserving_active_workloads") == {("lq-a", "ns"): 1}
+    assert sample(s, "kueue_quota_reserved_workloads_total", cluster_queue="cq-b", priority_class="") == 2
+    # lq-b's labels come to match: its gauges show at once, its counters count from then on
+    log.observe(upsert(labelled(local_queue(NS, "lq-b", "cq-b"), team="ml"), T0 + 2000))
+    assert series(s, "kueue_local_queue_reserving_active_workloads") == {("lq-a", "ns"): 1, ("lq-b", "ns"): 1}
+    log.decide(T0 + 3000, admit("ns/w2"))
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-b", "ns", ""): 1}
+    assert series(s, "kueue_local_queue_quota_reserved_workloads_total") == {("lq-a", "ns", "high"): 1}
+    # lq-a stops matching: none of its series is shown
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="web"), T0 + 4000))
+    assert series(s, "kueue_local_queue_quota_reserved_workloads_total") == {}
+    assert series(s, "kueue_local_queue_reserving_active_workloads") == {("lq-b", "ns"): 1}
+    full = fold(log.records)
+    assert families(full) == families(s)
+    _restores_at_every_cut(log.records, full)
+
+
+def test_a_recorded_invalid_local_queue_selector_selects_every_local_queue() -> None:
+    """A document recorded before kueue-es refused such a selector (as Kueue v0.20 does) reads as Kueue read it
+    before: every LocalQueue."""
+    log = Log()
+    lq_metrics_config(log, T0, {"enable": True, "localQueueSelector": {
+        "matchExpressions": [{"key": "team", "operator": "InvalidOp", "values": ["ml"]}]}})
+    local_queue_scenario(log)
+    assert set(series(log.state, "kueue_local_queue_quota_reserved_workloads_total")) == {
+        ("lq-a", "ns", "high"), ("lq-b", "ns", ""), ("lq-b", "other", "")}
+
+
 def test_the_shards_of_a_replica_merge_their_local_queue_series() -> None:
     on, off = Log(), Log()
     local_queue_scenario(on)
