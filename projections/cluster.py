@@ -44,6 +44,7 @@ from projections.admissionchecks import (
     unshown_with,
     unshown_written,
 )
+from projections.admitted_condition import sync_unadmitted
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
@@ -1224,8 +1225,10 @@ class ClusterState:
             last_transition_time=_ltt(old, e.state, e.time), pod_set_updates=list(e.pod_set_updates),
         )
         wl.check_states = dict(sorted(states.items()))
-        if e.state == "Rejected":  # Kueue v0.20 (#14309): a rejected check takes the Admitted condition down at once
-            _sync_admitted(wl, e.time)
+        if e.state == "Rejected" or wl.phase == RESERVED:
+            # Kueue v0.20 (#14309): a rejected check takes the Admitted condition down at once; a workload holding
+            # quota but not admitted shows why (the workload controller syncs it with each check's change)
+            self._sync_admitted(wl, e.time)
         if wl.unshown_checks and isinstance(e, ev.AdmissionCheckStateChanged):
             # its controller's word, observed where it set it: the log's own earlier word is behind it
             wl.unshown_checks = tuple(u for u in wl.unshown_checks if u[0] != e.check)
@@ -2380,8 +2383,14 @@ class ClusterState:
             if c is not None and c.status == "True":
                 wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
         wl.evicted = ""
+        self._sync_admitted(wl, e.time)  # no Admitted=True yet: that is WorkloadAdmitted's
         self._keep_pods_ready(wl, False, e.time)
         self.reflag(wl)
+
+    def _sync_admitted(self, wl: WorkloadInfo, time: int) -> None:
+        """Kueue's ``SyncAdmittedCondition`` for a workload short of admission (:mod:`projections.admitted_condition`);
+        the admitted time is accumulated by the caller."""
+        sync_unadmitted(wl, time, self.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY))
 
     def _admitted(self, e: ev.WorkloadAdmitted) -> None:
         wl = self.workloads.get(e.key)
@@ -2400,6 +2409,7 @@ class ClusterState:
         if wl is None or wl.phase != PENDING:
             return
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
+        self._sync_admitted(wl, e.time)  # in the same write, as Kueue's scheduler and workload controller do
         if e.preemption_gated:
             wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, "True", PREEMPTION_GATED, e.message, e.time)
         wl.scan = intern_scan(e.scan, e.cycle)
@@ -2476,7 +2486,7 @@ class ClusterState:
             wl.reserved_at = wl.admitted_at = None
             self._refresh_pod_sets(wl)  # pending again: counted as Kueue adjusts it now, not as when admitted
             wl.set_condition("QuotaReserved", "False", "PendingEvaluation", e.message, e.time)
-            _sync_admitted(wl, e.time)
+            self._sync_admitted(wl, e.time)
             self._keep_pods_ready(wl, False, e.time)
             cq = wl.cluster_queue
             wl.cluster_queue = ""
@@ -2512,7 +2522,7 @@ class ClusterState:
             wl.reserved_at = wl.admitted_at = None
             self._refresh_pod_sets(wl)
             wl.set_condition("QuotaReserved", "False", "Deactivated", "The workload is deactivated", e.time)
-            _sync_admitted(wl, e.time)
+            self._sync_admitted(wl, e.time)
             self._keep_pods_ready(wl, False, e.time)
             wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
             self._sync_checks(wl)
@@ -2909,21 +2919,6 @@ def _reset_checks(wl: WorkloadInfo, time: int, offset: int) -> None:
     }
     wl.unshown_checks = unshown_with(wl.unshown_checks, reset, offset,
                                      shown=already_shown(wl.shown_checks, wl.check_states, reset))
-
-
-def _sync_admitted(wl: WorkloadInfo, time: int) -> None:
-    """Kueue's ``SyncAdmittedCondition`` for the cases the fold handles (the reservation is gone, or was never
-    there): Admitted=False with the first reason that holds — NoReservation, then UnsatisfiedAdmissionChecks —
-    but only as a transition from True (an absent condition stays absent). The admitted time is accumulated
-    by the caller."""
-    adm = wl.condition("Admitted")
-    if adm is None or adm.status != "True":
-        return
-    if not wl.reserving:
-        wl.set_condition("Admitted", "False", "NoReservation", "The workload has no reservation", time)
-    elif any(s.state != "Ready" for s in wl.check_states.values()):
-        wl.set_condition("Admitted", "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready",
-                         time)
 
 
 def _workload_of_pod(pod: o.Pod | None) -> str:

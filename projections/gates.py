@@ -16,6 +16,8 @@ node controller look at a node anew, which lists again a failed node a pod-owned
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
 ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`),
 ``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`),
+``UnadmittedWorkloadsObservability`` (the Admitted condition of a workload not admitted:
+:mod:`projections.admitted_condition`),
 ``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
 :mod:`projections.metrics`),
 ``KueueDRAIntegration``, ``KueueDRARejectWorkloadsWhenDRADisabled`` and ``KueueDRAIntegrationPrioritizedList``

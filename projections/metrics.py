@@ -48,6 +48,7 @@ from events.timefmt import parse_time
 from projections import effective_quotas, eviction_stats, fair_share, gates, multikueue_metrics
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
 from projections.pods_ready_condition import RECOVERED, WAIT_FOR_RECOVERY
+from projections.variants import parent_name
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -100,6 +101,13 @@ PENDING_SCHEDULING_HASHES = Spec(
     "together) among a ClusterQueue's pending workloads, by the status pending_workloads counts them under; all "
     "'inadmissible' while the ClusterQueue is inactive. Reported only while SchedulingEquivalenceHashing is on.",
     ("cluster_queue", "status"))
+UNADMITTED = Spec(
+    "kueue_unadmitted_workloads", "gauge",
+    "Workloads not admitted (neither finished nor admitted) of a ClusterQueue, by the reason of their Admitted "
+    "condition (NoReservation while they show none) and the underlying cause: the reason of their QuotaReserved "
+    "condition while False (PendingEvaluation while they show none), empty while they hold quota. Reported only "
+    "while UnadmittedWorkloadsObservability is on; a workload whose LocalQueue is missing has no ClusterQueue to "
+    "be counted in.", ("cluster_queue", "reason", "underlying_cause"))
 QUOTA_RESERVED = Spec(
     "kueue_quota_reserved_workloads_total", "counter",
     "Workloads that got a quota reservation, per ClusterQueue and priority class.", _CQ_PC)
@@ -265,6 +273,11 @@ LQ_PENDING = Spec(
     "kueue_local_queue_pending_workloads", "gauge",
     "Workloads of the LocalQueue waiting in its ClusterQueue, by status ('active', 'inadmissible'), as "
     "pending_workloads counts them.", (*_LQ, "status"))
+LQ_UNADMITTED = Spec(
+    "kueue_local_queue_unadmitted_workloads", "gauge",
+    "Workloads of the LocalQueue not admitted, by ClusterQueue, reason and underlying cause, as "
+    "unadmitted_workloads counts them (only for a LocalQueue that exists).",
+    (*_LQ, "cluster_queue", "reason", "underlying_cause"))
 LQ_QUOTA_RESERVED = Spec(
     "kueue_local_queue_quota_reserved_workloads_total", "counter",
     "Workloads that got a quota reservation, per LocalQueue and priority class.", _LQ_PC)
@@ -330,7 +343,7 @@ LQ_USAGE = Spec(
     "cores).", _LQ_RESOURCE)
 
 LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
-    LQ_PENDING, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
+    LQ_PENDING, LQ_UNADMITTED, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
     LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_RECOVERY_WAIT, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
     LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
 )
@@ -344,7 +357,7 @@ WORKLOAD_CREATION_LATENCY = Spec(
     "MetricForWorkloadCreationLatency is on.", ("job_kind",), DEFAULT_BUCKETS)
 
 SPECS: tuple[Spec, ...] = (
-    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
+    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, UNADMITTED, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, RECOVERY_WAIT, FINISHED_TOTAL,
     EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
@@ -1086,6 +1099,8 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
         out[CQ_STATUS.name] += [((name, s), 1.0 if s == status else 0.0) for s in ("pending", "active", "terminating")]
         if resources:
             _cluster_queue_resources(out, state, name, admitted)
+    if state.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY):
+        _unadmitted(state, out, local)
     if state.gate(gates.METRICS_FOR_COHORTS):
         _info(out, state)
     _cohort_subtrees(out, state, admitted_in)
@@ -1095,6 +1110,44 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
     for name in out:
         out[name].sort()
     return out
+
+
+def _unadmitted(state: ClusterState, out: Gauges, local: bool) -> None:
+    """``unadmitted_workloads`` and, with the LocalQueue metrics, its LocalQueue twin: every workload neither
+    admitted nor finished, ConcurrentAdmission's variants left out (their parent stands for them), counted by
+    ClusterQueue — the one it holds quota in, else its LocalQueue's; none when that LocalQueue is missing — and
+    by :func:`unadmitted_labels` (Kueue's queue manager, KEP-10852)."""
+    per_cq: dict[tuple[str, str, str], int] = {}
+    per_lq: dict[tuple[str, str, str, str, str], int] = {}
+    local_queues = state.local_queues
+    for wl in state.workloads.values():
+        if wl.phase == FINISHED or parent_name(wl):
+            continue
+        adm = wl.condition("Admitted")
+        if adm is not None and adm.status == "True":
+            continue
+        lq = local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+        cq = wl.cluster_queue if wl.reserving else lq.spec.cluster_queue if lq is not None else ""
+        if not cq:
+            continue
+        reason, cause = unadmitted_labels(wl)
+        per_cq[cq, reason, cause] = per_cq.get((cq, reason, cause), 0) + 1
+        if local and lq is not None:
+            k = (wl.queue_name, wl.namespace, cq, reason, cause)
+            per_lq[k] = per_lq.get(k, 0) + 1
+    out[UNADMITTED.name] += [(k, float(n)) for k, n in per_cq.items()]
+    if local:
+        out[LQ_UNADMITTED.name] += [(k, float(n)) for k, n in per_lq.items()]
+
+
+def unadmitted_labels(wl: WorkloadInfo) -> tuple[str, str]:
+    """(reason, underlying_cause) of a workload not admitted: its Admitted reason (``NoReservation`` while it
+    shows no Admitted condition), and its QuotaReserved reason while False — empty while True,
+    ``PendingEvaluation`` while it shows none (a workload no one has written a status for yet)."""
+    adm = wl.condition("Admitted")
+    qr = wl.condition("QuotaReserved")
+    cause = "PendingEvaluation" if qr is None else "" if qr.status == "True" else qr.reason
+    return (adm.reason if adm is not None else "NoReservation"), cause
 
 
 def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool, hashing: bool,

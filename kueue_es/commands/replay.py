@@ -289,10 +289,15 @@ def _workload(wl: WorkloadInfo) -> dict[str, Any]:
 
 
 def last_condition(wl: WorkloadInfo) -> Any:
-    """The condition that changed last (latest lastTransitionTime; in a tie, the later in a workload's life)."""
+    """The condition that changed last (latest lastTransitionTime; in a tie, the later in a workload's life). An
+    Admitted=False says only what the others say (no reservation, checks not Ready): it loses every tie, so a
+    pending workload shows why its QuotaReserved is False."""
     best, best_key = None, None
     for c in wl.conditions:
-        rank = _CONDITION_ORDER.index(c.type) if c.type in _CONDITION_ORDER else -1
+        if c.type == "Admitted" and c.status == "False":
+            rank = -2
+        else:
+            rank = _CONDITION_ORDER.index(c.type) if c.type in _CONDITION_ORDER else -1
         k = (c.last_transition_time or "", rank)
         if best_key is None or k >= best_key:
             best, best_key = c, k

@@ -68,7 +68,7 @@ async def test_a_condition_added_after_kueue_es_first_saw_the_workload_is_kept()
     api = Apiserver()
     await StatusWriter(api, journal).sync(WL.key)  # type: ignore[arg-type]
     (body,) = api.patches
-    assert _types(body) == {"example.com/Audited": "True", "QuotaReserved": "False"}
+    assert _types(body) == {"example.com/Audited": "True", "QuotaReserved": "False", "Admitted": "False"}
     assert body["status"]["conditions"][0] == msgspec.to_builtins(AUDITED), "kept as it is, where it is"
 
 
@@ -86,7 +86,7 @@ async def test_a_foreign_condition_is_written_as_the_apiserver_shows_it_not_as_f
     api = Apiserver()
     await StatusWriter(api, journal).sync(WL.key)  # type: ignore[arg-type]
     (body,) = api.patches
-    assert _types(body) == {"example.com/Audited": "True", "QuotaReserved": "False"}
+    assert _types(body) == {"example.com/Audited": "True", "QuotaReserved": "False", "Admitted": "False"}
 
 
 @pytest.mark.asyncio
@@ -98,8 +98,8 @@ async def test_a_write_retried_after_a_conflict_keeps_the_condition_added_meanwh
     await writer.sync(WL.key)
     first, retried = api.patches
     assert first["metadata"]["resourceVersion"] == "1" and retried["metadata"]["resourceVersion"] == "2"
-    assert _types(first) == {"QuotaReserved": "False"}
-    assert _types(retried) == {"example.com/Audited": "True", "QuotaReserved": "False"}
+    assert _types(first) == {"QuotaReserved": "False", "Admitted": "False"}
+    assert _types(retried) == {"example.com/Audited": "True", "QuotaReserved": "False", "Admitted": "False"}
     outcomes = [r.event for r in [r async for r in journal.log.read()] if isinstance(r.event, ev.DecisionApplied)]
     assert [e.decision for e in outcomes] == [1]
     # our own write stands for the Workload until the watch shows it: nothing left to write

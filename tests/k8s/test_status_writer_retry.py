@@ -54,7 +54,7 @@ async def test_a_retried_status_write_keeps_the_nominations_written_meanwhile() 
     first, retried = api.patches
     assert first["metadata"]["resourceVersion"] == "1" and retried["metadata"]["resourceVersion"] == "2"
     assert "nominatedClusterNames" not in retried["status"], "the dispatcher's nominations are not cleared"
-    assert [c["reason"] for c in retried["status"]["conditions"]] == ["Pending"]
+    assert [c["reason"] for c in retried["status"]["conditions"]] == ["Pending", "NoReservation"]
     outcomes = [r.event for r in [r async for r in journal.log.read()] if isinstance(r.event, ev.DecisionApplied)]
     assert [e.decision for e in outcomes] == [1]
 
@@ -75,7 +75,7 @@ async def test_the_next_write_before_the_watch_shows_them_keeps_the_nominations_
     await writer.sync(WL.key)
     assert len(api.patches) == 3
     assert "nominatedClusterNames" not in api.patches[-1]["status"], "the dispatcher's nominations are not cleared"
-    assert [c["message"] for c in api.patches[-1]["status"]["conditions"]] == ["still no quota"]
+    assert [c["message"] for c in api.patches[-1]["status"]["conditions"]] == ["still no quota", "The workload has no reservation"]
 
 
 def _rewritten(*pod_sets: o.PodSet) -> o.Workload:

@@ -673,6 +673,29 @@ def test_pending_scheduling_hashes_count_the_shapes_of_pending_workloads() -> No
     assert series(log.state, "kueue_pending_workloads")[("cq-b", "inadmissible")] == 4  # still reported
 
 
+def test_unadmitted_workloads_by_admitted_reason_and_underlying_cause() -> None:
+    """Kueue's unadmitted_workloads (KEP-10852): every workload neither admitted nor finished, by its Admitted
+    reason (NoReservation while it shows none) and its QuotaReserved reason (PendingEvaluation while it shows
+    none, empty while it holds quota); one whose LocalQueue is missing has no ClusterQueue to be counted in."""
+    log = Log()
+    cluster(log)
+    log.observe(upsert(workload(NS, "lost", queue="nowhere", created=T0), T0))
+    gates_config(log, T0, LocalQueueMetrics=True)
+    assert series(log.state, "kueue_unadmitted_workloads") == {
+        ("cq-a", "NoReservation", "PendingEvaluation"): 1, ("cq-b", "NoReservation", "PendingEvaluation"): 2}
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"), reserve("ns/w2", "cq-b"), no_fit("ns/w3"))
+    assert series(log.state, "kueue_unadmitted_workloads") == {
+        ("cq-b", "NoReservation", ""): 1,  # w2 holds quota, not admitted yet (no Admitted condition)
+        ("cq-b", "NoReservation", "WaitingForQuota"): 1}
+    assert series(log.state, "kueue_local_queue_unadmitted_workloads") == {
+        ("lq-b", NS, "cq-b", "NoReservation", ""): 1, ("lq-b", NS, "cq-b", "NoReservation", "WaitingForQuota"): 1}
+    log.decide(T0 + 2000, admit("ns/w2"))
+    assert series(log.state, "kueue_unadmitted_workloads") == {("cq-b", "NoReservation", "WaitingForQuota"): 1}
+    gates_config(log, T0 + 3000, LocalQueueMetrics=True, UnadmittedWorkloadsObservability=False)
+    assert series(log.state, "kueue_unadmitted_workloads") == {}  # reported only under the gate
+    assert series(log.state, "kueue_local_queue_unadmitted_workloads") == {}
+
+
 def test_an_inactive_cluster_queue_counts_its_pending_workloads_as_inadmissible() -> None:
     """Kueue's queue manager reports every pending workload of a ClusterQueue that is not active as inadmissible,
     for the ClusterQueue and its LocalQueues alike."""

@@ -41,7 +41,9 @@ written}, delayedTopology: {podSet: Pending|Ready|null}}``,
 ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
-``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``reasons: {condition type:
+``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason, message, lastTransitionTime}``
+(the last two optional; null: no Admitted condition), ``conditionOrder: [type, ...]`` (every condition's type, in
+the order ``status.conditions`` lists them), ``reasons: {condition type:
 reason}``, ``messages: {condition type: exact message}``, ``checks: {name: {state,
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, ``retention:
 Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), ``resourceRequests:
@@ -231,7 +233,17 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
     if "admittedCondition" in want:
         checked = True
         adm, w = _cond(status, "Admitted"), want["admittedCondition"]
-        assert adm is not None and adm["status"] == w["status"] and adm["reason"] == w["reason"], f"{key}: {adm}"
+        if w is None:
+            assert adm is None, f"{key}: unexpected Admitted condition {adm}"
+        else:
+            assert adm is not None and adm["status"] == w["status"] and adm["reason"] == w["reason"], f"{key}: {adm}"
+            for field in ("message", "lastTransitionTime"):
+                if field in w:
+                    assert adm[field] == w[field], f"{key}: Admitted {field} {adm[field]!r}"
+    if "conditionOrder" in want:
+        checked = True
+        got = [c["type"] for c in status.get("conditions", [])]
+        assert got == want["conditionOrder"], f"{key}: conditions in order {got}"
     if "reasons" in want:
         checked = True
         for type_, reason in want["reasons"].items():
