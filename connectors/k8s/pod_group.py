@@ -45,7 +45,9 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   (admission and topology) from and takes the finalizer off — the pods of the older revision during a rolling update (``status.currentRevision``
   differs from ``status.updateRevision`` and the pod's ``controller-revision-hash`` is the current one), and every
   pod once the StatefulSet is gone (:func:`let_go_by_statefulset`) — pods it orphaned too, found by their group's
-  name as Kueue's reconciler finds them (:func:`statefulset_name`).
+  name as Kueue's reconciler finds them (:func:`statefulset_name`). The older revision's pods are let go only once
+  the group's Workload is admitted (Kueue v0.19.7 #16401, v0.20.0 #16329): until then they stay gated, Kueue's
+  finalizer on, as any of the group's pods.
 """
 
 from __future__ import annotations
@@ -258,11 +260,13 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`).
     ``wl_deleting``: the apiserver shows the Workload being deleted. Ended Pods a StatefulSet holds are let go
     besides (:func:`released_by_statefulset`), and, with ``statefulset`` (the StatefulSet holding the group, when
-    known and its integration on), those :func:`let_go_by_statefulset` names. ``remote``: the Workload runs on a
+    known and its integration on), those :func:`let_go_by_statefulset` names (the older revision's only once
+    ``wl`` is admitted, as the group would start its pods). ``remote``: the Workload runs on a
     MultiKueue worker (:func:`connectors.k8s.pod_sync.runs_on_a_worker`): its gated Pods here are never started."""
     step = _group_step(pods, wl, managed=managed, admission_shown=admission_shown, prebuilt=prebuilt,
                        fast_quota_release=fast_quota_release, wl_deleting=wl_deleting, remote=remote)
-    let_go = let_go_by_statefulset(pods, statefulset) if managed and statefulset is not None else ()
+    admitted = wl is not None and is_admitted(wl) and admission_shown and not remote
+    let_go = let_go_by_statefulset(pods, statefulset, admitted=admitted) if managed and statefulset else ()
     if let_go:  # its patch takes the finalizer off too
         step = replace(step, let_go=let_go, finalize=tuple(p for p in step.finalize if p not in let_go))
     released = released_by_statefulset(pods) if managed else ()
@@ -271,12 +275,15 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     return replace(step, finalize=step.finalize + more) if more else step
 
 
-def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView) -> tuple[ManagedPod, ...]:
+def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView, *,
+                          admitted: bool) -> tuple[ManagedPod, ...]:
     """The group's Pods a StatefulSet holds that Kueue's StatefulSet reconciler ungates and finalizes, those still
     gated (by either of Kueue's gates) or carrying the finalizer: every one once the StatefulSet is gone; during a
     rolling update (its current revision not the update one yet), those of the current revision, which the
-    controller is to replace."""
-    updating = statefulset.current_revision != statefulset.update_revision
+    controller is to replace, but only once the group's Workload is ``admitted`` (as the group would start its
+    pods: shown so, and not run on a MultiKueue worker). Kueue v0.19.7 #16401 / v0.20.0 #16329: ungated before,
+    they ran on no quota; until then they stay gated with the finalizer, held by the group's rules."""
+    updating = admitted and statefulset.current_revision != statefulset.update_revision
 
     def let_go(p: ManagedPod) -> bool:
         return statefulset.gone or (updating and p.metadata.labels.get(REVISION_LABEL) == statefulset.current_revision)

@@ -62,7 +62,7 @@ newer Kueue), else deleted (``DeletedWorkload``), the group then getting a new o
 framework on, a group a StatefulSet holds is also looked at again when the StatefulSet's status revisions change or
 it goes (:mod:`connectors.k8s.statefulsets`; pods it orphaned are traced to it by their group's name), and its pods
 are let go as Kueue's StatefulSet reconciler lets them go (:func:`connectors.k8s.pod_group.let_go_by_statefulset`:
-ungated and finalized). Not done: rewriting a Workload
+ungated and finalized; in a rolling update, only once the group's Workload is admitted). Not done: rewriting a Workload
 whose pod sets no longer match its Pod (a single Pod's).
 """
 

@@ -392,6 +392,35 @@ def test_during_a_rolling_update_the_current_revisions_pods_are_ungated_and_let_
         "not a StatefulSet's")
 
 
+@pytest.mark.parametrize("case", ["no workload", "pending", "reserved", "evicted", "admission not shown",
+                                  "on a worker"])
+def test_during_a_rolling_update_the_current_revisions_pods_stay_held_until_the_workload_is_admitted(
+        case: str) -> None:
+    """Kueue v0.19.7 #16401 / v0.20.0 #16329: the current revision's pods are ungated only once the group's
+    Workload is admitted, else they would run on no quota. Not admitted, they keep the gate and Kueue's finalizer
+    (the group's rules hold them as any of its pods; deleted before reaching a node, they lose the finalizer as
+    ever). As for any pod of the group, "admitted" is as the group would start its pods: shown so by the apiserver,
+    and not run on a MultiKueue worker."""
+    updating = pod_group.StatefulSetView(current_revision="web-old", update_revision="web-new")
+    pods = [sts_member("web-0", "web-old"), sts_member("web-1", "web-old"), sts_member("web-2", "web-new")]
+    wl = {"no workload": None, "pending": group_workload(PENDING, counts={"r1": 3}),
+          "reserved": group_workload(RESERVED, counts={"r1": 3}, reserving=True),
+          "evicted": group_workload(ADMITTED, counts={"r1": 3}, evicted="Preempted", reserving=True),
+          "admission not shown": group_workload(ADMITTED, counts={"r1": 3}),
+          "on a worker": group_workload(ADMITTED, counts={"r1": 3})}[case]
+    step = next_step(pods, wl, managed=True, admission_shown=case != "admission not shown", statefulset=updating,
+                     remote=case == "on a worker")
+    assert step.let_go == (), "no quota behind them yet: kept gated"
+    assert step.finalize == () and step.action != START, "and Kueue's finalizer kept"
+    deleted = sts_member("web-1", "web-old", deleting=True)
+    step = next_step([pods[0], deleted, pods[2]], wl, managed=True, admission_shown=case != "admission not shown",
+                     statefulset=updating, remote=case == "on a worker")
+    assert step.let_go == () and names(step.finalize) == ["web-1"], "one the controller deletes goes as ever"
+    admitted = next_step(pods, group_workload(ADMITTED, counts={"r1": 3}), managed=True, admission_shown=True,
+                         statefulset=updating)
+    assert names(admitted.let_go) == ["web-0", "web-1"], "once admitted, let go as before"
+
+
 def test_once_the_statefulset_is_gone_every_pod_is_ungated_and_let_go() -> None:
     ended = sts_member("web-0", "web-old", gated=False, phase="Failed", node="n1")
     pods = [ended, sts_member("web-1", "web-old", gated=False, phase="Running", node="n1"),

@@ -9,7 +9,8 @@ would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their co
 refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go,
 and so does the group's Workload: scaled up again to another size, the group gets one counting the new replicas.
 With the StatefulSet's status revisions (set by the test through the status subresource, as the controller would),
-the older revision's pods are let go during a rolling update, the group's Workload is deleted and made anew once
+the older revision's pods are let go during a rolling update once the group's Workload is admitted (not before:
+they stay gated), the group's Workload is deleted and made anew once
 none of its pods has its role, and every pod is let go once the StatefulSet is gone, pods it orphaned too
 (``--cascade=orphan``: found by their group's name).
 """
@@ -300,7 +301,9 @@ async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_
         kube_apiserver, tmp_path) -> None:
     """As newer Kueue's reconciler: the group's Workload, holding no quota (too little here), no longer matches once
     the last pod of its role is replaced by one of the changed template; that one gated, the Workload is rewritten
-    in place (same uid) with the new role and the new pod among its owners, not deleted."""
+    in place (same uid) with the new role and the new pod among its owners, not deleted. Meanwhile, the rolling
+    update under way, the current revision's pods are not let go, the Workload not being admitted (Kueue v0.19.7
+    #16401, v0.20.0 #16329): they stay gated with Kueue's finalizer."""
     sfx = secrets.token_hex(3)
     config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
     async with await connect(kube_apiserver) as kc:
@@ -326,13 +329,21 @@ async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_
                                "resources": {"requests": {"cpu": "600m"}}}]  # 1.2 cpu: still too much
                 updated = msgspec.json.decode(await kc.patch(
                     STATEFUL_SETS, "kv", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
-                # the pods replaced one by one, highest ordinal first (the status revisions left as they were, so
-                # that none is let go, and, not admitted, stopped meanwhile: the group is never empty)
+                # a rolling update: the pods replaced one by one, highest ordinal first; the Workload not admitted,
+                # the current revision's pods are not let go (so neither run on no quota nor, ungated while not
+                # admitted, are stopped: the group is never empty)
+                await _revisions(kc, q.ns, "kv", "kv-v1", "kv-v2")
                 renewed = {}
                 for i in (1, 0):
                     await kc.delete(PODS, f"kv-{i}", q.ns)
                     await eventually(lambda i=i: _gone(kc, q.ns, f"kv-{i}"), what=f"the old kv-{i} gone")
                     renewed[i] = await create(kc, _replica(updated, i, "kv-v2"))
+                    if i == 1:
+                        await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let kv-0 go
+                        assert not await _gone(kc, q.ns, "kv-0"), "not let go, then stopped as not admitted"
+                        held = await get(kc, "Pod", "kv-0", q.ns)
+                        assert GATE in scheduling_gates(held) and FINALIZER in held["metadata"]["finalizers"], (
+                            "the current revision's pod: held until the Workload is admitted")
                 role = renewed[1]["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
 
                 async def rewritten() -> dict[str, Any] | None:
