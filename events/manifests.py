@@ -819,6 +819,10 @@ def _preemption_gate_errors(wl: o.Workload) -> list[str]:
     return errors
 
 
+MAX_POD_SETS = 18
+"""The Workload CRD's ``maxItems`` on ``spec.podSets`` (Kueue v0.19.0 raised it from 10, #12819)."""
+
+
 def _workload_shape_errors(wl: o.Workload) -> list[str]:
     """What the projections need of a Workload (:func:`_validate_shape`): every field error, in order."""
     errors = _time_errors(wl.metadata.creation_timestamp, "metadata.creationTimestamp")
@@ -829,6 +833,9 @@ def _workload_shape_errors(wl: o.Workload) -> list[str]:
         errors += _time_errors(requeue.requeue_at, "status.requeueState.requeueAt")
     if not wl.spec.pod_sets:
         errors.append("field `spec.podSets` must have at least 1 item")
+    elif len(wl.spec.pod_sets) > MAX_POD_SETS:
+        errors.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "
+                      "items")
     limit = wl.spec.maximum_execution_time_seconds
     if limit is not None and limit < 1:
         errors.append(f"field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}")

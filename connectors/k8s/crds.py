@@ -59,6 +59,7 @@ from connectors.k8s.resources import (
 )
 from events import conversion
 from events import objects as o
+from events.manifests import MAX_POD_SETS
 
 SERVED_VERSIONS = ("v1beta2", "v1beta1")
 STORAGE_VERSION = "v1beta2"
@@ -216,8 +217,9 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
         props[f.encode_name] = _field_schema(view, f.name, version)
     if resource.kind == "WorkloadPriorityClass":
         required.append("value")
-    if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1
+    if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1 and MaxItems
         props["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] = 1
+        props["spec"]["properties"]["podSets"]["maxItems"] = MAX_POD_SETS
         _preemption_gates(props)
     if not any(f.name == "status" for f in msgspec.structs.fields(view)) and resource.status_subresource:
         props["status"] = {"type": "object", _PRESERVE: True}
