@@ -46,3 +46,38 @@ def test_a_workload_holds_at_most_eighteen_pod_sets() -> None:
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
 def test_the_workload_crd_bounds_its_pod_sets(version: str) -> None:
     assert _spec("Workload", version)["podSets"]["maxItems"] == 18
+
+
+# --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------
+
+
+def queue(kind: str, *, groups: int = 1, covered: int = 1, flavors: int = 1) -> dict[str, Any]:
+    """``groups`` groups, each covering ``covered`` resources in ``flavors`` flavors (every name unique)."""
+    spec = {"resourceGroups": [{"coveredResources": [f"example.com/r{g}-{c}" for c in range(covered)], "flavors": [
+        {"name": f"f{g}-{f}", "resources": [{"name": f"example.com/r{g}-{c}", "nominalQuota": 1}
+                                            for c in range(covered)]} for f in range(flavors)]}
+        for g in range(groups)]}
+    return {"apiVersion": V1B2, "kind": kind, "metadata": {"name": "q"}, "spec": spec}
+
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+def test_a_queue_holds_at_most_sixteen_groups_of_sixty_four(kind: str) -> None:
+    decode_object(queue(kind, groups=16), f"{kind} q")
+    decode_object(queue(kind, covered=64, flavors=4), f"{kind} q")
+    decode_object(queue(kind, flavors=64), f"{kind} q")
+    assert _refusal(queue(kind, groups=17), f"{kind} q") == (
+        f"{kind} q: field `spec.resourceGroups`: Too many: 17: must have at most 16 items")
+    assert _refusal(queue(kind, flavors=65), f"{kind} q") == (
+        f"{kind} q: field `spec.resourceGroups[0].flavors`: Too many: 65: must have at most 64 items")
+    assert _refusal(queue(kind, covered=65), f"{kind} q") == (
+        f"{kind} q: [field `spec.resourceGroups[0].coveredResources`: Too many: 65: must have at most 64 items, "
+        "field `spec.resourceGroups[0].flavors[0].resources`: Too many: 65: must have at most 64 items]")
+
+
+@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+def test_the_queue_crds_bound_their_groups(kind: str, version: str) -> None:
+    groups = _spec(kind, version)["resourceGroups"]
+    group = groups["items"]["properties"]
+    assert (groups["maxItems"], group["coveredResources"]["maxItems"], group["flavors"]["maxItems"],
+            group["flavors"]["items"]["properties"]["resources"]["maxItems"]) == (16, 64, 64, 64)
