@@ -78,7 +78,7 @@ class Checks:
     the ``minCount`` check lets an elastic job's Workload carry ``minCount``, in any number of pod sets."""
     concurrent_admission: bool = False
     """``ConcurrentAdmission`` (alpha, off): a ClusterQueue with a ``concurrentAdmissionPolicy`` has one resource
-    group of at most 16 flavors and is not StrictFIFO (:func:`events.object_rules.check_concurrent_admission`)."""
+    group of at most 32 flavors and is not StrictFIFO (:func:`events.object_rules.check_concurrent_admission`)."""
     topology_spreading: bool = False
     """``TASTopologySpreading`` (alpha, off): a pod set's ``kueue.x-k8s.io/podset-topology-spreading`` annotation
     comes with a required topology, is valid, and agrees across its pod-set group
