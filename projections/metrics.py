@@ -326,10 +326,17 @@ LQ_USAGE = Spec(
     "Quota used by the LocalQueue's admitted workloads, per flavor and resource of its ClusterQueue (cpu in "
     "cores).", _LQ_RESOURCE)
 
+LQ_AFS_USAGE = Spec(
+    "kueue_local_queue_admission_fair_sharing_usage", "gauge",
+    "Admission Fair Sharing usage of the LocalQueue: its decayed consumed resources plus pending admission "
+    "penalties, weighted per resource, divided by its fairSharing weight (+Inf for a weight of 0), as of the last "
+    "record of the log. Only while admissionFairSharing is configured, for a LocalQueue whose ClusterQueue admits "
+    "on usage and is active.", (*_LQ, "cluster_queue"))
+
 LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
     LQ_PENDING, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
     LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_RECOVERY_WAIT, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
-    LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
+    LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE, LQ_AFS_USAGE,
 )
 """Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
 
@@ -883,11 +890,17 @@ class Family(NamedTuple):
     samples: list[tuple[tuple[str, ...], Any]]
 
 
-def families(state: ClusterState) -> list[Family]:
+AfsUsage = Callable[["ClusterState"], list[tuple[tuple[str, ...], float]]]
+"""The samples of :data:`LQ_AFS_USAGE` in a state: Admission Fair Sharing's arithmetic is the scheduler's
+(``kueue_es.scheduler.afs.usage_samples``), which this layer cannot import, so its caller passes it in."""
+
+
+def families(state: ClusterState, afs_usage: AfsUsage | None = None) -> list[Family]:
     """Every metric at the state's point of the log, in :data:`SPECS` order; series sorted by labels. The
-    LocalQueue families only while the ``LocalQueueMetrics`` gate is on; the custom labels of the configuration in
-    force after each metric's own (:func:`with_custom_labels`)."""
-    out = _families(state)
+    LocalQueue families only while the ``LocalQueueMetrics`` gate is on (``local_queue_admission_fair_sharing_usage``
+    from ``afs_usage``, none without it); the custom labels of the configuration in force after each metric's own
+    (:func:`with_custom_labels`)."""
+    out = _families(state, afs_usage)
     custom = state.custom_labels
     return out if custom is None else [with_custom_labels(f, state, custom) for f in out]
 
@@ -920,9 +933,11 @@ def with_custom_labels(family: Family, state: ClusterState, custom: CustomLabels
     return Family(spec, samples)
 
 
-def _families(state: ClusterState) -> list[Family]:
+def _families(state: ClusterState, afs_usage: AfsUsage | None) -> list[Family]:
     local = state.local_queue_metrics
     gauges = _gauges(state, local)
+    if local and afs_usage is not None:
+        gauges[LQ_AFS_USAGE.name] = sorted(afs_usage(state))
     out = []
     for spec in SPECS:
         if not local and spec.name in _LOCAL:
