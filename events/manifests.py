@@ -78,7 +78,7 @@ class Checks:
     the ``minCount`` check lets an elastic job's Workload carry ``minCount``, in any number of pod sets."""
     concurrent_admission: bool = False
     """``ConcurrentAdmission`` (alpha, off): a ClusterQueue with a ``concurrentAdmissionPolicy`` has one resource
-    group of at most 16 flavors and is not StrictFIFO (:func:`events.object_rules.check_concurrent_admission`)."""
+    group of at most 32 flavors and is not StrictFIFO (:func:`events.object_rules.check_concurrent_admission`)."""
     topology_spreading: bool = False
     """``TASTopologySpreading`` (alpha, off): a pod set's ``kueue.x-k8s.io/podset-topology-spreading`` annotation
     comes with a required topology, is valid, and agrees across its pod-set group
@@ -819,6 +819,10 @@ def _preemption_gate_errors(wl: o.Workload) -> list[str]:
     return errors
 
 
+MAX_POD_SETS = 18
+"""The Workload CRD's ``maxItems`` on ``spec.podSets`` (Kueue v0.19.0 raised it from 10, #12819)."""
+
+
 def _workload_shape_errors(wl: o.Workload) -> list[str]:
     """What the projections need of a Workload (:func:`_validate_shape`): every field error, in order."""
     errors = _time_errors(wl.metadata.creation_timestamp, "metadata.creationTimestamp")
@@ -829,6 +833,9 @@ def _workload_shape_errors(wl: o.Workload) -> list[str]:
         errors += _time_errors(requeue.requeue_at, "status.requeueState.requeueAt")
     if not wl.spec.pod_sets:
         errors.append("field `spec.podSets` must have at least 1 item")
+    elif len(wl.spec.pod_sets) > MAX_POD_SETS:
+        errors.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "
+                      "items")
     limit = wl.spec.maximum_execution_time_seconds
     if limit is not None and limit < 1:
         errors.append(f"field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}")

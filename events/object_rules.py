@@ -438,12 +438,13 @@ def cluster_queue_errors(spec: o.ClusterQueueSpec) -> list[str]:
     return errors
 
 
-MAX_CONCURRENT_ADMISSION_FLAVORS = 16
+MAX_CONCURRENT_ADMISSION_FLAVORS = 32
+"""Kueue v0.20.0 raised it from 16 (#15949)."""
 
 
 def check_concurrent_admission(cq: o.ClusterQueue, where: str) -> None:
     """Kueue's ClusterQueue webhook under ``ConcurrentAdmission`` (alpha, off): a ClusterQueue with a
-    ``concurrentAdmissionPolicy`` has exactly one resource group, of at most 16 flavors, and is not StrictFIFO;
+    ``concurrentAdmissionPolicy`` has exactly one resource group, of at most 32 flavors, and is not StrictFIFO;
     every rule it breaks is refused in one message, as Kubernetes aggregates field errors. (Gate off the webhook
     does not look at the policy. Neither the webhook nor the CRD asks ``lastAcceptableFlavorName`` to name one of
     the ClusterQueue's flavors.)"""

@@ -22,6 +22,10 @@ MAX_TOTAL = 256
 """Kueue's webhook: at most this many flavors, and this many covered resources, across a ClusterQueue's groups."""
 MAX_COMBINATIONS = 512
 """Kueue's webhook: at most this many (flavor, resource) quotas in one resource group of a ClusterQueue."""
+MAX_GROUPS = 16
+"""The CRD's ``maxItems`` on a ClusterQueue's and a Cohort's ``resourceGroups``."""
+MAX_GROUP_ITEMS = 64
+"""The CRD's ``maxItems`` on a group's ``coveredResources`` and ``flavors``, and on a flavor's ``resources``."""
 LIMITS = (("nominalQuota", "nominal_quota"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))
 
 
@@ -41,13 +45,16 @@ def _go_map(name: str) -> str:
 
 def schema_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
     """What the CRD's schema refuses in ``groups``, every one, in the object's order: a quota that is no quantity,
-    a flavor named twice in a group or a resource twice in a flavor (lists keyed by name); then its CEL rule, a
-    flavor listing as many resources as the group covers."""
-    errors: list[str] = []
+    a flavor named twice in a group or a resource twice in a flavor (lists keyed by name), a list longer than its
+    ``maxItems``; then its CEL rule, a flavor listing as many resources as the group covers."""
+    errors = _too_many("spec.resourceGroups", groups, MAX_GROUPS)
     for g, rg in enumerate(groups):
+        errors += _too_many(f"spec.resourceGroups[{g}].coveredResources", rg.covered_resources, MAX_GROUP_ITEMS)
+        errors += _too_many(f"spec.resourceGroups[{g}].flavors", rg.flavors, MAX_GROUP_ITEMS)
         flavors: set[str] = set()
         for f, fq in enumerate(rg.flavors):
             at = f"spec.resourceGroups[{g}].flavors[{f}]"
+            errors += _too_many(f"{at}.resources", fq.resources, MAX_GROUP_ITEMS)
             if fq.name in flavors:
                 errors.append(f"field `{at}`: Duplicate value: {_go_map(fq.name)}")
             flavors.add(fq.name)
@@ -62,6 +69,13 @@ def schema_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
                     if problem is not None:
                         errors.append(f"field `{at}.resources[{r}].{name}`: {problem}")
     return errors
+
+
+def _too_many(at: str, items: Sequence[object], most: int) -> list[str]:
+    """A list past its CRD's ``maxItems``, in the apiserver's words."""
+    if len(items) <= most:
+        return []
+    return [f"field `{at}`: Too many: {len(items)}: must have at most {most} items"]
 
 
 def borrowing_errors(groups: Sequence[o.ResourceGroup], cohort: str) -> list[str]:

@@ -29,6 +29,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from kueue_es.scheduler import afs
 from projections.cluster import ClusterState
 from projections.metrics import DEFAULT_BUCKETS, Family, Spec, batch_result, families, merged
 
@@ -125,7 +126,7 @@ class LogMetrics(Collector):
         if not states:
             return
         role = self.role()
-        for family in merged([families(s) for s in states]):
+        for family in merged([families(s, afs.usage_samples) for s in states]):
             yield _family(family, role)
         if self.attempts is not None:
             yield _family(self.attempts.family(), role)

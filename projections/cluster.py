@@ -813,7 +813,7 @@ class ClusterState:
                 wl = workloads.get(key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
-                    seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
+                    seen = _seen(wl)
                 handler(self, e)
                 wl = workloads.get(key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
@@ -823,6 +823,9 @@ class ClusterState:
                 if after and after != before:
                     generations[after] = generations.get(after, 0) + 1
             else:
+                if needs_before:  # an event of _ALSO_ABOUT_WORKLOADS whose metrics hook reads the workload before
+                    wl = self.workloads.get(e.key)  # type: ignore[union-attr]
+                    seen = _seen(wl) if wl is not None else None
                 handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
@@ -2789,6 +2792,11 @@ class _Plan(NamedTuple):
     """The workload is reindexed after it (for upserts and deletions: when about a workload)."""
     decision: bool
     """It is a scheduler's :class:`events.schema.Decision` (its ``cycle`` counts)."""
+
+
+def _seen(wl: WorkloadInfo) -> tuple:
+    """The workload as the metrics hooks see it before an event (:data:`projections.metrics._Seen`)."""
+    return (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions, wl.remotes)
 
 
 def _plan_of(t: type) -> _Plan:

@@ -260,6 +260,15 @@ MULTIKUEUE_EVICTED = Spec(
     "MultiKueue: workloads evicted on the worker cluster running them (the manager resets its MultiKueue check for "
     "re-admission), per manager ClusterQueue, worker cluster and the reason of the worker's Evicted condition.",
     ("cluster_queue", "cluster", "reason"))
+MULTIKUEUE_DISPATCHED = Spec(
+    "multikueue_workloads_dispatched_total", "counter",
+    "MultiKueue: copies of workloads made on worker clusters (a copy observed on a worker where the manager's "
+    "workload, holding quota, had none), per manager ClusterQueue and worker cluster.",
+    ("cluster_queue", "cluster"))
+MULTIKUEUE_ADMITTED = Spec(
+    "multikueue_workloads_admitted_total", "counter",
+    "MultiKueue: copies of workloads admitted by a worker cluster (the manager's MultiKueue check turns Ready on "
+    "it), per manager ClusterQueue and worker cluster.", ("cluster_queue", "cluster"))
 
 # The LocalQueue twins (Kueue's ``LocalQueueMetrics`` gate): a workload's series are those of the LocalQueue it
 # names (``spec.queueName`` in its namespace); without a ``localQueueSelector``, whether that LocalQueue exists or
@@ -342,10 +351,17 @@ LQ_USAGE = Spec(
     "Quota used by the LocalQueue's admitted workloads, per flavor and resource of its ClusterQueue (cpu in "
     "cores).", _LQ_RESOURCE)
 
+LQ_AFS_USAGE = Spec(
+    "kueue_local_queue_admission_fair_sharing_usage", "gauge",
+    "Admission Fair Sharing usage of the LocalQueue: its decayed consumed resources plus pending admission "
+    "penalties, weighted per resource, divided by its fairSharing weight (+Inf for a weight of 0), as of the last "
+    "record of the log. Only while admissionFairSharing is configured, for a LocalQueue whose ClusterQueue admits "
+    "on usage and is active.", (*_LQ, "cluster_queue"))
+
 LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
     LQ_PENDING, LQ_UNADMITTED, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
     LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_RECOVERY_WAIT, LQ_FINISHED_TOTAL, LQ_EXECUTION_TIME, LQ_EVICTED, LQ_RESERVING_ACTIVE,
-    LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
+    LQ_ADMITTED_ACTIVE, LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE, LQ_AFS_USAGE,
 )
 """Exposed only while the ``LocalQueueMetrics`` gate and ``metrics.localQueueMetrics`` are on in the configuration in
 force, for the LocalQueues its selector selects, and folded only then."""
@@ -364,7 +380,7 @@ SPECS: tuple[Spec, ...] = (
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
-    MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, *LOCAL_QUEUE_SPECS,
+    MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, MULTIKUEUE_DISPATCHED, MULTIKUEUE_ADMITTED, *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
 _LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
@@ -407,6 +423,8 @@ FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
 """The scheduler's QuotaReserved=False message for a head with a check in Retry or Rejected (an attempt with no
 requeue reason)."""
 REMOTE_EVICTED_PREFIX = "Workload evicted on worker cluster: "
+REMOTE_ADMITTED_PREFIX = "The workload was admitted on "
+"""The message of the MultiKueue check turning Ready on the worker that admitted the copy."""
 """The MultiKueue check's Retry message when the workload's copy was evicted on its worker."""
 NO_REPLACEMENT_PREFIX = "Workload was evicted as there was no replacement"
 """A second pass that found no node to replace a failed one evicts the workload in the scheduling cycle."""
@@ -457,10 +475,11 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     records being the workloads' own (``WorkloadInfo.evictions``)."""
 
 
-_Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool, tuple[o.Condition, ...]]
+_Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool, tuple[o.Condition, ...], Any]
 """A workload just before an event is folded: the workload (the same object after), its phase, its Evicted
-reason, its admission, whether its pods were ready and its conditions (the event may rewrite PodsReady, which
-an eviction is timed from). ``ClusterState.apply`` takes it for the events of :data:`NEEDS_BEFORE`."""
+reason, its admission, whether its pods were ready, its conditions (the event may rewrite PodsReady, which
+an eviction is timed from) and its MultiKueue copies (``remotes``). ``ClusterState.apply`` takes it for the
+events of :data:`NEEDS_BEFORE`."""
 
 _QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
 _FIN, _EXEC, _REPLACED = FINISHED_TOTAL.name, EXECUTION_TIME.name, REPLACED_SLICES.name
@@ -473,7 +492,7 @@ _RECOVERY_WAIT, _LQ_RECOVERY_WAIT = RECOVERY_WAIT.name, LQ_RECOVERY_WAIT.name
 _LQ_FIN, _LQ_EXEC, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EXECUTION_TIME.name, LQ_EVICTED.name
 _SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
 _CREATION_LATENCY = WORKLOAD_CREATION_LATENCY.name
-_MK_EVICTED = MULTIKUEUE_EVICTED.name
+_MK_EVICTED, _MK_DISPATCHED, _MK_ADMITTED = MULTIKUEUE_EVICTED.name, MULTIKUEUE_DISPATCHED.name, MULTIKUEUE_ADMITTED.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -676,7 +695,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     _decided(m, state, e, seen)
     if seen is None:
         return
-    wl, phase, evicted, adm, ready, conditions = seen
+    wl, phase, evicted, adm, ready, conditions, _ = seen
     if evicted or adm is None or phase not in (RESERVED, ADMITTED) or not wl.evicted:
         return
     if type(e) is ev.WorkloadPreempted:
@@ -818,8 +837,12 @@ def _slice_replaced(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | N
 
 def _check_updated(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
     """MultiKueue: the manager resets the check of a workload whose copy was evicted on its worker (Kueue counts
-    the eviction there), under the reason the worker's copy shows."""
+    the eviction there), under the reason the worker's copy shows; or turns it Ready on the worker that admitted
+    the copy (Kueue counts an admission there)."""
     _decided(m, state, e, seen)
+    if e.state == "Ready" and e.message.startswith(REMOTE_ADMITTED_PREFIX):
+        _remote_admitted(m, state, e.key)
+        return
     if e.state != "Retry" or not e.message.startswith(REMOTE_EVICTED_PREFIX):
         return
     wl = state.workloads.get(e.key)
@@ -832,6 +855,28 @@ def _check_updated(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | No
             reason = c.reason
     labels = (wl.admission.cluster_queue, wl.cluster_name, reason)
     series = m.counters[_MK_EVICTED]
+    series[labels] = series.get(labels, 0) + 1
+
+
+def _remote_admitted(m: MetricsFold, state: ClusterState, key: str) -> None:
+    wl = state.workloads.get(key)
+    if wl is None or wl.admission is None or not wl.cluster_name:
+        return
+    labels = (wl.admission.cluster_queue, wl.cluster_name)
+    series = m.counters[_MK_ADMITTED]
+    series[labels] = series.get(labels, 0) + 1
+
+
+def _remote_observed(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """MultiKueue: a copy of a workload holding quota appeared on a worker that had none — the copy the manager
+    made there (Kueue counts each copy it creates; the log learns of it from the worker's watch)."""
+    if not e.exists or seen is None or seen[1] not in (RESERVED, ADMITTED) or seen[3] is None \
+            or (seen[6] and e.cluster in seen[6]):
+        return
+    if state.workloads.get(e.key) is not seen[0] or (seen[0].remotes or {}).get(e.cluster) is None:
+        return  # not this workload's copy (another uid): the fold ignored it
+    labels = (seen[3].cluster_queue, e.cluster)
+    series = m.counters[_MK_DISPATCHED]
     series[labels] = series.get(labels, 0) + 1
 
 
@@ -881,13 +926,15 @@ METERED: dict[type, Any] = {
     ev.PodsReadyChanged: _pods_ready,
     ev.JobActed: _job_acted,
     ev.AdmissionCheckUpdated: _check_updated,
+    ev.RemoteWorkloadObserved: _remote_observed,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
                           ev.WorkloadDeactivated, ev.WorkloadRequeued, ev.WorkloadFinished, ev.WorkloadSliceReplaced,
-                          ev.PodsReadyChanged, ev.RemoteWorkloadFinished})
+                          ev.PodsReadyChanged, ev.RemoteWorkloadFinished, ev.RemoteWorkloadObserved})
 """The event types whose hook needs the workload as it was before (:data:`_Seen`): events about one workload,
-which ``ClusterState.apply`` looks the workload up for anyway."""
+which ``ClusterState.apply`` looks the workload up for anyway (for a copy observed on a MultiKueue worker, only
+to hand it to the hook)."""
 
 
 # --- exposition ---------------------------------------------------------------------------------------------
@@ -901,11 +948,17 @@ class Family(NamedTuple):
     samples: list[tuple[tuple[str, ...], Any]]
 
 
-def families(state: ClusterState) -> list[Family]:
+AfsUsage = Callable[["ClusterState"], list[tuple[tuple[str, ...], float]]]
+"""The samples of :data:`LQ_AFS_USAGE` in a state: Admission Fair Sharing's arithmetic is the scheduler's
+(``kueue_es.scheduler.afs.usage_samples``), which this layer cannot import, so its caller passes it in."""
+
+
+def families(state: ClusterState, afs_usage: AfsUsage | None = None) -> list[Family]:
     """Every metric at the state's point of the log, in :data:`SPECS` order; series sorted by labels. The
-    LocalQueue families only while the ``LocalQueueMetrics`` gate is on; the custom labels of the configuration in
-    force after each metric's own (:func:`with_custom_labels`)."""
-    out = _families(state)
+    LocalQueue families only while the ``LocalQueueMetrics`` gate is on (``local_queue_admission_fair_sharing_usage``
+    from ``afs_usage``, none without it); the custom labels of the configuration in force after each metric's own
+    (:func:`with_custom_labels`)."""
+    out = _families(state, afs_usage)
     custom = state.custom_labels
     return out if custom is None else [with_custom_labels(f, state, custom) for f in out]
 
@@ -938,9 +991,11 @@ def with_custom_labels(family: Family, state: ClusterState, custom: CustomLabels
     return Family(spec, samples)
 
 
-def _families(state: ClusterState) -> list[Family]:
+def _families(state: ClusterState, afs_usage: AfsUsage | None) -> list[Family]:
     local = state.local_queue_metrics
     gauges = _gauges(state, local)
+    if local and afs_usage is not None:
+        gauges[LQ_AFS_USAGE.name] = sorted(afs_usage(state))
     out = []
     for spec in SPECS:
         if spec.name in _LOCAL:

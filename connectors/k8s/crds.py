@@ -57,8 +57,9 @@ from connectors.k8s.resources import (
     TRAINJOBS,
     Resource,
 )
-from events import conversion
+from events import conversion, quota_rules
 from events import objects as o
+from events.manifests import MAX_POD_SETS
 
 SERVED_VERSIONS = ("v1beta2", "v1beta1")
 STORAGE_VERSION = "v1beta2"
@@ -216,9 +217,12 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
         props[f.encode_name] = _field_schema(view, f.name, version)
     if resource.kind == "WorkloadPriorityClass":
         required.append("value")
-    if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1
+    if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1 and MaxItems
         props["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] = 1
+        props["spec"]["properties"]["podSets"]["maxItems"] = MAX_POD_SETS
         _preemption_gates(props)
+    if resource.kind in ("ClusterQueue", "Cohort"):
+        _resource_group_bounds(props["spec"]["properties"]["resourceGroups"])
     if not any(f.name == "status" for f in msgspec.structs.fields(view)) and resource.status_subresource:
         props["status"] = {"type": "object", _PRESERVE: True}
     if resource.kind in ("ClusterQueue", "LocalQueue", "Cohort"):
@@ -273,6 +277,15 @@ def webhook_conversion(ca_pem: bytes = b"", *, url: str = "", service: tuple[str
     if ca_pem:
         client["caBundle"] = base64.b64encode(ca_pem).decode()
     return {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": client}}
+
+
+def _resource_group_bounds(groups: dict[str, Any]) -> None:
+    """Kueue's ``maxItems`` on a queue's resource groups and the lists in them (:mod:`events.quota_rules`)."""
+    groups["maxItems"] = quota_rules.MAX_GROUPS
+    group = groups["items"]["properties"]
+    for name in ("coveredResources", "flavors"):
+        group[name]["maxItems"] = quota_rules.MAX_GROUP_ITEMS
+    group["flavors"]["items"]["properties"]["resources"]["maxItems"] = quota_rules.MAX_GROUP_ITEMS
 
 
 def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[str, Any]:

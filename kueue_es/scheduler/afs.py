@@ -29,6 +29,7 @@ from collections.abc import Container
 from typing import TYPE_CHECKING
 
 from events.quantity import MILLI_RESOURCES
+from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration
 from kueue_es.scheduler.quota import fair_weight
 from projections.cluster import ClusterState
@@ -232,3 +233,26 @@ def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int,
         if best is None or candidate < best:
             best = candidate
     return best[2][3] if best is not None else None
+
+
+def usage_samples(state: ClusterState) -> list[tuple[tuple[str, ...], float]]:
+    """``kueue_local_queue_admission_fair_sharing_usage`` (Kueue v0.19 #12326): per LocalQueue (name, namespace,
+    ClusterQueue), :func:`lq_usage` at the log's time. Kueue's LocalQueue controller sets it when it samples the
+    consumed usage: while ``admissionFairSharing`` is configured, for a LocalQueue whose ClusterQueue is active.
+    Kueue does so whatever that ClusterQueue's admission mode (the admitted usage of one that does not use AFS);
+    the projection folds usage only for ClusterQueues that do (``ClusterState._afs_record``), so only their
+    LocalQueues are reported here."""
+    config = config_record.in_force(state)
+    if config is None or config.admission_fair_sharing is None:
+        return []
+    f = fold(state, config)
+    out = []
+    for key in sorted(state.local_queues):
+        if state.local_queue_active(key)[0] != "True":
+            continue
+        cq = state.local_queues[key].spec.cluster_queue
+        if not enabled_for(config, state, cq):
+            continue
+        namespace, _, name = key.partition("/")
+        out.append(((name, namespace, cq), lq_usage(state, config, key, cq, state.time, f)))
+    return out

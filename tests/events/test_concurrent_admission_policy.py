@@ -60,7 +60,7 @@ def test_a_mode_left_out_is_try_preferred_flavors() -> None:
      "ConcurrentAdmissionPolicy is defined"),
     (_cq(TRY, groups=0), "field `spec.resourceGroups`: Invalid value: 0: must have exactly one ResourceGroup when "
      "ConcurrentAdmissionPolicy is defined"),
-    (_cq(TRY, flavors=17), "field `spec.resourceGroups[0].flavors`: Invalid value: 17: cannot have more than 16 "
+    (_cq(TRY, flavors=33), "field `spec.resourceGroups[0].flavors`: Invalid value: 33: cannot have more than 32 "
      "resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined"),
     (_cq(TRY, strategy="StrictFIFO"), 'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO '
      "queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined"),
@@ -73,7 +73,7 @@ def test_the_webhook_rules_hold_under_the_gate_only(doc: dict[str, Any], message
 def test_the_rules_are_for_a_queue_with_a_policy() -> None:
     decode_object(_cq(None, groups=2), WHERE, checks=ON)
     decode_object(_cq(None, strategy="StrictFIFO"), WHERE, checks=ON)
-    decode_object(_cq(TRY, flavors=16), WHERE, checks=ON)
+    decode_object(_cq(TRY, flavors=32), WHERE, checks=ON)
     last = {"migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "elsewhere"}}}
     decode_object(_cq(last), WHERE, checks=ON)  # Kueue does not ask it to name one of the queue's flavors
 
@@ -85,8 +85,8 @@ STRICT = 'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO
 @pytest.mark.parametrize(("doc", "first"), [
     (_cq(TRY, groups=2, strategy="StrictFIFO"), "field `spec.resourceGroups`: Invalid value: 2: must have exactly "
      "one ResourceGroup when ConcurrentAdmissionPolicy is defined"),
-    (_cq(TRY, flavors=17, strategy="StrictFIFO"), "field `spec.resourceGroups[0].flavors`: Invalid value: 17: "
-     "cannot have more than 16 resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined"),
+    (_cq(TRY, flavors=33, strategy="StrictFIFO"), "field `spec.resourceGroups[0].flavors`: Invalid value: 33: "
+     "cannot have more than 32 resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined"),
 ])
 def test_every_broken_rule_is_refused_in_one_aggregated_message(doc: dict[str, Any], first: str) -> None:
     assert _refused(doc) == f"{WHERE}: [{first}, {STRICT}]"

@@ -138,16 +138,16 @@ def test_an_update_may_keep_an_invalid_on_flavors_entry_only_with_the_gate_off()
 
 def test_a_cluster_queue_s_concurrent_admission_policy_follows_the_gate_and_never_changes() -> None:
     """ConcurrentAdmission (alpha, off): on, the webhook holds a ClusterQueue with a policy to one resource group of
-    at most 16 flavors, not StrictFIFO; the policy is immutable whatever the gate."""
+    at most 32 flavors, not StrictFIFO; the policy is immutable whatever the gate."""
     policy = {"migration": {"mode": "TryPreferredFlavors"}}
     strict = cq(concurrentAdmissionPolicy=policy, queueingStrategy="StrictFIFO")
     assert _review("ClusterQueue", strict)["allowed"] is True, "gate off: the webhook does not look at the policy"
     assert _message(_review("ClusterQueue", strict, gates={"ConcurrentAdmission": True})).endswith(
         'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used '
         "when ConcurrentAdmissionPolicy is defined")
-    both = cq(flavors=tuple(f"f{i}" for i in range(17)), concurrentAdmissionPolicy=policy, queueingStrategy="StrictFIFO")
+    both = cq(flavors=tuple(f"f{i}" for i in range(33)), concurrentAdmissionPolicy=policy, queueingStrategy="StrictFIFO")
     assert _message(_review("ClusterQueue", both, gates={"ConcurrentAdmission": True})) == (
-        "ClusterQueue cq: [field `spec.resourceGroups[0].flavors`: Invalid value: 17: cannot have more than 16 "
+        "ClusterQueue cq: [field `spec.resourceGroups[0].flavors`: Invalid value: 33: cannot have more than 32 "
         "resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined, field "
         '`spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used when '
         "ConcurrentAdmissionPolicy is defined]"), "every broken rule, in one aggregated message"

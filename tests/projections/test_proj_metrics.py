@@ -33,6 +33,7 @@ from events import objects as o
 from events import schema as ev
 from events.schema import Record
 from kueue_es.metrics import text as metrics_text
+from kueue_es.scheduler import afs
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.metrics import (
@@ -841,10 +842,10 @@ def test_buckets_are_kueues() -> None:
 
 
 def test_the_fold_shows_the_metrics_every_workload_event_they_need() -> None:
-    from projections.cluster import _ABOUT_WORKLOADS
+    from projections.cluster import _ABOUT_WORKLOADS, _ALSO_ABOUT_WORKLOADS
     from projections.metrics import METERED, NEEDS_BEFORE
 
-    assert NEEDS_BEFORE <= _ABOUT_WORKLOADS and NEEDS_BEFORE <= set(METERED)
+    assert NEEDS_BEFORE <= _ABOUT_WORKLOADS | _ALSO_ABOUT_WORKLOADS and NEEDS_BEFORE <= set(METERED)
     assert set(ev.DECISION_TYPES) <= set(METERED)
 
 
@@ -1146,6 +1147,64 @@ def test_the_shards_of_a_replica_merge_their_local_queue_series() -> None:
         series(on.state, "kueue_local_queue_quota_reserved_workloads_total").items())
     twice = {f.spec.name: f.samples for f in merged([families(on.state), families(on.state)])}
     assert twice["kueue_local_queue_finished_workloads_total"] == [(("lq-b", "ns", ""), 2.0)]
+
+
+# --- Admission Fair Sharing usage per LocalQueue ---------------------------------------------------------------
+
+
+AFS = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "10m", "resourceWeights": {"cpu": 2}}
+USAGE_BASED = o.AdmissionScope(admission_mode="UsageBasedAdmissionFairSharing")
+
+
+def afs_usage(state: ClusterState) -> dict[tuple[str, ...], object]:
+    """``kueue_local_queue_admission_fair_sharing_usage`` as the service exposes it (its value is the
+    scheduler's, passed in)."""
+    for f in families(state, afs.usage_samples):
+        if f.spec.name == "kueue_local_queue_admission_fair_sharing_usage":
+            assert f.spec.labels == ("name", "namespace", "cluster_queue")
+            return dict(f.samples)
+    raise AssertionError("no kueue_local_queue_admission_fair_sharing_usage family")
+
+
+def afs_cluster(log: Log, lq_weight: str = "2") -> None:
+    """AFS configured (cpu weighted 2); cq-a admits on usage, lq-a (weight ``lq_weight``) feeds it; cq-b does
+    not use AFS."""
+    configure(log, T0, admissionFairSharing=AFS)
+    cluster(log)
+    log.observe(*(upsert(x, T0) for x in (
+        cluster_queue("cq-a", "co", cpu="8", admission_scope=USAGE_BASED),
+        o.LocalQueue(metadata=o.ObjectMeta(name="lq-a", namespace=NS), spec=o.LocalQueueSpec(
+            cluster_queue="cq-a", fair_sharing=o.FairSharing(weight=lq_weight))))))
+
+
+def test_afs_usage_is_the_weighted_decayed_consumption_over_the_local_queue_s_weight() -> None:
+    """Kueue's formula (its LocalQueue controller test): Σ resource weight × (decayed consumed + pending penalty)
+    ÷ the LocalQueue's weight. 4 cpu admitted: the entry penalty 4 × (1 − 0.5) = 2, so 2 × 2 ÷ 2 = 2; one
+    half-life later consumed is 2 × 0.5 + 4 × 0.5 = 3 (so 3), then 3.5."""
+    log = Log()
+    afs_cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 4000), admit("ns/w1"))
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 2.0}, "only LocalQueues of a ClusterQueue using AFS"
+    log.observe(upsert(namespace("later"), T0 + 601_000))
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 3.0}
+    log.observe(upsert(namespace("later-still"), T0 + 1_201_000))
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 3.5}
+    assert 'kueue_local_queue_admission_fair_sharing_usage{cluster_queue="cq-a",name="lq-a",namespace="ns",' \
+        'replica_role="standalone"} 3.5' in metrics_text([log.state])
+
+
+def test_afs_usage_is_infinite_for_a_weight_of_zero_and_absent_without_afs_or_an_active_queue() -> None:
+    log = Log()
+    afs_cluster(log, lq_weight="0")
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 4000), admit("ns/w1"))
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): math.inf}
+    log.observe(upsert(cluster_queue("cq-a", "co", cpu="8", admission_scope=USAGE_BASED,
+                                     stop_policy="Hold"), T0 + 2000))
+    assert afs_usage(log.state) == {}, "the LocalQueue controller samples only under an active ClusterQueue"
+    configure(log, T0 + 3000)
+    assert afs_usage(log.state) == {}, "no admissionFairSharing configured"
+    configure(log, T0 + 4000, admissionFairSharing=AFS, featureGates={"LocalQueueMetrics": False})
+    assert "kueue_local_queue_admission_fair_sharing_usage" not in metrics_text([log.state])
 
 
 # --- workload creation latency ----------------------------------------------------------------------------------

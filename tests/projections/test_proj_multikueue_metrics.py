@@ -100,3 +100,38 @@ def test_a_copy_evicted_on_its_worker_counts_under_the_worker_and_its_reason(tmp
     # the manager's own check updates count nothing
     settle(state, MK_CONFIG, now=START + 3000)
     assert _series(state, "multikueue_workloads_evicted_total") == {("cq", "worker1", "Preempted"): 1}
+
+
+def _gone(t: int, cluster: str) -> ev.RemoteWorkloadObserved:
+    return ev.RemoteWorkloadObserved(time=t, key=KEY, cluster=cluster, exists=False)
+
+
+def test_copies_made_on_workers_count_as_dispatched_and_the_one_admitted_as_admitted(tmp_path: Path) -> None:
+    """Kueue v0.19 (#12782, #13050; its MultiKueue workload reconciler): ``multikueue_workloads_dispatched_total``
+    counts each copy of a workload made on a worker, ``multikueue_workloads_admitted_total`` the copy a worker
+    admitted (the check turns Ready), both under the manager's ClusterQueue and the worker."""
+    state = _state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+           ev.MultiKueueClusterObserved(time=START, key="worker2", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+    assert _series(state, "multikueue_workloads_dispatched_total") == {}, "nominated, no copy made yet"
+    _apply(state, _remote(START + 500, "worker1"), _remote(START + 500, "worker2"))
+    dispatched = {("cq", "worker1"): 1, ("cq", "worker2"): 1}
+    assert _series(state, "multikueue_workloads_dispatched_total") == dispatched
+    _apply(state, _remote(START + 1000, "worker1", QuotaReserved="QuotaReserved", Admitted="Admitted"))
+    assert _series(state, "multikueue_workloads_dispatched_total") == dispatched, "the same copy, changed"
+    assert _series(state, "multikueue_workloads_admitted_total") == {}
+    settle(state, MK_CONFIG, now=START + 1000)
+    assert state.workloads[KEY].check_states["mk"].state == "Ready"
+    assert _series(state, "multikueue_workloads_admitted_total") == {("cq", "worker1"): 1}
+    settle(state, MK_CONFIG, now=START + 1500)
+    assert _series(state, "multikueue_workloads_admitted_total") == {("cq", "worker1"): 1}, "once per admission"
+    _apply(state, _gone(START + 2000, "worker2"), _gone(START + 2000, "worker1"),
+           _remote(START + 2500, "worker1", QuotaReserved="QuotaReserved", Admitted="Admitted"))
+    assert _series(state, "multikueue_workloads_dispatched_total") == {("cq", "worker1"): 2, ("cq", "worker2"): 1}
+    restored = snapshot.decode(snapshot.encode(state))
+    assert _series(restored, "multikueue_workloads_dispatched_total") == {("cq", "worker1"): 2, ("cq", "worker2"): 1}
+    assert _series(restored, "multikueue_workloads_admitted_total") == {("cq", "worker1"): 1}
+    assert 'multikueue_workloads_admitted_total{cluster="worker1",cluster_queue="cq",replica_role="standalone"} ' \
+           '1.0' in metrics_text([state])
