@@ -1,4 +1,4 @@
-"""Write ClusterQueue and LocalQueue status from the log, as Kueue's queue controllers do.
+"""Write ClusterQueue, LocalQueue and Cohort status from the log, as Kueue's queue and Cohort controllers do.
 
 Level-triggered like the Workload writer: for every queue the mirror marks dirty, the **desired** status is
 :mod:`projections.queue_status` over the mirror's state (conditions merged into what the apiserver shows, a
@@ -10,7 +10,8 @@ deletion).
 
 Batched like Kueue's (``UpdatesBatchPeriod``): dirty queues are gathered and written at most once per
 ``batch_s``, so a burst of admissions costs one write per queue, not one per admission. A ClusterQueue being
-deleted is left alone, as Kueue's controller does once the finalizer holds it.
+deleted is left alone, as Kueue's controller does once the finalizer holds it. A Cohort's status is only its
+``fairSharing`` (:func:`projections.queue_status.cohort_status`); its other fields are left to their writers.
 """
 
 from __future__ import annotations
@@ -27,7 +28,16 @@ from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
-from projections.queue_status import CQ_FIELDS, LQ_FIELDS, cluster_queue_status, local_queue_status
+from projections.queue_status import (
+    COHORT_FIELDS,
+    CQ_FIELDS,
+    LQ_FIELDS,
+    cluster_queue_status,
+    cohort_status,
+    local_queue_status,
+)
+
+FIELDS = {"ClusterQueue": CQ_FIELDS, "LocalQueue": LQ_FIELDS, "Cohort": COHORT_FIELDS}
 
 log = structlog.get_logger("kueue_es.k8s.queues")
 
@@ -67,7 +77,7 @@ class QueueStatusWriter:
             if "*" in dirty:
                 state = self.mirror.state
                 dirty = {f"ClusterQueue/{n}" for n in state.cluster_queues} | {
-                    f"LocalQueue/{k}" for k in state.local_queues}
+                    f"LocalQueue/{k}" for k in state.local_queues} | {f"Cohort/{n}" for n in state.cohorts}
             keys |= dirty
         return keys
 
@@ -83,11 +93,12 @@ class QueueStatusWriter:
         """Bring one queue's status in the cluster to what the log says (see the module docstring)."""
         kind, _, name = key.partition("/")
         state = self.mirror.state
-        obj = state.cluster_queues.get(name) if kind == "ClusterQueue" else state.local_queues.get(name)
+        table = {"ClusterQueue": state.cluster_queues, "LocalQueue": state.local_queues, "Cohort": state.cohorts}
+        obj = table[kind].get(name)  # type: ignore[attr-defined]
         if obj is None or (kind == "ClusterQueue" and obj.metadata.deletion_timestamp):
             self._written.pop(key, None)
             return
-        fields = CQ_FIELDS if kind == "ClusterQueue" else LQ_FIELDS
+        fields = FIELDS[kind]
         uid, rv, current = obj.metadata.uid, _rv(obj.metadata.resource_version), obj.status
         written = self._written.get(key)
         if written is not None:
@@ -131,6 +142,8 @@ class QueueStatusWriter:
         state = self.mirror.state
         if kind == "ClusterQueue":
             return cluster_queue_status(state, name, state.time, shown)
+        if kind == "Cohort":
+            return cohort_status(state, name)
         return local_queue_status(state, name, state.time, shown)
 
 
