@@ -839,8 +839,10 @@ def _workload_shape_errors(wl: o.Workload) -> list[str]:
             errors.append(f"field `{at}.count` must be >= 0")
         if ps.topology_request is not None:
             errors += _topology_request_errors(ps.topology_request, f"{at}.topologyRequest")
-        if ps.min_count is not None and not (0 <= ps.min_count <= max(ps.count, 1)):
-            errors.append(f"field `{at}.minCount` must be between 0 and count")
+        # The fold needs no more; the CRD's ``minCount <= count`` is checked under PartialAdmission (off, Kueue's
+        # defaulting drops minCount first): object_rules.min_count_rule_errors.
+        if ps.min_count is not None and ps.min_count < 0:
+            errors.append(f"field `{at}.minCount` must be >= 0")
         errors += _pod_spec_errors(ps.template.spec, f"{at}.template.spec", negative=True)
     return (errors + _workload_status_quantity_errors(wl.status) + _reclaimable_pod_errors(wl)
             + _preemption_gate_errors(wl))

@@ -653,9 +653,3 @@ def min_count_errors(wl: o.Workload, *, scale_up: bool = False) -> list[str]:
         errors.append(f"field `spec.podSets`: Invalid value: {variable}: partial admission and elastic job "
                       "cannot be used together")
     return errors
-    if len(variable) > 1:
-        errors.append(f"field `spec.podSets`: Invalid value: {len(variable)}: at most one podSet can use minCount")
-    if variable and elastic:
-        errors.append(f"field `spec.podSets`: Invalid value: {len(variable)}: partial admission and elastic job "
-                      "cannot be used together")
-    return errors

@@ -116,11 +116,13 @@ from projections.workloads import (
     grouped_owner_uid,
     has_quota_reservation,
     held_for_pods_ready,
+    intern_pod_set,
     intern_scan,
     is_parent,
     keeps_queued,
     owned_by_single_pod,
     owner_of,
+    placement_of,
     pod_set_info,
     pod_set_infos,
     pod_templates,
@@ -1688,6 +1690,23 @@ class ClusterState:
         wl.scan = None  # its scheduling shape changed: the progress is meaningless
         self.touched[wl.key] = None
         return True
+
+    def retake_placement(self, wl: WorkloadInfo) -> None:
+        """Give ``wl``'s pod sets what topology placement counts of their pods as their templates give it now
+        (:attr:`PodSetInfo.placement`), all else kept: for a workload restored from a snapshot that did not hold it
+        (before version 45). Its templates unknown, it keeps what its requests give."""
+        fresh = self._adjusted_now(wl, self.pod_templates.get(wl.key))
+        if fresh is None:
+            return
+        placed = {ps.name: ps.placement_requests for ps in fresh}
+
+        def retaken(sets: tuple[PodSetInfo, ...]) -> tuple[PodSetInfo, ...]:
+            return tuple(ps if ps.name not in placed else intern_pod_set(msgspec.structs.replace(
+                ps, placement=placement_of(dict(placed[ps.name]), ps.requests, ps.dra_requests))) for ps in sets)
+
+        wl.pod_sets = retaken(wl.pod_sets)
+        if wl.spec_pod_sets is not None:
+            wl.spec_pod_sets = retaken(wl.spec_pod_sets)
 
     def _adjusted_now(self, wl: WorkloadInfo, templates: tuple[o.PodTemplateSpec, ...] | None
                       ) -> tuple[PodSetInfo, ...] | None:

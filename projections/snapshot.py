@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 44
+SNAPSHOT_VERSION = 45
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -97,9 +97,14 @@ restored from an older one, a Pod shows none, so counts as not scheduled, until 
 version 41's). 43: the PreemptionConfigs (ConfigurablePreemptions) among the objects; an older one holds
 none. 44: each workload's eviction record (``WorkloadInfo.evictions``, its ``status.schedulingStats.evictions``),
 which replaces ``metrics.evicted_once`` (written empty); restored from an older one, a workload's record is each pair
-``evicted_once`` held for it, counted once."""
+``evicted_once`` held for it, counted once. 45: what topology placement counts of each pod set's pods where it is
+not its requests less its DRA charge (``PodSetInfo.placement``: the template's requests before the Configuration's
+``resources`` rules, Kueue's #12006); restored from an older one under such rules, every workload takes it from its
+template again, and a shape parked then of pod sets that take one matches no workload until the next flush forgets
+it (a pod set without one is encoded in a shape as before, so without rules the layout is version 44's but for that
+field)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -313,7 +318,12 @@ def restore(snap: Snapshot) -> ClusterState:
             state.put_request(obj)
             continue
         tables[type(obj).__struct_config__.tag][obj.key] = obj  # type: ignore[attr-defined]
+    pool = [intern_templates(tuple(t)) for t in snap.template_pool]
+    state.pod_templates = {key: pool[index] for key, index in snap.templates}
+    retake = snap.version < 45 and state.request_rules is not None
     for wl in snap.workloads:
+        if retake:
+            state.retake_placement(wl)  # before it is queued or charged: its shape and usage follow it
         state.workloads[wl.key] = wl
         state.reflag(wl)
         state.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = None
@@ -359,8 +369,6 @@ def restore(snap: Snapshot) -> ClusterState:
         wl = state.workloads[key]
         if wl.reserving and wl.cluster_queue and not charges_nothing(wl):
             state.tas.charge(wl)
-    pool = [intern_templates(tuple(t)) for t in snap.template_pool]
-    state.pod_templates = {key: pool[index] for key, index in snap.templates}
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
     state.cluster_links = {name: ClusterLink(*rest) for name, *rest in snap.links}
     state.worker_queues = {e.key: e for e in snap.worker_queues}

@@ -159,16 +159,32 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The ResourceClaimTemplates its template's ``resourceClaims`` name, in order: what each pod claims, which TAS
     placement checks against the nodes' devices under ``KueueDRADeviceFeasibility``
     (:mod:`kueue_es.scheduler.tas.devices`)."""
+    placement: tuple[tuple[str, int], ...] | None = None
+    """Per-pod requests topology placement counts, sorted, where they differ from :attr:`requests` less
+    :attr:`dra_requests` (None: they do not, as whenever the Configuration has no ``resources`` rules; also for one
+    restored from a snapshot before version 45 and not retaken since): the adjusted template's own requests, before
+    the rules (:func:`placement_of`)."""
 
     @property
     def placement_requests(self) -> tuple[tuple[str, int], ...]:
-        """Per-pod requests as topology placement counts them: without the DRA devices, which Kueue charges to
-        quota only."""
-        if not self.dra_requests:
-            return self.requests
-        dra = dict(self.dra_requests)
-        out = [(r, v - dra.get(r, 0)) for r, v in self.requests]
-        return tuple((r, v) for r, v in out if v > 0 or r not in dra)
+        """Per-pod requests as topology placement counts them, for node fit and for the node usage of admitted
+        workloads alike: the adjusted template's (Kueue v0.19+ #12006: the pod spec's requests, not the ones
+        ``excludeResourcePrefixes`` and ``transformations`` leave for quota), without the DRA devices, which Kueue
+        charges to quota only."""
+        if self.placement is not None:
+            return self.placement
+        return _less_devices(self.requests, self.dra_requests)
+
+
+def _less_devices(requests: tuple[tuple[str, int], ...], dra_requests: tuple[tuple[str, int], ...]
+                  ) -> tuple[tuple[str, int], ...]:
+    """``requests`` without the DRA charge ``dra_requests`` added to them (a name left at nothing that only the
+    charge brought is dropped)."""
+    if not dra_requests:
+        return requests
+    dra = dict(dra_requests)
+    out = [(r, v - dra.get(r, 0)) for r, v in requests]
+    return tuple((r, v) for r, v in out if v > 0 or r not in dra)
 
 
 class RemoteCopy(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -363,7 +379,7 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
         off), and with ``flavors`` (``ConcurrentAdmission``) the :attr:`allowed_flavors` when it has some: a
         workload that may use other flavors is not equivalent. Interned: queues keep one per pending workload, and
         most workloads share a handful of shapes."""
-        pod_sets = _ENC.encode(self.pod_sets) if names else _nameless(self.pod_sets)
+        pod_sets = _ENC.encode(tuple(map(_shaped, self.pod_sets))) if names else _nameless(self.pod_sets)
         if flavors and self.allowed_flavors is not None:
             pod_sets += b"\xc0" + _ENC.encode(self.allowed_flavors)  # after a nil, which starts no pod set
         shape = (self.priority, pod_sets)
@@ -548,11 +564,18 @@ def _nameless_one(ps: PodSetInfo) -> bytes:
     found = _NAMELESS.get(id(ps))
     if found is not None and found[0] is ps:
         return found[1]
-    encoded = _ENC.encode(msgspec.structs.replace(ps, name=""))
+    encoded = _ENC.encode(_shaped(msgspec.structs.replace(ps, name="")))
     if len(_NAMELESS) > 100_000:
         _NAMELESS.clear()
     _NAMELESS[id(ps)] = (ps, encoded)
     return encoded
+
+
+def _shaped(ps: PodSetInfo) -> PodSetInfo | tuple[Any, ...]:
+    """What a shape encodes of ``ps``: ``ps`` itself, or, with no :attr:`PodSetInfo.placement` of its own, its
+    other fields, which encode as a pod set did before that field was added (an array of them), so that the shapes
+    parked in a snapshot before version 45 still match equal workloads."""
+    return ps if ps.placement is not None else msgspec.structs.astuple(ps)[:-1]
 
 
 def intern_pod_set(ps: PodSetInfo) -> PodSetInfo:
@@ -778,6 +801,7 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
     adjusted = adjust(spec, limits, overhead)
     whole = pod_requests(adjusted)
     requests = rules.apply(whole) if rules is not None else dict(whole)
+    placement = dict(whole)  # what topology placement counts: the pod spec's requests, before the rules
     dra_requests: tuple[tuple[str, int], ...] = ()
     dra_error = ""
     if dra is not None:
@@ -792,6 +816,8 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
                         requests[r] = kept[r]
                     else:
                         requests.pop(r, None)
+                placement = _beside_containers(whole, replaced, adjusted.overhead, None) | {
+                    r: v for r, v in placement.items() if r not in replaced}  # nor placed: DRA serves it
                 merged = dict(dra_requests)
                 for r, v in charge:
                     merged[r] = min(MAX_INT64, merged.get(r, 0) + v)
@@ -807,12 +833,13 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
                 dra_requests = tuple(sorted(merged.items()))
         for r, v in dra_requests:  # added after the rules, which Kueue does not apply to them
             requests[r] = min(MAX_INT64, requests.get(r, 0) + v)
+    ruled = tuple(sorted(requests.items()))
     return intern_pod_set(
         PodSetInfo(
             name=ps.name,
             count=ps.count,
             min_count=ps.min_count,
-            requests=tuple(sorted(requests.items())),
+            requests=ruled,
             node_selector=tuple(sorted(spec.node_selector.items())),
             tolerations=tuple(spec.tolerations),
             affinity_terms=affinity,
@@ -826,8 +853,18 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             claim_templates=tuple(c.resource_claim_template_name for c in spec.resource_claims
                                   if c.resource_claim_template_name is not None),
             spreading=annotations.get(SPREADING_ANNOTATION),
+            placement=placement_of(placement, ruled, dra_requests),
         )
     )
+
+
+def placement_of(placement: dict[str, int], requests: tuple[tuple[str, int], ...],
+                 dra_requests: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...] | None:
+    """:attr:`PodSetInfo.placement` for a pod set whose pods topology placement counts as requesting
+    ``placement``: None when that is what its ruled ``requests`` less its ``dra_requests`` already give (no rules
+    in force, or none that touch its resources), so that such pod sets, the most, carry nothing more."""
+    own = tuple(sorted(placement.items()))
+    return None if own == _less_devices(requests, dra_requests) else own
 
 
 def _beside_containers(whole: dict[str, int], replaced: tuple[str, ...], overhead: dict[str, o.Quantity],

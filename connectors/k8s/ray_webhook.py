@@ -47,7 +47,8 @@ runs it on a worker (:mod:`connectors.k8s.multikueue`).
 
 A RayService's webhooks (``mrayservice.kb.io``, ``vrayservice.kb.io``; Kueue's ``rayservice_webhook.go``) are the
 RayCluster's applied to its ``spec.rayClusterConfig``: suspended there, its cluster rules and TAS annotations
-checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it); an elastic
+checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it), the cluster
+rules first, then the generic job rules, then the TAS annotations, an update's own rules before all of them; an elastic
 RayService's cluster config templates are given the elastic-job scheduling gate (:func:`rayservice_defaults`).
 Under ``RayServiceValidateUpgradeStrategy`` (beta, on; Kueue v0.20's #16094) a Kueue-managed RayService that is not
 elastic (the ``ElasticJobsViaWorkloadSlices`` gate and the ``kueue.x-k8s.io/elastic-job: "true"`` annotation) is

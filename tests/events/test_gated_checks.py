@@ -251,8 +251,17 @@ def test_a_min_count_of_zero_lets_a_pod_set_be_cut_to_no_pods() -> None:
     """Kueue v0.20 (#14720): ``minCount`` may be 0 (a pod set admitted with no replicas); below 0 it is refused."""
     decode_object(_partial((4, 0)), "Workload team/w")
     decode_object(_partial((2, None), (0, 0)), "Workload team/w")
-    assert _refused(_partial((4, -1))) == ("Workload team/w: field `spec.podSets[0].minCount` must be between 0 "
-                                           "and count")
+    assert _refused(_partial((4, -1))) == "Workload team/w: field `spec.podSets[0].minCount` must be >= 0"
+
+
+def test_a_min_count_above_its_count_breaks_the_crds_rule_in_its_words_and_only_under_the_gate() -> None:
+    """Kueue's PodSet CEL rule (``minCount <= count``, on the pod set: the apiserver names ``spec.podSets[i]``)
+    in its own words, whatever the count; off, Kueue's defaulting webhook drops ``minCount`` before the CRD sees
+    it, so the Workload is taken (kueue-es keeps it and does not use it)."""
+    for counts in ((4, 5), (0, 1)):
+        assert _refused(_partial(counts)) == ("Workload team/w: field `spec.podSets[0]`: minCount should be "
+                                              "positive and less or equal to count")
+        decode_object(_partial(counts), "Workload team/w", checks=OFF["min_count"])
 
 
 @pytest.mark.parametrize("doc", [

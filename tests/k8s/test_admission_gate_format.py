@@ -202,3 +202,19 @@ def test_the_statefulset_webhook_checks_the_admission_gate_at_creation_under_the
     assert response["allowed"] is not gate_on
     if gate_on:
         assert "duplicate gate name: example.com/a" in response["status"]["message"]
+
+
+def test_on_update_the_added_gate_comes_before_the_form_problems_as_kueues_validator() -> None:
+    """Kueue's ``ValidateAdmissionGatedByAnnotationOnUpdate`` (``pkg/util/webhook/validation_admissiongatedby.go``):
+    a gate added to an object without one, or one the old value did not name, is reported first, then every
+    problem of the new value's form, in the create check's order."""
+    base = _labelled_job()
+    assert job_validation.gate_update(_with_gate(base, None), _with_gate(base, "example.com/a,,example.com/a"), ON) == [
+        ADDED,
+        f'{AT}: Invalid value: "example.com/a,,example.com/a": cannot contain empty gate names',
+        f'{AT}: Invalid value: "example.com/a,,example.com/a": duplicate gate name: example.com/a',
+    ]
+    assert job_validation.gate_update(_with_gate(base, "example.com/a"), _with_gate(base, "example.com/b,bad"), ON) == [
+        NEW_ONE,
+        f'{AT}: Invalid value: "bad": must be a domain-prefixed path (such as "acme.io/foo")',
+    ]

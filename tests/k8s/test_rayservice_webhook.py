@@ -289,3 +289,22 @@ def test_a_managed_rayservice_whose_head_has_no_container_is_refused() -> None:
                                  "the head Pod template must have at least one container")
     service["metadata"]["labels"] = {}
     assert _refusal(service) is None
+
+
+def test_errors_come_in_kueues_order_cluster_rules_then_generic_then_tas_and_update_rules_first() -> None:
+    """Kueue's ``rayservice_webhook.go``: on create, a managed RayService's cluster rules (at
+    ``spec.rayClusterSpec``), then the generic job rules, then the TAS annotations; on update the generic update
+    rules come before all of those, run on the new object."""
+    tas = msgspec.structs.replace(SERVICES, feature_gates={"TopologyAwareScheduling": True})
+    sliced = {"kueue.x-k8s.io/podset-required-topology": "block", SLICE_REQUIRED: "rack", SLICE_SIZE: "3"}
+    bad_queue = "Bad_Queue"
+    created = _refusal(_service({Q: bad_queue}, groups=8, annotations=sliced, suspend=True), settings=tas)
+    assert created is not None
+    cluster = created.index("spec.rayClusterSpec.workerGroupSpecs: Too many")
+    queue = created.index(f"metadata.labels[{Q}]")
+    slice_size = created.index(f"annotations[{SLICE_SIZE}]")
+    assert cluster < queue < slice_size
+    old = _service({Q: "lq"}, suspend=False)
+    updated = _refusal(_service({Q: "other"}, groups=8, suspend=False), old)
+    assert updated is not None
+    assert updated.index('Invalid value: "other": field is immutable') < updated.index("workerGroupSpecs: Too many")

@@ -123,14 +123,15 @@ def test_a_quantity_or_a_pod_total_past_int64_is_refused_as_kueue_words_it() -> 
 
 def test_the_device_charge_replaces_the_request_after_the_rules_and_is_not_placed() -> None:
     """Kueue drops the served resource from what the rules left and adds the device charge: a transformation of it
-    keeps its outputs, and topology placement leaves the device out."""
+    keeps its outputs. Topology placement counts the pod spec's requests, not the rules' outputs (#12006), and
+    leaves the device out."""
     rules = compile_rules([], [ResourceTransformation(input=GPU, outputs={"example.com/credits": "2"})], "test")
     ps = o.PodSet(name="main", count=2, template=o.PodTemplateSpec(spec=_pod([_c({GPU: "1", "cpu": "1"})])))
     view = _view(mapping=(("gpu.example.com", "example.com/gpus"),))
     info = pod_set_info(ps, rules=rules, dra=view)
     assert info.requests == (("cpu", 1000), ("example.com/credits", 2), ("example.com/gpus", 1))
     assert info.dra_requests == (("example.com/gpus", 1),)
-    assert info.placement_requests == (("cpu", 1000), ("example.com/credits", 2))
+    assert info.placement_requests == (("cpu", 1000),)
     assert pod_set_info(ps, rules=rules).requests == (("cpu", 1000), ("example.com/credits", 2), (GPU, 1))
 
 
