@@ -342,7 +342,7 @@ class ClusterState:
         LocalQueue's consumed usage. A LocalQueue's first appearance in the log (after a deletion too) is an entry
         of sign 0: its *seed*, the ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried
         then, in nano-units per resource name (none for a new LocalQueue): Kueue's warm start from the persisted
-        status (:meth:`_afs_seed`)."""
+        status (:meth:`seed_afs`)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -1364,7 +1364,7 @@ class ClusterState:
                 old = self.local_queues.get(key)
                 self.local_queues[key] = obj
                 if old is None:
-                    self._afs_seed(obj)
+                    self.seed_afs(obj)
                 if self._relabelled(LOCAL_QUEUE, old, obj):
                     self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
@@ -2324,10 +2324,11 @@ class ClusterState:
             if wl.phase == RESERVED:
                 self._afs_record(wl, sign)
 
-    def _afs_seed(self, lq: o.LocalQueue) -> None:
+    def seed_afs(self, lq: o.LocalQueue, only_persisted: bool = False) -> None:
         """A LocalQueue seen for the first time: the consumed usage its status persisted (Kueue v0.20 #12891 seeds
         its in-memory entry from it when it first meets the LocalQueue, so a restart or a takeover keeps the
-        history), in nano-units rounded down, as a sign-0 entry of :attr:`afs_history`."""
+        history), in nano-units rounded down, as a sign-0 entry of :attr:`afs_history` (none ``only_persisted``
+        when there is none: a restore from a snapshot older than the seeds)."""
         fs = lq.status.get("fairSharing") if isinstance(lq.status, dict) else None
         afs = fs.get("admissionFairSharingStatus") if isinstance(fs, dict) else None
         consumed = afs.get("consumedResources") if isinstance(afs, dict) else None
@@ -2339,7 +2340,8 @@ class ClusterState:
                 continue
             if nanos > 0:
                 seed[r] = nanos
-        self.afs_history.append((self.time, lq.key, 0, tuple(sorted(seed.items()))))
+        if seed or not only_persisted:
+            self.afs_history.append((self.time, lq.key, 0, tuple(sorted(seed.items()))))
 
     def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
         cq = self.cluster_queues.get(wl.cluster_queue)

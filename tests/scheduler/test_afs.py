@@ -238,3 +238,16 @@ def test_next_sample_is_one_interval_after_the_last_update() -> None:
     assert next_sample(state, CONFIG, T0) == T0 + MIN
     assert next_sample(state, CONFIG, T0 + 90_000) == T0 + 2 * MIN
     assert next_sample(state, load_config({}), T0) is None
+
+
+def test_restored_from_a_snapshot_older_than_the_seeds_every_local_queue_is_seeded_from_its_status() -> None:
+    """A version-45 snapshot holds no seeds: restored, each LocalQueue starts from the status it shows, as Kueue
+    does at a restart; a current snapshot is taken as it is."""
+    state = _lq_state({"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {"cpu": "3"}, "lastUpdate": "2023-01-01T00:00:00Z"}}})
+    snap = snapshot.take(state)
+    assert snapshot.restore(snap).afs_history == state.afs_history
+    old = msgspec.structs.replace(snap, version=45, afs_history=[e for e in snap.afs_history if e[2] != 0])
+    restored = snapshot.restore(old)
+    assert [(lq, sign, list(u)) for _, lq, sign, u in restored.afs_history] == [("ns/a", 0, [("cpu", 3 * 10**9)])]
+    assert _shown(restored, T0) == ({"cpu": "3"}, format_time(T0))
