@@ -12,6 +12,12 @@ Batched like Kueue's (``UpdatesBatchPeriod``): dirty queues are gathered and wri
 ``batch_s``, so a burst of admissions costs one write per queue, not one per admission. A ClusterQueue being
 deleted is left alone, as Kueue's controller does once the finalizer holds it. A Cohort's status is only its
 ``fairSharing`` (:func:`projections.queue_status.cohort_status`); its other fields are left to their writers.
+
+Under Admission Fair Sharing a LocalQueue's status also carries ``fairSharing``
+(:func:`kueue_es.scheduler.afs.local_queue_status`, under the Configuration recorded in force), which moves with
+the log's time, a sample every ``usageSamplingInterval``: whenever the log's time passes a LocalQueue's next sample,
+every LocalQueue is looked at again. Where Kueue writes none (Admission Fair Sharing off, an inactive LocalQueue)
+what the LocalQueue shows is left as it is, as Kueue's controller leaves it.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
+from kueue_es.scheduler import afs
+from kueue_es.scheduler.config_record import in_force
 from projections.queue_status import (
     COHORT_FIELDS,
     CQ_FIELDS,
@@ -37,7 +45,7 @@ from projections.queue_status import (
     local_queue_status,
 )
 
-FIELDS = {"ClusterQueue": CQ_FIELDS, "LocalQueue": LQ_FIELDS, "Cohort": COHORT_FIELDS}
+FIELDS = {"ClusterQueue": CQ_FIELDS, "LocalQueue": (*LQ_FIELDS, "fairSharing"), "Cohort": COHORT_FIELDS}
 
 log = structlog.get_logger("kueue_es.k8s.queues")
 
@@ -63,6 +71,8 @@ class QueueStatusWriter:
         """Key -> (uid, resourceVersion, status) of our last write, until the log shows that version."""
         self._retry = Retries(retry_s)
         self._next = 0.0
+        self._afs_due: int | None = None
+        """The log time of the next Admission Fair Sharing sample of some LocalQueue (None: none due)."""
 
     async def run(self) -> None:
         await KeyedWorkers(self.sync_guarded, self.concurrency).run(
@@ -70,6 +80,7 @@ class QueueStatusWriter:
 
     def _take(self) -> set[str]:
         keys = self._retry.due()
+        self._sampled()
         now = asyncio.get_running_loop().time()
         if self.mirror.dirty_queues and now >= self._next:
             dirty, self.mirror.dirty_queues = self.mirror.dirty_queues, set()
@@ -80,6 +91,18 @@ class QueueStatusWriter:
                     f"LocalQueue/{k}" for k in state.local_queues} | {f"Cohort/{n}" for n in state.cohorts}
             keys |= dirty
         return keys
+
+    def _sampled(self) -> None:
+        """Every LocalQueue marked once the log's time passed the next sample of one of them (its status'
+        ``lastUpdate`` and ``consumedResources`` move then)."""
+        state = self.mirror.state
+        config = in_force(state)
+        if config is None or config.admission_fair_sharing is None:
+            self._afs_due = None
+            return
+        if self._afs_due is not None and state.time >= self._afs_due:
+            self.mirror.dirty_queues.update(f"LocalQueue/{k}" for k in state.local_queues)
+        self._afs_due = afs.next_sample(state, config, state.time)
 
     def _timeout(self) -> float | None:
         if self.mirror.dirty_queues:
@@ -144,7 +167,14 @@ class QueueStatusWriter:
             return cluster_queue_status(state, name, state.time, shown)
         if kind == "Cohort":
             return cohort_status(state, name)
-        return local_queue_status(state, name, state.time, shown)
+        out = local_queue_status(state, name, state.time, shown)
+        if out is not None:
+            config = in_force(state)
+            fair = afs.local_queue_status(state, config, name, state.time) if config is not None else None
+            fair = fair if fair is not None else shown.get("fairSharing")
+            if fair is not None:
+                out["fairSharing"] = fair
+        return out
 
 
 def _rv(text: str) -> int:
