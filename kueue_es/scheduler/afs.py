@@ -263,15 +263,16 @@ def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int,
 
 def local_queue_status(state: ClusterState, config: SchedulerConfig, lq: str, now: int) -> dict[str, Any] | None:
     """The ``status.fairSharing`` Kueue's LocalQueue controller writes under Admission Fair Sharing (config stanza,
-    gate on), for every active LocalQueue whatever its ClusterQueue's admission mode: ``weightedShare`` 0 (nothing
-    computes it for a LocalQueue) and ``admissionFairSharingStatus`` with the consumed usage as of its last update
+    gate on) on an active LocalQueue: ``weightedShare`` 0 (nothing computes it for a LocalQueue) and ``admissionFairSharingStatus`` with the consumed usage as of its last update
     (``consumedResources``: cpu in cores, the rest in their units, decimal SI rounded down to nano-units, as
     Kueue's decimal arithmetic keeps them) and that update's time (``lastUpdate``): a sample every
     ``usageSamplingInterval`` from the last update, or an admission's settlement. None where Kueue writes
     nothing, leaving what is there: Admission Fair Sharing off, a stopped LocalQueue or one whose ClusterQueue is
     missing or inactive (its controller returns before), or one this state never saw appear (restored from an
-    older snapshot)."""
-    if config.admission_fair_sharing is None or lq not in state.local_queues:
+    older snapshot). Nor on a LocalQueue of a ClusterQueue without ``UsageBasedAdmissionFairSharing``, which Kueue
+    samples too: the history holds admitted usage only where it orders by it, and a made-up ``{}`` would mislead."""
+    obj = state.local_queues.get(lq)
+    if obj is None or not enabled_for(config, state, obj.spec.cluster_queue):
         return None
     if state.local_queue_active(lq)[0] != "True":
         return None

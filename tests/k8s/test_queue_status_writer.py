@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import msgspec
 from fixtures.eventgen import T0, cluster_queue, cohort, flavor, local_queue, namespace, upsert
 from fixtures.jobs import RecordingClient
 
@@ -37,8 +38,10 @@ def _mirror(*first: ev.AnyEvent, lq_status: dict | None = None) -> Mirror:
     lq = local_queue("ns0", "lq0", "cq0")
     if lq_status is not None:
         lq = o.LocalQueue(metadata=lq.metadata, spec=lq.spec, status=lq_status)
-    for e in (*first, *(upsert(x, T0) for x in (
-            namespace("ns0"), flavor("f0"), cohort("co"), cluster_queue("cq0", cohort="co", quotas={"f0": 2}), lq))):
+    cq = cluster_queue("cq0", cohort="co", quotas={"f0": 2})
+    cq = msgspec.structs.replace(cq, spec=msgspec.structs.replace(
+        cq.spec, admission_scope=o.AdmissionScope(admission_mode="UsageBasedAdmissionFairSharing")))
+    for e in (*first, *(upsert(x, T0) for x in (namespace("ns0"), flavor("f0"), cohort("co"), cq, lq))):
         mirror.apply(ev.Record(mirror.offset + 1, e))
     return mirror
 

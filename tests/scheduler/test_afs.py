@@ -205,10 +205,11 @@ def test_an_admission_settles_into_the_status_then_samples_decay_it_towards_the_
     assert abs(int(consumed["cpu"].rstrip("n")) / 1e9 - (2 + (penalty - 2) / 8)) < 1e-8
 
 
-def test_written_for_every_active_local_queue_and_nowhere_else() -> None:
-    """Kueue samples every active LocalQueue (whatever its ClusterQueue's admission mode), none while it is
-    stopped or its ClusterQueue inactive, and nothing without Admission Fair Sharing."""
-    assert afs_status(_lq_state(scope=False), CONFIG, "ns/a", T0) is not None
+def test_written_for_active_local_queues_only() -> None:
+    """Kueue samples every active LocalQueue, none while it is stopped or its ClusterQueue inactive, and nothing
+    without Admission Fair Sharing. (Nor, here, one of a ClusterQueue without UsageBasedAdmissionFairSharing, whose
+    admitted usage the history does not hold.)"""
+    assert afs_status(_lq_state(scope=False), CONFIG, "ns/a", T0) is None
     assert afs_status(_lq_state(), load_config({}), "ns/a", T0) is None
     state = _lq_state()
     lq = state.local_queues["ns/a"]
