@@ -16,7 +16,7 @@ deleted is left alone, as Kueue's controller does once the finalizer holds it. A
 Under Admission Fair Sharing a LocalQueue's status also carries ``fairSharing``
 (:func:`kueue_es.scheduler.afs.local_queue_status`, under the Configuration recorded in force), which moves with
 the log's time, a sample every ``usageSamplingInterval``: whenever the log's time passes a LocalQueue's next sample,
-every LocalQueue is looked at again. Where Kueue writes none (Admission Fair Sharing off, an inactive LocalQueue)
+that LocalQueue is looked at again. Where Kueue writes none (Admission Fair Sharing off, an inactive LocalQueue)
 what the LocalQueue shows is left as it is, as Kueue's controller leaves it.
 """
 
@@ -71,8 +71,8 @@ class QueueStatusWriter:
         """Key -> (uid, resourceVersion, status) of our last write, until the log shows that version."""
         self._retry = Retries(retry_s)
         self._next = 0.0
-        self._afs_due: int | None = None
-        """The log time of the next Admission Fair Sharing sample of some LocalQueue (None: none due)."""
+        self._afs_seen: int | None = None
+        """The log's time when the LocalQueues' Admission Fair Sharing samples were last looked at."""
 
     async def run(self) -> None:
         await KeyedWorkers(self.sync_guarded, self.concurrency).run(
@@ -93,16 +93,17 @@ class QueueStatusWriter:
         return keys
 
     def _sampled(self) -> None:
-        """Every LocalQueue marked once the log's time passed the next sample of one of them (its status'
+        """The LocalQueues with a sample since the log's time was last looked at, marked (their status'
         ``lastUpdate`` and ``consumedResources`` move then)."""
         state = self.mirror.state
         config = in_force(state)
         if config is None or config.admission_fair_sharing is None:
-            self._afs_due = None
+            self._afs_seen = None
             return
-        if self._afs_due is not None and state.time >= self._afs_due:
-            self.mirror.dirty_queues.update(f"LocalQueue/{k}" for k in state.local_queues)
-        self._afs_due = afs.next_sample(state, config, state.time)
+        if self._afs_seen is not None:
+            self.mirror.dirty_queues.update(
+                f"LocalQueue/{k}" for k in afs.sampled_between(state, config, self._afs_seen, state.time))
+        self._afs_seen = state.time
 
     def _timeout(self) -> float | None:
         if self.mirror.dirty_queues:

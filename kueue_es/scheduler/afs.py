@@ -285,20 +285,22 @@ def local_queue_status(state: ClusterState, config: SchedulerConfig, lq: str, no
         "lastUpdate": format_time(last)}}
 
 
-def next_sample(state: ClusterState, config: SchedulerConfig, now: int) -> int | None:
-    """The earliest time after ``now`` at which some LocalQueue's status moves by a sample (None without
-    Admission Fair Sharing or LocalQueues): when the status writer looks again."""
-    if config.admission_fair_sharing is None:
-        return None
+def sampled_between(state: ClusterState, config: SchedulerConfig, after: int, upto: int) -> list[str]:
+    """The LocalQueues with a sample in (``after``, ``upto``], sorted: those whose status moved as the log's time
+    went from one to the other (none without Admission Fair Sharing)."""
+    if config.admission_fair_sharing is None or upto <= after:
+        return []
     f = fold(state, config)
-    best: int | None = None
-    for q in f.queues.values():
+    out = []
+    for lq in sorted(f.queues):
+        q = f.queues[lq]
         start = q.last if q.last is not None else q.anchor
         if start is None:
             continue
-        due = start + ((max(now, start) - start) // f.interval + 1) * f.interval
-        best = due if best is None or due < best else best
-    return best
+        due = start + ((max(after, start) - start) // f.interval + 1) * f.interval
+        if due <= upto:
+            out.append(lq)
+    return out
 
 
 def _quantity(value: float) -> str:

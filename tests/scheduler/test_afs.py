@@ -17,7 +17,7 @@ from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
 from kueue_es.scheduler import decide
-from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, next_sample
+from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, sampled_between
 from kueue_es.scheduler.afs import local_queue_status as afs_status
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, load_config
 from projections import snapshot
@@ -234,11 +234,14 @@ def test_a_local_queue_first_seen_with_persisted_consumed_usage_starts_from_it()
     assert _shown(state, T0 + 20 * MIN) == ({"cpu": "1"}, format_time(T0 + 20 * MIN))
 
 
-def test_next_sample_is_one_interval_after_the_last_update() -> None:
+def test_the_local_queues_sampled_between_two_times() -> None:
+    """What the status writer asks as the log's time moves: a LocalQueue's samples fall every interval from its
+    first appearance (or last update), so one is due in (T0+30s, T0+60s] and none in (T0+60s, T0+90s]."""
     state = _lq_state()
-    assert next_sample(state, CONFIG, T0) == T0 + MIN
-    assert next_sample(state, CONFIG, T0 + 90_000) == T0 + 2 * MIN
-    assert next_sample(state, load_config({}), T0) is None
+    assert sampled_between(state, CONFIG, T0 + 30_000, T0 + MIN) == ["ns/a"]
+    assert sampled_between(state, CONFIG, T0 + MIN, T0 + 90_000) == []
+    assert sampled_between(state, CONFIG, T0 + MIN, T0 + 3 * MIN) == ["ns/a"]
+    assert sampled_between(state, load_config({}), T0, T0 + 3 * MIN) == []
 
 
 def test_restored_from_a_snapshot_older_than_the_seeds_every_local_queue_is_seeded_from_its_status() -> None:
