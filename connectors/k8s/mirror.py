@@ -343,8 +343,8 @@ class Mirror:
 
     def _dirty_queues_for(self, kind: str, key: str) -> None:
         if kind == "ClusterQueue":
-            if self.state.cohorts and queue_status.fair_sharing_on(self.state):
-                self.dirty_queues.add("*")  # its quota moves what its cohorts lend, so every share in its tree
+            if queue_status.fair_sharing_on(self.state):
+                self.dirty_queues.add("*")  # its quota moves what its cohort lends: every share in its tree
                 return
             self.dirty_queues.add(f"ClusterQueue/{key}")
             self.dirty_queues.update(f"LocalQueue/{k}" for k, lq in self.state.local_queues.items()

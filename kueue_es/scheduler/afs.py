@@ -143,7 +143,6 @@ class AfsFold:
         q = self.queues.get(lq)
         return self._samples(q, now)[0] if q is not None else {}
 
-
     def shown(self, lq: str, now: int) -> tuple[dict[str, float], int] | None:
         """Consumed as of its last update by ``now`` and that update's time: what the LocalQueue's status shows
         (None for a LocalQueue never seen)."""
@@ -263,9 +262,10 @@ def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int,
 
 def local_queue_status(state: ClusterState, config: SchedulerConfig, lq: str, now: int) -> dict[str, Any] | None:
     """The ``status.fairSharing`` Kueue's LocalQueue controller writes under Admission Fair Sharing (config stanza,
-    gate on) on an active LocalQueue: ``weightedShare`` 0 (nothing computes it for a LocalQueue) and ``admissionFairSharingStatus`` with the consumed usage as of its last update
-    (``consumedResources``: cpu in cores, the rest in their units, decimal SI rounded down to nano-units, as
-    Kueue's decimal arithmetic keeps them) and that update's time (``lastUpdate``): a sample every
+    gate on) on an active LocalQueue: ``weightedShare`` 0 (nothing computes it for a LocalQueue) and
+    ``admissionFairSharingStatus`` with the consumed usage as of its last update (``consumedResources``: cpu in
+    cores, the rest in their units, decimal SI rounded down to nano-units, as Kueue's decimal arithmetic keeps
+    them) and that update's time (``lastUpdate``): a sample every
     ``usageSamplingInterval`` from the last update, or an admission's settlement. None where Kueue writes
     nothing, leaving what is there: Admission Fair Sharing off, a stopped LocalQueue or one whose ClusterQueue is
     missing or inactive (its controller returns before), or one this state never saw appear (restored from an

@@ -77,3 +77,21 @@ def test_a_workload_taking_quota_marks_the_cohort_objects_above_its_queue_under_
 
     assert {"Cohort/co", "Cohort/root", "ClusterQueue/cq0"} <= run(True)
     assert not {q for q in run(False) if q.startswith("Cohort/")}
+
+
+def test_a_cluster_queue_quota_change_marks_every_queue_under_fair_sharing() -> None:
+    """A ClusterQueue's quota moves what its cohort can lend, so the weighted share of every node in its tree."""
+    def run(fair: bool) -> set[str]:
+        mirror = Mirror()
+        if fair:
+            mirror.apply(ev.Record(mirror.offset + 1, ev.ConfigRecorded(time=T0, writer="t", document={
+                "fairSharing": {}})))
+        for obj in (flavor("f0"), cluster_queue("a", cohort="co", quotas={"f0": 2}),
+                    cluster_queue("b", cohort="co", quotas={"f0": 2})):
+            mirror.apply(ev.Record(mirror.offset + 1, upsert(obj, T0)))
+        mirror.dirty_queues = set()
+        mirror.apply(ev.Record(mirror.offset + 1, upsert(cluster_queue("a", cohort="co", quotas={"f0": 5}), T0)))
+        return mirror.dirty_queues
+
+    assert "*" in run(True)
+    assert run(False) == {"ClusterQueue/a"}
