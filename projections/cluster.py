@@ -19,6 +19,7 @@ its checks (which the ProvisioningRequest controller would take for "nothing to 
 
 from __future__ import annotations
 
+from decimal import ROUND_FLOOR
 from typing import Any, NamedTuple
 
 import msgspec
@@ -29,7 +30,7 @@ from events.errors import InvalidRecord, UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
-from events.quantity import QuantityError
+from events.quantity import QuantityError, parse_quantity
 from events.timefmt import format_time, parse_time
 from projections import effective_quotas, eviction_stats, gates, pods_scheduled, variants
 from projections.admissionchecks import (
@@ -346,7 +347,10 @@ class ClusterState:
         UsageBasedAdmissionFairSharing``. The anchor is admission, or quota reservation under
         ``AdmissionFairSharingAnchorAtQuotaReservation`` (:meth:`_afs_counted`); otherwise independent of the
         configuration: the scheduler folds them with the configured half-life and sampling interval into each
-        LocalQueue's consumed usage."""
+        LocalQueue's consumed usage. A LocalQueue's first appearance in the log (after a deletion too) is an entry
+        of sign 0: its *seed*, the ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried
+        then, in nano-units per resource name (none for a new LocalQueue): Kueue's warm start from the persisted
+        status (:meth:`seed_afs`)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -1389,6 +1393,8 @@ class ClusterState:
                 key = obj.key
                 old = self.local_queues.get(key)
                 self.local_queues[key] = obj
+                if old is None:
+                    self.seed_afs(obj)
                 if self._relabelled(LOCAL_QUEUE, old, obj):
                     self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
@@ -2347,6 +2353,25 @@ class ClusterState:
             wl = self.workloads[key]
             if wl.phase == RESERVED:
                 self._afs_record(wl, sign)
+
+    def seed_afs(self, lq: o.LocalQueue, only_persisted: bool = False) -> None:
+        """A LocalQueue seen for the first time: the consumed usage its status persisted (Kueue v0.20 #12891 seeds
+        its in-memory entry from it when it first meets the LocalQueue, so a restart or a takeover keeps the
+        history), in nano-units rounded down, as a sign-0 entry of :attr:`afs_history` (none ``only_persisted``
+        when there is none: a restore from a snapshot older than the seeds)."""
+        fs = lq.status.get("fairSharing") if isinstance(lq.status, dict) else None
+        afs = fs.get("admissionFairSharingStatus") if isinstance(fs, dict) else None
+        consumed = afs.get("consumedResources") if isinstance(afs, dict) else None
+        seed: dict[str, int] = {}
+        for r, q in sorted(consumed.items()) if isinstance(consumed, dict) else ():
+            try:
+                nanos = int((parse_quantity(q) * 1_000_000_000).to_integral_value(rounding=ROUND_FLOOR))
+            except (QuantityError, ArithmeticError, TypeError):
+                continue
+            if nanos > 0:
+                seed[r] = nanos
+        if seed or not only_persisted:
+            self.afs_history.append((self.time, lq.key, 0, tuple(sorted(seed.items()))))
 
     def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
         cq = self.cluster_queues.get(wl.cluster_queue)

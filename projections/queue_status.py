@@ -13,6 +13,11 @@ camelCase, quantities in Kueue's canonical format). The connector writes it when
   its cache compiled, the quotas it schedules with.
 * ClusterQueue, under MultiKueueManagerQuotaAutomation: its ``MultiKueueManagerQuotaAutomation`` condition
   (:mod:`projections.manager_quota`), set on a MultiKueue manager's, removed from any other.
+* ClusterQueue and Cohort, while Fair Sharing is on (a ``fairSharing`` stanza in the Configuration):
+  ``fairSharing.weightedShare``, the node's weighted dominant resource share (:mod:`projections.fair_share`) as
+  Kueue's int64 field carries it: rounded up, an infinite share (weight 0, borrowing) saturating at MaxInt64.
+  With Fair Sharing off the field is left out, so the writer removes it, as Kueue sets it to nil. Only a Cohort
+  *object* has a status; its only field here is ``fairSharing``.
 * LocalQueue: ``Active`` (``Ready``, ``Stopped``, ``ClusterQueueDoesNotExist``, ``ClusterQueueIsInactive``),
   ``pendingWorkloads`` (0 while stopped), ``reservingWorkloads`` and ``admittedWorkloads`` in its
   ClusterQueue, ``flavorsReservation`` and ``flavorsUsage`` over that ClusterQueue's flavors (nothing while the
@@ -24,20 +29,23 @@ when it flips, like ``meta.SetStatusCondition``; conditions of other types are l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from events import objects as o
 from events.quantity import canonical_quantity, to_int
 from events.timefmt import format_time
-from projections import effective_quotas, manager_quota
+from projections import effective_quotas, fair_share, manager_quota
 from projections.cluster import ClusterState
 from projections.clusterqueues import active_condition
 from projections.workloads import ADMITTED, WorkloadInfo
 
-CQ_FIELDS = ("conditions", "pendingWorkloads", "reservingWorkloads", "admittedWorkloads", "flavorsReservation",
+LQ_FIELDS = ("conditions", "pendingWorkloads", "reservingWorkloads", "admittedWorkloads", "flavorsReservation",
              "flavorsUsage")
-LQ_FIELDS = CQ_FIELDS
+CQ_FIELDS = (*LQ_FIELDS, "fairSharing")
+COHORT_FIELDS = ("fairSharing",)
+MAX_INT64 = 2**63 - 1
 
 
 def cluster_queue_status(state: ClusterState, name: str, now: int,
@@ -58,7 +66,7 @@ def cluster_queue_status(state: ClusterState, name: str, now: int,
     conditions = set_condition(_conditions(cq.status if shown is None else shown), {
         "type": "Active", "status": status, "reason": reason, "message": message,
         "observedGeneration": cq.metadata.generation}, now)
-    return {
+    out = {
         "conditions": _quota_automation(state, cq, conditions, now),
         "pendingWorkloads": len(queue) if queue is not None else 0,
         "reservingWorkloads": len(reserving),
@@ -66,6 +74,38 @@ def cluster_queue_status(state: ClusterState, name: str, now: int,
         "flavorsReservation": _flavor_usage(quotas, state.usage.get(name, {}), nominal),
         "flavorsUsage": _flavor_usage(quotas, _sum_usage(admitted), nominal),
     }
+    if fair_sharing_on(state):
+        out["fairSharing"] = {"weightedShare": weighted_share(state, "ClusterQueue", name)}
+    return out
+
+
+def cohort_status(state: ClusterState, name: str) -> dict[str, Any] | None:
+    """The status Kueue's Cohort controller would write on Cohort object ``name`` (None when the log has none):
+    its ``fairSharing`` while Fair Sharing is on, nothing otherwise."""
+    if name not in state.cohorts:
+        return None
+    if not fair_sharing_on(state):
+        return {}
+    return {"fairSharing": {"weightedShare": weighted_share(state, "Cohort", name)}}
+
+
+def fair_sharing_on(state: ClusterState) -> bool:
+    return fair_share.enabled(state.config.document if state.config is not None else None)
+
+
+def weighted_share(state: ClusterState, kind: str, name: str) -> int:
+    """A node's weighted share as Kueue's int64 status field holds it: rounded up, +inf saturating at MaxInt64,
+    0 for a node outside the quota tree (a cyclic cohort tree, which Kueue does not compute either)."""
+    tree = state.quota
+    node = (tree.cluster_queues if kind == "ClusterQueue" else tree.cohorts).get(name)
+    if node is None:
+        return 0
+    share = fair_share.dominant_share(node).weighted
+    if math.isnan(share) or share <= 0:
+        return 0
+    if share >= MAX_INT64:
+        return MAX_INT64
+    return math.ceil(share)
 
 
 def local_queue_status(state: ClusterState, key: str, now: int,

@@ -36,6 +36,7 @@ from connectors.k8s.prebuilt import names_carried
 from connectors.k8s.workload_finalizer import maybe_ownerless
 from events import objects as o
 from events import schema as ev
+from projections import queue_status
 from projections.cluster import ClusterState
 from projections.in_use import KINDS as FINALIZED
 from projections.workloads import PENDING, WORKLOAD_ANNOTATION, WorkloadInfo
@@ -307,10 +308,23 @@ class Mirror:
         if wl is not None:
             if wl.cluster_queue:
                 self.dirty_queues.add(f"ClusterQueue/{wl.cluster_queue}")
+                self._dirty_cohorts_above(wl.cluster_queue)
                 cq = self.state.cluster_queues.get(wl.cluster_queue)
                 if cq is not None and cq.metadata.deletion_timestamp:
                     self.dirty_finalizers.add(f"ClusterQueue/{wl.cluster_queue}")
             self.dirty_queues.add(f"LocalQueue/{wl.namespace}/{wl.queue_name}")
+
+    def _dirty_cohorts_above(self, cq: str) -> None:
+        """The Cohort objects above ClusterQueue ``cq``, whose weighted shares its usage moves (while Fair Sharing
+        is on: otherwise their status does not depend on it)."""
+        if not self.state.cohorts or not queue_status.fair_sharing_on(self.state):
+            return
+        node = self.state.quota.cluster_queues.get(cq)
+        parent = node.parent if node is not None else None
+        while parent is not None:
+            if parent.name in self.state.cohorts:
+                self.dirty_queues.add(f"Cohort/{parent.name}")
+            parent = parent.parent
 
     def _dirty_finalizers_for(self, kind: str, key: str) -> None:
         """The object itself (``key``, when it still exists), and the terminating objects it may have used."""
@@ -329,6 +343,9 @@ class Mirror:
 
     def _dirty_queues_for(self, kind: str, key: str) -> None:
         if kind == "ClusterQueue":
+            if queue_status.fair_sharing_on(self.state):
+                self.dirty_queues.add("*")  # its quota moves what its cohort lends: every share in its tree
+                return
             self.dirty_queues.add(f"ClusterQueue/{key}")
             self.dirty_queues.update(f"LocalQueue/{k}" for k, lq in self.state.local_queues.items()
                                      if lq.spec.cluster_queue == key)

@@ -1,4 +1,4 @@
-"""Write ClusterQueue and LocalQueue status from the log, as Kueue's queue controllers do.
+"""Write ClusterQueue, LocalQueue and Cohort status from the log, as Kueue's queue and Cohort controllers do.
 
 Level-triggered like the Workload writer: for every queue the mirror marks dirty, the **desired** status is
 :mod:`projections.queue_status` over the mirror's state (conditions merged into what the apiserver shows, a
@@ -10,7 +10,14 @@ deletion).
 
 Batched like Kueue's (``UpdatesBatchPeriod``): dirty queues are gathered and written at most once per
 ``batch_s``, so a burst of admissions costs one write per queue, not one per admission. A ClusterQueue being
-deleted is left alone, as Kueue's controller does once the finalizer holds it.
+deleted is left alone, as Kueue's controller does once the finalizer holds it. A Cohort's status is only its
+``fairSharing`` (:func:`projections.queue_status.cohort_status`); its other fields are left to their writers.
+
+Under Admission Fair Sharing a LocalQueue's status also carries ``fairSharing``
+(:func:`kueue_es.scheduler.afs.local_queue_status`, under the Configuration recorded in force), which moves with
+the log's time, a sample every ``usageSamplingInterval``: whenever the log's time passes a LocalQueue's next sample,
+that LocalQueue is looked at again. Where Kueue writes none (Admission Fair Sharing off, an inactive LocalQueue)
+what the LocalQueue shows is left as it is, as Kueue's controller leaves it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,18 @@ from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
-from projections.queue_status import CQ_FIELDS, LQ_FIELDS, cluster_queue_status, local_queue_status
+from kueue_es.scheduler import afs
+from kueue_es.scheduler.config_record import in_force
+from projections.queue_status import (
+    COHORT_FIELDS,
+    CQ_FIELDS,
+    LQ_FIELDS,
+    cluster_queue_status,
+    cohort_status,
+    local_queue_status,
+)
+
+FIELDS = {"ClusterQueue": CQ_FIELDS, "LocalQueue": (*LQ_FIELDS, "fairSharing"), "Cohort": COHORT_FIELDS}
 
 log = structlog.get_logger("kueue_es.k8s.queues")
 
@@ -53,6 +71,8 @@ class QueueStatusWriter:
         """Key -> (uid, resourceVersion, status) of our last write, until the log shows that version."""
         self._retry = Retries(retry_s)
         self._next = 0.0
+        self._afs_seen: int | None = None
+        """The log's time when the LocalQueues' Admission Fair Sharing samples were last looked at."""
 
     async def run(self) -> None:
         await KeyedWorkers(self.sync_guarded, self.concurrency).run(
@@ -60,6 +80,7 @@ class QueueStatusWriter:
 
     def _take(self) -> set[str]:
         keys = self._retry.due()
+        self._sampled()
         now = asyncio.get_running_loop().time()
         if self.mirror.dirty_queues and now >= self._next:
             dirty, self.mirror.dirty_queues = self.mirror.dirty_queues, set()
@@ -67,9 +88,22 @@ class QueueStatusWriter:
             if "*" in dirty:
                 state = self.mirror.state
                 dirty = {f"ClusterQueue/{n}" for n in state.cluster_queues} | {
-                    f"LocalQueue/{k}" for k in state.local_queues}
+                    f"LocalQueue/{k}" for k in state.local_queues} | {f"Cohort/{n}" for n in state.cohorts}
             keys |= dirty
         return keys
+
+    def _sampled(self) -> None:
+        """The LocalQueues with a sample since the log's time was last looked at, marked (their status'
+        ``lastUpdate`` and ``consumedResources`` move then)."""
+        state = self.mirror.state
+        config = in_force(state)
+        if config is None or config.admission_fair_sharing is None:
+            self._afs_seen = None
+            return
+        if self._afs_seen is not None:
+            self.mirror.dirty_queues.update(
+                f"LocalQueue/{k}" for k in afs.sampled_between(state, config, self._afs_seen, state.time))
+        self._afs_seen = state.time
 
     def _timeout(self) -> float | None:
         if self.mirror.dirty_queues:
@@ -83,11 +117,12 @@ class QueueStatusWriter:
         """Bring one queue's status in the cluster to what the log says (see the module docstring)."""
         kind, _, name = key.partition("/")
         state = self.mirror.state
-        obj = state.cluster_queues.get(name) if kind == "ClusterQueue" else state.local_queues.get(name)
+        table = {"ClusterQueue": state.cluster_queues, "LocalQueue": state.local_queues, "Cohort": state.cohorts}
+        obj = table[kind].get(name)  # type: ignore[attr-defined]
         if obj is None or (kind == "ClusterQueue" and obj.metadata.deletion_timestamp):
             self._written.pop(key, None)
             return
-        fields = CQ_FIELDS if kind == "ClusterQueue" else LQ_FIELDS
+        fields = FIELDS[kind]
         uid, rv, current = obj.metadata.uid, _rv(obj.metadata.resource_version), obj.status
         written = self._written.get(key)
         if written is not None:
@@ -131,7 +166,16 @@ class QueueStatusWriter:
         state = self.mirror.state
         if kind == "ClusterQueue":
             return cluster_queue_status(state, name, state.time, shown)
-        return local_queue_status(state, name, state.time, shown)
+        if kind == "Cohort":
+            return cohort_status(state, name)
+        out = local_queue_status(state, name, state.time, shown)
+        if out is not None:
+            config = in_force(state)
+            fair = afs.local_queue_status(state, config, name, state.time) if config is not None else None
+            fair = fair if fair is not None else shown.get("fairSharing")
+            if fair is not None:
+                out["fairSharing"] = fair
+        return out
 
 
 def _rv(text: str) -> int:

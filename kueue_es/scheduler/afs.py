@@ -15,6 +15,10 @@ exponentially decayed history of what it had admitted — or, under ``AdmissionF
   on top; a workload released before admission leaves no trace, where under the gate each reservation settles
   one penalty.
 
+A LocalQueue's first appearance in the log seeds it (Kueue v0.20's warm start, #12891): the consumed usage its
+status persisted, if any, from that time on — so a takeover from Kueue (or a LocalQueue recreated) starts from what
+``status.fairSharing.admissionFairSharingStatus.consumedResources`` held; a new LocalQueue starts empty.
+
 A LocalQueue's usage is Σ_resource weight·(consumed + pending) ÷ the LocalQueue's ``fairSharing.weight``
 (+∞ for a weight ≤ 0). All of it is a function of the log: the projection records when each LocalQueue's
 admitted usage changed (``ClusterState.afs_history``) and this module folds those facts, in log order, with the
@@ -26,9 +30,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container
-from typing import TYPE_CHECKING
+from decimal import ROUND_FLOOR, Decimal
+from typing import TYPE_CHECKING, Any
 
-from events.quantity import MILLI_RESOURCES
+from events.quantity import MILLI_RESOURCES, decimal_string
+from events.timefmt import format_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration
 from kueue_es.scheduler.quota import fair_weight
@@ -56,13 +62,15 @@ def _amount(resource: str, value: int) -> float:
 
 
 class _Queue:
-    __slots__ = ("admitted", "consumed", "last")
+    __slots__ = ("admitted", "anchor", "consumed", "last")
 
     def __init__(self) -> None:
         self.consumed: dict[str, float] = {}
         self.admitted: dict[str, float] = {}
         self.last: int | None = None
-        """When consumed was last updated (sampled or settled)."""
+        """When consumed was last updated (sampled, seeded or settled)."""
+        self.anchor: int | None = None
+        """When the LocalQueue was first seen: its samples before any update fall at steps from here."""
 
 
 class AfsFold:
@@ -112,6 +120,11 @@ class AfsFold:
         q = self.queues.get(lq)
         if q is None:
             q = self.queues[lq] = _Queue()
+        if sign == 0:  # first seen: consumed restarts from the persisted status (nano-units), none for a new one
+            q.anchor = time
+            q.consumed = {r: v / 1e9 for r, v in usage}
+            q.last = time if usage else None
+            return
         self._advance(q, time)
         for r, v in usage:
             q.admitted[r] = q.admitted.get(r, 0.0) + sign * _amount(r, v)
@@ -130,6 +143,19 @@ class AfsFold:
     def consumed(self, lq: str, now: int) -> dict[str, float]:
         q = self.queues.get(lq)
         return self._samples(q, now)[0] if q is not None else {}
+
+    def shown(self, lq: str, now: int) -> tuple[dict[str, float], int] | None:
+        """Consumed as of its last update by ``now`` and that update's time: what the LocalQueue's status shows
+        (None for a LocalQueue never seen)."""
+        q = self.queues.get(lq)
+        if q is None:
+            return None
+        if q.last is None:
+            if q.anchor is None or now < q.anchor:
+                return None
+            return dict(q.consumed), q.anchor + (now - q.anchor) // self.interval * self.interval
+        consumed, last = self._samples(q, now)
+        return consumed, last if last is not None else q.last
 
 
 def fold(state: ClusterState, config: SchedulerConfig) -> AfsFold:
@@ -256,3 +282,52 @@ def usage_samples(state: ClusterState) -> list[tuple[tuple[str, ...], float]]:
         namespace, _, name = key.partition("/")
         out.append(((name, namespace, cq), lq_usage(state, config, key, cq, state.time, f)))
     return out
+
+
+def local_queue_status(state: ClusterState, config: SchedulerConfig, lq: str, now: int) -> dict[str, Any] | None:
+    """The ``status.fairSharing`` Kueue's LocalQueue controller writes under Admission Fair Sharing (config stanza,
+    gate on) on an active LocalQueue: ``weightedShare`` 0 (nothing computes it for a LocalQueue) and
+    ``admissionFairSharingStatus`` with the consumed usage as of its last update (``consumedResources``: cpu in
+    cores, the rest in their units, decimal SI rounded down to nano-units, as Kueue's decimal arithmetic keeps
+    them) and that update's time (``lastUpdate``): a sample every
+    ``usageSamplingInterval`` from the last update, or an admission's settlement. None where Kueue writes
+    nothing, leaving what is there: Admission Fair Sharing off, a stopped LocalQueue or one whose ClusterQueue is
+    missing or inactive (its controller returns before), or one this state never saw appear (restored from an
+    older snapshot). Nor on a LocalQueue of a ClusterQueue without ``UsageBasedAdmissionFairSharing``, which Kueue
+    samples too: the history holds admitted usage only where it orders by it, and a made-up ``{}`` would mislead."""
+    obj = state.local_queues.get(lq)
+    if obj is None or not enabled_for(config, state, obj.spec.cluster_queue):
+        return None
+    if state.local_queue_active(lq)[0] != "True":
+        return None
+    shown = fold(state, config).shown(lq, now)
+    if shown is None:
+        return None
+    consumed, last = shown
+    return {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {r: _quantity(v) for r, v in sorted(consumed.items())},
+        "lastUpdate": format_time(last)}}
+
+
+def sampled_between(state: ClusterState, config: SchedulerConfig, after: int, upto: int) -> list[str]:
+    """The LocalQueues with a sample in (``after``, ``upto``], sorted: those whose status moved as the log's time
+    went from one to the other (none without Admission Fair Sharing)."""
+    if config.admission_fair_sharing is None or upto <= after:
+        return []
+    f = fold(state, config)
+    out = []
+    for lq in sorted(f.queues):
+        q = f.queues[lq]
+        start = q.last if q.last is not None else q.anchor
+        if start is None:
+            continue
+        due = start + ((max(after, start) - start) // f.interval + 1) * f.interval
+        if due <= upto:
+            out.append(lq)
+    return out
+
+
+def _quantity(value: float) -> str:
+    """A consumed amount as Kueue writes it: decimal SI, rounded down to nano-units."""
+    nanos = Decimal(repr(max(0.0, value))).scaleb(9).to_integral_value(rounding=ROUND_FLOOR)
+    return decimal_string(nanos.scaleb(-9))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from fixtures.eventgen import (
     T0,
     cohort,
@@ -18,7 +19,14 @@ from fixtures.eventgen import (
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from projections.queue_status import cluster_queue_status, local_queue_status, set_condition
+from projections.queue_status import (
+    COHORT_FIELDS,
+    CQ_FIELDS,
+    cluster_queue_status,
+    cohort_status,
+    local_queue_status,
+    set_condition,
+)
 
 S = 1000
 NOW = T0 + 100 * S
@@ -303,3 +311,53 @@ def test_cohort_cycle_makes_the_cluster_queue_inactive_with_cohort_cycle_detecte
     c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
     assert (c["status"], c["reason"]) == ("True", "Ready")
     assert state.inactive_reason("cq") is None
+
+
+# --- Fair Sharing: status.fairSharing.weightedShare (ClusterQueue, Cohort) -------------------------------------
+
+
+def fair_state(*, fair_sharing: bool = True, weight: str = "2"):
+    """Cohort "co" (no parent) holds cq-a (4 cpu, weight ``weight``, 6 cpu in use) and cq-b (4 cpu, idle): cq-a
+    borrows 2 of the 8 cpu "co" could lend, a dominant share of 250."""
+    from fixtures.eventgen import cluster_queue as plain_cq
+
+    a, b = plain_cq("cq-a", cohort="co", quotas={"on-demand": 4}), plain_cq("cq-b", cohort="co", quotas={"on-demand": 4})
+    a = msgspec.structs.replace(a, spec=msgspec.structs.replace(a.spec, fair_sharing=o.FairSharing(weight=weight)))
+    admission = o.Admission(cluster_queue="cq-a", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "on-demand"}, count=1, resource_usage={"cpu": "6"})])
+    events: list[ev.AnyEvent] = [
+        upsert(namespace("team"), T0), upsert(flavor("on-demand"), T0), upsert(cohort("co"), T0), upsert(a, T0),
+        upsert(b, T0), upsert(local_queue("team", "lq", "cq-a"), T0),
+        upsert(workload("team", "big", queue="lq", cpu="6"), T0),
+        ev.QuotaReserved(key="team/big", admission=admission, **d(1)),
+    ]
+    if fair_sharing:
+        events.insert(0, ev.ConfigRecorded(time=T0, document={"fairSharing": {}}))
+    return fold(records([events]))
+
+
+def test_cluster_queue_status_carries_its_weighted_share_rounded_up() -> None:
+    """Kueue writes ceil(share x 1000 / weight) as an int64: 250 / 2 = 125; 250 / 3 = 83.3 -> 84; an idle
+    ClusterQueue 0."""
+    assert cluster_queue_status(fair_state(), "cq-a", NOW)["fairSharing"] == {"weightedShare": 125}
+    assert cluster_queue_status(fair_state(weight="3"), "cq-a", NOW)["fairSharing"] == {"weightedShare": 84}
+    assert cluster_queue_status(fair_state(), "cq-b", NOW)["fairSharing"] == {"weightedShare": 0}
+
+
+def test_a_zero_weight_borrower_saturates_at_maxint64() -> None:
+    assert cluster_queue_status(fair_state(weight="0"), "cq-a", NOW)["fairSharing"] == {
+        "weightedShare": 9223372036854775807}
+
+
+def test_without_fair_sharing_the_field_is_absent_so_the_writer_clears_it() -> None:
+    """Kueue sets ``status.fairSharing`` to nil with Fair Sharing off."""
+    s = cluster_queue_status(fair_state(fair_sharing=False), "cq-a", NOW)
+    assert s is not None and "fairSharing" not in s
+    assert cohort_status(fair_state(fair_sharing=False), "co") == {}
+
+
+def test_cohort_status_carries_its_weighted_share() -> None:
+    """A Cohort object gets its share too (a root cohort has none: 0); an implicit cohort has no object."""
+    assert cohort_status(fair_state(), "co") == {"fairSharing": {"weightedShare": 0}}
+    assert cohort_status(fair_state(), "nowhere") is None
+    assert "fairSharing" in COHORT_FIELDS and "fairSharing" in CQ_FIELDS

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from events import objects as o
 from events import schema as ev
+from events.timefmt import format_time
 from kueue_es.scheduler import decide
-from kueue_es.scheduler.afs import AfsFold, fold, lq_usage
+from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, sampled_between
+from kueue_es.scheduler.afs import local_queue_status as afs_status
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, load_config
 from projections import snapshot
 from projections.cluster import ClusterState
@@ -141,3 +143,115 @@ def test_restored_state_decides_the_same(waves, weight) -> None:
     f = fold(state, CONFIG)
     for lq in ("ns/a", "ns/b", "ns/c"):
         assert lq_usage(state, CONFIG, lq, "cq", t, f) >= 0
+
+
+# --- the LocalQueue's status.fairSharing, and its warm start from it ----------------------------------------------
+
+MIN = 60_000
+
+
+def _lq_state(status: dict | None = None, scope: bool = True) -> ClusterState:
+    """ClusterQueue "cq" (4 cpu, UsageBasedAdmissionFairSharing unless ``scope`` is False) and LocalQueue ns/a,
+    first seen at T0 carrying ``status``."""
+    state = ClusterState()
+    for d in _objects([("a", None)]):
+        if d["kind"] == "LocalQueue" and status is not None:
+            d["status"] = status
+        if d["kind"] == "ClusterQueue" and not scope:
+            del d["spec"]["admissionScope"]
+        obj = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0, key=obj.key, obj=obj)))
+    return state
+
+
+def _admit(state: ClusterState, name: str, cpu: str, t: int) -> None:
+    w = msgspec.convert({"apiVersion": KQ, "kind": "Workload", "metadata": {
+        "name": name, "namespace": "ns", "uid": name, "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"queueName": "a", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}]}}, o.KueueObject)
+    admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "f1"}, count=1, resource_usage={"cpu": cpu})])
+    for e in (ev.ObjectUpserted(time=t, key=w.key, obj=w),
+              ev.QuotaReserved(time=t, key=w.key, admission=admission, cycle=1, input=0),
+              ev.WorkloadAdmitted(time=t, key=w.key, cycle=1, input=0)):
+        state.apply(ev.Record(state.offset + 1, e))
+
+
+def _shown(state: ClusterState, now: int) -> tuple[dict, str]:
+    s = afs_status(state, CONFIG, "ns/a", now)
+    assert s is not None and s["weightedShare"] == 0
+    return s["admissionFairSharingStatus"]["consumedResources"], s["admissionFairSharingStatus"]["lastUpdate"]
+
+
+def test_a_new_local_queue_shows_nothing_consumed_sampled_every_interval_from_when_it_appeared() -> None:
+    """Kueue's LocalQueue controller writes ``{weightedShare: 0, admissionFairSharingStatus: {consumedResources,
+    lastUpdate}}`` at its first reconcile and again every ``usageSamplingInterval``."""
+    state = _lq_state()
+    assert _shown(state, T0) == ({}, format_time(T0))
+    assert _shown(state, T0 + 150_000) == ({}, format_time(T0 + 2 * MIN))
+
+
+def test_an_admission_settles_into_the_status_then_samples_decay_it_towards_the_admitted_usage() -> None:
+    """2 cpu admitted at T0+90s: its entry penalty 2·(1 − 0.5^(1/10)) at once; 30 samples later (half-life 10m)
+    2 + (penalty − 2)/8 — cpu in cores, decimal SI rounded down to nano-units."""
+    state = _lq_state()
+    t = T0 + 90_000
+    _admit(state, "w", "2", t)
+    penalty = 2 * (1 - 0.5 ** (1 / 10))
+    consumed, last = _shown(state, t + 59_999)
+    assert (consumed, last) == ({"cpu": f"{int(penalty * 1e9)}n"}, format_time(t))
+    consumed, last = _shown(state, t + 30 * MIN + 1)
+    assert last == format_time(t + 30 * MIN)
+    assert abs(int(consumed["cpu"].rstrip("n")) / 1e9 - (2 + (penalty - 2) / 8)) < 1e-8
+
+
+def test_written_for_active_local_queues_only() -> None:
+    """Kueue samples every active LocalQueue, none while it is stopped or its ClusterQueue inactive, and nothing
+    without Admission Fair Sharing. (Nor, here, one of a ClusterQueue without UsageBasedAdmissionFairSharing, whose
+    admitted usage the history does not hold.)"""
+    assert afs_status(_lq_state(scope=False), CONFIG, "ns/a", T0) is None
+    assert afs_status(_lq_state(), load_config({}), "ns/a", T0) is None
+    state = _lq_state()
+    lq = state.local_queues["ns/a"]
+    stopped = msgspec.structs.replace(lq, spec=msgspec.structs.replace(lq.spec, stop_policy="Hold"))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0 + MIN, key=lq.key, obj=stopped)))
+    assert afs_status(state, CONFIG, "ns/a", T0 + MIN) is None
+
+
+def test_a_local_queue_first_seen_with_persisted_consumed_usage_starts_from_it() -> None:
+    """Kueue v0.20 (#12891) seeds a LocalQueue's consumed usage from its persisted status when it first meets it
+    (a restart, a takeover): 4 cpu, nothing admitted, halve every half-life (10m), and order the queue by it."""
+    state = _lq_state({"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {"cpu": "4"}, "lastUpdate": "2023-01-01T00:00:00Z"}}})
+    assert _shown(state, T0) == ({"cpu": "4"}, format_time(T0))
+    assert _shown(state, T0 + 10 * MIN) == ({"cpu": "2"}, format_time(T0 + 10 * MIN))
+    assert lq_usage(state, CONFIG, "ns/a", "cq", T0 + 10 * MIN) == 2 * 2  # cpu weighs 2
+    # seen again (our own status write coming back): no second seed
+    lq = state.local_queues["ns/a"]
+    again = msgspec.structs.replace(lq, status={"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {"cpu": "100"}, "lastUpdate": "2024-01-01T00:00:00Z"}}})
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0 + 11 * MIN, key=lq.key, obj=again)))
+    assert _shown(state, T0 + 20 * MIN) == ({"cpu": "1"}, format_time(T0 + 20 * MIN))
+
+
+def test_the_local_queues_sampled_between_two_times() -> None:
+    """What the status writer asks as the log's time moves: a LocalQueue's samples fall every interval from its
+    first appearance (or last update), so one is due in (T0+30s, T0+60s] and none in (T0+60s, T0+90s]."""
+    state = _lq_state()
+    assert sampled_between(state, CONFIG, T0 + 30_000, T0 + MIN) == ["ns/a"]
+    assert sampled_between(state, CONFIG, T0 + MIN, T0 + 90_000) == []
+    assert sampled_between(state, CONFIG, T0 + MIN, T0 + 3 * MIN) == ["ns/a"]
+    assert sampled_between(state, load_config({}), T0, T0 + 3 * MIN) == []
+
+
+def test_restored_from_a_snapshot_older_than_the_seeds_every_local_queue_is_seeded_from_its_status() -> None:
+    """A version-45 snapshot holds no seeds: restored, each LocalQueue starts from the status it shows, as Kueue
+    does at a restart; a current snapshot is taken as it is."""
+    state = _lq_state({"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {"cpu": "3"}, "lastUpdate": "2023-01-01T00:00:00Z"}}})
+    snap = snapshot.take(state)
+    assert snapshot.restore(snap).afs_history == state.afs_history
+    old = msgspec.structs.replace(snap, version=45, afs_history=[e for e in snap.afs_history if e[2] != 0])
+    restored = snapshot.restore(old)
+    assert [(lq, sign, list(u)) for _, lq, sign, u in restored.afs_history] == [("ns/a", 0, [("cpu", 3 * 10**9)])]
+    assert _shown(restored, T0) == ({"cpu": "3"}, format_time(T0))

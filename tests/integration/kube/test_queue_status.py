@@ -27,6 +27,7 @@ from kubehelp import (
 
 from connectors.k8s import crds
 from connectors.k8s.resources import BY_KIND
+from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
 
@@ -126,3 +127,32 @@ async def test_queue_status_follows_admissions_and_activeness(kube_apiserver, tm
                                   what="the stopped LocalQueue")
             assert ls["pendingWorkloads"] == 0 and ls["admittedWorkloads"] == 1
             assert _active({"status": ls})["message"] == "LocalQueue is stopped"  # type: ignore[index]
+
+
+FAIR = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {},
+                    "admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}})
+
+
+@pytest.mark.asyncio
+async def test_fair_sharing_status_on_cluster_queue_cohort_and_local_queue(kube_apiserver, tmp_path) -> None:
+    """Under Fair Sharing the ClusterQueue and its Cohort object carry ``status.fairSharing.weightedShare``; under
+    Admission Fair Sharing the LocalQueue carries ``status.fairSharing.admissionFairSharingStatus``."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        co = f"co-{sfx}"
+        await create(kc, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": co},
+                          "spec": {}})
+        ns, _, cq, _ = await queues(kc, "fs", {"cpu": 4}, sfx=sfx, cohortName=co,
+                                    admissionScope={"admissionMode": "UsageBasedAdmissionFairSharing"})
+        async with kueue_es(kc, tmp_path / "log", config=FAIR):
+
+            async def fair(kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
+                return ((await get(kc, kind, name, namespace)).get("status") or {}).get("fairSharing")
+
+            assert await eventually(lambda: fair("ClusterQueue", cq), what="the CQ's share") == {"weightedShare": 0}
+            assert await eventually(lambda: fair("Cohort", co), what="the Cohort's share") == {"weightedShare": 0}
+            lq = await eventually(lambda: fair("LocalQueue", "user-queue", ns), what="the LQ's AFS status")
+            assert lq["weightedShare"] == 0
+            assert lq["admissionFairSharingStatus"]["consumedResources"] == {}
+            assert lq["admissionFairSharingStatus"]["lastUpdate"]

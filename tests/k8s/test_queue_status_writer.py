@@ -1,0 +1,93 @@
+"""The queue status writer's Fair Sharing fields (:mod:`connectors.k8s.queues`), against a recording client: a
+LocalQueue's ``status.fairSharing`` under Admission Fair Sharing, written again as the log's time passes its next
+sample, left alone where Kueue writes none; a Cohort object's ``status.fairSharing`` under Fair Sharing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+from fixtures.eventgen import T0, cluster_queue, cohort, flavor, local_queue, namespace, upsert
+from fixtures.jobs import RecordingClient
+
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.queues import QueueStatusWriter
+from events import objects as o
+from events import schema as ev
+from events.timefmt import format_time
+
+MIN = 60_000
+
+
+class _Journal:
+    def __init__(self, mirror: Mirror) -> None:
+        self.mirror = mirror
+
+
+def _config(**stanzas: Any) -> ev.ConfigRecorded:
+    return ev.ConfigRecorded(time=T0, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **stanzas})
+
+
+AFS = {"admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}}
+
+
+def _mirror(*first: ev.AnyEvent, lq_status: dict | None = None) -> Mirror:
+    mirror = Mirror()
+    lq = local_queue("ns0", "lq0", "cq0")
+    if lq_status is not None:
+        lq = o.LocalQueue(metadata=lq.metadata, spec=lq.spec, status=lq_status)
+    cq = cluster_queue("cq0", cohort="co", quotas={"f0": 2})
+    cq = msgspec.structs.replace(cq, spec=msgspec.structs.replace(
+        cq.spec, admission_scope=o.AdmissionScope(admission_mode="UsageBasedAdmissionFairSharing")))
+    for e in (*first, *(upsert(x, T0) for x in (namespace("ns0"), flavor("f0"), cohort("co"), cq, lq))):
+        mirror.apply(ev.Record(mirror.offset + 1, e))
+    return mirror
+
+
+def _written(mirror: Mirror, key: str) -> dict[str, Any] | None:
+    client = RecordingClient()
+    asyncio.run(QueueStatusWriter(client, _Journal(mirror)).sync(key))  # type: ignore[arg-type]
+    return client.patches[-1][2]["status"] if client.patches else None
+
+
+def test_a_local_queue_gets_its_admission_fair_sharing_status() -> None:
+    status = _written(_mirror(_config(**AFS)), "LocalQueue/ns0/lq0")
+    assert status is not None and status["fairSharing"] == {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {}, "lastUpdate": format_time(T0)}}
+
+
+def test_the_log_passing_a_sample_marks_the_local_queues_again() -> None:
+    """Kueue's LocalQueue controller writes the status every ``usageSamplingInterval``: once the log's time is
+    past the next sample, the writer looks at every LocalQueue again, and writes the new ``lastUpdate``."""
+    mirror = _mirror(_config(**AFS))
+    writer = QueueStatusWriter(RecordingClient(), _Journal(mirror))  # type: ignore[arg-type]
+
+    async def take() -> set[str]:
+        mirror.dirty_queues = set()
+        writer._next = 0.0
+        return writer._take()
+
+    assert "LocalQueue/ns0/lq0" not in asyncio.run(take())  # nothing due yet: the next sample is at T0 + 1m
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ClockTicked(time=T0 + MIN + 1)))
+    assert "LocalQueue/ns0/lq0" in asyncio.run(take())
+    status = _written(mirror, "LocalQueue/ns0/lq0")
+    assert status is not None
+    assert status["fairSharing"]["admissionFairSharingStatus"]["lastUpdate"] == format_time(T0 + MIN)
+
+
+def test_without_admission_fair_sharing_what_the_local_queue_shows_is_left_alone() -> None:
+    shown = {"weightedShare": 0, "admissionFairSharingStatus": {"consumedResources": {"cpu": "1"},
+                                                                "lastUpdate": "2024-01-01T00:00:00Z"}}
+    status = _written(_mirror(lq_status={"fairSharing": shown}), "LocalQueue/ns0/lq0")
+    assert status is not None and status["fairSharing"] == shown
+
+
+def test_a_cohort_object_gets_its_weighted_share_under_fair_sharing_and_loses_it_without() -> None:
+    assert _written(_mirror(_config(fairSharing={})), "Cohort/co") == {"fairSharing": {"weightedShare": 0}}
+    mirror = _mirror()
+    co = mirror.state.cohorts["co"]
+    shows = o.Cohort(metadata=co.metadata, spec=co.spec, status={"fairSharing": {"weightedShare": 7}})
+    mirror.apply(ev.Record(mirror.offset + 1, upsert(shows, T0)))
+    assert _written(mirror, "Cohort/co") == {"fairSharing": None}
