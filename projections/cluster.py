@@ -30,7 +30,7 @@ from events.errors import InvalidRecord, UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
-from events.quantity import QuantityError, parse_quantity
+from events.quantity import MAX_INT64, QuantityError, parse_quantity
 from events.timefmt import format_time, parse_time
 from projections import effective_quotas, eviction_stats, gates, pods_scheduled, variants
 from projections.admissionchecks import (
@@ -154,6 +154,11 @@ class MisfiledObject(ValueError):
     def __init__(self, key: str, obj: o.KObject) -> None:
         kind = type(obj).__struct_config__.tag  # type: ignore[attr-defined]
         super().__init__(f"{kind} {obj.key!r} is upserted under key {key!r} (the key must be namespace/name)")
+
+
+AFS_SEED_SCALE = 1_000
+"""A LocalQueue's Admission Fair Sharing seed (:meth:`ClusterState.seed_afs`) is kept in thousandths of each
+resource's unit: fine beside the floats the usage decays in, and a large memory usage still fits an int64."""
 
 
 class ClusterState:
@@ -349,8 +354,8 @@ class ClusterState:
         configuration: the scheduler folds them with the configured half-life and sampling interval into each
         LocalQueue's consumed usage. A LocalQueue's first appearance in the log (after a deletion too) is an entry
         of sign 0: its *seed*, the ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried
-        then, in nano-units per resource name (none for a new LocalQueue): Kueue's warm start from the persisted
-        status (:meth:`seed_afs`)."""
+        then, in thousandths of a unit per resource name (:data:`AFS_SEED_SCALE`; none for a new LocalQueue):
+        Kueue's warm start from the persisted status (:meth:`seed_afs`)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -2357,19 +2362,21 @@ class ClusterState:
     def seed_afs(self, lq: o.LocalQueue, only_persisted: bool = False) -> None:
         """A LocalQueue seen for the first time: the consumed usage its status persisted (Kueue v0.20 #12891 seeds
         its in-memory entry from it when it first meets the LocalQueue, so a restart or a takeover keeps the
-        history), in nano-units rounded down, as a sign-0 entry of :attr:`afs_history` (none ``only_persisted``
-        when there is none: a restore from a snapshot older than the seeds)."""
+        history), in thousandths of a unit (:data:`AFS_SEED_SCALE`) rounded down and held to int64 (a snapshot's
+        msgpack takes no larger integer: 64Gi of memory in nano-units would not fit), as a sign-0 entry of
+        :attr:`afs_history` (none ``only_persisted`` when there is none: a restore from a snapshot older than the
+        seeds)."""
         fs = lq.status.get("fairSharing") if isinstance(lq.status, dict) else None
         afs = fs.get("admissionFairSharingStatus") if isinstance(fs, dict) else None
         consumed = afs.get("consumedResources") if isinstance(afs, dict) else None
         seed: dict[str, int] = {}
         for r, q in sorted(consumed.items()) if isinstance(consumed, dict) else ():
             try:
-                nanos = int((parse_quantity(q) * 1_000_000_000).to_integral_value(rounding=ROUND_FLOOR))
+                scaled = int((parse_quantity(q) * AFS_SEED_SCALE).to_integral_value(rounding=ROUND_FLOOR))
             except (QuantityError, ArithmeticError, TypeError):
                 continue
-            if nanos > 0:
-                seed[r] = nanos
+            if scaled > 0:
+                seed[r] = min(scaled, MAX_INT64)
         if seed or not only_persisted:
             self.afs_history.append((self.time, lq.key, 0, tuple(sorted(seed.items()))))
 

@@ -38,7 +38,7 @@ from events.timefmt import format_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration
 from kueue_es.scheduler.quota import fair_weight
-from projections.cluster import ClusterState
+from projections.cluster import AFS_SEED_SCALE, ClusterState
 from projections.workloads import RESERVED
 
 if TYPE_CHECKING:
@@ -120,9 +120,9 @@ class AfsFold:
         q = self.queues.get(lq)
         if q is None:
             q = self.queues[lq] = _Queue()
-        if sign == 0:  # first seen: consumed restarts from the persisted status (nano-units), none for a new one
+        if sign == 0:  # first seen: consumed restarts from the persisted status (its seed), none for a new one
             q.anchor = time
-            q.consumed = {r: v / 1e9 for r, v in usage}
+            q.consumed = {r: v / AFS_SEED_SCALE for r, v in usage}
             q.last = time if usage else None
             return
         self._advance(q, time)

@@ -21,7 +21,7 @@ from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, sampled_between
 from kueue_es.scheduler.afs import local_queue_status as afs_status
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, load_config
 from projections import snapshot
-from projections.cluster import ClusterState
+from projections.cluster import AFS_SEED_SCALE, ClusterState
 
 T0 = 1_704_067_200_000
 KQ = "kueue.x-k8s.io/v1beta2"
@@ -234,6 +234,19 @@ def test_a_local_queue_first_seen_with_persisted_consumed_usage_starts_from_it()
     assert _shown(state, T0 + 20 * MIN) == ({"cpu": "1"}, format_time(T0 + 20 * MIN))
 
 
+def test_a_large_persisted_usage_seeds_a_state_that_still_snapshots_and_folds() -> None:
+    """A takeover from a Kueue whose LocalQueue consumed 64Gi of memory (over 2**64 nano-units, more than a
+    snapshot's msgpack holds) and an absurd 1e400 cpu: the state still snapshots and restores to the same digest,
+    the memory usage shows as persisted, and the absurd value is held to int64 rather than crashing the fold."""
+    state = _lq_state({"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {"memory": "64Gi", "cpu": "1e400"}, "lastUpdate": "2023-01-01T00:00:00Z"}}})
+    restored = snapshot.restore(snapshot.take(state))
+    assert snapshot.digest(restored) == snapshot.digest(state)
+    shown, _ = _shown(state, T0)
+    assert shown["memory"] == str(64 * 2**30)
+    assert lq_usage(state, CONFIG, "ns/a", "cq", T0) > 0
+
+
 def test_the_local_queues_sampled_between_two_times() -> None:
     """What the status writer asks as the log's time moves: a LocalQueue's samples fall every interval from its
     first appearance (or last update), so one is due in (T0+30s, T0+60s] and none in (T0+60s, T0+90s]."""
@@ -253,5 +266,6 @@ def test_restored_from_a_snapshot_older_than_the_seeds_every_local_queue_is_seed
     assert snapshot.restore(snap).afs_history == state.afs_history
     old = msgspec.structs.replace(snap, version=45, afs_history=[e for e in snap.afs_history if e[2] != 0])
     restored = snapshot.restore(old)
-    assert [(lq, sign, list(u)) for _, lq, sign, u in restored.afs_history] == [("ns/a", 0, [("cpu", 3 * 10**9)])]
+    seeded = [(lq, sign, list(u)) for _, lq, sign, u in restored.afs_history]
+    assert seeded == [("ns/a", 0, [("cpu", 3 * AFS_SEED_SCALE)])]
     assert _shown(restored, T0) == ({"cpu": "3"}, format_time(T0))
