@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from events import objects as o
 from events.quantity import MAX_INT64
 from kueue_es.scheduler import preemption_config
-from kueue_es.scheduler.quota_messages import over_capacity, unused_quota
+from kueue_es.scheduler.quota_messages import over_capacity, over_capacity_one_pod, unused_quota
 from kueue_es.scheduler.tasflavor import tas_ineligible
 from projections.workloads import PodSetInfo, WorkloadInfo, pod_set_usage
 
@@ -307,8 +307,8 @@ def scan_length(a: Assignment) -> int:
 def _held_before(replaced: WorkloadInfo, from_zero: bool) -> dict[str, tuple[dict[str, str], dict[str, int]]]:
     """What each pod set of the replaced slice holds (:func:`projections.workloads.pod_set_usage`), less, under
     ``ElasticJobsViaWorkloadSlicesFlavorChangeFromZero`` (``from_zero``), the pod sets it ran no pods of: those
-    bind the replacement to no flavor (Kueue v0.20's #16400; off, such a pod set's flavors, none when it got
-    none, still bind it)."""
+    bind the replacement to no flavor (Kueue v0.20's #16400; off, the flavors such a pod set got, holding 0 of them,
+    still bind it)."""
     held = pod_set_usage(replaced)
     if not from_zero or replaced.admission is None:
         return held
@@ -333,6 +333,9 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     ``ElasticJobsViaWorkloadSlicesFlavorChangeFromZero``: :func:`_held_before`) and asks only for what it holds beyond the
     old slice's, so the assignment's ``usage`` is that difference while its pod sets' requests stay whole.
 
+    A pod set with no pods (``count`` 0, as partial admission may cut it) gets flavors too, asking 0 of them
+    (:func:`_assign_idle_group`; in a pod-set group with pods, the group's).
+
     Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
     group that gets no flavor ends the attempt (its pod set's reasons are the message). Each group's scan starts
     where the previous attempt left it (from the first flavor when recomputing with ``only``, or with the
@@ -348,6 +351,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     results: list[PodSetResult] = []
     group_flavors: dict[str, dict[str, str]] = {}
     groups = _group_members(wl, counts)
+    idle = _idle_members(wl, counts, groups)
     for i, ps in enumerate(wl.pod_sets):
         count = counts[i] if counts is not None else ps.count
         res = PodSetResult(ps.name, count, {})
@@ -358,12 +362,11 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         res = results[i]
         count, plan, requests = res.count, res.plan, res.requests
         assert plan is not None
-        if count == 0:
-            continue
         gname = group_name(ps)
         members = groups.get(gname, [i]) if gname is not None else [i]
         if members[0] != i:
-            continue  # placed with its group's first member
+            continue  # placed with its group's first member (a member with no pods takes the group's flavors)
+        probe = _probe(info, ps) if count == 0 else None
         steps, gres = plan.steps, res
         if len(members) > 1:  # the group shares one flavor assignment over its members' summed requests
             requests = dict(requests)
@@ -385,14 +388,21 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
             start = 0
             if resume is not None and i < len(resume.tried):
                 start = dict(resume.tried[i]).get(r, -1) + 1
-            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, gres, pinned, start, before)
+            if probe is None:
+                _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, gres, pinned, start, before)
+            else:
+                _assign_idle_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, gres, pinned, start,
+                                   before, probe)
             if gres.mode == _NO_FIT:
                 break  # as Kueue: the first resource group without a flavor fails the pod set
-        if gname is not None and len(members) > 1:
-            group_flavors[gname] = _share(gres, [results[k] for k in members[1:]], res)
+        idle_members = idle.get(gname, []) if gname is not None else []
+        if gname is not None and (len(members) > 1 or idle_members):
+            group_flavors[gname] = _share(gres, [results[k] for k in [*members[1:], *idle_members]], res)
         if res.mode == _NO_FIT:
-            del results[max(members) + 1:]  # ... and the workload: later pod sets (but its group's) are not tried
-            break
+            del results[max(members + idle_members) + 1:]  # ... and the workload: later pod sets (but its
+            break  # group's) are not tried
+        if count == 0:
+            continue  # a pod set with no pods holds no quota, whatever flavor it got
         for r, fr in gres.frs.items():
             assumed[fr] = assumed.get(fr, 0) + requests[r] - (before[1].get(r, 0) if before is not None else 0)
     _inherit_group_flavors(wl, results, group_flavors, info)
@@ -426,6 +436,41 @@ def _group_members(wl: WorkloadInfo, counts: list[int] | None) -> dict[str, list
         if name is not None and (counts[i] if counts is not None else ps.count) > 0:
             out.setdefault(name, []).append(i)
     return out
+
+
+def _idle_members(wl: WorkloadInfo, counts: list[int] | None, groups: dict[str, list[int]]) -> dict[str, list[int]]:
+    """Pod-set group name -> its members with no pods, for the groups that have members with pods: those take the
+    group's flavors for what they ask (Kueue assigns a group one flavor over all its members' requests)."""
+    out: dict[str, list[int]] = {}
+    for i, ps in enumerate(wl.pod_sets):
+        name = group_name(ps)
+        if name is not None and name in groups and (counts[i] if counts is not None else ps.count) == 0:
+            out.setdefault(name, []).append(i)
+    return out
+
+
+def _probe(info, ps: PodSetInfo) -> dict[str, int]:
+    """What a flavor must be able to hold for a pod set with no pods to prefer it (Kueue v0.20, #15444): one pod's
+    requests, and one pod when the ClusterQueue covers ``pods``."""
+    probe = dict(ps.requests)
+    if info.covers_pods:
+        probe["pods"] = 1
+    return probe
+
+
+def _assign_idle_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
+                       pinned: str | None, start: int, before, probe: dict[str, int]) -> None:
+    """A group's flavor for a pod set with no pods (Kueue v0.20, #15444): the first flavor that could hold one of
+    its pods, as the ClusterQueue's maximum capacity goes (its usage aside); when none can, the one a pod set
+    asking for nothing would get. Either way the pod set asks for 0 of it."""
+    mode, kept, no_fit = res.mode, len(res.reasons), res.no_fit_reason
+    _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before, probe)
+    if wanted[0] in res.flavors:
+        return
+    # the probe is a preference: try again for nothing (what the first pass said is not kept, as in Kueue)
+    res.mode, res.no_fit_reason = mode, no_fit
+    del res.reasons[kept:]
+    _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before)
 
 
 def _share(gres: PodSetResult, others: list[PodSetResult], first: PodSetResult) -> dict[str, str]:
@@ -479,9 +524,11 @@ def _eligible(info, slot, ps: PodSetInfo, multi_layer: bool) -> str | None:
 
 def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
                   pinned: str | None = None, start: int = 0,
-                  before: tuple[dict[str, str], dict[str, int]] | None = None) -> None:
+                  before: tuple[dict[str, str], dict[str, int]] | None = None,
+                  probe: dict[str, int] | None = None) -> None:
     """Pick the group's flavor for pod set ``ps``. ``before``: the flavors and quota the replaced slice's pod set
-    of that name holds (see :func:`assign_flavors`)."""
+    of that name holds (see :func:`assign_flavors`). ``probe``: what a flavor must be able to hold at most to be
+    considered (:func:`_assign_idle_group`)."""
     ff = info.spec.flavor_fungibility
     fungible = ctx.fungibility
     best: tuple[int, int, str, dict[str, str]] | None = None
@@ -512,6 +559,14 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 if tried is not None:
                     tried.append(f"{name}: {why}")
                 group_no_fit = _least(group_no_fit, NO_MATCHING_FLAVOR)
+                continue
+        if probe is not None:
+            over = _over_probe(node, slot, name, wanted, probe)
+            if over:
+                group_reasons.extend(over)
+                if tried is not None:
+                    tried.append(f"{name}: no_fit ({'; '.join(over)})")
+                group_no_fit = _least(group_no_fit, EXCEEDS_MAX_QUOTA)
                 continue
         mode, borrow = _FIT, 0
         flavor_reasons: list[str] | None = None
@@ -601,6 +656,18 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.borrow = borrow
     if mode != _FIT:
         res.reasons.extend(group_reasons)
+
+
+def _over_probe(node, slot, name: str, wanted: list[str], probe: dict[str, int]) -> list[str]:
+    """Why flavor ``name`` cannot hold one pod of a pod set with no pods: each resource of the group whose
+    one-pod request exceeds the most the ClusterQueue could ever get of it."""
+    out = []
+    for r in wanted:
+        need = probe.get(r, 0)
+        cap = node.potential_available(slot.frs[r])
+        if need > cap:
+            out.append(over_capacity_one_pod(r, name, need, cap))
+    return out
 
 
 def _least(a: str, b: str) -> str:

@@ -34,6 +34,14 @@ def over_capacity(resource: str, flavor: str, assumed: int, request: int, max_ca
             f"({q(resource, max_capacity)})")
 
 
+def over_capacity_one_pod(resource: str, flavor: str, request: int, max_capacity: int) -> str:
+    """Kueue v0.20's (#15444) reason for passing over a flavor that could not hold one pod of a pod set with no
+    pods (``request`` is the per-pod request, or 1 for ``pods``)."""
+    q = canonical_quantity
+    return (f"insufficient quota for {resource} in flavor {flavor}, one pod per zero-count podset request "
+            f"({q(resource, request)}) > maximum capacity ({q(resource, max_capacity)})")
+
+
 _QUANTITY = r"(\d+(?:[numkMGTPE]|[KMGTPE]i)?)"
 _UNUSED = re.compile(rf"insufficient unused quota for (\S+) in flavor (\S+), {_QUANTITY} more needed")
 _OVER = re.compile(rf"insufficient quota for (\S+) in flavor (\S+), previously considered podsets requests "
