@@ -77,6 +77,29 @@ def from_pairs(pairs: Any) -> Evictions:
     return tuple((reason, cause, 1) for reason, cause in pairs)
 
 
+def from_configurable_entries(evictions: Evictions) -> Evictions:
+    """The record of a workload restored from a snapshot older than version 46, whose PreemptionConfig victims
+    counted in one ``ConfigurablePreemption`` entry with a long cause (KEP-13396's design): that entry as Kueue's
+    preemptor records it, ``Preempted`` with the config's name (the word after "preemption config" in the cause;
+    none when the cause names no config), merged into such an entry already there."""
+    if not any(r == "ConfigurablePreemption" for r, _, _ in evictions):
+        return evictions
+    out: Evictions = ()
+    for reason, cause, n in evictions:
+        if reason == "ConfigurablePreemption":
+            reason, cause = "Preempted", _config_named(cause)
+        i = _entry(out, reason, cause)
+        out = (*out, (reason, cause, n)) if i < 0 else (*out[:i], (reason, cause, out[i][2] + n), *out[i + 1:])
+    return out
+
+
+def _config_named(cause: str) -> str:
+    """The PreemptionConfig an old ``ConfigurablePreemption`` cause names ("... because of preemption config CFG
+    rule ..."), "" when it names none."""
+    _, found, rest = cause.partition(" because of preemption config ")
+    return rest.split(" ", 1)[0] if found else ""
+
+
 def as_status(evictions: Evictions) -> dict[str, Any]:
     """``status.schedulingStats`` as plain data, Kueue's field names (``underlyingCause`` written when empty)."""
     return {"evictions": [{"reason": r, "underlyingCause": c, "count": n} for r, c, n in evictions]}

@@ -395,6 +395,9 @@ def restore(snap: Snapshot) -> ClusterState:
     if snap.version < 35 and state.afs_anchor_at_reservation:
         state.reanchor_afs()
     if snap.version < 46:
+        for key in sorted(state.workloads):
+            wl = state.workloads[key]
+            wl.evictions = eviction_stats.from_configurable_entries(wl.evictions)
         for key in sorted(state.local_queues):
             state.seed_afs(state.local_queues[key], only_persisted=True)
     return state

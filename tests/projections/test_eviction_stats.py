@@ -186,3 +186,24 @@ def test_snapshots_keep_the_record_and_an_older_one_restores_the_pairs_it_counte
         taken, version=43, workloads=[taken.workloads[0], old_wl, *taken.workloads[2:]],
         metrics=msgspec.structs.replace(taken.metrics, evicted_once=[("ns/w2", [("NodeFailures", "")])]))
     assert snapshot.restore(old).workloads["ns/w2"].evictions == (("NodeFailures", "", 1),)
+
+
+def test_an_older_snapshots_configurable_preemption_entry_restores_as_kueues_preempted_entry() -> None:
+    """Before version 46 a PreemptionConfig's victim counted in one ``ConfigurablePreemption`` entry with a long
+    cause; restored, it is the (Preempted, config) entry Kueue's preemptor keeps, merged with one already there,
+    so the next preemption by that config counts in it."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    taken = snapshot.take(log.state)
+    old_wl = msgspec.structs.replace(taken.workloads[1], evictions=(
+        ("Preempted", "", 1),
+        ("ConfigurablePreemption", "Preempted by ns/w1 because of preemption config defrag rule r/0", 2),
+        ("Preempted", "defrag", 1),
+        ("ConfigurablePreemption", "truncated befo", 1)))
+    assert old_wl.key == "ns/w2"
+    old = msgspec.structs.replace(taken, version=45, workloads=[taken.workloads[0], old_wl, *taken.workloads[2:]])
+    assert snapshot.restore(old).workloads["ns/w2"].evictions == (
+        ("Preempted", "", 2), ("Preempted", "defrag", 3))
+    current = msgspec.structs.replace(old, version=snapshot.SNAPSHOT_VERSION)
+    assert snapshot.restore(current).workloads["ns/w2"].evictions == old_wl.evictions
