@@ -533,15 +533,15 @@ QUEUE_ENUMS = (("spec.queueingStrategy", ("BestEffortFIFO", "StrictFIFO")),
 
 
 def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
-    """What a ClusterQueue's or Cohort's CRD refuses that the projections need, every rule broken, as the
-    apiserver lists them: a creation time, quantities, names unique in their lists, known policy values, a fair
+    """What a ClusterQueue's or Cohort's CRD refuses, every rule broken, as the apiserver lists them: a creation
+    time, quantities, names unique in their lists, lists within their ``maxItems``, known policy values, a fair
     sharing weight; then the CEL rules (not checked, as by the apiserver, while an enum value is unknown): a
-    ClusterQueue's borrowing limits only with a cohort (``full``: what the projections do not need), each group's
-    resource count."""
+    ClusterQueue's borrowing limits only with a cohort, each group's resource count. Without ``full``, only what
+    the projections need: not the ``maxItems`` nor the borrowing rule."""
     spec = obj.spec
     errors = [f"field `{at}`: {problem}" for at, problem in (
         ("metadata.creationTimestamp", time_problem(obj.metadata.creation_timestamp)),) if problem is not None]
-    errors += quota_rules.schema_errors(spec.resource_groups)
+    errors += quota_rules.schema_errors(spec.resource_groups, full=full)
     blocking = False
     if isinstance(obj, o.ClusterQueue):
         values = (spec.queueing_strategy, spec.preemption.reclaim_within_cohort,  # type: ignore[union-attr]
@@ -819,10 +819,6 @@ def _preemption_gate_errors(wl: o.Workload) -> list[str]:
     return errors
 
 
-MAX_POD_SETS = 18
-"""The Workload CRD's ``maxItems`` on ``spec.podSets`` (Kueue v0.19.0 raised it from 10, #12819)."""
-
-
 def _workload_shape_errors(wl: o.Workload) -> list[str]:
     """What the projections need of a Workload (:func:`_validate_shape`): every field error, in order."""
     errors = _time_errors(wl.metadata.creation_timestamp, "metadata.creationTimestamp")
@@ -833,9 +829,6 @@ def _workload_shape_errors(wl: o.Workload) -> list[str]:
         errors += _time_errors(requeue.requeue_at, "status.requeueState.requeueAt")
     if not wl.spec.pod_sets:
         errors.append("field `spec.podSets` must have at least 1 item")
-    elif len(wl.spec.pod_sets) > MAX_POD_SETS:
-        errors.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "
-                      "items")
     limit = wl.spec.maximum_execution_time_seconds
     if limit is not None and limit < 1:
         errors.append(f"field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}")

@@ -122,6 +122,11 @@ def check(obj: o.KObject, where: str) -> None:
 # --- Workload ---------------------------------------------------------------------------------------------------
 
 
+MAX_POD_SETS = 18
+"""The Workload CRD's ``maxItems`` on ``spec.podSets`` (Kueue v0.19.0 raised it from 10, #12819): an admission
+rule; the watch folds a stored Workload with more, which a CRD without the bound kept."""
+
+
 class WorkloadRefused(InvalidInput):
     """A Workload refused for the rules of its CRD (``schema``) or, those kept, of Kueue's webhook (``webhook``):
     the field errors, so that an update's own can join them (:mod:`connectors.k8s.validating`), and the
@@ -142,10 +147,13 @@ def _workload(wl: o.Workload, where: str) -> None:
 
 def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:
     """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it gives,
-    the priority class reference, the assignments' count, the conditions, the tolerations' CEL rules), then those
-    of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource, the admission while
-    QuotaReserved is True, the admission checks' pod set updates)."""
+    the pod sets' count, the priority class reference, the assignments' count, the conditions, the tolerations'
+    CEL rules), then those of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource,
+    the admission while QuotaReserved is True, the admission checks' pod set updates)."""
     schema = _name_reference_errors(wl.spec.queue_name, "spec.queueName", optional=True)
+    if len(wl.spec.pod_sets) > MAX_POD_SETS:
+        schema.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "
+                      "items")
     for i, ps in enumerate(wl.spec.pod_sets):
         schema += _name_reference_errors(ps.name, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
     schema += _priority_class_ref_errors(wl.spec)

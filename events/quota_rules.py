@@ -43,18 +43,21 @@ def _go_map(name: str) -> str:
     return 'map[string]interface {}{"name":"' + name + '"}'
 
 
-def schema_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
+def schema_errors(groups: Sequence[o.ResourceGroup], *, full: bool = True) -> list[str]:
     """What the CRD's schema refuses in ``groups``, every one, in the object's order: a quota that is no quantity,
     a flavor named twice in a group or a resource twice in a flavor (lists keyed by name), a list longer than its
-    ``maxItems``; then its CEL rule, a flavor listing as many resources as the group covers."""
-    errors = _too_many("spec.resourceGroups", groups, MAX_GROUPS)
+    ``maxItems`` (``full`` only: the projections fold longer ones, which a CRD without the bound kept); then its CEL
+    rule, a flavor listing as many resources as the group covers."""
+    most = MAX_GROUPS if full else None
+    items = MAX_GROUP_ITEMS if full else None
+    errors = _too_many("spec.resourceGroups", groups, most)
     for g, rg in enumerate(groups):
-        errors += _too_many(f"spec.resourceGroups[{g}].coveredResources", rg.covered_resources, MAX_GROUP_ITEMS)
-        errors += _too_many(f"spec.resourceGroups[{g}].flavors", rg.flavors, MAX_GROUP_ITEMS)
+        errors += _too_many(f"spec.resourceGroups[{g}].coveredResources", rg.covered_resources, items)
+        errors += _too_many(f"spec.resourceGroups[{g}].flavors", rg.flavors, items)
         flavors: set[str] = set()
         for f, fq in enumerate(rg.flavors):
             at = f"spec.resourceGroups[{g}].flavors[{f}]"
-            errors += _too_many(f"{at}.resources", fq.resources, MAX_GROUP_ITEMS)
+            errors += _too_many(f"{at}.resources", fq.resources, items)
             if fq.name in flavors:
                 errors.append(f"field `{at}`: Duplicate value: {_go_map(fq.name)}")
             flavors.add(fq.name)
@@ -71,9 +74,9 @@ def schema_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
     return errors
 
 
-def _too_many(at: str, items: Sequence[object], most: int) -> list[str]:
-    """A list past its CRD's ``maxItems``, in the apiserver's words."""
-    if len(items) <= most:
+def _too_many(at: str, items: Sequence[object], most: int | None) -> list[str]:
+    """A list past its CRD's ``maxItems`` (None: not checked), in the apiserver's words."""
+    if most is None or len(items) <= most:
         return []
     return [f"field `{at}`: Too many: {len(items)}: must have at most {most} items"]
 

@@ -702,6 +702,15 @@ class ClusterState:
         custom = self.custom_labels
         return custom is not None and old is not None and custom.changed(kind, old.metadata, new.metadata)
 
+    def _unselected(self, old: o.LocalQueue | None, new: o.LocalQueue) -> bool:
+        """An update made a LocalQueue stop matching ``metrics.localQueueMetrics.localQueueSelector``: Kueue then
+        clears its series, so if it matches again later it counts from zero."""
+        if old is None or not self.local_queue_metrics:
+            return False
+        setting = self._lq_metrics
+        return setting.selector is not None and lq_metrics_selects(setting, old) and not lq_metrics_selects(
+            setting, new)
+
     @property
     def dynamic_quotas(self) -> bool:
         """Kueue's ``DynamicQuotaOrchestration`` gate in the configuration in force: a ClusterQueue's or Cohort's
@@ -1400,7 +1409,7 @@ class ClusterState:
                 self.local_queues[key] = obj
                 if old is None:
                     self.seed_afs(obj)
-                if self._relabelled(LOCAL_QUEUE, old, obj):
+                if self._relabelled(LOCAL_QUEUE, old, obj) or self._unselected(old, obj):
                     self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
                     self.spec_generation += 1

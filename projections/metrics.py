@@ -19,8 +19,9 @@ recorded configuration, as Kueue reports them: the ClusterQueue resource gauges 
 The LocalQueue metrics (:data:`LOCAL_QUEUE_SPECS`) follow Kueue's ``LocalQueueMetrics`` gate and the
 ``metrics.localQueueMetrics`` stanza of the configuration in force (:mod:`projections.local_queue_metrics`): the
 hooks fold a workload's LocalQueue series, and :func:`families` exposes a LocalQueue's, only while the gate and the
-stanza are on and the stanza's ``localQueueSelector`` selects that LocalQueue. The hooks ask only once a transition
-is counted, so with the metrics off they cost the fold one cached lookup per counted transition.
+stanza are on and the stanza's ``localQueueSelector`` selects that LocalQueue; the update that makes a LocalQueue
+stop matching clears its series, as Kueue does. The hooks ask only once a transition is counted, so with the
+metrics off they cost the fold one cached lookup per counted transition.
 
 Under the ``CustomMetricLabels`` gate, the configuration's ``metrics.customLabels``
 (:mod:`projections.custom_labels`) are appended to the labels of every metric keyed by a ClusterQueue, LocalQueue
@@ -535,7 +536,8 @@ class MetricsFold:
                         del series[labels]
 
     def forget_local_queue(self, key: str) -> None:
-        """LocalQueue ``key`` (``namespace/name``) was deleted: its series go, as Kueue clears them."""
+        """LocalQueue ``key`` (``namespace/name``) was deleted, relabelled, or stopped matching the
+        ``localQueueSelector``: its series go, as Kueue clears them."""
         namespace, _, name = key.partition("/")
         for table in (self.counters, self.histograms):
             for metric in sorted(table):

@@ -59,7 +59,7 @@ from connectors.k8s.resources import (
 )
 from events import conversion, quota_rules
 from events import objects as o
-from events.manifests import MAX_POD_SETS
+from events.object_rules import MAX_POD_SETS
 
 SERVED_VERSIONS = ("v1beta2", "v1beta1")
 STORAGE_VERSION = "v1beta2"

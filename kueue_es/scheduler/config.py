@@ -610,9 +610,10 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     """waitForPodsReady's durations parse; v0.20's ``unscheduledTimeout`` is not negative nor above ``timeout`` (as
     defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload`` is above zero."""
     where = f"{source}: field `waitForPodsReady."
+    in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
     timeout = parse_duration(w.timeout, f"{where}timeout`")
-    if api_version != config_version.V1BETA1:
-        timeout = parse_duration(v1beta2_defaulted(w).timeout)
+    if in_force != w.timeout:
+        timeout = parse_duration(in_force)
     for name, value in (("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
                         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)):
         if value is not None and value.strip().startswith("-"):
@@ -622,7 +623,7 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     if w.unscheduled_timeout is not None and parse_duration(
             w.unscheduled_timeout, f"{where}unscheduledTimeout`") > timeout:
         raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
-                           f"({w.unscheduled_timeout!r} > {w.timeout!r})")
+                           f"({w.unscheduled_timeout!r} > {in_force!r})")
     if w.max_timeout_on_workload is not None and parse_duration(
             w.max_timeout_on_workload, f"{where}maxTimeoutOnWorkload`") <= 0:
         raise InvalidInput(f"{where}maxTimeoutOnWorkload`: must be greater than 0 (got {w.max_timeout_on_workload!r})")

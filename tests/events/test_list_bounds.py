@@ -1,18 +1,22 @@
 """The CRD's bounds on the length of Kueue's lists, refused as the apiserver words them: a Workload holds at most
 18 pod sets (Kueue v0.19.0, #12819); a ClusterQueue's and a Cohort's resource groups, covered resources, flavors and
-quotas (Kueue's v1beta2 ``clusterqueue_types.go``/``cohort_types.go``). The generated CRDs carry the same bounds."""
+quotas (Kueue's v1beta2 ``clusterqueue_types.go``/``cohort_types.go``). The generated CRDs carry the same bounds.
+They are admission rules: the watch folds a stored object past them (written before its CRD had them), as the
+projections do not need them."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+import msgspec
 import pytest
 
 from connectors.k8s.crds import object_schema
 from connectors.k8s.resources import KUEUE_RESOURCES
+from events import objects as o
 from events.errors import InvalidInput
-from events.manifests import decode_object
+from events.manifests import check_foldable, decode_object
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
 POD_SET = {"count": 1, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}
@@ -41,6 +45,10 @@ def test_a_workload_holds_at_most_eighteen_pod_sets() -> None:
     decode_object(workload(18), "Workload team/w")
     assert _refusal(workload(19), "Workload team/w") == (
         "Workload team/w: field `spec.podSets`: Too many: 19: must have at most 18 items")
+
+
+def test_the_watch_folds_a_stored_workload_past_the_pod_set_bound() -> None:
+    check_foldable(msgspec.convert(workload(19), o.KueueObject, strict=False), "Workload team/w")
 
 
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
@@ -72,6 +80,12 @@ def test_a_queue_holds_at_most_sixteen_groups_of_sixty_four(kind: str) -> None:
     assert _refusal(queue(kind, covered=65), f"{kind} q") == (
         f"{kind} q: [field `spec.resourceGroups[0].coveredResources`: Too many: 65: must have at most 64 items, "
         "field `spec.resourceGroups[0].flavors[0].resources`: Too many: 65: must have at most 64 items]")
+
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+@pytest.mark.parametrize("size", [{"groups": 17}, {"flavors": 65}, {"covered": 65}])
+def test_the_watch_folds_a_stored_queue_past_the_list_bounds(kind: str, size: dict[str, int]) -> None:
+    check_foldable(msgspec.convert(queue(kind, **size), o.KueueObject, strict=False), f"{kind} q")
 
 
 @pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])

@@ -1126,6 +1126,29 @@ def test_the_local_queue_selector_keeps_the_metrics_of_the_local_queues_it_selec
     _restores_at_every_cut(log.records, full)
 
 
+def test_a_local_queue_that_stops_matching_the_selector_counts_from_zero_if_it_matches_again() -> None:
+    """Kueue clears a LocalQueue's series on the update that makes it stop matching the selector (#12164); one
+    that matches again later counts from zero, its histograms too. A LocalQueue still matching keeps its series."""
+    log = Log()
+    lq_metrics_config(log, T0, {"enable": True, "localQueueSelector": {"matchLabels": {"team": "ml"}}})
+    cluster(log)
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="ml"), T0),
+                upsert(labelled(local_queue(NS, "lq-b", "cq-b"), team="ml"), T0))
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), reserve("ns/w2", "cq-b"))
+    wait = "kueue_local_queue_quota_reserved_wait_time_seconds"
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="web"), T0 + 2000),
+                upsert(labelled(local_queue(NS, "lq-b", "cq-b"), team="ml", other="x"), T0 + 2000))
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="ml"), T0 + 3000))
+    s = log.state
+    assert series(s, "kueue_local_queue_quota_reserved_workloads_total") == {("lq-b", "ns", ""): 1}
+    assert set(series(s, wait)) == {("lq-b", "ns", "")}
+    log.decide(T0 + 4000, admit("ns/w1"))
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-a", "ns", "high"): 1}
+    full = fold(log.records)
+    assert families(full) == families(s)
+    _restores_at_every_cut(log.records, full)
+
+
 def test_a_recorded_invalid_local_queue_selector_selects_every_local_queue() -> None:
     """A document recorded before kueue-es refused such a selector (as Kueue v0.20 does) reads as Kueue read it
     before: every LocalQueue."""

@@ -35,8 +35,15 @@ def test_the_unscheduled_timeout_is_held_to_the_defaulted_timeout() -> None:
     """Kueue validates after defaulting: under v1beta2 an unset or zero ``timeout`` is 30 minutes by then."""
     for stanza in ({"unscheduledTimeout": "20m"}, {"timeout": "0s", "unscheduledTimeout": "20m"}):
         assert load_config(_config(stanza)).pods_ready.unscheduled_timeout == "20m"
-    with pytest.raises(InvalidInput, match=r"must not exceed waitForPodsReady.timeout"):
+    with pytest.raises(InvalidInput, match=r"must not exceed waitForPodsReady.timeout \('31m' > '30m'\)"):
         load_config(_config({"unscheduledTimeout": "31m"}))
+
+
+@pytest.mark.parametrize("timeout", [{}, {"timeout": "0s"}, {"timeout": "0m0s"}])
+def test_the_unscheduled_timeout_error_names_the_timeout_in_force(timeout: dict[str, str]) -> None:
+    """An unset or zero ``timeout`` is held as the 30 minutes it defaults to, so the error names those."""
+    with pytest.raises(InvalidInput, match=r"must not exceed waitForPodsReady.timeout \('40m' > '30m'\)$"):
+        load_config(_config({**timeout, "unscheduledTimeout": "40m"}))
 
 
 @pytest.mark.parametrize(("stanza", "message"), [
