@@ -665,7 +665,7 @@ class ClusterState:
         (:mod:`projections.local_queue_metrics`)."""
         if not self.local_queue_metrics:
             return False
-        setting = self._lq_metrics
+        setting = self._local_queue_setting()
         return setting.selector is None or lq_metrics_selects(setting, self.local_queues.get(f"{namespace}/{name}"))
 
     def _local_queue_setting(self) -> LocalQueueMetricsSetting:
@@ -707,7 +707,7 @@ class ClusterState:
         clears its series, so if it matches again later it counts from zero."""
         if old is None or not self.local_queue_metrics:
             return False
-        setting = self._lq_metrics
+        setting = self._local_queue_setting()
         return setting.selector is not None and lq_metrics_selects(setting, old) and not lq_metrics_selects(
             setting, new)
 
