@@ -7,6 +7,8 @@
 * The history is kept only for the LocalQueues that need it, dropped for a deleted one (Kueue drops its ledger
   entry), and the admitted usage it folds is always what the counted workloads hold, however the configuration,
   ClusterQueues and LocalQueues change; a snapshot restores it as a full fold has it.
+* The scheduler's next deadline includes the next sample that moves a LocalQueue's shown usage, and none once
+  the samples cannot move it any more.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import parse_quantity
 from events.timefmt import format_time
-from kueue_es.scheduler.afs import AfsFold, fold, lq_usage
+from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, next_sample
 from kueue_es.scheduler.afs import local_queue_status as afs_status
 from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.reconcile import next_deadline
 from projections import snapshot
 from projections.cluster import AFS_SEED_SCALE, ClusterState
 
@@ -310,3 +313,34 @@ def test_the_history_folds_to_what_the_counted_workloads_hold_and_restores_as_fo
             resumed.apply(r)
     assert resumed.afs_history == state.afs_history
     assert snapshot.digest(resumed) == snapshot.digest(state)
+
+
+# --- waking for samples ----------------------------------------------------------------------------------------
+
+
+def test_the_next_deadline_is_the_next_sample_while_one_moves_the_shown_usage() -> None:
+    """2 cpu admitted at T0+90s: samples move ns/a's usage towards 2 cpu every minute from its grid, so the
+    scheduler wakes at each; a new LocalQueue with nothing admitted, or one whose usage shows what it converges
+    to, wakes nothing."""
+    state = _state()
+    assert next_deadline(state, CONFIG) is None, "nothing to decay: no wake"
+    _reserve(state, "w", "a", "cq", 2, T0 + 90_000)
+    assert next_deadline(state, CONFIG) == T0 + 2 * MIN  # before its waitForPodsReady timeout (T0+31.5m)
+    _apply(state, ev.ClockTicked(time=T0 + 2 * MIN, id="tick"))
+    assert next_deadline(state, CONFIG) == T0 + 3 * MIN
+    _apply(state, ev.ClockTicked(time=T0 + 3000 * MIN, id="tick-late"))  # 300 half-lives: 2 cpu exactly
+    assert _shown(state, T0 + 3000 * MIN)[0] == {"cpu": "2"}  # type: ignore[index]
+    assert next_sample(state, CONFIG) is None
+    assert next_sample(state, load_config({})) is None, "no Admission Fair Sharing: no samples"
+
+
+def test_under_a_half_life_of_zero_one_sample_empties_the_usage_and_then_nothing_wakes() -> None:
+    config = load_config({"admissionFairSharing": {"usageHalfLifeTime": "0s", "usageSamplingInterval": "1m"}})
+    state = ClusterState()
+    _configure(state, T0)
+    _upsert(state, {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}, T0)
+    _upsert(state, _cluster_queue("cq", False), T0)
+    _upsert(state, _local_queue("a", "cq", consumed_cpu=3), T0)
+    assert next_deadline(state, config) == T0 + MIN
+    _apply(state, ev.ClockTicked(time=T0 + MIN, id="tick"))
+    assert next_deadline(state, config) is None
