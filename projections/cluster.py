@@ -2449,21 +2449,16 @@ class ClusterState:
         without); one starting to need it seeds them from their persisted status and counts what they hold, as
         Kueue starts on a restart; a workload counted now and not before (an anchor that moved, a LocalQueue that
         appeared) enters — settled if it only holds quota, as at the anchor — and one no longer counted leaves."""
-        by_cq: dict[str, list[str]] = {}
-        for key in sorted(self.local_queues):
-            by_cq.setdefault(self.local_queues[key].spec.cluster_queue, []).append(key)
-        live = set()
-        for cq in cqs:
-            now = self.afs_tracks(cq)
-            if now:
-                live.add(cq)
-            if tracked.get(cq, False) and not now:
-                for key in by_cq.get(cq, ()):
-                    self._afs_drop_local_queue(key)
-            elif now and not tracked.get(cq, False):
-                for key in by_cq.get(cq, ()):
-                    if key != appeared:
-                        self.seed_afs(self.local_queues[key])
+        live = {cq for cq in cqs if self.afs_tracks(cq)}
+        flipped = {cq for cq in cqs if (cq in live) != tracked.get(cq, False)}
+        for key in sorted(self.local_queues) if flipped else ():  # a LocalQueue's appearance flips nothing
+            cq = self.local_queues[key].spec.cluster_queue
+            if cq not in flipped:
+                continue
+            if cq not in live:
+                self._afs_drop_local_queue(key)
+            elif key != appeared:
+                self.seed_afs(self.local_queues[key])
         if appeared is not None and self.local_queues[appeared].spec.cluster_queue in live:
             self.seed_afs(self.local_queues[appeared])
         for cq in cqs:
