@@ -15,6 +15,10 @@ exponentially decayed history of what it had admitted — or, under ``AdmissionF
   on top; a workload released before admission leaves no trace, where under the gate each reservation settles
   one penalty.
 
+Kueue samples the LocalQueues of a ClusterQueue that does not order by usage as well (its LocalQueue controller
+checks only that Admission Fair Sharing is on): theirs decays towards their admitted usage at the samples, with
+no entry penalty, no settlement and the anchor at admission, for their status and usage gauge.
+
 A LocalQueue's first appearance in the log seeds it (Kueue v0.20's warm start, #12891): the consumed usage its
 status persisted, if any, from that time on — so a takeover from Kueue (or a LocalQueue recreated) starts from what
 ``status.fairSharing.admissionFairSharingStatus.consumedResources`` held; a new LocalQueue starts empty.
