@@ -32,7 +32,7 @@ from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import MAX_INT64, QuantityError, parse_quantity
 from events.timefmt import format_time, parse_time
-from projections import effective_quotas, eviction_stats, gates, pods_scheduled, variants
+from projections import config_version, effective_quotas, eviction_stats, gates, pods_scheduled, variants
 from projections.admissionchecks import (
     ClusterLink,
     MultiKueueWorld,
@@ -154,6 +154,19 @@ class MisfiledObject(ValueError):
     def __init__(self, key: str, obj: o.KObject) -> None:
         kind = type(obj).__struct_config__.tag  # type: ignore[attr-defined]
         super().__init__(f"{kind} {obj.key!r} is upserted under key {key!r} (the key must be namespace/name)")
+
+
+AFS_SETTLE, AFS_RELEASE, AFS_SEED, AFS_ADD = 1, -1, 0, 2
+"""The signs of :attr:`ClusterState.afs_history` entries: a workload reached its LocalQueue's accounting anchor in a
+ClusterQueue that orders by Admission Fair Sharing (its usage enters the admitted usage and its entry penalty
+settles), left it (its usage leaves), the LocalQueue's seed, or a workload's usage entered without a settlement
+(admitted in a ClusterQueue that does not order by it, which Kueue samples all the same, or counted from a restart:
+when its LocalQueue appears or the tracking starts)."""
+USAGE_BASED = "UsageBasedAdmissionFairSharing"
+
+def _admission_mode(cq: o.ClusterQueue) -> str:
+    scope = cq.spec.admission_scope
+    return scope.admission_mode if scope is not None else ""
 
 
 AFS_SEED_SCALE = 1_000
@@ -347,15 +360,19 @@ class ClusterState:
         as do workloads of an equal spec under equal limits and DRA view (derived; a cache, never part of a
         snapshot). The entry holds the spec, so its ``id`` cannot be reused while remembered."""
         self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
-        """Admission Fair Sharing facts: (time, LocalQueue key, +1 reached the accounting anchor / -1 left it, usage
-        per resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
-        UsageBasedAdmissionFairSharing``. The anchor is admission, or quota reservation under
-        ``AdmissionFairSharingAnchorAtQuotaReservation`` (:meth:`_afs_counted`); otherwise independent of the
-        configuration: the scheduler folds them with the configured half-life and sampling interval into each
-        LocalQueue's consumed usage. A LocalQueue's first appearance in the log (after a deletion too) is an entry
-        of sign 0: its *seed*, the ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried
-        then, in thousandths of a unit per resource name (:data:`AFS_SEED_SCALE`; none for a new LocalQueue):
-        Kueue's warm start from the persisted status (:meth:`seed_afs`)."""
+        """Admission Fair Sharing facts: (time, LocalQueue key, sign, usage per resource name), the signs
+        :data:`AFS_SETTLE` (a workload reached its accounting anchor in a ClusterQueue ordering by Admission Fair
+        Sharing), :data:`AFS_ADD` (its usage entered without a settlement), :data:`AFS_RELEASE` (it left) and
+        :data:`AFS_SEED`. Kept only for LocalQueues that need it (:meth:`afs_tracks`): those of ClusterQueues with
+        ``admissionScope.admissionMode: UsageBasedAdmissionFairSharing``, and every one while the recorded
+        Configuration turns Admission Fair Sharing on (Kueue samples them all, only the ordering is the mode's); a
+        deleted LocalQueue's is dropped. The anchor is admission, or quota reservation in an ordering ClusterQueue
+        under ``AdmissionFairSharingAnchorAtQuotaReservation`` (:meth:`_afs_counted`); the scheduler folds the facts
+        with the configured half-life and sampling interval into each LocalQueue's consumed usage. A LocalQueue's
+        first appearance (or the start of its tracking) is a seed: the
+        ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried then, in thousandths of a unit
+        per resource name (:data:`AFS_SEED_SCALE`; none for a new LocalQueue): Kueue's warm start from the
+        persisted status (:meth:`seed_afs`)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -1024,10 +1041,10 @@ class ClusterState:
         names_before = self.shapes_name_pod_sets
         dra_before = self.dra_config()
         dynamic_before = self.dynamic_quotas
-        anchor_before = self.afs_anchor_at_reservation
+        afs_queues = self._afs_queues()
+        afs_before = self._afs_view(afs_queues)  # what Admission Fair Sharing counts may change with it
         self.config, self.config_offset = e, self.offset
-        if self.afs_anchor_at_reservation != anchor_before:
-            self.reanchor_afs()
+        self._afs_resync(*afs_before, cqs=afs_queues)
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         if self.dynamic_quotas != dynamic_before:
@@ -1383,7 +1400,11 @@ class ClusterState:
                 self._flush_all()
             case o.ClusterQueue():
                 old = self.cluster_queues.get(name)
+                afs_before = (self._afs_view((name,)) if old is None or _admission_mode(old) != _admission_mode(obj)
+                              else None)
                 self.cluster_queues[name] = obj
+                if afs_before is not None:
+                    self._afs_resync(*afs_before, cqs=(name,))
                 if self._relabelled(CLUSTER_QUEUE, old, obj):
                     self.metrics.forget(name)
                 new_spec = self._requotaed(old, obj)
@@ -1406,9 +1427,14 @@ class ClusterState:
             case o.LocalQueue():
                 key = obj.key
                 old = self.local_queues.get(key)
+                moved_afs = old is not None and old.spec.cluster_queue != obj.spec.cluster_queue
+                if moved_afs:
+                    self._afs_drop_local_queue(key)
+                cqs = (obj.spec.cluster_queue,)
+                afs_before = self._afs_view(cqs) if old is None or moved_afs else None
                 self.local_queues[key] = obj
-                if old is None:
-                    self.seed_afs(obj)
+                if afs_before is not None:
+                    self._afs_resync(*afs_before, cqs=cqs, appeared=key)
                 if self._relabelled(LOCAL_QUEUE, old, obj) or self._unselected(old, obj):
                     self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
@@ -1551,6 +1577,9 @@ class ClusterState:
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return
+        if kind == "LocalQueue" and key in self.local_queues:
+            self._afs_drop_local_queue(key)  # Kueue drops its ledger entry; a recreated one starts from its status
+        afs_before = self._afs_view((key,)) if kind == "ClusterQueue" and key in self.cluster_queues else None
         table: dict[str, Any] | None = {
             "Namespace": self.namespaces,
             "ResourceFlavor": self.flavors,
@@ -1623,6 +1652,8 @@ class ClusterState:
             self.tas.pod_changed(key, None)
             if self.tracks_pods_scheduled:
                 self._pod_scheduling(gone)
+        if afs_before is not None:
+            self._afs_resync(*afs_before, cqs=(key,))
         if kind in ("ClusterQueue", "Cohort"):
             if kind == "Cohort":
                 self.metrics.forget_cohort(key)  # even while something still names it, as Kueue clears it
@@ -2353,20 +2384,127 @@ class ClusterState:
         LocalQueue's usage from the quota reservation of its workloads rather than from their admission."""
         return self.gate(gates.ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION)
 
+    @property
+    def afs_configured(self) -> bool:
+        """Whether the recorded Configuration turns Admission Fair Sharing on (an ``admissionFairSharing`` stanza, the
+        AdmissionFairSharing gate on): Kueue's LocalQueue controller then samples the consumed usage of every
+        LocalQueue, whatever its ClusterQueue's admission mode (``pkg/controller/core/localqueue_controller.go``)."""
+        config = self.config
+        memo = self.derived.get("afs_configured")
+        if memo is not None and memo[0] is config:
+            return memo[1]
+        document = config_version.as_hub(config.document) if config is not None else None
+        on = (bool(document) and document.get("admissionFairSharing") is not None  # type: ignore[union-attr]
+              and self.gate(gates.ADMISSION_FAIR_SHARING))
+        self.derived["afs_configured"] = (config, on)
+        return on
+
+    def cq_uses_afs(self, cq: str) -> bool:
+        """Whether ClusterQueue ``cq`` orders by Admission Fair Sharing (``admissionScope.admissionMode:
+        UsageBasedAdmissionFairSharing``): its admissions settle entry penalties, and its anchor may be the quota
+        reservation."""
+        obj = self.cluster_queues.get(cq)
+        return obj is not None and _admission_mode(obj) == USAGE_BASED
+
+    def afs_tracks(self, cq: str) -> bool:
+        """Whether the LocalQueues of ClusterQueue ``cq`` have Admission Fair Sharing history: it orders by it, or the
+        recorded Configuration has Kueue sample every LocalQueue. The others (Admission Fair Sharing off) need none."""
+        return self.cq_uses_afs(cq) or self.afs_configured
+
     def _afs_counted(self, wl: WorkloadInfo) -> bool:
-        """Whether ``wl``'s usage is in its LocalQueue's Admission Fair Sharing usage: admitted, or, under
-        :attr:`afs_anchor_at_reservation`, holding quota."""
-        return wl.phase == ADMITTED or (wl.phase == RESERVED and self.afs_anchor_at_reservation)
+        """Whether ``wl``'s usage is in its LocalQueue's Admission Fair Sharing usage: its LocalQueue is there, in the
+        ClusterQueue that holds its quota (Kueue reads the usage off that ClusterQueue's entry for the LocalQueue),
+        and it is admitted, or, in a ClusterQueue ordering by Admission Fair Sharing under
+        :attr:`afs_anchor_at_reservation`, holds quota (the anchor moves only there: Kueue's
+        ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history."""
+        if wl.phase not in (ADMITTED, RESERVED):
+            return False
+        lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+        if lq is None or lq.spec.cluster_queue != wl.cluster_queue:
+            return False
+        if self.cq_uses_afs(wl.cluster_queue):
+            return wl.phase == ADMITTED or self.afs_anchor_at_reservation
+        return wl.phase == ADMITTED and self.afs_configured
+
+    def _afs_queues(self) -> tuple[str, ...]:
+        """Every ClusterQueue a LocalQueue or a workload holding quota names, sorted."""
+        names = set(self.reserving) | {lq.spec.cluster_queue for lq in self.local_queues.values()}
+        return tuple(sorted(names))
+
+    def _afs_view(self, cqs: tuple[str, ...]) -> tuple[dict[str, bool], dict[str, bool]]:
+        """Which of ``cqs`` have history and which of their quota holders are counted: taken before a change of the
+        configuration or of a ClusterQueue or LocalQueue, for :meth:`_afs_resync` after it."""
+        tracked = {cq: self.afs_tracks(cq) for cq in cqs}
+        counted = {}
+        for cq in cqs:
+            for key in sorted(self.reserving.get(cq, ())):
+                counted[key] = self._afs_counted(self.workloads[key])
+        return tracked, counted
+
+    def _afs_resync(self, tracked: dict[str, bool], counted: dict[str, bool], cqs: tuple[str, ...],
+                    appeared: str | None = None) -> None:
+        """After a change, bring the history of ``cqs``' LocalQueues in line (``tracked``, ``counted``: the
+        :meth:`_afs_view` before; ``appeared``: a LocalQueue that just appeared or moved). A ClusterQueue whose
+        LocalQueues stop needing history drops it (Admission Fair Sharing turned off, or it stopped ordering by it
+        without); one starting to need it seeds them from their persisted status and counts what they hold, as
+        Kueue starts on a restart; a workload counted now and not before (an anchor that moved, a LocalQueue that
+        appeared) enters — settled if it only holds quota, as at the anchor — and one no longer counted leaves."""
+        live = {cq for cq in cqs if self.afs_tracks(cq)}
+        flipped = {cq for cq in cqs if (cq in live) != tracked.get(cq, False)}
+        for key in sorted(self.local_queues) if flipped else ():  # a LocalQueue's appearance flips nothing
+            cq = self.local_queues[key].spec.cluster_queue
+            if cq not in flipped:
+                continue
+            if cq not in live:
+                self._afs_drop_local_queue(key)
+            elif key != appeared:
+                self.seed_afs(self.local_queues[key])
+        if appeared is not None and self.local_queues[appeared].spec.cluster_queue in live:
+            self.seed_afs(self.local_queues[appeared])
+        for cq in cqs:
+            if cq not in live:
+                continue
+            for key in sorted(self.reserving.get(cq, ())):
+                wl = self.workloads[key]
+                before = counted.get(key, False) and tracked.get(cq, False)
+                after = self._afs_counted(wl)
+                if after and not before:
+                    self._afs_append(wl, AFS_SETTLE if wl.phase == RESERVED and self.cq_uses_afs(cq) else AFS_ADD)
+                elif before and not after:
+                    self._afs_append(wl, AFS_RELEASE)
+
+    def retrack_afs(self) -> None:
+        """Restoring a snapshot older than version 47, whose history held a seed for every LocalQueue ever seen and
+        admitted usage only in ClusterQueues ordering by Admission Fair Sharing: the history of LocalQueues gone or
+        not of such a ClusterQueue is dropped, and, while the recorded Configuration turns Admission Fair Sharing
+        on, the others start at the restore as on Kueue's restart (seeded from their status, counting what they
+        hold)."""
+        keep = {k for k, lq in self.local_queues.items() if self.cq_uses_afs(lq.spec.cluster_queue)}
+        self.afs_history = [e for e in self.afs_history if e[1] in keep]
+        self.derived.pop("afs", None)
+        if self.afs_configured:
+            cqs = tuple(sorted({lq.spec.cluster_queue for lq in self.local_queues.values()
+                                if not self.cq_uses_afs(lq.spec.cluster_queue)}))
+            self._afs_resync(dict.fromkeys(cqs, False), {}, cqs)
+
+    def _afs_drop_local_queue(self, key: str) -> None:
+        """Forget LocalQueue ``key``'s history (deleted, moved, or no longer needing it): Kueue drops its ledger
+        entry. The scheduler's fold of the history is invalidated (it folds a prefix)."""
+        if any(e[1] == key for e in self.afs_history):
+            self.afs_history = [e for e in self.afs_history if e[1] != key]
+            self.derived.pop("afs", None)
 
     def reanchor_afs(self) -> None:
-        """The accounting anchor moved (a configuration turning the gate on or off): the workloads holding quota
-        without being admitted enter (their entry penalty settled) or leave their LocalQueues' usage. Also on restoring
-        a snapshot older than the gate (:mod:`projections.snapshot`), whose history was anchored at admission."""
-        sign = 1 if self.afs_anchor_at_reservation else -1
+        """The accounting anchor moved on restoring a snapshot older than the gate (:mod:`projections.snapshot`),
+        whose history was anchored at admission: under the gate, the workloads holding quota without being admitted
+        in a ClusterQueue ordering by Admission Fair Sharing enter their LocalQueues' usage (their entry penalty
+        settled). A configuration turning the gate on or off does the same through :meth:`_afs_resync`."""
+        if not self.afs_anchor_at_reservation:
+            return
         for key in sorted(self.workloads):
             wl = self.workloads[key]
-            if wl.phase == RESERVED:
-                self._afs_record(wl, sign)
+            if wl.phase == RESERVED and self._afs_counted(wl):
+                self._afs_append(wl, AFS_SETTLE)
 
     def seed_afs(self, lq: o.LocalQueue, only_persisted: bool = False) -> None:
         """A LocalQueue seen for the first time: the consumed usage its status persisted (Kueue v0.20 #12891 seeds
@@ -2387,13 +2525,17 @@ class ClusterState:
             if scaled > 0:
                 seed[r] = min(scaled, MAX_INT64)
         if seed or not only_persisted:
-            self.afs_history.append((self.time, lq.key, 0, tuple(sorted(seed.items()))))
+            self.afs_history.append((self.time, lq.key, AFS_SEED, tuple(sorted(seed.items()))))
 
     def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
-        cq = self.cluster_queues.get(wl.cluster_queue)
-        scope = cq.spec.admission_scope if cq is not None else None
-        if scope is None or scope.admission_mode != "UsageBasedAdmissionFairSharing":
-            return
+        """A counted workload reached its anchor (+1: settled in a ClusterQueue ordering by Admission Fair Sharing,
+        added without a settlement elsewhere) or left it (-1)."""
+        if sign > 0:
+            self._afs_append(wl, AFS_SETTLE if self.cq_uses_afs(wl.cluster_queue) else AFS_ADD)
+        else:
+            self._afs_append(wl, AFS_RELEASE)
+
+    def _afs_append(self, wl: WorkloadInfo, sign: int) -> None:
         per_resource: dict[str, int] = {}
         for fr, v in wl.usage.items():
             r = fr.split("/", 1)[1]
@@ -2418,7 +2560,7 @@ class ClusterState:
         wl.pods_ready = False
         self._sync_checks(wl)
         self._charge(wl)
-        if self.afs_anchor_at_reservation:
+        if self._afs_counted(wl):
             self._afs_record(wl, 1)
         wl.set_condition("QuotaReserved", "True", "QuotaReserved",
                          e.message or f"Quota reserved in ClusterQueue {wl.cluster_queue}", e.time)
@@ -2445,7 +2587,7 @@ class ClusterState:
         wl.admitted_at = e.time
         wl.set_condition("Admitted", "True", "Admitted", e.message or "The workload is admitted", e.time)
         self._keep_pods_ready(wl, wl.pods_ready, e.time)
-        if not settled:
+        if not settled and self._afs_counted(wl):
             self._afs_record(wl, 1)
 
     def _pending(self, e: ev.WorkloadPending) -> None:

@@ -15,6 +15,10 @@ exponentially decayed history of what it had admitted — or, under ``AdmissionF
   on top; a workload released before admission leaves no trace, where under the gate each reservation settles
   one penalty.
 
+Kueue samples the LocalQueues of a ClusterQueue that does not order by usage as well (its LocalQueue controller
+checks only that Admission Fair Sharing is on): theirs decays towards their admitted usage at the samples, with
+no entry penalty, no settlement and the anchor at admission, for their status and usage gauge.
+
 A LocalQueue's first appearance in the log seeds it (Kueue v0.20's warm start, #12891): the consumed usage its
 status persisted, if any, from that time on — so a takeover from Kueue (or a LocalQueue recreated) starts from what
 ``status.fairSharing.admissionFairSharingStatus.consumedResources`` held; a new LocalQueue starts empty.
@@ -38,14 +42,11 @@ from events.timefmt import format_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration
 from kueue_es.scheduler.quota import fair_weight
-from projections.cluster import AFS_SEED_SCALE, ClusterState
+from projections.cluster import AFS_RELEASE, AFS_SEED, AFS_SEED_SCALE, AFS_SETTLE, USAGE_BASED, ClusterState
 from projections.workloads import RESERVED
 
 if TYPE_CHECKING:
     from projections.workloads import WorkloadInfo
-
-USAGE_BASED = "UsageBasedAdmissionFairSharing"
-
 
 def enabled_for(config: SchedulerConfig, state: ClusterState, cq: str) -> bool:
     """Whether Admission Fair Sharing orders ClusterQueue ``cq``'s workloads."""
@@ -110,9 +111,11 @@ class AfsFold:
             out[r] = u + (q.consumed.get(r, 0.0) - u) * factor
         return out, q.last + n * self.interval
 
-    def _advance(self, q: _Queue, now: int) -> None:
+    def _advance(self, q: _Queue, now: int, settles: bool) -> None:
         if q.last is None:
-            q.last = now
+            # nothing sampled yet but an empty usage: a settlement starts the clock; a change of the admitted usage
+            # alone (no settlement) leaves the samples at their steps from the LocalQueue's appearance
+            q.last = now if settles or q.anchor is None else q.anchor + (now - q.anchor) // self.interval * self.interval
             return
         q.consumed, q.last = self._samples(q, now)  # type: ignore[assignment]
 
@@ -120,15 +123,16 @@ class AfsFold:
         q = self.queues.get(lq)
         if q is None:
             q = self.queues[lq] = _Queue()
-        if sign == 0:  # first seen: consumed restarts from the persisted status (its seed), none for a new one
+        if sign == AFS_SEED:  # first seen: consumed restarts from the persisted status (its seed), none for a new one
             q.anchor = time
             q.consumed = {r: v / AFS_SEED_SCALE for r, v in usage}
             q.last = time if usage else None
             return
-        self._advance(q, time)
+        self._advance(q, time, sign == AFS_SETTLE)
+        step = -1 if sign == AFS_RELEASE else 1
         for r, v in usage:
-            q.admitted[r] = q.admitted.get(r, 0.0) + sign * _amount(r, v)
-        if sign < 0:
+            q.admitted[r] = q.admitted.get(r, 0.0) + step * _amount(r, v)
+        if sign != AFS_SETTLE:
             return
         # settle: decay towards the admitted usage over the time since the last update, then add the penalty
         assert q.last is not None
@@ -177,8 +181,8 @@ def pending_penalty(state: ClusterState, fold_: AfsFold, lq: str, cq: str) -> di
     """Penalties of the LocalQueue's workloads holding quota without being admitted yet (none under the
     reservation anchor, which settles them when they reserve)."""
     out: dict[str, float] = {}
-    if fold_.penalty_alpha == 0 or state.afs_anchor_at_reservation:
-        return out
+    if fold_.penalty_alpha == 0 or state.afs_anchor_at_reservation or not state.cq_uses_afs(cq):
+        return out  # Kueue pushes entry penalties only for ClusterQueues ordering by Admission Fair Sharing
     workloads = state.workloads
     for key in sorted(state.reserving.get(cq, ())):
         wl: WorkloadInfo = workloads[key]
@@ -265,9 +269,10 @@ def usage_samples(state: ClusterState) -> list[tuple[tuple[str, ...], float]]:
     """``kueue_local_queue_admission_fair_sharing_usage`` (Kueue v0.19 #12326): per LocalQueue (name, namespace,
     ClusterQueue), :func:`lq_usage` at the log's time. Kueue's LocalQueue controller sets it when it samples the
     consumed usage: while ``admissionFairSharing`` is configured, for a LocalQueue whose ClusterQueue is active.
-    Kueue does so whatever that ClusterQueue's admission mode (the admitted usage of one that does not use AFS);
-    the projection folds usage only for ClusterQueues that do (``ClusterState._afs_record``), so only their
-    LocalQueues are reported here."""
+    Kueue does so whatever that ClusterQueue's admission mode (``localqueue_controller.go`` checks only that
+    Admission Fair Sharing is on; its ``TestLocalQueueReconcileReportsAdmissionFairSharingUsageMetric`` reports one
+    of a ClusterQueue without it): its consumed usage then decays towards the admitted usage, with no entry
+    penalty."""
     config = config_record.in_force(state)
     if config is None or config.admission_fair_sharing is None:
         return []
@@ -277,8 +282,6 @@ def usage_samples(state: ClusterState) -> list[tuple[tuple[str, ...], float]]:
         if state.local_queue_active(key)[0] != "True":
             continue
         cq = state.local_queues[key].spec.cluster_queue
-        if not enabled_for(config, state, cq):
-            continue
         namespace, _, name = key.partition("/")
         out.append(((name, namespace, cq), lq_usage(state, config, key, cq, state.time, f)))
     return out
@@ -292,11 +295,12 @@ def local_queue_status(state: ClusterState, config: SchedulerConfig, lq: str, no
     them) and that update's time (``lastUpdate``): a sample every
     ``usageSamplingInterval`` from the last update, or an admission's settlement. None where Kueue writes
     nothing, leaving what is there: Admission Fair Sharing off, a stopped LocalQueue or one whose ClusterQueue is
-    missing or inactive (its controller returns before), or one this state never saw appear (restored from an
-    older snapshot). Nor on a LocalQueue of a ClusterQueue without ``UsageBasedAdmissionFairSharing``, which Kueue
-    samples too: the history holds admitted usage only where it orders by it, and a made-up ``{}`` would mislead."""
+    missing or inactive (its controller returns before), or one this state has no history of (restored from an
+    older snapshot). Written whatever the ClusterQueue's admission mode, as Kueue's LocalQueue controller samples
+    every LocalQueue (Kueue v0.20 ``pkg/controller/core/localqueue_controller.go``): one whose ClusterQueue does
+    not order by it decays towards its admitted usage, without entry penalties."""
     obj = state.local_queues.get(lq)
-    if obj is None or not enabled_for(config, state, obj.spec.cluster_queue):
+    if obj is None or config.admission_fair_sharing is None or not state.afs_tracks(obj.spec.cluster_queue):
         return None
     if state.local_queue_active(lq)[0] != "True":
         return None
@@ -325,6 +329,40 @@ def sampled_between(state: ClusterState, config: SchedulerConfig, after: int, up
         if due <= upto:
             out.append(lq)
     return out
+
+
+def next_sample(state: ClusterState, config: SchedulerConfig) -> int | None:
+    """The first sample after the log's time that moves some LocalQueue's consumed usage as its status shows it
+    (None: none will, or Admission Fair Sharing is off), for the scheduler's next deadline: Kueue's LocalQueue
+    controller re-samples every ``usageSamplingInterval``. A LocalQueue whose shown usage already is what the
+    samples converge to (its admitted usage; nothing under a half-life of 0) is left out, so an idle log does not
+    wake for samples that only move ``lastUpdate``."""
+    if config.admission_fair_sharing is None:
+        return None
+    f = fold(state, config)
+    now = state.time
+    best: int | None = None
+    for lq in sorted(f.queues):
+        q = f.queues[lq]
+        start = q.last if q.last is not None else q.anchor
+        if start is None:
+            continue
+        due = start + ((max(now, start) - start) // f.interval + 1) * f.interval
+        if (best is None or due < best) and not _converged(f, q, now):
+            best = due
+    return best
+
+
+def _converged(f: AfsFold, q: _Queue, now: int) -> bool:
+    """Whether the consumed usage shown at ``now`` is what further samples lead to (rounded as shown: the samples
+    move it monotonically towards the admitted usage, so nothing in between shows otherwise)."""
+    consumed = f._samples(q, now)[0]
+    if f.half_life <= 0:
+        limit: dict[str, float] = {}
+    else:
+        limit = {r: q.admitted.get(r, 0.0) for r in set(consumed) | set(q.admitted)}
+    shown = {r: _quantity(v) for r, v in consumed.items()}
+    return shown == {r: _quantity(v) for r, v in limit.items()}
 
 
 def _quantity(value: float) -> str:

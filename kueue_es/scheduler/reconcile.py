@@ -65,6 +65,7 @@ from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
 from kueue_es.scheduler import (
+    afs,
     gate_states,
     multikueue,
     multinode,
@@ -531,9 +532,12 @@ def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str,
     return None
 
 
-def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
+def next_deadline(state: ClusterState, config: SchedulerConfig, *, afs_samples: bool = True) -> int | None:
     """The earliest time at which :func:`reconcile` or a second pass would act without any new event (for
-    clock ticks), read off the projection's clocks."""
+    clock ticks), read off the projection's clocks; with ``afs_samples``, also the next Admission Fair Sharing
+    sample that moves a LocalQueue's shown usage (Kueue re-samples every ``usageSamplingInterval``: its status
+    moves, and so may the order of the queues it heads). The simulator, which writes no status, asks for them
+    only while a workload waits."""
     times = []
     wls = state.workloads
     for t, key in state.backoff_due.ordered():
@@ -572,6 +576,9 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
         wait = next_wait_end(state)
         if wait is not None:
             times.append(wait)
+    sample = afs.next_sample(state, config) if afs_samples else None
+    if sample is not None:
+        times.append(sample)
     if config.object_retention_policies is not None:
         after_finished, after_deactivated = config.workload_retention
         for clock, after in ((state.finished_clock, after_finished), (state.deactivated_clock, after_deactivated)):

@@ -233,7 +233,8 @@ class Simulation:
         total = len(self.plan.arrivals)
         while True:
             t = self.heap[0][0] if self.heap else None
-            deadline = next_deadline(state, self.config)
+            waiting = self.created - self.finished - self.holding_count
+            deadline = next_deadline(state, self.config, afs_samples=waiting > 0)  # no idle tail of samples
             if deadline is not None and deadline <= state.time:
                 self.notes.append(f"scheduler deadline {deadline} is not in the future at {state.time}; ignored")
                 deadline = None

@@ -1207,23 +1207,41 @@ def test_afs_usage_is_the_weighted_decayed_consumption_over_the_local_queue_s_we
     log = Log()
     afs_cluster(log)
     log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 4000), admit("ns/w1"))
-    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 2.0}, "only LocalQueues of a ClusterQueue using AFS"
+    idle = {("lq-b", NS, "cq-b"): 0.0}  # Kueue samples the LocalQueues of a ClusterQueue without AFS too
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 2.0, **idle}
     log.observe(upsert(namespace("later"), T0 + 601_000))
-    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 3.0}
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 3.0, **idle}
     log.observe(upsert(namespace("later-still"), T0 + 1_201_000))
-    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 3.5}
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): 3.5, **idle}
     assert 'kueue_local_queue_admission_fair_sharing_usage{cluster_queue="cq-a",name="lq-a",namespace="ns",' \
         'replica_role="standalone"} 3.5' in metrics_text([log.state])
+
+
+def test_afs_usage_of_a_local_queue_whose_cluster_queue_does_not_order_by_it_decays_towards_its_admitted_usage(
+) -> None:
+    """Kueue's LocalQueue controller samples every LocalQueue while admissionFairSharing is configured (v0.20
+    ``localqueue_controller.go``; its metric test uses a ClusterQueue without an admission mode): lq-b of cq-b
+    (no admissionScope) has no entry penalty, so 4 cpu admitted show nothing at first; each half-life (one
+    sampling interval, from lq-b's appearance) halves the distance to 4 cpu: 2, then 3 cpu (weight 2 → 4, 6)."""
+    log = Log()
+    afs_cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b", 4000), admit("ns/w2"))
+    assert afs_usage(log.state)[("lq-b", NS, "cq-b")] == 0.0
+    log.observe(upsert(namespace("later"), T0 + 600_000))
+    assert afs_usage(log.state)[("lq-b", NS, "cq-b")] == 4.0
+    log.observe(upsert(namespace("later-still"), T0 + 1_200_000))
+    assert afs_usage(log.state)[("lq-b", NS, "cq-b")] == 6.0
+    _restores_at_every_cut(log.records, log.state)
 
 
 def test_afs_usage_is_infinite_for_a_weight_of_zero_and_absent_without_afs_or_an_active_queue() -> None:
     log = Log()
     afs_cluster(log, lq_weight="0")
     log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 4000), admit("ns/w1"))
-    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): math.inf}
+    assert afs_usage(log.state) == {("lq-a", NS, "cq-a"): math.inf, ("lq-b", NS, "cq-b"): 0.0}
     log.observe(upsert(cluster_queue("cq-a", "co", cpu="8", admission_scope=USAGE_BASED,
                                      stop_policy="Hold"), T0 + 2000))
-    assert afs_usage(log.state) == {}, "the LocalQueue controller samples only under an active ClusterQueue"
+    assert afs_usage(log.state) == {("lq-b", NS, "cq-b"): 0.0}, "sampled only under an active ClusterQueue"
     configure(log, T0 + 3000)
     assert afs_usage(log.state) == {}, "no admissionFairSharing configured"
     configure(log, T0 + 4000, admissionFairSharing=AFS, featureGates={"LocalQueueMetrics": False})

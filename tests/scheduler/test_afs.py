@@ -207,8 +207,8 @@ def test_an_admission_settles_into_the_status_then_samples_decay_it_towards_the_
 
 def test_written_for_active_local_queues_only() -> None:
     """Kueue samples every active LocalQueue, none while it is stopped or its ClusterQueue inactive, and nothing
-    without Admission Fair Sharing. (Nor, here, one of a ClusterQueue without UsageBasedAdmissionFairSharing, whose
-    admitted usage the history does not hold.)"""
+    without Admission Fair Sharing. (Nor, here, one of a ClusterQueue without UsageBasedAdmissionFairSharing: the log
+    records no Configuration with Admission Fair Sharing, so nothing samples it; see test_afs_tracking.)"""
     assert afs_status(_lq_state(scope=False), CONFIG, "ns/a", T0) is None
     assert afs_status(_lq_state(), load_config({}), "ns/a", T0) is None
     state = _lq_state()

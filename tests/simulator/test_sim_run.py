@@ -108,6 +108,20 @@ def test_the_log_records_the_configuration_it_was_simulated_under(tmp_path, caps
     assert segments(tmp_path / "again") == segments(log)
 
 
+def test_under_admission_fair_sharing_the_run_ends_with_its_last_workload(tmp_path) -> None:
+    """The scheduler wakes for Admission Fair Sharing samples while they move a LocalQueue's usage; the simulator
+    writes no status, so once nothing waits it takes none of them (no tail of idle ticks while the usage decays)."""
+    from kueue_es.scheduler.config import load_config
+
+    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+           "admissionFairSharing": {"usageHalfLifeTime": "1s", "usageSamplingInterval": "1s"}}
+    log = tmp_path / "log"
+    result = runner.run(small(), log, seed=0, config=load_config(doc), config_document=doc, config_source="afs.yaml")
+    evs = events(log)
+    last_finish = max(e.time for e in evs if isinstance(e, ev.WorkloadFinished))
+    assert max(e.time for e in evs) == last_finish == T0 + round(result.summary["simulatedWallSeconds"] * 1000)
+
+
 def test_block_admission_runs_one_workload_at_a_time_to_completion(tmp_path, capsys) -> None:
     """Under waitForPodsReady.blockAdmission the simulated cluster still runs everything: each admission waits
     for the pods of the one before (the PodsReady event wakes the scheduler), and the log verifies."""

@@ -1,0 +1,346 @@
+"""Which LocalQueues Admission Fair Sharing tracks, and when the scheduler wakes for its samples.
+
+* Kueue's LocalQueue controller samples every active LocalQueue while the Configuration has
+  ``admissionFairSharing`` (v0.20 ``pkg/controller/core/localqueue_controller.go``), whatever its ClusterQueue's
+  admission mode: one whose ClusterQueue does not order by it decays towards its admitted usage, with no entry
+  penalty, and shows it in its status.
+* The history is kept only for the LocalQueues that need it, dropped for a deleted one (Kueue drops its ledger
+  entry), and the admitted usage it folds is always what the counted workloads hold, however the configuration,
+  ClusterQueues and LocalQueues change; a snapshot restores it as a full fold has it.
+* The scheduler's next deadline includes the next sample that moves a LocalQueue's shown usage, and none once
+  the samples cannot move it any more.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events import objects as o
+from events import schema as ev
+from events.quantity import parse_quantity
+from events.timefmt import format_time
+from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, next_sample
+from kueue_es.scheduler.afs import local_queue_status as afs_status
+from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.reconcile import next_deadline
+from projections import snapshot
+from projections.cluster import AFS_SEED_SCALE, ClusterState
+
+T0 = 1_704_067_200_000
+MIN = 60_000
+KQ = "kueue.x-k8s.io/v1beta2"
+AFS = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}
+CONFIG = load_config({"admissionFairSharing": AFS})
+
+
+def _apply(state: ClusterState, *events: ev.AnyEvent) -> None:
+    for e in events:
+        state.apply(ev.Record(state.offset + 1, e))
+
+
+def _document(afs: bool = True, anchor: bool = True) -> dict:
+    doc: dict = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                 "featureGates": {"AdmissionFairSharingAnchorAtQuotaReservation": anchor}}
+    if afs:
+        doc["admissionFairSharing"] = AFS
+    return doc
+
+
+def _configure(state: ClusterState, t: int, afs: bool = True, anchor: bool = True) -> None:
+    _apply(state, ev.ConfigRecorded(time=t, document=_document(afs, anchor), writer="test",
+                                    id=f"config-{state.offset}"))
+
+
+def _upsert(state: ClusterState, d: dict, t: int) -> None:
+    obj = msgspec.convert(d, o.KueueObject)
+    _apply(state, ev.ObjectUpserted(time=t, key=obj.key, obj=obj))
+
+
+def _cluster_queue(name: str, usage_based: bool) -> dict:
+    spec: dict = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "f1", "resources": [{"name": "cpu", "nominalQuota": 100}]}]}]}
+    if usage_based:
+        spec["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def _local_queue(name: str, cq: str, consumed_cpu: int | None = None) -> dict:
+    d: dict = {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": "ns"},
+               "spec": {"clusterQueue": cq}}
+    if consumed_cpu is not None:
+        d["status"] = {"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+            "consumedResources": {"cpu": str(consumed_cpu)}, "lastUpdate": "2023-01-01T00:00:00Z"}}}
+    return d
+
+
+def _state(usage_based: bool = False, afs: bool = True) -> ClusterState:
+    """ns/a of ClusterQueue cq (ordering by Admission Fair Sharing only if ``usage_based``), first seen at T0,
+    under a recorded Configuration with ``admissionFairSharing`` when ``afs``."""
+    state = ClusterState()
+    if afs:
+        _configure(state, T0)
+    _upsert(state, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}, T0)
+    _upsert(state, {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}, T0)
+    _upsert(state, _cluster_queue("cq", usage_based), T0)
+    _upsert(state, _local_queue("a", "cq"), T0)
+    return state
+
+
+def _reserve(state: ClusterState, name: str, lq: str, cq: str, cpu: int, t: int, admit: bool = True) -> None:
+    w = {"apiVersion": KQ, "kind": "Workload", "metadata": {
+        "name": name, "namespace": "ns", "uid": name, "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"queueName": lq, "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
+    _upsert(state, w, t)
+    admission = o.Admission(cluster_queue=cq, pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "f1"}, count=1, resource_usage={"cpu": str(cpu)})])
+    _apply(state, ev.QuotaReserved(time=t, key=f"ns/{name}", admission=admission, cycle=1, input=0))
+    if admit:
+        _apply(state, ev.WorkloadAdmitted(time=t, key=f"ns/{name}", cycle=1, input=0))
+
+
+def _cpu(consumed: dict) -> float:
+    return float(parse_quantity(consumed["cpu"]))
+
+
+def _shown(state: ClusterState, now: int) -> tuple[dict, str] | None:
+    s = afs_status(state, CONFIG, "ns/a", now)
+    if s is None:
+        return None
+    return s["admissionFairSharingStatus"]["consumedResources"], s["admissionFairSharingStatus"]["lastUpdate"]
+
+
+# --- LocalQueues of a ClusterQueue that does not order by Admission Fair Sharing ----------------------------------
+
+
+def test_a_local_queue_whose_cluster_queue_does_not_order_by_it_shows_its_usage_decaying_towards_the_admitted() -> None:
+    """2 cpu admitted at T0+90s in cq (no admissionScope): no entry penalty, so nothing consumed until the next
+    sample of ns/a's grid (every minute from T0) at T0+2m, which takes 2·(1 − 0.5^(1/10)); 30 samples later the
+    distance to 2 cpu is an eighth of what it was."""
+    state = _state()
+    assert _shown(state, T0) == ({}, format_time(T0))
+    t = T0 + 90_000
+    _reserve(state, "w", "a", "cq", 2, t)
+    assert _shown(state, t + 29_999) == ({}, format_time(T0 + MIN))
+    alpha = 1 - 0.5 ** (1 / 10)
+    assert _shown(state, T0 + 2 * MIN) == ({"cpu": f"{int(2 * alpha * 1e9)}n"}, format_time(T0 + 2 * MIN))
+    consumed, last = _shown(state, T0 + 32 * MIN)  # type: ignore[misc]
+    assert last == format_time(T0 + 32 * MIN)
+    assert abs(_cpu(consumed) - (2 - 2 * (1 - alpha) / 8)) < 1e-8
+    assert lq_usage(state, CONFIG, "ns/a", "cq", T0 + 2 * MIN) == 2 * alpha, "no pending entry penalty either"
+
+
+def test_under_the_reservation_anchor_such_a_local_queue_still_counts_only_admitted_workloads() -> None:
+    """Kueue moves the anchor only for ClusterQueues that order by usage (its
+    ``TestLocalQueueReconcileSamplesAnchoredUsage``): a workload holding quota in cq without admission counts for
+    nothing there, and enters at its admission."""
+    state = _state()
+    _reserve(state, "w", "a", "cq", 4, T0 + MIN, admit=False)
+    assert _shown(state, T0 + 10 * MIN) == ({}, format_time(T0 + 10 * MIN))
+    _apply(state, ev.WorkloadAdmitted(time=T0 + 10 * MIN, key="ns/w", cycle=1, input=0))
+    consumed, _ = _shown(state, T0 + 20 * MIN)  # type: ignore[misc]
+    assert abs(_cpu(consumed) - 2) < 1e-8  # one half-life towards 4 cpu
+
+
+def test_without_admission_fair_sharing_configured_such_a_local_queue_has_no_history() -> None:
+    """Nothing samples it then (and nothing orders by it): no seed, no usage, no status."""
+    state = _state(afs=False)
+    _reserve(state, "w", "a", "cq", 2, T0 + MIN)
+    assert state.afs_history == []
+    assert _shown(state, T0 + 2 * MIN) is None
+
+
+# --- the history kept ------------------------------------------------------------------------------------------
+
+
+def test_a_deleted_local_queue_s_history_is_dropped_and_a_recreated_one_starts_from_its_status() -> None:
+    """Kueue's LocalQueue controller drops the ledger entry of a deleted LocalQueue; recreated, it is seeded from
+    the status it carries. The scheduler's memoised fold follows (it folded the dropped entries)."""
+    state = _state(usage_based=True)
+    _reserve(state, "w", "a", "cq", 2, T0 + MIN)
+    fold(state, CONFIG)
+    _apply(state, ev.ObjectDeleted(time=T0 + 2 * MIN, key="ns/a", kind="LocalQueue"))
+    assert state.afs_history == []
+    _apply(state, ev.WorkloadFinished(time=T0 + 3 * MIN, key="ns/w"))
+    assert state.afs_history == [], "a workload of a deleted LocalQueue leaves nothing behind"
+    _upsert(state, _local_queue("a", "cq", consumed_cpu=3), T0 + 4 * MIN)
+    assert [(lq, sign, list(u)) for _, lq, sign, u in state.afs_history] == [("ns/a", 0, [("cpu", 3 * AFS_SEED_SCALE)])]
+    assert _shown(state, T0 + 4 * MIN) == ({"cpu": "3"}, format_time(T0 + 4 * MIN))
+
+
+def test_turning_admission_fair_sharing_off_drops_the_history_it_alone_needed_and_on_again_restarts_it() -> None:
+    """As on Kueue's restart with the changed Configuration: off, a LocalQueue of a ClusterQueue that does not
+    order by it needs no history; on again, it starts from its persisted status and counts what it holds."""
+    state = _state()
+    _reserve(state, "w", "a", "cq", 2, T0 + MIN)
+    _configure(state, T0 + 2 * MIN, afs=False)
+    assert state.afs_history == []
+    lq = msgspec.convert(_local_queue("a", "cq", consumed_cpu=1), o.KueueObject)
+    _apply(state, ev.ObjectUpserted(time=T0 + 3 * MIN, key=lq.key, obj=lq))  # its status, as we last wrote it
+    _configure(state, T0 + 4 * MIN)
+    assert [(t, lq, sign) for t, lq, sign, _ in state.afs_history] == [(T0 + 4 * MIN, "ns/a", 0), (T0 + 4 * MIN, "ns/a", 2)]
+    assert _shown(state, T0 + 4 * MIN) == ({"cpu": "1"}, format_time(T0 + 4 * MIN))
+    consumed, _ = _shown(state, T0 + 14 * MIN)  # type: ignore[misc]
+    assert abs(_cpu(consumed) - 1.5) < 1e-8  # one half-life from 1 towards 2
+
+
+def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_needed() -> None:
+    """A version-46 snapshot held a seed for every LocalQueue ever seen, and no admitted usage where the ClusterQueue
+    does not order by Admission Fair Sharing: restored, a gone LocalQueue's entries go, and one of such a
+    ClusterQueue starts at the restore from its status, counting what it holds."""
+    state = _state()
+    _reserve(state, "w", "a", "cq", 2, T0 + MIN)
+    snap = snapshot.take(state)
+    assert snapshot.restore(snap).afs_history == state.afs_history
+    old = msgspec.structs.replace(snap, version=46, afs_history=[
+        (T0, "ns/a", 0, []), (T0, "ns/gone", 0, [("cpu", 5000)])])
+    restored = snapshot.restore(old)
+    assert [(t, lq, sign, list(u)) for t, lq, sign, u in restored.afs_history] == [
+        (state.time, "ns/a", 0, []), (state.time, "ns/a", 2, [("cpu", 2000)])]
+
+
+# --- the admitted usage folded is what the counted workloads hold, whatever changes -------------------------------
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("config"), st.booleans(), st.booleans()),
+    st.tuples(st.just("cq"), st.sampled_from(["cq1", "cq2"]), st.booleans()),
+    st.tuples(st.just("lq"), st.sampled_from(["a", "b", "c"]), st.sampled_from(["cq1", "cq2"]),
+              st.sampled_from([None, 1, 7])),
+    st.tuples(st.just("delete"), st.sampled_from(["a", "b", "c"])),
+    st.tuples(st.just("reserve"), st.sampled_from(["a", "b", "c"]), st.integers(1, 4), st.booleans()),
+    st.tuples(st.just("admit"), st.integers(0, 30)),
+    st.tuples(st.just("finish"), st.integers(0, 30)),
+), min_size=1, max_size=30)
+
+
+def _run(state: ClusterState, script, t: int) -> list[int]:
+    """Applies ``script``; returns the log offsets after each step."""
+    cuts, made = [], []
+    for step in script:
+        t += MIN
+        match step:
+            case ("config", on, anchor):
+                _configure(state, t, on, anchor)
+            case ("cq", name, usage_based):
+                _upsert(state, _cluster_queue(name, usage_based), t)
+            case ("lq", name, cq, consumed):
+                _upsert(state, _local_queue(name, cq, consumed), t)
+            case ("delete", name):
+                _apply(state, ev.ObjectDeleted(time=t, key=f"ns/{name}", kind="LocalQueue"))
+            case ("reserve", lq, cpu, admit):
+                known = state.local_queues.get(f"ns/{lq}")
+                name = f"w{len(made)}"
+                made.append(name)
+                _reserve(state, name, lq, known.spec.cluster_queue if known else "cq1", cpu, t, admit)
+            case ("admit", i) if made:
+                wl = state.workloads.get(f"ns/{made[i % len(made)]}")
+                if wl is not None and wl.phase == "QuotaReserved":
+                    _apply(state, ev.WorkloadAdmitted(time=t, key=wl.key, cycle=1, input=0))
+            case ("finish", i) if made:
+                wl = state.workloads.get(f"ns/{made[i % len(made)]}")
+                if wl is not None and wl.reserving:
+                    _apply(state, ev.WorkloadFinished(time=t, key=wl.key))
+        _check_admitted(state)
+        cuts.append(state.offset)
+    return cuts
+
+
+def _check_admitted(state: ClusterState) -> None:
+    f = AfsFold(CONFIG.admission_fair_sharing)  # type: ignore[arg-type]
+    for entry in state.afs_history:
+        f.apply(*entry)
+    configured = state.config is not None and "admissionFairSharing" in state.config.document
+
+    def orders(cq: str) -> bool:
+        obj = state.cluster_queues.get(cq)
+        scope = obj.spec.admission_scope if obj is not None else None
+        return scope is not None and scope.admission_mode == "UsageBasedAdmissionFairSharing"
+
+    held: dict[str, float] = {}
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        lq = f"{wl.namespace}/{wl.queue_name}"
+        obj = state.local_queues.get(lq)
+        if obj is None or obj.spec.cluster_queue != wl.cluster_queue:
+            continue  # Kueue reads a LocalQueue's usage off the ClusterQueue holding its workloads' quota
+        anchored = wl.phase == "Admitted" or (wl.phase == "QuotaReserved" and orders(wl.cluster_queue)
+                                               and state.afs_anchor_at_reservation)
+        if anchored and (orders(wl.cluster_queue) or configured):
+            held[lq] = held.get(lq, 0.0) + sum(v for fr, v in wl.usage.items()) / 1000
+    tracked = {k for k, lq in state.local_queues.items() if orders(lq.spec.cluster_queue) or configured}
+    assert {e[1] for e in state.afs_history} <= tracked, "history only for LocalQueues that need it"
+    for lq in sorted(tracked):
+        q = f.queues.get(lq)
+        admitted = q.admitted.get("cpu", 0.0) if q is not None else 0.0
+        assert abs(admitted - held.get(lq, 0.0)) < 1e-9, lq
+
+
+class _Recording(ClusterState):
+    """A state that keeps the records it folded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[ev.Record] = []
+
+    def apply(self, record: ev.Record) -> None:  # type: ignore[override]
+        self.records.append(record)
+        super().apply(record)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops, st.integers(0, 29))
+def test_the_history_folds_to_what_the_counted_workloads_hold_and_restores_as_folded(script, cut) -> None:
+    """Random changes of the configuration (Admission Fair Sharing, the reservation anchor), of ClusterQueues'
+    admission modes and of LocalQueues (created, moved, deleted, recreated with a status) among reservations,
+    admissions and finishes: after each, the admitted usage the history folds to per LocalQueue is what its
+    counted workloads hold, and only LocalQueues that need it have history; a snapshot taken at any point and
+    folded on from there ends as the full fold."""
+    state = _Recording()
+    _upsert(state, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}, T0)
+    _upsert(state, {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}, T0)
+    cuts = _run(state, script, T0)
+    at = cuts[min(cut, len(cuts) - 1)]
+    partial = ClusterState()
+    for r in state.records:
+        if r.offset <= at:
+            partial.apply(r)
+    resumed = snapshot.decode(snapshot.encode(partial))
+    assert resumed.afs_history == partial.afs_history
+    for r in state.records:
+        if r.offset > at:
+            resumed.apply(r)
+    assert resumed.afs_history == state.afs_history
+    assert snapshot.digest(resumed) == snapshot.digest(state)
+
+
+# --- waking for samples ----------------------------------------------------------------------------------------
+
+
+def test_the_next_deadline_is_the_next_sample_while_one_moves_the_shown_usage() -> None:
+    """2 cpu admitted at T0+90s: samples move ns/a's usage towards 2 cpu every minute from its grid, so the
+    scheduler wakes at each; a new LocalQueue with nothing admitted, or one whose usage shows what it converges
+    to, wakes nothing."""
+    state = _state()
+    assert next_deadline(state, CONFIG) is None, "nothing to decay: no wake"
+    _reserve(state, "w", "a", "cq", 2, T0 + 90_000)
+    assert next_deadline(state, CONFIG) == T0 + 2 * MIN  # before its waitForPodsReady timeout (T0+31.5m)
+    _apply(state, ev.ClockTicked(time=T0 + 2 * MIN, id="tick"))
+    assert next_deadline(state, CONFIG) == T0 + 3 * MIN
+    _apply(state, ev.ClockTicked(time=T0 + 3000 * MIN, id="tick-late"))  # 300 half-lives: 2 cpu exactly
+    assert _shown(state, T0 + 3000 * MIN)[0] == {"cpu": "2"}  # type: ignore[index]
+    assert next_sample(state, CONFIG) is None
+    assert next_sample(state, load_config({})) is None, "no Admission Fair Sharing: no samples"
+
+
+def test_under_a_half_life_of_zero_one_sample_empties_the_usage_and_then_nothing_wakes() -> None:
+    config = load_config({"admissionFairSharing": {"usageHalfLifeTime": "0s", "usageSamplingInterval": "1m"}})
+    state = ClusterState()
+    _configure(state, T0)
+    _upsert(state, {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}, T0)
+    _upsert(state, _cluster_queue("cq", False), T0)
+    _upsert(state, _local_queue("a", "cq", consumed_cpu=3), T0)
+    assert next_deadline(state, config) == T0 + MIN
+    _apply(state, ev.ClockTicked(time=T0 + MIN, id="tick"))
+    assert next_deadline(state, config) is None
