@@ -209,14 +209,21 @@ CQ_BORROWING = Spec(
 CQ_LENDING = Spec(
     "kueue_cluster_queue_lending_limit", "gauge",
     "The ClusterQueue's lending limit, per flavor and resource (cpu in cores; +Inf when unset).", _RESOURCE)
+CQ_RESOURCE_PENDING = Spec(
+    "kueue_cluster_queue_resource_pending", "gauge",
+    "What the ClusterQueue's pending workloads (active and inadmissible) request, per resource (cpu in cores), "
+    "before any flavor is assigned: every resource its spec names (0 when none is asked for), and any other one "
+    "asked for.", ("cluster_queue", "resource"))
 CQ_INFO = Spec(
     "kueue_cluster_queue_info", "gauge",
-    "1 per ClusterQueue, with its parent cohort and the root of its cohort tree (empty without a cohort).",
-    ("cluster_queue", "parent_cohort", "root_cohort"))
+    "1 per ClusterQueue, with its parent cohort and the root of its cohort tree (empty without a cohort), and the "
+    "orchestrator whose effective quotas are in force for it (empty when none are).",
+    ("cluster_queue", "parent_cohort", "root_cohort", "dynamic_quota_orchestrator"))
 COHORT_INFO = Spec(
     "kueue_cohort_info", "gauge",
-    "1 per cohort (a Cohort object, or a name a ClusterQueue or Cohort refers to), with its parent cohort and "
-    "the root of its tree.", ("cohort", "parent_cohort", "root_cohort"))
+    "1 per cohort (a Cohort object, or a name a ClusterQueue or Cohort refers to), with its parent cohort, the "
+    "root of its tree, and the orchestrator whose effective quotas are in force for it (empty when none are).",
+    ("cohort", "parent_cohort", "root_cohort", "dynamic_quota_orchestrator"))
 
 CQ_WEIGHTED_SHARE = Spec(
     "kueue_cluster_queue_weighted_share", "gauge",
@@ -378,7 +385,8 @@ SPECS: tuple[Spec, ...] = (
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, RECOVERY_WAIT, FINISHED_TOTAL,
     EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
-    RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
+    RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_RESOURCE_PENDING,
+    CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
     MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, MULTIKUEUE_DISPATCHED, MULTIKUEUE_ADMITTED, *LOCAL_QUEUE_SPECS,
@@ -1156,6 +1164,7 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
         out[CQ_STATUS.name] += [((name, s), 1.0 if s == status else 0.0) for s in ("pending", "active", "terminating")]
         if resources:
             _cluster_queue_resources(out, state, name, admitted)
+            _resource_pending(out, state, name, q)
     if state.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY):
         _unadmitted(state, out, local)
     if state.gate(gates.METRICS_FOR_COHORTS):
@@ -1275,16 +1284,41 @@ def _cluster_queue_resources(out: Gauges, state: ClusterState, name: str, admitt
         out[CQ_USAGE.name].append((fr_labels, _amount(resource, used.get(fr, 0))))
 
 
+def _resource_pending(out: Gauges, state: ClusterState, name: str, q: ClusterQueueQueue | None) -> None:
+    """``cluster_queue_resource_pending`` of ClusterQueue ``name`` (Kueue v0.18, #10485; v0.20's #13660): the
+    requests (per pod times count) of the workloads waiting in its queue, active and inadmissible, per resource.
+    Kueue seeds every resource of the spec's resource groups at 0 and keeps the others it sums; here one the spec
+    does not name is reported while asked for (Kueue keeps its 0 until the ClusterQueue is next updated)."""
+    configured = {rq.name for rg in state.cluster_queues[name].spec.resource_groups for fq in rg.flavors
+                  for rq in fq.resources}
+    totals = dict.fromkeys(configured, 0)
+    if q is not None:
+        workloads = state.workloads
+        for key in (*q.entries, *q.inadmissible):
+            wl = workloads.get(key)
+            if wl is None:
+                continue
+            for ps in wl.pod_sets:
+                for resource, per_pod in ps.requests:
+                    totals[resource] = totals.get(resource, 0) + per_pod * ps.count
+    out[CQ_RESOURCE_PENDING.name] += [((name, r), _amount(r, v)) for r, v in sorted(totals.items())
+                                      if v or r in configured]
+
+
 def _info(out: Gauges, state: ClusterState) -> None:
-    """Kueue's info gauges (``MetricsForCohorts``): where each ClusterQueue and cohort sits in its tree."""
+    """Kueue's info gauges (``MetricsForCohorts``): where each ClusterQueue and cohort sits in its tree, and the
+    orchestrator whose effective quotas are in force for it (Kueue v0.20, #15201)."""
     forest = state.forest
+    dynamic = state.dynamic_quotas
     for name in sorted(state.cluster_queues):
         parent = forest.parent.get("cq:" + name, "")
         root = forest.root.get("cq:" + name, "")
-        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else ""), 1.0))
+        dqo = effective_quotas.orchestrator(state.cluster_queues[name], dynamic)
+        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else "", dqo), 1.0))
     for name in sorted(forest.cohort_names):
         node = "co:" + name
-        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:]), 1.0))
+        dqo = effective_quotas.orchestrator(state.cohorts.get(name), dynamic)
+        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:], dqo), 1.0))
 
 
 def _cohort_subtrees(out: Gauges, state: ClusterState, admitted_in: dict[str, int]) -> None:
