@@ -209,6 +209,11 @@ CQ_BORROWING = Spec(
 CQ_LENDING = Spec(
     "kueue_cluster_queue_lending_limit", "gauge",
     "The ClusterQueue's lending limit, per flavor and resource (cpu in cores; +Inf when unset).", _RESOURCE)
+PREEMPTION_SKIPS = Spec(
+    "kueue_admission_cycle_preemption_skips", "gauge",
+    "Workloads of the ClusterQueue that got preemption targets but were skipped because other workloads of the "
+    "same scheduling cycle needed the same resources (their targets overlap victims already chosen, or, "
+    "preempting, they no longer fit), as of the last cycle that skipped one of them.", ("cluster_queue",))
 CQ_RESOURCE_PENDING = Spec(
     "kueue_cluster_queue_resource_pending", "gauge",
     "What the ClusterQueue's pending workloads (active and inadmissible) request, per resource (cpu in cores), "
@@ -381,7 +386,7 @@ WORKLOAD_CREATION_LATENCY = Spec(
     "MetricForWorkloadCreationLatency is on.", ("job_kind",), DEFAULT_BUCKETS)
 
 SPECS: tuple[Spec, ...] = (
-    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, UNADMITTED, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
+    ADMISSION_ATTEMPTS, PREEMPTION_SKIPS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, UNADMITTED, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, RECOVERY_WAIT, FINISHED_TOTAL,
     EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
@@ -482,6 +487,8 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     """Workload key -> the (reason, underlying cause) pairs ``evicted_workloads_once_total`` had counted it under,
     in snapshots of versions 4 to 43 (restored as those workloads' eviction records); written empty since, the
     records being the workloads' own (``WorkloadInfo.evictions``)."""
+    preemption_skips: list[tuple[str, int, int]] = []
+    """(ClusterQueue, cycle, skips) of ``MetricsFold.skips``, from version 47 on."""
 
 
 _Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool, tuple[o.Condition, ...], Any]
@@ -513,7 +520,7 @@ class MetricsFold:
 
     The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
 
-    __slots__ = ("attempt", "counters", "cycle", "histograms")
+    __slots__ = ("attempt", "counters", "cycle", "histograms", "skips")
 
     def __init__(self) -> None:
         self.counters: dict[str, dict[tuple[str, ...], int]] = {s.name: {} for s in FOLDED if s.kind == "counter"}
@@ -523,6 +530,10 @@ class MetricsFold:
         """Cycle number of the last decision folded."""
         self.attempt = _NONE
         """How that cycle counts in ``admission_attempts_total`` so far."""
+        self.skips: dict[str, tuple[int, int]] = {}
+        """ClusterQueue -> (cycle, preemption skips) of the last cycle that skipped one of its workloads after it got
+        preemption targets: ``admission_cycle_preemption_skips``, which Kueue sets at the end of each cycle for the
+        ClusterQueues that cycle skipped workloads of, and leaves as it was for the others."""
 
     def count_attempt(self, result: int) -> None:
         """The cycle of the decision just folded tried to admit (``result`` > what it counted as so far)."""
@@ -536,6 +547,7 @@ class MetricsFold:
     def forget(self, cq: str) -> None:
         """ClusterQueue ``cq`` was deleted: its series go, as Kueue clears them (a ClusterQueue of that name
         created later counts from zero)."""
+        self.skips.pop(cq, None)
         for table in (self.counters, self.histograms):
             for name in sorted(table):
                 if _BY_NAME[name].labels[0] in ("cluster_queue", "preempting_cluster_queue"):
@@ -580,7 +592,8 @@ class MetricsFold:
                       for name in sorted(self.counters) if self.counters[name]],
             histograms=[(name, [(list(k), v) for k, v in sorted(self.histograms[name].items())])
                         for name in sorted(self.histograms) if self.histograms[name]],
-            cycle=self.cycle, attempt=self.attempt)
+            cycle=self.cycle, attempt=self.attempt,
+            preemption_skips=[(cq, cycle, n) for cq, (cycle, n) in sorted(self.skips.items())])
 
     @classmethod
     def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
@@ -592,6 +605,7 @@ class MetricsFold:
             if name in m.histograms:
                 m.histograms[name] = {tuple(k): list(v) for k, v in series}
         m.cycle, m.attempt = snap.cycle, snap.attempt
+        m.skips = {cq: (cycle, n) for cq, cycle, n in snap.preemption_skips}
         return m
 
 
@@ -611,6 +625,21 @@ def _decided(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
         result = attempt_result(e)
         if result > m.attempt:
             m.count_attempt(result)
+
+
+def _pending_decided(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """A failed attempt: its cycle's admission attempt, and the preemption skip it may be, counted in its
+    ClusterQueue (its LocalQueue's, as the scheduler took it) for that cycle."""
+    _decided(m, state, e, seen)
+    if not e.preemption_skipped:
+        return
+    wl = state.workloads.get(e.key)
+    lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}") if wl is not None else None
+    if lq is None:
+        return
+    cq = lq.spec.cluster_queue
+    last = m.skips.get(cq)
+    m.skips[cq] = (e.cycle, last[1] + 1 if last is not None and last[0] == e.cycle else 1)
 
 
 def _queued_since(wl: WorkloadInfo) -> int:
@@ -926,6 +955,7 @@ METERED: dict[type, Any] = {
     **dict.fromkeys(ev.DECISION_TYPES, _decided),
     ev.QuotaReserved: _reserved,
     ev.WorkloadAdmitted: _admitted,
+    ev.WorkloadPending: _pending_decided,
     ev.WorkloadPreempted: _evicted,
     ev.WorkloadEvicted: _evicted,
     ev.WorkloadDeactivated: _deactivated,
@@ -1144,6 +1174,8 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
             if lq is not None:
                 finished[lq.spec.cluster_queue] = finished.get(lq.spec.cluster_queue, 0) + 1
     admitted_in: dict[str, int] = {}
+    skips = state.metrics.skips
+    out[PREEMPTION_SKIPS.name] = [((cq,), float(n)) for cq, (_, n) in skips.items() if cq in state.cluster_queues]
     for name in sorted(state.cluster_queues):
         labels = (name,)
         inactive = state.inactive_reason(name)

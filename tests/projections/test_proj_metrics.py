@@ -619,6 +619,29 @@ def test_cluster_queue_resource_gauges_only_under_enable_cluster_queue_resources
 
 
 
+def skipped(key: str) -> tuple[type, dict]:
+    return ev.WorkloadPending, {"key": key, "reason": "WaitingForQuota", "message": "overlapping",
+                                "requeue_reason": "FailedAfterNomination", "preemption_skipped": True}
+
+
+def test_preemption_skips_are_those_of_the_last_cycle_that_skipped_a_workload_of_the_cluster_queue() -> None:
+    """Kueue sets ``admission_cycle_preemption_skips`` at the end of each cycle for the ClusterQueues it skipped
+    workloads of (counted in their cycle), and leaves the others' as they were; a deleted ClusterQueue's goes. It
+    survives a snapshot (version 47)."""
+    log = Log()
+    cluster(log)
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {}
+    log.decide(T0 + 1000, skipped("ns/w1"), skipped("ns/w2"), skipped("ns/w3"))
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1, ("cq-b",): 2}
+    log.decide(T0 + 2000, skipped("ns/w3"), no_fit("ns/w2"))
+    log.decide(T0 + 3000, no_fit("ns/w1"))
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1, ("cq-b",): 1}
+    restored = _restored_then_rest(log.records, len(log.records) - 1)
+    assert series(restored, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1, ("cq-b",): 1}
+    log.observe(ev.ObjectDeleted(time=T0 + 4000, key="cq-b", kind="ClusterQueue"))
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1}
+
+
 def test_resource_pending_sums_what_the_pending_workloads_of_a_cluster_queue_request() -> None:
     """Kueue v0.18 (#10485, fixed in v0.20 by #13660): ``kueue_cluster_queue_resource_pending`` per ClusterQueue and
     resource, the requests (per-pod times count) of its pending workloads, active and inadmissible alike; every
