@@ -300,6 +300,11 @@ class WorkloadPending(Decision, tag="WorkloadPending"):
     preemption_gated: bool = False
     """The attempt would have preempted but a preemption gate of the workload is closed
     (``MultiKueueOrchestratedPreemption``): it also sets ``BlockedOnPreemptionGates`` True."""
+    preemption_skipped: bool = False
+    """The attempt was skipped for another workload of its cycle after getting preemption targets: they overlap
+    the victims already chosen (and recomputing them did not help), or, preempting, it no longer fits. Kueue
+    counts these per ClusterQueue and cycle (``kueue_admission_cycle_preemption_skips``). False in logs written
+    before it was recorded."""
 
 
 class WorkloadPreempted(Decision, tag="WorkloadPreempted"):

@@ -43,6 +43,17 @@ def effective_groups(status: Mapping[str, Any]) -> list[o.ResourceGroup] | None:
     return groups
 
 
+def orchestrator(obj: o.ClusterQueue | o.Cohort | None, dynamic: bool) -> str:
+    """The name of the orchestrator whose effective quotas are in force for ``obj`` (its
+    ``status.effectiveQuotas.orchestratorRef.name``, as Kueue v0.20 labels its info gauges with it); empty while
+    none are: the gate off (``dynamic`` False), no effective quotas that parse, no name, or no object."""
+    if obj is None or not dynamic or effective_groups(obj.status) is None:
+        return ""
+    ref = obj.status["effectiveQuotas"].get("orchestratorRef")
+    name = ref.get("name") if isinstance(ref, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def in_force(obj: Q, dynamic: bool) -> Q:
     """``obj`` as the scheduler takes it: with its effective resource groups as its spec's while ``dynamic``
     (DynamicQuotaOrchestration on) and its status sets some; else ``obj`` itself."""

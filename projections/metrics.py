@@ -209,14 +209,26 @@ CQ_BORROWING = Spec(
 CQ_LENDING = Spec(
     "kueue_cluster_queue_lending_limit", "gauge",
     "The ClusterQueue's lending limit, per flavor and resource (cpu in cores; +Inf when unset).", _RESOURCE)
+PREEMPTION_SKIPS = Spec(
+    "kueue_admission_cycle_preemption_skips", "gauge",
+    "Workloads of the ClusterQueue that got preemption targets but were skipped because other workloads of the "
+    "same scheduling cycle needed the same resources (their targets overlap victims already chosen, or, "
+    "preempting, they no longer fit), as of the last cycle that skipped one of them.", ("cluster_queue",))
+CQ_RESOURCE_PENDING = Spec(
+    "kueue_cluster_queue_resource_pending", "gauge",
+    "What the ClusterQueue's pending workloads (active and inadmissible) request, per resource (cpu in cores), "
+    "before any flavor is assigned: every resource its spec names (0 when none is asked for), and any other one "
+    "asked for.", ("cluster_queue", "resource"))
 CQ_INFO = Spec(
     "kueue_cluster_queue_info", "gauge",
-    "1 per ClusterQueue, with its parent cohort and the root of its cohort tree (empty without a cohort).",
-    ("cluster_queue", "parent_cohort", "root_cohort"))
+    "1 per ClusterQueue, with its parent cohort and the root of its cohort tree (empty without a cohort), and the "
+    "orchestrator whose effective quotas are in force for it (empty when none are).",
+    ("cluster_queue", "parent_cohort", "root_cohort", "dynamic_quota_orchestrator"))
 COHORT_INFO = Spec(
     "kueue_cohort_info", "gauge",
-    "1 per cohort (a Cohort object, or a name a ClusterQueue or Cohort refers to), with its parent cohort and "
-    "the root of its tree.", ("cohort", "parent_cohort", "root_cohort"))
+    "1 per cohort (a Cohort object, or a name a ClusterQueue or Cohort refers to), with its parent cohort, the "
+    "root of its tree, and the orchestrator whose effective quotas are in force for it (empty when none are).",
+    ("cohort", "parent_cohort", "root_cohort", "dynamic_quota_orchestrator"))
 
 CQ_WEIGHTED_SHARE = Spec(
     "kueue_cluster_queue_weighted_share", "gauge",
@@ -374,11 +386,12 @@ WORKLOAD_CREATION_LATENCY = Spec(
     "MetricForWorkloadCreationLatency is on.", ("job_kind",), DEFAULT_BUCKETS)
 
 SPECS: tuple[Spec, ...] = (
-    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, UNADMITTED, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
+    ADMISSION_ATTEMPTS, PREEMPTION_SKIPS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, UNADMITTED, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, RECOVERY_WAIT, FINISHED_TOTAL,
     EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
-    RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
+    RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_RESOURCE_PENDING,
+    CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
     MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, MULTIKUEUE_DISPATCHED, MULTIKUEUE_ADMITTED, *LOCAL_QUEUE_SPECS,
@@ -474,6 +487,8 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     """Workload key -> the (reason, underlying cause) pairs ``evicted_workloads_once_total`` had counted it under,
     in snapshots of versions 4 to 43 (restored as those workloads' eviction records); written empty since, the
     records being the workloads' own (``WorkloadInfo.evictions``)."""
+    preemption_skips: list[tuple[str, int, int]] = []
+    """(ClusterQueue, cycle, skips) of ``MetricsFold.skips``, from version 48 on."""
 
 
 _Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool, tuple[o.Condition, ...], Any]
@@ -505,7 +520,7 @@ class MetricsFold:
 
     The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
 
-    __slots__ = ("attempt", "counters", "cycle", "histograms")
+    __slots__ = ("attempt", "counters", "cycle", "histograms", "skips")
 
     def __init__(self) -> None:
         self.counters: dict[str, dict[tuple[str, ...], int]] = {s.name: {} for s in FOLDED if s.kind == "counter"}
@@ -515,6 +530,10 @@ class MetricsFold:
         """Cycle number of the last decision folded."""
         self.attempt = _NONE
         """How that cycle counts in ``admission_attempts_total`` so far."""
+        self.skips: dict[str, tuple[int, int]] = {}
+        """ClusterQueue -> (cycle, preemption skips) of the last cycle that skipped one of its workloads after it got
+        preemption targets: ``admission_cycle_preemption_skips``, which Kueue sets at the end of each cycle for the
+        ClusterQueues that cycle skipped workloads of, and leaves as it was for the others."""
 
     def count_attempt(self, result: int) -> None:
         """The cycle of the decision just folded tried to admit (``result`` > what it counted as so far)."""
@@ -528,6 +547,7 @@ class MetricsFold:
     def forget(self, cq: str) -> None:
         """ClusterQueue ``cq`` was deleted: its series go, as Kueue clears them (a ClusterQueue of that name
         created later counts from zero)."""
+        self.skips.pop(cq, None)
         for table in (self.counters, self.histograms):
             for name in sorted(table):
                 if _BY_NAME[name].labels[0] in ("cluster_queue", "preempting_cluster_queue"):
@@ -572,7 +592,8 @@ class MetricsFold:
                       for name in sorted(self.counters) if self.counters[name]],
             histograms=[(name, [(list(k), v) for k, v in sorted(self.histograms[name].items())])
                         for name in sorted(self.histograms) if self.histograms[name]],
-            cycle=self.cycle, attempt=self.attempt)
+            cycle=self.cycle, attempt=self.attempt,
+            preemption_skips=[(cq, cycle, n) for cq, (cycle, n) in sorted(self.skips.items())])
 
     @classmethod
     def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
@@ -584,6 +605,7 @@ class MetricsFold:
             if name in m.histograms:
                 m.histograms[name] = {tuple(k): list(v) for k, v in series}
         m.cycle, m.attempt = snap.cycle, snap.attempt
+        m.skips = {cq: (cycle, n) for cq, cycle, n in snap.preemption_skips}
         return m
 
 
@@ -603,6 +625,21 @@ def _decided(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
         result = attempt_result(e)
         if result > m.attempt:
             m.count_attempt(result)
+
+
+def _pending_decided(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """A failed attempt: its cycle's admission attempt, and the preemption skip it may be, counted in its
+    ClusterQueue (its LocalQueue's, as the scheduler took it) for that cycle."""
+    _decided(m, state, e, seen)
+    if not e.preemption_skipped:
+        return
+    wl = state.workloads.get(e.key)
+    lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}") if wl is not None else None
+    if lq is None:
+        return
+    cq = lq.spec.cluster_queue
+    last = m.skips.get(cq)
+    m.skips[cq] = (e.cycle, last[1] + 1 if last is not None and last[0] == e.cycle else 1)
 
 
 def _queued_since(wl: WorkloadInfo) -> int:
@@ -918,6 +955,7 @@ METERED: dict[type, Any] = {
     **dict.fromkeys(ev.DECISION_TYPES, _decided),
     ev.QuotaReserved: _reserved,
     ev.WorkloadAdmitted: _admitted,
+    ev.WorkloadPending: _pending_decided,
     ev.WorkloadPreempted: _evicted,
     ev.WorkloadEvicted: _evicted,
     ev.WorkloadDeactivated: _deactivated,
@@ -1136,6 +1174,8 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
             if lq is not None:
                 finished[lq.spec.cluster_queue] = finished.get(lq.spec.cluster_queue, 0) + 1
     admitted_in: dict[str, int] = {}
+    skips = state.metrics.skips
+    out[PREEMPTION_SKIPS.name] = [((cq,), float(n)) for cq, (_, n) in skips.items() if cq in state.cluster_queues]
     for name in sorted(state.cluster_queues):
         labels = (name,)
         inactive = state.inactive_reason(name)
@@ -1156,6 +1196,7 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
         out[CQ_STATUS.name] += [((name, s), 1.0 if s == status else 0.0) for s in ("pending", "active", "terminating")]
         if resources:
             _cluster_queue_resources(out, state, name, admitted)
+            _resource_pending(out, state, name, q)
     if state.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY):
         _unadmitted(state, out, local)
     if state.gate(gates.METRICS_FOR_COHORTS):
@@ -1275,16 +1316,41 @@ def _cluster_queue_resources(out: Gauges, state: ClusterState, name: str, admitt
         out[CQ_USAGE.name].append((fr_labels, _amount(resource, used.get(fr, 0))))
 
 
+def _resource_pending(out: Gauges, state: ClusterState, name: str, q: ClusterQueueQueue | None) -> None:
+    """``cluster_queue_resource_pending`` of ClusterQueue ``name`` (Kueue v0.18, #10485; v0.20's #13660): the
+    requests (per pod times count) of the workloads waiting in its queue, active and inadmissible, per resource.
+    Kueue seeds every resource of the spec's resource groups at 0 and keeps the others it sums; here one the spec
+    does not name is reported while asked for (Kueue keeps its 0 until the ClusterQueue is next updated)."""
+    configured = {rq.name for rg in state.cluster_queues[name].spec.resource_groups for fq in rg.flavors
+                  for rq in fq.resources}
+    totals = dict.fromkeys(configured, 0)
+    if q is not None:
+        workloads = state.workloads
+        for key in (*q.entries, *q.inadmissible):
+            wl = workloads.get(key)
+            if wl is None:
+                continue
+            for ps in wl.pod_sets:
+                for resource, per_pod in ps.requests:
+                    totals[resource] = totals.get(resource, 0) + per_pod * ps.count
+    out[CQ_RESOURCE_PENDING.name] += [((name, r), _amount(r, v)) for r, v in sorted(totals.items())
+                                      if v or r in configured]
+
+
 def _info(out: Gauges, state: ClusterState) -> None:
-    """Kueue's info gauges (``MetricsForCohorts``): where each ClusterQueue and cohort sits in its tree."""
+    """Kueue's info gauges (``MetricsForCohorts``): where each ClusterQueue and cohort sits in its tree, and the
+    orchestrator whose effective quotas are in force for it (Kueue v0.20, #15201)."""
     forest = state.forest
+    dynamic = state.dynamic_quotas
     for name in sorted(state.cluster_queues):
         parent = forest.parent.get("cq:" + name, "")
         root = forest.root.get("cq:" + name, "")
-        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else ""), 1.0))
+        dqo = effective_quotas.orchestrator(state.cluster_queues[name], dynamic)
+        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else "", dqo), 1.0))
     for name in sorted(forest.cohort_names):
         node = "co:" + name
-        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:]), 1.0))
+        dqo = effective_quotas.orchestrator(state.cohorts.get(name), dynamic)
+        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:], dqo), 1.0))
 
 
 def _cohort_subtrees(out: Gauges, state: ClusterState, admitted_in: dict[str, int]) -> None:

@@ -25,7 +25,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 47
+SNAPSHOT_VERSION = 48
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -110,9 +110,11 @@ the LocalQueues that need it (of a ClusterQueue ordering by Admission Fair Shari
 Configuration turns it on, as Kueue samples them all), dropped for a deleted one, with the admitted usage of
 ClusterQueues that do not order by it (sign 2: no settlement); restored from an older one, the history of LocalQueues
 gone or of such ClusterQueues is dropped and, with Admission Fair Sharing on, the latter start at the restore from
-their status as on Kueue's restart (the layout is version 46's)."""
+their status as on Kueue's restart (the layout is version 46's). 48: each ClusterQueue's preemption
+skips of the last cycle that had any (``metrics.preemption_skips``, ``kueue_admission_cycle_preemption_skips``);
+restored from an older one, none are known until the next cycle that skips one."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

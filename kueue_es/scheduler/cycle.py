@@ -534,7 +534,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             if outcome != "new-targets":
                 _pending(out, ctx, e, "WaitingForQuota",
                          "Workload has overlapping preemption targets with another workload", "FailedAfterNomination",
-                         base)
+                         base, preemption_skipped=True)
                 continue
             a = e.assignment
         # A replaced slice is no target: its quota stays charged, the assignment's usage being only what the new
@@ -553,7 +553,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed, e.replaced)
                                              if removed else place_at_admission(ctx, e.wl, info, a, e.replaced))):
             _pending(out, ctx, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
-                     "FailedAfterNomination", base)
+                     "FailedAfterNomination", base, preemption_skipped=a.mode == _PREEMPT)
             continue
         for w in removed:
             victims.add(w.key)
@@ -704,7 +704,8 @@ _ROUND_AGAIN = frozenset({"NoFit", "PreemptionNoCandidates", "FailedAfterNominat
 
 
 def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, message: str,
-             requeue_reason: str, base: dict, *, preemption_gated: bool = False) -> None:
+             requeue_reason: str, base: dict, *, preemption_gated: bool = False,
+             preemption_skipped: bool = False) -> None:
     state, wl = ctx.state, e.wl
     if state.cluster_queues[e.cq].spec.queueing_strategy == "StrictFIFO":
         parked = requeue_reason == "NamespaceMismatch"
@@ -728,7 +729,7 @@ def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, m
         return
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=message,
                                   requeue_reason=requeue_reason, parked=parked, scan=scan,
-                                  preemption_gated=preemption_gated, **base))
+                                  preemption_gated=preemption_gated, preemption_skipped=preemption_skipped, **base))
 
 
 def _shows_already(wl: WorkloadInfo, reason: str, message: str, kept: ev.FlavorScan | None,

@@ -93,7 +93,7 @@ def test_the_metrics_carry_the_labels_of_the_object_they_are_keyed_by() -> None:
     # Cohort metrics: the Cohort kind's; "root" has no Cohort object
     assert series(s, "kueue_cohort_subtree_admitted_workloads_total") == {
         ("co", "", "acme"): 1, ("co", "high", "acme"): 1, ("root", "", ""): 1, ("root", "high", ""): 1}
-    assert set(series(s, "kueue_cohort_info")) == {("co", "root", "root", "acme"), ("root", "", "root", "")}
+    assert set(series(s, "kueue_cohort_info")) == {("co", "root", "root", "", "acme"), ("root", "", "root", "", "")}
     # keyed by no object; and the Workload kind only on the gauges that count workloads
     assert labels_of(s, "kueue_admission_attempts_total") == ("result",)
     assert {f.spec.name for f in families(s) if "custom_kind" in f.spec.labels} == set(SPLIT_BY_WORKLOAD)

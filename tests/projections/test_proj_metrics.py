@@ -583,8 +583,8 @@ def test_gauges_describe_the_state() -> None:
     assert series(s, "kueue_reserving_active_workloads") == {("cq-a",): 1, ("cq-b",): 1}
     assert series(s, "kueue_admitted_active_workloads") == {("cq-a",): 1, ("cq-b",): 0}
     assert series(s, "kueue_finished_workloads") == {("cq-a",): 0, ("cq-b",): 0}
-    assert series(s, "kueue_cluster_queue_info") == {("cq-a", "co", "root"): 1, ("cq-b", "co", "root"): 1}
-    assert series(s, "kueue_cohort_info") == {("co", "root", "root"): 1, ("root", "", "root"): 1}
+    assert series(s, "kueue_cluster_queue_info") == {("cq-a", "co", "root", ""): 1, ("cq-b", "co", "root", ""): 1}
+    assert series(s, "kueue_cohort_info") == {("co", "root", "root", ""): 1, ("root", "", "root", ""): 1}
     assert series(s, "kueue_cluster_queue_status") == {
         ("cq-a", "active"): 1, ("cq-a", "pending"): 0, ("cq-a", "terminating"): 0,
         ("cq-b", "active"): 1, ("cq-b", "pending"): 0, ("cq-b", "terminating"): 0}
@@ -619,6 +619,52 @@ def test_cluster_queue_resource_gauges_only_under_enable_cluster_queue_resources
 
 
 
+def skipped(key: str) -> tuple[type, dict]:
+    return ev.WorkloadPending, {"key": key, "reason": "WaitingForQuota", "message": "overlapping",
+                                "requeue_reason": "FailedAfterNomination", "preemption_skipped": True}
+
+
+def test_preemption_skips_are_those_of_the_last_cycle_that_skipped_a_workload_of_the_cluster_queue() -> None:
+    """Kueue sets ``admission_cycle_preemption_skips`` at the end of each cycle for the ClusterQueues it skipped
+    workloads of (counted in their cycle), and leaves the others' as they were; a deleted ClusterQueue's goes. It
+    survives a snapshot (version 48)."""
+    log = Log()
+    cluster(log)
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {}
+    log.decide(T0 + 1000, skipped("ns/w1"), skipped("ns/w2"), skipped("ns/w3"))
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1, ("cq-b",): 2}
+    log.decide(T0 + 2000, skipped("ns/w3"), no_fit("ns/w2"))
+    log.decide(T0 + 3000, no_fit("ns/w1"))
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1, ("cq-b",): 1}
+    restored = _restored_then_rest(log.records, len(log.records) - 1)
+    assert series(restored, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1, ("cq-b",): 1}
+    log.observe(ev.ObjectDeleted(time=T0 + 4000, key="cq-b", kind="ClusterQueue"))
+    assert series(log.state, "kueue_admission_cycle_preemption_skips") == {("cq-a",): 1}
+
+
+def test_resource_pending_sums_what_the_pending_workloads_of_a_cluster_queue_request() -> None:
+    """Kueue v0.18 (#10485, fixed in v0.20 by #13660): ``kueue_cluster_queue_resource_pending`` per ClusterQueue and
+    resource, the requests (per-pod times count) of its pending workloads, active and inadmissible alike; every
+    resource its spec names is reported, 0 when nothing asks for it, and one it does not name while asked for.
+    Only with ``metrics.enableClusterQueueResources``."""
+    log = Log()
+    cluster(log)
+    pod = o.PodSpec(containers=[o.Container(name="c", resources=o.ResourceRequirements(
+        requests={"cpu": "500m", "example.com/gpu": "1"}))])
+    w4 = workload(NS, "w4", queue="lq-b", created=T0, count=2)
+    w4 = msgspec.structs.replace(w4, spec=msgspec.structs.replace(w4.spec, pod_sets=[
+        o.PodSet(name="main", count=2, template=o.PodTemplateSpec(spec=pod))]))
+    log.observe(upsert(w4, T0))
+    assert series(log.state, "kueue_cluster_queue_resource_pending") == {}
+    configure(log, T0 + 500, metrics=RESOURCE_METRICS)
+    assert series(log.state, "kueue_cluster_queue_resource_pending") == {
+        ("cq-a", "cpu"): 1.0, ("cq-a", "memory"): 0.0,
+        ("cq-b", "cpu"): 3.0, ("cq-b", "example.com/gpu"): 2.0}
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), reserve("ns/w4", "cq-b"), no_fit("ns/w3"))
+    assert series(log.state, "kueue_cluster_queue_resource_pending") == {
+        ("cq-a", "cpu"): 0.0, ("cq-a", "memory"): 0.0, ("cq-b", "cpu"): 2.0}  # w2 active, w3 inadmissible
+
+
 def test_quotas_and_limits_at_or_past_int64s_maximum_report_infinity() -> None:
     """Kueue v0.20 (#13585, #15026): a quota, limit, reservation or usage whose integer amount (milli for cpu)
     is at or past MaxInt64 reports +Inf, not a large finite number; one below it is reported as it is."""
@@ -648,7 +694,7 @@ def test_cluster_queue_status_pending_and_terminating() -> None:
     log.observe(upsert(missing, T0 + 1000), upsert(going, T0 + 1000))
     status = series(log.state, "kueue_cluster_queue_status")
     assert [k[1] for k, v in status.items() if v == 1] == ["active", "terminating", "pending"]  # cq-a, cq-b, cq-x
-    assert series(log.state, "kueue_cluster_queue_info")[("cq-x", "", "")] == 1
+    assert series(log.state, "kueue_cluster_queue_info")[("cq-x", "", "", "")] == 1
 
 
 def test_pending_scheduling_hashes_count_the_shapes_of_pending_workloads() -> None:
@@ -790,6 +836,29 @@ def test_a_snapshot_of_the_version_before_the_cohort_admissions_restores() -> No
     full = fold(log.records)
     assert [f for f in families(restored) if f.spec.name != name] == [f for f in families(full)
                                                                         if f.spec.name != name]
+
+
+def test_the_info_gauges_name_the_dynamic_quota_orchestrator_in_force() -> None:
+    """Kueue v0.20 (#15201): ``dynamic_quota_orchestrator`` on the info gauges is the name in
+    ``status.effectiveQuotas.orchestratorRef`` while those effective quotas are in force (DynamicQuotaOrchestration
+    on), empty otherwise: with the gate off, without effective quotas, for a cohort with no Cohort object."""
+    log = Log()
+    cluster(log)
+    ref = {"apiGroup": "kueue.x-k8s.io", "kind": "DynamicQuotaOrchestrator"}
+    groups = [{"coveredResources": ["cpu"], "flavors": [{"name": "f0", "resources": [
+        {"name": "cpu", "nominalQuota": "6"}]}]}]
+    cq_a = msgspec.structs.replace(cluster_queue("cq-a", "co", cpu="4"), status={"effectiveQuotas": {
+        "orchestratorRef": {**ref, "name": "dqo-a"}, "resourceGroups": groups}})
+    co = msgspec.structs.replace(cohort("co", parent="root"), status={"effectiveQuotas": {
+        "orchestratorRef": {**ref, "name": "dqo-co"}, "resourceGroups": []}})
+    log.observe(upsert(cq_a, T0 + 100), upsert(co, T0 + 100))
+    assert series(log.state, "kueue_cluster_queue_info") == {
+        ("cq-a", "co", "root", ""): 1, ("cq-b", "co", "root", ""): 1}
+    gates_config(log, T0 + 1000, DynamicQuotaOrchestration=True)
+    assert series(log.state, "kueue_cluster_queue_info") == {
+        ("cq-a", "co", "root", "dqo-a"): 1, ("cq-b", "co", "root", ""): 1}
+    assert series(log.state, "kueue_cohort_info") == {("co", "root", "root", "dqo-co"): 1,
+                                                      ("root", "", "root", ""): 1}
 
 
 def test_the_info_gauges_follow_metrics_for_cohorts() -> None:
