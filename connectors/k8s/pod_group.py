@@ -37,7 +37,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   (``UpdatedWorkload``, "Updated not matching Workload for suspended job: <ns>/<name>"); else it is deleted
   (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``) unless one is gated or ended,
   and the group then gets a new Workload, made from its Pods, as any group without one;
-* whatever the Workload, a Pod its StatefulSet holds (``kueue.x-k8s.io/pod-suspending-parent: statefulset``) that
+* whatever the Workload, a Pod its StatefulSet holds (``kueue.x-k8s.io/pod-suspending-parent: statefulset``; the
+  Pod webhook gives such pods no finalizer, as Kueue since #8530, so only those made before carry one) that
   has ended (``Succeeded``, ``Failed``), or is deleted before reaching a node, loses the finalizer, as Kueue's
   StatefulSet reconciler lets it go: so a StatefulSet scaled to zero or deleted gets rid of its pods, and one
   remakes a pod under the same name. That reconciler (of the template design,

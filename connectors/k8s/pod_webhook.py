@@ -31,11 +31,16 @@ label's value, its rank for the ungater. Like Kueue's, this webhook refuses
 nothing but a Pod whose lookups fail: what Kueue refuses in a Pod (a malformed pod group, say) its validating Pod
 webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``).
 
-A Pod annotated ``kueue.x-k8s.io/pod-suspending-parent`` (which the Deployment and StatefulSet webhooks put in
-the pod templates of the parents Kueue holds: :mod:`connectors.k8s.deployment_webhook`,
-:mod:`connectors.k8s.statefulset_webhook`) is held as its parent decided, with no namespace, owner or queue check:
-it gets the finalizer and the gates (and a group Pod its role), not the managed label or a queue name, which its
-template carries already (as in Kueue, a Pod that carries the annotation without them is gated all the same).
+A Pod annotated ``kueue.x-k8s.io/pod-suspending-parent`` (which the Deployment, StatefulSet and LeaderWorkerSet
+webhooks put in the pod templates of the parents Kueue holds: :mod:`connectors.k8s.deployment_webhook`,
+:mod:`connectors.k8s.statefulset_webhook`, :mod:`connectors.k8s.lws_webhook`) is held as its parent decided, with no
+namespace, owner or queue check: it gets the gates (and a group Pod its role), not the managed label or a queue
+name, which its template carries already (as in Kueue, a Pod that carries the annotation without them is gated all
+the same), nor the finalizer: its parent's controller replaces it, and the finalizer only held a pod it deleted
+(and so a StatefulSet's same-named replacement) until Kueue let it go. Kueue stopped adding it there in #8530
+(``SkipFinalizersForPodsSuspendedByParent``: Beta in v0.16, also in v0.14/v0.15 patch releases, GA in v0.18, removed
+by v0.20, whose gate table lacks it); pods that still carry one (made before) lose it as before, once ended or
+being deleted.
 A Pod without that annotation whose controller is a ReplicaSet is, with the ``deployment`` integration on, looked
 through it as Kueue's walk passes over a ReplicaSet: the ReplicaSet and then the Deployment controlling it are read
 (either unreadable refuses the Pod), and a Deployment naming a queue (any, under ``manageJobsWithoutQueueName``)
@@ -153,7 +158,7 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
     topology (then the ungater does), and, when ``kueue.x-k8s.io/pod-group-pod-index-label`` names a label, that
     label's value (empty when absent, as Kueue copies it) as the Pod's ``kueue.x-k8s.io/pod-group-pod-index``.
     ``by_parent``: the Pod is held because its parent's template says so (:func:`suspended_by_parent`): queue name
-    or not, and without the managed label, which is the template's to carry, as in Kueue.
+    or not, and without the managed label, which is the template's to carry, nor the finalizer, as in Kueue.
     The namespace and owner checks are the caller's."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
@@ -171,7 +176,9 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
         added[POD_INDEX_LABEL] = labels.get(index_label, "")
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     finalizers = meta.get("finalizers")
-    if finalizers is None:
+    if by_parent:
+        pass  # no finalizer on a pod its parent's controller replaces (module docstring)
+    elif finalizers is None:
         ops.append({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
     elif FINALIZER not in finalizers:
         ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})

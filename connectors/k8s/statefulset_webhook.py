@@ -22,11 +22,12 @@ to zero or from zero (a group's total is fixed), from zero only once the scale-d
 As the Deployment webhooks, both allow everything unchanged while the integration is off and are registered
 fail-closed only while it is on.
 
-Kueue's first StatefulSet reconciler, which went with this webhook, is modelled in the pod integration: the pods,
-once ended or deleted before reaching a node, lose Kueue's finalizer
+The pods get no Kueue finalizer (the Pod webhook skips it for pods their parent holds, as Kueue since #8530).
+Kueue's first StatefulSet reconciler, which went with this webhook, is modelled in the pod integration: the pods
+that still carry one (made before) lose it once ended or deleted before reaching a node
 (:func:`connectors.k8s.pod_group.released_by_statefulset`); in a rolling update, the older revision's pods are
-ungated and lose it once the group's Workload is admitted (Kueue v0.19.7 #16401, v0.20.0 #16329; before, they ran
-on no quota), and once the StatefulSet is gone every pod does
+ungated (and lose it) once the group's Workload is admitted (Kueue v0.19.7 #16401, v0.20.0 #16329; before, they
+ran on no quota), and once the StatefulSet is gone every pod is
 (:func:`connectors.k8s.pod_group.let_go_by_statefulset`, from the StatefulSet's status revisions that
 :mod:`connectors.k8s.statefulsets` watches). The new revision's pods, when the template change gives them another
 role, are left gated by the group (:func:`connectors.k8s.pod_group.of_its_roles`), as Kueue's pod reconciler does,

@@ -421,6 +421,29 @@ def test_during_a_rolling_update_the_current_revisions_pods_stay_held_until_the_
     assert names(admitted.let_go) == ["web-0", "web-1"], "once admitted, let go as before"
 
 
+def test_pods_remade_during_a_rolling_update_without_a_finalizer_start_once_the_workload_is_admitted() -> None:
+    """Kueue v0.20.0 #16329's other half ("StatefulSet Pods recreated during the rollout could stay gated
+    indefinitely"; the fix's code is not in the store, so this pins kueue-es's answer, not a port): pods as the Pod
+    webhook now makes them (gated, no finalizer: Kueue #8530), remade by the controller at either revision, are
+    held while the Workload is not admitted and started once it is, whatever the revision; a remade pod of the
+    current revision is let go besides. Nothing is finalized: none carries the finalizer."""
+    updating = pod_group.StatefulSetView(current_revision="web-old", update_revision="web-new")
+    pods = [sts_member("web-0", "web-old", gated=False, phase="Running", node="n1", finalizer=False),
+            sts_member("web-1", "web-old", finalizer=False), sts_member("web-2", "web-new", finalizer=False)]
+    held = next_step(pods, group_workload(PENDING, counts={"r1": 3}), managed=True, admission_shown=False,
+                     statefulset=updating)
+    assert held.let_go == () and held.finalize == () and held.action == STOP and names(held.pods) == ["web-0"], (
+        "the remade pods held; the one running on no admission stopped")
+    admitted = next_step(pods, group_workload(ADMITTED, counts={"r1": 3}), managed=True, admission_shown=True,
+                         statefulset=updating)
+    assert admitted.action == START and names(admitted.pods) == ["web-1", "web-2"], "both remade pods started"
+    assert names(admitted.let_go) == ["web-1"] and admitted.finalize == ()
+    settled = pod_group.StatefulSetView(current_revision="web-new", update_revision="web-new")
+    after = next_step([sts_member("web-0", "web-new", finalizer=False)], group_workload(ADMITTED, counts={"r1": 1}),
+                      managed=True, admission_shown=True, statefulset=settled)
+    assert after.action == START and names(after.pods) == ["web-0"] and after.let_go == (), "after the rollout too"
+
+
 def test_once_the_statefulset_is_gone_every_pod_is_ungated_and_let_go() -> None:
     ended = sts_member("web-0", "web-old", gated=False, phase="Failed", node="n1")
     pods = [ended, sts_member("web-1", "web-old", gated=False, phase="Running", node="n1"),

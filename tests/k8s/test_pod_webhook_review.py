@@ -404,3 +404,22 @@ def test_a_pod_without_the_parents_annotation_is_looked_through_its_replicaset_t
     assert _ops(response) != [] and asked == [], "the deployment integration off: not looked through"
     response, _ = _review_rs(_pod({Q: "lq"}, RS_OWNER), WITH_DEPLOYMENTS, NotFound("replicasets web-5d8f not found"))
     assert response["allowed"] is False and response["status"]["code"] == 500
+
+
+@pytest.mark.parametrize("parent", ["deployment", "statefulset", "leaderworkerset"])
+def test_a_pod_its_parent_holds_is_gated_without_kueues_finalizer(parent: str) -> None:
+    """Kueue #8530 (``SkipFinalizersForPodsSuspendedByParent``, GA in v0.18, gone from v0.20's gates): a pod
+    carrying ``kueue.x-k8s.io/pod-suspending-parent`` gets the gates but no ``kueue.x-k8s.io/managed`` finalizer,
+    its parent's controller replacing it; a finalizer of its own is kept. A plain queued pod still gets one."""
+    pod = _pod({Q: "lq", "kueue.x-k8s.io/managed": "true"})
+    pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-suspending-parent": parent}
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": pod}})
+
+    async def no_lookup(*args: Any) -> Any:
+        raise AssertionError("no lookup for a pod its parent holds")
+
+    response = asyncio.run(review(body, ON, no_lookup, no_lookup, no_lookup))["response"]
+    assert _ops(response) == [TAS_GATED[1]]
+    pod["metadata"]["finalizers"] = ["mine"]
+    assert pod_patch(pod, default_queue=False, tas=True, by_parent=True) == [TAS_GATED[1]]
+    assert GATED[0] in pod_patch(_pod({Q: "lq"}), default_queue=False), "a plain pod: finalized as before"

@@ -2,8 +2,8 @@
 test's namespaces only) and the connector with ``pod`` and ``deployment`` among the frameworks.
 
 A Deployment naming a queue is stored with its pod template marked (``kueue.x-k8s.io/managed``, its queue name,
-``kueue.x-k8s.io/pod-suspending-parent: deployment``); its pods are gated by the Pod webhook and held as single
-Pods, one Workload each, and ungated once admitted. The test cluster runs no kube-controller-manager, so nothing
+``kueue.x-k8s.io/pod-suspending-parent: deployment``); its pods are gated by the Pod webhook (with no Kueue
+finalizer, as Kueue since #8530) and held as single Pods, one Workload each, and ungated once admitted. The test cluster runs no kube-controller-manager, so nothing
 makes the ReplicaSet or its pods: the test makes them as the Deployment and ReplicaSet controllers would (the
 ReplicaSet controlled by the Deployment, each pod by the ReplicaSet, from its template). The validating webhook
 refuses a malformed queue name and a queue name changed while a replica is ready (the test writes
@@ -123,7 +123,7 @@ async def test_a_queued_deployments_pods_are_gated_admitted_one_by_one_and_ungat
             rs = msgspec.json.decode(await kc.create(REPLICA_SETS, _replica_set(web, "5d8f"), q.ns))
             pods = [await create(kc, _replica(rs, s)) for s in ("a", "b", "c")]
             for pod in pods:
-                assert GATE in scheduling_gates(pod) and pod["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+                assert GATE in scheduling_gates(pod) and not pod["metadata"].get("finalizers"), "no finalizer (#8530)"
                 assert pod["metadata"]["labels"][MANAGED] == "true"
 
             # a pod of that ReplicaSet made without the parent's annotation (from a template of before the

@@ -164,6 +164,7 @@ async def test_each_group_of_a_queued_leaderworkerset_is_admitted_on_its_own_wor
                 for pod in pods:
                     made = await create(kc, pod)
                     assert GATE in scheduling_gates(made), made["metadata"]["name"]
+                    assert not made["metadata"].get("finalizers"), "no Kueue finalizer (Kueue #8530)"
 
                 async def ungated(pod_name: str) -> dict[str, Any] | None:
                     pod = await get(kc, "Pod", pod_name, q.ns)

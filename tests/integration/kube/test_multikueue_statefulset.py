@@ -48,12 +48,12 @@ def _statefulset(ns: str, name: str) -> dict[str, Any]:
 
 
 def _replica(sts: dict[str, Any], ordinal: int) -> dict[str, Any]:
-    """A pod as the StatefulSet controller makes it and Kueue's Pod webhook stores it (gated, finalized)."""
+    """A pod as the StatefulSet controller makes it and Kueue's Pod webhook stores it (gated; no finalizer, #8530)."""
     meta, name = sts["spec"]["template"]["metadata"], sts["metadata"]["name"]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{name}-{ordinal}", "namespace": sts["metadata"]["namespace"],
                          "labels": {**meta["labels"], "apps.kubernetes.io/pod-index": str(ordinal)},
-                         "annotations": dict(meta["annotations"]), "finalizers": ["kueue.x-k8s.io/managed"],
+                         "annotations": dict(meta["annotations"]),
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,
                                               "uid": sts["metadata"]["uid"], "controller": True}]},
             "spec": {**sts["spec"]["template"]["spec"], "restartPolicy": "Always",

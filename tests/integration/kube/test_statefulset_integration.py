@@ -4,14 +4,14 @@ test's namespaces only) and the connector with ``pod`` and ``statefulset`` among
 A StatefulSet naming a queue is stored with its pod template making its pods one serving pod group (group name
 ``statefulset-<name>-<hash>``, total = replicas, fast admission); its pods are gated by the Pod webhook, the group
 gets one Workload of all its replicas as soon as its first pod exists, and once that is admitted every pod is
-ungated. The test cluster runs no kube-controller-manager: the test makes the pods as the StatefulSet controller
-would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their controller). The validating webhook
-refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go,
-and so does the group's Workload: scaled up again to another size, the group gets one counting the new replicas.
-With the StatefulSet's status revisions (set by the test through the status subresource, as the controller would),
-the older revision's pods are let go during a rolling update once the group's Workload is admitted (not before:
-they stay gated), the group's Workload is deleted and made anew once
-none of its pods has its role, and every pod is let go once the StatefulSet is gone, pods it orphaned too
+ungated; they carry no Kueue finalizer (Kueue #8530). The test cluster runs no kube-controller-manager: the test
+makes the pods as the StatefulSet controller would (ordinal names, ``apps.kubernetes.io/pod-index``, the
+StatefulSet their controller). The validating webhook refuses a resize other than to or from zero; scaled to zero,
+its pods go as they are deleted, and so does the group's Workload: scaled up again to another size, the group gets
+one counting the new replicas. With the StatefulSet's status revisions (set by the test through the status
+subresource, as the controller would), the older revision's pods are let go during a rolling update once the
+group's Workload is admitted (not before: they stay gated), the group's Workload is deleted and made anew once
+none of its pods has its role, and every pod is let go (ungated) once the StatefulSet is gone, pods it orphaned too
 (``--cascade=orphan``: found by their group's name).
 """
 
@@ -90,6 +90,7 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
             # no kube-controller-manager: make the pods as the StatefulSet controller would, one at a time
             first = await create(kc, _replica(sts, 0))
             assert GATE in scheduling_gates(first) and first["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+            assert not first["metadata"].get("finalizers"), "no Kueue finalizer on a pod its parent holds (#8530)"
             async with kueue_es(kc, tmp_path / "log", config=config):
                 async def admitted() -> dict[str, Any] | None:
                     with contextlib.suppress(Exception):
@@ -141,7 +142,7 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
             await eventually(validating, what="a resize of the group refused")
 
             # scaled to zero (allowed), its pods deleted and ended as its controller and the kubelets would end them:
-            # they lose Kueue's finalizer and go, so that the StatefulSet may scale up again
+            # with no Kueue finalizer they go, so that the StatefulSet may scale up again
             await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 0}}, q.ns)
             async with kueue_es(kc, tmp_path / "log", config=config):
                 for i in (0, 1):
@@ -232,11 +233,11 @@ async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_
 
                 await eventually(lambda: started(("db-0", "db-1")), what="the admitted group's pods ungated")
                 first = await get(kc, "Workload", group, q.ns)
-                assert all([FINALIZER in (await get(kc, "Pod", f"db-{i}", q.ns))["metadata"]["finalizers"]
-                            for i in (0, 1)]), "one revision: the StatefulSet's pods are the group's"
+                assert not any([(await get(kc, "Pod", f"db-{i}", q.ns))["metadata"].get("finalizers")
+                                for i in (0, 1)]), "no Kueue finalizer on the StatefulSet's pods (#8530)"
 
-                # a rolling update that changes what admission looks at: the older revision's pods are let go, so
-                # that the controller can replace them
+                # a rolling update that changes what admission looks at: the older revision's pods, already started
+                # by the admitted group, are the controller's to replace (nothing holds them: no finalizer)
                 containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
                                "resources": {"requests": {"cpu": "500m"}}}]
                 updated = msgspec.json.decode(await kc.patch(
@@ -245,13 +246,13 @@ async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_
 
                 async def let_go(names: tuple[str, ...]) -> bool:
                     pods = [await get(kc, "Pod", n, q.ns) for n in names]
-                    return all(FINALIZER not in (p["metadata"].get("finalizers") or []) for p in pods)
+                    return all(not scheduling_gates(p) and FINALIZER not in (p["metadata"].get("finalizers") or [])
+                               for p in pods)
 
-                await eventually(lambda: let_go(("db-0", "db-1")), what="the current revision's pods let go")
                 await kc.delete(PODS, "db-1", q.ns)
                 await eventually(lambda: _gone(kc, q.ns, "db-1"), what="the old db-1 gone at once")
                 renewed = await create(kc, _replica(updated, 1, "db-v2"))
-                assert GATE in scheduling_gates(renewed) and FINALIZER in renewed["metadata"]["finalizers"]
+                assert GATE in scheduling_gates(renewed) and not renewed["metadata"].get("finalizers")
                 await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let the new pod go
                 assert GATE in scheduling_gates(await get(kc, "Pod", "db-1", q.ns)), "the update revision's: kept"
                 assert (await get(kc, "Workload", group, q.ns))["metadata"]["uid"] == first["metadata"]["uid"]
@@ -274,26 +275,27 @@ async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_
                 await create(kc, _replica(updated, 0, "db-v2"))
                 await eventually(lambda: started(("db-0", "db-1")), what="the new revision's pods started")
                 await _revisions(kc, q.ns, "db", "db-v2", "db-v2")
-                await asyncio.sleep(1.0)
-                assert not await let_go(("db-0",)) and not await let_go(("db-1",)), "the update is over: kept"
-
-                # the StatefulSet deleted (no garbage collector here to delete its pods): every pod is let go
-                await kc.delete(STATEFUL_SETS, "db", q.ns)
-                await eventually(lambda: let_go(("db-0", "db-1")), what="the pods of a StatefulSet gone let go")
 
                 # one deleted with --cascade=orphan: the garbage collector takes the pods' ownerReferences before
-                # the StatefulSet goes (the test does, as it would); they are let go, found by their group's name
-                cache = msgspec.json.decode(await kc.create(
-                    STATEFUL_SETS, _statefulset(q.ns, "cache", {Q: "user-queue"}, replicas=1), q.ns))
+                # the StatefulSet goes (the test does, as it would); its pod, gated (asking more than the queue
+                # has, its group's Workload is never admitted), is let go, found by its group's name
+                big = _statefulset(q.ns, "cache", {Q: "user-queue"}, replicas=1)
+                big["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+                cache = msgspec.json.decode(await kc.create(STATEFUL_SETS, big, q.ns))
                 await _revisions(kc, q.ns, "cache", "cache-v1", "cache-v1")
                 orphan = await create(kc, _replica(cache, 0, "cache-v1"))
-                assert FINALIZER in orphan["metadata"]["finalizers"]
+                assert GATE in scheduling_gates(orphan) and not orphan["metadata"].get("finalizers")
                 await kc.patch(PODS, "cache-0", {"metadata": {"ownerReferences": None}}, q.ns)
                 await asyncio.sleep(1.0)
-                assert not await let_go(("cache-0",)), "its StatefulSet still there: kept"
+                assert not await let_go(("cache-0",)), "its StatefulSet still there: kept gated"
                 await kc.delete(STATEFUL_SETS, "cache", q.ns)
-                await eventually(lambda: let_go(("cache-0",)), what="the pods a StatefulSet orphaned let go")
-                assert GATE not in scheduling_gates(await get(kc, "Pod", "cache-0", q.ns))
+
+                async def released() -> bool:  # ungated; then, running on no admission, stopped (and, no finalizer, gone)
+                    with contextlib.suppress(NotFound):
+                        return await let_go(("cache-0",))
+                    return True
+
+                await eventually(released, what="the pods a StatefulSet orphaned let go")
 
 
 @pytest.mark.asyncio
@@ -303,7 +305,7 @@ async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_
     the last pod of its role is replaced by one of the changed template; that one gated, the Workload is rewritten
     in place (same uid) with the new role and the new pod among its owners, not deleted. Meanwhile, the rolling
     update under way, the current revision's pods are not let go, the Workload not being admitted (Kueue v0.19.7
-    #16401, v0.20.0 #16329): they stay gated with Kueue's finalizer."""
+    #16401, v0.20.0 #16329): they stay gated (with no Kueue finalizer, Kueue #8530)."""
     sfx = secrets.token_hex(3)
     config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
     async with await connect(kube_apiserver) as kc:
@@ -342,7 +344,7 @@ async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_
                         await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let kv-0 go
                         assert not await _gone(kc, q.ns, "kv-0"), "not let go, then stopped as not admitted"
                         held = await get(kc, "Pod", "kv-0", q.ns)
-                        assert GATE in scheduling_gates(held) and FINALIZER in held["metadata"]["finalizers"], (
+                        assert GATE in scheduling_gates(held) and not held["metadata"].get("finalizers"), (
                             "the current revision's pod: held until the Workload is admitted")
                 role = renewed[1]["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
 
