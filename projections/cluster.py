@@ -135,6 +135,7 @@ from projections.workloads import (
     readjusted,
     reclaimable_of,
     replacement_pods_condition,
+    unadmitted_reason,
     unhealthy_threshold_of,
     waits_for_replacement_pods,
 )
@@ -2573,6 +2574,11 @@ class ClusterState:
         self._keep_pods_ready(wl, False, e.time)
         self.reflag(wl)
 
+    def _unadmitted(self, granular: str) -> str:
+        """The QuotaReserved=False reason for ``granular`` under the configuration's UnadmittedWorkloadsObservability
+        (:func:`projections.workloads.unadmitted_reason`)."""
+        return unadmitted_reason(granular, self.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY))
+
     def _sync_admitted(self, wl: WorkloadInfo, time: int) -> None:
         """Kueue's ``SyncAdmittedCondition`` for a workload short of admission (:mod:`projections.admitted_condition`);
         the admitted time is accumulated by the caller."""
@@ -2671,7 +2677,7 @@ class ClusterState:
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
             wl.reserved_at = wl.admitted_at = None
             self._refresh_pod_sets(wl)  # pending again: counted as Kueue adjusts it now, not as when admitted
-            wl.set_condition("QuotaReserved", "False", "PendingEvaluation", e.message, e.time)
+            wl.set_condition("QuotaReserved", "False", self._unadmitted("PendingEvaluation"), e.message, e.time)
             self._sync_admitted(wl, e.time)
             self._keep_pods_ready(wl, False, e.time)
             cq = wl.cluster_queue
@@ -2707,7 +2713,10 @@ class ClusterState:
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
             wl.reserved_at = wl.admitted_at = None
             self._refresh_pod_sets(wl)
-            wl.set_condition("QuotaReserved", "False", "Deactivated", "The workload is deactivated", e.time)
+            # Kueue's job reconciler gives the quota back with PendingEvaluation (Pending, the gate off) and the
+            # eviction's message; the workload controller then shows Deactivated, under the gate only
+            wl.set_condition("QuotaReserved", "False", self._unadmitted("Deactivated"), "The workload is deactivated",
+                             e.time)
             self._sync_admitted(wl, e.time)
             self._keep_pods_ready(wl, False, e.time)
             wl.set_condition("Requeued", "False", e.reason, e.message, e.time)

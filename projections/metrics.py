@@ -50,7 +50,7 @@ from projections import effective_quotas, eviction_stats, fair_share, gates, mul
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
 from projections.pods_ready_condition import RECOVERED, WAIT_FOR_RECOVERY
 from projections.variants import parent_name
-from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, LEGACY_PENDING, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
     from projections.cluster import ClusterState
@@ -456,7 +456,8 @@ def attempt_result(e: ev.Decision) -> int:
     one cycle's, never both, so one such decision makes its whole batch an admission attempt."""
     t = type(e)
     if t is ev.WorkloadPending:
-        if e.requeue_reason or (e.reason == "PendingEvaluation" and e.message == FAILED_CHECKS_MESSAGE):  # type: ignore[union-attr]
+        if e.requeue_reason or (e.reason in ("PendingEvaluation", LEGACY_PENDING)  # type: ignore[union-attr]
+                                and e.message == FAILED_CHECKS_MESSAGE):  # type: ignore[union-attr]
             return _INADMISSIBLE
         return _NONE  # the workload controller's status sync, or blockAdmission's wait (not a failed attempt)
     if t is ev.WorkloadEvicted:

@@ -52,7 +52,15 @@ BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recent
 (SchedulingEquivalenceHashing); the reason is the one that workload's failure got."""
 QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated", "Inadmissible", "DRAResourcesUnresolved"})
 """QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue
-(``Inadmissible``: its DRA claims, :mod:`projections.dra`)."""
+(``Inadmissible``: its DRA claims, :mod:`projections.dra`, and any block with UnadmittedWorkloadsObservability
+off)."""
+LEGACY_PENDING = "Pending"
+"""The QuotaReserved=False reason with UnadmittedWorkloadsObservability off wherever Kueue v0.20 would write a
+granular one of the scheduler's (``requeueAndUpdate``) or a PendingEvaluation (a requeue giving the quota back, a
+cleared admission gate): ``UnadmittedWorkloadReasonWithFallback``'s fallback."""
+LEGACY_INADMISSIBLE = "Inadmissible"
+"""The workload controller's QuotaReserved=False reason for what blocks a queue with UnadmittedWorkloadsObservability
+off (``resolveLegacyUnadmittedQuotaReservedCondition``: the granular message, this reason)."""
 PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON = "WaitingForPodsReady", "Waiting"
 PODS_READY_WAIT_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
 """QuotaReserved=False of an entry waitForPodsReady's blockAdmission holds back (the legacy reason while
@@ -72,6 +80,20 @@ ADMISSION_GATED_PREFIX = "Admission is gated by: "
 ADMISSION_GATE_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservation"
 """The workload controller's QuotaReserved=False reason and message prefix while a workload is gated, and its
 PendingEvaluation message once the gate is cleared."""
+
+
+def unadmitted_reason(granular: str, observability: bool) -> str:
+    """The QuotaReserved=False reason Kueue writes for ``granular`` under UnadmittedWorkloadsObservability (on),
+    else its legacy fallback :data:`LEGACY_PENDING`."""
+    return granular if observability else LEGACY_PENDING
+
+
+def gate_cleared(reason: str, message: str) -> bool:
+    """Whether a QuotaReserved=False reason and message are the workload controller's once an admission gate is
+    cleared (PendingEvaluation, or its legacy fallback, with :data:`ADMISSION_GATE_CLEARED`)."""
+    return reason in ("PendingEvaluation", LEGACY_PENDING) and message == ADMISSION_GATE_CLEARED
+
+
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 """On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
 one Pod for good even when it names only one."""
@@ -993,7 +1015,7 @@ def failed_attempt(d: WorkloadPending) -> bool:
         return False
     if d.message == PODS_READY_WAIT_MESSAGE and d.reason in (PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON):
         return False  # Kueue writes only the condition (no resourceRequests, no Event) and waits with the entry
-    return not (d.reason == "PendingEvaluation" and d.message in (PENDING_EVALUATION, ADMISSION_GATE_CLEARED))
+    return not ((d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION) or gate_cleared(d.reason, d.message))
 
 
 def resource_requests(wl: WorkloadInfo) -> list[dict[str, Any]]:

@@ -86,13 +86,13 @@ from events.timefmt import parse_time
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
 from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
 from projections.workloads import (
-    ADMISSION_GATE_CLEARED,
     ADMISSION_GATED,
     ADMISSION_GATED_PREFIX,
     FINISHED,
     WORKLOAD_SLICE_REPLACED,
     WorkloadInfo,
     failed_attempt,
+    gate_cleared,
 )
 
 ADMISSION = "kueue-admission"
@@ -256,7 +256,7 @@ def _gate_changes(d: ev.WorkloadPending, wl: WorkloadInfo) -> bool:
     if d.reason == ADMISSION_GATED:
         current = wl.condition("QuotaReserved")
         return current is None or current.reason != ADMISSION_GATED
-    return d.reason == "PendingEvaluation" and d.message == ADMISSION_GATE_CLEARED
+    return gate_cleared(d.reason, d.message)
 
 
 def _priorities(b: Before) -> str:
@@ -298,7 +298,7 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
                 gate = d.message.removeprefix(ADMISSION_GATED_PREFIX)
                 return (make_event(me, NORMAL, ADMISSION_GATED, f"Workload admission is gated by: {gate}",
                                    WORKLOAD_CONTROLLER),)
-            if d.reason == "PendingEvaluation" and d.message == ADMISSION_GATE_CLEARED:
+            if gate_cleared(d.reason, d.message):
                 return (make_event(me, NORMAL, "AdmissionGateCleared",
                                    "Admission gate cleared, workload is now admissible", WORKLOAD_CONTROLLER),)
             return (make_event(me, WARNING, d.reason, d.message, ADMISSION),)

@@ -11,7 +11,7 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 * no Workload: failed or never-placed deleted Pods lose Kueue's finalizer; fewer runnable Pods than the total
   wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
   newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
-  every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 8 roles;
+  every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
 * a Workload of the group's name without that annotation, made for something else, is not the group's under
   ``PodIntegrationValidateGroupOwner`` (:func:`refuses_adoption`): the group gets none while it is there;
 * a Workload: only the Pods of a role it has a pod set for are its own (:func:`of_its_roles`; others, such as a
@@ -88,6 +88,7 @@ from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from events import objects as o
+from events.object_rules import MAX_POD_SETS
 from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
@@ -98,8 +99,10 @@ RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
 FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
 SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 NO_RUNNABLE_POD = "failed to find a runnable pod in the group"
-MAX_ROLES = 8
-TOO_MANY_ROLES = "pod group can't include more than 8 roles"
+MAX_ROLES = MAX_POD_SETS
+TOO_MANY_ROLES = f"pod group can't include more than {MAX_ROLES} roles"
+"""One pod set per role within Kueue's ``jobframework.MaxPodSets``: 18 since v0.19 (#12819, which words the
+message with that number; it was 8)."""
 EXCESS_POD_DELETED = "ExcessPodDeleted"
 ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
 """The Warning Event Kueue records on the Pod standing for a group too small to make its Workload."""
@@ -592,7 +595,7 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
     ``maximumExecutionTimeSeconds`` of the first Pod, its
     ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner, Kueue's
     ``resource-in-use`` finalizer, and the labels and annotations to copy that the Pods carry
-    (:mod:`connectors.k8s.copied_metadata`). Raises ValueError with more than 8 roles or Pods disagreeing on a
+    (:mod:`connectors.k8s.copied_metadata`). Raises ValueError with more than 18 roles or Pods disagreeing on a
     value to copy, and what :func:`connectors.k8s.pod_sync.workload_for` raises."""
     first = raw_pods[0]["metadata"]
     labels, annotations = first.get("labels") or {}, first.get("annotations") or {}

@@ -68,6 +68,7 @@ from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
 from connectors.k8s.raycluster import HEAD, worker_count
 from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES, Resource
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_GATE, gate_template_ops
+from events.object_rules import MAX_POD_SETS
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER as MULTIKUEUE_MANAGER
@@ -76,7 +77,6 @@ SUSPEND_AT = ("spec", "suspend")
 SERVICE_SUSPEND_AT = ("spec", "rayClusterConfig", "suspend")
 SERVICE_PATH = "spec.rayClusterSpec"
 """Where Kueue's messages place a RayService's cluster config (its Go field's name)."""
-MAX_WORKER_GROUPS = 7
 EXISTING_CLUSTER = "a kueue managed job should not use an existing cluster"
 CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
 SHUTDOWN = "a kueue managed job should delete the cluster after finishing"
@@ -190,8 +190,10 @@ def cluster_spec_errors(obj: Mapping[str, Any], cluster_spec: Mapping[str, Any],
             errors.append(job_validation.forbidden(f"{path}.enableInTreeAutoscaling",
                                                    multikueue_autoscaling(str(obj.get("kind", "")))))
     groups = _worker_groups(cluster_spec)
-    if len(groups) > MAX_WORKER_GROUPS:
-        errors.append(f"{path}.workerGroupSpecs: Too many: {len(groups)}: must have at most {MAX_WORKER_GROUPS} items")
+    # the head's pod set and one per worker group within Kueue's jobframework.MaxPodSets (18 since v0.19, #12819):
+    # at most 17 worker groups, the error counting pod sets (v0.20's raycluster.ValidateCreate)
+    if len(groups) + 1 > MAX_POD_SETS:
+        errors.append(f"{path}.workerGroupSpecs: Too many: {len(groups) + 1}: must have at most {MAX_POD_SETS} items")
     errors += [job_validation.forbidden(f"{path}.workerGroupSpecs[{i}].groupName", f'"{HEAD}" is reserved for the '
                                         "head group") for i, g in enumerate(groups) if g.get("groupName") == HEAD]
     return errors + head_container_errors(cluster_spec, path)

@@ -55,7 +55,7 @@ from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.preemption_gates import GATED_LEGACY_REASON, GATED_MESSAGE, PREEMPTION_GATED
 from projections.queue_order import QueueOrder
-from projections.workloads import ADMITTED, WorkloadInfo, keeps_queued
+from projections.workloads import ADMITTED, WorkloadInfo, keeps_queued, unadmitted_reason
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
 PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"})
@@ -164,9 +164,10 @@ class CycleContext:
         closed preempts nothing and waits (:mod:`projections.preemption_gates`); under ``ConcurrentAdmission`` too,
         whose variants come with the ``kueue.x-k8s.io/concurrent-admission`` gate closed (Kueue's scheduler checks
         closed gates under either)."""
-        self.gated_reason = (PREEMPTION_GATED if gates.enabled(config.feature_gates,
-                                                               gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
-                             else GATED_LEGACY_REASON)
+        self.observability = gates.enabled(config.feature_gates, gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
+        """UnadmittedWorkloadsObservability: off, every failed attempt's QuotaReserved=False reason is Kueue's
+        fallback ``Pending`` (``requeueAndUpdate``), whatever the attempt found (:func:`_pending`)."""
+        self.gated_reason = PREEMPTION_GATED if self.observability else GATED_LEGACY_REASON
         """The QuotaReserved=False reason of an attempt a closed preemption gate stops: Kueue's scheduler gives
         such an entry the reason ``PreemptionGated`` under UnadmittedWorkloadsObservability, and its fallback
         ``Pending`` without it."""
@@ -706,7 +707,10 @@ _ROUND_AGAIN = frozenset({"NoFit", "PreemptionNoCandidates", "FailedAfterNominat
 def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, message: str,
              requeue_reason: str, base: dict, *, preemption_gated: bool = False,
              preemption_skipped: bool = False) -> None:
+    """A failed attempt's QuotaReserved=False (``reason``, granular: Kueue's fallback ``Pending`` with
+    UnadmittedWorkloadsObservability off), unless the workload shows it already."""
     state, wl = ctx.state, e.wl
+    reason = unadmitted_reason(reason, ctx.observability)
     if state.cluster_queues[e.cq].spec.queueing_strategy == "StrictFIFO":
         parked = requeue_reason == "NamespaceMismatch"
     else:

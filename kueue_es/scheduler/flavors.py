@@ -366,7 +366,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         members = groups.get(gname, [i]) if gname is not None else [i]
         if members[0] != i:
             continue  # placed with its group's first member (a member with no pods takes the group's flavors)
-        probe = _probe(info, ps) if count == 0 else None
+        probe = _probe(info, [wl.pod_sets[k] for k in members]) if count == 0 else None
         steps, gres = plan.steps, res
         if len(members) > 1:  # the group shares one flavor assignment over its members' summed requests
             requests = dict(requests)
@@ -429,13 +429,18 @@ def group_name(ps: PodSetInfo) -> str | None:
 
 
 def _group_members(wl: WorkloadInfo, counts: list[int] | None) -> dict[str, list[int]]:
-    """Pod-set group name -> the indices of its members with pods, in pod-set order."""
-    out: dict[str, list[int]] = {}
+    """Pod-set group name -> the indices of its members with pods, in pod-set order; of all its members when none
+    has pods (the group is then probed as one, :func:`_probe`)."""
+    with_pods: dict[str, list[int]] = {}
+    every: dict[str, list[int]] = {}
     for i, ps in enumerate(wl.pod_sets):
         name = group_name(ps)
-        if name is not None and (counts[i] if counts is not None else ps.count) > 0:
-            out.setdefault(name, []).append(i)
-    return out
+        if name is None:
+            continue
+        every.setdefault(name, []).append(i)
+        if (counts[i] if counts is not None else ps.count) > 0:
+            with_pods.setdefault(name, []).append(i)
+    return {name: with_pods.get(name, members) for name, members in every.items()}
 
 
 def _idle_members(wl: WorkloadInfo, counts: list[int] | None, groups: dict[str, list[int]]) -> dict[str, list[int]]:
@@ -444,17 +449,22 @@ def _idle_members(wl: WorkloadInfo, counts: list[int] | None, groups: dict[str, 
     out: dict[str, list[int]] = {}
     for i, ps in enumerate(wl.pod_sets):
         name = group_name(ps)
-        if name is not None and name in groups and (counts[i] if counts is not None else ps.count) == 0:
+        if name is not None and i not in groups[name]:
             out.setdefault(name, []).append(i)
     return out
 
 
-def _probe(info, ps: PodSetInfo) -> dict[str, int]:
-    """What a flavor must be able to hold for a pod set with no pods to prefer it (Kueue v0.20, #15444): one pod's
-    requests, and one pod when the ClusterQueue covers ``pods``."""
-    probe = dict(ps.requests)
+def _probe(info, pod_sets: list[PodSetInfo]) -> dict[str, int]:
+    """What a flavor must be able to hold for pod sets with no pods to prefer it (Kueue v0.20, #15444): one pod of
+    each, summed, and as many pods when the ClusterQueue covers ``pods`` — a pod set alone, or a pod-set group none
+    of whose members has pods, probed once over the group as Kueue's ``probeRequestsFor`` does (probed member by
+    member, each could take a flavor that holds its own pod but not the group's)."""
+    probe: dict[str, int] = {}
+    for ps in pod_sets:
+        for r, v in dict(ps.requests).items():
+            probe[r] = probe.get(r, 0) + v
     if info.covers_pods:
-        probe["pods"] = 1
+        probe["pods"] = len(pod_sets)
     return probe
 
 

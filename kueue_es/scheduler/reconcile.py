@@ -37,7 +37,10 @@
   failed for want of room (SchedulingEquivalenceHashing), which it then shows: that workload's reason, with
   Kueue's "Bypassed scheduling evaluation" message. Kueue's controller says so only of a workload whose
   QuotaReserved reason is empty, PendingEvaluation, Pending, Deactivated or Suspended (not of one that has none
-  yet: that waits for UnadmittedWorkloadsExplicitStatus, off), and only with UnadmittedWorkloadsObservability on;
+  yet: that waits for UnadmittedWorkloadsExplicitStatus, off), and only with UnadmittedWorkloadsObservability on.
+  With that gate off Kueue's controller keeps to its legacy condition: a missing or stopped queue (or uncharged DRA
+  claims) as Inadmissible with the same message, nothing else but AdmissionGated, and the cleared gate's
+  PendingEvaluation as Pending (:func:`_legacy_blocker`);
 * under MultiKueueOrchestratedPreemption, a Workload's ``status.preemptionGates`` list exactly its spec's gates, one
   not listed yet added ``Closed`` (:mod:`kueue_es.scheduler.gate_states`), before any other rule of the pass;
 * objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
@@ -97,6 +100,7 @@ from projections.workloads import (
     QUEUE_BLOCKERS,
     RESERVED,
     WorkloadInfo,
+    unadmitted_reason,
 )
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
@@ -368,18 +372,33 @@ def retry_requeue_at(wl: WorkloadInfo, retry: list[o.AdmissionCheckState], now: 
     return latest
 
 
-def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool, observability: bool = False
-                  ) -> tuple[str, str]:
-    """What keeps a pending workload out of scheduling, as Kueue's workload controller words it ("" if nothing):
-    DRA claims it does not charge (:mod:`projections.dra`; ``Misconfigured`` under ``observability``, the
-    UnadmittedWorkloadsObservability gate, else ``Inadmissible``), its activity, its queues, its admissibility
-    (the scheduler's words for it, so the two agree), then its admission gate while ``gated_by`` (the
-    AdmissionGatedBy gate) is on."""
+def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool) -> tuple[str, str]:
+    """What keeps a pending workload out of scheduling, as Kueue's workload controller words it under
+    UnadmittedWorkloadsObservability ("" if nothing; :func:`_legacy_blocker` without it): DRA claims it does not
+    charge (:mod:`projections.dra`), its activity, its queues (:func:`_queue_problem`), its admissibility (the
+    scheduler's words for it, so the two agree), then its admission gate while ``gated_by`` (the AdmissionGatedBy
+    gate) is on."""
     problem = workload_problem(wl.pod_sets)
     if problem:  # Kueue's controller looks at a pending workload's claims first, and stops there
-        return unresolved_reason(observability), problem
+        return DRA_UNRESOLVED, problem
     if not wl.active:
         return "Deactivated", "The workload is deactivated"
+    problem_of_queue = _queue_problem(state, wl)
+    if problem_of_queue[0]:
+        return problem_of_queue
+    info = state.cq_info(state.local_queues[f"{wl.namespace}/{wl.queue_name}"].spec.cluster_queue)
+    assert info is not None
+    blocked = inadmissible(state, wl, info)
+    if blocked is not None:
+        return MISCONFIGURED, blocked[0]
+    if gated_by and wl.admission_gate:
+        return ADMISSION_GATED, ADMISSION_GATED_PREFIX + wl.admission_gate
+    return "", ""
+
+
+def _queue_problem(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
+    """What keeps ``wl``'s queues from taking it (Kueue's ``getQueueBlocker``: its LocalQueue or ClusterQueue missing
+    or stopped), as the workload controller words it ("" if nothing)."""
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     if lq is None:
         return "Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist"
@@ -391,11 +410,6 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool, observa
     info = state.cq_info(cq)
     if info is None or info.inactive is not None:
         return "Suspended", f"ClusterQueue {cq} is inactive"
-    blocked = inadmissible(state, wl, info)
-    if blocked is not None:
-        return MISCONFIGURED, blocked[0]
-    if gated_by and wl.admission_gate:
-        return ADMISSION_GATED, ADMISSION_GATED_PREFIX + wl.admission_gate
     return "", ""
 
 
@@ -446,16 +460,19 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                 continue
         current = wl.condition("QuotaReserved")
         if gated_by and not wl.admission_gate and current is not None and current.reason == ADMISSION_GATED:
-            out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation",
+            out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=unadmitted_reason("PendingEvaluation",
+                                                                                        observability),
                                           message=ADMISSION_GATE_CLEARED, **base))
             continue
-        reason, message = queue_blocker(state, wl, gated_by, observability)
-        if wl.active and reason == unresolved_reason(observability):  # a DRA problem: Requeued=False as well
+        reason, message = queue_blocker(state, wl, gated_by)
+        if wl.active and reason == DRA_UNRESOLVED:  # a DRA problem: Requeued=False as well
             # (not over a deactivated workload's Requeued=False Deactivated, which its reactivation looks for)
-            wanted = ("False", reason, requeued_message(message))
+            wanted = ("False", unresolved_reason(observability), requeued_message(message))
             if rq is None or (rq.status, rq.reason, rq.message) != wanted:
-                out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=False, reason=reason,
+                out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=False, reason=wanted[1],
                                                message=wanted[2], **base))
+        if not observability:
+            reason, message = _legacy_blocker(state, wl, reason, message)
         parked_for = _bypassed_for(state, wl, explicit) if bypass and not reason else None
         if parked_for:
             reason, message = parked_for, BYPASSED
@@ -464,10 +481,21 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         if reason:
             if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
                 out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
-        elif current is not None and current.status == "False" and (current.reason in QUEUE_BLOCKERS
-                                                                     or current.reason == ADMISSION_GATED):
+        elif observability and current is not None and current.status == "False" and (
+                current.reason in QUEUE_BLOCKERS or current.reason == ADMISSION_GATED):
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
                                           **base))
+
+
+def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message: str) -> tuple[str, str]:
+    """What the workload controller writes for :func:`queue_blocker`'s ``reason`` with UnadmittedWorkloadsObservability
+    off (Kueue v0.20's ``resolveLegacyUnadmittedQuotaReservedCondition``): a missing or stopped LocalQueue or
+    ClusterQueue as ``Inadmissible`` with its message, a DRA problem the same (its ``KueueDRAIntegration`` reconcile);
+    nothing for a deactivated or not admissible workload (the scheduler words the latter, ``Pending``) or once the
+    block is gone; the admission gate is the AdmissionGatedBy gate's, written either way."""
+    if reason == DRA_UNRESOLVED or (reason in ("Misconfigured", "Suspended") and _queue_problem(state, wl)[0]):
+        return DRA_INADMISSIBLE, message
+    return (reason, message) if reason == ADMISSION_GATED else ("", "")
 
 
 def _unstamped(wl: WorkloadInfo) -> bool:

@@ -186,9 +186,12 @@ def test_the_group_workload_has_a_pod_set_per_role_and_every_pod_as_owner() -> N
     assert body["spec"]["queueName"] == "lq"
 
 
-def test_more_than_eight_roles_get_no_workload() -> None:
-    with pytest.raises(ValueError, match="can't include more than 8 roles"):
-        pod_group.workload_for(ClusterState(), [raw(f"p{i}", str(i + 1)) for i in range(9)])
+def test_more_than_eighteen_roles_get_no_workload() -> None:
+    """Kueue v0.19's 18 pod sets (#12819): 18 roles make a Workload, 19 none."""
+    pods = [raw(f"p{i}", str(i + 1)) for i in range(18)]
+    assert len(pod_group.workload_for(ClusterState(), pods)["spec"]["podSets"]) == 18
+    with pytest.raises(ValueError, match="can't include more than 18 roles"):
+        pod_group.workload_for(ClusterState(), [raw(f"p{i}", str(i + 1)) for i in range(19)])
 
 
 FAST = {"kueue.x-k8s.io/pod-group-fast-admission": "true"}

@@ -138,7 +138,7 @@ def test_a_managed_rayjobs_cluster_selector_and_cluster_spec() -> None:
         "clusterSelector")
 
 
-def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_named_head() -> None:
+def test_autoscaling_only_for_an_elastic_job_at_most_seventeen_worker_groups_none_named_head() -> None:
     assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True))) == (
         "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use "
         "autoscaling when workload slicing is enabled")
@@ -154,8 +154,11 @@ def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_na
         "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use "
         "autoscaling when workload slicing is enabled"), "Kueue v0.20's workloadslicing.Enabled: the annotation alone " \
         "is not elastic"
-    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(8))) == (
-        "spec.rayClusterSpec.workerGroupSpecs: Too many: 8: must have at most 7 items")
+    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(17))) is None, "17 worker groups and the head: 18 pod sets"
+    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(18))) == (
+        "spec.rayClusterSpec.workerGroupSpecs: Too many: 19: must have at most 18 items"), "Kueue counts pod sets"
+    assert _refusal(_raycluster({Q: "lq"}, groups=18), settings=CLUSTERS) == (
+        "spec.workerGroupSpecs: Too many: 19: must have at most 18 items")
     assert _refusal(_raycluster({Q: "lq"}, names=("x", "head"), groups=2), settings=CLUSTERS) == (
         'spec.workerGroupSpecs[1].groupName: Forbidden: "head" is reserved for the head group')
     assert _refusal(_raycluster({Q: "lq"}, autoscaling=True), settings=CLUSTERS) == (

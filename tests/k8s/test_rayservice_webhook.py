@@ -142,12 +142,13 @@ def test_a_managed_rayservices_cluster_rules_in_kueues_words() -> None:
     assert _refusal(_service({Q: "lq"}, autoscaling=True)) == (
         "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use "
         "autoscaling when workload slicing is enabled")
-    assert _refusal(_service({Q: "lq"}, groups=8)) == (
-        "spec.rayClusterSpec.workerGroupSpecs: Too many: 8: must have at most 7 items")
+    assert _refusal(_service({Q: "lq"}, groups=17)) is None
+    assert _refusal(_service({Q: "lq"}, groups=18)) == (
+        "spec.rayClusterSpec.workerGroupSpecs: Too many: 19: must have at most 18 items")
     assert _refusal(_service({Q: "lq"}, groups=2, names=("x", "head"))) == (
         'spec.rayClusterSpec.workerGroupSpecs[1].groupName: Forbidden: "head" is reserved for the head group')
-    assert _refusal(_service(groups=8), settings=ALL) is not None, "manageJobsWithoutQueueName: checked too"
-    assert _refusal(_service(groups=8, autoscaling=True)) is None, "not Kueue's: not checked"
+    assert _refusal(_service(groups=18), settings=ALL) is not None, "manageJobsWithoutQueueName: checked too"
+    assert _refusal(_service(groups=18, autoscaling=True)) is None, "not Kueue's: not checked"
     assert _refusal(_service({Q: "lq"}, groups=7)) is None
 
 
@@ -234,7 +235,7 @@ def test_the_rayservice_webhooks_fail_closed_only_while_their_framework_is_on(on
         assert hook["rules"] == [{"apiGroups": ["ray.io"], "apiVersions": ["v1"], "operations": operations,
                                   "resources": ["rayservices"], "scope": "Namespaced"}]
     off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": ["ray.io/raycluster"]}}))
-    assert _mutate(_service({Q: "lq"}), off) == [] and _refusal(_service({Q: "lq"}, groups=8), settings=off) is None
+    assert _mutate(_service({Q: "lq"}), off) == [] and _refusal(_service({Q: "lq"}, groups=18), settings=off) is None
 
 
 def test_an_elastic_rayservices_cluster_config_templates_get_the_elastic_job_gate() -> None:
@@ -298,13 +299,13 @@ def test_errors_come_in_kueues_order_cluster_rules_then_generic_then_tas_and_upd
     tas = msgspec.structs.replace(SERVICES, feature_gates={"TopologyAwareScheduling": True})
     sliced = {"kueue.x-k8s.io/podset-required-topology": "block", SLICE_REQUIRED: "rack", SLICE_SIZE: "3"}
     bad_queue = "Bad_Queue"
-    created = _refusal(_service({Q: bad_queue}, groups=8, annotations=sliced, suspend=True), settings=tas)
+    created = _refusal(_service({Q: bad_queue}, groups=18, annotations=sliced, suspend=True), settings=tas)
     assert created is not None
     cluster = created.index("spec.rayClusterSpec.workerGroupSpecs: Too many")
     queue = created.index(f"metadata.labels[{Q}]")
     slice_size = created.index(f"annotations[{SLICE_SIZE}]")
     assert cluster < queue < slice_size
     old = _service({Q: "lq"}, suspend=False)
-    updated = _refusal(_service({Q: "other"}, groups=8, suspend=False), old)
+    updated = _refusal(_service({Q: "other"}, groups=18, suspend=False), old)
     assert updated is not None
     assert updated.index('Invalid value: "other": field is immutable') < updated.index("workerGroupSpecs: Too many")

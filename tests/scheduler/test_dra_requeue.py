@@ -74,8 +74,11 @@ def test_a_refused_claim_is_marked_requeued_false_then_requeued_once_it_is_charg
 
     state.apply(ev.Record(state.offset + 1, upsert(_template(), 3)))
     decided = _settle(state, config, 20)
+    # with UnadmittedWorkloadsObservability off Kueue's workload controller writes no PendingEvaluation: the
+    # QuotaReserved=False stays until the scheduler tries the workload
     assert [(type(d).__name__, getattr(d, "reason", "")) for d in decided] == [
-        ("WorkloadRequeued", "DRAResourcesResolved"), ("WorkloadPending", "PendingEvaluation")]
+        ("WorkloadRequeued", "DRAResourcesResolved")] + ([("WorkloadPending", "PendingEvaluation")] if observability
+                                                         else [])
     assert _cond(state, "Requeued") == ("True", "DRAResourcesResolved", "The workload's DRA resources were resolved")
     q = state.queues["cq"]
     assert "team/w" in q.shapes and "team/w" not in q.inadmissible, "queued, not parked behind Requeued=False"
