@@ -179,7 +179,7 @@ class ClusterState:
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
-        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics",
+        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
@@ -322,6 +322,11 @@ class ClusterState:
         self._lq_metrics_of: ev.ConfigRecorded | None = None
         self._lq_metrics: LocalQueueMetricsSetting = LQ_METRICS_DEFAULT
         """``metrics.localQueueMetrics`` of :attr:`config`, and the configuration it was read from (derived)."""
+        self._lq_selected_of: ev.ConfigRecorded | None = None
+        self._lq_every: bool | None = True
+        self._lq_selected: dict[str, tuple[o.LocalQueue | None, bool]] = {}
+        """:meth:`local_queue_metrics_for` under the configuration ``_lq_selected_of``: its answer for every LocalQueue
+        (None: it depends on the selector), and each LocalQueue's answer with the object it was read from (derived)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -662,11 +667,25 @@ class ClusterState:
     def local_queue_metrics_for(self, namespace: str, name: str) -> bool:
         """Whether the metrics of LocalQueue ``namespace/name`` are folded and exposed: :attr:`local_queue_metrics`
         and the LocalQueue's labels match ``metrics.localQueueMetrics.localQueueSelector``
-        (:mod:`projections.local_queue_metrics`)."""
-        if not self.local_queue_metrics:
-            return False
-        setting = self._local_queue_setting()
-        return setting.selector is None or lq_metrics_selects(setting, self.local_queues.get(f"{namespace}/{name}"))
+        (:mod:`projections.local_queue_metrics`). Asked at each workload event the LocalQueue metrics fold: the
+        gate and stanza are read once per configuration, and a selector's match once per LocalQueue object (an
+        upsert replaces the object, so changed labels are matched again)."""
+        config = self.config
+        if self._lq_selected_of is not config:
+            self._lq_selected_of, self._lq_selected = config, {}
+            if not self.local_queue_metrics:
+                self._lq_every = False
+            else:  # without a selector, every LocalQueue
+                self._lq_every = True if self._local_queue_setting().selector is None else None
+        every = self._lq_every
+        if every is not None:
+            return every
+        key = f"{namespace}/{name}"
+        lq = self.local_queues.get(key)
+        known = self._lq_selected.get(key)
+        if known is None or known[0] is not lq:
+            known = self._lq_selected[key] = (lq, lq_metrics_selects(self._local_queue_setting(), lq))
+        return known[1]
 
     def _local_queue_setting(self) -> LocalQueueMetricsSetting:
         config = self.config
