@@ -21,7 +21,7 @@ UnsatisfiedAdmissionChecks), with the legacy reasons of ``pkg/workload/admission
 
 from __future__ import annotations
 
-from projections.secondpass import delayed_pod_sets
+from projections.secondpass import awaits_delayed_topology
 from projections.workloads import WorkloadInfo
 
 NO_RESERVATION = ("NoReservation", "The workload has no reservation")
@@ -37,7 +37,7 @@ def unadmitted(wl: WorkloadInfo, observability: bool) -> tuple[str, str] | None:
         return NO_RESERVATION if observability or _checks_ready(wl) else LEGACY_BOTH
     if not _checks_ready(wl):
         return UNSATISFIED_CHECKS if observability else LEGACY_UNSATISFIED_CHECKS
-    if delayed_pod_sets(wl.admission):
+    if awaits_delayed_topology(wl.admission):
         return DELAYED_TOPOLOGY
     return None
 
