@@ -2441,10 +2441,9 @@ class ClusterState:
             self._afs_record(wl, 1)
         wl.set_condition("QuotaReserved", "True", "QuotaReserved",
                          e.message or f"Quota reserved in ClusterQueue {wl.cluster_queue}", e.time)
-        for t in ("Evicted", "Preempted", BLOCKED_ON_PREEMPTION_GATES):
-            c = wl.condition(t)
-            if c is not None and c.status == "True":
-                wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
+        for c in wl.conditions:  # in one pass, each the first of its type; each keeps its place: the order is moot
+            if c.status == "True" and c.type in _CLEARED_BY_RESERVATION and wl.condition(c.type) is c:
+                wl.set_condition(c.type, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
         wl.evicted = ""
         self._sync_admitted(wl, e.time)  # no Admitted=True yet: that is WorkloadAdmitted's
         self._keep_pods_ready(wl, False, e.time)
@@ -2457,7 +2456,8 @@ class ClusterState:
 
     def _admitted(self, e: ev.WorkloadAdmitted) -> None:
         wl = self.workloads.get(e.key)
-        if wl is None or wl.phase != RESERVED or any(s.state == "Rejected" for s in wl.check_states.values()):
+        if wl is None or wl.phase != RESERVED or (
+                wl.check_states and any(s.state == "Rejected" for s in wl.check_states.values())):
             return  # never Admitted=True while a check is Rejected (Kueue v0.20, #14309)
         settled = self._afs_counted(wl)  # under the reservation anchor, settled when it reserved
         wl.phase = ADMITTED
@@ -2878,6 +2878,9 @@ def _handler_of(t: type) -> Any:
             return _HANDLERS[base]
     return None
 
+
+_CLEARED_BY_RESERVATION = frozenset({"Evicted", "Preempted", BLOCKED_ON_PREEMPTION_GATES})
+"""The conditions a reservation sets to False when True (Kueue's scheduler, on the QuotaReserved write)."""
 
 _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
