@@ -21,7 +21,7 @@ UnsatisfiedAdmissionChecks), with the legacy reasons of ``pkg/workload/admission
 
 from __future__ import annotations
 
-from projections.secondpass import delayed_pod_sets
+from projections.secondpass import awaits_delayed_topology
 from projections.workloads import WorkloadInfo
 
 NO_RESERVATION = ("NoReservation", "The workload has no reservation")
@@ -33,14 +33,20 @@ LEGACY_BOTH = ("NoReservationUnsatisfiedChecks", "The workload has no reservatio
 
 def unadmitted(wl: WorkloadInfo, observability: bool) -> tuple[str, str] | None:
     """The (reason, message) of Admitted=False for ``wl``, or None when it has all it needs to be admitted."""
-    checks_ready = all(s.state == "Ready" for s in wl.check_states.values())
     if not wl.reserving:
-        return NO_RESERVATION if observability or checks_ready else LEGACY_BOTH
-    if not checks_ready:
+        return NO_RESERVATION if observability or _checks_ready(wl) else LEGACY_BOTH
+    if not _checks_ready(wl):
         return UNSATISFIED_CHECKS if observability else LEGACY_UNSATISFIED_CHECKS
-    if delayed_pod_sets(wl.admission):
+    if awaits_delayed_topology(wl.admission):
         return DELAYED_TOPOLOGY
     return None
+
+
+def _checks_ready(wl: WorkloadInfo) -> bool:
+    for s in wl.check_states.values():  # most workloads have none
+        if s.state != "Ready":
+            return False
+    return True
 
 
 def sync_unadmitted(wl: WorkloadInfo, time: int, observability: bool) -> bool:
@@ -51,7 +57,7 @@ def sync_unadmitted(wl: WorkloadInfo, time: int, observability: bool) -> bool:
         if not observability or (adm is None and wl.condition("QuotaReserved") is None):
             return False
     why = unadmitted(wl, observability)
-    if why is None or (adm is not None and (adm.status, adm.reason, adm.message) == ("False", *why)):
+    if why is None or (adm is not None and adm.status == "False" and adm.reason == why[0] and adm.message == why[1]):
         return False
     wl.set_condition("Admitted", "False", why[0], why[1], time)
     return True

@@ -193,7 +193,7 @@ class ClusterState:
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
-        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics",
+        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
@@ -336,6 +336,11 @@ class ClusterState:
         self._lq_metrics_of: ev.ConfigRecorded | None = None
         self._lq_metrics: LocalQueueMetricsSetting = LQ_METRICS_DEFAULT
         """``metrics.localQueueMetrics`` of :attr:`config`, and the configuration it was read from (derived)."""
+        self._lq_selected_of: ev.ConfigRecorded | None = None
+        self._lq_every: bool | None = True
+        self._lq_selected: dict[str, tuple[o.LocalQueue | None, bool]] = {}
+        """:meth:`local_queue_metrics_for` under the configuration ``_lq_selected_of``: its answer for every LocalQueue
+        (None: it depends on the selector), and each LocalQueue's answer with the object it was read from (derived)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -680,11 +685,25 @@ class ClusterState:
     def local_queue_metrics_for(self, namespace: str, name: str) -> bool:
         """Whether the metrics of LocalQueue ``namespace/name`` are folded and exposed: :attr:`local_queue_metrics`
         and the LocalQueue's labels match ``metrics.localQueueMetrics.localQueueSelector``
-        (:mod:`projections.local_queue_metrics`)."""
-        if not self.local_queue_metrics:
-            return False
-        setting = self._local_queue_setting()
-        return setting.selector is None or lq_metrics_selects(setting, self.local_queues.get(f"{namespace}/{name}"))
+        (:mod:`projections.local_queue_metrics`). Asked at each workload event the LocalQueue metrics fold: the
+        gate and stanza are read once per configuration, and a selector's match once per LocalQueue object (an
+        upsert replaces the object, so changed labels are matched again)."""
+        config = self.config
+        if self._lq_selected_of is not config:
+            self._lq_selected_of, self._lq_selected = config, {}
+            if not self.local_queue_metrics:
+                self._lq_every = False
+            else:  # without a selector, every LocalQueue
+                self._lq_every = True if self._local_queue_setting().selector is None else None
+        every = self._lq_every
+        if every is not None:
+            return every
+        key = f"{namespace}/{name}"
+        lq = self.local_queues.get(key)
+        known = self._lq_selected.get(key)
+        if known is None or known[0] is not lq:
+            known = self._lq_selected[key] = (lq, lq_metrics_selects(self._local_queue_setting(), lq))
+        return known[1]
 
     def _local_queue_setting(self) -> LocalQueueMetricsSetting:
         config = self.config
@@ -2565,10 +2584,9 @@ class ClusterState:
             self._afs_record(wl, 1)
         wl.set_condition("QuotaReserved", "True", "QuotaReserved",
                          e.message or f"Quota reserved in ClusterQueue {wl.cluster_queue}", e.time)
-        for t in ("Evicted", "Preempted", BLOCKED_ON_PREEMPTION_GATES):
-            c = wl.condition(t)
-            if c is not None and c.status == "True":
-                wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
+        for c in wl.conditions:  # in one pass, each the first of its type; each keeps its place: the order is moot
+            if c.status == "True" and c.type in _CLEARED_BY_RESERVATION and wl.condition(c.type) is c:
+                wl.set_condition(c.type, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
         wl.evicted = ""
         self._sync_admitted(wl, e.time)  # no Admitted=True yet: that is WorkloadAdmitted's
         self._keep_pods_ready(wl, False, e.time)
@@ -2586,7 +2604,8 @@ class ClusterState:
 
     def _admitted(self, e: ev.WorkloadAdmitted) -> None:
         wl = self.workloads.get(e.key)
-        if wl is None or wl.phase != RESERVED or any(s.state == "Rejected" for s in wl.check_states.values()):
+        if wl is None or wl.phase != RESERVED or (
+                wl.check_states and any(s.state == "Rejected" for s in wl.check_states.values())):
             return  # never Admitted=True while a check is Rejected (Kueue v0.20, #14309)
         settled = self._afs_counted(wl)  # under the reservation anchor, settled when it reserved
         wl.phase = ADMITTED
@@ -3010,6 +3029,9 @@ def _handler_of(t: type) -> Any:
             return _HANDLERS[base]
     return None
 
+
+_CLEARED_BY_RESERVATION = frozenset({"Evicted", "Preempted", BLOCKED_ON_PREEMPTION_GATES})
+"""The conditions a reservation sets to False when True (Kueue's scheduler, on the QuotaReserved write)."""
 
 _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,

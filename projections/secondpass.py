@@ -32,13 +32,23 @@ def delayed_pod_sets(admission: o.Admission | None) -> list[o.PodSetAssignment]:
             if p.delayed_topology_request == "Pending" and p.topology_assignment is None]
 
 
+def awaits_delayed_topology(admission: o.Admission | None) -> bool:
+    """Whether :func:`delayed_pod_sets` has any, without building the list (the fold asks at each reservation and
+    at each event about a reserved workload)."""
+    if admission is not None:
+        for p in admission.pod_set_assignments:
+            if p.delayed_topology_request == "Pending" and p.topology_assignment is None:
+                return True
+    return False
+
+
 def needs_second_pass(wl: WorkloadInfo, required_checks: Callable[[WorkloadInfo], list[str]]) -> bool:
     """Kueue's NeedsSecondPass: never for a finished, evicted or non-reserving workload; otherwise when every
     (and at least one) required check is Ready and a delayed topology request is still unplaced, or when an
     admitted workload lists an unhealthy node that its placement uses."""
     if wl.phase not in (RESERVED, ADMITTED) or wl.evicted or wl.admission is None:
         return False
-    if wl.phase == RESERVED and delayed_pod_sets(wl.admission):
+    if wl.phase == RESERVED and awaits_delayed_topology(wl.admission):
         checks = required_checks(wl)
         states = wl.check_states
         return bool(checks) and all(c in states and states[c].state == "Ready" for c in checks)

@@ -1195,6 +1195,29 @@ def test_the_local_queue_selector_keeps_the_metrics_of_the_local_queues_it_selec
     _restores_at_every_cut(log.records, full)
 
 
+def test_the_selector_answer_follows_the_local_queue_and_the_configuration_between_questions() -> None:
+    """The answer is remembered per LocalQueue (the fold asks at every workload event): a LocalQueue created
+    after a workload named it, relabelled, deleted, and a later configuration are each answered anew."""
+    log = Log()
+    lq_metrics_config(log, T0, {"enable": True, "localQueueSelector": {"matchLabels": {"team": "ml"}}})
+    s = log.state
+    assert not s.local_queue_metrics_for(NS, "lq-a")  # no such LocalQueue: no labels to match
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="ml"), T0))
+    assert s.local_queue_metrics_for(NS, "lq-a")
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="web"), T0 + 1000))
+    assert not s.local_queue_metrics_for(NS, "lq-a")
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="ml"), T0 + 2000))
+    assert s.local_queue_metrics_for(NS, "lq-a")
+    log.observe(ev.ObjectDeleted(time=T0 + 3000, key="ns/lq-a", kind="LocalQueue"))
+    assert not s.local_queue_metrics_for(NS, "lq-a")
+    log.observe(upsert(labelled(local_queue(NS, "lq-a", "cq-a"), team="web"), T0 + 4000))
+    assert not s.local_queue_metrics_for(NS, "lq-a")
+    lq_metrics_config(log, T0 + 5000, {"enable": True})  # no selector: every LocalQueue
+    assert s.local_queue_metrics_for(NS, "lq-a") and s.local_queue_metrics_for(NS, "lq-none")
+    lq_metrics_config(log, T0 + 6000, {"enable": False})
+    assert not s.local_queue_metrics_for(NS, "lq-a")
+
+
 def test_a_local_queue_that_stops_matching_the_selector_counts_from_zero_if_it_matches_again() -> None:
     """Kueue clears a LocalQueue's series on the update that makes it stop matching the selector (#12164); one
     that matches again later counts from zero, its histograms too. A LocalQueue still matching keeps its series."""
