@@ -19,7 +19,14 @@ import msgspec
 from events import objects as o
 from events.errors import InvalidInput
 from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem, selector_problem
-from kueue_es.scheduler import config_durations, config_fields, config_numbers, config_schema, tls_options
+from kueue_es.scheduler import (
+    config_durations,
+    config_fields,
+    config_nulls,
+    config_numbers,
+    config_schema,
+    tls_options,
+)
 from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force, v1beta2_defaulted
@@ -636,10 +643,11 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     ``apiVersion`` is refused (:func:`_check_types`), then a field that Configuration does not have, every one named
     (:mod:`kueue_es.scheduler.config_fields`); off for a document the log recorded, which is loaded as it was
     taken."""
+    schema = config_schema.schema_for(doc.get("apiVersion"))
+    doc = config_nulls.nulls_as_go(doc, schema)  # a recorded document has none, unless recorded before
     if strict:
         doc = _string_keys(doc)
         _check_gate_values(doc.get("featureGates"), source)
-        schema = config_schema.schema_for(doc.get("apiVersion"))
         for target in (SchedulerConfig, schema):  # as Kueue's YAML-to-JSON step writes them
             doc = config_numbers.whole_floats_as_ints(doc, target)
     cfg = _decode(doc, source, strict)  # the fields kueue-es reads: their types, in its own words as before
@@ -700,6 +708,13 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+def as_decoded(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` (a Configuration :func:`load_config` takes) with its ``null`` values as Kueue's decoder reads them
+    (:mod:`kueue_es.scheduler.config_nulls`): the document a scheduler records, so that what reads the record (the
+    folds read it as plain data) meets no ``null`` where Go keeps none."""
+    return config_nulls.nulls_as_go(doc, config_schema.schema_for(doc.get("apiVersion")))  # type: ignore[no-any-return]
 
 
 def _check_gate_values(gates_map: Any, source: str) -> None:
