@@ -645,6 +645,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     taken."""
     schema = config_schema.schema_for(doc.get("apiVersion"))
     doc = config_nulls.nulls_as_go(doc, schema)  # a recorded document has none, unless recorded before
+    if not strict:  # recorded: as kueue-es's older reading took its durations
+        doc = config_durations.map_durations(doc, schema, config_schema.GO_DURATION, config_durations.legacy)
     if strict:
         doc = _string_keys(doc)
         _check_gate_values(doc.get("featureGates"), source)
@@ -763,8 +765,16 @@ def _check_types(doc: dict[str, Any], schema: type, source: str) -> None:
             parse_duration_ns(value if isinstance(value, str) else "", f"{source}: field `{path}`")
             raise InvalidInput(f"{source}: field `{path}`: invalid duration {value!r}") from None
         raise InvalidInput(f"{source}: Configuration: {msg}") from None
-    for path, value in config_durations.durations_in(doc, schema, config_schema.GO_DURATION):
-        parse_duration_ns(value, f"{source}: field `{path}`")  # the range, which the type's pattern does not say
+    config_durations.map_durations(doc, schema, config_schema.GO_DURATION, _in_range(source))
+
+
+def _in_range(source: str) -> Any:
+    """A :func:`~kueue_es.scheduler.config_durations.map_durations` step refusing a duration out of Go's range
+    (which the type's pattern does not say), naming its field."""
+    def check(path: str, value: str) -> str:
+        parse_duration_ns(value, f"{source}: field `{path}`")
+        return value
+    return check
 
 
 def _string_keys(value: Any) -> Any:

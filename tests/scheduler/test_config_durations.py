@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 
 from connectors.k8s.pods_ready_validation import PodsReadyRule
+from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler.afs import AfsFold
 from kueue_es.scheduler.config import load_config, parse_duration, parse_duration_ns
 from kueue_es.scheduler.config_durations import DurationError, parse_ns
+from kueue_es.scheduler.config_record import load_recorded
 from kueue_es.scheduler.pods_ready_timeouts import recovery_ms, unscheduled_ms
 
 V1BETA2 = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
@@ -119,3 +121,16 @@ def test_the_longest_workload_timeout_is_the_whole_seconds_within_the_limit() ->
     rule = PodsReadyRule.of(cfg)
     assert rule is not None and rule.max_seconds == 1
     assert parse_duration_ns("1.9999999s") == 1_999_999_900
+
+
+def test_a_recorded_duration_an_older_kueue_es_took_is_loaded_as_it_took_it() -> None:
+    """Before durations were read as Go reads them, kueue-es took spaces around one and nothing for zero; a log
+    that recorded such a document replays as it did (a file with them is refused, as Kueue refuses it)."""
+    doc = {**V1BETA2, "waitForPodsReady": {"timeout": " 5m", "recoveryTimeout": ""},
+           "multiKueue": {"workerLostTimeout": "2m "}}
+    recorded = load_recorded(ev.ConfigRecorded(time=0, document=doc), 7)
+    assert recorded == load_config({**V1BETA2, "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "0"},
+                                    "multiKueue": {"workerLostTimeout": "2m"}})
+    assert recovery_ms(recorded) is None
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.timeout`: invalid duration ' 5m'"):
+        load_config(doc)
