@@ -1,6 +1,6 @@
 """A Configuration's durations are read as Go's ``time.ParseDuration`` reads them (Kueue decodes them with it): every
 form it takes is taken, every form it refuses is refused naming the field, and kueue-es's millisecond readers round
-a sub-millisecond value up. The expected nanoseconds were printed by Go 1.2x's own parser for these strings."""
+a sub-millisecond value up. The expected nanoseconds were printed by Go 1.26's own parser for these strings."""
 
 from __future__ import annotations
 
