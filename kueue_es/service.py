@@ -32,7 +32,7 @@ from events.manifests import load_file
 from kueue_es import checkpoints, metrics
 from kueue_es.config import DEFAULT_EMBEDDED_LOG, MetricsSettings, Settings
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
-from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.config import as_decoded, load_config
 from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT
 from projections import gates
 from projections.cluster import ClusterState
@@ -50,8 +50,9 @@ def json_reporter(out: TextIO | None = None) -> Report:
 
 
 def kueue_configuration(settings: Settings) -> tuple[SchedulerConfig, dict[str, Any]]:
-    """Kueue's Configuration from ``$.scheduler.kueue_config``: decoded, and the document as written (which the
-    scheduler records in the log). Without a file, Kueue's defaults."""
+    """Kueue's Configuration from ``$.scheduler.kueue_config``: decoded, and the document as written, its nulls as
+    Kueue reads them (:func:`~kueue_es.scheduler.config.as_decoded`; the scheduler records it in the log). Without
+    a file, Kueue's defaults."""
     path = settings.scheduler.kueue_config
     if not path:
         return DEFAULT, dict(DEFAULT_DOCUMENT)
@@ -63,7 +64,7 @@ def kueue_configuration(settings: Settings) -> tuple[SchedulerConfig, dict[str, 
     for note in (gates.ignored_note(config.feature_gates, path), gates.partly_note(config.feature_gates, path)):
         if note is not None:
             sys.stderr.write(f"kueue-es: warning: {note}\n")
-    return config, manifest.configs[0]
+    return config, as_decoded(manifest.configs[0])
 
 
 def options(settings: Settings) -> ServiceOptions:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.k8s.field_errors import invalid, required
-from kueue_es.scheduler.config import SchedulerConfig, parse_duration
+from kueue_es.scheduler.config import SchedulerConfig, parse_duration_ns
 from projections import gates
 from projections.workload_pods_ready import (
     DEFAULT_MAX_TIMEOUT_ON_WORKLOAD,
@@ -50,7 +50,7 @@ class PodsReadyRule:
             return None
         pr = config.wait_for_pods_ready
         limit = (pr.max_timeout_on_workload if pr is not None else None) or DEFAULT_MAX_TIMEOUT_ON_WORKLOAD
-        return cls(parse_duration(limit) // 1000)
+        return cls(parse_duration_ns(limit) // 1_000_000_000)  # whole seconds within it: exact
 
 
 def _annotation(job: Mapping[str, Any]) -> str | None:

@@ -24,7 +24,7 @@ from events.manifests import load_file
 from events.schema import Record
 from events.timefmt import ZONELESS, format_time_ms, parse_rfc3339
 from kueue_es import checkpoints
-from kueue_es.scheduler.config import SchedulerConfig, load_config
+from kueue_es.scheduler.config import SchedulerConfig, as_decoded, load_config
 from projections import gates
 from projections.cluster import ClusterState
 
@@ -213,7 +213,8 @@ def load_kueue_config(path: str | None) -> SchedulerConfig | None:
 
 
 def load_kueue_config_document(path: str | None) -> tuple[SchedulerConfig, dict[str, Any]] | None:
-    """``--config FILE``: the configuration and its document as written (what a scheduler records in the log)."""
+    """``--config FILE``: the configuration and its document as written, its nulls as Kueue reads them (what a
+    scheduler records in the log: :func:`~kueue_es.scheduler.config.as_decoded`)."""
     if not path:
         return None
     m = load_file(path)
@@ -221,7 +222,7 @@ def load_kueue_config_document(path: str | None) -> tuple[SchedulerConfig, dict[
         raise InvalidInput(f"--config {path}: expected exactly one Configuration document")
     config = load_config(m.configs[0], path)
     warn_ignored_gates(config, path)
-    return config, m.configs[0]
+    return config, as_decoded(m.configs[0])
 
 
 def warn_ignored_gates(config: SchedulerConfig, source: str) -> None:

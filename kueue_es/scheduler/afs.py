@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from events.quantity import MILLI_RESOURCES, decimal_string
 from events.timefmt import format_time
 from kueue_es.scheduler import config_record
-from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration
+from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration_ns
 from kueue_es.scheduler.quota import fair_weight
 from projections.cluster import AFS_RELEASE, AFS_SEED, AFS_SEED_SCALE, AFS_SETTLE, USAGE_BASED, ClusterState
 from projections.workloads import RESERVED
@@ -78,7 +78,8 @@ class AfsFold:
     """The consumed usage of every LocalQueue, folded from the state's history under one configuration."""
 
     def __init__(self, afs: AdmissionFairSharingConfig) -> None:
-        self.half_life = parse_duration(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime")
+        self.half_life = parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6
+        """In ms, unrounded: it only divides elapsed times (a sub-millisecond half-life is not zero, which resets)."""
         self.interval = afs.sampling_interval_ms
         self.weights = dict(afs.resource_weights)
         self.penalty_alpha = self.alpha(self.interval)

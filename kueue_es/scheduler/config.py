@@ -19,7 +19,14 @@ import msgspec
 from events import objects as o
 from events.errors import InvalidInput
 from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem, selector_problem
-from kueue_es.scheduler import config_fields, config_numbers, config_schema, tls_options
+from kueue_es.scheduler import (
+    config_durations,
+    config_fields,
+    config_nulls,
+    config_numbers,
+    config_schema,
+    tls_options,
+)
 from projections import config_version, custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force, v1beta2_defaulted
@@ -522,30 +529,18 @@ DEFAULT = SchedulerConfig()
 
 @lru_cache(maxsize=256)
 def parse_duration(text: str, where: str = "duration") -> int:
-    """A Go duration ("30m", "1h30m", "90s", "500ms") in ms."""
-    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-    s, total, num = text.strip(), 0, ""
-    i = 0
-    if s in ("0", ""):
-        return 0
-    while i < len(s):
-        ch = s[i]
-        if ch.isdigit() or ch == ".":
-            num += ch
-            i += 1
-            continue
-        unit = "ms" if s.startswith("ms", i) else ch
-        if unit not in units or not num:
-            raise InvalidInput(f"{where}: invalid duration {text!r}")
-        try:
-            total += int(float(num) * units[unit])
-        except ValueError:  # "1.2.3s"
-            raise InvalidInput(f"{where}: invalid duration {text!r}") from None
-        num = ""
-        i += len(unit)
-    if num:
-        raise InvalidInput(f"{where}: invalid duration {text!r} (missing unit)")
-    return total
+    """A Go duration (``"30m"``, ``"1h30m"``, ``"500ms"``, ``"250us"``) in kueue-es's milliseconds, rounded up
+    (:mod:`kueue_es.scheduler.config_durations`); one Go refuses is an error naming ``where``."""
+    return config_durations.ceil_ms(parse_duration_ns(text, where))
+
+
+@lru_cache(maxsize=256)
+def parse_duration_ns(text: str, where: str = "duration") -> int:
+    """A Go duration in nanoseconds, exactly as Go reads it: for comparing durations as Kueue compares them."""
+    try:
+        return config_durations.parse_ns(text)
+    except config_durations.DurationError as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
 
 
 def _validate_external_frameworks(cfg: SchedulerConfig, source: str) -> None:
@@ -590,7 +585,9 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
 def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
-        parse_duration(value, f"{source}: field `multiKueue.{name}`")
+        ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
+        if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
+            raise InvalidInput(f"{source}: field `multiKueue.{name}`: must not be negative (got {value!r})")
     if not mk.origin:
         raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")
     if mk.cluster_profile is not None:
@@ -607,26 +604,37 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
 
 
 def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str) -> None:
-    """waitForPodsReady's durations parse; v0.20's ``unscheduledTimeout`` is not negative nor above ``timeout`` (as
-    defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload`` is above zero."""
+    """waitForPodsReady's durations parse; ``recoveryTimeout`` and v0.20's ``unscheduledTimeout`` are not negative,
+    the latter not above ``timeout`` (as defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload``
+    is above zero. Compared in nanoseconds, as Kueue compares them."""
     where = f"{source}: field `waitForPodsReady."
     in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
-    timeout = parse_duration(w.timeout, f"{where}timeout`")
+    timeout = parse_duration_ns(w.timeout, f"{where}timeout`")
     if in_force != w.timeout:
-        timeout = parse_duration(in_force)
-    for name, value in (("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
-                        ("maxTimeoutOnWorkload", w.max_timeout_on_workload)):
-        if value is not None and value.strip().startswith("-"):
-            raise InvalidInput(f"{where}{name}`: must not be negative (got {value!r})")
-    if w.recovery_timeout is not None:
-        parse_duration(w.recovery_timeout, f"{where}recoveryTimeout`")
-    if w.unscheduled_timeout is not None and parse_duration(
-            w.unscheduled_timeout, f"{where}unscheduledTimeout`") > timeout:
+        timeout = parse_duration_ns(in_force)
+    found = {name: parse_duration_ns(value, f"{where}{name}`") for name, value in (
+        ("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
+        ("maxTimeoutOnWorkload", w.max_timeout_on_workload)) if value is not None}
+    for name in ("recoveryTimeout", "unscheduledTimeout"):
+        if found.get(name, 0) < 0:
+            raise InvalidInput(f"{where}{name}`: must not be negative (got {_raw(w, name)!r})")
+    if "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
         raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
                            f"({w.unscheduled_timeout!r} > {in_force!r})")
-    if w.max_timeout_on_workload is not None and parse_duration(
-            w.max_timeout_on_workload, f"{where}maxTimeoutOnWorkload`") <= 0:
+    if found.get("maxTimeoutOnWorkload", 1) <= 0:
         raise InvalidInput(f"{where}maxTimeoutOnWorkload`: must be greater than 0 (got {w.max_timeout_on_workload!r})")
+
+
+def _raw(w: WaitForPodsReadyConfig, name: str) -> str | None:
+    return {"recoveryTimeout": w.recovery_timeout, "unscheduledTimeout": w.unscheduled_timeout}[name]
+
+
+def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str) -> None:
+    """A negative ``waitForPodsReady.timeout`` is refused while waitForPodsReady is in force (Kueue checks the
+    stanza only then; a zero one v1beta2 has defaulted to 30 minutes)."""
+    w = cfg.wait_for_pods_ready
+    if w is not None and cfg.pods_ready.enable and parse_duration_ns(w.timeout) < 0:
+        raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: must not be negative (got {w.timeout!r})")
 
 
 def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
@@ -635,10 +643,13 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     ``apiVersion`` is refused (:func:`_check_types`), then a field that Configuration does not have, every one named
     (:mod:`kueue_es.scheduler.config_fields`); off for a document the log recorded, which is loaded as it was
     taken."""
+    schema = config_schema.schema_for(doc.get("apiVersion"))
+    doc = config_nulls.nulls_as_go(doc, schema)  # a recorded document has none, unless recorded before
+    if not strict:  # recorded: as kueue-es's older reading took its durations
+        doc = config_durations.map_durations(doc, schema, config_schema.GO_DURATION, config_durations.legacy)
     if strict:
         doc = _string_keys(doc)
         _check_gate_values(doc.get("featureGates"), source)
-        schema = config_schema.schema_for(doc.get("apiVersion"))
         for target in (SchedulerConfig, schema):  # as Kueue's YAML-to-JSON step writes them
             doc = config_numbers.whole_floats_as_ints(doc, target)
     cfg = _decode(doc, source, strict)  # the fields kueue-es reads: their types, in its own words as before
@@ -656,6 +667,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     bad = gates.errors(cfg.feature_gates)
     if bad:
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
+    _validate_pods_ready_timeout(cfg, source)
     if cfg.wait_for_pods_ready is not None:
         timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
         if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then
@@ -665,11 +677,10 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if retention is not None:
         for name, value in (("afterFinished", retention.after_finished),
                             ("afterDeactivatedByKueue", retention.after_deactivated_by_kueue)):
-            if value is not None:
-                if value.strip().startswith("-"):
-                    raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
-                                       f"must not be negative (got {value!r})")
-                parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
+            if value is not None and parse_duration_ns(
+                    value, f"{source}: field `objectRetentionPolicies.workloads.{name}`") < 0:
+                raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
+                                   f"must not be negative (got {value!r})")
     _validate_multikueue(cfg.multi_kueue, source)
     _validate_external_frameworks(cfg, source)
     _validate_resources(cfg, source)
@@ -699,6 +710,13 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+def as_decoded(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` (a Configuration :func:`load_config` takes) with its ``null`` values as Kueue's decoder reads them
+    (:mod:`kueue_es.scheduler.config_nulls`): the document a scheduler records, so that what reads the record (the
+    folds read it as plain data) meets no ``null`` where Go keeps none."""
+    return config_nulls.nulls_as_go(doc, config_schema.schema_for(doc.get("apiVersion")))  # type: ignore[no-any-return]
 
 
 def _check_gate_values(gates_map: Any, source: str) -> None:
@@ -735,7 +753,7 @@ def _check_types(doc: dict[str, Any], schema: type, source: str) -> None:
     """Every value of ``doc`` of the type Kueue's decoder gives its field, in the fields kueue-es does not read
     too (:mod:`kueue_es.scheduler.config_schema`), the first wrong one named with the type expected (msgspec's
     words, as for the fields kueue-es reads; ``| null`` where Go's decoder takes null). A duration Go does not
-    parse is said as :func:`parse_duration` says one."""
+    parse (out of range too) is said as :func:`parse_duration` says one."""
     try:
         msgspec.convert(doc, schema, strict=True)
     except msgspec.ValidationError as exc:
@@ -744,9 +762,19 @@ def _check_types(doc: dict[str, Any], schema: type, source: str) -> None:
             path, msg = _map_value_error(doc, schema, path.removesuffix("[...]"), msg)
         if "matching regex" in msg:
             value = _value_at(doc, path)
-            parse_duration(value if isinstance(value, str) else "", f"{source}: field `{path}`")
+            parse_duration_ns(value if isinstance(value, str) else "", f"{source}: field `{path}`")
             raise InvalidInput(f"{source}: field `{path}`: invalid duration {value!r}") from None
         raise InvalidInput(f"{source}: Configuration: {msg}") from None
+    config_durations.map_durations(doc, schema, config_schema.GO_DURATION, _in_range(source))
+
+
+def _in_range(source: str) -> Any:
+    """A :func:`~kueue_es.scheduler.config_durations.map_durations` step refusing a duration out of Go's range
+    (which the type's pattern does not say), naming its field."""
+    def check(path: str, value: str) -> str:
+        parse_duration_ns(value, f"{source}: field `{path}`")
+        return value
+    return check
 
 
 def _string_keys(value: Any) -> Any:
@@ -868,11 +896,13 @@ def _validate_local_queue_selector(lqm: LocalQueueMetricsConfig | None, source: 
 
 
 def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: str) -> None:
-    """Kueue's checks: durations that parse and are not negative (the parser takes no sign), weights not
-    negative. A zero sampling interval is Kueue's default, 5 minutes (:attr:`sampling_interval_ms`)."""
+    """Kueue's checks: durations that parse, the half-life not negative, the sampling interval above zero once
+    defaulted (zero is Kueue's default, 5 minutes: :attr:`sampling_interval_ms`), weights not negative."""
     at = f"{source}: field `admissionFairSharing"
-    parse_duration(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`")
-    parse_duration(afs.usage_sampling_interval, f"{at}.usageSamplingInterval`")
+    if parse_duration_ns(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`") < 0:
+        raise InvalidInput(f"{at}.usageHalfLifeTime`: must not be negative (got {afs.usage_half_life_time!r})")
+    if parse_duration_ns(afs.usage_sampling_interval, f"{at}.usageSamplingInterval`") < 0:
+        raise InvalidInput(f"{at}.usageSamplingInterval`: must be greater than 0 (got {afs.usage_sampling_interval!r})")
     for resource in sorted(afs.resource_weights):
         if not afs.resource_weights[resource] >= 0:  # NaN too
             raise InvalidInput(f"{at}.resourceWeights.{resource}`: must not be negative, "

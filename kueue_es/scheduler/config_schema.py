@@ -12,9 +12,11 @@ fields by.
 How Go's JSON decoding reads each kind of field, and so how it is written here:
 
 * ``null`` is taken for any field (it leaves a value unset) but a duration that is not a pointer (``Duration``
-  without ``| None``: its decoder parses ``null`` as the empty string, which is no duration);
+  without ``| None``: its decoder parses ``null`` as the empty string, which is no duration); what it means there,
+  and as a map value or list entry, is :mod:`kueue_es.scheduler.config_nulls`' (which reads ``| None`` here);
 * integers have their Go width (``Int32``, ``Int64``: a larger value is refused), ``float32`` its range;
-* a duration (``metav1.Duration``) is a string ``time.ParseDuration`` takes (``90s``, ``1h30m``, ``-5m``, ``0``);
+* a duration (``metav1.Duration``) is a string ``time.ParseDuration`` takes (``90s``, ``1h30m``, ``-5m``, ``0``;
+  the pattern says the forms, :mod:`kueue_es.scheduler.config_durations` the range);
   ``controller.cacheSyncTimeout`` is a Go ``time.Duration`` with no decoder of its own: a number of nanoseconds;
 * a quantity (``resources.transformations[].outputs``) is a string or a number;
 * a whole float in an integer field is the integer Kueue's YAML-to-JSON step writes
@@ -60,6 +62,11 @@ class LabelSelectorRequirement(_Fields):
 
 
 class LabelSelector(_Fields):
+    """``metav1.LabelSelector`` as Kueue's decoder types it. Apart on purpose from :class:`events.objects.LabelSelector`
+    (the API object's, into which the scheduler decodes the selectors it reads): every part here may be ``null``,
+    list entries and map values too, and an unknown field passes to :mod:`~kueue_es.scheduler.config_fields`; the
+    two share only their field names, which a common base would have each redeclare with its own types."""
+
     match_labels: dict[str, str | None] | None = None
     match_expressions: list[LabelSelectorRequirement | None] | None = None
 

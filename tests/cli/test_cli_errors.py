@@ -605,11 +605,11 @@ _RESOURCES_REFUSED = [
      "IgnoreUndeclared"),
 ]
 _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at its first cycle, on every start
-    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: invalid duration '-1h'"),
+    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: must not be negative (got '-1h')"),
     ("  usageSamplingInterval: '30'\n",
      "field `admissionFairSharing.usageSamplingInterval`: invalid duration '30' (missing unit)"),
     ("  usageSamplingInterval: 1.2.3s\n",
-     "field `admissionFairSharing.usageSamplingInterval`: invalid duration '1.2.3s'"),
+     "field `admissionFairSharing.usageSamplingInterval`: invalid duration '1.2.3s' (missing unit)"),
     ("  resourceWeights: {cpu: -1}\n", "field `admissionFairSharing.resourceWeights.cpu`: must not be negative, got -1.0"),
 ]
 

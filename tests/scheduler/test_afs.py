@@ -68,7 +68,7 @@ def test_fold_does_not_depend_on_when_it_is_read(draws, half_life) -> None:
 
 
 def test_a_zero_sampling_interval_is_kueues_default_of_five_minutes() -> None:
-    for given_ in ("0s", "0", ""):
+    for given_ in ("0s", "0", "-0", "+0s", "0.0h"):
         assert AfsFold(AdmissionFairSharingConfig(usage_sampling_interval=given_)).interval == 300_000
     assert AfsFold(AdmissionFairSharingConfig(usage_sampling_interval="1m")).interval == 60_000
 
