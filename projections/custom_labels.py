@@ -6,9 +6,10 @@ object's label ``sourceLabelKey`` (``name`` when neither source key is set) or i
 ``sourceAnnotationKey``; "" when the object has none, or is not known; :data:`UNTRACKED` when ``trackedValues``
 lists values and this is not one of them. A metric carries the labels of its kind in the order they are
 configured. ``sourceKind: Workload`` entries (``trackedValues`` required) split the gauges that count workloads —
-``pending_workloads``, ``local_queue_pending_workloads``, ``admitted_active_workloads`` — by the values of the
-counted workloads (:data:`projections.metrics.SPLIT_BY_WORKLOAD`); their labels come after the queue's, as Kueue
-orders the kinds (ClusterQueue, Cohort, LocalQueue, Workload).
+``pending_workloads``, ``local_queue_pending_workloads``, ``admitted_active_workloads``,
+``local_queue_admitted_active_workloads`` — by the values of the counted workloads, and the LocalQueue's admission
+counter and wait histogram by the admitted workload's values (:data:`projections.metrics.SPLIT_BY_WORKLOAD`); their
+labels come after the queue's, as Kueue orders the kinds (ClusterQueue, Cohort, LocalQueue, Workload).
 
 The checks are Kueue's (``pkg/config/validation.go``), run whatever the gate, as Kueue runs them at start-up:
 :func:`problem`. The fold reads the entries from the recorded Configuration (:func:`of_document`); the metrics

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
@@ -426,10 +426,14 @@ KEYED_BY = {s.name: found for s in SPECS if (found := _keyed_by(s)) is not None}
 (Kueue's rule for custom labels: every metric keyed by a ClusterQueue, the preempting one included, a LocalQueue or
 a Cohort)."""
 
-SPLIT_BY_WORKLOAD = frozenset({PENDING_WORKLOADS.name, LQ_PENDING.name, ADMITTED_ACTIVE.name})
-"""The gauges Kueue splits by the values of the workloads they count when ``sourceKind: Workload`` custom labels
-are configured: a series per value set with workloads (none for a queue with none), the workload labels after the
-queue's own custom labels."""
+FOLDED_SPLIT_BY_WORKLOAD = frozenset({LQ_ADMITTED.name, LQ_ADMISSION_WAIT.name})
+"""The folded metrics Kueue labels with the admitted workload's values under ``sourceKind: Workload`` custom labels
+(v0.20, #13635): the fold keys each observation with the values the workload had when it was admitted."""
+SPLIT_BY_WORKLOAD = frozenset({PENDING_WORKLOADS.name, LQ_PENDING.name, ADMITTED_ACTIVE.name,
+                               LQ_ADMITTED_ACTIVE.name}) | FOLDED_SPLIT_BY_WORKLOAD
+"""The metrics Kueue splits by the values of the workloads they count when ``sourceKind: Workload`` custom labels
+are configured: the gauges a series per value set with workloads (none for a queue with none), the workload labels
+after the queue's own custom labels. The LocalQueue's admitted ones are Kueue v0.20's (#13635)."""
 
 # --- how the log is read --------------------------------------------------------------------------------------
 
@@ -689,9 +693,16 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
         _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
     if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
         lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
-        _observe(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, lq_labels, ms)
+        _observe(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, _with_workload_values(state, lq_labels, wl), ms)
         if checked:
             _observe(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, e.time - wl.reserved_at)
+
+
+def _with_workload_values(state: ClusterState, labels: tuple[str, ...], wl: WorkloadInfo) -> tuple[str, ...]:
+    """``labels`` followed by ``wl``'s values under the ``sourceKind: Workload`` custom labels in force (as they
+    are now: Kueue labels the admission with the workload's values then), for :data:`FOLDED_SPLIT_BY_WORKLOAD`."""
+    values_of = _workload_values(state)
+    return labels if values_of is None else labels + values_of(wl)
 
 
 def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -> None:
@@ -726,7 +737,8 @@ def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -
     if checked:
         _unobserve(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, admitted_at - reserved_at)
     if local:
-        _unobserve(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, lq_labels, admitted_at - queued)
+        _unobserve(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, _with_workload_values(state, lq_labels, wl),
+                   admitted_at - queued)
         if checked:
             _unobserve(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, admitted_at - reserved_at)
 
@@ -1069,12 +1081,23 @@ def _family(state: ClusterState, spec: Spec, gauges: Gauges) -> Family:
         return Family(spec, gauges[spec.name])
     if spec.name in COUNT_OF:
         hist = state.metrics.histograms[COUNT_OF[spec.name]]
-        return Family(spec, [(k, float(sum(hist[k][:-1]))) for k in sorted(hist)])
+        return Family(spec, [(k, float(sum(hist[k][:-1]))) for k in _in_force(state, spec, hist)])
     if spec.kind == "counter":
         series = state.metrics.counters[spec.name]
         return Family(spec, [(k, float(series[k])) for k in sorted(series)])
     hist = state.metrics.histograms[spec.name]
-    return Family(spec, [(k, _cumulative(hist[k]), hist[k][-1] / 1000) for k in sorted(hist)])
+    return Family(spec, [(k, _cumulative(hist[k]), hist[k][-1] / 1000) for k in _in_force(state, spec, hist)])
+
+
+def _in_force(state: ClusterState, spec: Spec, series: Mapping[tuple[str, ...], Any]) -> list[tuple[str, ...]]:
+    """The sorted series keys of a folded metric; for one of :data:`FOLDED_SPLIT_BY_WORKLOAD`, only those folded
+    with as many workload values as the Workload custom labels in force have: the others were counted under
+    another Configuration's entries (Kueue, restarted by a new Configuration, counts from zero)."""
+    if spec.name not in FOLDED_SPLIT_BY_WORKLOAD:
+        return sorted(series)
+    custom = state.custom_labels
+    width = len(spec.labels) + (len(custom.names(WORKLOAD)) if custom is not None else 0)
+    return sorted(k for k in series if len(k) == width)
 
 
 def merged(parts: list[list[Family]]) -> list[Family]:
@@ -1411,8 +1434,9 @@ def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> 
 
 def _local_queue_gauges(state: ClusterState, out: Gauges, values_of: ValuesOf | None) -> None:
     """The LocalQueue gauges, counted as the LocalQueue status the connector writes counts them
-    (``projections.queue_status.local_queue_status``); ``local_queue_pending_workloads`` split by the workloads'
-    values while ``values_of`` (Workload custom labels) is given."""
+    (``projections.queue_status.local_queue_status``); ``local_queue_pending_workloads`` and
+    ``local_queue_admitted_active_workloads`` split by the workloads' values while ``values_of`` (Workload custom
+    labels) is given."""
     workloads = state.workloads
     for key in sorted(state.local_queues):
         lq = state.local_queues[key]
@@ -1439,7 +1463,10 @@ def _local_queue_gauges(state: ClusterState, out: Gauges, values_of: ValuesOf | 
         holding = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name] if cq is not None else []
         admitted = [wl for wl in holding if wl.phase == ADMITTED]
         out[LQ_RESERVING_ACTIVE.name].append((labels, float(len(holding))))
-        out[LQ_ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
+        if values_of is None:
+            out[LQ_ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
+        else:
+            out[LQ_ADMITTED_ACTIVE.name] += _split(labels, admitted, values_of)
         out[LQ_FINISHED.name].append((labels, float(sum(1 for wl in members if wl.phase == FINISHED))))
         status = state.local_queue_active(key)[0]
         out[LQ_STATUS.name] += [((*labels, s), 1.0 if s == status else 0.0) for s in ("True", "False", "Unknown")]

@@ -85,11 +85,12 @@ def test_the_metrics_carry_the_labels_of_the_object_they_are_keyed_by() -> None:
     assert series(s, "kueue_finished_workloads_total") == {("", "", "", ""): 1}
     assert series(s, "kueue_pending_scheduling_hashes")[("cq-a", "active", "ml", "c1")] == 0
     assert series(s, "kueue_cluster_queue_status")[("cq-b", "active", "infra", UNTRACKED)] == 1
-    # LocalQueue metrics: the LocalQueue kind's labels only
+    # LocalQueue metrics: the LocalQueue kind's labels (its admissions also the admitted workload's, Kueue v0.20)
     assert labels_of(s, "kueue_local_queue_admitted_workloads_total") == (
-        "name", "namespace", "priority_class", "custom_env")
+        "name", "namespace", "priority_class", "custom_env", "custom_kind")
     assert series(s, "kueue_local_queue_admitted_workloads_total") == {
-        ("lq-a", "ns", "high", "prod"): 1, ("lq-b", "ns", "", ""): 1}
+        ("lq-a", "ns", "high", "prod", UNTRACKED): 1, ("lq-b", "ns", "", "", UNTRACKED): 1}
+    assert labels_of(s, "kueue_local_queue_quota_reserved_workloads_total")[3:] == ("custom_env",)
     # Cohort metrics: the Cohort kind's; "root" has no Cohort object
     assert series(s, "kueue_cohort_subtree_admitted_workloads_total") == {
         ("co", "", "acme"): 1, ("co", "high", "acme"): 1, ("root", "", ""): 1, ("root", "high", ""): 1}
@@ -147,7 +148,7 @@ def test_a_change_of_an_objects_values_clears_its_series() -> None:
     assert series(s, "kueue_quota_reserved_workloads_total")[("cq-a", "high", "research", "c1")] == 1
     # a LocalQueue's and a Cohort's
     log.observe(upsert(relabelled(local_queue("ns", "lq-a", "cq-a"), {"example.com/env": "dev"}), T0 + 8000))
-    assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-b", "ns", "", ""): 1}
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-b", "ns", "", "", UNTRACKED): 1}
     log.observe(upsert(relabelled(cohort("co", parent="root"), {"org": "other"}), T0 + 9000))
     assert series(s, "kueue_cohort_subtree_admitted_workloads_total") == {
         ("root", "", ""): 1, ("root", "high", ""): 1}
@@ -177,8 +178,8 @@ def test_the_exposition_carries_the_labels() -> None:
     text = metrics_text([log.state])  # labels in name order, as the Prometheus clients write them
     assert ('kueue_quota_reserved_workloads_total{cluster_queue="cq-a",custom_cost="c1",custom_team="ml",'
             'priority_class="high",replica_role="standalone"} 1.0') in text
-    assert ('kueue_local_queue_admitted_workloads_total{custom_env="prod",name="lq-a",namespace="ns",'
-            'priority_class="high",replica_role="standalone"} 1.0') in text
+    assert ('kueue_local_queue_admitted_workloads_total{custom_env="prod",custom_kind="' + UNTRACKED +
+            '",name="lq-a",namespace="ns",priority_class="high",replica_role="standalone"} 1.0') in text
     assert ('kueue_admission_wait_time_seconds_bucket{cluster_queue="cq-b",custom_cost="' + UNTRACKED +
             '",custom_team="infra",le="2.5",priority_class="",replica_role="standalone"} 1.0') in text
     assert 'kueue_admission_attempts_total{replica_role="standalone",result="success"} 1.0' in text

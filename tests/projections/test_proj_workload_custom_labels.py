@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 from fixtures.eventgen import T0, fold, upsert, workload
-from test_proj_custom_labels import labelled_cluster, relabelled
+from test_proj_custom_labels import labelled_cluster, labels_of, relabelled
 from test_proj_metrics import Log, _restores_at_every_cut, admit, reserve, series
 
 from events import schema as ev
@@ -148,3 +148,45 @@ def test_snapshots_at_every_cut_equal_a_full_fold() -> None:
                                   {"workload-kind": "k2"}, {"example.com/tier": "silver"}), T0 + 3000))
     assert series(log.state, "kueue_admitted_active_workloads") == {("cq-a", "ml", "k2", UNTRACKED): 1}
     _restores_at_every_cut(log.records, fold(log.records))
+
+
+def test_local_queue_admitted_metrics_are_split_by_the_workloads_values() -> None:
+    """Kueue v0.20 (#13635): ``local_queue_admitted_active_workloads`` counts the admitted workloads by their
+    values, and ``local_queue_admitted_workloads_total`` / ``local_queue_admission_wait_time_seconds`` count each
+    admission under the values the workload had when admitted; the admission checks' wait keeps the queue's."""
+    log = scenario()
+    s = log.state
+    log.decide(T0 + 2000, reserve("ns/w1", "cq-a"), admit("ns/w1"), reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    assert labels_of(s, "kueue_local_queue_admitted_active_workloads") == (
+        "name", "namespace", "custom_env", "custom_kind", "custom_tier")
+    assert series(s, "kueue_local_queue_admitted_active_workloads") == {
+        ("lq-a", "ns", "prod", "k1", "gold"): 1, ("lq-b", "ns", "", "k1", UNTRACKED): 1}
+    assert labels_of(s, "kueue_local_queue_admitted_workloads_total") == (
+        "name", "namespace", "priority_class", "custom_env", "custom_kind", "custom_tier")
+    admitted = {("lq-a", "ns", "high", "prod", "k1", "gold"): 1, ("lq-b", "ns", "", "", "k1", UNTRACKED): 1}
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == admitted
+    assert {k: v[0][-1] for k, v in series(s, "kueue_local_queue_admission_wait_time_seconds").items()} == admitted
+    assert labels_of(s, "kueue_local_queue_admission_checks_wait_time_seconds")[3:] == ("custom_env",)
+    # a later relabelling moves the gauge, not what was counted at admission
+    log.observe(upsert(relabelled(workload("ns", "w2", queue="lq-b", created=T0), {"workload-kind": "k2"}),
+                       T0 + 3000))
+    assert series(s, "kueue_local_queue_admitted_active_workloads")[("lq-b", "ns", "", "k2", UNTRACKED)] == 1
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == admitted
+    _restores_at_every_cut(log.records, fold(log.records))
+
+
+def test_local_queue_admissions_counted_under_other_workload_entries_are_not_shown() -> None:
+    """Counts folded before the Workload entries were configured (or under other ones) have no, or other, values:
+    they are left out, as Kueue restarted by the new Configuration would count from zero."""
+    log = Log()
+    configure(log, T0, labels=[e for e in LABELS if e.get("sourceKind") != "Workload"])
+    labelled_cluster(log)
+    labelled_workloads(log)
+    log.decide(T0 + 2000, reserve("ns/w1", "cq-a"), admit("ns/w1"))
+    assert series(log.state, "kueue_local_queue_admitted_workloads_total") == {("lq-a", "ns", "high", "prod"): 1}
+    configure(log, T0 + 2500)
+    assert series(log.state, "kueue_local_queue_admitted_workloads_total") == {}
+    log.decide(T0 + 3000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    assert series(log.state, "kueue_local_queue_admitted_workloads_total") == {
+        ("lq-b", "ns", "", "", "k1", UNTRACKED): 1}
+    assert "\nkueue_local_queue_admitted_workloads_total{" in metrics_text([log.state])

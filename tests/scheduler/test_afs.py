@@ -17,7 +17,7 @@ from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
 from kueue_es.scheduler import decide
-from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, sampled_between
+from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, queue_head, sampled_between
 from kueue_es.scheduler.afs import local_queue_status as afs_status
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, load_config
 from projections import snapshot
@@ -269,3 +269,44 @@ def test_restored_from_a_snapshot_older_than_the_seeds_every_local_queue_is_seed
     seeded = [(lq, sign, list(u)) for _, lq, sign, u in restored.afs_history]
     assert seeded == [("ns/a", 0, [("cpu", 3 * AFS_SEED_SCALE)])]
     assert _shown(restored, T0) == ({"cpu": "3"}, format_time(T0))
+
+
+# --- the order: LocalQueue usage before priority (Kueue v0.20's #16241 regression area) ---------------------------
+
+
+def _queue(state: ClusterState, name: str, lq: str, priority: int, t: int) -> None:
+    w = msgspec.convert({"apiVersion": KQ, "kind": "Workload", "metadata": {
+        "name": name, "namespace": "ns", "uid": name, "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"queueName": lq, "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}}, o.KueueObject)
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t, key=w.key, obj=w)))
+
+
+def test_the_less_used_local_queue_goes_first_whatever_the_priorities_and_when_the_scope_was_set() -> None:
+    """Kueue v0.20 fixed workloads taken in priority order under Admission Fair Sharing (#16241; its root cause is
+    not in the store). Here the head is chosen afresh from the ClusterQueue's spec and the usages each time it is
+    asked for: a high-priority workload of the busier LocalQueue waits behind a low-priority one of the idle
+    LocalQueue, also when the ClusterQueue gains its admissionScope after both were queued."""
+    document = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                "admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m",
+                                         "resourceWeights": {"cpu": 2}}}
+    for scope_later in (False, True):
+        state = ClusterState()  # the recorded Configuration turns Admission Fair Sharing on: every LocalQueue sampled
+        state.apply(ev.Record(1, ev.ConfigRecorded(time=T0, document=document, writer="test", id="afs")))
+        for d in _objects([("a", None)]):
+            if d["kind"] == "ClusterQueue" and scope_later:
+                del d["spec"]["admissionScope"]
+            obj = msgspec.convert(d, o.KueueObject)
+            state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0, key=obj.key, obj=obj)))
+        lq_b = msgspec.convert({"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": "b", "namespace": "ns"},
+                                "spec": {"clusterQueue": "cq"}}, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0, key=lq_b.key, obj=lq_b)))
+        _admit(state, "busy", "2", T0 + MIN)
+        _queue(state, "hi", "a", 100, T0 + 5 * MIN)
+        _queue(state, "lo", "b", 0, T0 + 5 * MIN)
+        if scope_later:
+            assert queue_head(state, CONFIG, "cq", T0 + 6 * MIN) == "ns/hi"  # no scope: priority
+            cq = next(d for d in _objects([]) if d["kind"] == "ClusterQueue")
+            obj = msgspec.convert(cq, o.KueueObject)
+            state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0 + 6 * MIN, key=obj.key, obj=obj)))
+        assert queue_head(state, CONFIG, "cq", T0 + 6 * MIN) == "ns/lo"

@@ -140,7 +140,8 @@ def test_case(case: dict[str, Any]) -> None:
         assert len(specs) == 1, "a replacement case has one pod set"
         flavor, req = requests[0]
         current = Placement(_levels(case, replace["current"]), _domains(replace["current"]))
-        res = replace_node(snaps[flavor], req, current, replace["node"], options=options)
+        res = replace_node(snaps[flavor], req, current, replace["node"], options=options,
+                           listed=frozenset(replace.get("listed") or ()))
         if "wantReason" in specs[0]:
             assert isinstance(res, NoPlacement), f"expected a failure, got {res}"
             assert res.message == specs[0]["wantReason"]

@@ -7,6 +7,11 @@ innermost layer they still fill (single pods if none); for a required request, t
 the first remaining domain. The result is merged with the remaining domains (sorted by level values, equal
 domains summed).
 
+When the remaining assignment needs a domain it cannot tell — its other nodes are failed ones gone from the
+topology (TASReplaceMultipleFailedNodes), or no slice-level domain is the broken one — there is no replacement
+(Kueue v0.20, #16321: not placed outside the required domain; the failure message is Kueue's for a replacement not
+found, the fix's own text not being at hand). The failed node as the whole assignment requires no domain.
+
 Two deliberate differences from Kueue: "within a domain" compares level values, not a string prefix of the
 joined domain id (Kueue's prefix test lets rack ``r1`` match ``r10``); and when several slice-level domains
 could take the broken slice, the first in level-value order is used (Kueue iterates a Go map).
@@ -70,6 +75,11 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
                                f"as it contains the stale domain {v[0]}")
     topo = req.topology
     within = _required_domain(snap, req, live, k, options.partial_slices)
+    if within is None and remaining and _needs_domain(snap, req, k):
+        # Kueue v0.20 (#16321): the rest of the assignment requires a domain it no longer tells (its nodes are
+        # other failed ones, gone from the topology, or no slice-level domain is the broken one); placing the
+        # pods anywhere could leave it, so there is no replacement
+        return NoPlacement(f"cannot find replacement assignment for unhealthy node: {node}")
     request = msgspec.structs.replace(req, count=k)
     size = slice_size(topo)
     if slices_requested(topo) and within is not None and isinstance(size, int) and k % size:
@@ -117,6 +127,18 @@ def replace_in_workload(snapshots: Mapping[str, FlavorSnapshot],
             out[req.name] = result
             add_assumed(assumed, result.added, req.per_pod())
     return out
+
+
+def _needs_domain(snap: FlavorSnapshot, req: PodSetRequest, k: int) -> bool:
+    """The replacement of ``k`` pods must stay in a domain of the remaining assignment: the request's level is
+    known and it is required, or the ``k`` pods break slices."""
+    levels = snap.tree.levels
+    key = level_key(levels, req.topology, req.implied)
+    if key is None or key not in levels:
+        return False
+    size = slice_size(req.topology)
+    broken = slices_requested(req.topology) and isinstance(size, int) and k % size != 0
+    return broken or (req.topology is not None and req.topology.required is not None)
 
 
 def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[tuple[tuple[str, ...], int]],
