@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from projections import config_version, gates
+from projections import config_version, gates, go_duration
 
 DEFAULT_TIMEOUT = "30m"
 """v1beta2's ``waitForPodsReady.timeout`` when unset or zero (Kueue's ``DefaultWaitForPodsReadyTimeout``)."""
@@ -91,8 +91,14 @@ def v1beta2_defaulted(stanza: WaitForPodsReadyConfig) -> WaitForPodsReadyConfig:
 
 
 def _zero(duration: str) -> bool:
-    """Whether a Go duration is zero ("0", "0s", "0m0s", ...): digits all zero."""
-    return not any(ch in "123456789" for ch in duration)
+    """Whether Go reads ``duration`` as zero, which v1beta2's defaulting replaces: ``"0s"``, ``"-0m0s"``, and a
+    fraction of a nanosecond (``"0.5ns"``, Go truncates it). One Go refuses is not zero: left as it is, it is
+    refused by the Configuration's checks with its field named (a recorded document was checked when recorded;
+    one kueue-es recorded before it read durations as Go does may have spaces around it, or be empty)."""
+    try:
+        return go_duration.parse_ns(duration.strip() or "0") == 0
+    except go_duration.DurationError:
+        return False
 
 
 def _disabled(feature_gates: Mapping[str, bool]) -> bool:

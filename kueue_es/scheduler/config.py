@@ -27,7 +27,7 @@ from kueue_es.scheduler import (
     config_schema,
     tls_options,
 )
-from projections import config_version, custom_labels, gates
+from projections import config_version, custom_labels, gates, go_duration
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force, v1beta2_defaulted
 from projections.queue_order import REQUEUING_TIMESTAMPS
@@ -538,8 +538,8 @@ def parse_duration(text: str, where: str = "duration") -> int:
 def parse_duration_ns(text: str, where: str = "duration") -> int:
     """A Go duration in nanoseconds, exactly as Go reads it: for comparing durations as Kueue compares them."""
     try:
-        return config_durations.parse_ns(text)
-    except config_durations.DurationError as exc:
+        return go_duration.parse_ns(text)
+    except go_duration.DurationError as exc:
         raise InvalidInput(f"{where}: {exc}") from None
 
 

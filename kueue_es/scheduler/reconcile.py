@@ -39,7 +39,8 @@
   QuotaReserved reason is empty, PendingEvaluation, Pending, Deactivated or Suspended (not of one that has none
   yet: that waits for UnadmittedWorkloadsExplicitStatus, off), and only with UnadmittedWorkloadsObservability on.
   With that gate off Kueue's controller keeps to its legacy condition: a missing or stopped queue (or uncharged DRA
-  claims) as Inadmissible with the same message, nothing else but AdmissionGated, and the cleared gate's
+  claims) as Inadmissible with the same message, for a deactivated workload too, nothing else but AdmissionGated,
+  and the cleared gate's
   PendingEvaluation as Pending (:func:`_legacy_blocker`);
 * under MultiKueueOrchestratedPreemption, a Workload's ``status.preemptionGates`` list exactly its spec's gates, one
   not listed yet added ``Closed`` (:mod:`kueue_es.scheduler.gate_states`), before any other rule of the pass;
@@ -491,10 +492,16 @@ def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message:
     """What the workload controller writes for :func:`queue_blocker`'s ``reason`` with UnadmittedWorkloadsObservability
     off (Kueue v0.20's ``resolveLegacyUnadmittedQuotaReservedCondition``): a missing or stopped LocalQueue or
     ClusterQueue as ``Inadmissible`` with its message, a DRA problem the same (its ``KueueDRAIntegration`` reconcile);
-    nothing for a deactivated or not admissible workload (the scheduler words the latter, ``Pending``) or once the
-    block is gone; the admission gate is the AdmissionGatedBy gate's, written either way."""
-    if reason == DRA_UNRESOLVED or (reason in ("Misconfigured", "Suspended") and _queue_problem(state, wl)[0]):
+    nothing for a not admissible workload (the scheduler words it, ``Pending``) or once the block is gone; the
+    admission gate is the AdmissionGatedBy gate's, written either way. The legacy path asks only the queues, not
+    whether the workload is active: a deactivated workload in a blocked queue shows ``Inadmissible`` too (Kueue's
+    controller reaches it once the deactivation's eviction is written), one in a usable queue nothing."""
+    if reason == DRA_UNRESOLVED:
         return DRA_INADMISSIBLE, message
+    if reason in ("Misconfigured", "Suspended", "Deactivated"):
+        queue_reason, queue_message = _queue_problem(state, wl)
+        if queue_reason:
+            return DRA_INADMISSIBLE, queue_message
     return (reason, message) if reason == ADMISSION_GATED else ("", "")
 
 

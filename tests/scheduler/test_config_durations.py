@@ -11,9 +11,10 @@ from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler.afs import AfsFold
 from kueue_es.scheduler.config import load_config, parse_duration, parse_duration_ns
-from kueue_es.scheduler.config_durations import DurationError, parse_ns
 from kueue_es.scheduler.config_record import load_recorded
 from kueue_es.scheduler.pods_ready_timeouts import recovery_ms, unscheduled_ms
+from projections.go_duration import DurationError, parse_ns
+from projections.pods_ready import recorded_in_force
 
 V1BETA2 = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 
@@ -92,6 +93,21 @@ def test_a_negative_zero_is_zero_and_a_signed_value_kueue_leaves_alone_is_taken(
                        "multiKueue": {"singleClusterPreemptionTimeout": "-1m"}})
     assert cfg.pods_ready.timeout == "30m"  # zero: v1beta2's default
     assert recovery_ms(cfg) is None  # zero: no recovery timeout
+
+
+@pytest.mark.parametrize("timeout", ["0.5ns", "0.999ns", "0.0000000001s", "0.5ns0.5ns", "-0.5ns", "0m0.9ns"])
+def test_a_timeout_go_reads_as_zero_is_v1beta2s_default_for_the_scheduler_and_the_fold(timeout: str) -> None:
+    """Go truncates a fraction of a nanosecond, so these are its zero, which v1beta2 defaults to 30 minutes — not a
+    0 ms deadline due at once. The fold reads the recorded document the same way."""
+    doc = {**V1BETA2, "waitForPodsReady": {"timeout": timeout}}
+    cfg = load_config(doc)
+    assert (cfg.pods_ready.timeout, cfg.pods_ready.recovery_timeout) == ("30m", "30m")
+    assert recorded_in_force(doc).timeout == "30m"
+
+
+def test_a_timeout_of_one_nanosecond_is_not_zero() -> None:
+    cfg = load_config({**V1BETA2, "waitForPodsReady": {"timeout": "0.5ns1ns"}})
+    assert (cfg.pods_ready.timeout, parse_duration(cfg.pods_ready.timeout)) == ("0.5ns1ns", 1)
 
 
 def test_milliseconds_round_up_so_a_positive_duration_is_never_zero() -> None:
