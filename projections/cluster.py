@@ -1450,11 +1450,9 @@ class ClusterState:
                 moved_afs = old is not None and old.spec.cluster_queue != obj.spec.cluster_queue
                 if moved_afs:
                     self._afs_drop_local_queue(key)
-                cqs = (obj.spec.cluster_queue,)
-                afs_before = self._afs_view(cqs) if old is None or moved_afs else None
                 self.local_queues[key] = obj
-                if afs_before is not None:
-                    self._afs_resync(*afs_before, cqs=cqs, appeared=key)
+                if old is None or moved_afs:
+                    self._afs_local_queue_appeared(obj)
                 if self._relabelled(LOCAL_QUEUE, old, obj) or self._unselected(old, obj):
                     self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
@@ -2461,26 +2459,24 @@ class ClusterState:
                 counted[key] = self._afs_counted(self.workloads[key])
         return tracked, counted
 
-    def _afs_resync(self, tracked: dict[str, bool], counted: dict[str, bool], cqs: tuple[str, ...],
-                    appeared: str | None = None) -> None:
-        """After a change, bring the history of ``cqs``' LocalQueues in line (``tracked``, ``counted``: the
-        :meth:`_afs_view` before; ``appeared``: a LocalQueue that just appeared or moved). A ClusterQueue whose
-        LocalQueues stop needing history drops it (Admission Fair Sharing turned off, or it stopped ordering by it
-        without); one starting to need it seeds them from their persisted status and counts what they hold, as
-        Kueue starts on a restart; a workload counted now and not before (an anchor that moved, a LocalQueue that
-        appeared) enters — settled if it only holds quota, as at the anchor — and one no longer counted leaves."""
+    def _afs_resync(self, tracked: dict[str, bool], counted: dict[str, bool], cqs: tuple[str, ...]) -> None:
+        """After a change of the configuration or of a ClusterQueue, bring the history of ``cqs``' LocalQueues in line
+        (``tracked``, ``counted``: the :meth:`_afs_view` before; a LocalQueue that appears or moves:
+        :meth:`_afs_local_queue_appeared`). A ClusterQueue whose LocalQueues stop needing history drops it
+        (Admission Fair Sharing turned off, or it stopped ordering by it without); one starting to need it seeds them
+        from their persisted status and counts what they hold, as Kueue starts on a restart; a workload counted now
+        and not before (an anchor that moved) enters — settled if it only holds quota, as at the anchor — and one no
+        longer counted leaves."""
         live = {cq for cq in cqs if self.afs_tracks(cq)}
         flipped = {cq for cq in cqs if (cq in live) != tracked.get(cq, False)}
-        for key in sorted(self.local_queues) if flipped else ():  # a LocalQueue's appearance flips nothing
+        for key in sorted(self.local_queues) if flipped else ():
             cq = self.local_queues[key].spec.cluster_queue
             if cq not in flipped:
                 continue
             if cq not in live:
                 self._afs_drop_local_queue(key)
-            elif key != appeared:
+            else:
                 self.seed_afs(self.local_queues[key])
-        if appeared is not None and self.local_queues[appeared].spec.cluster_queue in live:
-            self.seed_afs(self.local_queues[appeared])
         for cq in cqs:
             if cq not in live:
                 continue
@@ -2492,6 +2488,22 @@ class ClusterState:
                     self._afs_append(wl, AFS_SETTLE if wl.phase == RESERVED and self.cq_uses_afs(cq) else AFS_ADD)
                 elif before and not after:
                     self._afs_append(wl, AFS_RELEASE)
+
+    def _afs_local_queue_appeared(self, lq: o.LocalQueue) -> None:
+        """LocalQueue ``lq`` just appeared or moved to another ClusterQueue: where that ClusterQueue keeps history, it
+        is seeded from its status and its own workloads holding that ClusterQueue's quota enter (settled if they only
+        hold quota, as at the anchor). None of them was counted before (:meth:`_afs_counted` needs the LocalQueue in
+        their ClusterQueue), nor does the ClusterQueue's tracking change: so no other workload is looked at, and
+        nothing at all where Admission Fair Sharing is off (a busy ClusterQueue onboarding namespaces)."""
+        cq = lq.spec.cluster_queue
+        if not self.afs_tracks(cq):
+            return
+        self.seed_afs(lq)
+        holders = self.reserving.get(cq, {})
+        for wk in sorted(self.lq_members.get(lq.key, ())):
+            wl = self.workloads[wk]
+            if wk in holders and self._afs_counted(wl):
+                self._afs_append(wl, AFS_SETTLE if wl.phase == RESERVED and self.cq_uses_afs(cq) else AFS_ADD)
 
     def retrack_afs(self) -> None:
         """Restoring a snapshot older than version 47, whose history held a seed for every LocalQueue ever seen and

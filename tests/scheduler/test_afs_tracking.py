@@ -201,6 +201,49 @@ def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_need
         (state.time, "ns/a", 0, []), (state.time, "ns/a", 2, [("cpu", 2000)])]
 
 
+# --- what a LocalQueue's appearance costs ------------------------------------------------------------------------
+
+
+def _counting(monkeypatch) -> list[str]:
+    """Records each workload :meth:`ClusterState._afs_counted` is asked about (a slotted state: patched on the class)."""
+    asked: list[str] = []
+    counted = ClusterState._afs_counted
+
+    def spy(self: ClusterState, wl) -> bool:
+        asked.append(wl.key)
+        return counted(self, wl)
+
+    monkeypatch.setattr(ClusterState, "_afs_counted", spy)
+    return asked
+
+
+def test_a_new_local_queue_looks_at_no_workload_where_admission_fair_sharing_is_off(monkeypatch) -> None:
+    """Nothing of its ClusterQueue can enter a history that is not kept: onboarding a namespace into a busy
+    ClusterQueue must not walk the workloads holding its quota."""
+    state = _state(afs=False)
+    for i in range(5):
+        _reserve(state, f"w{i}", "a", "cq", 1, T0 + MIN)
+    asked = _counting(monkeypatch)
+    _upsert(state, _local_queue("b", "cq"), T0 + 2 * MIN)
+    assert asked == []
+    assert state.afs_history == []
+
+
+def test_a_new_local_queue_looks_only_at_its_own_workloads_where_admission_fair_sharing_is_on(monkeypatch) -> None:
+    """Only its own workloads could start being counted (none could be while it was missing); the others of the
+    ClusterQueue are as they were. Its one admitted workload enters its usage with no entry penalty to settle."""
+    state = _state(usage_based=True)
+    for i in range(5):
+        _reserve(state, f"w{i}", "a", "cq", 1, T0 + MIN)
+    _reserve(state, "mine", "b", "cq", 3, T0 + MIN)  # admitted before its LocalQueue is seen
+    before = len(state.afs_history)
+    asked = _counting(monkeypatch)
+    _upsert(state, _local_queue("b", "cq"), T0 + 2 * MIN)
+    assert asked == ["ns/mine"]
+    assert [(lq, sign, list(u)) for _, lq, sign, u in state.afs_history[before:]] == [
+        ("ns/b", 0, []), ("ns/b", 2, [("cpu", 3000)])]
+
+
 # --- the admitted usage folded is what the counted workloads hold, whatever changes -------------------------------
 
 ops = st.lists(st.one_of(
