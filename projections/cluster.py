@@ -170,6 +170,9 @@ def _admission_mode(cq: o.ClusterQueue) -> str:
     return scope.admission_mode if scope is not None else ""
 
 
+_STALE = object()
+"""A memo read from no configuration (:attr:`ClusterState._afs_any_of`): it is read again at the next question."""
+
 AFS_SEED_SCALE = 1_000
 """A LocalQueue's Admission Fair Sharing seed (:meth:`ClusterState.seed_afs`) is kept in thousandths of each
 resource's unit: fine beside the floats the usage decays in, and a large memory usage still fits an int64."""
@@ -193,7 +196,7 @@ class ClusterState:
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
-        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected",
+        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected", "_afs_any_of", "_afs_any",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
@@ -338,6 +341,11 @@ class ClusterState:
         """``metrics.localQueueMetrics`` of :attr:`config`, and the configuration it was read from (derived)."""
         self._lq_selected_of: ev.ConfigRecorded | None = None
         self._lq_every: bool | None = True
+        self._afs_any_of: object = _STALE
+        self._afs_any = False
+        """Whether any LocalQueue may keep Admission Fair Sharing history (the configuration turns it on, or some
+        ClusterQueue orders by it), and the configuration it was read from (:data:`_STALE` once a ClusterQueue's
+        admission mode changed): :meth:`_afs_counted`'s early answer on a cluster without it (derived)."""
         self._lq_selected: dict[str, tuple[o.LocalQueue | None, bool]] = {}
         """:meth:`local_queue_metrics_for` under the configuration ``_lq_selected_of``: its answer for every LocalQueue
         (None: it depends on the selector), and each LocalQueue's answer with the object it was read from (derived)."""
@@ -1424,6 +1432,7 @@ class ClusterState:
                               else None)
                 self.cluster_queues[name] = obj
                 if afs_before is not None:
+                    self._afs_any_of = _STALE
                     self._afs_resync(*afs_before, cqs=(name,))
                 if self._relabelled(CLUSTER_QUEUE, old, obj):
                     self.metrics.forget(name)
@@ -1650,6 +1659,8 @@ class ClusterState:
         if kind == "LimitRange":
             before = self.limit_summary(key.partition("/")[0])
         gone = table.pop(key, None) if table is not None else None
+        if afs_before is not None:
+            self._afs_any_of = _STALE  # it may have been the one ordering by Admission Fair Sharing
         if gone is None:
             return
         if kind in ("PriorityClass", "WorkloadPriorityClass"):
@@ -2434,8 +2445,12 @@ class ClusterState:
         ClusterQueue that holds its quota (Kueue reads the usage off that ClusterQueue's entry for the LocalQueue),
         and it is admitted, or, in a ClusterQueue ordering by Admission Fair Sharing under
         :attr:`afs_anchor_at_reservation`, holds quota (the anchor moves only there: Kueue's
-        ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history."""
-        if wl.phase not in (ADMITTED, RESERVED):
+        ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history. Asked at each
+        reservation, admission and release: a cluster without Admission Fair Sharing is answered at once."""
+        if self._afs_any_of is not self.config:
+            self._afs_any_of, self._afs_any = self.config, self.afs_configured or any(
+                _admission_mode(cq) == USAGE_BASED for cq in self.cluster_queues.values())
+        if not self._afs_any or wl.phase not in (ADMITTED, RESERVED):
             return False
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
         if lq is None or lq.spec.cluster_queue != wl.cluster_queue:

@@ -244,6 +244,23 @@ def test_a_new_local_queue_looks_only_at_its_own_workloads_where_admission_fair_
         ("ns/b", 0, []), ("ns/b", 2, [("cpu", 3000)])]
 
 
+def test_a_cluster_queue_turning_to_admission_fair_sharing_counts_what_it_holds_and_what_it_admits_next() -> None:
+    """Without the configuration stanza nothing is counted until a ClusterQueue orders by it (the fold answers
+    "not counted" at once on such a cluster); from then its LocalQueues start as on a restart, and a deleted and
+    recreated ClusterQueue of the plain kind stops it again."""
+    state = _state(afs=False)
+    _reserve(state, "w1", "a", "cq", 1, T0 + MIN)
+    assert state.afs_history == []
+    _upsert(state, _cluster_queue("cq", usage_based=True), T0 + 2 * MIN)
+    _reserve(state, "w2", "a", "cq", 2, T0 + 3 * MIN)
+    assert [(t, sign, list(u)) for t, _, sign, u in state.afs_history] == [
+        (T0 + 2 * MIN, 0, []), (T0 + 2 * MIN, 2, [("cpu", 1000)]), (T0 + 3 * MIN, 1, [("cpu", 2000)])]
+    _apply(state, ev.ObjectDeleted(time=T0 + 4 * MIN, key="cq", kind="ClusterQueue"))
+    _upsert(state, _cluster_queue("cq", usage_based=False), T0 + 5 * MIN)
+    _reserve(state, "w3", "a", "cq", 3, T0 + 6 * MIN)
+    assert state.afs_history == []
+
+
 # --- the admitted usage folded is what the counted workloads hold, whatever changes -------------------------------
 
 ops = st.lists(st.one_of(
