@@ -2150,8 +2150,8 @@ class ClusterState:
                 wl.phase = ADMITTED
                 wl.admitted_at = _ms(adm)
             self._charge(wl)
-            if self._afs_counted(wl):
-                self._afs_record(wl, 1)
+            if self._afs_counted(wl):  # found holding quota, not admitted by a decision: no entry penalty (Kueue
+                self._afs_append(wl, AFS_ADD)  # pushes one only as its scheduler admits), whatever was seen first
 
     def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
         """List the checks that apply to ``wl`` in its ClusterQueue (``queue``, else the one it is in): missing

@@ -201,6 +201,40 @@ def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_need
         (state.time, "ns/a", 0, []), (state.time, "ns/a", 2, [("cpu", 2000)])]
 
 
+def _observed_admitted(name: str, cpu: int) -> dict:
+    """A Workload first seen already admitted in cq (a takeover, or a restart reading the cluster)."""
+    t = format_time(T0)
+    usage = {"cpu": str(cpu)}
+    return {"apiVersion": KQ, "kind": "Workload", "metadata": {
+        "name": name, "namespace": "ns", "uid": name, "creationTimestamp": t},
+        "spec": {"queueName": "a", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": usage}}]}}}]},
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "f1"}, "count": 1, "resourceUsage": usage}]},
+            "conditions": [{"type": t_, "status": "True", "reason": t_, "message": "", "lastTransitionTime": t}
+                           for t_ in ("QuotaReserved", "Admitted")]}}
+
+
+def test_a_workload_seen_already_admitted_enters_without_an_entry_penalty_whichever_is_seen_first() -> None:
+    """Kueue pushes an entry penalty only when its scheduler admits a workload; one it finds admitted (a restart
+    rebuilding its cache) only adds its usage. So the order in which the LocalQueue and the Workload are first
+    seen changes nothing: 4 cpu, three half-lives later, is 3.5 consumed either way."""
+    shown = []
+    for lq_first in (True, False):
+        state = ClusterState()
+        _configure(state, T0)
+        _upsert(state, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}, T0)
+        _upsert(state, {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}, T0)
+        _upsert(state, _cluster_queue("cq", usage_based=True), T0)
+        objects = [_local_queue("a", "cq"), _observed_admitted("w", 4)]
+        for d in objects if lq_first else objects[::-1]:
+            _upsert(state, d, T0)
+        assert [sign for _, _, sign, _ in state.afs_history] == [0, 2]
+        consumed, _ = _shown(state, T0 + 30 * MIN)  # type: ignore[misc]
+        shown.append(_cpu(consumed))
+    assert abs(shown[0] - 3.5) < 1e-8 and abs(shown[1] - 3.5) < 1e-8
+
+
 # --- what a LocalQueue's appearance costs ------------------------------------------------------------------------
 
 
