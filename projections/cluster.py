@@ -170,6 +170,9 @@ def _admission_mode(cq: o.ClusterQueue) -> str:
     return scope.admission_mode if scope is not None else ""
 
 
+_STALE = object()
+"""A memo read from no configuration (:attr:`ClusterState._afs_any_of`): it is read again at the next question."""
+
 AFS_SEED_SCALE = 1_000
 """A LocalQueue's Admission Fair Sharing seed (:meth:`ClusterState.seed_afs`) is kept in thousandths of each
 resource's unit: fine beside the floats the usage decays in, and a large memory usage still fits an int64."""
@@ -193,7 +196,7 @@ class ClusterState:
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
-        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected",
+        "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected", "_afs_any_of", "_afs_any",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
@@ -338,6 +341,11 @@ class ClusterState:
         """``metrics.localQueueMetrics`` of :attr:`config`, and the configuration it was read from (derived)."""
         self._lq_selected_of: ev.ConfigRecorded | None = None
         self._lq_every: bool | None = True
+        self._afs_any_of: object = _STALE
+        self._afs_any = False
+        """Whether any LocalQueue may keep Admission Fair Sharing history (the configuration turns it on, or some
+        ClusterQueue orders by it), and the configuration it was read from (:data:`_STALE` once a ClusterQueue's
+        admission mode changed): :meth:`_afs_counted`'s early answer on a cluster without it (derived)."""
         self._lq_selected: dict[str, tuple[o.LocalQueue | None, bool]] = {}
         """:meth:`local_queue_metrics_for` under the configuration ``_lq_selected_of``: its answer for every LocalQueue
         (None: it depends on the selector), and each LocalQueue's answer with the object it was read from (derived)."""
@@ -1424,6 +1432,7 @@ class ClusterState:
                               else None)
                 self.cluster_queues[name] = obj
                 if afs_before is not None:
+                    self._afs_any_of = _STALE
                     self._afs_resync(*afs_before, cqs=(name,))
                 if self._relabelled(CLUSTER_QUEUE, old, obj):
                     self.metrics.forget(name)
@@ -1450,11 +1459,9 @@ class ClusterState:
                 moved_afs = old is not None and old.spec.cluster_queue != obj.spec.cluster_queue
                 if moved_afs:
                     self._afs_drop_local_queue(key)
-                cqs = (obj.spec.cluster_queue,)
-                afs_before = self._afs_view(cqs) if old is None or moved_afs else None
                 self.local_queues[key] = obj
-                if afs_before is not None:
-                    self._afs_resync(*afs_before, cqs=cqs, appeared=key)
+                if old is None or moved_afs:
+                    self._afs_local_queue_appeared(obj)
                 if self._relabelled(LOCAL_QUEUE, old, obj) or self._unselected(old, obj):
                     self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
@@ -1652,6 +1659,8 @@ class ClusterState:
         if kind == "LimitRange":
             before = self.limit_summary(key.partition("/")[0])
         gone = table.pop(key, None) if table is not None else None
+        if afs_before is not None:
+            self._afs_any_of = _STALE  # it may have been the one ordering by Admission Fair Sharing
         if gone is None:
             return
         if kind in ("PriorityClass", "WorkloadPriorityClass"):
@@ -2141,8 +2150,8 @@ class ClusterState:
                 wl.phase = ADMITTED
                 wl.admitted_at = _ms(adm)
             self._charge(wl)
-            if self._afs_counted(wl):
-                self._afs_record(wl, 1)
+            if self._afs_counted(wl):  # found holding quota, not admitted by a decision: no entry penalty (Kueue
+                self._afs_append(wl, AFS_ADD)  # pushes one only as its scheduler admits), whatever was seen first
 
     def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
         """List the checks that apply to ``wl`` in its ClusterQueue (``queue``, else the one it is in): missing
@@ -2436,8 +2445,12 @@ class ClusterState:
         ClusterQueue that holds its quota (Kueue reads the usage off that ClusterQueue's entry for the LocalQueue),
         and it is admitted, or, in a ClusterQueue ordering by Admission Fair Sharing under
         :attr:`afs_anchor_at_reservation`, holds quota (the anchor moves only there: Kueue's
-        ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history."""
-        if wl.phase not in (ADMITTED, RESERVED):
+        ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history. Asked at each
+        reservation, admission and release: a cluster without Admission Fair Sharing is answered at once."""
+        if self._afs_any_of is not self.config:
+            self._afs_any_of, self._afs_any = self.config, self.afs_configured or any(
+                _admission_mode(cq) == USAGE_BASED for cq in self.cluster_queues.values())
+        if not self._afs_any or wl.phase not in (ADMITTED, RESERVED):
             return False
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
         if lq is None or lq.spec.cluster_queue != wl.cluster_queue:
@@ -2461,26 +2474,24 @@ class ClusterState:
                 counted[key] = self._afs_counted(self.workloads[key])
         return tracked, counted
 
-    def _afs_resync(self, tracked: dict[str, bool], counted: dict[str, bool], cqs: tuple[str, ...],
-                    appeared: str | None = None) -> None:
-        """After a change, bring the history of ``cqs``' LocalQueues in line (``tracked``, ``counted``: the
-        :meth:`_afs_view` before; ``appeared``: a LocalQueue that just appeared or moved). A ClusterQueue whose
-        LocalQueues stop needing history drops it (Admission Fair Sharing turned off, or it stopped ordering by it
-        without); one starting to need it seeds them from their persisted status and counts what they hold, as
-        Kueue starts on a restart; a workload counted now and not before (an anchor that moved, a LocalQueue that
-        appeared) enters — settled if it only holds quota, as at the anchor — and one no longer counted leaves."""
+    def _afs_resync(self, tracked: dict[str, bool], counted: dict[str, bool], cqs: tuple[str, ...]) -> None:
+        """After a change of the configuration or of a ClusterQueue, bring the history of ``cqs``' LocalQueues in line
+        (``tracked``, ``counted``: the :meth:`_afs_view` before; a LocalQueue that appears or moves:
+        :meth:`_afs_local_queue_appeared`). A ClusterQueue whose LocalQueues stop needing history drops it
+        (Admission Fair Sharing turned off, or it stopped ordering by it without); one starting to need it seeds them
+        from their persisted status and counts what they hold, as Kueue starts on a restart; a workload counted now
+        and not before (an anchor that moved) enters — settled if it only holds quota, as at the anchor — and one no
+        longer counted leaves."""
         live = {cq for cq in cqs if self.afs_tracks(cq)}
         flipped = {cq for cq in cqs if (cq in live) != tracked.get(cq, False)}
-        for key in sorted(self.local_queues) if flipped else ():  # a LocalQueue's appearance flips nothing
+        for key in sorted(self.local_queues) if flipped else ():
             cq = self.local_queues[key].spec.cluster_queue
             if cq not in flipped:
                 continue
             if cq not in live:
                 self._afs_drop_local_queue(key)
-            elif key != appeared:
+            else:
                 self.seed_afs(self.local_queues[key])
-        if appeared is not None and self.local_queues[appeared].spec.cluster_queue in live:
-            self.seed_afs(self.local_queues[appeared])
         for cq in cqs:
             if cq not in live:
                 continue
@@ -2492,6 +2503,22 @@ class ClusterState:
                     self._afs_append(wl, AFS_SETTLE if wl.phase == RESERVED and self.cq_uses_afs(cq) else AFS_ADD)
                 elif before and not after:
                     self._afs_append(wl, AFS_RELEASE)
+
+    def _afs_local_queue_appeared(self, lq: o.LocalQueue) -> None:
+        """LocalQueue ``lq`` just appeared or moved to another ClusterQueue: where that ClusterQueue keeps history, it
+        is seeded from its status and its own workloads holding that ClusterQueue's quota enter (settled if they only
+        hold quota, as at the anchor). None of them was counted before (:meth:`_afs_counted` needs the LocalQueue in
+        their ClusterQueue), nor does the ClusterQueue's tracking change: so no other workload is looked at, and
+        nothing at all where Admission Fair Sharing is off (a busy ClusterQueue onboarding namespaces)."""
+        cq = lq.spec.cluster_queue
+        if not self.afs_tracks(cq):
+            return
+        self.seed_afs(lq)
+        holders = self.reserving.get(cq, {})
+        for wk in sorted(self.lq_members.get(lq.key, ())):
+            wl = self.workloads[wk]
+            if wk in holders and self._afs_counted(wl):
+                self._afs_append(wl, AFS_SETTLE if wl.phase == RESERVED and self.cq_uses_afs(cq) else AFS_ADD)
 
     def retrack_afs(self) -> None:
         """Restoring a snapshot older than version 47, whose history held a seed for every LocalQueue ever seen and

@@ -201,6 +201,100 @@ def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_need
         (state.time, "ns/a", 0, []), (state.time, "ns/a", 2, [("cpu", 2000)])]
 
 
+def _observed_admitted(name: str, cpu: int) -> dict:
+    """A Workload first seen already admitted in cq (a takeover, or a restart reading the cluster)."""
+    t = format_time(T0)
+    usage = {"cpu": str(cpu)}
+    return {"apiVersion": KQ, "kind": "Workload", "metadata": {
+        "name": name, "namespace": "ns", "uid": name, "creationTimestamp": t},
+        "spec": {"queueName": "a", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+            {"name": "c", "resources": {"requests": usage}}]}}}]},
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "f1"}, "count": 1, "resourceUsage": usage}]},
+            "conditions": [{"type": t_, "status": "True", "reason": t_, "message": "", "lastTransitionTime": t}
+                           for t_ in ("QuotaReserved", "Admitted")]}}
+
+
+def test_a_workload_seen_already_admitted_enters_without_an_entry_penalty_whichever_is_seen_first() -> None:
+    """Kueue pushes an entry penalty only when its scheduler admits a workload; one it finds admitted (a restart
+    rebuilding its cache) only adds its usage. So the order in which the LocalQueue and the Workload are first
+    seen changes nothing: 4 cpu, three half-lives later, is 3.5 consumed either way."""
+    shown = []
+    for lq_first in (True, False):
+        state = ClusterState()
+        _configure(state, T0)
+        _upsert(state, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}, T0)
+        _upsert(state, {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}, T0)
+        _upsert(state, _cluster_queue("cq", usage_based=True), T0)
+        objects = [_local_queue("a", "cq"), _observed_admitted("w", 4)]
+        for d in objects if lq_first else objects[::-1]:
+            _upsert(state, d, T0)
+        assert [sign for _, _, sign, _ in state.afs_history] == [0, 2]
+        consumed, _ = _shown(state, T0 + 30 * MIN)  # type: ignore[misc]
+        shown.append(_cpu(consumed))
+    assert abs(shown[0] - 3.5) < 1e-8 and abs(shown[1] - 3.5) < 1e-8
+
+
+# --- what a LocalQueue's appearance costs ------------------------------------------------------------------------
+
+
+def _counting(monkeypatch) -> list[str]:
+    """Records each workload :meth:`ClusterState._afs_counted` is asked about (a slotted state: patched on the class)."""
+    asked: list[str] = []
+    counted = ClusterState._afs_counted
+
+    def spy(self: ClusterState, wl) -> bool:
+        asked.append(wl.key)
+        return counted(self, wl)
+
+    monkeypatch.setattr(ClusterState, "_afs_counted", spy)
+    return asked
+
+
+def test_a_new_local_queue_looks_at_no_workload_where_admission_fair_sharing_is_off(monkeypatch) -> None:
+    """Nothing of its ClusterQueue can enter a history that is not kept: onboarding a namespace into a busy
+    ClusterQueue must not walk the workloads holding its quota."""
+    state = _state(afs=False)
+    for i in range(5):
+        _reserve(state, f"w{i}", "a", "cq", 1, T0 + MIN)
+    asked = _counting(monkeypatch)
+    _upsert(state, _local_queue("b", "cq"), T0 + 2 * MIN)
+    assert asked == []
+    assert state.afs_history == []
+
+
+def test_a_new_local_queue_looks_only_at_its_own_workloads_where_admission_fair_sharing_is_on(monkeypatch) -> None:
+    """Only its own workloads could start being counted (none could be while it was missing); the others of the
+    ClusterQueue are as they were. Its one admitted workload enters its usage with no entry penalty to settle."""
+    state = _state(usage_based=True)
+    for i in range(5):
+        _reserve(state, f"w{i}", "a", "cq", 1, T0 + MIN)
+    _reserve(state, "mine", "b", "cq", 3, T0 + MIN)  # admitted before its LocalQueue is seen
+    before = len(state.afs_history)
+    asked = _counting(monkeypatch)
+    _upsert(state, _local_queue("b", "cq"), T0 + 2 * MIN)
+    assert asked == ["ns/mine"]
+    assert [(lq, sign, list(u)) for _, lq, sign, u in state.afs_history[before:]] == [
+        ("ns/b", 0, []), ("ns/b", 2, [("cpu", 3000)])]
+
+
+def test_a_cluster_queue_turning_to_admission_fair_sharing_counts_what_it_holds_and_what_it_admits_next() -> None:
+    """Without the configuration stanza nothing is counted until a ClusterQueue orders by it (the fold answers
+    "not counted" at once on such a cluster); from then its LocalQueues start as on a restart, and a deleted and
+    recreated ClusterQueue of the plain kind stops it again."""
+    state = _state(afs=False)
+    _reserve(state, "w1", "a", "cq", 1, T0 + MIN)
+    assert state.afs_history == []
+    _upsert(state, _cluster_queue("cq", usage_based=True), T0 + 2 * MIN)
+    _reserve(state, "w2", "a", "cq", 2, T0 + 3 * MIN)
+    assert [(t, sign, list(u)) for t, _, sign, u in state.afs_history] == [
+        (T0 + 2 * MIN, 0, []), (T0 + 2 * MIN, 2, [("cpu", 1000)]), (T0 + 3 * MIN, 1, [("cpu", 2000)])]
+    _apply(state, ev.ObjectDeleted(time=T0 + 4 * MIN, key="cq", kind="ClusterQueue"))
+    _upsert(state, _cluster_queue("cq", usage_based=False), T0 + 5 * MIN)
+    _reserve(state, "w3", "a", "cq", 3, T0 + 6 * MIN)
+    assert state.afs_history == []
+
+
 # --- the admitted usage folded is what the counted workloads hold, whatever changes -------------------------------
 
 ops = st.lists(st.one_of(
