@@ -322,12 +322,8 @@ def sampled_between(state: ClusterState, config: SchedulerConfig, after: int, up
     f = fold(state, config)
     out = []
     for lq in sorted(f.queues):
-        q = f.queues[lq]
-        start = q.last if q.last is not None else q.anchor
-        if start is None:
-            continue
-        due = start + ((max(after, start) - start) // f.interval + 1) * f.interval
-        if due <= upto:
+        due = _next_due(f, f.queues[lq], after)
+        if due is not None and due <= upto:
             out.append(lq)
     return out
 
@@ -345,13 +341,19 @@ def next_sample(state: ClusterState, config: SchedulerConfig) -> int | None:
     best: int | None = None
     for lq in sorted(f.queues):
         q = f.queues[lq]
-        start = q.last if q.last is not None else q.anchor
-        if start is None:
-            continue
-        due = start + ((max(now, start) - start) // f.interval + 1) * f.interval
-        if (best is None or due < best) and not _converged(f, q, now):
+        due = _next_due(f, q, now)
+        if due is not None and (best is None or due < best) and not _converged(f, q, now):
             best = due
     return best
+
+
+def _next_due(f: AfsFold, q: _Queue, after: int) -> int | None:
+    """A LocalQueue's first sample after ``after``, on its grid (from its last sample, else its anchor); None while
+    it has neither."""
+    start = q.last if q.last is not None else q.anchor
+    if start is None:
+        return None
+    return start + ((max(after, start) - start) // f.interval + 1) * f.interval
 
 
 def _converged(f: AfsFold, q: _Queue, now: int) -> bool:
