@@ -2,10 +2,10 @@
 
 Kueue's durations (``metav1.Duration``) are decoded by Go's parser, so a file is taken or refused by it
 (:mod:`projections.go_duration`, whose ``parse_ns`` gives the exact value in nanoseconds). kueue-es's clock
-counts milliseconds, so its readers take :func:`ceil_ms`: a deadline ``d`` after an instant is reached when the whole milliseconds elapsed are at least
-``d``, which is exactly when they are at least ``d`` rounded up — and a positive duration never becomes zero (zero
-means "off" or "the default" for several fields: ``recoveryTimeout``, ``unscheduledTimeout``,
-``usageSamplingInterval``). Comparisons between durations (validation) use nanoseconds.
+counts milliseconds, so its readers take :func:`ceil_ms`: a deadline ``d`` after an instant is reached when the
+whole milliseconds elapsed are at least ``d``, which is exactly when they are at least ``d`` rounded up — and a
+positive duration never becomes zero (zero means "off" or "the default" for several fields: ``recoveryTimeout``,
+``unscheduledTimeout``, ``usageSamplingInterval``). Comparisons between durations (validation) use nanoseconds.
 """
 
 from __future__ import annotations
