@@ -2500,7 +2500,7 @@ class ClusterState:
                 before = counted.get(key, False) and tracked.get(cq, False)
                 after = self._afs_counted(wl)
                 if after and not before:
-                    self._afs_append(wl, AFS_SETTLE if wl.phase == RESERVED and self.cq_uses_afs(cq) else AFS_ADD)
+                    self._afs_enter(wl)
                 elif before and not after:
                     self._afs_append(wl, AFS_RELEASE)
 
@@ -2518,7 +2518,14 @@ class ClusterState:
         for wk in sorted(self.lq_members.get(lq.key, ())):
             wl = self.workloads[wk]
             if wk in holders and self._afs_counted(wl):
-                self._afs_append(wl, AFS_SETTLE if wl.phase == RESERVED and self.cq_uses_afs(cq) else AFS_ADD)
+                self._afs_enter(wl)
+
+    def _afs_enter(self, wl: WorkloadInfo) -> None:
+        """A workload holding quota starts to count outside a decision (an anchor that moved, its LocalQueue
+        appearing, tracking that starts): settled if it only holds quota in a ClusterQueue ordering by Admission
+        Fair Sharing, as at the anchor; else added without a settlement."""
+        settle = wl.phase == RESERVED and self.cq_uses_afs(wl.cluster_queue)
+        self._afs_append(wl, AFS_SETTLE if settle else AFS_ADD)
 
     def retrack_afs(self) -> None:
         """Restoring a snapshot older than version 47, whose history held a seed for every LocalQueue ever seen and
