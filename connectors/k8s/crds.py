@@ -431,9 +431,7 @@ def provisioning_request_crd() -> dict[str, Any]:
                        "x-kubernetes-list-map-keys": ["type"]},
         "provisioningClassDetails": {"type": "object", "maxProperties": 64,
                                      "additionalProperties": {"type": "string", "maxLength": 32768}}}}
-    schema = {"type": "object", "required": ["spec"], "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status, spec_required=True)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -471,9 +469,7 @@ def jobset_crd() -> dict[str, Any]:
                        "x-kubernetes-list-map-keys": ["type"]},
         "replicatedJobsStatus": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
             "name": {"type": "string"}, **counts}}}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     return _foreign_crd(r, schema)
 
 
@@ -502,9 +498,7 @@ def mpijob_crd() -> dict[str, Any]:
         "conditions": {"type": "array", "items": condition},
         "replicaStatuses": {"type": "object", "additionalProperties": {
             "type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": counts}}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     return _foreign_crd(MPIJOBS, schema)
 
 
@@ -530,9 +524,7 @@ def raycluster_crd() -> dict[str, Any]:
     validation or defaulting."""
     status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
         "state": {"type": "string"}, "reason": {"type": "string"}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": _ray_cluster_spec(), "status": status}}
+    schema = _object_schema(_ray_cluster_spec(), status)
     return _foreign_crd(RAYCLUSTERS, schema)
 
 
@@ -552,9 +544,7 @@ def rayjob_crd() -> dict[str, Any]:
         "rayClusterName": {"type": "string"},
         "rayClusterStatus": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
                              "properties": {"state": {"type": "string"}}}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     return _foreign_crd(RAYJOBS, schema)
 
 
@@ -570,9 +560,7 @@ def rayservice_crd() -> dict[str, Any]:
         "conditions": {"type": "array", "items": condition},
         "activeServiceStatus": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
                                 "properties": {"rayClusterName": {"type": "string"}}}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     return _foreign_crd(RAYSERVICES, schema)
 
 
@@ -589,9 +577,7 @@ def sparkapplication_crd() -> dict[str, Any]:
         "applicationState": {**loose, "properties": {"state": {"type": "string"},
                                                      "errorMessage": {"type": "string"}}},
         "executorState": {"type": "object", "additionalProperties": {"type": "string"}}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     crd = _foreign_crd(SPARK_APPLICATIONS, schema)
     # a *.k8s.io group is protected: the apiserver wants its approval annotation (an unapproved one is served)
     crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, a minimal structural CRD for tests"}
@@ -613,9 +599,7 @@ def leaderworkerset_crd() -> dict[str, Any]:
         "startupPolicy": {"type": "string"}, "leaderWorkerTemplate": lwt}}
     status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
         "replicas": {"type": "integer", "format": "int32"}, "updatedReplicas": {"type": "integer", "format": "int32"}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     return _foreign_crd(LEADER_WORKER_SETS, schema)
 
 
@@ -640,9 +624,7 @@ def trainjob_crd() -> dict[str, Any]:
         "name": {"type": "string"}, **{k: integer for k in ("ready", "succeeded", "failed", "active", "suspended")}}}
     status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
         "conditions": {"type": "array", "items": condition}, "jobsStatus": {"type": "array", "items": job_status}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     return _foreign_crd(TRAINJOBS, schema)
 
 
@@ -651,9 +633,7 @@ def training_runtime_crd(cluster: bool = False) -> dict[str, Any]:
     ClusterTrainingRuntimes, cluster-scoped), as :func:`trainjob_crd`: the spec's ``mlPolicy`` and ``template`` (a
     JobSet template) kept as written."""
     kept = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": {**kept, "properties": {"mlPolicy": kept, "template": kept}}}}
+    schema = _object_schema({**kept, "properties": {"mlPolicy": kept, "template": kept}})
     crd = _foreign_crd(CLUSTER_TRAINING_RUNTIMES if cluster else TRAINING_RUNTIMES, schema)
     if cluster:
         crd["spec"]["scope"] = "Cluster"
@@ -695,10 +675,23 @@ def appwrapper_crd() -> dict[str, Any]:
                        "x-kubernetes-list-map-keys": ["type"]},
         "componentStatus": {"type": "array", "items": {"type": "object", _PRESERVE: True, "properties": {
             "podSets": {"type": "array", "items": pod_set}}}}}}
-    schema = {"type": "object", "properties": {
-        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-        "spec": spec, "status": status}}
+    schema = _object_schema(spec, status)
     return _foreign_crd(APPWRAPPERS, schema)
+
+
+def _object_schema(spec: dict[str, Any], status: dict[str, Any] | None = None, *, spec_required: bool = False
+                   ) -> dict[str, Any]:
+    """The top of a kind's ``openAPIV3Schema``: an object with ``apiVersion``, ``kind``, ``metadata``, ``spec`` and
+    (when given) ``status``, the ``spec`` required when ``spec_required``."""
+    schema: dict[str, Any] = {"type": "object"}
+    if spec_required:
+        schema["required"] = ["spec"]
+    properties = {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                  "spec": spec}
+    if status is not None:
+        properties["status"] = status
+    schema["properties"] = properties
+    return schema
 
 
 def _foreign_crd(r: Resource, schema: dict[str, Any]) -> dict[str, Any]:

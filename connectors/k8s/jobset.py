@@ -148,11 +148,24 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_jobset: dict[str, An
     :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
     :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
     meta = raw_jobset["metadata"]
+    return job_workload(state, keys, raw_jobset, name, pod_sets(raw_jobset, tas=state.tas_enabled),
+                        pod_priority_class(raw_jobset), controller_ref(meta["name"], meta["uid"]))
+
+
+def job_workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: str,
+                 pod_sets: list[dict[str, Any]], pods_priority_class: str | None, owner: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """The Workload of a job ``raw`` (as stored) that one Workload runs whole — the JobSet, MPIJob, training
+    operator's jobs (:mod:`connectors.k8s.kubeflow`) and the kinds built on :func:`connectors.k8s.raycluster.workload`
+    — given its ``pod_sets``, the priority class its pods name and its controller reference ``owner``: the queue,
+    priority, maximum execution time, copied labels and ``provreq.kueue.x-k8s.io/`` annotations from its metadata,
+    as Kueue's job framework builds one for any such kind; raises as :func:`workload_for`."""
+    meta = raw["metadata"]
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    spec: dict[str, Any] = {"podSets": pod_sets(raw_jobset, tas=state.tas_enabled)}
+    spec: dict[str, Any] = {"podSets": pod_sets}
     if labels.get(QUEUE_LABEL):
         spec = {"queueName": labels[QUEUE_LABEL], **spec}
-    priority = workload_priority(state, labels, pod_priority_class(raw_jobset))
+    priority = workload_priority(state, labels, pods_priority_class)
     if priority is not None:
         spec["priorityClassRef"], spec["priority"] = priority
     max_exec = max_execution_seconds(labels)
@@ -163,7 +176,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_jobset: dict[str, An
         "name": name, "namespace": meta["namespace"],
         "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
         "finalizers": [FINALIZER],
-        "ownerReferences": [controller_ref(meta["name"], meta["uid"])],
+        "ownerReferences": [owner],
     }
     if wl_annotations:
         wl_meta["annotations"] = wl_annotations

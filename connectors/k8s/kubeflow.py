@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import mpijob, podsetinfo, workload_names
-from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
+from connectors.k8s.jobset import BadPodSets, job_workload, recorded_info, write_template
 from connectors.k8s.mpijob import MPIJobStatus, ReplicaSpec, RunPolicy
 from connectors.k8s.resources import KUBEFLOW_JOBS, Resource
 from events import objects as o
@@ -116,9 +116,9 @@ class TrainingKind(workload_names.NamedByResource):
                      ) -> dict[str, Any]:
         """The Workload to create for ``raw`` (as stored) under ``name``; raises as
         :func:`connectors.k8s.mpijob.workload_for` does."""
-        return mpijob.job_workload(state, keys, raw, name, self.pod_sets(raw, tas=state.tas_enabled),
-                                   self.priority_class(msgspec.convert(raw, self.ITEM)),
-                                   self.controller_ref(raw["metadata"]["name"], raw["metadata"]["uid"]))
+        return job_workload(state, keys, raw, name, self.pod_sets(raw, tas=state.tas_enabled),
+                            self.priority_class(msgspec.convert(raw, self.ITEM)),
+                            self.controller_ref(raw["metadata"]["name"], raw["metadata"]["uid"]))
 
     # --- starting and stopping ----------------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityC
 from connectors.k8s.jobframework import admission_gate_change, admission_gate_patch
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
-from connectors.k8s.owner_index import OwnerIndex
+from connectors.k8s.owner_index import OwnerIndex, following
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.pod_webhook import FINALIZER as POD_FINALIZER
@@ -158,18 +158,13 @@ class LeaderWorkerSetIntegration:
     # --- running -------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        for key, obs in self.mirror.workloads.items():
-            self.owners.add(key, obs)
-        self.mirror.listeners.append(self._on_applied)
-        try:
+        with following(self.mirror, self.owners, self._on_applied):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.sets.run(absent=self._wait_for_framework), name="k8s-leaderworkersets-watch")
                 tg.create_task(self.pods.run(absent=self._wait_for_framework), name="k8s-lws-pods-watch")
                 await self.sets.synced.wait()
                 self.dirty |= {SET_PREFIX + k for k in self.owners.owned}  # sets gone while no one watched
                 await KeyedWorkers(self._guarded, self.concurrency).run(self._take, self._signal, self._retry.timeout)
-        finally:
-            self.mirror.listeners.remove(self._on_applied)
 
     async def _wait_for_framework(self) -> None:
         self._config_recorded.clear()

@@ -35,16 +35,12 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, workload_names
-from connectors.k8s.copied_metadata import copied, workload_annotations
-from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import max_execution_seconds, topology_request
-from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
-from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, MPIJOBS
+from connectors.k8s.jobs import topology_request
+from connectors.k8s.jobset import BadPodSets, job_workload, recorded_info, write_template
+from connectors.k8s.resources import MPIJOBS
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
-from projections.in_use import FINALIZER
 
 KIND = "MPIJob"
 LAUNCHER, WORKER = "Launcher", "Worker"
@@ -163,36 +159,6 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_mpijob: dict[str, An
     meta = raw_mpijob["metadata"]
     return job_workload(state, keys, raw_mpijob, name, pod_sets(raw_mpijob, tas=state.tas_enabled),
                         priority_class(msgspec.convert(raw_mpijob, MPIJob)), controller_ref(meta["name"], meta["uid"]))
-
-
-def job_workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: str,
-                 pod_sets: list[dict[str, Any]], pods_priority_class: str | None, owner: dict[str, Any]
-                 ) -> dict[str, Any]:
-    """The Workload of a job with a ``runPolicy`` (an MPIJob, a training operator's job: :mod:`connectors.k8s.kubeflow`)
-    as stored, ``raw``, given its ``pod_sets``, the priority class its pods name and its controller reference
-    ``owner``: the queue, priority, maximum execution time, copied labels and ``provreq.kueue.x-k8s.io/``
-    annotations from its metadata; raises as :func:`workload_for`."""
-    meta = raw["metadata"]
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    spec: dict[str, Any] = {"podSets": pod_sets}
-    if labels.get(QUEUE_LABEL):
-        spec = {"queueName": labels[QUEUE_LABEL], **spec}
-    priority = workload_priority(state, labels, pods_priority_class)
-    if priority is not None:
-        spec["priorityClassRef"], spec["priority"] = priority
-    max_exec = max_execution_seconds(labels)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_annotations = workload_annotations(state, keys, annotations)
-    wl_meta: dict[str, Any] = {
-        "name": name, "namespace": meta["namespace"],
-        "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
-        "finalizers": [FINALIZER],
-        "ownerReferences": [owner],
-    }
-    if wl_annotations:
-        wl_meta["annotations"] = wl_annotations
-    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": spec}
 
 
 # --- starting and stopping ------------------------------------------------------------------------------------

@@ -8,12 +8,16 @@ Why here: the log holds no Pods or JobSets, so the mirror cannot say which of th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+import contextlib
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from events import objects as o
 from events import schema as ev
+
+if TYPE_CHECKING:
+    from connectors.k8s.mirror import Mirror
 
 
 class OwnerIndex:
@@ -73,6 +77,20 @@ class OwnerIndex:
         if owner is not None:
             keys.add(owner)
         return keys
+
+
+@contextlib.contextmanager
+def following(mirror: Mirror, owners: OwnerIndex, on_applied: Callable[[list[ev.Record]], None]) -> Iterator[None]:
+    """For the block: ``owners`` indexes the Workloads ``mirror`` holds now, and ``on_applied`` is told every batch
+    of records the log applies (and keeps the index from them: :meth:`OwnerIndex.touched`) — an integration's
+    watch of the log, from its start to its end."""
+    for key, obs in mirror.workloads.items():
+        owners.add(key, obs)
+    mirror.listeners.append(on_applied)
+    try:
+        yield
+    finally:
+        mirror.listeners.remove(on_applied)
 
 
 async def once(acted: dict[str, tuple[str, str]], key: str, marker: tuple[str, str],

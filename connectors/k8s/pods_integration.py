@@ -119,7 +119,7 @@ from connectors.k8s.jobframework import (
 )
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
-from connectors.k8s.owner_index import OwnerIndex, once
+from connectors.k8s.owner_index import OwnerIndex, following, once
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
@@ -239,10 +239,7 @@ class PodIntegration:
 
     async def run(self) -> None:
         """Watch the managed Pods and reconcile every dirty one, up to ``concurrency`` at a time."""
-        for key, obs in self.mirror.workloads.items():
-            self.owners.add(key, obs)
-        self.mirror.listeners.append(self._on_applied)
-        try:
+        with following(self.mirror, self.owners, self._on_applied):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.informer.run(), name="k8s-pods-watch")
                 tg.create_task(self.statefulsets.run(), name="k8s-statefulsets-watch")
@@ -252,8 +249,6 @@ class PodIntegration:
                                if pod_group.is_group_workload(obs) and k not in self.members}
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
                     self._take, self._signal, self._retry.timeout)
-        finally:
-            self.mirror.listeners.remove(self._on_applied)
 
     def _take(self) -> set[str]:
         keys = self.dirty | self._retry.due()

@@ -35,16 +35,11 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import podsetinfo, ray_head_resources, workload_names
-from connectors.k8s.copied_metadata import copied, workload_annotations
-from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import max_execution_seconds
-from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
-from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, RAYCLUSTERS
+from connectors.k8s.jobset import BadPodSets, job_workload, recorded_info, write_template
+from connectors.k8s.resources import RAYCLUSTERS
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
-from projections.in_use import FINALIZER
 from projections.workloads import topology_request_from_annotations
 
 __all__ = ["BadPodSets"]
@@ -151,25 +146,7 @@ def workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: s
              owner: dict[str, Any]) -> dict[str, Any]:
     """The Workload of Ray object ``raw`` (as stored) under ``name`` with ``pod_sets``, owned by ``owner``; raises
     as :func:`workload_for` says."""
-    meta = raw["metadata"]
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    spec: dict[str, Any] = {"podSets": pod_sets}
-    if labels.get(QUEUE_LABEL):
-        spec = {"queueName": labels[QUEUE_LABEL], **spec}
-    priority = workload_priority(state, labels, first_priority_class(pod_sets))
-    if priority is not None:
-        spec["priorityClassRef"], spec["priority"] = priority
-    max_exec = max_execution_seconds(labels)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_annotations = workload_annotations(state, keys, annotations)
-    wl_meta: dict[str, Any] = {
-        "name": name, "namespace": meta["namespace"],
-        "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
-        "finalizers": [FINALIZER], "ownerReferences": [owner]}
-    if wl_annotations:
-        wl_meta["annotations"] = wl_annotations
-    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": spec}
+    return job_workload(state, keys, raw, name, pod_sets, first_priority_class(pod_sets), owner)
 
 
 def pod_sets(raw_cluster: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:

@@ -54,7 +54,7 @@ from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored
 from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
-from connectors.k8s.owner_index import OwnerIndex
+from connectors.k8s.owner_index import OwnerIndex, following
 from connectors.k8s.workers import KeyedWorkers
 from events import objects as o
 from events import schema as ev
@@ -125,10 +125,7 @@ class WatchedJobIntegration(JobReconciler[J]):
 
     async def run(self) -> None:
         """Watch the kind and reconcile every dirty object, up to ``concurrency`` at a time."""
-        for key, obs in self.mirror.workloads.items():
-            self.owners.add(key, obs)
-        self.mirror.listeners.append(self._on_applied)
-        try:
+        with following(self.mirror, self.owners, self._on_applied):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.informer.run(absent=self._wait_for_framework), name=f"k8s-{self.NOUN}s-watch")
                 for informer in self.side_informers():
@@ -137,8 +134,6 @@ class WatchedJobIntegration(JobReconciler[J]):
                 self.dirty |= self.workloads_of.keys()  # objects gone while no one watched
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
                     self._take, self._signal, self._retry.timeout)
-        finally:
-            self.mirror.listeners.remove(self._on_applied)
 
     def _take(self) -> set[str]:
         keys = self.dirty | self._retry.due()

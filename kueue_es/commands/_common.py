@@ -463,6 +463,21 @@ def warn_outside(args: argparse.Namespace, end: int, state: ClusterState, done: 
         warn(f"--at {format_time_ms(args.at)} is before the log's first event; the state is empty")
 
 
+def state_at(args: argparse.Namespace) -> ClusterState:
+    """The state at the point ``args`` name (``--to``/``--at``, else the end) of the log ``args.log``, folded from
+    its newest usable checkpoint (:func:`start_state`), a point outside the log said on stderr: what a read-only
+    command that looks at one point needs."""
+    log = open_readonly(args.log)
+    try:
+        end = log_end(log)
+        state, _ = start_state(log, args)
+        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
+    finally:
+        log.close_sync()
+    warn_outside(args, end, state, "folded")
+    return state
+
+
 def warn(message: str) -> None:
     sys.stderr.write(f"kueue-es: warning: {one_line(message)}\n")
 

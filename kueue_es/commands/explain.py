@@ -21,16 +21,12 @@ from kueue_es.commands._common import (
     add_output_argument,
     add_point_arguments,
     add_source_arguments,
-    fold_log,
     key_arg,
     load_kueue_config,
-    log_end,
-    open_readonly,
     path_arg,
     render_table,
-    start_state,
+    state_at,
     time_arg,
-    warn_outside,
     where_folded,
     write_data,
 )
@@ -70,14 +66,7 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
     if args.now is not None:
         raise InvalidInput("--now goes with -f; with --log the attempt is at the log's time (use --at)")
     override = load_kueue_config(args.config)
-    log = open_readonly(args.log)
-    try:
-        end = log_end(log)
-        state, _ = start_state(log, args)
-        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
-    finally:
-        log.close_sync()
-    warn_outside(args, end, state, "folded")
+    state = state_at(args)
     return state, override or config_record.in_force(state) or DEFAULT, state.time
 
 

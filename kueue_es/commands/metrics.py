@@ -15,11 +15,7 @@ from kueue_es.commands._common import (
     add_checkpoints_argument,
     add_log_argument,
     add_point_arguments,
-    fold_log,
-    log_end,
-    open_readonly,
-    start_state,
-    warn_outside,
+    state_at,
 )
 
 
@@ -38,13 +34,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from kueue_es import metrics  # prometheus_client: only when asked
 
-    log = open_readonly(args.log)
-    try:
-        end = log_end(log)
-        state, _ = start_state(log, args)
-        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
-    finally:
-        log.close_sync()
-    warn_outside(args, end, state, "folded")
+    state = state_at(args)
     sys.stdout.write(metrics.text([state]))
     return 0

@@ -26,6 +26,9 @@ metadata:
   name: fine
 """
 
+WORKLOAD = GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+"""A good document, then the head of Workload ``team/w``: a case adds the rest of it."""
+
 BAD_INPUTS = {
     "malformed-yaml": (
         GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: [oops}\n",
@@ -57,13 +60,7 @@ BAD_INPUTS = {
         ["document 2", "(ClusterQueue cq)", "field `spec.resourceGroups[0].flavors[0].resources` is required"],
     ),
     "bad-quantity": (
-        GOOD_DOC + textwrap.dedent("""\
-            ---
-            apiVersion: kueue.x-k8s.io/v1beta2
-            kind: Workload
-            metadata:
-              name: w
-              namespace: team
+        WORKLOAD + textwrap.dedent("""\
             spec:
               queueName: lq
               podSets:
@@ -81,13 +78,7 @@ BAD_INPUTS = {
          "invalid quantity 'two'"],
     ),
     "bad-slice-layer": (
-        GOOD_DOC + textwrap.dedent("""\
-            ---
-            apiVersion: kueue.x-k8s.io/v1beta2
-            kind: Workload
-            metadata:
-              name: w
-              namespace: team
+        WORKLOAD + textwrap.dedent("""\
             spec:
               queueName: lq
               podSets:
@@ -107,41 +98,35 @@ BAD_INPUTS = {
          "field `spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size` must be >= 1, got 0"],
     ),
     "reclaimable-pods-count": (
-        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
-        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
+        WORKLOAD + "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
         "status:\n  reclaimablePods: [{name: main, count: 3}]\n",
         ["document 2", "(Workload w)",
          "field `status.reclaimablePods[main].count`: must be between 0 and the pod set's count (2), got 3"],
     ),
     "reclaimable-pods-name": (
-        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
-        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
+        WORKLOAD + "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
         "status:\n  reclaimablePods: [{name: workers, count: 1}]\n",
         ["document 2", "(Workload w)", "field `status.reclaimablePods[workers].name`: not a pod set (pod sets: main)"],
     ),
     "integer-beyond-64-bits": (
-        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
-        "spec:\n  queueName: lq\n  priority: 18446744073709551616\n  podSets:\n  - name: main\n    count: 1\n"
+        WORKLOAD + "spec:\n  queueName: lq\n  priority: 18446744073709551616\n  podSets:\n  - name: main\n    count: 1\n"
         "    template: {spec: {containers: [{name: c}]}}\n",
         ["document 2", "(Workload w)", "field `spec.priority`: 18446744073709551616 is out of range (at most 64 bits)"],
     ),
     "integer-as-a-string-beyond-64-bits": (  # converted to an integer of any size: the log's codec could not take it
-        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
-        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: '999999999999999999999999999999'\n"
+        WORKLOAD + "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: '999999999999999999999999999999'\n"
         "    template: {spec: {containers: [{name: c}]}}\n",
         ["document 2", "(Workload w)",
          "field `spec.podSets[0].count`: 999999999999999999999999999999 is out of range (at most 64 bits)"],
     ),
     "bad-request-beside-a-limit": (
-        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
-        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: "
+        WORKLOAD + "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: "
         "[{name: c, resources: {requests: {cpu: NaN}, limits: {cpu: '1'}}}]}}\n",
         ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources: cpu`",
          "invalid quantity 'NaN'"],
     ),
     "bad-admission-usage": (
-        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
-        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: [{name: c}]}}\n"
+        WORKLOAD + "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: [{name: c}]}}\n"
         "status:\n  admission:\n    clusterQueue: cq\n    podSetAssignments:\n    - name: main\n"
         "      flavors: {cpu: fine}\n      resourceUsage: {cpu: lots}\n",
         ["document 2", "(Workload w)", "field `status.admission.podSetAssignments[0].resourceUsage.cpu`",
@@ -190,13 +175,7 @@ BAD_INPUTS = {
         ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.overhead.cpu`", "invalid quantity 'x'"],
     ),
     "max-execution-time-below-1": (
-        GOOD_DOC + textwrap.dedent("""\
-            ---
-            apiVersion: kueue.x-k8s.io/v1beta2
-            kind: Workload
-            metadata:
-              name: w
-              namespace: team
+        WORKLOAD + textwrap.dedent("""\
             spec:
               queueName: lq
               maximumExecutionTimeSeconds: 0

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from runpolicyhelp import replica, run_policy
 
 from connectors.k8s import job_selection, podsetinfo
 from connectors.k8s import kubeflow as kf
@@ -25,29 +26,12 @@ RANK = {"podIndexLabel": "training.kubeflow.org/replica-index"}
 PYTORCH, TF = kf.KINDS["PyTorchJob"], kf.KINDS["TFJob"]
 
 
-def replica(replicas: int | None = 1, annotations: dict[str, str] | None = None, priority_class: str = "",
-            node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if node_selector:
-        spec["nodeSelector"] = node_selector
-    out: dict[str, Any] = {"template": {"metadata": {"annotations": annotations} if annotations else {},
-                                        "spec": spec}}
-    if replicas is not None:
-        out["replicas"] = replicas
-    return out
-
-
 def raw_job(kind: kf.TrainingKind, specs: dict[str, Any], *, suspend: bool | None = True,
             scheduling_priority: str = "") -> dict[str, Any]:
-    run_policy: dict[str, Any] = {} if suspend is None else {"suspend": suspend}
-    if scheduling_priority:
-        run_policy["schedulingPolicy"] = {"priorityClass": scheduling_priority}
     return {"apiVersion": "kubeflow.org/v1", "kind": kind.KIND,
             "metadata": {"name": "job", "namespace": "ns", "uid": UID, "resourceVersion": "5",
                          "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-            "spec": {"runPolicy": run_policy, kind.specs_field: specs}}
+            "spec": {"runPolicy": run_policy(suspend, scheduling_priority), kind.specs_field: specs}}
 
 
 def view(kind: kf.TrainingKind, raw: dict[str, Any]) -> Any:

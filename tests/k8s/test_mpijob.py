@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from runpolicyhelp import replica, run_policy
 
 from connectors.k8s import job_selection, podsetinfo
 from connectors.k8s import mpijob as mj
@@ -22,29 +23,12 @@ REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 
 
-def replica(replicas: int | None = 1, annotations: dict[str, str] | None = None, priority_class: str = "",
-            node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if node_selector:
-        spec["nodeSelector"] = node_selector
-    out: dict[str, Any] = {"template": {"metadata": {"annotations": annotations} if annotations else {},
-                                        "spec": spec}}
-    if replicas is not None:
-        out["replicas"] = replicas
-    return out
-
-
 def raw_mpijob(specs: dict[str, Any], *, labels: dict[str, str] | None = None, suspend: bool | None = True,
                scheduling_priority: str = "") -> dict[str, Any]:
-    run_policy: dict[str, Any] = {} if suspend is None else {"suspend": suspend}
-    if scheduling_priority:
-        run_policy["schedulingPolicy"] = {"priorityClass": scheduling_priority}
     return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
             "metadata": {"name": "pi", "namespace": "ns", "uid": UID, "resourceVersion": "5",
                          "labels": {"kueue.x-k8s.io/queue-name": "lq", **(labels or {})}},
-            "spec": {"runPolicy": run_policy, "mpiReplicaSpecs": specs}}
+            "spec": {"runPolicy": run_policy(suspend, scheduling_priority), "mpiReplicaSpecs": specs}}
 
 
 def view(raw: dict[str, Any]) -> mj.MPIJob:
