@@ -1929,17 +1929,17 @@ class ClusterState:
                 pod_sets=pod_sets, active=spec.active, labels=dict(meta.labels),
                 resource_version=meta.resource_version,
                 max_execution_seconds=spec.maximum_execution_time_seconds,
-                provreq_parameters=parameters,
                 generation=meta.generation,
-                admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 owner=(owner := owner_of(meta)),
                 owner_uid=(uid := grouped_owner_uid(meta, owner)) or variants.kept_uid(meta, owner),
-                boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
-                replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
-                unhealthy_threshold=threshold,
-                own_pods_ready=own,
             )
+            if annotations:  # what they say; without any, the defaults. (Not passed above: msgspec matches every
+                # keyword of a constructor against each field left to its default, ~5,000 instructions for these.)
+                wl.provreq_parameters, wl.admission_gate, wl.metric_annotations = parameters, gate, metric_annotations
+                wl.boost, wl.boost_annotation, wl.replaces, wl.elastic = boost, boost_annotation, replaces, elastic
+                wl.component_index, wl.allowed_flavors, wl.unhealthy_threshold = component, allowed, threshold
+                wl.own_pods_ready = own
             if spec.preemption_gates:
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
             self.pod_templates[key] = pod_templates(spec)
