@@ -135,6 +135,7 @@ from projections.workloads import (
     readjusted,
     reclaimable_of,
     replacement_pods_condition,
+    shared_spec_templates,
     unadmitted_reason,
     unhealthy_threshold_of,
     waits_for_replacement_pods,
@@ -1942,7 +1943,7 @@ class ClusterState:
                 wl.own_pods_ready = own
             if spec.preemption_gates:
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
-            self.pod_templates[key] = pod_templates(spec)
+            self.pod_templates[key] = shared_spec_templates(spec) if type(w) is LazyWorkload else pod_templates(spec)
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
             self.reflag(wl)
