@@ -1928,13 +1928,12 @@ class ClusterState:
                 key=key, uid=meta.uid, namespace=meta.namespace, name=meta.name,
                 queue_name=spec.queue_name, created=created, priority=priority, priority_class=pclass,
                 pod_sets=pod_sets, active=spec.active, labels=dict(meta.labels),
-                resource_version=meta.resource_version,
-                max_execution_seconds=spec.maximum_execution_time_seconds,
-                generation=meta.generation,
-                pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
+                resource_version=meta.resource_version, generation=meta.generation,
                 owner=(owner := owner_of(meta)),
                 owner_uid=(uid := grouped_owner_uid(meta, owner)) or variants.kept_uid(meta, owner),
-            )
+            )  # (at most 15 keywords: with more, Python passes them in a dict built for the call)
+            wl.max_execution_seconds = spec.maximum_execution_time_seconds
+            wl.pod_owned = bool(meta.owner_references) and owned_by_single_pod(meta)
             if annotations:  # what they say; without any, the defaults. (Not passed above: msgspec matches every
                 # keyword of a constructor against each field left to its default, ~5,000 instructions for these.)
                 wl.provreq_parameters, wl.admission_gate, wl.metric_annotations = parameters, gate, metric_annotations
