@@ -135,6 +135,7 @@ from projections.workloads import (
     readjusted,
     reclaimable_of,
     replacement_pods_condition,
+    shared_spec_templates,
     unadmitted_reason,
     unhealthy_threshold_of,
     waits_for_replacement_pods,
@@ -1927,22 +1928,21 @@ class ClusterState:
                 key=key, uid=meta.uid, namespace=meta.namespace, name=meta.name,
                 queue_name=spec.queue_name, created=created, priority=priority, priority_class=pclass,
                 pod_sets=pod_sets, active=spec.active, labels=dict(meta.labels),
-                resource_version=meta.resource_version,
-                max_execution_seconds=spec.maximum_execution_time_seconds,
-                provreq_parameters=parameters,
-                generation=meta.generation,
-                admission_gate=gate,
-                pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
+                resource_version=meta.resource_version, generation=meta.generation,
                 owner=(owner := owner_of(meta)),
                 owner_uid=(uid := grouped_owner_uid(meta, owner)) or variants.kept_uid(meta, owner),
-                boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
-                replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
-                unhealthy_threshold=threshold,
-                own_pods_ready=own,
-            )
+            )  # (at most 15 keywords: with more, Python passes them in a dict built for the call)
+            wl.max_execution_seconds = spec.maximum_execution_time_seconds
+            wl.pod_owned = bool(meta.owner_references) and owned_by_single_pod(meta)
+            if annotations:  # what they say; without any, the defaults. (Not passed above: msgspec matches every
+                # keyword of a constructor against each field left to its default, ~5,000 instructions for these.)
+                wl.provreq_parameters, wl.admission_gate, wl.metric_annotations = parameters, gate, metric_annotations
+                wl.boost, wl.boost_annotation, wl.replaces, wl.elastic = boost, boost_annotation, replaces, elastic
+                wl.component_index, wl.allowed_flavors, wl.unhealthy_threshold = component, allowed, threshold
+                wl.own_pods_ready = own
             if spec.preemption_gates:
                 self._take_gates(wl, spec.preemption_gates, w.status.preemption_gates)
-            self.pod_templates[key] = pod_templates(spec)
+            self.pod_templates[key] = shared_spec_templates(spec) if type(w) is LazyWorkload else pod_templates(spec)
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
             self.reflag(wl)

@@ -526,6 +526,24 @@ def pod_templates(spec: o.WorkloadSpec, current: tuple[o.PodTemplateSpec, ...] |
     return found
 
 
+_SHARED_SPEC_TEMPLATES: dict[int, tuple[o.WorkloadSpec, tuple[o.PodTemplateSpec, ...]]] = {}
+
+
+def shared_spec_templates(spec: o.WorkloadSpec) -> tuple[o.PodTemplateSpec, ...]:
+    """:func:`pod_templates` of a spec many upserts share (a lazily decoded one: one object per distinct encoding,
+    :mod:`events.lazy`), remembered with the spec, so that the Workloads of one job template and queue (most of a
+    busy log's new workloads) encode it once. The spec is kept with its entry (its id is not reused meanwhile);
+    cleared when full: a cache, never state."""
+    memo = _SHARED_SPEC_TEMPLATES.get(id(spec))
+    if memo is not None and memo[0] is spec:
+        return memo[1]
+    if len(_SHARED_SPEC_TEMPLATES) >= 8192:
+        _SHARED_SPEC_TEMPLATES.clear()
+    templates = pod_templates(spec)
+    _SHARED_SPEC_TEMPLATES[id(spec)] = (spec, templates)
+    return templates
+
+
 def intern_templates(templates: tuple[o.PodTemplateSpec, ...]) -> tuple[o.PodTemplateSpec, ...]:
     key = _ENC.encode(templates)
     found = _TEMPLATES.get(key)

@@ -187,3 +187,15 @@ def test_lazy_fold_digest_is_the_same_under_different_hash_seeds(tmp_path) -> No
         assert res.returncode == 0, res.stderr
         outputs.add(res.stdout.strip())
     assert outputs == {expected}
+
+
+def test_workloads_of_one_spec_encoding_take_its_templates() -> None:
+    """A lazily decoded spec is one object for every upsert of the same encoding; the templates the fold keeps for
+    each workload first seen with it are that spec's, and a workload of another spec keeps its own."""
+    same = [workload("ns0", f"w{i}", cpu="1") for i in range(2)]
+    other = workload("ns0", "w2", cpu="2")
+    state = fold(decoded([[upsert(w, T0) for w in (*same, other)]], lazy=True))
+    for w in (*same, other):
+        assert state.pod_templates[w.key] == tuple(ps.template for ps in w.spec.pod_sets)
+    assert state.pod_templates["ns0/w0"] is state.pod_templates["ns0/w1"]
+    assert state.pod_templates["ns0/w2"] != state.pod_templates["ns0/w0"]
