@@ -452,6 +452,11 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         wl = wls.get(key)
         if wl is None or wl.phase != PENDING:
             continue
+        if not wl.active and not _shows_evicted(wl) and not workload_problem(wl.pod_sets):
+            # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile
+            out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
+                                              message="The workload is deactivated", **base))
+            continue
         rq = wl.condition("Requeued")
         if wl.active and rq is not None and rq.status == "False":
             restarted = _restarted(state, wl, rq.reason)
@@ -486,6 +491,11 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                 current.reason in QUEUE_BLOCKERS or current.reason == ADMISSION_GATED):
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
                                           **base))
+
+
+def _shows_evicted(wl: WorkloadInfo) -> bool:
+    c = wl.condition("Evicted")
+    return c is not None and c.status == "True"
 
 
 def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message: str) -> tuple[str, str]:
