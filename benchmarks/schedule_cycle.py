@@ -97,7 +97,7 @@ def main() -> None:
     ap.add_argument("--cqs", type=int, default=1000)
     ap.add_argument("--per-cq", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=31)
-    ap.add_argument("--fair-sharing", action="store_true", help="with Fair Sharing on (config fairSharing: {})")
+    ap.add_argument("--fair-sharing", action="store_true", help="with Fair Sharing on (config fairSharing with the two-step preemption strategies)")
     ap.add_argument("--freeze", action="store_true",
                     help="gc.freeze() after building the state, as a long-running service may do after loading: "
                          "the loaded heap is then left out of generation-2 collections")
@@ -106,7 +106,7 @@ def main() -> None:
     state = build(args.cqs, args.per_cq)
     print(f"state: {args.cqs} ClusterQueues, {len(state.workloads)} pending workloads "
           f"(built in {time.perf_counter() - t:.1f}s)")
-    config = load_config({"fairSharing": {}}) if args.fair_sharing else DEFAULT
+    config = load_config({"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}) if args.fair_sharing else DEFAULT
     run_cycle(state, config, T0, 1)  # warm the compiled ClusterQueues and the quota tree (built once per spec)
     if args.freeze:
         gc.collect()

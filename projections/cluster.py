@@ -2691,23 +2691,29 @@ class ClusterState:
             reason = "Preempted"
         else:
             reason = e.reason
-        wl.set_condition("Evicted", "True", reason, e.message, e.time)
-        blocked = wl.condition(BLOCKED_ON_PREEMPTION_GATES)
-        if blocked is not None and blocked.status == "True":
-            wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, "False", reason, e.message, e.time)
-        if wl.gate_states:  # every gate closed again: the preemption waits for its spec's to open anew
-            wl.gate_states = closed_all(wl.gate_states, format_time(e.time))
-            wl.preemption_gated = wl.preemption_gated or bool(wl.spec_gates)
-        wl.evicted = reason
-        wl.unhealthy_nodes = ()
-        wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
+        self._mark_evicted(wl, reason, e.message, e.time)
         if isinstance(e, ev.WorkloadEvicted) and e.requeue_at is not None:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
             self.backoff[wl.key] = wl.requeue_at
-        _reset_checks(wl, e.time, self.offset)
         if wl.job_stopped:
             self.awaiting_release.add(wl.key)
+
+    def _mark_evicted(self, wl: WorkloadInfo, reason: str, message: str, time: int) -> None:
+        """What an eviction writes on the Workload besides its quota (Kueue's ``prepareForEviction``): Evicted=True,
+        BlockedOnPreemptionGates False, every preemption gate closed, the unhealthy nodes, the MultiKueue cluster
+        and nominations cleared, and the checks reset to Pending."""
+        wl.set_condition("Evicted", "True", reason, message, time)
+        blocked = wl.condition(BLOCKED_ON_PREEMPTION_GATES)
+        if blocked is not None and blocked.status == "True":
+            wl.set_condition(BLOCKED_ON_PREEMPTION_GATES, "False", reason, message, time)
+        if wl.gate_states:  # every gate closed again: the preemption waits for its spec's to open anew
+            wl.gate_states = closed_all(wl.gate_states, format_time(time))
+            wl.preemption_gated = wl.preemption_gated or bool(wl.spec_gates)
+        wl.evicted = reason
+        wl.unhealthy_nodes = ()
+        wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
+        _reset_checks(wl, time, self.offset)
 
     def _requeued(self, e: ev.WorkloadRequeued) -> None:
         wl = self.workloads.get(e.key)
@@ -2753,10 +2759,7 @@ class ClusterState:
         if wl.reserving:
             if not wl.evicted:
                 wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
-            wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
-            wl.evicted = e.reason
-            wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
-            _reset_checks(wl, e.time, self.offset)
+            self._mark_evicted(wl, e.reason, e.message, e.time)
             self._release(wl)
             self.awaiting_release.discard(wl.key)
             if e.reason == MAX_EXECUTION_EXCEEDED:
@@ -2774,10 +2777,20 @@ class ClusterState:
             self._keep_pods_ready(wl, False, e.time)
             wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
             self._sync_checks(wl)
+        elif wl.phase == PENDING and not _true(wl.condition("Evicted")):
+            self._evict_unreserved(wl, e)
         self._dequeue(wl)
         self.reflag(wl)
         if wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
+
+    def _evict_unreserved(self, wl: WorkloadInfo, e: ev.WorkloadDeactivated) -> None:
+        """Kueue's workload controller evicts a deactivated Workload that does not show Evicted=True whether or not
+        it holds quota: one that holds none gets what an eviction writes and the eviction's entry in its scheduling
+        stats, and nothing else (no quota to give back; Kueue records no Event and no metric without an
+        admission)."""
+        wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
+        self._mark_evicted(wl, e.reason, e.message, e.time)
 
     def _topology_assigned(self, e: ev.TopologyAssigned) -> None:
         """Second pass or node replacement: the pod set's topology assignment is replaced in place (a Pending

@@ -603,10 +603,11 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
                            f"not {incremental.step_size}")
 
 
-def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str) -> None:
-    """waitForPodsReady's durations parse; ``recoveryTimeout`` and v0.20's ``unscheduledTimeout`` are not negative,
-    the latter not above ``timeout`` (as defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload``
-    is above zero. Compared in nanoseconds, as Kueue compares them."""
+def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str, on: bool) -> None:
+    """waitForPodsReady's durations parse; ``recoveryTimeout`` is not negative while waitForPodsReady is in force
+    (``on``: Kueue validates the stanza only then), v0.20's ``unscheduledTimeout`` not negative either and not
+    above ``timeout`` (as defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload`` is above zero.
+    Compared in nanoseconds, as Kueue compares them."""
     where = f"{source}: field `waitForPodsReady."
     in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
     timeout = parse_duration_ns(w.timeout, f"{where}timeout`")
@@ -615,7 +616,7 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     found = {name: parse_duration_ns(value, f"{where}{name}`") for name, value in (
         ("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)) if value is not None}
-    for name in ("recoveryTimeout", "unscheduledTimeout"):
+    for name in ("recoveryTimeout", "unscheduledTimeout") if on else ("unscheduledTimeout",):
         if found.get(name, 0) < 0:
             raise InvalidInput(f"{where}{name}`: must not be negative (got {_raw(w, name)!r})")
     if "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
@@ -660,7 +661,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
             raise InvalidInput(f"{source}: Configuration: strict decoding error: "
                                + ", ".join(f'unknown field "{path}"' for path in unknown))
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
-        _validate_pods_ready_durations(cfg.wait_for_pods_ready, source, cfg.api_version)
+        _validate_pods_ready_durations(cfg.wait_for_pods_ready, source, cfg.api_version, cfg.pods_ready.enable)
     hub = config_version.as_hub(doc)
     if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
         cfg = _decode(hub, source, strict)
@@ -704,12 +705,23 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
             # as Kueue, which hands the stanza to nothing while its gate is off
             cfg = msgspec.structs.replace(cfg, admission_fair_sharing=None)
     if cfg.fair_sharing is not None:
-        allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
-                   ["LessThanOrEqualToFinalShare", "LessThanInitialShare"], [])
-        if cfg.fair_sharing.preemption_strategies not in allowed:
-            raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
-                               f"{cfg.fair_sharing.preemption_strategies}")
+        _validate_preemption_strategies(cfg.fair_sharing.preemption_strategies, source, strict)
     return cfg
+
+
+def _validate_preemption_strategies(strategies: list[str], source: str, strict: bool) -> None:
+    """``fairSharing.preemptionStrategies`` is one of Kueue's three lists. An empty or missing one is refused as
+    the newest Kueue refuses it (its v1beta2 defaulting fills none; a v1beta1 ``enable: true`` gets the two-step
+    list from the conversion first); a document the log recorded keeps loading, as the two-step list Kueue's
+    preemption takes for an empty one."""
+    allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
+               ["LessThanOrEqualToFinalShare", "LessThanInitialShare"])
+    if not strategies:
+        if strict:
+            raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: Required value: must be specified")
+        return
+    if strategies not in allowed:
+        raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list {strategies}")
 
 
 def as_decoded(doc: dict[str, Any]) -> dict[str, Any]:

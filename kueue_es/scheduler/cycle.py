@@ -488,6 +488,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     ordered = chain(held, fair_order(ctx, rest, pushed) if ctx.config.fair_sharing_enabled
                     else order_entries(rest, ctx.order))
     admitted = False
+    skips: dict[str, list[_Skip]] = {}
     for e in ordered:
         a = e.assignment
         if e.status:
@@ -533,9 +534,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                          "PendingPreemption", base)
                 continue
             if outcome != "new-targets":
-                _pending(out, ctx, e, "WaitingForQuota",
-                         "Workload has overlapping preemption targets with another workload", "FailedAfterNomination",
-                         base, preemption_skipped=True)
+                _skip(out, ctx, skips, e, "WaitingForQuota",
+                      "Workload has overlapping preemption targets with another workload", "FailedAfterNomination", base)
                 continue
             a = e.assignment
         # A replaced slice is no target: its quota stays charged, the assignment's usage being only what the new
@@ -553,8 +553,12 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         info = ctx.info_of(e)
         if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed, e.replaced)
                                              if removed else place_at_admission(ctx, e.wl, info, a, e.replaced))):
-            _pending(out, ctx, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
-                     "FailedAfterNomination", base, preemption_skipped=a.mode == _PREEMPT)
+            if a.mode == _PREEMPT:
+                _skip(out, ctx, skips, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
+                      "FailedAfterNomination", base)
+            else:
+                _pending(out, ctx, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
+                         "FailedAfterNomination", base)
             continue
         for w in removed:
             victims.add(w.key)
@@ -581,6 +585,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         admitted = True
         if refills is not None:
             _refill(out, ctx, refills, e, pushed, base)
+    _settle_skips(out, ctx, skips, base)
     return out
 
 
@@ -706,9 +711,10 @@ _ROUND_AGAIN = frozenset({"NoFit", "PreemptionNoCandidates", "FailedAfterNominat
 
 def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, message: str,
              requeue_reason: str, base: dict, *, preemption_gated: bool = False,
-             preemption_skipped: bool = False) -> None:
+             preemption_skipped: bool = False, force: bool = False) -> bool:
     """A failed attempt's QuotaReserved=False (``reason``, granular: Kueue's fallback ``Pending`` with
-    UnadmittedWorkloadsObservability off), unless the workload shows it already."""
+    UnadmittedWorkloadsObservability off), unless the workload shows it already (``force``: written all the same).
+    Whether it was written."""
     state, wl = ctx.state, e.wl
     reason = unadmitted_reason(reason, ctx.observability)
     if state.cluster_queues[e.cq].spec.queueing_strategy == "StrictFIFO":
@@ -718,22 +724,54 @@ def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, m
     scan = _scan_after(ctx, e, requeue_reason)
     if not parked:
         kept = resume_scan(state, wl, e.cq, ctx.preserve_scan) if wl.scan is not None else None
-        if _shows_already(wl, reason, message, kept, scan):
-            return  # nothing new to say: no event, so a blocked head does not flood the log
+        if _shows_already(wl, reason, message, kept, scan) and not force:
+            return False  # nothing new to say: no event, so a blocked head does not flood the log
         if (kept is not None and not kept.pending and kept.changes == state.changes
-                and requeue_reason in _ROUND_AGAIN):
+                and requeue_reason in _ROUND_AGAIN and not force):
             # It went through all its flavors since the last change and would only go round them again. Kueue
             # does, cycle after cycle; here the next round waits for a change, so the scheduler settles.
-            return
+            return False
     elif (not ctx.fungibility and scan is not None and keeps_queued(wl, True, scan, ctx.now)
-          and _shows_already(wl, reason, message, wl.scan, scan)):
+          and _shows_already(wl, reason, message, wl.scan, scan) and not force):
         # FlavorFungibility off: the record reads as untried flavors whatever the attempt found, so Kueue's requeue
         # rule puts the workload back on the heap it was taken from, where it fails the same way cycle after
         # cycle: nothing new to say, it stays where it is
-        return
+        return False
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=message,
                                   requeue_reason=requeue_reason, parked=parked, scan=scan,
                                   preemption_gated=preemption_gated, preemption_skipped=preemption_skipped, **base))
+    return True
+
+
+_Skip = tuple[Entry, str, str, str, bool]
+"""A preemption skip of the cycle: the entry, its reason, message and requeue reason, and whether it was written."""
+
+
+def _skip(out: list[ev.Decision], ctx: CycleContext, skips: dict[str, list[_Skip]], e: Entry, reason: str,
+          message: str, requeue_reason: str, base: dict) -> None:
+    """A workload skipped after it got preemption targets: its attempt, kept for :func:`_settle_skips`."""
+    written = _pending(out, ctx, e, reason, message, requeue_reason, base, preemption_skipped=True)
+    skips.setdefault(e.cq, []).append((e, reason, message, requeue_reason, written))
+
+
+def _settle_skips(out: list[ev.Decision], ctx: CycleContext, skips: dict[str, list[_Skip]], base: dict) -> None:
+    """Kueue sets ``admission_cycle_preemption_skips`` at the end of each cycle to the number of the ClusterQueue's
+    workloads it skipped, which the fold counts from the cycle's marked attempts. An attempt with nothing new to say
+    is not written, so where the written ones would not count the cycle's skips (some written, or none written
+    while the gauge shows another number), the others are written too (sorted by ClusterQueue, after the cycle's
+    decisions). A cycle that writes none while the gauge already shows its number leaves it there, as Kueue's
+    write of the same number would."""
+    for cq in sorted(skips):
+        entries = skips[cq]
+        written = sum(1 for *_, w in entries if w)
+        if written == len(entries):
+            continue
+        shown = ctx.state.metrics.skips.get(cq)
+        if not written and shown is not None and shown[1] == len(entries):
+            continue
+        for e, reason, message, requeue_reason, w in entries:
+            if not w:
+                _pending(out, ctx, e, reason, message, requeue_reason, base, preemption_skipped=True, force=True)
 
 
 def _shows_already(wl: WorkloadInfo, reason: str, message: str, kept: ev.FlavorScan | None,

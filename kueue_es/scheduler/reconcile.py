@@ -452,6 +452,11 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         wl = wls.get(key)
         if wl is None or wl.phase != PENDING:
             continue
+        if not wl.active and not _shows_evicted(wl) and not workload_problem(wl.pod_sets):
+            # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile
+            out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
+                                              message="The workload is deactivated", **base))
+            continue
         rq = wl.condition("Requeued")
         if wl.active and rq is not None and rq.status == "False":
             restarted = _restarted(state, wl, rq.reason)
@@ -473,7 +478,7 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                 out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=False, reason=wanted[1],
                                                message=wanted[2], **base))
         if not observability:
-            reason, message = _legacy_blocker(state, wl, reason, message)
+            reason, message = _legacy_blocker(state, wl, reason, message, gated_by)
         parked_for = _bypassed_for(state, wl, explicit) if bypass and not reason else None
         if parked_for:
             reason, message = parked_for, BYPASSED
@@ -488,20 +493,31 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                                           **base))
 
 
-def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message: str) -> tuple[str, str]:
+def _shows_evicted(wl: WorkloadInfo) -> bool:
+    c = wl.condition("Evicted")
+    return c is not None and c.status == "True"
+
+
+def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message: str,
+                    gated_by: bool) -> tuple[str, str]:
     """What the workload controller writes for :func:`queue_blocker`'s ``reason`` with UnadmittedWorkloadsObservability
     off (Kueue v0.20's ``resolveLegacyUnadmittedQuotaReservedCondition``): a missing or stopped LocalQueue or
     ClusterQueue as ``Inadmissible`` with its message, a DRA problem the same (its ``KueueDRAIntegration`` reconcile);
     nothing for a not admissible workload (the scheduler words it, ``Pending``) or once the block is gone; the
     admission gate is the AdmissionGatedBy gate's, written either way. The legacy path asks only the queues, not
     whether the workload is active: a deactivated workload in a blocked queue shows ``Inadmissible`` too (Kueue's
-    controller reaches it once the deactivation's eviction is written), one in a usable queue nothing."""
+    controller reaches it once the deactivation's eviction is written), one in a usable queue nothing. Under
+    ``gated_by``, Kueue's controller writes AdmissionGated before it asks the legacy resolver, so a gated workload
+    the resolver says nothing of (deactivated, or not admissible, in a usable queue) shows AdmissionGated; in a
+    blocked queue the resolver's Inadmissible is the last word (Kueue's controller writes the two in turn)."""
     if reason == DRA_UNRESOLVED:
         return DRA_INADMISSIBLE, message
     if reason in ("Misconfigured", "Suspended", "Deactivated"):
         queue_reason, queue_message = _queue_problem(state, wl)
         if queue_reason:
             return DRA_INADMISSIBLE, queue_message
+        if gated_by and wl.admission_gate:
+            return ADMISSION_GATED, ADMISSION_GATED_PREFIX + wl.admission_gate
     return (reason, message) if reason == ADMISSION_GATED else ("", "")
 
 

@@ -104,3 +104,16 @@ def test_a_wrong_typed_value_in_a_field_kueue_es_does_not_read_is_refused(tmp_pa
     """Kueue's decoder refuses a value of the wrong type in any field, and Kueue does not start."""
     cfg, r = _schedule_under(tmp_path, body, version)
     assert r.code == 2 and one_line_error(r) == f"kueue-es: error: {cfg}: {error}"
+
+
+@pytest.mark.parametrize("body", ["fairSharing: {}\n", "fairSharing: {preemptionStrategies: []}\n",
+                                  "fairSharing: {preemptionStrategies: null}\n"])
+def test_fair_sharing_without_preemption_strategies_is_refused_as_the_newest_kueue_refuses_it(
+        tmp_path: Path, body: str) -> None:
+    """The newest Kueue's validateFairSharing requires the list (its v1beta2 defaulting fills none); a v1beta1
+    ``enable: true`` without one is given the two-step list by the conversion first, and starts."""
+    cfg, r = _schedule_under(tmp_path, body)
+    assert r.code == 2 and one_line_error(r) == (
+        f"kueue-es: error: {cfg}: field `fairSharing.preemptionStrategies`: Required value: must be specified")
+    _, r = _schedule_under(tmp_path, "fairSharing: {enable: true}\n", "v1beta1")
+    assert r.code == 0, r

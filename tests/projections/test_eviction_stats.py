@@ -136,10 +136,15 @@ def test_entries_keep_the_order_first_counted_and_count_in_place() -> None:
                                                 "underlying_cause": "WaitForStart"}))
     assert s.workloads["ns/w2"].evictions == (("PodsReadyTimeout", "WaitForStart", 2), ("Preempted", "", 1))
     assert series(s, ONCE) == {("cq-b", "PodsReadyTimeout", "WaitForStart", ""): 1, ("cq-b", "Preempted", "", ""): 1}
-    # a pending workload's deactivation evicts nothing: no entry
+    # a pending workload's deactivation is an eviction too (Kueue's Evict): its entry, but no metric
     log.decide(T0 + 7000, (ev.WorkloadDeactivated, {"key": "ns/w1", "reason": "Deactivated", "message": "off"}))
-    assert s.workloads["ns/w1"].evictions == ()
-    assert "schedulingStats" not in status_of(s.workloads["ns/w1"])
+    assert s.workloads["ns/w1"].evictions == (("Deactivated", "", 1),)
+    assert status_of(s.workloads["ns/w1"])["schedulingStats"] == {
+        "evictions": [{"reason": "Deactivated", "underlyingCause": "", "count": 1}]}
+    assert series(s, ONCE) == {("cq-b", "PodsReadyTimeout", "WaitForStart", ""): 1, ("cq-b", "Preempted", "", ""): 1}
+    # shown Evicted already (the eviction written), a second deactivation decision counts nothing more
+    log.decide(T0 + 8000, (ev.WorkloadDeactivated, {"key": "ns/w1", "reason": "Deactivated", "message": "off"}))
+    assert s.workloads["ns/w1"].evictions == (("Deactivated", "", 1),)
 
 
 def shown_workload(name: str, *entries: tuple[str, str, int]) -> o.Workload:

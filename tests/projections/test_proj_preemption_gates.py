@@ -64,3 +64,16 @@ def test_an_eviction_closes_every_entry_but_gates_only_a_workload_whose_spec_nam
     assert not gated.workloads[KEY].preemption_gated, "listed Open"
     evict(gated)
     assert gated.workloads[KEY].preemption_gated, "closed by the eviction"
+
+
+def test_a_deactivation_closes_them_as_any_eviction() -> None:
+    """Kueue's controller evicts a deactivated workload through the same Evict, holding quota or not."""
+    for spec_gates in ([], ["example.com/gone"]):
+        state = admitted_with(spec_gates)
+        uid = state.workloads[KEY].uid
+        state.apply(ev.Record(state.offset + 1, ev.WorkloadDeactivated(
+            time=T0 + 60_000, cycle=1, input=state.offset, key=KEY, uid=uid, reason="Deactivated", message="m")))
+        wl = state.workloads[KEY]
+        assert [(g.name, g.position, g.last_transition_time) for g in wl.gate_states] == [
+            ("example.com/gone", "Closed", "2024-05-01T08:01:00Z")]
+        assert wl.preemption_gated == bool(spec_gates)

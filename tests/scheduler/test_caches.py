@@ -227,7 +227,7 @@ def _picks(state, order_fn) -> list[str]:
     """Nominate the heads, then take them in ``order_fn``'s order, charging each that still fits."""
     from kueue_es.scheduler.cycle import CycleContext, heads, nominate
 
-    config = load_config({"fairSharing": {}})
+    config = load_config({"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}})
     out = []
     with CycleContext(state, config, state.time) as ctx:
         entries = heads(state)

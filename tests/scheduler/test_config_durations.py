@@ -150,3 +150,19 @@ def test_a_recorded_duration_an_older_kueue_es_took_is_loaded_as_it_took_it() ->
     assert recovery_ms(recorded) is None
     with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.timeout`: invalid duration ' 5m'"):
         load_config(doc)
+
+
+def test_a_negative_recovery_timeout_is_refused_only_while_wait_for_pods_ready_is_in_force() -> None:
+    """Kueue's validateWaitForPodsReady returns at once when waitForPodsReady is off (the newest Kueue, and v1beta1's
+    ``enable: false`` before it), so the sign of ``recoveryTimeout`` matters only when it is on."""
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.recoveryTimeout`: must not be negative"):
+        load_config({**V1BETA2, "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "-1m"}})
+    off = load_config({**V1BETA2, "featureGates": {"DisableWaitForPodsReady": True},
+                       "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "-1m"}})
+    assert not off.pods_ready.enable
+    v1beta1_off = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
+                               "waitForPodsReady": {"enable": False, "timeout": "5m", "recoveryTimeout": "-1m"}})
+    assert not v1beta1_off.pods_ready.enable
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.recoveryTimeout`: invalid duration"):
+        load_config({**V1BETA2, "featureGates": {"DisableWaitForPodsReady": True},
+                     "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "soon"}})  # decoding, on or off

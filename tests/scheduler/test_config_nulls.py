@@ -50,12 +50,12 @@ def test_null_is_refused_where_go_refuses_it_naming_the_field(case: dict[str, An
 def test_the_recorded_document_of_a_file_with_nulls_loads_back_as_the_file(tmp_path: Path) -> None:
     """``--config`` records the document with Go's reading of its nulls, and the log loads it back the same."""
     path = tmp_path / "kueue.yaml"
-    path.write_text(f"apiVersion: {V1BETA2}\nkind: Configuration\nfairSharing:\n  preemptionStrategies: ~\n"
+    path.write_text(f"apiVersion: {V1BETA2}\nkind: Configuration\nmultiKueue:\n  origin: ~\n"
                     "featureGates: {PartialAdmission: null}\nwaitForPodsReady: {timeout: 5m, recoveryTimeout: null}\n")
     loaded = load_kueue_config_document(str(path))
     assert loaded is not None
     config, document = loaded
-    assert document == {"apiVersion": V1BETA2, "kind": "Configuration", "fairSharing": {},
+    assert document == {"apiVersion": V1BETA2, "kind": "Configuration", "multiKueue": {},
                         "featureGates": {"PartialAdmission": False}, "waitForPodsReady": {"timeout": "5m"}}
     assert load_recorded(ev.ConfigRecorded(time=0, document=document), 0) == config
-    assert config.fair_sharing is not None and config.pods_ready.recovery_timeout == "5m"
+    assert config.multi_kueue.origin == "multikueue" and config.pods_ready.recovery_timeout == "5m"

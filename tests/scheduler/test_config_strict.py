@@ -13,7 +13,7 @@ from kueue_es.scheduler.config import SchedulerConfig, load_config
 from kueue_es.scheduler.config_record import document_of, load_recorded
 
 DOC = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-       "waitForPodsReady": {"timeout": "5m", "blockAdmision": True}, "fairSharing": {}}
+       "waitForPodsReady": {"timeout": "5m", "blockAdmision": True}, "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
 
 
 def test_a_file_s_unknown_field_is_refused_but_a_recorded_one_is_loaded_as_taken() -> None:

@@ -115,7 +115,7 @@ def scenarios(draw):
 
 
 FAIR = {
-    "default": load_config({"fairSharing": {}}),
+    "default": load_config({"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}),
     "final-share": load_config({"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}}),
     "initial-share": load_config({"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}),
 }
@@ -329,7 +329,7 @@ def test_same_decisions_in_a_fresh_process_with_another_hash_seed(scenario) -> N
 
 
 BLOCKING = {fair: load_config({"waitForPodsReady": {"blockAdmission": True},
-                               **({"fairSharing": {}} if fair else {})}) for fair in (False, True)}
+                               **({"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}} if fair else {})}) for fair in (False, True)}
 """waitForPodsReady.blockAdmission, without and with Fair Sharing."""
 
 

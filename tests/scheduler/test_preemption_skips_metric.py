@@ -85,3 +85,20 @@ def test_replay_verify_takes_an_unmarked_skip_of_an_older_log_but_not_a_forged_m
     assert verified(batch)
     assert verified([marked(d, False) for d in batch])
     assert not verified([marked(d, True) for d in batch])
+
+
+
+def test_a_skip_the_workload_already_shows_still_sets_the_gauge(tmp_path: Path) -> None:
+    """Kueue sets the gauge at the end of every cycle that skips a workload, whatever the workload shows. A skip
+    with nothing new to say is written all the same when the gauge shows another number (here 3, as an earlier
+    cycle that skipped three would have left it), and not when it shows this cycle's: the scheduler settles."""
+    state, _ = one_cycle(tmp_path, "overlap-recompute-new-targets-gate-off.yaml")
+    config = load_state(str(tmp_path / "state.yaml"), str(tmp_path / "config.yaml"),
+                        parse_time("2024-01-01T00:01:00Z")).config
+    state.metrics.skips["a"] = (0, 3)
+    batch = decide(state, config)
+    assert [(d.key, d.preemption_skipped) for d in batch if isinstance(d, ev.WorkloadPending)] == [("team/wa", True)]
+    for d in batch:
+        state.apply(ev.Record(state.offset + 1, d))
+    assert skips(state) == {("a",): 1.0}
+    assert decide(state, config) == [], "the same skip, the gauge showing it: nothing to write"

@@ -89,7 +89,7 @@ def test_the_log_records_the_configuration_it_was_simulated_under(tmp_path, caps
     defaults (classical preemption) do not give the same decisions."""
     from kueue_es.scheduler.config import load_config
 
-    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}}
+    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
     log = tmp_path / "log"
     runner.run(small(), log, seed=1, config=load_config(doc), config_document=doc, config_source="fair.yaml")
     evs = events(log)

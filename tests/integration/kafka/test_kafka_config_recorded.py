@@ -27,7 +27,7 @@ from projections.workloads import ADMITTED
 pytestmark = pytest.mark.kafka
 
 HEAD = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
-FAIR = {**HEAD, "fairSharing": {}}
+FAIR = {**HEAD, "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
 FAIR_PODS_READY = {**FAIR, "waitForPodsReady": {"timeout": "1m"}}
 SCENARIO = Scenario(workloads=0, cluster_queues=4, cohorts=2, quota_cpu=4)
 

@@ -129,7 +129,7 @@ async def test_queue_status_follows_admissions_and_activeness(kube_apiserver, tm
             assert _active({"status": ls})["message"] == "LocalQueue is stopped"  # type: ignore[index]
 
 
-FAIR = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {},
+FAIR = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
                     "admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}})
 
 
