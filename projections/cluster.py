@@ -198,7 +198,7 @@ class ClusterState:
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
         "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected", "_afs_any_of", "_afs_any",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
-        "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
+        "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "afs_dirty", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "dispatched", "finished_clock", "deactivated_clock",
         "max_execution_clock", "recovery_clock", "own_pods_ready_clock", "unscheduled_clock", "keeping", "node_waits", "metrics",
@@ -373,8 +373,10 @@ class ClusterState:
         sets, the DRA view its claims were charged under or None) as computed then: status-only upserts reuse them,
         as do workloads of an equal spec under equal limits and DRA view (derived; a cache, never part of a
         snapshot). The entry holds the spec, so its ``id`` cannot be reused while remembered."""
-        self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
-        """Admission Fair Sharing facts: (time, LocalQueue key, sign, usage per resource name), the signs
+        self.afs_history: dict[str, list[tuple[int, int, tuple[tuple[str, int], ...]]]] = {}
+        """Admission Fair Sharing facts per LocalQueue key, in log order: (time, sign, usage per resource name) — one
+        list per LocalQueue, as the fold of one never reads another's, so that forgetting one costs its own entries
+        only. The signs
         :data:`AFS_SETTLE` (a workload reached its accounting anchor in a ClusterQueue ordering by Admission Fair
         Sharing), :data:`AFS_ADD` (its usage entered without a settlement), :data:`AFS_RELEASE` (it left) and
         :data:`AFS_SEED`. Kept only for LocalQueues that need it (:meth:`afs_tracks`): those of ClusterQueues with
@@ -387,6 +389,9 @@ class ClusterState:
         ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried then, in thousandths of a unit
         per resource name (:data:`AFS_SEED_SCALE`; none for a new LocalQueue): Kueue's warm start from the
         persisted status (:meth:`seed_afs`)."""
+        self.afs_dirty: dict[str, None] = {}
+        """LocalQueues whose :attr:`afs_history` changed (appended to, dropped) since the scheduler's fold last took
+        them in (derived: the fold drains it; a fold started afresh reads every LocalQueue's history anyway)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -2534,7 +2539,7 @@ class ClusterState:
         on, the others start at the restore as on Kueue's restart (seeded from their status, counting what they
         hold)."""
         keep = {k for k, lq in self.local_queues.items() if self.cq_uses_afs(lq.spec.cluster_queue)}
-        self.afs_history = [e for e in self.afs_history if e[1] in keep]
+        self.afs_history = {k: v for k, v in self.afs_history.items() if k in keep}
         self.derived.pop("afs", None)
         if self.afs_configured:
             cqs = tuple(sorted({lq.spec.cluster_queue for lq in self.local_queues.values()
@@ -2543,10 +2548,9 @@ class ClusterState:
 
     def _afs_drop_local_queue(self, key: str) -> None:
         """Forget LocalQueue ``key``'s history (deleted, moved, or no longer needing it): Kueue drops its ledger
-        entry. The scheduler's fold of the history is invalidated (it folds a prefix)."""
-        if any(e[1] == key for e in self.afs_history):
-            self.afs_history = [e for e in self.afs_history if e[1] != key]
-            self.derived.pop("afs", None)
+        entry. The scheduler's fold forgets that LocalQueue alone (:attr:`afs_dirty`)."""
+        if self.afs_history.pop(key, None) is not None:
+            self.afs_dirty[key] = None
 
     def reanchor_afs(self) -> None:
         """The accounting anchor moved on restoring a snapshot older than the gate (:mod:`projections.snapshot`),
@@ -2579,7 +2583,7 @@ class ClusterState:
             if scaled > 0:
                 seed[r] = min(scaled, MAX_INT64)
         if seed or not only_persisted:
-            self.afs_history.append((self.time, lq.key, AFS_SEED, tuple(sorted(seed.items()))))
+            self._afs_add(lq.key, AFS_SEED, tuple(sorted(seed.items())))
 
     def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
         """A counted workload reached its anchor (+1: settled in a ClusterQueue ordering by Admission Fair Sharing,
@@ -2594,8 +2598,18 @@ class ClusterState:
         for fr, v in wl.usage.items():
             r = fr.split("/", 1)[1]
             per_resource[r] = per_resource.get(r, 0) + v
-        self.afs_history.append((self.time, f"{wl.namespace}/{wl.queue_name}", sign,
-                                 tuple(sorted(per_resource.items()))))
+        self._afs_add(f"{wl.namespace}/{wl.queue_name}", sign, tuple(sorted(per_resource.items())))
+
+    def _afs_add(self, lq: str, sign: int, usage: tuple[tuple[str, int], ...]) -> None:
+        entries = self.afs_history.get(lq)
+        if entries is None:
+            entries = self.afs_history[lq] = []
+        entries.append((self.time, sign, usage))
+        self.afs_dirty[lq] = None
+
+    def afs_entries(self) -> list[tuple[int, str, int, tuple[tuple[str, int], ...]]]:
+        """:attr:`afs_history` as one list of (time, LocalQueue, sign, usage): by LocalQueue, each in log order."""
+        return [(t, lq, sign, u) for lq in sorted(self.afs_history) for t, sign, u in self.afs_history[lq]]
 
     def _reserve(self, e: ev.QuotaReserved) -> None:
         wl = self.workloads.get(e.key)

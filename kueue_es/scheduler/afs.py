@@ -84,8 +84,13 @@ class AfsFold:
         self.weights = dict(afs.resource_weights)
         self.penalty_alpha = self.alpha(self.interval)
         self.queues: dict[str, _Queue] = {}
-        self.folded = 0
-        """How many entries of the history are folded in."""
+        self.lists: dict[str, list] = {}
+        """LocalQueue -> the history list folded in (``ClusterState.afs_history``'s: a LocalQueue dropped and seen
+        again has a new one, folded afresh)."""
+        self.folded: dict[str, int] = {}
+        """LocalQueue -> how many entries of its list are folded in."""
+        self.next_memo: tuple[int, int | None] | None = None
+        """(log time, :func:`next_sample`'s answer then), valid until an entry is folded in or that sample is due."""
 
     def alpha(self, elapsed: int) -> float:
         if self.half_life <= 0:
@@ -119,6 +124,26 @@ class AfsFold:
             q.last = now if settles or q.anchor is None else q.anchor + (now - q.anchor) // self.interval * self.interval
             return
         q.consumed, q.last = self._samples(q, now)  # type: ignore[assignment]
+
+    def extend(self, lq: str, entries: list | None) -> None:
+        """Take in what changed in LocalQueue ``lq``'s history: its new entries, or all of a new list, or forget it."""
+        if entries is None:
+            self.queues.pop(lq, None)
+            self.lists.pop(lq, None)
+            self.folded.pop(lq, None)
+            self.next_memo = None
+            return
+        start = self.folded.get(lq, 0)
+        if self.lists.get(lq) is not entries:
+            self.queues.pop(lq, None)
+            self.lists[lq] = entries
+            start = 0
+        for i in range(start, len(entries)):
+            time, sign, usage = entries[i]
+            self.apply(time, lq, sign, usage)
+        if len(entries) != start:
+            self.next_memo = None
+        self.folded[lq] = len(entries)
 
     def apply(self, time: int, lq: str, sign: int, usage: tuple[tuple[str, int], ...]) -> None:
         q = self.queues.get(lq)
@@ -168,13 +193,16 @@ def fold(state: ClusterState, config: SchedulerConfig) -> AfsFold:
     assert config.admission_fair_sharing is not None
     memo: AfsFold | None = state.derived.get("afs")
     fresh = AfsFold(config.admission_fair_sharing)
-    if memo is None or memo.key() != fresh.key() or memo.folded > len(state.afs_history):
-        memo = state.derived["afs"] = fresh
-    memo.weights = fresh.weights
     history = state.afs_history
-    for i in range(memo.folded, len(history)):
-        memo.apply(*history[i])
-    memo.folded = len(history)
+    if memo is None or memo.key() != fresh.key():
+        memo = state.derived["afs"] = fresh
+        changed: list[str] = sorted(history)
+    else:
+        changed = sorted(state.afs_dirty)
+    state.afs_dirty.clear()
+    memo.weights = fresh.weights
+    for lq in changed:
+        memo.extend(lq, history.get(lq))
     return memo
 
 
@@ -338,12 +366,16 @@ def next_sample(state: ClusterState, config: SchedulerConfig) -> int | None:
         return None
     f = fold(state, config)
     now = state.time
+    memo = f.next_memo
+    if memo is not None and memo[0] <= now and (memo[1] is None or now < memo[1]):
+        return memo[1]  # nothing folded in since and that sample not due yet: every LocalQueue's answer stands
     best: int | None = None
     for lq in sorted(f.queues):
         q = f.queues[lq]
         due = _next_due(f, q, now)
         if due is not None and (best is None or due < best) and not _converged(f, q, now):
             best = due
+    f.next_memo = (now, best)
     return best
 
 
