@@ -32,7 +32,15 @@ from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import MAX_INT64, QuantityError, parse_quantity
 from events.timefmt import format_time, parse_time
-from projections import config_version, effective_quotas, eviction_stats, gates, pods_scheduled, variants
+from projections import (
+    afs_ledger,
+    config_version,
+    effective_quotas,
+    eviction_stats,
+    gates,
+    pods_scheduled,
+    variants,
+)
 from projections.admissionchecks import (
     ClusterLink,
     MultiKueueWorld,
@@ -46,6 +54,14 @@ from projections.admissionchecks import (
     unshown_written,
 )
 from projections.admitted_condition import sync_unadmitted
+from projections.afs_ledger import (  # noqa: F401  (AFS_SEED_SCALE: re-exported for the scheduler and tests)
+    AFS_ADD,
+    AFS_CHECKPOINT,
+    AFS_RELEASE,
+    AFS_SEED,
+    AFS_SEED_SCALE,
+    AFS_SETTLE,
+)
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
@@ -157,12 +173,6 @@ class MisfiledObject(ValueError):
         super().__init__(f"{kind} {obj.key!r} is upserted under key {key!r} (the key must be namespace/name)")
 
 
-AFS_SETTLE, AFS_RELEASE, AFS_SEED, AFS_ADD = 1, -1, 0, 2
-"""The signs of :attr:`ClusterState.afs_history` entries: a workload reached its LocalQueue's accounting anchor in a
-ClusterQueue that orders by Admission Fair Sharing (its usage enters the admitted usage and its entry penalty
-settles), left it (its usage leaves), the LocalQueue's seed, or a workload's usage entered without a settlement
-(admitted in a ClusterQueue that does not order by it, which Kueue samples all the same, or counted from a restart:
-when its LocalQueue appears or the tracking starts)."""
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
 
 def _admission_mode(cq: o.ClusterQueue) -> str:
@@ -172,11 +182,6 @@ def _admission_mode(cq: o.ClusterQueue) -> str:
 
 _STALE = object()
 """A memo read from no configuration (:attr:`ClusterState._afs_any_of`): it is read again at the next question."""
-
-AFS_SEED_SCALE = 1_000
-"""A LocalQueue's Admission Fair Sharing seed (:meth:`ClusterState.seed_afs`) is kept in thousandths of each
-resource's unit: fine beside the floats the usage decays in, and a large memory usage still fits an int64."""
-
 
 class ClusterState:
     """Everything the scheduler needs, rebuilt from the log."""
@@ -1076,6 +1081,7 @@ class ClusterState:
         dynamic_before = self.dynamic_quotas
         afs_queues = self._afs_queues()
         afs_before = self._afs_view(afs_queues)  # what Admission Fair Sharing counts may change with it
+        self._afs_checkpoint_all(e)
         self.config, self.config_offset = e, self.offset
         self._afs_resync(*afs_before, cqs=afs_queues)
         if self.tas_enabled != tas_before:
@@ -2606,6 +2612,33 @@ class ClusterState:
             entries = self.afs_history[lq] = []
         entries.append((self.time, sign, usage))
         self.afs_dirty[lq] = None
+        if len(entries) > afs_ledger.COMPACT_AT:
+            key = self._afs_key()
+            if key is not None:
+                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key)
+
+    def _afs_key(self) -> tuple[float, int] | None:
+        """The half-life and sampling interval the history is compacted under (:mod:`projections.afs_ledger`): the
+        recorded Configuration's, None while it has Admission Fair Sharing off (or none is recorded)."""
+        config = self.config
+        memo = self.derived.get("afs_key")
+        if memo is not None and memo[0] is config:
+            return memo[1]
+        key = afs_ledger.key_of(config.document) if config is not None else None
+        self.derived["afs_key"] = (config, key)
+        return key
+
+    def _afs_checkpoint_all(self, next_config: ev.ConfigRecorded) -> None:
+        """Before a configuration with another half-life or sampling interval (or none) replaces the one in force:
+        every LocalQueue's history is checkpointed under the one in force, which its entries were recorded under."""
+        key = self._afs_key()
+        if key is None or key == afs_ledger.key_of(next_config.document):
+            return
+        for lq in sorted(self.afs_history):
+            entries = self.afs_history[lq]
+            if entries and not (len(entries) == 1 and entries[0][1] == AFS_CHECKPOINT):
+                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key)
+                self.afs_dirty[lq] = None
 
     def afs_entries(self) -> list[tuple[int, str, int, tuple[tuple[str, int], ...]]]:
         """:attr:`afs_history` as one list of (time, LocalQueue, sign, usage): by LocalQueue, each in log order."""

@@ -42,7 +42,8 @@ from events.timefmt import format_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration_ns
 from kueue_es.scheduler.quota import fair_weight
-from projections.cluster import AFS_RELEASE, AFS_SEED, AFS_SEED_SCALE, AFS_SETTLE, USAGE_BASED, ClusterState
+from projections.afs_ledger import AfsLedger, LedgerQueue
+from projections.cluster import USAGE_BASED, ClusterState
 from projections.workloads import RESERVED
 
 if TYPE_CHECKING:
@@ -62,68 +63,20 @@ def _amount(resource: str, value: int) -> float:
     return value / 1000.0 if resource in MILLI_RESOURCES else float(value)
 
 
-class _Queue:
-    __slots__ = ("admitted", "anchor", "consumed", "last")
-
-    def __init__(self) -> None:
-        self.consumed: dict[str, float] = {}
-        self.admitted: dict[str, float] = {}
-        self.last: int | None = None
-        """When consumed was last updated (sampled, seeded or settled)."""
-        self.anchor: int | None = None
-        """When the LocalQueue was first seen: its samples before any update fall at steps from here."""
-
-
-class AfsFold:
+class AfsFold(AfsLedger):
     """The consumed usage of every LocalQueue, folded from the state's history under one configuration."""
 
     def __init__(self, afs: AdmissionFairSharingConfig) -> None:
-        self.half_life = parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6
-        """In ms, unrounded: it only divides elapsed times (a sub-millisecond half-life is not zero, which resets)."""
-        self.interval = afs.sampling_interval_ms
+        super().__init__(parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6,
+                         afs.sampling_interval_ms)
         self.weights = dict(afs.resource_weights)
-        self.penalty_alpha = self.alpha(self.interval)
-        self.queues: dict[str, _Queue] = {}
         self.lists: dict[str, list] = {}
         """LocalQueue -> the history list folded in (``ClusterState.afs_history``'s: a LocalQueue dropped and seen
-        again has a new one, folded afresh)."""
+        again, or compacted, has a new one, folded afresh)."""
         self.folded: dict[str, int] = {}
         """LocalQueue -> how many entries of its list are folded in."""
         self.next_memo: tuple[int, int | None] | None = None
         """(log time, :func:`next_sample`'s answer then), valid until an entry is folded in or that sample is due."""
-
-    def alpha(self, elapsed: int) -> float:
-        if self.half_life <= 0:
-            return 0.0
-        return 1.0 - 0.5 ** (max(0, elapsed) / self.half_life)
-
-    def key(self) -> tuple:
-        return (self.half_life, self.interval)
-
-    def _samples(self, q: _Queue, now: int) -> tuple[dict[str, float], int | None]:
-        """Consumed after the samples due by ``now`` (without recording them) and the time of the last one."""
-        if q.last is None:
-            return q.consumed, None
-        n = (now - q.last) // self.interval
-        if n <= 0:
-            return q.consumed, q.last
-        if self.half_life <= 0:
-            return {}, q.last + n * self.interval
-        # n samples with the admitted usage unchanged: c ← u + (c − u)·q^n, q = 0.5^(interval / half-life)
-        factor = 0.5 ** (n * self.interval / self.half_life)
-        out = {}
-        for r in sorted(set(q.consumed) | set(q.admitted)):
-            u = q.admitted.get(r, 0.0)
-            out[r] = u + (q.consumed.get(r, 0.0) - u) * factor
-        return out, q.last + n * self.interval
-
-    def _advance(self, q: _Queue, now: int, settles: bool) -> None:
-        if q.last is None:
-            # nothing sampled yet but an empty usage: a settlement starts the clock; a change of the admitted usage
-            # alone (no settlement) leaves the samples at their steps from the LocalQueue's appearance
-            q.last = now if settles or q.anchor is None else q.anchor + (now - q.anchor) // self.interval * self.interval
-            return
-        q.consumed, q.last = self._samples(q, now)  # type: ignore[assignment]
 
     def extend(self, lq: str, entries: list | None) -> None:
         """Take in what changed in LocalQueue ``lq``'s history: its new entries, or all of a new list, or forget it."""
@@ -144,31 +97,6 @@ class AfsFold:
         if len(entries) != start:
             self.next_memo = None
         self.folded[lq] = len(entries)
-
-    def apply(self, time: int, lq: str, sign: int, usage: tuple[tuple[str, int], ...]) -> None:
-        q = self.queues.get(lq)
-        if q is None:
-            q = self.queues[lq] = _Queue()
-        if sign == AFS_SEED:  # first seen: consumed restarts from the persisted status (its seed), none for a new one
-            q.anchor = time
-            q.consumed = {r: v / AFS_SEED_SCALE for r, v in usage}
-            q.last = time if usage else None
-            return
-        self._advance(q, time, sign == AFS_SETTLE)
-        step = -1 if sign == AFS_RELEASE else 1
-        for r, v in usage:
-            q.admitted[r] = q.admitted.get(r, 0.0) + step * _amount(r, v)
-        if sign != AFS_SETTLE:
-            return
-        # settle: decay towards the admitted usage over the time since the last update, then add the penalty
-        assert q.last is not None
-        a = self.alpha(time - q.last)
-        consumed = {}
-        for r in sorted(set(q.consumed) | set(q.admitted)):
-            consumed[r] = q.consumed.get(r, 0.0) * (1 - a) + q.admitted.get(r, 0.0) * a
-        for r, v in usage:
-            consumed[r] = consumed.get(r, 0.0) + _amount(r, v) * self.penalty_alpha
-        q.consumed, q.last = consumed, time
 
     def consumed(self, lq: str, now: int) -> dict[str, float]:
         q = self.queues.get(lq)
@@ -379,7 +307,7 @@ def next_sample(state: ClusterState, config: SchedulerConfig) -> int | None:
     return best
 
 
-def _next_due(f: AfsFold, q: _Queue, after: int) -> int | None:
+def _next_due(f: AfsFold, q: LedgerQueue, after: int) -> int | None:
     """A LocalQueue's first sample after ``after``, on its grid (from its last sample, else its anchor); None while
     it has neither."""
     start = q.last if q.last is not None else q.anchor
@@ -388,7 +316,7 @@ def _next_due(f: AfsFold, q: _Queue, after: int) -> int | None:
     return start + ((max(after, start) - start) // f.interval + 1) * f.interval
 
 
-def _converged(f: AfsFold, q: _Queue, now: int) -> bool:
+def _converged(f: AfsFold, q: LedgerQueue, now: int) -> bool:
     """Whether the consumed usage shown at ``now`` is what further samples lead to (rounded as shown: the samples
     move it monotonically towards the admitted usage, so nothing in between shows otherwise)."""
     consumed = f._samples(q, now)[0]
