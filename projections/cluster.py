@@ -393,7 +393,10 @@ class ClusterState:
         first appearance (or the start of its tracking) is a seed: the
         ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried then, in thousandths of a unit
         per resource name (:data:`AFS_SEED_SCALE`; none for a new LocalQueue): Kueue's warm start from the
-        persisted status (:meth:`seed_afs`)."""
+        persisted status (:meth:`seed_afs`). Compacted (:mod:`projections.afs_ledger`): past
+        :data:`~projections.afs_ledger.COMPACT_AT` entries a LocalQueue's list becomes one :data:`AFS_CHECKPOINT`
+        entry holding its fold under the recorded configuration, as it does for every LocalQueue when that
+        configuration's half-life or sampling interval changes."""
         self.afs_dirty: dict[str, None] = {}
         """LocalQueues whose :attr:`afs_history` changed (appended to, dropped) since the scheduler's fold last took
         them in (derived: the fold drains it; a fold started afresh reads every LocalQueue's history anyway)."""
