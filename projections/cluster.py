@@ -398,8 +398,9 @@ class ClusterState:
         entry holding its fold under the recorded configuration, as it does for every LocalQueue when that
         configuration's half-life or sampling interval changes."""
         self.afs_dirty: dict[str, None] = {}
-        """LocalQueues whose :attr:`afs_history` changed (appended to, dropped) since the scheduler's fold last took
-        them in (derived: the fold drains it; a fold started afresh reads every LocalQueue's history anyway)."""
+        """LocalQueues whose :attr:`afs_history` changed (appended to, compacted, dropped) since the scheduler's fold
+        (``derived["afs"]``) last took them in (derived: the fold drains it; kept only while there is a fold, as one
+        started afresh reads every LocalQueue's history anyway)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -2559,7 +2560,7 @@ class ClusterState:
         """Forget LocalQueue ``key``'s history (deleted, moved, or no longer needing it): Kueue drops its ledger
         entry. The scheduler's fold forgets that LocalQueue alone (:attr:`afs_dirty`)."""
         if self.afs_history.pop(key, None) is not None:
-            self.afs_dirty[key] = None
+            self._afs_touched(key)
 
     def reanchor_afs(self) -> None:
         """The accounting anchor moved on restoring a snapshot older than the gate (:mod:`projections.snapshot`),
@@ -2614,7 +2615,7 @@ class ClusterState:
         if entries is None:
             entries = self.afs_history[lq] = []
         entries.append((self.time, sign, usage))
-        self.afs_dirty[lq] = None
+        self._afs_touched(lq)
         if len(entries) > afs_ledger.COMPACT_AT:
             key = self._afs_key()
             if key is not None:
@@ -2641,8 +2642,14 @@ class ClusterState:
             entries = self.afs_history[lq]
             if entries and not (len(entries) == 1 and entries[0][1] == AFS_CHECKPOINT):
                 self.afs_history[lq] = afs_ledger.compacted(lq, entries, key)
-                self.afs_dirty[lq] = None
+                self._afs_touched(lq)
 
+    def _afs_touched(self, lq: str) -> None:
+        """LocalQueue ``lq``'s history changed: the scheduler's fold, if there is one, takes it in at its next
+        question (without one there is nothing to tell: a fold started afresh reads every LocalQueue, so the set
+        stays within the LocalQueues changed between two questions)."""
+        if "afs" in self.derived:
+            self.afs_dirty[lq] = None
     def afs_entries(self) -> list[tuple[int, str, int, tuple[tuple[str, int], ...]]]:
         """:attr:`afs_history` as one list of (time, LocalQueue, sign, usage): by LocalQueue, each in log order."""
         return [(t, lq, sign, u) for lq in sorted(self.afs_history) for t, sign, u in self.afs_history[lq]]
