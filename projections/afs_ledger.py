@@ -108,6 +108,34 @@ class AfsLedger:
         self.interval = interval
         self.penalty_alpha = self.alpha(self.interval)
         self.queues: dict[str, LedgerQueue] = {}
+        self.lists: dict[str, list] = {}
+        """LocalQueue -> the history list folded in (``ClusterState.afs_history``'s: a LocalQueue dropped and seen
+        again, or compacted, has a new one, folded afresh)."""
+        self.folded: dict[str, int] = {}
+        """LocalQueue -> how many entries of its list are folded in."""
+
+    def changed(self) -> None:
+        """Some LocalQueue's ledger moved (for a subclass's memos)."""
+
+    def extend(self, lq: str, entries: list | None) -> None:
+        """Take in what changed in LocalQueue ``lq``'s history: its new entries, or all of a new list, or forget it."""
+        if entries is None:
+            self.queues.pop(lq, None)
+            self.lists.pop(lq, None)
+            self.folded.pop(lq, None)
+            self.changed()
+            return
+        start = self.folded.get(lq, 0)
+        if self.lists.get(lq) is not entries:
+            self.queues.pop(lq, None)
+            self.lists[lq] = entries
+            start = 0
+        for i in range(start, len(entries)):
+            time, sign, usage = entries[i]
+            self.apply(time, lq, sign, usage)
+        if len(entries) != start:
+            self.changed()
+        self.folded[lq] = len(entries)
 
     def alpha(self, elapsed: int) -> float:
         if self.half_life <= 0:
@@ -182,10 +210,19 @@ class AfsLedger:
                              tuple(q.admitted.items()), q.last, q.anchor)
 
 
-def compacted(lq: str, entries: list, key: tuple[float, int]) -> list:
-    """LocalQueue ``lq``'s entries as one checkpoint folded under ``key`` (a new list)."""
-    ledger = AfsLedger(*key)
-    for time, sign, usage in entries:
-        ledger.apply(time, lq, sign, usage)
+def compacted(lq: str, entries: list, key: tuple[float, int], fold: object = None) -> list:
+    """LocalQueue ``lq``'s entries as one checkpoint folded under ``key`` (a new list). ``fold``: the scheduler's
+    (``derived["afs"]``), whose ledger of ``lq`` is taken where it folded this very list under ``key`` (the same
+    floats, without folding the entries twice), and moved on to the new list."""
+    if isinstance(fold, AfsLedger) and fold.key() == key and fold.lists.get(lq) is entries:
+        fold.extend(lq, entries)
+        ledger = fold
+    else:
+        ledger = AfsLedger(*key)
+        for time, sign, usage in entries:
+            ledger.apply(time, lq, sign, usage)
     cp = ledger.checkpoint(lq, entries[-1][0])
-    return [(cp.time, AFS_CHECKPOINT, cp)]
+    out = [(cp.time, AFS_CHECKPOINT, cp)]
+    if ledger is fold:
+        ledger.lists[lq], ledger.folded[lq] = out, 1
+    return out

@@ -2619,7 +2619,7 @@ class ClusterState:
         if len(entries) > afs_ledger.COMPACT_AT:
             key = self._afs_key()
             if key is not None:
-                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key)
+                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
 
     def _afs_key(self) -> tuple[float, int] | None:
         """The half-life and sampling interval the history is compacted under (:mod:`projections.afs_ledger`): the
@@ -2641,7 +2641,7 @@ class ClusterState:
         for lq in sorted(self.afs_history):
             entries = self.afs_history[lq]
             if entries and not (len(entries) == 1 and entries[0][1] == AFS_CHECKPOINT):
-                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key)
+                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
                 self._afs_touched(lq)
 
     def _afs_touched(self, lq: str) -> None:

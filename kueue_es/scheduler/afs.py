@@ -74,33 +74,11 @@ class AfsFold(AfsLedger):
         super().__init__(parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6,
                          afs.sampling_interval_ms)
         self.weights = dict(afs.resource_weights)
-        self.lists: dict[str, list] = {}
-        """LocalQueue -> the history list folded in (``ClusterState.afs_history``'s: a LocalQueue dropped and seen
-        again, or compacted, has a new one, folded afresh)."""
-        self.folded: dict[str, int] = {}
-        """LocalQueue -> how many entries of its list are folded in."""
         self.next_memo: tuple[int, int | None] | None = None
         """(log time, :func:`next_sample`'s answer then), valid until an entry is folded in or that sample is due."""
 
-    def extend(self, lq: str, entries: list | None) -> None:
-        """Take in what changed in LocalQueue ``lq``'s history: its new entries, or all of a new list, or forget it."""
-        if entries is None:
-            self.queues.pop(lq, None)
-            self.lists.pop(lq, None)
-            self.folded.pop(lq, None)
-            self.next_memo = None
-            return
-        start = self.folded.get(lq, 0)
-        if self.lists.get(lq) is not entries:
-            self.queues.pop(lq, None)
-            self.lists[lq] = entries
-            start = 0
-        for i in range(start, len(entries)):
-            time, sign, usage = entries[i]
-            self.apply(time, lq, sign, usage)
-        if len(entries) != start:
-            self.next_memo = None
-        self.folded[lq] = len(entries)
+    def changed(self) -> None:
+        self.next_memo = None
 
     def consumed(self, lq: str, now: int) -> dict[str, float]:
         q = self.queues.get(lq)
