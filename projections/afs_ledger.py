@@ -10,7 +10,9 @@ Admission Fair Sharing configuration recorded in force (:func:`key_of`) and repl
 :data:`AFS_CHECKPOINT` entry holding the fold's exact float state (consumed, admitted, last update, anchor). Folding
 the checkpoint then the entries after it gives the same floats, bit for bit, as folding the raw entries under that
 configuration: the checkpoint is that fold's state, restored as it was. It happens when an entry is appended (a
-point of the log), so two replays, or a replay and a restore from a snapshot of it, compact alike.
+point of the log), so two replays, or a replay and a restore from a snapshot of it, compact alike. Where the
+scheduler's fold (``ClusterState.derived["afs"]``, an :class:`AfsLedger`) has folded that very list under the same
+configuration, its ledger of the LocalQueue is taken (the same floats) rather than folding the entries again.
 
 Which configuration. Everything that shows the usage folds under the configuration recorded in force: the LocalQueue
 status and the usage gauge read it back from the log, and every scheduler loop records its configuration before it
