@@ -32,7 +32,15 @@ from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import MAX_INT64, QuantityError, parse_quantity
 from events.timefmt import format_time, parse_time
-from projections import config_version, effective_quotas, eviction_stats, gates, pods_scheduled, variants
+from projections import (
+    afs_ledger,
+    config_version,
+    effective_quotas,
+    eviction_stats,
+    gates,
+    pods_scheduled,
+    variants,
+)
 from projections.admissionchecks import (
     ClusterLink,
     MultiKueueWorld,
@@ -46,6 +54,14 @@ from projections.admissionchecks import (
     unshown_written,
 )
 from projections.admitted_condition import sync_unadmitted
+from projections.afs_ledger import (  # noqa: F401  (AFS_SEED_SCALE: re-exported for the scheduler and tests)
+    AFS_ADD,
+    AFS_CHECKPOINT,
+    AFS_RELEASE,
+    AFS_SEED,
+    AFS_SEED_SCALE,
+    AFS_SETTLE,
+)
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
@@ -158,12 +174,6 @@ class MisfiledObject(ValueError):
         super().__init__(f"{kind} {obj.key!r} is upserted under key {key!r} (the key must be namespace/name)")
 
 
-AFS_SETTLE, AFS_RELEASE, AFS_SEED, AFS_ADD = 1, -1, 0, 2
-"""The signs of :attr:`ClusterState.afs_history` entries: a workload reached its LocalQueue's accounting anchor in a
-ClusterQueue that orders by Admission Fair Sharing (its usage enters the admitted usage and its entry penalty
-settles), left it (its usage leaves), the LocalQueue's seed, or a workload's usage entered without a settlement
-(admitted in a ClusterQueue that does not order by it, which Kueue samples all the same, or counted from a restart:
-when its LocalQueue appears or the tracking starts)."""
 USAGE_BASED = "UsageBasedAdmissionFairSharing"
 
 def _admission_mode(cq: o.ClusterQueue) -> str:
@@ -173,11 +183,6 @@ def _admission_mode(cq: o.ClusterQueue) -> str:
 
 _STALE = object()
 """A memo read from no configuration (:attr:`ClusterState._afs_any_of`): it is read again at the next question."""
-
-AFS_SEED_SCALE = 1_000
-"""A LocalQueue's Admission Fair Sharing seed (:meth:`ClusterState.seed_afs`) is kept in thousandths of each
-resource's unit: fine beside the floats the usage decays in, and a large memory usage still fits an int64."""
-
 
 class ClusterState:
     """Everything the scheduler needs, rebuilt from the log."""
@@ -199,7 +204,7 @@ class ClusterState:
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
         "_custom_labels_of", "_custom_labels", "_lq_metrics_of", "_lq_metrics", "_lq_selected_of", "_lq_every", "_lq_selected", "_afs_any_of", "_afs_any",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
-        "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
+        "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "afs_dirty", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "dispatched", "finished_clock", "deactivated_clock",
         "max_execution_clock", "recovery_clock", "own_pods_ready_clock", "unscheduled_clock", "keeping", "node_waits", "metrics",
@@ -374,8 +379,10 @@ class ClusterState:
         sets, the DRA view its claims were charged under or None) as computed then: status-only upserts reuse them,
         as do workloads of an equal spec under equal limits and DRA view (derived; a cache, never part of a
         snapshot). The entry holds the spec, so its ``id`` cannot be reused while remembered."""
-        self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
-        """Admission Fair Sharing facts: (time, LocalQueue key, sign, usage per resource name), the signs
+        self.afs_history: dict[str, list[tuple[int, int, tuple[tuple[str, int], ...]]]] = {}
+        """Admission Fair Sharing facts per LocalQueue key, in log order: (time, sign, usage per resource name) — one
+        list per LocalQueue, as the fold of one never reads another's, so that forgetting one costs its own entries
+        only. The signs
         :data:`AFS_SETTLE` (a workload reached its accounting anchor in a ClusterQueue ordering by Admission Fair
         Sharing), :data:`AFS_ADD` (its usage entered without a settlement), :data:`AFS_RELEASE` (it left) and
         :data:`AFS_SEED`. Kept only for LocalQueues that need it (:meth:`afs_tracks`): those of ClusterQueues with
@@ -387,7 +394,14 @@ class ClusterState:
         first appearance (or the start of its tracking) is a seed: the
         ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried then, in thousandths of a unit
         per resource name (:data:`AFS_SEED_SCALE`; none for a new LocalQueue): Kueue's warm start from the
-        persisted status (:meth:`seed_afs`)."""
+        persisted status (:meth:`seed_afs`). Compacted (:mod:`projections.afs_ledger`): past
+        :data:`~projections.afs_ledger.COMPACT_AT` entries a LocalQueue's list becomes one :data:`AFS_CHECKPOINT`
+        entry holding its fold under the recorded configuration, as it does for every LocalQueue when that
+        configuration's half-life or sampling interval changes."""
+        self.afs_dirty: dict[str, None] = {}
+        """LocalQueues whose :attr:`afs_history` changed (appended to, compacted, dropped) since the scheduler's fold
+        (``derived["afs"]``) last took them in (derived: the fold drains it; kept only while there is a fold, as one
+        started afresh reads every LocalQueue's history anyway)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
         admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
@@ -1072,6 +1086,7 @@ class ClusterState:
         dynamic_before = self.dynamic_quotas
         afs_queues = self._afs_queues()
         afs_before = self._afs_view(afs_queues)  # what Admission Fair Sharing counts may change with it
+        self._afs_checkpoint_all(e)
         self.config, self.config_offset = e, self.offset
         self._afs_resync(*afs_before, cqs=afs_queues)
         if self.tas_enabled != tas_before:
@@ -2534,7 +2549,7 @@ class ClusterState:
         on, the others start at the restore as on Kueue's restart (seeded from their status, counting what they
         hold)."""
         keep = {k for k, lq in self.local_queues.items() if self.cq_uses_afs(lq.spec.cluster_queue)}
-        self.afs_history = [e for e in self.afs_history if e[1] in keep]
+        self.afs_history = {k: v for k, v in self.afs_history.items() if k in keep}
         self.derived.pop("afs", None)
         if self.afs_configured:
             cqs = tuple(sorted({lq.spec.cluster_queue for lq in self.local_queues.values()
@@ -2543,10 +2558,9 @@ class ClusterState:
 
     def _afs_drop_local_queue(self, key: str) -> None:
         """Forget LocalQueue ``key``'s history (deleted, moved, or no longer needing it): Kueue drops its ledger
-        entry. The scheduler's fold of the history is invalidated (it folds a prefix)."""
-        if any(e[1] == key for e in self.afs_history):
-            self.afs_history = [e for e in self.afs_history if e[1] != key]
-            self.derived.pop("afs", None)
+        entry. The scheduler's fold forgets that LocalQueue alone (:attr:`afs_dirty`)."""
+        if self.afs_history.pop(key, None) is not None:
+            self._afs_touched(key)
 
     def reanchor_afs(self) -> None:
         """The accounting anchor moved on restoring a snapshot older than the gate (:mod:`projections.snapshot`),
@@ -2579,7 +2593,7 @@ class ClusterState:
             if scaled > 0:
                 seed[r] = min(scaled, MAX_INT64)
         if seed or not only_persisted:
-            self.afs_history.append((self.time, lq.key, AFS_SEED, tuple(sorted(seed.items()))))
+            self._afs_add(lq.key, AFS_SEED, tuple(sorted(seed.items())))
 
     def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
         """A counted workload reached its anchor (+1: settled in a ClusterQueue ordering by Admission Fair Sharing,
@@ -2594,8 +2608,51 @@ class ClusterState:
         for fr, v in wl.usage.items():
             r = fr.split("/", 1)[1]
             per_resource[r] = per_resource.get(r, 0) + v
-        self.afs_history.append((self.time, f"{wl.namespace}/{wl.queue_name}", sign,
-                                 tuple(sorted(per_resource.items()))))
+        self._afs_add(f"{wl.namespace}/{wl.queue_name}", sign, tuple(sorted(per_resource.items())))
+
+    def _afs_add(self, lq: str, sign: int, usage: tuple[tuple[str, int], ...]) -> None:
+        entries = self.afs_history.get(lq)
+        if entries is None:
+            entries = self.afs_history[lq] = []
+        entries.append((self.time, sign, usage))
+        self._afs_touched(lq)
+        if len(entries) > afs_ledger.COMPACT_AT:
+            key = self._afs_key()
+            if key is not None:
+                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
+
+    def _afs_key(self) -> tuple[float, int] | None:
+        """The half-life and sampling interval the history is compacted under (:mod:`projections.afs_ledger`): the
+        recorded Configuration's, None while it has Admission Fair Sharing off (or none is recorded)."""
+        config = self.config
+        memo = self.derived.get("afs_key")
+        if memo is not None and memo[0] is config:
+            return memo[1]
+        key = afs_ledger.key_of(config.document) if config is not None else None
+        self.derived["afs_key"] = (config, key)
+        return key
+
+    def _afs_checkpoint_all(self, next_config: ev.ConfigRecorded) -> None:
+        """Before a configuration with another half-life or sampling interval (or none) replaces the one in force:
+        every LocalQueue's history is checkpointed under the one in force, which its entries were recorded under."""
+        key = self._afs_key()
+        if key is None or key == afs_ledger.key_of(next_config.document):
+            return
+        for lq in sorted(self.afs_history):
+            entries = self.afs_history[lq]
+            if entries and not (len(entries) == 1 and entries[0][1] == AFS_CHECKPOINT):
+                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
+                self._afs_touched(lq)
+
+    def _afs_touched(self, lq: str) -> None:
+        """LocalQueue ``lq``'s history changed: the scheduler's fold, if there is one, takes it in at its next
+        question (without one there is nothing to tell: a fold started afresh reads every LocalQueue, so the set
+        stays within the LocalQueues changed between two questions)."""
+        if "afs" in self.derived:
+            self.afs_dirty[lq] = None
+    def afs_entries(self) -> list[tuple[int, str, int, tuple[tuple[str, int], ...]]]:
+        """:attr:`afs_history` as one list of (time, LocalQueue, sign, usage): by LocalQueue, each in log order."""
+        return [(t, lq, sign, u) for lq in sorted(self.afs_history) for t, sign, u in self.afs_history[lq]]
 
     def _reserve(self, e: ev.QuotaReserved) -> None:
         wl = self.workloads.get(e.key)

@@ -18,6 +18,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from projections import eviction_stats, variants
 from projections.admissionchecks import ClusterLink
+from projections.afs_ledger import AFS_CHECKPOINT, AfsCheckpoint
 from projections.cluster import ClusterState
 from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
@@ -25,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 48
+SNAPSHOT_VERSION = 49
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -112,9 +113,12 @@ ClusterQueues that do not order by it (sign 2: no settlement); restored from an 
 gone or of such ClusterQueues is dropped and, with Admission Fair Sharing on, the latter start at the restore from
 their status as on Kueue's restart (the layout is version 46's). 48: each ClusterQueue's preemption
 skips of the last cycle that had any (``metrics.preemption_skips``, ``kueue_admission_cycle_preemption_skips``);
-restored from an older one, none are known until the next cycle that skips one."""
+restored from an older one, none are known until the next cycle that skips one. 49: the Admission Fair Sharing history
+per LocalQueue (``afs_queues``: LocalQueue key, its checkpoint, its entries without the key), sorted by key, compacted
+(:mod:`projections.afs_ledger`); restored from an older one, ``afs_history``'s entries are grouped by LocalQueue in
+their order (the fold of one never reads another's), compacted from their next entry on."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -198,7 +202,10 @@ class Snapshot(msgspec.Struct, array_like=True):
     awaiting_release: list[str]
     backoff: list[tuple[str, int]]
     afs_history: list[tuple[int, str, int, list[tuple[str, int]]]] = []
-    """Admission Fair Sharing facts (``ClusterState.afs_history``); absent from older snapshots."""
+    """Admission Fair Sharing facts of versions 33 to 48, one list for every LocalQueue (empty from version 49)."""
+    afs_queues: list[tuple[str, AfsCheckpoint | None, list[tuple[int, int, list[tuple[str, int]]]]]] = []
+    """Admission Fair Sharing facts per LocalQueue, sorted by key: its checkpoint if compacted, then its entries
+    (``ClusterState.afs_history``; version 49 on)."""
     template_pool: list[list[o.PodTemplateSpec]] = []
     """The distinct pod-template tuples of ``ClusterState.pod_templates``, each once."""
     templates: list[tuple[str, int]] = []
@@ -286,7 +293,7 @@ def take(state: ClusterState) -> Snapshot:
         usage=usage,
         awaiting_release=sorted(state.awaiting_release),
         backoff=sorted(state.backoff.items()),
-        afs_history=[(t, lq, sign, list(u)) for t, lq, sign, u in state.afs_history],
+        afs_queues=[_afs_queue(lq, state.afs_history[lq]) for lq in sorted(state.afs_history)],
         template_pool=template_pool,
         templates=templates,
         deleted_requests=sorted(state.deleted_requests),
@@ -371,7 +378,11 @@ def restore(snap: Snapshot) -> ClusterState:
     state.usage = {cq: dict(frs) for cq, frs in snap.usage}
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
-    state.afs_history = [(t, lq, sign, tuple((r, v) for r, v in u)) for t, lq, sign, u in snap.afs_history]
+    state.afs_history = {lq: ([(cp.time, AFS_CHECKPOINT, cp)] if cp is not None else [])
+                         + [(t, sign, tuple((r, v) for r, v in u)) for t, sign, u in entries]
+                         for lq, cp, entries in snap.afs_queues}
+    for t, lq, sign, u in snap.afs_history:  # before version 49: one list for every LocalQueue
+        state.afs_history.setdefault(lq, []).append((t, sign, tuple((r, v) for r, v in u)))
     for key in sorted(state.pods):
         state.tas.pod_changed(key, state.pods[key])
         state.link_pod(None, state.pods[key])
@@ -410,6 +421,11 @@ def restore(snap: Snapshot) -> ClusterState:
     if snap.version < 47:
         state.retrack_afs()
     return state
+
+
+def _afs_queue(lq: str, entries: list) -> tuple[str, AfsCheckpoint | None, list]:
+    cp = entries[0][2] if entries and entries[0][1] == AFS_CHECKPOINT else None
+    return lq, cp, [(t, sign, list(u)) for t, sign, u in entries[cp is not None:]]
 
 
 def encode(state: ClusterState) -> bytes:

@@ -27,7 +27,11 @@ A LocalQueue's usage is Σ_resource weight·(consumed + pending) ÷ the LocalQue
 (+∞ for a weight ≤ 0). All of it is a function of the log: the projection records when each LocalQueue's
 admitted usage changed (``ClusterState.afs_history``) and this module folds those facts, in log order, with the
 configuration — the samples falling at fixed steps after each update, so the result does not depend on when or
-how often the scheduler looks. The fold is memoised on the state and extended as the history grows.
+how often the scheduler looks. The fold is memoised on the state and extended as the history grows, per
+LocalQueue (a deleted one is forgotten alone). The history stays bounded: past a few entries a LocalQueue's is
+compacted into a checkpoint of this fold's exact floats under the recorded configuration, which folds on bit for bit
+as the raw entries would (:mod:`projections.afs_ledger`, where the arithmetic lives and the rule for a changed
+configuration is given).
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ from events.timefmt import format_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration_ns
 from kueue_es.scheduler.quota import fair_weight
-from projections.cluster import AFS_RELEASE, AFS_SEED, AFS_SEED_SCALE, AFS_SETTLE, USAGE_BASED, ClusterState
+from projections.afs_ledger import AfsLedger, LedgerQueue
+from projections.cluster import USAGE_BASED, ClusterState
 from projections.workloads import RESERVED
 
 if TYPE_CHECKING:
@@ -62,88 +67,18 @@ def _amount(resource: str, value: int) -> float:
     return value / 1000.0 if resource in MILLI_RESOURCES else float(value)
 
 
-class _Queue:
-    __slots__ = ("admitted", "anchor", "consumed", "last")
-
-    def __init__(self) -> None:
-        self.consumed: dict[str, float] = {}
-        self.admitted: dict[str, float] = {}
-        self.last: int | None = None
-        """When consumed was last updated (sampled, seeded or settled)."""
-        self.anchor: int | None = None
-        """When the LocalQueue was first seen: its samples before any update fall at steps from here."""
-
-
-class AfsFold:
+class AfsFold(AfsLedger):
     """The consumed usage of every LocalQueue, folded from the state's history under one configuration."""
 
     def __init__(self, afs: AdmissionFairSharingConfig) -> None:
-        self.half_life = parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6
-        """In ms, unrounded: it only divides elapsed times (a sub-millisecond half-life is not zero, which resets)."""
-        self.interval = afs.sampling_interval_ms
+        super().__init__(parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6,
+                         afs.sampling_interval_ms)
         self.weights = dict(afs.resource_weights)
-        self.penalty_alpha = self.alpha(self.interval)
-        self.queues: dict[str, _Queue] = {}
-        self.folded = 0
-        """How many entries of the history are folded in."""
+        self.next_memo: tuple[int, int | None] | None = None
+        """(log time, :func:`next_sample`'s answer then), valid until an entry is folded in or that sample is due."""
 
-    def alpha(self, elapsed: int) -> float:
-        if self.half_life <= 0:
-            return 0.0
-        return 1.0 - 0.5 ** (max(0, elapsed) / self.half_life)
-
-    def key(self) -> tuple:
-        return (self.half_life, self.interval)
-
-    def _samples(self, q: _Queue, now: int) -> tuple[dict[str, float], int | None]:
-        """Consumed after the samples due by ``now`` (without recording them) and the time of the last one."""
-        if q.last is None:
-            return q.consumed, None
-        n = (now - q.last) // self.interval
-        if n <= 0:
-            return q.consumed, q.last
-        if self.half_life <= 0:
-            return {}, q.last + n * self.interval
-        # n samples with the admitted usage unchanged: c ← u + (c − u)·q^n, q = 0.5^(interval / half-life)
-        factor = 0.5 ** (n * self.interval / self.half_life)
-        out = {}
-        for r in sorted(set(q.consumed) | set(q.admitted)):
-            u = q.admitted.get(r, 0.0)
-            out[r] = u + (q.consumed.get(r, 0.0) - u) * factor
-        return out, q.last + n * self.interval
-
-    def _advance(self, q: _Queue, now: int, settles: bool) -> None:
-        if q.last is None:
-            # nothing sampled yet but an empty usage: a settlement starts the clock; a change of the admitted usage
-            # alone (no settlement) leaves the samples at their steps from the LocalQueue's appearance
-            q.last = now if settles or q.anchor is None else q.anchor + (now - q.anchor) // self.interval * self.interval
-            return
-        q.consumed, q.last = self._samples(q, now)  # type: ignore[assignment]
-
-    def apply(self, time: int, lq: str, sign: int, usage: tuple[tuple[str, int], ...]) -> None:
-        q = self.queues.get(lq)
-        if q is None:
-            q = self.queues[lq] = _Queue()
-        if sign == AFS_SEED:  # first seen: consumed restarts from the persisted status (its seed), none for a new one
-            q.anchor = time
-            q.consumed = {r: v / AFS_SEED_SCALE for r, v in usage}
-            q.last = time if usage else None
-            return
-        self._advance(q, time, sign == AFS_SETTLE)
-        step = -1 if sign == AFS_RELEASE else 1
-        for r, v in usage:
-            q.admitted[r] = q.admitted.get(r, 0.0) + step * _amount(r, v)
-        if sign != AFS_SETTLE:
-            return
-        # settle: decay towards the admitted usage over the time since the last update, then add the penalty
-        assert q.last is not None
-        a = self.alpha(time - q.last)
-        consumed = {}
-        for r in sorted(set(q.consumed) | set(q.admitted)):
-            consumed[r] = q.consumed.get(r, 0.0) * (1 - a) + q.admitted.get(r, 0.0) * a
-        for r, v in usage:
-            consumed[r] = consumed.get(r, 0.0) + _amount(r, v) * self.penalty_alpha
-        q.consumed, q.last = consumed, time
+    def changed(self) -> None:
+        self.next_memo = None
 
     def consumed(self, lq: str, now: int) -> dict[str, float]:
         q = self.queues.get(lq)
@@ -168,13 +103,16 @@ def fold(state: ClusterState, config: SchedulerConfig) -> AfsFold:
     assert config.admission_fair_sharing is not None
     memo: AfsFold | None = state.derived.get("afs")
     fresh = AfsFold(config.admission_fair_sharing)
-    if memo is None or memo.key() != fresh.key() or memo.folded > len(state.afs_history):
-        memo = state.derived["afs"] = fresh
-    memo.weights = fresh.weights
     history = state.afs_history
-    for i in range(memo.folded, len(history)):
-        memo.apply(*history[i])
-    memo.folded = len(history)
+    if memo is None or memo.key() != fresh.key():
+        memo = state.derived["afs"] = fresh
+        changed: list[str] = sorted(history)
+    else:
+        changed = sorted(state.afs_dirty)
+    state.afs_dirty.clear()
+    memo.weights = fresh.weights
+    for lq in changed:
+        memo.extend(lq, history.get(lq))
     return memo
 
 
@@ -338,16 +276,20 @@ def next_sample(state: ClusterState, config: SchedulerConfig) -> int | None:
         return None
     f = fold(state, config)
     now = state.time
+    memo = f.next_memo
+    if memo is not None and memo[0] <= now and (memo[1] is None or now < memo[1]):
+        return memo[1]  # nothing folded in since and that sample not due yet: every LocalQueue's answer stands
     best: int | None = None
     for lq in sorted(f.queues):
         q = f.queues[lq]
         due = _next_due(f, q, now)
         if due is not None and (best is None or due < best) and not _converged(f, q, now):
             best = due
+    f.next_memo = (now, best)
     return best
 
 
-def _next_due(f: AfsFold, q: _Queue, after: int) -> int | None:
+def _next_due(f: AfsFold, q: LedgerQueue, after: int) -> int | None:
     """A LocalQueue's first sample after ``after``, on its grid (from its last sample, else its anchor); None while
     it has neither."""
     start = q.last if q.last is not None else q.anchor
@@ -356,7 +298,7 @@ def _next_due(f: AfsFold, q: _Queue, after: int) -> int | None:
     return start + ((max(after, start) - start) // f.interval + 1) * f.interval
 
 
-def _converged(f: AfsFold, q: _Queue, now: int) -> bool:
+def _converged(f: AfsFold, q: LedgerQueue, now: int) -> bool:
     """Whether the consumed usage shown at ``now`` is what further samples lead to (rounded as shown: the samples
     move it monotonically towards the admitted usage, so nothing in between shows otherwise)."""
     consumed = f._samples(q, now)[0]

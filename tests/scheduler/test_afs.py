@@ -264,9 +264,10 @@ def test_restored_from_a_snapshot_older_than_the_seeds_every_local_queue_is_seed
         "consumedResources": {"cpu": "3"}, "lastUpdate": "2023-01-01T00:00:00Z"}}})
     snap = snapshot.take(state)
     assert snapshot.restore(snap).afs_history == state.afs_history
-    old = msgspec.structs.replace(snap, version=45, afs_history=[e for e in snap.afs_history if e[2] != 0])
+    old = msgspec.structs.replace(snap, version=45, afs_queues=[], afs_history=[
+        (t, lq, sign, list(u)) for t, lq, sign, u in state.afs_entries() if sign != 0])
     restored = snapshot.restore(old)
-    seeded = [(lq, sign, list(u)) for _, lq, sign, u in restored.afs_history]
+    seeded = [(lq, sign, list(u)) for _, lq, sign, u in restored.afs_entries()]
     assert seeded == [("ns/a", 0, [("cpu", 3 * AFS_SEED_SCALE)])]
     assert _shown(restored, T0) == ({"cpu": "3"}, format_time(T0))
 

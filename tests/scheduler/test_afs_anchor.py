@@ -167,10 +167,10 @@ def test_a_snapshot_anchored_at_admission_is_reanchored_when_restored_under_the_
     state, config = _reserved_waiting(False)  # recorded as an older kueue-es did: nothing for ns/w yet
     _apply(state, [ev.ConfigRecorded(time=T0, document=_document(None), writer="test", id="upgraded")])
     snap = snapshot.take(state)
-    old = msgspec.structs.replace(snap, version=33, afs_history=[  # nor the seeds of version 45
-        e for e in snap.afs_history if e[1] != "ns/a" and e[2] != 0])
+    old = msgspec.structs.replace(snap, version=33, afs_queues=[], afs_history=[  # nor the seeds of version 45
+        (t, lq, sign, list(u)) for t, lq, sign, u in state.afs_entries() if lq != "ns/a" and sign != 0])
     restored = snapshot.restore(old)
-    assert [(lq, sign) for _, lq, sign, _ in restored.afs_history if sign] == [("ns/a", 1)]  # sign 0: seeds
+    assert [(lq, sign) for _, lq, sign, _ in restored.afs_entries() if sign] == [("ns/a", 1)]  # sign 0: seeds
     assert snapshot.restore(snap).afs_history == state.afs_history  # a current one is taken as it is
     t = T0 + 10 * MIN
     _apply(restored, [ev.WorkloadFinished(time=t, key="ns/w")])

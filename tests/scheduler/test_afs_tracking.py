@@ -148,7 +148,7 @@ def test_without_admission_fair_sharing_configured_such_a_local_queue_has_no_his
     """Nothing samples it then (and nothing orders by it): no seed, no usage, no status."""
     state = _state(afs=False)
     _reserve(state, "w", "a", "cq", 2, T0 + MIN)
-    assert state.afs_history == []
+    assert state.afs_entries() == []
     assert _shown(state, T0 + 2 * MIN) is None
 
 
@@ -162,11 +162,11 @@ def test_a_deleted_local_queue_s_history_is_dropped_and_a_recreated_one_starts_f
     _reserve(state, "w", "a", "cq", 2, T0 + MIN)
     fold(state, CONFIG)
     _apply(state, ev.ObjectDeleted(time=T0 + 2 * MIN, key="ns/a", kind="LocalQueue"))
-    assert state.afs_history == []
+    assert state.afs_entries() == []
     _apply(state, ev.WorkloadFinished(time=T0 + 3 * MIN, key="ns/w"))
-    assert state.afs_history == [], "a workload of a deleted LocalQueue leaves nothing behind"
+    assert state.afs_entries() == [], "a workload of a deleted LocalQueue leaves nothing behind"
     _upsert(state, _local_queue("a", "cq", consumed_cpu=3), T0 + 4 * MIN)
-    assert [(lq, sign, list(u)) for _, lq, sign, u in state.afs_history] == [("ns/a", 0, [("cpu", 3 * AFS_SEED_SCALE)])]
+    assert [(lq, sign, list(u)) for _, lq, sign, u in state.afs_entries()] == [("ns/a", 0, [("cpu", 3 * AFS_SEED_SCALE)])]
     assert _shown(state, T0 + 4 * MIN) == ({"cpu": "3"}, format_time(T0 + 4 * MIN))
 
 
@@ -176,11 +176,11 @@ def test_turning_admission_fair_sharing_off_drops_the_history_it_alone_needed_an
     state = _state()
     _reserve(state, "w", "a", "cq", 2, T0 + MIN)
     _configure(state, T0 + 2 * MIN, afs=False)
-    assert state.afs_history == []
+    assert state.afs_entries() == []
     lq = msgspec.convert(_local_queue("a", "cq", consumed_cpu=1), o.KueueObject)
     _apply(state, ev.ObjectUpserted(time=T0 + 3 * MIN, key=lq.key, obj=lq))  # its status, as we last wrote it
     _configure(state, T0 + 4 * MIN)
-    assert [(t, lq, sign) for t, lq, sign, _ in state.afs_history] == [(T0 + 4 * MIN, "ns/a", 0), (T0 + 4 * MIN, "ns/a", 2)]
+    assert [(t, lq, sign) for t, lq, sign, _ in state.afs_entries()] == [(T0 + 4 * MIN, "ns/a", 0), (T0 + 4 * MIN, "ns/a", 2)]
     assert _shown(state, T0 + 4 * MIN) == ({"cpu": "1"}, format_time(T0 + 4 * MIN))
     consumed, _ = _shown(state, T0 + 14 * MIN)  # type: ignore[misc]
     assert abs(_cpu(consumed) - 1.5) < 1e-8  # one half-life from 1 towards 2
@@ -194,10 +194,10 @@ def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_need
     _reserve(state, "w", "a", "cq", 2, T0 + MIN)
     snap = snapshot.take(state)
     assert snapshot.restore(snap).afs_history == state.afs_history
-    old = msgspec.structs.replace(snap, version=46, afs_history=[
+    old = msgspec.structs.replace(snap, version=46, afs_queues=[], afs_history=[
         (T0, "ns/a", 0, []), (T0, "ns/gone", 0, [("cpu", 5000)])])
     restored = snapshot.restore(old)
-    assert [(t, lq, sign, list(u)) for t, lq, sign, u in restored.afs_history] == [
+    assert [(t, lq, sign, list(u)) for t, lq, sign, u in restored.afs_entries()] == [
         (state.time, "ns/a", 0, []), (state.time, "ns/a", 2, [("cpu", 2000)])]
 
 
@@ -229,7 +229,7 @@ def test_a_workload_seen_already_admitted_enters_without_an_entry_penalty_whiche
         objects = [_local_queue("a", "cq"), _observed_admitted("w", 4)]
         for d in objects if lq_first else objects[::-1]:
             _upsert(state, d, T0)
-        assert [sign for _, _, sign, _ in state.afs_history] == [0, 2]
+        assert [sign for _, _, sign, _ in state.afs_entries()] == [0, 2]
         consumed, _ = _shown(state, T0 + 30 * MIN)  # type: ignore[misc]
         shown.append(_cpu(consumed))
     assert abs(shown[0] - 3.5) < 1e-8 and abs(shown[1] - 3.5) < 1e-8
@@ -260,7 +260,7 @@ def test_a_new_local_queue_looks_at_no_workload_where_admission_fair_sharing_is_
     asked = _counting(monkeypatch)
     _upsert(state, _local_queue("b", "cq"), T0 + 2 * MIN)
     assert asked == []
-    assert state.afs_history == []
+    assert state.afs_entries() == []
 
 
 def test_a_new_local_queue_looks_only_at_its_own_workloads_where_admission_fair_sharing_is_on(monkeypatch) -> None:
@@ -270,12 +270,10 @@ def test_a_new_local_queue_looks_only_at_its_own_workloads_where_admission_fair_
     for i in range(5):
         _reserve(state, f"w{i}", "a", "cq", 1, T0 + MIN)
     _reserve(state, "mine", "b", "cq", 3, T0 + MIN)  # admitted before its LocalQueue is seen
-    before = len(state.afs_history)
     asked = _counting(monkeypatch)
     _upsert(state, _local_queue("b", "cq"), T0 + 2 * MIN)
     assert asked == ["ns/mine"]
-    assert [(lq, sign, list(u)) for _, lq, sign, u in state.afs_history[before:]] == [
-        ("ns/b", 0, []), ("ns/b", 2, [("cpu", 3000)])]
+    assert [(sign, list(u)) for _, sign, u in state.afs_history["ns/b"]] == [(0, []), (2, [("cpu", 3000)])]
 
 
 def test_a_cluster_queue_turning_to_admission_fair_sharing_counts_what_it_holds_and_what_it_admits_next() -> None:
@@ -284,15 +282,15 @@ def test_a_cluster_queue_turning_to_admission_fair_sharing_counts_what_it_holds_
     recreated ClusterQueue of the plain kind stops it again."""
     state = _state(afs=False)
     _reserve(state, "w1", "a", "cq", 1, T0 + MIN)
-    assert state.afs_history == []
+    assert state.afs_entries() == []
     _upsert(state, _cluster_queue("cq", usage_based=True), T0 + 2 * MIN)
     _reserve(state, "w2", "a", "cq", 2, T0 + 3 * MIN)
-    assert [(t, sign, list(u)) for t, _, sign, u in state.afs_history] == [
+    assert [(t, sign, list(u)) for t, _, sign, u in state.afs_entries()] == [
         (T0 + 2 * MIN, 0, []), (T0 + 2 * MIN, 2, [("cpu", 1000)]), (T0 + 3 * MIN, 1, [("cpu", 2000)])]
     _apply(state, ev.ObjectDeleted(time=T0 + 4 * MIN, key="cq", kind="ClusterQueue"))
     _upsert(state, _cluster_queue("cq", usage_based=False), T0 + 5 * MIN)
     _reserve(state, "w3", "a", "cq", 3, T0 + 6 * MIN)
-    assert state.afs_history == []
+    assert state.afs_entries() == []
 
 
 # --- the admitted usage folded is what the counted workloads hold, whatever changes -------------------------------
@@ -343,7 +341,7 @@ def _run(state: ClusterState, script, t: int) -> list[int]:
 
 def _check_admitted(state: ClusterState) -> None:
     f = AfsFold(CONFIG.admission_fair_sharing)  # type: ignore[arg-type]
-    for entry in state.afs_history:
+    for entry in state.afs_entries():
         f.apply(*entry)
     configured = state.config is not None and "admissionFairSharing" in state.config.document
 
@@ -364,7 +362,7 @@ def _check_admitted(state: ClusterState) -> None:
         if anchored and (orders(wl.cluster_queue) or configured):
             held[lq] = held.get(lq, 0.0) + sum(v for fr, v in wl.usage.items()) / 1000
     tracked = {k for k, lq in state.local_queues.items() if orders(lq.spec.cluster_queue) or configured}
-    assert {e[1] for e in state.afs_history} <= tracked, "history only for LocalQueues that need it"
+    assert {e[1] for e in state.afs_entries()} <= tracked, "history only for LocalQueues that need it"
     for lq in sorted(tracked):
         q = f.queues.get(lq)
         admitted = q.admitted.get("cpu", 0.0) if q is not None else 0.0
