@@ -199,3 +199,12 @@ def test_workloads_of_one_spec_encoding_take_its_templates() -> None:
         assert state.pod_templates[w.key] == tuple(ps.template for ps in w.spec.pod_sets)
     assert state.pod_templates["ns0/w0"] is state.pod_templates["ns0/w1"]
     assert state.pod_templates["ns0/w2"] != state.pod_templates["ns0/w0"]
+
+
+def test_lazy_specs_with_one_checksum_stay_apart(monkeypatch) -> None:
+    """The spec memo is keyed by a checksum of the bytes: two specs that share it are still told apart."""
+    monkeypatch.setattr("events.lazy.crc32", lambda data: 7)  # every spec collides
+    small, large = workload("ns0", "a", cpu="1"), workload("ns0", "b", cpu="3")
+    payload = encode_batch([upsert(small, T0), upsert(large, T0), upsert(small, T0)])
+    first, second, third = (r.event.obj for r in decode_batch(payload, 0, lazy=True))
+    assert first.spec == small.spec and second.spec == large.spec and third.spec == small.spec
