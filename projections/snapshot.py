@@ -203,9 +203,6 @@ class Snapshot(msgspec.Struct, array_like=True):
     backoff: list[tuple[str, int]]
     afs_history: list[tuple[int, str, int, list[tuple[str, int]]]] = []
     """Admission Fair Sharing facts of versions 33 to 48, one list for every LocalQueue (empty from version 49)."""
-    afs_queues: list[tuple[str, AfsCheckpoint | None, list[tuple[int, int, list[tuple[str, int]]]]]] = []
-    """Admission Fair Sharing facts per LocalQueue, sorted by key: its checkpoint if compacted, then its entries
-    (``ClusterState.afs_history``; version 49 on)."""
     template_pool: list[list[o.PodTemplateSpec]] = []
     """The distinct pod-template tuples of ``ClusterState.pod_templates``, each once."""
     templates: list[tuple[str, int]] = []
@@ -228,6 +225,10 @@ class Snapshot(msgspec.Struct, array_like=True):
     """``ClusterState.worker_queues``, by worker name; from version 30 on."""
     nodes_seen: bool = False
     """``ClusterState.nodes_seen``; from version 40 on."""
+    afs_queues: list[tuple[str, AfsCheckpoint | None, list[tuple[int, int, list[tuple[str, int]]]]]] = []
+    """Admission Fair Sharing facts per LocalQueue, sorted by key: its checkpoint if compacted, then its entries
+    (``ClusterState.afs_history``; version 49 on). Last, as every field added after the first: the struct is an
+    array, so a field put before others would shift them in every older snapshot."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
