@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from events import schema as ev
+from events.errors import InvalidInput
 from kueue_es.scheduler import afs
 from kueue_es.scheduler.config_record import in_force
 from projections import snapshot
@@ -76,3 +77,10 @@ def test_a_version_48_snapshot_keeps_its_admission_fair_sharing_history() -> Non
     at_cut = _folded(records[:cut])
     assert _digest(restored) == _digest(at_cut)
     assert _afs_observed(restored) == _afs_observed(at_cut)
+
+
+def test_a_version_48_snapshot_with_history_older_than_its_configuration_is_refused_for_a_full_fold() -> None:
+    """Its entries before the change of half-life were folded by its writer under the new one; today each is folded
+    under the configuration it was recorded under, which the snapshot cannot tell: the caller passes it over."""
+    with pytest.raises(InvalidInput, match="Admission Fair Sharing history recorded before its Configuration"):
+        snapshot.decode(_golden("v48-afs-changed.snap"))
