@@ -161,7 +161,7 @@ _CHILD = """
 import sys
 import msgspec
 from events.codec import decode_batch
-from projections import snapshot, workloads
+from projections import snapshot
 from projections.cluster import ClusterState
 state = ClusterState()
 offset = 0
