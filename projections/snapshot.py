@@ -116,7 +116,8 @@ skips of the last cycle that had any (``metrics.preemption_skips``, ``kueue_admi
 restored from an older one, none are known until the next cycle that skips one. 49: the Admission Fair Sharing history
 per LocalQueue (``afs_queues``: LocalQueue key, its checkpoint, its entries without the key), sorted by key, compacted
 (:mod:`projections.afs_ledger`); restored from an older one, ``afs_history``'s entries are grouped by LocalQueue in
-their order (the fold of one never reads another's), compacted from their next entry on."""
+their order (the fold of one never reads another's), compacted from their next entry on; one holding entries older
+than its recorded Configuration is refused (:func:`_refuse_unconvertible_afs`: the log is folded instead)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
@@ -203,9 +204,6 @@ class Snapshot(msgspec.Struct, array_like=True):
     backoff: list[tuple[str, int]]
     afs_history: list[tuple[int, str, int, list[tuple[str, int]]]] = []
     """Admission Fair Sharing facts of versions 33 to 48, one list for every LocalQueue (empty from version 49)."""
-    afs_queues: list[tuple[str, AfsCheckpoint | None, list[tuple[int, int, list[tuple[str, int]]]]]] = []
-    """Admission Fair Sharing facts per LocalQueue, sorted by key: its checkpoint if compacted, then its entries
-    (``ClusterState.afs_history``; version 49 on)."""
     template_pool: list[list[o.PodTemplateSpec]] = []
     """The distinct pod-template tuples of ``ClusterState.pod_templates``, each once."""
     templates: list[tuple[str, int]] = []
@@ -228,6 +226,10 @@ class Snapshot(msgspec.Struct, array_like=True):
     """``ClusterState.worker_queues``, by worker name; from version 30 on."""
     nodes_seen: bool = False
     """``ClusterState.nodes_seen``; from version 40 on."""
+    afs_queues: list[tuple[str, AfsCheckpoint | None, list[tuple[int, int, list[tuple[str, int]]]]]] = []
+    """Admission Fair Sharing facts per LocalQueue, sorted by key: its checkpoint if compacted, then its entries
+    (``ClusterState.afs_history``; version 49 on). Last, as every field added after the first: the struct is an
+    array, so a field put before others would shift them in every older snapshot."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -313,6 +315,7 @@ def restore(snap: Snapshot) -> ClusterState:
     if snap.version not in READABLE_VERSIONS:
         raise InvalidInput(f"snapshot version {snap.version} is not supported (expected one of "
                            f"{', '.join(map(str, READABLE_VERSIONS))})")
+    _refuse_unconvertible_afs(snap)
     state = ClusterState()
     state.offset, state.time, state.last_cycle = snap.offset, snap.time, snap.last_cycle
     state.config, state.config_offset = snap.config, snap.config_offset  # the queues' shapes follow it
@@ -421,6 +424,22 @@ def restore(snap: Snapshot) -> ClusterState:
     if snap.version < 47:
         state.retrack_afs()
     return state
+
+
+def _refuse_unconvertible_afs(snap: Snapshot) -> None:
+    """Refuse (:class:`InvalidInput`, so the caller passes it over and folds the log) a snapshot before version 49
+    holding Admission Fair Sharing entries older than its recorded Configuration. From version 49 an entry is folded
+    under the configuration in force when it was recorded; an older snapshot does not say which that was (its
+    writer folded every entry under the latest), so converting it could differ from a full fold. Conservative: any
+    configuration recorded after such an entry counts, whether or not it changed the half-life or interval (an entry
+    of the configuration's very time has had no time to decay under the one before)."""
+    if snap.version >= 49 or snap.config is None:
+        return
+    since = snap.config.time
+    if any(t < since for t, _, _, _ in snap.afs_history):
+        raise InvalidInput(f"snapshot version {snap.version} holds Admission Fair Sharing history recorded before "
+                           f"its Configuration (recorded at {since}): folded from the log instead, as version 49 "
+                           "folds each entry under the configuration it was recorded under")
 
 
 def _afs_queue(lq: str, entries: list) -> tuple[str, AfsCheckpoint | None, list]:

@@ -225,7 +225,7 @@ class ShardEngine:
         self.setup_started = time.monotonic()
         info: dict[str, Any] = {"shard": self.partition}
         if self.fresh:
-            loaded = await snapshots.load_latest(self.settings, self.partition)
+            loaded = await self._latest_snapshot()
             if loaded is not None:
                 rec, state = loaded
                 self.state, self.next = state, rec.next
@@ -248,6 +248,18 @@ class ShardEngine:
         consumer.seek(self.tp, self.next)
         consumer.resume(self.tp)
         self.phase = Phase.CATCHING_UP
+
+    async def _latest_snapshot(self) -> tuple[snapshots.SnapshotRecord, ClusterState] | None:
+        """The shard's newest snapshot, or None: none yet, or one this version cannot read (damaged, or of a layout
+        it cannot convert), which is passed over and named, so the shard folds its log from the start as the file
+        checkpoints do, instead of failing its setup on every start."""
+        try:
+            return await snapshots.load_latest(self.settings, self.partition)
+        except InvalidInput as exc:
+            self.replica.report("checkpoint_passed_over", {
+                "shard": self.partition, "log": f"{self.settings.snapshots}/{self.partition}",
+                "reason": str(exc)})
+            return None
 
     def _marker_payload(self) -> bytes:
         return msgspec.msgpack.encode({"instance": self.replica.instance_id, "shard": self.partition,

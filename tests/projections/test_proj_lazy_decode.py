@@ -26,7 +26,7 @@ from events.codec import decode_batch, encode_batch
 from events.errors import UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload
 from events.timefmt import format_time
-from projections import snapshot
+from projections import snapshot, workloads
 from projections.cluster import ClusterState
 from tests.projections.test_proj_snapshot_props import derived
 
@@ -191,7 +191,9 @@ def test_lazy_fold_digest_is_the_same_under_different_hash_seeds(tmp_path) -> No
 
 def test_workloads_of_one_spec_encoding_take_its_templates() -> None:
     """A lazily decoded spec is one object for every upsert of the same encoding; the templates the fold keeps for
-    each workload first seen with it are that spec's, and a workload of another spec keeps its own."""
+    each workload first seen with it are that spec's, and a workload of another spec keeps its own. A guard of the
+    templates' sharing (interning shared equal ones before the per-spec memo too); the memo's hazard, a spec taking
+    the templates of another that had its id, is the next test's."""
     same = [workload("ns0", f"w{i}", cpu="1") for i in range(2)]
     other = workload("ns0", "w2", cpu="2")
     state = fold(decoded([[upsert(w, T0) for w in (*same, other)]], lazy=True))
@@ -199,6 +201,21 @@ def test_workloads_of_one_spec_encoding_take_its_templates() -> None:
         assert state.pod_templates[w.key] == tuple(ps.template for ps in w.spec.pod_sets)
     assert state.pod_templates["ns0/w0"] is state.pod_templates["ns0/w1"]
     assert state.pod_templates["ns0/w2"] != state.pod_templates["ns0/w0"]
+
+
+def test_a_spec_given_the_id_another_had_takes_its_own_templates(monkeypatch) -> None:
+    """The fold's memos of lazily decoded specs are keyed by the spec's id (``shared_spec_templates`` and the pod
+    set memos beside it). Each holds its spec, so the id is not reused while the entry lives, and checks that a hit
+    is that very object: a spec with an id another one had never takes that one's templates. Here every object
+    shares one id, as a freed spec's reused id would."""
+    for memo in ("_SHARED_SPEC_TEMPLATES", "_NAMELESS", "_DRA_KEYS", "_BY_SPEC_OBJECT"):
+        monkeypatch.setattr(workloads, memo, {})
+    monkeypatch.setattr(workloads, "id", lambda obj: 7, raising=False)
+    ws = [workload("ns0", "w0", cpu="1"), workload("ns0", "w1", cpu="2"), workload("ns0", "w2", cpu="1")]
+    state = fold(decoded([[upsert(w, T0) for w in ws]], lazy=True))
+    for w in ws:
+        assert state.pod_templates[w.key] == tuple(ps.template for ps in w.spec.pod_sets), w.key
+    assert snapshot.digest(state) == snapshot.digest(fold(decoded([[upsert(w, T0) for w in ws]], lazy=False)))
 
 
 def test_lazy_specs_with_one_checksum_stay_apart(monkeypatch) -> None:
