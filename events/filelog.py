@@ -8,6 +8,8 @@ A frame is one appended batch::
 The payload is a msgpack array of events. On opening for writing, the last segment is scanned: a frame cut off
 by a crash (a torn tail) is truncated away; a frame that fails its checksum with valid data after it is
 corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure.
+A follower (:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads
+only the bytes appended since.
 """
 
 from __future__ import annotations
