@@ -35,6 +35,8 @@ from events.schema import AnyEvent, Record
 HEADER = struct.Struct("<IIQI")
 SEGMENT_SUFFIX = ".seg"
 FsyncPolicy = Literal["always", "group", "never"]
+FOLLOW_POLL_SECONDS = 0.02
+"""How often a follower looks for what another process appended (a writer's own appends wake it at once)."""
 
 
 class FrameInfo(NamedTuple):
@@ -462,12 +464,12 @@ class FileLog(EventLog):
         """Until the log may have grown: a writer's appends (in this process, as it holds the lock) wake its
         followers at once; a read-only log polls, as another process appends."""
         if self.readonly:
-            await anyio.sleep(0.02)
+            await anyio.sleep(FOLLOW_POLL_SECONDS)
             return
         grew = anyio.Event()  # one per wait: an event is bound to the loop that waits on it
         self._followers.append(grew)
         try:
-            with anyio.move_on_after(0.02):
+            with anyio.move_on_after(FOLLOW_POLL_SECONDS):
                 await grew.wait()
         finally:
             self._followers.remove(grew)

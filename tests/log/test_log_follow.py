@@ -223,3 +223,21 @@ def test_a_read_only_logs_end_reads_only_what_was_appended(tmp_path: Path, monke
     anyio.run(_append, writer, [3], 200)
     assert anyio.run(log.end_offset) == 203
     assert sum(scanned) == (tmp_path / SEG0).stat().st_size - before
+
+
+def test_a_writers_append_wakes_its_follower_without_a_poll(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the poll interval an hour, only the append's wake-up can deliver the batch before the guard expires."""
+    monkeypatch.setattr(filelog, "FOLLOW_POLL_SECONDS", 3600)
+
+    async def main() -> list[int]:
+        log = FileLog.open(tmp_path, fsync="never")
+        seen: list[int] = []
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_follow_until, log, 0, 5, seen)
+                await anyio.sleep(0)
+                await _append(log, [2, 3])
+        log.close_sync()
+        return seen
+
+    assert anyio.run(main) == [0, 1, 2, 3, 4]
