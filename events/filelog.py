@@ -8,6 +8,8 @@ A frame is one appended batch::
 The payload is a msgpack array of events. On opening for writing, the last segment is scanned: a frame cut off
 by a crash (a torn tail) is truncated away; a frame that fails its checksum with valid data after it is
 corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure.
+A follower (:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads
+only the bytes appended since.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +35,8 @@ from events.schema import AnyEvent, Record
 HEADER = struct.Struct("<IIQI")
 SEGMENT_SUFFIX = ".seg"
 FsyncPolicy = Literal["always", "group", "never"]
+FOLLOW_POLL_SECONDS = 0.02
+"""How often a follower looks for what another process appended (a writer's own appends wake it at once)."""
 
 
 class FrameInfo(NamedTuple):
@@ -51,6 +56,18 @@ class SegmentInfo:
     end: int
     frames: int
     size: int
+
+
+@dataclass
+class TailCursor:
+    """Where a reader following the log stopped: the segment it reads, the byte position there of the next frame
+    and the offset that frame must carry. Bytes before ``position`` were checked already; a poll reads only
+    what lies after it."""
+
+    base: int
+    path: Path
+    position: int
+    expect: int
 
 
 def _segment_name(base: int) -> str:
@@ -86,8 +103,12 @@ def segment_gap(name: str, base: int, expect: int) -> CorruptRecord:
                                           "(a segment is missing or misnamed)")
 
 
-def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tuple[list[FrameInfo], int | None]:
-    """Walk a segment's frames, checking framing and checksums.
+def scan_frames(
+    path: Path, data: bytes | memoryview, expected_base: int, origin: int = 0
+) -> tuple[list[FrameInfo], int | None]:
+    """Walk a segment's frames, checking framing and checksums; ``data`` is the segment's bytes from byte
+    ``origin`` on (a frame boundary, whose frame must carry ``expected_base``), and every position returned or named
+    is the segment's.
 
     Returns the frames and, if the segment ends in a torn frame, the byte position where it starts.
     Raises :class:`CorruptRecord` for damage that is not a torn tail.
@@ -97,31 +118,33 @@ def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tup
     view = memoryview(data)
     while pos < size:
         if size - pos < HEADER.size:
-            return frames, pos
+            return frames, origin + pos
         length, crc, base, count = HEADER.unpack_from(view, pos)
         end = pos + HEADER.size + length
         if end > size:
             if base == expect and count > 0 and _frame_follows(data, pos + HEADER.size, base + count):
                 # Not a torn tail: the length field is damaged and intact frames come after it.
-                raise CorruptRecord(path.name, expect, pos, f"frame length {length} runs past the end of the "
-                                    "segment but intact frames follow")
-            _check_torn_header(path, view, pos, expect, base, count)
-            return frames, pos
+                raise CorruptRecord(path.name, expect, origin + pos, f"frame length {length} runs past the end "
+                                    "of the segment but intact frames follow")
+            _check_torn_header(path, view, pos, expect, base, count, origin)
+            return frames, origin + pos
         if _frame_crc(view, pos, end) != crc:
             if end == size and not (base == expect and count > 0 and _frame_follows(data, pos + HEADER.size,
                                                                                    base + count)):
-                _check_torn_header(path, view, pos, expect, base, count)
-                return frames, pos
-            raise CorruptRecord(path.name, expect, pos, "checksum mismatch")
+                _check_torn_header(path, view, pos, expect, base, count, origin)
+                return frames, origin + pos
+            raise CorruptRecord(path.name, expect, origin + pos, "checksum mismatch")
         if base != expect or count == 0:
-            raise CorruptRecord(path.name, expect, pos, f"frame claims offset {base} with {count} events")
-        frames.append(FrameInfo(path, pos, base, count, length))
+            raise CorruptRecord(path.name, expect, origin + pos, f"frame claims offset {base} with {count} events")
+        frames.append(FrameInfo(path, origin + pos, base, count, length))
         expect = base + count
         pos = end
     return frames, None
 
 
-def _check_torn_header(path: Path, view: memoryview, pos: int, expect: int, base: int, count: int) -> None:
+def _check_torn_header(
+    path: Path, view: memoryview, pos: int, expect: int, base: int, count: int, origin: int = 0
+) -> None:
     """A torn tail is the start of the frame the writer was appending: its header names the next offset and at least
     one event. A crash may leave the tail's last bytes unwritten, reading as zeros (a file extended before its data
     landed), up into the header itself: then only the header's bytes before those zeros are held to that. Anything
@@ -133,8 +156,8 @@ def _check_torn_header(path: Path, view: memoryview, pos: int, expect: int, base
         want = HEADER.pack(0, 0, expect, 0)
         torn = all(view[pos + i] == want[i] for i in range(8, min(16, written)))
     if not torn:
-        raise CorruptRecord(path.name, expect, pos, f"the bytes after the last frame are not a frame of this log "
-                            f"(a header claiming offset {base} with {count} events)")
+        raise CorruptRecord(path.name, expect, origin + pos, "the bytes after the last frame are not a frame of "
+                            f"this log (a header claiming offset {base} with {count} events)")
 
 
 def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool:
@@ -194,6 +217,8 @@ class FileLog(EventLog):
         self._written = 0  # bytes written to the current segment
         self._synced = 0
         self._sync_done: anyio.Event | None = None
+        self._end_cursor: TailCursor | None = None  # a read-only log's end, as far as read
+        self._followers: list[anyio.Event] = []  # set when an append or close may wake a waiting follower
         self._closed = False
         self.truncated_bytes = 0
         """How many bytes of torn tail recovery removed when this writer opened the log."""
@@ -271,12 +296,14 @@ class FileLog(EventLog):
         self._synced = 0
 
     def _scan_end(self) -> int:
-        segments = list_segments(self.directory)
-        if not segments:
-            return 0
-        base, path = segments[-1]
-        frames, _ = scan_frames(path, path.read_bytes(), base)
-        return frames[-1].base + frames[-1].count if frames else base
+        """A read-only log's end: its last segment walked once, then only what was appended since."""
+        if self._end_cursor is None:
+            self._end_cursor = self._cursor_at(sys.maxsize)
+            if self._end_cursor is None:
+                return 0
+        for _ in self.read_new(self._end_cursor, sys.maxsize):
+            pass
+        return self._end_cursor.expect
 
     # --- writing -------------------------------------------------------------------------------------------
 
@@ -299,6 +326,7 @@ class FileLog(EventLog):
         self._segment_size += len(frame)
         self._end = base + len(events)
         self.last_frame = crc, self._end - 1
+        self._wake_followers()
         if self.fsync == "always":
             os.fsync(self._fd)
             self._synced = self._segment_size
@@ -368,6 +396,19 @@ class FileLog(EventLog):
                 if records:
                     yield records
 
+    @staticmethod
+    def _read_from(cursor: TailCursor) -> bytes:
+        """The bytes of the cursor's segment from its position to the segment's current end."""
+        with open(cursor.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < cursor.position:
+                raise CorruptRecord(cursor.path.name, cursor.expect, size, f"the segment shrank to {size} bytes "
+                                    f"below the frame read up to {cursor.position}")
+            if size == cursor.position:
+                return b""
+            f.seek(cursor.position)
+            return f.read(size - cursor.position)
+
     def _may_be_growing(self) -> bool:
         # A reader may see a writer's frame half-written; a writer's own tail never is.
         return self.readonly
@@ -402,15 +443,75 @@ class FileLog(EventLog):
     async def read_batches(
         self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
     ) -> AsyncIterator[list[Record]]:
-        position = start
-        while True:
-            for batch in self.scan(position, quarantine):
-                position = batch[-1].offset + 1
+        if not follow:
+            for batch in self.scan(start, quarantine):
                 yield batch
                 await anyio.lowlevel.checkpoint()
-            if not follow or self._closed:
+            return
+        cursor = self._cursor_at(start)
+        while True:
+            if cursor is not None:
+                for batch in self.read_new(cursor, start, quarantine):
+                    yield batch
+                    await anyio.lowlevel.checkpoint()
+            if self._closed:
                 return
-            await anyio.sleep(0.02)
+            await self._wait_for_more()
+            if cursor is None:
+                cursor = self._cursor_at(start)
+
+    async def _wait_for_more(self) -> None:
+        """Until the log may have grown: a writer's appends (in this process, as it holds the lock) wake its
+        followers at once; a read-only log polls, as another process appends."""
+        if self.readonly:
+            await anyio.sleep(FOLLOW_POLL_SECONDS)
+            return
+        grew = anyio.Event()  # one per wait: an event is bound to the loop that waits on it
+        self._followers.append(grew)
+        try:
+            with anyio.move_on_after(FOLLOW_POLL_SECONDS):
+                await grew.wait()
+        finally:
+            self._followers.remove(grew)
+
+    def _cursor_at(self, start: int) -> TailCursor | None:
+        """A cursor at the start of the segment that holds offset ``start`` (the last one when the log ends
+        before it), None while the log has no segment."""
+        segments = list_segments(self.directory)
+        for i, (base, path) in enumerate(segments):
+            if i + 1 == len(segments) or segments[i + 1][0] > start:
+                return TailCursor(base, path, 0, base)
+        return None
+
+    def read_new(
+        self, cursor: TailCursor, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
+    ) -> Iterator[list[Record]]:
+        """The batches stored after ``cursor`` (from offset ``start`` on), advancing it: only bytes appended since
+        are read and checked, with every check :meth:`scan` makes (checksums, offsets, a gap between segments, a
+        torn frame that is not the log's tail), so a follower's idle poll costs a stat and a directory listing.
+        A writer's own log, whose end it knows, costs nothing when nothing was appended."""
+        while self.readonly or cursor.expect != self._end or cursor.position == 0:
+            segments = list_segments(self.directory)  # before reading: a segment listed after ours makes ours whole
+            later = [(b, p) for b, p in segments if b > cursor.base]
+            data = self._read_from(cursor)
+            frames, torn_at = scan_frames(cursor.path, data, cursor.expect, cursor.position)
+            view, origin = memoryview(data), cursor.position
+            for fr in frames:
+                cursor.position, cursor.expect = fr.position + HEADER.size + fr.length, fr.base + fr.count
+                if fr.base + fr.count <= start:
+                    continue
+                at = fr.position - origin + HEADER.size
+                records = decode_batch(view[at : at + fr.length], fr.base, quarantine, start, lazy=lazy)
+                if records:
+                    yield records
+            if torn_at is not None and (later or not self._may_be_growing()):
+                raise CorruptRecord(cursor.path.name, cursor.expect, torn_at, "truncated frame")
+            if not later:
+                return
+            base, path = later[0]
+            if base != cursor.expect:
+                raise segment_gap(path.name, base, cursor.expect)
+            cursor.base, cursor.path, cursor.position = base, path, 0
 
     async def end_offset(self) -> int:
         return self._end if not self.readonly else self._scan_end()
@@ -425,6 +526,11 @@ class FileLog(EventLog):
             return
         self._closed = True
         self._release()
+        self._wake_followers()
+
+    def _wake_followers(self) -> None:
+        for grew in self._followers:
+            grew.set()
 
     def _release(self) -> None:
         if self._fd is not None:

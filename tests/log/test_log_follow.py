@@ -1,0 +1,243 @@
+"""Following the embedded file log: every appended batch reaches a follower exactly once (across segment rolls,
+torn tails that complete later, a writer in another process), damage appended later is reported, and an idle
+poll reads nothing it has read before."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from events import filelog
+from events import schema as ev
+from events.errors import CorruptRecord
+from events.filelog import HEADER, FileLog, list_segments
+
+SEG0 = "00000000000000000000.seg"
+
+
+def ticks(start: int, n: int, *, pad: int = 0) -> list[ev.AnyEvent]:
+    return [ev.ClockTicked(time=1000 + start + i, id=f"{start + i}" + "x" * pad) for i in range(n)]
+
+
+async def _append(log: FileLog, sizes: list[int], start: int = 0) -> int:
+    for size in sizes:
+        assert await log.append(ticks(start, size, pad=300)) == list(range(start, start + size))
+        start += size
+    return start
+
+
+async def _follow_until(log: FileLog, start: int, end: int, seen: list[int]) -> None:
+    async for batch in log.read_batches(start, follow=True):
+        seen.extend(r.offset for r in batch)
+        if seen[-1] + 1 >= end:
+            return
+
+
+@pytest.mark.parametrize("reader", ["read-only", "writer"])
+def test_a_follower_sees_every_batch_once_across_segment_rolls(tmp_path: Path, reader: str) -> None:
+    sizes = [1, 3, 7, 2, 5] * 8
+
+    async def main() -> list[int]:
+        writer = FileLog.open(tmp_path, fsync="never", segment_bytes=8 << 10)
+        follower = writer if reader == "writer" else FileLog.open(tmp_path, readonly=True)
+        seen: list[int] = []
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_follow_until, follower, 0, sum(sizes), seen)
+                n = 0
+                for size in sizes:
+                    n = await _append(writer, [size], n)
+                    await anyio.sleep(0)  # let the follower catch up at some appends, not at others
+        writer.close_sync()
+        return seen
+
+    seen = anyio.run(main)
+    assert len(list_segments(tmp_path)) > 3
+    assert seen == list(range(sum(sizes)))
+
+
+def _frames(path: Path, sizes: list[int]) -> bytes:
+    """The segment bytes a writer lays down for batches of ``sizes``."""
+    anyio.run(_append, FileLog.open(path, fsync="never"), sizes)
+    return (path / SEG0).read_bytes()
+
+
+def test_a_torn_tail_that_completes_later_is_read_once_when_whole(tmp_path: Path) -> None:
+    data = _frames(tmp_path / "model", [2, 3, 4])
+    first = HEADER.size + HEADER.unpack_from(data, 0)[0]
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    seg = log_dir / SEG0
+    seg.write_bytes(data[: first + 20])  # the first frame and the start of the second
+
+    async def main() -> list[list[int]]:
+        log = FileLog.open(log_dir, readonly=True)
+        batches = log.read_batches(0, follow=True).__aiter__()
+        got = [[r.offset for r in await batches.__anext__()]]  # the torn second frame was read with it
+        with seg.open("ab") as f:
+            f.write(data[first + 20 :])
+        with anyio.fail_after(30):
+            got.append([r.offset for r in await batches.__anext__()])
+            got.append([r.offset for r in await batches.__anext__()])
+        await batches.aclose()
+        return got
+
+    assert anyio.run(main) == [[0, 1], [2, 3, 4], [5, 6, 7, 8]]
+
+
+WRITER = r"""
+import sys
+import anyio
+from events import schema as ev
+from events.filelog import FileLog
+
+async def main():
+    log = FileLog.open(sys.argv[1], fsync="never", segment_bytes=int(sys.argv[2]))
+    n = 0
+    for size in [int(s) for s in sys.argv[3].split(",")]:
+        await log.append([ev.ClockTicked(time=n + i, id=f"{n + i}", key="p" * 700) for i in range(size)])
+        n += size
+    log.close_sync()
+
+anyio.run(main)
+"""
+
+
+def test_a_follower_reads_a_writer_in_another_process(tmp_path: Path) -> None:
+    sizes = [1, 4, 2, 9, 3, 1, 6] * 15
+    tmp_path.mkdir(exist_ok=True)
+
+    async def main() -> list[ev.Record]:
+        log = FileLog.open(tmp_path, readonly=True)  # before the writer made any segment
+        seen: list[ev.Record] = []
+        with anyio.fail_after(60):
+            proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(16 << 10),
+                                     ",".join(map(str, sizes))], stderr=subprocess.PIPE, text=True)
+            try:
+                async for batch in log.read_batches(0, follow=True):
+                    seen.extend(batch)
+                    if seen[-1].offset + 1 == sum(sizes):
+                        break
+            finally:
+                _, err = proc.communicate(30)
+        assert proc.returncode == 0, err
+        return seen
+
+    seen = anyio.run(main)
+    assert [r.offset for r in seen] == list(range(sum(sizes)))
+    assert [r.event.id for r in seen] == [str(i) for i in range(sum(sizes))]
+    assert len(list_segments(tmp_path)) > 3
+
+
+def test_damage_appended_after_the_follower_started_is_reported_with_segment_and_offset(tmp_path: Path) -> None:
+    writer = FileLog.open(tmp_path, fsync="never")
+    anyio.run(_append, writer, [2, 3])
+
+    async def main() -> tuple[CorruptRecord, int]:
+        log = FileLog.open(tmp_path, readonly=True)
+        batches = log.read_batches(0, follow=True).__aiter__()
+        assert [r.offset for r in await batches.__anext__()] == [0, 1]
+        assert [r.offset for r in await batches.__anext__()] == [2, 3, 4]
+        at = (tmp_path / SEG0).stat().st_size
+        await _append(writer, [4, 1], 5)
+        with (tmp_path / SEG0).open("r+b") as f:  # a byte of the first new frame's payload
+            f.seek(at + HEADER.size + 10)
+            b = f.read(1)
+            f.seek(at + HEADER.size + 10)
+            f.write(bytes([b[0] ^ 0x40]))
+        with anyio.fail_after(30), pytest.raises(CorruptRecord) as err:
+            await batches.__anext__()
+        await batches.aclose()
+        return err.value, at
+
+    exc, at = anyio.run(main)
+    assert (exc.segment, exc.offset, exc.position) == (SEG0, 5, at)
+    assert "checksum" in str(exc)
+
+
+def test_a_segment_appearing_after_a_gap_is_reported(tmp_path: Path) -> None:
+    writer = FileLog.open(tmp_path, fsync="never")
+    anyio.run(_append, writer, [2])
+
+    async def main() -> CorruptRecord:
+        log = FileLog.open(tmp_path, readonly=True)
+        batches = log.read_batches(0, follow=True).__aiter__()
+        assert [r.offset for r in await batches.__anext__()] == [0, 1]
+        (tmp_path / f"{5:020d}.seg").write_bytes(b"")  # offsets 2..4 are nowhere
+        with anyio.fail_after(30), pytest.raises(CorruptRecord) as err:
+            await batches.__anext__()
+        await batches.aclose()
+        return err.value
+
+    exc = anyio.run(main)
+    assert (exc.segment, exc.offset) == (f"{5:020d}.seg", 2)
+
+
+def _count_scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Bytes handed to the frame walk, one entry per call (the walk is where every byte read is checked)."""
+    scanned: list[int] = []
+    real = filelog.scan_frames
+
+    def counting(path, data, *args):
+        scanned.append(len(data))
+        return real(path, data, *args)
+
+    monkeypatch.setattr(filelog, "scan_frames", counting)
+    return scanned
+
+
+def test_an_idle_follower_reads_nothing_it_has_read_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = FileLog.open(tmp_path, fsync="never")
+    end = anyio.run(_append, writer, [10] * 50)
+    scanned = _count_scanned(monkeypatch)
+
+    async def main() -> list[int]:
+        log = FileLog.open(tmp_path, readonly=True)
+        seen: list[int] = []
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_follow_until, log, 0, end + 1, seen)
+                while not seen or seen[-1] + 1 < end:
+                    await anyio.sleep(0.01)
+                caught_up = len(scanned)
+                while len(scanned) < caught_up + 3:  # three idle polls
+                    await anyio.sleep(0.01)
+                tg.cancel_scope.cancel()
+        return scanned[caught_up:]
+
+    idle = anyio.run(main)
+    assert idle and sum(idle) == 0, f"idle polls re-read {idle} bytes"
+
+
+def test_a_read_only_logs_end_reads_only_what_was_appended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = FileLog.open(tmp_path, fsync="never")
+    anyio.run(_append, writer, [10] * 20)
+    log = FileLog.open(tmp_path, readonly=True)
+    before = (tmp_path / SEG0).stat().st_size
+    scanned = _count_scanned(monkeypatch)
+    assert anyio.run(log.end_offset) == 200
+    anyio.run(_append, writer, [3], 200)
+    assert anyio.run(log.end_offset) == 203
+    assert sum(scanned) == (tmp_path / SEG0).stat().st_size - before
+
+
+def test_a_writers_append_wakes_its_follower_without_a_poll(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the poll interval an hour, only the append's wake-up can deliver the batch before the guard expires."""
+    monkeypatch.setattr(filelog, "FOLLOW_POLL_SECONDS", 3600)
+
+    async def main() -> list[int]:
+        log = FileLog.open(tmp_path, fsync="never")
+        seen: list[int] = []
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_follow_until, log, 0, 5, seen)
+                await anyio.sleep(0)
+                await _append(log, [2, 3])
+        log.close_sync()
+        return seen
+
+    assert anyio.run(main) == [0, 1, 2, 3, 4]
