@@ -13,7 +13,8 @@ Amounts are compared by value — ``resourceUsage`` and the amounts in quota mes
 as Kueue does hold other strings for the same amounts.
 
 Logs written by an older kueue-es verify where the scheduler has since learnt a write Kueue makes: preemption
-skips without their mark, and cycles without the eviction of a deactivated pending workload (before session 32).
+skips without their mark, and (before session 32) cycles without the eviction of a deactivated pending workload
+or without the skipped attempts written only to settle the preemption-skips gauge.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import msgspec
 from events import schema as ev
 from events.codec import to_builtins
 from events.quantity import to_int
-from kueue_es.scheduler import decide, decide_as_before_pending_deactivation
+from kueue_es.scheduler import decide, decide_as_older
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from kueue_es.scheduler.quota_messages import canonical_message
@@ -117,8 +118,8 @@ def verify(read: Callable[[], Iterable[ev.Record]], override: SchedulerConfig | 
             under[cycle] = -1 if override is not None else state.config_offset
             renumber = state.last_cycle + 1 != cycle
             expected[cycle] = _numbered(decide(state, config, time), cycle, renumber)
-            if _evicts_deactivated_pending(state, expected[cycle]):
-                older[cycle] = _numbered(decide_as_before_pending_deactivation(state, config, time), cycle, renumber)
+            if _new_since_older(state, expected[cycle]):
+                older[cycle] = _numbered(decide_as_older(state, config, time), cycle, renumber)
 
     expect_at(-1)
     for kind, recs in _batches(read()):
@@ -150,14 +151,21 @@ def _numbered(batch: list[ev.Decision], cycle: int, renumber: bool) -> list[ev.D
     return [msgspec.structs.replace(d, cycle=cycle) for d in batch] if renumber else batch
 
 
-def _evicts_deactivated_pending(state: ClusterState, batch: list[ev.Decision]) -> bool:
-    """The batch evicts a deactivated workload that holds no quota, which kueue-es did not before session 32: a
-    log written then holds, for the same cycle, what the scheduler decided without that eviction (the workload's
-    blocker, or the cycle's other decisions), which ``replay --verify`` accepts as that older kueue-es's."""
+def _new_since_older(state: ClusterState, batch: list[ev.Decision]) -> bool:
+    """The batch holds a write kueue-es did not make before session 32, so a log written then holds, for the same
+    cycle, what :func:`decide_as_older` decides (which ``replay --verify`` accepts as that older kueue-es's): the
+    eviction of a deactivated workload that holds no quota, or a skipped attempt with nothing new to say (the
+    workload already shows it), written only so the cycle's written skips count them all (a log written before
+    the skips were marked leaves their count unknown, so every such cycle writes them)."""
     for d in batch:
         if isinstance(d, ev.WorkloadDeactivated):
             wl = state.workloads.get(d.key)
             if wl is not None and wl.phase == PENDING:
+                return True
+        elif isinstance(d, ev.WorkloadPending) and d.preemption_skipped:
+            wl = state.workloads.get(d.key)
+            c = wl.condition("QuotaReserved") if wl is not None else None
+            if c is not None and (c.status, c.reason, c.message) == ("False", d.reason, d.message):
                 return True
     return False
 
