@@ -2451,9 +2451,16 @@ class ClusterState:
         return obj is not None and _admission_mode(obj) == USAGE_BASED
 
     def afs_tracks(self, cq: str) -> bool:
-        """Whether the LocalQueues of ClusterQueue ``cq`` have Admission Fair Sharing history: it orders by it, or the
-        recorded Configuration has Kueue sample every LocalQueue. The others (Admission Fair Sharing off) need none."""
-        return self.cq_uses_afs(cq) or self.afs_configured
+        """Whether the LocalQueues of ClusterQueue ``cq`` have Admission Fair Sharing history: the recorded
+        Configuration has Kueue sample every LocalQueue, or none is recorded yet and ``cq`` orders by it (its
+        entries are then checkpointed or dropped under the first one recorded). A recorded Configuration without
+        Admission Fair Sharing keeps none, not even where a ClusterQueue asks for it: nothing samples or orders
+        by it then (Kueue's scheduler and LocalQueue controller both ask the Configuration first), and nothing
+        could compact it (no half-life to fold it under). Turned on later, the LocalQueues start from their
+        persisted status, as on Kueue's restart (:meth:`_afs_resync`)."""
+        if self.config is None:
+            return self.cq_uses_afs(cq)
+        return self.afs_configured
 
     def _afs_counted(self, wl: WorkloadInfo) -> bool:
         """Whether ``wl``'s usage is in its LocalQueue's Admission Fair Sharing usage: its LocalQueue is there, in the
@@ -2463,16 +2470,16 @@ class ClusterState:
         ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history. Asked at each
         reservation, admission and release: a cluster without Admission Fair Sharing is answered at once."""
         if self._afs_any_of is not self.config:
-            self._afs_any_of, self._afs_any = self.config, self.afs_configured or any(
+            self._afs_any_of, self._afs_any = self.config, self.afs_configured or self.config is None and any(
                 _admission_mode(cq) == USAGE_BASED for cq in self.cluster_queues.values())
         if not self._afs_any or wl.phase not in (ADMITTED, RESERVED):
             return False
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-        if lq is None or lq.spec.cluster_queue != wl.cluster_queue:
+        if lq is None or lq.spec.cluster_queue != wl.cluster_queue or not self.afs_tracks(wl.cluster_queue):
             return False
         if self.cq_uses_afs(wl.cluster_queue):
             return wl.phase == ADMITTED or self.afs_anchor_at_reservation
-        return wl.phase == ADMITTED and self.afs_configured
+        return wl.phase == ADMITTED
 
     def _afs_queues(self) -> tuple[str, ...]:
         """Every ClusterQueue a LocalQueue or a workload holding quota names, sorted."""
@@ -2503,9 +2510,8 @@ class ClusterState:
             cq = self.local_queues[key].spec.cluster_queue
             if cq not in flipped:
                 continue
-            if cq not in live:
-                self._afs_drop_local_queue(key)
-            else:
+            self._afs_drop_local_queue(key)  # starting: whatever a snapshot kept of it is superseded by the seed
+            if cq in live:
                 self.seed_afs(self.local_queues[key])
         for cq in cqs:
             if cq not in live:
@@ -2548,13 +2554,23 @@ class ClusterState:
         not of such a ClusterQueue is dropped, and, while the recorded Configuration turns Admission Fair Sharing
         on, the others start at the restore as on Kueue's restart (seeded from their status, counting what they
         hold)."""
-        keep = {k for k, lq in self.local_queues.items() if self.cq_uses_afs(lq.spec.cluster_queue)}
+        keep = {k for k, lq in self.local_queues.items()
+                if self.cq_uses_afs(lq.spec.cluster_queue) and self.afs_tracks(lq.spec.cluster_queue)}
         self.afs_history = {k: v for k, v in self.afs_history.items() if k in keep}
         self.derived.pop("afs", None)
         if self.afs_configured:
             cqs = tuple(sorted({lq.spec.cluster_queue for lq in self.local_queues.values()
                                 if not self.cq_uses_afs(lq.spec.cluster_queue)}))
             self._afs_resync(dict.fromkeys(cqs, False), {}, cqs)
+
+    def untrack_afs(self) -> None:
+        """Restoring a snapshot older than version 50, which kept history for the LocalQueues of a ClusterQueue
+        ordering by Admission Fair Sharing while the recorded Configuration had it off: that history goes, as a
+        full fold keeps none (:meth:`afs_tracks`)."""
+        for key in sorted(self.afs_history):
+            lq = self.local_queues.get(key)
+            if lq is None or not self.afs_tracks(lq.spec.cluster_queue):
+                self._afs_drop_local_queue(key)
 
     def _afs_drop_local_queue(self, key: str) -> None:
         """Forget LocalQueue ``key``'s history (deleted, moved, or no longer needing it): Kueue drops its ledger

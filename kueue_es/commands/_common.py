@@ -25,7 +25,7 @@ from events.schema import Record
 from events.timefmt import ZONELESS, format_time_ms, parse_rfc3339
 from kueue_es import checkpoints
 from kueue_es.scheduler.config import SchedulerConfig, as_decoded, load_config
-from projections import gates
+from projections import afs_ledger, gates
 from projections.cluster import ClusterState
 
 if TYPE_CHECKING:
@@ -223,6 +223,28 @@ def load_kueue_config_document(path: str | None) -> tuple[SchedulerConfig, dict[
     config = load_config(m.configs[0], path)
     warn_ignored_gates(config, path)
     return config, as_decoded(m.configs[0])
+
+
+CONFIG_HELP_AFS = (" (an Admission Fair Sharing half-life or sampling interval other than the recorded one folds "
+                   "only the entries after each LocalQueue's last checkpoint)")
+
+
+def warn_afs_override(path: str | None, document: dict[str, Any] | None,
+                      recorded: Iterable[dict[str, Any] | None]) -> None:
+    """``--config FILE`` overriding the recorded Configuration(s) with Admission Fair Sharing on: the history was
+    compacted under the recorded half-life and interval (:mod:`projections.afs_ledger`), so another one folds only
+    what came after each LocalQueue's last checkpoint; and under a recorded Configuration with it off none is kept."""
+    key = afs_ledger.key_of(document) if path and document is not None else None
+    if key is None:
+        return
+    keys = [afs_ledger.key_of(d) for d in recorded if d is not None]
+    if any(k is not None and k != key for k in keys):
+        warn(f"--config {path}: its Admission Fair Sharing half-life or sampling interval differs from the recorded "
+             "one: the override folds only the entries after each LocalQueue's last checkpoint (the usage before "
+             "stays as the recorded configuration folded it)")
+    elif keys and keys[-1] is None:
+        warn(f"--config {path} turns Admission Fair Sharing on where the recorded configuration has it off: no "
+             "history was kept, so every LocalQueue's consumed usage reads 0")
 
 
 def warn_ignored_gates(config: SchedulerConfig, source: str) -> None:

@@ -9,10 +9,11 @@ from typing import Any
 
 from events.schema import Record
 from kueue_es.commands._common import (
-    load_kueue_config,
+    load_kueue_config_document,
     log_end,
     open_readonly,
     read_progress,
+    warn_afs_override,
     write_data,
 )
 from kueue_es.scheduler import config_record
@@ -20,7 +21,8 @@ from kueue_es.verify import VerifyReport, verify
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    override = load_kueue_config(args.config)
+    loaded_override = load_kueue_config_document(args.config)
+    override, document = loaded_override if loaded_override is not None else (None, None)
     log = open_readonly(args.log)
     try:
         end = log_end(log)
@@ -35,6 +37,7 @@ def run_verify(args: argparse.Namespace) -> int:
         report = verify(read, override)
     finally:
         log.close_sync()
+    warn_afs_override(args.config, document, [e.document for _, e in report.configs])
     configs = [config_record.entry(e, off, document=False, invalid_ok=override is not None)
                for off, e in report.configs]
     data = {

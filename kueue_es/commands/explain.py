@@ -16,17 +16,19 @@ from typing import Any
 
 from events.errors import InvalidInput
 from kueue_es.commands._common import (
+    CONFIG_HELP_AFS,
     NotFound,
     add_checkpoints_argument,
     add_output_argument,
     add_point_arguments,
     add_source_arguments,
     key_arg,
-    load_kueue_config,
+    load_kueue_config_document,
     path_arg,
     render_table,
     state_at,
     time_arg,
+    warn_afs_override,
     where_folded,
     write_data,
 )
@@ -50,7 +52,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="with -f: the time of the attempt (default: the latest timestamp in the state)")
     p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
-                   "it overrides the one recorded in the log")
+                   "it overrides the one recorded in the log" + CONFIG_HELP_AFS)
     add_output_argument(p, ["text", "yaml", "json"], "text")
     p.set_defaults(func=run)
 
@@ -65,8 +67,10 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
         return loaded.state, loaded.config, loaded.now
     if args.now is not None:
         raise InvalidInput("--now goes with -f; with --log the attempt is at the log's time (use --at)")
-    override = load_kueue_config(args.config)
+    loaded_override = load_kueue_config_document(args.config)
+    override, document = loaded_override if loaded_override is not None else (None, None)
     state = state_at(args)
+    warn_afs_override(args.config, document, [state.config.document if state.config is not None else None])
     return state, override or config_record.in_force(state) or DEFAULT, state.time
 
 

@@ -17,18 +17,20 @@ from typing import Any
 from events.errors import InvalidInput
 from events.timefmt import format_time
 from kueue_es.commands._common import (
+    CONFIG_HELP_AFS,
     NotFound,
     add_output_argument,
     add_point_arguments,
     add_source_arguments,
     fold_log,
     key_arg,
-    load_kueue_config,
+    load_kueue_config_document,
     log_end,
     name_arg,
     open_readonly,
     path_arg,
     render_table,
+    warn_afs_override,
     warn_outside,
     where_folded,
     write_data,
@@ -57,7 +59,7 @@ def register(subparsers: Any) -> None:
                         f"{visibility.MAX_LIMIT}; 0 means the default, negative nothing)")
     add_point_arguments(p, "the queue")
     p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
-                   "it overrides the one recorded in the log")
+                   "it overrides the one recorded in the log" + CONFIG_HELP_AFS)
     p.add_argument("--api-version", choices=list(visibility.VERSIONS), default=visibility.VERSIONS[0],
                    help=f"apiVersion of the printed summary (default {visibility.VERSIONS[0]})")
     add_output_argument(p, ["table", "yaml", "json"], "table")
@@ -71,7 +73,8 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, Workl
             raise InvalidInput("--to and --at go with --log, not -f")
         loaded = load_state(args.filename, args.config, record=owners.apply)
         return loaded.state, loaded.config, owners
-    override = load_kueue_config(args.config)
+    loaded_override = load_kueue_config_document(args.config)
+    override, document = loaded_override if loaded_override is not None else (None, None)
     log = open_readonly(args.log)
     state = ClusterState()
 
@@ -85,6 +88,7 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, Workl
     finally:
         log.close_sync()
     warn_outside(args, end, state, "folded")
+    warn_afs_override(args.config, document, [state.config.document if state.config is not None else None])
     return state, override or config_record.in_force(state) or DEFAULT, owners
 
 

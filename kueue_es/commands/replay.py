@@ -26,6 +26,7 @@ from events.quantity import canonical_quantity, to_int
 from events.schema import Record
 from events.timefmt import format_time
 from kueue_es.commands._common import (
+    CONFIG_HELP_AFS,
     add_checkpoints_argument,
     add_log_argument,
     add_output_argument,
@@ -69,7 +70,7 @@ def register(subparsers: Any) -> None:
                    "differs (exit code 1)")
     p.add_argument("--config", type=path_arg, metavar="FILE",
                    help="with --verify: re-run under this Kueue Configuration instead of the one recorded in the "
-                   "log")
+                   "log" + CONFIG_HELP_AFS)
     p.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.scheduler.reconcile import next_deadline, reconcile
 from projections.cluster import ClusterState
 
-__all__ = ["DEFAULT", "SchedulerConfig", "decide", "next_deadline", "settle"]
+__all__ = ["DEFAULT", "SchedulerConfig", "decide", "decide_as_older", "next_deadline", "settle"]
 
 
 def decide(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | None = None) -> list[ev.Decision]:
@@ -22,6 +22,17 @@ def decide(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | No
     t = state.time if now is None else now
     cycle = state.last_cycle + 1
     return reconcile(state, config, t, cycle) or run_cycle(state, config, t, cycle)
+
+
+def decide_as_older(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | None = None) -> list[ev.Decision]:
+    """What :func:`decide` gave before session 32, for ``replay --verify`` of logs written then: no eviction of a
+    deactivated pending workload, no skipped attempt written only to settle ``admission_cycle_preemption_skips``.
+    Looks at every workload and leaves the record of what the controller rules looked at alone (that changes no
+    decision), so it can be asked beside :func:`decide`."""
+    t = state.time if now is None else now
+    cycle = state.last_cycle + 1
+    return (reconcile(state, config, t, cycle, full=True, evict_deactivated_pending=False)
+            or run_cycle(state, config, t, cycle, settle_skips=False))
 
 
 def settle(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | None = None,

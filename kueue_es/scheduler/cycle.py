@@ -102,6 +102,8 @@ class CycleContext:
         """Record what each flavor tried said (``PodSetResult.tried``), for ``explain``."""
         self.config = config
         self.now = now
+        self.settle_skips = True
+        """Whether the cycle writes the skipped attempts :func:`_settle_skips` asks for."""
         self.tree: QuotaTree = state.quota
         self.ignore_undeclared = config.ignore_undeclared
         self.partial_admission = gates.enabled(config.feature_gates, gates.PARTIAL_ADMISSION)
@@ -422,7 +424,10 @@ def order_entries(entries: list[Entry], order: QueueOrder) -> list[Entry]:
     return sorted(entries, key=key)
 
 
-def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
+def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int, *,
+              settle_skips: bool = True) -> list[ev.Decision]:
+    """One scheduling cycle's decisions. ``settle_skips=False``: without :func:`_settle_skips`'s writes, as
+    kueue-es decided before session 32 (for ``replay --verify`` of logs written then)."""
     # The cycle's temporaries (entries, assignments, ...) live until it ends and form no reference cycles:
     # reference counting frees them all. Left on, the cyclic collector would promote them to the oldest
     # generation in mid-cycle collections and so trigger full collections of the whole projection (tens of
@@ -444,6 +449,7 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         if not entries and not second:
             return []
         with CycleContext(state, config, now) as ctx:
+            ctx.settle_skips = settle_skips
             return _run(ctx, entries, cycle, second, first)
     finally:
         if paused:
@@ -585,7 +591,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         admitted = True
         if refills is not None:
             _refill(out, ctx, refills, e, pushed, base)
-    _settle_skips(out, ctx, skips, base)
+    if ctx.settle_skips:
+        _settle_skips(out, ctx, skips, base)
     return out
 
 

@@ -158,10 +158,12 @@ def dispatcher_of(config: SchedulerConfig) -> multikueue.Dispatcher:
 
 
 def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int, *,
-              full: bool = False) -> list[ev.Decision]:
+              full: bool = False, evict_deactivated_pending: bool = True) -> list[ev.Decision]:
     """The controller rules' decisions now. ``full`` looks at every workload and leaves the record of what
     earlier passes looked at alone; otherwise the touched workloads and the clocks that ran out are looked at,
-    and the touched ones nothing was decided for are forgotten (:meth:`ClusterState.looked_at`)."""
+    and the touched ones nothing was decided for are forgotten (:meth:`ClusterState.looked_at`).
+    ``evict_deactivated_pending=False``: the rules as kueue-es had them before it evicted a deactivated pending
+    workload (for ``replay --verify`` of logs written then)."""
     base = {"time": now, "cycle": cycle, "input": state.offset}
     out: list[ev.Decision] = []
     wls = state.workloads
@@ -293,7 +295,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
     _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY), bypass=bypass,
                        explicit=config.gate(gates.UNADMITTED_WORKLOADS_EXPLICIT_STATUS),
-                       observability=config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY))
+                       observability=config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY),
+                       evict_deactivated=evict_deactivated_pending)
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
@@ -416,7 +419,7 @@ def _queue_problem(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
 
 def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                        touched: dict[str, None] | None, *, gated_by: bool, bypass: bool, explicit: bool,
-                       observability: bool = False) -> None:
+                       observability: bool = False, evict_deactivated: bool = True) -> None:
     """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current, and with
     ``bypass`` the equivalent failure a parked workload waits on. Looks at the flagged workloads, those in
     blocked queues and, with ``bypass``, those parked with a parked shape (only the ``touched`` ones, when
@@ -452,7 +455,7 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         wl = wls.get(key)
         if wl is None or wl.phase != PENDING:
             continue
-        if not wl.active and not _shows_evicted(wl) and not workload_problem(wl.pod_sets):
+        if evict_deactivated and not wl.active and not _shows_evicted(wl) and not workload_problem(wl.pod_sets):
             # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile
             out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
                                               message="The workload is deactivated", **base))

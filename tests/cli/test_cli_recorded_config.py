@@ -7,6 +7,8 @@ then the scheduler's decisions under it — as a scheduler service writes them.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -159,3 +161,39 @@ def test_an_invalid_recorded_configuration_is_an_error_naming_its_offset(
     data = json.loads(out)
     assert code == 0 and data["verified"] and data["configurations"][0]["offset"] == at
     assert data["configurations"][0]["summary"].startswith(f"not a valid Configuration: {where}")
+
+
+AFS = {**HEAD, "admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}}
+AFS_WARNING = "the override folds only the entries after each LocalQueue's last checkpoint"
+
+
+@pytest.mark.parametrize("override", [
+    {**HEAD, "admissionFairSharing": {"usageHalfLifeTime": "20m", "usageSamplingInterval": "1m"}},
+    {**HEAD, "admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "2m"}},
+])
+def test_an_override_with_another_admission_fair_sharing_half_life_or_interval_warns(
+        log_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], override: dict) -> None:
+    """The history was compacted under the recorded half-life and interval: another one is not a full refold.
+    explain, pending and replay --verify say so on stderr, in one line; the same parameters say nothing."""
+    schedule(log_dir, AFS)
+    other, same = tmp_path / "other.yaml", tmp_path / "same.yaml"
+    other.write_text(fastyaml.safe_dump(override))
+    same.write_text(fastyaml.safe_dump(AFS))
+    for command in (["explain", "team/second", "--log", str(log_dir)],
+                    ["pending", "--cluster-queue", "cq", "--log", str(log_dir)],
+                    ["replay", "--verify", "--log", str(log_dir)]):
+        capsys.readouterr()
+        main([*command, "--config", str(other)])
+        err = capsys.readouterr().err
+        assert [line for line in err.splitlines() if AFS_WARNING in line] != [], command
+        assert len([line for line in err.splitlines() if "Admission Fair Sharing" in line]) == 1, command
+        main([*command, "--config", str(same)])
+        assert "Admission Fair Sharing" not in capsys.readouterr().err, command
+    assert "LocalQueue's last checkpoint" in " ".join(main_help("explain").split())
+
+
+def main_help(command: str) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):
+        main([command, "--help"])
+    return buf.getvalue()

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -260,6 +261,36 @@ def test_the_history_stays_bounded_however_many_workloads_pass_through_a_local_q
         plain = lifecycles(500)
     assert sum(len(v) for v in plain.afs_history.values()) > 2_000
     assert _observed(state) == _observed(plain)
+
+
+@pytest.mark.parametrize("document", [
+    _document(None),  # no admissionFairSharing stanza
+    {**_document(0), "featureGates": {"AdmissionFairSharing": False}},  # the stanza, the gate off
+])
+def test_a_recorded_configuration_without_admission_fair_sharing_keeps_no_history(document: dict) -> None:
+    """A ClusterQueue ordering by Admission Fair Sharing under a Configuration that does not turn it on: nothing
+    samples, orders by or compacts the history then, so none is kept, however many workloads pass through."""
+    state = ClusterState()
+    _apply(state, ev.ConfigRecorded(time=T0, document=document, writer="test", id="config"))
+    _base(state, params=None)
+    _run(state, [("cycle", "a", 1_000 + i, 1, 61_001) for i in range(400)])
+    assert state.afs_history == {}
+
+
+@pytest.mark.parametrize(("params", "left"), [(0, {"ns/a", "ns/b", "ns/c"}), (None, set())])
+def test_with_no_configuration_recorded_the_history_waits_for_the_first_one(params: int | None, left: set) -> None:
+    """With no Configuration recorded at all a ClusterQueue ordering by it keeps its LocalQueues' history (the
+    exception to the bound: there is nothing to compact it under yet); under the first Configuration recorded it
+    is compacted at its next entry, or, without Admission Fair Sharing, dropped."""
+    state = ClusterState()
+    _base(state, params=None)
+    sizes: list[int] = []
+    script = [*(("cycle", "a", 1_000 + i, 1, 61_001) for i in range(40)), ("config", params, True),
+              ("cycle", "a", 5_000, 1, 61_001)]
+    _run(state, script, lambda s: sizes.append(len(s.afs_history.get("ns/a", ()))))
+    assert sizes[39] > afs_ledger.COMPACT_AT
+    assert set(state.afs_history) == left
+    assert all(len(v) <= afs_ledger.COMPACT_AT + 1 for v in state.afs_history.values())
 
 
 def test_the_projection_reads_the_half_life_and_interval_as_the_scheduler_does() -> None:

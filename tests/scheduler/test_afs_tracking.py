@@ -186,6 +186,45 @@ def test_turning_admission_fair_sharing_off_drops_the_history_it_alone_needed_an
     assert abs(_cpu(consumed) - 1.5) < 1e-8  # one half-life from 1 towards 2
 
 
+def test_a_cluster_queue_ordering_by_it_keeps_no_history_while_the_configuration_has_it_off() -> None:
+    """Its admission mode alone does not make Kueue sample or order by it: off, the history goes (nothing could
+    compact it); on again, the LocalQueue starts from its persisted status and counts what it holds, as on
+    Kueue's restart; off and on once more, the same."""
+    state = _state(usage_based=True)
+    _reserve(state, "w", "a", "cq", 2, T0 + MIN)
+    assert state.afs_entries()
+    _configure(state, T0 + 2 * MIN, afs=False)
+    assert state.afs_entries() == []
+    _reserve(state, "w2", "a", "cq", 3, T0 + 3 * MIN)
+    assert state.afs_entries() == [], "nothing recorded while it is off"
+    lq = msgspec.convert(_local_queue("a", "cq", consumed_cpu=1), o.KueueObject)
+    _apply(state, ev.ObjectUpserted(time=T0 + 3 * MIN, key=lq.key, obj=lq))  # its status, as we last wrote it
+    for at in (T0 + 4 * MIN, T0 + 6 * MIN):
+        _configure(state, at)
+        assert [(t, lq, sign, list(u)) for t, lq, sign, u in state.afs_entries()] == [
+            (at, "ns/a", 0, [("cpu", AFS_SEED_SCALE)]), (at, "ns/a", 2, [("cpu", 2000)]),
+            (at, "ns/a", 2, [("cpu", 3000)])]
+        assert _shown(state, at) == ({"cpu": "1"}, format_time(at))
+        _configure(state, at + MIN, afs=False)
+        assert state.afs_entries() == []
+
+
+def test_history_a_snapshot_kept_under_a_configuration_without_it_is_dropped_by_untrack() -> None:
+    """Snapshots written before session 32's rule (version 49 on main) kept the history of a ClusterQueue ordering
+    by it under a recorded Configuration with it off: :meth:`ClusterState.untrack_afs` drops it, as a full fold
+    keeps none (to be called on restoring such a snapshot)."""
+    state = _state(usage_based=True, afs=False)
+    _configure(state, T0, afs=False)
+    _reserve(state, "w", "a", "cq", 2, T0 + MIN)
+    assert state.afs_entries() == []
+    snap = snapshot.take(state)
+    kept = [("ns/a", None, [(T0, 0, []), (T0 + MIN, 1, [("cpu", 2000)])])]
+    stale = snapshot.restore(msgspec.structs.replace(snap, afs_queues=kept))
+    assert stale.afs_entries()
+    stale.untrack_afs()
+    assert stale.afs_history == state.afs_history
+
+
 def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_needed() -> None:
     """A version-46 snapshot held a seed for every LocalQueue ever seen, and no admitted usage where the ClusterQueue
     does not order by Admission Fair Sharing: restored, a gone LocalQueue's entries go, and one of such a
@@ -350,6 +389,9 @@ def _check_admitted(state: ClusterState) -> None:
         scope = obj.spec.admission_scope if obj is not None else None
         return scope is not None and scope.admission_mode == "UsageBasedAdmissionFairSharing"
 
+    def tracks(cq: str) -> bool:  # a recorded Configuration without it keeps none; none recorded: the modes say
+        return configured or (state.config is None and orders(cq))
+
     held: dict[str, float] = {}
     for key in sorted(state.workloads):
         wl = state.workloads[key]
@@ -359,9 +401,9 @@ def _check_admitted(state: ClusterState) -> None:
             continue  # Kueue reads a LocalQueue's usage off the ClusterQueue holding its workloads' quota
         anchored = wl.phase == "Admitted" or (wl.phase == "QuotaReserved" and orders(wl.cluster_queue)
                                                and state.afs_anchor_at_reservation)
-        if anchored and (orders(wl.cluster_queue) or configured):
+        if anchored and tracks(wl.cluster_queue):
             held[lq] = held.get(lq, 0.0) + sum(v for fr, v in wl.usage.items()) / 1000
-    tracked = {k for k, lq in state.local_queues.items() if orders(lq.spec.cluster_queue) or configured}
+    tracked = {k for k, lq in state.local_queues.items() if tracks(lq.spec.cluster_queue)}
     assert {e[1] for e in state.afs_entries()} <= tracked, "history only for LocalQueues that need it"
     for lq in sorted(tracked):
         q = f.queues.get(lq)
