@@ -2564,9 +2564,9 @@ class ClusterState:
             self._afs_resync(dict.fromkeys(cqs, False), {}, cqs)
 
     def untrack_afs(self) -> None:
-        """Restoring a snapshot older than version 50, which kept history for the LocalQueues of a ClusterQueue
-        ordering by Admission Fair Sharing while the recorded Configuration had it off: that history goes, as a
-        full fold keeps none (:meth:`afs_tracks`)."""
+        """On every restore: a snapshot written before session 32 (version 49 or older) kept history for the
+        LocalQueues of a ClusterQueue ordering by Admission Fair Sharing while the recorded Configuration had it off;
+        that history goes, as a full fold keeps none (:meth:`afs_tracks`). A no-op on any other snapshot."""
         for key in sorted(self.afs_history):
             lq = self.local_queues.get(key)
             if lq is None or not self.afs_tracks(lq.spec.cluster_queue):

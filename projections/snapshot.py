@@ -423,6 +423,7 @@ def restore(snap: Snapshot) -> ClusterState:
             state.seed_afs(state.local_queues[key], only_persisted=True)
     if snap.version < 47:
         state.retrack_afs()
+    state.untrack_afs()  # a snapshot written before session 32 may hold history a full fold no longer keeps
     return state
 
 

@@ -209,20 +209,19 @@ def test_a_cluster_queue_ordering_by_it_keeps_no_history_while_the_configuration
         assert state.afs_entries() == []
 
 
-def test_history_a_snapshot_kept_under_a_configuration_without_it_is_dropped_by_untrack() -> None:
-    """Snapshots written before session 32's rule (version 49 on main) kept the history of a ClusterQueue ordering
-    by it under a recorded Configuration with it off: :meth:`ClusterState.untrack_afs` drops it, as a full fold
-    keeps none (to be called on restoring such a snapshot)."""
+def test_history_a_snapshot_kept_under_a_configuration_without_it_is_dropped_on_restore() -> None:
+    """Snapshots written before session 32's rule (version 49 on main, 47-48 before) kept the history of a ClusterQueue
+    ordering by it under a recorded Configuration with it off: restored, that history goes
+    (:meth:`ClusterState.untrack_afs`), as a full fold keeps none."""
     state = _state(usage_based=True, afs=False)
     _configure(state, T0, afs=False)
     _reserve(state, "w", "a", "cq", 2, T0 + MIN)
     assert state.afs_entries() == []
     snap = snapshot.take(state)
     kept = [("ns/a", None, [(T0, 0, []), (T0 + MIN, 1, [("cpu", 2000)])])]
-    stale = snapshot.restore(msgspec.structs.replace(snap, afs_queues=kept))
-    assert stale.afs_entries()
-    stale.untrack_afs()
-    assert stale.afs_history == state.afs_history
+    restored = snapshot.restore(msgspec.structs.replace(snap, afs_queues=kept))
+    assert restored.afs_history == state.afs_history
+    assert snapshot.digest(restored) == snapshot.digest(state)
 
 
 def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_needed() -> None:
