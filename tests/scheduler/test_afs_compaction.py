@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from afshelp import KQ, MIN, T0, cluster_queue, configure, document, reserve
+from afshelp import apply as _apply
+from afshelp import local_queue as _local_queue
+from afshelp import upsert as _upsert
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -27,66 +31,26 @@ from projections import afs_ledger, snapshot
 from projections.afs_ledger import AFS_CHECKPOINT, key_of
 from projections.cluster import ClusterState
 
-T0 = 1_704_067_200_000
-MIN = 60_000
-KQ = "kueue.x-k8s.io/v1beta2"
 PARAMS = [{"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"},
           {"usageHalfLifeTime": "3m", "usageSamplingInterval": "45s"},
           {"usageHalfLifeTime": "0s", "usageSamplingInterval": "2m"}]
 UNBOUNDED = 10**9
 
 
-def _apply(state: ClusterState, *events: ev.AnyEvent) -> None:
-    for e in events:
-        state.apply(ev.Record(state.offset + 1, e))
-
-
 def _document(params: int | None, anchor: bool = True) -> dict:
-    doc: dict = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-                 "featureGates": {"AdmissionFairSharingAnchorAtQuotaReservation": anchor}}
-    if params is not None:
-        doc["admissionFairSharing"] = PARAMS[params]
-    return doc
+    return document(PARAMS[params] if params is not None else None, anchor)
 
 
 def _configure(state: ClusterState, t: int, params: int | None, anchor: bool = True) -> None:
-    _apply(state, ev.ConfigRecorded(time=t, document=_document(params, anchor), writer="test",
-                                    id=f"config-{state.offset}"))
-
-
-def _upsert(state: ClusterState, d: dict, t: int) -> None:
-    obj = msgspec.convert(d, o.KueueObject)
-    _apply(state, ev.ObjectUpserted(time=t, key=obj.key, obj=obj))
+    configure(state, t, PARAMS[params] if params is not None else None, anchor)
 
 
 def _cluster_queue(name: str, usage_based: bool) -> dict:
-    spec: dict = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-        {"name": "f1", "resources": [{"name": "cpu", "nominalQuota": 1000}]}]}]}
-    if usage_based:
-        spec["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
-    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
-
-
-def _local_queue(name: str, cq: str, consumed_cpu: int | None = None) -> dict:
-    d: dict = {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": "ns"},
-               "spec": {"clusterQueue": cq}}
-    if consumed_cpu is not None:
-        d["status"] = {"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
-            "consumedResources": {"cpu": str(consumed_cpu)}, "lastUpdate": "2023-01-01T00:00:00Z"}}}
-    return d
+    return cluster_queue(name, usage_based, 1000)
 
 
 def _reserve(state: ClusterState, name: str, lq: str, cq: str, cpu: int, t: int, admit: bool = True) -> None:
-    w = {"apiVersion": KQ, "kind": "Workload", "metadata": {
-        "name": name, "namespace": "ns", "uid": name, "creationTimestamp": "2024-01-01T00:00:00Z"},
-        "spec": {"queueName": lq, "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
-            {"name": "c", "resources": {"requests": {"cpu": f"{cpu}m"}}}]}}}]}}
-    _upsert(state, w, t)
-    admission = o.Admission(cluster_queue=cq, pod_set_assignments=[o.PodSetAssignment(
-        name="main", flavors={"cpu": "f1"}, count=1, resource_usage={"cpu": f"{cpu}m"})])
-    _apply(state, ev.QuotaReserved(time=t, key=f"ns/{name}", admission=admission, cycle=1, input=0))
-    if admit:
-        _apply(state, ev.WorkloadAdmitted(time=t, key=f"ns/{name}", cycle=1, input=0))
+    reserve(state, name, lq, cq, f"{cpu}m", t, admit)
 
 
 def _base(state: ClusterState, params: int | None = 0) -> None:

@@ -14,6 +14,10 @@
 from __future__ import annotations
 
 import msgspec
+from afshelp import KQ, MIN, T0, cluster_queue, configure, document, reserve
+from afshelp import apply as _apply
+from afshelp import local_queue as _local_queue
+from afshelp import upsert as _upsert
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,51 +32,20 @@ from kueue_es.scheduler.reconcile import next_deadline
 from projections import snapshot
 from projections.cluster import AFS_SEED_SCALE, ClusterState
 
-T0 = 1_704_067_200_000
-MIN = 60_000
-KQ = "kueue.x-k8s.io/v1beta2"
 AFS = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}
 CONFIG = load_config({"admissionFairSharing": AFS})
 
 
-def _apply(state: ClusterState, *events: ev.AnyEvent) -> None:
-    for e in events:
-        state.apply(ev.Record(state.offset + 1, e))
-
-
 def _document(afs: bool = True, anchor: bool = True) -> dict:
-    doc: dict = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-                 "featureGates": {"AdmissionFairSharingAnchorAtQuotaReservation": anchor}}
-    if afs:
-        doc["admissionFairSharing"] = AFS
-    return doc
+    return document(AFS if afs else None, anchor)
 
 
 def _configure(state: ClusterState, t: int, afs: bool = True, anchor: bool = True) -> None:
-    _apply(state, ev.ConfigRecorded(time=t, document=_document(afs, anchor), writer="test",
-                                    id=f"config-{state.offset}"))
-
-
-def _upsert(state: ClusterState, d: dict, t: int) -> None:
-    obj = msgspec.convert(d, o.KueueObject)
-    _apply(state, ev.ObjectUpserted(time=t, key=obj.key, obj=obj))
+    configure(state, t, AFS if afs else None, anchor)
 
 
 def _cluster_queue(name: str, usage_based: bool) -> dict:
-    spec: dict = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-        {"name": "f1", "resources": [{"name": "cpu", "nominalQuota": 100}]}]}]}
-    if usage_based:
-        spec["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
-    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
-
-
-def _local_queue(name: str, cq: str, consumed_cpu: int | None = None) -> dict:
-    d: dict = {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": name, "namespace": "ns"},
-               "spec": {"clusterQueue": cq}}
-    if consumed_cpu is not None:
-        d["status"] = {"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
-            "consumedResources": {"cpu": str(consumed_cpu)}, "lastUpdate": "2023-01-01T00:00:00Z"}}}
-    return d
+    return cluster_queue(name, usage_based, 100)
 
 
 def _state(usage_based: bool = False, afs: bool = True) -> ClusterState:
@@ -89,16 +62,7 @@ def _state(usage_based: bool = False, afs: bool = True) -> ClusterState:
 
 
 def _reserve(state: ClusterState, name: str, lq: str, cq: str, cpu: int, t: int, admit: bool = True) -> None:
-    w = {"apiVersion": KQ, "kind": "Workload", "metadata": {
-        "name": name, "namespace": "ns", "uid": name, "creationTimestamp": "2024-01-01T00:00:00Z"},
-        "spec": {"queueName": lq, "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
-            {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
-    _upsert(state, w, t)
-    admission = o.Admission(cluster_queue=cq, pod_set_assignments=[o.PodSetAssignment(
-        name="main", flavors={"cpu": "f1"}, count=1, resource_usage={"cpu": str(cpu)})])
-    _apply(state, ev.QuotaReserved(time=t, key=f"ns/{name}", admission=admission, cycle=1, input=0))
-    if admit:
-        _apply(state, ev.WorkloadAdmitted(time=t, key=f"ns/{name}", cycle=1, input=0))
+    reserve(state, name, lq, cq, str(cpu), t, admit)
 
 
 def _cpu(consumed: dict) -> float:
