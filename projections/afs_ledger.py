@@ -84,7 +84,7 @@ def key_of(document: dict[str, Any] | None) -> tuple[float, int] | None:
     return half_ns / 1e6, -(-interval_ns // 1_000_000) or 300_000
 
 
-def _amount(resource: str, value: int) -> float:
+def amount(resource: str, value: int) -> float:
     """Kueue's approximate float of a quantity: cpu in cores, everything else in its units."""
     return value / 1000.0 if resource in MILLI_RESOURCES else float(value)
 
@@ -187,7 +187,7 @@ class AfsLedger:
         self._advance(q, time, sign == AFS_SETTLE)
         step = -1 if sign == AFS_RELEASE else 1
         for r, v in usage:
-            q.admitted[r] = q.admitted.get(r, 0.0) + step * _amount(r, v)
+            q.admitted[r] = q.admitted.get(r, 0.0) + step * amount(r, v)
         if sign != AFS_SETTLE:
             return
         # settle: decay towards the admitted usage over the time since the last update, then add the penalty
@@ -197,7 +197,7 @@ class AfsLedger:
         for r in sorted(set(q.consumed) | set(q.admitted)):
             consumed[r] = q.consumed.get(r, 0.0) * (1 - a) + q.admitted.get(r, 0.0) * a
         for r, v in usage:
-            consumed[r] = consumed.get(r, 0.0) + _amount(r, v) * self.penalty_alpha
+            consumed[r] = consumed.get(r, 0.0) + amount(r, v) * self.penalty_alpha
         q.consumed, q.last = consumed, time
 
     def restore(self, lq: str, cp: AfsCheckpoint) -> None:

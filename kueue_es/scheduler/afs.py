@@ -42,12 +42,12 @@ from collections.abc import Container
 from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any
 
-from events.quantity import MILLI_RESOURCES, decimal_string
+from events.quantity import decimal_string
 from events.timefmt import format_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration_ns
 from kueue_es.scheduler.quota import fair_weight
-from projections.afs_ledger import AfsLedger, LedgerQueue
+from projections.afs_ledger import AfsLedger, LedgerQueue, amount
 from projections.cluster import USAGE_BASED, ClusterState
 from projections.workloads import RESERVED
 
@@ -61,11 +61,6 @@ def enabled_for(config: SchedulerConfig, state: ClusterState, cq: str) -> bool:
     obj = state.cluster_queues.get(cq)
     scope = obj.spec.admission_scope if obj is not None else None
     return scope is not None and scope.admission_mode == USAGE_BASED
-
-
-def _amount(resource: str, value: int) -> float:
-    """Kueue's approximate float of a quantity: cpu in cores, everything else in its units."""
-    return value / 1000.0 if resource in MILLI_RESOURCES else float(value)
 
 
 class AfsFold(AfsLedger):
@@ -130,7 +125,7 @@ def pending_penalty(state: ClusterState, fold_: AfsFold, lq: str, cq: str) -> di
             continue
         for fr, v in wl.usage.items():
             r = fr.split("/", 1)[1]
-            out[r] = out.get(r, 0.0) + _amount(r, v) * fold_.penalty_alpha
+            out[r] = out.get(r, 0.0) + amount(r, v) * fold_.penalty_alpha
     return out
 
 
