@@ -69,6 +69,7 @@ def _read(reader: str, log_dir: str) -> object:
 
 def _child_memory(reader: str, log_dir: str) -> None:
     import anyio  # noqa: F401 - imported before the peak is reset
+
     import events.filelog  # noqa: F401
     import kueue_es.commands.log_cmd  # noqa: F401
     import kueue_es.commands.log_verify  # noqa: F401

@@ -21,6 +21,13 @@ from events.filelog import HEADER, FileLog, list_segments
 SEG0 = "00000000000000000000.seg"
 
 
+@pytest.fixture(autouse=True, params=["1 MiB windows", "64-byte windows"])
+def window(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case also with windows smaller than a frame: frames then always straddle a window's end."""
+    if request.param == "64-byte windows":
+        monkeypatch.setattr(filelog, "READ_CHUNK", 64)
+
+
 def ticks(start: int, n: int, *, pad: int = 0) -> list[ev.AnyEvent]:
     return [ev.ClockTicked(time=1000 + start + i, id=f"{start + i}" + "x" * pad) for i in range(n)]
 
@@ -235,6 +242,7 @@ def test_a_read_only_logs_end_reads_only_what_was_appended(tmp_path: Path, monke
     anyio.run(_append, writer, [10] * 20)
     log = FileLog.open(tmp_path, readonly=True)
     before = (tmp_path / SEG0).stat().st_size
+    monkeypatch.setattr(filelog, "READ_CHUNK", 1 << 20)  # what was appended fits one window: read once
     read = _count_read(monkeypatch)
     assert anyio.run(log.end_offset) == 200
     anyio.run(_append, writer, [3], 200)
