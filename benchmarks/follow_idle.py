@@ -1,6 +1,7 @@
 """CPU an idle follower of the embedded log spends: a FileLog whose last segment holds ``--mib`` MiB, a reader
 (read-only, as another process would be, and the writer's own log) following it with nothing appended for
-``--seconds``; prints CPU seconds (``time.process_time``) and the count of polls.
+``--seconds``; prints CPU seconds (``time.process_time``) and the count of polls. The directory's modification
+time is dated back ten seconds first: a follower lists the directory again while its last change is recent.
 
     .venv/bin/python benchmarks/follow_idle.py --mib 40 --seconds 3
 """
@@ -8,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -61,6 +63,8 @@ async def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         writer = await _fill(Path(tmp), args.mib)
+        back = Path(tmp).stat().st_mtime_ns - 10 * 10**9  # a log that has not rolled a segment lately (session 33)
+        os.utime(tmp, ns=(back, back))
         for name, log in (("read-only", FileLog.open(tmp, readonly=True)), ("writer", writer)):
             cpu, polls = await _idle(log, args.seconds)
             print(f"{name}: last segment {args.mib} MiB, idle {args.seconds:.1f} s: {cpu:.3f} CPU s, "

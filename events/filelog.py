@@ -7,9 +7,10 @@ A frame is one appended batch::
 
 The payload is a msgpack array of events. On opening for writing, the last segment is scanned: a frame cut off
 by a crash (a torn tail) is truncated away; a frame that fails its checksum with valid data after it is
-corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure.
-A follower (:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads
-only the bytes appended since.
+corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure,
+and read a segment in windows of :data:`READ_CHUNK` bytes (:class:`SegmentWalk`), not whole. A follower
+(:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads only the bytes
+appended since; it lists the directory again only when its modification time moved.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import fcntl
 import os
 import struct
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,13 @@ SEGMENT_SUFFIX = ".seg"
 FsyncPolicy = Literal["always", "group", "never"]
 FOLLOW_POLL_SECONDS = 0.02
 """How often a follower looks for what another process appended (a writer's own appends wake it at once)."""
+DIRECTORY_SETTLE_NS = 2 * 10**9
+"""How old a directory's modification time must be before a listing of it is kept for polls to come: older than
+the coarsest timestamps of a file system a log may live on (a tick of the kernel's clock on most, a second or two
+on some), so that a segment created after the listing cannot leave the time where it was."""
+READ_CHUNK = 1 << 20
+"""Bytes of a segment a reader holds at once (more only for a frame larger than that): a segment is up to
+``segment_bytes`` (64 MiB by default), and replay, recovery, ``log inspect`` and ``log verify`` walk whole ones."""
 
 
 class FrameInfo(NamedTuple):
@@ -178,6 +187,95 @@ def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool
     return False
 
 
+class Window(NamedTuple):
+    """Bytes of a segment from byte ``origin`` on, and the intact frames that lie whole in them."""
+
+    data: memoryview
+    origin: int
+    frames: list[FrameInfo]
+
+    def payload(self, fr: FrameInfo) -> memoryview:
+        at = fr.position - self.origin + HEADER.size
+        return self.data[at : at + fr.length]
+
+    def checksum(self, fr: FrameInfo) -> int:
+        return HEADER.unpack_from(self.data, fr.position - self.origin)[1]
+
+
+class SegmentWalk:
+    """A segment's frames from byte ``origin`` (a frame boundary, whose frame must carry ``expected_base``) up to
+    ``size`` (the segment's size when the walk starts, if not given), read in windows of about ``chunk`` bytes
+    with the checks :func:`scan_frames` makes: memory is bounded by the window (or the largest frame), not the
+    segment. A frame cut off at the end is judged by :func:`scan_frames` on the bytes from it to the end, as a torn
+    tail or as damage.
+
+    :meth:`windows` yields every intact frame before damage, then raises it (:class:`CorruptRecord`); afterwards
+    ``expect`` is the offset after the last frame, ``position`` the byte after it, ``torn_at`` where a torn tail
+    starts (None without one), and ``size`` how many bytes the walk covered."""
+
+    def __init__(self, path: Path, expected_base: int, origin: int = 0, size: int | None = None,
+                 chunk: int | None = None) -> None:
+        self.path, self.expect, self.position, self.size = path, expected_base, origin, size
+        self.chunk = READ_CHUNK if chunk is None else chunk
+        self.torn_at: int | None = None
+        self.frames = 0
+
+    def windows(self) -> Iterator[Window]:
+        with open(self.path, "rb", buffering=0) as f:
+            fd = f.fileno()
+            if self.size is None:
+                self.size = os.fstat(fd).st_size
+            want = self.chunk
+            while self.position < self.size:
+                asked = min(want, self.size - self.position)
+                data = os.pread(fd, asked, self.position)
+                at_end = len(data) < asked or self.position + asked == self.size
+                if at_end:  # shorter only if cut since its size was taken (a writer's recovery cut a torn tail)
+                    self.size = self.position + len(data)
+                window, want, damage = self._walk(memoryview(data), at_end)
+                self.frames += len(window.frames)
+                yield window
+                if damage is not None:
+                    raise damage
+                if at_end:
+                    return
+
+    def _walk(self, view: memoryview, at_end: bool) -> tuple[Window, int, CorruptRecord | None]:
+        """The intact frames lying whole in ``view`` (the segment's bytes from ``position``), how many bytes the
+        next window must hold to take the next frame whole, and the damage that stopped the walk, if any. At the
+        segment's end, its last frame and what follows it are left to :func:`scan_frames`."""
+        frames: list[FrameInfo] = []
+        origin, pos, size, want = self.position, 0, len(view), self.chunk
+        damage = None
+        while size - pos >= HEADER.size:
+            length, crc, base, count = HEADER.unpack_from(view, pos)
+            end = pos + HEADER.size + length
+            if end > size or (at_end and end == size):
+                want = max(want, HEADER.size + length)  # the next window starts at this frame
+                break
+            if _frame_crc(view, pos, end) != crc:
+                damage = CorruptRecord(self.path.name, self.expect, origin + pos, "checksum mismatch")
+            elif base != self.expect or count == 0:
+                damage = CorruptRecord(self.path.name, self.expect, origin + pos,
+                                       f"frame claims offset {base} with {count} events")
+            if damage is not None:
+                break
+            frames.append(FrameInfo(self.path, origin + pos, base, count, length))
+            self.expect, pos = base + count, end
+        self.position = origin + pos
+        if at_end and damage is None:
+            try:
+                tail, self.torn_at = scan_frames(self.path, view[pos:], self.expect, self.position)
+            except CorruptRecord as exc:
+                damage = exc
+            else:
+                if tail:
+                    frames += tail
+                    self.expect = tail[-1].base + tail[-1].count
+                    self.position = tail[-1].position + HEADER.size + tail[-1].length
+        return Window(view, origin, frames), want, damage
+
+
 def take_writer_lock(directory: Path) -> int:
     """Take the single-writer lock of the log in ``directory`` (an existing directory) and return its file
     descriptor: the lock is held until it is closed. Another process holding it raises :class:`LogLocked`."""
@@ -218,6 +316,7 @@ class FileLog(EventLog):
         self._synced = 0
         self._sync_done: anyio.Event | None = None
         self._end_cursor: TailCursor | None = None  # a read-only log's end, as far as read
+        self._listed: tuple[int, list[tuple[int, Path]]] | None = None  # (directory mtime, segments): _listing
         self._followers: list[anyio.Event] = []  # set when an append or close may wake a waiting follower
         self._closed = False
         self.truncated_bytes = 0
@@ -268,18 +367,20 @@ class FileLog(EventLog):
             self._open_segment(0)
             return
         base, path = segments[-1]
-        data = path.read_bytes()
-        frames, torn_at = scan_frames(path, data, base)
-        if torn_at is not None:
-            self.truncated_bytes = len(data) - torn_at
+        walk = SegmentWalk(path, base)
+        for window in walk.windows():
+            if window.frames:
+                last = window.frames[-1]
+                self.last_frame = window.checksum(last), last.base + last.count - 1
+        assert walk.size is not None
+        if walk.torn_at is not None:
+            self.truncated_bytes = walk.size - walk.torn_at
             with open(path, "r+b") as f:
-                f.truncate(torn_at)
+                f.truncate(walk.torn_at)
                 os.fsync(f.fileno())
-        self._end = frames[-1].base + frames[-1].count if frames else base
-        if frames:
-            self.last_frame = HEADER.unpack_from(data, frames[-1].position)[1], self._end - 1
+        self._end = walk.expect
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        self._segment_size = torn_at if torn_at is not None else len(data)
+        self._segment_size = walk.position
         self._synced = self._segment_size
 
     def _open_segment(self, base: int) -> None:
@@ -381,33 +482,17 @@ class FileLog(EventLog):
                 continue
             if expect is not None and base != expect:
                 raise segment_gap(path.name, base, expect)
-            data = path.read_bytes()
-            frames, torn_at = scan_frames(path, data, base)
-            expect = frames[-1].base + frames[-1].count if frames else base
-            if torn_at is not None and (next_base is not None or not self._may_be_growing()):
-                raise CorruptRecord(path.name, frames[-1].base + frames[-1].count if frames else base, torn_at,
-                                    "truncated frame")
-            view = memoryview(data)
-            for fr in frames:
-                if fr.base + fr.count <= start:
-                    continue
-                payload = view[fr.position + HEADER.size : fr.position + HEADER.size + fr.length]
-                records = decode_batch(payload, fr.base, quarantine, start, lazy=lazy)
-                if records:
-                    yield records
-
-    @staticmethod
-    def _read_from(cursor: TailCursor) -> bytes:
-        """The bytes of the cursor's segment from its position to the segment's current end."""
-        with open(cursor.path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < cursor.position:
-                raise CorruptRecord(cursor.path.name, cursor.expect, size, f"the segment shrank to {size} bytes "
-                                    f"below the frame read up to {cursor.position}")
-            if size == cursor.position:
-                return b""
-            f.seek(cursor.position)
-            return f.read(size - cursor.position)
+            walk = SegmentWalk(path, base)
+            for window in walk.windows():
+                for fr in window.frames:
+                    if fr.base + fr.count <= start:
+                        continue
+                    records = decode_batch(window.payload(fr), fr.base, quarantine, start, lazy=lazy)
+                    if records:
+                        yield records
+            expect = walk.expect
+            if walk.torn_at is not None and (next_base is not None or not self._may_be_growing()):
+                raise CorruptRecord(path.name, expect, walk.torn_at, "truncated frame")
 
     def _may_be_growing(self) -> bool:
         # A reader may see a writer's frame half-written; a writer's own tail never is.
@@ -416,10 +501,11 @@ class FileLog(EventLog):
     def segments(self) -> list[SegmentInfo]:
         out = []
         for base, path in list_segments(self.directory):
-            data = path.read_bytes()
-            frames, _ = scan_frames(path, data, base)
-            end = frames[-1].base + frames[-1].count if frames else base
-            out.append(SegmentInfo(path, base, end, len(frames), len(data)))
+            walk = SegmentWalk(path, base)
+            for _ in walk.windows():
+                pass
+            assert walk.size is not None
+            out.append(SegmentInfo(path, base, walk.expect, walk.frames, walk.size))
         return out
 
     def frame_checksum(self, offset: int) -> tuple[int, int] | None:
@@ -433,12 +519,12 @@ class FileLog(EventLog):
         if holder is None:
             return None
         base, path = holder
-        data = path.read_bytes()
-        frames, _ = scan_frames(path, data, base)
-        for fr in frames:
-            if fr.base <= offset < fr.base + fr.count:
-                return HEADER.unpack_from(data, fr.position)[1], fr.base + fr.count - 1
-        return None
+        found = None
+        for window in SegmentWalk(path, base).windows():  # on to the segment's end: damage there is reported
+            for fr in window.frames:
+                if fr.base <= offset < fr.base + fr.count:
+                    found = window.checksum(fr), fr.base + fr.count - 1
+        return found
 
     async def read_batches(
         self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
@@ -488,32 +574,67 @@ class FileLog(EventLog):
     ) -> Iterator[list[Record]]:
         """The batches stored after ``cursor`` (from offset ``start`` on), advancing it: only bytes appended since
         are read and checked, with every check :meth:`scan` makes (checksums, offsets, a gap between segments, a
-        torn frame that is not the log's tail), so a follower's idle poll costs a stat and a directory listing.
-        A writer's own log, whose end it knows, costs nothing when nothing was appended."""
+        torn frame that is not the log's tail), so a follower's idle poll costs a stat of the directory and one of
+        the segment. A writer's own log, whose end it knows, costs nothing when nothing was appended."""
         while self.readonly or cursor.expect != self._end or cursor.position == 0:
-            segments = list_segments(self.directory)  # before reading: a segment listed after ours makes ours whole
-            later = [(b, p) for b, p in segments if b > cursor.base]
-            data = self._read_from(cursor)
-            frames, torn_at = scan_frames(cursor.path, data, cursor.expect, cursor.position)
-            view, origin = memoryview(data), cursor.position
-            for fr in frames:
-                cursor.position, cursor.expect = fr.position + HEADER.size + fr.length, fr.base + fr.count
-                if fr.base + fr.count <= start:
-                    continue
-                at = fr.position - origin + HEADER.size
-                records = decode_batch(view[at : at + fr.length], fr.base, quarantine, start, lazy=lazy)
-                if records:
-                    yield records
+            later = self._segment_after(cursor.base)  # before reading: a segment listed after ours makes ours whole
+            torn_at = None
+            size = self._size_of(cursor)
+            if size > cursor.position:
+                walk = SegmentWalk(cursor.path, cursor.expect, cursor.position, size)
+                for window in walk.windows():
+                    for fr in window.frames:
+                        cursor.position, cursor.expect = fr.position + HEADER.size + fr.length, fr.base + fr.count
+                        if fr.base + fr.count <= start:
+                            continue
+                        records = decode_batch(window.payload(fr), fr.base, quarantine, start, lazy=lazy)
+                        if records:
+                            yield records
+                torn_at = walk.torn_at
             if torn_at is not None and (later or not self._may_be_growing()):
                 raise CorruptRecord(cursor.path.name, cursor.expect, torn_at, "truncated frame")
-            if not later:
+            if later is None:
                 return
-            base, path = later[0]
+            base, path = later
             if base != cursor.expect:
                 raise segment_gap(path.name, base, cursor.expect)
             cursor.base, cursor.path, cursor.position = base, path, 0
 
+    @staticmethod
+    def _size_of(cursor: TailCursor) -> int:
+        """The size of the cursor's segment, which never falls below what the cursor has read: a writer's
+        recovery cuts off only a torn tail, which a reader stops before."""
+        size = os.stat(cursor.path).st_size
+        if size < cursor.position:
+            raise CorruptRecord(cursor.path.name, cursor.expect, size, f"the segment shrank to {size} bytes "
+                                f"below the frame read up to {cursor.position}")
+        return size
+
+    def _segment_after(self, base: int) -> tuple[int, Path] | None:
+        """The first segment after the one starting at offset ``base``, if any."""
+        for segment in self._listing():
+            if segment[0] > base:
+                return segment
+        return None
+
+    def _listing(self) -> list[tuple[int, Path]]:
+        """The log's segments, listed again only when the directory may have changed since the last listing: a
+        new segment (or any file created, renamed or removed there) moves the directory's modification time.
+        A listing is kept only once that time is older than :data:`DIRECTORY_SETTLE_NS`, since a change in the
+        same tick of the file system's clock would leave it where it was."""
+        mtime = os.stat(self.directory).st_mtime_ns
+        if self._listed is not None and self._listed[0] == mtime:
+            return self._listed[1]
+        settled = mtime < time.time_ns() - DIRECTORY_SETTLE_NS
+        segments = list_segments(self.directory)
+        self._listed = (mtime, segments) if settled else None
+        return segments
+
     async def end_offset(self) -> int:
+        return self.stored_end()
+
+    def stored_end(self) -> int:
+        """:meth:`end_offset`, synchronously: a read-only log reads what was appended since it last looked."""
         return self._end if not self.readonly else self._scan_end()
 
     # --- closing -------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import msgspec
 
 from connectors.kafka.settings import is_kafka_url
 from events.errors import CorruptRecord
-from events.filelog import HEADER, list_segments, scan_frames
+from events.filelog import SegmentWalk, list_segments
 from kueue_es import checkpoints
 from kueue_es.commands import log_verify
 from kueue_es.commands._common import (
@@ -101,29 +101,27 @@ def inspect_log(path: str) -> dict[str, Any]:
         first = last = None
         total_bytes = total_events = 0
         torn = 0
+        ends = [b for b, _ in segments[1:]] + [log.stored_end()]  # for the progress bars, before each walk
         for i, (base, seg_path) in enumerate(segments):
-            data = seg_path.read_bytes()
-            frames, torn_at = scan_frames(seg_path, data, base)
-            if torn_at is not None:
+            walk = SegmentWalk(seg_path, base)
+            with progress_bar(ends[i] - base, f"Inspecting {seg_path.name}") as advance:
+                for window in walk.windows():
+                    for fr in window.frames:
+                        for h in _decode_heads(window.payload(fr)):
+                            by_type[h.type] = by_type.get(h.type, 0) + 1
+                            if h.time:
+                                first = h.time if first is None else min(first, h.time)
+                                last = h.time if last is None else max(last, h.time)
+                        advance(fr.count)
+            assert walk.size is not None
+            if walk.torn_at is not None:
                 if i + 1 < len(segments):
-                    raise CorruptRecord(seg_path.name, frames[-1].base + frames[-1].count if frames else base,
-                                        torn_at, "truncated frame")
-                torn = len(data) - torn_at
-            view = memoryview(data)
-            with progress_bar(sum(f.count for f in frames), f"Inspecting {seg_path.name}") as advance:
-                for fr in frames:
-                    payload = view[fr.position + HEADER.size: fr.position + HEADER.size + fr.length]
-                    for h in _decode_heads(payload):
-                        by_type[h.type] = by_type.get(h.type, 0) + 1
-                        if h.time:
-                            first = h.time if first is None else min(first, h.time)
-                            last = h.time if last is None else max(last, h.time)
-                    advance(fr.count)
-            end = frames[-1].base + frames[-1].count if frames else base
-            seg_rows.append({"file": seg_path.name, "baseOffset": base, "endOffset": end, "frames": len(frames),
-                             "bytes": len(data)})
-            total_bytes += len(data)
-            total_events = end
+                    raise CorruptRecord(seg_path.name, walk.expect, walk.torn_at, "truncated frame")
+                torn = walk.size - walk.torn_at
+            seg_rows.append({"file": seg_path.name, "baseOffset": base, "endOffset": walk.expect,
+                             "frames": walk.frames, "bytes": walk.size})
+            total_bytes += walk.size
+            total_events = walk.expect
     finally:
         log.close_sync()
     out: dict[str, Any] = {

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from connectors.kafka.settings import is_kafka_url
 from events.codec import decode_batch
 from events.errors import CorruptRecord, InvalidInput, LogError
-from events.filelog import HEADER, FrameInfo, list_segments, scan_frames, segment_gap
+from events.filelog import FrameInfo, SegmentWalk, Window, list_segments, segment_gap
 from kueue_es import checkpoints
 from kueue_es.commands._common import (
     add_output_argument,
@@ -119,11 +119,13 @@ def _end_offset(segments: list[tuple[int, Path]]) -> int:
     if not segments:
         return 0
     base, path = segments[-1]
+    walk = SegmentWalk(path, base)
     try:
-        frames, _ = scan_frames(path, path.read_bytes(), base)
+        for _ in walk.windows():
+            pass
     except CorruptRecord:
-        return base  # the walk will report it
-    return frames[-1].base + frames[-1].count if frames else base
+        pass  # the walk will report it
+    return walk.expect
 
 
 def _log_directory(path: str) -> Path:
@@ -142,46 +144,40 @@ class _Stop(Exception):
 def _walk(segments: list[tuple[int, Path]], report: Verification, folder: _Folder | None, advance: Any) -> None:
     expect = 0
     for i, (base, seg_path) in enumerate(segments):
-        data = seg_path.read_bytes()
+        size = seg_path.stat().st_size
         report.segments += 1
-        report.bytes += len(data)
+        report.bytes += size
         if base != expect:
             _stop(report, seg_path.name, segment_gap(seg_path.name, base, expect))
-        frames, torn_at, damage = _frames(seg_path, data, base)
-        view = memoryview(data)
-        for fr in frames:
-            with _problem_at(report, seg_path.name, fr.base, fr.position):
-                _check_frame(view, fr, folder)
-            report.frames += 1
-            report.events += fr.count
-            advance(fr.count)
+        walk = SegmentWalk(seg_path, base, size=size)
+        damage = None
+        try:  # the intact frames before damage are still checked, as one of them may hold the first problem
+            for window in walk.windows():
+                for fr in window.frames:
+                    with _problem_at(report, seg_path.name, fr.base, fr.position):
+                        _check_frame(window, fr, folder)
+                    report.frames += 1
+                    report.events += fr.count
+                    advance(fr.count)
+        except CorruptRecord as exc:
+            damage = exc
         if damage is not None:
             _stop(report, seg_path.name, damage)
-        expect = frames[-1].base + frames[-1].count if frames else base
-        if torn_at is not None:
+        expect = walk.expect
+        if walk.torn_at is not None:
             if i + 1 < len(segments):
-                _stop(report, seg_path.name, CorruptRecord(seg_path.name, expect, torn_at, "truncated frame"))
-            report.torn_tail = len(data) - torn_at  # a crash's: the writer cuts it off when it next opens the log
+                _stop(report, seg_path.name, CorruptRecord(seg_path.name, expect, walk.torn_at, "truncated frame"))
+            report.torn_tail = size - walk.torn_at  # a crash's: the writer cuts it off when it next opens the log
 
 
-def _frames(path: Path, data: bytes, base: int) -> tuple[list[FrameInfo], int | None, CorruptRecord | None]:
-    """A segment's frames, where a torn tail starts, and its damage: the intact frames before damage are still
-    checked, as one of them may hold the first problem."""
-    try:
-        frames, torn_at = scan_frames(path, data, base)
-        return frames, torn_at, None
-    except CorruptRecord as exc:
-        return scan_frames(path, data[: exc.position], base)[0], None, exc
-
-
-def _check_frame(view: memoryview, fr: FrameInfo, folder: _Folder | None) -> None:
-    payload = view[fr.position + HEADER.size: fr.position + HEADER.size + fr.length]
+def _check_frame(window: Window, fr: FrameInfo, folder: _Folder | None) -> None:
+    payload = window.payload(fr)
     decoded = decode_batch(payload, fr.base)  # every event in full: a fold decodes Workloads only as it needs
     if len(decoded) != fr.count:
         raise CorruptRecord(fr.segment.name, fr.base, fr.position,
                             f"the frame holds {len(decoded)} events but its header counts {fr.count}")
     if folder is not None:
-        folder.fold(decode_batch(payload, fr.base, lazy=True), fr, HEADER.unpack_from(view, fr.position)[1])
+        folder.fold(decode_batch(payload, fr.base, lazy=True), fr, window.checksum(fr))
 
 
 def _stop(report: Verification, segment: str, exc: LogError, offset: int = 0, position: int = 0) -> NoReturn:

@@ -1,11 +1,13 @@
 """Following the embedded file log: every appended batch reaches a follower exactly once (across segment rolls,
-torn tails that complete later, a writer in another process), damage appended later is reported, and an idle
-poll reads nothing it has read before."""
+torn tails that complete later or are cut off by the next writer, a writer in another process), damage appended
+later is reported, and an idle poll reads nothing it has read before and costs two stats."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import anyio
@@ -17,6 +19,13 @@ from events.errors import CorruptRecord
 from events.filelog import HEADER, FileLog, list_segments
 
 SEG0 = "00000000000000000000.seg"
+
+
+@pytest.fixture(autouse=True, params=["1 MiB windows", "64-byte windows"])
+def window(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every case also with windows smaller than a frame: frames then always straddle a window's end."""
+    if request.param == "64-byte windows":
+        monkeypatch.setattr(filelog, "READ_CHUNK", 64)
 
 
 def ticks(start: int, n: int, *, pad: int = 0) -> list[ev.AnyEvent]:
@@ -177,40 +186,55 @@ def test_a_segment_appearing_after_a_gap_is_reported(tmp_path: Path) -> None:
     assert (exc.segment, exc.offset) == (f"{5:020d}.seg", 2)
 
 
-def _count_scanned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Bytes handed to the frame walk, one entry per call (the walk is where every byte read is checked)."""
-    scanned: list[int] = []
-    real = filelog.scan_frames
+def _count_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Bytes read from segments, one entry per read (every byte read is checked)."""
+    read: list[int] = []
+    real = os.pread
 
-    def counting(path, data, *args):
-        scanned.append(len(data))
-        return real(path, data, *args)
+    def counting(fd: int, n: int, position: int) -> bytes:
+        data = real(fd, n, position)
+        read.append(len(data))
+        return data
 
-    monkeypatch.setattr(filelog, "scan_frames", counting)
-    return scanned
+    monkeypatch.setattr(os, "pread", counting)
+    return read
+
+
+def _count_polls(log: FileLog) -> list[int]:
+    """Calls of the log's ``read_new``, what a follower calls once per poll: one entry per call."""
+    polls: list[int] = []
+    real = log.read_new
+
+    def counting(*args, **kwargs):
+        polls.append(1)
+        return real(*args, **kwargs)
+
+    log.read_new = counting  # type: ignore[method-assign]
+    return polls
 
 
 def test_an_idle_follower_reads_nothing_it_has_read_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = FileLog.open(tmp_path, fsync="never")
     end = anyio.run(_append, writer, [10] * 50)
-    scanned = _count_scanned(monkeypatch)
+    read = _count_read(monkeypatch)
 
     async def main() -> list[int]:
         log = FileLog.open(tmp_path, readonly=True)
+        polls = _count_polls(log)
         seen: list[int] = []
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_follow_until, log, 0, end + 1, seen)
                 while not seen or seen[-1] + 1 < end:
                     await anyio.sleep(0.01)
-                caught_up = len(scanned)
-                while len(scanned) < caught_up + 3:  # three idle polls
+                caught_up, polled = len(read), len(polls)
+                while len(polls) < polled + 3:  # three idle polls
                     await anyio.sleep(0.01)
                 tg.cancel_scope.cancel()
-        return scanned[caught_up:]
+        return read[caught_up:]
 
     idle = anyio.run(main)
-    assert idle and sum(idle) == 0, f"idle polls re-read {idle} bytes"
+    assert sum(idle) == 0, f"idle polls re-read {idle} bytes"
 
 
 def test_a_read_only_logs_end_reads_only_what_was_appended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -218,11 +242,12 @@ def test_a_read_only_logs_end_reads_only_what_was_appended(tmp_path: Path, monke
     anyio.run(_append, writer, [10] * 20)
     log = FileLog.open(tmp_path, readonly=True)
     before = (tmp_path / SEG0).stat().st_size
-    scanned = _count_scanned(monkeypatch)
+    monkeypatch.setattr(filelog, "READ_CHUNK", 1 << 20)  # what was appended fits one window: read once
+    read = _count_read(monkeypatch)
     assert anyio.run(log.end_offset) == 200
     anyio.run(_append, writer, [3], 200)
     assert anyio.run(log.end_offset) == 203
-    assert sum(scanned) == (tmp_path / SEG0).stat().st_size - before
+    assert sum(read) == (tmp_path / SEG0).stat().st_size - before
 
 
 def test_a_writers_append_wakes_its_follower_without_a_poll(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -241,3 +266,104 @@ def test_a_writers_append_wakes_its_follower_without_a_poll(tmp_path: Path, monk
         return seen
 
     assert anyio.run(main) == [0, 1, 2, 3, 4]
+
+
+def _count_os_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Calls of the os functions that list a directory or stat or open a file, by name."""
+    calls: Counter[str] = Counter()
+    for name in ("listdir", "scandir", "stat", "lstat", "open", "fstat"):
+        real = getattr(os, name)
+
+        def counting(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(os, name, counting)
+    return calls
+
+
+def _settle(directory: Path) -> None:
+    """Date the directory's last change ten seconds back: a listing of it is trusted only once its change is older
+    than file system timestamps are coarse (one made just now may hide a change in the same tick)."""
+    back = directory.stat().st_mtime_ns - 10 * 10**9
+    os.utime(directory, ns=(back, back))
+
+
+def _idle_polls(path: Path, sizes: list[int], monkeypatch: pytest.MonkeyPatch, polls: int = 5) -> Counter[str]:
+    """os calls of ``polls`` idle polls of a read-only follower at the end of a log of batches of ``sizes``."""
+    writer = FileLog.open(path, fsync="never", segment_bytes=8 << 10)
+    end = anyio.run(_append, writer, sizes)
+    writer.close_sync()
+    _settle(path)
+    log = FileLog.open(path, readonly=True)
+    cursor = log._cursor_at(0)  # noqa: SLF001 - the cursor read_batches(0, follow=True) keeps
+    assert cursor is not None
+    assert sum(len(b) for b in log.read_new(cursor)) == end  # caught up
+    with monkeypatch.context() as m:
+        calls = _count_os_calls(m)
+        for _ in range(polls):
+            assert list(log.read_new(cursor)) == []
+    return calls
+
+
+def test_an_idle_read_only_poll_costs_two_stats_however_many_segments(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    few, many = tmp_path / "few", tmp_path / "many"
+    few_calls = _idle_polls(few, [5, 5], monkeypatch)
+    many_calls = _idle_polls(many, [5] * 200, monkeypatch)
+    assert len(list_segments(few)) == 1 and len(list_segments(many)) > 20
+    assert few_calls == many_calls == Counter(stat=10), f"{few_calls} vs {many_calls}"
+
+
+def test_a_follower_whose_listing_is_trusted_sees_the_writer_roll(tmp_path: Path) -> None:
+    writer = FileLog.open(tmp_path, fsync="never", segment_bytes=8 << 10)
+    end = anyio.run(_append, writer, [5] * 10)
+    _settle(tmp_path)
+    log = FileLog.open(tmp_path, readonly=True)
+    cursor = log._cursor_at(0)  # noqa: SLF001
+    assert cursor is not None
+    assert [r.offset for b in log.read_new(cursor) for r in b] == list(range(end))
+    assert list(log.read_new(cursor)) == []  # idle: the listing is trusted from here on
+    segments = len(list_segments(tmp_path))
+    more = anyio.run(_append, writer, [5] * 20, end)
+    assert len(list_segments(tmp_path)) > segments + 1
+    assert [r.offset for b in log.read_new(cursor) for r in b] == list(range(end, more))
+    writer.close_sync()
+
+
+def test_a_directory_changed_just_now_is_listed_at_every_poll(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its timestamp may not move for a segment created in the same tick, so a listing of it proves nothing."""
+    writer = FileLog.open(tmp_path, fsync="never")
+    anyio.run(_append, writer, [5])
+    log = FileLog.open(tmp_path, readonly=True)
+    cursor = log._cursor_at(0)  # noqa: SLF001
+    assert cursor is not None
+    list(log.read_new(cursor))
+    with monkeypatch.context() as m:
+        calls = _count_os_calls(m)
+        for _ in range(3):
+            list(log.read_new(cursor))
+    assert calls["listdir"] + calls["scandir"] == 3
+    writer.close_sync()
+
+
+def test_a_torn_tail_cut_off_by_the_next_writer_is_followed_by_its_appends(tmp_path: Path) -> None:
+    """A writer crashed mid-append; a follower stops before the torn frame, and reads on from there what the next
+    writer appends where its recovery cut the torn bytes off."""
+    writer = FileLog.open(tmp_path, fsync="never")
+    anyio.run(_append, writer, [2, 3])
+    writer.close_sync()
+    torn = HEADER.pack(900, 0, 5, 4) + b"x" * 300  # the crash cut off a frame for offsets 5..8
+    with (tmp_path / SEG0).open("ab") as f:
+        f.write(torn)
+    log = FileLog.open(tmp_path, readonly=True)
+    cursor = log._cursor_at(0)  # noqa: SLF001
+    assert cursor is not None
+    assert [[r.offset for r in b] for b in log.read_new(cursor)] == [[0, 1], [2, 3, 4]]
+    assert list(log.read_new(cursor)) == []  # the torn frame may still be being written
+    again = FileLog.open(tmp_path, fsync="never")
+    assert again.truncated_bytes == len(torn)
+    assert list(log.read_new(cursor)) == []  # nothing after the cut yet
+    anyio.run(_append, again, [1, 6], 5)
+    assert [[r.offset for r in b] for b in log.read_new(cursor)] == [[5], list(range(6, 12))]
+    again.close_sync()

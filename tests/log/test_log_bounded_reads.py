@@ -1,0 +1,165 @@
+"""Readers of whole segments (a replay's scan, a writer's recovery, a follower from a segment's start, ``segments``,
+``frame_checksum``, ``log inspect`` and ``log verify``) hold a bounded window of a segment at a time, not the
+segment: a segment is up to 64 MiB by default, and each of these read one whole into memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from events import schema as ev
+from events.errors import CorruptRecord
+from events.filelog import HEADER, FileLog, list_segments
+from kueue_es.commands.log_cmd import inspect_log
+from kueue_es.commands.log_verify import verify_log
+
+SEG0 = "00000000000000000000.seg"
+SEGMENT_MIB = 8
+BOUND = 3 << 20
+"""What a reader may hold at once: two 1 MiB windows (the one being walked, the one a caller still holds), and
+the decoding of one 100 KB batch. Far below the 8 MiB segment each test reads."""
+
+
+def _fill(path: Path, segments: int) -> Path:
+    """Segments of 8 MiB (batches of 100 events of about 1 KB) until there are ``segments``, the last small."""
+
+    async def fill() -> None:
+        log = FileLog.open(path, fsync="never", segment_bytes=SEGMENT_MIB << 20)
+        n = 0
+        while len(list_segments(path)) < segments or (path / SEG0).stat().st_size < (SEGMENT_MIB - 1) << 20:
+            await log.append([ev.ClockTicked(time=n + i, id=f"{n + i}", key="p" * 1000) for i in range(100)])
+            n += 100
+        log.close_sync()
+
+    anyio.run(fill)
+    return path
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A segment of 8 MiB and a second, small one after it."""
+    return _fill(tmp_path_factory.mktemp("big"), 2)
+
+
+@pytest.fixture(scope="module")
+def big_tail(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One segment of 8 MiB: the last, which a writer's recovery and a read-only log's end read."""
+    return _fill(tmp_path_factory.mktemp("big_tail"), 1)
+
+
+def _peak(read: Callable[[], Any]) -> int:
+    """The most memory allocated at once while ``read`` runs, above what was allocated before it."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        read()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def _replay(path: Path) -> int:
+    log = FileLog.open(path, readonly=True)
+    n = 0
+    for batch in log.scan(lazy=True):
+        n += len(batch)
+    return n
+
+
+def _follow_from_the_start(path: Path) -> int:
+    log = FileLog.open(path, readonly=True)
+    cursor = log._cursor_at(0)  # noqa: SLF001 - what read_batches(0, follow=True) starts from
+    assert cursor is not None
+    return sum(len(b) for b in log.read_new(cursor))
+
+
+def _recover(path: Path) -> None:
+    FileLog.open(path, fsync="never").close_sync()
+
+
+def _segments(path: Path) -> None:
+    first, _ = FileLog.open(path, readonly=True).segments()
+    assert first.size > (SEGMENT_MIB - 1) << 20 and first.frames > 70
+
+
+def _frame_checksum(path: Path) -> None:
+    log = FileLog.open(path, readonly=True)
+    assert log.frame_checksum(0) is not None
+
+
+def _inspect(path: Path) -> None:
+    assert inspect_log(str(path))["bytes"] > SEGMENT_MIB << 20
+
+
+def _verify(path: Path) -> None:
+    report = verify_log(str(path), with_checkpoints=False)
+    assert report.ok and report.bytes > SEGMENT_MIB << 20
+
+
+def _open_read_only(path: Path) -> None:
+    assert anyio.run(FileLog.open(path, readonly=True).end_offset) > 0
+
+
+@pytest.mark.parametrize("read", [_recover, _open_read_only], ids=lambda f: f.__name__.strip("_"))
+def test_the_last_segment_is_read_in_a_bounded_window(big_tail: Path, read: Callable[[Path], Any]) -> None:
+    peak = _peak(lambda: read(big_tail))
+    assert peak < BOUND, f"{read.__name__} held {peak / (1 << 20):.1f} MiB of an {SEGMENT_MIB} MiB segment"
+
+
+@pytest.mark.parametrize("read", [_replay, _follow_from_the_start, _segments, _frame_checksum, _inspect,
+                                  _verify], ids=lambda f: f.__name__.strip("_"))
+def test_a_whole_segment_reader_holds_a_bounded_window(big: Path, read: Callable[[Path], Any]) -> None:
+    peak = _peak(lambda: read(big))
+    assert peak < BOUND, f"{read.__name__} held {peak / (1 << 20):.1f} MiB of an {SEGMENT_MIB} MiB segment"
+
+
+def test_a_frame_larger_than_the_window_is_read_whole(tmp_path: Path) -> None:
+    async def fill() -> None:
+        log = FileLog.open(tmp_path, fsync="never")
+        await log.append([ev.ClockTicked(time=0, id="small", key="s")])
+        await log.append([ev.ClockTicked(time=1, id="big", key="b" * (3 << 20))])  # a 3 MiB frame
+        await log.append([ev.ClockTicked(time=2, id="after", key="a")])
+        log.close_sync()
+
+    anyio.run(fill)
+    log = FileLog.open(tmp_path, readonly=True)
+    assert [r.event.id for b in log.scan() for r in b] == ["small", "big", "after"]
+    assert log.segments()[0].frames == 3 and log.frame_checksum(2) is not None
+    assert verify_log(str(tmp_path), with_checkpoints=False).events == 3
+
+
+def test_damage_past_the_first_window_names_segment_and_offset(big: Path, tmp_path: Path) -> None:
+    """A flipped payload byte in a frame about 5 MiB into the first segment: every reader names the frame's segment, offset and byte,
+    and a replay and verify have handed on the frames before it."""
+    copy = tmp_path / "log"
+    copy.mkdir()
+    for _, segment in list_segments(big):
+        (copy / segment.name).write_bytes(segment.read_bytes())
+    data = bytearray((big / SEG0).read_bytes())
+    pos, offset = 0, 0
+    while pos < 5 << 20:
+        length, _, base, count = HEADER.unpack_from(data, pos)
+        pos, offset = pos + HEADER.size + length, base + count
+    data[pos + HEADER.size + 10] ^= 0x40
+    (copy / SEG0).write_bytes(bytes(data))
+    log = FileLog.open(copy, readonly=True)
+    seen: list[int] = []
+    with pytest.raises(CorruptRecord) as err:
+        for batch in log.scan():
+            seen.extend(r.offset for r in batch)
+    assert (err.value.segment, err.value.offset, err.value.position) == (SEG0, offset, pos)
+    assert seen == list(range(offset))
+    for read in (log.segments, lambda: log.frame_checksum(0), lambda: inspect_log(str(copy))):
+        with pytest.raises(CorruptRecord) as err:
+            read()
+        assert (err.value.segment, err.value.offset, err.value.position) == (SEG0, offset, pos)
+    report = verify_log(str(copy), with_checkpoints=False)
+    assert report.problem is not None and (report.problem["offset"], report.problem["byte"]) == (offset, pos)
+    assert report.events == offset
+
