@@ -604,10 +604,11 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
 
 
 def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str, on: bool) -> None:
-    """waitForPodsReady's durations parse; ``recoveryTimeout`` is not negative while waitForPodsReady is in force
-    (``on``: Kueue validates the stanza only then), v0.20's ``unscheduledTimeout`` not negative either and not
-    above ``timeout`` (as defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload`` is above zero.
-    Compared in nanoseconds, as Kueue compares them."""
+    """waitForPodsReady's durations parse (Kueue's decoding, on or off); while waitForPodsReady is in force (``on``:
+    Kueue's validateWaitForPodsReady returns at once otherwise) ``recoveryTimeout`` is not negative, nor v0.20's
+    ``unscheduledTimeout``, which is not above ``timeout`` either (as defaulted: Kueue validates after defaulting;
+    the rule KEP-13502 gives it); ``maxTimeoutOnWorkload`` is above zero. Compared in nanoseconds, as Kueue
+    compares them."""
     where = f"{source}: field `waitForPodsReady."
     in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
     timeout = parse_duration_ns(w.timeout, f"{where}timeout`")
@@ -616,10 +617,10 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     found = {name: parse_duration_ns(value, f"{where}{name}`") for name, value in (
         ("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)) if value is not None}
-    for name in ("recoveryTimeout", "unscheduledTimeout") if on else ("unscheduledTimeout",):
+    for name in ("recoveryTimeout", "unscheduledTimeout") if on else ():
         if found.get(name, 0) < 0:
             raise InvalidInput(f"{where}{name}`: must not be negative (got {_raw(w, name)!r})")
-    if "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
+    if on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
         raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
                            f"({w.unscheduled_timeout!r} > {in_force!r})")
     if found.get("maxTimeoutOnWorkload", 1) <= 0:
