@@ -18,6 +18,7 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
+from events.field_errors import go_quote, go_string_slice, not_supported
 from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem, selector_problem
 from kueue_es.scheduler import (
     config_durations,
@@ -578,8 +579,8 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
         if missing:
             raise InvalidInput(f"{where}.{missing[0]}`: must be specified")
         if ex.interactive_mode not in EXEC_INTERACTIVE_MODES:
-            raise InvalidInput(f"{where}.execConfig.interactiveMode`: unsupported value {ex.interactive_mode!r} "
-                               f"(supported: {', '.join(EXEC_INTERACTIVE_MODES)})")
+            raise InvalidInput(f"{where}.execConfig.interactiveMode`: "
+                               + not_supported(go_quote(ex.interactive_mode), EXEC_INTERACTIVE_MODES))
 
 
 def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
@@ -673,8 +674,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if cfg.wait_for_pods_ready is not None:
         timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
         if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then
-            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.timestamp`: unsupported value "
-                               f"{timestamp!r} (supported: {', '.join(REQUEUING_TIMESTAMPS)})")
+            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.timestamp`: "
+                               + not_supported(go_quote(timestamp), ("Creation", "Eviction")))  # Kueue's order
     retention = cfg.object_retention_policies.workloads if cfg.object_retention_policies else None
     if retention is not None:
         for name, value in (("afterFinished", retention.after_finished),
@@ -715,14 +716,19 @@ def _validate_preemption_strategies(strategies: list[str], source: str, strict: 
     the newest Kueue refuses it (its v1beta2 defaulting fills none; a v1beta1 ``enable: true`` gets the two-step
     list from the conversion first); a document the log recorded keeps loading, as the two-step list Kueue's
     preemption takes for an empty one."""
-    allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
-               ["LessThanOrEqualToFinalShare", "LessThanInitialShare"])
     if not strategies:
         if strict:
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: Required value: must be specified")
         return
-    if strategies not in allowed:
-        raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list {strategies}")
+    if strategies not in PREEMPTION_STRATEGY_LISTS:  # Kueue's words: the list as Go prints it, the lists it takes
+        shown = go_string_slice("v1beta2.PreemptionStrategy", strategies)  # validated as the v1beta2 hub
+        raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: "
+                           + not_supported(shown, [",".join(s) for s in PREEMPTION_STRATEGY_LISTS]))
+
+
+PREEMPTION_STRATEGY_LISTS = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
+                             ["LessThanOrEqualToFinalShare", "LessThanInitialShare"])
+"""The ``fairSharing.preemptionStrategies`` Kueue takes, in the order its refusal lists them."""
 
 
 def as_decoded(doc: dict[str, Any]) -> dict[str, Any]:
@@ -1076,8 +1082,8 @@ def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
         return
     where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"
     if r.quota_check_strategy not in QUOTA_CHECK_STRATEGIES:
-        raise InvalidInput(f"{where}: unsupported value {r.quota_check_strategy!r} (supported: "
-                           f"{', '.join(QUOTA_CHECK_STRATEGIES)})")
+        raise InvalidInput(f"{where}: " + not_supported(go_quote(r.quota_check_strategy),
+                                                        ("IgnoreUndeclared", "BlockUndeclared")))  # Kueue's order
     if r.quota_check_strategy == "IgnoreUndeclared" and r.exclude_resource_prefixes:
         raise InvalidInput(f"{where}: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
                            "IgnoreUndeclared")
