@@ -19,7 +19,14 @@ import msgspec
 from events import objects as o
 from events.errors import InvalidInput
 from events.field_errors import go_quote, go_string_slice, not_supported
-from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem, selector_problem
+from events.labels import (
+    SUBDOMAIN,
+    is_dns_label,
+    is_dns_subdomain,
+    label_value_problem,
+    qualified_name_problem,
+    selector_problem,
+)
 from kueue_es.scheduler import (
     config_durations,
     config_fields,
@@ -583,14 +590,17 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
                                + not_supported(go_quote(ex.interactive_mode), EXEC_INTERACTIVE_MODES))
 
 
-def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
+def _validate_multikueue(mk: MultiKueueSettings, source: str, strict: bool) -> None:
+    """Kueue's checks of ``multiKueue`` (an empty ``origin`` has been given its default by then, as Kueue's
+    defaulting gives it). ``origin`` a label value: checked since kueue-es 33, so not for a recorded document."""
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
         if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
             raise InvalidInput(f"{source}: field `multiKueue.{name}`: must not be negative (got {value!r})")
-    if not mk.origin:
-        raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")
+    problem = label_value_problem(mk.origin) if strict else None
+    if problem is not None:
+        raise InvalidInput(f"{source}: field `multiKueue.origin`: invalid value {mk.origin!r}: {problem}")
     if mk.cluster_profile is not None:
         _validate_cluster_profile(mk.cluster_profile, source)
     incremental = mk.incremental_dispatcher_config
@@ -632,12 +642,17 @@ def _raw(w: WaitForPodsReadyConfig, name: str) -> str | None:
     return {"recoveryTimeout": w.recovery_timeout, "unscheduledTimeout": w.unscheduled_timeout}[name]
 
 
-def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str) -> None:
-    """A negative ``waitForPodsReady.timeout`` is refused while waitForPodsReady is in force (Kueue checks the
-    stanza only then; a zero one v1beta2 has defaulted to 30 minutes)."""
+def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool) -> None:
+    """While waitForPodsReady is in force (Kueue checks the stanza only then) a negative ``timeout`` is refused, and
+    a zero one, which only v1beta1 leaves (its defaulting fills an unset one; v1beta2's a zero one too), is
+    required as Kueue requires it: since kueue-es 33, so not for a recorded document, which keeps its zero."""
     w = cfg.wait_for_pods_ready
-    if w is not None and cfg.pods_ready.enable and parse_duration_ns(w.timeout) < 0:
+    if w is None or not cfg.pods_ready.enable:
+        return
+    if parse_duration_ns(w.timeout) < 0:
         raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: must not be negative (got {w.timeout!r})")
+    if strict and parse_duration_ns(cfg.pods_ready.timeout) == 0:
+        raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: Required value: must be specified")
 
 
 def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
@@ -670,7 +685,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     bad = gates.errors(cfg.feature_gates)
     if bad:
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
-    _validate_pods_ready_timeout(cfg, source)
+    _validate_pods_ready_timeout(cfg, source, strict)
     if cfg.wait_for_pods_ready is not None:
         timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
         if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then
@@ -684,7 +699,10 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
                     value, f"{source}: field `objectRetentionPolicies.workloads.{name}`") < 0:
                 raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
                                    f"must not be negative (got {value!r})")
-    _validate_multikueue(cfg.multi_kueue, source)
+    if not cfg.multi_kueue.origin:  # Kueue's defaulting (both versions) gives an empty one its default
+        cfg = msgspec.structs.replace(cfg, multi_kueue=msgspec.structs.replace(
+            cfg.multi_kueue, origin=MultiKueueSettings().origin))
+    _validate_multikueue(cfg.multi_kueue, source, strict)
     _validate_external_frameworks(cfg, source)
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)

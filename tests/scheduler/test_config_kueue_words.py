@@ -33,3 +33,32 @@ def test_an_unsupported_value_is_refused_in_kueue_s_words(doc: dict, error: str)
 def test_values_are_quoted_as_go_quotes_them() -> None:
     assert go_quote('a"b\\c\nd\x01é\u200b') == '"a\\"b\\\\c\\nd\\x01é\\u200b"'
     assert go_string_slice("v1beta2.PreemptionStrategy", ["A", "B"]) == '[]v1beta2.PreemptionStrategy{"A", "B"}'
+
+
+V1BETA1 = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration"}
+
+
+@pytest.mark.parametrize("timeout", ["0s", "0.5ns", "-0m"])
+def test_an_enabled_v1beta1_wait_with_a_zero_timeout_is_refused_as_kueue_refuses_it(timeout: str) -> None:
+    """v1beta1's defaulting fills only an unset ``timeout``, so a zero one reaches Kueue's validation, which requires
+    one while waitForPodsReady is on (v1beta2 defaults a zero one to 30 minutes first); off, it is not looked at."""
+    with pytest.raises(InvalidInput) as err:
+        load_config({**V1BETA1, "waitForPodsReady": {"enable": True, "timeout": timeout}}, "kueue.yaml")
+    assert str(err.value) == "kueue.yaml: field `waitForPodsReady.timeout`: Required value: must be specified"
+    assert not load_config({**V1BETA1, "waitForPodsReady": {"enable": False, "timeout": timeout}}).pods_ready.enable
+    assert load_config({**V2, "waitForPodsReady": {"timeout": timeout}}).pods_ready.timeout == "30m"
+
+
+V2 = V1BETA2
+
+
+@pytest.mark.parametrize("version", [V1BETA1, V1BETA2])
+def test_an_empty_multikueue_origin_is_kueue_s_default_and_a_bad_one_is_refused(version: dict) -> None:
+    """Kueue's defaulting gives an empty ``origin`` its default (it is the value of a label on what the manager
+    creates on workers), and its validation refuses one that is no label value."""
+    assert load_config({**version, "multiKueue": {"origin": ""}}).multi_kueue.origin == "multikueue"
+    with pytest.raises(InvalidInput, match=r"^kueue.yaml: field `multiKueue.origin`: invalid value 'not a label!': "
+                                           r"a label value must "):
+        load_config({**version, "multiKueue": {"origin": "not a label!"}}, "kueue.yaml")
+    with pytest.raises(InvalidInput, match=r"field `multiKueue.origin`: .* at most 63 characters"):
+        load_config({**version, "multiKueue": {"origin": "o" * 64}})
