@@ -491,8 +491,8 @@ class SchedulerConfig(_Cfg):
     def server_tls(self) -> tls_options.TLSSettings | None:
         """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API): the ``TLSOptions`` gate is
         GA and locked on since Kueue v0.20, so the stanza is always read. None (the TLS library's defaults) with no
-        stanza, or one Kueue cannot parse (which :func:`load_config` refuses while the visibility API is served, as
-        Kueue then exits)."""
+        stanza, or one Kueue cannot parse (which :func:`load_config` refuses, as Kueue's validation does; a log may have
+        recorded one while the visibility API was off)."""
         if self.tls is None:
             return None
         return tls_options.parse(self.tls.min_version, self.tls.cipher_suites)[0]
@@ -714,11 +714,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
-    if cfg.tls is not None and cfg.gate(gates.VISIBILITY_ON_DEMAND):
-        problem = tls_options.parse(cfg.tls.min_version, cfg.tls.cipher_suites)[1]
-        if problem is not None:  # Kueue's visibility server cannot start on it, and Kueue exits
-            field, _, detail = problem.partition(": ")
-            raise InvalidInput(f"{source}: Configuration: field `{field}`: {detail}")
+    if cfg.tls is not None:
+        _validate_tls(cfg, cfg.tls, source, strict)
     if cfg.admission_fair_sharing is not None:
         _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
         if not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
@@ -727,6 +724,19 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if cfg.fair_sharing is not None:
         _validate_preemption_strategies(cfg.fair_sharing.preemption_strategies, source, strict)
     return cfg
+
+
+def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, source: str, strict: bool) -> None:
+    """The newest Kueue's validateTLS: a stanza it cannot parse is refused, and cipher suites beside ``minVersion:
+    VersionTLS13`` (whose suites are not configurable). Before it, Kueue exited on the first only while its
+    visibility server ran (it parses the stanza); a document recorded then is held to that alone."""
+    problem = tls_options.parse(tls.min_version, tls.cipher_suites)[1]
+    if problem is not None and (strict or cfg.gate(gates.VISIBILITY_ON_DEMAND)):
+        field, _, detail = problem.partition(": ")
+        raise InvalidInput(f"{source}: Configuration: field `{field}`: {detail}")
+    if strict and tls.min_version == "VersionTLS13" and tls.cipher_suites:
+        raise InvalidInput(f"{source}: Configuration: field `tls.cipherSuites`: may not be specified when "
+                           "`minVersion` is 'VersionTLS13'")
 
 
 def _validate_preemption_strategies(strategies: list[str], source: str, strict: bool) -> None:
