@@ -8,6 +8,7 @@ defaults are Kueue's, and a field Kueue does not know is refused, as Kueue's str
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import types
 import typing
@@ -20,12 +21,15 @@ from events import objects as o
 from events.errors import InvalidInput
 from events.field_errors import go_quote, go_string_slice, not_supported
 from events.labels import (
+    NAME_MAX,
     SUBDOMAIN,
     is_dns_label,
     is_dns_subdomain,
     label_value_problem,
     qualified_name_problem,
+    regex_error,
     selector_problem,
+    subdomain_problems,
 )
 from kueue_es.scheduler import (
     config_durations,
@@ -37,6 +41,7 @@ from kueue_es.scheduler import (
 )
 from projections import config_version, custom_labels, gates, go_duration
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
+from projections.clusterqueues import selector_matches
 from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force, v1beta2_defaulted
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
@@ -713,6 +718,9 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
+    if strict:  # rules kueue-es took up in session 33: a document recorded before is not held to them
+        _validate_managed_selector_exempts(cfg, source)
+        _validate_servers(doc, source)
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
     if cfg.tls is not None:
         _validate_tls(cfg, cfg.tls, source, strict)
@@ -926,6 +934,64 @@ def _validate_selector(selector: o.LabelSelector, at: str) -> None:
         if (req.operator in ("In", "NotIn")) != bool(req.values):
             need = "must be specified" if req.operator in ("In", "NotIn") else "may not be specified"
             raise InvalidInput(f"{where}.values`: {need} when `operator` is {req.operator!r}")
+
+
+def _validate_managed_selector_exempts(cfg: SchedulerConfig, source: str) -> None:
+    """Kueue's validateManagedJobsNamespaceSelector: the selector must leave out ``kube-system`` and Kueue's own
+    namespace (when one is set), whichever integrations are on."""
+    selector = cfg.managed_jobs_namespace_selector
+    if selector is None:
+        return
+    for namespace in ("kube-system", cfg.namespace):
+        if namespace and selector_matches(selector, {NAMESPACE_NAME_LABEL: namespace}):
+            raise InvalidInput(f"{source}: Configuration: field `managedJobsNamespaceSelector`: should not match "
+                               f"the {go_quote(namespace)} namespace")
+
+
+def _validate_servers(doc: dict[str, Any], source: str) -> None:
+    """Kueue's validateVisibilityServer (an IP address, a port number) and validateInternalCertManagement (while it
+    is enabled, as by default: a DNS-1035 service name, a DNS-1123 secret name), read from the document (kueue-es
+    serves neither from these settings); in Kueue's words."""
+    at = f"{source}: Configuration: field "
+    vs = doc.get("visibilityServer") or {}
+    address, port = vs.get("bindAddress"), vs.get("bindPort")
+    if address is not None and not _is_ip(address):
+        raise InvalidInput(f"{at}`visibilityServer.bindAddress`: Invalid value: {go_quote(address)}: must be a "
+                           "valid IP address")
+    if port is not None and not 1 <= port <= 65535:
+        raise InvalidInput(f"{at}`visibilityServer.bindPort`: Invalid value: {port}: must be a valid port number "
+                           "(1-65535)")
+    icm = doc.get("internalCertManagement") or {}
+    if icm.get("enable") is False:
+        return
+    for name, problems in (("webhookServiceName", _dns1035_problems), ("webhookSecretName", subdomain_problems)):
+        value = icm.get(name)
+        found = problems(value) if value is not None else []
+        if found:
+            raise InvalidInput(f"{at}`internalCertManagement.{name}`: Invalid value: {go_quote(value)}: "
+                               + ",".join(found))
+
+
+def _is_ip(text: str) -> bool:
+    """Go's ``net.ParseIP``: an IPv4 or IPv6 address, without a zone."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return "%" not in text
+
+
+DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def _dns1035_problems(value: str) -> list[str]:
+    """Why ``value`` is no DNS-1035 label, in Kubernetes' words (``IsDNS1035Label``)."""
+    found = [f"must be no more than {NAME_MAX} characters"] if len(value) > NAME_MAX else []
+    if not re.fullmatch(DNS1035_FMT, value):
+        found.append(regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+                                 "with an alphabetic character, and end with an alphanumeric character",
+                                 DNS1035_FMT, "my-name", "abc-123"))
+    return found
 
 
 def _validate_local_queue_selector(lqm: LocalQueueMetricsConfig | None, source: str) -> None:

@@ -62,3 +62,46 @@ def test_an_empty_multikueue_origin_is_kueue_s_default_and_a_bad_one_is_refused(
         load_config({**version, "multiKueue": {"origin": "not a label!"}}, "kueue.yaml")
     with pytest.raises(InvalidInput, match=r"field `multiKueue.origin`: .* at most 63 characters"):
         load_config({**version, "multiKueue": {"origin": "o" * 64}})
+
+
+DNS1035 = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+           "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+           "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+
+
+@pytest.mark.parametrize(("doc", "error"), [
+    ({"visibilityServer": {"bindAddress": "localhost"}},
+     'field `visibilityServer.bindAddress`: Invalid value: "localhost": must be a valid IP address'),
+    ({"visibilityServer": {"bindAddress": "fe80::1%eth0"}},
+     'field `visibilityServer.bindAddress`: Invalid value: "fe80::1%eth0": must be a valid IP address'),
+    ({"visibilityServer": {"bindPort": 0}},
+     "field `visibilityServer.bindPort`: Invalid value: 0: must be a valid port number (1-65535)"),
+    ({"visibilityServer": {"bindPort": 65536}},
+     "field `visibilityServer.bindPort`: Invalid value: 65536: must be a valid port number (1-65535)"),
+    ({"internalCertManagement": {"webhookServiceName": "9-webhook"}},
+     f'field `internalCertManagement.webhookServiceName`: Invalid value: "9-webhook": {DNS1035}'),
+    ({"internalCertManagement": {"enable": True, "webhookSecretName": "Cert"}},
+     'field `internalCertManagement.webhookSecretName`: Invalid value: "Cert": a lowercase RFC 1123 subdomain must '
+     "consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+     "character (e.g. 'example.com', regex used for validation is "
+     r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+    ({"managedJobsNamespaceSelector": {}},
+     'field `managedJobsNamespaceSelector`: should not match the "kube-system" namespace'),
+    ({"namespace": "kueue", "managedJobsNamespaceSelector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]}},
+     'field `managedJobsNamespaceSelector`: should not match the "kueue" namespace'),
+])
+def test_a_server_or_selector_setting_kueue_refuses_is_refused(doc: dict, error: str) -> None:
+    """Kueue's validateVisibilityServer, validateInternalCertManagement (while it is enabled, as by default) and
+    validateManagedJobsNamespaceSelector (never Kueue's own namespace nor kube-system)."""
+    with pytest.raises(InvalidInput) as err:
+        load_config({**V1BETA2, **doc}, "kueue.yaml")
+    assert str(err.value) == f"kueue.yaml: Configuration: {error}"
+
+
+def test_the_settings_kueue_takes_are_taken() -> None:
+    load_config({**V1BETA2, "visibilityServer": {"bindAddress": "::", "bindPort": 65535},
+                 "internalCertManagement": {"enable": False, "webhookServiceName": "9-x", "webhookSecretName": "X"},
+                 "namespace": "", "managedJobsNamespaceSelector": {"matchLabels": {"team": "a"}}})
+    load_config({**V1BETA2, "visibilityServer": {"bindAddress": "10.0.0.1"},
+                 "internalCertManagement": {"webhookServiceName": "kueue-webhook-service"}})

@@ -24,3 +24,11 @@ def test_a_recorded_document_a_newer_rule_refuses_loads_as_it_was_taken(document
     with pytest.raises(InvalidInput):
         load_config(document, "kueue.yaml")  # a file with it is refused now, as Kueue refuses it
     assert read(load_recorded(ev.ConfigRecorded(time=0, document=document), 3))
+
+
+def test_a_recorded_document_with_a_selector_matching_kube_system_loads() -> None:
+    document = {**V1BETA2, "managedJobsNamespaceSelector": {}, "visibilityServer": {"bindPort": 0},
+                "internalCertManagement": {"webhookServiceName": "9-webhook"}}
+    with pytest.raises(InvalidInput):
+        load_config(document)
+    assert load_recorded(ev.ConfigRecorded(time=0, document=document), 3).managed_jobs_namespace_selector is not None
