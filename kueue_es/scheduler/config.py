@@ -597,7 +597,7 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
 
 def _validate_multikueue(mk: MultiKueueSettings, source: str, strict: bool) -> None:
     """Kueue's checks of ``multiKueue`` (an empty ``origin`` has been given its default by then, as Kueue's
-    defaulting gives it). ``origin`` a label value: checked since kueue-es 33, so not for a recorded document."""
+    defaulting gives it). ``origin`` a label value: checked since session 33, so not for a recorded document."""
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
@@ -650,7 +650,7 @@ def _raw(w: WaitForPodsReadyConfig, name: str) -> str | None:
 def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool) -> None:
     """While waitForPodsReady is in force (Kueue checks the stanza only then) a negative ``timeout`` is refused, and
     a zero one, which only v1beta1 leaves (its defaulting fills an unset one; v1beta2's a zero one too), is
-    required as Kueue requires it: since kueue-es 33, so not for a recorded document, which keeps its zero."""
+    required as Kueue requires it: since session 33, so not for a recorded document, which keeps its zero."""
     w = cfg.wait_for_pods_ready
     if w is None or not cfg.pods_ready.enable:
         return
