@@ -65,7 +65,8 @@ V1BETA2_ONLY = ("multiKueue:\n  singleClusterPreemptionTimeout: 1m\n  clusterPro
      "metrics: {bindAddress: ':8443', enableClusterQueueResources: true}\nhealth: {healthProbeBindAddress: ':8081'}\n"
      "internalCertManagement: {enable: false}\nclientConnection: {qps: 50, burst: 100}\n"
      "controller: {groupKindConcurrency: {Job.batch: 5}}\nmanagedJobsNamespaceSelector:\n"
-     "  matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]\n", "v1beta2"),
+     "  matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kueue-system]}]\n",
+     "v1beta2"),
     (V1BETA1_ONLY, "v1beta1"),  # the deprecated stanzas and switches v1beta2 dropped, in the version that has them
     (V1BETA2_ONLY, "v1beta2"),  # the fields v1beta1 never got, in the version that has them
 ])
