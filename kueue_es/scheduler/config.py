@@ -42,7 +42,12 @@ from kueue_es.scheduler import (
 from projections import config_version, custom_labels, gates, go_duration
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.clusterqueues import selector_matches
-from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force, v1beta2_defaulted
+from projections.pods_ready import (
+    RequeuingStrategy,
+    WaitForPodsReadyConfig,
+    pods_ready_in_force,
+    v1beta2_defaulted,
+)
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
 
@@ -643,6 +648,17 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
         raise InvalidInput(f"{where}maxTimeoutOnWorkload`: must be greater than 0 (got {w.max_timeout_on_workload!r})")
 
 
+def _validate_requeuing_backoff(strategy: RequeuingStrategy, source: str) -> None:
+    """Kueue's validateWaitForPodsReady refuses a negative ``backoffLimitCount``, ``backoffBaseSeconds`` or
+    ``backoffMaxSeconds``, in its words (checked since session 33: a recorded document is not held to it)."""
+    for name, value in (("backoffLimitCount", strategy.backoff_limit_count),
+                        ("backoffBaseSeconds", strategy.backoff_base_seconds),
+                        ("backoffMaxSeconds", strategy.backoff_max_seconds)):
+        if value is not None and value < 0:
+            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.{name}`: Invalid value: {value}: "
+                               "must be greater than or equal to 0")
+
+
 def _raw(w: WaitForPodsReadyConfig, name: str) -> str | None:
     return {"recoveryTimeout": w.recovery_timeout, "unscheduledTimeout": w.unscheduled_timeout}[name]
 
@@ -691,6 +707,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if bad:
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
     _validate_pods_ready_timeout(cfg, source, strict)
+    if strict and cfg.pods_ready.enable:
+        _validate_requeuing_backoff(cfg.pods_ready.requeuing_strategy, source)
     if cfg.wait_for_pods_ready is not None:
         timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
         if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then

@@ -105,3 +105,16 @@ def test_the_settings_kueue_takes_are_taken() -> None:
                  "namespace": "", "managedJobsNamespaceSelector": {"matchLabels": {"team": "a"}}})
     load_config({**V1BETA2, "visibilityServer": {"bindAddress": "10.0.0.1"},
                  "internalCertManagement": {"webhookServiceName": "kueue-webhook-service"}})
+
+
+@pytest.mark.parametrize("name", ["backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"])
+def test_a_negative_requeuing_backoff_is_refused_while_wait_for_pods_ready_is_in_force(name: str) -> None:
+    """Kueue's validateWaitForPodsReady, in its words (IsNegativeErrorMsg); off (DisableWaitForPodsReady) it is not
+    looked at, and a recorded document is not held to it (kueue-es took one before)."""
+    doc = {**V1BETA2, "waitForPodsReady": {"requeuingStrategy": {name: -1}}}
+    with pytest.raises(InvalidInput) as err:
+        load_config(doc, "kueue.yaml")
+    assert str(err.value) == (f"kueue.yaml: field `waitForPodsReady.requeuingStrategy.{name}`: Invalid value: -1: "
+                              "must be greater than or equal to 0")
+    assert not load_config({**doc, "featureGates": {"DisableWaitForPodsReady": True}}).pods_ready.enable
+    assert load_config(doc, strict=False).pods_ready.enable
