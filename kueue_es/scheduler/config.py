@@ -739,6 +739,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if strict:  # rules kueue-es took up in session 33: a document recorded before is not held to them
         _validate_managed_selector_exempts(cfg, source)
         _validate_servers(doc, source)
+        _validate_integration_external_frameworks(doc, source)
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
     if cfg.tls is not None:
         _validate_tls(cfg, cfg.tls, source, strict)
@@ -988,6 +989,21 @@ def _validate_servers(doc: dict[str, Any], source: str) -> None:
         if found:
             raise InvalidInput(f"{at}`internalCertManagement.{name}`: Invalid value: {go_quote(value)}: "
                                + ",".join(found))
+
+
+def _validate_integration_external_frameworks(doc: dict[str, Any], source: str) -> None:
+    """Kueue's validateIntegrations for ``integrations.externalFrameworks``: each name a ``Kind.version.group``
+    (:func:`external_kind`), none twice, in Kueue's words. (Kueue also refuses one naming a built-in integration's
+    kind; kueue-es does not check that.)"""
+    seen: set[tuple[str, str]] = set()
+    for i, name in enumerate((doc.get("integrations") or {}).get("externalFrameworks") or []):
+        at = f"{source}: Configuration: field `integrations.externalFrameworks[{i}]`"
+        kind = external_kind(name)
+        if kind is None:
+            raise InvalidInput(f"{at}: Invalid value: {go_quote(name)}: must be format, 'Kind.version.group.com'")
+        if kind in seen:
+            raise InvalidInput(f"{at}: Duplicate value: {go_quote(name)}")
+        seen.add(kind)
 
 
 def _is_ip(text: str) -> bool:

@@ -118,3 +118,19 @@ def test_a_negative_requeuing_backoff_is_refused_while_wait_for_pods_ready_is_in
                               "must be greater than or equal to 0")
     assert not load_config({**doc, "featureGates": {"DisableWaitForPodsReady": True}}).pods_ready.enable
     assert load_config(doc, strict=False).pods_ready.enable
+
+
+@pytest.mark.parametrize(("names", "error"), [
+    (["Foo.v1"], 'field `integrations.externalFrameworks[0]`: Invalid value: "Foo.v1": must be format, '
+                 "'Kind.version.group.com'"),
+    (["Foo.v1.example.com", "Bar.v1.example.com", "Foo.v1.example.com"],
+     'field `integrations.externalFrameworks[2]`: Duplicate value: "Foo.v1.example.com"'),
+])
+def test_an_integration_external_framework_kueue_refuses_is_refused(names: list[str], error: str) -> None:
+    """Kueue's validateIntegrations: each a ``Kind.version.group`` name, none twice; a recorded document is not held
+    to it."""
+    doc = {**V1BETA2, "integrations": {"externalFrameworks": names}}
+    with pytest.raises(InvalidInput) as err:
+        load_config(doc, "kueue.yaml")
+    assert str(err.value) == f"kueue.yaml: Configuration: {error}"
+    load_config(doc, strict=False)
