@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from events.errors import InvalidInput
+from events.field_errors import go_quote, not_supported
 from events.objects import Quantity
 from events.quantity import MAX_INT64, MILLI_RESOURCES, QuantityError, parse_quantity
 from projections import gates
@@ -141,8 +142,8 @@ def compile_rules(exclude: list[str], transformations: list[ResourceTransformati
         seen.add(t.input)
         strategy = t.strategy or RETAIN
         if strategy not in (RETAIN, REPLACE):
-            raise InvalidInput(f"{where}: field `{at}[{i}].strategy`: unsupported value {strategy!r} (supported: "
-                               f"{RETAIN}, {REPLACE})")
+            raise InvalidInput(f"{where}: field `{at}[{i}].strategy`: "
+                               + not_supported(go_quote(strategy), (RETAIN, REPLACE)))
         outputs = []
         for name in sorted(t.outputs):
             if not name:

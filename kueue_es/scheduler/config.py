@@ -8,6 +8,7 @@ defaults are Kueue's, and a field Kueue does not know is refused, as Kueue's str
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import types
 import typing
@@ -18,7 +19,18 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
-from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem, selector_problem
+from events.field_errors import go_quote, go_string_slice, not_supported
+from events.labels import (
+    NAME_MAX,
+    SUBDOMAIN,
+    is_dns_label,
+    is_dns_subdomain,
+    label_value_problem,
+    qualified_name_problem,
+    regex_error,
+    selector_problem,
+    subdomain_problems,
+)
 from kueue_es.scheduler import (
     config_durations,
     config_fields,
@@ -29,7 +41,13 @@ from kueue_es.scheduler import (
 )
 from projections import config_version, custom_labels, gates, go_duration
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
-from projections.pods_ready import WaitForPodsReadyConfig, pods_ready_in_force, v1beta2_defaulted
+from projections.clusterqueues import selector_matches
+from projections.pods_ready import (
+    RequeuingStrategy,
+    WaitForPodsReadyConfig,
+    pods_ready_in_force,
+    v1beta2_defaulted,
+)
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
 
@@ -483,8 +501,8 @@ class SchedulerConfig(_Cfg):
     def server_tls(self) -> tls_options.TLSSettings | None:
         """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API): the ``TLSOptions`` gate is
         GA and locked on since Kueue v0.20, so the stanza is always read. None (the TLS library's defaults) with no
-        stanza, or one Kueue cannot parse (which :func:`load_config` refuses while the visibility API is served, as
-        Kueue then exits)."""
+        stanza, or one Kueue cannot parse (which :func:`load_config` refuses, as Kueue's validation does; a log may have
+        recorded one while the visibility API was off)."""
         if self.tls is None:
             return None
         return tls_options.parse(self.tls.min_version, self.tls.cipher_suites)[0]
@@ -578,18 +596,21 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
         if missing:
             raise InvalidInput(f"{where}.{missing[0]}`: must be specified")
         if ex.interactive_mode not in EXEC_INTERACTIVE_MODES:
-            raise InvalidInput(f"{where}.execConfig.interactiveMode`: unsupported value {ex.interactive_mode!r} "
-                               f"(supported: {', '.join(EXEC_INTERACTIVE_MODES)})")
+            raise InvalidInput(f"{where}.execConfig.interactiveMode`: "
+                               + not_supported(go_quote(ex.interactive_mode), EXEC_INTERACTIVE_MODES))
 
 
-def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
+def _validate_multikueue(mk: MultiKueueSettings, source: str, strict: bool) -> None:
+    """Kueue's checks of ``multiKueue`` (an empty ``origin`` has been given its default by then, as Kueue's
+    defaulting gives it). ``origin`` a label value: checked since session 33, so not for a recorded document."""
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
         if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
             raise InvalidInput(f"{source}: field `multiKueue.{name}`: must not be negative (got {value!r})")
-    if not mk.origin:
-        raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")
+    problem = label_value_problem(mk.origin) if strict else None
+    if problem is not None:
+        raise InvalidInput(f"{source}: field `multiKueue.origin`: invalid value {mk.origin!r}: {problem}")
     if mk.cluster_profile is not None:
         _validate_cluster_profile(mk.cluster_profile, source)
     incremental = mk.incremental_dispatcher_config
@@ -604,10 +625,11 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
 
 
 def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str, on: bool) -> None:
-    """waitForPodsReady's durations parse; ``recoveryTimeout`` is not negative while waitForPodsReady is in force
-    (``on``: Kueue validates the stanza only then), v0.20's ``unscheduledTimeout`` not negative either and not
-    above ``timeout`` (as defaulted: Kueue validates after defaulting), and ``maxTimeoutOnWorkload`` is above zero.
-    Compared in nanoseconds, as Kueue compares them."""
+    """waitForPodsReady's durations parse (Kueue's decoding, on or off); while waitForPodsReady is in force (``on``:
+    Kueue's validateWaitForPodsReady returns at once otherwise) ``recoveryTimeout`` is not negative, nor v0.20's
+    ``unscheduledTimeout``, which is not above ``timeout`` either (as defaulted: Kueue validates after defaulting;
+    the rule KEP-13502 gives it); ``maxTimeoutOnWorkload`` is above zero. Compared in nanoseconds, as Kueue
+    compares them."""
     where = f"{source}: field `waitForPodsReady."
     in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
     timeout = parse_duration_ns(w.timeout, f"{where}timeout`")
@@ -616,26 +638,42 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     found = {name: parse_duration_ns(value, f"{where}{name}`") for name, value in (
         ("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)) if value is not None}
-    for name in ("recoveryTimeout", "unscheduledTimeout") if on else ("unscheduledTimeout",):
+    for name in ("recoveryTimeout", "unscheduledTimeout") if on else ():
         if found.get(name, 0) < 0:
             raise InvalidInput(f"{where}{name}`: must not be negative (got {_raw(w, name)!r})")
-    if "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
+    if on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
         raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
                            f"({w.unscheduled_timeout!r} > {in_force!r})")
     if found.get("maxTimeoutOnWorkload", 1) <= 0:
         raise InvalidInput(f"{where}maxTimeoutOnWorkload`: must be greater than 0 (got {w.max_timeout_on_workload!r})")
 
 
+def _validate_requeuing_backoff(strategy: RequeuingStrategy, source: str) -> None:
+    """Kueue's validateWaitForPodsReady refuses a negative ``backoffLimitCount``, ``backoffBaseSeconds`` or
+    ``backoffMaxSeconds``, in its words (checked since session 33: a recorded document is not held to it)."""
+    for name, value in (("backoffLimitCount", strategy.backoff_limit_count),
+                        ("backoffBaseSeconds", strategy.backoff_base_seconds),
+                        ("backoffMaxSeconds", strategy.backoff_max_seconds)):
+        if value is not None and value < 0:
+            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.{name}`: Invalid value: {value}: "
+                               "must be greater than or equal to 0")
+
+
 def _raw(w: WaitForPodsReadyConfig, name: str) -> str | None:
     return {"recoveryTimeout": w.recovery_timeout, "unscheduledTimeout": w.unscheduled_timeout}[name]
 
 
-def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str) -> None:
-    """A negative ``waitForPodsReady.timeout`` is refused while waitForPodsReady is in force (Kueue checks the
-    stanza only then; a zero one v1beta2 has defaulted to 30 minutes)."""
+def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool) -> None:
+    """While waitForPodsReady is in force (Kueue checks the stanza only then) a negative ``timeout`` is refused, and
+    a zero one, which only v1beta1 leaves (its defaulting fills an unset one; v1beta2's a zero one too), is
+    required as Kueue requires it: since session 33, so not for a recorded document, which keeps its zero."""
     w = cfg.wait_for_pods_ready
-    if w is not None and cfg.pods_ready.enable and parse_duration_ns(w.timeout) < 0:
+    if w is None or not cfg.pods_ready.enable:
+        return
+    if parse_duration_ns(w.timeout) < 0:
         raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: must not be negative (got {w.timeout!r})")
+    if strict and parse_duration_ns(cfg.pods_ready.timeout) == 0:
+        raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: Required value: must be specified")
 
 
 def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
@@ -668,12 +706,14 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     bad = gates.errors(cfg.feature_gates)
     if bad:
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
-    _validate_pods_ready_timeout(cfg, source)
+    _validate_pods_ready_timeout(cfg, source, strict)
+    if strict and cfg.pods_ready.enable:
+        _validate_requeuing_backoff(cfg.pods_ready.requeuing_strategy, source)
     if cfg.wait_for_pods_ready is not None:
         timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
         if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then
-            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.timestamp`: unsupported value "
-                               f"{timestamp!r} (supported: {', '.join(REQUEUING_TIMESTAMPS)})")
+            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.timestamp`: "
+                               + not_supported(go_quote(timestamp), ("Creation", "Eviction")))  # Kueue's order
     retention = cfg.object_retention_policies.workloads if cfg.object_retention_policies else None
     if retention is not None:
         for name, value in (("afterFinished", retention.after_finished),
@@ -682,7 +722,10 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
                     value, f"{source}: field `objectRetentionPolicies.workloads.{name}`") < 0:
                 raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
                                    f"must not be negative (got {value!r})")
-    _validate_multikueue(cfg.multi_kueue, source)
+    if not cfg.multi_kueue.origin:  # Kueue's defaulting (both versions) gives an empty one its default
+        cfg = msgspec.structs.replace(cfg, multi_kueue=msgspec.structs.replace(
+            cfg.multi_kueue, origin=MultiKueueSettings().origin))
+    _validate_multikueue(cfg.multi_kueue, source, strict)
     _validate_external_frameworks(cfg, source)
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)
@@ -693,12 +736,13 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
+    if strict:  # rules kueue-es took up in session 33: a document recorded before is not held to them
+        _validate_managed_selector_exempts(cfg, source)
+        _validate_servers(doc, source)
+        _validate_integration_external_frameworks(doc, source)
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
-    if cfg.tls is not None and cfg.gate(gates.VISIBILITY_ON_DEMAND):
-        problem = tls_options.parse(cfg.tls.min_version, cfg.tls.cipher_suites)[1]
-        if problem is not None:  # Kueue's visibility server cannot start on it, and Kueue exits
-            field, _, detail = problem.partition(": ")
-            raise InvalidInput(f"{source}: Configuration: field `{field}`: {detail}")
+    if cfg.tls is not None:
+        _validate_tls(cfg, cfg.tls, source, strict)
     if cfg.admission_fair_sharing is not None:
         _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
         if not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
@@ -709,19 +753,37 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     return cfg
 
 
+def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, source: str, strict: bool) -> None:
+    """The newest Kueue's validateTLS: a stanza it cannot parse is refused, and cipher suites beside ``minVersion:
+    VersionTLS13`` (whose suites are not configurable). Before it, Kueue exited on the first only while its
+    visibility server ran (it parses the stanza); a document recorded then is held to that alone."""
+    problem = tls_options.parse(tls.min_version, tls.cipher_suites)[1]
+    if problem is not None and (strict or cfg.gate(gates.VISIBILITY_ON_DEMAND)):
+        field, _, detail = problem.partition(": ")
+        raise InvalidInput(f"{source}: Configuration: field `{field}`: {detail}")
+    if strict and tls.min_version == "VersionTLS13" and tls.cipher_suites:
+        raise InvalidInput(f"{source}: Configuration: field `tls.cipherSuites`: may not be specified when "
+                           "`minVersion` is 'VersionTLS13'")
+
+
 def _validate_preemption_strategies(strategies: list[str], source: str, strict: bool) -> None:
     """``fairSharing.preemptionStrategies`` is one of Kueue's three lists. An empty or missing one is refused as
     the newest Kueue refuses it (its v1beta2 defaulting fills none; a v1beta1 ``enable: true`` gets the two-step
     list from the conversion first); a document the log recorded keeps loading, as the two-step list Kueue's
     preemption takes for an empty one."""
-    allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
-               ["LessThanOrEqualToFinalShare", "LessThanInitialShare"])
     if not strategies:
         if strict:
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: Required value: must be specified")
         return
-    if strategies not in allowed:
-        raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list {strategies}")
+    if strategies not in PREEMPTION_STRATEGY_LISTS:  # Kueue's words: the list as Go prints it, the lists it takes
+        shown = go_string_slice("v1beta2.PreemptionStrategy", strategies)  # validated as the v1beta2 hub
+        raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: "
+                           + not_supported(shown, [",".join(s) for s in PREEMPTION_STRATEGY_LISTS]))
+
+
+PREEMPTION_STRATEGY_LISTS = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
+                             ["LessThanOrEqualToFinalShare", "LessThanInitialShare"])
+"""The ``fairSharing.preemptionStrategies`` Kueue takes, in the order its refusal lists them."""
 
 
 def as_decoded(doc: dict[str, Any]) -> dict[str, Any]:
@@ -891,6 +953,79 @@ def _validate_selector(selector: o.LabelSelector, at: str) -> None:
         if (req.operator in ("In", "NotIn")) != bool(req.values):
             need = "must be specified" if req.operator in ("In", "NotIn") else "may not be specified"
             raise InvalidInput(f"{where}.values`: {need} when `operator` is {req.operator!r}")
+
+
+def _validate_managed_selector_exempts(cfg: SchedulerConfig, source: str) -> None:
+    """Kueue's validateManagedJobsNamespaceSelector: the selector must leave out ``kube-system`` and Kueue's own
+    namespace (when one is set), whichever integrations are on."""
+    selector = cfg.managed_jobs_namespace_selector
+    if selector is None:
+        return
+    for namespace in ("kube-system", cfg.namespace):
+        if namespace and selector_matches(selector, {NAMESPACE_NAME_LABEL: namespace}):
+            raise InvalidInput(f"{source}: Configuration: field `managedJobsNamespaceSelector`: should not match "
+                               f"the {go_quote(namespace)} namespace")
+
+
+def _validate_servers(doc: dict[str, Any], source: str) -> None:
+    """Kueue's validateVisibilityServer (an IP address, a port number) and validateInternalCertManagement (while it
+    is enabled, as by default: a DNS-1035 service name, a DNS-1123 secret name), read from the document (kueue-es
+    serves neither from these settings); in Kueue's words."""
+    at = f"{source}: Configuration: field "
+    vs = doc.get("visibilityServer") or {}
+    address, port = vs.get("bindAddress"), vs.get("bindPort")
+    if address is not None and not _is_ip(address):
+        raise InvalidInput(f"{at}`visibilityServer.bindAddress`: Invalid value: {go_quote(address)}: must be a "
+                           "valid IP address")
+    if port is not None and not 1 <= port <= 65535:
+        raise InvalidInput(f"{at}`visibilityServer.bindPort`: Invalid value: {port}: must be a valid port number "
+                           "(1-65535)")
+    icm = doc.get("internalCertManagement") or {}
+    if icm.get("enable") is False:
+        return
+    for name, problems in (("webhookServiceName", _dns1035_problems), ("webhookSecretName", subdomain_problems)):
+        value = icm.get(name)
+        found = problems(value) if value is not None else []
+        if found:
+            raise InvalidInput(f"{at}`internalCertManagement.{name}`: Invalid value: {go_quote(value)}: "
+                               + ",".join(found))
+
+
+def _validate_integration_external_frameworks(doc: dict[str, Any], source: str) -> None:
+    """Kueue's validateIntegrations for ``integrations.externalFrameworks``: each name a ``Kind.version.group``
+    (:func:`external_kind`), none twice, in Kueue's words. (Kueue also refuses one naming a built-in integration's
+    kind; kueue-es does not check that.)"""
+    seen: set[tuple[str, str]] = set()
+    for i, name in enumerate((doc.get("integrations") or {}).get("externalFrameworks") or []):
+        at = f"{source}: Configuration: field `integrations.externalFrameworks[{i}]`"
+        kind = external_kind(name)
+        if kind is None:
+            raise InvalidInput(f"{at}: Invalid value: {go_quote(name)}: must be format, 'Kind.version.group.com'")
+        if kind in seen:
+            raise InvalidInput(f"{at}: Duplicate value: {go_quote(name)}")
+        seen.add(kind)
+
+
+def _is_ip(text: str) -> bool:
+    """Go's ``net.ParseIP``: an IPv4 or IPv6 address, without a zone."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return "%" not in text
+
+
+DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def _dns1035_problems(value: str) -> list[str]:
+    """Why ``value`` is no DNS-1035 label, in Kubernetes' words (``IsDNS1035Label``)."""
+    found = [f"must be no more than {NAME_MAX} characters"] if len(value) > NAME_MAX else []
+    if not re.fullmatch(DNS1035_FMT, value):
+        found.append(regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+                                 "with an alphabetic character, and end with an alphanumeric character",
+                                 DNS1035_FMT, "my-name", "abc-123"))
+    return found
 
 
 def _validate_local_queue_selector(lqm: LocalQueueMetricsConfig | None, source: str) -> None:
@@ -1075,8 +1210,8 @@ def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
         return
     where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"
     if r.quota_check_strategy not in QUOTA_CHECK_STRATEGIES:
-        raise InvalidInput(f"{where}: unsupported value {r.quota_check_strategy!r} (supported: "
-                           f"{', '.join(QUOTA_CHECK_STRATEGIES)})")
+        raise InvalidInput(f"{where}: " + not_supported(go_quote(r.quota_check_strategy),
+                                                        ("IgnoreUndeclared", "BlockUndeclared")))  # Kueue's order
     if r.quota_check_strategy == "IgnoreUndeclared" and r.exclude_resource_prefixes:
         raise InvalidInput(f"{where}: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
                            "IgnoreUndeclared")

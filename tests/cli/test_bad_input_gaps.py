@@ -65,7 +65,8 @@ V1BETA2_ONLY = ("multiKueue:\n  singleClusterPreemptionTimeout: 1m\n  clusterPro
      "metrics: {bindAddress: ':8443', enableClusterQueueResources: true}\nhealth: {healthProbeBindAddress: ':8081'}\n"
      "internalCertManagement: {enable: false}\nclientConnection: {qps: 50, burst: 100}\n"
      "controller: {groupKindConcurrency: {Job.batch: 5}}\nmanagedJobsNamespaceSelector:\n"
-     "  matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]\n", "v1beta2"),
+     "  matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kueue-system]}]\n",
+     "v1beta2"),
     (V1BETA1_ONLY, "v1beta1"),  # the deprecated stanzas and switches v1beta2 dropped, in the version that has them
     (V1BETA2_ONLY, "v1beta2"),  # the fields v1beta1 never got, in the version that has them
 ])
@@ -117,3 +118,22 @@ def test_fair_sharing_without_preemption_strategies_is_refused_as_the_newest_kue
         f"kueue-es: error: {cfg}: field `fairSharing.preemptionStrategies`: Required value: must be specified")
     _, r = _schedule_under(tmp_path, "fairSharing: {enable: true}\n", "v1beta1")
     assert r.code == 0, r
+
+
+@pytest.mark.parametrize(("body", "shown"), [
+    ("fairSharing: {preemptionStrategies: [Never]}\n", '{"Never"}'),
+    ("fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n",
+     '{"LessThanInitialShare", "LessThanOrEqualToFinalShare"}'),
+])
+def test_an_unsupported_list_of_preemption_strategies_is_refused_in_kueue_s_words(
+        tmp_path: Path, body: str, shown: str) -> None:
+    """Kueue's validateFairSharing says field.NotSupported: the list as Go prints it, then the three lists it takes
+    (each joined with commas); under v1beta1 too, as Kueue validates the v1beta2 object it converts to."""
+    supported = ('"LessThanOrEqualToFinalShare", "LessThanInitialShare", '
+                 '"LessThanOrEqualToFinalShare,LessThanInitialShare"')
+    for version, text in (("v1beta2", body), ("v1beta1", body.replace("{preemptionStrategies", "{enable: true, "
+                                                                                        "preemptionStrategies"))):
+        cfg, r = _schedule_under(tmp_path, text, version)
+        assert r.code == 2 and one_line_error(r) == (
+            f"kueue-es: error: {cfg}: field `fairSharing.preemptionStrategies`: Unsupported value: "
+            f"[]v1beta2.PreemptionStrategy{shown}: supported values: {supported}")

@@ -574,7 +574,7 @@ def test_a_gate_set_to_a_string_is_refused_as_kueues_decoder_refuses_it(tmp_path
 
 _RESOURCES_REFUSED = [
     ("  transformations:\n  - input: nvidia.com/mig-1g.5gb\n    strategy: Drop\n",
-     "field `resources.transformations[0].strategy`: unsupported value 'Drop' (supported: Retain, Replace)"),
+     'field `resources.transformations[0].strategy`: Unsupported value: "Drop": supported values: "Retain", "Replace"'),
     ("  transformations:\n  - input: a.io/x\n  - input: a.io/x\n    strategy: Replace\n",
      "field `resources.transformations[1].input`: duplicate value 'a.io/x' (each input is transformed by one entry)"),
     ("  transformations:\n  - input: a.io/x\n    outputs: {b.io/y: lots}\n",

@@ -197,3 +197,36 @@ def main_help(command: str) -> str:
     with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):
         main([command, "--help"])
     return buf.getvalue()
+
+
+OLDER = {**HEAD, "managedJobsNamespaceSelector": {}, "multiKueue": {"origin": "not a label!"},
+         "tls": {"minVersion": "VersionTLS13", "cipherSuites": ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]},
+         "visibilityServer": {"bindPort": 0}}
+"""A Configuration an older kueue-es took and recorded, which rules taken up since refuse (as Kueue refuses it)."""
+
+
+def test_a_recorded_configuration_newer_rules_refuse_still_replays(
+        log_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The decisions after it were taken under it: replay (verified), explain and audit read it as they did."""
+    state = fold(log_dir)
+    recorded = load_config(OLDER, strict=False)
+
+    async def run() -> None:  # what an older scheduler service appended
+        log = FileLog.open(log_dir, fsync="never")
+        try:
+            while batch := (config_record.pending(state, OLDER, writer="older", source="kueue.yaml")
+                            or decide(state, recorded)):
+                for off, e in zip(await log.append(batch), batch, strict=True):
+                    state.apply(ev.Record(off, e))
+        finally:
+            await log.close()
+
+    anyio.run(run)
+    cfg = tmp_path / "kueue.yaml"
+    cfg.write_text(fastyaml.safe_dump(OLDER))
+    capsys.readouterr()
+    assert main(["replay", "--verify", "--log", str(log_dir), "--config", str(cfg)]) == 2, "a file with it is refused"
+    assert f"{cfg}: field `multiKueue.origin`: invalid value 'not a label!'" in capsys.readouterr().err
+    for args in (["replay", "--verify"], ["explain", "team/second"], ["audit", "team/second"]):
+        code, out = output(capsys, *args, "--log", str(log_dir))
+        assert code == 0, (args, out)

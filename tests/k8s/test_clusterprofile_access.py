@@ -63,8 +63,8 @@ def test_credentials_providers_are_merged_after_access_providers_of_other_names(
     ({"accessProviders": [_provider("a", interactiveMode="")]},
      "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.interactiveMode`: must be specified"),
     ({"accessProviders": [_provider("a", interactiveMode="Sometimes")]},
-     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.interactiveMode`: unsupported value "
-     "'Sometimes' (supported: Never, IfAvailable, Always)"),
+     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.interactiveMode`: Unsupported value: "
+     '"Sometimes": supported values: "Never", "IfAvailable", "Always"'),
     ({"accessProviders": [_provider("a", env=[{"name": "", "value": "v"}])]},
      "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.env[0].name`: must be specified"),
 ])

@@ -16,8 +16,10 @@ import pytest
 
 from connectors.k8s.certs import self_signed
 from connectors.k8s.webhook import MAX_REVIEW_BYTES, WebhookServer
+from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.config_record import load_recorded
 from kueue_es.scheduler.tls_options import TLSSettings
 
 
@@ -98,13 +100,29 @@ def test_the_stanza_as_kueue_reads_it() -> None:
     ({"cipherSuites": ["TLS_NOPE"]}, "field `tls.cipherSuites`: invalid cipher suites: Cipher suite TLS_NOPE not "
                                      "supported or doesn't exist"),
 ])
-def test_a_stanza_kueue_cannot_parse_is_refused_while_it_serves_the_visibility_api(stanza: dict, error: str) -> None:
-    """Kueue's visibility server exits on it; without that server Kueue runs on, its webhooks on the library's
-    defaults."""
+def test_a_stanza_kueue_cannot_parse_is_refused(stanza: dict, error: str) -> None:
+    """The newest Kueue's validateTLS refuses it at start-up, whether the visibility API is served or not (before,
+    only its visibility server exited on it); a log that recorded one without that server replays as it did, the
+    webhooks on the library's defaults."""
+    for gates in ({}, {"VisibilityOnDemand": False}):
+        with pytest.raises(InvalidInput) as refused:
+            load_config({"tls": stanza, "featureGates": gates})
+        assert str(refused.value) == f"<config>: Configuration: {error}"
+    recorded = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "tls": stanza,
+                "featureGates": {"VisibilityOnDemand": False}}
+    assert load_recorded(ev.ConfigRecorded(time=0, document=recorded), 5).server_tls is None
+
+
+def test_cipher_suites_with_tls_1_3_as_the_minimum_are_refused() -> None:
+    """TLS 1.3's suites are not configurable, so Kueue's validateTLS refuses a list beside ``minVersion:
+    VersionTLS13``; a log that recorded one replays as it did."""
+    stanza = {"minVersion": "VersionTLS13", "cipherSuites": ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]}
     with pytest.raises(InvalidInput) as refused:
         load_config({"tls": stanza})
-    assert str(refused.value) == f"<config>: Configuration: {error}"
-    assert load_config({"tls": stanza, "featureGates": {"VisibilityOnDemand": False}}).server_tls is None
+    assert str(refused.value) == ("<config>: Configuration: field `tls.cipherSuites`: may not be specified when "
+                                  "`minVersion` is 'VersionTLS13'")
+    recorded = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "tls": stanza}
+    assert load_recorded(ev.ConfigRecorded(time=0, document=recorded), 5).server_tls is not None
 
 
 @pytest.mark.asyncio

@@ -72,6 +72,7 @@ def test_the_loose_row_is_refused_when_loaded_strictly() -> None:
 def test_the_timeout_defaults_to_30_minutes_under_v1beta2(document: dict | None, timeout: str) -> None:
     """Kueue v0.19 (#11855, ``DefaultWaitForPodsReadyTimeout``): v1beta2 gives an unset or zero ``timeout`` 30
     minutes; a v1beta1 document is defaulted as v1beta1 (5 minutes) before Kueue converts it. The fold and the
-    scheduler agree."""
+    scheduler agree on a recorded document (an enabled v1beta1 one with a zero ``timeout``, which a file may no
+    longer have, was recorded by an older kueue-es)."""
     assert recorded_in_force(document).timeout == timeout
-    assert load_config(document or {}).pods_ready.timeout == timeout
+    assert load_config(document or {}, strict=False).pods_ready.timeout == timeout

@@ -137,7 +137,7 @@ def test_exact_totals_are_capped_once_at_max_int64() -> None:
 @pytest.mark.parametrize(("entries", "error"), [
     ([{"input": ""}], "field `resources.transformations[0].input` is required"),
     ([{"input": "a"}, {"input": "a"}], "field `resources.transformations[1].input`: duplicate value 'a'"),
-    ([{"input": "a", "strategy": "Drop"}], "field `resources.transformations[0].strategy`: unsupported value 'Drop'"),
+    ([{"input": "a", "strategy": "Drop"}], "field `resources.transformations[0].strategy`: Unsupported value: \"Drop\""),
     ([{"input": "a", "outputs": {"b": "lots"}}], "field `resources.transformations[0].outputs.b`: invalid quantity"),
 ])
 def test_a_transformation_kueue_refuses_is_an_error_naming_the_field(entries: list[dict], error: str) -> None:

@@ -137,7 +137,7 @@ def test_a_full_configuration_loads_as_it_did(doc: dict) -> None:
 NULLS = {"webhook": {"port": None, "host": None, "certDir": None}, "health": None, "pprofBindAddress": None,
          "leaderElection": {"leaderElect": None, "resourceName": None}, "controller": {"groupKindConcurrency": {
              "Job.batch": None}, "cacheSyncTimeout": None}, "clientConnection": {"qps": None, "burst": None},
-         "internalCertManagement": None, "integrations": {"externalFrameworks": [None]},
+         "internalCertManagement": None, "integrations": {"frameworks": None, "externalFrameworks": None},
          "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": None}}
 
 

@@ -93,5 +93,5 @@ def test_the_requeuing_timestamp_is_checked_while_wait_for_pods_ready_is_on(wait
         return
     with pytest.raises(InvalidInput) as err:
         load_config(doc, "kueue.yaml")
-    assert str(err.value) == ("kueue.yaml: field `waitForPodsReady.requeuingStrategy.timestamp`: unsupported value "
-                              "'Admission' (supported: Eviction, Creation)")
+    assert str(err.value) == ("kueue.yaml: field `waitForPodsReady.requeuingStrategy.timestamp`: Unsupported value: "
+                              '"Admission": supported values: "Creation", "Eviction"')

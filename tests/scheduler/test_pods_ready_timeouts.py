@@ -111,3 +111,16 @@ def test_a_zero_recovery_timeout_or_v1beta1_without_one_never_times_a_lost_readi
     assert pods_ready_timeouts.deadline(load_config(_config({"timeout": "5m", "recoveryTimeout": "0s"})), lost) is None
     v1beta1 = {**_config({"enable": True, "timeout": "5m"}), "apiVersion": "config.kueue.x-k8s.io/v1beta1"}
     assert pods_ready_timeouts.deadline(load_config(v1beta1), lost) is None
+
+
+@pytest.mark.parametrize("unscheduled", ["-1m", "40m"])
+def test_the_unscheduled_timeout_is_checked_only_while_wait_for_pods_ready_is_in_force(unscheduled: str) -> None:
+    """Kueue's validateWaitForPodsReady returns at once while waitForPodsReady is off (under v1beta2, which alone has
+    the field: the DisableWaitForPodsReady gate), as for ``recoveryTimeout``; the value must still parse."""
+    gate_off = _config({"timeout": "5m", "unscheduledTimeout": unscheduled},
+                       featureGates={"DisableWaitForPodsReady": True})
+    assert not load_config(gate_off).pods_ready.enable
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.unscheduledTimeout`: "):
+        load_config(_config({"timeout": "5m", "unscheduledTimeout": unscheduled}))
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.unscheduledTimeout`: invalid duration"):
+        load_config({**gate_off, "waitForPodsReady": {"timeout": "5m", "unscheduledTimeout": "soon"}})
