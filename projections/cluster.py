@@ -2031,7 +2031,7 @@ class ClusterState:
         retimed = wl.max_execution_seconds != spec.maximum_execution_time_seconds or wl.own_pods_ready != own
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         wl.own_pods_ready = own
-        new_sets = wl.spec_sets != pod_sets
+        new_sets = (wl.pod_sets if wl.spec_pod_sets is None else wl.spec_pod_sets) != pod_sets  # wl.spec_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented
                    or regated_preemption)
@@ -2417,7 +2417,7 @@ class ClusterState:
         if wl.kept_nodes:  # its placement goes: nothing is kept on a failed node any more
             wl.kept_nodes = ()
             self.keeping.pop(wl.key, None)
-        if wl.reserving:
+        if wl.phase in _HOLDING:
             if self._afs_counted(wl):
                 self._afs_record(wl, -1)
             self._charge(wl, -1)
@@ -2672,7 +2672,7 @@ class ClusterState:
 
     def _reserve(self, e: ev.QuotaReserved) -> None:
         wl = self.workloads.get(e.key)
-        if wl is None or wl.reserving or wl.phase == FINISHED:
+        if wl is None or wl.phase in _HOLDING or wl.phase == FINISHED:
             return
         self._dequeue(wl)
         wl.admission = e.admission
@@ -2891,7 +2891,7 @@ class ClusterState:
         self._dequeue(wl)
         self.awaiting_release.discard(wl.key)
         self.backoff.pop(wl.key, None)
-        was_reserving = wl.reserving
+        was_reserving = wl.phase in _HOLDING
         wl.phase = FINISHED
         self.flagged.pop(wl.key, None)
         wl.set_condition("Finished", "True", e.reason, e.message, e.time)
