@@ -855,19 +855,19 @@ class ClusterState:
     # --- the fold -------------------------------------------------------------------------------------------
 
     def apply(self, record: ev.Record) -> None:
-        e = record.event
-        self.offset = record.offset
+        e, offset = record.event, record.offset  # (each read once: Python 3.11 reads a NamedTuple's field generically)
+        self.offset = offset
         if e.time > self.time:
             self.time = e.time
             if self.node_waits.at:
                 self._node_waits_ended()
         t = type(e)
         if t in _UPSERTS and e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
-            self._fold_workload_upsert(e, record.offset)  # type: ignore[arg-type]  # half of a busy log
+            self._fold_workload_upsert(e, offset)  # type: ignore[arg-type]  # half of a busy log
             return
         plan = _PLANS.get(t)
         if plan is None:
-            plan = _PLANS[t] = _plan_of(t)
+            plan = _PLANS[t] = tuple(_plan_of(t))  # type: ignore[assignment]
         handler, about_workload, metered, needs_before, second_pass, reindexed, decision = plan
         if decision and e.cycle > self.last_cycle:  # type: ignore[union-attr]
             self.last_cycle = e.cycle  # type: ignore[union-attr]
@@ -906,9 +906,9 @@ class ClusterState:
                     seen = _seen(wl) if wl is not None else None
                 handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
-            raise UndecodableRecord(record.offset, str(exc)) from exc
+            raise UndecodableRecord(offset, str(exc)) from exc
         except (QuantityError, MisfiledObject) as exc:
-            raise InvalidRecord(record.offset, str(exc)) from exc
+            raise InvalidRecord(offset, str(exc)) from exc
         if metered is not None:
             metered(self.metrics, self, e, seen)
         # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). Kueue's
@@ -3139,7 +3139,8 @@ def _plan_of(t: type) -> _Plan:
 
 
 _PLANS: dict[type, _Plan] = {}
-"""Event type -> its :class:`_Plan` (filled as types are met: one dict lookup per event)."""
+"""Event type -> its :class:`_Plan` (filled as types are met: one dict lookup per event), kept as a plain tuple:
+Python 3.11 unpacks only an exact tuple on its fast path (a NamedTuple's seven fields go through an iterator)."""
 
 
 def _handler_of(t: type) -> Any:
