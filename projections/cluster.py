@@ -867,7 +867,7 @@ class ClusterState:
             return
         plan = _PLANS.get(t)
         if plan is None:
-            plan = _PLANS[t] = tuple(_plan_of(t))  # type: ignore[assignment]
+            plan = _PLANS[t] = tuple(_plan_of(t))
         handler, about_workload, metered, needs_before, second_pass, reindexed, decision = plan
         if decision and e.cycle > self.last_cycle:  # type: ignore[union-attr]
             self.last_cycle = e.cycle  # type: ignore[union-attr]
@@ -3138,7 +3138,7 @@ def _plan_of(t: type) -> _Plan:
         reindexed=about is True or t in _ALSO_ABOUT_WORKLOADS, decision=issubclass(t, ev.Decision))
 
 
-_PLANS: dict[type, _Plan] = {}
+_PLANS: dict[type, tuple[Any, ...]] = {}
 """Event type -> its :class:`_Plan` (filled as types are met: one dict lookup per event), kept as a plain tuple:
 Python 3.11 unpacks only an exact tuple on its fast path (a NamedTuple's seven fields go through an iterator)."""
 
