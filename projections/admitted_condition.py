@@ -22,7 +22,7 @@ UnsatisfiedAdmissionChecks), with the legacy reasons of ``pkg/workload/admission
 from __future__ import annotations
 
 from projections.secondpass import awaits_delayed_topology
-from projections.workloads import WorkloadInfo
+from projections.workloads import HOLDING, WorkloadInfo
 
 NO_RESERVATION = ("NoReservation", "The workload has no reservation")
 UNSATISFIED_CHECKS = ("UnsatisfiedAdmissionChecks", "The workload has not all checks ready")
@@ -33,7 +33,7 @@ LEGACY_BOTH = ("NoReservationUnsatisfiedChecks", "The workload has no reservatio
 
 def unadmitted(wl: WorkloadInfo, observability: bool) -> tuple[str, str] | None:
     """The (reason, message) of Admitted=False for ``wl``, or None when it has all it needs to be admitted."""
-    if not wl.reserving:
+    if wl.phase not in HOLDING:  # not reserving (no property call: asked at most events about a workload)
         return NO_RESERVATION if observability or _checks_ready(wl) else LEGACY_BOTH
     if not _checks_ready(wl):
         return UNSATISFIED_CHECKS if observability else LEGACY_UNSATISFIED_CHECKS

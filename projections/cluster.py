@@ -855,19 +855,19 @@ class ClusterState:
     # --- the fold -------------------------------------------------------------------------------------------
 
     def apply(self, record: ev.Record) -> None:
-        e = record.event
-        self.offset = record.offset
+        e, offset = record.event, record.offset  # (each read once: Python 3.11 reads a NamedTuple's field generically)
+        self.offset = offset
         if e.time > self.time:
             self.time = e.time
             if self.node_waits.at:
                 self._node_waits_ended()
         t = type(e)
         if t in _UPSERTS and e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
-            self._fold_workload_upsert(e, record.offset)  # type: ignore[arg-type]  # half of a busy log
+            self._fold_workload_upsert(e, offset)  # type: ignore[arg-type]  # half of a busy log
             return
         plan = _PLANS.get(t)
         if plan is None:
-            plan = _PLANS[t] = _plan_of(t)
+            plan = _PLANS[t] = tuple(_plan_of(t))
         handler, about_workload, metered, needs_before, second_pass, reindexed, decision = plan
         if decision and e.cycle > self.last_cycle:  # type: ignore[union-attr]
             self.last_cycle = e.cycle  # type: ignore[union-attr]
@@ -906,9 +906,9 @@ class ClusterState:
                     seen = _seen(wl) if wl is not None else None
                 handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
-            raise UndecodableRecord(record.offset, str(exc)) from exc
+            raise UndecodableRecord(offset, str(exc)) from exc
         except (QuantityError, MisfiledObject) as exc:
-            raise InvalidRecord(record.offset, str(exc)) from exc
+            raise InvalidRecord(offset, str(exc)) from exc
         if metered is not None:
             metered(self.metrics, self, e, seen)
         # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). Kueue's
@@ -2031,7 +2031,7 @@ class ClusterState:
         retimed = wl.max_execution_seconds != spec.maximum_execution_time_seconds or wl.own_pods_ready != own
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         wl.own_pods_ready = own
-        new_sets = wl.spec_sets != pod_sets
+        new_sets = (wl.pod_sets if wl.spec_pod_sets is None else wl.spec_pod_sets) != pod_sets  # wl.spec_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented
                    or regated_preemption)
@@ -2417,7 +2417,7 @@ class ClusterState:
         if wl.kept_nodes:  # its placement goes: nothing is kept on a failed node any more
             wl.kept_nodes = ()
             self.keeping.pop(wl.key, None)
-        if wl.reserving:
+        if wl.phase in _HOLDING:
             if self._afs_counted(wl):
                 self._afs_record(wl, -1)
             self._charge(wl, -1)
@@ -2672,7 +2672,7 @@ class ClusterState:
 
     def _reserve(self, e: ev.QuotaReserved) -> None:
         wl = self.workloads.get(e.key)
-        if wl is None or wl.reserving or wl.phase == FINISHED:
+        if wl is None or wl.phase in _HOLDING or wl.phase == FINISHED:
             return
         self._dequeue(wl)
         wl.admission = e.admission
@@ -2891,7 +2891,7 @@ class ClusterState:
         self._dequeue(wl)
         self.awaiting_release.discard(wl.key)
         self.backoff.pop(wl.key, None)
-        was_reserving = wl.reserving
+        was_reserving = wl.phase in _HOLDING
         wl.phase = FINISHED
         self.flagged.pop(wl.key, None)
         wl.set_condition("Finished", "True", e.reason, e.message, e.time)
@@ -3138,8 +3138,9 @@ def _plan_of(t: type) -> _Plan:
         reindexed=about is True or t in _ALSO_ABOUT_WORKLOADS, decision=issubclass(t, ev.Decision))
 
 
-_PLANS: dict[type, _Plan] = {}
-"""Event type -> its :class:`_Plan` (filled as types are met: one dict lookup per event)."""
+_PLANS: dict[type, tuple[Any, ...]] = {}
+"""Event type -> its :class:`_Plan` (filled as types are met: one dict lookup per event), kept as a plain tuple:
+Python 3.11 unpacks only an exact tuple on its fast path (a NamedTuple's seven fields go through an iterator)."""
 
 
 def _handler_of(t: type) -> Any:
