@@ -222,6 +222,11 @@ class PodIntegration:
         """Group key (``<namespace>/<group>``, also its Workload's key) -> keys of the managed Pods in it."""
         self.group_of: dict[str, str] = {}
         """Pod key -> its group's key."""
+        self.gone_groups: set[str] = set()
+        """Keys of the groups none of whose Pods is left while their Workload is still there to let go
+        (:meth:`_group_gone`): no member marks such a group any more, so its Workload's records do — a let-go
+        refused because the Workload moved on meanwhile (a status write of a record the group's own passes
+        appended) is done again on the newer version, as Kueue's reconciler is requeued after a conflict."""
         self.named_by: dict[str, set[str]] = {}
         """Workload key -> reconcile keys (a single Pod's, a group's ``group/...``) of the Pods naming it as their
         prebuilt Workload (label or annotation, whichever the gate reads), so its arrival wakes them."""
@@ -347,12 +352,13 @@ class PodIntegration:
             keys |= self.owners.touched(e, self.pods)
             if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
                 self._acted.pop(e.key, None)
+                self.gone_groups.discard(e.key)
                 if e.key not in self.members:  # the Workload of a group that is gone: nothing left to do for it
                     self._acted.pop(GROUP_PREFIX + e.key, None)
             if (isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Workload)
                     or isinstance(e, ev.ObjectDeleted) and e.kind == "Workload"):
                 keys |= self.named_by.get(e.key, set())
-            if e.key in self.members:  # the group's Workload (named after it) or its namespace's group
+            if e.key in self.members or e.key in self.gone_groups:  # the group's Workload (named after it)
                 keys.add(GROUP_PREFIX + e.key)
             elif isinstance(e, (ev.WorkloadEvicted, ev.WorkloadPreempted)):  # a group's with no Pod left: quota back
                 keys.add(GROUP_PREFIX + e.key)
@@ -720,6 +726,7 @@ class PodIntegration:
             self.members.pop(group, None)
             await self._group_gone(group)
             return
+        self.gone_groups.discard(group)
         pods = [p for p in pods if pod_sync.is_managed(p)]
         deleting = [p for p in pods if p.metadata.deletion_timestamp and not pod_group.runnable_or_succeeded(p)]
         first = pods[0] if pods else None
@@ -902,8 +909,10 @@ class PodIntegration:
         obs = self.mirror.workloads.get(group)
         if obs is None or not pod_group.is_group_workload(obs):
             self._acted.pop(GROUP_PREFIX + group, None)  # nothing left to do for the group
+            self.gone_groups.discard(group)
             return
         if any(ref.kind != "Pod" for ref in obs.metadata.owner_references):
+            self.gone_groups.discard(group)
             # another owner's too (a LeaderWorkerSet's group, made before its pods): the garbage collector keeps
             # it while that owner is there, and that owner's integration deletes it. Evicted, with no Pod left to
             # stop, it gives its quota back now (Kueue's #14578), as a group's does once none of its Pods runs.
@@ -912,6 +921,7 @@ class PodIntegration:
             if wl is not None and wl.uid == obs.metadata.uid and wl.evicted and wl.reserving and not wl.job_stopped:
                 await self._give_back_quota(wl)
             return
+        self.gone_groups.add(group)
         marker = ("orphan", obs.metadata.resource_version)
         if self._acted.get(GROUP_PREFIX + group) == marker:
             return  # done: the watch brings the Workload's deletion
@@ -924,7 +934,9 @@ class PodIntegration:
                 return
         except Conflict:
             self._acted.pop(GROUP_PREFIX + group, None)
-            return
+            self.stats.conflicts += 1
+            log.info("the workload of a pod group that is gone moved on: let go on its next version", group=group)
+            return  # changed meanwhile: the watch brings the newer Workload, which marks the group (gone_groups)
         self.stats.orphans += 1
         log.info("deleted the workload of a pod group that is gone", group=group)
 

@@ -806,6 +806,47 @@ async def test_the_workload_of_a_pod_group_none_of_whose_pods_is_left_is_let_go_
     assert client.calls == [], "once, until the watch brings the Workload's deletion"
 
 
+class MovedOnClient(Client):
+    """Every Pod is gone (404); the first write to the Workload is refused: it moved on meanwhile (its status
+    written from the log, as the ``WaitingForReplacementPods`` the group's last pass recorded)."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.refuse = 1
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                    content_type: str = "") -> bytes:
+        if resource.kind == "Workload" and self.refuse:
+            self.refuse -= 1
+            self.calls.append(("conflict", resource.kind, name))
+            raise Conflict(f"workloads {name}: the object has been modified")
+        return await super().patch(resource, name, body, namespace, subresource, content_type)
+
+
+@pytest.mark.asyncio
+async def test_a_gone_groups_workload_that_moved_on_while_it_was_let_go_is_let_go_in_its_newer_version() -> None:
+    """No Pod of the group left, and its Workload written meanwhile (the write of a record an earlier pass of the
+    group appended): the let-go is refused for the older version, and the newer one the watch brings marks the
+    group, which has no member left to mark it, so that the Workload still goes, as the garbage collector would
+    delete it once none of its owners is there."""
+    obs = group_workload_obs()
+    obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
+        obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"]))
+    pods, mirror, _, client = integration(obs, client=MovedOnClient())
+    mirror.listeners.append(pods._on_applied)
+    pods.members["ns/g"] = set()
+    await pods.reconcile("group/ns/g")
+    assert ("conflict", "Workload", "g") in client.calls and not [c for c in client.calls if c[0] == "delete"]
+    pods.dirty.clear()
+    newer = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, resource_version="4"))
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key="ns/g", uid="wl-uid",
+                                                                       obj=newer))])
+    assert pods.dirty == {"group/ns/g"}, "the newer Workload marks the group none of whose Pods is left"
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")
+    assert [c[:3] for c in client.calls if c[0] != "get"] == [("patch", "Workload", "g"), ("delete", "Workload", "g")]
+
+
 @pytest.mark.asyncio
 async def test_a_pod_group_with_a_pod_still_there_out_of_the_watch_keeps_its_workload() -> None:
     pods, _, appended, client = integration(group_workload_obs(), client=GroupClient(
