@@ -20,9 +20,9 @@ decides (:func:`kueue_es.scheduler.config_record.pending`), as does the simulato
 --verify`` load it from the log unless told ``--config``. The exceptions: such an override, a caller folding a
 state under a configuration it never recorded, and a recorded change of the half-life or interval. To stay bounded
 the history cannot keep what each past entry would give under every configuration, so the rule is: an entry is
-folded under the Admission Fair Sharing configuration in force when it was recorded (one recorded while none was,
-under the next recorded); a change of that configuration first checkpoints every LocalQueue under the one it
-replaces. Kueue does alike, as it takes a new configuration by restarting and its LocalQueues then continue from the
+folded under the Admission Fair Sharing configuration in force when it was recorded (there is none without one:
+no history is kept while no Configuration turning it on is recorded); a change of that configuration first
+checkpoints every LocalQueue under the one it replaces. Kueue does alike, as it takes a new configuration by restarting and its LocalQueues then continue from the
 consumed usage they had (v0.20's warm start from their status), not from their history refolded. A fold under
 another configuration (an override) folds the raw entries under it and takes the checkpoints as they are.
 """

@@ -28,8 +28,8 @@ A LocalQueue's usage is Σ_resource weight·(consumed + pending) ÷ the LocalQue
 admitted usage changed (``ClusterState.afs_history``) and this module folds those facts, in log order, with the
 configuration — the samples falling at fixed steps after each update, so the result does not depend on when or
 how often the scheduler looks. The fold is memoised on the state and extended as the history grows, per
-LocalQueue (a deleted one is forgotten alone). None is kept while the recorded Configuration has Admission Fair
-Sharing off, and it stays bounded while one is recorded: past a few entries a LocalQueue's is
+LocalQueue (a deleted one is forgotten alone). None is kept unless the recorded Configuration turns Admission Fair
+Sharing on (with none recorded, what reads the log reads Kueue's defaults: off), and it stays bounded then: past a few entries a LocalQueue's is
 compacted into a checkpoint of this fold's exact floats under the recorded configuration, which folds on bit for bit
 as the raw entries would (:mod:`projections.afs_ledger`, where the arithmetic lives and the rule for a changed
 configuration is given).
