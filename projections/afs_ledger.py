@@ -29,6 +29,7 @@ another configuration (an override) folds the raw entries under it and takes the
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -62,26 +63,40 @@ class AfsCheckpoint(msgspec.Struct, frozen=True, array_like=True):
     anchor: int | None
 
 
+DEFAULT_HALF_LIFE, DEFAULT_INTERVAL = "0s", "5m"
+"""``usageHalfLifeTime`` and ``usageSamplingInterval`` where the stanza leaves them out."""
+
+
+@lru_cache(maxsize=64)
+def key_from(half_life: str, interval: str) -> tuple[float, int]:
+    """The (half-life in ms, unrounded: it only divides elapsed times, and a sub-millisecond one is not zero, which
+    resets; sampling interval in ms, rounded up, zero being Kueue's default of 5 minutes) a ledger folds under, from
+    the two Go durations: the one reading of them, the scheduler's (``AdmissionFairSharingConfig.key``) and the
+    projection's (:func:`key_of`). :class:`~projections.go_duration.DurationError` for one Go refuses."""
+    half_ns, interval_ns = go_duration.parse_ns(half_life), go_duration.parse_ns(interval)
+    return half_ns / 1e6, -(-interval_ns // 1_000_000) or 300_000
+
+
 def key_of(document: dict[str, Any] | None) -> tuple[float, int] | None:
-    """(half-life in ms, unrounded; sampling interval in ms) of a recorded Configuration document with Admission Fair
-    Sharing on (stanza and gate), read as the scheduler reads them (``AdmissionFairSharingConfig``); None where it is
-    off or does not read (nothing is compacted then: the history stays raw)."""
+    """:func:`key_from` of a recorded Configuration document with Admission Fair Sharing on (stanza and gate); None
+    where it is off or does not read (nothing is compacted then)."""
     hub = config_version.as_hub(document)
     if not hub:
         return None
     stanza = hub.get("admissionFairSharing")
     if not isinstance(stanza, dict) or not gates.enabled(gates.of_document(document), gates.ADMISSION_FAIR_SHARING):
         return None
-    half, interval = stanza.get("usageHalfLifeTime", "0s"), stanza.get("usageSamplingInterval", "5m")
+    half = stanza.get("usageHalfLifeTime", DEFAULT_HALF_LIFE)
+    interval = stanza.get("usageSamplingInterval", DEFAULT_INTERVAL)
     if not isinstance(half, str) or not isinstance(interval, str):
         return None
     try:
-        half_ns, interval_ns = go_duration.parse_ns(half), go_duration.parse_ns(interval)
+        key = key_from(half, interval)
     except go_duration.DurationError:
         return None
-    if half_ns < 0 or interval_ns < 0:
+    if key[0] < 0 or key[1] < 0:
         return None
-    return half_ns / 1e6, -(-interval_ns // 1_000_000) or 300_000
+    return key
 
 
 def amount(resource: str, value: int) -> float:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from events.quantity import decimal_string
 from events.timefmt import format_time
 from kueue_es.scheduler import config_record
-from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration_ns
+from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig
 from kueue_es.scheduler.quota import fair_weight
 from projections.afs_ledger import AfsLedger, LedgerQueue, amount
 from projections.cluster import USAGE_BASED, ClusterState
@@ -67,8 +67,7 @@ class AfsFold(AfsLedger):
     """The consumed usage of every LocalQueue, folded from the state's history under one configuration."""
 
     def __init__(self, afs: AdmissionFairSharingConfig) -> None:
-        super().__init__(parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6,
-                         afs.sampling_interval_ms)
+        super().__init__(*afs.key)
         self.weights = dict(afs.resource_weights)
         self.next_memo: tuple[int, int | None] | None = None
         """(log time, :func:`next_sample`'s answer then), valid until an entry is folded in or that sample is due."""

@@ -275,6 +275,15 @@ def test_the_projection_reads_the_half_life_and_interval_as_the_scheduler_does()
     assert key_of(_document(0) | {"admissionFairSharing": {}}) == (0.0, 300_000)
 
 
+def test_the_scheduler_and_the_projection_read_them_through_one_function(monkeypatch) -> None:
+    """One reading of the two durations (``afs_ledger.key_from``), not two kept alike: whatever it answers is what
+    both the scheduler's fold and the projection's compaction fold under."""
+    monkeypatch.setattr(afs_ledger, "key_from", lambda half, interval: (len(half) + 0.5, len(interval)))
+    doc = _document(0)
+    assert key_of(doc) == (3.5, 2)
+    assert load_config(doc).admission_fair_sharing.key == (3.5, 2)  # type: ignore[union-attr]
+
+
 def test_a_changed_half_life_checkpoints_every_local_queue_under_the_one_it_replaces() -> None:
     """Kueue takes a new configuration by restarting, its LocalQueues continuing from the usage they had: the
     history recorded under a 10-minute half-life is folded under it, what follows under the new 3 minutes."""
