@@ -10,9 +10,10 @@ Admission Fair Sharing configuration recorded in force (:func:`key_of`) and repl
 :data:`AFS_CHECKPOINT` entry holding the fold's exact float state (consumed, admitted, last update, anchor). Folding
 the checkpoint then the entries after it gives the same floats, bit for bit, as folding the raw entries under that
 configuration: the checkpoint is that fold's state, restored as it was. It happens when an entry is appended (a
-point of the log), so two replays, or a replay and a restore from a snapshot of it, compact alike. Where the
-scheduler's fold (``ClusterState.derived["afs"]``, an :class:`AfsLedger`) has folded that very list under the same
-configuration, its ledger of the LocalQueue is taken (the same floats) rather than folding the entries again.
+point of the log), so two replays, or a replay and a restore from a snapshot of it, compact alike. The projection
+keeps that fold (:meth:`ClusterState.afs_ledger <projections.cluster.ClusterState.afs_ledger>`, derived: rebuilt
+from the history when it is not there), taking in each LocalQueue's new entries when it compacts it or a reader
+asks; the scheduler reads it wherever it folds under the recorded configuration, so the entries are folded once.
 
 Which configuration. Everything that shows the usage folds under the configuration recorded in force: the LocalQueue
 status and the usage gauge read it back from the log, and every scheduler loop records its configuration before it
@@ -130,9 +131,13 @@ class AfsLedger:
         again, or compacted, has a new one, folded afresh)."""
         self.folded: dict[str, int] = {}
         """LocalQueue -> how many entries of its list are folded in."""
+        self.memos: dict[str, Any] = {}
+        """A reader's answers over every LocalQueue (the scheduler's next sample), valid until one's ledger moves."""
 
     def changed(self) -> None:
-        """Some LocalQueue's ledger moved (for a subclass's memos)."""
+        """Some LocalQueue's ledger moved: the readers' memos go."""
+        if self.memos:
+            self.memos.clear()
 
     def extend(self, lq: str, entries: list | None) -> None:
         """Take in what changed in LocalQueue ``lq``'s history: its new entries, or all of a new list, or forget it."""
@@ -215,6 +220,23 @@ class AfsLedger:
             consumed[r] = consumed.get(r, 0.0) + amount(r, v) * self.penalty_alpha
         q.consumed, q.last = consumed, time
 
+    def consumed(self, lq: str, now: int) -> dict[str, float]:
+        q = self.queues.get(lq)
+        return self._samples(q, now)[0] if q is not None else {}
+
+    def shown(self, lq: str, now: int) -> tuple[dict[str, float], int] | None:
+        """Consumed as of its last update by ``now`` and that update's time: what the LocalQueue's status shows
+        (None for a LocalQueue never seen)."""
+        q = self.queues.get(lq)
+        if q is None:
+            return None
+        if q.last is None:
+            if q.anchor is None or now < q.anchor:
+                return None
+            return dict(q.consumed), q.anchor + (now - q.anchor) // self.interval * self.interval
+        consumed, last = self._samples(q, now)
+        return consumed, last if last is not None else q.last
+
     def restore(self, lq: str, cp: AfsCheckpoint) -> None:
         """LocalQueue ``lq``'s ledger as checkpointed (its dicts in their order, so that nothing differs)."""
         q = self.queues[lq] = LedgerQueue()
@@ -226,20 +248,11 @@ class AfsLedger:
         return AfsCheckpoint(time, self.half_life, self.interval, tuple(q.consumed.items()),
                              tuple(q.admitted.items()), q.last, q.anchor)
 
-
-def compacted(lq: str, entries: list, key: tuple[float, int], fold: object = None) -> list:
-    """LocalQueue ``lq``'s entries as one checkpoint folded under ``key`` (a new list). ``fold``: the scheduler's
-    (``derived["afs"]``), whose ledger of ``lq`` is taken where it folded this very list under ``key`` (the same
-    floats, without folding the entries twice), and moved on to the new list."""
-    if isinstance(fold, AfsLedger) and fold.key() == key and fold.lists.get(lq) is entries:
-        fold.extend(lq, entries)
-        ledger = fold
-    else:
-        ledger = AfsLedger(*key)
-        for time, sign, usage in entries:
-            ledger.apply(time, lq, sign, usage)
-    cp = ledger.checkpoint(lq, entries[-1][0])
-    out = [(cp.time, AFS_CHECKPOINT, cp)]
-    if ledger is fold:
-        ledger.lists[lq], ledger.folded[lq] = out, 1
-    return out
+    def compact(self, lq: str, entries: list) -> list:
+        """LocalQueue ``lq``'s entries as one checkpoint of this ledger's fold of them (a new list, which the ledger
+        takes as folded): the entries not folded in yet are first."""
+        self.extend(lq, entries)
+        cp = self.checkpoint(lq, entries[-1][0])
+        out = [(cp.time, AFS_CHECKPOINT, cp)]
+        self.lists[lq], self.folded[lq] = out, 1
+        return out

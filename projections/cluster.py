@@ -397,8 +397,8 @@ class ClusterState:
         entry holding its fold under the recorded configuration, as it does for every LocalQueue when that
         configuration's half-life or sampling interval changes."""
         self.afs_dirty: dict[str, None] = {}
-        """LocalQueues whose :attr:`afs_history` changed (appended to, compacted, dropped) since the scheduler's fold
-        (``derived["afs"]``) last took them in (derived: the fold drains it; kept only while there is a fold, as one
+        """LocalQueues whose :attr:`afs_history` changed (appended to, compacted, dropped) since the ledger
+        (:meth:`afs_ledger`) last took them in (derived: the ledger drains it; kept only while there is one, as one
         started afresh reads every LocalQueue's history anyway)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
@@ -2551,6 +2551,7 @@ class ClusterState:
         keep = {k for k, lq in self.local_queues.items()
                 if self.cq_uses_afs(lq.spec.cluster_queue) and self.afs_tracks(lq.spec.cluster_queue)}
         self.afs_history = {k: v for k, v in self.afs_history.items() if k in keep}
+        self.derived.pop("afs_ledger", None)
         self.derived.pop("afs", None)
         if self.afs_configured:
             cqs = tuple(sorted({lq.spec.cluster_queue for lq in self.local_queues.values()
@@ -2629,7 +2630,7 @@ class ClusterState:
         if len(entries) > afs_ledger.COMPACT_AT:
             key = self._afs_key()
             if key is not None:
-                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
+                self.afs_history[lq] = self._afs_folded(key).compact(lq, entries)
 
     def _afs_key(self) -> tuple[float, int] | None:
         """The half-life and sampling interval the history is compacted under (:mod:`projections.afs_ledger`): the
@@ -2651,15 +2652,37 @@ class ClusterState:
         for lq in sorted(self.afs_history):
             entries = self.afs_history[lq]
             if entries and not (len(entries) == 1 and entries[0][1] == AFS_CHECKPOINT):
-                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
+                self.afs_history[lq] = self._afs_folded(key).compact(lq, entries)
                 self._afs_touched(lq)
 
     def _afs_touched(self, lq: str) -> None:
-        """LocalQueue ``lq``'s history changed: the scheduler's fold, if there is one, takes it in at its next
-        question (without one there is nothing to tell: a fold started afresh reads every LocalQueue, so the set
-        stays within the LocalQueues changed between two questions)."""
-        if "afs" in self.derived:
+        """LocalQueue ``lq``'s history changed: the ledger (:meth:`afs_ledger`), if there is one, takes it in when
+        next asked (without one there is nothing to tell: a ledger started afresh reads every LocalQueue, so the
+        set stays within the LocalQueues changed between two questions)."""
+        if "afs_ledger" in self.derived:
             self.afs_dirty[lq] = None
+
+    def afs_ledger(self, key: tuple[float, int]) -> afs_ledger.AfsLedger | None:
+        """The history folded under the recorded configuration's half-life and sampling interval, up to date, where
+        they are ``key`` (None otherwise: Admission Fair Sharing off, or a reader folding under others). The one
+        fold of the history: the compaction checkpoints it, the scheduler reads it (derived, rebuilt from the
+        history when it is not there, as after a restore)."""
+        if self._afs_key() != key:
+            return None
+        ledger = self._afs_folded(key)
+        for lq in sorted(self.afs_dirty):
+            ledger.extend(lq, self.afs_history.get(lq))
+        self.afs_dirty.clear()
+        return ledger
+
+    def _afs_folded(self, key: tuple[float, int]) -> afs_ledger.AfsLedger:
+        """The ledger under ``key`` (:meth:`afs_ledger`), as far as it has taken the history in: a new one (none
+        yet, or under another key) has every LocalQueue still to take in."""
+        ledger: afs_ledger.AfsLedger | None = self.derived.get("afs_ledger")
+        if ledger is None or ledger.key() != key:
+            ledger = self.derived["afs_ledger"] = afs_ledger.AfsLedger(*key)
+            self.afs_dirty = dict.fromkeys(self.afs_history)
+        return ledger
     def afs_entries(self) -> list[tuple[int, str, int, tuple[tuple[str, int], ...]]]:
         """:attr:`afs_history` as one list of (time, LocalQueue, sign, usage): by LocalQueue, each in log order."""
         return [(t, lq, sign, u) for lq in sorted(self.afs_history) for t, sign, u in self.afs_history[lq]]

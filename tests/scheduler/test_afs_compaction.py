@@ -155,7 +155,7 @@ def _observed(state: ClusterState) -> list:
         return []
     f = fold(state, config)
     out: list = [next_sample(state, config)]
-    f.next_memo = None
+    f.memos.clear()
     out.append(next_sample(state, config))  # the memo answers as a fresh look
     for lq in sorted(set(f.queues) | set(state.local_queues)):
         for ahead in (0, 1, 59_999, 60_000, 7 * MIN + 13, 3 * 60 * MIN):
@@ -217,7 +217,7 @@ def test_the_history_stays_bounded_however_many_workloads_pass_through_a_local_q
     longest: list[int] = []
 
     state = lifecycles(500)
-    assert state.afs_dirty == {}, "no fold asked: nothing kept for one"
+    assert set(state.afs_dirty) <= set(state.afs_history), "at most one mark per LocalQueue"
     assert 1 < max(longest) <= afs_ledger.COMPACT_AT
     assert sum(len(v) for v in state.afs_history.values()) <= 3 * (afs_ledger.COMPACT_AT + 1)
     assert len(msgspec.msgpack.encode(snapshot.take(state).afs_queues)) < 3_000
@@ -318,6 +318,41 @@ def test_deleting_a_local_queue_leaves_the_others_history_and_their_fold_as_they
     assert fold(state, config) is f and f.queues["ns/a"] is ledger and "ns/b" not in f.queues
 
 
+@pytest.mark.parametrize("ask_every", [1, 5, None])
+def test_the_scheduler_reads_the_projection_s_ledger_and_each_entry_is_folded_once(monkeypatch, ask_every) -> None:
+    """The history is folded once, by the projection's ledger, which its compaction checkpoints and the scheduler
+    reads under the recorded configuration (no fold of the scheduler's own beside it): over 200 lifecycles, asked
+    after every record, every fifth or only at the end, each entry is applied once and no checkpoint is refolded."""
+    applied: list[int] = []
+    appended: list[int] = []
+    real_apply, real_add = afs_ledger.AfsLedger.apply, ClusterState._afs_add
+
+    def counting_apply(self, time, lq, sign, usage):  # type: ignore[no-untyped-def]
+        applied.append(sign)
+        real_apply(self, time, lq, sign, usage)
+
+    def counting_add(self, lq, sign, usage):  # type: ignore[no-untyped-def]
+        appended.append(sign)
+        real_add(self, lq, sign, usage)
+
+    monkeypatch.setattr(afs_ledger.AfsLedger, "apply", counting_apply)
+    monkeypatch.setattr(ClusterState, "_afs_add", counting_add)
+    state = _Recording()
+    _base(state)
+    config = load_config(_document(0))
+    script = [("cycle", "a" if i % 2 else "c", 1_000 + i, 1, 61_001) for i in range(200)]
+    _run(state, script, (lambda s: fold(s, config) if len(s.records) % ask_every == 0 else None)
+         if ask_every else None)
+    f = fold(state, config)
+    assert f is state.afs_ledger(config.admission_fair_sharing.key)  # type: ignore[union-attr]
+    assert sorted(applied) == sorted(appended) and AFS_CHECKPOINT not in applied
+    with _CompactAt(UNBOUNDED):
+        plain = ClusterState()
+        for record in state.records:
+            plain.apply(record)
+    assert _observed(state) == _observed(plain)
+
+
 def test_the_next_sample_is_not_looked_for_again_while_nothing_changed_and_it_is_not_due(monkeypatch) -> None:
     """The scheduler asks at each batch: while no entry was folded in and the answer is still ahead, it stands (no
     LocalQueue's first sample after the log's time, nor whether it moves the shown usage, changed)."""
@@ -338,5 +373,5 @@ def test_the_next_sample_is_not_looked_for_again_while_nothing_changed_and_it_is
         {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f3"}}, o.KueueObject)))
     again = next_sample(state, config)
     assert looked, "due: looked for again"
-    fold(state, config).next_memo = None
+    fold(state, config).memos.clear()
     assert again == next_sample(state, config) > first
