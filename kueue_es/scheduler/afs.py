@@ -229,15 +229,26 @@ def local_queue_status(state: ClusterState, config: SchedulerConfig, lq: str, no
 
 def sampled_between(state: ClusterState, config: SchedulerConfig, after: int, upto: int) -> list[str]:
     """The LocalQueues with a sample in (``after``, ``upto``], sorted: those whose status moved as the log's time
-    went from one to the other (none without Admission Fair Sharing)."""
+    went from one to the other (none without Admission Fair Sharing). The earliest sample after ``after`` is kept:
+    until a LocalQueue's ledger moves, a later window ending before it is answered without walking them (the
+    status writer asks at every pass, mostly between two samples)."""
     if config.admission_fair_sharing is None or upto <= after:
         return []
     f = fold(state, config)
+    memo = f.memos.get("sampled_between")
+    if memo is not None and memo[0] <= after and (memo[1] is None or upto < memo[1]):
+        return []  # nothing folded in since, and no LocalQueue's first sample after memo[0] is due by upto
     out = []
+    first: int | None = None
     for lq in sorted(f.queues):
         due = _next_due(f, f.queues[lq], after)
-        if due is not None and due <= upto:
+        if due is None:
+            continue
+        if due <= upto:
             out.append(lq)
+        if first is None or due < first:
+            first = due
+    f.memos["sampled_between"] = (after, first)
     return out
 
 

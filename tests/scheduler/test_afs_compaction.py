@@ -375,3 +375,31 @@ def test_the_next_sample_is_not_looked_for_again_while_nothing_changed_and_it_is
     assert looked, "due: looked for again"
     fold(state, config).memos.clear()
     assert again == next_sample(state, config) > first
+
+
+def test_the_local_queues_sampled_between_are_not_walked_again_before_the_first_sample_due(monkeypatch) -> None:
+    """The status writer asks at each pass which LocalQueues had a sample since its last look: while no entry was
+    folded in, a window ending before the earliest sample found last time is answered without walking them; one
+    reaching it, or an entry folded in, walks them again (and answers as a fresh look)."""
+    state = ClusterState()
+    _base(state, 0)
+    _run(state, [("cycle", "a", 1_000, 1, 61_001), ("reserve", "b", 2_000, True)])
+    config = load_config(_document(0))
+    now = state.time
+    assert afs.sampled_between(state, config, now - 1, now) == []
+    due = min(d for d in (afs._next_due(fold(state, config), q, now) for q in fold(state, config).queues.values())
+              if d is not None)
+    looked: list[int] = []
+    real = afs._next_due
+    monkeypatch.setattr(afs, "_next_due", lambda f, q, after: looked.append(after) or real(f, q, after))
+    for t in range(now, due - 1, 7_000):
+        assert afs.sampled_between(state, config, t, min(t + 7_000, due - 1)) == []
+    assert looked == []
+    got = afs.sampled_between(state, config, due - 1, due)
+    assert looked and got
+    fold(state, config).memos.clear()
+    assert afs.sampled_between(state, config, due - 1, due) == got
+    _reserve(state, "late", "a", "cq1", 500, now + 1)
+    looked.clear()
+    afs.sampled_between(state, config, due - 1, due - 1 + 1)
+    assert looked, "an entry folded in: walked again"
