@@ -2467,9 +2467,9 @@ class ClusterState:
         if self._afs_any_of is not self.config:
             self._afs_any_of, self._afs_any = self.config, self.afs_configured
         if not self._afs_any or wl.phase not in (ADMITTED, RESERVED):
-            return False
+            return False  # _afs_any: every ClusterQueue's LocalQueues have history (afs_tracks), else none's
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-        if lq is None or lq.spec.cluster_queue != wl.cluster_queue or not self.afs_tracks(wl.cluster_queue):
+        if lq is None or lq.spec.cluster_queue != wl.cluster_queue:
             return False
         if self.cq_uses_afs(wl.cluster_queue):
             return wl.phase == ADMITTED or self.afs_anchor_at_reservation
