@@ -7,11 +7,13 @@ A log with ``admissionFairSharing`` configured: ClusterQueue cq1 ordering by it 
     python benchmarks/afs_history.py size /tmp/afs.pickle        # history bytes per lifecycle (objects, snapshot)
     valgrind --tool=callgrind python benchmarks/afs_history.py fold /tmp/afs.pickle --events N
     valgrind --tool=callgrind python benchmarks/afs_history.py loop /tmp/afs.pickle --events N
+    valgrind --tool=callgrind python benchmarks/afs_history.py status /tmp/afs.pickle --events N
 
 ``size`` folds the log twice, to a third and to the end, and divides the growth of the history (its Python objects,
 counted deeply, and its part of an encoded snapshot) by the lifecycles in between. ``fold`` only unpickles and folds
 the first N records (run it twice and subtract for instructions per event); ``loop`` also asks what a scheduler
-loop asks after each record (the fold under the recorded configuration, the next sample). Uses only the event API and
+loop asks after each record (the fold under the recorded configuration, the next sample); ``status`` what the
+LocalQueue status writer asks after each record (which LocalQueues had a sample since its last look). Uses only the event API and
 ``ClusterState.afs_history`` whatever its shape, so that it runs on older code too.
 """
 
@@ -97,7 +99,7 @@ def _history_bytes(state: ClusterState) -> tuple[int, int]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["write", "size", "fold", "loop"])
+    p.add_argument("mode", choices=["write", "size", "fold", "loop", "status"])
     p.add_argument("path")
     p.add_argument("--lifecycles", type=int, default=3000)
     p.add_argument("--events", type=int, default=0)
@@ -108,15 +110,20 @@ def main() -> None:
         return
     with open(args.path, "rb") as f:
         records: list[ev.Record] = pickle.load(f)
-    if args.mode in ("fold", "loop"):
+    if args.mode in ("fold", "loop", "status"):
         from kueue_es.scheduler import afs
         from kueue_es.scheduler.config_record import in_force
         state = ClusterState()
+        seen: int | None = None
         for r in records[:args.events or len(records)]:
             state.apply(r)
             if args.mode == "loop" and (config := in_force(state)) is not None:
                 afs.fold(state, config)
                 afs.next_sample(state, config)
+            elif args.mode == "status" and (config := in_force(state)) is not None:
+                if seen is not None:
+                    afs.sampled_between(state, config, seen, state.time)
+                seen = state.time
         return
     per = 5  # records per lifecycle
     head = 1 + 2 + 2 + 3

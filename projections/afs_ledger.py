@@ -10,9 +10,10 @@ Admission Fair Sharing configuration recorded in force (:func:`key_of`) and repl
 :data:`AFS_CHECKPOINT` entry holding the fold's exact float state (consumed, admitted, last update, anchor). Folding
 the checkpoint then the entries after it gives the same floats, bit for bit, as folding the raw entries under that
 configuration: the checkpoint is that fold's state, restored as it was. It happens when an entry is appended (a
-point of the log), so two replays, or a replay and a restore from a snapshot of it, compact alike. Where the
-scheduler's fold (``ClusterState.derived["afs"]``, an :class:`AfsLedger`) has folded that very list under the same
-configuration, its ledger of the LocalQueue is taken (the same floats) rather than folding the entries again.
+point of the log), so two replays, or a replay and a restore from a snapshot of it, compact alike. The projection
+keeps that fold (:meth:`ClusterState.afs_ledger <projections.cluster.ClusterState.afs_ledger>`, derived: rebuilt
+from the history when it is not there), taking in each LocalQueue's new entries when it compacts it or a reader
+asks; the scheduler reads it wherever it folds under the recorded configuration, so the entries are folded once.
 
 Which configuration. Everything that shows the usage folds under the configuration recorded in force: the LocalQueue
 status and the usage gauge read it back from the log, and every scheduler loop records its configuration before it
@@ -20,15 +21,16 @@ decides (:func:`kueue_es.scheduler.config_record.pending`), as does the simulato
 --verify`` load it from the log unless told ``--config``. The exceptions: such an override, a caller folding a
 state under a configuration it never recorded, and a recorded change of the half-life or interval. To stay bounded
 the history cannot keep what each past entry would give under every configuration, so the rule is: an entry is
-folded under the Admission Fair Sharing configuration in force when it was recorded (one recorded while none was,
-under the next recorded); a change of that configuration first checkpoints every LocalQueue under the one it
-replaces. Kueue does alike, as it takes a new configuration by restarting and its LocalQueues then continue from the
+folded under the Admission Fair Sharing configuration in force when it was recorded (there is none without one:
+no history is kept while no Configuration turning it on is recorded); a change of that configuration first
+checkpoints every LocalQueue under the one it replaces. Kueue does alike, as it takes a new configuration by restarting and its LocalQueues then continue from the
 consumed usage they had (v0.20's warm start from their status), not from their history refolded. A fold under
 another configuration (an override) folds the raw entries under it and takes the checkpoints as they are.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -62,26 +64,40 @@ class AfsCheckpoint(msgspec.Struct, frozen=True, array_like=True):
     anchor: int | None
 
 
+DEFAULT_HALF_LIFE, DEFAULT_INTERVAL = "0s", "5m"
+"""``usageHalfLifeTime`` and ``usageSamplingInterval`` where the stanza leaves them out."""
+
+
+@lru_cache(maxsize=64)
+def key_from(half_life: str, interval: str) -> tuple[float, int]:
+    """The (half-life in ms, unrounded: it only divides elapsed times, and a sub-millisecond one is not zero, which
+    resets; sampling interval in ms, rounded up, zero being Kueue's default of 5 minutes) a ledger folds under, from
+    the two Go durations: the one reading of them, the scheduler's (``AdmissionFairSharingConfig.key``) and the
+    projection's (:func:`key_of`). :class:`~projections.go_duration.DurationError` for one Go refuses."""
+    half_ns, interval_ns = go_duration.parse_ns(half_life), go_duration.parse_ns(interval)
+    return half_ns / 1e6, -(-interval_ns // 1_000_000) or 300_000
+
+
 def key_of(document: dict[str, Any] | None) -> tuple[float, int] | None:
-    """(half-life in ms, unrounded; sampling interval in ms) of a recorded Configuration document with Admission Fair
-    Sharing on (stanza and gate), read as the scheduler reads them (``AdmissionFairSharingConfig``); None where it is
-    off or does not read (nothing is compacted then: the history stays raw)."""
+    """:func:`key_from` of a recorded Configuration document with Admission Fair Sharing on (stanza and gate); None
+    where it is off or does not read (nothing is compacted then)."""
     hub = config_version.as_hub(document)
     if not hub:
         return None
     stanza = hub.get("admissionFairSharing")
     if not isinstance(stanza, dict) or not gates.enabled(gates.of_document(document), gates.ADMISSION_FAIR_SHARING):
         return None
-    half, interval = stanza.get("usageHalfLifeTime", "0s"), stanza.get("usageSamplingInterval", "5m")
+    half = stanza.get("usageHalfLifeTime", DEFAULT_HALF_LIFE)
+    interval = stanza.get("usageSamplingInterval", DEFAULT_INTERVAL)
     if not isinstance(half, str) or not isinstance(interval, str):
         return None
     try:
-        half_ns, interval_ns = go_duration.parse_ns(half), go_duration.parse_ns(interval)
+        key = key_from(half, interval)
     except go_duration.DurationError:
         return None
-    if half_ns < 0 or interval_ns < 0:
+    if key[0] < 0 or key[1] < 0:
         return None
-    return half_ns / 1e6, -(-interval_ns // 1_000_000) or 300_000
+    return key
 
 
 def amount(resource: str, value: int) -> float:
@@ -115,9 +131,13 @@ class AfsLedger:
         again, or compacted, has a new one, folded afresh)."""
         self.folded: dict[str, int] = {}
         """LocalQueue -> how many entries of its list are folded in."""
+        self.memos: dict[str, Any] = {}
+        """A reader's answers over every LocalQueue (the scheduler's next sample), valid until one's ledger moves."""
 
     def changed(self) -> None:
-        """Some LocalQueue's ledger moved (for a subclass's memos)."""
+        """Some LocalQueue's ledger moved: the readers' memos go."""
+        if self.memos:
+            self.memos.clear()
 
     def extend(self, lq: str, entries: list | None) -> None:
         """Take in what changed in LocalQueue ``lq``'s history: its new entries, or all of a new list, or forget it."""
@@ -200,6 +220,23 @@ class AfsLedger:
             consumed[r] = consumed.get(r, 0.0) + amount(r, v) * self.penalty_alpha
         q.consumed, q.last = consumed, time
 
+    def consumed(self, lq: str, now: int) -> dict[str, float]:
+        q = self.queues.get(lq)
+        return self._samples(q, now)[0] if q is not None else {}
+
+    def shown(self, lq: str, now: int) -> tuple[dict[str, float], int] | None:
+        """Consumed as of its last update by ``now`` and that update's time: what the LocalQueue's status shows
+        (None for a LocalQueue never seen)."""
+        q = self.queues.get(lq)
+        if q is None:
+            return None
+        if q.last is None:
+            if q.anchor is None or now < q.anchor:
+                return None
+            return dict(q.consumed), q.anchor + (now - q.anchor) // self.interval * self.interval
+        consumed, last = self._samples(q, now)
+        return consumed, last if last is not None else q.last
+
     def restore(self, lq: str, cp: AfsCheckpoint) -> None:
         """LocalQueue ``lq``'s ledger as checkpointed (its dicts in their order, so that nothing differs)."""
         q = self.queues[lq] = LedgerQueue()
@@ -211,20 +248,11 @@ class AfsLedger:
         return AfsCheckpoint(time, self.half_life, self.interval, tuple(q.consumed.items()),
                              tuple(q.admitted.items()), q.last, q.anchor)
 
-
-def compacted(lq: str, entries: list, key: tuple[float, int], fold: object = None) -> list:
-    """LocalQueue ``lq``'s entries as one checkpoint folded under ``key`` (a new list). ``fold``: the scheduler's
-    (``derived["afs"]``), whose ledger of ``lq`` is taken where it folded this very list under ``key`` (the same
-    floats, without folding the entries twice), and moved on to the new list."""
-    if isinstance(fold, AfsLedger) and fold.key() == key and fold.lists.get(lq) is entries:
-        fold.extend(lq, entries)
-        ledger = fold
-    else:
-        ledger = AfsLedger(*key)
-        for time, sign, usage in entries:
-            ledger.apply(time, lq, sign, usage)
-    cp = ledger.checkpoint(lq, entries[-1][0])
-    out = [(cp.time, AFS_CHECKPOINT, cp)]
-    if ledger is fold:
-        ledger.lists[lq], ledger.folded[lq] = out, 1
-    return out
+    def compact(self, lq: str, entries: list) -> list:
+        """LocalQueue ``lq``'s entries as one checkpoint of this ledger's fold of them (a new list, which the ledger
+        takes as folded): the entries not folded in yet are first."""
+        self.extend(lq, entries)
+        cp = self.checkpoint(lq, entries[-1][0])
+        out = [(cp.time, AFS_CHECKPOINT, cp)]
+        self.lists[lq], self.folded[lq] = out, 1
+        return out

@@ -349,9 +349,8 @@ class ClusterState:
         self._lq_every: bool | None = True
         self._afs_any_of: object = _STALE
         self._afs_any = False
-        """Whether any LocalQueue may keep Admission Fair Sharing history (the configuration turns it on, or some
-        ClusterQueue orders by it), and the configuration it was read from (:data:`_STALE` once a ClusterQueue's
-        admission mode changed): :meth:`_afs_counted`'s early answer on a cluster without it (derived)."""
+        """Whether any LocalQueue may keep Admission Fair Sharing history (:attr:`afs_configured`), and the
+        configuration it was read from: :meth:`_afs_counted`'s early answer on a cluster without it (derived)."""
         self._lq_selected: dict[str, tuple[o.LocalQueue | None, bool]] = {}
         """:meth:`local_queue_metrics_for` under the configuration ``_lq_selected_of``: its answer for every LocalQueue
         (None: it depends on the selector), and each LocalQueue's answer with the object it was read from (derived)."""
@@ -385,10 +384,9 @@ class ClusterState:
         only. The signs
         :data:`AFS_SETTLE` (a workload reached its accounting anchor in a ClusterQueue ordering by Admission Fair
         Sharing), :data:`AFS_ADD` (its usage entered without a settlement), :data:`AFS_RELEASE` (it left) and
-        :data:`AFS_SEED`. Kept only for LocalQueues that need it (:meth:`afs_tracks`): those of ClusterQueues with
-        ``admissionScope.admissionMode: UsageBasedAdmissionFairSharing``, and every one while the recorded
-        Configuration turns Admission Fair Sharing on (Kueue samples them all, only the ordering is the mode's); a
-        deleted LocalQueue's is dropped. The anchor is admission, or quota reservation in an ordering ClusterQueue
+        :data:`AFS_SEED`. Kept only while the recorded Configuration turns Admission Fair Sharing on
+        (:meth:`afs_tracks`), for every LocalQueue (Kueue samples them all, only the ordering is the
+        ``admissionScope.admissionMode``'s); a deleted LocalQueue's is dropped. The anchor is admission, or quota reservation in an ordering ClusterQueue
         under ``AdmissionFairSharingAnchorAtQuotaReservation`` (:meth:`_afs_counted`); the scheduler folds the facts
         with the configured half-life and sampling interval into each LocalQueue's consumed usage. A LocalQueue's
         first appearance (or the start of its tracking) is a seed: the
@@ -399,8 +397,8 @@ class ClusterState:
         entry holding its fold under the recorded configuration, as it does for every LocalQueue when that
         configuration's half-life or sampling interval changes."""
         self.afs_dirty: dict[str, None] = {}
-        """LocalQueues whose :attr:`afs_history` changed (appended to, compacted, dropped) since the scheduler's fold
-        (``derived["afs"]``) last took them in (derived: the fold drains it; kept only while there is a fold, as one
+        """LocalQueues whose :attr:`afs_history` changed (appended to, compacted, dropped) since the ledger
+        (:meth:`afs_ledger`) last took them in (derived: the ledger drains it; kept only while there is one, as one
         started afresh reads every LocalQueue's history anyway)."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
@@ -1448,7 +1446,6 @@ class ClusterState:
                               else None)
                 self.cluster_queues[name] = obj
                 if afs_before is not None:
-                    self._afs_any_of = _STALE
                     self._afs_resync(*afs_before, cqs=(name,))
                 if self._relabelled(CLUSTER_QUEUE, old, obj):
                     self.metrics.forget(name)
@@ -1675,8 +1672,6 @@ class ClusterState:
         if kind == "LimitRange":
             before = self.limit_summary(key.partition("/")[0])
         gone = table.pop(key, None) if table is not None else None
-        if afs_before is not None:
-            self._afs_any_of = _STALE  # it may have been the one ordering by Admission Fair Sharing
         if gone is None:
             return
         if kind in ("PriorityClass", "WorkloadPriorityClass"):
@@ -2451,15 +2446,15 @@ class ClusterState:
         return obj is not None and _admission_mode(obj) == USAGE_BASED
 
     def afs_tracks(self, cq: str) -> bool:
-        """Whether the LocalQueues of ClusterQueue ``cq`` have Admission Fair Sharing history: the recorded
-        Configuration has Kueue sample every LocalQueue, or none is recorded yet and ``cq`` orders by it (its
-        entries are then checkpointed or dropped under the first one recorded). A recorded Configuration without
-        Admission Fair Sharing keeps none, not even where a ClusterQueue asks for it: nothing samples or orders
-        by it then (Kueue's scheduler and LocalQueue controller both ask the Configuration first), and nothing
-        could compact it (no half-life to fold it under). Turned on later, the LocalQueues start from their
-        persisted status, as on Kueue's restart (:meth:`_afs_resync`)."""
-        if self.config is None:
-            return self.cq_uses_afs(cq)
+        """Whether the LocalQueues of ClusterQueue ``cq`` have Admission Fair Sharing history: while the recorded
+        Configuration turns it on, as Kueue then samples every LocalQueue (``cq`` is asked for the callers' sake:
+        every ClusterQueue answers alike). None without Admission Fair Sharing, not even where a ClusterQueue orders
+        by it: nothing samples or orders by it then (Kueue's scheduler and LocalQueue controller both ask the
+        Configuration first), and nothing could compact it (no half-life to fold it under). That holds with no
+        Configuration recorded at all too: whatever reads the log then reads Kueue's defaults, Admission Fair
+        Sharing off (``explain``, ``pending``, ``replay --verify``; every scheduler loop and the simulator record
+        theirs before they decide). Turned on, by the first Configuration recorded or a later one, the LocalQueues
+        start from their persisted status and count what they hold, as on Kueue's start (:meth:`_afs_resync`)."""
         return self.afs_configured
 
     def _afs_counted(self, wl: WorkloadInfo) -> bool:
@@ -2470,12 +2465,11 @@ class ClusterState:
         ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history. Asked at each
         reservation, admission and release: a cluster without Admission Fair Sharing is answered at once."""
         if self._afs_any_of is not self.config:
-            self._afs_any_of, self._afs_any = self.config, self.afs_configured or self.config is None and any(
-                _admission_mode(cq) == USAGE_BASED for cq in self.cluster_queues.values())
+            self._afs_any_of, self._afs_any = self.config, self.afs_configured
         if not self._afs_any or wl.phase not in (ADMITTED, RESERVED):
-            return False
+            return False  # _afs_any: every ClusterQueue's LocalQueues have history (afs_tracks), else none's
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-        if lq is None or lq.spec.cluster_queue != wl.cluster_queue or not self.afs_tracks(wl.cluster_queue):
+        if lq is None or lq.spec.cluster_queue != wl.cluster_queue:
             return False
         if self.cq_uses_afs(wl.cluster_queue):
             return wl.phase == ADMITTED or self.afs_anchor_at_reservation
@@ -2557,6 +2551,7 @@ class ClusterState:
         keep = {k for k, lq in self.local_queues.items()
                 if self.cq_uses_afs(lq.spec.cluster_queue) and self.afs_tracks(lq.spec.cluster_queue)}
         self.afs_history = {k: v for k, v in self.afs_history.items() if k in keep}
+        self.derived.pop("afs_ledger", None)
         self.derived.pop("afs", None)
         if self.afs_configured:
             cqs = tuple(sorted({lq.spec.cluster_queue for lq in self.local_queues.values()
@@ -2635,7 +2630,7 @@ class ClusterState:
         if len(entries) > afs_ledger.COMPACT_AT:
             key = self._afs_key()
             if key is not None:
-                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
+                self.afs_history[lq] = self._afs_folded(key).compact(lq, entries)
 
     def _afs_key(self) -> tuple[float, int] | None:
         """The half-life and sampling interval the history is compacted under (:mod:`projections.afs_ledger`): the
@@ -2657,15 +2652,37 @@ class ClusterState:
         for lq in sorted(self.afs_history):
             entries = self.afs_history[lq]
             if entries and not (len(entries) == 1 and entries[0][1] == AFS_CHECKPOINT):
-                self.afs_history[lq] = afs_ledger.compacted(lq, entries, key, self.derived.get("afs"))
+                self.afs_history[lq] = self._afs_folded(key).compact(lq, entries)
                 self._afs_touched(lq)
 
     def _afs_touched(self, lq: str) -> None:
-        """LocalQueue ``lq``'s history changed: the scheduler's fold, if there is one, takes it in at its next
-        question (without one there is nothing to tell: a fold started afresh reads every LocalQueue, so the set
-        stays within the LocalQueues changed between two questions)."""
-        if "afs" in self.derived:
+        """LocalQueue ``lq``'s history changed: the ledger (:meth:`afs_ledger`), if there is one, takes it in when
+        next asked (without one there is nothing to tell: a ledger started afresh reads every LocalQueue, so the
+        set stays within the LocalQueues changed between two questions)."""
+        if "afs_ledger" in self.derived:
             self.afs_dirty[lq] = None
+
+    def afs_ledger(self, key: tuple[float, int]) -> afs_ledger.AfsLedger | None:
+        """The history folded under the recorded configuration's half-life and sampling interval, up to date, where
+        they are ``key`` (None otherwise: Admission Fair Sharing off, or a reader folding under others). The one
+        fold of the history: the compaction checkpoints it, the scheduler reads it (derived, rebuilt from the
+        history when it is not there, as after a restore)."""
+        if self._afs_key() != key:
+            return None
+        ledger = self._afs_folded(key)
+        for lq in sorted(self.afs_dirty):
+            ledger.extend(lq, self.afs_history.get(lq))
+        self.afs_dirty.clear()
+        return ledger
+
+    def _afs_folded(self, key: tuple[float, int]) -> afs_ledger.AfsLedger:
+        """The ledger under ``key`` (:meth:`afs_ledger`), as far as it has taken the history in: a new one (none
+        yet, or under another key) has every LocalQueue still to take in."""
+        ledger: afs_ledger.AfsLedger | None = self.derived.get("afs_ledger")
+        if ledger is None or ledger.key() != key:
+            ledger = self.derived["afs_ledger"] = afs_ledger.AfsLedger(*key)
+            self.afs_dirty = dict.fromkeys(self.afs_history)
+        return ledger
     def afs_entries(self) -> list[tuple[int, str, int, tuple[tuple[str, int], ...]]]:
         """:attr:`afs_history` as one list of (time, LocalQueue, sign, usage): by LocalQueue, each in log order."""
         return [(t, lq, sign, u) for lq in sorted(self.afs_history) for t, sign, u in self.afs_history[lq]]

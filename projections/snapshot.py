@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 49
+SNAPSHOT_VERSION = 50
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -117,9 +117,13 @@ restored from an older one, none are known until the next cycle that skips one. 
 per LocalQueue (``afs_queues``: LocalQueue key, its checkpoint, its entries without the key), sorted by key, compacted
 (:mod:`projections.afs_ledger`); restored from an older one, ``afs_history``'s entries are grouped by LocalQueue in
 their order (the fold of one never reads another's), compacted from their next entry on; one holding entries older
-than its recorded Configuration is refused (:func:`_refuse_unconvertible_afs`: the log is folded instead)."""
+than its recorded Configuration is refused (:func:`_refuse_unconvertible_afs`: the log is folded instead). 50: no
+Admission Fair Sharing history while no Configuration is recorded (the first one turning it on starts every
+LocalQueue from its status, as Kueue's start does); restored from an older one with none recorded, its history is
+dropped, and one holding history older than its recorded Configuration, which may have been recorded while none
+was, is refused (the layout is version 49's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -428,19 +432,31 @@ def restore(snap: Snapshot) -> ClusterState:
 
 
 def _refuse_unconvertible_afs(snap: Snapshot) -> None:
-    """Refuse (:class:`InvalidInput`, so the caller passes it over and folds the log) a snapshot before version 49
-    holding Admission Fair Sharing entries older than its recorded Configuration. From version 49 an entry is folded
-    under the configuration in force when it was recorded; an older snapshot does not say which that was (its
-    writer folded every entry under the latest), so converting it could differ from a full fold. Conservative: any
-    configuration recorded after such an entry counts, whether or not it changed the half-life or interval (an entry
-    of the configuration's very time has had no time to decay under the one before)."""
-    if snap.version >= 49 or snap.config is None:
+    """Refuse (:class:`InvalidInput`, so the caller passes it over and folds the log) a snapshot before version 50
+    holding Admission Fair Sharing history older than its recorded Configuration. Its writer kept history while no
+    Configuration was recorded and folded it under the first one; version 50 keeps none then and starts every
+    LocalQueue afresh under the first one turning it on. Before version 49 its writer also folded every entry
+    under the latest configuration, where version 49 folds each under the one in force when it was recorded. The
+    snapshot says neither when its first Configuration was recorded nor which one an entry was recorded under, so
+    converting it could differ from a full fold. Conservative: any configuration recorded after such an entry
+    counts, whether or not it was the first or changed the half-life or interval (a LocalQueue's checkpoint counts
+    from the LocalQueue's first appearance, its anchor). An entry of the configuration's very time is taken as
+    recorded under it: nothing has decayed in between, and a LocalQueue seen in that millisecond before the first
+    Configuration would be seeded then all the same (from the status it was first seen with, where a full fold
+    takes the one it shows at the Configuration: they differ only if it was written again in that millisecond)."""
+    if snap.version >= 50 or snap.config is None:
         return
     since = snap.config.time
-    if any(t < since for t, _, _, _ in snap.afs_history):
+    firsts = [t for t, _, _, _ in snap.afs_history]
+    for _, cp, entries in snap.afs_queues:
+        if cp is not None:
+            firsts.append(cp.anchor if cp.anchor is not None else since - 1)
+        firsts.extend(t for t, _, _ in entries[:1])
+    if any(t < since for t in firsts):
         raise InvalidInput(f"snapshot version {snap.version} holds Admission Fair Sharing history recorded before "
-                           f"its Configuration (recorded at {since}): folded from the log instead, as version 49 "
-                           "folds each entry under the configuration it was recorded under")
+                           f"its Configuration (recorded at {since}): folded from the log instead, as version 50 "
+                           "keeps none before the first Configuration and folds each entry under the one it was "
+                           "recorded under")
 
 
 def _afs_queue(lq: str, entries: list) -> tuple[str, AfsCheckpoint | None, list]:

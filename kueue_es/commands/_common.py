@@ -233,7 +233,8 @@ def warn_afs_override(path: str | None, document: dict[str, Any] | None,
                       recorded: Iterable[dict[str, Any] | None]) -> None:
     """``--config FILE`` overriding the recorded Configuration(s) with Admission Fair Sharing on: the history was
     compacted under the recorded half-life and interval (:mod:`projections.afs_ledger`), so another one folds only
-    what came after each LocalQueue's last checkpoint; and under a recorded Configuration with it off none is kept."""
+    what came after each LocalQueue's last checkpoint; and under a recorded Configuration with it off, or with none
+    recorded, none is kept."""
     key = afs_ledger.key_of(document) if path and document is not None else None
     if key is None:
         return
@@ -242,9 +243,10 @@ def warn_afs_override(path: str | None, document: dict[str, Any] | None,
         warn(f"--config {path}: its Admission Fair Sharing half-life or sampling interval differs from the recorded "
              "one: the override folds only the entries after each LocalQueue's last checkpoint (the usage before "
              "stays as the recorded configuration folded it)")
-    elif keys and keys[-1] is None:
-        warn(f"--config {path} turns Admission Fair Sharing on where the recorded configuration has it off: no "
-             "history was kept, so every LocalQueue's consumed usage reads 0")
+    elif not keys or keys[-1] is None:
+        where = "the recorded configuration has it off" if keys else "the log records no configuration"
+        warn(f"--config {path} turns Admission Fair Sharing on where {where}: no history was kept, so every "
+             "LocalQueue's consumed usage reads 0")
 
 
 def warn_ignored_gates(config: SchedulerConfig, source: str) -> None:

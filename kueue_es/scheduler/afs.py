@@ -27,11 +27,12 @@ A LocalQueue's usage is Σ_resource weight·(consumed + pending) ÷ the LocalQue
 (+∞ for a weight ≤ 0). All of it is a function of the log: the projection records when each LocalQueue's
 admitted usage changed (``ClusterState.afs_history``) and this module folds those facts, in log order, with the
 configuration — the samples falling at fixed steps after each update, so the result does not depend on when or
-how often the scheduler looks. The fold is memoised on the state and extended as the history grows, per
-LocalQueue (a deleted one is forgotten alone). None is kept while the recorded Configuration has Admission Fair
-Sharing off, and it stays bounded while one is recorded: past a few entries a LocalQueue's is
-compacted into a checkpoint of this fold's exact floats under the recorded configuration, which folds on bit for bit
-as the raw entries would (:mod:`projections.afs_ledger`, where the arithmetic lives and the rule for a changed
+how often the scheduler looks. Under the recorded configuration the fold is the projection's own ledger
+(``ClusterState.afs_ledger``), extended as the history grows, per LocalQueue (a deleted one is forgotten alone);
+under another (a tool's ``--config``), one of this module's, memoised on the state. None is kept unless the
+recorded Configuration turns Admission Fair Sharing on (with none recorded, what reads the log reads Kueue's
+defaults: off), and it stays bounded then: past a few entries a LocalQueue's is compacted into a checkpoint of
+this fold's exact floats under the recorded configuration, which folds on bit for bit as the raw entries would (:mod:`projections.afs_ledger`, where the arithmetic lives and the rule for a changed
 configuration is given).
 """
 
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from events.quantity import decimal_string
 from events.timefmt import format_time
 from kueue_es.scheduler import config_record
-from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration_ns
+from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig
 from kueue_es.scheduler.quota import fair_weight
 from projections.afs_ledger import AfsLedger, LedgerQueue, amount
 from projections.cluster import USAGE_BASED, ClusterState
@@ -64,55 +65,32 @@ def enabled_for(config: SchedulerConfig, state: ClusterState, cq: str) -> bool:
 
 
 class AfsFold(AfsLedger):
-    """The consumed usage of every LocalQueue, folded from the state's history under one configuration."""
+    """A fold of the state's history under a configuration other than the recorded one (an override): the
+    recorded one's is the projection's (:meth:`ClusterState.afs_ledger`)."""
 
     def __init__(self, afs: AdmissionFairSharingConfig) -> None:
-        super().__init__(parse_duration_ns(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime") / 1e6,
-                         afs.sampling_interval_ms)
-        self.weights = dict(afs.resource_weights)
-        self.next_memo: tuple[int, int | None] | None = None
-        """(log time, :func:`next_sample`'s answer then), valid until an entry is folded in or that sample is due."""
-
-    def changed(self) -> None:
-        self.next_memo = None
-
-    def consumed(self, lq: str, now: int) -> dict[str, float]:
-        q = self.queues.get(lq)
-        return self._samples(q, now)[0] if q is not None else {}
-
-    def shown(self, lq: str, now: int) -> tuple[dict[str, float], int] | None:
-        """Consumed as of its last update by ``now`` and that update's time: what the LocalQueue's status shows
-        (None for a LocalQueue never seen)."""
-        q = self.queues.get(lq)
-        if q is None:
-            return None
-        if q.last is None:
-            if q.anchor is None or now < q.anchor:
-                return None
-            return dict(q.consumed), q.anchor + (now - q.anchor) // self.interval * self.interval
-        consumed, last = self._samples(q, now)
-        return consumed, last if last is not None else q.last
+        super().__init__(*afs.key)
 
 
-def fold(state: ClusterState, config: SchedulerConfig) -> AfsFold:
-    """The state's history folded under ``config`` (memoised on the state, extended incrementally)."""
+def fold(state: ClusterState, config: SchedulerConfig) -> AfsLedger:
+    """The state's history folded under ``config``: the projection's ledger where ``config`` has the recorded
+    half-life and sampling interval (it checkpoints the history with it: folded once), else a fold of its own
+    (memoised on the state, extended incrementally)."""
     assert config.admission_fair_sharing is not None
+    key = config.admission_fair_sharing.key
+    ledger = state.afs_ledger(key)
+    if ledger is not None:
+        return ledger
     memo: AfsFold | None = state.derived.get("afs")
-    fresh = AfsFold(config.admission_fair_sharing)
+    if memo is None or memo.key() != key:
+        memo = state.derived["afs"] = AfsFold(config.admission_fair_sharing)
     history = state.afs_history
-    if memo is None or memo.key() != fresh.key():
-        memo = state.derived["afs"] = fresh
-        changed: list[str] = sorted(history)
-    else:
-        changed = sorted(state.afs_dirty)
-    state.afs_dirty.clear()
-    memo.weights = fresh.weights
-    for lq in changed:
+    for lq in sorted(set(memo.lists) | set(history)):  # an override, in a tool: its own walk of every LocalQueue
         memo.extend(lq, history.get(lq))
     return memo
 
 
-def pending_penalty(state: ClusterState, fold_: AfsFold, lq: str, cq: str) -> dict[str, float]:
+def pending_penalty(state: ClusterState, fold_: AfsLedger, lq: str, cq: str) -> dict[str, float]:
     """Penalties of the LocalQueue's workloads holding quota without being admitted yet (none under the
     reservation anchor, which settles them when they reserve)."""
     out: dict[str, float] = {}
@@ -130,14 +108,15 @@ def pending_penalty(state: ClusterState, fold_: AfsFold, lq: str, cq: str) -> di
 
 
 def lq_usage(state: ClusterState, config: SchedulerConfig, lq: str, cq: str, now: int,
-             fold_: AfsFold | None = None) -> float:
+             fold_: AfsLedger | None = None) -> float:
     """Σ weight·(consumed + pending penalty) ÷ the LocalQueue's weight (+∞ for a weight ≤ 0)."""
     f = fold_ if fold_ is not None else fold(state, config)
     consumed = f.consumed(lq, now)
     penalty = pending_penalty(state, f, lq, cq)
+    weights = config.admission_fair_sharing.resource_weights  # type: ignore[union-attr]
     total = 0.0
     for r in sorted(set(consumed) | set(penalty)):
-        total += f.weights.get(r, 1.0) * (consumed.get(r, 0.0) + penalty.get(r, 0.0))
+        total += weights.get(r, 1.0) * (consumed.get(r, 0.0) + penalty.get(r, 0.0))
     obj = state.local_queues.get(lq)
     fs = obj.spec.fair_sharing if obj is not None else None
     weight = fair_weight(fs)
@@ -250,15 +229,26 @@ def local_queue_status(state: ClusterState, config: SchedulerConfig, lq: str, no
 
 def sampled_between(state: ClusterState, config: SchedulerConfig, after: int, upto: int) -> list[str]:
     """The LocalQueues with a sample in (``after``, ``upto``], sorted: those whose status moved as the log's time
-    went from one to the other (none without Admission Fair Sharing)."""
+    went from one to the other (none without Admission Fair Sharing). The earliest sample after ``after`` is kept:
+    until a LocalQueue's ledger moves, a later window ending before it is answered without walking them (the
+    status writer asks at every pass, mostly between two samples)."""
     if config.admission_fair_sharing is None or upto <= after:
         return []
     f = fold(state, config)
+    memo = f.memos.get("sampled_between")
+    if memo is not None and memo[0] <= after and (memo[1] is None or upto < memo[1]):
+        return []  # nothing folded in since, and no LocalQueue's first sample after memo[0] is due by upto
     out = []
+    first: int | None = None
     for lq in sorted(f.queues):
         due = _next_due(f, f.queues[lq], after)
-        if due is not None and due <= upto:
+        if due is None:
+            continue
+        if due <= upto:
             out.append(lq)
+        if first is None or due < first:
+            first = due
+    f.memos["sampled_between"] = (after, first)
     return out
 
 
@@ -272,7 +262,7 @@ def next_sample(state: ClusterState, config: SchedulerConfig) -> int | None:
         return None
     f = fold(state, config)
     now = state.time
-    memo = f.next_memo
+    memo = f.memos.get("next_sample")
     if memo is not None and memo[0] <= now and (memo[1] is None or now < memo[1]):
         return memo[1]  # nothing folded in since and that sample not due yet: every LocalQueue's answer stands
     best: int | None = None
@@ -281,11 +271,11 @@ def next_sample(state: ClusterState, config: SchedulerConfig) -> int | None:
         due = _next_due(f, q, now)
         if due is not None and (best is None or due < best) and not _converged(f, q, now):
             best = due
-    f.next_memo = (now, best)
+    f.memos["next_sample"] = (now, best)
     return best
 
 
-def _next_due(f: AfsFold, q: LedgerQueue, after: int) -> int | None:
+def _next_due(f: AfsLedger, q: LedgerQueue, after: int) -> int | None:
     """A LocalQueue's first sample after ``after``, on its grid (from its last sample, else its anchor); None while
     it has neither."""
     start = q.last if q.last is not None else q.anchor
@@ -294,7 +284,7 @@ def _next_due(f: AfsFold, q: LedgerQueue, after: int) -> int | None:
     return start + ((max(after, start) - start) // f.interval + 1) * f.interval
 
 
-def _converged(f: AfsFold, q: LedgerQueue, now: int) -> bool:
+def _converged(f: AfsLedger, q: LedgerQueue, now: int) -> bool:
     """Whether the consumed usage shown at ``now`` is what further samples lead to (rounded as shown: the samples
     move it monotonically towards the admitted usage, so nothing in between shows otherwise)."""
     consumed = f._samples(q, now)[0]

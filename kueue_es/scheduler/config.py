@@ -39,7 +39,7 @@ from kueue_es.scheduler import (
     config_schema,
     tls_options,
 )
-from projections import config_version, custom_labels, gates, go_duration
+from projections import afs_ledger, config_version, custom_labels, gates, go_duration
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.clusterqueues import selector_matches
 from projections.pods_ready import (
@@ -65,14 +65,25 @@ class FairSharingConfig(_Cfg):
 
 
 class AdmissionFairSharingConfig(_Cfg):
-    usage_half_life_time: str = "0s"
-    usage_sampling_interval: str = "5m"
+    usage_half_life_time: str = afs_ledger.DEFAULT_HALF_LIFE
+    usage_sampling_interval: str = afs_ledger.DEFAULT_INTERVAL
     resource_weights: dict[str, float] = {}
+
+    @property
+    def key(self) -> tuple[float, int]:
+        """(half-life, sampling interval) in ms as the history is folded under them: the projection's reading
+        (:func:`projections.afs_ledger.key_from`), which compacts the history under the recorded ones."""
+        try:
+            return afs_ledger.key_from(self.usage_half_life_time, self.usage_sampling_interval)
+        except go_duration.DurationError:
+            parse_duration_ns(self.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime")
+            parse_duration_ns(self.usage_sampling_interval, "admissionFairSharing.usageSamplingInterval")
+            raise
 
     @property
     def sampling_interval_ms(self) -> int:
         """``usageSamplingInterval``; zero (or unset) is Kueue's default of 5 minutes."""
-        return parse_duration(self.usage_sampling_interval, "admissionFairSharing.usageSamplingInterval") or 300_000
+        return self.key[1]
 
 
 class DeviceSelectorCel(_Cfg):

@@ -192,6 +192,21 @@ def test_an_override_with_another_admission_fair_sharing_half_life_or_interval_w
     assert "LocalQueue's last checkpoint" in " ".join(main_help("explain").split())
 
 
+def test_an_override_turning_admission_fair_sharing_on_over_a_log_without_a_configuration_warns(
+        log_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With no Configuration recorded no history is kept (what reads the log reads Kueue's defaults): an override
+    turning Admission Fair Sharing on reads every usage as 0, and says so."""
+    afs = tmp_path / "afs.yaml"
+    afs.write_text(fastyaml.safe_dump(AFS))
+    for command in (["explain", "team/second", "--log", str(log_dir)],
+                    ["pending", "--cluster-queue", "cq", "--log", str(log_dir)],
+                    ["replay", "--verify", "--log", str(log_dir)]):
+        capsys.readouterr()
+        main([*command, "--config", str(afs)])
+        err = capsys.readouterr().err
+        assert "the log records no configuration: no history was kept" in " ".join(err.split()), command
+
+
 def main_help(command: str) -> str:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):

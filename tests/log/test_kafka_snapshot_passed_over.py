@@ -62,7 +62,7 @@ def _record(raw_state: bytes) -> bytes:
 @pytest.mark.parametrize(("value", "reason"), [
     (b"\x93not a record", "not a kueue-es snapshot record"),
     (_record(b"\xa5junk!"), "not a kueue-es snapshot"),
-    (_record(snapshot.encode(ClusterState()).replace(b"\x31", b"\x7f", 1)), "snapshot version 127 is not supported"),
+    (_record(snapshot.encode(ClusterState()).replace(bytes([snapshot.SNAPSHOT_VERSION]), b"\x7f", 1)), "snapshot version 127 is not supported"),
     (_record((GOLDEN / "v48-afs-changed.snap").read_bytes()), "Admission Fair Sharing history recorded before"),
 ], ids=["no record", "no snapshot", "unknown version", "unconvertible"])
 def test_a_snapshot_it_cannot_read_is_passed_over_and_the_log_folded_from_the_start(

@@ -20,6 +20,7 @@ from kueue_es.scheduler import decide
 from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, queue_head, sampled_between
 from kueue_es.scheduler.afs import local_queue_status as afs_status
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, load_config
+from kueue_es.scheduler.config_record import document_of
 from projections import snapshot
 from projections.cluster import AFS_SEED_SCALE, ClusterState
 
@@ -27,6 +28,14 @@ T0 = 1_704_067_200_000
 KQ = "kueue.x-k8s.io/v1beta2"
 CONFIG = load_config({"admissionFairSharing": {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m",
                                                "resourceWeights": {"cpu": 2}}})
+
+
+def _configured() -> ClusterState:
+    """A state with :data:`CONFIG` recorded in force, as every scheduler loop records its own before it decides
+    (with none recorded no history is kept)."""
+    state = ClusterState()
+    state.apply(ev.Record(0, ev.ConfigRecorded(time=T0, document=document_of(CONFIG), writer="test", id="config")))
+    return state
 
 histories = st.lists(
     st.tuples(st.integers(0, 900_000), st.sampled_from(["ns/a", "ns/b", "ns/c"]), st.sampled_from([1, -1]),
@@ -110,7 +119,7 @@ def _objects(draw_lqs):
                           st.integers(1, 20)), min_size=1, max_size=15),
        st.sampled_from([None, 2, "0.5"]))
 def test_restored_state_decides_the_same(waves, weight) -> None:
-    state = ClusterState()
+    state = _configured()
 
     def apply(events):
         for e in events:
@@ -152,8 +161,8 @@ MIN = 60_000
 
 def _lq_state(status: dict | None = None, scope: bool = True) -> ClusterState:
     """ClusterQueue "cq" (4 cpu, UsageBasedAdmissionFairSharing unless ``scope`` is False) and LocalQueue ns/a,
-    first seen at T0 carrying ``status``."""
-    state = ClusterState()
+    first seen at T0 carrying ``status``, under :data:`CONFIG` recorded."""
+    state = _configured()
     for d in _objects([("a", None)]):
         if d["kind"] == "LocalQueue" and status is not None:
             d["status"] = status
@@ -207,9 +216,8 @@ def test_an_admission_settles_into_the_status_then_samples_decay_it_towards_the_
 
 def test_written_for_active_local_queues_only() -> None:
     """Kueue samples every active LocalQueue, none while it is stopped or its ClusterQueue inactive, and nothing
-    without Admission Fair Sharing. (Nor, here, one of a ClusterQueue without UsageBasedAdmissionFairSharing: the log
-    records no Configuration with Admission Fair Sharing, so nothing samples it; see test_afs_tracking.)"""
-    assert afs_status(_lq_state(scope=False), CONFIG, "ns/a", T0) is None
+    without Admission Fair Sharing (whatever the ClusterQueue's admission mode: see test_afs_tracking)."""
+    assert afs_status(_lq_state(scope=False), CONFIG, "ns/a", T0) is not None
     assert afs_status(_lq_state(), load_config({}), "ns/a", T0) is None
     state = _lq_state()
     lq = state.local_queues["ns/a"]

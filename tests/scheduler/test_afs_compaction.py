@@ -155,7 +155,7 @@ def _observed(state: ClusterState) -> list:
         return []
     f = fold(state, config)
     out: list = [next_sample(state, config)]
-    f.next_memo = None
+    f.memos.clear()
     out.append(next_sample(state, config))  # the memo answers as a fresh look
     for lq in sorted(set(f.queues) | set(state.local_queues)):
         for ahead in (0, 1, 59_999, 60_000, 7 * MIN + 13, 3 * 60 * MIN):
@@ -217,7 +217,7 @@ def test_the_history_stays_bounded_however_many_workloads_pass_through_a_local_q
     longest: list[int] = []
 
     state = lifecycles(500)
-    assert state.afs_dirty == {}, "no fold asked: nothing kept for one"
+    assert set(state.afs_dirty) <= set(state.afs_history), "at most one mark per LocalQueue"
     assert 1 < max(longest) <= afs_ledger.COMPACT_AT
     assert sum(len(v) for v in state.afs_history.values()) <= 3 * (afs_ledger.COMPACT_AT + 1)
     assert len(msgspec.msgpack.encode(snapshot.take(state).afs_queues)) < 3_000
@@ -242,19 +242,19 @@ def test_a_recorded_configuration_without_admission_fair_sharing_keeps_no_histor
 
 
 @pytest.mark.parametrize(("params", "left"), [(0, {"ns/a", "ns/b", "ns/c"}), (None, set())])
-def test_with_no_configuration_recorded_the_history_waits_for_the_first_one(params: int | None, left: set) -> None:
-    """With no Configuration recorded at all a ClusterQueue ordering by it keeps its LocalQueues' history (the
-    exception to the bound: there is nothing to compact it under yet); under the first Configuration recorded it
-    is compacted at its next entry, or, without Admission Fair Sharing, dropped."""
+def test_with_no_configuration_recorded_none_is_kept_until_one_turns_it_on(params: int | None, left: set) -> None:
+    """With no Configuration recorded at all nothing reads the history (Kueue's defaults: Admission Fair Sharing
+    off), so a ClusterQueue ordering by it keeps none either, however many workloads pass; the first Configuration
+    recorded with it starts every LocalQueue afresh (bounded from then on), one without it keeps none still."""
     state = ClusterState()
     _base(state, params=None)
     sizes: list[int] = []
     script = [*(("cycle", "a", 1_000 + i, 1, 61_001) for i in range(40)), ("config", params, True),
-              ("cycle", "a", 5_000, 1, 61_001)]
+              *(("cycle", "a", 5_000 + i, 1, 61_001) for i in range(40))]
     _run(state, script, lambda s: sizes.append(len(s.afs_history.get("ns/a", ()))))
-    assert sizes[39] > afs_ledger.COMPACT_AT
+    assert max(sizes[:40]) == 0
     assert set(state.afs_history) == left
-    assert all(len(v) <= afs_ledger.COMPACT_AT + 1 for v in state.afs_history.values())
+    assert max(sizes) <= afs_ledger.COMPACT_AT
 
 
 def test_the_projection_reads_the_half_life_and_interval_as_the_scheduler_does() -> None:
@@ -273,6 +273,15 @@ def test_the_projection_reads_the_half_life_and_interval_as_the_scheduler_does()
                                            "AdmissionFairSharingAnchorAtQuotaReservation": False}}
     assert load_config(off).admission_fair_sharing is None and key_of(off) is None
     assert key_of(_document(0) | {"admissionFairSharing": {}}) == (0.0, 300_000)
+
+
+def test_the_scheduler_and_the_projection_read_them_through_one_function(monkeypatch) -> None:
+    """One reading of the two durations (``afs_ledger.key_from``), not two kept alike: whatever it answers is what
+    both the scheduler's fold and the projection's compaction fold under."""
+    monkeypatch.setattr(afs_ledger, "key_from", lambda half, interval: (len(half) + 0.5, len(interval)))
+    doc = _document(0)
+    assert key_of(doc) == (3.5, 2)
+    assert load_config(doc).admission_fair_sharing.key == (3.5, 2)  # type: ignore[union-attr]
 
 
 def test_a_changed_half_life_checkpoints_every_local_queue_under_the_one_it_replaces() -> None:
@@ -309,6 +318,41 @@ def test_deleting_a_local_queue_leaves_the_others_history_and_their_fold_as_they
     assert fold(state, config) is f and f.queues["ns/a"] is ledger and "ns/b" not in f.queues
 
 
+@pytest.mark.parametrize("ask_every", [1, 5, None])
+def test_the_scheduler_reads_the_projection_s_ledger_and_each_entry_is_folded_once(monkeypatch, ask_every) -> None:
+    """The history is folded once, by the projection's ledger, which its compaction checkpoints and the scheduler
+    reads under the recorded configuration (no fold of the scheduler's own beside it): over 200 lifecycles, asked
+    after every record, every fifth or only at the end, each entry is applied once and no checkpoint is refolded."""
+    applied: list[int] = []
+    appended: list[int] = []
+    real_apply, real_add = afs_ledger.AfsLedger.apply, ClusterState._afs_add
+
+    def counting_apply(self, time, lq, sign, usage):  # type: ignore[no-untyped-def]
+        applied.append(sign)
+        real_apply(self, time, lq, sign, usage)
+
+    def counting_add(self, lq, sign, usage):  # type: ignore[no-untyped-def]
+        appended.append(sign)
+        real_add(self, lq, sign, usage)
+
+    monkeypatch.setattr(afs_ledger.AfsLedger, "apply", counting_apply)
+    monkeypatch.setattr(ClusterState, "_afs_add", counting_add)
+    state = _Recording()
+    _base(state)
+    config = load_config(_document(0))
+    script = [("cycle", "a" if i % 2 else "c", 1_000 + i, 1, 61_001) for i in range(200)]
+    _run(state, script, (lambda s: fold(s, config) if len(s.records) % ask_every == 0 else None)
+         if ask_every else None)
+    f = fold(state, config)
+    assert f is state.afs_ledger(config.admission_fair_sharing.key)  # type: ignore[union-attr]
+    assert sorted(applied) == sorted(appended) and AFS_CHECKPOINT not in applied
+    with _CompactAt(UNBOUNDED):
+        plain = ClusterState()
+        for record in state.records:
+            plain.apply(record)
+    assert _observed(state) == _observed(plain)
+
+
 def test_the_next_sample_is_not_looked_for_again_while_nothing_changed_and_it_is_not_due(monkeypatch) -> None:
     """The scheduler asks at each batch: while no entry was folded in and the answer is still ahead, it stands (no
     LocalQueue's first sample after the log's time, nor whether it moves the shown usage, changed)."""
@@ -329,5 +373,33 @@ def test_the_next_sample_is_not_looked_for_again_while_nothing_changed_and_it_is
         {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f3"}}, o.KueueObject)))
     again = next_sample(state, config)
     assert looked, "due: looked for again"
-    fold(state, config).next_memo = None
+    fold(state, config).memos.clear()
     assert again == next_sample(state, config) > first
+
+
+def test_the_local_queues_sampled_between_are_not_walked_again_before_the_first_sample_due(monkeypatch) -> None:
+    """The status writer asks at each pass which LocalQueues had a sample since its last look: while no entry was
+    folded in, a window ending before the earliest sample found last time is answered without walking them; one
+    reaching it, or an entry folded in, walks them again (and answers as a fresh look)."""
+    state = ClusterState()
+    _base(state, 0)
+    _run(state, [("cycle", "a", 1_000, 1, 61_001), ("reserve", "b", 2_000, True)])
+    config = load_config(_document(0))
+    now = state.time
+    assert afs.sampled_between(state, config, now - 1, now) == []
+    due = min(d for d in (afs._next_due(fold(state, config), q, now) for q in fold(state, config).queues.values())
+              if d is not None)
+    looked: list[int] = []
+    real = afs._next_due
+    monkeypatch.setattr(afs, "_next_due", lambda f, q, after: looked.append(after) or real(f, q, after))
+    for t in range(now, due - 1, 7_000):
+        assert afs.sampled_between(state, config, t, min(t + 7_000, due - 1)) == []
+    assert looked == []
+    got = afs.sampled_between(state, config, due - 1, due)
+    assert looked and got
+    fold(state, config).memos.clear()
+    assert afs.sampled_between(state, config, due - 1, due) == got
+    _reserve(state, "late", "a", "cq1", 500, now + 1)
+    looked.clear()
+    afs.sampled_between(state, config, due - 1, due - 1 + 1)
+    assert looked, "an entry folded in: walked again"

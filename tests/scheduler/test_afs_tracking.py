@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 from afshelp import KQ, MIN, T0, cluster_queue, configure, document, reserve
 from afshelp import apply as _apply
 from afshelp import local_queue as _local_queue
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from events import objects as o
 from events import schema as ev
+from events.errors import InvalidInput
 from events.quantity import parse_quantity
 from events.timefmt import format_time
 from kueue_es.scheduler.afs import AfsFold, fold, lq_usage, next_sample
@@ -30,6 +32,7 @@ from kueue_es.scheduler.afs import local_queue_status as afs_status
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.reconcile import next_deadline
 from projections import snapshot
+from projections.afs_ledger import AfsCheckpoint
 from projections.cluster import AFS_SEED_SCALE, ClusterState
 
 AFS = {"usageHalfLifeTime": "10m", "usageSamplingInterval": "1m"}
@@ -188,6 +191,42 @@ def test_history_a_snapshot_kept_under_a_configuration_without_it_is_dropped_on_
     assert snapshot.digest(restored) == snapshot.digest(state)
 
 
+def test_history_a_snapshot_kept_with_no_configuration_recorded_is_dropped_on_restore() -> None:
+    """Snapshots written before version 50 kept the history of a ClusterQueue ordering by it while no Configuration
+    was recorded: restored, it goes, as a full fold keeps none; the first Configuration turning it on then starts
+    the LocalQueues as the full fold does."""
+    state = _state(usage_based=True, afs=False)
+    _reserve(state, "w", "a", "cq", 2, T0 + MIN)
+    snap = msgspec.structs.replace(snapshot.take(state), version=49,
+                                   afs_queues=[("ns/a", None, [(T0, 0, []), (T0 + MIN, 1, [("cpu", 2000)])])])
+    restored = snapshot.restore(snap)
+    assert restored.afs_history == state.afs_history == {}
+    for s in (state, restored):
+        _configure(s, T0 + 2 * MIN)
+    assert restored.afs_entries() == state.afs_entries() != []
+    assert snapshot.digest(restored) == snapshot.digest(state)
+
+
+def test_a_version_49_snapshot_with_history_older_than_its_configuration_is_refused() -> None:
+    """Its writer may have kept that history while no Configuration was recorded (and folded it under the first
+    one), where version 50 starts every LocalQueue afresh under the first: the snapshot cannot say, so it is
+    refused (its reader folds the log instead). History of the configuration's own time, or later, restores."""
+    state = _state(usage_based=True, afs=False)
+    _configure(state, T0 + MIN)
+    _reserve(state, "w", "a", "cq", 2, T0 + 2 * MIN)
+    snap = snapshot.take(state)
+    assert snap.afs_queues[0][2][0][0] == T0 + MIN  # seeded at the Configuration
+    assert snapshot.restore(msgspec.structs.replace(snap, version=49)).afs_history == state.afs_history
+    older = [("ns/a", None, [(T0, 0, []), (T0 + 2 * MIN, 1, [("cpu", 2000)])])]
+    with pytest.raises(InvalidInput, match="history recorded before its Configuration"):
+        snapshot.restore(msgspec.structs.replace(snap, version=49, afs_queues=older))
+    checkpointed = [("ns/a", AfsCheckpoint(T0 + 2 * MIN, 600_000.0, 60_000, (), (("cpu", 2.0),), T0 + 2 * MIN, T0),
+                     [])]
+    with pytest.raises(InvalidInput, match="history recorded before its Configuration"):
+        snapshot.restore(msgspec.structs.replace(snap, version=49, afs_queues=checkpointed))
+    assert snapshot.restore(msgspec.structs.replace(snap, afs_queues=older)).afs_history["ns/a"][0][0] == T0
+
+
 def test_restored_from_a_version_46_snapshot_the_history_is_kept_only_where_needed() -> None:
     """A version-46 snapshot held a seed for every LocalQueue ever seen, and no admitted usage where the ClusterQueue
     does not order by Admission Fair Sharing: restored, a gone LocalQueue's entries go, and one of such a
@@ -278,21 +317,24 @@ def test_a_new_local_queue_looks_only_at_its_own_workloads_where_admission_fair_
     assert [(sign, list(u)) for _, sign, u in state.afs_history["ns/b"]] == [(0, []), (2, [("cpu", 3000)])]
 
 
-def test_a_cluster_queue_turning_to_admission_fair_sharing_counts_what_it_holds_and_what_it_admits_next() -> None:
-    """Without the configuration stanza nothing is counted until a ClusterQueue orders by it (the fold answers
-    "not counted" at once on such a cluster); from then its LocalQueues start as on a restart, and a deleted and
-    recreated ClusterQueue of the plain kind stops it again."""
-    state = _state(afs=False)
+def test_with_no_configuration_recorded_none_is_kept_and_the_first_one_starts_every_local_queue() -> None:
+    """With no Configuration recorded whatever reads the log reads Kueue's defaults, Admission Fair Sharing off
+    (every scheduler loop records its own before it decides): so no history is kept, not even for a ClusterQueue
+    ordering by it, however many workloads pass. The first Configuration turning it on starts every LocalQueue as
+    Kueue's start does: seeded from its status at that point, counting what it holds (no entry penalty for what is
+    already admitted), then what it admits."""
+    state = _state(usage_based=True, afs=False)
+    _upsert(state, _local_queue("b", "cq", consumed_cpu=3), T0)
+    for i in range(40):
+        _reserve(state, f"old{i}", "a", "cq", 1, T0 + i)
+        _apply(state, ev.WorkloadFinished(time=T0 + i, key=f"ns/old{i}"))
     _reserve(state, "w1", "a", "cq", 1, T0 + MIN)
-    assert state.afs_entries() == []
-    _upsert(state, _cluster_queue("cq", usage_based=True), T0 + 2 * MIN)
+    assert state.afs_history == {}
+    _configure(state, T0 + 2 * MIN)
     _reserve(state, "w2", "a", "cq", 2, T0 + 3 * MIN)
-    assert [(t, sign, list(u)) for t, _, sign, u in state.afs_entries()] == [
-        (T0 + 2 * MIN, 0, []), (T0 + 2 * MIN, 2, [("cpu", 1000)]), (T0 + 3 * MIN, 1, [("cpu", 2000)])]
-    _apply(state, ev.ObjectDeleted(time=T0 + 4 * MIN, key="cq", kind="ClusterQueue"))
-    _upsert(state, _cluster_queue("cq", usage_based=False), T0 + 5 * MIN)
-    _reserve(state, "w3", "a", "cq", 3, T0 + 6 * MIN)
-    assert state.afs_entries() == []
+    assert [(t, lq, sign, list(u)) for t, lq, sign, u in state.afs_entries()] == [
+        (T0 + 2 * MIN, "ns/a", 0, []), (T0 + 2 * MIN, "ns/a", 2, [("cpu", 1000)]),
+        (T0 + 3 * MIN, "ns/a", 1, [("cpu", 2000)]), (T0 + 2 * MIN, "ns/b", 0, [("cpu", 3000)])]
 
 
 # --- the admitted usage folded is what the counted workloads hold, whatever changes -------------------------------
@@ -352,8 +394,8 @@ def _check_admitted(state: ClusterState) -> None:
         scope = obj.spec.admission_scope if obj is not None else None
         return scope is not None and scope.admission_mode == "UsageBasedAdmissionFairSharing"
 
-    def tracks(cq: str) -> bool:  # a recorded Configuration without it keeps none; none recorded: the modes say
-        return configured or (state.config is None and orders(cq))
+    def tracks(cq: str) -> bool:  # only while a recorded Configuration turns it on, whatever the mode
+        return configured
 
     held: dict[str, float] = {}
     for key in sorted(state.workloads):

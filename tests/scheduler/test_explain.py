@@ -221,12 +221,14 @@ def test_admission_fair_sharing_usage_is_shown() -> None:
 
     spec = fastyaml.safe_load((SCENARIOS / "admission-fair-sharing-usage-order.yaml").read_text())
     objs = [msgspec.convert(d, o.KueueObject) for d in spec["objects"] + spec["timeline"][1]["objects"]]
-    state = ClusterState()
-    for x in objs:
-        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=1_704_067_200_000, key=x.key, obj=x)))
     from kueue_es.scheduler.config import load_config
 
     config = load_config(spec["config"])
+    state = ClusterState()  # the configuration recorded first, as every scheduler loop records its own
+    state.apply(ev.Record(0, ev.ConfigRecorded(time=1_704_067_200_000, document=spec["config"], writer="test",
+                                               id="config")))
+    for x in objs:
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=1_704_067_200_000, key=x.key, obj=x)))
     now = 1_704_067_200_000 + 30 * 60_000
     data = explain(state, config, "team/a-next", now)
     assert data is not None
