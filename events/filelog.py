@@ -43,6 +43,10 @@ DIRECTORY_SETTLE_NS = 2 * 10**9
 """How old a directory's modification time must be before a listing of it is kept for polls to come: older than
 the coarsest timestamps of a file system a log may live on (a tick of the kernel's clock on most, a second or two
 on some), so that a segment created after the listing cannot leave the time where it was."""
+RELIST_NS = 10 * 10**9
+"""How long a kept listing serves at most (by this machine's monotonic clock) before the directory is listed again
+whatever its modification time says: a file system whose clock lags this machine's (a network one) could otherwise
+hide a new segment behind a time that did not move."""
 READ_CHUNK = 1 << 20
 """Bytes of a segment a reader holds at once (more only for a frame larger than that): a segment is up to
 ``segment_bytes`` (64 MiB by default), and replay, recovery, ``log inspect`` and ``log verify`` walk whole ones."""
@@ -216,7 +220,7 @@ class SegmentWalk:
     def __init__(self, path: Path, expected_base: int, origin: int = 0, size: int | None = None,
                  chunk: int | None = None) -> None:
         self.path, self.expect, self.position, self.size = path, expected_base, origin, size
-        self.chunk = READ_CHUNK if chunk is None else chunk
+        self.chunk = max(READ_CHUNK if chunk is None else chunk, HEADER.size)  # a window holds a header at least
         self.torn_at: int | None = None
         self.frames = 0
 
@@ -316,7 +320,7 @@ class FileLog(EventLog):
         self._synced = 0
         self._sync_done: anyio.Event | None = None
         self._end_cursor: TailCursor | None = None  # a read-only log's end, as far as read
-        self._listed: tuple[int, list[tuple[int, Path]]] | None = None  # (directory mtime, segments): _listing
+        self._listed: tuple[int, int, list[tuple[int, Path]]] | None = None  # (mtime, listed at, segments)
         self._followers: list[anyio.Event] = []  # set when an append or close may wake a waiting follower
         self._closed = False
         self.truncated_bytes = 0
@@ -621,13 +625,13 @@ class FileLog(EventLog):
         """The log's segments, listed again only when the directory may have changed since the last listing: a
         new segment (or any file created, renamed or removed there) moves the directory's modification time.
         A listing is kept only once that time is older than :data:`DIRECTORY_SETTLE_NS`, since a change in the
-        same tick of the file system's clock would leave it where it was."""
-        mtime = os.stat(self.directory).st_mtime_ns
-        if self._listed is not None and self._listed[0] == mtime:
-            return self._listed[1]
+        same tick of the file system's clock would leave it where it was, and for :data:`RELIST_NS` at most."""
+        mtime, now = os.stat(self.directory).st_mtime_ns, time.monotonic_ns()
+        if self._listed is not None and self._listed[0] == mtime and now - self._listed[1] < RELIST_NS:
+            return self._listed[2]
         settled = mtime < time.time_ns() - DIRECTORY_SETTLE_NS
         segments = list_segments(self.directory)
-        self._listed = (mtime, segments) if settled else None
+        self._listed = (mtime, now, segments) if settled else None
         return segments
 
     async def end_offset(self) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from events import schema as ev
 from events.errors import CorruptRecord
-from events.filelog import HEADER, FileLog, list_segments
+from events.filelog import HEADER, FileLog, SegmentWalk, list_segments
 from kueue_es.commands.log_cmd import inspect_log
 from kueue_es.commands.log_verify import verify_log
 
@@ -132,6 +132,24 @@ def test_a_frame_larger_than_the_window_is_read_whole(tmp_path: Path) -> None:
     assert [r.event.id for b in log.scan() for r in b] == ["small", "big", "after"]
     assert log.segments()[0].frames == 3 and log.frame_checksum(2) is not None
     assert verify_log(str(tmp_path), with_checkpoints=False).events == 3
+
+
+def test_a_window_asked_smaller_than_a_frame_header_still_walks_the_segment(tmp_path: Path) -> None:
+    """A window must hold a header to learn how long its frame is: a smaller one is taken as one that does."""
+    async def fill() -> None:
+        log = FileLog.open(tmp_path, fsync="never")
+        for i in range(3):
+            await log.append([ev.ClockTicked(time=i, id=f"{i}", key="k")])
+        log.close_sync()
+
+    anyio.run(fill)
+    for chunk in (1, HEADER.size - 1):
+        walk = SegmentWalk(tmp_path / SEG0, 0, chunk=chunk)
+        windows = 0
+        for _ in walk.windows():
+            windows += 1
+            assert windows < 100, f"no progress with a {chunk}-byte window"
+        assert (walk.frames, walk.expect, walk.torn_at) == (3, 3, None)
 
 
 def test_damage_past_the_first_window_names_segment_and_offset(big: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -344,6 +345,29 @@ def test_a_directory_changed_just_now_is_listed_at_every_poll(tmp_path: Path, mo
         for _ in range(3):
             list(log.read_new(cursor))
     assert calls["listdir"] + calls["scandir"] == 3
+    writer.close_sync()
+
+
+def test_a_kept_listing_is_listed_again_once_it_is_old_whatever_the_directory_time_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file system whose clock lags this machine's may leave the directory's time where a kept listing saw it
+    after a new segment: the listing serves RELIST_NS at most."""
+    writer = FileLog.open(tmp_path, fsync="never", segment_bytes=8 << 10)
+    end = anyio.run(_append, writer, [5] * 10)
+    _settle(tmp_path)
+    kept = tmp_path.stat().st_mtime_ns
+    log = FileLog.open(tmp_path, readonly=True)
+    cursor = log._cursor_at(0)  # noqa: SLF001
+    assert cursor is not None
+    assert sum(len(b) for b in log.read_new(cursor)) == end
+    assert list(log.read_new(cursor)) == []  # the listing is kept from here on
+    more = anyio.run(_append, writer, [5] * 20, end)
+    os.utime(tmp_path, ns=(kept, kept))  # the directory's time as the kept listing saw it
+    seen = [r.offset for b in log.read_new(cursor) for r in b]  # its own segment's growth, not the next segments
+    assert seen == list(range(end, end + len(seen))) and end + len(seen) < more, "the kept listing served"
+    now = time.monotonic_ns()
+    monkeypatch.setattr(filelog.time, "monotonic_ns", lambda: now + filelog.RELIST_NS)
+    assert [r.offset for b in log.read_new(cursor) for r in b] == list(range(end + len(seen), more))
     writer.close_sync()
 
 
