@@ -119,6 +119,7 @@ from projections.workloads import (
     ALLOWED_FLAVORS_ANNOTATION,
     ELASTIC_JOB_ANNOTATION,
     FINISHED,
+    HOLDING,
     PENDING,
     RESERVED,
     SLICE_REPLACEMENT_FOR_ANNOTATION,
@@ -887,12 +888,12 @@ class ClusterState:
                 # entry).
                 workloads, key = self.workloads, e.key
                 wl = workloads.get(key)
-                before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+                before = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
                     seen = _seen(wl)
                 handler(self, e)
                 wl = workloads.get(key)
-                after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+                after = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
                 generations = self.generations
                 if before:
                     generations[before] = generations.get(before, 0) + 1
@@ -928,7 +929,7 @@ class ClusterState:
         echo of a status write, :meth:`_on_workload_upserted`) only marks the workload touched."""
         key, workloads = e.key, self.workloads
         wl = workloads.get(key)
-        before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+        before = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
         try:
             quiet = self._on_workload_upserted(e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
@@ -940,7 +941,7 @@ class ClusterState:
             generations[before] = generations.get(before, 0) + 1
         if not quiet:  # (a quiet upsert leaves the same workload in the same phase and ClusterQueue: nothing to add)
             wl = workloads.get(key)
-            after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+            after = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
             if after and after != before:
                 generations[after] = generations.get(after, 0) + 1
         if (wl is None or wl.second_pass is not None or wl.phase == RESERVED
@@ -972,7 +973,7 @@ class ClusterState:
                         unscheduled = waiting
                 if wl.max_execution_seconds is not None:
                     limit = max_execution_deadline(wl)
-            if wl.phase in _HOLDING and not wl.pods_ready and wl.active:
+            if wl.phase in HOLDING and not wl.pods_ready and wl.active:
                 self.not_ready[key] = None
             elif key in self.not_ready:
                 del self.not_ready[key]
@@ -2412,7 +2413,7 @@ class ClusterState:
         if wl.kept_nodes:  # its placement goes: nothing is kept on a failed node any more
             wl.kept_nodes = ()
             self.keeping.pop(wl.key, None)
-        if wl.phase in _HOLDING:
+        if wl.phase in HOLDING:
             if self._afs_counted(wl):
                 self._afs_record(wl, -1)
             self._charge(wl, -1)
@@ -2689,7 +2690,7 @@ class ClusterState:
 
     def _reserve(self, e: ev.QuotaReserved) -> None:
         wl = self.workloads.get(e.key)
-        if wl is None or wl.phase in _HOLDING or wl.phase == FINISHED:
+        if wl is None or wl.phase in HOLDING or wl.phase == FINISHED:
             return
         self._dequeue(wl)
         wl.admission = e.admission
@@ -2908,7 +2909,7 @@ class ClusterState:
         self._dequeue(wl)
         self.awaiting_release.discard(wl.key)
         self.backoff.pop(wl.key, None)
-        was_reserving = wl.phase in _HOLDING
+        was_reserving = wl.phase in HOLDING
         wl.phase = FINISHED
         self.flagged.pop(wl.key, None)
         wl.set_condition("Finished", "True", e.reason, e.message, e.time)
