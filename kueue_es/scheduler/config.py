@@ -968,7 +968,8 @@ def _validate_selector(selector: o.LabelSelector, at: str) -> None:
 
 def _validate_managed_selector_exempts(cfg: SchedulerConfig, source: str) -> None:
     """Kueue's validateManagedJobsNamespaceSelector: the selector must leave out ``kube-system`` and Kueue's own
-    namespace (when one is set), whichever integrations are on."""
+    namespace (when one is set), whichever integrations are on. Kueue's message holds an "Invalid value: " part
+    printing the selector as Go prints its struct; kueue-es leaves that part out rather than imitate Go's dump."""
     selector = cfg.managed_jobs_namespace_selector
     if selector is None:
         return
