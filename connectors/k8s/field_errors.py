@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from events.field_errors import go_quote  # also the webhooks' quoting, through this module
+
 OMIT = object()
 """As ``value`` of :func:`invalid`: the error shows no value (``Invalid value: <detail>``)."""
 
@@ -42,23 +44,3 @@ def shown(value: Any) -> str:
         return go_quote(value)
     return str(value)
 
-
-_SHORT_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
-                  '"': '\\"', "\\": "\\\\"}
-
-
-def go_quote(text: str) -> str:
-    """``text`` as Go's ``%q`` quotes it."""
-    out = []
-    for ch in text:
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
