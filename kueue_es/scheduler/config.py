@@ -293,20 +293,29 @@ KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubefl
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
 """Kind -> Kueue's framework name for the Kubeflow training operator's kubeflow.org/v1 jobs (each off unless listed)."""
-MULTIKUEUE_ADAPTER_FRAMEWORKS = {
-    ("batch/v1", "Job"): JOB_FRAMEWORK,
-    ("v1", "Pod"): POD_FRAMEWORK,
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): JOBSET_FRAMEWORK,
-    **{("kubeflow.org/v1", kind): framework for kind, framework in KUBEFLOW_FRAMEWORKS.items()},
-    ("kubeflow.org/v2beta1", "MPIJob"): MPIJOB_FRAMEWORK,
-    ("ray.io/v1", "RayJob"): RAYJOB_FRAMEWORK,
-    ("ray.io/v1", "RayCluster"): RAYCLUSTER_FRAMEWORK,
-    ("ray.io/v1", "RayService"): RAYSERVICE_FRAMEWORK,
-    ("workload.codeflare.dev/v1beta2", "AppWrapper"): APPWRAPPER_FRAMEWORK,
-    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_FRAMEWORK,
-    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): LWS_FRAMEWORK,
-    ("apps/v1", "StatefulSet"): STATEFULSET_FRAMEWORK,
+FRAMEWORK_KINDS = {
+    JOB_FRAMEWORK: ("batch/v1", "Job"),
+    POD_FRAMEWORK: ("v1", "Pod"),
+    DEPLOYMENT_FRAMEWORK: ("apps/v1", "Deployment"),
+    STATEFULSET_FRAMEWORK: ("apps/v1", "StatefulSet"),
+    JOBSET_FRAMEWORK: ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    **{framework: ("kubeflow.org/v1", kind) for kind, framework in KUBEFLOW_FRAMEWORKS.items()},
+    MPIJOB_FRAMEWORK: ("kubeflow.org/v2beta1", "MPIJob"),
+    RAYJOB_FRAMEWORK: ("ray.io/v1", "RayJob"),
+    RAYCLUSTER_FRAMEWORK: ("ray.io/v1", "RayCluster"),
+    RAYSERVICE_FRAMEWORK: ("ray.io/v1", "RayService"),
+    APPWRAPPER_FRAMEWORK: ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+    TRAINJOB_FRAMEWORK: ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+    LWS_FRAMEWORK: ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    SPARK_FRAMEWORK: ("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
 }
+"""Every integration framework Kueue registers -> the (apiVersion, kind) of the job it manages: the names
+``integrations.frameworks`` may hold (Kueue's ``GetIntegrationsList``), and the kinds an
+``integrations.externalFrameworks`` entry may not repeat (:func:`_validate_integrations`)."""
+KNOWN_FRAMEWORKS = tuple(sorted(FRAMEWORK_KINDS))
+"""The framework names as Kueue lists them when it refuses another: sorted."""
+MULTIKUEUE_ADAPTER_FRAMEWORKS = {FRAMEWORK_KINDS[framework]: framework for framework in FRAMEWORK_KINDS
+                                 if framework not in (DEPLOYMENT_FRAMEWORK, SPARK_FRAMEWORK)}
 """(apiVersion, kind) of each built-in MultiKueue adapter -> its integration framework: Kueue builds the adapter
 only while ``integrations.frameworks`` lists it (its ``GetMultiKueueAdapters``); the adapters themselves are
 :data:`kueue_es.scheduler.multikueue.ADAPTERS`."""
@@ -740,6 +749,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     _validate_external_frameworks(cfg, source)
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)
+    if strict:  # taken up in session 33 (the external frameworks) and after: not for a recorded document
+        _validate_integrations(doc, cfg.frameworks, source)
     _validate_framework_needs(cfg.frameworks, source)
     _validate_framework_gates(cfg, source)
     bad_label = custom_labels.problem(cfg.metrics.custom_labels) if cfg.metrics is not None else None
@@ -750,7 +761,6 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if strict:  # rules kueue-es took up in session 33: a document recorded before is not held to them
         _validate_managed_selector_exempts(cfg, source)
         _validate_servers(doc, source)
-        _validate_integration_external_frameworks(doc, source)
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
     if cfg.tls is not None:
         _validate_tls(cfg, cfg.tls, source, strict)
@@ -1003,11 +1013,19 @@ def _validate_servers(doc: dict[str, Any], source: str) -> None:
                                + ",".join(found))
 
 
-def _validate_integration_external_frameworks(doc: dict[str, Any], source: str) -> None:
-    """Kueue's validateIntegrations for ``integrations.externalFrameworks``: each name a ``Kind.version.group``
-    (:func:`external_kind`), none twice, in Kueue's words. (Kueue also refuses one naming a built-in integration's
-    kind; kueue-es does not check that.)"""
-    seen: set[tuple[str, str]] = set()
+def _validate_integrations(doc: dict[str, Any], frameworks: tuple[str, ...], source: str) -> None:
+    """Kueue's validateIntegrations: each of ``integrations.frameworks`` a framework it registers
+    (:data:`KNOWN_FRAMEWORKS`), none twice; each of ``integrations.externalFrameworks`` a ``Kind.version.group``
+    (:func:`external_kind`) whose kind neither a listed framework's job (:data:`FRAMEWORK_KINDS`) nor an earlier
+    entry has. Kueue keys both lists by kind; two registered names never share one, so a repeated name is the only
+    repeated framework. ``frameworks`` as defaulted, as Kueue validates after defaulting."""
+    for i, name in enumerate(frameworks):
+        at = f"{source}: Configuration: field `integrations.frameworks[{i}]`"
+        if name not in FRAMEWORK_KINDS:
+            raise InvalidInput(f"{at}: " + not_supported(go_quote(name), KNOWN_FRAMEWORKS))
+        if name in frameworks[:i]:
+            raise InvalidInput(f"{at}: Duplicate value: {go_quote(name)}")
+    seen = {FRAMEWORK_KINDS[name] for name in frameworks}
     for i, name in enumerate((doc.get("integrations") or {}).get("externalFrameworks") or []):
         at = f"{source}: Configuration: field `integrations.externalFrameworks[{i}]`"
         kind = external_kind(name)
