@@ -600,21 +600,23 @@ def _validate_external_frameworks(cfg: SchedulerConfig, source: str) -> None:
 
 
 def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
-    """Kueue's checks of ``multiKueue.clusterProfile``: not both lists; each provider of the list in use named,
-    its plugin with a command, an apiVersion, named env entries and a known interactiveMode."""
+    """Kueue's checks of ``multiKueue.clusterProfile``, in its words and its order, the first it finds: not both
+    lists; then each provider of the list in use named, its plugin with a command, an apiVersion, named env
+    entries and a known interactiveMode. Kueue's paths name the list, not the entry (no ``[i]``)."""
     at = f"{source}: field `multiKueue.clusterProfile"
     if cp.access_providers and cp.credentials_providers:
-        raise InvalidInput(f"{at}.credentialsProviders`: must not be specified when accessProviders is specified")
+        raise InvalidInput(f"{at}.credentialsProviders`: Forbidden: must not be specified when accessProviders is "
+                           "specified")
     field = "accessProviders" if cp.access_providers else "credentialsProviders"
-    for i, p in enumerate(cp.access_providers or cp.credentials_providers):
-        where = f"{at}.{field}[{i}]"
+    where = f"{at}.{field}"
+    for p in cp.access_providers or cp.credentials_providers:
         ex = p.exec_config
         missing = [name for name, value in (("name", p.name), ("execConfig.command", ex.command),
-                                            ("execConfig.apiVersion", ex.api_version),
-                                            ("execConfig.interactiveMode", ex.interactive_mode)) if not value]
-        missing += [f"execConfig.env[{j}].name" for j, v in enumerate(ex.env) if not v.name]
+                                            ("execConfig.apiVersion", ex.api_version)) if not value]
+        missing += ["execConfig.env.name" for v in ex.env if not v.name]
+        missing += [] if ex.interactive_mode else ["execConfig.interactiveMode"]
         if missing:
-            raise InvalidInput(f"{where}.{missing[0]}`: must be specified")
+            raise InvalidInput(f"{where}.{missing[0]}`: Required value: must be specified")
         if ex.interactive_mode not in EXEC_INTERACTIVE_MODES:
             raise InvalidInput(f"{where}.execConfig.interactiveMode`: "
                                + not_supported(go_quote(ex.interactive_mode), EXEC_INTERACTIVE_MODES))
