@@ -629,7 +629,7 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str, strict: bool) -> N
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
         if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
-            raise InvalidInput(f"{source}: field `multiKueue.{name}`: must not be negative (got {value!r})")
+            raise _negative(f"{source}: field `multiKueue.{name}", ns)
     problem = label_value_problem(mk.origin) if strict else None
     if problem is not None:
         raise InvalidInput(f"{source}: field `multiKueue.origin`: invalid value {mk.origin!r}: {problem}")
@@ -660,9 +660,10 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     found = {name: parse_duration_ns(value, f"{where}{name}`") for name, value in (
         ("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)) if value is not None}
-    for name in ("recoveryTimeout", "unscheduledTimeout") if on else ():
-        if found.get(name, 0) < 0:
-            raise InvalidInput(f"{where}{name}`: must not be negative (got {_raw(w, name)!r})")
+    if on and found.get("recoveryTimeout", 0) < 0:
+        raise _negative(f"{where}recoveryTimeout", found["recoveryTimeout"])
+    if on and found.get("unscheduledTimeout", 0) < 0:  # kueue-es's rule (Kueue's validation has none): its words
+        raise InvalidInput(f"{where}unscheduledTimeout`: must not be negative (got {w.unscheduled_timeout!r})")
     if on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
         raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
                            f"({w.unscheduled_timeout!r} > {in_force!r})")
@@ -681,8 +682,12 @@ def _validate_requeuing_backoff(strategy: RequeuingStrategy, source: str) -> Non
                                "must be greater than or equal to 0")
 
 
-def _raw(w: WaitForPodsReadyConfig, name: str) -> str | None:
-    return {"recoveryTimeout": w.recovery_timeout, "unscheduledTimeout": w.unscheduled_timeout}[name]
+def _negative(at: str, ns: int, *, as_string: bool = False) -> InvalidInput:
+    """Kueue's refusal of a negative duration (``field.Invalid`` with apimachinery's message), the value as Go's
+    ``Duration.String`` writes it; quoted where Kueue hands the message that string rather than the duration."""
+    shown = go_duration.format_ns(ns)
+    return InvalidInput(f"{at}`: Invalid value: {go_quote(shown) if as_string else shown}: "
+                        "must be greater than or equal to 0")
 
 
 def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool) -> None:
@@ -693,7 +698,7 @@ def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool
     if w is None or not cfg.pods_ready.enable:
         return
     if parse_duration_ns(w.timeout) < 0:
-        raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: must not be negative (got {w.timeout!r})")
+        raise _negative(f"{source}: field `waitForPodsReady.timeout", parse_duration_ns(w.timeout))
     if strict and parse_duration_ns(cfg.pods_ready.timeout) == 0:
         raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: Required value: must be specified")
 
@@ -740,10 +745,10 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if retention is not None:
         for name, value in (("afterFinished", retention.after_finished),
                             ("afterDeactivatedByKueue", retention.after_deactivated_by_kueue)):
-            if value is not None and parse_duration_ns(
-                    value, f"{source}: field `objectRetentionPolicies.workloads.{name}`") < 0:
-                raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
-                                   f"must not be negative (got {value!r})")
+            at = f"{source}: field `objectRetentionPolicies.workloads.{name}"
+            ns = parse_duration_ns(value, f"{at}`") if value is not None else 0
+            if ns < 0:  # Kueue shows afterDeactivatedByKueue's as a string, so quoted
+                raise _negative(at, ns, as_string=name == "afterDeactivatedByKueue")
     if not cfg.multi_kueue.origin:  # Kueue's defaulting (both versions) gives an empty one its default
         cfg = msgspec.structs.replace(cfg, multi_kueue=msgspec.structs.replace(
             cfg.multi_kueue, origin=MultiKueueSettings().origin))
@@ -1078,8 +1083,9 @@ def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: st
     """Kueue's checks: durations that parse, the half-life not negative, the sampling interval above zero once
     defaulted (zero is Kueue's default, 5 minutes: :attr:`sampling_interval_ms`), weights not negative."""
     at = f"{source}: field `admissionFairSharing"
-    if parse_duration_ns(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`") < 0:
-        raise InvalidInput(f"{at}.usageHalfLifeTime`: must not be negative (got {afs.usage_half_life_time!r})")
+    half_life = parse_duration_ns(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`")
+    if half_life < 0:
+        raise _negative(f"{at}.usageHalfLifeTime", half_life)
     if parse_duration_ns(afs.usage_sampling_interval, f"{at}.usageSamplingInterval`") < 0:
         raise InvalidInput(f"{at}.usageSamplingInterval`: must be greater than 0 (got {afs.usage_sampling_interval!r})")
     for resource in sorted(afs.resource_weights):

@@ -584,7 +584,8 @@ _RESOURCES_REFUSED = [
      "IgnoreUndeclared"),
 ]
 _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at its first cycle, on every start
-    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: must not be negative (got '-1h')"),
+    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: Invalid value: -1h0m0s: must be "
+     "greater than or equal to 0"),
     ("  usageSamplingInterval: '30'\n",
      "field `admissionFairSharing.usageSamplingInterval`: invalid duration '30' (missing unit)"),
     ("  usageSamplingInterval: 1.2.3s\n",
