@@ -96,3 +96,30 @@ def _fraction_ns(frac: str, scale: int) -> int:
 
 def _invalid(text: str, why: str = "") -> str:
     return f"invalid duration {text!r}" + (f" ({why})" if why else "")
+
+
+_SUB_SECOND_UNITS = ((1_000_000, "ms"), (1_000, "\u00b5s"), (1, "ns"))
+
+
+def format_ns(ns: int) -> str:
+    """``ns`` nanoseconds as Go's ``time.Duration.String`` writes them (``"-1m30s"``, ``"1h0m0s"``, ``"1.5µs"``,
+    ``"0s"``): how Kueue's validation shows a duration it refuses."""
+    if ns == 0:
+        return "0s"
+    sign, u = ("-" if ns < 0 else ""), abs(ns)
+    if u < 1_000_000_000:
+        scale, unit = next((scale, unit) for scale, unit in _SUB_SECOND_UNITS if u >= scale)
+        return sign + _decimal(u, scale) + unit
+    minutes, whole_seconds = divmod(u // 1_000_000_000, 60)
+    text = _decimal(whole_seconds * 1_000_000_000 + u % 1_000_000_000, 1_000_000_000) + "s"
+    if minutes:
+        hours, minutes = divmod(minutes, 60)
+        text = f"{minutes}m{text}" if not hours else f"{hours}h{minutes}m{text}"
+    return sign + text
+
+
+def _decimal(value: int, scale: int) -> str:
+    """``value / scale`` in decimal, the fraction's trailing zeros (and then its point) left out."""
+    whole, rest = divmod(value, scale)
+    fraction = str(rest).rjust(len(str(scale)) - 1, "0").rstrip("0") if scale > 1 else ""
+    return f"{whole}.{fraction}" if fraction else str(whole)

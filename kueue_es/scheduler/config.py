@@ -293,20 +293,29 @@ KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubefl
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
 """Kind -> Kueue's framework name for the Kubeflow training operator's kubeflow.org/v1 jobs (each off unless listed)."""
-MULTIKUEUE_ADAPTER_FRAMEWORKS = {
-    ("batch/v1", "Job"): JOB_FRAMEWORK,
-    ("v1", "Pod"): POD_FRAMEWORK,
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): JOBSET_FRAMEWORK,
-    **{("kubeflow.org/v1", kind): framework for kind, framework in KUBEFLOW_FRAMEWORKS.items()},
-    ("kubeflow.org/v2beta1", "MPIJob"): MPIJOB_FRAMEWORK,
-    ("ray.io/v1", "RayJob"): RAYJOB_FRAMEWORK,
-    ("ray.io/v1", "RayCluster"): RAYCLUSTER_FRAMEWORK,
-    ("ray.io/v1", "RayService"): RAYSERVICE_FRAMEWORK,
-    ("workload.codeflare.dev/v1beta2", "AppWrapper"): APPWRAPPER_FRAMEWORK,
-    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_FRAMEWORK,
-    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): LWS_FRAMEWORK,
-    ("apps/v1", "StatefulSet"): STATEFULSET_FRAMEWORK,
+FRAMEWORK_KINDS = {
+    JOB_FRAMEWORK: ("batch/v1", "Job"),
+    POD_FRAMEWORK: ("v1", "Pod"),
+    DEPLOYMENT_FRAMEWORK: ("apps/v1", "Deployment"),
+    STATEFULSET_FRAMEWORK: ("apps/v1", "StatefulSet"),
+    JOBSET_FRAMEWORK: ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    **{framework: ("kubeflow.org/v1", kind) for kind, framework in KUBEFLOW_FRAMEWORKS.items()},
+    MPIJOB_FRAMEWORK: ("kubeflow.org/v2beta1", "MPIJob"),
+    RAYJOB_FRAMEWORK: ("ray.io/v1", "RayJob"),
+    RAYCLUSTER_FRAMEWORK: ("ray.io/v1", "RayCluster"),
+    RAYSERVICE_FRAMEWORK: ("ray.io/v1", "RayService"),
+    APPWRAPPER_FRAMEWORK: ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+    TRAINJOB_FRAMEWORK: ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+    LWS_FRAMEWORK: ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    SPARK_FRAMEWORK: ("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
 }
+"""Every integration framework Kueue registers -> the (apiVersion, kind) of the job it manages: the names
+``integrations.frameworks`` may hold (Kueue's ``GetIntegrationsList``), and the kinds an
+``integrations.externalFrameworks`` entry may not repeat (:func:`_validate_integrations`)."""
+KNOWN_FRAMEWORKS = tuple(sorted(FRAMEWORK_KINDS))
+"""The framework names as Kueue lists them when it refuses another: sorted."""
+MULTIKUEUE_ADAPTER_FRAMEWORKS = {FRAMEWORK_KINDS[framework]: framework for framework in FRAMEWORK_KINDS
+                                 if framework not in (DEPLOYMENT_FRAMEWORK, SPARK_FRAMEWORK)}
 """(apiVersion, kind) of each built-in MultiKueue adapter -> its integration framework: Kueue builds the adapter
 only while ``integrations.frameworks`` lists it (its ``GetMultiKueueAdapters``); the adapters themselves are
 :data:`kueue_es.scheduler.multikueue.ADAPTERS`."""
@@ -591,21 +600,23 @@ def _validate_external_frameworks(cfg: SchedulerConfig, source: str) -> None:
 
 
 def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
-    """Kueue's checks of ``multiKueue.clusterProfile``: not both lists; each provider of the list in use named,
-    its plugin with a command, an apiVersion, named env entries and a known interactiveMode."""
+    """Kueue's checks of ``multiKueue.clusterProfile``, in its words and its order, the first it finds: not both
+    lists; then each provider of the list in use named, its plugin with a command, an apiVersion, named env
+    entries and a known interactiveMode. Kueue's paths name the list, not the entry (no ``[i]``)."""
     at = f"{source}: field `multiKueue.clusterProfile"
     if cp.access_providers and cp.credentials_providers:
-        raise InvalidInput(f"{at}.credentialsProviders`: must not be specified when accessProviders is specified")
+        raise InvalidInput(f"{at}.credentialsProviders`: Forbidden: must not be specified when accessProviders is "
+                           "specified")
     field = "accessProviders" if cp.access_providers else "credentialsProviders"
-    for i, p in enumerate(cp.access_providers or cp.credentials_providers):
-        where = f"{at}.{field}[{i}]"
+    where = f"{at}.{field}"
+    for p in cp.access_providers or cp.credentials_providers:
         ex = p.exec_config
         missing = [name for name, value in (("name", p.name), ("execConfig.command", ex.command),
-                                            ("execConfig.apiVersion", ex.api_version),
-                                            ("execConfig.interactiveMode", ex.interactive_mode)) if not value]
-        missing += [f"execConfig.env[{j}].name" for j, v in enumerate(ex.env) if not v.name]
+                                            ("execConfig.apiVersion", ex.api_version)) if not value]
+        missing += ["execConfig.env.name" for v in ex.env if not v.name]
+        missing += [] if ex.interactive_mode else ["execConfig.interactiveMode"]
         if missing:
-            raise InvalidInput(f"{where}.{missing[0]}`: must be specified")
+            raise InvalidInput(f"{where}.{missing[0]}`: Required value: must be specified")
         if ex.interactive_mode not in EXEC_INTERACTIVE_MODES:
             raise InvalidInput(f"{where}.execConfig.interactiveMode`: "
                                + not_supported(go_quote(ex.interactive_mode), EXEC_INTERACTIVE_MODES))
@@ -618,7 +629,7 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str, strict: bool) -> N
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
         if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
-            raise InvalidInput(f"{source}: field `multiKueue.{name}`: must not be negative (got {value!r})")
+            raise _negative(f"{source}: field `multiKueue.{name}", ns)
     problem = label_value_problem(mk.origin) if strict else None
     if problem is not None:
         raise InvalidInput(f"{source}: field `multiKueue.origin`: invalid value {mk.origin!r}: {problem}")
@@ -649,9 +660,10 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     found = {name: parse_duration_ns(value, f"{where}{name}`") for name, value in (
         ("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)) if value is not None}
-    for name in ("recoveryTimeout", "unscheduledTimeout") if on else ():
-        if found.get(name, 0) < 0:
-            raise InvalidInput(f"{where}{name}`: must not be negative (got {_raw(w, name)!r})")
+    if on and found.get("recoveryTimeout", 0) < 0:
+        raise _negative(f"{where}recoveryTimeout", found["recoveryTimeout"])
+    if on and found.get("unscheduledTimeout", 0) < 0:  # kueue-es's rule (Kueue's validation has none): its words
+        raise InvalidInput(f"{where}unscheduledTimeout`: must not be negative (got {w.unscheduled_timeout!r})")
     if on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
         raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
                            f"({w.unscheduled_timeout!r} > {in_force!r})")
@@ -670,8 +682,12 @@ def _validate_requeuing_backoff(strategy: RequeuingStrategy, source: str) -> Non
                                "must be greater than or equal to 0")
 
 
-def _raw(w: WaitForPodsReadyConfig, name: str) -> str | None:
-    return {"recoveryTimeout": w.recovery_timeout, "unscheduledTimeout": w.unscheduled_timeout}[name]
+def _negative(at: str, ns: int, *, as_string: bool = False) -> InvalidInput:
+    """Kueue's refusal of a negative duration (``field.Invalid`` with apimachinery's message), the value as Go's
+    ``Duration.String`` writes it; quoted where Kueue hands the message that string rather than the duration."""
+    shown = go_duration.format_ns(ns)
+    return InvalidInput(f"{at}`: Invalid value: {go_quote(shown) if as_string else shown}: "
+                        "must be greater than or equal to 0")
 
 
 def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool) -> None:
@@ -682,7 +698,7 @@ def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool
     if w is None or not cfg.pods_ready.enable:
         return
     if parse_duration_ns(w.timeout) < 0:
-        raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: must not be negative (got {w.timeout!r})")
+        raise _negative(f"{source}: field `waitForPodsReady.timeout", parse_duration_ns(w.timeout))
     if strict and parse_duration_ns(cfg.pods_ready.timeout) == 0:
         raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: Required value: must be specified")
 
@@ -729,10 +745,10 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if retention is not None:
         for name, value in (("afterFinished", retention.after_finished),
                             ("afterDeactivatedByKueue", retention.after_deactivated_by_kueue)):
-            if value is not None and parse_duration_ns(
-                    value, f"{source}: field `objectRetentionPolicies.workloads.{name}`") < 0:
-                raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
-                                   f"must not be negative (got {value!r})")
+            at = f"{source}: field `objectRetentionPolicies.workloads.{name}"
+            ns = parse_duration_ns(value, f"{at}`") if value is not None else 0
+            if ns < 0:  # Kueue shows afterDeactivatedByKueue's as a string, so quoted
+                raise _negative(at, ns, as_string=name == "afterDeactivatedByKueue")
     if not cfg.multi_kueue.origin:  # Kueue's defaulting (both versions) gives an empty one its default
         cfg = msgspec.structs.replace(cfg, multi_kueue=msgspec.structs.replace(
             cfg.multi_kueue, origin=MultiKueueSettings().origin))
@@ -740,6 +756,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     _validate_external_frameworks(cfg, source)
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)
+    if strict:  # taken up in session 33 (the external frameworks) and after: not for a recorded document
+        _validate_integrations(doc, cfg.frameworks, source)
     _validate_framework_needs(cfg.frameworks, source)
     _validate_framework_gates(cfg, source)
     bad_label = custom_labels.problem(cfg.metrics.custom_labels) if cfg.metrics is not None else None
@@ -750,7 +768,6 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     if strict:  # rules kueue-es took up in session 33: a document recorded before is not held to them
         _validate_managed_selector_exempts(cfg, source)
         _validate_servers(doc, source)
-        _validate_integration_external_frameworks(doc, source)
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
     if cfg.tls is not None:
         _validate_tls(cfg, cfg.tls, source, strict)
@@ -1003,11 +1020,19 @@ def _validate_servers(doc: dict[str, Any], source: str) -> None:
                                + ",".join(found))
 
 
-def _validate_integration_external_frameworks(doc: dict[str, Any], source: str) -> None:
-    """Kueue's validateIntegrations for ``integrations.externalFrameworks``: each name a ``Kind.version.group``
-    (:func:`external_kind`), none twice, in Kueue's words. (Kueue also refuses one naming a built-in integration's
-    kind; kueue-es does not check that.)"""
-    seen: set[tuple[str, str]] = set()
+def _validate_integrations(doc: dict[str, Any], frameworks: tuple[str, ...], source: str) -> None:
+    """Kueue's validateIntegrations: each of ``integrations.frameworks`` a framework it registers
+    (:data:`KNOWN_FRAMEWORKS`), none twice; each of ``integrations.externalFrameworks`` a ``Kind.version.group``
+    (:func:`external_kind`) whose kind neither a listed framework's job (:data:`FRAMEWORK_KINDS`) nor an earlier
+    entry has. Kueue keys both lists by kind; two registered names never share one, so a repeated name is the only
+    repeated framework. ``frameworks`` as defaulted, as Kueue validates after defaulting."""
+    for i, name in enumerate(frameworks):
+        at = f"{source}: Configuration: field `integrations.frameworks[{i}]`"
+        if name not in FRAMEWORK_KINDS:
+            raise InvalidInput(f"{at}: " + not_supported(go_quote(name), KNOWN_FRAMEWORKS))
+        if name in frameworks[:i]:
+            raise InvalidInput(f"{at}: Duplicate value: {go_quote(name)}")
+    seen = {FRAMEWORK_KINDS[name] for name in frameworks}
     for i, name in enumerate((doc.get("integrations") or {}).get("externalFrameworks") or []):
         at = f"{source}: Configuration: field `integrations.externalFrameworks[{i}]`"
         kind = external_kind(name)
@@ -1058,8 +1083,9 @@ def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: st
     """Kueue's checks: durations that parse, the half-life not negative, the sampling interval above zero once
     defaulted (zero is Kueue's default, 5 minutes: :attr:`sampling_interval_ms`), weights not negative."""
     at = f"{source}: field `admissionFairSharing"
-    if parse_duration_ns(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`") < 0:
-        raise InvalidInput(f"{at}.usageHalfLifeTime`: must not be negative (got {afs.usage_half_life_time!r})")
+    half_life = parse_duration_ns(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`")
+    if half_life < 0:
+        raise _negative(f"{at}.usageHalfLifeTime", half_life)
     if parse_duration_ns(afs.usage_sampling_interval, f"{at}.usageSamplingInterval`") < 0:
         raise InvalidInput(f"{at}.usageSamplingInterval`: must be greater than 0 (got {afs.usage_sampling_interval!r})")
     for resource in sorted(afs.resource_weights):

@@ -584,7 +584,8 @@ _RESOURCES_REFUSED = [
      "IgnoreUndeclared"),
 ]
 _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at its first cycle, on every start
-    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: must not be negative (got '-1h')"),
+    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: Invalid value: -1h0m0s: must be "
+     "greater than or equal to 0"),
     ("  usageSamplingInterval: '30'\n",
      "field `admissionFairSharing.usageSamplingInterval`: invalid duration '30' (missing unit)"),
     ("  usageSamplingInterval: 1.2.3s\n",
@@ -598,6 +599,12 @@ _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at
     *((f"admissionFairSharing:\n{body}", error) for body, error in _AFS_REFUSED),
     ("metrics:\n  enableClusterQueueResources: 3\n",
      "Configuration: field `metrics.enableClusterQueueResources`: Expected `bool`, got `int`"),
+    ("integrations:\n  frameworks: [batch/job, pod, batch/job]\n",
+     'Configuration: field `integrations.frameworks[2]`: Duplicate value: "batch/job"'),
+    ("integrations:\n  frameworks: [batch/job]\n  externalFrameworks: [Job.v1.batch]\n",
+     'Configuration: field `integrations.externalFrameworks[0]`: Duplicate value: "Job.v1.batch"'),
+    ("multiKueue:\n  clusterProfile:\n    accessProviders: [{name: a, execConfig: {command: c, apiVersion: v}}]\n",
+     "field `multiKueue.clusterProfile.accessProviders.execConfig.interactiveMode`: Required value: must be specified"),
 ])
 def test_a_configuration_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, stanza: str,
                                                                           error: str) -> None:

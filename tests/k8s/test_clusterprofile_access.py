@@ -50,23 +50,28 @@ def test_credentials_providers_are_merged_after_access_providers_of_other_names(
         ("secretreader", "old")]
 
 
-@pytest.mark.parametrize(("section", "message"), [
+@pytest.mark.parametrize(("section", "message"), [  # Kueue's words and paths: no index, the first it finds
     ({"accessProviders": [_provider("a")], "credentialsProviders": [_provider("b")]},
-     "cfg: field `multiKueue.clusterProfile.credentialsProviders`: must not be specified when accessProviders is "
-     "specified"),
-    ({"accessProviders": [_provider("")]}, "cfg: field `multiKueue.clusterProfile.accessProviders[0].name`: must be "
-                                           "specified"),
+     "cfg: field `multiKueue.clusterProfile.credentialsProviders`: Forbidden: must not be specified when "
+     "accessProviders is specified"),
+    ({"accessProviders": [_provider("")]},
+     "cfg: field `multiKueue.clusterProfile.accessProviders.name`: Required value: must be specified"),
     ({"credentialsProviders": [_provider("a", "")]},
-     "cfg: field `multiKueue.clusterProfile.credentialsProviders[0].execConfig.command`: must be specified"),
+     "cfg: field `multiKueue.clusterProfile.credentialsProviders.execConfig.command`: Required value: must be "
+     "specified"),
     ({"accessProviders": [_provider("a"), _provider("b", apiVersion="")]},
-     "cfg: field `multiKueue.clusterProfile.accessProviders[1].execConfig.apiVersion`: must be specified"),
+     "cfg: field `multiKueue.clusterProfile.accessProviders.execConfig.apiVersion`: Required value: must be "
+     "specified"),
     ({"accessProviders": [_provider("a", interactiveMode="")]},
-     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.interactiveMode`: must be specified"),
+     "cfg: field `multiKueue.clusterProfile.accessProviders.execConfig.interactiveMode`: Required value: must be "
+     "specified"),
     ({"accessProviders": [_provider("a", interactiveMode="Sometimes")]},
-     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.interactiveMode`: Unsupported value: "
+     "cfg: field `multiKueue.clusterProfile.accessProviders.execConfig.interactiveMode`: Unsupported value: "
      '"Sometimes": supported values: "Never", "IfAvailable", "Always"'),
     ({"accessProviders": [_provider("a", env=[{"name": "", "value": "v"}])]},
-     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.env[0].name`: must be specified"),
+     "cfg: field `multiKueue.clusterProfile.accessProviders.execConfig.env.name`: Required value: must be specified"),
+    ({"accessProviders": [_provider("a", interactiveMode="", env=[{"name": "", "value": "v"}])]},  # env first
+     "cfg: field `multiKueue.clusterProfile.accessProviders.execConfig.env.name`: Required value: must be specified"),
 ])
 def test_the_cluster_profile_section_is_checked_as_kueue_checks_it(section: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInput) as err:

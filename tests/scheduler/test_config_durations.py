@@ -73,9 +73,9 @@ def _fill(tree: dict, value: str) -> dict:
 
 
 @pytest.mark.parametrize(("stanza", "error"), [
-    ({"waitForPodsReady": {"timeout": "-5m"}}, "field `waitForPodsReady.timeout`: must not be negative"),
-    ({"multiKueue": {"gcInterval": "-1m"}}, "field `multiKueue.gcInterval`: must not be negative"),
-    ({"multiKueue": {"workerLostTimeout": "-1m"}}, "field `multiKueue.workerLostTimeout`: must not be negative"),
+    ({"waitForPodsReady": {"timeout": "-5m"}}, "field `waitForPodsReady.timeout`: Invalid value: -5m0s: must be greater than or equal to 0"),
+    ({"multiKueue": {"gcInterval": "-1m"}}, "field `multiKueue.gcInterval`: Invalid value: -1m0s: must be greater"),
+    ({"multiKueue": {"workerLostTimeout": "-1m"}}, "field `multiKueue.workerLostTimeout`: Invalid value: -1m0s: must be greater"),
     ({"admissionFairSharing": {"usageSamplingInterval": "-1m"}},
      "field `admissionFairSharing.usageSamplingInterval`: must be greater than 0"),
     ({"waitForPodsReady": {"timeout": "1001us", "unscheduledTimeout": "1002us"}},
@@ -155,7 +155,7 @@ def test_a_recorded_duration_an_older_kueue_es_took_is_loaded_as_it_took_it() ->
 def test_a_negative_recovery_timeout_is_refused_only_while_wait_for_pods_ready_is_in_force() -> None:
     """Kueue's validateWaitForPodsReady returns at once when waitForPodsReady is off (the newest Kueue, and v1beta1's
     ``enable: false`` before it), so the sign of ``recoveryTimeout`` matters only when it is on."""
-    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.recoveryTimeout`: must not be negative"):
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.recoveryTimeout`: Invalid value: -1m0s: must be greater"):
         load_config({**V1BETA2, "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "-1m"}})
     off = load_config({**V1BETA2, "featureGates": {"DisableWaitForPodsReady": True},
                        "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "-1m"}})

@@ -53,7 +53,8 @@ def test_the_unscheduled_timeout_error_names_the_timeout_in_force(timeout: dict[
     ({"unscheduledTimeout": "soon"}, r"field `waitForPodsReady.unscheduledTimeout`: invalid duration 'soon'"),
     ({"maxTimeoutOnWorkload": "0s"}, r"field `waitForPodsReady.maxTimeoutOnWorkload`: must be greater than 0"),
     ({"maxTimeoutOnWorkload": "2x"}, r"field `waitForPodsReady.maxTimeoutOnWorkload`: invalid duration"),
-    ({"recoveryTimeout": "-3m"}, r"field `waitForPodsReady.recoveryTimeout`: must not be negative"),
+    ({"recoveryTimeout": "-3m"}, r"field `waitForPodsReady.recoveryTimeout`: Invalid value: -3m0s: must be greater "
+                                 r"than or equal to 0"),
 ])
 def test_a_bad_pods_ready_duration_is_refused_naming_the_field(stanza: dict[str, str], message: str) -> None:
     with pytest.raises(InvalidInput, match=r"kueue.yaml: " + message):

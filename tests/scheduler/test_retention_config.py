@@ -21,7 +21,7 @@ def test_durations_in_ms_and_nil_keeps_forever() -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "words"), [
-    ("afterFinished", "-1m", "must not be negative"),
+    ("afterFinished", "-1m", "Invalid value: -1m0s: must be greater than or equal to 0"),
     ("afterDeactivatedByKueue", "soon", "invalid duration"),
 ])
 def test_bad_values_name_the_field(field: str, value: str, words: str) -> None:
