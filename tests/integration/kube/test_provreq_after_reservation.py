@@ -21,9 +21,8 @@ import contextlib
 import secrets
 from typing import Any
 
-import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, job, kueue_es, provisioning_check, queues
+from kubehelp import connect, create, eventually, get, job, kueue_es, provisioning_check, queues, versions
 
 from connectors.k8s import crds
 from connectors.k8s.errors import Unavailable
@@ -46,7 +45,7 @@ async def _record(kc, resource: Resource, ns: str, into: list[dict[str, Any]], l
     """Every version of ``resource`` in ``ns`` the apiserver stores once ``listening`` is set, as an informer sees
     them: a list or watch the apiserver refuses or cuts for a while (a 429 ``storage is (re)initializing`` for a
     CRD just created, on a loaded machine) is tried again from the last resourceVersion seen, so no version is
-    missed; a 410 Gone would lose versions and fails the test."""
+    missed (:func:`kubehelp.versions`)."""
     while True:
         try:
             rv = (await kc.list(resource)).metadata.resource_version
@@ -54,15 +53,8 @@ async def _record(kc, resource: Resource, ns: str, into: list[dict[str, Any]], l
         except Unavailable:
             await asyncio.sleep(0.2)
     listening.set()
-    while True:
-        try:
-            async for event in kc.watch(resource, rv, timeout_seconds=60, field_selector=f"metadata.namespace={ns}"):
-                obj = msgspec.json.decode(event.object)
-                rv = obj["metadata"].get("resourceVersion") or rv
-                if event.type != "BOOKMARK":
-                    into.append(obj)
-        except Unavailable:
-            await asyncio.sleep(0.2)
+    async for obj in versions(kc, resource, rv, field_selector=f"metadata.namespace={ns}"):
+        into.append(obj)
 
 
 @pytest.mark.asyncio
