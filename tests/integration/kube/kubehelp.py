@@ -29,7 +29,7 @@ from connectors.k8s import (
 from connectors.k8s.certs import ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
-from connectors.k8s.errors import Forbidden
+from connectors.k8s.errors import Forbidden, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.pod_webhook import PodDefaulting, namespace_lookup, reviewer
@@ -269,6 +269,22 @@ async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeou
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or probe}")
         await asyncio.sleep(0.05)
+
+
+async def versions(kc: KubeClient, resource: Any, rv: str, *, field_selector: str = "") -> AsyncIterator[dict[str, Any]]:
+    """Every version of ``resource`` the apiserver stores after ``rv``, as an informer's watch sees them: a watch
+    that ends, or that the apiserver refuses or cuts for a while (a 429 ``storage is (re)initializing`` for a CRD
+    just created, on a loaded machine), is opened again from the last resourceVersion seen, so none is missed; a
+    410 Gone would lose versions and is raised."""
+    while True:
+        try:
+            async for event in kc.watch(resource, rv, timeout_seconds=60, field_selector=field_selector):
+                obj = msgspec.json.decode(event.object)
+                rv = obj["metadata"].get("resourceVersion") or rv
+                if event.type != "BOOKMARK":
+                    yield obj
+        except Unavailable:
+            await asyncio.sleep(0.2)
 
 
 async def admitted_workload(kc: KubeClient, name: str, ns: str, what: str) -> dict[str, Any]:

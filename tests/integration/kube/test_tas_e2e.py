@@ -29,7 +29,17 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_config_file, kueue_es, provisioning_check, queues
+from kubehelp import (
+    connect,
+    create,
+    eventually,
+    get,
+    kueue_config_file,
+    kueue_es,
+    provisioning_check,
+    queues,
+    versions,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
@@ -176,12 +186,9 @@ async def _bind_and_run(kc, pod: dict[str, Any]) -> None:
 
 async def _watch_workload(kc, ns: str, name: str, rv: str, seen: list[dict[str, Any]]) -> None:
     """Every version of the Workload the apiserver stores after ``rv`` (a transient status is not missed)."""
-    while True:
-        async for event in kc.watch(WORKLOADS, rv, timeout_seconds=60):
-            obj = msgspec.json.decode(event.object)
-            rv = obj["metadata"].get("resourceVersion") or rv
-            if obj["metadata"].get("name") == name and obj["metadata"].get("namespace") == ns:
-                seen.append(obj)
+    async for obj in versions(kc, WORKLOADS, rv):
+        if obj["metadata"].get("name") == name and obj["metadata"].get("namespace") == ns:
+            seen.append(obj)
 
 
 @pytest.mark.asyncio

@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, job, provisioning_check, queues
+from kubehelp import connect, create, eventually, get, job, provisioning_check, queues, versions
 from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
@@ -87,13 +87,8 @@ class _History:
                 await t
 
     async def _watch(self, kind: str, rv: str) -> None:
-        while True:
-            async for event in self.kc.watch(BY_KIND[kind], rv, timeout_seconds=60,
-                                             field_selector=f"metadata.namespace={self.ns}"):
-                obj = msgspec.json.decode(event.object)
-                rv = obj["metadata"].get("resourceVersion") or rv
-                if event.type != "BOOKMARK":
-                    self.versions[kind].append(obj)
+        async for obj in versions(self.kc, BY_KIND[kind], rv, field_selector=f"metadata.namespace={self.ns}"):
+            self.versions[kind].append(obj)
 
     def of(self, kind: str, name: str) -> list[dict[str, Any]]:
         return [v for v in self.versions[kind] if v["metadata"]["name"] == name]
