@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -70,116 +72,106 @@ def _replica(sts: dict[str, Any], ordinal: int, revision: str = "") -> dict[str,
 
 @pytest.mark.asyncio
 async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_together(kube_apiserver, tmp_path) -> None:
-    sfx = secrets.token_hex(3)
-    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
-    async with await connect(kube_apiserver) as kc:
-        await crds.install(kc)
-        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
-            q = await queues(kc, "sts", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
-            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
+    async with _statefulset_cluster(kube_apiserver, tmp_path, "sts", 2, "web") as (kc, q, config, sts):
+        group = workload_name("web")
+        template = sts["spec"]["template"]["metadata"]
+        assert template["labels"]["kueue.x-k8s.io/pod-group-name"] == group
+        assert template["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "2"
+        assert template["annotations"]["kueue.x-k8s.io/pod-group-serving"] == "true"
 
-            await _webhook_in_effect(kc, q.ns)
-            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "web", {Q: "user-queue"}),
-                                                      q.ns))
-            group = workload_name("web")
-            template = sts["spec"]["template"]["metadata"]
-            assert template["labels"]["kueue.x-k8s.io/pod-group-name"] == group
-            assert template["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "2"
-            assert template["annotations"]["kueue.x-k8s.io/pod-group-serving"] == "true"
+        # no kube-controller-manager: make the pods as the StatefulSet controller would, one at a time
+        first = await create(kc, _replica(sts, 0))
+        assert GATE in scheduling_gates(first) and first["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+        assert not first["metadata"].get("finalizers"), "no Kueue finalizer on a pod its parent holds (#8530)"
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            async def admitted() -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    wl = await get(kc, "Workload", group, q.ns)
+                    return wl if wl.get("status", {}).get("admission") else None
+                return None
 
-            # no kube-controller-manager: make the pods as the StatefulSet controller would, one at a time
-            first = await create(kc, _replica(sts, 0))
-            assert GATE in scheduling_gates(first) and first["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
-            assert not first["metadata"].get("finalizers"), "no Kueue finalizer on a pod its parent holds (#8530)"
-            async with kueue_es(kc, tmp_path / "log", config=config):
-                async def admitted() -> dict[str, Any] | None:
-                    with contextlib.suppress(Exception):
-                        wl = await get(kc, "Workload", group, q.ns)
-                        return wl if wl.get("status", {}).get("admission") else None
-                    return None
+            wl = await eventually(admitted, what="the group's workload (fast admission) admitted")
+            assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2], "the whole group counted"
+            second = await create(kc, _replica(sts, 1))
+            assert GATE in scheduling_gates(second)
 
-                wl = await eventually(admitted, what="the group's workload (fast admission) admitted")
-                assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2], "the whole group counted"
-                second = await create(kc, _replica(sts, 1))
-                assert GATE in scheduling_gates(second)
+            async def all_ungated() -> bool:
+                return all([not scheduling_gates(await get(kc, "Pod", f"web-{i}", q.ns)) for i in (0, 1)])
 
-                async def all_ungated() -> bool:
-                    return all([not scheduling_gates(await get(kc, "Pod", f"web-{i}", q.ns)) for i in (0, 1)])
+            await eventually(all_ungated, what="both pods of the admitted group ungated")
+            assert (await get(kc, "Pod", "web-1", q.ns))["spec"]["nodeSelector"] == {"pool": "a"}
 
-                await eventually(all_ungated, what="both pods of the admitted group ungated")
-                assert (await get(kc, "Pod", "web-1", q.ns))["spec"]["nodeSelector"] == {"pool": "a"}
+            # a rolling update that changes what admission looks at: the controller deletes web-1 (never placed
+            # here, so let go) and makes it anew from the new template, another role than the Workload's; as
+            # Kueue, the group leaves it gated rather than starting it with an admission made for another role
+            containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
+                           "resources": {"requests": {"cpu": "500m"}}}]
+            updated = msgspec.json.decode(await kc.patch(
+                STATEFUL_SETS, "web", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
+            await kc.delete(PODS, "web-1", q.ns)
 
-                # a rolling update that changes what admission looks at: the controller deletes web-1 (never placed
-                # here, so let go) and makes it anew from the new template, another role than the Workload's; as
-                # Kueue, the group leaves it gated rather than starting it with an admission made for another role
-                containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
-                               "resources": {"requests": {"cpu": "500m"}}}]
-                updated = msgspec.json.decode(await kc.patch(
-                    STATEFUL_SETS, "web", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
-                await kc.delete(PODS, "web-1", q.ns)
+            async def old_web_1_gone() -> bool:
+                with contextlib.suppress(NotFound):
+                    await get(kc, "Pod", "web-1", q.ns)
+                    return False
+                return True
 
-                async def old_web_1_gone() -> bool:
-                    with contextlib.suppress(NotFound):
-                        await get(kc, "Pod", "web-1", q.ns)
-                        return False
-                    return True
+            await eventually(old_web_1_gone, what="the old revision's web-1 let go")
+            renewed = await create(kc, _replica(updated, 1))
+            role = "kueue.x-k8s.io/role-hash"
+            assert renewed["metadata"]["annotations"][role] != first["metadata"]["annotations"][role]
+            await asyncio.sleep(2.0)  # the connector's turns over the group, were it to start the new pod
+            assert GATE in scheduling_gates(await get(kc, "Pod", "web-1", q.ns)), "another role than the Workload's"
+            assert await get(kc, "Workload", group, q.ns), "the Workload stays while web-0 is its own"
 
-                await eventually(old_web_1_gone, what="the old revision's web-1 let go")
-                renewed = await create(kc, _replica(updated, 1))
-                role = "kueue.x-k8s.io/role-hash"
-                assert renewed["metadata"]["annotations"][role] != first["metadata"]["annotations"][role]
-                await asyncio.sleep(2.0)  # the connector's turns over the group, were it to start the new pod
-                assert GATE in scheduling_gates(await get(kc, "Pod", "web-1", q.ns)), "another role than the Workload's"
-                assert await get(kc, "Workload", group, q.ns), "the Workload stays while web-0 is its own"
+        async def validating() -> bool:
+            try:
+                await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns)
+            except Forbidden as exc:
+                return "spec.replicas: Invalid value: 3: field is immutable" in str(exc)
+            return False
 
-            async def validating() -> bool:
-                try:
-                    await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns)
-                except Forbidden as exc:
-                    return "spec.replicas: Invalid value: 3: field is immutable" in str(exc)
-                return False
+        await eventually(validating, what="a resize of the group refused")
 
-            await eventually(validating, what="a resize of the group refused")
+        # scaled to zero (allowed), its pods deleted and ended as its controller and the kubelets would end them:
+        # with no Kueue finalizer they go, so that the StatefulSet may scale up again
+        await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 0}}, q.ns)
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            for i in (0, 1):
+                await kc.patch(PODS, f"web-{i}", {"status": {"phase": "Failed"}}, q.ns, subresource="status")
+                await kc.delete(PODS, f"web-{i}", q.ns)
 
-            # scaled to zero (allowed), its pods deleted and ended as its controller and the kubelets would end them:
-            # with no Kueue finalizer they go, so that the StatefulSet may scale up again
-            await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 0}}, q.ns)
-            async with kueue_es(kc, tmp_path / "log", config=config):
+            async def pods_gone() -> bool:
                 for i in (0, 1):
-                    await kc.patch(PODS, f"web-{i}", {"status": {"phase": "Failed"}}, q.ns, subresource="status")
-                    await kc.delete(PODS, f"web-{i}", q.ns)
-
-                async def pods_gone() -> bool:
-                    for i in (0, 1):
-                        with contextlib.suppress(NotFound):
-                            await get(kc, "Pod", f"web-{i}", q.ns)
-                            return False
-                    return True
-
-                await eventually(pods_gone, what="the ended pods of the StatefulSet scaled to zero let go")
-
-                async def workload_gone() -> bool:
                     with contextlib.suppress(NotFound):
-                        await get(kc, "Workload", group, q.ns)
+                        await get(kc, "Pod", f"web-{i}", q.ns)
                         return False
-                    return True
+                return True
 
-                await eventually(workload_gone, what="the group's Workload gone with its pods")
+            await eventually(pods_gone, what="the ended pods of the StatefulSet scaled to zero let go")
 
-                # Kueue's #15279: scaled up again to another size, the group's Workload counts the new replicas
-                resized = msgspec.json.decode(await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns))
-                assert resized["spec"]["template"]["metadata"]["annotations"][
-                    "kueue.x-k8s.io/pod-group-total-count"] == "3"
-                for i in range(3):
-                    await create(kc, _replica(resized, i))
+            async def workload_gone() -> bool:
+                with contextlib.suppress(NotFound):
+                    await get(kc, "Workload", group, q.ns)
+                    return False
+                return True
 
-                async def recounted() -> list[int] | None:
-                    with contextlib.suppress(NotFound):
-                        counts = [ps["count"] for ps in (await get(kc, "Workload", group, q.ns))["spec"]["podSets"]]
-                        return counts if sum(counts) == 3 else None
-                    return None
+            await eventually(workload_gone, what="the group's Workload gone with its pods")
 
-                assert await eventually(recounted, what="the group's Workload made anew for 3 replicas") == [3]
+            # Kueue's #15279: scaled up again to another size, the group's Workload counts the new replicas
+            resized = msgspec.json.decode(await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns))
+            assert resized["spec"]["template"]["metadata"]["annotations"][
+                "kueue.x-k8s.io/pod-group-total-count"] == "3"
+            for i in range(3):
+                await create(kc, _replica(resized, i))
+
+            async def recounted() -> list[int] | None:
+                with contextlib.suppress(NotFound):
+                    counts = [ps["count"] for ps in (await get(kc, "Workload", group, q.ns))["spec"]["podSets"]]
+                    return counts if sum(counts) == 3 else None
+                return None
+
+            assert await eventually(recounted, what="the group's Workload made anew for 3 replicas") == [3]
 
 
 async def _revisions(kc: KubeClient, ns: str, name: str, current: str, update: str) -> None:
@@ -202,6 +194,24 @@ async def _webhook_in_effect(kc: KubeClient, ns: str) -> None:
     await eventually(effective, what="the mutating StatefulSet webhook in effect")
 
 
+@contextlib.asynccontextmanager
+async def _statefulset_cluster(kube_apiserver: Any, tmp_path: Path, queue: str, cpu: int,
+                               name: str) -> AsyncIterator[tuple[KubeClient, Any, Any, dict[str, Any]]]:
+    """A namespace with a queue of ``cpu`` CPUs, the pod and StatefulSet webhooks in effect for it, and a
+    StatefulSet ``name`` naming the queue, stored (mutated by the webhook): (client, queues, config, StatefulSet)."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
+            q = await queues(kc, queue, {"cpu": cpu}, sfx=sfx, flavor_labels={"pool": "a"})
+            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
+            await _webhook_in_effect(kc, q.ns)
+            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, name, {Q: "user-queue"}),
+                                                      q.ns))
+            yield kc, q, config, sts
+
+
 async def _gone(kc: KubeClient, ns: str, name: str) -> bool:
     with contextlib.suppress(NotFound):
         await get(kc, "Pod", name, ns)
@@ -212,90 +222,80 @@ async def _gone(kc: KubeClient, ns: str, name: str) -> bool:
 @pytest.mark.asyncio
 async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_group_gets_a_new_workload(
         kube_apiserver, tmp_path) -> None:
-    sfx = secrets.token_hex(3)
-    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
-    async with await connect(kube_apiserver) as kc:
-        await crds.install(kc)
-        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
-            q = await queues(kc, "sts-rev", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
-            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
+    async with _statefulset_cluster(kube_apiserver, tmp_path, "sts-rev", 2, "db") as (kc, q, config, sts):
+        group = workload_name("db")
+        await _revisions(kc, q.ns, "db", "db-v1", "db-v1")
+        for i in (0, 1):
+            await create(kc, _replica(sts, i, "db-v1"))
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            async def started(names: tuple[str, ...]) -> bool:
+                return all([not scheduling_gates(await get(kc, "Pod", n, q.ns)) for n in names])
 
-            await _webhook_in_effect(kc, q.ns)
-            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "db", {Q: "user-queue"}),
-                                                      q.ns))
-            group = workload_name("db")
-            await _revisions(kc, q.ns, "db", "db-v1", "db-v1")
-            for i in (0, 1):
-                await create(kc, _replica(sts, i, "db-v1"))
-            async with kueue_es(kc, tmp_path / "log", config=config):
-                async def started(names: tuple[str, ...]) -> bool:
-                    return all([not scheduling_gates(await get(kc, "Pod", n, q.ns)) for n in names])
+            await eventually(lambda: started(("db-0", "db-1")), what="the admitted group's pods ungated")
+            first = await get(kc, "Workload", group, q.ns)
+            assert not any([(await get(kc, "Pod", f"db-{i}", q.ns))["metadata"].get("finalizers")
+                            for i in (0, 1)]), "no Kueue finalizer on the StatefulSet's pods (#8530)"
 
-                await eventually(lambda: started(("db-0", "db-1")), what="the admitted group's pods ungated")
-                first = await get(kc, "Workload", group, q.ns)
-                assert not any([(await get(kc, "Pod", f"db-{i}", q.ns))["metadata"].get("finalizers")
-                                for i in (0, 1)]), "no Kueue finalizer on the StatefulSet's pods (#8530)"
+            # a rolling update that changes what admission looks at: the older revision's pods, already started
+            # by the admitted group, are the controller's to replace (nothing holds them: no finalizer)
+            containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
+                           "resources": {"requests": {"cpu": "500m"}}}]
+            updated = msgspec.json.decode(await kc.patch(
+                STATEFUL_SETS, "db", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
+            await _revisions(kc, q.ns, "db", "db-v1", "db-v2")
 
-                # a rolling update that changes what admission looks at: the older revision's pods, already started
-                # by the admitted group, are the controller's to replace (nothing holds them: no finalizer)
-                containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
-                               "resources": {"requests": {"cpu": "500m"}}}]
-                updated = msgspec.json.decode(await kc.patch(
-                    STATEFUL_SETS, "db", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
-                await _revisions(kc, q.ns, "db", "db-v1", "db-v2")
+            async def let_go(names: tuple[str, ...]) -> bool:
+                pods = [await get(kc, "Pod", n, q.ns) for n in names]
+                return all(not scheduling_gates(p) and FINALIZER not in (p["metadata"].get("finalizers") or [])
+                           for p in pods)
 
-                async def let_go(names: tuple[str, ...]) -> bool:
-                    pods = [await get(kc, "Pod", n, q.ns) for n in names]
-                    return all(not scheduling_gates(p) and FINALIZER not in (p["metadata"].get("finalizers") or [])
-                               for p in pods)
+            await kc.delete(PODS, "db-1", q.ns)
+            await eventually(lambda: _gone(kc, q.ns, "db-1"), what="the old db-1 gone at once")
+            renewed = await create(kc, _replica(updated, 1, "db-v2"))
+            assert GATE in scheduling_gates(renewed) and not renewed["metadata"].get("finalizers")
+            await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let the new pod go
+            assert GATE in scheduling_gates(await get(kc, "Pod", "db-1", q.ns)), "the update revision's: kept"
+            assert (await get(kc, "Workload", group, q.ns))["metadata"]["uid"] == first["metadata"]["uid"]
 
-                await kc.delete(PODS, "db-1", q.ns)
-                await eventually(lambda: _gone(kc, q.ns, "db-1"), what="the old db-1 gone at once")
-                renewed = await create(kc, _replica(updated, 1, "db-v2"))
-                assert GATE in scheduling_gates(renewed) and not renewed["metadata"].get("finalizers")
-                await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let the new pod go
-                assert GATE in scheduling_gates(await get(kc, "Pod", "db-1", q.ns)), "the update revision's: kept"
-                assert (await get(kc, "Workload", group, q.ns))["metadata"]["uid"] == first["metadata"]["uid"]
+            # the last pod of the Workload's role goes: the Workload no longer matches the group and is
+            # deleted; a new one, made from the new pods, is admitted and starts them
+            await kc.delete(PODS, "db-0", q.ns)
+            await eventually(lambda: _gone(kc, q.ns, "db-0"), what="the old db-0 gone at once")
 
-                # the last pod of the Workload's role goes: the Workload no longer matches the group and is
-                # deleted; a new one, made from the new pods, is admitted and starts them
-                await kc.delete(PODS, "db-0", q.ns)
-                await eventually(lambda: _gone(kc, q.ns, "db-0"), what="the old db-0 gone at once")
+            async def renewed_admitted() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    wl = await get(kc, "Workload", group, q.ns)
+                    if wl["metadata"]["uid"] != first["metadata"]["uid"] and wl.get("status", {}).get("admission"):
+                        return wl
+                return None
 
-                async def renewed_admitted() -> dict[str, Any] | None:
-                    with contextlib.suppress(NotFound):
-                        wl = await get(kc, "Workload", group, q.ns)
-                        if wl["metadata"]["uid"] != first["metadata"]["uid"] and wl.get("status", {}).get("admission"):
-                            return wl
-                    return None
+            second = await eventually(renewed_admitted, what="a new workload for the new revision admitted")
+            role = renewed["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+            assert [(ps["name"], ps["count"]) for ps in second["spec"]["podSets"]] == [(role, 2)]
+            await create(kc, _replica(updated, 0, "db-v2"))
+            await eventually(lambda: started(("db-0", "db-1")), what="the new revision's pods started")
+            await _revisions(kc, q.ns, "db", "db-v2", "db-v2")
 
-                second = await eventually(renewed_admitted, what="a new workload for the new revision admitted")
-                role = renewed["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
-                assert [(ps["name"], ps["count"]) for ps in second["spec"]["podSets"]] == [(role, 2)]
-                await create(kc, _replica(updated, 0, "db-v2"))
-                await eventually(lambda: started(("db-0", "db-1")), what="the new revision's pods started")
-                await _revisions(kc, q.ns, "db", "db-v2", "db-v2")
+            # one deleted with --cascade=orphan: the garbage collector takes the pods' ownerReferences before
+            # the StatefulSet goes (the test does, as it would); its pod, gated (asking more than the queue
+            # has, its group's Workload is never admitted), is let go, found by its group's name
+            big = _statefulset(q.ns, "cache", {Q: "user-queue"}, replicas=1)
+            big["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+            cache = msgspec.json.decode(await kc.create(STATEFUL_SETS, big, q.ns))
+            await _revisions(kc, q.ns, "cache", "cache-v1", "cache-v1")
+            orphan = await create(kc, _replica(cache, 0, "cache-v1"))
+            assert GATE in scheduling_gates(orphan) and not orphan["metadata"].get("finalizers")
+            await kc.patch(PODS, "cache-0", {"metadata": {"ownerReferences": None}}, q.ns)
+            await asyncio.sleep(1.0)
+            assert not await let_go(("cache-0",)), "its StatefulSet still there: kept gated"
+            await kc.delete(STATEFUL_SETS, "cache", q.ns)
 
-                # one deleted with --cascade=orphan: the garbage collector takes the pods' ownerReferences before
-                # the StatefulSet goes (the test does, as it would); its pod, gated (asking more than the queue
-                # has, its group's Workload is never admitted), is let go, found by its group's name
-                big = _statefulset(q.ns, "cache", {Q: "user-queue"}, replicas=1)
-                big["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
-                cache = msgspec.json.decode(await kc.create(STATEFUL_SETS, big, q.ns))
-                await _revisions(kc, q.ns, "cache", "cache-v1", "cache-v1")
-                orphan = await create(kc, _replica(cache, 0, "cache-v1"))
-                assert GATE in scheduling_gates(orphan) and not orphan["metadata"].get("finalizers")
-                await kc.patch(PODS, "cache-0", {"metadata": {"ownerReferences": None}}, q.ns)
-                await asyncio.sleep(1.0)
-                assert not await let_go(("cache-0",)), "its StatefulSet still there: kept gated"
-                await kc.delete(STATEFUL_SETS, "cache", q.ns)
+            async def released() -> bool:  # ungated; then, running on no admission, stopped (and, no finalizer, gone)
+                with contextlib.suppress(NotFound):
+                    return await let_go(("cache-0",))
+                return True
 
-                async def released() -> bool:  # ungated; then, running on no admission, stopped (and, no finalizer, gone)
-                    with contextlib.suppress(NotFound):
-                        return await let_go(("cache-0",))
-                    return True
-
-                await eventually(released, what="the pods a StatefulSet orphaned let go")
+            await eventually(released, what="the pods a StatefulSet orphaned let go")
 
 
 @pytest.mark.asyncio
@@ -306,58 +306,49 @@ async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_
     in place (same uid) with the new role and the new pod among its owners, not deleted. Meanwhile, the rolling
     update under way, the current revision's pods are not let go, the Workload not being admitted (Kueue v0.19.7
     #16401, v0.20.0 #16329): they stay gated (with no Kueue finalizer, Kueue #8530)."""
-    sfx = secrets.token_hex(3)
-    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
-    async with await connect(kube_apiserver) as kc:
-        await crds.install(kc)
-        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
-            q = await queues(kc, "sts-upd", {"cpu": 1}, sfx=sfx, flavor_labels={"pool": "a"})
-            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
-            await _webhook_in_effect(kc, q.ns)
-            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "kv", {Q: "user-queue"}),
-                                                      q.ns))
-            group = workload_name("kv")
-            await _revisions(kc, q.ns, "kv", "kv-v1", "kv-v1")
-            for i in (0, 1):
-                await create(kc, _replica(sts, i, "kv-v1"))
-            async with kueue_es(kc, tmp_path / "log", config=config):
-                async def made() -> dict[str, Any] | None:
-                    with contextlib.suppress(NotFound):
-                        return await get(kc, "Workload", group, q.ns)
-                    return None
+    async with _statefulset_cluster(kube_apiserver, tmp_path, "sts-upd", 1, "kv") as (kc, q, config, sts):
+        group = workload_name("kv")
+        await _revisions(kc, q.ns, "kv", "kv-v1", "kv-v1")
+        for i in (0, 1):
+            await create(kc, _replica(sts, i, "kv-v1"))
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            async def made() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    return await get(kc, "Workload", group, q.ns)
+                return None
 
-                first = await eventually(made, what="the group's workload made (2 cpu: not admitted on 1)")
-                containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
-                               "resources": {"requests": {"cpu": "600m"}}}]  # 1.2 cpu: still too much
-                updated = msgspec.json.decode(await kc.patch(
-                    STATEFUL_SETS, "kv", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
-                # a rolling update: the pods replaced one by one, highest ordinal first; the Workload not admitted,
-                # the current revision's pods are not let go (so neither run on no quota nor, ungated while not
-                # admitted, are stopped: the group is never empty)
-                await _revisions(kc, q.ns, "kv", "kv-v1", "kv-v2")
-                renewed = {}
-                for i in (1, 0):
-                    await kc.delete(PODS, f"kv-{i}", q.ns)
-                    await eventually(lambda i=i: _gone(kc, q.ns, f"kv-{i}"), what=f"the old kv-{i} gone")
-                    renewed[i] = await create(kc, _replica(updated, i, "kv-v2"))
-                    if i == 1:
-                        await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let kv-0 go
-                        assert not await _gone(kc, q.ns, "kv-0"), "not let go, then stopped as not admitted"
-                        held = await get(kc, "Pod", "kv-0", q.ns)
-                        assert GATE in scheduling_gates(held) and not held["metadata"].get("finalizers"), (
-                            "the current revision's pod: held until the Workload is admitted")
-                role = renewed[1]["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+            first = await eventually(made, what="the group's workload made (2 cpu: not admitted on 1)")
+            containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
+                           "resources": {"requests": {"cpu": "600m"}}}]  # 1.2 cpu: still too much
+            updated = msgspec.json.decode(await kc.patch(
+                STATEFUL_SETS, "kv", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
+            # a rolling update: the pods replaced one by one, highest ordinal first; the Workload not admitted,
+            # the current revision's pods are not let go (so neither run on no quota nor, ungated while not
+            # admitted, are stopped: the group is never empty)
+            await _revisions(kc, q.ns, "kv", "kv-v1", "kv-v2")
+            renewed = {}
+            for i in (1, 0):
+                await kc.delete(PODS, f"kv-{i}", q.ns)
+                await eventually(lambda i=i: _gone(kc, q.ns, f"kv-{i}"), what=f"the old kv-{i} gone")
+                renewed[i] = await create(kc, _replica(updated, i, "kv-v2"))
+                if i == 1:
+                    await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let kv-0 go
+                    assert not await _gone(kc, q.ns, "kv-0"), "not let go, then stopped as not admitted"
+                    held = await get(kc, "Pod", "kv-0", q.ns)
+                    assert GATE in scheduling_gates(held) and not held["metadata"].get("finalizers"), (
+                        "the current revision's pod: held until the Workload is admitted")
+            role = renewed[1]["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
 
-                async def rewritten() -> dict[str, Any] | None:
-                    wl = await get(kc, "Workload", group, q.ns)
-                    return wl if [ps["name"] for ps in wl["spec"]["podSets"]] == [role] else None
+            async def rewritten() -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", group, q.ns)
+                return wl if [ps["name"] for ps in wl["spec"]["podSets"]] == [role] else None
 
-                wl = await eventually(rewritten, what="the workload rewritten with the new role")
-                assert wl["metadata"]["uid"] == first["metadata"]["uid"], "updated in place, not made anew"
-                assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2]
-                owners = {r["uid"] for r in wl["metadata"]["ownerReferences"]}
-                assert renewed[1]["metadata"]["uid"] in owners, "the group's pod when it was rewritten: an owner"
-                assert not (wl.get("status") or {}).get("admission")
+            wl = await eventually(rewritten, what="the workload rewritten with the new role")
+            assert wl["metadata"]["uid"] == first["metadata"]["uid"], "updated in place, not made anew"
+            assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2]
+            owners = {r["uid"] for r in wl["metadata"]["ownerReferences"]}
+            assert renewed[1]["metadata"]["uid"] in owners, "the group's pod when it was rewritten: an owner"
+            assert not (wl.get("status") or {}).get("admission")
 
 
 @pytest.mark.asyncio
@@ -367,35 +358,26 @@ async def test_the_workload_of_a_group_whose_pods_all_end_and_go_at_once_goes_wi
     as the garbage collector would, even when the Workload moves on under that let-go — the status writes of what
     the group's passes just recorded (``WaitingForReplacementPods``, ``Finished``) refuse it for the older version:
     it is done on the newer one (the flake of the test above, where the same race left the Workload behind)."""
-    sfx = secrets.token_hex(3)
-    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
-    async with await connect(kube_apiserver) as kc:
-        await crds.install(kc)
-        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
-            q = await queues(kc, "sts-end", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
-            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
-            await _webhook_in_effect(kc, q.ns)
-            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "db", {Q: "user-queue"}),
-                                                      q.ns))
-            group = workload_name("db")
-            for i in (0, 1):
-                await create(kc, _replica(sts, i))
-            async with kueue_es(kc, tmp_path / "log", config=config):
-                async def admitted() -> bool:
-                    with contextlib.suppress(NotFound):
-                        return bool((await get(kc, "Workload", group, q.ns)).get("status", {}).get("admission"))
+    async with _statefulset_cluster(kube_apiserver, tmp_path, "sts-end", 2, "db") as (kc, q, config, sts):
+        group = workload_name("db")
+        for i in (0, 1):
+            await create(kc, _replica(sts, i))
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            async def admitted() -> bool:
+                with contextlib.suppress(NotFound):
+                    return bool((await get(kc, "Workload", group, q.ns)).get("status", {}).get("admission"))
+                return False
+
+            await eventually(admitted, what="the group's Workload admitted")
+            await kc.patch(STATEFUL_SETS, "db", {"spec": {"replicas": 0}}, q.ns)
+            await asyncio.gather(*(kc.patch(PODS, f"db-{i}", {"status": {"phase": "Failed"}}, q.ns,
+                                            subresource="status") for i in (0, 1)))
+            await asyncio.gather(*(kc.delete(PODS, f"db-{i}", q.ns) for i in (0, 1)))
+
+            async def workload_gone() -> bool:
+                with contextlib.suppress(NotFound):
+                    await get(kc, "Workload", group, q.ns)
                     return False
+                return True
 
-                await eventually(admitted, what="the group's Workload admitted")
-                await kc.patch(STATEFUL_SETS, "db", {"spec": {"replicas": 0}}, q.ns)
-                await asyncio.gather(*(kc.patch(PODS, f"db-{i}", {"status": {"phase": "Failed"}}, q.ns,
-                                                subresource="status") for i in (0, 1)))
-                await asyncio.gather(*(kc.delete(PODS, f"db-{i}", q.ns) for i in (0, 1)))
-
-                async def workload_gone() -> bool:
-                    with contextlib.suppress(NotFound):
-                        await get(kc, "Workload", group, q.ns)
-                        return False
-                    return True
-
-                await eventually(workload_gone, what="the group's Workload gone with its pods")
+            await eventually(workload_gone, what="the group's Workload gone with its pods")
