@@ -13,24 +13,14 @@ from pathlib import Path
 
 import anyio
 import pytest
+from loghelp import SEG0, ticks
 
 from events import filelog
 from events import schema as ev
 from events.errors import CorruptRecord
 from events.filelog import HEADER, FileLog, list_segments
 
-SEG0 = "00000000000000000000.seg"
-
-
-@pytest.fixture(autouse=True, params=["1 MiB windows", "64-byte windows"])
-def window(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every case also with windows smaller than a frame: frames then always straddle a window's end."""
-    if request.param == "64-byte windows":
-        monkeypatch.setattr(filelog, "READ_CHUNK", 64)
-
-
-def ticks(start: int, n: int, *, pad: int = 0) -> list[ev.AnyEvent]:
-    return [ev.ClockTicked(time=1000 + start + i, id=f"{start + i}" + "x" * pad) for i in range(n)]
+pytestmark = pytest.mark.usefixtures("windows")  # every case also with windows smaller than a frame
 
 
 async def _append(log: FileLog, sizes: list[int], start: int = 0) -> int:
