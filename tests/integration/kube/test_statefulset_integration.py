@@ -110,13 +110,7 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
                 STATEFUL_SETS, "web", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
             await kc.delete(PODS, "web-1", q.ns)
 
-            async def old_web_1_gone() -> bool:
-                with contextlib.suppress(NotFound):
-                    await get(kc, "Pod", "web-1", q.ns)
-                    return False
-                return True
-
-            await eventually(old_web_1_gone, what="the old revision's web-1 let go")
+            await eventually(lambda: _gone(kc, q.ns, "web-1"), what="the old revision's web-1 let go")
             renewed = await create(kc, _replica(updated, 1))
             role = "kueue.x-k8s.io/role-hash"
             assert renewed["metadata"]["annotations"][role] != first["metadata"]["annotations"][role]
@@ -142,21 +136,11 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
                 await kc.delete(PODS, f"web-{i}", q.ns)
 
             async def pods_gone() -> bool:
-                for i in (0, 1):
-                    with contextlib.suppress(NotFound):
-                        await get(kc, "Pod", f"web-{i}", q.ns)
-                        return False
-                return True
+                return all([await _gone(kc, q.ns, f"web-{i}") for i in (0, 1)])
 
             await eventually(pods_gone, what="the ended pods of the StatefulSet scaled to zero let go")
 
-            async def workload_gone() -> bool:
-                with contextlib.suppress(NotFound):
-                    await get(kc, "Workload", group, q.ns)
-                    return False
-                return True
-
-            await eventually(workload_gone, what="the group's Workload gone with its pods")
+            await eventually(lambda: _gone(kc, q.ns, group, "Workload"), what="the group's Workload gone with its pods")
 
             # Kueue's #15279: scaled up again to another size, the group's Workload counts the new replicas
             resized = msgspec.json.decode(await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns))
@@ -212,9 +196,9 @@ async def _statefulset_cluster(kube_apiserver: Any, tmp_path: Path, queue: str, 
             yield kc, q, config, sts
 
 
-async def _gone(kc: KubeClient, ns: str, name: str) -> bool:
+async def _gone(kc: KubeClient, ns: str, name: str, kind: str = "Pod") -> bool:
     with contextlib.suppress(NotFound):
-        await get(kc, "Pod", name, ns)
+        await get(kc, kind, name, ns)
         return False
     return True
 
@@ -374,10 +358,4 @@ async def test_the_workload_of_a_group_whose_pods_all_end_and_go_at_once_goes_wi
                                             subresource="status") for i in (0, 1)))
             await asyncio.gather(*(kc.delete(PODS, f"db-{i}", q.ns) for i in (0, 1)))
 
-            async def workload_gone() -> bool:
-                with contextlib.suppress(NotFound):
-                    await get(kc, "Workload", group, q.ns)
-                    return False
-                return True
-
-            await eventually(workload_gone, what="the group's Workload gone with its pods")
+            await eventually(lambda: _gone(kc, q.ns, group, "Workload"), what="the group's Workload gone with its pods")
