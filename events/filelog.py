@@ -8,7 +8,8 @@ A frame is one appended batch::
 The payload is a msgpack array of events. On opening for writing, the last segment is scanned: a frame cut off
 by a crash (a torn tail) is truncated away; a frame that fails its checksum with valid data after it is
 corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure,
-and read a segment in windows of :data:`READ_CHUNK` bytes (:class:`SegmentWalk`), not whole. A follower
+and read a segment in windows of :data:`READ_CHUNK` bytes (:class:`SegmentWalk`), not whole; a frame whose length
+claims more than the segment holds after it is told for a torn tail or damage a window at a time. A follower
 (:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads only the bytes
 appended since; it lists the directory again only when its modification time moved.
 """
@@ -48,7 +49,8 @@ RELIST_NS = 10 * 10**9
 whatever its modification time says: a file system whose clock lags this machine's (a network one) could otherwise
 hide a new segment behind a time that did not move."""
 READ_CHUNK = 1 << 20
-"""Bytes of a segment a reader holds at once (more only for a frame larger than that): a segment is up to
+"""Bytes of a segment a reader holds at once (more only for a frame larger than that which fits in the segment,
+as there is no largest frame): a segment is up to
 ``segment_bytes`` (64 MiB by default), and replay, recovery, ``log inspect`` and ``log verify`` walk whole ones."""
 
 
@@ -162,14 +164,22 @@ def _check_torn_header(
     one event. A crash may leave the tail's last bytes unwritten, reading as zeros (a file extended before its data
     landed), up into the header itself: then only the header's bytes before those zeros are held to that. Anything
     else is not a frame of this log, and cutting it off would destroy bytes nothing here wrote."""
-    written = len(bytes(view[pos:]).rstrip(b"\0"))
+    _check_torn_head(path, view[pos : pos + HEADER.size], len(bytes(view[pos:]).rstrip(b"\0")), expect, base, count,
+                     origin + pos)
+
+
+def _check_torn_head(
+    path: Path, head: bytes | memoryview, written: int, expect: int, base: int, count: int, at: int
+) -> None:
+    """:func:`_check_torn_header` for the header ``head`` at byte ``at`` of the segment, of which ``written`` bytes
+    lie before the tail's trailing zeros (exact only below a header's size)."""
     if written >= HEADER.size:
         torn = base == expect and count > 0
     else:
         want = HEADER.pack(0, 0, expect, 0)
-        torn = all(view[pos + i] == want[i] for i in range(8, min(16, written)))
+        torn = all(head[i] == want[i] for i in range(8, min(16, written)))
     if not torn:
-        raise CorruptRecord(path.name, expect, origin + pos, "the bytes after the last frame are not a frame of "
+        raise CorruptRecord(path.name, expect, at, "the bytes after the last frame are not a frame of "
                             f"this log (a header claiming offset {base} with {count} events)")
 
 
@@ -189,6 +199,55 @@ def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool
                 return True
         i = buf.find(needle, i + 1)
     return False
+
+
+def _frame_follows_in(fd: int, start: int, size: int, next_base: int, chunk: int) -> bool:
+    """:func:`_frame_follows` on a segment's file from byte ``start`` up to ``size``, read a window of ``chunk``
+    bytes at a time (a candidate frame's checksum too): memory is bounded by the window, not the bytes searched."""
+    needle = struct.pack("<Q", next_base)
+    at = start  # a window [at, at + n) holds the headers that start in [at, at + n - HEADER.size]
+    while at + HEADER.size <= size:
+        block = os.pread(fd, min(chunk, size - at), at)
+        if len(block) < HEADER.size:
+            return False
+        i = block.find(needle, 8)
+        while i != -1 and i - 8 + HEADER.size <= len(block):
+            length, crc, _, count = HEADER.unpack_from(block, i - 8)
+            end = at + i - 8 + HEADER.size + length
+            if count > 0 and end <= size and _crc_in(fd, at + i, end, chunk) == crc:
+                return True
+            i = block.find(needle, i + 1)
+        at += len(block) - HEADER.size + 1  # the next window starts at the first header this one did not hold
+        del block  # before the next is read: one window at a time
+    return False
+
+
+def _crc_in(fd: int, start: int, end: int, chunk: int) -> int | None:
+    """The CRC-32 of a file's bytes ``start`` to ``end``, read a window at a time; None if the file ends first."""
+    crc = 0
+    while start < end:
+        block = os.pread(fd, min(chunk, end - start), start)
+        if not block:
+            return None
+        crc, start = crc32(block, crc), start + len(block)
+        del block  # before the next is read: one window at a time
+    return crc
+
+
+def _written_in(fd: int, at: int, size: int, chunk: int) -> int:
+    """How many bytes from ``at`` lie before the file's trailing zeros (up to ``size``), exactly below a header's
+    size and as :data:`HEADER.size <HEADER>` at or above it: reading stops at the first byte that is not zero past
+    the header's last."""
+    pos = at + HEADER.size - 1
+    while pos < size:
+        block = os.pread(fd, min(chunk, size - pos), pos)
+        if not block:
+            break
+        if block.count(0) < len(block):
+            return HEADER.size
+        pos += len(block)
+        del block  # before the next is read: one window at a time
+    return len(os.pread(fd, HEADER.size - 1, at).rstrip(b"\0"))
 
 
 class Window(NamedTuple):
@@ -223,6 +282,7 @@ class SegmentWalk:
         self.chunk = max(READ_CHUNK if chunk is None else chunk, HEADER.size)  # a window holds a header at least
         self.torn_at: int | None = None
         self.frames = 0
+        self._overlong: tuple[int, int, int] | None = None
 
     def windows(self) -> Iterator[Window]:
         with open(self.path, "rb", buffering=0) as f:
@@ -239,15 +299,25 @@ class SegmentWalk:
                 window, want, damage = self._walk(memoryview(data), at_end)
                 self.frames += len(window.frames)
                 yield window
+                if damage is None and self._overlong is not None:
+                    del data, window  # judged holding no window of ours (a caller may still hold the last)
+                    damage = self._judge_overlong(fd, *self._overlong)
+                    if damage is None:
+                        return
                 if damage is not None:
-                    raise damage
+                    try:
+                        raise damage
+                    finally:  # no cycle through this frame, which would keep its windows until a collection
+                        del damage
                 if at_end:
                     return
 
     def _walk(self, view: memoryview, at_end: bool) -> tuple[Window, int, CorruptRecord | None]:
         """The intact frames lying whole in ``view`` (the segment's bytes from ``position``), how many bytes the
         next window must hold to take the next frame whole, and the damage that stopped the walk, if any. At the
-        segment's end, its last frame and what follows it are left to :func:`scan_frames`."""
+        segment's end, its last frame and what follows it are left to :func:`scan_frames`; a frame claiming more
+        than the segment holds after it, to :meth:`_judge_overlong` (``_overlong`` holds its header's length, base
+        and count), without a window growing to hold it."""
         frames: list[FrameInfo] = []
         origin, pos, size, want = self.position, 0, len(view), self.chunk
         damage = None
@@ -255,7 +325,11 @@ class SegmentWalk:
             length, crc, base, count = HEADER.unpack_from(view, pos)
             end = pos + HEADER.size + length
             if end > size or (at_end and end == size):
-                want = max(want, HEADER.size + length)  # the next window starts at this frame
+                assert self.size is not None
+                if not at_end and origin + end > self.size:
+                    self._overlong = length, base, count  # no window can hold it: judged after this one
+                else:
+                    want = max(want, HEADER.size + length)  # the next window starts at this frame
                 break
             if _frame_crc(view, pos, end) != crc:
                 damage = CorruptRecord(self.path.name, self.expect, origin + pos, "checksum mismatch")
@@ -278,6 +352,26 @@ class SegmentWalk:
                     self.expect = tail[-1].base + tail[-1].count
                     self.position = tail[-1].position + HEADER.size + tail[-1].length
         return Window(view, origin, frames), want, damage
+
+    def _judge_overlong(self, fd: int, length: int, base: int, count: int) -> CorruptRecord | None:
+        """The frame at ``position`` claims ``length`` bytes, more than the segment holds after it: a torn tail
+        (``torn_at`` is set; None is returned) or damage (returned), told apart as :func:`scan_frames` tells them
+        (intact frames after it make it damage), reading the bytes after it a window at a time, never all at once.
+        A damaged length names segment and offset as soon as the frame after it is found."""
+        assert self.size is not None
+        at, expect = self.position, self.expect
+        if base == expect and count > 0:
+            if _frame_follows_in(fd, at + HEADER.size, self.size, base + count, self.chunk):
+                return CorruptRecord(self.path.name, expect, at, f"frame length {length} runs past the end of the "
+                                     "segment but intact frames follow")
+        else:
+            try:
+                _check_torn_head(self.path, os.pread(fd, HEADER.size, at), _written_in(fd, at, self.size, self.chunk),
+                                 expect, base, count, at)
+            except CorruptRecord as exc:
+                return exc
+        self.torn_at = at
+        return None
 
 
 def take_writer_lock(directory: Path) -> int:

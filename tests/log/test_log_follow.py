@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from loghelp import SEG0, ticks
+from loghelp import SEG0, count_read, ticks
 
 from events import filelog
 from events import schema as ev
@@ -177,20 +177,6 @@ def test_a_segment_appearing_after_a_gap_is_reported(tmp_path: Path) -> None:
     assert (exc.segment, exc.offset) == (f"{5:020d}.seg", 2)
 
 
-def _count_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Bytes read from segments, one entry per read (every byte read is checked)."""
-    read: list[int] = []
-    real = os.pread
-
-    def counting(fd: int, n: int, position: int) -> bytes:
-        data = real(fd, n, position)
-        read.append(len(data))
-        return data
-
-    monkeypatch.setattr(os, "pread", counting)
-    return read
-
-
 def _count_polls(log: FileLog) -> list[int]:
     """Calls of the log's ``read_new``, what a follower calls once per poll: one entry per call."""
     polls: list[int] = []
@@ -207,7 +193,7 @@ def _count_polls(log: FileLog) -> list[int]:
 def test_an_idle_follower_reads_nothing_it_has_read_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = FileLog.open(tmp_path, fsync="never")
     end = anyio.run(_append, writer, [10] * 50)
-    read = _count_read(monkeypatch)
+    read = count_read(monkeypatch)
 
     async def main() -> list[int]:
         log = FileLog.open(tmp_path, readonly=True)
@@ -234,7 +220,7 @@ def test_a_read_only_logs_end_reads_only_what_was_appended(tmp_path: Path, monke
     log = FileLog.open(tmp_path, readonly=True)
     before = (tmp_path / SEG0).stat().st_size
     monkeypatch.setattr(filelog, "READ_CHUNK", 1 << 20)  # what was appended fits one window: read once
-    read = _count_read(monkeypatch)
+    read = count_read(monkeypatch)
     assert anyio.run(log.end_offset) == 200
     anyio.run(_append, writer, [3], 200)
     assert anyio.run(log.end_offset) == 203
