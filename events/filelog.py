@@ -50,8 +50,8 @@ whatever its modification time says: a file system whose clock lags this machine
 hide a new segment behind a time that did not move."""
 READ_CHUNK = 1 << 20
 """Bytes of a segment a reader holds at once (more only for a frame larger than that which fits in the segment,
-as there is no largest frame): a segment is up to
-``segment_bytes`` (64 MiB by default), and replay, recovery, ``log inspect`` and ``log verify`` walk whole ones."""
+as there is no largest frame): a segment is up to ``segment_bytes`` (64 MiB by default), and replay, recovery,
+``log inspect`` and ``log verify`` walk whole ones."""
 
 
 class FrameInfo(NamedTuple):
@@ -415,6 +415,7 @@ class FileLog(EventLog):
         self._sync_done: anyio.Event | None = None
         self._end_cursor: TailCursor | None = None  # a read-only log's end, as far as read
         self._listed: tuple[int, int, list[tuple[int, Path]]] | None = None  # (mtime, listed at, segments)
+        self._torn: tuple[Path, int, int, int, int] | None = None  # (segment, torn at, size, mtime, found at)
         self._followers: list[anyio.Event] = []  # set when an append or close may wake a waiting follower
         self._closed = False
         self.truncated_bytes = 0
@@ -673,12 +674,16 @@ class FileLog(EventLog):
         """The batches stored after ``cursor`` (from offset ``start`` on), advancing it: only bytes appended since
         are read and checked, with every check :meth:`scan` makes (checksums, offsets, a gap between segments, a
         torn frame that is not the log's tail), so a follower's idle poll costs a stat of the directory and one of
-        the segment. A writer's own log, whose end it knows, costs nothing when nothing was appended."""
+        the segment, at a crashed writer's torn tail too once it is found (:meth:`_keep_torn`). A writer's own log,
+        whose end it knows, costs nothing when nothing was appended."""
         while self.readonly or cursor.expect != self._end or cursor.position == 0:
             later = self._segment_after(cursor.base)  # before reading: a segment listed after ours makes ours whole
             torn_at = None
-            size = self._size_of(cursor)
-            if size > cursor.position:
+            stat = self._stat_of(cursor)
+            size = stat.st_size
+            if size > cursor.position and self._torn_unchanged(cursor, stat):
+                torn_at = cursor.position
+            elif size > cursor.position:
                 walk = SegmentWalk(cursor.path, cursor.expect, cursor.position, size)
                 for window in walk.windows():
                     for fr in window.frames:
@@ -689,6 +694,8 @@ class FileLog(EventLog):
                         if records:
                             yield records
                 torn_at = walk.torn_at
+                if torn_at is not None:
+                    self._keep_torn(cursor, torn_at, stat)
             if torn_at is not None and (later or not self._may_be_growing()):
                 raise CorruptRecord(cursor.path.name, cursor.expect, torn_at, "truncated frame")
             if later is None:
@@ -699,14 +706,31 @@ class FileLog(EventLog):
             cursor.base, cursor.path, cursor.position = base, path, 0
 
     @staticmethod
-    def _size_of(cursor: TailCursor) -> int:
-        """The size of the cursor's segment, which never falls below what the cursor has read: a writer's
+    def _stat_of(cursor: TailCursor) -> os.stat_result:
+        """The cursor's segment's status, whose size never falls below what the cursor has read: a writer's
         recovery cuts off only a torn tail, which a reader stops before."""
-        size = os.stat(cursor.path).st_size
-        if size < cursor.position:
-            raise CorruptRecord(cursor.path.name, cursor.expect, size, f"the segment shrank to {size} bytes "
-                                f"below the frame read up to {cursor.position}")
-        return size
+        stat = os.stat(cursor.path)
+        if stat.st_size < cursor.position:
+            raise CorruptRecord(cursor.path.name, cursor.expect, stat.st_size, f"the segment shrank to "
+                                f"{stat.st_size} bytes below the frame read up to {cursor.position}")
+        return stat
+
+    def _keep_torn(self, cursor: TailCursor, at: int, stat: os.stat_result) -> None:
+        """Remember that the cursor's segment, as ``stat`` found it, ends in a torn frame at byte ``at``: a crashed
+        writer's tail stays so until a writer reopens the log, and a follower polls it meanwhile. Kept only once
+        the segment's modification time is older than :data:`DIRECTORY_SETTLE_NS` (a change in the same tick of
+        the file system's clock, at the same size, would not move it)."""
+        if stat.st_mtime_ns < time.time_ns() - DIRECTORY_SETTLE_NS:
+            self._torn = cursor.path, at, stat.st_size, stat.st_mtime_ns, time.monotonic_ns()
+        else:
+            self._torn = None
+
+    def _torn_unchanged(self, cursor: TailCursor, stat: os.stat_result) -> bool:
+        """Whether the cursor stands at a torn tail found before in its segment, unchanged since in size and
+        modification time (and found less than :data:`RELIST_NS` ago): then it is not read again."""
+        torn = self._torn
+        return (torn is not None and torn[:4] == (cursor.path, cursor.position, stat.st_size, stat.st_mtime_ns)
+                and time.monotonic_ns() - torn[4] < RELIST_NS)
 
     def _segment_after(self, base: int) -> tuple[int, Path] | None:
         """The first segment after the one starting at offset ``base``, if any."""
