@@ -572,26 +572,11 @@ class FileLog(EventLog):
         self, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
     ) -> Iterator[list[Record]]:
         """Synchronous read of everything stored from ``start``, a batch at a time; ``lazy`` as in
-        :func:`events.codec.decode_batch`."""
-        segments = list_segments(self.directory)
-        expect: int | None = None  # where the segment read before this one ended
-        for i, (base, path) in enumerate(segments):
-            next_base = segments[i + 1][0] if i + 1 < len(segments) else None
-            if next_base is not None and next_base <= start:
-                continue
-            if expect is not None and base != expect:
-                raise segment_gap(path.name, base, expect)
-            walk = SegmentWalk(path, base)
-            for window in walk.windows():
-                for fr in window.frames:
-                    if fr.base + fr.count <= start:
-                        continue
-                    records = decode_batch(window.payload(fr), fr.base, quarantine, start, lazy=lazy)
-                    if records:
-                        yield records
-            expect = walk.expect
-            if walk.torn_at is not None and (next_base is not None or not self._may_be_growing()):
-                raise CorruptRecord(path.name, expect, walk.torn_at, "truncated frame")
+        :func:`events.codec.decode_batch`. It is :meth:`read_new` from the start of the segment holding ``start``:
+        one walk serves a replay and a follower."""
+        cursor = self._cursor_at(start)
+        if cursor is not None:
+            yield from self.read_new(cursor, start, quarantine, lazy=lazy)
 
     def _may_be_growing(self) -> bool:
         # A reader may see a writer's frame half-written; a writer's own tail never is.
@@ -672,10 +657,11 @@ class FileLog(EventLog):
         self, cursor: TailCursor, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
     ) -> Iterator[list[Record]]:
         """The batches stored after ``cursor`` (from offset ``start`` on), advancing it: only bytes appended since
-        are read and checked, with every check :meth:`scan` makes (checksums, offsets, a gap between segments, a
-        torn frame that is not the log's tail), so a follower's idle poll costs a stat of the directory and one of
-        the segment, at a crashed writer's torn tail too once it is found (:meth:`_keep_torn`). A writer's own log,
-        whose end it knows, costs nothing when nothing was appended."""
+        are read and checked (checksums, offsets, a gap between segments, a torn frame that is not the log's tail),
+        so a follower's idle poll costs a stat of the directory and one of the segment, at a crashed writer's torn
+        tail too once it is found (:meth:`_keep_torn`). A writer's own log, whose end it knows, costs nothing when
+        nothing was appended. :meth:`scan` is this from a new cursor."""
+        header = HEADER.size
         while self.readonly or cursor.expect != self._end or cursor.position == 0:
             later = self._segment_after(cursor.base)  # before reading: a segment listed after ours makes ours whole
             torn_at = None
@@ -686,11 +672,13 @@ class FileLog(EventLog):
             elif size > cursor.position:
                 walk = SegmentWalk(cursor.path, cursor.expect, cursor.position, size)
                 for window in walk.windows():
-                    for fr in window.frames:
-                        cursor.position, cursor.expect = fr.position + HEADER.size + fr.length, fr.base + fr.count
-                        if fr.base + fr.count <= start:
+                    data, origin = window.data, window.origin
+                    for _, position, base, count, length in window.frames:  # unpacked: a replay's hot loop
+                        at, after = position - origin + header, base + count
+                        cursor.position, cursor.expect = at + length + origin, after
+                        if after <= start:
                             continue
-                        records = decode_batch(window.payload(fr), fr.base, quarantine, start, lazy=lazy)
+                        records = decode_batch(data[at : at + length], base, quarantine, start, lazy=lazy)
                         if records:
                             yield records
                 torn_at = walk.torn_at
