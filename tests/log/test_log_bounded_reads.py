@@ -15,7 +15,7 @@ from loghelp import SEG0, count_read
 
 from events import schema as ev
 from events.errors import CorruptRecord
-from events.filelog import HEADER, FileLog, SegmentWalk, list_segments
+from events.filelog import HEADER, FileLog, SegmentWalk, list_segments, scan_frames
 from kueue_es.commands.log_cmd import inspect_log
 from kueue_es.commands.log_verify import verify_log
 
@@ -270,3 +270,35 @@ def test_a_torn_tail_larger_than_a_window_is_judged_in_bounded_windows(tmp_path:
     assert _replay(tmp_path) == 3
     assert _peak(lambda: _recover(tmp_path)) < BOUND
     assert (tmp_path / SEG0).stat().st_size == size - len(torn)
+
+
+def test_a_length_past_the_end_is_judged_alike_wherever_the_windows_cut(tmp_path: Path) -> None:
+    """The search after a frame claiming too much reads overlapping windows: whatever their size, it finds the
+    intact frame after a damaged length, and finds none after a torn tail (nor after a header of which only
+    the first bytes landed, the rest reading as zeros)."""
+    async def fill() -> None:
+        log = FileLog.open(tmp_path, fsync="never")
+        for i in range(4):
+            await log.append([ev.ClockTicked(time=i, id=f"{i}", key="k" * 40 * i)])
+        log.close_sync()
+
+    anyio.run(fill)
+    seg = tmp_path / SEG0
+    pristine = seg.read_bytes()
+    damaged = bytearray(pristine)
+    damaged[3] = 0x7F  # the first frame's length claims about 2 GB
+    last = scan_frames(seg, pristine, 0)[0][-1].position
+    torn = pristine[:-5]
+    landed = pristine[: last + 6] + bytes(len(pristine) - last - 6)  # only 6 bytes of the last frame's header
+    for chunk in range(HEADER.size, 160):
+        seg.write_bytes(bytes(damaged))
+        with pytest.raises(CorruptRecord, match="intact frames follow") as err:
+            for _ in SegmentWalk(seg, 0, chunk=chunk).windows():
+                pass
+        assert (err.value.offset, err.value.position) == (0, 0), chunk
+        for tail in (torn, landed):
+            seg.write_bytes(tail)
+            walk = SegmentWalk(seg, 0, chunk=chunk)
+            for _ in walk.windows():
+                pass
+            assert (walk.frames, walk.expect, walk.torn_at) == (3, 3, last), chunk
