@@ -235,9 +235,8 @@ def _crc_in(fd: int, start: int, end: int, chunk: int) -> int | None:
 
 
 def _written_in(fd: int, at: int, size: int, chunk: int) -> int:
-    """How many bytes from ``at`` lie before the file's trailing zeros (up to ``size``), exactly below a header's
-    size and as :data:`HEADER.size <HEADER>` at or above it: reading stops at the first byte that is not zero past
-    the header's last."""
+    """How many bytes from ``at`` lie before the file's trailing zeros (up to ``size``): exactly when fewer than a
+    header's size, else that size, as reading stops at the first byte that is not zero from the header's last on."""
     pos = at + HEADER.size - 1
     while pos < size:
         block = os.pread(fd, min(chunk, size - pos), pos)
