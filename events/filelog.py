@@ -8,7 +8,8 @@ A frame is one appended batch::
 The payload is a msgpack array of events. On opening for writing, the last segment is scanned: a frame cut off
 by a crash (a torn tail) is truncated away; a frame that fails its checksum with valid data after it is
 corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure,
-and read a segment in windows of :data:`READ_CHUNK` bytes (:class:`SegmentWalk`), not whole. A follower
+and read a segment in windows of :data:`READ_CHUNK` bytes (:class:`SegmentWalk`), not whole; a frame whose length
+claims more than the segment holds after it is told for a torn tail or damage a window at a time. A follower
 (:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads only the bytes
 appended since; it lists the directory again only when its modification time moved.
 """
@@ -48,8 +49,9 @@ RELIST_NS = 10 * 10**9
 whatever its modification time says: a file system whose clock lags this machine's (a network one) could otherwise
 hide a new segment behind a time that did not move."""
 READ_CHUNK = 1 << 20
-"""Bytes of a segment a reader holds at once (more only for a frame larger than that): a segment is up to
-``segment_bytes`` (64 MiB by default), and replay, recovery, ``log inspect`` and ``log verify`` walk whole ones."""
+"""Bytes of a segment a reader holds at once (more only for a frame larger than that which fits in the segment,
+as there is no largest frame): a segment is up to ``segment_bytes`` (64 MiB by default), and replay, recovery,
+``log inspect`` and ``log verify`` walk whole ones."""
 
 
 class FrameInfo(NamedTuple):
@@ -162,14 +164,22 @@ def _check_torn_header(
     one event. A crash may leave the tail's last bytes unwritten, reading as zeros (a file extended before its data
     landed), up into the header itself: then only the header's bytes before those zeros are held to that. Anything
     else is not a frame of this log, and cutting it off would destroy bytes nothing here wrote."""
-    written = len(bytes(view[pos:]).rstrip(b"\0"))
+    _check_torn_head(path, view[pos : pos + HEADER.size], len(bytes(view[pos:]).rstrip(b"\0")), expect, base, count,
+                     origin + pos)
+
+
+def _check_torn_head(
+    path: Path, head: bytes | memoryview, written: int, expect: int, base: int, count: int, at: int
+) -> None:
+    """:func:`_check_torn_header` for the header ``head`` at byte ``at`` of the segment, of which ``written`` bytes
+    lie before the tail's trailing zeros (exact only below a header's size)."""
     if written >= HEADER.size:
         torn = base == expect and count > 0
     else:
         want = HEADER.pack(0, 0, expect, 0)
-        torn = all(view[pos + i] == want[i] for i in range(8, min(16, written)))
+        torn = all(head[i] == want[i] for i in range(8, min(16, written)))
     if not torn:
-        raise CorruptRecord(path.name, expect, origin + pos, "the bytes after the last frame are not a frame of "
+        raise CorruptRecord(path.name, expect, at, "the bytes after the last frame are not a frame of "
                             f"this log (a header claiming offset {base} with {count} events)")
 
 
@@ -189,6 +199,54 @@ def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool
                 return True
         i = buf.find(needle, i + 1)
     return False
+
+
+def _frame_follows_in(fd: int, start: int, size: int, next_base: int, chunk: int) -> bool:
+    """:func:`_frame_follows` on a segment's file from byte ``start`` up to ``size``, read a window of ``chunk``
+    bytes at a time (a candidate frame's checksum too): memory is bounded by the window, not the bytes searched."""
+    needle = struct.pack("<Q", next_base)
+    at = start  # a window [at, at + n) holds the headers that start in [at, at + n - HEADER.size]
+    while at + HEADER.size <= size:
+        block = os.pread(fd, min(chunk, size - at), at)
+        if len(block) < HEADER.size:
+            return False
+        i = block.find(needle, 8)
+        while i != -1 and i - 8 + HEADER.size <= len(block):
+            length, crc, _, count = HEADER.unpack_from(block, i - 8)
+            end = at + i - 8 + HEADER.size + length
+            if count > 0 and end <= size and _crc_in(fd, at + i, end, chunk) == crc:
+                return True
+            i = block.find(needle, i + 1)
+        at += len(block) - HEADER.size + 1  # the next window starts at the first header this one did not hold
+        del block  # before the next is read: one window at a time
+    return False
+
+
+def _crc_in(fd: int, start: int, end: int, chunk: int) -> int | None:
+    """The CRC-32 of a file's bytes ``start`` to ``end``, read a window at a time; None if the file ends first."""
+    crc = 0
+    while start < end:
+        block = os.pread(fd, min(chunk, end - start), start)
+        if not block:
+            return None
+        crc, start = crc32(block, crc), start + len(block)
+        del block  # before the next is read: one window at a time
+    return crc
+
+
+def _written_in(fd: int, at: int, size: int, chunk: int) -> int:
+    """How many bytes from ``at`` lie before the file's trailing zeros (up to ``size``): exactly when fewer than a
+    header's size, else that size, as reading stops at the first byte that is not zero from the header's last on."""
+    pos = at + HEADER.size - 1
+    while pos < size:
+        block = os.pread(fd, min(chunk, size - pos), pos)
+        if not block:
+            break
+        if block.count(0) < len(block):
+            return HEADER.size
+        pos += len(block)
+        del block  # before the next is read: one window at a time
+    return len(os.pread(fd, HEADER.size - 1, at).rstrip(b"\0"))
 
 
 class Window(NamedTuple):
@@ -223,6 +281,7 @@ class SegmentWalk:
         self.chunk = max(READ_CHUNK if chunk is None else chunk, HEADER.size)  # a window holds a header at least
         self.torn_at: int | None = None
         self.frames = 0
+        self._overlong: tuple[int, int, int] | None = None
 
     def windows(self) -> Iterator[Window]:
         with open(self.path, "rb", buffering=0) as f:
@@ -239,15 +298,25 @@ class SegmentWalk:
                 window, want, damage = self._walk(memoryview(data), at_end)
                 self.frames += len(window.frames)
                 yield window
+                if damage is None and self._overlong is not None:
+                    del data, window  # judged holding no window of ours (a caller may still hold the last)
+                    damage = self._judge_overlong(fd, *self._overlong)
+                    if damage is None:
+                        return
                 if damage is not None:
-                    raise damage
+                    try:
+                        raise damage
+                    finally:  # no cycle through this frame, which would keep its windows until a collection
+                        del damage
                 if at_end:
                     return
 
     def _walk(self, view: memoryview, at_end: bool) -> tuple[Window, int, CorruptRecord | None]:
         """The intact frames lying whole in ``view`` (the segment's bytes from ``position``), how many bytes the
         next window must hold to take the next frame whole, and the damage that stopped the walk, if any. At the
-        segment's end, its last frame and what follows it are left to :func:`scan_frames`."""
+        segment's end, its last frame and what follows it are left to :func:`scan_frames`; a frame claiming more
+        than the segment holds after it, to :meth:`_judge_overlong` (``_overlong`` holds its header's length, base
+        and count), without a window growing to hold it."""
         frames: list[FrameInfo] = []
         origin, pos, size, want = self.position, 0, len(view), self.chunk
         damage = None
@@ -255,7 +324,11 @@ class SegmentWalk:
             length, crc, base, count = HEADER.unpack_from(view, pos)
             end = pos + HEADER.size + length
             if end > size or (at_end and end == size):
-                want = max(want, HEADER.size + length)  # the next window starts at this frame
+                assert self.size is not None
+                if not at_end and origin + end > self.size:
+                    self._overlong = length, base, count  # no window can hold it: judged after this one
+                else:
+                    want = max(want, HEADER.size + length)  # the next window starts at this frame
                 break
             if _frame_crc(view, pos, end) != crc:
                 damage = CorruptRecord(self.path.name, self.expect, origin + pos, "checksum mismatch")
@@ -278,6 +351,26 @@ class SegmentWalk:
                     self.expect = tail[-1].base + tail[-1].count
                     self.position = tail[-1].position + HEADER.size + tail[-1].length
         return Window(view, origin, frames), want, damage
+
+    def _judge_overlong(self, fd: int, length: int, base: int, count: int) -> CorruptRecord | None:
+        """The frame at ``position`` claims ``length`` bytes, more than the segment holds after it: a torn tail
+        (``torn_at`` is set; None is returned) or damage (returned), told apart as :func:`scan_frames` tells them
+        (intact frames after it make it damage), reading the bytes after it a window at a time, never all at once.
+        A damaged length names segment and offset as soon as the frame after it is found."""
+        assert self.size is not None
+        at, expect = self.position, self.expect
+        if base == expect and count > 0:
+            if _frame_follows_in(fd, at + HEADER.size, self.size, base + count, self.chunk):
+                return CorruptRecord(self.path.name, expect, at, f"frame length {length} runs past the end of the "
+                                     "segment but intact frames follow")
+        else:
+            try:
+                _check_torn_head(self.path, os.pread(fd, HEADER.size, at), _written_in(fd, at, self.size, self.chunk),
+                                 expect, base, count, at)
+            except CorruptRecord as exc:
+                return exc
+        self.torn_at = at
+        return None
 
 
 def take_writer_lock(directory: Path) -> int:
@@ -321,6 +414,7 @@ class FileLog(EventLog):
         self._sync_done: anyio.Event | None = None
         self._end_cursor: TailCursor | None = None  # a read-only log's end, as far as read
         self._listed: tuple[int, int, list[tuple[int, Path]]] | None = None  # (mtime, listed at, segments)
+        self._torn: tuple[Path, int, int, int, int] | None = None  # (segment, torn at, size, mtime, found at)
         self._followers: list[anyio.Event] = []  # set when an append or close may wake a waiting follower
         self._closed = False
         self.truncated_bytes = 0
@@ -477,26 +571,11 @@ class FileLog(EventLog):
         self, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
     ) -> Iterator[list[Record]]:
         """Synchronous read of everything stored from ``start``, a batch at a time; ``lazy`` as in
-        :func:`events.codec.decode_batch`."""
-        segments = list_segments(self.directory)
-        expect: int | None = None  # where the segment read before this one ended
-        for i, (base, path) in enumerate(segments):
-            next_base = segments[i + 1][0] if i + 1 < len(segments) else None
-            if next_base is not None and next_base <= start:
-                continue
-            if expect is not None and base != expect:
-                raise segment_gap(path.name, base, expect)
-            walk = SegmentWalk(path, base)
-            for window in walk.windows():
-                for fr in window.frames:
-                    if fr.base + fr.count <= start:
-                        continue
-                    records = decode_batch(window.payload(fr), fr.base, quarantine, start, lazy=lazy)
-                    if records:
-                        yield records
-            expect = walk.expect
-            if walk.torn_at is not None and (next_base is not None or not self._may_be_growing()):
-                raise CorruptRecord(path.name, expect, walk.torn_at, "truncated frame")
+        :func:`events.codec.decode_batch`. It is :meth:`read_new` from the start of the segment holding ``start``:
+        one walk serves a replay and a follower."""
+        cursor = self._cursor_at(start)
+        if cursor is not None:
+            yield from self.read_new(cursor, start, quarantine, lazy=lazy)
 
     def _may_be_growing(self) -> bool:
         # A reader may see a writer's frame half-written; a writer's own tail never is.
@@ -577,24 +656,33 @@ class FileLog(EventLog):
         self, cursor: TailCursor, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
     ) -> Iterator[list[Record]]:
         """The batches stored after ``cursor`` (from offset ``start`` on), advancing it: only bytes appended since
-        are read and checked, with every check :meth:`scan` makes (checksums, offsets, a gap between segments, a
-        torn frame that is not the log's tail), so a follower's idle poll costs a stat of the directory and one of
-        the segment. A writer's own log, whose end it knows, costs nothing when nothing was appended."""
+        are read and checked (checksums, offsets, a gap between segments, a torn frame that is not the log's tail),
+        so a follower's idle poll costs a stat of the directory and one of the segment, at a crashed writer's torn
+        tail too once it is found (:meth:`_keep_torn`). A writer's own log, whose end it knows, costs nothing when
+        nothing was appended. :meth:`scan` is this from a new cursor."""
+        header = HEADER.size
         while self.readonly or cursor.expect != self._end or cursor.position == 0:
             later = self._segment_after(cursor.base)  # before reading: a segment listed after ours makes ours whole
             torn_at = None
-            size = self._size_of(cursor)
-            if size > cursor.position:
+            stat = self._stat_of(cursor)
+            size = stat.st_size
+            if size > cursor.position and self._torn_unchanged(cursor, stat):
+                torn_at = cursor.position
+            elif size > cursor.position:
                 walk = SegmentWalk(cursor.path, cursor.expect, cursor.position, size)
                 for window in walk.windows():
-                    for fr in window.frames:
-                        cursor.position, cursor.expect = fr.position + HEADER.size + fr.length, fr.base + fr.count
-                        if fr.base + fr.count <= start:
+                    data, origin = window.data, window.origin
+                    for _, position, base, count, length in window.frames:  # unpacked: a replay's hot loop
+                        at, after = position - origin + header, base + count
+                        cursor.position, cursor.expect = at + length + origin, after
+                        if after <= start:
                             continue
-                        records = decode_batch(window.payload(fr), fr.base, quarantine, start, lazy=lazy)
+                        records = decode_batch(data[at : at + length], base, quarantine, start, lazy=lazy)
                         if records:
                             yield records
                 torn_at = walk.torn_at
+                if torn_at is not None:
+                    self._keep_torn(cursor, torn_at, stat)
             if torn_at is not None and (later or not self._may_be_growing()):
                 raise CorruptRecord(cursor.path.name, cursor.expect, torn_at, "truncated frame")
             if later is None:
@@ -605,14 +693,31 @@ class FileLog(EventLog):
             cursor.base, cursor.path, cursor.position = base, path, 0
 
     @staticmethod
-    def _size_of(cursor: TailCursor) -> int:
-        """The size of the cursor's segment, which never falls below what the cursor has read: a writer's
+    def _stat_of(cursor: TailCursor) -> os.stat_result:
+        """The cursor's segment's status, whose size never falls below what the cursor has read: a writer's
         recovery cuts off only a torn tail, which a reader stops before."""
-        size = os.stat(cursor.path).st_size
-        if size < cursor.position:
-            raise CorruptRecord(cursor.path.name, cursor.expect, size, f"the segment shrank to {size} bytes "
-                                f"below the frame read up to {cursor.position}")
-        return size
+        stat = os.stat(cursor.path)
+        if stat.st_size < cursor.position:
+            raise CorruptRecord(cursor.path.name, cursor.expect, stat.st_size, f"the segment shrank to "
+                                f"{stat.st_size} bytes below the frame read up to {cursor.position}")
+        return stat
+
+    def _keep_torn(self, cursor: TailCursor, at: int, stat: os.stat_result) -> None:
+        """Remember that the cursor's segment, as ``stat`` found it, ends in a torn frame at byte ``at``: a crashed
+        writer's tail stays so until a writer reopens the log, and a follower polls it meanwhile. Kept only once
+        the segment's modification time is older than :data:`DIRECTORY_SETTLE_NS` (a change in the same tick of
+        the file system's clock, at the same size, would not move it)."""
+        if stat.st_mtime_ns < time.time_ns() - DIRECTORY_SETTLE_NS:
+            self._torn = cursor.path, at, stat.st_size, stat.st_mtime_ns, time.monotonic_ns()
+        else:
+            self._torn = None
+
+    def _torn_unchanged(self, cursor: TailCursor, stat: os.stat_result) -> bool:
+        """Whether the cursor stands at a torn tail found before in its segment, unchanged since in size and
+        modification time (and found less than :data:`RELIST_NS` ago): then it is not read again."""
+        torn = self._torn
+        return (torn is not None and torn[:4] == (cursor.path, cursor.position, stat.st_size, stat.st_mtime_ns)
+                and time.monotonic_ns() - torn[4] < RELIST_NS)
 
     def _segment_after(self, base: int) -> tuple[int, Path] | None:
         """The first segment after the one starting at offset ``base``, if any."""

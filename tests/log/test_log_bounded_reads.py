@@ -11,14 +11,14 @@ from typing import Any
 
 import anyio
 import pytest
+from loghelp import SEG0, count_read
 
 from events import schema as ev
 from events.errors import CorruptRecord
-from events.filelog import HEADER, FileLog, SegmentWalk, list_segments
+from events.filelog import HEADER, FileLog, SegmentWalk, list_segments, scan_frames
 from kueue_es.commands.log_cmd import inspect_log
 from kueue_es.commands.log_verify import verify_log
 
-SEG0 = "00000000000000000000.seg"
 SEGMENT_MIB = 8
 BOUND = 3 << 20
 """What a reader may hold at once: two 1 MiB windows (the one being walked, the one a caller still holds), and
@@ -52,13 +52,17 @@ def big_tail(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _fill(tmp_path_factory.mktemp("big_tail"), 1)
 
 
-def _peak(read: Callable[[], Any]) -> int:
-    """The most memory allocated at once while ``read`` runs, above what was allocated before it."""
+def _peak(read: Callable[[], Any], fails: type[BaseException] | tuple[()] = ()) -> int:
+    """The most memory allocated at once while ``read`` runs, above what was allocated before it (``read`` may
+    raise ``fails``)."""
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
-        read()
+        try:
+            read()
+        except fails:
+            pass
         return tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
@@ -181,3 +185,120 @@ def test_damage_past_the_first_window_names_segment_and_offset(big: Path, tmp_pa
     assert report.problem is not None and (report.problem["offset"], report.problem["byte"]) == (offset, pos)
     assert report.events == offset
 
+
+
+def _copy(log: Path, to: Path) -> Path:
+    to.mkdir()
+    for _, segment in list_segments(log):
+        (to / segment.name).write_bytes(segment.read_bytes())
+    return to
+
+
+def _frame_after(segment: Path, at: int) -> tuple[int, int]:
+    """Byte position and offset of the first frame of ``segment`` that starts at or after byte ``at``."""
+    with segment.open("rb") as f:
+        pos = offset = 0
+        while pos < at:
+            f.seek(pos)
+            length, _, base, count = HEADER.unpack(f.read(HEADER.size))
+            pos, offset = pos + HEADER.size + length, base + count
+    return pos, offset
+
+
+def _overlong(log: Path, to: Path, *, header: bool) -> tuple[Path, int, int]:
+    """A copy of ``log`` whose first segment's frame about 1 MiB in claims a length of about 2 GB (its length's high
+    byte damaged), with the rest of its header intact or (``header`` False) its count zeroed too: the copy, and
+    the frame's position and offset."""
+    copy = _copy(log, to)
+    pos, offset = _frame_after(copy / SEG0, 1 << 20)
+    with (copy / SEG0).open("r+b") as f:
+        f.seek(pos + 3)
+        f.write(b"\x7f")
+        if not header:
+            f.seek(pos + 16)
+            f.write(bytes(4))
+    return copy, pos, offset
+
+
+@pytest.mark.parametrize("header", [True, False], ids=["header of this log", "header not of this log"])
+@pytest.mark.parametrize("log", ["big", "big_tail"], ids=["older segment", "last segment"])
+def test_a_length_past_the_segments_end_is_damage_found_without_reading_the_rest(
+        log: str, header: bool, request: pytest.FixtureRequest, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A damaged length that claims more than the segment holds after the frame makes no reader hold or read the
+    rest of the segment: the frame after it (or the header itself) shows it is damage, named by segment and offset,
+    and a writer refuses the log rather than cut it off there."""
+    copy, pos, offset = _overlong(request.getfixturevalue(log), tmp_path / "log", header=header)
+    pristine = (copy / SEG0).read_bytes()
+    where = (SEG0, offset, pos)
+    readers: dict[str, Callable[[], Any]] = {
+        "replay": lambda: _replay(copy), "follow": lambda: _follow_from_the_start(copy),
+        "segments": lambda: _segments(copy), "frame_checksum": lambda: _frame_checksum(copy),
+        "inspect": lambda: _inspect(copy)}
+    if log == "big_tail":  # the readers of the last segment only
+        readers |= {"recover": lambda: _recover(copy), "open read-only": lambda: _open_read_only(copy)}
+    for name, read in readers.items():
+        read_bytes = count_read(monkeypatch)
+        peak = _peak(read, CorruptRecord)
+        monkeypatch.undo()
+        with pytest.raises(CorruptRecord) as err:
+            read()
+        assert (err.value.segment, err.value.offset, err.value.position) == where, name
+        assert sum(read_bytes) < pos + (3 << 20), f"{name} read {sum(read_bytes)} bytes, the damage at byte {pos}"
+        assert peak < BOUND, f"{name} held {peak / (1 << 20):.1f} MiB"
+    peak = _peak(lambda: verify_log(str(copy), with_checkpoints=False))
+    assert peak < BOUND, f"verify held {peak / (1 << 20):.1f} MiB"
+    report = verify_log(str(copy), with_checkpoints=False)
+    assert report.problem is not None and (report.problem["offset"], report.problem["byte"]) == (offset, pos)
+    assert (copy / SEG0).read_bytes() == pristine, "a writer cut the segment off at the damaged frame"
+
+
+def test_a_torn_tail_larger_than_a_window_is_judged_in_bounded_windows(tmp_path: Path) -> None:
+    """A crash cut off a 9 MiB frame after 8 MiB of it: readers stop before it and a writer cuts it off, none of them
+    holding it whole (it could be a damaged length until the bytes after it show no frame follows)."""
+    async def fill() -> None:
+        log = FileLog.open(tmp_path, fsync="never")
+        await log.append([ev.ClockTicked(time=i, id=f"{i}", key="k") for i in range(3)])
+        log.close_sync()
+
+    anyio.run(fill)
+    torn = HEADER.pack(9 << 20, 0, 3, 40) + bytes(range(256)) * (32 << 10)
+    with (tmp_path / SEG0).open("ab") as f:
+        f.write(torn)
+    size = (tmp_path / SEG0).stat().st_size
+    assert _peak(lambda: _replay(tmp_path)) < BOUND
+    assert _replay(tmp_path) == 3
+    assert _peak(lambda: _recover(tmp_path)) < BOUND
+    assert (tmp_path / SEG0).stat().st_size == size - len(torn)
+
+
+def test_a_length_past_the_end_is_judged_alike_wherever_the_windows_cut(tmp_path: Path) -> None:
+    """The search after a frame claiming too much reads overlapping windows: whatever their size, it finds the
+    intact frame after a damaged length, and finds none after a torn tail (nor after a header of which only
+    the first bytes landed, the rest reading as zeros)."""
+    async def fill() -> None:
+        log = FileLog.open(tmp_path, fsync="never")
+        for i in range(4):
+            await log.append([ev.ClockTicked(time=i, id=f"{i}", key="k" * 40 * i)])
+        log.close_sync()
+
+    anyio.run(fill)
+    seg = tmp_path / SEG0
+    pristine = seg.read_bytes()
+    damaged = bytearray(pristine)
+    damaged[3] = 0x7F  # the first frame's length claims about 2 GB
+    last = scan_frames(seg, pristine, 0)[0][-1].position
+    torn = pristine[:-5]
+    landed = pristine[: last + 6] + bytes(len(pristine) - last - 6)  # only 6 bytes of the last frame's header
+    for chunk in range(HEADER.size, 160):
+        seg.write_bytes(bytes(damaged))
+        with pytest.raises(CorruptRecord, match="intact frames follow") as err:
+            for _ in SegmentWalk(seg, 0, chunk=chunk).windows():
+                pass
+        assert (err.value.offset, err.value.position) == (0, 0), chunk
+        for tail in (torn, landed):
+            seg.write_bytes(tail)
+            walk = SegmentWalk(seg, 0, chunk=chunk)
+            for _ in walk.windows():
+                pass
+            assert (walk.frames, walk.expect, walk.torn_at) == (3, 3, last), chunk

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from loghelp import SEG0, ticks
+from loghelp import SEG0, count_read, ticks
 
 from events import filelog
 from events import schema as ev
@@ -177,20 +177,6 @@ def test_a_segment_appearing_after_a_gap_is_reported(tmp_path: Path) -> None:
     assert (exc.segment, exc.offset) == (f"{5:020d}.seg", 2)
 
 
-def _count_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Bytes read from segments, one entry per read (every byte read is checked)."""
-    read: list[int] = []
-    real = os.pread
-
-    def counting(fd: int, n: int, position: int) -> bytes:
-        data = real(fd, n, position)
-        read.append(len(data))
-        return data
-
-    monkeypatch.setattr(os, "pread", counting)
-    return read
-
-
 def _count_polls(log: FileLog) -> list[int]:
     """Calls of the log's ``read_new``, what a follower calls once per poll: one entry per call."""
     polls: list[int] = []
@@ -207,7 +193,7 @@ def _count_polls(log: FileLog) -> list[int]:
 def test_an_idle_follower_reads_nothing_it_has_read_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = FileLog.open(tmp_path, fsync="never")
     end = anyio.run(_append, writer, [10] * 50)
-    read = _count_read(monkeypatch)
+    read = count_read(monkeypatch)
 
     async def main() -> list[int]:
         log = FileLog.open(tmp_path, readonly=True)
@@ -234,7 +220,7 @@ def test_a_read_only_logs_end_reads_only_what_was_appended(tmp_path: Path, monke
     log = FileLog.open(tmp_path, readonly=True)
     before = (tmp_path / SEG0).stat().st_size
     monkeypatch.setattr(filelog, "READ_CHUNK", 1 << 20)  # what was appended fits one window: read once
-    read = _count_read(monkeypatch)
+    read = count_read(monkeypatch)
     assert anyio.run(log.end_offset) == 200
     anyio.run(_append, writer, [3], 200)
     assert anyio.run(log.end_offset) == 203
@@ -381,3 +367,47 @@ def test_a_torn_tail_cut_off_by_the_next_writer_is_followed_by_its_appends(tmp_p
     anyio.run(_append, again, [1, 6], 5)
     assert [[r.offset for r in b] for b in log.read_new(cursor)] == [[5], list(range(6, 12))]
     again.close_sync()
+
+
+def test_an_unchanged_torn_tail_costs_a_stat_not_a_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crashed writer's torn tail stays until a writer reopens the log: a read-only follower reads it once, then
+    each poll only stats the segment, until its size or modification time moves."""
+    writer = FileLog.open(tmp_path, fsync="never")
+    anyio.run(_append, writer, [2, 3])
+    seg = tmp_path / SEG0
+    intact = seg.stat().st_size
+    anyio.run(_append, writer, [4], 5)
+    writer.close_sync()
+    frame = seg.read_bytes()[intact:]
+    os.truncate(seg, seg.stat().st_size - 40)  # the crash cut off the frame for offsets 5..8 40 bytes short
+    log = FileLog.open(tmp_path, readonly=True)
+    cursor = log._cursor_at(0)  # noqa: SLF001
+    assert cursor is not None
+    assert [[r.offset for r in b] for b in log.read_new(cursor)] == [[0, 1], [2, 3, 4]]
+    with monkeypatch.context() as m:
+        read = count_read(m)
+        list(log.read_new(cursor))
+        assert sum(read) > 0, "a torn tail changed just now is read again: its time may hide a change in its tick"
+    _settle_file(seg)
+    with monkeypatch.context() as m:
+        read = count_read(m)
+        assert list(log.read_new(cursor)) == []  # found torn once more, as its time moved
+        found = sum(read)
+        for _ in range(3):
+            assert list(log.read_new(cursor)) == []
+        assert found > 0 and sum(read) == found, f"idle polls re-read the torn tail: {read}"
+        seg.write_bytes(seg.read_bytes())  # the same bytes written again: its time moves, its size does not
+        _settle_file(seg, seconds=5)
+        assert list(log.read_new(cursor)) == [] and sum(read) == 2 * found
+        now = time.monotonic_ns()  # a finding serves RELIST_NS at most, as a kept listing does
+        m.setattr(filelog.time, "monotonic_ns", lambda: now + filelog.RELIST_NS)
+        assert list(log.read_new(cursor)) == [] and sum(read) == 3 * found
+    with seg.open("ab") as f:
+        f.write(frame[-40:])  # the frame completes (as if the writer had been slow, not dead)
+    assert [[r.offset for r in b] for b in log.read_new(cursor)] == [[5, 6, 7, 8]]
+
+
+def _settle_file(path: Path, seconds: int = 10) -> None:
+    """Date a file's last change ``seconds`` back, as a crashed writer's torn tail is after a while."""
+    back = time.time_ns() - seconds * 10**9
+    os.utime(path, ns=(back, back))
