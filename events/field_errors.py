@@ -3,7 +3,11 @@ that should read as Kueue's own: the body after the field's path, which kueue-es
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+
+from events.errors import InvalidInput, aggregate
 
 _NAMED = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
           '"': '\\"', "\\": "\\\\"}
@@ -36,3 +40,57 @@ def not_supported(shown: str, supported: Sequence[str]) -> str:
     """``field.NotSupported``'s body: ``shown`` is the refused value as Go shows it (:func:`go_quote` for a
     string, :func:`go_string_slice` for a list); each supported value quoted, in the order Kueue lists them."""
     return f"Unsupported value: {shown}: supported values: {', '.join(go_quote(s) for s in supported)}"
+
+
+IS_NEGATIVE = "must be greater than or equal to 0"
+"""apimachinery's ``IsNegativeErrorMsg``: the detail of Kueue's refusal of a negative number or duration."""
+
+
+def go_float(value: float) -> str:
+    """A float64 as Go's ``%v`` writes it (``strconv``'s ``'g'`` at the shortest precision): the fewest digits that
+    read back as ``value``, in exponent form below 0.0001 or from a million up (``1.5e-05``, ``1e+06``)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    point = len(digits) + int(exponent) if text != "0" else 1  # digits before the decimal point
+    minus = "-" if sign else ""
+    power = point - 1
+    if power < -4 or power >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{minus}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    if point <= 0:
+        return f"{minus}0.{'0' * -point}{text}"
+    if point >= len(text):
+        return minus + text + "0" * (point - len(text))
+    return f"{minus}{text[:point]}.{text[point:]}"
+
+
+def go_float_map(type_name: str, values: Mapping[str, float]) -> str:
+    """A map of a named string type to float64 as Go's ``%#v`` writes it
+    (``map[v1.ResourceName]float64{"cpu":-1, "memory":0.5}``): keys sorted, as Go's printer sorts them."""
+    return f"map[{type_name}]float64{{{', '.join(f'{go_quote(k)}:{go_float(values[k])}' for k in sorted(values))}}}"
+
+
+class FieldErrors:
+    """Field errors gathered as Kueue's validation gathers them (a ``field.ErrorList``), in the order found, each
+    said ``field `<path>`: <body>``; :meth:`refuse` raises them together as Kubernetes prints the list's aggregate
+    (the one message alone, ``[a, b]`` for several, a repeated message once)."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def add(self, path: str, body: str) -> None:
+        self.messages.append(f"field `{path}`: {body}")
+
+    def add_sentence(self, path: str, rest: str) -> None:
+        """An error kueue-es words as one sentence about the field (``field `<path>` is required``)."""
+        self.messages.append(f"field `{path}` {rest}")
+
+    def refuse(self, source: str) -> None:
+        """Raise the errors gathered, naming ``source``; nothing when there are none."""
+        message = aggregate(self.messages)
+        if message is not None:
+            raise InvalidInput(f"{source}: {message}")

@@ -142,51 +142,52 @@ def workload_sources(entries: Sequence[Entry]) -> tuple[frozenset[str], frozense
     return frozenset(labels), frozenset(annotations)
 
 
-def problem(entries: Sequence[Entry]) -> tuple[str, str] | None:
-    """The first fault of ``metrics.customLabels``, as (field path, what is wrong), in Kueue's order of checks."""
+def problems(entries: Sequence[Entry]) -> list[tuple[str, str]]:
+    """Every fault of ``metrics.customLabels``, as (field path, what is wrong), in Kueue's order of checks: the
+    count, each entry's faults, then the kinds' counts in the kinds' sorted order."""
     at = "metrics.customLabels"
+    found: list[tuple[str, str]] = []
     if len(entries) > MAX_ENTRIES:
-        return at, f"must have at most {MAX_ENTRIES} items, got {len(entries)}"
+        found.append((at, f"must have at most {MAX_ENTRIES} items, got {len(entries)}"))
     seen: set[str] = set()
     per_kind: dict[str, int] = {}
     for i, entry in enumerate(entries):
-        found = _entry_problem(entry, f"{at}[{i}]", seen)
-        if found is not None:
-            return found
+        found += _entry_problems(entry, f"{at}[{i}]", seen)
         kind = entry.source_kind if entry.source_kind is not None else DEFAULT_KIND
         per_kind[kind] = per_kind.get(kind, 0) + 1
     for kind in sorted(per_kind):
         if kind not in MAX_PER_KIND:
-            return at, f"unknown source kind {kind!r} (supported: {', '.join(SOURCE_KINDS)})"
-        if per_kind[kind] > MAX_PER_KIND[kind]:
-            return at, (f"too many custom labels for source kind {kind}: found {per_kind[kind]}, expected <= "
-                        f"{MAX_PER_KIND[kind]}")
-    return None
+            found.append((at, f"unknown source kind {kind!r} (supported: {', '.join(SOURCE_KINDS)})"))
+        elif per_kind[kind] > MAX_PER_KIND[kind]:
+            found.append((at, f"too many custom labels for source kind {kind}: found {per_kind[kind]}, expected <= "
+                              f"{MAX_PER_KIND[kind]}"))
+    return found
 
 
-def _entry_problem(entry: Entry, at: str, seen: set[str]) -> tuple[str, str] | None:
+def _entry_problems(entry: Entry, at: str, seen: set[str]) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
     if not NAME.fullmatch(entry.name):
-        return f"{at}.name", f"{entry.name!r} must match ^[a-zA-Z][a-zA-Z0-9_]*$"
+        found.append((f"{at}.name", f"{entry.name!r} must match ^[a-zA-Z][a-zA-Z0-9_]*$"))
     if entry.name in seen:
-        return f"{at}.name", f"duplicate value {entry.name!r}"
+        found.append((f"{at}.name", f"duplicate value {entry.name!r}"))
     seen.add(entry.name)
     if entry.source_label_key and entry.source_annotation_key:
-        return at, "sourceLabelKey and sourceAnnotationKey are mutually exclusive"
+        found.append((at, "sourceLabelKey and sourceAnnotationKey are mutually exclusive"))
     field, key = (("sourceLabelKey", entry.source_label_key) if entry.source_label_key else
                   ("sourceAnnotationKey", entry.source_annotation_key) if entry.source_annotation_key else
                   ("name", entry.name))
     bad = qualified_name_problem(key)
     if bad is not None:
-        return f"{at}.{field}", f"{key!r}: {bad}"
+        found.append((f"{at}.{field}", f"{key!r}: {bad}"))
     tracked = entry.tracked_values
     if entry.source_kind == WORKLOAD:
         if not tracked:
-            return f"{at}.trackedValues", "must not be empty when sourceKind is 'Workload'"
+            found.append((f"{at}.trackedValues", "must not be empty when sourceKind is 'Workload'"))
         if len(tracked) > MAX_TRACKED_WORKLOAD:
-            return f"{at}.trackedValues", (f"must not be greater than {MAX_TRACKED_WORKLOAD} when sourceKind is "
-                                           "'Workload'")
+            found.append((f"{at}.trackedValues", f"must not be greater than {MAX_TRACKED_WORKLOAD} when sourceKind "
+                                                 "is 'Workload'"))
     elif len(tracked) > MAX_TRACKED:
-        return f"{at}.trackedValues", f"must have at most {MAX_TRACKED} items, got {len(tracked)}"
+        found.append((f"{at}.trackedValues", f"must have at most {MAX_TRACKED} items, got {len(tracked)}"))
     if len(set(tracked)) < len(tracked):
-        return f"{at}.trackedValues", "must not contain duplicates"
-    return None
+        found.append((f"{at}.trackedValues", "must not contain duplicates"))
+    return found

@@ -60,7 +60,7 @@ pods of is bound to its flavors: :func:`kueue_es.scheduler.flavors.assign_flavor
 the queue status writer and
 :mod:`connectors.k8s.manager_quota` read ``MultiKueueManagerQuotaAutomation`` (whether a MultiKueue manager's
 ClusterQueue takes its workers' summed quota: :mod:`projections.manager_quota`). The configuration
-loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
+loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.transformation_problems`) and
 ``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused), and
 ``KueueDRAIntegrationPartitionableDevices`` and ``KueueDRAIntegrationConsumableCapacity`` (without them a device
 class mapping's counter or capacity ``sources`` are refused; the fold charges them: :mod:`projections.dra`). Every

@@ -122,41 +122,57 @@ RESERVED = "pods"
 def compile_rules(exclude: list[str], transformations: list[ResourceTransformation],
                   where: str, *, reserved_names: bool = True) -> RequestRules | None:
     """The rules of a Configuration's ``resources`` (None when there are none); a transformation Kueue would
-    refuse is an error naming the field. ``reserved_names``: Kueue's ``ReservedResourceNameValidation`` gate
+    refuse is an error naming the field (an output that is no quantity first, the first of
+    :func:`transformation_problems` then). ``reserved_names``: Kueue's ``ReservedResourceNameValidation`` gate
     (beta, on), under which a transformation may not name ``pods``, as its input or an output; off, such a
     configuration loads, and flavor assignment overwrites what it outputs as ``pods`` with the pod count."""
-    at = "resources.transformations"
-    seen: set[str] = set()
-    transforms = []
-    for i, t in enumerate(transformations):
-        if not t.input:
-            raise InvalidInput(f"{where}: field `{at}[{i}].input` is required")
-        if reserved_names and t.input == RESERVED:
-            raise InvalidInput(f"{where}: field `{at}[{i}].input`: {RESERVED!r} is reserved for internal kueue use")
-        if reserved_names and RESERVED in t.outputs:
-            raise InvalidInput(f"{where}: field `{at}[{i}].outputs.{RESERVED}`: the key is reserved for internal "
-                               "kueue use")
-        if t.input in seen:
-            raise InvalidInput(f"{where}: field `{at}[{i}].input`: duplicate value {t.input!r} (each input is "
-                               "transformed by one entry)")
-        seen.add(t.input)
-        strategy = t.strategy or RETAIN
-        if strategy not in (RETAIN, REPLACE):
-            raise InvalidInput(f"{where}: field `{at}[{i}].strategy`: "
-                               + not_supported(go_quote(strategy), (RETAIN, REPLACE)))
-        outputs = []
-        for name in sorted(t.outputs):
-            if not name:
-                raise InvalidInput(f"{where}: field `{at}[{i}].outputs`: a resource name must not be empty")
-            try:
-                outputs.append((name, parse_quantity(t.outputs[name])))
-            except QuantityError as exc:
-                raise InvalidInput(f"{where}: field `{at}[{i}].outputs.{name}`: {exc}") from None
-        transforms.append(Transform(input=t.input, replace=strategy == REPLACE, multiply_by=t.multiply_by,
-                                    outputs=tuple(outputs)))
+    check_output_quantities(transformations, where)
+    problems = transformation_problems(transformations, reserved_names=reserved_names)
+    if problems:
+        raise InvalidInput(f"{where}: {problems[0]}")
+    transforms = tuple(Transform(input=t.input, replace=(t.strategy or RETAIN) == REPLACE, multiply_by=t.multiply_by,
+                                 outputs=tuple((name, parse_quantity(t.outputs[name])) for name in sorted(t.outputs)))
+                       for t in transformations)
     if not exclude and not transforms:
         return None
-    return RequestRules(exclude=tuple(exclude), transforms=tuple(transforms))
+    return RequestRules(exclude=tuple(exclude), transforms=transforms)
+
+
+def check_output_quantities(transformations: list[ResourceTransformation], where: str) -> None:
+    """An output that is no quantity is refused, naming it: Kueue's decoding refuses it (a ``resource.Quantity``),
+    before any validation."""
+    for i, t in enumerate(transformations):
+        for name in sorted(t.outputs):
+            try:
+                parse_quantity(t.outputs[name])
+            except QuantityError as exc:
+                raise InvalidInput(f"{where}: field `resources.transformations[{i}].outputs.{name}`: {exc}") from None
+
+
+def transformation_problems(transformations: list[ResourceTransformation], *, reserved_names: bool) -> list[str]:
+    """Every fault of ``resources.transformations`` (``field `<path>`: ...``), entry by entry: a strategy Kueue
+    does not know, an input missing, ``pods`` as input or output (``reserved_names``), an input an earlier entry
+    transforms, an output without a name."""
+    at = "resources.transformations"
+    seen: set[str] = set()
+    found: list[str] = []
+    for i, t in enumerate(transformations):
+        strategy = t.strategy or RETAIN
+        if strategy not in (RETAIN, REPLACE):
+            found.append(f"field `{at}[{i}].strategy`: " + not_supported(go_quote(strategy), (RETAIN, REPLACE)))
+        if not t.input:
+            found.append(f"field `{at}[{i}].input` is required")
+        elif reserved_names and t.input == RESERVED:
+            found.append(f"field `{at}[{i}].input`: {RESERVED!r} is reserved for internal kueue use")
+        if reserved_names and RESERVED in t.outputs:
+            found.append(f"field `{at}[{i}].outputs.{RESERVED}`: the key is reserved for internal kueue use")
+        if t.input and t.input in seen:
+            found.append(f"field `{at}[{i}].input`: duplicate value {t.input!r} (each input is transformed by one "
+                         "entry)")
+        seen.add(t.input)
+        if "" in t.outputs:
+            found.append(f"field `{at}[{i}].outputs`: a resource name must not be empty")
+    return found
 
 
 _BY_DOCUMENT: dict[bytes, RequestRules | None] = {}

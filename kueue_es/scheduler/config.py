@@ -9,6 +9,7 @@ defaults are Kueue's, and a field Kueue does not know is refused, as Kueue's str
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import types
 import typing
@@ -19,7 +20,14 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
-from events.field_errors import go_quote, go_string_slice, not_supported
+from events.field_errors import (
+    IS_NEGATIVE,
+    FieldErrors,
+    go_float_map,
+    go_quote,
+    go_string_slice,
+    not_supported,
+)
 from events.labels import (
     NAME_MAX,
     SUBDOMAIN,
@@ -43,13 +51,17 @@ from projections import afs_ledger, config_version, custom_labels, gates, go_dur
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.clusterqueues import selector_matches
 from projections.pods_ready import (
-    RequeuingStrategy,
     WaitForPodsReadyConfig,
     pods_ready_in_force,
     v1beta2_defaulted,
 )
 from projections.queue_order import REQUEUING_TIMESTAMPS
-from projections.request_rules import RESERVED, ResourceTransformation, compile_rules
+from projections.request_rules import (
+    RESERVED,
+    ResourceTransformation,
+    check_output_quantities,
+    transformation_problems,
+)
 
 
 class _Cfg(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
@@ -581,77 +593,81 @@ def parse_duration_ns(text: str, where: str = "duration") -> int:
         raise InvalidInput(f"{where}: {exc}") from None
 
 
-def _validate_external_frameworks(cfg: SchedulerConfig, source: str) -> None:
+def _validate_external_frameworks(cfg: SchedulerConfig, errs: FieldErrors) -> None:
     """Kueue's checks of ``multiKueue.externalFrameworks`` (whatever MultiKueueAdaptersForCustomJobs): each name in
     ``Kind.version.group`` form, no kind given twice, none a kind a built-in adapter of an enabled framework
-    handles."""
+    handles (a repeated one that does is refused for both, as Kueue refuses it)."""
     built_in = built_in_kinds(cfg.frameworks)
     seen: set[tuple[str, str]] = set()
     for i, entry in enumerate(cfg.multi_kueue.external_frameworks):
-        at = f"{source}: Configuration: field `multiKueue.externalFrameworks[{i}].name`"
+        at = f"multiKueue.externalFrameworks[{i}].name"
         kind = external_kind(entry.name)
         if kind is None:
-            raise InvalidInput(f"{at}: invalid value {entry.name!r}: must be in 'kind.version.group' format")
+            errs.add(at, f"invalid value {entry.name!r}: must be in 'kind.version.group' format")
+            continue
         if kind in seen:
-            raise InvalidInput(f"{at}: duplicate value {entry.name!r}")
+            errs.add(at, f"duplicate value {entry.name!r}")
         seen.add(kind)
         if kind in built_in:
-            raise InvalidInput(f"{at}: invalid value {entry.name!r}: conflicts with a built-in MultiKueue adapter")
+            errs.add(at, f"invalid value {entry.name!r}: conflicts with a built-in MultiKueue adapter")
 
 
-def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
-    """Kueue's checks of ``multiKueue.clusterProfile``, in its words and its order, the first it finds: not both
-    lists; then each provider of the list in use named, its plugin with a command, an apiVersion, named env
-    entries and a known interactiveMode. Kueue's paths name the list, not the entry (no ``[i]``)."""
-    at = f"{source}: field `multiKueue.clusterProfile"
+def _validate_cluster_profile(cp: ClusterProfileConfig, errs: FieldErrors) -> None:
+    """Kueue's checks of ``multiKueue.clusterProfile``, in its words and its order, every one: not both lists; each
+    provider of the list in use named, its plugin with a command, an apiVersion, named env entries and a known
+    interactiveMode. Kueue's paths name the list, not the entry (no ``[i]``), so two providers missing the same
+    field give one message."""
+    at = "multiKueue.clusterProfile"
     if cp.access_providers and cp.credentials_providers:
-        raise InvalidInput(f"{at}.credentialsProviders`: Forbidden: must not be specified when accessProviders is "
-                           "specified")
-    field = "accessProviders" if cp.access_providers else "credentialsProviders"
-    where = f"{at}.{field}"
+        errs.add(f"{at}.credentialsProviders", "Forbidden: must not be specified when accessProviders is specified")
+    where = f"{at}.{'accessProviders' if cp.access_providers else 'credentialsProviders'}"
     for p in cp.access_providers or cp.credentials_providers:
         ex = p.exec_config
         missing = [name for name, value in (("name", p.name), ("execConfig.command", ex.command),
                                             ("execConfig.apiVersion", ex.api_version)) if not value]
         missing += ["execConfig.env.name" for v in ex.env if not v.name]
         missing += [] if ex.interactive_mode else ["execConfig.interactiveMode"]
-        if missing:
-            raise InvalidInput(f"{where}.{missing[0]}`: Required value: must be specified")
-        if ex.interactive_mode not in EXEC_INTERACTIVE_MODES:
-            raise InvalidInput(f"{where}.execConfig.interactiveMode`: "
-                               + not_supported(go_quote(ex.interactive_mode), EXEC_INTERACTIVE_MODES))
+        for name in missing:
+            errs.add(f"{where}.{name}", "Required value: must be specified")
+        if ex.interactive_mode and ex.interactive_mode not in EXEC_INTERACTIVE_MODES:
+            errs.add(f"{where}.execConfig.interactiveMode",
+                     not_supported(go_quote(ex.interactive_mode), EXEC_INTERACTIVE_MODES))
 
 
-def _validate_multikueue(mk: MultiKueueSettings, source: str, strict: bool) -> None:
-    """Kueue's checks of ``multiKueue`` (an empty ``origin`` has been given its default by then, as Kueue's
-    defaulting gives it). ``origin`` a label value: checked since session 33, so not for a recorded document."""
+def _validate_multikueue(cfg: SchedulerConfig, source: str, strict: bool, errs: FieldErrors) -> None:
+    """Kueue's validateMultiKueue, in its order: the durations' signs, ``origin`` a label value (an empty one has
+    been given its default by then, as Kueue's defaulting gives it; checked since session 33, so not for a recorded
+    document), ``externalFrameworks``, ``clusterProfile``, ``incrementalDispatcherConfig``."""
+    mk = cfg.multi_kueue
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
         if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
-            raise _negative(f"{source}: field `multiKueue.{name}", ns)
+            errs.add(f"multiKueue.{name}", _negative(ns))
     problem = label_value_problem(mk.origin) if strict else None
     if problem is not None:
-        raise InvalidInput(f"{source}: field `multiKueue.origin`: invalid value {mk.origin!r}: {problem}")
+        errs.add("multiKueue.origin", f"invalid value {mk.origin!r}: {problem}")
+    _validate_external_frameworks(cfg, errs)
     if mk.cluster_profile is not None:
-        _validate_cluster_profile(mk.cluster_profile, source)
+        _validate_cluster_profile(mk.cluster_profile, errs)
     incremental = mk.incremental_dispatcher_config
     if incremental is None:
         return
     if mk.dispatcher_name != INCREMENTAL_DISPATCHER:
-        raise InvalidInput(f"{source}: field `multiKueue.incrementalDispatcherConfig` is only valid with "
-                           f"dispatcherName {INCREMENTAL_DISPATCHER}, not {mk.dispatcher_name!r}")
+        errs.add("multiKueue.incrementalDispatcherConfig", f"is only valid with dispatcherName "
+                 f"{INCREMENTAL_DISPATCHER}, not {mk.dispatcher_name!r}")
     if incremental.step_size is not None and incremental.step_size < 1:
-        raise InvalidInput(f"{source}: field `multiKueue.incrementalDispatcherConfig.stepSize` must be at least 1, "
-                           f"not {incremental.step_size}")
+        errs.add("multiKueue.incrementalDispatcherConfig.stepSize", f"must be at least 1, not {incremental.step_size}")
 
 
-def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str, on: bool) -> None:
-    """waitForPodsReady's durations parse (Kueue's decoding, on or off); while waitForPodsReady is in force (``on``:
-    Kueue's validateWaitForPodsReady returns at once otherwise) ``recoveryTimeout`` is not negative, nor v0.20's
-    ``unscheduledTimeout``, which is not above ``timeout`` either (as defaulted: Kueue validates after defaulting;
-    the rule KEP-13502 gives it); ``maxTimeoutOnWorkload`` is above zero. Compared in nanoseconds, as Kueue
-    compares them."""
+def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str,
+                          on: bool) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """waitForPodsReady's durations parse (Kueue's decoding, on or off: one that does not is refused at once); then
+    (Kueue's refusals, kueue-es's own), each ``(path, body)``. While waitForPodsReady is in force (``on``: Kueue's
+    validateWaitForPodsReady returns at once otherwise) Kueue refuses a negative ``recoveryTimeout``; kueue-es
+    refuses a negative v0.20 ``unscheduledTimeout`` (Kueue's validation has no rule for it: :data:`OWN_RULE`) or
+    one above ``timeout`` (as defaulted; the rule KEP-13502 gives it), and a ``maxTimeoutOnWorkload`` not above
+    zero. Compared in nanoseconds, as Kueue compares them."""
     where = f"{source}: field `waitForPodsReady."
     in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
     timeout = parse_duration_ns(w.timeout, f"{where}timeout`")
@@ -660,61 +676,79 @@ def _validate_pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_v
     found = {name: parse_duration_ns(value, f"{where}{name}`") for name, value in (
         ("recoveryTimeout", w.recovery_timeout), ("unscheduledTimeout", w.unscheduled_timeout),
         ("maxTimeoutOnWorkload", w.max_timeout_on_workload)) if value is not None}
+    kueue: list[tuple[str, str]] = []
+    own: list[tuple[str, str]] = []
     if on and found.get("recoveryTimeout", 0) < 0:
-        raise _negative(f"{where}recoveryTimeout", found["recoveryTimeout"])
-    if on and found.get("unscheduledTimeout", 0) < 0:  # kueue-es's rule (Kueue's validation has none): its words
-        raise InvalidInput(f"{where}unscheduledTimeout`: must not be negative (got {w.unscheduled_timeout!r})")
-    if on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
-        raise InvalidInput(f"{where}unscheduledTimeout`: must not exceed waitForPodsReady.timeout "
-                           f"({w.unscheduled_timeout!r} > {in_force!r})")
+        kueue.append(("waitForPodsReady.recoveryTimeout", _negative(found["recoveryTimeout"])))
+    if on and found.get("unscheduledTimeout", 0) < 0:  # tracking reads any nonzero value as on: never negative
+        own.append(("waitForPodsReady.unscheduledTimeout", f"{_negative(found['unscheduledTimeout'])} {OWN_RULE}"))
+    elif on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
+        own.append(("waitForPodsReady.unscheduledTimeout", f"must not exceed waitForPodsReady.timeout "
+                                                           f"({w.unscheduled_timeout!r} > {in_force!r})"))
     if found.get("maxTimeoutOnWorkload", 1) <= 0:
-        raise InvalidInput(f"{where}maxTimeoutOnWorkload`: must be greater than 0 (got {w.max_timeout_on_workload!r})")
+        own.append(("waitForPodsReady.maxTimeoutOnWorkload",
+                    f"must be greater than 0 (got {w.max_timeout_on_workload!r})"))
+    return kueue, own
 
 
-def _validate_requeuing_backoff(strategy: RequeuingStrategy, source: str) -> None:
-    """Kueue's validateWaitForPodsReady refuses a negative ``backoffLimitCount``, ``backoffBaseSeconds`` or
-    ``backoffMaxSeconds``, in its words (checked since session 33: a recorded document is not held to it)."""
-    for name, value in (("backoffLimitCount", strategy.backoff_limit_count),
-                        ("backoffBaseSeconds", strategy.backoff_base_seconds),
-                        ("backoffMaxSeconds", strategy.backoff_max_seconds)):
-        if value is not None and value < 0:
-            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.{name}`: Invalid value: {value}: "
-                               "must be greater than or equal to 0")
+OWN_RULE = "(kueue-es's rule: Kueue's validation has none)"
+"""Said after a refusal kueue-es makes where the newest Kueue's validation makes none."""
 
 
-def _negative(at: str, ns: int, *, as_string: bool = False) -> InvalidInput:
+def _validate_wait_for_pods_ready(cfg: SchedulerConfig, strict: bool, durations: tuple[list[tuple[str, str]], ...],
+                                  errs: FieldErrors) -> None:
+    """Kueue's validateWaitForPodsReady, in its order, while waitForPodsReady is in force (Kueue checks the stanza
+    only then): ``timeout`` required (a zero one, which only v1beta1 leaves: its defaulting fills an unset one,
+    v1beta2's a zero one too; since session 33, so not for a recorded document, which keeps its zero) and not
+    negative, ``recoveryTimeout`` not negative, ``requeuingStrategy.timestamp`` one Kueue knows, the backoffs not
+    negative (since session 33); then kueue-es's own rules (``durations``: :func:`_pods_ready_durations`)."""
+    kueue, own = durations
+    w = cfg.wait_for_pods_ready
+    if w is not None and cfg.pods_ready.enable:
+        if strict and parse_duration_ns(cfg.pods_ready.timeout) == 0:
+            errs.add("waitForPodsReady.timeout", "Required value: must be specified")
+        if parse_duration_ns(w.timeout) < 0:
+            errs.add("waitForPodsReady.timeout", _negative(parse_duration_ns(w.timeout)))
+    for path, body in kueue:
+        errs.add(path, body)
+    if w is not None and cfg.pods_ready.enable:
+        timestamp = w.requeuing_strategy.timestamp
+        if timestamp not in REQUEUING_TIMESTAMPS:
+            errs.add("waitForPodsReady.requeuingStrategy.timestamp",
+                     not_supported(go_quote(timestamp), ("Creation", "Eviction")))  # Kueue's order
+    if strict and cfg.pods_ready.enable:
+        strategy = cfg.pods_ready.requeuing_strategy
+        for name, value in (("backoffLimitCount", strategy.backoff_limit_count),
+                            ("backoffBaseSeconds", strategy.backoff_base_seconds),
+                            ("backoffMaxSeconds", strategy.backoff_max_seconds)):
+            if value is not None and value < 0:
+                errs.add(f"waitForPodsReady.requeuingStrategy.{name}", f"Invalid value: {value}: {IS_NEGATIVE}")
+    for path, body in own:
+        errs.add(path, body)
+
+
+def _negative(ns: int, *, as_string: bool = False) -> str:
     """Kueue's refusal of a negative duration (``field.Invalid`` with apimachinery's message), the value as Go's
     ``Duration.String`` writes it; quoted where Kueue hands the message that string rather than the duration."""
     shown = go_duration.format_ns(ns)
-    return InvalidInput(f"{at}`: Invalid value: {go_quote(shown) if as_string else shown}: "
-                        "must be greater than or equal to 0")
-
-
-def _validate_pods_ready_timeout(cfg: SchedulerConfig, source: str, strict: bool) -> None:
-    """While waitForPodsReady is in force (Kueue checks the stanza only then) a negative ``timeout`` is refused, and
-    a zero one, which only v1beta1 leaves (its defaulting fills an unset one; v1beta2's a zero one too), is
-    required as Kueue requires it: since session 33, so not for a recorded document, which keeps its zero."""
-    w = cfg.wait_for_pods_ready
-    if w is None or not cfg.pods_ready.enable:
-        return
-    if parse_duration_ns(w.timeout) < 0:
-        raise _negative(f"{source}: field `waitForPodsReady.timeout", parse_duration_ns(w.timeout))
-    if strict and parse_duration_ns(cfg.pods_ready.timeout) == 0:
-        raise InvalidInput(f"{source}: field `waitForPodsReady.timeout`: Required value: must be specified")
+    return f"Invalid value: {go_quote(shown) if as_string else shown}: {IS_NEGATIVE}"
 
 
 def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
     """``doc`` as the configuration it sets, refused (naming ``source`` and the field) where Kueue refuses to start
-    on it. ``strict``: as Kueue's strict decoder, a value of the wrong type in any field of the Configuration of its
-    ``apiVersion`` is refused (:func:`_check_types`), then a field that Configuration does not have, every one named
-    (:mod:`kueue_es.scheduler.config_fields`); off for a document the log recorded, which is loaded as it was
-    taken."""
+    on it, in three steps as Kueue's start-up takes them. Decoding: ``strict``, as Kueue's strict decoder, a value
+    JSON cannot hold (:func:`_check_json_numbers`), a value of the wrong type in any field of the Configuration of
+    its ``apiVersion`` (:func:`_check_types`), then a field that Configuration does not have, every one named
+    (:mod:`kueue_es.scheduler.config_fields`), is the only error said; off for a document the log recorded, which
+    is loaded as it was taken. Validation (:func:`_validate`): every field error found, together, as Kueue's
+    validation reports them. Then what Kueue refuses as it sets its controllers up, the first it meets."""
     schema = config_schema.schema_for(doc.get("apiVersion"))
     doc = config_nulls.nulls_as_go(doc, schema)  # a recorded document has none, unless recorded before
     if not strict:  # recorded: as kueue-es's older reading took its durations
         doc = config_durations.map_durations(doc, schema, config_schema.GO_DURATION, config_durations.legacy)
     if strict:
         doc = _string_keys(doc)
+        _check_json_numbers(doc, source)
         _check_gate_values(doc.get("featureGates"), source)
         for target in (SchedulerConfig, schema):  # as Kueue's YAML-to-JSON step writes them
             doc = config_numbers.whole_floats_as_ints(doc, target)
@@ -725,88 +759,122 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
         if unknown:
             raise InvalidInput(f"{source}: Configuration: strict decoding error: "
                                + ", ".join(f'unknown field "{path}"' for path in unknown))
+    durations: tuple[list[tuple[str, str]], ...] = ([], [])
     if cfg.wait_for_pods_ready is not None:  # a duration that does not parse fails Kueue's decoding, on or off
-        _validate_pods_ready_durations(cfg.wait_for_pods_ready, source, cfg.api_version, cfg.pods_ready.enable)
+        durations = _pods_ready_durations(cfg.wait_for_pods_ready, source, cfg.api_version, cfg.pods_ready.enable)
+    check_output_quantities(cfg.resources.transformations, f"{source}: Configuration")  # decoded as Quantity
     hub = config_version.as_hub(doc)
     if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
         cfg = _decode(hub, source, strict)
     bad = gates.errors(cfg.feature_gates)
-    if bad:
+    if bad:  # Kueue sets its gates before it validates the rest (its validation reads them)
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
-    _validate_pods_ready_timeout(cfg, source, strict)
-    if strict and cfg.pods_ready.enable:
-        _validate_requeuing_backoff(cfg.pods_ready.requeuing_strategy, source)
-    if cfg.wait_for_pods_ready is not None:
-        timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
-        if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then
-            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.timestamp`: "
-                               + not_supported(go_quote(timestamp), ("Creation", "Eviction")))  # Kueue's order
-    retention = cfg.object_retention_policies.workloads if cfg.object_retention_policies else None
-    if retention is not None:
-        for name, value in (("afterFinished", retention.after_finished),
-                            ("afterDeactivatedByKueue", retention.after_deactivated_by_kueue)):
-            at = f"{source}: field `objectRetentionPolicies.workloads.{name}"
-            ns = parse_duration_ns(value, f"{at}`") if value is not None else 0
-            if ns < 0:  # Kueue shows afterDeactivatedByKueue's as a string, so quoted
-                raise _negative(at, ns, as_string=name == "afterDeactivatedByKueue")
     if not cfg.multi_kueue.origin:  # Kueue's defaulting (both versions) gives an empty one its default
         cfg = msgspec.structs.replace(cfg, multi_kueue=msgspec.structs.replace(
             cfg.multi_kueue, origin=MultiKueueSettings().origin))
-    _validate_multikueue(cfg.multi_kueue, source, strict)
-    _validate_external_frameworks(cfg, source)
-    _validate_resources(cfg, source)
+    _validate(cfg, doc, source, strict, durations)
     _validate_label_keys_to_copy(cfg, source)
-    if strict:  # taken up in session 33 (the external frameworks) and after: not for a recorded document
-        _validate_integrations(doc, cfg.frameworks, source)
     _validate_framework_needs(cfg.frameworks, source)
     _validate_framework_gates(cfg, source)
-    bad_label = custom_labels.problem(cfg.metrics.custom_labels) if cfg.metrics is not None else None
-    if bad_label is not None:
-        raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
-    if cfg.managed_jobs_namespace_selector is not None:
-        _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
-    if strict:  # rules kueue-es took up in session 33: a document recorded before is not held to them
-        _validate_managed_selector_exempts(cfg, source)
-        _validate_servers(doc, source)
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
-    if cfg.tls is not None:
-        _validate_tls(cfg, cfg.tls, source, strict)
-    if cfg.admission_fair_sharing is not None:
-        _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
-        if not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
-            # as Kueue, which hands the stanza to nothing while its gate is off
-            cfg = msgspec.structs.replace(cfg, admission_fair_sharing=None)
-    if cfg.fair_sharing is not None:
-        _validate_preemption_strategies(cfg.fair_sharing.preemption_strategies, source, strict)
+    if cfg.admission_fair_sharing is not None and not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
+        # as Kueue, which hands the stanza to nothing while its gate is off
+        cfg = msgspec.structs.replace(cfg, admission_fair_sharing=None)
     return cfg
 
 
-def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, source: str, strict: bool) -> None:
-    """The newest Kueue's validateTLS: a stanza it cannot parse is refused, and cipher suites beside ``minVersion:
-    VersionTLS13`` (whose suites are not configurable). Before it, Kueue exited on the first only while its
-    visibility server ran (it parses the stanza); a document recorded then is held to that alone."""
+def _validate(cfg: SchedulerConfig, doc: dict[str, Any], source: str, strict: bool,
+              durations: tuple[list[tuple[str, str]], ...]) -> None:
+    """The newest Kueue's validation (``pkg/config/validation.go`` Validate), every field error it finds, in the
+    order it checks: waitForPodsReady, integrations (with the namespace selector when the pod integration is on),
+    multiKueue, fairSharing, admissionFairSharing, internalCertManagement, resources' transformations and device
+    class mappings, managedJobsNamespaceSelector, objectRetentionPolicies, tls, visibilityServer, the metrics'
+    custom labels, the quota check strategy; kueue-es's own rules with the stanza they check. Refused together
+    (:class:`~events.field_errors.FieldErrors`). Rules kueue-es took up in session 33 and after are not applied
+    to a recorded document (``strict`` off)."""
+    errs = FieldErrors()
+    _validate_wait_for_pods_ready(cfg, strict, durations, errs)
+    selector_first = POD_FRAMEWORK in cfg.frameworks  # Kueue checks it with the pod integration's options then
+    if strict:
+        _validate_integrations(doc, cfg.frameworks, errs)
+    if selector_first:
+        _validate_managed_selector(cfg, strict, errs)
+    _validate_multikueue(cfg, source, strict, errs)
+    if cfg.fair_sharing is not None:
+        _validate_preemption_strategies(cfg.fair_sharing.preemption_strategies, strict, errs)
+    if cfg.admission_fair_sharing is not None:
+        _validate_admission_fair_sharing(cfg.admission_fair_sharing, source, errs)
+    if strict:
+        _validate_internal_cert_management(doc, errs)
+    _validate_resources(cfg, errs)
+    if not selector_first:  # with the pod integration, its messages were said already (Kueue's are said once)
+        _validate_managed_selector(cfg, strict, errs)
+    _validate_retention(cfg, source, errs)
+    if cfg.tls is not None:
+        _validate_tls(cfg, cfg.tls, strict, errs)
+    if strict:
+        _validate_visibility_server(doc, errs)
+    for path, body in custom_labels.problems(cfg.metrics.custom_labels) if cfg.metrics is not None else ():
+        errs.add(path, body)
+    _validate_quota_check_strategy(cfg, errs)
+    errs.refuse(source)
+
+
+def _validate_retention(cfg: SchedulerConfig, source: str, errs: FieldErrors) -> None:
+    """Kueue's validateObjectRetentionPolicies: neither retention period negative."""
+    retention = cfg.object_retention_policies.workloads if cfg.object_retention_policies else None
+    if retention is None:
+        return
+    for name, value in (("afterFinished", retention.after_finished),
+                        ("afterDeactivatedByKueue", retention.after_deactivated_by_kueue)):
+        at = f"objectRetentionPolicies.workloads.{name}"
+        ns = parse_duration_ns(value, f"{source}: field `{at}`") if value is not None else 0
+        if ns < 0:  # Kueue shows afterDeactivatedByKueue's as a string, so quoted
+            errs.add(at, _negative(ns, as_string=name == "afterDeactivatedByKueue"))
+
+
+def _check_json_numbers(doc: Any, source: str, at: str = "") -> None:
+    """A number JSON cannot hold (NaN, an infinity) anywhere in ``doc`` is refused as Kueue's decoding refuses it:
+    it turns the YAML file into JSON before it decodes it, and that step fails on one whatever field holds it."""
+    if isinstance(doc, float) and not math.isfinite(doc):
+        shown = "NaN" if math.isnan(doc) else ("+Inf" if doc > 0 else "-Inf")
+        raise InvalidInput(f"{source}: Configuration: field `{at}`: error converting YAML to JSON: json: unsupported "
+                           f"value: {shown}")
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            _check_json_numbers(value, source, f"{at}.{key}" if at else str(key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            _check_json_numbers(value, source, f"{at}[{i}]")
+
+
+def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, strict: bool, errs: FieldErrors) -> None:
+    """The newest Kueue's validateTLS: a stanza it cannot parse is refused (and nothing else of it checked), and
+    cipher suites beside ``minVersion: VersionTLS13`` (whose suites are not configurable). Before it, Kueue exited
+    on the first only while its visibility server ran (it parses the stanza); a document recorded then is held to
+    that alone."""
     problem = tls_options.parse(tls.min_version, tls.cipher_suites)[1]
     if problem is not None and (strict or cfg.gate(gates.VISIBILITY_ON_DEMAND)):
         field, _, detail = problem.partition(": ")
-        raise InvalidInput(f"{source}: Configuration: field `{field}`: {detail}")
+        errs.add(field, detail)
+        return
     if strict and tls.min_version == "VersionTLS13" and tls.cipher_suites:
-        raise InvalidInput(f"{source}: Configuration: field `tls.cipherSuites`: may not be specified when "
-                           "`minVersion` is 'VersionTLS13'")
+        errs.add("tls.cipherSuites", "may not be specified when `minVersion` is 'VersionTLS13'")
 
 
-def _validate_preemption_strategies(strategies: list[str], source: str, strict: bool) -> None:
+def _validate_preemption_strategies(strategies: list[str], strict: bool, errs: FieldErrors) -> None:
     """``fairSharing.preemptionStrategies`` is one of Kueue's three lists. An empty or missing one is refused as
     the newest Kueue refuses it (its v1beta2 defaulting fills none; a v1beta1 ``enable: true`` gets the two-step
     list from the conversion first); a document the log recorded keeps loading, as the two-step list Kueue's
     preemption takes for an empty one."""
+    at = "fairSharing.preemptionStrategies"
     if not strategies:
         if strict:
-            raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: Required value: must be specified")
+            errs.add(at, "Required value: must be specified")
         return
     if strategies not in PREEMPTION_STRATEGY_LISTS:  # Kueue's words: the list as Go prints it, the lists it takes
         shown = go_string_slice("v1beta2.PreemptionStrategy", strategies)  # validated as the v1beta2 hub
-        raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: "
-                           + not_supported(shown, [",".join(s) for s in PREEMPTION_STRATEGY_LISTS]))
+        errs.add(at, not_supported(shown, [",".join(s) for s in PREEMPTION_STRATEGY_LISTS]))
 
 
 PREEMPTION_STRATEGY_LISTS = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
@@ -971,44 +1039,48 @@ def _validate_framework_gates(cfg: SchedulerConfig, source: str) -> None:
                                f'is alpha feature. please enable {gate} featuregate')
 
 
-def _validate_selector(selector: o.LabelSelector, at: str) -> None:
-    """A label selector's rules, as Kubernetes checks them: a known operator, values for In and NotIn only."""
+def _validate_selector(selector: o.LabelSelector, at: str, errs: FieldErrors) -> bool:
+    """A label selector's rules, as Kubernetes checks them: a known operator, values for In and NotIn only. Whether
+    it keeps them (one that does not selects nothing Kueue checks further)."""
+    before = len(errs.messages)
     for i, req in enumerate(selector.match_expressions):
         where = f"{at}.matchExpressions[{i}]"
         if req.operator not in SELECTOR_OPERATORS:
-            raise InvalidInput(f"{where}.operator`: unsupported value {req.operator!r} (supported: "
-                               f"{', '.join(SELECTOR_OPERATORS)})")
-        if (req.operator in ("In", "NotIn")) != bool(req.values):
+            errs.add(f"{where}.operator", f"unsupported value {req.operator!r} (supported: "
+                                          f"{', '.join(SELECTOR_OPERATORS)})")
+        elif (req.operator in ("In", "NotIn")) != bool(req.values):
             need = "must be specified" if req.operator in ("In", "NotIn") else "may not be specified"
-            raise InvalidInput(f"{where}.values`: {need} when `operator` is {req.operator!r}")
+            errs.add(f"{where}.values", f"{need} when `operator` is {req.operator!r}")
+    return len(errs.messages) == before
 
 
-def _validate_managed_selector_exempts(cfg: SchedulerConfig, source: str) -> None:
-    """Kueue's validateManagedJobsNamespaceSelector: the selector must leave out ``kube-system`` and Kueue's own
-    namespace (when one is set), whichever integrations are on. Kueue's message holds an "Invalid value: " part
-    printing the selector as Go prints its struct; kueue-es leaves that part out rather than imitate Go's dump."""
+def _validate_managed_selector(cfg: SchedulerConfig, strict: bool, errs: FieldErrors) -> None:
+    """``managedJobsNamespaceSelector``: a valid label selector, then (Kueue's validateManagedJobsNamespaceSelector,
+    since session 33, so not for a recorded document) one leaving out ``kube-system`` and Kueue's own namespace
+    (when one is set), whichever integrations are on. Kueue's message holds an "Invalid value: " part printing the
+    selector as Go prints its struct; kueue-es leaves that part out rather than imitate Go's dump."""
     selector = cfg.managed_jobs_namespace_selector
-    if selector is None:
+    if selector is None or not _validate_selector(selector, "managedJobsNamespaceSelector", errs) or not strict:
         return
     for namespace in ("kube-system", cfg.namespace):
         if namespace and selector_matches(selector, {NAMESPACE_NAME_LABEL: namespace}):
-            raise InvalidInput(f"{source}: Configuration: field `managedJobsNamespaceSelector`: should not match "
-                               f"the {go_quote(namespace)} namespace")
+            errs.add("managedJobsNamespaceSelector", f"should not match the {go_quote(namespace)} namespace")
 
 
-def _validate_servers(doc: dict[str, Any], source: str) -> None:
-    """Kueue's validateVisibilityServer (an IP address, a port number) and validateInternalCertManagement (while it
-    is enabled, as by default: a DNS-1035 service name, a DNS-1123 secret name), read from the document (kueue-es
-    serves neither from these settings); in Kueue's words."""
-    at = f"{source}: Configuration: field "
+def _validate_visibility_server(doc: dict[str, Any], errs: FieldErrors) -> None:
+    """Kueue's validateVisibilityServer (an IP address, a port number), read from the document (kueue-es serves the
+    visibility API on its own setting); in Kueue's words."""
     vs = doc.get("visibilityServer") or {}
     address, port = vs.get("bindAddress"), vs.get("bindPort")
     if address is not None and not _is_ip(address):
-        raise InvalidInput(f"{at}`visibilityServer.bindAddress`: Invalid value: {go_quote(address)}: must be a "
-                           "valid IP address")
+        errs.add("visibilityServer.bindAddress", f"Invalid value: {go_quote(address)}: must be a valid IP address")
     if port is not None and not 1 <= port <= 65535:
-        raise InvalidInput(f"{at}`visibilityServer.bindPort`: Invalid value: {port}: must be a valid port number "
-                           "(1-65535)")
+        errs.add("visibilityServer.bindPort", f"Invalid value: {port}: must be a valid port number (1-65535)")
+
+
+def _validate_internal_cert_management(doc: dict[str, Any], errs: FieldErrors) -> None:
+    """Kueue's validateInternalCertManagement, while it is enabled (as by default): a DNS-1035 service name, a
+    DNS-1123 secret name; read from the document (kueue-es manages no certificates from them); in Kueue's words."""
     icm = doc.get("internalCertManagement") or {}
     if icm.get("enable") is False:
         return
@@ -1016,31 +1088,30 @@ def _validate_servers(doc: dict[str, Any], source: str) -> None:
         value = icm.get(name)
         found = problems(value) if value is not None else []
         if found:
-            raise InvalidInput(f"{at}`internalCertManagement.{name}`: Invalid value: {go_quote(value)}: "
-                               + ",".join(found))
+            errs.add(f"internalCertManagement.{name}", f"Invalid value: {go_quote(value)}: " + ",".join(found))
 
 
-def _validate_integrations(doc: dict[str, Any], frameworks: tuple[str, ...], source: str) -> None:
+def _validate_integrations(doc: dict[str, Any], frameworks: tuple[str, ...], errs: FieldErrors) -> None:
     """Kueue's validateIntegrations: each of ``integrations.frameworks`` a framework it registers
     (:data:`KNOWN_FRAMEWORKS`), none twice; each of ``integrations.externalFrameworks`` a ``Kind.version.group``
     (:func:`external_kind`) whose kind neither a listed framework's job (:data:`FRAMEWORK_KINDS`) nor an earlier
     entry has. Kueue keys both lists by kind; two registered names never share one, so a repeated name is the only
     repeated framework. ``frameworks`` as defaulted, as Kueue validates after defaulting."""
     for i, name in enumerate(frameworks):
-        at = f"{source}: Configuration: field `integrations.frameworks[{i}]`"
         if name not in FRAMEWORK_KINDS:
-            raise InvalidInput(f"{at}: " + not_supported(go_quote(name), KNOWN_FRAMEWORKS))
-        if name in frameworks[:i]:
-            raise InvalidInput(f"{at}: Duplicate value: {go_quote(name)}")
-    seen = {FRAMEWORK_KINDS[name] for name in frameworks}
+            errs.add(f"integrations.frameworks[{i}]", not_supported(go_quote(name), KNOWN_FRAMEWORKS))
+        elif name in frameworks[:i]:
+            errs.add(f"integrations.frameworks[{i}]", f"Duplicate value: {go_quote(name)}")
+    seen = {FRAMEWORK_KINDS[name] for name in frameworks if name in FRAMEWORK_KINDS}
     for i, name in enumerate((doc.get("integrations") or {}).get("externalFrameworks") or []):
-        at = f"{source}: Configuration: field `integrations.externalFrameworks[{i}]`"
+        at = f"integrations.externalFrameworks[{i}]"
         kind = external_kind(name)
         if kind is None:
-            raise InvalidInput(f"{at}: Invalid value: {go_quote(name)}: must be format, 'Kind.version.group.com'")
-        if kind in seen:
-            raise InvalidInput(f"{at}: Duplicate value: {go_quote(name)}")
-        seen.add(kind)
+            errs.add(at, f"Invalid value: {go_quote(name)}: must be format, 'Kind.version.group.com'")
+        elif kind in seen:
+            errs.add(at, f"Duplicate value: {go_quote(name)}")
+        else:
+            seen.add(kind)
 
 
 def _is_ip(text: str) -> bool:
@@ -1079,34 +1150,41 @@ def _validate_local_queue_selector(lqm: LocalQueueMetricsConfig | None, source: 
                            f"{found[0]}`: {found[1]}")
 
 
-def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: str) -> None:
-    """Kueue's checks: durations that parse, the half-life not negative, the sampling interval above zero once
-    defaulted (zero is Kueue's default, 5 minutes: :attr:`sampling_interval_ms`), weights not negative."""
-    at = f"{source}: field `admissionFairSharing"
-    half_life = parse_duration_ns(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`")
+def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: str, errs: FieldErrors) -> None:
+    """Kueue's validateAdmissionFairSharing: the half-life not negative; the sampling interval above zero once
+    defaulted (zero is Kueue's default, 5 minutes: :attr:`sampling_interval_ms`), shown with its own value where
+    Kueue's message shows the half-life's; each weight not negative, named by its key with the whole map shown as
+    Go prints it, as Kueue does, one error per weight in the resources' sorted order (Kueue ranges over a Go map,
+    in no set order). NaN and infinities never get here: Kueue's decoding refuses them (:func:`_check_json_numbers`)."""
+    at = "admissionFairSharing"
+    half_life = parse_duration_ns(afs.usage_half_life_time, f"{source}: field `{at}.usageHalfLifeTime`")
     if half_life < 0:
-        raise _negative(f"{at}.usageHalfLifeTime", half_life)
-    if parse_duration_ns(afs.usage_sampling_interval, f"{at}.usageSamplingInterval`") < 0:
-        raise InvalidInput(f"{at}.usageSamplingInterval`: must be greater than 0 (got {afs.usage_sampling_interval!r})")
-    for resource in sorted(afs.resource_weights):
-        if not afs.resource_weights[resource] >= 0:  # NaN too
-            raise InvalidInput(f"{at}.resourceWeights.{resource}`: must not be negative, "
-                               f"got {afs.resource_weights[resource]}")
+        errs.add(f"{at}.usageHalfLifeTime", _negative(half_life))
+    interval = parse_duration_ns(afs.usage_sampling_interval, f"{source}: field `{at}.usageSamplingInterval`")
+    if interval < 0:
+        errs.add(f"{at}.usageSamplingInterval", f"Invalid value: {go_duration.format_ns(interval)}: must be greater "
+                                                "than 0")
+    weights = afs.resource_weights
+    for resource in sorted(weights):
+        if weights[resource] < 0:
+            errs.add(f"{at}.resourceWeights[{resource}]",
+                     f"Invalid value: {go_float_map('v1.ResourceName', weights)}: {IS_NEGATIVE}")
 
 
 MAX_DEVICE_CLASS_MAPPINGS, MAX_DEVICE_CLASSES_PER_MAPPING = 16, 8
 
 
-def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str, flags: dict[str, bool]) -> None:
-    """Kueue's checks of ``resources.deviceClassMappings``: at most 16 entries, each a qualified resource name
-    given once with one to eight qualified DeviceClass names, none of them given twice nor mapped to two
-    resources — unless both mappings count a counter source, each a counter of its own (the counter of a
+def _validate_device_class_mappings(mappings: list[DeviceClassMapping], flags: dict[str, bool],
+                                    errs: FieldErrors) -> None:
+    """Kueue's checks of ``resources.deviceClassMappings``, every fault: at most 16 entries, each a qualified
+    resource name given once with one to eight qualified DeviceClass names, none of them given twice nor mapped to
+    two resources — unless both mappings count a counter source, each a counter of its own (the counter of a
     mapping is its first source's) — and its ``sources`` (:func:`_validate_device_sources`) under the gates
     ``flags``. Under ``KueueDRAIntegration`` and ``ReservedResourceNameValidation`` no entry may be named ``pods``
-    (Kueue v0.20, #13989: the name flavor assignment keeps for the pod count). ``at`` is the field's opening,
-    closed here with the entry's path."""
+    (Kueue v0.20, #13989: the name flavor assignment keeps for the pod count)."""
+    at = "resources.deviceClassMappings"
     if len(mappings) > MAX_DEVICE_CLASS_MAPPINGS:
-        raise InvalidInput(f"{at}`: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items, got {len(mappings)}")
+        errs.add(at, f"must have at most {MAX_DEVICE_CLASS_MAPPINGS} items, got {len(mappings)}")
     reserved = all(gates.enabled(flags, g) for g in (gates.KUEUE_DRA_INTEGRATION,
                                                      gates.RESERVED_RESOURCE_NAME_VALIDATION))
     names: set[str] = set()
@@ -1114,40 +1192,41 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str,
     counters: dict[str, set[str]] = {}
     """DeviceClass -> the counters mappings naming it count (several only when each counts its own)."""
     for i, m in enumerate(mappings):
+        problem = qualified_name_problem(m.name) if m.name else None
         if not m.name:
-            raise InvalidInput(f"{at}[{i}].name` is required")
-        problem = qualified_name_problem(m.name)
-        if problem:
-            raise InvalidInput(f"{at}[{i}].name`: invalid value {m.name!r}: {problem}")
-        if reserved and m.name == RESERVED:
-            raise InvalidInput(f"{at}[{i}].name`: {RESERVED!r} is reserved for internal kueue use")
-        if m.name in names:
-            raise InvalidInput(f"{at}[{i}].name`: duplicate value {m.name!r}")
+            errs.add_sentence(f"{at}[{i}].name", "is required")
+        elif problem:
+            errs.add(f"{at}[{i}].name", f"invalid value {m.name!r}: {problem}")
+        elif reserved and m.name == RESERVED:
+            errs.add(f"{at}[{i}].name", f"{RESERVED!r} is reserved for internal kueue use")
+        if m.name and m.name in names:
+            errs.add(f"{at}[{i}].name", f"duplicate value {m.name!r}")
         names.add(m.name)
         if not m.device_class_names:
-            raise InvalidInput(f"{at}[{i}].deviceClassNames`: at least one device class name is required")
+            errs.add(f"{at}[{i}].deviceClassNames", "at least one device class name is required")
         if len(m.device_class_names) > MAX_DEVICE_CLASSES_PER_MAPPING:
-            raise InvalidInput(f"{at}[{i}].deviceClassNames`: must have at most {MAX_DEVICE_CLASSES_PER_MAPPING} "
-                               f"items, got {len(m.device_class_names)}")
+            errs.add(f"{at}[{i}].deviceClassNames", f"must have at most {MAX_DEVICE_CLASSES_PER_MAPPING} items, got "
+                                                    f"{len(m.device_class_names)}")
         first = m.sources[0].counter if m.sources else None
         counter = first.name if first is not None else ""
         for j, dc in enumerate(m.device_class_names):
-            where = f"{at}[{i}].deviceClassNames[{j}]`"
+            where = f"{at}[{i}].deviceClassNames[{j}]"
             problem = qualified_name_problem(dc) if dc else "a device class name must not be empty"
             if problem:
-                raise InvalidInput(f"{where}: invalid value {dc!r}: {problem}")
+                errs.add(where, f"invalid value {dc!r}: {problem}")
             if m.device_class_names.index(dc) != j:
-                raise InvalidInput(f"{where}: duplicate value {dc!r}")
+                errs.add(where, f"duplicate value {dc!r}")
             if dc not in mapped_to:
                 mapped_to[dc] = m.name
                 counters[dc] = {counter} if counter else set()
             elif mapped_to[dc] != m.name:
                 if not counter or not counters[dc]:
-                    raise InvalidInput(f"{where}: device class already mapped to resource {mapped_to[dc]}")
-                if counter in counters[dc]:
-                    raise InvalidInput(f'{where}: device class already has a counter source for counter "{counter}"')
-                counters[dc].add(counter)
-        _validate_device_sources(m.sources, f"{at}[{i}].sources", flags)
+                    errs.add(where, f"device class already mapped to resource {mapped_to[dc]}")
+                elif counter in counters[dc]:
+                    errs.add(where, f'device class already has a counter source for counter "{counter}"')
+                else:
+                    counters[dc].add(counter)
+        _validate_device_sources(m.sources, f"{at}[{i}].sources", flags, errs)
 
 
 DRIVER_NAME_MAX, DEVICE_ID_MAX, DEVICE_DOMAIN_MAX = 63, 32, 63
@@ -1156,58 +1235,63 @@ DRIVER_NAME_MAX, DEVICE_ID_MAX, DEVICE_DOMAIN_MAX = 63, 32, 63
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: dict[str, bool]) -> None:
-    """Kueue's checks of a mapping's ``sources`` (``at``: their field, unclosed): each sets exactly one of
+def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: dict[str, bool],
+                             errs: FieldErrors) -> None:
+    """Kueue's checks of a mapping's ``sources`` (``at``: their field), every fault: each sets exactly one of
     ``counter`` (refused while ``KueueDRAIntegrationPartitionableDevices`` is off) and ``capacity`` (refused while
-    ``KueueDRAIntegrationConsumableCapacity`` is off), not both kinds in one mapping; a counter is named by a DNS
-    label, a capacity by a qualified name (a C identifier after an optional DNS-subdomain domain); both give their
-    DRA driver (a DNS subdomain of at most 63 characters) and a CEL ``deviceSelector`` (required, and compiled:
-    cel-python's parser, so an expression that parses but does not type as a bool is only refused when a claim is
-    charged)."""
+    ``KueueDRAIntegrationConsumableCapacity`` is off; either refusal ends that entry's checks, as Kueue's), not
+    both kinds in one mapping; a counter is named by a DNS label, a capacity by a qualified name (a C identifier
+    after an optional DNS-subdomain domain); both give their DRA driver (a DNS subdomain of at most 63 characters)
+    and a CEL ``deviceSelector`` (required, and compiled: cel-python's parser, so an expression that parses but
+    does not type as a bool is only refused when a claim is charged)."""
     kinds: set[str] = set()
     for k, source in enumerate(sources):
         where = f"{at}[{k}]"
         if (source.counter is None) == (source.capacity is None):
-            raise InvalidInput(f"{where}`: exactly one source type must be set per entry")
+            errs.add(where, "exactly one source type must be set per entry")
+            continue
         kind, gate = (("counter", gates.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES) if source.counter is not None
                       else ("capacity", gates.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY))
         kinds.add(kind)
         if not gates.enabled(flags, gate):
-            raise InvalidInput(f"{where}.{kind}`: {kind} sources require {gate} to be enabled")
+            errs.add(f"{where}.{kind}", f"{kind} sources require {gate} to be enabled")
+            continue
         src = source.counter or source.capacity
         assert src is not None
-        where = f"{where}.{kind}"
-        if kind == "counter":
-            if not src.name:
-                raise InvalidInput(f"{where}.name` is required")
-            if not is_dns_label(src.name):
-                raise InvalidInput(f"{where}.name`: invalid value {src.name!r}: must be a DNS label (at most 63 "
-                                   "lowercase alphanumeric characters or '-', starting and ending with one "
-                                   "alphanumeric)")
-        else:
-            problem = _device_qualified_name_problem(src.name)
-            if problem:
-                raise InvalidInput(f"{where}.name`: invalid value {src.name!r}: {problem}")
-        if not src.driver:
-            raise InvalidInput(f"{where}.driver` is required")
-        if len(src.driver) > DRIVER_NAME_MAX:
-            raise InvalidInput(f"{where}.driver`: invalid value {src.driver!r}: must not exceed "
-                               f"{DRIVER_NAME_MAX} characters")
-        if not is_dns_subdomain(src.driver):
-            raise InvalidInput(f"{where}.driver`: invalid value {src.driver!r}: must be a DNS subdomain "
-                               "(lowercase alphanumeric characters, '-' or '.', starting and ending with an "
-                               "alphanumeric)")
-        cel = src.device_selector.cel
-        if cel is None or not cel.expression:
-            raise InvalidInput(f"{where}.deviceSelector.cel.expression` is required")
-        from projections.dra_cel import compile_selector  # noqa: PLC0415 - CEL's parser only for sources
-
-        compiled = compile_selector(cel.expression)
-        if compiled.error:
-            raise InvalidInput(f"{where}.deviceSelector.cel.expression`: invalid value {cel.expression!r}: CEL "
-                               f"compilation failed: {compiled.error}")
+        _validate_device_source(src, kind, f"{where}.{kind}", errs)
     if len(kinds) > 1:
-        raise InvalidInput(f"{at}`: cannot mix counter and capacity sources in the same mapping")
+        errs.add(at, "cannot mix counter and capacity sources in the same mapping")
+
+
+def _validate_device_source(src: DeviceSource, kind: str, where: str, errs: FieldErrors) -> None:
+    """One counter or capacity source (:func:`_validate_device_sources`): its name, driver and device selector."""
+    if kind == "counter":
+        if not src.name:
+            errs.add_sentence(f"{where}.name", "is required")
+        elif not is_dns_label(src.name):
+            errs.add(f"{where}.name", f"invalid value {src.name!r}: must be a DNS label (at most 63 lowercase "
+                                      "alphanumeric characters or '-', starting and ending with one alphanumeric)")
+    else:
+        problem = _device_qualified_name_problem(src.name)
+        if problem:
+            errs.add(f"{where}.name", f"invalid value {src.name!r}: {problem}")
+    if not src.driver:
+        errs.add_sentence(f"{where}.driver", "is required")
+    elif len(src.driver) > DRIVER_NAME_MAX:
+        errs.add(f"{where}.driver", f"invalid value {src.driver!r}: must not exceed {DRIVER_NAME_MAX} characters")
+    elif not is_dns_subdomain(src.driver):
+        errs.add(f"{where}.driver", f"invalid value {src.driver!r}: must be a DNS subdomain (lowercase alphanumeric "
+                                    "characters, '-' or '.', starting and ending with an alphanumeric)")
+    cel = src.device_selector.cel
+    if cel is None or not cel.expression:
+        errs.add_sentence(f"{where}.deviceSelector.cel.expression", "is required")
+        return
+    from projections.dra_cel import compile_selector  # noqa: PLC0415 - CEL's parser only for sources
+
+    compiled = compile_selector(cel.expression)
+    if compiled.error:
+        errs.add(f"{where}.deviceSelector.cel.expression", f"invalid value {cel.expression!r}: CEL compilation "
+                                                           f"failed: {compiled.error}")
 
 
 def _device_qualified_name_problem(name: str) -> str | None:
@@ -1236,20 +1320,24 @@ def _device_qualified_name_problem(name: str) -> str | None:
     return None
 
 
-def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
-    """Kueue's checks of ``resources``: the transformations (always; ``pods`` in one under
-    ``ReservedResourceNameValidation``), the device class mappings, the quota check strategy (under its gate)."""
+def _validate_resources(cfg: SchedulerConfig, errs: FieldErrors) -> None:
+    """Kueue's checks of ``resources`` in its order: the transformations (always; ``pods`` in one under
+    ``ReservedResourceNameValidation``), the device class mappings."""
     r = cfg.resources
-    compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration",
-                  reserved_names=gates.enabled(cfg.feature_gates, gates.RESERVED_RESOURCE_NAME_VALIDATION))
-    _validate_device_class_mappings(r.device_class_mappings, f"{source}: Configuration: field "
-                                                             "`resources.deviceClassMappings", cfg.feature_gates)
+    errs.messages += transformation_problems(
+        r.transformations, reserved_names=gates.enabled(cfg.feature_gates, gates.RESERVED_RESOURCE_NAME_VALIDATION))
+    _validate_device_class_mappings(r.device_class_mappings, cfg.feature_gates, errs)
+
+
+def _validate_quota_check_strategy(cfg: SchedulerConfig, errs: FieldErrors) -> None:
+    """Kueue's validateQuotaCheckStrategy, under its gate: one of the two strategies, and no
+    ``excludeResourcePrefixes`` beside ``IgnoreUndeclared``."""
+    r = cfg.resources
     if not gates.enabled(cfg.feature_gates, gates.QUOTA_CHECK_STRATEGY):
         return
-    where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"
-    if r.quota_check_strategy not in QUOTA_CHECK_STRATEGIES:
-        raise InvalidInput(f"{where}: " + not_supported(go_quote(r.quota_check_strategy),
-                                                        ("IgnoreUndeclared", "BlockUndeclared")))  # Kueue's order
+    at = "resources.quotaCheckStrategy"
     if r.quota_check_strategy == "IgnoreUndeclared" and r.exclude_resource_prefixes:
-        raise InvalidInput(f"{where}: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
-                           "IgnoreUndeclared")
+        errs.add(at, "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared")
+    if r.quota_check_strategy not in QUOTA_CHECK_STRATEGIES:
+        errs.add(at, not_supported(go_quote(r.quota_check_strategy),
+                                   ("IgnoreUndeclared", "BlockUndeclared")))  # Kueue's order

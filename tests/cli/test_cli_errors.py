@@ -578,7 +578,7 @@ _RESOURCES_REFUSED = [
     ("  transformations:\n  - input: a.io/x\n  - input: a.io/x\n    strategy: Replace\n",
      "field `resources.transformations[1].input`: duplicate value 'a.io/x' (each input is transformed by one entry)"),
     ("  transformations:\n  - input: a.io/x\n    outputs: {b.io/y: lots}\n",
-     "field `resources.transformations[0].outputs.b.io/y`: invalid quantity 'lots'"),
+     "Configuration: field `resources.transformations[0].outputs.b.io/y`: invalid quantity 'lots'"),  # decoding
     ("  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [a.io/]\n",
      "field `resources.quotaCheckStrategy`: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
      "IgnoreUndeclared"),
@@ -590,19 +590,23 @@ _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at
      "field `admissionFairSharing.usageSamplingInterval`: invalid duration '30' (missing unit)"),
     ("  usageSamplingInterval: 1.2.3s\n",
      "field `admissionFairSharing.usageSamplingInterval`: invalid duration '1.2.3s' (missing unit)"),
-    ("  resourceWeights: {cpu: -1}\n", "field `admissionFairSharing.resourceWeights.cpu`: must not be negative, got -1.0"),
+    ("  resourceWeights: {cpu: -1, memory: 0.5}\n", "field `admissionFairSharing.resourceWeights[cpu]`: Invalid value: "
+     'map[v1.ResourceName]float64{"cpu":-1, "memory":0.5}: must be greater than or equal to 0'),
 ]
 
 
 @pytest.mark.parametrize(("stanza", "error"), [
-    *((f"resources:\n{body}", f"Configuration: {error}") for body, error in _RESOURCES_REFUSED),
+    *((f"resources:\n{body}", error) for body, error in _RESOURCES_REFUSED),
     *((f"admissionFairSharing:\n{body}", error) for body, error in _AFS_REFUSED),
     ("metrics:\n  enableClusterQueueResources: 3\n",
      "Configuration: field `metrics.enableClusterQueueResources`: Expected `bool`, got `int`"),
     ("integrations:\n  frameworks: [batch/job, pod, batch/job]\n",
-     'Configuration: field `integrations.frameworks[2]`: Duplicate value: "batch/job"'),
+     'field `integrations.frameworks[2]`: Duplicate value: "batch/job"'),
     ("integrations:\n  frameworks: [batch/job]\n  externalFrameworks: [Job.v1.batch]\n",
-     'Configuration: field `integrations.externalFrameworks[0]`: Duplicate value: "Job.v1.batch"'),
+     'field `integrations.externalFrameworks[0]`: Duplicate value: "Job.v1.batch"'),
+    ("multiKueue:\n  workerLostTimeout: -1m\n  gcInterval: -1h\n",  # every error, in Kueue's order, on one line
+     "[field `multiKueue.gcInterval`: Invalid value: -1h0m0s: must be greater than or equal to 0, "
+     "field `multiKueue.workerLostTimeout`: Invalid value: -1m0s: must be greater than or equal to 0]"),
     ("multiKueue:\n  clusterProfile:\n    accessProviders: [{name: a, execConfig: {command: c, apiVersion: v}}]\n",
      "field `multiKueue.clusterProfile.accessProviders.execConfig.interactiveMode`: Required value: must be specified"),
 ])

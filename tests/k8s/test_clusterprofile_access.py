@@ -50,7 +50,7 @@ def test_credentials_providers_are_merged_after_access_providers_of_other_names(
         ("secretreader", "old")]
 
 
-@pytest.mark.parametrize(("section", "message"), [  # Kueue's words and paths: no index, the first it finds
+@pytest.mark.parametrize(("section", "message"), [  # Kueue's words and paths (no index), every one in its order
     ({"accessProviders": [_provider("a")], "credentialsProviders": [_provider("b")]},
      "cfg: field `multiKueue.clusterProfile.credentialsProviders`: Forbidden: must not be specified when "
      "accessProviders is specified"),
@@ -71,7 +71,9 @@ def test_credentials_providers_are_merged_after_access_providers_of_other_names(
     ({"accessProviders": [_provider("a", env=[{"name": "", "value": "v"}])]},
      "cfg: field `multiKueue.clusterProfile.accessProviders.execConfig.env.name`: Required value: must be specified"),
     ({"accessProviders": [_provider("a", interactiveMode="", env=[{"name": "", "value": "v"}])]},  # env first
-     "cfg: field `multiKueue.clusterProfile.accessProviders.execConfig.env.name`: Required value: must be specified"),
+     "cfg: [field `multiKueue.clusterProfile.accessProviders.execConfig.env.name`: Required value: must be specified, "
+     "field `multiKueue.clusterProfile.accessProviders.execConfig.interactiveMode`: Required value: must be "
+     "specified]"),
 ])
 def test_the_cluster_profile_section_is_checked_as_kueue_checks_it(section: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInput) as err:

@@ -107,7 +107,7 @@ def test_a_stanza_kueue_cannot_parse_is_refused(stanza: dict, error: str) -> Non
     for gates in ({}, {"VisibilityOnDemand": False}):
         with pytest.raises(InvalidInput) as refused:
             load_config({"tls": stanza, "featureGates": gates})
-        assert str(refused.value) == f"<config>: Configuration: {error}"
+        assert str(refused.value) == f"<config>: {error}"
     recorded = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "tls": stanza,
                 "featureGates": {"VisibilityOnDemand": False}}
     assert load_recorded(ev.ConfigRecorded(time=0, document=recorded), 5).server_tls is None
@@ -119,7 +119,7 @@ def test_cipher_suites_with_tls_1_3_as_the_minimum_are_refused() -> None:
     stanza = {"minVersion": "VersionTLS13", "cipherSuites": ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]}
     with pytest.raises(InvalidInput) as refused:
         load_config({"tls": stanza})
-    assert str(refused.value) == ("<config>: Configuration: field `tls.cipherSuites`: may not be specified when "
+    assert str(refused.value) == ("<config>: field `tls.cipherSuites`: may not be specified when "
                                   "`minVersion` is 'VersionTLS13'")
     recorded = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "tls": stanza}
     assert load_recorded(ev.ConfigRecorded(time=0, document=recorded), 5).server_tls is not None

@@ -267,7 +267,7 @@ def test_faulty_entries_are_refused_naming_the_field(entries: list[dict[str, Any
         load(*entries)
     assert f"field `{field}`" in str(err.value)
     assert message in str(err.value)
-    assert str(err.value).startswith("cfg.yaml: Configuration: ")
+    assert str(err.value).startswith("cfg.yaml: ")
     # with the gate on as with it off (its default): Kueue checks them at start-up either way
     with pytest.raises(InvalidInput):
         load_config({"featureGates": {"CustomMetricLabels": True}, "metrics": {"customLabels": entries}})

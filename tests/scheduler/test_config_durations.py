@@ -77,7 +77,7 @@ def _fill(tree: dict, value: str) -> dict:
     ({"multiKueue": {"gcInterval": "-1m"}}, "field `multiKueue.gcInterval`: Invalid value: -1m0s: must be greater"),
     ({"multiKueue": {"workerLostTimeout": "-1m"}}, "field `multiKueue.workerLostTimeout`: Invalid value: -1m0s: must be greater"),
     ({"admissionFairSharing": {"usageSamplingInterval": "-1m"}},
-     "field `admissionFairSharing.usageSamplingInterval`: must be greater than 0"),
+     "field `admissionFairSharing.usageSamplingInterval`: Invalid value: -1m0s: must be greater than 0"),
     ({"waitForPodsReady": {"timeout": "1001us", "unscheduledTimeout": "1002us"}},
      "field `waitForPodsReady.unscheduledTimeout`: must not exceed waitForPodsReady.timeout"),
 ])

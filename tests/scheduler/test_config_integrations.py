@@ -44,7 +44,7 @@ def test_integrations_kueue_refuses_are_refused_in_its_words(integrations: dict,
     doc = {**V1BETA2, "managedJobsNamespaceSelector": {"matchLabels": {"team": "a"}}, "integrations": integrations}
     with pytest.raises(InvalidInput) as err:
         load_config(doc, "kueue.yaml")
-    assert str(err.value) == f"kueue.yaml: Configuration: {error}"
+    assert str(err.value) == f"kueue.yaml: {error}"
 
 
 @pytest.mark.parametrize("integrations", [

@@ -64,7 +64,7 @@ def test_a_configuration_naming_a_kind_badly_twice_or_built_in_is_refused(names:
         doc["integrations"] = {"frameworks": frameworks}
     with pytest.raises(InvalidInput) as err:
         load_config(doc)
-    assert str(err.value) == f"<config>: Configuration: field {problem}"
+    assert str(err.value) == f"<config>: field {problem}"
 
 
 def test_a_built_in_kind_whose_framework_is_off_may_be_a_custom_one() -> None:

@@ -49,7 +49,8 @@ def test_the_unscheduled_timeout_error_names_the_timeout_in_force(timeout: dict[
 @pytest.mark.parametrize(("stanza", "message"), [
     ({"unscheduledTimeout": "6m"}, r"field `waitForPodsReady.unscheduledTimeout`: must not exceed "
                                    r"waitForPodsReady.timeout \('6m' > '5m'\)"),
-    ({"unscheduledTimeout": "-1m"}, r"field `waitForPodsReady.unscheduledTimeout`: must not be negative"),
+    ({"unscheduledTimeout": "-1m"}, r"field `waitForPodsReady.unscheduledTimeout`: Invalid value: -1m0s: must be "
+                                    r"greater than or equal to 0 \(kueue-es's rule: Kueue's validation has none\)"),
     ({"unscheduledTimeout": "soon"}, r"field `waitForPodsReady.unscheduledTimeout`: invalid duration 'soon'"),
     ({"maxTimeoutOnWorkload": "0s"}, r"field `waitForPodsReady.maxTimeoutOnWorkload`: must be greater than 0"),
     ({"maxTimeoutOnWorkload": "2x"}, r"field `waitForPodsReady.maxTimeoutOnWorkload`: invalid duration"),
