@@ -201,7 +201,7 @@ class PodIntegration:
         self.stats = PodStats()
         self.informer = Informer(client, PODS, self._decode, self._mark, what="managed pods", log=log,
                                  label_selector=SELECTOR, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s,
-                                 on_deleted=self._unname)
+                                 on_deleted=self._unname, on_listed=self._sweep)
         self.pods: dict[str, ManagedPod] = self.informer.known
         """The managed Pods, as last listed or watched."""
         self.synced = self.informer.synced
@@ -248,10 +248,7 @@ class PodIntegration:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.informer.run(), name="k8s-pods-watch")
                 tg.create_task(self.statefulsets.run(), name="k8s-statefulsets-watch")
-                await self.synced.wait()
-                self.dirty |= {self._request(k) for k in self.workloads_of}  # Pods gone while no one watched
-                self.dirty |= {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
-                               if pod_group.is_group_workload(obs) and k not in self.members}
+                await self.synced.wait()  # the first list swept (:meth:`_sweep`)
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
                     self._take, self._signal, self._retry.timeout)
 
@@ -321,6 +318,14 @@ class PodIntegration:
             named.discard(request)
             if not named:
                 self.named_by.pop(wl_key, None)
+
+    def _sweep(self) -> None:
+        """After each list of the managed Pods (at start, and the relist after a 410 Gone), mark every Pod that
+        controls a Workload and every group Workload none of whose Pods the list holds: what went while no one
+        watched, or out of the watch's selection (a gone group whose Pod the apiserver still had then), is let go
+        now, as Kueue's informers redeliver every Pod and Workload on a relist, not only on a restart."""
+        self._mark(set(self.workloads_of) | {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
+                                             if pod_group.is_group_workload(obs) and k not in self.members})
 
     def _request(self, key: str) -> str:
         """The reconcile key for a Pod's key: its group's (``group/<namespace>/<group>``) for a group's Pod, as

@@ -856,6 +856,46 @@ async def test_a_pod_group_with_a_pod_still_there_out_of_the_watch_keeps_its_wor
     assert client.calls == [("get", "Pod", "a")] and appended == []
 
 
+class OutOfWatchClient(GroupClient):
+    """The apiserver's Pods, answered from ``raws`` (a name not there: 404), none of them managed: a list of
+    the managed Pods is empty."""
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if name not in self.raws:
+            self.calls.append(("get", resource.kind, name))
+            raise NotFound(f"{resource.kind} {name} not found")
+        return await super().get(resource, name, namespace)
+
+    async def list(self, resource: Any, *, label_selector: str = "") -> Any:
+        from connectors.k8s.client import ListMeta, RawList
+        return RawList(metadata=ListMeta(resource_version="10"), items=[])
+
+
+@pytest.mark.asyncio
+async def test_a_gone_groups_workload_kept_for_a_pod_out_of_the_watch_is_let_go_on_the_next_relist() -> None:
+    """No managed Pod of the group is left, but the apiserver still has one of the Pods its Workload names (out of
+    the watch's selection): the Workload stays. That Pod then goes unseen, and nothing of the Workload changes:
+    the next relist of the managed Pods (after a 410 Gone) marks the group, as it does at a restart, so that the
+    Workload goes, as Kueue's informers redeliver every object on a relist."""
+    obs = group_workload_obs()
+    obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
+        obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"]))
+    client = OutOfWatchClient({"a": {"metadata": {"uid": "uid-a"}}})
+    pods, _, appended, _ = integration(obs, client=client)
+    await pods.informer.relist()
+    pods.dirty.clear()
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [("get", "Pod", "a")] and appended == [], "a is still there"
+    client.raws.clear()  # a goes: out of the watch, unseen
+    client.calls.clear()
+    await pods.informer.relist()
+    assert pods.dirty == {"group/ns/g"}, "the relist sweeps again"
+    await pods.reconcile(pods.dirty.pop())
+    assert [c[:3] for c in client.calls] == [("get", "Pod", "a"), ("get", "Pod", "b"), ("patch", "Workload", "g"),
+                                             ("delete", "Workload", "g")]
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", "ns/g")]
+
+
 def _labelled(pod: ManagedPod, **labels: str) -> ManagedPod:
     return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
         pod.metadata, labels={**pod.metadata.labels, **labels}))
