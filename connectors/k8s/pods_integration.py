@@ -402,7 +402,9 @@ class PodIntegration:
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
         if pod.metadata.deletion_timestamp and obs is not None and pod_sync.owner_pod(obs) == (pod.key, pod.metadata.uid):
-            await self._let_go(wl_key, obs)  # as Kueue's reconciler, first thing: its Workload's finalizer goes
+            rv = await self._let_go(wl_key, obs)  # as Kueue's reconciler, first thing: its Workload's finalizer goes
+            if rv is not None and wf.holds(obs):
+                obs = wf.unfinalized(obs, rv)  # not taken off again below (_release)
         managed = job_selection.is_managed(pod.metadata.labels, job_selection.controller(pod.metadata.owner_references),
                                            self.state.namespaces.get(pod.metadata.namespace), config)
         if prebuilt_name and wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp:
@@ -533,12 +535,17 @@ class PodIntegration:
     async def _let_go(self, wl_key: str, obs: o.Workload) -> str | None:
         """The Workload of a Pod that is gone or being deleted (or of a pod group none of whose Pods is left), as a
         Job's (:func:`connectors.k8s.workload_finalizer.orphan_steps`): finished ``OwnerNotFound`` (under
-        ``FinishOrphanedWorkloads``), then its finalizer taken off. Its resourceVersion after that (None: gone)."""
+        ``FinishOrphanedWorkloads``), then its finalizer taken off — on a later version, the one showing it
+        finished (:func:`connectors.k8s.workload_finalizer.awaits_finished`), which the watch brings and which
+        marks the Pod (or the group) again. Its resourceVersion after that (None: gone, or finished but not shown
+        so yet)."""
         wl = self.state.workloads.get(wl_key)
         finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
         if finish and wl is not None:
             await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=OWNER_NOT_FOUND,
                                                             message=OWNER_NOT_FOUND_MESSAGE))
+        if wf.awaits_finished(obs, wl, finishing=finish):
+            return None
         return await self._unfinalize(obs) if remove else obs.metadata.resource_version
 
     async def _unfinalize(self, obs: o.Workload) -> str | None:
