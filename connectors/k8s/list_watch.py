@@ -69,19 +69,20 @@ class Informer(Generic[W]):
     """The objects of one resource as last listed or watched (:attr:`known`, key -> object), for the integrations
     that keep their own (the log does not hold them): ``decode`` reads one (None: skipped), ``on_change`` gets the
     keys of those that changed, came or went, ``on_deleted`` each one the watch saw deleted (maybe one never
-    known) or a relist no longer found under its uid (deleted while a 410 Gone left no watch running). ``known``
-    is one dict for the informer's life, so a holder may keep it. Until the first list is in (:attr:`synced`), nothing
+    known) or a relist no longer found under its uid (deleted while a 410 Gone left no watch running), and
+    ``on_listed`` is called after each list (the first and every relist), as a client-go informer's relist
+    redelivers every object. ``known`` is one dict for the informer's life, so a holder may keep it. Until the first list is in (:attr:`synced`), nothing
     is known, and nothing may be taken as gone. ``optional``: a resource whose CRD may not be served, which then
     lists as empty and is listed again later."""
 
     def __init__(self, client: KubeClient, resource: Resource, decode: Callable[[msgspec.Raw | bytes], W | None],
                  on_change: Callable[[set[str]], None], *, what: str, log: Any, label_selector: str = "",
                  watch_timeout_s: int = 300, backoff_s: float = 1.0, optional: bool = False,
-                 on_deleted: Callable[[W], None] | None = None) -> None:
+                 on_deleted: Callable[[W], None] | None = None, on_listed: Callable[[], None] | None = None) -> None:
         self.client, self.resource, self.decode, self.on_change = client, resource, decode, on_change
         self.what, self.log, self.label_selector = what, log, label_selector
-        self.watch_timeout_s, self.backoff_s, self.optional, self.on_deleted = (
-            watch_timeout_s, backoff_s, optional, on_deleted)
+        self.watch_timeout_s, self.backoff_s, self.optional, self.on_deleted, self.on_listed = (
+            watch_timeout_s, backoff_s, optional, on_deleted, on_listed)
         self.known: dict[str, W] = {}
         self.synced = asyncio.Event()
         self.relists = 0
@@ -117,6 +118,8 @@ class Informer(Generic[W]):
             for old in vanished:  # deleted while no watch ran (a 410 Gone): the list is all that tells
                 self.on_deleted(old)
         self._changed(changed)
+        if self.on_listed is not None:
+            self.on_listed()
         return listed.metadata.resource_version if listed is not None else None
 
     async def _watch(self, rv: str) -> str:

@@ -201,7 +201,7 @@ class PodIntegration:
         self.stats = PodStats()
         self.informer = Informer(client, PODS, self._decode, self._mark, what="managed pods", log=log,
                                  label_selector=SELECTOR, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s,
-                                 on_deleted=self._unname)
+                                 on_deleted=self._unname, on_listed=self._sweep)
         self.pods: dict[str, ManagedPod] = self.informer.known
         """The managed Pods, as last listed or watched."""
         self.synced = self.informer.synced
@@ -248,10 +248,7 @@ class PodIntegration:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.informer.run(), name="k8s-pods-watch")
                 tg.create_task(self.statefulsets.run(), name="k8s-statefulsets-watch")
-                await self.synced.wait()
-                self.dirty |= {self._request(k) for k in self.workloads_of}  # Pods gone while no one watched
-                self.dirty |= {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
-                               if pod_group.is_group_workload(obs) and k not in self.members}
+                await self.synced.wait()  # the first list swept (:meth:`_sweep`)
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
                     self._take, self._signal, self._retry.timeout)
 
@@ -321,6 +318,14 @@ class PodIntegration:
             named.discard(request)
             if not named:
                 self.named_by.pop(wl_key, None)
+
+    def _sweep(self) -> None:
+        """After each list of the managed Pods (at start, and the relist after a 410 Gone), mark every Pod that
+        controls a Workload and every group Workload none of whose Pods the list holds: what went while no one
+        watched, or out of the watch's selection (a gone group whose Pod the apiserver still had then), is let go
+        now, as Kueue's informers redeliver every Pod and Workload on a relist, not only on a restart."""
+        self._mark(set(self.workloads_of) | {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
+                                             if pod_group.is_group_workload(obs) and k not in self.members})
 
     def _request(self, key: str) -> str:
         """The reconcile key for a Pod's key: its group's (``group/<namespace>/<group>``) for a group's Pod, as
@@ -397,7 +402,9 @@ class PodIntegration:
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
         if pod.metadata.deletion_timestamp and obs is not None and pod_sync.owner_pod(obs) == (pod.key, pod.metadata.uid):
-            await self._let_go(wl_key, obs)  # as Kueue's reconciler, first thing: its Workload's finalizer goes
+            rv = await self._let_go(wl_key, obs)  # as Kueue's reconciler, first thing: its Workload's finalizer goes
+            if rv is not None and wf.holds(obs):
+                obs = wf.unfinalized(obs, rv)  # not taken off again below (_release)
         managed = job_selection.is_managed(pod.metadata.labels, job_selection.controller(pod.metadata.owner_references),
                                            self.state.namespaces.get(pod.metadata.namespace), config)
         if prebuilt_name and wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp:
@@ -528,12 +535,17 @@ class PodIntegration:
     async def _let_go(self, wl_key: str, obs: o.Workload) -> str | None:
         """The Workload of a Pod that is gone or being deleted (or of a pod group none of whose Pods is left), as a
         Job's (:func:`connectors.k8s.workload_finalizer.orphan_steps`): finished ``OwnerNotFound`` (under
-        ``FinishOrphanedWorkloads``), then its finalizer taken off. Its resourceVersion after that (None: gone)."""
+        ``FinishOrphanedWorkloads``), then its finalizer taken off — on a later version, the one showing it
+        finished (:func:`connectors.k8s.workload_finalizer.awaits_finished`), which the watch brings and which
+        marks the Pod (or the group) again. Its resourceVersion after that (None: gone, or finished but not shown
+        so yet)."""
         wl = self.state.workloads.get(wl_key)
         finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
         if finish and wl is not None:
             await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=OWNER_NOT_FOUND,
                                                             message=OWNER_NOT_FOUND_MESSAGE))
+        if wf.awaits_finished(obs, wl, finishing=finish):
+            return None
         return await self._unfinalize(obs) if remove else obs.metadata.resource_version
 
     async def _unfinalize(self, obs: o.Workload) -> str | None:

@@ -320,34 +320,37 @@ def apiservices(namespace: str, service: str, ca_pem: bytes = b"") -> list[dict[
 
 
 def registration(k: KubeSettings, ca_pem: bytes) -> list[tuple[Resource, dict[str, Any]]]:
-    """The APIServices (:func:`apiservices`) pointing at the Service ``visibility_service``, and — when
-    ``visibility_advertise_address`` is set — that Service without a selector plus the Endpoints and
-    EndpointSlice that route it to this replica (the leader) at that address."""
+    """The APIServices (:func:`apiservices`) pointing at the Service ``visibility_service``, preceded — when
+    ``visibility_advertise_address`` is set — by that Service without a selector and the Endpoints and
+    EndpointSlice that route it to this replica (the leader) at that address. In that order, as Kueue's manifests
+    install its Service before its APIService: an APIService registered first is marked ``ServiceNotFound`` by
+    the aggregator's availability controller until its Service follows."""
     ns, name = k.lease_namespace, k.visibility_service
-    docs: list[tuple[Resource, dict[str, Any]]] = [(API_SERVICES, d) for d in apiservices(ns, name, ca_pem)]
+    apis: list[tuple[Resource, dict[str, Any]]] = [(API_SERVICES, d) for d in apiservices(ns, name, ca_pem)]
     address = k.visibility_advertise_address
     if not address:
-        return docs
+        return apis
     port = {"name": "https", "port": k.visibility_port, "protocol": "TCP"}
     labels = {"app.kubernetes.io/managed-by": "kueue-es"}
-    docs.append((SERVICES, {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": k.visibility_port}]}}))
-    docs.append((ENDPOINTS, {
-        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "subsets": [{"addresses": [{"ip": address}], "ports": [port]}]}))
-    docs.append((ENDPOINT_SLICES, {
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": name, "namespace": ns,
-                     "labels": {**labels, "kubernetes.io/service-name": name,
-                                "endpointslice.kubernetes.io/managed-by": "kueue-es"}},
-        "addressType": "IPv6" if ":" in address else "IPv4",
-        "endpoints": [{"addresses": [address], "conditions": {"ready": True}}], "ports": [port]}))
-    return docs
+    return [
+        (SERVICES, {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": k.visibility_port}]}}),
+        (ENDPOINTS, {
+            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "subsets": [{"addresses": [{"ip": address}], "ports": [port]}]}),
+        (ENDPOINT_SLICES, {
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {**labels, "kubernetes.io/service-name": name,
+                                    "endpointslice.kubernetes.io/managed-by": "kueue-es"}},
+            "addressType": "IPv6" if ":" in address else "IPv4",
+            "endpoints": [{"addresses": [address], "conditions": {"ready": True}}], "ports": [port]}),
+        *apis]
 
 
 async def register(client: KubeClient, docs: list[tuple[Resource, dict[str, Any]]]) -> None:
-    """Create each object, or replace the one of that name (a Service keeps its clusterIP)."""
+    """Create each object in turn, or replace the one of that name (a Service keeps its clusterIP)."""
     for resource, doc in docs:
         meta = doc["metadata"]
         ns = meta.get("namespace", "")

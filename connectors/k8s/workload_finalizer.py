@@ -94,6 +94,16 @@ def orphan_steps(obs: o.Workload, wl: WorkloadInfo | None, *, finish_orphaned: b
     return finish, holds(obs)
 
 
+def awaits_finished(obs: o.Workload, wl: WorkloadInfo | None, *, finishing: bool) -> bool:
+    """Whether an orphan keeps its finalizer until the apiserver shows it ``Finished``: the log finishes it
+    (``finishing``: now, :func:`orphan_steps`) or has finished it, and the Workload as read does not show it yet.
+    Kueue finishes an orphan and takes the finalizer off the version that write returned
+    (``FinalizeOrphanedWorkload``); here the status is the writer's to write, so the finalizer goes on the version
+    the watch brings with it, never racing that write (nor letting the Workload go unseen finished)."""
+    return (holds(obs) and not deleting(obs) and wl is not None and wl.uid == obs.metadata.uid
+            and (finishing or wl.phase == FINISHED) and not shows_finished(obs))
+
+
 def ownerless(obs: o.Workload, *, finish_orphaned: bool) -> bool:
     """Kueue's workload controller's orphan: no owner reference at all, and being deleted or — under
     ``finish_orphaned`` — still carrying the ``kueue.x-k8s.io/job-uid`` label of the Job it was made for. A
@@ -116,6 +126,14 @@ class _RV(msgspec.Struct, rename="camel"):
 
 class _Meta(msgspec.Struct):
     metadata: _RV = msgspec.field(default_factory=_RV)
+
+
+def unfinalized(obs: o.Workload, rv: str) -> o.Workload:
+    """``obs`` as :func:`unfinalize` left it at resourceVersion ``rv``: what a pass that took the finalizer off
+    reads from then on, so that it does not take it off again."""
+    rest = [f for f in obs.metadata.finalizers if f != FINALIZER]
+    return msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, finalizers=rest,
+                                                                         resource_version=rv))
 
 
 async def unfinalize(client: KubeClient, obs: o.Workload) -> str | None:

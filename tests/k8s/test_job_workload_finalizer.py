@@ -139,6 +139,19 @@ def test_an_orphan_is_finished_unless_finished_or_being_deleted_and_under_the_ga
     assert wf.orphan_steps(workload(), _info(ADMITTED), finish_orphaned=True) == (True, False)
 
 
+def test_an_orphan_finished_by_the_log_keeps_its_finalizer_until_the_apiserver_shows_it_finished() -> None:
+    held = _held(workload())
+    assert wf.awaits_finished(held, _info(ADMITTED), finishing=True)
+    assert wf.awaits_finished(held, _info(FINISHED), finishing=False), "finished in the log, not written yet"
+    assert not wf.awaits_finished(_finished(held), _info(FINISHED), finishing=False), "shown: it goes"
+    assert not wf.awaits_finished(held, _info(ADMITTED), finishing=False), "not finished (the gate off): it goes"
+    assert not wf.awaits_finished(_meta(held, deletion_timestamp="2026-01-01T00:00:00Z"), _info(FINISHED),
+                                  finishing=False), "being deleted: never shown finished, it goes"
+    assert not wf.awaits_finished(_meta(held, uid="other"), _info(FINISHED), finishing=False), "another Workload"
+    assert not wf.awaits_finished(workload(), _info(FINISHED), finishing=False), "no finalizer to keep"
+    assert not wf.awaits_finished(held, None, finishing=False)
+
+
 def test_a_workload_with_no_owner_is_an_orphan_when_deleted_or_labelled_with_its_job() -> None:
     bare = _meta(workload(), owner_references=[])
     labelled = _meta(bare, labels={JOB_UID_LABEL: UID})

@@ -700,6 +700,26 @@ async def test_the_configurations_gate_says_whether_terminating_pods_hold_an_evi
 
 UNFINALIZE = ("patch", "Workload", NAME, "", "", {"metadata": {"uid": "wl-uid", "resourceVersion": "3",
                                                                "finalizers": None}})
+UNFINALIZE_SHOWN = ("patch", "Workload", NAME, "", "", {"metadata": {"uid": "wl-uid", "resourceVersion": "4",
+                                                                     "finalizers": None}})
+
+
+def finished_shown(obs: o.Workload, reason: str = "OwnerNotFound", rv: str = "4") -> o.Workload:
+    """``obs`` as the apiserver shows it once the status writer wrote its ``Finished``: the next version."""
+    finished = o.Condition(type="Finished", status="True", reason=reason)
+    return msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, resource_version=rv),
+                                   status=msgspec.structs.replace(obs.status, conditions=[finished]))
+
+
+def show_finished(pods: PodIntegration, mirror: Mirror, appended: list[ev.AnyEvent], obs: o.Workload) -> None:
+    """The log takes the ``WorkloadFinished`` the pass appended, and the watch brings the version showing it; the
+    dirty keys of both are dropped (each test says which pass it runs)."""
+    (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    shown = finished_shown(obs, finished.reason)
+    mirror.apply_batch([ev.Record(mirror.offset + 1, finished),
+                        ev.Record(mirror.offset + 2, ev.ObjectUpserted(time=2, key=obs.key, uid=obs.metadata.uid,
+                                                                       obj=shown))])
+    pods.dirty.clear()
 
 
 @pytest.mark.asyncio
@@ -738,15 +758,37 @@ async def test_a_pod_being_deleted_lets_its_workload_go() -> None:
         pod.metadata, deletion_timestamp="2026-01-01T00:00:00Z"))
     await pods.reconcile("ns/p")
     assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", KEY)]
-    assert client.calls == [UNFINALIZE, ("patch", "Pod", "p", "", "", {"metadata": {"resourceVersion": "5",
-                                                                                    "finalizers": None}})]
+    assert client.calls == [("patch", "Pod", "p", "", "", {"metadata": {"resourceVersion": "5",
+                                                                        "finalizers": None}})]
+    client.calls.clear()
+    show_finished(pods, mirror, appended, pod_workload(finalizer=True))
+    await pods.reconcile("ns/p")
+    assert client.calls == [UNFINALIZE_SHOWN], "the finalizer goes on the version showing the Workload finished"
 
 
 @pytest.mark.asyncio
 async def test_the_workload_of_a_pod_that_is_gone_loses_its_finalizer_before_it_is_deleted() -> None:
-    pods, _, _, client = integration(pod_workload(finalizer=True))
+    pods, mirror, appended, client = integration(pod_workload(finalizer=True))
     await pods.reconcile("ns/p")
-    assert client.calls == [("get", "Pod", "p"), UNFINALIZE, ("delete", "Workload", NAME, "wl-uid")]
+    assert client.calls == [("get", "Pod", "p")], "finished first: nothing written to the Workload"
+    client.calls.clear()
+    show_finished(pods, mirror, appended, pod_workload(finalizer=True))
+    await pods.reconcile("ns/p")
+    assert client.calls == [("get", "Pod", "p"), UNFINALIZE_SHOWN, ("delete", "Workload", NAME, "wl-uid")]
+
+
+@pytest.mark.asyncio
+async def test_a_gone_pods_workload_the_log_has_finished_keeps_its_finalizer_until_the_apiserver_shows_it() -> None:
+    """Kueue finishes an orphan, then takes the finalizer off the version that write returned: the Finished the log
+    holds is the status writer's to write, so the finalizer (and the deletion) wait for the version showing it,
+    and never race that write (a 409 either way, or the Workload deleted never shown finished)."""
+    pods, mirror, appended, client = integration(pod_workload(finalizer=True))
+    await pods.reconcile("ns/p")
+    (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    mirror.apply(ev.Record(mirror.offset + 1, finished))  # in the log, not written yet
+    pods._acted.clear()  # a pass that does not know what the first one did (a restart)
+    await pods.reconcile("ns/p")
+    assert client.calls == [("get", "Pod", "p")] * 2
 
 
 @pytest.mark.asyncio
@@ -795,12 +837,25 @@ async def test_the_workload_of_a_pod_group_none_of_whose_pods_is_left_is_let_go_
     obs = group_workload_obs()
     obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
         obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"]))
-    pods, _, appended, client = integration(obs, client=Client(None))
+    pods, mirror, appended, client = integration(obs, client=Client(None))
+    mirror.listeners.append(pods._on_applied)
     pods.members["ns/g"] = set()
     await pods.reconcile("group/ns/g")
+    assert [c[:3] for c in client.calls] == [("get", "Pod", "a"), ("get", "Pod", "b")], "finished first"
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", "ns/g")]
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [], "once, until the watch brings the Workload showing it finished"
+    (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    mirror.apply_batch([ev.Record(mirror.offset + 1, finished),
+                        ev.Record(mirror.offset + 2, ev.ObjectUpserted(time=2, key="ns/g", uid="wl-uid",
+                                                                       obj=finished_shown(obs)))])
+    assert pods.dirty == {"group/ns/g"}, "the version showing it finished marks the group none of whose Pods is left"
+    await pods.reconcile(pods.dirty.pop())
     assert [c[:3] for c in client.calls] == [("get", "Pod", "a"), ("get", "Pod", "b"), ("patch", "Workload", "g"),
                                              ("delete", "Workload", "g")]
-    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", "ns/g")]
+    assert client.calls[2][5]["metadata"]["resourceVersion"] == "4" and client.calls[3] == (
+        "delete", "Workload", "g", "wl-uid"), "on the version showing it finished, in one pass"
     client.calls.clear()
     await pods.reconcile("group/ns/g")
     assert client.calls == [], "once, until the watch brings the Workload's deletion"
@@ -830,8 +885,8 @@ async def test_a_gone_groups_workload_that_moved_on_while_it_was_let_go_is_let_g
     group, which has no member left to mark it, so that the Workload still goes, as the garbage collector would
     delete it once none of its owners is there."""
     obs = group_workload_obs()
-    obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
-        obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"]))
+    obs = finished_shown(msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
+        obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"])), "Succeeded", rv="3")
     pods, mirror, _, client = integration(obs, client=MovedOnClient())
     mirror.listeners.append(pods._on_applied)
     pods.members["ns/g"] = set()
@@ -854,6 +909,46 @@ async def test_a_pod_group_with_a_pod_still_there_out_of_the_watch_keeps_its_wor
     pods.members["ns/g"] = set()
     await pods.reconcile("group/ns/g")
     assert client.calls == [("get", "Pod", "a")] and appended == []
+
+
+class OutOfWatchClient(GroupClient):
+    """The apiserver's Pods, answered from ``raws`` (a name not there: 404), none of them managed: a list of
+    the managed Pods is empty."""
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if name not in self.raws:
+            self.calls.append(("get", resource.kind, name))
+            raise NotFound(f"{resource.kind} {name} not found")
+        return await super().get(resource, name, namespace)
+
+    async def list(self, resource: Any, *, label_selector: str = "") -> Any:
+        from connectors.k8s.client import ListMeta, RawList
+        return RawList(metadata=ListMeta(resource_version="10"), items=[])
+
+
+@pytest.mark.asyncio
+async def test_a_gone_groups_workload_kept_for_a_pod_out_of_the_watch_is_let_go_on_the_next_relist() -> None:
+    """No managed Pod of the group is left, but the apiserver still has one of the Pods its Workload names (out of
+    the watch's selection): the Workload stays. That Pod then goes unseen, and nothing of the Workload changes:
+    the next relist of the managed Pods (after a 410 Gone) marks the group, as it does at a restart, so that the
+    Workload goes, as Kueue's informers redeliver every object on a relist."""
+    obs = group_workload_obs()
+    obs = finished_shown(msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
+        obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"])), "Succeeded", rv="3")
+    client = OutOfWatchClient({"a": {"metadata": {"uid": "uid-a"}}})
+    pods, _, appended, _ = integration(obs, client=client)
+    await pods.informer.relist()
+    pods.dirty.clear()
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [("get", "Pod", "a")] and appended == [], "a is still there"
+    client.raws.clear()  # a goes: out of the watch, unseen
+    client.calls.clear()
+    await pods.informer.relist()
+    assert pods.dirty == {"group/ns/g"}, "the relist sweeps again"
+    await pods.reconcile(pods.dirty.pop())
+    assert [c[:3] for c in client.calls] == [("get", "Pod", "a"), ("get", "Pod", "b"), ("patch", "Workload", "g"),
+                                             ("delete", "Workload", "g")]
+    assert appended == [], "finished already"
 
 
 def _labelled(pod: ManagedPod, **labels: str) -> ManagedPod:

@@ -6,6 +6,7 @@ against the real apiserver)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -217,6 +218,34 @@ async def test_a_held_creation_withdrawn_by_a_later_deletion_is_rejected_and_the
     assert client.calls == [("delete", "wl-prov-1")]
     assert await _outcomes(journal) == [("DecisionRejected", 1, "Withdrawn"), ("DecisionApplied", 2, "")]
     assert not journal.mirror.request_decisions
+
+
+class Overlapping(FakeClient):
+    """Each delete takes a turn of the event loop; counts how many are in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = self.most = 0
+
+    async def delete(self, resource: object, name: str, ns: str, *, uid: str = "") -> None:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        self.calls.append(("delete", name))
+        await asyncio.sleep(0)
+        self.in_flight -= 1
+
+
+@pytest.mark.asyncio
+async def test_the_applier_carries_out_different_workloads_decisions_side_by_side_each_ones_in_log_order() -> None:
+    """One decision at a time, a burst's requests trailed their stored reservations by seconds
+    (``benchmarks/provreq_burst.py``, BENCHMARKS.md): different workloads' decisions go side by side, a workload's
+    own still strictly one after the other, in log order."""
+    journal = await _journal(deleted("a-1", key="ns/a"), deleted("b-1", key="ns/b"), deleted("a-2", key="ns/a"))
+    client = Overlapping()
+    await RequestApplier(client, journal).apply_pending()  # type: ignore[arg-type]
+    assert client.most == 2, "a's and b's at once"
+    assert [c for c in client.calls if c[1].startswith("a-")] == [("delete", "a-1"), ("delete", "a-2")]
+    assert sorted(off for _, off, _ in await _outcomes(journal)) == [1, 2, 3]
 
 
 class Squatted(FakeClient):

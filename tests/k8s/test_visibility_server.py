@@ -250,19 +250,20 @@ async def test_a_certificate_of_the_right_ca_with_a_name_not_allowed_is_refused(
 def test_registration_objects() -> None:
     k = KubeSettings(visibility_port=8082, lease_namespace="kueue-system", visibility_advertise_address="10.1.2.3")
     docs = registration(k, b"CA")
-    assert [r for r, _ in docs] == [API_SERVICES, API_SERVICES, SERVICES, ENDPOINTS, ENDPOINT_SLICES]
-    v1beta2 = docs[0][1]
+    # what backs the APIServices first: registered before its Service, an APIService is ServiceNotFound for a while
+    assert [r for r, _ in docs] == [SERVICES, ENDPOINTS, ENDPOINT_SLICES, API_SERVICES, API_SERVICES]
+    service, endpoints, slice_, v1beta2, v1beta1 = (d for _, d in docs)
     assert v1beta2["metadata"]["name"] == "v1beta2.visibility.kueue.x-k8s.io"
     assert v1beta2["spec"] == {"group": "visibility.kueue.x-k8s.io", "version": "v1beta2",
                                "groupPriorityMinimum": 100, "versionPriority": 100,
                                "service": {"name": "kueue-es-visibility", "namespace": "kueue-system", "port": 443},
                                "caBundle": "Q0E="}
-    assert docs[1][1]["spec"]["version"] == "v1beta1"
-    assert docs[2][1]["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8082}]
-    assert "selector" not in docs[2][1]["spec"]
-    assert docs[3][1]["subsets"] == [{"addresses": [{"ip": "10.1.2.3"}],
-                                      "ports": [{"name": "https", "port": 8082, "protocol": "TCP"}]}]
-    assert docs[4][1]["metadata"]["labels"]["kubernetes.io/service-name"] == "kueue-es-visibility"
+    assert v1beta1["spec"]["version"] == "v1beta1"
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8082}]
+    assert "selector" not in service["spec"]
+    assert endpoints["subsets"] == [{"addresses": [{"ip": "10.1.2.3"}],
+                                     "ports": [{"name": "https", "port": 8082, "protocol": "TCP"}]}]
+    assert slice_["metadata"]["labels"]["kubernetes.io/service-name"] == "kueue-es-visibility"
     without = registration(KubeSettings(visibility_port=8082), b"CA")
     assert [r for r, _ in without] == [API_SERVICES, API_SERVICES]
 

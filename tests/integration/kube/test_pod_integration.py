@@ -32,6 +32,7 @@ from kubehelp import (
     provisioning_check,
     queues,
     scheduling_gates,
+    versions,
 )
 
 from connectors.k8s import crds, pod_sync
@@ -243,6 +244,59 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
             done = await eventually(released, what="the finished group workload's resource-in-use finalizer gone")
             (cond,) = [c for c in done["status"]["conditions"] if c["type"] == "Finished"]
             assert (cond["status"], cond["message"]) == ("True", "Pods succeeded: 3/3.")
+
+
+@pytest.mark.asyncio
+async def test_a_pod_groups_workload_whose_pods_went_while_kueue_es_was_down_goes_at_its_restart(
+        kube_apiserver, tmp_path) -> None:
+    """No watch sees the group's last Pods go: the first list after the restart finds none of them, and the
+    group's Workload is finished ``OwnerNotFound``, loses its finalizer on the version showing that, and is
+    deleted, as the garbage collector would delete it once none of its owners is left."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod"]}})
+    group = {Q: "user-queue", "kueue.x-k8s.io/pod-group-name": "duo"}
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "podgone", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+        await _webhook_in_effect(kc, q.ns)
+        for name in "ab":
+            pod = _pod(q.ns, name, group)
+            pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+            await create(kc, pod)
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            async def started() -> bool:
+                return not any([scheduling_gates(await get(kc, "Pod", n, q.ns)) for n in "ab"])
+
+            await eventually(started, what="the group admitted and its pods ungated")
+        for name in "ab":  # gone while kueue-es is down: Kueue's finalizer taken off by hand
+            await kc.patch(PODS, name, {"metadata": {"finalizers": None}}, q.ns)
+            await kc.delete(PODS, name, q.ns)
+        wl = await get(kc, "Workload", "duo", q.ns)
+        assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+        seen: list[dict[str, Any]] = []
+        rv = wl["metadata"]["resourceVersion"]
+
+        async def record() -> None:
+            async for w in versions(kc, BY_KIND["Workload"], rv, field_selector=f"metadata.namespace={q.ns}"):
+                seen.append(w)
+
+        recorder = asyncio.create_task(record())
+        try:
+            async with kueue_es(kc, tmp_path / "log", config=config):
+                async def gone() -> bool:
+                    with contextlib.suppress(NotFound):
+                        await get(kc, "Workload", "duo", q.ns)
+                        return False
+                    return True
+
+                await eventually(gone, what="the group's Workload gone at the restart")
+                await eventually(lambda: any(not w["metadata"].get("finalizers") for w in seen),
+                                 what="the recorder to see the Workload without its finalizer")
+        finally:
+            recorder.cancel()
+        unfinalized = [w for w in seen if not w["metadata"].get("finalizers")]
+        assert all([(c["status"], c["reason"]) for c in w["status"]["conditions"] if c["type"] == "Finished"]
+                   == [("True", "OwnerNotFound")] for w in unfinalized), "finished before its finalizer went"
 
 
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"

@@ -26,7 +26,17 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues, scheduling_gates
+from kubehelp import (
+    connect,
+    create,
+    eventually,
+    get,
+    kueue_es,
+    pod_webhooks,
+    queues,
+    scheduling_gates,
+    versions,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.client import KubeClient
@@ -341,11 +351,22 @@ async def test_the_workload_of_a_group_whose_pods_all_end_and_go_at_once_goes_wi
     may find none of them left: the group's Workload is let go (finished ``OwnerNotFound``, unfinalized) and deleted
     as the garbage collector would, even when the Workload moves on under that let-go — the status writes of what
     the group's passes just recorded (``WaitingForReplacementPods``, ``Finished``) refuse it for the older version:
-    it is done on the newer one (the flake of the test above, where the same race left the Workload behind)."""
+    it is done on the newer one (the flake of the test above, where the same race left the Workload behind). As
+    Kueue takes the finalizer off the version its Finished write returned, no version of the Workload loses the
+    finalizer before it shows ``Finished``."""
     async with _statefulset_cluster(kube_apiserver, tmp_path, "sts-end", 2, "db") as (kc, q, config, sts):
         group = workload_name("db")
         for i in (0, 1):
             await create(kc, _replica(sts, i))
+        seen: list[dict[str, Any]] = []
+        rv = (await kc.list(BY_KIND["Workload"])).metadata.resource_version
+
+        async def record() -> None:
+            async for wl in versions(kc, BY_KIND["Workload"], rv, field_selector=f"metadata.namespace={q.ns}"):
+                if wl["metadata"]["name"] == group:
+                    seen.append(wl)
+
+        recorder = asyncio.create_task(record())
         async with kueue_es(kc, tmp_path / "log", config=config):
             async def admitted() -> bool:
                 with contextlib.suppress(NotFound):
@@ -359,3 +380,10 @@ async def test_the_workload_of_a_group_whose_pods_all_end_and_go_at_once_goes_wi
             await asyncio.gather(*(kc.delete(PODS, f"db-{i}", q.ns) for i in (0, 1)))
 
             await eventually(lambda: _gone(kc, q.ns, group, "Workload"), what="the group's Workload gone with its pods")
+            await eventually(lambda: any(not w["metadata"].get("finalizers") for w in seen),
+                             what="the recorder to see the Workload without its finalizer")
+        recorder.cancel()
+        unfinalized = [w for w in seen if "kueue.x-k8s.io/resource-in-use" not in w["metadata"].get("finalizers", [])]
+        assert all(any(c["type"] == "Finished" and c["status"] == "True" for c in w["status"].get("conditions", []))
+                   for w in unfinalized), [(w["metadata"]["resourceVersion"], w["status"].get("conditions"))
+                                           for w in unfinalized]

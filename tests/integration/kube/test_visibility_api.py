@@ -23,7 +23,7 @@ from pathlib import Path
 import aiohttp
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, free_port, get, job, priority_class, queues
+from kubehelp import connect, create, eventually, free_port, get, job, priority_class, queues, versions
 from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
@@ -75,6 +75,15 @@ async def _proxied(kc, path: str) -> dict | None:
         raise
 
 
+async def _availability(kc, into: list[tuple[str, str, str]]) -> None:
+    """Every (APIService, Available status, reason) the availability controller stores from now on."""
+    rv = (await kc.list(API_SERVICES)).metadata.resource_version
+    async for api in versions(kc, API_SERVICES, rv):
+        if api["spec"].get("group") == "visibility.kueue.x-k8s.io":
+            into.extend((api["metadata"]["name"], c["status"], c.get("reason", ""))
+                        for c in (api.get("status") or {}).get("conditions", []) if c["type"] == "Available")
+
+
 def _names(doc: dict) -> list[str]:
     return [i["metadata"]["name"] for i in doc["items"]]
 
@@ -101,6 +110,8 @@ async def test_pending_workloads_through_the_aggregation_layer(kube_apiserver, t
         env = {"KUEUE_ES_KUBE_VISIBILITY_PORT": str(free_port()), "KUEUE_ES_KUBE_VISIBILITY_REGISTER": "true",
                "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS": machine_address(),
                "KUEUE_ES_KUBE_VISIBILITY_SERVICE": f"visibility-{sfx}"}
+        seen: list[tuple[str, str, str]] = []
+        recorder = asyncio.create_task(_availability(kc, seen))
         try:
             async with kueue_es_process(kube_apiserver, "vis", tmp_path / "log", ns, extra_env=env) as proc:
                 await ready(proc, "leader")
@@ -113,6 +124,12 @@ async def test_pending_workloads_through_the_aggregation_layer(kube_apiserver, t
                     return False
 
                 await eventually(available, timeout=60, what="the APIService to be Available")
+                # the leader creates the Service and its endpoints before the APIServices that point at them, so
+                # the availability controller never finds an APIService without its Service
+                await eventually(lambda: ("v1beta2.visibility.kueue.x-k8s.io", "True", "Passed") in seen,
+                                 what="the recorder to see the APIService Available")
+                assert [s for s in seen if s[2] == "ServiceNotFound"] == []
+
                 async def discovered() -> bool:
                     groups = (await _json(kc, "/apis"))["groups"]
                     return any(g["name"] == "visibility.kueue.x-k8s.io"
@@ -188,6 +205,7 @@ async def test_pending_workloads_through_the_aggregation_layer(kube_apiserver, t
 
                 assert _names(await eventually(allowed, what="the viewer's RBAC to take effect")) == _names(doc)
         finally:
+            recorder.cancel()
             for version in ("v1beta2", "v1beta1"):
                 with contextlib.suppress(NotFound):
                     await kc.delete(API_SERVICES, f"{version}.visibility.kueue.x-k8s.io")
