@@ -594,22 +594,22 @@ def parse_duration_ns(text: str, where: str = "duration") -> int:
 
 
 def _validate_external_frameworks(cfg: SchedulerConfig, errs: FieldErrors) -> None:
-    """Kueue's checks of ``multiKueue.externalFrameworks`` (whatever MultiKueueAdaptersForCustomJobs): each name in
-    ``Kind.version.group`` form, no kind given twice, none a kind a built-in adapter of an enabled framework
-    handles (a repeated one that does is refused for both, as Kueue refuses it)."""
+    """Kueue's checks of ``multiKueue.externalFrameworks`` (whatever MultiKueueAdaptersForCustomJobs), in its words:
+    each name in ``Kind.version.group`` form, no kind given twice, none a kind a built-in adapter of an enabled
+    framework handles (a repeated one that does is refused for both, as Kueue refuses it)."""
     built_in = built_in_kinds(cfg.frameworks)
     seen: set[tuple[str, str]] = set()
     for i, entry in enumerate(cfg.multi_kueue.external_frameworks):
         at = f"multiKueue.externalFrameworks[{i}].name"
         kind = external_kind(entry.name)
         if kind is None:
-            errs.add(at, f"invalid value {entry.name!r}: must be in 'kind.version.group' format")
+            errs.add(at, f"Invalid value: {go_quote(entry.name)}: must be in 'kind.version.group' format")
             continue
         if kind in seen:
-            errs.add(at, f"duplicate value {entry.name!r}")
+            errs.add(at, f"Duplicate value: {go_quote(entry.name)}")
         seen.add(kind)
         if kind in built_in:
-            errs.add(at, f"invalid value {entry.name!r}: conflicts with a built-in MultiKueue adapter")
+            errs.add(at, f"Invalid value: {go_quote(entry.name)}: conflicts with a built-in MultiKueue adapter")
 
 
 def _validate_cluster_profile(cp: ClusterProfileConfig, errs: FieldErrors) -> None:
