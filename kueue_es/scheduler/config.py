@@ -653,11 +653,12 @@ def _validate_multikueue(cfg: SchedulerConfig, source: str, strict: bool, errs: 
     incremental = mk.incremental_dispatcher_config
     if incremental is None:
         return
-    if mk.dispatcher_name != INCREMENTAL_DISPATCHER:
-        errs.add("multiKueue.incrementalDispatcherConfig", f"is only valid with dispatcherName "
-                 f"{INCREMENTAL_DISPATCHER}, not {mk.dispatcher_name!r}")
+    if mk.dispatcher_name != INCREMENTAL_DISPATCHER:  # Kueue's detail; its value part dumps a Go pointer: left out
+        errs.add("multiKueue.incrementalDispatcherConfig", "incrementalDispatcherConfig is only valid when "
+                                                           "dispatcherName is set to the incremental dispatcher")
     if incremental.step_size is not None and incremental.step_size < 1:
-        errs.add("multiKueue.incrementalDispatcherConfig.stepSize", f"must be at least 1, not {incremental.step_size}")
+        errs.add("multiKueue.incrementalDispatcherConfig.stepSize",
+                 f"Invalid value: {incremental.step_size}: must be greater than or equal to 1")
 
 
 def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str,

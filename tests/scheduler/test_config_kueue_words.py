@@ -135,3 +135,25 @@ def test_an_integration_external_framework_kueue_refuses_is_refused(names: list[
         load_config(doc, "kueue.yaml")
     assert str(err.value) == f"kueue.yaml: {error}"
     load_config(doc, strict=False)
+
+
+INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+
+
+@pytest.mark.parametrize(("multikueue", "error"), [
+    ({"dispatcherName": INCREMENTAL, "incrementalDispatcherConfig": {"stepSize": 0}},
+     "field `multiKueue.incrementalDispatcherConfig.stepSize`: Invalid value: 0: must be greater than or equal to 1"),
+    ({"dispatcherName": INCREMENTAL, "incrementalDispatcherConfig": {"stepSize": -2}},
+     "field `multiKueue.incrementalDispatcherConfig.stepSize`: Invalid value: -2: must be greater than or equal to 1"),
+    ({"incrementalDispatcherConfig": {"stepSize": 2}},
+     "field `multiKueue.incrementalDispatcherConfig`: incrementalDispatcherConfig is only valid when dispatcherName "
+     "is set to the incremental dispatcher"),
+])
+def test_an_incremental_dispatcher_setting_kueue_refuses_is_refused_in_its_words(multikueue: dict, error: str) -> None:
+    """Kueue's validateMultiKueue: ``stepSize`` (an int32, shown as Go's %v shows it) at least 1, the stanza only
+    beside the incremental dispatcher (Kueue's value part there dumps a Go pointer, so kueue-es says the detail)."""
+    with pytest.raises(InvalidInput) as err:
+        load_config({**V1BETA2, "multiKueue": multikueue}, "kueue.yaml")
+    assert str(err.value) == f"kueue.yaml: {error}"
+    with pytest.raises(InvalidInput):
+        load_config({**V1BETA2, "multiKueue": multikueue}, strict=False)  # refused before, and still
