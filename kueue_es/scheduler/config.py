@@ -33,7 +33,7 @@ from events.labels import (
     SUBDOMAIN,
     is_dns_label,
     is_dns_subdomain,
-    label_value_problem,
+    label_value_problems,
     qualified_name_problem,
     regex_error,
     selector_problem,
@@ -635,18 +635,18 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, errs: FieldErrors) -> No
 
 
 def _validate_multikueue(cfg: SchedulerConfig, source: str, strict: bool, errs: FieldErrors) -> None:
-    """Kueue's validateMultiKueue, in its order: the durations' signs, ``origin`` a label value (an empty one has
-    been given its default by then, as Kueue's defaulting gives it; checked since session 33, so not for a recorded
-    document), ``externalFrameworks``, ``clusterProfile``, ``incrementalDispatcherConfig``."""
+    """Kueue's validateMultiKueue, in its order and words: the durations' signs, ``origin`` a label value (an empty
+    one has been given its default by then, as Kueue's defaulting gives it; checked since session 33, so not for a
+    recorded document), ``externalFrameworks``, ``clusterProfile``, ``incrementalDispatcherConfig``."""
     mk = cfg.multi_kueue
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
         if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
             errs.add(f"multiKueue.{name}", _negative(ns))
-    problem = label_value_problem(mk.origin) if strict else None
-    if problem is not None:
-        errs.add("multiKueue.origin", f"invalid value {mk.origin!r}: {problem}")
+    problems = label_value_problems(mk.origin) if strict else []
+    if problems:  # Kueue joins them with ","
+        errs.add("multiKueue.origin", f"Invalid value: {go_quote(mk.origin)}: {','.join(problems)}")
     _validate_external_frameworks(cfg, errs)
     if mk.cluster_profile is not None:
         _validate_cluster_profile(mk.cluster_profile, errs)
