@@ -666,9 +666,10 @@ def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: s
     """waitForPodsReady's durations parse (Kueue's decoding, on or off: one that does not is refused at once); then
     (Kueue's refusals, kueue-es's own), each ``(path, body)``. While waitForPodsReady is in force (``on``: Kueue's
     validateWaitForPodsReady returns at once otherwise) Kueue refuses a negative ``recoveryTimeout``; kueue-es
-    refuses a negative v0.20 ``unscheduledTimeout`` (Kueue's validation has no rule for it: :data:`OWN_RULE`) or
-    one above ``timeout`` (as defaulted; the rule KEP-13502 gives it), and a ``maxTimeoutOnWorkload`` not above
-    zero. Compared in nanoseconds, as Kueue compares them."""
+    refuses a negative v0.20 ``unscheduledTimeout`` or one above ``timeout`` (as defaulted; the rule KEP-13502 gives
+    it), and a ``maxTimeoutOnWorkload`` not above zero: rules Kueue's validation does not have, so each said in the
+    form of Kueue's ``field.Invalid`` and marked :data:`OWN_RULE`. Compared in nanoseconds, as Kueue compares
+    them."""
     where = f"{source}: field `waitForPodsReady."
     in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
     timeout = parse_duration_ns(w.timeout, f"{where}timeout`")
@@ -684,11 +685,13 @@ def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: s
     if on and found.get("unscheduledTimeout", 0) < 0:  # tracking reads any nonzero value as on: never negative
         own.append(("waitForPodsReady.unscheduledTimeout", f"{_negative(found['unscheduledTimeout'])} {OWN_RULE}"))
     elif on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
-        own.append(("waitForPodsReady.unscheduledTimeout", f"must not exceed waitForPodsReady.timeout "
-                                                           f"({w.unscheduled_timeout!r} > {in_force!r})"))
+        own.append(("waitForPodsReady.unscheduledTimeout",
+                    f"Invalid value: {go_duration.format_ns(found['unscheduledTimeout'])}: must be less than or equal "
+                    f"to waitForPodsReady.timeout ({go_duration.format_ns(timeout)}) {OWN_RULE}"))
     if found.get("maxTimeoutOnWorkload", 1) <= 0:
         own.append(("waitForPodsReady.maxTimeoutOnWorkload",
-                    f"must be greater than 0 (got {w.max_timeout_on_workload!r})"))
+                    f"Invalid value: {go_duration.format_ns(found['maxTimeoutOnWorkload'])}: must be greater than 0 "
+                    f"{OWN_RULE}"))
     return kueue, own
 
 
