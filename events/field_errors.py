@@ -42,6 +42,16 @@ def not_supported(shown: str, supported: Sequence[str]) -> str:
     return f"Unsupported value: {shown}: supported values: {', '.join(go_quote(s) for s in supported)}"
 
 
+def too_many(count: int, most: int) -> str:
+    """``field.TooMany``'s body: the count (an ``int``, shown as Go's %#v shows it) and the limit."""
+    return f"Too many: {count}: must have at most {most} items"
+
+
+def too_long(most: int) -> str:
+    """``field.TooLong``'s body, which leaves the value out."""
+    return f"Too long: may not be more than {most} bytes"
+
+
 IS_NEGATIVE = "must be greater than or equal to 0"
 """apimachinery's ``IsNegativeErrorMsg``: the detail of Kueue's refusal of a negative number or duration."""
 
