@@ -84,6 +84,11 @@ def go_float_map(type_name: str, values: Mapping[str, float]) -> str:
     return f"map[{type_name}]float64{{{', '.join(f'{go_quote(k)}:{go_float(values[k])}' for k in sorted(values))}}}"
 
 
+def go_bool_map(values: Mapping[str, bool]) -> str:
+    """A ``map[string]bool`` as Go's ``%#v`` writes it (``map[string]bool{"A":true, "B":false}``): keys sorted."""
+    return f"map[string]bool{{{', '.join(f'{go_quote(k)}:{str(values[k]).lower()}' for k in sorted(values))}}}"
+
+
 class FieldErrors:
     """Field errors gathered as Kueue's validation gathers them (a ``field.ErrorList``), in the order found, each
     said ``field `<path>`: <body>``; :meth:`refuse` raises them together as Kubernetes prints the list's aggregate

@@ -19,10 +19,11 @@ from typing import Any, NamedTuple
 import msgspec
 
 from events import objects as o
-from events.errors import InvalidInput
+from events.errors import InvalidInput, aggregate
 from events.field_errors import (
     IS_NEGATIVE,
     FieldErrors,
+    go_bool_map,
     go_float_map,
     go_quote,
     go_string_slice,
@@ -770,9 +771,9 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     hub = config_version.as_hub(doc)
     if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
         cfg = _decode(hub, source, strict)
-    bad = gates.errors(cfg.feature_gates)
-    if bad:  # Kueue sets its gates before it validates the rest (its validation reads them)
-        raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
+    bad = aggregate(gates.errors(cfg.feature_gates))
+    if bad is not None:  # Kueue sets its gates before it validates the rest (its validation reads them)
+        raise InvalidInput(f"{source}: field `featureGates`: Invalid value: {go_bool_map(cfg.feature_gates)}: {bad}")
     if not cfg.multi_kueue.origin:  # Kueue's defaulting (both versions) gives an empty one its default
         cfg = msgspec.structs.replace(cfg, multi_kueue=msgspec.structs.replace(
             cfg.multi_kueue, origin=MultiKueueSettings().origin))
