@@ -100,10 +100,6 @@ class FieldErrors:
     def add(self, path: str, body: str) -> None:
         self.messages.append(f"field `{path}`: {body}")
 
-    def add_sentence(self, path: str, rest: str) -> None:
-        """An error kueue-es words as one sentence about the field (``field `<path>` is required``)."""
-        self.messages.append(f"field `{path}` {rest}")
-
     def refuse(self, source: str) -> None:
         """Raise the errors gathered, naming ``source``; nothing when there are none."""
         message = aggregate(self.messages)
