@@ -42,6 +42,16 @@ def not_supported(shown: str, supported: Sequence[str]) -> str:
     return f"Unsupported value: {shown}: supported values: {', '.join(go_quote(s) for s in supported)}"
 
 
+def too_many(count: int, most: int) -> str:
+    """``field.TooMany``'s body: the count (an ``int``, shown as Go's %#v shows it) and the limit."""
+    return f"Too many: {count}: must have at most {most} items"
+
+
+def too_long(most: int) -> str:
+    """``field.TooLong``'s body, which leaves the value out."""
+    return f"Too long: may not be more than {most} bytes"
+
+
 IS_NEGATIVE = "must be greater than or equal to 0"
 """apimachinery's ``IsNegativeErrorMsg``: the detail of Kueue's refusal of a negative number or duration."""
 
@@ -74,6 +84,11 @@ def go_float_map(type_name: str, values: Mapping[str, float]) -> str:
     return f"map[{type_name}]float64{{{', '.join(f'{go_quote(k)}:{go_float(values[k])}' for k in sorted(values))}}}"
 
 
+def go_bool_map(values: Mapping[str, bool]) -> str:
+    """A ``map[string]bool`` as Go's ``%#v`` writes it (``map[string]bool{"A":true, "B":false}``): keys sorted."""
+    return f"map[string]bool{{{', '.join(f'{go_quote(k)}:{str(values[k]).lower()}' for k in sorted(values))}}}"
+
+
 class FieldErrors:
     """Field errors gathered as Kueue's validation gathers them (a ``field.ErrorList``), in the order found, each
     said ``field `<path>`: <body>``; :meth:`refuse` raises them together as Kubernetes prints the list's aggregate
@@ -84,10 +99,6 @@ class FieldErrors:
 
     def add(self, path: str, body: str) -> None:
         self.messages.append(f"field `{path}`: {body}")
-
-    def add_sentence(self, path: str, rest: str) -> None:
-        """An error kueue-es words as one sentence about the field (``field `<path>` is required``)."""
-        self.messages.append(f"field `{path}` {rest}")
 
     def refuse(self, source: str) -> None:
         """Raise the errors gathered, naming ``source``; nothing when there are none."""

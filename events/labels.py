@@ -98,6 +98,61 @@ def label_value_problem(value: str) -> str | None:
     return None
 
 
+NAME_EXAMPLES = ("MyName", "my.name", "123-abc")
+_KEY_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                 "character")
+_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+              "start and end with an alphanumeric character")
+DNS_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+                 "and end with an alphanumeric character")
+
+
+def max_len_error(limit: int) -> str:
+    """Kubernetes' words for a value longer than ``limit`` (``MaxLenError``)."""
+    return f"must be no more than {limit} characters"
+
+
+def label_value_problems(value: str) -> list[str]:
+    """Why ``value`` is no label value, each in Kubernetes' words (``IsLabelValue``: the length, then the pattern
+    with its examples); empty when it is one. Lengths in bytes, as Go counts them."""
+    found = [max_len_error(VALUE_MAX)] if len(value.encode()) > VALUE_MAX else []
+    if value and not NAME.fullmatch(value):
+        found.append(regex_error(_VALUE_MSG, f"({NAME_FMT})?", "MyValue", "my_value", "12345"))
+    return found
+
+
+def label_key_problems(key: str) -> list[str]:
+    """Why ``key`` is no label key (a qualified name), each in Kubernetes' words (``IsLabelKey``: the prefix's faults,
+    then the name part's); empty when it is one."""
+    prefix, slash, name = key.partition("/")
+    if not slash:
+        prefix, name = "", key
+    elif "/" in name:
+        return ["a valid label key " + regex_error(_KEY_NAME_MSG, NAME_FMT, *NAME_EXAMPLES)
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    found = []
+    if slash and not prefix:
+        found.append("prefix part must be non-empty")
+    elif slash:
+        found += [f"prefix part {m}" for m in subdomain_problems(prefix)]
+    if not name:
+        found.append("name part must be non-empty")
+    elif len(name.encode()) > NAME_MAX:
+        found.append(f"name part {max_len_error(NAME_MAX)}")
+    if not NAME.fullmatch(name):
+        found.append("name part " + regex_error(_KEY_NAME_MSG, NAME_FMT, *NAME_EXAMPLES))
+    return found
+
+
+def dns_label_problems(value: str) -> list[str]:
+    """Why ``value`` is no DNS-1123 label, each in Kubernetes' words (``IsDNS1123Label``); empty when it is one."""
+    found = [max_len_error(NAME_MAX)] if len(value.encode()) > NAME_MAX else []
+    if not DNS_LABEL.fullmatch(value):
+        found.append("must not contain dots" if SUBDOMAIN.fullmatch(value)
+                     else regex_error(DNS_LABEL_MSG, DNS_LABEL_FMT, "my-name", "123-abc"))
+    return found
+
+
 def labels_problem(labels: Mapping[str, str]) -> str | None:
     """The first bad key or value of a label map, in key order."""
     for key in sorted(labels):

@@ -515,14 +515,18 @@ def _loose_bool(value: Any) -> bool | None:
 
 
 def errors(gates: Mapping[str, bool]) -> list[str]:
-    """Why Kueue would refuse ``gates``, in name order (empty when it accepts them)."""
+    """Why Kueue would refuse ``gates`` (empty when it accepts them), as its feature gate's ``SetFromMap`` finds
+    it: a locked gate set otherwise, each, until an unknown gate, which ends the look (Kueue's gate library returns
+    at the first it meets); only when there is none of those, each gate on whose dependency is off. Kueue ranges
+    over Go maps, in no set order: kueue-es goes in name order."""
     out: list[str] = []
     for name in sorted(gates):
         if name in (ALL_ALPHA, ALL_BETA):
             continue
         if name not in GATES:
             out.append(f"unrecognized feature gate: {name}")
-        elif name in LOCKED and gates[name] != GATES[name][1]:
+            return out
+        if name in LOCKED and gates[name] != GATES[name][1]:
             out.append(f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
                        f"{str(GATES[name][1]).lower()}")
     if out:

@@ -19,22 +19,23 @@ from typing import Any, NamedTuple
 import msgspec
 
 from events import objects as o
-from events.errors import InvalidInput
+from events.errors import InvalidInput, aggregate
 from events.field_errors import (
     IS_NEGATIVE,
     FieldErrors,
+    go_bool_map,
     go_float_map,
     go_quote,
     go_string_slice,
     not_supported,
+    too_long,
+    too_many,
 )
 from events.labels import (
     NAME_MAX,
-    SUBDOMAIN,
-    is_dns_label,
-    is_dns_subdomain,
-    label_value_problem,
-    qualified_name_problem,
+    dns_label_problems,
+    label_key_problems,
+    label_value_problems,
     regex_error,
     selector_problem,
     subdomain_problems,
@@ -594,22 +595,22 @@ def parse_duration_ns(text: str, where: str = "duration") -> int:
 
 
 def _validate_external_frameworks(cfg: SchedulerConfig, errs: FieldErrors) -> None:
-    """Kueue's checks of ``multiKueue.externalFrameworks`` (whatever MultiKueueAdaptersForCustomJobs): each name in
-    ``Kind.version.group`` form, no kind given twice, none a kind a built-in adapter of an enabled framework
-    handles (a repeated one that does is refused for both, as Kueue refuses it)."""
+    """Kueue's checks of ``multiKueue.externalFrameworks`` (whatever MultiKueueAdaptersForCustomJobs), in its words:
+    each name in ``Kind.version.group`` form, no kind given twice, none a kind a built-in adapter of an enabled
+    framework handles (a repeated one that does is refused for both, as Kueue refuses it)."""
     built_in = built_in_kinds(cfg.frameworks)
     seen: set[tuple[str, str]] = set()
     for i, entry in enumerate(cfg.multi_kueue.external_frameworks):
         at = f"multiKueue.externalFrameworks[{i}].name"
         kind = external_kind(entry.name)
         if kind is None:
-            errs.add(at, f"invalid value {entry.name!r}: must be in 'kind.version.group' format")
+            errs.add(at, f"Invalid value: {go_quote(entry.name)}: must be in 'kind.version.group' format")
             continue
         if kind in seen:
-            errs.add(at, f"duplicate value {entry.name!r}")
+            errs.add(at, f"Duplicate value: {go_quote(entry.name)}")
         seen.add(kind)
         if kind in built_in:
-            errs.add(at, f"invalid value {entry.name!r}: conflicts with a built-in MultiKueue adapter")
+            errs.add(at, f"Invalid value: {go_quote(entry.name)}: conflicts with a built-in MultiKueue adapter")
 
 
 def _validate_cluster_profile(cp: ClusterProfileConfig, errs: FieldErrors) -> None:
@@ -635,29 +636,30 @@ def _validate_cluster_profile(cp: ClusterProfileConfig, errs: FieldErrors) -> No
 
 
 def _validate_multikueue(cfg: SchedulerConfig, source: str, strict: bool, errs: FieldErrors) -> None:
-    """Kueue's validateMultiKueue, in its order: the durations' signs, ``origin`` a label value (an empty one has
-    been given its default by then, as Kueue's defaulting gives it; checked since session 33, so not for a recorded
-    document), ``externalFrameworks``, ``clusterProfile``, ``incrementalDispatcherConfig``."""
+    """Kueue's validateMultiKueue, in its order and words: the durations' signs, ``origin`` a label value (an empty
+    one has been given its default by then, as Kueue's defaulting gives it; checked since session 33, so not for a
+    recorded document), ``externalFrameworks``, ``clusterProfile``, ``incrementalDispatcherConfig``."""
     mk = cfg.multi_kueue
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         ns = parse_duration_ns(value, f"{source}: field `multiKueue.{name}`")
         if ns < 0 and name != "singleClusterPreemptionTimeout":  # Kueue leaves that one's sign alone
             errs.add(f"multiKueue.{name}", _negative(ns))
-    problem = label_value_problem(mk.origin) if strict else None
-    if problem is not None:
-        errs.add("multiKueue.origin", f"invalid value {mk.origin!r}: {problem}")
+    problems = label_value_problems(mk.origin) if strict else []
+    if problems:  # Kueue joins them with ","
+        errs.add("multiKueue.origin", f"Invalid value: {go_quote(mk.origin)}: {','.join(problems)}")
     _validate_external_frameworks(cfg, errs)
     if mk.cluster_profile is not None:
         _validate_cluster_profile(mk.cluster_profile, errs)
     incremental = mk.incremental_dispatcher_config
     if incremental is None:
         return
-    if mk.dispatcher_name != INCREMENTAL_DISPATCHER:
-        errs.add("multiKueue.incrementalDispatcherConfig", f"is only valid with dispatcherName "
-                 f"{INCREMENTAL_DISPATCHER}, not {mk.dispatcher_name!r}")
+    if mk.dispatcher_name != INCREMENTAL_DISPATCHER:  # Kueue's detail; its value part dumps a Go pointer: left out
+        errs.add("multiKueue.incrementalDispatcherConfig", "incrementalDispatcherConfig is only valid when "
+                                                           "dispatcherName is set to the incremental dispatcher")
     if incremental.step_size is not None and incremental.step_size < 1:
-        errs.add("multiKueue.incrementalDispatcherConfig.stepSize", f"must be at least 1, not {incremental.step_size}")
+        errs.add("multiKueue.incrementalDispatcherConfig.stepSize",
+                 f"Invalid value: {incremental.step_size}: must be greater than or equal to 1")
 
 
 def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: str,
@@ -665,9 +667,10 @@ def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: s
     """waitForPodsReady's durations parse (Kueue's decoding, on or off: one that does not is refused at once); then
     (Kueue's refusals, kueue-es's own), each ``(path, body)``. While waitForPodsReady is in force (``on``: Kueue's
     validateWaitForPodsReady returns at once otherwise) Kueue refuses a negative ``recoveryTimeout``; kueue-es
-    refuses a negative v0.20 ``unscheduledTimeout`` (Kueue's validation has no rule for it: :data:`OWN_RULE`) or
-    one above ``timeout`` (as defaulted; the rule KEP-13502 gives it), and a ``maxTimeoutOnWorkload`` not above
-    zero. Compared in nanoseconds, as Kueue compares them."""
+    refuses a negative v0.20 ``unscheduledTimeout`` or one above ``timeout`` (as defaulted; the rule KEP-13502 gives
+    it), and a ``maxTimeoutOnWorkload`` not above zero: rules Kueue's validation does not have, so each said in the
+    form of Kueue's ``field.Invalid`` and marked :data:`OWN_RULE`. Compared in nanoseconds, as Kueue compares
+    them."""
     where = f"{source}: field `waitForPodsReady."
     in_force = w.timeout if api_version == config_version.V1BETA1 else v1beta2_defaulted(w).timeout
     timeout = parse_duration_ns(w.timeout, f"{where}timeout`")
@@ -683,11 +686,13 @@ def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: s
     if on and found.get("unscheduledTimeout", 0) < 0:  # tracking reads any nonzero value as on: never negative
         own.append(("waitForPodsReady.unscheduledTimeout", f"{_negative(found['unscheduledTimeout'])} {OWN_RULE}"))
     elif on and "unscheduledTimeout" in found and found["unscheduledTimeout"] > timeout:
-        own.append(("waitForPodsReady.unscheduledTimeout", f"must not exceed waitForPodsReady.timeout "
-                                                           f"({w.unscheduled_timeout!r} > {in_force!r})"))
+        own.append(("waitForPodsReady.unscheduledTimeout",
+                    f"Invalid value: {go_duration.format_ns(found['unscheduledTimeout'])}: must be less than or equal "
+                    f"to waitForPodsReady.timeout ({go_duration.format_ns(timeout)}) {OWN_RULE}"))
     if found.get("maxTimeoutOnWorkload", 1) <= 0:
         own.append(("waitForPodsReady.maxTimeoutOnWorkload",
-                    f"must be greater than 0 (got {w.max_timeout_on_workload!r})"))
+                    f"Invalid value: {go_duration.format_ns(found['maxTimeoutOnWorkload'])}: must be greater than 0 "
+                    f"{OWN_RULE}"))
     return kueue, own
 
 
@@ -766,9 +771,9 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
     hub = config_version.as_hub(doc)
     if hub is not doc:  # v1beta1, with Kueue's meaning of its switches written out
         cfg = _decode(hub, source, strict)
-    bad = gates.errors(cfg.feature_gates)
-    if bad:  # Kueue sets its gates before it validates the rest (its validation reads them)
-        raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
+    bad = aggregate(gates.errors(cfg.feature_gates))
+    if bad is not None:  # Kueue sets its gates before it validates the rest (its validation reads them)
+        raise InvalidInput(f"{source}: field `featureGates`: Invalid value: {go_bool_map(cfg.feature_gates)}: {bad}")
     if not cfg.multi_kueue.origin:  # Kueue's defaulting (both versions) gives an empty one its default
         cfg = msgspec.structs.replace(cfg, multi_kueue=msgspec.structs.replace(
             cfg.multi_kueue, origin=MultiKueueSettings().origin))
@@ -806,7 +811,7 @@ def _validate(cfg: SchedulerConfig, doc: dict[str, Any], source: str, strict: bo
         _validate_admission_fair_sharing(cfg.admission_fair_sharing, source, errs)
     if strict:
         _validate_internal_cert_management(doc, errs)
-    _validate_resources(cfg, errs)
+    _validate_resources(cfg, strict, errs)
     if not selector_first:  # with the pod integration, its messages were said already (Kueue's are said once)
         _validate_managed_selector(cfg, strict, errs)
     _validate_retention(cfg, source, errs)
@@ -1174,17 +1179,20 @@ def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: st
 MAX_DEVICE_CLASS_MAPPINGS, MAX_DEVICE_CLASSES_PER_MAPPING = 16, 8
 
 
-def _validate_device_class_mappings(mappings: list[DeviceClassMapping], flags: dict[str, bool],
+def _validate_device_class_mappings(mappings: list[DeviceClassMapping], flags: dict[str, bool], strict: bool,
                                     errs: FieldErrors) -> None:
-    """Kueue's checks of ``resources.deviceClassMappings``, every fault: at most 16 entries, each a qualified
-    resource name given once with one to eight qualified DeviceClass names, none of them given twice nor mapped to
-    two resources — unless both mappings count a counter source, each a counter of its own (the counter of a
-    mapping is its first source's) — and its ``sources`` (:func:`_validate_device_sources`) under the gates
-    ``flags``. Under ``KueueDRAIntegration`` and ``ReservedResourceNameValidation`` no entry may be named ``pods``
-    (Kueue v0.20, #13989: the name flavor assignment keeps for the pod count)."""
+    """Kueue's validateDeviceClassMappings, every fault in its order and words: at most 16 entries; each named by a
+    label key (``IsLabelKey``'s details joined by "; "), of at most 253 characters (since session 34, so not for a
+    recorded document), given once; one to eight DeviceClass names, each a label key of at most 253 characters,
+    not repeated in the entry nor mapped to two resources — unless both mappings count a counter source, each a
+    counter of its own (the counter of a mapping is its first source's); then its ``sources``
+    (:func:`_validate_device_sources`) under the gates ``flags``. The names are ``corev1.ResourceName``s, which
+    Go's field errors show by their ``String()``: unquoted. Under ``KueueDRAIntegration`` and
+    ``ReservedResourceNameValidation`` no entry may be named ``pods`` (Kueue v0.20, #13989: the name flavor
+    assignment keeps for the pod count; not in the newest stored validation.go, so in kueue-es's words)."""
     at = "resources.deviceClassMappings"
     if len(mappings) > MAX_DEVICE_CLASS_MAPPINGS:
-        errs.add(at, f"must have at most {MAX_DEVICE_CLASS_MAPPINGS} items, got {len(mappings)}")
+        errs.add(at, too_many(len(mappings), MAX_DEVICE_CLASS_MAPPINGS))
     reserved = all(gates.enabled(flags, g) for g in (gates.KUEUE_DRA_INTEGRATION,
                                                      gates.RESERVED_RESOURCE_NAME_VALIDATION))
     names: set[str] = set()
@@ -1192,141 +1200,161 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], flags: d
     counters: dict[str, set[str]] = {}
     """DeviceClass -> the counters mappings naming it count (several only when each counts its own)."""
     for i, m in enumerate(mappings):
-        problem = qualified_name_problem(m.name) if m.name else None
-        if not m.name:
-            errs.add_sentence(f"{at}[{i}].name", "is required")
-        elif problem:
-            errs.add(f"{at}[{i}].name", f"invalid value {m.name!r}: {problem}")
-        elif reserved and m.name == RESERVED:
+        _validate_resource_name(m.name, f"{at}[{i}].name", strict, errs)
+        if reserved and m.name == RESERVED:
             errs.add(f"{at}[{i}].name", f"{RESERVED!r} is reserved for internal kueue use")
-        if m.name and m.name in names:
-            errs.add(f"{at}[{i}].name", f"duplicate value {m.name!r}")
+        if m.name in names:
+            errs.add(f"{at}[{i}].name", f"Duplicate value: {m.name}")
         names.add(m.name)
         if not m.device_class_names:
-            errs.add(f"{at}[{i}].deviceClassNames", "at least one device class name is required")
+            errs.add(f"{at}[{i}].deviceClassNames", "Required value: at least one device class name is required")
         if len(m.device_class_names) > MAX_DEVICE_CLASSES_PER_MAPPING:
-            errs.add(f"{at}[{i}].deviceClassNames", f"must have at most {MAX_DEVICE_CLASSES_PER_MAPPING} items, got "
-                                                    f"{len(m.device_class_names)}")
+            errs.add(f"{at}[{i}].deviceClassNames",
+                     too_many(len(m.device_class_names), MAX_DEVICE_CLASSES_PER_MAPPING))
         first = m.sources[0].counter if m.sources else None
         counter = first.name if first is not None else ""
         for j, dc in enumerate(m.device_class_names):
             where = f"{at}[{i}].deviceClassNames[{j}]"
-            problem = qualified_name_problem(dc) if dc else "a device class name must not be empty"
-            if problem:
-                errs.add(where, f"invalid value {dc!r}: {problem}")
+            _validate_resource_name(dc, where, strict, errs)
             if m.device_class_names.index(dc) != j:
-                errs.add(where, f"duplicate value {dc!r}")
+                errs.add(where, f"Duplicate value: {dc}")
             if dc not in mapped_to:
                 mapped_to[dc] = m.name
                 counters[dc] = {counter} if counter else set()
             elif mapped_to[dc] != m.name:
                 if not counter or not counters[dc]:
-                    errs.add(where, f"device class already mapped to resource {mapped_to[dc]}")
+                    errs.add(where, f"Invalid value: {dc}: device class already mapped to resource {mapped_to[dc]}")
                 elif counter in counters[dc]:
-                    errs.add(where, f'device class already has a counter source for counter "{counter}"')
+                    errs.add(where, f"Invalid value: {dc}: device class already has a counter source for counter "
+                                    f"{go_quote(counter)}")
                 else:
                     counters[dc].add(counter)
         _validate_device_sources(m.sources, f"{at}[{i}].sources", flags, errs)
 
 
+RESOURCE_NAME_MAX = 253
+
+
+def _validate_resource_name(name: str, where: str, strict: bool, errs: FieldErrors) -> None:
+    """A mapping's resource or DeviceClass name as Kueue checks it: a label key, then (``strict``) its length."""
+    problems = label_key_problems(name)
+    if problems:
+        errs.add(where, f"Invalid value: {name}: {'; '.join(problems)}")
+    if strict and len(name.encode()) > RESOURCE_NAME_MAX:
+        errs.add(where, f"Invalid value: {name}: must not exceed {RESOURCE_NAME_MAX} characters")
+
+
 DRIVER_NAME_MAX, DEVICE_ID_MAX, DEVICE_DOMAIN_MAX = 63, 32, 63
 """resource.k8s.io/v1 limits: a driver name, a C identifier in a qualified name, the domain before it."""
 
-_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+_C_IDENTIFIER = re.compile(_C_IDENTIFIER_FMT)
 
 
 def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: dict[str, bool],
                              errs: FieldErrors) -> None:
-    """Kueue's checks of a mapping's ``sources`` (``at``: their field), every fault: each sets exactly one of
-    ``counter`` (refused while ``KueueDRAIntegrationPartitionableDevices`` is off) and ``capacity`` (refused while
-    ``KueueDRAIntegrationConsumableCapacity`` is off; either refusal ends that entry's checks, as Kueue's), not
-    both kinds in one mapping; a counter is named by a DNS label, a capacity by a qualified name (a C identifier
-    after an optional DNS-subdomain domain); both give their DRA driver (a DNS subdomain of at most 63 characters)
-    and a CEL ``deviceSelector`` (required, and compiled: cel-python's parser, so an expression that parses but
-    does not type as a bool is only refused when a claim is charged)."""
+    """Kueue's checks of a mapping's ``sources`` (``at``: their field), every fault, in its words: each sets exactly
+    one of ``counter`` (refused while ``KueueDRAIntegrationPartitionableDevices`` is off) and ``capacity``
+    (refused while ``KueueDRAIntegrationConsumableCapacity`` is off; either refusal ends that entry's checks, as
+    Kueue's), not both kinds in one mapping; a counter is named by a DNS label, a capacity by a qualified name (a
+    C identifier after an optional DNS-subdomain domain); both give their DRA driver (a DNS subdomain of at most
+    63 characters) and a CEL ``deviceSelector`` (required, and compiled: cel-python's parser, so an expression
+    that parses but does not type as a bool is only refused when a claim is charged, and a compilation error is
+    cel-python's)."""
     kinds: set[str] = set()
     for k, source in enumerate(sources):
         where = f"{at}[{k}]"
-        if (source.counter is None) == (source.capacity is None):
-            errs.add(where, "exactly one source type must be set per entry")
+        if source.counter is None and source.capacity is None:
+            errs.add(where, "Required value: exactly one source type must be set per entry")
+            continue
+        if source.counter is not None and source.capacity is not None:
+            errs.add(where, 'Invalid value: "counter+capacity": exactly one source type must be set per entry')
             continue
         kind, gate = (("counter", gates.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES) if source.counter is not None
                       else ("capacity", gates.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY))
         kinds.add(kind)
         if not gates.enabled(flags, gate):
-            errs.add(f"{where}.{kind}", f"{kind} sources require {gate} to be enabled")
+            errs.add(f"{where}.{kind}", f"Invalid value: true: {kind} sources require {gate} to be enabled")
             continue
         src = source.counter or source.capacity
         assert src is not None
         _validate_device_source(src, kind, f"{where}.{kind}", errs)
     if len(kinds) > 1:
-        errs.add(at, "cannot mix counter and capacity sources in the same mapping")
+        errs.add(at, f"Invalid value: {len(sources)}: cannot mix counter and capacity sources in the same mapping")
 
 
 def _validate_device_source(src: DeviceSource, kind: str, where: str, errs: FieldErrors) -> None:
     """One counter or capacity source (:func:`_validate_device_sources`): its name, driver and device selector."""
     if kind == "counter":
+        problems = dns_label_problems(src.name)
         if not src.name:
-            errs.add_sentence(f"{where}.name", "is required")
-        elif not is_dns_label(src.name):
-            errs.add(f"{where}.name", f"invalid value {src.name!r}: must be a DNS label (at most 63 lowercase "
-                                      "alphanumeric characters or '-', starting and ending with one alphanumeric)")
+            errs.add(f"{where}.name", "Required value")
+        elif problems:
+            errs.add(f"{where}.name", f"Invalid value: {go_quote(src.name)}: {','.join(problems)}")
     else:
-        problem = _device_qualified_name_problem(src.name)
-        if problem:
-            errs.add(f"{where}.name", f"invalid value {src.name!r}: {problem}")
+        for body in _device_qualified_name_problems(src.name):
+            errs.add(f"{where}.name", body)
     if not src.driver:
-        errs.add_sentence(f"{where}.driver", "is required")
-    elif len(src.driver) > DRIVER_NAME_MAX:
-        errs.add(f"{where}.driver", f"invalid value {src.driver!r}: must not exceed {DRIVER_NAME_MAX} characters")
-    elif not is_dns_subdomain(src.driver):
-        errs.add(f"{where}.driver", f"invalid value {src.driver!r}: must be a DNS subdomain (lowercase alphanumeric "
-                                    "characters, '-' or '.', starting and ending with an alphanumeric)")
+        errs.add(f"{where}.driver", "Required value")
+    elif len(src.driver.encode()) > DRIVER_NAME_MAX:
+        errs.add(f"{where}.driver", f"Invalid value: {go_quote(src.driver)}: must not exceed {DRIVER_NAME_MAX} "
+                                    "characters")
+    elif problems := subdomain_problems(src.driver):
+        errs.add(f"{where}.driver", f"Invalid value: {go_quote(src.driver)}: {','.join(problems)}")
     cel = src.device_selector.cel
     if cel is None or not cel.expression:
-        errs.add_sentence(f"{where}.deviceSelector.cel.expression", "is required")
+        errs.add(f"{where}.deviceSelector.cel.expression", "Required value")
         return
     from projections.dra_cel import compile_selector  # noqa: PLC0415 - CEL's parser only for sources
 
     compiled = compile_selector(cel.expression)
     if compiled.error:
-        errs.add(f"{where}.deviceSelector.cel.expression", f"invalid value {cel.expression!r}: CEL compilation "
-                                                           f"failed: {compiled.error}")
+        errs.add(f"{where}.deviceSelector.cel.expression", f"Invalid value: {go_quote(cel.expression)}: CEL "
+                                                           f"compilation failed: {compiled.error}")
 
 
-def _device_qualified_name_problem(name: str) -> str | None:
-    """What resource.k8s.io/v1 says is wrong with a qualified name of a device attribute or capacity: a C
-    identifier of at most 32 characters, optionally after a domain (a DNS subdomain of at most 63 characters) and
-    '/'. As the API server does, a name of more than one '/' passes."""
+def _device_qualified_name_problems(name: str) -> list[str]:
+    """What resource.k8s.io/v1 says is wrong with a qualified name of a capacity, each a field error's body as
+    Kueue's validateQualifiedName gives it: a C identifier of at most 32 characters, optionally after a domain (a
+    DNS subdomain, checked lowercased, of at most 63 characters) and '/'. As the API server does, a name of more
+    than one '/' passes."""
     parts = name.split("/")
     if len(parts) > 2:
-        return None
-    if len(parts) == 2:
-        domain, ident = parts
-        if not domain:
-            return "the domain must not be empty"
-        if len(domain) > DEVICE_DOMAIN_MAX:
-            return f"the domain must have at most {DEVICE_DOMAIN_MAX} characters"
-        if not SUBDOMAIN.fullmatch(domain.lower()):
-            return "the domain must be a DNS subdomain"
-        if not ident:
-            return "the name must not be empty"
-    ident = parts[-1]
-    if len(ident) > DEVICE_ID_MAX:
-        return f"the name must have at most {DEVICE_ID_MAX} characters"
+        return []
+    if len(parts) == 1:
+        return _c_identifier_problems(name)
+    domain, ident = parts
+    found = []
+    if not domain:
+        found.append('Invalid value: "": the domain must not be empty')
+    else:
+        if len(domain.encode()) > DEVICE_DOMAIN_MAX:
+            found.append(too_long(DEVICE_DOMAIN_MAX))
+        found += [f"Invalid value: {go_quote(domain)}: {m}" for m in subdomain_problems(domain.lower())]
+    if not ident:
+        found.append('Invalid value: "": the name must not be empty')
+    else:
+        found += _c_identifier_problems(ident)
+    return found
+
+
+def _c_identifier_problems(ident: str) -> list[str]:
+    """resource.k8s.io/v1's check of a C identifier (at most 32 characters), each a field error's body."""
+    found = [too_long(DEVICE_ID_MAX)] if len(ident.encode()) > DEVICE_ID_MAX else []
     if not _C_IDENTIFIER.fullmatch(ident):
-        return ("the name must be a C identifier (letters, digits and '_', not starting with a digit, "
-                "e.g. 'my_name')")
-    return None
+        found.append(f"Invalid value: {go_quote(ident)}: " + regex_error(
+            "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric "
+            "characters or '_'", _C_IDENTIFIER_FMT, "my_name", "MY_NAME", "MyName"))
+    return found
 
 
-def _validate_resources(cfg: SchedulerConfig, errs: FieldErrors) -> None:
+def _validate_resources(cfg: SchedulerConfig, strict: bool, errs: FieldErrors) -> None:
     """Kueue's checks of ``resources`` in its order: the transformations (always; ``pods`` in one under
     ``ReservedResourceNameValidation``), the device class mappings."""
     r = cfg.resources
     errs.messages += transformation_problems(
         r.transformations, reserved_names=gates.enabled(cfg.feature_gates, gates.RESERVED_RESOURCE_NAME_VALIDATION))
-    _validate_device_class_mappings(r.device_class_mappings, cfg.feature_gates, errs)
+    _validate_device_class_mappings(r.device_class_mappings, cfg.feature_gates, strict, errs)
 
 
 def _validate_quota_check_strategy(cfg: SchedulerConfig, errs: FieldErrors) -> None:

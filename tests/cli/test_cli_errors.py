@@ -562,7 +562,9 @@ def _schedule_under(tmp_path: Path, stanza: str) -> tuple[Path, Result]:
 def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Path) -> None:
     cfg, r = _schedule_under(tmp_path, "featureGates:\n  TASBalancedPlacement: true\n  TASBalancedPlacment: true\n")
     assert r.code == 2
-    assert one_line_error(r) == f"kueue-es: error: {cfg}: field `featureGates`: unrecognized feature gate: TASBalancedPlacment"
+    assert one_line_error(r) == (f"kueue-es: error: {cfg}: field `featureGates`: Invalid value: "
+                                 'map[string]bool{"TASBalancedPlacement":true, "TASBalancedPlacment":true}: '
+                                 "unrecognized feature gate: TASBalancedPlacment")
 
 
 def test_a_gate_set_to_a_string_is_refused_as_kueues_decoder_refuses_it(tmp_path: Path) -> None:

@@ -242,7 +242,7 @@ def test_a_recorded_configuration_newer_rules_refuse_still_replays(
     capsys.readouterr()
     assert main(["replay", "--verify", "--log", str(log_dir), "--config", str(cfg)]) == 2, "a file with it is refused"
     err = capsys.readouterr().err  # every rule it breaks, in Kueue's order, on one line
-    assert f"{cfg}: [field `multiKueue.origin`: invalid value 'not a label!'" in err and err.count("\n") == 1
+    assert f'{cfg}: [field `multiKueue.origin`: Invalid value: "not a label!"' in err and err.count("\n") == 1
     assert err.index("`managedJobsNamespaceSelector`") < err.index("`tls.cipherSuites`") < err.index(
         "`visibilityServer.bindPort`: Invalid value: 0: must be a valid port number (1-65535)]")
     for args in (["replay", "--verify"], ["explain", "team/second"], ["audit", "team/second"]):

@@ -32,9 +32,10 @@ def _load(mappings: list[dict], **gates: bool) -> Any:
 
 
 def _refused(mappings: list[dict], error: str, **gates: bool) -> None:
+    """The one error said is ``error`` (a CEL compilation error goes on in cel-python's words)."""
     with pytest.raises(InvalidInput) as caught:
         _load(mappings, **gates)
-    assert error in str(caught.value)
+    assert str(caught.value).startswith(f"cfg.yaml: field {error}")
 
 
 def test_counter_and_capacity_sources_are_taken_under_their_gates() -> None:
@@ -49,7 +50,7 @@ def test_counter_and_capacity_sources_are_taken_under_their_gates() -> None:
 
 def test_a_counter_source_is_refused_with_partitionable_devices_off() -> None:
     mappings = [{"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter()]}]
-    _refused(mappings, f"{AT}[0].sources[0].counter`: counter sources require "
+    _refused(mappings, f"{AT}[0].sources[0].counter`: Invalid value: true: counter sources require "
                        "KueueDRAIntegrationPartitionableDevices to be enabled",
              KueueDRAIntegrationPartitionableDevices=False)
     _load(mappings)  # beta, on by default
@@ -57,51 +58,65 @@ def test_a_counter_source_is_refused_with_partitionable_devices_off() -> None:
 
 def test_a_capacity_source_is_refused_with_consumable_capacity_off() -> None:
     mappings = [{"name": "bw", "deviceClassNames": ["nic"], "sources": [_capacity()]}]
-    _refused(mappings, f"{AT}[0].sources[0].capacity`: capacity sources require "
+    _refused(mappings, f"{AT}[0].sources[0].capacity`: Invalid value: true: capacity sources require "
                        "KueueDRAIntegrationConsumableCapacity to be enabled")  # alpha, off by default
     _load(mappings, AllAlpha=True)
 
 
+DNS_LABEL = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+             "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+             "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+             r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+C_IDENTIFIER = ("a valid C identifier must start with alphabetic character or '_', followed by a string of "
+                "alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex used for "
+                "validation is '[A-Za-z_][A-Za-z0-9_]*')")
+
+
 @pytest.mark.parametrize(("sources", "error"), [
-    ([{}], "[0].sources[0]`: exactly one source type must be set per entry"),
-    ([{**_counter(), **_capacity()}], "[0].sources[0]`: exactly one source type must be set per entry"),
-    ([_counter(), _capacity()], "[0].sources`: cannot mix counter and capacity sources in the same mapping"),
-    ([_counter(name="")], "[0].sources[0].counter.name` is required"),
-    ([_counter(name="Memory")], "[0].sources[0].counter.name`: invalid value 'Memory': must be a DNS label"),
-    ([_counter(name="gpu.memory")], "[0].sources[0].counter.name`: invalid value 'gpu.memory'"),
-    ([_counter(driver="")], "[0].sources[0].counter.driver` is required"),
-    ([_counter(driver="d" * 64)], "[0].sources[0].counter.driver`: invalid value '" + "d" * 64
-     + "': must not exceed 63 characters"),
-    ([_counter(driver="GPU.example.com")], "[0].sources[0].counter.driver`: invalid value 'GPU.example.com': "
-     "must be a DNS subdomain"),
-    ([_counter(selector={})], "[0].sources[0].counter.deviceSelector.cel.expression` is required"),
+    ([{}], "[0].sources[0]`: Required value: exactly one source type must be set per entry"),
+    ([{**_counter(), **_capacity()}],
+     '[0].sources[0]`: Invalid value: "counter+capacity": exactly one source type must be set per entry'),
+    ([_counter(), _capacity()], "[0].sources`: Invalid value: 2: cannot mix counter and capacity sources in the same "
+                                "mapping"),
+    ([_counter(name="")], "[0].sources[0].counter.name`: Required value"),
+    ([_counter(name="Memory")], f'[0].sources[0].counter.name`: Invalid value: "Memory": {DNS_LABEL}'),
+    ([_counter(name="gpu.memory")], '[0].sources[0].counter.name`: Invalid value: "gpu.memory": must not contain dots'),
+    ([_counter(name="m" * 64)], f'[0].sources[0].counter.name`: Invalid value: "{"m" * 64}": must be no more than '
+                                "63 characters"),
+    ([_counter(driver="")], "[0].sources[0].counter.driver`: Required value"),
+    ([_counter(driver="d" * 64)], '[0].sources[0].counter.driver`: Invalid value: "' + "d" * 64
+     + '": must not exceed 63 characters'),
+    ([_counter(driver="GPU.example.com")], f'[0].sources[0].counter.driver`: Invalid value: "GPU.example.com": '
+                                           f"{SUBDOMAIN}"),
+    ([_counter(selector={})], "[0].sources[0].counter.deviceSelector.cel.expression`: Required value"),
     ([_counter(selector={"cel": {"expression": ""}})],
-     "[0].sources[0].counter.deviceSelector.cel.expression` is required"),
-    ([_capacity(name="memory-size")], "[0].sources[0].capacity.name`: invalid value 'memory-size': the name must "
-     "be a C identifier"),
-    ([_capacity(name="/memory")], "[0].sources[0].capacity.name`: invalid value '/memory': the domain must not "
-     "be empty"),
-    ([_capacity(name="gpu.example.com/")], "[0].sources[0].capacity.name`: invalid value 'gpu.example.com/': "
-     "the name must not be empty"),
-    ([_capacity(name="gpu_example/memory")], "[0].sources[0].capacity.name`: invalid value 'gpu_example/memory': "
-     "the domain must be a DNS subdomain"),
-    ([_capacity(name="m" * 33)], "[0].sources[0].capacity.name`: invalid value '" + "m" * 33 + "': the name "
-     "must have at most 32 characters"),
-    ([_capacity(selector={})], "[0].sources[0].capacity.deviceSelector.cel.expression` is required"),
+     "[0].sources[0].counter.deviceSelector.cel.expression`: Required value"),
+    ([_capacity(name="memory-size")], f'[0].sources[0].capacity.name`: Invalid value: "memory-size": {C_IDENTIFIER}'),
+    ([_capacity(name="/memory")], '[0].sources[0].capacity.name`: Invalid value: "": the domain must not be empty'),
+    ([_capacity(name="gpu.example.com/")], '[0].sources[0].capacity.name`: Invalid value: "": the name must not be '
+                                           "empty"),
+    ([_capacity(name="gpu_example/memory")], f'[0].sources[0].capacity.name`: Invalid value: "gpu_example": '
+                                             f"{SUBDOMAIN}"),
+    ([_capacity(name="m" * 33)], "[0].sources[0].capacity.name`: Too long: may not be more than 32 bytes"),
+    ([_capacity(selector={})], "[0].sources[0].capacity.deviceSelector.cel.expression`: Required value"),
     ([_counter(selector={"cel": {"expression": "device.driver =="}})],
-     "[0].sources[0].counter.deviceSelector.cel.expression`: invalid value 'device.driver ==': CEL compilation "
+     '[0].sources[0].counter.deviceSelector.cel.expression`: Invalid value: "device.driver ==": CEL compilation '
      "failed: syntax error"),
     ([_capacity(selector={"cel": {"expression": "device.attributes[\"x\"]. == 1"}})],
-     "[0].sources[0].capacity.deviceSelector.cel.expression`: invalid value 'device.attributes[\"x\"]. == 1': "
+     '[0].sources[0].capacity.deviceSelector.cel.expression`: Invalid value: "device.attributes[\\"x\\"]. == 1": '
      "CEL compilation failed: syntax error"),
     ([_counter(selector={"cel": {"expression": "1 + 2"}})],
-     "[0].sources[0].counter.deviceSelector.cel.expression`: invalid value '1 + 2': CEL compilation failed: must "
+     '[0].sources[0].counter.deviceSelector.cel.expression`: Invalid value: "1 + 2": CEL compilation failed: must '
      "evaluate to bool or the unknown type, not int"),
     ([_capacity(selector={"cel": {"expression": "device.driver"}})],
-     "[0].sources[0].capacity.deviceSelector.cel.expression`: invalid value 'device.driver': CEL compilation "
+     '[0].sources[0].capacity.deviceSelector.cel.expression`: Invalid value: "device.driver": CEL compilation '
      "failed: must evaluate to bool or the unknown type, not string"),
 ])
 def test_bad_sources_are_refused_with_kueues_field(sources: list[dict], error: str) -> None:
+    """In Kueue's words (``field.Required``/``Invalid``/``TooLong``; apimachinery's details, joined by ","; a value
+    as Go shows it: %q for a string, %v for a count or a bool)."""
     _refused([{"name": "res", "deviceClassNames": ["dc"], "sources": sources}], AT + error, AllAlpha=True)
 
 
@@ -124,11 +139,11 @@ def test_one_class_is_counted_by_mappings_of_different_counters() -> None:
 
 @pytest.mark.parametrize(("second", "error"), [
     ({"name": "gpu.more", "deviceClassNames": ["mig"], "sources": [_counter("memory")]},
-     '[1].deviceClassNames[0]`: device class already has a counter source for counter "memory"'),
+     '[1].deviceClassNames[0]`: Invalid value: mig: device class already has a counter source for counter "memory"'),
     ({"name": "gpus", "deviceClassNames": ["mig"]},
-     "[1].deviceClassNames[0]`: device class already mapped to resource gpu.memory"),
+     "[1].deviceClassNames[0]`: Invalid value: mig: device class already mapped to resource gpu.memory"),
     ({"name": "gpu.bw", "deviceClassNames": ["mig"], "sources": [_capacity()]},
-     "[1].deviceClassNames[0]`: device class already mapped to resource gpu.memory"),
+     "[1].deviceClassNames[0]`: Invalid value: mig: device class already mapped to resource gpu.memory"),
 ])
 def test_a_class_counted_twice_or_without_a_counter_is_refused(second: dict, error: str) -> None:
     first = {"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter("memory")]}
@@ -138,7 +153,7 @@ def test_a_class_counted_twice_or_without_a_counter_is_refused(second: dict, err
 def test_a_class_first_mapped_without_a_counter_is_not_counted_again() -> None:
     _refused([{"name": "gpus", "deviceClassNames": ["mig"]},
               {"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter()]}],
-             AT + "[1].deviceClassNames[0]`: device class already mapped to resource gpus")
+             AT + "[1].deviceClassNames[0]`: Invalid value: mig: device class already mapped to resource gpus")
 
 
 def test_a_mapping_named_pods_is_refused_under_the_reserved_name_gate() -> None:

@@ -79,7 +79,8 @@ def _fill(tree: dict, value: str) -> dict:
     ({"admissionFairSharing": {"usageSamplingInterval": "-1m"}},
      "field `admissionFairSharing.usageSamplingInterval`: Invalid value: -1m0s: must be greater than 0"),
     ({"waitForPodsReady": {"timeout": "1001us", "unscheduledTimeout": "1002us"}},
-     "field `waitForPodsReady.unscheduledTimeout`: must not exceed waitForPodsReady.timeout"),
+     r"field `waitForPodsReady.unscheduledTimeout`: Invalid value: 1.002ms: must be less than or equal to "
+     r"waitForPodsReady.timeout \(1.001ms\)"),
 ])
 def test_a_signed_duration_is_refused_where_kueue_refuses_its_value(stanza: dict, error: str) -> None:
     """A sign parses; Kueue's validation then refuses a negative value where it does, comparing nanoseconds (two

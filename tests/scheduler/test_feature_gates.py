@@ -42,9 +42,32 @@ def test_a_set_gate_wins_over_its_default_and_over_all_alpha_or_beta() -> None:
      "[AdmissionFairSharing]"),
 ])
 def test_kueue_refuses_to_start_with(gates: dict, message: str) -> None:
+    """In Kueue's words: its LoadAndValidateFeatureGates hands the gate library's error to one ``field.Invalid``
+    showing the map as Go's %#v prints it (keys sorted)."""
     with pytest.raises(InvalidInput) as err:
         load_config(_doc(gates), "kueue.yaml")
-    assert str(err.value) == f"kueue.yaml: field `featureGates`: {message}"
+    shown = "map[string]bool{" + ", ".join(f'"{k}":{str(v).lower()}' for k, v in sorted(gates.items())) + "}"
+    assert str(err.value) == f"kueue.yaml: field `featureGates`: Invalid value: {shown}: {message}"
+
+
+@pytest.mark.parametrize(("gates", "message"), [
+    ({"AAAUnknown": True, "ZZZUnknown": False}, "unrecognized feature gate: AAAUnknown"),
+    ({"ManagedJobsNamespaceSelectorAlwaysRespected": False, "TLSOptions": False, "ZZZUnknown": True},
+     "[cannot set feature gate ManagedJobsNamespaceSelectorAlwaysRespected to false, feature is locked to true, "
+     "cannot set feature gate TLSOptions to false, feature is locked to true, unrecognized feature gate: ZZZUnknown]"),
+    ({"AdmissionFairSharing": False, "ElasticJobsViaWorkloadSlices": False,
+      "ElasticJobsViaWorkloadSlicesWithTAS": True},
+     "[AdmissionFairSharingAnchorAtQuotaReservation is enabled, but depends on features that are disabled: "
+     "[AdmissionFairSharing], ElasticJobsViaWorkloadSlicesWithTAS is enabled, but depends on features that are "
+     "disabled: [ElasticJobsViaWorkloadSlices]]"),
+])
+def test_several_gate_errors_are_said_as_kueue_s_gate_library_aggregates_them(gates: dict, message: str) -> None:
+    """The gate library returns its errors as an aggregate (``[a, b]``), stopping at the first unknown gate (Kueue
+    meets them in Go's map order, kueue-es in name order); the dependencies are looked at only without those."""
+    with pytest.raises(InvalidInput) as err:
+        load_config(_doc(gates), "kueue.yaml")
+    shown = "map[string]bool{" + ", ".join(f'"{k}":{str(v).lower()}' for k, v in sorted(gates.items())) + "}"
+    assert str(err.value) == f"kueue.yaml: field `featureGates`: Invalid value: {shown}: {message}"
 
 
 def test_a_value_must_be_a_bool() -> None:

@@ -42,29 +42,35 @@ def test_the_custom_kinds_have_the_generic_adapter_only_under_the_gate() -> None
 
 
 @pytest.mark.parametrize(("names", "frameworks", "problem"), [
-    (["Widget.v1"], None, "`multiKueue.externalFrameworks[0].name`: invalid value 'Widget.v1': must be in "
+    (["Widget.v1"], None, '`multiKueue.externalFrameworks[0].name`: Invalid value: "Widget.v1": must be in '
                           "'kind.version.group' format"),
-    ([""], None, "`multiKueue.externalFrameworks[0].name`: invalid value '': must be in 'kind.version.group' format"),
+    ([""], None, "`multiKueue.externalFrameworks[0].name`: Invalid value: \"\": must be in 'kind.version.group' format"),
     (["Widget.v1.example.com", "Gadget.v1.example.com", "Widget.v1.example.com"], None,
-     "`multiKueue.externalFrameworks[2].name`: duplicate value 'Widget.v1.example.com'"),
-    (["Job.v1.batch"], None, "`multiKueue.externalFrameworks[0].name`: invalid value 'Job.v1.batch': conflicts "
+     '`multiKueue.externalFrameworks[2].name`: Duplicate value: "Widget.v1.example.com"'),
+    (["Job.v1.batch"], None, '`multiKueue.externalFrameworks[0].name`: Invalid value: "Job.v1.batch": conflicts '
                              "with a built-in MultiKueue adapter"),
     (["JobSet.v1alpha2.jobset.x-k8s.io"], ["batch/job", "jobset.x-k8s.io/jobset"],
-     "`multiKueue.externalFrameworks[0].name`: invalid value 'JobSet.v1alpha2.jobset.x-k8s.io': conflicts with a "
+     '`multiKueue.externalFrameworks[0].name`: Invalid value: "JobSet.v1alpha2.jobset.x-k8s.io": conflicts with a '
      "built-in MultiKueue adapter"),
+    (["Job.v1.batch", "Job.v1.batch"], None,
+     '[field `multiKueue.externalFrameworks[0].name`: Invalid value: "Job.v1.batch": conflicts with a built-in '
+     'MultiKueue adapter, field `multiKueue.externalFrameworks[1].name`: Duplicate value: "Job.v1.batch", field '
+     '`multiKueue.externalFrameworks[1].name`: Invalid value: "Job.v1.batch": conflicts with a built-in MultiKueue '
+     "adapter]"),
 ])
 def test_a_configuration_naming_a_kind_badly_twice_or_built_in_is_refused(names: list[str],
                                                                           frameworks: list[str] | None,
                                                                           problem: str) -> None:
-    """Kueue's checks of ``multiKueue.externalFrameworks`` (made whatever the gate): the ``Kind.version.group``
-    form, no kind twice, none a kind a built-in adapter of an enabled framework runs."""
+    """Kueue's checks of ``multiKueue.externalFrameworks`` (made whatever the gate), in its words (``field.Invalid``
+    and ``field.Duplicate``, the name as Go's %q writes it): the ``Kind.version.group`` form, no kind twice, none a
+    kind a built-in adapter of an enabled framework runs (a repeated one that is refused for both)."""
     doc: dict = {"multiKueue": {"externalFrameworks": [{"name": n} for n in names]},
                  "featureGates": {"MultiKueueAdaptersForCustomJobs": False}}
     if frameworks is not None:
         doc["integrations"] = {"frameworks": frameworks}
     with pytest.raises(InvalidInput) as err:
         load_config(doc)
-    assert str(err.value) == f"<config>: field {problem}"
+    assert str(err.value) == f"<config>: {problem if problem.startswith('[') else 'field ' + problem}"
 
 
 def test_a_built_in_kind_whose_framework_is_off_may_be_a_custom_one() -> None:
