@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kubernetes_asyncio import config
@@ -119,22 +120,28 @@ async def bench(kubeconfig: str, n: int, concurrency: int, log_dir: Path) -> dic
             "write_conflicts": connector.writer.stats.conflicts}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--jobs", type=int, default=200)
-    p.add_argument("--concurrency", type=int, default=20)
-    args = p.parse_args()
+def run_on_cluster(bench: Callable[[str, Path], Awaitable[dict]]) -> None:
+    """Start the project's kube-apiserver and etcd (``scripts/kube.sh``), run ``bench(kubeconfig, log directory)``
+    against them, stop them whatever happens, and print its result as JSON."""
     _kube("install")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "kube"
         work.mkdir()
         try:
             env = dict(line.split("=", 1) for line in _kube("start", str(work)).splitlines() if "=" in line)
-            result = asyncio.run(bench(env["KUBECONFIG"], args.jobs, args.concurrency, Path(tmp) / "log"))
+            result = asyncio.run(bench(env["KUBECONFIG"], Path(tmp) / "log"))
         finally:
             _kube("stop", str(work))
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--jobs", type=int, default=200)
+    p.add_argument("--concurrency", type=int, default=20)
+    args = p.parse_args()
+    run_on_cluster(lambda kubeconfig, log: bench(kubeconfig, args.jobs, args.concurrency, log))
 
 
 if __name__ == "__main__":

@@ -18,16 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import msgspec
 import structlog
-from k8s_e2e import KUEUE, _job, _kube
+from k8s_e2e import KUEUE, _job, run_on_cluster
 from kubernetes_asyncio import config
 
 from connectors.k8s import crds
@@ -135,17 +133,7 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=150)
     args = p.parse_args()
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
-    _kube("install")
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / "kube"
-        work.mkdir()
-        try:
-            env = dict(line.split("=", 1) for line in _kube("start", str(work)).splitlines() if "=" in line)
-            result = asyncio.run(bench(env["KUBECONFIG"], args.jobs, Path(tmp) / "log"))
-        finally:
-            _kube("stop", str(work))
-    json.dump(result, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    run_on_cluster(lambda kubeconfig, log: bench(kubeconfig, args.jobs, log))
 
 
 if __name__ == "__main__":
