@@ -266,7 +266,8 @@ class CustomLabelConfig(_Cfg):
     source_label_key: str = ""
     source_annotation_key: str = ""
     source_kind: str | None = None
-    tracked_values: list[str] = []
+    tracked_values: list[str] | None = None
+    """None when not given: Kueue's field errors show a nil list apart from an empty one."""
 
 
 class IntegrationsConfig(_Cfg):
