@@ -1022,13 +1022,14 @@ def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:
 
 def _validate_framework_needs(frameworks: tuple[str, ...], source: str) -> None:
     """A framework listed without the one it runs on (:data:`FRAMEWORK_NEEDS`) is refused, as Kueue refuses to
-    start (``"deployment" integration not enabled "pod"``)."""
-    for i, name in enumerate(frameworks):
+    start, in its words (jobframework's checkEnabledListDependencies, wrapped by its controllers' set-up), after the
+    field: the first such framework in name order, as Kueue looks at them sorted."""
+    for name in sorted(set(frameworks)):
         needed = FRAMEWORK_NEEDS.get(name)
         if needed is not None and needed not in frameworks:
-            raise InvalidInput(f'{source}: Configuration: field `integrations.frameworks[{i}]`: "{name}" runs on '
-                               f'"{needed}", which `integrations.frameworks` must list too ("{name}" integration '
-                               f'not enabled "{needed}")')
+            raise InvalidInput(f"{source}: Configuration: field `integrations.frameworks[{frameworks.index(name)}]`: "
+                               f"check enabled frameworks list: {go_quote(name)} integration not enabled "
+                               f"{go_quote(needed)}")
 
 
 FRAMEWORK_GATES = {SPARK_FRAMEWORK: gates.SPARK_APPLICATION_INTEGRATION}
@@ -1037,12 +1038,12 @@ FRAMEWORK_GATES = {SPARK_FRAMEWORK: gates.SPARK_APPLICATION_INTEGRATION}
 
 def _validate_framework_gates(cfg: SchedulerConfig, source: str) -> None:
     """A framework listed while its gate is off is refused, as Kueue fails to set up its reconcilers and does not
-    start (``... integration is alpha feature. please enable ... featuregate``)."""
+    start, in the words of its ``CanSupportIntegration`` (after the field)."""
     for i, name in enumerate(cfg.frameworks):
         gate = FRAMEWORK_GATES.get(name)
         if gate is not None and not cfg.gate(gate):
-            raise InvalidInput(f'{source}: Configuration: field `integrations.frameworks[{i}]`: "{name}" integration '
-                               f'is alpha feature. please enable {gate} featuregate')
+            raise InvalidInput(f"{source}: Configuration: field `integrations.frameworks[{i}]`: {name} integration is "
+                               f"alpha feature. please enable {gate} featuregate")
 
 
 def _validate_selector(selector: o.LabelSelector, at: str, strict: bool, errs: FieldErrors) -> bool:
