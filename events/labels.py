@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from events.field_errors import go_quote
+
 NAME_MAX = 63
 PREFIX_MAX = 253
 VALUE_MAX = 63
@@ -166,6 +168,40 @@ def labels_problem(labels: Mapping[str, str]) -> str | None:
 
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def selector_field_errors(match_labels: Mapping[str, str], expressions: Sequence[tuple[str, str, Sequence[str]]],
+                          at: str, *, syntax: bool = True) -> list[tuple[str, str]]:
+    """Every fault of a label selector as apimachinery's ValidateLabelSelector (values checked) reports them: (field
+    path, field error body), in its order: ``matchLabels`` (each key's faults, then its value's, all at
+    ``<at>.matchLabels``; keys sorted, where Go ranges over its map in no set order), then each expression's
+    operator and values rule, its key's faults, its values' faults. Without ``syntax``, the operator and values
+    rules alone (no key's or value's spelling)."""
+    found: list[tuple[str, str]] = []
+    if syntax:
+        for key in sorted(match_labels):
+            found += [(f"{at}.matchLabels", f"Invalid value: {go_quote(key)}: {m}") for m in label_key_problems(key)]
+            value = match_labels[key]
+            found += [(f"{at}.matchLabels", f"Invalid value: {go_quote(value)}: {m}")
+                      for m in label_value_problems(value)]
+    for i, (key, operator, values) in enumerate(expressions):
+        where = f"{at}.matchExpressions[{i}]"
+        if operator in ("In", "NotIn"):
+            if not values:
+                found.append((f"{where}.values", "Required value: must be specified when `operator` is 'In' or "
+                                                 "'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                found.append((f"{where}.values", "Forbidden: may not be specified when `operator` is 'Exists' or "
+                                                 "'DoesNotExist'"))
+        else:
+            found.append((f"{where}.operator", f"Invalid value: {go_quote(operator)}: not a valid selector operator"))
+        if syntax:
+            found += [(f"{where}.key", f"Invalid value: {go_quote(key)}: {m}") for m in label_key_problems(key)]
+            for j, value in enumerate(values):
+                found += [(f"{where}.values[{j}]", f"Invalid value: {go_quote(value)}: {m}")
+                          for m in label_value_problems(value)]
+    return found
 
 
 def selector_problem(match_labels: Mapping[str, str], expressions: Sequence[tuple[str, str, Sequence[str]]]

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from events import objects as o
-from events.labels import qualified_name_problem
+from events.field_errors import go_quote, go_string_slice, too_many
+from events.labels import label_key_problems
 
 CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD = "ClusterQueue", "Cohort", "LocalQueue", "Workload"
 SOURCE_KINDS = (CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD)
@@ -48,7 +49,8 @@ class Entry(Protocol):
     source_label_key: str
     source_annotation_key: str
     source_kind: str | None
-    tracked_values: Sequence[str]
+    tracked_values: Sequence[str] | None
+    """None when the document gives none (Go's nil slice, which a field error shows unlike an empty one)."""
 
 
 class CustomLabel(NamedTuple):
@@ -143,12 +145,14 @@ def workload_sources(entries: Sequence[Entry]) -> tuple[frozenset[str], frozense
 
 
 def problems(entries: Sequence[Entry]) -> list[tuple[str, str]]:
-    """Every fault of ``metrics.customLabels``, as (field path, what is wrong), in Kueue's order of checks: the
-    count, each entry's faults, then the kinds' counts in the kinds' sorted order."""
+    """Every fault of ``metrics.customLabels``, as (field path, field error body), in the order and words of Kueue's
+    validateCustomLabels (``pkg/config/validation.go``): the count, each entry's faults, then the kinds' counts in
+    the kinds' sorted order. Where Kueue's error shows an entry or the whole list (a Go struct dump holding a
+    pointer's address), the value part is left out and the detail said alone."""
     at = "metrics.customLabels"
     found: list[tuple[str, str]] = []
     if len(entries) > MAX_ENTRIES:
-        found.append((at, f"must have at most {MAX_ENTRIES} items, got {len(entries)}"))
+        found.append((at, too_many(len(entries), MAX_ENTRIES)))
     seen: set[str] = set()
     per_kind: dict[str, int] = {}
     for i, entry in enumerate(entries):
@@ -157,37 +161,44 @@ def problems(entries: Sequence[Entry]) -> list[tuple[str, str]]:
         per_kind[kind] = per_kind.get(kind, 0) + 1
     for kind in sorted(per_kind):
         if kind not in MAX_PER_KIND:
-            found.append((at, f"unknown source kind {kind!r} (supported: {', '.join(SOURCE_KINDS)})"))
+            found.append((at, f"unknown source kind: {kind}"))
         elif per_kind[kind] > MAX_PER_KIND[kind]:
             found.append((at, f"too many custom labels for source kind {kind}: found {per_kind[kind]}, expected <= "
                               f"{MAX_PER_KIND[kind]}"))
     return found
 
 
+def _strings(values: Sequence[str] | None) -> str:
+    """A ``[]string`` as Go's %#v shows it in a field error: ``[]string(nil)`` when unset."""
+    return "[]string(nil)" if values is None else go_string_slice("string", values)
+
+
 def _entry_problems(entry: Entry, at: str, seen: set[str]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if not NAME.fullmatch(entry.name):
-        found.append((f"{at}.name", f"{entry.name!r} must match ^[a-zA-Z][a-zA-Z0-9_]*$"))
+        found.append((f"{at}.name", f"Invalid value: {go_quote(entry.name)}: must match ^[a-zA-Z][a-zA-Z0-9_]*$"))
     if entry.name in seen:
-        found.append((f"{at}.name", f"duplicate value {entry.name!r}"))
+        found.append((f"{at}.name", f"Duplicate value: {go_quote(entry.name)}"))
     seen.add(entry.name)
     if entry.source_label_key and entry.source_annotation_key:
         found.append((at, "sourceLabelKey and sourceAnnotationKey are mutually exclusive"))
     field, key = (("sourceLabelKey", entry.source_label_key) if entry.source_label_key else
                   ("sourceAnnotationKey", entry.source_annotation_key) if entry.source_annotation_key else
                   ("name", entry.name))
-    bad = qualified_name_problem(key)
-    if bad is not None:
-        found.append((f"{at}.{field}", f"{key!r}: {bad}"))
-    tracked = entry.tracked_values
+    bad = label_key_problems(key)
+    if bad:
+        found.append((f"{at}.{field}", f"Invalid value: {go_quote(key)}: {'; '.join(bad)}"))
+    tracked = entry.tracked_values or ()
+    shown = _strings(entry.tracked_values)
     if entry.source_kind == WORKLOAD:
         if not tracked:
-            found.append((f"{at}.trackedValues", "must not be empty when sourceKind is 'Workload'"))
+            found.append((f"{at}.trackedValues", f"Invalid value: {shown}: must not be empty when sourceKind is "
+                                                 "'Workload'"))
         if len(tracked) > MAX_TRACKED_WORKLOAD:
-            found.append((f"{at}.trackedValues", f"must not be greater than {MAX_TRACKED_WORKLOAD} when sourceKind "
-                                                 "is 'Workload'"))
+            found.append((f"{at}.trackedValues", f"Invalid value: {shown}: must not be greater than "
+                                                 f"{MAX_TRACKED_WORKLOAD} when sourceKind is 'Workload'"))
     elif len(tracked) > MAX_TRACKED:
-        found.append((f"{at}.trackedValues", f"must have at most {MAX_TRACKED} items, got {len(tracked)}"))
+        found.append((f"{at}.trackedValues", too_many(len(tracked), MAX_TRACKED)))
     if len(set(tracked)) < len(tracked):
-        found.append((f"{at}.trackedValues", "must not contain duplicates"))
+        found.append((f"{at}.trackedValues", f"Invalid value: {shown}: must not contain duplicates"))
     return found

@@ -37,6 +37,7 @@ from events.labels import (
     label_key_problems,
     label_value_problems,
     regex_error,
+    selector_field_errors,
     selector_problem,
     subdomain_problems,
 )
@@ -266,7 +267,8 @@ class CustomLabelConfig(_Cfg):
     source_label_key: str = ""
     source_annotation_key: str = ""
     source_kind: str | None = None
-    tracked_values: list[str] = []
+    tracked_values: list[str] | None = None
+    """None when not given: Kueue's field errors show a nil list apart from an empty one."""
 
 
 class IntegrationsConfig(_Cfg):
@@ -368,7 +370,6 @@ class ControllerMetrics(_Cfg):
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the apiserver gives every Namespace: its name."""
-SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 class TLSConfig(_Cfg):
@@ -1021,13 +1022,14 @@ def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:
 
 def _validate_framework_needs(frameworks: tuple[str, ...], source: str) -> None:
     """A framework listed without the one it runs on (:data:`FRAMEWORK_NEEDS`) is refused, as Kueue refuses to
-    start (``"deployment" integration not enabled "pod"``)."""
-    for i, name in enumerate(frameworks):
+    start, in its words (jobframework's checkEnabledListDependencies, wrapped by its controllers' set-up), after the
+    field: the first such framework in name order, as Kueue looks at them sorted."""
+    for name in sorted(set(frameworks)):
         needed = FRAMEWORK_NEEDS.get(name)
         if needed is not None and needed not in frameworks:
-            raise InvalidInput(f'{source}: Configuration: field `integrations.frameworks[{i}]`: "{name}" runs on '
-                               f'"{needed}", which `integrations.frameworks` must list too ("{name}" integration '
-                               f'not enabled "{needed}")')
+            raise InvalidInput(f"{source}: Configuration: field `integrations.frameworks[{frameworks.index(name)}]`: "
+                               f"check enabled frameworks list: {go_quote(name)} integration not enabled "
+                               f"{go_quote(needed)}")
 
 
 FRAMEWORK_GATES = {SPARK_FRAMEWORK: gates.SPARK_APPLICATION_INTEGRATION}
@@ -1036,27 +1038,25 @@ FRAMEWORK_GATES = {SPARK_FRAMEWORK: gates.SPARK_APPLICATION_INTEGRATION}
 
 def _validate_framework_gates(cfg: SchedulerConfig, source: str) -> None:
     """A framework listed while its gate is off is refused, as Kueue fails to set up its reconcilers and does not
-    start (``... integration is alpha feature. please enable ... featuregate``)."""
+    start, in the words of its ``CanSupportIntegration`` (after the field)."""
     for i, name in enumerate(cfg.frameworks):
         gate = FRAMEWORK_GATES.get(name)
         if gate is not None and not cfg.gate(gate):
-            raise InvalidInput(f'{source}: Configuration: field `integrations.frameworks[{i}]`: "{name}" integration '
-                               f'is alpha feature. please enable {gate} featuregate')
+            raise InvalidInput(f"{source}: Configuration: field `integrations.frameworks[{i}]`: {name} integration is "
+                               f"alpha feature. please enable {gate} featuregate")
 
 
-def _validate_selector(selector: o.LabelSelector, at: str, errs: FieldErrors) -> bool:
-    """A label selector's rules, as Kubernetes checks them: a known operator, values for In and NotIn only. Whether
-    it keeps them (one that does not selects nothing Kueue checks further)."""
-    before = len(errs.messages)
-    for i, req in enumerate(selector.match_expressions):
-        where = f"{at}.matchExpressions[{i}]"
-        if req.operator not in SELECTOR_OPERATORS:
-            errs.add(f"{where}.operator", f"unsupported value {req.operator!r} (supported: "
-                                          f"{', '.join(SELECTOR_OPERATORS)})")
-        elif (req.operator in ("In", "NotIn")) != bool(req.values):
-            need = "must be specified" if req.operator in ("In", "NotIn") else "may not be specified"
-            errs.add(f"{where}.values", f"{need} when `operator` is {req.operator!r}")
-    return len(errs.messages) == before
+def _validate_selector(selector: o.LabelSelector, at: str, strict: bool, errs: FieldErrors) -> bool:
+    """A label selector's faults as apimachinery's ValidateLabelSelector reports them, in its words
+    (:func:`~events.labels.selector_field_errors`). Whether it has none (one that has selects nothing Kueue checks
+    further, as Kueue's LabelSelectorAsSelector then fails). A recorded document (``strict`` off) is held to the
+    operator and values rules alone, as kueue-es held it before session 34, not to its keys' or values' spelling."""
+    found = selector_field_errors(selector.match_labels,
+                                  [(r.key, r.operator, r.values) for r in selector.match_expressions], at,
+                                  syntax=strict)
+    for path, body in found:
+        errs.add(path, body)
+    return not found
 
 
 def _validate_managed_selector(cfg: SchedulerConfig, strict: bool, errs: FieldErrors) -> None:
@@ -1065,7 +1065,8 @@ def _validate_managed_selector(cfg: SchedulerConfig, strict: bool, errs: FieldEr
     (when one is set), whichever integrations are on. Kueue's message holds an "Invalid value: " part printing the
     selector as Go prints its struct; kueue-es leaves that part out rather than imitate Go's dump."""
     selector = cfg.managed_jobs_namespace_selector
-    if selector is None or not _validate_selector(selector, "managedJobsNamespaceSelector", errs) or not strict:
+    if selector is None or not _validate_selector(selector, "managedJobsNamespaceSelector", strict, errs) \
+            or not strict:
         return
     for namespace in ("kube-system", cfg.namespace):
         if namespace and selector_matches(selector, {NAMESPACE_NAME_LABEL: namespace}):

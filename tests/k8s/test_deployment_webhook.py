@@ -183,6 +183,7 @@ def test_a_pod_its_parent_holds_is_gated_without_a_lookup() -> None:
 
 @pytest.mark.parametrize("framework", ["deployment", "statefulset"])
 def test_a_serving_framework_without_pod_is_refused_naming_the_field(framework: str) -> None:
-    with pytest.raises(InvalidInput, match=rf'field `integrations.frameworks\[1\]`: "{framework}" runs on "pod"'):
+    with pytest.raises(InvalidInput, match=rf'field `integrations.frameworks\[1\]`: check enabled frameworks list: '
+                                           rf'"{framework}" integration not enabled "pod"'):
         load_config({"integrations": {"frameworks": ["batch/job", framework]}})
     assert framework in load_config({"integrations": {"frameworks": [framework, "pod"]}}).frameworks

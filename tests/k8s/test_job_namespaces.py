@@ -63,12 +63,14 @@ async def test_a_job_is_left_alone_unless_batch_job_is_among_the_frameworks(fram
 
 @pytest.mark.parametrize(("selector", "error"), [
     ({"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]},
-     "field `managedJobsNamespaceSelector.matchExpressions[0].operator`: unsupported value 'Equals'"),
+     'field `managedJobsNamespaceSelector.matchExpressions[0].operator`: Invalid value: "Equals": not a valid '
+     "selector operator"),
     ({"matchExpressions": [{"key": "a", "operator": "In"}]},
-     "field `managedJobsNamespaceSelector.matchExpressions[0].values`: must be specified when `operator` is 'In'"),
+     "field `managedJobsNamespaceSelector.matchExpressions[0].values`: Required value: must be specified when "
+     "`operator` is 'In' or 'NotIn'"),
     ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist", "values": ["b"]}]},
-     "`managedJobsNamespaceSelector.matchExpressions[0].values`: may not be specified when `operator` is "
-     "'DoesNotExist'"),
+     "`managedJobsNamespaceSelector.matchExpressions[0].values`: Forbidden: may not be specified when `operator` is "
+     "'Exists' or 'DoesNotExist'"),
     ({"matchLabels": ["a"]}, "field `managedJobsNamespaceSelector.matchLabels`: Expected `object`"),
 ])
 def test_an_invalid_selector_is_refused_naming_the_field(selector: dict, error: str) -> None:

@@ -233,40 +233,55 @@ def test_valid_entries_load() -> None:
     assert [e.name for e in cfg.metrics.custom_labels] == ["team", "cost", "env", "org", "kind", "a_b"]
 
 
+KEY_NAME_RULE = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                 "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                 "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
 @pytest.mark.parametrize(("entries", "field", "message"), [
-    ([{"name": "9lives"}], "metrics.customLabels[0].name", "must match ^[a-zA-Z][a-zA-Z0-9_]*$"),
-    ([{"name": "team-a"}], "metrics.customLabels[0].name", "must match"),
-    ([{"name": ""}], "metrics.customLabels[0].name", "must match"),
-    ([{"name": "a"}, {"name": "a", "sourceLabelKey": "b"}], "metrics.customLabels[1].name", "duplicate value 'a'"),
+    ([{"name": "9lives"}], "metrics.customLabels[0].name",
+     'Invalid value: "9lives": must match ^[a-zA-Z][a-zA-Z0-9_]*$'),
+    ([{"name": "team-a"}], "metrics.customLabels[0].name", 'Invalid value: "team-a": must match'),
+    ([{"name": ""}], "metrics.customLabels[0].name", 'Invalid value: "": must match'),
+    ([{"name": "a"}, {"name": "a", "sourceLabelKey": "b"}], "metrics.customLabels[1].name",
+     'Duplicate value: "a"'),
     ([{"name": "a", "sourceLabelKey": "x", "sourceAnnotationKey": "y"}], "metrics.customLabels[0]",
-     "mutually exclusive"),
+     "sourceLabelKey and sourceAnnotationKey are mutually exclusive"),
     ([{"name": "a", "sourceLabelKey": "Example.com/x"}], "metrics.customLabels[0].sourceLabelKey",
-     "DNS subdomain"),
+     'Invalid value: "Example.com/x": prefix part a lowercase RFC 1123 subdomain must consist of'),
     ([{"name": "a", "sourceAnnotationKey": "a/b/c"}], "metrics.customLabels[0].sourceAnnotationKey",
-     "qualified name"),
-    ([{"name": "a" * 64}], "metrics.customLabels[0].name", "at most 63 characters"),
+     'Invalid value: "a/b/c": a valid label key must consist of'),
+    ([{"name": "a", "sourceLabelKey": "x/-y"}], "metrics.customLabels[0].sourceLabelKey",
+     f'Invalid value: "x/-y": {KEY_NAME_RULE}'),
+    ([{"name": "a" * 64}], "metrics.customLabels[0].name",
+     f'Invalid value: "{"a" * 64}": name part must be no more than 63 characters'),
     ([{"name": "a", "sourceKind": "Workload"}], "metrics.customLabels[0].trackedValues",
-     "must not be empty when sourceKind is 'Workload'"),
+     "Invalid value: []string(nil): must not be empty when sourceKind is 'Workload'"),
+    ([{"name": "a", "sourceKind": "Workload", "trackedValues": []}], "metrics.customLabels[0].trackedValues",
+     "Invalid value: []string{}: must not be empty when sourceKind is 'Workload'"),
     ([{"name": "a", "sourceKind": "Workload", "trackedValues": [str(i) for i in range(13)]}],
-     "metrics.customLabels[0].trackedValues", "must not be greater than 12"),
+     "metrics.customLabels[0].trackedValues",
+     'Invalid value: []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"}: must not be '
+     "greater than 12 when sourceKind is 'Workload'"),
     ([{"name": "a", "trackedValues": [str(i) for i in range(17)]}], "metrics.customLabels[0].trackedValues",
-     "at most 16 items"),
-    ([{"name": "a", "trackedValues": ["x", "x"]}], "metrics.customLabels[0].trackedValues", "duplicates"),
-    ([{"name": "a", "sourceKind": "Node"}], "metrics.customLabels", "unknown source kind 'Node'"),
+     "Too many: 17: must have at most 16 items"),
+    ([{"name": "a", "trackedValues": ["x", "x"]}], "metrics.customLabels[0].trackedValues",
+     'Invalid value: []string{"x", "x"}: must not contain duplicates'),
+    ([{"name": "a", "sourceKind": "Node"}], "metrics.customLabels", "unknown source kind: Node"),
     ([{"name": f"l{i}"} for i in range(7)], "metrics.customLabels",
      "too many custom labels for source kind ClusterQueue: found 7, expected <= 6"),
     ([{"name": f"l{i}", "sourceKind": "Workload", "trackedValues": ["x"]} for i in range(3)],
-     "metrics.customLabels", "source kind Workload: found 3, expected <= 2"),
+     "metrics.customLabels", "too many custom labels for source kind Workload: found 3, expected <= 2"),
     ([{"name": f"l{i}{k}", "sourceKind": k} for i in range(7) for k in ("ClusterQueue", "Cohort", "LocalQueue")],
-     "metrics.customLabels", "must have at most 20 items, got 21"),
-    ([{"name": "a", "trackedValues": "x"}], "metrics.customLabels[0].trackedValues", "Expected `array`"),
+     "metrics.customLabels", "Too many: 21: must have at most 20 items"),
+    ([{"name": "a", "trackedValues": "x"}], "metrics.customLabels[0].trackedValues",
+     "Expected `array | null`, got `str`"),
 ])
 def test_faulty_entries_are_refused_naming_the_field(entries: list[dict[str, Any]], field: str,
                                                      message: str) -> None:
     with pytest.raises(InvalidInput) as err:
         load(*entries)
-    assert f"field `{field}`" in str(err.value)
-    assert message in str(err.value)
+    assert f"field `{field}`: {message}" in str(err.value)
     assert str(err.value).startswith("cfg.yaml: ")
     # with the gate on as with it off (its default): Kueue checks them at start-up either way
     with pytest.raises(InvalidInput):

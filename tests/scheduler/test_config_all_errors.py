@@ -98,7 +98,7 @@ def test_a_start_up_refusal_after_validation_is_reported_only_for_a_configuratio
     """Kueue refuses a framework listed without the one it runs on when it sets its integrations up, after its
     validation passed: with a validation error too, only the validation's are reported."""
     needs_pod = {"integrations": {"frameworks": ["batch/job", "deployment"]}}
-    assert "runs on" in _refusal(needs_pod)
+    assert "integration not enabled" in _refusal(needs_pod)
     assert _refusal({**needs_pod, "multiKueue": {"gcInterval": "-1h"}}) == (
         f"field `multiKueue.gcInterval`: Invalid value: -1h0m0s: {NEGATIVE}")
 

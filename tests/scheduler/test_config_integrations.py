@@ -63,3 +63,21 @@ def test_a_recorded_document_with_an_unknown_or_repeated_framework_loads() -> No
         load_config(document)
     cfg = load_recorded(ev.ConfigRecorded(time=0, document=document), 3)
     assert cfg.frameworks == ("batch/job", "batch/job", "example.com/widget")
+
+
+@pytest.mark.parametrize(("frameworks", "error"), [
+    (["deployment"], 'field `integrations.frameworks[0]`: check enabled frameworks list: "deployment" integration '
+                     'not enabled "pod"'),
+    # Kueue looks at the frameworks in name order: the first missing its dependency is said, wherever it is listed
+    (["statefulset", "batch/job", "deployment"],
+     'field `integrations.frameworks[2]`: check enabled frameworks list: "deployment" integration not enabled "pod"'),
+    (["sparkoperator.k8s.io/sparkapplication"],
+     "field `integrations.frameworks[0]`: sparkoperator.k8s.io/sparkapplication integration is alpha feature. please "
+     "enable SparkApplicationIntegration featuregate"),
+])
+def test_a_framework_kueue_cannot_set_up_stops_the_start_in_its_words(frameworks: list[str], error: str) -> None:
+    """What Kueue refuses as it sets its integrations up, after validation: a framework without the one it runs on
+    (jobframework's checkEnabledListDependencies), an alpha framework without its gate (CanSupportIntegration)."""
+    with pytest.raises(InvalidInput) as err:
+        load_config({**V1BETA2, "integrations": {"frameworks": frameworks}}, "kueue.yaml")
+    assert str(err.value) == f"kueue.yaml: Configuration: {error}"

@@ -169,3 +169,44 @@ def test_an_incremental_dispatcher_setting_kueue_refuses_is_refused_in_its_words
     assert str(err.value) == f"kueue.yaml: {error}"
     with pytest.raises(InvalidInput):
         load_config({**V1BETA2, "multiKueue": multikueue}, strict=False)  # refused before, and still
+
+
+KEY_NAME_RULE = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                 "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                 "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+              "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+              "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+SEL = "managedJobsNamespaceSelector"
+
+
+@pytest.mark.parametrize(("selector", "error"), [
+    ({"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]},
+     f'field `{SEL}.matchExpressions[0].operator`: Invalid value: "Equals": not a valid selector operator'),
+    ({"matchExpressions": [{"key": "a", "operator": "NotIn"}]},
+     f"field `{SEL}.matchExpressions[0].values`: Required value: must be specified when `operator` is 'In' or "
+     "'NotIn'"),
+    ({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["b"]}]},
+     f"field `{SEL}.matchExpressions[0].values`: Forbidden: may not be specified when `operator` is 'Exists' or "
+     "'DoesNotExist'"),
+    ({"matchExpressions": [{"key": "-a", "operator": "Exists"}]},
+     f'field `{SEL}.matchExpressions[0].key`: Invalid value: "-a": {KEY_NAME_RULE}'),
+    ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["ok", "-b"]}]},
+     f'field `{SEL}.matchExpressions[0].values[1]`: Invalid value: "-b": {VALUE_RULE}'),
+    ({"matchLabels": {"team": "-x", "-k": "v"}},  # keys sorted where Go ranges over its map in no set order
+     f'[field `{SEL}.matchLabels`: Invalid value: "-k": {KEY_NAME_RULE}, '
+     f'field `{SEL}.matchLabels`: Invalid value: "-x": {VALUE_RULE}]'),
+    ({"matchExpressions": [{"key": "-a", "operator": "Is"}, {"key": "b", "operator": "In"}]},  # every fault, in order
+     f'[field `{SEL}.matchExpressions[0].operator`: Invalid value: "Is": not a valid selector operator, '
+     f'field `{SEL}.matchExpressions[0].key`: Invalid value: "-a": {KEY_NAME_RULE}, '
+     f"field `{SEL}.matchExpressions[1].values`: Required value: must be specified when `operator` is 'In' or "
+     "'NotIn']"),
+])
+def test_an_invalid_managed_jobs_namespace_selector_is_refused_in_kueue_s_words(selector: dict, error: str) -> None:
+    """apimachinery's ValidateLabelSelector, as Kueue's validateManagedJobsNamespaceSelector runs it (values checked);
+    a selector with faults is not matched against kube-system (Kueue cannot make a selector of it), and with the pod
+    integration, whose options check it too, each fault is said once."""
+    for doc in ({SEL: selector}, {SEL: selector, "integrations": {"frameworks": ["batch/job", "pod"]}}):
+        with pytest.raises(InvalidInput) as err:
+            load_config({**V1BETA2, **doc}, "kueue.yaml")
+        assert str(err.value) == f"kueue.yaml: {error}"

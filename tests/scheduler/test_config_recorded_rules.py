@@ -32,3 +32,17 @@ def test_a_recorded_document_with_a_selector_matching_kube_system_loads() -> Non
     with pytest.raises(InvalidInput):
         load_config(document)
     assert load_recorded(ev.ConfigRecorded(time=0, document=document), 3).managed_jobs_namespace_selector is not None
+
+
+def test_a_recorded_selector_with_a_key_or_value_kueue_refuses_loads() -> None:
+    """Session 34 holds managedJobsNamespaceSelector's keys and values to apimachinery's spelling; a document the log
+    recorded before is not (its operator and values rules it was held to already)."""
+    selector = {"matchLabels": {"-k": "v"}, "matchExpressions": [{"key": "a", "operator": "In", "values": ["-b"]}]}
+    document = {**V1BETA2, "managedJobsNamespaceSelector": selector}
+    with pytest.raises(InvalidInput):
+        load_config(document)
+    cfg = load_recorded(ev.ConfigRecorded(time=0, document=document), 3)
+    assert cfg.managed_jobs_namespace_selector.match_labels == {"-k": "v"}
+    bad_operator = {**V1BETA2, "managedJobsNamespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Is"}]}}
+    with pytest.raises(InvalidInput, match="not a valid selector operator"):
+        load_recorded(ev.ConfigRecorded(time=0, document=bad_operator), 3)
