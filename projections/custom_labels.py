@@ -21,7 +21,7 @@ copy what the ``Workload`` entries read from the job onto the Workload they make
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from events import objects as o
@@ -144,11 +144,12 @@ def workload_sources(entries: Sequence[Entry]) -> tuple[frozenset[str], frozense
     return frozenset(labels), frozenset(annotations)
 
 
-def problems(entries: Sequence[Entry]) -> list[tuple[str, str]]:
+def problems(entries: Sequence[Entry], nil_tracked: Collection[int] = ()) -> list[tuple[str, str]]:
     """Every fault of ``metrics.customLabels``, as (field path, field error body), in the order and words of Kueue's
     validateCustomLabels (``pkg/config/validation.go``): the count, each entry's faults, then the kinds' counts in
     the kinds' sorted order. Where Kueue's error shows an entry or the whole list (a Go struct dump holding a
-    pointer's address), the value part is left out and the detail said alone."""
+    pointer's address), the value part is left out and the detail said alone. ``nil_tracked``: the entries whose
+    ``trackedValues`` were not given, shown as Go shows a nil list (an entry's None says so too)."""
     at = "metrics.customLabels"
     found: list[tuple[str, str]] = []
     if len(entries) > MAX_ENTRIES:
@@ -156,7 +157,7 @@ def problems(entries: Sequence[Entry]) -> list[tuple[str, str]]:
     seen: set[str] = set()
     per_kind: dict[str, int] = {}
     for i, entry in enumerate(entries):
-        found += _entry_problems(entry, f"{at}[{i}]", seen)
+        found += _entry_problems(entry, f"{at}[{i}]", seen, i in nil_tracked)
         kind = entry.source_kind if entry.source_kind is not None else DEFAULT_KIND
         per_kind[kind] = per_kind.get(kind, 0) + 1
     for kind in sorted(per_kind):
@@ -173,7 +174,7 @@ def _strings(values: Sequence[str] | None) -> str:
     return "[]string(nil)" if values is None else go_string_slice("string", values)
 
 
-def _entry_problems(entry: Entry, at: str, seen: set[str]) -> list[tuple[str, str]]:
+def _entry_problems(entry: Entry, at: str, seen: set[str], nil_tracked: bool) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if not NAME.fullmatch(entry.name):
         found.append((f"{at}.name", f"Invalid value: {go_quote(entry.name)}: must match ^[a-zA-Z][a-zA-Z0-9_]*$"))
@@ -189,7 +190,7 @@ def _entry_problems(entry: Entry, at: str, seen: set[str]) -> list[tuple[str, st
     if bad:
         found.append((f"{at}.{field}", f"Invalid value: {go_quote(key)}: {'; '.join(bad)}"))
     tracked = entry.tracked_values or ()
-    shown = _strings(entry.tracked_values)
+    shown = _strings(None if nil_tracked else entry.tracked_values)
     if entry.source_kind == WORKLOAD:
         if not tracked:
             found.append((f"{at}.trackedValues", f"Invalid value: {shown}: must not be empty when sourceKind is "

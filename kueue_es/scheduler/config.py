@@ -267,8 +267,10 @@ class CustomLabelConfig(_Cfg):
     source_label_key: str = ""
     source_annotation_key: str = ""
     source_kind: str | None = None
-    tracked_values: list[str] | None = None
-    """None when not given: Kueue's field errors show a nil list apart from an empty one."""
+    tracked_values: list[str] = []
+    """[] when not given too, so that an unchanged configuration's recorded document (:func:`config_record.
+    document_of`) stays the same; the field errors that show a nil list apart from an empty one read the document
+    (:func:`_nil_tracked_values`)."""
 
 
 class IntegrationsConfig(_Cfg):
@@ -820,10 +822,21 @@ def _validate(cfg: SchedulerConfig, doc: dict[str, Any], source: str, strict: bo
         _validate_tls(cfg, cfg.tls, strict, errs)
     if strict:
         _validate_visibility_server(doc, errs)
-    for path, body in custom_labels.problems(cfg.metrics.custom_labels) if cfg.metrics is not None else ():
-        errs.add(path, body)
+    if cfg.metrics is not None:
+        for path, body in custom_labels.problems(cfg.metrics.custom_labels, _nil_tracked_values(doc)):
+            errs.add(path, body)
     _validate_quota_check_strategy(cfg, errs)
     errs.refuse(source)
+
+
+def _nil_tracked_values(doc: dict[str, Any]) -> frozenset[int]:
+    """The ``metrics.customLabels`` entries of ``doc`` that give no ``trackedValues`` (absent or null): Go holds a
+    nil list for them, which its field errors show apart from an empty one."""
+    metrics = doc.get("metrics")
+    entries = metrics.get("customLabels") if isinstance(metrics, dict) else None
+    if not isinstance(entries, list):
+        return frozenset()
+    return frozenset(i for i, e in enumerate(entries) if isinstance(e, dict) and e.get("trackedValues") is None)
 
 
 def _validate_retention(cfg: SchedulerConfig, source: str, errs: FieldErrors) -> None:

@@ -275,7 +275,7 @@ KEY_NAME_RULE = ("name part must consist of alphanumeric characters, '-', '_' or
     ([{"name": f"l{i}{k}", "sourceKind": k} for i in range(7) for k in ("ClusterQueue", "Cohort", "LocalQueue")],
      "metrics.customLabels", "Too many: 21: must have at most 20 items"),
     ([{"name": "a", "trackedValues": "x"}], "metrics.customLabels[0].trackedValues",
-     "Expected `array | null`, got `str`"),
+     "Expected `array`, got `str`"),
 ])
 def test_faulty_entries_are_refused_naming_the_field(entries: list[dict[str, Any]], field: str,
                                                      message: str) -> None:
@@ -286,3 +286,17 @@ def test_faulty_entries_are_refused_naming_the_field(entries: list[dict[str, Any
     # with the gate on as with it off (its default): Kueue checks them at start-up either way
     with pytest.raises(InvalidInput):
         load_config({"featureGates": {"CustomMetricLabels": True}, "metrics": {"customLabels": entries}})
+
+
+def test_the_recorded_document_of_custom_labels_without_tracked_values_is_unchanged() -> None:
+    """A configuration decoded from a file whose entries give no trackedValues records the document it always did
+    (``trackedValues: []``): a scheduler replica or the simulator recording an unchanged configuration must find
+    it equal to the one in the log, or it records it anew and requeues what was parked."""
+    from kueue_es.scheduler.config_record import document_of, fingerprint
+
+    config = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                          "metrics": {"customLabels": [{"name": "team"}]}})
+    document = document_of(config)
+    assert document["metrics"]["customLabels"][0]["trackedValues"] == []
+    assert load_config(document) == config
+    assert fingerprint(document) == fingerprint(document_of(load_config(document)))
