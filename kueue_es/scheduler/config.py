@@ -342,10 +342,15 @@ def built_in_kinds(frameworks: tuple[str, ...]) -> frozenset[tuple[str, str]]:
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
 lists more): the plain-Pod integration (``pod``), JobSets and MPIJobs are off."""
-FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK,
-                   LWS_FRAMEWORK: POD_FRAMEWORK}
-"""Framework -> the framework it runs on: a Deployment's, StatefulSet's or LeaderWorkerSet's pods are run by the pod
-integration, so Kueue refuses to start with one listed without ``pod`` (its integration ``DependencyList``)."""
+FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK}
+"""Framework -> the framework it runs on: a Deployment's or StatefulSet's pods are run by the pod integration, so
+Kueue refuses to start with one listed without ``pod`` (its integration ``DependencyList``)."""
+FRAMEWORK_IMPLIES = {LWS_FRAMEWORK: (POD_FRAMEWORK,)}
+"""Framework -> the frameworks it turns on by itself: a LeaderWorkerSet's pods are run by the pod integration, which
+Kueue (since v0.15, #6736: the integration's ``ImplicitlyEnabledFrameworkNames``) sets up with it when it is listed
+without ``pod`` — the whole pod integration, its webhook and reconciler with the same options (namespace selector,
+``manageJobsWithoutQueueName``), as if listed; ``integrations.frameworks`` itself stays as written (its MultiKueue
+adapters and validation read the list)."""
 
 
 class LocalQueueMetricsConfig(_Cfg):
@@ -412,6 +417,14 @@ class SchedulerConfig(_Cfg):
         return tuple(listed) or DEFAULT_FRAMEWORKS
 
     @property
+    def enabled_frameworks(self) -> tuple[str, ...]:
+        """The frameworks whose integrations run: :attr:`frameworks` and, after them in name order, those a listed
+        one turns on by itself (:data:`FRAMEWORK_IMPLIES`), as Kueue's set-up unites the two."""
+        listed = self.frameworks
+        implied = {name for framework in listed for name in FRAMEWORK_IMPLIES.get(framework, ())}
+        return listed + tuple(sorted(implied - set(listed)))
+
+    @property
     def keys_to_copy(self) -> KeysToCopy:
         """The labels and annotations a job integration copies from the job onto the Workload it makes, as
         Kueue's start-up gathers them: ``integrations.labelKeysToCopy`` and, under the ``CustomMetricLabels``
@@ -435,8 +448,9 @@ class SchedulerConfig(_Cfg):
 
     @property
     def manages_pods(self) -> bool:
-        """Kueue's plain-Pod integration is on (``pod`` among the frameworks; off by default)."""
-        return POD_FRAMEWORK in self.frameworks
+        """Kueue's plain-Pod integration is on (``pod`` among the frameworks, listed or turned on by one listed:
+        :attr:`enabled_frameworks`; off by default)."""
+        return POD_FRAMEWORK in self.enabled_frameworks
 
     @property
     def manages_deployments(self) -> bool:
@@ -494,8 +508,8 @@ class SchedulerConfig(_Cfg):
     @property
     def manages_leaderworkersets(self) -> bool:
         """Kueue's LeaderWorkerSet integration is on (``leaderworkerset.x-k8s.io/leaderworkerset`` among the
-        frameworks; off unless listed): each group of a queued LeaderWorkerSet runs on a Workload made for it
-        (:mod:`connectors.k8s.lws_integration`)."""
+        frameworks; off unless listed; turns the pod integration on): each group of a queued LeaderWorkerSet runs on a
+        Workload made for it (:mod:`connectors.k8s.lws_integration`)."""
         return LWS_FRAMEWORK in self.frameworks
 
     @property
