@@ -81,15 +81,17 @@ class ParentDefaulting(msgspec.Struct, frozen=True):
     short_names: bool = False
     """Kueue's ``ShortWorkloadNames`` gate: the names it gives Workloads (a StatefulSet's group) stay within 63."""
     frameworks: frozenset[str] = frozenset()
-    """The Configuration's ``integrations.frameworks``: a parent a controller one of them runs is that controller's
-    (a StatefulSet a LeaderWorkerSet controls, say: :func:`connectors.k8s.job_selection.kueue_owner`)."""
+    """The Configuration's enabled frameworks (``enabled_frameworks``): a parent a controller one of them runs is
+    that controller's (a StatefulSet a LeaderWorkerSet controls, say:
+    :func:`connectors.k8s.job_selection.kueue_owner`)."""
     feature_gates: dict[str, bool] = {}
     """The Configuration's gates (``SkipAncestorCheckForDeletedWorkloads``)."""
 
     @classmethod
     def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
         return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.frameworks), dict(config.feature_gates))
+                   config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.enabled_frameworks),
+                   dict(config.feature_gates))
 
 
 def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:

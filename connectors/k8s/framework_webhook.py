@@ -82,8 +82,8 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
     without_queue: bool = False
     """``manageJobsWithoutQueueName``."""
     frameworks: frozenset[str] = frozenset()
-    """The Configuration's ``integrations.frameworks``: a controller one of them runs is a parent Kueue runs
-    (:func:`connectors.k8s.job_selection.kueue_owner`)."""
+    """The Configuration's enabled frameworks (``enabled_frameworks``): a controller one of them runs is a parent
+    Kueue runs (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     feature_gates: dict[str, bool] = {}
     pods_ready_max: int | None = None
     """Under ``WorkloadLevelWaitForPodsReady``: ``maxTimeoutOnWorkload`` in seconds, for the checks of the
@@ -94,7 +94,7 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
         """The settings under ``config``, the kind's own integration ``enabled`` or not."""
         rule = pods_ready_validation.PodsReadyRule.of(config)
         return cls(enabled, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   frozenset(config.frameworks), dict(config.feature_gates),
+                   frozenset(config.enabled_frameworks), dict(config.feature_gates),
                    rule.max_seconds if rule is not None else None)
 
     @property

@@ -90,7 +90,8 @@ def framework_of(owner: tuple[str, str] | None) -> str | None:
 
 def kueue_owner(owner: tuple[str, str] | None, frameworks: Collection[str]) -> bool:
     """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run: one whose
-    framework (:func:`framework_of`) is among ``frameworks`` (the Configuration's ``integrations.frameworks``) — a
+    framework (:func:`framework_of`) is among ``frameworks`` (the Configuration's enabled ones, listed or turned on
+    by one listed: ``SchedulerConfig.enabled_frameworks``) — a
     batch/v1 Job only while ``batch/job`` is, as Kueue's ``IsOwnerManagedByKueue`` asks its enabled integrations
     alone. Kueue leaves the child to that parent."""
     framework = framework_of(owner)
@@ -99,7 +100,7 @@ def kueue_owner(owner: tuple[str, str] | None, frameworks: Collection[str]) -> b
 
 def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
     """:func:`kueue_owner` under the integrations the Configuration ``config`` turns on."""
-    return kueue_owner(owner, config.frameworks)
+    return kueue_owner(owner, config.enabled_frameworks)
 
 
 def is_mpijob(owner: tuple[str, str]) -> bool:

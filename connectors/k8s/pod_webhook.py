@@ -118,8 +118,9 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     tas: bool = False
     """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
     frameworks: frozenset[str] = frozenset()
-    """The Configuration's ``integrations.frameworks``: a Pod that an MPIJob, a training operator's job, a
-    RayCluster or an AppWrapper controls (:data:`POD_PARENTS`) is that parent's when its integration is listed."""
+    """The Configuration's enabled frameworks (``enabled_frameworks``): a Pod that an MPIJob, a training operator's
+    job, a RayCluster or an AppWrapper controls (:data:`POD_PARENTS`) is that parent's when its integration is
+    listed."""
     group_annotation: bool = False
     """Kueue's ``WorkloadIdentifierAnnotations`` gate: a Pod may name its group in an annotation
     (:func:`connectors.k8s.pod_roles.group_name`)."""
@@ -127,7 +128,7 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.frameworks),
+                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.enabled_frameworks),
                    config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
 
 

@@ -757,7 +757,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held, multikueue,
+                           kueue_parents(frozenset(config_in_force.enabled_frameworks)), ancestry, held, multikueue,
                            namespace_managed_lookup(client, config_in_force), pods_ready)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     if k.webhook_register:

@@ -344,10 +344,15 @@ def built_in_kinds(frameworks: tuple[str, ...]) -> frozenset[tuple[str, str]]:
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
 lists more): the plain-Pod integration (``pod``), JobSets and MPIJobs are off."""
-FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK,
-                   LWS_FRAMEWORK: POD_FRAMEWORK}
-"""Framework -> the framework it runs on: a Deployment's, StatefulSet's or LeaderWorkerSet's pods are run by the pod
-integration, so Kueue refuses to start with one listed without ``pod`` (its integration ``DependencyList``)."""
+FRAMEWORK_IMPLIES = {DEPLOYMENT_FRAMEWORK: (POD_FRAMEWORK,), STATEFULSET_FRAMEWORK: (POD_FRAMEWORK,),
+                     LWS_FRAMEWORK: (POD_FRAMEWORK,)}
+"""Framework -> the frameworks it turns on by itself: a Deployment's, StatefulSet's or LeaderWorkerSet's pods are
+run by the pod integration, which Kueue (since v0.15, #6736: the integrations' ``ImplicitlyEnabledFrameworkNames``,
+in place of the ``DependencyList`` it refused to start without) sets up with one listed without ``pod`` — the
+whole pod integration, its webhook and reconciler with the same options (namespace selector,
+``manageJobsWithoutQueueName``), as if listed; ``integrations.frameworks`` itself stays as written (its MultiKueue
+adapters and validation read the list). Kueue's checkEnabledListDependencies still runs over the two together, and
+no built-in integration has a dependency left for it to find missing."""
 
 
 class LocalQueueMetricsConfig(_Cfg):
@@ -414,6 +419,14 @@ class SchedulerConfig(_Cfg):
         return tuple(listed) or DEFAULT_FRAMEWORKS
 
     @property
+    def enabled_frameworks(self) -> tuple[str, ...]:
+        """The frameworks whose integrations run: :attr:`frameworks` and, after them in name order, those a listed
+        one turns on by itself (:data:`FRAMEWORK_IMPLIES`), as Kueue's set-up unites the two."""
+        listed = self.frameworks
+        implied = {name for framework in listed for name in FRAMEWORK_IMPLIES.get(framework, ())}
+        return listed + tuple(sorted(implied - set(listed)))
+
+    @property
     def keys_to_copy(self) -> KeysToCopy:
         """The labels and annotations a job integration copies from the job onto the Workload it makes, as
         Kueue's start-up gathers them: ``integrations.labelKeysToCopy`` and, under the ``CustomMetricLabels``
@@ -437,18 +450,19 @@ class SchedulerConfig(_Cfg):
 
     @property
     def manages_pods(self) -> bool:
-        """Kueue's plain-Pod integration is on (``pod`` among the frameworks; off by default)."""
-        return POD_FRAMEWORK in self.frameworks
+        """Kueue's plain-Pod integration is on (``pod`` among the frameworks, listed or turned on by one listed:
+        :attr:`enabled_frameworks`; off by default)."""
+        return POD_FRAMEWORK in self.enabled_frameworks
 
     @property
     def manages_deployments(self) -> bool:
-        """Kueue's ``deployment`` integration is on (off by default; needs ``pod``): a Deployment naming a queue has
+        """Kueue's ``deployment`` integration is on (off by default; turns ``pod`` on): a Deployment naming a queue has
         its pod template marked so that its pods are held as single Pods (:mod:`connectors.k8s.deployment_webhook`)."""
         return DEPLOYMENT_FRAMEWORK in self.frameworks
 
     @property
     def manages_statefulsets(self) -> bool:
-        """Kueue's ``statefulset`` integration is on (off by default; needs ``pod``): a StatefulSet naming a queue has
+        """Kueue's ``statefulset`` integration is on (off by default; turns ``pod`` on): a StatefulSet naming a queue has
         its pods held as one serving pod group (:mod:`connectors.k8s.statefulset_webhook`)."""
         return STATEFULSET_FRAMEWORK in self.frameworks
 
@@ -496,8 +510,8 @@ class SchedulerConfig(_Cfg):
     @property
     def manages_leaderworkersets(self) -> bool:
         """Kueue's LeaderWorkerSet integration is on (``leaderworkerset.x-k8s.io/leaderworkerset`` among the
-        frameworks; off unless listed): each group of a queued LeaderWorkerSet runs on a Workload made for it
-        (:mod:`connectors.k8s.lws_integration`)."""
+        frameworks; off unless listed; turns the pod integration on): each group of a queued LeaderWorkerSet runs on a
+        Workload made for it (:mod:`connectors.k8s.lws_integration`)."""
         return LWS_FRAMEWORK in self.frameworks
 
     @property
@@ -782,7 +796,6 @@ def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool =
             cfg.multi_kueue, origin=MultiKueueSettings().origin))
     _validate(cfg, doc, source, strict, durations)
     _validate_label_keys_to_copy(cfg, source)
-    _validate_framework_needs(cfg.frameworks, source)
     _validate_framework_gates(cfg, source)
     _validate_local_queue_selector(cfg.metrics.local_queue_metrics if cfg.metrics else None, source)
     if cfg.admission_fair_sharing is not None and not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
@@ -1032,17 +1045,6 @@ def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:
             raise InvalidInput(f"{source}: Configuration: field `integrations.labelKeysToCopy[{i}]`: {key!r} is "
                                "written by a Kueue controller and must not be copied onto a Workload")
 
-
-def _validate_framework_needs(frameworks: tuple[str, ...], source: str) -> None:
-    """A framework listed without the one it runs on (:data:`FRAMEWORK_NEEDS`) is refused, as Kueue refuses to
-    start, in its words (jobframework's checkEnabledListDependencies, wrapped by its controllers' set-up), after the
-    field: the first such framework in name order, as Kueue looks at them sorted."""
-    for name in sorted(set(frameworks)):
-        needed = FRAMEWORK_NEEDS.get(name)
-        if needed is not None and needed not in frameworks:
-            raise InvalidInput(f"{source}: Configuration: field `integrations.frameworks[{frameworks.index(name)}]`: "
-                               f"check enabled frameworks list: {go_quote(name)} integration not enabled "
-                               f"{go_quote(needed)}")
 
 
 FRAMEWORK_GATES = {SPARK_FRAMEWORK: gates.SPARK_APPLICATION_INTEGRATION}

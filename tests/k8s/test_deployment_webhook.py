@@ -18,7 +18,6 @@ from connectors.k8s.errors import NotFound
 from connectors.k8s.pod_webhook import PodDefaulting, review
 from connectors.k8s.validating import configuration as validating_configuration
 from connectors.k8s.webhook import configuration as mutating_configuration
-from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
 
 Q = "kueue.x-k8s.io/queue-name"
@@ -182,8 +181,11 @@ def test_a_pod_its_parent_holds_is_gated_without_a_lookup() -> None:
 
 
 @pytest.mark.parametrize("framework", ["deployment", "statefulset"])
-def test_a_serving_framework_without_pod_is_refused_naming_the_field(framework: str) -> None:
-    with pytest.raises(InvalidInput, match=rf'field `integrations.frameworks\[1\]`: check enabled frameworks list: '
-                                           rf'"{framework}" integration not enabled "pod"'):
-        load_config({"integrations": {"frameworks": ["batch/job", framework]}})
+def test_a_serving_framework_without_pod_turns_the_pod_integration_on_by_itself(framework: str) -> None:
+    """Kueue since v0.15 (#6736, ``ImplicitlyEnabledFrameworkNames: ["pod"]``): listed without ``pod``, the
+    Deployment or StatefulSet integration starts with the whole pod integration, the list staying as written."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", framework]}})
+    assert config.manages_pods and config.frameworks == ("batch/job", framework)
+    assert config.enabled_frameworks == ("batch/job", framework, "pod")
+    assert PodDefaulting.of(config).enabled
     assert framework in load_config({"integrations": {"frameworks": [framework, "pod"]}}).frameworks

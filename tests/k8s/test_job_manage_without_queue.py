@@ -11,10 +11,12 @@ import msgspec
 import pytest
 from fixtures.jobs import NAME, UID, integration, job, namespace, workload
 
-from connectors.k8s import job_selection
+from connectors.k8s import deployment_webhook as dw
+from connectors.k8s import framework_webhook, job_selection
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.jobset import JobSet
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.pod_webhook import PodDefaulting
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import load_config
@@ -229,6 +231,20 @@ def test_a_job_parent_counts_only_while_the_job_integration_is_on() -> None:
     assert not job_selection.runs_parent(("batch/v1", "Job"), without_jobs)
     assert job_selection.manages_unqueued(("batch/v1", "Job"), without_jobs)
     assert job_selection.runs_parent(("batch/v1", "Job"), load_config({"manageJobsWithoutQueueName": True}))
+
+
+@pytest.mark.parametrize("listed", ["leaderworkerset.x-k8s.io/leaderworkerset", "deployment", "statefulset"])
+def test_a_pod_parent_counts_while_the_pod_integration_is_on_by_a_framework_that_turns_it_on(listed: str) -> None:
+    """Kueue since v0.15 (#6736) sets the pod integration up, and marks it enabled, for a framework that turns it on
+    by itself: its ``IsOwnerManagedByKueue`` then takes a Pod for a parent it runs, as with ``pod`` listed, on every
+    walk the webhooks make (the Job's, the Pod's, the parent frameworks')."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", listed]}, "manageJobsWithoutQueueName": True})
+    pod = ("v1", "Pod")
+    assert job_selection.runs_parent(pod, config) and not job_selection.manages_unqueued(pod, config)
+    assert "pod" in PodDefaulting.of(config).frameworks
+    assert "pod" in dw.ParentDefaulting.of(config, "deployment").frameworks
+    assert "pod" in framework_webhook.FrameworkWebhooks.reading(config, True).frameworks
+    assert not job_selection.runs_parent(pod, load_config({"manageJobsWithoutQueueName": True}))
 
 
 @pytest.mark.asyncio

@@ -15,7 +15,7 @@ from connectors.k8s import job_selection, pod_prebuilt
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.pod_sync import ManagedPod
 from events import objects as o
-from kueue_es.scheduler.config import NO_KEYS, KeysToCopy, load_config
+from kueue_es.scheduler.config import NO_KEYS, KeysToCopy, built_in_kinds, load_config
 from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
 
@@ -311,13 +311,19 @@ def test_an_update_may_roll_images_but_not_change_the_queue_or_what_a_group_need
     assert lw.update_errors(unqueued, {**unqueued, "spec": lws()["spec"]}) == [], "one naming no queue changes freely"
 
 
-@pytest.mark.parametrize("frameworks", [["leaderworkerset.x-k8s.io/leaderworkerset"]])
-def test_the_framework_runs_on_the_pod_integration(frameworks: list[str]) -> None:
-    with pytest.raises(Exception, match="integration not enabled"):
-        load_config({"integrations": {"frameworks": frameworks}})
-    config = load_config({"integrations": {"frameworks": ["pod", *frameworks]}})
-    assert config.manages_leaderworkersets
-    assert not load_config({}).manages_leaderworkersets
+@pytest.mark.parametrize("listed", [["leaderworkerset.x-k8s.io/leaderworkerset"],
+                                    ["batch/job", "leaderworkerset.x-k8s.io/leaderworkerset"]])
+def test_listed_without_pod_the_framework_turns_the_pod_integration_on_by_itself(listed: list[str]) -> None:
+    """Kueue since v0.15 (#6736, ``ImplicitlyEnabledFrameworkNames: ["pod"]``): a Configuration listing the
+    LeaderWorkerSet integration without ``pod`` starts, the pod integration set up with it as if listed; the list
+    stays as written, and the MultiKueue adapters (Kueue's ``GetMultiKueueAdapters`` over the list) leave Pods out."""
+    config = load_config({"integrations": {"frameworks": listed}})
+    assert config.manages_leaderworkersets and config.manages_pods
+    assert config.frameworks == tuple(listed) and config.enabled_frameworks == (*listed, "pod")
+    assert ("v1", "Pod") not in built_in_kinds(config.frameworks)
+    both = load_config({"integrations": {"frameworks": ["pod", *listed]}})
+    assert both.manages_pods and both.enabled_frameworks == both.frameworks == ("pod", *listed)
+    assert not load_config({}).manages_leaderworkersets and not load_config({}).manages_pods
 
 
 @pytest.mark.parametrize(("frameworks", "child_managed"), [(["pod", "statefulset"], True),

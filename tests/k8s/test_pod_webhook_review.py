@@ -423,3 +423,18 @@ def test_a_pod_its_parent_holds_is_gated_without_kueues_finalizer(parent: str) -
     pod["metadata"]["finalizers"] = ["mine"]
     assert pod_patch(pod, default_queue=False, tas=True, by_parent=True) == [TAS_GATED[1]]
     assert GATED[0] in pod_patch(_pod({Q: "lq"}), default_queue=False), "a plain pod: finalized as before"
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_with_only_a_leaderworkerset_listed_the_whole_pod_integration_answers(marked: bool) -> None:
+    """Kueue since v0.15 (#6736) sets the pod integration up for a listed LeaderWorkerSet integration, its webhook
+    with the Configuration's options: a pod the set's templates marked is gated, and so is a plain queued pod in a
+    managed namespace, as with ``pod`` listed."""
+    lws_only = PodDefaulting.of(load_config({"integrations": {"frameworks": ["leaderworkerset.x-k8s.io/leaderworkerset"]}}))
+    assert lws_only.enabled
+    pod = _pod({Q: "lq"})
+    if marked:
+        pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-suspending-parent": "leaderworkerset"}
+    response, asked = _review(pod, lws_only)
+    assert _ops(response)[-1] == TAS_GATED[1]
+    assert asked == ([] if marked else ["namespace team"])

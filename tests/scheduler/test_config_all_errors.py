@@ -95,11 +95,11 @@ def test_a_decoding_error_is_the_only_one_reported_as_kueue_never_validates_such
 
 
 def test_a_start_up_refusal_after_validation_is_reported_only_for_a_configuration_validation_takes() -> None:
-    """Kueue refuses a framework listed without the one it runs on when it sets its integrations up, after its
+    """Kueue refuses an alpha framework listed without its gate when it sets its integrations up, after its
     validation passed: with a validation error too, only the validation's are reported."""
-    needs_pod = {"integrations": {"frameworks": ["batch/job", "deployment"]}}
-    assert "integration not enabled" in _refusal(needs_pod)
-    assert _refusal({**needs_pod, "multiKueue": {"gcInterval": "-1h"}}) == (
+    needs_gate = {"integrations": {"frameworks": ["batch/job", "sparkoperator.k8s.io/sparkapplication"]}}
+    assert "integration is alpha feature" in _refusal(needs_gate)
+    assert _refusal({**needs_gate, "multiKueue": {"gcInterval": "-1h"}}) == (
         f"field `multiKueue.gcInterval`: Invalid value: -1h0m0s: {NEGATIVE}")
 
 

@@ -66,18 +66,23 @@ def test_a_recorded_document_with_an_unknown_or_repeated_framework_loads() -> No
 
 
 @pytest.mark.parametrize(("frameworks", "error"), [
-    (["deployment"], 'field `integrations.frameworks[0]`: check enabled frameworks list: "deployment" integration '
-                     'not enabled "pod"'),
-    # Kueue looks at the frameworks in name order: the first missing its dependency is said, wherever it is listed
-    (["statefulset", "batch/job", "deployment"],
-     'field `integrations.frameworks[2]`: check enabled frameworks list: "deployment" integration not enabled "pod"'),
     (["sparkoperator.k8s.io/sparkapplication"],
      "field `integrations.frameworks[0]`: sparkoperator.k8s.io/sparkapplication integration is alpha feature. please "
      "enable SparkApplicationIntegration featuregate"),
 ])
 def test_a_framework_kueue_cannot_set_up_stops_the_start_in_its_words(frameworks: list[str], error: str) -> None:
-    """What Kueue refuses as it sets its integrations up, after validation: a framework without the one it runs on
-    (jobframework's checkEnabledListDependencies), an alpha framework without its gate (CanSupportIntegration)."""
+    """What Kueue refuses as it sets its integrations up, after validation: an alpha framework without its gate
+    (CanSupportIntegration). A framework without the one it runs on is no longer among them (below)."""
     with pytest.raises(InvalidInput) as err:
         load_config({**V1BETA2, "integrations": {"frameworks": frameworks}}, "kueue.yaml")
     assert str(err.value) == f"kueue.yaml: Configuration: {error}"
+
+
+@pytest.mark.parametrize("listed", [["deployment"], ["statefulset", "batch/job", "deployment"],
+                                    ["leaderworkerset.x-k8s.io/leaderworkerset"]])
+def test_a_pod_based_framework_without_pod_starts_with_the_pod_integration_on(listed: list[str]) -> None:
+    """Kueue since v0.15 (#6736): the Deployment, StatefulSet and LeaderWorkerSet integrations turn ``pod`` on by
+    themselves (``ImplicitlyEnabledFrameworkNames``) where Kueue v0.14 refused to start ("check enabled frameworks
+    list: "deployment" integration not enabled "pod""); the list reads back as written."""
+    cfg = load_config({**V1BETA2, "integrations": {"frameworks": listed}}, "kueue.yaml")
+    assert cfg.frameworks == tuple(listed) and cfg.enabled_frameworks == (*listed, "pod") and cfg.manages_pods

@@ -1,5 +1,6 @@
-"""Kueue's LeaderWorkerSet integration against the real apiserver, with ``pod`` and
-``leaderworkerset.x-k8s.io/leaderworkerset`` among the frameworks.
+"""Kueue's LeaderWorkerSet integration against the real apiserver, with
+``leaderworkerset.x-k8s.io/leaderworkerset`` among the frameworks (the first test without ``pod``, which the
+LeaderWorkerSet integration turns on by itself, as Kueue since v0.15; the others with it).
 
 The LWS project is not installed: leaderworkerset.x-k8s.io/v1 is served from the minimal CRD of
 :func:`connectors.k8s.crds.leaderworkerset_crd` and no LWS controller runs, so the test plays it: it makes each
@@ -129,7 +130,7 @@ async def _created_marked(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any]
 @pytest.mark.asyncio
 async def test_each_group_of_a_queued_leaderworkerset_is_admitted_on_its_own_workload(kube_apiserver, tmp_path) -> None:
     sfx = secrets.token_hex(3)
-    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", LWS_FRAMEWORK]}})
+    config = load_config({"integrations": {"frameworks": ["batch/job", LWS_FRAMEWORK]}})  # pod: turned on by LWS
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         await crds.install(kc, docs=[crds.leaderworkerset_crd()])
