@@ -870,8 +870,7 @@ def _check_json_numbers(doc: Any, source: str, at: str = "") -> None:
     it turns the YAML file into JSON before it decodes it, and that step fails on one whatever field holds it."""
     if isinstance(doc, float) and not math.isfinite(doc):
         shown = "NaN" if math.isnan(doc) else ("+Inf" if doc > 0 else "-Inf")
-        raise InvalidInput(f"{source}: Configuration: field `{at}`: error converting YAML to JSON: json: unsupported "
-                           f"value: {shown}")
+        raise InvalidInput(f"{source}: Configuration: field `{at}`: json: unsupported value: {shown}")
     if isinstance(doc, dict):
         for key, value in doc.items():
             _check_json_numbers(value, source, f"{at}.{key}" if at else str(key))

@@ -124,10 +124,9 @@ def test_a_weight_json_cannot_hold_is_refused_as_kueue_s_yaml_to_json_step_refus
     JSON first, which holds no NaN nor infinity: the file is refused before validation, whatever the field."""
     assert _refusal({**AFS_ON, "admissionFairSharing": {"resourceWeights": {"cpu": value}},
                      "multiKueue": {"gcInterval": "-1h"}}) == (
-        "Configuration: field `admissionFairSharing.resourceWeights.cpu`: error converting YAML to JSON: json: "
-        f"unsupported value: {shown}")
+        f"Configuration: field `admissionFairSharing.resourceWeights.cpu`: json: unsupported value: {shown}")
     assert _refusal({"clientConnection": {"qps": value}}) == (
-        f"Configuration: field `clientConnection.qps`: error converting YAML to JSON: json: unsupported value: {shown}")
+        f"Configuration: field `clientConnection.qps`: json: unsupported value: {shown}")
 
 
 def test_a_negative_sampling_interval_is_refused_showing_its_own_value() -> None:
