@@ -169,6 +169,16 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
         await client.close()
 
 
+def first_error(group: BaseExceptionGroup) -> KueueEsError | None:
+    """The first of kueue-es's own errors in ``group``, however deep: the connector and the appliers under it run
+    task groups of their own, so the error that stopped the service may lie a group or two down."""
+    for e in group.exceptions:
+        found = first_error(e) if isinstance(e, BaseExceptionGroup) else e if isinstance(e, KueueEsError) else None
+        if found is not None:
+            return found
+    return None
+
+
 async def _visibility_server(client: KubeClient, k: KubeSettings,
                              config: Any) -> visibility_api.VisibilityServer | None:
     """The visibility API's server, started as Kueue starts its own: only under the Kueue Configuration's
@@ -375,11 +385,11 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                 tg.create_task(until_stop(), name="stop")
         except BaseExceptionGroup as group:
             _stopped, rest = group.split(_Stopped)
+            ours = first_error(rest) if rest is not None else None
+            if ours is not None:
+                report("stopped", {"log": path, "instance": opts.instance_id, "error": str(ours)})
+                raise ours from group
             if rest is not None:
-                ours = [e for e in rest.exceptions if isinstance(e, KueueEsError)]
-                if ours:
-                    report("stopped", {"log": path, "instance": opts.instance_id, "error": str(ours[0])})
-                    raise ours[0] from group
                 raise
         await backend.stopped(mirror)
         report("stopped", {"log": path, "instance": opts.instance_id, "offset": mirror.offset,
