@@ -532,9 +532,9 @@ class PodIntegration:
 
     async def _let_go(self, wl_key: str, obs: o.Workload) -> str | None:
         """The Workload of a Pod that is gone or being deleted (or of a pod group none of whose Pods is left), as a
-        Job's (:func:`connectors.k8s.workload_finalizer.orphan_steps`): finished ``OwnerNotFound`` (under
+        Job's (:func:`connectors.k8s.workload_finalizer.let_go`): finished ``OwnerNotFound`` (under
         ``FinishOrphanedWorkloads``), then its finalizer taken off — on a later version, the one showing it
-        finished (:func:`connectors.k8s.workload_finalizer.awaits_finished`), which the watch brings and which
+        finished, which the watch brings and which
         marks the Pod (or the group) again. Its resourceVersion after that (None: gone, or finished but not shown
         so yet)."""
         return await wf.let_go(obs, self.state.workloads.get(wl_key),
