@@ -111,8 +111,6 @@ CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a job reported for a missing WorkloadPriorityClass (not "create": once the class is
 there, the same version of the job is given its Workload)."""
-OWNER_NOT_FOUND = "OwnerNotFound"
-OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
 
 
 class KubeJob(Protocol):
@@ -816,9 +814,9 @@ class JobReconciler(Generic[J]):
 
     async def _orphaned(self, obs: o.Workload, wl: WorkloadInfo | None, *, gone: bool) -> None:
         """The Workload of a job that is gone (``gone``), or of one being deleted. Only once the job no longer
-        exists is it an orphan (Kueue's #12849): finished ``OwnerNotFound``, its finalizer taken off
-        (:func:`connectors.k8s.workload_finalizer.orphan_steps`) and deleted, as the garbage collector would
-        through its ownerReference. While the job is being deleted its Workload waits, unless it is being deleted
+        exists is it an orphan (Kueue's #12849): finished ``OwnerNotFound``, its finalizer taken off once the
+        apiserver shows that (:meth:`_let_go`) and deleted, as the garbage collector would through its
+        ownerReference. While the job is being deleted its Workload waits, unless it is being deleted
         too (a foreground deletion waits for it): then it just loses the finalizer."""
         if not gone:
             if wf.deleting(obs):
@@ -835,14 +833,12 @@ class JobReconciler(Generic[J]):
         self.log.info(f"deleted the workload of a deleted {self.NOUN}", workload=obs.key)
 
     async def _let_go(self, obs: o.Workload, wl: WorkloadInfo | None) -> str | None:
-        """A Workload whose owner is gone or going: finished ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``)
-        and its finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`). Its resourceVersion
-        after that (None: gone)."""
-        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
-        if finish and wl is not None:
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=OWNER_NOT_FOUND,
-                                                            message=OWNER_NOT_FOUND_MESSAGE))
-        return await self._unfinalize(obs) if remove else obs.metadata.resource_version
+        """A Workload whose owner is gone or going: finished ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``),
+        then its finalizer taken off on the version the apiserver shows finished
+        (:func:`connectors.k8s.workload_finalizer.let_go`). Its resourceVersion after that (None: gone, or not
+        shown finished yet — the watch brings that version, which marks the job, or the ownerless Workload)."""
+        return await wf.let_go(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS),
+                               append=self._append_once, unfinalize=self._unfinalize)
 
     # --- actions -------------------------------------------------------------------------------------------
 

@@ -62,8 +62,10 @@ webhook (the CRDs call it for v1beta1 <-> v1beta2) on port 9443 behind the Servi
 self-signed CA, keeps it in the Secret ``kueue-es-webhook-server-cert``, registers the Mutating- and
 ValidatingWebhookConfigurations and sets the CRDs' conversion ``caBundle``: until a replica has started, only
 v1beta2 is readable), and Kueue's visibility API on port 8082 for
-the aggregation layer (the leader registers the APIServices ``v1beta2``/``v1beta1.visibility.kueue.x-k8s.io`` with
-its serving CA and points the Service ``kueue-es-visibility`` at its own pod IP); the
+the aggregation layer behind the Service ``kueue-es-visibility`` (installed here, as Kueue's manifests install
+theirs, in the form the leader registers: :func:`connectors.k8s.visibility.service`; the leader registers the
+APIServices ``v1beta2``/``v1beta1.visibility.kueue.x-k8s.io`` with its serving CA and points that Service at its own
+pod IP through Endpoints and an EndpointSlice); the
 embedded log lives on a volume at ``/var/lib/kueue-es`` (an ``emptyDir`` by default: a new pod rebuilds its
 state by relisting, Workload statuses carry what was admitted; use a PersistentVolumeClaim or Kafka to keep
 the history). Every replica serves Kueue's Prometheus metrics over plain HTTP on port 8080 (``/metrics``; the
@@ -111,6 +113,7 @@ from connectors.k8s.visibility import (
     apiservice_names,
     apiservices,
 )
+from connectors.k8s.visibility import service as visibility_service
 from connectors.k8s.webhook import CONFIGURATION_NAME
 
 DEFAULT_NAMESPACE = "kueue-system"
@@ -326,8 +329,8 @@ def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
                log: str = "") -> list[dict[str, Any]]:
     converting = webhook_conversion(service=(WEBHOOK_SERVICE, namespace, 443))
     return [*all_crds(converting), namespace_object(namespace), *rbac(namespace, name),
-            webhook_service(namespace, name), deployment(namespace, name, image, log),
-            *registrations(namespace)]
+            webhook_service(namespace, name), visibility_service(namespace, VISIBILITY_SERVICE, VISIBILITY_PORT),
+            deployment(namespace, name, image, log), *registrations(namespace)]
 
 
 def registrations(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:

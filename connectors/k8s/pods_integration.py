@@ -111,8 +111,6 @@ from connectors.k8s.job_priority import (
 from connectors.k8s.job_sync import DELETED_WORKLOAD, UPDATED_WORKLOAD
 from connectors.k8s.jobframework import (
     CLASS_MISSING,
-    OWNER_NOT_FOUND,
-    OWNER_NOT_FOUND_MESSAGE,
     admission_gate_change,
     admission_gate_patch,
     admission_shown,
@@ -534,19 +532,14 @@ class PodIntegration:
 
     async def _let_go(self, wl_key: str, obs: o.Workload) -> str | None:
         """The Workload of a Pod that is gone or being deleted (or of a pod group none of whose Pods is left), as a
-        Job's (:func:`connectors.k8s.workload_finalizer.orphan_steps`): finished ``OwnerNotFound`` (under
+        Job's (:func:`connectors.k8s.workload_finalizer.let_go`): finished ``OwnerNotFound`` (under
         ``FinishOrphanedWorkloads``), then its finalizer taken off — on a later version, the one showing it
-        finished (:func:`connectors.k8s.workload_finalizer.awaits_finished`), which the watch brings and which
+        finished, which the watch brings and which
         marks the Pod (or the group) again. Its resourceVersion after that (None: gone, or finished but not shown
         so yet)."""
-        wl = self.state.workloads.get(wl_key)
-        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
-        if finish and wl is not None:
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=OWNER_NOT_FOUND,
-                                                            message=OWNER_NOT_FOUND_MESSAGE))
-        if wf.awaits_finished(obs, wl, finishing=finish):
-            return None
-        return await self._unfinalize(obs) if remove else obs.metadata.resource_version
+        return await wf.let_go(obs, self.state.workloads.get(wl_key),
+                               finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS),
+                               append=self._append_once, unfinalize=self._unfinalize)
 
     async def _unfinalize(self, obs: o.Workload) -> str | None:
         rv = await wf.unfinalize(self.client, obs)

@@ -319,9 +319,22 @@ def apiservices(namespace: str, service: str, ca_pem: bytes = b"") -> list[dict[
     } for priority, version in zip((100, 90), vis.VERSIONS, strict=True)]
 
 
+MANAGED = {"app.kubernetes.io/managed-by": "kueue-es"}
+
+
+def service(namespace: str, name: str, port: int) -> dict[str, Any]:
+    """The Service the APIServices name, the one definition ``kueue-es manifests`` installs and the leader
+    registers: port 443 (``https``, TCP) to ``port``, as Kueue's ``visibility-server`` Service. Unlike Kueue's it
+    has no selector: only the leader answers (a standby says 503), so the leader routes the Service to itself
+    through the Endpoints and EndpointSlice it writes (:func:`registration`); a selector would route to every
+    replica and hand the Service's endpoints to the cluster's endpoint controllers."""
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace, "labels": MANAGED},
+            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}}
+
+
 def registration(k: KubeSettings, ca_pem: bytes) -> list[tuple[Resource, dict[str, Any]]]:
     """The APIServices (:func:`apiservices`) pointing at the Service ``visibility_service``, preceded — when
-    ``visibility_advertise_address`` is set — by that Service without a selector and the Endpoints and
+    ``visibility_advertise_address`` is set — by that Service (:func:`service`) and the Endpoints and
     EndpointSlice that route it to this replica (the leader) at that address. In that order, as Kueue's manifests
     install its Service before its APIService: an APIService registered first is marked ``ServiceNotFound`` by
     the aggregator's availability controller until its Service follows."""
@@ -331,26 +344,35 @@ def registration(k: KubeSettings, ca_pem: bytes) -> list[tuple[Resource, dict[st
     if not address:
         return apis
     port = {"name": "https", "port": k.visibility_port, "protocol": "TCP"}
-    labels = {"app.kubernetes.io/managed-by": "kueue-es"}
     return [
-        (SERVICES, {
-            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": k.visibility_port}]}}),
+        (SERVICES, service(ns, name, k.visibility_port)),
         (ENDPOINTS, {
-            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name, "namespace": ns, "labels": MANAGED},
             "subsets": [{"addresses": [{"ip": address}], "ports": [port]}]}),
         (ENDPOINT_SLICES, {
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": name, "namespace": ns,
-                         "labels": {**labels, "kubernetes.io/service-name": name,
+                         "labels": {**MANAGED, "kubernetes.io/service-name": name,
                                     "endpointslice.kubernetes.io/managed-by": "kueue-es"}},
             "addressType": "IPv6" if ":" in address else "IPv4",
             "endpoints": [{"addresses": [address], "conditions": {"ready": True}}], "ports": [port]}),
         *apis]
 
 
+def routes_as(current: dict[str, Any], doc: dict[str, Any]) -> bool:
+    """Whether Service ``current`` (as stored) already routes as ``doc``: no selector, and the same ports (each
+    compared on the fields ``doc`` sets; the apiserver adds others)."""
+    spec, want = current.get("spec") or {}, doc["spec"]["ports"]
+    ports = spec.get("ports") or []
+    return not spec.get("selector") and len(ports) == len(want) and all(
+        all(p.get(f) == v for f, v in w.items()) for p, w in zip(ports, want, strict=True))
+
+
 async def register(client: KubeClient, docs: list[tuple[Resource, dict[str, Any]]]) -> None:
-    """Create each object in turn, or replace the one of that name (a Service keeps its clusterIP)."""
+    """Create each object in turn, or replace the one of that name — but a Service that already routes as this
+    one (the one ``kueue-es manifests`` installs, or an earlier leader's) is left as it is: an existing Service is
+    success, and its clusterIP and whatever else was set on it stay. One that does not is replaced, keeping its
+    clusterIP."""
     for resource, doc in docs:
         meta = doc["metadata"]
         ns = meta.get("namespace", "")
@@ -358,6 +380,8 @@ async def register(client: KubeClient, docs: list[tuple[Resource, dict[str, Any]
             await client.create(resource, doc, ns)
         except AlreadyExists:
             current = msgspec.json.decode(await client.get(resource, meta["name"], ns))
+            if resource is SERVICES and routes_as(current, doc):
+                continue
             body = {**doc, "metadata": {**meta, "resourceVersion": current["metadata"]["resourceVersion"]}}
             if resource is SERVICES:
                 spec = current.get("spec") or {}

@@ -16,7 +16,8 @@ retention deletions (:mod:`connectors.k8s.retention`) do the writes, the two int
   - the Workload is being deleted (someone deleted it): first the Job is stopped ("Workload is deleted") and its
     template restored, then the finalizer goes (:func:`release`);
   - the Job is gone: each Workload it controls that is neither finished nor being deleted is finished
-    ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``), then loses the finalizer (:func:`orphan_steps`). A Job
+    ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``), then loses the finalizer on the version showing it
+    ``Finished`` (:func:`let_go`, the one rule of every integration's orphans). A Job
     only being deleted orphans nothing yet (Kueue's #12849): its Workloads wait for it to go, except one being
     deleted too (a foreground deletion waits for it), which just loses the finalizer;
   - the Workload has no owner any more (the Job was deleted with ``--cascade=orphan``) and is being deleted, or
@@ -34,6 +35,8 @@ how its Pod integration takes ``kueue.x-k8s.io/managed`` off Pods (:func:`connec
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -42,6 +45,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import NotFound
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
+from events import schema as ev
 from kueue_es.scheduler.config import MULTIKUEUE_ORIGIN_LABEL
 from projections.in_use import FINALIZER
 from projections.workloads import FINISHED, WorkloadInfo
@@ -50,6 +54,9 @@ STOP, REMOVE = "stop", "remove"
 """What :func:`release` says to do first with the Job's Workload."""
 WORKLOAD_DELETED = "Workload is deleted"
 """The ``Stopped`` message of a running Job whose Workload is being deleted."""
+OWNER_NOT_FOUND = "OwnerNotFound"
+OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
+"""The ``Finished`` reason and message of an orphan (Kueue's ``FinalizeOrphanedWorkload``)."""
 
 
 def holds(obs: o.Workload) -> bool:
@@ -102,6 +109,23 @@ def awaits_finished(obs: o.Workload, wl: WorkloadInfo | None, *, finishing: bool
     the watch brings with it, never racing that write (nor letting the Workload go unseen finished)."""
     return (holds(obs) and not deleting(obs) and wl is not None and wl.uid == obs.metadata.uid
             and (finishing or wl.phase == FINISHED) and not shows_finished(obs))
+
+
+async def let_go(obs: o.Workload, wl: WorkloadInfo | None, *, finish_orphaned: bool,
+                 append: Callable[[WorkloadInfo, ev.AnyEvent], Awaitable[object]],
+                 unfinalize: Callable[[o.Workload], Awaitable[str | None]]) -> str | None:
+    """Let go of an orphan, the one rule of every integration: finish it ``OwnerNotFound`` through the log
+    (``append``, under ``finish_orphaned``; :func:`orphan_steps`), then take its finalizer off (``unfinalize``) —
+    on a later version when the apiserver does not show it finished yet (:func:`awaits_finished`): the watch
+    brings that version, which marks the Workload's owner (or the Workload) again. Its resourceVersion after that
+    (None: gone, or finished but not shown so yet: nothing to delete now)."""
+    finish, remove = orphan_steps(obs, wl, finish_orphaned=finish_orphaned)
+    if finish and wl is not None:
+        await append(wl, ev.WorkloadFinished(time=int(time.time() * 1000), key=wl.key, uid=wl.uid,
+                                             reason=OWNER_NOT_FOUND, message=OWNER_NOT_FOUND_MESSAGE))
+    if awaits_finished(obs, wl, finishing=finish):
+        return None
+    return await unfinalize(obs) if remove else obs.metadata.resource_version
 
 
 def ownerless(obs: o.Workload, *, finish_orphaned: bool) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.jobs import KEY, NAME, UID, integration, job, workload
+from fixtures.jobs import KEY, NAME, UID, integration, job, show_finished, workload
 
 from connectors.k8s import job_sync
 from connectors.k8s import workload_finalizer as wf
@@ -265,7 +265,13 @@ async def test_the_workload_of_a_deleted_job_is_finished_let_go_then_deleted() -
     await jobs.reconcile("ns/train")
     assert [(e.reason, e.message) for e in appended if isinstance(e, ev.WorkloadFinished)] == [
         ("OwnerNotFound", "The workload's owner no longer exists")]
+    assert client.calls == [], "finished first: nothing written to the Workload, not racing the Finished write"
+    await jobs.reconcile("ns/train")
+    assert client.calls == [], "not before the apiserver shows it finished"
+    assert show_finished(mirror, appended) == {"ns/train"}, "the version showing it finished marks the gone Job"
+    await jobs.reconcile("ns/train")
     assert client.calls == [("patch", "Workload", NAME), ("delete", "Workload", NAME, "wl-uid", "")]
+    assert client.bodies[0]["metadata"]["resourceVersion"] == "4", "on the version showing it finished"
 
 
 @pytest.mark.asyncio
@@ -286,6 +292,8 @@ async def test_a_job_being_deleted_orphans_its_workload_only_once_it_is_gone() -
     mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=9, kind="Job", key="ns/train", uid=UID)))
     await jobs.reconcile("ns/train")
     assert [e.reason for e in appended if isinstance(e, ev.WorkloadFinished)] == ["OwnerNotFound"]
+    show_finished(mirror, appended)
+    await jobs.reconcile("ns/train")
     assert client.calls == [("patch", "Workload", NAME), ("delete", "Workload", NAME, "wl-uid", "")]
 
 
@@ -297,7 +305,12 @@ async def test_a_workload_whose_job_was_deleted_orphaning_it_is_finished_and_let
     assert mirror.dirty_orphans == {KEY}
     await jobs.reconcile(ORPHAN + KEY)
     assert [e.reason for e in appended if isinstance(e, ev.WorkloadFinished)] == ["OwnerNotFound"]
-    assert client.calls == [("patch", "Workload", NAME)]
+    assert client.calls == [], "finished first: the finalizer waits for the version showing it"
+    mirror.dirty_orphans = set()
+    show_finished(mirror, appended)
+    assert mirror.dirty_orphans == {KEY}, "that version marks the ownerless Workload again"
+    await jobs.reconcile(ORPHAN + KEY)
+    assert client.calls == [("patch", "Workload", NAME)] and client.bodies[0]["metadata"]["resourceVersion"] == "4"
 
     jobs, mirror, appended, client = _setup(orphan, before=(ev.ConfigRecorded(
         time=1, document=GATE_OFF, writer="test", id="config"),))

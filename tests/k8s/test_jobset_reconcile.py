@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import watched_jobs
+from fixtures.jobs import show_finished
 from fixtures.watched_jobs import Client
 
 from connectors.k8s import jobset as js
@@ -95,8 +96,12 @@ async def test_the_workload_of_a_jobset_gone_is_finished_let_go_and_deleted() ->
     integ, client, appended = integration(None, workload())
     await integ.reconcile("ns/train")
     assert [(type(e).__name__, e.reason) for e in appended] == [("WorkloadFinished", "OwnerNotFound")]  # type: ignore[attr-defined]
-    assert [(kind, body["metadata"]["finalizers"]) for kind, _, body in client.patches] == [("Workload", None)]
-    assert client.deleted == [("Workload", NAME)]
+    assert (client.patches, client.deleted) == ([], []), "finished first: nothing written to the Workload yet"
+    show_finished(integ.mirror, appended)
+    await integ.reconcile("ns/train")
+    assert [(kind, body["metadata"]["finalizers"], body["metadata"]["resourceVersion"])
+            for kind, _, body in client.patches] == [("Workload", None, "4")]
+    assert client.deleted == [("Workload", NAME)], "let go on the version showing it finished"
 
 
 @pytest.mark.asyncio

@@ -11,6 +11,7 @@ import ssl
 from pathlib import Path
 
 import aiohttp
+import msgspec
 import pytest
 import pytest_asyncio
 from cryptography import x509
@@ -18,7 +19,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from connectors.k8s import manifests
 from connectors.k8s.certs import self_signed
+from connectors.k8s.errors import AlreadyExists
 from connectors.k8s.settings import KubeSettings, validate
 from connectors.k8s.visibility import (
     API_SERVICES,
@@ -28,6 +31,7 @@ from connectors.k8s.visibility import (
     FrontProxy,
     Source,
     VisibilityServer,
+    register,
     registration,
 )
 from events.errors import InvalidInput
@@ -266,6 +270,82 @@ def test_registration_objects() -> None:
     assert slice_["metadata"]["labels"]["kubernetes.io/service-name"] == "kueue-es-visibility"
     without = registration(KubeSettings(visibility_port=8082), b"CA")
     assert [r for r, _ in without] == [API_SERVICES, API_SERVICES]
+
+
+def test_the_manifests_install_the_visibility_service_the_leader_registers() -> None:
+    """Kueue's manifests ship the Service with the APIServices (port 443 ``https`` to 8082); so do kueue-es's, the
+    Service the leader registers later (one definition), before the APIServices that name it."""
+    docs = manifests.everything("kueue-system")
+    (svc,) = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "kueue-es-visibility"]
+    assert docs.index(svc) < min(i for i, d in enumerate(docs) if d["kind"] == "APIService")
+    assert {a["spec"]["service"]["name"] for a in docs if a["kind"] == "APIService"} == {"kueue-es-visibility"}
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    leader = KubeSettings(visibility_port=int(env["KUEUE_ES_KUBE_VISIBILITY_PORT"]), lease_namespace="kueue-system",
+                          visibility_service=env["KUEUE_ES_KUBE_VISIBILITY_SERVICE"],
+                          visibility_advertise_address="10.1.2.3")
+    assert svc == next(d for r, d in registration(leader, b"CA") if r is SERVICES)
+    assert svc["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8082}]
+    assert {"name": "visibility", "containerPort": 8082} in container["ports"]
+
+
+class Stored:
+    """An apiserver holding ``objects`` (kind, name) -> object: a create of one of them is refused AlreadyExists;
+    replaces are recorded."""
+
+    def __init__(self, objects: dict[tuple[str, str], dict]) -> None:
+        self.objects = objects
+        self.created: list[str] = []
+        self.replaced: list[tuple[str, dict]] = []
+
+    async def create(self, resource, doc: dict, namespace: str = "") -> bytes:
+        if (resource.kind, doc["metadata"]["name"]) in self.objects:
+            raise AlreadyExists("exists", 409, "AlreadyExists")
+        self.created.append(resource.kind)
+        return b"{}"
+
+    async def get(self, resource, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode(self.objects[(resource.kind, name)])
+
+    async def replace(self, resource, name: str, body: dict, namespace: str = "") -> bytes:
+        self.replaced.append((resource.kind, body))
+        return b"{}"
+
+
+def _stored_service(**spec: object) -> dict:
+    """Service ``kueue-system/kueue-es-visibility`` as the apiserver stores the manifests' one (written out): a
+    clusterIP and defaults added."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kueue-es-visibility", "namespace": "kueue-system", "resourceVersion": "7"},
+            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8082}],
+                     "clusterIP": "10.96.0.9", "clusterIPs": ["10.96.0.9"], "type": "ClusterIP",
+                     "sessionAffinity": "None", **spec}}
+
+
+@pytest.mark.asyncio
+async def test_the_leader_takes_the_service_the_manifests_installed_as_it_is() -> None:
+    """An existing Service that routes as the leader's is success: not written again (its clusterIP, and whatever
+    else the apiserver or a later ``kubectl apply`` set on it, stay); the Endpoints still point at the leader."""
+    k = KubeSettings(visibility_port=8082, lease_namespace="kueue-system", visibility_advertise_address="10.1.2.3")
+    client = Stored({("Service", "kueue-es-visibility"): _stored_service(),
+                     ("Endpoints", "kueue-es-visibility"): {"metadata": {"resourceVersion": "8"}}})
+    await register(client, registration(k, b"CA"))  # type: ignore[arg-type]
+    assert [kind for kind, _ in client.replaced] == ["Endpoints"]
+    assert client.created == ["EndpointSlice", "APIService", "APIService"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("spec", [{"selector": {"app": "x"}}, {"ports": [{"name": "https", "port": 443,
+                                                                          "protocol": "TCP", "targetPort": 9999}]}],
+                         ids=["a-selector", "another-port"])
+async def test_an_existing_service_routing_otherwise_is_replaced_keeping_its_cluster_ip(spec: dict) -> None:
+    k = KubeSettings(visibility_port=8082, lease_namespace="kueue-system", visibility_advertise_address="10.1.2.3")
+    client = Stored({("Service", "kueue-es-visibility"): _stored_service(**spec)})
+    await register(client, registration(k, b"CA"))  # type: ignore[arg-type]
+    ((kind, body),) = client.replaced
+    assert kind == "Service" and "selector" not in body["spec"] and body["spec"]["clusterIP"] == "10.96.0.9"
+    assert body["spec"]["ports"][0]["targetPort"] == 8082 and body["metadata"]["resourceVersion"] == "7"
 
 
 @pytest.mark.parametrize(("fields", "message"), [

@@ -156,7 +156,7 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     kinds = [d["kind"] for d in docs]
     assert kinds.count("CustomResourceDefinition") == len(KUEUE_RESOURCES)
     assert kinds[len(KUEUE_RESOURCES):] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                            "Role", "RoleBinding", "RoleBinding", "Service", "Deployment",
+                                            "Role", "RoleBinding", "RoleBinding", "Service", "Service", "Deployment",
                                             "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
                                             "APIService", "APIService"]
     mutating = docs[kinds.index("MutatingWebhookConfiguration")]
@@ -198,9 +198,14 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     assert env["KUEUE_ES_KUBE_VISIBILITY_PORT"] == "8082" and env["KUEUE_ES_KUBE_VISIBILITY_REGISTER"] == "true"
     pod_ip = next(e for e in pod["containers"][0]["env"] if e["name"] == "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS")
     assert pod_ip["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}  # the leader routes it to itself
-    service = docs[kinds.index("Service")]
+    service, visibility = (d for d in docs if d["kind"] == "Service")
     assert service["metadata"]["name"] == env["KUEUE_ES_KUBE_WEBHOOK_SERVICE"]
     assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+    # the Service the APIServices name, shipped with them as Kueue's (443 to 8082); the leader routes it to itself
+    assert visibility["metadata"]["name"] == env["KUEUE_ES_KUBE_VISIBILITY_SERVICE"]
+    assert visibility["spec"] == {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8082}]}
+    assert {a["spec"]["service"]["name"] for a in docs if a["kind"] == "APIService"} == {
+        visibility["metadata"]["name"]}
     for crd in docs[:len(KUEUE_RESOURCES)]:  # converted by the webhook behind that Service; its CA is set at start
         assert crd["spec"]["conversion"] == {"strategy": "Webhook", "webhook": {
             "conversionReviewVersions": ["v1"], "clientConfig": {"service": {

@@ -6,15 +6,30 @@ The Workload made for a Job carries the finalizer; it loses it once the Job comp
 finished), and goes with it when its Job is deleted — the Workload is gone, not left terminating. A Workload
 deleted under its running Job stops the Job ("Workload is deleted") and then goes, and the Job is given a new
 one. A second Workload controlled by the Job is deleted (Event ``DeletedWorkload``), the Job keeping its own.
+A deleted Job's Workload is finished ``OwnerNotFound`` before it loses the finalizer (no version of it is without
+the finalizer and not ``Finished``), as Kueue takes the finalizer off the version its ``Finished`` write returned.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import KUEUE, complete_job, connect, create, eventually, get, job, kueue_es, queues, running
+from kubehelp import (
+    KUEUE,
+    complete_job,
+    connect,
+    create,
+    eventually,
+    get,
+    job,
+    kueue_es,
+    queues,
+    running,
+    versions,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.client import KubeClient
@@ -133,3 +148,35 @@ async def test_a_workload_too_many_for_its_job_is_deleted(kube_apiserver, tmp_pa
             kept = await _workload(kc, q.ns, own["metadata"]["name"])
             assert kept is not None and kept["metadata"]["uid"] == own["metadata"]["uid"], "the Job keeps its own"
             assert await running(kc, q.ns, "j")
+
+
+@pytest.mark.asyncio
+async def test_a_deleted_jobs_workload_shows_finished_before_it_loses_its_finalizer(kube_apiserver, tmp_path) -> None:
+    """Kueue's ``FinalizeOrphanedWorkload`` finishes the orphan, then takes the finalizer off the version that
+    write returned: every version of the Workload the apiserver stores without the finalizer shows it ``Finished``
+    ``OwnerNotFound`` (none lets it go, or be deleted, unseen finished)."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        q = await queues(kc, "wl-orphan", {"cpu": 1})
+        async with kueue_es(kc, tmp_path / "log"):
+            orphan = await _started(kc, q.ns, "orphan")
+            name, seen = orphan["metadata"]["name"], []
+
+            async def record() -> None:
+                async for wl in versions(kc, WORKLOADS, orphan["metadata"]["resourceVersion"],
+                                         field_selector=f"metadata.namespace={q.ns}"):
+                    if wl["metadata"]["name"] == name:
+                        seen.append(wl)
+
+            recorder = asyncio.create_task(record())
+            try:
+                await kc.delete(JOBS, "orphan", q.ns)
+                await eventually(lambda: _gone(kc, q.ns, name), what="the deleted Job's Workload gone")
+                await eventually(lambda: any(FINALIZER not in _finalizers(w) for w in seen),
+                                 what="the recorder to see the Workload without its finalizer")
+            finally:
+                recorder.cancel()
+        unfinalized = [w for w in seen if FINALIZER not in _finalizers(w)]
+        assert all([(c["status"], c["reason"]) for c in w["status"].get("conditions", []) if c["type"] == "Finished"]
+                   == [("True", "OwnerNotFound")] for w in unfinalized), [
+            (w["metadata"]["resourceVersion"], w["status"].get("conditions")) for w in unfinalized]
