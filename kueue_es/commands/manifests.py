@@ -19,9 +19,10 @@ def register(subparsers: Any) -> None:
         "manifests",
         help="print the CRDs, RBAC and Deployment that install kueue-es (multi-document YAML)",
         description="Print the kueue.x-k8s.io CustomResourceDefinitions (generated from kueue-es's own object "
-        "views: v1beta2 stored, v1beta1 served without conversion), least-privilege RBAC for the connector and "
-        "a Deployment running `kueue-es run --kube`, and the webhook configurations and visibility APIServices it "
-        "completes with its CA, as multi-document YAML for `kubectl apply -f -` (and `kubectl delete -f -`).",
+        "views: v1beta2 stored, v1beta1 served through kueue-es's conversion webhook), least-privilege RBAC for the "
+        "connector, the webhook and visibility Services, a Deployment running `kueue-es run --kube`, and the webhook "
+        "configurations and visibility APIServices it completes with its CA, as multi-document YAML for "
+        "`kubectl apply -f -` (and `kubectl delete -f -`).",
     )
     p.add_argument("part", nargs="?", choices=PARTS, default="all", help="what to print (default all)")
     p.add_argument("--namespace", type=_namespace, default=None, metavar="NS",
