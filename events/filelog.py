@@ -10,7 +10,8 @@ by a crash (a torn tail) is truncated away; a frame that fails its checksum with
 corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure,
 and read a segment in windows of :data:`READ_CHUNK` bytes (:class:`SegmentWalk`), not whole; a frame whose length
 claims more than the segment holds after it is told for a torn tail or damage a window at a time (damage if an
-intact frame follows it or its own bytes are whole: a torn tail's are not). A follower
+intact frame follows it, after its header's count of events or its payload's, or its own bytes are whole: a torn
+tail's are not). A follower
 (:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads only the bytes
 appended since; it lists the directory again only when its modification time moved.
 """
@@ -139,10 +140,11 @@ def scan_frames(
         end = pos + HEADER.size + length
         if end > size:
             if base == expect and count > 0:
-                if _frame_follows(data, pos + HEADER.size, base + count):
-                    # Not a torn tail: the length field is damaged and intact frames come after it.
-                    raise CorruptRecord(path.name, expect, origin + pos, f"frame length {length} runs past the "
-                                        "end of the segment but intact frames follow")
+                for n in _counts(count, bytes(view[pos + HEADER.size : pos + HEADER.size + 5])):
+                    if _frame_follows(data, pos + HEADER.size, base + n):
+                        # Not a torn tail: the length field is damaged and intact frames come after it.
+                        raise CorruptRecord(path.name, expect, origin + pos, f"frame length {length} runs past the "
+                                            "end of the segment but intact frames follow")
                 if _bytes_whole(view, pos, crc):
                     raise CorruptRecord(path.name, expect, origin + pos, _whole_but_overlong(length))
             _check_torn_header(path, view, pos, expect, base, count, origin)
@@ -212,10 +214,6 @@ past the segment's end is checked for whole bytes (:func:`_ends_whole`): its pay
 tried too, however many zeros lie before it."""
 
 
-def _whole_but_overlong(length: int) -> str:
-    return f"frame length {length} runs past the end of the segment but its bytes are whole"
-
-
 def _ends_whole(crc: int, zeros: int, want: int) -> bool:
     """Whether the checksum ``crc`` (of a frame's bytes up to the last non-zero one) reaches ``want`` there, after up
     to :data:`ZERO_SPAN` of the ``zeros`` zero bytes that follow, or after all of them (the segment's end)."""
@@ -231,6 +229,26 @@ def _ends_whole(crc: int, zeros: int, want: int) -> bool:
 
 
 _ZEROS = bytes(1 << 16)
+
+
+def _counts(count: int, head: bytes) -> list[int]:
+    """The event counts a frame whose length is damaged may have: its header's ``count``, and the one its payload's
+    first bytes ``head`` say (the header of the msgpack array of its events) if that differs, as when the count
+    was damaged too. The frame after it carries the offset after that many events."""
+    kind = head[:1]
+    if kind and 0x90 <= kind[0] <= 0x9F:
+        said = kind[0] & 0x0F
+    elif kind == b"\xdc" and len(head) >= 3:
+        said = int.from_bytes(head[1:3], "big")
+    elif kind == b"\xdd" and len(head) >= 5:
+        said = int.from_bytes(head[1:5], "big")
+    else:
+        return [count]
+    return [count] if said in (0, count) else [count, said]
+
+
+def _whole_but_overlong(length: int) -> str:
+    return f"frame length {length} runs past the end of the segment but its bytes are whole"
 
 
 def _bytes_whole(view: memoryview, pos: int, crc: int) -> bool:
@@ -418,14 +436,16 @@ class SegmentWalk:
     def _judge_overlong(self, fd: int, length: int, crc: int, base: int, count: int) -> CorruptRecord | None:
         """The frame at ``position`` claims ``length`` bytes, more than the segment holds after it: a torn tail
         (``torn_at`` is set; None is returned) or damage (returned), told apart as :func:`scan_frames` tells them
-        (intact frames after it, or its own bytes whole, make it damage), reading the bytes after it a window at a
-        time, never all at once. A damaged length names segment and offset as soon as the frame after it is found."""
+        (an intact frame after it, for its count or its payload's, or its own bytes whole make it damage), reading
+        the bytes after it a window at a time, never all at once. A damaged length names segment and offset as
+        soon as the frame after it is found."""
         assert self.size is not None
         at, expect = self.position, self.expect
         if base == expect and count > 0:
-            if _frame_follows_in(fd, at + HEADER.size, self.size, base + count, self.chunk):
-                return CorruptRecord(self.path.name, expect, at, f"frame length {length} runs past the end of the "
-                                     "segment but intact frames follow")
+            for n in _counts(count, os.pread(fd, max(0, min(5, self.size - at - HEADER.size)), at + HEADER.size)):
+                if _frame_follows_in(fd, at + HEADER.size, self.size, base + n, self.chunk):
+                    return CorruptRecord(self.path.name, expect, at, f"frame length {length} runs past the end of "
+                                         "the segment but intact frames follow")
             if _whole_in(fd, at, self.size, crc, self.chunk):
                 return CorruptRecord(self.path.name, expect, at, _whole_but_overlong(length))
         else:

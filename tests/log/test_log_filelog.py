@@ -210,6 +210,25 @@ def test_damaged_length_that_runs_past_the_end_is_not_taken_for_a_torn_tail(tmp_
     assert seg.read_bytes() == bytes(data)
 
 
+@pytest.mark.parametrize(("size", "count"), [(2, 3), (2, 1), (20, 21), (20, 300)])
+def test_damaged_length_and_count_mid_segment_are_not_taken_for_a_torn_tail(
+        tmp_path: Path, size: int, count: int) -> None:
+    """A frame's length runs past the end and its count was hit too, so no frame follows for the offset it names:
+    its payload still says how many events the writer put in it, and the frame after that many is found. The
+    writer refuses the log rather than cut the acknowledged frames after the damage off."""
+    write(tmp_path, [size] * 4).close_sync()
+    seg = tmp_path / SEG0
+    second = frames_of(tmp_path)[1]
+    data = bytearray(seg.read_bytes())
+    data[second.position + 3] = 0x7F  # length's high byte: the frame now claims ~2 GB
+    data[second.position + 16 : second.position + 20] = count.to_bytes(4, "little")
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecord, match="intact frames follow") as info:
+        FileLog.open(tmp_path)
+    assert (info.value.offset, info.value.position) == (size, second.position)
+    assert seg.read_bytes() == bytes(data)
+
+
 def _last_frame_overlong(path: Path, tail: bytes = b"") -> tuple[bytes, int]:
     """Five acknowledged batches whose last frame's length has one bit flipped so that it runs past the end of the
     segment (``tail`` appended after it, as a crash may leave): the damaged segment's bytes, and that frame's
