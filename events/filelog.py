@@ -9,7 +9,9 @@ The payload is a msgpack array of events. On opening for writing, the last segme
 by a crash (a torn tail) is truncated away; a frame that fails its checksum with valid data after it is
 corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure,
 and read a segment in windows of :data:`READ_CHUNK` bytes (:class:`SegmentWalk`), not whole; a frame whose length
-claims more than the segment holds after it is told for a torn tail or damage a window at a time. A follower
+claims more than the segment holds after it is told for a torn tail or damage a window at a time (damage if an
+intact frame follows it, after its header's count of events or its payload's, or its own bytes are whole: a torn
+tail's are not). A follower
 (:meth:`FileLog.read_new`, under ``read_batches(follow=True)``) remembers where it stopped and reads only the bytes
 appended since; it lists the directory again only when its modification time moved.
 """
@@ -137,10 +139,14 @@ def scan_frames(
         length, crc, base, count = HEADER.unpack_from(view, pos)
         end = pos + HEADER.size + length
         if end > size:
-            if base == expect and count > 0 and _frame_follows(data, pos + HEADER.size, base + count):
-                # Not a torn tail: the length field is damaged and intact frames come after it.
-                raise CorruptRecord(path.name, expect, origin + pos, f"frame length {length} runs past the end "
-                                    "of the segment but intact frames follow")
+            if base == expect and count > 0:
+                for n in _counts(count, bytes(view[pos + HEADER.size : pos + HEADER.size + 5])):
+                    if _frame_follows(data, pos + HEADER.size, base + n):
+                        # Not a torn tail: the length field is damaged and intact frames come after it.
+                        raise CorruptRecord(path.name, expect, origin + pos, f"frame length {length} runs past the "
+                                            "end of the segment but intact frames follow")
+                if _bytes_whole(view, pos, crc):
+                    raise CorruptRecord(path.name, expect, origin + pos, _whole_but_overlong(length))
             _check_torn_header(path, view, pos, expect, base, count, origin)
             return frames, origin + pos
         if _frame_crc(view, pos, end) != crc:
@@ -199,6 +205,81 @@ def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool
                 return True
         i = buf.find(needle, i + 1)
     return False
+
+
+ZERO_SPAN = 4096
+"""How many zero bytes after a frame's last non-zero byte may still be its own when a frame whose length runs
+past the segment's end is checked for whole bytes (:func:`_ends_whole`): its payload may end in zeros (a msgpack
+``0``, a float ``0.0``), then a crash may have left the tail of a later append as zeros. The end of the segment is
+tried too, however many zeros lie before it."""
+
+
+def _ends_whole(crc: int, zeros: int, want: int) -> bool:
+    """Whether the checksum ``crc`` (of a frame's bytes up to the last non-zero one) reaches ``want`` there, after up
+    to :data:`ZERO_SPAN` of the ``zeros`` zero bytes that follow, or after all of them (the segment's end)."""
+    for _ in range(min(zeros, ZERO_SPAN)):
+        if crc == want:
+            return True
+        crc = crc32(b"\0", crc)
+    rest = zeros - min(zeros, ZERO_SPAN)
+    while rest:
+        step = min(rest, len(_ZEROS))
+        crc, rest = crc32(_ZEROS[:step], crc), rest - step
+    return crc == want
+
+
+_ZEROS = bytes(1 << 16)
+
+
+def _counts(count: int, head: bytes) -> list[int]:
+    """The event counts a frame whose length is damaged may have: its header's ``count``, and the one its payload's
+    first bytes ``head`` say (the header of the msgpack array of its events) if that differs, as when the count
+    was damaged too. The frame after it carries the offset after that many events."""
+    kind = head[:1]
+    if kind and 0x90 <= kind[0] <= 0x9F:
+        said = kind[0] & 0x0F
+    elif kind == b"\xdc" and len(head) >= 3:
+        said = int.from_bytes(head[1:3], "big")
+    elif kind == b"\xdd" and len(head) >= 5:
+        said = int.from_bytes(head[1:5], "big")
+    else:
+        return [count]
+    return [count] if said in (0, count) else [count, said]
+
+
+def _whole_but_overlong(length: int) -> str:
+    return f"frame length {length} runs past the end of the segment but its bytes are whole"
+
+
+def _bytes_whole(view: memoryview, pos: int, crc: int) -> bool:
+    """Whether the frame at ``pos``, whose length runs past the end of ``view``, has every byte its checksum
+    ``crc`` covers (:func:`_frame_crc`) in ``view`` all the same: its length alone is damaged, and it is no torn tail
+    (whose bytes are missing, so its checksum cannot match but by a chance of 2^-32 a try)."""
+    rest = bytes(view[pos + 8 :])
+    kept = rest.rstrip(b"\0")
+    return _ends_whole(crc32(kept), len(rest) - len(kept), crc)
+
+
+def _nonzero_end(fd: int, start: int, size: int, chunk: int) -> int:
+    """The byte after the file's last byte that is not zero between ``start`` and ``size`` (``start`` if none),
+    read backwards a window at a time."""
+    end = size
+    while end > start:
+        low = max(start, end - chunk)
+        block = os.pread(fd, end - low, low)
+        kept = len(block.rstrip(b"\0"))
+        if kept:
+            return low + kept
+        end = low
+        del block  # before the next is read: one window at a time
+    return start
+
+
+def _whole_in(fd: int, at: int, size: int, crc: int, chunk: int) -> bool:
+    """:func:`_bytes_whole` for the frame at byte ``at`` of a file of ``size`` bytes, read a window at a time."""
+    written = _nonzero_end(fd, at + 8, size, chunk)
+    got = _crc_in(fd, at + 8, written, chunk)
+    return got is not None and _ends_whole(got, size - written, crc)
 
 
 def _frame_follows_in(fd: int, start: int, size: int, next_base: int, chunk: int) -> bool:
@@ -281,7 +362,7 @@ class SegmentWalk:
         self.chunk = max(READ_CHUNK if chunk is None else chunk, HEADER.size)  # a window holds a header at least
         self.torn_at: int | None = None
         self.frames = 0
-        self._overlong: tuple[int, int, int] | None = None
+        self._overlong: tuple[int, int, int, int] | None = None
 
     def windows(self) -> Iterator[Window]:
         with open(self.path, "rb", buffering=0) as f:
@@ -315,8 +396,8 @@ class SegmentWalk:
         """The intact frames lying whole in ``view`` (the segment's bytes from ``position``), how many bytes the
         next window must hold to take the next frame whole, and the damage that stopped the walk, if any. At the
         segment's end, its last frame and what follows it are left to :func:`scan_frames`; a frame claiming more
-        than the segment holds after it, to :meth:`_judge_overlong` (``_overlong`` holds its header's length, base
-        and count), without a window growing to hold it."""
+        than the segment holds after it, to :meth:`_judge_overlong` (``_overlong`` holds its header's length,
+        checksum, base and count), without a window growing to hold it."""
         frames: list[FrameInfo] = []
         origin, pos, size, want = self.position, 0, len(view), self.chunk
         damage = None
@@ -326,7 +407,7 @@ class SegmentWalk:
             if end > size or (at_end and end == size):
                 assert self.size is not None
                 if not at_end and origin + end > self.size:
-                    self._overlong = length, base, count  # no window can hold it: judged after this one
+                    self._overlong = length, crc, base, count  # no window can hold it: judged after this one
                 else:
                     want = max(want, HEADER.size + length)  # the next window starts at this frame
                 break
@@ -352,17 +433,21 @@ class SegmentWalk:
                     self.position = tail[-1].position + HEADER.size + tail[-1].length
         return Window(view, origin, frames), want, damage
 
-    def _judge_overlong(self, fd: int, length: int, base: int, count: int) -> CorruptRecord | None:
+    def _judge_overlong(self, fd: int, length: int, crc: int, base: int, count: int) -> CorruptRecord | None:
         """The frame at ``position`` claims ``length`` bytes, more than the segment holds after it: a torn tail
         (``torn_at`` is set; None is returned) or damage (returned), told apart as :func:`scan_frames` tells them
-        (intact frames after it make it damage), reading the bytes after it a window at a time, never all at once.
-        A damaged length names segment and offset as soon as the frame after it is found."""
+        (an intact frame after it, for its count or its payload's, or its own bytes whole make it damage), reading
+        the bytes after it a window at a time, never all at once. A damaged length names segment and offset as
+        soon as the frame after it is found."""
         assert self.size is not None
         at, expect = self.position, self.expect
         if base == expect and count > 0:
-            if _frame_follows_in(fd, at + HEADER.size, self.size, base + count, self.chunk):
-                return CorruptRecord(self.path.name, expect, at, f"frame length {length} runs past the end of the "
-                                     "segment but intact frames follow")
+            for n in _counts(count, os.pread(fd, max(0, min(5, self.size - at - HEADER.size)), at + HEADER.size)):
+                if _frame_follows_in(fd, at + HEADER.size, self.size, base + n, self.chunk):
+                    return CorruptRecord(self.path.name, expect, at, f"frame length {length} runs past the end of "
+                                         "the segment but intact frames follow")
+            if _whole_in(fd, at, self.size, crc, self.chunk):
+                return CorruptRecord(self.path.name, expect, at, _whole_but_overlong(length))
         else:
             try:
                 _check_torn_head(self.path, os.pread(fd, HEADER.size, at), _written_in(fd, at, self.size, self.chunk),

@@ -302,3 +302,28 @@ def test_a_length_past_the_end_is_judged_alike_wherever_the_windows_cut(tmp_path
             for _ in walk.windows():
                 pass
             assert (walk.frames, walk.expect, walk.torn_at) == (3, 3, last), chunk
+
+
+def test_a_damaged_length_of_a_large_last_frame_whose_bytes_are_whole_is_damage(tmp_path: Path) -> None:
+    """The last frame, of 3 MiB, has a bit of its length flipped so that it claims more than the segment holds, as
+    a torn tail would; its bytes are whole (its checksum, streamed a window at a time, matches up to the segment's
+    end): a writer refuses the log and cuts nothing, holding a window and not the frame."""
+    async def fill() -> None:
+        log = FileLog.open(tmp_path, fsync="never")
+        await log.append([ev.ClockTicked(time=i, id=f"{i}", key="k") for i in range(3)])
+        await log.append([ev.ClockTicked(time=3, id="3", key="p" * (3 << 20))])
+        log.close_sync()
+
+    anyio.run(fill)
+    seg = tmp_path / SEG0
+    last = scan_frames(seg, seg.read_bytes(), 0)[0][-1]
+    data = bytearray(seg.read_bytes())
+    data[last.position + 3] ^= 0x01  # the length claims 16 MiB more
+    seg.write_bytes(bytes(data))
+    assert _peak(lambda: _recover(tmp_path), CorruptRecord) < BOUND
+    with pytest.raises(CorruptRecord, match="its bytes are whole") as err:
+        _recover(tmp_path)
+    assert (err.value.offset, err.value.position) == (3, last.position)
+    assert seg.read_bytes() == bytes(data)
+    report = verify_log(str(tmp_path), with_checkpoints=False)
+    assert report.problem is not None and (report.problem["offset"], report.problem["byte"]) == (3, last.position)

@@ -14,6 +14,7 @@ from loghelp import SEG0, ticks
 from events import schema as ev
 from events.errors import CorruptRecord, LogError, LogLocked
 from events.filelog import HEADER, FileLog, list_segments, scan_frames
+from kueue_es.commands.log_verify import verify_log
 
 pytestmark = pytest.mark.usefixtures("windows")  # every case also with windows smaller than a frame
 
@@ -207,6 +208,74 @@ def test_damaged_length_that_runs_past_the_end_is_not_taken_for_a_torn_tail(tmp_
     with pytest.raises(CorruptRecord, match="intact frames follow"):
         FileLog.open(tmp_path)
     assert seg.read_bytes() == bytes(data)
+
+
+@pytest.mark.parametrize(("size", "count"), [(2, 3), (2, 1), (20, 21), (20, 300)])
+def test_damaged_length_and_count_mid_segment_are_not_taken_for_a_torn_tail(
+        tmp_path: Path, size: int, count: int) -> None:
+    """A frame's length runs past the end and its count was hit too, so no frame follows for the offset it names:
+    its payload still says how many events the writer put in it, and the frame after that many is found. The
+    writer refuses the log rather than cut the acknowledged frames after the damage off."""
+    write(tmp_path, [size] * 4).close_sync()
+    seg = tmp_path / SEG0
+    second = frames_of(tmp_path)[1]
+    data = bytearray(seg.read_bytes())
+    data[second.position + 3] = 0x7F  # length's high byte: the frame now claims ~2 GB
+    data[second.position + 16 : second.position + 20] = count.to_bytes(4, "little")
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecord, match="intact frames follow") as info:
+        FileLog.open(tmp_path)
+    assert (info.value.offset, info.value.position) == (size, second.position)
+    assert seg.read_bytes() == bytes(data)
+
+
+def _last_frame_overlong(path: Path, tail: bytes = b"") -> tuple[bytes, int]:
+    """Five acknowledged batches whose last frame's length has one bit flipped so that it runs past the end of the
+    segment (``tail`` appended after it, as a crash may leave): the damaged segment's bytes, and that frame's
+    first offset."""
+    write(path, [2, 2, 2, 2, 2]).close_sync()
+    seg = path / SEG0
+    last = frames_of(path)[-1]
+    data = bytearray(seg.read_bytes())
+    data[last.position + 2] ^= 0x10  # the length claims 1 MiB more than the frame holds
+    seg.write_bytes(bytes(data) + tail)
+    return seg.read_bytes(), last.base
+
+
+@pytest.mark.parametrize("tail", [b"", bytes(40), bytes(5000)], ids=["at the end", "zeros after", "4 KiB of zeros"])
+def test_a_damaged_length_of_the_last_frame_whose_bytes_are_whole_is_not_a_torn_tail(
+        tmp_path: Path, tail: bytes) -> None:
+    """One flipped bit in the length of the last acknowledged frame makes it claim more than the segment holds, as a
+    torn tail does; but its bytes are all there (its checksum matches up to the segment's end, or up to the zeros a
+    crash left after it): it is damage, and a writer must refuse the log, not cut the frame off."""
+    damaged, base = _last_frame_overlong(tmp_path, tail)
+    seg = tmp_path / SEG0
+    with pytest.raises(CorruptRecord, match="its bytes are whole") as info:
+        FileLog.open(tmp_path)
+    assert (info.value.segment, info.value.offset) == (SEG0, base)
+    assert seg.read_bytes() == damaged, "the writer cut acknowledged data off"
+    with pytest.raises(CorruptRecord, match="its bytes are whole"):
+        read_all(tmp_path)
+    report = verify_log(str(tmp_path), with_checkpoints=False)
+    assert report.problem is not None and report.problem["offset"] == base
+    assert seg.read_bytes() == damaged
+
+
+@pytest.mark.parametrize("landed", [None, 0, 9], ids=["cut short", "payload zeros", "zeros after 9 bytes"])
+def test_a_torn_last_frame_claiming_more_than_landed_is_still_cut_off(tmp_path: Path, landed: int | None) -> None:
+    """The frame a crash cut while it was being appended, short or with its payload's last bytes (after ``landed``
+    of them) reading as zeros, is a torn tail: its bytes are not whole, and the writer cuts it off as before."""
+    write(tmp_path, [2, 2, 2]).close_sync()
+    seg = tmp_path / SEG0
+    last = frames_of(tmp_path)[-1]
+    data = seg.read_bytes()
+    cut = last.position + HEADER.size + last.length // 2  # the file's end: half the frame made it
+    keep = cut if landed is None else last.position + HEADER.size + landed
+    seg.write_bytes(data[:keep] + bytes(cut - keep))
+    log = FileLog.open(tmp_path)
+    assert log.truncated_bytes == cut - last.position and seg.stat().st_size == last.position
+    assert anyio.run(log.end_offset) == 4
+    log.close_sync()
 
 
 def _several_segments(path: Path) -> tuple[int, list[tuple[int, Path]]]:

@@ -74,6 +74,38 @@ def test_verify_passes_on_an_honest_log(tmp_path: Path, scenario: str) -> None:
     assert "verified:" in result.stdout
 
 
+def test_verify_on_a_live_log_checks_what_was_there_when_it_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scheduler appends while ``replay --verify`` runs: both passes stop at the end read when it started, so the
+    second never meets a decision batch (a new cycle, from an input) the first did not see."""
+    from kueue_es import cli
+    from kueue_es.commands import _verify
+
+    path = tmp_path / "log"
+    anyio.run(_write_log, path, "best-effort-fifo-skips.yaml")
+    reader = FileLog.open(path, readonly=True)
+    decided = [[r.event for r in batch] for batch in reader.scan() if isinstance(batch[0].event, ev.Decision)]
+    reader.close_sync()
+    real = _verify.verify
+
+    def appending_between_passes(read, override=None):
+        calls = []
+
+        def passes():
+            calls.append(1)
+            if len(calls) == 2:
+                writer = FileLog.open(path, fsync="never")
+                anyio.run(writer.append, decided[-1])  # a stand-in for the scheduler's next decision batch
+                writer.close_sync()
+            return read()
+
+        return real(passes, override)
+
+    monkeypatch.setattr(_verify, "verify", appending_between_passes)
+    assert cli.main(["replay", "--log", str(path), "--verify"]) == 0
+    assert "verified:" in capsys.readouterr().out
+
+
 def test_verify_fails_loudly_on_a_tampered_decision(tmp_path: Path) -> None:
     def swap_flavor(batch):
         out = []
