@@ -21,6 +21,7 @@ from events import conversion, object_rules, quota_rules, topology_spreading, un
 from events import objects as o
 from events import tas_assignment as tas
 from events.bounded_input import read_bounded
+from events.doc_paths import leaves
 from events.errors import InvalidInput, aggregate, refuse_field
 from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
 from events.preemption_config_rules import preemption_config_errors
@@ -333,7 +334,7 @@ def _system_priority_problem(name: str, value: Any, default: Any) -> str | None:
 
 def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks()) -> o.KObject:
     """A v1beta2 object (plain data, with its ``kind``) as its view, once it passes :func:`validate_object`."""
-    _check_integers(doc, where, "")
+    _check_integers(doc, where)
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
@@ -341,7 +342,7 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
     try:  # a number written as a string is converted to an integer of any size: the log could not take it
         _WIRE.encode(obj)
     except OverflowError:
-        _check_integers(msgspec.to_builtins(obj), where, "")
+        _check_integers(msgspec.to_builtins(obj), where)
         raise
     validate_object(obj, where, checks=checks, doc=doc)
     return obj
@@ -364,16 +365,11 @@ def _reject_v1beta1_domains(doc: dict[str, Any], where: str, api_version: str) -
 _INT64 = range(-(2**63), 2**63)
 
 
-def _check_integers(node: Any, where: str, at: str) -> None:
+def _check_integers(node: Any, where: str) -> None:
     """Kubernetes' integers are at most 64 bits; a larger one could not be written to the log."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            _check_integers(v, where, f"{at}.{k}" if at else str(k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            _check_integers(v, where, f"{at}[{i}]")
-    elif isinstance(node, int) and not isinstance(node, bool) and node not in _INT64:
-        raise InvalidInput(f"{where}: field `{at}`: {node} is out of range (at most 64 bits)")
+    for at, value in leaves(node):
+        if isinstance(value, int) and not isinstance(value, bool) and value not in _INT64:
+            raise InvalidInput(f"{where}: field `{at}`: {value} is out of range (at most 64 bits)")
 
 
 MAX_TYPE_ERRORS = 20

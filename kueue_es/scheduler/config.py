@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from events import objects as o
+from events.doc_paths import leaves
 from events.errors import InvalidInput, aggregate
 from events.field_errors import (
     IS_NEGATIVE,
@@ -865,18 +866,13 @@ def _validate_retention(cfg: SchedulerConfig, source: str, errs: FieldErrors) ->
             errs.add(at, _negative(ns, as_string=name == "afterDeactivatedByKueue"))
 
 
-def _check_json_numbers(doc: Any, source: str, at: str = "") -> None:
+def _check_json_numbers(doc: Any, source: str) -> None:
     """A number JSON cannot hold (NaN, an infinity) anywhere in ``doc`` is refused as Kueue's decoding refuses it:
     it turns the YAML file into JSON before it decodes it, and that step fails on one whatever field holds it."""
-    if isinstance(doc, float) and not math.isfinite(doc):
-        shown = "NaN" if math.isnan(doc) else ("+Inf" if doc > 0 else "-Inf")
-        raise InvalidInput(f"{source}: Configuration: field `{at}`: json: unsupported value: {shown}")
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            _check_json_numbers(value, source, f"{at}.{key}" if at else str(key))
-    elif isinstance(doc, list):
-        for i, value in enumerate(doc):
-            _check_json_numbers(value, source, f"{at}[{i}]")
+    for at, value in leaves(doc):
+        if isinstance(value, float) and not math.isfinite(value):
+            shown = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+            raise InvalidInput(f"{source}: Configuration: field `{at}`: json: unsupported value: {shown}")
 
 
 def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, strict: bool, errs: FieldErrors) -> None:
