@@ -51,9 +51,9 @@ RELIST_NS = 10 * 10**9
 whatever its modification time says: a file system whose clock lags this machine's (a network one) could otherwise
 hide a new segment behind a time that did not move."""
 READ_CHUNK = 1 << 20
-"""Bytes of a segment a reader holds at once (more only for a frame larger than that which fits in the segment,
-as there is no largest frame): a segment is up to ``segment_bytes`` (64 MiB by default), and replay, recovery,
-``log inspect`` and ``log verify`` walk whole ones."""
+"""Bytes of a segment a reader holds at once (more only for a frame larger than that, as there is no largest frame,
+and only once its checksum, streamed a window at a time, has verified it): a segment is up to ``segment_bytes``
+(64 MiB by default), and replay, recovery, ``log inspect`` and ``log verify`` walk whole ones."""
 
 
 class FrameInfo(NamedTuple):
@@ -348,7 +348,7 @@ class Window(NamedTuple):
 class SegmentWalk:
     """A segment's frames from byte ``origin`` (a frame boundary, whose frame must carry ``expected_base``) up to
     ``size`` (the segment's size when the walk starts, if not given), read in windows of about ``chunk`` bytes
-    with the checks :func:`scan_frames` makes: memory is bounded by the window (or the largest frame), not the
+    with the checks :func:`scan_frames` makes: memory is bounded by the window (or the largest intact frame), not the
     segment. A frame cut off at the end is judged by :func:`scan_frames` on the bytes from it to the end, as a torn
     tail or as damage.
 
@@ -363,6 +363,7 @@ class SegmentWalk:
         self.torn_at: int | None = None
         self.frames = 0
         self._overlong: tuple[int, int, int, int] | None = None
+        self._large: tuple[int, int] | None = None
 
     def windows(self) -> Iterator[Window]:
         with open(self.path, "rb", buffering=0) as f:
@@ -379,7 +380,10 @@ class SegmentWalk:
                 window, want, damage = self._walk(memoryview(data), at_end)
                 self.frames += len(window.frames)
                 yield window
-                if damage is None and self._overlong is not None:
+                if damage is None and self._large is not None:
+                    del data, window  # checked holding no window of ours (a caller may still hold the last)
+                    damage = self._check_large(fd, *self._large)
+                elif damage is None and self._overlong is not None:
                     del data, window  # judged holding no window of ours (a caller may still hold the last)
                     damage = self._judge_overlong(fd, *self._overlong)
                     if damage is None:
@@ -397,7 +401,8 @@ class SegmentWalk:
         next window must hold to take the next frame whole, and the damage that stopped the walk, if any. At the
         segment's end, its last frame and what follows it are left to :func:`scan_frames`; a frame claiming more
         than the segment holds after it, to :meth:`_judge_overlong` (``_overlong`` holds its header's length,
-        checksum, base and count), without a window growing to hold it."""
+        checksum, base and count), without a window growing to hold it; a frame longer than a window that the
+        segment holds before its end, to :meth:`_check_large` (``_large`` holds its checksum and end)."""
         frames: list[FrameInfo] = []
         origin, pos, size, want = self.position, 0, len(view), self.chunk
         damage = None
@@ -410,6 +415,8 @@ class SegmentWalk:
                     self._overlong = length, crc, base, count  # no window can hold it: judged after this one
                 else:
                     want = max(want, HEADER.size + length)  # the next window starts at this frame
+                    if want > self.chunk and origin + end < self.size:
+                        self._large = crc, origin + end  # verified streamed before a window grows to hold it
                 break
             if _frame_crc(view, pos, end) != crc:
                 damage = CorruptRecord(self.path.name, self.expect, origin + pos, "checksum mismatch")
@@ -432,6 +439,18 @@ class SegmentWalk:
                     self.expect = tail[-1].base + tail[-1].count
                     self.position = tail[-1].position + HEADER.size + tail[-1].length
         return Window(view, origin, frames), want, damage
+
+    def _check_large(self, fd: int, crc: int, end: int) -> CorruptRecord | None:
+        """The frame at ``position`` is longer than a window and ends at byte ``end``, before the segment's end: its
+        checksum is checked streamed, a window at a time, before the next window grows to hold it whole. A damaged
+        length that still fits in the segment would otherwise make a reader hold up to the rest of the segment only
+        to find the mismatch; a frame that verifies is read whole for decoding (its bytes read twice). A file cut
+        short since its size was taken is left to the next window to judge, as before."""
+        self._large = None
+        got = _crc_in(fd, self.position + 8, end, self.chunk)
+        if got is None or got == crc:
+            return None
+        return CorruptRecord(self.path.name, self.expect, self.position, "checksum mismatch")
 
     def _judge_overlong(self, fd: int, length: int, crc: int, base: int, count: int) -> CorruptRecord | None:
         """The frame at ``position`` claims ``length`` bytes, more than the segment holds after it: a torn tail

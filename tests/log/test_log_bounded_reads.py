@@ -253,6 +253,37 @@ def test_a_length_past_the_segments_end_is_damage_found_without_reading_the_rest
     assert (copy / SEG0).read_bytes() == pristine, "a writer cut the segment off at the damaged frame"
 
 
+@pytest.mark.parametrize("log", ["big", "big_tail"], ids=["older segment", "last segment"])
+def test_a_damaged_length_that_fits_in_the_segment_grows_no_window(
+        log: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """The frame about 1 MiB in claims 5 MiB, which the segment still holds after it: its checksum, streamed a
+    window at a time, fails before any window grows to hold the claimed frame. Every reader names segment, offset
+    and byte as a checksum mismatch, as when a window held it, and a writer refuses the log rather than cut it."""
+    copy = _copy(request.getfixturevalue(log), tmp_path / "log")
+    pos, offset = _frame_after(copy / SEG0, 1 << 20)
+    data = bytearray((copy / SEG0).read_bytes())
+    assert pos + HEADER.size + (5 << 20) < len(data)  # the claimed frame fits in the segment
+    data[pos : pos + 4] = (5 << 20).to_bytes(4, "little")
+    (copy / SEG0).write_bytes(bytes(data))
+    readers: dict[str, Callable[[], Any]] = {
+        "replay": lambda: _replay(copy), "follow": lambda: _follow_from_the_start(copy),
+        "segments": lambda: _segments(copy), "frame_checksum": lambda: _frame_checksum(copy),
+        "inspect": lambda: _inspect(copy)}
+    if log == "big_tail":  # the readers of the last segment only
+        readers |= {"recover": lambda: _recover(copy), "open read-only": lambda: _open_read_only(copy)}
+    for name, read in readers.items():
+        peak = _peak(read, CorruptRecord)
+        with pytest.raises(CorruptRecord, match="checksum mismatch") as err:
+            read()
+        assert (err.value.segment, err.value.offset, err.value.position) == (SEG0, offset, pos), name
+        assert peak < BOUND, f"{name} held {peak / (1 << 20):.1f} MiB"
+    peak = _peak(lambda: verify_log(str(copy), with_checkpoints=False))
+    assert peak < BOUND, f"verify held {peak / (1 << 20):.1f} MiB"
+    report = verify_log(str(copy), with_checkpoints=False)
+    assert report.problem is not None and (report.problem["offset"], report.problem["byte"]) == (offset, pos)
+    assert (copy / SEG0).read_bytes() == bytes(data), "a writer cut the segment off at the damaged frame"
+
+
 def test_a_torn_tail_larger_than_a_window_is_judged_in_bounded_windows(tmp_path: Path) -> None:
     """A crash cut off a 9 MiB frame after 8 MiB of it: readers stop before it and a writer cuts it off, none of them
     holding it whole (it could be a damaged length until the bytes after it show no frame follows)."""
