@@ -364,6 +364,13 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     KUEUE_DRA_DEVICE_FEASIBILITY: (KUEUE_DRA_INTEGRATION, TAS_NODE_FEASIBILITY_FOR_ALL_LEVELS, TOPOLOGY_AWARE_SCHEDULING),
     KUEUE_DRA_INTEGRATION_DEVICE_TAINTS: (KUEUE_DRA_DEVICE_FEASIBILITY,),
 }
+"""Gate -> the gates it depends on, as Kueue v0.20 declares them to the gate library (``pkg/features/
+kube_features.go``, ``AddDependencies``; the library sorts each list), whose ``SetFromMap`` refuses an enabled gate
+with one off: :func:`errors` says it in the library's words. Releases before v0.20 (v0.16.x to v0.19) checked
+these pairs themselves after setting the gates (``pkg/config/validation.go``: "X requires Y to be enabled",
+"cannot use a TAS profile with TAS disabled"); v0.20 replaced those checks with this table (Kueue PR 13412), and a
+TAS-profile check left after the gates are set is never reached, ``TASProfileMixed`` depending on
+``TopologyAwareScheduling`` here. kueue-es says v0.20's words, as it models v0.20's gates."""
 
 
 MODELLED = INTERNAL_ONLY | frozenset({

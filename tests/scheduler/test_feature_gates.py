@@ -70,6 +70,32 @@ def test_several_gate_errors_are_said_as_kueue_s_gate_library_aggregates_them(ga
     assert str(err.value) == f"kueue.yaml: field `featureGates`: Invalid value: {shown}: {message}"
 
 
+@pytest.mark.parametrize(("gates", "message"), [
+    ({"AllBeta": False, "TASProfileMixed": True},
+     "TASProfileMixed is enabled, but depends on features that are disabled: [TopologyAwareScheduling]"),
+    ({"AllBeta": False, "TASHandleOverlappingFlavors": True},
+     "TASHandleOverlappingFlavors is enabled, but depends on features that are disabled: [TopologyAwareScheduling]"),
+    ({"AllBeta": False, "TopologyAwareScheduling": True, "TASReplaceNodeDueToNotReadyOverFixedTime": True},
+     "TASReplaceNodeDueToNotReadyOverFixedTime is enabled, but depends on features that are disabled: "
+     "[TASFailedNodeReplacement]"),
+    ({"AllBeta": False, "TASFailedNodeReplacementFailFast": True},
+     "TASFailedNodeReplacementFailFast is enabled, but depends on features that are disabled: "
+     "[TASFailedNodeReplacement TopologyAwareScheduling]"),
+    ({"UnadmittedWorkloadsObservability": False, "UnadmittedWorkloadsExplicitStatus": True},
+     "UnadmittedWorkloadsExplicitStatus is enabled, but depends on features that are disabled: "
+     "[UnadmittedWorkloadsObservability]"),
+])
+def test_a_dependency_kueue_once_checked_itself_is_said_in_v0_20_s_gate_library_words(gates: dict, message: str) -> None:
+    """Kueue v0.16.x to v0.19 refused these after setting the gates in its own words ("cannot use a TAS profile
+    with TAS disabled", "X requires Y to be enabled"); v0.20 declares the dependencies to its gate library, whose
+    ``SetFromMap`` refuses first, so those words are never said: the library's are, its list of the disabled
+    dependencies sorted."""
+    with pytest.raises(InvalidInput) as err:
+        load_config(_doc(gates), "kueue.yaml")
+    assert str(err.value).endswith(f"}}: {message}")
+    assert "requires" not in str(err.value) and "TAS profile" not in str(err.value)
+
+
 def test_a_value_must_be_a_bool() -> None:
     with pytest.raises(InvalidInput, match=r"featureGates.*Expected `bool`"):
         load_config(_doc({"TASBalancedPlacement": "yes"}))
