@@ -40,6 +40,11 @@ from events.schema import AnyEvent, Record
 HEADER = struct.Struct("<IIQI")
 SEGMENT_SUFFIX = ".seg"
 FsyncPolicy = Literal["always", "group", "never"]
+"""When an append is made durable: ``always`` before it is acknowledged (what ``kueue-es run`` uses), ``group``
+within ``group_commit_ms``, ``never`` by the caller (the simulator, which can run again). Under ``group`` or
+``never`` a crash may leave more than one frame in flight; if the file's size covers them but their bytes never
+landed (zeros), the first fails its checksum with bytes after it and the writer refuses the log, naming segment and
+offset, rather than cut what it cannot tell from damage: nothing is lost, but the tail is for an operator to cut."""
 FOLLOW_POLL_SECONDS = 0.02
 """How often a follower looks for what another process appended (a writer's own appends wake it at once)."""
 DIRECTORY_SETTLE_NS = 2 * 10**9
