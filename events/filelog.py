@@ -319,20 +319,20 @@ def _whole_before_append_in(fd: int, at: int, size: int, crc: int, next_base: in
     """:func:`_whole_before_append` for the frame at byte ``at`` of a file of ``size`` bytes, read a window at a
     time (the checksum streamed on from one header for ``next_base`` to the next)."""
     needle = struct.pack("<Q", next_base)
-    run: int | None = 0
-    done = at + 8
+    run, done = 0, at + 8
     for head in _needle_heads_in(fd, at + HEADER.size, size, needle, chunk):
-        run, done = _crc_in(fd, done, head, chunk, run or 0), head
-        if run is None:
+        got = _crc_in(fd, done, head, chunk, run)
+        if got is None:
             return False
-        if run == crc:
+        if got == crc:
             return True
+        run, done = got, head
     kept = _nonzero_end(fd, at + 8, size, chunk)
     start = max(at + HEADER.size, kept - HEADER.size + 1)
     if start > kept:
         return False
-    run = _crc_in(fd, at + 8, start, chunk)
-    return run is not None and _short_append(run, os.pread(fd, kept - start, start), crc, needle)
+    got = _crc_in(fd, at + 8, start, chunk)
+    return got is not None and _short_append(got, os.pread(fd, kept - start, start), crc, needle)
 
 
 def _needle_heads_in(fd: int, start: int, size: int, needle: bytes, chunk: int) -> Iterator[int]:
