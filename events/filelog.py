@@ -300,12 +300,26 @@ def _nonzero_end(fd: int, start: int, size: int, chunk: int) -> int:
     while end > start:
         low = max(start, end - chunk)
         block = os.pread(fd, end - low, low)
-        kept = len(block.rstrip(b"\0"))
+        kept = len(block) - _trailing_zeros(block)
         if kept:
             return low + kept
         end = low
         del block  # before the next is read: one window at a time
     return start
+
+
+def _trailing_zeros(block: bytes) -> int:
+    """How many zero bytes ``block`` ends in, looked at up to 64 KiB at a time: ``rstrip`` would copy all the bytes
+    before them, a second window held at once."""
+    n, step = 0, 64
+    while n < len(block):
+        part = block[max(0, len(block) - n - step) : len(block) - n]
+        zeros = len(part) - len(part.rstrip(b"\0"))
+        n += zeros
+        if zeros < len(part):
+            break
+        step = min(2 * step, len(_ZEROS))
+    return n
 
 
 def _whole_in(fd: int, at: int, size: int, crc: int, chunk: int) -> bool:
