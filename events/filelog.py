@@ -145,12 +145,13 @@ def scan_frames(
         end = pos + HEADER.size + length
         if end > size:
             if base == expect and count > 0:
-                for n in _counts(count, bytes(view[pos + HEADER.size : pos + HEADER.size + 5])):
+                counts = _counts(count, bytes(view[pos + HEADER.size : pos + HEADER.size + 5]))
+                for n in counts:
                     if _frame_follows(data, pos + HEADER.size, base + n):
                         # Not a torn tail: the length field is damaged and intact frames come after it.
                         raise CorruptRecord(path.name, expect, origin + pos, f"frame length {length} runs past the "
                                             "end of the segment but intact frames follow")
-                if _bytes_whole(view, pos, crc):
+                if _bytes_whole(view, pos, crc) or any(_whole_before_append(view, pos, crc, base + n) for n in counts):
                     raise CorruptRecord(path.name, expect, origin + pos, _whole_but_overlong(length))
             _check_torn_header(path, view, pos, expect, base, count, origin)
             return frames, origin + pos
@@ -265,6 +266,38 @@ def _bytes_whole(view: memoryview, pos: int, crc: int) -> bool:
     return _ends_whole(crc32(kept), len(rest) - len(kept), crc)
 
 
+def _whole_before_append(view: memoryview, pos: int, crc: int, next_base: int) -> bool:
+    """Whether the frame at ``pos``, whose length runs past the end of ``view``, has every byte its checksum ``crc``
+    covers before the start of a later append that a crash tore: a header for ``next_base`` (its base offset field
+    found whole), or, where fewer than a header's bytes of it landed, bytes that could begin such a header. Then its
+    length alone is damaged, and cutting it would lose an acknowledged frame."""
+    buf = bytes(view[pos:])
+    needle = struct.pack("<Q", next_base)
+    run, done = 0, 8
+    i = buf.find(needle, HEADER.size + 8)
+    while i != -1:
+        run, done = crc32(buf[done : i - 8], run), i - 8
+        if run == crc:
+            return True
+        i = buf.find(needle, i + 1)
+    kept = len(buf.rstrip(b"\0"))
+    start = max(HEADER.size, kept - HEADER.size + 1)
+    return start <= kept and _short_append(crc32(buf[8:start]), buf[start:kept], crc, needle)
+
+
+def _short_append(run: int, tail: bytes, crc: int, needle: bytes) -> bool:
+    """Whether a frame whose checksum up to ``tail``'s start is ``run`` reaches ``crc`` at a byte of ``tail`` (the
+    last non-zero bytes of the segment, fewer than a header's) after which the rest of ``tail`` could be the start
+    of a header whose base offset field is ``needle``: a torn append of which fewer than a header's bytes landed
+    (its length and checksum fields are any bytes; the zeros trimmed after it are unwritten or the needle's own)."""
+    for cut in range(len(tail)):
+        rest = tail[cut:]
+        if run == crc and rest[8:] == needle[: max(0, len(rest) - 8)]:
+            return True
+        run = crc32(tail[cut : cut + 1], run)
+    return False
+
+
 def _nonzero_end(fd: int, start: int, size: int, chunk: int) -> int:
     """The byte after the file's last byte that is not zero between ``start`` and ``size`` (``start`` if none),
     read backwards a window at a time."""
@@ -272,7 +305,7 @@ def _nonzero_end(fd: int, start: int, size: int, chunk: int) -> int:
     while end > start:
         low = max(start, end - chunk)
         block = os.pread(fd, end - low, low)
-        kept = len(block.rstrip(b"\0"))
+        kept = len(block) - _trailing_zeros(block)
         if kept:
             return low + kept
         end = low
@@ -280,11 +313,61 @@ def _nonzero_end(fd: int, start: int, size: int, chunk: int) -> int:
     return start
 
 
+def _trailing_zeros(block: bytes) -> int:
+    """How many zero bytes ``block`` ends in, looked at up to 64 KiB at a time: ``rstrip`` would copy all the bytes
+    before them, a second window held at once."""
+    n, step = 0, 64
+    while n < len(block):
+        part = block[max(0, len(block) - n - step) : len(block) - n]
+        zeros = len(part) - len(part.rstrip(b"\0"))
+        n += zeros
+        if zeros < len(part):
+            break
+        step = min(2 * step, len(_ZEROS))
+    return n
+
+
 def _whole_in(fd: int, at: int, size: int, crc: int, chunk: int) -> bool:
     """:func:`_bytes_whole` for the frame at byte ``at`` of a file of ``size`` bytes, read a window at a time."""
     written = _nonzero_end(fd, at + 8, size, chunk)
     got = _crc_in(fd, at + 8, written, chunk)
     return got is not None and _ends_whole(got, size - written, crc)
+
+
+def _whole_before_append_in(fd: int, at: int, size: int, crc: int, next_base: int, chunk: int) -> bool:
+    """:func:`_whole_before_append` for the frame at byte ``at`` of a file of ``size`` bytes, read a window at a
+    time (the checksum streamed on from one header for ``next_base`` to the next)."""
+    needle = struct.pack("<Q", next_base)
+    run, done = 0, at + 8
+    for head in _needle_heads_in(fd, at + HEADER.size, size, needle, chunk):
+        got = _crc_in(fd, done, head, chunk, run)
+        if got is None:
+            return False
+        if got == crc:
+            return True
+        run, done = got, head
+    kept = _nonzero_end(fd, at + 8, size, chunk)
+    start = max(at + HEADER.size, kept - HEADER.size + 1)
+    if start > kept:
+        return False
+    got = _crc_in(fd, at + 8, start, chunk)
+    return got is not None and _short_append(got, os.pread(fd, kept - start, start), crc, needle)
+
+
+def _needle_heads_in(fd: int, start: int, size: int, needle: bytes, chunk: int) -> Iterator[int]:
+    """The positions from ``start`` on, in order, of the headers up to ``size`` whose base offset field is
+    ``needle``, read a window of ``chunk`` bytes at a time."""
+    at = start + 8
+    while at + len(needle) <= size:
+        block = os.pread(fd, min(max(chunk, 2 * len(needle)), size - at), at)
+        if len(block) < len(needle):
+            return
+        i = block.find(needle)
+        while i != -1:
+            yield at + i - 8
+            i = block.find(needle, i + 1)
+        at += len(block) - len(needle) + 1  # the next window starts at the first field this one did not hold
+        del block  # before the next is read: one window at a time
 
 
 def _frame_follows_in(fd: int, start: int, size: int, next_base: int, chunk: int) -> bool:
@@ -308,9 +391,9 @@ def _frame_follows_in(fd: int, start: int, size: int, next_base: int, chunk: int
     return False
 
 
-def _crc_in(fd: int, start: int, end: int, chunk: int) -> int | None:
-    """The CRC-32 of a file's bytes ``start`` to ``end``, read a window at a time; None if the file ends first."""
-    crc = 0
+def _crc_in(fd: int, start: int, end: int, chunk: int, crc: int = 0) -> int | None:
+    """The CRC-32 of a file's bytes ``start`` to ``end`` (carried on from ``crc``, that of the bytes before them),
+    read a window at a time; None if the file ends first."""
     while start < end:
         block = os.pread(fd, min(chunk, end - start), start)
         if not block:
@@ -466,11 +549,13 @@ class SegmentWalk:
         assert self.size is not None
         at, expect = self.position, self.expect
         if base == expect and count > 0:
-            for n in _counts(count, os.pread(fd, max(0, min(5, self.size - at - HEADER.size)), at + HEADER.size)):
+            counts = _counts(count, os.pread(fd, max(0, min(5, self.size - at - HEADER.size)), at + HEADER.size))
+            for n in counts:
                 if _frame_follows_in(fd, at + HEADER.size, self.size, base + n, self.chunk):
                     return CorruptRecord(self.path.name, expect, at, f"frame length {length} runs past the end of "
                                          "the segment but intact frames follow")
-            if _whole_in(fd, at, self.size, crc, self.chunk):
+            if _whole_in(fd, at, self.size, crc, self.chunk) or any(
+                    _whole_before_append_in(fd, at, self.size, crc, base + n, self.chunk) for n in counts):
                 return CorruptRecord(self.path.name, expect, at, _whole_but_overlong(length))
         else:
             try:

@@ -335,10 +335,13 @@ def test_a_length_past_the_end_is_judged_alike_wherever_the_windows_cut(tmp_path
             assert (walk.frames, walk.expect, walk.torn_at) == (3, 3, last), chunk
 
 
-def test_a_damaged_length_of_a_large_last_frame_whose_bytes_are_whole_is_damage(tmp_path: Path) -> None:
+@pytest.mark.parametrize("torn", [b"", HEADER.pack(50, 12345, 4, 1) + b"x" * 14, HEADER.pack(50, 12345, 4, 1)[:11]],
+                         ids=["at the end", "a torn append after it", "a few bytes of a torn append after it"])
+def test_a_damaged_length_of_a_large_last_frame_whose_bytes_are_whole_is_damage(tmp_path: Path, torn: bytes) -> None:
     """The last frame, of 3 MiB, has a bit of its length flipped so that it claims more than the segment holds, as
     a torn tail would; its bytes are whole (its checksum, streamed a window at a time, matches up to the segment's
-    end): a writer refuses the log and cuts nothing, holding a window and not the frame."""
+    end, or up to where the start of a later append a crash tore begins): a writer refuses the log and cuts
+    nothing, holding a window and not the frame."""
     async def fill() -> None:
         log = FileLog.open(tmp_path, fsync="never")
         await log.append([ev.ClockTicked(time=i, id=f"{i}", key="k") for i in range(3)])
@@ -350,6 +353,7 @@ def test_a_damaged_length_of_a_large_last_frame_whose_bytes_are_whole_is_damage(
     last = scan_frames(seg, seg.read_bytes(), 0)[0][-1]
     data = bytearray(seg.read_bytes())
     data[last.position + 3] ^= 0x01  # the length claims 16 MiB more
+    data += torn
     seg.write_bytes(bytes(data))
     assert _peak(lambda: _recover(tmp_path), CorruptRecord) < BOUND
     with pytest.raises(CorruptRecord, match="its bytes are whole") as err:

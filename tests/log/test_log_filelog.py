@@ -261,6 +261,51 @@ def test_a_damaged_length_of_the_last_frame_whose_bytes_are_whole_is_not_a_torn_
     assert seg.read_bytes() == damaged
 
 
+def _torn_append(path: Path, landed: int) -> bytes:
+    """The first ``landed`` bytes of the frame a sixth append of two events writes after :func:`_last_frame_overlong`'s
+    five (a header for offset 10, then its payload), as a crash that tore that append leaves them."""
+    write(path, [2, 2, 2, 2, 2, 2]).close_sync()
+    torn = frames_of(path)[-1]
+    return (path / SEG0).read_bytes()[torn.position : torn.position + landed]
+
+
+@pytest.mark.parametrize("landed, zeros", [(30, 0), (30, 200), (20, 0), (16, 0), (10, 0), (10, 40), (3, 0)],
+                         ids=["30 bytes", "30 bytes then zeros", "20 bytes", "a header", "10 bytes",
+                              "10 bytes then zeros", "3 bytes"])
+def test_a_damaged_length_of_the_last_frame_before_a_torn_append_is_not_a_torn_tail(
+        tmp_path: Path, landed: int, zeros: int) -> None:
+    """The last acknowledged frame's length has a bit flipped and a crash then tore the next append, leaving its
+    first bytes after the frame: the frame's bytes are whole up to where that append's header (for the offset after
+    it) begins, or up to bytes that could begin one where fewer than a header's landed. It is damage: a writer must
+    refuse the log and cut nothing, and ``log verify`` report it."""
+    tail = _torn_append(tmp_path / "other", landed) + bytes(zeros)
+    damaged, base = _last_frame_overlong(tmp_path, tail)
+    seg = tmp_path / SEG0
+    with pytest.raises(CorruptRecord, match="its bytes are whole") as info:
+        FileLog.open(tmp_path)
+    assert (info.value.segment, info.value.offset) == (SEG0, base)
+    assert seg.read_bytes() == damaged, "the writer cut acknowledged data off"
+    report = verify_log(str(tmp_path), with_checkpoints=False)
+    assert report.problem is not None and report.problem["offset"] == base
+    assert seg.read_bytes() == damaged
+
+
+@pytest.mark.parametrize("landed", [30, 16, 10, 3])
+def test_a_torn_last_frame_before_a_torn_append_is_still_cut(tmp_path: Path, landed: int) -> None:
+    """Bytes that could begin the next append's header after a last frame that is itself torn (cut short in its
+    payload, by more than those bytes, so that its length still runs past the segment's end) do not make it whole:
+    its checksum matches nowhere, and it is cut as a torn tail."""
+    write(tmp_path, [2, 2, 2, 2, 2]).close_sync()
+    seg = tmp_path / SEG0
+    last = frames_of(tmp_path)[-1]
+    kept = seg.read_bytes()[: last.position + HEADER.size + last.length - 40]
+    seg.write_bytes(kept + _torn_append(tmp_path / "other", landed))
+    log = FileLog.open(tmp_path)
+    assert anyio.run(log.end_offset) == last.base
+    log.close_sync()
+    assert seg.read_bytes() == kept[: last.position]
+
+
 @pytest.mark.parametrize("landed", [None, 0, 9], ids=["cut short", "payload zeros", "zeros after 9 bytes"])
 def test_a_torn_last_frame_claiming_more_than_landed_is_still_cut_off(tmp_path: Path, landed: int | None) -> None:
     """The frame a crash cut while it was being appended, short or with its payload's last bytes (after ``landed``
