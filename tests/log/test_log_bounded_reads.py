@@ -231,12 +231,7 @@ def test_a_length_past_the_segments_end_is_damage_found_without_reading_the_rest
     copy, pos, offset = _overlong(request.getfixturevalue(log), tmp_path / "log", header=header)
     pristine = (copy / SEG0).read_bytes()
     where = (SEG0, offset, pos)
-    readers: dict[str, Callable[[], Any]] = {
-        "replay": lambda: _replay(copy), "follow": lambda: _follow_from_the_start(copy),
-        "segments": lambda: _segments(copy), "frame_checksum": lambda: _frame_checksum(copy),
-        "inspect": lambda: _inspect(copy)}
-    if log == "big_tail":  # the readers of the last segment only
-        readers |= {"recover": lambda: _recover(copy), "open read-only": lambda: _open_read_only(copy)}
+    readers = _readers(copy, last_segment=log == "big_tail")
     for name, read in readers.items():
         read_bytes = count_read(monkeypatch)
         peak = _peak(read, CorruptRecord)
@@ -253,6 +248,18 @@ def test_a_length_past_the_segments_end_is_damage_found_without_reading_the_rest
     assert (copy / SEG0).read_bytes() == pristine, "a writer cut the segment off at the damaged frame"
 
 
+def _readers(copy: Path, *, last_segment: bool) -> dict[str, Callable[[], Any]]:
+    """Every reader of the log at ``copy`` by name; with ``last_segment`` (the damage in the segment a writer
+    appends to) also the writer's recovery and a read-only open, which read only that one."""
+    readers: dict[str, Callable[[], Any]] = {
+        "replay": lambda: _replay(copy), "follow": lambda: _follow_from_the_start(copy),
+        "segments": lambda: _segments(copy), "frame_checksum": lambda: _frame_checksum(copy),
+        "inspect": lambda: _inspect(copy)}
+    if last_segment:
+        readers |= {"recover": lambda: _recover(copy), "open read-only": lambda: _open_read_only(copy)}
+    return readers
+
+
 @pytest.mark.parametrize("log", ["big", "big_tail"], ids=["older segment", "last segment"])
 def test_a_damaged_length_that_fits_in_the_segment_grows_no_window(
         log: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
@@ -265,12 +272,7 @@ def test_a_damaged_length_that_fits_in_the_segment_grows_no_window(
     assert pos + HEADER.size + (5 << 20) < len(data)  # the claimed frame fits in the segment
     data[pos : pos + 4] = (5 << 20).to_bytes(4, "little")
     (copy / SEG0).write_bytes(bytes(data))
-    readers: dict[str, Callable[[], Any]] = {
-        "replay": lambda: _replay(copy), "follow": lambda: _follow_from_the_start(copy),
-        "segments": lambda: _segments(copy), "frame_checksum": lambda: _frame_checksum(copy),
-        "inspect": lambda: _inspect(copy)}
-    if log == "big_tail":  # the readers of the last segment only
-        readers |= {"recover": lambda: _recover(copy), "open read-only": lambda: _open_read_only(copy)}
+    readers = _readers(copy, last_segment=log == "big_tail")
     for name, read in readers.items():
         peak = _peak(read, CorruptRecord)
         with pytest.raises(CorruptRecord, match="checksum mismatch") as err:

@@ -249,14 +249,20 @@ def test_a_damaged_length_of_the_last_frame_whose_bytes_are_whole_is_not_a_torn_
     torn tail does; but its bytes are all there (its checksum matches up to the segment's end, or up to the zeros a
     crash left after it): it is damage, and a writer must refuse the log, not cut the frame off."""
     damaged, base = _last_frame_overlong(tmp_path, tail)
-    seg = tmp_path / SEG0
-    with pytest.raises(CorruptRecord, match="its bytes are whole") as info:
-        FileLog.open(tmp_path)
-    assert (info.value.segment, info.value.offset) == (SEG0, base)
-    assert seg.read_bytes() == damaged, "the writer cut acknowledged data off"
     with pytest.raises(CorruptRecord, match="its bytes are whole"):
         read_all(tmp_path)
-    report = verify_log(str(tmp_path), with_checkpoints=False)
+    _refused_and_kept(tmp_path, damaged, base)
+
+
+def _refused_and_kept(path: Path, damaged: bytes, base: int) -> None:
+    """A writer refuses the log at the frame holding offset ``base`` and cuts nothing of the segment (``damaged``,
+    as the test left it), and ``log verify`` reports the damage there."""
+    seg = path / SEG0
+    with pytest.raises(CorruptRecord, match="its bytes are whole") as info:
+        FileLog.open(path)
+    assert (info.value.segment, info.value.offset) == (SEG0, base)
+    assert seg.read_bytes() == damaged, "the writer cut acknowledged data off"
+    report = verify_log(str(path), with_checkpoints=False)
     assert report.problem is not None and report.problem["offset"] == base
     assert seg.read_bytes() == damaged
 
@@ -280,14 +286,7 @@ def test_a_damaged_length_of_the_last_frame_before_a_torn_append_is_not_a_torn_t
     refuse the log and cut nothing, and ``log verify`` report it."""
     tail = _torn_append(tmp_path / "other", landed) + bytes(zeros)
     damaged, base = _last_frame_overlong(tmp_path, tail)
-    seg = tmp_path / SEG0
-    with pytest.raises(CorruptRecord, match="its bytes are whole") as info:
-        FileLog.open(tmp_path)
-    assert (info.value.segment, info.value.offset) == (SEG0, base)
-    assert seg.read_bytes() == damaged, "the writer cut acknowledged data off"
-    report = verify_log(str(tmp_path), with_checkpoints=False)
-    assert report.problem is not None and report.problem["offset"] == base
-    assert seg.read_bytes() == damaged
+    _refused_and_kept(tmp_path, damaged, base)
 
 
 @pytest.mark.parametrize("landed", [30, 16, 10, 3])
