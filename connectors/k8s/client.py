@@ -57,6 +57,12 @@ def resource_version_of(raw: bytes | msgspec.Raw) -> str:
     return _meta_decoder.decode(raw).metadata.resource_version
 
 
+def resource_version_number(text: str) -> int:
+    """A resourceVersion as the number an etcd-backed apiserver makes it (-1: not one): two versions of one object
+    are ordered by it, as clients may order them since Kubernetes v1.35 (KEP-5504, comparable resource versions)."""
+    return int(text) if text.isdigit() else -1
+
+
 class KubeClient:
     """Requests against one apiserver. Use :meth:`connect` (kubeconfig or in-cluster) or wrap an ApiClient."""
 

@@ -98,7 +98,7 @@ from connectors.k8s import leaderworkerset as lws
 from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import KubeClient, resource_version_number
 from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.follow_one import follow
@@ -248,6 +248,19 @@ def workload_copy(manager_wl: dict[str, Any], origin: str, gated: bool = False) 
                      "annotations": dict(meta.get("annotations") or {})},
         "spec": spec,
     }
+
+
+def kept(cached: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:
+    """What the manager keeps of a worker's object it just wrote: the write's answer, unless its watch of the
+    worker already brought a later version of that object. Read late (a busy manager), the answer would take the
+    manager back to the object as written, and the watch, past that version, would never bring it forward again:
+    a copy admitted on the worker meanwhile would never be seen admitted."""
+    if cached is None:
+        return answer
+    was, now = cached.get("metadata") or {}, answer.get("metadata") or {}
+    later = (resource_version_number(was.get("resourceVersion", ""))
+             > resource_version_number(now.get("resourceVersion", "")))
+    return cached if was.get("uid") == now.get("uid") and later else answer
 
 
 def remote_gates(raw: dict[str, Any]) -> list[o.PreemptionGateState]:
@@ -1438,7 +1451,7 @@ class MultiKueueConnector:
                                                                 wl.namespace))
         except AlreadyExists:
             return
-        w.workloads[wl.key] = created
+        w.workloads[wl.key] = kept(w.workloads.get(wl.key), created)
         self.stats.copies_created += 1
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
 
@@ -1456,7 +1469,8 @@ class MultiKueueConnector:
             return
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
         patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
-        w.workloads[wl.key] = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
+        patched = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
+        w.workloads[wl.key] = kept(w.workloads.get(wl.key), patched)
         log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
 
     @staticmethod
@@ -1484,7 +1498,7 @@ class MultiKueueConnector:
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
         patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
                                        wl.namespace, subresource="status")
-        w.workloads[wl.key] = msgspec.json.decode(patched)
+        w.workloads[wl.key] = kept(w.workloads.get(wl.key), msgspec.json.decode(patched))
         log.info("MultiKueue preemption gate opened", workload=wl.key, cluster=w.name)
 
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
@@ -1546,7 +1560,7 @@ class MultiKueueConnector:
                     r, owner_copy(adapter, manager_owner, manager_wl, origin, self._config()), wl.namespace))
             except AlreadyExists:
                 return
-            copies[owner_key] = remote
+            copies[owner_key] = remote = kept(copies.get(owner_key), remote)
             self.stats.jobs_created += 1
             log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
         elif not (await self._sync_spec(w, r, owner_key, remote)
@@ -1578,7 +1592,8 @@ class MultiKueueConnector:
             return True  # the copy is gone: its watch says so, and Kueue's Retry follows
         except Conflict:
             return False
-        w.owners.setdefault(r.kind, {})[owner_key] = msgspec.json.decode(patched)  # the watch brings it too
+        copies = w.owners.setdefault(r.kind, {})
+        copies[owner_key] = kept(copies.get(owner_key), msgspec.json.decode(patched))  # the watch brings it too
         self.stats.specs_synced += 1
         log.info("MultiKueue owner copy spec synced", kind=r.kind, owner=owner_key, cluster=w.name)
         return True
@@ -1615,7 +1630,8 @@ class MultiKueueConnector:
             return True  # the copy is gone: its watch says so, and Kueue's Retry follows
         except Conflict:
             return False
-        w.owners.setdefault(r.kind, {})[owner_key] = msgspec.json.decode(patched)
+        copies = w.owners.setdefault(r.kind, {})
+        copies[owner_key] = kept(copies.get(owner_key), msgspec.json.decode(patched))
         self.stats.specs_synced += 1
         log.info("MultiKueue elastic replicas synced", kind=r.kind, owner=owner_key, workload=wl.key, cluster=w.name)
         return True

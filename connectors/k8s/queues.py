@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import KubeClient, resource_version_number
 from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
@@ -123,7 +123,7 @@ class QueueStatusWriter:
             self._written.pop(key, None)
             return
         fields = FIELDS[kind]
-        uid, rv, current = obj.metadata.uid, _rv(obj.metadata.resource_version), obj.status
+        uid, rv, current = obj.metadata.uid, resource_version_number(obj.metadata.resource_version), obj.status
         written = self._written.get(key)
         if written is not None:
             if written[0] == uid and written[1] > rv:
@@ -150,13 +150,13 @@ class QueueStatusWriter:
                     return
                 if fresh.metadata.uid != uid:
                     return  # recreated: the watch brings the new one
-                rv, current = _rv(fresh.metadata.resource_version), fresh.status
+                rv, current = resource_version_number(fresh.metadata.resource_version), fresh.status
                 continue
             except NotFound:
                 return
             fresh = msgspec.json.decode(out, type=_Fresh)
             self.stats.writes += 1
-            self._written[key] = (uid, _rv(fresh.metadata.resource_version), fresh.status)
+            self._written[key] = (uid, resource_version_number(fresh.metadata.resource_version), fresh.status)
             log.debug("queue status written", queue=key)
             return
         log.info("queue status write kept conflicting, will retry", queue=key)
@@ -176,10 +176,6 @@ class QueueStatusWriter:
             if fair is not None:
                 out["fairSharing"] = fair
         return out
-
-
-def _rv(text: str) -> int:
-    return int(text) if text.isdigit() else -1
 
 
 class _Meta(msgspec.Struct, rename="camel"):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import msgspec
 import structlog
 
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import KubeClient, resource_version_number
 from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
@@ -45,10 +45,6 @@ class UngaterStats:
 def admitted_by_tas(wl: WorkloadInfo | None) -> bool:
     return (wl is not None and wl.phase == ADMITTED and not wl.evicted and wl.admission is not None
             and any(p.topology_assignment is not None for p in wl.admission.pod_set_assignments))
-
-
-def _rv(text: str) -> int:
-    return int(text) if text.isdigit() else -1
 
 
 class Ungater:
@@ -139,7 +135,7 @@ class Ungater:
             return False
         for pod_key, (uid, rv) in list(expected.items()):
             pod = self.state.pods.get(pod_key)
-            if pod is None or pod.metadata.uid != uid or _rv(pod.metadata.resource_version) >= rv:
+            if pod is None or pod.metadata.uid != uid or resource_version_number(pod.metadata.resource_version) >= rv:
                 del expected[pod_key]
         if not expected:
             del self._expected[key]
@@ -182,7 +178,7 @@ class Ungater:
             log.error("ungating refused by the apiserver", workload=key, pod=pod.key, error=str(exc))
             return
         rv = msgspec.json.decode(raw, type=_WithRV).metadata.resource_version
-        self._expected.setdefault(key, {})[pod.key] = (m.uid, _rv(rv))
+        self._expected.setdefault(key, {})[pod.key] = (m.uid, resource_version_number(rv))
         self.stats.ungated += 1
         log.info("ungated pod", workload=key, pod=pod.key, node_selector=node_selector)
 

@@ -15,7 +15,7 @@ from fixtures import fastyaml
 from fixtures.multikueue_states import MK_CONFIG, dispatched_state, owned_state, with_frameworks
 
 from connectors.k8s.errors import Forbidden, KubeError
-from connectors.k8s.multikueue import ADAPTERS, OWNER_RETRY_BASE_S, MultiKueueConnector, Worker
+from connectors.k8s.multikueue import ADAPTERS, OWNER_RETRY_BASE_S, MultiKueueConnector, Worker, kept
 from connectors.k8s.resources import JOBSETS
 from events import schema as ev
 from kueue_es.scheduler import settle
@@ -71,6 +71,26 @@ def _connector(state, workers: dict[str, WorkerClient]) -> MultiKueueConnector:
     for name, client in workers.items():
         mk.workers[name] = Worker(name, b"kubeconfig", client=client, connected=True)  # type: ignore[arg-type]
     return mk
+
+
+def _version(uid: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"uid": uid, "resourceVersion": rv}}
+
+
+@pytest.mark.parametrize(("cached", "answer", "keeps"), [
+    (None, _version("u", "7"), "answer"),
+    (_version("u", "9"), _version("u", "7"), "cached"),  # the watch brought a later version before the answer
+    (_version("u", "7"), _version("u", "9"), "answer"),  # the watch has not brought the write yet
+    (_version("u", "9"), _version("u", "9"), "answer"),
+    (_version("u", "10"), _version("u", "9"), "cached"),  # ordered as numbers, not as text
+    (_version("old", "9"), _version("u", "7"), "answer"),  # another object of that name (deleted since)
+    (_version("u", "x9"), _version("u", "7"), "answer"),  # not comparable: the answer, as before
+])
+def test_a_writes_answer_never_takes_a_workers_object_back_to_an_earlier_version(
+        cached: dict[str, Any] | None, answer: dict[str, Any], keeps: str) -> None:
+    """The manager keeps a worker's object its watch brought later than its own write's answer (read late):
+    the watch, past that version, would never bring it forward again."""
+    assert kept(cached, answer) is (cached if keeps == "cached" else answer)
 
 
 @pytest.mark.asyncio

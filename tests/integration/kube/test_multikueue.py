@@ -49,7 +49,7 @@ from kubehelp import (
     scheduling_gates,
 )
 
-from connectors.k8s import crds, pod_sync
+from connectors.k8s import crds, multikueue, pod_sync
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.framework_webhook import value_at
@@ -125,13 +125,30 @@ async def _maybe(kc, kind: str, name: str, ns: str = "") -> dict[str, Any] | Non
     return None
 
 
-async def _workload_shows(kc, name: str, ns: str, type_: str, what: str) -> dict[str, Any]:
-    """Workload ``name`` once its condition ``type_`` is True (waited for)."""
+async def _workload_shows(kc, name: str, ns: str, type_: str, what: str, wc: Any = None) -> dict[str, Any]:
+    """Workload ``name`` once its condition ``type_`` is True (waited for). A timeout says what the Workload, and
+    its copy on the worker ``wc`` when given, showed last: which side stopped short."""
     async def shows() -> dict[str, Any] | None:
         wl = await _maybe(kc, "Workload", name, ns)
         return wl if wl is not None and _true(wl, type_) else None
 
-    return await eventually(shows, timeout=60, what=what)
+    try:
+        return await eventually(shows, timeout=60, what=what)
+    except AssertionError as exc:
+        sides = [("the Workload", kc), ("its copy on the worker", wc)] if wc is not None else [("the Workload", kc)]
+        seen = [f"{side}: {_last_seen(await _maybe(client, 'Workload', name, ns))}" for side, client in sides]
+        raise AssertionError(f"{exc}; last seen: {'; '.join(seen)}") from None
+
+
+def _last_seen(wl: dict[str, Any] | None) -> str:
+    """A Workload's conditions and admission checks, shortly (``gone`` when there is none)."""
+    if wl is None:
+        return "gone"
+    status = wl.get("status") or {}
+    conditions = [f"{c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}"
+                  for c in status.get("conditions") or []]
+    checks = [f"{a['name']}={a['state']}" for a in status.get("admissionChecks") or []]
+    return f"conditions {conditions}, checks {checks}"
 
 
 async def _remote(wc, r: Resource, name: str, ns: str) -> dict[str, Any] | None:
@@ -357,7 +374,7 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert manager_job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
         wl_name = workload_name("mk-job", manager_job["metadata"]["uid"])
 
-        wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted")
+        wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted", wc)
         assert wl["status"]["clusterName"] == worker
         assert not wl["status"].get("nominatedClusterNames")
         assert wl["status"]["admission"]["clusterQueue"] == cq
@@ -453,7 +470,7 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
                                                          ns))
             wl_name = jobset_workload_name("mk-js", handed["metadata"]["uid"])
 
-            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the JobSet's Workload to be admitted")
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the JobSet's Workload to be admitted", wc)
             assert wl["status"]["clusterName"] == worker
 
             async def copied() -> dict[str, Any] | None:
@@ -538,7 +555,7 @@ async def _clusters(kube_apiserver, worker_apiserver, tmp_path: Path, frameworks
 
 async def _admitted_on_worker(c: SimpleNamespace, wl_name: str, what: str) -> None:
     """The manager's Workload ``wl_name`` admitted once its copy was on ``c.worker``, its check Ready."""
-    wl = await _workload_shows(c.kc, wl_name, c.ns, "Admitted", what)
+    wl = await _workload_shows(c.kc, wl_name, c.ns, "Admitted", what, c.wc)
     assert wl["status"]["clusterName"] == c.worker
     assert [(s["name"], s["state"]) for s in wl["status"]["admissionChecks"]] == [(c.check, "Ready")]
 
@@ -685,7 +702,7 @@ async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_
             handed = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "mk-pt", "kueue.x-k8s.io/multikueue"), ns))
             wl_name = PYTORCH.workload_name("mk-pt", handed["metadata"]["uid"])
 
-            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the PyTorchJob's Workload to be admitted")
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the PyTorchJob's Workload to be admitted", wc)
             assert wl["status"]["clusterName"] == worker
 
             async def remote() -> dict[str, Any] | None:
@@ -1130,9 +1147,61 @@ async def test_a_gated_copy_preempts_on_the_worker_only_once_the_manager_opens_i
 
             low = await _workload_shows(wc, low_name, ns, "Preempted", "the low Workload to be preempted on the worker")
             assert _cond(low, "Preempted")["reason"] == "InClusterQueue"
-            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted")
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted", wc)
             assert wl["status"]["clusterName"] == worker
             there = await _workload_shows(wc, wl_name, ns, "QuotaReserved", "the copy to hold the worker's quota")
             blocked = _cond(there, "BlockedOnPreemptionGates")
             assert (blocked["status"], blocked["reason"], blocked["message"]) == (
                 "False", "QuotaReserved", "Previously: Workload requires preemption, but it's gated")
+
+
+class _LateWrites:
+    """A worker's client whose creates and patches answer ``late_s`` after the apiserver did, as to a busy
+    manager: the worker acts on what was written, and the manager's watch of it brings that, before the manager
+    reads the answer."""
+
+    def __init__(self, client: Any, late_s: float) -> None:
+        self._client, self._late_s = client, late_s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def create(self, *args: Any, **kw: Any) -> bytes:
+        answer = await self._client.create(*args, **kw)
+        await asyncio.sleep(self._late_s)
+        return answer
+
+    async def patch(self, *args: Any, **kw: Any) -> bytes:
+        answer = await self._client.patch(*args, **kw)
+        await asyncio.sleep(self._late_s)
+        return answer
+
+
+@pytest.mark.asyncio
+async def test_a_late_answer_from_the_worker_does_not_hide_what_its_watch_brought_since(
+        kube_apiserver, worker_apiserver, tmp_path, monkeypatch) -> None:
+    """The manager knows the worker's copies as its watch of the worker shows them. The answer to its own write
+    (the copy created) may come after the watch brought a later version (the worker admitted the copy
+    meanwhile): kept, it would take the manager back to the copy as written, which would never be seen admitted
+    (CI's intermittent timeouts waiting for a Workload admitted on the worker)."""
+    built = multikueue.client_from
+
+    async def late_client_from(kubeconfig: bytes) -> Any:
+        return _LateWrites(await built(kubeconfig), late_s=3.0)
+
+    monkeypatch.setattr(multikueue, "client_from", late_client_from)
+    async with (_manager_and_worker(kube_apiserver, worker_apiserver) as c,
+                kueue_es(c.wc, tmp_path / "worker-log"), kueue_es(c.kc, tmp_path / "manager-log")):
+        handed = job(c.ns, "mk-late", "user-queue")
+        handed["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+        manager_job = await create(c.kc, handed)
+        wl_name = workload_name("mk-late", manager_job["metadata"]["uid"])
+
+        wl = await _workload_shows(c.kc, wl_name, c.ns, "Admitted", "the Workload to be admitted on the worker", c.wc)
+        assert wl["status"]["clusterName"] == c.worker
+
+        async def started() -> dict[str, Any] | None:
+            remote = await _remote(c.wc, BY_KIND["Job"], "mk-late", c.ns)
+            return remote if remote is not None and remote["spec"].get("suspend") is False else None
+
+        await eventually(started, timeout=60, what="the Job's copy to run on the worker")
