@@ -16,7 +16,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched (anew on the new label when the
   Configuration's origin changes: :meth:`MultiKueueConnector._rewatch`); whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadKubeConfig`` / ``ClientConnectionFailed`` with the error)
-  whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
+  whenever it changes (a cut watch is only a reconnect, the worker skipped until listed again: reported lost only
+  if that relist fails, as Kueue), and the MultiKueueCluster's ``Active`` condition is written from the log
   (:func:`projections.admissionchecks.cluster_active`), as are the MultiKueue checks' (``checkstatus``).
 * **observations.** The conditions MultiKueue reads of each copy (QuotaReserved, Admitted, Evicted, Finished) and
   which of its pod sets the worker placed by topology, or its absence, are appended as ``RemoteWorkloadObserved`` for the manager's Workload of the same namespace and
@@ -100,7 +101,7 @@ from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient, resource_version_number
 from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
-from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound, Unavailable
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
 from connectors.k8s.framework_webhook import suspended, value_at
@@ -160,6 +161,9 @@ READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished", BLOCKED_O
 JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating",
                      "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
 """batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
+WATCH_CUTS = (Unavailable, Gone)
+"""A connected worker's watch ending on these (a cut connection, a read timeout, a 410 Gone) is a reconnect, not a
+lost worker: only the relist that follows failing reports it lost."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -197,6 +201,10 @@ class Worker:
     since the last pass."""
     relisted: bool = True
     """The watches listed afresh (a new connection): the next pass looks at every workload for this worker."""
+    reconnecting: bool = False
+    """A watch of a connected worker was cut (:data:`WATCH_CUTS`) and it is being listed again: skipped by the
+    passes (nothing read, written or deleted there) but not reported lost unless that relist fails, as Kueue only
+    reconnects a client whose watch ended, its cluster kept Active, and its workload reconciler skips it meanwhile."""
 
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
@@ -1165,6 +1173,7 @@ class MultiKueueConnector:
         w.owners.clear()
         w.moved.clear()
         w.origin, w.connected, w.reason, w.message = origin, False, "ClientConnectionFailed", "connecting"
+        w.reconnecting = False
         w.task = asyncio.create_task(self._watch_worker(w, origin), name=f"mk-{w.name}")
 
     @staticmethod
@@ -1186,6 +1195,7 @@ class MultiKueueConnector:
         kept."""
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
+        since = self.clock()
         while True:
             try:
                 listed, absent = {}, []
@@ -1207,17 +1217,32 @@ class MultiKueueConnector:
                     for raw in page.items:
                         obj = msgspec.json.decode(raw)
                         cache[_key(obj)] = obj
-                w.connected, w.reason, w.message, w.relisted = True, "", "", True
+                w.connected, w.reconnecting, w.reason, w.message, w.relisted = True, False, "", "", True
+                since = self.clock()
                 self._wake.set()
                 await _all_or_none(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
                                    *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
-                w.connected, w.reason, w.message = False, "ClientConnectionFailed", str(exc) or type(exc).__name__
+                if w.connected and isinstance(exc, WATCH_CUTS):
+                    await self._reconnect(w, exc, since)
+                    continue
+                w.connected, w.reconnecting = False, False
+                w.reason, w.message = "ClientConnectionFailed", str(exc) or type(exc).__name__
                 self._unauthorized(w, exc)
                 self._wake.set()
                 await asyncio.sleep(self.retry_s)
+
+    async def _reconnect(self, w: Worker, exc: Exception, since: float) -> None:
+        """A connected worker's watch was cut: it is listed again at once (Kueue reconnects a client whose watch
+        ended), skipped by the passes until then and reported lost only if that relist fails. A connection cut
+        again within ``retry_s`` of being made waits ``retry_s`` first, so that a worker cutting every watch is not
+        listed over and over."""
+        w.connected, w.reconnecting = False, True
+        log.info("MultiKueue worker watch cut, reconnecting", cluster=w.name, error=str(exc) or type(exc).__name__)
+        if self.clock() - since < self.retry_s:
+            await asyncio.sleep(self.retry_s)
 
     async def _follow_once_served(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]],
                                   selector: str) -> None:
@@ -1290,8 +1315,8 @@ class MultiKueueConnector:
             w = self.workers[name]
             link = links.get(name)
             seen = (w.connected, w.reason if not w.connected else "", w.message if not w.connected else "")
-            if w.reason == "ClientConnectionFailed" and w.message == "connecting":
-                continue  # not tried yet
+            if w.reconnecting or (w.reason == "ClientConnectionFailed" and w.message == "connecting"):
+                continue  # not tried yet, or being listed again after a cut watch: the link stays as it was
             if link is None or (link.connected, link.reason, link.message) != seen:
                 events.append(ev.MultiKueueClusterObserved(time=now, key=name, connected=seen[0], reason=seen[1],
                                                            message=seen[2]))
