@@ -844,8 +844,9 @@ class MultiKueueConnector:
         self._wake = asyncio.Event()
         self._mirrored: dict[str, str] = {}
         """Manager Job key -> resourceVersion of the worker's copy whose status was last written to it."""
-        self._written_active: dict[str, tuple[str, str, str]] = {}
-        """MultiKueueCluster -> the Active condition last written (status, reason, message)."""
+        self._written_active: dict[str, tuple[str, tuple[str, str, str]]] = {}
+        """MultiKueueCluster -> the uid of the object last written and its Active condition (status, reason,
+        message): a cluster made again under that name is another object, written anew."""
         self._secrets: dict[str, KubeconfigSecret] = {}
         """MultiKueueCluster -> its kubeconfig Secret as last read and watched."""
         self.profiles = ClusterProfiles(client, self._wake, watch_timeout_s=watch_timeout_s, retry_s=retry_s)
@@ -1391,17 +1392,22 @@ class MultiKueueConnector:
         return events
 
     async def _write_cluster_status(self) -> None:
-        """Each MultiKueueCluster's Active condition as the log says (:func:`cluster_active`)."""
-        world = MultiKueueWorld(self.state.multikueue_configs, self.state.multikueue_clusters,
-                                self.state.cluster_links)
-        for name in sorted(self.state.multikueue_clusters):
+        """Each MultiKueueCluster's Active condition as the log says (:func:`cluster_active`). A write that fails
+        (refused, invalid, the apiserver erring) is counted and tried again on the next pass, the other clusters
+        and the copies served meanwhile: Kueue's cluster reconciler runs apart from its workload reconciler."""
+        clusters = self.state.multikueue_clusters
+        for name in [n for n in self._written_active if n not in clusters]:
+            del self._written_active[name]
+        world = MultiKueueWorld(self.state.multikueue_configs, clusters, self.state.cluster_links)
+        for name in sorted(clusters):
             want = cluster_active(name, world)
-            if want is None or self._written_active.get(name) == want:
+            cluster = clusters[name]
+            written = (cluster.metadata.uid, want) if want is not None else None
+            if written is None or self._written_active.get(name) == written:
                 continue
-            cluster = self.state.multikueue_clusters[name]
             current = next((c for c in cluster.status.conditions if c.type == "Active"), None)
             if current is not None and (current.status, current.reason, current.message) == want:
-                self._written_active[name] = want
+                self._written_active[name] = written
                 continue
             ltt = (current.last_transition_time if current is not None and current.status == want[0]
                    else format_time(_now()))
@@ -1413,7 +1419,12 @@ class MultiKueueConnector:
                                         {"status": {"conditions": [*others, cond]}}, subresource="status")
             except NotFound:
                 continue
-            self._written_active[name] = want
+            except KubeError as exc:
+                self.stats.errors += 1
+                log.warning("MultiKueueCluster Active condition not written, will retry", cluster=name,
+                            error=str(exc))
+                continue
+            self._written_active[name] = written
 
     # --- copies ----------------------------------------------------------------------------------------------------
 
