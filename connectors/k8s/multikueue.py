@@ -1650,7 +1650,10 @@ class MultiKueueConnector:
         except NotFound:
             return False
         if mk_autoscaling.worker_owns_replicas(self._config(), kind, local):
-            patch = await self._reflect_autoscaled(w, wl, r, kind, local, remote)
+            try:
+                patch = await self._reflect_autoscaled(w, wl, r, kind, local, remote)
+            except Conflict:
+                return False  # the manager's object changed since it was read: its counts are reflected next pass
         elif kind in mk_elastic.SYNCED_KINDS:
             patch = mk_elastic.elastic_patch(self._config(), kind, remote, local, wl)
         else:
@@ -1677,7 +1680,9 @@ class MultiKueueConnector:
         """Under MultiKueueRayInTreeAutoscaling, an autoscaled Ray object's worker counts (its copy's, or a RayJob's
         RayCluster's on the worker) go onto the manager's object as annotations
         (:mod:`connectors.k8s.multikueue_ray_autoscaling`); once they are there, the patch that makes the copy name
-        the workload synced (None: nothing to write on the worker)."""
+        the workload synced (None: nothing to write on the worker). That write conflicting (the manager's object
+        changed since it was read) raises :class:`Conflict`: nothing else would bring the counts there again (the
+        manager's Ray objects are not in the log), so the caller tries again on the next pass."""
         if mk_autoscaling.suspended(kind, local):
             return None
         child, child_name = None, mk_autoscaling.child_name(kind, remote)
@@ -1691,7 +1696,7 @@ class MultiKueueConnector:
             rv = (local.get("metadata") or {}).get("resourceVersion", "")
             reflect["metadata"]["resourceVersion"] = rv
             namespace, name = wl.namespace, (local.get("metadata") or {}).get("name", "")
-            with contextlib.suppress(NotFound, Conflict):  # read again on the next pass
+            with contextlib.suppress(NotFound):  # gone: its workload goes too (a Conflict is the caller's retry)
                 await self.client.patch(r, name, reflect, namespace)
                 log.info("MultiKueue autoscaled worker counts reflected", kind=r.kind, owner=f"{namespace}/{name}",
                          workload=wl.key, cluster=w.name)
