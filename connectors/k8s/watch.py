@@ -241,6 +241,10 @@ class Watcher:
         return known
 
     def _upsert(self, r: Resource, obj: o.KObject, t: int) -> ev.ObjectUpserted | None:
+        """The event for ``obj`` unless the log has it already (or, Pods and Nodes, nothing it keeps changed).
+        Versions are not ordered here: the watch delivers each object's in order and resumes after the last one
+        handled, and a relist is a quorum read — nothing brings an older one (and after an etcd restore without
+        a revision bump, the list's lower resourceVersion is the object as it is)."""
         m = obj.metadata
         current = (m.uid, m.resource_version)
         emitted = self._emitted[r.kind]
