@@ -197,6 +197,10 @@ class Worker:
     since the last pass."""
     relisted: bool = True
     """The watches listed afresh (a new connection): the next pass looks at every workload for this worker."""
+    deleted: dict[str, str] = field(default_factory=dict)
+    """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
+    watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
+    the workload's copy (:meth:`MultiKueueConnector._observe`), nor is a new one made over it meanwhile."""
 
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
@@ -1241,7 +1245,12 @@ class MultiKueueConnector:
             await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
     async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
+        """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A copy this manager deleted
+        (:attr:`Worker.deleted`) is forgotten once the watch shows it deleted, or once a listing no longer holds it
+        (its watch, from after, will not)."""
         assert w.client is not None
+        if r is WORKLOADS:
+            w.deleted = {key: uid for key, uid in w.deleted.items() if _uid(cache.get(key)) == uid}
         while True:
             async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector):
                 obj = msgspec.json.decode(e.object)
@@ -1250,6 +1259,8 @@ class MultiKueueConnector:
                     continue
                 if e.type == "DELETED":
                     cache.pop(_key(obj), None)
+                    if r is WORKLOADS and w.deleted.get(_key(obj)) == _uid(obj):
+                        del w.deleted[_key(obj)]
                 else:
                     cache[_key(obj)] = obj
                 if r is LEADER_WORKER_SETS:
@@ -1304,6 +1315,8 @@ class MultiKueueConnector:
                 if wl is None:
                     continue
                 raw = w.workloads.get(key)
+                if raw is not None and w.deleted.get(key) == _uid(raw):
+                    raw = None  # deleted: what the watch, lagging, still brings of it is not there (Kueue reads it)
                 known = wl.remotes.get(name) if wl.remotes else None
                 if known is None and name not in desired_on(self.state, wl):
                     continue  # a copy the log forgot (evicted) or never wanted there: deleted, not reported
@@ -1312,6 +1325,8 @@ class MultiKueueConnector:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
                                                                 exists=False))
                     continue
+                if known is None and (raw.get("metadata") or {}).get("deletionTimestamp"):
+                    continue  # going away: not the workload's new copy, nor is one made over it until it is gone
                 conds, placed, gates_ = remote_conditions(raw), topology_pod_sets(raw), remote_gates(raw)
                 if (known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed
                         or (list(known.preemption_gates) != gates_ and not self._opening(known, gates_))):
@@ -1748,6 +1763,7 @@ class MultiKueueConnector:
         is deleted only when it carries this manager's origin label (a worker's own object of that name stays)."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
+        uid = _uid(raw)
         namespace, _, name = key.partition("/")
         refs = (raw.get("metadata") or {}).get("ownerReferences") or []
         for a in self._adapters():
@@ -1772,7 +1788,11 @@ class MultiKueueConnector:
                 await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
         with contextlib.suppress(NotFound):
             await w.client.delete(WORKLOADS, name, namespace)
-        w.workloads.pop(key, None)
+        if key in w.workloads and _uid(w.workloads[key]) == uid:  # its DELETED not shown yet
+            if uid:
+                w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
+            else:
+                del w.workloads[key]
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
 
@@ -1849,6 +1869,10 @@ def _workload_key_of(owner_copy: dict[str, Any]) -> str:
 def _key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _uid(obj: dict[str, Any] | None) -> str:
+    return ((obj or {}).get("metadata") or {}).get("uid", "")
 
 
 def _now() -> int:
