@@ -183,3 +183,30 @@ async def test_a_copy_going_away_is_still_reported_for_the_workload_whose_copy_i
     await _pass(mk)
     assert [sorted(c.type for c in e.conditions) for e in _reported(appended, "worker1")] == [
         ["Admitted", "QuotaReserved"]]
+
+
+@pytest.mark.asyncio
+async def test_a_create_answer_read_after_its_watch_showed_the_copy_made_and_deleted_is_not_kept(
+        tmp_path: Path) -> None:
+    """The manager creates the copy on worker1 and reads the answer late: meanwhile its watch showed the copy made
+    and deleted there (by someone else). Kept, the answer would stand for a copy no event will take away: the
+    workload would never get one there again. It is not kept, and the next pass makes the copy anew."""
+    state = _state(tmp_path)
+    worker = LaggingWorker()
+    mk = _connector(state, {"worker1": worker})
+    _appending(mk)
+    w = mk.workers["worker1"]
+
+    async def made_and_deleted(answer: dict[str, Any]) -> None:
+        worker.answering = None
+        gone = {**answer, "metadata": {**answer["metadata"], "resourceVersion": "12"}}
+        await worker.deliver(("ADDED", answer), ("DELETED", gone))
+
+    worker.answering = made_and_deleted
+    async with _watching(mk, w, "10"):
+        await _pass(mk)
+        assert worker.created == ["Workload:default/job-a"]
+        assert KEY not in w.workloads
+        await _pass(mk)
+        assert worker.created == ["Workload:default/job-a"] * 2
+        assert w.workloads[KEY]["metadata"]["uid"] == "copy-2"
