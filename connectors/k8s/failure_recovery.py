@@ -7,8 +7,10 @@ its ``kueue.x-k8s.io/`` annotations and its deletion), each time it or the node 
 once its grace period ends (this process's clock, as Kueue's controller requeues on its own). Under the
 Configuration recorded in the log: with the gate off nothing is written. The write reads the live pod first (for
 its ``deletionGracePeriodSeconds``, which the log leaves out, its current version, and whether it is still opted
-in, deleting and not terminal: the log may lag), then patches its status conditioned on that version; a conflict or a pod gone counts as done, since the pod's newer version in the log
-brings it back if it still matters. The pod then leaves the log (it is terminal), which is what TAS node failure
+in, deleting and not terminal: the log may lag), then patches its status conditioned on that version; a pod gone
+counts as done, a conflict is tried again after the retry delay (the change that caused it, another controller's
+condition or finalizer, is not one the log keeps, so no newer version of the pod would bring it back), as Kueue's
+reconciler is requeued on a failed patch. The pod then leaves the log (it is terminal), which is what TAS node failure
 and a Job waiting for its replacement read. Kueue's Warning Event is not recorded.
 """
 
@@ -151,7 +153,10 @@ class FailureRecovery:
         try:
             await self.client.patch(PODS, m.name, body, m.namespace, subresource="status")
         except Conflict:
-            self.stats.conflicts += 1  # it changed: its newer version in the log brings it back
+            # it changed, most likely in what the log does not keep (another controller's condition, a finalizer):
+            # no newer version comes to the log, so it is looked at again later, on the live pod read anew
+            self.stats.conflicts += 1
+            self._retry.later(key)
             return
         except NotFound:
             return

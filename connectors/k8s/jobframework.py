@@ -741,7 +741,8 @@ class JobReconciler(Generic[J]):
         change = admission_gate_change(self.state, job.metadata.annotations, obs)
         if change is None:
             return False
-        await self._once(job.key, "admission-gate", job, self._sync_admission_gate(job, obs, change[0]))
+        await self._once(job.key, f"admission-gate@{obs.metadata.resource_version}", job,
+                         self._sync_admission_gate(job, obs, change[0]))
         return True
 
     async def _pods_ready_annotation(self, job: J, obs: o.Workload) -> bool:
@@ -752,7 +753,8 @@ class JobReconciler(Generic[J]):
         if not self.state.gate(gates.WORKLOAD_LEVEL_WAIT_FOR_PODS_READY) or (
                 obs.metadata.annotations.get(WAIT_FOR_PODS_READY_ANNOTATION) == wanted):
             return False
-        await self._once(job.key, "pods-ready-annotation", job, self._sync_pods_ready_annotation(job, obs, wanted))
+        await self._once(job.key, f"pods-ready-annotation@{obs.metadata.resource_version}", job,
+                         self._sync_pods_ready_annotation(job, obs, wanted))
         return True
 
     async def _sync_pods_ready_annotation(self, job: J, obs: o.Workload, value: str | None) -> None:

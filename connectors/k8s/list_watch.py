@@ -1,7 +1,8 @@
 """Kubernetes' list-then-watch loop, shared by everything the connector keeps in step with the apiserver (the
 watcher's kinds into the log; the managed Pods, the JobSets and the StatefulSets' revisions, which the
 integrations keep for themselves in an :class:`Informer`): :func:`list_then_watch` brings the order and the
-recovery — a relist after 410 Gone, a capped exponential backoff after any other failure.
+recovery — a relist after 410 Gone, a capped exponential backoff after any other failure, each watch resumed
+from the last event handled.
 """
 
 from __future__ import annotations
@@ -26,15 +27,31 @@ def retry_delay(backoff_s: float, failures: int) -> float:
     return min(backoff_s * 2 ** min(failures - 1, 5), BACKOFF_CAP_S)
 
 
-async def list_then_watch(relist: Callable[[], Awaitable[str | None]], watch: Callable[[str], Awaitable[str]], *,
+Delivered = Callable[[str], None]
+"""Told the resourceVersion of each watch event (a bookmark too) once it is handled: where to resume."""
+
+
+async def list_then_watch(relist: Callable[[], Awaitable[str | None]],
+                          watch: Callable[[str, Delivered], Awaitable[None]], *,
                           log: Any, what: str, backoff_s: float, on_gone: Callable[[], None],
                           resume_from: str | None = None, absent_retry_s: float = 1.0,
                           absent: Callable[[], Awaitable[None]] | None = None) -> None:
     """Until cancelled: list (``relist`` returns the list's resourceVersion, None when there is nothing to list —
     the kind not served, say: listed again after ``absent()``, by default a sleep of ``absent_retry_s``), then
-    watch from there (``watch`` returns where it stopped, to resume from); ``resume_from`` watches first without
-    listing. ``what`` names it in the warnings ``log`` gets."""
+    ``watch(rv, delivered)`` from there; ``resume_from`` watches first without listing. ``what`` names it in the
+    warnings ``log`` gets.
+
+    A watch that ends, or fails other than 410 Gone (a cut connection, a read timeout, a 5xx), is started again
+    from the last resourceVersion it reported to ``delivered`` — as client-go's reflector resumes from the last one
+    it synced — not from where it started: the apiserver would replay what was already handled, and a consumer
+    would take an object back to an older version (or a deleted one back to life) until the replay caught up."""
     rv = resume_from
+
+    def delivered(at: str) -> None:
+        nonlocal rv
+        if at:
+            rv = at
+
     failures = 0
     while True:
         try:
@@ -43,7 +60,7 @@ async def list_then_watch(relist: Callable[[], Awaitable[str | None]], watch: Ca
                 if rv is None:
                     await (absent() if absent is not None else asyncio.sleep(absent_retry_s))
                     continue
-            rv = await watch(rv)
+            await watch(rv, delivered)
             failures = 0
         except Gone:
             on_gone()
@@ -122,28 +139,30 @@ class Informer(Generic[W]):
             self.on_listed()
         return listed.metadata.resource_version if listed is not None else None
 
-    async def _watch(self, rv: str) -> str:
+    async def _watch(self, rv: str, delivered: Delivered) -> None:
+        """One watch from ``rv``; each event is applied to :attr:`known` before it counts as ``delivered``."""
         stream = self.client.watch(self.resource, rv, timeout_seconds=self.watch_timeout_s,
                                    label_selector=self.label_selector)
         async with contextlib.aclosing(stream):
             async for event in stream:
-                rv = resource_version_of(event.object) or rv
-                if event.type == "BOOKMARK":
-                    continue
-                obj = self.decode(event.object)
-                if obj is None:
-                    continue
-                before = self.known.get(obj.key)
-                if event.type == "DELETED":
-                    if before is not None and before.metadata.uid == obj.metadata.uid:
-                        del self.known[obj.key]
-                    if self.on_deleted is not None:
-                        self.on_deleted(obj)
-                    self._changed({obj.key})
-                elif before != obj:
-                    self.known[obj.key] = obj
-                    self._changed({obj.key})
-        return rv
+                if event.type != "BOOKMARK":
+                    self._apply(event.type, event.object)
+                delivered(resource_version_of(event.object))
+
+    def _apply(self, event_type: str, raw: msgspec.Raw | bytes) -> None:
+        obj = self.decode(raw)
+        if obj is None:
+            return
+        before = self.known.get(obj.key)
+        if event_type == "DELETED":
+            if before is not None and before.metadata.uid == obj.metadata.uid:
+                del self.known[obj.key]
+            if self.on_deleted is not None:
+                self.on_deleted(obj)
+            self._changed({obj.key})
+        elif before != obj:
+            self.known[obj.key] = obj
+            self._changed({obj.key})
 
     def _changed(self, keys: set[str]) -> None:
         if keys:

@@ -205,6 +205,23 @@ class Worker:
     """A watch of a connected worker was cut (:data:`WATCH_CUTS`) and it is being listed again: skipped by the
     passes (nothing read, written or deleted there) but not reported lost unless that relist fails, as Kueue only
     reconnects a client whose watch ended, its cluster kept Active, and its workload reconciler skips it meanwhile."""
+    deleted: dict[str, str] = field(default_factory=dict)
+    """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
+    watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
+    the workload's copy (:meth:`MultiKueueConnector._observe`), nor is a new one made over it meanwhile."""
+    watched: dict[str, str] = field(default_factory=dict)
+    """Kind -> the resourceVersion its listing and watch have shown this worker's objects of that kind at
+    (:func:`kept`)."""
+
+    def keep(self, r: Resource, key: str, answer: dict[str, Any]) -> dict[str, Any]:
+        """The answer to this manager's write of its copy ``key`` of kind ``r`` there, held as :func:`kept` says;
+        what it holds of that copy now (the answer itself when it holds none: the copy is gone)."""
+        cache = self.workloads if r is WORKLOADS else self.owners.setdefault(r.kind, {})
+        held = kept(cache.get(key), answer, self.watched.get(r.kind, ""))
+        if held is None:
+            return answer
+        cache[key] = held
+        return held
 
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
@@ -258,17 +275,19 @@ def workload_copy(manager_wl: dict[str, Any], origin: str, gated: bool = False) 
     }
 
 
-def kept(cached: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:
-    """What the manager keeps of a worker's object it just wrote: the write's answer, unless its watch of the
-    worker already brought a later version of that object. Read late (a busy manager), the answer would take the
-    manager back to the object as written, and the watch, past that version, would never bring it forward again:
-    a copy admitted on the worker meanwhile would never be seen admitted."""
-    if cached is None:
-        return answer
-    was, now = cached.get("metadata") or {}, answer.get("metadata") or {}
-    later = (resource_version_number(was.get("resourceVersion", ""))
-             > resource_version_number(now.get("resourceVersion", "")))
-    return cached if was.get("uid") == now.get("uid") and later else answer
+def kept(cached: dict[str, Any] | None, answer: dict[str, Any], watched: str = "") -> dict[str, Any] | None:
+    """What the manager keeps of a worker's object it just wrote (None: nothing), ``cached`` being what its watch
+    of the worker brought, which is at version ``watched`` of that kind: the write's answer, unless the watch
+    already brought a later version of that object, or went past the answer's version without it (it showed the
+    object deleted, or made and deleted, before the answer was read). Read late (a busy manager), the answer would
+    take the manager back to the object as written, and the watch, past that version, would never bring it forward
+    again: a copy admitted on the worker meanwhile would never be seen admitted, a copy deleted there would be held
+    for ever. Versions are ordered as numbers (KEP-5504); one that is not a number keeps the answer."""
+    was, now = (cached or {}).get("metadata") or {}, answer.get("metadata") or {}
+    answered = resource_version_number(now.get("resourceVersion", ""))
+    if cached is not None and was.get("uid") == now.get("uid"):
+        return cached if resource_version_number(was.get("resourceVersion", "")) > answered else answer
+    return cached if 0 <= answered <= resource_version_number(watched) else answer
 
 
 def remote_gates(raw: dict[str, Any]) -> list[o.PreemptionGateState]:
@@ -1267,15 +1286,23 @@ class MultiKueueConnector:
             await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
     async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
+        """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A copy this manager deleted
+        (:attr:`Worker.deleted`) is forgotten once the watch shows it deleted, or once a listing no longer holds it
+        (its watch, from after, will not)."""
         assert w.client is not None
+        w.watched[r.kind] = rv
+        if r is WORKLOADS:
+            w.deleted = {key: uid for key, uid in w.deleted.items() if _uid(cache.get(key)) == uid}
         while True:
             async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector):
                 obj = msgspec.json.decode(e.object)
-                rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                rv = w.watched[r.kind] = (obj.get("metadata") or {}).get("resourceVersion", rv)
                 if e.type == "BOOKMARK":
                     continue
                 if e.type == "DELETED":
                     cache.pop(_key(obj), None)
+                    if r is WORKLOADS and w.deleted.get(_key(obj)) == _uid(obj):
+                        del w.deleted[_key(obj)]
                 else:
                     cache[_key(obj)] = obj
                 if r is LEADER_WORKER_SETS:
@@ -1330,6 +1357,8 @@ class MultiKueueConnector:
                 if wl is None:
                     continue
                 raw = w.workloads.get(key)
+                if raw is not None and w.deleted.get(key) == _uid(raw):
+                    raw = None  # deleted: what the watch, lagging, still brings of it is not there (Kueue reads it)
                 known = wl.remotes.get(name) if wl.remotes else None
                 if known is None and name not in desired_on(self.state, wl):
                     continue  # a copy the log forgot (evicted) or never wanted there: deleted, not reported
@@ -1338,6 +1367,8 @@ class MultiKueueConnector:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
                                                                 exists=False))
                     continue
+                if known is None and (raw.get("metadata") or {}).get("deletionTimestamp"):
+                    continue  # going away: not the workload's new copy, nor is one made over it until it is gone
                 conds, placed, gates_ = remote_conditions(raw), topology_pod_sets(raw), remote_gates(raw)
                 if (known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed
                         or (list(known.preemption_gates) != gates_ and not self._opening(known, gates_))):
@@ -1487,7 +1518,7 @@ class MultiKueueConnector:
                                                                 wl.namespace))
         except AlreadyExists:
             return
-        w.workloads[wl.key] = kept(w.workloads.get(wl.key), created)
+        w.keep(WORKLOADS, wl.key, created)
         self.stats.copies_created += 1
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
 
@@ -1506,7 +1537,7 @@ class MultiKueueConnector:
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
         patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
         patched = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
-        w.workloads[wl.key] = kept(w.workloads.get(wl.key), patched)
+        w.keep(WORKLOADS, wl.key, patched)
         log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
 
     @staticmethod
@@ -1534,7 +1565,7 @@ class MultiKueueConnector:
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
         patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
                                        wl.namespace, subresource="status")
-        w.workloads[wl.key] = kept(w.workloads.get(wl.key), msgspec.json.decode(patched))
+        w.keep(WORKLOADS, wl.key, msgspec.json.decode(patched))
         log.info("MultiKueue preemption gate opened", workload=wl.key, cluster=w.name)
 
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
@@ -1596,7 +1627,7 @@ class MultiKueueConnector:
                     r, owner_copy(adapter, manager_owner, manager_wl, origin, self._config()), wl.namespace))
             except AlreadyExists:
                 return
-            copies[owner_key] = remote = kept(copies.get(owner_key), remote)
+            remote = w.keep(r, owner_key, remote)
             self.stats.jobs_created += 1
             log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
         elif not (await self._sync_spec(w, r, owner_key, remote)
@@ -1628,8 +1659,7 @@ class MultiKueueConnector:
             return True  # the copy is gone: its watch says so, and Kueue's Retry follows
         except Conflict:
             return False
-        copies = w.owners.setdefault(r.kind, {})
-        copies[owner_key] = kept(copies.get(owner_key), msgspec.json.decode(patched))  # the watch brings it too
+        w.keep(r, owner_key, msgspec.json.decode(patched))  # the watch brings it too
         self.stats.specs_synced += 1
         log.info("MultiKueue owner copy spec synced", kind=r.kind, owner=owner_key, cluster=w.name)
         return True
@@ -1669,8 +1699,7 @@ class MultiKueueConnector:
             return True  # the copy is gone: its watch says so, and Kueue's Retry follows
         except Conflict:
             return False
-        copies = w.owners.setdefault(r.kind, {})
-        copies[owner_key] = kept(copies.get(owner_key), msgspec.json.decode(patched))
+        w.keep(r, owner_key, msgspec.json.decode(patched))
         self.stats.specs_synced += 1
         log.info("MultiKueue elastic replicas synced", kind=r.kind, owner=owner_key, workload=wl.key, cluster=w.name)
         return True
@@ -1789,6 +1818,7 @@ class MultiKueueConnector:
         is deleted only when it carries this manager's origin label (a worker's own object of that name stays)."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
+        uid = _uid(raw)
         namespace, _, name = key.partition("/")
         refs = (raw.get("metadata") or {}).get("ownerReferences") or []
         for a in self._adapters():
@@ -1813,7 +1843,11 @@ class MultiKueueConnector:
                 await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
         with contextlib.suppress(NotFound):
             await w.client.delete(WORKLOADS, name, namespace)
-        w.workloads.pop(key, None)
+        if key in w.workloads and _uid(w.workloads[key]) == uid:  # its DELETED not shown yet
+            if uid:
+                w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
+            else:
+                del w.workloads[key]
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
 
@@ -1890,6 +1924,10 @@ def _workload_key_of(owner_copy: dict[str, Any]) -> str:
 def _key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _uid(obj: dict[str, Any] | None) -> str:
+    return ((obj or {}).get("metadata") or {}).get("uid", "")
 
 
 def _now() -> int:

@@ -697,6 +697,12 @@ class PodIntegration:
         if finished_workload:
             await self._report(pod, FINISHED_WORKLOAD, workload=finished_workload)
 
+    def _forget(self, key: str, marker: tuple[str, str]) -> None:
+        """Forget the write ``marker`` stands for, which failed, so the next pass does it again (unless another
+        pass recorded its own meanwhile), as :func:`connectors.k8s.owner_index.once` forgets a failed run."""
+        if self._acted.get(key) == marker:
+            del self._acted[key]
+
     async def _orphaned(self, pod_key: str, wl_key: str, obs: o.Workload, owner_uid: str) -> None:
         """The Pod that controls Workload ``wl_key`` is gone (the apiserver says so): finish the Workload (under
         ``FinishOrphanedWorkloads``), take its finalizer off and delete it, as the garbage collector would."""
@@ -716,8 +722,11 @@ class PodIntegration:
             if not await wf.delete_unfinalized(self.client, obs, await self._let_go(wl_key, obs)):
                 return
         except Conflict:
-            self._acted.pop(wl_key, None)
+            self._forget(wl_key, marker)
             return  # changed meanwhile: the watch brings the newer Workload
+        except BaseException:
+            self._forget(wl_key, marker)
+            raise  # the Workload unchanged, no newer version comes: the retry this schedules lets it go
         self.stats.orphans += 1
         log.info("deleted the workload of a pod that is gone", pod=pod_key, workload=wl_key)
 
@@ -938,10 +947,13 @@ class PodIntegration:
             if not await wf.delete_unfinalized(self.client, obs, await self._let_go(group, obs)):
                 return
         except Conflict:
-            self._acted.pop(GROUP_PREFIX + group, None)
+            self._forget(GROUP_PREFIX + group, marker)
             self.stats.conflicts += 1
             log.info("the workload of a pod group that is gone moved on: let go on its next version", group=group)
             return  # changed meanwhile: the watch brings the newer Workload, which marks the group (gone_groups)
+        except BaseException:
+            self._forget(GROUP_PREFIX + group, marker)
+            raise  # the Workload unchanged, no newer version comes: the retry this schedules lets it go
         self.stats.orphans += 1
         log.info("deleted the workload of a pod group that is gone", group=group)
 
@@ -1048,8 +1060,11 @@ class PodIntegration:
             if not await wf.delete_unfinalized(self.client, obs, await self._unfinalize(obs)):
                 return
         except Conflict:
-            self._acted.pop(GROUP_PREFIX + group, None)
+            self._forget(GROUP_PREFIX + group, marker)
             return  # changed meanwhile: the watch brings the newer Workload
+        except BaseException:
+            self._forget(GROUP_PREFIX + group, marker)
+            raise  # the Workload unchanged, no newer version comes: the retry this schedules deletes it
         self.stats.deleted += 1
         log.info("deleted the workload its pod group no longer matches", group=group, workload=obs.key)
         await self._report(first, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))

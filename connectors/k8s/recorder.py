@@ -34,7 +34,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.decision_events import Before, KubeEvent, Ready, event_name, kueue_events
 from connectors.k8s.errors import AlreadyExists, KubeError
 from connectors.k8s.job_events import job_events
-from connectors.k8s.journal import Journal, Signal
+from connectors.k8s.journal import Journal
 from connectors.k8s.resources import Resource
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import schema as ev
@@ -106,12 +106,11 @@ class EventRecorder:
         self.stats = RecorderStats()
         self._retry = Retries(retry_s)
         self._failures: dict[int, int] = {}
-        self._signal: Signal | None = None
 
     async def run(self) -> None:
         """Record every ready decision's Events, forever (run it as a task)."""
-        self._signal = self.journal.subscribe()
-        await KeyedWorkers(self.record_guarded, self.concurrency).run(self._take, self._signal, self._retry.timeout)
+        await KeyedWorkers(self.record_guarded, self.concurrency).run(
+            self._take, self.journal.subscribe(), self._retry.timeout)
 
     def _take(self) -> set[str]:
         # zero-padded: the workers take keys in sorted order, which is then the log's order
@@ -140,8 +139,6 @@ class EventRecorder:
             else:
                 log.info("recording events failed, will retry", attempt=failures, **fields)
                 self._retry.later(key, 2 ** (failures - 1))
-                if self._signal is not None:
-                    self._signal.set()  # the workers may be waiting without a timeout: let them take it in
                 return
             self.stats.dropped += 1
             self._done(offset)

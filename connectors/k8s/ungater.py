@@ -9,8 +9,16 @@ exactly what is needed of them), ask :func:`connectors.k8s.ungating.plan` which 
 the domain's level labels merged into ``spec.nodeSelector``, conditioned on the pod's resourceVersion.
 
 A pod is never ungated twice: after a patch, the workload is not planned again until the log shows every pod
-patched for it at (at least) the version the patch produced, or gone (Kueue's expectations); a conflict means
-the pod changed, and its newer version in the log brings the workload back.
+patched for it at (at least) the version the patch produced, or gone (Kueue's expectations).
+
+A conflict means the pod changed since the version in the log, but not necessarily in a way the log keeps: the
+watch drops an update that changes nothing of the kept view (a label or annotation not Kueue's, a finalizer, an
+ownerReference: :func:`connectors.k8s.trim.same_content`), so the log may hold a stale resourceVersion for good and
+nothing would bring the workload back (Kueue's ungater patches from an informer cache that has every version, and
+requeues on error). So the pod is read: the same pod whose kept view is still the one planned from is patched
+again on its live version; one changed in a kept way, re-created or gone is left to its newer version (or its
+deletion) the watch appends, which brings the workload back; one that keeps changing between the read and the
+patch is retried later.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from dataclasses import dataclass
 import msgspec
 import structlog
 
+from connectors.k8s import trim
 from connectors.k8s.client import KubeClient, resource_version_number
 from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
@@ -33,6 +42,9 @@ from projections.workloads import ADMITTED, WorkloadInfo
 log = structlog.get_logger("kueue_es.k8s.ungater")
 PODS = BY_KIND["Pod"]
 PODSET_LABEL = "kueue.x-k8s.io/podset"
+REREADS = 3
+"""Conflicts met on a pod unchanged in its kept view, each answered by reading it again, before the workload is
+left to a retry."""
 
 
 @dataclass
@@ -164,23 +176,45 @@ class Ungater:
     async def _ungate(self, key: str, pod: o.Pod, node_selector: dict[str, str]) -> None:
         m = pod.metadata
         gates = [g for g in pod.spec.scheduling_gates if g.get("name") != TOPOLOGY_GATE]
-        body = {"metadata": {"uid": m.uid, "resourceVersion": m.resource_version},
-                "spec": {"schedulingGates": gates or None, "nodeSelector": node_selector}}
-        try:
-            raw = await self.client.patch(PODS, m.name, body, m.namespace)
-        except Conflict:
-            self.stats.conflicts += 1  # the pod changed: its newer version in the log brings us back
-            return
-        except NotFound:
-            return
-        except Invalid as exc:  # refused for good (the pod is no longer gated by us, ...): the next change decides
-            self.stats.errors += 1
-            log.error("ungating refused by the apiserver", workload=key, pod=pod.key, error=str(exc))
-            return
-        rv = msgspec.json.decode(raw, type=_WithRV).metadata.resource_version
-        self._expected.setdefault(key, {})[pod.key] = (m.uid, resource_version_number(rv))
+        rv = m.resource_version
+        for attempt in range(REREADS + 1):
+            body = {"metadata": {"uid": m.uid, "resourceVersion": rv},
+                    "spec": {"schedulingGates": gates or None, "nodeSelector": node_selector}}
+            try:
+                raw = await self.client.patch(PODS, m.name, body, m.namespace)
+                break
+            except Conflict:
+                self.stats.conflicts += 1
+                if attempt == REREADS:  # it keeps changing under us: read it again on the next pass
+                    self._retry.later(key)
+                    return
+            except NotFound:
+                return
+            except Invalid as exc:  # refused for good (the pod is no longer gated by us, ...): the next change decides
+                self.stats.errors += 1
+                log.error("ungating refused by the apiserver", workload=key, pod=pod.key, error=str(exc))
+                return
+            live_rv = await self._unchanged(pod)
+            if live_rv is None:  # changed in a kept way, re-created or gone: the watch brings its news
+                return
+            rv = live_rv
+        patched = msgspec.json.decode(raw, type=_WithRV).metadata.resource_version
+        self._expected.setdefault(key, {})[pod.key] = (m.uid, resource_version_number(patched))
         self.stats.ungated += 1
         log.info("ungated pod", workload=key, pod=pod.key, node_selector=node_selector)
+
+    async def _unchanged(self, pod: o.Pod) -> str | None:
+        """The live resourceVersion of ``pod`` when the apiserver still has it as the log keeps it (same uid, same
+        kept view: what the plan was made from), else None."""
+        m = pod.metadata
+        try:
+            raw = await self.client.get(PODS, m.name, m.namespace)
+        except NotFound:
+            return None
+        live = trim.view(msgspec.json.decode(raw, type=PODS.view))
+        if live is None or not trim.same_content(trim.kept_view(pod), live):
+            return None
+        return live.metadata.resource_version
 
 
 class _RVOnly(msgspec.Struct, rename="camel"):

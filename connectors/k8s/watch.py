@@ -6,8 +6,11 @@ Per resource (:mod:`connectors.k8s.resources`), the loop is the informer's:
    what the log already says (the mirror's inventory: kind → key → (uid, resourceVersion)): new or changed
    objects are upserted, objects the log has but the list has not are deleted. A relist therefore never
    produces a spurious change — not after a 410, not after a restart (the inventory is folded from the log);
-2. **watch** from the list's resourceVersion with bookmarks; every event moves the resume point; an event whose
-   (uid, resourceVersion) the log already has is dropped (a resumed watch may replay);
+2. **watch** from the list's resourceVersion with bookmarks; every event moves the resume point once it is handled
+   (emitted, or found to need nothing), not before: a watch cut mid-stream resumes after the last event handled,
+   so the apiserver replays nothing already in the log (a replay would write an object's older versions after its
+   newer ones, a deleted object back). An event whose (uid, resourceVersion) the log already has is dropped (a
+   restart's ``resume`` may repeat the last one);
 3. the server ends a watch after ``timeout_seconds``: watch again from the resume point; a cut connection or a
    5xx: back off and watch again from the resume point; **410 Gone**: go to 1.
 
@@ -45,7 +48,7 @@ import structlog
 from connectors.k8s import succeeded_pods, trim
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import NotFound
-from connectors.k8s.list_watch import list_then_watch
+from connectors.k8s.list_watch import Delivered, list_then_watch
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND, WATCHED, Resource
 from events import objects as o
@@ -93,6 +96,7 @@ class Watcher:
         self.stats = WatchStats()
         self.synced: dict[str, asyncio.Event] = {r.kind: asyncio.Event() for r in self.resources}
         self.resume_from: dict[str, str] = {}
+        """kind -> the resourceVersion of the last watch event handled (for a later :meth:`run`'s ``resume``)."""
         self._decoders = {r.kind: msgspec.json.Decoder(r.view) for r in self.resources}
         # what this watcher emitted, ahead of the mirror (which only learns it once the log applied it)
         self._emitted: dict[str, dict[str, tuple[str, str] | None]] = {r.kind: {} for r in self.resources}
@@ -132,7 +136,8 @@ class Watcher:
             log.info("watch expired, relisting", kind=r.kind)
             self.stats.relists[r.kind] = self.stats.relists.get(r.kind, 0) + 1
 
-        await list_then_watch(relist, lambda rv: self.watch_once(r, rv), log=log.bind(kind=r.kind), what=r.kind,
+        await list_then_watch(relist, lambda rv, delivered: self.watch_once(r, rv, delivered),
+                              log=log.bind(kind=r.kind), what=r.kind,
                               backoff_s=self.backoff_s, on_gone=gone, resume_from=resume_from,
                               absent_retry_s=self.absent_retry_s)
 
@@ -177,51 +182,50 @@ class Watcher:
                  resource_version=listed.metadata.resource_version)
         return listed.metadata.resource_version
 
-    async def watch_once(self, r: Resource, rv: str) -> str:
-        """One watch request from ``rv`` until the server ends it; returns where to resume."""
+    async def watch_once(self, r: Resource, rv: str, delivered: Delivered) -> None:
+        """One watch request from ``rv`` until the server ends it; ``delivered`` is told each event's
+        resourceVersion once the event is handled (where to resume)."""
         stream = self.client.watch(r, rv, timeout_seconds=self.timeout_seconds, on_open=self.synced[r.kind].set,
                                    field_selector=r.field_selector)
         async with contextlib.aclosing(stream):  # closed at once when cancelled, not when garbage-collected
-            rv = await self._consume(r, stream, rv)
-        return rv
+            async for event in stream:
+                at = resource_version_of(event.object) if event.type == "BOOKMARK" else await self._handle(r, event)
+                if at:
+                    self.resume_from[r.kind] = at
+                    delivered(at)
 
-    async def _consume(self, r: Resource, stream: Any, rv: str) -> str:
-        async for event in stream:
-            t = now_ms()
-            if event.type == "BOOKMARK":
-                rv = resource_version_of(event.object) or rv
-                self.resume_from[r.kind] = rv
-                continue
-            obj = self._decode(r, event.object)
-            if obj is None:
-                rv = resource_version_of(event.object) or rv
-                continue
-            rv = obj.metadata.resource_version or rv
-            self.resume_from[r.kind] = rv
-            kept = trim.view(obj)
-            if kept is None and event.type != "DELETED":
-                event_type = "DELETED"  # no longer needed: as good as gone
-            else:
-                event_type, obj = event.type, kept or obj
-            if event.type == "DELETED" and isinstance(obj, o.Pod) and succeeded_pods.awaits(
-                    self.mirror.state, self.mirror.state.pods.get(obj.key)):
-                succeeded = await succeeded_pods.left_succeeded(self.client, obj)
-                if succeeded is not None:
-                    event_type, obj = "MODIFIED", succeeded  # left the selection by succeeding: Kueue counts it
-            if event_type in ("ADDED", "MODIFIED"):
-                e = self._upsert(r, obj, t)
-            elif event_type == "DELETED":
-                known = self._known(r.kind).get(obj.key)
-                e = None
-                if known is not None and known[0] == obj.metadata.uid:
-                    e = self._delete(r, obj.key, obj.metadata.uid, obj.metadata.resource_version, t)
-                elif event.type == "DELETED":
-                    self.stats.duplicates += 1
-            else:
-                log.warning("unknown watch event type", kind=r.kind, type=event.type)
-                continue
-            if e is not None:
-                await self.emit_event([e])
+    async def _handle(self, r: Resource, event: Any) -> str:
+        """Emit what one watch event changes; returns its resourceVersion. Only once this returns is the event past
+        (a read for a Pod leaving the watch may fail: the watch then resumes before the event, which comes again)."""
+        t = now_ms()
+        obj = self._decode(r, event.object)
+        if obj is None:
+            return resource_version_of(event.object)
+        rv = obj.metadata.resource_version
+        kept = trim.view(obj)
+        if kept is None and event.type != "DELETED":
+            event_type = "DELETED"  # no longer needed: as good as gone
+        else:
+            event_type, obj = event.type, kept or obj
+        if event.type == "DELETED" and isinstance(obj, o.Pod) and succeeded_pods.awaits(
+                self.mirror.state, self.mirror.state.pods.get(obj.key)):
+            succeeded = await succeeded_pods.left_succeeded(self.client, obj)
+            if succeeded is not None:
+                event_type, obj = "MODIFIED", succeeded  # left the selection by succeeding: Kueue counts it
+        if event_type in ("ADDED", "MODIFIED"):
+            e = self._upsert(r, obj, t)
+        elif event_type == "DELETED":
+            known = self._known(r.kind).get(obj.key)
+            e = None
+            if known is not None and known[0] == obj.metadata.uid:
+                e = self._delete(r, obj.key, obj.metadata.uid, obj.metadata.resource_version, t)
+            elif event.type == "DELETED":
+                self.stats.duplicates += 1
+        else:
+            log.warning("unknown watch event type", kind=r.kind, type=event.type)
+            return rv
+        if e is not None:
+            await self.emit_event([e])
         return rv
 
     # --- helpers -------------------------------------------------------------------------------------------
@@ -237,6 +241,10 @@ class Watcher:
         return known
 
     def _upsert(self, r: Resource, obj: o.KObject, t: int) -> ev.ObjectUpserted | None:
+        """The event for ``obj`` unless the log has it already (or, Pods and Nodes, nothing it keeps changed).
+        Versions are not ordered here: the watch delivers each object's in order and resumes after the last one
+        handled, and a relist is a quorum read — nothing brings an older one (and after an etcd restore without
+        a revision bump, the list's lower resourceVersion is the object as it is)."""
         m = obj.metadata
         current = (m.uid, m.resource_version)
         emitted = self._emitted[r.kind]

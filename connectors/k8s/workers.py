@@ -1,7 +1,9 @@
 """Dirty keys handled concurrently: at most ``limit`` at a time, never two at once for one key.
 
 A key that becomes dirty again while it is being handled is handled again right after, so the last change
-is never missed and one object's writes never race each other.
+is never missed and one object's writes never race each other. A handling that ends with a retry pending wakes
+the loop, which computed its sleep before that retry was scheduled: a failed write is retried when it is due,
+not when something unrelated next happens.
 """
 
 from __future__ import annotations
@@ -82,10 +84,10 @@ class KeyedWorkers:
                         continue
                     await self._sem.acquire()
                     self._busy.add(key)
-                    tg.create_task(self._one(key, signal))
+                    tg.create_task(self._one(key, signal, timeout))
                 await signal.wait(timeout())
 
-    async def _one(self, key: str, signal: Signal) -> None:
+    async def _one(self, key: str, signal: Signal, timeout: Callable[[], float | None]) -> None:
         try:
             await self.handle(key)
         finally:
@@ -94,4 +96,7 @@ class KeyedWorkers:
             if key in self._again:
                 self._again.discard(key)
                 self._redo.add(key)
+                signal.set()
+            elif timeout() is not None:
+                # the loop may sleep with no timeout, computed before this key's retry (if any) was scheduled
                 signal.set()

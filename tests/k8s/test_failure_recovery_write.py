@@ -1,6 +1,6 @@
 """FailureRecoveryPolicy's write (:mod:`connectors.k8s.failure_recovery`): decided from the log's view of the pod,
 carried out only if the live pod read just before the write still calls for it, as Kueue's controller decides on
-the pod it has just read (no cluster needed)."""
+the pod it has just read (no cluster needed); a write that meets a conflict is tried again on the pod read anew."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from connectors.k8s import forceful_termination as ft
+from connectors.k8s.errors import Conflict
 from connectors.k8s.failure_recovery import FailureRecovery
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
@@ -58,3 +59,28 @@ async def test_a_pod_the_log_shows_stuck_is_forced_to_failed_only_if_it_still_is
     assert bool(client.patches) == written
     if written:
         assert client.patches[0]["status"]["phase"] == "Failed"
+
+
+class _ChangedMeanwhile(_Client):
+    """The first write meets a 409: another controller (the node lifecycle controller's ``Ready=False``, PodGC's
+    ``DisruptionTarget``) wrote the pod between the read and the write — a change the log does not keep, so no
+    newer version of the pod comes to the log to bring it back."""
+
+    async def patch(self, resource: Any, name: str, body: dict[str, Any], namespace: str = "",
+                    subresource: str | None = None) -> bytes:
+        if not self.patches:
+            self.patches.append({})
+            raise Conflict("the object has been modified", 409)
+        return await super().patch(resource, name, body, namespace, subresource)
+
+
+@pytest.mark.asyncio
+async def test_a_write_that_meets_a_conflict_is_tried_again() -> None:
+    """As Kueue's reconciler, whose failed patch is requeued: the next attempt reads the live pod again."""
+    client = _ChangedMeanwhile(_live("Running"))
+    recovery = FailureRecovery(client, LocalJournal(MemoryLog(), Mirror()), retry_s=0)  # type: ignore[arg-type]
+    await recovery._fail("ns/p", _logged_pod())
+    assert (len(client.patches), recovery.stats.conflicts, recovery.stats.failed) == (1, 1, 0)
+    assert recovery._retry.due() == {"ns/p"}, "the pod is looked at again"
+    await recovery._fail("ns/p", _logged_pod())
+    assert client.patches[-1]["status"]["phase"] == "Failed" and recovery.stats.failed == 1

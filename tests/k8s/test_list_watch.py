@@ -4,12 +4,13 @@ fails, told by the calls it makes), and the informer the integrations keep their
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import msgspec
 import pytest
 
 from connectors.k8s.client import ListMeta, RawList, WatchEvent
-from connectors.k8s.errors import Gone, KubeError, NotFound
+from connectors.k8s.errors import Gone, KubeError, NotFound, Unavailable
 from connectors.k8s.list_watch import Informer, list_then_watch, retry_delay
 from connectors.k8s.resources import Resource
 from events import objects as o
@@ -24,9 +25,10 @@ class _Log:
 
 
 class _Script:
-    """A relist and a watch that do, call by call, what the test says, then stop the loop."""
+    """A relist and a watch that do, call by call, what the test says, then stop the loop. A watch step is the
+    resourceVersions it delivers, then (maybe) the error it ends with."""
 
-    def __init__(self, lists: list[str | None | Exception], watches: list[str | Exception]) -> None:
+    def __init__(self, lists: list[str | None | Exception], watches: list[list[str | Exception]]) -> None:
         self.lists, self.watches = lists, watches
         self.calls: list[str] = []
 
@@ -34,9 +36,12 @@ class _Script:
         self.calls.append("list")
         return self._next(self.lists)
 
-    async def watch(self, rv: str) -> str:
+    async def watch(self, rv: str, delivered: Callable[[str], None]) -> None:
         self.calls.append(f"watch@{rv}")
-        return self._next(self.watches)  # type: ignore[return-value]
+        for step in self._next(self.watches):  # type: ignore[union-attr]
+            if isinstance(step, Exception):
+                raise step
+            delivered(step)
 
     def _next(self, steps: list) -> str | None:
         if not steps:
@@ -55,7 +60,7 @@ async def _run(script: _Script, log: _Log, gone: list[int], **kw: object) -> Non
 
 @pytest.mark.asyncio
 async def test_a_watch_that_ends_resumes_where_it_stopped_and_one_that_expires_relists() -> None:
-    script, log, gone = _Script(["10", "30"], ["20", Gone("expired")]), _Log(), []
+    script, log, gone = _Script(["10", "30"], [["20"], [Gone("expired")]]), _Log(), []
     await _run(script, log, gone)
     assert script.calls == ["list", "watch@10", "watch@20", "list", "watch@30"]
     assert gone == [1] and log.warnings == []
@@ -63,7 +68,8 @@ async def test_a_watch_that_ends_resumes_where_it_stopped_and_one_that_expires_r
 
 @pytest.mark.asyncio
 async def test_a_failed_watch_is_retried_from_the_same_point_after_a_growing_delay() -> None:
-    script, log, gone = _Script(["10"], [KubeError("boom", 500), KubeError("boom", 500), "20"]), _Log(), []
+    boom = KubeError("boom", 500)
+    script, log, gone = _Script(["10"], [[boom], [boom], ["20"]]), _Log(), []
     await _run(script, log, gone)
     assert script.calls == ["list", "watch@10", "watch@10", "watch@10", "watch@20"]
     assert log.warnings == [("things watch failed, retrying", 0.001), ("things watch failed, retrying", 0.002)]
@@ -72,12 +78,23 @@ async def test_a_failed_watch_is_retried_from_the_same_point_after_a_growing_del
 
 @pytest.mark.asyncio
 async def test_a_kind_not_served_is_listed_again_and_a_resume_point_skips_the_first_list() -> None:
-    script, log, gone = _Script([None, "10"], ["20"]), _Log(), []
+    script, log, gone = _Script([None, "10"], [["20"]]), _Log(), []
     await _run(script, log, gone, absent_retry_s=0)
     assert script.calls == ["list", "list", "watch@10", "watch@20"]
-    resumed = _Script([], ["7"])
+    resumed = _Script([], [["7"]])
     await _run(resumed, log, gone, resume_from="5")
     assert resumed.calls == ["watch@5", "watch@7"]
+
+
+@pytest.mark.asyncio
+async def test_a_watch_cut_mid_stream_resumes_from_the_last_event_it_delivered() -> None:
+    """Not from where it started: the apiserver would replay 11 and 12, already handled (client-go's reflector
+    resumes from its last synced resourceVersion the same way)."""
+    cut = Unavailable("connection reset")
+    script, log, gone = _Script(["10"], [["11", "12", cut], [], ["13", cut], ["14"]]), _Log(), []
+    await _run(script, log, gone)
+    assert script.calls == ["list", "watch@10", "watch@12", "watch@12", "watch@13", "watch@14"]
+    assert gone == [] and len(log.warnings) == 2
 
 
 def test_the_delay_doubles_and_is_capped_at_thirty_seconds() -> None:
@@ -144,7 +161,9 @@ async def test_the_informer_keeps_what_it_lists_and_watches_and_says_what_change
     known = informer.known
     assert await informer.relist() == "10" and informer.synced.is_set()
     assert changes == [{"ns/a", "ns/b"}]
-    assert await informer._watch("10") == "14"
+    delivered: list[str] = []
+    await informer._watch("10", delivered.append)
+    assert delivered == ["11", "2", "12", "13", "14"]
     assert changes[1:] == [{"ns/a"}, {"ns/a"}, {"ns/b"}, {"ns/c"}], "b's unchanged MODIFIED is no change"
     assert sorted(known) == ["ns/a", "ns/c"], "a deletion of another uid leaves the one known"
     assert known["ns/a"].metadata.labels == {"x": "y"} and deleted == ["u-old", "u-b"]

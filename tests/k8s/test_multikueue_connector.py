@@ -77,20 +77,28 @@ def _version(uid: str, rv: str) -> dict[str, Any]:
     return {"metadata": {"uid": uid, "resourceVersion": rv}}
 
 
-@pytest.mark.parametrize(("cached", "answer", "keeps"), [
-    (None, _version("u", "7"), "answer"),
-    (_version("u", "9"), _version("u", "7"), "cached"),  # the watch brought a later version before the answer
-    (_version("u", "7"), _version("u", "9"), "answer"),  # the watch has not brought the write yet
-    (_version("u", "9"), _version("u", "9"), "answer"),
-    (_version("u", "10"), _version("u", "9"), "cached"),  # ordered as numbers, not as text
-    (_version("old", "9"), _version("u", "7"), "answer"),  # another object of that name (deleted since)
-    (_version("u", "x9"), _version("u", "7"), "answer"),  # not comparable: the answer, as before
+@pytest.mark.parametrize(("cached", "answer", "watched", "keeps"), [
+    (None, _version("u", "7"), "", "answer"),
+    (_version("u", "9"), _version("u", "7"), "", "cached"),  # the watch brought a later version before the answer
+    (_version("u", "7"), _version("u", "9"), "", "answer"),  # the watch has not brought the write yet
+    (_version("u", "9"), _version("u", "9"), "", "answer"),
+    (_version("u", "10"), _version("u", "9"), "", "cached"),  # ordered as numbers, not as text
+    (_version("old", "9"), _version("u", "7"), "", "answer"),  # another object of that name (deleted since)
+    (_version("u", "x9"), _version("u", "7"), "", "answer"),  # not comparable: the answer, as before
+    (None, _version("u", "7"), "6", "answer"),  # the watch has not reached the write yet
+    (None, _version("u", "7"), "7", "cached"),  # the watch showed it made, then deleted: gone
+    (None, _version("u", "7"), "12", "cached"),
+    (_version("new", "11"), _version("u", "7"), "12", "cached"),  # deleted, and another made since
+    (_version("old", "5"), _version("u", "7"), "6", "answer"),  # the old one's DELETED not shown yet
+    (None, _version("u", "7"), "x12", "answer"),  # not comparable: the answer
+    (None, _version("u", "x7"), "12", "answer"),
 ])
 def test_a_writes_answer_never_takes_a_workers_object_back_to_an_earlier_version(
-        cached: dict[str, Any] | None, answer: dict[str, Any], keeps: str) -> None:
-    """The manager keeps a worker's object its watch brought later than its own write's answer (read late):
-    the watch, past that version, would never bring it forward again."""
-    assert kept(cached, answer) is (cached if keeps == "cached" else answer)
+        cached: dict[str, Any] | None, answer: dict[str, Any], watched: str, keeps: str) -> None:
+    """The manager keeps a worker's object its watch brought later than its own write's answer (read late): the
+    watch, past that version, would never bring it forward again; nor is an answer kept that the watch, at version
+    ``watched``, went past without the object (it showed it deleted): nothing would take it away again."""
+    assert kept(cached, answer, watched) is (cached if keeps == "cached" else answer)
 
 
 @pytest.mark.asyncio

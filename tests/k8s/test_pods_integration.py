@@ -15,7 +15,7 @@ from fixtures.jobs import namespace
 
 from connectors.k8s import pod_sync
 from connectors.k8s.decision_events import EventLedger
-from connectors.k8s.errors import Conflict, NotFound
+from connectors.k8s.errors import Conflict, NotFound, Unavailable
 from connectors.k8s.job_events import job_events
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
@@ -900,6 +900,81 @@ async def test_a_gone_groups_workload_that_moved_on_while_it_was_let_go_is_let_g
     client.calls.clear()
     await pods.reconcile("group/ns/g")
     assert [c[:3] for c in client.calls if c[0] != "get"] == [("patch", "Workload", "g"), ("delete", "Workload", "g")]
+
+
+class UnavailableOnceClient(Client):
+    """Every Pod is gone (404); the first ``verb`` of a Workload fails as an apiserver that is briefly unavailable
+    (a 503, a timeout, a cut connection): the Workload is left as it was, so no newer version of it comes."""
+
+    def __init__(self, verb: str = "patch") -> None:
+        super().__init__(None)
+        self.verb = verb
+        self.fail = 1
+
+    def _flake(self, verb: str, resource: Any, name: str) -> None:
+        if verb == self.verb and resource.kind == "Workload" and self.fail:
+            self.fail -= 1
+            self.calls.append(("unavailable", resource.kind, name))
+            raise Unavailable(f"{verb} workloads/{name}: 503 Service Unavailable")
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                    content_type: str = "") -> bytes:
+        self._flake("patch", resource, name)
+        return await super().patch(resource, name, body, namespace, subresource, content_type)
+
+    async def delete(self, resource: Any, name: str, namespace: str = "", *, uid: str = "",
+                     resource_version: str = "") -> bytes:
+        self._flake("delete", resource, name)
+        return await super().delete(resource, name, namespace, uid=uid, resource_version=resource_version)
+
+
+def _writes(client: Client) -> list[tuple[Any, ...]]:
+    return [c[:3] for c in client.calls if c[0] != "get"]
+
+
+@pytest.mark.asyncio
+async def test_a_gone_groups_workload_whose_let_go_failed_is_let_go_on_the_retry() -> None:
+    """The finalizer removal fails but not for a conflict: the Workload is unchanged, so the watch brings nothing;
+    the retry the failure schedules lets it go (as Kueue's reconciler, requeued on the error)."""
+    obs = finished_shown(msgspec.structs.replace(group_workload_obs(), metadata=msgspec.structs.replace(
+        group_workload_obs().metadata, finalizers=["kueue.x-k8s.io/resource-in-use"])), rv="3")
+    pods, mirror, _, client = integration(obs, client=UnavailableOnceClient())
+    mirror.listeners.append(pods._on_applied)
+    pods.members["ns/g"] = set()
+    with pytest.raises(Unavailable):
+        await pods.reconcile("group/ns/g")
+    assert _writes(client) == [("unavailable", "Workload", "g")]
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")  # the retry
+    assert _writes(client) == [("patch", "Workload", "g"), ("delete", "Workload", "g")]
+
+
+@pytest.mark.asyncio
+async def test_a_gone_pods_workload_whose_let_go_failed_is_let_go_on_the_retry() -> None:
+    pods, mirror, appended, client = integration(pod_workload(finalizer=True), client=UnavailableOnceClient())
+    await pods.reconcile("ns/p")  # finished first
+    show_finished(pods, mirror, appended, pod_workload(finalizer=True))
+    with pytest.raises(Unavailable):
+        await pods.reconcile("ns/p")
+    assert _writes(client) == [("unavailable", "Workload", NAME)]
+    client.calls.clear()
+    await pods.reconcile("ns/p")  # the retry
+    assert _writes(client) == [("patch", "Workload", NAME), ("delete", "Workload", NAME)]
+
+
+@pytest.mark.asyncio
+async def test_a_not_matching_group_workload_whose_deletion_failed_is_deleted_on_the_retry() -> None:
+    pods, mirror, _, client = integration(group_workload_obs(), client=UnavailableOnceClient("delete"))
+    mirror.state.workloads["ns/g"].phase = ADMITTED
+    for n in "ab":
+        raw = _group_raw(n)
+        raw["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]  # another role
+        _watch(pods, raw)
+    with pytest.raises(Unavailable):
+        await pods.reconcile("group/ns/g")
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")  # the retry
+    assert _writes(client) == [("delete", "Workload", "g")] and pods.stats.deleted == 1
 
 
 @pytest.mark.asyncio

@@ -4,12 +4,14 @@ observed it yet (Kueue's patches set only the fields their controller owns)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import msgspec
 import pytest
 
-from connectors.k8s.errors import Conflict
+from connectors.k8s.errors import Conflict, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.writer import StatusWriter
@@ -151,3 +153,41 @@ async def test_a_retry_about_a_reservation_the_workload_shows_holds_through_a_sc
                 if isinstance(r.event, ev.DecisionApplied | ev.DecisionRejected)]
     assert [p["metadata"]["resourceVersion"] for p in api.patches] == ["1", "2"]
     assert outcomes == ["DecisionApplied"]
+
+
+class TimesOutOnce:
+    """The apiserver: the first status write times out (the Workload unchanged), the second is written and
+    resolves ``written``."""
+
+    def __init__(self) -> None:
+        self.patches = 0
+        self.written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        self.patches += 1
+        await asyncio.sleep(0)  # the request goes out: the writer's loop goes to sleep before it fails
+        if self.patches == 1:
+            raise Unavailable("PATCH .../workloads/wl/status: timed out")
+        if not self.written.done():
+            self.written.set_result(None)
+        return msgspec.json.encode({"metadata": {"resourceVersion": "2"}})
+
+
+@pytest.mark.asyncio
+async def test_a_failed_status_write_is_retried_while_the_log_is_quiet() -> None:
+    """The scheduler's decision was the last append: the write's retry alone brings the status to the cluster."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
+                          ev.WorkloadPending(time=2, key=WL.key, uid="wl-uid", cycle=1, input=0, reason="Pending",
+                                             message="no quota")])
+    api = TimesOutOnce()
+    writer = StatusWriter(api, journal, retry_s=0.01)  # type: ignore[arg-type]
+    task = asyncio.create_task(writer.run())
+    try:
+        async with asyncio.timeout(5):  # a guard only: the retry is due after 10 ms
+            await api.written
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert (api.patches, writer.stats.errors) == (2, 1)

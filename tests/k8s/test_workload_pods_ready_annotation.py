@@ -71,3 +71,24 @@ async def test_a_suspended_jobs_changed_annotation_updates_its_workload_in_place
     assert synced == [("Workload", NAME, {"metadata": {"resourceVersion": "3", "annotations": {ANNOTATION: want}}})]
     acted = [e for e in appended if isinstance(e, ev.JobActed) and e.action == "UpdatedWorkload"]
     assert [e.message for e in acted] == [f"Updated workload WaitForPodsReady annotation to {want or ''}"]
+
+
+@pytest.mark.asyncio
+async def test_an_annotation_someone_set_back_on_the_workload_is_written_again_the_job_unchanged() -> None:
+    """The write is remembered by the Workload's version as well as the job's: Kueue's reconciler runs on its
+    Workloads' updates too, so a Workload whose annotation someone set back (its newer version showing the old
+    value, the job unchanged) gets the job's again."""
+    jobs, mirror, _ = integration(_workload_with('{"timeoutSeconds": 100}'),
+                                  job(annotations={ANNOTATION: '{"timeoutSeconds": 50}'}),
+                                  before=_gates(WorkloadLevelWaitForPodsReady=True))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    await jobs.reconcile("ns/train")
+    set_back = _workload_with('{"timeoutSeconds": 100}')
+    set_back = msgspec.structs.replace(set_back, metadata=msgspec.structs.replace(set_back.metadata,
+                                                                                  resource_version="5"))
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=set_back.key, uid=set_back.metadata.uid,
+                                                                obj=set_back)))
+    await jobs.reconcile("ns/train")
+    synced = [p[2]["metadata"] for p in client.patches if ANNOTATION in (p[2]["metadata"].get("annotations") or {})]
+    assert [(m["resourceVersion"], m["annotations"][ANNOTATION]) for m in synced] == [
+        ("3", '{"timeoutSeconds": 50}'), ("5", '{"timeoutSeconds": 50}')]

@@ -7,7 +7,8 @@ take the apiserver's answers (AlreadyExists, 404 for a kind that is not served, 
   (a restart before the outcome reached the log) changes nothing; a request of that name owned by another
   Workload is refused; a gone Workload rejects; delete by uid; a kind the apiserver does not serve waits (and
   the watcher lists it as empty);
-* the ungater: one patch per pod until the log shows it; a pod changed since the log's version (409) waits.
+* the ungater: one patch per pod until the log shows it; a pod changed since the log's version (409) is read and
+  patched on its live version when the change is one the log does not keep (a label), else waits for the watch.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import msgspec
 import pytest
 from kubehelp import connect, create, get, namespace
 
-from connectors.k8s import crds, provreqs
+from connectors.k8s import crds, provreqs, trim
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.provreqs import RequestApplier
@@ -226,15 +227,39 @@ async def test_ungater_patches_each_pod_once_and_waits_on_conflicts(kube_apiserv
         await ungater.sync(f"{ns}/wl")
         assert ungater.stats.ungated == 2
 
-        # a pod that changed since the version in the log: 409, and it waits for the newer version
+        # a pod changed since the version in the log in a way the log does not keep (a label): the watch drops that
+        # version, the patch on the log's version meets 409, and the ungater reads the pod and patches it on its
+        # live version (the pod would stay gated for good otherwise)
         d = await _gated_pod(kc, ns, "d")
         journal, ungater = await _ungater(kc, ns, ADMITTED)
-        await kc.patch(PODS, "d", {"metadata": {"labels": {"touched": "yes"}}}, ns)
-        await _observe(journal, d)
+        await _observe(journal, _kept(d))
+        labelled = msgspec.json.decode(await kc.patch(PODS, "d", {"metadata": {"labels": {"team": "a"}}}, ns),
+                                       type=o.Pod)
+        assert Watcher(kc, journal.mirror, journal.append)._upsert(PODS, _kept(labelled), 3) is None, "dropped"
+        await ungater.sync(f"{ns}/wl")
+        assert ungater.stats.conflicts == 1 and ungater.stats.ungated == 1
+        d_now = await get(kc, "Pod", "d", ns)
+        assert d_now["spec"]["schedulingGates"] == [{"name": "example.com/other"}]
+        assert d_now["spec"]["nodeSelector"] == {HOST: "n1"} and d_now["metadata"]["labels"]["team"] == "a"
+
+        # one changed in a way the log keeps (its other gate lifted): 409, and it waits for the newer version
+        e = await _gated_pod(kc, ns, "e")
+        journal, ungater = await _ungater(kc, ns, ADMITTED)
+        await _observe(journal, _kept(e))
+        await kc.patch(PODS, "e", {"spec": {"schedulingGates": [GATE]}}, ns)
         await ungater.sync(f"{ns}/wl")
         assert ungater.stats.conflicts == 1 and ungater.stats.ungated == 0
-        await _observe(journal, msgspec.convert(await get(kc, "Pod", "d", ns), o.Pod))
+        assert (await get(kc, "Pod", "e", ns))["spec"]["schedulingGates"] == [GATE]
+        await _observe(journal, _kept(msgspec.convert(await get(kc, "Pod", "e", ns), o.Pod)))
         assert f"{ns}/wl" in ungater._take()
         await ungater.sync(f"{ns}/wl")
         assert ungater.stats.ungated == 1
-        assert (await get(kc, "Pod", "d", ns))["spec"]["schedulingGates"] == [{"name": "example.com/other"}]
+        e_now = (await get(kc, "Pod", "e", ns))["spec"]
+        assert "schedulingGates" not in e_now and e_now["nodeSelector"] == {HOST: "n1"}
+
+
+def _kept(pod: o.Pod) -> o.Pod:
+    """What the watch appends of ``pod``."""
+    view = trim.view(pod)
+    assert isinstance(view, o.Pod)
+    return view

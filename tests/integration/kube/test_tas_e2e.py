@@ -304,7 +304,8 @@ async def test_tas_job_with_provisioning_request_two_phases_restart_and_node_rep
                 assert p["spec"]["nodeSelector"] == {"pool": env["pool"], HOSTNAME: node}
                 placed[str(index)] = p
                 await _bind_and_run(kc, p)
-            assert connector.ungater.stats.ungated == 2
+            # counted once the ungater reads its patches' answers, which may come after the test saw the pods
+            await eventually(lambda: connector.ungater.stats.ungated == 2, WAIT, "the ungater to count both pods")
 
             # --- node failure: a1 goes NotReady; its pod fails; the node is replaced in place ------------------
             seen: list[dict[str, Any]] = []

@@ -6,6 +6,8 @@
   nothing for the objects that did not change;
 * a restarted process (a mirror folded again from the log) relists without emitting anything;
 * a watch cut by an apiserver restart while running loses nothing and duplicates nothing;
+* a watch cut mid-stream (the connection reset) resumes after its last event: the apiserver replays nothing, no
+  object goes back to an older version in the log;
 * an object that the projections could not fold is skipped and reported; the watcher keeps going.
 """
 
@@ -14,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import msgspec
 import pytest
 from kubehelp import KUEUE, cluster_queue, connect, create, eventually, job, namespace
 
 from connectors.k8s import crds
+from connectors.k8s.errors import Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND
@@ -144,6 +148,54 @@ async def test_watch_cut_by_an_apiserver_restart_loses_and_duplicates_nothing(ku
         # the mirror agrees with the cluster
         inv = journal.mirror.inventory["Job"]
         assert sorted(k.split("/")[1] for k in inv if k.startswith(f"{ns}/")) == ["j0", "j2", "j3"]
+
+
+def _namespace_of(raw) -> str:
+    return msgspec.json.decode(raw).get("metadata", {}).get("namespace", "")
+
+
+class _CutOnce:
+    """The real client, but its first watch of Jobs is cut (as by a reset connection) once the watcher has handled
+    ``after`` events of namespace ``ns``."""
+
+    def __init__(self, kc, ns: str, after: int) -> None:
+        self.kc, self.ns, self.after = kc, ns, after
+        self.cut = False
+
+    def __getattr__(self, name: str):
+        return getattr(self.kc, name)
+
+    async def watch(self, resource, rv, **kw):
+        stream = self.kc.watch(resource, rv, **kw)
+        async with contextlib.aclosing(stream):
+            seen = 0
+            async for e in stream:
+                yield e  # returns once the watcher has handled e and asks for the next
+                if not self.cut and resource is JOBS and _namespace_of(e.object) == self.ns:
+                    seen += 1
+                    if seen == self.after:
+                        self.cut = True
+                        raise Unavailable("watch: connection reset by peer")
+
+
+@pytest.mark.asyncio
+async def test_a_watch_cut_mid_stream_resumes_after_its_last_event(kube_apiserver) -> None:
+    async with await connect(kube_apiserver) as kc:
+        ns = await namespace(kc, "resume")
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        cutter = _CutOnce(kc, ns, after=3)
+        async with _running(_watcher(cutter, journal)):
+            await create(kc, job(ns, "a", "q"))
+            await kc.patch(JOBS, "a", {"metadata": {"labels": {"x": "1"}}}, ns)
+            await kc.patch(JOBS, "a", {"metadata": {"labels": {"x": "2"}}}, ns)
+            await eventually(lambda: cutter.cut, what="the watch cut after a's three versions")
+            await create(kc, job(ns, "b", "q"))
+            await eventually(lambda: _count(log, ns, 4), what="b after the cut")
+        changes = _changes(await _records(log), ns)
+        assert [c[:2] for c in changes] == [("ObjectUpserted", "a")] * 3 + [("ObjectUpserted", "b")], changes
+        versions = [int(c[2]) for c in changes]
+        assert versions == sorted(versions), f"a went back to an older version: {changes}"
 
 
 @pytest.mark.asyncio
