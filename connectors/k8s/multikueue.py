@@ -16,7 +16,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched (anew on the new label when the
   Configuration's origin changes: :meth:`MultiKueueConnector._rewatch`); whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadKubeConfig`` / ``ClientConnectionFailed`` with the error)
-  whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
+  whenever it changes (a cut watch is only a reconnect, the worker skipped until listed again: reported lost only
+  if that relist fails, as Kueue), and the MultiKueueCluster's ``Active`` condition is written from the log
   (:func:`projections.admissionchecks.cluster_active`), as are the MultiKueue checks' (``checkstatus``).
 * **observations.** The conditions MultiKueue reads of each copy (QuotaReserved, Admitted, Evicted, Finished) and
   which of its pod sets the worker placed by topology, or its absence, are appended as ``RemoteWorkloadObserved`` for the manager's Workload of the same namespace and
@@ -100,7 +101,7 @@ from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient, resource_version_number
 from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
-from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound, Unavailable
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
 from connectors.k8s.framework_webhook import suspended, value_at
@@ -160,6 +161,9 @@ READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished", BLOCKED_O
 JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating",
                      "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
 """batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
+WATCH_CUTS = (Unavailable, Gone)
+"""A connected worker's watch ending on these (a cut connection, a read timeout, a 410 Gone) is a reconnect, not a
+lost worker: only the relist that follows failing reports it lost."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -197,6 +201,10 @@ class Worker:
     since the last pass."""
     relisted: bool = True
     """The watches listed afresh (a new connection): the next pass looks at every workload for this worker."""
+    reconnecting: bool = False
+    """A watch of a connected worker was cut (:data:`WATCH_CUTS`) and it is being listed again: skipped by the
+    passes (nothing read, written or deleted there) but not reported lost unless that relist fails, as Kueue only
+    reconnects a client whose watch ended, its cluster kept Active, and its workload reconciler skips it meanwhile."""
     deleted: dict[str, str] = field(default_factory=dict)
     """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
     watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
@@ -855,8 +863,9 @@ class MultiKueueConnector:
         self._wake = asyncio.Event()
         self._mirrored: dict[str, str] = {}
         """Manager Job key -> resourceVersion of the worker's copy whose status was last written to it."""
-        self._written_active: dict[str, tuple[str, str, str]] = {}
-        """MultiKueueCluster -> the Active condition last written (status, reason, message)."""
+        self._written_active: dict[str, tuple[str, tuple[str, str, str]]] = {}
+        """MultiKueueCluster -> the uid of the object last written and its Active condition (status, reason,
+        message): a cluster made again under that name is another object, written anew."""
         self._secrets: dict[str, KubeconfigSecret] = {}
         """MultiKueueCluster -> its kubeconfig Secret as last read and watched."""
         self.profiles = ClusterProfiles(client, self._wake, watch_timeout_s=watch_timeout_s, retry_s=retry_s)
@@ -1184,6 +1193,7 @@ class MultiKueueConnector:
         w.owners.clear()
         w.moved.clear()
         w.origin, w.connected, w.reason, w.message = origin, False, "ClientConnectionFailed", "connecting"
+        w.reconnecting = False
         w.task = asyncio.create_task(self._watch_worker(w, origin), name=f"mk-{w.name}")
 
     @staticmethod
@@ -1205,6 +1215,7 @@ class MultiKueueConnector:
         kept."""
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
+        since = self.clock()
         while True:
             try:
                 listed, absent = {}, []
@@ -1226,17 +1237,32 @@ class MultiKueueConnector:
                     for raw in page.items:
                         obj = msgspec.json.decode(raw)
                         cache[_key(obj)] = obj
-                w.connected, w.reason, w.message, w.relisted = True, "", "", True
+                w.connected, w.reconnecting, w.reason, w.message, w.relisted = True, False, "", "", True
+                since = self.clock()
                 self._wake.set()
                 await _all_or_none(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
                                    *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
-                w.connected, w.reason, w.message = False, "ClientConnectionFailed", str(exc) or type(exc).__name__
+                if w.connected and isinstance(exc, WATCH_CUTS):
+                    await self._reconnect(w, exc, since)
+                    continue
+                w.connected, w.reconnecting = False, False
+                w.reason, w.message = "ClientConnectionFailed", str(exc) or type(exc).__name__
                 self._unauthorized(w, exc)
                 self._wake.set()
                 await asyncio.sleep(self.retry_s)
+
+    async def _reconnect(self, w: Worker, exc: Exception, since: float) -> None:
+        """A connected worker's watch was cut: it is listed again at once (Kueue reconnects a client whose watch
+        ended), skipped by the passes until then and reported lost only if that relist fails. A connection cut
+        again within ``retry_s`` of being made waits ``retry_s`` first, so that a worker cutting every watch is not
+        listed over and over."""
+        w.connected, w.reconnecting = False, True
+        log.info("MultiKueue worker watch cut, reconnecting", cluster=w.name, error=str(exc) or type(exc).__name__)
+        if self.clock() - since < self.retry_s:
+            await asyncio.sleep(self.retry_s)
 
     async def _follow_once_served(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]],
                                   selector: str) -> None:
@@ -1317,8 +1343,8 @@ class MultiKueueConnector:
             w = self.workers[name]
             link = links.get(name)
             seen = (w.connected, w.reason if not w.connected else "", w.message if not w.connected else "")
-            if w.reason == "ClientConnectionFailed" and w.message == "connecting":
-                continue  # not tried yet
+            if w.reconnecting or (w.reason == "ClientConnectionFailed" and w.message == "connecting"):
+                continue  # not tried yet, or being listed again after a cut watch: the link stays as it was
             if link is None or (link.connected, link.reason, link.message) != seen:
                 events.append(ev.MultiKueueClusterObserved(time=now, key=name, connected=seen[0], reason=seen[1],
                                                            message=seen[2]))
@@ -1397,17 +1423,22 @@ class MultiKueueConnector:
         return events
 
     async def _write_cluster_status(self) -> None:
-        """Each MultiKueueCluster's Active condition as the log says (:func:`cluster_active`)."""
-        world = MultiKueueWorld(self.state.multikueue_configs, self.state.multikueue_clusters,
-                                self.state.cluster_links)
-        for name in sorted(self.state.multikueue_clusters):
+        """Each MultiKueueCluster's Active condition as the log says (:func:`cluster_active`). A write that fails
+        (refused, invalid, the apiserver erring) is counted and tried again on the next pass, the other clusters
+        and the copies served meanwhile: Kueue's cluster reconciler runs apart from its workload reconciler."""
+        clusters = self.state.multikueue_clusters
+        for name in [n for n in self._written_active if n not in clusters]:
+            del self._written_active[name]
+        world = MultiKueueWorld(self.state.multikueue_configs, clusters, self.state.cluster_links)
+        for name in sorted(clusters):
             want = cluster_active(name, world)
-            if want is None or self._written_active.get(name) == want:
+            cluster = clusters[name]
+            written = (cluster.metadata.uid, want) if want is not None else None
+            if written is None or self._written_active.get(name) == written:
                 continue
-            cluster = self.state.multikueue_clusters[name]
             current = next((c for c in cluster.status.conditions if c.type == "Active"), None)
             if current is not None and (current.status, current.reason, current.message) == want:
-                self._written_active[name] = want
+                self._written_active[name] = written
                 continue
             ltt = (current.last_transition_time if current is not None and current.status == want[0]
                    else format_time(_now()))
@@ -1419,7 +1450,12 @@ class MultiKueueConnector:
                                         {"status": {"conditions": [*others, cond]}}, subresource="status")
             except NotFound:
                 continue
-            self._written_active[name] = want
+            except KubeError as exc:
+                self.stats.errors += 1
+                log.warning("MultiKueueCluster Active condition not written, will retry", cluster=name,
+                            error=str(exc))
+                continue
+            self._written_active[name] = written
 
     # --- copies ----------------------------------------------------------------------------------------------------
 
@@ -1644,7 +1680,10 @@ class MultiKueueConnector:
         except NotFound:
             return False
         if mk_autoscaling.worker_owns_replicas(self._config(), kind, local):
-            patch = await self._reflect_autoscaled(w, wl, r, kind, local, remote)
+            try:
+                patch = await self._reflect_autoscaled(w, wl, r, kind, local, remote)
+            except Conflict:
+                return False  # the manager's object changed since it was read: its counts are reflected next pass
         elif kind in mk_elastic.SYNCED_KINDS:
             patch = mk_elastic.elastic_patch(self._config(), kind, remote, local, wl)
         else:
@@ -1670,7 +1709,9 @@ class MultiKueueConnector:
         """Under MultiKueueRayInTreeAutoscaling, an autoscaled Ray object's worker counts (its copy's, or a RayJob's
         RayCluster's on the worker) go onto the manager's object as annotations
         (:mod:`connectors.k8s.multikueue_ray_autoscaling`); once they are there, the patch that makes the copy name
-        the workload synced (None: nothing to write on the worker)."""
+        the workload synced (None: nothing to write on the worker). That write conflicting (the manager's object
+        changed since it was read) raises :class:`Conflict`: nothing else would bring the counts there again (the
+        manager's Ray objects are not in the log), so the caller tries again on the next pass."""
         if mk_autoscaling.suspended(kind, local):
             return None
         child, child_name = None, mk_autoscaling.child_name(kind, remote)
@@ -1684,7 +1725,7 @@ class MultiKueueConnector:
             rv = (local.get("metadata") or {}).get("resourceVersion", "")
             reflect["metadata"]["resourceVersion"] = rv
             namespace, name = wl.namespace, (local.get("metadata") or {}).get("name", "")
-            with contextlib.suppress(NotFound, Conflict):  # read again on the next pass
+            with contextlib.suppress(NotFound):  # gone: its workload goes too (a Conflict is the caller's retry)
                 await self.client.patch(r, name, reflect, namespace)
                 log.info("MultiKueue autoscaled worker counts reflected", kind=r.kind, owner=f"{namespace}/{name}",
                          workload=wl.key, cluster=w.name)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from connectors.k8s import multikueue_ray_autoscaling as mka
 from kueue_es.scheduler.config import DEFAULT, load_config
 
@@ -93,3 +95,39 @@ def test_the_managers_pod_counts_follow_the_annotation_under_the_gate_on_a_manag
     assert mka.reflected_counts(True, MK, {mka.RUNTIME_SIZES_ANNOTATION: '[{"name":"workers","count":"3"}]'},
                                 counts) == counts, "malformed"
     assert counts == {"head": 1, "workers": 2}, "not changed in place"
+
+
+class _ConflictingManager:
+    """The manager's apiserver: its RayCluster as read, then changed before the counts' patch (409)."""
+
+    def __init__(self) -> None:
+        self.patches = 0
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return json.dumps(_cluster(2)).encode()
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        from connectors.k8s.errors import Conflict
+
+        self.patches += 1
+        raise Conflict(f'rayclusters.ray.io "{name}": the object has been modified', 409)
+
+
+@pytest.mark.asyncio
+async def test_the_counts_refused_on_a_conflict_are_reflected_again_on_the_next_pass() -> None:
+    """The manager's RayCluster is not in the log, so nothing moves its workload when it changes: a Conflict on
+    the counts' write is this pass's failure, retried (the workload kept moved on the worker)."""
+    from types import SimpleNamespace
+
+    from connectors.k8s.multikueue import MultiKueueConnector, Worker
+    from connectors.k8s.resources import RAYCLUSTERS
+
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=SimpleNamespace()))
+    manager = _ConflictingManager()
+    mk = MultiKueueConnector(manager, journal, append=None)  # type: ignore[arg-type]
+    mk._config = lambda: ON  # type: ignore[method-assign]
+    w = Worker("worker1", b"kubeconfig", client=SimpleNamespace(), connected=True)  # type: ignore[arg-type]
+    wl = SimpleNamespace(elastic=True, namespace="ns", name="raycluster-rc", key="ns/raycluster-rc")
+    synced = await mk._sync_elastic(w, wl, RAYCLUSTERS, "ns/rc", _cluster(5))  # type: ignore[arg-type]
+    assert manager.patches == 1
+    assert synced is False, "tried again on the next pass"

@@ -51,7 +51,7 @@ from kubehelp import (
 
 from connectors.k8s import crds, multikueue, pod_sync
 from connectors.k8s import leaderworkerset as lw
-from connectors.k8s.errors import AlreadyExists, NotFound
+from connectors.k8s.errors import AlreadyExists, NotFound, Unavailable
 from connectors.k8s.framework_webhook import value_at
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.jobset import workload_name as jobset_workload_name
@@ -1205,3 +1205,63 @@ async def test_a_late_answer_from_the_worker_does_not_hide_what_its_watch_brough
             return remote if remote is not None and remote["spec"].get("suspend") is False else None
 
         await eventually(started, timeout=60, what="the Job's copy to run on the worker")
+
+
+class _CutOnce:
+    """A worker's client whose first Workload watch ends as a cut connection once ``cut`` is set (an LB idle
+    timeout, the worker apiserver restarting); ``opened`` counts the Workload watches asked for."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self.cut, self.opened = client, asyncio.Event(), 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def watch(self, resource: Any, rv: str, **kw: Any) -> Any:
+        if resource.kind == "Workload":
+            self.opened += 1
+            if self.opened == 1:
+                await self.cut.wait()
+                raise Unavailable("watch /apis/kueue.x-k8s.io/v1beta2/workloads: connection reset by peer")
+        async for e in self._client.watch(resource, rv, **kw):
+            yield e
+
+
+@pytest.mark.asyncio
+async def test_a_cut_worker_watch_keeps_the_worker_active_and_its_pending_copy(
+        kube_apiserver, worker_apiserver, tmp_path, monkeypatch) -> None:
+    """Kueue only reconnects a worker whose watch ended: its MultiKueueCluster stays Active and the copy pending
+    there is left as it is (not deleted with the worker taken for lost, then made again at the back of its queue).
+    No Kueue runs on the worker here: its copies stay pending."""
+    built = multikueue.client_from
+    clients: list[_CutOnce] = []
+
+    async def cut_client_from(kubeconfig: bytes) -> Any:
+        clients.append(_CutOnce(await built(kubeconfig)))
+        return clients[-1]
+
+    monkeypatch.setattr(multikueue, "client_from", cut_client_from)
+    async with (_manager_and_worker(kube_apiserver, worker_apiserver) as c,
+                kueue_es(c.kc, tmp_path / "manager-log")):
+        names = []
+        for name in ("mk-cut-a", "mk-cut-b"):
+            handed = job(c.ns, name, "user-queue")
+            handed["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+            names.append(workload_name(name, (await create(c.kc, handed))["metadata"]["uid"]))
+            if len(names) == 1:
+                copy = await eventually(partial(_maybe, c.wc, "Workload", names[0], c.ns), timeout=60,
+                                        what="the copy on the worker")
+                active = _cond(await _maybe(c.kc, "MultiKueueCluster", c.worker), "Active")
+                assert active is not None and active["status"] == "True"
+                clients[-1].cut.set()
+
+                async def reconnected() -> bool:
+                    return clients[-1].opened > 1
+
+                await eventually(reconnected, timeout=60, what="the worker's Workload watch opened again")
+        # the second copy is made by a pass after the reconnect: the first one's fate is decided by then
+        await eventually(partial(_maybe, c.wc, "Workload", names[1], c.ns), timeout=60,
+                         what="the second copy on the worker")
+        after = await _maybe(c.wc, "Workload", names[0], c.ns)
+        assert after is not None and after["metadata"]["uid"] == copy["metadata"]["uid"], "the copy kept"
+        assert _cond(await _maybe(c.kc, "MultiKueueCluster", c.worker), "Active") == active, "Active kept"
