@@ -44,12 +44,18 @@ class DispatchedMeanwhile:
         return msgspec.json.encode(self.fresh)
 
 
-@pytest.mark.asyncio
-async def test_a_retried_status_write_keeps_the_nominations_written_meanwhile() -> None:
+async def _pending() -> LocalJournal:
+    """A journal whose log holds ``WL``, pending for want of quota."""
     journal = LocalJournal(MemoryLog(), Mirror())
     await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
                           ev.WorkloadPending(time=2, key=WL.key, uid="wl-uid", cycle=1, input=0, reason="Pending",
                                              message="no quota")])
+    return journal
+
+
+@pytest.mark.asyncio
+async def test_a_retried_status_write_keeps_the_nominations_written_meanwhile() -> None:
+    journal = await _pending()
     api = DispatchedMeanwhile()
     writer = StatusWriter(api, journal)  # type: ignore[arg-type]
     await writer.sync(WL.key)
@@ -65,10 +71,7 @@ async def test_a_retried_status_write_keeps_the_nominations_written_meanwhile() 
 async def test_the_next_write_before_the_watch_shows_them_keeps_the_nominations_too() -> None:
     """The retried write's result, which the writer stands on until the watch shows it, holds the dispatcher's
     nominations, which the log has not observed yet: a next decision written meanwhile does not clear them."""
-    journal = LocalJournal(MemoryLog(), Mirror())
-    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
-                          ev.WorkloadPending(time=2, key=WL.key, uid="wl-uid", cycle=1, input=0, reason="Pending",
-                                             message="no quota")])
+    journal = await _pending()
     api = DispatchedMeanwhile()
     writer = StatusWriter(api, journal)  # type: ignore[arg-type]
     await writer.sync(WL.key)
@@ -176,10 +179,7 @@ class TimesOutOnce:
 @pytest.mark.asyncio
 async def test_a_failed_status_write_is_retried_while_the_log_is_quiet() -> None:
     """The scheduler's decision was the last append: the write's retry alone brings the status to the cluster."""
-    journal = LocalJournal(MemoryLog(), Mirror())
-    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
-                          ev.WorkloadPending(time=2, key=WL.key, uid="wl-uid", cycle=1, input=0, reason="Pending",
-                                             message="no quota")])
+    journal = await _pending()
     api = TimesOutOnce()
     writer = StatusWriter(api, journal, retry_s=0.01)  # type: ignore[arg-type]
     task = asyncio.create_task(writer.run())

@@ -246,6 +246,19 @@ async def ready_node(kc: KubeClient, name: str, labels: dict[str, str]) -> None:
                    subresource="status")
 
 
+async def job_pod(kc: KubeClient, ns: str, name: str, pod: str) -> dict[str, Any]:
+    """What the job controller makes of Job ``ns/name``: pod ``pod`` from the Job's current template, controlled
+    by the Job (no job controller runs here)."""
+    current = await get(kc, "Job", name, ns)
+    tmpl, uid = current["spec"]["template"], current["metadata"]["uid"]
+    meta = tmpl.get("metadata") or {}
+    return await create(kc, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": pod, "namespace": ns, "annotations": meta.get("annotations") or {},
+        "labels": {**(meta.get("labels") or {}), "batch.kubernetes.io/controller-uid": uid},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid, "controller": True}]},
+        "spec": tmpl["spec"]})
+
+
 async def get(kc: KubeClient, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
     return msgspec.json.decode(await kc.get(BY_KIND[kind], name, namespace))
 

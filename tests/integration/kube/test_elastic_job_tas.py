@@ -24,6 +24,7 @@ from kubehelp import (
     eventually,
     get,
     job,
+    job_pod,
     kueue_es,
     queues,
     ready_node,
@@ -44,18 +45,6 @@ ELASTIC, TOPOLOGY = "kueue.x-k8s.io/elastic-job", "kueue.x-k8s.io/topology"
 WAIT = 60.0
 CONFIG = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                       "featureGates": {"ElasticJobsViaWorkloadSlicesWithTAS": True}})
-
-
-async def _job_pod(kc, ns: str, name: str, pod: str) -> None:
-    """What the job controller makes: a pod from the Job's current template, controlled by the Job."""
-    current = await get(kc, "Job", name, ns)
-    tmpl, uid = current["spec"]["template"], current["metadata"]["uid"]
-    meta = tmpl.get("metadata") or {}
-    await create(kc, {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": pod, "namespace": ns, "annotations": meta.get("annotations") or {},
-        "labels": {**(meta.get("labels") or {}), "batch.kubernetes.io/controller-uid": uid},
-        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid, "controller": True}]},
-        "spec": tmpl["spec"]})
 
 
 async def _hosts(kc, ns: str, *pods: str) -> list[str] | None:
@@ -96,7 +85,7 @@ async def test_the_pods_a_scale_up_adds_are_ungated_onto_the_domains_the_running
             first = slice_name("Job", "batch", "el", uid, created["metadata"]["generation"])
             await eventually(lambda: running(kc, q.ns, "el"), WAIT, what="the Job started on its first slice")
             for i in range(2):
-                await _job_pod(kc, q.ns, "el", f"el-{i}")
+                await job_pod(kc, q.ns, "el", f"el-{i}")
             await kc.patch(JOBS, "el", {"status": {"active": 2}}, q.ns, subresource="status")
             old_hosts = await eventually(lambda: _hosts(kc, q.ns, "el-0", "el-1"), WAIT,
                                          what="the first slice's pods ungated")
@@ -123,7 +112,7 @@ async def test_the_pods_a_scale_up_adds_are_ungated_onto_the_domains_the_running
             template = (await get(kc, "Job", "el", q.ns))["spec"]["template"]["metadata"]["annotations"]
             assert template["kueue.x-k8s.io/workload"] == first, "the Job runs on, its template naming the first slice"
             for i in range(2, 4):
-                await _job_pod(kc, q.ns, "el", f"el-{i}")
+                await job_pod(kc, q.ns, "el", f"el-{i}")
             await kc.patch(JOBS, "el", {"status": {"active": 4}}, q.ns, subresource="status")
             new_hosts = await eventually(lambda: _hosts(kc, q.ns, "el-2", "el-3"), WAIT,
                                          what="the added pods ungated by topology")

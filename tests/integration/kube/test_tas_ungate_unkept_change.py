@@ -14,7 +14,6 @@ ungated onto the node of the assignment.
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
 import pytest
 from kubehelp import (
@@ -23,6 +22,7 @@ from kubehelp import (
     eventually,
     get,
     job,
+    job_pod,
     kueue_es,
     queues,
     ready_node,
@@ -39,18 +39,6 @@ HOSTNAME = "kubernetes.io/hostname"
 TOPOLOGY = "kueue.x-k8s.io/topology"
 WAIT = 60.0
 PODS = BY_KIND["Pod"]
-
-
-async def _job_pod(kc, ns: str, name: str, pod: str) -> dict[str, Any]:
-    """What the job controller makes: a pod from the Job's current template, controlled by the Job."""
-    current = await get(kc, "Job", name, ns)
-    tmpl, uid = current["spec"]["template"], current["metadata"]["uid"]
-    meta = tmpl.get("metadata") or {}
-    return await create(kc, {"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": pod, "namespace": ns, "annotations": meta.get("annotations") or {},
-        "labels": {**(meta.get("labels") or {}), "batch.kubernetes.io/controller-uid": uid},
-        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid, "controller": True}]},
-        "spec": tmpl["spec"]})
 
 
 async def _host(kc, ns: str, pod: str) -> str | None:
@@ -78,12 +66,12 @@ async def test_a_replacement_pod_labelled_while_it_waits_gated_is_ungated_when_t
             doc["spec"]["template"]["metadata"]["annotations"] = {"kueue.x-k8s.io/podset-required-topology": HOSTNAME}
             await create(kc, doc)
             await eventually(lambda: running(kc, q.ns, "j"), WAIT, what="the Job admitted and started")
-            await _job_pod(kc, q.ns, "j", "j-a")
+            await job_pod(kc, q.ns, "j", "j-a")
             host = await eventually(lambda: _host(kc, q.ns, "j-a"), WAIT, what="the first pod ungated")
             assert host in nodes
 
             # the replacement: gated, the slot still held by the first pod; in the log as it was created
-            b = await _job_pod(kc, q.ns, "j", "j-b")
+            b = await job_pod(kc, q.ns, "j", "j-b")
             assert TOPOLOGY in scheduling_gates(b)
             pods = journal.mirror.state.pods
             await eventually(lambda: f"{q.ns}/j-b" in pods, WAIT, what="the replacement in the log")
