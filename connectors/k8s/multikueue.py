@@ -162,8 +162,8 @@ JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "suc
                      "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
 """batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
 WATCH_CUTS = (Unavailable, Gone)
-"""A connected worker's watch ending on these (a cut connection, a read timeout, a 410 Gone) is a reconnect, not a
-lost worker: only the relist that follows failing reports it lost."""
+"""A connected worker's watch that ran ``retry_s`` or more ending on these (a cut connection, a read timeout, a 410
+Gone) is a reconnect, not a lost worker: only the relist that follows failing reports it lost."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -1245,8 +1245,8 @@ class MultiKueueConnector:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
-                if w.connected and isinstance(exc, WATCH_CUTS):
-                    await self._reconnect(w, exc, since)
+                if w.connected and isinstance(exc, WATCH_CUTS) and self.clock() - since >= self.retry_s:
+                    self._reconnect(w, exc)
                     continue
                 w.connected, w.reconnecting = False, False
                 w.reason, w.message = "ClientConnectionFailed", str(exc) or type(exc).__name__
@@ -1254,15 +1254,15 @@ class MultiKueueConnector:
                 self._wake.set()
                 await asyncio.sleep(self.retry_s)
 
-    async def _reconnect(self, w: Worker, exc: Exception, since: float) -> None:
-        """A connected worker's watch was cut: it is listed again at once (Kueue reconnects a client whose watch
-        ended), skipped by the passes until then and reported lost only if that relist fails. A connection cut
-        again within ``retry_s`` of being made waits ``retry_s`` first, so that a worker cutting every watch is not
-        listed over and over."""
+    def _reconnect(self, w: Worker, exc: Exception) -> None:
+        """A connected worker's watch that ran a while was cut: it is listed again at once (Kueue reconnects a
+        client whose watch ended), skipped by the passes until then and reported lost only if that relist fails.
+        A watch that fails within ``retry_s`` of the connection (one the worker would not open: a 503, a 429, "too
+        large resource version") is no reconnect but a failed connection, reported lost and tried again after
+        ``retry_s`` as before (Kueue's reconnect reports a watch it cannot start): a worker whose lists work and
+        whose watches never open is not listed over and over without ever being reported."""
         w.connected, w.reconnecting = False, True
         log.info("MultiKueue worker watch cut, reconnecting", cluster=w.name, error=str(exc) or type(exc).__name__)
-        if self.clock() - since < self.retry_s:
-            await asyncio.sleep(self.retry_s)
 
     async def _follow_once_served(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]],
                                   selector: str) -> None:

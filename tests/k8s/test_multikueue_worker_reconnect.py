@@ -89,6 +89,8 @@ async def test_a_cut_watch_keeps_the_worker_its_nominations_and_its_copy(tmp_pat
     worker = BlinkingWorker(cut)
     mk = _connector(state, {"worker1": worker})
     mk.retry_s = 0.001
+    ticks = iter(range(0, 10**9, 10**4))
+    mk.clock = lambda: float(next(ticks))  # the cut long after the connection: a reconnect
     appended = _appending(mk)
     w = mk.workers["worker1"]
     w.connected = False
@@ -138,4 +140,33 @@ async def test_a_cut_watch_whose_relist_fails_reports_the_worker_lost(tmp_path: 
             await task
     assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [
         ("worker1", "ClientConnectionFailed", "workloads.kueue.x-k8s.io is forbidden")]
+    assert "worker1" not in state.workloads[KEY].nominated
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("refused", [Unavailable("watch workloads: 503 Service Unavailable"),
+                                     Gone("too large resource version: 7, current: 6", 410)], ids=["503", "gone"])
+async def test_a_watch_the_worker_will_not_open_reports_it_lost(tmp_path: Path, refused: KubeError) -> None:
+    """A watch that fails as soon as the worker is listed (within ``retry_s``) is a failed connection, not a cut:
+    reported lost as before, and tried again after ``retry_s`` — a worker whose lists work and whose watches never
+    open is not listed over and over unreported (review-2 M1)."""
+    state = _state(tmp_path)
+    worker = BlinkingWorker(refused)
+    worker.relist.set()
+    mk = _connector(state, {"worker1": worker})
+    mk.retry_s = 3600.0  # not tried again within the test
+    mk.clock = lambda: 0.0  # no time passes between the list and the watch's failure
+    appended = _appending(mk)
+    w = mk.workers["worker1"]
+    w.connected = False
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        await _until(lambda: w.reason == "ClientConnectionFailed")
+        await _pass(mk)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [("worker1", "ClientConnectionFailed", str(refused))]
+    assert worker.lists == 1, "not listed again before retry_s"
     assert "worker1" not in state.workloads[KEY].nominated

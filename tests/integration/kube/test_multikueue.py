@@ -1242,7 +1242,9 @@ async def test_a_cut_worker_watch_keeps_the_worker_active_and_its_pending_copy(
 
     monkeypatch.setattr(multikueue, "client_from", cut_client_from)
     async with (_manager_and_worker(kube_apiserver, worker_apiserver) as c,
-                kueue_es(c.kc, tmp_path / "manager-log")):
+                kueue_es(c.kc, tmp_path / "manager-log") as (manager, _)):
+        # a watch that ran this long before its cut is a reconnect (one failing sooner is a failed connection)
+        manager.multikueue.retry_s = 0.01
         names = []
         for name in ("mk-cut-a", "mk-cut-b"):
             handed = job(c.ns, name, "user-queue")
