@@ -115,18 +115,11 @@ async def test_a_cut_watch_keeps_the_worker_its_nominations_and_its_copy(tmp_pat
     assert w.workloads[KEY]["metadata"]["uid"] == "copy-1"
 
 
-@pytest.mark.asyncio
-async def test_a_cut_watch_whose_relist_fails_reports_the_worker_lost(tmp_path: Path) -> None:
-    """The reconnect failing is what Kueue reports on the cluster (Active False, ClientConnectionFailed, the
-    error): the worker leaves the nominations then."""
-    state = _state(tmp_path)
-    worker = BlinkingWorker(Unavailable("watch workloads: connection reset"),
-                            relist_error=Forbidden('workloads.kueue.x-k8s.io is forbidden', 403))
-    worker.relist.set()
+async def _until_lost(state: Any, worker: BlinkingWorker, clock: Any) -> list[ev.AnyEvent]:
+    """worker1 connected, watched (``clock`` the connector's) until it is taken for lost, then a pass: what was
+    appended. Not tried again meanwhile (``retry_s`` an hour)."""
     mk = _connector(state, {"worker1": worker})
-    mk.retry_s = 3600.0  # not tried again within the test
-    ticks = iter(range(0, 10**9, 10**4))
-    mk.clock = lambda: float(next(ticks))  # the cut long after the connection: relisted at once
+    mk.retry_s, mk.clock = 3600.0, clock
     appended = _appending(mk)
     w = mk.workers["worker1"]
     w.connected = False
@@ -138,6 +131,19 @@ async def test_a_cut_watch_whose_relist_fails_reports_the_worker_lost(tmp_path: 
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+    return appended
+
+
+@pytest.mark.asyncio
+async def test_a_cut_watch_whose_relist_fails_reports_the_worker_lost(tmp_path: Path) -> None:
+    """The reconnect failing is what Kueue reports on the cluster (Active False, ClientConnectionFailed, the
+    error): the worker leaves the nominations then."""
+    state = _state(tmp_path)
+    worker = BlinkingWorker(Unavailable("watch workloads: connection reset"),
+                            relist_error=Forbidden('workloads.kueue.x-k8s.io is forbidden', 403))
+    worker.relist.set()
+    ticks = iter(range(0, 10**9, 10**4))
+    appended = await _until_lost(state, worker, lambda: float(next(ticks)))  # the cut long after the connection
     assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [
         ("worker1", "ClientConnectionFailed", "workloads.kueue.x-k8s.io is forbidden")]
     assert "worker1" not in state.workloads[KEY].nominated
@@ -153,20 +159,7 @@ async def test_a_watch_the_worker_will_not_open_reports_it_lost(tmp_path: Path, 
     state = _state(tmp_path)
     worker = BlinkingWorker(refused)
     worker.relist.set()
-    mk = _connector(state, {"worker1": worker})
-    mk.retry_s = 3600.0  # not tried again within the test
-    mk.clock = lambda: 0.0  # no time passes between the list and the watch's failure
-    appended = _appending(mk)
-    w = mk.workers["worker1"]
-    w.connected = False
-    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
-    try:
-        await _until(lambda: w.reason == "ClientConnectionFailed")
-        await _pass(mk)
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    appended = await _until_lost(state, worker, lambda: 0.0)  # no time between the list and the failure
     assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [("worker1", "ClientConnectionFailed", str(refused))]
     assert worker.lists == 1, "not listed again before retry_s"
     assert "worker1" not in state.workloads[KEY].nominated
