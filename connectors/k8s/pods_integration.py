@@ -69,8 +69,9 @@ whose pod sets no longer match its Pod (a single Pod's).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -697,11 +698,19 @@ class PodIntegration:
         if finished_workload:
             await self._report(pod, FINISHED_WORKLOAD, workload=finished_workload)
 
-    def _forget(self, key: str, marker: tuple[str, str]) -> None:
-        """Forget the write ``marker`` stands for, which failed, so the next pass does it again (unless another
-        pass recorded its own meanwhile), as :func:`connectors.k8s.owner_index.once` forgets a failed run."""
-        if self._acted.get(key) == marker:
-            del self._acted[key]
+    @contextlib.contextmanager
+    def _marked(self, key: str, marker: tuple[str, str]) -> Iterator[None]:
+        """``key`` marked done with ``marker`` (the write it stands for) while the body writes it; forgotten if
+        the write fails in any way, so the next pass does it again (unless another pass recorded its own
+        meanwhile), as :func:`connectors.k8s.owner_index.once` forgets a failed run. A failure other than a
+        conflict leaves the Workload unchanged: no newer version would come to mark it again."""
+        self._acted[key] = marker
+        try:
+            yield
+        except BaseException:
+            if self._acted.get(key) == marker:
+                del self._acted[key]
+            raise
 
     async def _orphaned(self, pod_key: str, wl_key: str, obs: o.Workload, owner_uid: str) -> None:
         """The Pod that controls Workload ``wl_key`` is gone (the apiserver says so): finish the Workload (under
@@ -717,16 +726,12 @@ class PodIntegration:
                 raw = None
             if raw is not None and raw["metadata"].get("uid") == owner_uid:
                 return
-        self._acted[wl_key] = marker
         try:
-            if not await wf.delete_unfinalized(self.client, obs, await self._let_go(wl_key, obs)):
-                return
+            with self._marked(wl_key, marker):
+                if not await wf.delete_unfinalized(self.client, obs, await self._let_go(wl_key, obs)):
+                    return
         except Conflict:
-            self._forget(wl_key, marker)
             return  # changed meanwhile: the watch brings the newer Workload
-        except BaseException:
-            self._forget(wl_key, marker)
-            raise  # the Workload unchanged, no newer version comes: the retry this schedules lets it go
         self.stats.orphans += 1
         log.info("deleted the workload of a pod that is gone", pod=pod_key, workload=wl_key)
 
@@ -942,18 +947,14 @@ class PodIntegration:
         for ref in obs.metadata.owner_references:
             if ref.kind == "Pod" and await self._exists(obs.metadata.namespace, ref.name, ref.uid):
                 return  # out of the watch's selection is not gone
-        self._acted[GROUP_PREFIX + group] = marker
         try:
-            if not await wf.delete_unfinalized(self.client, obs, await self._let_go(group, obs)):
-                return
+            with self._marked(GROUP_PREFIX + group, marker):
+                if not await wf.delete_unfinalized(self.client, obs, await self._let_go(group, obs)):
+                    return
         except Conflict:
-            self._forget(GROUP_PREFIX + group, marker)
             self.stats.conflicts += 1
             log.info("the workload of a pod group that is gone moved on: let go on its next version", group=group)
             return  # changed meanwhile: the watch brings the newer Workload, which marks the group (gone_groups)
-        except BaseException:
-            self._forget(GROUP_PREFIX + group, marker)
-            raise  # the Workload unchanged, no newer version comes: the retry this schedules lets it go
         self.stats.orphans += 1
         log.info("deleted the workload of a pod group that is gone", group=group)
 
@@ -1055,16 +1056,12 @@ class PodIntegration:
         marker = ("delete", obs.metadata.resource_version)
         if self._acted.get(GROUP_PREFIX + group) == marker:
             return  # done: the watch brings the Workload's deletion
-        self._acted[GROUP_PREFIX + group] = marker
         try:
-            if not await wf.delete_unfinalized(self.client, obs, await self._unfinalize(obs)):
-                return
+            with self._marked(GROUP_PREFIX + group, marker):
+                if not await wf.delete_unfinalized(self.client, obs, await self._unfinalize(obs)):
+                    return
         except Conflict:
-            self._forget(GROUP_PREFIX + group, marker)
             return  # changed meanwhile: the watch brings the newer Workload
-        except BaseException:
-            self._forget(GROUP_PREFIX + group, marker)
-            raise  # the Workload unchanged, no newer version comes: the retry this schedules deletes it
         self.stats.deleted += 1
         log.info("deleted the workload its pod group no longer matches", group=group, workload=obs.key)
         await self._report(first, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
