@@ -211,7 +211,7 @@ class PodIntegration:
         self._decoder = msgspec.json.Decoder(ManagedPod)
         self._signal = journal.subscribe()
         self._retry = Retries(retry_s)
-        self._acted: dict[str, tuple[str, str]] = {}
+        self._acted: dict[str, tuple[str, object]] = {}
         """Pod key -> (action, Pod resourceVersion) last done, so a stale view does not repeat it (and Workload
         key -> ("orphan", its resourceVersion) once deleted for want of its Pod)."""
         self._log = IntegrationLog(self.append, self.mirror, self.stats, kind="Pod", log=log)
@@ -699,7 +699,7 @@ class PodIntegration:
             await self._report(pod, FINISHED_WORKLOAD, workload=finished_workload)
 
     @contextlib.contextmanager
-    def _marked(self, key: str, marker: tuple[str, str]) -> Iterator[None]:
+    def _marked(self, key: str, marker: tuple[str, object]) -> Iterator[None]:
         """``key`` marked done with ``marker`` (the write it stands for) while the body writes it; forgotten if
         the write fails in any way, so the next pass does it again (unless another pass recorded its own
         meanwhile), as :func:`connectors.k8s.owner_index.once` forgets a failed run. A failure other than a
@@ -991,12 +991,8 @@ class PodIntegration:
                     return
                 marker = ("create", tuple(p.metadata.resource_version for p in step.kept))
                 if self._acted.get(GROUP_PREFIX + group) != marker:
-                    self._acted[GROUP_PREFIX + group] = marker
-                    try:
+                    with self._marked(GROUP_PREFIX + group, marker):
                         await self._create_group(group, list(step.kept), holder)
-                    except BaseException:
-                        self._acted.pop(GROUP_PREFIX + group, None)
-                        raise
             case pod_group.START:
                 assert wl is not None
                 for pod in step.pods:

@@ -1322,6 +1322,28 @@ async def test_a_groups_pod_is_reconciled_under_its_groups_key_so_two_passes_nev
     assert len([c for c in client.calls if c[0] == "create"]) == 1
 
 
+@pytest.mark.asyncio
+async def test_a_groups_workload_whose_creation_failed_is_created_on_the_retry() -> None:
+    """The create fails (a 503): no Workload, and no newer version of the Pods comes; the retry makes it."""
+    raws = {n: _group_raw(n) for n in "ab"}
+    client = GroupClient(raws)
+    pods, _, _, _ = integration(client=client)
+    for n in "ab":
+        _watch(pods, raws[n])
+    creating, failures = client.create, [Unavailable("create workloads: 503 Service Unavailable")]
+
+    async def unavailable_once(resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        if failures:
+            raise failures.pop()
+        return await creating(resource, body, namespace)
+
+    client.create = unavailable_once  # type: ignore[method-assign]
+    with pytest.raises(Unavailable):
+        await pods.reconcile("group/ns/g")
+    await pods.reconcile("group/ns/g")  # the retry
+    assert [c[:2] for c in client.calls if c[0] == "create"] == [("create", "Workload")]
+
+
 class GoneClient(GroupClient):
     """A GET of a Pod no longer in ``raws`` answers 404."""
 
