@@ -94,6 +94,7 @@ class Watcher:
         self.backoff_s = backoff_s
         self.absent_retry_s = absent_retry_s
         self.stats = WatchStats()
+        self.reads = succeeded_pods.Reads()
         self.synced: dict[str, asyncio.Event] = {r.kind: asyncio.Event() for r in self.resources}
         self.resume_from: dict[str, str] = {}
         """kind -> the resourceVersion of the last watch event handled (for a later :meth:`run`'s ``resume``)."""
@@ -168,7 +169,7 @@ class Watcher:
         for key, (uid, rv) in sorted(self._known(r.kind).items()):
             if key in seen_keys:
                 continue
-            kept = await succeeded_pods.unlisted(self.client, self.mirror.state, key) if r.kind == "Pod" else None
+            kept = await self.reads.unlisted(self.client, self.mirror.state, key) if r.kind == "Pod" else None
             if kept is None:
                 out.append(self._delete(r, key, uid, rv, t))
             elif (e := self._upsert(r, kept, t)) is not None:
@@ -196,7 +197,8 @@ class Watcher:
 
     async def _handle(self, r: Resource, event: Any) -> str:
         """Emit what one watch event changes; returns its resourceVersion. Only once this returns is the event past
-        (a read for a Pod leaving the watch may fail: the watch then resumes before the event, which comes again)."""
+        (a read for a Pod leaving the watch may fail: the watch then resumes before the event, which comes again,
+        until :class:`succeeded_pods.Reads` gives up on it)."""
         t = now_ms()
         obj = self._decode(r, event.object)
         if obj is None:
@@ -209,7 +211,7 @@ class Watcher:
             event_type, obj = event.type, kept or obj
         if event.type == "DELETED" and isinstance(obj, o.Pod) and succeeded_pods.awaits(
                 self.mirror.state, self.mirror.state.pods.get(obj.key)):
-            succeeded = await succeeded_pods.left_succeeded(self.client, obj)
+            succeeded = await self.reads.left_succeeded(self.client, obj)
             if succeeded is not None:
                 event_type, obj = "MODIFIED", succeeded  # left the selection by succeeding: Kueue counts it
         if event_type in ("ADDED", "MODIFIED"):

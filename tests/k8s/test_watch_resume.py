@@ -15,8 +15,9 @@ import msgspec
 import pytest
 from fixtures.eventgen import meta, upsert
 
+from connectors.k8s import succeeded_pods
 from connectors.k8s.client import ListMeta, RawList, WatchEvent
-from connectors.k8s.errors import Unavailable
+from connectors.k8s.errors import Forbidden, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.mirror import Mirror
@@ -156,6 +157,28 @@ async def test_an_event_whose_handling_failed_is_not_past_and_comes_again() -> N
     await _until_caught_up(api, watcher.run())
     assert api.watches == ["10", "10"], "the failed event was not past"
     assert await _written(journal) == ["up ns/p0@11 Succeeded"]
+
+
+@pytest.mark.asyncio
+async def test_an_event_whose_handling_keeps_failing_does_not_hold_back_its_kind_for_ever() -> None:
+    """The read a leaving Pod needs is forbidden every time: after ``READ_ATTEMPTS`` tries its leaving is a
+    deletion, and the Pod events after it are handled."""
+    fixture = _Mirrored()
+    fixture.admit(at(1))
+    running = _pod("Running", "5")
+    fixture.observe(upsert(running, at(3)))
+    left = msgspec.json.encode(_pod("Succeeded", "11"))
+    later = msgspec.structs.replace(running, metadata=msgspec.structs.replace(
+        running.metadata, name="p1", uid="u-p1", resource_version="12"))
+    forbidden = Forbidden('pods "p0" is forbidden', 403, "Forbidden")
+    api = _Apiserver([msgspec.Raw(msgspec.json.encode(running))],
+                     [("DELETED", msgspec.Raw(left)), ("ADDED", msgspec.Raw(msgspec.json.encode(later)))],
+                     reads=[forbidden] * succeeded_pods.READ_ATTEMPTS)
+    journal = LocalJournal(MemoryLog(), fixture.mirror)
+    watcher = Watcher(api, fixture.mirror, journal.append, kinds=["Pod"], backoff_s=0.001)  # type: ignore[arg-type]
+    await _until_caught_up(api, watcher.run())
+    assert api.watches == ["10"] * succeeded_pods.READ_ATTEMPTS
+    assert await _written(journal) == ["del ns/p0", "up ns/p1@12 Running"]
 
 
 # --- the integrations' informer --------------------------------------------------------------------------------------
