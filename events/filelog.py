@@ -18,6 +18,7 @@ appended since; it lists the directory again only when its modification time mov
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import struct
@@ -603,9 +604,9 @@ class FileLog(EventLog):
         self._fd: int | None = None
         self._segment_size = 0
         self._end = 0
-        self._written = 0  # bytes written to the current segment
         self._synced = 0
         self._sync_done: anyio.Event | None = None
+        self._unsynced: str | None = None  # why appends are refused since an fsync failed
         self._end_cursor: TailCursor | None = None  # a read-only log's end, as far as read
         self._listed: tuple[int, int, list[tuple[int, Path]]] | None = None  # (mtime, listed at, segments)
         self._torn: tuple[Path, int, int, int, int] | None = None  # (segment, torn at, size, mtime, found at)
@@ -705,6 +706,8 @@ class FileLog(EventLog):
             raise LogClosed(f"log {self.directory} is closed")
         if self.readonly:
             raise LogError(f"log {self.directory} was opened read-only")
+        if self._unsynced is not None:
+            raise LogError(self._unsynced)
         if not events:
             return []
         payload = encode_batch(events)
@@ -715,17 +718,38 @@ class FileLog(EventLog):
         if self._segment_size and self._segment_size + len(frame) > self.segment_bytes:
             self._open_segment(base)
         assert self._fd is not None
+        before = self._segment_size
         self._write_frame(frame)
         self._segment_size += len(frame)
+        if self.fsync == "always":
+            self._sync_frame(before)  # durable before anyone, a follower included, is shown it
         self._end = base + len(events)
         self.last_frame = crc, self._end - 1
         self._wake_followers()
-        if self.fsync == "always":
-            os.fsync(self._fd)
-            self._synced = self._segment_size
-        elif self.fsync == "group":
+        if self.fsync == "group":
             await self._group_sync(self._segment_size)
         return list(range(base, self._end))
+
+    def _sync_frame(self, before: int) -> None:
+        """fsync the frame just written after byte ``before``; if that fails, cut it off again and refuse every
+        later append: after a failed fsync the kernel may have dropped pages it could not write, and a second
+        fsync may report success for them, so only reopening the log (its recovery reads what the disk holds)
+        is trusted."""
+        assert self._fd is not None
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._segment_size = before
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, before)
+            raise self._fsync_failed(exc) from exc
+        self._synced = self._segment_size
+
+    def _fsync_failed(self, exc: OSError) -> LogError:
+        self._unsynced = (f"log {self.directory} takes no more appends since an fsync failed "
+                          f"({exc.strerror or exc}); open it again")
+        return LogError(f"cannot sync log {self.directory}: {exc.strerror or exc}; the append is not acknowledged "
+                        "(whether it is kept shows when the log is opened again)")
 
     def _write_frame(self, frame: bytes) -> None:
         """Write a whole frame or nothing: a short or failed write is cut off again before raising."""
@@ -749,11 +773,16 @@ class FileLog(EventLog):
             if self._sync_done is not None:
                 await self._sync_done.wait()
                 continue
+            if self._unsynced is not None:
+                raise LogError(self._unsynced)
             done = self._sync_done = anyio.Event()
             try:
                 await anyio.sleep(self.group_commit_ms / 1000)
                 target = self._segment_size
-                await anyio.to_thread.run_sync(os.fsync, fd)
+                try:
+                    await anyio.to_thread.run_sync(os.fsync, fd)
+                except OSError as exc:  # every append waiting fails: a second fsync might not report it again
+                    raise self._fsync_failed(exc) from exc
                 self._synced = max(self._synced, target)
             finally:
                 self._sync_done = None

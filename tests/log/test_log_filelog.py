@@ -397,6 +397,48 @@ def test_a_failed_write_appends_nothing_and_leaves_the_log_usable(tmp_path: Path
     assert [r.event.id for r in read_all(tmp_path)] == ["0", "1", "2"]
 
 
+@pytest.mark.parametrize("fsync", ["always", "group"])
+def test_a_failed_fsync_acknowledges_nothing_shows_a_follower_nothing_and_refuses_later_appends(
+        tmp_path: Path, monkeypatch, fsync: str) -> None:
+    """After a failed fsync the kernel may have dropped the pages it could not write and a second fsync may not
+    say so: the append fails, no later one is taken, and the log is trusted again only once reopened."""
+    log = FileLog.open(tmp_path, fsync=fsync)  # type: ignore[arg-type]
+    assert anyio.run(log.append, ticks(0, 2)) == [0, 1]
+    real_fsync, failures = os.fsync, [OSError(errno.EIO, "Input/output error")]
+
+    def fail_once(fd: int) -> None:
+        if fd == log._fd and failures:  # noqa: SLF001
+            raise failures.pop()
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fail_once)
+    seen: list[int] = []
+
+    async def append_beside_a_follower() -> None:
+        async def follow() -> None:
+            async for batch in log.read_batches(0, follow=True):
+                seen.extend(r.offset for r in batch)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await anyio.sleep(0.05)
+            with pytest.raises(LogError, match="Input/output error.*not acknowledged"):
+                await log.append(ticks(2, 3))
+            with pytest.raises(LogError, match="no more appends since an fsync failed"):
+                await log.append(ticks(2, 1))
+            await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+
+    anyio.run(append_beside_a_follower)
+    monkeypatch.undo()
+    if fsync == "always":
+        assert seen == [0, 1] and anyio.run(log.end_offset) == 2, "shown to no one before it is durable"
+    log.close_sync()
+    reopened = FileLog.open(tmp_path)
+    assert anyio.run(reopened.append, ticks(anyio.run(reopened.end_offset), 1))
+    reopened.close_sync()
+
+
 def test_short_writes_are_completed(tmp_path: Path, monkeypatch) -> None:
     log = write(tmp_path, [1])
     real_write = os.write
