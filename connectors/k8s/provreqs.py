@@ -8,15 +8,17 @@ then each template's controller owner becomes the request, so that deleting the 
 Idempotent, so a retry or a restart that applies a decision again is harmless: an object that already exists is
 success (a request of the same name owned by another Workload is not: the decision is rejected), and a request
 that is already gone is deleted. A workload's decisions are applied in log order, strictly (a later one waits
-while an earlier one is held or being retried); different workloads' side by side, up to ``concurrency`` (16) at
-a time. An API error retries the decision after ``retry_s``; a decision
+while an earlier one is held or being retried); each workload on its own (:class:`KeyedWorkers`, keyed by
+workload, up to ``concurrency`` (16) at a time), so a slow call holds back only its own workload's later
+decisions, never another's. An API error retries the decision after ``retry_s``; a decision
 whose Workload is gone, or whose objects the apiserver refuses, ends with ``DecisionRejected``. While the
 autoscaler's CRD is missing the decision waits and is retried (the check stays Pending meanwhile).
 
 A creation also waits, without a retry timer, until the Workload the watch last showed holds the quota reservation
 Kueue's check controller requires (:mod:`connectors.k8s.provreq_readiness`): the status writer applies the log at
 its own pace, and Kueue never creates a request for a Workload whose stored status has no reservation. Every move
-of the log (the watch bringing the written reservation among them) wakes the applier to look again.
+of the log (the watch bringing the written reservation among them) has the applier look at the held workloads
+again.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from connectors.k8s.job_sync import same_pod_spec
 from connectors.k8s.journal import Journal
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict
 from connectors.k8s.resources import POD_TEMPLATES, PROVISIONING_REQUESTS
-from connectors.k8s.workers import Retries
+from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import DEFAULT
@@ -100,41 +102,68 @@ class RequestApplier:
         """Offsets whose outcome was appended but not applied to the mirror yet."""
         self.held: dict[int, str] = {}
         """Offsets of creations waiting for the Workload's stored reservation -> what the stored Workload lacks."""
+        self._dirty: set[str] = set()
+        """Workloads to look at (:meth:`_on_applied`)."""
+        self.mirror.listeners.append(self._on_applied)
 
     async def run(self) -> None:
-        signal = self.journal.subscribe()
-        while True:
-            await self.apply_pending()
-            await signal.wait(self._retry.timeout())
+        """Forever: carry out the decisions of each workload the log marks (:meth:`_on_applied`), or whose retry is
+        due, on :class:`KeyedWorkers`. A round over every workload, awaited whole before the log was looked at
+        again, held a decision for one workload behind another's slowest call (review F7, session 35)."""
+        self._dirty |= {e.key for e in self.mirror.request_decisions.values()}  # decided before a restart
+        await KeyedWorkers(self.apply_workload, self.concurrency).run(
+            self._take, self.journal.subscribe(), self._retry.timeout)
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        """Mark the workloads to look at: those a new decision is for, and, on any move of the log, those with a
+        held creation (what it waits for, the stored reservation, comes through the watch, by the log)."""
+        for r in records:
+            if isinstance(r.event, RequestDecision):
+                self._dirty.add(r.event.key)
+        pending = self.mirror.request_decisions
+        self._dirty.update(pending[off].key for off in self.held if off in pending)
+
+    def _take(self) -> set[str]:
+        due = self._retry.due()
+        self._waiting -= due
+        pending = self.mirror.request_decisions
+        keys = self._dirty | {pending[int(off)].key for off in due if int(off) in pending}
+        self._dirty = set()
+        return keys
 
     async def apply_pending(self) -> None:
-        """One round over the decisions without an outcome: each workload's in log order, strictly (one held, or
-        waiting for its retry, holds back the workload's later ones); the workloads side by side, up to
-        ``concurrency`` at a time, as Kueue's controller reconciles workloads concurrently. One decision at a time
-        (three or more API calls each), a burst's requests trailed their stored reservations by seconds
-        (``benchmarks/provreq_burst.py``)."""
-        pending = self.mirror.request_decisions
-        self._reported &= set(pending)
+        """Every workload with a decision owed an outcome, once, side by side up to ``concurrency`` at a time (as
+        Kueue's controller reconciles workloads concurrently): what :meth:`run` does for the workloads it is told
+        of, for a caller that awaits one pass."""
         self._waiting -= self._retry.due()
-        self.held = {off: why for off, why in self.held.items() if off in pending}
-        of_workload: dict[str, list[int]] = {}
-        for offset in sorted(pending):
-            of_workload.setdefault(pending[offset].key, []).append(offset)
+        self._dirty = set()  # every workload is looked at
         limit = asyncio.Semaphore(self.concurrency)
 
-        async def in_order(offsets: list[int]) -> None:
+        async def one(key: str) -> None:
             async with limit:
-                for offset in offsets:
-                    if not await self._next(offset, offsets):
-                        return
+                await self.apply_workload(key)
 
         async with asyncio.TaskGroup() as tg:
-            for key in sorted(of_workload):
-                tg.create_task(in_order(of_workload[key]))
+            for key in sorted({e.key for e in self.mirror.request_decisions.values()}):
+                tg.create_task(one(key))
+
+    async def apply_workload(self, key: str) -> None:
+        """The workload's decisions without an outcome, in log order, strictly: one held, or waiting for its
+        retry, holds back the workload's later ones. Other workloads' go meanwhile: one decision at a time for
+        all of them, a burst's requests trailed their stored reservations by seconds
+        (``benchmarks/provreq_burst.py``)."""
+        pending = self.mirror.request_decisions
+        self._reported = {off for off in self._reported if off in pending}
+        self.held = {off: why for off, why in self.held.items() if off in pending}
+        offsets = sorted(off for off in self.mirror.pending.get(key, {}) if off in pending)
+        for offset in offsets:
+            if not await self._next(offset, offsets):
+                return
 
     async def _next(self, offset: int, of_workload: list[int]) -> bool:
-        """Apply the workload's decision at ``offset`` (``of_workload``: its decisions owed an outcome when the
-        round began); False when it holds back the workload's later ones (held, waiting for its retry, failed)."""
+        """Apply the workload's decision at ``offset`` (``of_workload``: its decisions owed an outcome when
+        :meth:`apply_workload` began); False when it holds back the workload's later ones (held, waiting for its
+        retry, failed)."""
         e = self.mirror.request_decisions.get(offset)
         if e is None or offset in self._reported:
             return True
@@ -154,7 +183,7 @@ class RequestApplier:
     def _verdict(self, offset: int, e: ev.ProvisioningRequestCreated, of_workload: list[int]
                  ) -> Wait | Reject | None:
         """What the mirror says about creating ``e`` now (see :func:`create_verdict`); ``of_workload``: the
-        offsets of the workload's decisions owed an outcome when the round began, in log order."""
+        offsets of the workload's decisions owed an outcome when :meth:`apply_workload` began, in log order."""
         mirror = self.mirror
         logged = mirror.state.workloads.get(e.key)
         pending = mirror.request_decisions

@@ -2,11 +2,13 @@
 status writer leaving request decisions to their applier (which tests/integration/kube/test_tas_connector.py
 runs against the real apiserver), and the applier holding a creation until the stored Workload holds its quota
 reservation, as Kueue's check controller does (tests/integration/kube/test_provreq_after_reservation.py shows it
-against the real apiserver)."""
+against the real apiserver), and the applier's loop carrying out each workload on its own."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -14,7 +16,7 @@ import pytest
 
 from connectors.k8s import crds
 from connectors.k8s.checkstatus import desired_active
-from connectors.k8s.errors import AlreadyExists
+from connectors.k8s.errors import AlreadyExists, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict, missing_reservation
@@ -292,3 +294,149 @@ async def test_a_podtemplate_at_the_derived_name_unlike_the_derived_one_is_repla
     assert client.calls == [*found, *replacing, ("create", "wl-prov-1"), ("patch", "ppt-wl-prov-1-main")]
     assert applier.stats.templates_replaced == int(replaced)
     assert await _outcomes(journal) == [("DecisionApplied", 2, "")]
+
+
+# --- the applier's loop: each workload on its own (KeyedWorkers) ----------------------------------------------------
+
+def _of(name: str, *conditions: o.Condition) -> o.Workload:
+    """Workload ``ns/<name>`` as :func:`stored` makes ``WL`` (uid ``<name>-uid``)."""
+    w = stored(*conditions, uid=f"{name}-uid")
+    return msgspec.structs.replace(w, metadata=msgspec.structs.replace(w.metadata, name=name))
+
+
+def created_for(w: o.Workload) -> ev.ProvisioningRequestCreated:
+    """:func:`created` for workload ``w``: request ``<name>-prov-1``, template ``ppt-<name>-prov-1-main``."""
+    e = created()
+    name = f"{w.metadata.name}-prov-1"
+    owner = msgspec.structs.replace(OWNER, name=w.metadata.name, uid=w.metadata.uid)
+    (pt,) = e.pod_templates
+    pt = msgspec.structs.replace(pt, metadata=msgspec.structs.replace(
+        pt.metadata, name=f"ppt-{name}-main", owner_references=[owner]))
+    request = msgspec.structs.replace(e.request, metadata=msgspec.structs.replace(
+        e.request.metadata, name=name, owner_references=[owner]))
+    return msgspec.structs.replace(e, key=w.key, uid=w.metadata.uid, request=request, pod_templates=[pt])
+
+
+class Hanging(FakeClient):
+    """Every create of a name starting with ``slow`` waits until :attr:`release` is set (a call the apiserver
+    takes long to answer); :attr:`started` is set when it begins, :attr:`made` holds each other create's
+    name as an event set when it is done."""
+
+    def __init__(self, slow: str) -> None:
+        super().__init__()
+        self.slow = slow
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+        self.made: dict[str, asyncio.Event] = {}
+
+    def made_event(self, name: str) -> asyncio.Event:
+        return self.made.setdefault(name, asyncio.Event())
+
+    async def create(self, resource: object, body: dict[str, Any], ns: str) -> bytes:
+        name = body["metadata"]["name"]
+        if name.startswith(self.slow):
+            self.started.set()
+            await self.release.wait()
+        answer = await super().create(resource, body, ns)
+        self.made_event(name).set()
+        return answer
+
+
+async def _until(journal: LocalJournal, done: Callable[[], Awaitable[bool]]) -> None:
+    """Wait until ``done()``, looking again at every append (the guard: the caller's ``asyncio.timeout``)."""
+    signal = journal.subscribe()
+    while not await done():
+        await signal.wait()
+
+
+@contextlib.asynccontextmanager
+async def _running(applier: RequestApplier) -> AsyncIterator[None]:
+    task = asyncio.create_task(applier.run())
+    try:
+        async with asyncio.timeout(10):  # a guard only: every wait below is on an event
+            yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@pytest.mark.asyncio
+async def test_one_workloads_slow_call_holds_back_no_other_workloads_decisions() -> None:
+    """Review F7 (session 35): the applier awaited a whole round, every workload's chain, before it looked at the
+    log again, so a decision for ``fast`` appended while ``slow``'s PodTemplate create hung (up to five calls of
+    up to 30 s each on a slow apiserver) waited for it. Each workload is carried out on its own now: ``fast``'s
+    request is created, and its outcome appended, while ``slow``'s call still hangs; ``slow``'s own later
+    decision still waits for it (a workload's decisions strictly in log order)."""
+    slow, fast = _of("slow", RESERVED), _of("fast", RESERVED)
+    journal = await _journal(upserted(slow), upserted(fast))
+    client = Hanging("ppt-slow")
+    async with _running(applier := RequestApplier(client, journal)):  # type: ignore[arg-type]
+        (slow_at,) = await journal.append([created_for(slow)])
+        await client.started.wait()
+        slow_later, fast_at = await journal.append([deleted("slow-prov-1", key=slow.key), created_for(fast)])
+        await client.made_event("fast-prov-1").wait()
+        await _until(journal, lambda: _has_outcome(journal, fast_at))
+        assert not await _has_outcome(journal, slow_at), "slow's create still hangs"
+        assert ("delete", "slow-prov-1") not in client.calls, "slow's deletion waits for its creation"
+        client.release.set()
+        await _until(journal, lambda: _has_outcome(journal, slow_later))
+    assert [c for c in client.calls if "slow" in c[1]] == [
+        ("create", "ppt-slow-prov-1-main"), ("create", "slow-prov-1"), ("patch", "ppt-slow-prov-1-main"),
+        ("delete", "slow-prov-1")]
+    assert (applier.stats.created, applier.stats.deleted, applier.stats.applied) == (2, 1, 3)
+
+
+async def _has_outcome(journal: LocalJournal, offset: int) -> bool:
+    return any(off == offset for _, off, _ in await _outcomes(journal))
+
+
+@pytest.mark.asyncio
+async def test_the_loop_looks_at_a_held_creation_again_when_the_log_moves() -> None:
+    """Held for the stored reservation, a creation is looked at again on the log's next move (the watch bringing
+    the reservation the status writer stored), with no timer and no new decision of its workload."""
+    journal = await _journal()
+    client = Hanging("never")
+    async with _running(applier := RequestApplier(client, journal)):  # type: ignore[arg-type]
+        (at,) = await journal.append([created()])
+        while not applier.held:  # the loop takes the decision in, and holds it
+            await asyncio.sleep(0)
+        assert applier.held == {at: "the Workload holds no quota reservation"} and client.calls == []
+        await journal.append([upserted(stored(RESERVED))])
+        await client.made_event("wl-prov-1").wait()
+        await _until(journal, lambda: _has_outcome(journal, at))
+    assert applier.held == {} and applier.stats.held == 1
+
+
+class FailingOnce(Hanging):
+    """The first create of a name starting with ``slow`` fails (the apiserver answers 503); the rest succeed,
+    none hangs."""
+
+    def __init__(self, slow: str) -> None:
+        super().__init__(slow)
+        self.release.set()
+
+    async def create(self, resource: object, body: dict[str, Any], ns: str) -> bytes:
+        if body["metadata"]["name"].startswith(self.slow) and not self.started.is_set():
+            self.started.set()
+            self.calls.append(("create failed", body["metadata"]["name"]))
+            raise Unavailable("POST ...: 503", 503)
+        return await super().create(resource, body, ns)
+
+
+@pytest.mark.asyncio
+async def test_the_loop_retries_a_failed_decision_when_due_its_workloads_later_ones_after_it() -> None:
+    """A failed call retries its decision after ``retry_s``: the loop wakes for it though nothing else happens,
+    and the workload's later decision waits for it (one of another workload does not)."""
+    flaky, other = _of("flaky", RESERVED), _of("other", RESERVED)
+    journal = await _journal(upserted(flaky), upserted(other))
+    client = FailingOnce("flaky-prov")
+    async with _running(applier := RequestApplier(client, journal, retry_s=0.01)):  # type: ignore[arg-type]
+        (_, later, _) = await journal.append([created_for(flaky), deleted("flaky-prov-1", key=flaky.key),
+                                              created_for(other)])
+        await _until(journal, lambda: _has_outcome(journal, later))
+    assert [c for c in client.calls if "flaky" in c[1]] == [
+        ("create", "ppt-flaky-prov-1-main"), ("create failed", "flaky-prov-1"),
+        ("create", "ppt-flaky-prov-1-main"), ("create", "flaky-prov-1"), ("patch", "ppt-flaky-prov-1-main"),
+        ("delete", "flaky-prov-1")]
+    assert ("create", "other-prov-1") in client.calls
+    assert (applier.stats.errors, applier.stats.applied) == (1, 3)
