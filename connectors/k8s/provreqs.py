@@ -126,16 +126,24 @@ class RequestApplier:
     def _take(self) -> set[str]:
         due = self._retry.due()
         self._waiting -= due
-        pending = self.mirror.request_decisions
+        pending = self._prune()
         keys = self._dirty | {pending[int(off)].key for off in due if int(off) in pending}
         self._dirty = set()
         return keys
+
+    def _prune(self) -> dict[int, RequestDecision]:
+        """Forget what is known of decisions whose outcome the log has applied; the decisions still owed one."""
+        pending = self.mirror.request_decisions
+        self._reported = {off for off in self._reported if off in pending}
+        self.held = {off: why for off, why in self.held.items() if off in pending}
+        return pending
 
     async def apply_pending(self) -> None:
         """Every workload with a decision owed an outcome, once, side by side up to ``concurrency`` at a time (as
         Kueue's controller reconciles workloads concurrently): what :meth:`run` does for the workloads it is told
         of, for a caller that awaits one pass."""
         self._waiting -= self._retry.due()
+        self._prune()
         self._dirty = set()  # every workload is looked at
         limit = asyncio.Semaphore(self.concurrency)
 
@@ -153,8 +161,6 @@ class RequestApplier:
         all of them, a burst's requests trailed their stored reservations by seconds
         (``benchmarks/provreq_burst.py``)."""
         pending = self.mirror.request_decisions
-        self._reported = {off for off in self._reported if off in pending}
-        self.held = {off: why for off, why in self.held.items() if off in pending}
         offsets = sorted(off for off in self.mirror.pending.get(key, {}) if off in pending)
         for offset in offsets:
             if not await self._next(offset, offsets):
