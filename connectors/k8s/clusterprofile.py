@@ -19,6 +19,12 @@ Kubernetes' client library refreshes an exec credential the apiserver refused): 
 answers. The worker is reached through the cluster's ``proxy-url``, when it has one, as the inventory library's
 client config does (:func:`worker_kubeconfig`).
 
+The plugin runs off the MultiKueue pass, one run at a time for each cluster (:meth:`ClusterProfiles.kubeconfig`):
+a slow or hung plugin (a cloud identity endpoint out of reach) holds back its own worker only, not yet connectable
+until it answers (its answer wakes a pass), while the other workers get their copies, deletions and statuses, as
+in Kueue the plugin runs inside that cluster's client alone. A run whose profile changed, went or stopped being
+named meanwhile is stopped, its answer unused.
+
 The worker's Active condition, as Kueue's cluster controller sets it: the gate off, ``MultiKueueClusterProfileFeature
 Disabled``; the profile missing (``ClusterProfile.multicluster.x-k8s.io "<name>" not found``) or offering no
 provider the Configuration has ("no matching cluster accessor found for cluster profile ..."), ``BadClusterProfile``;
@@ -71,8 +77,8 @@ GATE_OFF = ("load client config failed: MultiKueueClusterProfile feature gate is
 RETRY_BASE_S = 5.0
 RETRY_MAX_STEPS = 7
 PLUGIN_TIMEOUT_S = 60.0
-"""How long a credential plugin may run (the client library sets no limit; a plugin that never ends would stall the
-MultiKueue connector)."""
+"""How long a credential plugin may run (the client library sets no limit; a plugin that never ends would leave its
+worker unreached for good)."""
 
 
 def not_found(name: str) -> str:
@@ -192,16 +198,23 @@ async def run_plugin(ex: ExecConfig, cluster: dict[str, Any]) -> Credential | st
     try:
         out, err = await asyncio.wait_for(proc.communicate(), PLUGIN_TIMEOUT_S)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
+        await _killed(proc)
         return f"getting credentials: exec: executable {ex.command} timed out"
+    except asyncio.CancelledError:  # a stale run (its profile changed or went): its process is not left behind
+        await _killed(proc)
+        raise
     if err:
         log.info("MultiKueue credential plugin wrote to stderr", command=ex.command, stderr=err.decode()[-2000:])
     if proc.returncode != 0:
         return f"getting credentials: exec: executable {ex.command} failed with exit code {proc.returncode}"
     got = credential(out, ex.api_version)
     return got if isinstance(got, Credential) else f"getting credentials: {got}"
+
+
+async def _killed(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    await proc.wait()
 
 
 @dataclass
@@ -222,6 +235,8 @@ class FollowedProfile:
     failures: int = 0
     next_try: float = 0.0
     last_error: str = ""
+    plugin: asyncio.Task | None = None
+    """The plugin's run under way, for :attr:`used` (never more than one)."""
 
 
 @dataclass
@@ -238,7 +253,8 @@ class ClusterProfiles:
     async def kubeconfig(self, cluster: str, profile: str, namespace: str,
                          providers: list[AccessProvider]) -> tuple[bytes, str, str] | None:
         """The worker's kubeconfig (with the plugin's credentials), or the message and reason of its Active
-        condition; None while its profile has not been read yet."""
+        condition; None while its profile has not been read yet or its plugin runs (:meth:`running`): the read, or
+        the plugin's answer, wakes the next pass."""
         f = self.followed.get(cluster)
         if f is None or (f.name, f.namespace) != (profile, namespace):
             await self.forget(cluster)
@@ -247,29 +263,65 @@ class ClusterProfiles:
         if not f.read:
             return None
         if f.profile is None:
+            await self._stop_run(f)
             return b"", f"load client config failed: {f.error or not_found(profile)}", BAD_PROFILE
         found = accessor(f.profile, providers)
         if isinstance(found, str):
+            await self._stop_run(f)
             return b"", f"load client config failed: {found}", BAD_PROFILE
         provider, server = found
         if not trusted_server(str(server.get("server", ""))):
+            await self._stop_run(f)
             return b"", "load client config failed: untrusted server endpoint", BAD_REST_CONFIG
         used = (msgspec.json.encode(server), provider)
         now = self.clock()
         stale = f.got is None or (f.got.expires_s is not None and now >= f.got.expires_s)
         if used != f.used:
+            await self._stop_run(f)
             f.used, f.got, f.failures, f.next_try = used, None, 0, 0.0
         elif not stale:
             return f.source, "", ""
+        elif f.plugin is not None:
+            return None
         elif f.failures and now < f.next_try:
             return b"", f.last_error, CONNECTION_FAILED
-        got = await run_plugin(provider.exec_config, server)
+        f.got = None  # being got again: a refusal of the old ones meanwhile asks for no other run
+        f.plugin = asyncio.create_task(self._run(cluster, f, used, provider, server), name=f"mk-plugin-{cluster}")
+        return None
+
+    def running(self, cluster: str) -> bool:
+        """Whether the plugin of ``cluster``'s profile runs now (its worker not connectable until it answers)."""
+        f = self.followed.get(cluster)
+        return f is not None and f.plugin is not None
+
+    async def _run(self, cluster: str, f: FollowedProfile, used: tuple[Any, ...], provider: AccessProvider,
+                   server: dict[str, Any]) -> None:
+        """One run of the plugin, off the pass: its credentials, or its failure with the next try after Kueue's
+        backoff, kept while ``f`` still wants them for ``used``, then a pass woken to take them."""
+        try:
+            got = await run_plugin(provider.exec_config, server)
+        except Exception as exc:  # noqa: BLE001 - a plugin that cannot be run (a NUL in its env): failed, retried later
+            log.warning("MultiKueue credential plugin not run", cluster=cluster, error=str(exc))
+            got = f"getting credentials: {exc or type(exc).__name__}"
+        finally:
+            if f.plugin is asyncio.current_task():
+                f.plugin = None
+        if self.followed.get(cluster) is not f or f.used != used:
+            return  # run for a profile since changed or no longer named: not used
         if isinstance(got, str):
             f.got, f.failures, f.last_error = None, f.failures + 1, got
             f.next_try = self.clock() + retry_after(f.failures)
-            return b"", got, CONNECTION_FAILED
-        f.got, f.failures, f.source = got, 0, worker_kubeconfig(profile, server, got)
-        return f.source, "", ""
+        else:
+            f.got, f.failures, f.source = got, 0, worker_kubeconfig(f.name, server, got)
+        self.wake.set()
+
+    @staticmethod
+    async def _stop_run(f: FollowedProfile) -> None:
+        """Stop the plugin's run under way for ``f``, if any: what it would answer is for a profile no longer
+        there as it was."""
+        task, f.plugin = f.plugin, None
+        if task is not None:
+            await stopped(task)
 
     def unauthorized(self, cluster: str, source: bytes) -> bool:
         """The worker of ``cluster``, reached with the kubeconfig ``source``, answered 401 Unauthorized: when that
@@ -307,6 +359,8 @@ class ClusterProfiles:
     async def forget(self, cluster: str) -> None:
         """Stop following the profile of ``cluster`` (it names none now, or is gone)."""
         f = self.followed.pop(cluster, None)
+        if f is not None:
+            await self._stop_run(f)
         if f is not None and f.task is not None:
             await stopped(f.task)
 

@@ -1117,14 +1117,19 @@ class MultiKueueConnector:
     async def _profile_kubeconfig(self, cluster: o.MultiKueueCluster,
                                   config: SchedulerConfig) -> tuple[bytes, str, str] | None:
         """A worker named by a ClusterProfile: reached with the credentials of the Configuration's plugin under
-        MultiKueueClusterProfile (:mod:`connectors.k8s.clusterprofile`), refused while it is off."""
+        MultiKueueClusterProfile (:mod:`connectors.k8s.clusterprofile`), refused while it is off. While its plugin
+        runs (off the pass) it is not connectable yet, as a worker whose watches have not listed yet: neither
+        reached nor lost, nothing written there, the client it had (for credentials being replaced) stopped."""
         name = cluster.metadata.name
         ref = cluster.spec.cluster_source.cluster_profile_ref
         if ref is None or not config.gate(gates.MULTIKUEUE_CLUSTER_PROFILE):
             await self.profiles.forget(name)
             return b"", *GATE_OFF
         cp = config.multi_kueue.cluster_profile
-        return await self.profiles.kubeconfig(name, ref.name, config.namespace, cp.providers() if cp else [])
+        read = await self.profiles.kubeconfig(name, ref.name, config.namespace, cp.providers() if cp else [])
+        if read is None and self.profiles.running(name):
+            return b"", "connecting", "ClientConnectionFailed"  # what _rewatch leaves until listed
+        return read
 
     def _kubeconfig_file(self, cluster: str, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
         """A ``locationType: Path`` kubeconfig: only from under :attr:`kubeconfig_dir` while

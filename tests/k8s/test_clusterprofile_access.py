@@ -9,6 +9,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,15 +18,30 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+from fixtures import fastyaml
 from fixtures.eventgen import fold, records
+from fixtures.multikueue_states import KEY, MK_DOCUMENT, SCENARIO, START, apply
+from test_multikueue_connector import (
+    IdleWorker,
+    SecretsManager,
+    _appending,
+    _close,
+    _connector,
+    _kubeconfig,
+    _passes,
+    _secret,
+)
 
 from connectors.k8s import clusterprofile as cp
 from connectors.k8s import manifests
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.kubeconfig_checks import insecure_reason
 from connectors.k8s.multikueue import MultiKueueConnector, Worker, client_from
+from events import schema as ev
 from events.errors import InvalidInput
+from kueue_es.scheduler import settle
 from kueue_es.scheduler.config import AccessProvider, ExecConfig, load_config
+from kueue_es.statefile import load_state
 
 V1 = "client.authentication.k8s.io/v1"
 
@@ -234,18 +250,31 @@ async def test_a_plugin_that_fails_is_missing_or_of_an_unknown_version_gives_no_
 class _Profiles(cp.ClusterProfiles):
     """Profiles as given, not read from an apiserver."""
 
-    def __init__(self, shown: dict[str, dict[str, Any] | None], clock: list[float]) -> None:
-        super().__init__(client=None, wake=asyncio.Event(), clock=lambda: clock[0])  # type: ignore[arg-type]
+    def __init__(self, shown: dict[str, dict[str, Any] | None], clock: list[float],
+                 wake: asyncio.Event | None = None) -> None:
+        super().__init__(client=None, wake=wake or asyncio.Event(), clock=lambda: clock[0])  # type: ignore[arg-type]
         self.shown = shown
 
     async def _follow(self, f: cp.FollowedProfile) -> None:
         self._read(f, self.shown.get(f.name), "")
 
 
+async def _answered(profiles: cp.ClusterProfiles, cluster: str) -> None:
+    """Once the plugin's run for ``cluster`` under way, if any, ended."""
+    f = profiles.followed.get(cluster)
+    if f is not None and f.plugin is not None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await f.plugin
+
+
 async def _settled(profiles: _Profiles, *args: Any) -> tuple[bytes, str, str] | None:
+    """The worker's kubeconfig or condition once its profile was read and its plugin, if run, answered."""
     got = await profiles.kubeconfig(*args)
     if got is None:
         await asyncio.sleep(0)
+        got = await profiles.kubeconfig(*args)
+    if got is None and profiles.running(args[0]):
+        await _answered(profiles, args[0])
         got = await profiles.kubeconfig(*args)
     return got
 
@@ -284,7 +313,7 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"
         assert await profiles.kubeconfig("c4", "good", "kueue-system", [provider]) == failed
         assert runs.read_text() == "x"
         clock[0] += 1.0
-        source, error, reason = await profiles.kubeconfig("c4", "good", "kueue-system", [provider])  # type: ignore[misc]
+        source, error, reason = await _settled(profiles, "c4", "good", "kueue-system", [provider])  # type: ignore[misc]
         assert (error, reason) == ("", "")
         assert yaml.safe_load(source)["users"] == [{"name": "good", "user": {"token": "t"}}]
         again = await profiles.kubeconfig("c4", "good", "kueue-system", [provider])
@@ -316,7 +345,7 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{
         assert profiles.unauthorized("c", first) is True
         assert profiles.wake.is_set()
         assert profiles.unauthorized("c", first) is False  # one refusal, one run: already dropped
-        second, _, _ = await profiles.kubeconfig(*args)  # type: ignore[misc]
+        second, _, _ = await _settled(profiles, *args)  # type: ignore[misc]
         assert yaml.safe_load(second)["users"][0]["user"] == {"token": "t2"} and runs.read_text() == "xx"
         assert await profiles.kubeconfig(*args) == (second, "", "") and runs.read_text() == "xx"
         assert profiles.unauthorized("c", first) is False  # a refusal of credentials already replaced
@@ -356,6 +385,202 @@ async def test_the_multikueue_connector_tells_the_profiles_of_a_worker_answering
     assert (w.connected, w.reason) == (False, "ClientConnectionFailed")
     assert bool(seen) == told and set(seen) <= {("w1", b"kubeconfig")}
     assert len(seen) <= client.lists  # once for each refusal
+
+
+# --- the plugin run off the MultiKueue pass ----------------------------------------------------------------------------
+
+def _waiting_plugin(tmp_path: Path) -> tuple[str, Path]:
+    """A plugin slow to answer (a cloud identity endpoint out of reach): it writes its pid to ``started-<n>`` (the
+    n-th run), then answers only once the file ``go`` is there, a token naming the server it was handed."""
+    go = tmp_path / "go"
+    command = _script(tmp_path, f"""
+import time
+runs = len([n for n in os.listdir({str(tmp_path)!r}) if n.startswith("started-")])
+open(os.path.join({str(tmp_path)!r}, "started-" + str(runs + 1)), "w").write(str(os.getpid()))
+while not os.path.exists({str(go)!r}):
+    time.sleep(0.01)
+server = json.loads(os.environ["KUBERNETES_EXEC_INFO"])["spec"]["cluster"]["server"]
+print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"token": "for " + server}}}}))
+""")
+    return command, go
+
+
+def _exec_provider(command: str) -> dict[str, Any]:
+    return {"name": "a", "execConfig": {"command": command, "apiVersion": V1, "interactiveMode": "Never",
+                                        "provideClusterInfo": True}}
+
+
+async def _started(tmp_path: Path, run: int) -> int:
+    """The pid of the plugin's ``run``-th run, once it started."""
+    path = tmp_path / f"started-{run}"
+    async with asyncio.timeout(30):
+        while not (path.exists() and path.read_text()):
+            await asyncio.sleep(0.01)
+    return int(path.read_text())
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _token(source: bytes) -> str:
+    return yaml.safe_load(source)["users"][0]["user"]["token"]
+
+
+def _profile_state(tmp_path: Path, command: str) -> Any:
+    """The MultiKueue dispatch scenario, its worker1 named by the ClusterProfile ``p1`` (worker2 by its Secret),
+    both reached before, under a Configuration with MultiKueueClusterProfile on and ``command`` as the plugin."""
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
+    for obj in objects:
+        if obj["kind"] == "MultiKueueCluster" and obj["metadata"]["name"] == "worker1":
+            obj["spec"]["clusterSource"] = {"clusterProfileRef": {"name": "p1"}}
+    path = tmp_path / "objects.yaml"
+    path.write_text(fastyaml.safe_dump_all(objects))
+    document = {**MK_DOCUMENT, "featureGates": {"MultiKueueClusterProfile": True},
+                "multiKueue": {"clusterProfile": {"accessProviders": [_exec_provider(command)]}}}
+    state = load_state(str(path), None, START).state
+    apply(state, ev.ConfigRecorded(time=START, document=document, writer="test", id="profiles"),
+          *(ev.MultiKueueClusterObserved(time=START, key=name, connected=True) for name in ("worker1", "worker2")))
+    settle(state, load_config(document), now=START)
+    return state
+
+
+class _AskingWorker(IdleWorker):
+    """A worker reached: each copy made there records what worker1's plugin had answered by then."""
+
+    def __init__(self, mk: MultiKueueConnector, answers: list[tuple[str, bool, str]]) -> None:
+        super().__init__()
+        self.mk, self.answers = mk, answers
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str) -> bytes:
+        f = self.mk.profiles.followed["worker1"]
+        self.answers.append((body["metadata"]["name"], f.got is not None, f.last_error))
+        return await super().create(resource, body, namespace)
+
+
+@pytest.mark.asyncio
+async def test_a_slow_plugin_holds_back_its_own_worker_only_whose_copy_follows_its_answer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In Kueue the plugin runs inside its cluster's client: worker2 (reached through its Secret) gets the
+    workload's copy while worker1's plugin has not answered, neither credentials nor its timeout; worker1 is
+    meanwhile neither reached nor reported lost, and is reached with the plugin's token once it answers."""
+    from connectors.k8s import multikueue
+
+    monkeypatch.setattr(cp, "PLUGIN_TIMEOUT_S", 10.0)  # longer than the passes before the answer, never reached
+    command, go = _waiting_plugin(tmp_path)
+    state = _profile_state(tmp_path, command)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+    mk = _connector(state, {})
+    mk.client = SecretsManager(state, {"worker2-secret": _secret("worker2-secret", _kubeconfig("w2"))})  # type: ignore[assignment]
+    mk.profiles = _Profiles({"p1": _profile("p1", access=[{"name": "a", "cluster": {"server": "https://w1:6443"}}])},
+                            [1000.0], wake=mk._wake)
+    appended = _appending(mk)
+    answers: list[tuple[str, bool, str]] = []
+    built: dict[str, _AskingWorker] = {}
+
+    async def client_from(kubeconfig: bytes) -> Any:
+        built[_token(kubeconfig)] = _AskingWorker(mk, answers)
+        return built[_token(kubeconfig)]
+
+    monkeypatch.setattr(multikueue, "client_from", client_from)
+    try:
+        await _passes(mk, 3)
+        assert answers == [("job-a", False, "")]  # worker2's copy, worker1's plugin still running
+        assert built["t"].created == ["Workload:default/job-a"] and mk.profiles.running("worker1")
+        assert (mk.workers["worker1"].client, mk.workers["worker1"].connected) == (None, False)
+        go.touch()
+        await _answered(mk.profiles, "worker1")
+        await _passes(mk, 3)
+        assert built["for https://w1:6443"].created == ["Workload:default/job-a"]
+        assert mk.workers["worker1"].connected and not mk.profiles.running("worker1")
+        assert [e for e in appended if isinstance(e, ev.MultiKueueClusterObserved)] == []  # never lost meanwhile
+        assert len(list(tmp_path.glob("started-*"))) == 1
+    finally:
+        go.touch()
+        await _close(mk)
+        await mk.profiles.close()
+
+
+@pytest.mark.asyncio
+async def test_one_run_at_a_time_and_a_run_for_a_profile_changed_or_gone_is_stopped_unused(tmp_path: Path) -> None:
+    command, go = _waiting_plugin(tmp_path)
+    provider = msgspec.convert(_exec_provider(command), AccessProvider)
+    first = _profile("p", access=[{"name": "a", "cluster": {"server": "https://old:6443"}}])
+    profiles = _Profiles({"p": first}, [1000.0])
+    args = ("c", "p", "kueue-system", [provider])
+    try:
+        assert await profiles.kubeconfig(*args) is None and not profiles.running("c")  # not read yet
+        await asyncio.sleep(0)
+        assert await profiles.kubeconfig(*args) is None and profiles.running("c")
+        stale = profiles.followed["c"].plugin
+        old_pid = await _started(tmp_path, 1)
+        assert await profiles.kubeconfig(*args) is None and profiles.followed["c"].plugin is stale  # not run again
+        # --- the profile's cluster changed: the old run is stopped, its process with it, and one for it starts
+        f = profiles.followed["c"]
+        profiles._read(f, _profile("p", access=[{"name": "a", "cluster": {"server": "https://new:6443"}}]), "")
+        assert await profiles.kubeconfig(*args) is None
+        assert stale is not None and stale.cancelled() and _gone(old_pid)
+        new_pid = await _started(tmp_path, 2)
+        # --- the profile deleted: the run is stopped too
+        profiles._read(f, None, "")
+        assert await profiles.kubeconfig(*args) == (
+            b"", 'load client config failed: ClusterProfile.multicluster.x-k8s.io "p" not found', "BadClusterProfile")
+        assert not profiles.running("c") and _gone(new_pid)
+        # --- back: run again, and its answer used once there
+        profiles._read(f, _profile("p", access=[{"name": "a", "cluster": {"server": "https://new:6443"}}]), "")
+        go.touch()
+        source, error, reason = await _settled(profiles, *args)  # type: ignore[misc]
+        assert (_token(source), error, reason) == ("for https://new:6443", "", "")
+        assert len(list(tmp_path.glob("started-*"))) == 3
+    finally:
+        go.touch()
+        await profiles.close()
+
+
+@pytest.mark.asyncio
+async def test_a_plugin_never_answering_times_out_off_the_pass_and_is_tried_again_after_the_backoff(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cp, "PLUGIN_TIMEOUT_S", 0.2)
+    command, go = _waiting_plugin(tmp_path)
+    provider = msgspec.convert(_exec_provider(command), AccessProvider)
+    clock = [1000.0]
+    profiles = _Profiles({"p": _profile("p", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])}, clock)
+    args = ("c", "p", "kueue-system", [provider])
+    timed_out = (b"", f"getting credentials: exec: executable {command} timed out", "ClientConnectionFailed")
+    try:
+        assert await _settled(profiles, *args) == timed_out
+        assert profiles.wake.is_set() and not profiles.running("c")
+        clock[0] += 4.0
+        assert await profiles.kubeconfig(*args) == timed_out and not profiles.running("c")  # within the 5 s backoff
+        clock[0] += 1.0
+        go.touch()
+        source, _, _ = await _settled(profiles, *args)  # type: ignore[misc]
+        assert _token(source) == "for https://w:6443" and len(list(tmp_path.glob("started-*"))) == 2
+    finally:
+        go.touch()
+        await profiles.close()
+
+
+@pytest.mark.asyncio
+async def test_a_plugin_that_cannot_be_started_is_a_failed_run_not_a_run_lost(tmp_path: Path) -> None:
+    """A run raising (an env value the system refuses) is a failure like any other: reported, tried again after
+    the backoff, not started again on every pass."""
+    provider = AccessProvider(name="a", exec_config=msgspec.convert(
+        {"command": _script(tmp_path, "pass"), "apiVersion": V1, "interactiveMode": "Never",
+         "env": [{"name": "BAD", "value": "a\0b"}]}, ExecConfig))
+    profiles = _Profiles({"p": _profile("p", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])},
+                         [1000.0])
+    try:
+        failed = (b"", "getting credentials: embedded null byte", "ClientConnectionFailed")
+        assert await _settled(profiles, "c", "p", "kueue-system", [provider]) == failed
+        assert await profiles.kubeconfig("c", "p", "kueue-system", [provider]) == failed
+        assert not profiles.running("c")
+    finally:
+        await profiles.close()
 
 
 def test_kueue_es_may_read_and_watch_the_cluster_profiles_of_its_namespace() -> None:
