@@ -1286,9 +1286,10 @@ class MultiKueueConnector:
             await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
     async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
-        """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A copy this manager deleted
-        (:attr:`Worker.deleted`) is forgotten once the watch shows it deleted, or once a listing no longer holds it
-        (its watch, from after, will not)."""
+        """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A DELETED takes away only the
+        copy it is about (its uid): a newer copy of that name the manager holds ahead of the watch (a create's
+        answer, :meth:`Worker.keep`) stays. A copy this manager deleted (:attr:`Worker.deleted`) is forgotten once
+        the watch shows it deleted, or once a listing no longer holds it (its watch, from after, will not)."""
         assert w.client is not None
         w.watched[r.kind] = rv
         if r is WORKLOADS:
@@ -1300,7 +1301,8 @@ class MultiKueueConnector:
                 if e.type == "BOOKMARK":
                     continue
                 if e.type == "DELETED":
-                    cache.pop(_key(obj), None)
+                    if _uid(cache.get(_key(obj))) == _uid(obj):  # not a namesake made since (kept ahead of it)
+                        cache.pop(_key(obj), None)
                     if r is WORKLOADS and w.deleted.get(_key(obj)) == _uid(obj):
                         del w.deleted[_key(obj)]
                 else:

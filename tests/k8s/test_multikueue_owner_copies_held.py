@@ -1,0 +1,141 @@
+"""What the manager holds of a worker's owner copies (Jobs and the other adapters' kinds) when its watches lag
+behind its own deletes, as it holds its Workload copies: a copy it deleted is held until the watch shows it deleted
+(not the readmitted workload's copy, its old status not mirrored, no copy made over it); a late DELETED takes away
+only the copy it is about; a copy held is not deleted nor counted again; and what was mirrored is remembered per
+copy (by uid) and forgotten with it. Fake worker clients whose watches deliver only what a test releases, followed by
+the connector's own watch loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from test_multikueue_connector import KEY, START, WorkerClient, _connector
+from test_multikueue_worker_view import ORIGIN, _copy, _fresh
+
+from connectors.k8s.client import RawList, WatchEvent
+from connectors.k8s.multikueue import JOBS, WORKLOADS, MultiKueueConnector, Worker
+from events import schema as ev
+
+JOB = "default/a"
+SELECTOR = f"kueue.x-k8s.io/multikueue-origin={ORIGIN}"
+
+
+class LaggingWorker(WorkerClient):
+    """A worker whose Workload and Job watches show only the events a test releases (:meth:`deliver`); its writes
+    are recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: dict[str, asyncio.Queue[tuple[str, dict[str, Any]]]] = {
+            "Workload": asyncio.Queue(), "Job": asyncio.Queue()}
+        self.patched: list[str] = []
+        self.deleted: list[str] = []
+
+    async def deliver(self, kind: str, *events: tuple[str, dict[str, Any]]) -> None:
+        """The watch of ``kind`` shows ``events``; returns once the connector took them in."""
+        for e in events:
+            self.events[kind].put_nowait(e)
+        await self.events[kind].join()
+
+    async def list(self, resource: Any, **_: Any) -> RawList:
+        return RawList()
+
+    async def watch(self, resource: Any, rv: str, **_: Any):
+        if resource.kind not in self.events:
+            await asyncio.Event().wait()
+        while True:
+            kind, obj = await self.events[resource.kind].get()
+            yield WatchEvent(type=kind, object=msgspec.Raw(msgspec.json.encode(obj)))
+            self.events[resource.kind].task_done()
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str) -> bytes:
+        await super().create(resource, body, namespace)
+        return msgspec.json.encode({**body, "metadata": {**body["metadata"], "uid": f"copy-{len(self.created)}",
+                                                         "resourceVersion": f"{100 + len(self.created)}"}})
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        self.patched.append(f"{resource.kind}:{namespace}/{name}")
+        return b"{}"
+
+    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
+        return b"{}"
+
+
+def _job(uid: str, rv: str, **status: Any) -> dict[str, Any]:
+    """The worker's copy of the manager's Job ``default/a``, made for the workload ``default/job-a``."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "a", "namespace": "default", "uid": uid, "resourceVersion": rv,
+                         "labels": {"kueue.x-k8s.io/multikueue-origin": ORIGIN,
+                                    "kueue.x-k8s.io/prebuilt-workload-name": "job-a"}},
+            "spec": {"suspend": False}, "status": status}
+
+
+def _gone(obj: dict[str, Any], rv: str) -> tuple[str, dict[str, Any]]:
+    return "DELETED", {**obj, "metadata": {**obj["metadata"], "resourceVersion": rv}}
+
+
+@contextlib.asynccontextmanager
+async def _watching(mk: MultiKueueConnector, w: Worker, rv: str):
+    """The connector's watches of ``w``'s Workload and Job copies, from ``rv``, running meanwhile."""
+    tasks = [asyncio.create_task(mk._follow(w, WORKLOADS, w.workloads, rv, SELECTOR)),
+             asyncio.create_task(mk._follow(w, JOBS, w.owners.setdefault("Job", {}), rv, SELECTOR))]
+    try:
+        await asyncio.sleep(0)
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def _pass(mk: MultiKueueConnector) -> None:
+    """One pass over the workers' copies, looking at the workload (as its copies' watch events mark it)."""
+    for w in mk.workers.values():
+        w.moved.add(KEY)
+    keys = mk._pass_keys()
+    await mk._observe(keys)
+    await mk.sync_copies(ORIGIN, keys)
+
+
+def _evicted(tmp_path: Path):
+    state = _fresh(tmp_path, "evicted")
+    state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(
+        time=START, cycle=9, input=0, key=KEY, uid=state.workloads[KEY].uid, reason="AdmissionCheck",
+        message="evicted")))
+    return state
+
+
+def _running_on_worker1(tmp_path: Path, name: str):
+    """The workload admitted again and running on worker1 (its Job started on the manager)."""
+    state = _fresh(tmp_path, name)
+    job = state.jobs[JOB]
+    started = msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, suspend=False))
+    for e in (ev.ObjectUpserted(time=START, key=JOB, obj=started),
+              ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1")):
+        state.apply(ev.Record(state.offset + 1, e))
+    return state
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["Workload", "Job"])
+async def test_a_late_deleted_of_an_old_copy_does_not_take_away_its_newer_namesake(tmp_path: Path, kind: str) -> None:
+    """The manager holds a newer copy of that name (a create's answer, kept ahead of the watch); the watch, lagging,
+    then shows the old copy deleted. That DELETED is about the old copy only: the newer one stays held (else the
+    next pass takes it for gone: a Workload copy observed absent, an owner's copy made again and refused)."""
+    worker = LaggingWorker()
+    mk = _connector(_fresh(tmp_path, "s"), {"worker1": worker})
+    w = mk.workers["worker1"]
+    key, old, new = ((KEY, _copy("old", "50"), _copy("new", "60")) if kind == "Workload"
+                     else (JOB, _job("old", "50"), _job("new", "60")))
+    cache = w.workloads if kind == "Workload" else w.owners.setdefault("Job", {})
+    async with _watching(mk, w, "40"):
+        cache[key] = new
+        await worker.deliver(kind, _gone(old, "55"))
+    assert cache[key]["metadata"]["uid"] == "new"
