@@ -209,6 +209,11 @@ class Worker:
     """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
     watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
     the workload's copy (:meth:`MultiKueueConnector._observe`), nor is a new one made over it meanwhile."""
+    deleted_owners: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Owner kind -> owner copy key -> uid of that copy there this origin deleted, held as :attr:`deleted` holds
+    Workload copies until the watch shows it deleted (left in :attr:`owners`, or still to come from a watch that has
+    not reached it): what a lagging watch still brings of it is not the workload's new run's copy (its old status
+    is not mirrored), nor is a new one made over it meanwhile."""
     watched: dict[str, str] = field(default_factory=dict)
     """Kind -> the resourceVersion its listing and watch have shown this worker's objects of that kind at
     (:func:`kept`)."""
@@ -222,6 +227,22 @@ class Worker:
             return answer
         cache[key] = held
         return held
+
+    def waits_for_deleted(self, kind: str, key: str) -> bool:
+        """Whether the owner copy ``key`` of ``kind`` there is one this origin deleted whose DELETED the watch has
+        not shown yet (:attr:`deleted_owners`): held, whatever versions of it the watch still brings."""
+        uid = self.deleted_owners.get(kind, {}).get(key)
+        return uid is not None and _uid(self.owners.get(kind, {}).get(key)) in ("", uid)
+
+    def hold_deleted(self, kind: str, key: str, deleted: dict[str, Any]) -> None:
+        """The owner copy ``deleted`` (of ``kind``, at ``key``), whose delete the worker just accepted, is held until
+        the watch shows it deleted (:attr:`deleted_owners`), if the watch holds it or has not reached its version
+        yet (so that its DELETED is still to come); otherwise (no uid to tell it by) it is forgotten at once."""
+        uid, cache = _uid(deleted), self.owners.setdefault(kind, {})
+        if uid and (key in cache or kept(None, deleted, self.watched.get(kind, "")) is not None):
+            self.deleted_owners.setdefault(kind, {})[key] = uid
+        elif _uid(cache.get(key)) == uid:
+            cache.pop(key, None)
 
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
@@ -1288,12 +1309,16 @@ class MultiKueueConnector:
     async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
         """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A DELETED takes away only the
         copy it is about (its uid): a newer copy of that name the manager holds ahead of the watch (a create's
-        answer, :meth:`Worker.keep`) stays. A copy this manager deleted (:attr:`Worker.deleted`) is forgotten once
-        the watch shows it deleted, or once a listing no longer holds it (its watch, from after, will not)."""
+        answer, :meth:`Worker.keep`) stays. A copy this manager deleted (:attr:`Worker.deleted`,
+        :attr:`Worker.deleted_owners`) is forgotten once the watch shows it deleted, or once a listing no longer
+        holds it (its watch, from after, will not)."""
         assert w.client is not None
         w.watched[r.kind] = rv
         if r is WORKLOADS:
             w.deleted = {key: uid for key, uid in w.deleted.items() if _uid(cache.get(key)) == uid}
+        else:
+            w.deleted_owners[r.kind] = {key: uid for key, uid in w.deleted_owners.get(r.kind, {}).items()
+                                        if _uid(cache.get(key)) == uid}
         while True:
             async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector):
                 obj = msgspec.json.decode(e.object)
@@ -1303,8 +1328,9 @@ class MultiKueueConnector:
                 if e.type == "DELETED":
                     if _uid(cache.get(_key(obj))) == _uid(obj):  # not a namesake made since (kept ahead of it)
                         cache.pop(_key(obj), None)
-                    if r is WORKLOADS and w.deleted.get(_key(obj)) == _uid(obj):
-                        del w.deleted[_key(obj)]
+                    held = w.deleted if r is WORKLOADS else w.deleted_owners.get(r.kind, {})
+                    if held.get(_key(obj)) == _uid(obj):
+                        del held[_key(obj)]
                 else:
                     cache[_key(obj)] = obj
                 if r is LEADER_WORKER_SETS:
@@ -1615,6 +1641,8 @@ class MultiKueueConnector:
         status mirrored."""
         assert w.client is not None
         r, owner_key = adapter.resource, f"{wl.namespace}/{name}"
+        if w.waits_for_deleted(r.kind, owner_key):
+            return  # the copy this origin deleted there, going away: not this run's; its DELETED moves the workload
         copies = w.owners.setdefault(r.kind, {})
         remote = copies.get(owner_key)
         if remote is None:
@@ -1816,30 +1844,12 @@ class MultiKueueConnector:
 
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
-        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``). The owner a copy's reference names
-        is deleted only when it carries this manager's origin label (a worker's own object of that name stays)."""
+        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
         uid = _uid(raw)
         namespace, _, name = key.partition("/")
-        refs = (raw.get("metadata") or {}).get("ownerReferences") or []
-        for a in self._adapters():
-            r = a.resource
-            copies = w.owners.get(r.kind, {})
-            owner_names = {ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")
-                           and await self._made_here(w, r, namespace, ref["name"], origin)}
-            owner_names.update(k.partition("/")[2] for k, obj in copies.items()
-                               if k.partition("/")[0] == namespace
-                               and workload_name_of(obj) == name)
-            if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
-                owner_names.update([n for n in self._group_owners(key, raw)
-                                    if await self._made_here(w, r, namespace, n, origin)])
-            for owner_name in sorted(owner_names):
-                if self._runs_another(w, copies.get(f"{namespace}/{owner_name}"), key):
-                    continue  # an elastic owner's copy, pointed at its newer slice: that one runs on it
-                with contextlib.suppress(NotFound):
-                    await w.client.delete(r, owner_name, namespace)
-                copies.pop(f"{namespace}/{owner_name}", None)
+        await self._delete_owner_copies(w, key, raw, origin)
         if (raw.get("metadata") or {}).get("finalizers"):
             with contextlib.suppress(NotFound, Conflict):
                 await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
@@ -1852,6 +1862,36 @@ class MultiKueueConnector:
                 del w.workloads[key]
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+    async def _delete_owner_copies(self, w: Worker, key: str, raw: dict[str, Any], origin: str) -> bool:
+        """Delete the owner copies of the workload ``key`` (its Workload copy ``raw``, or {}) this origin made there,
+        each held until its watch shows it deleted (:meth:`Worker.hold_deleted`); one held already is left. The
+        owner a copy's reference names is deleted only when it carries this manager's origin label (a worker's own
+        object of that name stays). True: one was deleted now."""
+        assert w.client is not None
+        namespace, _, name = key.partition("/")
+        refs = (raw.get("metadata") or {}).get("ownerReferences") or []
+        deleted = False
+        for a in self._adapters():
+            r = a.resource
+            copies = w.owners.get(r.kind, {})
+            named = [ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")]
+            if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
+                named += self._group_owners(key, raw)
+            found = {n: made for n in named if (made := await self._made_here(w, r, namespace, n, origin))}
+            found.update((k.partition("/")[2], obj) for k, obj in copies.items()
+                         if k.partition("/")[0] == namespace and workload_name_of(obj) == name)
+            for owner_name in sorted(found):
+                owner_key = f"{namespace}/{owner_name}"
+                if w.waits_for_deleted(r.kind, owner_key):
+                    continue  # deleted already, its DELETED not shown yet
+                if self._runs_another(w, copies.get(owner_key), key):
+                    continue  # an elastic owner's copy, pointed at its newer slice: that one runs on it
+                with contextlib.suppress(NotFound):
+                    await w.client.delete(r, owner_name, namespace)
+                w.hold_deleted(r.kind, owner_key, copies.get(owner_key, found[owner_name]))
+                deleted = True
+        return deleted
 
     def _runs_another(self, w: Worker, owner_copy: dict[str, Any] | None, key: str) -> bool:
         """Whether the owner's copy ``owner_copy`` on ``w`` names a Workload other than ``key`` that is to be there
@@ -1874,17 +1914,18 @@ class MultiKueueConnector:
         return sorted(names)
 
     @staticmethod
-    async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str) -> bool:
-        """Whether the worker's owner of kind ``r`` carries this manager's origin label (the watch's, else read):
-        Kueue deletes a remote object only once it has checked that."""
+    async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str
+                         ) -> dict[str, Any] | None:
+        """The worker's owner of kind ``r`` (the watch's, else read) if it carries this manager's origin label
+        (None: it does not, or is not there): Kueue deletes a remote object only once it has checked that."""
         assert w.client is not None
         raw = w.owners.get(r.kind, {}).get(f"{namespace}/{owner_name}")
         if raw is None:
             try:
                 raw = msgspec.json.decode(await w.client.get(r, owner_name, namespace))
             except NotFound:
-                return False
-        return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+                return None
+        return raw if ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin else None
 
 
 async def _all_or_none(*followers: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_multikueue_connector import KEY, START, WorkerClient, _connector
+from test_multikueue_connector import KEY, START, RecordingManager, WorkerClient, _appending, _connector
 from test_multikueue_worker_view import ORIGIN, _copy, _fresh
 
 from connectors.k8s.client import RawList, WatchEvent
@@ -121,6 +121,42 @@ def _running_on_worker1(tmp_path: Path, name: str):
               ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1")):
         state.apply(ev.Record(state.offset + 1, e))
     return state
+
+
+@pytest.mark.asyncio
+async def test_an_owner_copy_the_manager_deleted_is_not_the_readmitted_run_s_until_its_watch_shows_it_gone(
+        tmp_path: Path) -> None:
+    """The manager deletes the evicted workload's copies on worker1 (the Job's, then the Workload's). The Job
+    watch lags: it still brings the old Job copy's last version (Failed) after the delete, while the Workload
+    watch is ahead and the workload, admitted again, has its new Workload copy there. The old Job copy is not the
+    new run's: its Failed status is not mirrored onto the manager's Job, and no Job copy is made over it until the
+    watch shows it deleted; then the new one is made."""
+    worker = LaggingWorker()
+    mk = _connector(_evicted(tmp_path), {"worker1": worker})
+    manager = RecordingManager(mk.state)
+    mk.client = manager  # type: ignore[assignment]
+    _appending(mk)
+    w = mk.workers["worker1"]
+    old_wl = _copy("old-wl", "40")
+    w.workloads[KEY] = old_wl
+    w.owners["Job"] = {JOB: _job("old-job", "39", active=1)}
+    async with _watching(mk, w, "40"):
+        await _pass(mk)
+        assert worker.deleted == ["Job:default/a", "Workload:default/job-a"]
+        failed = _job("old-job", "41", failed=1, conditions=[{"type": "Failed", "status": "True"}])
+        await worker.deliver("Job", ("MODIFIED", failed))  # shown after the delete: the watch lags
+        await worker.deliver("Workload", _gone(old_wl, "42"))
+
+        mk.state = _running_on_worker1(tmp_path, "readmitted")
+        w.workloads[KEY] = _copy("new-wl", "50")  # the new copy, admitted there (that watch is ahead)
+        await _pass(mk)
+        assert manager.patches == [], "the old run's status is not the new run's"
+        assert worker.created == [], "no Job copy made over the one going away"
+
+        await worker.deliver("Job", _gone(failed, "43"))
+        await _pass(mk)
+        assert worker.created == ["Job:default/a"]
+        assert w.owners["Job"][JOB]["metadata"]["uid"] == "copy-1"
 
 
 @pytest.mark.asyncio
