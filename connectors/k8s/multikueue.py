@@ -1844,22 +1844,29 @@ class MultiKueueConnector:
 
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
-        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
+        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``). A copy deleted already, held until
+        its watch shows it deleted (:attr:`Worker.deleted`, :attr:`Worker.deleted_owners`), is not deleted nor
+        counted again: only a finalizer its watch shows on it (put back by the worker) is taken off again, so that
+        it goes."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
         uid = _uid(raw)
         namespace, _, name = key.partition("/")
-        await self._delete_owner_copies(w, key, raw, origin)
+        owners_deleted = await self._delete_owner_copies(w, key, raw, origin)
         if (raw.get("metadata") or {}).get("finalizers"):
             with contextlib.suppress(NotFound, Conflict):
                 await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
-        with contextlib.suppress(NotFound):
-            await w.client.delete(WORKLOADS, name, namespace)
-        if key in w.workloads and _uid(w.workloads[key]) == uid:  # its DELETED not shown yet
-            if uid:
-                w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
-            else:
-                del w.workloads[key]
+        held = bool(uid) and w.deleted.get(key) == uid  # deleted before, its DELETED not shown yet
+        if not held and (raw or owners_deleted):
+            with contextlib.suppress(NotFound):
+                await w.client.delete(WORKLOADS, name, namespace)
+            if key in w.workloads and _uid(w.workloads[key]) == uid:  # its DELETED not shown yet
+                if uid:
+                    w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
+                else:
+                    del w.workloads[key]
+        elif not owners_deleted:
+            return  # nothing deleted now: not counted again
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
 

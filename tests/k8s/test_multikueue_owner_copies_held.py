@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,39 @@ async def test_a_late_deleted_of_an_old_copy_does_not_take_away_its_newer_namesa
         cache[key] = new
         await worker.deliver(kind, _gone(old, "55"))
     assert cache[key]["metadata"]["uid"] == "new"
+
+
+@pytest.mark.asyncio
+async def test_a_copy_held_deleted_is_not_deleted_nor_counted_again_but_a_finalizer_put_back_is_taken_off(
+        tmp_path: Path) -> None:
+    """The evicted workload's copies are deleted once; while the Workload copy is going away (its watch shows it
+    terminating, then a finalizer put back on it) the passes that look at it delete neither copy again nor count
+    them again: only the finalizer put back is taken off, so that it goes."""
+    worker = LaggingWorker()
+    mk = _connector(_evicted(tmp_path), {"worker1": worker})
+    _appending(mk)
+    w = mk.workers["worker1"]
+    admitted = _copy("old", "40", finalizers=["kueue.x-k8s.io/resource-in-use"])
+    w.workloads[KEY] = admitted
+    w.owners["Job"] = {JOB: _job("old-job", "39", active=1)}
+    async with _watching(mk, w, "40"):
+        await _pass(mk)
+        assert worker.patched == ["Workload:default/job-a"], "its finalizers taken off"
+        dying = copy.deepcopy(admitted)
+        dying["metadata"].update(resourceVersion="41", deletionTimestamp="2024-01-01T00:00:01Z", finalizers=None)
+        await worker.deliver("Workload", ("MODIFIED", dying))
+        await worker.deliver("Job", ("MODIFIED", _job("old-job", "42", active=0)))
+        await _pass(mk)
+        put_back = copy.deepcopy(dying)
+        put_back["metadata"].update(resourceVersion="43", finalizers=["kueue.x-k8s.io/resource-in-use"])
+        await worker.deliver("Workload", ("MODIFIED", put_back))
+        await _pass(mk)
+        assert worker.deleted == ["Job:default/a", "Workload:default/job-a"], "each deleted once"
+        assert mk.stats.copies_deleted == 1
+        assert worker.patched == ["Workload:default/job-a"] * 2, "the finalizer put back taken off again"
+
+        await worker.deliver("Job", _gone(_job("old-job", "42"), "44"))
+        await worker.deliver("Workload", _gone(put_back, "45"))
+        await _pass(mk)
+        assert (w.workloads, w.owners["Job"], w.deleted) == ({}, {}, {})
+        assert mk.stats.copies_deleted == 1
