@@ -19,6 +19,7 @@ from test_multikueue_connector import KEY, START, RecordingManager, WorkerClient
 from test_multikueue_worker_view import ORIGIN, _copy, _fresh
 
 from connectors.k8s.client import RawList, WatchEvent
+from connectors.k8s.errors import NotFound
 from connectors.k8s.multikueue import JOBS, WORKLOADS, MultiKueueConnector, Worker
 from events import schema as ev
 
@@ -36,6 +37,8 @@ class LaggingWorker(WorkerClient):
             "Workload": asyncio.Queue(), "Job": asyncio.Queue()}
         self.patched: list[str] = []
         self.deleted: list[str] = []
+        self.jobs: dict[str, dict[str, Any]] = {}
+        """What a read of a Job answers, by name (NotFound for another)."""
 
     async def deliver(self, kind: str, *events: tuple[str, dict[str, Any]]) -> None:
         """The watch of ``kind`` shows ``events``; returns once the connector took them in."""
@@ -58,6 +61,11 @@ class LaggingWorker(WorkerClient):
         await super().create(resource, body, namespace)
         return msgspec.json.encode({**body, "metadata": {**body["metadata"], "uid": f"copy-{len(self.created)}",
                                                          "resourceVersion": f"{100 + len(self.created)}"}})
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if resource.kind != "Job" or name not in self.jobs:
+            raise NotFound(f'{resource.plural} "{name}" not found', 404)
+        return msgspec.json.encode(self.jobs[name])
 
     async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
         self.patched.append(f"{resource.kind}:{namespace}/{name}")
@@ -158,6 +166,37 @@ async def test_an_owner_copy_the_manager_deleted_is_not_the_readmitted_run_s_unt
         await _pass(mk)
         assert worker.created == ["Job:default/a"]
         assert w.owners["Job"][JOB]["metadata"]["uid"] == "copy-1"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("version", "held"), [("45", True), ("35", False)])
+async def test_an_owner_copy_deleted_before_its_watch_showed_it_is_held_only_if_the_watch_is_to_show_it(
+        tmp_path: Path, version: str, held: bool) -> None:
+    """The evicted workload's Workload copy names its Job copy (an owner reference), which the Job watch has not
+    shown: the copy is read, deleted, and held if its version is past the watch's (the watch is to bring it, then
+    its DELETED: a new copy waits for that); one whose version the watch passed without it is gone already, not
+    held (a new copy is made at once)."""
+    worker = LaggingWorker()
+    mk = _connector(_evicted(tmp_path), {"worker1": worker})
+    mk.client = RecordingManager(mk.state)  # type: ignore[assignment]
+    _appending(mk)
+    w = mk.workers["worker1"]
+    old_wl = _copy("old-wl", "40", ownerReferences=[{"apiVersion": "batch/v1", "kind": "Job", "name": "a"}])
+    w.workloads[KEY] = old_wl
+    worker.jobs["a"] = _job("old-job", version, active=1)
+    async with _watching(mk, w, "40"):
+        await _pass(mk)
+        assert worker.deleted == ["Job:default/a", "Workload:default/job-a"]
+        await worker.deliver("Workload", _gone(old_wl, "46"))
+        mk.state = _running_on_worker1(tmp_path, "readmitted")
+        w.workloads[KEY] = _copy("new-wl", "50")
+        await _pass(mk)
+        assert worker.created == ([] if held else ["Job:default/a"])
+        if held:
+            await worker.deliver("Job", ("MODIFIED", worker.jobs["a"]), _gone(worker.jobs["a"], "47"))
+            assert w.owners["Job"] == {}, "its last version shown, then its deletion"
+            await _pass(mk)
+            assert worker.created == ["Job:default/a"]
 
 
 @pytest.mark.asyncio
