@@ -217,6 +217,10 @@ class Worker:
     watched: dict[str, str] = field(default_factory=dict)
     """Kind -> the resourceVersion its listing and watch have shown this worker's objects of that kind at
     (:func:`kept`)."""
+    mirrored: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """(owner kind, owner copy key) -> the uid and resourceVersion of the copy there whose status was last written
+    to the manager's owner (the same version is not written again); forgotten with the copy (:meth:`gone`,
+    :meth:`listed`) or the worker."""
 
     def keep(self, r: Resource, key: str, answer: dict[str, Any]) -> dict[str, Any]:
         """The answer to this manager's write of its copy ``key`` of kind ``r`` there, held as :func:`kept` says;
@@ -234,15 +238,42 @@ class Worker:
         uid = self.deleted_owners.get(kind, {}).get(key)
         return uid is not None and _uid(self.owners.get(kind, {}).get(key)) in ("", uid)
 
+    def follows(self, kind: str, key: str, obj: dict[str, Any]) -> bool:
+        """Whether the watch of owner copies of ``kind`` is to show ``obj`` deleted: it holds it at ``key`` (its
+        uid), or has not reached its version yet (:func:`kept`). What is remembered of such a copy is forgotten with
+        it (:meth:`gone`); of another (shown deleted already), nothing is kept."""
+        uid, cached = _uid(obj), self.owners.get(kind, {}).get(key)
+        return ((cached is not None and _uid(cached) == uid)
+                or (bool(uid) and kept(None, obj, self.watched.get(kind, "")) is not None))
+
     def hold_deleted(self, kind: str, key: str, deleted: dict[str, Any]) -> None:
         """The owner copy ``deleted`` (of ``kind``, at ``key``), whose delete the worker just accepted, is held until
-        the watch shows it deleted (:attr:`deleted_owners`), if the watch holds it or has not reached its version
-        yet (so that its DELETED is still to come); otherwise (no uid to tell it by) it is forgotten at once."""
-        uid, cache = _uid(deleted), self.owners.setdefault(kind, {})
-        if uid and (key in cache or kept(None, deleted, self.watched.get(kind, "")) is not None):
-            self.deleted_owners.setdefault(kind, {})[key] = uid
-        elif _uid(cache.get(key)) == uid:
-            cache.pop(key, None)
+        the watch shows it deleted (:attr:`deleted_owners`) if that is to come (:meth:`follows`); otherwise (no uid
+        to tell it by, or its DELETED shown already) it is only taken out of :attr:`owners`."""
+        if _uid(deleted) and self.follows(kind, key, deleted):
+            self.deleted_owners.setdefault(kind, {})[key] = _uid(deleted)
+        elif _uid(self.owners.get(kind, {}).get(key)) == _uid(deleted):
+            self.owners[kind].pop(key, None)
+
+    def listed(self, kind: str, cache: dict[str, dict[str, Any]]) -> None:
+        """The copies of ``kind`` there were just listed (``cache``): what is remembered of copies the listing no
+        longer holds, whose DELETED the watch from after it will not show, is forgotten."""
+        if kind == WORKLOADS.kind:
+            self.deleted = {key: uid for key, uid in self.deleted.items() if _uid(cache.get(key)) == uid}
+        else:
+            self.deleted_owners[kind] = {key: uid for key, uid in self.deleted_owners.get(kind, {}).items()
+                                         if _uid(cache.get(key)) == uid}
+        self.mirrored = {m: seen for m, seen in self.mirrored.items()
+                         if m[0] != kind or _uid(cache.get(m[1])) == seen[0]}
+
+    def gone(self, kind: str, key: str, uid: str) -> None:
+        """The watch showed the copy ``uid`` of ``kind`` at ``key`` deleted: it is no longer held, nor what was
+        mirrored of it remembered."""
+        held = self.deleted if kind == WORKLOADS.kind else self.deleted_owners.get(kind, {})
+        if held.get(key) == uid:
+            del held[key]
+        if self.mirrored.get((kind, key), ("",))[0] == uid:
+            del self.mirrored[kind, key]
 
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
@@ -882,8 +913,6 @@ class MultiKueueConnector:
         :data:`SETTLED_NS`)."""
         self.workers: dict[str, Worker] = {}
         self._wake = asyncio.Event()
-        self._mirrored: dict[str, str] = {}
-        """Manager Job key -> resourceVersion of the worker's copy whose status was last written to it."""
         self._written_active: dict[str, tuple[str, tuple[str, str, str]]] = {}
         """MultiKueueCluster -> the uid of the object last written and its Active condition (status, reason,
         message): a cluster made again under that name is another object, written anew."""
@@ -1310,15 +1339,12 @@ class MultiKueueConnector:
         """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A DELETED takes away only the
         copy it is about (its uid): a newer copy of that name the manager holds ahead of the watch (a create's
         answer, :meth:`Worker.keep`) stays. A copy this manager deleted (:attr:`Worker.deleted`,
-        :attr:`Worker.deleted_owners`) is forgotten once the watch shows it deleted, or once a listing no longer
-        holds it (its watch, from after, will not)."""
+        :attr:`Worker.deleted_owners`), and what was mirrored of an owner copy (:attr:`Worker.mirrored`), is
+        forgotten once the watch shows it deleted, or once a listing no longer holds it (its watch, from after, will
+        not)."""
         assert w.client is not None
         w.watched[r.kind] = rv
-        if r is WORKLOADS:
-            w.deleted = {key: uid for key, uid in w.deleted.items() if _uid(cache.get(key)) == uid}
-        else:
-            w.deleted_owners[r.kind] = {key: uid for key, uid in w.deleted_owners.get(r.kind, {}).items()
-                                        if _uid(cache.get(key)) == uid}
+        w.listed(r.kind, cache)
         while True:
             async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector):
                 obj = msgspec.json.decode(e.object)
@@ -1328,9 +1354,7 @@ class MultiKueueConnector:
                 if e.type == "DELETED":
                     if _uid(cache.get(_key(obj))) == _uid(obj):  # not a namesake made since (kept ahead of it)
                         cache.pop(_key(obj), None)
-                    held = w.deleted if r is WORKLOADS else w.deleted_owners.get(r.kind, {})
-                    if held.get(_key(obj)) == _uid(obj):
-                        del held[_key(obj)]
+                    w.gone(r.kind, _key(obj), _uid(obj))
                 else:
                     cache[_key(obj)] = obj
                 if r is LEADER_WORKER_SETS:
@@ -1664,7 +1688,7 @@ class MultiKueueConnector:
                   and await self._sync_elastic(w, wl, r, owner_key, copies.get(owner_key, remote))):
             w.moved.add(wl.key)  # written again on the next pass
         remote = copies.get(owner_key, remote)  # as the spec syncs left it
-        if not await self._mirror_status(adapter, owner_key, remote):
+        if not await self._mirror_status(w, adapter, owner_key, remote):
             w.moved.add(wl.key)  # written again on the next pass
 
     async def _sync_spec(self, w: Worker, r: Resource, owner_key: str, remote: dict[str, Any]) -> bool:
@@ -1785,21 +1809,21 @@ class MultiKueueConnector:
                 continue
             if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
                 continue  # not this manager's copy (Kueue validates a remote object's origin before reading it)
-            written = await self._mirror_status(adapter, f"{wl.namespace}/{name}", remote) and written
+            written = await self._mirror_status(w, adapter, f"{wl.namespace}/{name}", remote) and written
         return written
 
-    async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
+    async def _mirror_status(self, w: Worker, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
         suspended or finished (Kueue defers the sync while the manager's Job is suspended and the copy runs), an
         owner the log does not hold (a JobSet, Kubeflow job, MPIJob, Ray kind, AppWrapper, TrainJob)
-        whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. False: the write
-        conflicted, to be tried again on the next pass."""
+        whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. A version of the
+        copy on ``w`` written once (:attr:`Worker.mirrored`: by uid, another copy of that name is another object)
+        is not written again. False: the write conflicted, to be tried again on the next pass."""
         if not adapter.mirrors_status:
             return True
         r = adapter.resource
-        mirrored = f"{r.kind}/{owner_key}"
-        rv = (remote.get("metadata") or {}).get("resourceVersion", "")
-        if self._mirrored.get(mirrored) == rv:
+        seen = (_uid(remote), (remote.get("metadata") or {}).get("resourceVersion", ""))
+        if w.mirrored.get((r.kind, owner_key)) == seen:
             return True
         if adapter.in_log:
             local = self.state.jobs.get(owner_key)
@@ -1829,7 +1853,8 @@ class MultiKueueConnector:
             return True
         except Conflict:
             return False
-        self._mirrored[mirrored] = rv
+        if w.follows(r.kind, owner_key, remote):  # else gone already: nothing would forget it
+            w.mirrored[r.kind, owner_key] = seen
         self.stats.statuses_mirrored += 1
         return True
 

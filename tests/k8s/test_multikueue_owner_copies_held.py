@@ -20,7 +20,7 @@ from test_multikueue_worker_view import ORIGIN, _copy, _fresh
 
 from connectors.k8s.client import RawList, WatchEvent
 from connectors.k8s.errors import NotFound
-from connectors.k8s.multikueue import JOBS, WORKLOADS, MultiKueueConnector, Worker
+from connectors.k8s.multikueue import ADAPTERS, JOBS, WORKLOADS, MultiKueueConnector, Worker
 from events import schema as ev
 
 JOB = "default/a"
@@ -200,6 +200,22 @@ async def test_an_owner_copy_deleted_before_its_watch_showed_it_is_held_only_if_
 
 
 @pytest.mark.asyncio
+async def test_a_listing_forgets_what_was_held_and_mirrored_of_the_copies_it_no_longer_holds(tmp_path: Path) -> None:
+    """The watch, cut, lists again: of the copies the listing no longer holds (deleted meanwhile: the watch from
+    after the listing will not show it), nothing stays held or remembered as mirrored."""
+    worker = LaggingWorker()
+    mk = _connector(_fresh(tmp_path, "s"), {"worker1": worker})
+    w = mk.workers["worker1"]
+    w.owners["Job"] = {JOB: _job("listed", "5")}
+    w.deleted_owners["Job"] = {JOB: "listed", "default/b": "gone"}
+    w.mirrored = {("Job", JOB): ("listed", "5"), ("Job", "default/b"): ("gone", "3"),
+                  ("JobSet", "default/c"): ("other-kind", "1")}
+    async with _watching(mk, w, "8"):
+        assert w.deleted_owners["Job"] == {JOB: "listed"}
+        assert w.mirrored == {("Job", JOB): ("listed", "5"), ("JobSet", "default/c"): ("other-kind", "1")}
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("kind", ["Workload", "Job"])
 async def test_a_late_deleted_of_an_old_copy_does_not_take_away_its_newer_namesake(tmp_path: Path, kind: str) -> None:
     """The manager holds a newer copy of that name (a create's answer, kept ahead of the watch); the watch, lagging,
@@ -251,3 +267,29 @@ async def test_a_copy_held_deleted_is_not_deleted_nor_counted_again_but_a_finali
         await _pass(mk)
         assert (w.workloads, w.owners["Job"], w.deleted) == ({}, {}, {})
         assert mk.stats.copies_deleted == 1
+
+
+@pytest.mark.asyncio
+async def test_a_new_copy_of_the_same_version_has_its_status_mirrored_and_what_was_mirrored_goes_with_the_copy(
+        tmp_path: Path) -> None:
+    """What was mirrored to the manager's owner is remembered per copy, by uid and resourceVersion: another copy of
+    that name at the same version (a worker whose apiserver was replaced: versions of another etcd) is mirrored
+    all the same. The memo is forgotten with the copy, once its watch shows it deleted."""
+    worker = LaggingWorker()
+    mk = _connector(_running_on_worker1(tmp_path, "running"), {"worker1": worker})
+    manager = RecordingManager(mk.state)
+    mk.client = manager  # type: ignore[assignment]
+    w = mk.workers["worker1"]
+    adapter = ADAPTERS["batch/v1", "Job"]
+    first, second = _job("first", "9", active=1), _job("second", "9", active=2)
+    w.owners["Job"] = {JOB: first}
+    async with _watching(mk, w, "8"):
+        assert await mk._mirror_status(w, adapter, JOB, first)
+        assert await mk._mirror_status(w, adapter, JOB, first)
+        assert [p["status"]["active"] for p in manager.patches] == [1], "the same version written once"
+        assert await mk._mirror_status(w, adapter, JOB, second)
+        assert [p["status"]["active"] for p in manager.patches] == [1, 2]
+
+        w.owners["Job"][JOB] = second
+        await worker.deliver("Job", _gone(second, "10"))
+    assert w.mirrored == {}
