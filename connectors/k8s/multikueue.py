@@ -209,9 +209,18 @@ class Worker:
     """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
     watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
     the workload's copy (:meth:`MultiKueueConnector._observe`), nor is a new one made over it meanwhile."""
+    deleted_owners: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Owner kind -> owner copy key -> uid of that copy there this origin deleted, held as :attr:`deleted` holds
+    Workload copies until the watch shows it deleted (left in :attr:`owners`, or still to come from a watch that has
+    not reached it): what a lagging watch still brings of it is not the workload's new run's copy (its old status
+    is not mirrored), nor is a new one made over it meanwhile."""
     watched: dict[str, str] = field(default_factory=dict)
     """Kind -> the resourceVersion its listing and watch have shown this worker's objects of that kind at
     (:func:`kept`)."""
+    mirrored: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """(owner kind, owner copy key) -> the uid and resourceVersion of the copy there whose status was last written
+    to the manager's owner (the same version is not written again); forgotten with the copy (:meth:`gone`,
+    :meth:`listed`) or the worker."""
 
     def keep(self, r: Resource, key: str, answer: dict[str, Any]) -> dict[str, Any]:
         """The answer to this manager's write of its copy ``key`` of kind ``r`` there, held as :func:`kept` says;
@@ -222,6 +231,49 @@ class Worker:
             return answer
         cache[key] = held
         return held
+
+    def waits_for_deleted(self, kind: str, key: str) -> bool:
+        """Whether the owner copy ``key`` of ``kind`` there is one this origin deleted whose DELETED the watch has
+        not shown yet (:attr:`deleted_owners`): held, whatever versions of it the watch still brings."""
+        uid = self.deleted_owners.get(kind, {}).get(key)
+        return uid is not None and _uid(self.owners.get(kind, {}).get(key)) in ("", uid)
+
+    def follows(self, kind: str, key: str, obj: dict[str, Any]) -> bool:
+        """Whether the watch of owner copies of ``kind`` is to show ``obj`` deleted: it holds it at ``key`` (its
+        uid), or has not reached its version yet (:func:`kept`). What is remembered of such a copy is forgotten with
+        it (:meth:`gone`); of another (shown deleted already), nothing is kept."""
+        uid, cached = _uid(obj), self.owners.get(kind, {}).get(key)
+        return ((cached is not None and _uid(cached) == uid)
+                or (bool(uid) and kept(None, obj, self.watched.get(kind, "")) is not None))
+
+    def hold_deleted(self, kind: str, key: str, deleted: dict[str, Any]) -> None:
+        """The owner copy ``deleted`` (of ``kind``, at ``key``), whose delete the worker just accepted, is held until
+        the watch shows it deleted (:attr:`deleted_owners`) if that is to come (:meth:`follows`); otherwise (no uid
+        to tell it by, or its DELETED shown already) it is only taken out of :attr:`owners`."""
+        if _uid(deleted) and self.follows(kind, key, deleted):
+            self.deleted_owners.setdefault(kind, {})[key] = _uid(deleted)
+        elif _uid(self.owners.get(kind, {}).get(key)) == _uid(deleted):
+            self.owners[kind].pop(key, None)
+
+    def listed(self, kind: str, cache: dict[str, dict[str, Any]]) -> None:
+        """The copies of ``kind`` there were just listed (``cache``): what is remembered of copies the listing no
+        longer holds, whose DELETED the watch from after it will not show, is forgotten."""
+        if kind == WORKLOADS.kind:
+            self.deleted = {key: uid for key, uid in self.deleted.items() if _uid(cache.get(key)) == uid}
+        else:
+            self.deleted_owners[kind] = {key: uid for key, uid in self.deleted_owners.get(kind, {}).items()
+                                         if _uid(cache.get(key)) == uid}
+        self.mirrored = {m: seen for m, seen in self.mirrored.items()
+                         if m[0] != kind or _uid(cache.get(m[1])) == seen[0]}
+
+    def gone(self, kind: str, key: str, uid: str) -> None:
+        """The watch showed the copy ``uid`` of ``kind`` at ``key`` deleted: it is no longer held, nor what was
+        mirrored of it remembered."""
+        held = self.deleted if kind == WORKLOADS.kind else self.deleted_owners.get(kind, {})
+        if held.get(key) == uid:
+            del held[key]
+        if self.mirrored.get((kind, key), ("",))[0] == uid:
+            del self.mirrored[kind, key]
 
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
@@ -861,8 +913,6 @@ class MultiKueueConnector:
         :data:`SETTLED_NS`)."""
         self.workers: dict[str, Worker] = {}
         self._wake = asyncio.Event()
-        self._mirrored: dict[str, str] = {}
-        """Manager Job key -> resourceVersion of the worker's copy whose status was last written to it."""
         self._written_active: dict[str, tuple[str, tuple[str, str, str]]] = {}
         """MultiKueueCluster -> the uid of the object last written and its Active condition (status, reason,
         message): a cluster made again under that name is another object, written anew."""
@@ -1291,13 +1341,15 @@ class MultiKueueConnector:
             await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
     async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
-        """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A copy this manager deleted
-        (:attr:`Worker.deleted`) is forgotten once the watch shows it deleted, or once a listing no longer holds it
-        (its watch, from after, will not)."""
+        """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A DELETED takes away only the
+        copy it is about (its uid): a newer copy of that name the manager holds ahead of the watch (a create's
+        answer, :meth:`Worker.keep`) stays. A copy this manager deleted (:attr:`Worker.deleted`,
+        :attr:`Worker.deleted_owners`), and what was mirrored of an owner copy (:attr:`Worker.mirrored`), is
+        forgotten once the watch shows it deleted, or once a listing no longer holds it (its watch, from after, will
+        not)."""
         assert w.client is not None
         w.watched[r.kind] = rv
-        if r is WORKLOADS:
-            w.deleted = {key: uid for key, uid in w.deleted.items() if _uid(cache.get(key)) == uid}
+        w.listed(r.kind, cache)
         while True:
             async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector):
                 obj = msgspec.json.decode(e.object)
@@ -1305,9 +1357,9 @@ class MultiKueueConnector:
                 if e.type == "BOOKMARK":
                     continue
                 if e.type == "DELETED":
-                    cache.pop(_key(obj), None)
-                    if r is WORKLOADS and w.deleted.get(_key(obj)) == _uid(obj):
-                        del w.deleted[_key(obj)]
+                    if _uid(cache.get(_key(obj))) == _uid(obj):  # not a namesake made since (kept ahead of it)
+                        cache.pop(_key(obj), None)
+                    w.gone(r.kind, _key(obj), _uid(obj))
                 else:
                     cache[_key(obj)] = obj
                 if r is LEADER_WORKER_SETS:
@@ -1618,6 +1670,8 @@ class MultiKueueConnector:
         status mirrored."""
         assert w.client is not None
         r, owner_key = adapter.resource, f"{wl.namespace}/{name}"
+        if w.waits_for_deleted(r.kind, owner_key):
+            return  # the copy this origin deleted there, going away: not this run's; its DELETED moves the workload
         copies = w.owners.setdefault(r.kind, {})
         remote = copies.get(owner_key)
         if remote is None:
@@ -1639,7 +1693,7 @@ class MultiKueueConnector:
                   and await self._sync_elastic(w, wl, r, owner_key, copies.get(owner_key, remote))):
             w.moved.add(wl.key)  # written again on the next pass
         remote = copies.get(owner_key, remote)  # as the spec syncs left it
-        if not await self._mirror_status(adapter, owner_key, remote):
+        if not await self._mirror_status(w, adapter, owner_key, remote):
             w.moved.add(wl.key)  # written again on the next pass
 
     async def _sync_spec(self, w: Worker, r: Resource, owner_key: str, remote: dict[str, Any]) -> bool:
@@ -1760,21 +1814,21 @@ class MultiKueueConnector:
                 continue
             if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
                 continue  # not this manager's copy (Kueue validates a remote object's origin before reading it)
-            written = await self._mirror_status(adapter, f"{wl.namespace}/{name}", remote) and written
+            written = await self._mirror_status(w, adapter, f"{wl.namespace}/{name}", remote) and written
         return written
 
-    async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
+    async def _mirror_status(self, w: Worker, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
         suspended or finished (Kueue defers the sync while the manager's Job is suspended and the copy runs), an
         owner the log does not hold (a JobSet, Kubeflow job, MPIJob, Ray kind, AppWrapper, TrainJob)
-        whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. False: the write
-        conflicted, to be tried again on the next pass."""
+        whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. A version of the
+        copy on ``w`` written once (:attr:`Worker.mirrored`: by uid, another copy of that name is another object)
+        is not written again. False: the write conflicted, to be tried again on the next pass."""
         if not adapter.mirrors_status:
             return True
         r = adapter.resource
-        mirrored = f"{r.kind}/{owner_key}"
-        rv = (remote.get("metadata") or {}).get("resourceVersion", "")
-        if self._mirrored.get(mirrored) == rv:
+        seen = (_uid(remote), (remote.get("metadata") or {}).get("resourceVersion", ""))
+        if w.mirrored.get((r.kind, owner_key)) == seen:
             return True
         if adapter.in_log:
             local = self.state.jobs.get(owner_key)
@@ -1804,7 +1858,8 @@ class MultiKueueConnector:
             return True
         except Conflict:
             return False
-        self._mirrored[mirrored] = rv
+        if w.follows(r.kind, owner_key, remote):  # else gone already: nothing would forget it
+            w.mirrored[r.kind, owner_key] = seen
         self.stats.statuses_mirrored += 1
         return True
 
@@ -1819,42 +1874,61 @@ class MultiKueueConnector:
 
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
-        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``). The owner a copy's reference names
-        is deleted only when it carries this manager's origin label (a worker's own object of that name stays)."""
+        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``). A copy deleted already, held until
+        its watch shows it deleted (:attr:`Worker.deleted`, :attr:`Worker.deleted_owners`), is not deleted nor
+        counted again: only a finalizer its watch shows on it (put back by the worker) is taken off again, so that
+        it goes."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
         uid = _uid(raw)
         namespace, _, name = key.partition("/")
-        refs = (raw.get("metadata") or {}).get("ownerReferences") or []
-        for a in self._adapters():
-            r = a.resource
-            copies = w.owners.get(r.kind, {})
-            owner_names = {ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")
-                           and await self._made_here(w, r, namespace, ref["name"], origin)}
-            owner_names.update(k.partition("/")[2] for k, obj in copies.items()
-                               if k.partition("/")[0] == namespace
-                               and workload_name_of(obj) == name)
-            if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
-                owner_names.update([n for n in self._group_owners(key, raw)
-                                    if await self._made_here(w, r, namespace, n, origin)])
-            for owner_name in sorted(owner_names):
-                if self._runs_another(w, copies.get(f"{namespace}/{owner_name}"), key):
-                    continue  # an elastic owner's copy, pointed at its newer slice: that one runs on it
-                with contextlib.suppress(NotFound):
-                    await w.client.delete(r, owner_name, namespace)
-                copies.pop(f"{namespace}/{owner_name}", None)
+        owners_deleted = await self._delete_owner_copies(w, key, raw, origin)
         if (raw.get("metadata") or {}).get("finalizers"):
             with contextlib.suppress(NotFound, Conflict):
                 await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
-        with contextlib.suppress(NotFound):
-            await w.client.delete(WORKLOADS, name, namespace)
-        if key in w.workloads and _uid(w.workloads[key]) == uid:  # its DELETED not shown yet
-            if uid:
-                w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
-            else:
-                del w.workloads[key]
+        held = bool(uid) and w.deleted.get(key) == uid  # deleted before, its DELETED not shown yet
+        if not held and (raw or owners_deleted):
+            with contextlib.suppress(NotFound):
+                await w.client.delete(WORKLOADS, name, namespace)
+            if key in w.workloads and _uid(w.workloads[key]) == uid:  # its DELETED not shown yet
+                if uid:
+                    w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
+                else:
+                    del w.workloads[key]
+        elif not owners_deleted:
+            return  # nothing deleted now: not counted again
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+    async def _delete_owner_copies(self, w: Worker, key: str, raw: dict[str, Any], origin: str) -> bool:
+        """Delete the owner copies of the workload ``key`` (its Workload copy ``raw``, or {}) this origin made there,
+        each held until its watch shows it deleted (:meth:`Worker.hold_deleted`); one held already is left. The
+        owner a copy's reference names is deleted only when it carries this manager's origin label (a worker's own
+        object of that name stays). True: one was deleted now."""
+        assert w.client is not None
+        namespace, _, name = key.partition("/")
+        refs = (raw.get("metadata") or {}).get("ownerReferences") or []
+        deleted = False
+        for a in self._adapters():
+            r = a.resource
+            copies = w.owners.get(r.kind, {})
+            named = [ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")]
+            if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
+                named += self._group_owners(key, raw)
+            found = {n: made for n in named if (made := await self._made_here(w, r, namespace, n, origin))}
+            found.update((k.partition("/")[2], obj) for k, obj in copies.items()
+                         if k.partition("/")[0] == namespace and workload_name_of(obj) == name)
+            for owner_name in sorted(found):
+                owner_key = f"{namespace}/{owner_name}"
+                if w.waits_for_deleted(r.kind, owner_key):
+                    continue  # deleted already, its DELETED not shown yet
+                if self._runs_another(w, copies.get(owner_key), key):
+                    continue  # an elastic owner's copy, pointed at its newer slice: that one runs on it
+                with contextlib.suppress(NotFound):
+                    await w.client.delete(r, owner_name, namespace)
+                w.hold_deleted(r.kind, owner_key, copies.get(owner_key, found[owner_name]))
+                deleted = True
+        return deleted
 
     def _runs_another(self, w: Worker, owner_copy: dict[str, Any] | None, key: str) -> bool:
         """Whether the owner's copy ``owner_copy`` on ``w`` names a Workload other than ``key`` that is to be there
@@ -1877,17 +1951,18 @@ class MultiKueueConnector:
         return sorted(names)
 
     @staticmethod
-    async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str) -> bool:
-        """Whether the worker's owner of kind ``r`` carries this manager's origin label (the watch's, else read):
-        Kueue deletes a remote object only once it has checked that."""
+    async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str
+                         ) -> dict[str, Any] | None:
+        """The worker's owner of kind ``r`` (the watch's, else read) if it carries this manager's origin label
+        (None: it does not, or is not there): Kueue deletes a remote object only once it has checked that."""
         assert w.client is not None
         raw = w.owners.get(r.kind, {}).get(f"{namespace}/{owner_name}")
         if raw is None:
             try:
                 raw = msgspec.json.decode(await w.client.get(r, owner_name, namespace))
             except NotFound:
-                return False
-        return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+                return None
+        return raw if ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin else None
 
 
 async def _all_or_none(*followers: Any) -> None:

@@ -138,8 +138,8 @@ async def test_the_manager_job_shows_the_copy_status_as_it_is_not_merged_into_th
     done = {"metadata": {"resourceVersion": "2"}, "status": {
         "ready": 0, "succeeded": 1, "startTime": "t0", "completionTime": "t1",
         "conditions": [{"type": "Complete", "status": "True"}]}}
-    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", running)
-    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", done)
+    await mk._mirror_status(Worker("worker1", b""), ADAPTERS["batch/v1", "Job"], "default/a", running)
+    await mk._mirror_status(Worker("worker1", b""), ADAPTERS["batch/v1", "Job"], "default/a", done)
     assert {k: v for k, v in manager.patches[0]["status"].items() if v is not None} == running["status"]
     status = manager.patches[1]["status"]
     assert status["active"] is None and status["succeeded"] == 1 and status["completionTime"] == "t1"
@@ -217,12 +217,12 @@ async def test_a_manager_job_never_started_gets_the_status_of_a_copy_finished_or
             "spec": {"suspend": copy_state == "suspended"},
             "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
             if copy_state == "finished" else {"conditions": [{"type": "Suspended", "status": "True"}]}}
-    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", copy)
+    await mk._mirror_status(Worker("worker1", b""), ADAPTERS["batch/v1", "Job"], "default/a", copy)
     assert [{k: v for k, v in p["status"].items() if v is not None} for p in manager.patches] == [copy["status"]]
     running = {**copy, "metadata": {**copy["metadata"], "resourceVersion": "10"}, "spec": {"suspend": False},
                "status": {"active": 1}}
     manager.patches.clear()
-    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", running)
+    await mk._mirror_status(Worker("worker1", b""), ADAPTERS["batch/v1", "Job"], "default/a", running)
     assert manager.patches == [], "a copy running while the manager's Job is suspended is not mirrored yet"
 
 
@@ -428,7 +428,7 @@ async def test_the_manager_jobset_status_is_replaced_by_the_copy_s(tmp_path: Pat
     manager = JobSetManager(state)
     mk = _connector(state, {})
     mk.client = manager  # type: ignore[assignment]
-    await mk._mirror_status(ADAPTERS["jobset.x-k8s.io/v1alpha2", "JobSet"], "default/a", DONE_JOBSET)
+    await mk._mirror_status(Worker("worker1", b""), ADAPTERS["jobset.x-k8s.io/v1alpha2", "JobSet"], "default/a", DONE_JOBSET)
     assert manager.patches == [{"status": {"restarts": None, "replicatedJobsStatus": None,
                                            **DONE_JOBSET["status"]}}]
 

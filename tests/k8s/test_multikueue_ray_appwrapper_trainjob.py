@@ -184,7 +184,7 @@ async def test_the_status_is_mirrored_whether_the_manager_owner_is_started_or_no
     mk = _connector(state, manager, WorkerApi())
     remote = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "3"},
               "status": {"conditions": [{"type": "Created", "status": "True"}]}}
-    assert await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote)
+    assert await mk._mirror_status(mk.workers["worker1"], ADAPTERS[r.api_version, r.kind], "default/a", remote)
     assert [body["status"] for _, body in manager.patches] == [remote["status"]]
 
 
