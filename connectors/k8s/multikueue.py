@@ -219,6 +219,8 @@ class Worker:
     """Failed connection attempts in a row (Kueue's ``failedConnAttempts``): the next one is made after
     :func:`retry_after` of them, and they show in the Active condition's message; none once every watch of a
     connection opened (a new client or origin starts afresh)."""
+    opening: Opening = field(default_factory=lambda: Opening(set()))
+    """The watches of its connection being made (:meth:`MultiKueueConnector._opened`)."""
     deleted: dict[str, str] = field(default_factory=dict)
     """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
     watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
@@ -1234,7 +1236,7 @@ class MultiKueueConnector:
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
         while True:
-            c = Opening(set())
+            c = w.opening = Opening(set())
             try:
                 listed, absent = {}, []
                 adapters = self._adapters()
@@ -1256,7 +1258,7 @@ class MultiKueueConnector:
                         obj = msgspec.json.decode(raw)
                         cache[_key(obj)] = obj
                 c.unopened = {r.kind for r, _ in watched}
-                await _all_or_none(*(self._follow_opening(w, r, cache, listed[r.kind], selector, c)
+                await _all_or_none(*(self._follow_opening(w, r, cache, listed[r.kind], selector)
                                      for r, cache in watched),
                                    *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
@@ -1268,25 +1270,26 @@ class MultiKueueConnector:
                 await self.wait(self._failed_attempt(w, exc))
 
     async def _follow_opening(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]], rv: str,
-                              selector: str, c: Opening) -> None:
-        """:meth:`_follow` as one of the watches of the connection ``c``: once all of them opened, the worker is
-        connected and its failed attempts are forgotten (Kueue resets them once every watch is established). A
-        watch failing once it had opened is a cut (:attr:`Opening.cut`) even before the others opened, as Kueue
-        reads a connection's watches only once all are established, so sees that end after connecting."""
-
-        def opened() -> None:
-            c.unopened.discard(r.kind)
-            if c.unopened or w.connected:
-                return
-            w.connected, w.reconnecting, w.reason, w.message, w.relisted = True, False, "", "", True
-            w.attempts = 0
-            self._wake.set()
-
+                              selector: str) -> None:
+        """:meth:`_follow` as one of the watches of the connection being made (:attr:`Worker.opening`): one failing
+        once it had opened is a cut (:attr:`Opening.cut`) even before the others opened, as Kueue reads a
+        connection's watches only once all are established, so sees that end after connecting."""
+        c = w.opening
         try:
-            await self._follow(w, r, cache, rv, selector, on_open=opened)
+            await self._follow(w, r, cache, rv, selector)
         except Exception:
             c.cut = r.kind not in c.unopened
             raise
+
+    def _opened(self, w: Worker, kind: str) -> None:
+        """The worker answered its watch of ``kind``: once it has every watch of the connection being made, it is
+        connected and its failed attempts are forgotten (Kueue resets them once every watch is established)."""
+        w.opening.unopened.discard(kind)
+        if w.opening.unopened or w.connected:
+            return
+        w.connected, w.reconnecting, w.reason, w.message, w.relisted = True, False, "", "", True
+        w.attempts = 0
+        self._wake.set()
 
     def _failed_attempt(self, w: Worker, exc: Exception) -> float:
         """A connection attempt failed — a list, or a watch the worker did not open however long it took to fail (a
@@ -1336,8 +1339,7 @@ class MultiKueueConnector:
             self._wake.set()
             await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
-    async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str,
-                      on_open: Callable[[], None] | None = None) -> None:
+    async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
         """Watch the kind ``r`` from ``rv``, the version ``cache`` was just listed at. A copy this manager deleted
         (:attr:`Worker.deleted`) is forgotten once the watch shows it deleted, or once a listing no longer holds it
         (its watch, from after, will not)."""
@@ -1347,7 +1349,7 @@ class MultiKueueConnector:
             w.deleted = {key: uid for key, uid in w.deleted.items() if _uid(cache.get(key)) == uid}
         while True:
             async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector,
-                                          on_open=on_open):
+                                          on_open=partial(self._opened, w, r.kind)):
                 obj = msgspec.json.decode(e.object)
                 rv = w.watched[r.kind] = (obj.get("metadata") or {}).get("resourceVersion", rv)
                 if e.type == "BOOKMARK":
