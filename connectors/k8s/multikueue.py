@@ -72,7 +72,7 @@ import copy
 import os
 import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
@@ -100,7 +100,7 @@ from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient, resource_version_number
-from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
+from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles, retry_after
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound, Unavailable
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
@@ -162,10 +162,20 @@ JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "suc
                      "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
 """batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
 WATCH_CUTS = (Unavailable, Gone)
-"""A connected worker's watch that ran ``retry_s`` or more ending on these (a cut connection, a read timeout, a 410
-Gone) is a reconnect, not a lost worker: only the relist that follows failing reports it lost."""
+"""A connected worker's watch (every watch of its connection opened) ending on these (a cut connection, a read
+timeout, a 410 Gone) is a reconnect, not a lost worker: only the relist that follows failing reports it lost."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
+
+
+@dataclass
+class Opening:
+    """The watches of one connection to a worker (:meth:`MultiKueueConnector._follow_opening`)."""
+
+    unopened: set[str]
+    """The kinds whose watch the worker has not answered yet: the worker is connected once none is left."""
+    cut: bool = False
+    """The watch that failed had opened: a cut, not a failed attempt."""
 
 
 @dataclass
@@ -205,6 +215,12 @@ class Worker:
     """A watch of a connected worker was cut (:data:`WATCH_CUTS`) and it is being listed again: skipped by the
     passes (nothing read, written or deleted there) but not reported lost unless that relist fails, as Kueue only
     reconnects a client whose watch ended, its cluster kept Active, and its workload reconciler skips it meanwhile."""
+    attempts: int = 0
+    """Failed connection attempts in a row (Kueue's ``failedConnAttempts``): the next one is made after
+    :func:`retry_after` of them, and they show in the Active condition's message; none once every watch of a
+    connection opened (a new client or origin starts afresh)."""
+    opening: Opening = field(default_factory=lambda: Opening(set()))
+    """The watches of its connection being made (:meth:`MultiKueueConnector._opened`)."""
     deleted: dict[str, str] = field(default_factory=dict)
     """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
     watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
@@ -904,6 +920,8 @@ class MultiKueueConnector:
         self.state = journal.mirror.state
         self.append = append
         self.retry_s = retry_s
+        self.wait: Callable[[float], Awaitable[None]] = asyncio.sleep
+        """How a worker whose connection failed waits out its backoff (:meth:`_failed_attempt`)."""
         self.watch_timeout_s = watch_timeout_s
         self.stats = MultiKueueStats()
         self.kubeconfig_dir = KUBECONFIG_DIR
@@ -1248,7 +1266,7 @@ class MultiKueueConnector:
         w.owners.clear()
         w.moved.clear()
         w.origin, w.connected, w.reason, w.message = origin, False, "ClientConnectionFailed", "connecting"
-        w.reconnecting = False
+        w.reconnecting, w.attempts = False, 0
         w.task = asyncio.create_task(self._watch_worker(w, origin), name=f"mk-{w.name}")
 
     @staticmethod
@@ -1264,14 +1282,16 @@ class MultiKueueConnector:
                 await w.client.close()
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
-        """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected while that
-        works. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
+        """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected once every
+        watch opened (the worker answered it), as Kueue marks a remote client connected once all its watches are
+        established. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
         ``absent_retry_s`` and watched once served (Kueue lists it again on its next reconcile), the connection
-        kept."""
+        kept. A connection that fails before every watch opened is a failed attempt (:meth:`_failed_attempt`); one
+        cut after, a reconnect (:meth:`_reconnect`)."""
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
-        since = self.clock()
         while True:
+            c = w.opening = Opening(set())
             try:
                 listed, absent = {}, []
                 adapters = self._adapters()
@@ -1292,30 +1312,64 @@ class MultiKueueConnector:
                     for raw in page.items:
                         obj = msgspec.json.decode(raw)
                         cache[_key(obj)] = obj
-                w.connected, w.reconnecting, w.reason, w.message, w.relisted = True, False, "", "", True
-                since = self.clock()
-                self._wake.set()
-                await _all_or_none(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
+                c.unopened = {r.kind for r, _ in watched}
+                await _all_or_none(*(self._follow_opening(w, r, cache, listed[r.kind], selector)
+                                     for r, cache in watched),
                                    *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
-                if w.connected and isinstance(exc, WATCH_CUTS) and self.clock() - since >= self.retry_s:
+                if isinstance(exc, WATCH_CUTS) and (w.connected or c.cut):
                     self._reconnect(w, exc)
                     continue
-                w.connected, w.reconnecting = False, False
-                w.reason, w.message = "ClientConnectionFailed", str(exc) or type(exc).__name__
-                self._unauthorized(w, exc)
-                self._wake.set()
-                await asyncio.sleep(self.retry_s)
+                await self.wait(self._failed_attempt(w, exc))
+
+    async def _follow_opening(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]], rv: str,
+                              selector: str) -> None:
+        """:meth:`_follow` as one of the watches of the connection being made (:attr:`Worker.opening`): one failing
+        once it had opened is a cut (:attr:`Opening.cut`) even before the others opened, as Kueue reads a
+        connection's watches only once all are established, so sees that end after connecting."""
+        c = w.opening
+        try:
+            await self._follow(w, r, cache, rv, selector)
+        except Exception:
+            c.cut = r.kind not in c.unopened
+            raise
+
+    def _opened(self, w: Worker, kind: str) -> None:
+        """The worker answered its watch of ``kind``: once it has every watch of the connection being made, it is
+        connected and its failed attempts are forgotten (Kueue resets them once every watch is established)."""
+        w.opening.unopened.discard(kind)
+        if w.opening.unopened or w.connected:
+            return
+        w.connected, w.reconnecting, w.reason, w.message, w.relisted = True, False, "", "", True
+        w.attempts = 0
+        self._wake.set()
+
+    def _failed_attempt(self, w: Worker, exc: Exception) -> float:
+        """A connection attempt failed — a list, or a watch the worker did not open however long it took to fail (a
+        503, a 429, a connection reset before its answer, "too large resource version"), as Kueue counts a watch it
+        could not establish: the worker is reported lost, the message carrying Kueue's backoff progress ("<error>;
+        connection attempts: N, next connection attempt: <time>"), and tried again after :func:`retry_after` of its
+        failed attempts in a row (Kueue's: 5 s doubling, at most 320 s). Returns that wait."""
+        w.connected, w.reconnecting = False, False
+        w.attempts += 1
+        after = retry_after(w.attempts)
+        error = str(exc) or type(exc).__name__
+        w.reason = "ClientConnectionFailed"
+        w.message = (f"{error}; connection attempts: {w.attempts}, "
+                     f"next connection attempt: {format_time(_now() + round(after * 1000))}")
+        log.info("MultiKueue worker not reached, will retry", cluster=w.name, error=error, attempts=w.attempts,
+                 retry_after_s=after)
+        self._unauthorized(w, exc)
+        self._wake.set()
+        return after
 
     def _reconnect(self, w: Worker, exc: Exception) -> None:
-        """A connected worker's watch that ran a while was cut: it is listed again at once (Kueue reconnects a
-        client whose watch ended), skipped by the passes until then and reported lost only if that relist fails.
-        A watch that fails within ``retry_s`` of the connection (one the worker would not open: a 503, a 429, "too
-        large resource version") is no reconnect but a failed connection, reported lost and tried again after
-        ``retry_s`` as before (Kueue's reconnect reports a watch it cannot start): a worker whose lists work and
-        whose watches never open is not listed over and over without ever being reported."""
+        """A connected worker's watch was cut after every watch of its connection opened: it is listed again at once
+        (Kueue reconnects a client whose watch ended, its failed attempts reset when it connected), skipped by the
+        passes until then and reported lost only if that relist, or a watch of it, fails. A worker whose watches
+        keep opening and being cut is never reported lost, as in Kueue, each connection a success."""
         w.connected, w.reconnecting = False, True
         log.info("MultiKueue worker watch cut, reconnecting", cluster=w.name, error=str(exc) or type(exc).__name__)
 
@@ -1351,7 +1405,8 @@ class MultiKueueConnector:
         w.watched[r.kind] = rv
         w.listed(r.kind, cache)
         while True:
-            async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector):
+            async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector,
+                                          on_open=partial(self._opened, w, r.kind)):
                 obj = msgspec.json.decode(e.object)
                 rv = w.watched[r.kind] = (obj.get("metadata") or {}).get("resourceVersion", rv)
                 if e.type == "BOOKMARK":

@@ -371,6 +371,7 @@ async def test_the_multikueue_connector_tells_the_profiles_of_a_worker_answering
                              append=None, retry_s=0.001)
     seen: list[tuple[str, bytes]] = []
     mk.profiles.unauthorized = lambda name, source: seen.append((name, source)) or True  # type: ignore[method-assign]
+    mk.wait = lambda _: asyncio.sleep(0.001)  # not the backoff's 5 s and more
     client = Refusing()
     w = Worker("w1", b"kubeconfig", client=client)  # type: ignore[arg-type]
     task = asyncio.create_task(mk._watch_worker(w, "origin"))

@@ -540,14 +540,16 @@ class SecretsManager(RecordingManager):
 
 
 class IdleWorker(WorkerClient):
-    """A worker reached, holding none of this origin's copies: its watches wait."""
+    """A worker reached, holding none of this origin's copies: its watches open and wait."""
 
     async def list(self, resource: Any, **_: Any) -> Any:
         from connectors.k8s.client import RawList
 
         return RawList()
 
-    async def watch(self, resource: Any, rv: str, **_: Any):
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
+        if on_open is not None:
+            on_open()
         await asyncio.Event().wait()
         yield  # pragma: no cover
 
@@ -680,9 +682,11 @@ class JobSetsLater(IdleWorker):
             raise NotFound("the server could not find the requested resource", 404)
         return RawList()
 
-    async def watch(self, resource: Any, rv: str, **_: Any):
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
         from connectors.k8s.client import WatchEvent
 
+        if on_open is not None:
+            on_open()
         if resource.kind != "JobSet":
             await asyncio.Event().wait()
         while True:
@@ -790,17 +794,19 @@ async def test_a_cut_secret_watch_keeps_the_worker_on_the_kubeconfig_it_read(
 
 
 class CuttingWorker(IdleWorker):
-    """A worker whose first Workload watch is cut at once (the others wait): the watches of each kind open at any
-    one time are counted."""
+    """A worker whose first Workload watch is cut as soon as it opened (the others wait): the watches of each kind
+    open at any one time are counted."""
 
     def __init__(self) -> None:
         super().__init__()
         self.cuts = 1
         self.open: dict[str, int] = {}
 
-    async def watch(self, resource: Any, rv: str, **_: Any):
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
         from connectors.k8s.errors import Unavailable
 
+        if on_open is not None:
+            on_open()
         if resource.kind == "Workload" and self.cuts:
             self.cuts -= 1
             raise Unavailable("watch workloads: connection reset")
@@ -1064,7 +1070,9 @@ class SelectingWorker(IdleWorker):
         self.listed.append(label_selector)
         return await super().list(resource)
 
-    async def watch(self, resource: Any, rv: str, *, label_selector: str = "", **_: Any):
+    async def watch(self, resource: Any, rv: str, *, label_selector: str = "", on_open: Any = None, **_: Any):
+        if on_open is not None:
+            on_open()
         self.watching.append(label_selector)
         try:
             await asyncio.Event().wait()

@@ -19,7 +19,7 @@ from events import schema as ev
 
 
 class ListingWorker(WorkerApi):
-    """A worker's apiserver that records the kinds listed; its watches stay open, showing nothing."""
+    """A worker's apiserver that records the kinds listed; its watches open and stay open, showing nothing."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -29,7 +29,9 @@ class ListingWorker(WorkerApi):
         self.listed.append(resource.kind)
         return RawList()
 
-    async def watch(self, resource: Any, rv: str, **_: Any):
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
+        if on_open is not None:
+            on_open()
         await asyncio.Event().wait()
         yield  # pragma: no cover
 

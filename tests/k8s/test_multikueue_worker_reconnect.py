@@ -1,6 +1,7 @@
-"""A worker whose watch is cut (a connection reset, a read timeout, a 410 Gone) is reconnected, as Kueue reconnects
-a remote client whose watch ended: its cluster stays Active, its nominations stay, and nothing is read, written or
-deleted there until it is listed again; only a relist that fails reports it lost."""
+"""A worker whose watch is cut once opened (a connection reset, a read timeout, a 410 Gone) is reconnected, as Kueue
+reconnects a remote client whose watch ended: its cluster stays Active, its nominations stay, and nothing is read,
+written or deleted there until it is listed again; only a relist, or a watch, that fails reports it lost. A
+connection that fails is tried again after Kueue's growing backoff, shown in the cluster's Active message."""
 
 from __future__ import annotations
 
@@ -14,10 +15,17 @@ import pytest
 from fixtures.multikueue_states import MK_CONFIG
 from test_multikueue_connector import KEY, START, IdleWorker, _appending, _connector, _state
 
+from connectors.k8s import multikueue
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import Forbidden, Gone, KubeError, Unavailable
 from events import schema as ev
+from events.timefmt import format_time, parse_time
 from kueue_es.scheduler import settle
+from projections.admissionchecks import MultiKueueWorld, cluster_active
+
+NOW = parse_time("2026-08-02T10:00:00Z")
+"""The connector's wall clock, for the next connection attempt its messages show."""
+ATTEMPT_1 = "; connection attempts: 1, next connection attempt: 2026-08-02T10:00:05Z"
 
 COPY = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": "job-a", "namespace": "default", "uid": "copy-1", "resourceVersion": "5",
@@ -25,12 +33,14 @@ COPY = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
 
 
 class BlinkingWorker(IdleWorker):
-    """A worker holding the copy of ``default/job-a``, whose first Workload watch ends on ``cut``; the relist that
-    follows waits for ``relist`` to be set, then answers as the worker does or fails with ``relist_error``."""
+    """A worker holding the copy of ``default/job-a``, whose first Workload watch ends on ``cut`` once opened, or
+    before the worker answered it (``opens`` false); the relist that follows waits for ``relist`` to be set, then
+    answers as the worker does or fails with ``relist_error``."""
 
-    def __init__(self, cut: KubeError, relist_error: KubeError | None = None) -> None:
+    def __init__(self, cut: KubeError, relist_error: KubeError | None = None, opens: bool = True) -> None:
         super().__init__()
         self.cut: KubeError | None = cut
+        self.opens = opens
         self.relist_error = relist_error
         self.relist = asyncio.Event()
         self.lists = 0
@@ -48,16 +58,25 @@ class BlinkingWorker(IdleWorker):
                 raise self.relist_error
         return RawList(metadata=ListMeta(resource_version="7"), items=[msgspec.Raw(msgspec.json.encode(COPY))])
 
-    async def watch(self, resource: Any, rv: str, **_: Any):
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
         if resource.kind == "Workload" and self.cut is not None:
             cut, self.cut = self.cut, None
+            if self.opens and on_open is not None:
+                on_open()
             raise cut
+        if on_open is not None:
+            on_open()
         await asyncio.Event().wait()
         yield  # pragma: no cover
 
     async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
         self.deleted.append(f"{resource.kind}:{namespace}/{name}")
         return b"{}"
+
+
+@pytest.fixture(autouse=True)
+def _wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(multikueue, "_now", lambda: NOW)
 
 
 async def _until(condition: Any) -> None:
@@ -88,9 +107,6 @@ async def test_a_cut_watch_keeps_the_worker_its_nominations_and_its_copy(tmp_pat
     assert state.workloads[KEY].nominated == ("worker1", "worker2")
     worker = BlinkingWorker(cut)
     mk = _connector(state, {"worker1": worker})
-    mk.retry_s = 0.001
-    ticks = iter(range(0, 10**9, 10**4))
-    mk.clock = lambda: float(next(ticks))  # the cut long after the connection: a reconnect
     appended = _appending(mk)
     w = mk.workers["worker1"]
     w.connected = False
@@ -115,11 +131,12 @@ async def test_a_cut_watch_keeps_the_worker_its_nominations_and_its_copy(tmp_pat
     assert w.workloads[KEY]["metadata"]["uid"] == "copy-1"
 
 
-async def _until_lost(state: Any, worker: BlinkingWorker, clock: Any) -> list[ev.AnyEvent]:
-    """worker1 connected, watched (``clock`` the connector's) until it is taken for lost, then a pass: what was
-    appended. Not tried again meanwhile (``retry_s`` an hour)."""
+async def _until_lost(state: Any, worker: BlinkingWorker, clock: Any = None) -> list[ev.AnyEvent]:
+    """worker1 connected, watched (``clock`` the connector's, if given) until it is taken for lost, then a pass:
+    what was appended. Not tried again meanwhile (the backoff's 5 s)."""
     mk = _connector(state, {"worker1": worker})
-    mk.retry_s, mk.clock = 3600.0, clock
+    if clock is not None:
+        mk.clock = clock
     appended = _appending(mk)
     w = mk.workers["worker1"]
     w.connected = False
@@ -142,10 +159,9 @@ async def test_a_cut_watch_whose_relist_fails_reports_the_worker_lost(tmp_path: 
     worker = BlinkingWorker(Unavailable("watch workloads: connection reset"),
                             relist_error=Forbidden('workloads.kueue.x-k8s.io is forbidden', 403))
     worker.relist.set()
-    ticks = iter(range(0, 10**9, 10**4))
-    appended = await _until_lost(state, worker, lambda: float(next(ticks)))  # the cut long after the connection
+    appended = await _until_lost(state, worker)
     assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [
-        ("worker1", "ClientConnectionFailed", "workloads.kueue.x-k8s.io is forbidden")]
+        ("worker1", "ClientConnectionFailed", f"workloads.kueue.x-k8s.io is forbidden{ATTEMPT_1}")]
     assert "worker1" not in state.workloads[KEY].nominated
 
 
@@ -153,13 +169,174 @@ async def test_a_cut_watch_whose_relist_fails_reports_the_worker_lost(tmp_path: 
 @pytest.mark.parametrize("refused", [Unavailable("watch workloads: 503 Service Unavailable"),
                                      Gone("too large resource version: 7, current: 6", 410)], ids=["503", "gone"])
 async def test_a_watch_the_worker_will_not_open_reports_it_lost(tmp_path: Path, refused: KubeError) -> None:
-    """A watch that fails as soon as the worker is listed (within ``retry_s``) is a failed connection, not a cut:
-    reported lost as before, and tried again after ``retry_s`` — a worker whose lists work and whose watches never
-    open is not listed over and over unreported (review-2 M1)."""
+    """A watch the worker does not open (it fails before the worker answered it) is a failed connection, not a
+    cut: reported lost, and tried again after the backoff — a worker whose lists work and whose watches never open
+    is not listed over and over unreported (review-2 M1)."""
     state = _state(tmp_path)
-    worker = BlinkingWorker(refused)
+    worker = BlinkingWorker(refused, opens=False)
     worker.relist.set()
-    appended = await _until_lost(state, worker, lambda: 0.0)  # no time between the list and the failure
-    assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [("worker1", "ClientConnectionFailed", str(refused))]
-    assert worker.lists == 1, "not listed again before retry_s"
+    appended = await _until_lost(state, worker)
+    assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [
+        ("worker1", "ClientConnectionFailed", f"{refused}{ATTEMPT_1}")]
+    assert worker.lists == 1, "not listed again before the backoff is over"
     assert "worker1" not in state.workloads[KEY].nominated
+
+
+@pytest.mark.asyncio
+async def test_a_watch_failing_long_after_the_list_without_opening_reports_the_worker_lost(tmp_path: Path) -> None:
+    """What makes a failed connection is the watch the worker did not answer, not how soon it failed: one failing
+    long after the list (a 429 or a 503 answered late, a connection reset before any answer) is a failed attempt,
+    as Kueue counts a watch it could not establish — not a reconnect repeated forever, never reported."""
+    state = _state(tmp_path)
+    refused = Unavailable("watch workloads: 503 Service Unavailable")
+    worker = BlinkingWorker(refused, opens=False)
+    worker.relist.set()
+    ticks = iter(range(0, 10**9, 10**4))
+    appended = await _until_lost(state, worker, lambda: float(next(ticks)))  # long between the list and the failure
+    assert [(e.key, e.reason, e.message) for e in _lost(appended)] == [
+        ("worker1", "ClientConnectionFailed", f"{refused}{ATTEMPT_1}")]
+    assert worker.lists == 1
+
+
+class FlakyWorker(IdleWorker):
+    """A worker that refuses its next ``refusals`` Workload watches (503, before answering them), and cuts the open
+    Workload watch once ``cut`` is set; ``lists`` counts its Workload lists."""
+
+    def __init__(self, refusals: int = 0) -> None:
+        super().__init__()
+        self.refusals = refusals
+        self.cut = asyncio.Event()
+        self.lists = 0
+
+    async def list(self, resource: Any, **kw: Any) -> Any:
+        self.lists += resource.kind == "Workload"
+        return await super().list(resource, **kw)
+
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
+        if resource.kind == "Workload" and self.refusals:
+            self.refusals -= 1
+            raise Unavailable("watch workloads: 503 Service Unavailable")
+        if on_open is not None:
+            on_open()
+        if resource.kind == "Workload":
+            await self.cut.wait()
+            self.cut.clear()
+            raise Unavailable("watch workloads: connection reset by peer")
+        await asyncio.Event().wait()
+        yield  # pragma: no cover
+
+
+class Backoff:
+    """The connector's waits between connection attempts, recorded and not waited, with the worker's message at
+    each; one past ``most`` waits for good."""
+
+    def __init__(self, w: Any, most: int) -> None:
+        self.w, self.most = w, most
+        self.waits: list[float] = []
+        self.messages: list[str] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.messages.append(self.w.message)
+        if len(self.waits) > self.most:
+            await asyncio.Event().wait()
+
+
+async def _watching(mk: Any, w: Any, until: Any) -> None:
+    """The worker watched, with passes, until ``until()``."""
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        await _until(until)
+        await _pass(mk)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _next_attempt(n: int, after_s: int, error: str = "watch workloads: 503 Service Unavailable") -> str:
+    return f"{error}; connection attempts: {n}, next connection attempt: {format_time(NOW + after_s * 1000)}"
+
+
+@pytest.mark.asyncio
+async def test_failed_connections_in_a_row_back_off_as_kueue_and_show_it_in_the_active_message(
+        tmp_path: Path) -> None:
+    """Kueue tries a worker again after 5 s doubling with each failed attempt in a row, at most 320 s (its
+    ``retryAfter``), and its MultiKueueCluster's Active message (Kueue #13726) adds the attempts and the next
+    one's time (RFC 3339, UTC) to the error."""
+    state = _state(tmp_path)
+    worker = FlakyWorker(refusals=100)
+    mk = _connector(state, {"worker1": worker})
+    appended = _appending(mk)
+    w = mk.workers["worker1"]
+    w.connected = False
+    mk.wait = backoff = Backoff(w, most=9)
+    await _watching(mk, w, lambda: len(backoff.waits) > 9)
+    expected = [5, 10, 20, 40, 80, 160, 320, 320, 320, 320]
+    assert backoff.waits == expected
+    assert backoff.messages == [_next_attempt(n, s) for n, s in enumerate(expected, 1)]
+    assert worker.lists == 10, "listed once for each attempt, none between"
+    world = MultiKueueWorld(state.multikueue_configs, state.multikueue_clusters, state.cluster_links)
+    assert cluster_active("worker1", world) == ("False", "ClientConnectionFailed", _next_attempt(10, 320))
+    assert [e.message for e in _lost(appended)] == [_next_attempt(10, 320)]
+
+
+@pytest.mark.asyncio
+async def test_a_connection_whose_watches_all_opened_starts_the_backoff_again(tmp_path: Path) -> None:
+    """Kueue forgets a worker's failed attempts once all its watches are established: after three failures the
+    worker connects (reported Active, no attempts left); its watch cut later is a reconnect, and the relist whose
+    watch is refused then is the first failed attempt again, retried after 5 s."""
+    state = _state(tmp_path)
+    worker = FlakyWorker(refusals=3)
+    mk = _connector(state, {"worker1": worker})
+    appended = _appending(mk)
+    w = mk.workers["worker1"]
+    w.connected = False
+    mk.wait = backoff = Backoff(w, most=3)
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        await _until(lambda: w.connected)
+        assert backoff.waits == [5, 10, 20]
+        assert w.attempts == 0
+        await _pass(mk)
+        assert state.cluster_links["worker1"].connected and _lost(appended) == []
+        worker.refusals = 1
+        worker.cut.set()
+        await _until(lambda: len(backoff.waits) == 4)
+        await _pass(mk)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert backoff.waits == [5, 10, 20, 5]
+    assert _lost(appended)[-1].message == _next_attempt(1, 5)
+
+
+@pytest.mark.asyncio
+async def test_a_worker_whose_watches_keep_opening_and_being_cut_is_never_reported_lost(tmp_path: Path) -> None:
+    """Kueue counts a connection as made once its watches are established, whatever comes after: a watch that
+    opened and was cut at once, again and again, is each time a reconnect (listed again at once, no backoff), its
+    cluster kept Active — as Kueue's, whose every reconnect succeeds. (What a failed attempt is: a watch the worker
+    did not open, above.)"""
+    state = _state(tmp_path)
+    worker = FlakyWorker()
+    mk = _connector(state, {"worker1": worker})
+    appended = _appending(mk)
+    w = mk.workers["worker1"]
+    w.connected = False
+    mk.wait = backoff = Backoff(w, most=0)
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        for _ in range(20):
+            await _until(lambda: w.connected)
+            await _pass(mk)
+            worker.cut.set()
+            await _until(lambda: not w.connected)
+            await _pass(mk)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert worker.lists >= 20 and backoff.waits == []
+    assert _lost(appended) == [] and w.attempts == 0
+    assert "worker1" in state.workloads[KEY].nominated

@@ -44,7 +44,9 @@ class LaggingWorker(WorkerClient):
     async def list(self, resource: Any, **_: Any) -> RawList:
         return RawList()
 
-    async def watch(self, resource: Any, rv: str, **_: Any):
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
+        if on_open is not None:
+            on_open()
         if resource.kind != "Workload":
             await asyncio.Event().wait()
         while True:

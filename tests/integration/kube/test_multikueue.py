@@ -1208,8 +1208,8 @@ async def test_a_late_answer_from_the_worker_does_not_hide_what_its_watch_brough
 
 
 class _CutOnce:
-    """A worker's client whose first Workload watch ends as a cut connection once ``cut`` is set (an LB idle
-    timeout, the worker apiserver restarting); ``opened`` counts the Workload watches asked for."""
+    """A worker's client whose first Workload watch, opened, ends as a cut connection once ``cut`` is set (an LB
+    idle timeout, the worker apiserver restarting); ``opened`` counts the Workload watches asked for."""
 
     def __init__(self, client: Any) -> None:
         self._client, self.cut, self.opened = client, asyncio.Event(), 0
@@ -1221,6 +1221,8 @@ class _CutOnce:
         if resource.kind == "Workload":
             self.opened += 1
             if self.opened == 1:
+                if kw.get("on_open") is not None:
+                    kw["on_open"]()
                 await self.cut.wait()
                 raise Unavailable("watch /apis/kueue.x-k8s.io/v1beta2/workloads: connection reset by peer")
         async for e in self._client.watch(resource, rv, **kw):
@@ -1242,9 +1244,7 @@ async def test_a_cut_worker_watch_keeps_the_worker_active_and_its_pending_copy(
 
     monkeypatch.setattr(multikueue, "client_from", cut_client_from)
     async with (_manager_and_worker(kube_apiserver, worker_apiserver) as c,
-                kueue_es(c.kc, tmp_path / "manager-log") as (manager, _)):
-        # a watch that ran this long before its cut is a reconnect (one failing sooner is a failed connection)
-        manager.multikueue.retry_s = 0.01
+                kueue_es(c.kc, tmp_path / "manager-log")):
         names = []
         for name in ("mk-cut-a", "mk-cut-b"):
             handed = job(c.ns, name, "user-queue")
