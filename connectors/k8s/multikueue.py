@@ -100,7 +100,7 @@ from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient, resource_version_number
-from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles, retry_after
+from connectors.k8s.clusterprofile import CONNECTION_FAILED, GATE_OFF, ClusterProfiles, retry_after
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound, Unavailable
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
@@ -164,6 +164,9 @@ JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "suc
 WATCH_CUTS = (Unavailable, Gone)
 """A connected worker's watch (every watch of its connection opened) ending on these (a cut connection, a read
 timeout, a 410 Gone) is a reconnect, not a lost worker: only the relist that follows failing reports it lost."""
+CONNECTING = "connecting"
+"""The message of a worker not tried yet (not listed since its client was made, or its credential plugin running):
+neither reached nor reported lost."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -1152,7 +1155,7 @@ class MultiKueueConnector:
                 w.client = await client_from(source)
             except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
                 # Kueue builds the client after loading the config: a kubeconfig that gives none fails there
-                w.reason, w.message = "ClientConnectionFailed", f"{type(exc).__name__}: {exc}"
+                w.reason, w.message = CONNECTION_FAILED, f"{type(exc).__name__}: {exc}"
                 continue
             await self._rewatch(w, config.multi_kueue.origin)
 
@@ -1196,7 +1199,7 @@ class MultiKueueConnector:
         cp = config.multi_kueue.cluster_profile
         read = await self.profiles.kubeconfig(name, ref.name, config.namespace, cp.providers() if cp else [])
         if read is None and self.profiles.running(name):
-            return b"", "connecting", "ClientConnectionFailed"  # what _rewatch leaves until listed
+            return b"", CONNECTING, CONNECTION_FAILED  # as _rewatch leaves a worker until listed
         return read
 
     def _kubeconfig_file(self, cluster: str, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
@@ -1265,7 +1268,7 @@ class MultiKueueConnector:
         w.workloads.clear()
         w.owners.clear()
         w.moved.clear()
-        w.origin, w.connected, w.reason, w.message = origin, False, "ClientConnectionFailed", "connecting"
+        w.origin, w.connected, w.reason, w.message = origin, False, CONNECTION_FAILED, CONNECTING
         w.reconnecting, w.attempts = False, 0
         w.task = asyncio.create_task(self._watch_worker(w, origin), name=f"mk-{w.name}")
 
@@ -1356,7 +1359,7 @@ class MultiKueueConnector:
         w.attempts += 1
         after = retry_after(w.attempts)
         error = str(exc) or type(exc).__name__
-        w.reason = "ClientConnectionFailed"
+        w.reason = CONNECTION_FAILED
         w.message = (f"{error}; connection attempts: {w.attempts}, "
                      f"next connection attempt: {format_time(_now() + round(after * 1000))}")
         log.info("MultiKueue worker not reached, will retry", cluster=w.name, error=error, attempts=w.attempts,
@@ -1455,7 +1458,7 @@ class MultiKueueConnector:
             w = self.workers[name]
             link = links.get(name)
             seen = (w.connected, w.reason if not w.connected else "", w.message if not w.connected else "")
-            if w.reconnecting or (w.reason == "ClientConnectionFailed" and w.message == "connecting"):
+            if w.reconnecting or (w.reason, w.message) == (CONNECTION_FAILED, CONNECTING):
                 continue  # not tried yet, or being listed again after a cut watch: the link stays as it was
             if link is None or (link.connected, link.reason, link.message) != seen:
                 events.append(ev.MultiKueueClusterObserved(time=now, key=name, connected=seen[0], reason=seen[1],
