@@ -57,6 +57,7 @@ from connectors.kafka.log import (
     is_control,
     reader_kwargs,
     to_offset,
+    written_offset,
 )
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 from connectors.kafka.topics import RECORD_OVERHEAD
@@ -410,7 +411,7 @@ class ShardEngine:
                                    headers=self.replica.batch_headers)
                 if isinstance(batch[0], ev.Decision):
                     self.decisions += len(batch)
-                last = (await fut).offset
+                last = written_offset(await fut, f"shard {self.partition}: decision batch")  # else the txn is aborted
                 n += 1
                 if n >= opts.chain:
                     break
@@ -513,7 +514,7 @@ class ShardEngine:
             await self._commit(p)
             md = await fut
         self.transactions += 1
-        return md.offset
+        return written_offset(md, f"shard {self.partition}: catch-up marker")  # else: a new marker
 
     async def maybe_snapshot(self, force: bool = False) -> None:
         """Start a snapshot when one is due: the state is captured at once (a forked child encodes it), and
