@@ -233,7 +233,7 @@ def test_a_speculative_engine_is_never_snapshotted(monkeypatch: pytest.MonkeyPat
 
 def test_a_clean_stop_snapshots_the_fold_of_the_committed_log(monkeypatch: pytest.MonkeyPatch) -> None:
     async def go() -> list[bytes]:
-        replica, e, writer = _replica(monkeypatch)
+        replica, e, writer = _replica(monkeypatch, shutdown_step_s=60)  # the snapshot is not cut short on a busy host
         replica.consumer.fetches.append({e.tp: [_record(1, _tick(2000))]})  # type: ignore[attr-defined]
         stop = asyncio.Event()
         run = asyncio.create_task(replica.run(stop))
