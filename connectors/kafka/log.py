@@ -109,6 +109,18 @@ def _array_header(n: int) -> bytes:
     return b"\xdd" + struct.pack(">I", n)
 
 
+def written_offset(md: Any, what: str) -> int:
+    """The Kafka offset a record was acknowledged at. aiokafka acknowledges the retry of a batch the broker already
+    has but no longer remembers (DuplicateSequenceNumber) as a success at offset -1: the record is written, but
+    where is unknown. That is an unknown outcome, never an offset: not retriable as it is (sending the record
+    again would write it twice); whoever needs to know folds the log (a scheduler's open transaction holding it
+    is aborted by its next producer)."""
+    if md.offset < 0:
+        raise KafkaLogError(f"{what}: Kafka acknowledged the record without its offset (a retried batch it already "
+                            "had); it is written, at an offset not known")
+    return int(md.offset)
+
+
 class KafkaLog(EventLog):
     """One partition of a Kafka topic as an :class:`EventLog`. Open with :meth:`open`."""
 
@@ -207,6 +219,7 @@ class KafkaLog(EventLog):
                     raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
                 md = await self._producer.send_and_wait(self.topic, payload, partition=self.partition,
                                                         headers=BATCH_HEADERS)
+                kafka_offset = written_offset(md, f"append to Kafka log {self.topic}/{self.partition}")
             except BaseException as exc:  # every batch of the record fails with it
                 err: BaseException = exc
                 if isinstance(exc, MessageSizeTooLargeError):
@@ -220,7 +233,7 @@ class KafkaLog(EventLog):
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 continue
-            base = to_offset(md.offset)
+            base = to_offset(kafka_offset)
             for _, n, fut in group:
                 if not fut.done():
                     fut.set_result(base)

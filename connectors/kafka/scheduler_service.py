@@ -57,6 +57,7 @@ from connectors.kafka.log import (
     is_control,
     reader_kwargs,
     to_offset,
+    written_offset,
 )
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 from connectors.kafka.topics import RECORD_OVERHEAD
@@ -296,22 +297,40 @@ class ShardEngine:
     # --- folding -----------------------------------------------------------------------------------------
 
     def ingest(self, records: list[Any]) -> None:
-        apply = self.state.apply
-        n = 0
-        for rec in records:
-            if rec.offset < self.next:
-                continue  # already folded (a re-fetch after a seek)
-            self.next = rec.offset + 1
-            if is_control(rec.headers):
-                continue
-            for r in batch_records(rec.value, rec.offset, 0, None):
-                apply(r)
-                n += 1
-        self.since_snapshot += n
-        if self.phase is Phase.CATCHING_UP:
-            self.replayed += n
+        """Fold ``records`` in. A record is decoded before anything of it is applied, and ``next`` passes it only
+        once all its events are: a record that cannot be decoded (or applied) stops the fold at its offset, and the
+        engine is abandoned (:meth:`abandon`) so no snapshot claims it was folded; the next active scheduler
+        meets the same record and stops there too, naming it."""
+        try:
+            for rec in records:
+                if rec.offset < self.next:
+                    continue  # already folded (a re-fetch after a seek)
+                if not is_control(rec.headers):
+                    self._fold(batch_records(rec.value, rec.offset, 0, None))
+                self.next = rec.offset + 1
+        except BaseException:
+            self.abandon()
+            raise
         if self.phase is Phase.CATCHING_UP and self.marker is not None and self.next > self.marker:
             self._activated()
+
+    def _fold(self, events: list[ev.Record]) -> None:
+        apply = self.state.apply
+        for r in events:
+            apply(r)
+        self.since_snapshot += len(events)
+        if self.phase is Phase.CATCHING_UP:
+            self.replayed += len(events)
+
+    def abandon(self) -> None:
+        """The state is not known to be a fold of the committed log (a fold or a decision failed part way, or a
+        transaction holding batches already applied was cut off): it is never snapshotted, and a next setup
+        restores the latest snapshot instead of keeping it."""
+        self.fresh = True
+        self.speculative = False
+        self.phase = Phase.SETUP
+        self.marker = None
+        self.outstanding = None
 
     def _activated(self) -> None:
         if self.replica.options.freeze_gc:
@@ -392,7 +411,7 @@ class ShardEngine:
                                    headers=self.replica.batch_headers)
                 if isinstance(batch[0], ev.Decision):
                     self.decisions += len(batch)
-                last = (await fut).offset
+                last = written_offset(await fut, f"shard {self.partition}: decision batch")  # else the txn is aborted
                 n += 1
                 if n >= opts.chain:
                     break
@@ -440,12 +459,18 @@ class ShardEngine:
     def _transaction_errors(self) -> Iterator[None]:
         try:
             yield
-        except ProducerFenced as exc:
-            raise Fenced(f"shard {self.partition}: another scheduler took over (fenced)") from exc
-        except (TimeoutError, KafkaError) as exc:
-            # The transaction's outcome may be unknown: a new producer resolves it (InitProducerId completes
-            # or aborts it), and the catch-up that follows reads whatever was committed.
-            raise kafka_error(exc, f"shard {self.partition}: transaction failed") from exc
+        except BaseException as exc:
+            if self.speculative:
+                # Whatever cut the transaction off (a Kafka error, a bug in batch 2, a shutdown's cancel), our
+                # state holds batches it may yet lose: drop it before anything can snapshot it.
+                self.abandon()
+            if isinstance(exc, ProducerFenced):
+                raise Fenced(f"shard {self.partition}: another scheduler took over (fenced)") from exc
+            if isinstance(exc, (TimeoutError, KafkaError)):
+                # The transaction's outcome may be unknown: a new producer resolves it (InitProducerId completes
+                # or aborts it), and the catch-up that follows reads whatever was committed.
+                raise kafka_error(exc, f"shard {self.partition}: transaction failed") from exc
+            raise
 
     def _due(self, since: float) -> bool:
         """An offsets interval has passed since ``since`` (monotonic)."""
@@ -489,7 +514,7 @@ class ShardEngine:
             await self._commit(p)
             md = await fut
         self.transactions += 1
-        return md.offset
+        return written_offset(md, f"shard {self.partition}: catch-up marker")  # else: a new marker
 
     async def maybe_snapshot(self, force: bool = False) -> None:
         """Start a snapshot when one is due: the state is captured at once (a forked child encodes it), and
@@ -501,8 +526,8 @@ class ShardEngine:
             if not force:
                 return
             await running
-        if self.since_snapshot == 0 or self.phase is not Phase.ACTIVE:
-            return
+        if self.since_snapshot == 0 or self.phase is not Phase.ACTIVE or self.speculative:
+            return  # only the fold of the committed log is snapshotted, never batches of an open transaction
         due = (force or self.since_snapshot >= opts.snapshot_every_events
                or time.monotonic() - self.snapshot_at >= opts.snapshot_interval_s)
         if not due:
@@ -696,6 +721,9 @@ class SchedulerReplica:
         except KafkaLogError as exc:
             self.report("retry", {"shard": e.partition, "instance": self.instance_id, "error": str(exc)})
             await self._reset(e, backoff=self.options.retry_backoff_s)
+        except BaseException:
+            e.abandon()  # stopping the replica (a bug, an undecodable record, a cancel): its state is not trusted
+            raise
 
     async def _reset(self, e: ShardEngine, backoff: float) -> None:
         """Start over from the state we have: new producer (resolving any open transaction), marker, catch-up."""
@@ -728,7 +756,9 @@ class SchedulerReplica:
 
     async def _shutdown(self) -> None:
         """Final snapshots, then leave the group — each step bounded, so an unreachable broker cannot keep
-        the process from exiting (nothing here is needed for correctness)."""
+        the process from exiting (nothing here is needed for correctness). Only an active engine's state, the
+        fold of the committed log, is snapshotted: never one that a failure or the stop's cancel abandoned
+        (:meth:`ShardEngine.abandon`)."""
         grace = self.options.shutdown_step_s
         async with self.lock:
             for e in list(self.engines.values()):
