@@ -92,17 +92,27 @@ def pack_in_background(state: ClusterState, topic: str, partition: int, next_off
 
 
 def unpack(value: bytes) -> tuple[SnapshotRecord, ClusterState]:
+    rec = _envelope(value)
+    return rec, _state_of(rec)
+
+
+def _envelope(value: bytes) -> SnapshotRecord:
+    """The snapshot record, its state still compressed."""
     try:
         rec = _dec.decode(value)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise InvalidInput(f"not a kueue-es snapshot record: {exc}") from None
     if rec.format != FORMAT:
         raise InvalidInput(f"snapshot record format {rec.format} is not supported (expected {FORMAT})")
+    return rec
+
+
+def _state_of(rec: SnapshotRecord) -> ClusterState:
     try:
         raw = zlib.decompress(rec.state)
     except zlib.error as exc:
         raise InvalidInput(f"snapshot of {rec.topic}/{rec.partition} is damaged: {exc}") from None
-    return rec, snapshot.decode(raw)
+    return snapshot.decode(raw)
 
 
 class _Next(msgspec.Struct):
@@ -352,12 +362,13 @@ async def restore(settings: KafkaSettings, partition: int, *, connector: bool = 
         while (found := await reading.newest_below(upper)) is not None:
             upper = found.offset
             try:
-                rec, state = unpack(found.value)
-                if state.offset != rec.offset:
-                    raise InvalidInput(f"it holds the state at offset {state.offset}, not {rec.offset}")
-                why = await reading.not_of_the_log(rec, found.anchor)
+                rec = _envelope(found.value)
+                why = await reading.not_of_the_log(rec, found.anchor)  # before the (costly) decoding of the state
                 if why is not None:
                     raise InvalidInput(why)
+                state = _state_of(rec)
+                if state.offset != rec.offset:
+                    raise InvalidInput(f"it holds the state at offset {state.offset}, not {rec.offset}")
                 made = part(rec, state) if part is not None else None
             except InvalidInput as exc:
                 out.passed_over.append(f"{reading.where}@{found.offset}: {exc}")
