@@ -48,13 +48,14 @@ from connectors.k8s.pod_webhook import PodDefaulting
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
 from connectors.kafka import snapshots
-from connectors.kafka.log import KafkaLog, to_offset
+from connectors.kafka.log import KafkaLog
 from connectors.kafka.scheduler_service import SchedulerReplica
 from connectors.kafka.settings import parse_url
 from connectors.kafka.topics import ensure_topics
 from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
 from kueue_es import checkpoints, metrics
+from projections.cluster import ClusterState
 from projections.gates import VISIBILITY_ON_DEMAND
 
 log = structlog.get_logger("kueue_es.k8s.service")
@@ -287,6 +288,14 @@ class _EmbeddedLog(_Backend):
         await self.filelog.close()
 
 
+def _mirror_of(rec: snapshots.SnapshotRecord, state: ClusterState) -> Mirror:
+    """The connector's mirror a snapshot holds around its state (InvalidInput: damaged)."""
+    try:
+        return mirror_snapshot.restore(state, zlib.decompress(rec.connector))
+    except zlib.error as exc:
+        raise InvalidInput(f"damaged: {exc}") from None
+
+
 class _KafkaLog(_Backend):
     """One shard (partition) of the Kafka log, which the scheduler service writes too: the mirror follows it, from
     the connector's newest snapshot on the snapshot topic (:class:`connectors.kafka.snapshots.ConnectorSink`, at
@@ -312,21 +321,12 @@ class _KafkaLog(_Backend):
         return FollowingJournal(self.log, mirror)
 
     async def _restored(self) -> Mirror | None:
-        assert self.log is not None
-        try:
-            found = await snapshots.load_latest(self.kafka, self.shard, connector=True)
-            if found is None:
-                return None
-            rec, state = found
-            end = await self.log.end_offset()
-            if to_offset(rec.next) > end:  # a topic deleted and created again under the same name
-                self.report("checkpoint_passed_over", {"log": self.sink.where, "reason": f"it is of offset "
-                                                       f"{rec.offset}, past the log's end offset {end}"})
-                return None
-            return mirror_snapshot.restore(state, zlib.decompress(rec.connector))
-        except (InvalidInput, zlib.error) as exc:
-            self.report("checkpoint_passed_over", {"log": self.sink.where, "reason": f"damaged: {exc}"})
-            return None
+        """The mirror of the connector's newest snapshot of this very log (:func:`snapshots.restore`: one of
+        another history of the topic, or that cannot be read, is passed over and named), or None."""
+        found = await snapshots.restore(self.kafka, self.shard, connector=True, part=_mirror_of)
+        for reason in found.passed_over:
+            self.report("checkpoint_passed_over", {"log": self.sink.where, "reason": reason})
+        return found.part
 
     def start(self, tg: asyncio.TaskGroup, journal: Any, connector: Connector, stop: asyncio.Event) -> None:
         async def replica() -> None:

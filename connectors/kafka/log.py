@@ -20,6 +20,11 @@ Control records
     Records carrying the ``kueue-es-control`` header are not events (the scheduler's catch-up markers); the
     log skips them like Kafka skips transaction markers.
 
+A log whose start is gone
+    A read never starts from wherever the partition now begins: when records it needs were deleted (retention,
+    DeleteRecords), it fails with :class:`RecordsGone` naming the first one, as the file log fails on a missing
+    segment. Readers are therefore never reset by the consumer (``auto_offset_reset="none"``).
+
 Isolation
     Every reader is ``read_committed``: records of open or aborted transactions are never seen. The
     scheduler writes its decisions transactionally (:mod:`connectors.kafka.scheduler_service`); producers of
@@ -39,6 +44,7 @@ from aiokafka.errors import (
     ConsumerStoppedError,
     KafkaError,
     MessageSizeTooLargeError,
+    OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
 
@@ -46,7 +52,7 @@ from connectors.kafka.errors import KafkaLogError, kafka_error, start_error
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 from connectors.kafka.topics import RECORD_OVERHEAD, ensure_topics
 from events.codec import Quarantined, decode_batch, encode_batch
-from events.errors import InvalidInput, LogClosed
+from events.errors import InvalidInput, LogClosed, LogError
 from events.log import EventLog
 from events.schema import AnyEvent, Record
 
@@ -72,15 +78,54 @@ def is_control(headers: Sequence[tuple[str, bytes]] | None) -> bool:
 
 
 def reader_kwargs(s: KafkaSettings) -> dict[str, Any]:
-    """A group-less read_committed consumer that starts where it is told to."""
+    """A group-less read_committed consumer that starts where it is told to, and is never moved from there: asked
+    for records the partition no longer holds, it fails (OffsetOutOfRangeError) instead of skipping to its start."""
     return {
         **client_kwargs(s),
         "isolation_level": "read_committed",
         "enable_auto_commit": False,
-        "auto_offset_reset": "earliest",
+        "auto_offset_reset": "none",
         "fetch_max_wait_ms": s.fetch_max_wait_ms,
         "max_partition_fetch_bytes": max(1 << 20, s.max_batch_bytes + RECORD_OVERHEAD),
     }
+
+
+class RecordsGone(LogError):
+    """The partition no longer holds a record a fold needs: its start moved past it (records deleted by
+    retention or DeleteRecords). A fold from where it now starts would miss what they held, silently, so it is an
+    error, as a missing segment of the file log is (:func:`events.filelog.segment_gap`)."""
+
+    def __init__(self, topic: str, partition: int, missing: int, log_start: int) -> None:
+        self.missing, self.log_start = missing, log_start
+        super().__init__(
+            f"Kafka log {topic}/{partition} no longer holds Kafka record {missing} (log offset "
+            f"{to_offset(missing)}): the partition starts at Kafka record {log_start}, the records before it were "
+            "deleted or expired (the topic's retention.ms, retention.bytes, or DeleteRecords); a fold from there "
+            "would miss them — restore the topic from a backup")
+
+
+async def ensure_held(consumer: AIOKafkaConsumer, tp: TopicPartition, first: int) -> None:
+    """Raise :class:`RecordsGone` unless the partition still holds Kafka record ``first`` (or starts at or before
+    it: a read from there misses nothing)."""
+    start = (await consumer.beginning_offsets([tp]))[tp]
+    if first < start:
+        raise RecordsGone(tp.topic, tp.partition, first, start)
+
+
+async def out_of_range(consumer: AIOKafkaConsumer, tp: TopicPartition, exc: OffsetOutOfRangeError) -> LogError:
+    """The error for a fetch the broker found out of range: records deleted under the reader (RecordsGone), or a
+    position past the end (a topic created again under the same name, a partition cut back)."""
+    args = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+    at = args.get(tp, -1)
+    try:
+        start = (await consumer.beginning_offsets([tp]))[tp]
+        end = (await consumer.end_offsets([tp]))[tp]
+    except KafkaError as err:
+        return kafka_error(err, f"Kafka record {at} of {tp.topic}/{tp.partition} is out of range")
+    if 0 <= at < start:
+        return RecordsGone(tp.topic, tp.partition, at, start)
+    return KafkaLogError(f"Kafka record {at} of {tp.topic}/{tp.partition} is out of range: the partition holds "
+                         f"Kafka records {start} to {end - 1} (was the topic created again?)")
 
 
 def batch_records(value: bytes | None, kafka_offset: int, start: int,
@@ -255,6 +300,7 @@ class KafkaLog(EventLog):
                 consumer.assign([self.tp])
                 end = None if follow else (await consumer.end_offsets([self.tp]))[self.tp]
                 first = to_kafka(start)
+                await ensure_held(consumer, self.tp, first)
                 if end is not None and first >= end:
                     return
                 consumer.seek(self.tp, first)
@@ -267,6 +313,8 @@ class KafkaLog(EventLog):
                     fetched = await consumer.getmany(self.tp, timeout_ms=200)
                 except ConsumerStoppedError:
                     return
+                except OffsetOutOfRangeError as exc:  # deleted under the reader, since ensure_held
+                    raise await out_of_range(consumer, self.tp, exc) from None
                 except KafkaError as exc:
                     raise kafka_error(exc, f"cannot read Kafka log {self.topic}/{self.partition}") from exc
                 for rec in fetched.get(self.tp, ()):
@@ -318,4 +366,4 @@ async def _stop(client: Any) -> None:
         pass
 
 
-__all__ = ["STRIDE", "KafkaLog", "KafkaLogError", "to_kafka", "to_offset"]
+__all__ = ["STRIDE", "KafkaLog", "KafkaLogError", "RecordsGone", "to_kafka", "to_offset"]

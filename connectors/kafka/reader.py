@@ -21,7 +21,6 @@ from connectors.kafka import snapshots
 from connectors.kafka.errors import KafkaLogError
 from connectors.kafka.log import KafkaLog, to_kafka
 from connectors.kafka.settings import KafkaSettings, parse_url
-from events.errors import InvalidInput
 from events.log import Quarantined
 from events.schema import AnyEvent, Record
 from projections.cluster import ClusterState
@@ -50,6 +49,8 @@ class KafkaReader:
         self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
         self._log: KafkaLog | None = None
+        self.passed_over: list[str] = []
+        """The snapshots :meth:`latest_snapshot` passed over, each with why."""
 
     def _loop(self) -> BlockingPortal:
         """The reader's own event loop, started on first use."""
@@ -83,16 +84,18 @@ class KafkaReader:
         return self._call(append)
 
     async def latest_snapshot(self) -> tuple[str, ClusterState] | None:
-        """The scheduler service's newest snapshot of this shard (a fold of a prefix of the partition), and where
-        it was read; None when there is none, or it cannot be read (the tools then fold from the beginning)."""
+        """The scheduler service's newest snapshot of this shard that is of this very log (a fold of a prefix of
+        the partition: :func:`snapshots.restore`), and where it was read; None when there is none, or none can be
+        used (the tools then fold from the beginning). Those passed over are left in :attr:`passed_over`."""
         try:
-            found = self._call(snapshots.load_latest, self.settings, self.shard)
-        except (KafkaLogError, InvalidInput):
+            found = self._call(snapshots.restore, self.settings, self.shard)
+        except KafkaLogError as exc:
+            self.passed_over = [f"{self.settings.snapshots}/{self.shard}: cannot be read: {exc}"]
             return None
-        if found is None:
+        self.passed_over = found.passed_over
+        if found.record is None or found.state is None:
             return None
-        rec, state = found
-        return f"{self.settings.snapshots}/{self.shard} (next Kafka offset {rec.next})", state
+        return f"{self.settings.snapshots}/{self.shard} (next Kafka offset {found.record.next})", found.state
 
     def scan(self, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
              ) -> Iterator[list[Record]]:

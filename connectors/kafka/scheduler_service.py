@@ -54,6 +54,7 @@ from connectors.kafka.log import (
     BATCH_HEADERS,
     CONTROL_HEADER,
     batch_records,
+    ensure_held,
     is_control,
     reader_kwargs,
     to_offset,
@@ -246,21 +247,24 @@ class ShardEngine:
         self.replayed = 0
         self.outstanding = None
         self.fresh = False
+        try:  # a log whose start is gone is an error (RecordsGone), never folded from where it now starts
+            await ensure_held(consumer, self.tp, self.next)
+        except KafkaError as exc:
+            raise kafka_error(exc, f"cannot read where shard {self.partition}'s log starts") from exc
         consumer.seek(self.tp, self.next)
         consumer.resume(self.tp)
         self.phase = Phase.CATCHING_UP
 
     async def _latest_snapshot(self) -> tuple[snapshots.SnapshotRecord, ClusterState] | None:
-        """The shard's newest snapshot, or None: none yet, or one this version cannot read (damaged, or of a layout
-        it cannot convert), which is passed over and named, so the shard folds its log from the start as the file
-        checkpoints do, instead of failing its setup on every start."""
-        try:
-            return await snapshots.load_latest(self.settings, self.partition)
-        except InvalidInput as exc:
+        """The shard's newest snapshot of this very log (:func:`snapshots.restore`), or None. One this version
+        cannot read (damaged, or of a layout it cannot convert) or of another history of the log (the topic
+        created again) is passed over and named, so the shard folds its log from the start as the file
+        checkpoints do, instead of failing its setup on every start or deciding on another log's state."""
+        found = await snapshots.restore(self.settings, self.partition)
+        for reason in found.passed_over:
             self.replica.report("checkpoint_passed_over", {
-                "shard": self.partition, "log": f"{self.settings.snapshots}/{self.partition}",
-                "reason": str(exc)})
-            return None
+                "shard": self.partition, "log": f"{self.settings.snapshots}/{self.partition}", "reason": reason})
+        return (found.record, found.state) if found.record is not None and found.state is not None else None
 
     def _marker_payload(self) -> bytes:
         return msgspec.msgpack.encode({"instance": self.replica.instance_id, "shard": self.partition,
@@ -635,7 +639,7 @@ class SchedulerReplica:
         """Decision batches name the replica that decided them (for audits; readers ignore it)."""
         self.marker_headers = [*MARKER_HEADERS, (INSTANCE_HEADER, self.instance_id.encode())]
         self.consumer = AIOKafkaConsumer(
-            **{**reader_kwargs(settings), "auto_offset_reset": "earliest"},
+            **reader_kwargs(settings),  # never reset: a position the log no longer holds is an error
             group_id=settings.group_id,
             partition_assignment_strategy=(StickyPartitionAssignor,),
             session_timeout_ms=settings.session_timeout_ms,

@@ -114,6 +114,8 @@ def nearest_state(log: Log, *, to: int | None, at: int | None = None) -> tuple[C
     and where it was read (None: none, an empty state)."""
     if not isinstance(log, FileLog):
         found = anyio.run(log.latest_snapshot)
+        for passed in log.passed_over:
+            warn(f"snapshot passed over: {passed}")
         if found is None:
             return ClusterState(), None
         where, state = found

@@ -3,7 +3,7 @@
 A mirror folded from a connector's log written to a topic is checkpointed through :class:`ConnectorSink` (under
 the shard's connector key, beside the scheduler's snapshots) and restored the way ``run --kube`` starts: the same
 mirror. A snapshot whose offset is past the partition's end (the topic created again under the same name) is
-passed over and named.
+never written, and one written anyway (without its anchor) is passed over and named, for the older one.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import secrets
 
 import msgspec
 import pytest
+from aiokafka import AIOKafkaProducer
 from fixtures.eventgen import interpret, random_ops
 
 from connectors.k8s import mirror_snapshot
 from connectors.k8s.mirror import Mirror
 from connectors.kafka import snapshots
+from connectors.kafka.errors import KafkaLogError
 from connectors.kafka.log import KafkaLog
 from connectors.kafka.scheduler_service import ServiceOptions
 from kueue_es import checkpoints, config
@@ -51,12 +53,22 @@ async def test_a_connector_snapshot_round_trips_and_one_past_the_end_is_passed_o
         scheduler_snapshot = await snapshots.load_latest(backend.kafka, backend.shard)
         assert scheduler_snapshot is None, "the connector's key is its own"
 
-        # a snapshot past the end: as if the topic had been created again under the same name
+        # a snapshot past the end: as if the topic had been created again under the same name. The writer refuses
+        # to write one (the log holds no record where it ends); one written without its anchor is passed over.
         rec, _ = await snapshots.load_latest(backend.kafka, backend.shard, connector=True)
-        past = msgspec.structs.replace(rec, next=rec.next + 1000, offset=rec.offset + 1000 * 1_000_000)
-        await backend.sink.writer.write(backend.shard, msgspec.msgpack.encode(past), connector=True)
-        assert await backend._restored() is None
+        past = msgspec.msgpack.encode(msgspec.structs.replace(rec, next=rec.next + 1000))
+        with pytest.raises(KafkaLogError, match="holds no committed record at Kafka offset"):
+            await backend.sink.writer.write(backend.shard, past, connector=True)
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+        await producer.start()
+        try:
+            await producer.send_and_wait(backend.kafka.snapshots, past, partition=backend.shard,
+                                         key=snapshots.key(backend.kafka.topic, backend.shard, connector=True))
+        finally:
+            await producer.stop()
+        restored = await backend._restored()
         assert reports[-1][0] == "checkpoint_passed_over" and "past the log's end" in reports[-1][1]["reason"]
+        assert restored is not None and restored.offset == mirror.offset, "the older snapshot is used"
     finally:
         await backend.sink.close()
         await log.close()
