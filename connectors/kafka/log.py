@@ -248,16 +248,23 @@ class KafkaLog(EventLog):
         return list(range(base, base + count))
 
     async def _write_queued(self) -> None:
-        """One record in flight at a time; everything queued meanwhile goes into the next one."""
+        """One record in flight at a time; everything queued meanwhile goes into the next one, but an append whose
+        caller was cancelled while it waited in the queue: a replica that lost its Lease (its task group cancelled)
+        sends nothing more to the shared log behind the new leader's relist. The record in flight when that
+        happens may still land."""
         limit = self.settings.max_batch_bytes
         while self._queue:
             group, size, count = [], 0, 0
             while self._queue and (not group or size + len(self._queue[0][0]) <= limit) \
                     and count + self._queue[0][1] < STRIDE:
                 item = self._queue.popleft()
+                if item[2].done():  # its caller gave up (a leader losing its Lease): never sent, not appended
+                    continue
                 group.append(item)
                 size += len(item[0])
                 count += item[1]
+            if not group:
+                continue
             payload = _array_header(count) + b"".join(body for body, _, _ in group)
             try:
                 if self._producer is None:
