@@ -7,6 +7,9 @@ Lease's resourceVersion, so two candidates can never both win. The leader that c
 ``renew_deadline_s`` loses leadership: :meth:`LeaderElector.hold` raises :class:`LeadershipLost`, and the
 process stops acting (and exits, so its pod restarts as a candidate). On a graceful shutdown the leader
 releases the Lease (empty holder, 1 s duration) so a standby takes over at once.
+
+The leader also names the log it works over in the Lease (annotation :data:`LOG_ANNOTATION`), so the next leader
+knows whether its own log is still the history of the cluster's leadership (``kueue_es/kube_service.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from connectors.k8s.resources import LEASES
 from events.errors import KueueEsError
 
 log = structlog.get_logger("kueue_es.k8s.leader")
+
+LOG_ANNOTATION = "kueue-es/leader-log"
+"""The Lease annotation naming the log the leader works over (kueue-es's own key; the Lease's fields stay as
+Kubernetes has them)."""
 
 
 class LeadershipLost(KueueEsError):
@@ -51,6 +58,11 @@ class LeaderElector:
         self.identity = identity
         self.timing = timing
         self.is_leader = False
+        self.log = ""
+        """The identity of the log this replica leads over: once set, every write that wins or renews the Lease
+        names it (:data:`LOG_ANNOTATION`)."""
+        self.led_by: str | None = None
+        """Once this replica has won the Lease: the log the Lease named just before (``""``: none, a new Lease)."""
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
         self._last_renew = 0.0
@@ -68,13 +80,13 @@ class LeaderElector:
             lease = msgspec.json.decode(await self.client.get(LEASES, self.name, self.namespace))
         except NotFound:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "metadata": self._named({"name": self.name, "namespace": self.namespace}),
                     "spec": {**spec_new, "acquireTime": _micro_time(now), "leaseTransitions": 0}}
             try:
                 await self.client.create(LEASES, body, self.namespace)
             except AlreadyExists:
                 return False
-            return self._won()
+            return self._won(previous_log="")
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime") or "")
@@ -91,16 +103,26 @@ class LeaderElector:
         else:
             spec_new["acquireTime"] = _micro_time(now)
             spec_new["leaseTransitions"] = transitions + 1
-        body = {**lease, "spec": {**spec, **spec_new}}
+        metadata = lease.get("metadata") or {}
+        previous_log = str((metadata.get("annotations") or {}).get(LOG_ANNOTATION) or "")
+        body = {**lease, "metadata": self._named(metadata), "spec": {**spec, **spec_new}}
         try:
             await self.client.replace(LEASES, self.name, body, self.namespace)
         except Conflict:
             return False
-        return self._won()
+        return self._won(previous_log)
 
-    def _won(self) -> bool:
+    def _named(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` naming this replica's log (:attr:`log`), when it is known."""
+        if not self.log:
+            return metadata
+        return {**metadata, "annotations": {**(metadata.get("annotations") or {}), LOG_ANNOTATION: self.log}}
+
+    def _won(self, previous_log: str) -> bool:
         if not self.is_leader:
-            log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+            log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity,
+                     previous_log=previous_log)
+            self.led_by = previous_log
         self.is_leader = True
         self._last_renew = self._now()
         return True
@@ -115,22 +137,32 @@ class LeaderElector:
                 log.warning("leader election attempt failed", error=str(exc))
             await asyncio.sleep(self.timing.retry_period_s)
 
+    async def renew(self) -> None:
+        """Renew now (after the log is open, before anything acts on it), retrying every ``retry_period_s``;
+        :class:`LeadershipLost` once the Lease is another's or the renew deadline has passed."""
+        while not await self._renew_once():
+            await asyncio.sleep(self.timing.retry_period_s)
+
     async def hold(self) -> None:
         """Renew until leadership is lost (raises :class:`LeadershipLost`); runs until cancelled otherwise."""
         while True:
             await asyncio.sleep(self.timing.retry_period_s)
-            # an attempt never outlives the renew deadline, so a leader that cannot renew stops acting before
-            # the lease can expire for the others (renew_deadline_s < lease_duration_s)
-            left = self.timing.renew_deadline_s - (self._now() - self._last_renew)
-            try:  # asyncio.timeout: wait_for (3.11) can swallow the cancellation that stops this loop
-                async with asyncio.timeout(max(0.05, left)):
-                    ok = await self.try_acquire_or_renew()
-            except (KubeError, TimeoutError) as exc:
-                log.warning("lease renewal failed", error=str(exc) or type(exc).__name__)
-                ok = False
-            if not ok and (not self.is_leader or self._now() - self._last_renew >= self.timing.renew_deadline_s):
-                self.is_leader = False
-                raise LeadershipLost(f"lost the lease {self.namespace}/{self.name}")
+            await self._renew_once()
+
+    async def _renew_once(self) -> bool:
+        # an attempt never outlives the renew deadline, so a leader that cannot renew stops acting before
+        # the lease can expire for the others (renew_deadline_s < lease_duration_s)
+        left = self.timing.renew_deadline_s - (self._now() - self._last_renew)
+        try:  # asyncio.timeout: wait_for (3.11) can swallow the cancellation that stops this loop
+            async with asyncio.timeout(max(0.05, left)):
+                ok = await self.try_acquire_or_renew()
+        except (KubeError, TimeoutError) as exc:
+            log.warning("lease renewal failed", error=str(exc) or type(exc).__name__)
+            ok = False
+        if not ok and (not self.is_leader or self._now() - self._last_renew >= self.timing.renew_deadline_s):
+            self.is_leader = False
+            raise LeadershipLost(f"lost the lease {self.namespace}/{self.name}")
+        return ok
 
     async def release(self) -> None:
         """Give the Lease up (graceful shutdown), so another replica need not wait for it to expire."""
