@@ -45,6 +45,11 @@ class LeaseTiming:
     retry_period_s: float = 2.0
 
 
+def lease_seconds(duration_s: float) -> int:
+    """The Lease's ``leaseDurationSeconds`` for ``duration_s`` (whole seconds; at least 1)."""
+    return max(1, round(duration_s))
+
+
 def _micro_time(dt: datetime) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -65,16 +70,34 @@ class LeaderElector:
         """Once this replica has won the Lease: the log the Lease named just before (``""``: none, a new Lease)."""
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
-        self._last_renew = 0.0
+        self._last_renew = 0.0  # when the last successful write was *sent*: its answer may come late
+        self._last_try = 0.0  # when the last attempt was sent
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
+    def valid(self) -> bool:
+        """True while this replica may act as the leader: it holds the Lease and sent its last successful renewal
+        less than ``renew_deadline_s`` ago (a standby takes over no sooner than ``lease_duration_s`` after it saw
+        that renewal, so the two never act at once)."""
+        return self.is_leader and self._now() - self._last_renew < self.timing.renew_deadline_s
+
     async def try_acquire_or_renew(self) -> bool:
-        """One attempt; True if this replica holds the Lease afterwards."""
+        """One attempt; True if this replica holds the Lease afterwards. A conflicting write while leading means
+        another wrote the Lease: it is read again at once (renewed if still ours, else lost), not left to the
+        next attempt ``retry_period_s`` later."""
+        for _ in range(2):
+            won = await self._attempt()
+            if won is not None:
+                return won
+        return False
+
+    async def _attempt(self) -> bool | None:
+        """One read and write of the Lease; None: a leader's write conflicted (read it again)."""
+        sent = self._last_try = self._now()
         now = datetime.now(UTC)
         spec_new: dict[str, Any] = {"holderIdentity": self.identity,
-                                    "leaseDurationSeconds": max(1, round(self.timing.lease_duration_s)),
+                                    "leaseDurationSeconds": lease_seconds(self.timing.lease_duration_s),
                                     "renewTime": _micro_time(now)}
         try:
             lease = msgspec.json.decode(await self.client.get(LEASES, self.name, self.namespace))
@@ -86,15 +109,19 @@ class LeaderElector:
                 await self.client.create(LEASES, body, self.namespace)
             except AlreadyExists:
                 return False
-            return self._won(previous_log="")
+            return self._won(sent, previous_log="")
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime") or "")
         if record != self._observed:
             self._observed, self._observed_at = record, self._now()
+        if self.is_leader and holder != self.identity:
+            # another replica took it (and maybe released it since): taking it back would hide that it led
+            log.warning("the lease is no longer ours", lease=f"{self.namespace}/{self.name}", holder=holder)
+            self.is_leader = False
+            return False
         duration = float(spec.get("leaseDurationSeconds") or self.timing.lease_duration_s)
         if holder and holder != self.identity and self._observed_at + duration > self._now():
-            self.is_leader = False
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
         if holder == self.identity:
@@ -109,8 +136,8 @@ class LeaderElector:
         try:
             await self.client.replace(LEASES, self.name, body, self.namespace)
         except Conflict:
-            return False
-        return self._won(previous_log)
+            return None if self.is_leader else False
+        return self._won(sent, previous_log)
 
     def _named(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """``metadata`` naming this replica's log (:attr:`log`), when it is known."""
@@ -118,13 +145,13 @@ class LeaderElector:
             return metadata
         return {**metadata, "annotations": {**(metadata.get("annotations") or {}), LOG_ANNOTATION: self.log}}
 
-    def _won(self, previous_log: str) -> bool:
+    def _won(self, sent: float, previous_log: str) -> bool:
         if not self.is_leader:
             log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity,
                      previous_log=previous_log)
             self.led_by = previous_log
         self.is_leader = True
-        self._last_renew = self._now()
+        self._last_renew = sent
         return True
 
     async def acquire(self) -> None:
@@ -144,9 +171,11 @@ class LeaderElector:
             await asyncio.sleep(self.timing.retry_period_s)
 
     async def hold(self) -> None:
-        """Renew until leadership is lost (raises :class:`LeadershipLost`); runs until cancelled otherwise."""
+        """Renew until leadership is lost (raises :class:`LeadershipLost`); runs until cancelled otherwise. The
+        first look comes at once when the last attempt is already ``retry_period_s`` old (the loop was busy or
+        blocked since), not a whole period later."""
         while True:
-            await asyncio.sleep(self.timing.retry_period_s)
+            await asyncio.sleep(max(0.0, self.timing.retry_period_s - (self._now() - self._last_try)))
             await self._renew_once()
 
     async def _renew_once(self) -> bool:

@@ -4,76 +4,13 @@ never as timings."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from typing import Any
+import asyncio
+import contextlib
 
 import pytest
+from fixtures.fakelease import TIMING, Clock, Leases
 
-from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.leader import LOG_ANNOTATION, LeaderElector, LeaseTiming
-
-TIMING = LeaseTiming(lease_duration_s=15, renew_deadline_s=10, retry_period_s=2)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-
-class Leases:
-    """The apiserver's one Lease; ``before_replace[who]`` runs (once) between who's read and its write."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.obj: dict[str, Any] | None = None
-        self.rv = 0
-        self.writes: list[tuple[str, str]] = []  # (writer, holder) of every committed write
-        self.before_replace: dict[str, Callable[[], None]] = {}
-        self.answer_late: dict[str, float] = {}  # writer -> how long its replace's answer takes (clock seconds)
-
-    def elector(self, who: str, timing: LeaseTiming = TIMING) -> LeaderElector:
-        e = LeaderElector(_Client(self, who), "ns", "kueue-es", who, timing)  # type: ignore[arg-type]
-        e._now = lambda: self.clock.t  # type: ignore[method-assign]
-        return e
-
-    def commit(self, who: str, body: dict[str, Any]) -> None:
-        self.rv += 1
-        obj = json.loads(json.dumps(body))
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
-        self.obj = obj
-        self.writes.append((who, obj["spec"]["holderIdentity"]))
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        assert self.obj is not None
-        return self.obj["metadata"].get("annotations") or {}
-
-
-class _Client:
-    def __init__(self, store: Leases, who: str) -> None:
-        self.s, self.who = store, who
-
-    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
-        if self.s.obj is None:
-            raise NotFound("no lease", 404)
-        return json.dumps(self.s.obj).encode()
-
-    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
-        if self.s.obj is not None:
-            raise AlreadyExists("exists", 409)
-        self.s.commit(self.who, body)
-        return json.dumps(self.s.obj).encode()
-
-    async def replace(self, resource: Any, name: str, body: dict[str, Any], namespace: str = "", **kw: Any) -> bytes:
-        if hook := self.s.before_replace.pop(self.who, None):
-            hook()
-        assert self.s.obj is not None
-        if body["metadata"].get("resourceVersion") != self.s.obj["metadata"]["resourceVersion"]:
-            raise Conflict("conflict", 409)
-        self.s.commit(self.who, body)
-        self.s.clock.t += self.s.answer_late.get(self.who, 0.0)
-        return json.dumps(self.s.obj).encode()
+from connectors.k8s.leader import LOG_ANNOTATION, LeadershipLost
 
 
 @pytest.fixture
@@ -111,3 +48,98 @@ async def test_the_next_leader_learns_which_log_led_last_and_renames_it_only_onc
     await b.renew()
     assert leases.annotations[LOG_ANNOTATION] == "log-b" and b.led_by == "log-a"
     assert leases.obj is not None and leases.obj["spec"]["holderIdentity"] == "b"
+
+
+# --- when a leader stops acting --------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_renewal_counts_from_when_it_was_sent_so_the_leader_stops_before_a_standby_takes_over(
+        leases: Leases) -> None:
+    """a's renewal commits at once but its answer comes 8 s late, then a is cut off. b saw the renewed Lease when
+    it was written, so it may take over 15 s after; a must have stopped acting (not valid) by then."""
+    a, b = leases.elector("a"), leases.elector("b")
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+
+    async def b_looks() -> None:
+        assert not await b.try_acquire_or_renew()
+
+    leases.after_commit["a"] = b_looks
+    leases.answer_late["a"] = 8.0
+    assert await a.try_acquire_or_renew()
+    leases.partitioned.add("a")
+    a_valid_at, b_won_at = [], None
+    while b_won_at is None:
+        leases.clock.t += 0.5
+        if a.valid():
+            a_valid_at.append(leases.clock.t)
+        if await b.try_acquire_or_renew():
+            b_won_at = leases.clock.t
+    assert a_valid_at and max(a_valid_at) < b_won_at
+
+
+@pytest.mark.asyncio
+async def test_a_leader_whose_lease_another_took_and_released_does_not_take_it_back(leases: Leases) -> None:
+    """b led meanwhile (a's renewals did not get through): a taking the released Lease again would go on as if
+    nobody had, over a state b's leadership made stale."""
+    a, b = leases.elector("a"), leases.elector("b")
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    leases.clock.t += TIMING.lease_duration_s + 1
+    assert await b.try_acquire_or_renew()
+    await b.release()
+    assert not await a.try_acquire_or_renew()
+    assert not a.is_leader and not a.valid()
+    assert await a.try_acquire_or_renew() and a.led_by is not None, "as a candidate again, it may win it anew"
+
+
+@pytest.mark.asyncio
+async def test_a_conflict_while_leading_is_read_again_at_once_lost_if_another_holds_it(leases: Leases) -> None:
+    a = leases.elector("a")
+    assert await a.try_acquire_or_renew()
+    assert leases.obj is not None
+    leases.before_replace["a"] = lambda: leases.commit("b", {**leases.obj, "spec": {  # type: ignore[dict-item]
+        **leases.obj["spec"], "holderIdentity": "b"}})  # type: ignore[index]
+    assert not await a.try_acquire_or_renew()
+    assert not a.is_leader and not a.valid(), "lost at once, not one retry period later"
+
+
+@pytest.mark.asyncio
+async def test_a_conflict_while_leading_is_read_again_at_once_renewed_if_still_ours(leases: Leases) -> None:
+    """Someone else's write that left a the holder (an operator's label, say) does not cost a a renewal."""
+    a = leases.elector("a")
+    assert await a.try_acquire_or_renew()
+    assert leases.obj is not None
+    labelled = {**leases.obj, "metadata": {**leases.obj["metadata"], "labels": {"team": "x"}}}
+    leases.before_replace["a"] = lambda: leases.commit("operator", labelled)
+    assert await a.try_acquire_or_renew()
+    assert leases.writes[-1] == ("a", "a") and leases.obj["metadata"]["labels"] == {"team": "x"}
+
+
+@pytest.mark.asyncio
+async def test_hold_looks_at_once_when_the_last_attempt_is_a_retry_period_old(leases: Leases) -> None:
+    """After the loop was busy (a long fold, a long decision pass), the renewal is not put off a whole period."""
+    a = leases.elector("a")
+    assert await a.try_acquire_or_renew()
+    written = len(leases.writes)
+    leases.clock.t += TIMING.retry_period_s
+    task = asyncio.create_task(a.hold())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert len(leases.writes) == written + 1
+
+
+@pytest.mark.asyncio
+async def test_renew_is_lost_when_another_replica_took_the_lease_while_the_log_was_opened(leases: Leases) -> None:
+    a, b = leases.elector("a"), leases.elector("b")
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    leases.clock.t += TIMING.lease_duration_s + 1  # a long fold
+    assert await b.try_acquire_or_renew()
+    with pytest.raises(LeadershipLost):
+        await a.renew()
+    assert not a.is_leader and leases.writes[-1] == ("b", "b")
