@@ -25,6 +25,7 @@ import structlog
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.resources import LEASES
+from connectors.k8s.settings import lease_seconds
 from events.errors import KueueEsError
 
 log = structlog.get_logger("kueue_es.k8s.leader")
@@ -43,11 +44,6 @@ class LeaseTiming:
     lease_duration_s: float = 15.0
     renew_deadline_s: float = 10.0
     retry_period_s: float = 2.0
-
-
-def lease_seconds(duration_s: float) -> int:
-    """The Lease's ``leaseDurationSeconds`` for ``duration_s`` (whole seconds; at least 1)."""
-    return max(1, round(duration_s))
 
 
 def _micro_time(dt: datetime) -> str:
