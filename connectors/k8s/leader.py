@@ -31,8 +31,10 @@ from events.errors import KueueEsError
 log = structlog.get_logger("kueue_es.k8s.leader")
 
 LOG_ANNOTATION = "kueue-es/leader-log"
-"""The Lease annotation naming the log the leader works over (kueue-es's own key; the Lease's fields stay as
-Kubernetes has them)."""
+"""The Lease annotation naming the log the leader works over, as ``ID@TRANSITIONS``: the log's identity and the
+``leaseTransitions`` of the leadership that wrote it (kueue-es's own key; the Lease's fields stay as Kubernetes
+has them). A Lease that changed hands since (``leaseTransitions`` moved on) names no log any more: a replica that
+names none (an earlier version, in a rolling upgrade or a rollback) may have led in between."""
 
 
 class LeadershipLost(KueueEsError):
@@ -44,6 +46,14 @@ class LeaseTiming:
     lease_duration_s: float = 15.0
     renew_deadline_s: float = 10.0
     retry_period_s: float = 2.0
+
+
+def _log_named(metadata: dict[str, Any], transitions: int) -> str:
+    """The log a Lease read with ``metadata`` and ``leaseTransitions`` ``transitions`` names: "" if none, or if it
+    was named by a leadership before the last transition."""
+    named = str((metadata.get("annotations") or {}).get(LOG_ANNOTATION) or "")
+    ident, _, at = named.rpartition("@")
+    return ident if ident and at == str(transitions) else ""
 
 
 def _micro_time(dt: datetime) -> str:
@@ -99,13 +109,13 @@ class LeaderElector:
             lease = msgspec.json.decode(await self.client.get(LEASES, self.name, self.namespace))
         except NotFound:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": self._named({"name": self.name, "namespace": self.namespace}),
+                    "metadata": self._named({"name": self.name, "namespace": self.namespace}, 0),
                     "spec": {**spec_new, "acquireTime": _micro_time(now), "leaseTransitions": 0}}
             try:
                 await self.client.create(LEASES, body, self.namespace)
             except AlreadyExists:
                 return False
-            return self._won(sent, previous_log="")
+            return self._won(sent, previous_log="")  # a new Lease: who led before is unknown
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime") or "")
@@ -127,19 +137,22 @@ class LeaderElector:
             spec_new["acquireTime"] = _micro_time(now)
             spec_new["leaseTransitions"] = transitions + 1
         metadata = lease.get("metadata") or {}
-        previous_log = str((metadata.get("annotations") or {}).get(LOG_ANNOTATION) or "")
-        body = {**lease, "metadata": self._named(metadata), "spec": {**spec, **spec_new}}
+        previous_log = _log_named(metadata, transitions)
+        body = {**lease, "metadata": self._named(metadata, spec_new["leaseTransitions"]),
+                "spec": {**spec, **spec_new}}
         try:
             await self.client.replace(LEASES, self.name, body, self.namespace)
         except Conflict:
             return None if self.is_leader else False
         return self._won(sent, previous_log)
 
-    def _named(self, metadata: dict[str, Any]) -> dict[str, Any]:
-        """``metadata`` naming this replica's log (:attr:`log`), when it is known."""
+    def _named(self, metadata: dict[str, Any], transitions: int) -> dict[str, Any]:
+        """``metadata`` naming this replica's log (:attr:`log`), when it is known, as of its leadership
+        ``transitions``."""
         if not self.log:
             return metadata
-        return {**metadata, "annotations": {**(metadata.get("annotations") or {}), LOG_ANNOTATION: self.log}}
+        named = f"{self.log}@{transitions}"
+        return {**metadata, "annotations": {**(metadata.get("annotations") or {}), LOG_ANNOTATION: named}}
 
     def _won(self, sent: float, previous_log: str) -> bool:
         if not self.is_leader:

@@ -28,9 +28,9 @@ async def test_a_new_lease_names_no_log_before_and_the_leaders_log_once_known(le
     assert a.led_by == "" and LOG_ANNOTATION not in leases.annotations
     a.log = "log-a"
     await a.renew()
-    assert leases.annotations[LOG_ANNOTATION] == "log-a"
+    assert leases.annotations[LOG_ANNOTATION] == "log-a@0"
     await a.release()
-    assert leases.annotations[LOG_ANNOTATION] == "log-a", "a released Lease still names the log that led last"
+    assert leases.annotations[LOG_ANNOTATION] == "log-a@0", "a released Lease still names the log that led last"
 
 
 @pytest.mark.asyncio
@@ -43,11 +43,40 @@ async def test_the_next_leader_learns_which_log_led_last_and_renames_it_only_onc
     await a.release()
     assert await b.try_acquire_or_renew()
     assert b.led_by == "log-a"
-    assert leases.annotations[LOG_ANNOTATION] == "log-a", "unchanged until b's log is open and known"
+    assert leases.annotations[LOG_ANNOTATION] == "log-a@0", "unchanged until b's log is open and known"
     b.log = "log-b"
     await b.renew()
-    assert leases.annotations[LOG_ANNOTATION] == "log-b" and b.led_by == "log-a"
+    assert leases.annotations[LOG_ANNOTATION] == "log-b@1" and b.led_by == "log-a"
     assert leases.obj is not None and leases.obj["spec"]["holderIdentity"] == "b"
+
+
+@pytest.mark.asyncio
+async def test_a_lease_that_changed_hands_since_the_log_was_named_names_no_log(leases: Leases) -> None:
+    """A replica that names no log (an earlier version, in a rolling upgrade or a rollback) led after a's log was
+    named and left the annotation as it was: a must not take its old log for the one that led last."""
+    a, old = leases.elector("a"), leases.elector("old")
+    assert await a.try_acquire_or_renew()
+    a.log = "log-a"
+    await a.renew()
+    await a.release()
+    assert await old.try_acquire_or_renew()
+    await old.release()
+    assert leases.annotations[LOG_ANNOTATION] == "log-a@0"
+    again = leases.elector("a")
+    assert await again.try_acquire_or_renew()
+    assert again.led_by == ""
+
+
+@pytest.mark.asyncio
+async def test_the_same_leader_back_under_the_same_identity_finds_its_log_named(leases: Leases) -> None:
+    """A restarted container keeps its pod's name: taking its own unexpired Lease back is no transition."""
+    a = leases.elector("a")
+    assert await a.try_acquire_or_renew()
+    a.log = "log-a"
+    await a.renew()
+    restarted = leases.elector("a")
+    assert await restarted.try_acquire_or_renew()
+    assert restarted.led_by == "log-a"
 
 
 # --- when a leader stops acting --------------------------------------------------------------------------------

@@ -118,7 +118,7 @@ async def test_the_lease_names_the_log_before_the_connector_runs(monkeypatch) ->
         await asyncio.sleep(0)
     stop.set()
     await task
-    assert seen == ["log-a"] and len(api.writes()) == 1
+    assert seen == ["log-a@0"] and len(api.writes()) == 1
 
 
 @pytest.mark.asyncio
