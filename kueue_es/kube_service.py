@@ -4,7 +4,9 @@
 2. with leader election (the default), wait as a standby until this replica holds the Lease;
 3. open the log and fold it into the connector's mirror. The embedded log (a directory in ``--log``): this process
    is its single writer; the fold starts from the newest checkpoint that holds the mirror (one this mode wrote),
-   else from the beginning. Kafka (``--log kafka://HOST:PORT/TOPIC[?shard=N]``): the scheduler service writes
+   else from the beginning. Under leader election the log is folded only if it is the one the Lease names (the
+   log of the replica that led last): another log is moved aside and a fresh one started (:class:`_EmbeddedLog`).
+   Then the Lease is renewed, naming the log, before anything acts on it. Kafka (``--log kafka://HOST:PORT/TOPIC[?shard=N]``): the scheduler service writes
    the same partition, so the mirror follows it from the beginning;
 4. run, as one task group: the connector (watch → log; status writer and Job integration once every kind is
    listed), the scheduler (once every kind is listed: the loop over the same state, or with Kafka a replica of
@@ -29,8 +31,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
+import uuid
 import zlib
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -39,10 +45,10 @@ from aiohttp import web
 from connectors.k8s import crds, mirror_snapshot
 from connectors.k8s import visibility as visibility_api
 from connectors.k8s import webhook as job_webhook
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import REQUEST_TIMEOUT_S, KubeClient
 from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.journal import FollowingJournal, Journal, LocalJournal
-from connectors.k8s.leader import LeaderElector, LeaseTiming
+from connectors.k8s.leader import LeaderElector, LeadershipLost, LeaseTiming
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.pod_webhook import PodDefaulting
 from connectors.k8s.settings import KubeSettings
@@ -53,7 +59,7 @@ from connectors.kafka.scheduler_service import SchedulerReplica
 from connectors.kafka.settings import parse_url
 from connectors.kafka.topics import ensure_topics
 from events.errors import InvalidInput, KueueEsError
-from events.filelog import FileLog
+from events.filelog import SEGMENT_SUFFIX, FileLog
 from kueue_es import checkpoints, metrics
 from projections.cluster import ClusterState
 from projections.gates import VISIBILITY_ON_DEMAND
@@ -258,14 +264,92 @@ class _Backend:
             await self.ckpt.close()
 
 
+IDENTITY_FILE = ".kueue-es-log-id"
+"""Beside the embedded log's segments: the log's identity (a random hex id), which the leader names in the Lease."""
+
+
+def log_identity(directory: Path) -> str:
+    """The identity of the log in ``directory`` ("": none yet, e.g. written by a version that named none)."""
+    try:
+        return (directory / IDENTITY_FILE).read_text().strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _new_identity(directory: Path) -> str:
+    """Give the log in ``directory`` (whose writer lock is held) a new identity, durably."""
+    ident = uuid.uuid4().hex  # noqa: TID251 - names the log itself, which no fold sees
+    tmp = directory / (IDENTITY_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(ident + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, directory / IDENTITY_FILE)
+    _fsync_dir(directory)
+    return ident
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class _EmbeddedLog(_Backend):
     """This process is the embedded log's only writer: its mirror starts from the newest checkpoint that holds
-    one, and the scheduler decides in-process on the mirror's state once the connector has listed every kind."""
+    one, and the scheduler decides in-process on the mirror's state once the connector has listed every kind.
 
-    def __init__(self, path: str, opts: Any, report: Any, *, events: bool = True) -> None:
+    ``led_by`` (under leader election): the log the Lease named when this replica won it. The log is folded only
+    if it is that one. Otherwise another replica may have led since this log last did, and the fold would hold
+    what this log last saw — a Workload it admitted that the other leader evicted — and write it back over what
+    that leader did: a Workload's observed status is taken only when the log first sees it. Such a log (or one
+    whose identity is unknown: a Lease deleted, or written before logs were named) is moved aside, never deleted,
+    and a fresh log is started, which learns the cluster from its objects as a replica with an empty log does."""
+
+    def __init__(self, path: str, opts: Any, report: Any, *, events: bool = True,
+                 led_by: str | None = None) -> None:
         super().__init__(opts, report, events=events)
         self.path = path
         self.filelog = FileLog.open(path, fsync="always")
+        self.identity = self._own_log(led_by)
+
+    def _own_log(self, led_by: str | None) -> str:
+        """The identity of the log to lead over, moving a stale one aside first (see the class)."""
+        own = log_identity(self.filelog.directory)
+        if led_by is not None and (not own or own != led_by) and self._holds_history():
+            self._move_aside(own, led_by)
+            own = ""
+        return own or _new_identity(self.filelog.directory)
+
+    def _holds_history(self) -> bool:
+        return self.filelog.stored_end() > 0 or bool(checkpoints.listed(self.filelog.directory))
+
+    def _move_aside(self, own: str, led_by: str) -> None:
+        """Rename the log (writer lock held) to a sibling named by the time and its identity, and open a fresh one
+        in its place. Where the directory cannot be renamed (a mount point), the log's files go into a hidden
+        directory of that name inside it instead."""
+        directory = self.filelog.directory
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")  # noqa: TID251 - a directory name for the operator
+        name = f"stale-{stamp}-{own or 'unnamed-' + uuid.uuid4().hex[:8]}"  # noqa: TID251 - likewise
+        aside = directory.with_name(f"{directory.name}.{name}")
+        try:
+            os.rename(directory, aside)
+            _fsync_dir(aside.parent)
+        except OSError:
+            aside = directory / f".{name}"
+            aside.mkdir()
+            for p in sorted(directory.iterdir()):
+                if p.suffix == SEGMENT_SUFFIX or p.name in (checkpoints.DIRECTORY, IDENTITY_FILE):
+                    p.rename(aside / p.name)
+            _fsync_dir(directory)
+        log.warning("log moved aside: another log led since this one last did; starting a fresh log",
+                    log=self.path, moved_to=str(aside), identity=own, lease_named=led_by)
+        self.report("log_moved_aside", {"log": self.path, "moved_to": str(aside), "identity": own,
+                                        "lease_named": led_by})
+        self.filelog.close_sync()
+        self.filelog = FileLog.open(self.path, fsync="always")
 
     async def open(self) -> LocalJournal:
         start = checkpoints.restore(self.filelog, connector=mirror_snapshot.restore)
@@ -348,16 +432,49 @@ class _KafkaLog(_Backend):
             await self.log.close()
 
 
+class _FencedClient(KubeClient):
+    """The leader's client: a write is sent only while its Lease is valid (:meth:`LeaderElector.valid`), else it
+    raises :class:`LeadershipLost`. So a write woken after the loop was busy or blocked past the renew deadline
+    (a long fold, a long decision pass, a paused process) never reaches the apiserver after a standby may have
+    taken over, whatever the order the tasks then run in."""
+
+    def __init__(self, client: KubeClient, elector: LeaderElector) -> None:
+        super().__init__(client.api)
+        self.elector = elector
+
+    async def request(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
+                      body: Any = None, content_type: str = "application/json",
+                      timeout: Any = REQUEST_TIMEOUT_S) -> bytes:
+        if method != "GET" and not self.elector.valid():
+            raise LeadershipLost(f"not writing ({method} {path}): the lease "
+                                 f"{self.elector.namespace}/{self.elector.name} is not held")
+        return await super().request(method, path, query=query, body=body, content_type=content_type,
+                                     timeout=timeout)
+
+
+async def _fence(client: KubeClient, elector: LeaderElector, backend: _Backend) -> KubeClient:
+    """Once the log is open (which may take longer than the Lease lasts): renew the Lease, naming the log (the
+    embedded one's identity), before anything acts on it (:class:`LeadershipLost` if it moved meanwhile), and
+    return the client that writes only while it stays held."""
+    if isinstance(backend, _EmbeddedLog):
+        elector.log = backend.identity
+    await elector.renew()
+    return _FencedClient(client, elector)
+
+
 async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,
                 elector: LeaderElector | None, stop: asyncio.Event, report: Any,
                 visibility: visibility_api.VisibilityServer | None = None,
                 webhook: job_webhook.WebhookServer | None = None) -> None:
     k: KubeSettings = settings.kube
-    backend: _Backend = (_KafkaLog(settings, opts, report) if settings.uses_kafka
-                         else _EmbeddedLog(path, opts, report, events=k.events))
+    backend: _Backend = (_KafkaLog(settings, opts, report) if settings.uses_kafka  # one log: it is the history
+                         else _EmbeddedLog(path, opts, report, events=k.events,
+                                           led_by=elector.led_by if elector is not None else None))
     try:
         journal = await backend.open()
         mirror = journal.mirror
+        if elector is not None:
+            client = await _fence(client, elector, backend)
         connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,
                               queue_status=k.queue_status, finalizers=k.finalizers, events=k.events,
                               instance=opts.instance_id)

@@ -7,6 +7,9 @@ Lease's resourceVersion, so two candidates can never both win. The leader that c
 ``renew_deadline_s`` loses leadership: :meth:`LeaderElector.hold` raises :class:`LeadershipLost`, and the
 process stops acting (and exits, so its pod restarts as a candidate). On a graceful shutdown the leader
 releases the Lease (empty holder, 1 s duration) so a standby takes over at once.
+
+The leader also names the log it works over in the Lease (annotation :data:`LOG_ANNOTATION`), so the next leader
+knows whether its own log is still the history of the cluster's leadership (``kueue_es/kube_service.py``).
 """
 
 from __future__ import annotations
@@ -22,9 +25,16 @@ import structlog
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.resources import LEASES
+from connectors.k8s.settings import lease_seconds
 from events.errors import KueueEsError
 
 log = structlog.get_logger("kueue_es.k8s.leader")
+
+LOG_ANNOTATION = "kueue-es/leader-log"
+"""The Lease annotation naming the log the leader works over, as ``ID@TRANSITIONS``: the log's identity and the
+``leaseTransitions`` of the leadership that wrote it (kueue-es's own key; the Lease's fields stay as Kubernetes
+has them). A Lease that changed hands since (``leaseTransitions`` moved on) names no log any more: a replica that
+names none (an earlier version, in a rolling upgrade or a rollback) may have led in between."""
 
 
 class LeadershipLost(KueueEsError):
@@ -36,6 +46,14 @@ class LeaseTiming:
     lease_duration_s: float = 15.0
     renew_deadline_s: float = 10.0
     retry_period_s: float = 2.0
+
+
+def _log_named(metadata: dict[str, Any], transitions: int) -> str:
+    """The log a Lease read with ``metadata`` and ``leaseTransitions`` ``transitions`` names: "" if none, or if it
+    was named by a leadership before the last transition."""
+    named = str((metadata.get("annotations") or {}).get(LOG_ANNOTATION) or "")
+    ident, _, at = named.rpartition("@")
+    return ident if ident and at == str(transitions) else ""
 
 
 def _micro_time(dt: datetime) -> str:
@@ -51,38 +69,65 @@ class LeaderElector:
         self.identity = identity
         self.timing = timing
         self.is_leader = False
+        self.log = ""
+        """The identity of the log this replica leads over: once set, every write that wins or renews the Lease
+        names it (:data:`LOG_ANNOTATION`)."""
+        self.led_by: str | None = None
+        """Once this replica has won the Lease: the log the Lease named just before (``""``: none, a new Lease)."""
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
-        self._last_renew = 0.0
+        self._last_renew = 0.0  # when the last successful write was *sent*: its answer may come late
+        self._last_try = 0.0  # when the last attempt was sent
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
+    def valid(self) -> bool:
+        """True while this replica may act as the leader: it holds the Lease and sent its last successful renewal
+        less than ``renew_deadline_s`` ago (a standby takes over no sooner than ``lease_duration_s`` after it saw
+        that renewal, so the two never act at once)."""
+        return self.is_leader and self._now() - self._last_renew < self.timing.renew_deadline_s
+
     async def try_acquire_or_renew(self) -> bool:
-        """One attempt; True if this replica holds the Lease afterwards."""
+        """One attempt; True if this replica holds the Lease afterwards. A conflicting write while leading means
+        another wrote the Lease: it is read again at once (renewed if still ours, else lost), not left to the
+        next attempt ``retry_period_s`` later."""
+        for _ in range(2):
+            won = await self._attempt()
+            if won is not None:
+                return won
+        return False
+
+    async def _attempt(self) -> bool | None:
+        """One read and write of the Lease; None: a leader's write conflicted (read it again)."""
+        sent = self._last_try = self._now()
         now = datetime.now(UTC)
         spec_new: dict[str, Any] = {"holderIdentity": self.identity,
-                                    "leaseDurationSeconds": max(1, round(self.timing.lease_duration_s)),
+                                    "leaseDurationSeconds": lease_seconds(self.timing.lease_duration_s),
                                     "renewTime": _micro_time(now)}
         try:
             lease = msgspec.json.decode(await self.client.get(LEASES, self.name, self.namespace))
         except NotFound:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "metadata": self._named({"name": self.name, "namespace": self.namespace}, 0),
                     "spec": {**spec_new, "acquireTime": _micro_time(now), "leaseTransitions": 0}}
             try:
                 await self.client.create(LEASES, body, self.namespace)
             except AlreadyExists:
                 return False
-            return self._won()
+            return self._won(sent, previous_log="")  # a new Lease: who led before is unknown
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime") or "")
         if record != self._observed:
             self._observed, self._observed_at = record, self._now()
+        if self.is_leader and holder != self.identity:
+            # another replica took it (and maybe released it since): taking it back would hide that it led
+            log.warning("the lease is no longer ours", lease=f"{self.namespace}/{self.name}", holder=holder)
+            self.is_leader = False
+            return False
         duration = float(spec.get("leaseDurationSeconds") or self.timing.lease_duration_s)
         if holder and holder != self.identity and self._observed_at + duration > self._now():
-            self.is_leader = False
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
         if holder == self.identity:
@@ -91,18 +136,31 @@ class LeaderElector:
         else:
             spec_new["acquireTime"] = _micro_time(now)
             spec_new["leaseTransitions"] = transitions + 1
-        body = {**lease, "spec": {**spec, **spec_new}}
+        metadata = lease.get("metadata") or {}
+        previous_log = _log_named(metadata, transitions)
+        body = {**lease, "metadata": self._named(metadata, spec_new["leaseTransitions"]),
+                "spec": {**spec, **spec_new}}
         try:
             await self.client.replace(LEASES, self.name, body, self.namespace)
         except Conflict:
-            return False
-        return self._won()
+            return None if self.is_leader else False
+        return self._won(sent, previous_log)
 
-    def _won(self) -> bool:
+    def _named(self, metadata: dict[str, Any], transitions: int) -> dict[str, Any]:
+        """``metadata`` naming this replica's log (:attr:`log`), when it is known, as of its leadership
+        ``transitions``."""
+        if not self.log:
+            return metadata
+        named = f"{self.log}@{transitions}"
+        return {**metadata, "annotations": {**(metadata.get("annotations") or {}), LOG_ANNOTATION: named}}
+
+    def _won(self, sent: float, previous_log: str) -> bool:
         if not self.is_leader:
-            log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+            log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity,
+                     previous_log=previous_log)
+            self.led_by = previous_log
         self.is_leader = True
-        self._last_renew = self._now()
+        self._last_renew = sent
         return True
 
     async def acquire(self) -> None:
@@ -115,22 +173,34 @@ class LeaderElector:
                 log.warning("leader election attempt failed", error=str(exc))
             await asyncio.sleep(self.timing.retry_period_s)
 
-    async def hold(self) -> None:
-        """Renew until leadership is lost (raises :class:`LeadershipLost`); runs until cancelled otherwise."""
-        while True:
+    async def renew(self) -> None:
+        """Renew now (after the log is open, before anything acts on it), retrying every ``retry_period_s``;
+        :class:`LeadershipLost` once the Lease is another's or the renew deadline has passed."""
+        while not await self._renew_once():
             await asyncio.sleep(self.timing.retry_period_s)
-            # an attempt never outlives the renew deadline, so a leader that cannot renew stops acting before
-            # the lease can expire for the others (renew_deadline_s < lease_duration_s)
-            left = self.timing.renew_deadline_s - (self._now() - self._last_renew)
-            try:  # asyncio.timeout: wait_for (3.11) can swallow the cancellation that stops this loop
-                async with asyncio.timeout(max(0.05, left)):
-                    ok = await self.try_acquire_or_renew()
-            except (KubeError, TimeoutError) as exc:
-                log.warning("lease renewal failed", error=str(exc) or type(exc).__name__)
-                ok = False
-            if not ok and (not self.is_leader or self._now() - self._last_renew >= self.timing.renew_deadline_s):
-                self.is_leader = False
-                raise LeadershipLost(f"lost the lease {self.namespace}/{self.name}")
+
+    async def hold(self) -> None:
+        """Renew until leadership is lost (raises :class:`LeadershipLost`); runs until cancelled otherwise. The
+        first look comes at once when the last attempt is already ``retry_period_s`` old (the loop was busy or
+        blocked since), not a whole period later."""
+        while True:
+            await asyncio.sleep(max(0.0, self.timing.retry_period_s - (self._now() - self._last_try)))
+            await self._renew_once()
+
+    async def _renew_once(self) -> bool:
+        # an attempt never outlives the renew deadline, so a leader that cannot renew stops acting before
+        # the lease can expire for the others (renew_deadline_s < lease_duration_s)
+        left = self.timing.renew_deadline_s - (self._now() - self._last_renew)
+        try:  # asyncio.timeout: wait_for (3.11) can swallow the cancellation that stops this loop
+            async with asyncio.timeout(max(0.05, left)):
+                ok = await self.try_acquire_or_renew()
+        except (KubeError, TimeoutError) as exc:
+            log.warning("lease renewal failed", error=str(exc) or type(exc).__name__)
+            ok = False
+        if not ok and (not self.is_leader or self._now() - self._last_renew >= self.timing.renew_deadline_s):
+            self.is_leader = False
+            raise LeadershipLost(f"lost the lease {self.namespace}/{self.name}")
+        return ok
 
     async def release(self) -> None:
         """Give the Lease up (graceful shutdown), so another replica need not wait for it to expire."""

@@ -66,6 +66,11 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     and its endpoints are someone else's (e.g. the manifests)."""
 
 
+def lease_seconds(duration_s: float) -> int:
+    """The Lease's ``leaseDurationSeconds`` for ``lease_duration_s``: whole seconds (rounded), at least 1."""
+    return max(1, round(duration_s))
+
+
 def validate(s: KubeSettings) -> KubeSettings:
     """Checks that span fields; errors name the setting (``$.kube.*``)."""
     from events.errors import InvalidInput
@@ -75,6 +80,10 @@ def validate(s: KubeSettings) -> KubeSettings:
             raise InvalidInput("$.kube: leader election needs 0 < retry_period_s < renew_deadline_s < "
                                f"lease_duration_s (got {s.retry_period_s}, {s.renew_deadline_s}, "
                                f"{s.lease_duration_s})")
+        if not s.renew_deadline_s < lease_seconds(s.lease_duration_s):  # what the standbys wait for
+            raise InvalidInput(f"$.kube.renew_deadline_s: must be below the Lease's duration in whole seconds, "
+                               f"{lease_seconds(s.lease_duration_s)} for lease_duration_s {s.lease_duration_s} "
+                               f"(got {s.renew_deadline_s}): the leader would act after a standby may take over")
         if not s.lease_name or not s.lease_namespace:
             raise InvalidInput("$.kube.lease_name, $.kube.lease_namespace: must not be empty")
     if not 0 <= s.health_port <= 65535:

@@ -1,7 +1,8 @@
 """``kueue-es run --kube`` as real processes against the real apiserver.
 
 * health endpoints, leader election: one leader, one ready standby; SIGTERM hands the Lease over at once and the
-  new leader (with an empty log of its own) picks the cluster up from the Workloads' status; ``/metrics`` on both,
+  new leader (with an empty log of its own) picks the cluster up from the Workloads' status; the first, back over
+  its old log, which the second's leadership made stale, moves it aside and starts afresh; ``/metrics`` on both,
   Kueue's metrics labelled ``replica_role="leader"`` on the leader, none on the standby (it holds no state);
 * restart safety: SIGKILL between a decision (in the log) and its status write; the restarted process writes
   it — one admission, not two — and the Job runs; its graceful stop leaves a checkpoint of the whole log, from
@@ -75,6 +76,21 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
                 qr = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
                 assert qr["status"] == "False" and "insufficient unused quota for cpu" in qr["message"]
                 assert any('"event": "became leader"' in line for line in r2.logs), "structlog JSON on stderr"
+
+                # r1 comes back over its old log, which r2's leadership made stale: it is moved aside, never
+                # folded, and the fresh log learns the cluster from it (j3 still waits on j1's and j2's quota)
+                async with kueue_es_process(kube_apiserver, "r1-again", tmp_path / "log1", ns) as r1b:
+                    await ready(r1b, "standby")
+                    r2.proc.send_signal(signal.SIGTERM)
+                    assert await asyncio.wait_for(r2.proc.wait(), 30) == 0
+                    await ready(r1b, "leader")
+                    moved = next(r for r in r1b.reports if r.get("event") == "log_moved_aside")
+                    assert moved["moved_to"].startswith(str(tmp_path / "log1.stale-"))
+                    assert next(r for r in r1b.reports if r.get("event") == "active")["offset"] == -1
+                    await create(kc, job(ns, "j4", "user-queue", cpu="1"))
+                    await asyncio.sleep(2)
+                    assert not await running(kc, ns, "j3") and not await running(kc, ns, "j4")
+                    assert await running(kc, ns, "j1") and await running(kc, ns, "j2")
 
 
 @pytest.mark.asyncio
