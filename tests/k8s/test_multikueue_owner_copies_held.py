@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 from test_multikueue_connector import KEY, START, RecordingManager, WorkerClient, _appending, _connector
-from test_multikueue_worker_view import ORIGIN, _copy, _fresh
+from test_multikueue_worker_view import ORIGIN, _copy, _fresh, _pass
 
 from connectors.k8s.client import RawList, WatchEvent
 from connectors.k8s.errors import NotFound
@@ -102,15 +102,6 @@ async def _watching(mk: MultiKueueConnector, w: Worker, rv: str):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-async def _pass(mk: MultiKueueConnector) -> None:
-    """One pass over the workers' copies, looking at the workload (as its copies' watch events mark it)."""
-    for w in mk.workers.values():
-        w.moved.add(KEY)
-    keys = mk._pass_keys()
-    await mk._observe(keys)
-    await mk.sync_copies(ORIGIN, keys)
 
 
 def _evicted(tmp_path: Path):

@@ -8,21 +8,19 @@ never written, and one written anyway (without its anchor) is passed over and na
 
 from __future__ import annotations
 
-import random
 import secrets
 
 import msgspec
 import pytest
 from aiokafka import AIOKafkaProducer
-from fixtures.eventgen import interpret, random_ops
+from kafkahelp import connector_snapshot
 
 from connectors.k8s import mirror_snapshot
-from connectors.k8s.mirror import Mirror
 from connectors.kafka import snapshots
 from connectors.kafka.errors import KafkaLogError
 from connectors.kafka.log import KafkaLog
 from connectors.kafka.scheduler_service import ServiceOptions
-from kueue_es import checkpoints, config
+from kueue_es import config
 from kueue_es.kube_service import _KafkaLog
 from projections import snapshot
 
@@ -35,14 +33,7 @@ async def test_a_connector_snapshot_round_trips_and_one_past_the_end_is_passed_o
     backend = _KafkaLog(settings, ServiceOptions(), lambda kind, fields: reports.append((kind, fields)))
     log = await KafkaLog.open(backend.kafka, backend.shard)
     try:
-        for batch in interpret(random_ops(random.Random(5), 80)):
-            await log.append(batch)
-        mirror = Mirror()
-        async for batch in log.read_batches(0):
-            mirror.apply_batch(batch)
-        writer = checkpoints.Checkpointer(backend.sink, every_events=1, interval_s=60, report=backend.report,
-                                          connector=lambda: mirror_snapshot.encode(mirror))
-        await writer.close(mirror.state)
+        mirror = await connector_snapshot(backend, log, seed=5, ops=80)
         assert reports[-1][0] == "checkpoint", reports
 
         backend.log = log

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,11 +22,8 @@ import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic, RecordsToDelete
 from aiokafka.errors import KafkaError
-from fixtures.eventgen import interpret, random_ops
-from kafkahelp import fresh_topic, settings
+from kafkahelp import connector_snapshot, fresh_topic, settings
 
-from connectors.k8s import mirror_snapshot
-from connectors.k8s.mirror import Mirror
 from connectors.kafka import snapshots
 from connectors.kafka.errors import KafkaLogError
 from connectors.kafka.log import KafkaLog, RecordsGone
@@ -37,7 +33,7 @@ from connectors.kafka.settings import KafkaSettings
 from connectors.kafka.topics import ensure_topics
 from events import schema as ev
 from events.errors import InvalidInput
-from kueue_es import checkpoints, config
+from kueue_es import config
 from kueue_es.kube_service import _KafkaLog
 from projections import snapshot
 from projections.cluster import ClusterState
@@ -237,14 +233,7 @@ async def test_the_connector_passes_over_its_snapshot_of_another_history(kafka_b
     s = backend.kafka
     log = await KafkaLog.open(s, backend.shard)
     try:
-        for batch in interpret(random_ops(random.Random(3), 40)):
-            await log.append(batch)
-        mirror = Mirror()
-        async for batch in log.read_batches(0):
-            mirror.apply_batch(batch)
-        writer = checkpoints.Checkpointer(backend.sink, every_events=1, interval_s=60, report=backend.report,
-                                          connector=lambda: mirror_snapshot.encode(mirror))
-        await writer.close(mirror.state)
+        await connector_snapshot(backend, log, seed=3, ops=40)
         assert reports[-1][0] == "checkpoint", reports
         backend.log = log
         assert await backend._restored() is not None
