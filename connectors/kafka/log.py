@@ -279,6 +279,9 @@ class KafkaLog(EventLog):
                                        f"{self.topic!r} accepts (max.message.bytes); nothing was appended")
                 elif isinstance(exc, KafkaError):
                     err = kafka_error(exc, f"cannot append to Kafka log {self.topic}/{self.partition}")
+                elif isinstance(exc, asyncio.CancelledError):  # closed (:meth:`close`) while it was being sent
+                    err = LogClosed(f"Kafka log {self.topic}/{self.partition} closed while this append was being "
+                                    "sent: it may or may not be stored")
                 for _, _, fut in group:
                     if not fut.done():
                         fut.set_exception(err)
@@ -351,19 +354,34 @@ class KafkaLog(EventLog):
     # --- closing -------------------------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Finish the appends already accepted, then stop every client. Cancelled meanwhile (a timeout around the
-        caller), it still stops them all: a client left running would be collected unclosed."""
+        """Finish the appends already accepted, for as long as one request may take (``request_timeout_ms``): with
+        the broker away an idempotent send is never given up by the producer, and a close waiting for it would keep
+        the process from stopping. Appends still unsent then fail (:class:`LogClosed`); the one in flight may still
+        land. Then stop every client. Cancelled meanwhile (a timeout around the caller), it still stops them all: a
+        client left running would be collected unclosed."""
         if self._closed:
             return
         self._closed = True
         try:
             if self._writer is not None and not self._writer.done():
-                await asyncio.wait([self._writer])  # appends already accepted are finished, not dropped
+                await asyncio.wait([self._writer], timeout=self.settings.request_timeout_ms / 1000)
+                await self._give_up_writing()
         finally:
             clients: list[Any] = [c for c in (self._producer, self._meta, *self._readers) if c is not None]
             self._producer = self._meta = None
             self._readers = set()
             await asyncio.shield(asyncio.gather(*(_stop(c) for c in clients)))
+
+    async def _give_up_writing(self) -> None:
+        """Stop the writer if it is still at work, failing what it had not sent."""
+        if self._writer is not None and not self._writer.done():
+            self._writer.cancel()
+            await asyncio.wait([self._writer])
+        closed = LogClosed(f"Kafka log {self.topic}/{self.partition} closed before this append was sent")
+        while self._queue:
+            fut = self._queue.popleft()[2]
+            if not fut.done():
+                fut.set_exception(closed)
 
 
 async def _stop(client: Any) -> None:

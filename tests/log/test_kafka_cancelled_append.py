@@ -13,6 +13,7 @@ import pytest
 from connectors.kafka.log import KafkaLog
 from connectors.kafka.settings import KafkaSettings
 from events import schema as ev
+from events.errors import LogClosed
 
 SETTINGS = KafkaSettings(bootstrap="127.0.0.1:9", topic="log")
 
@@ -55,5 +56,39 @@ def test_an_append_cancelled_while_queued_is_not_sent_and_one_still_awaited_is()
         assert await kept == [1_000_000], "the next record holds only the append still awaited"
         await log.close()
         assert len(producer.sent) == 2
+
+    asyncio.run(go())
+
+
+class _Away:
+    """A broker out of reach: an idempotent send is never given up."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def send_and_wait(self, *_: Any, **__: Any) -> SimpleNamespace:
+        self.sent += 1
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    async def stop(self) -> None:
+        pass
+
+
+def test_close_with_the_broker_away_gives_up_after_one_request_timeout_and_fails_what_was_not_acknowledged() -> None:
+    async def go() -> None:
+        log = KafkaLog(KafkaSettings(bootstrap="127.0.0.1:9", topic="log", request_timeout_ms=50))
+        log._producer = producer = _Away()  # type: ignore[assignment]
+        in_flight = asyncio.create_task(log.append([_tick(1)]))
+        await asyncio.sleep(0)
+        queued = asyncio.create_task(log.append([_tick(2)]))
+        await asyncio.sleep(0)
+        async with asyncio.timeout(30):  # a guard only: close gives up after request_timeout_ms
+            await log.close()
+        with pytest.raises(LogClosed, match="may or may not be stored"):
+            await in_flight
+        with pytest.raises(LogClosed, match="closed before this append was sent"):
+            await queued
+        assert producer.sent == 1
 
     asyncio.run(go())
