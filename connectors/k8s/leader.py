@@ -109,7 +109,7 @@ class LeaderElector:
             lease = msgspec.json.decode(await self.client.get(LEASES, self.name, self.namespace))
         except NotFound:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": self._named({"name": self.name, "namespace": self.namespace}, 0),
+                    "metadata": self._named({"name": self.name, "namespace": self.namespace}, self.log, 0),
                     "spec": {**spec_new, "acquireTime": _micro_time(now), "leaseTransitions": 0}}
             try:
                 await self.client.create(LEASES, body, self.namespace)
@@ -138,7 +138,9 @@ class LeaderElector:
             spec_new["leaseTransitions"] = transitions + 1
         metadata = lease.get("metadata") or {}
         previous_log = _log_named(metadata, transitions)
-        body = {**lease, "metadata": self._named(metadata, spec_new["leaseTransitions"]),
+        # a winner whose log is not open yet carries the named one forward: it acts on nothing before it names its
+        # own, so if it stops before that, the log named last is still the cluster's history
+        body = {**lease, "metadata": self._named(metadata, self.log or previous_log, spec_new["leaseTransitions"]),
                 "spec": {**spec, **spec_new}}
         try:
             await self.client.replace(LEASES, self.name, body, self.namespace)
@@ -146,12 +148,12 @@ class LeaderElector:
             return None if self.is_leader else False
         return self._won(sent, previous_log)
 
-    def _named(self, metadata: dict[str, Any], transitions: int) -> dict[str, Any]:
-        """``metadata`` naming this replica's log (:attr:`log`), when it is known, as of its leadership
-        ``transitions``."""
-        if not self.log:
+    @staticmethod
+    def _named(metadata: dict[str, Any], log_id: str, transitions: int) -> dict[str, Any]:
+        """``metadata`` naming the log ``log_id``, when there is one, as of the leadership ``transitions``."""
+        if not log_id:
             return metadata
-        named = f"{self.log}@{transitions}"
+        named = f"{log_id}@{transitions}"
         return {**metadata, "annotations": {**(metadata.get("annotations") or {}), LOG_ANNOTATION: named}}
 
     def _won(self, sent: float, previous_log: str) -> bool:
@@ -175,8 +177,10 @@ class LeaderElector:
 
     async def renew(self) -> None:
         """Renew now (after the log is open, before anything acts on it), retrying every ``retry_period_s``;
-        :class:`LeadershipLost` once the Lease is another's or the renew deadline has passed."""
-        while not await self._renew_once():
+        :class:`LeadershipLost` once the Lease is another's. Nothing acts until this returns, so an attempt is not
+        cut at the renew deadline, which a fold longer than it has passed already (a write conditioned on the
+        Lease's resourceVersion that succeeds shows that no other replica took it meanwhile)."""
+        while not await self._renew_once(acting=False):
             await asyncio.sleep(self.timing.retry_period_s)
 
     async def hold(self) -> None:
@@ -187,17 +191,19 @@ class LeaderElector:
             await asyncio.sleep(max(0.0, self.timing.retry_period_s - (self._now() - self._last_try)))
             await self._renew_once()
 
-    async def _renew_once(self) -> bool:
-        # an attempt never outlives the renew deadline, so a leader that cannot renew stops acting before
-        # the lease can expire for the others (renew_deadline_s < lease_duration_s)
+    async def _renew_once(self, acting: bool = True) -> bool:
+        # while the leader acts, an attempt never outlives the renew deadline, so a leader that cannot renew stops
+        # acting before the lease can expire for the others (renew_deadline_s < lease_duration_s)
         left = self.timing.renew_deadline_s - (self._now() - self._last_renew)
+        limit = max(0.05, left) if acting else max(left, self.timing.lease_duration_s)
         try:  # asyncio.timeout: wait_for (3.11) can swallow the cancellation that stops this loop
-            async with asyncio.timeout(max(0.05, left)):
+            async with asyncio.timeout(limit):
                 ok = await self.try_acquire_or_renew()
         except (KubeError, TimeoutError) as exc:
             log.warning("lease renewal failed", error=str(exc) or type(exc).__name__)
             ok = False
-        if not ok and (not self.is_leader or self._now() - self._last_renew >= self.timing.renew_deadline_s):
+        overdue = acting and self._now() - self._last_renew >= self.timing.renew_deadline_s
+        if not ok and (not self.is_leader or overdue):
             self.is_leader = False
             raise LeadershipLost(f"lost the lease {self.namespace}/{self.name}")
         return ok

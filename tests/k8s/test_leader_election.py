@@ -43,7 +43,7 @@ async def test_the_next_leader_learns_which_log_led_last_and_renames_it_only_onc
     await a.release()
     assert await b.try_acquire_or_renew()
     assert b.led_by == "log-a"
-    assert leases.annotations[LOG_ANNOTATION] == "log-a@0", "unchanged until b's log is open and known"
+    assert leases.annotations[LOG_ANNOTATION] == "log-a@1", "carried forward until b's log is open and known"
     b.log = "log-b"
     await b.renew()
     assert leases.annotations[LOG_ANNOTATION] == "log-b@1" and b.led_by == "log-a"
@@ -55,6 +55,7 @@ async def test_a_lease_that_changed_hands_since_the_log_was_named_names_no_log(l
     """A replica that names no log (an earlier version, in a rolling upgrade or a rollback) led after a's log was
     named and left the annotation as it was: a must not take its old log for the one that led last."""
     a, old = leases.elector("a"), leases.elector("old")
+    old._named = lambda metadata, log_id, transitions: metadata  # type: ignore[method-assign]  # as before logs were named
     assert await a.try_acquire_or_renew()
     a.log = "log-a"
     await a.renew()
@@ -65,6 +66,47 @@ async def test_a_lease_that_changed_hands_since_the_log_was_named_names_no_log(l
     again = leases.elector("a")
     assert await again.try_acquire_or_renew()
     assert again.led_by == ""
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("stops", ["releases", "expires"])
+async def test_a_leader_that_stops_before_naming_its_log_leaves_the_last_named_one_the_history(
+        leases: Leases, stops: str) -> None:
+    """b wins and stops during its fold (a rollout, an eviction), having acted on nothing: a, back, finds its own
+    log still named as the one that led last, and folds it instead of moving it aside."""
+    a, b = leases.elector("a"), leases.elector("b")
+    assert await a.try_acquire_or_renew()
+    a.log = "log-a"
+    await a.renew()
+    await a.release()
+    assert await b.try_acquire_or_renew()
+    back = leases.elector("a")
+    if stops == "releases":
+        await b.release()
+    else:
+        assert not await back.try_acquire_or_renew(), "b's Lease is not expired yet for a"
+        leases.clock.t += TIMING.lease_duration_s + 1
+    assert await back.try_acquire_or_renew()
+    assert back.led_by == "log-a"
+
+
+@pytest.mark.asyncio
+async def test_the_renewal_after_a_fold_longer_than_the_renew_deadline_is_not_cut_short(leases: Leases) -> None:
+    """Nothing acts before the renewal that names the log, so it is not held to the renew deadline the fold has
+    passed: a slow apiserver does not make a leader nobody displaced give up (and fold again from the start)."""
+    a = leases.elector("a")
+    assert await a.try_acquire_or_renew()
+    leases.clock.t += TIMING.renew_deadline_s + 1  # the fold; the Lease (15 s) is still a's
+    reading = a.client.get
+
+    async def slow_get(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        await asyncio.sleep(0.1)  # a busy apiserver (real time: the attempt's limit is on the loop's clock)
+        return await reading(*args, **kw)
+
+    a.client.get = slow_get  # type: ignore[method-assign]
+    a.log = "log-a"
+    await a.renew()
+    assert leases.annotations[LOG_ANNOTATION] == "log-a@0" and a.valid()
 
 
 @pytest.mark.asyncio
