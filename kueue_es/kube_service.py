@@ -57,7 +57,7 @@ from connectors.kafka import snapshots
 from connectors.kafka.log import KafkaLog
 from connectors.kafka.scheduler_service import SchedulerReplica
 from connectors.kafka.settings import parse_url
-from connectors.kafka.topics import ensure_topics
+from connectors.kafka.topics import prepare_topics
 from events.errors import InvalidInput, KueueEsError
 from events.filelog import SEGMENT_SUFFIX, FileLog
 from kueue_es import checkpoints, metrics
@@ -395,8 +395,7 @@ class _KafkaLog(_Backend):
         self.sink = snapshots.ConnectorSink(self.kafka, self.shard)
 
     async def open(self) -> FollowingJournal:
-        if self.kafka.create_topics:
-            await ensure_topics(self.kafka)
+        await prepare_topics(self.kafka)
         self.log = await KafkaLog.open(self.kafka, self.shard)
         mirror = self._mirror(await self._restored())
         async for batch in self.log.read_batches(mirror.offset + 1):  # to the end the log has now

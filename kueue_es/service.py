@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from connectors.kafka.scheduler_service import Phase, SchedulerReplica, ServiceOptions, default_instance_id
 from connectors.kafka.settings import parse_url
-from connectors.kafka.topics import ensure_topics
+from connectors.kafka.topics import prepare_topics
 from events import schema as ev
 from events.errors import InvalidInput
 from events.filelog import FileLog
@@ -88,8 +88,7 @@ async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None
         return
     if settings.uses_kafka:
         kafka, _ = parse_url(settings.log, settings.kafka)
-        if kafka.create_topics:
-            await ensure_topics(kafka)
+        await prepare_topics(kafka)
         replica = SchedulerReplica(kafka, opts, report)
 
         def active() -> list[ClusterState]:  # the shards this replica decides for (others are caught up on)

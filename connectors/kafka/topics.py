@@ -9,12 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import KafkaError, for_code
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    KafkaError,
+    TopicAuthorizationFailedError,
+    for_code,
+)
 
 from connectors.kafka.errors import KafkaLogError, start_error
 from connectors.kafka.settings import KafkaSettings, client_kwargs
+
+log = structlog.get_logger("kueue_es.kafka.topics")
 
 TOPIC_ALREADY_EXISTS = 36
 
@@ -79,6 +87,30 @@ async def ensure_topics(s: KafkaSettings, *, snapshots: bool = True) -> None:
         await admin.close()
 
 
+async def prepare_topics(s: KafkaSettings) -> None:
+    """A service's topics before it starts: created unless they exist (``kafka.create_topics``, checked then if
+    they do), else the existing log topic checked (:func:`check_log_topic`): an operator's topic with the broker's
+    default retention would lose the log's start a week later. A principal not allowed to read the topic's settings
+    (DescribeConfigs) is warned about, not refused: it needs no other right than before."""
+    if s.create_topics:
+        await ensure_topics(s)
+        return
+    admin = AIOKafkaAdminClient(**client_kwargs(s))
+    try:
+        await admin.start()
+        config = await _topic_config(admin, s.topic, list(KEEPS_RECORDS))
+    except KafkaLogError as exc:
+        if not isinstance(exc.__cause__, (TopicAuthorizationFailedError, ClusterAuthorizationFailedError)):
+            raise
+        log.warning("the log topic's settings could not be read: not checked", topic=s.topic, error=str(exc))
+        return
+    except KafkaError as exc:
+        raise await start_error(exc, f"cannot read the settings of topic {s.topic!r} at {s.bootstrap}", s) from exc
+    finally:
+        await admin.close()
+    check_log_topic(s, config)
+
+
 async def _topic_config(admin: AIOKafkaAdminClient, topic: str, names: list[str]) -> dict[str, str | None]:
     """The values of the settings ``names`` of ``topic`` (its own, or the broker's default)."""
     responses: list[Any] = await admin.describe_configs(
@@ -89,7 +121,7 @@ async def _topic_config(admin: AIOKafkaAdminClient, topic: str, names: list[str]
             if code:
                 err = for_code(code)
                 raise KafkaLogError(f"cannot read the settings of topic {topic!r}: {message or err.__name__}",
-                                    bool(getattr(err, "retriable", False)))
+                                    bool(getattr(err, "retriable", False))) from err()
             out |= {entry[0]: entry[1] for entry in entries}
     return out
 

@@ -30,7 +30,7 @@ from connectors.kafka.log import KafkaLog, RecordsGone
 from connectors.kafka.reader import KafkaReader
 from connectors.kafka.scheduler_service import SchedulerReplica, ServiceOptions
 from connectors.kafka.settings import KafkaSettings
-from connectors.kafka.topics import ensure_topics
+from connectors.kafka.topics import ensure_topics, prepare_topics
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es import config
@@ -322,13 +322,15 @@ async def test_a_snapshot_whose_last_record_is_gone_is_passed_over_and_the_fold_
     ({"retention.bytes": "1073741824"}, "retention.bytes=1073741824"),
     ({"cleanup.policy": "compact"}, "cleanup.policy=compact"),
 ], ids=["retention.ms", "retention.bytes", "compacted"])
+@pytest.mark.parametrize("create", [True, False], ids=["create_topics", "operator-made"])
 async def test_an_existing_log_topic_that_deletes_records_is_refused(
-        kafka_bootstrap: str, config_: dict[str, str], named: str) -> None:
-    s = settings(kafka_bootstrap, fresh_topic("retained"))
+        kafka_bootstrap: str, config_: dict[str, str], named: str, create: bool) -> None:
+    """Whether kueue-es creates its topics or an operator does (``kafka.create_topics: false``)."""
+    s = settings(kafka_bootstrap, fresh_topic("retained"), create_topics=create)
     async with admin_of(s) as admin:
         await admin.create_topics([NewTopic(s.topic, 1, 1, topic_configs=config_)])
     with pytest.raises(KafkaLogError, match=rf"the log topic '{s.topic}' at .* has {named}") as raised:
-        await ensure_topics(s)
+        await prepare_topics(s)
     assert not raised.value.retriable
 
 
@@ -337,3 +339,4 @@ async def test_an_existing_log_topic_that_keeps_its_records_is_accepted(kafka_bo
     s = settings(kafka_bootstrap, fresh_topic("kept"))
     await ensure_topics(s)
     await ensure_topics(s)  # exists now, with the settings it was created with
+    await prepare_topics(msgspec.structs.replace(s, create_topics=False))
