@@ -702,8 +702,13 @@ class SchedulerReplica:
                 if e.phase is Phase.SETUP and e.assigned and time.monotonic() >= e.retry_at:
                     await self._guard(e, e.setup(self.consumer))
         waiting = any(e.phase is Phase.SETUP for e in self.engines.values())
+        # only the shards set up: one still waiting for its setup has no position yet (a fresh group commits none),
+        # and fetching it would raise for every shard, holding back those that are active
+        ready = [e.tp for _, e in sorted(self.engines.items()) if e.phase is not Phase.SETUP]
         try:
-            fetched = await self.consumer.getmany(timeout_ms=20 if waiting else 100)
+            fetched = await self.consumer.getmany(*ready, timeout_ms=20 if waiting else 100) if ready else {}
+            if not ready:
+                await asyncio.sleep(0.02)
         except KafkaError as exc:
             self.report("fetch_failed", {"instance": self.instance_id, "error": str(exc)})
             await asyncio.sleep(self.options.retry_backoff_s)

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aiokafka.errors import NoOffsetForPartitionError
 
 from connectors.kafka import scheduler_service, snapshots
 from connectors.kafka.log import BATCH_HEADERS, to_offset
@@ -247,3 +248,30 @@ def test_a_clean_stop_snapshots_the_fold_of_the_committed_log(monkeypatch: pytes
     rec, state = snapshots.unpack(value)
     assert (rec.next, rec.offset) == (2, to_offset(1))
     assert snapshot.digest(state) == snapshot.digest(_fold(_tick(1000), _tick(2000)))
+
+
+# --- a shard waiting for its setup (review s36-2 L1) ---------------------------------------------------------
+
+
+def test_a_shard_waiting_for_its_setup_holds_back_no_active_shard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard whose setup is retried later has no position in a fresh group (none committed): a fetch that asks
+    for it raises; the active shard's records are fetched and folded meanwhile."""
+    async def go() -> None:
+        replica, e, _ = _replica(monkeypatch)
+        waiting = ShardEngine(replica, 1)
+        waiting.assigned, waiting.retry_at = True, float("inf")
+        replica.engines[1] = waiting
+        consumer = replica.consumer
+        consumer.fetches.append({e.tp: [_record(1, _tick(2000))]})  # type: ignore[attr-defined]
+        fetch = consumer.getmany
+
+        async def no_position_for_the_waiting_shard(*tps: Any, timeout_ms: int = 0) -> dict[Any, list[Any]]:
+            if not tps or waiting.tp in tps:
+                raise NoOffsetForPartitionError(f"no committed offset for {waiting.tp}")
+            return await fetch(*tps, timeout_ms=timeout_ms)
+
+        consumer.getmany = no_position_for_the_waiting_shard  # type: ignore[method-assign]
+        await replica._iteration(asyncio.Event())
+        assert e.state.offset == to_offset(1) and waiting.phase is Phase.SETUP
+
+    asyncio.run(go())
