@@ -45,10 +45,10 @@ from aiohttp import web
 from connectors.k8s import crds, mirror_snapshot
 from connectors.k8s import visibility as visibility_api
 from connectors.k8s import webhook as job_webhook
-from connectors.k8s.client import REQUEST_TIMEOUT_S, KubeClient
+from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.journal import FollowingJournal, Journal, LocalJournal
-from connectors.k8s.leader import LeaderElector, LeadershipLost, LeaseTiming
+from connectors.k8s.leader import LeaderElector, LeaseTiming
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.pod_webhook import PodDefaulting
 from connectors.k8s.settings import KubeSettings
@@ -431,26 +431,6 @@ class _KafkaLog(_Backend):
             await self.log.close()
 
 
-class _FencedClient(KubeClient):
-    """The leader's client: a write is sent only while its Lease is valid (:meth:`LeaderElector.valid`), else it
-    raises :class:`LeadershipLost`. So a write woken after the loop was busy or blocked past the renew deadline
-    (a long fold, a long decision pass, a paused process) never reaches the apiserver after a standby may have
-    taken over, whatever the order the tasks then run in."""
-
-    def __init__(self, client: KubeClient, elector: LeaderElector) -> None:
-        super().__init__(client.api)
-        self.elector = elector
-
-    async def request(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None,
-                      body: Any = None, content_type: str = "application/json",
-                      timeout: Any = REQUEST_TIMEOUT_S) -> bytes:
-        if method != "GET" and not self.elector.valid():
-            raise LeadershipLost(f"not writing ({method} {path}): the lease "
-                                 f"{self.elector.namespace}/{self.elector.name} is not held")
-        return await super().request(method, path, query=query, body=body, content_type=content_type,
-                                     timeout=timeout)
-
-
 async def _fence(client: KubeClient, elector: LeaderElector, backend: _Backend) -> KubeClient:
     """Once the log is open (which may take longer than the Lease lasts): renew the Lease, naming the log (the
     embedded one's identity), before anything acts on it (:class:`LeadershipLost` if it moved meanwhile), and
@@ -458,7 +438,7 @@ async def _fence(client: KubeClient, elector: LeaderElector, backend: _Backend) 
     if isinstance(backend, _EmbeddedLog):
         elector.log = backend.identity
     await elector.renew()
-    return _FencedClient(client, elector)
+    return KubeClient(client.api, fence=elector.fence)
 
 
 async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,

@@ -66,8 +66,11 @@ def resource_version_number(text: str) -> int:
 class KubeClient:
     """Requests against one apiserver. Use :meth:`connect` (kubeconfig or in-cluster) or wrap an ApiClient."""
 
-    def __init__(self, api: kclient.ApiClient) -> None:
+    def __init__(self, api: kclient.ApiClient, *, fence: Callable[[str, str], None] | None = None) -> None:
         self.api = api
+        self.fence = fence
+        """Called with the method and path before every request but a GET: raises to refuse the write (a leader
+        whose Lease is not held any more writes nothing, to this apiserver or a MultiKueue worker's)."""
 
     @classmethod
     async def connect(cls, kubeconfig: str = "", context: str = "") -> KubeClient:
@@ -98,6 +101,8 @@ class KubeClient:
                       body: Any = None, content_type: str = "application/json",
                       timeout: float | aiohttp.ClientTimeout = REQUEST_TIMEOUT_S) -> bytes:
         """One request; returns the response body, raises a :class:`KubeError` for any non-2xx status."""
+        if self.fence is not None and method != "GET":
+            self.fence(method, path)
         resp = await self._send(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
         try:
             data = await resp.read()

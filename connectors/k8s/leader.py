@@ -88,6 +88,13 @@ class LeaderElector:
         that renewal, so the two never act at once)."""
         return self.is_leader and self._now() - self._last_renew < self.timing.renew_deadline_s
 
+    def fence(self, method: str, path: str) -> None:
+        """A client's fence (:attr:`KubeClient.fence`): a write is sent only while :meth:`valid`, so one woken after
+        the loop was busy or blocked past the renew deadline (a long fold, a long decision pass, a paused process)
+        never reaches an apiserver after a standby may have taken over, whatever order the tasks then run in."""
+        if not self.valid():
+            raise LeadershipLost(f"not writing ({method} {path}): the lease {self.namespace}/{self.name} is not held")
+
     async def try_acquire_or_renew(self) -> bool:
         """One attempt; True if this replica holds the Lease afterwards. A conflicting write while leading means
         another wrote the Lease: it is read again at once (renewed if still ours, else lost), not left to the

@@ -1153,6 +1153,7 @@ class MultiKueueConnector:
                 continue
             try:
                 w.client = await client_from(source)
+                w.client.fence = getattr(self.client, "fence", None)  # a leader that lost its Lease writes to no worker
             except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
                 # Kueue builds the client after loading the config: a kubeconfig that gives none fails there
                 w.reason, w.message = CONNECTION_FAILED, f"{type(exc).__name__}: {exc}"

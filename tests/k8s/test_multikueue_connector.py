@@ -665,6 +665,28 @@ async def test_a_kubeconfig_secret_is_read_once_then_again_only_when_it_changes(
     assert sorted(built) == sorted([_kubeconfig("w1"), _kubeconfig("w1-rotated"), _kubeconfig("w2")])
 
 
+@pytest.mark.asyncio
+async def test_a_workers_client_is_fenced_as_the_managers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leader that lost its Lease writes to no worker either: each worker's client is built with the manager
+    client's fence (``run --kube``'s, the Lease's; :attr:`KubeClient.fence`)."""
+    state = _state(tmp_path)
+    _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1"))})
+
+    def fence(method: str, path: str) -> None:
+        raise AssertionError("not called here")
+
+    manager.fence = fence  # type: ignore[attr-defined]
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    _appending(mk)
+    try:
+        await _passes(mk, 2)
+    finally:
+        await _close(mk)
+    assert mk.workers["worker1"].client.fence is fence  # type: ignore[union-attr]
+
+
 class JobSetsLater(IdleWorker):
     """A worker whose JobSet CRD is installed only after the connector connected: JobSets are not served until
     ``served``; then ``events`` feeds their watch."""

@@ -129,7 +129,7 @@ async def test_the_leaders_client_writes_only_while_the_lease_is_valid() -> None
     a = leases.elector("a")
     assert await a.try_acquire_or_renew()
     api = Api()
-    fenced = kube_service._FencedClient(KubeClient(api), a)  # type: ignore[arg-type]
+    fenced = KubeClient(api, fence=a.fence)  # type: ignore[arg-type]  # as kube_service makes the leader's
     await fenced.patch(LEASES, "x", {}, "ns")
     leases.clock.t += TIMING.renew_deadline_s  # blocked since the last renewal was sent
     with pytest.raises(LeadershipLost, match="not writing"):
