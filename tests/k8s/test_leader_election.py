@@ -10,7 +10,7 @@ import contextlib
 import pytest
 from fixtures.fakelease import TIMING, Clock, Leases
 
-from connectors.k8s.leader import LOG_ANNOTATION, LeadershipLost
+from connectors.k8s.leader import LOG_ANNOTATION, LeaderElector, LeadershipLost
 
 
 @pytest.fixture
@@ -33,15 +33,21 @@ async def test_a_new_lease_names_no_log_before_and_the_leaders_log_once_known(le
     assert leases.annotations[LOG_ANNOTATION] == "log-a@0", "a released Lease still names the log that led last"
 
 
-@pytest.mark.asyncio
-async def test_the_next_leader_learns_which_log_led_last_and_renames_it_only_once_its_own_is_known(
-        leases: Leases) -> None:
+async def _b_won_after_a_led(leases: Leases) -> LeaderElector:
+    """a led over ``log-a`` (named in the Lease) and released the Lease; b has just won it."""
     a, b = leases.elector("a"), leases.elector("b")
     assert await a.try_acquire_or_renew()
     a.log = "log-a"
     await a.renew()
     await a.release()
     assert await b.try_acquire_or_renew()
+    return b
+
+
+@pytest.mark.asyncio
+async def test_the_next_leader_learns_which_log_led_last_and_renames_it_only_once_its_own_is_known(
+        leases: Leases) -> None:
+    b = await _b_won_after_a_led(leases)
     assert b.led_by == "log-a"
     assert leases.annotations[LOG_ANNOTATION] == "log-a@1", "carried forward until b's log is open and known"
     b.log = "log-b"
@@ -74,12 +80,7 @@ async def test_a_leader_that_stops_before_naming_its_log_leaves_the_last_named_o
         leases: Leases, stops: str) -> None:
     """b wins and stops during its fold (a rollout, an eviction), having acted on nothing: a, back, finds its own
     log still named as the one that led last, and folds it instead of moving it aside."""
-    a, b = leases.elector("a"), leases.elector("b")
-    assert await a.try_acquire_or_renew()
-    a.log = "log-a"
-    await a.renew()
-    await a.release()
-    assert await b.try_acquire_or_renew()
+    b = await _b_won_after_a_led(leases)
     back = leases.elector("a")
     if stops == "releases":
         await b.release()
