@@ -31,12 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sys
-import uuid
 import zlib
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -59,8 +55,8 @@ from connectors.kafka.scheduler_service import SchedulerReplica
 from connectors.kafka.settings import parse_url
 from connectors.kafka.topics import prepare_topics
 from events.errors import InvalidInput, KueueEsError
-from events.filelog import SEGMENT_SUFFIX, FileLog
-from kueue_es import checkpoints, metrics
+from events.filelog import FileLog
+from kueue_es import checkpoints, log_lineage, metrics
 from projections.cluster import ClusterState
 from projections.gates import VISIBILITY_ON_DEMAND
 
@@ -264,39 +260,6 @@ class _Backend:
             await self.ckpt.close()
 
 
-IDENTITY_FILE = ".kueue-es-log-id"
-"""Beside the embedded log's segments: the log's identity (a random hex id), which the leader names in the Lease."""
-
-
-def log_identity(directory: Path) -> str:
-    """The identity of the log in ``directory`` ("": none yet, e.g. written by a version that named none)."""
-    try:
-        return (directory / IDENTITY_FILE).read_text().strip()
-    except FileNotFoundError:
-        return ""
-
-
-def _new_identity(directory: Path) -> str:
-    """Give the log in ``directory`` (whose writer lock is held) a new identity, durably."""
-    ident = uuid.uuid4().hex  # noqa: TID251 - names the log itself, which no fold sees
-    tmp = directory / (IDENTITY_FILE + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(ident + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, directory / IDENTITY_FILE)
-    _fsync_dir(directory)
-    return ident
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class _EmbeddedLog(_Backend):
     """This process is the embedded log's only writer: its mirror starts from the newest checkpoint that holds
     one, and the scheduler decides in-process on the mirror's state once the connector has listed every kind.
@@ -317,33 +280,19 @@ class _EmbeddedLog(_Backend):
 
     def _own_log(self, led_by: str | None) -> str:
         """The identity of the log to lead over, moving a stale one aside first (see the class)."""
-        own = log_identity(self.filelog.directory)
+        own = log_lineage.identity(self.filelog.directory)
         if led_by is not None and (not own or own != led_by) and self._holds_history():
             self._move_aside(own, led_by)
             own = ""
-        return own or _new_identity(self.filelog.directory)
+        return own or log_lineage.new_identity(self.filelog.directory)
 
     def _holds_history(self) -> bool:
         return self.filelog.stored_end() > 0 or bool(checkpoints.listed(self.filelog.directory))
 
     def _move_aside(self, own: str, led_by: str) -> None:
-        """Rename the log (writer lock held) to a sibling named by the time and its identity, and open a fresh one
-        in its place. Where the directory cannot be renamed (a mount point), the log's files go into a hidden
-        directory of that name inside it instead."""
-        directory = self.filelog.directory
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")  # noqa: TID251 - a directory name for the operator
-        name = f"stale-{stamp}-{own or 'unnamed-' + uuid.uuid4().hex[:8]}"  # noqa: TID251 - likewise
-        aside = directory.with_name(f"{directory.name}.{name}")
-        try:
-            os.rename(directory, aside)
-            _fsync_dir(aside.parent)
-        except OSError:
-            aside = directory / f".{name}"
-            aside.mkdir()
-            for p in sorted(directory.iterdir()):
-                if p.suffix == SEGMENT_SUFFIX or p.name in (checkpoints.DIRECTORY, IDENTITY_FILE):
-                    p.rename(aside / p.name)
-            _fsync_dir(directory)
+        """Move the log aside (writer lock held: :func:`log_lineage.move_aside`) and open a fresh one in its
+        place."""
+        aside = log_lineage.move_aside(self.filelog.directory, own)
         log.warning("log moved aside: another log led since this one last did; starting a fresh log",
                     log=self.path, moved_to=str(aside), identity=own, lease_named=led_by)
         self.report("log_moved_aside", {"log": self.path, "moved_to": str(aside), "identity": own,

@@ -21,7 +21,9 @@ from connectors.k8s.writer import StatusWriter
 from connectors.kafka.scheduler_service import ServiceOptions
 from events import objects as o
 from kueue_es import checkpoints
-from kueue_es.kube_service import IDENTITY_FILE, _EmbeddedLog, log_identity
+from kueue_es.kube_service import _EmbeddedLog
+from kueue_es.log_lineage import IDENTITY_FILE
+from kueue_es.log_lineage import identity as log_identity
 from kueue_es.scheduler import DEFAULT, decide
 
 T = 1_700_000_000_000
@@ -176,7 +178,7 @@ async def test_a_log_directory_that_cannot_be_renamed_moves_its_files_into_a_hid
             raise OSError(16, "Device or resource busy")
         real_rename(src, dst)
 
-    monkeypatch.setattr("kueue_es.kube_service.os.rename", rename)
+    monkeypatch.setattr("kueue_es.log_lineage.os.rename", rename)
     backend, j = await lead(path, led_by="r2-log")
     try:
         assert j.mirror.offset == -1 and backend.identity != r1_log
