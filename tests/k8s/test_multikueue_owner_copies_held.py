@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_multikueue_connector import KEY, START, RecordingManager, WorkerClient, _appending, _connector
-from test_multikueue_worker_view import ORIGIN, _copy, _fresh, _pass
+from test_multikueue_connector import KEY, START, RecordingManager, _appending, _connector
+from test_multikueue_worker_view import ORIGIN, RecordingWorker, _copy, _fresh, _pass
 
 from connectors.k8s.client import RawList, WatchEvent
 from connectors.k8s.errors import NotFound
@@ -27,7 +27,7 @@ JOB = "default/a"
 SELECTOR = f"kueue.x-k8s.io/multikueue-origin={ORIGIN}"
 
 
-class LaggingWorker(WorkerClient):
+class LaggingWorker(RecordingWorker):
     """A worker whose Workload and Job watches show only the events a test releases (:meth:`deliver`); its writes
     are recorded."""
 
@@ -35,8 +35,6 @@ class LaggingWorker(WorkerClient):
         super().__init__()
         self.events: dict[str, asyncio.Queue[tuple[str, dict[str, Any]]]] = {
             "Workload": asyncio.Queue(), "Job": asyncio.Queue()}
-        self.patched: list[str] = []
-        self.deleted: list[str] = []
         self.jobs: dict[str, dict[str, Any]] = {}
         """What a read of a Job answers, by name (NotFound for another)."""
 
@@ -67,13 +65,6 @@ class LaggingWorker(WorkerClient):
             raise NotFound(f'{resource.plural} "{name}" not found', 404)
         return msgspec.json.encode(self.jobs[name])
 
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
-        self.patched.append(f"{resource.kind}:{namespace}/{name}")
-        return b"{}"
-
-    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
-        return b"{}"
 
 
 def _job(uid: str, rv: str, **status: Any) -> dict[str, Any]:

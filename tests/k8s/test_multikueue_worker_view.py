@@ -24,15 +24,30 @@ from kueue_es.scheduler import settle
 ORIGIN = "multikueue"
 
 
-class LaggingWorker(WorkerClient):
+class RecordingWorker(WorkerClient):
+    """A worker whose patches and deletes are recorded (``Kind:namespace/name``) and answered empty."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.patched: list[str] = []
+        self.deleted: list[str] = []
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        self.patched.append(f"{resource.kind}:{namespace}/{name}")
+        return b"{}"
+
+    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
+        return b"{}"
+
+
+class LaggingWorker(RecordingWorker):
     """A worker whose Workload watch shows only the events a test releases (:meth:`deliver`), as late as it likes;
     its writes are recorded, and ``answering`` runs before a create's answer is read."""
 
     def __init__(self) -> None:
         super().__init__()
         self.events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-        self.patched: list[str] = []
-        self.deleted: list[str] = []
         self.answering: Any = None
 
     async def deliver(self, *events: tuple[str, dict[str, Any]]) -> None:
@@ -61,14 +76,6 @@ class LaggingWorker(WorkerClient):
         if self.answering is not None:
             await self.answering(answer)
         return msgspec.json.encode(answer)
-
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
-        self.patched.append(f"{resource.kind}:{namespace}/{name}")
-        return b"{}"
-
-    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
-        return b"{}"
 
 
 def _fresh(tmp_path: Path, name: str):
