@@ -18,6 +18,7 @@ from test_multikueue_connector import KEY, START, IdleWorker, _appending, _conne
 from connectors.k8s import multikueue
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import Forbidden, Gone, KubeError, Unavailable
+from connectors.k8s.multikueue import MultiKueueConnector, Worker
 from events import schema as ev
 from events.timefmt import format_time, parse_time
 from kueue_es.scheduler import settle
@@ -242,6 +243,17 @@ class Backoff:
             await asyncio.Event().wait()
 
 
+def _backing_off(state: Any, worker: Any, *, most: int) -> tuple[MultiKueueConnector, Worker, Backoff, list[Any]]:
+    """A connector to ``worker`` (as worker1), not connected yet, whose waits between attempts ``Backoff`` records
+    (``most``: how many before it waits for good); and what it appends."""
+    mk = _connector(state, {"worker1": worker})
+    appended = _appending(mk)
+    w = mk.workers["worker1"]
+    w.connected = False
+    mk.wait = backoff = Backoff(w, most=most)
+    return mk, w, backoff, appended
+
+
 async def _watching(mk: Any, w: Any, until: Any) -> None:
     """The worker watched, with passes, until ``until()``."""
     task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
@@ -266,11 +278,7 @@ async def test_failed_connections_in_a_row_back_off_as_kueue_and_show_it_in_the_
     one's time (RFC 3339, UTC) to the error."""
     state = _state(tmp_path)
     worker = FlakyWorker(refusals=100)
-    mk = _connector(state, {"worker1": worker})
-    appended = _appending(mk)
-    w = mk.workers["worker1"]
-    w.connected = False
-    mk.wait = backoff = Backoff(w, most=9)
+    mk, w, backoff, appended = _backing_off(state, worker, most=9)
     await _watching(mk, w, lambda: len(backoff.waits) > 9)
     expected = [5, 10, 20, 40, 80, 160, 320, 320, 320, 320]
     assert backoff.waits == expected
@@ -288,11 +296,7 @@ async def test_a_connection_whose_watches_all_opened_starts_the_backoff_again(tm
     watch is refused then is the first failed attempt again, retried after 5 s."""
     state = _state(tmp_path)
     worker = FlakyWorker(refusals=3)
-    mk = _connector(state, {"worker1": worker})
-    appended = _appending(mk)
-    w = mk.workers["worker1"]
-    w.connected = False
-    mk.wait = backoff = Backoff(w, most=3)
+    mk, w, backoff, appended = _backing_off(state, worker, most=3)
     task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
     try:
         await _until(lambda: w.connected)
@@ -320,11 +324,7 @@ async def test_a_worker_whose_watches_keep_opening_and_being_cut_is_never_report
     did not open, above.)"""
     state = _state(tmp_path)
     worker = FlakyWorker()
-    mk = _connector(state, {"worker1": worker})
-    appended = _appending(mk)
-    w = mk.workers["worker1"]
-    w.connected = False
-    mk.wait = backoff = Backoff(w, most=0)
+    mk, w, backoff, appended = _backing_off(state, worker, most=0)
     task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
     try:
         for _ in range(20):
