@@ -5,7 +5,7 @@ an unknown name ("unrecognized feature gate"), a gate locked to its default set 
 whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta gate the map does not name. The
 names, stages and defaults below are Kueue v0.20.0's (``pkg/features/kube_features.go``, its release notes and docs).
 
-Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
+Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (docs/scheduling.md lists what
 each one does). The fold reads these from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),

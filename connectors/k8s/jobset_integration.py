@@ -42,7 +42,7 @@ Every write is conditioned on the resourceVersion read; a conflict waits for the
 the log (``JobActed`` of kind JobSet). As for a Job, a Workload whose pod sets no longer match the JobSet is
 rewritten or made anew, a prebuilt Workload is adopted and run on, the admission gate annotation followed, and
 ``FinishedWorkload``/``UpdatedAdmissionCheck`` reported on the JobSet (:mod:`connectors.k8s.watched_jobs`). Not
-done here (see the README): elastic JobSets. MultiKueue runs a JobSet on a worker (:mod:`connectors.k8s.multikueue`).
+done here (see docs/kubernetes.md): elastic JobSets. MultiKueue runs a JobSet on a worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. 
 manager's copy of a set runs on the Workloads that manager copied (:func:`connectors.k8s.leaderworkerset.plan`).
 On a manager, where the set (which has no managedBy) is run by its controller too, its pods stay gated: the pod
 integration starts no pod whose Workload has a MultiKueue check (:func:`connectors.k8s.pod_sync.runs_on_a_worker`).
-Not done here (see the README): the Events of the pod reconciler.
+Not done here (see docs/kubernetes.md): the Events of the pod reconciler.
 """
 
 from __future__ import annotations

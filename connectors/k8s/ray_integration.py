@@ -27,7 +27,7 @@ counts those of the RayCluster it runs on under the autoscaler (:func:`connector
 integration lists and watches RayClusters for it, a change of one marking the RayJob that controls it
 (:class:`OnRayCluster`); so does an elastic RayService, counted by its active RayCluster. Each scales up in part
 when annotated ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` (KEP-12100, the shared pass's). Not done
-(see the README): rewriting a Workload whose pod sets no longer match.
+(see docs/kubernetes.md): rewriting a Workload whose pod sets no longer match.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``

@@ -81,9 +81,9 @@ def test_gates_turned_off_with_a_modelled_gate_they_depend_on_are_not_ignored() 
         gates.errors({"TopologyAwareScheduling": False})
 
 
-def test_the_readme_counts_the_modelled_gates() -> None:
-    """README.md's gate list says how many of Kueue's gates are modelled: the count stays that of ``MODELLED``."""
-    found = re.search(r"(\d+) of Kueue's (\d+) gates are modelled", (ROOT / "README.md").read_text())
+def test_the_gate_list_counts_the_modelled_gates() -> None:
+    """docs/scheduling.md's gate list says how many of Kueue's gates are modelled: the count stays that of ``MODELLED``."""
+    found = re.search(r"(\d+) of Kueue's (\d+) gates are modelled", (ROOT / "docs" / "scheduling.md").read_text())
     assert found is not None
     assert (int(found[1]), int(found[2])) == (len(gates.MODELLED), len(gates.GATES))
 
