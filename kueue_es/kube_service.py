@@ -2,7 +2,8 @@
 
 1. connect to the apiserver (kubeconfig, or the pod's service account), start ``/healthz`` and ``/readyz``;
 2. with leader election (the default), wait as a standby until this replica holds the Lease;
-3. open the log and fold it into the connector's mirror. The embedded log (a directory in ``--log``): this process
+3. open the log and fold it into the connector's mirror, renewing the Lease meanwhile (the fold hands the loop over
+   every :data:`FOLD_PACE_EVENTS` events). The embedded log (a directory in ``--log``): this process
    is its single writer; the fold starts from the newest checkpoint that holds the mirror (one this mode wrote),
    else from the beginning. Under leader election the log is folded only if it is the one the Lease names (the
    log of the replica that led last): another log is moved aside and a fresh one started (:class:`_EmbeddedLog`).
@@ -217,6 +218,24 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> bool:
     return False
 
 
+FOLD_PACE_EVENTS = 1000
+"""A fold lets the event loop run after about this many events, so the Lease is renewed while it goes on."""
+
+
+class _Pace:
+    """Hands the loop over now and then during a fold (between batches, which change nothing else: the fold's
+    result is the same, and nothing reads the mirror before it is done)."""
+
+    def __init__(self) -> None:
+        self.since = 0
+
+    async def applied(self, events: int) -> None:
+        self.since += events
+        if self.since >= FOLD_PACE_EVENTS:
+            self.since = 0
+            await asyncio.sleep(0)
+
+
 class _Backend:
     """The log the leader works over: its mirror (restored from a checkpoint where there is one, checkpointed as it
     folds) and the scheduler that runs beside the connector."""
@@ -305,8 +324,10 @@ class _EmbeddedLog(_Backend):
         for passed in start.passed_over:
             self.report("checkpoint_passed_over", {"log": self.path, "reason": passed})
         mirror = self._mirror(start.connector)
+        pace = _Pace()
         for batch in self.filelog.scan(mirror.offset + 1):
             mirror.apply_batch(batch)
+            await pace.applied(len(batch))
         self._checkpoint(self.filelog, mirror)
         return LocalJournal(self.filelog, mirror)
 
@@ -347,8 +368,10 @@ class _KafkaLog(_Backend):
         await prepare_topics(self.kafka)
         self.log = await KafkaLog.open(self.kafka, self.shard)
         mirror = self._mirror(await self._restored())
+        pace = _Pace()
         async for batch in self.log.read_batches(mirror.offset + 1):  # to the end the log has now
             mirror.apply_batch(batch)
+            await pace.applied(len(batch))
         self._checkpoint(self.sink, mirror)
         return FollowingJournal(self.log, mirror)
 
@@ -380,6 +403,25 @@ class _KafkaLog(_Backend):
             await self.log.close()
 
 
+async def _open(backend: _Backend, elector: LeaderElector | None) -> Journal:
+    """Open the log (the fold, which may last longer than the Lease) while the Lease is renewed: patiently, as
+    nothing acts yet (:meth:`LeaderElector.hold` ``acting=False``), so no standby takes over a leader that is only
+    folding, and a Lease another took meanwhile stops the fold (:class:`LeadershipLost`)."""
+    if elector is None:
+        return await backend.open()
+    keeper = asyncio.create_task(elector.hold(acting=False), name="lease-during-fold")
+    opening = asyncio.ensure_future(backend.open())
+    try:
+        await asyncio.wait({keeper, opening}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (keeper, opening):
+            task.cancel()
+        await asyncio.gather(keeper, opening, return_exceptions=True)
+    if keeper.done() and not keeper.cancelled() and (lost := keeper.exception()) is not None:
+        raise lost
+    return opening.result()
+
+
 async def _fence(client: KubeClient, elector: LeaderElector, backend: _Backend) -> KubeClient:
     """Once the log is open (which may take longer than the Lease lasts): renew the Lease, naming the log (the
     embedded one's identity), before anything acts on it (:class:`LeadershipLost` if it moved meanwhile), and
@@ -399,7 +441,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                          else _EmbeddedLog(path, opts, report, events=k.events,
                                            led_by=elector.led_by if elector is not None else None))
     try:
-        journal = await backend.open()
+        journal = await _open(backend, elector)
         mirror = journal.mirror
         if elector is not None:
             client = await _fence(client, elector, backend)
