@@ -7,7 +7,8 @@
    is its single writer; the fold starts from the newest checkpoint that holds the mirror (one this mode wrote),
    else from the beginning. Under leader election the log is folded only if it is the one the Lease names (the
    log of the replica that led last): another log is moved aside and a fresh one started (:class:`_EmbeddedLog`).
-   Then the Lease is renewed, naming the log, before anything acts on it. Kafka (``--log kafka://HOST:PORT/TOPIC[?shard=N]``): the scheduler service writes
+   Then the Lease is renewed, naming the log, before anything acts on it (the first acts: the CRDs and the
+   webhooks' registration, :func:`_set_up`). Kafka (``--log kafka://HOST:PORT/TOPIC[?shard=N]``): the scheduler service writes
    the same partition, so the mirror follows it from the beginning;
 4. run, as one task group: the connector (watch → log; status writer and Job integration once every kind is
    listed), the scheduler (once every kind is listed: the loop over the same state, or with Kafka a replica of
@@ -19,7 +20,8 @@ Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on s
 connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
 and Pod mutating webhooks (the Pod one as the Kueue Configuration's ``integrations.frameworks`` says), the
 validating webhooks for the Kueue kinds (under the Kueue Configuration's gates) and the CRD
-conversion webhook over HTTPS (``connectors/k8s/webhook.py``); with
+conversion webhook over HTTPS (``connectors/k8s/webhook.py``), which the leader registers (``webhook_register``) once
+it may act, after installing the CRDs (``install_crds``; standbys write neither); with
 ``visibility_port``, Kueue's visibility API for the aggregation layer (``connectors/k8s/visibility.py``), answered
 by the leader once synced (503 before, and on standbys), which registers its APIServices when told to — unless the
 Kueue Configuration turns ``VisibilityOnDemand`` off, which Kueue starts no visibility server under. With
@@ -139,13 +141,10 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
     webhook: job_webhook.WebhookServer | None = None
     visibility: visibility_api.VisibilityServer | None = None
     try:
-        bundle = await job_webhook.certificate(client, k) if k.webhook_port else None
-        if k.install_crds:  # converting through the webhook from the start when it is registered
-            stanza = job_webhook.conversion_stanza(k, bundle.ca_pem) if bundle and k.webhook_register else None
-            await crds.install(client, docs=crds.all_crds(stanza))
-        if k.webhook_port:  # every replica serves it, standbys too
-            webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates,
-                                              pods=PodDefaulting.of(opts.config), config=opts.config)
+        if k.webhook_port:  # every replica serves it, standbys too; the leader registers it (_set_up)
+            webhook = await job_webhook.serve(client, k, feature_gates=opts.config.feature_gates,
+                                              pods=PodDefaulting.of(opts.config), config=opts.config,
+                                              register_now=False)
         if k.visibility_port:
             visibility = await _visibility_server(client, k, opts.config)
         if k.leader_election:
@@ -432,6 +431,21 @@ async def _fence(client: KubeClient, elector: LeaderElector, backend: _Backend) 
     return KubeClient(client.api, fence=elector.fence)
 
 
+async def _set_up(client: KubeClient, k: KubeSettings, webhook: job_webhook.WebhookServer | None) -> None:
+    """The cluster's set-up, written by the leader once it may act, before its connector lists anything: the CRDs
+    (``install_crds``: converting through the webhook from the start when it is registered) and the webhooks'
+    registration (``webhook_register``). Never by a standby, which may be of another version (a rolling upgrade, a
+    rollback) and would rewrite them under the leader. Kueue's CRDs and webhook configurations come from its
+    manifests, and every replica injects the one CA their Secret holds; a registration trusts one CA too, which
+    the settings check every replica serves with (``webhook_secret`` or ``webhook_cert_dir``)."""
+    registration = webhook.registration if webhook is not None else None
+    if k.install_crds:
+        stanza = job_webhook.conversion_stanza(k, webhook.ca_pem) if webhook is not None and registration else None
+        await crds.install(client, docs=crds.all_crds(stanza))
+    if registration is not None:
+        await registration(client)
+
+
 async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,
                 elector: LeaderElector | None, stop: asyncio.Event, report: Any,
                 visibility: visibility_api.VisibilityServer | None = None,
@@ -458,6 +472,10 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
         report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube",
                           "checkpoint": backend.restored})
 
+        async def connect() -> None:
+            await _set_up(client, k, webhook)  # the Lease renewed meanwhile (it may wait for the CRDs)
+            await connector.run()
+
         async def until_stop() -> None:
             await stop.wait()
             await backend.stopping()
@@ -465,7 +483,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
 
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(connector.run(), name="connector")
+                tg.create_task(connect(), name="connector")
                 backend.start(tg, journal, connector, stop)
                 if elector is not None:
                     tg.create_task(elector.hold(), name="lease")

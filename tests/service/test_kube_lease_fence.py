@@ -5,6 +5,7 @@ on a fake clock (:mod:`fixtures.fakelease`); the apiserver a recorder behind the
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Coroutine
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,9 +19,12 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.leader import LOG_ANNOTATION, LeaderElector, LeadershipLost
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import LEASES
-from connectors.k8s.settings import KubeSettings
+from connectors.k8s.settings import KubeSettings, validate
 from connectors.kafka.scheduler_service import ServiceOptions
+from events.errors import InvalidInput
 from kueue_es import kube_service
+from kueue_es.config import load
+from kueue_es.scheduler.config import load_config
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -28,8 +32,9 @@ MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 class _Response:
     status = 200
 
-    async def read(self) -> bytes:
-        return b"{}"
+    async def read(self) -> bytes:  # whatever is read is there, a CRD established
+        return b'{"metadata": {"resourceVersion": "1"}, "status": {"conditions": [{"type": "Established", ' \
+               b'"status": "True"}]}}'
 
     def release(self) -> None:
         pass
@@ -47,6 +52,9 @@ class Api:
 
     def writes(self) -> list[tuple[str, str]]:
         return [c for c in self.calls if c[0] in MUTATING]
+
+    async def close(self) -> None:
+        pass
 
 
 def fake_connector(monkeypatch: pytest.MonkeyPatch, leases: Leases, seen: list[str]) -> None:
@@ -97,10 +105,11 @@ def fakes(monkeypatch: pytest.MonkeyPatch, leases: Leases, b: LeaderElector, *, 
     fake_connector(monkeypatch, leases, seen)
 
 
-async def lead(a: LeaderElector, api: Api, stop: asyncio.Event, *, path: str = "log", opts: Any = None) -> None:
-    settings = SimpleNamespace(kube=KubeSettings(), uses_kafka=False)
+async def lead(a: LeaderElector, api: Api, stop: asyncio.Event, *, path: str = "log", opts: Any = None,
+               kube: KubeSettings | None = None, webhook: Any = None) -> None:
+    settings = SimpleNamespace(kube=kube or KubeSettings(), uses_kafka=False)
     await kube_service._lead(settings, opts or SimpleNamespace(instance_id="a"), path, KubeClient(api),  # type: ignore[arg-type]
-                             kube_service.Health(), a, stop, lambda kind, fields: None)
+                             kube_service.Health(), a, stop, lambda kind, fields: None, webhook=webhook)
 
 
 @pytest.mark.asyncio
@@ -261,3 +270,92 @@ async def test_a_lease_taken_over_during_the_fold_stops_it_and_nothing_acts(monk
     assert any(fold.b_won) and len(fold.folded) < FOLD_BATCHES, "the fold stopped once the Lease was found b's"
     assert api.writes() == [] and seen == []
 
+
+# --- the cluster's set-up: the leader's, once it may act ---------------------------------------------------------
+
+SET_UP = ("customresourcedefinitions", "webhookconfigurations")
+
+
+def set_up_writes(api: Api) -> list[tuple[str, str]]:
+    return [w for w in api.writes() if any(kind in w[1] for kind in SET_UP)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.asyncio
+async def test_a_standby_installs_no_crds_and_registers_no_webhook(monkeypatch, tmp_path) -> None:
+    """Review L8: a standby (in a rolling upgrade, of another version) would rewrite the CRDs and the webhook
+    configurations under the running leader. It serves the webhook, and writes neither."""
+    leases, api = Leases(Clock()), Api()
+    other = leases.elector("other")
+    assert await other.try_acquire_or_renew()
+
+    async def connect(cls: Any, kubeconfig: str = "", context: str = "") -> KubeClient:
+        return KubeClient(api)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kube_service.KubeClient, "connect", classmethod(connect))
+    monkeypatch.setattr(kube_service, "LeaderElector", lambda client, ns, name, identity, timing: leases.elector(
+        identity))
+    settings = load(env={}, overrides={"log": str(tmp_path / "log"), "kube": {
+        "install_crds": True, "webhook_port": free_port(), "webhook_address": "127.0.0.1", "webhook_register": True,
+        "webhook_secret": "kueue-es-webhook-server-cert", "webhook_url": "https://127.0.0.1", "health_port": 0}})
+    opts = SimpleNamespace(config=load_config({}), instance_id="standby")
+    stop, reports = asyncio.Event(), []
+
+    def report(kind: str, fields: dict[str, Any]) -> None:
+        reports.append(kind)
+        if kind == "standby":
+            stop.set()
+
+    await kube_service.serve(settings, opts, stop, report)
+    assert reports == ["standby", "stopped"]
+    assert set_up_writes(api) == [], "neither the CRDs nor the webhook configurations"
+
+
+@pytest.mark.asyncio
+async def test_the_leader_installs_the_crds_and_registers_the_webhook_once_the_lease_names_its_log(
+        monkeypatch) -> None:
+    """The set-up is the leader's first act: after the renewal naming its log, through the fenced client, before
+    the connector runs; the CRDs convert through the webhook it registers."""
+    leases = Leases(Clock())
+    a, b = leases.elector("a"), leases.elector("b")
+    assert await a.try_acquire_or_renew()
+    fakes(monkeypatch, leases, b, fold_s=1.0, seen=(seen := []))
+    registered: list[tuple[str, bool]] = []
+
+    async def registration(client: KubeClient) -> None:
+        registered.append((leases.annotations.get(LOG_ANNOTATION, ""), client.fence is not None))
+
+    webhook = SimpleNamespace(registration=registration, ca_pem=b"the CA", held_parents=SimpleNamespace(
+        detach=lambda: None))
+    api, stop = Api(), asyncio.Event()
+    kube = KubeSettings(install_crds=True, webhook_port=9443, webhook_register=True, webhook_secret="cert")
+    task = asyncio.create_task(lead(a, api, stop, kube=kube, webhook=webhook))
+    while len(api.writes()) == len(set_up_writes(api)) and not task.done():
+        await asyncio.sleep(0)
+    stop.set()
+    await task
+    crd_writes = set_up_writes(api)
+    assert crd_writes and api.writes()[:len(crd_writes)] == crd_writes, "the CRDs before the connector acts"
+    assert registered == [("log-a@0", True)], "registered once the Lease names the log, fenced by it"
+    assert seen == ["log-a@0"]
+
+
+@pytest.mark.parametrize(("shared", "refused"), [({}, True), ({"webhook_secret": "cert"}, False),
+                                                 ({"webhook_cert_dir": "/certs"}, False),
+                                                 ({"leader_election": False}, False)])
+def test_registering_the_webhook_under_leader_election_needs_one_ca_for_every_replica(shared: dict,
+                                                                                       refused: bool) -> None:
+    """Without a shared Secret (or mounted certificate) each replica signs its own CA: the one the leader
+    registers is not the one the others serve with, and the apiserver refuses their answers."""
+    k = KubeSettings(webhook_port=9443, webhook_register=True, **shared)
+    if refused:
+        with pytest.raises(InvalidInput, match=r"\$\.kube\.webhook_register: under leader election needs "
+                                               r"\$\.kube\.webhook_secret or \$\.kube\.webhook_cert_dir"):
+            validate(k)
+    else:
+        validate(k)
