@@ -2,11 +2,13 @@
 
 1. connect to the apiserver (kubeconfig, or the pod's service account), start ``/healthz`` and ``/readyz``;
 2. with leader election (the default), wait as a standby until this replica holds the Lease;
-3. open the log and fold it into the connector's mirror. The embedded log (a directory in ``--log``): this process
+3. open the log and fold it into the connector's mirror, renewing the Lease meanwhile (the fold hands the loop over
+   every :data:`FOLD_PACE_EVENTS` events). The embedded log (a directory in ``--log``): this process
    is its single writer; the fold starts from the newest checkpoint that holds the mirror (one this mode wrote),
    else from the beginning. Under leader election the log is folded only if it is the one the Lease names (the
    log of the replica that led last): another log is moved aside and a fresh one started (:class:`_EmbeddedLog`).
-   Then the Lease is renewed, naming the log, before anything acts on it. Kafka (``--log kafka://HOST:PORT/TOPIC[?shard=N]``): the scheduler service writes
+   Then the Lease is renewed, naming the log, before anything acts on it (the first acts: the CRDs and the
+   webhooks' registration, :func:`_set_up`). Kafka (``--log kafka://HOST:PORT/TOPIC[?shard=N]``): the scheduler service writes
    the same partition, so the mirror follows it from the beginning;
 4. run, as one task group: the connector (watch → log; status writer and Job integration once every kind is
    listed), the scheduler (once every kind is listed: the loop over the same state, or with Kafka a replica of
@@ -18,7 +20,8 @@ Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on s
 connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
 and Pod mutating webhooks (the Pod one as the Kueue Configuration's ``integrations.frameworks`` says), the
 validating webhooks for the Kueue kinds (under the Kueue Configuration's gates) and the CRD
-conversion webhook over HTTPS (``connectors/k8s/webhook.py``); with
+conversion webhook over HTTPS (``connectors/k8s/webhook.py``), which the leader registers (``webhook_register``) once
+it may act, after installing the CRDs (``install_crds``; standbys write neither); with
 ``visibility_port``, Kueue's visibility API for the aggregation layer (``connectors/k8s/visibility.py``), answered
 by the leader once synced (503 before, and on standbys), which registers its APIServices when told to — unless the
 Kueue Configuration turns ``VisibilityOnDemand`` off, which Kueue starts no visibility server under. With
@@ -138,13 +141,10 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
     webhook: job_webhook.WebhookServer | None = None
     visibility: visibility_api.VisibilityServer | None = None
     try:
-        bundle = await job_webhook.certificate(client, k) if k.webhook_port else None
-        if k.install_crds:  # converting through the webhook from the start when it is registered
-            stanza = job_webhook.conversion_stanza(k, bundle.ca_pem) if bundle and k.webhook_register else None
-            await crds.install(client, docs=crds.all_crds(stanza))
-        if k.webhook_port:  # every replica serves it, standbys too
-            webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates,
-                                              pods=PodDefaulting.of(opts.config), config=opts.config)
+        if k.webhook_port:  # every replica serves it, standbys too; the leader registers it (_set_up)
+            webhook = await job_webhook.serve(client, k, feature_gates=opts.config.feature_gates,
+                                              pods=PodDefaulting.of(opts.config), config=opts.config,
+                                              register_now=False)
         if k.visibility_port:
             visibility = await _visibility_server(client, k, opts.config)
         if k.leader_election:
@@ -215,6 +215,24 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> bool:
         task.result()
         return True
     return False
+
+
+FOLD_PACE_EVENTS = 1000
+"""A fold lets the event loop run after about this many events, so the Lease is renewed while it goes on."""
+
+
+class _Pace:
+    """Hands the loop over now and then during a fold (between batches, which change nothing else: the fold's
+    result is the same, and nothing reads the mirror before it is done)."""
+
+    def __init__(self) -> None:
+        self.since = 0
+
+    async def applied(self, events: int) -> None:
+        self.since += events
+        if self.since >= FOLD_PACE_EVENTS:
+            self.since = 0
+            await asyncio.sleep(0)
 
 
 class _Backend:
@@ -305,8 +323,10 @@ class _EmbeddedLog(_Backend):
         for passed in start.passed_over:
             self.report("checkpoint_passed_over", {"log": self.path, "reason": passed})
         mirror = self._mirror(start.connector)
+        pace = _Pace()
         for batch in self.filelog.scan(mirror.offset + 1):
             mirror.apply_batch(batch)
+            await pace.applied(len(batch))
         self._checkpoint(self.filelog, mirror)
         return LocalJournal(self.filelog, mirror)
 
@@ -347,8 +367,10 @@ class _KafkaLog(_Backend):
         await prepare_topics(self.kafka)
         self.log = await KafkaLog.open(self.kafka, self.shard)
         mirror = self._mirror(await self._restored())
+        pace = _Pace()
         async for batch in self.log.read_batches(mirror.offset + 1):  # to the end the log has now
             mirror.apply_batch(batch)
+            await pace.applied(len(batch))
         self._checkpoint(self.sink, mirror)
         return FollowingJournal(self.log, mirror)
 
@@ -380,6 +402,25 @@ class _KafkaLog(_Backend):
             await self.log.close()
 
 
+async def _open(backend: _Backend, elector: LeaderElector | None) -> Journal:
+    """Open the log (the fold, which may last longer than the Lease) while the Lease is renewed: patiently, as
+    nothing acts yet (:meth:`LeaderElector.hold` ``acting=False``), so no standby takes over a leader that is only
+    folding, and a Lease another took meanwhile stops the fold (:class:`LeadershipLost`)."""
+    if elector is None:
+        return await backend.open()
+    keeper = asyncio.create_task(elector.hold(acting=False), name="lease-during-fold")
+    opening = asyncio.ensure_future(backend.open())
+    try:
+        await asyncio.wait({keeper, opening}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (keeper, opening):
+            task.cancel()
+        await asyncio.gather(keeper, opening, return_exceptions=True)
+    if keeper.done() and not keeper.cancelled() and (lost := keeper.exception()) is not None:
+        raise lost
+    return opening.result()
+
+
 async def _fence(client: KubeClient, elector: LeaderElector, backend: _Backend) -> KubeClient:
     """Once the log is open (which may take longer than the Lease lasts): renew the Lease, naming the log (the
     embedded one's identity), before anything acts on it (:class:`LeadershipLost` if it moved meanwhile), and
@@ -388,6 +429,21 @@ async def _fence(client: KubeClient, elector: LeaderElector, backend: _Backend) 
         elector.log = backend.identity
     await elector.renew()
     return KubeClient(client.api, fence=elector.fence)
+
+
+async def _set_up(client: KubeClient, k: KubeSettings, webhook: job_webhook.WebhookServer | None) -> None:
+    """The cluster's set-up, written by the leader once it may act, before its connector lists anything: the CRDs
+    (``install_crds``: converting through the webhook from the start when it is registered) and the webhooks'
+    registration (``webhook_register``). Never by a standby, which may be of another version (a rolling upgrade, a
+    rollback) and would rewrite them under the leader. Kueue's CRDs and webhook configurations come from its
+    manifests, and every replica injects the one CA their Secret holds; a registration trusts one CA too, which
+    the settings check every replica serves with (``webhook_secret`` or ``webhook_cert_dir``)."""
+    registration = webhook.registration if webhook is not None else None
+    if k.install_crds:
+        stanza = job_webhook.conversion_stanza(k, webhook.ca_pem) if webhook is not None and registration else None
+        await crds.install(client, docs=crds.all_crds(stanza))
+    if registration is not None:
+        await registration(client)
 
 
 async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,
@@ -399,7 +455,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                          else _EmbeddedLog(path, opts, report, events=k.events,
                                            led_by=elector.led_by if elector is not None else None))
     try:
-        journal = await backend.open()
+        journal = await _open(backend, elector)
         mirror = journal.mirror
         if elector is not None:
             client = await _fence(client, elector, backend)
@@ -416,6 +472,10 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
         report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube",
                           "checkpoint": backend.restored})
 
+        async def connect() -> None:
+            await _set_up(client, k, webhook)  # the Lease renewed meanwhile (it may wait for the CRDs)
+            await connector.run()
+
         async def until_stop() -> None:
             await stop.wait()
             await backend.stopping()
@@ -423,7 +483,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
 
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(connector.run(), name="connector")
+                tg.create_task(connect(), name="connector")
                 backend.start(tg, journal, connector, stop)
                 if elector is not None:
                     tg.create_task(elector.hold(), name="lease")

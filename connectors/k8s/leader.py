@@ -82,6 +82,10 @@ class LeaderElector:
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
+    async def _sleep(self, seconds: float) -> None:
+        """Wait on the loop's clock (tests drive both this and :meth:`_now` from a fake clock)."""
+        await asyncio.sleep(seconds)
+
     def valid(self) -> bool:
         """True while this replica may act as the leader: it holds the Lease and sent its last successful renewal
         less than ``renew_deadline_s`` ago (a standby takes over no sooner than ``lease_duration_s`` after it saw
@@ -180,7 +184,7 @@ class LeaderElector:
                     return
             except KubeError as exc:
                 log.warning("leader election attempt failed", error=str(exc))
-            await asyncio.sleep(self.timing.retry_period_s)
+            await self._sleep(self.timing.retry_period_s)
 
     async def renew(self) -> None:
         """Renew now (after the log is open, before anything acts on it), retrying every ``retry_period_s``;
@@ -188,15 +192,19 @@ class LeaderElector:
         cut at the renew deadline, which a fold longer than it has passed already (a write conditioned on the
         Lease's resourceVersion that succeeds shows that no other replica took it meanwhile)."""
         while not await self._renew_once(acting=False):
-            await asyncio.sleep(self.timing.retry_period_s)
+            await self._sleep(self.timing.retry_period_s)
 
-    async def hold(self) -> None:
+    async def hold(self, *, acting: bool = True) -> None:
         """Renew until leadership is lost (raises :class:`LeadershipLost`); runs until cancelled otherwise. The
         first look comes at once when the last attempt is already ``retry_period_s`` old (the loop was busy or
-        blocked since), not a whole period later."""
+        blocked since), not a whole period later.
+
+        ``acting=False``: while the leader only folds its log, before anything acts (the renewal that names the log
+        comes after, :meth:`renew`). Each attempt is as patient as :meth:`renew`'s, and only a Lease another holds
+        ends it: renewed all along, the Lease is not taken over by a standby during a fold longer than it lasts."""
         while True:
-            await asyncio.sleep(max(0.0, self.timing.retry_period_s - (self._now() - self._last_try)))
-            await self._renew_once()
+            await self._sleep(max(0.0, self.timing.retry_period_s - (self._now() - self._last_try)))
+            await self._renew_once(acting)
 
     async def _renew_once(self, acting: bool = True) -> bool:
         # while the leader acts, an attempt never outlives the renew deadline, so a leader that cannot renew stops

@@ -12,7 +12,8 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Client configuration; empty: ``$KUBECONFIG``/``~/.kube/config``, or the pod's service account in-cluster."""
     context: str = ""
     install_crds: bool = False
-    """Create or update the kueue.x-k8s.io CRDs at start (needs the rights to; the manifests install them too)."""
+    """When leading, create or update the kueue.x-k8s.io CRDs (needs the rights to; the manifests install them
+    too)."""
     leader_election: bool = True
     lease_name: str = "kueue-es"
     lease_namespace: str = "kueue-system"
@@ -45,7 +46,8 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     webhook_hosts: str = ""
     """Comma-separated names the serving certificate is for; empty: the Service's DNS names."""
     webhook_register: bool = False
-    """Create or update the MutatingWebhookConfiguration with this certificate's CA at start."""
+    """When leading, create or update the webhook configurations and the CRDs' conversion with this certificate's
+    CA; under leader election it needs ``webhook_secret`` or ``webhook_cert_dir`` (one CA for every replica)."""
     webhook_url: str = ""
     """Where the apiserver calls the webhook when it is not the Service ``webhook_service`` (out of cluster)."""
     webhook_service: str = "kueue-es-webhook"
@@ -92,6 +94,10 @@ def validate(s: KubeSettings) -> KubeSettings:
         raise InvalidInput(f"$.kube.webhook_port: must be a port number (0-65535), not {s.webhook_port}")
     if s.webhook_port and s.webhook_register and not (s.webhook_url or s.webhook_service):
         raise InvalidInput("$.kube.webhook_register: needs $.kube.webhook_url or $.kube.webhook_service")
+    if s.leader_election and s.webhook_port and s.webhook_register and not (s.webhook_secret or s.webhook_cert_dir):
+        raise InvalidInput("$.kube.webhook_register: under leader election needs $.kube.webhook_secret or "
+                           "$.kube.webhook_cert_dir: every replica serves the webhook, and the one CA the leader "
+                           "registers must be the one they all serve with (else each signs its own)")
     if not 0 <= s.visibility_port <= 65535:
         raise InvalidInput(f"$.kube.visibility_port: must be a port number (0-65535), not {s.visibility_port}")
     if s.visibility_port and s.visibility_advertise_address:

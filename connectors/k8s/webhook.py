@@ -505,6 +505,11 @@ class WebhookServer:
         self.validations = 0
         self.validations_refused = 0
         self._runner: web.AppRunner | None = None
+        self.ca_pem = b""
+        """The CA its certificate is signed with (what the apiserver is told to trust)."""
+        self.registration: Callable[[KubeClient], Awaitable[None]] | None = None
+        """With ``webhook_register``: registers this server's webhooks, trusting :attr:`ca_pem`, through the
+        client given (:func:`serve`)."""
 
     async def start(self, address: str, port: int, certfile: str, keyfile: str,
                     tls: TLSSettings | None = None) -> None:
@@ -702,11 +707,12 @@ def conversion_stanza(k: KubeSettings, ca_pem: bytes = b"") -> dict[str, Any]:
 async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None, *,
                 feature_gates: Mapping[str, bool] | None = None,
                 pods: pod_webhook.PodDefaulting | None = None,
-                config: SchedulerConfig | None = None) -> WebhookServer:
+                config: SchedulerConfig | None = None, register_now: bool = True) -> WebhookServer:
     """Start the webhook as ``k`` says (with ``bundle``, else :func:`certificate`); when ``webhook_register``,
     register the Job webhook and the validating webhooks and point the CRDs' conversion at it, all trusting its
-    CA. Stop it when done. ``feature_gates``: the Kueue Configuration's (``WorkloadPriorityClassDefaulting``, the
-    gated validations). ``pods``: what the Pod webhook reads of it (None, or the pod integration off: it changes
+    CA: at once, or (``register_now`` False) when :attr:`WebhookServer.registration` is called, as ``run --kube``'s
+    leader does once it may act. Stop it when done. ``feature_gates``: the Kueue Configuration's
+    (``WorkloadPriorityClassDefaulting``, the gated validations). ``pods``: what the Pod webhook reads of it (None, or the pod integration off: it changes
     nothing). ``config``: the Kueue Configuration, for ``manageJobsWithoutQueueName`` and whether it manages
     batch/v1 Jobs (off: the Job webhooks change and refuse nothing); None: Kueue's defaults."""
     bundle = bundle or await certificate(client, k)
@@ -760,28 +766,36 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                            kueue_parents(frozenset(config_in_force.enabled_frameworks)), ancestry, held, multikueue,
                            namespace_managed_lookup(client, config_in_force), pods_ready)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
-    if k.webhook_register:
+    server.ca_pem = bundle.ca_pem
+    if not k.webhook_register:
+        return server
+
+    async def registration(api: KubeClient) -> None:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
-        await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
-                                             excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
-                                             deployments=deployments.enabled, statefulsets=statefulsets.enabled,
-                                             jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
-                                             kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
-                                             rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
-                                             appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
-                                             rayservices=rayservices.enabled,
-                                             sparkapplications=sparkapplications.enabled))
-        await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
-                                                        excluded_namespaces=("kube-system", k.lease_namespace),
-                                                        pods=pods_on, deployments=deployments.enabled,
-                                                        statefulsets=statefulsets.enabled, jobsets=jobsets.enabled,
-                                                        mpijobs=mpijobs.enabled,
-                                                        kubeflow=config_in_force.kubeflow_kinds,
-                                                        rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
-                                                        leaderworkersets=leaderworkersets.enabled,
-                                                        appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
-                                                        rayservices=rayservices.enabled,
-                                                        sparkapplications=sparkapplications.enabled))
-        await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
+        await register(api, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
+                                          excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
+                                          deployments=deployments.enabled, statefulsets=statefulsets.enabled,
+                                          jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
+                                          kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
+                                          rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
+                                          appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
+                                          rayservices=rayservices.enabled,
+                                          sparkapplications=sparkapplications.enabled))
+        await register(api, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
+                                                     excluded_namespaces=("kube-system", k.lease_namespace),
+                                                     pods=pods_on, deployments=deployments.enabled,
+                                                     statefulsets=statefulsets.enabled, jobsets=jobsets.enabled,
+                                                     mpijobs=mpijobs.enabled,
+                                                     kubeflow=config_in_force.kubeflow_kinds,
+                                                     rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
+                                                     leaderworkersets=leaderworkersets.enabled,
+                                                     appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
+                                                     rayservices=rayservices.enabled,
+                                                     sparkapplications=sparkapplications.enabled))
+        await conversion.register(api, conversion_stanza(k, bundle.ca_pem))
+
+    server.registration = registration
+    if register_now:
+        await registration(client)
     return server
 
