@@ -294,6 +294,16 @@ class Worker:
         if self.mirrored.get((kind, key), ("",))[0] == uid:
             del self.mirrored[kind, key]
 
+    def hold_as(self, old: Worker) -> None:
+        """This worker replaces ``old`` for the same cluster (new credentials, a new kubeconfig): what ``old`` held
+        of the copies there is held here too — a copy deleted whose DELETED was not shown yet (:attr:`deleted`,
+        :attr:`deleted_owners`) is still the one deleted, not a new one, and what was mirrored of a copy
+        (:attr:`mirrored`) is not written again. This worker's listings forget what they no longer hold
+        (:meth:`listed`)."""
+        self.deleted = dict(old.deleted)
+        self.deleted_owners = {kind: dict(held) for kind, held in old.deleted_owners.items()}
+        self.mirrored = dict(old.mirrored)
+
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
         it (left behind when its Workload copy was deleted there or collected)."""
@@ -1142,9 +1152,12 @@ class MultiKueueConnector:
                 if w.client is not None and w.origin != config.multi_kueue.origin:
                     await self._rewatch(w, config.multi_kueue.origin)
                 continue
-            if w is not None:
-                await self._stop(w)
+            old = w
+            if old is not None:
+                await self._stop(old)
             w = self.workers[name] = Worker(name, source)
+            if old is not None:
+                w.hold_as(old)
             refused = "" if error else kubeconfig_checks.insecure_reason(source)
             if refused:  # Kueue checks the kubeconfig before it builds a client from it
                 error, reason = f"load client config failed: {refused}", kubeconfig_checks.REASON
@@ -1190,8 +1203,10 @@ class MultiKueueConnector:
                                   config: SchedulerConfig) -> tuple[bytes, str, str] | None:
         """A worker named by a ClusterProfile: reached with the credentials of the Configuration's plugin under
         MultiKueueClusterProfile (:mod:`connectors.k8s.clusterprofile`), refused while it is off. While its plugin
-        runs (off the pass) it is not connectable yet, as a worker whose watches have not listed yet: neither
-        reached nor lost, nothing written there, the client it had (for credentials being replaced) stopped."""
+        runs (off the pass) for its first credentials, or for a profile cluster or provider that changed, it is not
+        connectable yet, as a worker whose watches have not listed yet: neither reached nor lost, nothing written
+        there; while it runs again for credentials expired or refused, the worker stays as it is on those until the
+        new ones come."""
         name = cluster.metadata.name
         ref = cluster.spec.cluster_source.cluster_profile_ref
         if ref is None or not config.gate(gates.MULTIKUEUE_CLUSTER_PROFILE):

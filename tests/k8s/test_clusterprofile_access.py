@@ -268,12 +268,13 @@ async def _answered(profiles: cp.ClusterProfiles, cluster: str) -> None:
 
 
 async def _settled(profiles: _Profiles, *args: Any) -> tuple[bytes, str, str] | None:
-    """The worker's kubeconfig or condition once its profile was read and its plugin, if run, answered."""
+    """The worker's kubeconfig or condition once its profile was read and its plugin, if run, answered (while it
+    runs again, the kubeconfig in use is the answer)."""
     got = await profiles.kubeconfig(*args)
     if got is None:
         await asyncio.sleep(0)
         got = await profiles.kubeconfig(*args)
-    if got is None and profiles.running(args[0]):
+    if profiles.running(args[0]):
         await _answered(profiles, args[0])
         got = await profiles.kubeconfig(*args)
     return got
@@ -352,6 +353,44 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{
         assert (profiles.unauthorized("other", second), profiles.unauthorized("c", b"")) == (False, False)
         assert await profiles.kubeconfig(*args) == (second, "", "") and runs.read_text() == "xx"
     finally:
+        await profiles.close()
+
+
+@pytest.mark.asyncio
+async def test_the_kubeconfig_in_use_stays_the_answer_while_the_plugin_runs_again_for_the_same_cluster_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials expired: while the plugin runs again, the kubeconfig made with them is still the answer (the
+    worker keeps its connection, as Kueue's client keeps its watches while the plugin runs). A run that fails drops
+    them; a first run, or one for a profile cluster that changed, has none to offer meanwhile."""
+    answers: asyncio.Queue[cp.Credential | str] = asyncio.Queue()
+
+    async def run_plugin(ex: ExecConfig, cluster: dict[str, Any]) -> cp.Credential | str:
+        return await answers.get()
+
+    monkeypatch.setattr(cp, "run_plugin", run_plugin)
+    clock = [1000.0]
+    profiles = _Profiles({"p": _profile("p", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])}, clock)
+    args = ("c", "p", "kueue-system", [_ap("a")])
+    try:
+        answers.put_nowait(cp.Credential(token="t1", expires_s=2000.0))
+        first, _, _ = await _settled(profiles, *args)  # type: ignore[misc]
+        clock[0] = 2000.0
+        assert await profiles.kubeconfig(*args) == (first, "", "") and profiles.running("c")
+        assert await profiles.kubeconfig(*args) == (first, "", "")
+        answers.put_nowait("getting credentials: exec: executable x failed with exit code 1")
+        await _answered(profiles, "c")
+        source, error, reason = await profiles.kubeconfig(*args)  # type: ignore[misc]
+        assert (source, reason) == (b"", "ClientConnectionFailed") and error.startswith("getting credentials: ")
+        clock[0] += 5.0  # the backoff over: run again, with nothing to offer meanwhile
+        assert await profiles.kubeconfig(*args) is None and profiles.running("c")
+        answers.put_nowait(cp.Credential(token="t2", expires_s=3000.0))
+        second, _, _ = await _settled(profiles, *args)  # type: ignore[misc]
+        assert _token(second) == "t2"
+        moved = _profile("p", access=[{"name": "a", "cluster": {"server": "https://moved:6443"}}])
+        profiles._read(profiles.followed["c"], moved, "")
+        assert await profiles.kubeconfig(*args) is None and profiles.running("c")
+    finally:
+        answers.put_nowait(cp.Credential(token="last"))
         await profiles.close()
 
 
