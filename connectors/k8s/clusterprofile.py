@@ -30,8 +30,10 @@ Disabled``; the profile missing (``ClusterProfile.multicluster.x-k8s.io "<name>"
 provider the Configuration has ("no matching cluster accessor found for cluster profile ..."), ``BadClusterProfile``;
 a server whose host is neither an IP address nor a DNS subdomain, ``BadRestConfig`` "untrusted server endpoint"; all
 "load client config failed: ...". A plugin that cannot be run, fails or answers wrongly leaves the worker
-``ClientConnectionFailed`` with the client library's "getting credentials: ..." (Kueue meets it building the
-worker's client); it is run again after Kueue's reconnect backoff (5 s doubling, at most 320 s).
+``ClientConnectionFailed`` with the client library's "getting credentials: ..." (Kueue meets it connecting to the
+worker: a failed connection attempt), followed by Kueue's backoff progress ("; connection attempts: N, next
+connection attempt: <time>", :func:`failed_attempt`); it is run again after Kueue's reconnect backoff (5 s doubling,
+at most 320 s).
 
 Not done: the ``clusterprofiles.multicluster.x-k8s.io/exec/additional-args`` and ``.../additional-envs``
 extensions (Kueue's providers set no policy for them, so they are ignored there too). A ``proxy-url`` Kubernetes'
@@ -58,7 +60,7 @@ from connectors.k8s.errors import NotFound
 from connectors.k8s.follow_one import follow, stopped
 from connectors.k8s.kubeconfig_checks import trusted_server
 from connectors.k8s.resources import Resource
-from events.timefmt import parse_rfc3339
+from events.timefmt import format_time, parse_rfc3339
 from kueue_es.scheduler.config import AccessProvider, ExecConfig
 
 log = structlog.get_logger("kueue_es.k8s.clusterprofile")
@@ -182,6 +184,14 @@ def retry_after(failures: int) -> float:
     return RETRY_BASE_S * 2 ** (min(failures, RETRY_MAX_STEPS) - 1) if failures > 0 else 0.0
 
 
+def failed_attempt(error: str, attempts: int, next_try_s: float) -> str:
+    """The Active message of a worker whose connection attempts failed ``attempts`` times in a row, the next one at
+    ``next_try_s`` (seconds since the epoch): Kueue's (#13726) "<error>; connection attempts: N, next connection
+    attempt: <RFC 3339, UTC>"."""
+    return (f"{error}; connection attempts: {attempts}, "
+            f"next connection attempt: {format_time(round(next_try_s * 1000))}")
+
+
 async def run_plugin(ex: ExecConfig, cluster: dict[str, Any]) -> Credential | str:
     """Run the credential plugin; its credentials, or "getting credentials: ..." in the client library's words."""
     if ex.api_version not in EXEC_API_VERSIONS:
@@ -287,7 +297,7 @@ class ClusterProfiles:
         elif f.plugin is not None:
             return self._in_use(f)
         elif f.failures and now < f.next_try:
-            return b"", f.last_error, CONNECTION_FAILED
+            return b"", failed_attempt(f.last_error, f.failures, f.next_try), CONNECTION_FAILED
         f.got = None  # being got again: a refusal of the old ones meanwhile asks for no other run
         f.plugin = asyncio.create_task(self._run(cluster, f, used, provider, server), name=f"mk-plugin-{cluster}")
         return self._in_use(f)

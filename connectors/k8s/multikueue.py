@@ -100,7 +100,13 @@ from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient, resource_version_number
-from connectors.k8s.clusterprofile import CONNECTION_FAILED, GATE_OFF, ClusterProfiles, retry_after
+from connectors.k8s.clusterprofile import (
+    CONNECTION_FAILED,
+    GATE_OFF,
+    ClusterProfiles,
+    failed_attempt,
+    retry_after,
+)
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound, Unavailable
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
@@ -169,6 +175,10 @@ CONNECTING = "connecting"
 neither reached nor reported lost."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
+
+
+class NoClient(Exception):
+    """No client comes of a worker's kubeconfig (a failed connection attempt)."""
 
 
 @dataclass
@@ -1113,7 +1123,7 @@ class MultiKueueConnector:
         self._watched = watched
         self._all_moved = True
         for w in self.workers.values():
-            if w.client is not None and w.task is not None:
+            if w.task is not None:
                 await self._rewatch(w, w.origin)
 
     def _adapters(self, config: SchedulerConfig | None = None) -> list[Adapter]:
@@ -1149,7 +1159,7 @@ class MultiKueueConnector:
             source, error, reason = read
             w = self.workers.get(name)
             if w is not None and w.source == source and source:
-                if w.client is not None and w.origin != config.multi_kueue.origin:
+                if w.task is not None and w.origin != config.multi_kueue.origin:
                     await self._rewatch(w, config.multi_kueue.origin)
                 continue
             old = w
@@ -1164,14 +1174,7 @@ class MultiKueueConnector:
             if error:
                 w.reason, w.message = reason, error
                 continue
-            try:
-                w.client = await client_from(source)
-                w.client.fence = getattr(self.client, "fence", None)  # a leader that lost its Lease writes to no worker
-            except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
-                # Kueue builds the client after loading the config: a kubeconfig that gives none fails there
-                w.reason, w.message = CONNECTION_FAILED, f"{type(exc).__name__}: {exc}"
-                continue
-            await self._rewatch(w, config.multi_kueue.origin)
+            await self._rewatch(w, config.multi_kueue.origin)  # its client built there (:meth:`_connect`)
 
     async def _kubeconfig(self, cluster: o.MultiKueueCluster,
                           config: SchedulerConfig) -> tuple[bytes, str, str] | None:
@@ -1301,17 +1304,18 @@ class MultiKueueConnector:
                 await w.client.close()
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
-        """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected once every
-        watch opened (the worker answered it), as Kueue marks a remote client connected once all its watches are
+        """Build the worker's client if it has none yet (:meth:`_connect`), then list and watch its Workloads and
+        adapters' owners of this origin; mark it connected once every watch opened (the worker answered it), as Kueue marks a remote client connected once all its watches are
         established. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
         ``absent_retry_s`` and watched once served (Kueue lists it again on its next reconcile), the connection
         kept. A connection that fails before every watch opened is a failed attempt (:meth:`_failed_attempt`); one
         cut after, a reconnect (:meth:`_reconnect`)."""
         selector = f"{ORIGIN_LABEL}={origin}"
-        assert w.client is not None
         while True:
             c = w.opening = Opening(set())
             try:
+                if w.client is None:
+                    w.client = await self._connect(w)
                 listed, absent = {}, []
                 adapters = self._adapters()
                 for a in adapters:
@@ -1343,6 +1347,18 @@ class MultiKueueConnector:
                     continue
                 await self.wait(self._failed_attempt(w, exc))
 
+    async def _connect(self, w: Worker) -> KubeClient:
+        """The worker's client, built from its kubeconfig, with the manager client's fence (a leader that lost its
+        Lease writes to no worker). One that does not come of it (a kubeconfig Kueue takes whose client the library
+        will not make: CA data that is no certificate) fails the connection attempt, as Kueue counts a client it
+        could not build: reported with its attempts, built again after the backoff."""
+        try:
+            client = await client_from(w.source)
+        except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
+            raise NoClient(f"{type(exc).__name__}: {exc}") from exc
+        client.fence = getattr(self.client, "fence", None)
+        return client
+
     async def _follow_opening(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]], rv: str,
                               selector: str) -> None:
         """:meth:`_follow` as one of the watches of the connection being made (:attr:`Worker.opening`): one failing
@@ -1368,16 +1384,16 @@ class MultiKueueConnector:
     def _failed_attempt(self, w: Worker, exc: Exception) -> float:
         """A connection attempt failed — a list, or a watch the worker did not open however long it took to fail (a
         503, a 429, a connection reset before its answer, "too large resource version"), as Kueue counts a watch it
-        could not establish: the worker is reported lost, the message carrying Kueue's backoff progress ("<error>;
-        connection attempts: N, next connection attempt: <time>"), and tried again after :func:`retry_after` of its
-        failed attempts in a row (Kueue's: 5 s doubling, at most 320 s). Returns that wait."""
+        could not establish, or a client that did not come of the kubeconfig (:meth:`_connect`): the worker is
+        reported lost, the message carrying Kueue's backoff progress (:func:`failed_attempt`), and tried again after
+        :func:`retry_after` of its failed attempts in a row (Kueue's: 5 s doubling, at most 320 s). Returns that
+        wait."""
         w.connected, w.reconnecting = False, False
         w.attempts += 1
         after = retry_after(w.attempts)
         error = str(exc) or type(exc).__name__
         w.reason = CONNECTION_FAILED
-        w.message = (f"{error}; connection attempts: {w.attempts}, "
-                     f"next connection attempt: {format_time(_now() + round(after * 1000))}")
+        w.message = failed_attempt(error, w.attempts, (_now() + round(after * 1000)) / 1000)
         log.info("MultiKueue worker not reached, will retry", cluster=w.name, error=error, attempts=w.attempts,
                  retry_after_s=after)
         self._unauthorized(w, exc)

@@ -13,7 +13,19 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures.multikueue_states import MK_CONFIG
-from test_multikueue_connector import KEY, START, IdleWorker, _appending, _connector, _state
+from test_multikueue_connector import (
+    KEY,
+    START,
+    IdleWorker,
+    SecretsManager,
+    _appending,
+    _close,
+    _connector,
+    _kubeconfig,
+    _passes,
+    _secret,
+    _state,
+)
 
 from connectors.k8s import multikueue
 from connectors.k8s.client import ListMeta, RawList
@@ -340,3 +352,39 @@ async def test_a_worker_whose_watches_keep_opening_and_being_cut_is_never_report
     assert worker.lists >= 20 and backoff.waits == []
     assert _lost(appended) == [] and w.attempts == 0
     assert "worker1" in state.workloads[KEY].nominated
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_no_client_comes_of_is_a_failed_attempt_tried_again_after_the_backoff(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue counts a client it could not build (a kubeconfig it took, whose client the library will not make: CA
+    data that is no certificate) as a failed connection attempt: reported with the attempts and the next one's
+    time, and built again after the backoff, as any attempt; once a client comes, the worker connects."""
+    state = _state(tmp_path)
+    refusals = [2]
+
+    async def client_from(kubeconfig: bytes) -> Any:
+        if refusals[0]:
+            refusals[0] -= 1
+            raise ValueError("unable to load root certificates")
+        return IdleWorker()
+
+    monkeypatch.setattr(multikueue, "client_from", client_from)
+    mk = _connector(state, {})
+    mk.client = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1"))})  # type: ignore[assignment]
+    appended = _appending(mk)
+    waits: list[tuple[float, str]] = []
+
+    async def wait(seconds: float) -> None:
+        waits.append((seconds, mk.workers["worker1"].message))
+
+    mk.wait = wait
+    try:
+        await _passes(mk, 3)
+    finally:
+        await _close(mk)
+    error = "ValueError: unable to load root certificates"
+    assert waits == [(5, _next_attempt(1, 5, error)), (10, _next_attempt(2, 10, error))]
+    assert mk.workers["worker1"].connected and mk.workers["worker1"].attempts == 0
+    assert state.cluster_links["worker1"].connected
+    assert all(e.message.startswith(error + "; connection attempts: ") for e in _lost(appended) if e.key == "worker1")
