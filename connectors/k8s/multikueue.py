@@ -177,8 +177,26 @@ GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
 
+ESTABLISH_TIMEOUT_S = 60.0
+ESTABLISH_TIMEOUT_MAX_S = 600.0
+"""How long a connection's watches have to open: Kueue's watch establishment timeout (#11206), 1 minute doubled for
+each failed attempt in a row, at most 10 minutes (:func:`establish_timeout`)."""
+
+
+def establish_timeout(failures: int) -> float:
+    """Seconds the watches of a connection attempt made after ``failures`` failed ones in a row have to open."""
+    return min(ESTABLISH_TIMEOUT_S * 2.0 ** min(failures, 16), ESTABLISH_TIMEOUT_MAX_S)
+
+
 class NoClient(Exception):
     """No client comes of a worker's kubeconfig (a failed connection attempt)."""
+
+
+class EstablishTimeout(Exception):
+    """A connection's watches did not all open in time (a failed connection attempt, in Kueue's words)."""
+
+    def __init__(self) -> None:
+        super().__init__("watch establishment timed out")
 
 
 @dataclass
@@ -945,6 +963,8 @@ class MultiKueueConnector:
         self.retry_s = retry_s
         self.wait: Callable[[float], Awaitable[None]] = asyncio.sleep
         """How a worker whose connection failed waits out its backoff (:meth:`_failed_attempt`)."""
+        self.establish_wait: Callable[[float], Awaitable[None]] = asyncio.sleep
+        """How a connection's watches are given their time to open (:meth:`_establishing`)."""
         self.watch_timeout_s = watch_timeout_s
         self.stats = MultiKueueStats()
         self.kubeconfig_dir = KUBECONFIG_DIR
@@ -1308,8 +1328,9 @@ class MultiKueueConnector:
         adapters' owners of this origin; mark it connected once every watch opened (the worker answered it), as Kueue marks a remote client connected once all its watches are
         established. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
         ``absent_retry_s`` and watched once served (Kueue lists it again on its next reconcile), the connection
-        kept. A connection that fails before every watch opened is a failed attempt (:meth:`_failed_attempt`); one
-        cut after, a reconnect (:meth:`_reconnect`)."""
+        kept. A connection that fails before every watch opened, or whose watches do not all open in time
+        (:meth:`_establishing`), is a failed attempt (:meth:`_failed_attempt`); one cut after, a reconnect
+        (:meth:`_reconnect`)."""
         selector = f"{ORIGIN_LABEL}={origin}"
         while True:
             c = w.opening = Opening(set())
@@ -1338,7 +1359,8 @@ class MultiKueueConnector:
                 c.unopened = {r.kind for r, _ in watched}
                 await _all_or_none(*(self._follow_opening(w, r, cache, listed[r.kind], selector)
                                      for r, cache in watched),
-                                   *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
+                                   *(self._follow_once_served(w, r, cache, selector) for r, cache in absent),
+                                   self._establishing(w, c))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
@@ -1371,6 +1393,15 @@ class MultiKueueConnector:
             c.cut = r.kind not in c.unopened
             raise
 
+    async def _establishing(self, w: Worker, c: Opening) -> None:
+        """The time the watches of the connection ``c`` have to open (:func:`establish_timeout` of the worker's
+        failed attempts): one the worker has not answered by then fails the attempt (:class:`EstablishTimeout`), its
+        watches stopped, as Kueue bounds a watch's establishment rather than waiting for the client's read
+        timeout on a worker that never answers."""
+        await self.establish_wait(establish_timeout(w.attempts))
+        if c.unopened:
+            raise EstablishTimeout
+
     def _opened(self, w: Worker, kind: str) -> None:
         """The worker answered its watch of ``kind``: once it has every watch of the connection being made, it is
         connected and its failed attempts are forgotten (Kueue resets them once every watch is established)."""
@@ -1383,8 +1414,8 @@ class MultiKueueConnector:
 
     def _failed_attempt(self, w: Worker, exc: Exception) -> float:
         """A connection attempt failed — a list, or a watch the worker did not open however long it took to fail (a
-        503, a 429, a connection reset before its answer, "too large resource version"), as Kueue counts a watch it
-        could not establish, or a client that did not come of the kubeconfig (:meth:`_connect`): the worker is
+        503, a 429, a connection reset before its answer, "too large resource version") or did not answer in time
+        (:meth:`_establishing`), as Kueue counts a watch it could not establish, or a client that did not come of the kubeconfig (:meth:`_connect`): the worker is
         reported lost, the message carrying Kueue's backoff progress (:func:`failed_attempt`), and tried again after
         :func:`retry_after` of its failed attempts in a row (Kueue's: 5 s doubling, at most 320 s). Returns that
         wait."""

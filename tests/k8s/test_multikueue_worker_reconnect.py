@@ -388,3 +388,50 @@ async def test_a_kubeconfig_no_client_comes_of_is_a_failed_attempt_tried_again_a
     assert mk.workers["worker1"].connected and mk.workers["worker1"].attempts == 0
     assert state.cluster_links["worker1"].connected
     assert all(e.message.startswith(error + "; connection attempts: ") for e in _lost(appended) if e.key == "worker1")
+
+
+class SilentWorker(IdleWorker):
+    """A worker that answers its lists but never its Workload watch (a hung apiserver, a proxy holding the
+    request): that watch waits for good, never opened. ``watching`` counts those asked for, ``stopped`` those
+    stopped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.watching = self.stopped = 0
+
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
+        if resource.kind != "Workload":
+            if on_open is not None:
+                on_open()
+            await asyncio.Event().wait()
+        self.watching += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.stopped += 1
+            raise
+        yield  # pragma: no cover
+
+
+@pytest.mark.asyncio
+async def test_a_watch_the_worker_never_answers_times_out_after_kueues_growing_establish_timeout(
+        tmp_path: Path) -> None:
+    """Kueue gives a worker's watches 1 minute to be established, doubling with each failed attempt in a row, at
+    most 10 minutes (#11206), not the client's read timeout: a watch not answered by then is stopped and the
+    attempt failed ("watch establishment timed out"), tried again after the reconnect backoff."""
+    state = _state(tmp_path)
+    worker = SilentWorker()
+    mk, w, backoff, _ = _backing_off(state, worker, most=6)
+    timeouts: list[float] = []
+
+    async def establishing(seconds: float) -> None:  # each attempt's time to open its watches runs out at once
+        timeouts.append(seconds)
+
+    mk.establish_wait = establishing
+    await _watching(mk, w, lambda: len(backoff.waits) > 6)
+    assert timeouts == [60, 120, 240, 480, 600, 600, 600]
+    expected = [5, 10, 20, 40, 80, 160, 320]
+    assert backoff.waits == expected
+    assert backoff.messages == [_next_attempt(n, s, "watch establishment timed out") for n, s in enumerate(expected, 1)]
+    assert worker.stopped == worker.watching == 7, "each watch not answered stopped, none left behind"
+    assert not w.connected and w.attempts == 7
