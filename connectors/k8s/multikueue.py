@@ -1325,12 +1325,12 @@ class MultiKueueConnector:
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
         """Build the worker's client if it has none yet (:meth:`_connect`), then list and watch its Workloads and
-        adapters' owners of this origin; mark it connected once every watch opened (the worker answered it), as Kueue marks a remote client connected once all its watches are
-        established. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
-        ``absent_retry_s`` and watched once served (Kueue lists it again on its next reconcile), the connection
-        kept. A connection that fails before every watch opened, or whose watches do not all open in time
-        (:meth:`_establishing`), is a failed attempt (:meth:`_failed_attempt`); one cut after, a reconnect
-        (:meth:`_reconnect`)."""
+        adapters' owners of this origin; mark it connected once every watch opened (the worker answered it), as
+        Kueue marks a remote client connected once all its watches are established. A kind the worker does not
+        serve (the JobSet CRD not installed there) is looked for again every ``absent_retry_s`` and watched once
+        served (Kueue lists it again on its next reconcile), the connection kept. A connection that fails before
+        every watch opened, or whose watches do not all open in time (:meth:`_establishing`), is a failed attempt
+        (:meth:`_failed_attempt`); one cut after, a reconnect (:meth:`_reconnect`)."""
         selector = f"{ORIGIN_LABEL}={origin}"
         while True:
             c = w.opening = Opening(set())
@@ -1415,10 +1415,10 @@ class MultiKueueConnector:
     def _failed_attempt(self, w: Worker, exc: Exception) -> float:
         """A connection attempt failed — a list, or a watch the worker did not open however long it took to fail (a
         503, a 429, a connection reset before its answer, "too large resource version") or did not answer in time
-        (:meth:`_establishing`), as Kueue counts a watch it could not establish, or a client that did not come of the kubeconfig (:meth:`_connect`): the worker is
-        reported lost, the message carrying Kueue's backoff progress (:func:`failed_attempt`), and tried again after
-        :func:`retry_after` of its failed attempts in a row (Kueue's: 5 s doubling, at most 320 s). Returns that
-        wait."""
+        (:meth:`_establishing`), as Kueue counts a watch it could not establish, or a client that did not come of
+        the kubeconfig (:meth:`_connect`): the worker is reported lost, the message carrying Kueue's backoff
+        progress (:func:`failed_attempt`), and tried again after :func:`retry_after` of its failed attempts in a
+        row (Kueue's: 5 s doubling, at most 320 s). Returns that wait."""
         w.connected, w.reconnecting = False, False
         w.attempts += 1
         after = retry_after(w.attempts)

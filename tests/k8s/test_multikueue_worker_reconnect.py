@@ -371,7 +371,8 @@ async def test_a_kubeconfig_no_client_comes_of_is_a_failed_attempt_tried_again_a
 
     monkeypatch.setattr(multikueue, "client_from", client_from)
     mk = _connector(state, {})
-    mk.client = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1"))})  # type: ignore[assignment]
+    secrets = {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1"))}
+    mk.client = SecretsManager(state, secrets)  # type: ignore[assignment]
     appended = _appending(mk)
     waits: list[tuple[float, str]] = []
 
