@@ -30,8 +30,10 @@ Disabled``; the profile missing (``ClusterProfile.multicluster.x-k8s.io "<name>"
 provider the Configuration has ("no matching cluster accessor found for cluster profile ..."), ``BadClusterProfile``;
 a server whose host is neither an IP address nor a DNS subdomain, ``BadRestConfig`` "untrusted server endpoint"; all
 "load client config failed: ...". A plugin that cannot be run, fails or answers wrongly leaves the worker
-``ClientConnectionFailed`` with the client library's "getting credentials: ..." (Kueue meets it building the
-worker's client); it is run again after Kueue's reconnect backoff (5 s doubling, at most 320 s).
+``ClientConnectionFailed`` with the client library's "getting credentials: ..." (Kueue meets it connecting to the
+worker: a failed connection attempt), followed by Kueue's backoff progress ("; connection attempts: N, next
+connection attempt: <time>", :func:`failed_attempt`); it is run again after Kueue's reconnect backoff (5 s doubling,
+at most 320 s).
 
 Not done: the ``clusterprofiles.multicluster.x-k8s.io/exec/additional-args`` and ``.../additional-envs``
 extensions (Kueue's providers set no policy for them, so they are ignored there too). A ``proxy-url`` Kubernetes'
@@ -58,7 +60,7 @@ from connectors.k8s.errors import NotFound
 from connectors.k8s.follow_one import follow, stopped
 from connectors.k8s.kubeconfig_checks import trusted_server
 from connectors.k8s.resources import Resource
-from events.timefmt import parse_rfc3339
+from events.timefmt import format_time, parse_rfc3339
 from kueue_es.scheduler.config import AccessProvider, ExecConfig
 
 log = structlog.get_logger("kueue_es.k8s.clusterprofile")
@@ -182,6 +184,14 @@ def retry_after(failures: int) -> float:
     return RETRY_BASE_S * 2 ** (min(failures, RETRY_MAX_STEPS) - 1) if failures > 0 else 0.0
 
 
+def failed_attempt(error: str, attempts: int, next_try_s: float) -> str:
+    """The Active message of a worker whose connection attempts failed ``attempts`` times in a row, the next one at
+    ``next_try_s`` (seconds since the epoch): Kueue's (#13726) "<error>; connection attempts: N, next connection
+    attempt: <RFC 3339, UTC>"."""
+    return (f"{error}; connection attempts: {attempts}, "
+            f"next connection attempt: {format_time(round(next_try_s * 1000))}")
+
+
 async def run_plugin(ex: ExecConfig, cluster: dict[str, Any]) -> Credential | str:
     """Run the credential plugin; its credentials, or "getting credentials: ..." in the client library's words."""
     if ex.api_version not in EXEC_API_VERSIONS:
@@ -231,7 +241,8 @@ class FollowedProfile:
     """What the credentials were got for (the profile's cluster, the provider)."""
     got: Credential | None = None
     source: bytes = b""
-    """The kubeconfig last made with :attr:`got`."""
+    """The kubeconfig last made with the plugin's credentials for :attr:`used`, in use until new ones come (kept
+    while the plugin runs again, dropped when it fails or the profile no longer offers :attr:`used`)."""
     failures: int = 0
     next_try: float = 0.0
     last_error: str = ""
@@ -253,8 +264,10 @@ class ClusterProfiles:
     async def kubeconfig(self, cluster: str, profile: str, namespace: str,
                          providers: list[AccessProvider]) -> tuple[bytes, str, str] | None:
         """The worker's kubeconfig (with the plugin's credentials), or the message and reason of its Active
-        condition; None while its profile has not been read yet or its plugin runs (:meth:`running`): the read, or
-        the plugin's answer, wakes the next pass."""
+        condition; None while its profile has not been read yet or its plugin runs (:meth:`running`) for
+        credentials not got before: the read, or the plugin's answer, wakes the next pass. While the plugin runs
+        again for the same profile cluster and provider (the credentials expired, or refused), the kubeconfig in use
+        stays the answer until the new one comes (:meth:`_in_use`)."""
         f = self.followed.get(cluster)
         if f is None or (f.name, f.namespace) != (profile, namespace):
             await self.forget(cluster)
@@ -263,31 +276,45 @@ class ClusterProfiles:
         if not f.read:
             return None
         if f.profile is None:
-            await self._stop_run(f)
+            await self._unused(f)
             return b"", f"load client config failed: {f.error or not_found(profile)}", BAD_PROFILE
         found = accessor(f.profile, providers)
         if isinstance(found, str):
-            await self._stop_run(f)
+            await self._unused(f)
             return b"", f"load client config failed: {found}", BAD_PROFILE
         provider, server = found
         if not trusted_server(str(server.get("server", ""))):
-            await self._stop_run(f)
+            await self._unused(f)
             return b"", "load client config failed: untrusted server endpoint", BAD_REST_CONFIG
         used = (msgspec.json.encode(server), provider)
         now = self.clock()
         stale = f.got is None or (f.got.expires_s is not None and now >= f.got.expires_s)
         if used != f.used:
-            await self._stop_run(f)
-            f.used, f.got, f.failures, f.next_try = used, None, 0, 0.0
+            await self._unused(f)
+            f.used, f.failures, f.next_try = used, 0, 0.0
         elif not stale:
             return f.source, "", ""
         elif f.plugin is not None:
-            return None
+            return self._in_use(f)
         elif f.failures and now < f.next_try:
-            return b"", f.last_error, CONNECTION_FAILED
+            return b"", failed_attempt(f.last_error, f.failures, f.next_try), CONNECTION_FAILED
         f.got = None  # being got again: a refusal of the old ones meanwhile asks for no other run
         f.plugin = asyncio.create_task(self._run(cluster, f, used, provider, server), name=f"mk-plugin-{cluster}")
-        return None
+        return self._in_use(f)
+
+    @staticmethod
+    def _in_use(f: FollowedProfile) -> tuple[bytes, str, str] | None:
+        """While the plugin runs again: the kubeconfig made with the credentials it replaces, if any, so that the
+        worker keeps its connection (and what it holds of its copies) until the new ones come, as Kueue's client,
+        whose config is unchanged, keeps its watches while the client library runs the plugin again; None for a
+        first run (the worker not connectable yet)."""
+        return (f.source, "", "") if f.source else None
+
+    async def _unused(self, f: FollowedProfile) -> None:
+        """The profile no longer offers what the credentials were got for: the run under way, if any, is stopped,
+        and the credentials and the kubeconfig made with them are not used again."""
+        await self._stop_run(f)
+        f.used, f.got, f.source = (), None, b""
 
     def running(self, cluster: str) -> bool:
         """Whether the plugin of ``cluster``'s profile runs now (its worker not connectable until it answers)."""
@@ -308,8 +335,8 @@ class ClusterProfiles:
                 f.plugin = None
         if self.followed.get(cluster) is not f or f.used != used:
             return  # run for a profile since changed or no longer named: not used
-        if isinstance(got, str):
-            f.got, f.failures, f.last_error = None, f.failures + 1, got
+        if isinstance(got, str):  # the credentials it was to replace are not used again either
+            f.got, f.source, f.failures, f.last_error = None, b"", f.failures + 1, got
             f.next_try = self.clock() + retry_after(f.failures)
         else:
             f.got, f.failures, f.source = got, 0, worker_kubeconfig(f.name, server, got)

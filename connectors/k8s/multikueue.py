@@ -100,7 +100,13 @@ from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient, resource_version_number
-from connectors.k8s.clusterprofile import CONNECTION_FAILED, GATE_OFF, ClusterProfiles, retry_after
+from connectors.k8s.clusterprofile import (
+    CONNECTION_FAILED,
+    GATE_OFF,
+    ClusterProfiles,
+    failed_attempt,
+    retry_after,
+)
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound, Unavailable
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
@@ -169,6 +175,28 @@ CONNECTING = "connecting"
 neither reached nor reported lost."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
+
+
+ESTABLISH_TIMEOUT_S = 60.0
+ESTABLISH_TIMEOUT_MAX_S = 600.0
+"""How long a connection's watches have to open: Kueue's watch establishment timeout (#11206), 1 minute doubled for
+each failed attempt in a row, at most 10 minutes (:func:`establish_timeout`)."""
+
+
+def establish_timeout(failures: int) -> float:
+    """Seconds the watches of a connection attempt made after ``failures`` failed ones in a row have to open."""
+    return min(ESTABLISH_TIMEOUT_S * 2.0 ** min(failures, 16), ESTABLISH_TIMEOUT_MAX_S)
+
+
+class NoClient(Exception):
+    """No client comes of a worker's kubeconfig (a failed connection attempt)."""
+
+
+class EstablishTimeout(Exception):
+    """A connection's watches did not all open in time (a failed connection attempt, in Kueue's words)."""
+
+    def __init__(self) -> None:
+        super().__init__("watch establishment timed out")
 
 
 @dataclass
@@ -293,6 +321,16 @@ class Worker:
             del held[key]
         if self.mirrored.get((kind, key), ("",))[0] == uid:
             del self.mirrored[kind, key]
+
+    def hold_as(self, old: Worker) -> None:
+        """This worker replaces ``old`` for the same cluster (new credentials, a new kubeconfig): what ``old`` held
+        of the copies there is held here too — a copy deleted whose DELETED was not shown yet (:attr:`deleted`,
+        :attr:`deleted_owners`) is still the one deleted, not a new one, and what was mirrored of a copy
+        (:attr:`mirrored`) is not written again. This worker's listings forget what they no longer hold
+        (:meth:`listed`)."""
+        self.deleted = dict(old.deleted)
+        self.deleted_owners = {kind: dict(held) for kind, held in old.deleted_owners.items()}
+        self.mirrored = dict(old.mirrored)
 
     def copied(self) -> set[str]:
         """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
@@ -925,6 +963,8 @@ class MultiKueueConnector:
         self.retry_s = retry_s
         self.wait: Callable[[float], Awaitable[None]] = asyncio.sleep
         """How a worker whose connection failed waits out its backoff (:meth:`_failed_attempt`)."""
+        self.establish_wait: Callable[[float], Awaitable[None]] = asyncio.sleep
+        """How a connection's watches are given their time to open (:meth:`_establishing`)."""
         self.watch_timeout_s = watch_timeout_s
         self.stats = MultiKueueStats()
         self.kubeconfig_dir = KUBECONFIG_DIR
@@ -1103,7 +1143,7 @@ class MultiKueueConnector:
         self._watched = watched
         self._all_moved = True
         for w in self.workers.values():
-            if w.client is not None and w.task is not None:
+            if w.task is not None:
                 await self._rewatch(w, w.origin)
 
     def _adapters(self, config: SchedulerConfig | None = None) -> list[Adapter]:
@@ -1139,26 +1179,22 @@ class MultiKueueConnector:
             source, error, reason = read
             w = self.workers.get(name)
             if w is not None and w.source == source and source:
-                if w.client is not None and w.origin != config.multi_kueue.origin:
+                if w.task is not None and w.origin != config.multi_kueue.origin:
                     await self._rewatch(w, config.multi_kueue.origin)
                 continue
-            if w is not None:
-                await self._stop(w)
+            old = w
+            if old is not None:
+                await self._stop(old)
             w = self.workers[name] = Worker(name, source)
+            if old is not None:
+                w.hold_as(old)
             refused = "" if error else kubeconfig_checks.insecure_reason(source)
             if refused:  # Kueue checks the kubeconfig before it builds a client from it
                 error, reason = f"load client config failed: {refused}", kubeconfig_checks.REASON
             if error:
                 w.reason, w.message = reason, error
                 continue
-            try:
-                w.client = await client_from(source)
-                w.client.fence = getattr(self.client, "fence", None)  # a leader that lost its Lease writes to no worker
-            except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
-                # Kueue builds the client after loading the config: a kubeconfig that gives none fails there
-                w.reason, w.message = CONNECTION_FAILED, f"{type(exc).__name__}: {exc}"
-                continue
-            await self._rewatch(w, config.multi_kueue.origin)
+            await self._rewatch(w, config.multi_kueue.origin)  # its client built there (:meth:`_connect`)
 
     async def _kubeconfig(self, cluster: o.MultiKueueCluster,
                           config: SchedulerConfig) -> tuple[bytes, str, str] | None:
@@ -1190,8 +1226,10 @@ class MultiKueueConnector:
                                   config: SchedulerConfig) -> tuple[bytes, str, str] | None:
         """A worker named by a ClusterProfile: reached with the credentials of the Configuration's plugin under
         MultiKueueClusterProfile (:mod:`connectors.k8s.clusterprofile`), refused while it is off. While its plugin
-        runs (off the pass) it is not connectable yet, as a worker whose watches have not listed yet: neither
-        reached nor lost, nothing written there, the client it had (for credentials being replaced) stopped."""
+        runs (off the pass) for its first credentials, or for a profile cluster or provider that changed, it is not
+        connectable yet, as a worker whose watches have not listed yet: neither reached nor lost, nothing written
+        there; while it runs again for credentials expired or refused, the worker stays as it is on those until the
+        new ones come."""
         name = cluster.metadata.name
         ref = cluster.spec.cluster_source.cluster_profile_ref
         if ref is None or not config.gate(gates.MULTIKUEUE_CLUSTER_PROFILE):
@@ -1286,17 +1324,19 @@ class MultiKueueConnector:
                 await w.client.close()
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
-        """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected once every
-        watch opened (the worker answered it), as Kueue marks a remote client connected once all its watches are
-        established. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
-        ``absent_retry_s`` and watched once served (Kueue lists it again on its next reconcile), the connection
-        kept. A connection that fails before every watch opened is a failed attempt (:meth:`_failed_attempt`); one
-        cut after, a reconnect (:meth:`_reconnect`)."""
+        """Build the worker's client if it has none yet (:meth:`_connect`), then list and watch its Workloads and
+        adapters' owners of this origin; mark it connected once every watch opened (the worker answered it), as
+        Kueue marks a remote client connected once all its watches are established. A kind the worker does not
+        serve (the JobSet CRD not installed there) is looked for again every ``absent_retry_s`` and watched once
+        served (Kueue lists it again on its next reconcile), the connection kept. A connection that fails before
+        every watch opened, or whose watches do not all open in time (:meth:`_establishing`), is a failed attempt
+        (:meth:`_failed_attempt`); one cut after, a reconnect (:meth:`_reconnect`)."""
         selector = f"{ORIGIN_LABEL}={origin}"
-        assert w.client is not None
         while True:
             c = w.opening = Opening(set())
             try:
+                if w.client is None:
+                    w.client = await self._connect(w)
                 listed, absent = {}, []
                 adapters = self._adapters()
                 for a in adapters:
@@ -1319,7 +1359,8 @@ class MultiKueueConnector:
                 c.unopened = {r.kind for r, _ in watched}
                 await _all_or_none(*(self._follow_opening(w, r, cache, listed[r.kind], selector)
                                      for r, cache in watched),
-                                   *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
+                                   *(self._follow_once_served(w, r, cache, selector) for r, cache in absent),
+                                   self._establishing(w, c))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
@@ -1327,6 +1368,18 @@ class MultiKueueConnector:
                     self._reconnect(w, exc)
                     continue
                 await self.wait(self._failed_attempt(w, exc))
+
+    async def _connect(self, w: Worker) -> KubeClient:
+        """The worker's client, built from its kubeconfig, with the manager client's fence (a leader that lost its
+        Lease writes to no worker). One that does not come of it (a kubeconfig Kueue takes whose client the library
+        will not make: CA data that is no certificate) fails the connection attempt, as Kueue counts a client it
+        could not build: reported with its attempts, built again after the backoff."""
+        try:
+            client = await client_from(w.source)
+        except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
+            raise NoClient(f"{type(exc).__name__}: {exc}") from exc
+        client.fence = getattr(self.client, "fence", None)
+        return client
 
     async def _follow_opening(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]], rv: str,
                               selector: str) -> None:
@@ -1340,6 +1393,15 @@ class MultiKueueConnector:
             c.cut = r.kind not in c.unopened
             raise
 
+    async def _establishing(self, w: Worker, c: Opening) -> None:
+        """The time the watches of the connection ``c`` have to open (:func:`establish_timeout` of the worker's
+        failed attempts): one the worker has not answered by then fails the attempt (:class:`EstablishTimeout`), its
+        watches stopped, as Kueue bounds a watch's establishment rather than waiting for the client's read
+        timeout on a worker that never answers."""
+        await self.establish_wait(establish_timeout(w.attempts))
+        if c.unopened:
+            raise EstablishTimeout
+
     def _opened(self, w: Worker, kind: str) -> None:
         """The worker answered its watch of ``kind``: once it has every watch of the connection being made, it is
         connected and its failed attempts are forgotten (Kueue resets them once every watch is established)."""
@@ -1352,17 +1414,17 @@ class MultiKueueConnector:
 
     def _failed_attempt(self, w: Worker, exc: Exception) -> float:
         """A connection attempt failed — a list, or a watch the worker did not open however long it took to fail (a
-        503, a 429, a connection reset before its answer, "too large resource version"), as Kueue counts a watch it
-        could not establish: the worker is reported lost, the message carrying Kueue's backoff progress ("<error>;
-        connection attempts: N, next connection attempt: <time>"), and tried again after :func:`retry_after` of its
-        failed attempts in a row (Kueue's: 5 s doubling, at most 320 s). Returns that wait."""
+        503, a 429, a connection reset before its answer, "too large resource version") or did not answer in time
+        (:meth:`_establishing`), as Kueue counts a watch it could not establish, or a client that did not come of
+        the kubeconfig (:meth:`_connect`): the worker is reported lost, the message carrying Kueue's backoff
+        progress (:func:`failed_attempt`), and tried again after :func:`retry_after` of its failed attempts in a
+        row (Kueue's: 5 s doubling, at most 320 s). Returns that wait."""
         w.connected, w.reconnecting = False, False
         w.attempts += 1
         after = retry_after(w.attempts)
         error = str(exc) or type(exc).__name__
         w.reason = CONNECTION_FAILED
-        w.message = (f"{error}; connection attempts: {w.attempts}, "
-                     f"next connection attempt: {format_time(_now() + round(after * 1000))}")
+        w.message = failed_attempt(error, w.attempts, (_now() + round(after * 1000)) / 1000)
         log.info("MultiKueue worker not reached, will retry", cluster=w.name, error=error, attempts=w.attempts,
                  retry_after_s=after)
         self._unauthorized(w, exc)

@@ -44,6 +44,8 @@ from kueue_es.scheduler.config import AccessProvider, ExecConfig, load_config
 from kueue_es.statefile import load_state
 
 V1 = "client.authentication.k8s.io/v1"
+ATTEMPT_1 = "; connection attempts: 1, next connection attempt: 1970-01-01T00:16:45Z"
+"""A plugin's first failure at 1000 s on the profiles' clock: Kueue's backoff progress (#13726), its 5 s wait."""
 
 
 def _provider(name: str, command: str = "plugin", **exec_kw: Any) -> dict[str, Any]:
@@ -268,12 +270,13 @@ async def _answered(profiles: cp.ClusterProfiles, cluster: str) -> None:
 
 
 async def _settled(profiles: _Profiles, *args: Any) -> tuple[bytes, str, str] | None:
-    """The worker's kubeconfig or condition once its profile was read and its plugin, if run, answered."""
+    """The worker's kubeconfig or condition once its profile was read and its plugin, if run, answered (while it
+    runs again, the kubeconfig in use is the answer)."""
     got = await profiles.kubeconfig(*args)
     if got is None:
         await asyncio.sleep(0)
         got = await profiles.kubeconfig(*args)
-    if got is None and profiles.running(args[0]):
+    if profiles.running(args[0]):
         await _answered(profiles, args[0])
         got = await profiles.kubeconfig(*args)
     return got
@@ -305,7 +308,7 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"
             "BadClusterProfile")
         assert await _settled(profiles, "c3", "untrusted", "kueue-system", [provider]) == (
             b"", "load client config failed: untrusted server endpoint", "BadRestConfig")
-        failed = (b"", f"getting credentials: exec: executable {command} failed with exit code 1",
+        failed = (b"", f"getting credentials: exec: executable {command} failed with exit code 1{ATTEMPT_1}",
                   "ClientConnectionFailed")
         assert await _settled(profiles, "c4", "good", "kueue-system", [provider]) == failed
         (tmp_path / "ok").touch()
@@ -352,6 +355,45 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{
         assert (profiles.unauthorized("other", second), profiles.unauthorized("c", b"")) == (False, False)
         assert await profiles.kubeconfig(*args) == (second, "", "") and runs.read_text() == "xx"
     finally:
+        await profiles.close()
+
+
+@pytest.mark.asyncio
+async def test_the_kubeconfig_in_use_stays_the_answer_while_the_plugin_runs_again_for_the_same_cluster_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials expired: while the plugin runs again, the kubeconfig made with them is still the answer (the
+    worker keeps its connection, as Kueue's client keeps its watches while the plugin runs). A run that fails drops
+    them; a first run, or one for a profile cluster that changed, has none to offer meanwhile."""
+    answers: asyncio.Queue[cp.Credential | str] = asyncio.Queue()
+
+    async def run_plugin(ex: ExecConfig, cluster: dict[str, Any]) -> cp.Credential | str:
+        return await answers.get()
+
+    monkeypatch.setattr(cp, "run_plugin", run_plugin)
+    clock = [1000.0]
+    profiles = _Profiles({"p": _profile("p", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])}, clock)
+    args = ("c", "p", "kueue-system", [_ap("a")])
+    try:
+        answers.put_nowait(cp.Credential(token="t1", expires_s=2000.0))
+        first, _, _ = await _settled(profiles, *args)  # type: ignore[misc]
+        clock[0] = 2000.0
+        assert await profiles.kubeconfig(*args) == (first, "", "") and profiles.running("c")
+        assert await profiles.kubeconfig(*args) == (first, "", "")
+        answers.put_nowait("getting credentials: exec: executable x failed with exit code 1")
+        await _answered(profiles, "c")
+        assert await profiles.kubeconfig(*args) == (
+            b"", "getting credentials: exec: executable x failed with exit code 1; connection attempts: 1, next "
+            "connection attempt: 1970-01-01T00:33:25Z", "ClientConnectionFailed")
+        clock[0] += 5.0  # the backoff over: run again, with nothing to offer meanwhile
+        assert await profiles.kubeconfig(*args) is None and profiles.running("c")
+        answers.put_nowait(cp.Credential(token="t2", expires_s=3000.0))
+        second, _, _ = await _settled(profiles, *args)  # type: ignore[misc]
+        assert _token(second) == "t2"
+        moved = _profile("p", access=[{"name": "a", "cluster": {"server": "https://moved:6443"}}])
+        profiles._read(profiles.followed["c"], moved, "")
+        assert await profiles.kubeconfig(*args) is None and profiles.running("c")
+    finally:
+        answers.put_nowait(cp.Credential(token="last"))
         await profiles.close()
 
 
@@ -551,7 +593,8 @@ async def test_a_plugin_never_answering_times_out_off_the_pass_and_is_tried_agai
     clock = [1000.0]
     profiles = _Profiles({"p": _profile("p", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])}, clock)
     args = ("c", "p", "kueue-system", [provider])
-    timed_out = (b"", f"getting credentials: exec: executable {command} timed out", "ClientConnectionFailed")
+    timed_out = (b"", f"getting credentials: exec: executable {command} timed out{ATTEMPT_1}",
+                 "ClientConnectionFailed")
     try:
         assert await _settled(profiles, *args) == timed_out
         assert profiles.wake.is_set() and not profiles.running("c")
@@ -573,13 +616,18 @@ async def test_a_plugin_that_cannot_be_started_is_a_failed_run_not_a_run_lost(tm
     provider = AccessProvider(name="a", exec_config=msgspec.convert(
         {"command": _script(tmp_path, "pass"), "apiVersion": V1, "interactiveMode": "Never",
          "env": [{"name": "BAD", "value": "a\0b"}]}, ExecConfig))
+    clock = [1000.0]
     profiles = _Profiles({"p": _profile("p", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])},
-                         [1000.0])
+                         clock)
     try:
-        failed = (b"", "getting credentials: embedded null byte", "ClientConnectionFailed")
+        failed = (b"", f"getting credentials: embedded null byte{ATTEMPT_1}", "ClientConnectionFailed")
         assert await _settled(profiles, "c", "p", "kueue-system", [provider]) == failed
         assert await profiles.kubeconfig("c", "p", "kueue-system", [provider]) == failed
         assert not profiles.running("c")
+        clock[0] += 5.0  # failing again: its second attempt, the next one 10 s on
+        assert await _settled(profiles, "c", "p", "kueue-system", [provider]) == (
+            b"", "getting credentials: embedded null byte; connection attempts: 2, next connection attempt: "
+            "1970-01-01T00:16:55Z", "ClientConnectionFailed")
     finally:
         await profiles.close()
 

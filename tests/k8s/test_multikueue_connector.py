@@ -374,7 +374,7 @@ async def test_a_refused_kubeconfig_path_is_its_worker_s_bad_kube_config(tmp_pat
     mk = _connector(state, {})
     mk.kubeconfig_dir = str(tmp_path / "kubeconfigs")
     state.multikueue_clusters = {"w": _path_cluster(str(tmp_path / "w"))}
-    await mk._sync_workers(DEFAULT)
+    await _synced_workers(mk, DEFAULT)
     w = mk.workers["w"]
     assert not w.connected and w.client is None and w.reason == "BadKubeConfig"
     assert w.message.startswith("load client config failed: kubeconfig path is not under the allowed prefix: ")
@@ -577,6 +577,13 @@ async def _passes(mk: MultiKueueConnector, n: int) -> None:
         await mk.sync()
         for _ in range(5):
             await asyncio.sleep(0)
+
+
+async def _synced_workers(mk: MultiKueueConnector, config: Any) -> None:
+    """The workers as ``config`` says, once the tasks that started ran (a worker's client is built there)."""
+    await mk._sync_workers(config)
+    for _ in range(5):
+        await asyncio.sleep(0)
 
 
 async def _close(mk: MultiKueueConnector) -> None:
@@ -1038,19 +1045,19 @@ async def test_a_kubeconfig_file_is_read_again_only_once_it_changed(tmp_path: Pa
     state.multikueue_clusters = {"w": _path_cluster(str(path))}
     try:
         for _ in range(3):
-            await mk._sync_workers(NO_PATH_CHECK)
+            await _synced_workers(mk, NO_PATH_CHECK)
         assert (len(reads), built) == (1, [w1]), "read once, not on every pass"
         write(w2)
         for _ in range(2):
-            await mk._sync_workers(NO_PATH_CHECK)
+            await _synced_workers(mk, NO_PATH_CHECK)
         assert (len(reads), built) == (2, [w1, w2])
         write(w3, via_rename=True)
         for _ in range(2):
-            await mk._sync_workers(NO_PATH_CHECK)
+            await _synced_workers(mk, NO_PATH_CHECK)
         assert (len(reads), built) == (3, [w1, w2, w3])
         write(w3, long_ago=False)
         for _ in range(2):
-            await mk._sync_workers(NO_PATH_CHECK)
+            await _synced_workers(mk, NO_PATH_CHECK)
         assert (len(reads), built) == (5, [w1, w2, w3]), "just written: read again, the client kept"
     finally:
         await _close(mk)
@@ -1074,7 +1081,7 @@ async def test_a_kubeconfig_file_changed_just_now_is_read_again_whatever_its_mod
     state.multikueue_clusters = {"w": _path_cluster(str(path))}
     try:
         for _ in range(2):
-            await mk._sync_workers(NO_PATH_CHECK)
+            await _synced_workers(mk, NO_PATH_CHECK)
         assert (len(reads), built) == (2, [_kubeconfig("w1")])
     finally:
         await _close(mk)
@@ -1133,12 +1140,12 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
             await asyncio.sleep(0)
 
     try:
-        await mk._sync_workers(NO_PATH_CHECK)
+        await _synced_workers(mk, NO_PATH_CHECK)
         await settled()
         assert mk.workers["w"].connected
         assert worker.watching == ["kueue.x-k8s.io/multikueue-origin=multikueue"] * kinds
         mk.workers["w"].workloads["default/job-a"] = {"metadata": {"name": "job-a"}}  # a copy of the old origin
-        await mk._sync_workers(east)
+        await _synced_workers(mk, east)
         await settled()
         assert worker.watching == ["kueue.x-k8s.io/multikueue-origin=east"] * kinds
         assert worker.listed[-kinds:] == ["kueue.x-k8s.io/multikueue-origin=east"] * kinds
@@ -1169,13 +1176,13 @@ async def test_an_insecure_kubeconfig_is_its_worker_s_insecure_kube_config_no_cl
     state.multikueue_clusters = {"w": _path_cluster(str(path))}
     mk = _connector(state, {})
     try:
-        await mk._sync_workers(NO_PATH_CHECK)
+        await _synced_workers(mk, NO_PATH_CHECK)
         w = mk.workers["w"]
         assert (w.connected, w.client, w.reason) == (False, None, "InsecureKubeConfig")
         assert w.message == f"load client config failed: {why}"
         assert built == []
         path.write_bytes(_kubeconfig("w"))
-        await mk._sync_workers(NO_PATH_CHECK)
+        await _synced_workers(mk, NO_PATH_CHECK)
         assert built == [_kubeconfig("w")] and mk.workers["w"].client is not None
     finally:
         await _close(mk)

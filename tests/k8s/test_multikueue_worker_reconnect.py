@@ -13,7 +13,19 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures.multikueue_states import MK_CONFIG
-from test_multikueue_connector import KEY, START, IdleWorker, _appending, _connector, _state
+from test_multikueue_connector import (
+    KEY,
+    START,
+    IdleWorker,
+    SecretsManager,
+    _appending,
+    _close,
+    _connector,
+    _kubeconfig,
+    _passes,
+    _secret,
+    _state,
+)
 
 from connectors.k8s import multikueue
 from connectors.k8s.client import ListMeta, RawList
@@ -340,3 +352,87 @@ async def test_a_worker_whose_watches_keep_opening_and_being_cut_is_never_report
     assert worker.lists >= 20 and backoff.waits == []
     assert _lost(appended) == [] and w.attempts == 0
     assert "worker1" in state.workloads[KEY].nominated
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_no_client_comes_of_is_a_failed_attempt_tried_again_after_the_backoff(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue counts a client it could not build (a kubeconfig it took, whose client the library will not make: CA
+    data that is no certificate) as a failed connection attempt: reported with the attempts and the next one's
+    time, and built again after the backoff, as any attempt; once a client comes, the worker connects."""
+    state = _state(tmp_path)
+    refusals = [2]
+
+    async def client_from(kubeconfig: bytes) -> Any:
+        if refusals[0]:
+            refusals[0] -= 1
+            raise ValueError("unable to load root certificates")
+        return IdleWorker()
+
+    monkeypatch.setattr(multikueue, "client_from", client_from)
+    mk = _connector(state, {})
+    secrets = {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1"))}
+    mk.client = SecretsManager(state, secrets)  # type: ignore[assignment]
+    appended = _appending(mk)
+    waits: list[tuple[float, str]] = []
+
+    async def wait(seconds: float) -> None:
+        waits.append((seconds, mk.workers["worker1"].message))
+
+    mk.wait = wait
+    try:
+        await _passes(mk, 3)
+    finally:
+        await _close(mk)
+    error = "ValueError: unable to load root certificates"
+    assert waits == [(5, _next_attempt(1, 5, error)), (10, _next_attempt(2, 10, error))]
+    assert mk.workers["worker1"].connected and mk.workers["worker1"].attempts == 0
+    assert state.cluster_links["worker1"].connected
+    assert all(e.message.startswith(error + "; connection attempts: ") for e in _lost(appended) if e.key == "worker1")
+
+
+class SilentWorker(IdleWorker):
+    """A worker that answers its lists but never its Workload watch (a hung apiserver, a proxy holding the
+    request): that watch waits for good, never opened. ``watching`` counts those asked for, ``stopped`` those
+    stopped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.watching = self.stopped = 0
+
+    async def watch(self, resource: Any, rv: str, *, on_open: Any = None, **_: Any):
+        if resource.kind != "Workload":
+            if on_open is not None:
+                on_open()
+            await asyncio.Event().wait()
+        self.watching += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.stopped += 1
+            raise
+        yield  # pragma: no cover
+
+
+@pytest.mark.asyncio
+async def test_a_watch_the_worker_never_answers_times_out_after_kueues_growing_establish_timeout(
+        tmp_path: Path) -> None:
+    """Kueue gives a worker's watches 1 minute to be established, doubling with each failed attempt in a row, at
+    most 10 minutes (#11206), not the client's read timeout: a watch not answered by then is stopped and the
+    attempt failed ("watch establishment timed out"), tried again after the reconnect backoff."""
+    state = _state(tmp_path)
+    worker = SilentWorker()
+    mk, w, backoff, _ = _backing_off(state, worker, most=6)
+    timeouts: list[float] = []
+
+    async def establishing(seconds: float) -> None:  # each attempt's time to open its watches runs out at once
+        timeouts.append(seconds)
+
+    mk.establish_wait = establishing
+    await _watching(mk, w, lambda: len(backoff.waits) > 6)
+    assert timeouts == [60, 120, 240, 480, 600, 600, 600]
+    expected = [5, 10, 20, 40, 80, 160, 320]
+    assert backoff.waits == expected
+    assert backoff.messages == [_next_attempt(n, s, "watch establishment timed out") for n, s in enumerate(expected, 1)]
+    assert worker.stopped == worker.watching == 7, "each watch not answered stopped, none left behind"
+    assert not w.connected and w.attempts == 7
