@@ -283,9 +283,12 @@ class _Reading:
         return f"{self.settings.snapshots}/{self.partition}"
 
     async def newest_below(self, upper: int) -> _Found | None:
-        """The newest snapshot record of the key below offset ``upper`` of the snapshot partition."""
+        """The newest snapshot record of the key below offset ``upper`` of the snapshot partition: read backwards in
+        ever wider windows. It times out only when the reading stalls (``request_timeout_ms`` without progress),
+        never because there is much to read: the other key's snapshots (up to ``max_snapshot_bytes`` each) that a
+        scan for an old one passes over are read as fast as the broker sends them."""
         consumer, tp = self.consumer, self.tp
-        deadline = time.monotonic() + self.settings.request_timeout_ms / 1000
+        patience = self.settings.request_timeout_ms / 1000
         try:
             back = 4
             lo = upper
@@ -293,13 +296,16 @@ class _Reading:
                 lo = max(self.start, upper - back)
                 consumer.seek(tp, lo)
                 last = None
-                while await consumer.position(tp) < upper:
+                deadline = time.monotonic() + patience
+                while (at := await consumer.position(tp)) < upper:
                     if time.monotonic() > deadline:
                         raise KafkaLogError(f"timed out reading snapshots from {self.where}", retriable=True)
                     fetched = await consumer.getmany(tp, timeout_ms=500)
                     for rec in fetched.get(tp, ()):
                         if rec.offset < upper and rec.key == self.want and rec.value:
                             last = rec
+                    if await consumer.position(tp) > at:
+                        deadline = time.monotonic() + patience
                 if last is not None:
                     anchors = [v for k, v in last.headers or () if k == ANCHOR_HEADER]
                     return _Found(last.offset, last.value, anchors[0] if anchors else None)
