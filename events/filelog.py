@@ -835,6 +835,8 @@ class FileLog(EventLog):
     async def read_batches(
         self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
     ) -> AsyncIterator[list[Record]]:
+        if self._closed:
+            raise LogClosed(f"log {self.directory} is closed")
         if not follow:
             for batch in self.scan(start, quarantine):
                 yield batch
@@ -847,7 +849,7 @@ class FileLog(EventLog):
                     yield batch
                     await anyio.lowlevel.checkpoint()
             if self._closed:
-                return
+                raise LogClosed(f"log {self.directory} closed while it was followed")
             await self._wait_for_more()
             if cursor is None:
                 cursor = self._cursor_at(start)

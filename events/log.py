@@ -28,7 +28,9 @@ class EventLog(abc.ABC):
     def read_batches(
         self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
     ) -> AsyncIterator[list[Record]]:
-        """Yield stored records from ``start`` in order, a batch at a time; with ``follow``, wait for more."""
+        """Yield stored records from ``start`` in order, a batch at a time; with ``follow``, wait for more. A read
+        never takes the log's close for its end: one begun on a closed log, or that the close cuts short (a
+        follower, always: it has no end), raises :class:`~events.errors.LogClosed`."""
 
     @abc.abstractmethod
     async def end_offset(self) -> int:
@@ -76,6 +78,8 @@ class MemoryLog(EventLog):
     async def read_batches(
         self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
     ) -> AsyncIterator[list[Record]]:
+        if self._closed:
+            raise LogClosed("log is closed")
         i = 0
         while True:
             while i < len(self._frames):
@@ -87,8 +91,10 @@ class MemoryLog(EventLog):
                 batch = decode_batch(payload, base, quarantine, start)
                 if batch:
                     yield batch
-            if not follow or self._closed:
+            if not follow:
                 return
+            if self._closed:
+                raise LogClosed("log closed while it was followed")
             await self._grew.wait()
 
     async def end_offset(self) -> int:

@@ -35,7 +35,8 @@ from projections.metrics import DEFAULT_BUCKETS, Family, Spec, batch_result, fam
 
 LEADER, FOLLOWER, STANDALONE = "leader", "follower", "standalone"
 
-States = Callable[[], Sequence[ClusterState]]
+States = Callable[[], Sequence[ClusterState | list[Family]]]
+"""The states a scrape reads; in place of one that cannot be read now, the families a scrape read of it before."""
 Role = Callable[[], str]
 
 
@@ -126,10 +127,15 @@ class LogMetrics(Collector):
         if not states:
             return
         role = self.role()
-        for family in merged([families(s, afs.usage_samples) for s in states]):
+        for family in merged([s if isinstance(s, list) else families_of(s) for s in states]):
             yield _family(family, role)
         if self.attempts is not None:
             yield _family(self.attempts.family(), role)
+
+
+def families_of(state: ClusterState) -> list[Family]:
+    """Every metric of ``state``, as a scrape reads it."""
+    return families(state, afs.usage_samples)
 
 
 def _family(f: Family, role: str) -> Metric:

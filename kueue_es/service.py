@@ -36,6 +36,7 @@ from kueue_es.scheduler.config import as_decoded, load_config
 from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT
 from projections import gates
 from projections.cluster import ClusterState
+from projections.metrics import Family
 
 Report = Callable[[str, dict[str, Any]], None]
 
@@ -90,16 +91,41 @@ async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None
         kafka, _ = parse_url(settings.log, settings.kafka)
         await prepare_topics(kafka)
         replica = SchedulerReplica(kafka, opts, report)
-
-        def active() -> list[ClusterState]:  # the shards this replica decides for (others are caught up on)
-            return [e.state for _, e in sorted(replica.engines.items()) if e.phase is Phase.ACTIVE]
-
+        shards = SettledShards(replica)
         m = settings.metrics
-        async with metrics.serving(m.address, m.port, active,
-                                   lambda: metrics.LEADER if active() else metrics.FOLLOWER):
+        async with metrics.serving(m.address, m.port, shards,
+                                   lambda: metrics.LEADER if shards.leading() else metrics.FOLLOWER):
             await replica.run(stop)
     else:
         await serve_embedded(settings.log or DEFAULT_EMBEDDED_LOG, opts, stop, report, settings.metrics)
+
+
+class SettledShards:
+    """What ``/metrics`` of a Kafka replica reads: the shards it decides for (those it stands by for, none). A shard
+    inside a chained decision transaction has batches applied that the transaction may yet lose
+    (:attr:`~connectors.kafka.scheduler_service.ShardEngine.speculative`; an abort reloads the state): a scrape then
+    reads what it last read of that shard while it was settled, so no counter shows a decision that is then taken
+    back (Prometheus reads a counter going down as a restart). A shard never read settled yet shows nothing."""
+
+    def __init__(self, replica: SchedulerReplica) -> None:
+        self.replica = replica
+        self.read: dict[int, list[Family]] = {}
+        """Per active shard, the families last read of it while it was settled (a fold of the committed log)."""
+
+    def leading(self) -> bool:
+        return any(e.phase is Phase.ACTIVE for e in self.replica.engines.values())
+
+    def __call__(self) -> list[list[Family]]:
+        read: dict[int, list[Family]] = {}
+        for p, e in sorted(self.replica.engines.items()):
+            if e.phase is not Phase.ACTIVE:
+                continue
+            if not e.speculative:
+                read[p] = metrics.families_of(e.state)
+            elif p in self.read:
+                read[p] = self.read[p]
+        self.read = read
+        return list(read.values())
 
 
 async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, report: Report,

@@ -301,7 +301,7 @@ class KafkaLog(EventLog):
         lazy: bool = False,
     ) -> AsyncIterator[list[Record]]:
         if self._closed:
-            return
+            raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
         consumer = AIOKafkaConsumer(**reader_kwargs(self.settings))
         self._readers.add(consumer)
         try:
@@ -314,19 +314,19 @@ class KafkaLog(EventLog):
                 if end is not None and first >= end:
                     return
                 consumer.seek(self.tp, first)
-            except KafkaError as exc:
-                raise kafka_error(exc, f"cannot read Kafka log {self.topic}/{self.partition}") from exc
-            while not self._closed:
+            except (KafkaError, ConsumerStoppedError) as exc:
+                raise self._read_error(exc) from exc
+            while True:
+                if self._closed:  # before the end a bounded read promised, or following: never taken for the end
+                    raise LogClosed(f"Kafka log {self.topic}/{self.partition} closed while it was read")
                 if end is not None and await consumer.position(self.tp) >= end:
                     return
                 try:
                     fetched = await consumer.getmany(self.tp, timeout_ms=200)
-                except ConsumerStoppedError:
-                    return
                 except OffsetOutOfRangeError as exc:  # deleted under the reader, since ensure_held
                     raise await out_of_range(consumer, self.tp, exc) from None
-                except KafkaError as exc:
-                    raise kafka_error(exc, f"cannot read Kafka log {self.topic}/{self.partition}") from exc
+                except (KafkaError, ConsumerStoppedError) as exc:
+                    raise self._read_error(exc) from exc
                 for rec in fetched.get(self.tp, ()):
                     if end is not None and rec.offset >= end:
                         return
@@ -338,6 +338,12 @@ class KafkaLog(EventLog):
         finally:
             self._readers.discard(consumer)
             await consumer.stop()
+
+    def _read_error(self, exc: BaseException) -> LogError:
+        """What a reader's client failing means: the log closed under it (its client stopped), or a Kafka error."""
+        if isinstance(exc, KafkaError) and not self._closed:
+            return kafka_error(exc, f"cannot read Kafka log {self.topic}/{self.partition}")
+        return LogClosed(f"Kafka log {self.topic}/{self.partition} closed while it was read")
 
     async def end_offset(self) -> int:
         """Greater than every stored offset and not greater than the next appended event's offset."""

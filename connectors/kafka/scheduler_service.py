@@ -725,8 +725,13 @@ class SchedulerReplica:
         try:
             await op
         except Fenced as exc:
+            # Another producer of the shard started: the group may have given the shard to another replica and not
+            # told this one yet. Setting up again now would fence that owner back (InitProducerId), and the two could
+            # take turns until the group tells us. So the shard waits for the group's word: a rebalance, which keeps
+            # it here (:meth:`_sync_assignment` sets it up at once) or takes it away; failing one, a session timeout,
+            # within which a member the group no longer counts has a heartbeat refused and is told (a revocation).
             self.report("fenced", {"shard": e.partition, "instance": self.instance_id, "error": str(exc)})
-            await self._reset(e, backoff=max(1.0, self.options.retry_backoff_s))
+            await self._reset(e, backoff=max(self.settings.session_timeout_ms / 1000, self.options.retry_backoff_s))
         except KafkaLogError as exc:
             self.report("retry", {"shard": e.partition, "instance": self.instance_id, "error": str(exc)})
             await self._reset(e, backoff=self.options.retry_backoff_s)

@@ -137,11 +137,15 @@ def anchor(rec: Any) -> bytes:
 
 
 async def record_at(consumer: AIOKafkaConsumer, tp: TopicPartition, k: int, *, wait_s: float = 0.0,
-                    fetch_s: float = 30.0) -> Any:
+                    fetch_s: float = 30.0, written: AIOKafkaConsumer | None = None) -> Any:
     """The record at Kafka offset ``k`` of ``tp`` (assigned to ``consumer``) as a read_committed reader sees it;
     None when the partition holds none there: deleted (below its start), past its end, or an offset that is no
     record (an aborted one, a transaction marker). ``wait_s``: how long a record may take to become visible (its
-    transaction's commit markers still being written); ``fetch_s``: to fetch it."""
+    transaction's commit markers still being written); ``fetch_s``: to fetch it.
+
+    With ``written`` (a read_uncommitted consumer, whose end of ``tp`` is its high watermark), the wait is only for
+    a record that is on its way: one at or past the last stable offset but below the high watermark is written, in a
+    transaction not yet resolved; one at or past the high watermark is not written at all, and is None at once."""
     if k < 0:
         return None
     deadline = time.monotonic() + wait_s
@@ -152,6 +156,8 @@ async def record_at(consumer: AIOKafkaConsumer, tp: TopicPartition, k: int, *, w
             return None
         if k < end:
             break
+        if written is not None and k >= (await written.end_offsets([tp]))[tp]:
+            return None
         if time.monotonic() >= deadline:
             return None
         await asyncio.sleep(0.05)
@@ -177,7 +183,9 @@ class SnapshotWriter:
         self.settings = settings
         self._producer: AIOKafkaProducer | None = None
         self._reader: AIOKafkaConsumer | None = None
-        """Reads back the log record a snapshot ends at (:meth:`_anchor`), one shard at a time."""
+        """Reads back the log record a snapshot ends at (:meth:`_anchor`), one shard at a time ..."""
+        self._written: AIOKafkaConsumer | None = None
+        """... and the log's high watermark: whether a record not visible yet is written (:func:`record_at`)."""
         self._reading = asyncio.Lock()
 
     async def write(self, partition: int, value: bytes, *, connector: bool = False) -> int:
@@ -198,7 +206,9 @@ class SnapshotWriter:
 
     async def _anchor(self, partition: int, nxt: int) -> bytes:
         """The anchor of the log record at ``nxt - 1``, read back from the log (waiting a moment for its
-        transaction's commit to be visible). A snapshot of records the log does not hold committed is refused."""
+        transaction's commit to be visible, when it is written). A snapshot of records the log does not hold
+        committed is refused: at once when the log holds no record there at all (past its end: a topic created again,
+        cut back)."""
         s = self.settings
         tp = TopicPartition(s.topic, partition)
         async with self._reading:
@@ -206,9 +216,12 @@ class SnapshotWriter:
                 if self._reader is None:
                     self._reader = AIOKafkaConsumer(**reader_kwargs(s))
                     await self._reader.start()
+                if self._written is None:
+                    self._written = AIOKafkaConsumer(**{**reader_kwargs(s), "isolation_level": "read_uncommitted"})
+                    await self._written.start()
                 self._reader.assign([tp])
                 rec = await record_at(self._reader, tp, nxt - 1, wait_s=s.request_timeout_ms / 1000,
-                                      fetch_s=s.request_timeout_ms / 1000)
+                                      fetch_s=s.request_timeout_ms / 1000, written=self._written)
             except KafkaError as exc:
                 raise kafka_error(exc, f"cannot read the record a snapshot of {s.topic}/{partition} ends at") from exc
         if rec is None:
@@ -217,9 +230,10 @@ class SnapshotWriter:
         return anchor(rec)
 
     async def close(self) -> None:
-        if self._reader is not None:
-            r, self._reader = self._reader, None
-            await r.stop()
+        readers = [c for c in (self._reader, self._written) if c is not None]
+        self._reader = self._written = None
+        for c in readers:
+            await c.stop()
         if self._producer is not None:
             p, self._producer = self._producer, None
             await p.stop()
@@ -269,9 +283,12 @@ class _Reading:
         return f"{self.settings.snapshots}/{self.partition}"
 
     async def newest_below(self, upper: int) -> _Found | None:
-        """The newest snapshot record of the key below offset ``upper`` of the snapshot partition."""
+        """The newest snapshot record of the key below offset ``upper`` of the snapshot partition: read backwards in
+        ever wider windows. It times out only when the reading stalls (``request_timeout_ms`` without progress),
+        never because there is much to read: the other key's snapshots (up to ``max_snapshot_bytes`` each) that a
+        scan for an old one passes over are read as fast as the broker sends them."""
         consumer, tp = self.consumer, self.tp
-        deadline = time.monotonic() + self.settings.request_timeout_ms / 1000
+        patience = self.settings.request_timeout_ms / 1000
         try:
             back = 4
             lo = upper
@@ -279,13 +296,16 @@ class _Reading:
                 lo = max(self.start, upper - back)
                 consumer.seek(tp, lo)
                 last = None
-                while await consumer.position(tp) < upper:
+                deadline = time.monotonic() + patience
+                while (at := await consumer.position(tp)) < upper:
                     if time.monotonic() > deadline:
                         raise KafkaLogError(f"timed out reading snapshots from {self.where}", retriable=True)
                     fetched = await consumer.getmany(tp, timeout_ms=500)
                     for rec in fetched.get(tp, ()):
                         if rec.offset < upper and rec.key == self.want and rec.value:
                             last = rec
+                    if await consumer.position(tp) > at:
+                        deadline = time.monotonic() + patience
                 if last is not None:
                     anchors = [v for k, v in last.headers or () if k == ANCHOR_HEADER]
                     return _Found(last.offset, last.value, anchors[0] if anchors else None)

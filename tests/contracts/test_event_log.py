@@ -13,7 +13,9 @@ What every backend guarantees (tested for all):
 * a read from offset ``s`` yields every stored event with offset >= ``s``, in order, each with the offset
   ``append`` returned for it (``s`` may fall between stored offsets);
 * a batch is all-or-nothing and never split across two reads;
-* undecodable events name their offset, or are set aside with it under quarantine.
+* undecodable events name their offset, or are set aside with it under quarantine;
+* a read begun on a closed log, or that the close cuts short (a follower's, always), raises ``LogClosed``: a
+  reader never takes the close for the log's end.
 
 Only the dense backends (``Backend.dense``: memory and file) also guarantee gap-free offsets from 0, so that
 ``end_offset()`` is the number of stored events. Kafka's are not dense: a batch is one Kafka record, and
@@ -288,7 +290,8 @@ async def test_follow_sees_later_appends(make_log) -> None:
         await asyncio.wait_for(all_seen.wait(), 5)
         assert seen == [first[1], *later]
         await log.close()
-        await asyncio.wait_for(task, 5)  # closing ends a follower
+        with pytest.raises(LogClosed):  # closing ends a follower, and never as if the log ended there
+            await asyncio.wait_for(task, 5)
     finally:
         await log.close()
 
@@ -301,6 +304,18 @@ async def test_close_refuses_further_appends(make_log) -> None:
     await log.close()  # idempotent
     with pytest.raises(LogClosed):
         await log.append(ticks(1, 1))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("follow", [False, True], ids=["to-the-end", "follow"])
+async def test_a_read_of_a_closed_log_raises_log_closed(make_log, follow: bool) -> None:
+    """A reader never takes a closed log for an empty one, or for one that ends there."""
+    log = await make_log()
+    await log.append(ticks(0, 2))
+    await log.close()
+    with pytest.raises(LogClosed):
+        async for _ in log.read_batches(0, follow=follow):
+            pass
 
 
 @pytest.mark.asyncio
