@@ -386,7 +386,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
                 continue
             if group is None:
                 gres.mode = _NO_FIT
-                gres.reasons.append(f"resource {r} unavailable in ClusterQueue")
+                gres.reasons[:] = [f"resource {r} unavailable in ClusterQueue"]  # alone, as below
                 gres.no_fit_reason = _worse(gres.no_fit_reason, NO_MATCHING_FLAVOR)
                 break
             pinned = _pinned(only, [results[k].name for k in members], r) if only is not None else None
@@ -475,13 +475,13 @@ def _assign_idle_group(ctx, wl, node, info, ps, group, wanted, requests, assumed
     """A group's flavor for a pod set with no pods (Kueue v0.20, #15444): the first flavor that could hold one of
     its pods, as the ClusterQueue's maximum capacity goes (its usage aside); when none can, the one a pod set
     asking for nothing would get. Either way the pod set asks for 0 of it."""
-    mode, kept, no_fit = res.mode, len(res.reasons), res.no_fit_reason
+    mode, kept, no_fit = res.mode, list(res.reasons), res.no_fit_reason
     _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before, probe, peers)
     if wanted[0] in res.flavors:
         return
     # the probe is a preference: try again for nothing (what the first pass said is not kept, as in Kueue)
     res.mode, res.no_fit_reason = mode, no_fit
-    del res.reasons[kept:]
+    res.reasons[:] = kept
     _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before,
                   peers=peers)
 
@@ -654,8 +654,10 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     if tried is not None:
         res.tried[wanted[0]] = tried
     if best is None or best[0] == _NO_FIT:
+        # the pod set fails here: its message is this group's reasons alone, what earlier groups said (how they
+        # could get a flavor by preemption) dropped, as Kueue's assignFlavors replaces its status
         res.mode = _NO_FIT
-        res.reasons.extend(group_reasons)
+        res.reasons[:] = group_reasons
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
     mode, borrow, name, frs = best
