@@ -156,6 +156,12 @@ def _affinity_matches(term: o.NodeSelectorTerm, labels: dict[str, str]) -> bool:
     return True
 
 
+def _go_taint(taint: o.Taint) -> str:
+    """A taint as Kueue's message prints it: Go's ``%s`` of the Taint struct's fields in order (key, value, effect,
+    timeAdded; a flavor's taint carries no timeAdded here, which Go prints as ``<nil>``)."""
+    return f"{{{taint.key} {taint.value} {taint.effect} <nil>}}"
+
+
 def flavor_eligible(ps: PodSetInfo, flavor: o.ResourceFlavor | None, name: str) -> str | None:
     """Why ``flavor`` cannot serve ``ps``, or None when it can."""
     if flavor is None:
@@ -167,7 +173,7 @@ def flavor_eligible(ps: PodSetInfo, flavor: o.ResourceFlavor | None, name: str) 
         if not any(toleration_matches(t, taint) for t in ps.tolerations) and not any(
             toleration_matches(t, taint) for t in spec.tolerations
         ):
-            return f"untolerated taint {{{taint.key}={taint.value}:{taint.effect}}} in flavor {name}"
+            return f"untolerated taint {_go_taint(taint)} in flavor {name}"
     keys = spec.node_labels
     for k, v in ps.node_selector:
         if k in keys and keys[k] != v:
