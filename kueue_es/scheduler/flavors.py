@@ -156,6 +156,12 @@ def _affinity_matches(term: o.NodeSelectorTerm, labels: dict[str, str]) -> bool:
     return True
 
 
+def _go_taint(taint: o.Taint) -> str:
+    """A taint as Kueue's message prints it: Go's ``%s`` of the Taint struct's fields in order (key, value, effect,
+    timeAdded; a flavor's taint carries no timeAdded here, which Go prints as ``<nil>``)."""
+    return f"{{{taint.key} {taint.value} {taint.effect} <nil>}}"
+
+
 def flavor_eligible(ps: PodSetInfo, flavor: o.ResourceFlavor | None, name: str) -> str | None:
     """Why ``flavor`` cannot serve ``ps``, or None when it can."""
     if flavor is None:
@@ -167,7 +173,7 @@ def flavor_eligible(ps: PodSetInfo, flavor: o.ResourceFlavor | None, name: str) 
         if not any(toleration_matches(t, taint) for t in ps.tolerations) and not any(
             toleration_matches(t, taint) for t in spec.tolerations
         ):
-            return f"untolerated taint {{{taint.key}={taint.value}:{taint.effect}}} in flavor {name}"
+            return f"untolerated taint {_go_taint(taint)} in flavor {name}"
     keys = spec.node_labels
     for k, v in ps.node_selector:
         if k in keys and keys[k] != v:
@@ -350,8 +356,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     assumed: dict[str, int] = {}
     results: list[PodSetResult] = []
     group_flavors: dict[str, dict[str, str]] = {}
-    groups = _group_members(wl, counts)
-    idle = _idle_members(wl, counts, groups)
+    groups = _group_members(wl)
     for i, ps in enumerate(wl.pod_sets):
         count = counts[i] if counts is not None else ps.count
         res = PodSetResult(ps.name, count, {})
@@ -363,46 +368,52 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         count, plan, requests = res.count, res.plan, res.requests
         assert plan is not None
         gname = group_name(ps)
-        members = groups.get(gname, [i]) if gname is not None else [i]
+        members = groups[gname] if gname is not None else [i]
         if members[0] != i:
-            continue  # placed with its group's first member (a member with no pods takes the group's flavors)
-        probe = _probe(info, [wl.pod_sets[k] for k in members]) if count == 0 else None
-        steps, gres = plan.steps, res
-        if len(members) > 1:  # the group shares one flavor assignment over its members' summed requests
+            continue  # placed with its group's first member
+        idle = all(results[k].count == 0 for k in members)
+        probe = _probe(info, [wl.pod_sets[k] for k in members]) if idle else None
+        steps, gres, peers, lead = plan.steps, res, None, i
+        if len(members) > 1:  # the group shares one flavor assignment over its members' summed requests, a member
+            # with no pods asking 0 of each resource it requests (so it gets the group's flavor for those too)
             requests = dict(requests)
             for k in members[1:]:
                 for r, v in results[k].requests.items():
                     requests[r] = requests.get(r, 0) + v
             steps = _steps(info, requests, ignore_undeclared)
             gres = PodSetResult(ps.name, count, requests)
-        before = held_before.get(ps.name) if held_before is not None else None
+            peers = [wl.pod_sets[k] for k in members]
+            lead = next((k for k in members if results[k].count > 0), i)
+        # an elastic slice's group keeps what its first member with pods holds (kueue-es's reading; Kueue checks
+        # every member against the replaced slice)
+        before = held_before.get(wl.pod_sets[lead].name) if held_before is not None else None
         for r, group, wanted in steps:
             if r in gres.flavors:
                 continue
             if group is None:
                 gres.mode = _NO_FIT
-                gres.reasons.append(f"resource {r} unavailable in ClusterQueue")
+                gres.reasons[:] = [f"resource {r} unavailable in ClusterQueue"]  # alone, as below
                 gres.no_fit_reason = _worse(gres.no_fit_reason, NO_MATCHING_FLAVOR)
                 break
-            pinned = only.get(ps.name, {}).get(r) if only is not None else None
+            pinned = _pinned(only, [results[k].name for k in members], r) if only is not None else None
             start = 0
             if resume is not None and i < len(resume.tried):
                 start = dict(resume.tried[i]).get(r, -1) + 1
             if probe is None:
-                _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, gres, pinned, start, before)
+                _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, gres, pinned, start, before,
+                              peers=peers)
             else:
                 _assign_idle_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, gres, pinned, start,
-                                   before, probe)
+                                   before, probe, peers)
             if gres.mode == _NO_FIT:
                 break  # as Kueue: the first resource group without a flavor fails the pod set
-        idle_members = idle.get(gname, []) if gname is not None else []
-        if gname is not None and (len(members) > 1 or idle_members):
-            group_flavors[gname] = _share(gres, [results[k] for k in [*members[1:], *idle_members]], res)
+        if gname is not None and len(members) > 1:
+            group_flavors[gname] = _share(gres, [results[k] for k in members[1:]], res)
         if res.mode == _NO_FIT:
-            del results[max(members + idle_members) + 1:]  # ... and the workload: later pod sets (but its
-            break  # group's) are not tried
-        if count == 0:
-            continue  # a pod set with no pods holds no quota, whatever flavor it got
+            del results[max(members) + 1:]  # ... and the workload: later pod sets (but its group's) are not tried
+            break
+        if idle:
+            continue  # pod sets with no pods hold no quota, whatever flavor they got
         for r, fr in gres.frs.items():
             assumed[fr] = assumed.get(fr, 0) + requests[r] - (before[1].get(r, 0) if before is not None else 0)
     _inherit_group_flavors(wl, results, group_flavors, info)
@@ -428,30 +439,26 @@ def group_name(ps: PodSetInfo) -> str | None:
     return ps.topology.pod_set_group_name if ps.topology is not None else None
 
 
-def _group_members(wl: WorkloadInfo, counts: list[int] | None) -> dict[str, list[int]]:
-    """Pod-set group name -> the indices of its members with pods, in pod-set order; of all its members when none
-    has pods (the group is then probed as one, :func:`_probe`)."""
-    with_pods: dict[str, list[int]] = {}
-    every: dict[str, list[int]] = {}
-    for i, ps in enumerate(wl.pod_sets):
-        name = group_name(ps)
-        if name is None:
-            continue
-        every.setdefault(name, []).append(i)
-        if (counts[i] if counts is not None else ps.count) > 0:
-            with_pods.setdefault(name, []).append(i)
-    return {name: with_pods.get(name, members) for name, members in every.items()}
-
-
-def _idle_members(wl: WorkloadInfo, counts: list[int] | None, groups: dict[str, list[int]]) -> dict[str, list[int]]:
-    """Pod-set group name -> its members with no pods, for the groups that have members with pods: those take the
-    group's flavors for what they ask (Kueue assigns a group one flavor over all its members' requests)."""
+def _group_members(wl: WorkloadInfo) -> dict[str, list[int]]:
+    """Pod-set group name -> the indices of all its members, in pod-set order, those with no pods included: Kueue
+    assigns a group one flavor over every member's requests (a member with no pods asking 0), placed at its first
+    member."""
     out: dict[str, list[int]] = {}
     for i, ps in enumerate(wl.pod_sets):
         name = group_name(ps)
-        if name is not None and i not in groups[name]:
+        if name is not None:
             out.setdefault(name, []).append(i)
     return out
+
+
+def _pinned(only: dict[str, dict[str, str]], names: list[str], resource: str) -> str | None:
+    """The flavor nominated for ``resource`` to the first of the pod sets ``names`` that got one (a group's members
+    share their flavors; a member not asking for the resource has none nominated)."""
+    for name in names:
+        flavor = only.get(name, {}).get(resource)
+        if flavor is not None:
+            return flavor
+    return None
 
 
 def _probe(info, pod_sets: list[PodSetInfo]) -> dict[str, int]:
@@ -469,18 +476,20 @@ def _probe(info, pod_sets: list[PodSetInfo]) -> dict[str, int]:
 
 
 def _assign_idle_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
-                       pinned: str | None, start: int, before, probe: dict[str, int]) -> None:
+                       pinned: str | None, start: int, before, probe: dict[str, int],
+                       peers: list[PodSetInfo] | None = None) -> None:
     """A group's flavor for a pod set with no pods (Kueue v0.20, #15444): the first flavor that could hold one of
     its pods, as the ClusterQueue's maximum capacity goes (its usage aside); when none can, the one a pod set
     asking for nothing would get. Either way the pod set asks for 0 of it."""
-    mode, kept, no_fit = res.mode, len(res.reasons), res.no_fit_reason
-    _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before, probe)
+    mode, kept, no_fit = res.mode, list(res.reasons), res.no_fit_reason
+    _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before, probe, peers)
     if wanted[0] in res.flavors:
         return
     # the probe is a preference: try again for nothing (what the first pass said is not kept, as in Kueue)
     res.mode, res.no_fit_reason = mode, no_fit
-    del res.reasons[kept:]
-    _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before)
+    res.reasons[:] = kept
+    _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before,
+                  peers=peers)
 
 
 def _share(gres: PodSetResult, others: list[PodSetResult], first: PodSetResult) -> dict[str, str]:
@@ -532,13 +541,23 @@ def _eligible(info, slot, ps: PodSetInfo, multi_layer: bool) -> str | None:
     return why
 
 
+def _why_not(info, slot, pod_sets, multi_layer: bool) -> str | None:
+    """Why the flavor of ``slot`` cannot serve the first of ``pod_sets`` it cannot serve, or None."""
+    for p in pod_sets:
+        why = _eligible(info, slot, p, multi_layer)
+        if why is not None:
+            return why
+    return None
+
+
 def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
                   pinned: str | None = None, start: int = 0,
                   before: tuple[dict[str, str], dict[str, int]] | None = None,
-                  probe: dict[str, int] | None = None) -> None:
+                  probe: dict[str, int] | None = None, peers: list[PodSetInfo] | None = None) -> None:
     """Pick the group's flavor for pod set ``ps``. ``before``: the flavors and quota the replaced slice's pod set
     of that name holds (see :func:`assign_flavors`). ``probe``: what a flavor must be able to hold at most to be
-    considered (:func:`_assign_idle_group`)."""
+    considered (:func:`_assign_idle_group`). ``peers``: the members of ``ps``'s pod-set group, each of which a
+    flavor must suit (Kueue's checkFlavorForPodSets looks at every member, in pod-set order)."""
     ff = info.spec.flavor_fungibility
     fungible = ctx.fungibility
     best: tuple[int, int, str, dict[str, str]] | None = None
@@ -562,8 +581,8 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             if tried is not None:
                 tried.append(f"{name}: {skipped}")
             continue
-        if not slot.plain or ps.topology is not None:
-            why = _eligible(info, slot, ps, ctx.topology.options.multi_layer)
+        if peers is not None or not slot.plain or ps.topology is not None:
+            why = _why_not(info, slot, peers or (ps,), ctx.topology.options.multi_layer)
             if why is not None:
                 group_reasons.append(why)
                 if tried is not None:
@@ -641,8 +660,10 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     if tried is not None:
         res.tried[wanted[0]] = tried
     if best is None or best[0] == _NO_FIT:
+        # the pod set fails here: its message is this group's reasons alone, what earlier groups said (how they
+        # could get a flavor by preemption) dropped, as Kueue's assignFlavors replaces its status
         res.mode = _NO_FIT
-        res.reasons.extend(group_reasons)
+        res.reasons[:] = group_reasons
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
     mode, borrow, name, frs = best

@@ -82,7 +82,7 @@ def test_no_fit_message_first_then_each_flavor_and_quota(tmp_path: Path) -> None
     assert lines[1] == "next attempt would say: ExceedsMaxQuota"
     assert ("insufficient quota for cpu in flavor on-demand, previously considered podsets requests (0) + current "
             "podset request (6) > maximum capacity (4)") in lines[2]
-    assert "untolerated taint {spot=true:NoSchedule} in flavor spot" in lines[2]
+    assert "untolerated taint {spot true NoSchedule <nil>} in flavor spot" in lines[2]
     spot = r.stdout.index("      spot: untolerated taint")
     on_demand = r.stdout.index("      on-demand: no_fit (insufficient quota for cpu")
     assert spot < on_demand
