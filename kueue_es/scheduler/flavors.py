@@ -64,8 +64,8 @@ class Granular:
 class PodSetResult:
     """The flavors chosen for one pod set, and how they fit."""
 
-    __slots__ = ("borrow", "count", "delayed", "flavors", "frs", "last_tried", "mode", "name", "no_fit_reason",
-                 "plan", "reasons", "requests", "tas_flavor", "topology", "tried")
+    __slots__ = ("borrow", "count", "delayed", "flavors", "frs", "last_tried", "mode", "modes", "name",
+                 "no_fit_reason", "plan", "reasons", "requests", "tas_flavor", "topology", "tried")
 
     def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
         self.name = name
@@ -77,6 +77,11 @@ class PodSetResult:
         self.requests = requests
         """resource -> total for the pod set."""
         self.mode = _FIT
+        """The worst of its resources' modes (Kueue's representative mode of the pod set)."""
+        self.modes: dict[str, int] = {}
+        """resource -> its own mode on the flavor chosen, for the resources that do not simply fit (absent: Fit).
+        Kueue keeps a mode per resource, and only the resources whose own mode is Preempt need preemption
+        (:meth:`Assignment.needs_preemption_frs`): a resource that fits by borrowing is no reason to preempt."""
         self.borrow = 0
         self.reasons: list[str] = []
         self.no_fit_reason = ""
@@ -97,6 +102,16 @@ class PodSetResult:
     def __repr__(self) -> str:
         return f"PodSetResult({self.name}, {self.count}, {self.flavors}, {Granular.NAMES[self.mode]})"
 
+    def demote(self, mode: int) -> None:
+        """Lower the pod set and every resource it got a flavor for to at most ``mode`` (Kueue turns all of a pod
+        set's flavors at once when its topology placement fails or must preempt)."""
+        if mode < self.mode:
+            self.mode = mode
+        modes = self.modes
+        for r in self.flavors:
+            if mode < modes.get(r, _FIT):
+                modes[r] = mode
+
 
 class Assignment:
     __slots__ = ("borrow", "message", "mode", "pod_sets", "reason", "usage")
@@ -112,11 +127,16 @@ class Assignment:
         self.reason = reason
 
     def needs_preemption_frs(self) -> dict[str, int]:
-        """The flavor-resources whose assignment needs preemption, with the amount requested."""
+        """The flavor-resources whose own mode is Preempt, with the amount requested (Kueue's
+        ``flavorResourcesNeedPreemption``): another resource of the same pod set that fits, borrowing or not,
+        does not count, so it neither narrows the candidates nor makes the preemptor look as if it borrowed."""
         out: dict[str, int] = {}
         for ps in self.pod_sets:
-            if ps.mode < Granular.FIT:
-                for r, f in ps.flavors.items():
+            modes = ps.modes
+            if not modes:
+                continue
+            for r, f in ps.flavors.items():
+                if _EXTERNAL[modes.get(r, _FIT)] == Mode.PREEMPT:
                     fr = f"{f}/{r}"
                     out[fr] = self.usage.get(fr, 0)
         return out
@@ -499,6 +519,7 @@ def _share(gres: PodSetResult, others: list[PodSetResult], first: PodSetResult) 
         res.flavors = {r: f for r, f in gres.flavors.items() if r in res.requests}
         res.frs = {r: fr for r, fr in gres.frs.items() if r in res.requests}
         res.mode, res.borrow, res.no_fit_reason = gres.mode, gres.borrow, gres.no_fit_reason
+        res.modes = {r: m for r, m in gres.modes.items() if r in res.requests}
         res.reasons = list(gres.reasons)
         res.tried = gres.tried
         res.last_tried = ({r: v for r, v in gres.last_tried.items() if r in res.requests}
@@ -560,7 +581,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     flavor must suit (Kueue's checkFlavorForPodSets looks at every member, in pod-set order)."""
     ff = info.spec.flavor_fungibility
     fungible = ctx.fungibility
-    best: tuple[int, int, str, dict[str, str]] | None = None
+    best: tuple[int, int, str, dict[str, str], dict[str, int] | None] | None = None
     group_reasons: list[str] = []
     group_no_fit = ""
     tried: list[str] | None = [] if ctx.trace else None  # only ``explain`` reads it: no list per head otherwise
@@ -598,6 +619,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 group_no_fit = _least(group_no_fit, EXCEEDS_MAX_QUOTA)
                 continue
         mode, borrow = _FIT, 0
+        below: dict[str, int] | None = None  # resource -> its own mode, where that is not Fit
         flavor_reasons: list[str] | None = None
         flavor_no_fit = ""
         frs = slot.frs
@@ -619,6 +641,11 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             m, b, msg, nf = _fits(ctx, wl, node, spec, name, fr, r, assumed.get(fr, 0), request)
             if m < mode:
                 mode = m
+            if m != _FIT:
+                if below is None:
+                    below = {r: m}
+                else:
+                    below[r] = m
             if b > borrow:
                 borrow = b
             if msg:
@@ -632,7 +659,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             # the best outcome there is: it wins over anything kept so far, and the search stops here
             if tried is not None:
                 tried.append(f"{name}: fit")
-            best = (mode, 0, name, frs)
+            best = (mode, 0, name, frs, None)
             break
         if tried is not None:
             tried.append(f"{name}: {_MODE_NAMES[mode]}"
@@ -646,13 +673,13 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             # FlavorFungibility off: only a strictly better mode replaces the flavor kept (borrowing levels are
             # not compared), and the first flavor that fits ends the search even when it borrows
             if best is None or mode > best[0]:
-                best = (mode, borrow, name, frs)
+                best = (mode, borrow, name, frs, below)
             if mode == _FIT:
                 break
             continue
         if best is None or _better(mode, borrow, best[0], best[1], ff):
             if mode != _NO_FIT or best is None:
-                best = (mode, borrow, name, frs)
+                best = (mode, borrow, name, frs, below)
         if _stop_here(mode, borrow, ff):
             break
     else:
@@ -666,10 +693,12 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.reasons[:] = group_reasons
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
-    mode, borrow, name, frs = best
+    mode, borrow, name, frs, below = best
     for r in wanted:
         res.flavors[r] = name
         res.frs[r] = frs[r]
+    if below is not None:
+        res.modes.update(below)
     if not fungible:  # no position is kept: index 0 for each resource, as Kueue's assigner leaves it
         if res.last_tried is None:
             res.last_tried = {}

@@ -123,8 +123,13 @@ def own_queue_candidates(ctx: CycleContext, wl: WorkloadInfo, cq: str, p: o.Clus
 
 def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
                  needed: dict[str, int], topology: TopologyFit | None = None) -> list[Target]:
-    """Victims that let ``wl`` (``requests`` per FR) fit in ``node``; ``needed`` are the FRs that lack room;
-    ``topology``: its TAS pod sets, which must be placed too."""
+    """Victims that let ``wl`` (``requests`` per FR) fit in ``node``; ``needed`` are the FRs whose own assignment
+    mode is Preempt (the FRs that lack room); ``topology``: its TAS pod sets, which must be placed too.
+
+    ``needed`` picks the candidates (they must hold some of it), the queues to look into (over nominal on it), when a
+    candidate stays valid and whether the preemptor is under nominal. The hierarchical advantage, as in Kueue, is
+    judged on the whole request: a preemptor that fits one resource only by borrowing has none, even when the
+    resource it lacks is within its nominal quota."""
     spec = ctx.state.cluster_queues[node.name].spec
     p = spec.preemption
     now = ctx.now
@@ -133,8 +138,9 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     if node.parent is not None and p.reclaim_within_cohort != "Never":
         bwc = p.borrow_within_cohort
         forbid_borrow = bwc is None or bwc.policy == "Never"
-        advantage = all(node.usage.get(fr, 0) + needed[fr] <= node.nominal.get(fr, 0) for fr in needed)
-        remaining = {fr: needed[fr] - node.local_available(fr) for fr in needed}
+        asked = {fr: v for fr, v in requests.items() if v}  # Kueue's request leaves zero quantities out
+        advantage = all(node.usage.get(fr, 0) + v <= node.nominal.get(fr, 0) for fr, v in asked.items())
+        remaining = {fr: max(0, v - node.local_available(fr)) for fr, v in asked.items()}
         visited: QuotaNode = node
         ancestor = node.parent
         while ancestor is not None:
@@ -155,10 +161,9 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
                         kind = WHILE_BORROWING
                     candidates.append(_Candidate(w, kind, cq_node))
             advantage = advantage or all(
-                ancestor.usage.get(fr, 0) + remaining[fr] <= ancestor.subtree.get(fr, 0) for fr in needed
+                ancestor.usage.get(fr, 0) + v <= ancestor.subtree.get(fr, 0) for fr, v in remaining.items()
             )
-            for fr in needed:
-                remaining[fr] -= ancestor.local_available(fr)
+            remaining = {fr: max(0, v - ancestor.local_available(fr)) for fr, v in remaining.items()}
             visited, ancestor = ancestor, ancestor.parent
     configured: list[_Candidate] = []
     config = preemption_config.config_for(ctx, node.name)

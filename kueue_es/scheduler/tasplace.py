@@ -341,7 +341,7 @@ def _place_nominated(ctx: CycleContext, a: Assignment, wanted: list[tuple[str, P
             return
         a.mode = Mode.PREEMPT
         failed = results[found.failed]  # type: ignore[index]
-        failed.mode = Granular.PREEMPT
+        failed.demote(Granular.PREEMPT)  # each of its resources, as Kueue turns all of the pod set's flavors
         failed.reasons = [found.message]
         a.message = _message(a)
     empty = place_workload(snaps, wanted, simulate_empty=True, options=ctx.topology.options, previous=before)
@@ -349,8 +349,7 @@ def _place_nominated(ctx: CycleContext, a: Assignment, wanted: list[tuple[str, P
         _no_fit(a, results[empty.failed], empty.message, TOPOLOGY_PLACEMENT_FAILED)  # type: ignore[index]
         return
     for res in results.values():
-        if res.mode > Granular.PREEMPT:
-            res.mode = Granular.PREEMPT
+        res.demote(Granular.PREEMPT)  # every resource of a TAS pod set then counts as needing preemption (Kueue's)
 
 
 def keep_waited(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
