@@ -513,12 +513,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             _pending(out, ctx, e, a.reason, a.message, "NoFit", base)
             continue
         if a.mode == _PREEMPT and not e.targets:
-            _pending(out, ctx, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
-            if e.preemptor or state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
-                _reserve_capacity(ctx, e)
-                info = ctx.info_of(e)
-                if info.tas_levels:
-                    reserve_placement(ctx, e.wl, info, a)
+            _no_candidates(out, ctx, e, base)
             continue
         if a.mode == _PREEMPT and e.wl.preemption_gated and (ctx.orchestrated_preemption or ctx.concurrent_admission):
             # Kueue's scheduler, after the no-candidates case: a closed preemption gate keeps it from preempting
@@ -538,6 +533,9 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 _pending(out, ctx, e, "WaitingForPreemptedWorkloads",
                          "The workload fits once the workloads preempted for another workload are gone",
                          "PendingPreemption", base)
+                continue
+            if outcome == "unresolved":
+                _fail_recomputed(out, ctx, e, base)
                 continue
             if outcome != "new-targets":
                 _skip(out, ctx, skips, e, "WaitingForQuota",
@@ -672,8 +670,10 @@ def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
 
     The entry is assigned again with its nominated flavors pinned, on the cycle's tree from which those victims
     are already removed (and from whose candidates they are excluded). If it now fits, it fits only once the
-    victims are gone: DeferredFit, and it waits. If it needs new, disjoint victims, it goes on with those.
-    Otherwise it is skipped. Returns ``"deferred"``, ``"new-targets"`` or ``""``.
+    victims are gone: DeferredFit, and it waits. If it needs new, disjoint victims, it goes on with those. If it
+    fits nowhere, or needs preemption and finds no candidate, the recomputed assignment stands and the entry fails
+    as that assignment says (:func:`_fail_recomputed`). Returns ``"deferred"``, ``"new-targets"``,
+    ``"unresolved"`` or ``""`` (new targets that still overlap: it is skipped).
     """
     a = e.assignment
     assert a is not None
@@ -682,12 +682,40 @@ def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
     if again.mode == Mode.FIT:
         e.assignment, e.targets = again, []
         return "deferred"
-    if again.mode == Mode.PREEMPT:
-        targets = _targets(ctx, Entry(e.wl, e.cq, again))
-        if targets and not any(t.workload.key in ctx.removed for t in targets):
-            e.assignment, e.targets = again, targets
-            return "new-targets"
+    targets = _targets(ctx, Entry(e.wl, e.cq, again)) if again.mode == Mode.PREEMPT else []
+    if not targets:
+        e.assignment, e.targets = again, []
+        return "unresolved"
+    if not any(t.workload.key in ctx.removed for t in targets):
+        e.assignment, e.targets = again, targets
+        return "new-targets"
     return ""
+
+
+def _fail_recomputed(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
+    """An overlap recompute that resolved nothing: Kueue reports the recomputed assignment (its message, not the
+    overlap's) and requeues the entry as that assignment's failure, NoFit or no candidates, so it is parked as
+    inadmissible until something changes instead of being tried again every cycle (its
+    TestScheduleRecomputePreemptionTargets, "flavor stickiness with RecomputePreemptionTargetsUponOverlap")."""
+    a = e.assignment
+    assert a is not None
+    if a.mode == _NO_FIT:
+        _pending(out, ctx, e, a.reason, a.message, "NoFit", base)
+    else:
+        _no_candidates(out, ctx, e, base)
+
+
+def _no_candidates(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
+    """An entry that needs preemption and has no candidate: requeued as such and, where its queue cannot always
+    reclaim (or it is its queue's preemptor workload), holding back capacity for the rest of the cycle."""
+    a = e.assignment
+    assert a is not None
+    _pending(out, ctx, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
+    if e.preemptor or ctx.state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
+        _reserve_capacity(ctx, e)
+        info = ctx.info_of(e)
+        if info.tas_levels:
+            reserve_placement(ctx, e.wl, info, a)
 
 
 def _reserve_capacity(ctx: CycleContext, e: Entry) -> None:
