@@ -530,9 +530,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 for fr, v in a.usage.items():
                     if v:
                         node.add_usage(fr, v)
-                _pending(out, ctx, e, "WaitingForPreemptedWorkloads",
-                         "The workload fits once the workloads preempted for another workload are gone",
-                         "PendingPreemption", base)
+                _pending(out, ctx, e, "WaitingForPreemptedWorkloads", DEFERRED_FIT, "PendingPreemption", base)
                 continue
             if outcome == "unresolved":
                 _fail_recomputed(out, ctx, e, base)
@@ -663,6 +661,12 @@ def _waited_topology(placement: Placement | None) -> dict:
         return {}
     return {"topology_levels": tuple(placement.levels),
             "topology_domains": tuple((tuple(values), count) for values, count in placement.domains)}
+
+
+DEFERRED_FIT = ("Workload has overlapping preemption targets with another workload, but will fit after these "
+                "preemptions complete")
+"""QuotaReserved=False ``WaitingForPreemptedWorkloads`` of an entry the overlap recompute found fitting once the
+cycle's victims are gone (Kueue's words, its TestScheduleRecomputePreemptionTargets)."""
 
 
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
