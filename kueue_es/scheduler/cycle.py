@@ -63,7 +63,7 @@ PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "Pen
 
 class Entry:
     __slots__ = ("assignment", "cq", "info", "message", "preemptor", "refilled", "replaced", "requeue_reason",
-                 "status", "targets", "wl")
+                 "second_pass", "status", "targets", "wl")
 
     def __init__(self, wl: WorkloadInfo, cq: str, assignment: Assignment | None = None,
                  targets: list[Target] | None = None, info: ClusterQueueInfo | None = None) -> None:
@@ -83,6 +83,8 @@ class Entry:
         """The elastic Job slice it replaces, holding quota in its ClusterQueue (:func:`replaced_slice`)."""
         self.refilled = False
         """Popped mid-cycle by ``FairSharingRefill`` (:mod:`kueue_es.scheduler.refill`)."""
+        self.second_pass = False
+        """A quota holder's second pass in the Fair Sharing tournament (:func:`_fair_second_passes`)."""
 
     def __repr__(self) -> str:
         mode = Mode.NAMES[self.assignment.mode] if self.assignment is not None else ""
@@ -456,6 +458,43 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             gc.enable()
 
 
+def _fair_second_passes(ctx: CycleContext, due: list[WorkloadInfo]) -> tuple[list[WorkloadInfo], dict[str, list[Entry]]]:
+    """Under Fair Sharing, Kueue's iterator ranks a second pass among its ClusterQueue's entries (ahead of the
+    head: it holds quota) and it competes in the tournament like any other entry, on its ClusterQueue's share with
+    nothing added (its quota is charged already) and borrowing on nothing it requests (its fair_sharing_iterator,
+    computeDRS with the entry's net usage). Returns the second passes that cannot compete (their ClusterQueue is
+    gone or inactive, which Kueue reports without nominating them), run first as before, and the others as
+    entries, per ClusterQueue in ``due``'s order."""
+    state = ctx.state
+    first: list[WorkloadInfo] = []
+    lanes: dict[str, list[Entry]] = {}
+    for wl in due:
+        adm = wl.admission
+        cq = adm.cluster_queue if adm is not None else ""
+        info = state.cq_info(cq) if cq else None
+        if info is None or info.inactive is not None or cq not in ctx.tree.cluster_queues:
+            first.append(wl)
+            continue
+        e = Entry(wl, cq, info=info)
+        e.second_pass = True
+        lanes.setdefault(cq, []).append(e)
+    return first, lanes
+
+
+def _queue_up(heads: list[Entry], lanes: dict[str, list[Entry]]) -> tuple[list[Entry], dict[str, list[Entry]]]:
+    """Each ClusterQueue's entries in Kueue's order within it, second passes before the head: the first of each
+    enters the tournament, the others wait ``behind`` it, in turn."""
+    by_cq = {e.cq: e for e in heads}
+    contending = [e for e in heads if e.cq not in lanes]
+    behind: dict[str, list[Entry]] = {}
+    for cq in sorted(lanes):
+        queue = lanes[cq] + ([by_cq[cq]] if cq in by_cq else [])
+        contending.append(queue[0])
+        if len(queue) > 1:
+            behind[cq] = queue[1:]
+    return contending, behind
+
+
 def _held_first(state: ClusterState, entries: list[Entry], key: str) -> list[Entry]:
     """The heads with blockAdmission's held entry in place of its ClusterQueue's head: Kueue popped it from there
     in the cycle it waited in, whatever has come ahead of it since."""
@@ -472,7 +511,11 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     state, now = ctx.state, ctx.now
     out: list[ev.Decision] = []
     base = {"time": now, "cycle": cycle, "input": state.offset}
-    for wl in second:  # second-pass workloads hold quota: they go first and take their domains first
+    fair = ctx.config.fair_sharing_enabled
+    lanes: dict[str, list[Entry]] = {}
+    if fair and second:
+        second, lanes = _fair_second_passes(ctx, second)
+    for wl in second:  # they hold quota: first in the classical order (under Fair Sharing only those that can't compete)
         out.extend(second_pass(ctx, wl, base))
     for e in entries:
         if e.wl.key != first or not _nominate_waited(ctx, e):
@@ -491,11 +534,21 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     pushed: list[Entry] = []
     refills = (refill.RefillPass(state, ctx.config, now, [e.wl.key for e in entries])
                if refill.enabled(ctx.config, block) else None)
-    ordered = chain(held, fair_order(ctx, rest, pushed) if ctx.config.fair_sharing_enabled
-                    else order_entries(rest, ctx.order))
+    behind: dict[str, list[Entry]] = {}
+    if lanes:
+        rest, behind = _queue_up(rest, lanes)
+    ordered = chain(held, fair_order(ctx, rest, pushed) if fair else order_entries(rest, ctx.order))
     admitted = False
     skips: dict[str, list[_Skip]] = {}
     for e in ordered:
+        if e.cq in behind:  # the next entry of its ClusterQueue joins the tournament once this one is through
+            nxt = behind[e.cq]
+            pushed.append(nxt.pop(0))
+            if not nxt:
+                del behind[e.cq]
+        if e.second_pass:
+            out.extend(second_pass(ctx, e.wl, base))
+            continue
         a = e.assignment
         if e.status:
             _pending(out, ctx, e, e.status, e.message, e.requeue_reason, base)
@@ -513,12 +566,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             _pending(out, ctx, e, a.reason, a.message, "NoFit", base)
             continue
         if a.mode == _PREEMPT and not e.targets:
-            _pending(out, ctx, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
-            if e.preemptor or state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
-                _reserve_capacity(ctx, e)
-                info = ctx.info_of(e)
-                if info.tas_levels:
-                    reserve_placement(ctx, e.wl, info, a)
+            _no_candidates(out, ctx, e, base)
             continue
         if a.mode == _PREEMPT and e.wl.preemption_gated and (ctx.orchestrated_preemption or ctx.concurrent_admission):
             # Kueue's scheduler, after the no-candidates case: a closed preemption gate keeps it from preempting
@@ -535,9 +583,10 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 for fr, v in a.usage.items():
                     if v:
                         node.add_usage(fr, v)
-                _pending(out, ctx, e, "WaitingForPreemptedWorkloads",
-                         "The workload fits once the workloads preempted for another workload are gone",
-                         "PendingPreemption", base)
+                _pending(out, ctx, e, "WaitingForPreemptedWorkloads", DEFERRED_FIT, "PendingPreemption", base)
+                continue
+            if outcome == "unresolved":
+                _fail_recomputed(out, ctx, e, base)
                 continue
             if outcome != "new-targets":
                 _skip(out, ctx, skips, e, "WaitingForQuota",
@@ -667,13 +716,21 @@ def _waited_topology(placement: Placement | None) -> dict:
             "topology_domains": tuple((tuple(values), count) for values, count in placement.domains)}
 
 
+DEFERRED_FIT = ("Workload has overlapping preemption targets with another workload, but will fit after these "
+                "preemptions complete")
+"""QuotaReserved=False ``WaitingForPreemptedWorkloads`` of an entry the overlap recompute found fitting once the
+cycle's victims are gone (Kueue's words, its TestScheduleRecomputePreemptionTargets)."""
+
+
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
     """Kueue's recompute when an entry's targets overlap victims already chosen this cycle.
 
     The entry is assigned again with its nominated flavors pinned, on the cycle's tree from which those victims
     are already removed (and from whose candidates they are excluded). If it now fits, it fits only once the
-    victims are gone: DeferredFit, and it waits. If it needs new, disjoint victims, it goes on with those.
-    Otherwise it is skipped. Returns ``"deferred"``, ``"new-targets"`` or ``""``.
+    victims are gone: DeferredFit, and it waits. If it needs new, disjoint victims, it goes on with those. If it
+    fits nowhere, or needs preemption and finds no candidate, the recomputed assignment stands and the entry fails
+    as that assignment says (:func:`_fail_recomputed`). Returns ``"deferred"``, ``"new-targets"``,
+    ``"unresolved"`` or ``""`` (new targets that still overlap: it is skipped).
     """
     a = e.assignment
     assert a is not None
@@ -682,12 +739,40 @@ def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
     if again.mode == Mode.FIT:
         e.assignment, e.targets = again, []
         return "deferred"
-    if again.mode == Mode.PREEMPT:
-        targets = _targets(ctx, Entry(e.wl, e.cq, again))
-        if targets and not any(t.workload.key in ctx.removed for t in targets):
-            e.assignment, e.targets = again, targets
-            return "new-targets"
+    targets = _targets(ctx, Entry(e.wl, e.cq, again)) if again.mode == Mode.PREEMPT else []
+    if not targets:
+        e.assignment, e.targets = again, []
+        return "unresolved"
+    if not any(t.workload.key in ctx.removed for t in targets):
+        e.assignment, e.targets = again, targets
+        return "new-targets"
     return ""
+
+
+def _fail_recomputed(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
+    """An overlap recompute that resolved nothing: Kueue reports the recomputed assignment (its message, not the
+    overlap's) and requeues the entry as that assignment's failure, NoFit or no candidates, so it is parked as
+    inadmissible until something changes instead of being tried again every cycle (its
+    TestScheduleRecomputePreemptionTargets, "flavor stickiness with RecomputePreemptionTargetsUponOverlap")."""
+    a = e.assignment
+    assert a is not None
+    if a.mode == _NO_FIT:
+        _pending(out, ctx, e, a.reason, a.message, "NoFit", base)
+    else:
+        _no_candidates(out, ctx, e, base)
+
+
+def _no_candidates(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
+    """An entry that needs preemption and has no candidate: requeued as such and, where its queue cannot always
+    reclaim (or it is its queue's preemptor workload), holding back capacity for the rest of the cycle."""
+    a = e.assignment
+    assert a is not None
+    _pending(out, ctx, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
+    if e.preemptor or ctx.state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
+        _reserve_capacity(ctx, e)
+        info = ctx.info_of(e)
+        if info.tas_levels:
+            reserve_placement(ctx, e.wl, info, a)
 
 
 def _reserve_capacity(ctx: CycleContext, e: Entry) -> None:
