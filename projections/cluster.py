@@ -2848,9 +2848,12 @@ class ClusterState:
         wl.requeue_at, wl.requeue_count = None, 0
         self.backoff.pop(wl.key, None)
         if wl.reserving:
-            if not wl.evicted:
+            evicted = wl.condition("Evicted") if wl.evicted else None
+            if evicted is None:
                 wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
-            self._mark_evicted(wl, e.reason, e.message, e.time)
+                self._mark_evicted(wl, e.reason, e.message, e.time)
+            # else: already being evicted (a check Rejected during the eviction, Kueue #14309): Kueue's controller
+            # deactivates without a second eviction, so the first one's condition stays
             self._release(wl)
             self.awaiting_release.discard(wl.key)
             if e.reason == MAX_EXECUTION_EXCEEDED:
@@ -2866,7 +2869,11 @@ class ClusterState:
                              e.time)
             self._sync_admitted(wl, e.time)
             self._keep_pods_ready(wl, False, e.time)
-            wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
+            if evicted is None:
+                wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
+            else:  # what Kueue's job reconciler writes once that eviction's job stopped: its reason and message
+                requeued = "True" if evicted.reason in ("Preempted", "NodeFailures") else "False"
+                wl.set_condition("Requeued", requeued, evicted.reason, evicted.message, e.time)
             self._sync_checks(wl)
         elif wl.phase == PENDING and not _true(wl.condition("Evicted")):
             self._evict_unreserved(wl, e)

@@ -7,9 +7,10 @@
 * an admitted workload whose pods are not ready within waitForPodsReady's timeout is evicted with backoff;
 * admission checks: all listed checks Ready admits; a Retry check evicts (reason AdmissionCheck), first raising
   ``requeueState.requeueAt`` to the latest lastTransitionTime + requeueAfterSeconds of the Retry checks; a
-  Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck). Kueue passes the rejection through a
-  DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are separate API
-  writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
+  Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck), also a workload already being evicted
+  (Kueue v0.20, #14309: its first eviction's condition stays), where a Retry is ignored. Kueue passes the
+  rejection through a DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are
+  separate API writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
   quota, and the clean-up of the requests of finished ones and (CleanupProvisioningRequestsOnEviction) evicted ones;
 * under the MultiKueue gate, the MultiKueue check controller of a manager (:mod:`kueue_es.scheduler.multikueue`):
@@ -217,6 +218,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         for key in sorted(holding[cq]):
             wl = wls[key]
             if wl.evicted:
+                if wl.active and _rejected(wl):  # Kueue v0.20 (#14309): a rejection still deactivates
+                    out.append(_rejection(wl, base))
                 continue
             if not wl.active:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
@@ -243,11 +246,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                                               message="The ClusterQueue is stopped", **base))
                 continue
             states = wl.check_states
-            rejected = [s for s in states.values() if s.state == "Rejected"]
-            if rejected:
-                out.append(ev.WorkloadDeactivated(
-                    key=key, uid=wl.uid, reason="DeactivatedDueToAdmissionCheck",
-                    message=f"The workload is deactivated due to {checks_message(rejected, 'Rejected')}", **base))
+            if _rejected(wl):
+                out.append(_rejection(wl, base))
                 continue
             retry = [s for s in states.values() if s.state == "Retry"]
             if retry:
@@ -366,6 +366,17 @@ def _retention_due(state: ClusterState, config: SchedulerConfig, now: int) -> li
     if after_deactivated is not None:
         keys.extend(state.deactivated_clock.due(now - after_deactivated))
     return sorted(keys)
+
+
+def _rejected(wl: WorkloadInfo) -> list[o.AdmissionCheckState]:
+    return [s for s in wl.check_states.values() if s.state == "Rejected"] if wl.check_states else []
+
+
+def _rejection(wl: WorkloadInfo, base: dict) -> ev.WorkloadDeactivated:
+    """A Rejected check deactivates the workload (DeactivatedDueToAdmissionCheck)."""
+    message = f"The workload is deactivated due to {checks_message(_rejected(wl), 'Rejected')}"
+    return ev.WorkloadDeactivated(key=wl.key, uid=wl.uid, reason="DeactivatedDueToAdmissionCheck", message=message,
+                                  **base)
 
 
 def reserved_queue_blocker(state: ClusterState, wl: WorkloadInfo, observability: bool) -> tuple[str, str] | None:
