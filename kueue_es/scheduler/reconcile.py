@@ -10,7 +10,8 @@
   Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck), also a workload already being evicted
   (Kueue v0.20, #14309: its first eviction's condition stays), where a Retry is ignored. Kueue passes the
   rejection through a DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are
-  separate API writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
+  separate API writes; here the intent and its outcome are one decision, with Kueue's final reason and message.
+  The checks' verdicts come before the queues' stop policies, as in Kueue's controller;
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
   quota, and the clean-up of the requests of finished ones and (CleanupProvisioningRequestsOnEviction) evicted ones;
 * under the MultiKueue gate, the MultiKueue check controller of a manager (:mod:`kueue_es.scheduler.multikueue`):
@@ -236,15 +237,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 if dispatched:
                     out.extend(dispatched)
                     continue
-            lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-            if lq is not None and lq.spec.stop_policy == "HoldAndDrain" and wl.phase == ADMITTED:
-                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="LocalQueueStopped",
-                                              message="The LocalQueue is stopped", **base))
-                continue
-            if drain and wl.phase == ADMITTED:
-                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="ClusterQueueStopped",
-                                              message="The ClusterQueue is stopped", **base))
-                continue
+            # Kueue's order: the checks' verdicts first, then the queues' stop policies (reconcileCheckBasedEviction
+            # before reconcileOn{Local,Cluster}QueueActiveState)
             states = wl.check_states
             if _rejected(wl):
                 out.append(_rejection(wl, base))
@@ -268,6 +262,15 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     continue
                 if ready:
                     continue
+            lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+            if lq is not None and lq.spec.stop_policy == "HoldAndDrain" and wl.phase == ADMITTED:
+                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="LocalQueueStopped",
+                                              message="The LocalQueue is stopped", **base))
+                continue
+            if drain and wl.phase == ADMITTED:
+                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="ClusterQueueStopped",
+                                              message="The ClusterQueue is stopped", **base))
+                continue
             if state.nodes_seen and wl.phase == ADMITTED and replaces_nodes:
                 kept = wl.kept_nodes if skip_reassignment and wl.pod_owned else ()
                 failures = node_failure_decisions(state, wl, base, now, taints=node_taints,
