@@ -348,6 +348,16 @@ class WorkloadDeactivated(Decision, tag="WorkloadDeactivated"):
     message: str
 
 
+class QuotaReservationUnset(Decision, tag="QuotaReservationUnset"):
+    """The workload controller takes back the quota of a workload not admitted yet (its checks pending) because
+    its LocalQueue or ClusterQueue is stopped, missing or terminating: QuotaReserved=False with ``reason`` and
+    ``message``, admission cleared, quota released; no eviction and no Requeued condition (Kueue's
+    ``UnsetQuotaReservationWithCondition`` in ``reconcileOn{Local,Cluster}QueueActiveState``)."""
+
+    reason: str
+    message: str
+
+
 class WorkloadSliceReplaced(Decision, tag="WorkloadSliceReplaced"):
     """The scheduler admits the slice that replaces this one (an elastic Job scaled up): Finished=True with reason
     ``WorkloadSliceReplaced``, its quota released. Appended in the batch that admits the replacement, before it."""
@@ -607,6 +617,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     WorkloadEvicted,
     WorkloadRequeued,
     WorkloadDeactivated,
+    QuotaReservationUnset,
     WorkloadSliceReplaced,
     TopologyAssigned,
     AdmissionCheckUpdated,

@@ -64,7 +64,7 @@ _UNSEEN = object()
 
 STEP_TYPES = (
     "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
-    "PodsReady", "AdmissionCheck", "ProvisioningRequest", "Requeued", "Deactivated", "Finished", "Deleted",
+    "PodsReady", "AdmissionCheck", "ProvisioningRequest", "Requeued", "Unreserved", "Deactivated", "Finished", "Deleted",
     "Rejected", "ReclaimablePods",
 )
 
@@ -548,6 +548,13 @@ class AuditTrail:
                 self._add(off, e, key, "Requeued", t, cycle=e.cycle, reason=e.reason, message=e.message,
                           released=released, ignored=ignored)
                 if released:
+                    t.phase, t.reserved_in = PENDING, ""  # type: ignore[union-attr]
+                    t.queued_in = self._target(t) if self._admissible(t) else ""  # type: ignore[union-attr,arg-type]
+            case ev.QuotaReservationUnset():
+                ignored = phase != RESERVED
+                self._add(off, e, key, "Unreserved", t, cycle=e.cycle, reason=e.reason, message=e.message,
+                          released=not ignored, ignored=ignored)
+                if not ignored:
                     t.phase, t.reserved_in = PENDING, ""  # type: ignore[union-attr]
                     t.queued_in = self._target(t) if self._admissible(t) else ""  # type: ignore[union-attr,arg-type]
             case ev.WorkloadDeactivated():

@@ -2848,9 +2848,12 @@ class ClusterState:
         wl.requeue_at, wl.requeue_count = None, 0
         self.backoff.pop(wl.key, None)
         if wl.reserving:
-            if not wl.evicted:
+            evicted = wl.condition("Evicted") if wl.evicted else None
+            if evicted is None:
                 wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
-            self._mark_evicted(wl, e.reason, e.message, e.time)
+                self._mark_evicted(wl, e.reason, e.message, e.time)
+            # else: already being evicted (a check Rejected during the eviction, Kueue #14309): Kueue's controller
+            # deactivates without a second eviction, so the first one's condition stays
             self._release(wl)
             self.awaiting_release.discard(wl.key)
             if e.reason == MAX_EXECUTION_EXCEEDED:
@@ -2866,7 +2869,11 @@ class ClusterState:
                              e.time)
             self._sync_admitted(wl, e.time)
             self._keep_pods_ready(wl, False, e.time)
-            wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
+            if evicted is None:
+                wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
+            else:  # what Kueue's job reconciler writes once that eviction's job stopped: its reason and message
+                requeued = "True" if evicted.reason in ("Preempted", "NodeFailures") else "False"
+                wl.set_condition("Requeued", requeued, evicted.reason, evicted.message, e.time)
             self._sync_checks(wl)
         elif wl.phase == PENDING and not _true(wl.condition("Evicted")):
             self._evict_unreserved(wl, e)
@@ -2874,6 +2881,32 @@ class ClusterState:
         self.reflag(wl)
         if wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
+
+    def _unset_reservation(self, e: ev.QuotaReservationUnset) -> None:
+        """A workload holding quota, not admitted, whose queue is stopped, missing or terminating gives its quota
+        back with the controller's QuotaReserved=False reason and message (Kueue's
+        ``UnsetQuotaReservationWithCondition``): pending again, its checks left as they are, no eviction and no
+        Requeued condition. Its MultiKueue copies go, as Kueue's MultiKueue controller deletes the remote objects
+        of a workload without a reservation."""
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase != RESERVED:
+            return
+        self._release(wl)
+        self.awaiting_release.discard(wl.key)
+        wl.admission, wl.usage, wl.phase = None, {}, PENDING
+        wl.reserved_at = wl.admitted_at = None
+        wl.cluster_name, wl.nominated, wl.remotes = "", (), None
+        self._refresh_pod_sets(wl)
+        wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
+        self._sync_admitted(wl, e.time)
+        self._keep_pods_ready(wl, False, e.time)
+        cq = wl.cluster_queue
+        wl.cluster_queue = ""
+        if cq:
+            self._flush_tree(cq)
+        self._dequeue(wl)
+        self._enqueue(wl)
+        self.reflag(wl)
 
     def _evict_unreserved(self, wl: WorkloadInfo, e: ev.WorkloadDeactivated) -> None:
         """Kueue's workload controller evicts a deactivated Workload that does not show Evicted=True whether or not
@@ -3071,6 +3104,7 @@ _HANDLERS: dict[type, Any] = {
     ev.WorkloadEvicted: ClusterState._evicted,
     ev.WorkloadRequeued: ClusterState._requeued,
     ev.WorkloadDeactivated: ClusterState._deactivated,
+    ev.QuotaReservationUnset: ClusterState._unset_reservation,
     ev.WorkloadFinished: ClusterState._finished,
     ev.WorkloadSliceReplaced: ClusterState._finished,
     ev.TopologyAssigned: ClusterState._topology_assigned,
@@ -3106,6 +3140,7 @@ _SECOND_PASS_TRIGGERS = frozenset({
     ev.WorkloadAdmitted,
     ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued, ev.WorkloadDeactivated, ev.WorkloadFinished,
     ev.WorkloadSliceReplaced, ev.TopologyAssigned, ev.UnhealthyNodesChanged, ev.RemoteWorkloadFinished,
+    ev.QuotaReservationUnset,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
 
@@ -3183,8 +3218,8 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
 
 _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
-    ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced, ev.JobStopped,
-    ev.PodsReadyChanged,
+    ev.WorkloadDeactivated, ev.QuotaReservationUnset, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced,
+    ev.JobStopped, ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
     ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
     ev.VariantPodsReadySynced,

@@ -7,9 +7,11 @@
 * an admitted workload whose pods are not ready within waitForPodsReady's timeout is evicted with backoff;
 * admission checks: all listed checks Ready admits; a Retry check evicts (reason AdmissionCheck), first raising
   ``requeueState.requeueAt`` to the latest lastTransitionTime + requeueAfterSeconds of the Retry checks; a
-  Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck). Kueue passes the rejection through a
-  DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are separate API
-  writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
+  Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck), also a workload already being evicted
+  (Kueue v0.20, #14309: its first eviction's condition stays), where a Retry is ignored. Kueue passes the
+  rejection through a DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are
+  separate API writes; here the intent and its outcome are one decision, with Kueue's final reason and message.
+  The checks' verdicts come before the queues' stop policies, as in Kueue's controller;
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
   quota, and the clean-up of the requests of finished ones and (CleanupProvisioningRequestsOnEviction) evicted ones;
 * under the MultiKueue gate, the MultiKueue check controller of a manager (:mod:`kueue_es.scheduler.multikueue`):
@@ -25,6 +27,9 @@
   An evicted workload still holding quota is left to its eviction;
 * a deactivated workload holding quota is evicted and its quota released at once (the cache stops counting it);
 * HoldAndDrain evicts what a stopped LocalQueue or ClusterQueue admitted (LocalQueueStopped, ClusterQueueStopped);
+  a workload holding quota but not admitted yet gives it back when its LocalQueue, then its ClusterQueue, is
+  stopped (any stopPolicy but None), missing or being deleted (:func:`reserved_queue_blocker`, Kueue's
+  ``UnsetQuotaReservationWithCondition``: no eviction, no Requeued condition);
 * a workload parked by Requeued=False is requeued when its cause goes away: reactivation (Reactivated), its
   ClusterQueue or LocalQueue restarted (ClusterQueueRestarted, LocalQueueRestarted);
 * a pending workload shows what blocks its queue (QuotaReserved=False: Deactivated, LocalQueue or ClusterQueue
@@ -207,12 +212,15 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
                                        message="The workload backoff was finished", **base))
     holding = state.reserving if touched is None else _holding(state, config, now, touched)
+    observability = config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
     for cq in sorted(holding):
         cq_obj = state.cluster_queues.get(cq)
         drain = cq_obj is not None and cq_obj.spec.stop_policy == "HoldAndDrain"
         for key in sorted(holding[cq]):
             wl = wls[key]
             if wl.evicted:
+                if wl.active and _rejected(wl):  # Kueue v0.20 (#14309): a rejection still deactivates
+                    out.append(_rejection(wl, base))
                 continue
             if not wl.active:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
@@ -229,21 +237,11 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 if dispatched:
                     out.extend(dispatched)
                     continue
-            lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-            if lq is not None and lq.spec.stop_policy == "HoldAndDrain" and wl.phase == ADMITTED:
-                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="LocalQueueStopped",
-                                              message="The LocalQueue is stopped", **base))
-                continue
-            if drain and wl.phase == ADMITTED:
-                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="ClusterQueueStopped",
-                                              message="The ClusterQueue is stopped", **base))
-                continue
+            # Kueue's order: the checks' verdicts first, then the queues' stop policies (reconcileCheckBasedEviction
+            # before reconcileOn{Local,Cluster}QueueActiveState)
             states = wl.check_states
-            rejected = [s for s in states.values() if s.state == "Rejected"]
-            if rejected:
-                out.append(ev.WorkloadDeactivated(
-                    key=key, uid=wl.uid, reason="DeactivatedDueToAdmissionCheck",
-                    message=f"The workload is deactivated due to {checks_message(rejected, 'Rejected')}", **base))
+            if _rejected(wl):
+                out.append(_rejection(wl, base))
                 continue
             retry = [s for s in states.values() if s.state == "Retry"]
             if retry:
@@ -252,9 +250,26 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     message=f"Evicted due to {checks_message(retry, 'Retry')}",
                     requeue_at=retry_requeue_at(wl, retry, now), requeue_count=wl.requeue_count, **base))
                 continue
-            if wl.phase == RESERVED and wl.admission is not None and not delayed_pod_sets(wl.admission):
-                if all(s.state == "Ready" for s in states.values()):
+            if wl.phase == RESERVED:
+                ready = wl.admission is not None and not delayed_pod_sets(wl.admission)
+                if ready and all(s.state == "Ready" for s in states.values()):
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
+                    continue
+                unset = reserved_queue_blocker(state, wl, observability)
+                if unset is not None:
+                    out.append(ev.QuotaReservationUnset(key=key, uid=wl.uid, reason=unset[0], message=unset[1],
+                                                        **base))
+                    continue
+                if ready:
+                    continue
+            lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+            if lq is not None and lq.spec.stop_policy == "HoldAndDrain" and wl.phase == ADMITTED:
+                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="LocalQueueStopped",
+                                              message="The LocalQueue is stopped", **base))
+                continue
+            if drain and wl.phase == ADMITTED:
+                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="ClusterQueueStopped",
+                                              message="The ClusterQueue is stopped", **base))
                 continue
             if state.nodes_seen and wl.phase == ADMITTED and replaces_nodes:
                 kept = wl.kept_nodes if skip_reassignment and wl.pod_owned else ()
@@ -354,6 +369,42 @@ def _retention_due(state: ClusterState, config: SchedulerConfig, now: int) -> li
     if after_deactivated is not None:
         keys.extend(state.deactivated_clock.due(now - after_deactivated))
     return sorted(keys)
+
+
+def _rejected(wl: WorkloadInfo) -> list[o.AdmissionCheckState]:
+    return [s for s in wl.check_states.values() if s.state == "Rejected"] if wl.check_states else []
+
+
+def _rejection(wl: WorkloadInfo, base: dict) -> ev.WorkloadDeactivated:
+    """A Rejected check deactivates the workload (DeactivatedDueToAdmissionCheck)."""
+    message = f"The workload is deactivated due to {checks_message(_rejected(wl), 'Rejected')}"
+    return ev.WorkloadDeactivated(key=wl.key, uid=wl.uid, reason="DeactivatedDueToAdmissionCheck", message=message,
+                                  **base)
+
+
+def reserved_queue_blocker(state: ClusterState, wl: WorkloadInfo, observability: bool) -> tuple[str, str] | None:
+    """Why the workload controller takes back the quota of a workload that holds it but is not admitted (Kueue's
+    ``reconcileOnLocalQueueActiveState`` then ``reconcileOnClusterQueueActiveState``): its LocalQueue, then that
+    queue's ClusterQueue, missing or being deleted (Misconfigured, "... is terminating or missing") or with any
+    stopPolicy but None (Suspended, "... is stopped"); both Inadmissible with UnadmittedWorkloadsObservability
+    off. None: its queues take it."""
+    lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+    if lq is None or lq.metadata.deletion_timestamp:
+        return (_granular("Misconfigured", observability),
+                f"LocalQueue {wl.queue_name} is terminating or missing")
+    if lq.spec.stop_policy not in ("None", ""):
+        return _granular("Suspended", observability), f"LocalQueue {wl.queue_name} is stopped"
+    name = lq.spec.cluster_queue
+    cq = state.cluster_queues.get(name)
+    if cq is None or cq.metadata.deletion_timestamp:
+        return _granular("Misconfigured", observability), f"ClusterQueue {name} is terminating or missing"
+    if cq.spec.stop_policy not in ("None", ""):
+        return _granular("Suspended", observability), f"ClusterQueue {name} is stopped"
+    return None
+
+
+def _granular(reason: str, observability: bool) -> str:
+    return reason if observability else DRA_INADMISSIBLE  # Kueue's legacy fallback for both is Inadmissible
 
 
 def checks_message(checks: list[o.AdmissionCheckState], state: str) -> str:

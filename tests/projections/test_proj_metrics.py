@@ -313,7 +313,9 @@ def test_eviction_latency_from_the_eviction_to_the_release_of_the_quota() -> Non
     log.decide(T0 + 46_500, reserve("ns/w3", "cq-b"))
     log.decide(T0 + 47_000, evict("ns/w3", "AdmissionCheck"))
     log.decide(T0 + 50_000, (ev.WorkloadDeactivated, {"key": "ns/w3", "reason": "Deactivated", "message": "m"}))
-    assert series(s, "kueue_workload_eviction_latency_seconds")[("cq-b", "Deactivated")] == ([0, 0, 1, *[1] * 12], 3.0)
+    # deactivated while evicted: no second eviction, so Evicted keeps the first one's reason (Kueue #14309)
+    assert series(s, "kueue_workload_eviction_latency_seconds")[("cq-b", "AdmissionCheck")] == (
+        [0, 0, 1, *[1] * 12], 3.0)
     # an evicted workload that finishes instead is not pending again: nothing observed
     log.decide(T0 + 51_000, reserve("ns/w2", "cq-b"))
     log.decide(T0 + 52_000, evict("ns/w2"))

@@ -187,10 +187,12 @@ def test_a_finished_or_evicted_workload_with_ready_checks_is_never_placed(tmp_pa
         assert wl.phase == "Finished"
 
 
-def test_a_cluster_queue_missing_after_a_restart_fails_the_second_pass_without_a_crash(tmp_path: Path) -> None:
-    """The ClusterQueue is gone (deleted, or not yet seen again) when the second pass comes due: the attempt
-    fails with Kueue's message and is retried with backoff; nothing is placed without its ClusterQueue, and the
-    workload is placed once the ClusterQueue is back."""
+def test_a_cluster_queue_missing_before_the_second_pass_takes_the_reservation_back(tmp_path: Path) -> None:
+    """The ClusterQueue is gone when the second pass comes due: the workload, reserved but not admitted, gives its
+    quota back first (Kueue v0.20's workload controller, reconcileOnClusterQueueActiveState: QuotaReserved=False
+    Misconfigured "ClusterQueue cq is terminating or missing", then the pending workload's blocker), so no second
+    pass is tried without its ClusterQueue, nothing is placed, and the workload is reserved and placed again once
+    the ClusterQueue is back."""
     path = tmp_path / "log"
     asyncio.run(first_pass(path))
     cq = next(obj for obj in objects() if isinstance(obj, o.ClusterQueue))
@@ -204,8 +206,10 @@ def test_a_cluster_queue_missing_after_a_restart_fails_the_second_pass_without_a
             await engine.observe(log, state, [ev.ClockTicked(time=T0 + 11_000)])
             await engine.settle(log, state, now=T0 + 11_000)
             wl = state.workloads[KEY]
-            assert wl.second_pass == (2, T0 + 13_000)  # backoff 2 s after the first failure
-            assert wl.admission is not None and wl.admission.pod_set_assignments[0].topology_assignment is None
+            assert wl.second_pass is None and wl.admission is None and not wl.reserving
+            c = wl.condition("QuotaReserved")  # pending, the controller's blocker for a missing ClusterQueue
+            assert c is not None and (c.status, c.reason, c.message) == ("False", "Misconfigured",
+                                                                         "ClusterQueue cq doesn't exist")
             await engine.observe(log, state, upserts([cq], T0 + 12_000))
             await engine.settle(log, state, now=T0 + 12_000)
             await engine.observe(log, state, [ev.ClockTicked(time=T0 + 13_000)])
@@ -215,8 +219,10 @@ def test_a_cluster_queue_missing_after_a_restart_fails_the_second_pass_without_a
             await log.close()
 
     records = asyncio.run(run())
-    failed = [r.event for r in records if isinstance(r.event, ev.SecondPassFailed)]
-    assert [f.message for f in failed] == ["ClusterQueue cq not found"]
+    assert not [r.event for r in records if isinstance(r.event, ev.SecondPassFailed)]
+    unset = [r.event for r in records if isinstance(r.event, ev.QuotaReservationUnset)]
+    assert [(u.key, u.reason, u.message) for u in unset] == [
+        (KEY, "Misconfigured", "ClusterQueue cq is terminating or missing")]
     _, state = asyncio.run(read_all(path))
     assert placement(state) == [(("n3",), 2), (("n4",), 1)]
     assert state.workloads[KEY].phase == "Admitted"
