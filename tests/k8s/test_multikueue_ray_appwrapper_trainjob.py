@@ -19,10 +19,9 @@ from fixtures.multikueue_states import MK_CONFIG, WorkerApi, dispatched_state, w
 from connectors.k8s import manifests
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.framework_webhook import value_at
-from connectors.k8s.multikueue import (
+from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from connectors.k8s.multikueue_adapters import (
     ADAPTERS,
-    MultiKueueConnector,
-    Worker,
     adapter_of,
     rayservice_copy,
     suspended_copy,
