@@ -17,16 +17,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from connectors.k8s import (
-    appwrapper,
-    jobset,
-    kubeflow,
-    mpijob,
-    raycluster,
-    rayjob,
-    rayservice,
-    trainjob,
-)
+from connectors.k8s import appwrapper, jobset, kubeflow, mpijob, raycluster, rayjob, rayservice, trainjob
 from connectors.k8s import leaderworkerset as lws
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient
@@ -53,30 +44,19 @@ from connectors.k8s.resources import (
 )
 from events import objects as o
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
-from kueue_es.scheduler.multikueue import (
-    adapters_in_force,
-    external_kinds,
-)
+from kueue_es.scheduler.multikueue import adapters_in_force, external_kinds
 from projections import gates
 from projections.preemption_gates import MULTIKUEUE_GATE
 from projections.workloads import WorkloadInfo
 
 JOBS = BY_KIND["Job"]
-
-
 MULTIKUEUE_PODS = Resource("Pod", "", "v1", "pods", True, status_subresource=True)
 """Pods as MultiKueue lists them on a worker: every one of its origin, ended or not (not the pod integration's
 view of non-terminal Pods only, which would lose a copy's last status)."""
-
-
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
-
-
 JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating",
                      "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
 """batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
-
-
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -329,14 +309,8 @@ class Adapter(NamedTuple):
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
-
-
 RUN_POLICY_SUSPEND = ("spec", "runPolicy", "suspend")
-
-
 RAYSERVICE_SUSPEND = ("spec", rayservice.CLUSTER_CONFIG, "suspend")
-
-
 ADAPTERS = {
     ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS, cleared_under=(
         (gates.MULTIKUEUE_BATCH_JOB_CLEARING_TTL, ("spec", "ttlSecondsAfterFinished")),)),
