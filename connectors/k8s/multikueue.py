@@ -64,7 +64,8 @@ when an AdmissionCheck or the Configuration changes, and for a worker whose watc
 
 This module keeps the connector's passes; the rest of MultiKueue's connector side is in modules of its own:
 :mod:`connectors.k8s.multikueue_adapters` (the adapter table and the copies it makes, :func:`pod_status`,
-:func:`discover`; the functions named above without a module are there).
+:func:`discover`; the functions named above without a module are there) and
+:mod:`connectors.k8s.multikueue_worker` (a worker as the connector sees it, its holds, and what is read of a copy).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ import os
 import stat
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -86,14 +87,12 @@ import yaml
 from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 
-from connectors.k8s import (
-    kubeconfig_checks,
-)
+from connectors.k8s import kubeconfig_checks
 from connectors.k8s import leaderworkerset as lws
 from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
-from connectors.k8s.client import KubeClient, resource_version_number
+from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import (
     CONNECTION_FAILED,
     GATE_OFF,
@@ -122,14 +121,20 @@ from connectors.k8s.multikueue_adapters import (
     workload_copy,
 )
 from connectors.k8s.multikueue_identifiers import group_name_of, workload_name_of
-from connectors.k8s.pod_roles import GROUP_LABEL
-from connectors.k8s.resources import (
-    BY_KIND,
-    LEADER_WORKER_SETS,
-    RAYCLUSTERS,
-    SECRETS,
-    Resource,
+from connectors.k8s.multikueue_worker import (
+    WORKLOADS,
+    Opening,
+    Worker,
+    gate_patch,
+    key_of,
+    remote_conditions,
+    remote_gates,
+    topology_pod_sets,
+    uid_of,
+    workload_key_of,
 )
+from connectors.k8s.pod_roles import GROUP_LABEL
+from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS, RAYCLUSTERS, SECRETS, Resource
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -148,14 +153,11 @@ from kueue_es.scheduler.multikueue import (
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
-from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES, MULTIKUEUE_GATE, OPEN, gate_state
+from projections.preemption_gates import MULTIKUEUE_GATE, OPEN, gate_state
 from projections.workloads import FINISHED, RemoteCopy, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.multikueue")
-WORKLOADS = BY_KIND["Workload"]
 SECRETS_KEY = "kubeconfig"
-READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished", BLOCKED_ON_PREEMPTION_GATES)
-"""The conditions of a worker's copy MultiKueue acts on (the last under MultiKueueOrchestratedPreemption)."""
 WATCH_CUTS = (Unavailable, Gone)
 """A connected worker's watch (every watch of its connection opened) ending on these (a cut connection, a read
 timeout, a 410 Gone) is a reconnect, not a lost worker: only the relist that follows failing reports it lost."""
@@ -187,16 +189,6 @@ class EstablishTimeout(Exception):
 
 
 @dataclass
-class Opening:
-    """The watches of one connection to a worker (:meth:`MultiKueueConnector._follow_opening`)."""
-
-    unopened: set[str]
-    """The kinds whose watch the worker has not answered yet: the worker is connected once none is left."""
-    cut: bool = False
-    """The watch that failed had opened: a cut, not a failed attempt."""
-
-
-@dataclass
 class MultiKueueStats:
     observed: int = 0
     copies_created: int = 0
@@ -205,125 +197,6 @@ class MultiKueueStats:
     statuses_mirrored: int = 0
     specs_synced: int = 0
     errors: int = 0
-
-
-@dataclass
-class Worker:
-    """One worker cluster: its client, and what its watches show of the copies this origin made there."""
-
-    name: str
-    source: bytes
-    """The kubeconfig the client was built from (a new one replaces the client)."""
-    client: KubeClient | None = None
-    connected: bool = False
-    reason: str = ""
-    message: str = ""
-    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    owners: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    """Owner kind (an adapter's) -> the copies of owners of that kind this origin made there, by key."""
-    task: asyncio.Task | None = None
-    origin: str = ""
-    """The origin whose copies its watches follow (their label selector)."""
-    moved: set[str] = field(default_factory=set)
-    """Manager Workload keys whose copies there the watches showed changed, or whose last pass failed there,
-    since the last pass."""
-    relisted: bool = True
-    """The watches listed afresh (a new connection): the next pass looks at every workload for this worker."""
-    reconnecting: bool = False
-    """A watch of a connected worker was cut (:data:`WATCH_CUTS`) and it is being listed again: skipped by the
-    passes (nothing read, written or deleted there) but not reported lost unless that relist fails, as Kueue only
-    reconnects a client whose watch ended, its cluster kept Active, and its workload reconciler skips it meanwhile."""
-    attempts: int = 0
-    """Failed connection attempts in a row (Kueue's ``failedConnAttempts``): the next one is made after
-    :func:`retry_after` of them, and they show in the Active condition's message; none once every watch of a
-    connection opened (a new client or origin starts afresh)."""
-    opening: Opening = field(default_factory=lambda: Opening(set()))
-    """The watches of its connection being made (:meth:`MultiKueueConnector._opened`)."""
-    deleted: dict[str, str] = field(default_factory=dict)
-    """Manager Workload key -> uid of its copy there this origin deleted, left in :attr:`workloads` until the
-    watch shows it deleted: a watch lagging behind the delete still brings that copy's last versions, which are not
-    the workload's copy (:meth:`MultiKueueConnector._observe`), nor is a new one made over it meanwhile."""
-    deleted_owners: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Owner kind -> owner copy key -> uid of that copy there this origin deleted, held as :attr:`deleted` holds
-    Workload copies until the watch shows it deleted (left in :attr:`owners`, or still to come from a watch that has
-    not reached it): what a lagging watch still brings of it is not the workload's new run's copy (its old status
-    is not mirrored), nor is a new one made over it meanwhile."""
-    watched: dict[str, str] = field(default_factory=dict)
-    """Kind -> the resourceVersion its listing and watch have shown this worker's objects of that kind at
-    (:func:`kept`)."""
-    mirrored: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
-    """(owner kind, owner copy key) -> the uid and resourceVersion of the copy there whose status was last written
-    to the manager's owner (the same version is not written again); forgotten with the copy (:meth:`gone`,
-    :meth:`listed`) or the worker."""
-
-    def keep(self, r: Resource, key: str, answer: dict[str, Any]) -> dict[str, Any]:
-        """The answer to this manager's write of its copy ``key`` of kind ``r`` there, held as :func:`kept` says;
-        what it holds of that copy now (the answer itself when it holds none: the copy is gone)."""
-        cache = self.workloads if r is WORKLOADS else self.owners.setdefault(r.kind, {})
-        held = kept(cache.get(key), answer, self.watched.get(r.kind, ""))
-        if held is None:
-            return answer
-        cache[key] = held
-        return held
-
-    def waits_for_deleted(self, kind: str, key: str) -> bool:
-        """Whether the owner copy ``key`` of ``kind`` there is one this origin deleted whose DELETED the watch has
-        not shown yet (:attr:`deleted_owners`): held, whatever versions of it the watch still brings."""
-        uid = self.deleted_owners.get(kind, {}).get(key)
-        return uid is not None and _uid(self.owners.get(kind, {}).get(key)) in ("", uid)
-
-    def follows(self, kind: str, key: str, obj: dict[str, Any]) -> bool:
-        """Whether the watch of owner copies of ``kind`` is to show ``obj`` deleted: it holds it at ``key`` (its
-        uid), or has not reached its version yet (:func:`kept`). What is remembered of such a copy is forgotten with
-        it (:meth:`gone`); of another (shown deleted already), nothing is kept."""
-        uid, cached = _uid(obj), self.owners.get(kind, {}).get(key)
-        return ((cached is not None and _uid(cached) == uid)
-                or (bool(uid) and kept(None, obj, self.watched.get(kind, "")) is not None))
-
-    def hold_deleted(self, kind: str, key: str, deleted: dict[str, Any]) -> None:
-        """The owner copy ``deleted`` (of ``kind``, at ``key``), whose delete the worker just accepted, is held until
-        the watch shows it deleted (:attr:`deleted_owners`) if that is to come (:meth:`follows`); otherwise (no uid
-        to tell it by, or its DELETED shown already) it is only taken out of :attr:`owners`."""
-        if _uid(deleted) and self.follows(kind, key, deleted):
-            self.deleted_owners.setdefault(kind, {})[key] = _uid(deleted)
-        elif _uid(self.owners.get(kind, {}).get(key)) == _uid(deleted):
-            self.owners[kind].pop(key, None)
-
-    def listed(self, kind: str, cache: dict[str, dict[str, Any]]) -> None:
-        """The copies of ``kind`` there were just listed (``cache``): what is remembered of copies the listing no
-        longer holds, whose DELETED the watch from after it will not show, is forgotten."""
-        if kind == WORKLOADS.kind:
-            self.deleted = {key: uid for key, uid in self.deleted.items() if _uid(cache.get(key)) == uid}
-        else:
-            self.deleted_owners[kind] = {key: uid for key, uid in self.deleted_owners.get(kind, {}).items()
-                                         if _uid(cache.get(key)) == uid}
-        self.mirrored = {m: seen for m, seen in self.mirrored.items()
-                         if m[0] != kind or _uid(cache.get(m[1])) == seen[0]}
-
-    def gone(self, kind: str, key: str, uid: str) -> None:
-        """The watch showed the copy ``uid`` of ``kind`` at ``key`` deleted: it is no longer held, nor what was
-        mirrored of it remembered."""
-        held = self.deleted if kind == WORKLOADS.kind else self.deleted_owners.get(kind, {})
-        if held.get(key) == uid:
-            del held[key]
-        if self.mirrored.get((kind, key), ("",))[0] == uid:
-            del self.mirrored[kind, key]
-
-    def hold_as(self, old: Worker) -> None:
-        """This worker replaces ``old`` for the same cluster (new credentials, a new kubeconfig): what ``old`` held
-        of the copies there is held here too — a copy deleted whose DELETED was not shown yet (:attr:`deleted`,
-        :attr:`deleted_owners`) is still the one deleted, not a new one, and what was mirrored of a copy
-        (:attr:`mirrored`) is not written again. This worker's listings forget what they no longer hold
-        (:meth:`listed`)."""
-        self.deleted = dict(old.deleted)
-        self.deleted_owners = {kind: dict(held) for kind, held in old.deleted_owners.items()}
-        self.mirrored = dict(old.mirrored)
-
-    def copied(self) -> set[str]:
-        """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
-        it (left behind when its Workload copy was deleted there or collected)."""
-        return set(self.workloads) | {k for cache in self.owners.values() for k in map(_workload_key_of,
-                                                                                        cache.values()) if k}
 
 
 @dataclass
@@ -337,56 +210,6 @@ class KubeconfigSecret:
     data: bytes = b""
     error: str = ""
     task: asyncio.Task | None = None
-
-
-def remote_conditions(raw: dict[str, Any]) -> list[o.Condition]:
-    """The conditions MultiKueue reads of a worker's copy, by type."""
-    conds = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") in READ_CONDITIONS]
-    return [o.Condition(type=c["type"], status=c.get("status", ""), reason=c.get("reason", ""),
-                        message=c.get("message", ""), last_transition_time=c.get("lastTransitionTime"))
-            for c in sorted(conds, key=lambda c: c["type"])]
-
-
-def topology_pod_sets(raw: dict[str, Any]) -> list[str]:
-    """The copy's pod sets the worker placed by topology (an assignment with a ``topologyAssignment``), sorted."""
-    admission = (raw.get("status") or {}).get("admission") or {}
-    return sorted(psa.get("name", "") for psa in admission.get("podSetAssignments") or []
-                  if psa.get("topologyAssignment"))
-
-
-def kept(cached: dict[str, Any] | None, answer: dict[str, Any], watched: str = "") -> dict[str, Any] | None:
-    """What the manager keeps of a worker's object it just wrote (None: nothing), ``cached`` being what its watch
-    of the worker brought, which is at version ``watched`` of that kind: the write's answer, unless the watch
-    already brought a later version of that object, or went past the answer's version without it (it showed the
-    object deleted, or made and deleted, before the answer was read). Read late (a busy manager), the answer would
-    take the manager back to the object as written, and the watch, past that version, would never bring it forward
-    again: a copy admitted on the worker meanwhile would never be seen admitted, a copy deleted there would be held
-    for ever. Versions are ordered as numbers (KEP-5504); one that is not a number keeps the answer."""
-    was, now = (cached or {}).get("metadata") or {}, answer.get("metadata") or {}
-    answered = resource_version_number(now.get("resourceVersion", ""))
-    if cached is not None and was.get("uid") == now.get("uid"):
-        return cached if resource_version_number(was.get("resourceVersion", "")) > answered else answer
-    return cached if 0 <= answered <= resource_version_number(watched) else answer
-
-
-def remote_gates(raw: dict[str, Any]) -> list[o.PreemptionGateState]:
-    """A worker's copy's ``status.preemptionGates``."""
-    return [o.PreemptionGateState(name=g.get("name", ""), position=g.get("position", ""),
-                                  last_transition_time=g.get("lastTransitionTime"))
-            for g in (raw.get("status") or {}).get("preemptionGates") or []]
-
-
-def gate_patch(raw: dict[str, Any], gate: o.PreemptionGateState) -> dict[str, Any] | None:
-    """The merge patch of a copy's status that shows ``gate`` as the manager opened it (None: it shows it so
-    already): the copy's other gates as they are, this one replaced or added."""
-    entry = {"name": gate.name, "position": gate.position, "lastTransitionTime": gate.last_transition_time}
-    current = list((raw.get("status") or {}).get("preemptionGates") or [])
-    if any(g.get("name") == gate.name and g.get("position") == gate.position for g in current):
-        return None
-    gates = [entry if g.get("name") == gate.name else g for g in current]
-    if not any(g.get("name") == gate.name for g in current):
-        gates.append(entry)
-    return {"status": {"preemptionGates": gates}}
 
 
 def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
@@ -944,7 +767,7 @@ class MultiKueueConnector:
                     cache.clear()
                     for raw in page.items:
                         obj = msgspec.json.decode(raw)
-                        cache[_key(obj)] = obj
+                        cache[key_of(obj)] = obj
                 c.unopened = {r.kind for r, _ in watched}
                 await _all_or_none(*(self._follow_opening(w, r, cache, listed[r.kind], selector)
                                      for r, cache in watched),
@@ -1041,9 +864,9 @@ class MultiKueueConnector:
             cache.clear()
             for raw in page.items:
                 obj = msgspec.json.decode(raw)
-                cache[_key(obj)] = obj
+                cache[key_of(obj)] = obj
             log.info("MultiKueue worker now serves the kind", kind=r.kind, cluster=w.name)
-            w.moved.update(filter(None, map(_workload_key_of, cache.values())))
+            w.moved.update(filter(None, map(workload_key_of, cache.values())))
             if r is LEADER_WORKER_SETS:
                 w.moved.update(self._group_keys(cache))
             self._wake.set()
@@ -1067,15 +890,15 @@ class MultiKueueConnector:
                 if e.type == "BOOKMARK":
                     continue
                 if e.type == "DELETED":
-                    if _uid(cache.get(_key(obj))) == _uid(obj):  # not a namesake made since (kept ahead of it)
-                        cache.pop(_key(obj), None)
-                    w.gone(r.kind, _key(obj), _uid(obj))
+                    if uid_of(cache.get(key_of(obj))) == uid_of(obj):  # not a namesake made since (kept ahead of it)
+                        cache.pop(key_of(obj), None)
+                    w.gone(r.kind, key_of(obj), uid_of(obj))
                 else:
-                    cache[_key(obj)] = obj
+                    cache[key_of(obj)] = obj
                 if r is LEADER_WORKER_SETS:
-                    w.moved.update(self._group_keys([_key(obj)]))
+                    w.moved.update(self._group_keys([key_of(obj)]))
                 else:
-                    w.moved.add(_key(obj) if r is WORKLOADS else _workload_key_of(obj))
+                    w.moved.add(key_of(obj) if r is WORKLOADS else workload_key_of(obj))
                 self._wake.set()
 
     def _group_keys(self, copies: Any) -> set[str]:
@@ -1124,7 +947,7 @@ class MultiKueueConnector:
                 if wl is None:
                     continue
                 raw = w.workloads.get(key)
-                if raw is not None and w.deleted.get(key) == _uid(raw):
+                if raw is not None and w.deleted.get(key) == uid_of(raw):
                     raw = None  # deleted: what the watch, lagging, still brings of it is not there (Kueue reads it)
                 known = wl.remotes.get(name) if wl.remotes else None
                 if known is None and name not in desired_on(self.state, wl):
@@ -1537,7 +1360,7 @@ class MultiKueueConnector:
         if not adapter.mirrors_status:
             return True
         r = adapter.resource
-        seen = (_uid(remote), (remote.get("metadata") or {}).get("resourceVersion", ""))
+        seen = (uid_of(remote), (remote.get("metadata") or {}).get("resourceVersion", ""))
         if w.mirrored.get((r.kind, owner_key)) == seen:
             return True
         if adapter.in_log:
@@ -1590,7 +1413,7 @@ class MultiKueueConnector:
         it goes."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
-        uid = _uid(raw)
+        uid = uid_of(raw)
         namespace, _, name = key.partition("/")
         owners_deleted = await self._delete_owner_copies(w, key, raw, origin)
         if (raw.get("metadata") or {}).get("finalizers"):
@@ -1600,7 +1423,7 @@ class MultiKueueConnector:
         if not held and (raw or owners_deleted):
             with contextlib.suppress(NotFound):
                 await w.client.delete(WORKLOADS, name, namespace)
-            if key in w.workloads and _uid(w.workloads[key]) == uid:  # its DELETED not shown yet
+            if key in w.workloads and uid_of(w.workloads[key]) == uid:  # its DELETED not shown yet
                 if uid:
                     w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
                 else:
@@ -1644,7 +1467,7 @@ class MultiKueueConnector:
         """Whether the owner's copy ``owner_copy`` on ``w`` names a Workload other than ``key`` that is to be there
         (an elastic owner's copy the manager pointed at its new slice, :mod:`connectors.k8s.multikueue_elastic`):
         deleting the old slice's copy leaves it."""
-        other = _workload_key_of(owner_copy) if owner_copy is not None else ""
+        other = workload_key_of(owner_copy) if owner_copy is not None else ""
         wl = self.state.workloads.get(other) if other and other != key else None
         return wl is not None and (w.name in desired_on(self.state, wl) or multikueue_slices.keeps_copies(self.state, wl))
 
@@ -1702,22 +1525,6 @@ def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
     kubeconfig (a Secret missing, unreadable or without its key; a file it cannot open) as ``BadKubeConfig``
     "load client config failed: ..."."""
     return (source, f"load client config failed: {error}", "BadKubeConfig") if error else (source, "", "")
-
-
-def _workload_key_of(owner_copy: dict[str, Any]) -> str:
-    """The manager Workload an owner's copy runs on (its ``kueue.x-k8s.io/prebuilt-workload-name``, annotation or
-    label, whatever WorkloadIdentifierAnnotations: :func:`workload_name_of`), or ""."""
-    name = workload_name_of(owner_copy)
-    return f"{(owner_copy.get('metadata') or {}).get('namespace', '')}/{name}" if name else ""
-
-
-def _key(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _uid(obj: dict[str, Any] | None) -> str:
-    return ((obj or {}).get("metadata") or {}).get("uid", "")
 
 
 def _now() -> int:

@@ -36,7 +36,8 @@ from connectors.k8s import clusterprofile as cp
 from connectors.k8s import manifests
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.kubeconfig_checks import insecure_reason
-from connectors.k8s.multikueue import MultiKueueConnector, Worker, client_from
+from connectors.k8s.multikueue import MultiKueueConnector, client_from
+from connectors.k8s.multikueue_worker import Worker
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler import settle

@@ -19,7 +19,8 @@ from connectors.k8s import clusterprofile as cp
 from connectors.k8s import multikueue
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import NotFound
-from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_worker import Worker
 from events import schema as ev
 
 JOB = "default/a"

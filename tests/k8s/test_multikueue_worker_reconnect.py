@@ -30,7 +30,8 @@ from test_multikueue_connector import (
 from connectors.k8s import multikueue
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import Forbidden, Gone, KubeError, Unavailable
-from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_worker import Worker
 from events import schema as ev
 from events.timefmt import format_time, parse_time
 from kueue_es.scheduler import settle
