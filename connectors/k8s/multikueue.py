@@ -65,43 +65,33 @@ when an AdmissionCheck or the Configuration changes, and for a worker whose watc
 This module keeps the connector's passes; the rest of MultiKueue's connector side is in modules of its own:
 :mod:`connectors.k8s.multikueue_adapters` (the adapter table and the copies it makes, :func:`pod_status`,
 :func:`discover`; the functions named above without a module are there) and
-:mod:`connectors.k8s.multikueue_worker` (a worker as the connector sees it, its holds, and what is read of a copy).
+:mod:`connectors.k8s.multikueue_worker` (a worker as the connector sees it, its holds, and what is read of a copy),
+:mod:`connectors.k8s.multikueue_kubeconfigs` (where a worker's kubeconfig comes from, :func:`client_from`,
+:func:`file_version`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import os
-import stat
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 import structlog
-import yaml
-from kubernetes_asyncio import client as kclient
-from kubernetes_asyncio import config as kconfig
 
 from connectors.k8s import kubeconfig_checks
 from connectors.k8s import leaderworkerset as lws
 from connectors.k8s import multikueue_elastic as mk_elastic
+from connectors.k8s import multikueue_kubeconfigs as kubeconfigs
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient
-from connectors.k8s.clusterprofile import (
-    CONNECTION_FAILED,
-    GATE_OFF,
-    ClusterProfiles,
-    failed_attempt,
-    retry_after,
-)
+from connectors.k8s.clusterprofile import CONNECTION_FAILED, ClusterProfiles, failed_attempt, retry_after
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound, Unavailable
-from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
 from connectors.k8s.framework_webhook import value_at
 from connectors.k8s.journal import Journal
@@ -121,7 +111,15 @@ from connectors.k8s.multikueue_adapters import (
     workload_copy,
 )
 from connectors.k8s.multikueue_identifiers import group_name_of, workload_name_of
+from connectors.k8s.multikueue_kubeconfigs import (
+    KUBECONFIG_DIR,
+    SETTLED_NS,
+    FileVersion,
+    KubeconfigSecret,
+    KubeconfigSources,
+)
 from connectors.k8s.multikueue_worker import (
+    CONNECTING,
     WORKLOADS,
     Opening,
     Worker,
@@ -134,7 +132,7 @@ from connectors.k8s.multikueue_worker import (
     workload_key_of,
 )
 from connectors.k8s.pod_roles import GROUP_LABEL
-from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS, RAYCLUSTERS, SECRETS, Resource
+from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS, RAYCLUSTERS, Resource
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -157,13 +155,9 @@ from projections.preemption_gates import MULTIKUEUE_GATE, OPEN, gate_state
 from projections.workloads import FINISHED, RemoteCopy, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.multikueue")
-SECRETS_KEY = "kubeconfig"
 WATCH_CUTS = (Unavailable, Gone)
 """A connected worker's watch (every watch of its connection opened) ending on these (a cut connection, a read
 timeout, a 410 Gone) is a reconnect, not a lost worker: only the relist that follows failing reports it lost."""
-CONNECTING = "connecting"
-"""The message of a worker not tried yet (not listed since its client was made, or its credential plugin running):
-neither reached nor reported lost."""
 
 
 ESTABLISH_TIMEOUT_S = 60.0
@@ -199,19 +193,6 @@ class MultiKueueStats:
     errors: int = 0
 
 
-@dataclass
-class KubeconfigSecret:
-    """A worker's kubeconfig Secret, as its watch last showed it."""
-
-    location: str
-    namespace: str
-    read: bool = False
-    """Whether it was read at all (until then the worker is neither connected nor failed)."""
-    data: bytes = b""
-    error: str = ""
-    task: asyncio.Task | None = None
-
-
 def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
     """The workers a copy of ``wl`` should be on: its worker, else its nominations; none once it no longer holds
     quota, is evicted or finished (or has no MultiKueue check)."""
@@ -230,99 +211,6 @@ def held_back(state: ClusterState, wl: WorkloadInfo) -> bool:
     controller returns before it touches its copies, so none is made and none deleted meanwhile."""
     return (wl.phase != FINISHED and wl.reserving and not wl.evicted and not wl.cluster_name
             and check_of(state, wl) is not None and group_target(state, wl) == WAIT)
-
-
-def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
-    """A ``locationType: Path`` kubeconfig, opened as Kueue opens it: read only, never through a symbolic link,
-    without blocking; anything but a regular file (a FIFO would stall the connector) is a bad config."""
-    where = f"spec.clusterSource.kubeConfig.location {location!r}"
-    try:
-        fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError as exc:
-        return b"", f"{where}: {exc.strerror or exc}"
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return b"", f"{where}: not a regular file"
-        return f.read(), ""
-
-
-class FileVersion(NamedTuple):
-    """What tells one version of a file from the next without reading it: its device and inode (a file replaced
-    by a rename, as a mounted Secret is, is another inode), size, and modification and change times in nanoseconds
-    (every write sets both; the change time cannot be set back from user space, so a rewrite that restores the
-    modification time still shows)."""
-
-    path: str
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-
-
-def file_version(location: str) -> FileVersion | None:
-    """The :class:`FileVersion` of the file at ``location`` (not through a link); None: nothing there to read."""
-    try:
-        st = os.lstat(location)
-    except OSError:
-        return None
-    return FileVersion(location, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-SETTLED_NS = 2_000_000_000
-"""How long after it was last changed a file's version is trusted: a filesystem stamps times from a coarse clock (a
-kernel tick; seconds on some), so two same-sized writes within one tick look alike; a file read this soon after a
-change is read again on the next pass (as git treats a racily clean index entry). The change is the later of its
-modification and change times: a modification time may be set back (``cp -p``, ``tar``), a change time not."""
-
-
-KUBECONFIG_DIR = "/etc/multikueue/kubeconfigs"
-"""Where Kueue reads ``locationType: Path`` kubeconfigs from under MultiKueueKubeConfigPathValidation."""
-NOT_UNDER = "kubeconfig path is not under the allowed prefix"
-
-
-def allowed_kubeconfig_path(location: str, allowed_dir: str) -> tuple[str, str]:
-    """The file ``location`` names once cleaned and its links resolved, or why Kueue refuses it under
-    MultiKueueKubeConfigPathValidation: empty, with a ``..`` left, relative, or not inside ``allowed_dir`` (a
-    link out of it included; nothing is inside a directory that does not exist)."""
-    if not location:
-        return "", "kubeconfig path must not be empty"
-    cleaned = os.path.normpath(location)
-    if ".." in cleaned.split(os.sep):
-        return "", f'{NOT_UNDER}: path contains ".."'
-    if not os.path.isabs(cleaned):
-        return "", f"{NOT_UNDER}: path must be absolute"
-    try:
-        allowed = os.path.realpath(allowed_dir, strict=True)
-    except OSError:
-        return "", f'{NOT_UNDER}: "{cleaned}" is not under "{os.path.normpath(allowed_dir)}"'
-    try:
-        resolved = os.path.realpath(cleaned, strict=True)
-    except OSError as exc:
-        return "", f"cannot resolve kubeconfig path symlinks: lstat {_first_missing(cleaned)}: " \
-                   f"{(exc.strerror or str(exc)).lower()}"
-    if not (resolved + os.sep).startswith(allowed.rstrip(os.sep) + os.sep):
-        return "", f'{NOT_UNDER}: "{resolved}" is not under "{allowed}"'
-    return resolved, ""
-
-
-def _first_missing(path: str) -> str:
-    """The shortest leading part of ``path`` that cannot be looked at (what a failed link resolution names)."""
-    parts = path.split(os.sep)
-    for end in range(2, len(parts) + 1):
-        prefix = os.sep.join(parts[:end])
-        if not os.path.lexists(prefix):
-            return prefix
-    return path
-
-
-async def client_from(kubeconfig: bytes) -> KubeClient:
-    cfg = kclient.Configuration()
-    doc = yaml.safe_load(kubeconfig.decode())
-    if not isinstance(doc, dict):
-        raise ValueError("not a kubeconfig")
-    await kconfig.load_kube_config_from_dict(config_dict=doc, client_configuration=cfg)
-    return KubeClient(kclient.ApiClient(configuration=cfg))
 
 
 OWNER_RETRY_BASE_S = 0.005
@@ -360,7 +248,7 @@ ALL_MOVE = frozenset({"AdmissionCheck"})
 """Kinds whose change may move every workload for the connector (which check is a MultiKueue one)."""
 
 
-class MultiKueueConnector:
+class MultiKueueConnector(KubeconfigSources):
     def __init__(self, client: KubeClient, journal: Journal, *, append: Any, retry_s: float = 1.0,
                  watch_timeout_s: int = 300, absent_retry_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -400,11 +288,11 @@ class MultiKueueConnector:
         self._owners_unread: dict[str, OwnerRetry] = {}
         """Workloads whose owner could not be read yet -> when it is read again (:func:`owner_retry_after`)."""
         self._files: dict[str, tuple[FileVersion, tuple[bytes, str, str]]] = {}
+        """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
+        kubeconfig is read again only once the file changed (Kueue watches the file)."""
         self.custom: dict[tuple[str, str], Adapter] = {}
         """Custom kind (``multiKueue.externalFrameworks``, under MultiKueueAdaptersForCustomJobs) -> its generic
         adapter, once its resource was found on the manager's apiserver (:meth:`_discover`)."""
-        """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
-        kubeconfig is read again only once the file changed (Kueue watches the file)."""
         self._watched: tuple[str, ...] | None = None
         """The kinds the workers' watches follow (:meth:`_adapters`), as of the last pass: another set re-opens
         them."""
@@ -608,108 +496,6 @@ class MultiKueueConnector:
                 continue
             await self._rewatch(w, config.multi_kueue.origin)  # its client built there (:meth:`_connect`)
 
-    async def _kubeconfig(self, cluster: o.MultiKueueCluster,
-                          config: SchedulerConfig) -> tuple[bytes, str, str] | None:
-        """The worker's kubeconfig, or the error and reason Kueue's cluster controller reports (``BadKubeConfig``,
-        "load client config failed: ..."; ``MultiKueueClusterProfileFeatureDisabled`` for a ClusterProfile
-        reference), the reason empty without one;
-        None while its Secret has not been read yet. A Secret is read once and then watched
-        (:meth:`_watch_secret`), as Kueue's cluster reconciler is woken by a change of the MultiKueueCluster or of
-        the Secret, not by every log move."""
-        kc = cluster.spec.cluster_source.kube_config
-        name = cluster.metadata.name
-        if kc is not None:
-            await self.profiles.forget(name)
-        if kc is None or kc.location_type == "Path":
-            await self._stop_secret(name)
-            if kc is None:
-                self._files.pop(name, None)
-                return await self._profile_kubeconfig(cluster, config)
-            return self._kubeconfig_file(name, kc.location, config)
-        self._files.pop(name, None)
-        watched = self._secrets.get(name)
-        if watched is None or (watched.location, watched.namespace) != (kc.location, config.namespace):
-            await self._stop_secret(name)
-            watched = self._secrets[name] = KubeconfigSecret(kc.location, config.namespace)
-            watched.task = asyncio.create_task(self._watch_secret(watched), name=f"mk-secret-{name}")
-        return _with_reason(watched.data, watched.error) if watched.read else None
-
-    async def _profile_kubeconfig(self, cluster: o.MultiKueueCluster,
-                                  config: SchedulerConfig) -> tuple[bytes, str, str] | None:
-        """A worker named by a ClusterProfile: reached with the credentials of the Configuration's plugin under
-        MultiKueueClusterProfile (:mod:`connectors.k8s.clusterprofile`), refused while it is off. While its plugin
-        runs (off the pass) for its first credentials, or for a profile cluster or provider that changed, it is not
-        connectable yet, as a worker whose watches have not listed yet: neither reached nor lost, nothing written
-        there; while it runs again for credentials expired or refused, the worker stays as it is on those until the
-        new ones come."""
-        name = cluster.metadata.name
-        ref = cluster.spec.cluster_source.cluster_profile_ref
-        if ref is None or not config.gate(gates.MULTIKUEUE_CLUSTER_PROFILE):
-            await self.profiles.forget(name)
-            return b"", *GATE_OFF
-        cp = config.multi_kueue.cluster_profile
-        read = await self.profiles.kubeconfig(name, ref.name, config.namespace, cp.providers() if cp else [])
-        if read is None and self.profiles.running(name):
-            return b"", CONNECTING, CONNECTION_FAILED  # as _rewatch leaves a worker until listed
-        return read
-
-    def _kubeconfig_file(self, cluster: str, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
-        """A ``locationType: Path`` kubeconfig: only from under :attr:`kubeconfig_dir` while
-        MultiKueueKubeConfigPathValidation is on (Kueue's check, its reason and message), from anywhere while off.
-        Read again only once the file (the one its links resolve to, under the gate) is another version
-        (:func:`file_version`, taken before reading, so a change during the read shows next time), as Kueue reads
-        it again when its watch of the file fires; what a pass finds unchanged is what was read before."""
-        if config.gate(gates.MULTIKUEUE_KUBECONFIG_PATH_VALIDATION):
-            location, refused = allowed_kubeconfig_path(location, self.kubeconfig_dir)
-            if refused:
-                self._files.pop(cluster, None)
-                return b"", f"load client config failed: {refused}", "BadKubeConfig"
-        version = file_version(location)
-        known = self._files.get(cluster)
-        if version is not None and known is not None and known[0] == version:
-            return known[1]
-        read = _with_reason(*read_kubeconfig_file(location))
-        if version is not None and time.time_ns() - max(version.mtime_ns, version.ctime_ns) >= self.settled_ns:
-            self._files[cluster] = (version, read)
-        else:  # written too recently to tell from a write within the same tick: read again next time
-            self._files.pop(cluster, None)
-        return read
-
-    async def _watch_secret(self, s: KubeconfigSecret) -> None:
-        """Read one worker's kubeconfig Secret, then follow it. A failure to read it (a forbidden read, the
-        manager's apiserver unreachable) is that worker's bad config, retried, the other workers served meanwhile
-        (Kueue reports a client config it cannot load on its cluster and requeues it); once read, a watch cut
-        keeps the kubeconfig in use while the Secret is read again."""
-        def failed(exc: Exception) -> None:
-            if not s.read or s.error:
-                self._secret_read(s, b"", f'secrets "{s.location}": {exc or type(exc).__name__}')
-            else:  # a kubeconfig read before stays in use (Kueue reads it from its informer's cache)
-                log.warning("MultiKueue kubeconfig Secret not followed, will retry", secret=s.location,
-                            error=str(exc))
-
-        await follow(self.client, SECRETS, s.location, s.namespace, seen=partial(self._secret_seen, s),
-                     failed=failed, watch_timeout_s=self.watch_timeout_s, retry_s=self.retry_s)
-
-    def _secret_seen(self, s: KubeconfigSecret, secret: dict[str, Any] | None) -> None:
-        if secret is None:
-            self._secret_read(s, b"", f'secrets "{s.location}" not found')
-            return
-        data = (secret.get("data") or {}).get(SECRETS_KEY)
-        if not data:
-            self._secret_read(s, b"", f'key "{SECRETS_KEY}" not found in secret "{s.location}"')
-            return
-        self._secret_read(s, base64.b64decode(data), "")
-
-    def _secret_read(self, s: KubeconfigSecret, data: bytes, error: str) -> None:
-        if s.read and (s.data, s.error) == (data, error):
-            return
-        s.read, s.data, s.error = True, data, error
-        self._wake.set()
-
-    async def _stop_secret(self, cluster: str) -> None:
-        watched = self._secrets.pop(cluster, None)
-        if watched is not None and watched.task is not None:
-            await _stopped(watched.task)
 
     async def _rewatch(self, w: Worker, origin: str) -> None:
         """(Re)open the worker's watches on the copies of ``origin``: a new client's, or, when the Configuration's
@@ -787,7 +573,7 @@ class MultiKueueConnector:
         will not make: CA data that is no certificate) fails the connection attempt, as Kueue counts a client it
         could not build: reported with its attempts, built again after the backoff."""
         try:
-            client = await client_from(w.source)
+            client = await kubeconfigs.client_from(w.source)
         except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
             raise NoClient(f"{type(exc).__name__}: {exc}") from exc
         client.fence = getattr(self.client, "fence", None)
@@ -1518,13 +1304,6 @@ def _settled(job_copy: dict[str, Any]) -> bool:
         return True
     return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
                for c in (job_copy.get("status") or {}).get("conditions") or [])
-
-
-def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
-    """A kubeconfig read, or why it could not be: Kueue's cluster controller reports any failure to get the
-    kubeconfig (a Secret missing, unreadable or without its key; a file it cannot open) as ``BadKubeConfig``
-    "load client config failed: ..."."""
-    return (source, f"load client config failed: {error}", "BadKubeConfig") if error else (source, "", "")
 
 
 def _now() -> int:

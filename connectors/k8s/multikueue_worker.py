@@ -20,6 +20,9 @@ from projections.preemption_gates import BLOCKED_ON_PREEMPTION_GATES
 WORKLOADS = BY_KIND["Workload"]
 READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished", BLOCKED_ON_PREEMPTION_GATES)
 """The conditions of a worker's copy MultiKueue acts on (the last under MultiKueueOrchestratedPreemption)."""
+CONNECTING = "connecting"
+"""The message of a worker not tried yet (not listed since its client was made, or its credential plugin running):
+neither reached nor reported lost."""
 
 
 @dataclass

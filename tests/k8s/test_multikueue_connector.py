@@ -561,7 +561,7 @@ class IdleWorker(WorkerClient):
 
 def _built_clients(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Worker clients built from any kubeconfig (recorded): an idle worker each."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     built: list[bytes] = []
 
@@ -569,7 +569,7 @@ def _built_clients(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
         built.append(kubeconfig)
         return IdleWorker()
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     return built
 
 
@@ -1002,16 +1002,16 @@ async def test_an_owner_read_failing_again_and_again_is_retried_after_a_doubling
 
 def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The kubeconfig files the connector reads from now on, one entry per read."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     reads: list[str] = []
-    real = multikueue.read_kubeconfig_file
+    real = multikueue_kubeconfigs.read_kubeconfig_file
 
     def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
         reads.append(location)
         return real(location)
 
-    monkeypatch.setattr(multikueue, "read_kubeconfig_file", read_kubeconfig_file)
+    monkeypatch.setattr(multikueue_kubeconfigs, "read_kubeconfig_file", read_kubeconfig_file)
     return reads
 
 
@@ -1025,7 +1025,7 @@ async def test_a_kubeconfig_file_is_read_again_only_once_it_changed(tmp_path: Pa
     the filesystem's clock would leave its times as they were)."""
     import os
 
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     state = _state(tmp_path)
     built = _built_clients(monkeypatch)
@@ -1039,7 +1039,7 @@ async def test_a_kubeconfig_file_is_read_again_only_once_it_changed(tmp_path: Pa
             os.utime(target, ns=(START * 10**6, START * 10**6 + len(reads)))
         if via_rename:
             os.replace(target, path)
-        mk.settled_ns = 0 if long_ago else multikueue.SETTLED_NS
+        mk.settled_ns = 0 if long_ago else multikueue_kubeconfigs.SETTLED_NS
 
     w1, w2, w3 = (_kubeconfig(w) for w in ("w1", "w2", "w3"))
     mk = _connector(state, {})
@@ -1118,7 +1118,7 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
     """The Configuration's ``multiKueue.origin`` may change while kueue-es runs (a Configuration recorded anew; Kueue
     reads it when it starts): the workers' watches then follow the new origin's label, every one of the old
     origin's closed, the copies listed anew; the client is kept."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     worker = SelectingWorker()
     clients: list[bytes] = []
@@ -1127,7 +1127,7 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
         clients.append(kubeconfig)
         return worker
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     state = with_frameworks(_state(tmp_path))  # every built-in adapter's kind watched
     path = tmp_path / "w.kubeconfig"
     path.write_bytes(_kubeconfig("w"))

@@ -27,7 +27,7 @@ from test_multikueue_connector import (
     _state,
 )
 
-from connectors.k8s import multikueue
+from connectors.k8s import multikueue, multikueue_kubeconfigs
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import Forbidden, Gone, KubeError, Unavailable
 from connectors.k8s.multikueue import MultiKueueConnector
@@ -370,7 +370,7 @@ async def test_a_kubeconfig_no_client_comes_of_is_a_failed_attempt_tried_again_a
             raise ValueError("unable to load root certificates")
         return IdleWorker()
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     mk = _connector(state, {})
     secrets = {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1"))}
     mk.client = SecretsManager(state, secrets)  # type: ignore[assignment]
