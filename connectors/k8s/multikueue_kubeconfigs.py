@@ -36,8 +36,6 @@ from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.multikueue")
-
-
 SECRETS_KEY = "kubeconfig"
 
 
@@ -100,8 +98,6 @@ modification and change times: a modification time may be set back (``cp -p``, `
 
 KUBECONFIG_DIR = "/etc/multikueue/kubeconfigs"
 """Where Kueue reads ``locationType: Path`` kubeconfigs from under MultiKueueKubeConfigPathValidation."""
-
-
 NOT_UNDER = "kubeconfig path is not under the allowed prefix"
 
 
