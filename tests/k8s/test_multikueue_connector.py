@@ -761,7 +761,7 @@ async def test_a_log_move_looks_only_at_the_workloads_it_moved(tmp_path: Path,
     """Kueue reconciles a workload when it or one of its copies changes, not every workload with every worker on
     any change: after a first pass over all of them, a pass looks only at what moved since (in the log, or on a
     worker), counted by the workloads whose workers are worked out."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_copies
     from connectors.k8s.mirror import Mirror
     from events import objects as o
 
@@ -775,13 +775,13 @@ async def test_a_log_move_looks_only_at_the_workloads_it_moved(tmp_path: Path,
     for name in ("worker1", "worker2"):
         mk.workers[name] = Worker(name, b"kubeconfig", client=WorkerClient(), connected=True)  # type: ignore[arg-type]
     looked_at: list[tuple[str, str]] = []
-    real = multikueue.desired_on
+    real = multikueue_copies.desired_on
 
     def desired_on(state, wl):
         looked_at.append(wl.key)
         return real(state, wl)
 
-    monkeypatch.setattr(multikueue, "desired_on", desired_on)
+    monkeypatch.setattr(multikueue_copies, "desired_on", desired_on)
 
     async def a_pass() -> set[str]:
         looked_at.clear()
