@@ -15,8 +15,9 @@ from fixtures import fastyaml
 from fixtures.multikueue_states import MK_CONFIG, dispatched_state, owned_state, with_frameworks
 
 from connectors.k8s.errors import Forbidden, KubeError
-from connectors.k8s.multikueue import OWNER_RETRY_BASE_S, MultiKueueConnector
+from connectors.k8s.multikueue import MultiKueueConnector
 from connectors.k8s.multikueue_adapters import ADAPTERS
+from connectors.k8s.multikueue_observe import OWNER_RETRY_BASE_S
 from connectors.k8s.multikueue_worker import Worker, kept
 from connectors.k8s.resources import JOBSETS
 from events import schema as ev

@@ -27,7 +27,7 @@ from test_multikueue_connector import (
     _state,
 )
 
-from connectors.k8s import multikueue, multikueue_connection, multikueue_kubeconfigs
+from connectors.k8s import multikueue_connection, multikueue_kubeconfigs, multikueue_observe
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import Forbidden, Gone, KubeError, Unavailable
 from connectors.k8s.multikueue import MultiKueueConnector
@@ -90,7 +90,7 @@ class BlinkingWorker(IdleWorker):
 
 @pytest.fixture(autouse=True)
 def _wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(multikueue, "_now", lambda: NOW)
+    monkeypatch.setattr(multikueue_observe, "_now", lambda: NOW)
     monkeypatch.setattr(multikueue_connection, "_now", lambda: NOW)
 
 
