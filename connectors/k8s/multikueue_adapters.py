@@ -1,6 +1,6 @@
-"""MultiKueue's adapters on the connector's side, as pure data and functions: for each owner kind Kueue's MultiKueue
-runs on a worker (:data:`ADAPTERS`, keyed by (apiVersion, kind); custom kinds' generic adapters found by
-:func:`discover`), how the copy created there is made of the manager's owner (:func:`owner_copy`, from the owner as
+"""MultiKueue's adapters on the connector's side, as data and pure functions (but :func:`discover`, which asks the
+manager's API discovery): for each owner kind Kueue's MultiKueue runs on a worker (:data:`ADAPTERS`, keyed by
+(apiVersion, kind); custom kinds' generic adapters found by :func:`discover`), how the copy created there is made of the manager's owner (:func:`owner_copy`, from the owner as
 it was before its integration started it, :func:`as_before_start`; the Workload's copy, :func:`workload_copy`), how
 a copy's status is mirrored back (:func:`replacing_patch`, a Pod's :func:`pod_status`), how many Workloads a
 LeaderWorkerSet makes (:func:`group_size`), and what of a manager's owner is kept for its spec edits to be forwarded
