@@ -5,7 +5,8 @@ workers its copy should be on (:func:`desired_on`), the copy of the Workload and
 this origin made deleted (:meth:`CopiedWorkloads._delete_copy`).
 
 :class:`CopiedWorkloads` is a part of :class:`connectors.k8s.multikueue.MultiKueueConnector`, whose ``__init__``
-sets the state it uses and which provides ``_config`` and the pass that calls it (``sync_copies``).
+sets the state it uses and which provides ``_config``, ``_adapters``, ``_copied`` and the pass that calls it
+(``sync_copies``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from connectors.k8s import multikueue_elastic as mk_elastic
 from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
 from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient
+from connectors.k8s.clusterprofile import ClusterProfiles
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.list_watch import Informer
 from connectors.k8s.multikueue_adapters import (
     ADAPTERS,
     ORIGIN_LABEL,
     Adapter,
+    SyncedOwner,
     adapter_of,
     owner_copy,
     replacing_patch,
@@ -77,6 +81,8 @@ class CopiedWorkloads:
     state: ClusterState
     stats: MultiKueueStats
     custom: dict[tuple[str, str], Adapter]
+    profiles: ClusterProfiles
+    synced_owners: dict[str, Informer[SyncedOwner]]
 
     async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""

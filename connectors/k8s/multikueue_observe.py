@@ -5,7 +5,7 @@ again after :func:`owner_retry_after` when the read fails), and each MultiKueueC
 log says (:meth:`ObservedWorkers._write_cluster_status`).
 
 :class:`ObservedWorkers` is a part of :class:`connectors.k8s.multikueue.MultiKueueConnector`, whose ``__init__``
-sets the state it uses and which provides the pass's keys (``_pass_keys``) and ``_config``.
+sets the state it uses and which provides the pass's keys (``_pass_keys``), ``_config`` and ``_opening``.
 """
 
 from __future__ import annotations
