@@ -78,7 +78,7 @@ from typing import Any
 
 from connectors.k8s import validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
-from connectors.k8s.multikueue import ADAPTERS as MULTIKUEUE_ADAPTERS
+from connectors.k8s.multikueue_adapters import ADAPTERS as MULTIKUEUE_ADAPTERS
 from connectors.k8s.resources import (
     ALL,
     APPWRAPPERS,

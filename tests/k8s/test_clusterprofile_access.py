@@ -36,7 +36,9 @@ from connectors.k8s import clusterprofile as cp
 from connectors.k8s import manifests
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.kubeconfig_checks import insecure_reason
-from connectors.k8s.multikueue import MultiKueueConnector, Worker, client_from
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_kubeconfigs import client_from
+from connectors.k8s.multikueue_worker import Worker
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler import settle
@@ -511,7 +513,7 @@ async def test_a_slow_plugin_holds_back_its_own_worker_only_whose_copy_follows_i
     """In Kueue the plugin runs inside its cluster's client: worker2 (reached through its Secret) gets the
     workload's copy while worker1's plugin has not answered, neither credentials nor its timeout; worker1 is
     meanwhile neither reached nor reported lost, and is reached with the plugin's token once it answers."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     monkeypatch.setattr(cp, "PLUGIN_TIMEOUT_S", 10.0)  # longer than the passes before the answer, never reached
     command, go = _waiting_plugin(tmp_path)
@@ -529,7 +531,7 @@ async def test_a_slow_plugin_holds_back_its_own_worker_only_whose_copy_follows_i
         built[_token(kubeconfig)] = _AskingWorker(mk, answers)
         return built[_token(kubeconfig)]
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     try:
         await _passes(mk, 3)
         assert answers == [("job-a", False, "")]  # worker2's copy, worker1's plugin still running

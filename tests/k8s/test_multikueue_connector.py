@@ -15,7 +15,10 @@ from fixtures import fastyaml
 from fixtures.multikueue_states import MK_CONFIG, dispatched_state, owned_state, with_frameworks
 
 from connectors.k8s.errors import Forbidden, KubeError
-from connectors.k8s.multikueue import ADAPTERS, OWNER_RETRY_BASE_S, MultiKueueConnector, Worker, kept
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import ADAPTERS
+from connectors.k8s.multikueue_observe import OWNER_RETRY_BASE_S
+from connectors.k8s.multikueue_worker import Worker, kept
 from connectors.k8s.resources import JOBSETS
 from events import schema as ev
 from kueue_es.scheduler import settle
@@ -559,7 +562,7 @@ class IdleWorker(WorkerClient):
 
 def _built_clients(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Worker clients built from any kubeconfig (recorded): an idle worker each."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     built: list[bytes] = []
 
@@ -567,7 +570,7 @@ def _built_clients(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
         built.append(kubeconfig)
         return IdleWorker()
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     return built
 
 
@@ -759,7 +762,7 @@ async def test_a_log_move_looks_only_at_the_workloads_it_moved(tmp_path: Path,
     """Kueue reconciles a workload when it or one of its copies changes, not every workload with every worker on
     any change: after a first pass over all of them, a pass looks only at what moved since (in the log, or on a
     worker), counted by the workloads whose workers are worked out."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_copies
     from connectors.k8s.mirror import Mirror
     from events import objects as o
 
@@ -773,13 +776,13 @@ async def test_a_log_move_looks_only_at_the_workloads_it_moved(tmp_path: Path,
     for name in ("worker1", "worker2"):
         mk.workers[name] = Worker(name, b"kubeconfig", client=WorkerClient(), connected=True)  # type: ignore[arg-type]
     looked_at: list[tuple[str, str]] = []
-    real = multikueue.desired_on
+    real = multikueue_copies.desired_on
 
     def desired_on(state, wl):
         looked_at.append(wl.key)
         return real(state, wl)
 
-    monkeypatch.setattr(multikueue, "desired_on", desired_on)
+    monkeypatch.setattr(multikueue_copies, "desired_on", desired_on)
 
     async def a_pass() -> set[str]:
         looked_at.clear()
@@ -1000,16 +1003,16 @@ async def test_an_owner_read_failing_again_and_again_is_retried_after_a_doubling
 
 def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The kubeconfig files the connector reads from now on, one entry per read."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     reads: list[str] = []
-    real = multikueue.read_kubeconfig_file
+    real = multikueue_kubeconfigs.read_kubeconfig_file
 
     def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
         reads.append(location)
         return real(location)
 
-    monkeypatch.setattr(multikueue, "read_kubeconfig_file", read_kubeconfig_file)
+    monkeypatch.setattr(multikueue_kubeconfigs, "read_kubeconfig_file", read_kubeconfig_file)
     return reads
 
 
@@ -1023,7 +1026,7 @@ async def test_a_kubeconfig_file_is_read_again_only_once_it_changed(tmp_path: Pa
     the filesystem's clock would leave its times as they were)."""
     import os
 
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     state = _state(tmp_path)
     built = _built_clients(monkeypatch)
@@ -1037,7 +1040,7 @@ async def test_a_kubeconfig_file_is_read_again_only_once_it_changed(tmp_path: Pa
             os.utime(target, ns=(START * 10**6, START * 10**6 + len(reads)))
         if via_rename:
             os.replace(target, path)
-        mk.settled_ns = 0 if long_ago else multikueue.SETTLED_NS
+        mk.settled_ns = 0 if long_ago else multikueue_kubeconfigs.SETTLED_NS
 
     w1, w2, w3 = (_kubeconfig(w) for w in ("w1", "w2", "w3"))
     mk = _connector(state, {})
@@ -1116,7 +1119,7 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
     """The Configuration's ``multiKueue.origin`` may change while kueue-es runs (a Configuration recorded anew; Kueue
     reads it when it starts): the workers' watches then follow the new origin's label, every one of the old
     origin's closed, the copies listed anew; the client is kept."""
-    from connectors.k8s import multikueue
+    from connectors.k8s import multikueue_kubeconfigs
 
     worker = SelectingWorker()
     clients: list[bytes] = []
@@ -1125,7 +1128,7 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
         clients.append(kubeconfig)
         return worker
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     state = with_frameworks(_state(tmp_path))  # every built-in adapter's kind watched
     path = tmp_path / "w.kubeconfig"
     path.write_bytes(_kubeconfig("w"))

@@ -11,7 +11,7 @@ from fixtures.multikueue_states import MK_CONFIG
 
 from connectors.k8s import appwrapper, jobset, kubeflow, mpijob, podsetinfo, raycluster, rayjob, rayservice
 from connectors.k8s.json_patch import merge_patched
-from connectors.k8s.multikueue import (
+from connectors.k8s.multikueue_adapters import (
     ADAPTERS,
     adapter_of,
     job_copy,
@@ -19,9 +19,9 @@ from connectors.k8s.multikueue import (
     owner_copy,
     pod_copy,
     pod_status,
-    remote_conditions,
     workload_copy,
 )
+from connectors.k8s.multikueue_worker import remote_conditions
 from connectors.k8s.resources import JOBSETS
 from events import objects as o
 from kueue_es.scheduler import multikueue as pure

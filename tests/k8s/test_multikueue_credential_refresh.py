@@ -16,10 +16,11 @@ from test_clusterprofile_access import _answered, _profile, _profile_state, _Pro
 from test_multikueue_connector import KEY, START, SecretsManager, _appending, _close, _connector, _passes
 
 from connectors.k8s import clusterprofile as cp
-from connectors.k8s import multikueue
+from connectors.k8s import multikueue_kubeconfigs
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import NotFound
-from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_worker import Worker
 from events import schema as ev
 
 JOB = "default/a"
@@ -116,7 +117,7 @@ async def _connected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Refresh
         built.append(_token(kubeconfig))
         return worker
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     clock = [1000.0]
     mk = _connector(state, {})
     mk.client = SecretsManager(state, {})  # type: ignore[assignment]

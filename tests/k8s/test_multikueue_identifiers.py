@@ -12,8 +12,10 @@ import msgspec
 import pytest
 from fixtures.multikueue_states import KEY, MK_CONFIG, WorkerApi, dispatched_state
 
-from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, owner_copy
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import ADAPTERS, owner_copy
 from connectors.k8s.multikueue_identifiers import group_name_of, place_prebuilt, workload_name_of
+from connectors.k8s.multikueue_worker import Worker
 from connectors.k8s.statefulset_multikueue import KIND
 from projections.gates import WORKLOAD_IDENTIFIER_ANNOTATIONS
 

@@ -14,7 +14,9 @@ import pytest
 from fixtures.multikueue_states import MK_CONFIG, WorkerApi, apply, owned_state
 
 from connectors.k8s.errors import Conflict
-from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, run_policy_copy
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import ADAPTERS, adapter_of, run_policy_copy
+from connectors.k8s.multikueue_worker import Worker
 from connectors.k8s.resources import KUBEFLOW_JOBS, MPIJOBS
 from events import schema as ev
 from kueue_es.scheduler import decide, settle

@@ -14,7 +14,9 @@ import pytest
 from fixtures.multikueue_states import LWS, MK_CONFIG, WorkerApi, apply, lws_state
 
 from connectors.k8s import manifests
-from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import ADAPTERS
+from connectors.k8s.multikueue_worker import Worker
 from connectors.k8s.resources import LEADER_WORKER_SETS
 from events import objects as o
 from events import schema as ev

@@ -20,7 +20,9 @@ from test_multikueue_worker_view import ORIGIN, RecordingWorker, _copy, _fresh, 
 
 from connectors.k8s.client import RawList, WatchEvent
 from connectors.k8s.errors import NotFound
-from connectors.k8s.multikueue import ADAPTERS, JOBS, WORKLOADS, MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import ADAPTERS, JOBS
+from connectors.k8s.multikueue_worker import WORKLOADS, Worker
 from events import schema as ev
 
 JOB = "default/a"

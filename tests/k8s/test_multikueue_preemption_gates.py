@@ -4,13 +4,9 @@ opened is written onto the copy's status (its other gates kept), and what it rea
 
 from __future__ import annotations
 
-from connectors.k8s.multikueue import (
-    MultiKueueConnector,
-    gate_patch,
-    remote_conditions,
-    remote_gates,
-    workload_copy,
-)
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import workload_copy
+from connectors.k8s.multikueue_worker import gate_patch, remote_conditions, remote_gates
 from events import objects as o
 from projections.preemption_gates import opened_on
 from projections.workloads import RemoteCopy

@@ -19,15 +19,15 @@ from fixtures.multikueue_states import MK_CONFIG, WorkerApi, dispatched_state, w
 from connectors.k8s import manifests
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.framework_webhook import value_at
-from connectors.k8s.multikueue import (
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import (
     ADAPTERS,
-    MultiKueueConnector,
-    Worker,
     adapter_of,
     rayservice_copy,
     suspended_copy,
     synced_owner,
 )
+from connectors.k8s.multikueue_worker import Worker
 from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, RAYSERVICES, TRAINJOBS
 from events import schema as ev
 from kueue_es.scheduler import settle

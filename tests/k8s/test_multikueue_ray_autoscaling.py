@@ -119,7 +119,8 @@ async def test_the_counts_refused_on_a_conflict_are_reflected_again_on_the_next_
     the counts' write is this pass's failure, retried (the workload kept moved on the worker)."""
     from types import SimpleNamespace
 
-    from connectors.k8s.multikueue import MultiKueueConnector, Worker
+    from connectors.k8s.multikueue import MultiKueueConnector
+    from connectors.k8s.multikueue_worker import Worker
     from connectors.k8s.resources import RAYCLUSTERS
 
     journal = SimpleNamespace(mirror=SimpleNamespace(state=SimpleNamespace()))

@@ -13,7 +13,9 @@ import msgspec
 import pytest
 from fixtures.multikueue_states import KEY, START, WorkerApi, apply, dispatched_state
 
-from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_adapters import ADAPTERS
+from connectors.k8s.multikueue_worker import Worker
 from connectors.k8s.statefulset_multikueue import KIND, holding_statefulset, statefulset_copy
 from events import schema as ev
 

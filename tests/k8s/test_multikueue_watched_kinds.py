@@ -14,7 +14,8 @@ import pytest
 from fixtures.multikueue_states import START, WorkerApi, apply, owned_state
 
 from connectors.k8s.client import RawList
-from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_worker import Worker
 from events import schema as ev
 
 

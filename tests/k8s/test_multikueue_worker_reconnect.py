@@ -27,10 +27,11 @@ from test_multikueue_connector import (
     _state,
 )
 
-from connectors.k8s import multikueue
+from connectors.k8s import multikueue_connection, multikueue_kubeconfigs, multikueue_observe
 from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.errors import Forbidden, Gone, KubeError, Unavailable
-from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_worker import Worker
 from events import schema as ev
 from events.timefmt import format_time, parse_time
 from kueue_es.scheduler import settle
@@ -89,7 +90,8 @@ class BlinkingWorker(IdleWorker):
 
 @pytest.fixture(autouse=True)
 def _wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(multikueue, "_now", lambda: NOW)
+    monkeypatch.setattr(multikueue_observe, "_now", lambda: NOW)
+    monkeypatch.setattr(multikueue_connection, "_now", lambda: NOW)
 
 
 async def _until(condition: Any) -> None:
@@ -369,7 +371,7 @@ async def test_a_kubeconfig_no_client_comes_of_is_a_failed_attempt_tried_again_a
             raise ValueError("unable to load root certificates")
         return IdleWorker()
 
-    monkeypatch.setattr(multikueue, "client_from", client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", client_from)
     mk = _connector(state, {})
     secrets = {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1"))}
     mk.client = SecretsManager(state, secrets)  # type: ignore[assignment]

@@ -17,7 +17,8 @@ from fixtures.multikueue_states import MK_CONFIG
 from test_multikueue_connector import KEY, START, WorkerClient, _appending, _connector, _state
 
 from connectors.k8s.client import RawList, WatchEvent
-from connectors.k8s.multikueue import WORKLOADS, MultiKueueConnector, Worker
+from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.multikueue_worker import WORKLOADS, Worker
 from events import schema as ev
 from kueue_es.scheduler import settle
 

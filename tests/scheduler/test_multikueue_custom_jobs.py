@@ -12,7 +12,7 @@ import pytest
 from fixtures.multikueue_states import KEY, MK_CONFIG, START, apply, owned_state
 
 from connectors.k8s.errors import NotFound
-from connectors.k8s.multikueue import Adapter, adapter_of, custom_copy, discover
+from connectors.k8s.multikueue_adapters import Adapter, adapter_of, custom_copy, discover
 from connectors.k8s.resources import Resource
 from events import schema as ev
 from events.errors import InvalidInput

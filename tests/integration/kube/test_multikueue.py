@@ -49,7 +49,7 @@ from kubehelp import (
     scheduling_gates,
 )
 
-from connectors.k8s import crds, multikueue, pod_sync
+from connectors.k8s import crds, multikueue_kubeconfigs, pod_sync
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import AlreadyExists, NotFound, Unavailable
 from connectors.k8s.framework_webhook import value_at
@@ -1184,12 +1184,12 @@ async def test_a_late_answer_from_the_worker_does_not_hide_what_its_watch_brough
     (the copy created) may come after the watch brought a later version (the worker admitted the copy
     meanwhile): kept, it would take the manager back to the copy as written, which would never be seen admitted
     (CI's intermittent timeouts waiting for a Workload admitted on the worker)."""
-    built = multikueue.client_from
+    built = multikueue_kubeconfigs.client_from
 
     async def late_client_from(kubeconfig: bytes) -> Any:
         return _LateWrites(await built(kubeconfig), late_s=3.0)
 
-    monkeypatch.setattr(multikueue, "client_from", late_client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", late_client_from)
     async with (_manager_and_worker(kube_apiserver, worker_apiserver) as c,
                 kueue_es(c.wc, tmp_path / "worker-log"), kueue_es(c.kc, tmp_path / "manager-log")):
         handed = job(c.ns, "mk-late", "user-queue")
@@ -1235,14 +1235,14 @@ async def test_a_cut_worker_watch_keeps_the_worker_active_and_its_pending_copy(
     """Kueue only reconnects a worker whose watch ended: its MultiKueueCluster stays Active and the copy pending
     there is left as it is (not deleted with the worker taken for lost, then made again at the back of its queue).
     No Kueue runs on the worker here: its copies stay pending."""
-    built = multikueue.client_from
+    built = multikueue_kubeconfigs.client_from
     clients: list[_CutOnce] = []
 
     async def cut_client_from(kubeconfig: bytes) -> Any:
         clients.append(_CutOnce(await built(kubeconfig)))
         return clients[-1]
 
-    monkeypatch.setattr(multikueue, "client_from", cut_client_from)
+    monkeypatch.setattr(multikueue_kubeconfigs, "client_from", cut_client_from)
     async with (_manager_and_worker(kube_apiserver, worker_apiserver) as c,
                 kueue_es(c.kc, tmp_path / "manager-log")):
         names = []

@@ -1,0 +1,543 @@
+"""The copies a MultiKueue manager keeps on its workers: for every manager Workload with a MultiKueue check, the
+workers its copy should be on (:func:`desired_on`), the copy of the Workload and of its owner made there
+(:meth:`CopiedWorkloads._run_there`), the owner's status mirrored back, its spec and size forwarded
+(``_sync_spec``, ``_sync_elastic``, ``_reflect_autoscaled``), its preemption gate opened, and every other copy
+this origin made deleted (:meth:`CopiedWorkloads._delete_copy`).
+
+:class:`CopiedWorkloads` is a part of :class:`connectors.k8s.multikueue.MultiKueueConnector`, whose ``__init__``
+sets the state it uses and which provides ``_config``, ``_adapters``, ``_copied`` and the pass that calls it
+(``sync_copies``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import structlog
+
+from connectors.k8s import leaderworkerset as lws
+from connectors.k8s import multikueue_elastic as mk_elastic
+from connectors.k8s import multikueue_ray_autoscaling as mk_autoscaling
+from connectors.k8s import statefulset_multikueue as sts_mk
+from connectors.k8s.client import KubeClient
+from connectors.k8s.clusterprofile import ClusterProfiles
+from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.list_watch import Informer
+from connectors.k8s.multikueue_adapters import (
+    ADAPTERS,
+    ORIGIN_LABEL,
+    Adapter,
+    SyncedOwner,
+    adapter_of,
+    owner_copy,
+    replacing_patch,
+    workload_copy,
+)
+from connectors.k8s.multikueue_identifiers import group_name_of, workload_name_of
+from connectors.k8s.multikueue_worker import WORKLOADS, Worker, gate_patch, uid_of, workload_key_of
+from connectors.k8s.pod_roles import GROUP_LABEL
+from connectors.k8s.resources import LEADER_WORKER_SETS, RAYCLUSTERS, Resource
+from events import objects as o
+from kueue_es.scheduler import multikueue_slices
+from kueue_es.scheduler.multikueue import WAIT, adapters_in_force, check_of, group_target, remote_spec_patch
+from projections import gates
+from projections.cluster import ClusterState
+from projections.preemption_gates import MULTIKUEUE_GATE, OPEN, gate_state
+from projections.workloads import FINISHED, RemoteCopy, WorkloadInfo
+
+if TYPE_CHECKING:
+    from connectors.k8s.multikueue import MultiKueueStats
+
+log = structlog.get_logger("kueue_es.k8s.multikueue")
+
+
+def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
+    """The workers a copy of ``wl`` should be on: its worker, else its nominations; none once it no longer holds
+    quota, is evicted or finished (or has no MultiKueue check)."""
+    if wl.phase == FINISHED or not wl.reserving or wl.evicted or check_of(state, wl) is None:
+        return ()
+    if wl.cluster_name:
+        return (wl.cluster_name,)
+    target = group_target(state, wl)
+    if target is None:
+        return wl.nominated
+    return () if target == WAIT else (target,)
+
+
+def held_back(state: ClusterState, wl: WorkloadInfo) -> bool:
+    """A LeaderWorkerSet group's workload waiting for the rest of its group (:func:`group_target`): Kueue's
+    controller returns before it touches its copies, so none is made and none deleted meanwhile."""
+    return (wl.phase != FINISHED and wl.reserving and not wl.evicted and not wl.cluster_name
+            and check_of(state, wl) is not None and group_target(state, wl) == WAIT)
+
+
+class CopiedWorkloads:
+    """The connector's copies on its workers (a base of :class:`connectors.k8s.multikueue.MultiKueueConnector`,
+    which sets the state below in its ``__init__``)."""
+
+    client: KubeClient
+    state: ClusterState
+    stats: MultiKueueStats
+    custom: dict[tuple[str, str], Adapter]
+    profiles: ClusterProfiles
+    synced_owners: dict[str, Informer[SyncedOwner]]
+
+    async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
+        """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
+        assert w.client is not None
+        state, copied = self.state, self._copied(w)
+        for key in keys:
+            wl = state.workloads.get(key)
+            if wl is not None and held_back(state, wl):
+                continue  # looked at again when its group moves
+            if wl is not None and w.name in desired_on(state, wl):
+                try:
+                    if key in w.workloads:
+                        await self._scale_down_copy(w, wl)
+                    if wl.cluster_name != w.name:
+                        if key not in w.workloads:
+                            await self._create_copy(w, wl, origin)
+                        else:
+                            await self._open_gate(w, wl)
+                    elif key in w.workloads:
+                        await self._run_there(w, wl, origin)
+                    # else its copy on its worker is gone (deleted there): Kueue retries the check and makes none
+                    # anew, the eviction that follows deleting the owner's copy left there
+                except KubeError as exc:
+                    self._failed("MultiKueue copy not written, will retry", key, w, exc)
+            elif key in copied and not (wl is not None and multikueue_slices.keeps_copies(state, wl)):
+                try:
+                    if not await self._final_status(w, key, origin):
+                        w.moved.add(key)  # the owner's last status not written yet: the copies wait for it
+                        continue
+                    await self._delete_copy(w, key, origin)
+                except KubeError as exc:
+                    self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
+
+    def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
+        """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
+        counted and retried on the next pass, the other workloads and workers served meanwhile, as Kueue
+        reconciles each workload and each of its workers apart."""
+        self.stats.errors += 1
+        w.moved.add(key)
+        self._unauthorized(w, exc)
+        log.warning(what, workload=key, cluster=w.name, error=str(exc))
+
+    def _unauthorized(self, w: Worker, exc: BaseException) -> None:
+        """A worker that answered 401 Unauthorized: the credentials its ClusterProfile's plugin gave are got again
+        (:meth:`connectors.k8s.clusterprofile.ClusterProfiles.unauthorized`)."""
+        if isinstance(exc, KubeError) and exc.status == 401:
+            self.profiles.unauthorized(w.name, w.source)
+
+    async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
+        assert w.client is not None
+        try:
+            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+        except NotFound:
+            return
+        gated = self._config().gate(gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION)
+        try:
+            created = msgspec.json.decode(await w.client.create(WORKLOADS, workload_copy(manager_wl, origin, gated),
+                                                                wl.namespace))
+        except AlreadyExists:
+            return
+        w.keep(WORKLOADS, wl.key, created)
+        self.stats.copies_created += 1
+        log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
+
+    async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> None:
+        """An elastic workload scaled down in place on the manager: its copy on ``w`` takes the manager's pod sets
+        (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), the patch conditioned on the copy's
+        resourceVersion."""
+        assert w.client is not None
+        raw = w.workloads.get(wl.key)
+        if raw is None or not mk_elastic.copy_scaled_down(self._config(), wl, raw):
+            return
+        try:
+            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+        except NotFound:
+            return
+        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
+        patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
+        patched = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
+        w.keep(WORKLOADS, wl.key, patched)
+        log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
+
+    @staticmethod
+    def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:
+        """The log opened the copy's MultiKueue gate and the worker does not show it open yet: not news (its
+        conditions unchanged), the write that opens it (:meth:`_open_gate`) is on its way."""
+        opened = gate_state(known.preemption_gates, MULTIKUEUE_GATE)
+        shown_gate = gate_state(shown, MULTIKUEUE_GATE)
+        return opened is not None and opened.position == OPEN and (shown_gate is None or shown_gate.position != OPEN)
+
+    async def _open_gate(self, w: Worker, wl: WorkloadInfo) -> None:
+        """The copy on ``w`` shows the gate the log opened there (``RemotePreemptionGateOpened``), written to its
+        status (Kueue's manager patches it so)."""
+        assert w.client is not None
+        known = wl.remotes.get(w.name) if wl.remotes else None
+        raw = w.workloads.get(wl.key)
+        if known is None or raw is None:
+            return
+        gate = gate_state(known.preemption_gates, MULTIKUEUE_GATE)
+        if gate is None or gate.position != OPEN:
+            return
+        patch = gate_patch(raw, gate)
+        if patch is None:
+            return
+        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
+        patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
+                                       wl.namespace, subresource="status")
+        w.keep(WORKLOADS, wl.key, msgspec.json.decode(patched))
+        log.info("MultiKueue preemption gate opened", workload=wl.key, cluster=w.name)
+
+    async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
+        """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's; a
+        pod group's, each of its Pods' (:meth:`_owner_names`)."""
+        adapter = adapter_of(wl, self._config(), self.custom)
+        if adapter is None:
+            return
+        found = await self._owner_names(adapter, wl)
+        if found is None:
+            w.moved.add(wl.key)  # read again on the next pass
+            return
+        adapter, names = found
+        for name in names:
+            await self._run_owner_there(w, wl, adapter, name, origin)
+
+    async def _owner_names(self, adapter: Adapter, wl: WorkloadInfo) -> tuple[Adapter, list[str]] | None:
+        """The adapter the workload runs on and the manager's objects of its kind: its owner, or, for an owner
+        carrying the adapter's group label (a Pod of a pod group), every object of the namespace with that label's
+        value (Kueue's Pod adapter syncs the group's Pods, as listed now, sorted here); for Pods a StatefulSet
+        holds, while its adapter is in force, the StatefulSet (:mod:`connectors.k8s.statefulset_multikueue`).
+        None: the owner is not there."""
+        if not adapter.group_label:
+            return adapter, [wl.owner[2]]
+        r = adapter.resource
+        try:
+            owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
+        except NotFound:
+            return None
+        held_by = sts_mk.holding_statefulset(owner)
+        if held_by is not None and sts_mk.KIND in adapters_in_force(self._config()):
+            return ADAPTERS[sts_mk.KIND], [held_by]
+        group = group_name_of(owner) if adapter.group_label == GROUP_LABEL else (
+            ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.group_label))
+        if group is None:
+            return None  # its label and annotation name two groups: not synced (Kueue's error, retried)
+        if not group:
+            return adapter, [wl.owner[2]]
+        listed = await self.client.list(r, label_selector=f"{adapter.group_label}={group}", namespace=wl.namespace)
+        return adapter, sorted(msgspec.json.decode(raw)["metadata"]["name"] for raw in listed.items)
+
+    async def _run_owner_there(self, w: Worker, wl: WorkloadInfo, adapter: Adapter, name: str, origin: str
+                               ) -> None:
+        """The copy of the manager's object ``name`` (of the adapter's kind) on the workload's worker, and its
+        status mirrored."""
+        assert w.client is not None
+        r, owner_key = adapter.resource, f"{wl.namespace}/{name}"
+        if w.waits_for_deleted(r.kind, owner_key):
+            return  # the copy this origin deleted there, going away: not this run's; its DELETED moves the workload
+        copies = w.owners.setdefault(r.kind, {})
+        remote = copies.get(owner_key)
+        if remote is None:
+            try:
+                manager_owner = msgspec.json.decode(await self.client.get(r, name, wl.namespace))
+                manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+            except NotFound:
+                w.moved.add(wl.key)  # read again on the next pass
+                return
+            try:
+                remote = msgspec.json.decode(await w.client.create(
+                    r, owner_copy(adapter, manager_owner, manager_wl, origin, self._config()), wl.namespace))
+            except AlreadyExists:
+                return
+            remote = w.keep(r, owner_key, remote)
+            self.stats.jobs_created += 1
+            log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
+        elif not (await self._sync_spec(w, r, owner_key, remote)
+                  and await self._sync_elastic(w, wl, r, owner_key, copies.get(owner_key, remote))):
+            w.moved.add(wl.key)  # written again on the next pass
+        remote = copies.get(owner_key, remote)  # as the spec syncs left it
+        if not await self._mirror_status(w, adapter, owner_key, remote):
+            w.moved.add(wl.key)  # written again on the next pass
+
+    async def _sync_spec(self, w: Worker, r: Resource, owner_key: str, remote: dict[str, Any]) -> bool:
+        """The copy ``remote`` already on the workload's worker gets the manager owner's edits of the fields its
+        kind forwards (:func:`remote_spec_patch`, MultiKueueRemoteSpecSync; Kueue's adapter patches them in place
+        when it syncs the job), the patch conditioned on the copy's resourceVersion. The manager's owner is read
+        from the informer (one not listed yet is looked at again once listed). False: the write conflicted, to be
+        tried again on the next pass."""
+        informer = self.synced_owners.get(r.kind)
+        local = informer.known.get(owner_key) if informer is not None else None
+        if local is None:
+            return True
+        patch = remote_spec_patch(self._config(), (r.api_version, r.kind), remote, local.synced)
+        if patch is None:
+            return True
+        rv = (remote.get("metadata") or {}).get("resourceVersion", "")
+        namespace, _, name = owner_key.partition("/")
+        assert w.client is not None
+        try:
+            patched = await w.client.patch(r, name, {**patch, "metadata": {"resourceVersion": rv}}, namespace)
+        except NotFound:
+            return True  # the copy is gone: its watch says so, and Kueue's Retry follows
+        except Conflict:
+            return False
+        w.keep(r, owner_key, msgspec.json.decode(patched))  # the watch brings it too
+        self.stats.specs_synced += 1
+        log.info("MultiKueue owner copy spec synced", kind=r.kind, owner=owner_key, cluster=w.name)
+        return True
+
+    async def _sync_elastic(self, w: Worker, wl: WorkloadInfo, r: Resource, owner_key: str,
+                            remote: dict[str, Any]) -> bool:
+        """An elastic Job's or RayCluster's copy on the workload's worker gets the manager's size and names the
+        workload synced (:func:`connectors.k8s.multikueue_elastic.elastic_patch`), the patch conditioned on the
+        copy's resourceVersion; the manager's owner is read from its apiserver. False: the write conflicted or the
+        manager's could not be read, to be tried again on the next pass."""
+        kind = (r.api_version, r.kind)
+        autoscaled_kind = kind in mk_autoscaling.KINDS and self._config().gate(mk_autoscaling.GATE)
+        if (kind not in mk_elastic.SYNCED_KINDS and not autoscaled_kind) or not wl.elastic:
+            return True
+        namespace, _, name = owner_key.partition("/")
+        try:
+            local = msgspec.json.decode(await self.client.get(r, name, namespace))
+        except NotFound:
+            return False
+        if mk_autoscaling.worker_owns_replicas(self._config(), kind, local):
+            try:
+                patch = await self._reflect_autoscaled(w, wl, r, kind, local, remote)
+            except Conflict:
+                return False  # the manager's object changed since it was read: its counts are reflected next pass
+        elif kind in mk_elastic.SYNCED_KINDS:
+            patch = mk_elastic.elastic_patch(self._config(), kind, remote, local, wl)
+        else:
+            return True
+        if patch is None:
+            return True
+        rv = (remote.get("metadata") or {}).get("resourceVersion", "")
+        patch["metadata"] = {**patch.get("metadata", {}), "resourceVersion": rv}
+        assert w.client is not None
+        try:
+            patched = await w.client.patch(r, name, patch, namespace)
+        except NotFound:
+            return True  # the copy is gone: its watch says so, and Kueue's Retry follows
+        except Conflict:
+            return False
+        w.keep(r, owner_key, msgspec.json.decode(patched))
+        self.stats.specs_synced += 1
+        log.info("MultiKueue elastic replicas synced", kind=r.kind, owner=owner_key, workload=wl.key, cluster=w.name)
+        return True
+
+    async def _reflect_autoscaled(self, w: Worker, wl: WorkloadInfo, r: Resource, kind: tuple[str, str],
+                                  local: dict[str, Any], remote: dict[str, Any]) -> dict[str, Any] | None:
+        """Under MultiKueueRayInTreeAutoscaling, an autoscaled Ray object's worker counts (its copy's, or a RayJob's
+        RayCluster's on the worker) go onto the manager's object as annotations
+        (:mod:`connectors.k8s.multikueue_ray_autoscaling`); once they are there, the patch that makes the copy name
+        the workload synced (None: nothing to write on the worker). That write conflicting (the manager's object
+        changed since it was read) raises :class:`Conflict`: nothing else would bring the counts there again (the
+        manager's Ray objects are not in the log), so the caller tries again on the next pass."""
+        if mk_autoscaling.suspended(kind, local):
+            return None
+        child, child_name = None, mk_autoscaling.child_name(kind, remote)
+        if child_name:
+            assert w.client is not None
+            with contextlib.suppress(NotFound):
+                child = msgspec.json.decode(await w.client.get(RAYCLUSTERS, child_name, wl.namespace))
+        state = mk_autoscaling.runtime_state(kind, remote, child)
+        reflect = None if state is None else mk_autoscaling.reflect_patch(local, state)
+        if reflect is not None:
+            rv = (local.get("metadata") or {}).get("resourceVersion", "")
+            reflect["metadata"]["resourceVersion"] = rv
+            namespace, name = wl.namespace, (local.get("metadata") or {}).get("name", "")
+            with contextlib.suppress(NotFound):  # gone: its workload goes too (a Conflict is the caller's retry)
+                await self.client.patch(r, name, reflect, namespace)
+                log.info("MultiKueue autoscaled worker counts reflected", kind=r.kind, owner=f"{namespace}/{name}",
+                         workload=wl.key, cluster=w.name)
+            return None  # the manager's new slice, once made, is the one the copy is to name
+        meta = mk_elastic.named(remote, wl.name, self._config())
+        return {"metadata": meta} if meta else None
+
+    async def _final_status(self, w: Worker, key: str, origin: str) -> bool:
+        """A workload finished on the worker that ran it: its owner's copy's last status, read from the worker (the
+        watch may not have shown it yet), goes to the manager's owner before the copies are deleted (Kueue syncs the
+        owner, then finishes the workload and removes the remote objects). False: that write conflicted, so the
+        copies stay until the next pass writes it."""
+        assert w.client is not None
+        wl = self.state.workloads.get(key)
+        adapter = adapter_of(wl, self._config(), self.custom) if wl is not None else None
+        if (wl is None or adapter is None or not adapter.mirrors_status or wl.phase != FINISHED
+                or wl.cluster_name != w.name):
+            return True
+        adapter, names = await self._owner_names(adapter, wl) or (adapter, [])
+        if not adapter.mirrors_status:
+            return True
+        written = True
+        for name in names:
+            try:
+                remote = msgspec.json.decode(await w.client.get(adapter.resource, name, wl.namespace))
+            except NotFound:
+                continue
+            if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
+                continue  # not this manager's copy (Kueue validates a remote object's origin before reading it)
+            written = await self._mirror_status(w, adapter, f"{wl.namespace}/{name}", remote) and written
+        return written
+
+    async def _mirror_status(self, w: Worker, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
+        """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
+        suspended or finished (Kueue defers the sync while the manager's Job is suspended and the copy runs), an
+        owner the log does not hold (a JobSet, Kubeflow job, MPIJob, Ray kind, AppWrapper, TrainJob)
+        whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. A version of the
+        copy on ``w`` written once (:attr:`Worker.mirrored`: by uid, another copy of that name is another object)
+        is not written again. False: the write conflicted, to be tried again on the next pass."""
+        if not adapter.mirrors_status:
+            return True
+        r = adapter.resource
+        seen = (uid_of(remote), (remote.get("metadata") or {}).get("resourceVersion", ""))
+        if w.mirrored.get((r.kind, owner_key)) == seen:
+            return True
+        if adapter.in_log:
+            local = self.state.jobs.get(owner_key)
+            if local is None or (local.spec.suspend and not _settled(remote)):
+                return True  # its Job's start (or the copy's finish) moves the workload again
+        status = remote.get("status") or {}
+        if not status:
+            return True
+        namespace, _, name = owner_key.partition("/")
+        # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
+        # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
+        if adapter.status_fields:
+            current = dict.fromkeys(adapter.status_fields)
+        else:
+            local = await self._manager_owner(r, name, namespace)
+            if local is None:
+                return True
+            current = local.get("status") or {}
+            if adapter.mirrored is not None:
+                status = adapter.mirrored(local, status)
+                if status is None:
+                    return True
+        replacing = replacing_patch(current, status)
+        try:
+            await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")
+        except NotFound:
+            return True
+        except Conflict:
+            return False
+        if w.follows(r.kind, owner_key, remote):  # else gone already: nothing would forget it
+            w.mirrored[r.kind, owner_key] = seen
+        self.stats.statuses_mirrored += 1
+        return True
+
+    async def _manager_owner(self, r: Resource, name: str, namespace: str) -> dict[str, Any] | None:
+        """The manager's owner as it is now (None: it is gone), read before its status is replaced: an owner whose
+        status fields vary with its controller's version (a JobSet, a Kubeflow job) has each of them replaced, as
+        Kueue reads it before setting it."""
+        try:
+            return msgspec.json.decode(await self.client.get(r, name, namespace))
+        except NotFound:
+            return None
+
+    async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
+        """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
+        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``). A copy deleted already, held until
+        its watch shows it deleted (:attr:`Worker.deleted`, :attr:`Worker.deleted_owners`), is not deleted nor
+        counted again: only a finalizer its watch shows on it (put back by the worker) is taken off again, so that
+        it goes."""
+        assert w.client is not None
+        raw = w.workloads.get(key) or {}
+        uid = uid_of(raw)
+        namespace, _, name = key.partition("/")
+        owners_deleted = await self._delete_owner_copies(w, key, raw, origin)
+        if (raw.get("metadata") or {}).get("finalizers"):
+            with contextlib.suppress(NotFound, Conflict):
+                await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
+        held = bool(uid) and w.deleted.get(key) == uid  # deleted before, its DELETED not shown yet
+        if not held and (raw or owners_deleted):
+            with contextlib.suppress(NotFound):
+                await w.client.delete(WORKLOADS, name, namespace)
+            if key in w.workloads and uid_of(w.workloads[key]) == uid:  # its DELETED not shown yet
+                if uid:
+                    w.deleted[key] = uid  # held until then: a new copy is made once the old one is seen gone
+                else:
+                    del w.workloads[key]
+        elif not owners_deleted:
+            return  # nothing deleted now: not counted again
+        self.stats.copies_deleted += 1
+        log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+    async def _delete_owner_copies(self, w: Worker, key: str, raw: dict[str, Any], origin: str) -> bool:
+        """Delete the owner copies of the workload ``key`` (its Workload copy ``raw``, or {}) this origin made there,
+        each held until its watch shows it deleted (:meth:`Worker.hold_deleted`); one held already is left. The
+        owner a copy's reference names is deleted only when it carries this manager's origin label (a worker's own
+        object of that name stays). True: one was deleted now."""
+        assert w.client is not None
+        namespace, _, name = key.partition("/")
+        refs = (raw.get("metadata") or {}).get("ownerReferences") or []
+        deleted = False
+        for a in self._adapters():
+            r = a.resource
+            copies = w.owners.get(r.kind, {})
+            named = [ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")]
+            if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
+                named += self._group_owners(key, raw)
+            found = {n: made for n in named if (made := await self._made_here(w, r, namespace, n, origin))}
+            found.update((k.partition("/")[2], obj) for k, obj in copies.items()
+                         if k.partition("/")[0] == namespace and workload_name_of(obj) == name)
+            for owner_name in sorted(found):
+                owner_key = f"{namespace}/{owner_name}"
+                if w.waits_for_deleted(r.kind, owner_key):
+                    continue  # deleted already, its DELETED not shown yet
+                if self._runs_another(w, copies.get(owner_key), key):
+                    continue  # an elastic owner's copy, pointed at its newer slice: that one runs on it
+                with contextlib.suppress(NotFound):
+                    await w.client.delete(r, owner_name, namespace)
+                w.hold_deleted(r.kind, owner_key, copies.get(owner_key, found[owner_name]))
+                deleted = True
+        return deleted
+
+    def _runs_another(self, w: Worker, owner_copy: dict[str, Any] | None, key: str) -> bool:
+        """Whether the owner's copy ``owner_copy`` on ``w`` names a Workload other than ``key`` that is to be there
+        (an elastic owner's copy the manager pointed at its new slice, :mod:`connectors.k8s.multikueue_elastic`):
+        deleting the old slice's copy leaves it."""
+        other = workload_key_of(owner_copy) if owner_copy is not None else ""
+        wl = self.state.workloads.get(other) if other and other != key else None
+        return wl is not None and (w.name in desired_on(self.state, wl) or multikueue_slices.keeps_copies(self.state, wl))
+
+    def _group_owners(self, key: str, raw: dict[str, Any]) -> list[str]:
+        """The name of the LeaderWorkerSet whose group's Workload copy ``raw`` is (its owner annotations), or whose
+        the manager's Workload ``key`` is: a list of at most one, sorted."""
+        annotations = (raw.get("metadata") or {}).get("annotations") or {}
+        names = set()
+        if annotations.get(lws.OWNER_GVK_ANNOTATION) == lws.GVK and annotations.get(lws.OWNER_NAME_ANNOTATION):
+            names.add(annotations[lws.OWNER_NAME_ANNOTATION])
+        wl = self.state.workloads.get(key)
+        if wl is not None and wl.owner and wl.owner[:2] == (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind):
+            names.add(wl.owner[2])
+        return sorted(names)
+
+    @staticmethod
+    async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str
+                         ) -> dict[str, Any] | None:
+        """The worker's owner of kind ``r`` (the watch's, else read) if it carries this manager's origin label
+        (None: it does not, or is not there): Kueue deletes a remote object only once it has checked that."""
+        assert w.client is not None
+        raw = w.owners.get(r.kind, {}).get(f"{namespace}/{owner_name}")
+        if raw is None:
+            try:
+                raw = msgspec.json.decode(await w.client.get(r, owner_name, namespace))
+            except NotFound:
+                return None
+        return raw if ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin else None
+
+
+def _settled(job_copy: dict[str, Any]) -> bool:
+    """Whether a Job's copy is suspended too or finished: Kueue's batch/v1 adapter mirrors its status then even to
+    a manager Job still suspended (else a Job done on the worker before the manager's was started would never
+    show it); it waits only while the copy runs."""
+    if (job_copy.get("spec") or {}).get("suspend") is True:
+        return True
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in (job_copy.get("status") or {}).get("conditions") or [])
