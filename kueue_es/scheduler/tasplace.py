@@ -566,7 +566,12 @@ def _pod_set(wl: WorkloadInfo, name: str) -> PodSetInfo | None:
 
 def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o.Admission,
                    base: dict) -> list[ev.Decision]:
+    """Place the pod sets whose topology waited for the checks, then admit. Not fitting, the pass fails — having
+    first preempted, where the ClusterQueue's policies allow, the workloads whose removal lets them be placed, as
+    Kueue's second pass goes through the ordinary Preempt path (:func:`kueue_es.scheduler.replacepreempt.\
+preempt_for_delayed`)."""
     wanted: list[tuple[str, PodSetRequest]] = []
+    frs: list[str] = []
     for psa in delayed_pod_sets(adm):
         ps = _pod_set(wl, psa.name)
         flavor, error = _tas_flavor(info, psa.flavors)
@@ -575,9 +580,15 @@ def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, 
                                         **base)]
         wanted.append((flavor, _request(wl, ps, psa.count if psa.count is not None else ps.count, info,
                                         _updates(wl, psa.name))))
+        frs.extend(f"{f}/{r}" for r, f in psa.flavors.items())
     wanted = with_spreading(ctx, wl, info, wanted)  # as in the first pass: Kueue's second pass spreads alike
     found = place_workload(ctx.topology.snapshots, wanted, options=ctx.topology.options)
     if not found.ok:
+        from kueue_es.scheduler.replacepreempt import preempt_for_delayed  # it builds on this module
+
+        preempted = preempt_for_delayed(ctx, wl, wanted, frs, found.failed, found.message, base)
+        if preempted is not None:
+            return preempted
         return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
                                     message=f"couldn't assign flavors to pod set {found.failed}: {found.message}",
                                     **base)]
