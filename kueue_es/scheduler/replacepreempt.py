@@ -1,4 +1,5 @@
-"""Preemption to make room for a failed node's replacement, while TASFailedNodeReplacementFailFast is off.
+"""Preemption from the second pass: room for a failed node's replacement (while TASFailedNodeReplacementFailFast
+is off), or for a delayed topology request's placement.
 
 When the second pass finds no replacement for a workload's unhealthy node, Kueue's flavor assignment marks the
 pod set that failed as needing preemption (its flavors' mode becomes Preempt; the check on an empty topology that
@@ -12,6 +13,13 @@ Sharing): candidates allowed by the ClusterQueue's preemption policies that hold
 flavor-resources. Its fit check is Kueue's too: the workload's whole request must fit the quota left (its own
 reserved usage still counted, as Kueue's snapshot keeps it), and the replacement must be found with the candidates
 taken off so far gone (:class:`ReplacementFit`). No victims, and the second pass just fails, as before.
+
+A delayed topology request (a ProvisioningRequest's two-phase admission) goes the same way when its placement
+does not fit once the checks are Ready: Kueue's second pass is an ordinary entry of the cycle, whose TAS failure
+turns the mode to Preempt, so the lower-priority workloads its policies allow are preempted, the pass fails and the
+next one places it (:func:`preempt_for_delayed`). Its quota is already reserved, so its request is counted once:
+its own reservation is off the tree while the search runs (Kueue's "preempts under a pods quota",
+scheduler_tas_test.go).
 """
 
 from __future__ import annotations
@@ -75,7 +83,34 @@ def preempt_for_replacement(ctx: CycleContext, wl: WorkloadInfo,
     when there are no victims, or when one is another workload's of this cycle (Kueue skips overlapping
     targets)."""
 
-    targets = replacement_targets(ctx, wl, replacing, node, pod_set)
+    return _issue(ctx, wl, replacement_targets(ctx, wl, replacing, node, pod_set), pod_set, message, base)
+
+
+def delayed_targets(ctx: CycleContext, wl: WorkloadInfo, wanted: list[tuple[str, PodSetRequest]],
+                    frs: list[str]) -> list[Target]:
+    """Victims whose removal lets ``wl``'s delayed pod sets (``wanted``: TAS flavor and request each, holding
+    quota of the flavor-resources ``frs``) be placed, or none. ``wl``'s reservation is taken off the tree for the
+    search, whose request it is: counted once."""
+    qnode = ctx.tree.cluster_queues.get(wl.cluster_queue)
+    if qnode is None or not wanted:
+        return []
+    needed = {fr: wl.usage.get(fr, 0) for fr in sorted(set(frs))}
+    ctx.tree.charge(wl.cluster_queue, wl.usage, -1)
+    try:
+        return ctx.find_targets(ctx, wl, qnode, dict(wl.usage), needed, TopologyFit(ctx, list(wanted), [], None))
+    finally:
+        ctx.tree.charge(wl.cluster_queue, wl.usage, 1)
+
+
+def preempt_for_delayed(ctx: CycleContext, wl: WorkloadInfo, wanted: list[tuple[str, PodSetRequest]],
+                        frs: list[str], pod_set: str, message: str, base: dict) -> list[ev.Decision] | None:
+    """The preemptions that make room for ``wl``'s delayed topology requests, then the failed pass; None as
+    :func:`preempt_for_replacement`."""
+    return _issue(ctx, wl, delayed_targets(ctx, wl, wanted, frs), pod_set, message, base)
+
+
+def _issue(ctx: CycleContext, wl: WorkloadInfo, targets: list[Target], pod_set: str, message: str,
+           base: dict) -> list[ev.Decision] | None:
     if not targets or any(t.workload.key in ctx.removed for t in targets):
         return None
     out: list[ev.Decision] = []

@@ -566,7 +566,12 @@ def _pod_set(wl: WorkloadInfo, name: str) -> PodSetInfo | None:
 
 def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o.Admission,
                    base: dict) -> list[ev.Decision]:
+    """Place the pod sets whose topology waited for the checks, then admit. Not fitting, the pass fails — having
+    first preempted, where the ClusterQueue's policies allow, the workloads whose removal lets them be placed, as
+    Kueue's second pass goes through the ordinary Preempt path (:func:`kueue_es.scheduler.replacepreempt.\
+preempt_for_delayed`)."""
     wanted: list[tuple[str, PodSetRequest]] = []
+    frs: list[str] = []
     for psa in delayed_pod_sets(adm):
         ps = _pod_set(wl, psa.name)
         flavor, error = _tas_flavor(info, psa.flavors)
@@ -575,9 +580,15 @@ def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, 
                                         **base)]
         wanted.append((flavor, _request(wl, ps, psa.count if psa.count is not None else ps.count, info,
                                         _updates(wl, psa.name))))
+        frs.extend(f"{f}/{r}" for r, f in psa.flavors.items())
     wanted = with_spreading(ctx, wl, info, wanted)  # as in the first pass: Kueue's second pass spreads alike
     found = place_workload(ctx.topology.snapshots, wanted, options=ctx.topology.options)
     if not found.ok:
+        from kueue_es.scheduler.replacepreempt import preempt_for_delayed  # it builds on this module
+
+        preempted = preempt_for_delayed(ctx, wl, wanted, frs, found.failed, found.message, base)
+        if preempted is not None:
+            return preempted
         return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
                                     message=f"couldn't assign flavors to pod set {found.failed}: {found.message}",
                                     **base)]
@@ -625,16 +636,50 @@ def _keep(wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
                                      **base)]
 
 
+def in_flight(state, wl: WorkloadInfo) -> list[WorkloadInfo]:
+    """The workloads other than ``wl`` whose eviction is in flight: Evicted in the log while they still hold their
+    reservation (their pods have not ended yet), by key."""
+    keys = sorted({k for cq in state.reserving for k in state.reserving[cq]})
+    return [state.workloads[k] for k in keys
+            if k != wl.key and k in state.workloads and state.workloads[k].evicted]
+
+
+def _fits_after_in_flight(ctx: CycleContext, wl: WorkloadInfo, requests: list[tuple[str, PodSetRequest, Placement]],
+                          node: str) -> bool:
+    """Whether ``node``'s replacement would be found once the evictions in flight (:func:`in_flight`) complete:
+    their domains freed on the cycle's snapshots (and their host ports, under SchedulerLibraryIntegration) for the
+    try, then charged back."""
+    victims = in_flight(ctx.state, wl)
+    if not victims:
+        return False
+    usage = [u for v in victims for u in workload_tas_usage(v)]
+    snaps = ctx.topology.snapshots
+    snaps.charge_usage(usage, -1)
+    try:
+        found = replace_in_workload(snaps, requests, node, options=without_victims(ctx.topology.options, victims),
+                                    listed=listed_beside(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES)))
+    finally:
+        snaps.charge_usage(usage, 1)
+    return not isinstance(found, tuple)
+
+
 def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: str, base: dict,
                     replacing: tuple[list, str] | None = None) -> list[ev.Decision]:
     """No replacement for the unhealthy node. Under TASFailedNodeReplacementFailFast (on by default) Kueue evicts
-    the workload (NodeFailures); without it the second pass fails: quota, Admitted, placement and
+    the workload (NodeFailures) — unless the replacement would be found once the evictions already in flight
+    complete (:func:`_fits_after_in_flight`): then it defers, as Kueue's "in-flight preemption frees capacity;
+    deferred" (scheduler_tas_test.go): the pass fails, preempting nothing. Without it the second pass
+    fails: quota, Admitted, placement and
     ``unhealthyNodes`` stay, and the workload is tried again after the second-pass backoff (the fold's
     :func:`projections.secondpass.backoff_ms`), as often as it takes — having first preempted, where its
     ClusterQueue's policies allow, the workloads whose removal makes room for the replacement
     (:mod:`kueue_es.scheduler.replacepreempt`; ``replacing``: the pod sets to move and the node)."""
+    failed = ev.SecondPassFailed(key=wl.key, uid=wl.uid,
+                                 message=f"couldn't assign flavors to pod set {pod_set}: {message}", **base)
     if (ctx.config.gate(TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST)
             and not within_threshold(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES))):
+        if replacing is not None and _fits_after_in_flight(ctx, wl, replacing[0], replacing[1]):
+            return [failed]  # deferred: the evictions in flight make room, no more victims
         nodes = ",".join(wl.unhealthy_nodes)
         return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
                                    message=f"Workload was evicted as there was no replacement for unhealthy "
@@ -645,5 +690,4 @@ def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: 
         preempted = preempt_for_replacement(ctx, wl, replacing[0], replacing[1], pod_set, message, base)
         if preempted is not None:
             return preempted
-    return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
-                                message=f"couldn't assign flavors to pod set {pod_set}: {message}", **base)]
+    return [failed]
