@@ -291,6 +291,13 @@ def aggregate_requests(containers: Iterable[Mapping[str, Any]],
     return running
 
 
+def chargeable_overhead(overhead: Mapping[str, o.Quantity]) -> dict[str, o.Quantity]:
+    """The overhead entries a pod is charged for (newest Kueue's ``ChargeableOverhead``, which every request Kueue
+    computes from a spec goes through): not ``pods``, which flavor assignment sets from the pod count, nor a negative
+    quantity, which would cancel a request the pod does make."""
+    return {r: q for r, q in overhead.items() if r != "pods" and parse_quantity(q) >= 0}
+
+
 def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
     """The pod's total requests as exact quantities, by the same rules as ``projections.workloads.pod_requests``
     (on an adjusted template, whose requests already include what only limits said)."""
@@ -303,6 +310,6 @@ def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
     if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
         for r, q in spec.resources.requests.items():
             total[r] = max(total.get(r, Decimal(0)), parse_quantity(q))
-    for r, q in spec.overhead.items():
+    for r, q in chargeable_overhead(spec.overhead).items():
         total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
     return total

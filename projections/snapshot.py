@@ -124,7 +124,8 @@ dropped, and one holding history older than its recorded Configuration, which ma
 was, is refused (the layout is version 49's). 51: the log may hold ``QuotaReservationUnset`` decisions (a workload
 not admitted yet giving its quota back to a stopped, missing or terminating queue), which older readers cannot
 fold (the layout is version 50's). 52: each pod set's requests (``PodSetInfo.requests``, ``placement``) count a
-sidecar declared after a regular init container once, as Kubernetes totals a pod (the layout is version 51's)."""
+sidecar declared after a regular init container once, as Kubernetes totals a pod, and no template overhead naming
+``pods`` or a negative quantity (the layout is version 51's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
@@ -184,8 +185,9 @@ list its spec's gates until its next upsert. Versions up to 50 were written by a
 workload already being evicted (a check Rejected during the eviction) for a second eviction: restored from one, such a
 workload keeps the Evicted and Requeued conditions written then (the fold of the whole log keeps the first
 eviction's). Versions up to 51 were written by a fold that added a sidecar declared after a regular init container to
-that container's peak: restored from one, a workload keeps that larger per-pod count (quota, TAS per-pod fit, the
-LimitRange Pod max finding) until its next upsert; running Pods' node usage is counted anew at the restore."""
+that container's peak and charged a template overhead naming ``pods``: restored from one, a workload keeps that
+per-pod count (quota, TAS per-pod fit, the LimitRange Pod bounds) until its next upsert; running Pods' node usage is
+counted anew at the restore."""
 
 Shape = tuple[int, bytes]
 

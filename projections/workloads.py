@@ -39,6 +39,7 @@ from projections.pod_adjustment import (
     LimitSummary,
     adjust,
     aggregate_requests,
+    chargeable_overhead,
     limit_findings,
     overhead_for,
     resource_findings,
@@ -636,7 +637,8 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
     """Effective per-pod requests, the standard Kubernetes way, in Kueue units: the containers' aggregate (regular
     and sidecar containers summed, or each regular init container with the sidecars declared before it where that
     is more: :func:`projections.pod_adjustment.aggregate_requests`), raised to the
-    pod-level ``resources`` where those say more, plus the overhead; a total past int64 saturates at MaxInt64."""
+    pod-level ``resources`` where those say more, plus the overhead Kueue charges
+    (:func:`projections.pod_adjustment.chargeable_overhead`); a total past int64 saturates at MaxInt64."""
 
     def reqs(c: o.Container) -> dict[str, int]:
         out = {r: to_int(r, q) for r, q in c.resources.limits.items()}
@@ -649,7 +651,7 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
         # pod-level resources count, but never for less than the containers' aggregate (Kueue v0.20, #16047)
         for r, v in reqs(o.Container(resources=spec.resources)).items():
             total[r] = max(total.get(r, 0), v)
-    for r, q in spec.overhead.items():
+    for r, q in chargeable_overhead(spec.overhead).items():
         total[r] = total.get(r, 0) + to_int(r, q)
     # every term is non-negative, so capping the exact sums is Kueue's int64 saturating Add (v0.20, #14100)
     return {r: min(v, MAX_INT64) for r, v in total.items()}

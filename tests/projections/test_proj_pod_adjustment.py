@@ -206,6 +206,16 @@ def test_a_sidecar_declared_after_a_regular_init_container_is_not_added_to_its_p
     assert _pod_total(asked) == want
 
 
+def test_overhead_naming_pods_or_negative_is_not_charged() -> None:
+    # newest Kueue's ChargeableOverhead: `pods` comes from the pod count, a negative quantity would cancel a request;
+    # the same for quota and for the LimitRange Pod bounds
+    spec = o.PodSpec(overhead={"pods": "1", "cpu": "-500m", "memory": "1Mi"},
+                     containers=[o.Container(resources=res({"cpu": "1"}))])
+    assert requests_of(spec) == {"cpu": 1000, "memory": 2**20}
+    limits = summarize([lr("p", item("Pod", min={"cpu": "1"}, max={"pods": "0"}))])
+    assert limit_findings(adjust(spec, limits, None), limits) == ()
+
+
 # --- admissibility -------------------------------------------------------------------------------------------------
 
 
