@@ -40,6 +40,7 @@ from events.labels import qualified_name_problem
 from events.quantity import MAX_INT64, QuantityError, decimal_string, parse_quantity, to_int
 from events.timefmt import parse_time
 from projections import gates
+from projections.pod_adjustment import aggregate_requests
 from projections.resource_slices import capacity_charge, counter_charge
 
 CLAIMS_BY_NAME = "KueueDRAIntegration feature does not support use of resource claims"
@@ -766,14 +767,6 @@ def extended_charge(spec: o.PodSpec, view: DraView) -> tuple[tuple[str, ...], Pa
 
 def _pod_total(asked: list[tuple[str, bool, int]]) -> int:
     """A pod's total of one resource that its containers (field, sidecar, quantity; init containers first) ask
-    for, as Kubernetes totals pod requests: sidecars and containers add up, another init container counts with the
-    sidecars started before it, and the pod needs the most of either."""
-    total = sidecars = peak = 0
-    for field, sidecar, q in asked:
-        if field == "containers" or sidecar:
-            total += q
-        if field == "initContainers" and sidecar:
-            sidecars += q
-        elif field == "initContainers":
-            peak = max(peak, q + sidecars)
-    return max(total, peak)
+    for, as Kubernetes totals pod requests (:func:`projections.pod_adjustment.aggregate_requests`)."""
+    return aggregate_requests(({"": q} for field, _, q in asked if field == "containers"),
+                              ((sidecar, {"": q}) for field, sidecar, q in asked if field == "initContainers")).get("", 0)

@@ -264,25 +264,52 @@ def _merge(a: Mapping[str, o.Quantity], b: Mapping[str, o.Quantity], pick: Any) 
     return out
 
 
+def aggregate_requests(containers: Iterable[Mapping[str, Any]],
+                       init_containers: Iterable[tuple[bool, Mapping[str, Any]]]) -> dict[str, Any]:
+    """What a pod's containers ask for together, as Kubernetes totals it (KEP-753, the helper Kueue's
+    ``PodRequests`` calls): the regular containers and every sidecar (an init container that is ``restartPolicy:
+    Always``, given as ``(True, requests)``) run together and add up; a regular init container runs alone with only
+    the sidecars declared before it; the pod needs the larger of the two, resource by resource. The running sum and
+    the init peak are kept apart, so a sidecar declared after a regular init container never adds to that
+    container's peak. Values are anything that adds and compares (Kueue units, exact quantities)."""
+    running: dict[str, Any] = {}
+    for reqs in containers:
+        for r, v in reqs.items():
+            running[r] = running[r] + v if r in running else v
+    sidecars: dict[str, Any] = {}
+    peak: dict[str, Any] = {}
+    for sidecar, reqs in init_containers:
+        for r, v in reqs.items():
+            if sidecar:
+                sidecars[r] = sidecars[r] + v if r in sidecars else v
+                running[r] = running[r] + v if r in running else v
+            else:
+                alone = v + sidecars[r] if r in sidecars else v
+                peak[r] = max(peak[r], alone) if r in peak else alone
+    for r, v in peak.items():
+        running[r] = max(running[r], v) if r in running else v
+    return running
+
+
+def chargeable_overhead(overhead: Mapping[str, o.Quantity]) -> dict[str, o.Quantity]:
+    """The overhead entries a pod is charged for (newest Kueue's ``ChargeableOverhead``, which every request Kueue
+    computes from a spec goes through): not ``pods``, which flavor assignment sets from the pod count, nor a negative
+    quantity, which would cancel a request the pod does make."""
+    return {r: q for r, q in overhead.items() if r != "pods" and parse_quantity(q) >= 0}
+
+
 def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
     """The pod's total requests as exact quantities, by the same rules as ``projections.workloads.pod_requests``
     (on an adjusted template, whose requests already include what only limits said)."""
-    total: dict[str, Decimal] = {}
-    for c in spec.containers:
-        for r, q in c.resources.requests.items():
-            total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
-    sidecars: dict[str, Decimal] = {}
-    for c in spec.init_containers:
-        for r, q in c.resources.requests.items():
-            v = parse_quantity(q)
-            if c.restart_policy == "Always":
-                sidecars[r] = sidecars.get(r, Decimal(0)) + v
-                total[r] = total.get(r, Decimal(0)) + v
-            else:
-                total[r] = max(total.get(r, Decimal(0)), v + sidecars.get(r, Decimal(0)))
+
+    def exact(c: o.Container) -> dict[str, Decimal]:
+        return {r: parse_quantity(q) for r, q in c.resources.requests.items()}
+
+    total = aggregate_requests(map(exact, spec.containers),
+                               ((c.restart_policy == "Always", exact(c)) for c in spec.init_containers))
     if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
         for r, q in spec.resources.requests.items():
             total[r] = max(total.get(r, Decimal(0)), parse_quantity(q))
-    for r, q in spec.overhead.items():
+    for r, q in chargeable_overhead(spec.overhead).items():
         total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
     return total

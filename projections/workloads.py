@@ -38,6 +38,8 @@ from projections.pod_adjustment import (
     OUTSIDE_LIMIT_RANGES,
     LimitSummary,
     adjust,
+    aggregate_requests,
+    chargeable_overhead,
     limit_findings,
     overhead_for,
     resource_findings,
@@ -633,33 +635,23 @@ def intern_pod_set(ps: PodSetInfo) -> PodSetInfo:
 
 def pod_requests(spec: o.PodSpec) -> dict[str, int]:
     """Effective per-pod requests, the standard Kubernetes way, in Kueue units: the containers' aggregate (regular
-    and sidecar containers summed, at least each init container with the sidecars before it), raised to the
-    pod-level ``resources`` where those say more, plus the overhead; a total past int64 saturates at MaxInt64."""
+    and sidecar containers summed, or each regular init container with the sidecars declared before it where that
+    is more: :func:`projections.pod_adjustment.aggregate_requests`), raised to the
+    pod-level ``resources`` where those say more, plus the overhead Kueue charges
+    (:func:`projections.pod_adjustment.chargeable_overhead`); a total past int64 saturates at MaxInt64."""
 
     def reqs(c: o.Container) -> dict[str, int]:
         out = {r: to_int(r, q) for r, q in c.resources.limits.items()}
         out.update({r: to_int(r, q) for r, q in c.resources.requests.items()})
         return out
 
-    total: dict[str, int] = {}
-    for c in spec.containers:
-        for r, v in reqs(c).items():
-            total[r] = total.get(r, 0) + v
-    sidecars: dict[str, int] = {}
-    for c in spec.init_containers:
-        cr = reqs(c)
-        if c.restart_policy == "Always":
-            for r, v in cr.items():
-                sidecars[r] = sidecars.get(r, 0) + v
-                total[r] = total.get(r, 0) + v
-        else:
-            for r, v in cr.items():
-                total[r] = max(total.get(r, 0), v + sidecars.get(r, 0))
+    total: dict[str, int] = aggregate_requests(
+        map(reqs, spec.containers), ((c.restart_policy == "Always", reqs(c)) for c in spec.init_containers))
     if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
         # pod-level resources count, but never for less than the containers' aggregate (Kueue v0.20, #16047)
         for r, v in reqs(o.Container(resources=spec.resources)).items():
             total[r] = max(total.get(r, 0), v)
-    for r, q in spec.overhead.items():
+    for r, q in chargeable_overhead(spec.overhead).items():
         total[r] = total.get(r, 0) + to_int(r, q)
     # every term is non-negative, so capping the exact sums is Kueue's int64 saturating Add (v0.20, #14100)
     return {r: min(v, MAX_INT64) for r, v in total.items()}

@@ -29,6 +29,7 @@ from events import objects as o
 from events import schema as ev
 from projections import snapshot
 from projections.cluster import ClusterState
+from projections.dra import _pod_total
 from projections.pod_adjustment import (
     adjust,
     admissibility,
@@ -174,6 +175,45 @@ def test_pod_level_requests_count_for_at_least_the_containers_aggregate_plus_ove
         'template.spec: Invalid value: []v1.ResourceName{"cpu"}: requests must not be above the limitRange max',)
     above = msgspec.structs.replace(spec, init_containers=[], resources=res({"cpu": "2500m"}))
     assert requests_of(above) == {"cpu": 2750, "memory": 512 * 2**20 + 2**20, "nvidia.com/gpu": 1}
+
+
+SIDECAR_LAYOUTS = [
+    # (init containers as (sidecar, cpu), regular containers' cpu, the pod's cpu as Kubernetes totals it)
+    ([(False, 4), (True, 1)], [1], 4),  # istio: setup, then the proxy: max(1 + 1, 4)
+    ([(True, 1), (False, 3), (True, 2)], [1], 4),  # max(1 + 1 + 2, 3 + 1)
+    ([(False, 10), (True, 1)], [1], 10),  # a later sidecar does not add to the init peak
+    ([(True, 2), (False, 1)], [1], 3),  # the init peak with its sidecar is below the running sum
+    ([(True, 1), (False, 5), (True, 1), (False, 5)], [], 7),  # each init container with the sidecars before it: 5 + 2
+    ([(False, 2)], [], 2),
+]
+
+
+@pytest.mark.parametrize(("inits", "mains", "want"), SIDECAR_LAYOUTS)
+def test_a_sidecar_declared_after_a_regular_init_container_is_not_added_to_its_peak(inits, mains, want) -> None:
+    # Kubernetes' PodRequests (KEP-753), which Kueue's pkg/resources PodRequests calls; the same total for quota,
+    # for the LimitRange Pod max and for a DRA extended resource
+    spec = o.PodSpec(
+        init_containers=[o.Container(resources=res({"cpu": str(q)}), restart_policy="Always" if sc else None)
+                         for sc, q in inits],
+        containers=[o.Container(resources=res({"cpu": str(q)})) for q in mains])
+    assert requests_of(spec) == {"cpu": want * 1000}
+    limits = summarize([lr("p", item("Pod", max={"cpu": str(want)}))])
+    assert limit_findings(adjust(spec, limits, None), limits) == ()
+    below = summarize([lr("p", item("Pod", max={"cpu": f"{want * 1000 - 1}m"}))])
+    assert limit_findings(adjust(spec, below, None), below) == (
+        'template.spec: Invalid value: []v1.ResourceName{"cpu"}: requests must not be above the limitRange max',)
+    asked = [("initContainers", sc, q) for sc, q in inits] + [("containers", False, q) for q in mains]
+    assert _pod_total(asked) == want
+
+
+def test_overhead_naming_pods_or_negative_is_not_charged() -> None:
+    # newest Kueue's ChargeableOverhead: `pods` comes from the pod count, a negative quantity would cancel a request;
+    # the same for quota and for the LimitRange Pod bounds
+    spec = o.PodSpec(overhead={"pods": "1", "cpu": "-500m", "memory": "1Mi"},
+                     containers=[o.Container(resources=res({"cpu": "1"}))])
+    assert requests_of(spec) == {"cpu": 1000, "memory": 2**20}
+    limits = summarize([lr("p", item("Pod", min={"cpu": "1"}, max={"pods": "0"}))])
+    assert limit_findings(adjust(spec, limits, None), limits) == ()
 
 
 # --- admissibility -------------------------------------------------------------------------------------------------
