@@ -111,13 +111,16 @@ def preempt_for_delayed(ctx: CycleContext, wl: WorkloadInfo, wanted: list[tuple[
 
 def _issue(ctx: CycleContext, wl: WorkloadInfo, targets: list[Target], pod_set: str, message: str,
            base: dict) -> list[ev.Decision] | None:
+    """The victims' preemptions, then the failed pass. The victims stay charged on the cycle's tree: they hold their
+    quota until their pods stop, and ``wl`` already holds its own (where a head's preemption puts its usage in the
+    victims' place), so no later entry of the cycle is admitted on it; ``ctx.removed`` keeps another entry from
+    choosing them again."""
     if not targets or any(t.workload.key in ctx.removed for t in targets):
         return None
     out: list[ev.Decision] = []
     for t in targets:
         victim = t.workload
         ctx.removed.add(victim.key)
-        ctx.tree.charge(victim.cluster_queue, victim.usage, -1)
         if victim.evicted:
             continue
         out.append(ev.WorkloadPreempted(key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
