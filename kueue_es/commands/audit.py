@@ -211,7 +211,7 @@ def details(s: Step) -> str:
                 parts.append(f"by {s.preemptor}")
             if s.underlying_cause:
                 parts.append(f"cause: {s.underlying_cause}")
-        case "Requeued":
+        case "Requeued" | "Unreserved":
             parts.append(reason_message)
             if s.released:
                 parts.append("quota released")

@@ -130,3 +130,24 @@ def test_audit_with_quarantine_brings_the_fold_in_without_the_events_set_aside(t
     assert [q["offset"] for q in data["quarantined"]] == [bad]
     assert data["steps"] == _expected(recs)
     assert any(s["step"] == "AdmissionCheck" and s["observed"] and s["offset"] > bad for s in data["steps"])
+
+
+def test_audit_shows_a_reservation_given_back_to_a_stopped_queue_as_quota_released(tmp_path: Path) -> None:
+    """A workload waiting for its checks whose queue stops gives its quota back (``QuotaReservationUnset``): its
+    audit step says the quota was released, as a releasing requeue's does."""
+    check = o.AdmissionCheck(metadata=g.meta("ext"), spec=o.AdmissionCheckSpec(controller_name="example.com/external"))
+    events: list[ev.AnyEvent] = [
+        g.upsert(g.flavor("f0"), g.T0), g.upsert(check, g.T0), g.upsert(g.cluster_queue("cq", checks=["ext"]), g.T0),
+        g.upsert(g.local_queue("team", "lq", "cq"), g.T0), g.upsert(JOB, g.T0),
+        ev.QuotaReserved(key=JOB.key, admission=g.admission("cq", "f0", 1000), time=g.T0 + 1000, cycle=1, input=4),
+        ev.QuotaReservationUnset(key=JOB.key, reason="Suspended", message="LocalQueue lq is stopped",
+                                 time=g.T0 + 2000, cycle=2, input=5),
+    ]
+    path = tmp_path / "log"
+    append(path, events)
+    r = kueue_es("audit", "--log", path, "team/job", "-o", "json")
+    assert r.code == 0, r.err
+    (step,) = [s for s in json.loads(r.out)["steps"] if s["step"] == "Unreserved"]
+    assert (step["offset"], step["reason"], step["message"]) == (6, "Suspended", "LocalQueue lq is stopped")
+    table = kueue_es("audit", "--log", path, "team/job").out
+    assert "Suspended: LocalQueue lq is stopped; quota released" in table
