@@ -22,6 +22,8 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * ClusterQueue: with ``RejectUpdatesToCQWithInvalidOnFlavors`` off, an admission check whose ``onFlavors`` the
   update leaves as they were, in a ClusterQueue whose flavors it leaves as they were, is not checked (with the gate
   on every entry is, with the object).
+* Workload: a missing ``status.admission`` while ``QuotaReserved`` is True is refused only when the old object had
+  one or held no quota (Kueue refuses moving into that state; one stored so stays updatable, to be deleted).
 * Workload, under ``AdmissionGatedBy``: its ``kueue.x-k8s.io/admission-gated-by`` gates are removed, never added
   (:func:`admission_gate_errors`; the Job webhook holds a Job to the same rule).
 * LocalQueue: ``spec.clusterQueue`` does not change.
@@ -45,7 +47,14 @@ from events import objects as o
 from events.admission_gate import gate_names
 from events.errors import InvalidInput
 from events.manifests import on_flavors_errors, reclaimable_bound_errors
-from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME, WorkloadRefused, refuse_all
+from events.object_rules import (
+    ADMISSION_GATED_BY,
+    ADMISSION_REQUIRED,
+    ELASTIC_JOB,
+    HOSTNAME,
+    WorkloadRefused,
+    refuse_all,
+)
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
@@ -72,7 +81,7 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by)
             refuse_all((own.schema if own is not None else []) + schema, where)
             old_wl = old if isinstance(old, o.Workload) else None
-            held = own.webhook if own is not None else []
+            held = _own_webhook_errors(own, old_doc)
             if spreading:
                 held += topology_spreading.workload_errors(new.spec.pod_sets,
                                                            old_wl.spec.pod_sets if old_wl is not None else None)
@@ -102,6 +111,17 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                 raise InvalidInput(f"{where}: field `spec.controllerName`: {IMMUTABLE}")
         case _:
             pass
+
+
+def _own_webhook_errors(own: WorkloadRefused | None, old_doc: dict[str, Any]) -> list[str]:
+    """The new Workload's own webhook errors an update is refused for: all of them, but for a missing admission
+    while QuotaReserved is True where the old object lacked it already. Kueue refuses only the update that moves a
+    Workload into that state; one stored so (before Kueue checked it, or while no webhook answered) must stay
+    updatable, else its finalizer could never be dropped and the object never deleted."""
+    errors = list(own.webhook) if own is not None else []
+    if _has_condition(old_doc, "QuotaReserved") and not isinstance(_get(old_doc, "status").get("admission"), dict):
+        errors = [e for e in errors if e != ADMISSION_REQUIRED]
+    return errors
 
 
 GATE_PATH = admission_gate.PATH

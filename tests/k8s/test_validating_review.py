@@ -234,6 +234,29 @@ def test_reclaimable_pods_only_grow_while_quota_is_held() -> None:
     assert _review("Workload", released, before)["allowed"] is True
 
 
+def _reserved_without_admission(**meta: Any) -> dict:
+    doc = wl(reserved=True)
+    del doc["status"]["admission"]
+    doc["metadata"].update(meta)
+    return doc
+
+
+def test_only_an_update_into_quota_reserved_without_admission_is_refused() -> None:
+    """Kueue's "a workload already in that state stays updatable so it can be removed": a Workload stored with
+    QuotaReserved=True and no admission (written before Kueue checked it, or while no webhook answered) may still
+    lose its finalizer or change a label; only an update moving a Workload into that state is refused."""
+    stuck = _reserved_without_admission(finalizers=["kueue.x-k8s.io/resource-in-use"])
+    assert _review("Workload", _reserved_without_admission(), stuck)["allowed"] is True, "finalizer dropped"
+    assert _review("Workload", _reserved_without_admission(labels={"a": "b"}), stuck)["allowed"] is True
+    required = "Workload team/w: field `status.admission` is required while the QuotaReserved condition is True"
+    assert _message(_review("Workload", _reserved_without_admission(), wl())) == required, "into it: refused"
+    assert _message(_review("Workload", _reserved_without_admission(), wl(reserved=True))) == required
+    assert _message(_review("Workload", _reserved_without_admission())) == required, "created so: refused"
+    stuck_pods = _limiting_pods(copy.deepcopy(stuck))
+    assert _message(_review("Workload", _limiting_pods(_reserved_without_admission()), stuck_pods)) == (
+        f"Workload team/w: {PODS_LIMIT}"), "the object's other errors stand"
+
+
 def test_max_execution_time_and_ready_pod_set_updates_are_kept() -> None:
     before = wl(reserved=True, admitted=True, maximumExecutionTimeSeconds=60)
     longer = copy.deepcopy(before)
