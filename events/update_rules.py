@@ -13,8 +13,8 @@ kueue-es does not model (a container's image) count too. Each names the object a
   ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
   name. While both hold quota:
   ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear — but for a workload
-  slice (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than the
-  old reclaimable count (Kueue #12670: a Job scaled below the pods it reclaimed). Whatever it holds, a reclaimable
+  slice (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than its
+  admission granted (Kueue #12958, #13044: a Job scaled down in place has its reclaimable count recomputed). Whatever it holds, a reclaimable
   count is at most its pod set's count, unless a workload slice leaves it unchanged. While both are
   admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
   change, but for each pod set assignment's ``topologyAssignment`` and ``delayedTopologyRequest`` under
@@ -249,11 +249,20 @@ def _reclaimable_counts(doc: dict[str, Any]) -> dict[Any, Any]:
 
 
 def _scaled_below(old: dict[str, Any], new: dict[str, Any]) -> set[Any]:
-    """The pod sets of a workload slice now counting fewer pods than their old reclaimable count: their Job
-    scaled down below the pods it had reclaimed, so that count is recomputed, not taken back."""
-    before = _reclaimable_counts(old)
+    """The pod sets of a workload slice now counting fewer pods than its admission granted them (Kueue #13044,
+    kueue#12958): their Job scaled down in place, so their reclaimable counts are recomputed (the pods removed
+    taken off), not taken back. The admission's count tells it even where the pod set still counts more pods than
+    it reclaimed (admitted 20, scaled to 10, reclaimable 9 to 0); a pod set with no granted count did not."""
+    granted = _granted_counts(new) or _granted_counts(old)
     return {ps.get("name") for ps in _get(new, "spec").get("podSets") or [] if isinstance(ps, dict)
-            and ps.get("name") in before and ps.get("count", 1) < before[ps.get("name")]}
+            and isinstance(granted.get(ps.get("name")), int) and ps.get("count", 1) < granted[ps.get("name")]}
+
+
+def _granted_counts(doc: dict[str, Any]) -> dict[Any, Any]:
+    """A Workload's admitted pod counts (``status.admission.podSetAssignments[].count``, plain data) by pod set."""
+    admission = _get(doc, "status").get("admission")
+    psas = admission.get("podSetAssignments") if isinstance(admission, dict) else None
+    return {psa.get("name"): psa.get("count") for psa in psas or [] if isinstance(psa, dict)}
 
 
 def _reclaimable_pods(before: dict[Any, Any], after: dict[Any, Any], lowered: set[Any]) -> list[str]:
