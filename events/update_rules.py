@@ -7,7 +7,8 @@ the old and the new object, as the apiserver hands them to an admission webhook 
 kueue-es does not model (a container's image) count too. Each names the object and the field.
 
 * Workload, while the old one holds quota (``QuotaReserved=True``): ``spec.podSets`` do not change (quantities
-  compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default) and,
+  compared by value), but for a pod set's count going down (only under ``ElasticJobsViaWorkloadSlices``, on by
+  default) and,
   for a workload slice, its ``minCount`` coming down to that new count (KEP-12100's scale-down: Kueue's webhook
   would refuse it, its job reconciler lowering the count alone, which the CRD's minCount rule refuses);
   ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
@@ -78,7 +79,8 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
         case o.Workload():
             is_slice = elastic and new.metadata.annotations.get(ELASTIC_JOB) == "true"
             before = _reclaimable_counts(old_doc)
-            schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by)
+            schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by,
+                                                     shrink=elastic)
             refuse_all((own.schema if own is not None else []) + schema, where)
             old_wl = old if isinstance(old, o.Workload) else None
             held = _own_webhook_errors(own, old_doc)
@@ -152,19 +154,20 @@ def admission_gate_errors(old_meta: Any, new_meta: Any) -> list[str]:
 
 
 def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: bool, is_slice: bool,
-                           gated_by: bool) -> tuple[list[str], list[str]]:
+                           gated_by: bool, shrink: bool = True) -> tuple[list[str], list[str]]:
     """What Kueue refuses in the update of Workload ``old`` into ``new`` (plain data), as field errors
     (``field `path`: problem``): those of its CRD's transition rules (while quota is reserved, the
     ``priorityClassRef`` and ``queueName``; while admitted, ``maximumExecutionTimeSeconds``), then those of its
     webhook in its order (while quota is reserved, the pod sets and the reclaimable counts; the admission; a Ready
-    check's pod set updates; under ``AdmissionGatedBy``, the gates)."""
+    check's pod set updates; under ``AdmissionGatedBy``, the gates). ``shrink``: ``ElasticJobsViaWorkloadSlices``,
+    under which a pod set's count may come down while quota is reserved."""
     old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
     old_reserved, new_reserved = _has_condition(old, "QuotaReserved"), _has_condition(new, "QuotaReserved")
     schema: list[str] = []
     webhook: list[str] = []
     if old_reserved:
         schema += _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"))
-        webhook += _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], is_slice)
+        webhook += _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], is_slice, shrink)
     if old_reserved and new_reserved:
         if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
             schema.append("field `spec.queueName`: queueName is immutable while workload quota reserved")
@@ -183,9 +186,10 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
     return schema, webhook
 
 
-def _pod_sets(old: list[Any], new: list[Any], is_slice: bool) -> list[str]:
-    """Unchanged but for a smaller count; a workload slice's ``minCount`` may also come down to its new count (the
-    Job integration's scale-down below it, KEP-12100)."""
+def _pod_sets(old: list[Any], new: list[Any], is_slice: bool, shrink: bool) -> list[str]:
+    """Unchanged but for a smaller count where ``shrink`` (``ElasticJobsViaWorkloadSlices``: Kueue's webhook lets
+    any Workload's count come down under the gate, none without it); a workload slice's ``minCount`` may also come
+    down to its new count (the Job integration's scale-down below it, KEP-12100)."""
     if len(old) != len(new):
         return [f"field `spec.podSets`: {IMMUTABLE}"]
     errors: list[str] = []
@@ -195,7 +199,8 @@ def _pod_sets(old: list[Any], new: list[Any], is_slice: bool) -> list[str]:
             if is_slice and _min_count_follows(before, after):
                 after = {**after, "minCount": before["minCount"]}
             before = {**before, "count": count}
-            after = {**after, "count": max(after.get("count", 1), count)}  # a smaller count is allowed
+            if shrink:  # a smaller count is allowed
+                after = {**after, "count": max(after.get("count", 1), count)}
         if _by_value(before) != _by_value(after):
             errors.append(f"field `spec.podSets[{i}]`: {IMMUTABLE}")
     return errors

@@ -180,6 +180,26 @@ def test_a_workload_holding_quota_keeps_its_pod_sets_but_may_lose_pods() -> None
     assert "field `spec.podSets`: field is immutable" in _message(_review("Workload", two, before))
 
 
+def test_a_workload_holding_quota_loses_pods_only_under_elastic_jobs() -> None:
+    """Kueue's "workload.podSets[].count is immutable" and "... is mutable with ElasticJobs feature gate": a pod
+    set's count may come down while quota is reserved only under ``ElasticJobsViaWorkloadSlices``, whichever the
+    Workload; off, the pod set is as immutable as the rest (the other pod set, unchanged, is not named)."""
+    def two(second: int) -> dict:
+        doc = wl(count=3, reserved=True)
+        ps, psa = doc["spec"]["podSets"][0], doc["status"]["admission"]["podSetAssignments"][0]
+        psa["resourceUsage"] = {"cpu": "3"}
+        doc["spec"]["podSets"].append({**copy.deepcopy(ps), "name": "second", "count": second})
+        doc["status"]["admission"]["podSetAssignments"].append({**copy.deepcopy(psa), "name": "second", "count": 4,
+                                                                 "resourceUsage": {"cpu": "4"}})
+        return doc
+    off = {"ElasticJobsViaWorkloadSlices": False}
+    assert _message(_review("Workload", two(3), two(4), off)) == (
+        "Workload team/w: field `spec.podSets[1]`: field is immutable")
+    assert _review("Workload", two(3), two(4), {"ElasticJobsViaWorkloadSlices": True})["allowed"] is True
+    assert _review("Workload", two(3), two(4))["allowed"] is True, "the gate's default: on"
+    assert _review("Workload", two(4), two(4), off)["allowed"] is True
+
+
 def test_a_workload_holding_quota_keeps_its_queue_and_priority_class() -> None:
     before = wl(reserved=True, priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
                                                   "name": "low"}, priority=1)
