@@ -272,11 +272,13 @@ def _granted_counts(doc: dict[str, Any]) -> dict[Any, Any]:
 
 def _reclaimable_pods(before: dict[Any, Any], after: dict[Any, Any], lowered: set[Any]) -> list[str]:
     """While the workload holds quota, a reclaimable pod count only grows, and stays listed (but for the pod
-    sets in ``lowered``: :func:`_scaled_below`)."""
-    errors = [f"field `status.reclaimablePods[{name}].count`: cannot be less than {before[name]}"
+    sets in ``lowered``: :func:`_scaled_below`), in Kueue's words (``pkg/webhooks/workload_webhook.go``, its
+    "less then" included)."""
+    errors = [f"field `status.reclaimablePods[{name}].count`: Invalid value: {after[name]}: cannot be less then "
+              f"{before[name]}"  # sic: Kueue's words
               for name in sorted(after, key=str)
               if name in before and after[name] < before[name] and name not in lowered]
-    errors += [f"field `status.reclaimablePods[{name}]`: cannot be removed"
+    errors += [f"field `status.reclaimablePods[{name}]`: Required value: cannot be removed"
                for name in sorted(before, key=str) if name not in after and name not in lowered]
     return errors
 

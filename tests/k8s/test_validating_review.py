@@ -246,9 +246,9 @@ def test_reclaimable_pods_only_grow_while_quota_is_held() -> None:
     gone["status"]["reclaimablePods"] = []
     assert _review("Workload", more, before)["allowed"] is True
     assert _message(_review("Workload", fewer, before)) == (
-        "Workload team/w: field `status.reclaimablePods[main].count`: cannot be less than 2")
+        "Workload team/w: field `status.reclaimablePods[main].count`: Invalid value: 1: cannot be less then 2")
     assert _message(_review("Workload", gone, before)) == (
-        "Workload team/w: field `status.reclaimablePods[main]`: cannot be removed")
+        "Workload team/w: field `status.reclaimablePods[main]`: Required value: cannot be removed")
     released = copy.deepcopy(gone)
     del released["status"]["conditions"], released["status"]["admission"]
     assert _review("Workload", released, before)["allowed"] is True

@@ -664,8 +664,8 @@ def test_a_slice_scaled_below_its_admitted_count_may_lower_a_reclaimable_count_s
     dropped["status"]["reclaimablePods"] = []
     assert _refused(dropped, scaled) is None
     lowered = _patched(admitted, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 0}])
-    assert "cannot be less than 9" in (_refused(lowered, admitted) or "")
-    assert "cannot be less than 9" in (_refused(recounted, scaled, GATE_OFF) or ""), "the gate off: as before"
+    assert "Invalid value: 0: cannot be less then 9" in (_refused(lowered, admitted) or "")
+    assert "Invalid value: 0: cannot be less then 9" in (_refused(recounted, scaled, GATE_OFF) or ""), "the gate off: as before"
 
 
 def test_the_scale_down_leniency_is_for_workload_slices_only() -> None:
@@ -679,7 +679,7 @@ def test_the_scale_down_leniency_is_for_workload_slices_only() -> None:
         _refused(_patched(elastic, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}]), elastic,
                  GATE_OFF) or "")
     fewer = _patched(elastic, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 3}])
-    assert "cannot be less than 4" in (_refused(fewer, elastic) or "")
+    assert "Invalid value: 3: cannot be less then 4" in (_refused(fewer, elastic) or "")
     stale = _patched(elastic, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}])
     raised = _patched(stale, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 5}])
     assert "status.reclaimablePods[main].count" in (_refused(raised, stale) or "")
