@@ -194,7 +194,8 @@ def _reserved_resource_errors(pod: o.PodSpec, at: str) -> list[str]:
               for i, c in enumerate(containers)]
     if pod.resources is not None:
         owners.append((f"{at}.resources", pod.resources))
-    return [f"field `{path}.{part}[{RESERVED_RESOURCE}]`: the key is reserved for internal kueue use"
+    return [f'field `{path}.{part}[{RESERVED_RESOURCE}]`: Invalid value: "{RESERVED_RESOURCE}": the key is reserved '
+            "for internal kueue use"
             for path, resources in owners
             for part, values in (("requests", resources.requests), ("limits", resources.limits))
             if RESERVED_RESOURCE in values]

@@ -208,7 +208,7 @@ BAD_INPUTS = {
         "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    template:\n      spec:\n"
         "        containers: [{name: c, resources: {limits: {pods: 1}}}]\n",
         ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`",
-         "the key is reserved for internal kueue use"],
+         'Invalid value: "pods": the key is reserved for internal kueue use'],
     ),
     "tas-flavor-without-node-labels": (  # a CEL rule of Kueue's ResourceFlavor CRD
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: tas\nspec:\n"

@@ -67,13 +67,14 @@ def test_no_container_may_name_the_pods_resource(where: str, part: str) -> None:
     pod = doc["spec"]["podSets"][0]["template"]["spec"]
     pod.setdefault(where, [{"name": "c"}])[0].setdefault("resources", {}).setdefault(part, {})["pods"] = "1"
     assert _refusal(doc) == (f"Workload team/w: field `spec.podSets[0].template.spec.{where}[0].resources.{part}[pods]`"
-                             ": the key is reserved for internal kueue use")
+                             ': Invalid value: "pods": the key is reserved for internal kueue use')
 
 
 def test_nor_the_pod_s_own_resources() -> None:
     doc = workload()
     doc["spec"]["podSets"][0]["template"]["spec"]["resources"] = {"limits": {"pods": "1"}}
-    assert "`spec.podSets[0].template.spec.resources.limits[pods]`: the key is reserved" in _refusal(doc)
+    assert ('`spec.podSets[0].template.spec.resources.limits[pods]`: Invalid value: "pods": the key is reserved'
+            in _refusal(doc))
 
 
 def test_a_priority_class_ref_comes_with_a_priority_and_names_the_kind_of_its_group() -> None:

@@ -348,8 +348,8 @@ def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
     reserved = wl()
     reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
     assert _message(_review("Workload", reserved, gates={"AllBeta": False})) == (
-        "Workload team/w: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
-        "reserved for internal kueue use")
+        "Workload team/w: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: Invalid value: "
+        '"pods": the key is reserved for internal kueue use')
     assert "limits[pods]" in _message(_review("Workload", reserved, wl()))
     rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
           "spec": {"nodeTaints": [{"key": "spot", "effect": "Soon"}]}}
@@ -446,8 +446,8 @@ def test_topology_spreading_is_checked_under_its_gate_on_update_only_where_it_ch
     assert "topologyKey" in _message(_review("Workload", rewritten, old=staged, gates=on))
 
 
-PODS_LIMIT = ("field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is reserved for "
-              "internal kueue use")
+PODS_LIMIT = ("field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: Invalid value: \"pods\": "
+              "the key is reserved for internal kueue use")
 
 
 def _limiting_pods(doc: dict) -> dict:
