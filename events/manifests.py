@@ -712,7 +712,7 @@ def _flavor_names(cq: o.ClusterQueue) -> frozenset[str]:
 def priority_boost_errors(wl: o.Workload) -> list[str]:
     """Kueue's Workload webhook under the ``PriorityBoost`` gate: a ``kueue.x-k8s.io/priority-boost`` annotation
     must be an int32 (:mod:`events.priority_boost`). Gate off, the annotation is not looked at."""
-    problem = priority_boost_error(wl.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, ""))
+    problem = priority_boost_error(wl.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION))
     return [problem] if problem is not None else []
 
 

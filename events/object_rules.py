@@ -11,7 +11,8 @@ Whatever the gates (:func:`check`, :func:`check_document`):
 
 * Workload: no ``pods`` resource in the requests or limits of a container, an init container or the pod; a
   ``priorityClassRef`` names a PriorityClass of ``scheduling.k8s.io`` or a WorkloadPriorityClass of
-  ``kueue.x-k8s.io`` and comes with a ``priority``; while ``QuotaReserved`` is True there is an admission, with one
+  ``kueue.x-k8s.io`` and comes with a ``priority``; while ``QuotaReserved`` is True there is an admission (an update
+  leaving a Workload without one, as it was, is let through: :mod:`events.update_rules`), with one
   assignment per pod set, each naming a pod set, its usage a multiple of its count; conditions as
   ``metav1.Condition`` holds them (unique types that are qualified names, a known status, a reason, a
   ``lastTransitionTime``, bounded reason and message, ``observedGeneration`` not negative); an admission check's
@@ -91,6 +92,9 @@ _REASON_RULE = ("a condition reason must start with alphabetic character, option
                 "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
 ADMISSION_GATED_BY = admission_gate.ANNOTATION
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
+ADMISSION_REQUIRED = "field `status.admission` is required while the QuotaReserved condition is True"
+"""Kueue's webhook error for a Workload holding quota with no admission; an update refuses it only where the old
+object was not in that state already (:mod:`events.update_rules`)."""
 
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
 _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
@@ -190,7 +194,8 @@ def _reserved_resource_errors(pod: o.PodSpec, at: str) -> list[str]:
               for i, c in enumerate(containers)]
     if pod.resources is not None:
         owners.append((f"{at}.resources", pod.resources))
-    return [f"field `{path}.{part}[{RESERVED_RESOURCE}]`: the key is reserved for internal kueue use"
+    return [f'field `{path}.{part}[{RESERVED_RESOURCE}]`: Invalid value: "{RESERVED_RESOURCE}": the key is reserved '
+            "for internal kueue use"
             for path, resources in owners
             for part, values in (("requests", resources.requests), ("limits", resources.limits))
             if RESERVED_RESOURCE in values]
@@ -274,7 +279,7 @@ def _reserved_admission_errors(wl: o.Workload) -> list[str]:
     units per admitted pod (the assignments' count is the CRD's rule: :func:`workload_errors`)."""
     admission = wl.status.admission
     if admission is None:
-        return ["field `status.admission` is required while the QuotaReserved condition is True"]
+        return [ADMISSION_REQUIRED]
     errors: list[str] = []
     names = {ps.name for ps in wl.spec.pod_sets}
     for i, psa in enumerate(admission.pod_set_assignments):

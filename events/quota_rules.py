@@ -134,7 +134,7 @@ def _quota_errors(rq: o.ResourceQuota, covered: str, at: str, *, parent: str, co
     unparented = f"must be nil when {'parent' if cohort else 'cohort'} is empty"
     if rq.borrowing_limit is not None:
         if full and not parent:
-            errors.append(f"field `{at}.borrowingLimit`: {unparented}")
+            errors.append(f'field `{at}.borrowingLimit`: Invalid value: "{rq.borrowing_limit}": {unparented}')
         if parse_quantity(rq.borrowing_limit) < 0:
             errors.append(f'field `{at}.borrowingLimit`: Invalid value: "{rq.borrowing_limit}": {negative}')
     lend = rq.lending_limit
@@ -142,9 +142,10 @@ def _quota_errors(rq: o.ResourceQuota, covered: str, at: str, *, parent: str, co
         if parse_quantity(lend) < 0:
             errors.append(f'field `{at}.lendingLimit`: Invalid value: "{lend}": {negative}')
         if full and not parent:
-            errors.append(f"field `{at}.lendingLimit`: {unparented}")
+            errors.append(f'field `{at}.lendingLimit`: Invalid value: "{lend}": {unparented}')
         if full and not cohort and parse_quantity(lend) > parse_quantity(rq.nominal_quota):
-            errors.append(f"field `{at}.lendingLimit`: must be less than or equal to the nominalQuota")
+            errors.append(f'field `{at}.lendingLimit`: Invalid value: "{lend}": must be less than or equal to the '
+                          "nominalQuota")
     return errors
 
 

@@ -7,14 +7,15 @@ the old and the new object, as the apiserver hands them to an admission webhook 
 kueue-es does not model (a container's image) count too. Each names the object and the field.
 
 * Workload, while the old one holds quota (``QuotaReserved=True``): ``spec.podSets`` do not change (quantities
-  compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default) and,
+  compared by value), but for a pod set's count going down (only under ``ElasticJobsViaWorkloadSlices``, on by
+  default) and,
   for a workload slice, its ``minCount`` coming down to that new count (KEP-12100's scale-down: Kueue's webhook
   would refuse it, its job reconciler lowering the count alone, which the CRD's minCount rule refuses);
   ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
   name. While both hold quota:
   ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear — but for a workload
-  slice (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than the
-  old reclaimable count (Kueue #12670: a Job scaled below the pods it reclaimed). Whatever it holds, a reclaimable
+  slice (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than its
+  admission granted (Kueue #12958, #13044: a Job scaled down in place has its reclaimable count recomputed). Whatever it holds, a reclaimable
   count is at most its pod set's count, unless a workload slice leaves it unchanged. While both are
   admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
   change, but for each pod set assignment's ``topologyAssignment`` and ``delayedTopologyRequest`` under
@@ -22,6 +23,8 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * ClusterQueue: with ``RejectUpdatesToCQWithInvalidOnFlavors`` off, an admission check whose ``onFlavors`` the
   update leaves as they were, in a ClusterQueue whose flavors it leaves as they were, is not checked (with the gate
   on every entry is, with the object).
+* Workload: a missing ``status.admission`` while ``QuotaReserved`` is True is refused only when the old object had
+  one or held no quota (Kueue refuses moving into that state; one stored so stays updatable, to be deleted).
 * Workload, under ``AdmissionGatedBy``: its ``kueue.x-k8s.io/admission-gated-by`` gates are removed, never added
   (:func:`admission_gate_errors`; the Job webhook holds a Job to the same rule).
 * LocalQueue: ``spec.clusterQueue`` does not change.
@@ -45,7 +48,14 @@ from events import objects as o
 from events.admission_gate import gate_names
 from events.errors import InvalidInput
 from events.manifests import on_flavors_errors, reclaimable_bound_errors
-from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME, WorkloadRefused, refuse_all
+from events.object_rules import (
+    ADMISSION_GATED_BY,
+    ADMISSION_REQUIRED,
+    ELASTIC_JOB,
+    HOSTNAME,
+    WorkloadRefused,
+    refuse_all,
+)
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
@@ -69,10 +79,11 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
         case o.Workload():
             is_slice = elastic and new.metadata.annotations.get(ELASTIC_JOB) == "true"
             before = _reclaimable_counts(old_doc)
-            schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by)
+            schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by,
+                                                     shrink=elastic)
             refuse_all((own.schema if own is not None else []) + schema, where)
             old_wl = old if isinstance(old, o.Workload) else None
-            held = own.webhook if own is not None else []
+            held = _own_webhook_errors(own, old_doc)
             if spreading:
                 held += topology_spreading.workload_errors(new.spec.pod_sets,
                                                            old_wl.spec.pod_sets if old_wl is not None else None)
@@ -104,6 +115,17 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             pass
 
 
+def _own_webhook_errors(own: WorkloadRefused | None, old_doc: dict[str, Any]) -> list[str]:
+    """The new Workload's own webhook errors an update is refused for: all of them, but for a missing admission
+    while QuotaReserved is True where the old object lacked it already. Kueue refuses only the update that moves a
+    Workload into that state; one stored so (before Kueue checked it, or while no webhook answered) must stay
+    updatable, else its finalizer could never be dropped and the object never deleted."""
+    errors = list(own.webhook) if own is not None else []
+    if _has_condition(old_doc, "QuotaReserved") and not isinstance(_get(old_doc, "status").get("admission"), dict):
+        errors = [e for e in errors if e != ADMISSION_REQUIRED]
+    return errors
+
+
 GATE_PATH = admission_gate.PATH
 
 
@@ -132,19 +154,20 @@ def admission_gate_errors(old_meta: Any, new_meta: Any) -> list[str]:
 
 
 def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: bool, is_slice: bool,
-                           gated_by: bool) -> tuple[list[str], list[str]]:
+                           gated_by: bool, shrink: bool = True) -> tuple[list[str], list[str]]:
     """What Kueue refuses in the update of Workload ``old`` into ``new`` (plain data), as field errors
     (``field `path`: problem``): those of its CRD's transition rules (while quota is reserved, the
     ``priorityClassRef`` and ``queueName``; while admitted, ``maximumExecutionTimeSeconds``), then those of its
     webhook in its order (while quota is reserved, the pod sets and the reclaimable counts; the admission; a Ready
-    check's pod set updates; under ``AdmissionGatedBy``, the gates)."""
+    check's pod set updates; under ``AdmissionGatedBy``, the gates). ``shrink``: ``ElasticJobsViaWorkloadSlices``,
+    under which a pod set's count may come down while quota is reserved."""
     old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
     old_reserved, new_reserved = _has_condition(old, "QuotaReserved"), _has_condition(new, "QuotaReserved")
     schema: list[str] = []
     webhook: list[str] = []
     if old_reserved:
         schema += _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"))
-        webhook += _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], is_slice)
+        webhook += _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], is_slice, shrink)
     if old_reserved and new_reserved:
         if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
             schema.append("field `spec.queueName`: queueName is immutable while workload quota reserved")
@@ -163,9 +186,10 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
     return schema, webhook
 
 
-def _pod_sets(old: list[Any], new: list[Any], is_slice: bool) -> list[str]:
-    """Unchanged but for a smaller count; a workload slice's ``minCount`` may also come down to its new count (the
-    Job integration's scale-down below it, KEP-12100)."""
+def _pod_sets(old: list[Any], new: list[Any], is_slice: bool, shrink: bool) -> list[str]:
+    """Unchanged but for a smaller count where ``shrink`` (``ElasticJobsViaWorkloadSlices``: Kueue's webhook lets
+    any Workload's count come down under the gate, none without it); a workload slice's ``minCount`` may also come
+    down to its new count (the Job integration's scale-down below it, KEP-12100)."""
     if len(old) != len(new):
         return [f"field `spec.podSets`: {IMMUTABLE}"]
     errors: list[str] = []
@@ -175,7 +199,8 @@ def _pod_sets(old: list[Any], new: list[Any], is_slice: bool) -> list[str]:
             if is_slice and _min_count_follows(before, after):
                 after = {**after, "minCount": before["minCount"]}
             before = {**before, "count": count}
-            after = {**after, "count": max(after.get("count", 1), count)}  # a smaller count is allowed
+            if shrink:  # a smaller count is allowed
+                after = {**after, "count": max(after.get("count", 1), count)}
         if _by_value(before) != _by_value(after):
             errors.append(f"field `spec.podSets[{i}]`: {IMMUTABLE}")
     return errors
@@ -229,20 +254,31 @@ def _reclaimable_counts(doc: dict[str, Any]) -> dict[Any, Any]:
 
 
 def _scaled_below(old: dict[str, Any], new: dict[str, Any]) -> set[Any]:
-    """The pod sets of a workload slice now counting fewer pods than their old reclaimable count: their Job
-    scaled down below the pods it had reclaimed, so that count is recomputed, not taken back."""
-    before = _reclaimable_counts(old)
+    """The pod sets of a workload slice now counting fewer pods than its admission granted them (Kueue #13044,
+    kueue#12958): their Job scaled down in place, so their reclaimable counts are recomputed (the pods removed
+    taken off), not taken back. The admission's count tells it even where the pod set still counts more pods than
+    it reclaimed (admitted 20, scaled to 10, reclaimable 9 to 0); a pod set with no granted count did not."""
+    granted = _granted_counts(new) or _granted_counts(old)
     return {ps.get("name") for ps in _get(new, "spec").get("podSets") or [] if isinstance(ps, dict)
-            and ps.get("name") in before and ps.get("count", 1) < before[ps.get("name")]}
+            and isinstance(granted.get(ps.get("name")), int) and ps.get("count", 1) < granted[ps.get("name")]}
+
+
+def _granted_counts(doc: dict[str, Any]) -> dict[Any, Any]:
+    """A Workload's admitted pod counts (``status.admission.podSetAssignments[].count``, plain data) by pod set."""
+    admission = _get(doc, "status").get("admission")
+    psas = admission.get("podSetAssignments") if isinstance(admission, dict) else None
+    return {psa.get("name"): psa.get("count") for psa in psas or [] if isinstance(psa, dict)}
 
 
 def _reclaimable_pods(before: dict[Any, Any], after: dict[Any, Any], lowered: set[Any]) -> list[str]:
     """While the workload holds quota, a reclaimable pod count only grows, and stays listed (but for the pod
-    sets in ``lowered``: :func:`_scaled_below`)."""
-    errors = [f"field `status.reclaimablePods[{name}].count`: cannot be less than {before[name]}"
+    sets in ``lowered``: :func:`_scaled_below`), in Kueue's words (``pkg/webhooks/workload_webhook.go``, its
+    "less then" included)."""
+    errors = [f"field `status.reclaimablePods[{name}].count`: Invalid value: {after[name]}: cannot be less then "
+              f"{before[name]}"  # sic: Kueue's words
               for name in sorted(after, key=str)
               if name in before and after[name] < before[name] and name not in lowered]
-    errors += [f"field `status.reclaimablePods[{name}]`: cannot be removed"
+    errors += [f"field `status.reclaimablePods[{name}]`: Required value: cannot be removed"
                for name in sorted(before, key=str) if name not in after and name not in lowered]
     return errors
 

@@ -208,7 +208,7 @@ BAD_INPUTS = {
         "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    template:\n      spec:\n"
         "        containers: [{name: c, resources: {limits: {pods: 1}}}]\n",
         ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`",
-         "the key is reserved for internal kueue use"],
+         'Invalid value: "pods": the key is reserved for internal kueue use'],
     ),
     "tas-flavor-without-node-labels": (  # a CEL rule of Kueue's ResourceFlavor CRD
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: tas\nspec:\n"
@@ -315,6 +315,23 @@ def test_import_checks_the_gated_rules_under_the_configuration_the_log_records(l
     assert log_size(log) == before
     record({"TASValidateWorkloadSliceSize": False}, 2)
     assert kueue_es("import", "-f", sliced, "--log", log).code == 0
+
+
+def test_import_refuses_an_empty_priority_boost_under_the_gate_in_kueues_words(log: Path, tmp_path: Path) -> None:
+    """Kueue's "empty string priority-boost": under PriorityBoost an empty annotation is refused (Kueue asks for an
+    explicit "0"), though the scheduler would read it as no boost; gate off, it is not looked at."""
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(SLICED.replace("name: sliced", "name: unboosted").replace("lots", "''")
+                     .replace("    topologyRequest: {required: rack, podSetSliceSize: 2}\n", ""))
+    append(log, [ev.ConfigRecorded(time=1, writer="test", id="config-1", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": {"PriorityBoost": True}})])
+    before = log_size(log)
+    r = kueue_es("import", "-f", empty, "--log", log)
+    assert r.code == 2 and one_line_error(r).endswith(
+        '(Workload unboosted): field `metadata.annotations[kueue.x-k8s.io/priority-boost]`: Invalid value: "": must '
+        'be a valid signed integer; use "0" explicitly, empty string is not allowed'), one_line_error(r)
+    assert log_size(log) == before
+    assert kueue_es("import", "-f", empty, "--log", tmp_path / "new-log").code == 0, "gate off (its default)"
 
 
 def test_unreadable_input_file(log: Path, tmp_path: Path) -> None:

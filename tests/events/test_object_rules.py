@@ -67,13 +67,14 @@ def test_no_container_may_name_the_pods_resource(where: str, part: str) -> None:
     pod = doc["spec"]["podSets"][0]["template"]["spec"]
     pod.setdefault(where, [{"name": "c"}])[0].setdefault("resources", {}).setdefault(part, {})["pods"] = "1"
     assert _refusal(doc) == (f"Workload team/w: field `spec.podSets[0].template.spec.{where}[0].resources.{part}[pods]`"
-                             ": the key is reserved for internal kueue use")
+                             ': Invalid value: "pods": the key is reserved for internal kueue use')
 
 
 def test_nor_the_pod_s_own_resources() -> None:
     doc = workload()
     doc["spec"]["podSets"][0]["template"]["spec"]["resources"] = {"limits": {"pods": "1"}}
-    assert "`spec.podSets[0].template.spec.resources.limits[pods]`: the key is reserved" in _refusal(doc)
+    assert ('`spec.podSets[0].template.spec.resources.limits[pods]`: Invalid value: "pods": the key is reserved'
+            in _refusal(doc))
 
 
 def test_a_priority_class_ref_comes_with_a_priority_and_names_the_kind_of_its_group() -> None:
@@ -186,15 +187,20 @@ def test_limits_need_a_cohort_and_a_queue_lends_at_most_its_nominal_quota() -> N
     _check(_quota(cluster_queue("co"), borrowingLimit=2, lendingLimit=4))
     assert _refusal(_quota(cluster_queue(), borrowingLimit=2)) == (  # the CRD's CEL rule, before the webhook's
         'ClusterQueue cq: field `spec`: Invalid value: "object": borrowingLimit must be nil when cohort is empty')
-    assert _refusal(_quota(cluster_queue(), lendingLimit=2)) == f"{at}.lendingLimit`: must be nil when cohort is empty"
+    assert _refusal(_quota(cluster_queue(), lendingLimit=2)) == (  # Kueue's field.Invalid, with the limit
+        f'{at}.lendingLimit`: Invalid value: "2": must be nil when cohort is empty')
     assert _refusal(_quota(cluster_queue("co"), lendingLimit=5)) == (
-        f"{at}.lendingLimit`: must be less than or equal to the nominalQuota")
+        f'{at}.lendingLimit`: Invalid value: "5": must be less than or equal to the nominalQuota')
     cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
               "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"]}}
     _quota(cohort, lendingLimit=9)
     assert _refusal(cohort) == (
-        "Cohort co: field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: must be nil when parent is "
-        "empty")
+        'Cohort co: field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: Invalid value: "9": must be '
+        "nil when parent is empty")
+    assert _refusal(_quota(copy.deepcopy(cohort), borrowingLimit=3)) == (
+        'Cohort co: [field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "3": must '
+        'be nil when parent is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: Invalid '
+        'value: "9": must be nil when parent is empty]')
     cohort["spec"]["parentName"] = "root"
     _check(cohort)  # a Cohort may lend more than its own quota
 
@@ -250,8 +256,8 @@ def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_
         {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]})
     at = "field `spec.resourceGroups[0].flavors[0].resources[0]"
     assert _refusal(doc) == (
-        f"ClusterQueue cq: [{at}.lendingLimit`: must be nil when cohort is empty, "
-        f"{at}.lendingLimit`: must be less than or equal to the nominalQuota, "
+        f'ClusterQueue cq: [{at}.lendingLimit`: Invalid value: "5": must be nil when cohort is empty, '
+        f'{at}.lendingLimit`: Invalid value: "5": must be less than or equal to the nominalQuota, '
         'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "cpu", '
         "field `spec.namespaceSelector.matchExpressions[0].values`: may not be specified when `operator` is "
         "'Exists' or 'DoesNotExist', "
@@ -274,9 +280,10 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
     cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
               "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"], "fairSharing": {"weight": "1n"}}}
     assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (
-        "Cohort co: [field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: must be nil when parent "
-        "is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: must be nil when parent is "
-        "empty, field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
+        'Cohort co: [field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "1": must '
+        'be nil when parent is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: Invalid '
+        'value: "9": must be nil when parent is empty, field `spec.fairSharing.weight`: When not 0, weight must be > '
+        "10e-9]")
 
 
 def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:

@@ -180,6 +180,26 @@ def test_a_workload_holding_quota_keeps_its_pod_sets_but_may_lose_pods() -> None
     assert "field `spec.podSets`: field is immutable" in _message(_review("Workload", two, before))
 
 
+def test_a_workload_holding_quota_loses_pods_only_under_elastic_jobs() -> None:
+    """Kueue's "workload.podSets[].count is immutable" and "... is mutable with ElasticJobs feature gate": a pod
+    set's count may come down while quota is reserved only under ``ElasticJobsViaWorkloadSlices``, whichever the
+    Workload; off, the pod set is as immutable as the rest (the other pod set, unchanged, is not named)."""
+    def two(second: int) -> dict:
+        doc = wl(count=3, reserved=True)
+        ps, psa = doc["spec"]["podSets"][0], doc["status"]["admission"]["podSetAssignments"][0]
+        psa["resourceUsage"] = {"cpu": "3"}
+        doc["spec"]["podSets"].append({**copy.deepcopy(ps), "name": "second", "count": second})
+        doc["status"]["admission"]["podSetAssignments"].append({**copy.deepcopy(psa), "name": "second", "count": 4,
+                                                                 "resourceUsage": {"cpu": "4"}})
+        return doc
+    off = {"ElasticJobsViaWorkloadSlices": False}
+    assert _message(_review("Workload", two(3), two(4), off)) == (
+        "Workload team/w: field `spec.podSets[1]`: field is immutable")
+    assert _review("Workload", two(3), two(4), {"ElasticJobsViaWorkloadSlices": True})["allowed"] is True
+    assert _review("Workload", two(3), two(4))["allowed"] is True, "the gate's default: on"
+    assert _review("Workload", two(4), two(4), off)["allowed"] is True
+
+
 def test_a_workload_holding_quota_keeps_its_queue_and_priority_class() -> None:
     before = wl(reserved=True, priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
                                                   "name": "low"}, priority=1)
@@ -226,12 +246,35 @@ def test_reclaimable_pods_only_grow_while_quota_is_held() -> None:
     gone["status"]["reclaimablePods"] = []
     assert _review("Workload", more, before)["allowed"] is True
     assert _message(_review("Workload", fewer, before)) == (
-        "Workload team/w: field `status.reclaimablePods[main].count`: cannot be less than 2")
+        "Workload team/w: field `status.reclaimablePods[main].count`: Invalid value: 1: cannot be less then 2")
     assert _message(_review("Workload", gone, before)) == (
-        "Workload team/w: field `status.reclaimablePods[main]`: cannot be removed")
+        "Workload team/w: field `status.reclaimablePods[main]`: Required value: cannot be removed")
     released = copy.deepcopy(gone)
     del released["status"]["conditions"], released["status"]["admission"]
     assert _review("Workload", released, before)["allowed"] is True
+
+
+def _reserved_without_admission(**meta: Any) -> dict:
+    doc = wl(reserved=True)
+    del doc["status"]["admission"]
+    doc["metadata"].update(meta)
+    return doc
+
+
+def test_only_an_update_into_quota_reserved_without_admission_is_refused() -> None:
+    """Kueue's "a workload already in that state stays updatable so it can be removed": a Workload stored with
+    QuotaReserved=True and no admission (written before Kueue checked it, or while no webhook answered) may still
+    lose its finalizer or change a label; only an update moving a Workload into that state is refused."""
+    stuck = _reserved_without_admission(finalizers=["kueue.x-k8s.io/resource-in-use"])
+    assert _review("Workload", _reserved_without_admission(), stuck)["allowed"] is True, "finalizer dropped"
+    assert _review("Workload", _reserved_without_admission(labels={"a": "b"}), stuck)["allowed"] is True
+    required = "Workload team/w: field `status.admission` is required while the QuotaReserved condition is True"
+    assert _message(_review("Workload", _reserved_without_admission(), wl())) == required, "into it: refused"
+    assert _message(_review("Workload", _reserved_without_admission(), wl(reserved=True))) == required
+    assert _message(_review("Workload", _reserved_without_admission())) == required, "created so: refused"
+    stuck_pods = _limiting_pods(copy.deepcopy(stuck))
+    assert _message(_review("Workload", _limiting_pods(_reserved_without_admission()), stuck_pods)) == (
+        f"Workload team/w: {PODS_LIMIT}"), "the object's other errors stand"
 
 
 def test_max_execution_time_and_ready_pod_set_updates_are_kept() -> None:
@@ -305,8 +348,8 @@ def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
     reserved = wl()
     reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
     assert _message(_review("Workload", reserved, gates={"AllBeta": False})) == (
-        "Workload team/w: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
-        "reserved for internal kueue use")
+        "Workload team/w: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: Invalid value: "
+        '"pods": the key is reserved for internal kueue use')
     assert "limits[pods]" in _message(_review("Workload", reserved, wl()))
     rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
           "spec": {"nodeTaints": [{"key": "spot", "effect": "Soon"}]}}
@@ -403,8 +446,8 @@ def test_topology_spreading_is_checked_under_its_gate_on_update_only_where_it_ch
     assert "topologyKey" in _message(_review("Workload", rewritten, old=staged, gates=on))
 
 
-PODS_LIMIT = ("field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is reserved for "
-              "internal kueue use")
+PODS_LIMIT = ("field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: Invalid value: \"pods\": "
+              "the key is reserved for internal kueue use")
 
 
 def _limiting_pods(doc: dict) -> dict:

@@ -61,8 +61,8 @@ def test_the_bound_joins_the_objects_own_webhook_errors() -> None:
     after = copy.deepcopy(before)
     after["status"]["reclaimablePods"][0]["count"] = 5
     assert _message(_review("Workload", after, before)) == (
-        "Workload team/w: [field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
-        f"reserved for internal kueue use, {ABOVE}]")
+        "Workload team/w: [field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: Invalid "
+        f'value: "pods": the key is reserved for internal kueue use, {ABOVE}]')
 
 
 def test_an_admission_gates_format_and_its_addition_are_refused_together() -> None:

@@ -651,6 +651,23 @@ def test_a_scale_down_below_the_reclaimable_pods_is_not_refused() -> None:
                     before) is None
 
 
+def test_a_slice_scaled_below_its_admitted_count_may_lower_a_reclaimable_count_still_under_its_pod_set() -> None:
+    """kueue#12958 (Kueue #13044): admitted for 20 pods, scaled in place to 10, the Job's recount takes the
+    reclaimable count from 9 to 0. The pod set (10) still counts more than 9: only the admission's granted count
+    tells the scale-down, and the lower count is taken, as Kueue takes it; dropped as well. A slice still at its
+    admitted count keeps the rule."""
+    admitted = _reserved_doc(20, 9, {**ELASTIC, SLICE_NAME: "w"})
+    scaled = _patched(admitted, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 10}])
+    recounted = _patched(scaled, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 0}])
+    assert _refused(recounted, scaled) is None
+    dropped = msgspec.json.decode(msgspec.json.encode(scaled))
+    dropped["status"]["reclaimablePods"] = []
+    assert _refused(dropped, scaled) is None
+    lowered = _patched(admitted, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 0}])
+    assert "Invalid value: 0: cannot be less then 9" in (_refused(lowered, admitted) or "")
+    assert "Invalid value: 0: cannot be less then 9" in (_refused(recounted, scaled, GATE_OFF) or ""), "the gate off: as before"
+
+
 def test_the_scale_down_leniency_is_for_workload_slices_only() -> None:
     """Another Workload, a slice that did not scale down, a count raised above the pod set, or the gate off: the
     reclaimable pods are checked as before."""
@@ -662,7 +679,7 @@ def test_the_scale_down_leniency_is_for_workload_slices_only() -> None:
         _refused(_patched(elastic, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}]), elastic,
                  GATE_OFF) or "")
     fewer = _patched(elastic, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 3}])
-    assert "cannot be less than 4" in (_refused(fewer, elastic) or "")
+    assert "Invalid value: 3: cannot be less then 4" in (_refused(fewer, elastic) or "")
     stale = _patched(elastic, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}])
     raised = _patched(stale, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 5}])
     assert "status.reclaimablePods[main].count" in (_refused(raised, stale) or "")

@@ -92,7 +92,7 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             reserved = _workload(ns, "pods", sfx)
             reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
             assert (f"Workload {ns}/pods: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: "
-                    "the key is reserved for internal kueue use") in await refused(kc, reserved)
+                    'Invalid value: "pods": the key is reserved for internal kueue use') in await refused(kc, reserved)
 
             # --- Topology: levels unique on create, kept on update (CEL rules of Kueue's CRD) ----------------------
             topo = {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": f"topo-{sfx}", "labels": {LABEL: sfx}},
