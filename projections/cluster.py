@@ -1191,8 +1191,8 @@ class ClusterState:
         self._charge(wl, -1)
         wl.usage = usage
         self._charge(wl)
-        if counted:
-            self._afs_record(wl, 1)
+        if counted:  # back without a settlement: only the scheduler's admission charges an entry penalty (Kueue)
+            self._afs_append(wl, AFS_ADD)
         return True
 
     def _regate_all(self) -> None:

@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 52
+SNAPSHOT_VERSION = 53
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -125,9 +125,11 @@ was, is refused (the layout is version 49's). 51: the log may hold ``QuotaReserv
 not admitted yet giving its quota back to a stopped, missing or terminating queue), which older readers cannot
 fold (the layout is version 50's). 52: each pod set's requests (``PodSetInfo.requests``, ``placement``) count a
 sidecar declared after a regular init container once, as Kubernetes totals a pod, and no template overhead naming
-``pods`` or a negative quantity (the layout is version 51's)."""
+``pods`` or a negative quantity (the layout is version 51's). 53: a workload's usage rescaled by its reclaimable
+pods re-enters its LocalQueue's Admission Fair Sharing history without a second entry penalty (the layout is
+version 52's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -187,7 +189,9 @@ workload keeps the Evicted and Requeued conditions written then (the fold of the
 eviction's). Versions up to 51 were written by a fold that added a sidecar declared after a regular init container to
 that container's peak and charged a template overhead naming ``pods``: restored from one, a workload keeps that
 per-pod count (quota, TAS per-pod fit, the LimitRange Pod bounds) until its next upsert; running Pods' node usage is
-counted anew at the restore."""
+counted anew at the restore. Versions up to 52 were written by a fold that settled a second entry penalty on a
+LocalQueue whenever a workload's usage was rescaled by its reclaimable pods: restored from one, those penalties
+stay in the LocalQueue's history, decaying as its usage does."""
 
 Shape = tuple[int, bytes]
 
