@@ -2820,20 +2820,9 @@ class ClusterState:
             self.backoff.pop(wl.key, None)
         wl.set_condition("Requeued", "True" if e.status else "False", e.reason, e.message, e.time)
         if e.release and wl.reserving:
-            self._release(wl)
-            self.awaiting_release.discard(wl.key)
             if wl.admitted_at is not None:
                 wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
-            wl.admission, wl.usage, wl.phase = None, {}, PENDING
-            wl.reserved_at = wl.admitted_at = None
-            self._refresh_pod_sets(wl)  # pending again: counted as Kueue adjusts it now, not as when admitted
-            wl.set_condition("QuotaReserved", "False", self._unadmitted("PendingEvaluation"), e.message, e.time)
-            self._sync_admitted(wl, e.time)
-            self._keep_pods_ready(wl, False, e.time)
-            cq = wl.cluster_queue
-            wl.cluster_queue = ""
-            if cq:
-                self._flush_tree(cq)
+            self._give_back(wl, self._unadmitted("PendingEvaluation"), e.message, e.time)
         if wl.phase == PENDING:
             self._dequeue(wl)
             self._enqueue(wl)
@@ -2891,22 +2880,27 @@ class ClusterState:
         wl = self.workloads.get(e.key)
         if wl is None or wl.phase != RESERVED:
             return
+        wl.cluster_name, wl.nominated, wl.remotes = "", (), None
+        self._give_back(wl, e.reason, e.message, e.time)
+        self._dequeue(wl)
+        self._enqueue(wl)
+        self.reflag(wl)
+
+    def _give_back(self, wl: WorkloadInfo, reason: str, message: str, time: int) -> None:
+        """``wl`` gives its quota back and is pending again with QuotaReserved=False (``reason``, ``message``), its
+        pod sets counted as Kueue adjusts them now, not as when it was admitted."""
         self._release(wl)
         self.awaiting_release.discard(wl.key)
         wl.admission, wl.usage, wl.phase = None, {}, PENDING
         wl.reserved_at = wl.admitted_at = None
-        wl.cluster_name, wl.nominated, wl.remotes = "", (), None
         self._refresh_pod_sets(wl)
-        wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
-        self._sync_admitted(wl, e.time)
-        self._keep_pods_ready(wl, False, e.time)
+        wl.set_condition("QuotaReserved", "False", reason, message, time)
+        self._sync_admitted(wl, time)
+        self._keep_pods_ready(wl, False, time)
         cq = wl.cluster_queue
         wl.cluster_queue = ""
         if cq:
             self._flush_tree(cq)
-        self._dequeue(wl)
-        self._enqueue(wl)
-        self.reflag(wl)
 
     def _evict_unreserved(self, wl: WorkloadInfo, e: ev.WorkloadDeactivated) -> None:
         """Kueue's workload controller evicts a deactivated Workload that does not show Evicted=True whether or not
