@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from aiokafka.errors import ConsumerStoppedError
+from fixtures.kafka_fakes import PartitionReader
 
 from connectors.kafka import log as kafka_log
 from connectors.kafka.log import BATCH_HEADERS, KafkaLog, to_offset
@@ -24,30 +25,15 @@ from events.errors import LogClosed
 RECORDS = 5
 
 
-class _Consumer:
+class _Consumer(PartitionReader):
     """A partition holding Kafka records 0-4, one handed out per fetch."""
 
     def __init__(self, **_kwargs: Any) -> None:
-        self.at = 0
+        super().__init__()
         self.stopped = asyncio.Event()
-
-    async def start(self) -> None:
-        pass
-
-    def assign(self, _tps: list[Any]) -> None:
-        pass
 
     async def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
         return {tp: RECORDS for tp in tps}
-
-    async def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
-        return {tp: 0 for tp in tps}
-
-    def seek(self, _tp: Any, offset: int) -> None:
-        self.at = offset
-
-    async def position(self, _tp: Any) -> int:
-        return self.at
 
     async def getmany(self, tp: Any, timeout_ms: int = 0) -> dict[Any, list[Any]]:
         if self.at >= RECORDS:  # nothing more yet: wait for the timeout, or until stopped

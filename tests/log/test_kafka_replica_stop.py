@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from aiokafka.errors import NoOffsetForPartitionError
+from fixtures.kafka_fakes import GroupConsumer
 
 from connectors.kafka import scheduler_service, snapshots
 from connectors.kafka.log import BATCH_HEADERS, to_offset
@@ -36,35 +37,16 @@ def _tick(time: int) -> bytes:
     return encode_batch([ev.ClockTicked(time=time, id=f"t{time}")])
 
 
-class _Consumer:
+class _Consumer(GroupConsumer):
     """The group consumer: hands out the fetches queued in ``fetches``, then nothing."""
 
     def __init__(self, **_kwargs: Any) -> None:
         self.fetches: list[dict[Any, list[Any]]] = []
 
-    def subscribe(self, _topics: list[str], listener: Any) -> None:
-        pass
-
-    async def start(self) -> None:
-        pass
-
-    async def stop(self) -> None:
-        pass
-
-    def partitions_for_topic(self, _topic: str) -> set[int]:
-        return {0}
-
     async def getmany(self, *_tps: Any, timeout_ms: int = 0) -> dict[Any, list[Any]]:
         if self.fetches:
             return self.fetches.pop(0)
-        await asyncio.sleep(timeout_ms / 1000)
-        return {}
-
-    async def position(self, _tp: Any) -> int:
-        return 1 << 40  # everything below our first batch is folded already
-
-    def assignment(self) -> set[Any]:
-        return set()
+        return await super().getmany(*_tps, timeout_ms=timeout_ms)
 
 
 class _Producer:

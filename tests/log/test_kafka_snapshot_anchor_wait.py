@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fixtures.kafka_fakes import PartitionReader
 
 from connectors.kafka import snapshots
 from connectors.kafka.errors import KafkaLogError
@@ -40,32 +41,14 @@ class _Partition:
 
 
 def _consumers(partition: _Partition) -> type:
-    class Consumer:
+    class Consumer(PartitionReader):
         def __init__(self, **kwargs: Any) -> None:
+            super().__init__()
             self.committed = kwargs.get("isolation_level") == "read_committed"
-            self.at = 0
-
-        async def start(self) -> None:
-            pass
-
-        async def stop(self) -> None:
-            pass
-
-        def assign(self, _tps: list[Any]) -> None:
-            pass
-
-        async def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
-            return {tp: 0 for tp in tps}
 
         async def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
             end = partition.last_stable() if self.committed else partition.high
             return {tp: end for tp in tps}
-
-        def seek(self, _tp: Any, offset: int) -> None:
-            self.at = offset
-
-        async def position(self, _tp: Any) -> int:
-            return self.at
 
         async def getmany(self, tp: Any, timeout_ms: int = 0) -> dict[Any, list[Any]]:
             if self.at >= partition.stable:

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fixtures.kafka_fakes import PartitionReader
 
 from connectors.kafka import snapshots
 from connectors.kafka.errors import KafkaLogError
@@ -37,30 +38,9 @@ def _consumer(clock: _Clock, stalls_at: int | None) -> type:
     broker sends nothing more."""
     wanted, other = snapshots.key("t", 0), snapshots.key("t", 0, connector=True)
 
-    class Consumer:
-        def __init__(self, **_kwargs: Any) -> None:
-            self.at = 0
-
-        async def start(self) -> None:
-            pass
-
-        async def stop(self) -> None:
-            pass
-
-        def assign(self, _tps: list[Any]) -> None:
-            pass
-
-        async def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
-            return {tp: 0 for tp in tps}
-
+    class Consumer(PartitionReader):
         async def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
             return {tp: RECORDS for tp in tps}
-
-        def seek(self, _tp: Any, offset: int) -> None:
-            self.at = offset
-
-        async def position(self, _tp: Any) -> int:
-            return self.at
 
         async def getmany(self, tp: Any, timeout_ms: int = 0) -> dict[Any, list[Any]]:
             clock.now += 1.0

@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 from fixtures.eventgen import prelude, upsert, workload
+from fixtures.kafka_fakes import GroupConsumer
 from fixtures.scrape import kueue_samples
 
 from connectors.kafka import scheduler_service
@@ -29,33 +30,8 @@ from kueue_es.config import MetricsSettings, Settings
 T0 = 1_700_000_000_000
 
 
-class _Consumer:
-    """The group consumer: nothing to fetch, and everything below our batches folded already."""
-
-    def __init__(self, **_kwargs: Any) -> None:
-        pass
-
-    def subscribe(self, _topics: list[str], listener: Any) -> None:
-        pass
-
-    async def start(self) -> None:
-        pass
-
-    async def stop(self) -> None:
-        pass
-
-    def partitions_for_topic(self, _topic: str) -> set[int]:
-        return {0}
-
-    async def getmany(self, *_tps: Any, timeout_ms: int = 0) -> dict[Any, list[Any]]:
-        await asyncio.sleep(timeout_ms / 1000)
-        return {}
-
-    async def position(self, _tp: Any) -> int:
-        return 1 << 40
-
-    def assignment(self) -> set[Any]:
-        return set()
+_Consumer = GroupConsumer
+"""The group consumer: nothing to fetch, and everything below our batches folded already."""
 
 
 class _Producer:
