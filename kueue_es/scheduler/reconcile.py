@@ -101,6 +101,7 @@ from projections.workloads import (
     ADMITTED,
     BYPASSED,
     FINISHED,
+    LEGACY_INADMISSIBLE,
     PENDING,
     PENDING_EVALUATION,
     QUEUE_BLOCKERS,
@@ -404,7 +405,7 @@ def reserved_queue_blocker(state: ClusterState, wl: WorkloadInfo, observability:
 
 
 def _granular(reason: str, observability: bool) -> str:
-    return reason if observability else DRA_INADMISSIBLE  # Kueue's legacy fallback for both is Inadmissible
+    return reason if observability else LEGACY_INADMISSIBLE
 
 
 def checks_message(checks: list[o.AdmissionCheckState], state: str) -> str:
