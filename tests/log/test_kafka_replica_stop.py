@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from aiokafka.errors import NoOffsetForPartitionError
-from fixtures.kafka_fakes import GroupConsumer
+from fixtures.kafka_fakes import GroupConsumer, TransactionalProducer
 
 from connectors.kafka import scheduler_service, snapshots
 from connectors.kafka.log import BATCH_HEADERS, to_offset
@@ -49,34 +49,7 @@ class _Consumer(GroupConsumer):
         return await super().getmany(*_tps, timeout_ms=timeout_ms)
 
 
-class _Producer:
-    """A transactional producer whose batches land at consecutive Kafka offsets from ``at`` on; its commit waits
-    for ever once ``hang`` is set (a broker that does not answer EndTxn), after setting ``committing``."""
-
-    def __init__(self, at: int) -> None:
-        self.at = at
-        self.hang = False
-        self.committing = asyncio.Event()
-
-    async def begin_transaction(self) -> None:
-        pass
-
-    async def send(self, *_args: Any, **_kwargs: Any) -> asyncio.Future[Any]:
-        fut = asyncio.get_running_loop().create_future()
-        fut.set_result(SimpleNamespace(offset=self.at))
-        self.at += 1
-        return fut
-
-    async def send_offsets_to_transaction(self, *_args: Any) -> None:
-        pass
-
-    async def commit_transaction(self) -> None:
-        self.committing.set()
-        if self.hang:
-            await asyncio.Event().wait()
-
-    async def stop(self) -> None:
-        pass
+_Producer = TransactionalProducer
 
 
 class _Writer:

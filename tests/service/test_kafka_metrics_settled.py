@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 from fixtures.eventgen import prelude, upsert, workload
-from fixtures.kafka_fakes import GroupConsumer
+from fixtures.kafka_fakes import GroupConsumer, TransactionalProducer
 from fixtures.scrape import kueue_samples
 
 from connectors.kafka import scheduler_service
@@ -34,33 +34,16 @@ _Consumer = GroupConsumer
 """The group consumer: nothing to fetch, and everything below our batches folded already."""
 
 
-class _Producer:
+class _Producer(TransactionalProducer):
     """Begins its first transaction once ``go`` is set; its batches land at Kafka offsets 1, 2, ...; its commit never
     comes back (a broker that does not answer EndTxn), after setting ``committing``."""
 
     def __init__(self) -> None:
-        self.at = 1
+        super().__init__(1, hang=True)
         self.go = asyncio.Event()
-        self.committing = asyncio.Event()
 
     async def begin_transaction(self) -> None:
         await self.go.wait()
-
-    async def send(self, *_args: Any, **_kwargs: Any) -> asyncio.Future[Any]:
-        fut = asyncio.get_running_loop().create_future()
-        fut.set_result(SimpleNamespace(offset=self.at))
-        self.at += 1
-        return fut
-
-    async def send_offsets_to_transaction(self, *_args: Any) -> None:
-        pass
-
-    async def commit_transaction(self) -> None:
-        self.committing.set()
-        await asyncio.Event().wait()
-
-    async def stop(self) -> None:
-        pass
 
 
 class _Writer:
