@@ -235,9 +235,9 @@ def admissibility(pod_sets: Iterable[Any]) -> str:
 
 
 def _invalid(path: str, names: list[str], detail: str) -> str:
-    """A Kubernetes field error whose bad value is a list of resource names (Go's ``%#v`` of it)."""
-    quoted = ", ".join(msgspec.json.encode(n).decode() for n in names)
-    return f"{path}: Invalid value: []v1.ResourceName{{{quoted}}}: {detail}"
+    """A Kubernetes field error whose bad value is a list of resource names: apimachinery's field errors print a
+    value that is no string, number or bool as JSON (``["cpu","memory"]``), as the Kueue releases built on it do."""
+    return f"{path}: Invalid value: {msgspec.json.encode(names).decode()}: {detail}"
 
 
 def _units(resource: str, q: o.Quantity) -> int:

@@ -749,14 +749,14 @@ def _fits(ctx, wl, node, spec, flavor: str, fr: str, resource: str, assumed: int
     borrow, may_reclaim = node.lowest_fitting_height(fr, val)
     msg = unused_quota(resource, flavor, val - available)
     p = spec.preemption
-    # the oracle is asked whenever some preemption could make room: within nominal, by reclaiming in the hierarchy,
-    # by preempting inside the ClusterQueue (which may still borrow afterwards), or by preempting while borrowing;
-    # otherwise waiting is the only way and the flavor is NoFit
-    can_preempt = p.within_cluster_queue != "Never" or (
-        p.borrow_within_cohort is not None and p.borrow_within_cohort.policy != "Never") or (
+    # Kueue v0.20: preemption is simulated only for a request within nominal, one a non-root subtree can hold, or
+    # when preempting while borrowing is allowed; a request that would borrow after evicting in its own ClusterQueue
+    # waits instead (kubernetes-sigs/kueue#1974: it would be the next reclaim target). Kueue after v0.20 (#16049)
+    # also asks when withinClusterQueue is not Never; kueue-es keeps the released rule (docs/scheduling.md).
+    can_borrow_preempt = (p.borrow_within_cohort is not None and p.borrow_within_cohort.policy != "Never") or (
         ctx.config.fair_sharing_enabled and p.reclaim_within_cohort != "Never"
     ) or bool(preemption_config.config_name(ctx, node.name))  # ConfigurablePreemptions: its rules may allow it
-    if val <= node.nominal.get(fr, 0) or may_reclaim or can_preempt:
+    if val <= node.nominal.get(fr, 0) or may_reclaim or can_borrow_preempt:
         mode, borrow_after = ctx.preemption_oracle(wl, node, fr, val)
         if mode == _NO_FIT:
             return mode, borrow, msg, WAITING_FOR_QUOTA
