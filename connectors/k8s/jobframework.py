@@ -69,6 +69,7 @@ from connectors.k8s import (
     elastic_provreq,
     job_selection,
     job_sync,
+    podsetinfo,
     prebuilt,
     workload_slices,
 )
@@ -172,6 +173,15 @@ class JobFrameworkStats:
 ANCESTRY_RETRY_FACTOR = 30.0
 """Retry delays (the integration's ``retry_s``) before a job whose ancestry is cyclic or too deep is looked at
 again (one whose parent is not there yet: one)."""
+
+
+def failed_to_start_message(error: Exception) -> str:
+    """The ``FailedToStart`` message of a job whose admission cannot be applied: Kueue's error text unchanged —
+    a conflict's own (:class:`connectors.k8s.podsetinfo.MergeConflict`), else, for pod sets the admission does
+    not number as the job has them, under Kueue's ``ErrInvalidPodsetInfo`` ("invalid podset infos")."""
+    if isinstance(error, podsetinfo.MergeConflict):
+        return str(error)
+    return f"invalid podset infos: {error}"
 
 
 def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
@@ -908,10 +918,11 @@ class JobReconciler(Generic[J]):
         await self._report(job, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
 
     async def _failed_to_start(self, job: J, wl: WorkloadInfo, error: Exception) -> None:
-        """The admission cannot be merged into the job's templates: its Workload is finished ``FailedToStart``."""
+        """The admission cannot be merged into the job's templates: its Workload is finished ``FailedToStart``
+        with Kueue's error text as it is (:func:`failed_to_start_message`)."""
         self.stats.failed_to_start.append(job.key)
         await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=FAILED_TO_START,
-                                                        message=f"Failed to start the job: {error}"))
+                                                        message=failed_to_start_message(error)))
 
     async def _set_priority(self, job: J, obs: o.Workload, ref: dict[str, str] | None,
                             priority: int | None) -> None:

@@ -79,14 +79,16 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   workload annotation, an elastic slice's ``kueue.x-k8s.io/workload-slice-name``, with a topology assignment the
   TAS scheduling gate, and the Ready checks'
   ``podSetUpdates``) is merged into the template (a conflicting key finishes the Workload with
-  ``FailedToStart``), partial admission (a ``minCount``) sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
+  ``FailedToStart``), partial admission (a ``minCount``) sets ``parallelism`` (and ``completions`` to the same
+  under ``kueue.x-k8s.io/job-completions-equal-parallelism: "true"``); then ``suspend: false`` — one patch, conditioned
   on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
   admitted: its Job stays suspended;
 * **not admitted** (pending, evicted, deactivated) and running → stop: ``suspend: true`` with the annotation
   ``kueue.x-k8s.io/stopping``, clear ``status.startTime``; once no pod is active (the apiserver refuses template
   changes before that) restore the template exactly as the Workload recorded it (labels and annotations —
   keeping the job controller's labels —, nodeSelector, tolerations, schedulingGates, and parallelism after a
-  partial admission) and drop the annotation;
+  partial admission, with completions when they follow it: the Workload's count, which the apiserver keeps) and
+  drop the annotation;
 * **evicted**, suspended and no active pod → ``JobStopped`` (the scheduler then gives the quota back);
 * **running**: ``PodsReadyChanged`` when ready + succeeded pods reach the admitted count (``Started``, or
   ``Recovered`` after a loss), and back to not ready (``WaitForRecovery``) — what waitForPodsReady counts on;
@@ -161,6 +163,8 @@ JOBS = BY_KIND["Job"]
 PODS = BY_KIND["Pod"]
 WORKLOADS = BY_KIND["Workload"]
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
+_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 STOPPING = "kueue.x-k8s.io/stopping"
 PODSET_LABEL = podsetinfo.PODSET_LABEL
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -239,6 +243,22 @@ def job_pod_count(job: o.Job) -> int:
     """The pods a Job runs at once: ``min(parallelism, completions)`` (its Workload's count)."""
     spec = job.spec
     return min(spec.parallelism, spec.completions) if spec.completions is not None else spec.parallelism
+
+
+def completions_follow_parallelism(annotations: dict[str, str]) -> bool:
+    """``kueue.x-k8s.io/job-completions-equal-parallelism`` reads true (as Go's ``strconv.ParseBool``; anything
+    else, unreadable included, is false): wherever kueue-es sets a partially admitted Job's parallelism, at
+    start and at restore, it sets ``completions`` to the same — every index one rank of a gang that runs at once."""
+    return annotations.get(COMPLETIONS_EQUAL_PARALLELISM) in _GO_TRUE
+
+
+def counts_patch(annotations: dict[str, str], parallelism: int) -> dict[str, int]:
+    """The ``spec`` fields that give a partially admitted Job ``parallelism`` (and its completions with it when
+    the annotation says so; the apiserver lets an Indexed Job change its completions only together with its
+    parallelism, to the same value)."""
+    if completions_follow_parallelism(annotations):
+        return {"parallelism": parallelism, "completions": parallelism}
+    return {"parallelism": parallelism}
 
 
 def is_running(job: o.Job) -> bool:
@@ -469,7 +489,8 @@ class JobIntegration(JobReconciler[o.Job]):
         saved = obs.spec.pod_sets[0] if obs.spec.pod_sets else None
         if (psa is not None and psa.count is not None and saved is not None and saved.min_count is not None
                 and psa.count < saved.count):
-            patch["spec"]["parallelism"] = psa.count  # partial admission (an admission less reclaimable pods keeps it)
+            # partial admission (an admission less reclaimable pods keeps it)
+            patch["spec"].update(counts_patch(job.metadata.annotations, psa.count))
         await self.client.patch(JOBS, job.metadata.name, patch, job.metadata.namespace)
         await self._started(job, wl, node_selector=merged.node_selector, gated=bool(merged.scheduling_gates))
 
@@ -513,7 +534,8 @@ class JobIntegration(JobReconciler[o.Job]):
                          "schedulingGates": list(saved.template.spec.scheduling_gates) or None}}},
         }
         if saved.min_count is not None and raw["spec"].get("parallelism") != saved.count:
-            patch["spec"]["parallelism"] = saved.count
+            # the Workload's count is the Job's own, kept by the apiserver: it outlives a restart of kueue-es
+            patch["spec"].update(counts_patch(raw["metadata"].get("annotations") or {}, saved.count))
         await self.client.patch(JOBS, name, patch, ns)
         self.stats.stopped += 1
         log.info("stopped job and restored its template", job=job.key)

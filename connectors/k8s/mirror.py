@@ -416,7 +416,9 @@ def _move(index: dict[str, set[str]], key: str, old: str | None, new: str | None
 
 
 def _controller_job(w: o.Workload) -> str | None:
+    """The name of the batch/v1 Job controlling ``w``: a controller of another apiVersion of Job is not one
+    (Kueue's EquivalentToWorkload wants the Job's kind, apiVersion and name)."""
     for ref in w.metadata.owner_references:
-        if ref.controller and ref.kind == "Job" and ref.api_version.startswith("batch/"):
+        if ref.controller and ref.kind == "Job" and ref.api_version == "batch/v1":
             return ref.name
     return None

@@ -278,7 +278,7 @@ def start_patch(pod: ManagedPod, info: PodSetInfo) -> dict[str, Any]:
     gates, never gain them: gates ``info`` would add are not."""
     current = PodSetInfo(annotations=dict(pod.metadata.annotations), labels=dict(pod.metadata.labels),
                          node_selector=dict(pod.spec.node_selector), tolerations=list(pod.spec.tolerations))
-    merged = merge(current, msgspec.structs.replace(info, scheduling_gates=[]), what="invalid podset infos")
+    merged = merge(current, msgspec.structs.replace(info, scheduling_gates=[]))
     dropped = {ADMISSION_GATE} if TAS_LABEL in merged.labels else {ADMISSION_GATE, TOPOLOGY_GATE}
     gates = [g for g in pod.spec.scheduling_gates if g.get("name") not in dropped]
     return {"metadata": {"resourceVersion": pod.metadata.resource_version, "labels": merged.labels or None,

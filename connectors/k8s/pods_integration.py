@@ -650,7 +650,7 @@ class PodIntegration:
         except podsetinfo.MergeConflict as exc:
             self.stats.failed_to_start.append(pod.key)
             await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason="FailedToStart",
-                                                            message=f"Failed to start the job: {exc}"))
+                                                            message=str(exc)))  # Kueue's error text as it is
             return
         await self.client.patch(PODS, pod.metadata.name, patch, pod.metadata.namespace)
         self.stats.started += 1

@@ -12,7 +12,10 @@ request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"`
 (:func:`connectors.k8s.workload_slices.pod_slice_name`), by which every slice's pods are the Job's. Then every Ready check's
 ``podSetUpdates`` for the pod set, in check-name order. Labels, annotations and the node selector merge only
 without conflict (one key, two values): a conflict is a :class:`MergeConflict`, which fails the start for good;
-tolerations and gates are deduplicated.
+tolerations and gates are deduplicated. Its message is Kueue's error text as the Workload's ``FailedToStart``
+shows it (pkg/podset ``BadPodSetsUpdateError``, whatever the merge): a check's update that conflicts with what
+comes before it is named (``in admission check "NAME": ...``, the job reconciler's ``getPodSetsInfoFromStatus``),
+what conflicts with the job's own template is not.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import msgspec
 
 from connectors.k8s import elastic_provreq
 from events import objects as o
+from events.field_errors import go_quote
 from events.labels import is_dns_label
 from projections import gates
 from projections.cluster import ClusterState
@@ -34,7 +38,11 @@ SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
 
 
 class MergeConflict(Exception):
-    """Two sources give one key different values; the message is Kueue's."""
+    """Two sources give one key different values; the message is Kueue's, as ``FailedToStart`` shows it."""
+
+
+UPDATE_CONFLICT = "invalid admission check PodSetUpdate"
+"""Kueue's ``ErrInvalidPodSetUpdate``: every conflict of a merge, onto a template as between checks."""
 
 
 class PodSetInfo(msgspec.Struct, kw_only=True):
@@ -59,20 +67,21 @@ def queue_labels(state: ClusterState, wl: WorkloadInfo) -> dict[str, str]:
     return labels
 
 
-def _merge_map(field: str, into: dict[str, str], other: dict[str, str], what: str) -> dict[str, str]:
+def _merge_map(field: str, into: dict[str, str], other: dict[str, str]) -> dict[str, str]:
+    """(Kueue reports one conflicting key of a Go map, any; kueue-es the first by name.)"""
     for k in sorted(other):
         if k in into and into[k] != other[k]:
-            raise MergeConflict(f"{what}: conflict for {field}: conflict for key={k}, value1={into[k]}, "
+            raise MergeConflict(f"{UPDATE_CONFLICT}: conflict for {field}: conflict for key={k}, value1={into[k]}, "
                                 f"value2={other[k]}")
     return {**into, **{k: v for k, v in other.items() if k not in into}}
 
 
-def merge(into: PodSetInfo, other: PodSetInfo, what: str = "invalid admission check PodSetUpdate") -> PodSetInfo:
+def merge(into: PodSetInfo, other: PodSetInfo) -> PodSetInfo:
     """``into`` with ``other`` added (see the module docstring); raises :class:`MergeConflict`."""
     return PodSetInfo(
-        annotations=_merge_map("annotations", into.annotations, other.annotations, what),
-        labels=_merge_map("labels", into.labels, other.labels, what),
-        node_selector=_merge_map("nodeSelector", into.node_selector, other.node_selector, what),
+        annotations=_merge_map("annotations", into.annotations, other.annotations),
+        labels=_merge_map("labels", into.labels, other.labels),
+        node_selector=_merge_map("nodeSelector", into.node_selector, other.node_selector),
         tolerations=into.tolerations + [t for i, t in enumerate(other.tolerations)
                                         if t not in into.tolerations and t not in other.tolerations[:i]],
         scheduling_gates=into.scheduling_gates + [g for g in other.scheduling_gates
@@ -127,14 +136,18 @@ def start_info(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment,
             if upd.name == psa.name:
                 if per_pod:
                     upd = elastic_provreq.template_update(upd)
-                info = merge(info, PodSetInfo(annotations=upd.annotations, labels=upd.labels,
-                                              node_selector=upd.node_selector, tolerations=list(upd.tolerations)))
+                try:
+                    info = merge(info, PodSetInfo(annotations=upd.annotations, labels=upd.labels,
+                                                  node_selector=upd.node_selector, tolerations=list(upd.tolerations)))
+                except MergeConflict as exc:
+                    raise MergeConflict(f"in admission check {go_quote(name)}: {exc}") from exc
     return info
 
 
 def onto_template(template: o.PodTemplateSpec, info: PodSetInfo) -> PodSetInfo:
-    """The template's labels, annotations, node selector, tolerations and gates once ``info`` is merged in."""
+    """The template's labels, annotations, node selector, tolerations and gates once ``info`` is merged in (a
+    conflict names no check: Kueue's ``podset.Merge`` in the job's ``RunWithPodSetsInfo``)."""
     current = PodSetInfo(annotations=dict(template.metadata.annotations), labels=dict(template.metadata.labels),
                          node_selector=dict(template.spec.node_selector), tolerations=list(template.spec.tolerations),
                          scheduling_gates=list(template.spec.scheduling_gates))
-    return merge(current, info, what="invalid podset infos")
+    return merge(current, info)

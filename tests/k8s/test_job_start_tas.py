@@ -108,12 +108,13 @@ def test_ready_checks_add_their_pod_set_updates() -> None:
 
 def test_conflicting_keys_fail_the_start_with_kueues_message() -> None:
     update = o.PodSetUpdate(name="main", node_selector={"pool": "other"})
-    with pytest.raises(psi.MergeConflict, match="invalid admission check PodSetUpdate: conflict for nodeSelector: "
-                                                "conflict for key=pool, value1=tas, value2=other"):
+    with pytest.raises(psi.MergeConflict, match='^in admission check "prov": invalid admission check PodSetUpdate: '
+                                                "conflict for nodeSelector: conflict for key=pool, value1=tas, "
+                                                "value2=other"):
         psi.start_info(state(), workload(None, ready("prov", update)), psa({"cpu": "tas"}))
     template = o.PodTemplateSpec(spec=o.PodSpec(node_selector={"pool": "mine"}))
     info = psi.start_info(state(), workload(None), psa({"cpu": "tas"}))
-    with pytest.raises(psi.MergeConflict, match="invalid podset infos: conflict for nodeSelector"):
+    with pytest.raises(psi.MergeConflict, match="^invalid admission check PodSetUpdate: conflict for nodeSelector"):
         psi.onto_template(template, info)
 
 

@@ -6,7 +6,9 @@ whose prebuilt Workload name or maximum execution time Kueue refuses is refused,
 Job's queue name stays as it is (the apiserver hands the webhook the old object) until the same update suspends
 it; a WorkloadPriorityClass label is not removed; conflicting TAS annotations on the pod template are refused,
 and let through once the Configuration turns ``TopologyAwareScheduling`` off. kueue-es's own writes pass it: a
-partially admitted Job is started with a smaller parallelism, stopped, and given its parallelism back.
+partially admitted Indexed Job whose completions follow its parallelism
+(``kueue.x-k8s.io/job-completions-equal-parallelism``) is started with both smaller — which the apiserver allows
+only together —, stopped, and given both back.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ WPC = "kueue.x-k8s.io/priority-class"
 REQUIRED, PREFERRED = "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"
 DENIED = 'admission webhook "vjob.kb.io" denied the request: '
 MIN_PAR = "kueue.x-k8s.io/job-min-parallelism"
+SYNC = "kueue.x-k8s.io/job-completions-equal-parallelism"
 
 
 def _job(ns: str, name: str, sfx: str, *, labels: dict[str, str] | None = None, suspend: bool = True,
@@ -91,12 +94,12 @@ async def test_jobs_kueue_refuses_are_refused_naming_the_field(kube_apiserver, t
             assert got["metadata"]["labels"][Q] == "other" and got["spec"]["suspend"] is True
             assert server.validations_refused >= 5 and server.validations > server.validations_refused
 
-            # --- kueue-es's own writes: start with a smaller parallelism, stop, give it back -------------------
+            # --- kueue-es's own writes: start with smaller counts, stop, give them back ------------------------
             await crds.install(kc)
             qns = (await queues(kc, "vjob-run", {"cpu": 2})).ns
             partial = _job(qns, "partial", sfx)
-            partial["metadata"]["annotations"] = {MIN_PAR: "2"}
-            partial["spec"].update(parallelism=4, completions=4)
+            partial["metadata"]["annotations"] = {MIN_PAR: "2", SYNC: "true"}
+            partial["spec"].update(parallelism=4, completions=4, completionMode="Indexed")
             refused_before, seen_before = server.validations_refused, server.validations
             async with kueue_es(kc, tmp_path / "log"):
                 uid = (await create(kc, partial))["metadata"]["uid"]
@@ -105,14 +108,16 @@ async def test_jobs_kueue_refuses_are_refused_naming_the_field(kube_apiserver, t
                     got = await get(kc, "Job", "partial", qns)
                     return got if got["spec"].get("suspend") is False else None
 
-                assert (await eventually(started, what="the Job started"))["spec"]["parallelism"] == 2
+                spec = (await eventually(started, what="the Job started"))["spec"]
+                assert (spec["parallelism"], spec["completions"]) == (2, 2)
                 await kc.patch(BY_KIND["Workload"], workload_name("partial", uid), {"spec": {"active": False}}, qns)
 
                 async def restored() -> dict[str, Any] | None:
                     got = await get(kc, "Job", "partial", qns)
                     return got if got["spec"]["suspend"] and got["spec"]["parallelism"] == 4 else None
 
-                await eventually(restored, what="the Job stopped and its parallelism restored")
+                back = await eventually(restored, what="the Job stopped and its parallelism restored")
+                assert back["spec"]["completions"] == 4
             assert server.validations_refused == refused_before
             assert server.validations >= seen_before + 4, "created, started, stopped, restored: each one validated"
 

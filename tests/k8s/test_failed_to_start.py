@@ -1,0 +1,150 @@
+"""An admission that cannot be applied to a job's pod templates — its Ready checks' ``podSetUpdates`` giving one
+label, annotation or nodeSelector key two values, or a check's value against the job's own template — keeps the
+job suspended and finishes its Workload ``FailedToStart`` with Kueue's error text unchanged (Kueue's job
+reconciler: ``workload.Finish(..., FailedToStart, err.Error())``; the ``in admission check "NAME": `` wrap of
+``getPodSetsInfoFromStatus``; pkg/podset ``BadPodSetsUpdateError``). Cases: job_controller_test.go TestReconciler
+"... PodSetUpdates conflict between admission checks on labels / annotations / nodeSelector ..." and "...
+between admission check nodeSelector and current node selector ...". No cluster needed."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from fixtures.jobs import KEY, job, workload
+from test_job_sync import _in_phase, _setup
+from test_pods_integration import integration as pod_integration
+from test_pods_integration import managed_pod, pod_workload
+
+from connectors.k8s import podsetinfo as psi
+from connectors.k8s.jobframework import failed_to_start_message
+from connectors.k8s.jobset import BadPodSets
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.writer import desired_status
+from events import objects as o
+from events import schema as ev
+from projections.cluster import ClusterState
+from projections.workloads import ADMITTED, PodSetInfo, WorkloadInfo
+
+FIELDS = [("labels", "labels"), ("annotations", "annotations"), ("node_selector", "nodeSelector")]
+PSA = o.PodSetAssignment(name="main", flavors={"cpu": "default"}, count=10)
+
+
+def _state(**node_labels: str) -> ClusterState:
+    s = ClusterState()
+    s.flavors["default"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="default"),
+                                            spec=o.ResourceFlavorSpec(node_labels=node_labels))
+    return s
+
+
+def _checks(field: str, **values: str) -> dict[str, o.AdmissionCheckState]:
+    """One Ready check per ``name=value``, each setting key ``ac-key`` of ``field`` of pod set ``main``."""
+    return {name: o.AdmissionCheckState(name=name, state="Ready", pod_set_updates=[
+        o.PodSetUpdate(name="main", **{field: {"ac-key": value}})]) for name, value in values.items()}
+
+
+def _wl(checks: dict[str, o.AdmissionCheckState]) -> WorkloadInfo:
+    ps = PodSetInfo(name="main", count=10, min_count=None, requests=(("cpu", 1000),), topology=None)
+    w = WorkloadInfo(key="ns/wl", uid="u", namespace="ns", name="wl", queue_name="lq", created=0, priority=0,
+                     priority_class="", pod_sets=(ps,), check_states=checks)
+    w.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[PSA])
+    return w
+
+
+def _conflict(field: str) -> str:
+    return (f'in admission check "check2": invalid admission check PodSetUpdate: conflict for {field}: '
+            "conflict for key=ac-key, value1=ac-value1, value2=ac-value2")
+
+
+# --- what starting adds, merged ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("field", "go"), FIELDS)
+def test_two_checks_giving_one_key_two_values_name_the_later_check(field: str, go: str) -> None:
+    with pytest.raises(psi.MergeConflict) as e:
+        psi.start_info(_state(), _wl(_checks(field, check1="ac-value1", check2="ac-value2")), PSA)
+    assert str(e.value) == _conflict(go)
+
+
+def test_a_check_against_the_flavors_node_labels_names_the_check() -> None:
+    """Kueue merges each check's update into what the assignment gives (the flavors' nodeLabels included)."""
+    with pytest.raises(psi.MergeConflict) as e:
+        psi.start_info(_state(**{"ac-key": "spot"}), _wl(_checks("node_selector", prov="on-demand")), PSA)
+    assert str(e.value) == ('in admission check "prov": invalid admission check PodSetUpdate: conflict for '
+                            "nodeSelector: conflict for key=ac-key, value1=spot, value2=on-demand")
+
+
+def test_a_check_against_the_jobs_template_names_no_check() -> None:
+    info = psi.start_info(_state(), _wl(_checks("node_selector", check="on-demand")), PSA)
+    template = o.PodTemplateSpec(spec=o.PodSpec(node_selector={"ac-key": "spot"}))
+    with pytest.raises(psi.MergeConflict) as e:
+        psi.onto_template(template, info)
+    assert str(e.value) == ("invalid admission check PodSetUpdate: conflict for nodeSelector: "
+                            "conflict for key=ac-key, value1=spot, value2=on-demand")
+
+
+def test_matching_values_merge() -> None:
+    info = psi.start_info(_state(), _wl(_checks("labels", check1="same", check2="same")), PSA)
+    assert info.labels["ac-key"] == "same"
+
+
+def test_pod_sets_the_admission_does_not_number_are_kueues_invalid_podset_infos() -> None:
+    assert failed_to_start_message(BadPodSets("expecting 2 podset, got 1")) == (
+        "invalid podset infos: expecting 2 podset, got 1")
+
+
+# --- through the integrations ----------------------------------------------------------------------------------
+
+
+def _admitted(mirror: Mirror, checks: dict[str, o.AdmissionCheckState]) -> None:
+    """The Job's Workload admitted with ``checks``, in the log and in its stored status."""
+    mirror.state.flavors["default"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="default"),
+                                                       spec=o.ResourceFlavorSpec())
+    _in_phase(mirror, ADMITTED)
+    mirror.state.workloads[KEY].check_states = checks
+    raw = msgspec.to_builtins(mirror.workloads[KEY])
+    raw["status"] = {k: v for k, v in desired_status(mirror.state.workloads[KEY]).items() if v is not None}
+    raw["metadata"]["resourceVersion"] = "5"
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key=KEY, uid="wl-uid",
+                                                              obj=msgspec.convert(raw, o.Workload))))
+    _in_phase(mirror, ADMITTED)
+    mirror.state.workloads[KEY].check_states = checks
+
+
+def _finished(appended: list[ev.AnyEvent]) -> list[tuple[str, str]]:
+    return [(e.reason, e.message) for e in appended if isinstance(e, ev.WorkloadFinished)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("field", "go"), FIELDS)
+async def test_a_job_whose_checks_conflict_stays_suspended_its_workload_failed_to_start(field: str, go: str) -> None:
+    jobs, mirror, appended, client = _setup(workload(), job())
+    _admitted(mirror, _checks(field, check1="ac-value1", check2="ac-value2"))
+    await jobs.reconcile("ns/train")
+    assert _finished(appended) == [("FailedToStart", _conflict(go))]
+    assert not [body for kind, _, body in client.patches if kind == "Job"], "the Job is not started"
+
+
+@pytest.mark.asyncio
+async def test_a_job_whose_template_conflicts_with_a_check() -> None:
+    j = job()
+    tpl = msgspec.structs.replace(j.spec.template, spec=msgspec.structs.replace(
+        j.spec.template.spec, node_selector={"provisioning": "spot"}))
+    j = msgspec.structs.replace(j, spec=msgspec.structs.replace(j.spec, template=tpl))
+    jobs, mirror, appended, _ = _setup(workload(), j)
+    _admitted(mirror, {"check": o.AdmissionCheckState(name="check", state="Ready", pod_set_updates=[
+        o.PodSetUpdate(name="main", node_selector={"provisioning": "on-demand"})])})
+    await jobs.reconcile("ns/train")
+    assert _finished(appended) == [("FailedToStart", "invalid admission check PodSetUpdate: conflict for "
+                                    "nodeSelector: conflict for key=provisioning, value1=spot, value2=on-demand")]
+
+
+@pytest.mark.asyncio
+async def test_a_pod_whose_checks_conflict_stays_gated_its_workload_failed_to_start() -> None:
+    pods, mirror, appended, client = pod_integration(pod_workload())
+    pod = managed_pod()
+    wl = next(iter(mirror.state.workloads.values()))
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[PSA])
+    wl.check_states = _checks("labels", check1="ac-value1", check2="ac-value2")
+    await pods._start(pod, wl)
+    assert _finished(appended) == [("FailedToStart", _conflict("labels"))]
+    assert not [c for c in client.calls if c[0] == "patch"], "the Pod keeps its gate"
