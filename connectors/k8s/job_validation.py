@@ -54,7 +54,7 @@ from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from events import admission_gate, topology_spreading
 from events import objects as o
 from events.errors import InvalidInput, aggregate
-from events.goint import is_go_int, parse_int
+from events.goint import is_go_int, parse_bool, parse_int
 from events.labels import NAME, NAME_FMT, NAME_MAX, regex_error, subdomain_problems
 from events.update_rules import GATE_PATH, admission_gate_errors
 from projections import gates
@@ -80,7 +80,6 @@ _LABELS, _ANNOTATIONS = "metadata.labels", "metadata.annotations"
 _TEMPLATE_ANNOTATIONS = "spec.template.metadata.annotations"
 _INT32, _INT64, _UINT64 = 2**31, 2**63, 2**64
 _DIGITS = re.compile(r"[0-9]+")
-_TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
 
 
 # --- Kubernetes field errors, as the apiserver's validation words them (:mod:`connectors.k8s.field_errors`) ----
@@ -158,10 +157,6 @@ def _int32(value: int) -> int:
     return (value + _INT32) % (2 * _INT32) - _INT32
 
 
-def _parse_bool(text: str) -> bool | None:
-    return True if text in _TRUE else False if text in _FALSE else None
-
-
 # --- the Job -----------------------------------------------------------------------------------------------------
 
 
@@ -193,7 +188,7 @@ def pod_count(job: Mapping[str, Any]) -> int:
 
 
 def _completions_equal_parallelism(job: Mapping[str, Any]) -> bool:
-    return _parse_bool(_meta(job, "annotations").get(COMPLETIONS_EQUAL_PARALLELISM, "")) is True
+    return parse_bool(_meta(job, "annotations").get(COMPLETIONS_EQUAL_PARALLELISM, "")) is True
 
 
 def _prebuilt_name(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> str:
@@ -237,7 +232,7 @@ def _completions_setting(job: Mapping[str, Any]) -> list[str]:
     if text is None:
         return []
     path = _key(_ANNOTATIONS, COMPLETIONS_EQUAL_PARALLELISM)
-    enabled = _parse_bool(text)
+    enabled = parse_bool(text)
     if enabled is None:
         return [_invalid(path, text, f"strconv.ParseBool: parsing {_go_quote(text)}: invalid syntax")]
     if not enabled:
@@ -334,7 +329,7 @@ def _offset_errors(value: str, grouped: bool, path: str) -> list[str]:
 def _unconstrained_errors(value: str, reject_false: bool, path: str) -> list[str]:
     """The unconstrained annotation is a boolean; under ``TASRejectFalseUnconstrainedTopology`` (Kueue v0.20, beta,
     on) a true one: it is an opt-in, and a false one would ask for TAS without a level Kueue could place at."""
-    parsed = _parse_bool(value)
+    parsed = parse_bool(value)
     if parsed is None:
         return [_invalid(_key(path, UNCONSTRAINED), value, "must be a boolean value")]
     if reject_false and not parsed:

@@ -149,7 +149,7 @@ from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
-from events.goint import is_go_int
+from events.goint import is_go_int, parse_bool
 from projections import gates
 from projections.in_use import FINALIZER
 from projections.workloads import (
@@ -164,7 +164,6 @@ PODS = BY_KIND["Pod"]
 WORKLOADS = BY_KIND["Workload"]
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
-_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 STOPPING = "kueue.x-k8s.io/stopping"
 PODSET_LABEL = podsetinfo.PODSET_LABEL
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -249,7 +248,7 @@ def completions_follow_parallelism(annotations: dict[str, str]) -> bool:
     """``kueue.x-k8s.io/job-completions-equal-parallelism`` reads true (as Go's ``strconv.ParseBool``; anything
     else, unreadable included, is false): wherever kueue-es sets a partially admitted Job's parallelism, at
     start and at restore, it sets ``completions`` to the same — every index one rank of a gang that runs at once."""
-    return annotations.get(COMPLETIONS_EQUAL_PARALLELISM) in _GO_TRUE
+    return parse_bool(annotations.get(COMPLETIONS_EQUAL_PARALLELISM, "")) is True
 
 
 def counts_patch(annotations: dict[str, str], parallelism: int) -> dict[str, int]:
