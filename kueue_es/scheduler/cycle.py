@@ -13,7 +13,8 @@ The output is a list of decision events; the projection is left exactly as it wa
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from itertools import chain
 
@@ -55,6 +56,7 @@ from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.preemption_gates import GATED_LEGACY_REASON, GATED_MESSAGE, PREEMPTION_GATED
 from projections.queue_order import QueueOrder
+from projections.topology import workload_tas_usage
 from projections.workloads import ADMITTED, WorkloadInfo, keeps_queued, unadmitted_reason
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
@@ -148,6 +150,9 @@ class CycleContext:
         """Admission Fair Sharing: a workload's LocalQueue usage (None outside usage-based queues)."""
         self.removed: set[str] = set()
         """Victims chosen earlier in this cycle: their usage is already off the tree, so they are no candidates."""
+        self.preempted: list[WorkloadInfo] = []
+        """The victims of this cycle's entries, in the order they were chosen, whose quota and TAS usage the cycle
+        took off (not a second pass's, which stay charged): :func:`_victims_back` puts them back."""
         self.topology = CycleTopology(state, config)
         """The cycle's TAS snapshots, charged as entries are placed."""
         self.block_admission = config.blocks_admission
@@ -617,6 +622,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         for w in removed:
             victims.add(w.key)
             tree.charge(w.cluster_queue, w.usage, -1)
+        ctx.preempted.extend(removed)
         if e.replaced is not None:
             victims.add(e.replaced.key)  # finished with this admission: no other entry of the cycle takes it
         for fr, v in a.usage.items():
@@ -790,6 +796,33 @@ def _topology_holds(ctx: CycleContext, e: Entry, info: ClusterQueueInfo, removed
     return not place_at_admission(ctx, e.wl, info, a, e.replaced)
 
 
+@contextmanager
+def _victims_back(ctx: CycleContext) -> Iterator[None]:
+    """The cycle as Kueue's snapshot shows it to a TAS recompute: the victims of this cycle's preemptions still
+    hold their quota and their domains, and are candidates again (Kueue adds each preemptor's usage to its snapshot
+    but takes a victim's off only to check a fit, ``fits``; it simulates their removal for the overlap recompute
+    alone). A recompute that picks one of them as a target is then skipped as overlapping. Undone on exit."""
+    gone = ctx.preempted
+    if not gone:
+        yield
+        return
+    keys = {w.key for w in gone}
+    usage = [u for w in gone for u in workload_tas_usage(w)]
+    for w in gone:
+        ctx.tree.charge(w.cluster_queue, w.usage, 1)
+    if usage:
+        ctx.topology.snapshots.charge_usage(usage, 1)
+    ctx.removed -= keys
+    try:
+        yield
+    finally:
+        ctx.removed |= keys
+        if usage:
+            ctx.topology.snapshots.charge_usage(usage, -1)
+        for w in gone:
+            ctx.tree.charge(w.cluster_queue, w.usage, -1)
+
+
 def _recompute_for_topology(out: list[ev.Decision], ctx: CycleContext, skips: dict[str, list[_Skip]], e: Entry,
                             base: dict) -> bool:
     """``TASRecomputeAssignmentWithinSchedulingCycle``: the entry's quota still fits but its placement does not (an
@@ -800,7 +833,8 @@ def _recompute_for_topology(out: list[ev.Decision], ctx: CycleContext, skips: di
     closed preemption gate or victims another entry took stop it; otherwise (Fit, or Preempt with new victims)
     the caller checks it again and admits or preempts. True when the entry is done with."""
     replaced = e.replaced if e.replaced is None or e.replaced.key not in ctx.removed else None
-    e.assignment, e.targets = _reassign(ctx, e, replaced)
+    with _victims_back(ctx):
+        e.assignment, e.targets = _reassign(ctx, e, replaced)
     a = e.assignment
     if e.refilled and a.mode != Mode.FIT:
         _pending(out, ctx, e, "WaitingForQuota", refill.DEFERRED + a.message, "FailedAfterNomination", base)
