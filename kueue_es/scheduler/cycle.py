@@ -13,7 +13,8 @@ The output is a list of decision events; the projection is left exactly as it wa
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from itertools import chain
 
@@ -55,6 +56,7 @@ from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.preemption_gates import GATED_LEGACY_REASON, GATED_MESSAGE, PREEMPTION_GATED
 from projections.queue_order import QueueOrder
+from projections.topology import workload_tas_usage
 from projections.workloads import ADMITTED, WorkloadInfo, keeps_queued, unadmitted_reason
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
@@ -148,6 +150,9 @@ class CycleContext:
         """Admission Fair Sharing: a workload's LocalQueue usage (None outside usage-based queues)."""
         self.removed: set[str] = set()
         """Victims chosen earlier in this cycle: their usage is already off the tree, so they are no candidates."""
+        self.preempted: list[WorkloadInfo] = []
+        """The victims of this cycle's entries, in the order they were chosen, whose quota and TAS usage the cycle
+        took off (not a second pass's, which stay charged): :func:`_victims_back` puts them back."""
         self.topology = CycleTopology(state, config)
         """The cycle's TAS snapshots, charged as entries are placed."""
         self.block_admission = config.blocks_admission
@@ -574,10 +579,12 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             _pending(out, ctx, e, ctx.gated_reason, GATED_MESSAGE, PREEMPTION_GATED, base, preemption_gated=True)
             continue
         node = tree.cluster_queues[e.cq]
+        recomputed = False  # Kueue recomputes an entry at most once in a cycle: for the overlap, or else for TAS
         # the slice it replaces is as good as a target: another entry's victim, it is no longer there to replace
         if any(t.workload.key in victims for t in e.targets) or (e.replaced is not None
                                                                   and e.replaced.key in victims):
             outcome = _recompute_after_overlap(ctx, e) if ctx.recompute_overlap else ""
+            recomputed = ctx.recompute_overlap
             if outcome == "deferred":
                 a = e.assignment
                 for fr, v in a.usage.items():
@@ -593,21 +600,18 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                       "Workload has overlapping preemption targets with another workload", "FailedAfterNomination", base)
                 continue
             a = e.assignment
-        # A replaced slice is no target: its quota stays charged, the assignment's usage being only what the new
-        # slice adds to it (so a later entry of the cycle sees the new slice's whole request held).
         removed = [t.workload for t in e.targets]
-        for w in removed:
-            tree.charge(w.cluster_queue, w.usage, -1)
-        fits = True
-        for fr, v in a.usage.items():
-            if v > node.available(fr):
-                fits = False
-                break
-        for w in removed:
-            tree.charge(w.cluster_queue, w.usage, 1)
         info = ctx.info_of(e)
-        if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed, e.replaced)
-                                             if removed else place_at_admission(ctx, e.wl, info, a, e.replaced))):
+        fits = _quota_fits(ctx, node, a, removed)
+        if fits and info.tas_levels and not _topology_holds(ctx, e, info, removed):
+            fits = False
+            if ctx.topology.recompute and not recomputed:
+                if _recompute_for_topology(out, ctx, skips, e, base):
+                    continue
+                a = e.assignment
+                removed = [t.workload for t in e.targets]
+                fits = _quota_fits(ctx, node, a, removed) and _topology_holds(ctx, e, info, removed)
+        if not fits:
             if a.mode == _PREEMPT:
                 _skip(out, ctx, skips, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
                       "FailedAfterNomination", base)
@@ -618,6 +622,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         for w in removed:
             victims.add(w.key)
             tree.charge(w.cluster_queue, w.usage, -1)
+        ctx.preempted.extend(removed)
         if e.replaced is not None:
             victims.add(e.replaced.key)  # finished with this admission: no other entry of the cycle takes it
         for fr, v in a.usage.items():
@@ -722,6 +727,27 @@ DEFERRED_FIT = ("Workload has overlapping preemption targets with another worklo
 cycle's victims are gone (Kueue's words, its TestScheduleRecomputePreemptionTargets)."""
 
 
+def _reassign(ctx: CycleContext, e: Entry, replaced: WorkloadInfo | None = None) -> tuple[Assignment, list[Target]]:
+    """Kueue's recompute of a nomination within the cycle (``getAssignments`` with the nomination's flavors
+    pinned): the entry's assignment again, its pod sets' counts and flavors as nominated, on the cycle's quota
+    tree and TAS snapshots as the earlier entries left them; if it needs preemption, with its victims and the
+    placement it would take once they are gone (on an empty topology without victims), as :func:`nominate` gives
+    them. ``replaced``: the slice it replaces, if that still counts."""
+    a = e.assignment
+    assert a is not None
+    info = ctx.info_of(e)
+    only = {ps.name: dict(ps.flavors) for ps in a.pod_sets}
+    again = _assign(ctx, e.wl, e.cq, [ps.count for ps in a.pod_sets], only, info, replaced)
+    if again.mode != Mode.PREEMPT:
+        return again, []
+    probe = Entry(e.wl, e.cq, again, info=info)
+    probe.replaced = replaced
+    targets = _targets(ctx, probe)
+    if info.tas_levels:
+        place_preempting(ctx, e.wl, info, again, [t.workload for t in targets], replaced)
+    return again, targets
+
+
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
     """Kueue's recompute when an entry's targets overlap victims already chosen this cycle.
 
@@ -732,14 +758,10 @@ def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
     as that assignment says (:func:`_fail_recomputed`). Returns ``"deferred"``, ``"new-targets"``,
     ``"unresolved"`` or ``""`` (new targets that still overlap: it is skipped).
     """
-    a = e.assignment
-    assert a is not None
-    only = {ps.name: dict(ps.flavors) for ps in a.pod_sets}
-    again = _assign(ctx, e.wl, e.cq, [ps.count for ps in a.pod_sets], only)
+    again, targets = _reassign(ctx, e)
     if again.mode == Mode.FIT:
         e.assignment, e.targets = again, []
         return "deferred"
-    targets = _targets(ctx, Entry(e.wl, e.cq, again)) if again.mode == Mode.PREEMPT else []
     if not targets:
         e.assignment, e.targets = again, []
         return "unresolved"
@@ -747,6 +769,90 @@ def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
         e.assignment, e.targets = again, targets
         return "new-targets"
     return ""
+
+
+def _quota_fits(ctx: CycleContext, node: QuotaNode, a: Assignment, removed: list[WorkloadInfo]) -> bool:
+    """Whether the assignment's quota fits what the cycle left, with its victims' usage off.
+
+    A replaced slice is no target: its quota stays charged, the assignment's usage being only what the new slice
+    adds to it (so a later entry of the cycle sees the new slice's whole request held)."""
+    tree = ctx.tree
+    for w in removed:
+        tree.charge(w.cluster_queue, w.usage, -1)
+    try:
+        return all(v <= node.available(fr) for fr, v in a.usage.items())
+    finally:
+        for w in removed:
+            tree.charge(w.cluster_queue, w.usage, 1)
+
+
+def _topology_holds(ctx: CycleContext, e: Entry, info: ClusterQueueInfo, removed: list[WorkloadInfo]) -> bool:
+    """Whether the entry's placements still fit what the cycle's earlier entries took (with ``removed``, its
+    victims, gone), then charged; False, nothing charged, when an earlier entry took their domains."""
+    a = e.assignment
+    assert a is not None
+    if removed:
+        return reserve_preempting(ctx, e.wl, info, a, removed, e.replaced)
+    return not place_at_admission(ctx, e.wl, info, a, e.replaced)
+
+
+@contextmanager
+def _victims_back(ctx: CycleContext) -> Iterator[None]:
+    """The cycle as Kueue's snapshot shows it to a TAS recompute: the victims of this cycle's preemptions still
+    hold their quota and their domains, and are candidates again (Kueue adds each preemptor's usage to its snapshot
+    but takes a victim's off only to check a fit, ``fits``; it simulates their removal for the overlap recompute
+    alone). A recompute that picks one of them as a target is then skipped as overlapping. Undone on exit."""
+    gone = ctx.preempted
+    if not gone:
+        yield
+        return
+    keys = {w.key for w in gone}
+    usage = [u for w in gone for u in workload_tas_usage(w)]
+    for w in gone:
+        ctx.tree.charge(w.cluster_queue, w.usage, 1)
+    if usage:
+        ctx.topology.snapshots.charge_usage(usage, 1)
+    ctx.removed -= keys
+    try:
+        yield
+    finally:
+        ctx.removed |= keys
+        if usage:
+            ctx.topology.snapshots.charge_usage(usage, -1)
+        for w in gone:
+            ctx.tree.charge(w.cluster_queue, w.usage, -1)
+
+
+def _recompute_for_topology(out: list[ev.Decision], ctx: CycleContext, skips: dict[str, list[_Skip]], e: Entry,
+                            base: dict) -> bool:
+    """``TASRecomputeAssignmentWithinSchedulingCycle``: the entry's quota still fits but its placement does not (an
+    earlier entry of the cycle took its domains). As Kueue's scheduler (``updateAssignmentIfNeeded``, then
+    ``processEntry`` on the new mode), it is assigned again with its nominated flavors pinned (:func:`_reassign`)
+    and goes on as the new assignment says: NoFit is pending with that assignment's reason and message, requeued
+    as NoFit (parked); Preempt without candidates holds back capacity and placement as any such entry does; a
+    closed preemption gate or victims another entry took stop it; otherwise (Fit, or Preempt with new victims)
+    the caller checks it again and admits or preempts. True when the entry is done with."""
+    replaced = e.replaced if e.replaced is None or e.replaced.key not in ctx.removed else None
+    with _victims_back(ctx):
+        e.assignment, e.targets = _reassign(ctx, e, replaced)
+    a = e.assignment
+    if e.refilled and a.mode != Mode.FIT:
+        _pending(out, ctx, e, "WaitingForQuota", refill.DEFERRED + a.message, "FailedAfterNomination", base)
+        return True
+    if a.mode == _NO_FIT:
+        _pending(out, ctx, e, a.reason, a.message, "NoFit", base)
+        return True
+    if a.mode == _PREEMPT and not e.targets:
+        _no_candidates(out, ctx, e, base)
+        return True
+    if a.mode == _PREEMPT and e.wl.preemption_gated and (ctx.orchestrated_preemption or ctx.concurrent_admission):
+        _pending(out, ctx, e, ctx.gated_reason, GATED_MESSAGE, PREEMPTION_GATED, base, preemption_gated=True)
+        return True
+    if any(t.workload.key in ctx.removed for t in e.targets):
+        _skip(out, ctx, skips, e, "WaitingForQuota",
+              "Workload has overlapping preemption targets with another workload", "FailedAfterNomination", base)
+        return True
+    return False
 
 
 def _fail_recomputed(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:

@@ -14,8 +14,9 @@ under the gate: "required topology is not supported with ElasticJobsViaWorkloadS
 
 The cycle's TAS snapshots are forked once per cycle and charged as entries are admitted, so later entries see
 the domains earlier ones took (and, under SchedulerLibraryIntegration, the host ports their pods will hold on the
-nodes of a hostname-level placement, as Kueue's anticipated pods of a workload holding quota); a nomination is re-placed at admission if it no longer fits (skipped instead with
-``TASRecomputeAssignmentWithinSchedulingCycle`` off).
+nodes of a hostname-level placement, as Kueue's anticipated pods of a workload holding quota). A nomination that
+no longer fits is assigned again by the cycle, flavors pinned, under ``TASRecomputeAssignmentWithinSchedulingCycle``
+(skipped instead with it off).
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ class CycleTopology:
                 options.library, holders=dict(options.library.holders)))
         self.options = options
         self.recompute = config is None or config.gate(TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE)
-        """``TASRecomputeAssignmentWithinSchedulingCycle``: a nomination an earlier admission of the cycle made
-        stale is placed again (:func:`place_at_admission`); off, the entry is skipped until the next cycle."""
+        """``TASRecomputeAssignmentWithinSchedulingCycle``: an entry whose placement an earlier entry of the cycle
+        took is assigned again with its nominated flavors pinned (``cycle._recompute_for_topology``) and goes on
+        as that says; off, it is skipped until the next cycle."""
         self.elastic = config is not None and config.gate(ELASTIC_JOBS_VIA_WORKLOAD_SLICES) \
             and config.gate(ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS)
         """``ElasticJobsViaWorkloadSlicesWithTAS``: a replacement slice is placed around the slice it replaces
@@ -473,10 +475,12 @@ def reserve_placement(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInf
 
 def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
                        replaced: WorkloadInfo | None = None) -> str:
-    """Re-check the nominated placements against what this cycle admitted before (its usage and host ports;
-    re-placing, with the nominated flavors, what no longer fits, unless ``TASRecomputeAssignmentWithinSchedulingCycle``
-    is off) and charge them; returns a failure message, or "" when placed. Under ElasticJobsViaWorkloadSlicesWithTAS the usage of the slice
-    ``wl`` replaces is lifted first and, once ``wl`` is placed, stays lifted: its pods are the new placement's."""
+    """Re-check the nominated placements against what this cycle admitted before (its usage and host ports) and
+    charge them; returns a failure message, with nothing charged, or "" when placed. What no longer fits is not
+    placed again here: under ``TASRecomputeAssignmentWithinSchedulingCycle`` the cycle assigns the whole entry
+    again, flavors pinned (``cycle._recompute_for_topology``), as Kueue does. Under
+    ElasticJobsViaWorkloadSlicesWithTAS the usage of the slice ``wl`` replaces is lifted first and, once ``wl`` is
+    placed, stays lifted: its pods are the new placement's."""
     lifted = released(ctx, replaced)
     snaps = ctx.topology.snapshots
     snaps.charge_usage(lifted, -1)
@@ -496,14 +500,7 @@ def _place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueI
     if not all(snaps[f].fits(res.topology.domains, req.per_pod())  # type: ignore[union-attr]
                and ctx.topology.ports_free(req, res.topology)  # type: ignore[arg-type]
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
-        if not ctx.topology.recompute:
-            return "the nominated topology assignment no longer fits"
-        found = place_workload(snaps, with_spreading(ctx, wl, info, requests), options=ctx.topology.options,
-                               previous=previous(ctx, wl, replaced))
-        if not found.ok:
-            return found.message
-        for _, res in placed:
-            res.topology = found.placements[res.name]
+        return "the nominated topology assignment no longer fits"
     ctx.topology.charge(wl.key, [(f, req, res.topology) for (f, req), (_, res) in zip(requests, placed, strict=True)])
     return ""
 
