@@ -686,8 +686,8 @@ def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: 
     if (ctx.config.gate(TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST)
             and not within_threshold(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES))):
         found = _after_in_flight(ctx, wl, *replacing) if replacing is not None else None
-        if found is not None:  # deferred: the evictions in flight make room, no more victims
-            ctx.topology.charge(wl.key, [(f, req, found[req.name].added) for f, req, _ in replacing[0]])  # type: ignore[index]
+        if found is not None and replacing is not None:  # deferred: the evictions in flight make room
+            ctx.topology.charge(wl.key, [(f, req, found[req.name].added) for f, req, _ in replacing[0]])
             return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=DEFERRED_REPLACEMENT, **base)]
         nodes = ",".join(wl.unhealthy_nodes)
         return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
