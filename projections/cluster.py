@@ -2092,6 +2092,7 @@ class ClusterState:
         the reservation set (its conditions, the emptied ``resourceRequests``) is as the Workload shows it."""
         cq = wl.cluster_queue
         self.reservation_forgotten = (self.offset, wl.key)
+        wl.reservation_forgotten = True
         uncount_reservation(self.metrics, self, wl)  # Kueue counts a reservation only once written
         self._release(wl)
         self.awaiting_release.discard(wl.key)
@@ -2697,6 +2698,7 @@ class ClusterState:
         wl.cluster_queue = e.admission.cluster_queue
         wl.usage = admission_usage(e.admission, wl)
         wl.phase = RESERVED
+        wl.reservation_forgotten = False
         wl.scan = None
         wl.waited = ()
         wl.shows_requests = False  # the admission's resourceUsage supersedes them: Kueue empties them in that write

@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 53
+SNAPSHOT_VERSION = 54
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -127,9 +127,12 @@ fold (the layout is version 50's). 52: each pod set's requests (``PodSetInfo.req
 sidecar declared after a regular init container once, as Kubernetes totals a pod, and no template overhead naming
 ``pods`` or a negative quantity (the layout is version 51's). 53: a workload's usage rescaled by its reclaimable
 pods re-enters its LocalQueue's Admission Fair Sharing history without a second entry penalty (the layout is
-version 52's)."""
+version 52's). 54: whether the reservation a workload last lost was one the fold forgot
+(``WorkloadInfo.reservation_forgotten``), as only then is a ProvisioningRequest the watch never showed withdrawn, one
+of a reservation given back being kept; restored from an older one, none is, so a request decided for a forgotten
+reservation whose withdrawal was not decided before the snapshot is kept as after an unset."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53)
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

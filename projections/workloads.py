@@ -389,6 +389,12 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """``status.schedulingStats.evictions`` as ``(reason, underlying cause, count)``, in the order first counted: as
     the Workload showed it when first seen, plus one per eviction folded since (:mod:`projections.eviction_stats`;
     restored from a snapshot before version 44, each pair the metrics had counted, once)."""
+    reservation_forgotten: bool = False
+    """The reservation it last lost was one the apiserver never took (the fold forgot it:
+    :meth:`ClusterState._forget_reservation <projections.cluster.ClusterState._forget_reservation>`), not one written
+    and then given back; until its next reservation, a ProvisioningRequest decided for it that the watch never showed
+    is withdrawn (:func:`kueue_es.scheduler.provisioning.cleanup`). False, as for one restored from a snapshot before
+    version 54."""
 
     @property
     def base_priority(self) -> int:

@@ -394,13 +394,18 @@ def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None
     provisioned one is reused (the check turns Ready at once) and a failed or expired one is superseded by the
     next attempt, named from it as Kueue names it (the same name the check's retry count gives).
 
-    A pending workload, neither evicted nor finished, that owns a request the watch never showed lost the
-    reservation that request was decided for before the reservation was written (the fold forgot it: its
-    Workload was rewritten with other pod sets). The applier holds such a creation until the stored Workload
-    holds quota, so it was never made; and Kueue, whose controller sees only stored reservations, never decides
-    one. Its deletion (``ReservationForgotten``) withdraws it, so that the next reservation gets a request of
-    its own, counted from its own admission, instead of taking this one's pod sets and counts as its active
-    request."""
+    A pending workload, neither evicted nor finished, whose reservation the fold forgot (its Workload was
+    rewritten with other pod sets before the reservation was written: ``WorkloadInfo.reservation_forgotten``) and
+    that owns a request the watch never showed, lost the reservation that request was decided for. The applier
+    holds such a creation until the stored Workload holds quota, so it was never made; and Kueue, whose controller
+    sees only stored reservations, never decides one. Its deletion (``ReservationForgotten``) withdraws it, so that
+    the next reservation gets a request of its own, counted from its own admission, instead of taking this one's
+    pod sets and counts as its active request.
+
+    A reservation given back (``QuotaReservationUnset``: its queue stopped, missing or terminating) keeps every
+    request, seen or not, as Kueue's controller leaves alone a workload that holds no quota and is neither finished
+    nor evicted: the next reservation takes the newest synced one as the check's active request, as it does after
+    an eviction with the gate off."""
     out: list[ev.Decision] = []
     requests_of = state.requests_of
     # The intersection walks the smaller side: most passes touch many workloads and few own requests.
@@ -413,7 +418,7 @@ def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None
         elif wl.evicted:
             if on_eviction:
                 out.extend(_delete(wl, _owned(state, wl), "Evicted", base))
-        elif wl.phase == PENDING:
+        elif wl.phase == PENDING and wl.reservation_forgotten:
             out.extend(_delete(wl, [r for r in _owned(state, wl) if not r.metadata.uid], FORGOTTEN, base))
     return out
 

@@ -222,6 +222,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if wl.evicted:
                 if wl.active and _rejected(wl):  # Kueue v0.20 (#14309): a rejection still deactivates
                     out.append(_rejection(wl, base))
+                elif wl.phase == RESERVED and key not in state.awaiting_release:
+                    out.extend(_unset_evicted(state, wl, observability, base))
                 continue
             if not wl.active:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
@@ -381,6 +383,19 @@ def _rejection(wl: WorkloadInfo, base: dict) -> ev.WorkloadDeactivated:
     message = f"The workload is deactivated due to {checks_message(_rejected(wl), 'Rejected')}"
     return ev.WorkloadDeactivated(key=wl.key, uid=wl.uid, reason="DeactivatedDueToAdmissionCheck", message=message,
                                   **base)
+
+
+def _unset_evicted(state: ClusterState, wl: WorkloadInfo, observability: bool, base: dict) -> list[ev.Decision]:
+    """A workload being evicted before it was admitted, its pods not gone yet, whose queue stops or goes: Kueue's
+    workload controller skips no evicted workload on its way to the queues' states, and takes the quota back from
+    one that is not admitted as from any other (:func:`reserved_queue_blocker`). Its Evicted condition stays, and no
+    Requeued condition is written: the job reconciler writes one only with the release it no longer has to make.
+    One whose Job already stopped is released by that (this pass's ``WorkloadRequeued``), as the job reconciler
+    would first."""
+    unset = reserved_queue_blocker(state, wl, observability)
+    if unset is None:
+        return []
+    return [ev.QuotaReservationUnset(key=wl.key, uid=wl.uid, reason=unset[0], message=unset[1], **base)]
 
 
 def reserved_queue_blocker(state: ClusterState, wl: WorkloadInfo, observability: bool) -> tuple[str, str] | None:

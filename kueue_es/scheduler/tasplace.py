@@ -36,6 +36,7 @@ from kueue_es.scheduler.tas import (
     NodePorts,
     Placement,
     PodSetRequest,
+    Replacement,
     TASOptions,
     place_workload,
     replace_in_workload,
@@ -633,6 +634,10 @@ def _keep(wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
                                      **base)]
 
 
+DEFERRED_REPLACEMENT = "Workload has an unhealthy node, but will fit after in-flight evictions complete"
+"""Kueue main's message for a node replacement deferred until the evictions in flight complete."""
+
+
 def in_flight(state, wl: WorkloadInfo) -> list[WorkloadInfo]:
     """The workloads other than ``wl`` whose eviction is in flight: Evicted in the log while they still hold their
     reservation (their pods have not ended yet), by key."""
@@ -641,32 +646,34 @@ def in_flight(state, wl: WorkloadInfo) -> list[WorkloadInfo]:
             if k != wl.key and k in state.workloads and state.workloads[k].evicted]
 
 
-def _fits_after_in_flight(ctx: CycleContext, wl: WorkloadInfo, requests: list[tuple[str, PodSetRequest, Placement]],
-                          node: str) -> bool:
-    """Whether ``node``'s replacement would be found once the evictions in flight (:func:`in_flight`) complete:
-    their domains freed on the cycle's snapshots (and their host ports, under SchedulerLibraryIntegration) for the
-    try, then charged back."""
+def _after_in_flight(ctx: CycleContext, wl: WorkloadInfo, requests: list[tuple[str, PodSetRequest, Placement]],
+                     node: str) -> dict[str, Replacement] | None:
+    """``node``'s replacement once the evictions in flight (:func:`in_flight`) complete, or None: their usage taken
+    off the cycle's snapshots for the try, then charged back. Their pods stay, with the host ports they hold under
+    SchedulerLibraryIntegration: Kueue simulates only the workloads' removal here (``SimulateWorkloadRemoval``), not
+    that of their pods, as it does for the targets of a preemption it issues."""
     victims = in_flight(ctx.state, wl)
     if not victims:
-        return False
+        return None
     usage = [u for v in victims for u in workload_tas_usage(v)]
     snaps = ctx.topology.snapshots
     snaps.charge_usage(usage, -1)
     try:
-        found = replace_in_workload(snaps, requests, node, options=without_victims(ctx.topology.options, victims),
+        found = replace_in_workload(snaps, requests, node, options=ctx.topology.options,
                                     listed=listed_beside(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES)))
     finally:
         snaps.charge_usage(usage, 1)
-    return not isinstance(found, tuple)
+    return None if isinstance(found, tuple) else found
 
 
 def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: str, base: dict,
                     replacing: tuple[list, str] | None = None) -> list[ev.Decision]:
     """No replacement for the unhealthy node. Under TASFailedNodeReplacementFailFast (on by default) Kueue evicts
     the workload (NodeFailures) — unless the replacement would be found once the evictions already in flight
-    complete (:func:`_fits_after_in_flight`): then it defers, as Kueue's "in-flight preemption frees capacity;
-    deferred" (scheduler_tas_test.go): the pass fails, preempting nothing. Without it the second pass
-    fails: quota, Admitted, placement and
+    complete (:func:`_after_in_flight`): then it defers (Kueue main's ``tryDeferFailedTASReplacement``): the pass
+    fails in Kueue's words (:data:`DEFERRED_REPLACEMENT`), preempting nothing, and the placement found is charged
+    for the rest of the cycle, as Kueue reserves its net usage, so that no later entry takes it. Without the gate
+    the second pass fails: quota, Admitted, placement and
     ``unhealthyNodes`` stay, and the workload is tried again after the second-pass backoff (the fold's
     :func:`projections.secondpass.backoff_ms`), as often as it takes — having first preempted, where its
     ClusterQueue's policies allow, the workloads whose removal makes room for the replacement
@@ -675,8 +682,10 @@ def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: 
                                  message=f"couldn't assign flavors to pod set {pod_set}: {message}", **base)
     if (ctx.config.gate(TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST)
             and not within_threshold(wl, ctx.config.gate(TAS_REPLACE_MULTIPLE_FAILED_NODES))):
-        if replacing is not None and _fits_after_in_flight(ctx, wl, replacing[0], replacing[1]):
-            return [failed]  # deferred: the evictions in flight make room, no more victims
+        found = _after_in_flight(ctx, wl, *replacing) if replacing is not None else None
+        if found is not None and replacing is not None:  # deferred: the evictions in flight make room
+            ctx.topology.charge(wl.key, [(f, req, found[req.name].added) for f, req, _ in replacing[0]])
+            return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=DEFERRED_REPLACEMENT, **base)]
         nodes = ",".join(wl.unhealthy_nodes)
         return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
                                    message=f"Workload was evicted as there was no replacement for unhealthy "

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.provflow import T0, Flow
 
 from connectors.k8s import crds
 from connectors.k8s.checkstatus import desired_active
@@ -25,6 +26,7 @@ from connectors.k8s.writer import StatusWriter
 from events import objects as o
 from events import schema as ev
 from events.log import MemoryLog
+from kueue_es.scheduler import decide
 
 WL = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="wl-uid", resource_version="1"),
                 spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=2)]))
@@ -440,3 +442,39 @@ async def test_the_loop_retries_a_failed_decision_when_due_its_workloads_later_o
         ("delete", "flaky-prov-1")]
     assert ("create", "other-prov-1") in client.calls
     assert (applier.stats.errors, applier.stats.applied) == (1, 3)
+
+
+# --- a reservation given back keeps its request (Kueue's controller leaves a workload without quota alone) ---------
+
+
+@pytest.mark.asyncio
+async def test_a_request_created_before_the_queue_stopped_is_not_deleted_with_the_reservation() -> None:
+    """The scheduler's own decisions, run through the applier: job-a's request is created once the stored Workload
+    shows its reservation; its LocalQueue then stops before the watch shows the request, and job-a gives its quota
+    back (QuotaReservationUnset). Kueue's check controller ignores a workload that holds no quota and is neither
+    finished nor evicted, so the request stays for the next reservation; kueue-es deleted it (ReservationForgotten:
+    a request the watch never showed, of a pending workload, taken for one of a reservation the fold forgot)."""
+    f = Flow("provisioning-happy-path.yaml")
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([r.event for r in f.records])
+    state = journal.mirror.state
+    first = next(r.event for r in f.records if isinstance(r.event, ev.ObjectUpserted) and r.event.key == "default/job-a")
+    wl = state.workloads["default/job-a"]
+    shown = msgspec.structs.replace(first.obj, status=o.WorkloadStatus(
+        conditions=[RESERVED], admission=wl.admission, admission_checks=list(wl.check_states.values())))
+    await journal.append([ev.ObjectUpserted(time=T0 + 1000, key=wl.key, uid=wl.uid, obj=shown)])
+    client = FakeClient()
+    applier = RequestApplier(client, journal)  # type: ignore[arg-type]
+    await applier.apply_pending()
+    assert ("create", "job-a-prov-1") in client.calls
+
+    lq = state.local_queues["default/lq"]
+    held = msgspec.structs.replace(lq, spec=msgspec.structs.replace(lq.spec, stop_policy="Hold"))
+    await journal.append([ev.ObjectUpserted(time=T0 + 10_000, key=lq.key, uid=lq.metadata.uid, obj=held)])
+    decided = []
+    while batch := decide(state, now=T0 + 10_000):
+        decided += [type(d).__name__ for d in batch]
+        await journal.append(batch)
+    assert "QuotaReservationUnset" in decided
+    await applier.apply_pending()
+    assert not [c for c in client.calls if c[0] == "delete"]

@@ -179,6 +179,34 @@ def test_an_unobserved_request_of_a_workload_evicted_with_the_cleanup_gate_off_i
     assert not any(isinstance(r.event, ev.ProvisioningRequestDeleted) for r in f.records)
 
 
+def _local_queue(f: Flow, stop_policy: str) -> ev.ObjectUpserted:
+    """LocalQueue default/lq as the watch brings it back with ``stop_policy``."""
+    lq = f.state.local_queues["default/lq"]
+    spec = msgspec.structs.replace(lq.spec, stop_policy=stop_policy)
+    return ev.ObjectUpserted(time=0, key=lq.key, uid=lq.metadata.uid, obj=msgspec.structs.replace(lq, spec=spec))
+
+
+@pytest.mark.parametrize("seen", [False, True], ids=["not-yet-watched", "watched"])
+def test_a_reservation_given_back_keeps_its_request_for_the_next_one(seen: bool) -> None:
+    """job-a's LocalQueue stops while its check waits: it gives its quota back (QuotaReservationUnset). Kueue's
+    controller leaves a workload that holds no quota, neither finished nor evicted, alone (controller.go, kueue
+    main): its request stays, whether or not the watch has shown it yet, and the next reservation takes it as the
+    check's active request (no new attempt); provisioned, it admits the workload. kueue-es deleted one the watch had
+    not shown yet (``ReservationForgotten``), as if the fold had forgotten that reservation."""
+    f = Flow("provisioning-happy-path.yaml")
+    if seen:
+        f.at(5, [f.request("default/job-a-prov-1", "Accepted")])
+    stopped = f.at(10, [_local_queue(f, "Hold")])
+    assert [type(d).__name__ for d in stopped] == ["QuotaReservationUnset", "WorkloadPending"]
+    assert "default/job-a-prov-1" in f.state.provisioning_requests
+    resumed = f.at(20, [_local_queue(f, "None")])
+    assert "QuotaReserved" in [type(d).__name__ for d in resumed]
+    assert not any(isinstance(d, ev.ProvisioningRequestCreated | ev.ProvisioningRequestDeleted) for d in resumed)
+    admitted = f.at(30, [f.request("default/job-a-prov-1", "Provisioned", message="ready")])
+    assert [type(d).__name__ for d in admitted] == ["AdmissionCheckUpdated", "WorkloadAdmitted"]
+    assert not any(isinstance(r.event, ev.ProvisioningRequestDeleted) for r in f.records)
+
+
 def test_a_pod_template_carries_the_tas_label_and_gate_once_the_pod_set_has_a_topology() -> None:
     f = Flow("provisioning-happy-path.yaml")
     wl = f.state.workloads["default/job-a"]
