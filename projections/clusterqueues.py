@@ -169,13 +169,23 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
     reasons.extend(_multikueue_reasons(checks, admission_checks, every_flavor))
     with_multikueue = any((ac := admission_checks.get(c.name)) is not None
                           and ac.spec.controller_name == MULTIKUEUE_CONTROLLER for c in checks)
-    for rg in spec.resource_groups if tas and not with_multikueue else ():
-        for fq in rg.flavors:
-            f = flavors.get(fq.name)
-            if f is not None and f.spec.topology_name and f.spec.topology_name not in topologies:
-                reasons.append(("TopologyNotFound",
-                                f'there is no Topology "{f.spec.topology_name}" for TAS flavor "{fq.name}"'))
+    if tas and (reasons or not with_multikueue):
+        reasons.extend(_missing_topologies(spec, flavors, topologies))
     return reasons
+
+
+def _missing_topologies(spec: o.ClusterQueueSpec, flavors: Mapping[str, o.ResourceFlavor],
+                        topologies: Mapping[str, o.Topology]) -> list[tuple[str, str]]:
+    """A ``TopologyNotFound`` entry for each TAS flavor whose Topology does not exist, in resource-group order
+    (Kueue walks a map here: random order with two or more).
+
+    On a MultiKueue manager the topology is placed on the worker, so a missing one never stops the queue alone
+    (:func:`inactive_reasons` asks only when some other reason already does); but Kueue's message for a queue
+    stopped by something else still names each missing Topology, after the other reasons."""
+    return [("TopologyNotFound", f'there is no Topology "{f.spec.topology_name}" for TAS flavor "{fq.name}"')
+            for rg in spec.resource_groups for fq in rg.flavors
+            if (f := flavors.get(fq.name)) is not None and f.spec.topology_name
+            and f.spec.topology_name not in topologies]
 
 
 def _multikueue_reasons(checks: list[o.AdmissionCheckStrategyRule], admission_checks: Mapping[str, o.AdmissionCheck],
