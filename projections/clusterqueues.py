@@ -165,28 +165,45 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
     if inactive_checks:
         reasons.append(("AdmissionCheckInactive",
                         f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}"))
-    reasons.extend(_multikueue_reasons(checks, admission_checks))
+    every_flavor = frozenset(fq.name for rg in spec.resource_groups for fq in rg.flavors)
+    reasons.extend(_multikueue_reasons(checks, admission_checks, every_flavor))
     with_multikueue = any((ac := admission_checks.get(c.name)) is not None
                           and ac.spec.controller_name == MULTIKUEUE_CONTROLLER for c in checks)
-    for rg in spec.resource_groups if tas and not with_multikueue else ():
-        for fq in rg.flavors:
-            f = flavors.get(fq.name)
-            if f is not None and f.spec.topology_name and f.spec.topology_name not in topologies:
-                reasons.append(("TopologyNotFound",
-                                f'there is no Topology "{f.spec.topology_name}" for TAS flavor "{fq.name}"'))
+    if tas and (reasons or not with_multikueue):
+        reasons.extend(_missing_topologies(spec, flavors, topologies))
     return reasons
 
 
-def _multikueue_reasons(checks: list[o.AdmissionCheckStrategyRule], admission_checks: Mapping[str, o.AdmissionCheck]
-                        ) -> list[tuple[str, str]]:
+def _missing_topologies(spec: o.ClusterQueueSpec, flavors: Mapping[str, o.ResourceFlavor],
+                        topologies: Mapping[str, o.Topology]) -> list[tuple[str, str]]:
+    """A ``TopologyNotFound`` entry for each TAS flavor whose Topology does not exist, in resource-group order
+    (Kueue walks a map here: random order with two or more).
+
+    On a MultiKueue manager the topology is placed on the worker, so a missing one never stops the queue alone
+    (:func:`inactive_reasons` asks only when some other reason already does); but Kueue's message for a queue
+    stopped by something else still names each missing Topology, after the other reasons."""
+    return [("TopologyNotFound", f'there is no Topology "{f.spec.topology_name}" for TAS flavor "{fq.name}"')
+            for rg in spec.resource_groups for fq in rg.flavors
+            if (f := flavors.get(fq.name)) is not None and f.spec.topology_name
+            and f.spec.topology_name not in topologies]
+
+
+def _multikueue_reasons(checks: list[o.AdmissionCheckStrategyRule], admission_checks: Mapping[str, o.AdmissionCheck],
+                        every_flavor: frozenset[str]) -> list[tuple[str, str]]:
     """Kueue's rules for MultiKueue checks on a ClusterQueue: one at most, on every flavor, and never with a
-    ProvisioningRequest check."""
+    ProvisioningRequest check.
+
+    "On every flavor" compares sets (Kueue #6785): an empty ``onFlavors`` stands for ``every_flavor`` (the flavors
+    of the resource groups in force), and a list naming exactly those, in any order, is the same; a list leaving
+    one out or naming another is per flavor. A check named twice is taken by its last rule, as Kueue's map of
+    checks keeps it."""
     def controller(name: str) -> str:
         ac = admission_checks.get(name)
         return ac.spec.controller_name if ac is not None else ""
 
+    flavors_of = {c.name: frozenset(c.on_flavors) or every_flavor for c in checks}
     mk = sorted({c.name for c in checks if controller(c.name) == MULTIKUEUE_CONTROLLER})
-    per_flavor = sorted({c.name for c in checks if controller(c.name) == MULTIKUEUE_CONTROLLER and c.on_flavors})
+    per_flavor = [name for name in mk if flavors_of[name] != every_flavor]
     provisioning = sorted({c.name for c in checks if controller(c.name) == PROVISIONING_CONTROLLER})
     reasons = []
     if len(mk) > 1:
