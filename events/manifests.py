@@ -522,11 +522,12 @@ def check_foldable(obj: o.KObject, where: str) -> None:
         object_rules.refuse_all(quota_rules.webhook_errors(groups, parent="", cohort=False, full=False), where)
 
 
-QUEUE_ENUMS = (("spec.queueingStrategy", ("BestEffortFIFO", "StrictFIFO")),
+QUEUE_ENUMS = (("spec.queueingStrategy", ("StrictFIFO", "BestEffortFIFO")),
                ("spec.preemption.reclaimWithinCohort", ("Never", "LowerPriority", "Any")),
                ("spec.preemption.withinClusterQueue", ("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
                ("spec.stopPolicy", ("None", "Hold", "HoldAndDrain")))
-"""The values a ClusterQueue's CRD takes in the fields the projections read."""
+"""The values a ClusterQueue's CRD takes in the fields the projections read, in its enums' order (which the
+apiserver's refusal lists)."""
 
 
 def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
@@ -546,7 +547,7 @@ def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) ->
         for (at, allowed), value in zip(QUEUE_ENUMS, values, strict=True):
             if value not in allowed:
                 blocking = True
-                errors.append(f"field `{at}`: must be {', '.join(allowed[:-1])} or {allowed[-1]}")
+                errors.append(f"field `{at}`: {not_supported(go_quote(value), allowed)}")
     weight = spec.fair_sharing.weight if spec.fair_sharing is not None else None
     problem = None if weight is None else quota_rules.quantity_problem(weight)
     if problem is not None:

@@ -148,3 +148,15 @@ def test_a_flavor_s_webhook_errors_are_all_listed_in_kueue_s_order() -> None:
         f'field `spec.nodeTaints[0].key`: Invalid value: "@t": {KEY_NAME}, '
         f'field `spec.nodeTaints[0].value`: Invalid value: "{"x" * 64}!": must be no more than 63 characters;{VALUE}, '
         f'field `spec.tolerations[0].key`: Invalid value: "@abc": {KEY_NAME}]')
+
+
+# --- ClusterQueue enums (L10) -----------------------------------------------------------------------------------
+
+
+def test_an_unknown_queueing_strategy_is_refused_as_the_crd_s_enum() -> None:
+    """The apiserver's refusal of a value the CRD's enum lacks (an empty one too), its values in the enum's order."""
+    cq = {"apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+        "queueingStrategy": "", "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "a", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}]}}
+    assert _refused(cq) == ('ClusterQueue cq: field `spec.queueingStrategy`: Unsupported value: "": supported '
+                            'values: "StrictFIFO", "BestEffortFIFO"')

@@ -64,7 +64,8 @@ def wl(count: int = 2, image: str = "busybox", reserved: bool = False, admitted:
 def test_an_invalid_cluster_queue_is_refused_naming_object_and_field() -> None:
     assert _review("ClusterQueue", cq(["a"])) == {"uid": "u-1", "allowed": True}
     assert _message(_review("ClusterQueue", cq(queueingStrategy="Sometimes"))) == (
-        "ClusterQueue cq: field `spec.queueingStrategy`: must be BestEffortFIFO or StrictFIFO")
+        'ClusterQueue cq: field `spec.queueingStrategy`: Unsupported value: "Sometimes": supported values: '
+        '"StrictFIFO", "BestEffortFIFO"')
     assert _message(_review("ClusterQueue", cq(["a", "z"]))) == (
         'ClusterQueue cq: field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]`: Unsupported value: '
         '"z": supported values: "a"')
