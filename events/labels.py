@@ -1,14 +1,14 @@
 """Kubernetes' syntax for label keys, label values and annotation keys (qualified names) and for label selectors,
 as the apiserver checks them and as Kueue's webhooks check its objects (a pod set template's metadata under
 ``WorkloadValidationForPodSetMetadata``, a flavor's node labels, a ClusterQueue's namespace selector, ...). Each
-check returns what is wrong, or None."""
+check returns what is wrong (the ``*_problems`` and ``*_errors`` ones every fault, in Kubernetes' words), or None."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
 
-from events.field_errors import go_quote
+from events.field_errors import go_quote, too_long
 
 NAME_MAX = 63
 PREFIX_MAX = 253
@@ -167,6 +167,28 @@ def labels_problem(labels: Mapping[str, str]) -> str | None:
     return None
 
 
+def label_map_errors(labels: Mapping[str, str]) -> list[str]:
+    """Every fault of a label map as apimachinery's ``ValidateLabels`` reports them, as field error bodies (all at
+    the map's own path): each key's faults, then its value's, ``Invalid value: "<key or value>": <why>``. Keys
+    sorted, where Go ranges over the map in no set order."""
+    found: list[str] = []
+    for key in sorted(labels):
+        found += [f"Invalid value: {go_quote(key)}: {m}" for m in label_key_problems(key)]
+        found += [f"Invalid value: {go_quote(labels[key])}: {m}" for m in label_value_problems(labels[key])]
+    return found
+
+
+def annotation_map_errors(annotations: Mapping[str, str]) -> list[str]:
+    """Every fault of an annotation map as apimachinery's ``ValidateAnnotations`` reports them, as field error
+    bodies: each key (checked lowercased, shown as written) that is no qualified name, keys sorted, then a total
+    size above 256 KiB."""
+    found = [f"Invalid value: {go_quote(key)}: {m}" for key in sorted(annotations)
+             for m in label_key_problems(key.lower())]
+    if sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items()) > ANNOTATIONS_MAX_BYTES:
+        found.append(too_long(ANNOTATIONS_MAX_BYTES))
+    return found
+
+
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
@@ -179,11 +201,7 @@ def selector_field_errors(match_labels: Mapping[str, str], expressions: Sequence
     rules alone (no key's or value's spelling)."""
     found: list[tuple[str, str]] = []
     if syntax:
-        for key in sorted(match_labels):
-            found += [(f"{at}.matchLabels", f"Invalid value: {go_quote(key)}: {m}") for m in label_key_problems(key)]
-            value = match_labels[key]
-            found += [(f"{at}.matchLabels", f"Invalid value: {go_quote(value)}: {m}")
-                      for m in label_value_problems(value)]
+        found += [(f"{at}.matchLabels", body) for body in label_map_errors(match_labels)]
     for i, (key, operator, values) in enumerate(expressions):
         where = f"{at}.matchExpressions[{i}]"
         if operator in ("In", "NotIn"):
@@ -226,17 +244,4 @@ def selector_problem(match_labels: Mapping[str, str], expressions: Sequence[tupl
             problem = label_value_problem(value)
             if problem is not None:
                 return f"{at}.values[{j}]", problem
-    return None
-
-
-def annotations_problem(annotations: Mapping[str, str]) -> str | None:
-    """The first bad key of an annotation map (keys are checked lowercased, as Kubernetes does), or a total size
-    above 256 KiB."""
-    for key in sorted(annotations):
-        problem = qualified_name_problem(key.lower())
-        if problem is not None:
-            return f"key {key!r}: {problem}"
-    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
-    if size > ANNOTATIONS_MAX_BYTES:
-        return f"the annotations add up to {size} bytes, more than {ANNOTATIONS_MAX_BYTES}"
     return None

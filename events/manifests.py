@@ -23,7 +23,8 @@ from events import tas_assignment as tas
 from events.bounded_input import read_bounded
 from events.doc_paths import leaves
 from events.errors import InvalidInput, aggregate, refuse_field
-from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
+from events.field_errors import go_quote, not_supported
+from events.labels import annotation_map_errors, is_dns_label, label_map_errors, object_name_problem
 from events.preemption_config_rules import preemption_config_errors
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
@@ -499,7 +500,7 @@ def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str
     then the webhook's, ungated then gated, refused as one
     :class:`~events.object_rules.WorkloadRefused` so that an update's own join them
     (:mod:`connectors.k8s.validating`)."""
-    _validate_shape(wl, where)
+    _validate_shape(wl, where, reclaimable_names=False)  # Kueue's webhook's: with the rest of its, below
     schema, webhook = object_rules.workload_errors(wl)
     if not schema and doc is not None:
         schema = object_rules.document_errors(doc)
@@ -521,11 +522,12 @@ def check_foldable(obj: o.KObject, where: str) -> None:
         object_rules.refuse_all(quota_rules.webhook_errors(groups, parent="", cohort=False, full=False), where)
 
 
-QUEUE_ENUMS = (("spec.queueingStrategy", ("BestEffortFIFO", "StrictFIFO")),
+QUEUE_ENUMS = (("spec.queueingStrategy", ("StrictFIFO", "BestEffortFIFO")),
                ("spec.preemption.reclaimWithinCohort", ("Never", "LowerPriority", "Any")),
                ("spec.preemption.withinClusterQueue", ("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
                ("spec.stopPolicy", ("None", "Hold", "HoldAndDrain")))
-"""The values a ClusterQueue's CRD takes in the fields the projections read."""
+"""The values a ClusterQueue's CRD takes in the fields the projections read, in its enums' order (which the
+apiserver's refusal lists)."""
 
 
 def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
@@ -545,7 +547,7 @@ def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) ->
         for (at, allowed), value in zip(QUEUE_ENUMS, values, strict=True):
             if value not in allowed:
                 blocking = True
-                errors.append(f"field `{at}`: must be {', '.join(allowed[:-1])} or {allowed[-1]}")
+                errors.append(f"field `{at}`: {not_supported(go_quote(value), allowed)}")
     weight = spec.fair_sharing.weight if spec.fair_sharing is not None else None
     problem = None if weight is None else quota_rules.quantity_problem(weight)
     if problem is not None:
@@ -579,7 +581,7 @@ def gated_workload_errors(wl: o.Workload, checks: Checks) -> list[str]:
     """The field errors of the Workload checks ``checks`` turns on, every one broken, in the order Kueue's webhook
     makes them: the priority boost, each pod set's template metadata, non-negative requests and slice size, the
     minimum counts, the admission gate, the topology spreading, the unhealthy-nodes threshold, the reclaimable
-    counts' bound. A ``minCount`` above its count breaks the CRD's rule, which the apiserver checks before the
+    pods (their pod set names whatever ``checks`` says, and their counts' bound). A ``minCount`` above its count breaks the CRD's rule, which the apiserver checks before the
     webhook runs: its errors are then the only ones."""
     rule_errors = object_rules.min_count_rule_errors(wl) if checks.min_count else []
     if rule_errors:  # the CRD's rule: the apiserver refuses before Kueue's webhook runs
@@ -601,8 +603,7 @@ def gated_workload_errors(wl: o.Workload, checks: Checks) -> list[str]:
         errors += topology_spreading.workload_errors(wl.spec.pod_sets)
     if checks.unhealthy_threshold:
         errors += unhealthy_threshold.threshold_errors(wl.metadata.annotations)
-    if checks.reclaimable_bounds:
-        errors += reclaimable_bound_errors(wl)
+    errors += reclaimable_errors(wl, bounds=checks.reclaimable_bounds)
     return errors
 
 
@@ -611,14 +612,14 @@ def _validate_ungated(obj: o.KObject, where: str) -> None:
     object_rules.check(obj, where)
 
 
-def _validate_shape(obj: o.KObject, where: str) -> None:
+def _validate_shape(obj: o.KObject, where: str, *, reclaimable_names: bool = True) -> None:
     """What the projections need of an object to fold it: times and quantities that parse, known enum values,
     counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
     if isinstance(obj, o.ClusterQueue | o.Cohort):
         object_rules.refuse_all(queue_schema_errors(obj, full=False), where)
         return
     if isinstance(obj, o.Workload):
-        object_rules.refuse_all(_workload_shape_errors(obj), where)
+        object_rules.refuse_all(_workload_shape_errors(obj, reclaimable_names=reclaimable_names), where)
         return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
@@ -660,24 +661,27 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
 
 def _slice_size_errors(req: o.PodSetTopologyRequest, at: str) -> list[str]:
     """``TASValidateWorkloadSliceSize``: ``podSetSliceSize`` is above 0 and comes with
-    ``podSetSliceRequiredTopology``, and the slice topology with a size; every one broken. (The layers' sizes are
-    the CRD's to check, whatever the gate: :func:`_topology_request_errors`.)"""
+    ``podSetSliceRequiredTopology``, and the slice topology with a size; every one broken, as Kueue's field errors
+    (its test's types: Invalid, Forbidden; the details are its release note's words, its source not being at
+    hand). (The layers' sizes are the CRD's to check, whatever the gate: :func:`_topology_request_errors`.)"""
     size, level = req.pod_set_slice_size, req.pod_set_slice_required_topology
     errors: list[str] = []
     if size is not None and size < 1:
-        errors.append(f"field `{at}.podSetSliceSize` must be greater than 0, got {size}")
+        errors.append(f"field `{at}.podSetSliceSize`: Invalid value: {size}: must be greater than 0")
     if size is not None and level is None:
-        errors.append(f"field `{at}.podSetSliceSize` may only be set together with podSetSliceRequiredTopology")
+        errors.append(f"field `{at}.podSetSliceSize`: Forbidden: may only be set together with "
+                      "podSetSliceRequiredTopology")
     if level is not None and size is None:
-        errors.append(f"field `{at}.podSetSliceSize` is required when podSetSliceRequiredTopology is set")
+        errors.append(f"field `{at}.podSetSliceSize`: Required value: must be set when podSetSliceRequiredTopology "
+                      "is set")
     return errors
 
 
 def _template_metadata_errors(meta: o.TemplateMeta, at: str) -> list[str]:
     """``WorkloadValidationForPodSetMetadata``: a pod set template's labels and annotations as Kubernetes
     checks a pod's (:mod:`events.labels`)."""
-    return (_as_errors(labels_problem(meta.labels), f"{at}.labels")
-            + _as_errors(annotations_problem(meta.annotations), f"{at}.annotations"))
+    return ([f"field `{at}.labels`: {body}" for body in label_map_errors(meta.labels)]
+            + [f"field `{at}.annotations`: {body}" for body in annotation_map_errors(meta.annotations)])
 
 
 def check_on_flavors(cq: o.ClusterQueue, where: str, *, kept_from: o.ClusterQueue | None = None) -> None:
@@ -785,7 +789,7 @@ def _topology_request_errors(req: o.PodSetTopologyRequest, at: str) -> list[str]
         elif len(layer.topology) > 63:
             errors.append(f"field `{at}[{j}].topology` must be at most 63 characters")
         if layer.size < 1:
-            errors.append(f"field `{at}[{j}].size` must be >= 1, got {layer.size}")
+            errors.append(f"field `{at}[{j}].size`: Invalid value: {layer.size}: must be greater than 0")
     return errors
 
 
@@ -815,7 +819,7 @@ def _preemption_gate_errors(wl: o.Workload) -> list[str]:
     return errors
 
 
-def _workload_shape_errors(wl: o.Workload) -> list[str]:
+def _workload_shape_errors(wl: o.Workload, *, reclaimable_names: bool = True) -> list[str]:
     """What the projections need of a Workload (:func:`_validate_shape`): every field error, in order."""
     errors = _time_errors(wl.metadata.creation_timestamp, "metadata.creationTimestamp")
     for i, c in enumerate(wl.status.conditions):
@@ -840,20 +844,20 @@ def _workload_shape_errors(wl: o.Workload) -> list[str]:
         if ps.min_count is not None and ps.min_count < 0:
             errors.append(f"field `{at}.minCount` must be >= 0")
         errors += _pod_spec_errors(ps.template.spec, f"{at}.template.spec", negative=True)
-    return (errors + _workload_status_quantity_errors(wl.status) + _reclaimable_pod_errors(wl)
+    return (errors + _workload_status_quantity_errors(wl.status) + _reclaimable_pod_errors(wl, names=reclaimable_names)
             + _preemption_gate_errors(wl))
 
 
-def _reclaimable_pod_errors(wl: o.Workload) -> list[str]:
-    """Kueue's checks of ``status.reclaimablePods`` a stored object is held to: each names a pod set, once, with
-    a count not below 0 (its upper bound: :func:`reclaimable_bound_errors`). Every one broken, in order."""
+def _reclaimable_pod_errors(wl: o.Workload, *, names: bool = True) -> list[str]:
+    """The checks of ``status.reclaimablePods`` a stored object is held to: each names a pod set (with ``names``:
+    the watch's; an admission check makes it Kueue's webhook's, :func:`reclaimable_errors`), once, with a count
+    not below 0. Every one broken, in order."""
     counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
-    errors: list[str] = []
+    errors = reclaimable_errors(wl, bounds=False) if names else []
     seen: set[str] = set()
     for rp in wl.status.reclaimable_pods:
         at = f"status.reclaimablePods[{rp.name}]"
         if rp.name not in counts:
-            errors.append(f"field `{at}.name`: not a pod set (pod sets: {', '.join(counts)})")
             continue
         if rp.name in seen:
             errors.append(f"field `{at}.name`: given more than once")
@@ -864,17 +868,29 @@ def _reclaimable_pod_errors(wl: o.Workload) -> list[str]:
     return errors
 
 
-def reclaimable_bound_errors(wl: o.Workload, *, kept: Callable[[str, int], bool] | None = None) -> list[str]:
-    """A reclaimable count is at most its pod set's count, unless ``kept(name, count)`` (an update of an elastic
-    workload leaving an entry unchanged above a pod set its Job scaled down: :mod:`events.update_rules`): the
-    field error of each count above. Not held to a stored object: Kueue lets such an entry be stored, and the
-    fold floors a count at 0."""
+def reclaimable_errors(wl: o.Workload, *, names: bool = True, bounds: bool = True,
+                       kept: Callable[[str, int], bool] | None = None) -> list[str]:
+    """Kueue's webhook on ``status.reclaimablePods``, an error per entry at most, in order: with ``names``, one
+    naming no pod set (``Unsupported value``, the pod sets in the spec's order); with ``bounds``, a count above its
+    pod set's (``Invalid value``), unless ``kept(name, count)`` (an update of an elastic workload leaving an entry
+    unchanged above a pod set its Job scaled down: :mod:`events.update_rules`). The bound is not held to a stored
+    object: Kueue lets such an entry be stored, and the fold floors a count at 0."""
     counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
-    return [f"field `status.reclaimablePods[{rp.name}].count`: must be between 0 and the pod set's count "
-            f"({counts[rp.name]}), got {rp.count}"
-            for rp in wl.status.reclaimable_pods
-            if counts.get(rp.name) is not None and rp.count > counts[rp.name]
-            and not (kept is not None and kept(rp.name, rp.count))]
+    errors: list[str] = []
+    for rp in wl.status.reclaimable_pods:
+        at = f"status.reclaimablePods[{rp.name}]"
+        if rp.name not in counts:
+            if names:
+                errors.append(f"field `{at}.name`: {not_supported(go_quote(rp.name), list(counts))}")
+        elif bounds and rp.count > counts[rp.name] and not (kept is not None and kept(rp.name, rp.count)):
+            errors.append(f"field `{at}.count`: Invalid value: {rp.count}: should be less or equal to "
+                          f"{counts[rp.name]}")
+    return errors
+
+
+def reclaimable_bound_errors(wl: o.Workload, *, kept: Callable[[str, int], bool] | None = None) -> list[str]:
+    """:func:`reclaimable_errors`' bounds alone."""
+    return reclaimable_errors(wl, names=False, kept=kept)
 
 
 def _workload_tas_errors(wl: o.Workload) -> list[str]:

@@ -18,7 +18,8 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   ``lastTransitionTime``, bounded reason and message, ``observedGeneration`` not negative); an admission check's
   ``podSetUpdates`` name pod sets and carry well-formed labels, annotations, node selector and tolerations.
 * ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
-  a ``topologyName`` needs node labels.
+  a ``topologyName`` needs node labels. Its CRD's rules broken are refused together, then its webhook's (labels,
+  taints, tolerations' keys), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
   above 1e-9. A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
@@ -55,17 +56,19 @@ from typing import Any
 
 from events import admission_gate, quota_rules
 from events import objects as o
-from events.errors import InvalidInput, aggregate, refuse_field
+from events.errors import InvalidInput, aggregate
+from events.field_errors import go_quote
 from events.labels import (
     DNS_LABEL,
     NAME_FMT,
     SUBDOMAIN,
     SUBDOMAIN_FMT,
-    annotations_problem,
-    label_value_problem,
-    labels_problem,
+    annotation_map_errors,
+    label_key_problems,
+    label_map_errors,
+    label_value_problems,
     qualified_name_problem,
-    selector_problem,
+    selector_field_errors,
 )
 from events.quantity import parse_quantity, to_int
 from events.timefmt import parse_time
@@ -187,6 +190,11 @@ def _field(problem: str | None, path: str) -> list[str]:
     return [f"field `{path}`: {problem}"] if problem is not None else []
 
 
+def _fields(bodies: Sequence[str], path: str) -> list[str]:
+    """Field error bodies (:mod:`events.field_errors`' forms) all at ``path``."""
+    return [f"field `{path}`: {body}" for body in bodies]
+
+
 def _reserved_resource_errors(pod: o.PodSpec, at: str) -> list[str]:
     """Kueue counts a pod set's pods as the resource ``pods``: no container, init container or pod may name it."""
     owners = [(f"{at}.{field}[{i}].resources", c.resources)
@@ -289,7 +297,8 @@ def _reserved_admission_errors(wl: o.Workload) -> list[str]:
         count = psa.count or 0
         for r in sorted(psa.resource_usage) if count > 0 else ():
             if to_int(r, psa.resource_usage[r]) % count:
-                errors.append(f"field `{at}.resourceUsage[{r}]`: is not a multiple of {count}")
+                usage = go_quote(str(psa.resource_usage[r]))
+                errors.append(f"field `{at}.resourceUsage[{r}]`: Invalid value: {usage}: is not a multiple of {count}")
     return errors
 
 
@@ -300,11 +309,10 @@ def _pod_set_update_errors(wl: o.Workload) -> list[str]:
         for j, update in enumerate(state.pod_set_updates):
             at = f"status.admissionChecks[{i}].podSetUpdates[{j}]"
             errors += _one_of_errors(update.name, names, f"{at}.name")
-            for k, t in enumerate(update.tolerations):
-                errors += _field(qualified_name_problem(t.key) if t.key else None, f"{at}.tolerations[{k}].key")
-            errors += _field(annotations_problem(update.annotations), f"{at}.annotations")
-            errors += _field(labels_problem(update.node_selector), f"{at}.nodeSelector")
-            errors += _field(labels_problem(update.labels), f"{at}.labels")
+            errors += toleration_key_errors(update.tolerations, f"{at}.tolerations")
+            errors += _fields(annotation_map_errors(update.annotations), f"{at}.annotations")
+            errors += _fields(label_map_errors(update.node_selector), f"{at}.nodeSelector")
+            errors += _fields(label_map_errors(update.labels), f"{at}.labels")
     return errors
 
 
@@ -312,40 +320,49 @@ def _pod_set_update_errors(wl: o.Workload) -> list[str]:
 
 
 def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
-    for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
-                           ("tolerations", spec.tolerations)):
-        if len(entries) > MAX_FLAVOR_ENTRIES:
-            raise InvalidInput(f"{where}: field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, "
-                               f"has {len(entries)}")
-    refuse_field(labels_problem(spec.node_labels), where, "spec.nodeLabels")
+    """The CRD's rules first, every broken one refused together (the apiserver calls no webhook for an object its
+    schema refuses); then every rule of Kueue's ResourceFlavor webhook, together, in its order: the node labels,
+    the taints, the tolerations' keys."""
+    schema = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
+              for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
+                                     ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
     if spec.topology_name is not None:
-        _name_reference(spec.topology_name, where, "spec.topologyName")
-    _node_taints(spec.node_taints, where, "spec.nodeTaints")
-    check_tolerations(spec.tolerations, where, "spec.tolerations")
+        schema += _name_reference_errors(spec.topology_name, "spec.topologyName")
+    for i, taint in enumerate(spec.node_taints):
+        schema += _one_of_errors(taint.effect, TAINT_EFFECTS, f"spec.nodeTaints[{i}].effect")
+    schema += _toleration_rule_errors(spec.tolerations, "spec.tolerations")
     if spec.topology_name is not None and not spec.node_labels:
-        raise InvalidInput(f"{where}: field `spec.nodeLabels`: at least one nodeLabel is required when topology is set")
+        schema.append("field `spec.nodeLabels`: at least one nodeLabel is required when topology is set")
+    refuse_all(schema, where)
+    refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
+               + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
+               + toleration_key_errors(spec.tolerations, "spec.tolerations"), where)
 
 
-def _node_taints(taints: Sequence[o.Taint], where: str, at: str) -> None:
+def _node_taint_errors(taints: Sequence[o.Taint], at: str) -> list[str]:
+    """Kueue's webhook on a flavor's taints: each key a label key (an error per fault), each value a label value (its
+    faults joined with ``;``, as Kueue joins them), no key and effect pair twice."""
+    errors: list[str] = []
     seen: set[tuple[str, str]] = set()
     for i, taint in enumerate(taints):
         path = f"{at}[{i}]"
-        _one_of(taint.effect, TAINT_EFFECTS, where, f"{path}.effect")
-        refuse_field(qualified_name_problem(taint.key), where, f"{path}.key")
-        refuse_field(label_value_problem(taint.value), where, f"{path}.value")
+        errors += [f"field `{path}.key`: Invalid value: {go_quote(taint.key)}: {m}"
+                   for m in label_key_problems(taint.key)]
+        problems = label_value_problems(taint.value)
+        if problems:
+            errors.append(f"field `{path}.value`: Invalid value: {go_quote(taint.value)}: {';'.join(problems)}")
         if (taint.key, taint.effect) in seen:
-            raise InvalidInput(f"{where}: field `{path}`: taints must be unique by key and effect pair")
+            errors.append(f"field `{path}`: taints must be unique by key and effect pair")
+            continue
         seen.add((taint.key, taint.effect))
+    return errors
 
 
-def check_tolerations(tolerations: Sequence[o.Toleration], where: str, at: str) -> None:
-    """A flavor's tolerations: a key (when given) is a label key, and Kueue's CRD rules on operator, value, effect
-    and ``tolerationSeconds`` (an empty field read as an absent one); the first problem is refused."""
-    for i, t in enumerate(tolerations):
-        refuse_field(qualified_name_problem(t.key) if t.key else None, where, f"{at}[{i}].key")
-        errors = _toleration_rule_errors([t], at, first=i)
-        if errors:
-            raise InvalidInput(f"{where}: {errors[0]}")
+def toleration_key_errors(tolerations: Sequence[o.Toleration], at: str) -> list[str]:
+    """Kueue's webhook on tolerations (a flavor's, a pod set update's): a key, when given, is a label key, an
+    error per fault."""
+    return [f"field `{at}[{i}].key`: Invalid value: {go_quote(t.key)}: {m}"
+            for i, t in enumerate(tolerations) if t.key for m in label_key_problems(t.key)]
 
 
 def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, first: int = 0) -> list[str]:
@@ -435,9 +452,8 @@ def cluster_queue_errors(spec: o.ClusterQueueSpec) -> list[str]:
     errors = quota_rules.webhook_errors(groups, parent=spec.cohort_name, cohort=False)
     if spec.namespace_selector is not None:
         s = spec.namespace_selector
-        found = selector_problem(s.match_labels, [(r.key, r.operator, r.values) for r in s.match_expressions])
-        if found is not None:
-            errors.append(f"field `spec.namespaceSelector.{found[0]}`: {found[1]}")
+        errors += [f"field `{path}`: {body}" for path, body in selector_field_errors(
+            s.match_labels, [(r.key, r.operator, r.values) for r in s.match_expressions], "spec.namespaceSelector")]
     p = spec.preemption
     if p.borrow_within_cohort is not None and p.reclaim_within_cohort == "Never" \
             and p.borrow_within_cohort.policy != "Never":

@@ -36,7 +36,10 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * ClusterQueue: ``spec.concurrentAdmissionPolicy`` does not change (whatever ``ConcurrentAdmission`` says: Kueue's
   webhook holds it immutable with the gate off too).
 
-Not modelled: the MultiKueue ``clusterName`` rule.
+* Workload: a ``status.clusterName`` the update sets names a worker of the old object's
+  ``status.nominatedClusterNames``, whatever the dispatcher, but for a workload slice replacing another under
+  ``ElasticJobsViaWorkloadSlices`` (:func:`_cluster_name`). The CRD's own rules on it (immutable once set, never
+  beside nominations) are not modelled.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from events import admission_gate, topology_spreading, unhealthy_threshold
 from events import objects as o
 from events.admission_gate import gate_names
 from events.errors import InvalidInput
+from events.field_errors import go_quote
 from events.manifests import on_flavors_errors, reclaimable_bound_errors
 from events.object_rules import (
     ADMISSION_GATED_BY,
@@ -59,6 +63,7 @@ from events.object_rules import (
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
+SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
 _QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
 
@@ -159,7 +164,7 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
     (``field `path`: problem``): those of its CRD's transition rules (while quota is reserved, the
     ``priorityClassRef`` and ``queueName``; while admitted, ``maximumExecutionTimeSeconds``), then those of its
     webhook in its order (while quota is reserved, the pod sets and the reclaimable counts; the admission; a Ready
-    check's pod set updates; under ``AdmissionGatedBy``, the gates). ``shrink``: ``ElasticJobsViaWorkloadSlices``,
+    check's pod set updates; a ``clusterName`` set; under ``AdmissionGatedBy``, the gates). ``shrink``: ``ElasticJobsViaWorkloadSlices``,
     under which a pod set's count may come down while quota is reserved."""
     old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
     old_reserved, new_reserved = _has_condition(old, "QuotaReserved"), _has_condition(new, "QuotaReserved")
@@ -180,10 +185,29 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
     webhook += _admission(_get(old, "status").get("admission"), _get(new, "status").get("admission"), tas)
     webhook += _pod_set_updates(_get(old, "status").get("admissionChecks") or [],
                                 _get(new, "status").get("admissionChecks") or [])
+    webhook += _cluster_name(old, new, slices=shrink)
     if gated_by:
         webhook += [f"field `{GATE_PATH}`: {problem}"
                     for problem in admission_gate_errors(_get(old, "metadata"), _get(new, "metadata"))]
     return schema, webhook
+
+
+def _cluster_name(old: dict[str, Any], new: dict[str, Any], *, slices: bool) -> list[str]:
+    """A ``status.clusterName`` set by the update names a worker the old object nominated
+    (``status.nominatedClusterNames``), whatever dispatcher nominated it (Kueue #7278 dropped the dispatcher from
+    this rule: its all-at-once dispatcher nominates too). Exempt under ``slices`` (``ElasticJobsViaWorkloadSlices``):
+    a workload slice replacing another (``kueue.x-k8s.io/workload-slice-replacement-for`` on the new object, any
+    value) is placed straight on the worker of the slice it replaces, never nominated."""
+    before, after = _get(old, "status").get("clusterName"), _get(new, "status").get("clusterName")
+    if before is not None or not isinstance(after, str):
+        return []
+    if slices and SLICE_REPLACEMENT_FOR in (_get(_get(new, "metadata"), "annotations")):
+        return []
+    nominated = _get(old, "status").get("nominatedClusterNames")
+    if isinstance(nominated, list) and after in nominated:
+        return []
+    return [f"field `status.clusterName`: Invalid value: {go_quote(after)}: when setting clusterName it must be one "
+            "of the nominatedClusterNames"]
 
 
 def _pod_sets(old: list[Any], new: list[Any], is_slice: bool, shrink: bool) -> list[str]:

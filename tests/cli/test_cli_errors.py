@@ -95,18 +95,20 @@ BAD_INPUTS = {
                     - name: c
             """),
         ["document 2", "(Workload w)",
-         "field `spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size` must be >= 1, got 0"],
+         "field `spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size`: Invalid value: 0: "
+         "must be greater than 0"],
     ),
     "reclaimable-pods-count": (
         WORKLOAD + "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
         "status:\n  reclaimablePods: [{name: main, count: 3}]\n",
         ["document 2", "(Workload w)",
-         "field `status.reclaimablePods[main].count`: must be between 0 and the pod set's count (2), got 3"],
+         "field `status.reclaimablePods[main].count`: Invalid value: 3: should be less or equal to 2"],
     ),
     "reclaimable-pods-name": (
         WORKLOAD + "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
         "status:\n  reclaimablePods: [{name: workers, count: 1}]\n",
-        ["document 2", "(Workload w)", "field `status.reclaimablePods[workers].name`: not a pod set (pod sets: main)"],
+        ["document 2", "(Workload w)",
+         'field `status.reclaimablePods[workers].name`: Unsupported value: "workers": supported values: "main"'],
     ),
     "integer-beyond-64-bits": (
         WORKLOAD + "spec:\n  queueName: lq\n  priority: 18446744073709551616\n  podSets:\n  - name: main\n    count: 1\n"

@@ -10,7 +10,7 @@ import pytest
 from fixtures import fastyaml
 
 from events.errors import InvalidInput
-from events.labels import annotations_problem, label_value_problem, qualified_name_problem
+from events.labels import annotation_map_errors, label_value_problem, qualified_name_problem
 from events.manifests import UNGATED, Checks, decode_object, load_text
 from projections import gates
 
@@ -44,14 +44,15 @@ def test_the_defaults_are_the_gates_defaults() -> None:
 
 @pytest.mark.parametrize(("topology", "message"), [
     ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0},
-     "field `spec.podSets[0].topologyRequest.podSetSliceSize` must be greater than 0, got 0"),
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize`: Invalid value: 0: must be greater than 0"),
     ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": -2},
-     "field `spec.podSets[0].topologyRequest.podSetSliceSize` must be greater than 0, got -2"),
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize`: Invalid value: -2: must be greater than 0"),
     ({"required": "rack", "podSetSliceSize": 2},
-     "field `spec.podSets[0].topologyRequest.podSetSliceSize` may only be set together with "
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize`: Forbidden: may only be set together with "
      "podSetSliceRequiredTopology"),
     ({"podSetSliceRequiredTopology": "rack"},
-     "field `spec.podSets[0].topologyRequest.podSetSliceSize` is required when podSetSliceRequiredTopology is set"),
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize`: Required value: must be set when "
+     "podSetSliceRequiredTopology is set"),
 ])
 def test_slice_size_and_topology_come_as_a_pair_under_the_gate(topology: dict, message: str) -> None:
     with pytest.raises(InvalidInput) as refused:
@@ -63,12 +64,16 @@ def test_slice_size_and_topology_come_as_a_pair_under_the_gate(topology: dict, m
 
 @pytest.mark.parametrize(("metadata", "message"), [
     ({"labels": {"app": "invalid value with spaces"}},
-     "field `spec.podSets[0].template.metadata.labels`: value 'invalid value with spaces' of key 'app'"),
-    ({"labels": {"@abc": "x"}}, "field `spec.podSets[0].template.metadata.labels`: key '@abc'"),
-    ({"labels": {"a": "x" * 64}}, "must be at most 63 characters"),
+     'field `spec.podSets[0].template.metadata.labels`: Invalid value: "invalid value with spaces": a valid label '
+     "must be an empty string or consist of alphanumeric characters"),
+    ({"labels": {"@abc": "x"}},
+     'field `spec.podSets[0].template.metadata.labels`: Invalid value: "@abc": name part must consist of'),
+    ({"labels": {"a": "x" * 64}}, f'Invalid value: "{"x" * 64}": must be no more than 63 characters'),
     ({"annotations": {"invalid/annotation/key/too/long/invalid": "val"}},
-     "field `spec.podSets[0].template.metadata.annotations`: key 'invalid/annotation/key/too/long/invalid'"),
-    ({"annotations": {"big": "x" * (256 * 1024)}}, "more than 262144"),
+     'field `spec.podSets[0].template.metadata.annotations`: Invalid value: "invalid/annotation/key/too/long/invalid"'
+     ": a valid label key must consist of"),
+    ({"annotations": {"big": "x" * (256 * 1024)}},
+     "field `spec.podSets[0].template.metadata.annotations`: Too long: may not be more than 262144 bytes"),
 ])
 def test_pod_set_template_metadata_is_checked_as_a_pods_under_the_gate(metadata: dict, message: str) -> None:
     doc = _workload(labels=metadata.get("labels"), annotations=metadata.get("annotations"))
@@ -135,8 +140,8 @@ def test_label_values(value: str, ok: bool) -> None:
 
 
 def test_annotation_keys_are_checked_lowercased() -> None:
-    assert annotations_problem({"Example.COM/Key": "v"}) is None
-    assert annotations_problem({"a b": "v"}) is not None
+    assert annotation_map_errors({"Example.COM/Key": "v"}) == []
+    assert annotation_map_errors({"a b": "v"})[0].startswith('Invalid value: "a b": name part')
 
 
 def _refused(doc: dict[str, Any]) -> str:

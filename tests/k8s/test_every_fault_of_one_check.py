@@ -42,9 +42,9 @@ CASES: list[tuple[Callable[[dict[str, Any]], None], list[str]]] = [
     (_negative_requests, [  # WorkloadValidateResourcesAreNonNegative (beta, on)
         f'field `{AT}.resources.requests[cpu]`: Invalid value: "-1": must be greater than or equal to 0',
         f'field `{AT}.resources.requests[memory]`: Invalid value: "-2Gi": must be greater than or equal to 0']),
-    (_reclaimable_pods_of_no_pod_set, [  # what the projections need of the status
-        "field `status.reclaimablePods[x].name`: not a pod set (pod sets: main)",
-        "field `status.reclaimablePods[y].name`: not a pod set (pod sets: main)"]),
+    (_reclaimable_pods_of_no_pod_set, [  # Kueue's webhook (and what the watch holds a stored one to)
+        'field `status.reclaimablePods[x].name`: Unsupported value: "x": supported values: "main"',
+        'field `status.reclaimablePods[y].name`: Unsupported value: "y": supported values: "main"']),
 ]
 
 

@@ -64,7 +64,8 @@ def wl(count: int = 2, image: str = "busybox", reserved: bool = False, admitted:
 def test_an_invalid_cluster_queue_is_refused_naming_object_and_field() -> None:
     assert _review("ClusterQueue", cq(["a"])) == {"uid": "u-1", "allowed": True}
     assert _message(_review("ClusterQueue", cq(queueingStrategy="Sometimes"))) == (
-        "ClusterQueue cq: field `spec.queueingStrategy`: must be BestEffortFIFO or StrictFIFO")
+        'ClusterQueue cq: field `spec.queueingStrategy`: Unsupported value: "Sometimes": supported values: '
+        '"StrictFIFO", "BestEffortFIFO"')
     assert _message(_review("ClusterQueue", cq(["a", "z"]))) == (
         'ClusterQueue cq: field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]`: Unsupported value: '
         '"z": supported values: "a"')
@@ -82,7 +83,8 @@ def test_an_invalid_workload_is_refused_and_its_gated_checks_follow_the_configur
     sliced = wl()
     sliced["spec"]["podSets"][0]["topologyRequest"] = {"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0}
     assert _message(_review("Workload", sliced)) == (
-        "Workload team/w: field `spec.podSets[0].topologyRequest.podSetSliceSize` must be greater than 0, got 0")
+        "Workload team/w: field `spec.podSets[0].topologyRequest.podSetSliceSize`: Invalid value: 0: must be greater "
+        "than 0")
     assert _review("Workload", sliced, gates={"TASValidateWorkloadSliceSize": False})["allowed"] is True
     labelled = wl()
     labelled["spec"]["podSets"][0]["template"]["metadata"] = {"labels": {"app": "a b"}}
@@ -462,8 +464,8 @@ def test_a_workload_is_refused_for_every_field_error_together_in_kueues_order() 
     both = _limiting_pods(wl(reserved=True))
     both["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "3m"}
     assert _message(_review("Workload", both)) == (
-        f"Workload team/w: [{PODS_LIMIT}, field `status.admission.podSetAssignments[0].resourceUsage[cpu]`: is not "
-        "a multiple of 2]")
+        f"Workload team/w: [{PODS_LIMIT}, field `status.admission.podSetAssignments[0].resourceUsage[cpu]`: Invalid "
+        'value: "3m": is not a multiple of 2]')
     schema = copy.deepcopy(both)
     schema["spec"]["queueName"] = "Team_Q"
     del schema["status"]["conditions"][0]["reason"]

@@ -44,7 +44,8 @@ def test_layers_decode_outer_to_inner() -> None:
 
 
 @pytest.mark.parametrize(("layers", "message"), [
-    ("[{topology: rack, size: 0}]", "podsetSliceRequiredTopologyConstraints[0].size` must be >= 1, got 0"),
+    ("[{topology: rack, size: 0}]", "podsetSliceRequiredTopologyConstraints[0].size`: Invalid value: 0: must be "
+                                    "greater than 0"),
     ("[{topology: rack, size: 4}, {size: 2}]", "podsetSliceRequiredTopologyConstraints[1].topology` is required"),
     ("[{topology: " + "x" * 64 + ", size: 2}]",
      "podsetSliceRequiredTopologyConstraints[0].topology` must be at most 63 characters"),

@@ -1,0 +1,72 @@
+"""The Workload webhook's MultiKueue rule on ``status.clusterName``: set by an update, it names a worker the old
+object nominated, under any dispatcher (Kueue #7278), but for a workload slice replacing another under
+``ElasticJobsViaWorkloadSlices`` (Kueue's ``workload_webhook_test.go``, "ClusterName doesn't have to be one of the
+nominatedClusterNames with ElasticJobs feature gate")."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from connectors.k8s.validating import refusal
+
+V1B2 = "kueue.x-k8s.io/v1beta2"
+REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
+NOT_NOMINATED = ('Workload team/w: field `status.clusterName`: Invalid value: "worker1": when setting clusterName '
+                 "it must be one of the nominatedClusterNames")
+
+
+def _wl(*, nominated: list[str] | None = None, cluster: str | None = None, reserved: bool = True,
+        annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": V1B2, "kind": "Workload", "metadata": {"name": "w", "namespace": "team"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+        "status": {}}
+    if annotations:
+        doc["metadata"]["annotations"] = annotations
+    if reserved:
+        doc["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                        "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+        doc["status"]["admission"] = {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "a"}, "resourceUsage": {"cpu": "1"}, "count": 1}]}
+    if nominated is not None:
+        doc["status"]["nominatedClusterNames"] = nominated
+    if cluster is not None:
+        doc["status"]["clusterName"] = cluster
+    return doc
+
+
+def _update(new: dict, old: dict, gates: dict[str, bool] | None = None) -> str | None:
+    return refusal("Workload", "UPDATE", copy.deepcopy(new), copy.deepcopy(old), gates or {})
+
+
+def test_a_cluster_name_outside_the_old_nominations_is_refused_in_kueue_s_words() -> None:
+    assert _update(_wl(cluster="worker1"), _wl(nominated=["worker2"])) == NOT_NOMINATED
+    assert _update(_wl(cluster="worker1"), _wl()) == NOT_NOMINATED, "nothing nominated"
+    assert _update(_wl(cluster="worker1"), _wl(reserved=False, nominated=["worker2"])) == NOT_NOMINATED, (
+        "whether or not the old object held quota")
+
+
+def test_a_nominated_worker_may_be_set() -> None:
+    assert _update(_wl(cluster="worker1"), _wl(nominated=["worker2", "worker1"])) is None
+
+
+@pytest.mark.parametrize("old, new", [
+    (_wl(cluster="worker1"), _wl(cluster="worker1")),  # already set: not this rule's
+    (_wl(nominated=["worker2"]), _wl(nominated=["worker2", "worker3"])),  # no clusterName set
+    (_wl(cluster="worker1"), _wl()),  # cleared (an eviction)
+], ids=["kept", "unset", "cleared"])
+def test_only_an_update_that_sets_the_cluster_name_is_held_to_it(old: dict, new: dict) -> None:
+    assert _update(new, old) is None
+
+
+def test_a_replacement_slice_is_placed_without_nomination_under_elastic_jobs() -> None:
+    """Kueue's elastic scale-up puts the new slice straight on the worker of the slice it replaces."""
+    slice_ = _wl(cluster="worker1", annotations={REPLACEMENT_FOR: "team/w-old", "kueue.x-k8s.io/elastic-job": "true"})
+    assert _update(slice_, _wl(reserved=False)) is None
+    assert _update(slice_, _wl(reserved=False), {"ElasticJobsViaWorkloadSlices": False}) == NOT_NOMINATED
+    assert _update(_wl(cluster="worker1", annotations={REPLACEMENT_FOR: ""}), _wl(reserved=False)) is None, (
+        "the annotation present is enough, whatever its value (Kueue's ReplacementForKey)")
