@@ -2,26 +2,23 @@
 
 Every fault is returned as ``field `PATH`: what is wrong``, the field written as the CRD spells it, in the order the
 rules and their selectors come; the caller refuses the object with the first (or all, as it reports).
+
+The label selectors (``preemptorSelector``, ``clusterQueueSelector``, ``labelSelector``) are not checked: the CRD
+leaves their operators, keys and values free strings and Kueue serves no webhook for the kind, so the apiserver
+stores a selector Kueue cannot parse. Kueue finds out when it evaluates the rule, and so does kueue-es
+(:func:`kueue_es.scheduler.preemption_config.evaluable`).
 """
 
 from __future__ import annotations
 
 from events import objects as o
-from events.labels import is_dns_label, selector_problem
+from events.labels import is_dns_label
 
 MAX_RULES = 64
 RULE_NAME_MAX = 63
 NUMERIC_LABEL_KEY_MAX = 316
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
-
-
-def _selector(sel: o.LabelSelector | None, at: str, errors: list[str]) -> None:
-    if sel is None:
-        return
-    found = selector_problem(sel.match_labels, [(r.key, r.operator, r.values) for r in sel.match_expressions])
-    if found is not None:
-        errors.append(f"field `{at}.{found[0]}`: {found[1]}")
 
 
 def _enum(value: str | None, allowed: tuple[str, ...], at: str, errors: list[str], required: bool = True) -> None:
@@ -56,8 +53,6 @@ def _numeric_label(nl: o.PreemptionConfigNumericLabel, at: str, errors: list[str
 
 def _candidate_selector(cs: o.PreemptionConfigCandidateSelector, at: str, errors: list[str]) -> None:
     _enum(cs.scope, o.PREEMPTION_SCOPES, f"{at}.scope", errors)
-    _selector(cs.cluster_queue_selector, f"{at}.clusterQueueSelector", errors)
-    _selector(cs.label_selector, f"{at}.labelSelector", errors)
     for k, nl in enumerate(cs.numeric_labels):
         _numeric_label(nl, f"{at}.numericLabels[{k}]", errors)
     if cs.priority is not None:
@@ -68,7 +63,7 @@ def _candidate_selector(cs: o.PreemptionConfigCandidateSelector, at: str, errors
 def preemption_config_errors(spec: o.PreemptionConfigSpec) -> list[str]:
     """Every CRD rule ``spec`` breaks: at most 64 rules of distinct names (a DNS label each), a trigger of the
     three Kueue knows, each candidate selector's scope one of the five, comparisons and priority modes from
-    their enums, numeric-label bounds not negative, label selectors well formed."""
+    their enums, numeric-label bounds not negative. Label selectors are taken as written (see the module doc)."""
     errors: list[str] = []
     if len(spec.rules) > MAX_RULES:
         errors.append(f"field `spec.rules`: must have at most {MAX_RULES} items, has {len(spec.rules)}")
@@ -83,7 +78,6 @@ def preemption_config_errors(spec: o.PreemptionConfigSpec) -> list[str]:
         elif rule.name in seen:
             errors.append(f"field `{at}`: Duplicate value: {{\"name\":\"{rule.name}\"}}")
         seen.add(rule.name)
-        _selector(rule.preemptor_selector, f"{at}.preemptorSelector", errors)
         _enum(rule.activation_policy.trigger, o.PREEMPTION_TRIGGERS, f"{at}.activationPolicy.trigger", errors)
         for j, cs in enumerate(rule.candidate_selectors):
             _candidate_selector(cs, f"{at}.candidateSelectors[{j}]", errors)

@@ -19,6 +19,11 @@ walked after the candidates ``spec.preemption`` offers, in the same greedy walk 
 keeps the classical reason); under Fair Sharing they are preempted after its strategies fail, tier by tier. Their
 victims carry the reason ``ConfigurablePreemption``. A ClusterQueue naming a PreemptionConfig may also preempt while
 it would borrow (:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor assigner allows it then.
+
+A label selector the apiserver stored but Kueue cannot parse (an unknown operator, values where none may be, a bad
+key or value: the CRD does not check them) is found when a tier is reached, as Kueue's evaluator finds it: a rule
+of that trigger with such a ``preemptorSelector``, or one that applies to the preemptor with such a candidate
+selector, makes the tier yield nothing and ends the walk — no later tier is tried (:func:`evaluable`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from events import objects as o
+from events.labels import selector_problem
 from kueue_es.scheduler import preemption as classical
 from projections.clusterqueues import selector_matches
 from projections.workloads import WorkloadInfo
@@ -136,6 +142,37 @@ def _in_scope(ctx: CycleContext, scope: str, preemptor: WorkloadInfo, cq: str) -
     return False
 
 
+def _parses(sel: o.LabelSelector | None) -> bool:
+    """Whether ``sel`` (None: no selector) is one apimachinery's LabelSelectorAsSelector accepts."""
+    return sel is None or selector_problem(
+        sel.match_labels, [(r.key, r.operator, r.values) for r in sel.match_expressions]) is None
+
+
+def _builds(sel: o.PreemptionConfigCandidateSelector) -> bool:
+    """Whether Kueue can build the filters of a candidate selector: its scope and priority enums (the CRD holds
+    them to those) and its two label selectors parse."""
+    prio = sel.priority
+    return (sel.scope in o.PREEMPTION_SCOPES and _parses(sel.cluster_queue_selector) and _parses(sel.label_selector)
+            and (prio is None or (prio.mode in o.PRIORITY_MODES and prio.comparison in o.NUMERIC_COMPARISONS)))
+
+
+def evaluable(config: o.PreemptionConfig, trigger: str, preemptor: WorkloadInfo) -> bool:
+    """Whether Kueue can evaluate the rules of ``trigger`` for ``preemptor``: not when one of them has a
+    ``preemptorSelector`` that does not parse, nor when one that applies to the preemptor has a candidate selector
+    that cannot be built (one whose preemptor selector does not match is never built). Kueue (evaluator.go's
+    candidatesFor) collects every such error of the trigger and then returns none of its candidates."""
+    for rule in config.spec.rules:
+        if rule.activation_policy.trigger != trigger:
+            continue
+        if not _parses(rule.preemptor_selector):
+            return False
+        if rule.preemptor_selector is not None and not selector_matches(rule.preemptor_selector, preemptor.labels):
+            continue
+        if not all(_builds(sel) for sel in rule.candidate_selectors):
+            return False
+    return True
+
+
 def _selector_candidates(ctx: CycleContext, sel: o.PreemptionConfigCandidateSelector, preemptor: WorkloadInfo,
                          needed: dict[str, int]) -> list[WorkloadInfo]:
     if sel.scope not in o.PREEMPTION_SCOPES:
@@ -202,26 +239,35 @@ def _all_off_fits(ctx: CycleContext, victims: list[WorkloadInfo], topology: Topo
             classical.put_back(ctx, w, topology)
 
 
-def walk_tiers(config: o.PreemptionConfig, tier: Callable[[str], bool], quota_short: Callable[[], bool],
-               topology_short: Callable[[], bool] | None = None) -> bool:
+def walk_tiers(config: o.PreemptionConfig, preemptor: WorkloadInfo, tier: Callable[[str], bool],
+               quota_short: Callable[[], bool], topology_short: Callable[[], bool] | None = None) -> bool:
     """The trigger ladder both preemption algorithms walk. ``tier(trigger)`` acts on that trigger's candidates and
     says whether the preemptor fits then, which ends the walk (the return value). ``Always`` comes first; the
     conditional tiers only when the config has rules for them: ``InsufficientQuota`` while ``quota_short`` says the
     quota falls short — still short after it, the walk ends there, as the topology tier needs the quota feasible —
     then ``QuotaFeasibleAndInsufficientTopology`` while ``topology_short`` says the workload does not fit (None:
-    the caller knows it does not: every tier before said so)."""
-    if tier(ALWAYS):
-        return True
+    the caller knows it does not: every tier before said so). A tier reached whose rules Kueue cannot evaluate
+    (:func:`evaluable`) ends the walk there, with nothing from it (evaluator.go's FindCandidates stops on the
+    error)."""
+
+    def run(trigger: str) -> bool | None:
+        """True: fits; False: go on; None: the tier could not be evaluated, stop."""
+        return tier(trigger) if evaluable(config, trigger, preemptor) else None
+
+    found = run(ALWAYS)
+    if found is not False:
+        return bool(found)
     if not has_rules(config, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY):
         return False
     if quota_short():
-        if tier(INSUFFICIENT_QUOTA):
-            return True
+        found = run(INSUFFICIENT_QUOTA)
+        if found is not False:
+            return bool(found)
         if quota_short():
             return False
     if topology_short is not None and not topology_short():
         return False
-    return tier(INSUFFICIENT_TOPOLOGY)
+    return bool(run(INSUFFICIENT_TOPOLOGY))
 
 
 def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo,
@@ -243,7 +289,7 @@ def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: Work
     def short(check: Callable[[], bool]) -> Callable[[], bool]:
         return lambda: not _all_off_fits(ctx, pool, topology, check)
 
-    walk_tiers(config, contribute, short(quota_fits), short(fits))
+    walk_tiers(config, preemptor, contribute, short(quota_fits), short(fits))
     return added
 
 
@@ -260,4 +306,4 @@ def preempt_tiers(ctx: CycleContext, config: o.PreemptionConfig, preemptor: Work
                 return True
         return False
 
-    return walk_tiers(config, tier, lambda: not quota_fits())
+    return walk_tiers(config, preemptor, tier, lambda: not quota_fits())

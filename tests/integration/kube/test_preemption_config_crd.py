@@ -1,7 +1,8 @@
 """ConfigurablePreemptions' alpha PreemptionConfig CRD against the real apiserver: it installs (v1alpha1 only,
 cluster-scoped), a PreemptionConfig is created and decoded by the view the watcher uses, the CRD's bounds refuse
-an unknown trigger, scope or comparison, a negative bound, a bad rule name and two rules of one name, and the
-connector watches PreemptionConfigs into the log, their deletion too."""
+an unknown trigger, scope or comparison, a negative bound, a bad rule name and two rules of one name (not a label
+selector Kueue cannot parse: the CRD leaves it free), and the connector watches PreemptionConfigs into the log, their
+deletion too, and an update to such a selector."""
 
 from __future__ import annotations
 
@@ -99,3 +100,35 @@ async def test_preemption_configs_are_watched_into_the_log(kube_apiserver) -> No
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+@pytest.mark.asyncio
+async def test_an_update_to_a_selector_kueue_cannot_parse_is_stored_and_watched(kube_apiserver) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc, docs=[crds.preemption_config_crd()])
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        watcher = Watcher(kc, journal.mirror, journal.append, kinds=("PreemptionConfig",), timeout_seconds=30,
+                          backoff_s=0.2)
+        task = asyncio.create_task(watcher.run())
+        name = f"unparsable-{secrets.token_hex(3)}"
+        try:
+            await asyncio.wait_for(watcher.wait_synced(), 30)
+            await kc.create(PREEMPTION_CONFIGS, _config(name, [_rule(name="old")]))
+            stored = msgspec.json.decode(await kc.get(PREEMPTION_CONFIGS, name))
+            stored["spec"]["rules"] = [_rule(name="new", preemptorSelector={
+                "matchExpressions": [{"key": "test", "operator": "invalid"}]})]
+            await kc.replace(PREEMPTION_CONFIGS, name, stored)  # the apiserver takes it: no enum, no webhook
+
+            async def replaced() -> bool:
+                held = journal.mirror.state.preemption_configs.get(name)
+                return held is not None and [r.name for r in held.spec.rules] == ["new"]
+
+            await eventually(replaced, what="the updated PreemptionConfig's rules in the log")
+            assert not watcher.stats.skipped
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            with contextlib.suppress(KubeError):
+                await kc.delete(PREEMPTION_CONFIGS, name)
