@@ -258,12 +258,13 @@ def _since(c: o.Condition) -> int:
 
 def first_with(state: ClusterState, wl: WorkloadInfo, type_: str) -> tuple[str, o.Condition] | None:
     """The reachable worker whose copy turned ``type_`` True first (ties by worker name), with that condition. A
-    worker not connected is not read, as Kueue reads only the workers it has a client for."""
+    worker not connected, or whose MultiKueueCluster is gone, is not read, as Kueue reads only the workers it has a
+    client for."""
     best: tuple[int, str, o.Condition] | None = None
-    links, remotes = state.cluster_links, wl.remotes or {}
+    links, remotes, clusters = state.cluster_links, wl.remotes or {}, state.multikueue_clusters
     for cluster in sorted(remotes):
         link = links.get(cluster)
-        if link is None or not link.connected:
+        if link is None or not link.connected or cluster not in clusters:
             continue
         for c in remotes[cluster].conditions:
             if c.type == type_ and c.status == "True" and (best is None or _since(c) < best[0]):

@@ -1,6 +1,7 @@
 """The MultiKueueClusters' Active condition as the connector writes it: one cluster's refused write holds back
 neither the others nor the copies (Kueue's cluster and workload reconcilers run apart), and a cluster deleted and
-made again under its name gets its condition anew."""
+made again under its name gets its condition anew, once the connector has reached it (not taken as connected
+before)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,9 @@ async def test_a_cluster_made_again_under_its_name_gets_its_active_condition(tmp
                                     status=msgspec.structs.replace(cluster.status, conditions=[]))
     state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key="worker1", obj=fresh)))
     manager.written.clear()
+    await mk._write_cluster_status()
+    assert manager.written == [], "not reached yet: lost since its deletion, no condition written of that"
+    state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True)))
     await mk._write_cluster_status()
     assert manager.written == ["worker1"]
     assert manager.patches[-1]["status"]["conditions"][-1]["type"] == "Active"
