@@ -3,8 +3,9 @@
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
-worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
-ClusterQueue has a MultiKueue check, in Kueue's order:
+worker reached or lost); from those and the manager's own state this decides, for a workload whose ClusterQueue
+has a MultiKueue check, in Kueue's order (the first step whether or not it holds quota, :func:`reject_unmanaged`;
+the others once it does):
 
 1. no adapter in force for its owner (:data:`ADAPTERS`: batch/v1 Jobs, plain Pods, JobSets, the Kubeflow training jobs,
    MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs, LeaderWorkerSets and StatefulSets have one
@@ -300,6 +301,19 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo,
     return None
 
 
+def reject_unmanaged(state: ClusterState, wl: WorkloadInfo, base: dict,
+                     adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> list[ev.Decision]:
+    """The MultiKueue check Rejected (:func:`unmanaged_reason`) of a workload whose owner MultiKueue cannot run,
+    whether or not it holds quota: Kueue's MultiKueue controller checks the adapter and the owner's managedBy
+    before it looks at quota or workers, so such a workload is rejected before it reserves (and preempts for)
+    any. None when its check is missing or Rejected already, or its owner's managedBy is not read yet."""
+    check = check_of(state, wl)
+    if check is None or check.state == "Rejected" or owner_unread(wl, adapters):
+        return []
+    rejected = unmanaged_reason(state, wl, adapters)
+    return [] if rejected is None else [_update(wl, check, "Rejected", rejected, base)]
+
+
 def owner_unread(wl: WorkloadInfo, adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> bool:
     """Whether the workload's owner is of a kind the log does not hold (any but a Job) whose adapter is in force,
     and its managedBy was not observed yet: Kueue's read of it comes before any decision, so none is made until it
@@ -393,11 +407,9 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     check = check_of(state, wl)
     if check is None or check.state == "Rejected" or wl.evicted:
         return []
-    if owner_unread(wl, adapters):
-        return []  # woken by the OwnerObserved that reads it
-    rejected = unmanaged_reason(state, wl, adapters)
-    if rejected is not None:
-        return [_update(wl, check, "Rejected", rejected, base)]
+    rejected = reject_unmanaged(state, wl, base, adapters)
+    if rejected or owner_unread(wl, adapters):
+        return rejected  # an owner not read yet: woken by the OwnerObserved that reads it
     finished = first_with(state, wl, "Finished")
     if finished is not None:
         cluster, cond = finished

@@ -154,6 +154,13 @@ def test_a_pods_adapter_is_built_only_with_the_pod_framework(tmp_path: Path) -> 
         'No multikueue adapter found for owner kind "/v1, Kind=Pod"')
 
 
+def _rejected_while_pending(state) -> None:
+    """Rejected before it reserved (Kueue checks the owner before quota): nothing nominated, no quota taken, and not
+    deactivated (Kueue's workload controller deactivates for a Rejected check only a workload holding quota)."""
+    wl = state.workloads[KEY]
+    assert not wl.reserving and wl.active and not wl.nominated
+
+
 def test_a_jobset_not_handed_to_multikueue_is_rejected(tmp_path: Path) -> None:
     state = _jobset_state(tmp_path)
     _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
@@ -166,7 +173,21 @@ def test_a_jobset_not_handed_to_multikueue_is_rejected(tmp_path: Path) -> None:
     assert [(type(d).__name__, d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
         ("AdmissionCheckUpdated", "Rejected", 'The owner is not managed by Kueue: Expecting spec.managedBy to be '
                                               '"kueue.x-k8s.io/multikueue" not ""')]
-    assert not state.workloads[KEY].active and not state.workloads[KEY].nominated
+    _rejected_while_pending(state)
+
+
+def test_a_jobset_read_only_once_it_holds_quota_is_rejected_and_deactivated(tmp_path: Path) -> None:
+    """The race Kueue has too: the scheduler reserved before the owner was read. The rejection then deactivates
+    the workload, which gives its quota back (Kueue's workload controller, for a workload holding quota)."""
+    state = _jobset_state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    assert state.workloads[KEY].reserving, "undecided while its owner is not read: the cycle reserves"
+    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=""))
+    settle(state, MK_CONFIG, now=START)
+    wl = state.workloads[KEY]
+    assert (wl.active, wl.reserving, wl.evicted) == (False, False, "DeactivatedDueToAdmissionCheck")
+    assert wl.check_states["mk"].state == "Rejected", "reset to Pending by the eviction, then rejected again"
 
 
 def test_a_snapshot_keeps_a_jobsets_managed_by(tmp_path: Path) -> None:
@@ -286,7 +307,7 @@ def test_an_observed_owner_not_handed_to_multikueue_is_rejected(tmp_path: Path, 
     assert [(d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
         ("Rejected", 'The owner is not managed by Kueue: Expecting spec.managedBy to be '
                      f'"kueue.x-k8s.io/multikueue" not "{managed_by}"')]
-    assert not state.workloads[KEY].active and not state.workloads[KEY].nominated
+    _rejected_while_pending(state)
 
 
 def _replicas(state, count: int, *indexes: int | str) -> None:
