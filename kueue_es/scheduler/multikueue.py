@@ -23,9 +23,9 @@ the others once it does):
    workload was admitted on <worker>" (the connector then deletes the other copies and copies the owner there);
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
    no longer delayed here (``delayedTopologyRequest: Ready``, no topology: Kueue's ``updateDelayedTopologyRequest``);
-5. the check Ready but no copy admitted any more: ``Retry`` at once ("Reserving remote no longer exists or is
-   not admitted") if the worker is reachable, else once it has been unreachable for ``workerLostTimeout``
-   ("Reserving remote lost"), counted from the log's time of the observation that it was lost;
+5. the check Ready but no copy admitted any more: ``Retry`` at once ("Admitting remote no longer exists") if the
+   worker is reachable, else once it has been unreachable for ``workerLostTimeout`` ("Admitting remote lost"),
+   counted from the log's time of the observation that it was lost (Kueue's wording since v0.19, #13124);
 6. otherwise, while the check is Pending and the workload is not yet on a worker, the dispatcher the
    Configuration names nominates (``ClustersNominated``), and the connector creates the copies there:
    all at once, every connected worker of the check's MultiKueueConfig, in the config's order; incremental
@@ -226,6 +226,12 @@ def remote_spec_patch(config: SchedulerConfig, owner_kind: tuple[str, str], remo
         at[keys[-1]] = wanted
     return patch or None
 
+
+REMOTE_GONE = "Admitting remote no longer exists"
+REMOTE_LOST = "Admitting remote lost"
+"""The check's Retry messages when the worker running the workload shows no admitted copy any more, reachable or
+lost (Kueue's since v0.19, #13124: "Reserving remote no longer exists or is not admitted" and "Reserving remote
+lost" before)."""
 
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
@@ -436,10 +442,10 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     if check.state == "Ready":
         lost = lost_for(state, wl.cluster_name, now) if wl.cluster_name else None
         if lost is None:
-            return [_update(wl, check, "Retry", "Reserving remote no longer exists or is not admitted", base)]
+            return [_update(wl, check, "Retry", REMOTE_GONE, base)]
         if lost < worker_lost_ms:
             return []  # woken when the timeout runs out (lost_deadlines)
-        return [_update(wl, check, "Retry", "Reserving remote lost", base)]
+        return [_update(wl, check, "Retry", REMOTE_LOST, base)]
     if check.state != "Pending" or wl.cluster_name:
         return []
     if gate_timeout_ms is not None:
