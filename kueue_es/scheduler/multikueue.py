@@ -15,6 +15,8 @@ the others once it does):
    kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
    ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by Kueue:
    Expecting spec.managedBy to be ..." (an MPIJob's names ``spec.runPolicy.managedBy``);
+   then, reading only the copies on the workers the check's MultiKueueConfig names (nothing decided while it
+   cannot be read, as Kueue's reconcile fails then):
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
@@ -24,8 +26,9 @@ the others once it does):
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
    no longer delayed here (``delayedTopologyRequest: Ready``, no topology: Kueue's ``updateDelayedTopologyRequest``);
 5. the check Ready but no copy admitted any more: ``Retry`` at once ("Admitting remote no longer exists") if the
-   worker is reachable, else once it has been unreachable for ``workerLostTimeout`` ("Admitting remote lost"),
-   counted from the log's time of the observation that it was lost (Kueue's wording since v0.19, #13124);
+   worker is reachable or no longer one the check's MultiKueueConfig names, else once it has been unreachable
+   (its MultiKueueCluster deleted, say) for ``workerLostTimeout`` ("Admitting remote lost"), counted from the
+   log's time of the observation, or deletion, that lost it (Kueue's wording since v0.19, #13124);
 6. otherwise, while the check is Pending and the workload is not yet on a worker, the dispatcher the
    Configuration names nominates (``ClustersNominated``), and the connector creates the copies there:
    all at once, every connected worker of the check's MultiKueueConfig, in the config's order; incremental
@@ -48,7 +51,7 @@ deactivation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -263,15 +266,16 @@ def _since(c: o.Condition) -> int:
     return parse_time(c.last_transition_time) if c.last_transition_time else 0
 
 
-def first_with(state: ClusterState, wl: WorkloadInfo, type_: str) -> tuple[str, o.Condition] | None:
-    """The reachable worker whose copy turned ``type_`` True first (ties by worker name), with that condition. A
-    worker not connected, or whose MultiKueueCluster is gone, is not read, as Kueue reads only the workers it has a
-    client for."""
+def first_with(state: ClusterState, wl: WorkloadInfo, type_: str, workers: Container[str]
+               ) -> tuple[str, o.Condition] | None:
+    """The reachable worker of ``workers`` (the check's MultiKueueConfig's) whose copy turned ``type_`` True first
+    (ties by worker name), with that condition. A worker not connected, whose MultiKueueCluster is gone, or that
+    the config no longer names is not read, as Kueue reads only the config's workers it has a client for."""
     best: tuple[int, str, o.Condition] | None = None
     links, remotes, clusters = state.cluster_links, wl.remotes or {}, state.multikueue_clusters
     for cluster in sorted(remotes):
         link = links.get(cluster)
-        if link is None or not link.connected or cluster not in clusters:
+        if link is None or not link.connected or cluster not in clusters or cluster not in workers:
             continue
         for c in remotes[cluster].conditions:
             if c.type == type_ and c.status == "True" and (best is None or _since(c) < best[0]):
@@ -416,16 +420,19 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     rejected = reject_unmanaged(state, wl, base, adapters)
     if rejected or owner_unread(wl, adapters):
         return rejected  # an owner not read yet: woken by the OwnerObserved that reads it
-    finished = first_with(state, wl, "Finished")
+    workers = _config_clusters(state, check.name)
+    if workers is None:
+        return []  # Kueue's read of the config fails and is retried: woken when the config comes
+    finished = first_with(state, wl, "Finished", workers)
     if finished is not None:
         cluster, cond = finished
         return [ev.RemoteWorkloadFinished(key=wl.key, uid=wl.uid, cluster=cluster, reason=cond.reason,
                                           message=cond.message, **base)]
-    evicted = first_with(state, wl, "Evicted")
+    evicted = first_with(state, wl, "Evicted", workers)
     if evicted is not None and check.state == "Ready":
         return [_update(wl, check, "Retry", f'Workload evicted on worker cluster: "{wl.cluster_name}", resetting '
                         f'for re-admission. Previously: "{check.state}"', base)]
-    admitted = first_with(state, wl, "Admitted")
+    admitted = first_with(state, wl, "Admitted", workers)
     if admitted is not None:
         if check.state != "Pending":
             return []
@@ -440,7 +447,8 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         out.append(_update(wl, check, "Ready", f'The workload was admitted on "{cluster}"', base))
         return out
     if check.state == "Ready":
-        lost = lost_for(state, wl.cluster_name, now) if wl.cluster_name else None
+        # a worker the config no longer names is neither reachable nor unavailable to Kueue: no grace
+        lost = lost_for(state, wl.cluster_name, now) if wl.cluster_name in workers else None
         if lost is None:
             return [_update(wl, check, "Retry", REMOTE_GONE, base)]
         if lost < worker_lost_ms:

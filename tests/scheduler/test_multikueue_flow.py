@@ -482,3 +482,20 @@ def test_a_statefulset_has_an_adapter_only_with_the_statefulset_framework(tmp_pa
     without = load_config({"integrations": {"frameworks": ["batch/job", "pod"]}})
     assert unmanaged_reason(state, wl, adapters_in_force(without)) == (
         'No multikueue adapter found for owner kind "apps/v1, Kind=StatefulSet"')
+
+
+def test_nothing_is_decided_on_a_running_workload_while_its_check_s_config_cannot_be_read(tmp_path: Path) -> None:
+    """Kueue's reconcile fails reading the MultiKueueConfig (remoteClientsForAC) and is retried: a copy finished on
+    the worker is not read until the config is back, and then finishes the workload."""
+    state = _state(tmp_path)
+    _apply(state, *(ev.MultiKueueClusterObserved(time=START, key=w, connected=True) for w in ("worker1", "worker2")))
+    settle(state, MK_CONFIG, now=START)
+    _apply(state, _remote(START, "worker1", Admitted="True"))
+    settle(state, MK_CONFIG, now=START)
+    assert state.workloads[KEY].cluster_name == "worker1"
+    config = state.multikueue_configs["mk-config"]
+    _apply(state, ev.ObjectDeleted(time=START + 1000, kind="MultiKueueConfig", key="mk-config"),
+           _remote(START + 1000, "worker1", Admitted="True", Finished="True"))
+    assert decide(state, MK_CONFIG, now=START + 1000) == []
+    _apply(state, ev.ObjectUpserted(time=START + 2000, key="mk-config", obj=config))
+    assert [type(d).__name__ for d in decide(state, MK_CONFIG, now=START + 2000)] == ["RemoteWorkloadFinished"]
