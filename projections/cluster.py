@@ -2963,10 +2963,12 @@ class ClusterState:
         """A MultiKueueCluster deleted: its worker, if it was connected, is lost from now on (:data:`CLUSTER_DELETED`),
         so a workload running there is retried once ``workerLostTimeout`` has passed, as Kueue's once it removed the
         worker's client; and a MultiKueueCluster of that name created again counts as connected only once the
-        connector observes it so. A worker already lost stays lost since when it was."""
+        connector observes it so, no Active condition read of what was observed before the deletion. A worker
+        already lost stays lost since when it was."""
         old = self.cluster_links.get(name)
-        if old is not None and old.connected:
-            self.cluster_links[name] = ClusterLink(False, CLUSTER_DELETED, "", self.time)
+        if old is not None:
+            since = self.time if old.connected else old.since
+            self.cluster_links[name] = ClusterLink(False, CLUSTER_DELETED, "", since)
 
     def _on_worker_queues(self, e: ev.WorkerQueuesObserved) -> None:
         self.worker_queues[e.key] = e

@@ -131,10 +131,10 @@ class ObservedWorkers:
         hold and whose managedBy it does not know yet (read once: the field is immutable in each of those kinds),
         quota or not, as Kueue's MultiKueue controller reads it before it looks at quota (a pending workload whose
         owner is not handed to MultiKueue is rejected before it reserves); a group's size only once its workload
-        holds quota, as Kueue reads it when it nominates. An owner that cannot be read (gone, or the read refused or failed) holds back its own
-        workload only, the others observed meanwhile, as Kueue reconciles each workload apart: read again once
-        its backoff (:func:`owner_retry_after`, counting the failures in a row) is over, or at once when its
-        workload moves, as an event requeues Kueue's reconciler at once."""
+        holds quota, as Kueue reads it when it nominates. An owner that cannot be read (gone, or the read refused
+        or failed) holds back its own workload only, the others observed meanwhile, as Kueue reconciles each
+        workload apart: read again once its backoff (:func:`owner_retry_after`, counting the failures in a row) is
+        over, or at once when its workload moves, as an event requeues Kueue's reconciler at once."""
         events: list[ev.AnyEvent] = []
         config = self._config()
         for key in keys:
