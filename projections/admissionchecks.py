@@ -32,13 +32,22 @@ _PLURALS = {CONFIG_KIND: "provisioningrequestconfigs", MULTIKUEUE_CONFIG_KIND: "
 
 
 class ClusterLink(NamedTuple):
-    """What the MultiKueue connector last observed of a worker cluster (``MultiKueueClusterObserved``)."""
+    """What the MultiKueue connector last observed of a worker cluster (``MultiKueueClusterObserved``), or, once its
+    MultiKueueCluster is deleted, that it is lost (:data:`CLUSTER_DELETED`)."""
 
     connected: bool
     reason: str
     message: str
     since: int
-    """Log time (ms) of the observation that last changed ``connected``: a worker lost counts from there."""
+    """Log time (ms) of the observation that last changed ``connected`` (or of the deletion that did): a worker lost
+    counts from there."""
+
+
+CLUSTER_DELETED = "MultiKueueClusterDeleted"
+"""The reason of the link the fold keeps for a deleted MultiKueueCluster: lost from its deletion on (Kueue stops
+and removes its client, so a MultiKueueConfig still naming it lists it among its unavailable workers), and not
+observed since. No Active condition is written from it: a namesake created again gets one once the connector has
+reached it or failed to, and is not taken as connected before that."""
 
 
 class MultiKueueWorld(NamedTuple):
@@ -182,7 +191,7 @@ def cluster_active(name: str, world: MultiKueueWorld) -> tuple[str, str, str] | 
     """A MultiKueueCluster's ``Active`` condition (status, reason, message) as Kueue's cluster controller writes it,
     from what the connector last observed of it; None while nothing was observed (no condition yet)."""
     link = world.links.get(name)
-    if link is None:
+    if link is None or (not link.connected and link.reason == CLUSTER_DELETED):
         return None
     if link.connected:
         return "True", "Active", "Connected"

@@ -42,6 +42,7 @@ from projections import (
     variants,
 )
 from projections.admissionchecks import (
+    CLUSTER_DELETED,
     ClusterLink,
     MultiKueueWorld,
     already_shown,
@@ -1675,6 +1676,8 @@ class ClusterState:
         gone = table.pop(key, None) if table is not None else None
         if gone is None:
             return
+        if kind == "MultiKueueCluster":
+            self._cluster_deleted(key)
         if kind in ("PriorityClass", "WorkloadPriorityClass"):
             self.spec_inputs_generation += 1  # upserts fall back to the spec's own priority from now on
         if kind == "LimitRange":
@@ -2957,6 +2960,17 @@ class ClusterState:
         if old is None or old.connected != e.connected:
             self._specs_changed()
             self._flush_all()
+
+    def _cluster_deleted(self, name: str) -> None:
+        """A MultiKueueCluster deleted: its worker, if it was connected, is lost from now on (:data:`CLUSTER_DELETED`),
+        so a workload running there is retried once ``workerLostTimeout`` has passed, as Kueue's once it removed the
+        worker's client; and a MultiKueueCluster of that name created again counts as connected only once the
+        connector observes it so, no Active condition read of what was observed before the deletion. A worker
+        already lost stays lost since when it was."""
+        old = self.cluster_links.get(name)
+        if old is not None:
+            since = self.time if old.connected else old.since
+            self.cluster_links[name] = ClusterLink(False, CLUSTER_DELETED, "", since)
 
     def _on_worker_queues(self, e: ev.WorkerQueuesObserved) -> None:
         self.worker_queues[e.key] = e

@@ -127,12 +127,14 @@ class ObservedWorkers:
             await self.append(events)
 
     async def _observe_owners(self, now: int, keys: list[str]) -> list[ev.AnyEvent]:
-        """``OwnerObserved`` for each workload of ``keys`` holding quota behind a MultiKueue check whose owner the
-        log does not hold and whose managedBy it does not know yet (read once: the field is immutable in each of
-        those kinds). An owner that cannot be read (gone, or the read refused or failed) holds back its own
-        workload only, the others observed meanwhile, as Kueue reconciles each workload apart: read again once
-        its backoff (:func:`owner_retry_after`, counting the failures in a row) is over, or at once when its
-        workload moves, as an event requeues Kueue's reconciler at once."""
+        """``OwnerObserved`` for each workload of ``keys`` behind a MultiKueue check whose owner the log does not
+        hold and whose managedBy it does not know yet (read once: the field is immutable in each of those kinds),
+        quota or not, as Kueue's MultiKueue controller reads it before it looks at quota (a pending workload whose
+        owner is not handed to MultiKueue is rejected before it reserves); a group's size only once its workload
+        holds quota, as Kueue reads it when it nominates. An owner that cannot be read (gone, or the read refused
+        or failed) holds back its own workload only, the others observed meanwhile, as Kueue reconciles each
+        workload apart: read again once its backoff (:func:`owner_retry_after`, counting the failures in a row) is
+        over, or at once when its workload moves, as an event requeues Kueue's reconciler at once."""
         events: list[ev.AnyEvent] = []
         config = self._config()
         for key in keys:
@@ -141,10 +143,10 @@ class ObservedWorkers:
             if wl is None:
                 continue
             adapter = adapter_of(wl, config, self.custom)
-            if adapter is None or adapter.in_log or not wl.reserving or check_of(self.state, wl) is None:
+            if adapter is None or adapter.in_log or check_of(self.state, wl) is None:
                 continue
             if adapter.grouped:  # its replicas, read again whenever its workload moves until it is on a worker
-                if wl.cluster_name or wl.component_index is None:
+                if not wl.reserving or wl.cluster_name or wl.component_index is None:
                     continue
             elif wl.owner_managed_by is not None or not adapter.managed_by_at:
                 continue

@@ -3,8 +3,9 @@
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
-worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
-ClusterQueue has a MultiKueue check, in Kueue's order:
+worker reached or lost); from those and the manager's own state this decides, for a workload whose ClusterQueue
+has a MultiKueue check, in Kueue's order (the first step whether or not it holds quota, :func:`reject_unmanaged`;
+the others once it does):
 
 1. no adapter in force for its owner (:data:`ADAPTERS`: batch/v1 Jobs, plain Pods, JobSets, the Kubeflow training jobs,
    MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs, LeaderWorkerSets and StatefulSets have one
@@ -14,6 +15,8 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
    kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
    ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by Kueue:
    Expecting spec.managedBy to be ..." (an MPIJob's names ``spec.runPolicy.managedBy``);
+   then, reading only the copies on the workers the check's MultiKueueConfig names (nothing decided while it
+   cannot be read, as Kueue's reconcile fails then):
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
@@ -22,9 +25,10 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
    workload was admitted on <worker>" (the connector then deletes the other copies and copies the owner there);
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
    no longer delayed here (``delayedTopologyRequest: Ready``, no topology: Kueue's ``updateDelayedTopologyRequest``);
-5. the check Ready but no copy admitted any more: ``Retry`` at once ("Reserving remote no longer exists or is
-   not admitted") if the worker is reachable, else once it has been unreachable for ``workerLostTimeout``
-   ("Reserving remote lost"), counted from the log's time of the observation that it was lost;
+5. the check Ready but no copy admitted any more: ``Retry`` at once ("Admitting remote no longer exists") if the
+   worker is reachable or no longer one the check's MultiKueueConfig names, else once it has been unreachable
+   (its MultiKueueCluster deleted, say) for ``workerLostTimeout`` ("Admitting remote lost"), counted from the
+   log's time of the observation, or deletion, that lost it (Kueue's wording since v0.19, #13124);
 6. otherwise, while the check is Pending and the workload is not yet on a worker, the dispatcher the
    Configuration names nominates (``ClustersNominated``), and the connector creates the copies there:
    all at once, every connected worker of the check's MultiKueueConfig, in the config's order; incremental
@@ -47,7 +51,7 @@ deactivation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -226,6 +230,12 @@ def remote_spec_patch(config: SchedulerConfig, owner_kind: tuple[str, str], remo
     return patch or None
 
 
+REMOTE_GONE = "Admitting remote no longer exists"
+REMOTE_LOST = "Admitting remote lost"
+"""The check's Retry messages when the worker running the workload shows no admitted copy any more, reachable or
+lost (Kueue's since v0.19, #13124: "Reserving remote no longer exists or is not admitted" and "Reserving remote
+lost" before)."""
+
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -256,14 +266,16 @@ def _since(c: o.Condition) -> int:
     return parse_time(c.last_transition_time) if c.last_transition_time else 0
 
 
-def first_with(state: ClusterState, wl: WorkloadInfo, type_: str) -> tuple[str, o.Condition] | None:
-    """The reachable worker whose copy turned ``type_`` True first (ties by worker name), with that condition. A
-    worker not connected is not read, as Kueue reads only the workers it has a client for."""
+def first_with(state: ClusterState, wl: WorkloadInfo, type_: str, workers: Container[str]
+               ) -> tuple[str, o.Condition] | None:
+    """The reachable worker of ``workers`` (the check's MultiKueueConfig's) whose copy turned ``type_`` True first
+    (ties by worker name), with that condition. A worker not connected, whose MultiKueueCluster is gone, or that
+    the config no longer names is not read, as Kueue reads only the config's workers it has a client for."""
     best: tuple[int, str, o.Condition] | None = None
-    links, remotes = state.cluster_links, wl.remotes or {}
+    links, remotes, clusters = state.cluster_links, wl.remotes or {}, state.multikueue_clusters
     for cluster in sorted(remotes):
         link = links.get(cluster)
-        if link is None or not link.connected:
+        if link is None or not link.connected or cluster not in clusters or cluster not in workers:
             continue
         for c in remotes[cluster].conditions:
             if c.type == type_ and c.status == "True" and (best is None or _since(c) < best[0]):
@@ -297,6 +309,19 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo,
                  else MANAGED_BY_FIELDS.get((api_version, kind), "spec.managedBy"))
         return f'The owner is not managed by Kueue: Expecting {field} to be "{MANAGED_BY}" not "{managed_by}"'
     return None
+
+
+def reject_unmanaged(state: ClusterState, wl: WorkloadInfo, base: dict,
+                     adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> list[ev.Decision]:
+    """The MultiKueue check Rejected (:func:`unmanaged_reason`) of a workload whose owner MultiKueue cannot run,
+    whether or not it holds quota: Kueue's MultiKueue controller checks the adapter and the owner's managedBy
+    before it looks at quota or workers, so such a workload is rejected before it reserves (and preempts for)
+    any. None when its check is missing or Rejected already, or its owner's managedBy is not read yet."""
+    check = check_of(state, wl)
+    if check is None or check.state == "Rejected" or owner_unread(wl, adapters):
+        return []
+    rejected = unmanaged_reason(state, wl, adapters)
+    return [] if rejected is None else [_update(wl, check, "Rejected", rejected, base)]
 
 
 def owner_unread(wl: WorkloadInfo, adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> bool:
@@ -392,21 +417,22 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     check = check_of(state, wl)
     if check is None or check.state == "Rejected" or wl.evicted:
         return []
-    if owner_unread(wl, adapters):
-        return []  # woken by the OwnerObserved that reads it
-    rejected = unmanaged_reason(state, wl, adapters)
-    if rejected is not None:
-        return [_update(wl, check, "Rejected", rejected, base)]
-    finished = first_with(state, wl, "Finished")
+    rejected = reject_unmanaged(state, wl, base, adapters)
+    if rejected or owner_unread(wl, adapters):
+        return rejected  # an owner not read yet: woken by the OwnerObserved that reads it
+    workers = _config_clusters(state, check.name)
+    if workers is None:
+        return []  # Kueue's read of the config fails and is retried: woken when the config comes
+    finished = first_with(state, wl, "Finished", workers)
     if finished is not None:
         cluster, cond = finished
         return [ev.RemoteWorkloadFinished(key=wl.key, uid=wl.uid, cluster=cluster, reason=cond.reason,
                                           message=cond.message, **base)]
-    evicted = first_with(state, wl, "Evicted")
+    evicted = first_with(state, wl, "Evicted", workers)
     if evicted is not None and check.state == "Ready":
         return [_update(wl, check, "Retry", f'Workload evicted on worker cluster: "{wl.cluster_name}", resetting '
                         f'for re-admission. Previously: "{check.state}"', base)]
-    admitted = first_with(state, wl, "Admitted")
+    admitted = first_with(state, wl, "Admitted", workers)
     if admitted is not None:
         if check.state != "Pending":
             return []
@@ -421,12 +447,13 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         out.append(_update(wl, check, "Ready", f'The workload was admitted on "{cluster}"', base))
         return out
     if check.state == "Ready":
-        lost = lost_for(state, wl.cluster_name, now) if wl.cluster_name else None
+        # a worker the config no longer names is neither reachable nor unavailable to Kueue: no grace
+        lost = lost_for(state, wl.cluster_name, now) if wl.cluster_name in workers else None
         if lost is None:
-            return [_update(wl, check, "Retry", "Reserving remote no longer exists or is not admitted", base)]
+            return [_update(wl, check, "Retry", REMOTE_GONE, base)]
         if lost < worker_lost_ms:
             return []  # woken when the timeout runs out (lost_deadlines)
-        return [_update(wl, check, "Retry", "Reserving remote lost", base)]
+        return [_update(wl, check, "Retry", REMOTE_LOST, base)]
     if check.state != "Pending" or wl.cluster_name:
         return []
     if gate_timeout_ms is not None:

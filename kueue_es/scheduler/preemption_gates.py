@@ -10,7 +10,9 @@ Pending and on no worker yet:
 * among its copies not holding quota there nor finished, the one blocked longest — the earliest
   ``BlockedOnPreemptionGates`` True ``lastTransitionTime``, ties by worker name — whose gate is not open is opened
   (``RemotePreemptionGateOpened``, the decision's log time as the gate's ``lastTransitionTime``), unless
-* another such copy's gate was opened less than ``multiKueue.singleClusterPreemptionTimeout`` (5 minutes) ago:
+* any copy's gate — one holding quota on its worker or finished there too, as Kueue's
+  ``workloadToOpenPreemptionGate`` looks at every remote's open gate — was opened less than
+  ``multiKueue.singleClusterPreemptionTimeout`` (5 minutes) ago:
   then nothing is opened until that much log time has passed since (a deadline the scheduler wakes at,
   :func:`kueue_es.scheduler.multikueue.gate_deadlines`), so that a preemption that does not get the copy admitted does not block the others for
   good.
@@ -34,22 +36,24 @@ def _true(copy: RemoteCopy, type_: str) -> str | None:
     return None
 
 
-def _admissible(wl: WorkloadInfo) -> list[tuple[str, RemoteCopy]]:
-    """Its copies, by worker name, that hold no quota on their worker and have not finished there."""
-    return [(name, copy) for name, copy in sorted((wl.remotes or {}).items())
-            if _true(copy, "QuotaReserved") is None and _true(copy, "Finished") is None]
+def _admissible(copy: RemoteCopy) -> bool:
+    """Whether the copy holds no quota on its worker and has not finished there: only such a copy's gate opens."""
+    return _true(copy, "QuotaReserved") is None and _true(copy, "Finished") is None
 
 
 def next_gate(wl: WorkloadInfo, now: int | None, timeout_ms: int) -> tuple[str | None, int | None]:
     """(the worker whose copy's gate opens now, or None; when to look again, or None) for ``wl`` (``now`` None:
-    only when a blocked copy may have its gate opened, however far that is from now)."""
-    copies = _admissible(wl)
+    only when a blocked copy may have its gate opened, however far that is from now). The timeout runs from the
+    latest gate opened on any copy: one that preempted and now holds quota on its worker, not yet admitted there,
+    still keeps the others closed, so that two workers do not preempt for one workload."""
     waiting = []
     last_open: int | None = None
-    for name, copy in copies:
+    for name, copy in sorted((wl.remotes or {}).items()):
         opened = opened_at(copy.preemption_gates, MULTIKUEUE_GATE)
         if opened is not None:
             last_open = opened if last_open is None else max(last_open, opened)
+            continue
+        if not _admissible(copy):
             continue
         blocked = _true(copy, BLOCKED_ON_PREEMPTION_GATES)
         if blocked is not None:

@@ -17,6 +17,9 @@
 * under the MultiKueue gate, the MultiKueue check controller of a manager (:mod:`kueue_es.scheduler.multikueue`):
   nominations, the worker that runs the workload, Retry on a remote eviction or a lost worker (its clock: the
   ``workerLostTimeout`` after the worker was observed unreachable), the local finish when the remote one finishes;
+  and, for a pending workload too, its check Rejected when MultiKueue cannot run its owner (which keeps it from
+  reserving: the scheduler skips a workload with a Rejected check, and Kueue's workload controller deactivates
+  only one holding quota);
 * a failed node under a TAS placement is listed for replacement, or evicts the workload (NodeFailures); with
   TASReplaceNodeOnPodTermination off, a node that is not Ready fails once it has been so for 30 s;
 * an admitted workload whose ``maximumExecutionTimeSeconds`` has run out — the time it was admitted before
@@ -87,6 +90,7 @@ from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import DEFAULT_STEP_SIZE, SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
 from projections import gates
+from projections.admissionchecks import MULTIKUEUE_CONTROLLER
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
 from projections.dra import RESOLVED as DRA_RESOLVED
@@ -302,6 +306,9 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if runs_out is not None and now >= runs_out:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
+    if runs_multikueue:
+        for key in _pending_multikueue(state, touched):
+            out.extend(multikueue.reject_unmanaged(state, wls[key], base, adapters))
     if config.gate(gates.CONCURRENT_ADMISSION):
         if touched is not None:  # a parent whose next variant's gate may open now is looked at again
             woken = [key for t, key in variant_gates.deadlines(state) if t <= now]
@@ -361,6 +368,16 @@ def _holding(state: ClusterState, config: SchedulerConfig, now: int, touched: di
         if wl is not None and wl.reserving and key in reserving.get(wl.cluster_queue, ()):
             out.setdefault(wl.cluster_queue, []).append(key)
     return out
+
+
+def _pending_multikueue(state: ClusterState, touched: dict[str, None] | None) -> list[str]:
+    """The pending workloads with checks a pass shows the MultiKueue controller (the touched ones, or all), sorted;
+    none unless some AdmissionCheck is MultiKueue's."""
+    if not any(ac.spec.controller_name == MULTIKUEUE_CONTROLLER for ac in state.admission_checks.values()):
+        return []
+    wls = state.workloads
+    keys = wls if touched is None else touched
+    return sorted(k for k in keys if (wl := wls.get(k)) is not None and wl.phase == PENDING and wl.check_states)
 
 
 def _retention_due(state: ClusterState, config: SchedulerConfig, now: int) -> list[str]:

@@ -1,6 +1,7 @@
 """The MultiKueueClusters' Active condition as the connector writes it: one cluster's refused write holds back
 neither the others nor the copies (Kueue's cluster and workload reconcilers run apart), and a cluster deleted and
-made again under its name gets its condition anew."""
+made again under its name gets its condition anew, once the connector has reached it (not taken as connected
+before)."""
 
 from __future__ import annotations
 
@@ -69,5 +70,29 @@ async def test_a_cluster_made_again_under_its_name_gets_its_active_condition(tmp
     state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key="worker1", obj=fresh)))
     manager.written.clear()
     await mk._write_cluster_status()
+    assert manager.written == [], "not reached yet: lost since its deletion, no condition written of that"
+    state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True)))
+    await mk._write_cluster_status()
     assert manager.written == ["worker1"]
     assert manager.patches[-1]["status"]["conditions"][-1]["type"] == "Active"
+
+
+@pytest.mark.asyncio
+async def test_a_cluster_lost_then_made_again_gets_no_active_condition_of_what_was_seen_before(tmp_path: Path) -> None:
+    """A worker lost (ClientConnectionFailed), its MultiKueueCluster deleted and made again: until the connector has
+    tried the new one, nothing of the old connection is written on it; the lost time runs on from the first loss."""
+    state = _state(tmp_path)
+    state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(
+        time=START + 1000, key="worker1", connected=False, reason="ClientConnectionFailed", message="refused")))
+    cluster = state.multikueue_clusters["worker1"]
+    state.apply(ev.Record(state.offset + 1, ev.ObjectDeleted(time=START + 2000, kind="MultiKueueCluster",
+                                                             key="worker1")))
+    fresh = msgspec.structs.replace(cluster, metadata=msgspec.structs.replace(cluster.metadata, uid="new-uid"),
+                                    status=msgspec.structs.replace(cluster.status, conditions=[]))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START + 3000, key="worker1", obj=fresh)))
+    assert (state.cluster_links["worker1"].connected, state.cluster_links["worker1"].since) == (False, START + 1000)
+    mk = _connector(state, {})
+    manager = RefusingManager(state, set())
+    mk.client = manager  # type: ignore[assignment]
+    await mk._write_cluster_status()
+    assert manager.written == ["worker2"]

@@ -252,8 +252,8 @@ async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_worklo
 
 @pytest.mark.asyncio
 async def test_a_copy_deleted_on_the_workload_s_worker_is_not_made_there_again(tmp_path: Path) -> None:
-    """Someone deleted the copy on the worker that runs the workload: Kueue answers with Retry ("Reserving remote
-    no longer exists or is not admitted") and the eviction that follows, making no copy there again (the worker's
+    """Someone deleted the copy on the worker that runs the workload: Kueue answers with Retry ("Admitting remote
+    no longer exists") and the eviction that follows, making no copy there again (the worker's
     Kueue would start the Job copy left behind on the new one), nor a Job copy for it."""
     state = _state(tmp_path)
     state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,

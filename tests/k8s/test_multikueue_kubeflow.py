@@ -66,7 +66,8 @@ def test_a_kubeflow_job_not_handed_to_multikueue_is_rejected_in_kueues_words(tmp
     assert [(d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
         ("Rejected", message)]
     assert unmanaged_reason(state, state.workloads[KEY]) == message
-    assert not state.workloads[KEY].active and not state.workloads[KEY].nominated
+    wl = state.workloads[KEY]
+    assert not wl.reserving and wl.active and not wl.nominated, "rejected while pending, not deactivated"
 
 
 # --- the connector: the adapter, the copy ---------------------------------------------------------------------

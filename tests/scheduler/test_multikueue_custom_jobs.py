@@ -106,7 +106,8 @@ def test_a_custom_job_not_handed_to_multikueue_is_rejected_in_kueues_words(tmp_p
     assert [(d.state, d.message) for d in _decided(state, CUSTOM)] == [(
         "Rejected", f'The owner is not managed by Kueue: Expecting .spec.managedBy to be "{MK}" not '
                     '"example.com/widget-controller"')]
-    assert not state.workloads[KEY].active
+    wl = state.workloads[KEY]
+    assert not wl.reserving and wl.active, "rejected while pending: never reserves, not deactivated"
 
 
 @pytest.mark.parametrize("config", [GATE_OFF, MK_CONFIG], ids=["gate-off", "not-listed"])

@@ -154,6 +154,13 @@ def test_a_pods_adapter_is_built_only_with_the_pod_framework(tmp_path: Path) -> 
         'No multikueue adapter found for owner kind "/v1, Kind=Pod"')
 
 
+def _rejected_while_pending(state) -> None:
+    """Rejected before it reserved (Kueue checks the owner before quota): nothing nominated, no quota taken, and not
+    deactivated (Kueue's workload controller deactivates for a Rejected check only a workload holding quota)."""
+    wl = state.workloads[KEY]
+    assert not wl.reserving and wl.active and not wl.nominated
+
+
 def test_a_jobset_not_handed_to_multikueue_is_rejected(tmp_path: Path) -> None:
     state = _jobset_state(tmp_path)
     _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
@@ -166,7 +173,21 @@ def test_a_jobset_not_handed_to_multikueue_is_rejected(tmp_path: Path) -> None:
     assert [(type(d).__name__, d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
         ("AdmissionCheckUpdated", "Rejected", 'The owner is not managed by Kueue: Expecting spec.managedBy to be '
                                               '"kueue.x-k8s.io/multikueue" not ""')]
-    assert not state.workloads[KEY].active and not state.workloads[KEY].nominated
+    _rejected_while_pending(state)
+
+
+def test_a_jobset_read_only_once_it_holds_quota_is_rejected_and_deactivated(tmp_path: Path) -> None:
+    """The race Kueue has too: the scheduler reserved before the owner was read. The rejection then deactivates
+    the workload, which gives its quota back (Kueue's workload controller, for a workload holding quota)."""
+    state = _jobset_state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    assert state.workloads[KEY].reserving, "undecided while its owner is not read: the cycle reserves"
+    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=""))
+    settle(state, MK_CONFIG, now=START)
+    wl = state.workloads[KEY]
+    assert (wl.active, wl.reserving, wl.evicted) == (False, False, "DeactivatedDueToAdmissionCheck")
+    assert wl.check_states["mk"].state == "Rejected", "reset to Pending by the eviction, then rejected again"
 
 
 def test_a_snapshot_keeps_a_jobsets_managed_by(tmp_path: Path) -> None:
@@ -286,7 +307,7 @@ def test_an_observed_owner_not_handed_to_multikueue_is_rejected(tmp_path: Path, 
     assert [(d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
         ("Rejected", 'The owner is not managed by Kueue: Expecting spec.managedBy to be '
                      f'"kueue.x-k8s.io/multikueue" not "{managed_by}"')]
-    assert not state.workloads[KEY].active and not state.workloads[KEY].nominated
+    _rejected_while_pending(state)
 
 
 def _replicas(state, count: int, *indexes: int | str) -> None:
@@ -461,3 +482,20 @@ def test_a_statefulset_has_an_adapter_only_with_the_statefulset_framework(tmp_pa
     without = load_config({"integrations": {"frameworks": ["batch/job", "pod"]}})
     assert unmanaged_reason(state, wl, adapters_in_force(without)) == (
         'No multikueue adapter found for owner kind "apps/v1, Kind=StatefulSet"')
+
+
+def test_nothing_is_decided_on_a_running_workload_while_its_check_s_config_cannot_be_read(tmp_path: Path) -> None:
+    """Kueue's reconcile fails reading the MultiKueueConfig (remoteClientsForAC) and is retried: a copy finished on
+    the worker is not read until the config is back, and then finishes the workload."""
+    state = _state(tmp_path)
+    _apply(state, *(ev.MultiKueueClusterObserved(time=START, key=w, connected=True) for w in ("worker1", "worker2")))
+    settle(state, MK_CONFIG, now=START)
+    _apply(state, _remote(START, "worker1", Admitted="True"))
+    settle(state, MK_CONFIG, now=START)
+    assert state.workloads[KEY].cluster_name == "worker1"
+    config = state.multikueue_configs["mk-config"]
+    _apply(state, ev.ObjectDeleted(time=START + 1000, kind="MultiKueueConfig", key="mk-config"),
+           _remote(START + 1000, "worker1", Admitted="True", Finished="True"))
+    assert decide(state, MK_CONFIG, now=START + 1000) == []
+    _apply(state, ev.ObjectUpserted(time=START + 2000, key="mk-config", obj=config))
+    assert [type(d).__name__ for d in decide(state, MK_CONFIG, now=START + 2000)] == ["RemoteWorkloadFinished"]

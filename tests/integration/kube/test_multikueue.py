@@ -179,15 +179,24 @@ async def _condition_mirrored(kc, wc, r: Resource, name: str, ns: str, cond: dic
     await eventually(shown, timeout=60, what=what)
 
 
-async def _rejected(kc, wl_name: str, ns: str, what: str) -> dict[str, Any]:
-    """The Workload of an owner not handed to MultiKueue once deactivated by its Rejected check: ``spec.active``
-    and the Evicted condition are two writes (spec, then status), so both are waited for."""
-    async def deactivated() -> dict[str, Any] | None:
+async def _rejected(kc, wl_name: str, ns: str, check: str, what: str) -> dict[str, Any]:
+    """The Workload of an owner not handed to MultiKueue once its check shows Rejected and it holds no quota.
+    Kueue's MultiKueue controller checks the owner before quota, so the check is normally Rejected while the
+    workload is pending (it then never reserves, and stays active); when the owner's read comes after the
+    scheduler reserved (a race Kueue has too), the rejection deactivates it, the eviction resets the check to
+    Pending and the controller rejects it again: the same check, no quota, either way."""
+    async def rejected() -> dict[str, Any] | None:
         wl = await _maybe(kc, "Workload", wl_name, ns)
-        done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
-        return wl if done else None
+        if wl is None or _true(wl, "QuotaReserved"):
+            return None
+        state = next((c for c in (wl.get("status") or {}).get("admissionChecks") or [] if c["name"] == check), None)
+        return wl if state is not None and state["state"] == "Rejected" else None
 
-    return await eventually(deactivated, timeout=60, what=what)
+    return await eventually(rejected, timeout=60, what=what)
+
+
+def _check_message(wl: dict[str, Any], check: str) -> str:
+    return next(c["message"] for c in wl["status"]["admissionChecks"] if c["name"] == check)
 
 
 async def _secret_cluster_active(kc, name: str, kubeconfig: dict[str, Any]) -> dict[str, Any]:
@@ -205,10 +214,8 @@ async def _secret_cluster_active(kc, name: str, kubeconfig: dict[str, Any]) -> d
     return await eventually(active, what=f"the MultiKueueCluster {name}'s Active condition")
 
 
-def _rejection(check: str) -> str:
-    """The Evicted message of a workload whose owner names no manager (Kueue's words)."""
-    return (f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
-            'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+UNMANAGED = 'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""'
+"""The check's message for an owner that names no manager (Kueue's words)."""
 
 
 @pytest.mark.asyncio
@@ -495,8 +502,8 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
             other = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "local-js", None), ns))
             other_wl = jobset_workload_name("local-js", other["metadata"]["uid"])
 
-            wl = await _rejected(kc, other_wl, ns, "the unmanaged JobSet's Workload to be deactivated")
-            assert _cond(wl, "Evicted")["message"] == _rejection(check)
+            wl = await _rejected(kc, other_wl, ns, check, "the unmanaged JobSet's Workload to be rejected")
+            assert _check_message(wl, check) == UNMANAGED
 
 
 def _ray_cluster() -> dict[str, Any]:
@@ -750,8 +757,8 @@ async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_
             other = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "local-pt", None), ns))
             other_wl = PYTORCH.workload_name("local-pt", other["metadata"]["uid"])
 
-            wl = await _rejected(kc, other_wl, ns, "the unmanaged PyTorchJob's Workload to be deactivated")
-            assert _cond(wl, "Evicted")["message"] == _rejection(check)
+            wl = await _rejected(kc, other_wl, ns, check, "the unmanaged PyTorchJob's Workload to be rejected")
+            assert _check_message(wl, check) == UNMANAGED
 
 
 @pytest.mark.asyncio
@@ -1050,10 +1057,9 @@ async def test_a_custom_kind_is_run_on_the_worker_by_the_generic_adapter(kube_ap
 
         # --- a Widget not handed to MultiKueue: Rejected ------------------------------------------------------
         other = await _widget_workload(kc, ns, "own-widget", None)
-        wl = await _rejected(kc, other, ns, "the unhanded Widget's Workload to be deactivated")
-        assert _cond(wl, "Evicted")["message"] == (
-            f'The workload is deactivated due to AdmissionCheck in Rejected state: "{c.check}" (The owner is not '
-            'managed by Kueue: Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+        wl = await _rejected(kc, other, ns, c.check, "the unhanded Widget's Workload to be rejected")
+        assert _check_message(wl, c.check) == (
+            'The owner is not managed by Kueue: Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""')
         assert await _remote(wc, WIDGETS, "own-widget", ns) is None
 
 
