@@ -21,6 +21,7 @@ from connectors.k8s.pinned_pods import PinnedPods
 from events import schema as ev
 from events.log import MemoryLog
 from events.timefmt import format_time
+from kueue_es.scheduler import nodefailure as nf
 
 HOST = "kubernetes.io/hostname"
 NS = "test-ns"
@@ -210,8 +211,10 @@ async def test_a_write_that_meets_a_conflict_is_tried_again_on_the_pod_read_anew
                                              "annotations": {"kueue.x-k8s.io/workload": "wl"}}}),
 ])
 async def test_only_unbound_ungated_pending_tas_pods_are_failed(case: str, pod: dict[str, Any]) -> None:
-    api, _ = await _controller([_node("n1", ready=False), _workload()], [pod])
+    api, controller = await _controller([_node("n1", ready=False), _workload()], [pod])
     assert not api.patched, case
+    state = controller.state
+    assert nf.pods_to_fail(state, "n1", list(state.pods.values()), NOW) == [], "the choice itself, not the live read"
 
 
 @pytest.mark.asyncio
