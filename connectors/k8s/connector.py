@@ -5,7 +5,8 @@ the log, the scheduler loop beside it.
 been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
 RayCluster, LeaderWorkerSet, AppWrapper, TrainJob, RayService and SparkApplication integrations, the queue status writer, the
 resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
-terminating-pod controller (FailureRecoveryPolicy), the provisioning and MultiKueue checks' Active condition, the
+terminating-pod controller (FailureRecoveryPolicy), the TAS node controller's failing of pods pinned to a node they
+cannot run on, the provisioning and MultiKueue checks' Active condition, the
 MultiKueue worker clusters and the recorder of Kueue's Kubernetes Events, so
 nothing is written to the cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
@@ -37,6 +38,7 @@ from connectors.k8s.lws_integration import LeaderWorkerSetIntegration
 from connectors.k8s.manager_quota import ManagerQuotaConnector
 from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.multikueue import MultiKueueConnector
+from connectors.k8s.pinned_pods import PinnedPods
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
@@ -121,6 +123,7 @@ class Connector:
         self.requests = RequestApplier(client, journal, append=self.appender.emit)
         self.ungater = Ungater(client, journal)
         self.failure_recovery = FailureRecovery(client, journal, grace_ms=forceful_termination_grace_ms)
+        self.pinned_pods = PinnedPods(client, journal, events=events, instance=instance)
         self.checks = CheckStatusWriter(client, journal)
         self.multikueue = MultiKueueConnector(client, journal, append=self.appender.emit,
                                               watch_timeout_s=watch_timeout_s)
@@ -171,6 +174,7 @@ class Connector:
             tg.create_task(self.requests.run(), name="k8s-provisioning-requests")
             tg.create_task(self.ungater.run(), name="k8s-ungater")
             tg.create_task(self.failure_recovery.run(), name="k8s-failure-recovery")
+            tg.create_task(self.pinned_pods.run(), name="k8s-pinned-pods")
             tg.create_task(self.checks.run(), name="k8s-admission-check-status")
             tg.create_task(self.multikueue.run(), name="k8s-multikueue")
             tg.create_task(self.manager_quota.run(), name="k8s-multikueue-quota")

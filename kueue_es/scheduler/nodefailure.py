@@ -17,6 +17,17 @@ TASReplaceMultipleFailedNodes (:mod:`kueue_es.scheduler.multinode`); a node that
 SkipReassignmentForPodOwnedWorkloads the second pass keeps the placement of a workload owned by a single Pod and
 only clears the list; the controller lists such a kept node again once it looks at the node anew
 (``WorkloadInfo.kept_nodes``), not at every pass, as Kueue acts on node and pod events, not on Workload updates.
+
+The controller also fails pods stuck on a node they can no longer reach (:func:`pods_to_fail`): a TAS pod of a
+workload (neither finished nor evicted) that the ungater pinned to a host by ``nodeSelector[kubernetes.io/hostname]``
+but that is not bound yet (no ``spec.nodeName``, ``Pending``, no topology gate) is set ``Failed`` with the condition
+``TerminatedByKueue`` (reason ``UnschedulableOnAssignedNode``) and the Event ``PodTerminatedByKueue`` when that host's
+node is not Ready (TASReplaceNodeOnPodTermination on), carries a NoSchedule/NoExecute taint the workload does not
+tolerate (that gate on) or tolerates only for a while, or is not in the workload's placement at all (a stray pod left
+from an earlier placement, whatever the node's state). Its job then makes a new, gated pod the ungater places anew.
+Nothing is failed on a node that is gone or has no Ready condition, nor, with that gate off, on a node not Ready
+for less than 30 s (Kueue's ``node_failure_controller.go``, ``getPodsToTerminate``/``markPodsFailed``). The write
+is :mod:`connectors.k8s.pinned_pods`'s.
 """
 
 from __future__ import annotations
@@ -28,9 +39,20 @@ from kueue_es.scheduler.flavors import toleration_matches
 from projections.cluster import ClusterState
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.secondpass import HOSTNAME
-from projections.workloads import ADMITTED, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, TOPOLOGY_GATE, WORKLOAD_ANNOTATION, WorkloadInfo
 
 _TERMINAL = ("Succeeded", "Failed")
+_TAS_POD_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+                        "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/podset-slice-required-topology",
+                        "kueue.x-k8s.io/podset-slice-required-topology-constraints")
+"""A pod is TAS's when it carries one of these (Kueue's ``IsTAS``); an implied TAS request's pods get the
+unconstrained one when started (:mod:`connectors.k8s.podsetinfo`)."""
+
+TERMINATED_BY_KUEUE = "TerminatedByKueue"
+UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
+TERMINATED_MESSAGE = "Pod terminated by Kueue NodeController due to node taint"
+"""Kueue's words for every pod it fails this way, whatever the node's fault (NotReady and stray pods too)."""
+TERMINATED_EVENT = "PodTerminatedByKueue"
 
 FAILED, HEALTHY, WAITING = "failed", "healthy", "waiting"
 """What a node is for a workload placed on it: failed, healthy, or left alone for now (the controller does not
@@ -217,3 +239,62 @@ def next_wait_end(state: ClusterState) -> int | None:
         if name in waited_on:
             return ends
     return None
+
+
+def pinned_to(pod: o.Pod) -> str | None:
+    """The host a TAS pod of a workload waits for unbound (see :func:`pods_to_fail`), else None: only such pods
+    can be failed, whatever their node."""
+    m, spec = pod.metadata, pod.spec
+    host = spec.node_selector.get(HOSTNAME)
+    if not host or spec.node_name or pod.status.phase != "Pending" or WORKLOAD_ANNOTATION not in m.annotations:
+        return None
+    if not any(a in m.annotations for a in _TAS_POD_ANNOTATIONS):
+        return None
+    if any(g.get("name") == TOPOLOGY_GATE for g in spec.scheduling_gates):
+        return None
+    return host
+
+
+def pods_to_fail(state: ClusterState, host: str, pods: list[o.Pod], now: int, *, taints: bool = True,
+                 on_pod_termination: bool = True) -> list[o.Pod]:
+    """Which of ``pods`` (pinned to ``host``: :func:`pinned_to`) the node controller fails at ``now``, in key
+    order (see the module docstring; the gates as for :func:`verdict`)."""
+    node = node_by_hostname(state, host)
+    ready = ready_condition(node) if node is not None else None
+    if node is None or ready is None:
+        return []
+    if ready.status != "True" and not on_pod_termination:
+        ends = not_ready_wait_ends(node)
+        if ends is not None and now < ends:
+            return []  # Kueue's controller waits out the 30 s before it looks at anything
+    by_workload: dict[str, list[o.Pod]] = {}
+    for pod in pods:
+        if pinned_to(pod) == host:
+            key = f"{pod.metadata.namespace}/{pod.metadata.annotations[WORKLOAD_ANNOTATION]}"
+            by_workload.setdefault(key, []).append(pod)
+    out: list[o.Pod] = []
+    for key in sorted(by_workload):
+        wl = state.workloads.get(key)
+        if wl is None or wl.phase == FINISHED or wl.evicted:
+            continue
+        if _fails_pinned(state, wl, host, node, ready.status == "True", taints=taints,
+                         on_pod_termination=on_pod_termination):
+            out.extend(sorted(by_workload[key], key=lambda p: p.key))
+    return out
+
+
+def _fails_pinned(state: ClusterState, wl: WorkloadInfo, host: str, node: o.Node, ready: bool, *, taints: bool,
+                  on_pod_termination: bool) -> bool:
+    """Whether the controller looks at ``wl``'s pods on ``node`` (and so fails those pinned there): always for a
+    host outside its placement; for a host in it, where it waits for the pods to end (Kueue's checkPodsOnNode)."""
+    pod_sets = assigned_nodes(state, wl).get(host)
+    if not pod_sets:
+        return True  # a stray pod: its node is healthy for the workload, the pod goes anyway
+    if not ready:
+        return on_pod_termination
+    if not taints:
+        return False
+    taken = _taint_verdict(node, _tolerations(state, wl, pod_sets))
+    if taken == TOLERATED:
+        return False
+    return taken == TEMPORARY or on_pod_termination

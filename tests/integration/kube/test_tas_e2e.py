@@ -14,6 +14,9 @@ their ungated node selector names, sets the ProvisioningRequest's conditions and
 4. node failure: the node of pod 0 goes NotReady and the pod fails: ``status.unhealthyNodes`` lists the node, the
    assignment is rewritten in place onto the free node of the same rack, the Workload stays admitted (no
    eviction, the Job keeps running), and the pod the job controller creates again is ungated onto that node.
+
+And a pod ungated onto a node cordoned before it was bound: Kueue's node controller fails it (TerminatedByKueue),
+and its successor is ungated onto the other node.
 """
 
 from __future__ import annotations
@@ -358,3 +361,66 @@ async def test_tas_job_with_provisioning_request_two_phases_restart_and_node_rep
             assert not [r for r in mine if isinstance(r.event, ev.DecisionRejected)]
         # The Nodes stay: deleting them would make the next test's kueue-es (which sees the whole cluster)
         # evict this still-admitted Workload for node failures.
+
+
+@pytest.mark.asyncio
+async def test_a_pod_pinned_to_a_node_cordoned_before_it_was_bound_is_failed_and_replaced(kube_apiserver,
+                                                                                         tmp_path) -> None:
+    """Kueue's node controller (s38 review-tas2 MEDIUM-3): a pod ungated onto a node that is cordoned before the
+    scheduler binds it can never run there. It is set Failed (TerminatedByKueue, Event PodTerminatedByKueue), the
+    node is replaced, and the pod the job controller makes again is ungated onto the replacement."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        pool, topo = f"tas-{sfx}", f"topo-{sfx}"
+        n1, n2 = f"{sfx}-c1", f"{sfx}-c2"
+        for n in (n1, n2):
+            await _node(kc, n, f"{sfx}-rack-c", pool)
+        await create(kc, {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": topo},
+                          "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOSTNAME}]}})
+        ns, _, _, _ = await queues(kc, "tas", {"cpu": 4}, sfx=sfx, flavor_labels={"pool": pool},
+                                   flavor_spec={"topologyName": topo})
+        async with kueue_es(kc, tmp_path / "log", sync_timeout=WAIT) as (connector, _):
+            job = await create(kc, _job(ns, "pinned", 1))
+
+            async def running() -> dict[str, Any] | None:
+                j = await get(kc, "Job", "pinned", ns)
+                return j if not j["spec"].get("suspend") else None
+
+            job = await eventually(running, WAIT, "the Job to be unsuspended")
+
+            async def ungated(name: str) -> dict[str, Any] | None:
+                p = await get(kc, "Pod", name, ns)
+                return p if not p["spec"].get("schedulingGates") else None
+
+            first = await _job_pod(kc, job, 0)
+            first = await eventually(lambda: ungated(first["metadata"]["name"]), WAIT, "the pod to be ungated")
+            host = first["spec"]["nodeSelector"][HOSTNAME]
+            other = n2 if host == n1 else n1
+            # kubectl cordon: unschedulable, and the node lifecycle controller's taint; the pod is never bound
+            await kc.patch(NODES, host, {"spec": {"unschedulable": True, "taints": [
+                {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}})
+
+            async def failed() -> dict[str, Any] | None:
+                p = await get(kc, "Pod", first["metadata"]["name"], ns)
+                return p if p["status"].get("phase") == "Failed" else None
+
+            pod = await eventually(failed, WAIT, "the pinned pod to be failed")
+            cond = _cond(pod, "TerminatedByKueue")
+            assert cond is not None and (cond["status"], cond["reason"], cond["message"]) == (
+                "True", "UnschedulableOnAssignedNode", "Pod terminated by Kueue NodeController due to node taint")
+
+            async def event() -> dict[str, Any] | None:
+                items = msgspec.json.decode(await kc.request(
+                    "GET", f"/api/v1/namespaces/{ns}/events")).get("items") or []
+                return next((e for e in items if e["involvedObject"].get("uid") == pod["metadata"]["uid"]
+                             and e["reason"] == "PodTerminatedByKueue"), None)
+
+            e = await eventually(event, WAIT, "the PodTerminatedByKueue Event")
+            assert (e["type"], e["message"]) == ("Normal", "Pod terminated by Kueue NodeController due to node taint")
+            assert connector.pinned_pods.stats.failed == 1
+
+            again = await _job_pod(kc, await get(kc, "Job", "pinned", ns), 0)
+            again = await eventually(lambda: ungated(again["metadata"]["name"]), WAIT, "the new pod to be ungated")
+            assert again["spec"]["nodeSelector"][HOSTNAME] == other
+        # the nodes stay (see above); the cordoned one fails nothing more: no pod is pinned to it any more
