@@ -151,8 +151,11 @@ class CycleContext:
         self.removed: set[str] = set()
         """Victims chosen earlier in this cycle: their usage is already off the tree, so they are no candidates."""
         self.preempted: list[WorkloadInfo] = []
-        """The victims of this cycle's entries, in the order they were chosen, whose quota and TAS usage the cycle
-        took off (not a second pass's, which stay charged): :func:`_victims_back` puts them back."""
+        """The victims of this cycle's entries, in the order they were chosen, whose quota the cycle took off (not a
+        second pass's, which stay charged): :func:`_victims_back` puts them back."""
+        self.preempted_tas: list[WorkloadInfo] = []
+        """Those of :attr:`preempted` whose TAS usage the cycle took off too: a TAS preemptor's
+        (:func:`reserve_preempting`); a preemptor without TAS flavors leaves its victims' domains charged."""
         self.topology = CycleTopology(state, config)
         """The cycle's TAS snapshots, charged as entries are placed."""
         self.block_admission = config.blocks_admission
@@ -623,6 +626,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             victims.add(w.key)
             tree.charge(w.cluster_queue, w.usage, -1)
         ctx.preempted.extend(removed)
+        if info.tas_levels:
+            ctx.preempted_tas.extend(removed)
         if e.replaced is not None:
             victims.add(e.replaced.key)  # finished with this admission: no other entry of the cycle takes it
         for fr, v in a.usage.items():
@@ -807,7 +812,7 @@ def _victims_back(ctx: CycleContext) -> Iterator[None]:
         yield
         return
     keys = {w.key for w in gone}
-    usage = [u for w in gone for u in workload_tas_usage(w)]
+    usage = [u for w in ctx.preempted_tas for u in workload_tas_usage(w)]
     for w in gone:
         ctx.tree.charge(w.cluster_queue, w.usage, 1)
     if usage:
