@@ -30,7 +30,10 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
 * ``WorkloadSliceReplaced`` → on the old slice Normal ``WorkloadSliceReplaced`` (its Finished message), from
   ``kueue-admission``, as Kueue's scheduler records it when it finishes the slice;
 * ``AdmissionCheckUpdated`` whose state changed → Normal ``AdmissionCheckUpdated`` "Admission check <c> updated
-  state from <a> to <b>[ with message: <m>]"; ``ProvisioningRequestCreated`` → Normal
+  state from <a> to <b>[ with message: <m>]"; of a MultiKueue check (the ledger looks its controller up), Normal
+  ``MultiKueue`` with the check's message alone (``kueue-workload-controller``, whose recorder Kueue's MultiKueue
+  controller uses) on the admission on a worker and on a copy evicted there, nothing for its other updates
+  (Rejected, a remote lost or gone); ``ProvisioningRequestCreated`` → Normal
   ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``);
 * ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``.
 
@@ -83,6 +86,7 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.timefmt import parse_time
+from projections.admissionchecks import MULTIKUEUE_CONTROLLER
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
 from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
 from projections.workloads import (
@@ -203,13 +207,16 @@ class Before(NamedTuple):
     other_boost: int = 0
     """The part of ``priority`` / ``other_priority`` (effective priorities) a ``kueue.x-k8s.io/priority-boost``
     annotation adds under the ``PriorityBoost`` gate."""
+    check_controller: str = ""
+    """AdmissionCheckUpdated: the controller of the check (its AdmissionCheck's ``spec.controllerName``)."""
 
 
 def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo | None = None,
-           job: Involved | None = None, by_scheduler: bool = False) -> Before | None:
+           job: Involved | None = None, by_scheduler: bool = False, check_controller: str = "") -> Before | None:
     """What :func:`kueue_events` needs to know about ``d``, or None when Kueue records nothing for it. ``wl``: the
     workload just before ``d`` was applied (None: unknown); ``preemptor``: the preempting workload of a
-    ``WorkloadPreempted``; ``job``: the Job a ``RetentionExpired`` of target ``Job`` deletes."""
+    ``WorkloadPreempted``; ``job``: the Job a ``RetentionExpired`` of target ``Job`` deletes; ``check_controller``:
+    the controller of an ``AdmissionCheckUpdated``'s check."""
     if wl is None or type(d) not in _EVENTFUL:
         return None
     since, check, other, other_priority, other_boost = 0, "", None, 0, 0
@@ -232,6 +239,8 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
             state = wl.check_states.get(d.check)
             if state is None or state.state == d.state:
                 return None
+            if check_controller == MULTIKUEUE_CONTROLLER and not multikueue_event(d):
+                return None
             check = state.state
         case ev.WorkloadPreempted():
             if preemptor is not None:
@@ -246,7 +255,19 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
                 other = job
     cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
     return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler,
-                  wl.max_execution_seconds or 0, wl.boost, other_boost)
+                  wl.max_execution_seconds or 0, wl.boost, other_boost, check_controller)
+
+
+WORKER_EVICTION = "Workload evicted on worker cluster: "
+"""How the MultiKueue check's Retry after an eviction of the copy on its worker begins."""
+
+
+def multikueue_event(d: ev.AdmissionCheckUpdated) -> bool:
+    """Whether Kueue's MultiKueue controller records an Event for this update of its check: the admission on a
+    worker (Ready) and a copy evicted on its worker (Retry "Workload evicted on worker cluster: ..."), each
+    Normal ``MultiKueue`` with the check's message; not its other updates (Rejected, a lost or gone remote, which
+    its ``updateACS`` writes without one)."""
+    return d.state == "Ready" or (d.state == "Retry" and d.message.startswith(WORKER_EVICTION))
 
 
 def _gate_changes(d: ev.WorkloadPending, wl: WorkloadInfo) -> bool:
@@ -330,6 +351,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
         case ev.WorkloadSliceReplaced():
             return (make_event(me, NORMAL, WORKLOAD_SLICE_REPLACED, d.message, ADMISSION),)
         case ev.AdmissionCheckUpdated():
+            if b.check_controller == MULTIKUEUE_CONTROLLER:
+                return (make_event(me, NORMAL, "MultiKueue", d.message, WORKLOAD_CONTROLLER),)
             message = f"Admission check {d.check} updated state from {b.check_state} to {d.state}"
             if d.message:
                 message += f" with message: {d.message}"
@@ -513,8 +536,12 @@ class EventLedger:
             j = state.jobs.get(job_of.get(e.key, ""))
             if j is not None:
                 job = involved_job(j)
+        controller = ""
+        if kind is ev.AdmissionCheckUpdated:
+            ac = state.admission_checks.get(e.check)  # type: ignore[attr-defined]
+            controller = ac.spec.controller_name if ac is not None else ""
         b = before(e, wls.get(e.key), preemptor=preemptor, job=job,
-                   by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed)
+                   by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed, check_controller=controller)
         if b is not None:
             self.awaiting[record.offset] = (e, b)
 

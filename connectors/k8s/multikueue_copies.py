@@ -12,6 +12,7 @@ sets the state it uses and which provides ``_config``, ``_adapters``, ``_copied`
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -40,6 +41,7 @@ from connectors.k8s.multikueue_worker import WORKLOADS, Worker, gate_patch, uid_
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.resources import LEADER_WORKER_SETS, RAYCLUSTERS, Resource
 from events import objects as o
+from events.timefmt import format_time
 from kueue_es.scheduler import multikueue_slices
 from kueue_es.scheduler.multikueue import WAIT, adapters_in_force, check_of, group_target, remote_spec_patch
 from projections import gates
@@ -64,6 +66,14 @@ def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
     if target is None:
         return wl.nominated
     return () if target == WAIT else (target,)
+
+
+def stopping(state: ClusterState, wl: WorkloadInfo) -> bool:
+    """A workload evicted on the manager that still holds quota (its Job not stopped yet): Kueue's MultiKueue
+    controller deletes its remote objects only once the quota is released (``reconcileGroup`` step 2), meanwhile
+    having the admitted copy evicted on its worker and mirroring the stopped copy's status (steps 6b and 4,
+    :meth:`CopiedWorkloads._stop_there`). No copy is made for it meanwhile, nor one deleted."""
+    return (wl.phase != FINISHED and wl.reserving and bool(wl.evicted) and check_of(state, wl) is not None)
 
 
 def held_back(state: ClusterState, wl: WorkloadInfo) -> bool:
@@ -92,6 +102,13 @@ class CopiedWorkloads:
             wl = state.workloads.get(key)
             if wl is not None and held_back(state, wl):
                 continue  # looked at again when its group moves
+            if wl is not None and stopping(state, wl):
+                if key in copied:
+                    try:
+                        await self._stop_there(w, wl)
+                    except KubeError as exc:
+                        self._failed("MultiKueue copy not stopped, will retry", key, w, exc)
+                continue  # its copies go once its quota is released
             if wl is not None and w.name in desired_on(state, wl):
                 try:
                     if key in w.workloads:
@@ -192,6 +209,58 @@ class CopiedWorkloads:
                                        wl.namespace, subresource="status")
         w.keep(WORKLOADS, wl.key, msgspec.json.decode(patched))
         log.info("MultiKueue preemption gate opened", workload=wl.key, cluster=w.name)
+
+    async def _stop_there(self, w: Worker, wl: WorkloadInfo) -> None:
+        """A workload evicted on the manager while its copy on ``w`` holds quota there: an admitted copy gets
+        Kueue's DeactivationTarget (``EvictedOnManagerCluster``, "Evicted on manager: <the eviction's message>"),
+        which the worker's Kueue turns into its deactivation (Evicted ``DeactivatedDueToEvictedOnManagerCluster``)
+        and the stop of the owner's copy; a copy evicted there has its owner's copies' status mirrored to the
+        manager's owners (Kueue's ``SyncJob``), so that the manager's Job shows no active pod once the copy stopped
+        and the manager's job controller gives the quota back. No owner copy is made meanwhile."""
+        raw = w.workloads.get(wl.key)
+        if raw is None or w.deleted.get(wl.key) == uid_of(raw):
+            return
+        if _shows(raw, "Evicted"):
+            await self._mirror_owners(w, wl)
+        elif _shows(raw, "Admitted"):
+            await self._deactivate_copy(w, wl, raw)
+
+    async def _deactivate_copy(self, w: Worker, wl: WorkloadInfo, raw: dict[str, Any]) -> None:
+        """The copy ``raw`` on ``w`` shows the DeactivationTarget the manager's eviction sets on it, written to its
+        status conditioned on its resourceVersion (a conflict: written again on the next pass)."""
+        assert w.client is not None
+        evicted = wl.condition("Evicted")
+        patch = deactivation_patch(raw, f"Evicted on manager: {evicted.message if evicted is not None else ''}",
+                                   format_time(_now()))
+        if patch is None:
+            return
+        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
+        try:
+            patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
+                                           wl.namespace, subresource="status")
+        except NotFound:
+            return  # gone: its watch says so, and the copies go with the quota
+        except Conflict:
+            w.moved.add(wl.key)
+            return
+        w.keep(WORKLOADS, wl.key, msgspec.json.decode(patched))
+        log.info("MultiKueue copy deactivated: evicted on the manager", workload=wl.key, cluster=w.name)
+
+    async def _mirror_owners(self, w: Worker, wl: WorkloadInfo) -> None:
+        """The status of the owner's copies on ``w`` (as its watch shows them) mirrored to the manager's owners."""
+        adapter = adapter_of(wl, self._config(), self.custom)
+        found = await self._owner_names(adapter, wl) if adapter is not None else None
+        if found is None:
+            return
+        adapter, names = found
+        copies = w.owners.get(adapter.resource.kind, {})
+        for name in names:
+            owner_key = f"{wl.namespace}/{name}"
+            remote = copies.get(owner_key)
+            if remote is None or w.waits_for_deleted(adapter.resource.kind, owner_key):
+                continue
+            if not await self._mirror_status(w, adapter, owner_key, remote):
+                w.moved.add(wl.key)  # written again on the next pass
 
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's; a
@@ -400,8 +469,10 @@ class CopiedWorkloads:
             return True
         if adapter.in_log:
             local = self.state.jobs.get(owner_key)
-            if local is None or (local.spec.suspend and not _settled(remote)):
-                return True  # its Job's start (or the copy's finish) moves the workload again
+            if local is None:
+                return True
+            if local.spec.suspend and not _settled(remote):
+                return await self._adapt_suspended(r, owner_key)
         status = remote.get("status") or {}
         if not status:
             return True
@@ -428,6 +499,30 @@ class CopiedWorkloads:
             return False
         if w.follows(r.kind, owner_key, remote):  # else gone already: nothing would forget it
             w.mirrored[r.kind, owner_key] = seen
+        self.stats.statuses_mirrored += 1
+        return True
+
+    async def _adapt_suspended(self, r: Resource, owner_key: str) -> bool:
+        """The manager's Job is suspended and its copy runs: Kueue's batch/v1 adapter defers the copy's status
+        (its Job's start moves the workload again), but a manager Job with no ``startTime`` (never started, or
+        reset by its stop after an eviction) is shown with no active pod and ``Suspended`` True
+        (``MultiKueueAdapted``), so that a Job evicted on the manager is seen stopped and gives its quota back.
+        False: the write conflicted, to be tried again on the next pass."""
+        namespace, _, name = owner_key.partition("/")
+        local = await self._manager_owner(r, name, namespace)
+        if local is None:
+            return True
+        patch = adapted_patch(local)
+        if patch is None:
+            return True
+        rv = (local.get("metadata") or {}).get("resourceVersion", "")
+        try:
+            await self.client.patch(r, name, {**patch, "metadata": {"resourceVersion": rv}}, namespace,
+                                    subresource="status")
+        except NotFound:
+            return True
+        except Conflict:
+            return False
         self.stats.statuses_mirrored += 1
         return True
 
@@ -541,3 +636,67 @@ def _settled(job_copy: dict[str, Any]) -> bool:
         return True
     return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
                for c in (job_copy.get("status") or {}).get("conditions") or [])
+
+
+DEACTIVATION_TARGET = "DeactivationTarget"
+EVICTED_ON_MANAGER = "EvictedOnManagerCluster"
+"""Kueue's DeactivationTarget reason for a copy whose workload the manager evicted; the worker's Kueue evicts it
+with ``DeactivatedDueToEvictedOnManagerCluster``."""
+CONDITION_MESSAGE_LIMIT = 32 * 1024
+"""The longest condition message the API takes (Kueue truncates the message it sets to it)."""
+
+
+def deactivation_patch(raw: dict[str, Any], message: str, now: str) -> dict[str, Any] | None:
+    """The merge patch of a copy's status that adds Kueue's DeactivationTarget True (``EvictedOnManagerCluster``,
+    ``message``) to its conditions, the others as they are (None: it shows it so already)."""
+    status = raw.get("status") or {}
+    conditions = list(status.get("conditions") or [])
+    message = message[:CONDITION_MESSAGE_LIMIT]
+    current = next((c for c in conditions if c.get("type") == DEACTIVATION_TARGET), None)
+    if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+            "True", EVICTED_ON_MANAGER, message):
+        return None
+    kept = current is not None and current.get("status") == "True" and current.get("lastTransitionTime")
+    entry = {"type": DEACTIVATION_TARGET, "status": "True", "reason": EVICTED_ON_MANAGER, "message": message,
+             "lastTransitionTime": current["lastTransitionTime"] if kept else now,  # type: ignore[index]
+             "observedGeneration": (raw.get("metadata") or {}).get("generation", 0)}
+    if current is None:
+        conditions.append(entry)
+    else:
+        conditions = [entry if c is current else c for c in conditions]
+    return {"status": {"conditions": conditions}}
+
+
+ADAPTED = ("MultiKueueAdapted", "Set by MultiKueue adapted")
+
+
+def adapted_patch(local: dict[str, Any]) -> dict[str, Any] | None:
+    """The merge patch of a suspended manager Job's status while its copy runs, as Kueue's batch/v1 adapter makes
+    it: nothing while it shows a ``startTime`` (the sync is deferred), else no active pod and a ``Suspended``
+    condition True (``MultiKueueAdapted``), one False turned True, one True left as it is. None: nothing to
+    write."""
+    status = local.get("status") or {}
+    if status.get("startTime"):
+        return None
+    conditions = list(status.get("conditions") or [])
+    current = next((c for c in conditions if c.get("type") == "Suspended"), None)
+    out: dict[str, Any] = {}
+    if status.get("active"):
+        out["active"] = None
+    if current is None or current.get("status") != "True":
+        now = format_time(_now())
+        entry = {"type": "Suspended", "status": "True", "reason": ADAPTED[0], "message": ADAPTED[1],
+                 "lastProbeTime": now, "lastTransitionTime": now}
+        out["conditions"] = [*conditions, entry] if current is None else [
+            entry if c is current else c for c in conditions]
+    return {"status": out} if out else None
+
+
+def _shows(raw: dict[str, Any], type_: str) -> bool:
+    """Whether a Workload copy shows the condition ``type_`` True."""
+    return any(c.get("type") == type_ and c.get("status") == "True"
+               for c in (raw.get("status") or {}).get("conditions") or [])
+
+
+def _now() -> int:
+    return int(time.time() * 1000)

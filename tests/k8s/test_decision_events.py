@@ -455,3 +455,49 @@ def test_preemption_events_show_the_boosts_the_fold_took_from_the_annotations() 
     assert [(e.reason, e.message) for e in kueue_events(*mirror.kube_events.awaiting[off])] == [
         ("EvictedDueToPreempted", "m"), ("Preempted", f"m; {prios}"),
         ("PreemptedWorkload", f"Preempted workload default/victim (UID: victim-uid) in ClusterQueue cq; {prios}")]
+
+
+MK = "kueue.x-k8s.io/multikueue"
+ADMITTED_ON = 'The workload was admitted on "worker1"'
+WORKER_EVICTED = ('Workload evicted on worker cluster: "worker1", resetting for re-admission. Previously: '
+                  '"Ready"')
+
+
+@pytest.mark.parametrize(("state", "message", "before_state", "recorded"), [
+    ("Ready", ADMITTED_ON, "Pending", True),
+    ("Retry", WORKER_EVICTED, "Ready", True),
+    ("Retry", "Reserving remote lost", "Ready", False),
+    ("Retry", "Reserving remote no longer exists or is not admitted", "Ready", False),
+    ("Rejected", "No multikueue adapter found", "Pending", False),
+])
+def test_the_multikueue_check_records_kueue_s_multikueue_event_only_for_an_admission_or_a_worker_eviction(
+        state: str, message: str, before_state: str, recorded: bool) -> None:
+    """Kueue's MultiKueue controller (workload.go): Normal ``MultiKueue`` with the check's message alone, from the
+    workload controller's recorder, when the workload is admitted on a worker and when its copy is evicted there;
+    nothing for the updates its ``updateACS`` writes (Rejected, a remote lost or gone). Not the ProvisioningRequest
+    controller's ``AdmissionCheckUpdated``."""
+    w = wl(phase=RESERVED, cq="cq", checks={"mk": before_state})
+    d = ev.AdmissionCheckUpdated(time=T0, key="default/foo", check="mk", state=state, message=message, **BASE)
+    want = [(on(w), "Normal", "MultiKueue", "MultiKueue", message, WORKLOAD_CONTROLLER)] if recorded else []
+    assert rows(events_for(d, w, check_controller=MK)) == want
+
+
+def test_the_ledger_tells_a_multikueue_check_s_update_from_a_provisioning_one_by_its_controller() -> None:
+    """The ledger takes each check's controller from its AdmissionCheck as the decision is folded."""
+    from types import SimpleNamespace
+
+    from connectors.k8s.decision_events import EventLedger
+
+    def check(name: str, controller: str) -> o.AdmissionCheck:
+        return o.AdmissionCheck(metadata=o.ObjectMeta(name=name), spec=o.AdmissionCheckSpec(controller_name=controller))
+
+    w = wl(phase=RESERVED, cq="cq", checks={"mk": "Pending", "prov": "Pending"})
+    state = SimpleNamespace(workloads={w.key: w}, jobs={}, admission_checks={
+        "mk": check("mk", MK), "prov": check("prov", "kueue.x-k8s.io/provisioning-request")})
+    ledger = EventLedger()
+    for off, (name, msg) in enumerate((("mk", ADMITTED_ON), ("prov", "Provisioned")), start=10):
+        d = ev.AdmissionCheckUpdated(time=T0, key=w.key, check=name, state="Ready", message=msg, **BASE)
+        ledger.fold(ev.Record(off, d), state, {})  # type: ignore[arg-type]
+    assert [(e.reason, e.message) for off in (10, 11) for e in kueue_events(*ledger.awaiting[off])] == [
+        ("MultiKueue", ADMITTED_ON),
+        ("AdmissionCheckUpdated", "Admission check prov updated state from Pending to Ready with message: Provisioned")]

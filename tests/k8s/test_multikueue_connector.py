@@ -8,11 +8,18 @@ import contextlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest.mock import ANY
 
 import msgspec
 import pytest
 from fixtures import fastyaml
-from fixtures.multikueue_states import MK_CONFIG, dispatched_state, owned_state, with_frameworks
+from fixtures.multikueue_states import (
+    MK_CONFIG,
+    dispatched_state,
+    owned_state,
+    quota_released,
+    with_frameworks,
+)
 
 from connectors.k8s.errors import Forbidden, KubeError
 from connectors.k8s.multikueue import MultiKueueConnector
@@ -149,6 +156,10 @@ async def test_the_manager_job_shows_the_copy_status_as_it_is_not_merged_into_th
     assert {k: v for k, v in status.items() if v is not None} == done["status"]
 
 
+ADAPTED_SUSPENDED = {"type": "Suspended", "status": "True", "reason": "MultiKueueAdapted",
+                     "message": "Set by MultiKueue adapted", "lastProbeTime": ANY, "lastTransitionTime": ANY}
+
+
 class RunningWorker(WorkerClient):
     """A worker that ran the Job's copy to completion: reads of it answer its final status; deletions are
     recorded."""
@@ -226,7 +237,9 @@ async def test_a_manager_job_never_started_gets_the_status_of_a_copy_finished_or
                "status": {"active": 1}}
     manager.patches.clear()
     await mk._mirror_status(Worker("worker1", b""), ADAPTERS["batch/v1", "Job"], "default/a", running)
-    assert manager.patches == [], "a copy running while the manager's Job is suspended is not mirrored yet"
+    assert [p["status"] for p in manager.patches] == [{"conditions": [ADAPTED_SUSPENDED]}], (
+        "a copy running while the manager's Job is suspended is not mirrored yet: the Job, never started, is only "
+        "shown suspended")
 
 
 @pytest.mark.asyncio
@@ -280,6 +293,7 @@ async def test_an_owner_copy_whose_workload_copy_is_gone_is_deleted_all_the_same
     if manager_side == "evicted":
         state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(
             time=START, cycle=2, input=0, key=KEY, uid=wl.uid, reason="AdmissionCheck", message="evicted")))
+        quota_released(state, KEY)
     else:
         state.apply(ev.Record(state.offset + 1, ev.ObjectDeleted(time=START, kind="Workload", key=KEY)))
     left = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "5",

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.multikueue_states import quota_released
 from test_clusterprofile_access import _answered, _profile, _profile_state, _Profiles, _token
 from test_multikueue_connector import KEY, START, SecretsManager, _appending, _close, _connector, _passes
 
@@ -110,6 +111,7 @@ async def _connected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Refresh
     state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(
         time=START, cycle=9, input=0, key=KEY, uid=state.workloads[KEY].uid, reason="AdmissionCheck",
         message="evicted")))
+    quota_released(state, KEY)
     plugin, worker, built = Plugin(), TerminatingCopies(), []
     monkeypatch.setattr(cp, "run_plugin", plugin)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.multikueue_states import LWS, MK_CONFIG, WorkerApi, apply, lws_state
+from fixtures.multikueue_states import LWS, MK_CONFIG, WorkerApi, apply, lws_state, quota_released
 
 from connectors.k8s import manifests
 from connectors.k8s.multikueue import MultiKueueConnector
@@ -177,6 +177,7 @@ async def test_the_sets_copy_goes_with_any_of_its_groups_copies(tmp_path: Path) 
     w.owners[LWS[1]] = {"default/lws": copy}
     apply(state, ev.WorkloadEvicted(time=START + 3000, cycle=9, input=0, key="default/lws-1",
                                     reason="DeactivatedDueToAdmissionCheck", message="evicted"))
+    quota_released(state, "default/lws-1")
     await mk.sync_copies("multikueue")
     assert worker.deleted == ["LeaderWorkerSet:default/lws", "Workload:default/lws-1"]
 

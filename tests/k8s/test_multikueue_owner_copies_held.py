@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.multikueue_states import quota_released
 from test_multikueue_connector import KEY, START, RecordingManager, _appending, _connector
 from test_multikueue_worker_view import ORIGIN, RecordingWorker, _copy, _fresh, _pass
 
@@ -102,6 +103,7 @@ def _evicted(tmp_path: Path):
     state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(
         time=START, cycle=9, input=0, key=KEY, uid=state.workloads[KEY].uid, reason="AdmissionCheck",
         message="evicted")))
+    quota_released(state, KEY)
     return state
 
 

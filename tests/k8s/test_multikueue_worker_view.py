@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.multikueue_states import MK_CONFIG
+from fixtures.multikueue_states import MK_CONFIG, quota_released
 from test_multikueue_connector import KEY, START, WorkerClient, _appending, _connector, _state
 
 from connectors.k8s.client import RawList, WatchEvent
@@ -132,6 +132,7 @@ async def test_a_copy_the_manager_deleted_is_not_the_readmitted_workload_s_until
     wl = evicted.workloads[KEY]
     evicted.apply(ev.Record(evicted.offset + 1, ev.WorkloadEvicted(
         time=START, cycle=9, input=0, key=KEY, uid=wl.uid, reason="AdmissionCheck", message="evicted")))
+    quota_released(evicted, KEY)
     worker = LaggingWorker()
     mk = _connector(evicted, {"worker1": worker})
     appended = _appending(mk)

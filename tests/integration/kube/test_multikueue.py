@@ -445,6 +445,74 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert finishes and finishes[0].reason == "Succeeded"
 
 
+@pytest.mark.asyncio
+async def test_a_job_evicted_on_the_manager_while_it_runs_on_the_worker_gives_its_quota_back_once_stopped_there(
+        kube_apiserver, worker_apiserver, tmp_path) -> None:
+    """The manager's ClusterQueue is stopped (HoldAndDrain) while the Job runs on the worker: its Workload is
+    evicted there but holds its quota until the Job stops. Kueue's MultiKueue controller keeps the copies, sets the
+    DeactivationTarget on the admitted copy (the worker's Kueue deactivates it and stops the Job's copy), mirrors
+    the stopped copy's status to the manager's Job, whose controller then gives the quota back; only then are the
+    copies deleted. The test plays the worker's Kueue acting on the DeactivationTarget (``spec.active: false``) and
+    the worker's job controller (the copy's pods gone)."""
+    async with _manager_and_worker(kube_apiserver, worker_apiserver) as c, _job_webhook(c.kc, c.ns, c.sfx, tmp_path):
+        kc, wc, ns = c.kc, c.wc, c.ns
+        async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log"):
+            manager_job = await create(kc, job(ns, "evicted-job", "user-queue", cpu="1"))
+            wl_name = workload_name("evicted-job", manager_job["metadata"]["uid"])
+            await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted", wc)
+
+            async def running_on_worker() -> dict[str, Any] | None:
+                j = await _maybe(wc, "Job", "evicted-job", ns)
+                return j if j is not None and not j["spec"].get("suspend") else None
+
+            await eventually(running_on_worker, timeout=60, what="the Job's copy to run on the worker")
+            await wc.patch(BY_KIND["Job"], "evicted-job", {"status": {"startTime": NOW, "active": 1, "ready": 1}}, ns,
+                           subresource="status")
+
+            async def manager_job_active(n: int | None) -> dict[str, Any] | None:
+                j = await get(kc, "Job", "evicted-job", ns)
+                return j if j["status"].get("active") == n else None
+
+            await eventually(partial(manager_job_active, 1), timeout=60, what="the manager's Job to run")
+
+            # --- the manager drains its ClusterQueue: evicted there, the quota held while the Job runs -----------
+            await kc.patch(BY_KIND["ClusterQueue"], c.cq, {"spec": {"stopPolicy": "HoldAndDrain"}})
+            wl = await _workload_shows(kc, wl_name, ns, "Evicted", "the manager's Workload to be evicted", wc)
+            evicted = _cond(wl, "Evicted")
+            assert evicted["reason"] == "ClusterQueueStopped"
+
+            async def deactivation_target() -> dict[str, Any] | None:
+                copy = await _maybe(wc, "Workload", wl_name, ns)
+                return _cond(copy, "DeactivationTarget") if copy is not None else None
+
+            target = await eventually(deactivation_target, timeout=60, what="the copy's DeactivationTarget")
+            assert (target["status"], target["reason"], target["message"]) == (
+                "True", "EvictedOnManagerCluster", f"Evicted on manager: {evicted['message']}")
+            assert _true(await get(kc, "Workload", wl_name, ns), "QuotaReserved"), "held while the Job runs"
+            assert await _remote(wc, BY_KIND["Job"], "evicted-job", ns) is not None
+
+            # --- the worker's Kueue deactivates the copy and stops its Job; its pods go ---------------------------
+            await wc.patch(BY_KIND["Workload"], wl_name, {"spec": {"active": False}}, ns)
+
+            async def copy_stopped() -> dict[str, Any] | None:
+                j = await _maybe(wc, "Job", "evicted-job", ns)
+                return j if j is not None and j["spec"].get("suspend") else None
+
+            await eventually(copy_stopped, timeout=60, what="the worker to stop the Job's copy")
+            await wc.patch(BY_KIND["Job"], "evicted-job", {"status": {"active": None, "ready": 0}}, ns,
+                           subresource="status")
+
+            async def quota_released() -> dict[str, Any] | None:
+                w = await get(kc, "Workload", wl_name, ns)
+                reserved = _cond(w, "QuotaReserved")
+                return w if reserved is not None and reserved["status"] == "False" else None
+
+            wl = await eventually(quota_released, timeout=60, what="the manager's Workload to give its quota back")
+            assert "admission" not in wl["status"]
+            assert "active" not in (await get(kc, "Job", "evicted-job", ns))["status"]
+            await _copies_deleted(wc, BY_KIND["Job"], "evicted-job", wl_name, ns)
+
+
 def _jobset(ns: str, name: str, managed_by: str | None) -> dict[str, Any]:
     template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
                                                                    "resources": {"requests": {"cpu": "1"}}}]}}
