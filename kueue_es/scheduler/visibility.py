@@ -169,8 +169,9 @@ def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, l
 
 def in_local_queue(state: ClusterState, config: SchedulerConfig, namespace: str, name: str, *,
                    limit: int | None = None, offset: int | None = None) -> list[PendingWorkload] | None:
-    """The page of LocalQueue ``namespace/name``'s pending workloads; None when there is no such LocalQueue."""
-    lq = state.local_queues.get(f"{namespace}/{name}")
+    """The page of LocalQueue ``namespace/name``'s pending workloads; None when there is no such LocalQueue or it
+    is stopped (:func:`_served`)."""
+    lq = _served(state, namespace, name)
     if lq is None:
         return None
     limit, offset = bounded(limit, offset)
@@ -197,11 +198,18 @@ def straightforward(state: ClusterState, config: SchedulerConfig, cq: str = "", 
         if cq not in state.cluster_queues:
             return None
         return _cq_page(state, queue_order(state, config, cq) or [], limit, offset)
-    lq = state.local_queues.get(f"{namespace}/{name}")
+    lq = _served(state, namespace, name)
     if lq is None:
         return None
     order = queue_order(state, config, lq.spec.cluster_queue) or []
     return _lq_page(state, order, namespace, name, limit, offset)
+
+
+def _served(state: ClusterState, namespace: str, name: str) -> o.LocalQueue | None:
+    """LocalQueue ``namespace/name`` if Kueue's queue manager holds it: a stopped one (``stopPolicy`` Hold or
+    HoldAndDrain) is taken out of it, so Kueue's endpoint answers NotFound for it, not an empty page."""
+    lq = state.local_queues.get(f"{namespace}/{name}")
+    return lq if lq is not None and lq.spec.stop_policy in ("None", "") else None
 
 
 def _cq_page(state: ClusterState, order: list[str], limit: int, offset: int) -> list[PendingWorkload]:
