@@ -27,7 +27,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.workers import KeyedWorkers, Retries
+from connectors.k8s.workers import KeyedWorkers, Retries, take_due, wake_after
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -99,23 +99,13 @@ class FailureRecovery:
         if gate and not self._gate_was:  # turned on: every followed pod counts anew
             self._dirty.update(self._node_of)
         self._gate_was = gate
-        now = _now_ms()
-        due = {k for k, at in self._due.items() if at <= now}
-        for k in due:
-            del self._due[k]
-        keys = self._dirty | due | self._retry.due()
+        keys = self._dirty | take_due(self._due, _now_ms()) | self._retry.due()
         self._dirty = set()
         return keys if gate else set()
 
     def _timeout(self) -> float | None:
         """Until the next grace period ends or the next retry is due (at most a second: the gate may turn on)."""
-        waits = [1.0]
-        if self._due:
-            waits.append(max(0.0, (min(self._due.values()) - _now_ms()) / 1000))
-        retry = self._retry.timeout()
-        if retry is not None:
-            waits.append(retry)
-        return min(waits)
+        return wake_after(self._due, self._retry, _now_ms())
 
     async def run(self) -> None:
         await KeyedWorkers(self.sync_guarded, self.concurrency).run(

@@ -31,7 +31,7 @@ from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.recorder import EVENTS, MAX_INSTANCE, micro_time
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.workers import KeyedWorkers, Retries
+from connectors.k8s.workers import KeyedWorkers, Retries, take_due, wake_after
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -181,23 +181,13 @@ class PinnedPods:
         if on and not self._enabled_was:  # turned on: every pinned pod counts anew
             self._dirty.update(self._on_host)
         self._enabled_was = on
-        now = _now_ms()
-        due = {h for h, at in self._due.items() if at <= now}
-        for h in due:
-            del self._due[h]
-        hosts = self._dirty | due | self._retry.due()
+        hosts = self._dirty | take_due(self._due, _now_ms()) | self._retry.due()
         self._dirty = set()
         return {h for h in hosts if self._on_host.get(h)} if on else set()
 
     def _timeout(self) -> float | None:
         """Until the next wait ends or the next retry is due (at most a second: the gates may turn on)."""
-        waits = [1.0]
-        if self._due:
-            waits.append(max(0.0, (min(self._due.values()) - _now_ms()) / 1000))
-        retry = self._retry.timeout()
-        if retry is not None:
-            waits.append(retry)
-        return min(waits)
+        return wake_after(self._due, self._retry, _now_ms())
 
     async def run(self) -> None:
         await KeyedWorkers(self.sync_guarded, self.concurrency).run(

@@ -58,6 +58,27 @@ class Retries:
         return self.delay_s if self._at else None
 
 
+def take_due(due: dict[str, int], now_ms: int) -> set[str]:
+    """The keys of ``due`` (key -> a wall-clock time in ms: a grace period or a wait read against the objects' own
+    timestamps) whose time has come, taken out of it."""
+    keys = {k for k, at in due.items() if at <= now_ms}
+    for k in keys:
+        del due[k]
+    return keys
+
+
+def wake_after(due: dict[str, int], retries: Retries, now_ms: int, cap_s: float = 1.0) -> float:
+    """How long a loop of :func:`take_due` keys may sleep: until the next of ``due`` ends or the next retry is
+    due, at most ``cap_s`` (a feature gate it checks may turn on meanwhile)."""
+    waits = [cap_s]
+    if due:
+        waits.append(max(0.0, (min(due.values()) - now_ms) / 1000))
+    retry = retries.timeout()
+    if retry is not None:
+        waits.append(retry)
+    return min(waits)
+
+
 class KeyedWorkers:
     def __init__(self, handle: Callable[[str], Awaitable[None]], limit: int = 16) -> None:
         self.handle = handle
