@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
@@ -69,51 +70,50 @@ async def _events(log: MemoryLog, name: str) -> list[ev.ObjectUpserted | ev.Obje
             if isinstance(r.event, ev.ObjectUpserted | ev.ObjectDeleted) and r.event.key == name]
 
 
+@contextlib.asynccontextmanager
+async def _watching(kc) -> AsyncIterator[tuple[MemoryLog, LocalJournal, Watcher]]:
+    """PreemptionConfigs watched into a fresh log: the CRD installed, the watch synced; stopped on exit."""
+    await crds.install(kc, docs=[crds.preemption_config_crd()])
+    log = MemoryLog()
+    journal = LocalJournal(log, Mirror())
+    watcher = Watcher(kc, journal.mirror, journal.append, kinds=("PreemptionConfig",), timeout_seconds=30,
+                      backoff_s=0.2)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await asyncio.wait_for(watcher.wait_synced(), 30)
+        yield log, journal, watcher
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 @pytest.mark.asyncio
 async def test_preemption_configs_are_watched_into_the_log(kube_apiserver) -> None:
-    async with await connect(kube_apiserver) as kc:
-        await crds.install(kc, docs=[crds.preemption_config_crd()])
-        log = MemoryLog()
-        journal = LocalJournal(log, Mirror())
-        watcher = Watcher(kc, journal.mirror, journal.append, kinds=("PreemptionConfig",), timeout_seconds=30,
-                          backoff_s=0.2)
-        task = asyncio.create_task(watcher.run())
+    async with await connect(kube_apiserver) as kc, _watching(kc) as (log, _, _):
         name = f"watched-{secrets.token_hex(3)}"
-        try:
-            await asyncio.wait_for(watcher.wait_synced(), 30)
-            await kc.create(PREEMPTION_CONFIGS, _config(name, [_rule()]))
+        await kc.create(PREEMPTION_CONFIGS, _config(name, [_rule()]))
 
-            async def upserted() -> o.PreemptionConfig | None:
-                found = [e.obj for e in await _events(log, name) if isinstance(e, ev.ObjectUpserted)]
-                return found[-1] if found and isinstance(found[-1], o.PreemptionConfig) else None
+        async def upserted() -> o.PreemptionConfig | None:
+            found = [e.obj for e in await _events(log, name) if isinstance(e, ev.ObjectUpserted)]
+            return found[-1] if found and isinstance(found[-1], o.PreemptionConfig) else None
 
-            pc = await eventually(upserted, what="the PreemptionConfig in the log")
-            assert pc.spec.rules[0].activation_policy.trigger == "InsufficientQuota"
-            await kc.delete(PREEMPTION_CONFIGS, name)
+        pc = await eventually(upserted, what="the PreemptionConfig in the log")
+        assert pc.spec.rules[0].activation_policy.trigger == "InsufficientQuota"
+        await kc.delete(PREEMPTION_CONFIGS, name)
 
-            async def deleted() -> bool:
-                return any(isinstance(e, ev.ObjectDeleted) and e.kind == "PreemptionConfig"
-                           for e in await _events(log, name))
+        async def deleted() -> bool:
+            return any(isinstance(e, ev.ObjectDeleted) and e.kind == "PreemptionConfig"
+                       for e in await _events(log, name))
 
-            await eventually(deleted, what="the PreemptionConfig's deletion in the log")
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await eventually(deleted, what="the PreemptionConfig's deletion in the log")
 
 
 @pytest.mark.asyncio
 async def test_an_update_to_a_selector_kueue_cannot_parse_is_stored_and_watched(kube_apiserver) -> None:
-    async with await connect(kube_apiserver) as kc:
-        await crds.install(kc, docs=[crds.preemption_config_crd()])
-        log = MemoryLog()
-        journal = LocalJournal(log, Mirror())
-        watcher = Watcher(kc, journal.mirror, journal.append, kinds=("PreemptionConfig",), timeout_seconds=30,
-                          backoff_s=0.2)
-        task = asyncio.create_task(watcher.run())
+    async with await connect(kube_apiserver) as kc, _watching(kc) as (_, journal, watcher):
         name = f"unparsable-{secrets.token_hex(3)}"
         try:
-            await asyncio.wait_for(watcher.wait_synced(), 30)
             await kc.create(PREEMPTION_CONFIGS, _config(name, [_rule(name="old")]))
             stored = msgspec.json.decode(await kc.get(PREEMPTION_CONFIGS, name))
             stored["spec"]["rules"] = [_rule(name="new", preemptorSelector={
@@ -127,8 +127,5 @@ async def test_an_update_to_a_selector_kueue_cannot_parse_is_stored_and_watched(
             await eventually(replaced, what="the updated PreemptionConfig's rules in the log")
             assert not watcher.stats.skipped
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             with contextlib.suppress(KubeError):
                 await kc.delete(PREEMPTION_CONFIGS, name)
