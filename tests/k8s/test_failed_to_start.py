@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from fixtures.jobs import KEY, job, workload
-from test_job_sync import _in_phase, _setup
+from fixtures.jobs import job, workload
+from test_job_sync import _setup, _stored_admitted
 from test_pods_integration import integration as pod_integration
 from test_pods_integration import managed_pod, pod_workload
 
@@ -19,11 +19,10 @@ from connectors.k8s import podsetinfo as psi
 from connectors.k8s.jobframework import failed_to_start_message
 from connectors.k8s.jobset import BadPodSets
 from connectors.k8s.mirror import Mirror
-from connectors.k8s.writer import desired_status
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, PodSetInfo, WorkloadInfo
+from projections.workloads import PodSetInfo, WorkloadInfo
 
 FIELDS = [("labels", "labels"), ("annotations", "annotations"), ("node_selector", "nodeSelector")]
 PSA = o.PodSetAssignment(name="main", flavors={"cpu": "default"}, count=10)
@@ -97,17 +96,11 @@ def test_pod_sets_the_admission_does_not_number_are_kueues_invalid_podset_infos(
 
 def _admitted(mirror: Mirror, checks: dict[str, o.AdmissionCheckState]) -> None:
     """The Job's Workload admitted with ``checks``, in the log and in its stored status."""
-    mirror.state.flavors["default"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="default"),
-                                                       spec=o.ResourceFlavorSpec())
-    _in_phase(mirror, ADMITTED)
-    mirror.state.workloads[KEY].check_states = checks
-    raw = msgspec.to_builtins(mirror.workloads[KEY])
-    raw["status"] = {k: v for k, v in desired_status(mirror.state.workloads[KEY]).items() if v is not None}
-    raw["metadata"]["resourceVersion"] = "5"
-    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key=KEY, uid="wl-uid",
-                                                              obj=msgspec.convert(raw, o.Workload))))
-    _in_phase(mirror, ADMITTED)
-    mirror.state.workloads[KEY].check_states = checks
+
+    def shape(info: WorkloadInfo) -> None:
+        info.check_states = checks
+
+    _stored_admitted(mirror, shape)
 
 
 def _finished(appended: list[ev.AnyEvent]) -> list[tuple[str, str]]:

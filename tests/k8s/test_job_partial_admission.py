@@ -11,15 +11,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.jobs import KEY, job, workload
-from test_job_sync import _in_phase, _setup
+from fixtures.jobs import job, workload
+from test_job_sync import _in_phase, _setup, _stored_admitted
 
 from connectors.k8s.jobs import STOPPING, completions_follow_parallelism
 from connectors.k8s.mirror import Mirror
-from connectors.k8s.writer import desired_status
 from events import objects as o
-from events import schema as ev
-from projections.workloads import ADMITTED
+from projections.workloads import WorkloadInfo
 
 MIN = "kueue.x-k8s.io/job-min-parallelism"
 SYNC = "kueue.x-k8s.io/job-completions-equal-parallelism"
@@ -33,18 +31,12 @@ def _job(sync: str | None, *, parallelism: int = 10, stopping: bool = False, rv:
 
 def _admitted(mirror: Mirror, count: int) -> None:
     """The Workload admitted with ``count`` of its pods, in the log and in its stored status."""
-    mirror.state.flavors["default"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="default"),
-                                                       spec=o.ResourceFlavorSpec())
     psa = o.PodSetAssignment(name="main", flavors={"cpu": "default"}, resource_usage={"cpu": str(count)}, count=count)
-    _in_phase(mirror, ADMITTED)
-    mirror.state.workloads[KEY].admission = o.Admission(cluster_queue="cq", pod_set_assignments=[psa])
-    raw = msgspec.to_builtins(mirror.workloads[KEY])
-    raw["status"] = {k: v for k, v in desired_status(mirror.state.workloads[KEY]).items() if v is not None}
-    raw["metadata"]["resourceVersion"] = "5"
-    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key=KEY, uid="wl-uid",
-                                                              obj=msgspec.convert(raw, o.Workload))))
-    _in_phase(mirror, ADMITTED)
-    mirror.state.workloads[KEY].admission = o.Admission(cluster_queue="cq", pod_set_assignments=[psa])
+
+    def shape(info: WorkloadInfo) -> None:
+        info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[psa])
+
+    _stored_admitted(mirror, shape)
 
 
 def _job_patches(client: Any) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ integration runs against a mirror, its writes recorded by a fake client."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -16,9 +17,10 @@ from connectors.k8s import job_sync
 from connectors.k8s.jobs import STOPPING, JobIntegration
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.recorder import events_of
+from connectors.k8s.writer import desired_status
 from events import objects as o
 from events import schema as ev
-from projections.workloads import ADMITTED, FINISHED, RESERVED
+from projections.workloads import ADMITTED, FINISHED, RESERVED, WorkloadInfo
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 WPC = "kueue.x-k8s.io/priority-class"
@@ -71,6 +73,22 @@ def _in_phase(mirror: Mirror, phase: str, *, evicted: str = "", key: str = KEY) 
         info.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
     if phase == ADMITTED:
         info.set_condition("Admitted", "True", "Admitted", "The workload is admitted", 5)
+
+
+def _stored_admitted(mirror: Mirror, shape: Callable[[WorkloadInfo], None]) -> None:
+    """The Workload admitted (:func:`_in_phase`) and shaped by ``shape`` in the log, and its stored status what the
+    writer would have written for it (so the integration sees it admitted on the apiserver too)."""
+    mirror.state.flavors["default"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="default"),
+                                                       spec=o.ResourceFlavorSpec())
+    _in_phase(mirror, ADMITTED)
+    shape(mirror.state.workloads[KEY])
+    raw = msgspec.to_builtins(mirror.workloads[KEY])
+    raw["status"] = {k: v for k, v in desired_status(mirror.state.workloads[KEY]).items() if v is not None}
+    raw["metadata"]["resourceVersion"] = "5"
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key=KEY, uid="wl-uid",
+                                                              obj=msgspec.convert(raw, o.Workload))))
+    _in_phase(mirror, ADMITTED)  # the upsert folded anew: shaped again as the log had it
+    shape(mirror.state.workloads[KEY])
 
 
 def _with_spec(wl: o.Workload, **spec: Any) -> o.Workload:
