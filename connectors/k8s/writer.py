@@ -22,7 +22,16 @@ back as the Workload written over shows it, since the patch replaces the whole l
   (nor by a next write made before the watch shows the Workload, and so the log has observed that field);
   if not → ``DecisionRejected`` (the change that invalidated it reaches
   the log through the watch and the scheduler decides again);
-* 404, or a different uid (the workload was deleted or recreated) → ``DecisionRejected``.
+* 404, or a different uid (the workload was deleted or recreated) → ``DecisionRejected``;
+* 422 Invalid, or a 403 of a denying admission webhook (Kueue's Workload webhook answers 403): the status itself
+  is refused and writing it again cannot help → ``DecisionRejected`` in the apiserver's words (or for what a
+  re-read shows invalidated the decisions meanwhile), not written again until the watch shows a newer Workload.
+  An authorization 403 is no word on the status: the write is tried again later.
+
+MultiKueue's ``clusterName`` goes only over a Workload that shows the worker among its ``nominatedClusterNames``,
+the one order Kueue's Workload webhook lets it be set in (Kueue #7278): a writer behind the log (the nomination and
+the assignment both decided before it wrote either, a restart between them) first writes the nominations alone,
+the worker added to those shown, as Kueue's dispatcher would have, then the rest on the new resourceVersion.
 
 A workload the log deactivated while the apiserver still shows it active (Kueue's own deactivations: a
 rejected admission check, the requeuing limit, the maximum execution time) first gets ``spec.active: false``, in
@@ -53,7 +62,7 @@ import msgspec
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import Conflict, Invalid, NotFound
+from connectors.k8s.errors import Conflict, Forbidden, Invalid, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.mirror import FAMILY_TAGS
 from connectors.k8s.resources import BY_KIND
@@ -141,6 +150,28 @@ def _merged(current: dict[str, Any], desired: dict[str, Any], fields: set[str]) 
     out = {k: v for k, v in current.items() if k not in fields}
     out.update((k, desired[k]) for k in fields if k in desired)
     return {k: out[k] for k in STATUS_FIELDS if k in out}
+
+
+def _nomination_first(desired: dict[str, Any], current: dict[str, Any], changing: set[str]) -> list[str] | None:
+    """The nominations to write before the ``clusterName`` of ``desired``: those ``current`` shows, with the
+    worker added. Kueue's Workload webhook lets clusterName be set only to a worker the old object nominates
+    (Kueue #7278), which Kueue always meets (its dispatcher's nominations are stored before any copy exists) but a
+    writer behind the log may not (the nomination and the assignment both decided before it wrote either). None
+    when no nomination needs writing first."""
+    cluster = desired.get("clusterName")
+    shown = current.get("nominatedClusterNames") or []
+    if "clusterName" not in changing or not cluster or current.get("clusterName") or cluster in shown:
+        return None
+    return [*shown, cluster]
+
+
+def _refusal(exc: KubeError) -> bool:
+    """Whether the apiserver refused the status written, which writing it again cannot change: a 422, or a 403 of
+    a denying admission webhook (Kueue's Workload webhook answers 403) or admission policy. An authorization 403
+    refuses kueue-es the write, whatever it writes: tried again (a permission granted lets it through)."""
+    if isinstance(exc, Invalid):
+        return True
+    return isinstance(exc, Forbidden) and ("denied the request" in str(exc) or "denied request" in str(exc))
 
 
 _rv = o.resource_version_order
@@ -250,21 +281,29 @@ class StatusWriter:
             await self._outcome(key, wl.uid, pending, upto=upto, rv=_checks_at(base_rv, desired, current))
             return
         rv = str(base_rv) if base_rv >= 0 else obs.metadata.resource_version
+        nominations = _nomination_first(desired, current, changing)
+        if nominations is not None:
+            first = await self._nominate(key, wl, obs, rv, current, nominations, pending, upto)
+            if first is None:
+                return
+            rv, current = first
+            desired = self._kept(key, wl, ours, current)
+            changing = _changed(desired, current) - self._left_alone.get(key, set())
         fields = changing
         for _ in range(self.attempts):
             try:
                 new_rv = await self._patch(obs, rv, desired, fields)
-            except (Conflict, Invalid) as exc:
+            except (Invalid, Forbidden) as exc:
+                if not _refusal(exc):
+                    raise  # not allowed to write (authorization): tried again later, the decisions pending
+                await self._refused(key, wl, obs, exc, pending, upto)
+                return
+            except Conflict:
                 fresh = await self._reread(obs)
                 why = self._invalidated(fresh, obs, wl)
-                if why is None and isinstance(exc, Invalid):
-                    # the status itself was refused (not a precondition): writing it again cannot help
-                    log.error("status refused by the apiserver", workload=key, error=str(exc))
-                    why = ("Invalid", str(exc))
                 if why is not None:
                     if fresh is not None:
-                        self._blocked[key] = _rv(fresh.metadata.resource_version) + (
-                            1 if why[0] == "Invalid" else 0)
+                        self._blocked[key] = _rv(fresh.metadata.resource_version)
                     await self._outcome(key, wl.uid, pending, upto=upto, reject=why)
                     return
                 assert fresh is not None
@@ -315,6 +354,48 @@ class StatusWriter:
         out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace,
                                       subresource="status")
         return msgspec.json.decode(out, type=_WithRV).metadata.resource_version
+
+    async def _nominate(self, key: str, wl: WorkloadInfo, obs: o.Workload, rv: str, current: dict[str, Any],
+                        nominations: list[str], pending: dict[int, str], upto: int) -> tuple[str, dict[str, Any]] | None:
+        """Write ``nominations`` alone over ``current`` at resourceVersion ``rv``, as Kueue's dispatcher writes
+        them before any copy exists: the resourceVersion and status written, or None when not written (a
+        conflict: tried again later, by then on the newer Workload the watch brings; gone or refused: its
+        decisions rejected)."""
+        status = {"nominatedClusterNames": nominations}
+        try:
+            new_rv = await self._patch(obs, rv, status, set(status))
+        except Conflict:
+            self.stats.conflicts += 1
+            self._retry.later(key)
+            return None
+        except NotFound:
+            await self._outcome(key, wl.uid, pending, upto=upto, reject=("NotFound", "the Workload no longer exists"))
+            return None
+        except (Invalid, Forbidden) as exc:
+            if not _refusal(exc):
+                raise
+            await self._refused(key, wl, obs, exc, pending, upto)
+            return None
+        self.stats.writes += 1
+        written = _merged(current, status, set(status))
+        self._written[key] = (_rv(new_rv), written)
+        log.info("nominated before the cluster name", workload=key, clusters=nominations)
+        return new_rv, written
+
+    async def _refused(self, key: str, wl: WorkloadInfo, obs: o.Workload, exc: KubeError, pending: dict[int, str],
+                       upto: int) -> None:
+        """The apiserver refused the status itself (:func:`_refusal`): writing it again cannot help. The decisions
+        are rejected — for what invalidated them if the Workload changed meanwhile, else in the apiserver's
+        words — and the workload is not written again until the watch shows a Workload newer than the refusal."""
+        fresh = await self._reread(obs)
+        why = self._invalidated(fresh, obs, wl)
+        refused = why is None
+        if why is None:
+            log.error("status refused by the apiserver", workload=key, error=str(exc))
+            why = (type(exc).__name__, str(exc))
+        if fresh is not None:
+            self._blocked[key] = _rv(fresh.metadata.resource_version) + (1 if refused else 0)
+        await self._outcome(key, wl.uid, pending, upto=upto, reject=why)
 
     async def _deactivate(self, key: str, wl: WorkloadInfo, obs: o.Workload, rv: int, pending: dict[int, str]
                           ) -> int:
