@@ -44,7 +44,9 @@ follows the ``tls`` stanza, ``TLSOptions`` being locked on: :mod:`kueue_es.sched
 unlike the one derived is replaced: :meth:`connectors.k8s.provreqs.RequestApplier._template`), ``SkipChildJobSuspension`` (whether a job with a Kueue-managed ancestor is
 suspended while that ancestor's Workload is not admitted: :meth:`connectors.k8s.jobframework.JobReconciler._child`),
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
-:mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
+:mod:`connectors.k8s.failure_recovery`), ``TASFailedNodeReplacement`` with ``TASReplaceNodeOnPodTermination`` and
+``TASReplaceNodeOnNodeTaints`` (whether pods pinned to a failed node are failed: :mod:`connectors.k8s.pinned_pods`)
+and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
 conditioned on its resourceVersion), and the MultiKueue connector
 ``MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster`` (whether a Job's copy on a worker keeps
 ``spec.ttlSecondsAfterFinished``: :func:`connectors.k8s.multikueue.owner_copy`) and
