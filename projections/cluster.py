@@ -118,6 +118,7 @@ from projections.workloads import (
     ADMISSION_GATED_BY_ANNOTATION,
     ADMITTED,
     ALLOWED_FLAVORS_ANNOTATION,
+    DEACTIVATION_TARGET,
     ELASTIC_JOB_ANNOTATION,
     FINISHED,
     HOLDING,
@@ -1974,6 +1975,7 @@ class ClusterState:
         if external and wl.reserving and not wl.cluster_name:
             self._take_external_nominations(wl, w)
         rechecked = bool(wl.check_states or wl.shown_checks) and self._take_external_checks(wl, w)
+        targeted = wl.active and self._take_deactivation_target(wl, w)
         reparented = False
         if wl.labels != meta.labels:
             was_parent = is_parent(wl)
@@ -2036,7 +2038,7 @@ class ClusterState:
                    or regated_preemption)
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
-            return not retimed and not rechecked
+            return not retimed and not rechecked and not targeted
         if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
@@ -2086,6 +2088,22 @@ class ClusterState:
             members.pop(key, None)
             if not members:
                 del self.owner_groups[uid]
+
+    def _take_deactivation_target(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> bool:
+        """An active workload whose Workload now shows DeactivationTarget=True (another controller asks Kueue to
+        deactivate it: a MultiKueue manager on its worker's copy) holds that condition, which the controller rules
+        turn into its deactivation, as Kueue's workload controller does. True when the fold did not hold it so.
+        (A lazily decoded status is only decoded when its bytes name the condition: most upserts do not.)"""
+        if type(w) is LazyWorkload:
+            raw = w.status_raw
+            if not raw or _TARGET_BYTES not in bytes(raw):
+                return False
+        shown = next((c for c in w.status.conditions if c.type == DEACTIVATION_TARGET and c.status == "True"), None)
+        if shown is None or wl.condition(DEACTIVATION_TARGET) == shown:
+            return False
+        wl.conditions = (*(c for c in wl.conditions if c.type != DEACTIVATION_TARGET), shown)
+        self.reflag(wl)
+        return True
 
     def _forget_reservation(self, wl: WorkloadInfo, shown: o.WorkloadStatus) -> None:
         """``wl`` holds a reservation the Workload, rewritten with other pod sets, does not show (``shown``): one the
@@ -2840,6 +2858,8 @@ class ClusterState:
         wl.active = False
         wl.scan = None
         wl.requeue_at, wl.requeue_count = None, 0
+        if wl.condition(DEACTIVATION_TARGET) is not None:  # Kueue removes it with the deactivation's eviction
+            wl.conditions = tuple(c for c in wl.conditions if c.type != DEACTIVATION_TARGET)
         self.backoff.pop(wl.key, None)
         if wl.reserving:
             evicted = wl.condition("Evicted") if wl.evicted else None
@@ -3237,6 +3257,8 @@ _ABOUT_WORKLOADS = frozenset({
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
+_TARGET_BYTES = f'"{DEACTIVATION_TARGET}"'.encode()
+
 BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE,
                              DRA_UNRESOLVED})
 
@@ -3252,6 +3274,8 @@ def is_flagged(wl: WorkloadInfo) -> bool:
     for c in wl.conditions:
         if c.status == "False" and (c.type == "Requeued" or (c.type == "QuotaReserved" and c.reason in BLOCKER_REASONS)):
             return True
+        if c.type == DEACTIVATION_TARGET and c.status == "True":
+            return True  # the controller rules deactivate it
     return False
 
 

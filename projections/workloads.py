@@ -784,8 +784,12 @@ def after_reclaim(spec_sets: tuple[PodSetInfo, ...], reclaimable: tuple[tuple[st
 
 
 WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
+DEACTIVATION_TARGET = "DeactivationTarget"
+"""Kueue's request to deactivate a Workload (True), which another controller may set (a MultiKueue manager on its
+worker's copy of a workload evicted on the manager): Kueue's workload controller deactivates an active Workload
+showing it, evicts it with ``DeactivatedDueTo<its reason>``, and removes it once the Workload is inactive."""
 KUEUE_CONDITIONS = frozenset({"QuotaReserved", "Admitted", "Evicted", "PodsReady", "Finished", "Requeued", "Preempted",
-                              "DeactivationTarget", WAITING_FOR_REPLACEMENT_PODS,
+                              DEACTIVATION_TARGET, WAITING_FOR_REPLACEMENT_PODS,
                               "BlockedOnPreemptionGates", "PodsScheduled"})
 """The Workload condition types Kueue owns, which kueue-es writes (every type the fold sets is one of them). A
 condition of any other type is another controller's or a user's: the status writer keeps it as the apiserver shows

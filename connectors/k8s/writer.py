@@ -70,7 +70,14 @@ from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 from projections.admissionchecks import runs_controller
-from projections.workloads import FINISHED, KUEUE_CONDITIONS, WorkloadInfo, has_quota_reservation, status_of
+from projections.workloads import (
+    DEACTIVATION_TARGET,
+    FINISHED,
+    KUEUE_CONDITIONS,
+    WorkloadInfo,
+    has_quota_reservation,
+    status_of,
+)
 
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
@@ -99,13 +106,17 @@ def observed_status(w: o.Workload) -> dict[str, Any]:
     return {k: s[k] for k in STATUS_FIELDS if s.get(k)}
 
 
-def _with_foreign(desired: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+def _with_foreign(desired: dict[str, Any], current: dict[str, Any], active: bool = True) -> dict[str, Any]:
     """``desired`` with the conditions of types kueue-es does not own (another controller's, a user's) as
     ``current`` shows them, where it shows them: the projection holds such conditions only as they were when it
     first saw the Workload, and a merge patch replaces the whole list. Kueue's types are set in place, a new one
-    appended; one the projection does not hold is left as it is."""
+    appended; one the projection does not hold is left as it is, but for the DeactivationTarget of an inactive
+    workload (not ``active``), which Kueue's controller removes with the deactivation."""
     ours = {c["type"]: c for c in desired.get("conditions", ()) if c["type"] in KUEUE_CONDITIONS}
-    conditions = [ours.pop(c["type"], c) for c in current.get("conditions", ())]
+    shown = current.get("conditions", ())
+    if not active and DEACTIVATION_TARGET not in ours:
+        shown = [c for c in shown if c["type"] != DEACTIVATION_TARGET]
+    conditions = [ours.pop(c["type"], c) for c in shown]
     conditions += ours.values()
     out = {k: v for k, v in desired.items() if k != "conditions"}
     if conditions:
@@ -346,7 +357,7 @@ class StatusWriter:
             return (not runs_controller(state.admission_checks.get(name), multikueue)
                     and (name not in unwritten or wrote.get(name) == check))
 
-        return _with_their_checks(_with_foreign(ours, current), current, theirs)
+        return _with_their_checks(_with_foreign(ours, current, wl.active), current, theirs)
 
     async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str]) -> str:
         status = {k: desired.get(k) for k in STATUS_FIELDS if k in fields}

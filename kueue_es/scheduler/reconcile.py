@@ -104,6 +104,7 @@ from projections.workloads import (
     ADMISSION_GATED_PREFIX,
     ADMITTED,
     BYPASSED,
+    DEACTIVATION_TARGET,
     FINISHED,
     LEGACY_INADMISSIBLE,
     PENDING,
@@ -224,14 +225,15 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         for key in sorted(holding[cq]):
             wl = wls[key]
             if wl.evicted:
-                if wl.active and _rejected(wl):  # Kueue v0.20 (#14309): a rejection still deactivates
+                if wl.active and _targeted(wl):  # already being evicted: Kueue deactivates it all the same
+                    out.append(_deactivation(wl, base))
+                elif wl.active and _rejected(wl):  # Kueue v0.20 (#14309): a rejection still deactivates
                     out.append(_rejection(wl, base))
                 elif wl.phase == RESERVED and key not in state.awaiting_release:
                     out.extend(_unset_evicted(state, wl, observability, base))
                 continue
-            if not wl.active:
-                out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
-                                                  message="The workload is deactivated", **base))
+            if not wl.active or _targeted(wl):  # (Kueue's controller deactivates a target before anything else)
+                out.append(_deactivation(wl, base))
                 continue
             if wl.check_states or key in state.requests_of:
                 checked = provisioning.reconcile_workload(state, wl, base)
@@ -395,6 +397,24 @@ def _rejected(wl: WorkloadInfo) -> list[o.AdmissionCheckState]:
     return [s for s in wl.check_states.values() if s.state == "Rejected"] if wl.check_states else []
 
 
+def _targeted(wl: WorkloadInfo) -> bool:
+    """The Workload shows DeactivationTarget=True (the fold holds it only while the workload is active)."""
+    c = wl.condition(DEACTIVATION_TARGET) if wl.conditions else None
+    return c is not None and c.status == "True"
+
+
+def _deactivation(wl: WorkloadInfo, base: dict) -> ev.WorkloadDeactivated:
+    """Kueue's workload controller deactivating ``wl`` (its spec.active turned false, or a DeactivationTarget it
+    acts on first by turning it false): the eviction's reason is ``Deactivated``, with ``DueTo`` and the target's
+    reason appended while one is shown, and its message says the target's message after "due to"."""
+    target = wl.condition(DEACTIVATION_TARGET) if wl.conditions else None
+    if target is None:
+        return ev.WorkloadDeactivated(key=wl.key, uid=wl.uid, reason="Deactivated",
+                                      message="The workload is deactivated", **base)
+    return ev.WorkloadDeactivated(key=wl.key, uid=wl.uid, reason=f"DeactivatedDueTo{target.reason}",
+                                  message=f"The workload is deactivated due to {target.message}", **base)
+
+
 def _rejection(wl: WorkloadInfo, base: dict) -> ev.WorkloadDeactivated:
     """A Rejected check deactivates the workload (DeactivatedDueToAdmissionCheck)."""
     message = f"The workload is deactivated due to {checks_message(_rejected(wl), 'Rejected')}"
@@ -539,10 +559,12 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         wl = wls.get(key)
         if wl is None or wl.phase != PENDING:
             continue
+        if wl.active and _targeted(wl) and evict_deactivated:  # deactivated first, whatever it shows
+            out.append(_deactivation(wl, base))
+            continue
         if evict_deactivated and not wl.active and not _shows_evicted(wl) and not workload_problem(wl.pod_sets):
             # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile
-            out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
-                                              message="The workload is deactivated", **base))
+            out.append(_deactivation(wl, base))
             continue
         rq = wl.condition("Requeued")
         if wl.active and rq is not None and rq.status == "False":

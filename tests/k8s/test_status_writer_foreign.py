@@ -130,3 +130,36 @@ def test_every_condition_type_the_fold_sets_is_one_kueue_es_writes() -> None:
     set_types = {m for p in sorted((root / "projections").glob("*.py"))
                  for m in re.findall(r'set_condition\(\s*"([^"]+)"', p.read_text())}
     assert set_types and set_types | {WAITING_FOR_REPLACEMENT_PODS} <= KUEUE_CONDITIONS
+
+
+TARGET = o.Condition(type="DeactivationTarget", status="True", reason="EvictedOnManagerCluster",
+                     message="Evicted on manager: preempted", last_transition_time="2026-01-01T00:00:00Z")
+
+
+@pytest.mark.asyncio
+async def test_a_deactivated_workload_s_write_removes_the_deactivation_target_it_acted_on() -> None:
+    """Another controller (a MultiKueue manager) set DeactivationTarget on the Workload; once kueue-es deactivated
+    it, its status write shows the eviction and no DeactivationTarget, as Kueue's controller removes it."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
+                          ev.ObjectUpserted(time=2, key=WL.key, uid="wl-uid", obj=_at("2", TARGET)),
+                          ev.WorkloadDeactivated(time=5, key=WL.key, uid="wl-uid", cycle=1, input=1,
+                                                 reason="DeactivatedDueToEvictedOnManagerCluster",
+                                                 message="The workload is deactivated due to Evicted on manager: "
+                                                         "preempted")])
+    api = Apiserver()
+    await StatusWriter(api, journal).sync(WL.key)  # type: ignore[arg-type]
+    body = [p for p in api.patches if "status" in p][-1]
+    types = _types(body)
+    assert "DeactivationTarget" not in types and types["Evicted"] == "True"
+
+
+@pytest.mark.asyncio
+async def test_an_active_workload_s_write_keeps_the_deactivation_target_shown() -> None:
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
+                          ev.ObjectUpserted(time=2, key=WL.key, uid="wl-uid", obj=_at("2", TARGET)), _pending()])
+    api = Apiserver()
+    await StatusWriter(api, journal).sync(WL.key)  # type: ignore[arg-type]
+    (body,) = api.patches
+    assert _types(body)["DeactivationTarget"] == "True"

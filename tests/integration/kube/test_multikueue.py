@@ -452,8 +452,9 @@ async def test_a_job_evicted_on_the_manager_while_it_runs_on_the_worker_gives_it
     evicted there but holds its quota until the Job stops. Kueue's MultiKueue controller keeps the copies, sets the
     DeactivationTarget on the admitted copy (the worker's Kueue deactivates it and stops the Job's copy), mirrors
     the stopped copy's status to the manager's Job, whose controller then gives the quota back; only then are the
-    copies deleted. The test plays the worker's Kueue acting on the DeactivationTarget (``spec.active: false``) and
-    the worker's job controller (the copy's pods gone)."""
+    copies deleted. The worker is a kueue-es, which acts on the DeactivationTarget by itself (the copy deactivated,
+    evicted with the target's reason and message, the target removed); the test plays the worker's job controller
+    (the copy's pods gone)."""
     async with _manager_and_worker(kube_apiserver, worker_apiserver) as c, _job_webhook(c.kc, c.ns, c.sfx, tmp_path):
         kc, wc, ns = c.kc, c.wc, c.ns
         async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log"):
@@ -481,19 +482,23 @@ async def test_a_job_evicted_on_the_manager_while_it_runs_on_the_worker_gives_it
             evicted = _cond(wl, "Evicted")
             assert evicted["reason"] == "ClusterQueueStopped"
 
-            async def deactivation_target() -> dict[str, Any] | None:
+            # --- the worker (a kueue-es) acts on the copy's DeactivationTarget itself, as Kueue's controller does --
+            async def copy_deactivated() -> dict[str, Any] | None:
                 copy = await _maybe(wc, "Workload", wl_name, ns)
-                return _cond(copy, "DeactivationTarget") if copy is not None else None
+                if copy is None or copy["spec"].get("active", True) or not _true(copy, "Evicted"):
+                    return None
+                return copy
 
-            target = await eventually(deactivation_target, timeout=60, what="the copy's DeactivationTarget")
-            assert (target["status"], target["reason"], target["message"]) == (
-                "True", "EvictedOnManagerCluster", f"Evicted on manager: {evicted['message']}")
+            copy = await eventually(copy_deactivated, timeout=60, what="the worker to deactivate the copy")
+            copy_evicted = _cond(copy, "Evicted")
+            assert (copy_evicted["reason"], copy_evicted["message"]) == (
+                "DeactivatedDueToEvictedOnManagerCluster",
+                f"The workload is deactivated due to Evicted on manager: {evicted['message']}")
+            assert _cond(copy, "DeactivationTarget") is None, "removed with the deactivation, as Kueue does"
             assert _true(await get(kc, "Workload", wl_name, ns), "QuotaReserved"), "held while the Job runs"
             assert await _remote(wc, BY_KIND["Job"], "evicted-job", ns) is not None
 
-            # --- the worker's Kueue deactivates the copy and stops its Job; its pods go ---------------------------
-            await wc.patch(BY_KIND["Workload"], wl_name, {"spec": {"active": False}}, ns)
-
+            # --- the worker stops the copy's Job; its pods go ------------------------------------------------------
             async def copy_stopped() -> dict[str, Any] | None:
                 j = await _maybe(wc, "Job", "evicted-job", ns)
                 return j if j is not None and j["spec"].get("suspend") else None
