@@ -319,7 +319,9 @@ def create_errors(lws: dict[str, Any]) -> list[str]:
 
 
 def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: bool = True) -> list[str]:
-    """What Kueue refuses in an update: a changed queue name, the ``LeaderReady`` startup policy with a queue name,
+    """What Kueue refuses in an update: a changed queue name, a WorkloadPriorityClass label removed or added while a
+    replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no
+    ready replica), the ``LeaderReady`` startup policy with a queue name,
     and, for one that named a queue, a leader template added or removed or a pod spec changed beyond what a
     suspended pod's may (:func:`connectors.k8s.job_validation.pod_spec_errors`) and, ``immutable_size`` (Kueue's
     ``LWSImmutableGroupSize``), a changed group size: a group's Workload keeps the pod counts it was made with, so
@@ -328,6 +330,7 @@ def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: b
     if queue_name(old) != queue_name(new):
         errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", queue_name(new),
                                              job_validation.IMMUTABLE))
+    errors += job_validation.priority_class_update(old, new, suspended=job_validation.no_ready_replica(old))
     errors += _startup_errors(new)
     if queue_name(old):
         errors += _template_errors(old, new)

@@ -16,7 +16,9 @@ reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_we
 
 Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a
 queue name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its
-template), a changed ``kueue.x-k8s.io/pod-group-name`` label and, for a StatefulSet naming a queue, any resize but
+template), a changed ``kueue.x-k8s.io/pod-group-name`` label, a ``kueue.x-k8s.io/priority-class`` label removed, or
+added while a replica is ready (as every job kind's, a StatefulSet with no ready replica counting as suspended) and,
+for a StatefulSet naming a queue, any resize but
 to zero or from zero (a group's total is fixed), from zero only once the scale-down is over (``status.replicas``
 0: ``scaling down is still in progress``); one naming none resizes freely (Kueue's fix, kubernetes-sigs/kueue#3996).
 As the Deployment webhooks, both allow everything unchanged while the integration is off and are registered
@@ -113,7 +115,9 @@ def create_errors(sts: Mapping[str, Any], feature_gates: Mapping[str, bool] | No
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
                   ) -> list[str]:
     """What Kueue refuses in the update of StatefulSet ``old`` into ``new``, in its order (values shown as Kueue
-    shows them: the old queue name, the new template queue name and group name), and under ``AdmissionGatedBy`` an
+    shows them: the old queue name, the new template queue name and group name), a WorkloadPriorityClass label
+    removed or added while a replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`), and
+    under ``AdmissionGatedBy`` an
     admission gate added or ill formed (:func:`connectors.k8s.job_validation.gate_update`, as Kueue v0.20's
     StatefulSet webhook)."""
     errors = []
@@ -127,6 +131,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     old_group, new_group = _labels(old).get(GROUP_LABEL, ""), _labels(new).get(GROUP_LABEL, "")
     if old_group != new_group:
         errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group, job_validation.IMMUTABLE))
+    errors += job_validation.priority_class_update(old, new, suspended=job_validation.no_ready_replica(old))
     if old_queue or new_queue:
         errors += _resize_errors(old, new)
     return errors + job_validation.gate_update(old, new, feature_gates or {})
