@@ -48,6 +48,7 @@ from connectors.k8s import field_errors, pods_ready_validation, prebuilt
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
+from connectors.k8s.pod_roles import shape_changes
 from connectors.k8s.pods_ready_validation import PodsReadyRule
 from connectors.k8s.resources import MIN_PARALLELISM
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
@@ -534,6 +535,21 @@ def _max_exec_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
     if (_suspended(new) and _suspended(old)) or new_value == old_value:
         return []
     return [_invalid(_key(_LABELS, MAX_EXEC_LABEL), new_value, IMMUTABLE)]
+
+
+def pod_group_spec_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any], path: str) -> list[str]:
+    """A queued serving group's pod spec changed in what admission looks at (its role: requests, ports, node
+    selector, affinity, tolerations, ...), each field as Kueue's ``ValidateImmutablePodGroupPodSpec`` refuses it;
+    anything else (images, env, command, probes) may change. A structured value is shown as JSON, keys sorted,
+    where Kueue prints Go's ``%#v`` of its types."""
+    return [f"{at}: Invalid value: {_shape_value(value)}: {IMMUTABLE}"
+            for at, value in shape_changes(old_spec, new_spec, path)]
+
+
+def _shape_value(value: Any) -> str:
+    if value is None or isinstance(value, str | int):
+        return shown(value)
+    return msgspec.json.encode(value, order="sorted").decode()
 
 
 def no_ready_replica(obj: Mapping[str, Any]) -> bool:

@@ -83,3 +83,49 @@ def test_the_priority_class_label_follows_the_job_kinds_rule_with_no_ready_repli
     """Kueue's cases "set/change/delete priority class when replicas (not) ready" and "... when suspended": a
     serving set is "suspended" while none of its replicas was ready (the old object's ``status.readyReplicas``)."""
     assert update(make(old_labels, old_ready), make(new_labels, new_ready)) == errors
+
+
+# --- a queued set's pod templates: what admission looks at is fixed, the rest may roll ----------------------------
+
+
+LWS_PATHS = ["spec.leaderWorkerTemplate.leaderTemplate.spec", "spec.leaderWorkerTemplate.workerTemplate.spec"]
+
+
+@pytest.mark.parametrize(("make", "update", "paths"), [
+    pytest.param(lws, lws_update, LWS_PATHS, id="LeaderWorkerSet"),
+    pytest.param(sts, sts_update, ["spec.template.spec"], id="StatefulSet")])
+@pytest.mark.parametrize(("old", "new", "field", "value"), [
+    ({}, {"cpu": "1"}, "containers[0].resources.requests", '{"cpu":"1"}'),
+    ({}, {"nodeSelector": {"zone": "a"}}, "nodeSelector", '{"zone":"a"}'),
+    ({"priority": 1}, {"priority": 2}, "priority", "2"),
+    ({"runtimeClassName": "a"}, {}, "runtimeClassName", "null"),
+], ids=["requests", "node-selector", "priority", "runtime-class"])
+def test_a_queued_sets_template_may_not_change_what_admission_looks_at(
+        make: Any, update: Any, paths: list[str], old: dict[str, Any], new: dict[str, Any], field: str,
+        value: str) -> None:
+    """Kueue's "attempt to change resources in container" (StatefulSet) and "change resources in container"
+    (LeaderWorkerSet): ``ValidateImmutablePodGroupPodSpec``, each changed field of the role's shape at its own path."""
+    errors = update(make({Q: "q"}, **old), make({Q: "q"}, **new))
+    assert errors == [f"{p}.{field}: Invalid value: {value}: field is immutable" for p in paths]
+
+
+@pytest.mark.parametrize(("make", "update"), KINDS)
+@pytest.mark.parametrize(("old", "new"), [
+    ({"image": "pause:0.1.0"}, {"image": "pause:0.1.1"}),
+    ({"env": "1"}, {"env": "2"}),
+    ({}, {"serviceAccountName": "sa"}),
+], ids=["image", "env", "service-account"])
+def test_a_queued_sets_template_may_roll_what_admission_does_not_look_at(
+        make: Any, update: Any, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Kueue's "change image" (LeaderWorkerSet): outside the role's shape a serving group may roll."""
+    assert update(make({Q: "q"}, **old), make({Q: "q"}, **new)) == []
+
+
+def test_a_container_added_is_refused_as_the_whole_list() -> None:
+    old, new = sts({Q: "q"}), sts({Q: "q"})
+    new["spec"]["template"]["spec"]["containers"].append({"name": "d", "image": "pause"})
+    assert [e.split(": ")[0] for e in sts_update(old, new)] == ["spec.template.spec.containers"]
+
+
+def test_a_statefulset_naming_no_queue_changes_its_template_freely() -> None:
+    assert sts_update(sts({}), sts({}, cpu="1")) == []
