@@ -48,6 +48,7 @@ from connectors.k8s import field_errors, pods_ready_validation, prebuilt
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
+from connectors.k8s.pod_roles import shape_changes
 from connectors.k8s.pods_ready_validation import PodsReadyRule
 from connectors.k8s.resources import MIN_PARALLELISM
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
@@ -536,11 +537,39 @@ def _max_exec_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
     return [_invalid(_key(_LABELS, MAX_EXEC_LABEL), new_value, IMMUTABLE)]
 
 
+def pod_group_spec_errors(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any], path: str) -> list[str]:
+    """A queued serving group's pod spec changed in what admission looks at (its role: requests, ports, node
+    selector, affinity, tolerations, ...), each field as Kueue's ``ValidateImmutablePodGroupPodSpec`` refuses it;
+    anything else (images, env, command, probes) may change. A structured value is shown as JSON, keys sorted,
+    where Kueue prints Go's ``%#v`` of its types."""
+    return [f"{at}: Invalid value: {_shape_value(value)}: {IMMUTABLE}"
+            for at, value in shape_changes(old_spec, new_spec, path)]
+
+
+def _shape_value(value: Any) -> str:
+    if value is None or isinstance(value, str | int):
+        return shown(value)
+    return msgspec.json.encode(value, order="sorted").decode()
+
+
+def no_ready_replica(obj: Mapping[str, Any]) -> bool:
+    """Whether a serving set (LeaderWorkerSet, StatefulSet) counts as suspended for Kueue's update rules: none of
+    its replicas is ready (``status.readyReplicas`` 0 or unset), as Kueue reads the old object."""
+    status = obj.get("status")
+    ready = status.get("readyReplicas") if isinstance(status, dict) else None
+    return not (isinstance(ready, int) and ready > 0)
+
+
 def _priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """A WorkloadPriorityClass is not added to a running Job, nor ever removed; it may change."""
+    return priority_class_update(old, new, suspended=_suspended(new))
+
+
+def priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any], *, suspended: bool) -> list[str]:
+    """A WorkloadPriorityClass label is not added to a running object, nor ever removed; it may change. Each kind
+    says what ``suspended`` means for it: a job's ``spec.suspend``, a serving set's no ready replica."""
     path = _key(_LABELS, PRIORITY_LABEL)
     new_class, old_class = _meta(new, "labels").get(PRIORITY_LABEL, ""), _meta(old, "labels").get(PRIORITY_LABEL, "")
-    if not _suspended(new) and not old_class and new_class:
+    if not suspended and not old_class and new_class:
         return [_invalid(path, new_class, "WorkloadPriorityClass cannot be added to a non-suspended workload")]
     if not new_class and old_class:
         return [_invalid(path, new_class, "WorkloadPriorityClass cannot be removed from a workload")]

@@ -319,15 +319,18 @@ def create_errors(lws: dict[str, Any]) -> list[str]:
 
 
 def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: bool = True) -> list[str]:
-    """What Kueue refuses in an update: a changed queue name, the ``LeaderReady`` startup policy with a queue name,
-    and, for one that named a queue, a leader template added or removed or a pod spec changed beyond what a
-    suspended pod's may (:func:`connectors.k8s.job_validation.pod_spec_errors`) and, ``immutable_size`` (Kueue's
+    """What Kueue refuses in an update: a changed queue name, a WorkloadPriorityClass label removed or added while a
+    replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no
+    ready replica), the ``LeaderReady`` startup policy with a queue name,
+    and, for one that named a queue, a leader template added or removed or a pod spec changed in what admission
+    looks at (:func:`_template_errors`) and, ``immutable_size`` (Kueue's
     ``LWSImmutableGroupSize``), a changed group size: a group's Workload keeps the pod counts it was made with, so
     a larger group would run pods its quota does not cover."""
     errors = []
     if queue_name(old) != queue_name(new):
         errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", queue_name(new),
                                              job_validation.IMMUTABLE))
+    errors += job_validation.priority_class_update(old, new, suspended=job_validation.no_ready_replica(old))
     errors += _startup_errors(new)
     if queue_name(old):
         errors += _template_errors(old, new)
@@ -338,8 +341,9 @@ def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: b
 
 
 def _template_errors(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """A leader template added or removed, or a template's pod spec changed in more than its containers' images
-    (Kueue's ``ValidateImmutablePodSpec``: a serving group may roll to a new image, nothing else)."""
+    """A leader template added or removed, or a template's pod spec changed in what admission looks at (Kueue's
+    ``ValidateImmutablePodGroupPodSpec``, :func:`connectors.k8s.job_validation.pod_group_spec_errors`): a serving
+    group may roll to a new image, env or command, not to other requests or placement."""
     errors = []
     path = "spec.leaderWorkerTemplate"
     old_leader, new_leader = _lwt(old).get("leaderTemplate"), _lwt(new).get("leaderTemplate")
@@ -353,14 +357,4 @@ def _template_errors(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _pod_spec_errors(old_template: dict[str, Any], new_template: dict[str, Any], path: str) -> list[str]:
-    old_spec, new_spec = _dict(old_template.get("spec")), _dict(new_template.get("spec"))
-    munged = dict(new_spec)
-    for field in ("containers", "initContainers"):
-        old_list, new_list = old_spec.get(field) or [], new_spec.get(field) or []
-        if isinstance(old_list, list) and isinstance(new_list, list) and len(old_list) == len(new_list):
-            munged[field] = [{**_dict(n), "image": _dict(o_).get("image")} if "image" in _dict(o_) else
-                             {k: v for k, v in _dict(n).items() if k != "image"}
-                             for n, o_ in zip(new_list, old_list, strict=True)] or new_spec.get(field)
-    if {k: v for k, v in munged.items() if v is not None} != {k: v for k, v in old_spec.items() if v is not None}:
-        return [job_validation.invalid(path, "the pod spec", job_validation.IMMUTABLE)]
-    return []
+    return job_validation.pod_group_spec_errors(_dict(old_template.get("spec")), _dict(new_template.get("spec")), path)

@@ -84,19 +84,25 @@ def metadata_errors(labels: dict[str, str], annotations: dict[str, str], annotat
 
 # --- roles ------------------------------------------------------------------------------------------------------
 
-def role_hash(spec: dict[str, Any]) -> str:
-    """The role of a Pod with this spec (as the apiserver serializes it): the first 8 hex digits of the SHA-256 of
-    the JSON of what admission looks at, keys in Kueue's order (a map's sorted, a struct's as the apiserver
-    writes them), absent fields as null."""
+def spec_shape(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What admission looks at in a pod spec (Kueue's ``SpecShape``): each container's and init container's
+    requests and ports, the node selector, affinity, tolerations, runtime class, priority, topology spread
+    constraints, overhead and resource claims; keys sorted, an absent or empty field as None."""
     containers = [_container_shape(c) for c in spec.get("containers") or []] or None
     init = [_container_shape(c) for c in spec.get("initContainers") or []] or None
-    shape = {"spec": {
+    return {
         "affinity": spec.get("affinity") or None, "containers": containers, "initContainers": init,
         "nodeSelector": spec.get("nodeSelector") or None, "overhead": spec.get("overhead") or None,
         "priority": spec.get("priority"), "resourceClaims": spec.get("resourceClaims") or None,
         "runtimeClassName": spec.get("runtimeClassName"), "tolerations": spec.get("tolerations") or None,
-        "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None}}
-    text = json.dumps(shape, separators=(",", ":"), ensure_ascii=False)
+        "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None}
+
+
+def role_hash(spec: dict[str, Any]) -> str:
+    """The role of a Pod with this spec (as the apiserver serializes it): the first 8 hex digits of the SHA-256 of
+    the JSON of its :func:`spec_shape`, keys in Kueue's order (a map's sorted, a struct's as the apiserver
+    writes them), absent fields as null."""
+    text = json.dumps({"spec": spec_shape(spec)}, separators=(",", ":"), ensure_ascii=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -104,6 +110,28 @@ def role_hash(spec: dict[str, Any]) -> str:
 def _container_shape(container: dict[str, Any]) -> dict[str, Any]:
     requests = (container.get("resources") or {}).get("requests") or None
     return {"ports": container.get("ports") or None, "resources": {"requests": requests}}
+
+
+def shape_changes(old_spec: Mapping[str, Any], new_spec: Mapping[str, Any], path: str) -> list[tuple[str, Any]]:
+    """Where a serving group's pod spec changes what admission looks at (its :func:`spec_shape`), as Kueue's
+    ``ValidateImmutablePodGroupPodSpec`` finds it: ``(field path, new value)`` for each field of the shape that
+    differs, a container list of another length as a whole, else container by container. In sorted field order
+    (Kueue walks a Go set, in random order)."""
+    return _changes(spec_shape(old_spec), spec_shape(new_spec), path)
+
+
+def _changes(old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for name in sorted(set(old) | set(new)):
+        at, before, after = f"{path}.{name}", old.get(name), new.get(name)
+        if name == "resources":  # a container's: its requests compared as one field
+            found += _changes(before, after, at)
+        elif name in ("containers", "initContainers") and len(before or []) == len(after or []):
+            for i, (b, a) in enumerate(zip(before or [], after or [], strict=True)):
+                found += _changes(b, a, f"{at}[{i}]")
+        elif before != after:
+            found.append((at, after))
+    return found
 
 
 def role_annotation_patch(pod: dict[str, Any], annotation_first: bool = False) -> list[dict[str, Any]]:

@@ -16,7 +16,11 @@ reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_we
 
 Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a
 queue name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its
-template), a changed ``kueue.x-k8s.io/pod-group-name`` label and, for a StatefulSet naming a queue, any resize but
+template), a changed ``kueue.x-k8s.io/pod-group-name`` label, a ``kueue.x-k8s.io/priority-class`` label removed, or
+added while a replica is ready (as every job kind's, a StatefulSet with no ready replica counting as suspended) and,
+for a StatefulSet naming a queue, its pod template's spec changed in what admission looks at (requests, ports,
+placement: :func:`connectors.k8s.job_validation.pod_group_spec_errors`; images, env and the rest may roll) and any
+resize but
 to zero or from zero (a group's total is fixed), from zero only once the scale-down is over (``status.replicas``
 0: ``scaling down is still in progress``); one naming none resizes freely (Kueue's fix, kubernetes-sigs/kueue#3996).
 As the Deployment webhooks, both allow everything unchanged while the integration is off and are registered
@@ -29,8 +33,8 @@ that still carry one (made before) lose it once ended or deleted before reaching
 ungated (and lose it) once the group's Workload is admitted (Kueue v0.19.7 #16401, v0.20.0 #16329; before, they
 ran on no quota), and once the StatefulSet is gone every pod is
 (:func:`connectors.k8s.pod_group.let_go_by_statefulset`, from the StatefulSet's status revisions that
-:mod:`connectors.k8s.statefulsets` watches). The new revision's pods, when the template change gives them another
-role, are left gated by the group (:func:`connectors.k8s.pod_group.of_its_roles`), as Kueue's pod reconciler does,
+:mod:`connectors.k8s.statefulsets` watches). The new revision's pods, when a template change that got past the
+validating webhook (registered fail-open by ``kueue-es manifests``) gives them another role, are left gated by the group (:func:`connectors.k8s.pod_group.of_its_roles`), as Kueue's pod reconciler does,
 until none of the group's pods has the Workload's role: then the Workload is deleted as no longer matching and
 the group gets a new one from its pods. Not done, unlike newer Kueue: its later StatefulSet reconciler, which
 makes the group's Workload itself (prebuilt, named with the StatefulSet's uid), labels the pods from a pod
@@ -96,6 +100,12 @@ def _template_labels(obj: Mapping[str, Any]) -> dict[str, str]:
     return _labels(template) if isinstance(template, dict) else {}
 
 
+def _pod_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
+    template = (obj.get("spec") or {}).get("template")
+    spec = template.get("spec") if isinstance(template, dict) else None
+    return spec if isinstance(spec, dict) else {}
+
+
 def _status_replicas(obj: Mapping[str, Any]) -> int:
     status = obj.get("status")
     value = status.get("replicas") if isinstance(status, dict) else None
@@ -113,7 +123,9 @@ def create_errors(sts: Mapping[str, Any], feature_gates: Mapping[str, bool] | No
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
                   ) -> list[str]:
     """What Kueue refuses in the update of StatefulSet ``old`` into ``new``, in its order (values shown as Kueue
-    shows them: the old queue name, the new template queue name and group name), and under ``AdmissionGatedBy`` an
+    shows them: the old queue name, the new template queue name and group name), a WorkloadPriorityClass label
+    removed or added while a replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`), and
+    under ``AdmissionGatedBy`` an
     admission gate added or ill formed (:func:`connectors.k8s.job_validation.gate_update`, as Kueue v0.20's
     StatefulSet webhook)."""
     errors = []
@@ -127,8 +139,10 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     old_group, new_group = _labels(old).get(GROUP_LABEL, ""), _labels(new).get(GROUP_LABEL, "")
     if old_group != new_group:
         errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group, job_validation.IMMUTABLE))
+    errors += job_validation.priority_class_update(old, new, suspended=job_validation.no_ready_replica(old))
     if old_queue or new_queue:
         errors += _resize_errors(old, new)
+        errors += job_validation.pod_group_spec_errors(_pod_spec(old), _pod_spec(new), "spec.template.spec")
     return errors + job_validation.gate_update(old, new, feature_gates or {})
 
 

@@ -303,7 +303,8 @@ def test_an_update_may_roll_images_but_not_change_the_queue_or_what_a_group_need
                                                "field is immutable"]
     resized = copy.deepcopy(old)
     resized["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"] = {}
-    assert [e.split(":")[0] for e in lw.update_errors(old, resized)] == ["spec.leaderWorkerTemplate.workerTemplate.spec"]
+    assert [e.split(":")[0] for e in lw.update_errors(old, resized)] == [
+        "spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resources.requests"]
     assert [e.split(":")[0] for e in lw.update_errors(old, lws(leader=False))] == [
         "spec.leaderWorkerTemplate.leaderTemplate"]
     unqueued = lws(leader=False)
