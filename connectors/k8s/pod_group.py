@@ -109,6 +109,9 @@ ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
 WORKLOAD_NAME_CONFLICT = "WorkloadNameConflict"
 """The Warning Event Kueue records on the Pod standing for a group whose name a Workload it did not make for a
 group already has (:func:`refuses_adoption`)."""
+OWNER_REFERENCES_ADDED = "OwnerReferencesAdded"
+"""The Normal Event Kueue's pod reconciler records on a group's Workload once it made more of the group's Pods its
+owners."""
 
 
 def fast_admission(annotations: dict[str, str]) -> bool:
@@ -486,6 +489,26 @@ def _replaced_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[Managed
         if replaced > 0:
             out += [p for p in _keep_inactive_first(inactive)[-replaced:] if finalizable(p)]
     return tuple(out)
+
+
+def kept(pods: list[ManagedPod], wl: WorkloadInfo) -> list[ManagedPod]:
+    """The Pods Kueue's reconciler keeps in the group once it finds its Workload matching, by name: per role, its
+    runnable (or succeeded) Pods up to the pod set's count (the rest are excess), and the inactive ones no runnable
+    Pod replaces (:func:`_keep_inactive_first`). They are the Workload's owners
+    (:func:`connectors.k8s.pod_prebuilt.owners_patch`)."""
+    out: list[ManagedPod] = []
+    for ps in wl.spec_sets:
+        role = [p for p in pods if role_of(p) == ps.name]
+        active = sorted((p for p in role if runnable_or_succeeded(p)), key=_keep_first)[:ps.count]
+        inactive = _keep_inactive_first([p for p in role if not runnable_or_succeeded(p)])
+        replaced = max(0, min(len(inactive), len(inactive) + len(active) - ps.count))
+        out += active + inactive[:len(inactive) - replaced]
+    return sorted(out, key=lambda p: p.metadata.name)
+
+
+def owners_added_message(count: int) -> str:
+    """Kueue's ``OwnerReferencesAdded`` Event message (on the Workload)."""
+    return f"Added {count} owner reference(s)"
 
 
 def absent_pods(pods: list[ManagedPod], wl: WorkloadInfo) -> int:
