@@ -31,8 +31,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   the integration then takes the finalizer off the Workload;
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
   evicted Workload's quota goes once no Pod of the group is ``Running``;
-* a Workload none of the group's Pods has a role of (:func:`no_longer_matching`; not a prebuilt one): it no longer
-  matches the group. As newer Kueue's reconciler (``ensureOneWorkload`` in ``jobframework/reconciler.go``): while
+* a Workload none of the group's Pods has a role of, or whose maximum execution time is not its first Pod's
+  (:func:`no_longer_matching`; not a prebuilt one): it no longer matches the group. As newer Kueue's reconciler (``ensureOneWorkload`` in ``jobframework/reconciler.go``): while
   a Pod is gated or ended and the Workload holds no quota, its spec is rewritten in place from the group's Pods
   (``UpdatedWorkload``, "Updated not matching Workload for suspended job: <ns>/<name>"); else it is deleted
   (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``) unless one is gated or ended,
@@ -61,7 +61,7 @@ from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import max_execution_seconds
+from connectors.k8s.jobs import compared_max_execution_seconds, max_execution_seconds
 from connectors.k8s.pod_roles import (
     ROLE_HASH_ANNOTATION,
     TOTAL_COUNT_ANNOTATION,
@@ -357,9 +357,14 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
 
 
 def no_longer_matching(pods: list[ManagedPod], wl: WorkloadInfo) -> bool:
-    """The Workload keeps none of the group's Pods: none has a role it has a pod set for (Kueue's pod reconciler
-    then finds it not matching, whatever its state)."""
-    return bool(pods) and not of_its_roles(pods, wl)
+    """The Workload keeps none of the group's Pods: none has a role it has a pod set for, or its maximum execution
+    time is not the one the first Pod's ``kueue.x-k8s.io/max-exec-time-seconds`` says (Kueue's pod reconciler
+    compares that first: the label may change while the Pods are gated). Kueue then finds it not matching,
+    whatever its state."""
+    if not pods:
+        return False
+    max_exec = compared_max_execution_seconds(pods[0].metadata.labels)
+    return wl.max_execution_seconds != max_exec or not of_its_roles(pods, wl)
 
 
 def _not_matching(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo) -> GroupStep:

@@ -64,8 +64,11 @@ newer Kueue), else deleted (``DeletedWorkload``), the group then getting a new o
 framework on, a group a StatefulSet holds is also looked at again when the StatefulSet's status revisions change or
 it goes (:mod:`connectors.k8s.statefulsets`; pods it orphaned are traced to it by their group's name), and its pods
 are let go as Kueue's StatefulSet reconciler lets them go (:func:`connectors.k8s.pod_group.let_go_by_statefulset`:
-ungated and finalized; in a rolling update, only once the group's Workload is admitted). Not done: rewriting a Workload
-whose pod sets no longer match its Pod (a single Pod's).
+ungated and finalized; in a rolling update, only once the group's Workload is admitted). A gated Pod's Workload
+holding no quota whose ``maximumExecutionTimeSeconds`` is no longer the Pod's ``max-exec-time-seconds`` (the label
+may change while gated) is rewritten from the Pod (``UpdatedWorkload``); a group's then no longer matches (above).
+Not done: rewriting a Workload whose pod sets no longer match its Pod (a single Pod's), or deleting a single
+Pod's Workload that no longer matches it while holding quota (Kueue deletes it and makes a new one).
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ from connectors.k8s.jobframework import (
     admission_gate_patch,
     admission_shown,
 )
+from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex, following, once
@@ -421,6 +425,13 @@ class PodIntegration:
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
+        if (wl is not None and obs is not None and managed and not prebuilt_name and pod_sync.is_gated(pod)
+                and not pod.metadata.deletion_timestamp and pod_sync.ended(pod) is None and not wl.reserving
+                and wl.phase != FINISHED and not wf.deleting(obs) and wl.key not in self.mirror.pending
+                and wl.max_execution_seconds != compared_max_execution_seconds(pod.metadata.labels)):
+            rv = obs.metadata.resource_version
+            await self._once(pod, f"max-exec@{rv}", self._update_single(pod, obs))
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
         if (wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp
                 and pod_sync.ended(pod) is None
                 and await self._sync_workload(pod, wl, obs, running=not pod_sync.is_gated(pod),
@@ -641,6 +652,31 @@ class PodIntegration:
         log.info("created workload", pod=pod.key, workload=name)
         await self._log.report(pod.key, pod.metadata.uid, CREATED_WORKLOAD, workload=f"{ns}/{name}",
                                creation_latency_ms=creation_latency_ms(pod.metadata, created))
+
+    async def _update_single(self, pod: ManagedPod, obs: o.Workload) -> None:
+        """Rewrite the spec of the gated Pod's Workload, which holds no quota and whose maximum execution time is no
+        longer the Pod's (Kueue's ``EquivalentToWorkload`` compares it first), from the Pod as stored (built as at
+        creation), conditioned on its resourceVersion; ``UpdatedWorkload`` on the Pod, as Kueue's reconciler
+        updates a not matching Workload of a suspended job."""
+        try:
+            raw = msgspec.json.decode(await self.client.get(PODS, pod.metadata.name, pod.metadata.namespace))
+        except NotFound:
+            return
+        if raw["metadata"]["uid"] != pod.metadata.uid:
+            return  # made anew meanwhile; the watch brings the new one
+        try:
+            body = pod_sync.workload_for(self.state, raw, obs.metadata.name)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound, InvalidInput) as exc:
+            log.warning("the pod's workload cannot be rebuilt: not updated", pod=pod.key, error=str(exc))
+            return
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.spec_patch(obs, body["spec"]),
+                                    obs.metadata.namespace)
+        except (NotFound, Conflict):
+            return  # gone or changed meanwhile: the watch brings the newer one
+        self.stats.updated += 1
+        log.info("updated the workload its pod no longer matches", pod=pod.key, workload=obs.key)
+        await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
 
     async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main") -> None:
         """Start the Pod with what the admission of its pod set (``main``; a group's Pod: its role's) adds."""

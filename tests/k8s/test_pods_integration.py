@@ -530,6 +530,58 @@ async def test_a_replacement_pod_becomes_an_owner_of_its_groups_workload_before_
     assert len([e for e in appended if isinstance(e, ev.JobActed) and e.action == "OwnerReferencesAdded"]) == 1
 
 
+MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
+def _max_exec(obs: o.Workload, seconds: int | None) -> o.Workload:
+    return msgspec.structs.replace(obs, spec=msgspec.structs.replace(obs.spec, maximum_execution_time_seconds=seconds))
+
+
+@pytest.mark.asyncio
+async def test_a_gated_groups_workload_follows_a_changed_max_exec_time() -> None:
+    """Kueue's TestReconciler "workload is recreated when max exec time changes": the group's Pods now say 10 s,
+    its Workload (no quota) 5 s: it no longer matches, and is rewritten from the Pods (``UpdatedWorkload``)."""
+    raws = {n: _group_raw(n) for n in "ab"}
+    for raw in raws.values():
+        raw["metadata"]["labels"][MAX_EXEC] = "10"
+    pods, _, appended, client = integration(_max_exec(group_workload_obs(), 5), client=GroupClient(raws))
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    await pods.reconcile("group/ns/g")
+    (call,) = [c for c in client.calls if c[0] == "patch"]
+    assert call[:3] == ("patch", "Workload", "g") and call[5]["spec"]["maximumExecutionTimeSeconds"] == 10
+    (updated,) = [e for e in appended if isinstance(e, ev.JobActed)]
+    assert (updated.key, updated.action, updated.message) == (
+        "ns/a", "UpdatedWorkload", "Updated not matching Workload for suspended job: ns/g")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("label", "workload", "wanted"), [
+    ("10", 5, 10), (None, 5, None), ("10", 10, "unchanged")], ids=["changed", "removed", "same"])
+async def test_a_gated_pods_workload_follows_a_changed_max_exec_time(label: str | None, workload: int,
+                                                                     wanted: int | str | None) -> None:
+    """A single gated Pod's Workload holding no quota (Kueue's ``EquivalentToWorkload`` compares the maximum
+    execution time first): rewritten from the Pod as stored, ``UpdatedWorkload`` on the Pod."""
+    pod = managed_pod()
+    if label is not None:
+        pod = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+            pod.metadata, labels={**pod.metadata.labels, MAX_EXEC: label}))
+    pods, _, appended, client = integration(_max_exec(pod_workload(), workload),
+                                            client=Client(msgspec.to_builtins(pod)))
+    pods.pods["ns/p"] = pod
+    await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    patches = [c for c in client.calls if c[0] == "patch" and c[1] == "Workload"]
+    acted = [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)]
+    if wanted == "unchanged":
+        assert patches == [] and acted == []
+        return
+    (call,) = patches
+    assert call[5]["metadata"]["resourceVersion"] == "3" and call[5]["spec"]["maximumExecutionTimeSeconds"] == wanted
+    assert acted == [("UpdatedWorkload", f"Updated not matching Workload for suspended job: {KEY}")]
+
+
 def _ready(raw: dict[str, Any], ready: bool) -> dict[str, Any]:
     raw["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     return raw
