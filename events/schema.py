@@ -116,11 +116,12 @@ class JobActed(Event, tag="JobActed"):
     """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload``,
     ``WorkloadPriorityClassNotFound``, (a pod group's Pod beyond its count, deleted) ``ExcessPodDeleted``, (a pod
     group too small for its Workload, on its first Pod) ``ErrWorkloadCompose``, (a pod group whose name a Workload
-    not made for a group has, on its first Pod) ``WorkloadNameConflict`` or (a Pod
+    not made for a group has, on its first Pod) ``WorkloadNameConflict``, (a pod group's Pods made owners of its
+    Workload, on the Workload: ``kind`` Workload) ``OwnerReferencesAdded`` or (a Pod
     whose Workload finished, once finalized) ``FinishedWorkload`` (a
     reader that does not know an action records nothing for it)."""
     kind: str = "Job"
-    """What was acted on: ``Job`` (batch/v1), ``Pod`` (v1), ``JobSet`` (jobset.x-k8s.io/v1alpha2), ``MPIJob``
+    """What was acted on: ``Job`` (batch/v1), ``Pod`` (v1), ``Workload`` (a pod group's), ``JobSet`` (jobset.x-k8s.io/v1alpha2), ``MPIJob``
     (kubeflow.org/v2beta1), a training operator's kubeflow.org/v1 job (``PyTorchJob``, ``TFJob``, ...), ``RayJob``,
     ``RayCluster`` or ``RayService`` (ray.io/v1), ``SparkApplication`` (sparkoperator.k8s.io/v1beta2)."""
     workload: str = ""

@@ -114,7 +114,8 @@ ACTED_ON_API = {"Job": JOB_API, "Pod": POD_API, JOBSETS.kind: JOBSETS.api_versio
                 RAYJOBS.kind: RAYJOBS.api_version, RAYCLUSTERS.kind: RAYCLUSTERS.api_version,
                 LEADER_WORKER_SETS.kind: LEADER_WORKER_SETS.api_version, APPWRAPPERS.kind: APPWRAPPERS.api_version,
                 TRAINJOBS.kind: TRAINJOBS.api_version, RAYSERVICES.kind: RAYSERVICES.api_version,
-                SPARK_APPLICATIONS.kind: SPARK_APPLICATIONS.api_version, STATEFUL_SETS.kind: STATEFUL_SETS.api_version}
+                SPARK_APPLICATIONS.kind: SPARK_APPLICATIONS.api_version, STATEFUL_SETS.kind: STATEFUL_SETS.api_version,
+                "Workload": WORKLOAD_API}
 ACTED_ON_API.update((kind, r.api_version) for kind, r in KUBEFLOW_JOBS.items())
 """The apiVersion of what a ``JobActed`` names, by its ``kind``."""
 MAX_MESSAGE_BYTES = 1024

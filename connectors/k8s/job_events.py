@@ -46,7 +46,8 @@ The pod integration (:mod:`connectors.k8s.pods_integration`) appends ``JobActed`
 plain Pod: the same ``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload`` (the priority class) and
 ``WorkloadPriorityClassNotFound``, the Warnings ``ErrWorkloadCompose`` and ``WorkloadNameConflict`` (action
 ``Admission``) of pod groups, and ``FinishedWorkload`` once it finalized a Pod whose Workload finished,
-recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does; and ``UpdatedAdmissionCheck``
+recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does (and, of kind Workload,
+``OwnerReferencesAdded`` on a group's Workload once its Pods were made its owners); and ``UpdatedAdmissionCheck``
 (:func:`checks_message`) on each Pod of a Workload that holds quota but is not admitted while some Pod is held
 back (gated), whenever the message changes (the Pods are not the log's, so the integration appends it, and after
 a restart may record the current message once more, as Kueue's every reconcile would).
@@ -160,7 +161,7 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
     ``UpdatedAdmissionCheck`` of :class:`PendingChecks` (whatever record ``e`` made them ready)."""
     if isinstance(job, PendingChecks):
         return (make_event(job.job, NORMAL, UPDATED_ADMISSION_CHECK, job.message, JOB_CONTROLLER),)
-    by = POD_CONTROLLER if job.kind == "Pod" else CONTROLLER_OF.get(job.kind, JOB_CONTROLLER)
+    by = POD_CONTROLLER if job.kind in ("Pod", "Workload") else CONTROLLER_OF.get(job.kind, JOB_CONTROLLER)
     match e:
         case ev.JobActed(action="CreatedWorkload"):
             return (make_event(job, NORMAL, CREATED_WORKLOAD, f"Created Workload: {e.workload}", by),)
@@ -175,7 +176,7 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
         case ev.JobActed(action="WorkloadPriorityClassNotFound"):
             return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, by),)
         case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload" | "ExcessPodDeleted" | "UpdatedAdmissionCheck"
-                         | "Suspended"):
+                         | "Suspended" | "OwnerReferencesAdded"):
             return (make_event(job, NORMAL, e.action, e.message, by),)
         case ev.JobActed(action="FinishedWorkload"):
             return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.workload}' is declared finished", by),)

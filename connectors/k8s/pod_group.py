@@ -31,8 +31,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   the integration then takes the finalizer off the Workload;
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
   evicted Workload's quota goes once no Pod of the group is ``Running``;
-* a Workload none of the group's Pods has a role of (:func:`no_longer_matching`; not a prebuilt one): it no longer
-  matches the group. As newer Kueue's reconciler (``ensureOneWorkload`` in ``jobframework/reconciler.go``): while
+* a Workload none of the group's Pods has a role of, or whose maximum execution time is not its first Pod's
+  (:func:`no_longer_matching`; not a prebuilt one): it no longer matches the group. As newer Kueue's reconciler (``ensureOneWorkload`` in ``jobframework/reconciler.go``): while
   a Pod is gated or ended and the Workload holds no quota, its spec is rewritten in place from the group's Pods
   (``UpdatedWorkload``, "Updated not matching Workload for suspended job: <ns>/<name>"); else it is deleted
   (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``) unless one is gated or ended,
@@ -61,7 +61,7 @@ from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import max_execution_seconds
+from connectors.k8s.jobs import compared_max_execution_seconds, max_execution_seconds
 from connectors.k8s.pod_roles import (
     ROLE_HASH_ANNOTATION,
     TOTAL_COUNT_ANNOTATION,
@@ -109,6 +109,9 @@ ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
 WORKLOAD_NAME_CONFLICT = "WorkloadNameConflict"
 """The Warning Event Kueue records on the Pod standing for a group whose name a Workload it did not make for a
 group already has (:func:`refuses_adoption`)."""
+OWNER_REFERENCES_ADDED = "OwnerReferencesAdded"
+"""The Normal Event Kueue's pod reconciler records on a group's Workload once it made more of the group's Pods its
+owners."""
 
 
 def fast_admission(annotations: dict[str, str]) -> bool:
@@ -354,9 +357,14 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
 
 
 def no_longer_matching(pods: list[ManagedPod], wl: WorkloadInfo) -> bool:
-    """The Workload keeps none of the group's Pods: none has a role it has a pod set for (Kueue's pod reconciler
-    then finds it not matching, whatever its state)."""
-    return bool(pods) and not of_its_roles(pods, wl)
+    """The Workload keeps none of the group's Pods: none has a role it has a pod set for, or its maximum execution
+    time is not the one the first Pod's ``kueue.x-k8s.io/max-exec-time-seconds`` says (Kueue's pod reconciler
+    compares that first: the label may change while the Pods are gated). Kueue then finds it not matching,
+    whatever its state."""
+    if not pods:
+        return False
+    max_exec = compared_max_execution_seconds(pods[0].metadata.labels)
+    return wl.max_execution_seconds != max_exec or not of_its_roles(pods, wl)
 
 
 def _not_matching(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo) -> GroupStep:
@@ -486,6 +494,26 @@ def _replaced_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[Managed
         if replaced > 0:
             out += [p for p in _keep_inactive_first(inactive)[-replaced:] if finalizable(p)]
     return tuple(out)
+
+
+def kept(pods: list[ManagedPod], wl: WorkloadInfo) -> list[ManagedPod]:
+    """The Pods Kueue's reconciler keeps in the group once it finds its Workload matching, by name: per role, its
+    runnable (or succeeded) Pods up to the pod set's count (the rest are excess), and the inactive ones no runnable
+    Pod replaces (:func:`_keep_inactive_first`). They are the Workload's owners
+    (:func:`connectors.k8s.pod_prebuilt.owners_patch`)."""
+    out: list[ManagedPod] = []
+    for ps in wl.spec_sets:
+        role = [p for p in pods if role_of(p) == ps.name]
+        active = sorted((p for p in role if runnable_or_succeeded(p)), key=_keep_first)[:ps.count]
+        inactive = _keep_inactive_first([p for p in role if not runnable_or_succeeded(p)])
+        replaced = max(0, min(len(inactive), len(inactive) + len(active) - ps.count))
+        out += active + inactive[:len(inactive) - replaced]
+    return sorted(out, key=lambda p: p.metadata.name)
+
+
+def owners_added_message(count: int) -> str:
+    """Kueue's ``OwnerReferencesAdded`` Event message (on the Workload)."""
+    return f"Added {count} owner reference(s)"
 
 
 def absent_pods(pods: list[ManagedPod], wl: WorkloadInfo) -> int:

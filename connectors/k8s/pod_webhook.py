@@ -19,7 +19,9 @@ With it on, a Pod being created is Kueue's to hold back when:
   is then given (Kueue's LocalQueue defaulting), or ``manageJobsWithoutQueueName`` is on (its Workload then
   waits in no queue until the Pod names one — which, the queue name being fixed for a Pod, is never).
 
-Such a Pod gets Kueue's label ``kueue.x-k8s.io/managed: "true"``, its finalizer ``kueue.x-k8s.io/managed`` (so the
+Such a Pod gets Kueue's label ``kueue.x-k8s.io/managed: "true"``, when it names no WorkloadPriorityClass and one
+named ``default`` exists the label ``kueue.x-k8s.io/priority-class: default`` (under Kueue's
+``WorkloadPriorityClassDefaulting`` gate, beta, on; the lookup the Job webhooks use), its finalizer ``kueue.x-k8s.io/managed`` (so the
 pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
 gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
 is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) made Kueue's also gets its role
@@ -63,6 +65,7 @@ from connectors.k8s import child_jobs, job_selection
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pod_roles import POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION, role_annotation_patch
 from connectors.k8s.podsetinfo import TOPOLOGY_GATE
@@ -90,12 +93,17 @@ FINALIZER = MANAGED_LABEL
 """Kueue's pod finalizer has the managed label's name."""
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 DEFAULT_QUEUE = "default"
+DEFAULT_PRIORITY_CLASS = "default"
+"""The WorkloadPriorityClass a Pod made Kueue's is labelled with when it names none and one of this name exists."""
 SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 """On a Pod (from its parent's template): the framework (``deployment``, ``statefulset``) that holds it."""
 
 NamespaceLabels = Callable[[str], Awaitable[dict[str, str]]]
 """The labels of a namespace, read from the apiserver."""
 HasDefaultQueue = Callable[[str], Awaitable[bool]]
+HasDefaultClass = Callable[[], Awaitable[bool]]
+"""Whether a WorkloadPriorityClass ``default`` exists (the Job webhooks' lookup,
+:func:`connectors.k8s.webhook.default_priority_class_lookup`)."""
 ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether the Pod (namespace, raw Pod) has a Kueue-managed ancestor: Kueue's walk up its controllers
 (:func:`connectors.k8s.webhook.ancestry_lookup`), which raises
@@ -151,7 +159,7 @@ def suspended_by_parent(pod: dict[str, Any]) -> bool:
 
 
 def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool = False,
-              tas: bool = False, by_parent: bool = False) -> list[dict[str, Any]]:
+              tas: bool = False, by_parent: bool = False, default_class: bool = False) -> list[dict[str, Any]]:
     """The JSON patch that makes a Pod Kueue's (empty: not Kueue's): with a queue name, or ``default_queue`` (its
     namespace has a LocalQueue ``default``, whose name it gets), or none under ``without_queue``
     (``manageJobsWithoutQueueName``), the managed label, the finalizer and the admission gate, each once; under
@@ -160,7 +168,9 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
     label's value (empty when absent, as Kueue copies it) as the Pod's ``kueue.x-k8s.io/pod-group-pod-index``.
     ``by_parent``: the Pod is held because its parent's template says so (:func:`suspended_by_parent`): queue name
     or not, and without the managed label, which is the template's to carry, nor the finalizer, as in Kueue.
-    The namespace and owner checks are the caller's."""
+    ``default_class``: a WorkloadPriorityClass ``default`` exists, which a Pod made Kueue's (not ``by_parent``)
+    naming none is labelled with (Kueue's ``ApplyDefaultWorkloadPriorityClass``, under
+    ``WorkloadPriorityClassDefaulting``). The namespace and owner checks are the caller's."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
@@ -170,6 +180,8 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
                 return []
             if default_queue:
                 added[QUEUE_LABEL] = DEFAULT_QUEUE
+        if default_class and not labels.get(PRIORITY_LABEL):
+            added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
         if labels.get(MANAGED_LABEL) != MANAGED:
             added[MANAGED_LABEL] = MANAGED
     index_label = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
@@ -200,17 +212,19 @@ def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, An
 
 async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
                  has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry,
-                 deployment_of: DeploymentOf | None = None) -> dict[str, Any]:
+                 deployment_of: DeploymentOf | None = None,
+                 has_default_priority_class: HasDefaultClass | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod (see the module docstring). A lookup that fails refuses the Pod
     with Kueue's words for it (the webhook's ``failurePolicy`` is Fail while the integration is on).
-    ``deployment_of``: how a ReplicaSet's Deployment is read (None: a ReplicaSet's Pod is not looked through)."""
+    ``deployment_of``: how a ReplicaSet's Deployment is read (None: a ReplicaSet's Pod is not looked through).
+    ``has_default_priority_class``: None while ``WorkloadPriorityClassDefaulting`` is off, as for the Job webhooks."""
     req = msgspec.json.decode(body).get("request") or {}
     pod = req.get("object") or {}
     patch = None
     if defaulting.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(pod, dict) and pod:
         namespace = req.get("namespace") or (pod.get("metadata") or {}).get("namespace", "")
         patch = partial(_defaults, pod, namespace, defaulting, namespace_labels, has_default_queue, managed_ancestry,
-                        deployment_of)
+                        deployment_of, has_default_priority_class)
     return await patch_answer(req, patch)
 
 
@@ -244,8 +258,10 @@ class LookupFailed(Exception):
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
                     has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry,
-                    deployment_of: DeploymentOf | None = None) -> list[dict[str, Any]]:
-    """In Kueue's order: the parent's word, the namespace, the owner, then the queue name."""
+                    deployment_of: DeploymentOf | None = None,
+                    has_default_priority_class: HasDefaultClass | None = None) -> list[dict[str, Any]]:
+    """In Kueue's order: the parent's word, the namespace, the owner, then the queue name and the default
+    WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class)."""
     if suspended_by_parent(pod):
         return (pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
                 + role_annotation_patch(pod, defaulting.group_annotation))
@@ -273,10 +289,14 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
             raise LookupFailed(status["message"], status) from exc
     queue = ((pod.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     default = not queue and await has_default_queue(namespace)
-    ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas)
-    if queue or default or defaulting.without_queue:
-        return ops + role_annotation_patch(pod, defaulting.group_annotation)
-    return ops
+    if not (queue or default or defaulting.without_queue):
+        return []  # not Kueue's: left as made
+    default_class = (has_default_priority_class is not None
+                     and not ((pod.get("metadata") or {}).get("labels") or {}).get(PRIORITY_LABEL)
+                     and await has_default_priority_class())
+    ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas,
+                    default_class=default_class)
+    return ops + role_annotation_patch(pod, defaulting.group_annotation)
 
 
 async def _held_deployment(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting,
@@ -352,13 +372,14 @@ Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
 
 
 def reviewer(client: KubeClient, defaulting: PodDefaulting, has_default_queue: HasDefaultQueue,
-             managed_ancestry: ManagedAncestry) -> Reviewer:
+             managed_ancestry: ManagedAncestry, has_default_priority_class: HasDefaultClass | None = None) -> Reviewer:
     """:func:`review` with the namespace asked of the apiserver and the ancestors walked by ``managed_ancestry``."""
     namespace_labels = namespace_lookup(client)
     deployment_of = deployment_lookup(client)
 
     async def answer(body: bytes) -> dict[str, Any]:
-        return await review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry, deployment_of)
+        return await review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry, deployment_of,
+                            has_default_priority_class)
 
     return answer
 

@@ -52,7 +52,9 @@ to which a group's Pod's own key is mapped, as Kueue's Pod event handler maps it
 ever run at once; what was done to a Pod is forgotten once the watch sees it go):
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
 and finalized with it; under ``PodIntegrationValidateGroupOwner`` a Workload of its name not made for a group is not
-taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`` on its first Pod). Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
+taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`` on its first Pod). A
+Workload the group matches first gets every Pod the group keeps among its owners (a replacement Pod too;
+``OwnerReferencesAdded`` on the Workload, a ``JobActed`` of kind Workload), as Kueue's pod reconciler. Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). A
@@ -62,8 +64,11 @@ newer Kueue), else deleted (``DeletedWorkload``), the group then getting a new o
 framework on, a group a StatefulSet holds is also looked at again when the StatefulSet's status revisions change or
 it goes (:mod:`connectors.k8s.statefulsets`; pods it orphaned are traced to it by their group's name), and its pods
 are let go as Kueue's StatefulSet reconciler lets them go (:func:`connectors.k8s.pod_group.let_go_by_statefulset`:
-ungated and finalized; in a rolling update, only once the group's Workload is admitted). Not done: rewriting a Workload
-whose pod sets no longer match its Pod (a single Pod's).
+ungated and finalized; in a rolling update, only once the group's Workload is admitted). A gated Pod's Workload
+holding no quota whose ``maximumExecutionTimeSeconds`` is no longer the Pod's ``max-exec-time-seconds`` (the label
+may change while gated) is rewritten from the Pod (``UpdatedWorkload``); a group's then no longer matches (above).
+Not done: rewriting a Workload whose pod sets no longer match its Pod (a single Pod's), or deleting a single
+Pod's Workload that no longer matches it while holding quota (Kueue deletes it and makes a new one).
 """
 
 from __future__ import annotations
@@ -116,6 +121,7 @@ from connectors.k8s.jobframework import (
     admission_gate_patch,
     admission_shown,
 )
+from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex, following, once
@@ -217,6 +223,8 @@ class PodIntegration:
         self._log = IntegrationLog(self.append, self.mirror, self.stats, kind="Pod", log=log)
         self._sets_log = IntegrationLog(self.append, self.mirror, self.stats, kind=STATEFUL_SETS.kind, log=log)
         """What is recorded on a StatefulSet (Kueue's StatefulSet reconciler's Events)."""
+        self._workloads_log = IntegrationLog(self.append, self.mirror, self.stats, kind="Workload", log=log)
+        """What is recorded on a group's Workload (``OwnerReferencesAdded``)."""
         self.members: dict[str, set[str]] = {}
         """Group key (``<namespace>/<group>``, also its Workload's key) -> keys of the managed Pods in it."""
         self.group_of: dict[str, str] = {}
@@ -417,6 +425,13 @@ class PodIntegration:
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
+        if (wl is not None and obs is not None and managed and not prebuilt_name and pod_sync.is_gated(pod)
+                and not pod.metadata.deletion_timestamp and pod_sync.ended(pod) is None and not wl.reserving
+                and wl.phase != FINISHED and not wf.deleting(obs) and wl.key not in self.mirror.pending
+                and wl.max_execution_seconds != compared_max_execution_seconds(pod.metadata.labels)):
+            rv = obs.metadata.resource_version
+            await self._once(pod, f"max-exec@{rv}", self._update_single(pod, obs))
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
         if (wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp
                 and pod_sync.ended(pod) is None
                 and await self._sync_workload(pod, wl, obs, running=not pod_sync.is_gated(pod),
@@ -638,6 +653,31 @@ class PodIntegration:
         await self._log.report(pod.key, pod.metadata.uid, CREATED_WORKLOAD, workload=f"{ns}/{name}",
                                creation_latency_ms=creation_latency_ms(pod.metadata, created))
 
+    async def _update_single(self, pod: ManagedPod, obs: o.Workload) -> None:
+        """Rewrite the spec of the gated Pod's Workload, which holds no quota and whose maximum execution time is no
+        longer the Pod's (Kueue's ``EquivalentToWorkload`` compares it first), from the Pod as stored (built as at
+        creation), conditioned on its resourceVersion; ``UpdatedWorkload`` on the Pod, as Kueue's reconciler
+        updates a not matching Workload of a suspended job."""
+        try:
+            raw = msgspec.json.decode(await self.client.get(PODS, pod.metadata.name, pod.metadata.namespace))
+        except NotFound:
+            return
+        if raw["metadata"]["uid"] != pod.metadata.uid:
+            return  # made anew meanwhile; the watch brings the new one
+        try:
+            body = pod_sync.workload_for(self.state, raw, obs.metadata.name)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound, InvalidInput) as exc:
+            log.warning("the pod's workload cannot be rebuilt: not updated", pod=pod.key, error=str(exc))
+            return
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.spec_patch(obs, body["spec"]),
+                                    obs.metadata.namespace)
+        except (NotFound, Conflict):
+            return  # gone or changed meanwhile: the watch brings the newer one
+        self.stats.updated += 1
+        log.info("updated the workload its pod no longer matches", pod=pod.key, workload=obs.key)
+        await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
+
     async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main") -> None:
         """Start the Pod with what the admission of its pod set (``main``; a group's Pod: its role's) adds."""
         assert wl.admission is not None
@@ -775,6 +815,9 @@ class PodIntegration:
                 wl = obs = None
         own = pod_group.of_its_roles(pods, wl) if wl is not None and not prebuilt_name else pods  # what Kueue keeps
         matching = wl is None or bool(prebuilt_name) or not pod_group.no_longer_matching(pods, wl)
+        if matching and wl is not None and obs is not None and managed and not prebuilt_name and \
+                await self._owned_by_kept_pods(group, pods, wl, obs):
+            return  # as for a prebuilt one: the rest waits for the Workload that shows its new owners
         if matching:  # else, as Kueue's reconciler, the Workload goes first
             if await self._keep_in_step(pods, own, wl, obs, managed=managed, generated=not prebuilt_name,
                                         holder=holder):
@@ -837,6 +880,33 @@ class PodIntegration:
         if wl is not None and obs is not None and managed and not wf.deleting(obs):
             await self._admission_checks(pods, wl, held=held)
         return False
+
+    async def _owned_by_kept_pods(self, group: str, pods: list[ManagedPod], wl: WorkloadInfo,
+                                  obs: o.Workload) -> bool:
+        """Make every Pod the group keeps (:func:`connectors.k8s.pod_group.kept`: a replacement Pod too) an owner of
+        its matching Workload, as Kueue's pod reconciler does once it finds it (so the garbage collector does not take
+        it once the Pods it was made of are gone); ``OwnerReferencesAdded`` "Added N owner reference(s)" on the
+        Workload. Whether the pass ends here: written, or written and not yet shown by the watch."""
+        patch = pod_prebuilt.owners_patch(pod_group.kept(pods, wl), obs)
+        if patch is None:
+            return False
+        marker = ("owners", obs.metadata.uid, obs.metadata.resource_version)
+        if self._acted.get(GROUP_PREFIX + group) == marker:
+            return True
+        self._acted[GROUP_PREFIX + group] = marker
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, patch, obs.metadata.namespace)
+        except (NotFound, Conflict):
+            self._acted.pop(GROUP_PREFIX + group, None)
+            return True  # gone or changed meanwhile: the watch brings the newer one
+        except BaseException:
+            self._acted.pop(GROUP_PREFIX + group, None)
+            raise
+        added = len(patch["metadata"]["ownerReferences"]) - len(obs.metadata.owner_references)
+        log.info("made the pod group's pods owners of its workload", group=group, workload=obs.key, added=added)
+        await self._workloads_log.report(wl.key, wl.uid, pod_group.OWNER_REFERENCES_ADDED, workload=wl.key,
+                                         message=pod_group.owners_added_message(added))
+        return True
 
     async def _holding_statefulset(self, config: SchedulerConfig,
                                    pods: list[ManagedPod]) -> statefulsets.StatefulSetRevision | None:
@@ -1171,24 +1241,29 @@ class PodIntegration:
                 patch = pod_prebuilt.owners_patch(pods, obs)
                 assert patch is not None
                 try:
-                    await self._patch_prebuilt(obs, patch, group)
+                    written = await self._patch_prebuilt(obs, patch, group)
                 except BaseException:
                     self._acted.pop(GROUP_PREFIX + group, None)
                     raise
+                if written:
+                    added = len(patch["metadata"]["ownerReferences"]) - len(obs.metadata.owner_references)
+                    await self._workloads_log.report(wl.key, wl.uid, pod_group.OWNER_REFERENCES_ADDED,
+                                                     workload=wl.key, message=pod_group.owners_added_message(added))
             return None
         if verdict == pod_prebuilt.OUT_OF_SYNC:
             await self._out_of_sync(wl, group)
         return verdict == pod_prebuilt.USABLE
 
-    async def _patch_prebuilt(self, obs: o.Workload, patch: dict[str, Any], whose: str) -> None:
+    async def _patch_prebuilt(self, obs: o.Workload, patch: dict[str, Any], whose: str) -> bool:
         """Write a prebuilt Workload's new owners, conditioned on its resourceVersion (gone meanwhile: its deletion
-        comes with the watch)."""
+        comes with the watch); whether it was written."""
         try:
             await self.client.patch(WORKLOADS, obs.metadata.name, patch, obs.metadata.namespace)
         except NotFound:
-            return
+            return False
         self.stats.adopted += 1
         log.info("adopted a prebuilt workload", pod=whose, workload=obs.key)
+        return True
 
     async def _out_of_sync(self, wl: WorkloadInfo, whose: str) -> None:
         if wl.phase != FINISHED and await self._append_once(wl, ev.WorkloadFinished(

@@ -741,7 +741,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     held = HeldParents()
     ancestry = ancestry_lookup(client, config_in_force, held)
     multikueue = multikueue_lookup(client) if config_in_force.gate(gates.MULTIKUEUE) else None
-    pod_reviews = (pod_webhook.reviewer(client, pods, queues, ancestry) if pods is not None and pods_on
+    pod_reviews = (pod_webhook.reviewer(client, pods, queues, ancestry, priority_classes) if pods is not None and pods_on
                    else pod_webhook.allowed_as_is)
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues, ancestry),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues, ancestry),

@@ -14,7 +14,7 @@ import pytest
 from connectors.k8s.certs import self_signed
 from connectors.k8s.child_jobs import OwnerMissing
 from connectors.k8s.errors import KubeError, NotFound
-from connectors.k8s.pod_webhook import PodDefaulting, controller_of, pod_patch, review
+from connectors.k8s.pod_webhook import PodDefaulting, controller_of, pod_patch, review, reviewer
 from connectors.k8s.webhook import configuration
 from kueue_es.scheduler.config import DEFAULT, load_config
 
@@ -58,7 +58,9 @@ def test_a_pod_without_a_queue_gets_the_default_one_or_nothing() -> None:
 
 
 def _review(pod: dict, defaulting: PodDefaulting = ON, *, ns_labels: dict | None = None,
-            default_queue: bool = False, job_queued: bool | Exception = False) -> tuple[dict, list[str]]:
+            default_queue: bool = False, job_queued: bool | Exception = False,
+            default_class: bool | None = None) -> tuple[dict, list[str]]:
+    """``default_class``: whether a WorkloadPriorityClass ``default`` exists (None: the gate off, no lookup)."""
     asked: list[str] = []
 
     async def namespace_labels(name: str) -> dict[str, str]:
@@ -75,8 +77,13 @@ def _review(pod: dict, defaulting: PodDefaulting = ON, *, ns_labels: dict | None
             raise job_queued
         return job_queued
 
+    async def has_default_priority_class() -> bool:
+        asked.append("default priority class")
+        return bool(default_class)
+
     body = msgspec.json.encode({"request": {"uid": "u1", "operation": "CREATE", "namespace": "team", "object": pod}})
-    out = asyncio.run(review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry))
+    lookups: dict[str, Any] = {} if default_class is None else {"has_default_priority_class": has_default_priority_class}
+    out = asyncio.run(review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry, **lookups))
     return out["response"], asked
 
 
@@ -94,6 +101,74 @@ def test_on_a_queued_pod_in_a_managed_namespace_is_gated() -> None:
     response, asked = _review(_pod({Q: "lq"}))
     assert response["allowed"] and response["patchType"] == "JSONPatch"
     assert _ops(response)[-2:] == TAS_GATED and asked == ["namespace team"]
+
+
+P = "kueue.x-k8s.io/priority-class"
+
+
+def _labels(response: dict) -> dict[str, str]:
+    """The Pod's labels the patch adds."""
+    out: dict[str, str] = {}
+    for op in _ops(response):
+        if op["path"] == "/metadata/labels":
+            out.update(op["value"])
+        elif op["path"].startswith("/metadata/labels/"):
+            out[op["path"].removeprefix("/metadata/labels/").replace("~1", "/")] = op["value"]
+    return out
+
+
+def test_a_pod_made_kueues_naming_no_priority_class_gets_the_default_workload_priority_class() -> None:
+    """Kueue's pod webhook TestDefault "default WorkloadPriorityClass is applied when feature gate is enabled and
+    pod has no priority class label": the label, so that the Pod's Workload has that class's priority."""
+    response, asked = _review(_pod({Q: "lq"}), default_class=True)
+    assert _labels(response) == {P: "default", "kueue.x-k8s.io/managed": "true"}
+    assert asked == ["namespace team", "default priority class"]
+    response, _ = _review(_pod(), default_queue=True, default_class=True)
+    assert _labels(response) == {Q: "default", P: "default", "kueue.x-k8s.io/managed": "true"}
+
+
+@pytest.mark.parametrize(("labels", "default_class", "asked"), [
+    ({Q: "lq", P: "high"}, True, ["namespace team"]),
+    ({Q: "lq"}, False, ["namespace team", "default priority class"]),
+    ({Q: "lq"}, None, ["namespace team"]),
+    ({"app": "x"}, True, ["namespace team", "default queue team"]),
+], ids=["names-a-class", "no-default-class", "gate-off", "not-kueues"])
+def test_no_default_priority_class_is_given_otherwise(labels: dict, default_class: bool | None,
+                                                     asked: list[str]) -> None:
+    """The sibling cases: a Pod naming a class keeps it, none named ``default`` or the gate
+    (``WorkloadPriorityClassDefaulting``) off gives none, and a Pod left as made is left as made."""
+    response, seen = _review(_pod(labels), default_class=default_class)
+    assert P not in _labels(response) or _labels(response)[P] == labels.get(P)
+    assert seen == asked
+
+
+def test_the_served_reviewer_asks_the_lookup_it_is_given() -> None:
+    """What the server wires (:func:`connectors.k8s.webhook.serve` gives it the Job webhooks' lookup, None while
+    the gate is off) is what the review asks."""
+
+    class NamespaceClient:
+        async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+            return msgspec.json.encode({"metadata": {"name": name, "labels": {}}})
+
+    async def no(*_: Any) -> bool:
+        return False
+
+    async def yes() -> bool:
+        return True
+
+    body = msgspec.json.encode({"request": {"uid": "u1", "operation": "CREATE", "namespace": "team",
+                                            "object": _pod({Q: "lq"})}})
+    for lookup, wanted in ((yes, {P: "default"}), (None, {})):
+        out = asyncio.run(reviewer(NamespaceClient(), ON, no, no, lookup)(body))  # type: ignore[arg-type]
+        assert {k: v for k, v in _labels(out["response"]).items() if k == P} == wanted
+
+
+def test_a_pod_its_parent_holds_gets_no_default_priority_class() -> None:
+    """Held by its parent's template (``pod-suspending-parent``), the Pod skips Kueue's defaulting, this too."""
+    pod = _pod({Q: "lq"})
+    pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}
+    response, asked = _review(pod, default_class=True)
+    assert P not in _labels(response) and asked == []
 
 
 def test_a_namespace_the_selector_leaves_out_is_left_alone() -> None:

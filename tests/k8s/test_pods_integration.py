@@ -398,15 +398,24 @@ async def test_a_pod_group_takes_the_workload_of_its_name_made_for_something_els
         validate_owner: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """PodIntegrationValidateGroupOwner (beta, on): the admitted Workload of a Job named as the group is not the
     group's, so its gated Pods are not started on that Workload's quota; the group is told why, once. Off, the
-    group takes it and its Pods start."""
+    group takes it (its Pods made owners of it first, as of any Workload the group matches) and its Pods start."""
     config = {**POD_ON, "featureGates": {"PodIntegrationValidateGroupOwner": validate_owner}}
     pods, mirror, appended, client = integration(foreign_workload_obs(), config=config)
     _admitted_group_of_two(pods, mirror, monkeypatch)
     await pods.reconcile("group/ns/g")
     await pods.reconcile("group/ns/g")
     if not validate_owner:
-        assert [c[2] for c in client.calls if c[0] == "patch"] == ["a", "b"]
-        assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
+        assert [c[2] for c in client.calls if c[0] == "patch"] == ["g"]
+        owned = msgspec.structs.replace(foreign_workload_obs(), metadata=msgspec.structs.replace(
+            foreign_workload_obs().metadata, resource_version="4", owner_references=[
+                *foreign_workload_obs().metadata.owner_references,
+                *(o.OwnerReference(api_version="v1", kind="Pod", name=n, uid=f"uid-{n}") for n in "ab")]))
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key="ns/g", uid="wl-uid", obj=owned)))
+        _admitted_group_of_two(pods, mirror, monkeypatch)
+        await pods.reconcile("group/ns/g")
+        assert [c[2] for c in client.calls if c[0] == "patch"] == ["g", "a", "b"]
+        assert [e.action for e in appended if isinstance(e, ev.JobActed)] == [
+            "OwnerReferencesAdded", "Started", "Started"]
         return
     assert client.calls == [], "neither started, nor given a Workload of their own, nor that one touched"
     (conflict,) = appended
@@ -470,6 +479,107 @@ async def test_a_group_missing_a_pod_says_it_waits_for_replacement_pods_through_
     (waiting,) = appended
     assert isinstance(waiting, ev.ReplacementPodsChanged) and (waiting.key, waiting.waiting) == ("ns/g", True)
     assert client.calls == [], "the rest waits for the Workload that shows the condition"
+
+
+def _admit_group(mirror: Mirror, monkeypatch: pytest.MonkeyPatch) -> None:
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="7aa6c7b8", flavors={}, count=2)])
+    monkeypatch.setattr("connectors.k8s.pods_integration.admission_shown", lambda wl, obs: True)
+
+
+@pytest.mark.asyncio
+async def test_a_replacement_pod_becomes_an_owner_of_its_groups_workload_before_it_starts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue's TestReconciler "replacement pods are owning the workload": once the Workload matches, every Pod the
+    group keeps is one of its owners (else the garbage collector takes it once the Pods it was made of are gone),
+    with ``OwnerReferencesAdded`` on the Workload; the replaced Pod keeps its reference."""
+    raws = {"a": _group_raw("a", gated=False, phase="Failed"), "b": _group_raw("b", gated=False, phase="Running"),
+            "c": _group_raw("c")}
+    pods, mirror, appended, client = integration(group_workload_obs(), client=GroupClient(raws))
+    _admit_group(mirror, monkeypatch)
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    await pods.reconcile("group/ns/g")
+    (call,) = [c for c in client.calls if c[0] == "patch"]
+    assert call[:3] == ("patch", "Workload", "g")
+    assert call[5]["metadata"]["resourceVersion"] == "3"
+    assert [(r["name"], r["uid"]) for r in call[5]["metadata"]["ownerReferences"]] == [
+        ("a", "uid-a"), ("b", "uid-b"), ("c", "uid-c")]
+    (added,) = appended
+    assert isinstance(added, ev.JobActed) and (added.kind, added.key, added.uid, added.action, added.message) == (
+        "Workload", "ns/g", "wl-uid", "OwnerReferencesAdded", "Added 1 owner reference(s)")
+    ledger = EventLedger()
+    ledger.fold(ev.Record(10, added), mirror.state, {})
+    (event,) = job_events(added, ledger.ready[10].before)  # type: ignore[arg-type]
+    assert (event.involved.api_version, event.involved.kind, event.involved.name, event.type, event.reason,
+            event.component) == ("kueue.x-k8s.io/v1beta2", "Workload", "g", "Normal", "OwnerReferencesAdded",
+                                 "pod-kueue-controller")
+
+    owned = msgspec.structs.replace(group_workload_obs(), metadata=msgspec.structs.replace(
+        group_workload_obs().metadata, resource_version="4", owner_references=[
+            o.OwnerReference(api_version="v1", kind="Pod", name=n, uid=f"uid-{n}") for n in "abc"]))
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key="ns/g", uid="wl-uid", obj=owned)))
+    _admit_group(mirror, monkeypatch)
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")
+    assert [(c[1], c[2]) for c in client.calls if c[0] == "patch"] == [("Pod", "a"), ("Pod", "c")], \
+        "the replaced Pod finalized, the replacement started; no more owners to add"
+    assert len([e for e in appended if isinstance(e, ev.JobActed) and e.action == "OwnerReferencesAdded"]) == 1
+
+
+MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
+def _max_exec(obs: o.Workload, seconds: int | None) -> o.Workload:
+    return msgspec.structs.replace(obs, spec=msgspec.structs.replace(obs.spec, maximum_execution_time_seconds=seconds))
+
+
+@pytest.mark.asyncio
+async def test_a_gated_groups_workload_follows_a_changed_max_exec_time() -> None:
+    """Kueue's TestReconciler "workload is recreated when max exec time changes": the group's Pods now say 10 s,
+    its Workload (no quota) 5 s: it no longer matches, and is rewritten from the Pods (``UpdatedWorkload``)."""
+    raws = {n: _group_raw(n) for n in "ab"}
+    for raw in raws.values():
+        raw["metadata"]["labels"][MAX_EXEC] = "10"
+    pods, _, appended, client = integration(_max_exec(group_workload_obs(), 5), client=GroupClient(raws))
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    await pods.reconcile("group/ns/g")
+    (call,) = [c for c in client.calls if c[0] == "patch"]
+    assert call[:3] == ("patch", "Workload", "g") and call[5]["spec"]["maximumExecutionTimeSeconds"] == 10
+    (updated,) = [e for e in appended if isinstance(e, ev.JobActed)]
+    assert (updated.key, updated.action, updated.message) == (
+        "ns/a", "UpdatedWorkload", "Updated not matching Workload for suspended job: ns/g")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("label", "workload", "wanted"), [
+    ("10", 5, 10), (None, 5, None), ("10", 10, "unchanged")], ids=["changed", "removed", "same"])
+async def test_a_gated_pods_workload_follows_a_changed_max_exec_time(label: str | None, workload: int,
+                                                                     wanted: int | str | None) -> None:
+    """A single gated Pod's Workload holding no quota (Kueue's ``EquivalentToWorkload`` compares the maximum
+    execution time first): rewritten from the Pod as stored, ``UpdatedWorkload`` on the Pod."""
+    pod = managed_pod()
+    if label is not None:
+        pod = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+            pod.metadata, labels={**pod.metadata.labels, MAX_EXEC: label}))
+    pods, _, appended, client = integration(_max_exec(pod_workload(), workload),
+                                            client=Client(msgspec.to_builtins(pod)))
+    pods.pods["ns/p"] = pod
+    await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    patches = [c for c in client.calls if c[0] == "patch" and c[1] == "Workload"]
+    acted = [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)]
+    if wanted == "unchanged":
+        assert patches == [] and acted == []
+        return
+    (call,) = patches
+    assert call[5]["metadata"]["resourceVersion"] == "3" and call[5]["spec"]["maximumExecutionTimeSeconds"] == wanted
+    assert acted == [("UpdatedWorkload", f"Updated not matching Workload for suspended job: {KEY}")]
 
 
 def _ready(raw: dict[str, Any], ready: bool) -> dict[str, Any]:
@@ -644,7 +754,9 @@ async def test_a_pod_group_makes_its_pods_owners_of_its_prebuilt_workload_and_ru
     await pods.reconcile("group/ns/g")
     assert [c[2] for c in client.calls if c[0] == "patch"] == ["a", "b"]
     assert not any(c[0] == "create" for c in client.calls) and [
-        e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
+        (e.kind, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("Workload", "OwnerReferencesAdded", "Added 2 owner reference(s)"), ("Pod", "Started", ""),
+        ("Pod", "Started", "")]
 
 
 @pytest.mark.asyncio
