@@ -586,3 +586,22 @@ def test_a_copy_finished_for_any_other_reason_finishes_the_workload(tmp_path: Pa
     batch = decide(state, MK_CONFIG, now=START + 2000)
     assert [(type(d).__name__, d.reason, d.message) for d in batch] == [
         ("RemoteWorkloadFinished", reason, f"finished {reason}")]
+
+
+def test_a_requeued_workload_waits_while_the_stale_copy_is_seen_and_runs_once_it_is_gone(tmp_path: Path) -> None:
+    """After the Retry and the eviction the requeued workload is nominated on worker1 again, where the copy that
+    finished OutOfSync may still be seen (the connector deletes it, :func:`connectors.k8s.multikueue_copies.stale`):
+    nothing is decided on it meanwhile; once it is gone, a new copy admitted there runs the workload."""
+    state = _running_on_worker1(tmp_path)
+    _apply(state, _finished_copy(START + 2000, "OutOfSync", Admitted="True"))
+    settle(state, MK_CONFIG, now=START + 2000)
+    _apply(state, ev.JobStopped(time=START + 3000, key=KEY))
+    settle(state, MK_CONFIG, now=START + 3000)
+    wl = state.workloads[KEY]
+    assert wl.reserving and wl.nominated == ("worker1",) and wl.check_states["mk"].state == "Pending"
+    _apply(state, _finished_copy(START + 4000, "OutOfSync", Admitted="True"))
+    assert decide(state, MK_CONFIG, now=START + 4000) == []
+    _apply(state, ev.RemoteWorkloadObserved(time=START + 5000, key=KEY, cluster="worker1", exists=False),
+           _remote(START + 6000, "worker1", QuotaReserved="True", Admitted="True"))
+    settle(state, MK_CONFIG, now=START + 6000)
+    assert (wl.cluster_name, wl.check_states["mk"].state, wl.phase) == ("worker1", "Ready", "Admitted")
