@@ -173,9 +173,10 @@ class MultiKueueConnector(KubeconfigSources, WorkerConnections, ObservedWorkers,
         :data:`SETTLED_NS`)."""
         self.workers: dict[str, Worker] = {}
         self._wake = asyncio.Event()
-        self._written_active: dict[str, tuple[str, tuple[str, str, str]]] = {}
-        """MultiKueueCluster -> the uid of the object last written and its Active condition (status, reason,
-        message): a cluster made again under that name is another object, written anew."""
+        self._written_active: dict[str, tuple[str, int, tuple[str, str, str]]] = {}
+        """MultiKueueCluster -> the uid and generation of the object last written and its Active condition (status,
+        reason, message): a cluster made again under that name is another object, and one edited another
+        generation, written anew."""
         self._secrets: dict[str, KubeconfigSecret] = {}
         """MultiKueueCluster -> its kubeconfig Secret as last read and watched."""
         self.profiles = ClusterProfiles(client, self._wake, watch_timeout_s=watch_timeout_s, retry_s=retry_s)

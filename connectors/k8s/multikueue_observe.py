@@ -78,7 +78,7 @@ class ObservedWorkers:
     clock: Callable[[], float]
     append: Any
     _owners_unread: dict[str, OwnerRetry]
-    _written_active: dict[str, tuple[str, tuple[str, str, str]]]
+    _written_active: dict[str, tuple[str, int, tuple[str, str, str]]]
 
     async def _observe(self, keys: PassKeys | None = None) -> None:
         """Append what changed: a worker reached or lost, a copy's conditions (of the workloads ``keys`` names)."""
@@ -182,7 +182,7 @@ class ObservedWorkers:
         for name in sorted(clusters):
             want = cluster_active(name, world)
             cluster = clusters[name]
-            written = (cluster.metadata.uid, want) if want is not None else None
+            written = (cluster.metadata.uid, cluster.metadata.generation, want) if want is not None else None
             if written is None or self._written_active.get(name) == written:
                 continue
             conditions = desired_cluster_active(cluster, want, _now())
@@ -205,10 +205,13 @@ class ObservedWorkers:
 def desired_cluster_active(cluster: o.MultiKueueCluster, want: tuple[str, str, str], now_ms: int
                            ) -> list[dict[str, Any]] | None:
     """The cluster's conditions with ``Active`` as ``want`` (status, reason, message: :func:`cluster_active`)
-    says, the others kept, its lastTransitionTime moved only when the status flips; None when it shows that
-    already."""
+    says at the cluster's generation, the others kept, its lastTransitionTime moved only when the status flips;
+    None when it shows that already. A spec edit that leaves the connection as it was still has the condition
+    written, at the new generation (Kueue #15962, in release-0.18 and 0.19: its cluster controller no longer takes
+    a condition of an older generation for up to date)."""
     current = next((c for c in cluster.status.conditions if c.type == "Active"), None)
-    if current is not None and (current.status, current.reason, current.message) == want:
+    if current is not None and (current.status, current.reason, current.message) == want \
+            and current.observed_generation == cluster.metadata.generation:
         return None
     ltt = current.last_transition_time if current is not None and current.status == want[0] else format_time(now_ms)
     others = [msgspec.to_builtins(c) for c in cluster.status.conditions if c.type != "Active"]
