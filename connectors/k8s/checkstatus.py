@@ -5,8 +5,8 @@ kueue-es is the controller of every AdmissionCheck whose ``controllerName`` is
 condition is :func:`projections.admissionchecks.multikueue_check_active`): such a check is ``Active=True`` (reason ``Active``) while the
 ProvisioningRequestConfig its parameters name exists, else ``Active=False`` with reason ``BadParametersRef`` and
 the error (:func:`projections.admissionchecks.check_active`, the same answer the scheduler acts on). Whenever a
-check or a config changes, the checks whose condition differs get one status patch — the other conditions kept,
-``lastTransitionTime`` moved only when the status flips — conditioned on the check's resourceVersion (a conflict
+check or a config changes, the checks whose condition differs (or was written for an older generation of the
+check) get one status patch — the other conditions kept, ``lastTransitionTime`` moved only when the status flips — conditioned on the check's resourceVersion (a conflict
 waits for the watch to bring the newer check). Checks of other controllers are theirs to write.
 """
 
@@ -42,14 +42,17 @@ class CheckStatusStats:
 
 def desired_active(ac: o.AdmissionCheck, configs: dict[str, o.ProvisioningRequestConfig], now_ms: int,
                    multikueue: MultiKueueWorld | None = None) -> list[dict[str, Any]] | None:
-    """The check's conditions with ``Active`` as it should be, or None when it already is (or is not ours: a
-    MultiKueue check is ours only while ``multikueue`` is given, the gate on)."""
+    """The check's conditions with ``Active`` as it should be at the check's generation, or None when it already
+    is (or is not ours: a MultiKueue check is ours only while ``multikueue`` is given, the gate on). An edit of the
+    check that leaves its status, reason and message as they were still has the condition written, at the new
+    generation (Kueue #14838 for the MultiKueue controller, #14931 for the ProvisioningRequest one)."""
     if not runs_controller(ac, multikueue):
         return None
     active, reason, message = check_active(ac, configs, multikueue)
     status = "True" if active else "False"
     current = next((c for c in ac.status.conditions if c.type == "Active"), None)
-    if current is not None and (current.status, current.reason, current.message) == (status, reason, message):
+    if (current is not None and (current.status, current.reason, current.message) == (status, reason, message)
+            and current.observed_generation == ac.metadata.generation):
         return None
     ltt = current.last_transition_time if current is not None and current.status == status else format_time(now_ms)
     cond = o.Condition(type="Active", status=status, reason=reason, message=message, last_transition_time=ltt,

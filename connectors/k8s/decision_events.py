@@ -86,6 +86,7 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.timefmt import parse_time
+from kueue_es.scheduler.multikueue import is_sync_failed
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
 from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
@@ -266,9 +267,11 @@ WORKER_EVICTION = "Workload evicted on worker cluster: "
 def multikueue_event(d: ev.AdmissionCheckUpdated) -> bool:
     """Whether Kueue's MultiKueue controller records an Event for this update of its check: the admission on a
     worker (Ready) and a copy evicted on its worker (Retry "Workload evicted on worker cluster: ..."), each
-    Normal ``MultiKueue`` with the check's message; not its other updates (Rejected, a lost or gone remote, which
-    its ``updateACS`` writes without one)."""
-    return d.state == "Ready" or (d.state == "Retry" and d.message.startswith(WORKER_EVICTION))
+    Normal ``MultiKueue`` with the check's message, and a copy finished by a sync failure (Retry "Remote workload
+    on worker cluster ... is out of sync ...", #13047/#14997), Warning; not its other updates (Rejected, a lost or
+    gone remote, which its ``updateACS`` writes without one)."""
+    return (d.state == "Ready" or (d.state == "Retry" and d.message.startswith(WORKER_EVICTION))
+            or is_sync_failed(d.state, d.message))
 
 
 def _gate_changes(d: ev.WorkloadPending, wl: WorkloadInfo) -> bool:
@@ -353,7 +356,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
             return (make_event(me, NORMAL, WORKLOAD_SLICE_REPLACED, d.message, ADMISSION),)
         case ev.AdmissionCheckUpdated():
             if b.check_controller == MULTIKUEUE_CONTROLLER:
-                return (make_event(me, NORMAL, "MultiKueue", d.message, WORKLOAD_CONTROLLER),)
+                kind = WARNING if is_sync_failed(d.state, d.message) else NORMAL
+                return (make_event(me, kind, "MultiKueue", d.message, WORKLOAD_CONTROLLER),)
             message = f"Admission check {d.check} updated state from {b.check_state} to {d.state}"
             if d.message:
                 message += f" with message: {d.message}"

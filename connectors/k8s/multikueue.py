@@ -30,7 +30,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
   finalizers removed; a Job copy too whose Workload copy is gone already), which also collects the copies of
-  Workloads gone from the manager. A JobSet
+  Workloads gone from the manager, and so is a copy on a nominated worker left finished by a sync failure
+  (``OutOfSync``, ``OwnerNotFound``: :func:`connectors.k8s.multikueue_copies.stale`), made anew once gone. A JobSet
   (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a Kubeflow
   training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), a RayJob,
   RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), a RayService
@@ -172,9 +173,10 @@ class MultiKueueConnector(KubeconfigSources, WorkerConnections, ObservedWorkers,
         :data:`SETTLED_NS`)."""
         self.workers: dict[str, Worker] = {}
         self._wake = asyncio.Event()
-        self._written_active: dict[str, tuple[str, tuple[str, str, str]]] = {}
-        """MultiKueueCluster -> the uid of the object last written and its Active condition (status, reason,
-        message): a cluster made again under that name is another object, written anew."""
+        self._written_active: dict[str, tuple[str, int, tuple[str, str, str]]] = {}
+        """MultiKueueCluster -> the uid and generation of the object last written and its Active condition (status,
+        reason, message): a cluster made again under that name is another object, and one edited another
+        generation, written anew."""
         self._secrets: dict[str, KubeconfigSecret] = {}
         """MultiKueueCluster -> its kubeconfig Secret as last read and watched."""
         self.profiles = ClusterProfiles(client, self._wake, watch_timeout_s=watch_timeout_s, retry_s=retry_s)

@@ -33,6 +33,7 @@ from connectors.k8s.multikueue_worker import (
     uid_of,
 )
 from connectors.k8s.resources import BY_KIND
+from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
 from kueue_es.scheduler.multikueue import check_of
@@ -77,7 +78,7 @@ class ObservedWorkers:
     clock: Callable[[], float]
     append: Any
     _owners_unread: dict[str, OwnerRetry]
-    _written_active: dict[str, tuple[str, tuple[str, str, str]]]
+    _written_active: dict[str, tuple[str, int, tuple[str, str, str]]]
 
     async def _observe(self, keys: PassKeys | None = None) -> None:
         """Append what changed: a worker reached or lost, a copy's conditions (of the workloads ``keys`` names)."""
@@ -181,21 +182,16 @@ class ObservedWorkers:
         for name in sorted(clusters):
             want = cluster_active(name, world)
             cluster = clusters[name]
-            written = (cluster.metadata.uid, want) if want is not None else None
+            written = (cluster.metadata.uid, cluster.metadata.generation, want) if want is not None else None
             if written is None or self._written_active.get(name) == written:
                 continue
-            current = next((c for c in cluster.status.conditions if c.type == "Active"), None)
-            if current is not None and (current.status, current.reason, current.message) == want:
+            conditions = desired_cluster_active(cluster, want, _now())
+            if conditions is None:
                 self._written_active[name] = written
                 continue
-            ltt = (current.last_transition_time if current is not None and current.status == want[0]
-                   else format_time(_now()))
-            others = [msgspec.to_builtins(c) for c in cluster.status.conditions if c.type != "Active"]
-            cond = {"type": "Active", "status": want[0], "reason": want[1], "message": want[2],
-                    "lastTransitionTime": ltt, "observedGeneration": cluster.metadata.generation}
             try:
                 await self.client.patch(BY_KIND["MultiKueueCluster"], name,
-                                        {"status": {"conditions": [*others, cond]}}, subresource="status")
+                                        {"status": {"conditions": conditions}}, subresource="status")
             except NotFound:
                 continue
             except KubeError as exc:
@@ -204,6 +200,24 @@ class ObservedWorkers:
                             error=str(exc))
                 continue
             self._written_active[name] = written
+
+
+def desired_cluster_active(cluster: o.MultiKueueCluster, want: tuple[str, str, str], now_ms: int
+                           ) -> list[dict[str, Any]] | None:
+    """The cluster's conditions with ``Active`` as ``want`` (status, reason, message: :func:`cluster_active`)
+    says at the cluster's generation, the others kept, its lastTransitionTime moved only when the status flips;
+    None when it shows that already. A spec edit that leaves the connection as it was still has the condition
+    written, at the new generation (Kueue #15962, in release-0.18 and 0.19: its cluster controller no longer takes
+    a condition of an older generation for up to date)."""
+    current = next((c for c in cluster.status.conditions if c.type == "Active"), None)
+    if current is not None and (current.status, current.reason, current.message) == want \
+            and current.observed_generation == cluster.metadata.generation:
+        return None
+    ltt = current.last_transition_time if current is not None and current.status == want[0] else format_time(now_ms)
+    others = [msgspec.to_builtins(c) for c in cluster.status.conditions if c.type != "Active"]
+    cond = {"type": "Active", "status": want[0], "reason": want[1], "message": want[2], "lastTransitionTime": ltt,
+            "observedGeneration": cluster.metadata.generation}
+    return [*others, cond]
 
 
 def _now() -> int:

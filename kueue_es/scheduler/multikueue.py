@@ -18,7 +18,11 @@ the others once it does):
    then, reading only the copies on the workers the check's MultiKueueConfig names (nothing decided while it
    cannot be read, as Kueue's reconcile fails then):
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
-   (``RemoteWorkloadFinished``);
+   (``RemoteWorkloadFinished``) — but a copy finished by a sync failure (``OutOfSync``, an elastic workload's
+   aside, or ``OwnerNotFound``: :func:`sync_failure`) is no end of the job: while the check is Ready it goes
+   ``Retry``, "Remote workload on worker cluster ... is out of sync with its user job, resetting for re-dispatch,
+   ..." (a Warning ``MultiKueue`` Event), otherwise nothing is decided until the connector has deleted that copy
+   (:func:`connectors.k8s.multikueue_copies.stale`);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
 4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready: that worker runs
    it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
@@ -236,6 +240,36 @@ REMOTE_LOST = "Admitting remote lost"
 lost (Kueue's since v0.19, #13124: "Reserving remote no longer exists or is not admitted" and "Reserving remote
 lost" before)."""
 
+SYNC_FAILURE_REASONS = ("OutOfSync", "OwnerNotFound")
+"""The Finished reasons of a copy that say it lost sync with its owner on the worker (the copied owner no longer
+matches the copied Workload, or the worker's Kueue took the copy for an orphan), not that the job ended."""
+
+
+def sync_failure(state: ClusterState, wl: WorkloadInfo, reason: str) -> bool:
+    """Whether a copy of ``wl`` finished for ``reason`` failed to sync rather than ran to its end: Kueue's MultiKueue
+    controller retries such a workload instead of finishing it (``OutOfSync``: #13047, ``OwnerNotFound``: #14997,
+    both backported to release-0.17 and 0.18; the stored newest ``workload.go`` may predate them, the released
+    behaviour is followed). An elastic workload's ``OutOfSync`` is its slice replacement's and finishes it."""
+    if reason == "OutOfSync":
+        return not multikueue_slices.elastic(state, wl)
+    return reason in SYNC_FAILURE_REASONS
+
+
+_SYNC_FAILED_HEAD, _SYNC_FAILED_TAIL = "Remote workload on worker cluster ", " is out of sync with its user job, "
+
+
+def sync_failed_message(cluster: str, previously: str) -> str:
+    """The check's Retry message (and the Warning ``MultiKueue`` Event's) for a copy finished by a sync failure on
+    ``cluster``, Kueue's wording (its integration test of #13047 and #14997). Bounded by a cluster's name, so never
+    cut by Kueue's condition or Event message limits."""
+    return f'{_SYNC_FAILED_HEAD}"{cluster}"{_SYNC_FAILED_TAIL}resetting for re-dispatch, Previously: "{previously}"'
+
+
+def is_sync_failed(state: str, message: str) -> bool:
+    """Whether a MultiKueue check update is the Retry of :func:`sync_failed_message`."""
+    return state == "Retry" and message.startswith(_SYNC_FAILED_HEAD) and _SYNC_FAILED_TAIL in message
+
+
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -426,6 +460,10 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     finished = first_with(state, wl, "Finished", workers)
     if finished is not None:
         cluster, cond = finished
+        if sync_failure(state, wl, cond.reason):
+            if check.state != "Ready":
+                return []  # Kueue returns: reset once, never finished on it (the connector drops the copy)
+            return [_update(wl, check, "Retry", sync_failed_message(cluster, check.state), base)]
         return [ev.RemoteWorkloadFinished(key=wl.key, uid=wl.uid, cluster=cluster, reason=cond.reason,
                                           message=cond.message, **base)]
     evicted = first_with(state, wl, "Evicted", workers)

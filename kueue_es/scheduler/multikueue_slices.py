@@ -28,7 +28,7 @@ SLICE_REPLACED = "WorkloadSliceReplaced"
 """The Finished reason of a slice the scheduler replaced with a new one."""
 
 
-def _elastic(state: ClusterState, wl: WorkloadInfo) -> bool:
+def elastic(state: ClusterState, wl: WorkloadInfo) -> bool:
     """Kueue's ``IsElasticWorkload``: the gate on and the Workload annotated ``kueue.x-k8s.io/elastic-job: "true"``."""
     return wl.elastic and state.gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
 
@@ -37,7 +37,7 @@ def slice_worker(state: ClusterState, wl: WorkloadInfo) -> str | None:
     """The worker an elastic slice is dispatched to alone: the one the slice it replaces was placed on (that slice's
     ``status.clusterName``, kept once it is finished); None for any other workload, or when the replaced slice is
     gone or was on no worker (then it is dispatched as any workload)."""
-    if not wl.replaces or not _elastic(state, wl):
+    if not wl.replaces or not elastic(state, wl):
         return None
     old = state.workloads.get(wl.replaces)
     return old.cluster_name or None if old is not None else None
@@ -47,7 +47,7 @@ def keeps_copies(state: ClusterState, wl: WorkloadInfo) -> bool:
     """Whether the copies of the elastic ``wl`` stay on the workers although it is not to run there: finished as
     replaced by a new slice, or a scale-up slice not finished that holds no quota (Kueue's workload controller
     leaves both alone)."""
-    if not _elastic(state, wl):
+    if not elastic(state, wl):
         return False
     if wl.phase == FINISHED:
         finished = wl.condition("Finished")

@@ -482,6 +482,19 @@ def test_the_multikueue_check_records_kueue_s_multikueue_event_only_for_an_admis
     assert rows(events_for(d, w, check_controller=MK)) == want
 
 
+SYNC_FAILED = ('Remote workload on worker cluster "worker1" is out of sync with its user job, resetting for '
+               're-dispatch, Previously: "Ready"')
+
+
+def test_a_copy_finished_by_a_sync_failure_records_a_warning_multikueue_event() -> None:
+    """Kueue's MultiKueue controller (#13047, #14997): its Retry for a copy finished OutOfSync or OwnerNotFound on
+    the worker records a Warning ``MultiKueue`` Event with the check's message, naming that worker."""
+    w = wl(phase=RESERVED, cq="cq", checks={"mk": "Ready"})
+    d = ev.AdmissionCheckUpdated(time=T0, key="default/foo", check="mk", state="Retry", message=SYNC_FAILED, **BASE)
+    assert rows(events_for(d, w, check_controller=MK)) == [
+        (on(w), "Warning", "MultiKueue", "MultiKueue", SYNC_FAILED, WORKLOAD_CONTROLLER)]
+
+
 def test_the_ledger_tells_a_multikueue_check_s_update_from_a_provisioning_one_by_its_controller() -> None:
     """The ledger takes each check's controller from its AdmissionCheck as the decision is folded."""
     from types import SimpleNamespace

@@ -12,8 +12,12 @@ import msgspec
 import pytest
 from test_multikueue_connector import START, RecordingManager, WorkerClient, _appending, _connector, _state
 
+from connectors.k8s.checkstatus import desired_active
 from connectors.k8s.errors import Forbidden
+from connectors.k8s.multikueue_observe import desired_cluster_active
+from events import objects as o
 from events import schema as ev
+from projections.admissionchecks import check_active
 
 
 class RefusingManager(RecordingManager):
@@ -96,3 +100,64 @@ async def test_a_cluster_lost_then_made_again_gets_no_active_condition_of_what_w
     mk.client = manager  # type: ignore[assignment]
     await mk._write_cluster_status()
     assert manager.written == ["worker2"]
+
+
+def _at_generation(obj: Any, generation: int, shown: list[Any]) -> Any:
+    """``obj`` (a MultiKueueCluster or AdmissionCheck) at ``generation`` (its spec edited), showing ``shown``."""
+    return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, generation=generation),
+                                   status=msgspec.structs.replace(obj.status, conditions=shown))
+
+
+ACTIVE_AT_1 = o.Condition(type="Active", status="True", reason="Active", message="Connected",
+                          last_transition_time="2024-01-01T00:00:00Z", observed_generation=1)
+
+
+def test_a_clusters_active_condition_takes_the_generation_a_spec_edit_brings() -> None:
+    """Kueue #15962 (release-0.18/0.19 #15986/#15989): a MultiKueueCluster whose spec was edited and whose
+    connection stays as it was gets its ``Active`` condition written anew at its new generation (its
+    lastTransitionTime kept); shown at its generation already, nothing is written."""
+    cluster = o.MultiKueueCluster(metadata=o.ObjectMeta(name="worker1", uid="u", generation=1))
+    want = ("True", "Active", "Connected")
+    t = 1_767_225_600_000
+    assert desired_cluster_active(_at_generation(cluster, 1, [ACTIVE_AT_1]), want, t) is None
+    (cond,) = desired_cluster_active(_at_generation(cluster, 2, [ACTIVE_AT_1]), want, t) or []
+    assert cond == {**msgspec.to_builtins(ACTIVE_AT_1), "observedGeneration": 2}
+
+
+def test_a_multikueue_checks_active_condition_takes_the_generation_a_spec_edit_brings(tmp_path: Path) -> None:
+    """Kueue #14838: a MultiKueue AdmissionCheck edited (its parameters naming another, equally active config)
+    gets its ``Active`` condition written at its new generation, status, reason and message unchanged."""
+    state = _state(tmp_path)
+    ac = state.admission_checks["mk"]
+    shown = o.Condition(type="Active", status="False", reason="SomeActiveClusters",
+                        message="Inactive clusters: [worker1]", last_transition_time="2024-01-01T00:00:00Z",
+                        observed_generation=1)
+    state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(
+        time=START, key="worker1", connected=False, reason="ClientConnectionFailed", message="refused")))
+    active, reason, message = check_active(ac, {}, state.multikueue)
+    shown = msgspec.structs.replace(shown, status="True" if active else "False", reason=reason, message=message)
+    assert desired_active(_at_generation(ac, 1, [shown]), {}, START, state.multikueue) is None
+    (cond,) = desired_active(_at_generation(ac, 3, [shown]), {}, START, state.multikueue) or []
+    assert cond == {**msgspec.to_builtins(shown), "observedGeneration": 3}
+
+
+@pytest.mark.asyncio
+async def test_a_cluster_edited_gets_its_active_condition_written_at_its_new_generation(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    mk = _connector(state, {})
+    manager = RefusingManager(state, set())
+    mk.client = manager  # type: ignore[assignment]
+    await mk._write_cluster_status()
+    cluster = state.multikueue_clusters["worker1"]
+    (written,) = [p["status"]["conditions"][-1] for p in manager.patches][:1]
+    shown = msgspec.convert(written, o.Condition)
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key="worker1", obj=_at_generation(
+        cluster, cluster.metadata.generation, [shown]))))
+    manager.written.clear()
+    await mk._write_cluster_status()
+    assert manager.written == [], "shown as it should be"
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key="worker1", obj=_at_generation(
+        cluster, cluster.metadata.generation + 1, [shown]))))
+    await mk._write_cluster_status()
+    assert manager.written == ["worker1"]
+    assert manager.patches[-1]["status"]["conditions"][-1]["observedGeneration"] == cluster.metadata.generation + 1

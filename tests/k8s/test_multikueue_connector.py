@@ -280,6 +280,45 @@ async def test_a_copy_deleted_on_the_workload_s_worker_is_not_made_there_again(t
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(("reason", "stale"), [("OutOfSync", True), ("OwnerNotFound", True), ("Succeeded", False)])
+async def test_a_copy_finished_by_a_sync_failure_is_dropped_and_made_anew_on_a_nominated_worker(
+        tmp_path: Path, reason: str, stale: bool) -> None:
+    """A copy finished OutOfSync or OwnerNotFound stays finished for ever on its worker: after the Retry and the
+    eviction it brings (Kueue #13047, #14997), the requeued workload is nominated there again and that copy, were
+    it kept as the new one, would hold it (the check Pending, nothing decided on it: Kueue #14736). It is
+    deleted, its Job copy first, and made anew once the worker's watch shows it gone. A copy finished otherwise is
+    left (it ends the workload)."""
+    state = _state(tmp_path)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2") and not state.workloads[KEY].cluster_name
+    job = {"metadata": {"name": "a", "namespace": "default", "uid": "job-copy", "resourceVersion": "5",
+                        "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
+                                   "kueue.x-k8s.io/multikueue-origin": "multikueue"}}, "status": {}}
+    worker = RunningWorker(job)
+    mk = _connector(state, {"worker1": worker, "worker2": WorkerClient()})
+    w1 = mk.workers["worker1"]
+    w1.workloads[KEY] = {
+        "metadata": {"name": "job-a", "namespace": "default", "uid": "old-copy", "resourceVersion": "8",
+                     "labels": {"kueue.x-k8s.io/multikueue-origin": "multikueue"},
+                     "ownerReferences": [{"kind": "Job", "name": "a"}]},
+        "status": {"conditions": [{"type": "Finished", "status": "True", "reason": reason, "message": "m",
+                                   "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
+    w1.owners.setdefault("Job", {})["default/a"] = job
+    await mk.sync_copies("multikueue")
+    if not stale:
+        assert worker.deleted == [] and worker.created == []
+        return
+    assert worker.deleted == ["Job:default/a", "Workload:default/job-a"] and worker.created == []
+    w1.moved.add(KEY)
+    await mk.sync_copies("multikueue")  # the watch has not shown it deleted yet: nothing more
+    assert worker.deleted == ["Job:default/a", "Workload:default/job-a"] and worker.created == []
+    del w1.workloads[KEY]  # the watch shows it deleted
+    w1.gone("Workload", KEY, "old-copy")
+    w1.moved.add(KEY)
+    await mk.sync_copies("multikueue")
+    assert worker.created == ["Workload:default/job-a"]
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("manager_side", ["evicted", "deleted"])
 async def test_an_owner_copy_whose_workload_copy_is_gone_is_deleted_all_the_same(tmp_path: Path,
                                                                                  manager_side: str) -> None:

@@ -106,6 +106,22 @@ def test_the_active_condition_of_a_provisioning_check() -> None:
     assert desired_active(foreign, {"prc": config}, t) is None, "another controller's check"
 
 
+def test_a_checks_active_condition_takes_the_generation_a_spec_edit_brings() -> None:
+    """Kueue #14931: a ProvisioningRequest check edited and still active (another config that exists) gets its
+    ``Active`` condition written anew at its new generation, its lastTransitionTime kept."""
+    shown = o.Condition(type="Active", status="True", reason="Active", message="The admission check is active",
+                        last_transition_time="2026-01-01T00:00:00Z", observed_generation=1)
+    ac = o.AdmissionCheck(metadata=o.ObjectMeta(name="prov", generation=2), spec=o.AdmissionCheckSpec(
+        controller_name="kueue.x-k8s.io/provisioning-request", parameters=o.AdmissionCheckParameters(
+            api_group="kueue.x-k8s.io", kind="ProvisioningRequestConfig", name="other")),
+        status=o.AdmissionCheckStatus(conditions=[shown]))
+    configs = {"other": o.ProvisioningRequestConfig(metadata=o.ObjectMeta(name="other"))}
+    (cond,) = desired_active(ac, configs, 1_767_225_700_000) or []
+    assert cond == {**msgspec.to_builtins(shown), "observedGeneration": 2}
+    at_2 = msgspec.structs.replace(ac, status=o.AdmissionCheckStatus(conditions=[msgspec.convert(cond, o.Condition)]))
+    assert desired_active(at_2, configs, 1_767_225_700_000) is None
+
+
 
 # --- a creation waits for the stored reservation ------------------------------------------------------------------
 

@@ -499,3 +499,109 @@ def test_nothing_is_decided_on_a_running_workload_while_its_check_s_config_canno
     assert decide(state, MK_CONFIG, now=START + 1000) == []
     _apply(state, ev.ObjectUpserted(time=START + 2000, key="mk-config", obj=config))
     assert [type(d).__name__ for d in decide(state, MK_CONFIG, now=START + 2000)] == ["RemoteWorkloadFinished"]
+
+
+SYNC_FAILED = ('Remote workload on worker cluster "worker1" is out of sync with its user job, resetting for '
+               're-dispatch, Previously: "Ready"')
+"""Kueue's Retry message (and Warning ``MultiKueue`` Event) for a copy finished on its worker by a sync failure
+(#13047, #14997; test/integration/multikueue/jobs_test.go of the release branches)."""
+
+
+def _finished_copy(t: int, reason: str, cluster: str = "worker1", **others: str) -> ev.RemoteWorkloadObserved:
+    conditions = [o.Condition(type=k, status=v, reason=k, last_transition_time="2024-01-01T00:00:00Z")
+                  for k, v in sorted(others.items())]
+    conditions.append(o.Condition(type="Finished", status="True", reason=reason, message=f"finished {reason}",
+                                  last_transition_time="2024-01-01T00:00:01Z"))
+    return ev.RemoteWorkloadObserved(time=t, key=KEY, cluster=cluster, conditions=conditions)
+
+
+def _running_on_worker1(tmp_path: Path, elastic: bool = False):
+    """The dispatch scenario's workload admitted on worker1 (its check Ready); elastic: its Workload annotated
+    ``kueue.x-k8s.io/elastic-job: "true"`` (ElasticJobsViaWorkloadSlices is on by default)."""
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
+    if elastic:
+        wl_doc = next(d for d in objects if d["kind"] == "Workload")
+        wl_doc["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    path = tmp_path / "objects.yaml"
+    path.write_text(fastyaml.safe_dump_all(objects))
+    state = load_state(str(path), None, START).state
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    _apply(state, _remote(START + 1000, "worker1", QuotaReserved="True", Admitted="True"))
+    settle(state, MK_CONFIG, now=START + 1000)
+    wl = state.workloads[KEY]
+    assert (wl.cluster_name, wl.check_states["mk"].state, wl.elastic) == ("worker1", "Ready", elastic)
+    return state
+
+
+@pytest.mark.parametrize("reason", ["OutOfSync", "OwnerNotFound"])
+def test_a_copy_finished_by_a_sync_failure_retries_the_check_instead_of_finishing(tmp_path: Path,
+                                                                                   reason: str) -> None:
+    """Kueue's MultiKueue controller (#13047 OutOfSync, #14997 OwnerNotFound, both in the release branches): a copy
+    finished on its worker for a reason that says the copy lost sync with its owner is no completion of the job:
+    the check goes Retry (and a Warning Event is recorded), the eviction that follows resets it, and once the job
+    stopped the workload is requeued, gets quota again and is dispatched anew, the finished copy forgotten."""
+    state = _running_on_worker1(tmp_path)
+    _apply(state, _finished_copy(START + 2000, reason, QuotaReserved="True", Admitted="True"))
+    batch = decide(state, MK_CONFIG, now=START + 2000)
+    assert [(type(d).__name__, getattr(d, "state", ""), getattr(d, "message", "")) for d in batch] == [
+        ("AdmissionCheckUpdated", "Retry", SYNC_FAILED)]
+    _apply(state, *batch)
+    settle(state, MK_CONFIG, now=START + 2000)
+    wl = state.workloads[KEY]
+    assert wl.phase != "Finished" and wl.evicted == "AdmissionCheck" and not wl.remotes
+    assert wl.check_states["mk"].state == "Pending"
+    _apply(state, ev.JobStopped(time=START + 3000, key=KEY))
+    settle(state, MK_CONFIG, now=START + 3000)
+    assert wl.reserving and wl.cluster_name == "" and wl.nominated == ("worker1",)
+
+
+@pytest.mark.parametrize("reason", ["OutOfSync", "OwnerNotFound"])
+def test_a_copy_finished_by_a_sync_failure_while_the_check_is_not_ready_decides_nothing(tmp_path: Path,
+                                                                                       reason: str) -> None:
+    """Kueue resets the check only while it is Ready, and otherwise returns: it never finishes the workload on such a
+    copy, nor goes on to the copies admitted elsewhere (the connector deletes the stale copy, which unblocks it)."""
+    state = _state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+           ev.MultiKueueClusterObserved(time=START, key="worker2", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    _apply(state, _finished_copy(START + 1000, reason), _remote(START + 1000, "worker2", Admitted="True"))
+    assert decide(state, MK_CONFIG, now=START + 1000) == []
+    wl = state.workloads[KEY]
+    assert wl.phase != "Finished" and wl.check_states["mk"].state == "Pending" and wl.cluster_name == ""
+
+
+def test_an_elastic_workloads_copy_finished_out_of_sync_finishes_it_as_before(tmp_path: Path) -> None:
+    """An elastic workload's slice replacement finishes copies OutOfSync: Kueue leaves them out of the reset."""
+    state = _running_on_worker1(tmp_path, elastic=True)
+    _apply(state, _finished_copy(START + 2000, "OutOfSync", Admitted="True"))
+    batch = decide(state, MK_CONFIG, now=START + 2000)
+    assert [(type(d).__name__, d.reason) for d in batch] == [("RemoteWorkloadFinished", "OutOfSync")]
+
+
+@pytest.mark.parametrize("reason", ["Succeeded", "Failed"])
+def test_a_copy_finished_for_any_other_reason_finishes_the_workload(tmp_path: Path, reason: str) -> None:
+    state = _running_on_worker1(tmp_path)
+    _apply(state, _finished_copy(START + 2000, reason, Admitted="True"))
+    batch = decide(state, MK_CONFIG, now=START + 2000)
+    assert [(type(d).__name__, d.reason, d.message) for d in batch] == [
+        ("RemoteWorkloadFinished", reason, f"finished {reason}")]
+
+
+def test_a_requeued_workload_waits_while_the_stale_copy_is_seen_and_runs_once_it_is_gone(tmp_path: Path) -> None:
+    """After the Retry and the eviction the requeued workload is nominated on worker1 again, where the copy that
+    finished OutOfSync may still be seen (the connector deletes it, :func:`connectors.k8s.multikueue_copies.stale`):
+    nothing is decided on it meanwhile; once it is gone, a new copy admitted there runs the workload."""
+    state = _running_on_worker1(tmp_path)
+    _apply(state, _finished_copy(START + 2000, "OutOfSync", Admitted="True"))
+    settle(state, MK_CONFIG, now=START + 2000)
+    _apply(state, ev.JobStopped(time=START + 3000, key=KEY))
+    settle(state, MK_CONFIG, now=START + 3000)
+    wl = state.workloads[KEY]
+    assert wl.reserving and wl.nominated == ("worker1",) and wl.check_states["mk"].state == "Pending"
+    _apply(state, _finished_copy(START + 4000, "OutOfSync", Admitted="True"))
+    assert decide(state, MK_CONFIG, now=START + 4000) == []
+    _apply(state, ev.RemoteWorkloadObserved(time=START + 5000, key=KEY, cluster="worker1", exists=False),
+           _remote(START + 6000, "worker1", QuotaReserved="True", Admitted="True"))
+    settle(state, MK_CONFIG, now=START + 6000)
+    assert (wl.cluster_name, wl.check_states["mk"].state, wl.phase) == ("worker1", "Ready", "Admitted")
