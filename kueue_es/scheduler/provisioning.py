@@ -143,12 +143,14 @@ def _same_requests(a: list[o.Container], b: list[o.Container]) -> bool:
 
 def _same_scheduling(a: o.PodSpec, b: o.PodSpec) -> bool:
     """Kueue's IdenticalWorkloadSchedulingRequirements: equal per-container requests, pod resources, node
-    selector, tolerations and affinity."""
+    selector, tolerations, affinity and pod-level resourceClaims (a pod set that claims devices is not another's
+    twin however alike their cpu and memory: Kueue #5290)."""
     ra, rb = a.resources or o.ResourceRequirements(), b.resources or o.ResourceRequirements()
     return (_same_requests(a.containers, b.containers) and _same_requests(a.init_containers, b.init_containers)
             and _quantities(ra.requests) == _quantities(rb.requests)
             and _quantities(ra.limits) == _quantities(rb.limits)
-            and a.node_selector == b.node_selector and a.tolerations == b.tolerations and a.affinity == b.affinity)
+            and a.node_selector == b.node_selector and a.tolerations == b.tolerations and a.affinity == b.affinity
+            and a.resource_claims == b.resource_claims)
 
 
 def merged_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.ProvisioningRequestConfig
