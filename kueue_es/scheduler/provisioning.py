@@ -153,6 +153,20 @@ def _same_scheduling(a: o.PodSpec, b: o.PodSpec) -> bool:
             and a.resource_claims == b.resource_claims)
 
 
+def _by_value(r: o.ResourceRequirements) -> o.ResourceRequirements:
+    return o.ResourceRequirements(requests=_quantities(r.requests), limits=_quantities(r.limits))  # type: ignore[arg-type]
+
+
+def _canonical(t: o.PodTemplateSpec) -> o.PodTemplateSpec:
+    """``t`` with its quantities by value, as Kueue's equality.Semantic compares templates ("1000m" cpu is "1")."""
+    spec = t.spec
+    spec = msgspec.structs.replace(
+        spec, containers=[msgspec.structs.replace(c, resources=_by_value(c.resources)) for c in spec.containers],
+        init_containers=[msgspec.structs.replace(c, resources=_by_value(c.resources)) for c in spec.init_containers],
+        overhead=_quantities(spec.overhead), resources=None if spec.resources is None else _by_value(spec.resources))
+    return msgspec.structs.replace(t, spec=spec)
+
+
 def merged_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.ProvisioningRequestConfig
                     ) -> list[tuple[int, int]]:
     """(pod-set index, count) of the request's pod sets: the needed ones, each added to the first earlier entry
@@ -163,7 +177,7 @@ def merged_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.Provisionin
     for i, count in needed_pod_sets(state, wl, config):
         for entry in merged:
             first = templates[entry[0]]
-            if (policy == "IdenticalPodTemplates" and first == templates[i]) or (
+            if (policy == "IdenticalPodTemplates" and _canonical(first) == _canonical(templates[i])) or (
                     policy == "IdenticalWorkloadSchedulingRequirements" and _same_scheduling(first.spec, templates[i].spec)):
                 entry[1] += count
                 break
