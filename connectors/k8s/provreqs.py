@@ -3,6 +3,8 @@
 ``ProvisioningRequestCreated`` carries every object to write. In the order the decision states: the
 PodTemplates (controller owner: the Workload), then the ProvisioningRequest (controller owner: the Workload),
 then each template's controller owner becomes the request, so that deleting the request takes its templates.
+Each PodTemplate is its pod set's whole template as the apiserver holds the Workload (read first), with what the
+decision decides put over it (:mod:`connectors.k8s.provreq_templates`), as Kueue writes it.
 ``ProvisioningRequestDeleted`` deletes the request, conditioned on its uid when the decision knows it.
 
 Idempotent, so a retry or a restart that applies a decision again is harmless: an object that already exists is
@@ -37,15 +39,18 @@ from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, NotFound
 from connectors.k8s.job_sync import same_pod_spec
 from connectors.k8s.journal import Journal
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict
-from connectors.k8s.resources import POD_TEMPLATES, PROVISIONING_REQUESTS
+from connectors.k8s.provreq_templates import stored_templates, whole_template
+from connectors.k8s.resources import BY_KIND, POD_TEMPLATES, PROVISIONING_REQUESTS
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.config_record import in_force
+from kueue_es.scheduler.provisioning import template_name
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.provreqs")
+WORKLOADS = BY_KIND["Workload"]
 RequestDecision = ev.ProvisioningRequestCreated | ev.ProvisioningRequestDeleted
 
 
@@ -241,8 +246,9 @@ class RequestApplier:
         req = e.request
         ns, name = req.metadata.namespace, req.metadata.name
         enforce = (in_force(self.mirror.state) or DEFAULT).gate(gates.ENFORCE_PROVISIONING_POD_TEMPLATE_CONTENTS)
+        stored = await self._stored_templates(e)
         for pt in e.pod_templates:
-            await self._template(pt, enforce)
+            await self._template(pt, whole_template(msgspec.to_builtins(pt), stored.get(pt.metadata.name)), enforce)
         created = await self._create_once(PROVISIONING_REQUESTS, msgspec.to_builtins(req), ns, e.uid)
         owner = {"apiVersion": PROVISIONING_REQUESTS.api_version, "kind": "ProvisioningRequest", "name": name,
                  "uid": created.metadata.uid, "controller": True, "blockOwnerDeletion": True}
@@ -253,14 +259,27 @@ class RequestApplier:
         log.info("created provisioning request", workload=e.key, request=f"{ns}/{name}", attempt=e.attempt,
                  templates=[pt.metadata.name for pt in e.pod_templates])
 
-    async def _template(self, pt: o.PodTemplate, enforce: bool) -> None:
-        """Create the PodTemplate, or take the one already at its name — under
+    async def _stored_templates(self, e: ev.ProvisioningRequestCreated) -> dict[str, dict[str, Any]]:
+        """PodTemplate name -> the pod set's template in the Workload as the apiserver holds it (whole, unlike the
+        fold's view of it: :mod:`connectors.k8s.provreq_templates`). A Workload gone, or another of its name,
+        rejects the decision."""
+        ns, _, name = e.key.partition("/")
+        try:
+            workload = msgspec.json.decode(await self.client.get(WORKLOADS, name, ns))
+        except NotFound as exc:
+            raise _Rejected("NotFound", "the Workload no longer exists") from exc
+        if (workload.get("metadata") or {}).get("uid") != e.uid:
+            raise _Rejected("NotFound", "the Workload no longer exists")
+        request = e.request.metadata.name
+        return stored_templates(workload, lambda pod_set: template_name(request, pod_set))
+
+    async def _template(self, pt: o.PodTemplate, body: dict[str, Any], enforce: bool) -> None:
+        """Create the PodTemplate (``body``: ``pt`` whole), or take the one already at its name — under
         ``EnforceProvisioningPodTemplateContents`` only when it is alike what the decision derives (Kueue's pod
         template comparison: tolerations, each container's requests and limits); one that differs (made by
         someone else at the predictable name, or left by an earlier attempt) is deleted and made anew, so the
         request never asks capacity for pods its Workload's quota did not cover."""
         ns, name = pt.metadata.namespace, pt.metadata.name
-        body = msgspec.to_builtins(pt)
         try:
             await self.client.create(POD_TEMPLATES, body, ns)
             return

@@ -143,12 +143,28 @@ def _same_requests(a: list[o.Container], b: list[o.Container]) -> bool:
 
 def _same_scheduling(a: o.PodSpec, b: o.PodSpec) -> bool:
     """Kueue's IdenticalWorkloadSchedulingRequirements: equal per-container requests, pod resources, node
-    selector, tolerations and affinity."""
+    selector, tolerations, affinity and pod-level resourceClaims (a pod set that claims devices is not another's
+    twin however alike their cpu and memory: Kueue #5290)."""
     ra, rb = a.resources or o.ResourceRequirements(), b.resources or o.ResourceRequirements()
     return (_same_requests(a.containers, b.containers) and _same_requests(a.init_containers, b.init_containers)
             and _quantities(ra.requests) == _quantities(rb.requests)
             and _quantities(ra.limits) == _quantities(rb.limits)
-            and a.node_selector == b.node_selector and a.tolerations == b.tolerations and a.affinity == b.affinity)
+            and a.node_selector == b.node_selector and a.tolerations == b.tolerations and a.affinity == b.affinity
+            and a.resource_claims == b.resource_claims)
+
+
+def _by_value(r: o.ResourceRequirements) -> o.ResourceRequirements:
+    return o.ResourceRequirements(requests=_quantities(r.requests), limits=_quantities(r.limits))  # type: ignore[arg-type]
+
+
+def _canonical(t: o.PodTemplateSpec) -> o.PodTemplateSpec:
+    """``t`` with its quantities by value, as Kueue's equality.Semantic compares templates ("1000m" cpu is "1")."""
+    spec = t.spec
+    spec = msgspec.structs.replace(
+        spec, containers=[msgspec.structs.replace(c, resources=_by_value(c.resources)) for c in spec.containers],
+        init_containers=[msgspec.structs.replace(c, resources=_by_value(c.resources)) for c in spec.init_containers],
+        overhead=_quantities(spec.overhead), resources=None if spec.resources is None else _by_value(spec.resources))
+    return msgspec.structs.replace(t, spec=spec)
 
 
 def merged_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.ProvisioningRequestConfig
@@ -161,7 +177,7 @@ def merged_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.Provisionin
     for i, count in needed_pod_sets(state, wl, config):
         for entry in merged:
             first = templates[entry[0]]
-            if (policy == "IdenticalPodTemplates" and first == templates[i]) or (
+            if (policy == "IdenticalPodTemplates" and _canonical(first) == _canonical(templates[i])) or (
                     policy == "IdenticalWorkloadSchedulingRequirements" and _same_scheduling(first.spec, templates[i].spec)):
                 entry[1] += count
                 break

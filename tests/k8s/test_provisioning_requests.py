@@ -186,13 +186,24 @@ def test_create_verdict() -> None:
 
 
 class FakeClient:
-    """Records the writes; every create succeeds (uid ``uid-<name>``)."""
+    """Records the calls; every create succeeds (uid ``uid-<name>``); a Workload ``<name>`` read is stored with uid
+    ``<name>-uid`` (or :attr:`uids`'s) and pod set ``main`` of template :attr:`template`. :attr:`bodies`: each create's body."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+        self.bodies: dict[str, dict[str, Any]] = {}
+        self.template: dict[str, Any] = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
+        self.uids: dict[str, str] = {}
+
+    async def get(self, resource: Any, name: str, ns: str) -> bytes:
+        assert resource.kind == "Workload", resource
+        self.calls.append(("get", name))
+        return msgspec.json.encode({"metadata": {"name": name, "namespace": ns, "uid": self.uids.get(name, f"{name}-uid")},
+                                    "spec": {"podSets": [{"name": "main", "count": 2, "template": self.template}]}})
 
     async def create(self, resource: object, body: dict[str, Any], ns: str) -> bytes:
         self.calls.append(("create", body["metadata"]["name"]))
+        self.bodies[body["metadata"]["name"]] = body
         return msgspec.json.encode({"metadata": {"uid": f"uid-{body['metadata']['name']}"}})
 
     async def patch(self, resource: object, name: str, body: object, ns: str) -> bytes:
@@ -224,7 +235,7 @@ async def test_the_applier_creates_once_the_watch_shows_the_reservation() -> Non
 
     await journal.append([upserted(stored(RESERVED))])
     await applier.apply_pending()
-    assert client.calls == [("create", "ppt-wl-prov-1-main"), ("create", "wl-prov-1"),
+    assert client.calls == [("get", "wl"), ("create", "ppt-wl-prov-1-main"), ("create", "wl-prov-1"),
                             ("patch", "ppt-wl-prov-1-main")]
     assert await _outcomes(journal) == [("DecisionApplied", 1, "")]
     assert applier.held == {}
@@ -283,7 +294,9 @@ class Squatted(FakeClient):
             raise AlreadyExists(f"podtemplates {name!r} already exists", 409, "AlreadyExists")
         return await super().create(resource, body, ns)
 
-    async def get(self, resource: object, name: str, ns: str) -> bytes:
+    async def get(self, resource: Any, name: str, ns: str) -> bytes:
+        if resource.kind == "Workload":
+            return await super().get(resource, name, ns)
         self.calls.append(("get", name))
         self.squatted = False  # the next create, after the delete, makes it anew
         requests = {"requests": {"cpu": self.cpu}} if self.cpu else {}
@@ -307,11 +320,63 @@ async def test_a_podtemplate_at_the_derived_name_unlike_the_derived_one_is_repla
     client = Squatted(cpu)
     applier = RequestApplier(client, journal)  # type: ignore[arg-type]
     await applier.apply_pending()
-    found = [("create refused", "ppt-wl-prov-1-main"), *([("get", "ppt-wl-prov-1-main")] if gate is None else [])]
+    found = [("get", "wl"), ("create refused", "ppt-wl-prov-1-main"), *([("get", "ppt-wl-prov-1-main")] if gate is None else [])]
     replacing = [("delete", "ppt-wl-prov-1-main"), ("create", "ppt-wl-prov-1-main")] if replaced else []
     assert client.calls == [*found, *replacing, ("create", "wl-prov-1"), ("patch", "ppt-wl-prov-1-main")]
     assert applier.stats.templates_replaced == int(replaced)
     assert await _outcomes(journal) == [("DecisionApplied", 2, "")]
+
+
+@pytest.mark.asyncio
+async def test_the_pod_template_is_the_pod_sets_whole_template_with_what_the_admission_decides() -> None:
+    """Kueue writes a request's PodTemplate from the pod set's whole template (its provisioning integration test
+    compares the containers with the Workload's): command, env, volume mounts, volumes, spread constraints... stay;
+    what the decision decides (template labels and annotations, node selector, tolerations, scheduling gates,
+    each container's requests and limits) is the decision's, so the template's own gate and an earlier admission's
+    annotation stay out. kueue-es wrote only the fold's view of the template, which carries none of the rest."""
+    e = created()
+    (pt,) = e.pod_templates
+    derived = o.PodTemplateSpec(
+        metadata=o.TemplateMeta(labels={"app": "x"}),
+        spec=o.PodSpec(node_selector={"ns1": "ns1v"}, containers=[o.Container(
+            name="c", image="i", resources=o.ResourceRequirements(requests={"example.com/gpu": "1"},
+                                                                  limits={"example.com/gpu": "1"}))]))
+    e = msgspec.structs.replace(e, pod_templates=[msgspec.structs.replace(pt, template=derived)])
+    client = FakeClient()
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "data-zone-a"}}]
+    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+    client.template = {
+        "metadata": {"labels": {"app": "x"}, "annotations": {"kueue.x-k8s.io/workload": "an-earlier-one"}},
+        "spec": {"serviceAccountName": "trainer", "volumes": volumes, "topologySpreadConstraints": spread,
+                 "schedulingGates": [{"name": "example.com/own-gate"}],
+                 "containers": [{"name": "c", "image": "i", "command": ["python", "train.py"],
+                                 "env": [{"name": "EPOCHS", "value": "3"}],
+                                 "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                                 "resources": {"limits": {"example.com/gpu": "1"}}}]}}
+    journal = await _journal(e, upserted(stored(RESERVED)))
+    await RequestApplier(client, journal).apply_pending()  # type: ignore[arg-type]
+    assert await _outcomes(journal) == [("DecisionApplied", 1, "")]
+    body = client.bodies["ppt-wl-prov-1-main"]
+    assert body["metadata"] == msgspec.to_builtins(pt.metadata)
+    assert body["template"] == {"metadata": {"labels": {"app": "x"}}, "spec": {
+        "serviceAccountName": "trainer", "volumes": volumes, "topologySpreadConstraints": spread,
+        "nodeSelector": {"ns1": "ns1v"},
+        "containers": [{"name": "c", "image": "i", "command": ["python", "train.py"],
+                        "env": [{"name": "EPOCHS", "value": "3"}],
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                        "resources": {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "1"}}}]}}
+
+
+@pytest.mark.asyncio
+async def test_a_creation_for_a_workload_the_apiserver_no_longer_holds_is_rejected() -> None:
+    """The stored Workload is read for its pod sets' templates: another Workload of the name (a new uid) is not
+    the one the decision was for, so nothing is created."""
+    client = FakeClient()
+    client.uids["wl"] = "another-uid"
+    journal = await _journal(created(), upserted(stored(RESERVED)))
+    await RequestApplier(client, journal).apply_pending()  # type: ignore[arg-type]
+    assert client.calls == [("get", "wl")]
+    assert await _outcomes(journal) == [("DecisionRejected", 1, "NotFound")]
 
 
 # --- the applier's loop: each workload on its own (KeyedWorkers) ----------------------------------------------------
@@ -399,7 +464,7 @@ async def test_one_workloads_slow_call_holds_back_no_other_workloads_decisions()
         client.release.set()
         await _until(journal, lambda: _has_outcome(journal, slow_later))
     assert [c for c in client.calls if "slow" in c[1]] == [
-        ("create", "ppt-slow-prov-1-main"), ("create", "slow-prov-1"), ("patch", "ppt-slow-prov-1-main"),
+        ("get", "slow"), ("create", "ppt-slow-prov-1-main"), ("create", "slow-prov-1"), ("patch", "ppt-slow-prov-1-main"),
         ("delete", "slow-prov-1")]
     assert (applier.stats.created, applier.stats.deleted, applier.stats.applied) == (2, 1, 3)
 
@@ -453,8 +518,8 @@ async def test_the_loop_retries_a_failed_decision_when_due_its_workloads_later_o
                                               created_for(other)])
         await _until(journal, lambda: _has_outcome(journal, later))
     assert [c for c in client.calls if "flaky" in c[1]] == [
-        ("create", "ppt-flaky-prov-1-main"), ("create failed", "flaky-prov-1"),
-        ("create", "ppt-flaky-prov-1-main"), ("create", "flaky-prov-1"), ("patch", "ppt-flaky-prov-1-main"),
+        ("get", "flaky"), ("create", "ppt-flaky-prov-1-main"), ("create failed", "flaky-prov-1"),
+        ("get", "flaky"), ("create", "ppt-flaky-prov-1-main"), ("create", "flaky-prov-1"), ("patch", "ppt-flaky-prov-1-main"),
         ("delete", "flaky-prov-1")]
     assert ("create", "other-prov-1") in client.calls
     assert (applier.stats.errors, applier.stats.applied) == (1, 3)
@@ -480,6 +545,7 @@ async def test_a_request_created_before_the_queue_stopped_is_not_deleted_with_th
         conditions=[RESERVED], admission=wl.admission, admission_checks=list(wl.check_states.values())))
     await journal.append([ev.ObjectUpserted(time=T0 + 1000, key=wl.key, uid=wl.uid, obj=shown)])
     client = FakeClient()
+    client.uids["job-a"] = wl.uid
     applier = RequestApplier(client, journal)  # type: ignore[arg-type]
     await applier.apply_pending()
     assert ("create", "job-a-prov-1") in client.calls
