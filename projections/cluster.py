@@ -1715,8 +1715,8 @@ class ClusterState:
             for wk in sorted(self.lq_members.get(key, ())):
                 self._enqueue(self.workloads[wk])
                 self.touched[wk] = None
-        elif kind not in ("Node", "Pod", "Job", "WorkloadPriorityClass", "PriorityClass"):
-            self._flush_all()
+        elif kind not in ("Node", "Pod", "Job", "WorkloadPriorityClass", "PriorityClass", "Namespace"):
+            self._flush_all()  # a Namespace going selects no ClusterQueue anew: Kueue retries nothing for it
 
     def _limits_changed(self, namespace: str, before: LimitSummary | None) -> None:
         """The LimitRanges of ``namespace`` changed; ``before`` is what they said before."""
