@@ -1432,10 +1432,11 @@ class ClusterState:
         match obj:
             case o.Namespace():
                 labels = dict(obj.metadata.labels)
-                if self.namespaces.get(name) != labels:
+                old = self.namespaces.get(name)
+                if old != labels:
                     self._specs_changed()
                 self.namespaces[name] = labels
-                self._flush_all()
+                self._flush_newly_selecting(old, labels)
             case o.ResourceFlavor():
                 old = self.flavors.get(name)
                 self.flavors[name] = obj
@@ -1714,8 +1715,8 @@ class ClusterState:
             for wk in sorted(self.lq_members.get(key, ())):
                 self._enqueue(self.workloads[wk])
                 self.touched[wk] = None
-        elif kind not in ("Node", "Pod", "Job", "WorkloadPriorityClass", "PriorityClass"):
-            self._flush_all()
+        elif kind not in ("Node", "Pod", "Job", "WorkloadPriorityClass", "PriorityClass", "Namespace"):
+            self._flush_all()  # a Namespace going selects no ClusterQueue anew: Kueue retries nothing for it
 
     def _limits_changed(self, namespace: str, before: LimitSummary | None) -> None:
         """The LimitRanges of ``namespace`` changed; ``before`` is what they said before."""
@@ -2368,6 +2369,19 @@ class ClusterState:
     def _flush_all(self) -> None:
         for cq in sorted(self.queues):
             self._flush_queue(cq)
+
+    def _flush_newly_selecting(self, old: dict[str, str] | None, new: dict[str, str]) -> None:
+        """A Namespace came or changed from labels ``old`` (None: not seen before) to ``new``: only the ClusterQueues
+        whose namespaceSelector selects it now and did not before send their parked workloads back, as Kueue's
+        ClusterQueue controller does on a Namespace update (v0.20's namespace handler); other queues' parked
+        workloads wait for what concerns them. A namespace first seen counts as selected by none before."""
+        if old == new:
+            return
+        for cq in sorted(self.queues):
+            spec = self.cluster_queues.get(cq)
+            selector = spec.spec.namespace_selector if spec is not None else None
+            if selector_matches(selector, new) and not selector_matches(selector, old):
+                self._flush_queue(cq)
 
     def _flush_tree(self, cq: str) -> None:
         parked = self.parked_queues
