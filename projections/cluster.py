@@ -112,6 +112,7 @@ from projections.resource_slices import ResourceSlices
 from projections.secondpass import HOSTNAME as HOSTNAME_LABEL
 from projections.secondpass import backoff_ms, needs_second_pass
 from projections.topology import TASFold
+from projections.topology_tree import node_matches_flavor
 from projections.workload_pods_ready import WAIT_FOR_PODS_READY_ANNOTATION, own_timeouts
 from projections.workloads import (
     ADMISSION_GATED,
@@ -1375,6 +1376,22 @@ class ClusterState:
                 wl.kept_nodes = tuple(sorted({*wl.kept_nodes, *e.kept}))
                 self.keeping[wl.key] = None
 
+    def _of_tas_flavor(self, node: o.Node | None) -> bool:
+        """Whether ``node`` belongs to a TAS flavor whose Topology exists: it carries the flavor's node labels and
+        every level of the Topology (Kueue's ``nodeBelongsToFlavor``). Kueue's TAS ResourceFlavor controller
+        requeues the inadmissible workloads of every active ClusterQueue when such a node is created, updated or
+        deleted (``pkg/controller/tas/resource_flavor.go``, after a 1 s batch period; kueue-es retries them at
+        once): a node that appears, loses a taint or gains a label may let a workload TAS could not place in."""
+        if node is None or not self.tas_enabled:
+            return False
+        for name in sorted(self.flavors):
+            spec = self.flavors[name].spec
+            topology = self.topologies.get(spec.topology_name) if spec.topology_name else None
+            if topology is not None and node_matches_flavor(
+                    node, spec.node_labels, tuple(lv.node_label for lv in topology.spec.levels)):
+                return True
+        return False
+
     def _look_at_node_anew(self, node: o.Node) -> None:
         """Kueue's node controller looks at ``node`` again (its Ready status or taints changed, it came or
         went): a workload whose placement was kept on it (by its hostname label, else its name) has it listed
@@ -1584,6 +1601,8 @@ class ClusterState:
                 self.nodes[name] = obj
                 self.nodes_seen = True
                 self.index_node_wait(name)
+                if old_node != obj and (self._of_tas_flavor(old_node) or self._of_tas_flavor(obj)):
+                    self._flush_all()
             case o.Pod():
                 old_pod = self.pods.get(obj.key)
                 self._touch_pod(old_pod)
@@ -1692,6 +1711,8 @@ class ClusterState:
                 self.index_node_wait(key)
                 if self.keeping and isinstance(gone, o.Node):
                     self._look_at_node_anew(gone)
+                if isinstance(gone, o.Node) and self._of_tas_flavor(gone):
+                    self._flush_all()
         elif kind == "Pod":
             self._touch_pod(gone)
             self.link_pod(gone, None)
