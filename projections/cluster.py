@@ -3257,7 +3257,8 @@ _ABOUT_WORKLOADS = frozenset({
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
-_TARGET_BYTES = f'"{DEACTIVATION_TARGET}"'.encode()
+_TARGET_BYTES = msgspec.msgpack.encode(DEACTIVATION_TARGET)
+"""The condition type as a lazily decoded status holds it: a msgpack string (its length byte, then the name)."""
 
 BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE,
                              DRA_UNRESOLVED})
