@@ -11,8 +11,8 @@ hostname alone, since such an assignment lists only that level).
   ungated sits in the domain its rank implies (a ``kueue.x-k8s.io/pod-index-offset`` on the pods, as an MPIJob's
   Workers carry when its launcher runs as a worker, is taken off each index: rank = index − offset — and so is,
   in a pod-set group of two, the leader's count from the workers' indexes (:func:`group_offsets`); Kueue reads
-  the annotation off one pod, here the first by name; one that is not a number leaves the pod set gated, as
-  Kueue's ungater then ungates nothing): rank r goes to the
+  the annotation off one pod, here the first by name; one ``strconv.Atoi`` cannot read leaves every pod set of
+  the workload gated, as Kueue's ungater then fails the pass before patching any): rank r goes to the
   domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
   assignment often breaks that last condition; greedy mode then fills the freed slot.)
 * **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
