@@ -636,7 +636,19 @@ class ConcurrentAdmissionPolicy(View):
     migration: ConcurrentAdmissionMigration = ConcurrentAdmissionMigration()
 
 
-class ClusterQueueSpec(View):
+class _Stoppable:
+    """A queue's spec with a ``stopPolicy`` (ClusterQueue and LocalQueue)."""
+
+    __slots__ = ()
+    stop_policy: str
+
+    @property
+    def stopped(self) -> bool:
+        """Hold or HoldAndDrain: Kueue reads an unset stopPolicy as None, and so does kueue-es an empty one."""
+        return self.stop_policy not in ("None", "")
+
+
+class ClusterQueueSpec(View, _Stoppable):
     resource_groups: list[ResourceGroup] = []
     cohort_name: str = ""
     queueing_strategy: str = "BestEffortFIFO"
@@ -670,7 +682,7 @@ class Cohort(KObject, tag="Cohort"):
     (:mod:`projections.effective_quotas`)."""
 
 
-class LocalQueueSpec(View):
+class LocalQueueSpec(View, _Stoppable):
     cluster_queue: str = ""
     stop_policy: str = "None"
     fair_sharing: FairSharing | None = None

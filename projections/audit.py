@@ -253,7 +253,7 @@ class AuditTrail:
                     if state is not None and state.checks_taken[0] == off:
                         self._checks_taken(off, e, state)
             case ev.ObjectUpserted(obj=o.LocalQueue() as lq):
-                cq = lq.spec.cluster_queue if lq.spec.stop_policy in ("None", "") else ""
+                cq = lq.spec.cluster_queue if not lq.spec.stopped else ""
                 self._set_local_queue(off, e.time, lq.key, cq)
             case ev.ObjectDeleted(kind="LocalQueue"):
                 self._set_local_queue(off, e.time, e.key, None)

@@ -825,7 +825,7 @@ class ClusterState:
         LocalQueue status the connector writes, and the ``local_queue_status`` metric."""
         lq = self.local_queues[key]
         cq_name = lq.spec.cluster_queue
-        if lq.spec.stop_policy not in ("None", ""):
+        if lq.spec.stopped:
             return ("False", "Stopped", "LocalQueue is stopped")
         if cq_name not in self.cluster_queues:
             return ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
@@ -2304,7 +2304,7 @@ class ClusterState:
     def target_cluster_queue(self, wl: WorkloadInfo) -> str | None:
         """The ClusterQueue a pending workload queues in, or None when its LocalQueue is missing or stopped."""
         lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-        if lq is None or lq.spec.stop_policy not in ("None", ""):
+        if lq is None or lq.spec.stopped:
             return None
         return lq.spec.cluster_queue or None
 
@@ -3292,7 +3292,8 @@ _ABOUT_WORKLOADS = frozenset({
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
-_TARGET_BYTES = f'"{DEACTIVATION_TARGET}"'.encode()
+_TARGET_BYTES = msgspec.msgpack.encode(DEACTIVATION_TARGET)
+"""The condition type as a lazily decoded status holds it: a msgpack string (its length byte, then the name)."""
 
 BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE,
                              DRA_UNRESOLVED})

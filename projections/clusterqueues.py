@@ -148,7 +148,7 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
     if obj.metadata.deletion_timestamp:
         return [(TERMINATING, "")]
     reasons: list[tuple[str, str]] = []
-    if spec.stop_policy not in ("None", ""):
+    if spec.stopped:
         reasons.append(("Stopped", "is stopped"))
     if "cq:" + name in forest.cyclic:
         reasons.append((COHORT_CYCLE, f'Cohort "{spec.cohort_name}" has a cycle in hierarchy'))

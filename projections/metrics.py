@@ -1446,7 +1446,7 @@ def _local_queue_gauges(state: ClusterState, out: Gauges, values_of: ValuesOf | 
         cq = state.cluster_queues.get(cq_name)
         members = [workloads[k] for k in state.lq_members.get(key, {}) if k in workloads]
         q = state.queues.get(cq_name)
-        stopped = lq.spec.stop_policy not in ("None", "")
+        stopped = lq.spec.stopped
         active = inadmissible = 0
         if q is not None and not stopped:
             active = sum(1 for wl in members if wl.key in q.entries)

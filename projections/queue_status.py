@@ -117,7 +117,7 @@ def local_queue_status(state: ClusterState, key: str, now: int,
         return None
     cq_name = lq.spec.cluster_queue
     cq = state.cluster_queues.get(cq_name)
-    stopped = lq.spec.stop_policy not in ("None", "")
+    stopped = lq.spec.stopped
     active = state.local_queue_active(key)
     members = [state.workloads[k] for k in state.lq_members.get(key, {}) if k in state.workloads]
     queue = state.queues.get(cq_name)

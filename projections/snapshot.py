@@ -134,7 +134,10 @@ reservation whose withdrawal was not decided before the snapshot is kept as afte
 marks the link of a deleted MultiKueueCluster lost at its deletion (restored from an older one, a link of a cluster
 deleted before the snapshot still reads connected: a workload dispatched there is retried at once, not after
 ``workerLostTimeout``), and a pod set's resource-validation messages name the resources as JSON (``["cpu"]``;
-restored from an older one, Go's ``[]v1.ResourceName{...}`` stays until the workload's pod sets are folded again)."""
+restored from an older one, Go's ``[]v1.ResourceName{...}`` stays until the workload's pod sets are folded again).
+A version 54 snapshot taken by a lazily decoding fold (a restart's or a replay's) before the fix of session 39 missed
+a ``DeactivationTarget`` a Workload upsert showed: restored, such a workload stays active until its Workload is
+shown again (the layout did not change, so the version did not)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their

@@ -166,12 +166,19 @@ class Ungater:
         pods = [self.state.pods[k] for k in sorted(chain) if k in self.state.pods]
         requests = {ps.name: ps.topology for ps in wl.pod_sets}
         offsets = group_offsets(wl.admission.pod_set_assignments, requests)
+        planned = []  # every pod set planned before any pod is patched: one unreadable offset stops them all
         for psa in wl.admission.pod_set_assignments:
             if psa.topology_assignment is None:
                 continue
             mine = [p for p in pods if p.metadata.labels.get(PODSET_LABEL) == psa.name]
-            for ungate in plan(psa, requests.get(psa.name), mine, wl.unhealthy_nodes, offsets.get(psa.name, 0)):
-                await self._ungate(key, ungate.pod, ungate.node_selector)
+            ungates = plan(psa, requests.get(psa.name), mine, wl.unhealthy_nodes, offsets.get(psa.name, 0))
+            if ungates is None:
+                log.error("pod-index-offset annotation is not an integer: no pod of the workload ungated",
+                          workload=key, pod_set=psa.name)
+                return
+            planned += ungates
+        for ungate in planned:
+            await self._ungate(key, ungate.pod, ungate.node_selector)
 
     async def _ungate(self, key: str, pod: o.Pod, node_selector: dict[str, str]) -> None:
         m = pod.metadata

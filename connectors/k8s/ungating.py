@@ -11,8 +11,8 @@ hostname alone, since such an assignment lists only that level).
   ungated sits in the domain its rank implies (a ``kueue.x-k8s.io/pod-index-offset`` on the pods, as an MPIJob's
   Workers carry when its launcher runs as a worker, is taken off each index: rank = index − offset — and so is,
   in a pod-set group of two, the leader's count from the workers' indexes (:func:`group_offsets`); Kueue reads
-  the annotation off one pod, here the first by name; one that is not a number leaves the pod set gated, as
-  Kueue's ungater then ungates nothing): rank r goes to the
+  the annotation off one pod, here the first by name; one ``strconv.Atoi`` cannot read leaves every pod set of
+  the workload gated, as Kueue's ungater then fails the pass before patching any): rank r goes to the
   domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
   assignment often breaks that last condition; greedy mode then fills the freed slot.)
 * **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 from connectors.k8s.podsetinfo import SLICE_NAME_ANNOTATION
 from events import objects as o
+from events.goint import parse_int
 from events.tas_assignment import decode
 from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
@@ -83,12 +84,12 @@ POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
 
 def index_offset(pods: list[o.Pod]) -> int | None:
     """The pod-index offset of a pod set's pods, read off the first (its pods share their template's): 0 without
-    one, None when it is not a number in ASCII digits (an annotation is free text: ``str.isdigit`` also takes
-    ``"²"``, which ``int`` refuses, and Kueue's ``strconv.Atoi`` reads no other digits)."""
+    one, None when Kueue's ``strconv.Atoi`` cannot read it (an annotation is free text: a sign, then ASCII digits
+    only — ``"²"`` passes ``str.isdigit`` and ``" 1"`` passes ``int``, neither passes Atoi)."""
     text = pods[0].metadata.annotations.get(POD_INDEX_OFFSET) if pods else None
     if text is None:
         return 0
-    return int(text) if text.isascii() and text.isdigit() else None
+    return parse_int(text, 64)
 
 
 def group_offsets(assignments: Sequence[o.PodSetAssignment],
@@ -138,9 +139,10 @@ def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int
 
 
 def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods: list[o.Pod],
-         unhealthy: tuple[str, ...] = (), group_offset: int = 0) -> list[Ungate]:
+         unhealthy: tuple[str, ...] = (), group_offset: int = 0) -> list[Ungate] | None:
     """The pods of one pod set to ungate now (see the module docstring); ``group_offset``: the rank offset its
-    pod-set group gives it (:func:`group_offsets`), added to the pods' own."""
+    pod-set group gives it (:func:`group_offsets`), added to the pods' own. None when the pods' pod-index offset
+    cannot be read: Kueue's ungater then fails the whole workload's pass, ungating none of its pod sets."""
     ta = psa.topology_assignment
     if ta is None:
         return []
@@ -158,7 +160,7 @@ def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods:
 
     offset = index_offset(live)
     if offset is None:
-        return []
+        return None
     offset += group_offset
     by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
     ranks = _ranks(live, request, count, min(count, len(by_rank)), offset)

@@ -197,7 +197,7 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
         return {"state": "notQueued", "reason": "Deactivated", "detail": _deactivated(wl)}, None
     if lq is None:
         return {"state": "notQueued", "reason": "Misconfigured", "detail": f"LocalQueue {lq_key} doesn't exist"}, None
-    if lq.spec.stop_policy not in ("None", ""):
+    if lq.spec.stopped:
         return {"state": "notQueued", "reason": "Suspended",
                 "detail": f"LocalQueue {lq_key} is stopped (stopPolicy {lq.spec.stop_policy})"}, None
     cq = lq.spec.cluster_queue

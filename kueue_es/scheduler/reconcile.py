@@ -445,13 +445,13 @@ def reserved_queue_blocker(state: ClusterState, wl: WorkloadInfo, observability:
     if lq is None or lq.metadata.deletion_timestamp:
         return (_granular("Misconfigured", observability),
                 f"LocalQueue {wl.queue_name} is terminating or missing")
-    if lq.spec.stop_policy not in ("None", ""):
+    if lq.spec.stopped:
         return _granular("Suspended", observability), f"LocalQueue {wl.queue_name} is stopped"
     name = lq.spec.cluster_queue
     cq = state.cluster_queues.get(name)
     if cq is None or cq.metadata.deletion_timestamp:
         return _granular("Misconfigured", observability), f"ClusterQueue {name} is terminating or missing"
-    if cq.spec.stop_policy not in ("None", ""):
+    if cq.spec.stopped:
         return _granular("Suspended", observability), f"ClusterQueue {name} is stopped"
     return None
 
@@ -510,7 +510,7 @@ def _queue_problem(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     if lq is None:
         return "Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist"
-    if lq.spec.stop_policy not in ("None", ""):
+    if lq.spec.stopped:
         return "Suspended", f"LocalQueue {wl.queue_name} is inactive"
     cq = lq.spec.cluster_queue
     if cq not in state.cluster_queues:
@@ -668,7 +668,7 @@ def _blocked_queues(state: ClusterState) -> tuple[list[str], list[str]]:
     lqs = []
     for lq_key in sorted(state.lq_members):
         lq = state.local_queues.get(lq_key)
-        if lq is None or lq.spec.stop_policy not in ("None", "") or lq.spec.cluster_queue not in state.cluster_queues:
+        if lq is None or lq.spec.stopped or lq.spec.cluster_queue not in state.cluster_queues:
             lqs.append(lq_key)
     cqs = [cq for cq in sorted(state.queues) if state.inactive_reason(cq) is not None]
     state.derived["blocked-queues"] = (memo_key, (lqs, cqs))
@@ -683,11 +683,11 @@ def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str,
     if reason == "AdmissionCheck" and wl.key not in state.backoff:
         return "BackoffFinished", "The workload backoff was finished"  # a Retry without requeueAfterSeconds
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-    if reason == "LocalQueueStopped" and lq is not None and lq.spec.stop_policy in ("None", ""):
+    if reason == "LocalQueueStopped" and lq is not None and not lq.spec.stopped:
         return "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"
     if reason == "ClusterQueueStopped" and lq is not None:
         cq = state.cluster_queues.get(lq.spec.cluster_queue)
-        if cq is not None and cq.spec.stop_policy in ("None", ""):
+        if cq is not None and not cq.spec.stopped:
             return "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped"
     return None
 

@@ -209,7 +209,7 @@ def _served(state: ClusterState, namespace: str, name: str) -> o.LocalQueue | No
     """LocalQueue ``namespace/name`` if Kueue's queue manager holds it: a stopped one (``stopPolicy`` Hold or
     HoldAndDrain) is taken out of it, so Kueue's endpoint answers NotFound for it, not an empty page."""
     lq = state.local_queues.get(f"{namespace}/{name}")
-    return lq if lq is not None and lq.spec.stop_policy in ("None", "") else None
+    return lq if lq is not None and not lq.spec.stopped else None
 
 
 def _cq_page(state: ClusterState, order: list[str], limit: int, offset: int) -> list[PendingWorkload]:

@@ -64,3 +64,30 @@ async def test_a_groups_workers_are_placed_by_worker_index_after_the_leader() ->
     client = _Recorder()
     await Ungater(client, journal).sync("ns/wl")  # type: ignore[arg-type]
     assert client.placed == {"lead": "n1", "w-c": "n1", "w-b": "n2", "w-a": "n2"}
+
+
+@pytest.mark.asyncio
+async def test_an_unreadable_pod_index_offset_ungates_no_pod_set_of_the_workload() -> None:
+    """Kueue's ungater reads each pod set's pod-index offset before patching any pod: one it cannot parse fails the
+    workload's whole pass, so the other pod sets stay gated too (retried when a pod changes)."""
+    wl = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="u", resource_version="1"),
+                    spec=o.WorkloadSpec(queue_name="lq", pod_sets=[
+                        msgspec.convert({"name": name, "count": 1,
+                                         "topologyRequest": {"required": RACK, "podIndexLabel": WORKER_INDEX}},
+                                        o.PodSet) for name in ("launcher", "worker")]))
+    bad = _pod("w", "worker", 1)
+    bad = msgspec.structs.replace(bad, metadata=msgspec.structs.replace(
+        bad.metadata, annotations={**bad.metadata.annotations, "kueue.x-k8s.io/pod-index-offset": "one"}))
+    pods = [_pod("l", "launcher", 0), bad]
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=1, key="ns/wl", uid="u", obj=wl)]
+                         + [ev.ObjectUpserted(time=1, key=f"ns/{p.metadata.name}", uid=p.metadata.uid, obj=p)
+                            for p in pods])
+    info = journal.mirror.state.workloads["ns/wl"]
+    ta = encode([HOST], [o.TopologyDomainAssignment(values=["n1"], count=1)])
+    info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name=name, count=1, topology_assignment=ta) for name in ("launcher", "worker")])
+    info.phase = ADMITTED
+    client = _Recorder()
+    await Ungater(client, journal).sync("ns/wl")  # type: ignore[arg-type]
+    assert client.placed == {}

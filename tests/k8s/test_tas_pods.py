@@ -192,15 +192,19 @@ def test_a_pod_index_offset_is_taken_off_each_index_before_ranking() -> None:
     below = [pod("w-a", index=0, annotations=OFFSET), pod("w-b", index=1, annotations=OFFSET)]
     assert placements(plan(THREE, RANKED, below)) == {"w-a": "n1", "w-b": "n1"}, "rank -1: greedy"
     bad = {"kueue.x-k8s.io/pod-index-offset": "one"}
-    assert plan(THREE, RANKED, [pod("a", index=0, annotations=bad), pod("b", index=1, annotations=bad)]) == []
+    assert plan(THREE, RANKED, [pod("a", index=0, annotations=bad), pod("b", index=1, annotations=bad)]) is None
+    signed = {"kueue.x-k8s.io/pod-index-offset": "+1"}  # strconv.Atoi takes a sign
+    assert placements(plan(THREE, RANKED, [pod("w-b", index=2, annotations=signed),
+                                           pod("w-c", index=1, annotations=signed)])) == {"w-c": "n1", "w-b": "n1"}
 
 
 def test_an_offset_of_other_digits_than_ascii_leaves_the_pod_set_gated() -> None:
-    """An annotation is free text: ``"²"`` and ``"٣"`` pass ``str.isdigit`` (the first then crashed ``int``), yet
-    Kueue's ``strconv.Atoi`` reads neither, so its ungater ungates nothing — here too, without raising."""
-    for text in ("²", "٣"):
+    """An annotation is free text: ``"²"`` and ``"٣"`` pass ``str.isdigit`` (the first then crashed ``int``), and
+    ``" 1"`` passes ``int``, yet Kueue's ``strconv.Atoi`` reads none, so its ungater ungates nothing — here too,
+    without raising."""
+    for text in ("²", "٣", " 1", "1_0"):
         odd = {"kueue.x-k8s.io/pod-index-offset": text}
-        assert plan(THREE, RANKED, [pod("a", index=3, annotations=odd), pod("b", index=1, annotations=odd)]) == []
+        assert plan(THREE, RANKED, [pod("a", index=3, annotations=odd), pod("b", index=1, annotations=odd)]) is None
 
 
 def test_a_pod_set_groups_workers_take_the_leaders_count_as_rank_offset() -> None:

@@ -225,3 +225,19 @@ def test_lazy_specs_with_one_checksum_stay_apart(monkeypatch) -> None:
     payload = encode_batch([upsert(small, T0), upsert(large, T0), upsert(small, T0)])
     first, second, third = (r.event.obj for r in decode_batch(payload, 0, lazy=True))
     assert first.spec == small.spec and second.spec == large.spec and third.spec == small.spec
+
+
+def test_a_deactivation_target_is_seen_in_a_lazily_decoded_status() -> None:
+    """A Workload shown with DeactivationTarget=True (a MultiKueue manager asking a worker to stop its copy) is held
+    by the fold whether its upsert was decoded fully (a service applying what it appends) or lazily (a restart or a
+    replay reading the log): the lazy path looks for the condition in the status's msgpack bytes before decoding."""
+    from fixtures.eventgen import prelude
+    w = workload("ns0", "copy", cpu="1")
+    target = msgspec.structs.replace(w, status=o.WorkloadStatus(conditions=[
+        cond("DeactivationTarget", "True", "EvictedOnManagerCluster", T0 + 200)]))
+    batches = [prelude(T0), [upsert(w, T0 + 100)], [upsert(target, T0 + 200)]]
+    full = fold(decoded(batches, lazy=False))
+    lazy = fold(decoded(batches, lazy=True))
+    assert full.workloads[w.key].condition("DeactivationTarget") is not None
+    assert lazy.workloads[w.key].condition("DeactivationTarget") is not None, "the lazy fold missed the condition"
+    assert_same(lazy, full)
