@@ -40,6 +40,15 @@ async def _nothing(*_a: Any, **_k: Any) -> None:
     return None
 
 
+async def _statuses_written(state: Any) -> tuple[Any, RefusingManager]:
+    """A connector with no worker reached and a manager refusing nothing, after one pass of its cluster statuses."""
+    mk = _connector(state, {})
+    manager = RefusingManager(state, set())
+    mk.client = manager  # type: ignore[assignment]
+    await mk._write_cluster_status()
+    return mk, manager
+
+
 @pytest.mark.asyncio
 async def test_one_refused_cluster_status_write_holds_back_neither_the_others_nor_the_copies(tmp_path: Path) -> None:
     state = _state(tmp_path)
@@ -61,10 +70,7 @@ async def test_one_refused_cluster_status_write_holds_back_neither_the_others_no
 @pytest.mark.asyncio
 async def test_a_cluster_made_again_under_its_name_gets_its_active_condition(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    mk = _connector(state, {})
-    manager = RefusingManager(state, set())
-    mk.client = manager  # type: ignore[assignment]
-    await mk._write_cluster_status()
+    mk, manager = await _statuses_written(state)
     assert sorted(manager.written) == ["worker1", "worker2"]
     cluster = state.multikueue_clusters["worker1"]
     state.apply(ev.Record(state.offset + 1, ev.ObjectDeleted(time=START, kind="MultiKueueCluster", key="worker1")))
@@ -95,10 +101,7 @@ async def test_a_cluster_lost_then_made_again_gets_no_active_condition_of_what_w
                                     status=msgspec.structs.replace(cluster.status, conditions=[]))
     state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START + 3000, key="worker1", obj=fresh)))
     assert (state.cluster_links["worker1"].connected, state.cluster_links["worker1"].since) == (False, START + 1000)
-    mk = _connector(state, {})
-    manager = RefusingManager(state, set())
-    mk.client = manager  # type: ignore[assignment]
-    await mk._write_cluster_status()
+    mk, manager = await _statuses_written(state)
     assert manager.written == ["worker2"]
 
 
@@ -144,10 +147,7 @@ def test_a_multikueue_checks_active_condition_takes_the_generation_a_spec_edit_b
 @pytest.mark.asyncio
 async def test_a_cluster_edited_gets_its_active_condition_written_at_its_new_generation(tmp_path: Path) -> None:
     state = _state(tmp_path)
-    mk = _connector(state, {})
-    manager = RefusingManager(state, set())
-    mk.client = manager  # type: ignore[assignment]
-    await mk._write_cluster_status()
+    mk, manager = await _statuses_written(state)
     cluster = state.multikueue_clusters["worker1"]
     (written,) = [p["status"]["conditions"][-1] for p in manager.patches][:1]
     shown = msgspec.convert(written, o.Condition)
