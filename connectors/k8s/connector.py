@@ -51,6 +51,7 @@ from connectors.k8s.trainjob_integration import TrainJobIntegration
 from connectors.k8s.ungater import Ungater
 from connectors.k8s.variants import VariantWriter
 from connectors.k8s.watch import Appender, Watcher
+from connectors.k8s.workload_priority import WorkloadPriorities
 from connectors.k8s.writer import StatusWriter
 from events import schema as ev
 from kueue_es import metrics
@@ -119,6 +120,7 @@ class Connector:
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
+        self.priorities = WorkloadPriorities(client, journal)
         self.variants = VariantWriter(client, journal, append=self.appender.emit)
         self.requests = RequestApplier(client, journal, append=self.appender.emit)
         self.ungater = Ungater(client, journal)
@@ -170,6 +172,7 @@ class Connector:
             if self.finalizers is not None:
                 tg.create_task(self.finalizers.run(), name="k8s-finalizers")
             tg.create_task(self.retention.run(), name="k8s-retention")
+            tg.create_task(self.priorities.run(), name="k8s-workload-priorities")
             tg.create_task(self.variants.run(), name="k8s-variants")
             tg.create_task(self.requests.run(), name="k8s-provisioning-requests")
             tg.create_task(self.ungater.run(), name="k8s-ungater")

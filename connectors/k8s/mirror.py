@@ -82,6 +82,10 @@ class Mirror:
         self.dirty_finalizers: set[str] = set()
         """``<Kind>/<name>`` of ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies whose
         resource-in-use finalizer may need adding or removing."""
+        self.dirty_priorities: set[str] = set()
+        """Workloads whose ``spec.priority`` may have to follow their WorkloadPriorityClass's value
+        (:mod:`connectors.k8s.workload_priority`): one arriving at a class, or every one of a class created or
+        whose value changed."""
         self.dirty_orphans: set[str] = set()
         """Workloads with no owner reference that are being deleted or carry the job-uid label (the Job
         integration finishes them or takes their finalizer off)."""
@@ -114,6 +118,7 @@ class Mirror:
         job_before = _job_before(self.state, e)
         held = _holding(self.state, e)
         scheduling = _pod_workloads(self.state, e)
+        wpc_before = _class_before(self.state, e)
         self.state.apply(record)
         if scheduling:
             self.dirty_workloads.update(scheduling)  # its PodsScheduled condition may have changed
@@ -128,6 +133,8 @@ class Mirror:
                 key = obj.key
                 self.inventory.setdefault(kind, {})[key] = (obj.metadata.uid, obj.metadata.resource_version)
                 if isinstance(obj, o.Workload):
+                    if _class_moved(self.workloads.get(key), obj):
+                        self.dirty_priorities.add(key)
                     self._index_owned(key, self.workloads.get(key), obj)
                     self.workloads[key] = obj
                     if maybe_ownerless(obj):
@@ -146,6 +153,10 @@ class Mirror:
                     self._index_prebuilt(key, job_before, obj)
                 elif isinstance(obj, o.WorkloadPriorityClass):
                     self._dirty_jobs_waiting_for(key)
+                    if wpc_before is None or wpc_before.value != obj.value:
+                        self.dirty_priorities.update(k for k, w in self.workloads.items()
+                                                     if (ref := w.spec.priority_class_ref) is not None
+                                                     and ref.name == key)
                 elif isinstance(obj, o.PriorityClass):
                     self._dirty_jobs_waiting_for(key, pod_class=True)
                 else:
@@ -215,6 +226,7 @@ class Mirror:
         self.dirty_workloads |= state.workloads.keys() | self.workloads.keys() | self.pending.keys()
         self.dirty_jobs |= state.jobs.keys() | self.workload_of.keys()
         self.dirty_queues.add("*")
+        self.dirty_priorities |= self.workloads.keys()
         self.dirty_retention |= {k for k, decisions in self.pending.items() if "RetentionExpired" in decisions.values()}
         self.dirty_variants |= {k for k, decisions in self.pending.items()
                                 if any(tag in FAMILY_TAGS for tag in decisions.values())}
@@ -422,3 +434,16 @@ def _controller_job(w: o.Workload) -> str | None:
         if ref.controller and ref.kind == "Job" and ref.api_version == "batch/v1":
             return ref.name
     return None
+
+
+def _class_before(state: ClusterState, e: ev.AnyEvent) -> o.WorkloadPriorityClass | None:
+    """The WorkloadPriorityClass an upsert of one replaces (None: another event, or a class new to the log)."""
+    if isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.WorkloadPriorityClass):
+        return state.workload_priority_classes.get(e.obj.key)
+    return None
+
+
+def _class_moved(before: o.Workload | None, after: o.Workload) -> bool:
+    """Whether ``after`` arrives at a priority class: new, or referencing another one than ``before`` did."""
+    ref = after.spec.priority_class_ref
+    return ref is not None and (before is None or before.spec.priority_class_ref != ref)

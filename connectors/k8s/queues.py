@@ -10,7 +10,9 @@ deletion).
 
 Batched like Kueue's (``UpdatesBatchPeriod``): dirty queues are gathered and written at most once per
 ``batch_s``, so a burst of admissions costs one write per queue, not one per admission. A ClusterQueue being
-deleted is left alone, as Kueue's controller does once the finalizer holds it. A Cohort's status is only its
+deleted keeps its status written (Active=False ``Terminating``, counts following its workloads) while the
+``resource-in-use`` finalizer holds it, and is left alone once the finalizer is gone, as Kueue v0.20's controller
+does (#13680: it used to freeze the status of a deleted ClusterQueue). A Cohort's status is only its
 ``fairSharing`` (:func:`projections.queue_status.cohort_status`); its other fields are left to their writers.
 
 Under Admission Fair Sharing a LocalQueue's status also carries ``fairSharing``
@@ -36,6 +38,7 @@ from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
 from kueue_es.scheduler import afs
 from kueue_es.scheduler.config_record import in_force
+from projections.in_use import FINALIZER
 from projections.queue_status import (
     COHORT_FIELDS,
     CQ_FIELDS,
@@ -119,7 +122,8 @@ class QueueStatusWriter:
         state = self.mirror.state
         table = {"ClusterQueue": state.cluster_queues, "LocalQueue": state.local_queues, "Cohort": state.cohorts}
         obj = table[kind].get(name)  # type: ignore[attr-defined]
-        if obj is None or (kind == "ClusterQueue" and obj.metadata.deletion_timestamp):
+        if obj is None or (kind == "ClusterQueue" and obj.metadata.deletion_timestamp
+                           and FINALIZER not in obj.metadata.finalizers):
             self._written.pop(key, None)
             return
         fields = FIELDS[kind]

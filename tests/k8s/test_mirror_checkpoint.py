@@ -33,7 +33,7 @@ RESTORED = {"state", "inventory", "workloads", "pending", "request_decisions", "
             "kube_events"}
 """The mirror's fields a checkpoint holds; the others are rebuilt (``dirty_*``) or the process's own."""
 REBUILT = {"dirty_workloads", "dirty_jobs", "dirty_queues", "dirty_retention", "dirty_finalizers", "dirty_orphans",
-           "dirty_variants", "listeners", "named_by", "owned_by", "controlled"}
+           "dirty_variants", "dirty_priorities", "listeners", "named_by", "owned_by", "controlled"}
 
 
 def _job(ns: str, name: str) -> o.Job:

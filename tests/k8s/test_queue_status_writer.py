@@ -1,6 +1,7 @@
-"""The queue status writer's Fair Sharing fields (:mod:`connectors.k8s.queues`), against a recording client: a
-LocalQueue's ``status.fairSharing`` under Admission Fair Sharing, written again as the log's time passes its next
-sample, left alone where Kueue writes none; a Cohort object's ``status.fairSharing`` under Fair Sharing."""
+"""The queue status writer (:mod:`connectors.k8s.queues`), against a recording client: a LocalQueue's
+``status.fairSharing`` under Admission Fair Sharing, written again as the log's time passes its next sample, left
+alone where Kueue writes none; a Cohort object's ``status.fairSharing`` under Fair Sharing; a terminating
+ClusterQueue's status while its finalizer holds it."""
 
 from __future__ import annotations
 
@@ -91,3 +92,33 @@ def test_a_cohort_object_gets_its_weighted_share_under_fair_sharing_and_loses_it
     shows = o.Cohort(metadata=co.metadata, spec=co.spec, status={"fairSharing": {"weightedShare": 7}})
     mirror.apply(ev.Record(mirror.offset + 1, upsert(shows, T0)))
     assert _written(mirror, "Cohort/co") == {"fairSharing": None}
+
+
+def _terminating(finalizers: list[str]) -> Mirror:
+    """A ClusterQueue being deleted, holding ``finalizers``, whose status still shows it Ready with one pending
+    workload (what was written before the deletion)."""
+    mirror = _mirror()
+    cq = mirror.state.cluster_queues["cq0"]
+    shown = {"conditions": [{"type": "Active", "status": "True", "reason": "Ready",
+                             "message": "Can admit new workloads", "lastTransitionTime": format_time(T0)}],
+             "pendingWorkloads": 1}
+    deleting = o.ClusterQueue(metadata=msgspec.structs.replace(
+        cq.metadata, deletion_timestamp=format_time(T0 + MIN), finalizers=finalizers), spec=cq.spec, status=shown)
+    mirror.apply(ev.Record(mirror.offset + 1, upsert(deleting, T0 + MIN)))
+    return mirror
+
+
+def test_a_terminating_cluster_queue_held_by_its_finalizer_keeps_its_status_accurate() -> None:
+    """Kueue #13680 (v0.20, its test 'Should keep the status counters and Active condition accurate while
+    terminating'): while the resource-in-use finalizer holds a deleted ClusterQueue, its controller keeps writing
+    the status: Active=False ``Terminating`` and counts that follow the workloads."""
+    status = _written(_terminating(["kueue.x-k8s.io/resource-in-use"]), "ClusterQueue/cq0")
+    assert status is not None
+    assert [(c["status"], c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("False", "Terminating", "Can't admit new workloads; clusterQueue is terminating")]
+    assert status["pendingWorkloads"] == 0
+
+
+def test_a_terminating_cluster_queue_whose_finalizer_is_gone_is_left_alone() -> None:
+    """Once the finalizer is off the object is about to go: Kueue's controller returns before writing."""
+    assert _written(_terminating([]), "ClusterQueue/cq0") is None
