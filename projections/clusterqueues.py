@@ -103,8 +103,9 @@ class ClusterQueueInfo:
         """Every reason the queue cannot admit, in Kueue's order, each with the part of the message it adds."""
         self.inactive = self.inactive_reasons[0][0] if self.inactive_reasons else None
         """Kueue's first Active=False reason, or None when the queue can admit."""
-        self.eligibility: dict[tuple[str, object], str | None] = {}
-        """(flavor, pod set) -> why the flavor cannot serve the pod set; the scheduler's memo."""
+        self.eligibility: dict[tuple[object, ...], str | None] = {}
+        """(flavor slot, pod set, ...) -> why the flavor cannot serve the pod set; the scheduler's memo (by slot:
+        what TAS allows depends on the group the flavor serves)."""
         self.plans: dict[tuple[int, int, bool], object] = {}
         """The scheduler's memo of what a pod set of some count requests from this queue (see flavors._plan)."""
         self._namespaces: dict[str, bool] = {}

@@ -549,14 +549,14 @@ def _eligible(info, slot, ps: PodSetInfo, multi_layer: bool) -> str | None:
     if slot.plain and ps.topology is None:
         return None
     memo = info.eligibility
-    key = (slot.name, ps, multi_layer)
+    key = (slot, ps, multi_layer)
     try:
         return memo[key]
     except KeyError:
         pass
     if len(memo) > 4096:
         memo.clear()
-    why = memo[key] = (tas_ineligible(info, slot.name, slot.flavor, ps, multi_layer)
+    why = memo[key] = (tas_ineligible(info, slot.name, slot.flavor, ps, multi_layer, slot.frs)
                        if slot.flavor is not None else None) or \
         flavor_eligible(ps, slot.flavor, slot.name)
     return why
