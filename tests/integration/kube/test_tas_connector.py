@@ -13,7 +13,6 @@ take the apiserver's answers (AlreadyExists, 404 for a kind that is not served, 
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import msgspec
@@ -74,6 +73,15 @@ def _created(ns: str, uid: str) -> ev.ProvisioningRequestCreated:
                                          attempt=1, request=request, pod_templates=[template])
 
 
+async def _stored_workload(kc, ns: str) -> str:
+    """The Workload ``wl`` the decisions are about, made in the apiserver (the applier reads it there for the pod
+    set's whole template, as Kueue writes it into the PodTemplate): its uid."""
+    doc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "wl", "namespace": ns},
+           "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {"spec": {"containers": [
+               {"name": "c", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+    return (await create(kc, doc))["metadata"]["uid"]
+
+
 async def _outcomes(journal: LocalJournal) -> list[tuple[str, int, str]]:
     return [(type(r.event).__name__, r.event.decision, getattr(r.event, "reason", ""))
             async for r in journal.log.read() if isinstance(r.event, ev.DecisionApplied | ev.DecisionRejected)]
@@ -88,9 +96,10 @@ async def test_a_podtemplate_made_beforehand_at_the_derived_name_is_replaced(kub
     """EnforceProvisioningPodTemplateContents (beta, on): a PodTemplate someone made at the predictable name, asking
     other resources, is replaced by the derived one before the request refers to it."""
     async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
         await crds.install(kc, docs=[crds.provisioning_request_crd()])
         ns = await namespace(kc, "provreq-squat")
-        uid = f"wl-{secrets.token_hex(4)}"
+        uid = await _stored_workload(kc, ns)
         squat = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ppt-wl-prov-1-main"},
                  "template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.36",
                                                        "resources": {"requests": {"cpu": "64"}}}]}}}
@@ -107,9 +116,10 @@ async def test_a_podtemplate_made_beforehand_at_the_derived_name_is_replaced(kub
 @pytest.mark.asyncio
 async def test_request_applier_against_the_apiserver(kube_apiserver, monkeypatch) -> None:
     async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
         await crds.install(kc, docs=[crds.provisioning_request_crd()])
         ns = await namespace(kc, "provreq")
-        uid = f"wl-{secrets.token_hex(4)}"
+        uid = await _stored_workload(kc, ns)
 
         journal = await _journal(ns, uid, _created(ns, uid))
         await RequestApplier(kc, journal).apply_pending()
@@ -134,10 +144,17 @@ async def test_request_applier_against_the_apiserver(kube_apiserver, monkeypatch
             template["metadata"]["uid"]
         assert await _outcomes(again) == [("DecisionApplied", 1, "")]
 
-        # the same name, but the request belongs to another Workload (a recreated one): refused
+        # a Workload no longer there under the decision's uid (made again under its name): rejected, nothing written
         stranger = await _journal(ns, "another-uid", _created(ns, "another-uid"))
         await RequestApplier(kc, stranger).apply_pending()
-        assert await _outcomes(stranger) == [("DecisionRejected", 1, "AlreadyExists")]
+        assert await _outcomes(stranger) == [("DecisionRejected", 1, "NotFound")]
+
+        # the same name, but the request belongs to another Workload (this one, made again): refused
+        await kc.delete(BY_KIND["Workload"], "wl", ns)
+        again_uid = await _stored_workload(kc, ns)
+        recreated = await _journal(ns, again_uid, _created(ns, again_uid))
+        await RequestApplier(kc, recreated).apply_pending()
+        assert await _outcomes(recreated) == [("DecisionRejected", 1, "AlreadyExists")]
 
         # the Workload is gone before the request could be made: rejected, nothing written
         gone = await _journal(ns, "gone-uid", _created(ns, "gone-uid"))
@@ -161,9 +178,9 @@ async def test_request_applier_against_the_apiserver(kube_apiserver, monkeypatch
         # an apiserver that does not serve the kind (no autoscaler CRD): the decision waits, nothing is rejected
         monkeypatch.setattr(provreqs, "PROVISIONING_REQUESTS", Resource(
             "ProvisioningRequest", "autoscaling.x-k8s.io", "v0notserved", "provisioningrequests", True, optional=True))
-        waiting = await _journal(ns, uid, msgspec.structs.replace(_created(ns, uid), request=msgspec.structs.replace(
-            _created(ns, uid).request, metadata=msgspec.structs.replace(_created(ns, uid).request.metadata,
-                                                                        name="wl-prov-2"))))
+        made = _created(ns, again_uid)
+        waiting = await _journal(ns, again_uid, msgspec.structs.replace(made, request=msgspec.structs.replace(
+            made.request, metadata=msgspec.structs.replace(made.request.metadata, name="wl-prov-2"))))
         applier = RequestApplier(kc, waiting)
         await applier.apply_pending()
         assert await _outcomes(waiting) == [] and applier.stats.errors == 1 and waiting.mirror.request_decisions
