@@ -249,8 +249,8 @@ class KubeconfigSources:
                      failed=failed, watch_timeout_s=self.watch_timeout_s, retry_s=self.retry_s)
 
     def _secret_seen(self, s: KubeconfigSecret, secret: dict[str, Any] | None) -> None:
-        if secret is None:
-            self._secret_read(s, b"", f'secrets "{s.location}" not found')
+        if secret is None:  # the kind, as Kueue's cached client names what it does not find
+            self._secret_read(s, b"", f'Secret "{s.location}" not found')
             return
         data = (secret.get("data") or {}).get(SECRETS_KEY)
         if not data:

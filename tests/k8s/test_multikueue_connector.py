@@ -704,6 +704,30 @@ async def test_a_secret_that_cannot_be_read_is_its_worker_s_bad_config_the_other
 
 
 @pytest.mark.asyncio
+async def test_a_missing_secret_is_named_as_kueues_cached_read_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue's multikueue_test.go ("Should properly manage the active condition of AdmissionChecks and
+    MultiKueueClusters, kubeconfig provided by secret"): a MultiKueueCluster whose Secret is missing is
+    ``BadKubeConfig`` 'load client config failed: Secret "testing-secret" not found', the kind as Kueue's cached
+    client names it, not the resource an apiserver read names."""
+    state = _state(tmp_path)
+    _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker2-secret": _secret("worker2-secret", _kubeconfig("w2"))})
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    mk.retry_s = 3600
+    _appending(mk)
+    try:
+        await _passes(mk, 3)
+    finally:
+        await _close(mk)
+    link = state.cluster_links["worker1"]
+    assert (link.connected, link.reason, link.message) == (
+        False, "BadKubeConfig", 'load client config failed: Secret "worker1-secret" not found')
+    assert state.cluster_links["worker2"].connected
+
+
+@pytest.mark.asyncio
 async def test_a_kubeconfig_secret_is_read_once_then_again_only_when_it_changes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kueue's cluster reconciler reads a worker's Secret when the MultiKueueCluster or the Secret changes (it
