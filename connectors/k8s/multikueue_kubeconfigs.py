@@ -29,6 +29,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import CONNECTION_FAILED, GATE_OFF, ClusterProfiles
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
+from connectors.k8s.kubeconfig_checks import open_error
 from connectors.k8s.multikueue_worker import CONNECTING
 from connectors.k8s.resources import SECRETS
 from events import objects as o
@@ -55,14 +56,13 @@ class KubeconfigSecret:
 def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
     """A ``locationType: Path`` kubeconfig, opened as Kueue opens it: read only, never through a symbolic link,
     without blocking; anything but a regular file (a FIFO would stall the connector) is a bad config."""
-    where = f"spec.clusterSource.kubeConfig.location {location!r}"
     try:
         fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError as exc:
-        return b"", f"{where}: {exc.strerror or exc}"
+    except OSError as exc:  # Kueue's (Go's) words: "open <path>: no such file or directory"
+        return b"", open_error(location, exc)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return b"", f"{where}: not a regular file"
+            return b"", f"spec.clusterSource.kubeConfig.location {location!r}: not a regular file"
         return f.read(), ""
 
 
