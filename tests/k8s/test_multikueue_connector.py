@@ -355,9 +355,10 @@ def _path_cluster(location: str):
 
 
 @pytest.mark.asyncio
-async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_link(tmp_path: Path) -> None:
-    """Kueue opens a ``locationType: Path`` kubeconfig without following a link and without blocking: a link or
-    anything but a regular file is a bad config, never read (a FIFO would stall the whole connector)."""
+async def test_a_kubeconfig_path_is_read_only_from_a_regular_file(tmp_path: Path) -> None:
+    """With MultiKueueKubeConfigPathValidation off Kueue reads a ``locationType: Path`` kubeconfig with
+    ``os.ReadFile``, through links (a Secret mounted as a volume is a link to its data): so does kueue-es, without
+    blocking; anything but a regular file is a bad config, never read (a FIFO would stall the whole connector)."""
     import os
     import threading
 
@@ -368,9 +369,12 @@ async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_
     assert await mk._kubeconfig(_path_cluster(str(real)), NO_PATH_CHECK) == (b"apiVersion: v1\n", "", "")
     link = tmp_path / "link"
     link.symlink_to(real)
-    source, error, reason = await mk._kubeconfig(_path_cluster(str(link)), NO_PATH_CHECK)
-    assert (source, error, reason) == (  # Go's words for the refused open
-        b"", f"load client config failed: open {link}: too many levels of symbolic links", "BadKubeConfig")
+    assert await mk._kubeconfig(_path_cluster(str(link)), NO_PATH_CHECK) == (b"apiVersion: v1\n", "", "")
+    from connectors.k8s.multikueue_kubeconfigs import read_kubeconfig_file
+
+    # a path resolved by the gate's check that is a link when opened was changed since: not followed
+    assert read_kubeconfig_file(str(link), resolved=True) == (
+        b"", f"open {link}: too many levels of symbolic links")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got: list[tuple[bytes, str]] = []
@@ -1096,9 +1100,9 @@ def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
     real = multikueue_kubeconfigs.read_kubeconfig_file
 
-    def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
+    def read_kubeconfig_file(location: str, resolved: bool = False) -> tuple[bytes, str]:
         reads.append(location)
-        return real(location)
+        return real(location, resolved)
 
     monkeypatch.setattr(multikueue_kubeconfigs, "read_kubeconfig_file", read_kubeconfig_file)
     return reads
