@@ -28,7 +28,6 @@ def external_dispatcher(document: dict | None) -> bool:
 KUEUE_GROUP = "kueue.x-k8s.io"
 CONFIG_KIND = "ProvisioningRequestConfig"
 MULTIKUEUE_CONFIG_KIND = "MultiKueueConfig"
-_PLURALS = {CONFIG_KIND: "provisioningrequestconfigs", MULTIKUEUE_CONFIG_KIND: "multikueueconfigs"}
 
 
 class ClusterLink(NamedTuple):
@@ -108,8 +107,15 @@ def _config_of(ac: o.AdmissionCheck, configs: Mapping, kind: str):  # noqa: ANN2
         return None, f'wrong kind "{ref.kind}", expecting "{kind}": bad parameters reference'
     config = configs.get(ref.name)
     if config is None:
-        return None, f'{_PLURALS[kind]}.kueue.x-k8s.io "{ref.name}" not found'
+        return None, not_found(kind, ref.name)
     return config, ""
+
+
+def not_found(kind: str, name: str) -> str:
+    """Kueue's error for a Kueue object it reads through its manager's cache and does not find: controller-runtime's
+    cache reader names the kind, not the resource (``MultiKueueConfig.kueue.x-k8s.io "x" not found``, Kueue's
+    MultiKueue integration test; its unit tests' fake client writes the plural the apiserver would)."""
+    return f'{kind}.{KUEUE_GROUP} "{name}" not found'
 
 
 def runs_controller(ac: o.AdmissionCheck | None, multikueue: MultiKueueWorld | None) -> bool:

@@ -232,14 +232,19 @@ def _exec_errors(name: str, plugin: dict[str, Any], auth_provider: bool) -> list
     return errors
 
 
+def open_error(path: str, exc: OSError) -> str:
+    """Go's words for a failed open of ``path``: ``open <path>: <why>``, the errno's text in lower case."""
+    why = os.strerror(exc.errno) if exc.errno else str(exc)
+    return f"open {path}: {why[:1].lower()}{why[1:]}"
+
+
 def _unopenable(path: str) -> str:
-    """Go's words for why ``path`` cannot be opened for reading (``open <path>: <why>``), or "" when it can: the
+    """Go's words for why ``path`` cannot be opened for reading (:func:`open_error`), or "" when it can: the
     library opens the files a kubeconfig names where the client runs, here."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        why = os.strerror(exc.errno) if exc.errno else str(exc)
-        return f"open {path}: {why[:1].lower()}{why[1:]}"
+        return open_error(path, exc)
     os.close(fd)
     return ""
 

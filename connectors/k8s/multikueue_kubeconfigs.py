@@ -29,6 +29,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import CONNECTION_FAILED, GATE_OFF, ClusterProfiles
 from connectors.k8s.follow_one import follow
 from connectors.k8s.follow_one import stopped as _stopped
+from connectors.k8s.kubeconfig_checks import open_error
 from connectors.k8s.multikueue_worker import CONNECTING
 from connectors.k8s.resources import SECRETS
 from events import objects as o
@@ -52,17 +53,19 @@ class KubeconfigSecret:
     task: asyncio.Task | None = None
 
 
-def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
-    """A ``locationType: Path`` kubeconfig, opened as Kueue opens it: read only, never through a symbolic link,
-    without blocking; anything but a regular file (a FIFO would stall the connector) is a bad config."""
-    where = f"spec.clusterSource.kubeConfig.location {location!r}"
+def read_kubeconfig_file(location: str, resolved: bool = False) -> tuple[bytes, str]:
+    """A ``locationType: Path`` kubeconfig, read only and without blocking; anything but a regular file (a FIFO
+    would stall the connector) is a bad config. Through links, as Kueue's ``os.ReadFile`` reads it (a Secret
+    mounted as a volume is a link to its data), unless ``location`` is ``resolved`` already (checked under
+    MultiKueueKubeConfigPathValidation): a link found there then was put in after the check, and is not followed."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if resolved else 0)
     try:
-        fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError as exc:
-        return b"", f"{where}: {exc.strerror or exc}"
+        fd = os.open(location, flags)
+    except OSError as exc:  # Kueue's (Go's) words: "open <path>: no such file or directory"
+        return b"", open_error(location, exc)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return b"", f"{where}: not a regular file"
+            return b"", f"spec.clusterSource.kubeConfig.location {location!r}: not a regular file"
         return f.read(), ""
 
 
@@ -217,7 +220,8 @@ class KubeconfigSources:
         Read again only once the file (the one its links resolve to, under the gate) is another version
         (:func:`file_version`, taken before reading, so a change during the read shows next time), as Kueue reads
         it again when its watch of the file fires; what a pass finds unchanged is what was read before."""
-        if config.gate(gates.MULTIKUEUE_KUBECONFIG_PATH_VALIDATION):
+        resolved = config.gate(gates.MULTIKUEUE_KUBECONFIG_PATH_VALIDATION)
+        if resolved:
             location, refused = allowed_kubeconfig_path(location, self.kubeconfig_dir)
             if refused:
                 self._files.pop(cluster, None)
@@ -226,7 +230,7 @@ class KubeconfigSources:
         known = self._files.get(cluster)
         if version is not None and known is not None and known[0] == version:
             return known[1]
-        read = _with_reason(*read_kubeconfig_file(location))
+        read = _with_reason(*read_kubeconfig_file(location, resolved))
         if version is not None and time.time_ns() - max(version.mtime_ns, version.ctime_ns) >= self.settled_ns:
             self._files[cluster] = (version, read)
         else:  # written too recently to tell from a write within the same tick: read again next time
@@ -249,8 +253,8 @@ class KubeconfigSources:
                      failed=failed, watch_timeout_s=self.watch_timeout_s, retry_s=self.retry_s)
 
     def _secret_seen(self, s: KubeconfigSecret, secret: dict[str, Any] | None) -> None:
-        if secret is None:
-            self._secret_read(s, b"", f'secrets "{s.location}" not found')
+        if secret is None:  # the kind, as Kueue's cached client names what it does not find
+            self._secret_read(s, b"", f'Secret "{s.location}" not found')
             return
         data = (secret.get("data") or {}).get(SECRETS_KEY)
         if not data:

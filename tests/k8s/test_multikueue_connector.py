@@ -355,9 +355,10 @@ def _path_cluster(location: str):
 
 
 @pytest.mark.asyncio
-async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_link(tmp_path: Path) -> None:
-    """Kueue opens a ``locationType: Path`` kubeconfig without following a link and without blocking: a link or
-    anything but a regular file is a bad config, never read (a FIFO would stall the whole connector)."""
+async def test_a_kubeconfig_path_is_read_only_from_a_regular_file(tmp_path: Path) -> None:
+    """With MultiKueueKubeConfigPathValidation off Kueue reads a ``locationType: Path`` kubeconfig with
+    ``os.ReadFile``, through links (a Secret mounted as a volume is a link to its data): so does kueue-es, without
+    blocking; anything but a regular file is a bad config, never read (a FIFO would stall the whole connector)."""
     import os
     import threading
 
@@ -368,9 +369,12 @@ async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_
     assert await mk._kubeconfig(_path_cluster(str(real)), NO_PATH_CHECK) == (b"apiVersion: v1\n", "", "")
     link = tmp_path / "link"
     link.symlink_to(real)
-    source, error, reason = await mk._kubeconfig(_path_cluster(str(link)), NO_PATH_CHECK)
-    assert source == b"" and "spec.clusterSource.kubeConfig.location" in error and reason == "BadKubeConfig"
-    assert error.startswith("load client config failed: ")  # Kueue's words
+    assert await mk._kubeconfig(_path_cluster(str(link)), NO_PATH_CHECK) == (b"apiVersion: v1\n", "", "")
+    from connectors.k8s.multikueue_kubeconfigs import read_kubeconfig_file
+
+    # a path resolved by the gate's check that is a link when opened was changed since: not followed
+    assert read_kubeconfig_file(str(link), resolved=True) == (
+        b"", f"open {link}: too many levels of symbolic links")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got: list[tuple[bytes, str]] = []
@@ -382,6 +386,17 @@ async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_
         open(fifo, "wb").close()  # noqa: SIM115 - a writer lets the blocked open return
         reader.join(5)
     assert got and got[0][0] == b"" and "not a regular file" in got[0][1]
+
+
+@pytest.mark.asyncio
+async def test_a_missing_kubeconfig_file_is_reported_in_kueues_words(tmp_path: Path) -> None:
+    """Kueue's multikueue_test.go ("... kubeconfig provided by file"): a ``locationType: Path`` kubeconfig that is
+    not there is ``BadKubeConfig`` "load client config failed: open <path>: no such file or directory", Go's words
+    for the failed open."""
+    mk = _connector(_state(tmp_path), {})
+    gone = tmp_path / "testing.kubeconfig"
+    assert await mk._kubeconfig(_path_cluster(str(gone)), NO_PATH_CHECK) == (
+        b"", f"load client config failed: open {gone}: no such file or directory", "BadKubeConfig")
 
 
 @pytest.mark.asyncio
@@ -701,6 +716,30 @@ async def test_a_secret_that_cannot_be_read_is_its_worker_s_bad_config_the_other
     assert [e.key for e in appended if isinstance(e, ev.MultiKueueClusterObserved)] == ["worker1"]
     assert isinstance(mk.workers["worker2"].client, IdleWorker)
     assert mk.workers["worker2"].client.created == ["Workload:default/job-a"]
+
+
+@pytest.mark.asyncio
+async def test_a_missing_secret_is_named_as_kueues_cached_read_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue's multikueue_test.go ("Should properly manage the active condition of AdmissionChecks and
+    MultiKueueClusters, kubeconfig provided by secret"): a MultiKueueCluster whose Secret is missing is
+    ``BadKubeConfig`` 'load client config failed: Secret "testing-secret" not found', the kind as Kueue's cached
+    client names it, not the resource an apiserver read names."""
+    state = _state(tmp_path)
+    _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker2-secret": _secret("worker2-secret", _kubeconfig("w2"))})
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    mk.retry_s = 3600
+    _appending(mk)
+    try:
+        await _passes(mk, 3)
+    finally:
+        await _close(mk)
+    link = state.cluster_links["worker1"]
+    assert (link.connected, link.reason, link.message) == (
+        False, "BadKubeConfig", 'load client config failed: Secret "worker1-secret" not found')
+    assert state.cluster_links["worker2"].connected
 
 
 @pytest.mark.asyncio
@@ -1061,9 +1100,9 @@ def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
     real = multikueue_kubeconfigs.read_kubeconfig_file
 
-    def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
+    def read_kubeconfig_file(location: str, resolved: bool = False) -> tuple[bytes, str]:
         reads.append(location)
-        return real(location)
+        return real(location, resolved)
 
     monkeypatch.setattr(multikueue_kubeconfigs, "read_kubeconfig_file", read_kubeconfig_file)
     return reads

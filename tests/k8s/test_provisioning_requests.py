@@ -93,7 +93,7 @@ def test_the_active_condition_of_a_provisioning_check() -> None:
     t = 1_767_225_600_000  # 2026-01-01T00:00:00Z
     (cond,) = desired_active(ac, {}, t) or []
     assert cond == {"type": "Active", "status": "False", "reason": "BadParametersRef",
-                    "message": 'provisioningrequestconfigs.kueue.x-k8s.io "prc" not found',
+                    "message": 'ProvisioningRequestConfig.kueue.x-k8s.io "prc" not found',
                     "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 2}
     shown = msgspec.structs.replace(ac, status=o.AdmissionCheckStatus(conditions=[
         o.Condition(type="Other", status="True"), msgspec.convert(cond, o.Condition)]))

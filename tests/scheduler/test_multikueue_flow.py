@@ -605,3 +605,48 @@ def test_a_requeued_workload_waits_while_the_stale_copy_is_seen_and_runs_once_it
            _remote(START + 6000, "worker1", QuotaReserved="True", Admitted="True"))
     settle(state, MK_CONFIG, now=START + 6000)
     assert (wl.cluster_name, wl.check_states["mk"].state, wl.phase) == ("worker1", "Ready", "Admitted")
+
+
+def test_a_worker_added_to_the_config_is_nominated_for_a_workload_dispatched_already(tmp_path: Path) -> None:
+    """Kueue's dispatcher_test.go "should re-evaluate existing workload when worker2 is added to config": a
+    MultiKueueConfig edit that adds a worker looks again at the workloads holding quota, so one nominated on the
+    config's only worker is nominated on the new one too (all at once)."""
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
+    for obj in objects:
+        if obj["kind"] == "MultiKueueConfig":
+            obj["spec"]["clusters"] = ["worker1"]
+    path = tmp_path / "objects.yaml"
+    path.write_text(fastyaml.safe_dump_all(objects))
+    state = load_state(str(path), None, START).state
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+           ev.MultiKueueClusterObserved(time=START, key="worker2", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    assert state.workloads[KEY].nominated == ("worker1",)
+    config = load_text(fastyaml.safe_dump({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+                                           "metadata": {"name": "mk-config"},
+                                           "spec": {"clusters": ["worker1", "worker2"]}}), "config").objects[0]
+    _apply(state, ev.ObjectUpserted(time=START + 1000, key=config.key, obj=config))
+    assert [type(d).__name__ for d in decide(state, MK_CONFIG, now=START + 1000)] == ["ClustersNominated"]
+    settle(state, MK_CONFIG, now=START + 1000)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+
+
+def test_a_brief_loss_of_the_running_worker_evicts_nothing_however_old_the_check(tmp_path: Path) -> None:
+    """Kueue's jobs_test.go "Should not evict admitted workloads when the connection to the admitting worker is
+    briefly lost": the worker-lost timeout counts from the loss, not from when the check turned Ready, so a check
+    Ready for longer than the timeout survives a worker lost and reached again at once."""
+    state = _state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    _apply(state, _remote(START + 1000, "worker1", QuotaReserved="True", Admitted="True"),
+           ev.PodsReadyChanged(time=START + 1000, key=KEY, ready=True))
+    settle(state, MK_CONFIG, now=START + 1000)
+    lost = START + 60 * 60 * 1000  # the check has been Ready for an hour, beyond the 15m workerLostTimeout
+    _apply(state, ev.MultiKueueClusterObserved(time=lost, key="worker1", connected=False, reason="BadConfig",
+                                               message="no kubeconfig"))
+    assert decide(state, MK_CONFIG, now=lost) == []
+    _apply(state, ev.MultiKueueClusterObserved(time=lost + 1000, key="worker1", connected=True))
+    for now in (lost + 1000, lost + 16 * 60 * 1000):
+        assert decide(state, MK_CONFIG, now=now) == []
+    wl = state.workloads[KEY]
+    assert (wl.cluster_name, wl.check_states["mk"].state, wl.reserving) == ("worker1", "Ready", True)

@@ -71,7 +71,7 @@ def test_a_provisioning_check_is_active_while_its_config_exists() -> None:
     assert check_active(_check(ref), configs) == (True, "Active", "The admission check is active")
     missing = msgspec.structs.replace(ref, name="gone")
     assert check_active(_check(missing), configs) == (
-        False, "BadParametersRef", 'provisioningrequestconfigs.kueue.x-k8s.io "gone" not found')
+        False, "BadParametersRef", 'ProvisioningRequestConfig.kueue.x-k8s.io "gone" not found')
     assert check_active(_check(None), configs) == (False, "BadParametersRef", "missing parameters reference")
     wrong = msgspec.structs.replace(ref, kind="MultiKueueConfig")
     assert check_active(_check(wrong), configs)[2] == (
