@@ -52,6 +52,16 @@ def test_a_groups_pod_gets_its_role_recorded() -> None:
     assert role_annotation_patch({"metadata": {}, "spec": {}}) == []
 
 
+def test_a_role_the_pod_names_itself_is_kept() -> None:
+    """Kueue's webhook records the role its ``getRoleHash`` gives, which is the Pod's own
+    ``kueue.x-k8s.io/role-hash`` when it has one (pod_controller_test.go's prebuilt groups and scheduling shape
+    ordering name their roles ``leader`` and ``worker``): overwritten, a prebuilt group's Pods match none of its
+    Workload's pod sets."""
+    pod = {"metadata": {"labels": {GROUP: "g"}, "annotations": {TOTAL: "2", ROLE: "leader"}},
+           "spec": {"containers": [{"name": "c"}]}}
+    assert role_annotation_patch(pod) == []
+
+
 def member(name: str, *, role: str = "r1", gated: bool = True, phase: str = "Pending", queue: str = "lq",
            total: str = "2", created: str = "2026-01-01T00:00:00Z", deleting: bool = False, node: str = "",
            finalizer: bool = True, ready: bool = False, annotations: dict | None = None) -> ManagedPod:
