@@ -19,7 +19,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   stopped, removed nor counted: they stay gated); runnable Pods of a role beyond its pod set's count are excess
   too, removed the same way; failed Pods a runnable one replaces lose the finalizer; a group's succeeded Pods
   are its reclaimable pods (per role, ``ReclaimablePodsChanged``), none for a serving group
-  (``kueue.x-k8s.io/pod-group-serving: "true"``), which never finishes either;
+  (``kueue.x-k8s.io/pod-group-serving: "true"``), which never finishes either, and whose Pods that end while
+  being deleted no longer fill their role and, evicted, lose the finalizer at once (Kueue #14632);
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
   ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
@@ -158,10 +159,20 @@ def role_of(pod: ManagedPod) -> str:
 # --- which Pods count ------------------------------------------------------------------------------------------
 
 def runnable_or_succeeded(pod: ManagedPod) -> bool:
-    """May still run, runs or succeeded: not failed, and not deleted before reaching a node."""
+    """May still run, runs or succeeded: not failed, and not deleted before reaching a node — nor, in a serving
+    group (which counts no succeeded Pods), deleted and ended (:func:`ended_while_deleting`): as Kueue since
+    #14632 (v0.18.7 #14795), else such a Pod, stuck deleting, still filled its role and its replacement was
+    removed as excess."""
     if pod.metadata.deletion_timestamp and not pod.spec.node_name:
         return False
+    if is_serving(pod) and ended_while_deleting(pod):
+        return False
     return pod.status.phase != "Failed"
+
+
+def ended_while_deleting(pod: ManagedPod) -> bool:
+    """Being deleted (a stopped Pod) and ended: it will never run again."""
+    return bool(pod.metadata.deletion_timestamp) and pod.status.phase in ("Succeeded", "Failed")
 
 
 def _keep_first(pod: ManagedPod) -> tuple[bool, bool, str, str]:
@@ -353,7 +364,18 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
     step = _with_workload(pods, first, total, wl, admission_shown and not remote, prebuilt, fast_quota_release)
     if step.action == FINALIZE or prebuilt:
         return step
-    return replace(step, finalize=_replaced_by_role(pods, wl))
+    finalize = _replaced_by_role(pods, wl)
+    return replace(step, finalize=finalize + tuple(p for p in _stopped_and_ended(pods, wl) if p not in finalize))
+
+
+def _stopped_and_ended(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:
+    """The Pods of an evicted serving group that its eviction stopped and that have ended since: they lose Kueue's
+    finalizer at once, without waiting for a replacement (Kueue #14632, in v0.18.7 by #14795: a StatefulSet
+    cannot remake a Pod under the same name while the old one is held). A batch group keeps its succeeded Pods
+    counted, and its failed ones until replaced, as before."""
+    if not wl.evicted or not is_serving(pods[0]):
+        return ()
+    return tuple(p for p in pods if ended_while_deleting(p) and finalizable(p))
 
 
 def no_longer_matching(pods: list[ManagedPod], wl: WorkloadInfo) -> bool:

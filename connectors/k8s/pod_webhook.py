@@ -25,7 +25,7 @@ named ``default`` exists the label ``kueue.x-k8s.io/priority-class: default`` (u
 pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
 gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
 is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) made Kueue's also gets its role
-(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`). While Kueue's TopologyAwareScheduling
+(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`, unless it names one). While Kueue's TopologyAwareScheduling
 gate is on, every Pod made Kueue's also gets the gate ``kueue.x-k8s.io/topology`` (Kueue's pod-based integrations
 gate at creation: a Pod cannot gain a gate later) and, when it names its index label
 (``kueue.x-k8s.io/pod-group-pod-index-label``), the label ``kueue.x-k8s.io/pod-group-pod-index`` with that

@@ -52,6 +52,16 @@ def test_a_groups_pod_gets_its_role_recorded() -> None:
     assert role_annotation_patch({"metadata": {}, "spec": {}}) == []
 
 
+def test_a_role_the_pod_names_itself_is_kept() -> None:
+    """Kueue's webhook records the role its ``getRoleHash`` gives, which is the Pod's own
+    ``kueue.x-k8s.io/role-hash`` when it has one (pod_controller_test.go's prebuilt groups and scheduling shape
+    ordering name their roles ``leader`` and ``worker``): overwritten, a prebuilt group's Pods match none of its
+    Workload's pod sets."""
+    pod = {"metadata": {"labels": {GROUP: "g"}, "annotations": {TOTAL: "2", ROLE: "leader"}},
+           "spec": {"containers": [{"name": "c"}]}}
+    assert role_annotation_patch(pod) == []
+
+
 def member(name: str, *, role: str = "r1", gated: bool = True, phase: str = "Pending", queue: str = "lq",
            total: str = "2", created: str = "2026-01-01T00:00:00Z", deleting: bool = False, node: str = "",
            finalizer: bool = True, ready: bool = False, annotations: dict | None = None) -> ManagedPod:
@@ -572,3 +582,25 @@ def test_a_groups_pod_sets_are_ordered_by_scheduling_shape_not_a_client_set_role
     alike = [_with_role(raw("b", "1"), "aaa"), _with_role(raw("c", "1"), "bbb"), _with_role(raw("a", "1"), "ccc")]
     assert [ps["name"] for ps in pod_group.workload_for(ClusterState(), alike)["spec"]["podSets"]] == [
         "ccc", "aaa", "bbb"]
+
+
+SERVING = {"kueue.x-k8s.io/pod-group-serving": "true"}
+
+
+def test_an_evicted_serving_groups_pod_that_ended_while_deleting_loses_the_finalizer_at_once() -> None:
+    """Kueue's "Pod controller finalizer consistency on eviction" (#13830, fixed by #14632, in v0.18.7 by #14795):
+    a serving group's Pod stopped by an eviction that is not the Workload's deletion, and that then ends, goes at
+    once — whether it ran on a node or never reached one — and a replacement made beside it is kept, not removed as
+    excess: else the Pod is stuck deleting (a StatefulSet can never remake it) and its owner thrashes."""
+    wl = group_workload(ADMITTED, counts={"r1": 1}, evicted="PodsReadyTimeout", reserving=True)
+    ran = member("old-pod", gated=False, phase="Succeeded", deleting=True, node="n1", total="1", annotations=SERVING)
+    assert names(next_step([ran], wl, managed=True, admission_shown=True).finalize) == ["old-pod"]
+    unplaced = member("sts-0", gated=False, phase="Succeeded", deleting=True, total="1", annotations=SERVING)
+    assert names(next_step([unplaced], wl, managed=True, admission_shown=True).finalize) == ["sts-0"]
+    new = member("new-pod", total="1", annotations=SERVING)
+    step = next_step([new, ran], group_workload(PENDING, counts={"r1": 1}, evicted="PodsReadyTimeout"),
+                     managed=True, admission_shown=False)
+    assert step.remove == () and names(step.finalize) == ["old-pod"], "the replacement is the group's Pod now"
+    batch = member("old-pod", gated=False, phase="Succeeded", deleting=True, node="n1", total="1")
+    assert next_step([batch], wl, managed=True, admission_shown=True).finalize == (), (
+        "a batch group's succeeded Pod is still counted: it keeps the finalizer until the group finishes")
