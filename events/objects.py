@@ -248,6 +248,8 @@ class JobSpec(View):
     suspend: bool = False
     parallelism: int = 1
     completions: int | None = None
+    completion_mode: str | None = None
+    """``Indexed`` or ``NonIndexed`` (the apiserver's default); None: not known (a Job kept before it was read)."""
     template: PodTemplateSpec = PodTemplateSpec()
     managed_by: str | None = None
     """``kueue.x-k8s.io/multikueue`` on a MultiKueue manager: the Job runs on a worker, not here."""
@@ -259,6 +261,8 @@ class JobStatus(View):
     failed: int = 0
     failed_indexes: str | None = None
     """An Indexed Job's indexes failed for good under ``backoffLimitPerIndex`` (``"1,3-5"``)."""
+    completed_indexes: str | None = None
+    """An Indexed Job's indexes that succeeded (``"0-3,5"``)."""
     ready: int | None = None
     conditions: list[Condition] = []
 

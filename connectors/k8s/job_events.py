@@ -16,7 +16,7 @@ integration (``batch/job-kueue-controller``), records on the Job, Normal unless 
   out of sync, which Kueue no longer counts as the Job's;
 * Warning ``WorkloadPriorityClassNotFound`` 'WorkloadPriorityClass "<name>" not found' when the Job's
   ``kueue.x-k8s.io/priority-class`` label names a class that does not exist, so it was given no Workload
-  (:mod:`connectors.k8s.job_priority`). Kueue records it at every retry of the failed reconcile (its
+  (:mod:`connectors.k8s.job_priority`) or its Workload keeps its priority (:mod:`connectors.k8s.job_sync`). Kueue records it at every retry of the failed reconcile (its
   recorder folds the repeats into one Event's count); kueue-es once per version of the Job;
 * ``UpdatedWorkload`` once it rewrote the Job's generated Workload to match the suspended Job again ("Updated not
   matching Workload for suspended job: <ns>/<name>"), or gave it the priority class the Job's label names now

@@ -25,7 +25,8 @@ puts each in the log (``JobActed``) for the Event Kueue records on the Job.
   class than the Workload's ``priorityClassRef`` and the Workload has no class or a WorkloadPriorityClass, its
   priority is resolved anew, as at creation, and written with its class — Event ``UpdatedWorkload`` "Updated
   workload priority class: <ns>/<name>" — admitted or not. A class missing from the log leaves the Workload as
-  it is, and the Job waits for it (Kueue's reconcile fails on the lookup). Not written while the Workload holds
+  it is, and the Job waits for it (Kueue's reconcile fails on the lookup), warned as at creation (Warning
+  ``WorkloadPriorityClassNotFound``, once per version of the Job). Not written while the Workload holds
   quota if the change would set or remove the class or change its kind: the apiserver refuses that.
 * **The queue name** (generated and prebuilt Workloads): while the Job is suspended and its Workload neither
   finished, evicted nor holding quota, a ``kueue.x-k8s.io/queue-name`` label that differs from the Workload's

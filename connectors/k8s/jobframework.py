@@ -717,7 +717,7 @@ class JobReconciler(Generic[J]):
             try:
                 priority = job_sync.priority_change(self.state, labels, self.pod_priority_class(job), obs, wl)
             except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
-                await self._once(key, f"priority-missing@{rv}", job, self._priority_missing(job, obs, str(exc)))
+                await self._once(key, f"priority-missing@{rv}", job, self._priority_missing(job, obs, exc))
                 return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
             if priority is not None:
                 await self._once(key, f"priority@{rv}", job, self._set_priority(job, obs, *priority))
@@ -934,11 +934,16 @@ class JobReconciler(Generic[J]):
         await self._report(job, UPDATED_WORKLOAD, workload=obs.key,
                            message=job_sync.priority_updated_message(obs.key))
 
-    async def _priority_missing(self, job: J, obs: o.Workload, error: str) -> None:
-        """Kueue cannot resolve the priority class the job names now: its reconcile fails (no Event) and is
-        retried; here the job waits until the class is in the log (which marks it dirty)."""
+    async def _priority_missing(self, job: J, obs: o.Workload,
+                                exc: WorkloadPriorityClassNotFound | PriorityClassNotFound) -> None:
+        """Kueue cannot resolve the priority class the job names now: its reconcile fails and is retried; here the
+        job waits until the class is in the log (which marks it dirty). A missing WorkloadPriorityClass is reported
+        on the job as at the Workload's creation (Kueue's ``ExtractPriority`` reports it on every path to the
+        lookup, #13775); a missing PriorityClass is not (Kueue records no Event for it)."""
         self.log.warning(f"the {self.NOUN}'s priority class is not there: its workload keeps its priority",
-                         workload=obs.key, error=error, **{self.NOUN: job.key})
+                         workload=obs.key, error=str(exc), **{self.NOUN: job.key})
+        if isinstance(exc, WorkloadPriorityClassNotFound):
+            await self._report(job, NOT_FOUND_REASON, message=not_found_message(exc.name))
 
     async def _set_queue(self, job: J, obs: o.Workload, queue: str) -> None:
         """Give the Workload of a suspended job the queue its label names now (Kueue records no Event)."""

@@ -97,8 +97,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   after that through admission, eviction and re-admission the fold derives (:mod:`projections.pods_ready_condition`);
 * **pods succeeded** (any Workload not finished): ``ReclaimablePodsChanged`` when the pods the Job no longer
   needs differ from the Workload's ``status.reclaimablePods`` — Kueue's count for a Job: with parallelism above 1
-  and some pods succeeded or indexes failed for good (``failedIndexes``), the pod set's count less the
-  completions still to come, when that is positive (the writer then writes the field, and the quota those pods
+  and some pods succeeded or indexes failed for good (``failedIndexes``; an Indexed Job's completed and failed
+  indexes below its completions, :func:`terminal_count`), the pod set's count less the completions still to come,
+  when that is positive (the writer then writes the field, and the quota those pods
   held is given back);
 * the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
 * the Job is **gone** (whatever its labels) → each Workload it controls that is neither finished nor being
@@ -212,30 +213,58 @@ def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
 
 
 def reclaimable_pods(job: o.Job) -> tuple[tuple[str, int], ...]:
-    """Kueue's reclaimable pods of a Job's one pod set ``main``: with parallelism above 1 and pods succeeded or
-    indexes failed for good (``status.failedIndexes``, Kueue v0.20 #13486), the pod set's count
-    (``min(parallelism, completions)``, not the parallelism: Kueue v0.20 #16111) less the completions still to
-    come, when that leaves any (as a workload keeps them: :func:`projections.workloads.reclaimable_of`)."""
-    parallelism, done = job.spec.parallelism, job.status.succeeded + failed_index_count(job.status.failed_indexes)
+    """Kueue's reclaimable pods of a Job's one pod set ``main``: with parallelism above 1 and some pods finished
+    for good, the pod set's count (``min(parallelism, completions)``, not the parallelism: Kueue v0.20 #16111) less
+    the completions still to come, when that leaves any (as a workload keeps them:
+    :func:`projections.workloads.reclaimable_of`). Finished for good: :func:`terminal_count`."""
+    parallelism = job.spec.parallelism
+    completions = job.spec.completions if job.spec.completions is not None else parallelism
+    done = terminal_count(job, completions)
     if parallelism == 1 or done == 0:
         return ()
     count = job_pod_count(job)
-    remaining = (job.spec.completions if job.spec.completions is not None else parallelism) - done
+    remaining = completions - done
     if remaining >= count:
         return ()
     return (("main", count - remaining),)
 
 
-def failed_index_count(indexes: str | None) -> int:
-    """How many indexes a Job's ``status.failedIndexes`` names (``"1,3-5"``: 4); malformed parts count none."""
-    n = 0
+def terminal_count(job: o.Job, completions: int) -> int:
+    """How many of a Job's pods will not run again. An Indexed Job's (Kueue v0.20 #13178, #13486): its completed
+    and failed-for-good indexes (``status.completedIndexes``, ``status.failedIndexes``), each index once and only
+    below ``completions`` — after an elastic scale-down ``status.succeeded`` still counts indexes that are gone,
+    and the failed ones may name them too. Any other Job's: ``status.succeeded`` (and failed indexes, which only
+    an Indexed Job has; a Job kept before its completion mode was read is counted so)."""
+    if job.spec.completion_mode != "Indexed":
+        return job.status.succeeded + failed_index_count(job.status.failed_indexes)
+    intervals = sorted(index_intervals(job.status.completed_indexes) + index_intervals(job.status.failed_indexes))
+    n, counted = 0, -1  # counted: the highest index counted so far
+    for low, high in intervals:
+        low, high = max(low, counted + 1), min(high, completions - 1)
+        if low <= high:
+            n += high - low + 1
+            counted = high
+    return n
+
+
+def index_intervals(indexes: str | None) -> list[tuple[int, int]]:
+    """The ``(first, last)`` intervals a Job's index list names (``"1,3-5"``: (1, 1), (3, 5)); malformed parts
+    name none."""
+    out = []
     for part in (indexes or "").split(","):
         low, _, high = part.strip().partition("-")
         try:
-            n += int(high or low) - int(low) + 1 if low else 0
+            first, last = int(low), int(high or low)
         except ValueError:
             continue
-    return n
+        if 0 <= first <= last:
+            out.append((first, last))
+    return out
+
+
+def failed_index_count(indexes: str | None) -> int:
+    """How many indexes a Job's ``status.failedIndexes`` names (``"1,3-5"``: 4); malformed parts count none."""
+    return sum(last - first + 1 for first, last in index_intervals(indexes))
 
 
 def job_pod_count(job: o.Job) -> int:

@@ -464,7 +464,7 @@ class PodIntegration:
             priority = job_sync.priority_change(self.state, labels, anchor.spec.priority_class_name or None, obs,
                                                 wl) if generated else None
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
-            await self._once(anchor, f"priority-missing@{rv}", self._priority_missing(anchor, obs, str(exc)))
+            await self._once(anchor, f"priority-missing@{rv}", self._priority_missing(anchor, obs, exc))
             return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
         if priority is not None:
             await self._once(anchor, f"priority@{rv}", self._set_priority(anchor, obs, *priority))
@@ -520,11 +520,15 @@ class PodIntegration:
                  priority_class=ref["name"] if ref else None, priority=priority)
         await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.priority_updated_message(obs.key))
 
-    async def _priority_missing(self, pod: ManagedPod, obs: o.Workload, error: str) -> None:
-        """As for a Job: Kueue's reconcile fails on the lookup (no Event) and is retried; the Workload keeps its
-        priority until the class is in the log (which marks the Pod dirty)."""
+    async def _priority_missing(self, pod: ManagedPod, obs: o.Workload,
+                                exc: WorkloadPriorityClassNotFound | PriorityClassNotFound) -> None:
+        """As for a Job: Kueue's reconcile fails on the lookup and is retried; the Workload keeps its priority until
+        the class is in the log (which marks the Pod dirty). A missing WorkloadPriorityClass is reported on the Pod
+        (the Warning ``WorkloadPriorityClassNotFound``, as at creation), a missing PriorityClass is not."""
         log.warning("the pod's priority class is not there: its workload keeps its priority", pod=pod.key,
-                    workload=obs.key, error=error)
+                    workload=obs.key, error=str(exc))
+        if isinstance(exc, WorkloadPriorityClassNotFound):
+            await self._report(pod, NOT_FOUND_REASON, message=not_found_message(exc.name))
 
     async def _set_queue(self, pod: ManagedPod, obs: o.Workload, queue: str) -> None:
         await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue), obs.metadata.namespace)

@@ -51,6 +51,34 @@ def test_failed_indexes_are_read_from_the_jobs_status() -> None:
     assert reclaimable_pods(msgspec.convert(raw, o.Job)) == (("main", 2),)
 
 
+def _indexed(parallelism: int, completions: int, succeeded: int = 0, completed: str | None = None,
+             failed: str | None = None) -> o.Job:
+    raw = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns"},
+           "spec": {"parallelism": parallelism, "completions": completions, "completionMode": "Indexed"},
+           "status": {"succeeded": succeeded, "completedIndexes": completed, "failedIndexes": failed}}
+    return msgspec.convert(raw, o.Job)
+
+
+@pytest.mark.parametrize(("j", "want"), [
+    (_indexed(4, 4, succeeded=2, completed="1,3"), (("main", 2),)),
+    # kueue#12670 (job_controller_test "Should not wedge the reconciler when scaling down below the accumulated
+    # succeeded count"): scaled 8 -> 3 with indexes 0-3 done, only 0-2 remain: 3, not 4 (above the pod set)
+    (_indexed(3, 3, succeeded=4, completed="0-3"), (("main", 3),)),
+    # kueue#13117 ("...while status.Succeeded is stale after scale-down"): 15 counted, 5-9 done of 10: 5
+    (_indexed(10, 10, succeeded=15, completed="5-9"), (("main", 5),)),
+    # kueue#13552 ("Should ignore a permanently failed index removed by a scale-down"): index 4 is gone at 3
+    (_indexed(3, 3, failed="4"), ()),
+    # kueue#13486: an index both completed and failed (older Kubernetes lets them overlap) counts once
+    (_indexed(10, 10, succeeded=10, completed="0-9", failed="2-3"), (("main", 10),)),
+    (_indexed(4, 8, completed="0-1", failed="5"), ()),  # 8 - 3 = 5 to come: all 4 pods still needed
+    (_indexed(4, 6, succeeded=2, completed="0-1", failed="5"), (("main", 1),)),  # 6 - 3 = 3 to come: 1 pod given back
+])
+def test_an_indexed_jobs_terminal_indexes_below_its_completions_release_their_pods(j: o.Job, want: tuple) -> None:
+    """Kueue (#13178, #13486): an Indexed Job's finished pods are its completed and failed indexes, each counted
+    once and only below ``completions`` — ``status.succeeded`` still counts indexes an elastic scale-down removed."""
+    assert reclaimable_pods(j) == want
+
+
 @pytest.mark.asyncio
 async def test_succeeded_pods_are_reported_once_and_the_writer_writes_them() -> None:
     jobs, mirror, appended = integration(workload(), job(succeeded=2))

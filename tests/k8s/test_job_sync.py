@@ -342,10 +342,17 @@ async def test_a_prebuilt_workloads_priority_is_left_alone() -> None:
 
 @pytest.mark.asyncio
 async def test_a_missing_class_holds_the_job_until_it_exists() -> None:
-    """Kueue's reconcile fails on the lookup (no Event), so nothing else is done for the Job meanwhile."""
+    """Kueue's reconcile fails on the lookup, so nothing else is done for the Job meanwhile; it warns on the Job as
+    when creating its Workload (Kueue's ``ExtractPriority``, #13775: every path to the lookup reports the miss;
+    job_controller_test 'Should report a warning when the label is changed to a class that does not exist')."""
     jobs, mirror, appended, client = _setup(_classed(), job(labels={WPC: "later"}), _wpc("low", 10))
     await jobs.reconcile("ns/train")
-    assert client.patches == [] and appended == [], "not even the WaitForStart PodsReady of a pending Workload"
+    await jobs.reconcile("ns/train")
+    assert client.patches == [], "the Workload keeps the priority it had"
+    assert [type(e).__name__ for e in appended] == ["JobActed"], \
+        "reported once for this version of the Job; not even the WaitForStart PodsReady of a pending Workload"
+    assert _job_events(mirror, appended) == [
+        ("Warning", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "later" not found')]
     mirror.dirty_jobs.clear()
     mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key="later", obj=_wpc("later", 77))))
     assert mirror.dirty_jobs == {"ns/train"}, "the class it waits for makes it dirty"

@@ -1208,6 +1208,19 @@ async def test_a_pods_missing_workload_priority_class_is_reported_and_its_worklo
 
 
 @pytest.mark.asyncio
+async def test_a_pods_label_changed_to_a_missing_class_is_reported_and_its_workload_keeps_its_priority() -> None:
+    """As for a Job (Kueue's ``ExtractPriority`` reports the miss on every path to the lookup, #13775)."""
+    pods, _, appended, client = integration(pod_workload())
+    pods.pods["ns/p"] = _labelled(managed_pod(), **{"kueue.x-k8s.io/priority-class": "missing"})
+    await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    assert client.calls == [], "the Workload keeps its priority"
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and (acted.key, acted.kind, acted.action, acted.message) == (
+        "ns/p", "Pod", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "missing" not found')
+
+
+@pytest.mark.asyncio
 async def test_a_gated_pod_groups_queue_name_change_moves_its_workload() -> None:
     pods, _, _, client = integration(group_workload_obs())
     for n in "ab":
