@@ -137,7 +137,7 @@ deleted before the snapshot still reads connected: a workload dispatched there i
 restored from an older one, Go's ``[]v1.ResourceName{...}`` stays until the workload's pod sets are folded again).
 A version 54 snapshot taken by a lazily decoding fold (a restart's or a replay's) before the fix of session 39 missed
 a ``DeactivationTarget`` a Workload upsert showed: restored, such a workload stays active until its Workload is
-shown again (the layout did not change, so the version did not). 55: a Job's ``spec.completionMode`` and
+shown again (that fix changed no layout; every version 55 snapshot was taken by the fixed fold). 55: a Job's ``spec.completionMode`` and
 ``status.completedIndexes`` (an Indexed Job's reclaimable pods are its completed and failed indexes below its
 completions, Kueue's #13178); restored from an older one, a Job's completion mode is not known until its next upsert
 (the watch's relist), and its reclaimable pods are counted from ``status.succeeded`` until then, as before."""
