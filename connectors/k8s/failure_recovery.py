@@ -24,7 +24,7 @@ import structlog
 
 from connectors.k8s import forceful_termination as ft
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import Conflict, NotFound
+from connectors.k8s.errors import NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries, take_due, wake_after
@@ -140,15 +140,10 @@ class FailureRecovery:
             return  # terminal (or no longer opted in) since the log's view: its newer version brings it back
         text = ft.message(pod.spec.node_name, int(live_meta.get("deletionGracePeriodSeconds") or 0), self.grace_ms)
         body = ft.status_patch(live, text, format_time(_now_ms()))
-        try:
-            await self.client.patch(PODS, m.name, body, m.namespace, subresource="status")
-        except Conflict:
-            # it changed, most likely in what the log does not keep (another controller's condition, a finalizer):
-            # no newer version comes to the log, so it is looked at again later, on the live pod read anew
-            self.stats.conflicts += 1
-            self._retry.later(key)
-            return
-        except NotFound:
+        # a conflict: it changed, most likely in what the log does not keep (another controller's condition, a
+        # finalizer): no newer version comes to the log, so it is looked at again later, on the live pod read anew
+        if not await self._retry.written(self.client.patch(PODS, m.name, body, m.namespace, subresource="status"),
+                                         key, self.stats):
             return
         self.stats.failed += 1
         log.info("forcefully terminated pod on unreachable node", pod=key, node=pod.spec.node_name)

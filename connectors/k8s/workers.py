@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from connectors.k8s.errors import Conflict, KubeError
+from connectors.k8s.errors import Conflict, KubeError, NotFound
 from connectors.k8s.journal import Signal
 
 
@@ -52,6 +52,20 @@ class Retries:
             stats.errors += 1
             log.exception(f"{what} crashed, will retry", **fields)
             self.later(key, 10)
+
+    async def written(self, write: Awaitable[Any], key: str, stats: Any) -> bool:
+        """Await a conditional ``write`` for ``key``: True once written; a Conflict (the object changed in what the
+        log may not keep) is counted in ``stats.conflicts`` and ``key`` looked at again after the delay, on its live
+        object; a NotFound (gone meanwhile) drops it."""
+        try:
+            await write
+        except Conflict:
+            stats.conflicts += 1
+            self.later(key)
+            return False
+        except NotFound:
+            return False
+        return True
 
     def timeout(self) -> float | None:
         """How long the worker loop may sleep: until the next retry could be due, or forever."""

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -85,15 +84,9 @@ class WorkloadPriorities:
         value = class_value(self.mirror.state, obs)
         if value is None or obs.spec.priority == value or self._done.get(key) == rv:
             return
-        try:
-            await self.client.patch(BY_KIND["Workload"], obs.metadata.name, {
+        if not await self._retry.written(self.client.patch(BY_KIND["Workload"], obs.metadata.name, {
                 "metadata": {"uid": obs.metadata.uid, "resourceVersion": rv}, "spec": {"priority": value}},
-                obs.metadata.namespace)
-        except Conflict:
-            self.stats.conflicts += 1
-            self._retry.later(key)
-            return
-        except NotFound:
+                obs.metadata.namespace), key, self.stats):
             return
         self._done[key] = rv
         self.stats.updated += 1
