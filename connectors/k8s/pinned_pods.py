@@ -27,7 +27,7 @@ import structlog
 
 from connectors.k8s.client import KubeClient
 from connectors.k8s.decision_events import NORMAL, TAS_CONTROLLER, Involved, make_event
-from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.recorder import EVENTS, MAX_INSTANCE, micro_time
 from connectors.k8s.resources import BY_KIND
@@ -210,35 +210,26 @@ class PinnedPods:
             ends = not_ready_wait_ends(node) if node is not None else None
             if ends is not None and now < ends:
                 self._due[host] = ends
-        retry = False
         for pod in nf.pods_to_fail(self.state, host, pods, now, taints=taints, on_pod_termination=on_pod_termination):
-            retry = not await self._fail(host, pod) or retry
-        if retry:
-            self._retry.later(host)
+            await self._fail(host, pod)
 
-    async def _fail(self, host: str, pod: o.Pod) -> bool:
-        """Fail ``pod`` if the live pod still calls for it; False when it is to be tried again."""
+    async def _fail(self, host: str, pod: o.Pod) -> None:
+        """Fail ``pod`` if the live pod still calls for it (a conflicting write looks at its host again later)."""
         m = pod.metadata
         try:
             live = msgspec.json.decode(await self.client.get(PODS, m.name, m.namespace))
         except NotFound:
-            return True
+            return
         if (live.get("metadata") or {}).get("uid") != m.uid or not still_pinned(live, host):
-            return True  # another pod of that name, or bound (or gone terminal) since the log's view: it follows
+            return  # another pod of that name, or bound (or gone terminal) since the log's view: it follows
         now = _now_ms()
-        try:
-            await self.client.patch(PODS, m.name, status_patch(live, format_time(now)), m.namespace,
-                                    subresource="status")
-        except Conflict:
-            self.stats.conflicts += 1
-            return False
-        except NotFound:
-            return True
+        if not await self._retry.written(self.client.patch(PODS, m.name, status_patch(live, format_time(now)),
+                                                           m.namespace, subresource="status"), host, self.stats):
+            return
         self.stats.failed += 1
         log.info("failed pod pinned to a node it cannot run on", pod=pod.key, host=host)
         if self.events:
             await self._record(pod, now)
-        return True
 
     async def _record(self, pod: o.Pod, now: int) -> None:
         """Kueue's Event; never in the way: a failure to record it is logged, not retried."""
