@@ -250,7 +250,7 @@ def _suspended_copy(obj: Mapping[str, Any], suspend_at: tuple[str, ...]) -> dict
 async def _handed_to_multikueue(obj: Mapping[str, Any], namespace: str, queue: str, kind: Kind,
                                 multikueue: HasMultiKueueCheck) -> bool:
     """Kueue's managedBy defaulting of a kind MultiKueue runs: its queue's ClusterQueue has a MultiKueue check and
-    it names no manager but its own controller (whatever its ancestry, unlike a Job)."""
+    it names no manager but its own controller (whatever its ancestry, as a Job)."""
     if kind.own_controller is None or not namespace:
         return False
     managed_by = value_at(obj, kind.managed_by_at)
