@@ -205,8 +205,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
     turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
     ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a
-    child is given no queue and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's
-    Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
+    child is given no queue, no default WorkloadPriorityClass (Kueue's ``IsOwnerManagedByKueueForObject`` in both
+    defaultings) and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
     suspended (None: ``parent_runs`` decides that too). ``multikueue``: :func:`multikueue_lookup`, None while the
     ``MultiKueue`` gate is off. ``namespace_managed``: :func:`namespace_managed_lookup`; a Job in a namespace it
     leaves out is given no queue name, not suspended, not gated nor handed to MultiKueue (Kueue's #13375)."""
@@ -233,7 +233,7 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
             if excluded:  # left as it is, its priority class too (Kueue's #13375, #15851)
                 return _patched(response, [])
         default = not child and not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
-        default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
+        default_class = (has_default_priority_class is not None and not child and not labels.get(PRIORITY_LABEL)
                          and await has_default_priority_class())
         unqueued = False
         if suspends_unqueued is not None and not labels.get(QUEUE_LABEL) and not default:
