@@ -4,8 +4,8 @@ created, the answer to a review, the serving while the framework is off, the reg
 Each framework module (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`) says what is its
 own in a :class:`Kind` — where the resource keeps its suspend flag, its webhooks' paths and names, and what its
 validating webhook refuses — and this module does the rest as Kueue's generic job defaulting does
-(``pkg/controller/jobframework/defaults.go``): the ``default`` queue, unless its controller is of a kind Kueue runs;
-the ``default`` WorkloadPriorityClass; then suspended when queued or managed without a queue name — never when it has
+(``pkg/controller/jobframework/defaults.go``): the ``default`` queue and the ``default`` WorkloadPriorityClass,
+unless its controller is of a kind Kueue runs; then suspended when queued or managed without a queue name — never when it has
 a Kueue-managed ancestor (``WorkloadShouldBeSuspended``: the walk up its controllers the Job webhook does too,
 :func:`connectors.k8s.webhook.ancestry_lookup`; a controller of a kind Kueue runs whose ancestors name no queue,
 ``manageJobsWithoutQueueName`` off, makes no child). A walk that fails refuses the object, as the Job webhook does.
@@ -209,8 +209,8 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
                    managed_ancestry: child_jobs.ManagedAncestry | None = None,
                    multikueue: HasMultiKueueCheck | None = None) -> list[dict[str, Any]]:
     """Decide Kueue's defaulting of ``obj`` (see the module docstring) with the lookups it needs, and patch it
-    (:func:`default_patch`). The default queue is left to an object whose controller is of a kind Kueue runs;
-    suspending, to one with no Kueue-managed ancestor (:func:`managed_above`), as in Kueue. Raises
+    (:func:`default_patch`). Neither the default queue nor the default WorkloadPriorityClass is given to an object
+    whose controller is of a kind Kueue runs (Kueue's ``IsOwnerManagedByKueueForObject``); suspending is left to one with no Kueue-managed ancestor (:func:`managed_above`), as in Kueue. Raises
     :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read or the walk fails."""
     labels = _labels(obj)
     owner = job_selection.raw_controller(obj.get("metadata") or {})
@@ -221,7 +221,7 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
                      and await managed())
     # neither in a namespace managedJobsNamespaceSelector leaves out (Kueue's #15851)
-    default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
+    default_class = (has_default_priority_class is not None and not kueue_parent and not labels.get(PRIORITY_LABEL)
                      and await has_default_priority_class() and await managed())
     # in a namespace managedJobsNamespaceSelector leaves out, not suspended whatever its queue (Kueue's #13375)
     suspend = not child and (queued or default_queue or settings.without_queue) and await managed()
@@ -250,7 +250,7 @@ def _suspended_copy(obj: Mapping[str, Any], suspend_at: tuple[str, ...]) -> dict
 async def _handed_to_multikueue(obj: Mapping[str, Any], namespace: str, queue: str, kind: Kind,
                                 multikueue: HasMultiKueueCheck) -> bool:
     """Kueue's managedBy defaulting of a kind MultiKueue runs: its queue's ClusterQueue has a MultiKueue check and
-    it names no manager but its own controller (whatever its ancestry, unlike a Job)."""
+    it names no manager but its own controller (whatever its ancestry, as a Job)."""
     if kind.own_controller is None or not namespace:
         return False
     managed_by = value_at(obj, kind.managed_by_at)

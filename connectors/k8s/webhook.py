@@ -25,6 +25,7 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   ``spec.managedBy: kueue.x-k8s.io/multikueue``: on a manager the
   Job runs on a worker, its status mirrored back (:mod:`connectors.k8s.multikueue`); the LocalQueue, its
   ClusterQueue and their checks are read from the apiserver (:func:`multikueue_lookup`; one missing sets nothing);
+  whatever the Job's ancestry, as Kueue's ``ApplyDefaultForManagedBy`` (a child Job too, though not suspended);
 * ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
   ``kueue.x-k8s.io/elastic-job`` scheduling gate (:mod:`connectors.k8s.workload_slices`: the Job integration
   lifts it from the pods of an admitted slice).
@@ -160,7 +161,8 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     ``suspend_unqueued``: a Job left without a queue name is Kueue's all the same (``manageJobsWithoutQueueName``);
     ``child``: its controller is of a kind Kueue runs, so it is not suspended, whatever queue it names;
     ``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate (an elastic Job's pods are gated); ``multikueue``:
-    its queue's ClusterQueue has a MultiKueue check (the Job is handed to MultiKueue unless it names a manager)."""
+    its queue's ClusterQueue has a MultiKueue check (the Job is handed to MultiKueue unless it names a manager,
+    a ``child`` too)."""
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
@@ -172,7 +174,7 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     if (queue or suspend_unqueued) and not child and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
-    if multikueue and not child and (job.get("spec") or {}).get("managedBy") in (None, JOB_CONTROLLER):
+    if multikueue and (job.get("spec") or {}).get("managedBy") in (None, JOB_CONTROLLER):
         ops.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGER})
     if elastic_jobs and (meta.get("annotations") or {}).get(workload_slices.ELASTIC_JOB_ANNOTATION) == "true":
         ops += elastic_gate_ops(job)
@@ -203,8 +205,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
     turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
     ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a
-    child is given no queue and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's
-    Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
+    child is given no queue, no default WorkloadPriorityClass (Kueue's ``IsOwnerManagedByKueueForObject`` in both
+    defaultings) and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
     suspended (None: ``parent_runs`` decides that too). ``multikueue``: :func:`multikueue_lookup`, None while the
     ``MultiKueue`` gate is off. ``namespace_managed``: :func:`namespace_managed_lookup`; a Job in a namespace it
     leaves out is given no queue name, not suspended, not gated nor handed to MultiKueue (Kueue's #13375)."""
@@ -231,7 +233,7 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
             if excluded:  # left as it is, its priority class too (Kueue's #13375, #15851)
                 return _patched(response, [])
         default = not child and not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
-        default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
+        default_class = (has_default_priority_class is not None and not child and not labels.get(PRIORITY_LABEL)
                          and await has_default_priority_class())
         unqueued = False
         if suspends_unqueued is not None and not labels.get(QUEUE_LABEL) and not default:
@@ -240,8 +242,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
             except KubeError as exc:
                 return _namespace_unread(response, exc)
         queue = labels.get(QUEUE_LABEL) or (DEFAULT_QUEUE if default else "")
-        handed = bool(multikueue is not None and queue and namespace and not managed_above
-                      and await multikueue(namespace, queue))
+        # whatever its ancestry, as Kueue's ApplyDefaultForManagedBy (the ancestry decides the suspension alone)
+        handed = bool(multikueue is not None and queue and namespace and await multikueue(namespace, queue))
         return _patched(response, job_patch(job, default, default_class, suspend_unqueued=unqueued,
                                             child=managed_above, elastic_jobs=elastic_jobs, multikueue=handed))
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}

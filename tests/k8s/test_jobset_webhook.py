@@ -157,6 +157,16 @@ def test_no_default_workload_priority_class_in_a_namespace_the_selector_leaves_o
     assert response["status"]["message"].startswith("failed to get namespace: ")
 
 
+def test_a_jobset_whose_controller_kueue_runs_gets_no_default_workload_priority_class() -> None:
+    """Kueue's ``ApplyDefaultWorkloadPriorityClass`` skips an object whose controller is of a kind Kueue runs
+    (``IsOwnerManagedByKueueForObject``), as the default queue: that parent's Workload carries the priority."""
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p", "controller": True}
+    assert _mutate(_jobset(owner=owner), default_priority_class=True)[1] == []
+    other = {**owner, "apiVersion": "example.com/v1", "kind": "Trainer"}
+    assert _mutate(_jobset(owner=other), default_priority_class=True)[1] == [
+        {"op": "add", "path": "/metadata/labels", "value": {WPC: "default"}}], "a parent Kueue does not run"
+
+
 MANAGED_BY_MK = {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}
 
 

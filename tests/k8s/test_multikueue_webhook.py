@@ -1,7 +1,7 @@
 """The Job webhook hands a Job to MultiKueue (``spec.managedBy: kueue.x-k8s.io/multikueue``) when its queue's
 ClusterQueue has a MultiKueue check, as Kueue's job webhook defaults it (over none or the built-in Job
-controller's); never a child Job, never over another ``managedBy`` the Job names, never while the MultiKueue gate
-is off (no lookup)."""
+controller's), whatever its ancestry; never over another ``managedBy`` the Job names, never while the MultiKueue
+gate is off (no lookup)."""
 
 from __future__ import annotations
 
@@ -52,11 +52,15 @@ async def test_other_queues_a_named_manager_and_the_gate_off_leave_it() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_child_job_is_left_to_its_parent() -> None:
-    job = _job()
+async def test_a_child_job_is_handed_to_multikueue_all_the_same() -> None:
+    """Kueue's ``ApplyDefaultForManagedBy`` looks at the queue and the Job's own ``managedBy``, not at its
+    ancestry (``WorkloadShouldBeSuspended`` does, for the suspension only): a Job whose controller is a Job Kueue
+    runs is not suspended, but handed to MultiKueue as any Job of that queue — as the other kinds' webhooks do."""
+    job = _job(suspend=False)
     job["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "p", "uid": "p",
                                            "controller": True}]
-    assert await _patch(job, _multikueue_queues) == []
+    assert await _patch(job, _multikueue_queues) == [
+        {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}]
 
 
 @pytest.mark.asyncio

@@ -296,6 +296,27 @@ def test_a_child_of_a_kind_kueue_runs_gets_no_default_queue_and_is_not_suspended
         {"op": "add", "path": "/metadata/labels", "value": {Q: "default"}}, suspend], "a parent Kueue does not run"
 
 
+def test_a_child_of_a_kind_kueue_runs_gets_no_default_workload_priority_class() -> None:
+    """Kueue's ``ApplyDefaultWorkloadPriorityClass`` skips an object whose controller is of a kind an enabled
+    integration runs (``IsOwnerManagedByKueueForObject``), as ``ApplyDefaultLocalQueue`` does: the parent's
+    Workload carries the priority. A parent Kueue does not run counts for nothing."""
+    async def no_default_queue(ns: str) -> bool:
+        return False
+
+    async def has_class() -> bool:
+        return True
+
+    def patched(job: dict) -> list:
+        body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team",
+                                                "object": job}})
+        resp = asyncio.run(review(body, no_default_queue, has_class))["response"]
+        return msgspec.json.decode(base64.b64decode(resp["patch"])) if "patch" in resp else []
+
+    assert patched(_child_of("batch/v1", "Job")) == []
+    assert patched(_child_of("batch/v1", "CronJob")) == [
+        {"op": "add", "path": "/metadata/labels", "value": {P: "default"}}]
+
+
 class _Parents:
     """The apiserver as the ancestry lookup reads it: objects by (kind, name), with their metadata, each answered
     as :meth:`connectors.k8s.client.KubeClient.get` answers, as the body's bytes (a dict here hid a lookup that
