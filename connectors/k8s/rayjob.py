@@ -132,6 +132,12 @@ def pod_sets(raw_job: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     return out
 
 
+def job_pod_sets(job: RayJob) -> list[o.PodSet] | None:
+    """The pod sets the RayJob makes now, as its Workload was built
+    (:func:`connectors.k8s.raycluster.as_pod_sets`)."""
+    return rc.as_pod_sets(lambda: pod_sets(msgspec.to_builtins(job), tas=False))
+
+
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_job`` (as stored) under ``name``, copying ``keys``; raises as
     :func:`connectors.k8s.raycluster.workload_for` does."""
