@@ -26,8 +26,11 @@ its pods (KubeRay's ``ray.io/cluster`` label) released pod set by pod set. So do
 counts those of the RayCluster it runs on under the autoscaler (:func:`connectors.k8s.rayjob.counts`): the RayJob
 integration lists and watches RayClusters for it, a change of one marking the RayJob that controls it
 (:class:`OnRayCluster`); so does an elastic RayService, counted by its active RayCluster. Each scales up in part
-when annotated ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` (KEP-12100, the shared pass's). Not done
-(see docs/kubernetes.md): rewriting a Workload whose pod sets no longer match.
+when annotated ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` (KEP-12100, the shared pass's). A
+Workload the object no longer matches (its worker replicas, a template's resources or tolerations changed) is
+rewritten while the object is suspended and holds no quota, else deleted and made anew, a running object stopped
+first with its templates restored (:class:`ComparedUnlessSliced`; Kueue's ``rayjob``/``raycluster`` integration
+tests' "gets suspended when parallelism changes"); of several it keeps the one that matches and deletes the others.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``
@@ -59,7 +62,16 @@ from projections.workloads import WorkloadInfo
 log = structlog.get_logger("kueue_es.k8s.ray")
 
 
-class OnRayCluster(WatchedJobIntegration[Any]):
+class ComparedUnlessSliced(WatchedJobIntegration[Any]):
+    """A Ray kind whose Workload is compared with the pod sets it makes now (the kind's ``job_pod_sets``), so one
+    it no longer matches is rewritten or made anew, as Kueue's ``EquivalentToWorkload`` does; an elastic one's
+    slices follow its counts instead (the slice pass), as Kueue's workload-slice step does."""
+
+    def job_pod_sets(self, job: Any, *, generated: bool) -> list[o.PodSet] | None:
+        return None if self.sliced(job) else self.K.job_pod_sets(job)
+
+
+class OnRayCluster(ComparedUnlessSliced):
     """A Ray kind that runs on a RayCluster KubeRay makes for it (RayJob, RayService), with a list+watch of the
     RayClusters besides its own: an elastic one's worker counts are its cluster's under the autoscaler (the kind's
     ``counts``, over the cluster its ``cluster_name`` names) and its pods are that cluster's."""
@@ -157,7 +169,7 @@ class RayJobIntegration(OnRayCluster):
         return not rj.skipped(job) and super()._managed(job, config)
 
 
-class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
+class RayClusterIntegration(ComparedUnlessSliced):
     """The RayCluster adapter of the shared job reconciler, with its own list+watch of RayClusters; one a queued
     RayJob controls is that RayJob's child (module docstring)."""
 

@@ -19,7 +19,10 @@ Kueue runs a RayCluster through its generic job reconciler; these are the RayClu
   ``suspend: false``; **stopping** sets ``suspend: true`` with each template restored as its Workload's pod set
   recorded it — one merge patch each (:func:`merge_diff`: the worker groups are a list, written whole),
   conditioned on the resourceVersion read;
-* a RayCluster **never finishes**; **active** and **pods ready**: its ``status.state`` is ``ready``.
+* a RayCluster **never finishes**; **active** and **pods ready**: its ``status.state`` is ``ready``;
+* **compared** (:func:`job_pod_sets`): its Workload is compared with the pod sets it makes now, built as at
+  creation from its view written out, so one it no longer matches is rewritten or made anew (Kueue's
+  ``EquivalentToWorkload``).
 
 Kueue counts no reclaimable pods for a Ray cluster. An elastic RayCluster's workload slices follow its pod counts
 (:func:`counts`), its pods found by KubeRay's ``ray.io/cluster`` label (:func:`pod_selector`). Not modelled: for a
@@ -30,6 +33,7 @@ counts from the live RayCluster (``UpdatePodSets``).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -38,6 +42,7 @@ from connectors.k8s import podsetinfo, ray_head_resources, workload_names
 from connectors.k8s.jobset import BadPodSets, job_workload, recorded_info, write_template
 from connectors.k8s.resources import RAYCLUSTERS
 from events import objects as o
+from events.errors import InvalidInput
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
 from projections.workloads import topology_request_from_annotations
@@ -68,6 +73,11 @@ class RayClusterSpec(o.View):
     suspend: bool | None = None
     managed_by: str | None = None
     enable_in_tree_autoscaling: bool | None = None
+    autoscaler_options: Any = None
+    gcs_fault_tolerance_options: Any = None
+    history_server_options: Any = None
+    """As written (any JSON): what the head's pod set counts besides its template (:func:`cluster_pod_sets`), read
+    again when the Workload is compared with the object (:func:`job_pod_sets`)."""
     head_group_spec: HeadGroupSpec = HeadGroupSpec()
     worker_group_specs: list[WorkerGroupSpec] = []
 
@@ -152,6 +162,21 @@ def workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: s
 def pod_sets(raw_cluster: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     """The Workload's pod sets for the RayCluster as stored."""
     return cluster_pod_sets(raw_cluster.get("spec") or {}, tas=tas, annotations=annotations_of(raw_cluster))
+
+
+def as_pod_sets(build: Callable[[], list[dict[str, Any]]]) -> list[o.PodSet] | None:
+    """The pod sets ``build`` makes from a Ray object's view written out (``msgspec.to_builtins``), as views: what
+    its Workload is compared with (Kueue's ``EquivalentToWorkload`` over ``PodSets``); None when they cannot be
+    built (a fault-tolerant head without a container: the object has no Workload either)."""
+    try:
+        return msgspec.convert(build(), list[o.PodSet])
+    except InvalidInput:
+        return None
+
+
+def job_pod_sets(cluster: RayCluster) -> list[o.PodSet] | None:
+    """The pod sets the RayCluster makes now, as its Workload was built (see :func:`as_pod_sets`)."""
+    return as_pod_sets(lambda: pod_sets(msgspec.to_builtins(cluster), tas=False))
 
 
 def annotations_of(raw: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,8 @@ Kueue runs a RayJob through its generic job reconciler; these are the RayJob's o
   submitter template (one ``ray-job-submitter`` container with the head's image, requesting 500m CPU and 200Mi,
   limited to 1 CPU and 1Gi, ``restartPolicy: Never``);
 * **suspended** is ``spec.suspend``; **starting** merges the admission into the head's and each worker group's
-  template (and the submitter's, when written) and sets ``suspend: false``; **stopping** sets ``suspend: true``
+  template and, in ``K8sJobMode``, the submitter's (KubeRay's default one written when the RayJob has none, as
+  Kueue since #12644) and sets ``suspend: false``; **stopping** sets ``suspend: true``
   with the templates restored; one merge patch each, conditioned on the resourceVersion read;
 * **finished** (:func:`finished`): ``status.jobDeploymentStatus`` ``Complete`` or ``Failed``, or ``ValidationFailed``
   while ``status.rayClusterName`` is empty (KubeRay refused the spec before making a cluster: left unfinished, its
@@ -131,6 +132,12 @@ def pod_sets(raw_job: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     return out
 
 
+def job_pod_sets(job: RayJob) -> list[o.PodSet] | None:
+    """The pod sets the RayJob makes now, as its Workload was built
+    (:func:`connectors.k8s.raycluster.as_pod_sets`)."""
+    return rc.as_pod_sets(lambda: pod_sets(msgspec.to_builtins(job), tas=False))
+
+
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_job`` (as stored) under ``name``, copying ``keys``; raises as
     :func:`connectors.k8s.raycluster.workload_for` does."""
@@ -186,16 +193,21 @@ def _patch(raw_job: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_patch(raw_job: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) -> dict[str, Any]:
-    """The merge patch that starts the RayJob: its cluster's templates (and a written submitter template) with
-    their infos merged in, ``suspend: false``. Raises :class:`~connectors.k8s.podsetinfo.MergeConflict`."""
+    """The merge patch that starts the RayJob: its cluster's templates and, in ``K8sJobMode``, its submitter's
+    with their infos merged in, ``suspend: false``. A RayJob that writes no submitter template is given KubeRay's
+    default one (:func:`default_submitter_template`) with the admission in it, as Kueue does since #12644: KubeRay
+    would otherwise run the submitter Job without the admission's node selector and tolerations. Raises
+    :class:`~connectors.k8s.podsetinfo.MergeConflict`."""
     spec = copy.deepcopy(_spec(raw_job))
     cluster_spec = spec.get("rayClusterSpec") or {}
     n_cluster = 1 + len(cluster_spec.get("workerGroupSpecs") or [])
-    spec["rayClusterSpec"] = rc.start_templates(cluster_spec, infos[:n_cluster])
     submitter = spec.get("submitterPodTemplate")
-    if _submits_by_job(spec) and isinstance(submitter, dict) and len(infos) > n_cluster:
+    if _submits_by_job(spec) and len(infos) > n_cluster:
+        if not isinstance(submitter, dict):
+            submitter = spec["submitterPodTemplate"] = default_submitter_template(cluster_spec)
         view = msgspec.convert(submitter, o.PodTemplateSpec)
         write_template(submitter, podsetinfo.onto_template(view, infos[n_cluster]))
+    spec["rayClusterSpec"] = rc.start_templates(cluster_spec, infos[:n_cluster])
     spec["suspend"] = False
     return _patch(raw_job, spec)
 

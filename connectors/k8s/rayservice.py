@@ -35,6 +35,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
+
 from connectors.k8s import podsetinfo, workload_names
 from connectors.k8s import raycluster as rc
 from connectors.k8s.jobset import BadPodSets
@@ -56,9 +58,7 @@ FT_ANNOTATION = "ray.io/ft-enabled"
 
 
 class ServiceClusterSpec(rc.RayClusterSpec):
-    """A RayService's cluster config: a RayCluster's spec, with its GCS fault-tolerance options."""
-
-    gcs_fault_tolerance_options: dict[str, Any] | None = None
+    """A RayService's cluster config: a RayCluster's spec (its GCS fault-tolerance options among what it reads)."""
 
 
 class RayServiceSpec(o.View):
@@ -115,6 +115,12 @@ def pod_sets(raw_service: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     """The Workload's pod sets for the RayService as stored: its cluster config's, as a RayCluster's (``tas``: the
     recorded Configuration's ``TopologyAwareScheduling`` gate)."""
     return rc.cluster_pod_sets(_cluster_config(raw_service), tas=tas, annotations=rc.annotations_of(raw_service))
+
+
+def job_pod_sets(service: RayService) -> list[o.PodSet] | None:
+    """The pod sets the RayService makes now, as its Workload was built
+    (:func:`connectors.k8s.raycluster.as_pod_sets`)."""
+    return rc.as_pod_sets(lambda: pod_sets(msgspec.to_builtins(service), tas=False))
 
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_service: dict[str, Any], name: str) -> dict[str, Any]:

@@ -200,6 +200,23 @@ def test_start_fails_when_the_admission_lacks_a_pod_set() -> None:
         rc.start_infos(ClusterState(), _admitted("head"), cluster_view(raw_cluster(group("w"))))
 
 
+def test_start_writes_the_default_submitter_template_with_its_admission() -> None:
+    """Kueue #12644 (``rayjob_controller_test.go``, "Should persist admission constraints on default submitter pod
+    template"): in ``K8sJobMode`` with no ``submitterPodTemplate``, starting writes KubeRay's default one with the
+    submitter pod set's admission merged in, else KubeRay's submitter Job would run wherever it lands; stopping
+    then restores it as any written template."""
+    raw = raw_job(group("w", 2), head=template("ray:2.9"))
+    infos = [podsetinfo.PodSetInfo(node_selector={"pool": "h"}), podsetinfo.PodSetInfo(node_selector={"pool": "w"}),
+             podsetinfo.PodSetInfo(node_selector={"pool": "s"}, tolerations=[o.Toleration(key="k", operator="Exists")])]
+    submitter = rj.start_patch(raw, infos)["spec"]["submitterPodTemplate"]
+    assert submitter["spec"]["nodeSelector"] == {"pool": "s"}
+    assert submitter["spec"]["tolerations"] == [{"key": "k", "operator": "Exists"}]
+    assert submitter["spec"]["containers"] == rj.default_submitter_template(raw["spec"]["rayClusterSpec"])["spec"][
+        "containers"], "KubeRay's default submitter, the head's image"
+    http = raw_job(group("w", 2), mode="HTTPMode")
+    assert "submitterPodTemplate" not in rj.start_patch(http, infos[:2])["spec"], "no submitter Job: none written"
+
+
 def test_stop_suspends_and_restores_each_template_as_its_workload_recorded_it() -> None:
     raw = raw_cluster(group("w", 2, node_selector={"pool": "w"}), suspend=False,
                       head=template(node_selector={"pool": "h", "zone": "a"}))

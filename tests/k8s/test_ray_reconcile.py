@@ -14,7 +14,7 @@ import pytest
 from fixtures import watched_jobs
 from fixtures.watched_jobs import Client
 
-from connectors.k8s import child_jobs
+from connectors.k8s import child_jobs, podsetinfo
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
 from connectors.k8s.mirror import Mirror
@@ -135,6 +135,109 @@ async def test_a_running_raycluster_whose_workload_is_not_admitted_is_suspended_
     assert (kind, name, patch["spec"]["suspend"]) == ("RayCluster", "rc", True)
     assert patch["spec"]["headGroupSpec"]["template"]["spec"]["nodeSelector"] is None
     assert [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)] == [("RayCluster", "Stopped")]
+
+
+# --- a Workload the object no longer matches (Kueue's EquivalentToWorkload) ---------------------------------------
+
+
+def built(integ: Any, raw: dict[str, Any], name: str) -> o.Workload:
+    """The Workload the integration makes for ``raw``, as the apiserver would store it (``ns``, resourceVersion 3)."""
+    body = integ.workload_for(raw, name)
+    body["metadata"].update(namespace="ns", uid="wl-uid", resourceVersion="3")
+    return msgspec.convert(body, o.Workload)
+
+
+def admitted(integ: Any, key: str, *pod_sets: str) -> None:
+    """The log's view of Workload ``key``: admitted, each of ``pod_sets`` on flavor ``spot``."""
+    wl = integ.state.workloads[key]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name=n, flavors={"cpu": "spot"}) for n in pod_sets])
+    wl.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
+    wl.set_condition("Admitted", "True", "Admitted", "The workload is admitted", 5)
+
+
+def with_workers(raw: dict[str, Any], replicas: int) -> dict[str, Any]:
+    spec = raw["spec"].get("rayClusterSpec", raw["spec"])
+    spec["workerGroupSpecs"][0]["replicas"] = replicas
+    return raw
+
+
+@pytest.mark.asyncio
+async def test_a_running_raycluster_scaled_past_its_admitted_workload_is_stopped_then_given_a_new_one() -> None:
+    """Kueue's ``raycluster_controller_test.go`` "checking the job gets suspended when parallelism changes and the
+    added node selectors are removed": stopped with its templates restored, then its Workload deleted
+    (``DeletedWorkload``) once it is, to be made anew with the new count."""
+    integ, _, _ = cluster_integration(None)
+    wl = built(integ, raw_cluster(), CLUSTER_WL)
+    running = with_workers(raw_cluster(suspend=False), 3)
+    running["spec"]["workerGroupSpecs"][0]["template"] = {**TEMPLATE, "spec": {**TEMPLATE["spec"],
+                                                                                "nodeSelector": {"i": "spot"}}}
+    integ, client, appended = cluster_integration(running, wl)
+    admitted(integ, f"ns/{CLUSTER_WL}", "head", "workers")
+    await integ.reconcile("ns/rc")
+    (kind, _, patch), = client.patches
+    assert (kind, patch["spec"]["suspend"]) == ("RayCluster", True)
+    assert "nodeSelector" not in patch["spec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert [(e.kind, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("RayCluster", "Stopped", "No matching Workload; restoring pod templates according to existent Workload")]
+    integ, client, appended = cluster_integration(with_workers(raw_cluster(suspend=True), 3), wl)
+    admitted(integ, f"ns/{CLUSTER_WL}", "head", "workers")
+    await integ.reconcile("ns/rc")
+    assert client.deleted == [("Workload", CLUSTER_WL)]
+    assert [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)] == [("RayCluster", "DeletedWorkload")]
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_rayjob_scaled_has_its_pending_workload_rewritten() -> None:
+    """Kueue's ``rayjob_controller_test.go`` "checking the workload is updated with new count"."""
+    integ, _, _ = job_integration(None)
+    wl = built(integ, raw_job(), JOB_WL)
+    integ, client, appended = job_integration(with_workers(raw_job(), 3), wl)
+    await integ.reconcile("ns/job")
+    (kind, _, patch), = client.patches
+    assert kind == "Workload"
+    assert [(ps["name"], ps["count"]) for ps in patch["spec"]["podSets"]] == [("head", 1), ("workers", 3),
+                                                                             ("submitter", 1)]
+    assert [(e.kind, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("RayJob", "UpdatedWorkload", f"Updated not matching Workload for suspended job: ns/{JOB_WL}")]
+
+
+@pytest.mark.asyncio
+async def test_a_second_workload_the_raycluster_does_not_match_is_deleted() -> None:
+    """Kueue's "checking a second non-matching workload is deleted": the one that matches is kept."""
+    integ, _, _ = cluster_integration(None)
+    first = built(integ, raw_cluster(), CLUSTER_WL)
+    first = msgspec.structs.replace(first, metadata=msgspec.structs.replace(
+        first.metadata, creation_timestamp="2026-01-01T00:00:05Z"))
+    second = built(integ, with_workers(raw_cluster(), 3), "raycluster-second-workload-1a2b3")
+    second = msgspec.structs.replace(second, metadata=msgspec.structs.replace(
+        second.metadata, uid="wl-2", creation_timestamp="2026-01-01T00:00:00Z"))
+    integ, client, appended = cluster_integration(raw_cluster(), first, second)
+    await integ.reconcile("ns/rc")
+    assert client.deleted == [("Workload", "raycluster-second-workload-1a2b3")]
+    assert [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)] == [("RayCluster", "DeletedWorkload")]
+
+
+@pytest.mark.asyncio
+async def test_a_running_rayjob_on_the_workload_made_for_it_is_left_running() -> None:
+    """No false mismatch: a RayJob with what its head's pod set counts besides the template (GCS fault tolerance,
+    the History Server collector) and the default submitter its start wrote, on the Workload made for it."""
+    raw = raw_job()
+    raw["metadata"]["annotations"] = {"ray.io/ft-enabled": "true"}
+    raw["spec"]["rayClusterSpec"]["historyServerOptions"] = {"collectorOptions": {}}
+    integ, _, _ = job_integration(None)
+    wl = built(integ, raw, JOB_WL)
+    started = rj.start_patch(raw, [podsetinfo.PodSetInfo(node_selector={"i": "spot"})] * 3)["spec"]
+    running = raw_job(suspend=False, status={"jobDeploymentStatus": "Running"})
+    running["metadata"]["annotations"] = raw["metadata"]["annotations"]
+    running["spec"]["rayClusterSpec"]["historyServerOptions"] = {"collectorOptions": {}}
+    running["spec"]["submitterPodTemplate"] = started["submitterPodTemplate"]
+    integ, client, appended = job_integration(running, wl)
+    admitted(integ, f"ns/{JOB_WL}", "head", "workers", "submitter")
+    await integ.reconcile("ns/job")
+    assert (client.patches, client.deleted) == ([], [])
+    assert [e for e in appended if isinstance(e, ev.JobActed)] == []
 
 
 RAYJOB_OWNER = {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "job", "uid": "job-uid", "controller": True}

@@ -111,6 +111,26 @@ async def test_a_running_rayservice_whose_workload_is_not_admitted_is_suspended_
 
 
 @pytest.mark.asyncio
+async def test_a_suspended_rayservice_with_more_workers_has_its_pending_workload_rewritten() -> None:
+    """Kueue's EquivalentToWorkload for a RayService: its cluster config's pod sets, the fault-tolerant head's
+    Redis cleanup counted as at creation; a worker group scaled rewrites the Workload in place."""
+    integ, _, _ = integration(None)
+    body = integ.workload_for(raw_service(gcsFaultToleranceOptions=FT), SERVICE_WL)
+    body["metadata"].update(namespace="ns", uid="wl-uid", resourceVersion="3")
+    wl = msgspec.convert(body, o.Workload)
+    integ, client, appended = integration(raw_service(gcsFaultToleranceOptions=FT), wl)
+    await integ.reconcile("ns/svc")
+    assert (client.patches, [e for e in appended if isinstance(e, ev.JobActed)]) == ([], []), "it matches"
+    scaled = raw_service(gcsFaultToleranceOptions=FT)
+    scaled["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] = 4
+    integ, client, appended = integration(scaled, wl)
+    await integ.reconcile("ns/svc")
+    (kind, _, patch), = client.patches
+    assert kind == "Workload" and [ps["count"] for ps in patch["spec"]["podSets"]] == [1, 4]
+    assert [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)] == [("RayService", "UpdatedWorkload")]
+
+
+@pytest.mark.asyncio
 async def test_a_running_rayservice_is_never_finished() -> None:
     integ, _, appended = integration(raw_service(suspend=False, ready=True), workload())
     integ.state.workloads[f"ns/{SERVICE_WL}"].phase = ADMITTED
