@@ -146,6 +146,18 @@ async def test_start_writes_the_overrides_while_suspended_then_unsuspends() -> N
 
 
 @pytest.mark.asyncio
+async def test_an_admitted_trainjob_left_suspended_with_kueues_overrides_has_them_removed_first() -> None:
+    """Its unsuspend (the start's second write) failed: Kueue's overrides go first (no Job is active), and the
+    suspended TrainJob without them is then started anew, as any admitted suspended one."""
+    integ, client, _ = integration(raw_job(overrides=[KUEUES]), workload())
+    integ.state.workloads[f"ns/{WL}"].phase = ADMITTED
+    await integ.reconcile("ns/job")
+    assert client.patches == [("TrainJob", "job", {"metadata": {"resourceVersion": "5"},
+                                                   "spec": {"podTemplateOverrides": None}})]
+    assert not integ.restoring(msgspec.convert(raw_job(), tj.TrainJob)), "restored: the next pass starts it"
+
+
+@pytest.mark.asyncio
 async def test_a_running_trainjob_not_admitted_is_suspended_then_restored_once_no_job_is_active() -> None:
     integ, client, appended = integration(raw_job(suspend=False, overrides=[KUEUES]), workload())
     await integ.reconcile("ns/job")
