@@ -517,9 +517,9 @@ class JobReconciler(Generic[J]):
             return  # as Kueue's reconciler: nothing else is done with a finished Workload, or one going
         done = self.finished(job)
         if done is not None:
-            reason, message = done
+            reason, message = done  # the message as the job gives it, empty too: Kueue's reconciler adds none
             await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=reason,
-                                                            message=message or f"Job {reason.lower()}"))
+                                                            message=message))
             return
         if await self._sync_workload(job, obs, wl, generated=generated):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows it

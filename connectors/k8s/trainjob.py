@@ -19,11 +19,13 @@ pieces:
   integration makes them (:func:`connectors.k8s.jobset.pod_sets`), the TrainJob as its controller; the pod sets it
   makes now (:func:`job_pod_sets`) are what that Workload is compared with, so one the TrainJob no longer matches
   is rewritten or made anew;
-* **suspended** is ``spec.suspend``; **starting** (:func:`start_patch`) drops the overrides Kueue wrote before (those
-  labelled ``kueue.x-k8s.io/podset``), appends one per admitted pod set (its Job; the admission's labels,
-  annotations, node selector, tolerations and scheduling gates) after the user's, and sets ``suspend: false``;
-  **stopping** first suspends (:func:`suspend_patch`), then, once no Job is active, drops Kueue's overrides
-  (:func:`restore_patch`) — the Trainer lets the overrides change only while the TrainJob is suspended;
+* **suspended** is ``spec.suspend``; **starting** is two writes, as in Kueue (its ``RunWithPodSetsInfo`` updates
+  the TrainJob, then the reconciler unsuspends it): first (:func:`start_patch`) the still suspended TrainJob's
+  overrides — those Kueue wrote before (labelled ``kueue.x-k8s.io/podset``) dropped, one appended per admitted pod
+  set (its Job; the admission's labels, annotations, node selector, tolerations and scheduling gates) after the
+  user's —, then (:func:`unsuspend_patch`) ``suspend: false``; **stopping** first suspends
+  (:func:`suspend_patch`), then, once no Job is active, drops Kueue's overrides (:func:`restore_patch`) — the
+  Trainer's webhook lets the overrides change only on an update that leaves the TrainJob suspended;
 * **finished** (:func:`finished`): its ``Complete`` condition ``True`` → ``Succeeded``, ``Failed`` → ``Failed``,
   with the condition's message; **active**: a Job of ``status.jobsStatus`` with active pods; **pods ready**: ready
   and succeeded Jobs reach the derived JobSet's replicas; **reclaimable pods**: the JobSet's count over
@@ -328,10 +330,17 @@ def _patch(raw_job: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def start_patch(raw_job: dict[str, Any], infos: list[tuple[str, podsetinfo.PodSetInfo]]) -> dict[str, Any]:
-    """The merge patch that starts the TrainJob: the user's overrides, then one of Kueue's per pod set, and
-    ``suspend: false``, conditioned on the resourceVersion read."""
+    """The merge patch that gives the suspended TrainJob its admission, leaving it suspended (the Trainer refuses
+    new overrides on a TrainJob the same write unsuspends): the user's overrides, then one of Kueue's per pod set,
+    conditioned on the resourceVersion read. :func:`unsuspend_patch` follows it."""
     overrides = copy.deepcopy(_users(raw_job)) + [_override(name, info) for name, info in infos]
-    return _patch(raw_job, {"podTemplateOverrides": overrides, "suspend": False})
+    return _patch(raw_job, {"podTemplateOverrides": overrides})
+
+
+def unsuspend_patch(raw_job: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that runs the TrainJob once :func:`start_patch` is written (``raw_job``: as that write left
+    it), conditioned on that resourceVersion."""
+    return _patch(raw_job, {"suspend": False})
 
 
 def suspend_patch(raw_job: dict[str, Any]) -> dict[str, Any]:

@@ -7,8 +7,8 @@ a TrainJob's pod sets are its runtime's JobSet template's), and takes the steps 
 (:mod:`connectors.k8s.jobframework`) with the TrainJob's pieces (:mod:`connectors.k8s.trainjob`): a running one
 without a Workload is suspended (``spec.suspend``) and a suspended one given ``trainjob-<name>-<hash>`` — once its
 runtime is there: until then it waits, as Kueue's reconcile fails on it and is retried, and the runtime's arrival
-(or change) marks it again; admitted, the admission is written as ``spec.podTemplateOverrides`` entries and it is
-unsuspended; not admitted, it is suspended, and once no Job is active Kueue's entries are removed (a TrainJob
+(or change) marks it again; admitted, the admission is written as ``spec.podTemplateOverrides`` entries while it
+is suspended, then it is unsuspended; not admitted, it is suspended, and once no Job is active Kueue's entries are removed (a TrainJob
 suspended with them still there counts as running until then); its ``Complete``/``Failed`` condition finishes its
 Workload; PodsReady and reclaimable pods follow ``status.jobsStatus`` against the derived JobSet.
 
@@ -162,7 +162,10 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
         return raw
 
     async def _start(self, job: tj.TrainJob, wl: WorkloadInfo, obs: Any) -> None:
-        """Kueue's overrides for the admission, and unsuspended, in one write (:func:`trainjob.start_patch`)."""
+        """Kueue's overrides for the admission written while the TrainJob is suspended
+        (:func:`trainjob.start_patch`), then it unsuspended on the version that write made
+        (:func:`trainjob.unsuspend_patch`): the Trainer refuses the two in one write. Should the second fail, the
+        suspended TrainJob with Kueue's overrides is restored (:meth:`restoring`) and started again."""
         spec = self.runtime_spec(job)
         raw = await self._read(job) if spec is not None else None
         if raw is None or spec is None:
@@ -173,7 +176,9 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
         except (podsetinfo.MergeConflict, tj.BadPodSets) as exc:
             await self._failed_to_start(job, wl, exc)
             return
-        await self.client.patch(self.RESOURCE, job.metadata.name, patch, job.metadata.namespace)
+        ns, name = job.metadata.namespace, job.metadata.name
+        written = msgspec.json.decode(await self.client.patch(self.RESOURCE, name, patch, ns))
+        await self.client.patch(self.RESOURCE, name, tj.unsuspend_patch(written), ns)
         await self._started(job, wl)
 
     async def _stop(self, job: tj.TrainJob, obs: Any, why: str) -> None:

@@ -114,6 +114,19 @@ async def test_a_finished_pytorchjob_finishes_its_workload_with_the_conditions_m
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("reason", ["Succeeded", "Failed"])
+async def test_a_finished_condition_without_a_message_finishes_the_workload_without_one(reason: str) -> None:
+    """Kueue's reconciler writes the job's ``Finished()`` message as it is (a kubeflow job's: its condition's), so
+    an empty one stays empty."""
+    raw = raw_job(suspend=False, conditions=[{"type": reason, "status": "True"}])
+    integ, _, appended = integration(raw, workload())
+    await integ.reconcile("ns/pt")
+    (finished,) = appended
+    assert isinstance(finished, ev.WorkloadFinished)
+    assert (finished.reason, finished.message) == (reason, "")
+
+
+@pytest.mark.asyncio
 async def test_the_workload_of_a_pytorchjob_gone_is_finished_let_go_and_deleted() -> None:
     integ, client, appended = integration(None, workload())
     await integ.reconcile("ns/pt")

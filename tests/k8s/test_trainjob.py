@@ -174,20 +174,25 @@ def _admitted(*names: str) -> SimpleNamespace:
 USER = {"targetJobs": [{"name": "node"}], "spec": {"nodeSelector": {"zone": "a"}}}
 
 
-def test_start_appends_one_override_per_pod_set_after_the_users_and_unsuspends() -> None:
+def test_start_appends_one_override_per_pod_set_after_the_users_leaving_it_suspended() -> None:
     raw = raw_job(overrides=[USER])
     infos = [("dataset-initializer", podsetinfo.PodSetInfo(labels={PODSET: "dataset-initializer"})),
              ("node", podsetinfo.PodSetInfo(labels={PODSET: "node"}, node_selector={"pool": "x"},
                                             tolerations=[o.Toleration(key="t", operator="Exists")],
                                             annotations={"an": "v"}))]
     patch = tj.start_patch(raw, infos)
-    assert patch["metadata"] == {"resourceVersion": "5"} and patch["spec"]["suspend"] is False
+    assert patch["metadata"] == {"resourceVersion": "5"} and "suspend" not in patch["spec"]
     assert patch["spec"]["podTemplateOverrides"] == [
         USER,
         {"targetJobs": [{"name": "dataset-initializer"}], "metadata": {"labels": {PODSET: "dataset-initializer"}},
          "spec": {}},
         {"targetJobs": [{"name": "node"}], "metadata": {"labels": {PODSET: "node"}, "annotations": {"an": "v"}},
          "spec": {"nodeSelector": {"pool": "x"}, "tolerations": [{"key": "t", "operator": "Exists"}]}}]
+
+
+def test_unsuspend_runs_the_trainjob_on_the_version_the_overrides_write_made() -> None:
+    assert tj.unsuspend_patch({"metadata": {"resourceVersion": "9"}}) == {"metadata": {"resourceVersion": "9"},
+                                                                          "spec": {"suspend": False}}
 
 
 def test_start_drops_the_overrides_kueue_wrote_before() -> None:

@@ -19,6 +19,7 @@ from connectors.k8s import child_jobs
 from connectors.k8s import jobset as js
 from connectors.k8s import trainjob as tj
 from connectors.k8s.jobset_integration import JobSetIntegration
+from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.trainjob_integration import TrainJobIntegration
 from events import objects as o
 from events import schema as ev
@@ -114,19 +115,46 @@ async def test_a_namespaced_runtime_is_read_from_the_trainjobs_namespace() -> No
     assert [b["metadata"]["name"] for b in client.created] == [WL]
 
 
+def refused_by_the_trainer(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """The Trainer's validating webhook: ``podTemplateOverrides`` may change only on an update whose new TrainJob is
+    suspended (its JobSet plugin's ``checkPodTemplateOverridesImmutability``)."""
+    changed = old["spec"].get("podTemplateOverrides") != new["spec"].get("podTemplateOverrides")
+    return changed and new["spec"].get("suspend") is not True
+
+
 @pytest.mark.asyncio
-async def test_start_writes_the_admission_as_overrides_and_unsuspends() -> None:
+async def test_start_writes_the_overrides_while_suspended_then_unsuspends() -> None:
+    """Kueue's ``RunWithPodSetsInfo`` updates the overrides while the TrainJob is still suspended, and the reconciler
+    unsuspends it after: one write doing both is refused by the Trainer, and the TrainJob would never start."""
     raw = raw_job()
     integ, client, appended = integration(raw, workload())
     wl = SimpleNamespace(key=f"ns/{WL}", name=WL, queue_name="lq", pod_sets=[], check_states={},
                          admission=o.Admission(cluster_queue="cq", pod_set_assignments=[
                              o.PodSetAssignment(name="node", flavors={"cpu": "f"}, count=2)]))
     await integ._start(integ.known["ns/job"], wl, workload())  # type: ignore[arg-type]
-    ((kind, name, patch),) = client.patches
-    assert (kind, name, patch["spec"]["suspend"]) == ("TrainJob", "job", False)
-    (override,) = patch["spec"]["podTemplateOverrides"]
+    stored = raw
+    for kind, name, patch in client.patches:
+        assert (kind, name) == ("TrainJob", "job")
+        written = merge_patched(stored, {"spec": patch["spec"]})
+        assert not refused_by_the_trainer(stored, written), f"the Trainer refuses {patch}"
+        stored = written
+    assert [patch["metadata"] for _, _, patch in client.patches] == [{"resourceVersion": "5"}, {"resourceVersion": "9"}]
+    assert stored["spec"]["suspend"] is False
+    (override,) = stored["spec"]["podTemplateOverrides"]
     assert override["targetJobs"] == [{"name": "node"}] and override["metadata"]["labels"][PODSET] == "node"
     assert actions(appended) == [("TrainJob", "Started")]
+
+
+@pytest.mark.asyncio
+async def test_an_admitted_trainjob_left_suspended_with_kueues_overrides_has_them_removed_first() -> None:
+    """Its unsuspend (the start's second write) failed: Kueue's overrides go first (no Job is active), and the
+    suspended TrainJob without them is then started anew, as any admitted suspended one."""
+    integ, client, _ = integration(raw_job(overrides=[KUEUES]), workload())
+    integ.state.workloads[f"ns/{WL}"].phase = ADMITTED
+    await integ.reconcile("ns/job")
+    assert client.patches == [("TrainJob", "job", {"metadata": {"resourceVersion": "5"},
+                                                   "spec": {"podTemplateOverrides": None}})]
+    assert not integ.restoring(msgspec.convert(raw_job(), tj.TrainJob)), "restored: the next pass starts it"
 
 
 @pytest.mark.asyncio
