@@ -63,12 +63,13 @@ GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job
 
 def workload_copy(manager_wl: dict[str, Any], origin: str, gated: bool = False) -> dict[str, Any]:
     """The copy of a manager's Workload created on a worker (Kueue's ``cloneForCreate``); ``gated``
-    (MultiKueueOrchestratedPreemption): with the ``kueue.x-k8s.io/multikueue`` preemption gate in its spec, so that
-    it is created closed."""
+    (MultiKueueOrchestratedPreemption): with the ``kueue.x-k8s.io/multikueue`` preemption gate alone in its spec, so
+    that it is created closed. The manager Workload's own gates are the manager's and are not copied (Kueue #12587,
+    v0.18 and later): one that nothing opens on the worker would keep the copy from ever preempting there."""
     meta = manager_wl.get("metadata") or {}
     spec = copy.deepcopy(manager_wl.get("spec") or {})
-    if gated and not any(g.get("name") == MULTIKUEUE_GATE for g in spec.get("preemptionGates") or []):
-        spec["preemptionGates"] = [*(spec.get("preemptionGates") or []), {"name": MULTIKUEUE_GATE}]
+    if gated:
+        spec["preemptionGates"] = [{"name": MULTIKUEUE_GATE}]
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": meta["name"], "namespace": meta["namespace"],
