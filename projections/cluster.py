@@ -123,6 +123,7 @@ from projections.workloads import (
     ELASTIC_JOB_ANNOTATION,
     FINISHED,
     HOLDING,
+    MULTIKUEUE_ORIGIN_LABEL,
     PENDING,
     RESERVED,
     SLICE_REPLACEMENT_FOR_ANNOTATION,
@@ -1938,6 +1939,8 @@ class ClusterState:
         else:  # decoded in full: its spec is its own object, so there is nothing to recognise
             priority, pclass = self._spec_priority(spec)
             pod_sets = self._pod_sets_under(limits, meta.namespace, spec)
+        if meta.labels and MULTIKUEUE_ORIGIN_LABEL in meta.labels:
+            priority = copy_priority(spec)
         annotations = meta.annotations
         if annotations:
             boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "")
@@ -2259,7 +2262,7 @@ class ClusterState:
         self.spec_inputs_generation += 1
         for key in sorted(self.workloads):
             wl = self.workloads[key]
-            if wl.priority_class != name:
+            if wl.priority_class != name or MULTIKUEUE_ORIGIN_LABEL in wl.labels:  # a copy keeps the manager's
                 continue
             value = (self.workload_priority_classes.get(name) if group == WPC_GROUP else self.priority_classes.get(name))
             if value is None or value.value == wl.base_priority:
@@ -3297,6 +3300,13 @@ _TARGET_BYTES = msgspec.msgpack.encode(DEACTIVATION_TARGET)
 
 BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE,
                              DRA_UNRESOLVED})
+
+
+def copy_priority(spec: o.WorkloadSpec | Any) -> int:
+    """The base priority of a MultiKueue worker's copy (:data:`MULTIKUEUE_ORIGIN_LABEL`): its ``spec.priority``, the
+    value the manager resolved and keeps in line (Kueue #8464), not the value of a class of that name on the worker
+    (Kueue's scheduler reads ``spec.priority``, and its class controller leaves a copy's alone, #14963)."""
+    return spec.priority or 0
 
 
 def is_flagged(wl: WorkloadInfo) -> bool:

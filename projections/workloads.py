@@ -122,6 +122,9 @@ def component_index(annotations: Mapping[str, str]) -> int | None:
 
 SLICE_REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
 """Set on a new slice of an elastic Job's Workload: the ``namespace/name`` of the slice it replaces."""
+MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+"""The label a MultiKueue manager puts on the copies it makes on a worker: there, a Workload carrying it is such a
+copy, whose priority the manager resolved (:func:`projections.cluster.copy_priority`)."""
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """``"true"`` on every slice of an elastic Job's Workload (Kueue's ``IsElasticWorkload``)."""
 WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"

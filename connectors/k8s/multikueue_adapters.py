@@ -63,12 +63,13 @@ GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job
 
 def workload_copy(manager_wl: dict[str, Any], origin: str, gated: bool = False) -> dict[str, Any]:
     """The copy of a manager's Workload created on a worker (Kueue's ``cloneForCreate``); ``gated``
-    (MultiKueueOrchestratedPreemption): with the ``kueue.x-k8s.io/multikueue`` preemption gate in its spec, so that
-    it is created closed."""
+    (MultiKueueOrchestratedPreemption): with the ``kueue.x-k8s.io/multikueue`` preemption gate alone in its spec, so
+    that it is created closed. The manager Workload's own gates are the manager's and are not copied (Kueue #12587,
+    v0.18 and later): one that nothing opens on the worker would keep the copy from ever preempting there."""
     meta = manager_wl.get("metadata") or {}
     spec = copy.deepcopy(manager_wl.get("spec") or {})
-    if gated and not any(g.get("name") == MULTIKUEUE_GATE for g in spec.get("preemptionGates") or []):
-        spec["preemptionGates"] = [*(spec.get("preemptionGates") or []), {"name": MULTIKUEUE_GATE}]
+    if gated:
+        spec["preemptionGates"] = [{"name": MULTIKUEUE_GATE}]
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": meta["name"], "namespace": meta["namespace"],
@@ -76,6 +77,38 @@ def workload_copy(manager_wl: dict[str, Any], origin: str, gated: bool = False) 
                      "annotations": dict(meta.get("annotations") or {})},
         "spec": spec,
     }
+
+
+WORKLOAD_PRIORITY_CLASS = ("kueue.x-k8s.io", "WorkloadPriorityClass")
+POD_PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+
+
+def _priority_class(wl: dict[str, Any]) -> tuple[tuple[str, str] | None, str]:
+    """A Workload's ``priorityClassRef`` as ((group, kind) or None, name)."""
+    ref = (wl.get("spec") or {}).get("priorityClassRef")
+    if not isinstance(ref, dict):
+        return None, ""
+    return (ref.get("group") or "", ref.get("kind") or ""), ref.get("name") or ""
+
+
+def priority_patch(manager_wl: dict[str, Any], copy_wl: dict[str, Any]) -> dict[str, Any] | None:
+    """The merge patch giving the copy ``copy_wl`` of a manager's Workload the manager's ``priorityClassRef`` and
+    ``priority`` when its priority changed since the copy was made (its Job's priority-class label edited, the
+    class's value changed), as Kueue's MultiKueue controller updates a copy in place (``reconcileGroup`` step 5,
+    #8464); None when they agree. As Kueue's ``PriorityChanged``: only a copy on a WorkloadPriorityClass is
+    updated, never from a manager Workload on a PriorityClass, and a changed class name or ``spec.priority`` is a
+    change (Kueue compares the effective priority, the priority-boost annotation added; a copy keeps the
+    annotations it was made with, so only ``spec.priority`` can be brought in line, and only it is compared)."""
+    manager_kind, manager_name = _priority_class(manager_wl)
+    copy_kind, copy_name = _priority_class(copy_wl)
+    if manager_kind == POD_PRIORITY_CLASS or copy_kind != WORKLOAD_PRIORITY_CLASS:
+        return None
+    manager_spec, copy_spec = manager_wl.get("spec") or {}, copy_wl.get("spec") or {}
+    renamed = bool(copy_name) and copy_name != manager_name
+    if not renamed and (copy_spec.get("priority") or 0) == (manager_spec.get("priority") or 0):
+        return None
+    return {"spec": {"priorityClassRef": manager_spec.get("priorityClassRef"),
+                     "priority": manager_spec.get("priority")}}
 
 
 def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The copies a MultiKueue manager keeps on its workers: for every manager Workload with a MultiKueue check, the
 workers its copy should be on (:func:`desired_on`), the copy of the Workload and of its owner made there
 (:meth:`CopiedWorkloads._run_there`), the owner's status mirrored back, its spec and size forwarded
-(``_sync_spec``, ``_sync_elastic``, ``_reflect_autoscaled``), its preemption gate opened, and every other copy
+(``_sync_spec``, ``_sync_elastic``, ``_reflect_autoscaled``), the copy's priority kept the manager's
+(``_sync_priority``), its preemption gate opened, and every other copy
 this origin made deleted (:meth:`CopiedWorkloads._delete_copy`).
 
 :class:`CopiedWorkloads` is a part of :class:`connectors.k8s.multikueue.MultiKueueConnector`, whose ``__init__``
@@ -33,6 +34,7 @@ from connectors.k8s.multikueue_adapters import (
     SyncedOwner,
     adapter_of,
     owner_copy,
+    priority_patch,
     replacing_patch,
     workload_copy,
 )
@@ -140,6 +142,7 @@ class CopiedWorkloads:
                 try:
                     if key in w.workloads:
                         await self._scale_down_copy(w, wl)
+                        await self._sync_priority(w, wl)
                     if wl.cluster_name != w.name:
                         if key not in w.workloads:
                             await self._create_copy(w, wl, origin)
@@ -208,6 +211,27 @@ class CopiedWorkloads:
         patched = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
         w.keep(WORKLOADS, wl.key, patched)
         log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
+
+    async def _sync_priority(self, w: Worker, wl: WorkloadInfo) -> None:
+        """The copy on ``w`` given the manager Workload's priority once it changed (:func:`priority_patch`, Kueue's
+        in-place update of a copy, #8464), the patch conditioned on the copy's resourceVersion. The manager's
+        Workload is read only when the log's priority, class name or value, is not the copy's."""
+        assert w.client is not None
+        raw = w.workloads.get(wl.key)
+        if raw is None or not _priority_differs(wl, raw):
+            return
+        try:
+            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+        except NotFound:
+            return
+        patch = priority_patch(manager_wl, raw)
+        if patch is None:
+            return
+        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
+        patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
+                                       wl.namespace)
+        w.keep(WORKLOADS, wl.key, msgspec.json.decode(patched))
+        log.info("MultiKueue copy priority synced", workload=wl.key, cluster=w.name)
 
     @staticmethod
     def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:
@@ -653,6 +677,15 @@ class CopiedWorkloads:
             except NotFound:
                 return None
         return raw if ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin else None
+
+
+def _priority_differs(wl: WorkloadInfo, raw: dict[str, Any]) -> bool:
+    """Whether the copy ``raw`` of ``wl`` shows another priority than the log's (its class's name, or its base
+    value): only then is the manager's Workload read for :func:`priority_patch`."""
+    spec = raw.get("spec") or {}
+    ref = spec.get("priorityClassRef")
+    name = (ref.get("name") or "") if isinstance(ref, dict) else ""
+    return name != wl.priority_class or (spec.get("priority") or 0) != wl.priority - wl.boost
 
 
 def _settled(job_copy: dict[str, Any]) -> bool:

@@ -50,7 +50,7 @@ from kueue_es.scheduler import (
     config_schema,
     tls_options,
 )
-from projections import afs_ledger, config_version, custom_labels, gates, go_duration
+from projections import afs_ledger, config_version, custom_labels, gates, go_duration, workloads
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.clusterqueues import selector_matches
 from projections.pods_ready import (
@@ -290,7 +290,7 @@ class KeysToCopy(NamedTuple):
 
 
 NO_KEYS = KeysToCopy()
-MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+MULTIKUEUE_ORIGIN_LABEL = workloads.MULTIKUEUE_ORIGIN_LABEL
 """A label Kueue's controllers write on a Workload: Kueue refuses it among ``labelKeysToCopy``."""
 
 

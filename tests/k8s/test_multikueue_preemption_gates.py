@@ -20,10 +20,18 @@ T0, T1 = "2024-01-01T00:00:00Z", "2024-01-01T00:01:00Z"
 def test_a_copy_is_made_gated_only_under_the_gate() -> None:
     assert "preemptionGates" not in workload_copy(MANAGER_WL, "o")["spec"]
     assert workload_copy(MANAGER_WL, "o", gated=True)["spec"]["preemptionGates"] == [{"name": GATE}]
-    own = {**MANAGER_WL, "spec": {**MANAGER_WL["spec"], "preemptionGates": [{"name": "example.com/g"}, {"name": GATE}]}}
-    assert workload_copy(own, "o", gated=True)["spec"]["preemptionGates"] == [{"name": "example.com/g"},
-                                                                               {"name": GATE}], "not twice"
     assert "preemptionGates" not in MANAGER_WL["spec"], "the manager's is left as it is"
+
+
+def test_a_gated_copy_carries_none_of_the_manager_workloads_own_gates() -> None:
+    """Kueue #12587 (in v0.18 and later; its scheduler_test.go "Should treat manager-level and worker-level
+    preemption gates independently"): the gates of the manager's Workload are the manager's; a copy made under
+    the gate lists the MultiKueue gate alone, so a gate no one opens on the worker does not keep the copy from
+    preempting there for good. Gate off, the copy keeps the spec as it is, gates included, as Kueue's does."""
+    own = {**MANAGER_WL, "spec": {**MANAGER_WL["spec"], "preemptionGates": [{"name": "dummy-gate"}, {"name": GATE}]}}
+    assert workload_copy(own, "o", gated=True)["spec"]["preemptionGates"] == [{"name": GATE}]
+    assert workload_copy(own, "o")["spec"]["preemptionGates"] == [{"name": "dummy-gate"}, {"name": GATE}]
+    assert own["spec"]["preemptionGates"] == [{"name": "dummy-gate"}, {"name": GATE}], "the manager's is left as it is"
 
 
 def test_the_opened_gate_is_written_with_the_copys_other_gates_kept() -> None:
