@@ -23,6 +23,7 @@ from fixtures.eventgen import (
 
 from events import objects as o
 from events import schema as ev
+from events.codec import decode_batch, encode_batch
 from projections.cluster import ClusterState
 
 ORIGIN = "kueue.x-k8s.io/multikueue-origin"
@@ -34,12 +35,17 @@ def _copy(name: str, priority: int, *, rv: str = "1") -> o.Workload:
                                                                        resource_version=rv))
 
 
-def _fold(*workloads: o.Workload) -> ClusterState:
-    state = ClusterState()
-    for e in (upsert(namespace("team"), T0), upsert(flavor("f0"), T0), upsert(priority_class("high", 999), T0),
+def _fold(*workloads: o.Workload, lazy: bool = False) -> ClusterState:
+    """The state after the worker's set-up and ``workloads``, the events decoded from their log encoding lazily
+    (as a restart or a replay reads them) or applied as they are (as the live service does)."""
+    events = [upsert(namespace("team"), T0), upsert(flavor("f0"), T0), upsert(priority_class("high", 999), T0),
               upsert(cluster_queue("cq", quotas={"f0": 0}), T0), upsert(local_queue("team", "lq", "cq"), T0),
-              *(upsert(w, T0) for w in workloads)):
-        state.apply(ev.Record(state.offset + 1, e))
+              *(upsert(w, T0) for w in workloads)]
+    state = ClusterState()
+    records = decode_batch(encode_batch(events), 0, lazy=True) if lazy else [
+        ev.Record(i + 1, e) for i, e in enumerate(events)]
+    for record in records:
+        state.apply(record)
     return state
 
 
@@ -63,3 +69,9 @@ def test_a_copy_follows_the_priority_the_manager_writes_on_it() -> None:
     state = _fold(_copy("copy", 100))
     state.apply(ev.Record(state.offset + 1, upsert(_copy("copy", 300, rv="2"), T0)))
     assert _priorities(state) == {"copy": 300}
+
+
+def test_a_lazily_decoded_copy_is_scheduled_at_the_priority_the_manager_resolved() -> None:
+    state = _fold(_copy("copy", 100), workload("team", "own", queue="lq", priority=100, priority_class="high"),
+                  lazy=True)
+    assert _priorities(state) == {"copy": 100, "own": 999}
