@@ -13,8 +13,9 @@ kueue-es does not model (a container's image) count too. Each names the object a
   would refuse it, its job reconciler lowering the count alone, which the CRD's minCount rule refuses);
   ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
   name. While both hold quota:
-  ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear — but for a workload
-  slice (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than its
+  ``spec.queueName`` does not change, nor is it removed or added (a missing one reads as "", Kueue #12594),
+  nor does a reclaimable pod count go down or disappear — but for a workload slice
+  (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than its
   admission granted (Kueue #12958, #13044: a Job scaled down in place has its reclaimable count recomputed). Whatever it holds, a reclaimable
   count is at most its pod set's count, unless a workload slice leaves it unchanged. While both are
   admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
@@ -174,7 +175,7 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
         schema += _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"))
         webhook += _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], is_slice, shrink)
     if old_reserved and new_reserved:
-        if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
+        if old_spec.get("queueName", "") != new_spec.get("queueName", ""):  # absent reads as "" (Kueue #12594)
             schema.append("field `spec.queueName`: queueName is immutable while workload quota reserved")
         webhook += _reclaimable_pods(_reclaimable_counts(old), _reclaimable_counts(new),
                                      _scaled_below(old, new) if is_slice else set())

@@ -223,6 +223,22 @@ def test_a_workload_holding_quota_keeps_its_queue_and_priority_class() -> None:
     assert "field `spec.priorityClassRef`" in _message(_review("Workload", dropped, before))
 
 
+def test_a_workload_holding_quota_neither_loses_nor_gains_a_queue_name() -> None:
+    """Kueue #12594 (issue #12552, before v0.20): the CRD rule reads a missing ``queueName`` as "", so removing it
+    from a Workload holding quota, or adding one to a Workload that has none, is refused as a change; with the quota
+    released in the same update it is not."""
+    immutable = "Workload team/w: field `spec.queueName`: queueName is immutable while workload quota reserved"
+    before = wl(reserved=True)
+    removed = copy.deepcopy(before)
+    del removed["spec"]["queueName"]
+    assert _message(_review("Workload", removed, before)) == immutable
+    assert _message(_review("Workload", before, removed)) == immutable, "added"
+    released = copy.deepcopy(removed)
+    del released["status"]["conditions"], released["status"]["admission"]
+    assert _review("Workload", released, before)["allowed"] is True
+    assert _review("Workload", wl(), removed)["allowed"] is True, "quota released, queue named again"
+
+
 def test_an_admission_is_set_or_cleared_never_changed_but_for_its_placement_under_tas() -> None:
     before = wl(reserved=True)
     assert _review("Workload", before, wl())["allowed"] is True, "set"
