@@ -16,7 +16,9 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   assignment per pod set, each naming a pod set, its usage a multiple of its count; conditions as
   ``metav1.Condition`` holds them (unique types that are qualified names, a known status, a reason, a
   ``lastTransitionTime``, bounded reason and message, ``observedGeneration`` not negative); an admission check's
-  ``podSetUpdates`` name pod sets and carry well-formed labels, annotations, node selector and tolerations.
+  ``podSetUpdates`` name pod sets and carry well-formed labels, annotations, node selector and tolerations; the
+  entries of its lists keyed by name (pod sets, pod set assignments, admission checks, resource requests) each
+  named once (the CRD's list maps).
 * ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
   a ``topologyName`` needs node labels. Its CRD's rules broken are refused together, then its webhook's (labels,
   taints, tolerations' keys), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
@@ -155,7 +157,7 @@ def _workload(wl: o.Workload, where: str) -> None:
 def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:
     """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it gives,
     the pod sets' count, the priority class reference, the assignments' count, the conditions, the tolerations'
-    CEL rules), then those of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource,
+    CEL rules, the list maps' names given once), then those of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource,
     the admission while QuotaReserved is True, the admission checks' pod set updates)."""
     schema = _name_reference_errors(wl.spec.queue_name, "spec.queueName", optional=True)
     if len(wl.spec.pod_sets) > MAX_POD_SETS:
@@ -163,6 +165,7 @@ def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:
                       "items")
     for i, ps in enumerate(wl.spec.pod_sets):
         schema += _name_reference_errors(ps.name, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
+    schema += duplicate_name_errors([ps.name for ps in wl.spec.pod_sets], "spec.podSets")
     schema += _priority_class_ref_errors(wl.spec)
     schema += _admission_name_errors(wl.status)
     reserved = any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions)
@@ -236,11 +239,27 @@ def _admission_name_errors(status: o.WorkloadStatus) -> list[str]:
             errors += _name_reference_errors(psa.name, f"{at}.name", kind=POD_SET_REFERENCE)
             for r in sorted(psa.flavors):
                 errors += _name_reference_errors(psa.flavors[r], f"{at}.flavors[{r}]")
+        errors += duplicate_name_errors([psa.name for psa in admission.pod_set_assignments],
+                                        "status.admission.podSetAssignments")
     for i, state in enumerate(status.admission_checks):
         if not 1 <= len(state.name) <= MAX_CHECK_NAME:
             errors.append(_check_name_problem(state.name, f"status.admissionChecks[{i}].name"))
+    errors += duplicate_name_errors([state.name for state in status.admission_checks], "status.admissionChecks")
     for i, req in enumerate(status.resource_requests):
         errors += _name_reference_errors(req.name, f"status.resourceRequests[{i}].name", kind=POD_SET_REFERENCE)
+    errors += duplicate_name_errors([req.name for req in status.resource_requests], "status.resourceRequests")
+    return errors
+
+
+def duplicate_name_errors(names: Sequence[str], at: str) -> list[str]:
+    """A list map keyed by ``name`` (``+listType=map``): every entry whose name an earlier one has, as the
+    apiserver refuses it."""
+    seen: set[str] = set()
+    errors: list[str] = []
+    for i, name in enumerate(names):
+        if name in seen:
+            errors.append(f"field `{at}[{i}]`: Duplicate value: {quota_rules.go_map(name)}")
+        seen.add(name)
     return errors
 
 

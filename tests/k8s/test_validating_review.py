@@ -512,3 +512,12 @@ def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in
     assert _message(_review("Workload", moved, before)) == (
         "Workload team/w: [field `status.conditions[0].reason`: Required value: must be set, field `spec.queueName`: "
         "queueName is immutable while workload quota reserved]")
+
+
+def test_two_pod_sets_of_one_name_are_refused() -> None:
+    """Kueue's "Shouldn't set podSet name if multiple": two pod sets whose names both default to ``main`` break
+    the CRD's list map (``webhook/core/workload_test.go``)."""
+    doc = wl()
+    doc["spec"]["podSets"] *= 2
+    assert _message(_review("Workload", doc)) == (
+        'Workload team/w: field `spec.podSets[1]`: Duplicate value: map[string]interface {}{"name":"main"}')
