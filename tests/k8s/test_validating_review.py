@@ -407,7 +407,8 @@ def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
     kubeflow = ["vjaxjob.kb.io", "vpaddlejob.kb.io", "vpytorchjob.kb.io", "vtfjob.kb.io", "vxgboostjob.kb.io"]
     assert sorted(hooks) == sorted(["vadmissioncheck.kb.io", "vappwrapper.kb.io", "vclusterqueue.kb.io", "vcohort.kb.io",
                                     "vdeployment.kb.io", "vjob.kb.io", "vjobset.kb.io", "vleaderworkerset.kb.io",
-                                    "vlocalqueue.kb.io", "vmpijob.kb.io", "vpod.kb.io", "vraycluster.kb.io",
+                                    "vlocalqueue.kb.io", "vmpijob.kb.io", "vmultikueuecluster.kb.io",
+                                    "vmultikueueconfig.kb.io", "vpod.kb.io", "vraycluster.kb.io",
                                     "vrayjob.kb.io", "vrayservice.kb.io", "vresourceflavor.kb.io", "vsparkapplication.kb.io",
                                     "vstatefulset.kb.io",
                                     "vtopology.kb.io", "vtrainjob.kb.io", "vworkload.kb.io", *kubeflow])
@@ -521,3 +522,30 @@ def test_two_pod_sets_of_one_name_are_refused() -> None:
     doc["spec"]["podSets"] *= 2
     assert _message(_review("Workload", doc)) == (
         'Workload team/w: field `spec.podSets[1]`: Duplicate value: map[string]interface {}{"name":"main"}')
+
+
+def test_multikueue_clusters_and_configs_are_held_to_kueue_s_crd_rules() -> None:
+    """Kueue's MultiKueueCluster and MultiKueueConfig CRDs refuse a cluster with no source or two, a kubeconfig
+    location empty or over 256 characters or of an unknown type, a config with no cluster, a cluster twice or over
+    20 (``webhook/core/multikueue_cluster_test.go``, ``multikueue_config_test.go``): kueue-es's generated CRDs do
+    not carry those rules, so its webhook answers for both kinds, as for LocalQueues and Topologies."""
+    ca = self_signed(["127.0.0.1"]).ca_pem
+    hooks = {h["name"]: h for h in configuration(ca, url="https://127.0.0.1:9443/")["webhooks"]}
+    for name, resource in (("vmultikueuecluster.kb.io", "multikueueclusters"),
+                           ("vmultikueueconfig.kb.io", "multikueueconfigs")):
+        assert hooks[name]["rules"] == [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["kueue.x-k8s.io"],
+                                         "apiVersions": ["v1beta2"], "resources": [resource], "scope": "Cluster"}]
+    source = {"kubeConfig": {"locationType": "Secret", "location": "worker-secret"}}
+    cluster = {"apiVersion": V1B2, "kind": "MultiKueueCluster", "metadata": {"name": "worker"},
+               "spec": {"clusterSource": source}}
+    assert _review("MultiKueueCluster", cluster)["allowed"] is True
+    both = copy.deepcopy(cluster)
+    both["spec"]["clusterSource"]["clusterProfileRef"] = {"name": "worker-profile"}
+    assert _message(_review("MultiKueueCluster", both, cluster)) == (
+        "MultiKueueCluster worker: field `spec.clusterSource`: exactly one of kubeConfig or clusterProfileRef must "
+        "be set")
+    config = {"apiVersion": V1B2, "kind": "MultiKueueConfig", "metadata": {"name": "multikueue-config"},
+              "spec": {"clusters": ["worker1", "worker2"]}}
+    assert _review("MultiKueueConfig", config)["allowed"] is True
+    assert _message(_review("MultiKueueConfig", {**config, "spec": {"clusters": ["worker1", "worker1"]}})) == (
+        "MultiKueueConfig multikueue-config: field `spec.clusters[1]`: duplicate value 'worker1'")
