@@ -549,3 +549,34 @@ def test_multikueue_clusters_and_configs_are_held_to_kueue_s_crd_rules() -> None
     assert _review("MultiKueueConfig", config)["allowed"] is True
     assert _message(_review("MultiKueueConfig", {**config, "spec": {"clusters": ["worker1", "worker1"]}})) == (
         "MultiKueueConfig multikueue-config: field `spec.clusters[1]`: duplicate value 'worker1'")
+
+
+def _slice(levels: list[str], suffix: int) -> dict:
+    return {"domainCount": 1, "valuesPerLevel": [{"universal": f"{level}-{suffix}"} for level in levels],
+            "podCounts": {"universal": 1}}
+
+
+@pytest.mark.parametrize(("bad", "field", "message"), [
+    ({"domainCount": 1, "valuesPerLevel": [{"universal": "block-2"}], "podCounts": {"universal": 1}}, "",
+     "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment"),
+    ({"domainCount": 3, "valuesPerLevel": [{"universal": "block-2"}, {"universal": "rack-2"}],
+      "podCounts": {"individual": [10, 20]}}, ".slices[1]",
+     "podCounts.individual must have length equal to domainCount"),
+    ({"domainCount": 3, "valuesPerLevel": [{"universal": "block-2"}, {"individual": {"roots": ["rack2-1", "rack2-2"]}}],
+      "podCounts": {"individual": [10, 20, 30]}}, ".slices[1]",
+     "valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this "
+     "TopologyAssignmentSlice"),
+], ids=["levels", "pod-counts", "roots"])
+def test_a_topology_assignment_breaking_a_crd_rule_is_refused_in_kueue_s_words(bad: dict, field: str,
+                                                                                message: str) -> None:
+    """Kueue's "kubebuilder XValidation rule set" (``webhook/core/workload_test.go``): the CEL rules of a
+    TopologyAssignment (its slices' values one per level) and of a slice (its pod counts and each level's roots one
+    per domain), at the object holding the rule, in the CRD's words."""
+    levels = ["block", "rack"]
+    before = wl()
+    after = copy.deepcopy(before)
+    after["status"] = {"admission": {"clusterQueue": "cq1", "podSetAssignments": [{"name": "main", "topologyAssignment": {
+        "levels": levels, "slices": [_slice(levels, 1), bad, _slice(levels, 3)]}}]}}
+    at = f"status.admission.podSetAssignments[0].topologyAssignment{field}"
+    assert _message(_review("Workload", after, before, {"TopologyAwareScheduling": True})) == (
+        f'Workload team/w: field `{at}`: Invalid value: "object": {message}')
