@@ -154,20 +154,22 @@ def _workload(wl: o.Workload, where: str) -> None:
         raise WorkloadRefused(where, schema, webhook)
 
 
-def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:
+def workload_errors(wl: o.Workload, *, unique_names: bool = True) -> tuple[list[str], list[str]]:
     """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it gives,
     the pod sets' count, the priority class reference, the assignments' count, the conditions, the tolerations'
     CEL rules, the list maps' names given once), then those of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource,
-    the admission while QuotaReserved is True, the admission checks' pod set updates)."""
+    the admission while QuotaReserved is True, the admission checks' pod set updates). ``unique_names``: whether
+    the list maps' names given once are checked (:func:`duplicate_list_map_errors`)."""
     schema = _name_reference_errors(wl.spec.queue_name, "spec.queueName", optional=True)
     if len(wl.spec.pod_sets) > MAX_POD_SETS:
         schema.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "
                       "items")
     for i, ps in enumerate(wl.spec.pod_sets):
         schema += _name_reference_errors(ps.name, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
-    schema += duplicate_name_errors([ps.name for ps in wl.spec.pod_sets], "spec.podSets")
     schema += _priority_class_ref_errors(wl.spec)
     schema += _admission_name_errors(wl.status)
+    if unique_names:
+        schema += duplicate_list_map_errors(wl)
     reserved = any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions)
     admission = wl.status.admission
     if reserved and admission is not None and len(admission.pod_set_assignments) != len(wl.spec.pod_sets):
@@ -239,27 +241,35 @@ def _admission_name_errors(status: o.WorkloadStatus) -> list[str]:
             errors += _name_reference_errors(psa.name, f"{at}.name", kind=POD_SET_REFERENCE)
             for r in sorted(psa.flavors):
                 errors += _name_reference_errors(psa.flavors[r], f"{at}.flavors[{r}]")
-        errors += duplicate_name_errors([psa.name for psa in admission.pod_set_assignments],
-                                        "status.admission.podSetAssignments")
     for i, state in enumerate(status.admission_checks):
         if not 1 <= len(state.name) <= MAX_CHECK_NAME:
             errors.append(_check_name_problem(state.name, f"status.admissionChecks[{i}].name"))
-    errors += duplicate_name_errors([state.name for state in status.admission_checks], "status.admissionChecks")
     for i, req in enumerate(status.resource_requests):
         errors += _name_reference_errors(req.name, f"status.resourceRequests[{i}].name", kind=POD_SET_REFERENCE)
-    errors += duplicate_name_errors([req.name for req in status.resource_requests], "status.resourceRequests")
     return errors
 
 
-def duplicate_name_errors(names: Sequence[str], at: str) -> list[str]:
-    """A list map keyed by ``name`` (``+listType=map``): every entry whose name an earlier one has, as the
+LIST_MAPS = ("spec.podSets", "status.admission.podSetAssignments", "status.admissionChecks",
+             "status.resourceRequests")
+"""A Workload's lists keyed by ``name`` (the CRD's ``+listType=map``, ``+listMapKey=name``)."""
+
+
+def duplicate_list_map_errors(wl: o.Workload, lists: Sequence[str] = LIST_MAPS) -> list[str]:
+    """Every entry of the Workload's list maps (those of ``lists``) whose name an earlier entry has, as the
     apiserver refuses it."""
-    seen: set[str] = set()
+    admission = wl.status.admission
+    names = {"spec.podSets": [ps.name for ps in wl.spec.pod_sets],
+             "status.admission.podSetAssignments": [psa.name for psa in admission.pod_set_assignments]
+             if admission is not None else [],
+             "status.admissionChecks": [state.name for state in wl.status.admission_checks],
+             "status.resourceRequests": [req.name for req in wl.status.resource_requests]}
     errors: list[str] = []
-    for i, name in enumerate(names):
-        if name in seen:
-            errors.append(f"field `{at}[{i}]`: Duplicate value: {quota_rules.go_map(name)}")
-        seen.add(name)
+    for at in lists:
+        seen: set[str] = set()
+        for i, name in enumerate(names[at]):
+            if name in seen:
+                errors.append(f"field `{at}[{i}]`: Duplicate value: {quota_rules.go_map(name)}")
+            seen.add(name)
     return errors
 
 

@@ -58,7 +58,9 @@ from events.object_rules import (
     ADMISSION_REQUIRED,
     ELASTIC_JOB,
     HOSTNAME,
+    LIST_MAPS,
     WorkloadRefused,
+    duplicate_list_map_errors,
     refuse_all,
 )
 from events.quantity import QuantityError, parse_quantity
@@ -80,14 +82,19 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
     ``elastic``: the gates ``RejectUpdatesToCQWithInvalidOnFlavors``, ``TopologyAwareScheduling``,
     ``AdmissionGatedBy`` and ``ElasticJobsViaWorkloadSlices``. ``own``: how a Workload's own check refused it
     (:class:`~events.object_rules.WorkloadRefused`), whose errors join the update's: the CRD's first, all of them,
-    then all of the webhook's in Kueue's order (the new object's, then the update's)."""
+    then all of the webhook's in Kueue's order (the new object's, then the update's). A Workload's list maps are
+    held to naming each entry once (``Checks.unique_names`` off for the new object) only where the update changes
+    them: the apiserver ratchets a value left as it was, and a Workload stored with a name twice (kueue-es's CRDs
+    carry no list types) must stay updatable, to lose its finalizer."""
     match new:
         case o.Workload():
             is_slice = elastic and new.metadata.annotations.get(ELASTIC_JOB) == "true"
             before = _reclaimable_counts(old_doc)
             schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by,
                                                      shrink=elastic)
-            refuse_all((own.schema if own is not None else []) + schema, where)
+            changed = [at for at in LIST_MAPS if _at(old_doc, at) != _at(new_doc, at)]
+            refuse_all((own.schema if own is not None else []) + duplicate_list_map_errors(new, changed) + schema,
+                       where)
             old_wl = old if isinstance(old, o.Workload) else None
             held = _own_webhook_errors(own, old_doc)
             if spreading:
@@ -119,6 +126,14 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                 raise InvalidInput(f"{where}: field `spec.controllerName`: {IMMUTABLE}")
         case _:
             pass
+
+
+def _at(doc: dict[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of ``doc`` (plain data), None where it is missing."""
+    node: Any = doc
+    for step in path.split("."):
+        node = node.get(step) if isinstance(node, dict) else None
+    return node
 
 
 def _own_webhook_errors(own: WorkloadRefused | None, old_doc: dict[str, Any]) -> list[str]:

@@ -106,7 +106,7 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
         checks = dataclasses.replace(checks, on_flavors=True)  # a new ClusterQueue: whatever the gate
     else:  # held against the old object (below)
         checks = dataclasses.replace(checks, reclaimable_bounds=False, topology_spreading=False,
-                                     unhealthy_threshold=False)
+                                     unhealthy_threshold=False, unique_names=False)
     new_doc = {**new_doc, "kind": kind}
     where = f"{kind} {_key(new_doc)}"
     try:

@@ -15,6 +15,7 @@ from connectors.k8s.certs import self_signed
 from connectors.k8s.validating import HOOKS, PATHS, configuration, refusal, review
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
+TIME = "2024-01-01T00:00:00Z"
 
 
 def _review(kind: str, obj: dict, old: dict | None = None, gates: dict | None = None, op: str = "") -> dict:
@@ -522,6 +523,25 @@ def test_two_pod_sets_of_one_name_are_refused() -> None:
     doc["spec"]["podSets"] *= 2
     assert _message(_review("Workload", doc)) == (
         'Workload team/w: field `spec.podSets[1]`: Duplicate value: map[string]interface {}{"name":"main"}')
+
+
+def test_a_workload_stored_with_a_name_twice_stays_updatable_where_the_update_leaves_it() -> None:
+    """kueue-es's CRDs carry no list types, so a Workload could be stored with two pod sets of one name: an update
+    leaving that list as it was (its finalizer dropped) is let through, as the apiserver ratchets an unchanged
+    value; one giving a name twice in a list it changes is refused."""
+    stored = wl()
+    stored["spec"]["podSets"] *= 2
+    stored["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    released = copy.deepcopy(stored)
+    del released["metadata"]["finalizers"]
+    assert _review("Workload", released, stored)["allowed"] is True
+    checked = copy.deepcopy(stored)
+    checked["status"]["admissionChecks"] = [{"name": "ac", "state": "Pending", "lastTransitionTime": TIME}] * 2
+    assert _message(_review("Workload", checked, stored)) == (
+        'Workload team/w: field `status.admissionChecks[1]`: Duplicate value: map[string]interface {}{"name":"ac"}')
+    grown = copy.deepcopy(stored)
+    grown["spec"]["podSets"].append(grown["spec"]["podSets"][0])
+    assert "field `spec.podSets[2]`: Duplicate value" in _message(_review("Workload", grown, stored))
 
 
 def test_multikueue_clusters_and_configs_are_held_to_kueue_s_crd_rules() -> None:
