@@ -93,6 +93,10 @@ class Checks:
     """Not a gate's: a reclaimable count at most its pod set's count (:func:`reclaimable_bound_errors`). An
     update turns it off here and holds it against the old object instead (:mod:`events.update_rules`:
     ``ElasticJobsViaWorkloadSlices`` lets a workload slice keep an unchanged count above a lowered pod set)."""
+    unique_names: bool = True
+    """Not a gate's: a Workload's lists keyed by name (the CRD's list maps) name each entry once. An update turns
+    it off here and holds to it only the lists it changes (:mod:`events.update_rules`): a Workload stored with an
+    entry named twice, which kueue-es's CRDs (no list types) let through, stays updatable, to lose its finalizer."""
 
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
@@ -501,7 +505,7 @@ def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str
     :class:`~events.object_rules.WorkloadRefused` so that an update's own join them
     (:mod:`connectors.k8s.validating`)."""
     _validate_shape(wl, where, reclaimable_names=False)  # Kueue's webhook's: with the rest of its, below
-    schema, webhook = object_rules.workload_errors(wl)
+    schema, webhook = object_rules.workload_errors(wl, unique_names=checks.unique_names)
     if not schema and doc is not None:
         schema = object_rules.document_errors(doc)
     if schema:

@@ -16,7 +16,9 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   assignment per pod set, each naming a pod set, its usage a multiple of its count; conditions as
   ``metav1.Condition`` holds them (unique types that are qualified names, a known status, a reason, a
   ``lastTransitionTime``, bounded reason and message, ``observedGeneration`` not negative); an admission check's
-  ``podSetUpdates`` name pod sets and carry well-formed labels, annotations, node selector and tolerations.
+  ``podSetUpdates`` name pod sets and carry well-formed labels, annotations, node selector and tolerations; the
+  entries of its lists keyed by name (pod sets, pod set assignments, admission checks, resource requests) each
+  named once (the CRD's list maps).
 * ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
   a ``topologyName`` needs node labels. Its CRD's rules broken are refused together, then its webhook's (labels,
   taints, tolerations' keys), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
@@ -152,11 +154,12 @@ def _workload(wl: o.Workload, where: str) -> None:
         raise WorkloadRefused(where, schema, webhook)
 
 
-def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:
+def workload_errors(wl: o.Workload, *, unique_names: bool = True) -> tuple[list[str], list[str]]:
     """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it gives,
     the pod sets' count, the priority class reference, the assignments' count, the conditions, the tolerations'
-    CEL rules), then those of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource,
-    the admission while QuotaReserved is True, the admission checks' pod set updates)."""
+    CEL rules, the list maps' names given once), then those of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource,
+    the admission while QuotaReserved is True, the admission checks' pod set updates). ``unique_names``: whether
+    the list maps' names given once are checked (:func:`duplicate_list_map_errors`)."""
     schema = _name_reference_errors(wl.spec.queue_name, "spec.queueName", optional=True)
     if len(wl.spec.pod_sets) > MAX_POD_SETS:
         schema.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "
@@ -165,6 +168,8 @@ def workload_errors(wl: o.Workload) -> tuple[list[str], list[str]]:
         schema += _name_reference_errors(ps.name, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
     schema += _priority_class_ref_errors(wl.spec)
     schema += _admission_name_errors(wl.status)
+    if unique_names:
+        schema += duplicate_list_map_errors(wl)
     reserved = any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions)
     admission = wl.status.admission
     if reserved and admission is not None and len(admission.pod_set_assignments) != len(wl.spec.pod_sets):
@@ -241,6 +246,30 @@ def _admission_name_errors(status: o.WorkloadStatus) -> list[str]:
             errors.append(_check_name_problem(state.name, f"status.admissionChecks[{i}].name"))
     for i, req in enumerate(status.resource_requests):
         errors += _name_reference_errors(req.name, f"status.resourceRequests[{i}].name", kind=POD_SET_REFERENCE)
+    return errors
+
+
+LIST_MAPS = ("spec.podSets", "status.admission.podSetAssignments", "status.admissionChecks",
+             "status.resourceRequests")
+"""A Workload's lists keyed by ``name`` (the CRD's ``+listType=map``, ``+listMapKey=name``)."""
+
+
+def duplicate_list_map_errors(wl: o.Workload, lists: Sequence[str] = LIST_MAPS) -> list[str]:
+    """Every entry of the Workload's list maps (those of ``lists``) whose name an earlier entry has, as the
+    apiserver refuses it."""
+    admission = wl.status.admission
+    names = {"spec.podSets": [ps.name for ps in wl.spec.pod_sets],
+             "status.admission.podSetAssignments": [psa.name for psa in admission.pod_set_assignments]
+             if admission is not None else [],
+             "status.admissionChecks": [state.name for state in wl.status.admission_checks],
+             "status.resourceRequests": [req.name for req in wl.status.resource_requests]}
+    errors: list[str] = []
+    for at in lists:
+        seen: set[str] = set()
+        for i, name in enumerate(names[at]):
+            if name in seen:
+                errors.append(f"field `{at}[{i}]`: Duplicate value: {quota_rules.go_map(name)}")
+            seen.add(name)
     return errors
 
 

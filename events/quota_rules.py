@@ -38,7 +38,7 @@ def quantity_problem(q: object, *, negative: bool = False) -> str | None:
     return "must not be negative" if value < 0 and not negative else None
 
 
-def _go_map(name: str) -> str:
+def go_map(name: str) -> str:
     """A list entry keyed by ``name`` as the apiserver prints it in a list-map's duplicate error."""
     return 'map[string]interface {}{"name":"' + name + '"}'
 
@@ -59,12 +59,12 @@ def schema_errors(groups: Sequence[o.ResourceGroup], *, full: bool = True) -> li
             at = f"spec.resourceGroups[{g}].flavors[{f}]"
             errors += _too_many(f"{at}.resources", fq.resources, items)
             if fq.name in flavors:
-                errors.append(f"field `{at}`: Duplicate value: {_go_map(fq.name)}")
+                errors.append(f"field `{at}`: Duplicate value: {go_map(fq.name)}")
             flavors.add(fq.name)
             resources: set[str] = set()
             for r, rq in enumerate(fq.resources):
                 if rq.name in resources:
-                    errors.append(f"field `{at}.resources[{r}]`: Duplicate value: {_go_map(rq.name)}")
+                    errors.append(f"field `{at}.resources[{r}]`: Duplicate value: {go_map(rq.name)}")
                 resources.add(rq.name)
                 for name, attr in LIMITS:
                     q = getattr(rq, attr)

@@ -91,32 +91,40 @@ def errors(ta: o.TopologyAssignment, path: str = "topologyAssignment") -> list[s
     return [f"field `{path}{field}`: {message}" for field, message in _problems(ta)]
 
 
+LEVELS_RULE = "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment"
+POD_COUNTS_RULE = "podCounts.individual must have length equal to domainCount"
+ROOTS_RULE = ("valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this "
+              "TopologyAssignmentSlice")
+"""The CEL rules of Kueue's TopologyAssignment (its slices' values one per level) and TopologyAssignmentSlice (its
+pod counts and each level's roots one per domain), in the CRD's words: the apiserver names the object holding the
+rule (``Invalid value: "object"``), once whichever of its items break it."""
+
+
 def _problems(ta: o.TopologyAssignment) -> Iterator[tuple[str, str]]:
     levels = len(ta.levels)
     if not 1 <= levels <= MAX_LEVELS:
         yield ".levels", f"must have 1 to {MAX_LEVELS} items, has {levels}"
     if len(ta.slices) > MAX_SLICES:
         yield ".slices", f"must have at most {MAX_SLICES} items, has {len(ta.slices)}"
+    if any(len(sl.values_per_level) != levels for sl in ta.slices):
+        yield "", f'Invalid value: "object": {LEVELS_RULE}'
     for i, sl in enumerate(ta.slices):
         at = f".slices[{i}]"
         n = sl.domain_count
         if not 1 <= n <= MAX_DOMAINS_PER_SLICE:
             yield f"{at}.domainCount", f"must be between 1 and {MAX_DOMAINS_PER_SLICE}, is {n}"
-        if len(sl.values_per_level) != levels:
-            yield f"{at}.valuesPerLevel", f"must have one item per level ({levels}), has {len(sl.values_per_level)}"
+        pc = sl.pod_counts
+        if pc.individual and len(pc.individual) != n:
+            yield at, f'Invalid value: "object": {POD_COUNTS_RULE}'
+        if any(v.individual is not None and len(v.individual.roots) != n for v in sl.values_per_level):
+            yield at, f'Invalid value: "object": {ROOTS_RULE}'
         for j, v in enumerate(sl.values_per_level):
             if (v.universal is None) == (v.individual is None):
                 yield f"{at}.valuesPerLevel[{j}]", "exactly one of universal, individual must be set"
-            if v.individual is not None and len(v.individual.roots) != n:
-                yield (f"{at}.valuesPerLevel[{j}].individual.roots",
-                       f"must have domainCount ({n}) items, has {len(v.individual.roots)}")
-        pc = sl.pod_counts
         if (pc.universal is None) == (not pc.individual):
             yield f"{at}.podCounts", "exactly one of universal, individual must be set"
         if pc.universal is not None and pc.universal < 1:
             yield f"{at}.podCounts.universal", f"must be >= 1, is {pc.universal}"
-        if pc.individual and len(pc.individual) != n:
-            yield f"{at}.podCounts.individual", f"must have domainCount ({n}) items, has {len(pc.individual)}"
         if pc.individual and min(pc.individual) < 1:
             yield from ((f"{at}.podCounts.individual[{k}]", f"must be >= 1, is {c}")
                         for k, c in enumerate(pc.individual) if c < 1)

@@ -13,8 +13,9 @@ kueue-es does not model (a container's image) count too. Each names the object a
   would refuse it, its job reconciler lowering the count alone, which the CRD's minCount rule refuses);
   ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
   name. While both hold quota:
-  ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear — but for a workload
-  slice (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than its
+  ``spec.queueName`` does not change, nor is it removed or added (a missing one reads as "", Kueue #12594),
+  nor does a reclaimable pod count go down or disappear — but for a workload slice
+  (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than its
   admission granted (Kueue #12958, #13044: a Job scaled down in place has its reclaimable count recomputed). Whatever it holds, a reclaimable
   count is at most its pod set's count, unless a workload slice leaves it unchanged. While both are
   admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
@@ -57,7 +58,9 @@ from events.object_rules import (
     ADMISSION_REQUIRED,
     ELASTIC_JOB,
     HOSTNAME,
+    LIST_MAPS,
     WorkloadRefused,
+    duplicate_list_map_errors,
     refuse_all,
 )
 from events.quantity import QuantityError, parse_quantity
@@ -79,14 +82,19 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
     ``elastic``: the gates ``RejectUpdatesToCQWithInvalidOnFlavors``, ``TopologyAwareScheduling``,
     ``AdmissionGatedBy`` and ``ElasticJobsViaWorkloadSlices``. ``own``: how a Workload's own check refused it
     (:class:`~events.object_rules.WorkloadRefused`), whose errors join the update's: the CRD's first, all of them,
-    then all of the webhook's in Kueue's order (the new object's, then the update's)."""
+    then all of the webhook's in Kueue's order (the new object's, then the update's). A Workload's list maps are
+    held to naming each entry once (``Checks.unique_names`` off for the new object) only where the update changes
+    them: the apiserver ratchets a value left as it was, and a Workload stored with a name twice (kueue-es's CRDs
+    carry no list types) must stay updatable, to lose its finalizer."""
     match new:
         case o.Workload():
             is_slice = elastic and new.metadata.annotations.get(ELASTIC_JOB) == "true"
             before = _reclaimable_counts(old_doc)
             schema, webhook = workload_update_errors(old_doc, new_doc, tas=tas, is_slice=is_slice, gated_by=gated_by,
                                                      shrink=elastic)
-            refuse_all((own.schema if own is not None else []) + schema, where)
+            changed = [at for at in LIST_MAPS if _at(old_doc, at) != _at(new_doc, at)]
+            refuse_all((own.schema if own is not None else []) + duplicate_list_map_errors(new, changed) + schema,
+                       where)
             old_wl = old if isinstance(old, o.Workload) else None
             held = _own_webhook_errors(own, old_doc)
             if spreading:
@@ -118,6 +126,14 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                 raise InvalidInput(f"{where}: field `spec.controllerName`: {IMMUTABLE}")
         case _:
             pass
+
+
+def _at(doc: dict[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of ``doc`` (plain data), None where it is missing."""
+    node: Any = doc
+    for step in path.split("."):
+        node = node.get(step) if isinstance(node, dict) else None
+    return node
 
 
 def _own_webhook_errors(own: WorkloadRefused | None, old_doc: dict[str, Any]) -> list[str]:
@@ -174,7 +190,7 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
         schema += _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"))
         webhook += _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], is_slice, shrink)
     if old_reserved and new_reserved:
-        if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
+        if old_spec.get("queueName", "") != new_spec.get("queueName", ""):  # absent reads as "" (Kueue #12594)
             schema.append("field `spec.queueName`: queueName is immutable while workload quota reserved")
         webhook += _reclaimable_pods(_reclaimable_counts(old), _reclaimable_counts(new),
                                      _scaled_below(old, new) if is_slice else set())

@@ -3,10 +3,12 @@ an object Kueue would refuse is refused, with a message naming the object and th
 
 Kueue validates ClusterQueues, Cohorts, ResourceFlavors and Workloads (and ``workloads/status``) on create and
 update (``config/components/webhook/manifests.yaml``: ``/validate-kueue-x-k8s-io-v1beta2-<kind>``,
-``v<kind>.kb.io``, ``failurePolicy: Fail``). LocalQueues, Topologies and AdmissionChecks are added here under the
-same naming: Kueue holds them to the CEL rules of its CRDs (a LocalQueue's ``clusterQueue``, a Topology's
-``levels`` and an AdmissionCheck's ``controllerName`` immutable, among others: :mod:`events.object_rules`), which
-kueue-es's generated CRDs do not carry.
+``v<kind>.kb.io``, ``failurePolicy: Fail``). LocalQueues, Topologies, AdmissionChecks, MultiKueueClusters and
+MultiKueueConfigs are added here under the same naming: Kueue holds them to the CEL and schema rules of its CRDs (a
+LocalQueue's ``clusterQueue``, a Topology's ``levels`` and an AdmissionCheck's ``controllerName`` immutable, a
+MultiKueueCluster's one cluster source, a MultiKueueConfig's 1–20 distinct clusters, among others:
+:mod:`events.object_rules`, :func:`events.manifests.validate_multikueue_cluster`), which kueue-es's generated CRDs
+do not carry. (Only their main resource: kueue-es writes a MultiKueueCluster's status itself.)
 
 The answer comes from the checks kueue-es already holds every object to (:func:`events.manifests.decode_object`:
 what the watch skips, what ``kueue-es import`` refuses), with the gated ones as the Kueue Configuration in force
@@ -85,6 +87,8 @@ HOOKS = (
     Hook("LocalQueue", ("localqueues",), "Namespaced"),
     Hook("Topology", ("topologies",), "Cluster"),
     Hook("AdmissionCheck", ("admissionchecks",), "Cluster"),
+    Hook("MultiKueueCluster", ("multikueueclusters",), "Cluster"),
+    Hook("MultiKueueConfig", ("multikueueconfigs",), "Cluster"),
 )
 PATHS = {h.path: h.kind for h in HOOKS}
 
@@ -102,7 +106,7 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
         checks = dataclasses.replace(checks, on_flavors=True)  # a new ClusterQueue: whatever the gate
     else:  # held against the old object (below)
         checks = dataclasses.replace(checks, reclaimable_bounds=False, topology_spreading=False,
-                                     unhealthy_threshold=False)
+                                     unhealthy_threshold=False, unique_names=False)
     new_doc = {**new_doc, "kind": kind}
     where = f"{kind} {_key(new_doc)}"
     try:

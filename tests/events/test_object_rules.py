@@ -397,6 +397,34 @@ def test_workload_conditions_of_kueue_s_syntax_are_taken_and_a_type_is_given_onc
     assert _refusal(twice) == 'Workload team/w: field `status.conditions[1].type`: Duplicate value: "Finished"'
 
 
+def _map_key(name: str) -> str:
+    return 'Duplicate value: map[string]interface {}{"name":"' + name + '"}'
+
+
+def test_a_workload_s_lists_keyed_by_name_name_each_entry_once() -> None:
+    """The Workload CRD's list maps keyed by ``name`` (``spec.podSets``, ``status.admission.podSetAssignments``,
+    ``status.admissionChecks``, ``status.resourceRequests``): the apiserver refuses an entry whose name an earlier
+    one has, in its words, every such entry. Kueue's "Shouldn't set podSet name if multiple" (two pod sets whose
+    names both default to ``main``) is refused so (``webhook/core/workload_test.go``)."""
+    doc = workload()
+    doc["spec"]["podSets"] *= 2
+    assert _refusal(doc) == f"Workload team/w: field `spec.podSets[1]`: {_map_key('main')}"
+    doc = workload(reserved=True)
+    assignments = doc["status"]["admission"]["podSetAssignments"]
+    assignments *= 2
+    doc["spec"]["podSets"].append({**doc["spec"]["podSets"][0], "name": "other"})
+    doc["status"]["admissionChecks"] = [{"name": "ac", "state": "Pending", "lastTransitionTime": TIME}] * 3
+    doc["status"]["resourceRequests"] = [{"name": "main", "resources": {"cpu": "1"}}] * 2
+    assert _refusal(doc) == (
+        f"Workload team/w: [field `status.admission.podSetAssignments[1]`: {_map_key('main')}, "
+        f"field `status.admissionChecks[1]`: {_map_key('ac')}, field `status.admissionChecks[2]`: {_map_key('ac')}, "
+        f"field `status.resourceRequests[1]`: {_map_key('main')}]")
+    doc["status"]["admission"]["podSetAssignments"][1] = {**assignments[0], "name": "other"}
+    doc["status"]["admissionChecks"][1:] = [{"name": "ac2", "state": "Ready", "lastTransitionTime": TIME}]
+    doc["status"]["resourceRequests"][1] = {"name": "other", "resources": {"cpu": "1"}}
+    _check(doc)
+
+
 SUBDOMAIN_RULE = r"should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$' and be at most 253"
 
 

@@ -15,6 +15,7 @@ from connectors.k8s.certs import self_signed
 from connectors.k8s.validating import HOOKS, PATHS, configuration, refusal, review
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
+TIME = "2024-01-01T00:00:00Z"
 
 
 def _review(kind: str, obj: dict, old: dict | None = None, gates: dict | None = None, op: str = "") -> dict:
@@ -223,6 +224,22 @@ def test_a_workload_holding_quota_keeps_its_queue_and_priority_class() -> None:
     assert "field `spec.priorityClassRef`" in _message(_review("Workload", dropped, before))
 
 
+def test_a_workload_holding_quota_neither_loses_nor_gains_a_queue_name() -> None:
+    """Kueue #12594 (issue #12552, before v0.20): the CRD rule reads a missing ``queueName`` as "", so removing it
+    from a Workload holding quota, or adding one to a Workload that has none, is refused as a change; with the quota
+    released in the same update it is not."""
+    immutable = "Workload team/w: field `spec.queueName`: queueName is immutable while workload quota reserved"
+    before = wl(reserved=True)
+    removed = copy.deepcopy(before)
+    del removed["spec"]["queueName"]
+    assert _message(_review("Workload", removed, before)) == immutable
+    assert _message(_review("Workload", before, removed)) == immutable, "added"
+    released = copy.deepcopy(removed)
+    del released["status"]["conditions"], released["status"]["admission"]
+    assert _review("Workload", released, before)["allowed"] is True
+    assert _review("Workload", wl(), removed)["allowed"] is True, "quota released, queue named again"
+
+
 def test_an_admission_is_set_or_cleared_never_changed_but_for_its_placement_under_tas() -> None:
     before = wl(reserved=True)
     assert _review("Workload", before, wl())["allowed"] is True, "set"
@@ -391,7 +408,8 @@ def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
     kubeflow = ["vjaxjob.kb.io", "vpaddlejob.kb.io", "vpytorchjob.kb.io", "vtfjob.kb.io", "vxgboostjob.kb.io"]
     assert sorted(hooks) == sorted(["vadmissioncheck.kb.io", "vappwrapper.kb.io", "vclusterqueue.kb.io", "vcohort.kb.io",
                                     "vdeployment.kb.io", "vjob.kb.io", "vjobset.kb.io", "vleaderworkerset.kb.io",
-                                    "vlocalqueue.kb.io", "vmpijob.kb.io", "vpod.kb.io", "vraycluster.kb.io",
+                                    "vlocalqueue.kb.io", "vmpijob.kb.io", "vmultikueuecluster.kb.io",
+                                    "vmultikueueconfig.kb.io", "vpod.kb.io", "vraycluster.kb.io",
                                     "vrayjob.kb.io", "vrayservice.kb.io", "vresourceflavor.kb.io", "vsparkapplication.kb.io",
                                     "vstatefulset.kb.io",
                                     "vtopology.kb.io", "vtrainjob.kb.io", "vworkload.kb.io", *kubeflow])
@@ -496,3 +514,89 @@ def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in
     assert _message(_review("Workload", moved, before)) == (
         "Workload team/w: [field `status.conditions[0].reason`: Required value: must be set, field `spec.queueName`: "
         "queueName is immutable while workload quota reserved]")
+
+
+def test_two_pod_sets_of_one_name_are_refused() -> None:
+    """Kueue's "Shouldn't set podSet name if multiple": two pod sets whose names both default to ``main`` break
+    the CRD's list map (``webhook/core/workload_test.go``)."""
+    doc = wl()
+    doc["spec"]["podSets"] *= 2
+    assert _message(_review("Workload", doc)) == (
+        'Workload team/w: field `spec.podSets[1]`: Duplicate value: map[string]interface {}{"name":"main"}')
+
+
+def test_a_workload_stored_with_a_name_twice_stays_updatable_where_the_update_leaves_it() -> None:
+    """kueue-es's CRDs carry no list types, so a Workload could be stored with two pod sets of one name: an update
+    leaving that list as it was (its finalizer dropped) is let through, as the apiserver ratchets an unchanged
+    value; one giving a name twice in a list it changes is refused."""
+    stored = wl()
+    stored["spec"]["podSets"] *= 2
+    stored["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    released = copy.deepcopy(stored)
+    del released["metadata"]["finalizers"]
+    assert _review("Workload", released, stored)["allowed"] is True
+    checked = copy.deepcopy(stored)
+    checked["status"]["admissionChecks"] = [{"name": "ac", "state": "Pending", "lastTransitionTime": TIME}] * 2
+    assert _message(_review("Workload", checked, stored)) == (
+        'Workload team/w: field `status.admissionChecks[1]`: Duplicate value: map[string]interface {}{"name":"ac"}')
+    grown = copy.deepcopy(stored)
+    grown["spec"]["podSets"].append(grown["spec"]["podSets"][0])
+    assert "field `spec.podSets[2]`: Duplicate value" in _message(_review("Workload", grown, stored))
+
+
+def test_multikueue_clusters_and_configs_are_held_to_kueue_s_crd_rules() -> None:
+    """Kueue's MultiKueueCluster and MultiKueueConfig CRDs refuse a cluster with no source or two, a kubeconfig
+    location empty or over 256 characters or of an unknown type, a config with no cluster, a cluster twice or over
+    20 (``webhook/core/multikueue_cluster_test.go``, ``multikueue_config_test.go``): kueue-es's generated CRDs do
+    not carry those rules, so its webhook answers for both kinds, as for LocalQueues and Topologies."""
+    ca = self_signed(["127.0.0.1"]).ca_pem
+    hooks = {h["name"]: h for h in configuration(ca, url="https://127.0.0.1:9443/")["webhooks"]}
+    for name, resource in (("vmultikueuecluster.kb.io", "multikueueclusters"),
+                           ("vmultikueueconfig.kb.io", "multikueueconfigs")):
+        assert hooks[name]["rules"] == [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["kueue.x-k8s.io"],
+                                         "apiVersions": ["v1beta2"], "resources": [resource], "scope": "Cluster"}]
+    source = {"kubeConfig": {"locationType": "Secret", "location": "worker-secret"}}
+    cluster = {"apiVersion": V1B2, "kind": "MultiKueueCluster", "metadata": {"name": "worker"},
+               "spec": {"clusterSource": source}}
+    assert _review("MultiKueueCluster", cluster)["allowed"] is True
+    both = copy.deepcopy(cluster)
+    both["spec"]["clusterSource"]["clusterProfileRef"] = {"name": "worker-profile"}
+    assert _message(_review("MultiKueueCluster", both, cluster)) == (
+        "MultiKueueCluster worker: field `spec.clusterSource`: exactly one of kubeConfig or clusterProfileRef must "
+        "be set")
+    config = {"apiVersion": V1B2, "kind": "MultiKueueConfig", "metadata": {"name": "multikueue-config"},
+              "spec": {"clusters": ["worker1", "worker2"]}}
+    assert _review("MultiKueueConfig", config)["allowed"] is True
+    assert _message(_review("MultiKueueConfig", {**config, "spec": {"clusters": ["worker1", "worker1"]}})) == (
+        "MultiKueueConfig multikueue-config: field `spec.clusters[1]`: duplicate value 'worker1'")
+
+
+def _slice(levels: list[str], suffix: int) -> dict:
+    return {"domainCount": 1, "valuesPerLevel": [{"universal": f"{level}-{suffix}"} for level in levels],
+            "podCounts": {"universal": 1}}
+
+
+@pytest.mark.parametrize(("bad", "field", "message"), [
+    ({"domainCount": 1, "valuesPerLevel": [{"universal": "block-2"}], "podCounts": {"universal": 1}}, "",
+     "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment"),
+    ({"domainCount": 3, "valuesPerLevel": [{"universal": "block-2"}, {"universal": "rack-2"}],
+      "podCounts": {"individual": [10, 20]}}, ".slices[1]",
+     "podCounts.individual must have length equal to domainCount"),
+    ({"domainCount": 3, "valuesPerLevel": [{"universal": "block-2"}, {"individual": {"roots": ["rack2-1", "rack2-2"]}}],
+      "podCounts": {"individual": [10, 20, 30]}}, ".slices[1]",
+     "valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this "
+     "TopologyAssignmentSlice"),
+], ids=["levels", "pod-counts", "roots"])
+def test_a_topology_assignment_breaking_a_crd_rule_is_refused_in_kueue_s_words(bad: dict, field: str,
+                                                                                message: str) -> None:
+    """Kueue's "kubebuilder XValidation rule set" (``webhook/core/workload_test.go``): the CEL rules of a
+    TopologyAssignment (its slices' values one per level) and of a slice (its pod counts and each level's roots one
+    per domain), at the object holding the rule, in the CRD's words."""
+    levels = ["block", "rack"]
+    before = wl()
+    after = copy.deepcopy(before)
+    after["status"] = {"admission": {"clusterQueue": "cq1", "podSetAssignments": [{"name": "main", "topologyAssignment": {
+        "levels": levels, "slices": [_slice(levels, 1), bad, _slice(levels, 3)]}}]}}
+    at = f"status.admission.podSetAssignments[0].topologyAssignment{field}"
+    assert _message(_review("Workload", after, before, {"TopologyAwareScheduling": True})) == (
+        f'Workload team/w: field `{at}`: Invalid value: "object": {message}')

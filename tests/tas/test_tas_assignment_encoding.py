@@ -295,19 +295,21 @@ def test_manifests_take_the_same_workload_as_v1beta2() -> None:
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 0, valuesPerLevel: [{universal: x}], podCounts: {universal: 1}}",
      "slices[0].domainCount", "must be between 1 and 100000"),
     ("v1beta2", "levels: [a, b]\nslices:\n- {domainCount: 1, valuesPerLevel: [{universal: x}], podCounts: {universal: 1}}",
-     "slices[0].valuesPerLevel", "must have one item per level (2), has 1"),
+     "", 'Invalid value: "object": valuesPerLevel must have the same length as the number of levels in this '
+     "TopologyAssignment"),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 1, valuesPerLevel: [{}], podCounts: {universal: 1}}",
      "slices[0].valuesPerLevel[0]", "exactly one of universal, individual must be set"),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 1, valuesPerLevel: [{universal: x, individual: {roots: [x]}}], "
      "podCounts: {universal: 1}}", "slices[0].valuesPerLevel[0]", "exactly one of universal, individual"),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 2, valuesPerLevel: [{individual: {prefix: p, roots: [x]}}], "
-     "podCounts: {universal: 1}}", "slices[0].valuesPerLevel[0].individual.roots", "must have domainCount (2) items, has 1"),
+     "podCounts: {universal: 1}}", "slices[0]", "valuesPerLevel.individual, if set, must have roots of length equal to "
+     "domainCount of this TopologyAssignmentSlice"),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 1, valuesPerLevel: [{universal: x}], podCounts: {}}",
      "slices[0].podCounts", "exactly one of universal, individual must be set"),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 1, valuesPerLevel: [{universal: x}], podCounts: {universal: 0}}",
      "slices[0].podCounts.universal", "must be >= 1, is 0"),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 2, valuesPerLevel: [{universal: x}], podCounts: {individual: [1]}}",
-     "slices[0].podCounts.individual", "must have domainCount (2) items, has 1"),
+     "slices[0]", 'Invalid value: "object": podCounts.individual must have length equal to domainCount'),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 2, valuesPerLevel: [{universal: x}], podCounts: {individual: [1, -1]}}",
      "slices[0].podCounts.individual[1]", "must be >= 1, is -1"),
     ("v1beta2", "levels: [a]\nslices:\n- {domainCount: 1, valuesPerLevel: [{universal: 7}], podCounts: {universal: 1}}",
@@ -318,7 +320,8 @@ def test_bad_assignments_are_refused_naming_the_field(version: str, assignment: 
         load_text(workload(version, assignment))
     text = str(err.value)
     assert text.startswith("<input>: document 1 (Workload w): "), text
-    assert f"field `status.admission.podSetAssignments[0].topologyAssignment.{field}`" in text, text
+    at = "status.admission.podSetAssignments[0].topologyAssignment" + (f".{field}" if field else "")
+    assert f"field `{at}`" in text, text
     assert message in text, text
 
 
