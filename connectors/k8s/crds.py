@@ -65,8 +65,12 @@ SERVED_VERSIONS = ("v1beta2", "v1beta1")
 STORAGE_VERSION = "v1beta2"
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
-_EMPTY_OBJECT_DEFAULTS = {("ClusterQueueSpec", "preemption"), ("ClusterQueueSpec", "flavorFungibility")}
+_EMPTY_OBJECT_DEFAULTS = {("ClusterQueueSpec", "preemption"), ("ClusterQueueSpec", "flavorFungibility"),
+                          ("ClusterQueuePreemption", "borrowWithinCohort")}
 """Objects Kueue defaults to ``{}`` so that their own field defaults apply."""
+_FIELD_DEFAULTS: dict[tuple[str, str], Any] = {("FairSharing", "weight"): 1}
+"""Defaults Kueue's CRDs give a field our views leave absent (None): a ClusterQueue's, Cohort's or LocalQueue's
+``fairSharing.weight`` reads back 1 once ``fairSharing`` is written."""
 
 
 def _columns(kind: str, version: str = STORAGE_VERSION) -> list[dict[str, Any]]:
@@ -153,6 +157,8 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> dict
                 prop = out["properties"][k] = _convert(v, defs, depth + 1)
                 if (node.get("title"), k) in _EMPTY_OBJECT_DEFAULTS:
                     prop["default"] = {}
+                elif (node.get("title"), k) in _FIELD_DEFAULTS:
+                    prop["default"] = _FIELD_DEFAULTS[node.get("title"), k]
             if node.get("required"):
                 out["required"] = list(node["required"])
             out[_PRESERVE] = True

@@ -55,6 +55,14 @@ def test_quantities_are_int_or_string_and_kueue_defaults_apply() -> None:
     assert cq["queueingStrategy"]["default"] == "BestEffortFIFO"
     assert cq["preemption"]["default"] == {}
     assert cq["preemption"]["properties"]["withinClusterQueue"]["default"] == "Never"
+    # Kueue's +kubebuilder:default={} on borrowWithinCohort (so its policy reads back Never) and =1 on a weight
+    borrow = cq["preemption"]["properties"]["borrowWithinCohort"]
+    assert borrow["default"] == {} and borrow["properties"]["policy"]["default"] == "Never"
+    for kind in ("ClusterQueue", "Cohort", "LocalQueue"):
+        for version in SERVED_VERSIONS:
+            spec = object_schema(BY_KIND[kind], version)["properties"]["spec"]["properties"]
+            assert spec["fairSharing"]["properties"]["weight"]["default"] == 1, (kind, version)
+            assert "default" not in spec["fairSharing"], (kind, version)  # fairSharing itself stays optional
     wl = object_schema(BY_KIND["Workload"])["properties"]["spec"]["properties"]
     assert wl["active"]["default"] is True
     assert wl["podSets"]["items"]["properties"]["count"]["default"] == 1
