@@ -67,9 +67,15 @@ from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
-from connectors.k8s.pod_roles import POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION, role_annotation_patch
+from connectors.k8s.pod_roles import (
+    GROUP_LABEL,
+    POD_INDEX_LABEL,
+    POD_INDEX_LABEL_ANNOTATION,
+    role_annotation_patch,
+)
 from connectors.k8s.podsetinfo import TOPOLOGY_GATE
-from connectors.k8s.resources import BY_KIND, DEPLOYMENTS, REPLICA_SETS
+from connectors.k8s.resources import BY_KIND, DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS
+from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import (
     APPWRAPPER_FRAMEWORK,
@@ -132,12 +138,14 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     group_annotation: bool = False
     """Kueue's ``WorkloadIdentifierAnnotations`` gate: a Pod may name its group in an annotation
     (:func:`connectors.k8s.pod_roles.group_name`)."""
+    short_names: bool = False
+    """Kueue's ``ShortWorkloadNames`` gate, for the group name :func:`statefulset_group_patch` gives."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.enabled_frameworks),
-                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS), config.gate(gates.SHORT_WORKLOAD_NAMES))
 
 
 POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK,
@@ -156,6 +164,32 @@ def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
 def suspended_by_parent(pod: dict[str, Any]) -> bool:
     """The Pod carries ``kueue.x-k8s.io/pod-suspending-parent`` (any value, as Kueue reads the key alone)."""
     return SUSPENDING_PARENT in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
+UNNAMED_STATEFULSET_GROUP = owner_workload_name(STATEFUL_SETS.kind, STATEFUL_SETS.group, "", "")
+"""The group name the StatefulSet webhook hashes for a set created with ``generateName``, which has no name yet
+when its template is marked: ``statefulset--d7705``, the same for every such set (kubernetes-sigs/kueue#8687)."""
+
+
+def statefulset_group_patch(pod: dict[str, Any], short: bool = False) -> list[dict[str, Any]]:
+    """The JSON patch that gives a pod of a StatefulSet created with ``generateName`` a group of its own: its
+    template names the group :data:`UNNAMED_STATEFULSET_GROUP`, which would put the pods of every such set in one
+    group; the pod gets instead the name Kueue gives the set's Workload, from the set's name and uid in the pod's
+    controller reference (Kueue's fix, #9091, cherry-picked to release-0.15 and 0.16 and so in v0.20, names every set's Workload so; a named
+    set's group stays the one its template names, as Kueue's legacy name). ``short``: ``ShortWorkloadNames``.
+    Empty for any other pod."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if (meta.get("annotations") or {}).get(SUSPENDING_PARENT) != "statefulset" \
+            or labels.get(GROUP_LABEL) != UNNAMED_STATEFULSET_GROUP:
+        return []
+    ref = controller_of(pod) or {}
+    if (ref.get("apiVersion"), ref.get("kind")) != (STATEFUL_SETS.api_version, STATEFUL_SETS.kind) \
+            or not ref.get("name") or not ref.get("uid"):
+        return []
+    name = owner_workload_name(STATEFUL_SETS.kind, STATEFUL_SETS.group, str(ref["name"]), str(ref["uid"]),
+                               short=short)
+    return map_ops("/metadata/labels", labels, {GROUP_LABEL: name})
 
 
 def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool = False,
@@ -263,7 +297,8 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name and the default
     WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class)."""
     if suspended_by_parent(pod):
-        return (pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
+        return (statefulset_group_patch(pod, defaulting.short_names)
+                + pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
                 + role_annotation_patch(pod, defaulting.group_annotation))
     try:
         labels = await namespace_labels(namespace)

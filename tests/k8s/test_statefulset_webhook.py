@@ -14,8 +14,10 @@ import msgspec
 import pytest
 
 from connectors.k8s import deployment_webhook as dw
+from connectors.k8s import pod_webhook
 from connectors.k8s import statefulset_webhook as sw
 from connectors.k8s.certs import self_signed
+from connectors.k8s.pod_webhook import PodDefaulting
 from connectors.k8s.validating import configuration as validating_configuration
 from connectors.k8s.webhook import configuration as mutating_configuration
 from kueue_es.scheduler.config import load_config
@@ -167,3 +169,46 @@ def test_the_statefulset_webhooks_fail_closed_only_while_the_framework_is_on(on:
         assert hook["failurePolicy"] == ("Fail" if on else "Ignore") and hook["clientConfig"]["url"] == "https://h" + path
         assert hook["rules"][0]["resources"] == ["statefulsets"]
         assert hook["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+
+
+def _pod_group_of(sts: dict, uid: str, defaulting: PodDefaulting) -> str:
+    """The group the pod ``<name>-0`` a StatefulSet's controller makes from its (mutated) template ends up in, after
+    the Pod webhook: the set's name and uid in its controller reference, as the apiserver has them by then."""
+    template = _template_after(sts, _mutate(sts))
+    name = sts["metadata"].get("name") or sts["metadata"]["generateName"] + uid[:5]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"{name}-0", "namespace": "team", "labels": template["labels"],
+                        "annotations": template["annotations"],
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,
+                                             "uid": uid, "controller": True}]},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+    async def no_lookup(*args: Any) -> Any:
+        raise AssertionError("no lookup for a pod its parent holds")
+
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": pod}})
+    response = asyncio.run(pod_webhook.review(body, defaulting, no_lookup, no_lookup, no_lookup))["response"]
+    labels = dict(template["labels"])
+    for op in msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []:
+        if op["path"].startswith("/metadata/labels/"):
+            labels[op["path"].removeprefix("/metadata/labels/").replace("~1", "/")] = op["value"]
+    return labels[GROUP]
+
+
+def test_statefulsets_made_from_one_generate_name_get_a_group_each() -> None:
+    """Kueue's "Should create distinct workloads for StatefulSets with generateName" (kubernetes-sigs/kueue#8687,
+    fixed by #9091, cherry-picked to release-0.15 and 0.16, so in v0.20): a StatefulSet created with ``generateName`` has no name yet when
+    its webhook marks the template, so the group name hashed there, ``statefulset--d7705``, was the same for every
+    such set and their pods made one group. Its pods get the name Kueue gives the set's Workload, from the name and
+    uid their controller reference carries; a named StatefulSet's group is left as its template says."""
+    pods = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "statefulset"]}}))
+    generated = []
+    for uid in ("1b9d6bcd-0001", "7c3e5f21-0002"):
+        sts = _sts({Q: "lq"})
+        sts["metadata"].pop("name")
+        sts["metadata"]["generateName"] = "web-"
+        generated.append((_pod_group_of(sts, uid, pods), f"web-{uid[:5]}", uid))
+    (first, first_name, first_uid), (second, second_name, second_uid) = generated
+    assert first != second
+    assert first == sw.workload_name(first_name, first_uid) and second == sw.workload_name(second_name, second_uid)
+    assert _pod_group_of(_sts({Q: "lq"}), "1b9d6bcd-0001", pods) == sw.workload_name("web")
