@@ -63,13 +63,19 @@ import structlog
 
 from connectors.k8s import child_jobs, job_selection
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import KubeError
+from connectors.k8s.errors import KubeError, NotFound
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
-from connectors.k8s.pod_roles import POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION, role_annotation_patch
+from connectors.k8s.pod_roles import (
+    GROUP_LABEL,
+    POD_INDEX_LABEL,
+    POD_INDEX_LABEL_ANNOTATION,
+    role_annotation_patch,
+)
 from connectors.k8s.podsetinfo import TOPOLOGY_GATE
-from connectors.k8s.resources import BY_KIND, DEPLOYMENTS, REPLICA_SETS
+from connectors.k8s.resources import BY_KIND, DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS
+from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import (
     APPWRAPPER_FRAMEWORK,
@@ -108,6 +114,11 @@ ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether the Pod (namespace, raw Pod) has a Kueue-managed ancestor: Kueue's walk up its controllers
 (:func:`connectors.k8s.webhook.ancestry_lookup`), which raises
 :class:`~connectors.k8s.child_jobs.AncestryError` or :class:`~connectors.k8s.errors.KubeError` when it fails."""
+LegacyGroup = Callable[[str, str], Awaitable[bool]]
+"""Whether the Workload of the group :data:`UNNAMED_STATEFULSET_GROUP` in a namespace is a StatefulSet's
+(namespace, set name): one of its owners a Pod of that set (``<name>-<ordinal>``), so made before its pods were
+given a group of their own (:func:`legacy_group_lookup`); raises :class:`~connectors.k8s.errors.KubeError` when it
+cannot be read."""
 DeploymentOf = Callable[[str, str], Awaitable[dict[str, Any] | None]]
 """The metadata of the Deployment controlling a ReplicaSet (namespace, ReplicaSet name), None when no Deployment
 controls it; raises :class:`~connectors.k8s.errors.KubeError` when either cannot be read."""
@@ -132,12 +143,14 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     group_annotation: bool = False
     """Kueue's ``WorkloadIdentifierAnnotations`` gate: a Pod may name its group in an annotation
     (:func:`connectors.k8s.pod_roles.group_name`)."""
+    short_names: bool = False
+    """Kueue's ``ShortWorkloadNames`` gate, for the group name :func:`statefulset_group_patch` gives."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.enabled_frameworks),
-                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS), config.gate(gates.SHORT_WORKLOAD_NAMES))
 
 
 POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK,
@@ -156,6 +169,38 @@ def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
 def suspended_by_parent(pod: dict[str, Any]) -> bool:
     """The Pod carries ``kueue.x-k8s.io/pod-suspending-parent`` (any value, as Kueue reads the key alone)."""
     return SUSPENDING_PARENT in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
+UNNAMED_STATEFULSET_GROUP = owner_workload_name(STATEFUL_SETS.kind, STATEFUL_SETS.group, "", "")
+"""The group name the StatefulSet webhook hashes for a set created with ``generateName``, which has no name yet
+when its template is marked: ``statefulset--d7705``, the same for every such set (kubernetes-sigs/kueue#8687)."""
+
+
+def unnamed_group_statefulset(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """``(name, uid)`` of the StatefulSet controlling a pod whose template names the group
+    :data:`UNNAMED_STATEFULSET_GROUP` (the set was created with ``generateName``); None for any other pod."""
+    meta = pod.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(SUSPENDING_PARENT) != "statefulset" \
+            or (meta.get("labels") or {}).get(GROUP_LABEL) != UNNAMED_STATEFULSET_GROUP:
+        return None
+    ref = controller_of(pod) or {}
+    if (ref.get("apiVersion"), ref.get("kind")) != (STATEFUL_SETS.api_version, STATEFUL_SETS.kind) \
+            or not ref.get("name") or not ref.get("uid"):
+        return None
+    return str(ref["name"]), str(ref["uid"])
+
+
+def statefulset_group_patch(pod: dict[str, Any], short: bool = False) -> list[dict[str, Any]]:
+    """The JSON patch that gives a pod of a StatefulSet created with ``generateName``
+    (:func:`unnamed_group_statefulset`) a group of its own: the name Kueue gives the set's Workload, from the set's
+    name and uid in the pod's controller reference (Kueue's fix, #9091, cherry-picked to release-0.15 and 0.16 and
+    so in v0.20, names every set's Workload so; a named set's group stays the one its template names, as Kueue's
+    legacy name). ``short``: ``ShortWorkloadNames``. Empty for any other pod."""
+    owner = unnamed_group_statefulset(pod)
+    if owner is None:
+        return []
+    name = owner_workload_name(STATEFUL_SETS.kind, STATEFUL_SETS.group, *owner, short=short)
+    return map_ops("/metadata/labels", (pod.get("metadata") or {}).get("labels"), {GROUP_LABEL: name})
 
 
 def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool = False,
@@ -213,18 +258,20 @@ def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, An
 async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
                  has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry,
                  deployment_of: DeploymentOf | None = None,
-                 has_default_priority_class: HasDefaultClass | None = None) -> dict[str, Any]:
+                 has_default_priority_class: HasDefaultClass | None = None,
+                 legacy_group: LegacyGroup | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod (see the module docstring). A lookup that fails refuses the Pod
     with Kueue's words for it (the webhook's ``failurePolicy`` is Fail while the integration is on).
     ``deployment_of``: how a ReplicaSet's Deployment is read (None: a ReplicaSet's Pod is not looked through).
-    ``has_default_priority_class``: None while ``WorkloadPriorityClassDefaulting`` is off, as for the Job webhooks."""
+    ``has_default_priority_class``: None while ``WorkloadPriorityClassDefaulting`` is off, as for the Job webhooks.
+    ``legacy_group``: how a generateName StatefulSet's unnamed group is found its pods' (None: not asked)."""
     req = msgspec.json.decode(body).get("request") or {}
     pod = req.get("object") or {}
     patch = None
     if defaulting.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(pod, dict) and pod:
         namespace = req.get("namespace") or (pod.get("metadata") or {}).get("namespace", "")
         patch = partial(_defaults, pod, namespace, defaulting, namespace_labels, has_default_queue, managed_ancestry,
-                        deployment_of, has_default_priority_class)
+                        deployment_of, has_default_priority_class, legacy_group)
     return await patch_answer(req, patch)
 
 
@@ -259,11 +306,13 @@ class LookupFailed(Exception):
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
                     has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry,
                     deployment_of: DeploymentOf | None = None,
-                    has_default_priority_class: HasDefaultClass | None = None) -> list[dict[str, Any]]:
+                    has_default_priority_class: HasDefaultClass | None = None,
+                    legacy_group: LegacyGroup | None = None) -> list[dict[str, Any]]:
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name and the default
     WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class)."""
     if suspended_by_parent(pod):
-        return (pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
+        return (await _statefulset_group_ops(pod, namespace, defaulting, legacy_group)
+                + pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
                 + role_annotation_patch(pod, defaulting.group_annotation))
     try:
         labels = await namespace_labels(namespace)
@@ -297,6 +346,23 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas,
                     default_class=default_class)
     return ops + role_annotation_patch(pod, defaulting.group_annotation)
+
+
+async def _statefulset_group_ops(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting,
+                                 legacy_group: LegacyGroup | None) -> list[dict[str, Any]]:
+    """:func:`statefulset_group_patch`, unless the set's pods already run as the unnamed group (its Workload theirs:
+    made before this), which they then stay in, as Kueue's reconciler keeps a set on its legacy-named Workload: a
+    pod the controller remakes does not leave its siblings. A Workload that cannot be read refuses the Pod."""
+    owner = unnamed_group_statefulset(pod)
+    if owner is None:
+        return []
+    if legacy_group is not None:
+        try:
+            if await legacy_group(namespace, owner[0]):
+                return []
+        except KubeError as exc:
+            raise LookupFailed(f"failed to get workload {UNNAMED_STATEFULSET_GROUP}: {exc}") from exc
+    return statefulset_group_patch(pod, defaulting.short_names)
 
 
 async def _held_deployment(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting,
@@ -333,6 +399,28 @@ def deployment_lookup(client: KubeClient) -> DeploymentOf:
         return dict((deployment.get("metadata") or {}) if isinstance(deployment, dict) else {})
 
     return deployment_of
+
+
+def legacy_group_lookup(client: KubeClient) -> LegacyGroup:
+    """:data:`LegacyGroup`, asked of the apiserver: the Workload :data:`UNNAMED_STATEFULSET_GROUP`, and whether a Pod
+    named ``<set>-<ordinal>`` owns it."""
+
+    async def legacy_group(namespace: str, statefulset: str) -> bool:
+        try:
+            raw = msgspec.json.decode(await client.get(BY_KIND["Workload"], UNNAMED_STATEFULSET_GROUP, namespace))
+        except NotFound:
+            return False
+        refs = ((raw.get("metadata") or {}) if isinstance(raw, dict) else {}).get("ownerReferences") or []
+        return any(isinstance(r, dict) and r.get("kind") == "Pod" and _pod_of(str(r.get("name", "")), statefulset)
+                   for r in refs)
+
+    return legacy_group
+
+
+def _pod_of(pod_name: str, statefulset: str) -> bool:
+    """Whether ``pod_name`` is the name a StatefulSet ``statefulset`` gives its pods: ``<set>-<ordinal>``."""
+    prefix, _, ordinal = pod_name.rpartition("-")
+    return prefix == statefulset and ordinal.isdigit()
 
 
 def namespace_lookup(client: KubeClient) -> NamespaceLabels:
@@ -376,10 +464,11 @@ def reviewer(client: KubeClient, defaulting: PodDefaulting, has_default_queue: H
     """:func:`review` with the namespace asked of the apiserver and the ancestors walked by ``managed_ancestry``."""
     namespace_labels = namespace_lookup(client)
     deployment_of = deployment_lookup(client)
+    legacy_group = legacy_group_lookup(client)
 
     async def answer(body: bytes) -> dict[str, Any]:
         return await review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry, deployment_of,
-                            has_default_priority_class)
+                            has_default_priority_class, legacy_group)
 
     return answer
 

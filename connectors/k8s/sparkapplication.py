@@ -20,7 +20,8 @@ pieces:
   ``annotations``, ``tolerations``, ``template.spec.schedulingGates`` and node selector (the application's
   ``spec.nodeSelector`` when it has one, else the role's) and sets ``suspend: false``; **stopping** sets
   ``suspend: true`` and gives those fields back what the Workload's pod sets recorded, and ``executor.instances``
-  the executor pod set's count; one merge patch each, conditioned on the resourceVersion read;
+  the executor pod set's count (none when 0: the CRD's minimum is 1); one merge patch each, conditioned on the
+  resourceVersion read;
 * **finished** (Kueue's ``Finished``): ``status.applicationState.state`` ``COMPLETED`` (succeeded), ``FAILED`` or
   ``SUBMISSION_FAILED`` (failed), with the state's ``errorMessage``; **active**: state ``RUNNING``; **pods ready**:
   state ``RUNNING`` and, when executors are asked for, at least ``spec.executor.instances`` of
@@ -274,14 +275,20 @@ def start_patch(raw_app: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) -> 
 def stop_patch(raw_app: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
     """The merge patch that suspends the SparkApplication with each role given back what its Workload's pod set
     recorded (Kueue's ``RestorePodSetsInfo``; nothing given back without both pod sets) and the executors their
-    recorded count."""
+    recorded count, a count of 0 as no ``instances`` (the CRD's minimum is 1, so 0 would fail the whole patch and
+    leave the application running: Kueue's fix, kubernetes-sigs/kueue#15610, newer than v0.20, followed as a bug
+    fix)."""
     spec = copy.deepcopy(raw_app.get("spec") or {})
     by_name = {ps.name: ps for ps in saved}
     if all(name in by_name for name in ROLES):
         for role_name in ROLES:
             role = spec.setdefault(role_name, {})
             _write_role(spec, role, role_name, recorded_info(by_name[role_name]))
-        spec[EXECUTOR]["instances"] = by_name[EXECUTOR].count
+        count = by_name[EXECUTOR].count
+        if count:
+            spec[EXECUTOR]["instances"] = count
+        else:  # the operator's CRD wants at least 1: none asked for is no field (Kueue #15610)
+            spec[EXECUTOR].pop("instances", None)
     spec["suspend"] = True
     return _patch(raw_app, spec)
 

@@ -8,7 +8,9 @@ when the StatefulSet names a queue, makes its pods one group, as Kueue's webhook
 reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_webhook.go``):
 
 * ``kueue.x-k8s.io/pod-group-name``: the Workload name Kueue gives the StatefulSet, ``statefulset-<name>-<hash>``
-  (the hash over the kind, the group ``apps``, the name and no uid, which a new object lacks);
+  (the hash over the kind, the group ``apps``, the name and no uid, which a new object lacks; one created with
+  ``generateName`` has no name either, and the Pod webhook renames its pods' group from their controller reference:
+  :func:`connectors.k8s.pod_webhook.statefulset_group_patch`);
 * ``kueue.x-k8s.io/pod-group-total-count``: its ``spec.replicas`` (1 when unset);
 * ``kueue.x-k8s.io/pod-group-fast-admission`` and ``kueue.x-k8s.io/pod-group-serving``: ``"true"`` (the group is
   admitted as soon as its first pod exists, and, serving, never finishes however its pods end);
@@ -36,7 +38,8 @@ ran on no quota), and once the StatefulSet is gone every pod is
 :mod:`connectors.k8s.statefulsets` watches). The new revision's pods, when a template change that got past the
 validating webhook (registered fail-open by ``kueue-es manifests``) gives them another role, are left gated by the group (:func:`connectors.k8s.pod_group.of_its_roles`), as Kueue's pod reconciler does,
 until none of the group's pods has the Workload's role: then the Workload is deleted as no longer matching and
-the group gets a new one from its pods. Not done, unlike newer Kueue: its later StatefulSet reconciler, which
+the group gets a new one from its pods. Not done, unlike Kueue since #9091 (cherry-picked to release-0.15 and 0.16, so
+in v0.20): its later StatefulSet reconciler, which
 makes the group's Workload itself (prebuilt, named with the StatefulSet's uid), labels the pods from a pod
 reconciler and puts the Workload on hold while scaled to zero; scaling to zero and back is handled no further than
 the validating rule above and the pods let go, the group's Workload being left to the pod-group rules.

@@ -196,6 +196,18 @@ def test_stop_suspends_and_restores_each_role_and_the_executor_count() -> None:
     assert partial == {"suspend": True}, "without both pod sets nothing is given back"
 
 
+def test_stop_leaves_executor_instances_unset_when_none_were_asked_for() -> None:
+    """Kueue's "Should suspend a SparkApplication without executor instances when its Workload is deactivated"
+    (kubernetes-sigs/kueue#15610): an executor count of 0 is given back as no ``instances`` at all. The operator's
+    CRD requires ``instances`` >= 1, so writing 0 would make the apiserver refuse the whole suspending patch, and the
+    application would never be stopped."""
+    saved = [o.PodSet(name="driver", count=1), o.PodSet(name="executor", count=0)]
+    spec = spark.stop_patch(raw_app(suspend=False, instances=None), saved)["spec"]
+    assert spec["suspend"] is True and "instances" not in spec["executor"]
+    spec = spark.stop_patch(raw_app(suspend=False, instances=3), saved)["spec"]
+    assert spec["executor"]["instances"] is None, "one set since is taken back off"
+
+
 # --- status -----------------------------------------------------------------------------------------------------
 
 

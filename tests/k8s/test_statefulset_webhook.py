@@ -14,8 +14,11 @@ import msgspec
 import pytest
 
 from connectors.k8s import deployment_webhook as dw
+from connectors.k8s import pod_webhook
 from connectors.k8s import statefulset_webhook as sw
 from connectors.k8s.certs import self_signed
+from connectors.k8s.errors import KubeError, NotFound
+from connectors.k8s.pod_webhook import PodDefaulting
 from connectors.k8s.validating import configuration as validating_configuration
 from connectors.k8s.webhook import configuration as mutating_configuration
 from kueue_es.scheduler.config import load_config
@@ -167,3 +170,109 @@ def test_the_statefulset_webhooks_fail_closed_only_while_the_framework_is_on(on:
         assert hook["failurePolicy"] == ("Fail" if on else "Ignore") and hook["clientConfig"]["url"] == "https://h" + path
         assert hook["rules"][0]["resources"] == ["statefulsets"]
         assert hook["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+
+
+def _pod_group_of(sts: dict, uid: str, defaulting: PodDefaulting) -> str:
+    """The group the pod ``<name>-0`` a StatefulSet's controller makes from its (mutated) template ends up in, after
+    the Pod webhook: the set's name and uid in its controller reference, as the apiserver has them by then."""
+    template = _template_after(sts, _mutate(sts))
+    name = sts["metadata"].get("name") or sts["metadata"]["generateName"] + uid[:5]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"{name}-0", "namespace": "team", "labels": template["labels"],
+                        "annotations": template["annotations"],
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,
+                                             "uid": uid, "controller": True}]},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+    async def no_lookup(*args: Any) -> Any:
+        raise AssertionError("no lookup for a pod its parent holds")
+
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": pod}})
+    response = asyncio.run(pod_webhook.review(body, defaulting, no_lookup, no_lookup, no_lookup))["response"]
+    labels = dict(template["labels"])
+    for op in msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []:
+        if op["path"].startswith("/metadata/labels/"):
+            labels[op["path"].removeprefix("/metadata/labels/").replace("~1", "/")] = op["value"]
+    return labels[GROUP]
+
+
+def test_statefulsets_made_from_one_generate_name_get_a_group_each() -> None:
+    """Kueue's "Should create distinct workloads for StatefulSets with generateName" (kubernetes-sigs/kueue#8687,
+    fixed by #9091, cherry-picked to release-0.15 and 0.16, so in v0.20): a StatefulSet created with
+    ``generateName`` has no name yet when its webhook marks the template, so the group name hashed there,
+    ``statefulset--d7705``, was the same for every such set and their pods made one group. Its pods get the name
+    Kueue gives the set's Workload, from the name and uid their controller reference carries; a named
+    StatefulSet's group is left as its template says."""
+    pods = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "statefulset"]}}))
+    generated = []
+    for uid in ("1b9d6bcd-0001", "7c3e5f21-0002"):
+        sts = _sts({Q: "lq"})
+        sts["metadata"].pop("name")
+        sts["metadata"]["generateName"] = "web-"
+        generated.append((_pod_group_of(sts, uid, pods), f"web-{uid[:5]}", uid))
+    (first, first_name, first_uid), (second, second_name, second_uid) = generated
+    assert first != second
+    assert first == sw.workload_name(first_name, first_uid) and second == sw.workload_name(second_name, second_uid)
+    assert _pod_group_of(_sts({Q: "lq"}), "1b9d6bcd-0001", pods) == sw.workload_name("web")
+
+
+def _generated_pod(set_name: str = "web-1b9d6", uid: str = "1b9d6bcd-0001") -> dict:
+    sts = _sts({Q: "lq"})
+    template = _template_after(sts, _mutate(sts))
+    labels = {**template["labels"], GROUP: pod_webhook.UNNAMED_STATEFULSET_GROUP}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{set_name}-1", "namespace": "team", "labels": labels,
+                         "annotations": template["annotations"],
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": set_name,
+                                              "uid": uid, "controller": True}]},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+@pytest.mark.parametrize("legacy", [True, False, KubeError("boom")])
+def test_a_generate_name_statefulset_already_running_as_the_unnamed_group_stays_in_it(legacy: Any) -> None:
+    """As Kueue's reconciler keeps a set on its legacy-named Workload (#9091's fallback): a set whose pods made the
+    unnamed group's Workload before (a pod of it among its owners) keeps its remade pods in that group, so that one
+    does not leave its siblings; a Workload that cannot be read refuses the Pod, as the webhook's other lookups."""
+    asked = []
+
+    async def legacy_group(namespace: str, statefulset: str) -> bool:
+        asked.append((namespace, statefulset))
+        if isinstance(legacy, Exception):
+            raise legacy
+        return legacy
+
+    async def no_lookup(*args: Any) -> Any:
+        raise AssertionError("no other lookup for a pod its parent holds")
+
+    pods = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "statefulset"]}}))
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team",
+                                            "object": _generated_pod()}})
+    response = asyncio.run(pod_webhook.review(body, pods, no_lookup, no_lookup, no_lookup,
+                                              legacy_group=legacy_group))["response"]
+    assert asked == [("team", "web-1b9d6")]
+    if isinstance(legacy, Exception):
+        assert not response["allowed"] and "boom" in response["status"]["message"]
+        return
+    ops = msgspec.json.decode(base64.b64decode(response["patch"]))
+    renamed = [op["value"] for op in ops if op["path"] == "/metadata/labels/kueue.x-k8s.io~1pod-group-name"]
+    assert renamed == ([] if legacy else [sw.workload_name("web-1b9d6", "1b9d6bcd-0001")])
+
+
+def test_the_unnamed_groups_workload_is_a_sets_when_one_of_its_pods_owns_it() -> None:
+    class Client:
+        def __init__(self, owners: list[str] | None) -> None:
+            self.owners = owners
+
+        async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+            assert (resource.kind, name, namespace) == ("Workload", pod_webhook.UNNAMED_STATEFULSET_GROUP, "team")
+            if self.owners is None:
+                raise NotFound("workloads not found")
+            return msgspec.json.encode({"metadata": {"ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": n, "uid": n} for n in self.owners]}})
+
+    def ask(owners: list[str] | None, statefulset: str) -> bool:
+        return asyncio.run(pod_webhook.legacy_group_lookup(Client(owners))("team", statefulset))  # type: ignore[arg-type]
+
+    assert ask(["web-1b9d6-0", "web-1b9d6-2"], "web-1b9d6")
+    assert not ask(["web-7c3e5-0"], "web-1b9d6"), "another set's"
+    assert not ask(["web-1b9d6-x"], "web-1b9d6") and not ask(None, "web-1b9d6")
