@@ -129,8 +129,9 @@ class _RawWorkload(msgspec.Struct):
 _raw_decoder = msgspec.json.Decoder(_RawWorkload)
 _DIGESTS: dict[bytes, str] = {}
 DIGEST_MEMO_SIZE = 4096
-"""Digests kept by the raw template's bytes: a Workload is delivered again at every status change with the same
-templates, whose digest is then a lookup. Cleared when full: a cache, never state."""
+"""Digests kept by a BLAKE2b hash of the raw template's bytes (not the bytes: a template may be kilobytes): a
+Workload is delivered again at every status change with the same templates, whose digest is then a lookup.
+Cleared when full: a cache, never state."""
 
 
 def stamped_from_json(workload: o.Workload, raw: bytes | msgspec.Raw) -> o.Workload:
@@ -140,12 +141,12 @@ def stamped_from_json(workload: o.Workload, raw: bytes | msgspec.Raw) -> o.Workl
     pod_sets = _raw_decoder.decode(raw).spec.pod_sets
     digests = []
     for ps in pod_sets:
-        key = bytes(ps.template)
+        key = hashlib.blake2b(ps.template, digest_size=16).digest()
         digest = _DIGESTS.get(key)
         if digest is None:
             if len(_DIGESTS) >= DIGEST_MEMO_SIZE:
                 _DIGESTS.clear()
-            digest = _DIGESTS[key] = template_digest(msgspec.json.decode(key) if key else None)
+            digest = _DIGESTS[key] = template_digest(msgspec.json.decode(ps.template) if ps.template else None)
         digests.append(digest)
     return _with_digests(workload, digests)
 
