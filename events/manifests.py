@@ -29,6 +29,7 @@ from events.preemption_config_rules import preemption_config_errors
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import parse_quantity
+from events.template_digest import stamped_from_document
 from events.timefmt import ZONELESS, parse_rfc3339
 
 try:
@@ -344,6 +345,7 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{where}: {_type_errors(doc, str(exc))}") from None
+    obj = stamped_from_document(obj, doc)  # a Workload's whole templates, as digests
     try:  # a number written as a string is converted to an integer of any size: the log could not take it
         _WIRE.encode(obj)
     except OverflowError:

@@ -196,6 +196,10 @@ class TemplateMeta(View):
 class PodTemplateSpec(View):
     metadata: TemplateMeta = TemplateMeta()
     spec: PodSpec = PodSpec()
+    digest: str | None = msgspec.field(default=None, name="kueueEsDigest")
+    """Of a Workload's pod set: the digest of its whole raw template (:mod:`events.template_digest`), stamped by
+    whoever decoded the Workload, for what compares whole templates (``IdenticalPodTemplates``). None: not
+    stamped (a template of another kind, a log written before digests); never a Kubernetes field."""
 
 
 # --- core/v1, batch/v1, scheduling.k8s.io -----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.manifests import UNGATED, Checks, Manifest, load_file, validate_gated
+from events.template_digest import stamped_from_document
 from events.timefmt import parse_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
@@ -102,6 +103,6 @@ class ObjectFolder:
         self.state = state if state is not None else ClusterState()
 
     def put(self, obj: Mapping[str, Any]) -> None:
-        view = msgspec.convert(obj, o.KueueObject)
+        view = stamped_from_document(msgspec.convert(obj, o.KueueObject), obj)  # as a watch would decode it
         self.state.apply(ev.Record(self.state.offset + 1, ev.ObjectUpserted(time=self.time, key=view.key, obj=view)))
 

@@ -2054,6 +2054,8 @@ class ClusterState:
             # show yet: this is the spec of the generation it was deactivated at, not a reactivation (which, as
             # any spec change, makes a new generation).
             active = False
+        if templates_before is None and spec.pod_sets and spec.pod_sets[0].template.digest is not None:
+            self._take_template_digests(key, spec)
         retimed = wl.max_execution_seconds != spec.maximum_execution_time_seconds or wl.own_pods_ready != own
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         wl.own_pods_ready = own
@@ -3042,6 +3044,15 @@ class ClusterState:
             remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets),
                                             tuple(e.preemption_gates))
         wl.remotes = remotes
+
+    def _take_template_digests(self, key: str, spec: o.WorkloadSpec) -> None:
+        """A status upsert (same generation, so its templates are not read again) whose templates carry digests
+        (:mod:`events.template_digest`) where the ones kept have none: a log written before digests, the Workload
+        now upserted by a producer that stamps them. Its templates are taken then, once, and
+        ``IdenticalPodTemplates`` compares them whole from there on."""
+        before = self.pod_templates.get(key)
+        if before and before[0].digest is None:
+            self.pod_templates[key] = pod_templates(spec, before)
 
     @staticmethod
     def _take_gates(wl: WorkloadInfo, spec_gates: list[o.PreemptionGate], shown: list[o.PreemptionGateState]

@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 55
+SNAPSHOT_VERSION = 56
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -140,10 +140,14 @@ a ``DeactivationTarget`` a Workload upsert showed: restored, such a workload sta
 shown again (that fix changed no layout; every version 55 snapshot was taken by the fixed fold). 55: a Job's ``spec.completionMode`` and
 ``status.completedIndexes`` (an Indexed Job's reclaimable pods are its completed and failed indexes below its
 completions, Kueue's #13178); restored from an older one, a Job's completion mode is not known until its next upsert
-(the watch's relist), and its reclaimable pods are counted from ``status.succeeded`` until then, as before."""
+(the watch's relist), and its reclaimable pods are counted from ``status.succeeded`` until then, as before. 56: the
+digest of each Workload pod set's whole template (``PodTemplateSpec.digest`` in ``template_pool``,
+:mod:`events.template_digest`); a version 55 snapshot holds none (nor does a log written before digests):
+``IdenticalPodTemplates`` then merges by the fold's view of the templates, as before, until the workload's next
+upsert by a producer that stamps them."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55)
+                     55, 56)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

@@ -60,6 +60,7 @@ from connectors.k8s.resources import (
 from events import conversion, quota_rules
 from events import objects as o
 from events.object_rules import MAX_POD_SETS
+from events.template_digest import DIGEST_FIELD
 
 SERVED_VERSIONS = ("v1beta2", "v1beta1")
 STORAGE_VERSION = "v1beta2"
@@ -226,6 +227,8 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
     if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1 and MaxItems
         props["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] = 1
         props["spec"]["properties"]["podSets"]["maxItems"] = MAX_POD_SETS
+        # kueue-es's own record in the view and the log (events.template_digest), no field of the API
+        props["spec"]["properties"]["podSets"]["items"]["properties"]["template"]["properties"].pop(DIGEST_FIELD)
         _preemption_gates(props)
     if resource.kind in ("ClusterQueue", "Cohort"):
         _resource_group_bounds(props["spec"]["properties"]["resourceGroups"])

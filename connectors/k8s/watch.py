@@ -21,7 +21,8 @@ are trimmed to what the log needs, and their updates that change nothing kept ar
 (:mod:`connectors.k8s.trim`); a Pod leaving the watch by succeeding while its Workload waits for its pods'
 scheduling is kept as succeeded (:mod:`connectors.k8s.succeeded_pods`).
 
-Objects are decoded with msgspec into :mod:`events.objects` views. One that does not decode, or that the
+Objects are decoded with msgspec into :mod:`events.objects` views, a Workload's pod templates stamped with the
+digest of each whole raw template (:mod:`events.template_digest`). One that does not decode, or that the
 projections could not fold (a malformed quantity or time, ...: :func:`events.manifests.check_foldable`), is skipped
 and reported — the log only ever holds objects the projections can fold, and the connector keeps running. Kueue's
 admission rules are its validating webhooks' to apply (:mod:`connectors.k8s.validating`), not the watch's: a
@@ -55,6 +56,7 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.manifests import check_foldable
+from events.template_digest import stamped_from_json
 
 log = structlog.get_logger("kueue_es.k8s.watch")
 Emit = Callable[[Sequence[ev.AnyEvent]], Awaitable[Any]]
@@ -282,6 +284,8 @@ class Watcher:
     def _decode(self, r: Resource, raw: msgspec.Raw | bytes) -> o.KObject | None:
         try:
             obj = self._decoders[r.kind].decode(raw)
+            if type(obj) is o.Workload:  # its whole templates, as digests
+                obj = stamped_from_json(obj, raw)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             self._skip(r, _name_of(raw), f"cannot decode: {exc}")
             return None

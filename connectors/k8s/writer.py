@@ -69,6 +69,7 @@ from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
+from events.template_digest import stamped_from_json
 from projections.admissionchecks import runs_controller
 from projections.workloads import (
     DEACTIVATION_TARGET,
@@ -435,7 +436,7 @@ class StatusWriter:
             raw = await self.client.get(WORKLOADS, obs.metadata.name, obs.metadata.namespace)
         except NotFound:
             return None
-        return msgspec.json.decode(raw, type=o.Workload)
+        return stamped_from_json(msgspec.json.decode(raw, type=o.Workload), raw)  # as the watch decodes it
 
     def _invalidated(self, fresh: o.Workload | None, obs: o.Workload, wl: WorkloadInfo) -> tuple[str, str] | None:
         """Why the decisions about ``wl`` no longer hold for the Workload as it is now, or None if they do."""

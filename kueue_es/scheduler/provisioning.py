@@ -158,7 +158,12 @@ def _by_value(r: o.ResourceRequirements) -> o.ResourceRequirements:
 
 
 def _canonical(t: o.PodTemplateSpec) -> o.PodTemplateSpec:
-    """``t`` with its quantities by value, as Kueue's equality.Semantic compares templates ("1000m" cpu is "1")."""
+    """``t`` with its quantities by value, as Kueue's equality.Semantic compares templates ("1000m" cpu is "1").
+
+    It keeps the template's :attr:`~events.objects.PodTemplateSpec.digest`, the whole raw template's, so that two
+    views compare equal only when what the view leaves out (command, args, env, volumes, spread constraints...) is
+    equal too. Templates of a log written before digests carry none (None equals None): they compare by the view
+    alone, as they did, until their Workload is upserted again."""
     spec = t.spec
     spec = msgspec.structs.replace(
         spec, containers=[msgspec.structs.replace(c, resources=_by_value(c.resources)) for c in spec.containers],
@@ -170,7 +175,8 @@ def _canonical(t: o.PodTemplateSpec) -> o.PodTemplateSpec:
 def merged_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.ProvisioningRequestConfig
                     ) -> list[tuple[int, int]]:
     """(pod-set index, count) of the request's pod sets: the needed ones, each added to the first earlier entry
-    the merge policy lets it join."""
+    the merge policy lets it join (IdenticalPodTemplates: equal views and equal whole-template digests,
+    :func:`_canonical`)."""
     policy = config.spec.pod_set_merge_policy
     templates = _templates(state, wl)
     merged: list[list[int]] = []

@@ -21,6 +21,9 @@ from projections.cluster import ClusterState
 
 T0 = 1_714_600_000_000
 SEG0 = "00000000000000000000.seg"
+SEGMENT = 4144
+"""Segment size for the ticks: a little above the imported frame (4018 bytes), so that the first ticks (offset 11
+on) still go to the first segment and later ones to others."""
 
 
 def append_ticks(log_dir: Path, count: int, *, segment_bytes: int, checkpoint_at: set[int] = frozenset()) -> None:
@@ -71,7 +74,7 @@ def log(tmp_path: Path) -> Path:
 
 
 def test_a_sound_log_verifies_with_its_counts(log: Path) -> None:
-    append_ticks(log, 6, segment_bytes=4000)
+    append_ticks(log, 6, segment_bytes=SEGMENT)
     segments = list_segments(log)
     assert len(segments) > 1
     code, data = verify(log)
@@ -85,7 +88,7 @@ def test_a_sound_log_verifies_with_its_counts(log: Path) -> None:
 
 
 def test_damage_before_the_newest_checkpoint_is_found_though_replay_does_not_see_it(log: Path) -> None:
-    append_ticks(log, 6, segment_bytes=4000, checkpoint_at={16})
+    append_ticks(log, 6, segment_bytes=SEGMENT, checkpoint_at={16})
     first, last = list_segments(log)[0][1], list_segments(log)[-1][1]
     assert first.name == SEG0 and last != first
     data = bytearray(first.read_bytes())
@@ -123,7 +126,7 @@ def test_an_undecodable_event_is_found(log: Path) -> None:
     real = fl.encode_batch
     fl.encode_batch = lambda events: msgspec.msgpack.encode([msgspec.Raw(future)])
     try:
-        append_ticks(log, 1, segment_bytes=4000)  # offset 11, written by a "newer version"
+        append_ticks(log, 1, segment_bytes=SEGMENT)  # offset 11, written by a "newer version"
     finally:
         fl.encode_batch = real
     code, report = verify(log)
@@ -133,8 +136,8 @@ def test_an_undecodable_event_is_found(log: Path) -> None:
 
 
 def test_a_checkpoint_that_is_not_the_fold_is_reported(log: Path) -> None:
-    append_ticks(log, 6, segment_bytes=4000, checkpoint_at={12})
-    writer = FileLog.open(log, fsync="never", segment_bytes=4000)
+    append_ticks(log, 6, segment_bytes=SEGMENT, checkpoint_at={12})
+    writer = FileLog.open(log, fsync="never", segment_bytes=SEGMENT)
     try:
         anyio.run(writer.append, [ev.ClockTicked(time=T0 + 100)])  # offset 17
         wrong = fold(log, 16)
@@ -159,7 +162,7 @@ def test_a_checkpoint_that_is_not_the_fold_is_reported(log: Path) -> None:
 
 
 def test_a_clean_log_with_checkpoints_verifies_and_an_unreadable_one_is_reported(log: Path) -> None:
-    append_ticks(log, 6, segment_bytes=4000, checkpoint_at={11, 14, 16})
+    append_ticks(log, 6, segment_bytes=SEGMENT, checkpoint_at={11, 14, 16})
     garbage = checkpoints.directory(log) / f"{13:020d}{checkpoints.SUFFIX}"
     garbage.write_bytes(b"not a checkpoint")
     code, report = verify(log, "--checkpoints")

@@ -107,3 +107,11 @@ def test_workload_tas_status_fields_per_version() -> None:
     for r in KUEUE_RESOURCES:  # the renamed fields are in tests/k8s/test_conversion_review.py
         if r.kind not in ("Workload", "ClusterQueue"):
             assert object_schema(r, "v1beta1") == object_schema(r, "v1beta2"), r.kind
+
+
+def test_the_template_digest_is_no_field_of_any_crd() -> None:
+    """``kueueEsDigest`` is kueue-es's own record of a Workload pod template (:mod:`events.template_digest`), in
+    the view and the log only: the CRDs declare no such field (the apiserver keeps it unpruned if written, and
+    every producer ignores and replaces it)."""
+    for crd in all_crds():
+        assert "kueueEsDigest" not in repr(crd), crd["metadata"]["name"]
