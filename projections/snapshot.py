@@ -144,7 +144,9 @@ completions, Kueue's #13178); restored from an older one, a Job's completion mod
 digest of each Workload pod set's whole template (``PodTemplateSpec.digest`` in ``template_pool``,
 :mod:`events.template_digest`); a version 55 snapshot holds none (nor does a log written before digests):
 ``IdenticalPodTemplates`` then merges by the fold's view of the templates, as before, until the workload's next
-upsert by a producer that stamps them."""
+upsert by a producer that stamps them. The same version also has a MultiKueue worker's copies (a Workload labelled
+``kueue.x-k8s.io/multikueue-origin``) at their ``spec.priority``, the manager's; restored from a version 55 snapshot,
+a copy keeps the worker's class value it was folded at until its next upsert."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
                      55, 56)
