@@ -20,7 +20,8 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   that follows a cleared gate;
 * ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
   ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
-* ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
+* ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (but for a ConcurrentAdmission
+  parent's eviction by the variant controller, which sets the condition alone; a deactivation's reason already
   reads ``Deactivated[DueTo<cause>]``; a PodsReady timeout on the pods' scheduling reads
   ``EvictedDueToPodsReadyTimeoutDueToWaitForScheduling``); a rejected admission check first gets Warning ``AdmissionCheckRejected``,
   a maximum execution time run out first gets Warning ``MaximumExecutionTimeExceeded`` "The maximum execution
@@ -90,6 +91,7 @@ from kueue_es.scheduler.multikueue import is_sync_failed
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
 from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
+from projections.variants import condition_only_eviction
 from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_PREFIX,
@@ -235,8 +237,8 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
             if not failed_attempt(d) and not _gate_changes(d, wl):
                 return None
         case ev.WorkloadEvicted() | ev.WorkloadDeactivated():
-            if not wl.reserving:
-                return None
+            if not wl.reserving or condition_only_eviction(wl, d):
+                return None  # a parent's eviction by the variant controller records nothing in Kueue
         case ev.AdmissionCheckUpdated():
             state = wl.check_states.get(d.check)
             if state is None or state.state == d.state:

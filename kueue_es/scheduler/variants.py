@@ -33,13 +33,19 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import variant_gates
 from projections.cluster import ClusterState
-from projections.variants import parent_name, same_parent, variant_flavor, variants_of
+from projections.variants import (
+    NO_VARIANT_ADMITTED,
+    VARIANT_EVICTED,
+    parent_name,
+    same_parent,
+    variant_flavor,
+    variants_of,
+)
 from projections.workloads import ADMITTED, FINISHED, PENDING, WorkloadInfo, is_parent
 
 REQUEUED_REASONS = frozenset({"Preempted", "NodeFailures"})
 """Eviction reasons whose cleared variant is Requeued=True (any other: Requeued=False with that reason)."""
-VARIANT_EVICTED = "VariantEvicted"
-CONCURRENT_ADMISSION = "ConcurrentAdmission"
+CONCURRENT_ADMISSION = NO_VARIANT_ADMITTED
 NO_VARIANT_RUNNING = "No variant is running"
 """The Evicted reason and message of an admitted parent none of whose variants is admitted any more."""
 VARIANT_EVICTED_MESSAGE = "Admitted variant was evicted"

@@ -514,3 +514,17 @@ def test_the_ledger_tells_a_multikueue_check_s_update_from_a_provisioning_one_by
     assert [(e.reason, e.message) for off in (10, 11) for e in kueue_events(*ledger.awaiting[off])] == [
         ("MultiKueue", ADMITTED_ON),
         ("AdmissionCheckUpdated", "Admission check prov updated state from Pending to Ready with message: Provisioned")]
+
+
+@pytest.mark.parametrize(("reason", "message"), [("ConcurrentAdmission", "No variant is running"),
+                                                 ("VariantEvicted", "Admitted variant was evicted")])
+def test_a_parent_evicted_by_the_variant_controller_records_no_event(reason: str, message: str) -> None:
+    """Kueue's variant controller sets a ConcurrentAdmission parent's Evicted condition by itself, without the
+    eviction helper that records ``EvictedDueTo<reason>``: no Event. A workload without the parent label evicted
+    for another reason still gets its Event."""
+    parent = wl(phase=ADMITTED, cq="cq")
+    parent.labels = {"kueue.x-k8s.io/concurrent-admission-parent": "true"}
+    d = ev.WorkloadEvicted(time=T0, key="default/foo", reason=reason, message=message, **BASE)
+    assert events_for(d, parent) == ()
+    other = ev.WorkloadEvicted(time=T0, key="default/foo", reason="PodsReadyTimeout", message="m", **BASE)
+    assert [e.reason for e in events_for(other, parent)] == ["EvictedDueToPodsReadyTimeout"]

@@ -264,3 +264,28 @@ def test_the_admitted_variant_shows_its_parents_pods_ready(tmp_path):
     late = _decided(state, loaded, loaded.now + 10 * 60_000)
     assert not [d for d in late if d.key == key], "no PodsReadyTimeout for the variant running the parent's pods"
     assert state.workloads[key].phase == "Admitted"
+
+
+def test_a_parent_evicted_by_the_variant_controller_shows_the_condition_alone(tmp_path):
+    """Kueue's variant controller evicts a parent by setting its Evicted condition alone (``SetEvictedCondition``:
+    "No variant is running" once its admitted variant's flavor left the ClusterQueue, "Admitted variant was
+    evicted" when that variant is evicted), not through Kueue's eviction helper: the parent's
+    ``schedulingStats.evictions`` gains no entry, ``evicted_workloads_total`` counts nothing, and its other
+    status (admission checks, preemption gates) is left as it was."""
+    loaded = _loaded(tmp_path, GATES)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    parent = state.workloads["team/job-a-11111"]
+    assert parent.phase == "Admitted"
+    narrowed = yaml.safe_load(STATE)[4]
+    narrowed["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": "TryPreferredFlavors"}}
+    del narrowed["spec"]["resourceGroups"][0]["flavors"][1]  # on-demand, the admitted variant's
+    _upsert(state, narrowed, loaded.now + 1000)
+    decided = _decided(state, loaded, loaded.now + 1000)
+    evicted = [(d.reason, d.message) for d in decided if isinstance(d, ev.WorkloadEvicted) and d.key == parent.key]
+    assert evicted == [("ConcurrentAdmission", "No variant is running")]
+    evicted_cond = parent.condition("Evicted")
+    assert evicted_cond is not None and (evicted_cond.status, evicted_cond.reason) == ("True", "ConcurrentAdmission")
+    assert parent.evictions == (), "no schedulingStats entry: Kueue's controller does not count this eviction"
+    counted = state.metrics.counters["kueue_evicted_workloads_total"]
+    assert not [k for k in counted if k[1] == "ConcurrentAdmission"], counted
