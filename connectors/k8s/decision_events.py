@@ -36,7 +36,13 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   controller uses) on the admission on a worker and on a copy evicted there, nothing for its other updates
   (Rejected, a remote lost or gone); ``ProvisioningRequestCreated`` → Normal
   ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``);
-* ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``.
+* ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``;
+* ConcurrentAdmission's variant controller (``concurrent-admission-controller``): ``VariantCreated`` → on the
+  parent Normal ``CreatedVariant`` 'Variant Workload "<ns/name>" created', ``VariantDeleted`` → on the parent
+  Normal ``DeletedVariant`` 'Variant Workload "<ns/name>" deleted; flavor "<flavor>" no longer in ClusterQueue',
+  ``VariantActivation`` → on the variant Normal ``ActivatedVariant`` or ``DeactivatedVariant`` with the decision's
+  message, ``VariantPreemptionGateOpened`` → on the variant Normal ``PreemptionUngatedVariant`` 'Opened preemption
+  gate for variant workload "<ns/name>"'.
 
 Decisions Kueue records nothing for (requeues, topology assignments, unhealthy-node lists, request deletions)
 map to nothing. Every message is cut as Kueue's ``api.TruncateEventMessage`` cuts it: 1024 bytes at most, the
@@ -108,6 +114,7 @@ PROVISIONING_CONTROLLER = "kueue-provisioning-request-controller"
 JOB_CONTROLLER = "batch/job-kueue-controller"
 POD_CONTROLLER = "pod-kueue-controller"
 TAS_CONTROLLER = "tas-resource-flavor-controller"
+VARIANT_CONTROLLER = "concurrent-admission-controller"
 """Kueue's event recorders (``mgr.GetEventRecorder(...)`` names), the Events' reporting component; the job
 reconciler's is named after its integration and manager (``<integration>-kueue-controller``)."""
 
@@ -257,6 +264,9 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
                 if job is None:
                     return None
                 other = job
+        case ev.VariantCreated() | ev.VariantDeleted():
+            if wl.name != d.parent:
+                return None  # the Event is on the parent, which the ledger looks up (none: nothing recorded)
     cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
     return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler,
                   wl.max_execution_seconds or 0, wl.boost, other_boost, check_controller)
@@ -368,6 +378,18 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
             return (make_event(me, NORMAL, "ProvisioningRequestCreated",
                                f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
                                action="Created"),)
+        case ev.VariantCreated():
+            return (make_event(me, NORMAL, "CreatedVariant", f'Variant Workload "{d.key}" created',
+                               VARIANT_CONTROLLER),)
+        case ev.VariantDeleted():
+            return (make_event(me, NORMAL, "DeletedVariant", f'Variant Workload "{d.key}" deleted; flavor '
+                               f'"{d.flavor}" no longer in ClusterQueue', VARIANT_CONTROLLER),)
+        case ev.VariantActivation():
+            reason = "ActivatedVariant" if d.active else "DeactivatedVariant"
+            return (make_event(me, NORMAL, reason, d.message, VARIANT_CONTROLLER),)
+        case ev.VariantPreemptionGateOpened():
+            return (make_event(me, NORMAL, "PreemptionUngatedVariant",
+                               f'Opened preemption gate for variant workload "{d.key}"', VARIANT_CONTROLLER),)
         case ev.RetentionExpired():
             if b.other is not None:
                 return (make_event(b.other, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
@@ -380,7 +402,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
 
 _EVENTFUL = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPending, ev.WorkloadPreempted,
                        ev.WorkloadEvicted, ev.WorkloadDeactivated, ev.SecondPassFailed, ev.AdmissionCheckUpdated,
-                       ev.ProvisioningRequestCreated, ev.RetentionExpired, ev.WorkloadSliceReplaced})
+                       ev.ProvisioningRequestCreated, ev.RetentionExpired, ev.WorkloadSliceReplaced,
+                       ev.VariantCreated, ev.VariantDeleted, ev.VariantActivation, ev.VariantPreemptionGateOpened})
 """The decisions Kueue records Events for (when :func:`before` says so)."""
 
 
@@ -547,7 +570,10 @@ class EventLedger:
         if kind is ev.AdmissionCheckUpdated:
             ac = state.admission_checks.get(e.check)  # type: ignore[attr-defined]
             controller = ac.spec.controller_name if ac is not None else ""
-        b = before(e, wls.get(e.key), preemptor=preemptor, job=job,
+        about = e.key
+        if kind is ev.VariantCreated or kind is ev.VariantDeleted:  # recorded on the parent
+            about = f"{e.key.partition('/')[0]}/{e.parent}"  # type: ignore[attr-defined]
+        b = before(e, wls.get(about), preemptor=preemptor, job=job,
                    by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed, check_controller=controller)
         if b is not None:
             self.awaiting[record.offset] = (e, b)
