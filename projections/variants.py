@@ -214,7 +214,8 @@ def on_variant_activation(state: ClusterState, e: ev.VariantActivation) -> None:
 
 def on_parent_admitted(state: ClusterState, e: ev.ParentAdmitted) -> None:
     """The parent shows its variant's admission and is admitted, charging nothing: Kueue's cache counts the variant's
-    quota, never a parent's, so the parent joins no ClusterQueue's holders (no rule of theirs, no victim)."""
+    quota, never a parent's, so the parent joins no ClusterQueue's holders (no victim; the workload controller's
+    rules for a workload holding quota still look at it: :func:`kueue_es.scheduler.reconcile._admitted_parents`)."""
     wl = _known(state, e.key, e.uid)
     if wl is None or wl.phase not in (PENDING,):
         return

@@ -185,7 +185,10 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[Wor
     admitted = next((v for v in variants if v.phase == ADMITTED), None)
     if admitted is not None:
         out.extend(_pods_ready_copied(parent, admitted, base))
-    if admitted is not None and admitted.admission is not None and parent.phase == PENDING:
+    # an inactive parent is not shown admitted again: its admitted variant, deactivated with it, is on its way out
+    # (the fold released the parent at its deactivation; Kueue's job reconciler does once its Job stopped, by when
+    # the variant is evicted, and the controller clears it first)
+    if admitted is not None and admitted.admission is not None and parent.phase == PENDING and parent.active:
         out.append(ev.ParentAdmitted(key=parent.key, uid=parent.uid, admission=admitted.admission,
                                      variant=admitted.name, message=f"The variant {admitted.name} is admitted",
                                      **base))
