@@ -2838,14 +2838,18 @@ class ClusterState:
         wl = self.workloads.get(e.key)
         if wl is None or not wl.reserving:
             return
-        if not wl.evicted:  # one more in its record, in the eviction's own write (Kueue)
-            wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
-        if isinstance(e, ev.WorkloadPreempted):
-            wl.set_condition("Preempted", "True", e.reason, e.message, e.time)
-            reason = "Preempted"
+        if variants.condition_only_eviction(wl, e):  # a parent: Kueue's variant controller writes the condition alone
+            wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
+            wl.evicted = e.reason
         else:
-            reason = e.reason
-        self._mark_evicted(wl, reason, e.message, e.time)
+            if not wl.evicted:  # one more in its record, in the eviction's own write (Kueue)
+                wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
+            if isinstance(e, ev.WorkloadPreempted):
+                wl.set_condition("Preempted", "True", e.reason, e.message, e.time)
+                reason = "Preempted"
+            else:
+                reason = e.reason
+            self._mark_evicted(wl, reason, e.message, e.time)
         if isinstance(e, ev.WorkloadEvicted) and e.requeue_at is not None:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1

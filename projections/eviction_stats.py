@@ -18,7 +18,10 @@ kueue-es took over keeps its counts) and adds one per eviction it folds. Kueue's
   (``AdmissionCheck``, ``RequeuingLimitExceeded``, ``MaximumExecutionTimeExceeded``; none for a user's);
 * any other eviction: its own reason and cause (``PodsReadyTimeout`` with ``WaitForStart``/``WaitForRecovery``/
   ``WaitForScheduling``, ``AdmissionCheck`` — a MultiKueue worker's eviction too, ``NodeFailures``,
-  ``ClusterQueueStopped``, ``LocalQueueStopped``, ConcurrentAdmission's reasons).
+  ``ClusterQueueStopped``, ``LocalQueueStopped``).
+
+Not counted: a ConcurrentAdmission parent's eviction by the variant controller (``VariantEvicted``,
+``ConcurrentAdmission``), which sets the Evicted condition alone (:func:`projections.variants.condition_only_eviction`).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ from events.timefmt import parse_time
 from projections import effective_quotas, eviction_stats, fair_share, gates, multikueue_metrics
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
 from projections.pods_ready_condition import RECOVERED, WAIT_FOR_RECOVERY
-from projections.variants import parent_name
+from projections.variants import condition_only_eviction, parent_name
 from projections.workloads import ADMITTED, FINISHED, LEGACY_PENDING, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -750,6 +750,8 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     wl, phase, evicted, adm, ready, conditions, _ = seen
     if evicted or adm is None or phase not in (RESERVED, ADMITTED) or not wl.evicted:
         return
+    if condition_only_eviction(wl, e):
+        return  # a parent's condition set by Kueue's variant controller, which reports no eviction
     if type(e) is ev.WorkloadPreempted:
         preemptor = state.workloads.get(e.preemptor)
         key = (preemptor.cluster_queue if preemptor is not None else "", e.reason)

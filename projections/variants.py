@@ -44,6 +44,7 @@ from projections.workloads import (
     PENDING,
     WorkloadInfo,
     grouped_owner,
+    is_parent,
     owner_uid_of,
 )
 
@@ -52,6 +53,19 @@ if TYPE_CHECKING:
 
 VARIANT_OWNER = ("kueue.x-k8s.io/v1beta2", "Workload")
 """(apiVersion, kind) of a variant's controller owner, its parent."""
+VARIANT_EVICTED = "VariantEvicted"
+NO_VARIANT_ADMITTED = "ConcurrentAdmission"
+PARENT_EVICTIONS = frozenset({VARIANT_EVICTED, NO_VARIANT_ADMITTED})
+"""The Evicted reasons Kueue's variant controller gives a parent: its admitted variant was evicted, or none of its
+variants is admitted any more."""
+
+
+def condition_only_eviction(wl: WorkloadInfo, e: ev.AnyEvent) -> bool:
+    """Whether ``e`` is the variant controller's eviction of parent ``wl``. Kueue's controller sets the Evicted
+    condition and nothing else (``SetEvictedCondition``, not the eviction helper the scheduler and the workload
+    controller use): no ``schedulingStats.evictions`` entry, no admission check reset or preemption gate closed, no
+    ``EvictedDueTo<reason>`` Event, no ``evicted_workloads_total``."""
+    return type(e) is ev.WorkloadEvicted and e.reason in PARENT_EVICTIONS and is_parent(wl)
 
 
 def owner_parent(owner: tuple[str, ...]) -> str:
@@ -200,7 +214,8 @@ def on_variant_activation(state: ClusterState, e: ev.VariantActivation) -> None:
 
 def on_parent_admitted(state: ClusterState, e: ev.ParentAdmitted) -> None:
     """The parent shows its variant's admission and is admitted, charging nothing: Kueue's cache counts the variant's
-    quota, never a parent's, so the parent joins no ClusterQueue's holders (no rule of theirs, no victim)."""
+    quota, never a parent's, so the parent joins no ClusterQueue's holders (no victim; the workload controller's
+    rules for a workload holding quota still look at it: :func:`kueue_es.scheduler.reconcile._admitted_parents`)."""
     wl = _known(state, e.key, e.uid)
     if wl is None or wl.phase not in (PENDING,):
         return

@@ -20,7 +20,8 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   that follows a cleared gate;
 * ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
   ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
-* ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
+* ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (but for a ConcurrentAdmission
+  parent's eviction by the variant controller, which sets the condition alone; a deactivation's reason already
   reads ``Deactivated[DueTo<cause>]``; a PodsReady timeout on the pods' scheduling reads
   ``EvictedDueToPodsReadyTimeoutDueToWaitForScheduling``); a rejected admission check first gets Warning ``AdmissionCheckRejected``,
   a maximum execution time run out first gets Warning ``MaximumExecutionTimeExceeded`` "The maximum execution
@@ -35,7 +36,13 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   controller uses) on the admission on a worker and on a copy evicted there, nothing for its other updates
   (Rejected, a remote lost or gone); ``ProvisioningRequestCreated`` → Normal
   ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``);
-* ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``.
+* ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``;
+* ConcurrentAdmission's variant controller (``concurrent-admission-controller``): ``VariantCreated`` → on the
+  parent Normal ``CreatedVariant`` 'Variant Workload "<ns/name>" created', ``VariantDeleted`` → on the parent
+  Normal ``DeletedVariant`` 'Variant Workload "<ns/name>" deleted; flavor "<flavor>" no longer in ClusterQueue',
+  ``VariantActivation`` → on the variant Normal ``ActivatedVariant`` or ``DeactivatedVariant`` with the decision's
+  message, ``VariantPreemptionGateOpened`` → on the variant Normal ``PreemptionUngatedVariant`` 'Opened preemption
+  gate for variant workload "<ns/name>"'.
 
 Decisions Kueue records nothing for (requeues, topology assignments, unhealthy-node lists, request deletions)
 map to nothing. Every message is cut as Kueue's ``api.TruncateEventMessage`` cuts it: 1024 bytes at most, the
@@ -90,6 +97,7 @@ from kueue_es.scheduler.multikueue import is_sync_failed
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
 from projections.pods_ready_condition import WAIT_FOR_SCHEDULING
+from projections.variants import condition_only_eviction
 from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_PREFIX,
@@ -106,6 +114,7 @@ PROVISIONING_CONTROLLER = "kueue-provisioning-request-controller"
 JOB_CONTROLLER = "batch/job-kueue-controller"
 POD_CONTROLLER = "pod-kueue-controller"
 TAS_CONTROLLER = "tas-resource-flavor-controller"
+VARIANT_CONTROLLER = "concurrent-admission-controller"
 """Kueue's event recorders (``mgr.GetEventRecorder(...)`` names), the Events' reporting component; the job
 reconciler's is named after its integration and manager (``<integration>-kueue-controller``)."""
 
@@ -235,8 +244,8 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
             if not failed_attempt(d) and not _gate_changes(d, wl):
                 return None
         case ev.WorkloadEvicted() | ev.WorkloadDeactivated():
-            if not wl.reserving:
-                return None
+            if not wl.reserving or condition_only_eviction(wl, d):
+                return None  # a parent's eviction by the variant controller records nothing in Kueue
         case ev.AdmissionCheckUpdated():
             state = wl.check_states.get(d.check)
             if state is None or state.state == d.state:
@@ -255,6 +264,9 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
                 if job is None:
                     return None
                 other = job
+        case ev.VariantCreated() | ev.VariantDeleted():
+            if wl.name != d.parent:
+                return None  # the Event is on the parent, which the ledger looks up (none: nothing recorded)
     cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
     return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler,
                   wl.max_execution_seconds or 0, wl.boost, other_boost, check_controller)
@@ -366,6 +378,18 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
             return (make_event(me, NORMAL, "ProvisioningRequestCreated",
                                f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
                                action="Created"),)
+        case ev.VariantCreated():
+            return (make_event(me, NORMAL, "CreatedVariant", f'Variant Workload "{d.key}" created',
+                               VARIANT_CONTROLLER),)
+        case ev.VariantDeleted():
+            return (make_event(me, NORMAL, "DeletedVariant", f'Variant Workload "{d.key}" deleted; flavor '
+                               f'"{d.flavor}" no longer in ClusterQueue', VARIANT_CONTROLLER),)
+        case ev.VariantActivation():
+            reason = "ActivatedVariant" if d.active else "DeactivatedVariant"
+            return (make_event(me, NORMAL, reason, d.message, VARIANT_CONTROLLER),)
+        case ev.VariantPreemptionGateOpened():
+            return (make_event(me, NORMAL, "PreemptionUngatedVariant",
+                               f'Opened preemption gate for variant workload "{d.key}"', VARIANT_CONTROLLER),)
         case ev.RetentionExpired():
             if b.other is not None:
                 return (make_event(b.other, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
@@ -378,7 +402,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
 
 _EVENTFUL = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPending, ev.WorkloadPreempted,
                        ev.WorkloadEvicted, ev.WorkloadDeactivated, ev.SecondPassFailed, ev.AdmissionCheckUpdated,
-                       ev.ProvisioningRequestCreated, ev.RetentionExpired, ev.WorkloadSliceReplaced})
+                       ev.ProvisioningRequestCreated, ev.RetentionExpired, ev.WorkloadSliceReplaced,
+                       ev.VariantCreated, ev.VariantDeleted, ev.VariantActivation, ev.VariantPreemptionGateOpened})
 """The decisions Kueue records Events for (when :func:`before` says so)."""
 
 
@@ -545,7 +570,10 @@ class EventLedger:
         if kind is ev.AdmissionCheckUpdated:
             ac = state.admission_checks.get(e.check)  # type: ignore[attr-defined]
             controller = ac.spec.controller_name if ac is not None else ""
-        b = before(e, wls.get(e.key), preemptor=preemptor, job=job,
+        about = e.key
+        if kind is ev.VariantCreated or kind is ev.VariantDeleted:  # recorded on the parent
+            about = f"{e.key.partition('/')[0]}/{e.parent}"  # type: ignore[attr-defined]
+        b = before(e, wls.get(about), preemptor=preemptor, job=job,
                    by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed, check_controller=controller)
         if b is not None:
             self.awaiting[record.offset] = (e, b)

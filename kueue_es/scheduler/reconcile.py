@@ -98,6 +98,7 @@ from projections.dra import RESOLVED_MESSAGE as DRA_RESOLVED_MESSAGE
 from projections.dra import UNRESOLVED as DRA_UNRESOLVED
 from projections.dra import requeued_message, unresolved_reason, workload_problem
 from projections.secondpass import delayed_pod_sets
+from projections.variants import charges_nothing
 from projections.workloads import (
     ADMISSION_GATE_CLEARED,
     ADMISSION_GATED,
@@ -217,12 +218,14 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             continue
         out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
                                        message="The workload backoff was finished", **base))
-    holding = state.reserving if touched is None else _holding(state, config, now, touched)
+    holding_keys = None if touched is None else _holding_keys(state, config, now, touched)
+    holding = state.reserving if holding_keys is None else _holding(state, holding_keys)
+    parents = _admitted_parents(state, state.variants_of if holding_keys is None else holding_keys)
     observability = config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
-    for cq in sorted(holding):
+    for cq in sorted(holding.keys() | parents.keys()):
         cq_obj = state.cluster_queues.get(cq)
         drain = cq_obj is not None and cq_obj.spec.stop_policy == "HoldAndDrain"
-        for key in sorted(holding[cq]):
+        for key in sorted([*holding.get(cq, ()), *parents.get(cq, ())]):
             wl = wls[key]
             if wl.evicted:
                 if wl.active and _targeted(wl):  # already being evicted: Kueue deactivates it all the same
@@ -280,7 +283,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="ClusterQueueStopped",
                                               message="The ClusterQueue is stopped", **base))
                 continue
-            if state.nodes_seen and wl.phase == ADMITTED and replaces_nodes:
+            if state.nodes_seen and wl.phase == ADMITTED and replaces_nodes and key not in parents.get(cq, ()):
                 kept = wl.kept_nodes if skip_reassignment and wl.pod_owned else ()
                 failures = node_failure_decisions(state, wl, base, now, taints=node_taints,
                                                   on_pod_termination=on_pod_termination,
@@ -353,9 +356,9 @@ def _node_wait_ended(state: ClusterState, now: int) -> bool:
     return ends is not None and ends <= now
 
 
-def _holding(state: ClusterState, config: SchedulerConfig, now: int, touched: dict[str, None]
-             ) -> dict[str, list[str]]:
-    """ClusterQueue -> the workloads holding its quota that a pass looks at: the touched ones, and those whose
+def _holding_keys(state: ClusterState, config: SchedulerConfig, now: int, touched: dict[str, None]
+                  ) -> Iterable[str]:
+    """The workloads a pass looks at for the rules of those holding quota: the touched ones, and those whose
     waitForPodsReady timeout or maximum execution time has run out."""
     keys: Iterable[str] = touched
     timed_out = pods_ready_timeouts.due(state, config, now)
@@ -363,11 +366,31 @@ def _holding(state: ClusterState, config: SchedulerConfig, now: int, touched: di
         keys = {*keys, *timed_out}
     if len(state.max_execution_clock):
         keys = {*keys, *state.max_execution_clock.due(now)}
+    return keys
+
+
+def _holding(state: ClusterState, keys: Iterable[str]) -> dict[str, list[str]]:
+    """ClusterQueue -> the workloads among ``keys`` holding its quota."""
     out: dict[str, list[str]] = {}
     wls, reserving = state.workloads, state.reserving
     for key in keys:
         wl = wls.get(key)
         if wl is not None and wl.reserving and key in reserving.get(wl.cluster_queue, ()):
+            out.setdefault(wl.cluster_queue, []).append(key)
+    return out
+
+
+def _admitted_parents(state: ClusterState, keys: Iterable[str]) -> dict[str, list[str]]:
+    """ClusterQueue -> the ``ConcurrentAdmission`` parents among ``keys`` shown admitted through a variant. They
+    charge nothing, so they are no ClusterQueue's holders, but Kueue's workload controller keys its rules for a
+    workload holding quota on the reservation the parent shows: it deactivates and evicts it, evicts it when its
+    queue is drained, on its waitForPodsReady timeout and its maximum execution time (only the admission checks'
+    rules, and the node failures of a topology the variant holds, skip a parent)."""
+    out: dict[str, list[str]] = {}
+    wls = state.workloads
+    for key in keys:
+        wl = wls.get(key)
+        if wl is not None and wl.phase == ADMITTED and charges_nothing(wl):
             out.setdefault(wl.cluster_queue, []).append(key)
     return out
 

@@ -33,13 +33,19 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import variant_gates
 from projections.cluster import ClusterState
-from projections.variants import parent_name, same_parent, variant_flavor, variants_of
+from projections.variants import (
+    NO_VARIANT_ADMITTED,
+    VARIANT_EVICTED,
+    parent_name,
+    same_parent,
+    variant_flavor,
+    variants_of,
+)
 from projections.workloads import ADMITTED, FINISHED, PENDING, WorkloadInfo, is_parent
 
 REQUEUED_REASONS = frozenset({"Preempted", "NodeFailures"})
 """Eviction reasons whose cleared variant is Requeued=True (any other: Requeued=False with that reason)."""
-VARIANT_EVICTED = "VariantEvicted"
-CONCURRENT_ADMISSION = "ConcurrentAdmission"
+CONCURRENT_ADMISSION = NO_VARIANT_ADMITTED
 NO_VARIANT_RUNNING = "No variant is running"
 """The Evicted reason and message of an admitted parent none of whose variants is admitted any more."""
 VARIANT_EVICTED_MESSAGE = "Admitted variant was evicted"
@@ -179,7 +185,10 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[Wor
     admitted = next((v for v in variants if v.phase == ADMITTED), None)
     if admitted is not None:
         out.extend(_pods_ready_copied(parent, admitted, base))
-    if admitted is not None and admitted.admission is not None and parent.phase == PENDING:
+    # an inactive parent is not shown admitted again: its admitted variant, deactivated with it, is on its way out
+    # (the fold released the parent at its deactivation; Kueue's job reconciler does once its Job stopped, by when
+    # the variant is evicted, and the controller clears it first)
+    if admitted is not None and admitted.admission is not None and parent.phase == PENDING and parent.active:
         out.append(ev.ParentAdmitted(key=parent.key, uid=parent.uid, admission=admitted.admission,
                                      variant=admitted.name, message=f"The variant {admitted.name} is admitted",
                                      **base))

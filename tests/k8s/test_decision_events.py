@@ -514,3 +514,67 @@ def test_the_ledger_tells_a_multikueue_check_s_update_from_a_provisioning_one_by
     assert [(e.reason, e.message) for off in (10, 11) for e in kueue_events(*ledger.awaiting[off])] == [
         ("MultiKueue", ADMITTED_ON),
         ("AdmissionCheckUpdated", "Admission check prov updated state from Pending to Ready with message: Provisioned")]
+
+
+@pytest.mark.parametrize(("reason", "message"), [("ConcurrentAdmission", "No variant is running"),
+                                                 ("VariantEvicted", "Admitted variant was evicted")])
+def test_a_parent_evicted_by_the_variant_controller_records_no_event(reason: str, message: str) -> None:
+    """Kueue's variant controller sets a ConcurrentAdmission parent's Evicted condition by itself, without the
+    eviction helper that records ``EvictedDueTo<reason>``: no Event. A workload without the parent label evicted
+    for another reason still gets its Event."""
+    parent = wl(phase=ADMITTED, cq="cq")
+    parent.labels = {"kueue.x-k8s.io/concurrent-admission-parent": "true"}
+    d = ev.WorkloadEvicted(time=T0, key="default/foo", reason=reason, message=message, **BASE)
+    assert events_for(d, parent) == ()
+    other = ev.WorkloadEvicted(time=T0, key="default/foo", reason="PodsReadyTimeout", message="m", **BASE)
+    assert [e.reason for e in events_for(other, parent)] == ["EvictedDueToPodsReadyTimeout"]
+
+
+VARIANT = "job-variant-spot-b3786"
+VARIANT_CONTROLLER = "concurrent-admission-controller"
+
+
+def test_the_variant_controllers_decisions_record_kueues_events() -> None:
+    """Kueue's variant controller records Normal Events from ``concurrent-admission-controller``: on the parent
+    ``CreatedVariant`` and ``DeletedVariant``, on the variant ``ActivatedVariant``/``DeactivatedVariant`` (its
+    decision's message) and ``PreemptionUngatedVariant``."""
+    parent, variant = wl("job-8f2a1", phase=ADMITTED, cq="cq"), wl(VARIANT)
+    key = f"default/{VARIANT}"
+    made = ev.VariantCreated(time=T0, key=key, parent="job-8f2a1", parent_uid="job-8f2a1-uid", flavor="spot",
+                             **BASE)
+    gone = ev.VariantDeleted(time=T0, key=key, uid=variant.uid, parent="job-8f2a1", flavor="spot", **BASE)
+    off = ev.VariantActivation(time=T0, key=key, uid=variant.uid, active=False, **BASE,
+                               message='Variant Workload deactivated due to being lower priority than admitted '
+                                       'Variant "default/job-variant-od-2f8ae"')
+    on_ = ev.VariantActivation(time=T0, key=key, uid=variant.uid, active=True, **BASE,
+                               message="Variant Workload activated due to no other Variant being admitted")
+    opened = ev.VariantPreemptionGateOpened(time=T0, key=key, uid=variant.uid,
+                                            gate="kueue.x-k8s.io/concurrent-admission", **BASE)
+    assert rows(events_for(made, parent)) == [
+        (on(parent), "Normal", "CreatedVariant", "CreatedVariant", f'Variant Workload "{key}" created',
+         VARIANT_CONTROLLER)]
+    assert rows(events_for(gone, parent)) == [
+        (on(parent), "Normal", "DeletedVariant", "DeletedVariant",
+         f'Variant Workload "{key}" deleted; flavor "spot" no longer in ClusterQueue', VARIANT_CONTROLLER)]
+    assert rows(events_for(off, variant)) == [
+        (on(variant), "Normal", "DeactivatedVariant", "DeactivatedVariant", off.message, VARIANT_CONTROLLER)]
+    assert rows(events_for(on_, variant)) == [
+        (on(variant), "Normal", "ActivatedVariant", "ActivatedVariant", on_.message, VARIANT_CONTROLLER)]
+    assert rows(events_for(opened, variant)) == [
+        (on(variant), "Normal", "PreemptionUngatedVariant", "PreemptionUngatedVariant",
+         f'Opened preemption gate for variant workload "{key}"', VARIANT_CONTROLLER)]
+
+
+def test_the_ledger_records_a_variants_creation_on_its_parent() -> None:
+    """The variant is not in the log before its creation: the ledger takes its parent, which the Event is about."""
+    mirror = Mirror()
+    ledger = mirror.kube_events
+    off = _fold(mirror, 0, ev.ObjectUpserted(time=T0, key="default/job-8f2a1", uid="job-8f2a1-uid",
+                                             obj=_wl_object("job-8f2a1")))
+    made = off
+    off = _fold(mirror, off, ev.VariantCreated(time=T0 + 1_000, key=f"default/{VARIANT}", parent="job-8f2a1",
+                                               parent_uid="job-8f2a1-uid", flavor="spot", cycle=1, input=1))
+    _fold(mirror, off, ev.DecisionApplied(time=T0 + 2_000, key=f"default/{VARIANT}", decision=made))
+    (entry,) = ledger.ready.values()
+    (event,) = kueue_events(entry.event, entry.before)  # type: ignore[arg-type]
+    assert (event.involved.name, event.involved.uid, event.reason) == ("job-8f2a1", "job-8f2a1-uid", "CreatedVariant")

@@ -264,3 +264,76 @@ def test_the_admitted_variant_shows_its_parents_pods_ready(tmp_path):
     late = _decided(state, loaded, loaded.now + 10 * 60_000)
     assert not [d for d in late if d.key == key], "no PodsReadyTimeout for the variant running the parent's pods"
     assert state.workloads[key].phase == "Admitted"
+
+
+def test_a_parent_evicted_by_the_variant_controller_shows_the_condition_alone(tmp_path):
+    """Kueue's variant controller evicts a parent by setting its Evicted condition alone (``SetEvictedCondition``:
+    "No variant is running" once its admitted variant's flavor left the ClusterQueue, "Admitted variant was
+    evicted" when that variant is evicted), not through Kueue's eviction helper: the parent's
+    ``schedulingStats.evictions`` gains no entry, ``evicted_workloads_total`` counts nothing, and its other
+    status (admission checks, preemption gates) is left as it was."""
+    loaded = _loaded(tmp_path, GATES)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    parent = state.workloads["team/job-a-11111"]
+    assert parent.phase == "Admitted"
+    narrowed = yaml.safe_load(STATE)[4]
+    narrowed["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": "TryPreferredFlavors"}}
+    del narrowed["spec"]["resourceGroups"][0]["flavors"][1]  # on-demand, the admitted variant's
+    _upsert(state, narrowed, loaded.now + 1000)
+    decided = _decided(state, loaded, loaded.now + 1000)
+    evicted = [(d.reason, d.message) for d in decided if isinstance(d, ev.WorkloadEvicted) and d.key == parent.key]
+    assert evicted == [("ConcurrentAdmission", "No variant is running")]
+    evicted_cond = parent.condition("Evicted")
+    assert evicted_cond is not None and (evicted_cond.status, evicted_cond.reason) == ("True", "ConcurrentAdmission")
+    assert parent.evictions == (), "no schedulingStats entry: Kueue's controller does not count this eviction"
+    counted = state.metrics.counters["kueue_evicted_workloads_total"]
+    assert not [k for k in counted if k[1] == "ConcurrentAdmission"], counted
+
+
+# --- the workload controller's rules for a workload holding quota apply to an admitted parent too: Kueue's
+# Reconcile keys them on the quota reservation the parent shows (only the admission checks' skip a parent), so a
+# deactivated parent is evicted (Deactivated) and its maximum execution time deactivates it, which stops the family.
+
+
+def _parent_doc(**spec) -> dict:
+    doc = _parent("uid-a")
+    doc["metadata"]["labels"] = {"kueue.x-k8s.io/concurrent-admission-parent": "true"}
+    doc["spec"].update(spec)
+    return doc
+
+
+def test_a_deactivated_parent_is_evicted_as_deactivated(tmp_path):
+    loaded = _loaded(tmp_path, GATES)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    assert state.workloads["team/job-a-11111"].phase == "Admitted"
+    _upsert(state, _parent_doc(active=False), loaded.now + 1000)
+    decided = _decided(state, loaded, loaded.now + 1000)
+    parent_evictions = [(type(d).__name__, d.reason, d.message) for d in decided
+                        if isinstance(d, (ev.WorkloadEvicted, ev.WorkloadDeactivated)) and d.key == "team/job-a-11111"]
+    assert parent_evictions == [("WorkloadDeactivated", "Deactivated", "The workload is deactivated")]
+    assert all(not v.active for v in variants_of(state, state.workloads["team/job-a-11111"]))
+
+
+def test_a_parents_maximum_execution_time_deactivates_it_and_its_family_stays_stopped(tmp_path):
+    path = tmp_path / "state.yaml"
+    docs = yaml.safe_load(STATE)
+    docs[4]["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": "TryPreferredFlavors"}}
+    docs[4]["spec"]["resourceGroups"][0]["flavors"][1]["resources"][0]["nominalQuota"] = 4
+    docs[-1]["spec"]["maximumExecutionTimeSeconds"] = 60
+    path.write_text(yaml.safe_dump_all([*docs, yaml.safe_load(CONFIG)]))
+    loaded = load_state(str(path))
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    parent = state.workloads["team/job-a-11111"]
+    assert parent.phase == "Admitted"
+    decided = []
+    for minute in range(1, 6):
+        decided += _decided(state, loaded, loaded.now + minute * 61_000)
+    ran_out = [(d.key, d.reason) for d in decided
+               if isinstance(d, ev.WorkloadDeactivated) and d.reason.endswith("MaximumExecutionTimeExceeded")]
+    assert ("team/job-a-11111", "DeactivatedDueToMaximumExecutionTimeExceeded") in ran_out, ran_out
+    assert not parent.active and parent.phase == "Pending"
+    readmitted = [d.key for d in decided if isinstance(d, (ev.QuotaReserved, ev.ParentAdmitted))]
+    assert readmitted == [], "the family is not admitted again once its parent ran out of time"
