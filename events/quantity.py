@@ -129,15 +129,16 @@ def decimal_string(value: Decimal) -> str:
 
 
 @lru_cache(maxsize=65536)
-def canonical_quantity(resource: str, value: int) -> str:
+def canonical_quantity(resource: str, value: int, byte_valued: bool = False) -> str:
     """The string Kueue writes for its integer ``value`` of ``resource`` (milli for cpu, units otherwise): cpu as
-    milli-units in decimal SI, memory, ephemeral-storage and ``hugepages-*`` as bytes (binary units when whole),
-    everything else in decimal SI; the value is capped at MaxInt64 first, as Kueue's integers are."""
+    milli-units in decimal SI, memory, ephemeral-storage, ``hugepages-*`` and a ``byte_valued`` resource (a
+    counter-based DRA resource, :meth:`projections.cluster.ClusterState.byte_valued`) as bytes (binary units when
+    whole), everything else in decimal SI; the value is capped at MaxInt64 first, as Kueue's integers are."""
     value = min(value, MAX_INT64)
     if value < 0:
-        return "-" + canonical_quantity(resource, -value)
+        return "-" + canonical_quantity(resource, -value, byte_valued)
     if resource == "cpu":
         return _decimal_si(value, -3)
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+    if byte_valued or resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
         return _binary_si(value)
     return _decimal_si(value, 0)

@@ -201,7 +201,8 @@ class ClusterState:
         "provisioning_configs", "preemption_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
-        "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
+        "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_bytes_of", "_bytes",
+        "_limit_summaries",
         "_limit_range_keys", "nodes", "nodes_seen", "pods", "pods_of", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
@@ -282,6 +283,9 @@ class ClusterState:
         """What :attr:`config` says about DRA (mode, mapping, whether extended resources DeviceClasses serve are
         charged as devices, the counter sources of DeviceClasses: :mod:`projections.dra`), and the configuration it
         was read from (derived)."""
+        self._bytes_of: ev.ConfigRecorded | None = None
+        self._bytes: frozenset[str] = frozenset()
+        """:meth:`byte_valued` and the configuration it was read from (derived)."""
         self._limit_summaries: dict[str, LimitSummary | None] = {}
         """Namespace -> the summary of its LimitRanges (derived, filled as asked for)."""
         self._limit_range_keys: dict[str, list[str]] | None = None
@@ -567,6 +571,16 @@ class ClusterState:
             self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc), dra_extended_on(doc),
                                                dra_counters_of(doc), dra_capacities_of(doc), dra_prioritized_on(doc))
         return self._dra
+
+    def byte_valued(self) -> frozenset[str]:
+        """The logical resources of the counter-sourced ``deviceClassMappings`` of the configuration in force: byte
+        counts Kueue writes in binary units (``50Gi``) wherever it formats a quantity, as its mapper registers them
+        for its resource formatter (kubernetes-sigs/kueue#12989, v0.18.x on); capacity-sourced ones it does not."""
+        config = self.config
+        if self._bytes_of is not config:
+            counters = self.dra_config()[3]
+            self._bytes_of, self._bytes = config, frozenset(s.resource for _, sources in counters for s in sources)
+        return self._bytes
 
     def _sourced(self) -> tuple[tuple[str, tuple], ...]:
         """DeviceClass -> its counter and capacity sources, by DeviceClass then counters first."""

@@ -71,8 +71,8 @@ def cluster_queue_status(state: ClusterState, name: str, now: int,
         "pendingWorkloads": len(queue) if queue is not None else 0,
         "reservingWorkloads": len(reserving),
         "admittedWorkloads": len(admitted),
-        "flavorsReservation": _flavor_usage(quotas, state.usage.get(name, {}), nominal),
-        "flavorsUsage": _flavor_usage(quotas, _sum_usage(admitted), nominal),
+        "flavorsReservation": _flavor_usage(quotas, state.usage.get(name, {}), nominal, state.byte_valued()),
+        "flavorsUsage": _flavor_usage(quotas, _sum_usage(admitted), nominal, state.byte_valued()),
     }
     if fair_sharing_on(state):
         out["fairSharing"] = {"weightedShare": weighted_share(state, "ClusterQueue", name)}
@@ -135,8 +135,9 @@ def local_queue_status(state: ClusterState, key: str, now: int,
         admitted = [wl for wl in reserving if wl.phase == ADMITTED]
         out["reservingWorkloads"], out["admittedWorkloads"] = len(reserving), len(admitted)
         quotas = in_force(state, cq)
-        out["flavorsReservation"] = _flavor_usage(quotas, _sum_usage(reserving), None, borrowed=False)
-        out["flavorsUsage"] = _flavor_usage(quotas, _sum_usage(admitted), None, borrowed=False)
+        out["flavorsReservation"] = _flavor_usage(quotas, _sum_usage(reserving), None, state.byte_valued(),
+                                                  borrowed=False)
+        out["flavorsUsage"] = _flavor_usage(quotas, _sum_usage(admitted), None, state.byte_valued(), borrowed=False)
     return out
 
 
@@ -198,10 +199,11 @@ def _nominal(spec: o.ClusterQueueSpec) -> dict[str, int]:
             for rg in spec.resource_groups for fq in rg.flavors for rq in fq.resources}
 
 
-def _flavor_usage(spec: o.ClusterQueueSpec, usage: Mapping[str, int], nominal: Mapping[str, int] | None, *,
-                  borrowed: bool = True) -> list[dict[str, Any]]:
-    """Kueue's per-flavor usage list: group by group, flavor by flavor, covered resources by name.
-    ``nominal`` is given for a ClusterQueue in a cohort (``borrowed`` is then what exceeds it)."""
+def _flavor_usage(spec: o.ClusterQueueSpec, usage: Mapping[str, int], nominal: Mapping[str, int] | None,
+                  byte_valued: frozenset[str], *, borrowed: bool = True) -> list[dict[str, Any]]:
+    """Kueue's per-flavor usage list: group by group, flavor by flavor, covered resources by name, the
+    ``byte_valued`` ones (:meth:`ClusterState.byte_valued`) in binary units. ``nominal`` is given for a
+    ClusterQueue in a cohort (``borrowed`` is then what exceeds it)."""
     out = []
     for rg in spec.resource_groups:
         for fq in rg.flavors:
@@ -209,10 +211,10 @@ def _flavor_usage(spec: o.ClusterQueueSpec, usage: Mapping[str, int], nominal: M
             for r in sorted(set(rg.covered_resources)):
                 fr = f"{fq.name}/{r}"
                 used = usage.get(fr, 0)
-                entry: dict[str, Any] = {"name": r, "total": canonical_quantity(r, used)}
+                entry: dict[str, Any] = {"name": r, "total": canonical_quantity(r, used, r in byte_valued)}
                 if borrowed:
                     over = used - nominal.get(fr, 0) if nominal is not None else 0
-                    entry["borrowed"] = canonical_quantity(r, max(0, over))
+                    entry["borrowed"] = canonical_quantity(r, max(0, over), r in byte_valued)
                 resources.append(entry)
             out.append({"name": fq.name, "resources": resources})
     return out

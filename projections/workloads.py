@@ -1044,15 +1044,17 @@ def failed_attempt(d: WorkloadPending) -> bool:
     return not ((d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION) or gate_cleared(d.reason, d.message))
 
 
-def resource_requests(wl: WorkloadInfo) -> list[dict[str, Any]]:
+def resource_requests(wl: WorkloadInfo, byte_valued: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """``status.resourceRequests`` as Kueue writes it: per pod set, in spec order, its name and what all its pods
-    request (per-pod requests times the count, capped at MaxInt64), formatted as Kueue formats quantities; a pod
-    set that requests nothing has no ``resources``."""
+    request (per-pod requests times the count, capped at MaxInt64), formatted as Kueue formats quantities (the
+    ``byte_valued`` resources, :meth:`ClusterState.byte_valued`, in binary units); a pod set that requests nothing
+    has no ``resources``."""
     out: list[dict[str, Any]] = []
     for ps in wl.pod_sets:
         entry: dict[str, Any] = {"name": ps.name}
         if ps.requests:
-            entry["resources"] = {r: canonical_quantity(r, min(v * ps.count, MAX_INT64)) for r, v in ps.requests}
+            entry["resources"] = {r: canonical_quantity(r, min(v * ps.count, MAX_INT64), r in byte_valued)
+                                  for r, v in ps.requests}
         out.append(entry)
     return out
 
@@ -1062,8 +1064,9 @@ def has_quota_reservation(status: o.WorkloadStatus) -> bool:
     return any(c.type == "QuotaReserved" and c.status == "True" for c in status.conditions)
 
 
-def status_of(wl: WorkloadInfo) -> dict[str, Any]:
-    """The Workload status Kueue would show, as plain data."""
+def status_of(wl: WorkloadInfo, byte_valued: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The Workload status Kueue would show, as plain data (``byte_valued``: the counter-based DRA resources,
+    :meth:`ClusterState.byte_valued`, whose requests it shows in binary units)."""
     status: dict[str, Any] = {}
     if wl.admission is not None:
         status["admission"] = msgspec.to_builtins(wl.admission)
@@ -1079,7 +1082,7 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
     if wl.check_states:
         status["admissionChecks"] = [msgspec.to_builtins(wl.check_states[k]) for k in sorted(wl.check_states)]
     if wl.shows_requests and wl.admission is None:
-        status["resourceRequests"] = resource_requests(wl)
+        status["resourceRequests"] = resource_requests(wl, byte_valued)
     if wl.reclaimable:
         status["reclaimablePods"] = [{"name": n, "count": c} for n, c in wl.reclaimable]
     if wl.accumulated_seconds:

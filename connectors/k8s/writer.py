@@ -97,8 +97,8 @@ deleting ProvisioningRequests (connectors/k8s/provreqs.py), ConcurrentAdmission'
 ``spec.active`` (connectors/k8s/variants.py)."""
 
 
-def desired_status(wl: WorkloadInfo) -> dict[str, Any]:
-    s = status_of(wl)
+def desired_status(wl: WorkloadInfo, byte_valued: frozenset[str] = frozenset()) -> dict[str, Any]:
+    s = status_of(wl, byte_valued)
     return {k: s[k] for k in STATUS_FIELDS if k in s}
 
 
@@ -268,7 +268,7 @@ class StatusWriter:
                 return
             del self._blocked[key]
         upto = self.mirror.offset
-        ours = desired_status(wl)
+        ours = desired_status(wl, self.mirror.state.byte_valued())
         base_rv, current = obs_rv, observed_status(obs)
         written = self._written.get(key)
         if written is not None:

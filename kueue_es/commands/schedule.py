@@ -41,7 +41,7 @@ def schedule(path: str, cycles: int = 1, config_path: str | None = None, now: in
     loaded = load_state(path, config_path, now)
     state, config = loaded.state, loaded.config
     warn_ignored_gates(config, config_path or path)
-    before = {k: status_of(w) for k, w in state.workloads.items()}
+    before = {k: status_of(w, state.byte_valued()) for k, w in state.workloads.items()}
     touched: set[str] = set()
     for _ in range(cycles):
         batch = run_cycle(state, config, loaded.now, state.last_cycle + 1)
@@ -53,7 +53,7 @@ def schedule(path: str, cycles: int = 1, config_path: str | None = None, now: in
     items = []
     for key in sorted(touched):
         wl = state.workloads[key]
-        status = status_of(wl)
+        status = status_of(wl, state.byte_valued())
         if status == before.get(key):
             continue
         meta: dict[str, Any] = {"name": wl.name, "namespace": wl.namespace}

@@ -646,7 +646,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         if e.replaced is not None:
             out.append(_slice_replaced(e, base))
         _admit(out, state, e, base)
-        ctx.topology.reserved(e.cq, e.wl, admission_of(e))
+        ctx.topology.reserved(e.cq, e.wl, admission_of(e, state.byte_valued()))
         admitted = True
         if refills is not None:
             _refill(out, ctx, refills, e, pushed, base)
@@ -1061,48 +1061,54 @@ _format = lru_cache(maxsize=8192)(canonical_quantity)
 """``resourceUsage`` as Kueue writes it (``1G``, ``1k`` cores)."""
 
 
-def _pod_set_assignment(ps: PodSetResult) -> o.PodSetAssignment:
+def _pod_set_assignment(ps: PodSetResult, byte_valued: frozenset[str]) -> o.PodSetAssignment:
     names = sorted(ps.flavors) if len(ps.flavors) > 1 else list(ps.flavors)
     return o.PodSetAssignment(
         name=ps.name,
         flavors={r: ps.flavors[r] for r in names},
-        resource_usage={r: _format(r, ps.requests[r]) for r in names if r in ps.requests},  # not an inherited one
+        resource_usage={r: _format(r, ps.requests[r], r in byte_valued)
+                        for r in names if r in ps.requests},  # not an inherited one
         count=ps.count,
         **topology_fields(ps),
     )
 
 
-def admission_of(e: Entry) -> o.Admission:
+def admission_of(e: Entry, byte_valued: frozenset[str]) -> o.Admission:
+    """The Admission ``e``'s assignment writes; ``byte_valued`` resources (:meth:`ClusterState.byte_valued`) in
+    binary units. The memo on a plan lives as long as the compiled ClusterQueue, which a new configuration
+    replaces."""
     a = e.assignment
     assert a is not None
     if any(ps.topology is not None or ps.delayed for ps in a.pod_sets):
-        return o.Admission(cluster_queue=e.cq, pod_set_assignments=[_pod_set_assignment(ps) for ps in a.pod_sets])
+        return o.Admission(cluster_queue=e.cq, pod_set_assignments=[_pod_set_assignment(ps, byte_valued)
+                                                                             for ps in a.pod_sets])
     if len(a.pod_sets) == 1 and a.pod_sets[0].plan is not None:
         # one pod set: the same plan (per ClusterQueue) with the same flavors always writes the same Admission
         ps = a.pod_sets[0]
         key = (None, *ps.flavors.items())
         adm = ps.plan.admissions.get(key)
         if adm is None:
-            adm = ps.plan.admissions[key] = o.Admission(cluster_queue=e.cq, pod_set_assignments=[_pod_set_assignment(ps)])
+            adm = ps.plan.admissions[key] = o.Admission(cluster_queue=e.cq,
+                                                        pod_set_assignments=[_pod_set_assignment(ps, byte_valued)])
         return adm  # type: ignore[return-value]
     psas = []
     for ps in a.pod_sets:
         plan = ps.plan
         if plan is None:
-            psas.append(_pod_set_assignment(ps))
+            psas.append(_pod_set_assignment(ps, byte_valued))
             continue
         # the same plan with the same flavors always writes the same (immutable) PodSetAssignment
         key = tuple(ps.flavors.items())
         psa = plan.admissions.get(key)
         if psa is None:
-            psa = plan.admissions[key] = _pod_set_assignment(ps)
+            psa = plan.admissions[key] = _pod_set_assignment(ps, byte_valued)
         psas.append(psa)
     return o.Admission(cluster_queue=e.cq, pod_set_assignments=psas)
 
 
 def _admit(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) -> None:
     wl = e.wl
-    admission = admission_of(e)
+    admission = admission_of(e, state.byte_valued())
     # explicit keywords: unpacking ``**base`` costs more than building the event itself
     t, cyc, i = base["time"], base["cycle"], base["input"]
     out.append(ev.QuotaReserved(key=wl.key, uid=wl.uid, admission=admission,

@@ -611,7 +611,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 group_no_fit = _least(group_no_fit, NO_MATCHING_FLAVOR)
                 continue
         if probe is not None:
-            over = _over_probe(node, slot, name, wanted, probe)
+            over = _over_probe(node, slot, name, wanted, probe, ctx.state.byte_valued())
             if over:
                 group_reasons.extend(over)
                 if tried is not None:
@@ -718,7 +718,8 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.reasons.extend(group_reasons)
 
 
-def _over_probe(node, slot, name: str, wanted: list[str], probe: dict[str, int]) -> list[str]:
+def _over_probe(node, slot, name: str, wanted: list[str], probe: dict[str, int],
+                byte_valued: frozenset[str]) -> list[str]:
     """Why flavor ``name`` cannot hold one pod of a pod set with no pods: each resource of the group whose
     one-pod request exceeds the most the ClusterQueue could ever get of it."""
     out = []
@@ -726,7 +727,7 @@ def _over_probe(node, slot, name: str, wanted: list[str], probe: dict[str, int])
         need = probe.get(r, 0)
         cap = node.potential_available(slot.frs[r])
         if need > cap:
-            out.append(over_capacity_one_pod(r, name, need, cap))
+            out.append(over_capacity_one_pod(r, name, need, cap, r in byte_valued))
     return out
 
 
@@ -745,9 +746,10 @@ def _fits(ctx, wl, node, spec, flavor: str, fr: str, resource: str, assumed: int
         return _FIT, node.lowest_fitting_height(fr, val)[0], "", ""
     max_capacity = node.potential_available(fr)
     if val > max_capacity:
-        return _NO_FIT, 0, over_capacity(resource, flavor, assumed, request, max_capacity), EXCEEDS_MAX_QUOTA
+        return (_NO_FIT, 0, over_capacity(resource, flavor, assumed, request, max_capacity,
+                                          resource in ctx.state.byte_valued()), EXCEEDS_MAX_QUOTA)
     borrow, may_reclaim = node.lowest_fitting_height(fr, val)
-    msg = unused_quota(resource, flavor, val - available)
+    msg = unused_quota(resource, flavor, val - available, resource in ctx.state.byte_valued())
     p = spec.preemption
     # Kueue v0.20: preemption is simulated only for a request within nominal, one a non-root subtree can hold, or
     # when preempting while borrowing is allowed; a request that would borrow after evicting in its own ClusterQueue

@@ -18,28 +18,32 @@ import re
 from events.quantity import MILLI_RESOURCES, QuantityError, canonical_quantity, parse_quantity
 
 
-def unused_quota(resource: str, flavor: str, needed: int) -> str:
-    """Kueue's ``fitsResourceQuota`` when the request fits the maximum capacity but not what is unused."""
+def unused_quota(resource: str, flavor: str, needed: int, byte_valued: bool = False) -> str:
+    """Kueue's ``fitsResourceQuota`` when the request fits the maximum capacity but not what is unused (a
+    ``byte_valued`` resource, counter-based DRA, in binary units as Kueue's formatter writes it)."""
     return (f"insufficient unused quota for {resource} in flavor {flavor}, "
-            f"{canonical_quantity(resource, needed)} more needed")
+            f"{canonical_quantity(resource, needed, byte_valued)} more needed")
 
 
-def over_capacity(resource: str, flavor: str, assumed: int, request: int, max_capacity: int) -> str:
+def over_capacity(resource: str, flavor: str, assumed: int, request: int, max_capacity: int,
+                  byte_valued: bool = False) -> str:
     """Kueue's ``fitsResourceQuota`` when earlier pod sets' usage of the flavor-resource (``assumed``, 0 for the
     first pod set too: Kueue has one wording for both) plus this request exceeds the most the ClusterQueue could
     ever get."""
-    q = canonical_quantity
+    def q(v: int) -> str:
+        return canonical_quantity(resource, v, byte_valued)
     return (f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
-            f"({q(resource, assumed)}) + current podset request ({q(resource, request)}) > maximum capacity "
-            f"({q(resource, max_capacity)})")
+            f"({q(assumed)}) + current podset request ({q(request)}) > maximum capacity ({q(max_capacity)})")
 
 
-def over_capacity_one_pod(resource: str, flavor: str, request: int, max_capacity: int) -> str:
+def over_capacity_one_pod(resource: str, flavor: str, request: int, max_capacity: int,
+                          byte_valued: bool = False) -> str:
     """Kueue v0.20's (#15444) reason for passing over a flavor that could not hold one pod of a pod set with no
     pods (``request`` is the per-pod request, or 1 for ``pods``)."""
-    q = canonical_quantity
+    def q(v: int) -> str:
+        return canonical_quantity(resource, v, byte_valued)
     return (f"insufficient quota for {resource} in flavor {flavor}, one pod per zero-count podset request "
-            f"({q(resource, request)}) > maximum capacity ({q(resource, max_capacity)})")
+            f"({q(request)}) > maximum capacity ({q(max_capacity)})")
 
 
 _QUANTITY = r"(\d+(?:[numkMGTPE]|[KMGTPE]i)?)"

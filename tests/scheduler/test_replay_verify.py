@@ -179,7 +179,8 @@ def test_verify_compares_amounts_in_messages_by_value(tmp_path: Path, monkeypatc
     from events.quantity import format_quantity
     from kueue_es.scheduler import flavors, quota_messages
 
-    def older(resource: str, flavor: str, assumed: int, request: int, max_capacity: int) -> str:
+    def older(resource: str, flavor: str, assumed: int, request: int, max_capacity: int,
+              byte_valued: bool = False) -> str:
         if assumed:
             return quota_messages.over_capacity(resource, flavor, assumed, request, max_capacity)
         return (f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
@@ -187,7 +188,8 @@ def test_verify_compares_amounts_in_messages_by_value(tmp_path: Path, monkeypatc
 
     def write_old_log(name: str, tamper=None) -> None:
         with monkeypatch.context() as old_scheduler:
-            old_scheduler.setattr(quota_messages, "canonical_quantity", format_quantity)
+            old_scheduler.setattr(quota_messages, "canonical_quantity",
+                                  lambda resource, value, byte_valued=False: format_quantity(resource, value))
             old_scheduler.setattr(flavors, "over_capacity", older)
             anyio.run(_write_log, tmp_path / name, "quota-message-quantities.yaml", tamper)
 
