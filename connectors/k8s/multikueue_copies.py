@@ -225,13 +225,9 @@ class CopiedWorkloads:
         except NotFound:
             return
         patch = priority_patch(manager_wl, raw)
-        if patch is None:
-            return
-        rv = (raw.get("metadata") or {}).get("resourceVersion", "")
-        patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
-                                       wl.namespace)
-        w.keep(WORKLOADS, wl.key, msgspec.json.decode(patched))
-        log.info("MultiKueue copy priority synced", workload=wl.key, cluster=w.name)
+        if patch is not None:
+            await self._patch_copy(w, wl, raw, patch, "")
+            log.info("MultiKueue copy priority synced", workload=wl.key, cluster=w.name)
 
     @staticmethod
     def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:
@@ -253,13 +249,20 @@ class CopiedWorkloads:
         if gate is None or gate.position != OPEN:
             return
         patch = gate_patch(raw, gate)
-        if patch is None:
-            return
+        if patch is not None:
+            await self._patch_copy(w, wl, raw, patch, "status")
+            log.info("MultiKueue preemption gate opened", workload=wl.key, cluster=w.name)
+
+    @staticmethod
+    async def _patch_copy(w: Worker, wl: WorkloadInfo, raw: dict[str, Any], patch: dict[str, Any],
+                          subresource: str) -> None:
+        """Merge ``patch`` into the copy on ``w`` (its ``subresource``), conditioned on the version ``raw`` shows,
+        and keep what the worker answers as the copy known there."""
+        assert w.client is not None
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
         patched = await w.client.patch(WORKLOADS, wl.name, {**patch, "metadata": {"resourceVersion": rv}},
-                                       wl.namespace, subresource="status")
+                                       wl.namespace, subresource=subresource)
         w.keep(WORKLOADS, wl.key, msgspec.json.decode(patched))
-        log.info("MultiKueue preemption gate opened", workload=wl.key, cluster=w.name)
 
     async def _stop_there(self, w: Worker, wl: WorkloadInfo) -> None:
         """A workload evicted on the manager while its copy on ``w`` holds quota there: an admitted copy gets
