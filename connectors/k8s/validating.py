@@ -16,6 +16,9 @@ sets them (:meth:`events.manifests.Checks.under`), and on update from :mod:`even
 new ClusterQueue's ``onFlavors`` are checked whatever ``RejectUpdatesToCQWithInvalidOnFlavors`` says; the gate
 decides only whether an update may keep an invalid entry unchanged.
 
+A refusal for a rule of Kueue's CRDs is answered as the apiserver answers it when the CRD carries the rule, 422
+``Invalid``; one for a rule of Kueue's webhooks as they answer it, 403 ``Forbidden`` (:func:`refusal_status`).
+
 The apiserver sends the object in the version the webhook is registered for (v1beta2; a v1beta1 request is
 converted first, ``matchPolicy: Equivalent`` by default), so one decoder serves both versions.
 
