@@ -18,6 +18,17 @@ class InvalidInput(KueueEsError):
     exit_code: ClassVar[int] = 2
 
 
+class SchemaRefused(InvalidInput):
+    """An object refused for the rules of its CRD (its OpenAPI schema and CEL rules: types, bounds, patterns, list
+    maps, immutable fields), which the apiserver checks before any admission webhook and answers 422 ``Invalid``
+    (not a webhook's 403). ``errors``: the field errors (``field `path`: problem``), in order; the message reads as
+    any refusal's."""
+
+    def __init__(self, where: str, errors: list[str]) -> None:
+        self.where, self.errors = where, errors
+        super().__init__(f"{where}: {aggregate(errors)}")
+
+
 def refuse_field(problem: str | None, where: str, path: str) -> None:
     """Refuse field ``path`` of the object ``where`` names when a check found ``problem`` with it (None: none)."""
     if problem is not None:

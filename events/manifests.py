@@ -22,7 +22,7 @@ from events import objects as o
 from events import tas_assignment as tas
 from events.bounded_input import read_bounded
 from events.doc_paths import leaves
-from events.errors import InvalidInput, aggregate, refuse_field
+from events.errors import InvalidInput, SchemaRefused, aggregate, refuse_field
 from events.field_errors import go_quote, not_supported
 from events.labels import annotation_map_errors, is_dns_label, label_map_errors, object_name_problem
 from events.preemption_config_rules import preemption_config_errors
@@ -344,7 +344,10 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
-        raise InvalidInput(f"{where}: {_type_errors(doc, str(exc))}") from None
+        errors = _type_errors(doc, str(exc))
+        if _is_crd(doc):  # the apiserver's schema validation of a custom resource
+            raise SchemaRefused(where, errors) from None
+        raise InvalidInput(f"{where}: {aggregate(errors)}") from None
     obj = stamped_from_document(obj, doc)  # a Workload's whole templates, as digests
     try:  # a number written as a string is converted to an integer of any size: the log could not take it
         _WIRE.encode(obj)
@@ -385,13 +388,18 @@ _JSON_TYPES: dict[str, type] = {"array": list, "object": dict, "str": str, "int"
                                 "bool": bool, "null": type(None)}
 
 
-def _type_errors(doc: dict[str, Any], first: str) -> str:
+def _is_crd(doc: dict[str, Any]) -> bool:
+    """Whether ``doc`` is a custom resource (Kueue's, or another ``x-k8s.io`` project's)."""
+    return str(doc.get("apiVersion", "")).split("/")[0].endswith("x-k8s.io")
+
+
+def _type_errors(doc: dict[str, Any], first: str) -> list[str]:
     """The fields of ``doc`` of the wrong type, from the decoder's first error (``first``), each named to its map
     key: for a custom resource, every one (up to :data:`MAX_TYPE_ERRORS`), as the apiserver's schema validation
     lists them; a built-in kind's JSON decoding stops at the first, and so does this. Each further one is found by
     decoding again without the field last found wrong; a list item or a required field cannot be left out, and
     ends the search. Only on the way to a refusal."""
-    crd = str(doc.get("apiVersion", "")).split("/")[0].endswith("x-k8s.io")
+    crd = _is_crd(doc)
     trial = copy.deepcopy(doc)
     messages: list[str] = []
     error = first
@@ -407,7 +415,7 @@ def _type_errors(doc: dict[str, Any], first: str) -> str:
             error = str(exc)
             if error.startswith("Object missing required field"):
                 break
-    return aggregate(messages) or messages[0]
+    return messages
 
 
 def _error_steps(doc: dict[str, Any], error: str) -> list[str | int] | None:
@@ -505,11 +513,14 @@ def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str
     projections need (every one broken), then its CRD's rules (the document's CEL rules on tolerations with them),
     then the webhook's, ungated then gated, refused as one
     :class:`~events.object_rules.WorkloadRefused` so that an update's own join them
-    (:mod:`connectors.k8s.validating`)."""
+    (:mod:`connectors.k8s.validating`). The CRD's rule on ``minCount`` (under ``PartialAdmission``, as
+    :func:`gated_workload_errors`) is among its CRD's."""
     _validate_shape(wl, where, reclaimable_names=False)  # Kueue's webhook's: with the rest of its, below
     schema, webhook = object_rules.workload_errors(wl, unique_names=checks.unique_names)
     if not schema and doc is not None:
         schema = object_rules.document_errors(doc)
+    if not schema and checks.min_count:
+        schema = object_rules.min_count_rule_errors(wl)
     if schema:
         raise object_rules.WorkloadRefused(where, schema, [], wl)
     webhook += gated_workload_errors(wl, checks)
@@ -622,10 +633,12 @@ def _validate_shape(obj: o.KObject, where: str, *, reclaimable_names: bool = Tru
     """What the projections need of an object to fold it: times and quantities that parse, known enum values,
     counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
     if isinstance(obj, o.ClusterQueue | o.Cohort):
-        object_rules.refuse_all(queue_schema_errors(obj, full=False), where)
+        object_rules.refuse_all(queue_schema_errors(obj, full=False), where, crd=True)
         return
     if isinstance(obj, o.Workload):
-        object_rules.refuse_all(_workload_shape_errors(obj, reclaimable_names=reclaimable_names), where)
+        # the CRD's schema; with the reclaimable pods' names (the watch's check), a rule of Kueue's webhook joins it
+        object_rules.refuse_all(_workload_shape_errors(obj, reclaimable_names=reclaimable_names), where,
+                                crd=not reclaimable_names)
         return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
@@ -949,33 +962,33 @@ def validate_multikueue_cluster(spec: o.MultiKueueClusterSpec, where: str) -> No
     a ClusterProfile name of 1-256 characters."""
     source = spec.cluster_source
     if (source.kube_config is None) == (source.cluster_profile_ref is None):
-        raise InvalidInput(f"{where}: field `spec.clusterSource`: exactly one of kubeConfig or clusterProfileRef "
-                           "must be set")
+        raise SchemaRefused(where, ["field `spec.clusterSource`: exactly one of kubeConfig or clusterProfileRef "
+                                    "must be set"])
     kc = source.kube_config
     if kc is not None:
         if not 1 <= len(kc.location) <= 256:
-            raise InvalidInput(f"{where}: field `spec.clusterSource.kubeConfig.location` must be 1 to 256 characters")
+            raise SchemaRefused(where, ["field `spec.clusterSource.kubeConfig.location` must be 1 to 256 characters"])
         if kc.location_type not in o.MULTIKUEUE_LOCATION_TYPES:
-            raise InvalidInput(f"{where}: field `spec.clusterSource.kubeConfig.locationType`: must be Secret or Path, "
-                               f"not {kc.location_type!r}")
+            raise SchemaRefused(where, ["field `spec.clusterSource.kubeConfig.locationType`: must be Secret or Path, "
+                                        f"not {kc.location_type!r}"])
     ref = source.cluster_profile_ref
     if ref is not None and not 1 <= len(ref.name) <= 256:
-        raise InvalidInput(f"{where}: field `spec.clusterSource.clusterProfileRef.name` must be 1 to 256 characters")
+        raise SchemaRefused(where, ["field `spec.clusterSource.clusterProfileRef.name` must be 1 to 256 characters"])
 
 
 def validate_multikueue_config(spec: o.MultiKueueConfigSpec, where: str) -> None:
     """Kueue's CRD: 1-20 distinct cluster names of at most 256 characters; quotaManagement Manual or Automated."""
     clusters = spec.clusters
     if not 1 <= len(clusters) <= 20:
-        raise InvalidInput(f"{where}: field `spec.clusters` must have 1 to 20 items, has {len(clusters)}")
+        raise SchemaRefused(where, [f"field `spec.clusters` must have 1 to 20 items, has {len(clusters)}"])
     for i, name in enumerate(clusters):
         if not name or len(name) > 256:
-            raise InvalidInput(f"{where}: field `spec.clusters[{i}]` must be 1 to 256 characters")
+            raise SchemaRefused(where, [f"field `spec.clusters[{i}]` must be 1 to 256 characters"])
         if name in clusters[:i]:
-            raise InvalidInput(f"{where}: field `spec.clusters[{i}]`: duplicate value {name!r}")
+            raise SchemaRefused(where, [f"field `spec.clusters[{i}]`: duplicate value {name!r}"])
     if spec.quota_management is not None and spec.quota_management not in ("Manual", "Automated"):
-        raise InvalidInput(f"{where}: field `spec.quotaManagement`: must be Manual or Automated, "
-                           f"not {spec.quota_management!r}")
+        raise SchemaRefused(where, ["field `spec.quotaManagement`: must be Manual or Automated, "
+                                    f"not {spec.quota_management!r}"])
 
 
 def _as_errors(problem: str | None, at: str) -> list[str]:

@@ -58,7 +58,7 @@ from typing import Any
 
 from events import admission_gate, quota_rules
 from events import objects as o
-from events.errors import InvalidInput, aggregate
+from events.errors import InvalidInput, SchemaRefused, aggregate
 from events.field_errors import go_quote
 from events.labels import (
     DNS_LABEL,
@@ -118,8 +118,9 @@ def check(obj: o.KObject, where: str) -> None:
         case o.Cohort():
             check_cohort(obj, where)
         case o.LocalQueue():
-            _name_reference(obj.spec.cluster_queue, where, "spec.clusterQueue", optional=True)
-            _one_of(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), where, "spec.stopPolicy")
+            refuse_all(_name_reference_errors(obj.spec.cluster_queue, "spec.clusterQueue", optional=True)
+                       + _one_of_errors(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), "spec.stopPolicy"),
+                       where, crd=True)
         case o.Topology():
             _topology(obj.spec, where)
         case o.AdmissionCheck():
@@ -362,7 +363,7 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
     schema += _toleration_rule_errors(spec.tolerations, "spec.tolerations")
     if spec.topology_name is not None and not spec.node_labels:
         schema.append("field `spec.nodeLabels`: at least one nodeLabel is required when topology is set")
-    refuse_all(schema, where)
+    refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
                + toleration_key_errors(spec.tolerations, "spec.tolerations"), where)
@@ -421,7 +422,7 @@ def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str]
     :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an object
     its schema refuses; then every rule of Kueue's webhook the object breaks (:func:`cluster_queue_errors`, then
     ``also``: the gated ones, which come after), in one message."""
-    refuse_all([*schema, *cluster_queue_schema_errors(cq.spec)], where)
+    refuse_all([*schema, *cluster_queue_schema_errors(cq.spec)], where, crd=True)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
 
 
@@ -430,14 +431,17 @@ def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = ()) ->
     sharing)."""
     spec = cohort.spec
     refuse_all([*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
-                *_flavor_name_errors(spec.resource_groups)], where)
+                *_flavor_name_errors(spec.resource_groups)], where, crd=True)
     refuse_all(quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True)
                + _fair_sharing_errors(spec.fair_sharing), where)
 
 
-def refuse_all(errors: Sequence[str], where: str) -> None:
+def refuse_all(errors: Sequence[str], where: str, *, crd: bool = False) -> None:
     """Refuse the object ``where`` names for every one of ``errors`` (field errors, ``field `path`: problem``)
-    together, as Kubernetes aggregates them; one alone reads as it does by itself."""
+    together, as Kubernetes aggregates them; one alone reads as it does by itself. ``crd``: the rules broken are
+    its CRD's (:class:`~events.errors.SchemaRefused`), else a webhook's."""
+    if errors and crd:
+        raise SchemaRefused(where, list(errors))
     if errors:
         raise InvalidInput(f"{where}: {aggregate(errors)}")
 
@@ -557,37 +561,33 @@ def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
 
 
 def _topology(spec: o.TopologySpec, where: str) -> None:
+    """The Topology CRD's rules (Kueue has no Topology webhook), the first one broken."""
     levels = [level.node_label for level in spec.levels]
     if not 1 <= len(levels) <= MAX_TOPOLOGY_LEVELS:
-        raise InvalidInput(f"{where}: field `spec.levels` must have 1 to {MAX_TOPOLOGY_LEVELS} items, "
-                           f"has {len(levels)}")
+        raise SchemaRefused(where, [f"field `spec.levels` must have 1 to {MAX_TOPOLOGY_LEVELS} items, "
+                                    f"has {len(levels)}"])
     for i, label in enumerate(levels):
         if len(label) > 316 or not _LEVEL_LABEL.fullmatch(label):
-            raise InvalidInput(f"{where}: field `spec.levels[{i}].nodeLabel`: {label!r} is not a label key of at "
-                               "most 316 characters")
+            raise SchemaRefused(where, [f"field `spec.levels[{i}].nodeLabel`: {label!r} is not a label key of at "
+                                        "most 316 characters"])
     if len(set(levels)) != len(levels):
-        raise InvalidInput(f"{where}: field `spec.levels`: must be unique")
+        raise SchemaRefused(where, ["field `spec.levels`: must be unique"])
     if HOSTNAME in levels and levels[-1] != HOSTNAME:
-        raise InvalidInput(f"{where}: field `spec.levels`: the {HOSTNAME} label can only be used at the lowest "
-                           "level of topology")
+        raise SchemaRefused(where, [f"field `spec.levels`: the {HOSTNAME} label can only be used at the lowest "
+                                    "level of topology"])
 
 
 def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
+    """The AdmissionCheck CRD's rules (Kueue v0.20 registers no AdmissionCheck webhook), the first one broken."""
     if not 1 <= len(spec.controller_name) <= 253:
-        raise InvalidInput(f"{where}: field `spec.controllerName` must be 1 to 253 characters, "
-                           f"has {len(spec.controller_name)}")
+        raise SchemaRefused(where, [f"field `spec.controllerName` must be 1 to 253 characters, "
+                                    f"has {len(spec.controller_name)}"])
     ref = spec.parameters
     if ref is None:
         return
     for field, value, kind in (("apiGroup", ref.api_group, (SUBDOMAIN, 253)), ("kind", ref.kind, (_KIND, 63)),
                                ("name", ref.name, (DNS_LABEL, 63))):
-        _name_reference(value, where, f"spec.parameters.{field}", kind=kind)
-
-
-def _name_reference(value: str, where: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
-                    optional: bool = False) -> None:
-    """Refuse what :func:`_name_reference_errors` finds."""
-    refuse_all(_name_reference_errors(value, at, kind=kind, optional=optional), where)
+        refuse_all(_name_reference_errors(value, f"spec.parameters.{field}", kind=kind), where, crd=True)
 
 
 def _name_reference_errors(value: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
@@ -604,10 +604,6 @@ def _check_name_problem(value: str, at: str) -> str:
     return f"field `{at}` must be 1 to {MAX_CHECK_NAME} characters, has {len(value)}"
 
 
-def _one_of(value: str, allowed: Sequence[str], where: str, at: str) -> None:
-    refuse_all(_one_of_errors(value, allowed, at), where)
-
-
 def _one_of_errors(value: str, allowed: Sequence[str], at: str) -> list[str]:
     if value in allowed:
         return []
@@ -620,8 +616,10 @@ def _one_of_errors(value: str, allowed: Sequence[str], at: str) -> list[str]:
 
 def check_document(doc: Mapping[str, Any], where: str) -> None:
     """Refuse ``doc`` for the first rule :func:`document_errors` finds broken (a kind other than a Workload, whose
-    refusal names one field)."""
-    refuse_first(document_errors(doc), where)
+    refusal names one field): the CRDs' CEL rules."""
+    errors = document_errors(doc)
+    if errors:
+        raise SchemaRefused(where, errors[:1])
 
 
 def document_errors(doc: Mapping[str, Any]) -> list[str]:

@@ -34,6 +34,11 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
 * AdmissionCheck: ``spec.controllerName`` does not change.
 
+The Workload's transition rules above that are its CRD's (``queueName``, ``priorityClassRef``,
+``maximumExecutionTimeSeconds``, the list maps) and the LocalQueue's, ResourceFlavor's, Topology's and
+AdmissionCheck's are refused as :class:`~events.errors.SchemaRefused` (the apiserver's 422 ``Invalid``); the rest
+are Kueue's webhooks' (403).
+
 * ClusterQueue: ``spec.concurrentAdmissionPolicy`` does not change (whatever ``ConcurrentAdmission`` says: Kueue's
   webhook holds it immutable with the gate off too).
 
@@ -50,7 +55,7 @@ from typing import Any
 from events import admission_gate, topology_spreading, unhealthy_threshold
 from events import objects as o
 from events.admission_gate import gate_names
-from events.errors import InvalidInput
+from events.errors import SchemaRefused
 from events.field_errors import go_quote
 from events.manifests import on_flavors_errors, reclaimable_bound_errors
 from events.object_rules import (
@@ -94,7 +99,7 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                                                      shrink=elastic)
             changed = [at for at in LIST_MAPS if _at(old_doc, at) != _at(new_doc, at)]
             refuse_all((own.schema if own is not None else []) + duplicate_list_map_errors(new, changed) + schema,
-                       where)
+                       where, crd=True)
             old_wl = old if isinstance(old, o.Workload) else None
             held = _own_webhook_errors(own, old_doc)
             if spreading:
@@ -115,15 +120,15 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             refuse_all(errors, where)
         case o.LocalQueue() if isinstance(old, o.LocalQueue):
             if old.spec.cluster_queue != new.spec.cluster_queue:
-                raise InvalidInput(f"{where}: field `spec.clusterQueue`: {IMMUTABLE}")
+                raise SchemaRefused(where, [f"field `spec.clusterQueue`: {IMMUTABLE}"])
         case o.ResourceFlavor() if isinstance(old, o.ResourceFlavor):
             if old.spec.topology_name is not None and _tas_flavor_fixed(old_doc) != _tas_flavor_fixed(new_doc):
-                raise InvalidInput(f"{where}: field `spec`: resourceFlavorSpec are immutable when topologyName is set")
+                raise SchemaRefused(where, ["field `spec`: resourceFlavorSpec are immutable when topologyName is set"])
         case o.Topology() if isinstance(old, o.Topology):
             _topology_levels(_get(old_doc, "spec").get("levels"), _get(new_doc, "spec").get("levels"), where)
         case o.AdmissionCheck() if isinstance(old, o.AdmissionCheck):
             if old.spec.controller_name != new.spec.controller_name:
-                raise InvalidInput(f"{where}: field `spec.controllerName`: {IMMUTABLE}")
+                raise SchemaRefused(where, [f"field `spec.controllerName`: {IMMUTABLE}"])
         case _:
             pass
 
@@ -367,7 +372,7 @@ def _topology_levels(old: Any, new: Any, where: str) -> None:
     after (the reference's reading of Kueue's rule, §1.1 of kueue-tas-admissionchecks-lifecycle.md)."""
     if old == new or (_lowest_level(old) == HOSTNAME and _lowest_level(new) == HOSTNAME):
         return
-    raise InvalidInput(f"{where}: field `spec.levels`: {IMMUTABLE}")
+    raise SchemaRefused(where, [f"field `spec.levels`: {IMMUTABLE}"])
 
 
 def _lowest_level(levels: Any) -> Any:

@@ -139,12 +139,14 @@ class KubeClient:
                     content_type: str = MERGE_PATCH) -> bytes:
         """A JSON patch opening with a ``test`` op is a write conditioned on what was read: when that test fails
         the apiserver answers 422, which is raised as the :class:`Conflict` it means (the object changed), not as
-        :class:`Invalid` (retrying cannot help)."""
+        :class:`Invalid` (retrying cannot help). A 422 an admission webhook answered (kueue-es's own, for a Kueue
+        CRD's rules) is the refusal it says."""
         try:
             return await self.request("PATCH", resource.object_path(name, namespace, subresource), body=body,
                                       content_type=content_type)
         except Invalid as exc:
-            if content_type == JSON_PATCH and body and body[0].get("op") == "test":
+            if (content_type == JSON_PATCH and body and body[0].get("op") == "test"
+                    and "denied the request" not in str(exc)):
                 raise Conflict(f"{exc} (a tested field changed since it was read)", 409, "Conflict") from exc
             raise
 

@@ -16,6 +16,9 @@ sets them (:meth:`events.manifests.Checks.under`), and on update from :mod:`even
 new ClusterQueue's ``onFlavors`` are checked whatever ``RejectUpdatesToCQWithInvalidOnFlavors`` says; the gate
 decides only whether an update may keep an invalid entry unchanged.
 
+A refusal for a rule of Kueue's CRDs is answered as the apiserver answers it when the CRD carries the rule, 422
+``Invalid``; one for a rule of Kueue's webhooks as they answer it, 403 ``Forbidden`` (:func:`refusal_status`).
+
 The apiserver sends the object in the version the webhook is registered for (v1beta2; a v1beta1 request is
 converted first, ``matchPolicy: Equivalent`` by default), so one decoder serves both versions.
 
@@ -28,6 +31,7 @@ selector).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -53,13 +57,14 @@ from connectors.k8s import (
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
-from events.errors import InvalidInput
+from events.errors import InvalidInput, SchemaRefused, aggregate
 from events.manifests import Checks, decode_object
 from events.object_rules import WorkloadRefused
 from events.update_rules import validate_update
 from projections import gates
 
 CONFIGURATION_NAME = "kueue-es-validating-webhook-configuration"
+GROUP = "kueue.x-k8s.io"
 VALIDATING_CONFIGS = Resource("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
                               "validatingwebhookconfigurations", False)
 
@@ -95,6 +100,13 @@ PATHS = {h.path: h.kind for h in HOOKS}
 
 def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates: Mapping[str, bool]) -> str | None:
     """Why Kueue refuses this create or update of a ``kind`` (the objects as plain data), or None."""
+    refused = _refused(kind, operation, new_doc, old_doc, feature_gates)
+    return str(refused) if refused is not None else None
+
+
+def _refused(kind: str, operation: str, new_doc: Any, old_doc: Any,
+             feature_gates: Mapping[str, bool]) -> InvalidInput | None:
+    """:func:`refusal`'s error, which tells whose rules refused the object."""
     if operation not in ("CREATE", "UPDATE") or not isinstance(new_doc, dict):
         return None
     gate = partial(gates.enabled, feature_gates)
@@ -127,18 +139,71 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
                             elastic=gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES), own=own, spreading=spreading,
                             threshold=threshold)
     except InvalidInput as exc:
-        return str(exc)
+        return exc
     return None
 
 
 def review(body: bytes, kind: str, feature_gates: Mapping[str, bool]) -> dict[str, Any]:
-    """Answer one AdmissionReview (v1) for a ``kind`` object: allowed, or refused (403) with the reason."""
+    """Answer one AdmissionReview (v1) for a ``kind`` object: allowed, or refused with the reason
+    (:func:`refusal_status`)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
-    problem = refusal(kind, req.get("operation", ""), req.get("object"), req.get("oldObject"), feature_gates)
-    if problem is not None:
-        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": problem})
+    refused = _refused(kind, req.get("operation", ""), req.get("object"), req.get("oldObject"), feature_gates)
+    if refused is not None:
+        response.update(allowed=False, status=refusal_status(kind, req.get("object"), refused))
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def refusal_status(kind: str, doc: Any, refused: InvalidInput) -> dict[str, Any]:
+    """The status refusing a ``kind`` object (``doc``, plain data) for ``refused``. For its CRD's rules
+    (:class:`~events.errors.SchemaRefused`, a Workload's :attr:`~events.object_rules.WorkloadRefused.schema`), what
+    the apiserver answers when a CRD carries them (``apierrors.NewInvalid``): 422 ``Invalid``, the message
+    ``<Kind>.kueue.x-k8s.io "<name>" is invalid: <field errors>`` (several as ``[a, b]``) and each field error a
+    cause. Else Kueue's webhooks' answer (controller-runtime's ``Denied``): 403 ``Forbidden``, kueue-es's message.
+
+    kueue-es's generated CRDs do not carry those rules, so the apiserver hears them from this webhook, and
+    ``ToStatusErr`` (``k8s.io/apiserver``'s webhook errors) passes the status on with its code, reason and details
+    as they are, the message prefixed ``admission webhook "v<kind>.kb.io" denied the request: ``. A client sees the
+    422 ``Invalid`` (``apierrors.IsInvalid``; ``kubectl`` prints ``The <Kind> "<name>" is invalid:`` and the
+    causes), the message alone telling it came through a webhook."""
+    errors = _crd_errors(refused)
+    if not errors:
+        return {"code": 403, "reason": "Forbidden", "message": str(refused)}
+    meta = doc.get("metadata") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else {}
+    name = str(meta.get("name", ""))
+    causes = [_cause(error) for error in errors]
+    listed = aggregate(f"{c['field']}: {c['message']}" if c["field"] else c["message"] for c in causes)
+    return {"code": 422, "reason": "Invalid", "status": "Failure",
+            "message": f'{kind}.{GROUP} "{name}" is invalid: {listed}',
+            "details": {"name": name, "group": GROUP, "kind": kind, "causes": causes}}
+
+
+def _crd_errors(refused: InvalidInput) -> list[str]:
+    """The field errors of the CRD's rules ``refused`` reports; none when they are a webhook's."""
+    if isinstance(refused, SchemaRefused):
+        return refused.errors
+    if isinstance(refused, WorkloadRefused):
+        return refused.schema
+    return []
+
+
+_FIELD_ERROR = re.compile(r"field `(?P<field>[^`]*)`(?::\s*|\s+)(?P<body>.*)", re.DOTALL)
+CAUSE_TYPES = (("Invalid value:", "FieldValueInvalid"), ("Required value", "FieldValueRequired"),
+               ("Duplicate value:", "FieldValueDuplicate"), ("Unsupported value:", "FieldValueNotSupported"),
+               ("Too long:", "FieldValueTooLong"), ("Too many:", "FieldValueTooMany"),
+               ("Forbidden:", "FieldValueForbidden"), ("Not found:", "FieldValueNotFound"))
+"""A field error's body as Kubernetes opens it (``field.Error``'s ``ErrorBody``), and its type, a cause's
+``reason``. A body in kueue-es's own words (a CEL rule's message among them) is ``FieldValueInvalid``, as a CEL
+rule's error is."""
+
+
+def _cause(error: str) -> dict[str, str]:
+    """A field error (``field `path`: body``, or ``field `path` body``) as a status cause."""
+    match = _FIELD_ERROR.fullmatch(error)
+    field, body = (match["field"], match["body"]) if match else ("", error)
+    reason = next((t for opening, t in CAUSE_TYPES if body.startswith(opening)),
+                  "FieldValueRequired" if body == "is required" else "FieldValueInvalid")
+    return {"reason": reason, "message": body, "field": field}
 
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,

@@ -25,10 +25,24 @@ def _review(kind: str, obj: dict, old: dict | None = None, gates: dict | None = 
     body = msgspec.json.encode({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
     out = review(body, kind, gates or {})
     assert out["kind"] == "AdmissionReview" and out["response"]["uid"] == "u-1"
-    return out["response"]
+    words = refusal(kind, request["operation"], copy.deepcopy(obj), copy.deepcopy(old), gates or {})
+    assert (words is None) is out["response"]["allowed"]
+    return out["response"] if words is None else {**out["response"], "words": words}
 
 
 def _message(resp: dict) -> str:
+    """A refusal's reason in kueue-es's words (``refusal``'s: what ``kueue-es import`` prints too), whichever
+    status answers it: Kueue's webhook's 403 Forbidden, which carries those words, or the 422 Invalid of a CRD's
+    rules (:func:`_invalid`), in the apiserver's."""
+    assert resp["allowed"] is False and (resp["status"]["code"], resp["status"]["reason"]) in (
+        (403, "Forbidden"), (422, "Invalid"))
+    if resp["status"]["code"] == 403:
+        assert resp["status"]["message"] == resp["words"]
+    return resp["words"]
+
+
+def _forbidden(resp: dict) -> str:
+    """The message of a refusal for a rule of Kueue's webhook: 403 Forbidden, in kueue-es's words."""
     assert resp["allowed"] is False and resp["status"]["code"] == 403 and resp["status"]["reason"] == "Forbidden"
     return resp["status"]["message"]
 
@@ -600,3 +614,102 @@ def test_a_topology_assignment_breaking_a_crd_rule_is_refused_in_kueue_s_words(b
     at = f"status.admission.podSetAssignments[0].topologyAssignment{field}"
     assert _message(_review("Workload", after, before, {"TopologyAwareScheduling": True})) == (
         f'Workload team/w: field `{at}`: Invalid value: "object": {message}')
+
+
+# --- the answer's status: the CRD's rules as the apiserver answers them, the webhook's as Kueue's -----------------
+
+
+def _invalid(resp: dict) -> dict:
+    """The status of a refusal for the CRD's rules: 422 Invalid, as the apiserver's ``NewInvalid``."""
+    assert resp["allowed"] is False and resp["status"]["code"] == 422 and resp["status"]["reason"] == "Invalid"
+    return resp["status"]
+
+
+def test_a_workload_refused_for_its_crd_s_rules_is_answered_422_invalid() -> None:
+    """Kueue's CRD transition rule on ``queueName`` and its list maps: the apiserver refuses them itself, with
+    ``Invalid`` (``BeInvalidError`` in Kueue's ``webhook/core/workload_test.go``), not a webhook's ``Forbidden``."""
+    before = wl(reserved=True)
+    moved = copy.deepcopy(before)
+    moved["spec"]["queueName"] = "other"
+    assert _invalid(_review("Workload", moved, before)) == {
+        "code": 422, "reason": "Invalid", "status": "Failure",
+        "message": 'Workload.kueue.x-k8s.io "w" is invalid: spec.queueName: queueName is immutable while workload '
+                   "quota reserved",
+        "details": {"name": "w", "group": "kueue.x-k8s.io", "kind": "Workload", "causes": [
+            {"reason": "FieldValueInvalid", "message": "queueName is immutable while workload quota reserved",
+             "field": "spec.queueName"}]}}
+    twice = wl()
+    twice["spec"]["podSets"] *= 2
+    status = _invalid(_review("Workload", twice))
+    assert status["message"] == ('Workload.kueue.x-k8s.io "w" is invalid: spec.podSets[1]: Duplicate value: '
+                                 'map[string]interface {}{"name":"main"}')
+    assert status["details"]["causes"] == [{"reason": "FieldValueDuplicate", "field": "spec.podSets[1]",
+                                            "message": 'Duplicate value: map[string]interface {}{"name":"main"}'}]
+
+
+def test_several_crd_errors_are_listed_as_the_apiserver_aggregates_them() -> None:
+    doc = wl()
+    doc["spec"]["queueName"] = "Bad_Q"
+    doc["spec"]["podSets"] *= 2
+    status = _invalid(_review("Workload", doc))
+    assert status["message"].startswith('Workload.kueue.x-k8s.io "w" is invalid: [spec.queueName: ')
+    assert status["message"].endswith(', spec.podSets[1]: Duplicate value: map[string]interface {}{"name":"main"}]')
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.queueName", "spec.podSets[1]"]
+
+
+def test_the_immutable_fields_of_kueue_s_crds_are_answered_422_invalid() -> None:
+    lq = {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
+          "spec": {"clusterQueue": "cq"}}
+    status = _invalid(_review("LocalQueue", {**lq, "spec": {"clusterQueue": "other"}}, lq))
+    assert status["message"] == 'LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: field is immutable'
+    assert status["details"] == {"name": "lq", "group": "kueue.x-k8s.io", "kind": "LocalQueue", "causes": [
+        {"reason": "FieldValueInvalid", "message": "field is immutable", "field": "spec.clusterQueue"}]}
+    topology = {"apiVersion": V1B2, "kind": "Topology", "metadata": {"name": "t"},
+                "spec": {"levels": [{"nodeLabel": "block"}, {"nodeLabel": "rack"}]}}
+    assert _invalid(_review("Topology", {**topology, "spec": {"levels": [{"nodeLabel": "block"}]}}, topology))[
+        "details"]["causes"] == [{"reason": "FieldValueInvalid", "message": "field is immutable",
+                                  "field": "spec.levels"}]
+    ac = {"apiVersion": V1B2, "kind": "AdmissionCheck", "metadata": {"name": "ac"},
+          "spec": {"controllerName": "example.com/one"}}
+    assert _invalid(_review("AdmissionCheck", {**ac, "spec": {"controllerName": "example.com/two"}}, ac))[
+        "message"] == 'AdmissionCheck.kueue.x-k8s.io "ac" is invalid: spec.controllerName: field is immutable'
+    rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
+          "spec": {"nodeLabels": {"pool": "a"}, "topologyName": "default"}}
+    assert _invalid(_review("ResourceFlavor", {**rf, "spec": {**rf["spec"], "topologyName": "other"}}, rf))[
+        "details"]["causes"][0]["field"] == "spec"
+
+
+def test_kueue_s_own_webhook_rules_stay_403_forbidden() -> None:
+    """Kueue's webhooks refuse through controller-runtime's ``Denied``: 403 Forbidden, no details."""
+    odd = cq(preemption={"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}})
+    resp = _review("ClusterQueue", odd)
+    assert resp["status"] == {"code": 403, "reason": "Forbidden", "message": (
+        "ClusterQueue cq: field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")}
+    pods = wl()
+    pods["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["pods"] = "1"
+    assert "the key is reserved for internal kueue use" in _forbidden(_review("Workload", pods))
+    before = wl(reserved=True)
+    reflavored = wl(reserved=True)
+    reflavored["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
+    assert _forbidden(_review("Workload", reflavored, before)) == (
+        "Workload team/w: field `status.admission`: field is immutable")
+
+
+def test_the_crd_s_rules_come_before_the_webhook_s_and_alone() -> None:
+    """The apiserver calls no webhook for an object its CRD refuses: CRD errors alone, 422, even where the update
+    breaks a rule of Kueue's webhook too."""
+    before = wl(reserved=True)
+    both = copy.deepcopy(before)
+    both["spec"]["queueName"] = "other"
+    both["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
+    assert [c["field"] for c in _invalid(_review("Workload", both, before))["details"]["causes"]] == [
+        "spec.queueName"]
+
+
+def test_a_refusal_for_the_crd_s_rules_reads_as_before_on_import() -> None:
+    """``refusal`` (what ``kueue-es import`` says too) keeps kueue-es's words, naming object and field."""
+    before = wl(reserved=True)
+    moved = copy.deepcopy(before)
+    moved["spec"]["queueName"] = "other"
+    assert refusal("Workload", "UPDATE", moved, before, {}) == (
+        "Workload team/w: field `spec.queueName`: queueName is immutable while workload quota reserved")

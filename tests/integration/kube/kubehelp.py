@@ -29,7 +29,7 @@ from connectors.k8s import (
 from connectors.k8s.certs import ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
-from connectors.k8s.errors import Forbidden, Unavailable
+from connectors.k8s.errors import Forbidden, Invalid, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.pod_webhook import PodDefaulting, namespace_lookup, reviewer
@@ -75,10 +75,11 @@ async def create(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 async def refused(kc: KubeClient, doc: dict[str, Any]) -> str:
-    """Why the apiserver (a webhook) refuses to create ``doc``; the test fails if it is created."""
+    """Why the apiserver (a webhook) refuses to create ``doc``: a webhook rule's 403, or the 422 of a rule of
+    Kueue's CRDs, which kueue-es's webhook answers as the apiserver would; the test fails if it is created."""
     try:
         await create(kc, doc)
-    except Forbidden as exc:
+    except (Forbidden, Invalid) as exc:
         return str(exc)
     raise AssertionError(f"{doc['kind']} {doc['metadata']['name']} was created")
 
@@ -108,8 +109,8 @@ async def validating_webhooks(kc: KubeClient, certs: Path, name: str, selector: 
             try:
                 await kc.request("POST", resource.collection_path(probe["metadata"].get("namespace", "")),
                                  query=[("dryRun", "All")], body=probe)
-            except Forbidden:
-                return True
+            except (Forbidden, Invalid) as exc:  # a CRD rule's refusal is a 422
+                return "denied the request" in str(exc)
             return False
 
         await eventually(effective, what=f"{name} in effect")

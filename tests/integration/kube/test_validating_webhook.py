@@ -2,7 +2,8 @@
 
 Registered with an objectSelector on this test's label, so other tests sharing the cluster never reach them. An
 invalid ClusterQueue, Workload (a pod template label, the ``pods`` resource) and Topology (a level twice) are
-refused with a message naming the object and the field, valid ones are created; a LocalQueue's ``clusterQueue``
+refused with a message naming the object and the field (a rule of Kueue's CRDs as the apiserver refuses it, 422
+Invalid; one of Kueue's webhooks 403 Forbidden), valid ones are created; a LocalQueue's ``clusterQueue``
 and a Topology's ``levels`` stay as they were; a Workload holding quota (written through the
 status subresource, which the webhook validates too) keeps its pod sets, the apiserver handing the webhook the old
 object; and a gate turned off in the Configuration lets through what it governs.
@@ -37,7 +38,7 @@ from kubehelp import (
 )
 
 from connectors.k8s import crds
-from connectors.k8s.errors import Forbidden
+from connectors.k8s.errors import Forbidden, Invalid
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.resources import BY_KIND
 
@@ -97,12 +98,14 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             # --- Topology: levels unique on create, kept on update (CEL rules of Kueue's CRD) ----------------------
             topo = {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": f"topo-{sfx}", "labels": {LABEL: sfx}},
                     "spec": {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "rack"}]}}
-            message = await refused(kc, topo)
-            assert 'admission webhook "vtopology.kb.io" denied the request' in message
-            assert f"Topology topo-{sfx}: field `spec.levels`: must be unique" in message
+            with pytest.raises(Invalid) as invalid:  # the apiserver's answer to a CRD's rule: 422, reason Invalid
+                await create(kc, topo)
+            assert invalid.value.reason == "Invalid" and str(invalid.value).endswith(
+                f'admission webhook "vtopology.kb.io" denied the request: Topology.kueue.x-k8s.io "topo-{sfx}" is '
+                "invalid: spec.levels: must be unique")
             topo["spec"]["levels"] = [{"nodeLabel": "block"}, {"nodeLabel": "rack"}]
             await create(kc, topo)
-            with pytest.raises(Forbidden, match=rf"Topology topo-{sfx}: field `spec.levels`: field is immutable"):
+            with pytest.raises(Invalid, match=rf'"topo-{sfx}" is invalid: spec.levels: field is immutable'):
                 await kc.patch(BY_KIND["Topology"], f"topo-{sfx}", {"spec": {"levels": [{"nodeLabel": "block"}]}})
             await kc.delete(BY_KIND["Topology"], f"topo-{sfx}")
 
@@ -110,7 +113,8 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             lq = local_queue(ns, "lq", cq)
             lq["metadata"]["labels"] = {LABEL: sfx}
             await create(kc, lq)
-            with pytest.raises(Forbidden, match=rf"LocalQueue {ns}/lq: field `spec.clusterQueue`: field is immutable"):
+            with pytest.raises(Invalid, match=r'LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: field is '
+                                              "immutable"):
                 await kc.patch(BY_KIND["LocalQueue"], "lq", {"spec": {"clusterQueue": "other"}}, ns)
             await kc.patch(BY_KIND["Workload"], "good", {"status": {
                 "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
