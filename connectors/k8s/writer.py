@@ -24,8 +24,9 @@ back as the Workload written over shows it, since the patch replaces the whole l
   the log through the watch and the scheduler decides again);
 * 404, or a different uid (the workload was deleted or recreated) → ``DecisionRejected``;
 * 422 Invalid, or a 403 of a denying admission webhook (Kueue's Workload webhook answers 403 for its own rules,
-  kueue-es's 422 for its CRD's): the status itself is refused and writing it again cannot help → ``DecisionRejected`` in the apiserver's words (or for what a
-  re-read shows invalidated the decisions meanwhile), not written again until the watch shows a newer Workload.
+  kueue-es's 422 for its CRD's): the status itself is refused and writing it again cannot help →
+  ``DecisionRejected`` in the apiserver's words (or for what a re-read shows invalidated the decisions meanwhile),
+  not written again until the watch shows a newer Workload.
   An authorization 403 is no word on the status: the write is tried again later.
 
 MultiKueue's ``clusterName`` goes only over a Workload that shows the worker among its ``nominatedClusterNames``,
@@ -180,7 +181,8 @@ def _nomination_first(desired: dict[str, Any], current: dict[str, Any], changing
 def _refusal(exc: KubeError) -> bool:
     """Whether the apiserver refused the status written, which writing it again cannot change: a 422, or a 403 of
     a denying admission webhook (Kueue's Workload webhook answers 403 for its own rules, kueue-es's 422 for its
-    CRD's) or admission policy. An authorization 403 refuses kueue-es the write, whatever it writes: tried again (a permission granted lets it through)."""
+    CRD's) or admission policy. An authorization 403 refuses kueue-es the write, whatever it writes: tried again
+    (a permission granted lets it through)."""
     if isinstance(exc, Invalid):
         return True
     return isinstance(exc, Forbidden) and ("denied the request" in str(exc) or "denied request" in str(exc))
