@@ -156,11 +156,12 @@ def _workload(wl: o.Workload, where: str) -> None:
 
 
 def workload_errors(wl: o.Workload, *, unique_names: bool = True) -> tuple[list[str], list[str]]:
-    """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it gives,
-    the pod sets' count, the priority class reference, the assignments' count, the conditions, the tolerations'
-    CEL rules, the list maps' names given once), then those of Kueue's webhook in its order (``ValidateWorkload``: the pod sets' reserved resource,
-    the admission while QuotaReserved is True, the admission checks' pod set updates). ``unique_names``: whether
-    the list maps' names given once are checked (:func:`duplicate_list_map_errors`)."""
+    """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it
+    gives, the pod sets' count, the priority class reference, the assignments' count, the conditions, the
+    tolerations' CEL rules, the list maps' names given once), then those of Kueue's webhook in its order
+    (``ValidateWorkload``: the pod sets' reserved resource, the admission while QuotaReserved is True, the admission
+    checks' pod set updates). ``unique_names``: whether the list maps' names given once are checked
+    (:func:`duplicate_list_map_errors`)."""
     schema = _name_reference_errors(wl.spec.queue_name, "spec.queueName", optional=True)
     if len(wl.spec.pod_sets) > MAX_POD_SETS:
         schema.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "

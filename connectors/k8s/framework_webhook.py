@@ -5,10 +5,11 @@ Each framework module (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8
 own in a :class:`Kind` — where the resource keeps its suspend flag, its webhooks' paths and names, and what its
 validating webhook refuses — and this module does the rest as Kueue's generic job defaulting does
 (``pkg/controller/jobframework/defaults.go``): the ``default`` queue and the ``default`` WorkloadPriorityClass,
-unless its controller is of a kind Kueue runs; then suspended when queued or managed without a queue name — never when it has
-a Kueue-managed ancestor (``WorkloadShouldBeSuspended``: the walk up its controllers the Job webhook does too,
-:func:`connectors.k8s.webhook.ancestry_lookup`; a controller of a kind Kueue runs whose ancestors name no queue,
-``manageJobsWithoutQueueName`` off, makes no child). A walk that fails refuses the object, as the Job webhook does.
+unless its controller is of a kind Kueue runs; then suspended when queued or managed without a queue name — never
+when it has a Kueue-managed ancestor (``WorkloadShouldBeSuspended``: the walk up its controllers the Job webhook
+does too, :func:`connectors.k8s.webhook.ancestry_lookup`; a controller of a kind Kueue runs whose ancestors name no
+queue, ``manageJobsWithoutQueueName`` off, makes no child). A walk that fails refuses the object, as the Job webhook
+does.
 """
 
 from __future__ import annotations
@@ -210,7 +211,8 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
                    multikueue: HasMultiKueueCheck | None = None) -> list[dict[str, Any]]:
     """Decide Kueue's defaulting of ``obj`` (see the module docstring) with the lookups it needs, and patch it
     (:func:`default_patch`). Neither the default queue nor the default WorkloadPriorityClass is given to an object
-    whose controller is of a kind Kueue runs (Kueue's ``IsOwnerManagedByKueueForObject``); suspending is left to one with no Kueue-managed ancestor (:func:`managed_above`), as in Kueue. Raises
+    whose controller is of a kind Kueue runs (Kueue's ``IsOwnerManagedByKueueForObject``); suspending is left to one
+    with no Kueue-managed ancestor (:func:`managed_above`), as in Kueue. Raises
     :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read or the walk fails."""
     labels = _labels(obj)
     owner = job_selection.raw_controller(obj.get("metadata") or {})

@@ -1,16 +1,17 @@
 """Kueue's Kubeflow Trainer integration (``trainer.kubeflow.org/trainjob``): a queued trainer.kubeflow.org/v1alpha1
 TrainJob runs only while its Workload is admitted.
 
-TrainJobs are none of admission's inputs: as for JobSets and Ray objects, the integration keeps its own list+watch of
-them (:mod:`connectors.k8s.watched_jobs`), and of the runtimes they name (TrainingRuntimes, ClusterTrainingRuntimes:
-a TrainJob's pod sets are its runtime's JobSet template's), and takes the steps of Kueue's generic job reconciler
-(:mod:`connectors.k8s.jobframework`) with the TrainJob's pieces (:mod:`connectors.k8s.trainjob`): a running one
-without a Workload is suspended (``spec.suspend``) and a suspended one given ``trainjob-<name>-<hash>`` — once its
-runtime is there: until then it waits, as Kueue's reconcile fails on it and is retried, and the runtime's arrival
-(or change) marks it again; admitted, the admission is written as ``spec.podTemplateOverrides`` entries while it
-is suspended, then it is unsuspended; not admitted, it is suspended, and once no Job is active Kueue's entries are removed (a TrainJob
-suspended with them still there counts as running until then); its ``Complete``/``Failed`` condition finishes its
-Workload; PodsReady and reclaimable pods follow ``status.jobsStatus`` against the derived JobSet.
+TrainJobs are none of admission's inputs: as for JobSets and Ray objects, the integration keeps its own list+watch
+of them (:mod:`connectors.k8s.watched_jobs`), and of the runtimes they name (TrainingRuntimes,
+ClusterTrainingRuntimes: a TrainJob's pod sets are its runtime's JobSet template's), and takes the steps of Kueue's
+generic job reconciler (:mod:`connectors.k8s.jobframework`) with the TrainJob's pieces
+(:mod:`connectors.k8s.trainjob`): a running one without a Workload is suspended (``spec.suspend``) and a suspended
+one given ``trainjob-<name>-<hash>`` — once its runtime is there: until then it waits, as Kueue's reconcile fails on
+it and is retried, and the runtime's arrival (or change) marks it again; admitted, the admission is written as
+``spec.podTemplateOverrides`` entries while it is suspended, then it is unsuspended; not admitted, it is suspended,
+and once no Job is active Kueue's entries are removed (a TrainJob suspended with them still there counts as running
+until then); its ``Complete``/``Failed`` condition finishes its Workload; PodsReady and reclaimable pods follow
+``status.jobsStatus`` against the derived JobSet.
 
 The JobSet the Trainer makes for a queued TrainJob is controlled by it: with the TrainJob integration on it is the
 TrainJob's child (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the parents registry the connector

@@ -204,10 +204,11 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
     """Answer one AdmissionReview (v1) for a Job (``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate). ``has_default_priority_class``: None when the
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
     turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
-    ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a
-    child is given no queue, no default WorkloadPriorityClass (Kueue's ``IsOwnerManagedByKueueForObject`` in both
-    defaultings) and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
-    suspended (None: ``parent_runs`` decides that too). ``multikueue``: :func:`multikueue_lookup`, None while the
+    ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a child
+    is given no queue, no default WorkloadPriorityClass (Kueue's ``IsOwnerManagedByKueueForObject`` in both
+    defaultings) and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's Jobs, say).
+    ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being suspended
+    (None: ``parent_runs`` decides that too). ``multikueue``: :func:`multikueue_lookup`, None while the
     ``MultiKueue`` gate is off. ``namespace_managed``: :func:`namespace_managed_lookup`; a Job in a namespace it
     leaves out is given no queue name, not suspended, not gated nor handed to MultiKueue (Kueue's #13375)."""
     req = msgspec.json.decode(body).get("request") or {}
