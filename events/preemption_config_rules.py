@@ -19,6 +19,8 @@ RULE_NAME_MAX = 63
 NUMERIC_LABEL_KEY_MAX = 316
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
+MIN_ABOVE_MAX = "minValue must be less than or equal to maxValue"
+"""Kueue's CRD message (a CEL rule on the numeric label) for bounds no label value could meet."""
 
 
 def _enum(value: str | None, allowed: tuple[str, ...], at: str, errors: list[str], required: bool = True) -> None:
@@ -49,6 +51,8 @@ def _numeric_label(nl: o.PreemptionConfigNumericLabel, at: str, errors: list[str
     _enum(nl.comparison, o.NUMERIC_COMPARISONS, f"{at}.comparison", errors, required=False)
     _int32(nl.min_value, f"{at}.minValue", errors, minimum=0)
     _int32(nl.max_value, f"{at}.maxValue", errors, minimum=0)
+    if nl.min_value is not None and nl.max_value is not None and nl.min_value > nl.max_value:
+        errors.append(f"field `{at}`: {MIN_ABOVE_MAX}")
 
 
 def _candidate_selector(cs: o.PreemptionConfigCandidateSelector, at: str, errors: list[str]) -> None:
@@ -63,7 +67,7 @@ def _candidate_selector(cs: o.PreemptionConfigCandidateSelector, at: str, errors
 def preemption_config_errors(spec: o.PreemptionConfigSpec) -> list[str]:
     """Every CRD rule ``spec`` breaks: at most 64 rules of distinct names (a DNS label each), a trigger of the
     three Kueue knows, each candidate selector's scope one of the five, comparisons and priority modes from
-    their enums, numeric-label bounds not negative. Label selectors are taken as written (see the module doc)."""
+    their enums, numeric-label bounds not negative and a minValue at most the maxValue. Label selectors are taken as written (see the module doc)."""
     errors: list[str] = []
     if len(spec.rules) > MAX_RULES:
         errors.append(f"field `spec.rules`: must have at most {MAX_RULES} items, has {len(spec.rules)}")

@@ -60,6 +60,7 @@ from connectors.k8s.resources import (
 from events import conversion, quota_rules
 from events import objects as o
 from events.object_rules import MAX_POD_SETS
+from events.preemption_config_rules import MIN_ABOVE_MAX
 from events.template_digest import DIGEST_FIELD
 
 SERVED_VERSIONS = ("v1beta2", "v1beta1")
@@ -355,7 +356,7 @@ def preemption_config_crd() -> dict[str, Any]:
     """Kueue's alpha ``kueue.x-k8s.io/v1alpha1`` PreemptionConfig (cluster-scoped, short name ``preempcfg``), the
     only version served and stored: not among :func:`all_crds` (Kueue installs its alpha CRDs only when asked), with
     the CRD's own bounds — at most 64 rules keyed by a DNS-label name, the trigger, scope, comparison and priority
-    mode enums, required fields, numeric-label bounds not negative (the rest as :mod:`events.preemption_config_rules`
+    mode enums, required fields, numeric-label bounds not negative and in order (the rest as :mod:`events.preemption_config_rules`
     checks it at import)."""
     schema = object_schema(PREEMPTION_CONFIGS, PREEMPTION_CONFIGS.version)
     spec = schema["properties"]["spec"]
@@ -380,6 +381,9 @@ def preemption_config_crd() -> dict[str, Any]:
     label["properties"]["comparison"]["enum"] = list(o.NUMERIC_COMPARISONS)
     for bound in ("minValue", "maxValue"):
         label["properties"][bound]["minimum"] = 0
+    label["x-kubernetes-validations"] = [{
+        "rule": "!(has(self.minValue) && has(self.maxValue)) || self.minValue <= self.maxValue",
+        "message": MIN_ABOVE_MAX}]
     priority = sel["priority"]
     priority["required"] = ["mode", "comparison"]
     priority["properties"]["mode"]["enum"] = list(o.PRIORITY_MODES)

@@ -67,6 +67,15 @@ def test_only_v1alpha1_is_served() -> None:
      "field `spec.rules[0].candidateSelectors[0].numericLabels[0].key` is required"),
     ([_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "numericLabels": [{"key": "k", "minValue": -1}]}])],
      "field `spec.rules[0].candidateSelectors[0].numericLabels[0].minValue`: should be greater than or equal to 0"),
+    ([_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "numericLabels": [{"key": "k", "minValue": 10,
+                                                                                 "maxValue": 1}]}])],
+     "field `spec.rules[0].candidateSelectors[0].numericLabels[0]`: minValue must be less than or equal to maxValue"),
+    ([_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "numericLabels": [{"key": "k", "minValue": 5,
+                                                                                 "maxValue": 4}]}])],
+     "minValue must be less than or equal to maxValue"),
+    ([_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "numericLabels": [{"key": "k", "minValue": -5,
+                                                                                 "maxValue": -1}]}])],
+     "numericLabels[0].minValue`: should be greater than or equal to 0"),
     ([_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "numericLabels": [{"key": "k", "comparison": "Less"}]}])],
      "numericLabels[0].comparison`: Unsupported value: 'Less'"),
     ([_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "priority": {"comparison": "LessThan"}}])],
@@ -81,6 +90,15 @@ def test_refusals_name_the_object_and_the_field(rules: list, error: str) -> None
     with pytest.raises(InvalidInput, match="pc.yaml") as exc:
         _load(_doc(rules))
     assert error in str(exc.value)
+
+
+@pytest.mark.parametrize("bounds", [{}, {"minValue": 5}, {"maxValue": 5}, {"minValue": 1, "maxValue": 10},
+                                    {"minValue": 4, "maxValue": 4}, {"minValue": 0, "maxValue": 0}])
+def test_numeric_label_bounds_kueue_allows(bounds: dict) -> None:
+    """Kueue's webhook/core preemptionconfig_test: either bound alone, or a minValue at most the maxValue."""
+    pc = _load(_doc([_rule(candidateSelectors=[{"scope": "WithinClusterQueue",
+                                                "numericLabels": [{"key": "example.com/number-of-tpus", **bounds}]}])]))
+    assert isinstance(pc, o.PreemptionConfig)
 
 
 @pytest.mark.parametrize("rule", [

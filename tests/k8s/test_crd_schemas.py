@@ -115,3 +115,25 @@ def test_the_template_digest_is_no_field_of_any_crd() -> None:
     every producer ignores and replaces it)."""
     for crd in all_crds():
         assert "kueueEsDigest" not in repr(crd), crd["metadata"]["name"]
+
+
+def test_a_preemption_config_numeric_label_keeps_its_bounds_in_order() -> None:
+    """Kueue's CRD refuses a numeric label whose minValue is above its maxValue (a CEL rule with Kueue's message,
+    webhook/core preemptionconfig_test); the rule is evaluated here as the apiserver would."""
+    import celpy  # noqa: PLC0415 - CEL only for this test
+
+    from connectors.k8s.crds import preemption_config_crd  # noqa: PLC0415
+
+    schema = preemption_config_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    selector = schema["properties"]["spec"]["properties"]["rules"]["items"]["properties"]["candidateSelectors"]
+    label = selector["items"]["properties"]["numericLabels"]["items"]
+    rules = label.get("x-kubernetes-validations", [])
+    assert [r["message"] for r in rules] == ["minValue must be less than or equal to maxValue"], rules
+    env = celpy.Environment()
+    program = env.program(env.compile(rules[0]["rule"]))
+    cases = {(None, None): True, (5, None): True, (None, 5): True, (1, 10): True, (4, 4): True, (0, 0): True,
+             (10, 1): False, (5, 4): False}
+    for (low, high), allowed in cases.items():
+        obj = {"key": "example.com/number-of-tpus"} | ({"minValue": low} if low is not None else {}) \
+            | ({"maxValue": high} if high is not None else {})
+        assert bool(program.evaluate({"self": celpy.json_to_cel(obj)})) is allowed, obj

@@ -1,6 +1,6 @@
 """ConfigurablePreemptions' alpha PreemptionConfig CRD against the real apiserver: it installs (v1alpha1 only,
 cluster-scoped), a PreemptionConfig is created and decoded by the view the watcher uses, the CRD's bounds refuse
-an unknown trigger, scope or comparison, a negative bound, a bad rule name and two rules of one name (not a label
+an unknown trigger, scope or comparison, a negative bound, a minValue above the maxValue, a bad rule name and two rules of one name (not a label
 selector Kueue cannot parse: the CRD leaves it free), and the connector watches PreemptionConfigs into the log, their
 deletion too, and an update to such a selector."""
 
@@ -54,6 +54,8 @@ async def test_the_preemption_config_crd_serves_and_bounds_the_kind(kube_apiserv
             [_rule(candidateSelectors=[{"scope": "AnyClusterQueue",
                                         "numericLabels": [{"key": "k", "comparison": "Less"}]}])],
             [_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "numericLabels": [{"key": "k", "maxValue": -1}]}])],
+            [_rule(candidateSelectors=[{"scope": "AnyClusterQueue",
+                                        "numericLabels": [{"key": "k", "minValue": 5, "maxValue": 4}]}])],
             [_rule(candidateSelectors=[{"scope": "AnyClusterQueue", "priority": {"mode": "Effective",
                                                                                  "comparison": "LessThan"}}])],
             [_rule(name="Bad_Name")],
