@@ -245,10 +245,12 @@ def build_quota_tree(cluster_queues: Mapping[str, o.ClusterQueue], cohorts: Mapp
         _limits(node, spec.resource_groups)
         node.weight = fair_weight(spec.fair_sharing)
         tree.cluster_queues[name] = node
-    for key in sorted(forest.parent):
+    # every Cohort object is a node, as in Kueue's hierarchy, even one nothing is below or above (its metrics)
+    lone = [k for k in ("co:" + n for n in sorted(cohorts)) if k not in forest.parent]
+    for key in [*sorted(forest.parent), *lone]:
         if key in forest.cyclic:
             continue
-        for k in (key, forest.parent[key]):
+        for k in (key, forest.parent.get(key, key)):
             if k.startswith("co:") and k[3:] not in tree.cohorts:
                 node = QuotaNode(k[3:], False, tree)
                 cohort = cohorts.get(k[3:])

@@ -787,6 +787,29 @@ def test_cohort_subtree_gauges() -> None:
     assert series(log.state, "kueue_cohort_subtree_admitted_active_workloads") == {}
 
 
+def test_a_cohort_with_no_cluster_queue_in_its_tree_reports_its_own_quota() -> None:
+    """A Cohort object is a node of Kueue's hierarchy whether or not anything is below or above it: its subtree
+    quota is its own nominal quota, and under Fair Sharing its weighted share (0) is reported — before a
+    ClusterQueue joins it and after the ClusterQueue moves on (Kueue's
+    test/integration/singlecluster/scheduler/fairsharing/metrics_test.go, "correctly handles cohort metrics when
+    clusterQueue moves between cohorts")."""
+    def own(name: str, cpu: str) -> o.Cohort:
+        return o.Cohort(metadata=o.ObjectMeta(name=name), spec=o.CohortSpec(resource_groups=[o.ResourceGroup(
+            covered_resources=["cpu"], flavors=[o.FlavorQuotas(name="f0", resources=[
+                o.ResourceQuota(name="cpu", nominal_quota=cpu)])])]))
+
+    log = Log()
+    log.observe(*(upsert(x, T0) for x in (namespace(NS), flavor("f0"), own("ch1", "5"), own("ch2", "3"))))
+    configure(log, T0, fairSharing={})
+    assert series(log.state, "kueue_cohort_subtree_quota") == {("ch1", "f0", "cpu"): 5.0, ("ch2", "f0", "cpu"): 3.0}
+    assert series(log.state, "kueue_cohort_weighted_share") == {("ch1",): 0.0, ("ch2",): 0.0}
+    log.observe(upsert(cluster_queue("cq1", "ch1", cpu="1"), T0 + 1000))
+    assert series(log.state, "kueue_cohort_subtree_quota") == {("ch1", "f0", "cpu"): 6.0, ("ch2", "f0", "cpu"): 3.0}
+    log.observe(upsert(cluster_queue("cq1", "ch2", cpu="1"), T0 + 2000))
+    assert series(log.state, "kueue_cohort_subtree_quota") == {("ch1", "f0", "cpu"): 5.0, ("ch2", "f0", "cpu"): 4.0}
+    assert series(log.state, "kueue_cohort_weighted_share") == {("ch1",): 0.0, ("ch2",): 0.0}
+
+
 def _cohort_admissions(log: Log) -> None:
     """w1 (high) admitted in cq-a, w2 and w3 in cq-b, all of cohort "co" under "root"; cq-x, of no cohort, admits
     w4."""
