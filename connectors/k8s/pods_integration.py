@@ -90,6 +90,7 @@ from connectors.k8s import (
     job_sync,
     pod_group,
     pod_prebuilt,
+    pod_set_env,
     pod_sync,
     podsetinfo,
     prebuilt,
@@ -634,7 +635,7 @@ class PodIntegration:
         if raw["metadata"]["uid"] != pod.metadata.uid:
             return  # made anew meanwhile; the watch brings the new one
         try:
-            body = pod_sync.workload_for(self.state, raw, name)
+            body = pod_set_env.deduplicated(pod_sync.workload_for(self.state, raw, name))
             if self.state.gate(gates.DEPLOYMENT_JOB_UID_LABEL):
                 owner_uid = await deployment_uid(self.deployment_owners, raw,
                                                  self._config().manage_jobs_without_queue_name)
@@ -669,7 +670,7 @@ class PodIntegration:
         if raw["metadata"]["uid"] != pod.metadata.uid:
             return  # made anew meanwhile; the watch brings the new one
         try:
-            body = pod_sync.workload_for(self.state, raw, obs.metadata.name)
+            body = pod_set_env.deduplicated(pod_sync.workload_for(self.state, raw, obs.metadata.name))
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound, InvalidInput) as exc:
             log.warning("the pod's workload cannot be rebuilt: not updated", pod=pod.key, error=str(exc))
             return
@@ -1146,7 +1147,7 @@ class PodIntegration:
         if obs is None or raws is None:
             return
         try:
-            body = pod_group.workload_for(self.state, raws)
+            body = pod_set_env.deduplicated(pod_group.workload_for(self.state, raws))
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             self._acted.pop(GROUP_PREFIX + group, None)
             log.warning("the pod group's priority class is not there: its workload is not updated", group=group,
@@ -1198,7 +1199,7 @@ class PodIntegration:
         if raws is None:
             return
         try:
-            body = pod_group.workload_for(self.state, raws)
+            body = pod_set_env.deduplicated(pod_group.workload_for(self.state, raws))
             if holder is not None:
                 body["metadata"]["annotations"].update(copied_metadata.gated_annotations(
                     self.state, holder.metadata.annotations, copied_metadata.ADMISSION_GATE_ONLY))

@@ -393,3 +393,30 @@ def test_created_workload_records_how_long_after_its_job_it_came(generation: int
         assert (created.action, created.kind, created.creation_latency_ms) == ("CreatedWorkload", "Job", latency)
 
     asyncio.run(scenario())
+
+
+def test_a_created_workload_names_each_env_variable_once_its_last_value_where_it_first_stood() -> None:
+    """Kueue's ``SanitizePodSets`` (#7425, in every release from 0.13): a container's env entries of one name
+    become one in the Workload's pod template, at the place the name first stood, with its last value (a Pod
+    tolerates the repetition, Kueue's Workload CRD — a list keyed by name — does not); the Job keeps its own."""
+    env = [{"name": "A", "value": "1"}, {"name": "B", "value": "b"}, {"name": "A", "value": "2"}]
+    raw = _job(pod={"initContainers": [{"name": "i", "image": "busybox", "env": env}]})
+    raw["spec"]["template"]["spec"]["containers"][0]["env"] = env
+    raw["metadata"]["resourceVersion"] = "7"
+    job = msgspec.convert(raw, o.Job)
+    journal = LocalJournal(MemoryLog(), Mirror())
+    cluster = _Cluster(raw)
+    jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
+    team = namespace("team-a")
+
+    async def run() -> None:
+        await journal.append([ev.ObjectUpserted(time=1, key=team.key, obj=team),
+                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        await jobs.reconcile(job.key)
+
+    asyncio.run(run())
+    (body,) = cluster.created
+    spec = body["spec"]["podSets"][0]["template"]["spec"]
+    want = [{"name": "A", "value": "2"}, {"name": "B", "value": "b"}]
+    assert spec["containers"][0]["env"] == want and spec["initContainers"][0]["env"] == want
+    assert raw["spec"]["template"]["spec"]["containers"][0]["env"] == env, "the Job's own template is left as it is"
