@@ -12,11 +12,8 @@ change with the same templates), and when it is not. Medians of ``--rounds`` rou
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import timeit
-
 import msgspec
+from microbench import argument_parser, median_us
 
 from events import objects as o
 from events.template_digest import _DIGESTS, stamped_from_json
@@ -43,10 +40,7 @@ WORKLOAD = {
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--number", type=int, default=2000)
-    p.add_argument("--rounds", type=int, default=5)
-    args = p.parse_args()
+    args = argument_parser(__doc__).parse_args()
     raw = msgspec.json.encode(WORKLOAD)
     decoder = msgspec.json.Decoder(o.Workload)
 
@@ -62,8 +56,7 @@ def main() -> None:
 
     print(f"one Workload of {len(raw):,} bytes, one pod set")
     for f in (plain, stamped_memo_hit, stamped_memo_miss):
-        rounds = [min(timeit.repeat(f, number=args.number, repeat=3)) / args.number * 1e6 for _ in range(args.rounds)]
-        print(f"{f.__name__:>18}: {statistics.median(rounds):6.1f} µs")
+        print(f"{f.__name__:>18}: {median_us(f, args.number, args.rounds):6.1f} µs")
 
 
 if __name__ == "__main__":

@@ -565,10 +565,7 @@ def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) ->
             if value not in allowed:
                 blocking = True
                 errors.append(f"field `{at}`: {not_supported(go_quote(value), allowed)}")
-    weight = spec.fair_sharing.weight if spec.fair_sharing is not None else None
-    problem = None if weight is None else quota_rules.quantity_problem(weight)
-    if problem is not None:
-        errors.append(f"field `spec.fairSharing.weight`: {problem}")
+    errors += _weight_errors(spec.fair_sharing)
     if not blocking:  # the CEL rules: the spec's, then its groups'
         if full and isinstance(obj, o.ClusterQueue):
             errors += quota_rules.borrowing_errors(spec.resource_groups, obj.spec.cohort_name)
@@ -977,15 +974,23 @@ def validate_multikueue_cluster(spec: o.MultiKueueClusterSpec, where: str) -> No
 
 
 def validate_multikueue_config(spec: o.MultiKueueConfigSpec, where: str) -> None:
-    """Kueue's CRD: 1-20 distinct cluster names of at most 256 characters; quotaManagement Manual or Automated."""
+    """Kueue's CRD: 1-20 distinct cluster names of at most 256 characters; quotaManagement Manual or Automated.
+    The names are a list-set, which the apiserver checks after the rest of the schema: each name given again, at
+    its first repeat, in kube-apiserver's words (v1.36)."""
     clusters = spec.clusters
     if not 1 <= len(clusters) <= 20:
         raise SchemaRefused(where, [f"field `spec.clusters` must have 1 to 20 items, has {len(clusters)}"])
     for i, name in enumerate(clusters):
         if not name or len(name) > 256:
             raise SchemaRefused(where, [f"field `spec.clusters[{i}]` must be 1 to 256 characters"])
-        if name in clusters[:i]:
-            raise SchemaRefused(where, [f"field `spec.clusters[{i}]`: duplicate value {name!r}"])
+    seen: set[str] = set()
+    repeated: dict[str, int] = {}
+    for i, name in enumerate(clusters):
+        if name in seen:
+            repeated.setdefault(name, i)
+        seen.add(name)
+    object_rules.refuse_all([f"field `spec.clusters[{i}]`: Duplicate value: {go_quote(name)}"
+                             for name, i in repeated.items()], where, crd=True)  # in the order of the repeats
     if spec.quota_management is not None and spec.quota_management not in ("Manual", "Automated"):
         raise SchemaRefused(where, ["field `spec.quotaManagement`: must be Manual or Automated, "
                                     f"not {spec.quota_management!r}"])
@@ -1097,9 +1102,21 @@ def _workload_status_quantity_errors(status: o.WorkloadStatus) -> list[str]:
     return errors
 
 
+def _weight_errors(fair_sharing: o.FairSharing | None, *, negative: bool = False) -> list[str]:
+    """What a queue's fair sharing weight breaks: off the quantity pattern or no quantity (the CRD's), or, unless
+    ``negative``, below zero."""
+    weight = fair_sharing.weight if fair_sharing is not None else None
+    error = None if weight is None else quota_rules.quantity_error("spec.fairSharing.weight", weight,
+                                                                   negative=negative)
+    return [] if error is None else [error]
+
+
 def _check_weight(fair_sharing: o.FairSharing | None, where: str) -> None:
-    if fair_sharing is not None and fair_sharing.weight is not None:
-        check_quantity(fair_sharing.weight, where, "spec.fairSharing.weight")
+    """A LocalQueue's weight: one off the quantity pattern is its CRD's to refuse
+    (:class:`~events.errors.SchemaRefused`); a negative one is refused as before (kueue-es's rule: the projections
+    read it as 0; whose rule it is in Kueue is not confirmed)."""
+    object_rules.refuse_all(_weight_errors(fair_sharing, negative=True), where, crd=True)
+    object_rules.refuse_all(_weight_errors(fair_sharing), where)
 
 
 # --- v1beta1 -> v1beta2 -----------------------------------------------------------------------------------------

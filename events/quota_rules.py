@@ -12,9 +12,11 @@ controllers acting on whatever is stored. None of this runs in the fold.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from events import objects as o
+from events.field_errors import go_quote
 from events.labels import qualified_name_problem
 from events.quantity import QuantityError, parse_quantity
 
@@ -25,7 +27,8 @@ MAX_COMBINATIONS = 512
 MAX_GROUPS = 16
 """The CRD's ``maxItems`` on a ClusterQueue's and a Cohort's ``resourceGroups``."""
 MAX_GROUP_ITEMS = 64
-"""The CRD's ``maxItems`` on a group's ``coveredResources`` and ``flavors``, and on a flavor's ``resources``."""
+"""The CRD's ``maxItems`` on a group's ``coveredResources`` and ``flavors``, and on a flavor's ``resources`` (each
+with ``minItems`` 1)."""
 LIMITS = (("nominalQuota", "nominal_quota"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))
 
 
@@ -38,40 +41,69 @@ def quantity_problem(q: object, *, negative: bool = False) -> str | None:
     return "must not be negative" if value < 0 and not negative else None
 
 
+QUANTITY_PATTERN = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+                    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+"""The ``pattern`` Kueue's CRDs (controller-gen) give a ``resource.Quantity`` written as a string."""
+
+
+def quantity_error(at: str, q: object, *, negative: bool = False) -> str | None:
+    """The field error of a ``resource.Quantity`` field ``at`` holding ``q`` that :func:`quantity_problem` refuses,
+    or None: for a string off the CRD's :data:`QUANTITY_PATTERN`, in kube-apiserver's words (v1.36, refusing a CRD
+    with the pattern); else in kueue-es's. (A string the pattern refuses and kueue-es reads, `` 1``, is let
+    through as before: the watch folds it.)"""
+    problem = quantity_problem(q, negative=negative)
+    if problem is None:
+        return None
+    if isinstance(q, str) and re.fullmatch(QUANTITY_PATTERN, q) is None:
+        return f"field `{at}`: Invalid value: {go_quote(q)}: {at} in body should match '{QUANTITY_PATTERN}'"
+    return f"field `{at}`: {problem}"
+
+
 def go_map(name: str) -> str:
     """A list entry keyed by ``name`` as the apiserver prints it in a list-map's duplicate error."""
     return 'map[string]interface {}{"name":"' + name + '"}'
 
 
 def schema_errors(groups: Sequence[o.ResourceGroup], *, full: bool = True) -> list[str]:
-    """What the CRD's schema refuses in ``groups``, every one, in the object's order: a quota that is no quantity,
-    a flavor named twice in a group or a resource twice in a flavor (lists keyed by name), a list longer than its
-    ``maxItems`` (``full`` only: the projections fold longer ones, which a CRD without the bound kept); then its CEL
-    rule, a flavor listing as many resources as the group covers."""
+    """What the CRD's schema refuses in ``groups``, every one, as the apiserver lists them: first its schema pass,
+    here in the object's order (the apiserver's follows Go's map order, which varies) (a quota off the quantity
+    pattern or that is no quantity; ``full`` only, as the projections fold the rest, which a CRD
+    without the bounds kept: a list longer than its ``maxItems``, a covered resource, flavor or quota list left
+    empty, below its ``minItems``); then its list maps (a flavor named twice in a group, a resource twice in a
+    flavor). Its CEL rule, a flavor listing as many resources as the group covers, is :func:`count_errors`."""
     most = MAX_GROUPS if full else None
     items = MAX_GROUP_ITEMS if full else None
     errors = _too_many("spec.resourceGroups", groups, most)
+    duplicates: list[str] = []
     for g, rg in enumerate(groups):
-        errors += _too_many(f"spec.resourceGroups[{g}].coveredResources", rg.covered_resources, items)
-        errors += _too_many(f"spec.resourceGroups[{g}].flavors", rg.flavors, items)
+        for name, listed in (("coveredResources", rg.covered_resources), ("flavors", rg.flavors)):
+            errors += _bounds(f"spec.resourceGroups[{g}].{name}", listed, items)
         flavors: set[str] = set()
         for f, fq in enumerate(rg.flavors):
             at = f"spec.resourceGroups[{g}].flavors[{f}]"
-            errors += _too_many(f"{at}.resources", fq.resources, items)
+            errors += _bounds(f"{at}.resources", fq.resources, items)
             if fq.name in flavors:
-                errors.append(f"field `{at}`: Duplicate value: {go_map(fq.name)}")
+                duplicates.append(f"field `{at}`: Duplicate value: {go_map(fq.name)}")
             flavors.add(fq.name)
             resources: set[str] = set()
             for r, rq in enumerate(fq.resources):
                 if rq.name in resources:
-                    errors.append(f"field `{at}.resources[{r}]`: Duplicate value: {go_map(rq.name)}")
+                    duplicates.append(f"field `{at}.resources[{r}]`: Duplicate value: {go_map(rq.name)}")
                 resources.add(rq.name)
                 for name, attr in LIMITS:
                     q = getattr(rq, attr)
-                    problem = None if q is None else quantity_problem(q, negative=True)
-                    if problem is not None:
-                        errors.append(f"field `{at}.resources[{r}].{name}`: {problem}")
-    return errors
+                    error = None if q is None else quantity_error(f"{at}.resources[{r}].{name}", q, negative=True)
+                    if error is not None:
+                        errors.append(error)
+    return errors + duplicates
+
+
+def _bounds(at: str, items: Sequence[object], most: int | None) -> list[str]:
+    """A group's list past its ``maxItems`` or, under the same bound's check (``most`` not None), empty: below its
+    ``minItems`` of 1, worded as kube-apiserver (v1.36) words a CRD's ``minItems``."""
+    if most is not None and not items:
+        return [f"field `{at}`: Invalid value: 0: {at} in body should have at least 1 items"]
+    return _too_many(at, items, most)
 
 
 def _too_many(at: str, items: Sequence[object], most: int | None) -> list[str]:

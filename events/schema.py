@@ -105,6 +105,15 @@ class ReplacementPodsChanged(Event, tag="ReplacementPodsChanged"):
     waiting: bool = False
 
 
+class WorkloadOnHoldChanged(Event, tag="WorkloadOnHoldChanged"):
+    """The pod integration puts a StatefulSet's group Workload on hold (``on_hold``) while the set is scaled to zero,
+    or clears the hold once it is scaled up again (Kueue v0.20's StatefulSet reconciler, #12233): QuotaReserved=False
+    reason ``OnHold``, its quota given back and its admission cleared, and not queued until cleared
+    (``PendingEvaluation``). The status is written from here."""
+
+    on_hold: bool = False
+
+
 class JobActed(Event, tag="JobActed"):
     """The job integration acted on a batch/v1 Job (``key``/``uid``): created its Workload, started it, or stopped
     it, updated or deleted a Workload it no longer matched, or gave it no Workload for want of its
@@ -603,6 +612,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     JobStopped,
     ReclaimablePodsChanged,
     ReplacementPodsChanged,
+    WorkloadOnHoldChanged,
     AdmissionCheckStateChanged,
     MultiKueueClusterObserved,
     RemoteWorkloadObserved,

@@ -33,6 +33,9 @@ Steps, each with the offset and time of the event that caused it:
 * ``Requeued`` — with ``released`` when the reservation was cleared; with the cluster-state fold beside the audit,
   also a reservation the fold forgot because its Workload was rewritten with other pod sets before the reservation
   was written (``SpecChanged``, ``observed``);
+* ``Unreserved`` — its reservation taken back without an eviction (a ``QuotaReservationUnset`` decision, with its
+  reason; or a StatefulSet's Workload put on hold while the set is at zero replicas, reason ``OnHold``, after which
+  it is not queued until the hold is released and a ``Queued`` step shows it back);
 * ``Deactivated``, ``Finished``, ``Deleted``;
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset).
 
@@ -55,6 +58,8 @@ from projections.cluster import ClusterState
 from projections.workloads import (
     ADMISSION_GATED_BY_ANNOTATION,
     CONCURRENT_ADMISSION_PARENT_LABEL,
+    ON_HOLD,
+    ON_HOLD_MESSAGE,
     has_quota_reservation,
     owner_uid_of,
 )
@@ -129,6 +134,9 @@ class _Tracked(msgspec.Struct):
     parent: bool = False
     """Labelled a ``ConcurrentAdmission`` parent (``kueue.x-k8s.io/concurrent-admission-parent: "true"``): under the
     gate it is pursued through its variants, not queued itself."""
+    held: bool = False
+    """On hold (``WorkloadOnHoldChanged``: a StatefulSet's Workload while the set is at zero replicas, or seen with
+    QuotaReserved=False ``OnHold``): holds no quota and is not queued until released."""
     parent_uid: str = ""
     """A ``ConcurrentAdmission`` variant the log made (``VariantCreated``, no uid yet): its parent's UID, by which its
     read-back from the apiserver is known as the same workload (:func:`projections.variants.adopts`)."""
@@ -300,6 +308,9 @@ class AuditTrail:
             case ev.JobStopped():
                 if self._wanted(e.key):
                     self._add(off, e, e.key, "JobStopped", self.workloads.get(e.key))
+            case ev.WorkloadOnHoldChanged():
+                if self._wanted(e.key):
+                    self._hold(off, e)
             case ev.PodsReadyChanged():
                 if self._wanted(e.key):
                     self._add(off, e, e.key, "PodsReady", self.workloads.get(e.key),
@@ -368,8 +379,8 @@ class AuditTrail:
     def _admissible(self, t: _Tracked) -> bool:
         """Active, not held back by an admission gate, its DRA claims charged: may be queued (Kueue's
         ``IsAdmissible``, and its workload controller's DRA check)."""
-        return (t.active and not (t.gate and self.gated_by) and not (t.parent and self.concurrent_admission)
-                and not self._claims_refused(t))
+        return (t.active and not t.held and not (t.gate and self.gated_by)
+                and not (t.parent and self.concurrent_admission) and not self._claims_refused(t))
 
     def _claims_refused(self, t: _Tracked) -> bool:
         """Kueue refuses ``t``'s DRA claims, or its extended resources that DeviceClasses serve, under the
@@ -430,7 +441,8 @@ class AuditTrail:
         if t is None:
             t = _Tracked(uid=w.metadata.uid, namespace=w.metadata.namespace, queue_name=w.spec.queue_name,
                          active=w.spec.active, gate=w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
-                         claims=_claims_of(w), extended=_extended_of(w), parent=_is_parent(w))
+                         claims=_claims_of(w), extended=_extended_of(w), parent=_is_parent(w),
+                         held=_held(w.status))
             self.workloads[key] = t
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
             ref = w.spec.priority_class_ref
@@ -450,6 +462,22 @@ class AuditTrail:
         t.extended = _extended_of(w)
         t.parent = _is_parent(w)
         self._queue(off, e, key, t)
+
+    def _hold(self, off: int, e: ev.WorkloadOnHoldChanged) -> None:
+        """A workload put on hold gives back its quota (an ``Unreserved`` step, reason ``OnHold``) and leaves its
+        queue; released, it is queued again. The fold's rules (:meth:`ClusterState._on_hold_changed
+        <projections.cluster.ClusterState._on_hold_changed>`): only an active, unfinished workload is put on hold."""
+        t = self.workloads.get(e.key)
+        if t is None or t.phase == FINISHED or (e.uid and e.uid != t.uid):
+            return
+        if e.on_hold and t.active and not t.held:
+            released = t.phase in (RESERVED, ADMITTED)
+            self._add(off, e, e.key, "Unreserved", t, reason=ON_HOLD, message=ON_HOLD_MESSAGE, released=released,
+                      cluster_queue=self._cq_before(t))
+            t.held, t.phase, t.reserved_in, t.queued_in = True, PENDING, "", ""
+        elif not e.on_hold and t.held:
+            t.held = False
+            self._queue(off, e, e.key, t)
 
     def _reservation_forgotten(self, off: int, e: ev.ObjectUpserted) -> None:
         """The fold forgot the workload's reservation at this upsert: its Workload was rewritten with other pod sets
@@ -522,6 +550,8 @@ class AuditTrail:
                 self._add(off, e, key, "Admitted", t, cycle=e.cycle, message=e.message, ignored=ignored)
             case ev.WorkloadPending():
                 ignored = phase != PENDING
+                if t is not None and t.held and not ignored and e.reason != ON_HOLD:
+                    t.held = False  # its QuotaReserved condition says why else it waits (Deactivated): no longer held
                 cq = self._cq(t)
                 line = self.timelines.get(key)
                 last = line[-1] if line else None
@@ -622,6 +652,11 @@ def _assignment(admission: o.Admission) -> dict[str, object]:
 
 def step_to_builtins(step: Step) -> dict[str, object]:
     return msgspec.to_builtins(step)
+
+
+def _held(st: o.WorkloadStatus) -> bool:
+    """A Workload first seen on hold: QuotaReserved=False reason ``OnHold``, as the fold reads it."""
+    return any(c.type == "QuotaReserved" and c.status == "False" and c.reason == ON_HOLD for c in st.conditions)
 
 
 def _is_parent(w: o.Workload) -> bool:

@@ -19,7 +19,6 @@ its checks (which the ProvisioningRequest controller would take for "nothing to 
 
 from __future__ import annotations
 
-from decimal import ROUND_FLOOR
 from typing import Any, NamedTuple
 
 import msgspec
@@ -30,11 +29,9 @@ from events.errors import InvalidRecord, UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
-from events.quantity import MAX_INT64, QuantityError, parse_quantity
+from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
 from projections import (
-    afs_ledger,
-    config_version,
     effective_quotas,
     eviction_stats,
     gates,
@@ -47,7 +44,6 @@ from projections.admissionchecks import (
     MultiKueueWorld,
     already_shown,
     applicable_checks,
-    external_dispatcher,
     reset_message,
     runs_controller,
     shows_word,
@@ -55,18 +51,17 @@ from projections.admissionchecks import (
     unshown_written,
 )
 from projections.admitted_condition import sync_unadmitted
-from projections.afs_ledger import (  # noqa: F401  (AFS_SEED_SCALE: re-exported for the scheduler and tests)
+from projections.afs_ledger import (
     AFS_ADD,
-    AFS_CHECKPOINT,
-    AFS_RELEASE,
-    AFS_SEED,
-    AFS_SEED_SCALE,
-    AFS_SETTLE,
+    AFS_SEED_SCALE,  # noqa: F401  (re-exported for the scheduler and tests)
 )
+from projections.cluster_afs import AfsHistory, _admission_mode
+from projections.cluster_checks import CheckStates
+from projections.cluster_config import ConfigReadings
+from projections.cluster_dra import DraCharges
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
-from projections.custom_labels import of_document as custom_labels_of
 from projections.deadlines import DueIndex
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
 from projections.dra import UNRESOLVED as DRA_UNRESOLVED
@@ -74,25 +69,13 @@ from projections.dra import (
     DraView,
     asks_for_served,
     has_claims,
-    needs_extended,
-    serving_classes,
     workload_problem,
 )
-from projections.dra import capacities_of as dra_capacities_of
-from projections.dra import cel_classes as _cel_classes
-from projections.dra import counters_of as dra_counters_of
-from projections.dra import extended_on as dra_extended_on
-from projections.dra import mapping_of as dra_mapping_of
-from projections.dra import mode_of as dra_mode_of
-from projections.dra import prioritized_on as dra_prioritized_on
 from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
 from projections.local_queue_metrics import LocalQueueMetricsSetting
-from projections.local_queue_metrics import of_document as lq_metrics_of
-from projections.local_queue_metrics import selects as lq_metrics_selects
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_reservation
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
-from projections.pods_ready import waits_for_pods_ready
 from projections.pods_ready_condition import NOT_READY, WAIT_FOR_START, pods_ready_condition
 from projections.pods_ready_wait import own_deadline, pods_ready_wait
 from projections.preemption_gates import (
@@ -107,7 +90,7 @@ from projections.preemption_gates import (
 from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
-from projections.request_rules import RequestRules, reclaims, rules_of
+from projections.request_rules import RequestRules
 from projections.resource_slices import ResourceSlices
 from projections.secondpass import HOSTNAME as HOSTNAME_LABEL
 from projections.secondpass import backoff_ms, needs_second_pass
@@ -122,8 +105,11 @@ from projections.workloads import (
     DEACTIVATION_TARGET,
     ELASTIC_JOB_ANNOTATION,
     FINISHED,
+    HOLD_CLEARED,
     HOLDING,
     MULTIKUEUE_ORIGIN_LABEL,
+    ON_HOLD,
+    ON_HOLD_MESSAGE,
     PENDING,
     RESERVED,
     SLICE_REPLACEMENT_FOR_ANNOTATION,
@@ -146,6 +132,7 @@ from projections.workloads import (
     intern_scan,
     is_parent,
     keeps_queued,
+    on_hold,
     owned_by_single_pod,
     owner_of,
     placement_of,
@@ -179,17 +166,10 @@ class MisfiledObject(ValueError):
         super().__init__(f"{kind} {obj.key!r} is upserted under key {key!r} (the key must be namespace/name)")
 
 
-USAGE_BASED = "UsageBasedAdmissionFairSharing"
-
-def _admission_mode(cq: o.ClusterQueue) -> str:
-    scope = cq.spec.admission_scope
-    return scope.admission_mode if scope is not None else ""
-
-
 _STALE = object()
 """A memo read from no configuration (:attr:`ClusterState._afs_any_of`): it is read again at the next question."""
 
-class ClusterState:
+class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
     """Everything the scheduler needs, rebuilt from the log."""
 
     # Slots, not an instance dict: the fold reads these attributes on every event, and a slot is cheaper to reach
@@ -390,21 +370,21 @@ class ClusterState:
         self.afs_history: dict[str, list[tuple[int, int, tuple[tuple[str, int], ...]]]] = {}
         """Admission Fair Sharing facts per LocalQueue key, in log order: (time, sign, usage per resource name) — one
         list per LocalQueue, as the fold of one never reads another's, so that forgetting one costs its own entries
-        only. The signs
-        :data:`AFS_SETTLE` (a workload reached its accounting anchor in a ClusterQueue ordering by Admission Fair
-        Sharing), :data:`AFS_ADD` (its usage entered without a settlement), :data:`AFS_RELEASE` (it left) and
-        :data:`AFS_SEED`. Kept only while the recorded Configuration turns Admission Fair Sharing on
-        (:meth:`afs_tracks`), for every LocalQueue (Kueue samples them all, only the ordering is the
-        ``admissionScope.admissionMode``'s); a deleted LocalQueue's is dropped. The anchor is admission, or quota reservation in an ordering ClusterQueue
-        under ``AdmissionFairSharingAnchorAtQuotaReservation`` (:meth:`_afs_counted`); the scheduler folds the facts
-        with the configured half-life and sampling interval into each LocalQueue's consumed usage. A LocalQueue's
-        first appearance (or the start of its tracking) is a seed: the
+        only. The signs :data:`~projections.afs_ledger.AFS_SETTLE` (a workload reached its accounting anchor in a
+        ClusterQueue ordering by Admission Fair Sharing), :data:`~projections.afs_ledger.AFS_ADD` (its usage entered
+        without a settlement), :data:`~projections.afs_ledger.AFS_RELEASE` (it left) and
+        :data:`~projections.afs_ledger.AFS_SEED`. Kept only while the recorded Configuration turns Admission Fair
+        Sharing on (:meth:`afs_tracks`), for every LocalQueue (Kueue samples them all, only the ordering is the
+        ``admissionScope.admissionMode``'s); a deleted LocalQueue's is dropped. The anchor is admission, or quota
+        reservation in an ordering ClusterQueue under ``AdmissionFairSharingAnchorAtQuotaReservation``
+        (:meth:`_afs_counted`); the scheduler folds the facts with the configured half-life and sampling interval into
+        each LocalQueue's consumed usage. A LocalQueue's first appearance (or the start of its tracking) is a seed: the
         ``status.fairSharing.admissionFairSharingStatus.consumedResources`` it carried then, in thousandths of a unit
-        per resource name (:data:`AFS_SEED_SCALE`; none for a new LocalQueue): Kueue's warm start from the
-        persisted status (:meth:`seed_afs`). Compacted (:mod:`projections.afs_ledger`): past
-        :data:`~projections.afs_ledger.COMPACT_AT` entries a LocalQueue's list becomes one :data:`AFS_CHECKPOINT`
-        entry holding its fold under the recorded configuration, as it does for every LocalQueue when that
-        configuration's half-life or sampling interval changes."""
+        per resource name (:data:`~projections.afs_ledger.AFS_SEED_SCALE`; none for a new LocalQueue): Kueue's warm
+        start from the persisted status (:meth:`seed_afs`). Compacted (:mod:`projections.afs_ledger`): past
+        :data:`~projections.afs_ledger.COMPACT_AT` entries a LocalQueue's list becomes one
+        :data:`~projections.afs_ledger.AFS_CHECKPOINT` entry holding its fold under the recorded configuration, as it
+        does for every LocalQueue when that configuration's half-life or sampling interval changes."""
         self.afs_dirty: dict[str, None] = {}
         """LocalQueues whose :attr:`afs_history` changed (appended to, compacted, dropped) since the ledger
         (:meth:`afs_ledger`) last took them in (derived: the ledger drains it; kept only while there is one, as one
@@ -560,261 +540,6 @@ class ClusterState:
         found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
 
-    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool, tuple, tuple, bool]:
-        """The DRA mode, device-class mapping, KueueDRAIntegrationExtendedResource (with the DRA gate), the
-        counter sources of DeviceClasses (:func:`projections.dra.counters_of`), their capacity sources
-        (:func:`projections.dra.capacities_of`) and KueueDRAIntegrationPrioritizedList (with the DRA gate) of the
-        configuration in force (:mod:`projections.dra`)."""
-        config = self.config
-        if self._dra_of is not config:
-            doc = config.document if config is not None else None
-            self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc), dra_extended_on(doc),
-                                               dra_counters_of(doc), dra_capacities_of(doc), dra_prioritized_on(doc))
-        return self._dra
-
-    def byte_valued(self) -> frozenset[str]:
-        """The logical resources of the counter-sourced ``deviceClassMappings`` of the configuration in force: byte
-        counts Kueue writes in binary units (``50Gi``) wherever it formats a quantity, as its mapper registers them
-        for its resource formatter (kubernetes-sigs/kueue#12989, v0.18.x on); capacity-sourced ones it does not."""
-        config = self.config
-        if self._bytes_of is not config:
-            counters = self.dra_config()[3]
-            self._bytes_of, self._bytes = config, frozenset(s.resource for _, sources in counters for s in sources)
-        return self._bytes
-
-    def _sourced(self) -> tuple[tuple[str, tuple], ...]:
-        """DeviceClass -> its counter and capacity sources, by DeviceClass then counters first."""
-        _, _, _, counters, capacities, _ = self.dra_config()
-        return (*counters, *capacities)
-
-    def served_extended(self) -> tuple[tuple[str, str], ...]:
-        """Extended resource -> the DeviceClass serving it, by resource, while Kueue charges those as DRA devices
-        (KueueDRAIntegrationExtendedResource with the DRA gate); empty otherwise, or without such classes."""
-        if not self.device_classes or not self.dra_config()[2]:
-            return ()
-        if self._served is None:
-            self._served = serving_classes(self.device_classes[k] for k in sorted(self.device_classes))
-        return self._served
-
-    def dra_view(self, namespace: str) -> DraView | None:
-        """What decides the claims of ``namespace``'s pods (None: claims are ignored, both DRA gates off)."""
-        found = self._dra_views.get(namespace)
-        if found is not None:
-            return found
-        mode, mapping, _, counters, capacities, prioritized = self.dra_config()
-        if not mode:
-            return None
-        prefix = namespace + "/"
-        templates = tuple(sorted((k[len(prefix):], t.spec.spec) for k, t in self.claim_templates.items()
-                                 if k.startswith(prefix)))
-        classes: set[str] = set()
-        devices: tuple = ()
-        slice_devices = None
-        if (counters or capacities) and mode == "charge":
-            sourced = self._sourced()
-            classes.update(dc for dc, _ in sourced)
-            drivers = sorted({cs.driver for _, sources in sourced for cs in sources})
-            devices = tuple((d, self.resource_slices.devices(d)) for d in drivers)
-        else:
-            counters = capacities = ()
-        selecting = {dc for _, spec in templates for dc in _cel_classes(spec)}
-        if selecting and mode == "charge":
-            classes.update(selecting)
-            by_name = self.resource_slices.by_name
-            slice_devices = tuple((by_name[k].spec.driver, d) for k in sorted(by_name) for d in by_name[k].spec.devices)
-        found = self._dra_views[namespace] = DraView(
-            reject=mode == "reject", mapping=mapping, templates=templates, extended=self.served_extended(),
-            counters=counters, class_selectors=tuple((dc, self._class_selectors(dc)) for dc in sorted(classes) if dc),
-            devices=devices, capacities=capacities, slice_devices=slice_devices, prioritized=prioritized)
-        return found
-
-    def _class_selectors(self, name: str) -> tuple[str, ...] | None:
-        """The CEL expressions of DeviceClass ``name``'s selectors (None: the log holds no such class)."""
-        dc = self.device_classes.get(name)
-        if dc is None:
-            return None
-        return tuple(s.cel.expression for s in dc.spec.selectors if s.cel is not None)
-
-    def _dra_for(self, namespace: str, pod_sets: Any) -> DraView | None:
-        """:meth:`dra_view` for a workload whose pod templates have claims or request an extended resource a
-        DeviceClass serves (:func:`projections.dra.needs_extended`), else None (most: no look-up)."""
-        if has_claims(pod_sets):
-            return self.dra_view(namespace)
-        served = self.served_extended()
-        if served and needs_extended(pod_sets, dict(served)):
-            return self.dra_view(namespace)
-        return None
-
-    @property
-    def request_rules(self) -> RequestRules | None:
-        """The ``resources`` rules of the configuration in force: what they do to requests (None: nothing)."""
-        return self._rules_in_force()[0]
-
-    @property
-    def reclaim_enabled(self) -> bool:
-        """Kueue's ``ReclaimablePods`` gate in the configuration in force: reclaimable pods need no quota."""
-        return self._rules_in_force()[1]
-
-    @property
-    def waits_for_pods_ready(self) -> bool:
-        """waitForPodsReady is in force under the recorded configuration (:mod:`projections.pods_ready`)."""
-        config = self.config
-        if self._pods_ready_of is not config:
-            doc = config.document if config is not None else None
-            self._pods_ready_of, self._pods_ready = config, waits_for_pods_ready(doc)
-        return self._pods_ready
-
-    @property
-    def tracks_pods_scheduled(self) -> bool:
-        """Kueue's UnscheduledPodsTracker runs under the recorded configuration (WaitForPodsReadyUnscheduledTimeout
-        on, waitForPodsReady in force with a positive ``unscheduledTimeout``: :func:`pods_scheduled.tracking`)."""
-        config = self.config
-        if self._scheduling_of is not config:
-            doc = config.document if config is not None else None
-            self._scheduling_of, self._scheduling = config, pods_scheduled.tracking(doc, self.gate)
-        return self._scheduling
-
-    def gate(self, name: str) -> bool:
-        """Kueue's feature gate ``name`` under the recorded configuration (its default when none is recorded). Each
-        gate is read once per recorded configuration: the fold asks per event, the Job integration per Job."""
-        config = self.config
-        if self._gates_of is not config:
-            self._gates_of, self._gates = config, {}
-        found = self._gates.get(name)
-        if found is None:
-            found = self._gates[name] = gates.enabled(
-                gates.of_document(config.document if config is not None else None), name)
-        return found
-
-    @property
-    def external_dispatcher(self) -> bool:
-        """An external controller nominates MultiKueue workers under the recorded configuration (MultiKueue on, a
-        ``multiKueue.dispatcherName`` Kueue has no dispatcher for): the nominations are the Workload's, observed."""
-        config = self.config
-        if self._dispatcher_of is not config:
-            doc = config.document if config is not None else None
-            self._dispatcher_of = config
-            self._external_dispatcher = external_dispatcher(doc) and self.gate(gates.MULTIKUEUE)
-        return self._external_dispatcher
-
-    @property
-    def admission_gated_by(self) -> bool:
-        """Kueue's ``AdmissionGatedBy`` gate in the configuration in force: a workload whose
-        ``kueue.x-k8s.io/admission-gated-by`` annotation is not empty is not queued."""
-        return self.gate(gates.ADMISSION_GATED_BY)
-
-    @property
-    def concurrent_admission(self) -> bool:
-        """Kueue's ``ConcurrentAdmission`` gate in the configuration in force: a parent workload (labelled
-        ``kueue.x-k8s.io/concurrent-admission-parent: "true"``) is not queued, its variants are."""
-        return self.gate(gates.CONCURRENT_ADMISSION)
-
-    @property
-    def priority_boost(self) -> bool:
-        """Kueue's ``PriorityBoost`` gate in the configuration in force: a workload's
-        ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority (:attr:`WorkloadInfo.boost`)."""
-        return self.gate(gates.PRIORITY_BOOST)
-
-    @property
-    def local_queue_metrics(self) -> bool:
-        """Kueue's ``LocalQueueMetrics`` gate and ``metrics.localQueueMetrics.enable`` in the configuration in
-        force: the ``local_queue_*`` metrics are folded and exposed (:mod:`projections.metrics`), for the
-        LocalQueues :meth:`local_queue_metrics_for` selects."""
-        return self.gate(gates.LOCAL_QUEUE_METRICS) and self._local_queue_setting().enable
-
-    def local_queue_metrics_for(self, namespace: str, name: str) -> bool:
-        """Whether the metrics of LocalQueue ``namespace/name`` are folded and exposed: :attr:`local_queue_metrics`
-        and the LocalQueue's labels match ``metrics.localQueueMetrics.localQueueSelector``
-        (:mod:`projections.local_queue_metrics`). Asked at each workload event the LocalQueue metrics fold: the
-        gate and stanza are read once per configuration, and a selector's match once per LocalQueue object (an
-        upsert replaces the object, so changed labels are matched again)."""
-        config = self.config
-        if self._lq_selected_of is not config:
-            self._lq_selected_of, self._lq_selected = config, {}
-            if not self.local_queue_metrics:
-                self._lq_every = False
-            else:  # without a selector, every LocalQueue
-                self._lq_every = True if self._local_queue_setting().selector is None else None
-        every = self._lq_every
-        if every is not None:
-            return every
-        key = f"{namespace}/{name}"
-        lq = self.local_queues.get(key)
-        known = self._lq_selected.get(key)
-        if known is None or known[0] is not lq:
-            known = self._lq_selected[key] = (lq, lq_metrics_selects(self._local_queue_setting(), lq))
-        return known[1]
-
-    def _local_queue_setting(self) -> LocalQueueMetricsSetting:
-        config = self.config
-        if self._lq_metrics_of is not config:
-            self._lq_metrics = lq_metrics_of(config.document if config is not None else None)
-            self._lq_metrics_of = config
-        return self._lq_metrics
-
-    @property
-    def custom_labels(self) -> CustomLabels | None:
-        """The Configuration's ``metrics.customLabels`` while its ``CustomMetricLabels`` gate is on (None when off,
-        or none are configured): the labels the metrics carry (:mod:`projections.custom_labels`)."""
-        config = self.config
-        if self._custom_labels_of is not config:
-            found = None
-            if self.gate(gates.CUSTOM_METRIC_LABELS):
-                found = custom_labels_of(config.document if config is not None else None)
-            self._custom_labels_of, self._custom_labels = config, found
-        return self._custom_labels
-
-    def _metric_annotations(self, annotations: dict[str, str]) -> tuple[tuple[str, str], ...]:
-        """The annotations of a workload that the Workload custom labels in force read (none while the gate is
-        off or none reads an annotation: the common case costs one cached lookup per annotated workload)."""
-        custom = self.custom_labels
-        keys = custom.workload_annotation_keys if custom is not None else ()
-        if not keys:
-            return ()
-        return tuple(sorted((k, v) for k, v in annotations.items() if k in keys))
-
-    def _relabelled(self, kind: str, old: o.KObject | None, new: o.KObject) -> bool:
-        """An update changed the custom label values of an object of ``kind``: Kueue then clears the series it
-        keyed with the old ones, so the object's counters and histograms start again from zero."""
-        custom = self.custom_labels
-        return custom is not None and old is not None and custom.changed(kind, old.metadata, new.metadata)
-
-    def _unselected(self, old: o.LocalQueue | None, new: o.LocalQueue) -> bool:
-        """An update made a LocalQueue stop matching ``metrics.localQueueMetrics.localQueueSelector``: Kueue then
-        clears its series, so if it matches again later it counts from zero."""
-        if old is None or not self.local_queue_metrics:
-            return False
-        setting = self._local_queue_setting()
-        return setting.selector is not None and lq_metrics_selects(setting, old) and not lq_metrics_selects(
-            setting, new)
-
-    @property
-    def dynamic_quotas(self) -> bool:
-        """Kueue's ``DynamicQuotaOrchestration`` gate in the configuration in force: a ClusterQueue's or Cohort's
-        ``status.effectiveQuotas`` stands for its spec's resource groups (:mod:`projections.effective_quotas`)."""
-        return self.gate(gates.DYNAMIC_QUOTA_ORCHESTRATION)
-
-    def _requotaed(self, old: o.ClusterQueue | o.Cohort | None, new: o.ClusterQueue | o.Cohort) -> bool:
-        """An upsert changed the quotas in force of a ClusterQueue or Cohort: its spec, or, under
-        DynamicQuotaOrchestration, the effective quotas its status sets."""
-        if old is None or old.spec != new.spec:
-            return True
-        return self.dynamic_quotas and (effective_quotas.effective_groups(old.status)
-                                        != effective_quotas.effective_groups(new.status))
-
-    @property
-    def tas_enabled(self) -> bool:
-        """Kueue's ``TopologyAwareScheduling`` gate in the configuration in force: off, Kueue neither filters flavors
-        nor places pods by topology, a missing Topology leaves a ClusterQueue active, and the Job integration and
-        the ungater leave topology alone."""
-        return self.gate(gates.TOPOLOGY_AWARE_SCHEDULING)
-
-    @property
-    def shapes_name_pod_sets(self) -> bool:
-        """Whether the shapes scheduling equivalence is judged on name the pod sets (Kueue's
-        ``SchedulingEquivalenceHashingIgnorePodSetName`` off, in the configuration in force)."""
-        return not self.gate(gates.SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME)
-
     def shape_of(self, wl: WorkloadInfo) -> tuple[int, bytes]:
         """``wl``'s scheduling-equivalence shape under the configuration in force."""
         return wl.shape(self.shapes_name_pod_sets, wl.allowed_flavors is not None and self.concurrent_admission)
@@ -827,13 +552,6 @@ class ClusterState:
             q = self.queues[cq]
             q.shapes = {key: self.shape_of(workloads[key]) for key in q.shapes}
             q.parked_shapes.clear()
-
-    def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
-        config = self.config
-        if self._rules_of is not config:
-            doc = config.document if config is not None else None
-            self._rules_of, self._rules = config, (rules_of(doc), reclaims(doc))
-        return self._rules
 
     def local_queue_active(self, key: str) -> tuple[str, str, str]:
         """Status, reason and message of the Active condition of LocalQueue ``key`` (which exists): the
@@ -1174,6 +892,32 @@ class ClusterState:
             self._dequeue(wl)
             self._enqueue(wl)
 
+    def _on_hold_changed(self, e: ev.WorkloadOnHoldChanged) -> None:
+        """A StatefulSet's Workload put on hold, or its hold cleared (Kueue's StatefulSet reconciler, #12233). Put on
+        hold (active, not finished, not on hold already), it gives back any quota it holds as
+        ``UnsetQuotaReservationWithCondition`` does (QuotaReserved=False ``OnHold``, admission cleared, Admitted
+        synced; no eviction, no Requeued condition) and leaves its queue. Cleared, it shows PendingEvaluation (its
+        legacy fallback with UnadmittedWorkloadsObservability off) and is queued again."""
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED or (e.uid and e.uid != wl.uid):
+            return
+        if e.on_hold and wl.active and not on_hold(wl):
+            if wl.reserving:
+                wl.cluster_name, wl.nominated, wl.remotes = "", (), None
+                self._give_back(wl, ON_HOLD, ON_HOLD_MESSAGE, e.time)
+            else:
+                wl.set_condition("QuotaReserved", "False", ON_HOLD, ON_HOLD_MESSAGE, e.time)
+                self._sync_admitted(wl, e.time)
+            wl.scan = None
+        elif not e.on_hold and on_hold(wl):
+            wl.set_condition("QuotaReserved", "False", self._unadmitted("PendingEvaluation"), HOLD_CLEARED, e.time)
+            self._sync_admitted(wl, e.time)
+        else:
+            return
+        self._dequeue(wl)
+        self._enqueue(wl)
+        self.reflag(wl)
+
     def _reclaim(self, wl: WorkloadInfo) -> None:
         """``wl``'s reclaimable pods (or whether they count) changed: a pending workload counts its pod sets
         without them (and goes back to its queue's heap, as Kueue requeues on such a change); one holding quota
@@ -1306,82 +1050,6 @@ class ClusterState:
             if wl.condition("PodsReady") is not None:
                 self._set_pods_ready(wl, wl.pods_ready, self.time)
             self.reindex(wl.key)
-
-    def _on_check_state(self, e: ev.AdmissionCheckStateChanged | ev.AdmissionCheckUpdated) -> None:
-        """A check's new state (observed from another controller, or decided by kueue-es's own): Kueue's
-        ``SetAdmissionCheckState`` — lastTransitionTime moves with the state only, retryCount is kept."""
-        wl = self.workloads.get(e.key)
-        if wl is None:
-            return
-        old = wl.check_states.get(e.check)
-        retry = getattr(e, "retry_count", None)
-        if retry is None and old is not None:
-            retry = old.retry_count
-        states = dict(wl.check_states)
-        states[e.check] = o.AdmissionCheckState(
-            name=e.check, state=e.state, message=e.message,
-            requeue_after_seconds=e.requeue_after_seconds, retry_count=retry,
-            last_transition_time=_ltt(old, e.state, e.time), pod_set_updates=list(e.pod_set_updates),
-        )
-        wl.check_states = dict(sorted(states.items()))
-        if e.state == "Rejected" or wl.phase == RESERVED:
-            # Kueue v0.20 (#14309): a rejected check takes the Admitted condition down at once; a workload holding
-            # quota but not admitted shows why (the workload controller syncs it with each check's change)
-            self._sync_admitted(wl, e.time)
-        if wl.unshown_checks and isinstance(e, ev.AdmissionCheckStateChanged):
-            # its controller's word, observed where it set it: the log's own earlier word is behind it
-            wl.unshown_checks = tuple(u for u in wl.unshown_checks if u[0] != e.check)
-
-    # --- ProvisioningRequests -------------------------------------------------------------------------------
-
-    def _on_request_created(self, e: ev.ProvisioningRequestCreated) -> None:
-        req = e.request
-        key = req.key
-        if key not in self.provisioning_requests:
-            self.put_request(req)
-
-    def _on_request_deleted(self, e: ev.ProvisioningRequestDeleted) -> None:
-        req = self._pop_request(f"{e.namespace}/{e.name}")
-        if req is not None and req.metadata.uid:
-            self.deleted_requests[req.metadata.uid] = None
-
-    def _upsert_request(self, req: o.ProvisioningRequest) -> None:
-        if req.metadata.uid in self.deleted_requests:
-            return  # deleted by decision; this is an older event of it
-        old = self.provisioning_requests.get(req.key)
-        if old is not None:
-            self._pop_request(req.key)
-        self.put_request(req)
-
-    def _delete_request(self, key: str, uid: str) -> None:
-        self.deleted_requests.pop(uid, None)
-        req = self.provisioning_requests.get(key)
-        if req is None:
-            return
-        known = req.metadata.uid
-        if not known or (uid and uid != known):
-            return  # our creation is not observed yet, or another instance of the name went away
-        self._pop_request(key)
-
-    def put_request(self, req: o.ProvisioningRequest) -> None:
-        self.provisioning_requests[req.key] = req
-        owner = request_owner(req)
-        if owner:
-            self.requests_of.setdefault(owner, {})[req.key] = None
-            self.touched[owner] = None
-
-    def _pop_request(self, key: str) -> o.ProvisioningRequest | None:
-        req = self.provisioning_requests.pop(key, None)
-        if req is not None:
-            owner = request_owner(req)
-            if owner:
-                self.touched[owner] = None
-            owned = self.requests_of.get(owner)
-            if owned is not None:
-                owned.pop(key, None)
-                if not owned:
-                    del self.requests_of[owner]
-        return req
 
     def _on_unhealthy_nodes(self, e: ev.UnhealthyNodesChanged) -> None:
         wl = self.workloads.get(e.key)
@@ -1760,55 +1428,6 @@ class ClusterState:
         self._limit_range_keys = None
         if self.limit_summary(namespace) != before:
             self._readjust(namespace=namespace)
-
-    def _claim_templates_changed(self, namespace: str) -> None:
-        """A ResourceClaimTemplate of ``namespace`` came, changed or went: its pending workloads with claims are
-        charged anew, and those whose DRA requests change go back to their queue's heap (reference §3.4: a
-        parked workload is unparked by a change of its DRA requests)."""
-        self._dra_views.pop(namespace, None)
-        self._selecting = None
-        self._readjust(namespace=namespace, claims=True)
-
-    def _device_classes_changed(self, before: tuple[tuple[str, str], ...], name: str) -> None:
-        """DeviceClass ``name`` came, changed or went (``before``: which classes served which extended resources):
-        when what classes serve changes, or the class has counter or capacity sources (its selectors choose the
-        devices charged), the pending workloads asking for extended resources or with claims are charged anew (Kueue's
-        workload controller looks the classes up at each reconcile; reference §3.4: a change of DRA requests
-        unparks)."""
-        self._served = None
-        if (self.served_extended() != before or any(dc == name for dc, _ in self._sourced())
-                or self._selecting_templates()):
-            self._dra_views.clear()
-            self._readjust(claims=True)
-
-    def _selecting_templates(self) -> bool:
-        """Some ResourceClaimTemplate has a request with CEL selectors, which Kueue matches against every device
-        (:func:`projections.dra.claim_charge`): a DeviceClass or ResourceSlice changing may change its charge."""
-        if self._selecting is None:
-            self._selecting = any(_cel_classes(t.spec.spec) for t in self.claim_templates.values())
-        return self._selecting
-
-    def _slices_changed(self, driver: str) -> None:
-        """A ResourceSlice of ``driver`` came, changed or went: when a counter or capacity source reads that driver's devices,
-        the pending workloads with claims are charged anew (Kueue retries their charge until the devices it needs
-        are published)."""
-        if any(cs.driver == driver for _, sources in self._sourced() for cs in sources) or self._selecting_templates():
-            self._dra_views.clear()
-            self._readjust(claims=True)
-
-    def _taint_rules_changed(self) -> None:
-        """A DeviceTaintRule came, changed or went: under KueueDRAIntegrationDeviceTaints (which needs
-        KueueDRADeviceFeasibility) the parked workloads go back to their queues, as Kueue checks the workloads its
-        device check refused again."""
-        if self.gate(gates.KUEUE_DRA_INTEGRATION_DEVICE_TAINTS) and self.gate(gates.KUEUE_DRA_DEVICE_FEASIBILITY):
-            self._flush_all()
-
-    def _devices_changed(self) -> None:
-        """A ResourceSlice or DeviceClass came, changed or went, or a ResourceClaim released devices: under
-        KueueDRADeviceFeasibility the parked workloads go back to their queues, as Kueue checks again the workloads
-        its device check refused."""
-        if self.gate(gates.KUEUE_DRA_DEVICE_FEASIBILITY):
-            self._flush_all()
 
     def _readjust(self, namespace: str | None = None, runtime_class: str | None = None, claims: bool = False) -> None:
         """What adjusts pod templates changed — the LimitRanges of ``namespace``, the RuntimeClass
@@ -2374,7 +1993,7 @@ class ClusterState:
         LocalQueue now names another ClusterQueue; as in Kueue v0.20, whatever parked it in the old queue (a failed
         attempt, a parked shape, its requeue backoff) does not follow it: it arrives active in the new one."""
         if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
-                or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)
+                or waits_for_replacement_pods(wl) or on_hold(wl) or workload_problem(wl.pod_sets)
                 or (wl.labels and is_parent(wl) and self.concurrent_admission)):
             self._dequeue(wl)
             if wl.phase == PENDING:
@@ -2493,276 +2112,6 @@ class ClusterState:
             if self._afs_counted(wl):
                 self._afs_record(wl, -1)
             self._charge(wl, -1)
-
-    @property
-    def afs_anchor_at_reservation(self) -> bool:
-        """``AdmissionFairSharingAnchorAtQuotaReservation`` (beta, on): Admission Fair Sharing accounts a
-        LocalQueue's usage from the quota reservation of its workloads rather than from their admission."""
-        return self.gate(gates.ADMISSION_FAIR_SHARING_ANCHOR_AT_QUOTA_RESERVATION)
-
-    @property
-    def afs_configured(self) -> bool:
-        """Whether the recorded Configuration turns Admission Fair Sharing on (an ``admissionFairSharing`` stanza, the
-        AdmissionFairSharing gate on): Kueue's LocalQueue controller then samples the consumed usage of every
-        LocalQueue, whatever its ClusterQueue's admission mode (``pkg/controller/core/localqueue_controller.go``)."""
-        config = self.config
-        memo = self.derived.get("afs_configured")
-        if memo is not None and memo[0] is config:
-            return memo[1]
-        document = config_version.as_hub(config.document) if config is not None else None
-        on = (bool(document) and document.get("admissionFairSharing") is not None  # type: ignore[union-attr]
-              and self.gate(gates.ADMISSION_FAIR_SHARING))
-        self.derived["afs_configured"] = (config, on)
-        return on
-
-    def cq_uses_afs(self, cq: str) -> bool:
-        """Whether ClusterQueue ``cq`` orders by Admission Fair Sharing (``admissionScope.admissionMode:
-        UsageBasedAdmissionFairSharing``): its admissions settle entry penalties, and its anchor may be the quota
-        reservation."""
-        obj = self.cluster_queues.get(cq)
-        return obj is not None and _admission_mode(obj) == USAGE_BASED
-
-    def afs_tracks(self, cq: str) -> bool:
-        """Whether the LocalQueues of ClusterQueue ``cq`` have Admission Fair Sharing history: while the recorded
-        Configuration turns it on, as Kueue then samples every LocalQueue (``cq`` is asked for the callers' sake:
-        every ClusterQueue answers alike). None without Admission Fair Sharing, not even where a ClusterQueue orders
-        by it: nothing samples or orders by it then (Kueue's scheduler and LocalQueue controller both ask the
-        Configuration first), and nothing could compact it (no half-life to fold it under). That holds with no
-        Configuration recorded at all too: whatever reads the log then reads Kueue's defaults, Admission Fair
-        Sharing off (``explain``, ``pending``, ``replay --verify``; every scheduler loop and the simulator record
-        theirs before they decide). Turned on, by the first Configuration recorded or a later one, the LocalQueues
-        start from their persisted status and count what they hold, as on Kueue's start (:meth:`_afs_resync`)."""
-        return self.afs_configured
-
-    def _afs_counted(self, wl: WorkloadInfo) -> bool:
-        """Whether ``wl``'s usage is in its LocalQueue's Admission Fair Sharing usage: its LocalQueue is there, in the
-        ClusterQueue that holds its quota (Kueue reads the usage off that ClusterQueue's entry for the LocalQueue),
-        and it is admitted, or, in a ClusterQueue ordering by Admission Fair Sharing under
-        :attr:`afs_anchor_at_reservation`, holds quota (the anchor moves only there: Kueue's
-        ``TestLocalQueueReconcileSamplesAnchoredUsage``). None in a ClusterQueue without history. Asked at each
-        reservation, admission and release: a cluster without Admission Fair Sharing is answered at once."""
-        if self._afs_any_of is not self.config:
-            self._afs_any_of, self._afs_any = self.config, self.afs_configured
-        if not self._afs_any or wl.phase not in (ADMITTED, RESERVED):
-            return False  # _afs_any: every ClusterQueue's LocalQueues have history (afs_tracks), else none's
-        lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
-        if lq is None or lq.spec.cluster_queue != wl.cluster_queue:
-            return False
-        if self.cq_uses_afs(wl.cluster_queue):
-            return wl.phase == ADMITTED or self.afs_anchor_at_reservation
-        return wl.phase == ADMITTED
-
-    def _afs_queues(self) -> tuple[str, ...]:
-        """Every ClusterQueue a LocalQueue or a workload holding quota names, sorted."""
-        names = set(self.reserving) | {lq.spec.cluster_queue for lq in self.local_queues.values()}
-        return tuple(sorted(names))
-
-    def _afs_view(self, cqs: tuple[str, ...]) -> tuple[dict[str, bool], dict[str, bool]]:
-        """Which of ``cqs`` have history and which of their quota holders are counted: taken before a change of the
-        configuration or of a ClusterQueue or LocalQueue, for :meth:`_afs_resync` after it."""
-        tracked = {cq: self.afs_tracks(cq) for cq in cqs}
-        counted = {}
-        for cq in cqs:
-            for key in sorted(self.reserving.get(cq, ())):
-                counted[key] = self._afs_counted(self.workloads[key])
-        return tracked, counted
-
-    def _afs_resync(self, tracked: dict[str, bool], counted: dict[str, bool], cqs: tuple[str, ...]) -> None:
-        """After a change of the configuration or of a ClusterQueue, bring the history of ``cqs``' LocalQueues in line
-        (``tracked``, ``counted``: the :meth:`_afs_view` before; a LocalQueue that appears or moves:
-        :meth:`_afs_local_queue_appeared`). A ClusterQueue whose LocalQueues stop needing history drops it
-        (Admission Fair Sharing turned off, or it stopped ordering by it without); one starting to need it seeds them
-        from their persisted status and counts what they hold, as Kueue starts on a restart; a workload counted now
-        and not before (an anchor that moved) enters — settled if it only holds quota, as at the anchor — and one no
-        longer counted leaves."""
-        live = {cq for cq in cqs if self.afs_tracks(cq)}
-        flipped = {cq for cq in cqs if (cq in live) != tracked.get(cq, False)}
-        for key in sorted(self.local_queues) if flipped else ():
-            cq = self.local_queues[key].spec.cluster_queue
-            if cq not in flipped:
-                continue
-            self._afs_drop_local_queue(key)  # starting: whatever a snapshot kept of it is superseded by the seed
-            if cq in live:
-                self.seed_afs(self.local_queues[key])
-        for cq in cqs:
-            if cq not in live:
-                continue
-            for key in sorted(self.reserving.get(cq, ())):
-                wl = self.workloads[key]
-                before = counted.get(key, False) and tracked.get(cq, False)
-                after = self._afs_counted(wl)
-                if after and not before:
-                    self._afs_enter(wl)
-                elif before and not after:
-                    self._afs_append(wl, AFS_RELEASE)
-
-    def _afs_local_queue_appeared(self, lq: o.LocalQueue) -> None:
-        """LocalQueue ``lq`` just appeared or moved to another ClusterQueue: where that ClusterQueue keeps history, it
-        is seeded from its status and its own workloads holding that ClusterQueue's quota enter (settled if they only
-        hold quota, as at the anchor). None of them was counted before (:meth:`_afs_counted` needs the LocalQueue in
-        their ClusterQueue), nor does the ClusterQueue's tracking change: so no other workload is looked at, and
-        nothing at all where Admission Fair Sharing is off (a busy ClusterQueue onboarding namespaces)."""
-        cq = lq.spec.cluster_queue
-        if not self.afs_tracks(cq):
-            return
-        self.seed_afs(lq)
-        holders = self.reserving.get(cq, {})
-        for wk in sorted(self.lq_members.get(lq.key, ())):
-            wl = self.workloads[wk]
-            if wk in holders and self._afs_counted(wl):
-                self._afs_enter(wl)
-
-    def _afs_enter(self, wl: WorkloadInfo) -> None:
-        """A workload holding quota starts to count outside a decision (an anchor that moved, its LocalQueue
-        appearing, tracking that starts): settled if it only holds quota in a ClusterQueue ordering by Admission
-        Fair Sharing, as at the anchor; else added without a settlement."""
-        settle = wl.phase == RESERVED and self.cq_uses_afs(wl.cluster_queue)
-        self._afs_append(wl, AFS_SETTLE if settle else AFS_ADD)
-
-    def retrack_afs(self) -> None:
-        """Restoring a snapshot older than version 47, whose history held a seed for every LocalQueue ever seen and
-        admitted usage only in ClusterQueues ordering by Admission Fair Sharing: the history of LocalQueues gone or
-        not of such a ClusterQueue is dropped, and, while the recorded Configuration turns Admission Fair Sharing
-        on, the others start at the restore as on Kueue's restart (seeded from their status, counting what they
-        hold)."""
-        keep = {k for k, lq in self.local_queues.items()
-                if self.cq_uses_afs(lq.spec.cluster_queue) and self.afs_tracks(lq.spec.cluster_queue)}
-        self.afs_history = {k: v for k, v in self.afs_history.items() if k in keep}
-        self.derived.pop("afs_ledger", None)
-        self.derived.pop("afs", None)
-        if self.afs_configured:
-            cqs = tuple(sorted({lq.spec.cluster_queue for lq in self.local_queues.values()
-                                if not self.cq_uses_afs(lq.spec.cluster_queue)}))
-            self._afs_resync(dict.fromkeys(cqs, False), {}, cqs)
-
-    def untrack_afs(self) -> None:
-        """On every restore: a snapshot written before session 32 (version 49 or older) kept history for the
-        LocalQueues of a ClusterQueue ordering by Admission Fair Sharing while the recorded Configuration had it off;
-        that history goes, as a full fold keeps none (:meth:`afs_tracks`). A no-op on any other snapshot."""
-        for key in sorted(self.afs_history):
-            lq = self.local_queues.get(key)
-            if lq is None or not self.afs_tracks(lq.spec.cluster_queue):
-                self._afs_drop_local_queue(key)
-
-    def _afs_drop_local_queue(self, key: str) -> None:
-        """Forget LocalQueue ``key``'s history (deleted, moved, or no longer needing it): Kueue drops its ledger
-        entry. The scheduler's fold forgets that LocalQueue alone (:attr:`afs_dirty`)."""
-        if self.afs_history.pop(key, None) is not None:
-            self._afs_touched(key)
-
-    def reanchor_afs(self) -> None:
-        """The accounting anchor moved on restoring a snapshot older than the gate (:mod:`projections.snapshot`),
-        whose history was anchored at admission: under the gate, the workloads holding quota without being admitted
-        in a ClusterQueue ordering by Admission Fair Sharing enter their LocalQueues' usage (their entry penalty
-        settled). A configuration turning the gate on or off does the same through :meth:`_afs_resync`."""
-        if not self.afs_anchor_at_reservation:
-            return
-        for key in sorted(self.workloads):
-            wl = self.workloads[key]
-            if wl.phase == RESERVED and self._afs_counted(wl):
-                self._afs_append(wl, AFS_SETTLE)
-
-    def seed_afs(self, lq: o.LocalQueue, only_persisted: bool = False) -> None:
-        """A LocalQueue seen for the first time: the consumed usage its status persisted (Kueue v0.20 #12891 seeds
-        its in-memory entry from it when it first meets the LocalQueue, so a restart or a takeover keeps the
-        history), in thousandths of a unit (:data:`AFS_SEED_SCALE`) rounded down and held to int64 (a snapshot's
-        msgpack takes no larger integer: 64Gi of memory in nano-units would not fit), as a sign-0 entry of
-        :attr:`afs_history` (none ``only_persisted`` when there is none: a restore from a snapshot older than the
-        seeds)."""
-        fs = lq.status.get("fairSharing") if isinstance(lq.status, dict) else None
-        afs = fs.get("admissionFairSharingStatus") if isinstance(fs, dict) else None
-        consumed = afs.get("consumedResources") if isinstance(afs, dict) else None
-        seed: dict[str, int] = {}
-        for r, q in sorted(consumed.items()) if isinstance(consumed, dict) else ():
-            try:
-                scaled = int((parse_quantity(q) * AFS_SEED_SCALE).to_integral_value(rounding=ROUND_FLOOR))
-            except (QuantityError, ArithmeticError, TypeError):
-                continue
-            if scaled > 0:
-                seed[r] = min(scaled, MAX_INT64)
-        if seed or not only_persisted:
-            self._afs_add(lq.key, AFS_SEED, tuple(sorted(seed.items())))
-
-    def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
-        """A counted workload reached its anchor (+1: settled in a ClusterQueue ordering by Admission Fair Sharing,
-        added without a settlement elsewhere) or left it (-1)."""
-        if sign > 0:
-            self._afs_append(wl, AFS_SETTLE if self.cq_uses_afs(wl.cluster_queue) else AFS_ADD)
-        else:
-            self._afs_append(wl, AFS_RELEASE)
-
-    def _afs_append(self, wl: WorkloadInfo, sign: int) -> None:
-        per_resource: dict[str, int] = {}
-        for fr, v in wl.usage.items():
-            r = fr.split("/", 1)[1]
-            per_resource[r] = per_resource.get(r, 0) + v
-        self._afs_add(f"{wl.namespace}/{wl.queue_name}", sign, tuple(sorted(per_resource.items())))
-
-    def _afs_add(self, lq: str, sign: int, usage: tuple[tuple[str, int], ...]) -> None:
-        entries = self.afs_history.get(lq)
-        if entries is None:
-            entries = self.afs_history[lq] = []
-        entries.append((self.time, sign, usage))
-        self._afs_touched(lq)
-        if len(entries) > afs_ledger.COMPACT_AT:
-            key = self._afs_key()
-            if key is not None:
-                self.afs_history[lq] = self._afs_folded(key).compact(lq, entries)
-
-    def _afs_key(self) -> tuple[float, int] | None:
-        """The half-life and sampling interval the history is compacted under (:mod:`projections.afs_ledger`): the
-        recorded Configuration's, None while it has Admission Fair Sharing off (or none is recorded)."""
-        config = self.config
-        memo = self.derived.get("afs_key")
-        if memo is not None and memo[0] is config:
-            return memo[1]
-        key = afs_ledger.key_of(config.document) if config is not None else None
-        self.derived["afs_key"] = (config, key)
-        return key
-
-    def _afs_checkpoint_all(self, next_config: ev.ConfigRecorded) -> None:
-        """Before a configuration with another half-life or sampling interval (or none) replaces the one in force:
-        every LocalQueue's history is checkpointed under the one in force, which its entries were recorded under."""
-        key = self._afs_key()
-        if key is None or key == afs_ledger.key_of(next_config.document):
-            return
-        for lq in sorted(self.afs_history):
-            entries = self.afs_history[lq]
-            if entries and not (len(entries) == 1 and entries[0][1] == AFS_CHECKPOINT):
-                self.afs_history[lq] = self._afs_folded(key).compact(lq, entries)
-                self._afs_touched(lq)
-
-    def _afs_touched(self, lq: str) -> None:
-        """LocalQueue ``lq``'s history changed: the ledger (:meth:`afs_ledger`), if there is one, takes it in when
-        next asked (without one there is nothing to tell: a ledger started afresh reads every LocalQueue, so the
-        set stays within the LocalQueues changed between two questions)."""
-        if "afs_ledger" in self.derived:
-            self.afs_dirty[lq] = None
-
-    def afs_ledger(self, key: tuple[float, int]) -> afs_ledger.AfsLedger | None:
-        """The history folded under the recorded configuration's half-life and sampling interval, up to date, where
-        they are ``key`` (None otherwise: Admission Fair Sharing off, or a reader folding under others). The one
-        fold of the history: the compaction checkpoints it, the scheduler reads it (derived, rebuilt from the
-        history when it is not there, as after a restore)."""
-        if self._afs_key() != key:
-            return None
-        ledger = self._afs_folded(key)
-        for lq in sorted(self.afs_dirty):
-            ledger.extend(lq, self.afs_history.get(lq))
-        self.afs_dirty.clear()
-        return ledger
-
-    def _afs_folded(self, key: tuple[float, int]) -> afs_ledger.AfsLedger:
-        """The ledger under ``key`` (:meth:`afs_ledger`), as far as it has taken the history in: a new one (none
-        yet, or under another key) has every LocalQueue still to take in."""
-        ledger: afs_ledger.AfsLedger | None = self.derived.get("afs_ledger")
-        if ledger is None or ledger.key() != key:
-            ledger = self.derived["afs_ledger"] = afs_ledger.AfsLedger(*key)
-            self.afs_dirty = dict.fromkeys(self.afs_history)
-        return ledger
-    def afs_entries(self) -> list[tuple[int, str, int, tuple[tuple[str, int], ...]]]:
-        """:attr:`afs_history` as one list of (time, LocalQueue, sign, usage): by LocalQueue, each in log order."""
-        return [(t, lq, sign, u) for lq in sorted(self.afs_history) for t, sign, u in self.afs_history[lq]]
 
     def _reserve(self, e: ev.QuotaReserved) -> None:
         wl = self.workloads.get(e.key)
@@ -3209,6 +2558,7 @@ _HANDLERS: dict[type, Any] = {
     ev.PodsReadyChanged: ClusterState._on_pods_ready,
     ev.ReclaimablePodsChanged: ClusterState._on_reclaimable,
     ev.ReplacementPodsChanged: ClusterState._on_replacement_pods,
+    ev.WorkloadOnHoldChanged: ClusterState._on_hold_changed,
     ev.AdmissionCheckStateChanged: ClusterState._on_check_state,
     ev.AdmissionCheckUpdated: ClusterState._on_check_state,
     ev.ProvisioningRequestCreated: ClusterState._on_request_created,
@@ -3237,7 +2587,7 @@ _SECOND_PASS_TRIGGERS = frozenset({
     ev.WorkloadAdmitted,
     ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued, ev.WorkloadDeactivated, ev.WorkloadFinished,
     ev.WorkloadSliceReplaced, ev.TopologyAssigned, ev.UnhealthyNodesChanged, ev.RemoteWorkloadFinished,
-    ev.QuotaReservationUnset,
+    ev.QuotaReservationUnset, ev.WorkloadOnHoldChanged,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
 
@@ -3319,7 +2669,7 @@ _ABOUT_WORKLOADS = frozenset({
     ev.JobStopped, ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
     ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
-    ev.VariantPodsReadySynced,
+    ev.VariantPodsReadySynced, ev.WorkloadOnHoldChanged,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
@@ -3380,24 +2730,6 @@ def _true(c: o.Condition | None) -> bool:
 
 def _ms(c: o.Condition | None) -> int | None:
     return parse_time(c.last_transition_time) if c is not None and c.last_transition_time else None
-
-
-def _ltt(old: o.AdmissionCheckState | None, state: str, time: int) -> str:
-    if old is not None and old.state == state and old.last_transition_time:
-        return old.last_transition_time
-    return format_time(time)
-
-
-def request_owner(req: o.ProvisioningRequest) -> str:
-    """Key of the Workload a ProvisioningRequest belongs to (its Workload owner reference), or ""."""
-    refs = req.metadata.owner_references
-    for ref in refs:
-        if ref.kind == "Workload" and ref.controller:
-            return f"{req.metadata.namespace}/{ref.name}"
-    for ref in refs:
-        if ref.kind == "Workload":
-            return f"{req.metadata.namespace}/{ref.name}"
-    return ""
 
 
 def _check_inputs(spec: o.ClusterQueueSpec) -> tuple:

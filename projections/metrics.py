@@ -1462,18 +1462,18 @@ def _local_queue_gauges(state: ClusterState, out: Gauges, values_of: ValuesOf | 
             _pending_split(out, LQ_PENDING.name, labels, (wl.key for wl in members if wl.key in q.entries),
                            (wl.key for wl in members if wl.key in q.inadmissible),
                            state.inactive_reason(cq_name) is not None, workloads, values_of)
-        holding = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name] if cq is not None else []
+        out[LQ_FINISHED.name].append((labels, float(sum(1 for wl in members if wl.phase == FINISHED))))
+        status = state.local_queue_active(key)[0]
+        out[LQ_STATUS.name] += [((*labels, s), 1.0 if s == status else 0.0) for s in ("True", "False", "Unknown")]
+        if cq is None:  # Kueue's cache holds (and reports) a LocalQueue under an existing ClusterQueue only
+            continue
+        holding = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name]
         admitted = [wl for wl in holding if wl.phase == ADMITTED]
         out[LQ_RESERVING_ACTIVE.name].append((labels, float(len(holding))))
         if values_of is None:
             out[LQ_ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
         else:
             out[LQ_ADMITTED_ACTIVE.name] += _split(labels, admitted, values_of)
-        out[LQ_FINISHED.name].append((labels, float(sum(1 for wl in members if wl.phase == FINISHED))))
-        status = state.local_queue_active(key)[0]
-        out[LQ_STATUS.name] += [((*labels, s), 1.0 if s == status else 0.0) for s in ("True", "False", "Unknown")]
-        if cq is None:
-            continue
         reserved: dict[str, int] = {}
         used: dict[str, int] = {}
         for wl in holding:

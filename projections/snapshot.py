@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 56
+SNAPSHOT_VERSION = 57
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -146,10 +146,13 @@ digest of each Workload pod set's whole template (``PodTemplateSpec.digest`` in 
 ``IdenticalPodTemplates`` then merges by the fold's view of the templates, as before, until the workload's next
 upsert by a producer that stamps them. The same version also has a MultiKueue worker's copies (a Workload labelled
 ``kueue.x-k8s.io/multikueue-origin``) at their ``spec.priority``, the manager's; restored from a version 55 snapshot,
-a copy keeps the worker's class value it was folded at until its next upsert."""
+a copy keeps the worker's class value it was folded at until its next upsert. 57: the log may hold
+``WorkloadOnHoldChanged`` (a StatefulSet's Workload put on hold while the set is at zero replicas, or released),
+which older readers cannot fold, and a held workload (QuotaReserved=False ``OnHold``) is kept out of its queue (the
+layout is version 56's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56)
+                     55, 56, 57)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

@@ -826,6 +826,21 @@ def waits_for_replacement_pods(wl: WorkloadInfo) -> bool:
     return c is not None and c.status == "True"
 
 
+ON_HOLD = "OnHold"
+ON_HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"
+HOLD_CLEARED = "Workload no longer on hold; waiting for quota reservation"
+"""Kueue v0.20's QuotaReserved=False reason and message for a StatefulSet's Workload while the set is scaled to zero
+(#12233), and the PendingEvaluation message (its legacy fallback reason with UnadmittedWorkloadsObservability off)
+once the set is scaled up again."""
+
+
+def on_hold(wl: WorkloadInfo) -> bool:
+    """QuotaReserved is False with reason ``OnHold`` (Kueue's ``IsOnHold``): the Workload holds no quota and is not
+    queued until the hold is cleared. Read from the condition, so a Workload first seen on hold stays so."""
+    c = wl.condition("QuotaReserved")
+    return c is not None and c.status == "False" and c.reason == ON_HOLD
+
+
 def reclaimable_of(pods: list[o.ReclaimablePod] | tuple[o.ReclaimablePod, ...]) -> tuple[tuple[str, int], ...]:
     """``status.reclaimablePods`` as a workload keeps it: (pod set, count) by name, the shared empty tuple
     when there are none (Kueue compares the lists as maps: their order means nothing)."""

@@ -27,7 +27,9 @@ named meanwhile is stopped, its answer unused.
 
 The worker's Active condition, as Kueue's cluster controller sets it: the gate off, ``MultiKueueClusterProfileFeature
 Disabled``; the profile missing (``ClusterProfile.multicluster.x-k8s.io "<name>" not found``) or offering no
-provider the Configuration has ("no matching cluster accessor found for cluster profile ..."), ``BadClusterProfile``;
+provider the Configuration has ("no matching cluster accessor found for cluster profile ..."), or found with no
+``multiKueue.clusterProfile`` in the Configuration ("no credentials provider configured", Kueue's no-op
+credentials then), ``BadClusterProfile``;
 a server whose host is neither an IP address nor a DNS subdomain, ``BadRestConfig`` "untrusted server endpoint"; all
 "load client config failed: ...". A plugin that cannot be run, fails or answers wrongly leaves the worker
 ``ClientConnectionFailed`` with the client library's "getting credentials: ..." (Kueue meets it connecting to the
@@ -76,6 +78,8 @@ BAD_REST_CONFIG = "BadRestConfig"
 CONNECTION_FAILED = "ClientConnectionFailed"
 GATE_OFF = ("load client config failed: MultiKueueClusterProfile feature gate is disabled",
             "MultiKueueClusterProfileFeatureDisabled")
+NO_CREDENTIALS = "no credentials provider configured"
+"""Kueue's no-op ClusterProfile credentials' error, with no ``multiKueue.clusterProfile`` in the Configuration."""
 RETRY_BASE_S = 5.0
 RETRY_MAX_STEPS = 7
 PLUGIN_TIMEOUT_S = 60.0
@@ -262,12 +266,13 @@ class ClusterProfiles:
     followed: dict[str, FollowedProfile] = field(default_factory=dict)
 
     async def kubeconfig(self, cluster: str, profile: str, namespace: str,
-                         providers: list[AccessProvider]) -> tuple[bytes, str, str] | None:
-        """The worker's kubeconfig (with the plugin's credentials), or the message and reason of its Active
-        condition; None while its profile has not been read yet or its plugin runs (:meth:`running`) for
-        credentials not got before: the read, or the plugin's answer, wakes the next pass. While the plugin runs
-        again for the same profile cluster and provider (the credentials expired, or refused), the kubeconfig in use
-        stays the answer until the new one comes (:meth:`_in_use`)."""
+                         providers: list[AccessProvider] | None) -> tuple[bytes, str, str] | None:
+        """The worker's kubeconfig (with the plugin's credentials), or the message and reason of its Active condition
+        (``providers`` None: the Configuration has no ``multiKueue.clusterProfile``, so a profile found gives Kueue's
+        :data:`NO_CREDENTIALS`); None while its profile has not been read yet or its plugin runs (:meth:`running`) for
+        credentials not got before: the read, or the plugin's answer, wakes the next pass. While the plugin runs again
+        for the same profile cluster and provider (the credentials expired, or refused), the kubeconfig in use stays the
+        answer until the new one comes (:meth:`_in_use`)."""
         f = self.followed.get(cluster)
         if f is None or (f.name, f.namespace) != (profile, namespace):
             await self.forget(cluster)
@@ -278,7 +283,7 @@ class ClusterProfiles:
         if f.profile is None:
             await self._unused(f)
             return b"", f"load client config failed: {f.error or not_found(profile)}", BAD_PROFILE
-        found = accessor(f.profile, providers)
+        found = accessor(f.profile, providers) if providers is not None else NO_CREDENTIALS
         if isinstance(found, str):
             await self._unused(f)
             return b"", f"load client config failed: {found}", BAD_PROFILE

@@ -290,12 +290,12 @@ def webhook_conversion(ca_pem: bytes = b"", *, url: str = "", service: tuple[str
 
 
 def _resource_group_bounds(groups: dict[str, Any]) -> None:
-    """Kueue's ``maxItems`` on a queue's resource groups and the lists in them (:mod:`events.quota_rules`)."""
+    """Kueue's ``maxItems`` on a queue's resource groups and the lists in them, and its ``minItems`` (1) on the lists
+    in a group (:mod:`events.quota_rules`)."""
     groups["maxItems"] = quota_rules.MAX_GROUPS
     group = groups["items"]["properties"]
-    for name in ("coveredResources", "flavors"):
-        group[name]["maxItems"] = quota_rules.MAX_GROUP_ITEMS
-    group["flavors"]["items"]["properties"]["resources"]["maxItems"] = quota_rules.MAX_GROUP_ITEMS
+    for bounded in (group["coveredResources"], group["flavors"], group["flavors"]["items"]["properties"]["resources"]):
+        bounded.update(minItems=1, maxItems=quota_rules.MAX_GROUP_ITEMS)
 
 
 def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[str, Any]:

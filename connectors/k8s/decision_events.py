@@ -413,6 +413,16 @@ _OF_A_RESERVATION = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.Workloa
 takes them along (:meth:`EventLedger.forget_reservation`)."""
 
 
+def _read_back(b: Before, applied: ev.DecisionApplied) -> Before:
+    """``b`` with the uid its decision's outcome names for the workload, when the workload had none as the decision
+    was folded: a variant decided on before the watch showed it (the log holds it from its ``VariantCreated``).
+    Kueue records only on a variant it has read, so its Events always name the variant's uid."""
+    w = b.workload
+    if w.uid or not applied.uid or applied.key != f"{w.namespace}/{w.name}":
+        return b
+    return b._replace(workload=w._replace(uid=applied.uid))
+
+
 def event_name(e: KubeEvent, decision: ev.AnyEvent, offset: int, index: int) -> str:
     """``<object name>.<16 hex digits>``, the shape of client-go's Event names, the digits hashed from what makes
     the Event unique (the decision's offset, kind and time, the object's uid, its place among the decision's
@@ -533,7 +543,7 @@ class EventLedger:
         if kind is ev.DecisionApplied:
             found = self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
             if found is not None:
-                self._ready(e.decision, e.time, found[0], found[1])  # type: ignore[union-attr]
+                self._ready(e.decision, e.time, found[0], _read_back(found[1], e))  # type: ignore[arg-type, union-attr]
             return
         if kind is ev.DecisionRejected:
             self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]

@@ -69,7 +69,6 @@ from connectors.k8s import (
     elastic_provreq,
     job_selection,
     job_sync,
-    pod_set_env,
     podsetinfo,
     prebuilt,
     workload_slices,
@@ -861,7 +860,7 @@ class JobReconciler(Generic[J]):
             return
         key, rv = job.key, job.metadata.resource_version
         try:
-            body = pod_set_env.deduplicated(self.workload_for(raw, name))
+            body = self.workload_for(raw, name)
         except WorkloadPriorityClassNotFound as exc:
             # the job changed since the log saw it, or the class went meanwhile: reported on what the log holds
             if raw["metadata"]["resourceVersion"] == rv:
@@ -980,7 +979,7 @@ class JobReconciler(Generic[J]):
         if raw is None:
             return  # changed since the log saw it: the watch brings the newer one
         try:
-            spec = pod_set_env.deduplicated(self.workload_for(raw, obs.metadata.name))["spec"]
+            spec = self.workload_for(raw, obs.metadata.name)["spec"]
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             self.log.warning(f"the {self.NOUN}'s priority class is not there: its workload is not updated",
                              workload=obs.key, error=str(exc), **{self.NOUN: job.key})

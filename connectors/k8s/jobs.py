@@ -128,7 +128,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_slices
+from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_body, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.copied_metadata import copied, workload_annotations
@@ -144,7 +144,7 @@ from connectors.k8s.job_priority import (
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
-from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
@@ -491,8 +491,7 @@ class JobIntegration(JobReconciler[o.Job]):
         }
         if annotations:
             wl_meta["annotations"] = annotations
-        return self._sliced_workload(meta, {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload",
-                                            "metadata": wl_meta, "spec": wl_spec})
+        return self._sliced_workload(meta, workload_body.workload(wl_meta, wl_spec))
 
     async def _start(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
         assert wl.admission is not None

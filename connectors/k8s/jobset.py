@@ -32,12 +32,12 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import podsetinfo, workload_names
+from connectors.k8s import podsetinfo, workload_body, workload_names
 from connectors.k8s.copied_metadata import copied, workload_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
-from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -180,7 +180,7 @@ def job_workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], nam
     }
     if wl_annotations:
         wl_meta["annotations"] = wl_annotations
-    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": spec}
+    return workload_body.workload(wl_meta, spec)
 
 
 # --- starting and stopping ------------------------------------------------------------------------------------

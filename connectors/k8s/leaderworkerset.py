@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.k8s import job_validation, workload_names
+from connectors.k8s import job_validation, workload_body, workload_names
 from connectors.k8s.copied_metadata import GROUP_GATED, copied, gated_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
@@ -41,7 +41,7 @@ from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.pod_group import IS_GROUP_ANNOTATION
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_COUNT_ANNOTATION
 from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
-from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION, LEADER_WORKER_SETS
+from connectors.k8s.resources import LEADER_WORKER_SETS
 from events import objects as o
 from kueue_es.scheduler.config import MULTIKUEUE_ORIGIN_LABEL, KeysToCopy
 from projections.cluster import ClusterState
@@ -67,9 +67,6 @@ GVK = f"{LEADER_WORKER_SETS.api_version}, Kind={KIND}"
 ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
 """On a MultiKueue manager's copy of a LeaderWorkerSet on a worker: the UID of the manager's set, which its group
 Workloads' names are made from there."""
-LEADER_READY = "LeaderReady"
-STARTUP_POLICY_MESSAGE = ("only the LeaderCreated startup policy is allowed when using the kueue.x-k8s.io/queue-name "
-                          "label or annotation")
 
 
 def workload_name(name: str, uid: str, index: int | str, short: bool = False) -> str:
@@ -242,7 +239,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
     wl_labels = copied(keys.labels, labels)
     if wl_labels:
         wl_meta["labels"] = wl_labels
-    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": spec}
+    return workload_body.workload(wl_meta, spec)
 
 
 # --- its pods -----------------------------------------------------------------------------------------------
@@ -304,34 +301,27 @@ def default_marks(lws: dict[str, Any], *, tas: bool = False) -> list[tuple[str, 
     return [("leaderTemplate", labels, annotations), ("workerTemplate", labels, worker)]
 
 
-def _startup_errors(lws: dict[str, Any]) -> list[str]:
-    policy = _dict(lws.get("spec")).get("startupPolicy")
-    if queue_name(lws) and policy == LEADER_READY:
-        return [job_validation.invalid("spec.startupPolicy", policy, STARTUP_POLICY_MESSAGE)]
-    return []
-
-
 def create_errors(lws: dict[str, Any]) -> list[str]:
-    """What Kueue refuses in a LeaderWorkerSet being created: a queue name that is not a DNS-1123 subdomain, and
-    the ``LeaderReady`` startup policy with a queue name."""
+    """What Kueue refuses in a LeaderWorkerSet being created: a queue name that is not a DNS-1123 subdomain. Either
+    startup policy goes: Kueue runs a set whose workers come once its leader is ready (``LeaderReady``) since #4023
+    (v0.11) — the group's Workload is made from the set, its leader is started on its own and its workers as they
+    come — and its v0.20 webhook has no startup-policy rule."""
     labels = _dict(_dict(lws.get("metadata")).get("labels"))
-    return job_validation.name_label_errors(labels, QUEUE_LABEL) + _startup_errors(lws)
+    return job_validation.name_label_errors(labels, QUEUE_LABEL)
 
 
 def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: bool = True) -> list[str]:
     """What Kueue refuses in an update: a changed queue name, a WorkloadPriorityClass label removed or added while a
-    replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no
-    ready replica), the ``LeaderReady`` startup policy with a queue name,
-    and, for one that named a queue, a leader template added or removed or a pod spec changed in what admission
-    looks at (:func:`_template_errors`) and, ``immutable_size`` (Kueue's
-    ``LWSImmutableGroupSize``), a changed group size: a group's Workload keeps the pod counts it was made with, so
-    a larger group would run pods its quota does not cover."""
+    replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no ready
+    replica), and, for one that named a queue, a leader template added or removed or a pod spec changed in what
+    admission looks at (:func:`_template_errors`) and, ``immutable_size`` (Kueue's ``LWSImmutableGroupSize``), a changed
+    group size: a group's Workload keeps the pod counts it was made with, so a larger group would run pods its quota
+    does not cover."""
     errors = []
     if queue_name(old) != queue_name(new):
         errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", queue_name(new),
                                              job_validation.IMMUTABLE))
     errors += job_validation.priority_class_update(old, new, suspended=job_validation.no_ready_replica(old))
-    errors += _startup_errors(new)
     if queue_name(old):
         errors += _template_errors(old, new)
         if immutable_size and size(new) != size(old):

@@ -41,7 +41,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection, job_sync, pod_set_env
+from connectors.k8s import job_selection, job_sync
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
@@ -264,7 +264,7 @@ class LeaderWorkerSetIntegration:
 
     async def _create(self, lws: LeaderWorkerSet, raw: dict[str, Any], name: str, index: int) -> None:
         try:
-            body = pod_set_env.deduplicated(lw.workload_for(self.state, self._config().keys_to_copy, raw, name, index))
+            body = lw.workload_for(self.state, self._config().keys_to_copy, raw, name, index)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             self.stats.class_missing += 1
             log.warning("priority class not found: no workload created yet", leaderworkerset=lws.key, error=str(exc))

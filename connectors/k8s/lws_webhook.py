@@ -11,8 +11,8 @@ workers'): ``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset`` — so the 
 (:func:`connectors.k8s.leaderworkerset.default_marks`).
 
 Its validating webhook (``vleaderworkerset.kb.io`` at ``/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset``,
-create and update) refuses a queue name that is not a DNS-1123 subdomain, the ``LeaderReady`` startup policy with a
-queue name, and on update a changed queue name and, for a set that named a queue, a leader template added or
+create and update) refuses a queue name that is not a DNS-1123 subdomain (either startup policy goes, ``LeaderReady``
+as Kueue since #4023), and on update a changed queue name and, for a set that named a queue, a leader template added or
 removed, a pod spec changed but for its images, and (under ``LWSImmutableGroupSize``) a changed
 ``leaderWorkerTemplate.size`` (:mod:`connectors.k8s.leaderworkerset`).
 
@@ -162,9 +162,9 @@ def topology_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -
 
 
 def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """What Kueue refuses in a LeaderWorkerSet being created, in its order: the queue name's form and startup
-    policy, then (v0.20) the pod templates' TAS annotations, and under ``AdmissionGatedBy`` an ill-formed admission
-    gate (:func:`connectors.k8s.job_validation.gate_create`; where Kueue puts it among the others is a guess)."""
+    """What Kueue refuses in a LeaderWorkerSet being created, in its order: the queue name's form, then (v0.20) the
+    pod templates' TAS annotations, and under ``AdmissionGatedBy`` an ill-formed admission gate
+    (:func:`connectors.k8s.job_validation.gate_create`; where Kueue puts it among the others is a guess)."""
     return (lw.create_errors(dict(lws)) + topology_errors(lws, feature_gates)
             + job_validation.gate_create(lws, feature_gates))
 

@@ -42,7 +42,8 @@ from projections.in_use import KINDS as FINALIZED
 from projections.workloads import PENDING, WORKLOAD_ANNOTATION, WorkloadInfo
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
-                   ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged)
+                   ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged,
+                   ev.WorkloadOnHoldChanged)
 LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
 OUTCOMES = (ev.DecisionApplied, ev.DecisionRejected)
 FAMILY_DECISIONS = (ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.VariantDeleted)

@@ -272,9 +272,10 @@ def pod_copy(manager_pod: dict[str, Any], manager_wl: dict[str, Any], origin: st
 
 def pod_status(manager_pod: dict[str, Any], remote_status: dict[str, Any]) -> dict[str, Any] | None:
     """The status the manager's Pod gets from its copy's ``remote_status`` (Kueue's Pod adapter): the copy's
-    whole, except that a manager's Pod still gated keeps its own ``PodScheduled`` condition (``SchedulingGated``;
-    the copy's, ``Unschedulable`` maybe, would make that cluster's autoscaler scale up for a Pod that never runs
-    there). None: nothing is written, the manager's Pod being deleted."""
+    whole, except that a manager's Pod still gated keeps its own ``PodScheduled`` condition (``SchedulingGated``)
+    until the copy is scheduled (#12262: the copy's ``Unschedulable`` would make that cluster's autoscaler scale up
+    for a Pod that never runs there); the copy's ``PodScheduled=True`` is taken, so a Pod that runs or ran on its
+    worker shows it (#13136, in v0.20). None: nothing is written, the manager's Pod being deleted."""
     meta = manager_pod.get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return None
@@ -282,9 +283,9 @@ def pod_status(manager_pod: dict[str, Any], remote_status: dict[str, Any]) -> di
     gated = any(g.get("name") == ADMISSION_GATE for g in (manager_pod.get("spec") or {}).get("schedulingGates") or [])
     own = next((c for c in (manager_pod.get("status") or {}).get("conditions") or []
                 if c.get("type") == "PodScheduled"), None)
-    if gated and own is not None:
-        conditions = status.get("conditions") or []
-        at = next((i for i, c in enumerate(conditions) if c.get("type") == "PodScheduled"), None)
+    conditions = status.get("conditions") or []
+    at = next((i for i, c in enumerate(conditions) if c.get("type") == "PodScheduled"), None)
+    if gated and own is not None and (at is None or conditions[at].get("status") != "True"):
         status["conditions"] = ([*conditions[:at], own, *conditions[at + 1:]] if at is not None
                                 else [*conditions, own])
     return status

@@ -209,7 +209,7 @@ class KubeconfigSources:
             await self.profiles.forget(name)
             return b"", *GATE_OFF
         cp = config.multi_kueue.cluster_profile
-        read = await self.profiles.kubeconfig(name, ref.name, config.namespace, cp.providers() if cp else [])
+        read = await self.profiles.kubeconfig(name, ref.name, config.namespace, cp.providers() if cp else None)
         if read is None and self.profiles.running(name):
             return b"", CONNECTING, CONNECTION_FAILED  # as _rewatch leaves a worker until listed
         return read

@@ -49,7 +49,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   pod once the StatefulSet is gone (:func:`let_go_by_statefulset`) — pods it orphaned too, found by their group's
   name as Kueue's reconciler finds them (:func:`statefulset_name`). The older revision's pods are let go only once
   the group's Workload is admitted (Kueue v0.19.7 #16401, v0.20.0 #16329): until then they stay gated, Kueue's
-  finalizer on, as any of the group's pods.
+  finalizer on, as any of the group's pods. Before anything else, its gated pods take the StatefulSet's queue name
+  when it changed (:func:`queue_relabel`, Kueue's fix of #9830).
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from connectors.k8s import copied_metadata
+import msgspec
+
+from connectors.k8s import copied_metadata, workload_body
 from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
@@ -85,7 +88,6 @@ from connectors.k8s.pod_sync import (
 from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.pods_ready import is_admitted
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
-from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from events import objects as o
@@ -93,7 +95,13 @@ from events.object_rules import MAX_POD_SETS
 from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
-from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
+from projections.workloads import (
+    FINISHED,
+    PROVREQ_ANNOTATION_PREFIX,
+    WorkloadInfo,
+    has_quota_reservation,
+    on_hold,
+)
 
 IS_GROUP_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
@@ -215,12 +223,14 @@ REVISION_LABEL = "controller-revision-hash"
 
 @dataclass(frozen=True)
 class StatefulSetView:
-    """What Kueue's StatefulSet reconciler reads of the StatefulSet holding a group: its status revisions, or
-    that it is gone."""
+    """What Kueue's StatefulSet reconciler reads of the StatefulSet holding a group: its status revisions, its
+    queue name and replica count, or that it is gone."""
 
     current_revision: str = ""
     update_revision: str = ""
     gone: bool = False
+    queue: str = ""
+    replicas: int = 1
 
 
 STATEFULSET_GONE = StatefulSetView(gone=True)
@@ -246,6 +256,10 @@ class GroupStep:
     let_go: tuple[ManagedPod, ...] = ()
     """Pods the StatefulSet reconciler ungates and finalizes (:func:`let_go_by_statefulset`), after ``action``
     (Kueue's pod reconciler acts on a new pod before that one does)."""
+    relabel: tuple[ManagedPod, ...] = ()
+    """Pods that take their StatefulSet's queue name, ``relabel_queue`` (:func:`queue_relabel`): nothing else is
+    done with the group in that pass."""
+    relabel_queue: str = ""
 
 
 def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
@@ -280,7 +294,12 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     besides (:func:`released_by_statefulset`), and, with ``statefulset`` (the StatefulSet holding the group, when
     known and its integration on), those :func:`let_go_by_statefulset` names (the older revision's only once
     ``wl`` is admitted, as the group would start its pods). ``remote``: the Workload runs on a
-    MultiKueue worker (:func:`connectors.k8s.pod_sync.runs_on_a_worker`): its gated Pods here are never started."""
+    MultiKueue worker (:func:`connectors.k8s.pod_sync.runs_on_a_worker`): its gated Pods here are never started.
+    First of all, the gated Pods whose queue name is not their StatefulSet's take it (:func:`queue_relabel`)."""
+    relabel = queue_relabel(pods, statefulset) if managed and statefulset else ()
+    if relabel:
+        assert statefulset is not None
+        return GroupStep(relabel=relabel, relabel_queue=statefulset.queue)
     step = _group_step(pods, wl, managed=managed, admission_shown=admission_shown, prebuilt=prebuilt,
                        fast_quota_release=fast_quota_release, wl_deleting=wl_deleting, remote=remote)
     admitted = wl is not None and is_admitted(wl) and admission_shown and not remote
@@ -291,6 +310,19 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     more = tuple(p for p in released if p not in step.finalize and p not in let_go
                  and not (step.action == FINALIZE and p in step.pods))
     return replace(step, finalize=step.finalize + more) if more else step
+
+
+def queue_relabel(pods: list[ManagedPod], statefulset: StatefulSetView) -> tuple[ManagedPod, ...]:
+    """The group's gated Pods a StatefulSet holds whose queue name is not the StatefulSet's, which Kueue's StatefulSet
+    reconciler (``syncQueueLabel``, its fix of kubernetes-sigs/kueue#9830) gives the set's: a set sent to a missing
+    queue is sent to another while none of its replicas is ready (its validating webhook allows it then), and its
+    pods, gated, never become ready for the controller to roll them to the template the new name went into. None
+    while the set is scaled to zero or names no queue, as Kueue. Only gated Pods: Kueue patches every Pod and its
+    Pod webhook refuses the change on one already started, a patch that never goes through."""
+    if statefulset.gone or not statefulset.queue or statefulset.replicas == 0:
+        return ()
+    return tuple(p for p in pods if held_by_statefulset(p) and is_gated(p)
+                 and p.metadata.labels.get(QUEUE_LABEL, "") != statefulset.queue)
 
 
 def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView, *,
@@ -307,6 +339,53 @@ def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView, 
         return statefulset.gone or (updating and p.metadata.labels.get(REVISION_LABEL) == statefulset.current_revision)
 
     return tuple(p for p in pods if held_by_statefulset(p) and (kueue_gated(p) or finalizable(p)) and let_go(p))
+
+
+def statefulset_owners(obs: o.Workload, name: str, uid: str, replicas: int) -> list[dict[str, Any]] | None:
+    """The group Workload's owner references as Kueue's StatefulSet reconciler keeps them (#4799), for StatefulSet
+    ``name`` (``uid``) holding the group; None when they already are so. While the set has replicas it is made an
+    owner, but not the controller. It is appended after the pods, so the Workload's first owner, the one that names
+    its kind, stays a Pod. Scaled to zero, an owner stays one (Kueue v0.20, #12233): the Workload is put on hold
+    instead (:func:`hold_step`) and stays while the set is there, whatever becomes of its pods. As Kueue's
+    ``HasOwnerReference``, a reference to a set of that name counts whatever its uid."""
+    if replicas == 0 or owned_by_statefulset(obs, name):
+        return None
+    refs = [msgspec.to_builtins(r) for r in obs.metadata.owner_references]
+    return [*refs, {"apiVersion": STATEFULSET_OWNER[0], "kind": STATEFULSET_OWNER[1], "name": name, "uid": uid}]
+
+
+def owned_by_statefulset(obs: o.Workload, name: str) -> bool:
+    """StatefulSet ``name`` is among the Workload's owners (any uid, as Kueue's ``HasOwnerReference``)."""
+    return any((r.api_version, r.kind, r.name) == (*STATEFULSET_OWNER, name) for r in obs.metadata.owner_references)
+
+
+HOLD, RESIZE, RELEASE_HOLD = "hold", "resize", "release-hold"
+"""What :func:`hold_step` asks for."""
+
+
+def hold_step(wl: WorkloadInfo, obs: o.Workload, name: str, replicas: int) -> str | None:
+    """What Kueue v0.20's StatefulSet reconciler does next with the Workload of the group StatefulSet ``name`` holds
+    (#12233, #15279). Scaled to zero: :data:`HOLD` an active, unfinished Workload not on hold yet that the set owns
+    or that holds quota. Scaled up while on hold: first :data:`RESIZE` it to ``replicas`` (its one pod set's count)
+    once the apiserver shows it without a quota reservation, then :data:`RELEASE_HOLD`. None: nothing (or wait for
+    the Workload that shows the hold written)."""
+    if replicas == 0:
+        if (wl.phase != FINISHED and wl.active and not on_hold(wl)
+                and (owned_by_statefulset(obs, name) or wl.reserving)):
+            return HOLD
+        return None
+    if not on_hold(wl):
+        return None
+    if len(obs.spec.pod_sets) == 1 and obs.spec.pod_sets[0].count != replicas:
+        return None if has_quota_reservation(obs.status) else RESIZE
+    return RELEASE_HOLD
+
+
+def resize_patch(obs: o.Workload, replicas: int) -> list[dict[str, Any]]:
+    """A JSON patch (RFC 6902) giving the Workload's one pod set the set's replica count, applied only to the
+    version read (its resourceVersion tested first)."""
+    return [{"op": "test", "path": "/metadata/resourceVersion", "value": obs.metadata.resource_version},
+            {"op": "replace", "path": "/spec/podSets/0/count", "value": replicas}]
 
 
 def statefulset_name(pod: ManagedPod) -> str | None:
@@ -668,7 +747,7 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
                             "annotations": wl_annotations, "finalizers": [IN_USE_FINALIZER],
                             "ownerReferences": [owner_ref(r) for r in raw_pods]}
     _copy_agreed(state, raw_pods, meta)
-    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": meta, "spec": spec}
+    return workload_body.workload(meta, spec)
 
 
 def _copy_agreed(state: ClusterState, raw_pods: list[dict[str, Any]], meta: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ A Pod tolerates one env name given twice (the last value counts), and Job author
 Workload CRD keys a container's ``env`` by name, so Kueue writes every Workload's pod sets with the repetitions
 folded (``SanitizePodSets``, kubernetes-sigs/kueue#7425, in every release from 0.13): one entry per name, where the
 name first stood, with its last value — for containers and init containers. The job itself keeps its template.
+Applied once, where every integration's Workload body is finished (:mod:`connectors.k8s.workload_body`).
 """
 
 from __future__ import annotations

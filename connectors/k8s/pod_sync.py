@@ -37,7 +37,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import copied_metadata
+from connectors.k8s import copied_metadata, workload_body
 from connectors.k8s.copied_metadata import copied
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
@@ -47,7 +47,7 @@ from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAG
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
-from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.resources import JOB_UID_LABEL
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
@@ -255,7 +255,7 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     wl_annotations = copied_metadata.workload_annotations(state, keys, annotations)
     if wl_annotations:
         wl_meta["annotations"] = wl_annotations
-    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": wl_spec}
+    return workload_body.workload(wl_meta, wl_spec)
 
 
 def pod_set(state: ClusterState, raw_pod: dict[str, Any], name: str, count: int) -> dict[str, Any]:
@@ -307,6 +307,12 @@ def let_go_patch(pod: ManagedPod) -> dict[str, Any]:
     patch = finalize_patch(pod)
     patch["spec"] = {"schedulingGates": gates or None}
     return patch
+
+
+def queue_patch(pod: ManagedPod, queue: str) -> dict[str, Any]:
+    """The merge patch that gives the Pod the queue name ``queue`` (as Kueue's StatefulSet reconciler gives a set's
+    pods its own), conditioned on its resourceVersion."""
+    return {"metadata": {"resourceVersion": pod.metadata.resource_version, "labels": {QUEUE_LABEL: queue}}}
 
 
 def termination_condition(reason: str, message: str, now: str) -> dict[str, Any]:

@@ -64,7 +64,12 @@ newer Kueue), else deleted (``DeletedWorkload``), the group then getting a new o
 framework on, a group a StatefulSet holds is also looked at again when the StatefulSet's status revisions change or
 it goes (:mod:`connectors.k8s.statefulsets`; pods it orphaned are traced to it by their group's name), and its pods
 are let go as Kueue's StatefulSet reconciler lets them go (:func:`connectors.k8s.pod_group.let_go_by_statefulset`:
-ungated and finalized; in a rolling update, only once the group's Workload is admitted). A gated Pod's Workload
+ungated and finalized; in a rolling update, only once the group's Workload is admitted); the set is made an owner
+of its group's Workload while it has replicas (Kueue #4799) and stays one at zero, so that Workload stays,
+deactivated or not, while none of the group's Pods is left and the set is there to remake them. Scaled to zero, the
+set has its Workload put on hold (``WorkloadOnHoldChanged``: QuotaReserved=False ``OnHold``, its quota given back);
+scaled up again, the Workload is resized to the set's replicas and its hold cleared (Kueue v0.20, #12233, #15279:
+:func:`connectors.k8s.pod_group.hold_step`). A gated Pod's Workload
 holding no quota whose ``maximumExecutionTimeSeconds`` is no longer the Pod's ``max-exec-time-seconds`` (the label
 may change while gated) is rewritten from the Pod (``UpdatedWorkload``); a group's then no longer matches (above).
 Not done: rewriting a Workload whose pod sets no longer match its Pod (a single Pod's), or deleting a single
@@ -77,7 +82,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,14 +95,13 @@ from connectors.k8s import (
     job_sync,
     pod_group,
     pod_prebuilt,
-    pod_set_env,
     pod_sync,
     podsetinfo,
     prebuilt,
     statefulsets,
 )
 from connectors.k8s import workload_finalizer as wf
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import JSON_PATCH, MERGE_PATCH, KubeClient
 from connectors.k8s.deployment_uid import OwnerReads, deployment_uid
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
@@ -143,6 +147,7 @@ from projections.workloads import (
     FINISHED,
     WAITING_FOR_REPLACEMENT_PODS,
     WorkloadInfo,
+    on_hold,
     replacement_pods_condition,
 )
 
@@ -192,6 +197,8 @@ class PodStats:
     """Group Workloads rewritten in place for no longer matching their group, while holding no quota."""
     let_go: int = 0
     """Pods of a StatefulSet ungated and finalized (its older revision's in a rolling update; all once it is gone)."""
+    relabelled: int = 0
+    """Gated pods of a StatefulSet given the set's changed queue name."""
 
 
 class PodIntegration:
@@ -235,6 +242,9 @@ class PodIntegration:
         (:meth:`_group_gone`): no member marks such a group any more, so its Workload's records do — a let-go
         refused because the Workload moved on meanwhile (a status write of a record the group's own passes
         appended) is done again on the newer version, as Kueue's reconciler is requeued after a conflict."""
+        self.kept_by_set: dict[str, str] = {}
+        """Group key -> key of the StatefulSet that keeps its Workload while none of its Pods is left
+        (:meth:`_kept_by_owner`): nothing else marks such a group, so the set's changes, its going above all, do."""
         self.named_by: dict[str, set[str]] = {}
         """Workload key -> reconcile keys (a single Pod's, a group's ``group/...``) of the Pods naming it as their
         prebuilt Workload (label or annotation, whichever the gate reads), so its arrival wakes them."""
@@ -353,6 +363,7 @@ class PodIntegration:
             name = pod_group.statefulset_name(pod)  # an orphan's too, found by its group's name
             if name is not None and f"{pod.metadata.namespace}/{name}" in keys and pod_key in self.group_of:
                 groups.add(GROUP_PREFIX + self.group_of[pod_key])
+        groups.update(GROUP_PREFIX + g for g, sts in self.kept_by_set.items() if sts in keys)
         self._mark(groups)
 
     # --- what the log says about their Workloads --------------------------------------------------------------
@@ -366,12 +377,13 @@ class PodIntegration:
             if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
                 self._acted.pop(e.key, None)
                 self.gone_groups.discard(e.key)
+                self.kept_by_set.pop(e.key, None)
                 if e.key not in self.members:  # the Workload of a group that is gone: nothing left to do for it
                     self._acted.pop(GROUP_PREFIX + e.key, None)
             if (isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Workload)
                     or isinstance(e, ev.ObjectDeleted) and e.kind == "Workload"):
                 keys |= self.named_by.get(e.key, set())
-            if e.key in self.members or e.key in self.gone_groups:  # the group's Workload (named after it)
+            if e.key in self.members or e.key in self.gone_groups or e.key in self.kept_by_set:  # its Workload
                 keys.add(GROUP_PREFIX + e.key)
             elif isinstance(e, (ev.WorkloadEvicted, ev.WorkloadPreempted)):  # a group's with no Pod left: quota back
                 keys.add(GROUP_PREFIX + e.key)
@@ -635,7 +647,7 @@ class PodIntegration:
         if raw["metadata"]["uid"] != pod.metadata.uid:
             return  # made anew meanwhile; the watch brings the new one
         try:
-            body = pod_set_env.deduplicated(pod_sync.workload_for(self.state, raw, name))
+            body = pod_sync.workload_for(self.state, raw, name)
             if self.state.gate(gates.DEPLOYMENT_JOB_UID_LABEL):
                 owner_uid = await deployment_uid(self.deployment_owners, raw,
                                                  self._config().manage_jobs_without_queue_name)
@@ -670,7 +682,7 @@ class PodIntegration:
         if raw["metadata"]["uid"] != pod.metadata.uid:
             return  # made anew meanwhile; the watch brings the new one
         try:
-            body = pod_set_env.deduplicated(pod_sync.workload_for(self.state, raw, obs.metadata.name))
+            body = pod_sync.workload_for(self.state, raw, obs.metadata.name)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound, InvalidInput) as exc:
             log.warning("the pod's workload cannot be rebuilt: not updated", pod=pod.key, error=str(exc))
             return
@@ -791,6 +803,7 @@ class PodIntegration:
             await self._group_gone(group)
             return
         self.gone_groups.discard(group)
+        self.kept_by_set.pop(group, None)
         pods = [p for p in pods if pod_sync.is_managed(p)]
         deleting = [p for p in pods if p.metadata.deletion_timestamp and not pod_group.runnable_or_succeeded(p)]
         first = pods[0] if pods else None
@@ -798,11 +811,10 @@ class PodIntegration:
             first, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         gated = self.state.gate(gates.ADMISSION_GATED_BY)
         copied = not prebuilt_name and self.statefulsets.synced.is_set()
-        holder = await self._holding_statefulset(config, pods) if first is not None and (gated or copied) else None
-        if copied and holder is not None:
-            prebuilt_name = holder.copied_workload  # on a worker, a MultiKueue copy's Workload: the group runs on it
-        if not gated:
-            holder = None  # under the gate, the admission gate is the StatefulSet's (Kueue's set reconciler)
+        held_by = await self._holding_statefulset(config, pods) if first is not None and (gated or copied) else None
+        if copied and held_by is not None:
+            prebuilt_name = held_by.copied_workload  # on a worker, a MultiKueue copy's Workload: the group runs on it
+        holder = held_by if gated else None  # under the gate, the admission gate is the set's (Kueue's set reconciler)
         wl_key = f"{group.partition('/')[0]}/{prebuilt_name}" if prebuilt_name else group
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
@@ -819,7 +831,10 @@ class PodIntegration:
             if not usable:
                 wl = obs = None
         own = pod_group.of_its_roles(pods, wl) if wl is not None and not prebuilt_name else pods  # what Kueue keeps
-        matching = wl is None or bool(prebuilt_name) or not pod_group.no_longer_matching(pods, wl)
+        # a Workload its set holds at zero (or keeps on hold) is the set's to hold, resize and release (Kueue v0.20's
+        # set reconciler, #12233/#15279), not one to delete or rewrite as its group no longer matching
+        matching = (wl is None or bool(prebuilt_name) or not pod_group.no_longer_matching(pods, wl)
+                    or (held_by is not None and (on_hold(wl) or held_by.view.replicas == 0)))
         if matching and wl is not None and obs is not None and managed and not prebuilt_name and \
                 await self._owned_by_kept_pods(group, pods, wl, obs):
             return  # as for a prebuilt one: the rest waits for the Workload that shows its new owners
@@ -827,12 +842,22 @@ class PodIntegration:
             if await self._keep_in_step(pods, own, wl, obs, managed=managed, generated=not prebuilt_name,
                                         holder=holder):
                 return
+            if (obs is not None and managed and not prebuilt_name and held_by is not None and not wf.deleting(obs)
+                    and await self._owned_by_statefulset(group, obs, held_by)):
+                return  # the rest waits for the Workload that shows its owners
+            if (wl is not None and obs is not None and managed and not prebuilt_name and held_by is not None
+                    and not wf.deleting(obs) and await self._held_by_statefulset(group, wl, obs, held_by)):
+                return  # the rest waits for the Workload that shows it
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
                                    wl_deleting=obs is not None and wf.deleting(obs),
                                    statefulset=await self._statefulset_of(config, pods),
                                    remote=pod_sync.runs_on_a_worker(self.state, wl))
+        if wl is not None and on_hold(wl) and step.remove:
+            step = replace(step, remove=())  # counted against a size the set's scale-up is still to give it
+        for pod in step.relabel:  # the step's only work: the pods' watch brings them back relabelled
+            await self._once(pod, "relabel", self._relabel_pod(pod, step.relabel_queue))
         for pod in step.finalize:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:
@@ -895,23 +920,118 @@ class PodIntegration:
         patch = pod_prebuilt.owners_patch(pod_group.kept(pods, wl), obs)
         if patch is None:
             return False
-        marker = ("owners", obs.metadata.uid, obs.metadata.resource_version)
-        if self._acted.get(GROUP_PREFIX + group) == marker:
+        if not await self._patch_once(group, "owners", obs, patch):
             return True
-        self._acted[GROUP_PREFIX + group] = marker
-        try:
-            await self.client.patch(WORKLOADS, obs.metadata.name, patch, obs.metadata.namespace)
-        except (NotFound, Conflict):
-            self._acted.pop(GROUP_PREFIX + group, None)
-            return True  # gone or changed meanwhile: the watch brings the newer one
-        except BaseException:
-            self._acted.pop(GROUP_PREFIX + group, None)
-            raise
         added = len(patch["metadata"]["ownerReferences"]) - len(obs.metadata.owner_references)
         log.info("made the pod group's pods owners of its workload", group=group, workload=obs.key, added=added)
         await self._workloads_log.report(wl.key, wl.uid, pod_group.OWNER_REFERENCES_ADDED, workload=wl.key,
                                          message=pod_group.owners_added_message(added))
         return True
+
+    async def _owned_by_statefulset(self, group: str, obs: o.Workload,
+                                    sts: statefulsets.StatefulSetRevision) -> bool:
+        """Make the StatefulSet holding the group an owner of the group's Workload while it has replicas, and keep it
+        one once the set is scaled to zero (:func:`connectors.k8s.pod_group.statefulset_owners`), as Kueue's
+        StatefulSet reconciler does (#4799; v0.20 keeps it at zero, #12233). A Workload the set owns is no orphan
+        when all its pods are gone (:meth:`_group_gone`): a deactivated one keeps its uid while the set remakes its
+        pods. The write is
+        conditioned on the Workload's resourceVersion. Returns whether the pass ends here: written, or written
+        and not yet shown by the watch."""
+        refs = pod_group.statefulset_owners(obs, sts.metadata.name, sts.metadata.uid, sts.view.replicas)
+        if refs is None:
+            return False
+        patch = {"metadata": {"resourceVersion": obs.metadata.resource_version, "ownerReferences": refs}}
+        if not await self._patch_once(group, "set-owner", obs, patch):
+            return True
+        log.info("kept the statefulset among the owners of its group's workload", group=group, workload=obs.key,
+                 statefulset=sts.key, owner=sts.view.replicas > 0)
+        return True
+
+    async def _kept_by_owner(self, group: str, obs: o.Workload) -> tuple[bool, statefulsets.StatefulSetRevision | None]:
+        """Whether an owner other than its Pods keeps the Workload of a group none of whose Pods is left, and the
+        StatefulSet that does, if one does. The garbage collector keeps it while that owner is there. A
+        LeaderWorkerSet made it before its pods, and that set's integration deletes it. A StatefulSet keeps it while
+        it is there (same uid), scaled to zero too: Kueue v0.20 keeps the set among the owners then and puts the
+        Workload on hold (#12233). Once the set is gone, the garbage collector would take the Workload with its last
+        owner. A group a set keeps is recorded so that the set's changes, and its Workload's records, mark it."""
+        self.kept_by_set.pop(group, None)
+        kept = False
+        for ref in obs.metadata.owner_references:
+            if ref.kind == "Pod":
+                continue
+            if (ref.api_version, ref.kind) != pod_group.STATEFULSET_OWNER:
+                kept = True
+                continue
+            sts = await self._statefulset_by_uid(obs.metadata.namespace, ref.name, ref.uid)
+            if sts is not None:
+                self.kept_by_set[group] = sts.key
+                return True, sts
+        return kept, None
+
+    async def _held_by_statefulset(self, group: str, wl: WorkloadInfo, obs: o.Workload,
+                                   sts: statefulsets.StatefulSetRevision) -> bool:
+        """Put the group's Workload on hold while its StatefulSet is scaled to zero, and, scaled up again, resize it
+        to the set's replicas and clear the hold (:func:`connectors.k8s.pod_group.hold_step`), as Kueue v0.20's
+        StatefulSet reconciler (#12233, #15279). The hold goes through the log (``WorkloadOnHoldChanged``: the fold
+        gives the quota back, the writer writes QuotaReserved=False ``OnHold``); the resize is a JSON patch of the
+        Workload conditioned on its resourceVersion. Returns whether the pass ends here (the rest waits for the
+        Workload that shows it)."""
+        if wl.uid != obs.metadata.uid:
+            return False
+        match pod_group.hold_step(wl, obs, sts.metadata.name, sts.view.replicas):
+            case pod_group.HOLD | pod_group.RELEASE_HOLD as action:
+                held = action == pod_group.HOLD
+                if await self._append_once(wl, ev.WorkloadOnHoldChanged(time=_now(), key=wl.key, uid=wl.uid,
+                                                                        on_hold=held)):
+                    log.info("put the workload on hold: its statefulset is scaled to zero" if held
+                             else "cleared the hold of the workload: its statefulset is scaled up",
+                             group=group, workload=wl.key, statefulset=sts.key)
+                return True
+            case pod_group.RESIZE:
+                return await self._resize(group, obs, sts)
+        return False
+
+    async def _resize(self, group: str, obs: o.Workload, sts: statefulsets.StatefulSetRevision) -> bool:
+        """Give the Workload on hold the replica count its StatefulSet is scaled up to (Kueue #15279), once per
+        version of it."""
+        if not await self._patch_once(group, "resize", obs, pod_group.resize_patch(obs, sts.view.replicas),
+                                      content_type=JSON_PATCH):
+            return True
+        log.info("resized the workload on hold to its statefulset's replicas", group=group, workload=obs.key,
+                 statefulset=sts.key, replicas=sts.view.replicas)
+        return True
+
+    async def _patch_once(self, group: str, what: str, obs: o.Workload, patch: Any,
+                          content_type: str = MERGE_PATCH) -> bool:
+        """Patch the group's Workload ``obs`` once per version of it (``what`` names the write): whether it was
+        written now. Not when already written for this version, nor when it is gone or changed meanwhile (its
+        watch brings the newer one, and the write is tried again on that)."""
+        marker = (what, obs.metadata.uid, obs.metadata.resource_version)
+        if self._acted.get(GROUP_PREFIX + group) == marker:
+            return False
+        self._acted[GROUP_PREFIX + group] = marker
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, patch, obs.metadata.namespace,
+                                    content_type=content_type)
+        except (NotFound, Conflict):
+            self._acted.pop(GROUP_PREFIX + group, None)
+            return False
+        except BaseException:
+            self._acted.pop(GROUP_PREFIX + group, None)
+            raise
+        return True
+
+    async def _statefulset_by_uid(self, namespace: str, name: str, uid: str) -> statefulsets.StatefulSetRevision | None:
+        """StatefulSet ``name`` of that ``uid``, as last listed or watched, else as the apiserver has it (None: it has
+        none of that uid)."""
+        seen = self.statefulsets.get(f"{namespace}/{name}", uid)
+        if seen is not None:
+            return seen
+        try:
+            stored = statefulsets.decode(await self.client.get(STATEFUL_SETS, name, namespace))
+        except NotFound:
+            return None
+        return stored if stored is not None and stored.metadata.uid == uid else None
 
     async def _holding_statefulset(self, config: SchedulerConfig,
                                    pods: list[ManagedPod]) -> statefulsets.StatefulSetRevision | None:
@@ -998,20 +1118,30 @@ class PodIntegration:
         return True
 
     async def _group_gone(self, group: str) -> None:
-        """No Pod of the group is left in the watch: once the apiserver has none of the Pods its Workload names as
+        """No Pod of the group is left in the watch: unless another owner keeps it (:meth:`_kept_by_owner`: a
+        StatefulSet, which puts it on hold at zero and releases it when scaled up (:meth:`_held_by_statefulset`), a
+        LeaderWorkerSet), once the apiserver has none of the Pods its Workload names as
         owners, the Workload is let go (:meth:`_let_go`) and deleted, as the garbage collector would."""
         obs = self.mirror.workloads.get(group)
         if obs is None or not pod_group.is_group_workload(obs):
             self._acted.pop(GROUP_PREFIX + group, None)  # nothing left to do for the group
             self.gone_groups.discard(group)
             return
-        if any(ref.kind != "Pod" for ref in obs.metadata.owner_references):
+        kept, sts = await self._kept_by_owner(group, obs)
+        if kept:
             self.gone_groups.discard(group)
-            # another owner's too (a LeaderWorkerSet's group, made before its pods): the garbage collector keeps
-            # it while that owner is there, and that owner's integration deletes it. Evicted, with no Pod left to
-            # stop, it gives its quota back now (Kueue's #14578), as a group's does once none of its Pods runs.
-            self._acted.pop(GROUP_PREFIX + group, None)
             wl = self.state.workloads.get(group)
+            if (sts is not None and wl is not None and self._config().manages_statefulsets and not wf.deleting(obs)
+                    and await self._held_by_statefulset(group, wl, obs, sts)):
+                return  # on hold, or its hold cleared: the rest waits for the Workload that shows it
+            self._acted.pop(GROUP_PREFIX + group, None)
+            if wf.deleting(obs) and wf.holds(obs):
+                # someone deleted it: with no Pod left to stop, its finalizer goes (workload_finalizer's rule)
+                with contextlib.suppress(Conflict):  # changed meanwhile: the watch brings the newer one
+                    await self._unfinalize(obs)
+                return
+            # Evicted, with no Pod left to stop, it gives its quota back now (Kueue's #14578), as a group's does
+            # once none of its Pods runs.
             if wl is not None and wl.uid == obs.metadata.uid and wl.evicted and wl.reserving and not wl.job_stopped:
                 await self._give_back_quota(wl)
             return
@@ -1147,7 +1277,7 @@ class PodIntegration:
         if obs is None or raws is None:
             return
         try:
-            body = pod_set_env.deduplicated(pod_group.workload_for(self.state, raws))
+            body = pod_group.workload_for(self.state, raws)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             self._acted.pop(GROUP_PREFIX + group, None)
             log.warning("the pod group's priority class is not there: its workload is not updated", group=group,
@@ -1182,6 +1312,13 @@ class PodIntegration:
             raws.append(raw)
         return raws
 
+    async def _relabel_pod(self, pod: ManagedPod, queue: str) -> None:
+        """Give a StatefulSet's gated pod the set's queue name, as Kueue's StatefulSet reconciler does."""
+        if not await self._patch_pod(pod, pod_sync.queue_patch(pod, queue)):
+            return
+        self.stats.relabelled += 1
+        log.info("gave a statefulset's pod its queue name", pod=pod.key, queue=queue)
+
     async def _let_go_pod(self, pod: ManagedPod) -> None:
         """Lift Kueue's scheduling gates and drop its finalizer, as Kueue's StatefulSet reconciler lets a pod go."""
         if not await self._patch_pod(pod, pod_sync.let_go_patch(pod)):
@@ -1199,7 +1336,7 @@ class PodIntegration:
         if raws is None:
             return
         try:
-            body = pod_set_env.deduplicated(pod_group.workload_for(self.state, raws))
+            body = pod_group.workload_for(self.state, raws)
             if holder is not None:
                 body["metadata"]["annotations"].update(copied_metadata.gated_annotations(
                     self.state, holder.metadata.annotations, copied_metadata.ADMISSION_GATE_ONLY))

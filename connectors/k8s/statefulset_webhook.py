@@ -16,17 +16,18 @@ reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_we
   admitted as soon as its first pod exists, and, serving, never finishes however its pods end);
 * ``kueue.x-k8s.io/pod-group-pod-index-label``: ``apps.kubernetes.io/pod-index``, each pod's rank for TAS.
 
-Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a
-queue name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its
-template), a changed ``kueue.x-k8s.io/pod-group-name`` label, a ``kueue.x-k8s.io/priority-class`` label removed, or
-added while a replica is ready (as every job kind's, a StatefulSet with no ready replica counting as suspended) and,
-for a StatefulSet naming a queue, its pod template's spec changed in what admission looks at (requests, ports,
-placement: :func:`connectors.k8s.job_validation.pod_group_spec_errors`; images, env and the rest may roll) and any
-resize but
-to zero or from zero (a group's total is fixed), from zero only once the scale-down is over (``status.replicas``
-0: ``scaling down is still in progress``); one naming none resizes freely (Kueue's fix, kubernetes-sigs/kueue#3996).
-As the Deployment webhooks, both allow everything unchanged while the integration is off and are registered
-fail-closed only while it is on.
+Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a queue
+name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its template) while a
+replica is ready, or one removed (while none is ready, a StatefulSet sent to a missing queue may be sent to another:
+Kueue's #9830 fix then puts the new name on its pods, which the pod integration does here,
+:func:`connectors.k8s.pod_group.queue_relabel`), a changed ``kueue.x-k8s.io/pod-group-name`` label, a
+``kueue.x-k8s.io/priority-class`` label removed, or added while a replica is ready (as every job kind's, a StatefulSet
+with no ready replica counting as suspended) and, for a StatefulSet naming a queue, its pod template's spec changed in
+what admission looks at (requests, ports, placement: :func:`connectors.k8s.job_validation.pod_group_spec_errors`;
+images, env and the rest may roll) and any resize but to zero or from zero (a group's total is fixed), from zero only
+once the scale-down is over (``status.replicas`` 0: ``scaling down is still in progress``); one naming none resizes
+freely (Kueue's fix, kubernetes-sigs/kueue#3996). As the Deployment webhooks, both allow everything unchanged while the
+integration is off and are registered fail-closed only while it is on.
 
 The pods get no Kueue finalizer (the Pod webhook skips it for pods their parent holds, as Kueue since #8530).
 Kueue's first StatefulSet reconciler, which went with this webhook, is modelled in the pod integration: the pods
@@ -40,9 +41,9 @@ validating webhook (registered fail-open by ``kueue-es manifests``) gives them a
 until none of the group's pods has the Workload's role: then the Workload is deleted as no longer matching and
 the group gets a new one from its pods. Not done, unlike Kueue since #9091 (cherry-picked to release-0.15 and 0.16, so
 in v0.20): its later StatefulSet reconciler, which
-makes the group's Workload itself (prebuilt, named with the StatefulSet's uid), labels the pods from a pod
-reconciler and puts the Workload on hold while scaled to zero; scaling to zero and back is handled no further than
-the validating rule above and the pods let go, the group's Workload being left to the pod-group rules.
+makes the group's Workload itself (prebuilt, named with the StatefulSet's uid) and labels the pods from a pod
+reconciler. Its hold of the Workload while the set is scaled to zero (#12233), and the resize when it is scaled up
+again (#15279), are the pod integration's (:func:`connectors.k8s.pod_group.hold_step`).
 """
 
 from __future__ import annotations
@@ -126,17 +127,21 @@ def create_errors(sts: Mapping[str, Any], feature_gates: Mapping[str, bool] | No
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
                   ) -> list[str]:
     """What Kueue refuses in the update of StatefulSet ``old`` into ``new``, in its order (values shown as Kueue
-    shows them: the old queue name, the new template queue name and group name), a WorkloadPriorityClass label
+    shows them: the old queue name, the new template queue name and group name): a changed queue name while a
+    replica of ``old`` is ready, or one removed (while none is, the name may change or be set, the template's with
+    it: Kueue's e2e "should allow to change queue name if ReadyReplicas=0", its pods then relabelled by the pod
+    integration, :func:`connectors.k8s.pod_group.queue_relabel`), a WorkloadPriorityClass label
     removed or added while a replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`), and
     under ``AdmissionGatedBy`` an
     admission gate added or ill formed (:func:`connectors.k8s.job_validation.gate_update`, as Kueue v0.20's
     StatefulSet webhook)."""
     errors = []
     old_queue, new_queue = _labels(old).get(QUEUE_LABEL, ""), _labels(new).get(QUEUE_LABEL, "")
-    if old_queue != new_queue:
+    renamable = job_validation.no_ready_replica(old) and bool(new_queue)
+    if old_queue != new_queue and not renamable:
         errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", old_queue, job_validation.IMMUTABLE))
     old_template, new_template = _template_labels(old).get(QUEUE_LABEL, ""), _template_labels(new).get(QUEUE_LABEL, "")
-    if old_template != new_template:
+    if old_template != new_template and not renamable:
         errors.append(job_validation.invalid(f"spec.template.metadata.labels[{QUEUE_LABEL}]", new_template,
                                              job_validation.IMMUTABLE))
     old_group, new_group = _labels(old).get(GROUP_LABEL, ""), _labels(new).get(GROUP_LABEL, "")

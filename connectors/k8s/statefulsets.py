@@ -1,11 +1,13 @@
 """The StatefulSets' status revisions, listed and watched for the pod integration (Kueue's ``statefulset`` one).
 
-Kueue's StatefulSet reconciler (:func:`connectors.k8s.pod_group.let_go_by_statefulset`) decides from the StatefulSet
-that holds a pod group: its ``status.currentRevision`` and ``status.updateRevision``, or that it is gone. The log
-keeps no StatefulSets (nothing the scheduler decides on depends on them), so, as the pod integration does for its
+Kueue's StatefulSet reconciler (:func:`connectors.k8s.pod_group.let_go_by_statefulset`,
+:func:`connectors.k8s.pod_group.queue_relabel`) decides from the StatefulSet that holds a pod group: its
+``status.currentRevision`` and ``status.updateRevision``, its queue name and replica count, or that it is gone. The
+log keeps no StatefulSets (nothing the scheduler decides on depends on them), so, as the pod integration does for its
 Pods, this keeps its own list+watch of them (an :class:`~connectors.k8s.list_watch.Informer`): key -> (uid,
-revisions, and the labels and annotations that say whether it is a MultiKueue copy), and ``on_change`` called with the keys whose uid or revisions changed, or that came or went (a
-StatefulSet's other status changes, each of its pods becoming ready, change nothing here). Until the first list is in
+revisions, replica count, and the labels and annotations: its queue name, and whether it is a MultiKueue copy), and
+``on_change`` called with the keys where any of those changed, or that came or went (a StatefulSet's other status
+changes, each of its pods becoming ready, change nothing here). Until the first list is in
 (:attr:`StatefulSetRevisions.synced`), nothing is known of any StatefulSet, and none may be taken as gone.
 """
 
@@ -17,6 +19,7 @@ import msgspec
 import structlog
 
 from connectors.k8s.client import KubeClient
+from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.pod_group import StatefulSetView
 from connectors.k8s.resources import STATEFUL_SETS
@@ -38,10 +41,15 @@ class _Status(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields
     update_revision: str = ""
 
 
+class _Spec(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
+    replicas: int | None = None
+
+
 class StatefulSetRevision(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     """What is read of a StatefulSet."""
 
     metadata: _Meta = _Meta()
+    spec: _Spec = _Spec()
     status: _Status = _Status()
 
     @property
@@ -57,8 +65,11 @@ class StatefulSetRevision(msgspec.Struct, frozen=True, forbid_unknown_fields=Fal
 
     @property
     def view(self) -> StatefulSetView:
+        replicas = self.spec.replicas
         return StatefulSetView(current_revision=self.status.current_revision,
-                               update_revision=self.status.update_revision)
+                               update_revision=self.status.update_revision,
+                               queue=self.metadata.labels.get(QUEUE_LABEL, ""),
+                               replicas=1 if replicas is None else replicas)
 
 
 def decode(raw: msgspec.Raw | bytes) -> StatefulSetRevision | None:

@@ -9,8 +9,10 @@ what the Workload should show, and the write goes only when the Workload (as las
 * ``VariantCreated`` — the parent is read from the apiserver and its copy created as Kueue's variant controller
   makes it: the parent's spec with the ``kueue.x-k8s.io/concurrent-admission`` preemption gate added, its labels
   but the parent label, its annotations with ``kueue.x-k8s.io/workload-allowed-resource-flavors`` naming the
-  flavor, controller-owned by the parent (its uid as the decision names it). Already there (409) counts as done;
-  the parent gone (404), or another one of its name, rejects the decision;
+  flavor, controller-owned by the parent (its uid as the decision names it). Already there (409 AlreadyExists)
+  rejects the decision (``AlreadyExists``: Kueue skips such a variant and records no ``CreatedVariant``), and so
+  does the parent gone (404), or another one of its name. The outcomes of the decisions carried out with a
+  creation name the variant's uid from the create's answer (its Events' involved object);
 * ``VariantActivation`` — a merge patch of ``spec.active``, conditioned on the variant's uid;
 * ``VariantDeleted`` — the variant is deleted, conditioned on its uid (already gone counts as done).
 
@@ -76,6 +78,16 @@ def variant_body(parent: dict[str, Any], name: str, flavor: str) -> dict[str, An
     return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": out_meta, "spec": spec}
 
 
+def _uid_of(answer: bytes) -> str:
+    """The uid of the object an apiserver's answer holds ("" when it holds none)."""
+    try:
+        doc = msgspec.json.decode(answer)
+    except msgspec.DecodeError:
+        return ""
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    return str(meta.get("uid") or "") if isinstance(meta, dict) else ""
+
+
 class VariantWriter(MarkedKeysWorker):
     dirty = "dirty_variants"
     what = "variant write"
@@ -89,43 +101,54 @@ class VariantWriter(MarkedKeysWorker):
         if not offsets:
             return
         wl = self.mirror.state.workloads.get(key)
+        uid = wl.uid if wl is not None else ""
         reject = None
+        exists: tuple[str, str] | None = None
         if "VariantDeleted" in {pending[o] for o in offsets}:
             await self._delete(key)
         elif wl is None:
             reject = ("NotFound", "the Workload no longer exists")
         elif wl.owner and not self.mirror.workloads.get(key) and "VariantCreated" in {pending[o] for o in offsets}:
-            reject = await self._create(wl)
+            reject, exists, uid = await self._create(wl)
         else:
             reject = await self._patch(key, wl)
         t = int(time.time() * 1000)
         self._reported.update(offsets)
-        uid = wl.uid if wl is not None else ""
         if reject is not None:
             self.stats.rejected += 1
             await self.append([ev.DecisionRejected(time=t, key=key, uid=uid, decision=off, reason=reject[0],
                                                    message=reject[1], id=f"rejected-{off}") for off in offsets])
-        else:
-            await self.append([ev.DecisionApplied(time=t, key=key, uid=uid, decision=off, id=f"applied-{off}")
-                               for off in offsets])
+            return
+        out: list[ev.AnyEvent] = []
+        for off in offsets:
+            if exists is not None and pending[off] == "VariantCreated":
+                out.append(ev.DecisionRejected(time=t, key=key, uid=uid, decision=off, reason=exists[0],
+                                               message=exists[1], id=f"rejected-{off}"))
+            else:
+                out.append(ev.DecisionApplied(time=t, key=key, uid=uid, decision=off, id=f"applied-{off}"))
+        await self.append(out)
 
-    async def _create(self, wl: WorkloadInfo) -> tuple[str, str] | None:
+    async def _create(self, wl: WorkloadInfo) -> tuple[tuple[str, str] | None, tuple[str, str] | None, str]:
+        """Create variant ``wl``: (why the decisions are rejected, or None; why its creation is, there already, or
+        None; the variant's uid, the create's answer's). Kueue's ``createVariants`` skips a variant that exists
+        already (AlreadyExists), recording no ``CreatedVariant``: its ``VariantCreated`` is rejected, the decisions
+        made with it carried out."""
         parent = parent_name(wl)
         try:
             raw = msgspec.json.decode(await self.client.get(BY_KIND["Workload"], parent, wl.namespace))
         except NotFound:
-            return "NotFound", f"the parent Workload {wl.namespace}/{parent} no longer exists"
+            return ("NotFound", f"the parent Workload {wl.namespace}/{parent} no longer exists"), None, wl.uid
         observed_parent = self.mirror.state.workloads.get(f"{wl.namespace}/{parent}")
         if observed_parent is None or raw["metadata"].get("uid") != observed_parent.uid:
-            return "Conflict", f"the parent Workload {wl.namespace}/{parent} was replaced"
+            return ("Conflict", f"the parent Workload {wl.namespace}/{parent} was replaced"), None, wl.uid
         try:
-            await self.client.create(BY_KIND["Workload"], variant_body(raw, wl.name, variant_flavor(wl)),
-                                     wl.namespace)
+            made = await self.client.create(BY_KIND["Workload"], variant_body(raw, wl.name, variant_flavor(wl)),
+                                            wl.namespace)
         except Conflict:
-            return None  # there already
+            return None, ("AlreadyExists", f"the variant Workload {wl.key} exists already"), wl.uid
         self.stats.created += 1
         log.info("created variant", workload=wl.key, parent=parent, flavor=variant_flavor(wl))
-        return None
+        return None, None, _uid_of(made) or wl.uid
 
     async def _delete(self, key: str) -> None:
         obs = self.mirror.workloads.get(key)

@@ -49,7 +49,8 @@ from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig
 from kueue_es.scheduler.quota import fair_weight
 from projections.afs_ledger import AfsLedger, LedgerQueue, amount
-from projections.cluster import USAGE_BASED, ClusterState
+from projections.cluster import ClusterState
+from projections.cluster_afs import USAGE_BASED
 from projections.workloads import RESERVED
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ reports, as plain data:
 * ``kueue`` — the QuotaReserved=False reason and message Kueue shows (or the next attempt's, if none yet);
 * ``queue`` — where the workload waits: its position in the ClusterQueue, parked as inadmissible until
   something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive or
-  gated by its ``kueue.x-k8s.io/admission-gated-by`` annotation); with
+  gated by its ``kueue.x-k8s.io/admission-gated-by`` annotation, or on hold while its StatefulSet is at zero
+  replicas); with
   Admission Fair Sharing, its LocalQueue's usage (what orders the queue);
 * ``podsReady`` — when waitForPodsReady.blockAdmission holds an attempt that fits: the workloads holding quota
   whose pods are not ready yet, which it waits for;
@@ -47,10 +48,12 @@ from projections.workloads import (
     ADMITTED,
     CONCURRENT_ADMISSION_PARENT_LABEL,
     FINISHED,
+    ON_HOLD,
     PENDING,
     RESERVED,
     WorkloadInfo,
     is_parent,
+    on_hold,
 )
 
 _REASON_WHY = {
@@ -210,7 +213,7 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
         info.update(state="queued", reason="Suspended",
                     detail=f"ClusterQueue {cq} is inactive ({inactive}): it admits nothing until that changes")
     if q is None or wl.key not in q.shapes:
-        info.setdefault("state", "notQueued")
+        info["state"] = "notQueued"  # whatever its ClusterQueue's state: it is in no queue
         problem = workload_problem(wl.pod_sets)
         if problem:
             info.setdefault("reason", unresolved_reason(config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY)))
@@ -219,6 +222,10 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
             info.setdefault("reason", ADMISSION_GATED)
             info.setdefault("detail", f"its admission is gated by {wl.admission_gate} (annotation "
                                       f"{ADMISSION_GATED_BY_ANNOTATION}): not queued until that is removed")
+        if on_hold(wl):  # shown before a blocking queue, as Kueue's workload controller words it
+            info["reason"] = ON_HOLD
+            info["detail"] = ("on hold while its StatefulSet is scaled to zero: not queued until the set is scaled "
+                              "up again")
         if is_parent(wl) and config.gate(gates.CONCURRENT_ADMISSION):
             info.setdefault("detail", f"a concurrent-admission parent (label {CONCURRENT_ADMISSION_PARENT_LABEL}): "
                                       "not queued itself, its variant Workloads are")

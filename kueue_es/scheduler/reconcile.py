@@ -113,6 +113,7 @@ from projections.workloads import (
     QUEUE_BLOCKERS,
     RESERVED,
     WorkloadInfo,
+    on_hold,
     unadmitted_reason,
 )
 
@@ -588,6 +589,11 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         if evict_deactivated and not wl.active and not _shows_evicted(wl) and not workload_problem(wl.pod_sets):
             # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile
             out.append(_deactivation(wl, base))
+            continue
+        if on_hold(wl) and wl.active:
+            # held by its StatefulSet (Kueue #12233): what it shows is the set's until the hold is cleared; but, as
+            # Kueue v0.20's granular resolver words deactivation before the hold, a deactivated one shows Deactivated
+            # (no longer on hold: reactivated at zero, its set puts it on hold again)
             continue
         rq = wl.condition("Requeued")
         if wl.active and rq is not None and rq.status == "False":

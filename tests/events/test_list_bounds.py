@@ -1,6 +1,6 @@
 """The CRD's bounds on the length of Kueue's lists, refused as the apiserver words them: a Workload holds at most
 18 pod sets (Kueue v0.19.0, #12819); a ClusterQueue's and a Cohort's resource groups, covered resources, flavors and
-quotas (Kueue's v1beta2 ``clusterqueue_types.go``/``cohort_types.go``). The generated CRDs carry the same bounds.
+quotas, the last three never empty (Kueue's v1beta2 ``clusterqueue_types.go``/``cohort_types.go``). The generated CRDs carry the same bounds.
 They are admission rules: the watch folds a stored object past them (written before its CRD had them), as the
 projections do not need them."""
 
@@ -95,3 +95,44 @@ def test_the_queue_crds_bound_their_groups(kind: str, version: str) -> None:
     group = groups["items"]["properties"]
     assert (groups["maxItems"], group["coveredResources"]["maxItems"], group["flavors"]["maxItems"],
             group["flavors"]["items"]["properties"]["resources"]["maxItems"]) == (16, 64, 64, 64)
+
+
+def _emptied(kind: str) -> dict[str, Any]:
+    """A queue of two groups: the first covering nothing, its flavors quoting nothing; the second with no flavor."""
+    doc = queue(kind, groups=2)
+    first, second = doc["spec"]["resourceGroups"]
+    first["coveredResources"] = []
+    first["flavors"].append({"name": "f0-1", "resources": []})
+    first["flavors"][0]["resources"] = []
+    second["flavors"] = []
+    return doc
+
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+def test_a_queue_s_covered_resources_flavors_and_quotas_are_never_empty(kind: str) -> None:
+    """Kueue's CRD has ``MinItems=1`` on a group's ``coveredResources`` and ``flavors`` and on a flavor's
+    ``resources``; the apiserver (kube-apiserver v1.36, a CRD with the bound) words each as below, in the object's
+    order, before the list-map duplicates."""
+    doc = _emptied(kind)
+    doc["spec"]["resourceGroups"][0]["flavors"][1]["name"] = "f0-0"
+
+    def empty(at: str) -> str:
+        return f"field `{at}`: Invalid value: 0: {at} in body should have at least 1 items"
+
+    assert _refusal(doc, f"{kind} q") == f"{kind} q: [" + ", ".join([
+        empty("spec.resourceGroups[0].coveredResources"), empty("spec.resourceGroups[0].flavors[0].resources"),
+        empty("spec.resourceGroups[0].flavors[1].resources"), empty("spec.resourceGroups[1].flavors"),
+        'field `spec.resourceGroups[0].flavors[1]`: Duplicate value: map[string]interface {}{"name":"f0-0"}']) + "]"
+
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+def test_the_watch_folds_a_stored_queue_with_empty_lists(kind: str) -> None:
+    check_foldable(msgspec.convert(_emptied(kind), o.KueueObject, strict=False), f"{kind} q")
+
+
+@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+def test_the_queue_crds_keep_their_lists_from_being_empty(kind: str, version: str) -> None:
+    group = _spec(kind, version)["resourceGroups"]["items"]["properties"]
+    assert (group["coveredResources"].get("minItems"), group["flavors"].get("minItems"),
+            group["flavors"]["items"]["properties"]["resources"].get("minItems")) == (1, 1, 1)

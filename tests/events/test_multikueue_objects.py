@@ -42,7 +42,10 @@ def test_a_cluster_and_a_config_load() -> None:
     ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "c"},
       "spec": {"clusters": []}}, "field `spec.clusters` must have 1 to 20 items"),
     ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "c"},
-      "spec": {"clusters": ["a", "a"]}}, "field `spec.clusters[1]`: duplicate value 'a'"),
+      "spec": {"clusters": ["a", "a"]}}, 'field `spec.clusters[1]`: Duplicate value: "a"'),
+    ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "c"},
+      "spec": {"clusters": ["a", "b", "a", "a", "b"]}},  # as kube-apiserver v1.36 lists a list-set's repeats
+     '[field `spec.clusters[2]`: Duplicate value: "a", field `spec.clusters[4]`: Duplicate value: "b"]'),
     ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "c"},
       "spec": {"clusters": ["a"], "quotaManagement": "Sometimes"}}, "field `spec.quotaManagement`"),
 ])

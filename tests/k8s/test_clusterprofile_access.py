@@ -37,8 +37,9 @@ from connectors.k8s import manifests
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.kubeconfig_checks import insecure_reason
 from connectors.k8s.multikueue import MultiKueueConnector
-from connectors.k8s.multikueue_kubeconfigs import client_from
+from connectors.k8s.multikueue_kubeconfigs import KubeconfigSources, client_from
 from connectors.k8s.multikueue_worker import Worker
+from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler import settle
@@ -323,6 +324,36 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"
         assert yaml.safe_load(source)["users"] == [{"name": "good", "user": {"token": "t"}}]
         again = await profiles.kubeconfig("c4", "good", "kueue-system", [provider])
         assert again == (source, "", "") and runs.read_text() == "xx"  # kept: no expiry, nothing changed
+    finally:
+        await profiles.close()
+
+
+@pytest.mark.asyncio
+async def test_with_no_cluster_profile_section_a_profile_found_names_no_credentials_provider() -> None:
+    """Kueue's sequential e2e "uses ClusterProfile as way to connect worker cluster" (the gate on, no
+    ``multiKueue.clusterProfile``): Kueue reads the profile, then its no-op credentials say "no credentials provider
+    configured"; a profile missing is still named as not found. (A section listing providers none of which the
+    profile offers keeps the inventory library's words, above.)"""
+    config = load_config({"featureGates": {"MultiKueueClusterProfile": True}}, "cfg")
+    profiles = _Profiles({"clusterprofile3": _profile("clusterprofile3")}, [1000.0])
+    sources = SimpleNamespace(profiles=profiles)
+
+    async def condition(profile: str) -> tuple[bytes, str, str] | None:
+        cluster = msgspec.convert({"metadata": {"name": "worker3"},
+                                   "spec": {"clusterSource": {"clusterProfileRef": {"name": profile}}}},
+                                  o.MultiKueueCluster)
+        got = await KubeconfigSources._profile_kubeconfig(sources, cluster, config)  # type: ignore[arg-type]
+        if got is None:
+            await asyncio.sleep(0)
+            got = await KubeconfigSources._profile_kubeconfig(sources, cluster, config)  # type: ignore[arg-type]
+        return got
+
+    try:
+        assert await condition("clusterprofile3-missing") == (
+            b"", 'load client config failed: ClusterProfile.multicluster.x-k8s.io "clusterprofile3-missing" not found',
+            "BadClusterProfile")
+        assert await condition("clusterprofile3") == (
+            b"", "load client config failed: no credentials provider configured", "BadClusterProfile")
     finally:
         await profiles.close()
 

@@ -281,15 +281,17 @@ def test_the_mutating_webhook_marks_both_templates_and_copies_the_priority_class
     assert lw.default_marks(lws(leader=False)) == [("workerTemplate", {}, held)]
 
 
-def test_creation_refuses_a_bad_queue_name_and_leader_ready_with_a_queue() -> None:
+def test_creation_refuses_a_bad_queue_name() -> None:
     assert lw.create_errors(lws()) == []
     assert lw.create_errors(lws(labels={Q: "Bad_Name"})), "not a DNS-1123 subdomain"
-    assert lw.create_errors(lws(startupPolicy="LeaderReady")) == [
-        'spec.startupPolicy: Invalid value: "LeaderReady": only the LeaderCreated startup policy is allowed when '
-        "using the kueue.x-k8s.io/queue-name label or annotation"]
-    unqueued = lws(startupPolicy="LeaderReady")
-    del unqueued["metadata"]["labels"][Q]
-    assert lw.create_errors(unqueued) == []
+
+
+def test_a_queued_set_may_start_its_workers_once_the_leader_is_ready() -> None:
+    """Kueue supports the ``LeaderReady`` startup policy since #4023 (v0.11; its e2e runs the scaling cases under
+    both policies): its v0.20 webhook has no startup-policy rule, so a queued set asking for it is admitted."""
+    assert lw.create_errors(lws(startupPolicy="LeaderReady")) == []
+    assert lw.update_errors(lws(startupPolicy="LeaderReady"), lws(startupPolicy="LeaderReady")) == []
+    assert lw.update_errors(lws(), lws(startupPolicy="LeaderReady")) == []
 
 
 def test_an_update_may_roll_images_but_not_change_the_queue_or_what_a_group_needs() -> None:

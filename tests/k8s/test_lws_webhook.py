@@ -106,11 +106,8 @@ def test_the_framework_off_every_set_is_allowed_as_it_is() -> None:
 
 
 def test_the_validating_webhook_refuses_in_kueues_words() -> None:
-    refused = _review(lwh.VALIDATING_PATH, _lws({Q: "lq"}, startupPolicy="LeaderReady"))
-    assert not refused["allowed"]
-    assert refused["status"]["message"] == (
-        'spec.startupPolicy: Invalid value: "LeaderReady": only the LeaderCreated startup policy is allowed when '
-        "using the kueue.x-k8s.io/queue-name label or annotation")
+    assert _review(lwh.VALIDATING_PATH, _lws({Q: "lq"}, startupPolicy="LeaderReady"))["allowed"], (
+        "Kueue's #4023: a queued set may start its workers once its leader is ready")
     changed = _review(lwh.VALIDATING_PATH, _lws({Q: "other"}), operation="UPDATE", old=_lws({Q: "lq"}))
     assert changed["status"]["message"] == ('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": '
                                             "field is immutable")

@@ -141,6 +141,20 @@ def test_a_gated_manager_pod_gets_its_copys_status_but_keeps_its_own_pod_schedul
     assert remote["conditions"][1]["reason"] == "Unschedulable"  # the copy's own is left as it is
 
 
+def test_a_gated_manager_pod_takes_its_copys_pod_scheduled_once_the_copy_was_scheduled() -> None:
+    """Kueue #13136 (baseline/e2e_test.go "Should overwrite the manager Pod's SchedulingGated condition once it runs
+    on the worker", "Should create a pod on worker if admitted"): once the copy is scheduled on its worker, its
+    ``PodScheduled=True`` replaces the manager's ``SchedulingGated``, so a running or finished Pod shows it ran."""
+    running = {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}]}
+    assert pod_status(MANAGER_POD, running) == running
+    finished = {"phase": "Succeeded", "conditions": [
+        {"type": "Initialized", "status": "True", "reason": "PodCompleted"},
+        {"type": "Ready", "status": "False", "reason": "PodCompleted"},
+        {"type": "PodScheduled", "status": "True"}]}
+    assert pod_status(MANAGER_POD, finished) == finished
+
+
 def test_a_pods_adapter_reads_no_managed_by_and_is_there_with_the_pod_framework() -> None:
     def wl(*owner: str) -> WorkloadInfo:
         return SimpleNamespace(owner=owner)  # type: ignore[return-value]  # adapter_of reads the owner only

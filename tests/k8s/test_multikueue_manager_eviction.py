@@ -12,10 +12,9 @@ from unittest.mock import ANY
 
 import msgspec
 import pytest
-from fixtures.multikueue_states import quota_released
+from fixtures.multikueue_states import WorkloadCopyApi, quota_released
 from test_multikueue_connector import KEY, START, RecordingManager, _connector, _state
 
-from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.multikueue_copies import adapted_patch
 from events import schema as ev
 
@@ -37,22 +36,17 @@ def _workload_copy(rv: str, *conditions: tuple[str, str]) -> dict[str, Any]:
                                        "lastTransitionTime": "2024-01-01T00:00:00Z"} for t, s in conditions]}}
 
 
-class Worker1:
-    """worker1's apiserver: status patches of the Workload copy applied and recorded; deletions and creations
-    recorded."""
+class Worker1(WorkloadCopyApi):
+    """worker1's apiserver: status patches of the Workload copy applied and recorded; its Job copy read; deletions
+    and creations recorded."""
+
+    SUBRESOURCE = "status"
 
     def __init__(self, workload: dict[str, Any], job: dict[str, Any]) -> None:
-        self.workload, self.job = workload, job
-        self.patches: list[dict[str, Any]] = []
+        super().__init__(workload)
+        self.job = job
         self.deleted: list[str] = []
         self.created: list[str] = []
-
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
-        assert resource.kind == "Workload" and subresource == "status"
-        self.patches.append(body)
-        rv = str(int(self.workload["metadata"]["resourceVersion"]) + 1)
-        self.workload = merge_patched(self.workload, {**body, "metadata": {"resourceVersion": rv}})
-        return msgspec.json.encode(self.workload)
 
     async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
         return msgspec.json.encode(self.job)

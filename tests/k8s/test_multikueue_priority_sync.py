@@ -11,9 +11,9 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.multikueue_states import WorkloadCopyApi
 from test_multikueue_connector import KEY, ManagerClient, _connector, _state
 
-from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.multikueue_adapters import priority_patch
 
 HIGH = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
@@ -45,21 +45,6 @@ def test_nothing_is_forwarded_when_they_agree_or_the_priority_is_a_pods() -> Non
     assert priority_patch(_wl(LOW, 100), _wl(None, 300)) is None
 
 
-class Worker1:
-    """worker1's apiserver: patches of the Workload copy applied and recorded."""
-
-    def __init__(self, workload: dict[str, Any]) -> None:
-        self.workload = workload
-        self.patches: list[dict[str, Any]] = []
-
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
-        assert resource.kind == "Workload" and subresource == ""
-        self.patches.append(body)
-        rv = str(int(self.workload["metadata"]["resourceVersion"]) + 1)
-        self.workload = merge_patched(self.workload, {**body, "metadata": {"resourceVersion": rv}})
-        return msgspec.json.encode(self.workload)
-
-
 class Manager(ManagerClient):
     """The manager's apiserver: its Workload now on the low class."""
 
@@ -67,17 +52,24 @@ class Manager(ManagerClient):
         return msgspec.json.encode(_wl(LOW, 100, rv="20"))
 
 
-@pytest.mark.asyncio
-async def test_a_priority_changed_on_the_manager_is_written_on_its_copies(tmp_path: Path) -> None:
+async def _synced(tmp_path: Path, copy: dict[str, Any]) -> tuple[Any, WorkloadCopyApi, Any]:
+    """One pass of the copies' sync, the manager's Workload now on the low class (priority 100) and its copy on
+    worker1 ``copy``: the connector, worker1's apiserver and the connector's view of worker1."""
     state = _state(tmp_path)
     state.workloads[KEY] = msgspec.structs.replace(state.workloads[KEY], priority=100, priority_class="low")
-    worker = Worker1(_wl(HIGH, 300))
+    worker = WorkloadCopyApi(copy)
     mk = _connector(state, {"worker1": worker})
     mk.client = Manager(state)  # type: ignore[assignment]
     w = mk.workers["worker1"]
     w.workloads[KEY] = worker.workload
     w.moved.add(KEY)
     await mk.sync_copies("multikueue")
+    return mk, worker, w
+
+
+@pytest.mark.asyncio
+async def test_a_priority_changed_on_the_manager_is_written_on_its_copies(tmp_path: Path) -> None:
+    mk, worker, w = await _synced(tmp_path, _wl(HIGH, 300))
     assert worker.patches == [{"spec": {"priorityClassRef": LOW, "priority": 100},
                                "metadata": {"resourceVersion": "3"}}], "conditioned on the copy's version"
     assert w.workloads[KEY]["spec"]["priority"] == 100
@@ -90,12 +82,5 @@ async def test_a_priority_changed_on_the_manager_is_written_on_its_copies(tmp_pa
 @pytest.mark.asyncio
 async def test_a_copy_without_a_class_is_left_as_it_is(tmp_path: Path) -> None:
     """A copy on no WorkloadPriorityClass (its priority set outright, or none) is not one Kueue updates."""
-    state = _state(tmp_path)
-    state.workloads[KEY] = msgspec.structs.replace(state.workloads[KEY], priority=100, priority_class="low")
-    worker = Worker1(_wl(None, 300))
-    mk = _connector(state, {"worker1": worker})
-    mk.client = Manager(state)  # type: ignore[assignment]
-    mk.workers["worker1"].workloads[KEY] = worker.workload
-    mk.workers["worker1"].moved.add(KEY)
-    await mk.sync_copies("multikueue")
+    _, worker, _ = await _synced(tmp_path, _wl(None, 300))
     assert worker.patches == []

@@ -604,3 +604,31 @@ def test_an_evicted_serving_groups_pod_that_ended_while_deleting_loses_the_final
     batch = member("old-pod", gated=False, phase="Succeeded", deleting=True, node="n1", total="1")
     assert next_step([batch], wl, managed=True, admission_shown=True).finalize == (), (
         "a batch group's succeeded Pod is still counted: it keeps the finalizer until the group finishes")
+
+
+def test_a_leader_ready_sets_leader_is_started_alone_on_its_groups_admitted_workload() -> None:
+    """A LeaderWorkerSet with ``startupPolicy: LeaderReady`` makes its workers only once its leader is ready: its
+    group's prebuilt Workload, admitted, starts the leader alone (a prebuilt group counts no absent Pods), as
+    Kueue since #4023."""
+    wl = group_workload(ADMITTED, counts={"leader": 1, "worker": 2})
+    step = next_step([member("lws-0", role="leader", total="3")], wl, managed=True, admission_shown=True,
+                     prebuilt=True)
+    assert (step.action, names(step.pods)) == (START, ["lws-0"])
+
+
+def test_a_statefulsets_gated_pods_take_its_queue_name_when_it_changes() -> None:
+    """Kueue's StatefulSet reconciler (``syncQueueLabel``, the fix of #9830, e2e "should allow to change queue name
+    after scale up from zero (two-phase pattern)"): a StatefulSet whose queue name changed while none of its
+    replicas was ready puts the new name on its pods, whose template revision may never roll while they are gated;
+    the group's Workload then follows its pods' queue name as any gated group's does. Only gated pods: Kueue's Pod
+    webhook refuses the change on one already started. Nothing else is done with the group in that pass."""
+    renamed = pod_group.StatefulSetView(current_revision="web-1", update_revision="web-2", queue="good", replicas=2)
+    pods = [sts_member("web-0", "web-1", queue="bad"), sts_member("web-1", "web-1", queue="good"),
+            sts_member("web-2", "web-1", queue="bad", gated=False, phase="Running", node="n1")]
+    step = next_step(pods, group_workload(PENDING, counts={"r1": 2}), managed=True, admission_shown=False,
+                     statefulset=renamed)
+    assert names(step.relabel) == ["web-0"] and step.action == "nothing" and step.let_go == ()
+    assert step.relabel_queue == "good"
+    for view in (pod_group.StatefulSetView(queue="good", replicas=0), pod_group.StatefulSetView(replicas=2)):
+        assert next_step(pods, None, managed=True, admission_shown=False, statefulset=view).relabel == (), (
+            "scaled to zero, or naming no queue: left as they are")

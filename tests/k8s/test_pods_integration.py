@@ -1922,3 +1922,28 @@ async def test_a_failed_owner_read_is_not_kept_for_the_pass() -> None:
     await pods.reconcile("ns/p1")
     assert [c[1] for c in client.calls if c[0] == "get" and c[1] != "Pod"] == ["ReplicaSet", "ReplicaSet",
                                                                               "Deployment"]
+
+
+@pytest.mark.asyncio
+async def test_a_statefulsets_new_queue_name_is_put_on_its_gated_pods() -> None:
+    """Kueue's StatefulSet reconciler (``syncQueueLabel``, #9830): the set's queue name, changed while none of its
+    replicas was ready, is patched onto its gated pods (conditioned on their resourceVersion); the pods' watch then
+    brings them back, and their group's Workload follows their queue name."""
+    from connectors.k8s.statefulsets import StatefulSetRevision, decode
+
+    raws = {n: _set_pod_raw(n) for n in ("web-0", "web-1")}
+    config = {**POD_ON, "integrations": {"frameworks": ["pod", "statefulset"]}}
+    pods, _, _, client = integration(config=config, client=GroupClient(raws))
+    sts = decode(msgspec.json.encode({"metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid",
+                                                   "labels": {"kueue.x-k8s.io/queue-name": "good"}},
+                                      "spec": {"replicas": 2}}))
+    assert isinstance(sts, StatefulSetRevision)
+    pods.statefulsets.known["ns/web"] = sts
+    pods.statefulsets.synced.set()
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    patches = [(c[2], c[5]) for c in client.calls if c[0] == "patch" and c[1] == "Pod"]
+    assert patches == [(n, {"metadata": {"resourceVersion": "1", "labels": {"kueue.x-k8s.io/queue-name": "good"}}})
+                       for n in ("web-0", "web-1")]
+    assert not [c for c in client.calls if c[0] == "create"], "no Workload made on the old queue name"

@@ -29,7 +29,7 @@ ON = dw.ParentDefaulting.of(load_config({"integrations": {"frameworks": ["pod", 
 
 
 def _sts(labels: dict | None = None, replicas: int | None = 3, status_replicas: int = 0,
-         template_labels: dict | None = None) -> dict:
+         template_labels: dict | None = None, ready: int = 0) -> dict:
     spec: dict = {"serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
                   "template": {"metadata": {"labels": {"app": "web", **(template_labels or {})}},
                                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
@@ -37,7 +37,7 @@ def _sts(labels: dict | None = None, replicas: int | None = 3, status_replicas: 
         spec["replicas"] = replicas
     return {"apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": "web", "namespace": "team", "labels": labels or {}},
-            "spec": spec, "status": {"replicas": status_replicas}}
+            "spec": spec, "status": {"replicas": status_replicas, "readyReplicas": ready}}
 
 
 def _mutate(obj: dict, defaulting: dw.ParentDefaulting = ON) -> list[dict]:
@@ -128,9 +128,11 @@ def _validate(new: dict, old: dict | None = None) -> dict:
 
 @pytest.mark.parametrize(("old", "new", "error"), [
     (_sts({Q: "a"}), _sts({Q: "a"}), None),
-    (_sts({Q: "a"}), _sts({Q: "b"}), f'metadata.labels[{Q}]: Invalid value: "a": field is immutable'),
-    (_sts({Q: "a"}, template_labels={Q: "a"}), _sts({Q: "a"}, template_labels={Q: "b"}),
+    (_sts({Q: "a"}, ready=1), _sts({Q: "b"}, ready=1),
+     f'metadata.labels[{Q}]: Invalid value: "a": field is immutable'),
+    (_sts({Q: "a"}, template_labels={Q: "a"}, ready=1), _sts({Q: "a"}, template_labels={Q: "b"}, ready=1),
      f'spec.template.metadata.labels[{Q}]: Invalid value: "b": field is immutable'),
+    (_sts({Q: "a"}), _sts({}), f'metadata.labels[{Q}]: Invalid value: "a": field is immutable'),
     (_sts({GROUP: "g"}), _sts({GROUP: "h"}), f'metadata.labels[{GROUP}]: Invalid value: "h": field is immutable'),
     (_sts({Q: "a"}, replicas=3), _sts({Q: "a"}, replicas=4), "spec.replicas: Invalid value: 4: field is immutable"),
     (_sts({Q: "a"}, replicas=3), _sts({Q: "a"}, replicas=0), None),
@@ -142,6 +144,19 @@ def test_what_an_update_may_change(old: dict, new: dict, error: str | None) -> N
     response = _validate(new, old)
     assert response["allowed"] is (error is None)
     assert error is None or response["status"]["message"] == error
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (_sts({Q: "bad"}, template_labels={Q: "bad"}), _sts({Q: "good"}, template_labels={Q: "good"})),
+    (_sts({Q: "bad"}, template_labels={Q: "bad"}, replicas=0), _sts({Q: "good"}, template_labels={Q: "good"}, replicas=0)),
+    (_sts({}), _sts({Q: "lq"}, template_labels={Q: "lq"})),
+], ids=["renamed", "renamed-at-zero", "queued-later"])
+def test_the_queue_name_may_change_while_no_replica_is_ready(old: dict, new: dict) -> None:
+    """Kueue's ``statefulset_test.go`` e2e "should allow to change queue name if ReadyReplicas=0" (and the two-phase
+    case of #9830): while the stored StatefulSet has no ready replica, its queue name (and so its template's, which
+    the mutating webhook keeps equal) may be changed or set, never removed; Kueue's webhook test "change in queue
+    label" / "set queue label" (ReadyReplicas 0) allows both."""
+    assert _validate(new, old)["allowed"]
 
 
 @pytest.mark.parametrize(("old_replicas", "new_replicas", "status_replicas"), [(3, 4, 3), (0, 2, 1), (5, 1, 5)])

@@ -226,6 +226,10 @@ def test_steps_of_all_workloads_are_in_log_order() -> None:
 @example(ops=[Op("wl_extended", 0, 0, 4), Op("device_class", 0, 0, 0), Op("device_class_delete", 0, 0, 0)])
 @example(ops=[Op("wl", 0, 0, 0), Op("ca_family", 0, 0, 0)])  # a variant the log made: submitted to its parent's queue
 @example(ops=[Op("wl_variant", 0, 0, 1), Op("config_gates", 0, 0, 0)])  # a labelled parent leaves its queue with the gate
+@example(ops=[Op("wl", 0, 0, 0), Op("reserve", 0, 0, 0), Op("on_hold", 0, 0, 0)])  # held: its quota given back
+@example(ops=[Op("wl", 0, 0, 0), Op("on_hold", 0, 0, 0), Op("on_hold", 0, 1, 0)])  # held, then queued again
+@example(ops=[Op("wl", 0, 0, 1), Op("on_hold", 1, 0, 0), Op("pending", 1, 0, 0), Op("deactivate", 1, 0, 0),
+               Op("wl", 0, 0, 1)])  # a held workload's condition rewritten (no longer held), then reactivated
 def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
     recs = records(interpret(ops))
     state = fold(recs)
@@ -396,3 +400,24 @@ def test_a_concurrent_admission_family_as_the_fold_has_it() -> None:
     assert sorted(trail.workloads) == sorted(state.workloads)
     for key, wl in state.workloads.items():
         assert (trail.workloads[key].phase, trail.workloads[key].active) == (wl.phase, wl.active), key
+
+
+def test_a_workload_on_hold_gives_its_quota_back_and_is_queued_again_once_released() -> None:
+    """A StatefulSet's Workload held while the set is at zero replicas (``WorkloadOnHoldChanged``, Kueue #12233)."""
+    key = "team/job"
+    events = setup() + [
+        upsert(workload("team", "job", queue="lq", cpu="1", uid="u1", created=T0 + S), T0 + S),           # 3
+        ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 1000, 1), **d(1, 2)),           # 4
+        ev.WorkloadOnHoldChanged(key=key, uid="u1", time=T0 + 3 * S, on_hold=True),                        # 5
+        ev.WorkloadOnHoldChanged(key=key, uid="u1", time=T0 + 4 * S, on_hold=True),                        # 6: held already
+        ev.WorkloadOnHoldChanged(key=key, uid="u1", time=T0 + 5 * S, on_hold=False),                       # 7
+    ]
+    trail = trail_of(events)
+    steps = trail.timeline(key)
+    assert [(s.offset, s.step) for s in steps] == [
+        (3, "Submitted"), (3, "Queued"), (4, "QuotaReserved"), (5, "Unreserved"), (7, "Queued")]
+    held = steps[3]
+    assert (held.reason, held.message, held.released, held.cluster_queue) == (
+        "OnHold", "StatefulSet scaled to zero; workload on hold", True, "cq-a")
+    assert (trail.workloads[key].phase, trail.workloads[key].queued_in) == (PENDING, "cq-a")
+

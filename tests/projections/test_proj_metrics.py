@@ -432,6 +432,21 @@ def test_a_deleted_cluster_queue_takes_its_series_along() -> None:
     assert {k[0] for k in series(s, "kueue_pending_workloads")} == {"cq-a"}
 
 
+def test_a_deleted_cluster_queue_takes_its_local_queues_active_gauges_along() -> None:
+    """Kueue clears a LocalQueue's reserving/admitted active gauges with its ClusterQueue's cache entry (its e2e
+    metrics test expects them gone); the LocalQueue's pending and status series stay, as its controller reports."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.observe(ev.ObjectDeleted(time=T0 + 2000, kind="Workload", key="ns/w2"))
+    log.observe(ev.ObjectDeleted(time=T0 + 3000, key="cq-b", kind="ClusterQueue"))
+    s = log.state
+    assert series(s, "kueue_local_queue_reserving_active_workloads") == {("lq-a", "ns"): 0}
+    assert series(s, "kueue_local_queue_admitted_active_workloads") == {("lq-a", "ns"): 0}
+    assert {k[:2] for k in series(s, "kueue_local_queue_pending_workloads")} == {("lq-a", "ns"), ("lq-b", "ns")}
+    assert {k[:2] for k in series(s, "kueue_local_queue_status")} == {("lq-a", "ns"), ("lq-b", "ns")}
+
+
 # --- waitForPodsReady: ready wait times, pods ready until evicted ---------------------------------------------
 
 

@@ -426,3 +426,35 @@ def test_a_concurrent_admission_parent_is_not_queued_and_says_why() -> None:
     assert data["queue"]["detail"] == ("a concurrent-admission parent (label "
                                        "kueue.x-k8s.io/concurrent-admission-parent): not queued itself, its variant "
                                        "Workloads are")
+
+
+def test_a_workload_on_hold_is_not_queued_and_says_why() -> None:
+    """A StatefulSet's Workload held while the set is at zero replicas (Kueue #12233)."""
+    from fixtures.eventgen import cluster_queue, flavor, local_queue, namespace, upsert, workload
+
+    state = ClusterState()
+    for e in (upsert(namespace("ns0"), T0), upsert(flavor("f0"), T0), upsert(cluster_queue("cq0", quotas={"f0": 4}), T0),
+              upsert(local_queue("ns0", "lq0", "cq0"), T0), upsert(workload("ns0", "g", uid="u0", cpu="1"), T0),
+              ev.WorkloadOnHoldChanged(time=T0 + 1, key="ns0/g", uid="u0", on_hold=True)):
+        state.apply(ev.Record(state.offset + 1, e))
+    settle(state, DEFAULT, T0 + 2)
+    data = explain(state, DEFAULT, "ns0/g", T0 + 2)
+    assert data is not None and data["queue"]["state"] == "notQueued"
+    assert (data["queue"]["reason"], data["queue"]["detail"]) == (
+        "OnHold", "on hold while its StatefulSet is scaled to zero: not queued until the set is scaled up again")
+
+
+def test_a_workload_on_hold_in_an_inactive_cluster_queue_is_not_said_queued() -> None:
+    """The fold keeps a held workload out of every queue, an inactive ClusterQueue's too; its hold is what it shows."""
+    from fixtures.eventgen import cluster_queue, flavor, local_queue, namespace, upsert, workload
+
+    state = ClusterState()
+    for e in (upsert(namespace("ns0"), T0), upsert(flavor("f0"), T0),
+              upsert(cluster_queue("cq0", quotas={"missing": 4}), T0),
+              upsert(local_queue("ns0", "lq0", "cq0"), T0), upsert(workload("ns0", "g", uid="u0", cpu="1"), T0),
+              ev.WorkloadOnHoldChanged(time=T0 + 1, key="ns0/g", uid="u0", on_hold=True)):
+        state.apply(ev.Record(state.offset + 1, e))
+    settle(state, DEFAULT, T0 + 2)
+    assert state.inactive_reason("cq0") is not None
+    data = explain(state, DEFAULT, "ns0/g", T0 + 2)
+    assert data is not None and (data["queue"]["state"], data["queue"]["reason"]) == ("notQueued", "OnHold")

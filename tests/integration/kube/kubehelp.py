@@ -413,12 +413,14 @@ def flavor(name: str, node_labels: dict[str, str] | None = None, **spec: Any) ->
 
 
 def cluster_queue(name: str, flavor_quotas: dict[str, dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    """A ClusterQueue with one resource group of ``flavor_quotas`` (none for no flavor: a group lists at least one
+    covered resource and flavor, the CRD's ``minItems``)."""
     resources = sorted({r for q in flavor_quotas.values() for r in q})
+    groups = [{"coveredResources": resources,
+               "flavors": [{"name": f, "resources": [{"name": r, "nominalQuota": q[r]} for r in resources]}
+                           for f, q in flavor_quotas.items()]}] if flavor_quotas else []
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"namespaceSelector": {}, "resourceGroups": [{
-                "coveredResources": resources,
-                "flavors": [{"name": f, "resources": [{"name": r, "nominalQuota": q[r]} for r in resources]}
-                            for f, q in flavor_quotas.items()]}], **spec}}
+            "spec": {"namespaceSelector": {}, "resourceGroups": groups, **spec}}
 
 
 def local_queue(namespace: str, name: str, cq: str) -> dict[str, Any]:

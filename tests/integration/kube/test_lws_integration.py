@@ -140,10 +140,6 @@ async def test_each_group_of_a_queued_leaderworkerset_is_admitted_on_its_own_wor
             await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-lws-test": sfx}}})
             lws = await eventually(lambda: _created_marked(kc, _lws(q.ns, "serve", 2, 3)),
                                    what="the LeaderWorkerSet stored with its templates marked by the webhook")
-            refused = _lws(q.ns, "ready", 1, 2)
-            refused["spec"]["startupPolicy"] = "LeaderReady"
-            with pytest.raises(Forbidden, match="only the LeaderCreated startup policy is allowed"):
-                await kc.create(LEADER_WORKER_SETS, refused, q.ns)
             uid = lws["metadata"]["uid"]
             names = [lw.workload_name("serve", uid, g) for g in (0, 1)]
             async with kueue_es(kc, tmp_path / "log", config=config):

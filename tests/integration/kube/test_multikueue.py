@@ -968,8 +968,8 @@ async def test_a_pod_runs_on_the_worker_on_a_copy_and_its_status_is_mirrored(kub
     """Kueue's Pod adapter (the ``pod`` framework): a Pod has no managedBy and is MultiKueue's; admitted on the
     worker, it is copied there (name, labels, annotations, spec; Kueue's two labels added), the worker's Kueue
     lifts the copy's gate on the copied Workload while the manager's Pod stays gated, and the copy's status is
-    mirrored to it, its own PodScheduled kept; the copy succeeding finishes the Workload on the manager and the
-    copies are deleted."""
+    mirrored to it, the copy's PodScheduled=True replacing its SchedulingGated (Kueue #13136); the copy succeeding
+    finishes the Workload on the manager and the copies are deleted."""
     async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", "pod"], []) as c:
         kc, wc, ns = c.kc, c.wc, c.ns
         pods = BY_KIND["Pod"]
@@ -993,7 +993,7 @@ async def test_a_pod_runs_on_the_worker_on_a_copy_and_its_status_is_mirrored(kub
         on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
         assert [m["name"] for m in on_worker if m["namespace"] == ns] == [wl_name], "run on the copied Workload"
 
-        # the worker's kubelet, played: the copy runs, its PodScheduled not the manager's
+        # the worker's kubelet, played: the copy is scheduled and runs
         await wc.patch(pods, "mk-pod", {"status": {"phase": "Running", "conditions": [
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
             {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:02Z"}]}}, ns,
@@ -1005,7 +1005,7 @@ async def test_a_pod_runs_on_the_worker_on_a_copy_and_its_status_is_mirrored(kub
 
         local = await eventually(running, timeout=60, what="the copy's status mirrored to the manager's Pod")
         conds = {x["type"]: (x["status"], x.get("reason")) for x in local["status"]["conditions"]}
-        assert conds == {"PodScheduled": ("False", "SchedulingGated"), "Ready": ("True", None)}
+        assert conds == {"PodScheduled": ("True", None), "Ready": ("True", None)}
         assert scheduling_gates(local) == ["kueue.x-k8s.io/admission"], "never started on the manager"
 
         await wc.patch(pods, "mk-pod", {"status": {"phase": "Succeeded"}}, ns, subresource="status")

@@ -8,12 +8,16 @@ ungated; they carry no Kueue finalizer (Kueue #8530). The test cluster runs no k
 makes the pods as the StatefulSet controller would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet
 their controller). The validating webhook refuses a resize other than to or from zero and a template change of what
 admission looks at (the group's role); scaled to zero, its pods go
-as they are deleted, and so does the group's Workload (also when they end and go in one burst, the Workload moving
-on under its let-go): scaled up again to another size, the group gets one counting the new replicas. With the
+as they are deleted, and the group's Workload is put on hold (Kueue v0.20, #12233: QuotaReserved=False ``OnHold``,
+its admission gone) and stays: scaled up again to another size, the same Workload is resized to the new replicas
+and its hold cleared (#15279). The Workload of a group whose set is gone goes with its pods (also when they end
+and go in one burst, the Workload moving on under its let-go). With the
 StatefulSet's status revisions (set by the test through the status subresource, as the controller would), the older
 revision's pods are let go during a rolling update once the group's Workload is admitted (not before: they stay
 gated), the group's Workload is deleted and made anew once none of its pods has its role, and every pod is let go
 (ungated) once the StatefulSet is gone, pods it orphaned too (``--cascade=orphan``: found by their group's name).
+The StatefulSet is an owner of its group's Workload (Kueue #4799), so a deactivated one stays, same uid, while its
+stopped pods are gone and made again, and is admitted again once reactivated.
 """
 
 from __future__ import annotations
@@ -147,30 +151,46 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
         await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 0}}, q.ns)
         async with kueue_es(kc, tmp_path / "log", config=config):
             for i in (0, 1):
-                await kc.patch(PODS, f"web-{i}", {"status": {"phase": "Failed"}}, q.ns, subresource="status")
-                await kc.delete(PODS, f"web-{i}", q.ns)
+                with contextlib.suppress(NotFound):  # the Workload put on hold: kueue-es may stop the pod first
+                    await kc.patch(PODS, f"web-{i}", {"status": {"phase": "Failed"}}, q.ns, subresource="status")
+                    await kc.delete(PODS, f"web-{i}", q.ns)
 
             async def pods_gone() -> bool:
                 return all([await _gone(kc, q.ns, f"web-{i}") for i in (0, 1)])
 
             await eventually(pods_gone, what="the ended pods of the StatefulSet scaled to zero let go")
 
-            await eventually(lambda: _gone(kc, q.ns, group, "Workload"), what="the group's Workload gone with its pods")
+            # Kueue v0.20 (#12233): the set stays an owner at zero and its Workload is put on hold, its quota given
+            # back; it stays once its pods are gone
+            async def on_hold() -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", group, q.ns)
+                reserved = [c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "QuotaReserved"]
+                held = reserved and (reserved[0]["status"], reserved[0]["reason"], reserved[0]["message"]) == (
+                    "False", "OnHold", "StatefulSet scaled to zero; workload on hold")
+                return wl if held and not wl["status"].get("admission") else None
 
-            # Kueue's #15279: scaled up again to another size, the group's Workload counts the new replicas
+            held = await eventually(on_hold, what="the group's Workload on hold, its admission gone")
+            assert "StatefulSet" in [r["kind"] for r in held["metadata"]["ownerReferences"]], "the set still owns it"
+
+            # Kueue's #15279: scaled up again to another size, the same Workload is resized and its hold cleared
             resized = msgspec.json.decode(await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns))
             assert resized["spec"]["template"]["metadata"]["annotations"][
                 "kueue.x-k8s.io/pod-group-total-count"] == "3"
             for i in range(3):
                 await create(kc, _replica(resized, i))
 
-            async def recounted() -> list[int] | None:
-                with contextlib.suppress(NotFound):
-                    counts = [ps["count"] for ps in (await get(kc, "Workload", group, q.ns))["spec"]["podSets"]]
-                    return counts if sum(counts) == 3 else None
-                return None
+            async def recounted() -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", group, q.ns)
+                reserved = [c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "QuotaReserved"]
+                released = reserved and (reserved[0]["reason"], reserved[0]["message"]) != (
+                    "OnHold", "StatefulSet scaled to zero; workload on hold")
+                return wl if released and [ps["count"] for ps in wl["spec"]["podSets"]] == [3] else None
 
-            assert await eventually(recounted, what="the group's Workload made anew for 3 replicas") == [3]
+            wl = await eventually(recounted, what="the group's Workload resized to 3 replicas and no longer on hold")
+            assert wl["metadata"]["uid"] == held["metadata"]["uid"], "the same Workload, not one made anew"
+            for i in range(3):
+                pod = await get(kc, "Pod", f"web-{i}", q.ns)
+                assert not pod["metadata"].get("deletionTimestamp"), "no pod removed as beyond the old count"
 
 
 async def _revisions(kc: KubeClient, ns: str, name: str, current: str, update: str) -> None:
@@ -358,8 +378,9 @@ async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_
 
 @pytest.mark.asyncio
 async def test_the_workload_of_a_group_whose_pods_all_end_and_go_at_once_goes_with_them(kube_apiserver, tmp_path) -> None:
-    """An admitted StatefulSet scaled to zero, its pods ended and deleted in one burst, so that the connector's pass
-    may find none of them left: the group's Workload is let go (finished ``OwnerNotFound``, unfinalized) and deleted
+    """An admitted StatefulSet deleted (no garbage collector runs here: the test ends and deletes its pods), its pods
+    ended and deleted in one burst, so that the connector's pass may find none of them left: the group's Workload is
+    let go (finished ``OwnerNotFound``, unfinalized) and deleted
     as the garbage collector would, even when the Workload moves on under that let-go — the status writes of what
     the group's passes just recorded (``WaitingForReplacementPods``, ``Finished``) refuse it for the older version:
     it is done on the newer one (the flake of the test above, where the same race left the Workload behind). As
@@ -385,7 +406,7 @@ async def test_the_workload_of_a_group_whose_pods_all_end_and_go_at_once_goes_wi
                 return False
 
             await eventually(admitted, what="the group's Workload admitted")
-            await kc.patch(STATEFUL_SETS, "db", {"spec": {"replicas": 0}}, q.ns)
+            await kc.delete(STATEFUL_SETS, "db", q.ns)  # scaled to zero, the set would keep it on hold
             await asyncio.gather(*(kc.patch(PODS, f"db-{i}", {"status": {"phase": "Failed"}}, q.ns,
                                             subresource="status") for i in (0, 1)))
             await asyncio.gather(*(kc.delete(PODS, f"db-{i}", q.ns) for i in (0, 1)))
@@ -398,3 +419,48 @@ async def test_the_workload_of_a_group_whose_pods_all_end_and_go_at_once_goes_wi
         assert all(any(c["type"] == "Finished" and c["status"] == "True" for c in w["status"].get("conditions", []))
                    for w in unfinalized), [(w["metadata"]["resourceVersion"], w["status"].get("conditions"))
                                            for w in unfinalized]
+
+
+@pytest.mark.asyncio
+async def test_a_deactivated_statefulsets_workload_stays_while_its_pods_are_remade(kube_apiserver, tmp_path) -> None:
+    """statefulset_test.go "shouldn't delete deactivated Workload" (Kueue #4799): the set is an owner of its group's
+    Workload (not the controller), so the Workload deactivated, its pods stopped and gone, stays. The pods the
+    controller makes again join it, and reactivated it is admitted again with the same uid. Had it gone with its
+    pods, the remade ones would have got a new, active Workload (another uid). No garbage collector runs here."""
+    async with _statefulset_cluster(kube_apiserver, tmp_path, "sts-off", 2, "app") as (kc, q, config, sts):
+        group = workload_name("app")
+        for i in (0, 1):
+            await create(kc, _replica(sts, i))
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            async def owned_and_admitted() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    wl = await get(kc, "Workload", group, q.ns)
+                    kinds = [r["kind"] for r in wl["metadata"].get("ownerReferences") or []]
+                    if "StatefulSet" in kinds and (wl.get("status") or {}).get("admission"):
+                        return wl
+                return None
+
+            first = await eventually(owned_and_admitted, what="the group's Workload admitted, the set an owner")
+            refs = first["metadata"]["ownerReferences"]
+            assert [r["kind"] for r in refs] == ["Pod", "Pod", "StatefulSet"], "the set after the pods"
+            assert refs[-1] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "app",
+                                "uid": sts["metadata"]["uid"]}, "an owner, not the controller"
+
+            await kc.patch(BY_KIND["Workload"], group, {"spec": {"active": False}}, q.ns)
+
+            async def pods_gone() -> bool:
+                return all([await _gone(kc, q.ns, f"app-{i}") for i in (0, 1)])
+
+            await eventually(pods_gone, what="the deactivated Workload's pods stopped and gone")
+            for i in (0, 1):  # the controller makes them again, gated by the Pod webhook
+                assert GATE in scheduling_gates(await create(kc, _replica(sts, i)))
+
+            await kc.patch(BY_KIND["Workload"], group, {"spec": {"active": True}}, q.ns)
+
+            async def started() -> bool:
+                return all([not scheduling_gates(await get(kc, "Pod", f"app-{i}", q.ns)) for i in (0, 1)])
+
+            await eventually(started, what="the remade pods started once the Workload is reactivated and admitted")
+            wl = await get(kc, "Workload", group, q.ns)
+            assert wl["metadata"]["uid"] == first["metadata"]["uid"], "the same Workload, not one made anew"
+            assert wl["spec"].get("active", True) and wl["status"].get("admission")

@@ -1,0 +1,123 @@
+"""Admission checks' states and ProvisioningRequests in the fold.
+
+A part of :class:`projections.cluster.ClusterState` (a mixin: the state's attributes are set by its ``__init__``,
+its slots are its own). It takes a check's new state (observed from its controller, or decided by kueue-es's own)
+into its workload, and keeps the ProvisioningRequests table — observed ones, those kueue-es decided to create or
+delete — with the index of the requests each workload owns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from events import objects as o
+from events import schema as ev
+from events.timefmt import format_time
+from projections.workloads import RESERVED, WorkloadInfo
+
+
+class CheckStates:
+    """:class:`~projections.cluster.ClusterState`'s admission check states and ProvisioningRequests."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # ClusterState's, set by its __init__
+        workloads: dict[str, WorkloadInfo]
+        provisioning_requests: dict[str, o.ProvisioningRequest]
+        deleted_requests: dict[str, None]
+        requests_of: dict[str, dict[str, None]]
+        touched: dict[str, None]
+
+        def _sync_admitted(self, wl: WorkloadInfo, time: int) -> None: ...
+
+    def _on_check_state(self, e: ev.AdmissionCheckStateChanged | ev.AdmissionCheckUpdated) -> None:
+        """A check's new state (observed from another controller, or decided by kueue-es's own): Kueue's
+        ``SetAdmissionCheckState`` — lastTransitionTime moves with the state only, retryCount is kept."""
+        wl = self.workloads.get(e.key)
+        if wl is None:
+            return
+        old = wl.check_states.get(e.check)
+        retry = getattr(e, "retry_count", None)
+        if retry is None and old is not None:
+            retry = old.retry_count
+        states = dict(wl.check_states)
+        states[e.check] = o.AdmissionCheckState(
+            name=e.check, state=e.state, message=e.message,
+            requeue_after_seconds=e.requeue_after_seconds, retry_count=retry,
+            last_transition_time=_ltt(old, e.state, e.time), pod_set_updates=list(e.pod_set_updates),
+        )
+        wl.check_states = dict(sorted(states.items()))
+        if e.state == "Rejected" or wl.phase == RESERVED:
+            # Kueue v0.20 (#14309): a rejected check takes the Admitted condition down at once; a workload holding
+            # quota but not admitted shows why (the workload controller syncs it with each check's change)
+            self._sync_admitted(wl, e.time)
+        if wl.unshown_checks and isinstance(e, ev.AdmissionCheckStateChanged):
+            # its controller's word, observed where it set it: the log's own earlier word is behind it
+            wl.unshown_checks = tuple(u for u in wl.unshown_checks if u[0] != e.check)
+
+    def _on_request_created(self, e: ev.ProvisioningRequestCreated) -> None:
+        req = e.request
+        key = req.key
+        if key not in self.provisioning_requests:
+            self.put_request(req)
+
+    def _on_request_deleted(self, e: ev.ProvisioningRequestDeleted) -> None:
+        req = self._pop_request(f"{e.namespace}/{e.name}")
+        if req is not None and req.metadata.uid:
+            self.deleted_requests[req.metadata.uid] = None
+
+    def _upsert_request(self, req: o.ProvisioningRequest) -> None:
+        if req.metadata.uid in self.deleted_requests:
+            return  # deleted by decision; this is an older event of it
+        old = self.provisioning_requests.get(req.key)
+        if old is not None:
+            self._pop_request(req.key)
+        self.put_request(req)
+
+    def _delete_request(self, key: str, uid: str) -> None:
+        self.deleted_requests.pop(uid, None)
+        req = self.provisioning_requests.get(key)
+        if req is None:
+            return
+        known = req.metadata.uid
+        if not known or (uid and uid != known):
+            return  # our creation is not observed yet, or another instance of the name went away
+        self._pop_request(key)
+
+    def put_request(self, req: o.ProvisioningRequest) -> None:
+        self.provisioning_requests[req.key] = req
+        owner = request_owner(req)
+        if owner:
+            self.requests_of.setdefault(owner, {})[req.key] = None
+            self.touched[owner] = None
+
+    def _pop_request(self, key: str) -> o.ProvisioningRequest | None:
+        req = self.provisioning_requests.pop(key, None)
+        if req is not None:
+            owner = request_owner(req)
+            if owner:
+                self.touched[owner] = None
+            owned = self.requests_of.get(owner)
+            if owned is not None:
+                owned.pop(key, None)
+                if not owned:
+                    del self.requests_of[owner]
+        return req
+
+
+def _ltt(old: o.AdmissionCheckState | None, state: str, time: int) -> str:
+    if old is not None and old.state == state and old.last_transition_time:
+        return old.last_transition_time
+    return format_time(time)
+
+
+def request_owner(req: o.ProvisioningRequest) -> str:
+    """Key of the Workload a ProvisioningRequest belongs to (its Workload owner reference), or ""."""
+    refs = req.metadata.owner_references
+    for ref in refs:
+        if ref.kind == "Workload" and ref.controller:
+            return f"{req.metadata.namespace}/{ref.name}"
+    for ref in refs:
+        if ref.kind == "Workload":
+            return f"{req.metadata.namespace}/{ref.name}"
+    return ""
