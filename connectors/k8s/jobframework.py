@@ -909,13 +909,13 @@ class JobReconciler(Generic[J]):
         self.log.info(f"suspended a {self.NOUN} that has no workload yet", **{self.NOUN: job.key})
         await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=why)
 
-    async def _started(self, job: J, wl: WorkloadInfo, **what: Any) -> None:
-        """Count, log and report a job just started on ``wl``."""
-        assert wl.admission is not None
+    async def _started(self, job: J, wl: WorkloadInfo, cluster_queue: str, **what: Any) -> None:
+        """Count, log and report a job just started on ``wl``, admitted by ``cluster_queue`` when the start was
+        made (the fold may have evicted ``wl`` while the job was written)."""
         self.stats.started += 1
-        self.log.info(f"started {self.NOUN}", workload=wl.key, cluster_queue=wl.admission.cluster_queue,
+        self.log.info(f"started {self.NOUN}", workload=wl.key, cluster_queue=cluster_queue,
                       **what, **{self.NOUN: job.key})
-        await self._report(job, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
+        await self._report(job, STARTED, workload=wl.key, cluster_queue=cluster_queue)
 
     async def _failed_to_start(self, job: J, wl: WorkloadInfo, error: Exception) -> None:
         """The admission cannot be merged into the job's templates: its Workload is finished ``FailedToStart``

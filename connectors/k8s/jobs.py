@@ -494,9 +494,10 @@ class JobIntegration(JobReconciler[o.Job]):
         return self._sliced_workload(meta, workload_body.workload(wl_meta, wl_spec))
 
     async def _start(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
-        assert wl.admission is not None
-        psa = next((p for p in wl.admission.pod_set_assignments if p.name == "main"),
-                   wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
+        admission = wl.admission
+        assert admission is not None
+        psa = next((p for p in admission.pod_set_assignments if p.name == "main"),
+                   admission.pod_set_assignments[0] if admission.pod_set_assignments else None)
         slice_chain = workload_slices.pod_slice_name(self.state, obs)
         try:
             info = podsetinfo.start_info(self.state, wl, psa, slice_chain) if psa is not None else podsetinfo.PodSetInfo(
@@ -519,7 +520,8 @@ class JobIntegration(JobReconciler[o.Job]):
             # partial admission (an admission less reclaimable pods keeps it)
             patch["spec"].update(counts_patch(job.metadata.annotations, psa.count))
         await self.client.patch(JOBS, job.metadata.name, patch, job.metadata.namespace)
-        await self._started(job, wl, node_selector=merged.node_selector, gated=bool(merged.scheduling_gates))
+        await self._started(job, wl, admission.cluster_queue, node_selector=merged.node_selector,
+                            gated=bool(merged.scheduling_gates))
 
     async def _stop(self, job: o.Job, obs: o.Workload, why: str) -> None:
         """Suspend (recorded as ``Stopped`` with ``why``), reset the start time, and once no pod is active

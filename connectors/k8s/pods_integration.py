@@ -696,9 +696,12 @@ class PodIntegration:
         await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
 
     async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main") -> None:
-        """Start the Pod with what the admission of its pod set (``main``; a group's Pod: its role's) adds."""
-        assert wl.admission is not None
-        psas = wl.admission.pod_set_assignments
+        """Start the Pod with what the admission of its pod set (``main``; a group's Pod: its role's) adds. The
+        admission is read once: the fold may take it away while the Pod is written (the Workload evicted
+        meanwhile), and the start is reported on the one it was made on."""
+        admission = wl.admission
+        assert admission is not None
+        psas = admission.pod_set_assignments
         psa = next((p for p in psas if p.name == pod_set), psas[0] if psas and pod_set == "main" else None)
         try:
             info = (podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
@@ -711,8 +714,8 @@ class PodIntegration:
             return
         await self.client.patch(PODS, pod.metadata.name, patch, pod.metadata.namespace)
         self.stats.started += 1
-        log.info("started pod", pod=pod.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
-        await self._report(pod, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
+        log.info("started pod", pod=pod.key, workload=wl.key, cluster_queue=admission.cluster_queue)
+        await self._report(pod, STARTED, workload=wl.key, cluster_queue=admission.cluster_queue)
 
     async def _stop(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None) -> None:
         """Mark the Pod ``TerminationTarget`` and delete it (``Stopped``); an evicted Workload's quota then goes.
@@ -1201,6 +1204,8 @@ class PodIntegration:
             case pod_group.START:
                 assert wl is not None
                 for pod in step.pods:
+                    if wl.admission is None:
+                        break  # evicted meanwhile: the pass the eviction's record marks stops what was started
                     await self._once(pod, "start", self._start(pod, wl, pod_group.role_of(pod)))
             case pod_group.STOP:
                 stop = Step(pod_sync.STOP, step.reason, step.message)

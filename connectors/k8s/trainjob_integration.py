@@ -167,6 +167,8 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
         (:func:`trainjob.start_patch`), then it unsuspended on the version that write made
         (:func:`trainjob.unsuspend_patch`): the Trainer refuses the two in one write. Should the second fail, the
         suspended TrainJob with Kueue's overrides is restored (:meth:`restoring`) and started again."""
+        assert wl.admission is not None
+        cluster_queue = wl.admission.cluster_queue  # before any wait: the fold may evict ``wl`` meanwhile
         spec = self.runtime_spec(job)
         raw = await self._read(job) if spec is not None else None
         if raw is None or spec is None:
@@ -180,7 +182,7 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
         ns, name = job.metadata.namespace, job.metadata.name
         written = msgspec.json.decode(await self.client.patch(self.RESOURCE, name, patch, ns))
         await self.client.patch(self.RESOURCE, name, tj.unsuspend_patch(written), ns)
-        await self._started(job, wl)
+        await self._started(job, wl, cluster_queue)
 
     async def _stop(self, job: tj.TrainJob, obs: Any, why: str) -> None:
         """Suspend it (``Stopped`` with ``why``); a later pass, once no Job is active, removes Kueue's overrides —

@@ -323,6 +323,8 @@ class WatchedJobIntegration(JobReconciler[J]):
         return await self._read(job)
 
     async def _start(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> None:
+        assert wl.admission is not None
+        cluster_queue = wl.admission.cluster_queue  # before any wait: the fold may evict ``wl`` meanwhile
         raw = await self._read(job)
         if raw is None:
             return
@@ -332,7 +334,7 @@ class WatchedJobIntegration(JobReconciler[J]):
             await self._failed_to_start(job, wl, exc)
             return
         await self.client.patch(self.RESOURCE, job.metadata.name, patch, job.metadata.namespace)
-        await self._started(job, wl)
+        await self._started(job, wl, cluster_queue)
 
     def _start_infos(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
         """What starting the object on ``wl`` adds to each of its templates (the kind's ``start_infos``)."""

@@ -253,3 +253,33 @@ async def test_the_ungater_ranks_a_pod_set_groups_workers_after_its_leader() -> 
     client = _PatchRecorder()
     await Ungater(client, journal).sync("ns/wl")  # type: ignore[arg-type]
     assert client.patched == {"lead": {hosts[0]: "n0"}, "w-b": {hosts[0]: "n1"}, "w-a": {hosts[0]: "n2"}}
+
+
+class _EvictingClient:
+    """The fold evicts the Workload while the Job's start is written."""
+
+    def __init__(self, wl: WorkloadInfo) -> None:
+        self.wl = wl
+        self.patched: list[str] = []
+
+    async def patch(self, resource, name, body, namespace=""):
+        self.patched.append(name)
+        self.wl.admission = None
+        return b"{}"
+
+
+@pytest.mark.asyncio
+async def test_a_job_evicted_while_it_starts_is_reported_started_on_the_queue_that_admitted_it() -> None:
+    wl = workload(None)
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[psa({}, ta=None)])
+    client = _EvictingClient(wl)
+    mirror = Mirror()
+    jobs = JobIntegration(client, LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    seen: list[ev.Record] = []
+    mirror.listeners.append(seen.extend)
+    job = o.Job(metadata=o.ObjectMeta(name="j", namespace="ns", uid="u", resource_version="1"),
+                spec=o.JobSpec(suspend=True, parallelism=2))
+    await jobs._start(job, wl, o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns")))
+    assert client.patched == ["j"] and jobs.stats.started == 1
+    (acted,) = [r.event for r in seen if isinstance(r.event, ev.JobActed)]
+    assert (acted.action, acted.cluster_queue) == ("Started", "cq")

@@ -368,6 +368,38 @@ async def test_an_admitted_pod_group_has_every_pod_started_with_its_roles_admiss
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
 
 
+class EvictingClient(Client):
+    """The fold takes the Workload's admission away while the first Pod's start is written (the group's Workload
+    deactivated meanwhile: the connector folds the log concurrently with the pass)."""
+
+    def __init__(self, mirror: Mirror) -> None:
+        super().__init__()
+        self.mirror = mirror
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                    content_type: str = "") -> bytes:
+        answer = await super().patch(resource, name, body, namespace, subresource, content_type)
+        self.mirror.state.workloads["ns/g"].admission = None
+        return answer
+
+
+@pytest.mark.asyncio
+async def test_a_group_evicted_while_its_pods_start_reports_the_started_one_and_starts_no_other(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step started from the admission the pass saw; once the fold takes it away, the Pod already ungated is
+    reported Started on that admission's ClusterQueue and the others stay gated (the next pass, which the eviction's
+    record marks, stops the started one; a gated one is not Kueue's to stop)."""
+    pods, mirror, appended, _ = integration(group_workload_obs())
+    client = EvictingClient(mirror)
+    pods.client = client  # type: ignore[assignment]
+    _admitted_group_of_two(pods, mirror, monkeypatch)
+    await pods.reconcile("group/ns/g")
+    assert [c[2] for c in client.calls if c[0] == "patch"] == ["a"]
+    assert [(e.action, e.key, e.workload, e.cluster_queue) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("Started", "ns/a", "ns/g", "cq")]
+    assert pods.stats.started == 1 and pods.stats.errors == 0
+
+
 @pytest.mark.asyncio
 async def test_a_finished_pod_group_finishes_its_workload_and_its_records_mark_the_group() -> None:
     pods, mirror, appended, _ = integration(group_workload_obs())
