@@ -440,7 +440,12 @@ async def test_a_deactivated_statefulsets_workload_stays_while_its_pods_are_rema
                         return wl
                 return None
 
+            async def started() -> bool:
+                return all([not scheduling_gates(await get(kc, "Pod", f"app-{i}", q.ns)) for i in (0, 1)])
+
             first = await eventually(owned_and_admitted, what="the group's Workload admitted, the set an owner")
+            # as Kueue's e2e waits for ready replicas: a pod gated when deactivated stays (not Kueue's to stop)
+            await eventually(started, what="both pods started before the Workload is deactivated")
             refs = first["metadata"]["ownerReferences"]
             assert [r["kind"] for r in refs] == ["Pod", "Pod", "StatefulSet"], "the set after the pods"
             assert refs[-1] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "app",
@@ -456,10 +461,6 @@ async def test_a_deactivated_statefulsets_workload_stays_while_its_pods_are_rema
                 assert GATE in scheduling_gates(await create(kc, _replica(sts, i)))
 
             await kc.patch(BY_KIND["Workload"], group, {"spec": {"active": True}}, q.ns)
-
-            async def started() -> bool:
-                return all([not scheduling_gates(await get(kc, "Pod", f"app-{i}", q.ns)) for i in (0, 1)])
-
             await eventually(started, what="the remade pods started once the Workload is reactivated and admitted")
             wl = await get(kc, "Workload", group, q.ns)
             assert wl["metadata"]["uid"] == first["metadata"]["uid"], "the same Workload, not one made anew"
