@@ -40,12 +40,13 @@ class WatchEvent(msgspec.Struct):
     object: msgspec.Raw
 
 
-class _RV(msgspec.Struct, frozen=True, rename="camel"):
+class _Meta(msgspec.Struct, frozen=True, rename="camel"):
     resource_version: str = ""
+    uid: str = ""
 
 
 class _HasMeta(msgspec.Struct):
-    metadata: _RV = _RV()
+    metadata: _Meta = _Meta()
 
 
 _list_decoder = msgspec.json.Decoder(RawList)
@@ -54,7 +55,14 @@ _meta_decoder = msgspec.json.Decoder(_HasMeta)
 
 
 def resource_version_of(raw: bytes | msgspec.Raw) -> str:
+    """The resourceVersion of the object an answer or a watch event holds ("" when it holds none), the rest of it
+    left undecoded."""
     return _meta_decoder.decode(raw).metadata.resource_version
+
+
+def uid_of(raw: bytes | msgspec.Raw) -> str:
+    """The uid of the object an answer holds ("" when it holds none), the rest of it left undecoded."""
+    return _meta_decoder.decode(raw).metadata.uid
 
 
 def resource_version_number(text: str) -> int:

@@ -29,7 +29,7 @@ import msgspec
 import structlog
 
 from connectors.k8s import trim
-from connectors.k8s.client import KubeClient, resource_version_number
+from connectors.k8s.client import KubeClient, resource_version_number, resource_version_of
 from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
@@ -205,7 +205,7 @@ class Ungater:
             if live_rv is None:  # changed in a kept way, re-created or gone: the watch brings its news
                 return
             rv = live_rv
-        patched = msgspec.json.decode(raw, type=_WithRV).metadata.resource_version
+        patched = resource_version_of(raw)
         self._expected.setdefault(key, {})[pod.key] = (m.uid, resource_version_number(patched))
         self.stats.ungated += 1
         log.info("ungated pod", workload=key, pod=pod.key, node_selector=node_selector)
@@ -224,9 +224,3 @@ class Ungater:
         return live.metadata.resource_version
 
 
-class _RVOnly(msgspec.Struct, rename="camel"):
-    resource_version: str = ""
-
-
-class _WithRV(msgspec.Struct):
-    metadata: _RVOnly = msgspec.field(default_factory=_RVOnly)

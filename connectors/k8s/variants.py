@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from connectors.k8s.client import uid_of
 from connectors.k8s.decision_workers import MarkedKeysWorker
 from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.resources import BY_KIND
@@ -76,16 +77,6 @@ def variant_body(parent: dict[str, Any], name: str, flavor: str) -> dict[str, An
         out_meta["labels"] = labels
     out_meta["annotations"] = annotations
     return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": out_meta, "spec": spec}
-
-
-def _uid_of(answer: bytes) -> str:
-    """The uid of the object an apiserver's answer holds ("" when it holds none)."""
-    try:
-        doc = msgspec.json.decode(answer)
-    except msgspec.DecodeError:
-        return ""
-    meta = doc.get("metadata") if isinstance(doc, dict) else None
-    return str(meta.get("uid") or "") if isinstance(meta, dict) else ""
 
 
 class VariantWriter(MarkedKeysWorker):
@@ -148,7 +139,7 @@ class VariantWriter(MarkedKeysWorker):
             return None, ("AlreadyExists", f"the variant Workload {wl.key} exists already"), wl.uid
         self.stats.created += 1
         log.info("created variant", workload=wl.key, parent=parent, flavor=variant_flavor(wl))
-        return None, None, _uid_of(made) or wl.uid
+        return None, None, uid_of(made) or wl.uid
 
     async def _delete(self, key: str) -> None:
         obs = self.mirror.workloads.get(key)

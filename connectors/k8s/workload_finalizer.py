@@ -41,7 +41,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import NotFound
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
@@ -144,12 +144,6 @@ def maybe_ownerless(obs: o.Workload) -> bool:
     return not obs.metadata.owner_references and (deleting(obs) or bool(obs.metadata.labels.get(JOB_UID_LABEL)))
 
 
-class _RV(msgspec.Struct, rename="camel"):
-    resource_version: str = ""
-
-
-class _Meta(msgspec.Struct):
-    metadata: _RV = msgspec.field(default_factory=_RV)
 
 
 def unfinalized(obs: o.Workload, rv: str) -> o.Workload:
@@ -170,7 +164,7 @@ async def unfinalize(client: KubeClient, obs: o.Workload) -> str | None:
         out = await client.patch(BY_KIND["Workload"], obs.metadata.name, removal_patch(obs), obs.metadata.namespace)
     except NotFound:
         return None
-    return msgspec.json.decode(out, type=_Meta).metadata.resource_version or obs.metadata.resource_version
+    return resource_version_of(out) or obs.metadata.resource_version
 
 
 async def delete_unfinalized(client: KubeClient, obs: o.Workload, rv: str | None) -> bool:

@@ -62,7 +62,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import Conflict, Forbidden, Invalid, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.mirror import FAMILY_TAGS
@@ -367,7 +367,7 @@ class StatusWriter:
         body = {"metadata": {"uid": obs.metadata.uid, "resourceVersion": rv}, "status": status}
         out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace,
                                       subresource="status")
-        return msgspec.json.decode(out, type=_WithRV).metadata.resource_version
+        return resource_version_of(out)
 
     async def _nominate(self, key: str, wl: WorkloadInfo, obs: o.Workload, rv: str, current: dict[str, Any],
                         nominations: list[str], pending: dict[int, str], upto: int) -> tuple[str, dict[str, Any]] | None:
@@ -431,7 +431,7 @@ class StatusWriter:
             return 0
         self.stats.deactivations += 1
         log.info("workload deactivated", workload=key)
-        return _rv(msgspec.json.decode(out, type=_WithRV).metadata.resource_version)
+        return _rv(resource_version_of(out))
 
     async def _reread(self, obs: o.Workload) -> o.Workload | None:
         try:
@@ -492,9 +492,3 @@ class StatusWriter:
         await self.append(events)
 
 
-class _RVOnly(msgspec.Struct, frozen=True, rename="camel"):
-    resource_version: str = ""
-
-
-class _WithRV(msgspec.Struct):
-    metadata: _RVOnly = _RVOnly()
