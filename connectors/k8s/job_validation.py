@@ -47,10 +47,10 @@ import msgspec
 from connectors.k8s import field_errors, pods_ready_validation, prebuilt
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
-from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
 from connectors.k8s.pod_roles import shape_changes
 from connectors.k8s.pods_ready_validation import PodsReadyRule
 from connectors.k8s.resources import MIN_PARALLELISM
+from connectors.k8s.workload_body import MAX_EXEC_LABEL, max_execution_seconds
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from events import admission_gate, topology_spreading
 from events import objects as o

@@ -135,22 +135,18 @@ from connectors.k8s.copied_metadata import copied, workload_annotations
 from connectors.k8s.errors import NotFound
 from connectors.k8s.job_events import (
     MISSING_WORKLOAD,
-    QUEUE_LABEL,
     STOPPED,
     job_finished,
-)
-from connectors.k8s.job_priority import (
-    workload_priority,
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from connectors.k8s.workers import KeyedWorkers
+from connectors.k8s.workload_body import compared_max_execution_seconds
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from events import schema as ev
-from events.errors import InvalidInput
-from events.goint import is_go_int, parse_bool
+from events.goint import parse_bool
 from projections import gates
 from projections.in_use import FINALIZER
 from projections.workloads import (
@@ -163,7 +159,6 @@ log = structlog.get_logger("kueue_es.k8s.jobs")
 JOBS = BY_KIND["Job"]
 PODS = BY_KIND["Pod"]
 WORKLOADS = BY_KIND["Workload"]
-MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
 STOPPING = "kueue.x-k8s.io/stopping"
 PODSET_LABEL = podsetinfo.PODSET_LABEL
@@ -173,37 +168,6 @@ JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid",
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
 ORPHAN = "Workload:"
 """Prefixes the key of a Workload with no owner among the Job keys the workers take (:meth:`JobIntegration._ownerless`)."""
-
-
-_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
-
-
-def max_execution_seconds(labels: dict[str, str]) -> int | None:
-    """``spec.maximumExecutionTimeSeconds`` from a Job's ``kueue.x-k8s.io/max-exec-time-seconds`` label, as Kueue
-    reads it (none without the label; none either for a value beyond int32, which its webhook lets through).
-    Raises :class:`InvalidInput` for a value Kueue's job webhook refuses at creation — not an integer, or not
-    greater than 0 — worded as that webhook words it."""
-    text = labels.get(MAX_EXEC_LABEL)
-    if text is None:
-        return None
-    where = f"metadata.labels[{MAX_EXEC_LABEL}]: Invalid value:"
-    if not is_go_int(text):
-        raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": invalid syntax')
-    value = int(text)
-    if abs(value) > _INT64_MAX:
-        raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": value out of range')
-    if value <= 0:
-        raise InvalidInput(f"{where} {value}: should be greater than 0")
-    return value if value <= _INT32_MAX else None
-
-
-def compared_max_execution_seconds(labels: dict[str, str]) -> int | None:
-    """The maximum execution time as Kueue reads it when comparing a Job with its Workload: a label it would
-    refuse counts as none."""
-    try:
-        return max_execution_seconds(labels)
-    except InvalidInput:
-        return None
 
 
 def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
@@ -471,15 +435,7 @@ class JobIntegration(JobReconciler[o.Job]):
         min_count = job_sync.generated_min_count(meta.get("annotations") or {}, count, self._partial_admission())
         if min_count is not None:
             pod_set["minCount"] = min_count
-        wl_spec: dict[str, Any] = {"podSets": [pod_set]}
-        if labels.get(QUEUE_LABEL):  # none under manageJobsWithoutQueueName: the Workload waits in no queue
-            wl_spec = {"queueName": labels[QUEUE_LABEL], **wl_spec}
-        ref = workload_priority(self.state, labels, (template.get("spec") or {}).get("priorityClassName"))
-        if ref is not None:
-            wl_spec["priorityClassRef"], wl_spec["priority"] = ref
-        max_exec = max_execution_seconds(labels)
-        if max_exec is not None:
-            wl_spec["maximumExecutionTimeSeconds"] = max_exec
+        wl_spec = workload_body.spec(self.state, labels, [pod_set], (template.get("spec") or {}).get("priorityClassName"))
         job_annotations = meta.get("annotations") or {}
         keys = self._config().keys_to_copy  # Kueue's own labels and annotations win over the copied ones
         annotations = workload_annotations(self.state, keys, job_annotations)

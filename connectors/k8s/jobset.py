@@ -34,9 +34,7 @@ import msgspec
 
 from connectors.k8s import podsetinfo, workload_body, workload_names
 from connectors.k8s.copied_metadata import copied, workload_annotations
-from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
+from connectors.k8s.jobs import COMPLETION_INDEX, topology_request
 from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
@@ -162,15 +160,7 @@ def job_workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], nam
     as Kueue's job framework builds one for any such kind; raises as :func:`workload_for`."""
     meta = raw["metadata"]
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    spec: dict[str, Any] = {"podSets": pod_sets}
-    if labels.get(QUEUE_LABEL):
-        spec = {"queueName": labels[QUEUE_LABEL], **spec}
-    priority = workload_priority(state, labels, pods_priority_class)
-    if priority is not None:
-        spec["priorityClassRef"], spec["priority"] = priority
-    max_exec = max_execution_seconds(labels)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
+    spec = workload_body.spec(state, labels, pod_sets, pods_priority_class)
     wl_annotations = workload_annotations(state, keys, annotations)
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta["namespace"],

@@ -36,8 +36,8 @@ from typing import Any
 from connectors.k8s import job_validation, workload_body, workload_names
 from connectors.k8s.copied_metadata import GROUP_GATED, copied, gated_annotations
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
-from connectors.k8s.jobs import max_execution_seconds, topology_request
+from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s.jobs import topology_request
 from connectors.k8s.pod_group import IS_GROUP_ANNOTATION
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_COUNT_ANNOTATION
 from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
@@ -219,15 +219,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
     :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses."""
     meta = _dict(lws.get("metadata"))
     labels = _dict(meta.get("labels"))
-    spec: dict[str, Any] = {"podSets": pod_sets(lws, tas=state.tas_enabled)}
-    if labels.get(QUEUE_LABEL):
-        spec = {"queueName": labels[QUEUE_LABEL], **spec}
-    priority = workload_priority(state, labels, pod_priority_class(lws))
-    if priority is not None:
-        spec["priorityClassRef"], spec["priority"] = priority
-    max_exec = max_execution_seconds(labels)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
+    spec = workload_body.spec(state, labels, pod_sets(lws, tas=state.tas_enabled), pod_priority_class(lws))
     lws_annotations = _dict(meta.get("annotations"))
     annotations = {**copied(keys.annotations, lws_annotations), IS_GROUP_ANNOTATION: "true",
                    OWNER_GVK_ANNOTATION: GVK, OWNER_NAME_ANNOTATION: str(meta.get("name", "")),

@@ -64,8 +64,6 @@ from connectors.k8s import copied_metadata, workload_body
 from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
-from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import compared_max_execution_seconds, max_execution_seconds
 from connectors.k8s.pod_roles import (
     ROLE_HASH_ANNOTATION,
     TOTAL_COUNT_ANNOTATION,
@@ -89,6 +87,7 @@ from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.pods_ready import is_admitted
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
+from connectors.k8s.workload_body import compared_max_execution_seconds
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from events import objects as o
 from events.object_rules import MAX_POD_SETS
@@ -732,13 +731,7 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
     sets = pod_sets(state, raw_pods, fast_total)
     if len(sets) > MAX_ROLES:
         raise ValueError(TOO_MANY_ROLES)
-    spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": sets}
-    ref = workload_priority(state, labels, (raw_pods[0].get("spec") or {}).get("priorityClassName"))
-    if ref is not None:
-        spec["priorityClassRef"], spec["priority"] = ref
-    max_exec = max_execution_seconds(labels)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
+    spec = workload_body.spec(state, labels, sets, (raw_pods[0].get("spec") or {}).get("priorityClassName"))
     wl_annotations = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
     wl_annotations[IS_GROUP_ANNOTATION] = "true"
     wl_annotations.update(copied_metadata.gated_annotations(state, annotations, copied_metadata.PODS_READY_ONLY))

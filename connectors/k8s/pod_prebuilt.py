@@ -27,11 +27,11 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import job_sync, leaderworkerset, prebuilt
-from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.pod_group import fast_admission, role_of, runnable_or_succeeded
 from connectors.k8s.pod_roles import total_count
 from connectors.k8s.pod_sync import ManagedPod, controller_ref, ended, is_gated
 from connectors.k8s.resources import JOB_UID_LABEL
+from connectors.k8s.workload_body import compared_max_execution_seconds
 from events import objects as o
 from projections.cluster import ClusterState
 from projections.workloads import FINISHED, WorkloadInfo

@@ -40,8 +40,7 @@ import msgspec
 from connectors.k8s import copied_metadata, workload_body
 from connectors.k8s.copied_metadata import copied
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
-from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import max_execution_seconds, topology_request
+from connectors.k8s.jobs import topology_request
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
@@ -238,15 +237,7 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     raise."""
     meta, spec = raw_pod["metadata"], raw_pod.get("spec") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    wl_spec: dict[str, Any] = {"podSets": [pod_set(state, raw_pod, "main", 1)]}
-    if labels.get(QUEUE_LABEL):  # none under manageJobsWithoutQueueName: the Workload waits in no queue
-        wl_spec = {"queueName": labels[QUEUE_LABEL], **wl_spec}
-    ref = workload_priority(state, labels, spec.get("priorityClassName"))
-    if ref is not None:
-        wl_spec["priorityClassRef"], wl_spec["priority"] = ref
-    max_exec = max_execution_seconds(labels)
-    if max_exec is not None:
-        wl_spec["maximumExecutionTimeSeconds"] = max_exec
+    wl_spec = workload_body.spec(state, labels, [pod_set(state, raw_pod, "main", 1)], spec.get("priorityClassName"))
     keys = copied_metadata.keys(state)  # Kueue's own labels and annotations win over the copied ones
     wl_meta: dict[str, Any] = {"name": name, "namespace": meta["namespace"],
                                "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

@@ -126,7 +126,6 @@ from connectors.k8s.jobframework import (
     admission_gate_patch,
     admission_shown,
 )
-from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex, following, once
@@ -137,6 +136,7 @@ from connectors.k8s.pods_ready import pods_ready_transition
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, STATEFUL_SETS
 from connectors.k8s.statefulsets import StatefulSetRevisions
 from connectors.k8s.workers import KeyedWorkers, Retries
+from connectors.k8s.workload_body import compared_max_execution_seconds
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput

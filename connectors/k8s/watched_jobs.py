@@ -51,11 +51,11 @@ from connectors.k8s.job_events import (
     checks_message,
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
-from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.owner_index import OwnerIndex, following
 from connectors.k8s.workers import KeyedWorkers
+from connectors.k8s.workload_body import compared_max_execution_seconds
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import SchedulerConfig

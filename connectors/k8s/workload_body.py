@@ -9,7 +9,9 @@ every other kind builds (JobSet, MPIJob, the training operator's jobs, TrainJob,
 SparkApplication). Each create and each spec rewrite writes what a builder returned, so a new create path gets
 the finished body without a step of its own.
 
-Finishing is the env folding of :mod:`connectors.k8s.pod_set_env`. Not built here: copies of a Workload the
+The spec's fields every builder takes from the object's labels the same way (the queue, the priority, the
+maximum execution time) are written by :func:`spec`. Finishing is the env folding of
+:mod:`connectors.k8s.pod_set_env`. Not built here: copies of a Workload the
 apiserver already holds (MultiKueue's worker copy, ConcurrentAdmission's variants), folded when first written.
 The job's pod sets compared with its Workload (:func:`connectors.k8s.job_sync.equivalent_sets`) need no folding:
 the comparison reads counts, tolerations and resources, never env.
@@ -17,10 +19,66 @@ the comparison reads counts, tolerations and resources, never env.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from connectors.k8s import pod_set_env
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
+from events.errors import InvalidInput
+from events.goint import is_go_int
+from projections.cluster import ClusterState
+
+MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+
+_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
+
+
+def spec(state: ClusterState, labels: Mapping[str, str], pod_sets: list[dict[str, Any]],
+         pods_priority_class: str | None) -> dict[str, Any]:
+    """The Workload spec of ``pod_sets`` for an object with ``labels`` whose pods name ``pods_priority_class``: the
+    queue its label names (none under manageJobsWithoutQueueName: the Workload waits in no queue), the priority
+    (:func:`connectors.k8s.job_priority.workload_priority`) and the maximum execution time
+    (:func:`max_execution_seconds`), as Kueue's job framework writes them for every kind. Raises what those
+    raise."""
+    out: dict[str, Any] = {"queueName": labels[QUEUE_LABEL]} if labels.get(QUEUE_LABEL) else {}
+    out["podSets"] = pod_sets
+    priority = workload_priority(state, labels, pods_priority_class)
+    if priority is not None:
+        out["priorityClassRef"], out["priority"] = priority
+    max_exec = max_execution_seconds(labels)
+    if max_exec is not None:
+        out["maximumExecutionTimeSeconds"] = max_exec
+    return out
+
+
+def max_execution_seconds(labels: Mapping[str, str]) -> int | None:
+    """``spec.maximumExecutionTimeSeconds`` from an object's ``kueue.x-k8s.io/max-exec-time-seconds`` label, as
+    Kueue reads it (none without the label; none either for a value beyond int32, which its webhook lets through).
+    Raises :class:`InvalidInput` for a value Kueue's job webhook refuses at creation — not an integer, or not
+    greater than 0 — worded as that webhook words it."""
+    text = labels.get(MAX_EXEC_LABEL)
+    if text is None:
+        return None
+    where = f"metadata.labels[{MAX_EXEC_LABEL}]: Invalid value:"
+    if not is_go_int(text):
+        raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": invalid syntax')
+    value = int(text)
+    if abs(value) > _INT64_MAX:
+        raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": value out of range')
+    if value <= 0:
+        raise InvalidInput(f"{where} {value}: should be greater than 0")
+    return value if value <= _INT32_MAX else None
+
+
+def compared_max_execution_seconds(labels: Mapping[str, str]) -> int | None:
+    """The maximum execution time as Kueue reads it when comparing an object with its Workload: a label it would
+    refuse counts as none."""
+    try:
+        return max_execution_seconds(labels)
+    except InvalidInput:
+        return None
 
 
 def workload(metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:

@@ -14,9 +14,9 @@ import pytest
 from fixtures.jobs import RecordingClient, integration
 
 from connectors.k8s import job_sync, prebuilt
-from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import MIN_PARALLELISM
+from connectors.k8s.workload_body import compared_max_execution_seconds
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState

@@ -9,10 +9,11 @@ import msgspec
 import pytest
 from fixtures.jobs import namespace
 
-from connectors.k8s.jobs import JobIntegration, _exact, max_execution_seconds, workload_name
+from connectors.k8s.jobs import JobIntegration, _exact, workload_name
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.recorder import events_of
+from connectors.k8s.workload_body import max_execution_seconds
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput

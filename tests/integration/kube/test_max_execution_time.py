@@ -19,8 +19,9 @@ from kubehelp import connect, create, eventually, get, job, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.client import KubeClient
-from connectors.k8s.jobs import MAX_EXEC_LABEL, workload_name
+from connectors.k8s.jobs import workload_name
 from connectors.k8s.recorder import EVENTS
+from connectors.k8s.workload_body import MAX_EXEC_LABEL
 from events import schema as ev
 
 pytestmark = pytest.mark.kube

@@ -36,7 +36,6 @@ from kubehelp import (
 
 from connectors.k8s import crds
 from connectors.k8s.errors import Forbidden
-from connectors.k8s.jobs import MAX_EXEC_LABEL
 from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
@@ -56,6 +55,7 @@ from connectors.k8s.webhook import (
 )
 from connectors.k8s.webhook import register as register_webhook
 from connectors.k8s.webhook import serve as serve_webhook
+from connectors.k8s.workload_body import MAX_EXEC_LABEL
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
