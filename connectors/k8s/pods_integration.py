@@ -61,15 +61,9 @@ group naming a prebuilt Workload runs on that one, adopted, never created (:mod:
 group's Workload none of whose Pods has its roles any more is, before anything else is done with it, rewritten in
 place from the group's Pods while one of them is gated or ended and it holds no quota (``UpdatedWorkload``, as
 newer Kueue), else deleted (``DeletedWorkload``), the group then getting a new one. With the ``statefulset``
-framework on, a group a StatefulSet holds is also looked at again when the StatefulSet's status revisions change or
-it goes (:mod:`connectors.k8s.statefulsets`; pods it orphaned are traced to it by their group's name), and its pods
-are let go as Kueue's StatefulSet reconciler lets them go (:func:`connectors.k8s.pod_group.let_go_by_statefulset`:
-ungated and finalized; in a rolling update, only once the group's Workload is admitted); the set is made an owner
-of its group's Workload while it has replicas (Kueue #4799) and stays one at zero, so that Workload stays,
-deactivated or not, while none of the group's Pods is left and the set is there to remake them. Scaled to zero, the
-set has its Workload put on hold (``WorkloadOnHoldChanged``: QuotaReserved=False ``OnHold``, its quota given back);
-scaled up again, the Workload is resized to the set's replicas and its hold cleared (Kueue v0.20, #12233, #15279:
-:func:`connectors.k8s.pod_group.hold_step`). A gated Pod's Workload
+framework on, a group a StatefulSet holds also follows Kueue's StatefulSet reconciler
+(:mod:`connectors.k8s.statefulset_groups`: its pods let go and relabelled, the set among its Workload's owners, the
+Workload on hold at zero replicas and resized when scaled up). A gated Pod's Workload
 holding no quota whose ``maximumExecutionTimeSeconds`` is no longer the Pod's ``max-exec-time-seconds`` (the label
 may change while gated) is rewritten from the Pod (``UpdatedWorkload``); a group's then no longer matches (above).
 Not done: rewriting a Workload whose pod sets no longer match its Pod (a single Pod's), or deleting a single
@@ -101,7 +95,7 @@ from connectors.k8s import (
     statefulsets,
 )
 from connectors.k8s import workload_finalizer as wf
-from connectors.k8s.client import JSON_PATCH, MERGE_PATCH, KubeClient
+from connectors.k8s.client import MERGE_PATCH, KubeClient
 from connectors.k8s.deployment_uid import OwnerReads, deployment_uid
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
@@ -133,7 +127,8 @@ from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, role_has
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import pods_ready_transition
-from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, STATEFUL_SETS
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
+from connectors.k8s.statefulset_groups import StatefulSetGroups
 from connectors.k8s.statefulsets import StatefulSetRevisions
 from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.workload_body import compared_max_execution_seconds
@@ -229,8 +224,6 @@ class PodIntegration:
         """Pod key -> (action, Pod resourceVersion) last done, so a stale view does not repeat it (and Workload
         key -> ("orphan", its resourceVersion) once deleted for want of its Pod)."""
         self._log = IntegrationLog(self.append, self.mirror, self.stats, kind="Pod", log=log)
-        self._sets_log = IntegrationLog(self.append, self.mirror, self.stats, kind=STATEFUL_SETS.kind, log=log)
-        """What is recorded on a StatefulSet (Kueue's StatefulSet reconciler's Events)."""
         self._workloads_log = IntegrationLog(self.append, self.mirror, self.stats, kind="Workload", log=log)
         """What is recorded on a group's Workload (``OwnerReferencesAdded``)."""
         self.members: dict[str, set[str]] = {}
@@ -244,7 +237,8 @@ class PodIntegration:
         appended) is done again on the newer version, as Kueue's reconciler is requeued after a conflict."""
         self.kept_by_set: dict[str, str] = {}
         """Group key -> key of the StatefulSet that keeps its Workload while none of its Pods is left
-        (:meth:`_kept_by_owner`): nothing else marks such a group, so the set's changes, its going above all, do."""
+        (:meth:`StatefulSetGroups.kept_by_owner`): nothing else marks such a group, so the set's changes, its going
+        above all, do."""
         self.named_by: dict[str, set[str]] = {}
         """Workload key -> reconcile keys (a single Pod's, a group's ``group/...``) of the Pods naming it as their
         prebuilt Workload (label or annotation, whichever the gate reads), so its arrival wakes them."""
@@ -255,6 +249,10 @@ class PodIntegration:
         written, the deletion not seen yet) are not stopped again. Forgotten once the watch sees the Pod go."""
         self.statefulsets = StatefulSetRevisions(client, self._on_statefulsets, watch_timeout_s, backoff_s)
         """The StatefulSets' status revisions, for the groups they hold (Kueue's StatefulSet reconciler)."""
+        self.sets = StatefulSetGroups(client, self.statefulsets, self.kept_by_set, stats=self.stats,
+                                      append=self.append, mirror=self.mirror, append_once=self._append_once,
+                                      patch_once=self._patch_once, patch_pod=self._patch_pod)
+        """Kueue's StatefulSet reconciler's rules for the groups StatefulSets hold."""
         self.deployment_owners = OwnerReads(client)
         """The ReplicaSets and Deployments of Deployments' pods, read once a pass (:mod:`connectors.k8s.deployment_uid`)."""
 
@@ -358,13 +356,7 @@ class PodIntegration:
 
     def _on_statefulsets(self, keys: set[str]) -> None:
         """StatefulSets whose revisions changed, or that came or went: the groups of their pods are dirty."""
-        groups = set()
-        for pod_key, pod in self.pods.items():
-            name = pod_group.statefulset_name(pod)  # an orphan's too, found by its group's name
-            if name is not None and f"{pod.metadata.namespace}/{name}" in keys and pod_key in self.group_of:
-                groups.add(GROUP_PREFIX + self.group_of[pod_key])
-        groups.update(GROUP_PREFIX + g for g, sts in self.kept_by_set.items() if sts in keys)
-        self._mark(groups)
+        self._mark({GROUP_PREFIX + g for g in self.sets.groups_of(keys, self.pods, self.group_of)})
 
     # --- what the log says about their Workloads --------------------------------------------------------------
 
@@ -501,10 +493,7 @@ class PodIntegration:
         await self.client.patch(WORKLOADS, obs.metadata.name, admission_gate_patch(obs, gate), obs.metadata.namespace)
         message = job_sync.admission_gate_updated_message(gate)
         if holder is not None:
-            log.info("synced the workload's admission gate with its statefulset's", statefulset=holder.key,
-                     workload=obs.key, gate=gate)
-            await self._sets_log.report(holder.key, holder.metadata.uid, UPDATED_WORKLOAD, workload=obs.key,
-                                        message=message)
+            await self.sets.gate_synced(holder, obs, gate, message)
             return
         log.info("synced the workload's admission gate with its pod's", pod=pod.key, workload=obs.key, gate=gate)
         await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=message)
@@ -814,7 +803,7 @@ class PodIntegration:
             first, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         gated = self.state.gate(gates.ADMISSION_GATED_BY)
         copied = not prebuilt_name and self.statefulsets.synced.is_set()
-        held_by = await self._holding_statefulset(config, pods) if first is not None and (gated or copied) else None
+        held_by = await self.sets.holding_statefulset(config, pods) if first is not None and (gated or copied) else None
         if copied and held_by is not None:
             prebuilt_name = held_by.copied_workload  # on a worker, a MultiKueue copy's Workload: the group runs on it
         holder = held_by if gated else None  # under the gate, the admission gate is the set's (Kueue's set reconciler)
@@ -846,28 +835,28 @@ class PodIntegration:
                                         holder=holder):
                 return
             if (obs is not None and managed and not prebuilt_name and held_by is not None and not wf.deleting(obs)
-                    and await self._owned_by_statefulset(group, obs, held_by)):
+                    and await self.sets.owned_by_statefulset(group, obs, held_by)):
                 return  # the rest waits for the Workload that shows its owners
             if (wl is not None and obs is not None and managed and not prebuilt_name and held_by is not None
-                    and not wf.deleting(obs) and await self._held_by_statefulset(group, wl, obs, held_by)):
+                    and not wf.deleting(obs) and await self.sets.held_by_statefulset(group, wl, obs, held_by)):
                 return  # the rest waits for the Workload that shows it
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
                                    wl_deleting=obs is not None and wf.deleting(obs),
-                                   statefulset=await self._statefulset_of(config, pods),
+                                   statefulset=await self.sets.statefulset_of(config, pods),
                                    remote=pod_sync.runs_on_a_worker(self.state, wl))
         if wl is not None and on_hold(wl) and step.remove:
             step = replace(step, remove=())  # counted against a size the set's scale-up is still to give it
         for pod in step.relabel:  # the step's only work: the pods' watch brings them back relabelled
-            await self._once(pod, "relabel", self._relabel_pod(pod, step.relabel_queue))
+            await self._once(pod, "relabel", self.sets.relabel_pod(pod, step.relabel_queue))
         for pod in step.finalize:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:
             await self._once(pod, "excess", self._remove_excess(pod))
         await self._carry_out_group(group, step, wl, first, holder)
         for pod in step.let_go:
-            await self._once(pod, "let-go", self._let_go_pod(pod))
+            await self._once(pod, "let-go", self.sets.let_go_pod(pod))
         if managed:
             await self._release(wl, obs)
         if wl is None and not managed:
@@ -931,79 +920,6 @@ class PodIntegration:
                                          message=pod_group.owners_added_message(added))
         return True
 
-    async def _owned_by_statefulset(self, group: str, obs: o.Workload,
-                                    sts: statefulsets.StatefulSetRevision) -> bool:
-        """Make the StatefulSet holding the group an owner of the group's Workload while it has replicas, and keep it
-        one once the set is scaled to zero (:func:`connectors.k8s.pod_group.statefulset_owners`), as Kueue's
-        StatefulSet reconciler does (#4799; v0.20 keeps it at zero, #12233). A Workload the set owns is no orphan
-        when all its pods are gone (:meth:`_group_gone`): a deactivated one keeps its uid while the set remakes its
-        pods. The write is
-        conditioned on the Workload's resourceVersion. Returns whether the pass ends here: written, or written
-        and not yet shown by the watch."""
-        refs = pod_group.statefulset_owners(obs, sts.metadata.name, sts.metadata.uid, sts.view.replicas)
-        if refs is None:
-            return False
-        patch = {"metadata": {"resourceVersion": obs.metadata.resource_version, "ownerReferences": refs}}
-        if not await self._patch_once(group, "set-owner", obs, patch):
-            return True
-        log.info("kept the statefulset among the owners of its group's workload", group=group, workload=obs.key,
-                 statefulset=sts.key, owner=sts.view.replicas > 0)
-        return True
-
-    async def _kept_by_owner(self, group: str, obs: o.Workload) -> tuple[bool, statefulsets.StatefulSetRevision | None]:
-        """Whether an owner other than its Pods keeps the Workload of a group none of whose Pods is left, and the
-        StatefulSet that does, if one does. The garbage collector keeps it while that owner is there. A
-        LeaderWorkerSet made it before its pods, and that set's integration deletes it. A StatefulSet keeps it while
-        it is there (same uid), scaled to zero too: Kueue v0.20 keeps the set among the owners then and puts the
-        Workload on hold (#12233). Once the set is gone, the garbage collector would take the Workload with its last
-        owner. A group a set keeps is recorded so that the set's changes, and its Workload's records, mark it."""
-        self.kept_by_set.pop(group, None)
-        kept = False
-        for ref in obs.metadata.owner_references:
-            if ref.kind == "Pod":
-                continue
-            if (ref.api_version, ref.kind) != pod_group.STATEFULSET_OWNER:
-                kept = True
-                continue
-            sts = await self._statefulset_by_uid(obs.metadata.namespace, ref.name, ref.uid)
-            if sts is not None:
-                self.kept_by_set[group] = sts.key
-                return True, sts
-        return kept, None
-
-    async def _held_by_statefulset(self, group: str, wl: WorkloadInfo, obs: o.Workload,
-                                   sts: statefulsets.StatefulSetRevision) -> bool:
-        """Put the group's Workload on hold while its StatefulSet is scaled to zero, and, scaled up again, resize it
-        to the set's replicas and clear the hold (:func:`connectors.k8s.pod_group.hold_step`), as Kueue v0.20's
-        StatefulSet reconciler (#12233, #15279). The hold goes through the log (``WorkloadOnHoldChanged``: the fold
-        gives the quota back, the writer writes QuotaReserved=False ``OnHold``); the resize is a JSON patch of the
-        Workload conditioned on its resourceVersion. Returns whether the pass ends here (the rest waits for the
-        Workload that shows it)."""
-        if wl.uid != obs.metadata.uid:
-            return False
-        match pod_group.hold_step(wl, obs, sts.metadata.name, sts.view.replicas):
-            case pod_group.HOLD | pod_group.RELEASE_HOLD as action:
-                held = action == pod_group.HOLD
-                if await self._append_once(wl, ev.WorkloadOnHoldChanged(time=_now(), key=wl.key, uid=wl.uid,
-                                                                        on_hold=held)):
-                    log.info("put the workload on hold: its statefulset is scaled to zero" if held
-                             else "cleared the hold of the workload: its statefulset is scaled up",
-                             group=group, workload=wl.key, statefulset=sts.key)
-                return True
-            case pod_group.RESIZE:
-                return await self._resize(group, obs, sts)
-        return False
-
-    async def _resize(self, group: str, obs: o.Workload, sts: statefulsets.StatefulSetRevision) -> bool:
-        """Give the Workload on hold the replica count its StatefulSet is scaled up to (Kueue #15279), once per
-        version of it."""
-        if not await self._patch_once(group, "resize", obs, pod_group.resize_patch(obs, sts.view.replicas),
-                                      content_type=JSON_PATCH):
-            return True
-        log.info("resized the workload on hold to its statefulset's replicas", group=group, workload=obs.key,
-                 statefulset=sts.key, replicas=sts.view.replicas)
-        return True
-
     async def _patch_once(self, group: str, what: str, obs: o.Workload, patch: Any,
                           content_type: str = MERGE_PATCH) -> bool:
         """Patch the group's Workload ``obs`` once per version of it (``what`` names the write): whether it was
@@ -1023,82 +939,6 @@ class PodIntegration:
             self._acted.pop(GROUP_PREFIX + group, None)
             raise
         return True
-
-    async def _statefulset_by_uid(self, namespace: str, name: str, uid: str) -> statefulsets.StatefulSetRevision | None:
-        """StatefulSet ``name`` of that ``uid``, as last listed or watched, else as the apiserver has it (None: it has
-        none of that uid)."""
-        seen = self.statefulsets.get(f"{namespace}/{name}", uid)
-        if seen is not None:
-            return seen
-        try:
-            stored = statefulsets.decode(await self.client.get(STATEFUL_SETS, name, namespace))
-        except NotFound:
-            return None
-        return stored if stored is not None and stored.metadata.uid == uid else None
-
-    async def _holding_statefulset(self, config: SchedulerConfig,
-                                   pods: list[ManagedPod]) -> statefulsets.StatefulSetRevision | None:
-        """The StatefulSet controlling the group's pods, as last listed or watched, else as the apiserver has it
-        (the pods' watch may run ahead of the StatefulSets'). On a worker, a set that is a MultiKueue copy names the
-        Workload the manager copied there (:func:`connectors.k8s.statefulset_multikueue.copied_workload`): the group
-        runs on it as on a prebuilt one, once the StatefulSets are first listed, as Kueue's StatefulSet reconciler
-        makes none for a copy. None while its integration is off, for a group no
-        StatefulSet holds, or when the apiserver has none of that uid."""
-        if not config.manages_statefulsets:
-            return None
-        pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
-        owner = _statefulset_owner(pod) if pod is not None else None
-        if pod is None or owner is None:
-            return None
-        namespace = pod.metadata.namespace
-        seen = self.statefulsets.get(f"{namespace}/{owner.name}", owner.uid)
-        if seen is None:
-            try:
-                seen = statefulsets.decode(await self.client.get(STATEFUL_SETS, owner.name, namespace))
-            except NotFound:
-                return None
-        return seen if seen is not None and seen.metadata.uid == owner.uid else None
-
-    async def _statefulset_of(self, config: SchedulerConfig, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
-        """The StatefulSet holding the group (its pods' controller), for Kueue's StatefulSet reconciler: its
-        revisions, or gone (the apiserver has none of that uid); None while its integration is off, for a group no
-        StatefulSet holds, or before the StatefulSets are first listed. One the watch has not seen (yet) is asked
-        for, as the pods' watch may run ahead of the StatefulSets'."""
-        if not config.manages_statefulsets or not self.statefulsets.synced.is_set():
-            return None
-        pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
-        if pod is None:
-            return await self._orphans_statefulset(pods)
-        owner = _statefulset_owner(pod)
-        assert owner is not None
-        namespace = pod.metadata.namespace
-        seen = self.statefulsets.get(f"{namespace}/{owner.name}", owner.uid)
-        if seen is not None:
-            return seen.view
-        try:
-            stored = statefulsets.decode(await self.client.get(STATEFUL_SETS, owner.name, namespace))
-        except NotFound:
-            return pod_group.STATEFULSET_GONE
-        if stored is None:
-            return None
-        return stored.view if stored.metadata.uid == owner.uid else pod_group.STATEFULSET_GONE
-
-    async def _orphans_statefulset(self, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
-        """For a group whose pods no StatefulSet controls any more (orphaned by ``--cascade=orphan``), the StatefulSet
-        of the name its group was made for (:func:`connectors.k8s.pod_group.statefulset_name`), as Kueue's
-        reconciler reads it by name: gone once the apiserver has none of that name. None: no such pod."""
-        name = next((n for n in map(pod_group.statefulset_name, pods) if n is not None), None)
-        if name is None:
-            return None
-        namespace = pods[0].metadata.namespace
-        seen = self.statefulsets.known.get(f"{namespace}/{name}")
-        if seen is not None:
-            return seen.view
-        try:
-            stored = statefulsets.decode(await self.client.get(STATEFUL_SETS, name, namespace))
-        except NotFound:
-            return pod_group.STATEFULSET_GONE
-        return stored.view if stored is not None else None
 
     async def _refused_adoption(self, group: str, first: ManagedPod) -> bool:
         """Whether the group's name is taken by a Workload not made for a group, which it does not take under
@@ -1121,21 +961,22 @@ class PodIntegration:
         return True
 
     async def _group_gone(self, group: str) -> None:
-        """No Pod of the group is left in the watch: unless another owner keeps it (:meth:`_kept_by_owner`: a
-        StatefulSet, which puts it on hold at zero and releases it when scaled up (:meth:`_held_by_statefulset`), a
-        LeaderWorkerSet), once the apiserver has none of the Pods its Workload names as
-        owners, the Workload is let go (:meth:`_let_go`) and deleted, as the garbage collector would."""
+        """No Pod of the group is left in the watch: unless another owner keeps it
+        (:meth:`StatefulSetGroups.kept_by_owner`: a StatefulSet, which puts it on hold at zero and releases it when
+        scaled up (:meth:`StatefulSetGroups.held_by_statefulset`), a LeaderWorkerSet), once the apiserver has none
+        of the Pods its Workload names as owners, the Workload is let go (:meth:`_let_go`) and deleted, as the
+        garbage collector would."""
         obs = self.mirror.workloads.get(group)
         if obs is None or not pod_group.is_group_workload(obs):
             self._acted.pop(GROUP_PREFIX + group, None)  # nothing left to do for the group
             self.gone_groups.discard(group)
             return
-        kept, sts = await self._kept_by_owner(group, obs)
+        kept, sts = await self.sets.kept_by_owner(group, obs)
         if kept:
             self.gone_groups.discard(group)
             wl = self.state.workloads.get(group)
             if (sts is not None and wl is not None and self._config().manages_statefulsets and not wf.deleting(obs)
-                    and await self._held_by_statefulset(group, wl, obs, sts)):
+                    and await self.sets.held_by_statefulset(group, wl, obs, sts)):
                 return  # on hold, or its hold cleared: the rest waits for the Workload that shows it
             self._acted.pop(GROUP_PREFIX + group, None)
             if wf.deleting(obs) and wf.holds(obs):
@@ -1317,20 +1158,6 @@ class PodIntegration:
             raws.append(raw)
         return raws
 
-    async def _relabel_pod(self, pod: ManagedPod, queue: str) -> None:
-        """Give a StatefulSet's gated pod the set's queue name, as Kueue's StatefulSet reconciler does."""
-        if not await self._patch_pod(pod, pod_sync.queue_patch(pod, queue)):
-            return
-        self.stats.relabelled += 1
-        log.info("gave a statefulset's pod its queue name", pod=pod.key, queue=queue)
-
-    async def _let_go_pod(self, pod: ManagedPod) -> None:
-        """Lift Kueue's scheduling gates and drop its finalizer, as Kueue's StatefulSet reconciler lets a pod go."""
-        if not await self._patch_pod(pod, pod_sync.let_go_patch(pod)):
-            return
-        self.stats.let_go += 1
-        log.info("let go of a statefulset's pod", pod=pod.key)
-
     async def _create_group(self, group: str, kept: list[ManagedPod],
                             holder: statefulsets.StatefulSetRevision | None) -> None:
         """Create the group's Workload from its Pods as stored (any gone or made anew meanwhile: not yet); one a
@@ -1442,12 +1269,6 @@ def _request_of(pod: ManagedPod) -> str:
     """The Pod's reconcile key: its group's (``group/<namespace>/<group>``) for a group's Pod, else its own."""
     group = pod_group.group_key(pod)
     return GROUP_PREFIX + group if group else pod.key
-
-
-def _statefulset_owner(pod: ManagedPod) -> o.OwnerReference | None:
-    """The apps/v1 StatefulSet controlling the Pod, if one does."""
-    return next((r for r in pod.metadata.owner_references
-                 if r.controller and r.kind == STATEFUL_SETS.kind and r.api_version == STATEFUL_SETS.api_version), None)
 
 
 def _names_carried(pod: ManagedPod) -> list[str]:
