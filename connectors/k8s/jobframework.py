@@ -909,6 +909,15 @@ class JobReconciler(Generic[J]):
         self.log.info(f"suspended a {self.NOUN} that has no workload yet", **{self.NOUN: job.key})
         await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=why)
 
+    def _evicted_meanwhile(self, job: J, wl: WorkloadInfo, admission: o.Admission) -> bool:
+        """Whether the fold evicted ``wl`` (or changed its admission) since its start began with ``admission``,
+        while the job was read: the start is then not made and forgotten, so that the same version of the job is
+        started once admitted again (the eviction's record marks the job for the pass that decides anew)."""
+        if wl.admission is admission and is_admitted(wl):
+            return False
+        self._acted.pop(job.key, None)
+        return True
+
     async def _started(self, job: J, wl: WorkloadInfo, cluster_queue: str, **what: Any) -> None:
         """Count, log and report a job just started on ``wl``, admitted by ``cluster_queue`` when the start was
         made (the fold may have evicted ``wl`` while the job was written)."""

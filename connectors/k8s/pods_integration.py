@@ -126,7 +126,7 @@ from connectors.k8s.owner_index import OwnerIndex, following, once
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
-from connectors.k8s.pods_ready import pods_ready_transition
+from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from connectors.k8s.statefulset_groups import StatefulSetGroups
 from connectors.k8s.statefulsets import StatefulSetRevisions
@@ -840,11 +840,11 @@ class PodIntegration:
             if (wl is not None and obs is not None and managed and not prebuilt_name and held_by is not None
                     and not wf.deleting(obs) and await self.sets.held_by_statefulset(group, wl, obs, held_by)):
                 return  # the rest waits for the Workload that shows it
+        statefulset = await self.sets.statefulset_of(config, pods)  # before the step reads the fold's state
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
-                                   wl_deleting=obs is not None and wf.deleting(obs),
-                                   statefulset=await self.sets.statefulset_of(config, pods),
+                                   wl_deleting=obs is not None and wf.deleting(obs), statefulset=statefulset,
                                    remote=pod_sync.runs_on_a_worker(self.state, wl))
         if wl is not None and on_hold(wl) and step.remove:
             step = replace(step, remove=())  # counted against a size the set's scale-up is still to give it
@@ -1044,8 +1044,9 @@ class PodIntegration:
                         await self._create_group(group, list(step.kept), holder)
             case pod_group.START:
                 assert wl is not None
+                admission = wl.admission
                 for pod in step.pods:
-                    if wl.admission is None:
+                    if wl.admission is not admission or not is_admitted(wl):
                         break  # evicted meanwhile: the pass the eviction's record marks stops what was started
                     await self._once(pod, "start", self._start(pod, wl, pod_group.role_of(pod)))
             case pod_group.STOP:

@@ -167,12 +167,14 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
         (:func:`trainjob.start_patch`), then it unsuspended on the version that write made
         (:func:`trainjob.unsuspend_patch`): the Trainer refuses the two in one write. Should the second fail, the
         suspended TrainJob with Kueue's overrides is restored (:meth:`restoring`) and started again."""
-        assert wl.admission is not None
-        cluster_queue = wl.admission.cluster_queue  # before any wait: the fold may evict ``wl`` meanwhile
+        admission = wl.admission  # the step's: the fold may evict ``wl`` while the object is read
+        assert admission is not None
         spec = self.runtime_spec(job)
         raw = await self._read(job) if spec is not None else None
         if raw is None or spec is None:
             self._not_done(job)
+            return
+        if self._evicted_meanwhile(job, wl, admission):
             return
         try:
             patch = tj.start_patch(raw, tj.start_infos(self.state, wl, job, spec))
@@ -182,7 +184,7 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
         ns, name = job.metadata.namespace, job.metadata.name
         written = msgspec.json.decode(await self.client.patch(self.RESOURCE, name, patch, ns))
         await self.client.patch(self.RESOURCE, name, tj.unsuspend_patch(written), ns)
-        await self._started(job, wl, cluster_queue)
+        await self._started(job, wl, admission.cluster_queue)
 
     async def _stop(self, job: tj.TrainJob, obs: Any, why: str) -> None:
         """Suspend it (``Stopped`` with ``why``); a later pass, once no Job is active, removes Kueue's overrides —

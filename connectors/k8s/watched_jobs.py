@@ -323,10 +323,10 @@ class WatchedJobIntegration(JobReconciler[J]):
         return await self._read(job)
 
     async def _start(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> None:
-        assert wl.admission is not None
-        cluster_queue = wl.admission.cluster_queue  # before any wait: the fold may evict ``wl`` meanwhile
+        admission = wl.admission  # the step's: the fold may evict ``wl`` while the object is read
+        assert admission is not None
         raw = await self._read(job)
-        if raw is None:
+        if raw is None or self._evicted_meanwhile(job, wl, admission):
             return
         try:
             patch = self.K.start_patch(raw, self._start_infos(job, wl, obs))
@@ -334,7 +334,7 @@ class WatchedJobIntegration(JobReconciler[J]):
             await self._failed_to_start(job, wl, exc)
             return
         await self.client.patch(self.RESOURCE, job.metadata.name, patch, job.metadata.namespace)
-        await self._started(job, wl, cluster_queue)
+        await self._started(job, wl, admission.cluster_queue)
 
     def _start_infos(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
         """What starting the object on ``wl`` adds to each of its templates (the kind's ``start_infos``)."""

@@ -368,29 +368,38 @@ async def test_an_admitted_pod_group_has_every_pod_started_with_its_roles_admiss
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
 
 
-class EvictingClient(Client):
-    """The fold takes the Workload's admission away while the first Pod's start is written (the group's Workload
-    deactivated meanwhile: the connector folds the log concurrently with the pass)."""
+EVICTIONS = [
+    ev.WorkloadDeactivated(time=5, key="ns/g", uid="wl-uid", cycle=1, input=0, reason="Deactivated", message="deactivated"),
+    ev.WorkloadPreempted(time=5, key="ns/g", uid="wl-uid", cycle=1, input=0, reason="InClusterQueue", message="preempted"),
+]
 
-    def __init__(self, mirror: Mirror) -> None:
+
+class EvictingClient(Client):
+    """The fold applies ``eviction`` while the first Pod's start is written (the connector folds the log
+    concurrently with a pass)."""
+
+    def __init__(self, mirror: Mirror, eviction: ev.AnyEvent) -> None:
         super().__init__()
-        self.mirror = mirror
+        self.mirror, self.eviction = mirror, eviction
 
     async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
                     content_type: str = "") -> bytes:
         answer = await super().patch(resource, name, body, namespace, subresource, content_type)
-        self.mirror.state.workloads["ns/g"].admission = None
+        if name == "a":
+            self.mirror.apply(ev.Record(self.mirror.offset + 1, self.eviction))
         return answer
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("eviction", EVICTIONS, ids=["deactivated", "preempted"])
 async def test_a_group_evicted_while_its_pods_start_reports_the_started_one_and_starts_no_other(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The step started from the admission the pass saw; once the fold takes it away, the Pod already ungated is
-    reported Started on that admission's ClusterQueue and the others stay gated (the next pass, which the eviction's
-    record marks, stops the started one; a gated one is not Kueue's to stop)."""
+        eviction: ev.AnyEvent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step started from the admission the pass saw; once the fold evicts the Workload (deactivated: the
+    admission gone; preempted: kept, the Workload evicted), the Pod already ungated is reported Started on that
+    admission's ClusterQueue and the others stay gated (the next pass, which the eviction's record marks, stops the
+    started one; a gated one is not Kueue's to stop)."""
     pods, mirror, appended, _ = integration(group_workload_obs())
-    client = EvictingClient(mirror)
+    client = EvictingClient(mirror, eviction)
     pods.client = client  # type: ignore[assignment]
     _admitted_group_of_two(pods, mirror, monkeypatch)
     await pods.reconcile("group/ns/g")
