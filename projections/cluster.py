@@ -127,6 +127,7 @@ from projections.workloads import (
     grouped_owner,
     grouped_owner_uid,
     has_quota_reservation,
+    held_by_conditions,
     held_for_pods_ready,
     intern_pod_set,
     intern_scan,
@@ -146,7 +147,6 @@ from projections.workloads import (
     shared_spec_templates,
     unadmitted_reason,
     unhealthy_threshold_of,
-    waits_for_replacement_pods,
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
@@ -1993,7 +1993,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         LocalQueue now names another ClusterQueue; as in Kueue v0.20, whatever parked it in the old queue (a failed
         attempt, a parked shape, its requeue backoff) does not follow it: it arrives active in the new one."""
         if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
-                or waits_for_replacement_pods(wl) or on_hold(wl) or workload_problem(wl.pod_sets)
+                or held_by_conditions(wl) or workload_problem(wl.pod_sets)
                 or (wl.labels and is_parent(wl) and self.concurrent_admission)):
             self._dequeue(wl)
             if wl.phase == PENDING:

@@ -841,6 +841,25 @@ def on_hold(wl: WorkloadInfo) -> bool:
     return c is not None and c.status == "False" and c.reason == ON_HOLD
 
 
+def held_by_conditions(wl: WorkloadInfo) -> bool:
+    """:func:`waits_for_replacement_pods` or :func:`on_hold`, in one pass over the conditions: every enqueue of a
+    pending workload asks both, on the fold's hot path. Each type is read at its first occurrence, as
+    :meth:`WorkloadInfo.condition` reads it."""
+    quota_seen = waiting_seen = False
+    for c in wl.conditions:
+        t = c.type
+        if t == "QuotaReserved":
+            if not quota_seen:
+                if c.status == "False" and c.reason == ON_HOLD:
+                    return True
+                quota_seen = True
+        elif t == WAITING_FOR_REPLACEMENT_PODS and not waiting_seen:
+            if c.status == "True":
+                return True
+            waiting_seen = True
+    return False
+
+
 def reclaimable_of(pods: list[o.ReclaimablePod] | tuple[o.ReclaimablePod, ...]) -> tuple[tuple[str, int], ...]:
     """``status.reclaimablePods`` as a workload keeps it: (pod set, count) by name, the shared empty tuple
     when there are none (Kueue compares the lists as maps: their order means nothing)."""

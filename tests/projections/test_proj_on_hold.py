@@ -6,6 +6,8 @@ queues leave it out (``IsOnHold``) until the hold is cleared, which writes Quota
 
 from __future__ import annotations
 
+import itertools
+
 import msgspec
 from fixtures.eventgen import T0, admission, cluster_queue, flavor, local_queue, namespace, upsert, workload
 
@@ -15,7 +17,15 @@ from events.codec import decode_event, encode_event
 from kueue_es.scheduler import decide, settle
 from kueue_es.scheduler.config import load_config
 from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, PENDING, on_hold, status_of
+from projections.workloads import (
+    ADMITTED,
+    PENDING,
+    WAITING_FOR_REPLACEMENT_PODS,
+    held_by_conditions,
+    on_hold,
+    status_of,
+    waits_for_replacement_pods,
+)
 
 HELD = ("False", "OnHold", "StatefulSet scaled to zero; workload on hold")
 CLEARED = ("False", "PendingEvaluation", "Workload no longer on hold; waiting for quota reservation")
@@ -176,3 +186,20 @@ def test_a_hold_takes_the_workloads_second_pass_along() -> None:
     assert "ns0/g" not in state.second_pass
     assert not [d for d in decide(state, now=T0 + 60_000) if getattr(d, "key", "") == "ns0/g"]
 
+
+
+def test_the_enqueue_s_single_condition_scan_answers_as_the_two_lookups_do() -> None:
+    """``held_by_conditions`` (one pass, on the fold's hot path) is ``waits_for_replacement_pods or on_hold`` for
+    every list of up to three conditions of the types and values they read, a type repeated included (the first
+    one counts)."""
+    kinds = [o.Condition(type=t, status=s, reason=r, message="m")
+             for t in ("QuotaReserved", WAITING_FOR_REPLACEMENT_PODS, "Evicted")
+             for s in ("True", "False") for r in ("OnHold", "PodsFailed")]
+    wl = _fold(upsert(workload("ns0", "g", uid="u0", cpu="1"), T0)).workloads["ns0/g"]
+    checked = 0
+    for n in range(4):
+        for conditions in itertools.product(kinds, repeat=n):
+            wl.conditions = conditions
+            assert held_by_conditions(wl) == (waits_for_replacement_pods(wl) or on_hold(wl)), conditions
+            checked += 1
+    assert checked == 1 + 12 + 144 + 1728
