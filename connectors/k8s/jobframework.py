@@ -630,14 +630,16 @@ class JobReconciler(Generic[J]):
         ns, selector = job.metadata.namespace, self.slice_pod_selector(job)
         if not selector:
             return
-        raw = await self.client.request("GET", PODS.collection_path(ns), query=[("labelSelector", selector)])
         granted = workload_slices.granted(wl)  # a partial admission's counts, not the spec's
+        identities = elastic_provreq.identities(self.state, wl, granted)  # both before the fold may move on
+        raw = await self.client.request("GET", PODS.collection_path(ns), query=[("labelSelector", selector)])
         stale: list[str] = []
         pods = msgspec.json.decode(raw).get("items") or []
-        identities = elastic_provreq.identities(self.state, wl, granted)
         if identities is not None:  # a gated pod that cannot take its request identity stays so, not counted
             pods = elastic_provreq.able(pods, identities, self.slice_pod_set, workload_slices.has_gate)
         for pod in workload_slices.released_by_pod_set(pods, granted, self.slice_pod_set):
+            if not is_admitted(wl):
+                break  # evicted meanwhile: the eviction's record brings the pass that stops the job
             ops = workload_slices.ungate_ops(pod)
             if ops is None:
                 continue

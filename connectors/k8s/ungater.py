@@ -177,7 +177,10 @@ class Ungater:
                           workload=key, pod_set=psa.name)
                 return
             planned += ungates
+        admission = wl.admission
         for ungate in planned:
+            if wl.admission is not admission or not admitted_by_tas(wl):
+                break  # changed (a node replaced) or evicted meanwhile: the change's record brings a new plan
             await self._ungate(key, ungate.pod, ungate.node_selector)
 
     async def _ungate(self, key: str, pod: o.Pod, node_selector: dict[str, str]) -> None:

@@ -5,6 +5,8 @@ the running ones leave."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from connectors.k8s.journal import LocalJournal
@@ -15,7 +17,7 @@ from events import objects as o
 from events import schema as ev
 from events.log import MemoryLog
 from events.tas_assignment import encode
-from projections.workloads import ADMITTED, FINISHED
+from projections.workloads import ADMITTED, FINISHED, WorkloadInfo
 from tests.k8s.test_lws_ungating import _Recorder  # records each pod's hostname
 
 HOST = "kubernetes.io/hostname"
@@ -107,3 +109,43 @@ async def test_a_chain_whose_first_slice_is_gone_still_ungates_its_pods() -> Non
     assert client.placed == {"el-1": "n2"}
     await journal.append(_upserts(_pod("el-2")))
     assert "ns/second" in ungater._take()
+
+
+class _Replacing(_Recorder):
+    """The fold changes the Workload while its first pod is ungated: ``change`` applied to it after that patch."""
+
+    def __init__(self, wl: WorkloadInfo, change: Callable[[WorkloadInfo], None]) -> None:
+        super().__init__()
+        self.wl, self.change = wl, change
+
+    async def patch(self, resource, name, body, namespace):
+        answer = await super().patch(resource, name, body, namespace)
+        if len(self.placed) == 1:
+            self.change(self.wl)
+        return answer
+
+
+def _replace_node(wl: WorkloadInfo) -> None:  # a failed node replaced: a new assignment (Kueue's second pass)
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[_assignment(n3=2)])
+
+
+def _evict(wl: WorkloadInfo) -> None:  # preempted: the admission kept, the workload evicted
+    wl.evicted = "Preempted"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("change", [_replace_node, _evict], ids=["node-replaced", "evicted"])
+async def test_pods_left_gated_when_the_admission_changes_while_the_first_is_ungated(
+        change: Callable[[WorkloadInfo], None]) -> None:
+    """The plan was made from the admission the sync saw; the rest of it is not carried out once the fold changed
+    that admission (the change's record makes the workload dirty: its next sync plans anew) or evicted it."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append(_upserts(_slice("first", 2), _pod("el-0"), _pod("el-1")))
+    wl = journal.mirror.state.workloads["ns/first"]
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[_assignment(n1=2)])
+    wl.phase = ADMITTED
+    client = _Replacing(wl, change)
+    ungater = Ungater(client, journal)  # type: ignore[arg-type]
+    ungater._take()
+    await ungater.sync("ns/first")
+    assert client.placed == {"el-0": "n1"}

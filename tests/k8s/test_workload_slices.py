@@ -301,6 +301,28 @@ async def test_the_pods_of_a_job_running_on_an_admitted_slice_are_ungated(phase:
 
 
 @pytest.mark.asyncio
+async def test_a_slice_evicted_while_its_pods_are_ungated_leaves_the_rest_gated() -> None:
+    """The fold may evict the slice while a pod's gate is lifted (the connector folds the log concurrently): the
+    pods not yet ungated stay gated; the eviction's record brings the pass that stops the job."""
+    jobs, mirror, _, client = _setup(_elastic_job(4), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    client.pods = [_pod("p1", "kueue.x-k8s.io/elastic-job"), _pod("p2", "kueue.x-k8s.io/elastic-job")]
+    patch = client.patch
+
+    async def patch_then_evicted(resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                                 content_type: str = "application/merge-patch+json") -> bytes:
+        answer = await patch(resource, name, body, namespace, subresource, content_type)
+        if resource.kind == "Pod":
+            mirror.state.workloads["ns/a"].evicted = "Preempted"
+        return answer
+
+    client.patch = patch_then_evicted  # type: ignore[method-assign]
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Pod"] == ["p1"]
+    assert jobs.stats.pods_ungated == 1
+
+
+@pytest.mark.asyncio
 async def test_a_pod_changed_while_its_gate_is_lifted_is_tried_again_for_the_same_job_version() -> None:
     """The TAS ungater (or anyone) may change a pod between the list and the patch, whose resourceVersion test then
     fails (the client raises the apiserver's 422 as a Conflict: tests/integration/kube/test_client_patch.py): Kueue
