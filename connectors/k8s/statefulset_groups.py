@@ -182,20 +182,11 @@ class StatefulSetGroups:
         runs on it as on a prebuilt one, once the StatefulSets are first listed, as the set's reconciler makes none
         for a copy. None while its integration is off, for a group no StatefulSet holds, or when the apiserver has
         none of that uid."""
-        if not config.manages_statefulsets:
+        controller = _controller(pods) if config.manages_statefulsets else None
+        if controller is None:
             return None
-        pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
-        owner = _statefulset_owner(pod) if pod is not None else None
-        if pod is None or owner is None:
-            return None
-        namespace = pod.metadata.namespace
-        seen = self.revisions.get(f"{namespace}/{owner.name}", owner.uid)
-        if seen is None:
-            try:
-                seen = statefulsets.decode(await self.client.get(STATEFUL_SETS, owner.name, namespace))
-            except NotFound:
-                return None
-        return seen if seen is not None and seen.metadata.uid == owner.uid else None
+        namespace, owner = controller
+        return await self._statefulset_by_uid(namespace, owner.name, owner.uid)
 
     async def statefulset_of(self, config: SchedulerConfig, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
         """The StatefulSet holding the group (its pods' controller), for the set's reconciler: its revisions, or gone
@@ -204,12 +195,10 @@ class StatefulSetGroups:
         may run ahead of the StatefulSets'."""
         if not config.manages_statefulsets or not self.revisions.synced.is_set():
             return None
-        pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
-        if pod is None:
+        controller = _controller(pods)
+        if controller is None:
             return await self._orphans_statefulset(pods)
-        owner = _statefulset_owner(pod)
-        assert owner is not None
-        namespace = pod.metadata.namespace
+        namespace, owner = controller
         seen = self.revisions.get(f"{namespace}/{owner.name}", owner.uid)
         if seen is not None:
             return seen.view
@@ -251,6 +240,15 @@ class StatefulSetGroups:
             return
         self.stats.let_go += 1
         log.info("let go of a statefulset's pod", pod=pod.key)
+
+
+def _controller(pods: list[ManagedPod]) -> tuple[str, o.OwnerReference] | None:
+    """The namespace and owner reference of the StatefulSet controlling the group's pods, if one does."""
+    for pod in pods:
+        owner = _statefulset_owner(pod) if pod_group.held_by_statefulset(pod) else None
+        if owner is not None:
+            return pod.metadata.namespace, owner
+    return None
 
 
 def _statefulset_owner(pod: ManagedPod) -> o.OwnerReference | None:
