@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.decision_workers import collecting
 from fixtures.jobs import KEY, NAME, UID, integration, job, show_finished, workload
 
 from connectors.k8s import job_sync
@@ -353,13 +354,7 @@ async def test_retention_takes_the_finalizer_off_before_deleting() -> None:
     mirror.state.workloads[KEY].retention_target = "Workload"
     mirror.pending[KEY] = {41: "RetentionExpired"}
     client = Client({"metadata": {}})
-    appended: list[ev.AnyEvent] = []
-
-    async def append(events: list[ev.AnyEvent]) -> list[int]:
-        appended.extend(events)
-        return [0] * len(events)
-
-    retention = RetentionEnforcer(client, type("J", (), {"mirror": mirror})(), append=append)  # type: ignore[arg-type]
+    retention, appended = collecting(RetentionEnforcer, client, mirror)
     await retention.sync(KEY)
     assert client.calls == [("patch", "Workload", NAME), ("delete", "Workload", NAME, "wl-uid", "")]
     assert [type(e).__name__ for e in appended] == ["DecisionApplied"]

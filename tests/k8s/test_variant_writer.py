@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.decision_workers import collecting
 
 from connectors.k8s.decision_events import kueue_events
 from connectors.k8s.errors import AlreadyExists
@@ -61,13 +62,7 @@ def _decided(*also: ev.Decision) -> tuple[Mirror, list[int]]:
 
 
 async def _sync(mirror: Mirror, client: Client) -> list[ev.AnyEvent]:
-    appended: list[ev.AnyEvent] = []
-
-    async def append(events: list[ev.AnyEvent]) -> list[int]:
-        appended.extend(events)
-        return [0] * len(events)
-
-    writer = VariantWriter(client, type("J", (), {"mirror": mirror})(), append=append)  # type: ignore[arg-type]
+    writer, appended = collecting(VariantWriter, client, mirror)
     await writer.sync(KEY)
     return appended
 
