@@ -8,7 +8,7 @@ validation.go`` and ``tas_validation.go``):
 
 * **on create, and again on every update**: the ``kueue.x-k8s.io/queue-name`` and
   ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123 subdomains; ``kueue.x-k8s.io/max-exec-time-seconds``
-  is an integer above 0 (:func:`connectors.k8s.jobs.max_execution_seconds`);
+  is an integer above 0 (:func:`connectors.k8s.workload_body.max_execution_seconds`);
   ``kueue.x-k8s.io/job-min-parallelism`` is an integer from 1 to the pod count (``min(parallelism,
   completions)``) less one — whatever ``PartialAdmission`` says, as in Kueue, whose gate only decides whether the
   Workload keeps the ``minCount``; on update only when the annotation changes;

@@ -228,13 +228,12 @@ def owner_pod(wl: o.Workload) -> tuple[str, str] | None:
 
 def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload Kueue makes for a single Pod as stored (``raw_pod``): Kueue's ``resource-in-use`` finalizer,
-    one pod set ``main`` of one pod whose template is the Pod's spec, the queue name, the priority (the Pod's ``kueue.x-k8s.io/priority-class``, else
-    its ``priorityClassName``), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, the
-    ProvisioningRequest annotations, the Pod's uid label, the labels and annotations the Configuration says to copy
-    (:mod:`connectors.k8s.copied_metadata`) and the Pod as controller owner; under TAS, the pod set's
-    topology request (:func:`pod_set`). Raises what
-    :func:`connectors.k8s.job_priority.workload_priority` and :func:`connectors.k8s.jobs.max_execution_seconds`
-    raise."""
+    one pod set ``main`` of one pod whose template is the Pod's spec, the queue name, the priority (the Pod's
+    ``kueue.x-k8s.io/priority-class``, else its ``priorityClassName``), ``maximumExecutionTimeSeconds`` from
+    ``kueue.x-k8s.io/max-exec-time-seconds`` (:func:`connectors.k8s.workload_body.spec`), the ProvisioningRequest
+    annotations, the Pod's uid label, the labels and annotations the Configuration says to copy
+    (:mod:`connectors.k8s.copied_metadata`) and the Pod as controller owner; under TAS, the pod set's topology
+    request (:func:`pod_set`). Raises what :func:`connectors.k8s.workload_body.spec` raises."""
     meta, spec = raw_pod["metadata"], raw_pod.get("spec") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     wl_spec = workload_body.spec(state, labels, [pod_set(state, raw_pod, "main", 1)], spec.get("priorityClassName"))

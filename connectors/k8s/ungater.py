@@ -225,5 +225,3 @@ class Ungater:
         if live is None or not trim.same_content(trim.kept_view(pod), live):
             return None
         return live.metadata.resource_version
-
-

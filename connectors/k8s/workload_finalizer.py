@@ -144,8 +144,6 @@ def maybe_ownerless(obs: o.Workload) -> bool:
     return not obs.metadata.owner_references and (deleting(obs) or bool(obs.metadata.labels.get(JOB_UID_LABEL)))
 
 
-
-
 def unfinalized(obs: o.Workload, rv: str) -> o.Workload:
     """``obs`` as :func:`unfinalize` left it at resourceVersion ``rv``: what a pass that took the finalizer off
     reads from then on, so that it does not take it off again."""

@@ -490,5 +490,3 @@ class StatusWriter:
             log.info("decisions rejected", workload=key, reason=reason, message=message, decisions=offsets)
         self._reported.update(offsets)
         await self.append(events)
-
-

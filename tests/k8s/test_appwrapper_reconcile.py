@@ -105,38 +105,14 @@ async def test_an_admitted_appwrapper_is_started_with_its_components_pod_set_inf
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(("eviction", "reason"), [(ev.WorkloadDeactivated, "Deactivated"),
-                                                   (ev.WorkloadPreempted, "InClusterQueue")])
+@pytest.mark.parametrize(("eviction", "reason"), watched_jobs.EVICTIONS)
 async def test_a_kind_evicted_while_its_start_reads_it_is_neither_started_nor_failed_and_starts_once_readmitted(
         eviction: type[ev.WorkloadDeactivated | ev.WorkloadPreempted], reason: str) -> None:
-    """Every watched kind reads the object before its start (JobSet, MPIJob, the Ray kinds, AppWrapper, ...). The
-    fold evicting the Workload meanwhile (deactivated: its admission gone; preempted: kept, the Workload evicted)
-    neither starts the object on it nor finishes it ``FailedToStart`` for want of an admission; the start is
-    forgotten, so once admitted again the same version of the object is started."""
+    """Every watched kind reads the object before its start (JobSet, MPIJob, the Ray kinds, AppWrapper, ...): an
+    eviction the fold applies meanwhile is not started on, nor finished ``FailedToStart`` for want of an admission;
+    the start is forgotten, so once admitted again the same version of the object is started."""
     integ, client, appended = integration(raw_aw(), workload())
-    wl = integ.state.workloads[f"ns/{WL}"]
-
-    def admit() -> None:
-        wl.phase, wl.evicted, wl.active = ADMITTED, "", True
-        wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
-            o.PodSetAssignment(name="aw-0", flavors={"cpu": "default"}, count=2)])
-
-    admit()
-    get = client.get
-
-    async def get_while_evicted(*args: Any, **kwargs: Any) -> bytes:
-        answer = await get(*args, **kwargs)
-        integ.mirror.apply(ev.Record(integ.mirror.offset + 1, eviction(
-            time=5, key=wl.key, uid=wl.uid, cycle=1, input=0, reason=reason, message="evicted")))
-        return answer
-
-    client.get = get_while_evicted  # type: ignore[method-assign]
-    job = integ.known["ns/aw"]
-    await integ._once("ns/aw", "start", job, integ._start(job, wl, workload()))
-    assert (client.patches, [e for e in appended if isinstance(e, (ev.WorkloadFinished, ev.JobActed))]) == ([], [])
-    client.get = get  # type: ignore[method-assign]
-    admit()
-    await integ._once("ns/aw", "start", job, integ._start(job, wl, workload()))
+    await watched_jobs.start_overtaken_by(eviction, reason, integ, client, appended, "ns/aw", workload(), "aw-0")
     assert [(kind, name, patch["spec"]["suspend"]) for kind, name, patch in client.patches] == [
         ("AppWrapper", "aw", False)]
     assert actions(appended) == [("AppWrapper", "Started")]

@@ -691,6 +691,21 @@ async def test_a_managed_pod_naming_no_queue_gets_a_workload_in_no_queue_under_t
         assert made[0]["metadata"]["name"] == NAME and "queueName" not in made[0]["spec"]
 
 
+@pytest.mark.asyncio
+async def test_a_pod_group_naming_no_queue_gets_a_workload_in_no_queue_under_the_option() -> None:
+    """As a single Pod (above): the group's Workload names no queue (it raised on the missing label, for good)."""
+    raws = {n: _group_raw(n) for n in "ab"}
+    for raw in raws.values():
+        del raw["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    pods, _, _, client = integration(config={**POD_ON, "manageJobsWithoutQueueName": True},
+                                     client=GroupClient(raws))
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    (made,) = [c[2] for c in client.calls if c[0] == "create"]
+    assert made["metadata"]["name"] == "g" and "queueName" not in made["spec"]
+
+
 # --- prebuilt Workloads --------------------------------------------------------------------------------------------
 
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"

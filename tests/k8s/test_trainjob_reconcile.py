@@ -146,6 +146,19 @@ async def test_start_writes_the_overrides_while_suspended_then_unsuspends() -> N
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(("eviction", "reason"), watched_jobs.EVICTIONS)
+async def test_a_trainjob_evicted_while_its_start_reads_it_is_neither_started_nor_failed_and_starts_once_readmitted(
+        eviction: type[ev.WorkloadDeactivated | ev.WorkloadPreempted], reason: str) -> None:
+    """TrainJob's own start (two writes) reads the TrainJob first too: as every watched kind's (AppWrapper's
+    test)."""
+    integ, client, appended = integration(raw_job(), workload())
+    await watched_jobs.start_overtaken_by(eviction, reason, integ, client, appended, "ns/job", workload(), "node")
+    assert [(kind, name, patch["spec"].get("suspend")) for kind, name, patch in client.patches] == [
+        ("TrainJob", "job", None), ("TrainJob", "job", False)], "the overrides while suspended, then unsuspended"
+    assert actions(appended) == [("TrainJob", "Started")]
+
+
+@pytest.mark.asyncio
 async def test_an_admitted_trainjob_left_suspended_with_kueues_overrides_has_them_removed_first() -> None:
     """Its unsuspend (the start's second write) failed: Kueue's overrides go first (no Job is active), and the
     suspended TrainJob without them is then started anew, as any admitted suspended one."""

@@ -187,7 +187,6 @@ def test_a_hold_takes_the_workloads_second_pass_along() -> None:
     assert not [d for d in decide(state, now=T0 + 60_000) if getattr(d, "key", "") == "ns0/g"]
 
 
-
 def test_the_enqueue_s_single_condition_scan_answers_as_the_two_lookups_do() -> None:
     """``held_by_conditions`` (one pass, on the fold's hot path) is ``waits_for_replacement_pods or on_hold`` for
     every list of up to three conditions of the types and values they read, a type repeated included (the first
