@@ -1756,7 +1756,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         (A lazily decoded status is only decoded when its bytes name the condition: most upserts do not.)"""
         if type(w) is LazyWorkload:
             raw = w.status_raw
-            if not raw or _TARGET_BYTES not in bytes(raw):
+            # find, not ``in``: ``bytes in bytes`` first tries the needle as an int, and the TypeError it builds
+            # and drops costs ~3x the search, at nearly every upsert
+            if not raw or bytes(raw).find(_TARGET_BYTES) < 0:
                 return False
         shown = next((c for c in w.status.conditions if c.type == DEACTIVATION_TARGET and c.status == "True"), None)
         if shown is None or wl.condition(DEACTIVATION_TARGET) == shown:
