@@ -2,11 +2,17 @@
 
 After the in-memory adjustment (:mod:`projections.pod_adjustment`) and the per-pod sum, Kueue
 
-1. drops every resource whose name starts with one of ``excludeResourcePrefixes``;
-2. applies ``transformations``: an input resource's quantity — times the ``multiplyBy`` resource's quantity when
-   the pod requests it — times each of its ``outputs`` is generated under that output's name, exactly (Kueue's
-   decimal Quantity arithmetic since v0.19's #12953: ``300m`` cpu times ``1000`` is ``300``); ``Retain`` (the
-   default) keeps the input as requested, unmultiplied, ``Replace`` drops it (v0.20's #13986).
+1. applies ``transformations`` to everything the pod requests: an input resource's quantity — times the
+   ``multiplyBy`` resource's quantity when the pod requests it — times each of its ``outputs`` is generated under
+   that output's name, exactly (Kueue's decimal Quantity arithmetic since v0.19's #12953: ``300m`` cpu times
+   ``1000`` is ``300``); ``Retain`` (the default) keeps the input as requested, unmultiplied, ``Replace`` drops it
+   (v0.20's #13986);
+2. drops every requested resource kept so far whose name starts with one of ``excludeResourcePrefixes``; what the
+   transformations generate stays, whatever its name.
+
+That order is Kueue v0.20's (#15954; #16041, v0.19.6's #16053): an excluded resource is not charged itself, but
+still multiplies (``multiplyBy``) and is still transformed (``input``). Excluding first, as before, let a workload
+take the outputs' quota for nothing, or for a multiplier of 1.
 
 What the transformations generate is summed apart from what the pod requested: a negative output offsets other
 outputs under its name, and a generated total that comes out negative counts as 0, so it never lowers a request
@@ -72,17 +78,17 @@ class RequestRules(msgspec.Struct, frozen=True, gc=False, array_like=True):
     def apply(self, requests: dict[str, int]) -> dict[str, int]:
         """Per-pod ``requests`` (Kueue units: cpu in milli) as Kueue counts them under these rules."""
         exclude = self.exclude
-        if exclude and any(r.startswith(exclude) for r in requests):
-            requests = {r: v for r, v in requests.items() if not r.startswith(exclude)}
         by_input = {t.input: t for t in self.transforms}
         if not any(r in by_input for r in requests):
+            if exclude and any(r.startswith(exclude) for r in requests):
+                return {r: v for r, v in requests.items() if not r.startswith(exclude)}
             return requests
         out: dict[str, Decimal] = {}
         generated: dict[str, Decimal] = {}
-        for name in sorted(requests):
+        for name in sorted(requests):  # every request, excluded or not: it may be an input or a multiplier
             quantity = _exact(name, requests[name])
             t = by_input.get(name)
-            if t is None or not t.replace:
+            if (t is None or not t.replace) and not (exclude and name.startswith(exclude)):
                 out[name] = quantity
             if t is None:
                 continue

@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 57
+SNAPSHOT_VERSION = 58
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -149,10 +149,14 @@ upsert by a producer that stamps them. The same version also has a MultiKueue wo
 a copy keeps the worker's class value it was folded at until its next upsert. 57: the log may hold
 ``WorkloadOnHoldChanged`` (a StatefulSet's Workload put on hold while the set is at zero replicas, or released),
 which older readers cannot fold, and a held workload (QuotaReserved=False ``OnHold``) is kept out of its queue (the
-layout is version 56's)."""
+layout is version 56's). 58: each pod set's requests (``PodSetInfo.requests``) are the Configuration's
+``transformations`` applied before ``excludeResourcePrefixes`` (Kueue v0.20's #15954, #16041): an excluded resource
+still multiplies and is still transformed; restored from an older one under rules where an excluded resource is an
+input or a multiplier, a pending workload keeps the smaller requests it was folded with until its templates are
+taken again or the Configuration changes (the layout is version 57's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57)
+                     55, 56, 57, 58)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

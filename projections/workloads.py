@@ -159,7 +159,7 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     requests: tuple[tuple[str, int], ...]
     """Per-pod requests in Kueue units, sorted by resource name, of the template as Kueue adjusts it (RuntimeClass
     overhead, LimitRange defaults, limits as missing requests: :mod:`projections.pod_adjustment`), then as the
-    Configuration's ``resources`` rules leave them (excluded prefixes, transformations:
+    Configuration's ``resources`` rules leave them (transformations, then excluded prefixes:
     :mod:`projections.request_rules`)."""
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[o.Toleration, ...] = ()

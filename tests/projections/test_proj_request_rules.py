@@ -56,9 +56,40 @@ def rules(*transformations: dict, exclude: tuple[str, ...] = ()):
 # --- the rules on one pod's requests -------------------------------------------------------------------------
 
 
-def test_excluded_prefixes_drop_resources_before_anything_else() -> None:
+def test_excluded_prefixes_drop_requested_resources() -> None:
+    r = rules({"input": "cpu", "outputs": {"example.org/credits": "1"}}, exclude=("example.com/",))
+    assert r.apply({"cpu": 500, "example.com/seat": 2, "example.org/x": 1}) == {
+        "cpu": 500, "example.org/x": 1, "example.org/credits": 1}
+    assert r.apply({"memory": 5, "example.com/seat": 2}) == {"memory": 5}, "no transformation input requested"
+
+
+def test_an_excluded_multiplier_still_multiplies() -> None:
+    """Kueue v0.20's #15954: a resource ``excludeResourcePrefixes`` covers is not charged itself, but a
+    transformation naming it in ``multiplyBy`` is multiplied by it (before, it read as 1 and under-charged)."""
+    vgpu = rules({"input": "acme.io/cores-per-vgpu", "strategy": "Replace", "multiply_by": "acme.io/vgpu-count",
+                  "outputs": {"quota.acme.io/total-vgpu-cores": "1"}}, exclude=("acme.io/vgpu-count",))
+    assert vgpu.apply({"acme.io/vgpu-count": 2, "acme.io/cores-per-vgpu": 20, "cpu": 100}) == {
+        "quota.acme.io/total-vgpu-cores": 40, "cpu": 100}
+
+
+def test_an_excluded_input_is_still_transformed_and_its_outputs_charged() -> None:
+    """Kueue v0.19.6's #16053 (v0.20's #16041): excluding a transformation's input keeps the input itself out of
+    quota, ``Retain`` or ``Replace``, but its outputs are charged (before, the transformation never ran, so a
+    workload could take the outputs' quota for nothing)."""
+    credits = {"input": "nvidia.com/gpu", "outputs": {"example.com/credits": "10"}}
+    for strategy in ("Retain", "Replace"):
+        r = rules({**credits, "strategy": strategy}, exclude=("nvidia.com/",))
+        assert r.apply({"nvidia.com/gpu": 2, "cpu": 1000}) == {"example.com/credits": 20, "cpu": 1000}, strategy
+
+
+def test_an_output_under_an_excluded_prefix_is_charged() -> None:
+    """The exclusion is of what the pod requests, not of what the transformations generate: an output under an
+    excluded prefix is charged, as it was when Kueue dropped the excluded names before transforming (and as
+    v0.20's #14154 keeps an output that recreates an excluded name); the input it replaces under that prefix is
+    not."""
     r = rules({"input": "example.com/seat", "outputs": {"example.com/credits": "1"}}, exclude=("example.com/",))
-    assert r.apply({"cpu": 500, "example.com/seat": 2, "example.org/x": 1}) == {"cpu": 500, "example.org/x": 1}
+    assert r.apply({"cpu": 500, "example.com/seat": 2, "example.com/credits": 7, "example.org/x": 1}) == {
+        "cpu": 500, "example.org/x": 1, "example.com/credits": 2}
 
 
 def test_retain_keeps_the_input_and_replace_drops_it() -> None:
@@ -206,6 +237,19 @@ def test_a_configuration_change_counts_pending_workloads_anew_and_leaves_admitte
     assert state.workloads["ns0/w1"].usage == {"f0/cpu": 1000}, "an admitted workload keeps its admission"
     _apply(state, ev.ConfigRecorded(time=T0, document=RESOURCE_CONFIGS[0]))
     assert dict(state.workloads["ns0/w0"].pod_sets[0].requests) == {"cpu": 2000}
+
+
+def test_a_pending_workload_is_charged_what_an_excluded_input_turns_into() -> None:
+    """#16053 through the fold: under a recorded Configuration that excludes a transformation's input, a pending
+    workload counts (and ``status.resourceRequests`` shows) the outputs, not nothing."""
+    state = _cluster()
+    _apply(state, ev.ConfigRecorded(time=T0, document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "resources": {"excludeResourcePrefixes": ["cpu"],
+                      "transformations": [{"input": "cpu", "outputs": {"example.com/credits": "3"}}]}}))
+    assert dict(state.workloads["ns0/w0"].pod_sets[0].requests) == {"example.com/credits": 6}
+    assert resource_requests(state.workloads["ns0/w0"]) == [{"name": "main", "resources": {
+        "example.com/credits": "18"}}]
 
 
 def test_reclaimable_pods_lower_a_pending_count_and_a_reserving_usage() -> None:
