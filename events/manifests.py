@@ -676,14 +676,12 @@ def _validate_shape(obj: o.KObject, where: str, *, reclaimable_names: bool = Tru
 
 
 def _slice_size_errors(req: o.PodSetTopologyRequest, at: str) -> list[str]:
-    """``TASValidateWorkloadSliceSize``: ``podSetSliceSize`` is above 0 and comes with
-    ``podSetSliceRequiredTopology``, and the slice topology with a size; every one broken, as Kueue's field errors
-    (its test's types: Invalid, Forbidden; the details are its release note's words, its source not being at
-    hand). (The layers' sizes are the CRD's to check, whatever the gate: :func:`_topology_request_errors`.)"""
+    """``TASValidateWorkloadSliceSize``: ``podSetSliceSize`` comes with ``podSetSliceRequiredTopology``, and the
+    slice topology with a size; every one broken, as Kueue's field errors (its test's types: Required, Forbidden;
+    the details are its release note's words, its source not being at hand). The sizes' minimum is the CRD's,
+    checked before, whatever the gate (#12728): :func:`_topology_request_errors`."""
     size, level = req.pod_set_slice_size, req.pod_set_slice_required_topology
     errors: list[str] = []
-    if size is not None and size < 1:
-        errors.append(f"field `{at}.podSetSliceSize`: Invalid value: {size}: must be greater than 0")
     if size is not None and level is None:
         errors.append(f"field `{at}.podSetSliceSize`: Forbidden: may only be set together with "
                       "podSetSliceRequiredTopology")
@@ -790,13 +788,24 @@ def _validate_limit_range(lr: o.LimitRange, where: str) -> None:
 MAX_SLICE_LAYERS = 3
 
 
-def _topology_request_errors(req: o.PodSetTopologyRequest, at: str) -> list[str]:
-    """The bounds Kueue's CRD puts on slice layers (1–63 character level, size >= 1, at most 3 layers), every one
-    broken; whether the layers fit a topology is only known at placement, which reports it as the pod set's
-    failure."""
-    layers = req.podset_slice_required_topology_constraints
-    at = f"{at}.podsetSliceRequiredTopologyConstraints"
+TOPOLOGY_REQUEST_MINIMUMS = (("subGroupCount", "sub_group_count", 0), ("podSetSliceSize", "pod_set_slice_size", 1))
+"""The minimums Kueue's Workload CRD puts on a topology request's counts (v0.20: #13108, #13634), in its fields'
+order: (field, view attribute, minimum)."""
+
+
+def _topology_request_errors(req: o.PodSetTopologyRequest, request_at: str) -> list[str]:
+    """The bounds Kueue's CRD puts on a topology request, every one broken: its counts' minimums
+    (:data:`TOPOLOGY_REQUEST_MINIMUMS`, in the apiserver's words, whatever the gates), then the slice layers' (1–63
+    character level, size >= 1, at most 3 layers); whether the layers fit a topology is only known at placement,
+    which reports it as the pod set's failure."""
     errors: list[str] = []
+    for name, attr, minimum in TOPOLOGY_REQUEST_MINIMUMS:
+        value, field_at = getattr(req, attr), f"{request_at}.{name}"
+        if value is not None and value < minimum:
+            errors.append(f"field `{field_at}`: Invalid value: {value}: {field_at} in body should be greater than or "
+                          f"equal to {minimum}")
+    layers = req.podset_slice_required_topology_constraints
+    at = f"{request_at}.podsetSliceRequiredTopologyConstraints"
     if len(layers) > MAX_SLICE_LAYERS:
         errors.append(f"field `{at}` must have at most {MAX_SLICE_LAYERS} items, has {len(layers)}")
     for j, layer in enumerate(layers):

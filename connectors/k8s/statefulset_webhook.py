@@ -17,7 +17,8 @@ reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_we
 * ``kueue.x-k8s.io/pod-group-pod-index-label``: ``apps.kubernetes.io/pod-index``, each pod's rank for TAS.
 
 Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a queue
-name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its template) while a
+name that is not a DNS-1123 subdomain, under ``TopologyAwareScheduling`` ill-formed TAS annotations on the pod template
+(Kueue v0.20, :func:`topology_errors`) and, on update, a changed queue name (of the StatefulSet or its template) while a
 replica is ready, or one removed (while none is ready, a StatefulSet sent to a missing queue may be sent to another:
 Kueue's #9830 fix then puts the new name on its pods, which the pod integration does here,
 :func:`connectors.k8s.pod_group.queue_relabel`), a changed ``kueue.x-k8s.io/pod-group-name`` label, a
@@ -60,6 +61,7 @@ from connectors.k8s.pod_roles import GROUP_LABEL, POD_INDEX_LABEL_ANNOTATION, TO
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels, allowed_as_is
 from connectors.k8s.workload_names import owner_workload_name
 from kueue_es.scheduler.config import STATEFULSET_FRAMEWORK
+from projections import gates
 
 MUTATING_PATH = "/mutate-apps-v1-statefulset"
 MUTATING_NAME = "mstatefulset.kb.io"
@@ -93,9 +95,10 @@ def group_marks(obj: Mapping[str, Any], queue: str, short: bool = False) -> tupl
              POD_INDEX_LABEL_ANNOTATION: POD_INDEX})
 
 
-def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
+def _labels(obj: Mapping[str, Any], part: str = "labels") -> dict[str, str]:
+    """The object's labels (or its metadata's ``part``), ``{}`` for any missing part."""
     meta = obj.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, dict) else None
+    labels = meta.get(part) if isinstance(meta, dict) else None
     return labels if isinstance(labels, dict) else {}
 
 
@@ -116,11 +119,25 @@ def _status_replicas(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) else 0
 
 
+def topology_errors(sts: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``TopologyAwareScheduling``, the TAS annotations of the pod template (Kueue v0.20: #15857 on create,
+    #16039 on update), as any job's (:func:`connectors.k8s.job_validation.topology_errors`), the pod set being the
+    set's replicas. A set scaled to zero has no pods to place: its slices are then held to no count, or scaling a
+    TAS StatefulSet to zero would be refused."""
+    gate = partial(gates.enabled, feature_gates)
+    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    template = (sts.get("spec") or {}).get("template")
+    count = replicas(sts)
+    return job_validation.topology_errors(_labels(template, "annotations") if isinstance(template, dict) else {},
+                                          count or None, gate)
+
+
 def create_errors(sts: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None) -> list[str]:
-    """What Kueue refuses in a StatefulSet being created: a queue name that is not a DNS-1123 subdomain, and under
-    ``AdmissionGatedBy`` an ill-formed admission gate (:func:`connectors.k8s.job_validation.gate_create`, as Kueue
-    v0.20's StatefulSet webhook)."""
-    return (job_validation.name_label_errors(_labels(sts), QUEUE_LABEL)
+    """What Kueue refuses in a StatefulSet being created: a queue name that is not a DNS-1123 subdomain, the pod
+    template's TAS annotations (:func:`topology_errors`), and under ``AdmissionGatedBy`` an ill-formed admission
+    gate (:func:`connectors.k8s.job_validation.gate_create`, as Kueue v0.20's StatefulSet webhook)."""
+    return (job_validation.name_label_errors(_labels(sts), QUEUE_LABEL) + topology_errors(sts, feature_gates or {})
             + job_validation.gate_create(sts, feature_gates or {}))
 
 
@@ -134,8 +151,8 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     removed or added while a replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`), and
     under ``AdmissionGatedBy`` an
     admission gate added or ill formed (:func:`connectors.k8s.job_validation.gate_update`, as Kueue v0.20's
-    StatefulSet webhook)."""
-    errors = []
+    StatefulSet webhook); first, the new pod template's TAS annotations, as at creation (:func:`topology_errors`)."""
+    errors = topology_errors(new, feature_gates or {})
     old_queue, new_queue = _labels(old).get(QUEUE_LABEL, ""), _labels(new).get(QUEUE_LABEL, "")
     renamable = job_validation.no_ready_replica(old) and bool(new_queue)
     if old_queue != new_queue and not renamable:

@@ -43,10 +43,6 @@ def test_the_defaults_are_the_gates_defaults() -> None:
 
 
 @pytest.mark.parametrize(("topology", "message"), [
-    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0},
-     "field `spec.podSets[0].topologyRequest.podSetSliceSize`: Invalid value: 0: must be greater than 0"),
-    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": -2},
-     "field `spec.podSets[0].topologyRequest.podSetSliceSize`: Invalid value: -2: must be greater than 0"),
     ({"required": "rack", "podSetSliceSize": 2},
      "field `spec.podSets[0].topologyRequest.podSetSliceSize`: Forbidden: may only be set together with "
      "podSetSliceRequiredTopology"),
@@ -60,6 +56,32 @@ def test_slice_size_and_topology_come_as_a_pair_under_the_gate(topology: dict, m
     assert str(refused.value) == f"Workload team/w: {message}"
     decode_object(_workload(topology), "Workload team/w", checks=OFF["slice_size"])
     decode_object(_workload({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 2}), "Workload team/w")
+
+
+TOPOLOGY_REQUEST = "spec.podSets[0].topologyRequest"
+
+
+@pytest.mark.parametrize(("topology", "field", "minimum"), [
+    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0}, "podSetSliceSize", 1),
+    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": -2}, "podSetSliceSize", 1),
+    ({"required": "rack", "podSetSliceSize": 0}, "podSetSliceSize", 1),
+    ({"required": "rack", "subGroupIndexLabel": "idx", "subGroupCount": -1}, "subGroupCount", 0),
+], ids=["slice-size-0", "slice-size-negative", "slice-size-without-topology", "sub-group-count-negative"])
+def test_the_crd_minimums_of_a_topology_request_hold_whatever_the_gates(topology: dict, field: str,
+                                                                       minimum: int) -> None:
+    """Kueue's Workload CRD holds ``podSetSliceSize`` to at least 1 (#13634; with TASValidateWorkloadSliceSize off
+    too, #12728) and ``subGroupCount`` to at least 0 (v0.20, #13108): the apiserver refuses in its own words."""
+    at = f"{TOPOLOGY_REQUEST}.{field}"
+    value = topology[field]
+    for checks in (Checks(), OFF["slice_size"], UNGATED):
+        with pytest.raises(InvalidInput) as refused:
+            decode_object(_workload(topology), "Workload team/w", checks=checks)
+        assert str(refused.value) == (f"Workload team/w: field `{at}`: Invalid value: {value}: {at} in body should "
+                                      f"be greater than or equal to {minimum}")
+
+
+def test_a_sub_group_count_of_zero_is_accepted() -> None:
+    decode_object(_workload({"required": "rack", "subGroupIndexLabel": "idx", "subGroupCount": 0}), "Workload team/w")
 
 
 @pytest.mark.parametrize(("metadata", "message"), [

@@ -66,8 +66,8 @@ def test_a_stored_workload_naming_no_pod_set_is_still_not_folded() -> None:
 
 
 @pytest.mark.parametrize(("topology", "error"), [
-    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0}, "podSetSliceSize`: Invalid value: 0: must be "
-                                                                    "greater than 0"),
+    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0}, "podSetSliceSize`: Invalid value: 0: "
+     "spec.podSets[0].topologyRequest.podSetSliceSize in body should be greater than or equal to 1"),
     ({"required": "rack", "podSetSliceSize": 2}, "podSetSliceSize`: Forbidden: may only be set together with "
                                                  "podSetSliceRequiredTopology"),
     ({"podSetSliceRequiredTopology": "rack"}, "podSetSliceSize`: Required value: must be set when "

@@ -169,6 +169,47 @@ def test_a_statefulset_naming_no_queue_may_be_resized(old_replicas: int, new_rep
     assert _validate(new, old)["allowed"]
 
 
+REQ, PREF = "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE, SLICE_SIZE = "kueue.x-k8s.io/podset-slice-required-topology", "kueue.x-k8s.io/podset-slice-size"
+TEMPLATE_AT = "spec.template.metadata.annotations"
+
+
+def _annotated(annotations: dict[str, str], replicas: int = 3, **kw: Any) -> dict:
+    sts = _sts({Q: "lq"}, replicas=replicas, template_labels={Q: "lq"}, **kw)
+    sts["spec"]["template"]["metadata"]["annotations"] = annotations
+    return sts
+
+
+def test_the_pod_template_s_tas_annotations_are_checked_on_create_and_update() -> None:
+    """Kueue v0.20 (#15857 on create, #16039 on update): under TopologyAwareScheduling the StatefulSet webhook checks
+    its pod template's TAS annotations as any job's, every one broken, the pod set being its replicas."""
+    bad = _annotated({REQ: "rack", PREF: "block", UNCONSTRAINED: "maybe"})
+    errors = [f'{TEMPLATE_AT}: Invalid value: must not contain more than one topology annotation: '
+              f'["{REQ}", "{PREF}", "{UNCONSTRAINED}"]',
+              f'{TEMPLATE_AT}[{UNCONSTRAINED}]: Invalid value: "maybe": must be a boolean value']
+    message = f"[{', '.join(errors)}]"
+    response = _validate(bad)
+    assert not response["allowed"] and response["status"]["message"] == message
+    update = _validate(bad, _annotated({}))
+    assert not update["allowed"] and update["status"]["message"] == message
+    sliced = {REQ: "block", SLICE: "rack", SLICE_SIZE: "4"}
+    assert _validate(_annotated(sliced))["status"]["message"] == (
+        f'{TEMPLATE_AT}[{SLICE_SIZE}]: Invalid value: "4": must not be greater than pod set count 3')
+    assert _validate(_annotated({**sliced, SLICE_SIZE: "3"}))["allowed"]
+    off = msgspec.structs.replace(ON, feature_gates={"TopologyAwareScheduling": False})
+    validate = sw.reviewers(off, None, None)[sw.VALIDATING_PATH]  # type: ignore[arg-type]
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "object": bad}})
+    assert asyncio.run(validate(body))["response"]["allowed"], "the gate off: not looked at"
+
+
+def test_a_tas_statefulset_may_scale_to_zero_and_back() -> None:
+    """A set scaled to zero has no pods to place: its slice is not held to a pod set count of 0."""
+    sliced = {REQ: "block", SLICE: "rack", SLICE_SIZE: "2"}
+    assert _validate(_annotated(sliced, replicas=0), _annotated(sliced, replicas=2))["allowed"]
+    assert _validate(_annotated(sliced, replicas=2), _annotated(sliced, replicas=0))["allowed"]
+
+
 def test_a_queue_name_must_be_a_dns_subdomain() -> None:
     assert not _validate(_sts({Q: "Bad_Queue"}))["allowed"]
     assert _validate(_sts({Q: "lq"}))["allowed"]

@@ -96,10 +96,10 @@ def test_an_invalid_workload_is_refused_and_its_gated_checks_follow_the_configur
     assert _review("Workload", wl())["allowed"] is True
     assert _message(_review("Workload", wl(count=-1))) == "Workload team/w: field `spec.podSets[0].count` must be >= 0"
     sliced = wl()
-    sliced["spec"]["podSets"][0]["topologyRequest"] = {"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0}
+    sliced["spec"]["podSets"][0]["topologyRequest"] = {"podSetSliceRequiredTopology": "rack"}
     assert _message(_review("Workload", sliced)) == (
-        "Workload team/w: field `spec.podSets[0].topologyRequest.podSetSliceSize`: Invalid value: 0: must be greater "
-        "than 0")
+        "Workload team/w: field `spec.podSets[0].topologyRequest.podSetSliceSize`: Required value: must be set when "
+        "podSetSliceRequiredTopology is set")
     assert _review("Workload", sliced, gates={"TASValidateWorkloadSliceSize": False})["allowed"] is True
     labelled = wl()
     labelled["spec"]["podSets"][0]["template"]["metadata"] = {"labels": {"app": "a b"}}
@@ -626,6 +626,22 @@ def _invalid(resp: dict) -> dict:
     """The status of a refusal for the CRD's rules: 422 Invalid, as the apiserver's ``NewInvalid``."""
     assert resp["allowed"] is False and resp["status"]["code"] == 422 and resp["status"]["reason"] == "Invalid"
     return resp["status"]
+
+
+def test_a_topology_request_s_crd_minimums_are_answered_422_invalid_whatever_the_gate() -> None:
+    """Kueue's Workload CRD: ``podSetSliceSize`` at least 1 (#13634), even with TASValidateWorkloadSliceSize off
+    (#12728), and ``subGroupCount`` at least 0 (v0.20, #13108); the apiserver refuses in its schema's words."""
+    at = "spec.podSets[0].topologyRequest"
+    for topology, field, value, minimum in (({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0},
+                                             "podSetSliceSize", 0, 1),
+                                            ({"subGroupIndexLabel": "idx", "subGroupCount": -1}, "subGroupCount", -1, 0)):
+        doc = wl()
+        doc["spec"]["podSets"][0]["topologyRequest"] = topology
+        body = f"Invalid value: {value}: {at}.{field} in body should be greater than or equal to {minimum}"
+        for gates in ({}, {"TASValidateWorkloadSliceSize": False}):
+            status = _invalid(_review("Workload", doc, gates=gates))
+            assert status["details"]["causes"] == [{"reason": "FieldValueInvalid", "message": body,
+                                                    "field": f"{at}.{field}"}]
 
 
 def test_a_workload_refused_for_its_crd_s_rules_is_answered_422_invalid() -> None:
