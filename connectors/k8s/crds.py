@@ -59,6 +59,7 @@ from connectors.k8s.resources import (
 )
 from events import conversion, quota_rules
 from events import objects as o
+from events.manifests import TOPOLOGY_REQUEST_MINIMUMS
 from events.object_rules import MAX_POD_SETS
 from events.preemption_config_rules import MIN_ABOVE_MAX
 from events.template_digest import DIGEST_FIELD
@@ -228,6 +229,9 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
     if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1 and MaxItems
         props["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] = 1
         props["spec"]["properties"]["podSets"]["maxItems"] = MAX_POD_SETS
+        topology = props["spec"]["properties"]["podSets"]["items"]["properties"]["topologyRequest"]["properties"]
+        for field, _, minimum in TOPOLOGY_REQUEST_MINIMUMS:  # the apiserver refuses them as Kueue's CRD does
+            topology[field]["minimum"] = minimum
         # kueue-es's own record in the view and the log (events.template_digest), no field of the API
         props["spec"]["properties"]["podSets"]["items"]["properties"]["template"]["properties"].pop(DIGEST_FIELD)
         _preemption_gates(props)

@@ -70,6 +70,8 @@ def test_quantities_are_int_or_string_and_kueue_defaults_apply() -> None:
     for version in SERVED_VERSIONS:
         spec = object_schema(BY_KIND["Workload"], version)["properties"]["spec"]["properties"]
         assert spec["maximumExecutionTimeSeconds"] == {"type": "integer", "nullable": True, "minimum": 1}
+        topology = spec["podSets"]["items"]["properties"]["topologyRequest"]["properties"]
+        assert (topology["podSetSliceSize"]["minimum"], topology["subGroupCount"]["minimum"]) == (1, 0), version
 
 
 def _assignment_schema(version: str) -> dict[str, Any]:
