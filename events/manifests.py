@@ -515,7 +515,7 @@ def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str
     :class:`~events.object_rules.WorkloadRefused` so that an update's own join them
     (:mod:`connectors.k8s.validating`). The CRD's rule on ``minCount`` (under ``PartialAdmission``, as
     :func:`gated_workload_errors`) is among its CRD's."""
-    _validate_shape(wl, where, reclaimable_names=False)  # Kueue's webhook's: with the rest of its, below
+    _validate_shape(wl, where, stored=False)  # input: the reclaimable pods' names are Kueue's webhook's, below
     schema, webhook = object_rules.workload_errors(wl, unique_names=checks.unique_names)
     if not schema and doc is not None:
         schema = object_rules.document_errors(doc)
@@ -626,7 +626,7 @@ def _validate_ungated(obj: o.KObject, where: str) -> None:
     object_rules.check(obj, where)
 
 
-def _validate_shape(obj: o.KObject, where: str, *, reclaimable_names: bool = True) -> None:
+def _validate_shape(obj: o.KObject, where: str, *, stored: bool = True) -> None:
     """What the projections need of an object to fold it: times and quantities that parse, known enum values,
     counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
     if isinstance(obj, o.ClusterQueue | o.Cohort):
@@ -634,8 +634,7 @@ def _validate_shape(obj: o.KObject, where: str, *, reclaimable_names: bool = Tru
         return
     if isinstance(obj, o.Workload):
         # the CRD's schema; with the reclaimable pods' names (the watch's check), a rule of Kueue's webhook joins it
-        object_rules.refuse_all(_workload_shape_errors(obj, reclaimable_names=reclaimable_names), where,
-                                crd=not reclaimable_names)
+        object_rules.refuse_all(_workload_shape_errors(obj, stored=stored), where, crd=not stored)
         return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
@@ -793,13 +792,15 @@ TOPOLOGY_REQUEST_MINIMUMS = (("subGroupCount", "sub_group_count", 0), ("podSetSl
 order: (field, view attribute, minimum)."""
 
 
-def _topology_request_errors(req: o.PodSetTopologyRequest, request_at: str) -> list[str]:
-    """The bounds Kueue's CRD puts on a topology request, every one broken: its counts' minimums
-    (:data:`TOPOLOGY_REQUEST_MINIMUMS`, in the apiserver's words, whatever the gates), then the slice layers' (1–63
-    character level, size >= 1, at most 3 layers); whether the layers fit a topology is only known at placement,
-    which reports it as the pod set's failure."""
+def _topology_request_errors(req: o.PodSetTopologyRequest, request_at: str, *, minimums: bool) -> list[str]:
+    """The bounds Kueue's CRD puts on a topology request, every one broken: with ``minimums`` (input, not a stored
+    object), its counts' minimums (:data:`TOPOLOGY_REQUEST_MINIMUMS`, in the apiserver's words, whatever the
+    gates), then the slice layers' (1–63 character level, size >= 1, at most 3 layers); whether the layers fit a
+    topology is only known at placement, which reports it as the pod set's failure. The watch folds a stored
+    Workload below the minimums (stored under a CRD that had none: Kueue v0.19's, kueue-es's before): placement
+    fails it, and a relist never drops it from the log."""
     errors: list[str] = []
-    for name, attr, minimum in TOPOLOGY_REQUEST_MINIMUMS:
+    for name, attr, minimum in TOPOLOGY_REQUEST_MINIMUMS if minimums else ():
         value, field_at = getattr(req, attr), f"{request_at}.{name}"
         if value is not None and value < minimum:
             errors.append(f"field `{field_at}`: Invalid value: {value}: {field_at} in body should be greater than or "
@@ -844,8 +845,10 @@ def _preemption_gate_errors(wl: o.Workload) -> list[str]:
     return errors
 
 
-def _workload_shape_errors(wl: o.Workload, *, reclaimable_names: bool = True) -> list[str]:
-    """What the projections need of a Workload (:func:`_validate_shape`): every field error, in order."""
+def _workload_shape_errors(wl: o.Workload, *, stored: bool = True) -> list[str]:
+    """What the projections need of a Workload (:func:`_validate_shape`): every field error, in order. A
+    ``stored`` one (the watch's) is held to the reclaimable pods' names too; input (not ``stored``: its names are
+    Kueue's webhook's, checked apart) to the topology requests' CRD minimums."""
     errors = _time_errors(wl.metadata.creation_timestamp, "metadata.creationTimestamp")
     for i, c in enumerate(wl.status.conditions):
         errors += _time_errors(c.last_transition_time, f"status.conditions[{i}].lastTransitionTime")
@@ -863,13 +866,14 @@ def _workload_shape_errors(wl: o.Workload, *, reclaimable_names: bool = True) ->
         if ps.count < 0:
             errors.append(f"field `{at}.count` must be >= 0")
         if ps.topology_request is not None:
-            errors += _topology_request_errors(ps.topology_request, f"{at}.topologyRequest")
+            errors += _topology_request_errors(ps.topology_request, f"{at}.topologyRequest",
+                                               minimums=not stored)
         # The fold needs no more; the CRD's ``minCount <= count`` is checked under PartialAdmission (off, Kueue's
         # defaulting drops minCount first): object_rules.min_count_rule_errors.
         if ps.min_count is not None and ps.min_count < 0:
             errors.append(f"field `{at}.minCount` must be >= 0")
         errors += _pod_spec_errors(ps.template.spec, f"{at}.template.spec", negative=True)
-    return (errors + _workload_status_quantity_errors(wl.status) + _reclaimable_pod_errors(wl, names=reclaimable_names)
+    return (errors + _workload_status_quantity_errors(wl.status) + _reclaimable_pod_errors(wl, names=stored)
             + _preemption_gate_errors(wl))
 
 

@@ -82,6 +82,10 @@ CASES = [
         {"type": "Finished", "status": "True", "reason": "not a reason", "lastTransitionTime": "2024-01-01T00:00:00Z"}]),
      "team/w", "conditions[0].reason"),
     ("ungated: a reference name", "Workload", _workload(queue="Team_Q"), "team/w", "queueName"),
+    ("CRD: a slice size below 1", "Workload", _workload({**SLICE, "podSetSliceSize": 0}), "team/w",
+     "podSetSliceSize"),  # stored under a CRD without the minimum (kueue-es's before session 42)
+    ("CRD: a negative subGroupCount", "Workload", _workload({"subGroupCount": -1}), "team/w",
+     "subGroupCount"),  # Kueue v0.19's CRD only warned (#13101)
 ]
 
 
