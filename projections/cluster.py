@@ -1429,6 +1429,11 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if self.limit_summary(namespace) != before:
             self._readjust(namespace=namespace)
 
+    def recount_pending(self) -> None:
+        """The pending workloads' pod sets taken anew under the configuration's rules (a snapshot restored from
+        a version that counted them otherwise): :meth:`_readjust`."""
+        self._readjust()
+
     def _readjust(self, namespace: str | None = None, runtime_class: str | None = None, claims: bool = False) -> None:
         """What adjusts pod templates changed — the LimitRanges of ``namespace``, the RuntimeClass
         ``runtime_class``, the ResourceClaimTemplates of ``namespace``, the DeviceClasses or the DRA configuration

@@ -152,8 +152,8 @@ which older readers cannot fold, and a held workload (QuotaReserved=False ``OnHo
 layout is version 56's). 58: each pod set's requests (``PodSetInfo.requests``) are the Configuration's
 ``transformations`` applied before ``excludeResourcePrefixes`` (Kueue v0.20's #15954, #16041): an excluded resource
 still multiplies and is still transformed; restored from an older one under rules where an excluded resource is an
-input or a multiplier, a pending workload keeps the smaller requests it was folded with until its templates are
-taken again or the Configuration changes (the layout is version 57's)."""
+input or a multiplier, its pending workloads' pod sets are taken anew (Kueue recounts them at restart; workloads
+holding quota keep what their admission says) (the layout is version 57's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
                      55, 56, 57, 58)
@@ -468,6 +468,9 @@ def restore(snap: Snapshot) -> ClusterState:
             state.seed_afs(state.local_queues[key], only_persisted=True)
     if snap.version < 47:
         state.retrack_afs()
+    rules = state.request_rules
+    if snap.version < 58 and rules is not None and rules.exclude and rules.transforms:
+        state.recount_pending()  # counted excluding first: counted anew, as Kueue counts them at restart
     state.untrack_afs()  # a snapshot written before session 32 may hold history a full fold no longer keeps
     return state
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 from fixtures.eventgen import (
     RESOURCE_CONFIGS,
@@ -250,6 +251,24 @@ def test_a_pending_workload_is_charged_what_an_excluded_input_turns_into() -> No
     assert dict(state.workloads["ns0/w0"].pod_sets[0].requests) == {"example.com/credits": 6}
     assert resource_requests(state.workloads["ns0/w0"]) == [{"name": "main", "resources": {
         "example.com/credits": "18"}}]
+
+
+def test_a_version_57_snapshot_restores_its_pending_workloads_charged_under_the_new_order() -> None:
+    """A snapshot written before the order changed holds a pending workload's requests counted excluding first
+    (here: nothing); restored, the workload is counted as a full fold counts it now (Kueue recounts pending
+    workloads at restart), and the state is the full fold's."""
+    state = _cluster()
+    _apply(state, ev.ConfigRecorded(time=T0, document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "resources": {"excludeResourcePrefixes": ["cpu"],
+                      "transformations": [{"input": "cpu", "outputs": {"example.com/credits": "3"}}]}}))
+    fresh = snapshot.decode(snapshot.encode(state))
+    wl = state.workloads["ns0/w0"]
+    wl.pod_sets = tuple(msgspec.structs.replace(ps, requests=()) for ps in wl.pod_sets)  # as version 57 counted
+    old = msgspec.structs.replace(snapshot.take(state), version=57)
+    restored = snapshot.restore(old)
+    assert dict(restored.workloads["ns0/w0"].pod_sets[0].requests) == {"example.com/credits": 6}
+    assert snapshot.digest(restored) == snapshot.digest(fresh)
 
 
 def test_reclaimable_pods_lower_a_pending_count_and_a_reserving_usage() -> None:
