@@ -43,6 +43,7 @@ from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_CO
 from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
 from connectors.k8s.resources import LEADER_WORKER_SETS
 from events import objects as o
+from events.errors import InvalidInput
 from kueue_es.scheduler.config import MULTIKUEUE_ORIGIN_LABEL, KeysToCopy
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER
@@ -157,11 +158,31 @@ def _atoi(value: str) -> int | None:
     return int(value) if digits.isascii() and digits.isdigit() else None
 
 
+MAX_REPLICAS = 1_000_000
+"""The most ``spec.replicas`` Kueue takes (#12715, v0.18.3): a bound on the Workloads one set has made."""
+
+
+def replica_count_error(lws: dict[str, Any]) -> str | None:
+    """Kueue's error for a ``spec.replicas`` (default 1) below 0 or above :data:`MAX_REPLICAS`, in its words; None
+    when it is within them."""
+    replicas = _int(_dict(lws.get("spec")).get("replicas"), 1)
+    if replicas < 0:
+        return f"invalid LeaderWorkerSet replicas: must be >= 0, got {replicas}"
+    if replicas > MAX_REPLICAS:
+        return f"invalid LeaderWorkerSet replicas: must be <= {MAX_REPLICAS}, got {replicas}"
+    return None
+
+
 def plan(lws: dict[str, Any], existing: list[str], *, short: bool = False) -> tuple[list[tuple[str, int]], list[str],
                                                                                    list[str]]:
     """``(to create as (name, index), to keep, to delete)`` given the names of the Workloads the LeaderWorkerSet
     controls now (Kueue's ``filterWorkloads``); each list sorted. A MultiKueue manager's copy gets none made: the
-    manager copies its group Workloads here (named from :func:`owner_uid`)."""
+    manager copies its group Workloads here (named from :func:`owner_uid`). Raises
+    :class:`~events.errors.InvalidInput` with Kueue's error for a replica count it refuses
+    (:func:`replica_count_error`), which plans nothing."""
+    error = replica_count_error(lws)
+    if error is not None:
+        raise InvalidInput(error)
     name, uid = str(_dict(lws.get("metadata")).get("name", "")), owner_uid(lws)
     left = set(existing)
     create, keep = [], []
@@ -303,14 +324,17 @@ def create_errors(lws: dict[str, Any]) -> list[str]:
 
 
 def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: bool = True) -> list[str]:
-    """What Kueue refuses in an update: a changed queue name, a WorkloadPriorityClass label removed or added while a
-    replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no ready
+    """What Kueue refuses in an update: a queue name changed while a replica of ``old`` is ready, or removed (Kueue's
+    #4932, v0.18, the Deployment's and StatefulSet's rule: while none is ready the set may be sent to another queue or
+    given one, its pending group Workloads following it in the reconciler), a WorkloadPriorityClass label removed or
+    added while a replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no ready
     replica), and, for one that named a queue, a leader template added or removed or a pod spec changed in what
     admission looks at (:func:`_template_errors`) and, ``immutable_size`` (Kueue's ``LWSImmutableGroupSize``), a changed
     group size: a group's Workload keeps the pod counts it was made with, so a larger group would run pods its quota
     does not cover."""
     errors = []
-    if queue_name(old) != queue_name(new):
+    requeued = queue_name(old) != queue_name(new)
+    if requeued and (not job_validation.no_ready_replica(old) or not queue_name(new)):
         errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", queue_name(new),
                                              job_validation.IMMUTABLE))
     errors += job_validation.priority_class_update(old, new, suspended=job_validation.no_ready_replica(old))

@@ -10,7 +10,8 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
 
 * **the LeaderWorkerSet reconciler**: for one Kueue holds (a queue name, or ``manageJobsWithoutQueueName``, in a
   managed namespace), one Workload per group index is created (``CreatedWorkload``), those kept follow the set's
-  WorkloadPriorityClass label (Kueue's ``UpdateWorkloadPriority``: ``UpdatedWorkload``), those of indexes beyond the
+  queue name while they hold no quota (Kueue's #4932: a set none of whose groups is ready may change queue; no
+  Event) and its WorkloadPriorityClass label (Kueue's ``UpdateWorkloadPriority``: ``UpdatedWorkload``), those of indexes beyond the
   group count are deleted — the finalizer taken off first, as Kueue does (its pods, being deleted with the
   group, are stopped and let go by the pod integration); the Workloads of a LeaderWorkerSet that is gone are
   deleted the same way, as the garbage collector would through their ownerReference;
@@ -64,6 +65,7 @@ from events.errors import InvalidInput
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
+from projections.workloads import FINISHED
 
 log = structlog.get_logger("kueue_es.k8s.leaderworkersets")
 
@@ -247,13 +249,21 @@ class LeaderWorkerSetIntegration:
             return
         raw = lws.raw()
         short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
-        create, keep, delete = lw.plan(raw, [w.metadata.name for w in own], short=short)
+        try:
+            create, keep, delete = lw.plan(raw, [w.metadata.name for w in own], short=short)
+        except InvalidInput as exc:  # Kueue's reconcile fails so, its Workloads left as they are
+            self.stats.invalid += 1
+            log.error("leaderworkerset refused: its workloads left as they are", leaderworkerset=lws.key,
+                      error=str(exc))
+            return
         by_name = {w.metadata.name: w for w in own}
         for name in delete:
             await self._delete(by_name[name], why="its group is gone (scaled down)")
         for name, index in create:
             await self._create(lws, raw, name, index)
         for name in keep:
+            if await self._follow_queue(lws, by_name[name]):
+                continue  # the Workload's new version marks the set again: the rest follows then
             await self._follow_priority(lws, raw, by_name[name])
             await self._follow_admission_gate(lws, by_name[name])
 
@@ -282,6 +292,24 @@ class LeaderWorkerSetIntegration:
         await self._log.report(lws.key, lws.metadata.uid, CREATED_WORKLOAD,
                                workload=f"{lws.metadata.namespace}/{name}",
                                creation_latency_ms=creation_latency_ms(lws.metadata, created))
+
+    async def _follow_queue(self, lws: LeaderWorkerSet, obs: o.Workload) -> bool:
+        """Give a group's Workload the set's queue name when it differs, as Kueue's reconciler does with the
+        Workloads it keeps (``updateWorkload``; a queue change is allowed while no group is ready, #4932), conditioned
+        on the Workload's resourceVersion, with no Event; not while it holds quota or is finished (the apiserver
+        refuses the change then). Whether it was written."""
+        wl = self.state.workloads.get(obs.key)
+        queue = lws.metadata.labels.get(QUEUE_LABEL, "")
+        if wl is None or queue == obs.spec.queue_name or wl.reserving or wl.phase == FINISHED or wf.deleting(obs):
+            return False
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue),
+                                    obs.metadata.namespace)
+        except (NotFound, Conflict):
+            return True  # gone, or changed since: its next version marks the set again
+        log.info("leaderworkerset changed queue, moved the workload", workload=obs.key, queue=queue,
+                 leaderworkerset=lws.key)
+        return True
 
     async def _follow_priority(self, lws: LeaderWorkerSet, raw: dict[str, Any], obs: o.Workload) -> None:
         """Give a group's Workload the WorkloadPriorityClass the set's label names now, as Kueue's reconciler does

@@ -12,8 +12,9 @@ workers'): ``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset`` — so the 
 
 Its validating webhook (``vleaderworkerset.kb.io`` at ``/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset``,
 create and update) refuses a queue name that is not a DNS-1123 subdomain (either startup policy goes, ``LeaderReady``
-as Kueue since #4023), and on update a changed queue name and, for a set that named a queue, a leader template added or
-removed, a pod spec changed but for its images, and (under ``LWSImmutableGroupSize``) a changed
+as Kueue since #4023), and on update a queue name changed while a group is ready, or removed (#4932: while none is,
+the set may change queue, its pending group Workloads following it) and, for a set that named a queue, a leader template
+added or removed, a pod spec changed but for its images, and (under ``LWSImmutableGroupSize``) a changed
 ``leaderWorkerTemplate.size`` (:mod:`connectors.k8s.leaderworkerset`).
 
 Both are registered as the JobSet and MPIJob webhooks are (:mod:`connectors.k8s.framework_webhook`): whatever the

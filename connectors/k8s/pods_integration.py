@@ -87,6 +87,7 @@ from connectors.k8s import (
     copied_metadata,
     job_selection,
     job_sync,
+    leaderworkerset,
     pod_group,
     pod_prebuilt,
     pod_sync,
@@ -457,7 +458,8 @@ class PodIntegration:
         """Keep the Workload in step with its Pod (a group's: with the Pod standing for it, ``anchor``), as Kueue's
         reconciler does for any job it runs (:mod:`connectors.k8s.job_sync`): a ``generated`` one (not prebuilt)
         the WorkloadPriorityClass the Pod's label names now (``UpdatedWorkload``), and any one, while the Pod is held back (not ``running``: gated) and the
-        Workload neither evicted nor holding quota, the queue its label names (no Event), and under
+        Workload neither evicted nor holding quota, the queue its label names (no Event; not a LeaderWorkerSet
+        group's, which its set moves, Kueue's #11191: pods relabelled after would move it back), and under
         ``AdmissionGatedBy`` the Pod's admission gate when that only removes gates (a group's a StatefulSet
         holds: the set's, as Kueue's StatefulSet reconciler, ``UpdatedWorkload`` then on the set). Not for a Workload
         finished or being deleted, nor while a decision about it waits to be written. Whether the pass ends here
@@ -474,7 +476,7 @@ class PodIntegration:
         if priority is not None:
             await self._once(anchor, f"priority@{rv}", self._set_priority(anchor, obs, *priority))
             return True
-        queue = job_sync.queue_change(labels, obs, wl, running=running)
+        queue = None if leaderworkerset.owner_of(obs) else job_sync.queue_change(labels, obs, wl, running=running)
         if queue is not None:
             await self._once(anchor, f"queue@{rv}", self._set_queue(anchor, obs, queue))
             return True

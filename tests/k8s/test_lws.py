@@ -15,6 +15,7 @@ from connectors.k8s import job_selection, pod_prebuilt
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.pod_sync import ManagedPod
 from events import objects as o
+from events.errors import InvalidInput
 from kueue_es.scheduler.config import NO_KEYS, KeysToCopy, built_in_kinds, load_config
 from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
@@ -63,6 +64,17 @@ def test_one_workload_is_made_per_group_index() -> None:
     assert (keep, delete) == ([], [])
     assert lw.plan(lws(replicas=None), [])[0] == [(lw.workload_name("lws", UID, 0), 0)], "replicas default 1"
 
+
+
+def test_a_replica_count_kueue_refuses_plans_nothing() -> None:
+    """Kueue's #12715 (v0.18.3): ``spec.replicas`` above 1,000,000 or below 0 is refused with its error rather than
+    planned (a count near 2^31 would be as many Workloads); 1,000,000 itself is planned."""
+    with pytest.raises(InvalidInput, match=r"^invalid LeaderWorkerSet replicas: must be <= 1000000, got 1000001$"):
+        lw.plan(lws(replicas=1_000_001), [])
+    with pytest.raises(InvalidInput, match=r"^invalid LeaderWorkerSet replicas: must be >= 0, got -1$"):
+        lw.plan(lws(replicas=-1), [lw.workload_name("lws", UID, 0)])
+    assert lw.replica_count_error(lws(replicas=1_000_000)) is None
+    assert lw.replica_count_error(lws(replicas=None)) is None
 
 def test_existing_workloads_are_kept_and_those_beyond_the_group_count_deleted() -> None:
     names = [lw.workload_name("lws", UID, i) for i in range(3)]
@@ -300,9 +312,10 @@ def test_an_update_may_roll_images_but_not_change_the_queue_or_what_a_group_need
     rolled["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] = "img:2"
     rolled["spec"]["replicas"] = 5
     assert lw.update_errors(old, rolled) == []
+    ready = {**old, "status": {"readyReplicas": 1}}
     requeued = lws(labels={Q: "other"})
-    assert lw.update_errors(old, requeued) == ['metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": '
-                                               "field is immutable"]
+    assert lw.update_errors(ready, requeued) == ['metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": '
+                                                 "field is immutable"]
     resized = copy.deepcopy(old)
     resized["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"] = {}
     assert [e.split(":")[0] for e in lw.update_errors(old, resized)] == [
@@ -312,6 +325,22 @@ def test_an_update_may_roll_images_but_not_change_the_queue_or_what_a_group_need
     unqueued = lws(leader=False)
     del unqueued["metadata"]["labels"][Q]
     assert lw.update_errors(unqueued, {**unqueued, "spec": lws()["spec"]}) == [], "one naming no queue changes freely"
+
+
+def test_the_queue_name_may_change_while_no_replica_is_ready() -> None:
+    """Kueue's #4932 (v0.18): as for a Deployment or StatefulSet, a set none of whose groups is ready (the stored
+    set's ``status.readyReplicas`` 0 or unset) may be sent to another queue, or given one it lacked; its pending
+    group Workloads then follow (the reconciler). Removing the name stays refused, as for those kinds."""
+    old = lws()
+    assert lw.update_errors(old, lws(labels={Q: "other"})) == []
+    assert lw.update_errors({**old, "status": {"readyReplicas": 0}}, lws(labels={Q: "other"})) == []
+    unqueued = lws()
+    del unqueued["metadata"]["labels"][Q]
+    assert lw.update_errors(unqueued, old) == []
+    assert lw.update_errors(old, unqueued) == ['metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": '
+                                               "field is immutable"]
+    assert lw.update_errors({**unqueued, "status": {"readyReplicas": 2}}, old) == [
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "lq": field is immutable']
 
 
 @pytest.mark.parametrize("listed", [["leaderworkerset.x-k8s.io/leaderworkerset"],

@@ -61,6 +61,16 @@ async def test_a_queued_set_gets_a_workload_per_group() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_set_with_more_replicas_than_kueue_takes_gets_nothing_done() -> None:
+    """Kueue's #12715: a set whose ``spec.replicas`` is above 1,000,000 is left as it is, its Workloads neither
+    made nor deleted (Kueue's reconcile fails with its error), and counted as refused."""
+    integ, client, _ = integration(raw_lws(replicas=1_000_001), workload(0))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert (client.created, client.patches, client.deleted) == ([], [], [])
+    assert integ.stats.invalid == 1
+
+
+@pytest.mark.asyncio
 async def test_a_multikueue_managers_copy_gets_none_made_on_the_worker() -> None:
     """On a worker, the copy a MultiKueue manager made runs on the group Workloads the manager copies here (named
     from the manager's set's UID): the worker's integration makes none of its own."""
@@ -93,6 +103,20 @@ async def test_the_workloads_of_a_set_that_is_gone_are_deleted() -> None:
     integ, client, _ = integration(None, workload(0, uid="old-uid"))
     await integ.reconcile(SET_PREFIX + "ns/lws")
     assert client.deleted == [("Workload", lw.workload_name("lws", "old-uid", 0))]
+
+
+@pytest.mark.asyncio
+async def test_the_pending_group_workloads_follow_a_queue_change_and_those_holding_quota_wait() -> None:
+    """Kueue's #4932 with its reconciler's ``updateWorkload``: a set sent to another queue while none of its groups
+    is ready has each kept Workload's ``spec.queueName`` set to its own, conditioned on the Workload's
+    resourceVersion, with no Event; one holding quota keeps its queue (the apiserver refuses the change then)."""
+    integ, client, appended = integration(raw_lws(replicas=2, queue="other"), workload(0), workload(1))
+    integ.state.workloads[workload(1).key].phase = "QuotaReserved"
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert (client.created, client.deleted) == ([], [])
+    assert client.patches == [("Workload", lw.workload_name("lws", UID, 0),
+                               {"metadata": {"resourceVersion": "3"}, "spec": {"queueName": "other"}})]
+    assert appended == []
 
 
 def set_pod(name: str, *, phase: str = "", labels: dict[str, str] | None = None,

@@ -108,9 +108,12 @@ def test_the_framework_off_every_set_is_allowed_as_it_is() -> None:
 def test_the_validating_webhook_refuses_in_kueues_words() -> None:
     assert _review(lwh.VALIDATING_PATH, _lws({Q: "lq"}, startupPolicy="LeaderReady"))["allowed"], (
         "Kueue's #4023: a queued set may start its workers once its leader is ready")
-    changed = _review(lwh.VALIDATING_PATH, _lws({Q: "other"}), operation="UPDATE", old=_lws({Q: "lq"}))
+    running = {**_lws({Q: "lq"}), "status": {"readyReplicas": 1}}
+    changed = _review(lwh.VALIDATING_PATH, _lws({Q: "other"}), operation="UPDATE", old=running)
     assert changed["status"]["message"] == ('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": '
                                             "field is immutable")
+    assert _review(lwh.VALIDATING_PATH, _lws({Q: "other"}), operation="UPDATE", old=_lws({Q: "lq"}))["allowed"], (
+        "Kueue's #4932: no group ready, the set may be sent to another queue")
     assert _review(lwh.VALIDATING_PATH, _lws({Q: "lq"}, replicas=4), operation="UPDATE",
                    old=_lws({Q: "lq"}))["allowed"]
 

@@ -1368,6 +1368,26 @@ async def test_a_prebuilt_workload_follows_its_pods_queue_but_not_its_priority_c
 
 
 @pytest.mark.asyncio
+async def test_a_leaderworkerset_groups_workload_keeps_the_queue_its_set_gave_it_whatever_its_pods_say() -> None:
+    """Kueue's #11191: the queue of a serving group's Workload is its set's to move (the LeaderWorkerSet
+    reconciler, on a queue change while no group is ready); its gated pods, relabelled after, still naming the old
+    queue do not move it back."""
+    lws = o.OwnerReference(api_version="leaderworkerset.x-k8s.io/v1", kind="LeaderWorkerSet", name="serve",
+                           uid="lws-uid", controller=True)
+    obs = _prebuilt_workload(role="7aa6c7b8")
+    owners = [lws, *(o.OwnerReference(api_version="v1", kind="Pod", name=n, uid=f"uid-{n}") for n in "ab")]
+    obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, owner_references=owners),
+                                  spec=msgspec.structs.replace(obs.spec, queue_name="other"))
+    pods, _, _, client = integration(obs)
+    for n in "ab":
+        raw = _prebuilt_raw(n, group=True)
+        raw["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/name"] = "serve"
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    assert [c for c in client.calls if c[1] == "Workload" and "queueName" in c[5].get("spec", {})] == []
+
+
+@pytest.mark.asyncio
 async def test_a_group_workload_none_of_whose_pods_has_its_roles_is_deleted_before_anything_else() -> None:
     """As Kueue's reconciler, which finds the Workload not matching before keeping it in step: no replacement
     Pods are waited for (none of its role is left), it is deleted (``DeletedWorkload`` on the group's first Pod),
