@@ -38,6 +38,8 @@ def test_names_scopes_and_subresources() -> None:
     assert by_kind["ClusterQueue"]["spec"]["names"]["shortNames"] == ["cq"]
     assert by_kind["ResourceFlavor"]["spec"]["names"]["shortNames"] == ["flavor", "flavors", "rf"]
     assert by_kind["LocalQueue"]["spec"]["names"]["shortNames"] == ["queue", "queues", "lq"]
+    # Kueue #8379 and #8472: "kwl" and "kueueworkload", no longer "wl" (the in-tree Workload's)
+    assert by_kind["Workload"]["spec"]["names"]["shortNames"] == ["kwl", "kueueworkload"]
     # Kueue #11540: the kinds that had none got one each
     for kind, short in (("AdmissionCheck", "ac"), ("Cohort", "co"), ("MultiKueueCluster", "mkc"),
                         ("MultiKueueConfig", "mkconf"), ("ProvisioningRequestConfig", "prc"), ("Topology", "topo"),

@@ -37,7 +37,7 @@ async def test_crds_install_and_serve_the_kueue_kinds(kube_apiserver) -> None:
         assert await crds.install(kc) == names
 
         crd = msgspec.json.decode(await kc.get(crds.CRD_RESOURCE, "workloads.kueue.x-k8s.io"))
-        assert crd["spec"]["names"]["shortNames"] == ["wl"]
+        assert crd["spec"]["names"]["shortNames"] == ["kwl", "kueueworkload"]
         assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [
             ("v1beta2", True, True), ("v1beta1", True, False)]
         assert crd["status"]["acceptedNames"]["kind"] == "Workload"
