@@ -302,6 +302,14 @@ def _resource_group_bounds(groups: dict[str, Any]) -> None:
         bounded.update(minItems=1, maxItems=quota_rules.MAX_GROUP_ITEMS)
 
 
+_SELECTABLE_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("Workload", "v1beta2"): (".status.admission.clusterQueue",),
+}
+"""What ``--field-selector`` may name besides ``metadata.name`` and ``metadata.namespace``, per kind and version.
+Kueue #11568 declares the Workload's on v1beta2 alone: the same list on every version is moved to the CRD's top
+level (so its PR reports), where it must hold for each version's schema, and they differ."""
+
+
 def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[str, Any]:
     versions = []
     for v in SERVED_VERSIONS:
@@ -314,6 +322,8 @@ def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[s
         }
         if resource.status_subresource:
             version["subresources"] = {"status": {}}
+        if selectable := _SELECTABLE_FIELDS.get((resource.kind, v)):
+            version["selectableFields"] = [{"jsonPath": path} for path in selectable]
         versions.append(version)
     return _crd_document(resource, versions, conversion_)
 

@@ -457,7 +457,7 @@ class JobIntegration(JobReconciler[o.Job]):
         slice_chain = workload_slices.pod_slice_name(self.state, obs)
         try:
             info = podsetinfo.start_info(self.state, wl, psa, slice_chain) if psa is not None else podsetinfo.PodSetInfo(
-                labels={PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)})
+                labels={PODSET_LABEL: "main", **podsetinfo.workload_labels(self.state, wl)})
             merged = podsetinfo.onto_template(job.spec.template, info)
         except podsetinfo.MergeConflict as exc:
             await self._failed_to_start(job, wl, exc)

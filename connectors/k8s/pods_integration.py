@@ -696,7 +696,7 @@ class PodIntegration:
         psa = next((p for p in psas if p.name == pod_set), psas[0] if psas and pod_set == "main" else None)
         try:
             info = (podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
-                labels={podsetinfo.PODSET_LABEL: pod_set, **podsetinfo.queue_labels(self.state, wl)}))
+                labels={podsetinfo.PODSET_LABEL: pod_set, **podsetinfo.workload_labels(self.state, wl)}))
             patch = pod_sync.start_patch(pod, info)
         except podsetinfo.MergeConflict as exc:
             self.stats.failed_to_start.append(pod.key)

@@ -2,7 +2,9 @@
 
 From the pod set's assignment: the flavors' ``nodeLabels`` (the first flavor, by name, wins a key) and
 tolerations, the label ``kueue.x-k8s.io/podset`` and, under Kueue's ``AssignQueueLabelsForPods`` gate,
-``local-queue-name`` and ``cluster-queue-name`` (the last only when the ClusterQueue's name is a DNS-1123 label).
+``local-queue-name`` and ``cluster-queue-name`` (the last only when the ClusterQueue's name is a DNS-1123 label),
+and ``kueue.x-k8s.io/multikueue-worker-workload-pod: "true"`` when the Workload is a MultiKueue manager's copy on a
+worker (labelled ``kueue.x-k8s.io/multikueue-origin``, Kueue #10242), so a worker's pods show they run for a manager.
 While Kueue's TopologyAwareScheduling gate is on (in the recorded Configuration; off, none of this): the
 annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods) and,
 with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater lifts pod by pod,
@@ -28,13 +30,20 @@ from events.field_errors import go_quote
 from events.labels import is_dns_label
 from projections import gates
 from projections.cluster import ClusterState
-from projections.workloads import TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION, WorkloadInfo
+from projections.workloads import (
+    MULTIKUEUE_ORIGIN_LABEL,
+    TAS_LABEL,
+    TOPOLOGY_GATE,
+    WORKLOAD_ANNOTATION,
+    WorkloadInfo,
+)
 
 UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 LQ_LABEL = "kueue.x-k8s.io/local-queue-name"
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"
 SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
+MULTIKUEUE_WORKER_POD_LABEL = "kueue.x-k8s.io/multikueue-worker-workload-pod"
 
 
 class MergeConflict(Exception):
@@ -64,6 +73,15 @@ def queue_labels(state: ClusterState, wl: WorkloadInfo) -> dict[str, str]:
     labels = {LQ_LABEL: wl.queue_name}
     if wl.admission is not None and _dns_label(wl.admission.cluster_queue):
         labels[CQ_LABEL] = wl.admission.cluster_queue
+    return labels
+
+
+def workload_labels(state: ClusterState, wl: WorkloadInfo) -> dict[str, str]:
+    """The labels every pod of the workload gets whatever its pod set: the queues' and, on a MultiKueue copy, the
+    worker's mark."""
+    labels = queue_labels(state, wl)
+    if MULTIKUEUE_ORIGIN_LABEL in wl.labels:
+        labels[MULTIKUEUE_WORKER_POD_LABEL] = "true"
     return labels
 
 
@@ -105,7 +123,7 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
         for k, v in sorted(flavor.spec.node_labels.items()):
             node_selector.setdefault(k, v)
         tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
-    labels = {PODSET_LABEL: psa.name, **queue_labels(state, wl)}
+    labels = {PODSET_LABEL: psa.name, **workload_labels(state, wl)}
     tas = state.tas_enabled  # Kueue adds nothing of TAS while its TopologyAwareScheduling gate is off
     # the Pods name their Workload under TAS, and for Kueue's UnscheduledPodsTracker (:mod:`projections.pods_scheduled`)
     annotations = {WORKLOAD_ANNOTATION: wl.name} if tas or state.tracks_pods_scheduled else {}

@@ -49,19 +49,22 @@ class Resource:
         return o.KINDS[self.kind]
 
 
+# The short names are Kueue's, kind by kind (ac, co, mkc, mkconf, prc, topo and wpc since Kueue #11540; a Workload's
+# no longer "wl", left to Kubernetes' own Workload kind, since #8472).
 KUEUE_RESOURCES: tuple[Resource, ...] = (
     Resource("ResourceFlavor", KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", False, ("flavor", "flavors", "rf")),
     Resource("ClusterQueue", KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", False, ("cq",), status_subresource=True),
-    Resource("Cohort", KUEUE_GROUP, KUEUE_VERSION, "cohorts", False, (), status_subresource=True),
+    Resource("Cohort", KUEUE_GROUP, KUEUE_VERSION, "cohorts", False, ("co",), status_subresource=True),
     Resource("LocalQueue", KUEUE_GROUP, KUEUE_VERSION, "localqueues", True, ("queue", "queues", "lq"),
              status_subresource=True),
-    Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True, ("wl",), status_subresource=True),
-    Resource("WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False),
+    Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True, ("kwl", "kueueworkload"),
+             status_subresource=True),
+    Resource("WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False, ("wpc",)),
     Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False, ("topo",)),
-    Resource("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False, (), status_subresource=True),
-    Resource("ProvisioningRequestConfig", KUEUE_GROUP, KUEUE_VERSION, "provisioningrequestconfigs", False),
-    Resource("MultiKueueConfig", KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", False),
-    Resource("MultiKueueCluster", KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", False, (),
+    Resource("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False, ("ac",), status_subresource=True),
+    Resource("ProvisioningRequestConfig", KUEUE_GROUP, KUEUE_VERSION, "provisioningrequestconfigs", False, ("prc",)),
+    Resource("MultiKueueConfig", KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", False, ("mkconf",)),
+    Resource("MultiKueueCluster", KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", False, ("mkc",),
              status_subresource=True),
 )
 

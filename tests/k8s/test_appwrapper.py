@@ -170,7 +170,7 @@ def test_the_workload_is_owned_queued_and_takes_the_first_pod_priority_class() -
 
 
 def _admitted(*names: str) -> SimpleNamespace:
-    return SimpleNamespace(queue_name="lq", name="wl", check_states={}, admission=o.Admission(cluster_queue="cq", pod_set_assignments=[
+    return SimpleNamespace(queue_name="lq", name="wl", check_states={}, labels={}, admission=o.Admission(cluster_queue="cq", pod_set_assignments=[
         o.PodSetAssignment(name=n, flavors={"cpu": "f"}, count=1) for n in names]))
 
 

@@ -38,6 +38,13 @@ def test_names_scopes_and_subresources() -> None:
     assert by_kind["ClusterQueue"]["spec"]["names"]["shortNames"] == ["cq"]
     assert by_kind["ResourceFlavor"]["spec"]["names"]["shortNames"] == ["flavor", "flavors", "rf"]
     assert by_kind["LocalQueue"]["spec"]["names"]["shortNames"] == ["queue", "queues", "lq"]
+    # Kueue #8379 and #8472: "kwl" and "kueueworkload", no longer "wl" (the in-tree Workload's)
+    assert by_kind["Workload"]["spec"]["names"]["shortNames"] == ["kwl", "kueueworkload"]
+    # Kueue #11540: the kinds that had none got one each
+    for kind, short in (("AdmissionCheck", "ac"), ("Cohort", "co"), ("MultiKueueCluster", "mkc"),
+                        ("MultiKueueConfig", "mkconf"), ("ProvisioningRequestConfig", "prc"), ("Topology", "topo"),
+                        ("WorkloadPriorityClass", "wpc")):
+        assert by_kind[kind]["spec"]["names"].get("shortNames") == [short], kind
     for kind in ("Workload", "ClusterQueue", "LocalQueue"):
         assert all(v["subresources"] == {"status": {}} for v in by_kind[kind]["spec"]["versions"]), kind
     assert all("subresources" not in v for v in by_kind["ResourceFlavor"]["spec"]["versions"])
@@ -139,3 +146,13 @@ def test_a_preemption_config_numeric_label_keeps_its_bounds_in_order() -> None:
         obj = {"key": "example.com/number-of-tpus"} | ({"minValue": low} if low is not None else {}) \
             | ({"maxValue": high} if high is not None else {})
         assert bool(program.evaluate({"self": celpy.json_to_cel(obj)})) is allowed, obj
+
+
+def test_workloads_are_selectable_by_their_cluster_queue_in_v1beta2_only() -> None:
+    """Kueue #11568: ``--field-selector status.admission.clusterQueue=NAME`` on Workloads, declared on v1beta2 alone
+    as Kueue does; no other kind has a selectable field."""
+    by_kind = {d["spec"]["names"]["kind"]: d for d in all_crds()}
+    fields = {v["name"]: v.get("selectableFields") for v in by_kind["Workload"]["spec"]["versions"]}
+    assert fields == {"v1beta2": [{"jsonPath": ".status.admission.clusterQueue"}], "v1beta1": None}
+    assert "selectableFields" not in by_kind["Workload"]["spec"]
+    assert all("selectableFields" not in v for k, d in by_kind.items() if k != "Workload" for v in d["spec"]["versions"])

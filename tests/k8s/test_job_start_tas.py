@@ -3,7 +3,11 @@ and what the Job integration and the ungater leave alone while Kueue's TopologyA
 
 from __future__ import annotations
 
+import msgspec
 import pytest
+from fixtures.jobs import job
+from fixtures.jobs import workload as fixture_workload
+from test_job_sync import _setup, _stored_admitted
 
 from connectors.k8s import podsetinfo as psi
 from connectors.k8s.jobs import JobIntegration
@@ -91,6 +95,18 @@ def test_without_assign_queue_labels_for_pods_only_the_pod_set_is_labelled() -> 
         "featureGates": {"AssignQueueLabelsForPods": False}})))
     info = psi.start_info(s, workload(None), psa({"cpu": "tas"}, ta=None))
     assert info.labels == {"kueue.x-k8s.io/podset": "main"}
+
+
+@pytest.mark.parametrize("origin", [True, False])
+def test_a_multikueue_workers_copy_labels_its_pods(origin: bool) -> None:
+    """Kueue #10242: on a worker, a Workload the manager copied (labelled ``multikueue-origin``) gives its pods
+    ``kueue.x-k8s.io/multikueue-worker-workload-pod: "true"``; any other Workload does not."""
+    wl = workload(None)
+    if origin:
+        wl.labels = {"kueue.x-k8s.io/multikueue-origin": "manager-1"}
+    info = psi.start_info(state(), wl, psa({"cpu": "tas"}, ta=None))
+    assert info.labels.get("kueue.x-k8s.io/multikueue-worker-workload-pod") == ("true" if origin else None)
+    assert info.labels["kueue.x-k8s.io/podset"] == "main" and info.labels["kueue.x-k8s.io/local-queue-name"] == "lq"
 
 
 def test_ready_checks_add_their_pod_set_updates() -> None:
@@ -283,3 +299,25 @@ async def test_a_job_evicted_while_it_starts_is_reported_started_on_the_queue_th
     assert client.patched == ["j"] and jobs.stats.started == 1
     (acted,) = [r.event for r in seen if isinstance(r.event, ev.JobActed)]
     assert (acted.action, acted.cluster_queue) == ("Started", "cq")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("assigned", [True, False])
+async def test_a_job_started_on_a_multikueue_copy_labels_its_template(assigned: bool) -> None:
+    """The worker's Job (its Workload the manager's copy) starts with the worker mark on its template, whether the
+    admission names the pod set or not."""
+    wl = fixture_workload()
+    wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, labels={"kueue.x-k8s.io/multikueue-origin": "manager-1"}))
+    jobs, mirror, _, client = _setup(wl, job())
+
+    def shape(info: WorkloadInfo) -> None:
+        if not assigned:
+            info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[])
+
+    _stored_admitted(mirror, shape)
+    await jobs.reconcile("ns/train")
+    (body,) = [body for kind, _, body in client.patches if kind == "Job"]
+    labels = body["spec"]["template"]["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/multikueue-worker-workload-pod"] == "true"
+    assert labels["kueue.x-k8s.io/podset"] == "main"

@@ -166,7 +166,7 @@ def test_the_workload_is_the_derived_jobsets_controlled_by_the_trainjob() -> Non
 
 
 def _admitted(*names: str) -> SimpleNamespace:
-    return SimpleNamespace(name="wl", queue_name="lq", pod_sets=[], admission=o.Admission(
+    return SimpleNamespace(name="wl", queue_name="lq", pod_sets=[], labels={}, admission=o.Admission(
         cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(name=n, flavors={"cpu": "f"}, count=1)
                                                  for n in names]), check_states={})
 

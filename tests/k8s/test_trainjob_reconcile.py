@@ -128,7 +128,7 @@ async def test_start_writes_the_overrides_while_suspended_then_unsuspends() -> N
     unsuspends it after: one write doing both is refused by the Trainer, and the TrainJob would never start."""
     raw = raw_job()
     integ, client, appended = integration(raw, workload())
-    wl = SimpleNamespace(key=f"ns/{WL}", name=WL, queue_name="lq", pod_sets=[], check_states={},
+    wl = SimpleNamespace(key=f"ns/{WL}", name=WL, queue_name="lq", pod_sets=[], check_states={}, labels={},
                          phase=ADMITTED, evicted="", active=True, admission=o.Admission(cluster_queue="cq", pod_set_assignments=[
                              o.PodSetAssignment(name="node", flavors={"cpu": "f"}, count=2)]))
     await integ._start(integ.known["ns/job"], wl, workload())  # type: ignore[arg-type]

@@ -2,7 +2,8 @@
 
 The CRDs install and become Established; a ResourceFlavor, ClusterQueue, LocalQueue and Workload can be
 created through them and read back into our views; fields we do not model survive (no pruning), the defaults
-Kueue applies are applied, Workload status is only writable through the status subresource, v1beta1 is served;
+Kueue applies are applied, Workload status is only writable through the status subresource, v1beta2 Workloads are
+selectable by their ClusterQueue, v1beta1 is served;
 and the ClusterRole allows what the connector does and nothing much more.
 """
 
@@ -36,7 +37,7 @@ async def test_crds_install_and_serve_the_kueue_kinds(kube_apiserver) -> None:
         assert await crds.install(kc) == names
 
         crd = msgspec.json.decode(await kc.get(crds.CRD_RESOURCE, "workloads.kueue.x-k8s.io"))
-        assert crd["spec"]["names"]["shortNames"] == ["wl"]
+        assert crd["spec"]["names"]["shortNames"] == ["kwl", "kueueworkload"]
         assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [
             ("v1beta2", True, True), ("v1beta1", True, False)]
         assert crd["status"]["acceptedNames"]["kind"] == "Workload"
@@ -85,6 +86,15 @@ async def test_crds_install_and_serve_the_kueue_kinds(kube_apiserver) -> None:
                                 "message": "m", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}},
             ns, subresource="status"))
         assert patched["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": 1}
+        # the v1beta2 Workload is selectable by the ClusterQueue holding its quota (Kueue #11568), v1beta1 is not
+        await create(kc, {**wl, "metadata": {"name": "wl-2", "namespace": ns}})
+        v1b1 = Resource("Workload", "kueue.x-k8s.io", "v1beta1", "workloads", True)
+        for selector, names in ((f"status.admission.clusterQueue=cq-{sfx}", ["wl-1"]),
+                                ("status.admission.clusterQueue=other", []), ("status.admission.clusterQueue=", ["wl-2"])):
+            listed = await kc.list(BY_KIND["Workload"], field_selector=selector, namespace=ns)
+            assert sorted(msgspec.json.decode(i)["metadata"]["name"] for i in listed.items) == names, selector
+        with pytest.raises(Invalid, match="field label not supported"):
+            await kc.list(v1b1, field_selector=f"status.admission.clusterQueue=cq-{sfx}", namespace=ns)
         for kind in ("ClusterQueue", "LocalQueue"):
             r = BY_KIND[kind]
             name = f"cq-{sfx}" if kind == "ClusterQueue" else "user-queue"
@@ -98,7 +108,6 @@ async def test_crds_install_and_serve_the_kueue_kinds(kube_apiserver) -> None:
                               "spec": {"queueName": "user-queue", "podSets": [{"count": "two"}]}})
 
         # v1beta1 is served (no conversion: the same stored object)
-        v1b1 = Resource("Workload", "kueue.x-k8s.io", "v1beta1", "workloads", True)
         old = msgspec.json.decode(await kc.get(v1b1, "wl-1", ns))
         assert old["apiVersion"] == "kueue.x-k8s.io/v1beta1"
         assert old["spec"]["queueName"] == "user-queue"

@@ -403,6 +403,9 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert remote_job["metadata"]["annotations"][PREBUILT] == wl_name  # WorkloadIdentifierAnnotations on
         assert "managedBy" not in remote_job["spec"]
         assert "ttlSecondsAfterFinished" not in remote_job["spec"]  # MultiKueueBatchJobClearingTTL..., turned on
+        # started by the worker's Kueue on the manager's copy: its pods are marked as a worker's (Kueue #10242)
+        assert remote_job["spec"]["template"]["metadata"]["labels"][
+            "kueue.x-k8s.io/multikueue-worker-workload-pod"] == "true"
         manager_spec = (await get(kc, "Job", "mk-job", ns))["spec"]
         assert (manager_spec["managedBy"], manager_spec["ttlSecondsAfterFinished"]) == (
             "kueue.x-k8s.io/multikueue", 600)
