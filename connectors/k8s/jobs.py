@@ -435,7 +435,8 @@ class JobIntegration(JobReconciler[o.Job]):
         min_count = job_sync.generated_min_count(meta.get("annotations") or {}, count, self._partial_admission())
         if min_count is not None:
             pod_set["minCount"] = min_count
-        wl_spec = workload_body.spec(self.state, labels, [pod_set], (template.get("spec") or {}).get("priorityClassName"))
+        pods_class = (template.get("spec") or {}).get("priorityClassName")
+        wl_spec = workload_body.spec(self.state, labels, [pod_set], pods_class)
         job_annotations = meta.get("annotations") or {}
         keys = self._config().keys_to_copy  # Kueue's own labels and annotations win over the copied ones
         annotations = workload_annotations(self.state, keys, job_annotations)

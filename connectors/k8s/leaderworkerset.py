@@ -324,14 +324,15 @@ def create_errors(lws: dict[str, Any]) -> list[str]:
 
 
 def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: bool = True) -> list[str]:
-    """What Kueue refuses in an update: a queue name changed while a replica of ``old`` is ready, or removed (Kueue's
-    #4932, v0.18, the Deployment's and StatefulSet's rule: while none is ready the set may be sent to another queue or
-    given one, its pending group Workloads following it in the reconciler), a WorkloadPriorityClass label removed or
-    added while a replica is ready (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no ready
-    replica), and, for one that named a queue, a leader template added or removed or a pod spec changed in what
-    admission looks at (:func:`_template_errors`) and, ``immutable_size`` (Kueue's ``LWSImmutableGroupSize``), a changed
-    group size: a group's Workload keeps the pod counts it was made with, so a larger group would run pods its quota
-    does not cover."""
+    """What Kueue refuses in an update: a queue name changed while a replica of ``old`` is ready, or removed
+    (Kueue's #4932, v0.18, the Deployment's and StatefulSet's rule: while none is ready the set may be sent to
+    another queue or given one, its pending group Workloads following it in the reconciler), a
+    WorkloadPriorityClass label removed or added while a replica is ready
+    (:func:`connectors.k8s.job_validation.priority_class_update`; Kueue's "suspended" LWS has no ready replica),
+    and, for one that named a queue, a leader template added or removed or a pod spec changed in what admission
+    looks at (:func:`_template_errors`) and, ``immutable_size`` (Kueue's ``LWSImmutableGroupSize``), a changed group
+    size: a group's Workload keeps the pod counts it was made with, so a larger group would run pods its quota does
+    not cover."""
     errors = []
     requeued = queue_name(old) != queue_name(new)
     if requeued and (not job_validation.no_ready_replica(old) or not queue_name(new)):
