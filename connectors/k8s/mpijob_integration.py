@@ -17,7 +17,7 @@ finish its Workload; PodsReady follows its ``Running`` condition; orphaned Workl
 Kueue counts no reclaimable pods for an MPIJob, so none are written. A Workload whose pod sets no longer match is
 rewritten or made anew, prebuilt Workloads are adopted and run on, the admission gate followed, as for a Job
 (:mod:`connectors.k8s.watched_jobs`). MultiKueue runs an MPIJob on a worker (:mod:`connectors.k8s.multikueue`).
-Not done here (see docs/kubernetes.md): the Worker's pod-index offset under ``runLauncherAsWorker``.
+The Worker's pod-index offset under ``runLauncherAsWorker`` is its webhook's (:mod:`connectors.k8s.mpijob_webhook`).
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ Kueue runs a RayCluster through its generic job reconciler; these are the RayClu
   ``EquivalentToWorkload``).
 
 Kueue counts no reclaimable pods for a Ray cluster. An elastic RayCluster's workload slices follow its pod counts
-(:func:`counts`), its pods found by KubeRay's ``ray.io/cluster`` label (:func:`pod_selector`). Not modelled: for a
-RayJob or RayService under ``ElasticJobsViaWorkloadSlices`` with ``enableInTreeAutoscaling`` Kueue reads the worker
-counts from the live RayCluster (``UpdatePodSets``).
+(:func:`counts`), its pods found by KubeRay's ``ray.io/cluster`` label (:func:`pod_selector`). An elastic RayJob
+with its autoscaler on counts its worker groups from the live RayCluster it runs on, as Kueue's ``UpdatePodSets``
+(docs/kubernetes.md, the Ray kinds).
 """
 
 from __future__ import annotations
