@@ -1815,6 +1815,28 @@ async def test_a_multikueue_copy_of_a_statefulset_runs_on_the_copied_workload_an
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(("of_a_set", "want"), [(True, "sts-uid"), (False, None)], ids=["statefulset", "plain"])
+async def test_a_statefulsets_group_workload_carries_the_sets_uid_as_job_uid(of_a_set: bool, want: str | None) -> None:
+    """Kueue #9897: the Workload of the group a StatefulSet holds carries the set's uid in ``kueue.x-k8s.io/job-uid``
+    (as Kueue's StatefulSet reconciler writes it); a plain pod group's Workload carries none, as Kueue gives it none."""
+    from connectors.k8s.statefulsets import StatefulSetRevision, decode
+
+    raws = {n: _set_pod_raw(n) if of_a_set else _group_raw(n) for n in ("web-0", "web-1")}
+    config = {**POD_ON, "integrations": {"frameworks": ["pod", "statefulset"]}}
+    pods, _, _, client = integration(config=config, client=GroupClient(raws))
+    sts = decode(msgspec.json.encode({"metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid"}}))
+    assert isinstance(sts, StatefulSetRevision)
+    pods.statefulsets.known["ns/web"] = sts
+    pods.statefulsets.synced.set()
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    (created,) = [c for c in client.calls if c[0] == "create"]
+    assert created[1] == "Workload"
+    assert (created[-1]["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == want
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(("gate", "serving", "want"), [(None, False, True), (False, False, False),
                                                        (None, True, False)])
 async def test_a_groups_succeeded_pod_counts_as_ready_under_the_gate(gate: bool | None, serving: bool,
