@@ -14,10 +14,12 @@ does the I/O around these decisions:
   on the Workloads the manager copies there;
 * **one Workload** (:func:`workload_for`): pod sets ``leader`` (1 pod, from ``leaderTemplate``) and ``worker``
   (``size - 1``), or a single ``main`` pod set of ``size`` pods without a leader template; each pod set's template
-  its template's spec; under TopologyAwareScheduling a topology request from the template's TAS annotations (a
+  its template's spec, labels and annotations (but the ``leaderworkerset.sigs.k8s.io`` keys other than the
+  set-name label); under TopologyAwareScheduling a topology request from the template's TAS annotations (a
   ``kueue.x-k8s.io/podset-group-name`` on both makes them one PodSet group, reference §2.7 rule 25), the workers
   ranked by ``leaderworkerset.sigs.k8s.io/worker-index``; the LeaderWorkerSet its controller owner,
-  ``kueue.x-k8s.io/is-group-workload: "true"``, its owner's kind, name and the group index in annotations, the
+  ``kueue.x-k8s.io/is-group-workload: "true"``, the set's own uid as ``kueue.x-k8s.io/job-uid`` (Kueue #9898: what
+  ties a set's groups together, e.g. for TAS spreading), its owner's kind, name and the group index in annotations, the
   queue name, priority (the WorkloadPriorityClass label, else the leader's then the worker's PriorityClass) and
   the labels to copy;
 * **its pods** (:func:`pod_marks`, Kueue's LeaderWorkerSet pod reconciler): a pod the LeaderWorkerSet controller
@@ -41,7 +43,7 @@ from connectors.k8s.jobs import topology_request
 from connectors.k8s.pod_group import IS_GROUP_ANNOTATION
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_COUNT_ANNOTATION
 from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
-from connectors.k8s.resources import LEADER_WORKER_SETS
+from connectors.k8s.resources import JOB_UID_LABEL, LEADER_WORKER_SETS
 from events import objects as o
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import MULTIKUEUE_ORIGIN_LABEL, KeysToCopy
@@ -54,7 +56,9 @@ FRAMEWORK_NAME = "leaderworkerset"
 """What Kueue's webhook writes in ``kueue.x-k8s.io/pod-suspending-parent`` of the pod templates it marks."""
 SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 SERVING = "kueue.x-k8s.io/pod-group-serving"
-SET_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_KEY_PREFIX = "leaderworkerset.sigs.k8s.io"
+"""The LeaderWorkerSet controller's label and annotation domain."""
+SET_NAME_LABEL = f"{LWS_KEY_PREFIX}/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"
@@ -199,8 +203,25 @@ def plan(lws: dict[str, Any], existing: list[str], *, short: bool = False) -> tu
 # --- one Workload -------------------------------------------------------------------------------------------
 
 
+def _template_metadata(template: dict[str, Any]) -> dict[str, Any]:
+    """The template's labels and annotations as a pod set keeps them (Kueue #10330): the annotations Kueue reads
+    from a pod set (TAS, spreading) and the labels its PodTemplates carry; the LeaderWorkerSet controller's own
+    ``leaderworkerset.sigs.k8s.io`` keys dropped, as Kueue drops them, but its set-name label."""
+    meta = _dict(template.get("metadata"))
+    out = {}
+    for field in ("labels", "annotations"):
+        kept = {k: v for k, v in _dict(meta.get(field)).items()
+                if not k.startswith(LWS_KEY_PREFIX) or k == SET_NAME_LABEL}
+        if kept:
+            out[field] = kept
+    return out
+
+
 def _pod_set(name: str, count: int, template: dict[str, Any], tas: bool, index_label: str | None) -> dict[str, Any]:
     pod_set: dict[str, Any] = {"name": name, "count": count, "template": {"spec": _dict(template.get("spec"))}}
+    metadata = _template_metadata(template)
+    if metadata:
+        pod_set["template"] = {"metadata": metadata, **pod_set["template"]}
     if tas:
         annotations = _dict(_dict(template.get("metadata")).get("annotations"))
         request = topology_request(annotations, index_label or "")
@@ -249,9 +270,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
         "name": name, "namespace": meta.get("namespace", ""), "annotations": annotations, "finalizers": [FINALIZER],
         "ownerReferences": [workload_names.controller_ref(LEADER_WORKER_SETS, str(meta.get("name", "")),
                                                           str(meta.get("uid", "")))]}
-    wl_labels = copied(keys.labels, labels)
-    if wl_labels:
-        wl_meta["labels"] = wl_labels
+    wl_meta["labels"] = {**copied(keys.labels, labels), JOB_UID_LABEL: str(meta.get("uid", ""))}
     return workload_body.workload(wl_meta, spec)
 
 

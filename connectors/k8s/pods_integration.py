@@ -129,7 +129,7 @@ from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
-from connectors.k8s.statefulset_groups import StatefulSetGroups
+from connectors.k8s.statefulset_groups import StatefulSetGroups, holding_uid
 from connectors.k8s.statefulsets import StatefulSetRevisions
 from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.workload_body import compared_max_execution_seconds
@@ -1164,14 +1164,17 @@ class PodIntegration:
     async def _create_group(self, group: str, kept: list[ManagedPod],
                             holder: statefulsets.StatefulSetRevision | None) -> None:
         """Create the group's Workload from its Pods as stored (any gone or made anew meanwhile: not yet); one a
-        StatefulSet holds (``holder``, under ``AdmissionGatedBy``) takes the set's admission gate, as Kueue's
-        StatefulSet reconciler gives it."""
+        StatefulSet holds carries the set's uid as its job uid and (``holder``, under ``AdmissionGatedBy``) takes the
+        set's admission gate, as Kueue's StatefulSet reconciler gives them."""
         namespace = group.partition("/")[0]
         raws = await self._stored(group, kept)
         if raws is None:
             return
         try:
             body = pod_group.workload_for(self.state, raws)
+            set_uid = holding_uid(self._config(), kept)
+            if set_uid is not None:
+                body["metadata"]["labels"] = {**body["metadata"].get("labels", {}), JOB_UID_LABEL: set_uid}
             if holder is not None:
                 body["metadata"]["annotations"].update(copied_metadata.gated_annotations(
                     self.state, holder.metadata.annotations, copied_metadata.ADMISSION_GATE_ONLY))

@@ -14,8 +14,8 @@ request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"`
 (:func:`connectors.k8s.workload_slices.pod_slice_name`), by which every slice's pods are the Job's. Then every Ready check's
 ``podSetUpdates`` for the pod set, in check-name order. Labels, annotations and the node selector merge only
 without conflict (one key, two values): a conflict is a :class:`MergeConflict`, which fails the start for good;
-tolerations and gates are deduplicated. Its message is Kueue's error text as the Workload's ``FailedToStart``
-shows it (pkg/podset ``BadPodSetsUpdateError``, whatever the merge): a check's update that conflicts with what
+tolerations (an empty operator counting as ``Equal``, the first kept as written) and gates are deduplicated. Its
+message is Kueue's error text as the Workload's ``FailedToStart`` shows it (pkg/podset ``BadPodSetsUpdateError``, whatever the merge): a check's update that conflicts with what
 comes before it is named (``in admission check "NAME": ...``, the job reconciler's ``getPodSetsInfoFromStatus``),
 what conflicts with the job's own template is not.
 """
@@ -94,14 +94,30 @@ def _merge_map(field: str, into: dict[str, str], other: dict[str, str]) -> dict[
     return {**into, **{k: v for k, v in other.items() if k not in into}}
 
 
+def _defaulted(t: o.Toleration) -> o.Toleration:
+    """The toleration as the apiserver stores it: an empty operator is ``Equal``."""
+    return msgspec.structs.replace(t, operator="Equal") if t.operator == "" else t
+
+
+def add_tolerations(into: list[o.Toleration], other: list[o.Toleration]) -> list[o.Toleration]:
+    """``into`` with each toleration of ``other`` that is none of them yet, an empty operator taken as ``Equal``
+    (Kueue #11147): the one already there is kept as written, so no Pod gets the same toleration twice."""
+    out = list(into)
+    seen = [_defaulted(t) for t in into]
+    for t in other:
+        if _defaulted(t) not in seen:
+            out.append(t)
+            seen.append(_defaulted(t))
+    return out
+
+
 def merge(into: PodSetInfo, other: PodSetInfo) -> PodSetInfo:
     """``into`` with ``other`` added (see the module docstring); raises :class:`MergeConflict`."""
     return PodSetInfo(
         annotations=_merge_map("annotations", into.annotations, other.annotations),
         labels=_merge_map("labels", into.labels, other.labels),
         node_selector=_merge_map("nodeSelector", into.node_selector, other.node_selector),
-        tolerations=into.tolerations + [t for i, t in enumerate(other.tolerations)
-                                        if t not in into.tolerations and t not in other.tolerations[:i]],
+        tolerations=add_tolerations(into.tolerations, other.tolerations),
         scheduling_gates=into.scheduling_gates + [g for g in other.scheduling_gates
                                                   if g not in into.scheduling_gates],
     )
@@ -122,7 +138,7 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
             continue
         for k, v in sorted(flavor.spec.node_labels.items()):
             node_selector.setdefault(k, v)
-        tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
+        tolerations = add_tolerations(tolerations, flavor.spec.tolerations)
     labels = {PODSET_LABEL: psa.name, **workload_labels(state, wl)}
     tas = state.tas_enabled  # Kueue adds nothing of TAS while its TopologyAwareScheduling gate is off
     # the Pods name their Workload under TAS, and for Kueue's UnscheduledPodsTracker (:mod:`projections.pods_scheduled`)

@@ -242,6 +242,14 @@ class StatefulSetGroups:
         log.info("let go of a statefulset's pod", pod=pod.key)
 
 
+def holding_uid(config: SchedulerConfig, pods: list[ManagedPod]) -> str | None:
+    """The uid of the StatefulSet holding the group's pods (their controller), while its integration is on: what
+    the group's Workload carries as ``kueue.x-k8s.io/job-uid`` (Kueue #9897, its set reconciler's own set's uid).
+    None for a group no StatefulSet holds: a plain pod group's Workload has no job uid."""
+    controller = _controller(pods) if config.manages_statefulsets else None
+    return controller[1].uid if controller is not None and controller[1].uid else None
+
+
 def _controller(pods: list[ManagedPod]) -> tuple[str, o.OwnerReference] | None:
     """The namespace and owner reference of the StatefulSet controlling the group's pods, if one does."""
     for pod in pods:

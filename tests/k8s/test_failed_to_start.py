@@ -86,6 +86,33 @@ def test_matching_values_merge() -> None:
     assert info.labels["ac-key"] == "same"
 
 
+GPU = {"key": "gpu", "value": "a", "effect": "NoSchedule"}
+
+
+def test_a_toleration_without_an_operator_is_the_same_as_one_with_equal() -> None:
+    """Kueue #11147: the apiserver defaults an empty operator to ``Equal``, so a flavor's ``Equal`` toleration and
+    the template's same one without an operator are one; the template's stays as written (a second would have the
+    Pod update refused: "existing toleration can not be modified")."""
+    state = _state()
+    state.flavors["default"] = msgspec.structs.replace(state.flavors["default"], spec=o.ResourceFlavorSpec(
+        tolerations=[o.Toleration(operator="Equal", **GPU)]))
+    info = psi.start_info(state, _wl({}), PSA)
+    template = o.PodTemplateSpec(spec=o.PodSpec(tolerations=[o.Toleration(**GPU)]))
+    assert psi.onto_template(template, info).tolerations == [o.Toleration(**GPU)]
+    other = o.Toleration(operator="Exists", key="gpu", effect="NoSchedule")
+    assert psi.onto_template(o.PodTemplateSpec(spec=o.PodSpec(tolerations=[other])), info).tolerations == [
+        other, o.Toleration(operator="Equal", **GPU)], "another operator is another toleration"
+
+
+def test_flavors_tolerations_differing_only_by_an_implied_equal_are_one() -> None:
+    state = ClusterState()
+    for name, operator in (("a", ""), ("b", "Equal")):
+        state.flavors[name] = o.ResourceFlavor(metadata=o.ObjectMeta(name=name), spec=o.ResourceFlavorSpec(
+            tolerations=[o.Toleration(operator=operator, **GPU)]))
+    psa = o.PodSetAssignment(name="main", flavors={"cpu": "a", "memory": "b"}, count=10)
+    assert psi.from_assignment(state, _wl({}), psa).tolerations == [o.Toleration(**GPU)]
+
+
 def test_pod_sets_the_admission_does_not_number_are_kueues_invalid_podset_infos() -> None:
     assert failed_to_start_message(BadPodSets("expecting 2 podset, got 1")) == (
         "invalid podset infos: expecting 2 podset, got 1")

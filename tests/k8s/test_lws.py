@@ -190,7 +190,31 @@ def test_priority_from_the_leaders_then_the_workers_priority_class_and_labels_co
     raw["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = template(priority_class="low")
     assert lw.pod_priority_class(raw) == "low"
     wl = lw.workload_for(ClusterState(), KeysToCopy(labels=("team",)), lws(labels={"team": "a"}), "wl", 0)
-    assert wl["metadata"]["labels"] == {"team": "a"}
+    assert wl["metadata"]["labels"] == {"team": "a", "kueue.x-k8s.io/job-uid": UID}
+
+
+def test_every_groups_workload_carries_its_sets_own_uid_as_job_uid() -> None:
+    """Kueue #9898: the set's uid ties its group Workloads together (TAS spreading's default selector, kubectl -l);
+    a MultiKueue copy's Workloads come from the manager, so the local uid is the one written."""
+    wl = lw.workload_for(ClusterState(), NO_KEYS, lws(), "wl", 0)
+    assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == UID
+    copy_ = lws()
+    copy_["metadata"]["annotations"] = {lw.ORIGIN_UID_ANNOTATION: "manager-uid"}
+    assert lw.workload_for(ClusterState(), NO_KEYS, copy_, "wl", 0)["metadata"]["labels"] == {
+        "kueue.x-k8s.io/job-uid": UID}
+
+
+def test_a_pod_sets_template_keeps_its_metadata_but_the_leaderworkerset_keys() -> None:
+    """Kueue #10330: pod-set annotations Kueue reads (TAS, spreading) and the template's labels reach the Workload;
+    the LeaderWorkerSet controller's own keys are dropped, its set-name label kept."""
+    raw = lws()
+    raw["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {
+        "labels": {"team": "a", lw.SET_NAME_LABEL: "lws", lw.GROUP_INDEX_LABEL: "0"},
+        "annotations": {"note": "x", lw.LEADER_NAME_ANNOTATION: "lws-0"}}
+    worker = lw.workload_for(ClusterState(), NO_KEYS, raw, "wl", 0)["spec"]["podSets"][-1]
+    assert worker["template"]["metadata"] == {"labels": {"team": "a", lw.SET_NAME_LABEL: "lws"},
+                                              "annotations": {"note": "x"}}
+    assert raw["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["labels"][lw.GROUP_INDEX_LABEL] == "0"
 
 
 # --- its pods -------------------------------------------------------------------------------------------------

@@ -1814,6 +1814,35 @@ async def test_a_multikueue_copy_of_a_statefulset_runs_on_the_copied_workload_an
     assert [r["name"] for r in call[5]["metadata"]["ownerReferences"]] == ["web-0", "web-1"]
 
 
+async def _reconcile_with_set(raws: dict[str, dict[str, Any]], sts_raw: dict[str, Any]) -> Any:
+    """One pass over group ``g`` of ``raws`` with the statefulset framework on and StatefulSet ``sts_raw`` listed;
+    the fake apiserver that recorded its calls."""
+    from connectors.k8s.statefulsets import StatefulSetRevision, decode
+
+    config = {**POD_ON, "integrations": {"frameworks": ["pod", "statefulset"]}}
+    pods, _, _, client = integration(config=config, client=GroupClient(raws))
+    sts = decode(msgspec.json.encode(sts_raw))
+    assert isinstance(sts, StatefulSetRevision)
+    pods.statefulsets.known[f"ns/{sts.metadata.name}"] = sts
+    pods.statefulsets.synced.set()
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    return client
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("of_a_set", "want"), [(True, "sts-uid"), (False, None)], ids=["statefulset", "plain"])
+async def test_a_statefulsets_group_workload_carries_the_sets_uid_as_job_uid(of_a_set: bool, want: str | None) -> None:
+    """Kueue #9897: the Workload of the group a StatefulSet holds carries the set's uid in ``kueue.x-k8s.io/job-uid``
+    (as Kueue's StatefulSet reconciler writes it); a plain pod group's Workload carries none, as Kueue gives it none."""
+    raws = {n: _set_pod_raw(n) if of_a_set else _group_raw(n) for n in ("web-0", "web-1")}
+    client = await _reconcile_with_set(raws, {"metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid"}})
+    (created,) = [c for c in client.calls if c[0] == "create"]
+    assert created[1] == "Workload"
+    assert (created[-1]["metadata"].get("labels") or {}).get("kueue.x-k8s.io/job-uid") == want
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("gate", "serving", "want"), [(None, False, True), (False, False, False),
                                                        (None, True, False)])
@@ -2005,20 +2034,10 @@ async def test_a_statefulsets_new_queue_name_is_put_on_its_gated_pods() -> None:
     """Kueue's StatefulSet reconciler (``syncQueueLabel``, #9830): the set's queue name, changed while none of its
     replicas was ready, is patched onto its gated pods (conditioned on their resourceVersion); the pods' watch then
     brings them back, and their group's Workload follows their queue name."""
-    from connectors.k8s.statefulsets import StatefulSetRevision, decode
-
     raws = {n: _set_pod_raw(n) for n in ("web-0", "web-1")}
-    config = {**POD_ON, "integrations": {"frameworks": ["pod", "statefulset"]}}
-    pods, _, _, client = integration(config=config, client=GroupClient(raws))
-    sts = decode(msgspec.json.encode({"metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid",
-                                                   "labels": {"kueue.x-k8s.io/queue-name": "good"}},
-                                      "spec": {"replicas": 2}}))
-    assert isinstance(sts, StatefulSetRevision)
-    pods.statefulsets.known["ns/web"] = sts
-    pods.statefulsets.synced.set()
-    for raw in raws.values():
-        _watch(pods, raw)
-    await pods.reconcile("group/ns/g")
+    client = await _reconcile_with_set(raws, {"metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid",
+                                                           "labels": {"kueue.x-k8s.io/queue-name": "good"}},
+                                              "spec": {"replicas": 2}})
     patches = [(c[2], c[5]) for c in client.calls if c[0] == "patch" and c[1] == "Pod"]
     assert patches == [(n, {"metadata": {"resourceVersion": "1", "labels": {"kueue.x-k8s.io/queue-name": "good"}}})
                        for n in ("web-0", "web-1")]
