@@ -12,9 +12,9 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
   managed namespace), one Workload per group index is created (``CreatedWorkload``), those kept follow the set's
   queue name while they hold no quota (Kueue's #4932: a set none of whose groups is ready may change queue; no
   Event) and its WorkloadPriorityClass label (Kueue's ``UpdateWorkloadPriority``: ``UpdatedWorkload``), those of
-  indexes beyond the group count are deleted — the finalizer taken off first, as Kueue does (its pods, being deleted with the
-  group, are stopped and let go by the pod integration); the Workloads of a LeaderWorkerSet that is gone are
-  deleted the same way, as the garbage collector would through their ownerReference;
+  indexes beyond the group count are deleted — the finalizer taken off first, as Kueue does (its pods, being
+  deleted with the group, are stopped and let go by the pod integration); the Workloads of a LeaderWorkerSet that
+  is gone are deleted the same way, as the garbage collector would through their ownerReference;
 * **its pod reconciler**: the pods the LeaderWorkerSet controller makes (label ``leaderworkerset.sigs.k8s.io/name``;
   held at creation by the Pod webhook through ``kueue.x-k8s.io/pod-suspending-parent``) are watched too, and
   each, once it carries its group index, made a member of its group's prebuilt pod group

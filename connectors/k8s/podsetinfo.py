@@ -15,9 +15,10 @@ request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"`
 ``podSetUpdates`` for the pod set, in check-name order. Labels, annotations and the node selector merge only
 without conflict (one key, two values): a conflict is a :class:`MergeConflict`, which fails the start for good;
 tolerations (an empty operator counting as ``Equal``, the first kept as written) and gates are deduplicated. Its
-message is Kueue's error text as the Workload's ``FailedToStart`` shows it (pkg/podset ``BadPodSetsUpdateError``, whatever the merge): a check's update that conflicts with what
-comes before it is named (``in admission check "NAME": ...``, the job reconciler's ``getPodSetsInfoFromStatus``),
-what conflicts with the job's own template is not.
+message is Kueue's error text as the Workload's ``FailedToStart`` shows it (pkg/podset ``BadPodSetsUpdateError``,
+whatever the merge): a check's update that conflicts with what comes before it is named (``in admission check
+"NAME": ...``, the job reconciler's ``getPodSetsInfoFromStatus``), what conflicts with the job's own template is
+not.
 """
 
 from __future__ import annotations
