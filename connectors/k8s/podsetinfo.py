@@ -29,6 +29,7 @@ from connectors.k8s import elastic_provreq
 from events import objects as o
 from events.field_errors import go_quote
 from events.labels import is_dns_label
+from events.tolerations import added as added_tolerations
 from projections import gates
 from projections.cluster import ClusterState
 from projections.workloads import (
@@ -95,30 +96,13 @@ def _merge_map(field: str, into: dict[str, str], other: dict[str, str]) -> dict[
     return {**into, **{k: v for k, v in other.items() if k not in into}}
 
 
-def _defaulted(t: o.Toleration) -> o.Toleration:
-    """The toleration as the apiserver stores it: an empty operator is ``Equal``."""
-    return msgspec.structs.replace(t, operator="Equal") if t.operator == "" else t
-
-
-def add_tolerations(into: list[o.Toleration], other: list[o.Toleration]) -> list[o.Toleration]:
-    """``into`` with each toleration of ``other`` that is none of them yet, an empty operator taken as ``Equal``
-    (Kueue #11147): the one already there is kept as written, so no Pod gets the same toleration twice."""
-    out = list(into)
-    seen = [_defaulted(t) for t in into]
-    for t in other:
-        if _defaulted(t) not in seen:
-            out.append(t)
-            seen.append(_defaulted(t))
-    return out
-
-
 def merge(into: PodSetInfo, other: PodSetInfo) -> PodSetInfo:
     """``into`` with ``other`` added (see the module docstring); raises :class:`MergeConflict`."""
     return PodSetInfo(
         annotations=_merge_map("annotations", into.annotations, other.annotations),
         labels=_merge_map("labels", into.labels, other.labels),
         node_selector=_merge_map("nodeSelector", into.node_selector, other.node_selector),
-        tolerations=add_tolerations(into.tolerations, other.tolerations),
+        tolerations=added_tolerations(into.tolerations, other.tolerations),
         scheduling_gates=into.scheduling_gates + [g for g in other.scheduling_gates
                                                   if g not in into.scheduling_gates],
     )
@@ -139,7 +123,7 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
             continue
         for k, v in sorted(flavor.spec.node_labels.items()):
             node_selector.setdefault(k, v)
-        tolerations = add_tolerations(tolerations, flavor.spec.tolerations)
+        tolerations = added_tolerations(tolerations, flavor.spec.tolerations)
     labels = {PODSET_LABEL: psa.name, **workload_labels(state, wl)}
     tas = state.tas_enabled  # Kueue adds nothing of TAS while its TopologyAwareScheduling gate is off
     # the Pods name their Workload under TAS, and for Kueue's UnscheduledPodsTracker (:mod:`projections.pods_scheduled`)

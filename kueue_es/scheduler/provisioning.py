@@ -28,6 +28,7 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.quantity import parse_quantity
+from events.tolerations import added as added_tolerations
 from kueue_es.scheduler.provisioning_slices import provisioned
 from projections.admissionchecks import PROVISIONING_CONTROLLER, config_for
 from projections.cluster import ClusterState
@@ -236,7 +237,7 @@ def pod_template(state: ClusterState, wl: WorkloadInfo, index: int, name: str) -
             continue
         for k, v in sorted(flavor.spec.node_labels.items()):
             node_selector.setdefault(k, v)
-        tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
+        tolerations = added_tolerations(tolerations, flavor.spec.tolerations)
     labels, gates = dict(meta.labels), []
     annotations = {k: v for k, v in meta.annotations.items() if k not in STALE_ANNOTATIONS}
     if psa.topology_assignment is not None:
