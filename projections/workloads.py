@@ -820,12 +820,6 @@ def replacement_pods_condition(wl: WorkloadInfo, waiting: bool) -> tuple[str, st
     return "True", "PodsFailed", "Some Failed pods need replacement"
 
 
-def waits_for_replacement_pods(wl: WorkloadInfo) -> bool:
-    """``WaitingForReplacementPods`` is True: the Workload may not be queued (Kueue's ``IsAdmissible``)."""
-    c = wl.condition(WAITING_FOR_REPLACEMENT_PODS)
-    return c is not None and c.status == "True"
-
-
 ON_HOLD = "OnHold"
 ON_HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"
 HOLD_CLEARED = "Workload no longer on hold; waiting for quota reservation"
@@ -842,9 +836,9 @@ def on_hold(wl: WorkloadInfo) -> bool:
 
 
 def held_by_conditions(wl: WorkloadInfo) -> bool:
-    """:func:`waits_for_replacement_pods` or :func:`on_hold`, in one pass over the conditions: every enqueue of a
-    pending workload asks both, on the fold's hot path. Each type is read at its first occurrence, as
-    :meth:`WorkloadInfo.condition` reads it."""
+    """``WaitingForReplacementPods`` True (Kueue's ``IsAdmissible`` says no) or :func:`on_hold`, in one pass over the
+    conditions: every enqueue of a pending workload asks both, on the fold's hot path. Each type is read at its
+    first occurrence, as :meth:`WorkloadInfo.condition` reads it."""
     quota_seen = waiting_seen = False
     for c in wl.conditions:
         t = c.type

@@ -21,11 +21,18 @@ from projections.workloads import (
     ADMITTED,
     PENDING,
     WAITING_FOR_REPLACEMENT_PODS,
+    WorkloadInfo,
     held_by_conditions,
     on_hold,
     status_of,
-    waits_for_replacement_pods,
 )
+
+
+def waits_for_replacement_pods(wl: WorkloadInfo) -> bool:
+    """The plain reading ``held_by_conditions`` is checked against: ``WaitingForReplacementPods`` is True."""
+    c = wl.condition(WAITING_FOR_REPLACEMENT_PODS)
+    return c is not None and c.status == "True"
+
 
 HELD = ("False", "OnHold", "StatefulSet scaled to zero; workload on hold")
 CLEARED = ("False", "PendingEvaluation", "Workload no longer on hold; waiting for quota reservation")
