@@ -153,11 +153,6 @@ def _atoi(text: str) -> tuple[int | None, str]:
     return value, ""
 
 
-def _int32(value: int) -> int:
-    """Go's conversion of an int to int32 (wrapping)."""
-    return (value + _INT32) % (2 * _INT32) - _INT32
-
-
 # --- the Job -----------------------------------------------------------------------------------------------------
 
 
@@ -212,7 +207,8 @@ def _labels_on_create(job: Mapping[str, Any]) -> list[str]:
 
 
 def _min_parallelism(job: Mapping[str, Any]) -> list[str]:
-    """``job-min-parallelism`` is an integer from 1 to the pod count less one (Kueue compares it as an int32)."""
+    """``job-min-parallelism`` is an integer from 1 to the pod count less one, compared whole: since Kueue #15499
+    a value past int32 no longer wraps into range (2**32 + 1 read as 1) nor out of it (2**31 as a negative)."""
     text = _meta(job, "annotations").get(MIN_PARALLELISM)
     if text is None:
         return []
@@ -221,7 +217,7 @@ def _min_parallelism(job: Mapping[str, Any]) -> list[str]:
     if value is None:
         return [_invalid(path, text, error)]
     count = pod_count(job)
-    if _int32(value) >= count or value <= 0:
+    if value >= count or value <= 0:
         return [_invalid(path, value, f"should be between 0 and {count - 1}")]
     return []
 
