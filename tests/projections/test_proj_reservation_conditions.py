@@ -65,3 +65,20 @@ def test_only_the_first_condition_of_a_type_is_read_and_written() -> None:
         ("Preempted", "False", "Previously: one"), ("Preempted", "True", "two"),
         ("QuotaReserved", "True", "Quota reserved in ClusterQueue cq"),
     ]
+
+
+def test_the_conditions_a_reservation_sets_are_written_whole() -> None:
+    """A condition the reservation sets is a new one (as ``o.Condition(...)`` with the fields set builds it):
+    nothing of the one it replaces is kept but, while its status holds, the transition time."""
+    now = format_time(T0 + 5000)
+    got = _reserved([
+        msgspec.structs.replace(_cond("Preempted", "True", "InClusterQueue", "by ns/x"), observed_generation=2),
+        msgspec.structs.replace(_cond("QuotaReserved", "False", "Pending", "waiting"), observed_generation=3),
+    ])
+    assert got == (
+        o.Condition(type="Preempted", status="False", reason="QuotaReserved", message="Previously: by ns/x",
+                    last_transition_time=now),
+        o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved",
+                    message="Quota reserved in ClusterQueue cq", last_transition_time=now),
+    )
+    assert all(type(c) is o.Condition for c in got)
