@@ -363,7 +363,7 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
         schema += _one_of_errors(taint.effect, TAINT_EFFECTS, f"spec.nodeTaints[{i}].effect")
     schema += _toleration_rule_errors(spec.tolerations, "spec.tolerations")
     if spec.topology_name is not None and not spec.node_labels:
-        schema.append("field `spec.nodeLabels`: at least one nodeLabel is required when topology is set")
+        schema.append("field `spec`: at least one nodeLabel is required when topology is set")  # a rule on spec
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
@@ -562,7 +562,8 @@ def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
 
 
 def _topology(spec: o.TopologySpec, where: str) -> None:
-    """The Topology CRD's rules (Kueue has no Topology webhook), the first one broken."""
+    """The Topology CRD's rules (Kueue has no Topology webhook): its schema's, the first one broken; then its CEL
+    rules on ``levels``, every one broken, as the apiserver lists them."""
     levels = [level.node_label for level in spec.levels]
     if not 1 <= len(levels) <= MAX_TOPOLOGY_LEVELS:
         raise SchemaRefused(where, [f"field `spec.levels` must have 1 to {MAX_TOPOLOGY_LEVELS} items, "
@@ -571,11 +572,12 @@ def _topology(spec: o.TopologySpec, where: str) -> None:
         if len(label) > 316 or not _LEVEL_LABEL.fullmatch(label):
             raise SchemaRefused(where, [f"field `spec.levels[{i}].nodeLabel`: {label!r} is not a label key of at "
                                         "most 316 characters"])
+    broken = []
     if len(set(levels)) != len(levels):
-        raise SchemaRefused(where, ["field `spec.levels`: must be unique"])
+        broken.append("must be unique")
     if HOSTNAME in levels and levels[-1] != HOSTNAME:
-        raise SchemaRefused(where, [f"field `spec.levels`: the {HOSTNAME} label can only be used at the lowest "
-                                    "level of topology"])
+        broken.append(f"the {HOSTNAME} label can only be used at the lowest level of topology")
+    refuse_all([f"field `spec.levels`: {rule}" for rule in broken], where, crd=True)
 
 
 def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:

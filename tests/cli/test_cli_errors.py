@@ -215,7 +215,7 @@ BAD_INPUTS = {
     "tas-flavor-without-node-labels": (  # a CEL rule of Kueue's ResourceFlavor CRD
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: tas\nspec:\n"
         "  topologyName: default\n",
-        ["document 1", "(ResourceFlavor tas)", "field `spec.nodeLabels`: at least one nodeLabel is required when "
+        ["document 1", "(ResourceFlavor tas)", "field `spec`: at least one nodeLabel is required when "
          "topology is set"],
     ),
     "name-not-a-subdomain": (  # the apiserver stores no object by such a name
