@@ -73,7 +73,7 @@ from projections.dra import (
 )
 from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
 from projections.local_queue_metrics import LocalQueueMetricsSetting
-from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_reservation
+from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_eviction, uncount_reservation
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready_condition import NOT_READY, WAIT_FOR_START, pods_ready_condition
@@ -609,8 +609,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if handler is None:  # ticks and connector outcomes carry only time, but a job's action may be metered
             if metered is not None:
                 metered(self.metrics, self, e, None)
-            elif t is ev.DecisionApplied and e.resource_version:  # a status write's (the writer's)
-                self._on_status_written(e)  # type: ignore[arg-type]
+            elif t is ev.DecisionApplied or t is ev.DecisionRejected:
+                self._on_outcome(e)  # type: ignore[arg-type]
             return
         if about_workload is None:  # a deletion, about a workload when it is of one, or the upsert of another kind
             about_workload = t is ev.ObjectDeleted and e.kind == "Workload"  # type: ignore[union-attr]
@@ -2509,6 +2509,24 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         """Of the check states a Workload shows, those of checks whose controller kueue-es does not run."""
         multikueue = self.multikueue
         return tuple(c for c in shown if not runs_controller(self.admission_checks.get(c.name), multikueue))
+
+    def _on_outcome(self, e: ev.DecisionApplied | ev.DecisionRejected) -> None:
+        """A decision's outcome. An eviction counted when decided (:class:`projections.metrics.CountedEviction`)
+        stays counted once applied; rejected, it never reached the cluster, and Kueue counts an eviction only once
+        its status write succeeds (#6360): its counts and its entry in the workload's eviction record (that same
+        Workload's, not a recreated one's) are taken back."""
+        unconfirmed = self.metrics.unconfirmed
+        counted = unconfirmed.pop(e.decision, None) if unconfirmed else None
+        if type(e) is ev.DecisionApplied:
+            if e.resource_version:  # a status write's (the writer's)
+                self._on_status_written(e)
+            return
+        if counted is None:
+            return
+        uncount_eviction(self.metrics, counted)
+        wl = self.workloads.get(counted.key)
+        if wl is not None and wl.uid == counted.uid:
+            wl.evictions = eviction_stats.uncounted(wl.evictions, *counted.labels[1:3])
 
     def _on_status_written(self, e: ev.DecisionApplied) -> None:
         """The writer wrote a workload's status with every decision up to ``e.decision``, at resourceVersion

@@ -60,6 +60,16 @@ def counted(evictions: Evictions, reason: str, cause: str) -> Evictions:
     return (*evictions[:i], (reason, cause, evictions[i][2] + 1), *evictions[i + 1:])
 
 
+def uncounted(evictions: Evictions, reason: str, cause: str) -> Evictions:
+    """``evictions`` with one eviction for ``reason`` and ``cause`` less, as if it had never been counted (an entry
+    left counting none goes: a rejected eviction never made it)."""
+    i = _entry(evictions, reason, cause)
+    if i < 0:
+        return evictions
+    n = evictions[i][2] - 1
+    return (*evictions[:i], *(((reason, cause, n),) if n > 0 else ()), *evictions[i + 1:])
+
+
 def count_of(evictions: Evictions, reason: str, cause: str) -> int:
     """How many evictions the entry ``reason`` and ``cause`` counts."""
     i = _entry(evictions, reason, cause)

@@ -483,6 +483,33 @@ Observed = list[int]
 ms (an integer: sums are exact, whatever order snapshots cut the log in)."""
 
 
+class CountedEviction(msgspec.Struct, array_like=True, frozen=True):
+    """What the fold counted for an eviction decision (a preemption, an eviction, a deactivation) whose outcome the
+    connector has not reported yet: Kueue counts an eviction only once its status write succeeds (#6360), so a
+    ``DecisionRejected`` of it takes all of this back (:func:`uncount_eviction`), a ``DecisionApplied`` keeps it."""
+
+    decision: int
+    """The decision's offset."""
+    key: str
+    uid: str
+    """The workload's, whose eviction record (``WorkloadInfo.evictions``) counted it under ``labels[1:3]``."""
+    labels: tuple[str, ...]
+    """``evicted_workloads_total``'s: ClusterQueue, reason, underlying cause, priority class."""
+    local: tuple[str, ...] = ()
+    """``local_queue_evicted_workloads_total``'s, () when not counted."""
+    preempted: tuple[str, ...] = ()
+    """``preempted_workloads_total``'s (preemptor's ClusterQueue, reason), () for no preemption."""
+    once: bool = False
+    """Counted in ``evicted_workloads_once_total`` (its record's entry went from 0 to 1)."""
+    ready_ms: int | None = None
+    """Observed into ``pods_ready_to_evicted_time_seconds`` (ms), None when not."""
+
+
+UNCONFIRMED_LIMIT = 1024
+"""How many evictions awaiting their outcome the fold remembers (the oldest go first). A connector reports each
+outcome within moments; a log no connector carries out (a simulation) gets none, and must not make the fold grow."""
+
+
 class MetricsSnapshot(msgspec.Struct, array_like=True):
     counters: list[tuple[str, list[tuple[list[str], int]]]]
     histograms: list[tuple[str, list[tuple[list[str], Observed]]]]
@@ -494,6 +521,8 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     records being the workloads' own (``WorkloadInfo.evictions``)."""
     preemption_skips: list[tuple[str, int, int]] = []
     """(ClusterQueue, cycle, skips) of ``MetricsFold.skips``, from version 48 on."""
+    unconfirmed: list[CountedEviction] = []
+    """``MetricsFold.unconfirmed`` by decision offset, from version 59 on."""
 
 
 _Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool, tuple[o.Condition, ...], Any]
@@ -525,7 +554,7 @@ class MetricsFold:
 
     The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
 
-    __slots__ = ("attempt", "counters", "cycle", "histograms", "skips")
+    __slots__ = ("attempt", "counters", "cycle", "histograms", "skips", "unconfirmed")
 
     def __init__(self) -> None:
         self.counters: dict[str, dict[tuple[str, ...], int]] = {s.name: {} for s in FOLDED if s.kind == "counter"}
@@ -539,6 +568,9 @@ class MetricsFold:
         """ClusterQueue -> (cycle, preemption skips) of the last cycle that skipped one of its workloads after it got
         preemption targets: ``admission_cycle_preemption_skips``, which Kueue sets at the end of each cycle for the
         ClusterQueues that cycle skipped workloads of, and leaves as it was for the others."""
+        self.unconfirmed: dict[int, CountedEviction] = {}
+        """Decision offset -> what its eviction counted, until its outcome (at most :data:`UNCONFIRMED_LIMIT`;
+        inserted in offset order, as the log is folded and as a snapshot restores them)."""
 
     def count_attempt(self, result: int) -> None:
         """The cycle of the decision just folded tried to admit (``result`` > what it counted as so far)."""
@@ -598,7 +630,8 @@ class MetricsFold:
             histograms=[(name, [(list(k), v) for k, v in sorted(self.histograms[name].items())])
                         for name in sorted(self.histograms) if self.histograms[name]],
             cycle=self.cycle, attempt=self.attempt,
-            preemption_skips=[(cq, cycle, n) for cq, (cycle, n) in sorted(self.skips.items())])
+            preemption_skips=[(cq, cycle, n) for cq, (cycle, n) in sorted(self.skips.items())],
+            unconfirmed=[self.unconfirmed[d] for d in sorted(self.unconfirmed)])
 
     @classmethod
     def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
@@ -611,6 +644,7 @@ class MetricsFold:
                 m.histograms[name] = {tuple(k): list(v) for k, v in series}
         m.cycle, m.attempt = snap.cycle, snap.attempt
         m.skips = {cq: (cycle, n) for cq, cycle, n in snap.preemption_skips}
+        m.unconfirmed = {c.decision: c for c in snap.unconfirmed}
         return m
 
 
@@ -727,12 +761,7 @@ def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -
     _unobserve(m.histograms[_ADM_WAIT], _ADM_BOUNDS, labels, admitted_at - queued)
     series = m.counters[_SUBTREE_ADMITTED]
     for cohort in state.forest.cohort_path(wl.cluster_queue):
-        key = (cohort, wl.priority_class)
-        n = series.get(key, 0)
-        if n > 1:
-            series[key] = n - 1
-        elif n:
-            del series[key]
+        _take_one(series, (cohort, wl.priority_class))
     checked = bool(wl.check_states)
     if checked:
         _unobserve(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, admitted_at - reserved_at)
@@ -744,6 +773,8 @@ def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -
 
 
 def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """An eviction of a workload holding quota: counted at once, and remembered (:class:`CountedEviction`) until
+    the connector reports whether it was carried out."""
     _decided(m, state, e, seen)
     if seen is None:
         return
@@ -752,6 +783,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
         return
     if condition_only_eviction(wl, e):
         return  # a parent's condition set by Kueue's variant controller, which reports no eviction
+    key: tuple[str, ...] = ()
     if type(e) is ev.WorkloadPreempted:
         preemptor = state.workloads.get(e.preemptor)
         key = (preemptor.cluster_queue if preemptor is not None else "", e.reason)
@@ -761,17 +793,51 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     labels = (adm.cluster_queue, reason, cause, wl.priority_class)
     series = m.counters[_EVICTED]
     series[labels] = series.get(labels, 0) + 1
+    lq_labels: tuple[str, ...] = ()
     if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
         lq_labels = (wl.queue_name, wl.namespace, reason, cause, wl.priority_class)
         series = m.counters[_LQ_EVICTED]
         series[lq_labels] = series.get(lq_labels, 0) + 1
-    if eviction_stats.count_of(wl.evictions, reason, cause) == 1:  # its entry was 0 before
+    count = eviction_stats.count_of(wl.evictions, reason, cause)
+    if count == 1:  # its entry was 0 before
         series = m.counters[_EVICTED_ONCE]
         series[labels] = series.get(labels, 0) + 1
+    ready_ms = None
     if ready:  # Kueue times the eviction from PodsReady=True, which it writes only under waitForPodsReady
         since = _true_since(next((c for c in conditions if c.type == "PodsReady"), None))
         if since is not None and state.waits_for_pods_ready:
-            _observe(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3], e.time - since)
+            ready_ms = e.time - since
+            _observe(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3], ready_ms)
+    unconfirmed = m.unconfirmed
+    if len(unconfirmed) >= UNCONFIRMED_LIMIT:
+        del unconfirmed[next(iter(unconfirmed))]  # the oldest decision (offset order)
+    unconfirmed[state.offset] = CountedEviction(
+        decision=state.offset, key=wl.key, uid=wl.uid, labels=labels, local=lq_labels, preempted=key,
+        once=count == 1, ready_ms=ready_ms)
+
+
+def uncount_eviction(m: MetricsFold, counted: CountedEviction) -> None:
+    """The eviction ``counted`` was rejected, never carried out: what :func:`_evicted` counted for it is taken back
+    (a series left at 0 goes, as Kueue has none it never counted into)."""
+    labels = counted.labels
+    _take_one(m.counters[_EVICTED], labels)
+    if counted.local:
+        _take_one(m.counters[_LQ_EVICTED], counted.local)
+    if counted.preempted:
+        _take_one(m.counters[PREEMPTED.name], counted.preempted)
+    if counted.once:
+        _take_one(m.counters[_EVICTED_ONCE], labels)
+    if counted.ready_ms is not None:
+        _unobserve(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3], counted.ready_ms)
+
+
+def _take_one(series: dict[tuple[str, ...], int], key: tuple[str, ...]) -> None:
+    """One less in a counter's series (none when it has none, as after its ClusterQueue's deletion)."""
+    n = series.get(key, 0)
+    if n > 1:
+        series[key] = n - 1
+    elif n:
+        del series[key]
 
 
 def _deactivated(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:

@@ -1,0 +1,75 @@
+"""An eviction whose status write the apiserver refuses is not counted: the writer's ``DecisionRejected`` takes it
+back out of the eviction metrics and the Workload's ``schedulingStats.evictions`` in the connector's own fold, as
+Kueue counts an eviction only once its status write succeeds (#6360). One written stays counted."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import msgspec
+import pytest
+
+from connectors.k8s.errors import from_response
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.writer import StatusWriter
+from events import schema as ev
+from events.log import MemoryLog
+from projections.metrics import families
+from tests.k8s.test_status_writer_cluster_name import ADMISSION, DENIED, WL, Apiserver
+
+EVICT = {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart", "message": "timed out"}
+
+
+class RefusesEvictions(Apiserver):
+    """A webhook stricter than Kueue's (another admission policy): no Workload may show Evicted=True."""
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        if any(c["type"] == "Evicted" and c["status"] == "True" for c in body["status"].get("conditions") or ()):
+            self.patches.append(copy.deepcopy(body))
+            status = {"code": 403, "reason": "Forbidden", "message": DENIED + "no evictions here"}
+            raise from_response(403, msgspec.json.encode(status), f"PATCH .../workloads/{name}/status")
+        return await super().patch(resource, name, body, namespace, subresource)
+
+
+def evicted_total(journal: LocalJournal) -> dict[tuple[str, ...], float]:
+    (f,) = [f for f in families(journal.mirror.state) if f.spec.name == "kueue_evicted_workloads_total"]
+    return dict(f.samples)
+
+
+async def _evicted_after_admission(api: Apiserver) -> tuple[LocalJournal, StatusWriter]:
+    """The Workload admitted and that written, then evicted in the log: the eviction not written yet."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    base = {"key": WL.key, "uid": "wl-uid", "input": 0}
+    await journal.append([ev.ObjectUpserted(time=1, obj=WL, key=WL.key, uid="wl-uid"),
+                          ev.QuotaReserved(time=2, cycle=1, admission=ADMISSION, **base),
+                          ev.WorkloadAdmitted(time=2, cycle=1, **base)])
+    writer = StatusWriter(api, journal)  # type: ignore[arg-type]
+    await writer.sync(WL.key)
+    assert api.status["admission"]["clusterQueue"] == "cq"
+    await journal.append([ev.WorkloadEvicted(time=3, cycle=2, **base, **EVICT)])
+    assert evicted_total(journal) == {("cq", "PodsReadyTimeout", "WaitForStart", ""): 1}  # counted when decided
+    return journal, writer
+
+
+@pytest.mark.asyncio
+async def test_an_eviction_the_apiserver_refuses_is_taken_back() -> None:
+    api = RefusesEvictions(WL)
+    journal, writer = await _evicted_after_admission(api)
+    await writer.sync(WL.key)
+    assert writer.stats.rejections == [(WL.key, "Forbidden")]
+    assert evicted_total(journal) == {}
+    assert journal.mirror.state.workloads[WL.key].evictions == ()
+    assert "schedulingStats" not in api.status
+
+
+@pytest.mark.asyncio
+async def test_an_eviction_written_stays_counted() -> None:
+    api = Apiserver(WL)
+    journal, writer = await _evicted_after_admission(api)
+    await writer.sync(WL.key)
+    assert writer.stats.rejected == 0
+    assert evicted_total(journal) == {("cq", "PodsReadyTimeout", "WaitForStart", ""): 1}
+    assert api.status["schedulingStats"]["evictions"] == [
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}]
