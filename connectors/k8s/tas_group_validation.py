@@ -39,7 +39,9 @@ class Member(NamedTuple):
     path: str
 
 
-def _group(annotations: Mapping[str, str]) -> str | None:
+def group_of(annotations: Mapping[str, str]) -> str | None:
+    """The pod-set group a template's annotations put its pod set in: Kueue's topology request builder keeps the
+    group name only beside a required or preferred level (``pkg/controller/jobframework/tas.go``)."""
     if GROUP_NAME in annotations and (REQUIRED in annotations or PREFERRED in annotations):
         return annotations[GROUP_NAME]
     return None
@@ -65,7 +67,7 @@ def errors(members: Sequence[Member], gate: Callable[[str], bool]) -> list[str]:
         return []
     by_group: dict[str, list[Member]] = {}
     for member in members:
-        name = _group(member.annotations)
+        name = group_of(member.annotations)
         if name is not None:
             by_group.setdefault(name, []).append(member)
     out: list[str] = []
