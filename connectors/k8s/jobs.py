@@ -141,6 +141,7 @@ from connectors.k8s.job_events import (
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
+from connectors.k8s.tas_group_validation import group_of
 from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_body import compared_max_execution_seconds
 from connectors.k8s.workload_names import owner_workload_name
@@ -538,11 +539,13 @@ class JobIntegration(JobReconciler[o.Job]):
 
 
 def topology_request(annotations: dict[str, str], index_label: str) -> dict[str, Any]:
-    """Kueue's topology request of a pod set: the TAS annotations (a Job's template's, a Pod's own), and the label
-    that holds the pods' rank (what the ungater places indexed pods by: a Job's completion index, a pod group's
+    """Kueue's topology request of a pod set: the TAS annotations (a Job's template's, a Pod's own) with the
+    pod-set group they name (:func:`connectors.k8s.tas_group_validation.group_of`), and the label that holds the
+    pods' rank (what the ungater places indexed pods by: a Job's completion index, a pod group's
     ``kueue.x-k8s.io/pod-group-pod-index``)."""
     req = topology_request_from_annotations(annotations) or o.PodSetTopologyRequest()
-    return msgspec.to_builtins(msgspec.structs.replace(req, pod_index_label=index_label))
+    return msgspec.to_builtins(msgspec.structs.replace(req, pod_index_label=index_label,
+                                                       pod_set_group_name=group_of(annotations)))
 
 
 def _exact(current: dict[str, Any], want: dict[str, Any]) -> dict[str, Any] | None:

@@ -27,8 +27,10 @@ running JobSet or removed, and under ``AdmissionGatedBy`` a ``kueue.x-k8s.io/adm
 are only removed: :func:`connectors.k8s.job_validation.gate_update`, as for a Job) — then the create rules on the
 new JobSet. Under ``TopologyAwareScheduling`` each
 replicated Job's pod template's TAS annotations are checked as a Job's are
-(:func:`connectors.k8s.job_validation.topology_errors`, at ``spec.replicatedJobs[i].template.metadata.annotations``,
-Kueue's path), a slice no larger than that replicated Job's pod set (``replicas × min(parallelism, completions)``).
+(:func:`connectors.k8s.job_validation.topology_errors`, at the pod template's
+``spec.replicatedJobs[i].template.spec.template.metadata.annotations``, Kueue's path since #7189 / #7191), a slice
+no larger than that replicated Job's pod set (``replicas × min(parallelism, completions)``), then the pod-set groups
+across the replicated Jobs (:mod:`connectors.k8s.tas_group_validation`, #7061 / #7263).
 Kueue freezes nothing else of a JobSet: its replicated Jobs are the JobSet project's own webhook's to guard.
 
 Both are registered whatever the Configuration says and, while the integration is off, answer every review
@@ -50,7 +52,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import child_jobs, framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation, tas_group_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
 from connectors.k8s.jobset import pods_per_replica
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
@@ -106,16 +108,18 @@ def _pod_set_count(rj: Mapping[str, Any]) -> int | None:
 
 
 def topology_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: each replicated Job's pod template's TAS annotations, in order."""
+    """Under ``TopologyAwareScheduling``: each replicated Job's pod template's TAS annotations, in order, then its
+    pod-set groups (:mod:`connectors.k8s.tas_group_validation`)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
     errors: list[str] = []
-    for i, rj in enumerate(_replicated_jobs(jobset)):
-        errors += job_validation.topology_errors(
-            _pod_annotations(rj), _pod_set_count(rj), gate,
-            path=f"spec.replicatedJobs[{i}].template.metadata.annotations")
-    return errors
+    members = [tas_group_validation.Member(_pod_set_count(rj), _pod_annotations(rj),
+                                           f"spec.replicatedJobs[{i}].template.spec.template.metadata.annotations")
+               for i, rj in enumerate(_replicated_jobs(jobset))]
+    for member in members:
+        errors += job_validation.topology_errors(member.annotations, member.count, gate, path=member.path)
+    return errors + tas_group_validation.errors(members, gate)
 
 
 def create_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool], *, gate_form: bool = True

@@ -227,8 +227,6 @@ def _pod_set(name: str, count: int, template: dict[str, Any], tas: bool, index_l
         request = topology_request(annotations, index_label or "")
         if index_label is None:
             request.pop("podIndexLabel", None)
-        if annotations.get(job_validation.GROUP_NAME):
-            request["podSetGroupName"] = annotations[job_validation.GROUP_NAME]
         pod_set["topologyRequest"] = request
     return pod_set
 

@@ -20,11 +20,13 @@ added or removed, a pod spec changed but for its images, and (under ``LWSImmutab
 Both are registered as the JobSet and MPIJob webhooks are (:mod:`connectors.k8s.framework_webhook`): whatever the
 Configuration says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``),
 ``Fail`` while it is on. Not done, unlike Kueue: its webhook for the StatefulSets a LeaderWorkerSet makes
-(``leaderworkerset_statefulset_webhook.go``). Kueue's LeaderWorkerSet webhook neither defaults the
-WorkloadPriorityClass (``WorkloadPriorityClassDefaulting``) nor checks pod-set grouping
-(``ValidatePodSetGroupingTopology``), as its job webhooks do, so neither is done here. Under
+(``leaderworkerset_statefulset_webhook.go``). Kueue's LeaderWorkerSet webhook does not default the
+WorkloadPriorityClass (``WorkloadPriorityClassDefaulting``), as its job webhooks do, so it is not done here. Under
 ``TopologyAwareScheduling`` it checks, on create and update, each pod template's TAS annotations as any job's
-(:func:`topology_errors`; Kueue v0.20, with the ``pod-index-offset`` rules of its #14485).
+(:func:`topology_errors`; Kueue v0.20, with the ``pod-index-offset`` rules of its #14485), then the pod-set group of
+the leader and the workers as its job webhooks do (:mod:`connectors.k8s.tas_group_validation`; #7061 names
+LeaderWorkerSet, and Kueue's ``leaderworkerset_webhook_test.go`` expects "can only define groups of exactly 2 pod
+sets, got: 1 pod set(s)" for a group named on one template only).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import child_jobs, framework_webhook, job_selection, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_selection, job_validation, tas_group_validation
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import KubeError
 from connectors.k8s.framework_webhook import FrameworkWebhooks, Reviewer
@@ -146,20 +148,24 @@ async def mutating_review(body: bytes, settings: FrameworkWebhooks, namespace_la
 def topology_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """Under ``TopologyAwareScheduling``: the TAS annotations of the leader's pod template (a pod set of 1), then
     the workers' (the rest of the group, or all of it without a leader), as of any job's pod set
-    (:func:`connectors.k8s.job_validation.topology_errors`, a slice no larger than the pod set's count)."""
+    (:func:`connectors.k8s.job_validation.topology_errors`, a slice no larger than the pod set's count), then
+    their pod-set group (:mod:`connectors.k8s.tas_group_validation`)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
     spec = lws.get("spec")
     lwt = spec.get("leaderWorkerTemplate") if isinstance(spec, dict) else None
-    errors: list[str] = []
+    members = []
     for pod_set in lw.pod_sets(dict(lws), tas=False):
         template = "leaderTemplate" if pod_set["name"] == lw.LEADER else "workerTemplate"
-        errors += job_validation.topology_errors(
-            framework_webhook.replica_pod_annotations({"template": lwt.get(template)} if isinstance(lwt, dict)
-                                                      else {}),
-            pod_set["count"], gate, path=f"spec.leaderWorkerTemplate.{template}.metadata.annotations")
-    return errors
+        annotations = framework_webhook.replica_pod_annotations({"template": lwt.get(template)}
+                                                               if isinstance(lwt, dict) else {})
+        members.append(tas_group_validation.Member(pod_set["count"], annotations,
+                                                   f"spec.leaderWorkerTemplate.{template}.metadata.annotations"))
+    errors: list[str] = []
+    for member in members:
+        errors += job_validation.topology_errors(member.annotations, member.count, gate, path=member.path)
+    return errors + tas_group_validation.errors(members, gate)
 
 
 def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

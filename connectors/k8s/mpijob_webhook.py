@@ -13,7 +13,8 @@ what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation
 removed), then the create rules on the new MPIJob. Under
 ``TopologyAwareScheduling`` each replica type's pod template's TAS annotations are checked as a Job's are, at
 ``spec.mpiReplicaSpecs[<type>].template.metadata.annotations`` (Kueue's path), in the order of those paths (Kueue
-sorts them), a slice no larger than the replica type's ``replicas`` (default 1).
+sorts them), a slice no larger than the replica type's ``replicas`` (default 1), and so are the pod-set groups
+across the Launcher and the Worker (:mod:`connectors.k8s.tas_group_validation`, #7061 / #7263).
 
 Under ``TopologyAwareScheduling`` the mutating webhook also gives an MPIJob that runs its launcher as a worker
 (``spec.runLauncherAsWorker: true``, with a Launcher and a Worker) the Worker template annotation
@@ -42,9 +43,10 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import child_jobs, framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation, tas_group_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
 from connectors.k8s.json_patch import map_ops
+from connectors.k8s.mpijob import replica_types
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
 from connectors.k8s.resources import MPIJOBS
 from kueue_es.scheduler.config import SchedulerConfig
@@ -78,7 +80,8 @@ def _replica_specs(mpijob: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by replica type."""
+    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by replica type, then
+    the pod-set groups of its pod sets (Launcher, Worker: :mod:`connectors.k8s.tas_group_validation`)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
@@ -89,7 +92,11 @@ def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]
         errors += job_validation.topology_errors(
             framework_webhook.replica_pod_annotations(replica_spec), framework_webhook.replica_pod_count(replica_spec), gate,
             path=f"spec.mpiReplicaSpecs[{replica_type}].template.metadata.annotations")
-    return errors
+    members = [tas_group_validation.Member(framework_webhook.replica_pod_count(specs[t]),
+                                           framework_webhook.replica_pod_annotations(specs[t]),
+                                           f"spec.mpiReplicaSpecs[{t}].template.metadata.annotations")
+               for t in replica_types(specs)]
+    return errors + tas_group_validation.errors(members, gate)
 
 
 def _as_job(mpijob: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,12 +33,12 @@ replicas on the worker, :mod:`connectors.k8s.multikueue_elastic`), "in-tree auto
 MultiKueue-managed elastic RayCluster" (unless ``MultiKueueRayInTreeAutoscaling`` is on);
 
 then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
-TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
-first, then the create rules on the new object; under ``ValidateRayAndSparkJobUpdates`` an update is checked also
+TAS annotations (head, then each worker group, a slice no larger than its pod set) with, between the head's and
+the worker groups', the pod-set groups across them (:mod:`connectors.k8s.tas_group_validation`, #7061 / #7263).
+On update, the update rules first, then the create rules on the new object; under ``ValidateRayAndSparkJobUpdates`` an update is checked also
 when only the old object named a queue, so a running one cannot drop its queue name (nor a suspended one, in a
 namespace with a ``default`` LocalQueue; a RayService's too). Registered and failing as the JobSet and MPIJob webhooks: answering
-every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done,
-unlike Kueue: the pod-set grouping rules across pod sets.
+every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on.
 
 Under the ``MultiKueue`` gate, a RayJob, RayCluster or RayService whose queue (given or defaulted) is a LocalQueue
 whose ClusterQueue has a MultiKueue check, and whose ``spec.managedBy`` is unset or KubeRay's own
@@ -61,7 +61,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import child_jobs, framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation, tas_group_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Kind, Reviewer
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
@@ -204,17 +204,23 @@ def _annotations(template: Any) -> dict[str, str]:
 
 
 def topology_errors(cluster_spec: Mapping[str, Any], path: str, feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: the head's, then each worker group's template's TAS annotations."""
+    """Under ``TopologyAwareScheduling``: the head's template's TAS annotations, the pod-set groups across the head
+    and the worker groups (:mod:`connectors.k8s.tas_group_validation`), then each worker group's template's TAS
+    annotations (Kueue's ``ValidateTopologyRequest`` order)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
     head = _map(cluster_spec.get("headGroupSpec")).get("template")
-    errors = job_validation.topology_errors(_annotations(head), 1, gate,
-                                            path=f"{path}.headGroupSpec.template.metadata.annotations")
+    at = f"{path}.headGroupSpec.template.metadata.annotations"
+    members = [tas_group_validation.Member(1, _annotations(head), at)]
     for i, group in enumerate(_worker_groups(cluster_spec)):
         count = worker_count(group) if isinstance(group.get("replicas", 1), int | None) else None
-        errors += job_validation.topology_errors(_annotations(group.get("template")), count, gate,
-                                                 path=f"{path}.workerGroupSpecs[{i}].template.metadata.annotations")
+        members.append(tas_group_validation.Member(count, _annotations(group.get("template")),
+                                                   f"{path}.workerGroupSpecs[{i}].template.metadata.annotations"))
+    errors = job_validation.topology_errors(members[0].annotations, 1, gate, path=members[0].path)
+    errors += tas_group_validation.errors(members, gate)
+    for member in members[1:]:
+        errors += job_validation.topology_errors(member.annotations, member.count, gate, path=member.path)
     return errors
 
 

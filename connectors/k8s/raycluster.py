@@ -41,6 +41,7 @@ import msgspec
 from connectors.k8s import podsetinfo, ray_head_resources, workload_names
 from connectors.k8s.jobset import BadPodSets, job_workload, recorded_info, write_template
 from connectors.k8s.resources import RAYCLUSTERS
+from connectors.k8s.tas_group_validation import group_of
 from events import objects as o
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import KeysToCopy
@@ -134,6 +135,7 @@ def pod_set(name: str, count: int, template: dict[str, Any], *, tas: bool) -> di
     if tas:
         annotations = (template.get("metadata") or {}).get("annotations") or {}
         request = topology_request_from_annotations(annotations) or o.PodSetTopologyRequest()
+        request = msgspec.structs.replace(request, pod_set_group_name=group_of(annotations))
         out["topologyRequest"] = msgspec.to_builtins(request)
     return out
 

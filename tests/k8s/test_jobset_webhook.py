@@ -258,7 +258,7 @@ def test_the_queue_name_stays_where_the_namespace_has_a_default_local_queue() ->
 
 def test_each_replicated_jobs_tas_annotations_are_checked_under_the_gate_on_by_default() -> None:
     both = _jobset({Q: "lq"}, worker_annotations={REQUIRED: "rack", PREFERRED: "block"})
-    at = "spec.replicatedJobs[1].template.metadata.annotations"
+    at = "spec.replicatedJobs[1].template.spec.template.metadata.annotations"
     assert _refusal(both) == (
         f'{at}: Invalid value: must not contain more than one topology annotation: ["{REQUIRED}", "{PREFERRED}", '
         '"kueue.x-k8s.io/podset-unconstrained-topology"]')
@@ -272,8 +272,8 @@ def test_a_slice_is_no_larger_than_its_replicated_jobs_pod_set() -> None:
 
     assert _refusal(sliced("4"), settings=ON) is None
     assert _refusal(sliced("5"), settings=ON) == (
-        f'spec.replicatedJobs[1].template.metadata.annotations[{SLICE_SIZE}]: Invalid value: "5": must not be '
-        "greater than pod set count 4")
+        f'spec.replicatedJobs[1].template.spec.template.metadata.annotations[{SLICE_SIZE}]: Invalid value: "5": '
+        "must not be greater than pod set count 4")
 
 
 def test_the_framework_off_refuses_nothing() -> None:

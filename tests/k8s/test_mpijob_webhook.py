@@ -244,14 +244,14 @@ def test_the_workers_pod_index_offset_stays_as_defaulted_on_update_under_tas() -
         f'{at}: Invalid value: "5": must be "1", the value the defaulting webhook would set')
     assert _refusal(_as_worker(_mpijob({Q: "lq"})), offset_one) == (
         f'{at}: Invalid value: "": must be "1", the value the defaulting webhook would set')
-    grouped = _as_worker(_mpijob({Q: "lq"}, launcher_annotations={"kueue.x-k8s.io/podset-group-name": "g",
-                                                                 PREFERRED: "rack"}))
+    group = {"kueue.x-k8s.io/podset-group-name": "g", PREFERRED: "rack"}
+    grouped = _as_worker(_mpijob({Q: "lq"}, launcher_annotations=group, worker_annotations=group))
     assert _refusal(grouped, grouped) is None
-    grouped_offset = _as_worker(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "1"},
-                                        launcher_annotations={"kueue.x-k8s.io/podset-group-name": "g",
-                                                              PREFERRED: "rack"}))
+    grouped_offset = _as_worker(_mpijob({Q: "lq"}, worker_annotations={**group, OFFSET: "1"},
+                                        launcher_annotations=group))
     assert _refusal(grouped_offset, grouped) == (
-        f'{at}: Invalid value: "1": must be "", the value the defaulting webhook would set')
+        f"[{at}: Forbidden: may not be set when 'kueue.x-k8s.io/podset-group-name' is specified, "
+        f'{at}: Invalid value: "1": must be "", the value the defaulting webhook would set]')
     assert _refusal(_mpijob({Q: "lq"}, worker_annotations={OFFSET: "5"}), _mpijob({Q: "lq"})) is None, (
         "the launcher not run as a worker: the offset is not the defaulting's")
     tas_off = mw.MPIJobWebhooks(**{**msgspec.structs.asdict(ON),
