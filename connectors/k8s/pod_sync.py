@@ -44,7 +44,7 @@ from connectors.k8s.jobs import topology_request
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
-from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
+from connectors.k8s.podsetinfo import TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
@@ -263,13 +263,15 @@ def pod_set(state: ClusterState, raw_pod: dict[str, Any], name: str, count: int)
 def start_patch(pod: ManagedPod, info: PodSetInfo) -> dict[str, Any]:
     """The merge patch that starts a gated Pod with what its admission adds (``info``): labels, annotations, node
     selector and tolerations merged in (raises :class:`connectors.k8s.podsetinfo.MergeConflict`), the admission
-    gate lifted — and the topology gate too on a Pod not placed by topology, as Kueue does — conditioned on the
-    Pod's resourceVersion. The apiserver lets a gated Pod gain node selector entries and tolerations and lose
-    gates, never gain them: gates ``info`` would add are not."""
+    gate lifted — and the topology gate too unless ``info`` brings it (a ``topologyAssignment``: the ungater
+    lifts it), as Kueue does; no label decides — conditioned on the Pod's resourceVersion. The apiserver lets
+    a gated Pod gain node selector entries and tolerations and lose gates, never gain them: gates ``info``
+    would add are not."""
     current = PodSetInfo(annotations=dict(pod.metadata.annotations), labels=dict(pod.metadata.labels),
                          node_selector=dict(pod.spec.node_selector), tolerations=list(pod.spec.tolerations))
     merged = merge(current, msgspec.structs.replace(info, scheduling_gates=[]))
-    dropped = {ADMISSION_GATE} if TAS_LABEL in merged.labels else {ADMISSION_GATE, TOPOLOGY_GATE}
+    placed = any(g.get("name") == TOPOLOGY_GATE for g in info.scheduling_gates)
+    dropped = {ADMISSION_GATE} if placed else {ADMISSION_GATE, TOPOLOGY_GATE}
     gates = [g for g in pod.spec.scheduling_gates if g.get("name") not in dropped]
     return {"metadata": {"resourceVersion": pod.metadata.resource_version, "labels": merged.labels or None,
                          "annotations": merged.annotations or None},

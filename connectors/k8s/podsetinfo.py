@@ -6,19 +6,20 @@ tolerations, the label ``kueue.x-k8s.io/podset`` and, under Kueue's ``AssignQueu
 and ``kueue.x-k8s.io/multikueue-worker-workload-pod: "true"`` when the Workload is a MultiKueue manager's copy on a
 worker (labelled ``kueue.x-k8s.io/multikueue-origin``, Kueue #10242), so a worker's pods show they run for a manager.
 While Kueue's TopologyAwareScheduling gate is on (in the recorded Configuration; off, none of this): the
-annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods) and,
-with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater lifts pod by pod,
-the label ``kueue.x-k8s.io/tas``, and, when TAS is only implied (no required, preferred or unconstrained
-request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``. For an elastic Job's slice
-(``ElasticJobsViaWorkloadSlices``), the annotation ``kueue.x-k8s.io/workload-slice-name`` naming its chain
-(:func:`connectors.k8s.workload_slices.pod_slice_name`), by which every slice's pods are the Job's. Then every Ready check's
-``podSetUpdates`` for the pod set, in check-name order. Labels, annotations and the node selector merge only
-without conflict (one key, two values): a conflict is a :class:`MergeConflict`, which fails the start for good;
-tolerations (an empty operator counting as ``Equal``, the first kept as written) and gates are deduplicated. Its
-message is Kueue's error text as the Workload's ``FailedToStart`` shows it (pkg/podset ``BadPodSetsUpdateError``,
-whatever the merge): a check's update that conflicts with what comes before it is named (``in admission check
-"NAME": ...``, the job reconciler's ``getPodSetsInfoFromStatus``), what conflicts with the job's own template is
-not.
+annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods)
+and, with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater lifts pod
+by pod and, when TAS is only implied (no required, preferred or unconstrained request), the annotation
+``kueue.x-k8s.io/podset-unconstrained-topology: "true"``, by which such a pod is known as TAS's (no label:
+Kueue stopped setting ``kueue.x-k8s.io/tas`` in v0.14, #6895, and reading it in v0.17, #8770). For an elastic
+Job's slice (``ElasticJobsViaWorkloadSlices``), the annotation ``kueue.x-k8s.io/workload-slice-name`` naming
+its chain (:func:`connectors.k8s.workload_slices.pod_slice_name`), by which every slice's pods are the Job's.
+Then every Ready check's ``podSetUpdates`` for the pod set, in check-name order. Labels, annotations and the
+node selector merge only without conflict (one key, two values): a conflict is a :class:`MergeConflict`, which
+fails the start for good; tolerations (an empty operator counting as ``Equal``, the first kept as written) and
+gates are deduplicated. Its message is Kueue's error text as the Workload's ``FailedToStart`` shows it
+(pkg/podset ``BadPodSetsUpdateError``, whatever the merge): a check's update that conflicts with what comes
+before it is named (``in admission check "NAME": ...``, the job reconciler's ``getPodSetsInfoFromStatus``),
+what conflicts with the job's own template is not.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from projections import gates
 from projections.cluster import ClusterState
 from projections.workloads import (
     MULTIKUEUE_ORIGIN_LABEL,
-    TAS_LABEL,
     TOPOLOGY_GATE,
     WORKLOAD_ANNOTATION,
     WorkloadInfo,
@@ -132,7 +132,6 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
         annotations[SLICE_NAME_ANNOTATION] = slice_name
     pod_gates: list[dict[str, str]] = []
     if tas and psa.topology_assignment is not None:
-        labels[TAS_LABEL] = "true"
         pod_gates.append({"name": TOPOLOGY_GATE})
         ps = next((p for p in wl.pod_sets if p.name == psa.name), None)
         if _implied_tas(ps.topology if ps is not None else None):

@@ -39,14 +39,10 @@ from kueue_es.scheduler.flavors import toleration_matches
 from projections.cluster import ClusterState
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.secondpass import HOSTNAME
+from projections.topology import TAS_POD_ANNOTATIONS
 from projections.workloads import ADMITTED, FINISHED, TOPOLOGY_GATE, WORKLOAD_ANNOTATION, WorkloadInfo
 
 _TERMINAL = ("Succeeded", "Failed")
-_TAS_POD_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
-                        "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/podset-slice-required-topology",
-                        "kueue.x-k8s.io/podset-slice-required-topology-constraints")
-"""A pod is TAS's when it carries one of these (Kueue's ``IsTAS``); an implied TAS request's pods get the
-unconstrained one when started (:mod:`connectors.k8s.podsetinfo`)."""
 
 TERMINATED_BY_KUEUE = "TerminatedByKueue"
 UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
@@ -248,7 +244,7 @@ def pinned_to(pod: o.Pod) -> str | None:
     host = spec.node_selector.get(HOSTNAME)
     if not host or spec.node_name or pod.status.phase != "Pending" or WORKLOAD_ANNOTATION not in m.annotations:
         return None
-    if not any(a in m.annotations for a in _TAS_POD_ANNOTATIONS):
+    if not any(a in m.annotations for a in TAS_POD_ANNOTATIONS):
         return None
     if any(g.get("name") == TOPOLOGY_GATE for g in spec.scheduling_gates):
         return None

@@ -37,7 +37,6 @@ from projections.workloads import (
     FINISHED,
     MANAGED_LABEL,
     PENDING,
-    TAS_LABEL,
     TOPOLOGY_GATE,
     WORKLOAD_ANNOTATION,
     WorkloadInfo,
@@ -238,11 +237,9 @@ def pod_template(state: ClusterState, wl: WorkloadInfo, index: int, name: str) -
         for k, v in sorted(flavor.spec.node_labels.items()):
             node_selector.setdefault(k, v)
         tolerations = added_tolerations(tolerations, flavor.spec.tolerations)
-    labels, gates = dict(meta.labels), []
+    labels = dict(meta.labels)
     annotations = {k: v for k, v in meta.annotations.items() if k not in STALE_ANNOTATIONS}
-    if psa.topology_assignment is not None:
-        labels.setdefault(TAS_LABEL, "true")
-        gates.append({"name": TOPOLOGY_GATE})
+    gates = [{"name": TOPOLOGY_GATE}] if psa.topology_assignment is not None else []
     merged_spec = msgspec.structs.replace(
         spec, node_selector=node_selector, tolerations=tolerations, scheduling_gates=gates,
         containers=_limits_as_requests(spec.containers), init_containers=_limits_as_requests(spec.init_containers))

@@ -53,11 +53,13 @@ def ready(name: str, update: o.PodSetUpdate, state: str = "Ready") -> dict[str, 
 
 
 def test_a_tas_assignment_gates_the_pods_and_names_the_workload() -> None:
+    """No ``kueue.x-k8s.io/tas`` label: Kueue stopped setting it in v0.14 (#6895); the gate and the
+    annotations say a pod is TAS's."""
     info = psi.start_info(state(), workload(o.PodSetTopologyRequest(required=RACK)), psa({"cpu": "tas"}))
     assert info.scheduling_gates == [{"name": "kueue.x-k8s.io/topology"}]
     assert info.annotations == {"kueue.x-k8s.io/workload": "wl"}
     assert info.labels == {"kueue.x-k8s.io/podset": "main", "kueue.x-k8s.io/local-queue-name": "lq",
-                           "kueue.x-k8s.io/cluster-queue-name": "cq", "kueue.x-k8s.io/tas": "true"}
+                           "kueue.x-k8s.io/cluster-queue-name": "cq"}
     assert info.node_selector == {"pool": "tas"} and info.tolerations == [SPOT]
 
 
@@ -76,7 +78,7 @@ def test_implied_tas_is_annotated_unconstrained(request_: o.PodSetTopologyReques
 
 def test_without_a_topology_no_gate_and_flavors_keep_their_first_value() -> None:
     info = psi.start_info(state(), workload(None, cq="not a label!"), psa({"cpu": "tas", "gpu": "gpu"}, ta=None))
-    assert info.scheduling_gates == [] and "kueue.x-k8s.io/tas" not in info.labels
+    assert info.scheduling_gates == []
     assert "kueue.x-k8s.io/cluster-queue-name" not in info.labels
     assert info.node_selector == {"accel": "a100", "pool": "gpu"}, "flavors by name: gpu before tas"
     assert info.tolerations == [SPOT], "deduplicated"

@@ -143,10 +143,29 @@ def test_a_group_admitted_by_topology_keeps_the_topology_gate_at_start_and_is_un
         assert patch["spec"]["schedulingGates"] == [TOPOLOGY], "the ungater lifts the topology gate, not the start"
         meta = patch["metadata"]
         labels = {**raw["metadata"]["labels"], **meta["labels"]}
-        assert labels["kueue.x-k8s.io/tas"] == "true" and labels["kueue.x-k8s.io/podset"] == role
+        assert labels["kueue.x-k8s.io/podset"] == role
+        assert "kueue.x-k8s.io/tas" not in labels, "Kueue stopped setting it in v0.14 (#6895)"
         assert meta["annotations"]["kueue.x-k8s.io/workload"] == "g"
         started.append(o.Pod(metadata=o.ObjectMeta(name=pod.metadata.name, namespace="ns", labels=labels,
                                                    annotations=meta["annotations"]),
                              spec=o.PodSpec(scheduling_gates=[TOPOLOGY], node_selector={"pool": "tas"})))
     placed = {u.pod.metadata.name: u.node_selector[HOST] for u in plan(psa, request, started)}
     assert placed == {"c": "n1", "a": "n1", "b": "n2"}, "rank 0 and 1 on n1, rank 2 on n2 (not name order)"
+
+
+def _gated_pod(labels: dict[str, str]) -> pod_sync.ManagedPod:
+    meta = o.ObjectMeta(name="p", namespace="ns", resource_version="7", labels=labels)
+    spec = pod_sync.ManagedPodSpec(scheduling_gates=[ADMISSION, TOPOLOGY])
+    return pod_sync.ManagedPod(metadata=meta, spec=spec)
+
+
+def test_starting_keeps_the_topology_gate_because_the_admission_adds_it_not_because_of_a_label() -> None:
+    """Kueue sets no ``kueue.x-k8s.io/tas`` label since v0.14 (#6895) and reads none since v0.17 (#8770): what
+    the admission adds (the topology gate of a ``topologyAssignment``) decides. A Pod that carries the label
+    (written by an older kueue-es, or by its user) and is admitted without a topology loses both gates."""
+    placed = psi.PodSetInfo(labels={"kueue.x-k8s.io/podset": "main"}, scheduling_gates=[TOPOLOGY])
+    plain = psi.PodSetInfo(labels={"kueue.x-k8s.io/podset": "main"})
+    assert pod_sync.start_patch(_gated_pod({}), placed)["spec"]["schedulingGates"] == [TOPOLOGY]
+    old = _gated_pod({"kueue.x-k8s.io/tas": "true"})
+    assert pod_sync.start_patch(old, plain)["spec"]["schedulingGates"] is None
+    assert pod_sync.start_patch(old, placed)["spec"]["schedulingGates"] == [TOPOLOGY]

@@ -207,18 +207,20 @@ def test_a_reservation_given_back_keeps_its_request_for_the_next_one(seen: bool)
     assert not any(isinstance(r.event, ev.ProvisioningRequestDeleted) for r in f.records)
 
 
-def test_a_pod_template_carries_the_tas_label_and_gate_once_the_pod_set_has_a_topology() -> None:
+def test_a_pod_template_carries_the_topology_gate_and_no_tas_label_once_the_pod_set_has_a_topology() -> None:
+    """Kueue builds the PodTemplate from what starting the pod set adds, which has had no
+    ``kueue.x-k8s.io/tas`` label since v0.14 (#6895): only the gate."""
     f = Flow("provisioning-happy-path.yaml")
     wl = f.state.workloads["default/job-a"]
     cfg = f.state.provisioning_configs["prov-config"]
     plain = prov.pod_template(f.state, wl, 0, "t")
-    assert plain.template.spec.scheduling_gates == [] and "kueue.x-k8s.io/tas" not in plain.template.metadata.labels
+    assert plain.template.spec.scheduling_gates == [] and plain.template.metadata.labels == {}
     psa = wl.admission.pod_set_assignments[0]
     tas = msgspec.structs.replace(psa, topology_assignment=o.TopologyAssignment(levels=["rack"]))
     wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[tas])
     gated = prov.pod_template(f.state, wl, 0, "t")
     assert gated.template.spec.scheduling_gates == [{"name": "kueue.x-k8s.io/topology"}]
-    assert gated.template.metadata.labels == {"kueue.x-k8s.io/tas": "true"}
+    assert gated.template.metadata.labels == {}
     assert prov.merged_pod_sets(f.state, wl, cfg) == [(0, 2)]
 
 
