@@ -368,6 +368,12 @@ class QuotaReservationUnset(Decision, tag="QuotaReservationUnset"):
     message: str
 
 
+class RequeueStateCleared(Decision, tag="RequeueStateCleared"):
+    """The workload controller drops the ``status.requeueState`` (count and requeueAt) of an inactive workload
+    that shows Evicted=True already, so is not evicted again (Kueue's inactive branch, #2219, #7734): reactivated,
+    it owes no backoff and its requeuing limit counts from zero. The status writer writes ``requeueState: null``."""
+
+
 class WorkloadSliceReplaced(Decision, tag="WorkloadSliceReplaced"):
     """The scheduler admits the slice that replaces this one (an elastic Job scaled up): Finished=True with reason
     ``WorkloadSliceReplaced``, its quota released. Appended in the batch that admits the replacement, before it."""
@@ -629,6 +635,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     WorkloadRequeued,
     WorkloadDeactivated,
     QuotaReservationUnset,
+    RequeueStateCleared,
     WorkloadSliceReplaced,
     TopologyAssigned,
     AdmissionCheckUpdated,

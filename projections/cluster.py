@@ -2310,6 +2310,14 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
 
+    def _requeue_state_cleared(self, e: ev.RequeueStateCleared) -> None:
+        """An inactive workload already evicted loses its requeue count and backoff, and nothing else."""
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED:
+            return
+        wl.requeue_at, wl.requeue_count = None, 0
+        self.backoff.pop(wl.key, None)
+
     def _unset_reservation(self, e: ev.QuotaReservationUnset) -> None:
         """A workload holding quota, not admitted, whose queue is stopped, missing or terminating gives its quota
         back with the controller's QuotaReserved=False reason and message (Kueue's
@@ -2576,6 +2584,7 @@ _HANDLERS: dict[type, Any] = {
     ev.WorkloadRequeued: ClusterState._requeued,
     ev.WorkloadDeactivated: ClusterState._deactivated,
     ev.QuotaReservationUnset: ClusterState._unset_reservation,
+    ev.RequeueStateCleared: ClusterState._requeue_state_cleared,
     ev.WorkloadFinished: ClusterState._finished,
     ev.WorkloadSliceReplaced: ClusterState._finished,
     ev.TopologyAssigned: ClusterState._topology_assigned,
@@ -2691,7 +2700,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
 _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
     ev.WorkloadDeactivated, ev.QuotaReservationUnset, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced,
-    ev.JobStopped, ev.PodsReadyChanged,
+    ev.JobStopped, ev.PodsReadyChanged, ev.RequeueStateCleared,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
     ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
     ev.VariantPodsReadySynced, ev.WorkloadOnHoldChanged,

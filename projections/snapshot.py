@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 59
+SNAPSHOT_VERSION = 60
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -156,10 +156,12 @@ input or a multiplier, its pending workloads' pod sets are taken anew (Kueue rec
 holding quota keep what their admission says) (the layout is version 57's). 59: what each eviction decision
 still awaiting its outcome counted (``metrics.unconfirmed``), taken back if the connector rejects it (Kueue counts an
 eviction only once its status write succeeds, #6360); restored from an older one, none is remembered, so an eviction
-decided before the snapshot and rejected after it stays counted."""
+decided before the snapshot and rejected after it stays counted. 60: the log may hold
+``RequeueStateCleared`` decisions (an inactive workload already evicted losing its ``status.requeueState``), which
+older readers cannot fold (the layout is version 59's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59)
+                     55, 56, 57, 58, 59, 60)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

@@ -3,7 +3,12 @@
 * an evicted workload whose job has stopped gives its quota back and is requeued (Requeued condition: True after
   a preemption or node failures, otherwise False; always False, under SkipReassignmentForPodOwnedWorkloads, for a
   workload owned by a single Pod: it goes with its pod, whose owner makes a new one);
-* a requeue backoff that has run out sets Requeued=True/BackoffFinished;
+* a requeue backoff that has run out sets Requeued=True/BackoffFinished (of an active workload only);
+* an inactive workload loses its ``status.requeueState`` (:class:`events.schema.RequeueStateCleared`; Kueue #2219,
+  #7734): one not evicted yet with its deactivation's eviction, one that shows Evicted=True already (a backoff it
+  waits out, an eviction whose job still runs) alone, not evicted again. Reactivated, it owes no backoff
+  (PodsReadyTimeout or AdmissionCheck with none left: Requeued=True BackoffFinished at once) and its requeuing limit
+  counts from zero;
 * an admitted workload whose pods are not ready within waitForPodsReady's timeout is evicted with backoff;
 * admission checks: all listed checks Ready admits; a Retry check evicts (reason AdmissionCheck), first raising
   ``requeueState.requeueAt`` to the latest lastTransitionTime + requeueAfterSeconds of the Retry checks; a
@@ -215,8 +220,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                                     on_eviction=config.gate(gates.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION)))
     for key in sorted(state.backoff) if everything else sorted(state.backoff_due.due(now)):
         wl = wls.get(key)
-        if wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving:
-            continue
+        if wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving or not wl.active:
+            continue  # (an inactive one's backoff is cleared instead: :func:`_keeps_requeue_state`)
         out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
                                        message="The workload backoff was finished", **base))
     holding_keys = None if touched is None else _holding_keys(state, config, now, touched)
@@ -233,6 +238,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     out.append(_deactivation(wl, base))
                 elif wl.active and _rejected(wl):  # Kueue v0.20 (#14309): a rejection still deactivates
                     out.append(_rejection(wl, base))
+                elif _keeps_requeue_state(wl):  # deactivated during its eviction: not evicted again
+                    out.append(ev.RequeueStateCleared(key=key, uid=wl.uid, **base))
                 elif wl.phase == RESERVED and key not in state.awaiting_release:
                     out.extend(_unset_evicted(state, wl, observability, base))
                 continue
@@ -586,10 +593,15 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         if wl.active and _targeted(wl) and evict_deactivated:  # deactivated first, whatever it shows
             out.append(_deactivation(wl, base))
             continue
-        if evict_deactivated and not wl.active and not _shows_evicted(wl) and not workload_problem(wl.pod_sets):
-            # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile
-            out.append(_deactivation(wl, base))
-            continue
+        if not wl.active and not workload_problem(wl.pod_sets):
+            # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile;
+            # one evicted already only loses its requeue state first
+            if evict_deactivated and not _shows_evicted(wl):
+                out.append(_deactivation(wl, base))
+                continue
+            if _shows_evicted(wl) and _keeps_requeue_state(wl):
+                out.append(ev.RequeueStateCleared(key=key, uid=wl.uid, **base))
+                continue
         if on_hold(wl) and wl.active:
             # held by its StatefulSet (Kueue #12233): what it shows is the set's until the hold is cleared; but, as
             # Kueue v0.20's granular resolver words deactivation before the hold, a deactivated one shows Deactivated
@@ -634,6 +646,11 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
 def _shows_evicted(wl: WorkloadInfo) -> bool:
     c = wl.condition("Evicted")
     return c is not None and c.status == "True"
+
+
+def _keeps_requeue_state(wl: WorkloadInfo) -> bool:
+    """An inactive workload still showing a ``status.requeueState``, which Kueue's workload controller clears."""
+    return not wl.active and (wl.requeue_count > 0 or wl.requeue_at is not None)
 
 
 def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message: str,
@@ -709,8 +726,9 @@ def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str,
         return "Reactivated", "The workload was reactivated"
     if reason in (DRA_INADMISSIBLE, DRA_UNRESOLVED) and not workload_problem(wl.pod_sets):
         return DRA_RESOLVED, DRA_RESOLVED_MESSAGE  # its claims are charged now: queued again
-    if reason == "AdmissionCheck" and wl.key not in state.backoff:
-        return "BackoffFinished", "The workload backoff was finished"  # a Retry without requeueAfterSeconds
+    if reason in ("PodsReadyTimeout", "AdmissionCheck") and wl.key not in state.backoff:
+        # no backoff (left): a Retry without requeueAfterSeconds, or one cleared while the workload was inactive
+        return "BackoffFinished", "The workload backoff was finished"
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     if reason == "LocalQueueStopped" and lq is not None and not lq.spec.stopped:
         return "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"

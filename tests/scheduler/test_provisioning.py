@@ -170,7 +170,8 @@ def test_an_unobserved_request_of_a_workload_evicted_with_the_cleanup_gate_off_i
                        "featureGates": {"CleanupProvisioningRequestsOnEviction": False}})
     base = {"time": T0 + 1000, "cycle": f.state.last_cycle + 1, "input": len(f.records) - 1}
     f.append([ev.WorkloadEvicted(key="default/job-a", uid="uid-default/job-a", reason="PodsReadyTimeout",
-                                 message="timed out", **base), ev.JobStopped(time=T0 + 2000, key="default/job-a")])
+                                 message="timed out", requeue_at=T0 + 61_000, requeue_count=1, **base),
+              ev.JobStopped(time=T0 + 2000, key="default/job-a")])  # (a timeout's eviction has its backoff)
     while batch := decide(f.state, off, T0 + 2000):
         f.append(batch)
     wl = f.state.workloads["default/job-a"]

@@ -244,3 +244,43 @@ async def test_a_workload_rewritten_with_other_pod_sets_gets_no_admission_of_the
         admission = (await get(kc, "Workload", "d", ns))["status"]["admission"]
         assert admission["clusterQueue"] == cq and admission["podSetAssignments"][0]["count"] == 2
         assert (await _outcomes(log, d))[len(first):] == [("applied", r.offset, "") for r in again]
+
+
+@pytest.mark.asyncio
+async def test_a_workload_deactivated_in_its_backoff_loses_its_requeue_state(kube_apiserver) -> None:
+    """A Workload evicted by a PodsReady timeout, waiting out its backoff, then deactivated: Kueue's workload
+    controller does not evict it again but clears ``status.requeueState`` (a merge patch to null, Kueue #7734).
+    kueue-es decides ``RequeueStateCleared`` and its status write leaves no requeueState on the apiserver, the
+    eviction's conditions as they were."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _, _, _ = await queues(kc, "writer-backoff", {"cpu": 10})
+        await create(kc, _workload(ns, "a"))
+        now = datetime.now(UTC)
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        later = now.replace(year=now.year + 1).strftime("%Y-%m-%dT%H:%M:%SZ")  # far beyond this test
+        timed_out = f"Exceeded the PodsReady timeout {ns}/a"
+        await kc.patch(WORKLOADS, "a", {"status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": timed_out,
+                 "lastTransitionTime": stamp},
+                {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "message": timed_out,
+                 "lastTransitionTime": stamp},
+                {"type": "Requeued", "status": "False", "reason": "PodsReadyTimeout", "message": timed_out,
+                 "lastTransitionTime": stamp}],
+            "requeueState": {"count": 1, "requeueAt": later}}}, ns, subresource="status")
+        await kc.patch(WORKLOADS, "a", {"spec": {"active": False}}, ns)
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)
+        key = f"{ns}/a"
+        decided = [r for r in await _decide(journal) if r.event.key == key]
+        assert [type(r.event).__name__ for r in decided] == ["RequeueStateCleared", "WorkloadPending"]
+        writer = StatusWriter(kc, journal)
+        await writer.sync(key)
+        status = (await get(kc, "Workload", "a", ns))["status"]
+        assert "requeueState" not in status, status
+        shown = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+        assert shown["Evicted"] == ("True", "PodsReadyTimeout") and shown["Requeued"] == ("False", "PodsReadyTimeout")
+        assert shown["QuotaReserved"] == ("False", "Deactivated")
+        assert await _outcomes(log, key) == [("applied", r.offset, "") for r in decided]
