@@ -13,8 +13,9 @@ Amounts are compared by value — ``resourceUsage`` and the amounts in quota mes
 as Kueue does hold other strings for the same amounts.
 
 Logs written by an older kueue-es verify where the scheduler has since learnt a write Kueue makes: preemption
-skips without their mark, reservations without the summary of the flavors they considered (session 43), and (before session 32) cycles without the eviction of a deactivated pending workload
-or without the skipped attempts written only to settle the preemption-skips gauge.
+skips without their mark, reservations without the summary of the flavors they considered (before session 43),
+and (before session 32) cycles without the eviction of a deactivated pending workload or without the skipped
+attempts written only to settle the preemption-skips gauge.
 """
 
 from __future__ import annotations
@@ -185,14 +186,14 @@ def _plain(events: list) -> list[dict]:
 
 _LATER_FIELDS = ("preemptionSkipped", "consideredFlavors")
 """Decision fields older logs do not hold: ``preemptionSkipped`` (the preemption skips' mark, which only
-``admission_cycle_preemption_skips`` reads) and ``consideredFlavors`` (the QuotaReserved Event's summary of the
-flavors tried, which only the Kubernetes connector's Event reads)."""
+``admission_cycle_preemption_skips`` reads) and ``consideredFlavors`` (the QuotaReserved Event's summary of
+the flavors tried, which only the Kubernetes connector's Event reads)."""
 
 
 def _unwritten_fields(want: list[dict], got: list[dict]) -> None:
-    """Logs written before the scheduler wrote one of :data:`_LATER_FIELDS` hold the same decisions without it: a
-    field the recorded decision lacks is not asked of it. One it holds with another value, or where the scheduler
-    writes none, is still a mismatch."""
+    """Logs written before the scheduler wrote one of :data:`_LATER_FIELDS` hold the same decisions without
+    it: a field the recorded decision lacks is not asked of it. One it holds with another value, or where the
+    scheduler writes none, is still a mismatch."""
     if len(want) != len(got):
         return
     for w, g in zip(want, got, strict=True):

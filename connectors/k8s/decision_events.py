@@ -5,9 +5,10 @@ was applied (:func:`before`) give the Events Kueue's controllers record when the
 type (Normal/Warning), reason, action, message and reporting component, and the object they are about:
 
 * ``QuotaReserved`` → Normal ``QuotaReserved`` "Quota reserved in ClusterQueue <cq>, wait time since queued was
-  <n>s" (since the Requeued condition's lastTransitionTime, else creation), then "; Flavors considered: <summary>"
-  when the decision carries one (:mod:`kueue_es.scheduler.considered`: the flavors tried that did not simply fit,
-  or the one taken by borrowing), from ``kueue-admission``; nothing for a workload that held quota already;
+  <n>s" (since the Requeued condition's lastTransitionTime, else creation), then "; Flavors considered:
+  <summary>" when the decision carries one (:mod:`kueue_es.scheduler.considered`: the flavors tried that did
+  not simply fit, or the one taken by borrowing), from ``kueue-admission``; nothing for a workload that held
+  quota already;
 * ``WorkloadAdmitted`` → Normal ``Admitted`` "Admitted by ClusterQueue <cq>, wait time since reservation was
   <n>s": "0s" from ``kueue-admission`` when the scheduler reserved (or placed) it in the same cycle, else from
   ``kueue-workload-controller`` (its checks turned Ready), timed from QuotaReserved's lastTransitionTime;
@@ -322,7 +323,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
     match d:
         case ev.QuotaReserved():
             cq = d.admission.cluster_queue
-            message = f"Quota reserved in ClusterQueue {cq}, wait time since queued was {_seconds(d.time - b.since)}"
+            waited = _seconds(d.time - b.since)
+            message = f"Quota reserved in ClusterQueue {cq}, wait time since queued was {waited}"
             if d.considered_flavors:
                 message += f"; Flavors considered: {d.considered_flavors}"
             return (make_event(me, NORMAL, "QuotaReserved", message, ADMISSION),)

@@ -1,18 +1,20 @@
-"""The summary of the flavors a reservation considered, for its QuotaReserved Event (Kueue v0.15's #7646, in the
-form v0.16's #8024 gave it): "; Flavors considered: <summary>" follows the Event's message when it is not empty.
+"""The summary of the flavors a reservation considered, for its QuotaReserved Event (Kueue v0.15's #7646,
+in the form v0.16's #8024 gave it): "; Flavors considered: <summary>" follows the Event's message when
+it is not empty.
 
-Per pod set, in the workload's order, ``<pod set>: `` and its attempts joined by ", "; pod sets joined by " | ".
-An attempt is ``<flavor>(<mode>[;borrow=N][;reason;...])``: ``<mode>`` is ``NoFit`` or ``Fit``, or, for a flavor
-whose quota could be had by preempting, ``preemptionMode=Preempt|Reclaim|NoCandidates`` (victims in the
-ClusterQueue, victims elsewhere in the cohort only, none found). A flavor that fit without borrowing says nothing,
-and a pod set with nothing to say is left out: a reservation that took its first flavor without borrowing has no
-summary. The members of a pod-set group share the group's attempts, each listing them.
+Per pod set, in the workload's order, ``<pod set>: `` and its attempts joined by ", "; pod sets joined
+by " | ". An attempt is ``<flavor>(<mode>[;borrow=N][;reason;...])``: ``<mode>`` is ``NoFit`` or ``Fit``,
+or, for a flavor whose quota could be had by preempting, ``preemptionMode=Preempt|Reclaim|NoCandidates``
+(victims in the ClusterQueue, victims elsewhere in the cohort only, none found). A flavor that fit
+without borrowing says nothing, and a pod set with nothing to say is left out: a reservation that took
+its first flavor without borrowing has no summary. The members of a pod-set group share the group's
+attempts, each listing them.
 
-As in Kueue, a pod set's attempts over its resource groups are kept once per flavor (the worst mode, the least
-preemption possibility, the highest borrowing level, every reason once) and listed in flavor name order, not in the
-order tried; reasons are sorted. Only what :func:`kueue_es.scheduler.flavors.assign_flavors` tried counts: a flavor
-left out by the nomination of a recomputed assignment, or by ConcurrentAdmission's allowed flavors, is not an
-attempt.
+As in Kueue, a pod set's attempts over its resource groups are kept once per flavor (the worst mode,
+the least preemption possibility, the highest borrowing level, every reason once) and listed in flavor
+name order, not in the order tried; reasons are sorted. Only what
+:func:`kueue_es.scheduler.flavors.assign_flavors` tried counts: a flavor left out by the nomination of a
+recomputed assignment, or by ConcurrentAdmission's allowed flavors, is not an attempt.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from kueue_es.scheduler.flavors import Granular, Mode
 if TYPE_CHECKING:
     from kueue_es.scheduler.flavors import Assignment, Attempt
 
-_POSSIBILITY = {Granular.NO_CANDIDATES: "NoCandidates", Granular.PREEMPT: "Preempt", Granular.RECLAIM: "Reclaim"}
-"""Granular modes that found preemption possible (with or without victims) -> Kueue's PreemptionPossibility."""
+_POSSIBILITY = {Granular.NO_CANDIDATES: "NoCandidates", Granular.PREEMPT: "Preempt",
+                Granular.RECLAIM: "Reclaim"}
+"""Granular modes that found preemption possible (with victims or not) -> Kueue's PreemptionPossibility."""
 
 
 def considered_flavors(a: Assignment) -> str:

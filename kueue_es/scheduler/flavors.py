@@ -64,8 +64,8 @@ class Granular:
 class PodSetResult:
     """The flavors chosen for one pod set, and how they fit."""
 
-    __slots__ = ("attempts", "borrow", "count", "delayed", "flavors", "frs", "last_tried", "mode", "modes", "name",
-                 "no_fit_reason", "plan", "reasons", "requests", "tas_flavor", "topology", "tried")
+    __slots__ = ("attempts", "borrow", "count", "delayed", "flavors", "frs", "last_tried", "mode", "modes",
+                 "name", "no_fit_reason", "plan", "reasons", "requests", "tas_flavor", "topology", "tried")
 
     def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
         self.name = name
@@ -89,8 +89,8 @@ class PodSetResult:
         """resource group (first resource) -> what each flavor tried said; recorded only when the cycle traces
         (``CycleContext.trace``, set by ``explain``)."""
         self.attempts: list[Attempt] | None = None
-        """The flavors tried that did not simply fit (a Fit without borrowing says nothing), in the order tried,
-        for the QuotaReserved Event's summary (:mod:`kueue_es.scheduler.considered`)."""
+        """The flavors tried that did not simply fit (a Fit without borrowing says nothing), in the order
+        tried, for the QuotaReserved Event's summary (:mod:`kueue_es.scheduler.considered`)."""
         self.plan: _Plan | None = None
         self.topology: Placement | None = None
         """The TAS placement, when the pod set has one (see :mod:`kueue_es.scheduler.tasplace`)."""
@@ -116,9 +116,9 @@ class PodSetResult:
                 modes[r] = mode
 
 
-Attempt = tuple[str, int, int, "tuple[str, ...]"]
-"""One flavor tried for one resource group (Kueue's ``FlavorAssignmentAttempt``): (flavor, granular mode, borrowing
-level, its reasons)."""
+Attempt = tuple[str, int, int, tuple[str, ...]]
+"""One flavor tried for one resource group (Kueue's ``FlavorAssignmentAttempt``): (flavor, granular mode,
+borrowing level, its reasons)."""
 
 
 class Assignment:

@@ -1,8 +1,9 @@
-"""The flavors a reservation considered but did not simply fit on (Kueue's ``FlavorAssignmentAttempts``, #7646, with
-#8024's ``preemptionMode``), carried on the ``QuotaReserved`` decision for its Event's "; Flavors considered: ..."
-suffix: per pod set ``<pod set>: <flavor>(<mode or preemptionMode=...>[;borrow=N][;reason;...])``, its flavors in
-name order, pod sets joined by " | "; a flavor that fit without borrowing, and a pod set left with nothing, are
-left out. Expected strings follow Kueue's ``scheduler_test.go`` and its release notes."""
+"""The flavors a reservation considered but did not simply fit on (Kueue's ``FlavorAssignmentAttempts``,
+#7646, with #8024's ``preemptionMode``), carried on the ``QuotaReserved`` decision for its Event's
+"; Flavors considered: ..." suffix: per pod set ``<pod set>: <flavor>(<mode or preemptionMode=...>
+[;borrow=N][;reason;...])``, its flavors in name order, pod sets joined by " | "; a flavor that fit without
+borrowing, and a pod set left with nothing, are left out. Expected strings follow Kueue's
+``scheduler_test.go`` and its release notes."""
 
 from __future__ import annotations
 
@@ -37,13 +38,15 @@ def _flavors(*names: str, topology: tuple[str, ...] = ()) -> str:
   spec: {levels: [{nodeLabel: kubernetes.io/hostname}]}"""] if topology else []
     for n in names:
         spec = ", spec: {topologyName: hosts, nodeLabels: {pool: tas}}" if n in topology else ""
-        out.append(f"- {{apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {{name: {n}}}{spec}}}")
+        out.append(f"- {{apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, "
+                   f"metadata: {{name: {n}}}{spec}}}")
     return "\n".join(out) + "\n"
 
 
 def _cluster_queue(name: str, quotas: dict[str, int], spec: str = "") -> str:
     """A ClusterQueue of one resource group covering cpu, ``quotas`` its flavors' nominal quotas in order."""
-    flavors = "".join(f"\n      - {{name: {f}, resources: [{{name: cpu, nominalQuota: {q}}}]}}" for f, q in quotas.items())
+    flavors = "".join(f"\n      - {{name: {f}, resources: [{{name: cpu, nominalQuota: {q}}}]}}"
+                      for f, q in quotas.items())
     return f"""
 - apiVersion: kueue.x-k8s.io/v1beta2
   kind: ClusterQueue
@@ -56,10 +59,12 @@ def _cluster_queue(name: str, quotas: dict[str, int], spec: str = "") -> str:
 """
 
 
-def _workload(name: str, cpu: str = "1", *, pod_sets: tuple[str, ...] = ("main",), priority: int = 0,
+def _workload(name: str, cpu: str = "1", *, pod_sets: dict[str, int] | None = None, priority: int = 0,
               admitted_on: str = "") -> str:
-    sets = ", ".join(f'{{name: {p}, count: 1, template: {{spec: {{containers: [{{name: c, resources: '
-                     f'{{requests: {{cpu: "{cpu}"}}}}}}]}}}}}}' for p in pod_sets)
+    """A Workload in ``lq`` whose pods ask for ``cpu``; ``pod_sets``: name -> count (default: ``main``: 1)."""
+    sets = ", ".join(f'{{name: {p}, count: {n}, template: {{spec: {{containers: [{{name: c, resources: '
+                     f'{{requests: {{cpu: "{cpu}"}}}}}}]}}}}}}'
+                     for p, n in (pod_sets or {"main": 1}).items())
     status = ""
     if admitted_on:
         status = f"""
@@ -67,8 +72,8 @@ def _workload(name: str, cpu: str = "1", *, pod_sets: tuple[str, ...] = ("main",
     admission: {{clusterQueue: cq, podSetAssignments: [{{name: main, flavors: {{cpu: {admitted_on}}},
                  resourceUsage: {{cpu: "{cpu}"}}, count: 1}}]}}
     conditions:
-    - {{type: QuotaReserved, status: "True", reason: QuotaReserved, message: Quota reserved in ClusterQueue cq,
-       lastTransitionTime: "2024-01-01T00:00:00Z"}}
+    - {{type: QuotaReserved, status: "True", reason: QuotaReserved,
+       message: Quota reserved in ClusterQueue cq, lastTransitionTime: "2024-01-01T00:00:00Z"}}
     - {{type: Admitted, status: "True", reason: Admitted, message: The workload is admitted,
        lastTransitionTime: "2024-01-01T00:00:00Z"}}"""
     return f"""
@@ -112,7 +117,7 @@ def test_a_tas_flavor_skipped_by_a_pod_set_asking_no_topology_is_listed_with_its
 def test_flavors_are_listed_in_name_order_and_pod_sets_joined_by_a_bar():
     objects = _flavors("zeta", "alpha", "default", topology=("zeta", "alpha")) + \
         _cluster_queue("cq", {"zeta": 4, "alpha": 4, "default": 4})
-    d = _reserved(objects + _workload("w", pod_sets=("first", "second")))
+    d = _reserved(objects + _workload("w", pod_sets={"first": 1, "second": 1}))
     each = ('alpha(NoFit;Flavor "alpha" supports only TopologyAwareScheduling), '
             'zeta(NoFit;Flavor "zeta" supports only TopologyAwareScheduling)')
     assert d.considered_flavors == f"first: {each} | second: {each}"
@@ -142,13 +147,13 @@ def test_a_flavor_that_could_preempt_shows_its_preemption_mode(within: str, poss
         _workload("w", priority=10)
     d = _reserved(objects)
     assert d.admission.pod_set_assignments[0].flavors == {"cpu": "spot"}
-    assert d.considered_flavors == (f"main: on-demand(preemptionMode={possibility};insufficient unused quota for "
-                                    "cpu in flavor on-demand, 1 more needed)")
+    assert d.considered_flavors == (f"main: on-demand(preemptionMode={possibility};insufficient unused "
+                                    "quota for cpu in flavor on-demand, 1 more needed)")
 
 
 def test_the_event_field_is_optional_and_omitted_when_empty():
-    """Logs written before the field decode (schema evolution: a new field has a default), and a reservation with
-    nothing to say writes no key."""
+    """Logs written before the field decode (schema evolution: a new field has a default), and a reservation
+    with nothing to say writes no key."""
     d = _reserved(BORROWING + _workload("w", "1"))
     data = msgspec.json.decode(msgspec.json.encode(d))
     assert "consideredFlavors" not in data
@@ -156,8 +161,8 @@ def test_the_event_field_is_optional_and_omitted_when_empty():
 
 
 def test_replay_verify_takes_an_older_reservation_without_the_summary_but_not_another_summary():
-    """A log written before kueue-es carried the summary holds the reservation without it: it still verifies. A
-    summary the re-run does not give is a mismatch."""
+    """A log written before kueue-es carried the summary holds the reservation without it: it still
+    verifies. A summary the re-run does not give is a mismatch."""
     log = _log(TAS_FIRST + _workload("w"))
     batch = _decide(log)
     assert any(isinstance(d, ev.QuotaReserved) and d.considered_flavors for d in batch)
@@ -167,8 +172,8 @@ def test_replay_verify_takes_an_older_reservation_without_the_summary_but_not_an
         return verify(lambda: records).ok
 
     def with_summary(summary: str) -> list[ev.Decision]:
-        return [msgspec.structs.replace(d, considered_flavors=summary) if isinstance(d, ev.QuotaReserved) else d
-                for d in batch]
+        return [msgspec.structs.replace(d, considered_flavors=summary)
+                if isinstance(d, ev.QuotaReserved) else d for d in batch]
 
     assert verified(batch)
     assert verified(with_summary(""))
@@ -176,25 +181,24 @@ def test_replay_verify_takes_an_older_reservation_without_the_summary_but_not_an
 
 
 def test_a_pod_set_with_no_pods_lists_the_flavors_too_small_for_one_of_its_pods():
-    """Kueue v0.20's #15444: such a pod set takes the first flavor that could hold one of its pods; the flavors that
-    could not are attempts. When none could, the pass over the flavors for nothing replaces what the first said."""
+    """Kueue v0.20's #15444: such a pod set takes the first flavor that could hold one of its pods; the
+    flavors that could not are attempts. When none could, the pass over the flavors for nothing replaces
+    what the first said."""
     objects = _flavors("small", "big") + _cluster_queue("cq", {"small": 1, "big": 4})
-    idle = _workload("w", "2", pod_sets=("idle", "main")).replace("{name: idle, count: 1", "{name: idle, count: 0")
-    d = _reserved(objects + idle)
+    d = _reserved(objects + _workload("w", "2", pod_sets={"idle": 0, "main": 1}))
     assert d.admission.pod_set_assignments[0].flavors == {"cpu": "big"}
-    assert d.considered_flavors == ("idle: small(NoFit;insufficient quota for cpu in flavor small, one pod per "
-                                    "zero-count podset request (2) > maximum capacity (1)) | main: small(NoFit;"
-                                    "insufficient quota for cpu in flavor small, previously considered podsets "
-                                    "requests (0) + current podset request (2) > maximum capacity (1))")
-    too_big = _workload("w", "8", pod_sets=("idle", "main")).replace("{name: idle, count: 1", "{name: idle, count: 0")
-    d = _reserved(objects + too_big.replace("{name: main, count: 1", "{name: main, count: 0"))
+    assert d.considered_flavors == (
+        "idle: small(NoFit;insufficient quota for cpu in flavor small, one pod per zero-count podset "
+        "request (2) > maximum capacity (1)) | main: small(NoFit;insufficient quota for cpu in flavor small, "
+        "previously considered podsets requests (0) + current podset request (2) > maximum capacity (1))")
+    d = _reserved(objects + _workload("w", "8", pod_sets={"idle": 0, "main": 0}))
     assert d.admission.pod_set_assignments[0].flavors == {"cpu": "small"}
     assert d.considered_flavors == ""
 
 
 def test_a_flavor_tried_for_several_resource_groups_is_listed_once_at_its_worst():
-    """Kueue keeps one attempt per flavor over a pod set's resource groups: the worst mode, the least preemption
-    possibility (shown over the mode), the highest borrowing level, every reason once, sorted."""
+    """Kueue keeps one attempt per flavor over a pod set's resource groups: the worst mode, the least
+    preemption possibility (shown over the mode), the highest borrowing level, every reason once, sorted."""
     ps = PodSetResult("main", 1, {})
     ps.attempts = [("x", Granular.NO_FIT, 0, ("b", "a")), ("x", Granular.RECLAIM, 2, ("a",)),
                    ("x", Granular.PREEMPT, 1, ()), ("w", Granular.FIT, 0, ())]
