@@ -244,6 +244,11 @@ class Decision(Event):
 class QuotaReserved(Decision, tag="QuotaReserved"):
     admission: Admission
     message: str = ""
+    considered_flavors: str = ""
+    """The flavors the assignment tried and did not simply fit on, in Kueue's words (its
+    ``FormatFlavorAssignmentAttemptsForEvents``), for the QuotaReserved Event's "; Flavors considered: ..."
+    suffix (:mod:`kueue_es.scheduler.considered`); empty when there is none, and in logs written before it
+    was carried."""
 
 
 class WorkloadAdmitted(Decision, tag="WorkloadAdmitted"):

@@ -13,8 +13,9 @@ Amounts are compared by value — ``resourceUsage`` and the amounts in quota mes
 as Kueue does hold other strings for the same amounts.
 
 Logs written by an older kueue-es verify where the scheduler has since learnt a write Kueue makes: preemption
-skips without their mark, and (before session 32) cycles without the eviction of a deactivated pending workload
-or without the skipped attempts written only to settle the preemption-skips gauge.
+skips without their mark, reservations without the summary of the flavors they considered (before session 43),
+and (before session 32) cycles without the eviction of a deactivated pending workload or without the skipped
+attempts written only to settle the preemption-skips gauge.
 """
 
 from __future__ import annotations
@@ -131,10 +132,10 @@ def verify(read: Callable[[], Iterable[ev.Record]], override: SchedulerConfig | 
             report.decisions += len(got)
             report.before_config += not report.configs
             plain_want, plain_got = _plain(want or []), _plain(got)
-            _unmarked_skips(plain_want, plain_got)
+            _unwritten_fields(plain_want, plain_got)
             if want is not None and plain_want != plain_got and cycle in older:
                 plain_want = _plain(older[cycle])
-                _unmarked_skips(plain_want, plain_got)
+                _unwritten_fields(plain_want, plain_got)
             older.pop(cycle, None)
             if want is None or plain_want != plain_got:
                 report.mismatches.append(Mismatch(cycle, recs[0].offset, plain_want, plain_got,
@@ -183,15 +184,22 @@ def _plain(events: list) -> list[dict]:
     return out
 
 
-def _unmarked_skips(want: list[dict], got: list[dict]) -> None:
-    """Logs written before the scheduler marked its preemption skips (``preemptionSkipped``, which only
-    ``admission_cycle_preemption_skips`` reads) hold the same attempts unmarked: a mark the recorded decision lacks
-    is not asked of it. A mark it holds where the scheduler sets none is still a mismatch."""
+_LATER_FIELDS = ("preemptionSkipped", "consideredFlavors")
+"""Decision fields older logs do not hold: ``preemptionSkipped`` (the preemption skips' mark, which only
+``admission_cycle_preemption_skips`` reads) and ``consideredFlavors`` (the QuotaReserved Event's summary of
+the flavors tried, which only the Kubernetes connector's Event reads)."""
+
+
+def _unwritten_fields(want: list[dict], got: list[dict]) -> None:
+    """Logs written before the scheduler wrote one of :data:`_LATER_FIELDS` hold the same decisions without
+    it: a field the recorded decision lacks is not asked of it. One it holds with another value, or where the
+    scheduler writes none, is still a mismatch."""
     if len(want) != len(got):
         return
     for w, g in zip(want, got, strict=True):
-        if w.get("preemptionSkipped") and "preemptionSkipped" not in g:
-            del w["preemptionSkipped"]
+        for name in _LATER_FIELDS:
+            if name in w and name not in g:
+                del w[name]
 
 
 def _same_quantities(psa: dict) -> None:

@@ -5,8 +5,10 @@ was applied (:func:`before`) give the Events Kueue's controllers record when the
 type (Normal/Warning), reason, action, message and reporting component, and the object they are about:
 
 * ``QuotaReserved`` → Normal ``QuotaReserved`` "Quota reserved in ClusterQueue <cq>, wait time since queued was
-  <n>s" (since the Requeued condition's lastTransitionTime, else creation), from ``kueue-admission``; nothing for a
-  workload that held quota already;
+  <n>s" (since the Requeued condition's lastTransitionTime, else creation), then "; Flavors considered:
+  <summary>" when the decision carries one (:mod:`kueue_es.scheduler.considered`: the flavors tried that did
+  not simply fit, or the one taken by borrowing), from ``kueue-admission``; nothing for a workload that held
+  quota already;
 * ``WorkloadAdmitted`` → Normal ``Admitted`` "Admitted by ClusterQueue <cq>, wait time since reservation was
   <n>s": "0s" from ``kueue-admission`` when the scheduler reserved (or placed) it in the same cycle, else from
   ``kueue-workload-controller`` (its checks turned Ready), timed from QuotaReserved's lastTransitionTime;
@@ -46,8 +48,7 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
 
 Decisions Kueue records nothing for (requeues, topology assignments, unhealthy-node lists, request deletions)
 map to nothing. Every message is cut as Kueue's ``api.TruncateEventMessage`` cuts it: 1024 bytes at most, the
-last four " ...". kueue-es does not carry Kueue's flavor-assignment attempts, so the QuotaReserved message never
-has the "; Flavors considered: ..." suffix Kueue adds when a flavor was skipped or borrowed from.
+last four " ...".
 
 :class:`EventLedger` is the fold the :class:`connectors.k8s.mirror.Mirror` runs it in: :func:`before` of each
 decision that records anything is taken as the decision is folded (a few fields: the messages are only written
@@ -322,8 +323,11 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
     match d:
         case ev.QuotaReserved():
             cq = d.admission.cluster_queue
-            return (make_event(me, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}, wait time since "
-                               f"queued was {_seconds(d.time - b.since)}", ADMISSION),)
+            waited = _seconds(d.time - b.since)
+            message = f"Quota reserved in ClusterQueue {cq}, wait time since queued was {waited}"
+            if d.considered_flavors:
+                message += f"; Flavors considered: {d.considered_flavors}"
+            return (make_event(me, NORMAL, "QuotaReserved", message, ADMISSION),)
         case ev.WorkloadAdmitted():
             if b.by_scheduler:
                 return (make_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time "

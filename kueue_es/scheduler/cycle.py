@@ -24,6 +24,7 @@ from events.quantity import canonical_quantity
 from kueue_es.scheduler import afs, blockadmission, refill, siblings
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.considered import considered_flavors
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
 from kueue_es.scheduler.flavors import (
     Assignment,
@@ -1112,7 +1113,9 @@ def _admit(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) ->
     # explicit keywords: unpacking ``**base`` costs more than building the event itself
     t, cyc, i = base["time"], base["cycle"], base["input"]
     out.append(ev.QuotaReserved(key=wl.key, uid=wl.uid, admission=admission,
-                                message=f"Quota reserved in ClusterQueue {e.cq}", time=t, cycle=cyc, input=i))
+                                message=f"Quota reserved in ClusterQueue {e.cq}",
+                                considered_flavors=considered_flavors(e.assignment),  # type: ignore[arg-type]
+                                time=t, cycle=cyc, input=i))
     if any(ps.delayed for ps in e.assignment.pod_sets):  # type: ignore[union-attr]
         return  # Admitted waits for the second pass to place the delayed topology
     info = e.info or state.cq_info(e.cq)

@@ -64,8 +64,8 @@ class Granular:
 class PodSetResult:
     """The flavors chosen for one pod set, and how they fit."""
 
-    __slots__ = ("borrow", "count", "delayed", "flavors", "frs", "last_tried", "mode", "modes", "name",
-                 "no_fit_reason", "plan", "reasons", "requests", "tas_flavor", "topology", "tried")
+    __slots__ = ("attempts", "borrow", "count", "delayed", "flavors", "frs", "last_tried", "mode", "modes",
+                 "name", "no_fit_reason", "plan", "reasons", "requests", "tas_flavor", "topology", "tried")
 
     def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
         self.name = name
@@ -88,6 +88,9 @@ class PodSetResult:
         self.tried: dict[str, list[str]] = {}
         """resource group (first resource) -> what each flavor tried said; recorded only when the cycle traces
         (``CycleContext.trace``, set by ``explain``)."""
+        self.attempts: list[Attempt] | None = None
+        """The flavors tried that did not simply fit (a Fit without borrowing says nothing), in the order
+        tried, for the QuotaReserved Event's summary (:mod:`kueue_es.scheduler.considered`)."""
         self.plan: _Plan | None = None
         self.topology: Placement | None = None
         """The TAS placement, when the pod set has one (see :mod:`kueue_es.scheduler.tasplace`)."""
@@ -111,6 +114,11 @@ class PodSetResult:
         for r in self.flavors:
             if mode < modes.get(r, _FIT):
                 modes[r] = mode
+
+
+Attempt = tuple[str, int, int, tuple[str, ...]]
+"""One flavor tried for one resource group (Kueue's ``FlavorAssignmentAttempt``): (flavor, granular mode,
+borrowing level, its reasons)."""
 
 
 class Assignment:
@@ -502,12 +510,15 @@ def _assign_idle_group(ctx, wl, node, info, ps, group, wanted, requests, assumed
     its pods, as the ClusterQueue's maximum capacity goes (its usage aside); when none can, the one a pod set
     asking for nothing would get. Either way the pod set asks for 0 of it."""
     mode, kept, no_fit = res.mode, list(res.reasons), res.no_fit_reason
+    tried = len(res.attempts) if res.attempts is not None else 0
     _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before, probe, peers)
     if wanted[0] in res.flavors:
         return
     # the probe is a preference: try again for nothing (what the first pass said is not kept, as in Kueue)
     res.mode, res.no_fit_reason = mode, no_fit
     res.reasons[:] = kept
+    if res.attempts is not None:
+        del res.attempts[tried:]
     _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before,
                   peers=peers)
 
@@ -522,6 +533,7 @@ def _share(gres: PodSetResult, others: list[PodSetResult], first: PodSetResult) 
         res.modes = {r: m for r, m in gres.modes.items() if r in res.requests}
         res.reasons = list(gres.reasons)
         res.tried = gres.tried
+        res.attempts = gres.attempts
         res.last_tried = ({r: v for r, v in gres.last_tried.items() if r in res.requests}
                           if gres.last_tried is not None else None)
     return dict(gres.flavors)
@@ -608,6 +620,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 group_reasons.append(why)
                 if tried is not None:
                     tried.append(f"{name}: {why}")
+                _attempt(res, name, _NO_FIT, 0, (why,))
                 group_no_fit = _least(group_no_fit, NO_MATCHING_FLAVOR)
                 continue
         if probe is not None:
@@ -616,6 +629,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 group_reasons.extend(over)
                 if tried is not None:
                     tried.append(f"{name}: no_fit ({'; '.join(over)})")
+                _attempt(res, name, _NO_FIT, 0, tuple(over))
                 group_no_fit = _least(group_no_fit, EXCEEDS_MAX_QUOTA)
                 continue
         mode, borrow = _FIT, 0
@@ -665,6 +679,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             tried.append(f"{name}: {_MODE_NAMES[mode]}"
                          + (f" ({'; '.join(flavor_reasons)})" if flavor_reasons else "")
                          + (f", borrowing level {borrow}" if borrow else ""))
+        _attempt(res, name, mode, borrow, tuple(flavor_reasons) if flavor_reasons else ())
         if flavor_reasons:
             group_reasons.extend(flavor_reasons)
         if mode == _NO_FIT:
@@ -716,6 +731,13 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.borrow = borrow
     if mode != _FIT:
         res.reasons.extend(group_reasons)
+
+
+def _attempt(res: PodSetResult, flavor: str, mode: int, borrow: int, reasons: tuple[str, ...]) -> None:
+    if res.attempts is None:
+        res.attempts = [(flavor, mode, borrow, reasons)]
+    else:
+        res.attempts.append((flavor, mode, borrow, reasons))
 
 
 def _over_probe(node, slot, name: str, wanted: list[str], probe: dict[str, int],

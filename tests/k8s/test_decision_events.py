@@ -96,6 +96,14 @@ CASES: list[tuple[str, ev.Decision, WorkloadInfo, dict[str, Any], list[tuple]]] 
      REQUEUED_WL, {},
      [(on(REQUEUED_WL), "Normal", "QuotaReserved", "QuotaReserved",
        "Quota reserved in ClusterQueue cq, wait time since queued was 2s", ADMISSION)]),
+    ("quota reserved after considering other flavors: Kueue's summary of them follows",
+     ev.QuotaReserved(time=T0 + 9_000, key="default/foo", admission=o.Admission(cluster_queue="tas-main"),
+                      considered_flavors='one: default(NoFit;Flavor "default" does not support '
+                                         'TopologyAwareScheduling)', **BASE),
+     PENDING_WL, {},
+     [(on(PENDING_WL), "Normal", "QuotaReserved", "QuotaReserved",
+       'Quota reserved in ClusterQueue tas-main, wait time since queued was 9s; Flavors considered: one: '
+       'default(NoFit;Flavor "default" does not support TopologyAwareScheduling)', ADMISSION)]),
     ("quota reserved again (a workload holding quota): Kueue records nothing",
      ev.QuotaReserved(time=T0, key="default/foo", admission=o.Admission(cluster_queue="cq"), **BASE),
      RESERVED_WL, {}, []),
