@@ -2215,7 +2215,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             if not wl.evicted:  # one more in its record, in the eviction's own write (Kueue)
                 wl.evictions = eviction_stats.counted(wl.evictions, *eviction_stats.reason_and_cause(e))
             if isinstance(e, ev.WorkloadPreempted):
-                wl.set_condition("Preempted", "True", e.reason, e.message, e.time)
+                wl.set_condition("Preempted", "True", e.reason, e.message, e.time, generation=0)  # as Kueue's
                 reason = "Preempted"
             else:
                 reason = e.reason

@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 60
+SNAPSHOT_VERSION = 61
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -158,10 +158,12 @@ still awaiting its outcome counted (``metrics.unconfirmed``), taken back if the 
 eviction only once its status write succeeds, #6360); restored from an older one, none is remembered, so an eviction
 decided before the snapshot and rejected after it stays counted. 60: the log may hold
 ``RequeueStateCleared`` decisions (an inactive workload already evicted losing its ``status.requeueState``), which
-older readers cannot fold (the layout is version 59's)."""
+older readers cannot fold (the layout is version 59's). 61: a Workload condition the fold sets carries the
+Workload's ``metadata.generation`` as its ``observedGeneration`` (a Preempted=True none), as Kueue's do; restored
+from an older one, a condition keeps none until it is set again (the layout is version 60's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60)
+                     55, 56, 57, 58, 59, 60, 61)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -223,7 +225,9 @@ that container's peak and charged a template overhead naming ``pods``: restored 
 per-pod count (quota, TAS per-pod fit, the LimitRange Pod bounds) until its next upsert; running Pods' node usage is
 counted anew at the restore. Versions up to 52 were written by a fold that settled a second entry penalty on a
 LocalQueue whenever a workload's usage was rescaled by its reclaimable pods: restored from one, those penalties
-stay in the LocalQueue's history, decaying as its usage does."""
+stay in the LocalQueue's history, decaying as its usage does. Versions up to 58 were written by a fold that
+set its conditions with no ``observedGeneration``: restored from one, a condition set before the snapshot
+keeps none (as the Workload that fold wrote shows it) until it is set again."""
 
 Shape = tuple[int, bytes]
 

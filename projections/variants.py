@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -244,16 +246,17 @@ def on_variant_gate_opened(state: ClusterState, e: ev.VariantPreemptionGateOpene
             state.requeue(wl)
 
 
-def _copy_condition(wl: WorkloadInfo, type_: str, e: ev.ParentPreemptionSignal | ev.VariantPodsReadySynced) -> None:
+def _copy_condition(wl: WorkloadInfo, type_: str, e: ev.ParentPreemptionSignal | ev.VariantPodsReadySynced,
+                    generation: int | None = None) -> None:
     """``wl``'s condition ``type_`` as ``e`` has it; a new status is dated ``e.since`` when given (the time of the
-    workload it is copied from), else the decision's time."""
+    workload it is copied from), else the decision's time. Its observedGeneration is ``generation`` when
+    given, else ``wl``'s own."""
     status = "True" if e.status else "False"
     current = wl.condition(type_)
-    wl.set_condition(type_, status, e.reason, e.message, e.time)
+    wl.set_condition(type_, status, e.reason, e.message, e.time, generation)
     if e.since and (current is None or current.status != status):
-        wl.conditions = tuple(c if c.type != type_ else o.Condition(
-            type=c.type, status=c.status, reason=c.reason, message=c.message, last_transition_time=e.since)
-            for c in wl.conditions)
+        dated = msgspec.structs.replace(wl.condition(type_), last_transition_time=e.since)
+        wl.conditions = tuple(c if c.type != type_ else dated for c in wl.conditions)
 
 
 def on_parent_signal(state: ClusterState, e: ev.ParentPreemptionSignal) -> None:
@@ -268,7 +271,10 @@ def on_variant_pods_ready(state: ClusterState, e: ev.VariantPodsReadySynced) -> 
     ready as it says: the waitForPodsReady timeout reads it."""
     wl = _known(state, e.key, e.uid)
     if wl is not None:
-        _copy_condition(wl, "PodsReady", e)
+        parent = state.workloads.get(f"{wl.namespace}/{parent_name(wl)}")
+        theirs = parent.condition("PodsReady") if parent is not None else None
+        # Kueue sets the parent's condition itself on the variant: the parent's observedGeneration with it
+        _copy_condition(wl, "PodsReady", e, theirs.observed_generation if theirs is not None else None)
         wl.pods_ready = e.status
 
 

@@ -439,21 +439,26 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
                 return c
         return None
 
-    def set_condition(self, type_: str, status: str, reason: str, message: str, time: int) -> None:
-        """Set a condition as the API machinery does: lastTransitionTime changes only when status changes.
-        (The condition is built from a blank one, not by ``o.Condition(...)``: see :data:`_BLANK_CONDITION`.)"""
+    def set_condition(self, type_: str, status: str, reason: str, message: str, time: int,
+                      generation: int | None = None) -> None:
+        """Set a condition as the API machinery does: lastTransitionTime changes only when status changes. Its
+        observedGeneration is ``generation`` if given, else the Workload's generation as last seen, as Kueue
+        writes ``w.Generation`` on the conditions it sets. (The condition is built from a blank one, not by
+        ``o.Condition(...)``: see :data:`_BLANK_CONDITION`.)"""
+        if generation is None:
+            generation = self.generation
         conditions = self.conditions
         for i, c in enumerate(conditions):
             if c.type == type_:
                 ltt = c.last_transition_time if c.status == status else format_time(time)
                 self.conditions = (*conditions[:i], _replace(
                     _BLANK_CONDITION, type=type_, status=status, reason=reason, message=message,
-                    last_transition_time=ltt,
+                    last_transition_time=ltt, observed_generation=generation,
                 ), *conditions[i + 1:])
                 return
         self.conditions = (*conditions, _replace(
             _BLANK_CONDITION, type=type_, status=status, reason=reason, message=message,
-            last_transition_time=format_time(time)))
+            last_transition_time=format_time(time), observed_generation=generation))
 
     def total_requests(self) -> dict[str, int]:
         total: dict[str, int] = {}

@@ -266,6 +266,23 @@ def test_the_admitted_variant_shows_its_parents_pods_ready(tmp_path):
     assert state.workloads[key].phase == "Admitted"
 
 
+def test_the_variant_takes_its_parents_pods_ready_with_the_parents_generation(tmp_path):
+    """Kueue's variant controller sets the parent's PodsReady condition itself on the variant
+    (``SetStatusCondition``), its observedGeneration included: the parent's, not the variant's."""
+    loaded = _loaded(tmp_path, GATES, PODS_READY)
+    state = loaded.state
+    _decided(state, loaded, loaded.now)
+    parent_doc = _parent_doc()
+    parent_doc["metadata"]["generation"] = 3
+    _upsert(state, parent_doc, loaded.now + 1000)
+    key = _variant("uid-a", "on-demand")
+    assert state.workloads[key].generation != 3
+    _apply(state, ev.PodsReadyChanged(time=loaded.now + 60_000, key="team/job-a-11111", ready=True))
+    _decided(state, loaded, loaded.now + 61_000)
+    assert state.workloads["team/job-a-11111"].condition("PodsReady").observed_generation == 3
+    assert state.workloads[key].condition("PodsReady").observed_generation == 3
+
+
 def test_a_parent_evicted_by_the_variant_controller_shows_the_condition_alone(tmp_path):
     """Kueue's variant controller evicts a parent by setting its Evicted condition alone (``SetEvictedCondition``:
     "No variant is running" once its admitted variant's flavor left the ClusterQueue, "Admitted variant was

@@ -95,6 +95,9 @@ async def test_writes_with_preconditions_rechecks_on_conflict_and_rejects_what_n
         assert wl["status"]["admission"]["clusterQueue"] == cq
         assert {c_["type"]: c_["status"] for c_ in wl["status"]["conditions"]} == {
             "QuotaReserved": "True", "Admitted": "True"}
+        assert wl["metadata"]["generation"] == 1  # Kueue writes it on its conditions
+        assert {c_["type"]: c_.get("observedGeneration") for c_ in wl["status"]["conditions"]} == {
+            "QuotaReserved": 1, "Admitted": 1}
         assert wl["metadata"]["labels"] == {"team": "x"}
         assert await _outcomes(log, a) == [("applied", off, "") for off in by_key[a]]
         assert a not in journal.mirror.pending
