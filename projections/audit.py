@@ -550,8 +550,9 @@ class AuditTrail:
                 self._add(off, e, key, "Admitted", t, cycle=e.cycle, message=e.message, ignored=ignored)
             case ev.WorkloadPending():
                 ignored = phase != PENDING
-                if t is not None and t.held and not ignored and e.reason != ON_HOLD:
-                    t.held = False  # its QuotaReserved condition says why else it waits (Deactivated): no longer held
+                lifted = t is not None and t.held and not ignored and e.reason != ON_HOLD
+                if lifted:
+                    t.held = False  # its QuotaReserved condition says why else it waits: no longer held
                 cq = self._cq(t)
                 line = self.timelines.get(key)
                 last = line[-1] if line else None
@@ -565,6 +566,8 @@ class AuditTrail:
                     return
                 self._add(off, e, key, "Pending", t, cycle=e.cycle, reason=e.reason, message=e.message,
                           ignored=ignored)
+                if lifted:  # and queued again, as the fold does (ClusterState._pending)
+                    self._queue(off, e, key, t)  # type: ignore[arg-type]
             case ev.WorkloadPreempted():
                 self._add(off, e, key, "Preempted", t, cycle=e.cycle, reason=e.reason, message=e.message,
                           preemptor=e.preemptor, underlying_cause=eviction_stats.reason_and_cause(e)[1],

@@ -2177,6 +2177,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl = self.workloads.get(e.key)
         if wl is None or wl.phase != PENDING:
             return
+        held = on_hold(wl)
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
         self._sync_admitted(wl, e.time)  # in the same write, as Kueue's scheduler and workload controller do
         if e.preemption_gated:
@@ -2186,6 +2187,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if not wl.shows_requests and failed_attempt(e):
             wl.shows_requests = True
         self.reflag(wl)
+        if held and not on_hold(wl):  # a decision taken before the hold rewrote its condition: Kueue's update
+            self._enqueue(wl)  # handler then queues it, being on hold no more (until its controller holds it again)
+            return
         q = self.queues.get(wl.cluster_queue)
         if q is None or wl.key not in q.shapes:
             return

@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 61
+SNAPSHOT_VERSION = 62
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -160,10 +160,13 @@ decided before the snapshot and rejected after it stays counted. 60: the log may
 ``RequeueStateCleared`` decisions (an inactive workload already evicted losing its ``status.requeueState``), which
 older readers cannot fold (the layout is version 59's). 61: a Workload condition the fold sets carries the
 Workload's ``metadata.generation`` as its ``observedGeneration`` (a Preempted=True none), as Kueue's do; restored
-from an older one, a condition keeps none until it is set again (the layout is version 60's)."""
+from an older one, a condition keeps none until it is set again (the layout is version 60's). 62: a Pending
+decision that rewrites a held workload's QuotaReserved (taken before the hold) lifts the hold and queues it, as
+Kueue's update handler does; restored from an older one, such a workload stays out of its queue until its next
+enqueue (the layout is version 61's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61)
+                     55, 56, 57, 58, 59, 60, 61, 62)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

@@ -230,6 +230,8 @@ def test_steps_of_all_workloads_are_in_log_order() -> None:
 @example(ops=[Op("wl", 0, 0, 0), Op("on_hold", 0, 0, 0), Op("on_hold", 0, 1, 0)])  # held, then queued again
 @example(ops=[Op("wl", 0, 0, 1), Op("on_hold", 1, 0, 0), Op("pending", 1, 0, 0), Op("deactivate", 1, 0, 0),
                Op("wl", 0, 0, 1)])  # a held workload's condition rewritten (no longer held), then reactivated
+@example(ops=[Op("wl_component", 0, 0, 0), Op("on_hold", 0, 0, 1), Op("pending", 0, 0, 1),
+              Op("wl_component", 0, 0, 0)])  # a held pod group's condition rewritten, then upserted again
 def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
     recs = records(interpret(ops))
     state = fold(recs)

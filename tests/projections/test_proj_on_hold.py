@@ -106,6 +106,20 @@ def test_a_pending_workload_put_on_hold_leaves_its_queue() -> None:
     assert _condition(state) == HELD, "the workload controller's rules leave the hold alone"
 
 
+def test_a_pending_decision_taken_before_the_hold_lifts_it_and_queues_the_workload() -> None:
+    """The scheduler's Pending write for a cycle that read the workload before its hold rewrites QuotaReserved, so
+    the Workload is on hold no more: Kueue's update handler queues it again (until its StatefulSet holds it anew)."""
+    state = _fold(upsert(namespace("ns0"), T0), upsert(flavor("f0"), T0), upsert(cluster_queue("cq0", quotas={"f0": 1}), T0),
+                  upsert(local_queue("ns0", "lq0", "cq0"), T0), upsert(workload("ns0", "g", uid="u0", cpu="3"), T0))
+    settle(state)
+    _fold(ev.WorkloadOnHoldChanged(time=T0 + 10, key="ns0/g", uid="u0", on_hold=True), state=state)
+    assert not _queued(state)
+    _fold(ev.WorkloadPending(time=T0 + 11, key="ns0/g", cycle=1, input=1, reason="Pending", message="late"),
+          state=state)
+    assert _condition(state) == ("False", "Pending", "late") and _queued(state)
+    assert state.workloads["ns0/g"].cluster_queue == "cq0"
+
+
 def test_an_inactive_or_finished_workload_is_not_put_on_hold() -> None:
     state = _admitted()
     _fold(ev.WorkloadFinished(time=T0 + 5, key="ns0/g", uid="u0"),
