@@ -70,7 +70,7 @@ _UNSEEN = object()
 STEP_TYPES = (
     "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
     "PodsReady", "AdmissionCheck", "ProvisioningRequest", "Requeued", "Unreserved", "Deactivated", "Finished", "Deleted",
-    "Rejected", "ReclaimablePods",
+    "Rejected", "ReclaimablePods", "RequeueStateCleared",
 )
 
 
@@ -598,6 +598,9 @@ class AuditTrail:
                     if reserving:
                         t.phase, t.reserved_in = PENDING, ""
                     t.queued_in = ""
+            case ev.RequeueStateCleared():  # why a reactivated workload owes no backoff: its requeue count went
+                self._add(off, e, key, "RequeueStateCleared", t, cycle=e.cycle, ignored=t is None,
+                          message="requeueState cleared: inactive")
             case ev.ParentLabelled():
                 self._add(off, e, key, "ParentLabelled", t, cycle=e.cycle, ignored=t is None,
                           message="labelled a ConcurrentAdmission parent: pursued through its variants")

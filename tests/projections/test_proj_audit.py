@@ -287,6 +287,21 @@ def test_eviction_deactivation_and_reports_from_the_cluster() -> None:
     assert by[11].cluster_queue == "cq-a"
 
 
+def test_an_inactive_workload_s_requeue_state_cleared_is_a_step() -> None:
+    key = "team/job"
+    events = setup() + [
+        upsert(workload("team", "job", queue="lq"), T0),                                                   # 3
+        ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 1000), **d(1, 1)),              # 4
+        ev.WorkloadAdmitted(key=key, **d(1, 1)),                                                           # 5
+        ev.WorkloadEvicted(key=key, reason="PodsReadyTimeout", message="Exceeded the PodsReady timeout",
+                           **d(2, 3)),                                                                      # 6
+        ev.WorkloadDeactivated(key=key, reason="InactiveWorkload", message="inactive", **d(3, 4)),          # 7
+        ev.RequeueStateCleared(key=key, **d(3, 4)),                                                        # 8
+    ]
+    last = trail_of(events).timeline(key)[-1]
+    assert (last.offset, last.step, last.message) == (8, "RequeueStateCleared", "requeueState cleared: inactive")
+
+
 def test_the_provisioning_controller_s_decisions_show_in_a_workload_s_history() -> None:
     f = retry_then_provision()
     steps = AuditTrail().apply_all(f.records).timeline("default/job-a")
