@@ -220,11 +220,11 @@ CLUSTER_NAME_EXCLUSIVE = "clusterName and nominatedClusterNames are mutually exc
 
 
 def _cluster_name_rules(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The two CEL rules Kueue's CRD puts on a Workload's ``status`` (``old``, ``new``), as the apiserver words
-    a rule broken on an object (``Invalid value: "object"``): a ``clusterName`` set is never changed (cleared, by
-    an eviction, it may be), and no ``nominatedClusterNames`` (an empty list is none) stand beside one. The
-    second has no ``oldSelf``, so the apiserver ratchets it: a status the update leaves as it was is not held to
-    it (a Workload stored so, before kueue-es checked it, stays updatable)."""
+    """The two CEL rules Kueue's CRD puts on a Workload's ``status`` (``old``, ``new``), as the apiserver
+    words a rule broken on an object (``Invalid value: "object"``): a ``clusterName`` set is never changed
+    (cleared, by an eviction, it may be), and no ``nominatedClusterNames`` (an empty list is none) stand
+    beside one. The second has no ``oldSelf``, so the apiserver ratchets it: a status the update leaves as it
+    was is not held to it (a Workload stored so, before kueue-es checked it, stays updatable)."""
     errors: list[str] = []
     before, after = old.get("clusterName"), new.get("clusterName")
     if before is not None and after is not None and before != after:
