@@ -45,8 +45,9 @@ in one pod set only, and not on an elastic job (``PartialAdmission``: off, Kueue
 ``minCount`` before any check) unless ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp`` is on, when an
 elastic job's Workload may carry it in several pod sets.
 
-Left out: the MultiKueue ``clusterName`` rules; the admission gate's update rules (see
-:mod:`events.update_rules`).
+Left out: the MultiKueue ``clusterName`` rules and the admission gate's update rules, held on update
+(:mod:`events.update_rules`: the apiserver drops the status a Workload is created with, so none of the
+``clusterName`` rules bites on creation).
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ are Kueue's webhooks' (403).
 
 * Workload: a ``status.clusterName`` the update sets names a worker of the old object's
   ``status.nominatedClusterNames``, whatever the dispatcher, but for a workload slice replacing another under
-  ``ElasticJobsViaWorkloadSlices`` (:func:`_cluster_name`). The CRD's own rules on it (immutable once set, never
-  beside nominations) are not modelled.
+  ``ElasticJobsViaWorkloadSlices`` (:func:`_cluster_name`). Its CRD's two rules on it are refused as the CRD's
+  (422): once set it is never changed, and it never stands beside nominations (:func:`_cluster_name_rules`).
 """
 
 from __future__ import annotations
@@ -183,7 +183,8 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
                            gated_by: bool, shrink: bool = True) -> tuple[list[str], list[str]]:
     """What Kueue refuses in the update of Workload ``old`` into ``new`` (plain data), as field errors
     (``field `path`: problem``): those of its CRD's transition rules (while quota is reserved, the
-    ``priorityClassRef`` and ``queueName``; while admitted, ``maximumExecutionTimeSeconds``), then those of its
+    ``priorityClassRef`` and ``queueName``; while admitted, ``maximumExecutionTimeSeconds``; the
+    ``clusterName`` changed or beside nominations), then those of its
     webhook in its order (while quota is reserved, the pod sets and the reclaimable counts; the admission; a Ready
     check's pod set updates; a ``clusterName`` set; under ``AdmissionGatedBy``, the gates). ``shrink``: ``ElasticJobsViaWorkloadSlices``,
     under which a pod set's count may come down while quota is reserved."""
@@ -206,11 +207,31 @@ def workload_update_errors(old: dict[str, Any], new: dict[str, Any], *, tas: boo
     webhook += _admission(_get(old, "status").get("admission"), _get(new, "status").get("admission"), tas)
     webhook += _pod_set_updates(_get(old, "status").get("admissionChecks") or [],
                                 _get(new, "status").get("admissionChecks") or [])
+    schema += _cluster_name_rules(_get(old, "status"), _get(new, "status"))
     webhook += _cluster_name(old, new, slices=shrink)
     if gated_by:
         webhook += [f"field `{GATE_PATH}`: {problem}"
                     for problem in admission_gate_errors(_get(old, "metadata"), _get(new, "metadata"))]
     return schema, webhook
+
+
+CLUSTER_NAME_IMMUTABLE = "clusterName is immutable once set"
+CLUSTER_NAME_EXCLUSIVE = "clusterName and nominatedClusterNames are mutually exclusive"
+
+
+def _cluster_name_rules(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The two CEL rules Kueue's CRD puts on a Workload's ``status`` (``old``, ``new``), as the apiserver
+    words a rule broken on an object (``Invalid value: "object"``): a ``clusterName`` set is never changed
+    (cleared, by an eviction, it may be), and no ``nominatedClusterNames`` (an empty list is none) stand
+    beside one. The second has no ``oldSelf``, so the apiserver ratchets it: a status the update leaves as it
+    was is not held to it (a Workload stored so, before kueue-es checked it, stays updatable)."""
+    errors: list[str] = []
+    before, after = old.get("clusterName"), new.get("clusterName")
+    if before is not None and after is not None and before != after:
+        errors.append(f'field `status`: Invalid value: "object": {CLUSTER_NAME_IMMUTABLE}')
+    if after is not None and new.get("nominatedClusterNames") and new != old:
+        errors.append(f'field `status`: Invalid value: "object": {CLUSTER_NAME_EXCLUSIVE}')
+    return errors
 
 
 def _cluster_name(old: dict[str, Any], new: dict[str, Any], *, slices: bool) -> list[str]:

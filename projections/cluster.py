@@ -2466,8 +2466,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 wl.owner_replicas = e.replicas
 
     def _take_external_nominations(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
-        """An external dispatcher's ``status.nominatedClusterNames`` on a workload holding quota and not yet on a
-        worker: the connector dispatches to them as to a built-in dispatcher's (kueue-es nominates nothing)."""
+        """An external dispatcher's ``status.nominatedClusterNames`` on a workload holding quota and not yet
+        on a worker: the connector dispatches to them as to a built-in dispatcher's (kueue-es nominates
+        nothing). Taken whatever the other admission checks say (they are the Workload's status, which Kueue
+        stores); the copies wait for those checks (:func:`kueue_es.scheduler.multikueue.copies_on`)."""
         nominated = tuple(w.status.nominated_cluster_names or ())
         if nominated != wl.nominated:
             wl.nominated, wl.nominated_at = nominated, self.time

@@ -53,10 +53,9 @@ from events import objects as o
 from events.timefmt import format_time
 from kueue_es.scheduler import multikueue_slices
 from kueue_es.scheduler.multikueue import (
-    WAIT,
     adapters_in_force,
     check_of,
-    group_target,
+    copies_on,
     remote_spec_patch,
     sync_failure,
 )
@@ -72,16 +71,9 @@ log = structlog.get_logger("kueue_es.k8s.multikueue")
 
 
 def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
-    """The workers a copy of ``wl`` should be on: its worker, else its nominations; none once it no longer holds
-    quota, is evicted or finished (or has no MultiKueue check)."""
-    if wl.phase == FINISHED or not wl.reserving or wl.evicted or check_of(state, wl) is None:
-        return ()
-    if wl.cluster_name:
-        return (wl.cluster_name,)
-    target = group_target(state, wl)
-    if target is None:
-        return wl.nominated
-    return () if target == WAIT else (target,)
+    """The workers a copy of ``wl`` should be on, as the scheduler's pure rule decides them
+    (:func:`kueue_es.scheduler.multikueue.copies_on`); none while they are held back (:func:`held_back`)."""
+    return copies_on(state, wl) or ()
 
 
 def stopping(state: ClusterState, wl: WorkloadInfo) -> bool:
@@ -105,10 +97,11 @@ def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | N
 
 
 def held_back(state: ClusterState, wl: WorkloadInfo) -> bool:
-    """A LeaderWorkerSet group's workload waiting for the rest of its group (:func:`group_target`): Kueue's
-    controller returns before it touches its copies, so none is made and none deleted meanwhile."""
-    return (wl.phase != FINISHED and wl.reserving and not wl.evicted and not wl.cluster_name
-            and check_of(state, wl) is not None and group_target(state, wl) == WAIT)
+    """A workload whose copies are held back (:func:`kueue_es.scheduler.multikueue.copies_on`: a
+    LeaderWorkerSet group's workload waiting for the rest of its group, or one on no worker yet while another
+    of its admission checks is not Ready): Kueue's controller returns before it touches its copies, so none is
+    made and none deleted meanwhile."""
+    return copies_on(state, wl) is None
 
 
 class CopiedWorkloads:

@@ -34,7 +34,12 @@ the others once it does):
    (its MultiKueueCluster deleted, say) for ``workerLostTimeout`` ("Admitting remote lost"), counted from the
    log's time of the observation, or deletion, that lost it (Kueue's wording since v0.19, #13124);
 6. otherwise, while the check is Pending and the workload is not yet on a worker, the dispatcher the
-   Configuration names nominates (``ClustersNominated``), and the connector creates the copies there:
+   Configuration names nominates (``ClustersNominated``), and the connector creates the copies there
+   (:func:`copies_on`) — but only once every other admission check of the workload is Ready: until then no
+   copy is made and none deleted, whatever the dispatcher (Kueue #9866, :func:`others_not_ready`; a copy made
+   before, every check Ready then, is still read, and its admission wins as in step 4, which Kueue reads
+   before that guard), and nothing is nominated but by the incremental dispatcher, Kueue's controller of its
+   own, which does not look at the other checks:
    all at once, every connected worker of the check's MultiKueueConfig, in the config's order; incremental
    (Kueue's ``workloaddispatcher``), rounds: the first at once, each next one once more than 5 minutes of log
    time passed since the last (a deadline the scheduler wakes at, :func:`round_deadlines`), each adding up to
@@ -78,7 +83,7 @@ from projections.admissionchecks import (
     multikueue_config_for,
 )
 from projections.cluster import ClusterState
-from projections.workloads import GROUPED_OWNERS, WorkloadInfo
+from projections.workloads import FINISHED, GROUPED_OWNERS, WorkloadInfo
 
 MANAGED_BY = MULTIKUEUE_CONTROLLER
 """An owner's ``spec.managedBy`` on a manager: it runs on a worker."""
@@ -498,26 +503,53 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         opened = preemption_gates.open_gate(wl, base, now, gate_timeout_ms)
         if opened:
             return opened
-    if any(s.state != "Ready" for n, s in wl.check_states.items() if n != check.name):
-        return []  # Kueue nominates only once every other check is Ready
+    waiting = others_not_ready(wl, check.name)  # Kueue's controller nominates only once they are Ready
     worker = multikueue_slices.slice_worker(state, wl)
     if worker is not None:  # an elastic slice goes where the slice it replaces runs, and there alone
-        return [] if list(wl.nominated) == [worker] else [
+        return [] if waiting or list(wl.nominated) == [worker] else [
             ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=[worker], **base)]
     target = group_target(state, wl)
     if target is not None:
-        if target == WAIT or target in wl.nominated or target not in (nominees(state, check.name) or ()):
+        if (waiting or target == WAIT or target in wl.nominated
+                or target not in (nominees(state, check.name) or ())):
             return []  # a worker of the group not reachable now: Kueue's reconcile fails and is tried again
         return [ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=[target], **base)]
     if dispatcher.name == ALL_AT_ONCE_DISPATCHER:
-        nominated = nominees(state, check.name)
-    elif dispatcher.name == INCREMENTAL_DISPATCHER:
+        nominated = None if waiting else nominees(state, check.name)
+    elif dispatcher.name == INCREMENTAL_DISPATCHER:  # a controller of its own: other checks not waited for
         nominated = next_round(state, wl, check.name, dispatcher, now)
     else:
         return []  # an external dispatcher's nominations are observed on the Workload
     if nominated is None or list(wl.nominated) == nominated:
         return []
     return [ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=nominated, **base)]
+
+
+def others_not_ready(wl: WorkloadInfo, check: str) -> bool:
+    """Whether some admission check of ``wl`` other than its MultiKueue check ``check`` is not Ready: Kueue's
+    MultiKueue workload controller then returns before it nominates or touches a copy (Kueue #9866, in v0.20
+    and cherry-picked to 0.16 as #10405), lest the Job start on a worker before those checks are satisfied."""
+    return any(s.state != "Ready" for n, s in wl.check_states.items() if n != check)
+
+
+def copies_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...] | None:
+    """The workers the copies of ``wl`` are to be on, which the MultiKueue connector makes there and deletes
+    from every other worker: its worker, else its nominations (a LeaderWorkerSet group's workload: the worker
+    its group goes to, :func:`group_target`); none once it holds no quota, is evicted or finished, or has no
+    MultiKueue check. None while they are held back, none made and none deleted, as Kueue's controller returns
+    before it touches them: for a workload on no worker yet, while its group waits (:data:`WAIT`) or while
+    another of its checks is not Ready (:func:`others_not_ready`), whatever the dispatcher, an external one
+    too. A copy made before (every check Ready then) is still read meanwhile, and its admission wins as any
+    (Kueue reads the copies before its guard)."""
+    check = check_of(state, wl)
+    if wl.phase == FINISHED or not wl.reserving or wl.evicted or check is None:
+        return ()
+    if wl.cluster_name:
+        return (wl.cluster_name,)
+    target = group_target(state, wl)
+    if target == WAIT or others_not_ready(wl, check.name):
+        return None
+    return wl.nominated if target is None else (target,)
 
 
 def nominees(state: ClusterState, check: str) -> list[str] | None:

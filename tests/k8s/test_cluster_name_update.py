@@ -8,9 +8,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
 import pytest
 
-from connectors.k8s.validating import refusal
+from connectors.k8s.validating import refusal, review
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
 REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
@@ -70,3 +71,45 @@ def test_a_replacement_slice_is_placed_without_nomination_under_elastic_jobs() -
     assert _update(slice_, _wl(reserved=False), {"ElasticJobsViaWorkloadSlices": False}) == NOT_NOMINATED
     assert _update(_wl(cluster="worker1", annotations={REPLACEMENT_FOR: ""}), _wl(reserved=False)) is None, (
         "the annotation present is enough, whatever its value (Kueue's ReplacementForKey)")
+
+
+CRD_RULE = 'field `status`: Invalid value: "object": '
+IMMUTABLE = f"Workload team/w: {CRD_RULE}clusterName is immutable once set"
+EXCLUSIVE = f"Workload team/w: {CRD_RULE}clusterName and nominatedClusterNames are mutually exclusive"
+
+
+def test_a_cluster_name_once_set_is_not_changed_as_the_crd_refuses_it() -> None:
+    """The CRD's transition rule on ``status`` (``apis/kueue/v1beta2/workload_types.go``): set, it may be
+    cleared (an eviction), never changed, whatever the old object nominated."""
+    assert _update(_wl(cluster="worker2"), _wl(cluster="worker1")) == IMMUTABLE
+    assert _update(_wl(cluster="worker2", nominated=[]), _wl(cluster="worker1")) == IMMUTABLE
+
+
+def test_a_cluster_name_beside_nominations_is_refused_as_the_crd_refuses_it() -> None:
+    """The CRD's rule on ``status``: no nominations beside a ``clusterName`` (an empty list is none), whether
+    the update sets the name (the webhook's own rule met: worker1 was nominated) or keeps it."""
+    both = _wl(cluster="worker1", nominated=["worker2"])
+    assert _update(both, _wl(nominated=["worker1", "worker2"])) == EXCLUSIVE
+    assert _update(both, _wl(cluster="worker1")) == EXCLUSIVE
+    assert _update(_wl(cluster="worker1", nominated=[]), _wl(nominated=["worker1"])) is None
+
+
+def test_the_crd_rules_on_the_cluster_name_are_the_apiserver_s_422() -> None:
+    request = {"uid": "u", "operation": "UPDATE", "object": _wl(cluster="worker2"),
+               "oldObject": _wl(cluster="worker1")}
+    response = review(msgspec.json.encode({"request": request}), "Workload", {})["response"]
+    assert response["allowed"] is False
+    status = response["status"]
+    assert (status["code"], status["reason"]) == (422, "Invalid")
+    assert status["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "field": "status",
+         "message": 'Invalid value: "object": clusterName is immutable once set'}]
+
+
+def test_a_workload_stored_with_both_stays_updatable_while_its_status_is_left_as_it_was() -> None:
+    """The apiserver ratchets a rule whose value the update leaves as it was (no ``oldSelf`` in it): a
+    Workload stored before the rule held (kueue-es's generated CRDs do not carry it) may still lose its
+    finalizer."""
+    stored = _wl(cluster="worker1", nominated=["worker2"])
+    stored["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    assert _update(_wl(cluster="worker1", nominated=["worker2"]), stored) is None

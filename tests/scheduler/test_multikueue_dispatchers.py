@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import msgspec
 import pytest
 from fixtures import fastyaml
+from fixtures.multikueue_states import other_check_state, shown_nominating
 
-from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler import settle
@@ -18,7 +17,7 @@ from kueue_es.scheduler.config import DEFAULT, load_config
 from kueue_es.scheduler.multikueue import ROUND_MS, Dispatcher, next_round
 from kueue_es.statefile import load_state
 from projections import snapshot
-from projections.admissionchecks import INCREMENTAL_DISPATCHER
+from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 START = 1_704_067_200_000
@@ -78,25 +77,17 @@ def test_a_snapshot_keeps_the_round(tmp_path: Path) -> None:
     assert snapshot.digest(restored) == snapshot.digest(state)
 
 
-def _observed(state, nominated: list[str], t: int) -> ev.ObjectUpserted:
-    """The Workload as the apiserver shows it once a dispatcher wrote ``nominated``."""
-    doc = fastyaml.safe_load((SCENARIOS / "multikueue-dispatch.yaml").read_text())["objects"][-1]
-    meta = {**doc["metadata"], "uid": state.workloads[KEY].uid}
-    wl = msgspec.convert({**doc, "metadata": meta, "status": {"nominatedClusterNames": nominated}}, o.Workload,
-                         strict=False)
-    return ev.ObjectUpserted(time=t, key=KEY, uid=wl.metadata.uid, obj=wl)
-
-
 def test_nominations_on_the_workload_are_taken_only_from_an_external_dispatcher(tmp_path: Path) -> None:
     state = _state(tmp_path)
     settle(state, DEFAULT, now=START)
     assert state.workloads[KEY].nominated == ("worker1", "worker2")
-    _apply(state, _observed(state, ["worker2"], START + 1))  # Kueue's own dispatcher in force: the log's nominations stay
+    # Kueue's own dispatcher in force: the log's nominations stay
+    _apply(state, shown_nominating(state, ["worker2"], START + 1))
     assert state.workloads[KEY].nominated == ("worker1", "worker2")
     document = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                 "multiKueue": {"dispatcherName": "example.com/dispatcher"}}
     _apply(state, ev.ConfigRecorded(time=START + 2, document=document, writer="test", id="external"))
-    _apply(state, _observed(state, ["worker2"], START + 3))
+    _apply(state, shown_nominating(state, ["worker2"], START + 3))
     assert state.workloads[KEY].nominated == ("worker2",)
     assert state.workloads[KEY].nominated_at == START + 3
 
@@ -106,7 +97,7 @@ def test_observed_nominations_of_a_workload_without_quota_are_not_taken(tmp_path
     document = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                 "multiKueue": {"dispatcherName": "example.com/dispatcher"}}
     _apply(state, ev.ConfigRecorded(time=START, document=document, writer="test", id="external"),
-           _observed(state, ["worker2"], START + 1))
+           shown_nominating(state, ["worker2"], START + 1))
     assert state.workloads[KEY].nominated == ()
 
 
@@ -130,3 +121,32 @@ def test_the_configuration_names_any_dispatcher() -> None:
 def test_incremental_dispatcher_config_is_checked(multikueue: dict, field: str) -> None:
     with pytest.raises(InvalidInput, match=f"field `{field}`"):
         _config(multikueue)
+
+
+# --- another admission check not Ready (Kueue #9866) -------------------------------------------------------
+
+
+def test_the_incremental_dispatcher_runs_its_rounds_while_another_check_is_pending(tmp_path: Path) -> None:
+    """Kueue's incremental dispatcher is a controller of its own, which looks only at the MultiKueue check,
+    the quota and ``clusterName``: its rounds start at the quota reservation; only the copies wait for the
+    other checks (``tests/k8s/test_multikueue_copies_wait.py``)."""
+    state, _ = other_check_state(tmp_path, INCREMENTAL_DISPATCHER)
+    wl = state.workloads[KEY]
+    assert wl.check_states["other"].state == "Pending"
+    assert (wl.nominated, wl.nominated_at) == (("worker1", "worker2"), START)
+
+
+def test_the_all_at_once_dispatcher_nominates_only_once_every_other_check_is_ready(tmp_path: Path) -> None:
+    """Kueue's all-at-once nominations are made after its guard (``nominateAndSynchronizeWorkers``)."""
+    state, config = other_check_state(tmp_path, ALL_AT_ONCE_DISPATCHER)
+    assert state.workloads[KEY].nominated == ()
+    _apply(state, ev.AdmissionCheckStateChanged(time=START + 1, key=KEY, check="other", state="Ready"))
+    settle(state, config, now=START + 1)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+
+
+def test_an_external_dispatchers_nominations_are_taken_while_another_check_is_pending(tmp_path: Path) -> None:
+    """They are the Workload's status, which Kueue stores whatever the checks; only the copies wait."""
+    state, _ = other_check_state(tmp_path, "example.com/dispatcher")
+    _apply(state, shown_nominating(state, ["worker2"], START + 1))
+    assert state.workloads[KEY].nominated == ("worker2",)

@@ -50,12 +50,14 @@ Workload|Job|null`` (what a RetentionExpired decision deleted, null while the re
 [{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), ``accumulated: N|null``
 (``status.accumulatedPastExecutionTimeSeconds``; null: not shown), ``evictions: [[reason, underlyingCause, count],
 ...]`` (exactly ``status.schedulingStats.evictions``, in order; [] when not shown), ``clusterName: NAME|null`` and
-``nominatedClusterNames: [NAME, ...]`` (MultiKueue's status fields; [] when not shown), ``preemptionGates: {gate:
-[position, lastTransitionTime]}`` (exactly ``status.preemptionGates``), ``remoteGates: {cluster:
-{gate: [position, lastTransitionTime]}}`` (every copy's preemption gates as the manager knows them), or ``unchanged:
-true`` (``want`` only); in timelines also ``queue: active|parked|none`` (where it waits in its ClusterQueue's
-queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its next attempt's flavor scan starts, from the
-progress it keeps; null: it keeps none).
+``nominatedClusterNames: [NAME, ...]`` (MultiKueue's status fields; [] when not shown), ``copiesOn: [NAME,
+...]|null`` (timelines: the workers its MultiKueue copies are to be on, which the connector follows; null
+while they are held back, none made and none deleted: :func:`kueue_es.scheduler.multikueue.copies_on`),
+``preemptionGates: {gate: [position, lastTransitionTime]}`` (exactly ``status.preemptionGates``),
+``remoteGates: {cluster: {gate: [position, lastTransitionTime]}}`` (every copy's preemption gates as the
+manager knows them), or ``unchanged: true`` (``want`` only); in timelines also ``queue: active|parked|none``
+(where it waits in its ClusterQueue's queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its
+next attempt's flavor scan starts, from the progress it keeps; null: it keeps none).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ from kueue_es.commands.schedule import schedule
 from kueue_es.scheduler import decide, next_deadline, settle
 from kueue_es.scheduler.config import parse_duration
 from kueue_es.scheduler.flavors import resume_scan
+from kueue_es.scheduler.multikueue import copies_on
 from kueue_es.statefile import load_state
 from projections import gates, manager_quota
 from projections.admissionchecks import check_active, cluster_active
@@ -132,6 +135,12 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         got_gates = {c: {g.name: [g.position, g.last_transition_time] for g in r.preemption_gates}
                      for c, r in sorted((wl.remotes or {}).items())}
         assert got_gates == want["remoteGates"], f"{key}: remoteGates {got_gates}"
+    if "copiesOn" in want:
+        checked = True
+        assert state is not None and wl is not None, f"{case}: copiesOn is only known in a timeline"
+        got_copies = copies_on(state, wl)
+        assert (list(got_copies) if got_copies is not None else None) == want["copiesOn"], (
+            f"{key}: copiesOn {got_copies}")
     if "queue" in want:
         checked = True
         assert state is not None and wl is not None, f"{case}: queue is only known in a timeline"
