@@ -20,7 +20,7 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
   alone is not, Kueue v0.20's ``workloadslicing.Enabled``), and an elastic one's when it is handed to MultiKueue (``spec.managedBy:
   kueue.x-k8s.io/multikueue``) while ``MultiKueueRayInTreeAutoscaling`` is off (Kueue #16260: "in-tree autoscaling
   is not supported for a MultiKueue-managed elastic RayJob", or RayService; the words are the RayCluster rule's,
-  the release note gives none), more than 7 worker groups (8 pod sets with the head), a worker group named ``head``,
+  the release note gives none), more than 17 worker groups (18 pod sets with the head), a worker group named ``head``,
   a head template with no container (Kueue #16067, :func:`head_container_errors`: "the head Pod template must have
   at least one container", kueue-es's words) at ``<cluster spec>.headGroupSpec.template.spec.containers``;
 
