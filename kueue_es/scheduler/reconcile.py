@@ -749,7 +749,7 @@ def next_deadline(state: ClusterState, config: SchedulerConfig, *, afs_samples: 
     wls = state.workloads
     for t, key in state.backoff_due.ordered():
         wl = wls.get(key)
-        if wl is not None and not wl.reserving:
+        if wl is not None and not wl.reserving and wl.active:  # an inactive one's backoff does not end by itself
             times.append(t)
             break
     second = state.second_pass_due.first()

@@ -151,20 +151,16 @@ def test_a_group_placement_holds_one_leader_and_every_worker(cpus: dict[str, lis
         assert len(racks) == 1, f"a required rack holds the whole group: {sorted(used)}"
 
 
-def test_a_group_that_is_not_a_leader_and_its_workers_is_not_placed() -> None:
+def test_a_group_that_is_not_a_leader_and_its_workers_is_placed_member_by_member() -> None:
     """Kueue's job webhooks refuse such a group (#7061), its Workload API does not (a Workload created or imported
-    as is). Kueue v0.20 places the first two members and leaves the rest without a topology assignment; kueue-es
-    places none of the group and names its first member, as for any group failure. A pod set outside the group is
-    placed as before."""
+    as is). Kueue v0.20 places the first two members and leaves the rest with no topology assignment; kueue-es
+    places each member alone, so each that asks for a topology has one."""
     snaps = snapshots({"r1": [8, 8]})
     three = place_workload(snaps, [("tas", member("solo", 1, 1, group=None)), ("tas", member("a", 1, 1)),
                                    ("tas", member("b", 2, 1)), ("tas", member("c", 3, 1))])
-    assert (three.failed, three.message) == (
-        "a", 'pod set group "g" of 3 pod set(s) cannot be placed: a group is 2 pod sets, one of them of 1 pod')
-    assert list(three.placements) == ["solo"]
+    assert three.ok and list(three.placements) == ["solo", "a", "b", "c"]
+    assert [three.placements[n].count for n in ("a", "b", "c")] == [1, 2, 3]
     no_leader = place_workload(snaps, [("tas", member("a", 2, 1)), ("tas", member("b", 3, 1))])
-    assert (no_leader.failed, no_leader.message) == (
-        "a", 'pod set group "g" has no pod set of 1 pod (2 and 3 pods): a group is 2 pod sets, one of them of 1 pod')
-    assert no_leader.placements == {}
+    assert no_leader.ok and list(no_leader.placements) == ["a", "b"]
     alone = place_workload(snaps, [("tas", member("a", 2, 1)), ("tas", member("b", 0, 1))])
     assert alone.ok and list(alone.placements) == ["a"], "a member without pods leaves a group of one, placed"

@@ -6,8 +6,8 @@ which may share nodes, under TASHandleOverlappingFlavors (``options.overlapping_
 The first failure stops the run. The pod sets of a pod-set group (``podSetGroupName``) run together, at the
 place of the group's first member: the one with the smaller count (the second on a tie) is the leader, the
 other the workers (:func:`~kueue_es.scheduler.tas.place.place_group`); a failure names the group's first member.
-A group of other than 2 pod sets with pods, or of 2 neither of which has 1 pod, is not placed at all
-(:func:`unplaceable`: Kueue's job webhooks refuse one, a Workload created or imported as is may carry one).
+A group of other than 2 pod sets with pods, or of 2 neither of which has 1 pod, is placed member by member, each
+alone (:func:`groups`: Kueue's job webhooks refuse one, a Workload created or imported as is may carry one).
 Kueue gives every member of a failed group the failure and the flavor assigner marks only the one its result map
 yields first (Go map order), so one member, not the whole group, turns Preempt or NoFit and is named in the
 message; kueue-es names the first. (Kueue's ``downgradeTASFlavorMode``, which marks the whole group, belongs to a
@@ -68,9 +68,6 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
                                      f"Flavor {go_quote(flavor)} information missing in TAS cache")
         assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
         for group in groups([r for r in by_flavor[flavor] if r.count > 0]):
-            problem = unplaceable(group)
-            if problem:
-                return WorkloadPlacement(placements, group[0].name, problem)
             if previous:
                 kept = _from_previous(snap, group, previous, assumed, simulate_empty, options)
                 if isinstance(kept, tuple):
@@ -123,7 +120,11 @@ def group_name(req: PodSetRequest) -> str | None:
 
 
 def groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
-    """The requests grouped by pod-set group, each group at its first member's place; ungrouped ones alone."""
+    """The requests grouped by pod-set group, each group at its first member's place; ungrouped ones alone, and so
+    the members of a group that is not a leader and its workers (:func:`is_leader_and_workers`), each at its own
+    place. Kueue v0.20 places the first two members of such a group as if the smaller were a one-pod leader and
+    admits the others with no topology assignment (their pods run ungated, placed nowhere); kueue-es places each
+    member as a pod set of its own, so every one that asks for a topology has one."""
     out: list[list[PodSetRequest]] = []
     by_name: dict[str, list[PodSetRequest]] = {}
     for req in requests:
@@ -135,30 +136,17 @@ def groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
         else:
             by_name[name] = [req]
             out.append(by_name[name])
-    return out
+    return [part for group in out
+            for part in ([group] if len(group) == 1 or is_leader_and_workers(group) else [[r] for r in group])]
 
 
-GROUP_SHAPE = "a group is 2 pod sets, one of them of 1 pod"
-
-
-def unplaceable(group: Sequence[PodSetRequest]) -> str:
-    """Why a group of pod sets with pods is not a leader and its workers (empty: it is one, or a lone pod set).
-    Kueue's job webhooks refuse such a group, its Workload API does not: Kueue v0.20 then places the first two
-    members as if the smaller were a one-pod leader and admits the others without a topology assignment, whose
-    pods would never be ungated. kueue-es places none of it (kueue-es's words)."""
-    if len(group) == 1:
-        return ""
-    name = go_quote(group_name(group[0]) or "")
-    if len(group) != 2:
-        return f"pod set group {name} of {len(group)} pod set(s) cannot be placed: {GROUP_SHAPE}"
-    if group[0].count != 1 and group[1].count != 1:
-        return (f"pod set group {name} has no pod set of 1 pod ({group[0].count} and {group[1].count} pods): "
-                f"{GROUP_SHAPE}")
-    return ""
+def is_leader_and_workers(group: Sequence[PodSetRequest]) -> bool:
+    """Two pod sets, one of 1 pod: the only group shape Kueue's job webhooks let through (#7061)."""
+    return len(group) == 2 and (group[0].count == 1 or group[1].count == 1)
 
 
 def leader_and_workers(group: Sequence[PodSetRequest]) -> tuple[PodSetRequest, PodSetRequest]:
     """Kueue's pick: the second member leads unless its count is larger than the first's (of a group
-    :func:`unplaceable` lets through: two pod sets, one of 1 pod)."""
+    :func:`is_leader_and_workers`)."""
     first, second = group[0], group[1]
     return (first, second) if second.count > first.count else (second, first)
