@@ -35,8 +35,10 @@ Steps, each with the offset and time of the event that caused it:
   was written (``SpecChanged``, ``observed``);
 * ``Unreserved`` — its reservation taken back without an eviction (a ``QuotaReservationUnset`` decision, with its
   reason; or a StatefulSet's Workload put on hold while the set is at zero replicas, reason ``OnHold``, after which
-  it is not queued until the hold is released and a ``Queued`` step shows it back);
+  it is not queued until the hold is released, or a Pending decision taken before the hold rewrites its condition,
+  and a ``Queued`` step shows it back);
 * ``Deactivated``, ``Finished``, ``Deleted``;
+* ``RequeueStateCleared`` — an inactive workload's requeue count and backoff dropped (it owes none reactivated);
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset).
 
 Workloads first seen with a status (admitted before the log began) get ``QuotaReserved``/``Admitted``/

@@ -228,7 +228,7 @@ that container's peak and charged a template overhead naming ``pods``: restored 
 per-pod count (quota, TAS per-pod fit, the LimitRange Pod bounds) until its next upsert; running Pods' node usage is
 counted anew at the restore. Versions up to 52 were written by a fold that settled a second entry penalty on a
 LocalQueue whenever a workload's usage was rescaled by its reclaimable pods: restored from one, those penalties
-stay in the LocalQueue's history, decaying as its usage does. Versions up to 58 were written by a fold that
+stay in the LocalQueue's history, decaying as its usage does. Versions up to 60 were written by a fold that
 set its conditions with no ``observedGeneration``: restored from one, a condition set before the snapshot
 keeps none (as the Workload that fold wrote shows it) until it is set again."""
 
