@@ -6,22 +6,25 @@ with ``SkipChildJobSuspension`` off: Kueue v0.20 turns it on (beta), and then le
 
 Which ancestor (Kueue's ``FindAncestorJobManagedByKueue``, ``jobframework/reconciler.go``): up the controller
 ownerReferences, the topmost object of a kind an enabled integration runs that names a queue in its
-``kueue.x-k8s.io/queue-name`` label — or any such object under ``manageJobsWithoutQueueName``. Its Workload plays
-no part in it: a Job made under a queued JobSet before the JobSet's Workload exists is that JobSet's child. The
-walk stops at an object with no controller, one whose controller reference names another uid than the object of
-that name has (a stale reference: that object is not its parent, Kueue's #13802), or one of a kind it does not
-follow: kueue-es follows only the kinds
-of the integrations it runs, while they are on (Kueue also walks on through objects of its other integrations'
-kinds, and of disabled ones, without taking them as the ancestor). A parent of a kind it follows that is not
-there (yet) is an error (:class:`OwnerMissing`: the Job waits), so are cyclic ownership and a chain of more than
-:data:`CHAIN_LIMIT` parents (Warning ``JobNestingTooDeep`` on the Job). Where the parents are read, the caller's
-``parent_of`` says (:class:`Parents`). Pure: no I/O, only what is held in memory.
+``kueue.x-k8s.io/queue-name`` label — or any such object under ``manageJobsWithoutQueueName``. Its Workload
+plays no part in it: a Job made under a queued JobSet before the JobSet's Workload exists is that JobSet's
+child. The walk goes on through a parent of any other kind Kueue knows (an integration's kind, the integration
+off or one kueue-es does not run as a parent, and a ReplicaSet:
+:func:`~connectors.k8s.job_selection.known_owner`), reading its metadata but never taking it as the ancestor
+(Kueue's #4824: Job -> JobSet, the JobSet integration off -> queued AppWrapper finds the AppWrapper). It stops
+at an object with no controller, at a controller of a kind Kueue does not know (a CronJob: unread), or at one
+whose controller reference names another uid than the object of that name has (a stale reference: that object
+is not its parent, Kueue's #13802). A parent that is not there (yet) is an error (:class:`OwnerMissing`: the
+Job waits), so are cyclic ownership and a chain of more than :data:`CHAIN_LIMIT` parents (Warning
+``JobNestingTooDeep`` on the Job). Where the parents are read, the caller's ``parent_of`` says
+(:class:`Parents`). The walk is pure: a parent to be read from the apiserver is asked for (:class:`Unread`),
+and :func:`walk_reading` has the caller's reader read it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from connectors.k8s import job_selection
 from connectors.k8s.job_events import QUEUE_LABEL
@@ -67,10 +70,33 @@ def held(job: Any, parent: WorkloadInfo | None, *, finished: bool, sliced: bool 
     return bool(parent.evicted) if sliced else not is_admitted(parent)
 
 
-ParentOf = Callable[[str, o.OwnerReference], o.ObjectMeta | None]
-"""The metadata of the parent a controller ownerReference names in a namespace, one of a kind an enabled
-integration runs; None: of a kind the walk does not follow. Raises :class:`OwnerMissing` for one of a kind it
-follows that is not there."""
+class Parent(NamedTuple):
+    """A parent the walk reads: its metadata, and whether an enabled integration runs its kind (``managed``:
+    it may be the ancestor; else the walk only passes through it, Kueue's ``GetEmptyOwnerObject`` being
+    nil)."""
+
+    meta: o.ObjectMeta
+    managed: bool
+
+
+ParentOf = Callable[[str, o.OwnerReference], Parent | None]
+"""The parent a controller ownerReference names in a namespace; None: of a kind the walk does not follow.
+Raises :class:`OwnerMissing` for one that is not there, :class:`Unread` for one to be read first."""
+
+Reads = dict[tuple[str, str], o.ObjectMeta | None]
+"""The parents read for one walk (:func:`walk_reading`), by (kind, name); None: not there."""
+
+Reader = Callable[[str, o.OwnerReference], Awaitable[o.ObjectMeta | None]]
+"""Reads the metadata of the parent a reference names in a namespace (None: not there); raises
+:class:`~connectors.k8s.errors.KubeError` when it cannot."""
+
+
+class Unread(Exception):
+    """The walk needs a parent read before it can go on: :func:`walk_reading` reads it and walks again."""
+
+    def __init__(self, ref: o.OwnerReference) -> None:
+        super().__init__(f"{ref.kind} {ref.name} is to be read")
+        self.ref = ref
 
 
 class AncestryError(Exception):
@@ -79,6 +105,10 @@ class AncestryError(Exception):
 
 class OwnerMissing(AncestryError):
     """A parent of a kind the walk follows is not there (yet)."""
+
+    @classmethod
+    def of(cls, namespace: str, ref: o.OwnerReference) -> OwnerMissing:
+        return cls(f"{ref.kind} {namespace}/{ref.name}, controller of a job, not found")
 
 
 ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
@@ -118,14 +148,43 @@ def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bo
         ref = next((r for r in current.owner_references if r.controller), None)
         if ref is None:
             return top
-        parent = parent_of(job.namespace, ref)
-        if parent is None or parent.uid != ref.uid:
+        found = parent_of(job.namespace, ref)
+        if found is None or found.meta.uid != ref.uid:
             return top  # a parent of another uid is not the one the reference names (Kueue's #13802)
-        if manage_unqueued or parent.labels.get(QUEUE_LABEL):
+        parent, managed = found
+        if managed and (manage_unqueued or parent.labels.get(QUEUE_LABEL)):
             top = parent
         current = parent
         if len(seen) > CHAIN_LIMIT:
             raise ChainTooLong(f"{job.namespace}/{job.name}: {NESTING_TOO_DEEP_MESSAGE}")
+
+
+def read_parent(reads: Reads, namespace: str, ref: o.OwnerReference, managed: bool) -> Parent:
+    """The parent ``ref`` names as ``reads`` has it; :class:`Unread` when it is not read yet."""
+    key = (ref.kind, ref.name)
+    if key not in reads:
+        raise Unread(ref)
+    meta = reads[key]
+    if meta is None:
+        raise OwnerMissing.of(namespace, ref)
+    return Parent(meta, managed)
+
+
+async def walk_reading(job: o.ObjectMeta, parent_of: Callable[[Reads], ParentOf], read: Reader,
+                       manage_unqueued: bool) -> o.ObjectMeta | None:
+    """:func:`managed_ancestor` over the lookup ``parent_of`` makes of the parents read so far: each parent it
+    asks for (:class:`Unread`) is read with ``read``, once, and the walk starts again — at most one read per
+    parent, :data:`CHAIN_LIMIT` and one in all, the walk itself staying pure."""
+    reads: Reads = {}
+    lookup = parent_of(reads)
+    while True:
+        try:
+            return managed_ancestor(job, lookup, manage_unqueued)
+        except Unread as unread:
+            key = (unread.ref.kind, unread.ref.name)
+            if key in reads:
+                raise RuntimeError(f"{key} asked for again once read") from unread
+            reads[key] = await read(job.namespace, unread.ref)
 
 
 class Parents:
@@ -133,8 +192,9 @@ class Parents:
     hold in memory (the JobSets, MPIJobs, RayJobs, RayClusters, LeaderWorkerSets, AppWrappers, TrainJobs,
     RayServices, SparkApplications and training jobs their informers list, the managed Pods: every kind the Job webhook's walk reads),
     registered with :meth:`hold` — the connector does, once, and shares the registry among the Job, JobSet, MPIJob,
-    training-job, RayJob, RayCluster, AppWrapper, TrainJob, RayService and SparkApplication reconcilers. A kind is followed while its
-    integration is on and its objects are held."""
+    training-job, RayJob, RayCluster, AppWrapper, TrainJob, RayService and SparkApplication reconcilers. A
+    kind whose integration is on is read from what is held; a parent of another kind Kueue knows is read by
+    the reconciler's walk from the apiserver (:func:`walk_reading`)."""
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[Mapping[str, Any], bool]] = {}
@@ -152,20 +212,27 @@ class Parents:
         found = objects.get(f"{namespace}/{name}")
         return None if found is None else found.metadata
 
-    def parent_of(self, config: SchedulerConfig, jobs: Mapping[str, o.Job]) -> ParentOf:
-        """The lookup :func:`managed_ancestor` walks with, under the integrations ``config`` turns on, reading
-        Jobs from ``jobs`` (the log's)."""
+    def parent_of(self, config: SchedulerConfig, jobs: Mapping[str, o.Job],
+                  reads: Reads | None = None) -> ParentOf:
+        """The lookup :func:`managed_ancestor` walks with, under the integrations ``config`` turns on: a
+        parent from what is held (Jobs from ``jobs``, the log's) — for a kind an integration runs, only from
+        there —, else one of a kind Kueue knows whose integration is off from ``reads`` (:func:`walk_reading`
+        fills it), walked through and never the ancestor."""
         held = {**self._held, "Job": (jobs, True)}
+        passed: Reads = {} if reads is None else reads
 
-        def lookup(namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
-            if not job_selection.runs_parent((ref.api_version, ref.kind), config) or ref.kind not in held:
+        def lookup(namespace: str, ref: o.OwnerReference) -> Parent | None:
+            owner = (ref.api_version, ref.kind)
+            if not job_selection.known_owner(owner):
                 return None
-            objects, complete = held[ref.kind]
+            runs = job_selection.runs_parent(owner, config)
+            objects, complete = held.get(ref.kind, ({}, False))
             found = objects.get(f"{namespace}/{ref.name}")
-            if found is None:
-                if complete:
-                    raise OwnerMissing(f"{ref.kind} {namespace}/{ref.name}, controller of a job, not found")
-                return None
-            meta: o.ObjectMeta = found.metadata
-            return meta
+            if found is not None:
+                return Parent(found.metadata, runs)
+            if not runs:
+                return read_parent(passed, namespace, ref, False)
+            if complete:
+                raise OwnerMissing.of(namespace, ref)
+            return None  # a Pod not Kueue's (only the managed ones are held): the walk ends
         return lookup

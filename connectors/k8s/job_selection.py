@@ -43,6 +43,7 @@ from connectors.k8s.resources import (
 from events import objects as o
 from kueue_es.scheduler.config import (
     APPWRAPPER_FRAMEWORK,
+    FRAMEWORK_KINDS,
     JOB_FRAMEWORK,
     JOBSET_FRAMEWORK,
     KUBEFLOW_FRAMEWORKS,
@@ -86,6 +87,20 @@ def framework_of(owner: tuple[str, str] | None) -> str | None:
     if owner is None:
         return None
     return MPIJOB_FRAMEWORK if is_mpijob(owner) else OWNER_FRAMEWORKS.get(owner)
+
+
+INTERIM_OWNERS = frozenset({("apps/v1", "ReplicaSet")})
+"""Kinds Kueue's ancestor walk knows without an integration of their own: a ReplicaSet, between a Deployment
+and its Pods (Kueue's ``isKnownOwner``; its RBAC grants reading them)."""
+KNOWN_OWNERS = frozenset(FRAMEWORK_KINDS.values()) | INTERIM_OWNERS
+
+
+def known_owner(owner: tuple[str, str] | None) -> bool:
+    """Kueue's ``isKnownOwner``: whether the ancestor walk reads a controller of ``(apiVersion, kind)`` and
+    goes on above it — the kind of any integration Kueue registers, on or off (an MPIJob of any version, as
+    :func:`framework_of`), or an interim owner (:data:`INTERIM_OWNERS`). Another kind (a CronJob, a kind of an
+    operator Kueue has no integration for) ends the walk unread."""
+    return owner is not None and (owner in KNOWN_OWNERS or framework_of(owner) is not None)
 
 
 def kueue_owner(owner: tuple[str, str] | None, frameworks: Collection[str]) -> bool:

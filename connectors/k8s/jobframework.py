@@ -46,9 +46,9 @@ And with no Workload yet (:meth:`JobReconciler._without_workload`): a running jo
 the log (``WorkloadPriorityClassNotFound`` for a WorkloadPriorityClass, once per version of the job).
 
 A job with a Kueue-managed ancestor (:func:`connectors.k8s.child_jobs.managed_ancestor`, read through the
-reconciler's ``parents``) is a child: no Workload of its own, kept suspended while the ancestor's newest unfinished
-Workload is missing or not admitted (:meth:`JobReconciler._child`); the batch/v1 Job and the RayCluster take this
-step first.
+reconciler's ``parents``, a parent whose integration is off from the apiserver) is a child: no Workload of its
+own, kept suspended while the ancestor's newest unfinished Workload is missing or not admitted
+(:meth:`JobReconciler._child`); the batch/v1 Job and the RayCluster take this step first.
 
 Every write is conditioned on the resourceVersion read; an action is not repeated on the same version of the
 job (:func:`connectors.k8s.owner_index.once`); the Events go through the log (``JobActed`` of the kind).
@@ -69,6 +69,7 @@ from connectors.k8s import (
     elastic_provreq,
     job_selection,
     job_sync,
+    parent_reads,
     podsetinfo,
     prebuilt,
     workload_slices,
@@ -436,8 +437,9 @@ class JobReconciler(Generic[J]):
         admitted (:meth:`_child`). True when the job is such a child, or its ancestry cannot be told
         (:meth:`_ancestry_failed`): either way nothing else is done with it."""
         try:
-            ancestor = child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
-                                                   config.manage_jobs_without_queue_name)
+            ancestor = await child_jobs.walk_reading(
+                job.metadata, lambda reads: self.parents.parent_of(config, self.state.jobs, reads),
+                self._read_parent, config.manage_jobs_without_queue_name)
         except child_jobs.AncestryError as exc:
             await self._ancestry_failed(job, exc)
             return True
@@ -446,6 +448,12 @@ class JobReconciler(Generic[J]):
         if not config.gate(gates.SKIP_CHILD_JOB_SUSPENSION):
             await self._child(job, ancestor)
         return True
+
+    async def _read_parent(self, namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
+        """A parent the walk passes through that no integration holds (a JobSet with the JobSet integration
+        off, a ReplicaSet), read from the apiserver: a failure other than not found fails the step,
+        retried."""
+        return await parent_reads.read_parent_meta(self.client, namespace, ref)
 
     async def _child(self, job: J, ancestor: o.ObjectMeta) -> None:
         """A job with a Kueue-managed ancestor, with ``SkipChildJobSuspension`` off (Kueue v0.20 turns it on, and

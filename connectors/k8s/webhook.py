@@ -76,6 +76,7 @@ from connectors.k8s import (
     kubeflow_webhook,
     lws_webhook,
     mpijob_webhook,
+    parent_reads,
     pod_validation,
     pod_webhook,
     ray_webhook,
@@ -93,20 +94,7 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pods_ready_validation import PodsReadyRule
-from connectors.k8s.resources import (
-    APPWRAPPERS,
-    BY_KIND,
-    JOBSETS,
-    KUBEFLOW_JOBS,
-    LEADER_WORKER_SETS,
-    MPIJOBS,
-    RAYCLUSTERS,
-    RAYJOBS,
-    RAYSERVICES,
-    SPARK_APPLICATIONS,
-    TRAINJOBS,
-    Resource,
-)
+from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
 from events import objects as o
 from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
@@ -271,15 +259,6 @@ def _refused(response: dict[str, Any], exc: Exception) -> dict[str, Any]:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-def _parent_resource(ref: o.OwnerReference) -> Resource | None:
-    """Where a parent of a kind an integration runs is read from the apiserver."""
-    by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
-               "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS,
-               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS, "RayService": RAYSERVICES,
-               "SparkApplication": SPARK_APPLICATIONS}
-    return by_kind.get(ref.kind)
-
-
 class HeldParents:
     """What this kueue-es process already holds of the parents a webhook's walk reads: once the connector runs beside the
     webhook server (this replica leads), its parents registry (:class:`connectors.k8s.child_jobs.Parents`: the JobSets,
@@ -318,49 +297,29 @@ class HeldParents:
 
 
 def ancestry_lookup(client: KubeClient, config: SchedulerConfig, held: HeldParents | None = None) -> ManagedAncestry:
-    """Kueue's walk for an object being created or updated (:func:`connectors.k8s.child_jobs.managed_ancestor`,
-    under the integrations ``config`` turns on and its ``manageJobsWithoutQueueName``), its parents read first —
+    """Kueue's walk for an object being created or updated
+    (:func:`connectors.k8s.child_jobs.managed_ancestor`, under the integrations ``config`` turns on and its
+    ``manageJobsWithoutQueueName``): each parent of a kind Kueue knows, its integration on or off, is read —
     from what ``held`` holds (:class:`HeldParents`), else from the apiserver — at most one past
     :data:`~connectors.k8s.child_jobs.CHAIN_LIMIT`, so the walk can tell a chain too long. Where they are read
     from changes nothing the walk decides on the same parents."""
 
-    async def read_parent(namespace: str, ref: o.OwnerReference, resource: Resource) -> o.ObjectMeta | None:
-        """The parent's metadata; None: not there (the apiserver says 404)."""
+    async def read(namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
         cached = held.meta(namespace, ref) if held is not None else None
-        if cached is not None:
-            return cached
-        try:
-            raw = msgspec.json.decode(await client.get(resource, ref.name, namespace))  # the body's bytes
-        except NotFound:
-            return None
-        parent_meta = raw.get("metadata") if isinstance(raw, dict) else None
-        return msgspec.convert(parent_meta or {}, o.ObjectMeta, strict=False)
+        return cached if cached is not None else await parent_reads.read_parent_meta(client, namespace, ref)
+
+    def parent_of(reads: child_jobs.Reads) -> child_jobs.ParentOf:
+        def lookup(namespace: str, ref: o.OwnerReference) -> child_jobs.Parent | None:
+            owner = (ref.api_version, ref.kind)
+            if not job_selection.known_owner(owner):
+                return None
+            return child_jobs.read_parent(reads, namespace, ref, job_selection.runs_parent(owner, config))
+        return lookup
 
     async def has_managed_ancestor(namespace: str, job: dict[str, Any]) -> bool:
         meta = msgspec.convert(job.get("metadata") or {}, o.ObjectMeta, strict=False)
-        read: dict[tuple[str, str], o.ObjectMeta] = {}
-        missing: set[tuple[str, str]] = set()
-        current = meta
-        for _ in range(child_jobs.CHAIN_LIMIT + 1):
-            ref = next((r for r in current.owner_references if r.controller), None)
-            resource = _parent_resource(ref) if ref is not None else None
-            if ref is None or resource is None or (ref.kind, ref.name) in read or not job_selection.runs_parent(
-                    (ref.api_version, ref.kind), config):
-                break
-            parent = await read_parent(namespace, ref, resource)
-            if parent is None:
-                missing.add((ref.kind, ref.name))
-                break
-            current = read[(ref.kind, ref.name)] = parent
-
-        def parent_of(ns: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
-            if not job_selection.runs_parent((ref.api_version, ref.kind), config):
-                return None
-            if (ref.kind, ref.name) in missing:
-                raise child_jobs.OwnerMissing(f"{ref.kind} {ns}/{ref.name}, controller of a job, not found")
-            return read.get((ref.kind, ref.name))
-
-        found = child_jobs.managed_ancestor(meta, parent_of, config.manage_jobs_without_queue_name)
+        meta = msgspec.structs.replace(meta, namespace=namespace)
+        found = await child_jobs.walk_reading(meta, parent_of, read, config.manage_jobs_without_queue_name)
         return found is not None
 
     return has_managed_ancestor

@@ -5,6 +5,7 @@ more than ten parents are errors. No cluster needed."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -12,7 +13,14 @@ import pytest
 from fixtures.jobs import RecordingClient, integration, job, workload
 
 from connectors.k8s import child_jobs
-from connectors.k8s.child_jobs import ChainTooLong, CyclicOwnership, OwnerMissing, Parents, managed_ancestor
+from connectors.k8s.child_jobs import (
+    ChainTooLong,
+    CyclicOwnership,
+    OwnerMissing,
+    Parents,
+    managed_ancestor,
+    walk_reading,
+)
 from connectors.k8s.decision_events import Involved
 from connectors.k8s.job_events import job_events
 from events import objects as o
@@ -39,17 +47,27 @@ class _Object(msgspec.Struct, frozen=True):
     metadata: o.ObjectMeta
 
 
-def _parents(*metas: o.ObjectMeta) -> Parents:
+def _parents(*metas: o.ObjectMeta, kinds: tuple[str, ...] = ("JobSet", "MPIJob", "AppWrapper")) -> Parents:
     parents = Parents()
-    for kind in ("JobSet", "MPIJob"):
+    for kind in kinds:
         parents.hold(kind, {f"ns/{m.name}": _Object(m) for m in metas if m.name.startswith(kind + "-")})
     return parents
 
 
-def _walk(chain: list[o.ObjectMeta], *, manage: bool = False, config=ALL_ON) -> str | None:
-    """The ancestor's name for ``chain[0]`` (a Job), its parents the rest."""
+def _walk(chain: list[o.ObjectMeta], *, manage: bool = False, config=ALL_ON, reads: list[str] | None = None,
+          held: tuple[str, ...] = ("JobSet", "MPIJob", "AppWrapper")) -> str | None:
+    """The ancestor's name for ``chain[0]`` (a Job), its parents the rest: those of the ``held`` kinds held,
+    the others read as from the apiserver (each read's name added to ``reads``)."""
     jobs = {f"ns/{m.name}": o.Job(metadata=m) for m in chain if m.name.startswith("Job-")}
-    found = managed_ancestor(chain[0], _parents(*chain[1:]).parent_of(config, jobs), manage)
+    by_name = {m.name: m for m in chain}
+
+    async def read(namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
+        (reads if reads is not None else []).append(ref.name)
+        return by_name.get(ref.name)
+
+    parents = _parents(*chain[1:], kinds=held)
+    found = asyncio.run(walk_reading(chain[0], lambda done: parents.parent_of(config, jobs, done), read,
+                                     manage))
     return found.name if found is not None else None
 
 
@@ -68,17 +86,48 @@ def test_the_ancestor_is_the_topmost_queued_one_of_a_kind_kueue_runs(js_queued: 
     assert _walk(chain, manage=manage) == ancestor
 
 
-def test_the_walk_stops_at_a_kind_it_does_not_follow() -> None:
-    chain = [_meta("Job-1", "JobSet-1"), _meta("JobSet-1", "AppWrapper-1", queued=True)]
-    assert _walk(chain) == "JobSet-1", "an AppWrapper (no integration here) ends the walk"
+def test_the_walk_goes_on_through_a_kind_whose_integration_is_off_never_taking_it() -> None:
+    """Kueue's #4824 and its walk's own examples: a parent of a kind Kueue knows whose integration is off is
+    read and walked through (Job -> JobSet, off -> queued AppWrapper => the AppWrapper), never the ancestor
+    itself, queued or not; with the AppWrapper integration off too there is none."""
+    aw_on = load_config({"integrations": {"frameworks": ["batch/job", "workload.codeflare.dev/appwrapper"]}})
+    chain = [_meta("Job-1", "JobSet-1"), _meta("JobSet-1", "AppWrapper-1", queued=True),
+             _meta("AppWrapper-1")]
+    reads: list[str] = []
+    assert _walk(chain, config=aw_on, reads=reads, held=("AppWrapper",)) is None, "a queued JobSet, off: none"
+    assert reads == ["JobSet-1"], "the JobSet read (nothing holds it), once; the AppWrapper held"
+    assert _walk(chain, config=aw_on, manage=True) == "AppWrapper-1"
+    queued_aw = [chain[0], chain[1], _meta("AppWrapper-1", queued=True)]
+    assert _walk(queued_aw, config=aw_on) == "AppWrapper-1"
+    assert _walk(queued_aw, config=ALL_ON) == "JobSet-1", "the AppWrapper integration off: walked through"
     jobsets_off = load_config({"integrations": {"frameworks": ["batch/job"]}})
-    assert _walk(chain, config=jobsets_off) is None, "the JobSet integration off: a JobSet is not followed"
+    assert _walk(queued_aw, config=jobsets_off, manage=True) is None
+
+
+def test_the_walk_stops_unread_at_a_kind_kueue_does_not_know() -> None:
+    """Since Kueue's #5252 an owner of a kind no integration of Kueue's has (a CronJob) ends the walk unread;
+    a Pod the pod integration runs and that is not held (not Kueue's) ends it too."""
+    cron = msgspec.structs.replace(_meta("Job-1"), owner_references=[o.OwnerReference(
+        api_version="batch/v1", kind="CronJob", name="nightly", uid="uid-nightly", controller=True)])
+    reads: list[str] = []
+    assert _walk([cron], manage=True, reads=reads) is None and reads == []
     pods = Parents()
     pods.hold("Pod", {}, complete=False)
-    owned_by_pod = msgspec.structs.replace(chain[0], owner_references=[o.OwnerReference(
+    owned_by_pod = msgspec.structs.replace(cron, owner_references=[o.OwnerReference(
         api_version="v1", kind="Pod", name="p", uid="uid-p", controller=True)])
     pods_on = load_config({"integrations": {"frameworks": ["batch/job", "pod"]}})
     assert managed_ancestor(owned_by_pod, pods.parent_of(pods_on, {}), False) is None, "a Pod not managed: not Kueue's"
+
+
+def test_a_parent_whose_integration_is_off_is_read_before_the_walk_goes_on() -> None:
+    """The walk stays pure: a parent to be read from the apiserver is asked for (``Unread``), not read by
+    it."""
+    chain = [_meta("Job-1", "AppWrapper-1")]
+    with pytest.raises(child_jobs.Unread) as asked:
+        managed_ancestor(chain[0], _parents().parent_of(ALL_ON, {}), False)
+    assert asked.value.ref.name == "AppWrapper-1"
+    with pytest.raises(OwnerMissing, match="AppWrapper ns/AppWrapper-1, controller of a job, not found"):
+        _walk(chain)
 
 
 def test_a_parent_of_another_uid_than_the_reference_names_is_no_ancestor() -> None:
@@ -291,3 +340,107 @@ async def test_a_job_in_a_namespace_the_selector_leaves_out_is_not_walked_up_nor
     client = jobs.client = RecordingClient()  # type: ignore[assignment]
     await jobs.reconcile("ns/train")
     assert client.patches == [] and appended == []
+
+
+# --- walking through a parent whose integration is off (Kueue's #4824) ------------------------------------
+
+AW_API = KINDS["AppWrapper"]
+
+
+class _Apiserver(RecordingClient):
+    """Serves GETs of the objects given (kind, metadata) as the client answers them, the body's bytes,
+    recording each read; anything else is not found. Patches are recorded as :class:`RecordingClient` records
+    them."""
+
+    def __init__(self, *objects: tuple[str, o.ObjectMeta]) -> None:
+        super().__init__()
+        self.objects = {(kind, meta.name): meta for kind, meta in objects}
+        self.reads: list[tuple[str, str]] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        from connectors.k8s.errors import NotFound
+
+        self.reads.append((resource.kind, name))
+        if (resource.kind, name) not in self.objects:
+            raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
+        return msgspec.json.encode(_Object(self.objects[(resource.kind, name)]))
+
+
+def _ref(api_version: str, kind: str, name: str) -> list[o.OwnerReference]:
+    return [o.OwnerReference(api_version=api_version, kind=kind, name=name, uid=f"uid-{name}",
+                             controller=True)]
+
+
+def _job_of(refs: list[o.OwnerReference], labels: dict[str, str]) -> o.Job:
+    return msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, labels=labels, owner_references=refs))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("aw_queued", "manage"), [(True, False), (False, True)])
+async def test_a_job_finds_its_ancestor_through_a_parent_whose_integration_is_off(aw_queued: bool,
+                                                                                 manage: bool) -> None:
+    """Kueue's #4824 (v0.12): Job -> JobSet (JobSet integration off) -> AppWrapper, queued or under
+    ``manageJobsWithoutQueueName``. Kueue's walk reads the JobSet's metadata (nothing lists JobSets then: here
+    a GET) and walks on to the AppWrapper, the Job's ancestor: the Job is held as its child with no Workload
+    of its own. Before, the walk stopped at the JobSet and the Job was top-level (under the option given a
+    Workload in no queue, so the AppWrapper's admitted job never ran)."""
+    jobset = o.ObjectMeta(name="js", namespace="ns", uid="uid-js",
+                          owner_references=_ref(AW_API, "AppWrapper", "aw"))
+    appwrapper = o.ObjectMeta(name="aw", namespace="ns", uid="uid-aw",
+                              labels={QUEUE: "lq"} if aw_queued else {})
+    child = _job_of(_ref(KINDS["JobSet"], "JobSet", "js"), {})
+    config = _config(integrations={"frameworks": ["batch/job", "workload.codeflare.dev/appwrapper"]},
+                     manageJobsWithoutQueueName=manage)
+    jobs, _, appended = integration(child, before=(config,))
+    client = jobs.client = _Apiserver(("JobSet", jobset))  # type: ignore[assignment]
+    jobs.parents.hold("AppWrapper", {"ns/aw": _Object(appwrapper)})
+    await jobs.reconcile("ns/train")
+    assert [(k, body["spec"]) for k, _, body in client.patches] == [("Job", {"suspend": True})]
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and acted.action == child_jobs.SUSPENDED, "the AppWrapper's child"
+    assert client.reads == [("JobSet", "js")], "the AppWrapper is held: only the JobSet is read"
+
+
+@pytest.mark.asyncio
+async def test_a_parent_whose_integration_is_off_and_is_not_there_leaves_the_job_alone() -> None:
+    """Kueue's walk fails ``workload owner not found`` when it cannot read a parent it walks through, and the
+    reconcile is retried: the queued Job is neither suspended nor given a Workload meanwhile."""
+    child = _job_of(_ref(KINDS["JobSet"], "JobSet", "gone"), {QUEUE: "lq"})
+    config = _config(integrations={"frameworks": ["batch/job", "workload.codeflare.dev/appwrapper"]})
+    jobs, _, appended = integration(child, before=(config,))
+    client = jobs.client = _Apiserver()  # type: ignore[assignment]
+    await jobs.reconcile("ns/train")
+    assert client.patches == [] and appended == []
+    assert client.reads == [("JobSet", "gone")]
+
+
+@pytest.mark.asyncio
+async def test_a_parent_of_a_kind_kueue_does_not_know_ends_the_walk_unread() -> None:
+    """A CronJob's Job: no integration of Kueue's has that kind, so its walk stops there without reading it
+    (as since Kueue's #5252) and the queued Job is top-level: stopped for its missing Workload, not held as a
+    child."""
+    child = _job_of(_ref("batch/v1", "CronJob", "nightly"), {QUEUE: "lq"})
+    jobs, _, appended = integration(child, before=(_config(),))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]  # a read fails the test
+    await jobs.reconcile("ns/train")
+    assert [(k, body["spec"]) for k, _, body in client.patches] == [("Job", {"suspend": True})]
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] != [child_jobs.SUSPENDED]
+
+
+def test_every_kind_the_walk_knows_can_be_read_and_the_rbac_grants_it() -> None:
+    """A parent the walk passes through is read from the apiserver: each kind Kueue knows (its integrations',
+    on or off, and the ReplicaSet) has a resource to read it at, and ``kueue-es manifests`` grants getting
+    it."""
+    from connectors.k8s import job_selection
+    from connectors.k8s.manifests import cluster_role
+    from connectors.k8s.parent_reads import PARENT_RESOURCES
+
+    rules = cluster_role("kueue-es")["rules"]
+    for api_version, kind in sorted(job_selection.KNOWN_OWNERS):
+        resource = PARENT_RESOURCES.get(kind)
+        assert resource is not None and resource.api_version == api_version, kind
+        assert any(resource.group in r["apiGroups"] and resource.plural in r["resources"]
+                   and "get" in r["verbs"] and "resourceNames" not in r for r in rules), resource.plural
+    assert not job_selection.known_owner(("batch/v1", "CronJob"))
+    assert job_selection.known_owner(("kubeflow.org/v1", "MPIJob")), "an MPIJob of any version, as isMPIJob"

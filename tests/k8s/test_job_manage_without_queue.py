@@ -53,6 +53,8 @@ class Client:
         self.patches: list[tuple[str, dict[str, Any]]] = []
 
     async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
+        if resource.kind == "Pod":  # a Job's parent Pod, read as the walk passes through it: no controller
+            return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace, "uid": "p"}})
         assert resource.kind == "Job"
         return msgspec.json.encode(self.job_doc)
 
@@ -117,7 +119,7 @@ OWNED_BY_CRONJOB = o.OwnerReference(api_version="batch/v1", kind="CronJob", name
 @pytest.mark.parametrize(("owner", "frameworks", "managed"), [
     (OWNED_BY_JOB, ["batch/job"], False),
     (OWNED_BY_POD, ["batch/job", "pod"], False),
-    (OWNED_BY_POD, ["batch/job"], True),  # the pod integration off: a Pod is no parent Kueue runs
+    (OWNED_BY_POD, ["batch/job"], True),  # the pod integration off: a Pod is walked through, not Kueue's
     (OWNED_BY_CRONJOB, ["batch/job"], True),  # no Kueue integration runs CronJobs: its Jobs are top-level
     (msgspec.structs.replace(OWNED_BY_JOB, controller=False), ["batch/job"], True),  # only the controller counts
 ], ids=["job", "pod-integration-on", "pod-integration-off", "cronjob", "not-controller"])

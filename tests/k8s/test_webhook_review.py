@@ -392,3 +392,51 @@ def test_the_job_webhook_refuses_a_job_whose_ancestors_cannot_be_walked() -> Non
     cyclic = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), cycle)
     assert cyclic["allowed"] is False and "cyclic ownership" in cyclic["status"]["message"]
     assert _ancestry_review(_child_of("apps/v1", "Foo", {Q: "lq"}), _Parents())["allowed"], "a kind not followed"
+
+
+AW = "workload.codeflare.dev/v1beta2"
+JOBSET = "jobset.x-k8s.io/v1alpha2"
+
+
+def test_the_job_webhook_walks_through_a_parent_whose_integration_is_off() -> None:
+    """Kueue's #4824 (v0.12): with the JobSet integration off, a queued Job of a JobSet an AppWrapper wraps
+    has the queued AppWrapper as its Kueue-managed ancestor: the walk reads the JobSet and walks on, never
+    taking the JobSet itself, so the Job is left running. Before, the walk stopped at the JobSet and the Job
+    was suspended."""
+    config = {"integrations": {"frameworks": ["batch/job", "workload.codeflare.dev/appwrapper"]}}
+    suspend = [{"op": "add", "path": "/spec/suspend", "value": True}]
+    job = _child_of(JOBSET, "JobSet", {Q: "lq"})
+    jobset = ("JobSet", "parent", {"uid": "uid-parent", **_owned_by("AppWrapper", "aw", AW)})
+    queued_aw = _Parents(jobset, ("AppWrapper", "aw", {"uid": "uid-aw", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(job, queued_aw, config)) == []
+    assert queued_aw.reads == [("JobSet", "parent"), ("AppWrapper", "aw")]
+    unqueued_aw = _Parents(jobset, ("AppWrapper", "aw", {"uid": "uid-aw", "labels": {}}))
+    assert _patched(_ancestry_review(job, unqueued_aw, config)) == suspend
+    queued_jobset = _Parents(("JobSet", "parent", {"uid": "uid-parent", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(job, queued_jobset, config)) == suspend, "a disabled kind is no ancestor"
+    gone = _ancestry_review(job, _Parents(), config)
+    assert gone["allowed"] is False and gone["status"]["code"] == 404
+    assert "JobSet team/parent, controller of a job, not found" in gone["status"]["message"]
+
+
+def test_under_manage_jobs_without_queue_name_the_walk_finds_the_appwrapper_above_a_disabled_jobset() -> None:
+    """Kueue's own example for ``FindAncestorJobManagedByKueue``: ``Job -> JobSet (disabled) -> AppWrapper =>
+    AppWrapper`` under ``manageJobsWithoutQueueName``, the AppWrapper naming no queue."""
+    from connectors.k8s.webhook import ancestry_lookup
+
+    job = _child_of(JOBSET, "JobSet")
+    api = _Parents(("JobSet", "parent", {"uid": "uid-parent", **_owned_by("AppWrapper", "aw", AW)}),
+                   ("AppWrapper", "aw", {"uid": "uid-aw"}))
+    frameworks = {"frameworks": ["batch/job", "workload.codeflare.dev/appwrapper"]}
+    for manage in (True, False):
+        cfg = load_config({"integrations": frameworks, "manageJobsWithoutQueueName": manage})
+        assert asyncio.run(ancestry_lookup(api, cfg)("team", job)) is manage  # type: ignore[arg-type]
+
+
+def test_the_job_webhook_stops_unread_at_a_kind_kueue_does_not_know() -> None:
+    """A CronJob's Job: no integration has that kind, so Kueue's walk stops there (since #5252) and reads
+    nothing; the queued Job is top-level, suspended."""
+    api = _Parents(("CronJob", "parent", {"uid": "uid-parent", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(_child_of("batch/v1", "CronJob", {Q: "lq"}), api)) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    assert api.reads == []

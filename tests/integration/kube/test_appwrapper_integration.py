@@ -21,7 +21,7 @@ from kubehelp import admitted_workload, connect, eventually, finished_condition,
 
 from connectors.k8s import appwrapper as aw
 from connectors.k8s import crds
-from connectors.k8s.resources import APPWRAPPERS, BY_KIND
+from connectors.k8s.resources import APPWRAPPERS, BY_KIND, JOBSETS
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
@@ -94,3 +94,41 @@ async def test_a_queued_appwrapper_runs_only_while_its_workload_is_admitted_and_
 
             cond = await finished_condition(kc, wl_name, q.ns, "the AppWrapper's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", "AppWrapper finished successfully")
+
+
+@pytest.mark.asyncio
+async def test_a_job_of_an_appwrappers_jobset_is_its_child_with_the_jobset_integration_off(
+        kube_apiserver, tmp_path) -> None:
+    """Kueue's #4824: ``manageJobsWithoutQueueName`` on, the JobSet integration off, an AppWrapper wrapping a
+    JobSet. The walk up from the JobSet's Job reads the JobSet from the apiserver (nothing lists JobSets then)
+    and goes on to the AppWrapper: the Job, naming no queue, is the AppWrapper's child, left running with no
+    Workload of its own. Before, it was taken for top-level: suspended and queued apart, in no queue."""
+    config = load_config({"manageJobsWithoutQueueName": True,
+                          "integrations": {"frameworks": ["batch/job", "workload.codeflare.dev/appwrapper"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.appwrapper_crd(), crds.jobset_crd()])
+        q = await queues(kc, "aw-js", {"cpu": 4, "memory": "1Gi"})
+        wrapper = msgspec.json.decode(await kc.create(APPWRAPPERS, _appwrapper(q.ns), q.ns))
+        uid = wrapper["metadata"]["uid"]
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            wl_name = aw.workload_name("aw", uid)
+            await admitted_workload(kc, wl_name, q.ns, "the AppWrapper's workload admitted")
+            # play the AppWrapper and JobSet controllers: a JobSet under the AppWrapper, its Job under it
+            jobset = {"apiVersion": JOBSETS.api_version, "kind": "JobSet", "metadata": {
+                "name": "js", "namespace": q.ns, "ownerReferences": [{
+                    "apiVersion": APPWRAPPERS.api_version, "kind": "AppWrapper", "name": "aw", "uid": uid,
+                    "controller": True}]},
+                "spec": {"replicatedJobs": [{"name": "w", "template": {}}]}}
+            js_uid = msgspec.json.decode(await kc.create(JOBSETS, jobset, q.ns))["metadata"]["uid"]
+            job = _job(q.ns, suspend=False)
+            job["metadata"].update(name="js-w-0", labels={}, ownerReferences=[{
+                "apiVersion": JOBSETS.api_version, "kind": "JobSet", "name": "js", "uid": js_uid,
+                "controller": True}])
+            job_uid = msgspec.json.decode(await kc.create(BY_KIND["Job"], job, q.ns))["metadata"]["uid"]
+            await asyncio.sleep(3)  # seen by the Job integration: a top-level Job would be suspended by now
+            assert not (await get(kc, "Job", "js-w-0", q.ns))["spec"].get("suspend"), "left running"
+            workloads = [msgspec.json.decode(raw) for raw in (await kc.list(BY_KIND["Workload"])).items]
+            owners = {ref["uid"] for w in workloads if w["metadata"]["namespace"] == q.ns
+                      for ref in w["metadata"].get("ownerReferences", [])}
+            assert owners == {uid} and job_uid not in owners, "the Job is not queued apart"
