@@ -31,15 +31,24 @@ _POSSIBILITY = {Granular.NO_CANDIDATES: "NoCandidates", Granular.PREEMPT: "Preem
 """Granular modes that found preemption possible (with victims or not) -> Kueue's PreemptionPossibility."""
 
 
+EVENT_BYTES = 1024
+"""What an Event's message holds (Kueue's ``TruncateEventMessage``): the summary follows the Event's own words, so
+no more of it than this is ever shown, and no more is kept on the decision."""
+
+
 def considered_flavors(a: Assignment) -> str:
-    """The summary of ``a``'s attempts, or "" when no pod set has one."""
+    """The summary of ``a``'s attempts, or "" when no pod set has one; at most :data:`EVENT_BYTES` bytes of it
+    (cut at a character)."""
     parts = []
     for ps in a.pod_sets:
         if ps.attempts:
             said = _pod_set(ps.attempts)
             if said:
                 parts.append(f"{ps.name}: {said}")
-    return " | ".join(parts)
+    summary = " | ".join(parts)
+    if len(summary) <= EVENT_BYTES // 4:  # no character is more than 4 bytes
+        return summary
+    return summary.encode()[:EVENT_BYTES].decode(errors="ignore")
 
 
 def _pod_set(attempts: list[Attempt]) -> str:

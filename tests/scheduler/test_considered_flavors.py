@@ -123,6 +123,16 @@ def test_flavors_are_listed_in_name_order_and_pod_sets_joined_by_a_bar():
     assert d.considered_flavors == f"first: {each} | second: {each}"
 
 
+def test_a_summary_is_kept_to_what_an_event_shows():
+    """The Event cuts its message at 1024 bytes, the summary after the Event's own words: no more is kept."""
+    names = [f"flavor-{'x' * 40}-{i}" for i in range(12)]
+    objects = _flavors(*names, "default", topology=tuple(names)) + \
+        _cluster_queue("cq", dict.fromkeys([*names, "default"], 4))
+    d = _reserved(objects + _workload("w", pod_sets={"first": 1, "second": 1}))
+    assert d.considered_flavors.startswith("first: flavor-")
+    assert len(d.considered_flavors.encode()) == 1024
+
+
 BORROWING = _flavors("default") + _cluster_queue("cq", {"default": 1}, "\n    cohortName: all") + \
     _cluster_queue("lender", {"default": 4}, "\n    cohortName: all")
 
