@@ -166,7 +166,8 @@ def prelude() -> list[o.KObject]:
 
 def next_deadline_by_scan(state: ClusterState, config) -> int | None:
     """What ``next_deadline`` finds, by looking at every workload."""
-    times = [t for k, t in state.backoff.items() if k in state.workloads and not state.workloads[k].reserving]
+    times = [t for k, t in state.backoff.items()
+             if k in state.workloads and not state.workloads[k].reserving and state.workloads[k].active]
     times.extend(state.second_pass.values())
     if config.pods_ready.enable:
         for cq in state.reserving:
