@@ -104,8 +104,9 @@ class Connector:
             parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
             parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
             parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]  # its submitter Job, RayCluster
-            # the kinds the Job webhook's walk reads too (webhook._parent_resource): one it follows and this did
-            # not would leave a Job the webhook let run as a child to be queued on a Workload of its own
+            # the kinds the Job webhook's walk reads too (job_selection.owner_resource): one it follows and
+            # this did not would leave a Job the webhook let run as a child to be queued on a Workload of its
+            # own
             parents.hold("RayCluster", self.rayclusters.known)  # type: ignore[union-attr]
             parents.hold("LeaderWorkerSet", self.leaderworkersets.known)  # type: ignore[union-attr]
             parents.hold("AppWrapper", self.appwrappers.known)  # type: ignore[union-attr]  # what it wraps

@@ -94,17 +94,7 @@ from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pods_ready_validation import PodsReadyRule
 from connectors.k8s.resources import (
-    APPWRAPPERS,
     BY_KIND,
-    JOBSETS,
-    KUBEFLOW_JOBS,
-    LEADER_WORKER_SETS,
-    MPIJOBS,
-    RAYCLUSTERS,
-    RAYJOBS,
-    RAYSERVICES,
-    SPARK_APPLICATIONS,
-    TRAINJOBS,
     Resource,
 )
 from connectors.k8s.settings import KubeSettings
@@ -271,15 +261,6 @@ def _refused(response: dict[str, Any], exc: Exception) -> dict[str, Any]:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-def _parent_resource(ref: o.OwnerReference) -> Resource | None:
-    """Where a parent of a kind an integration runs is read from the apiserver."""
-    by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
-               "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS,
-               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS, "RayService": RAYSERVICES,
-               "SparkApplication": SPARK_APPLICATIONS}
-    return by_kind.get(ref.kind)
-
-
 class HeldParents:
     """What this kueue-es process already holds of the parents a webhook's walk reads: once the connector runs beside the
     webhook server (this replica leads), its parents registry (:class:`connectors.k8s.child_jobs.Parents`: the JobSets,
@@ -343,7 +324,7 @@ def ancestry_lookup(client: KubeClient, config: SchedulerConfig, held: HeldParen
         current = meta
         for _ in range(child_jobs.CHAIN_LIMIT + 1):
             ref = next((r for r in current.owner_references if r.controller), None)
-            resource = _parent_resource(ref) if ref is not None else None
+            resource = job_selection.owner_resource(ref) if ref is not None else None
             if ref is None or resource is None or (ref.kind, ref.name) in read or not job_selection.runs_parent(
                     (ref.api_version, ref.kind), config):
                 break

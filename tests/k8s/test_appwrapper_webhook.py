@@ -12,10 +12,10 @@ import msgspec
 import pytest
 
 from connectors.k8s import appwrapper_webhook as aww
-from connectors.k8s import jobset_webhook
+from connectors.k8s import job_selection, jobset_webhook
 from connectors.k8s.certs import self_signed
 from connectors.k8s.validating import configuration as validating_configuration
-from connectors.k8s.webhook import FRAMEWORK_PATHS, _parent_resource
+from connectors.k8s.webhook import FRAMEWORK_PATHS
 from connectors.k8s.webhook import configuration as mutating_configuration
 from events import objects as o
 from kueue_es.scheduler.config import load_config
@@ -122,7 +122,7 @@ def test_a_jobset_an_appwrapper_wraps_is_left_to_it() -> None:
 def test_the_job_webhooks_walk_reads_an_appwrapper_from_the_apiserver() -> None:
     ref = o.OwnerReference(api_version="workload.codeflare.dev/v1beta2", kind="AppWrapper", name="aw", uid="u",
                            controller=True)
-    resource = _parent_resource(ref)
+    resource = job_selection.owner_resource(ref)
     assert resource is not None and (resource.api_version, resource.plural) == (
         "workload.codeflare.dev/v1beta2", "appwrappers")
 
