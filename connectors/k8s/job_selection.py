@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterable, Mapping
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.resources import (
     APPWRAPPERS,
+    BY_KIND,
     JOBSETS,
     KUBEFLOW_JOBS,
     LEADER_WORKER_SETS,
@@ -39,6 +40,7 @@ from connectors.k8s.resources import (
     RAYSERVICES,
     SPARK_APPLICATIONS,
     TRAINJOBS,
+    Resource,
 )
 from events import objects as o
 from kueue_es.scheduler.config import (
@@ -79,6 +81,21 @@ OWNER_FRAMEWORKS: Mapping[tuple[str, str], str] = {
     **{(KUBEFLOW_JOBS[kind].api_version, kind): name for kind, name in KUBEFLOW_FRAMEWORKS.items()}}
 """Controller ``(apiVersion, kind)`` -> the name of the integration that runs it, as ``integrations.frameworks``
 lists it (an MPIJob of any ``kubeflow.org`` version aside: :func:`framework_of`)."""
+
+
+OWNER_RESOURCES: Mapping[str, Resource] = {
+    "Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], JOBSETS.kind: JOBSETS, MPIJOBS.kind: MPIJOBS,
+    **KUBEFLOW_JOBS,
+    RAYJOBS.kind: RAYJOBS, RAYCLUSTERS.kind: RAYCLUSTERS, LEADER_WORKER_SETS.kind: LEADER_WORKER_SETS,
+    APPWRAPPERS.kind: APPWRAPPERS, TRAINJOBS.kind: TRAINJOBS, RAYSERVICES.kind: RAYSERVICES,
+    SPARK_APPLICATIONS.kind: SPARK_APPLICATIONS}
+"""Kind of an object an integration runs -> where it is read, or deleted, on the apiserver."""
+
+
+def owner_resource(ref: o.OwnerReference) -> Resource | None:
+    """Where the object ``ref`` names is read or deleted, for a kind an integration runs (None: another
+    kind)."""
+    return OWNER_RESOURCES.get(ref.kind)
 
 
 def framework_of(owner: tuple[str, str] | None) -> str | None:

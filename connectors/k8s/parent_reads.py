@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import msgspec
 
+from connectors.k8s import job_selection
 from connectors.k8s import resources as res
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import NotFound
 from events import objects as o
 
-PARENT_RESOURCES: dict[str, res.Resource] = {r.kind: r for r in (
-    res.BY_KIND["Job"], res.BY_KIND["Pod"], res.JOBSETS, res.MPIJOBS, *res.KUBEFLOW_JOBS.values(),
-    res.RAYJOBS, res.RAYCLUSTERS, res.RAYSERVICES, res.LEADER_WORKER_SETS, res.APPWRAPPERS, res.TRAINJOBS,
-    res.SPARK_APPLICATIONS, res.DEPLOYMENTS, res.STATEFUL_SETS, res.REPLICA_SETS)}
-"""Where a parent of each kind the walk reads (:func:`connectors.k8s.job_selection.known_owner`) is got."""
+PARENT_RESOURCES: dict[str, res.Resource] = {**job_selection.OWNER_RESOURCES, **{r.kind: r for r in (
+    res.DEPLOYMENTS, res.STATEFUL_SETS, res.REPLICA_SETS)}}
+"""Where a parent of each kind the walk reads (:func:`connectors.k8s.job_selection.known_owner`) is got: the
+integrations' kinds (:data:`~connectors.k8s.job_selection.OWNER_RESOURCES`, which retention deletes too) and
+the serving sets' and the ReplicaSet between a Deployment and its Pods."""
 
 
 async def read_parent_meta(client: KubeClient, namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
