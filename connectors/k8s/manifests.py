@@ -12,7 +12,9 @@ RBAC grants exactly what the connector does:
   (orphans whose Job is gone, Workloads a Job no longer matches or has too many of, ``afterFinished`` retention);
   their ``status``: patch;
 * Jobs: patch (suspend/unsuspend, inject and restore the template), delete (``afterDeactivatedByKueue``
-  retention), ``jobs/status``: patch (clear startTime);
+  retention, which deletes the job of every other integration too: JobSets, MPIJobs, the training operator's
+  jobs, RayJobs, RayClusters, RayServices, LeaderWorkerSets, AppWrappers, TrainJobs, SparkApplications),
+  ``jobs/status``: patch (clear startTime);
 * JobSets (jobset.x-k8s.io): get/list/watch (the JobSet integration's own watch), patch (suspend/unsuspend,
   inject and restore the replicated Jobs' pod templates), whichever frameworks a replica's Configuration lists;
 * MPIJobs (kubeflow.org): the same, for the MPIJob integration (its replicas' pod templates);
@@ -76,7 +78,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.k8s import validating, webhook
+from connectors.k8s import job_selection, validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.multikueue_adapters import ADAPTERS as MULTIKUEUE_ADAPTERS
 from connectors.k8s.resources import (
@@ -137,6 +139,17 @@ def _labels(name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "controller"}
 
 
+def _retention_deletes() -> list[dict[str, Any]]:
+    """``delete`` on each kind ``afterDeactivatedByKueue`` deletes besides Jobs and Pods (granted above): the
+    jobs of every integration (:data:`connectors.k8s.job_selection.OWNER_RESOURCES`)."""
+    by_group: dict[str, list[str]] = {}
+    for r in job_selection.OWNER_RESOURCES.values():
+        if r.plural not in ("jobs", "pods"):
+            by_group.setdefault(r.group, []).append(r.plural)
+    return [{"apiGroups": [group], "resources": sorted(plurals), "verbs": ["delete"]}
+            for group, plurals in sorted(by_group.items())]
+
+
 def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
     by_group: dict[str, list[str]] = {}
     for r in ALL:
@@ -193,6 +206,7 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
          "resourceNames": [VALIDATING_CONFIGURATION_NAME], "verbs": ["get", "update"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch", "delete"]},
+        *_retention_deletes(),
         {"apiGroups": [STATEFUL_SETS.group], "resources": [STATEFUL_SETS.plural], "verbs": READ},
         {"apiGroups": [REPLICA_SETS.group], "resources": [DEPLOYMENTS.plural, REPLICA_SETS.plural], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},

@@ -143,3 +143,15 @@ async def test_an_owner_no_enabled_integration_runs_is_not_deleted_and_the_decis
     assert _outcomes(appended) == [("DecisionRejected", DECISION, "UnknownWorkloadOwner")]
     assert why in appended[0].message  # type: ignore[attr-defined]
     assert enforcer.stats.jobs_deleted == 0
+
+
+def test_kueue_es_manifests_grant_deleting_every_kind_retention_deletes() -> None:
+    """Each kind the enforcer may delete (``job_selection.OWNER_RESOURCES``) has a ``delete`` grant in the
+    ClusterRole ``kueue-es manifests`` writes: without one the apiserver answers 403 and nothing is deleted."""
+    from connectors.k8s import job_selection
+    from connectors.k8s.manifests import cluster_role
+
+    rules = cluster_role("kueue-es")["rules"]
+    for resource in job_selection.OWNER_RESOURCES.values():
+        assert any(resource.group in r["apiGroups"] and resource.plural in r["resources"] and "delete" in r["verbs"]
+                   and "resourceNames" not in r for r in rules), resource.plural
