@@ -29,7 +29,7 @@ import structlog
 
 from connectors.k8s import job_selection, workload_finalizer
 from connectors.k8s.decision_workers import MarkedKeysWorker
-from connectors.k8s.errors import Conflict, NotFound
+from connectors.k8s.errors import Conflict, Forbidden, NotFound
 from connectors.k8s.pod_group import IS_GROUP_ANNOTATION
 from connectors.k8s.resources import BY_KIND, Resource
 from events import objects as o
@@ -77,8 +77,12 @@ class RetentionEnforcer(MarkedKeysWorker):
             if obs is not None:  # gone: so is its job, or it is no longer this Workload's
                 jobs, why = jobs_to_delete(obs, in_force(self.mirror.state) or DEFAULT)
                 for resource, ref in jobs:
-                    await self._delete(resource, ref.name, obs.metadata.namespace, ref.uid,
-                                       propagation="Background")
+                    try:
+                        await self._delete(resource, ref.name, obs.metadata.namespace, ref.uid,
+                                           propagation="Background")
+                    except Forbidden as exc:  # the role grants no delete: trying again cannot help
+                        await self._rejected(key, wl.uid, offsets, str(exc), reason="Forbidden")
+                        return
                     self.stats.jobs_deleted += 1
                     log.info("deleted job: deactivation retention period expired", kind=ref.kind,
                              name=ref.name, workload=key)
@@ -90,12 +94,13 @@ class RetentionEnforcer(MarkedKeysWorker):
         await self.append([ev.DecisionApplied(time=t, key=key, uid=wl.uid if wl is not None else "", decision=off,
                                               id=f"applied-{off}") for off in offsets])
 
-    async def _rejected(self, key: str, uid: str, offsets: list[int], message: str) -> None:
+    async def _rejected(self, key: str, uid: str, offsets: list[int], message: str, *,
+                        reason: str = UNKNOWN_OWNER) -> None:
         t = int(time.time() * 1000)
         self._reported.update(offsets)
         self.stats.rejected += len(offsets)
         log.info("deactivation retention deleted nothing", workload=key, message=message)
-        await self.append([ev.DecisionRejected(time=t, key=key, uid=uid, decision=off, reason=UNKNOWN_OWNER,
+        await self.append([ev.DecisionRejected(time=t, key=key, uid=uid, decision=off, reason=reason,
                                                message=message, id=f"rejected-{off}") for off in offsets])
 
     async def _unfinalize(self, obs: o.Workload) -> None:

@@ -155,3 +155,21 @@ def test_kueue_es_manifests_grant_deleting_every_kind_retention_deletes() -> Non
     for resource in job_selection.OWNER_RESOURCES.values():
         assert any(resource.group in r["apiGroups"] and resource.plural in r["resources"] and "delete" in r["verbs"]
                    and "resourceNames" not in r for r in rules), resource.plural
+
+
+@pytest.mark.asyncio
+async def test_a_delete_the_apiserver_forbids_is_rejected_not_retried() -> None:
+    """A 403 (an install whose role does not grant the delete) cannot succeed when tried again: the decision gets
+    its outcome, rejected with the apiserver's words, and nothing is counted deleted."""
+    from connectors.k8s.errors import Forbidden
+
+    enforcer, client, appended, _ = _enforcer(["jobset.x-k8s.io/jobset"],
+                                              _ref("jobset.x-k8s.io/v1alpha2", "JobSet", "js"))
+
+    async def forbidden(*args: Any, **kwargs: Any) -> bytes:
+        raise Forbidden('jobsets.jobset.x-k8s.io "js" is forbidden', 403, "Forbidden")
+
+    client.delete = forbidden  # type: ignore[method-assign]
+    await enforcer.sync(KEY)
+    assert _outcomes(appended) == [("DecisionRejected", DECISION, "Forbidden")]
+    assert enforcer.stats.jobs_deleted == 0
