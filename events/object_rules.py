@@ -364,7 +364,8 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
         schema += _one_of_errors(taint.effect, TAINT_EFFECTS, f"spec.nodeTaints[{i}].effect")
     schema += _toleration_rule_errors(spec.tolerations, "spec.tolerations")
     if spec.topology_name is not None and not spec.node_labels:
-        schema.append("field `spec`: at least one nodeLabel is required when topology is set")  # a rule on spec
+        # a rule on spec
+        schema.append("field `spec`: at least one nodeLabel is required when topology is set")
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
@@ -563,8 +564,8 @@ def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
 
 
 def _topology(spec: o.TopologySpec, where: str) -> None:
-    """The Topology CRD's rules (Kueue has no Topology webhook): its schema's, the first one broken; then its CEL
-    rules on ``levels``, every one broken, as the apiserver lists them."""
+    """The Topology CRD's rules (Kueue has no Topology webhook): its schema's, the first one broken; then its
+    CEL rules on ``levels``, every one broken, as the apiserver lists them."""
     levels = [level.node_label for level in spec.levels]
     if not 1 <= len(levels) <= MAX_TOPOLOGY_LEVELS:
         raise SchemaRefused(where, [f"field `spec.levels` must have 1 to {MAX_TOPOLOGY_LEVELS} items, "

@@ -17,10 +17,10 @@ Quantity = str | int | float
 
 
 class _ViewMeta(msgspec.StructMeta):
-    """Makes every view keyword-only, so required and defaulted fields can come in Kubernetes' order. (On Python
-    3.11 a metaclass written in Python gets no vectorcall: ``SomeView(field=...)`` packs its keywords into a dict
-    and unpacks them again, ~4x a plain Struct's construction; ``msgspec.structs.replace`` of a blank view does
-    not, for a hot path: ``projections.workloads._BLANK_CONDITION``.)"""
+    """Makes every view keyword-only, so required and defaulted fields can come in Kubernetes' order. (On
+    Python 3.11 a metaclass written in Python gets no vectorcall: ``SomeView(field=...)`` packs its keywords
+    into a dict and unpacks them again, ~4x a plain Struct's construction; ``msgspec.structs.replace`` of a
+    blank view does not, for a hot path: ``projections.workloads._BLANK_CONDITION``.)"""
 
     def __new__(mcls, name, bases, namespace, **kwargs):  # noqa: N804
         kwargs.setdefault("kw_only", True)

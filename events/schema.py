@@ -375,8 +375,9 @@ class QuotaReservationUnset(Decision, tag="QuotaReservationUnset"):
 
 class RequeueStateCleared(Decision, tag="RequeueStateCleared"):
     """The workload controller drops the ``status.requeueState`` (count and requeueAt) of an inactive workload
-    that shows Evicted=True already, so is not evicted again (Kueue's inactive branch, #2219, #7734): reactivated,
-    it owes no backoff and its requeuing limit counts from zero. The status writer writes ``requeueState: null``."""
+    that shows Evicted=True already, so is not evicted again (Kueue's inactive branch, #2219, #7734):
+    reactivated, it owes no backoff and its requeuing limit counts from zero. The status writer writes
+    ``requeueState: null``."""
 
 
 class WorkloadSliceReplaced(Decision, tag="WorkloadSliceReplaced"):

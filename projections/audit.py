@@ -35,10 +35,11 @@ Steps, each with the offset and time of the event that caused it:
   was written (``SpecChanged``, ``observed``);
 * ``Unreserved`` — its reservation taken back without an eviction (a ``QuotaReservationUnset`` decision, with its
   reason; or a StatefulSet's Workload put on hold while the set is at zero replicas, reason ``OnHold``, after which
-  it is not queued until the hold is released, or a Pending decision taken before the hold rewrites its condition,
-  and a ``Queued`` step shows it back);
+  it is not queued until the hold is released, or a Pending decision taken before the hold rewrites its
+  condition, and a ``Queued`` step shows it back);
 * ``Deactivated``, ``Finished``, ``Deleted``;
-* ``RequeueStateCleared`` — an inactive workload's requeue count and backoff dropped (it owes none reactivated);
+* ``RequeueStateCleared`` — an inactive workload's requeue count and backoff dropped (it owes none
+  reactivated);
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset).
 
 Workloads first seen with a status (admitted before the log began) get ``QuotaReserved``/``Admitted``/
@@ -600,7 +601,8 @@ class AuditTrail:
                     if reserving:
                         t.phase, t.reserved_in = PENDING, ""
                     t.queued_in = ""
-            case ev.RequeueStateCleared():  # why a reactivated workload owes no backoff: its requeue count went
+            case ev.RequeueStateCleared():
+                # why a reactivated workload owes no backoff: its requeue count went
                 self._add(off, e, key, "RequeueStateCleared", t, cycle=e.cycle, ignored=t is None,
                           message="requeueState cleared: inactive")
             case ev.ParentLabelled():

@@ -2187,8 +2187,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if not wl.shows_requests and failed_attempt(e):
             wl.shows_requests = True
         self.reflag(wl)
-        if held and not on_hold(wl):  # a decision taken before the hold rewrote its condition: Kueue's update
-            self._enqueue(wl)  # handler then queues it, being on hold no more (until its controller holds it again)
+        if held and not on_hold(wl):
+            # a decision taken before the hold rewrote its condition: Kueue's update handler then queues it,
+            # being on hold no more (until its controller holds it again)
+            self._enqueue(wl)
             return
         q = self.queues.get(wl.cluster_queue)
         if q is None or wl.key not in q.shapes:
@@ -2525,10 +2527,11 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         return tuple(c for c in shown if not runs_controller(self.admission_checks.get(c.name), multikueue))
 
     def _on_outcome(self, e: ev.DecisionApplied | ev.DecisionRejected) -> None:
-        """A decision's outcome. An eviction counted when decided (:class:`projections.metrics.CountedEviction`)
-        stays counted once applied; rejected, it never reached the cluster, and Kueue counts an eviction only once
-        its status write succeeds (#6360): its counts and its entry in the workload's eviction record (that same
-        Workload's, not a recreated one's) are taken back."""
+        """A decision's outcome. An eviction counted when decided
+        (:class:`projections.metrics.CountedEviction`) stays counted once applied; rejected, it never reached
+        the cluster, and Kueue counts an eviction only once its status write succeeds (#6360): its counts and
+        its entry in the workload's eviction record (that same Workload's, not a recreated one's) are taken
+        back."""
         unconfirmed = self.metrics.unconfirmed
         counted = unconfirmed.pop(e.decision, None) if unconfirmed else None
         if type(e) is ev.DecisionApplied:

@@ -61,8 +61,8 @@ def counted(evictions: Evictions, reason: str, cause: str) -> Evictions:
 
 
 def uncounted(evictions: Evictions, reason: str, cause: str) -> Evictions:
-    """``evictions`` with one eviction for ``reason`` and ``cause`` less, as if it had never been counted (an entry
-    left counting none goes: a rejected eviction never made it)."""
+    """``evictions`` with one eviction for ``reason`` and ``cause`` less, as if it had never been counted (an
+    entry left counting none goes: a rejected eviction never made it)."""
     i = _entry(evictions, reason, cause)
     if i < 0:
         return evictions

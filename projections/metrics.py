@@ -484,9 +484,10 @@ ms (an integer: sums are exact, whatever order snapshots cut the log in)."""
 
 
 class CountedEviction(msgspec.Struct, array_like=True, frozen=True):
-    """What the fold counted for an eviction decision (a preemption, an eviction, a deactivation) whose outcome the
-    connector has not reported yet: Kueue counts an eviction only once its status write succeeds (#6360), so a
-    ``DecisionRejected`` of it takes all of this back (:func:`uncount_eviction`), a ``DecisionApplied`` keeps it."""
+    """What the fold counted for an eviction decision (a preemption, an eviction, a deactivation) whose
+    outcome the connector has not reported yet: Kueue counts an eviction only once its status write succeeds
+    (#6360), so a ``DecisionRejected`` of it takes all of this back (:func:`uncount_eviction`), a
+    ``DecisionApplied`` keeps it."""
 
     decision: int
     """The decision's offset."""
@@ -506,8 +507,9 @@ class CountedEviction(msgspec.Struct, array_like=True, frozen=True):
 
 
 UNCONFIRMED_LIMIT = 1024
-"""How many evictions awaiting their outcome the fold remembers (the oldest go first). A connector reports each
-outcome within moments; a log no connector carries out (a simulation) gets none, and must not make the fold grow."""
+"""How many evictions awaiting their outcome the fold remembers (the oldest go first). A connector reports
+each outcome within moments; a log no connector carries out (a simulation) gets none, and must not make the
+fold grow."""
 
 
 class MetricsSnapshot(msgspec.Struct, array_like=True):
@@ -773,8 +775,8 @@ def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -
 
 
 def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
-    """An eviction of a workload holding quota: counted at once, and remembered (:class:`CountedEviction`) until
-    the connector reports whether it was carried out."""
+    """An eviction of a workload holding quota: counted at once, and remembered (:class:`CountedEviction`)
+    until the connector reports whether it was carried out."""
     _decided(m, state, e, seen)
     if seen is None:
         return
@@ -817,8 +819,8 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
 
 
 def uncount_eviction(m: MetricsFold, counted: CountedEviction) -> None:
-    """The eviction ``counted`` was rejected, never carried out: what :func:`_evicted` counted for it is taken back
-    (a series left at 0 goes, as Kueue has none it never counted into)."""
+    """The eviction ``counted`` was rejected, never carried out: what :func:`_evicted` counted for it is taken
+    back (a series left at 0 goes, as Kueue has none it never counted into)."""
     labels = counted.labels
     _take_one(m.counters[_EVICTED], labels)
     if counted.local:
@@ -828,7 +830,8 @@ def uncount_eviction(m: MetricsFold, counted: CountedEviction) -> None:
     if counted.once:
         _take_one(m.counters[_EVICTED_ONCE], labels)
     if counted.ready_ms is not None:
-        _unobserve(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3], counted.ready_ms)
+        _unobserve(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3],
+                   counted.ready_ms)
 
 
 def _take_one(series: dict[tuple[str, ...], int], key: tuple[str, ...]) -> None:

@@ -154,16 +154,16 @@ layout is version 56's). 58: each pod set's requests (``PodSetInfo.requests``) a
 still multiplies and is still transformed; restored from an older one under rules where an excluded resource is an
 input or a multiplier, its pending workloads' pod sets are taken anew (Kueue recounts them at restart; workloads
 holding quota keep what their admission says) (the layout is version 57's). 59: what each eviction decision
-still awaiting its outcome counted (``metrics.unconfirmed``), taken back if the connector rejects it (Kueue counts an
-eviction only once its status write succeeds, #6360); restored from an older one, none is remembered, so an eviction
-decided before the snapshot and rejected after it stays counted. 60: the log may hold
-``RequeueStateCleared`` decisions (an inactive workload already evicted losing its ``status.requeueState``), which
-older readers cannot fold (the layout is version 59's). 61: a Workload condition the fold sets carries the
-Workload's ``metadata.generation`` as its ``observedGeneration`` (a Preempted=True none), as Kueue's do; restored
-from an older one, a condition keeps none until it is set again (the layout is version 60's). 62: a Pending
-decision that rewrites a held workload's QuotaReserved (taken before the hold) lifts the hold and queues it, as
-Kueue's update handler does; restored from an older one, such a workload stays out of its queue until its next
-enqueue (the layout is version 61's)."""
+still awaiting its outcome counted (``metrics.unconfirmed``), taken back if the connector rejects it (Kueue
+counts an eviction only once its status write succeeds, #6360); restored from an older one, none is
+remembered, so an eviction decided before the snapshot and rejected after it stays counted. 60: the log may
+hold ``RequeueStateCleared`` decisions (an inactive workload already evicted losing its
+``status.requeueState``), which older readers cannot fold (the layout is version 59's). 61: a Workload
+condition the fold sets carries the Workload's ``metadata.generation`` as its ``observedGeneration`` (a
+Preempted=True none), as Kueue's do; restored from an older one, a condition keeps none until it is set again
+(the layout is version 60's). 62: a Pending decision that rewrites a held workload's QuotaReserved (taken
+before the hold) lifts the hold and queues it, as Kueue's update handler does; restored from an older one,
+such a workload stays out of its queue until its next enqueue (the layout is version 61's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
                      55, 56, 57, 58, 59, 60, 61, 62)

@@ -65,9 +65,9 @@ TAS_POD_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-slice-required-topology",
     "kueue.x-k8s.io/podset-slice-required-topology-constraints",
 )
-"""A pod carrying any of these is TAS's (Kueue's ``IsTAS``, annotations only since v0.17, #8770; an implied TAS
-request's pods get the unconstrained one when started, :mod:`connectors.k8s.podsetinfo`): placed by Kueue, its
-usage comes from its workload's assignment instead."""
+"""A pod carrying any of these is TAS's (Kueue's ``IsTAS``, annotations only since v0.17, #8770; an implied
+TAS request's pods get the unconstrained one when started, :mod:`connectors.k8s.podsetinfo`): placed by Kueue,
+its usage comes from its workload's assignment instead."""
 
 Usage = dict[str, int]
 """Resource name -> amount in Kueue units (cpu in milli)."""

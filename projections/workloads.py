@@ -52,8 +52,8 @@ HOLDING = (RESERVED, ADMITTED)
 """The phases of a workload holding quota: ``wl.phase in HOLDING`` is :attr:`WorkloadInfo.reserving` without a
 property call, for the fold's hot path (Python 3.11 does not specialise a property read: ~300 instructions)."""
 _BLANK_CONDITION = o.Condition(type="", status="")
-"""What :meth:`WorkloadInfo.set_condition` builds its conditions from, by ``structs.replace``: cheaper than calling
-the view's class on Python 3.11 (:class:`events.objects._ViewMeta` says why)."""
+"""What :meth:`WorkloadInfo.set_condition` builds its conditions from, by ``structs.replace``: cheaper than
+calling the view's class on Python 3.11 (:class:`events.objects._ViewMeta` says why)."""
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
 """The workload controller's QuotaReserved=False message once nothing blocks a pending workload's queue."""
 BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"

@@ -207,8 +207,9 @@ def _labels_on_create(job: Mapping[str, Any]) -> list[str]:
 
 
 def _min_parallelism(job: Mapping[str, Any]) -> list[str]:
-    """``job-min-parallelism`` is an integer from 1 to the pod count less one, compared whole: since Kueue #15499
-    a value past int32 no longer wraps into range (2**32 + 1 read as 1) nor out of it (2**31 as a negative)."""
+    """``job-min-parallelism`` is an integer from 1 to the pod count less one, compared whole: since Kueue
+    #15499 a value past int32 no longer wraps into range (2**32 + 1 read as 1) nor out of it (2**31 as a
+    negative)."""
     text = _meta(job, "annotations").get(MIN_PARALLELISM)
     if text is None:
         return []

@@ -540,8 +540,8 @@ class JobIntegration(JobReconciler[o.Job]):
 
 def topology_request(annotations: dict[str, str], index_label: str) -> dict[str, Any]:
     """Kueue's topology request of a pod set: the TAS annotations (a Job's template's, a Pod's own) with the
-    pod-set group they name (:func:`connectors.k8s.tas_group_validation.group_of`), and the label that holds the
-    pods' rank (what the ungater places indexed pods by: a Job's completion index, a pod group's
+    pod-set group they name (:func:`connectors.k8s.tas_group_validation.group_of`), and the label that holds
+    the pods' rank (what the ungater places indexed pods by: a Job's completion index, a pod group's
     ``kueue.x-k8s.io/pod-group-pod-index``)."""
     req = topology_request_from_annotations(annotations) or o.PodSetTopologyRequest()
     return msgspec.to_builtins(msgspec.structs.replace(req, pod_index_label=index_label,

@@ -28,9 +28,9 @@ are only removed: :func:`connectors.k8s.job_validation.gate_update`, as for a Jo
 new JobSet. Under ``TopologyAwareScheduling`` each
 replicated Job's pod template's TAS annotations are checked as a Job's are
 (:func:`connectors.k8s.job_validation.topology_errors`, at the pod template's
-``spec.replicatedJobs[i].template.spec.template.metadata.annotations``, Kueue's path since #7189 / #7191), a slice
-no larger than that replicated Job's pod set (``replicas × min(parallelism, completions)``), then the pod-set groups
-across the replicated Jobs (:mod:`connectors.k8s.tas_group_validation`, #7061 / #7263).
+``spec.replicatedJobs[i].template.spec.template.metadata.annotations``, Kueue's path since #7189 / #7191), a
+slice no larger than that replicated Job's pod set (``replicas × min(parallelism, completions)``), then the
+pod-set groups across the replicated Jobs (:mod:`connectors.k8s.tas_group_validation`, #7061 / #7263).
 Kueue freezes nothing else of a JobSet: its replicated Jobs are the JobSet project's own webhook's to guard.
 
 Both are registered whatever the Configuration says and, while the integration is off, answer every review
@@ -108,14 +108,15 @@ def _pod_set_count(rj: Mapping[str, Any]) -> int | None:
 
 
 def topology_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: each replicated Job's pod template's TAS annotations, in order, then its
-    pod-set groups (:mod:`connectors.k8s.tas_group_validation`)."""
+    """Under ``TopologyAwareScheduling``: each replicated Job's pod template's TAS annotations, in order, then
+    its pod-set groups (:mod:`connectors.k8s.tas_group_validation`)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
     errors: list[str] = []
     members = [tas_group_validation.Member(_pod_set_count(rj), _pod_annotations(rj),
-                                           f"spec.replicatedJobs[{i}].template.spec.template.metadata.annotations")
+                                           f"spec.replicatedJobs[{i}].template.spec.template"
+                                           ".metadata.annotations")
                for i, rj in enumerate(_replicated_jobs(jobset))]
     for member in members:
         errors += job_validation.topology_errors(member.annotations, member.count, gate, path=member.path)

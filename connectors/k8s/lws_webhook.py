@@ -21,12 +21,13 @@ Both are registered as the JobSet and MPIJob webhooks are (:mod:`connectors.k8s.
 Configuration says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``),
 ``Fail`` while it is on. Not done, unlike Kueue: its webhook for the StatefulSets a LeaderWorkerSet makes
 (``leaderworkerset_statefulset_webhook.go``). Kueue's LeaderWorkerSet webhook does not default the
-WorkloadPriorityClass (``WorkloadPriorityClassDefaulting``), as its job webhooks do, so it is not done here. Under
-``TopologyAwareScheduling`` it checks, on create and update, each pod template's TAS annotations as any job's
-(:func:`topology_errors`; Kueue v0.20, with the ``pod-index-offset`` rules of its #14485), then the pod-set group of
-the leader and the workers as its job webhooks do (:mod:`connectors.k8s.tas_group_validation`; #7061 names
-LeaderWorkerSet, and Kueue's ``leaderworkerset_webhook_test.go`` expects "can only define groups of exactly 2 pod
-sets, got: 1 pod set(s)" for a group named on one template only).
+WorkloadPriorityClass (``WorkloadPriorityClassDefaulting``), as its job webhooks do, so it is not done here.
+Under ``TopologyAwareScheduling`` it checks, on create and update, each pod template's TAS annotations as any
+job's (:func:`topology_errors`; Kueue v0.20, with the ``pod-index-offset`` rules of its #14485), then the
+pod-set group of the leader and the workers as its job webhooks do
+(:mod:`connectors.k8s.tas_group_validation`; #7061 names LeaderWorkerSet, and Kueue's
+``leaderworkerset_webhook_test.go`` expects "can only define groups of exactly 2 pod sets, got: 1 pod set(s)"
+for a group named on one template only).
 """
 
 from __future__ import annotations
@@ -160,8 +161,8 @@ def topology_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -
         template = "leaderTemplate" if pod_set["name"] == lw.LEADER else "workerTemplate"
         annotations = framework_webhook.replica_pod_annotations({"template": lwt.get(template)}
                                                                if isinstance(lwt, dict) else {})
-        members.append(tas_group_validation.Member(pod_set["count"], annotations,
-                                                   f"spec.leaderWorkerTemplate.{template}.metadata.annotations"))
+        members.append(tas_group_validation.Member(
+            pod_set["count"], annotations, f"spec.leaderWorkerTemplate.{template}.metadata.annotations"))
     errors: list[str] = []
     for member in members:
         errors += job_validation.topology_errors(member.annotations, member.count, gate, path=member.path)

@@ -80,8 +80,8 @@ def _replica_specs(mpijob: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by replica type, then
-    the pod-set groups of its pod sets (Launcher, Worker: :mod:`connectors.k8s.tas_group_validation`)."""
+    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by replica type,
+    then the pod-set groups of its pod sets (Launcher, Worker: :mod:`connectors.k8s.tas_group_validation`)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []

@@ -24,8 +24,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   name whenever they differ from what the log holds.
 * **copies.** For every manager Workload with a MultiKueue check: while it holds quota, is not evicted and not
   finished, a copy (labels, annotations and spec of the manager's Workload, the origin label added) exists on each
-  nominated worker — none made and none deleted while another of its admission checks is not Ready (Kueue #9866:
-  :func:`kueue_es.scheduler.multikueue.copies_on`, the rule followed here) — or on its worker once
+  nominated worker — none made and none deleted while another of its admission checks is not Ready (Kueue
+  #9866: :func:`kueue_es.scheduler.multikueue.copies_on`, the rule followed here) — or on its worker once
   ``status.clusterName`` is set (the copy admitted there, never made
   again: its absence is Kueue's Retry) — and there, a copy of its Job (the
   manager Job's metadata and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added,

@@ -20,9 +20,10 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
   alone is not, Kueue v0.20's ``workloadslicing.Enabled``), and an elastic one's when it is handed to MultiKueue (``spec.managedBy:
   kueue.x-k8s.io/multikueue``) while ``MultiKueueRayInTreeAutoscaling`` is off (Kueue #16260: "in-tree autoscaling
   is not supported for a MultiKueue-managed elastic RayJob", or RayService; the words are the RayCluster rule's,
-  the release note gives none), more than 17 worker groups (18 pod sets with the head), a worker group named ``head``,
-  a head template with no container (Kueue #16067, :func:`head_container_errors`: "the head Pod template must have
-  at least one container", kueue-es's words) at ``<cluster spec>.headGroupSpec.template.spec.containers``;
+  the release note gives none), more than 17 worker groups (18 pod sets with the head), a worker group named
+  ``head``, a head template with no container (Kueue #16067, :func:`head_container_errors`: "the head Pod
+  template must have at least one container", kueue-es's words) at
+  ``<cluster spec>.headGroupSpec.template.spec.containers``;
 
 a RayCluster's own autoscaling rule (:func:`raycluster_create_errors`): an elastic one may autoscale, but each
 worker group's template, then the head's, must carry the ``kueue.x-k8s.io/elastic-job`` scheduling gate, which its
@@ -33,12 +34,13 @@ replicas on the worker, :mod:`connectors.k8s.multikueue_elastic`), "in-tree auto
 MultiKueue-managed elastic RayCluster" (unless ``MultiKueueRayInTreeAutoscaling`` is on);
 
 then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
-TAS annotations (head, then each worker group, a slice no larger than its pod set) with, between the head's and
-the worker groups', the pod-set groups across them (:mod:`connectors.k8s.tas_group_validation`, #7061 / #7263).
-On update, the update rules first, then the create rules on the new object; under ``ValidateRayAndSparkJobUpdates`` an update is checked also
-when only the old object named a queue, so a running one cannot drop its queue name (nor a suspended one, in a
-namespace with a ``default`` LocalQueue; a RayService's too). Registered and failing as the JobSet and MPIJob webhooks: answering
-every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on.
+TAS annotations (head, then each worker group, a slice no larger than its pod set) with, between the head's
+and the worker groups', the pod-set groups across them (:mod:`connectors.k8s.tas_group_validation`,
+#7061 / #7263). On update, the update rules first, then the create rules on the new object; under
+``ValidateRayAndSparkJobUpdates`` an update is checked also when only the old object named a queue, so a
+running one cannot drop its queue name (nor a suspended one, in a namespace with a ``default`` LocalQueue; a
+RayService's too). Registered and failing as the JobSet and MPIJob webhooks: answering every review unchanged
+while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on.
 
 Under the ``MultiKueue`` gate, a RayJob, RayCluster or RayService whose queue (given or defaulted) is a LocalQueue
 whose ClusterQueue has a MultiKueue check, and whose ``spec.managedBy`` is unset or KubeRay's own
@@ -204,9 +206,9 @@ def _annotations(template: Any) -> dict[str, str]:
 
 
 def topology_errors(cluster_spec: Mapping[str, Any], path: str, feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: the head's template's TAS annotations, the pod-set groups across the head
-    and the worker groups (:mod:`connectors.k8s.tas_group_validation`), then each worker group's template's TAS
-    annotations (Kueue's ``ValidateTopologyRequest`` order)."""
+    """Under ``TopologyAwareScheduling``: the head's template's TAS annotations, the pod-set groups across the
+    head and the worker groups (:mod:`connectors.k8s.tas_group_validation`), then each worker group's
+    template's TAS annotations (Kueue's ``ValidateTopologyRequest`` order)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
@@ -216,7 +218,8 @@ def topology_errors(cluster_spec: Mapping[str, Any], path: str, feature_gates: M
     for i, group in enumerate(_worker_groups(cluster_spec)):
         count = worker_count(group) if isinstance(group.get("replicas", 1), int | None) else None
         members.append(tas_group_validation.Member(count, _annotations(group.get("template")),
-                                                   f"{path}.workerGroupSpecs[{i}].template.metadata.annotations"))
+                                                   f"{path}.workerGroupSpecs[{i}].template"
+                                                   ".metadata.annotations"))
     errors = job_validation.topology_errors(members[0].annotations, 1, gate, path=members[0].path)
     errors += tas_group_validation.errors(members, gate)
     for member in members[1:]:

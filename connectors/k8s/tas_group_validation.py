@@ -23,8 +23,8 @@ from connectors.k8s.job_validation import GROUP_NAME, PREFERRED, REQUIRED, SPREA
 from projections import gates
 
 SIZE = "can only define groups of exactly 2 pod sets, got: {} pod set(s)"
-NO_LEADER = ("can only define groups where at least one pod set has only 1 replica, got: {} replica(s) and {} "
-             "replica(s) in the group")
+NO_LEADER = ("can only define groups where at least one pod set has only 1 replica, got: {} replica(s) "
+             "and {} replica(s) in the group")
 SAME_LEVEL = f"must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with '{{}}' in group '{{}}'"
 SAME_SPREADING = (f"must specify the same '{SPREADING}' annotation as '{{}}' in group '{{}}', or neither pod "
                   "set may specify it")
@@ -40,8 +40,8 @@ class Member(NamedTuple):
 
 
 def group_of(annotations: Mapping[str, str]) -> str | None:
-    """The pod-set group a template's annotations put its pod set in: Kueue's topology request builder keeps the
-    group name only beside a required or preferred level (``pkg/controller/jobframework/tas.go``)."""
+    """The pod-set group a template's annotations put its pod set in: Kueue's topology request builder keeps
+    the group name only beside a required or preferred level (``pkg/controller/jobframework/tas.go``)."""
     if GROUP_NAME in annotations and (REQUIRED in annotations or PREFERRED in annotations):
         return annotations[GROUP_NAME]
     return None

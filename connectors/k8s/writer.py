@@ -49,8 +49,8 @@ parent admitted without its label.
 A rejected workload is not written again until the watch shows a newer version of it. The projection does not
 undo a rejected decision by itself: the observed facts that made it fail (deletion, deactivation, a new queue,
 new pod sets — the fold forgets a reservation the rewritten Workload does not show) are what the scheduler
-reacts to. Only what a rejected eviction counted (its metrics, its entry in ``schedulingStats.evictions``) is taken
-back, as Kueue counts an eviction once its status write succeeds.
+reacts to. Only what a rejected eviction counted (its metrics, its entry in ``schedulingStats.evictions``) is
+taken back, as Kueue counts an eviction once its status write succeeds.
 """
 
 from __future__ import annotations

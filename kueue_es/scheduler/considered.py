@@ -32,8 +32,8 @@ _POSSIBILITY = {Granular.NO_CANDIDATES: "NoCandidates", Granular.PREEMPT: "Preem
 
 
 EVENT_BYTES = 1024
-"""What an Event's message holds (Kueue's ``TruncateEventMessage``): the summary follows the Event's own words, so
-no more of it than this is ever shown, and no more is kept on the decision."""
+"""What an Event's message holds (Kueue's ``TruncateEventMessage``): the summary follows the Event's own
+words, so no more of it than this is ever shown, and no more is kept on the decision."""
 
 
 def considered_flavors(a: Assignment) -> str:

@@ -4,11 +4,11 @@
   a preemption or node failures, otherwise False; always False, under SkipReassignmentForPodOwnedWorkloads, for a
   workload owned by a single Pod: it goes with its pod, whose owner makes a new one);
 * a requeue backoff that has run out sets Requeued=True/BackoffFinished (of an active workload only);
-* an inactive workload loses its ``status.requeueState`` (:class:`events.schema.RequeueStateCleared`; Kueue #2219,
-  #7734): one not evicted yet with its deactivation's eviction, one that shows Evicted=True already (a backoff it
-  waits out, an eviction whose job still runs) alone, not evicted again. Reactivated, it owes no backoff
-  (PodsReadyTimeout or AdmissionCheck with none left: Requeued=True BackoffFinished at once) and its requeuing limit
-  counts from zero;
+* an inactive workload loses its ``status.requeueState`` (:class:`events.schema.RequeueStateCleared`; Kueue
+  #2219, #7734): one not evicted yet with its deactivation's eviction, one that shows Evicted=True already (a
+  backoff it waits out, an eviction whose job still runs) alone, not evicted again. Reactivated, it owes no
+  backoff (PodsReadyTimeout or AdmissionCheck with none left: Requeued=True BackoffFinished at once) and its
+  requeuing limit counts from zero;
 * an admitted workload whose pods are not ready within waitForPodsReady's timeout is evicted with backoff;
 * admission checks: all listed checks Ready admits; a Retry check evicts (reason AdmissionCheck), first raising
   ``requeueState.requeueAt`` to the latest lastTransitionTime + requeueAfterSeconds of the Retry checks; a
@@ -594,8 +594,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             out.append(_deactivation(wl, base))
             continue
         if not wl.active and not workload_problem(wl.pod_sets):
-            # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next reconcile;
-            # one evicted already only loses its requeue state first
+            # Kueue's controller evicts it first (its DRA step comes before), the blocker at its next
+            # reconcile; one evicted already only loses its requeue state first
             if evict_deactivated and not _shows_evicted(wl):
                 out.append(_deactivation(wl, base))
                 continue
@@ -649,7 +649,8 @@ def _shows_evicted(wl: WorkloadInfo) -> bool:
 
 
 def _keeps_requeue_state(wl: WorkloadInfo) -> bool:
-    """An inactive workload still showing a ``status.requeueState``, which Kueue's workload controller clears."""
+    """An inactive workload still showing a ``status.requeueState``, which Kueue's workload controller
+    clears."""
     return not wl.active and (wl.requeue_count > 0 or wl.requeue_at is not None)
 
 
@@ -727,7 +728,8 @@ def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str,
     if reason in (DRA_INADMISSIBLE, DRA_UNRESOLVED) and not workload_problem(wl.pod_sets):
         return DRA_RESOLVED, DRA_RESOLVED_MESSAGE  # its claims are charged now: queued again
     if reason in ("PodsReadyTimeout", "AdmissionCheck") and wl.key not in state.backoff:
-        # no backoff (left): a Retry without requeueAfterSeconds, or one cleared while the workload was inactive
+        # no backoff (left): a Retry without requeueAfterSeconds, or one cleared while the workload was
+        # inactive
         return "BackoffFinished", "The workload backoff was finished"
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     if reason == "LocalQueueStopped" and lq is not None and not lq.spec.stopped:
@@ -749,7 +751,8 @@ def next_deadline(state: ClusterState, config: SchedulerConfig, *, afs_samples: 
     wls = state.workloads
     for t, key in state.backoff_due.ordered():
         wl = wls.get(key)
-        if wl is not None and not wl.reserving and wl.active:  # an inactive one's backoff does not end by itself
+        # an inactive one's backoff does not end by itself
+        if wl is not None and not wl.reserving and wl.active:
             times.append(t)
             break
     second = state.second_pass_due.first()

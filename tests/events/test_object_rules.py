@@ -175,8 +175,8 @@ def test_a_flavor_s_tolerations_follow_kueue_s_crd_rules(toleration: dict, messa
 
 def test_a_tas_flavor_needs_node_labels_and_a_flavor_at_most_eight_of_each() -> None:
     _check(flavor(topologyName="default", nodeLabels={"pool": "a"}))
-    assert _refusal(flavor(topologyName="default")) == (
-        "ResourceFlavor rf: field `spec`: at least one nodeLabel is required when topology is set")  # a rule on spec
+    assert _refusal(flavor(topologyName="default")) == (  # a rule on spec
+        "ResourceFlavor rf: field `spec`: at least one nodeLabel is required when topology is set")
     assert "field `spec.nodeLabels` must have at most 8 items, has 9" in _refusal(
         flavor(nodeLabels={f"l{i}": "v" for i in range(9)}))
 
@@ -321,9 +321,10 @@ def test_a_topology_s_levels_are_unique_label_keys_hostname_lowest() -> None:
     assert _refusal(topology("kubernetes.io/hostname", "rack")) == (
         "Topology t: field `spec.levels`: the kubernetes.io/hostname label can only be used at the lowest level of "
         "topology")
-    assert _refusal(topology("rack", "kubernetes.io/hostname", "rack")) == (  # every CEL rule broken, together
-        "Topology t: [field `spec.levels`: must be unique, field `spec.levels`: the kubernetes.io/hostname label can "
-        "only be used at the lowest level of topology]")
+    # every CEL rule broken, together
+    assert _refusal(topology("rack", "kubernetes.io/hostname", "rack")) == (
+        "Topology t: [field `spec.levels`: must be unique, field `spec.levels`: the kubernetes.io/hostname "
+        "label can only be used at the lowest level of topology]")
     assert _refusal(topology()) == "Topology t: field `spec.levels` must have 1 to 16 items, has 0"
     assert "`spec.levels[0].nodeLabel`: 'a b' is not a label key" in _refusal(topology("a b"))
 

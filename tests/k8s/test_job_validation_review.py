@@ -120,8 +120,10 @@ def test_a_max_exec_time_kueue_refuses_is_refused(value: str, message: str) -> N
     ("x", None, f'metadata.annotations[{MIN_PAR}]: Invalid value: "x": strconv.Atoi: parsing "x": invalid syntax'),
     ("3", None, None), ("1", 2, None),
     # compared whole since Kueue #15499: no int32 wrap (2**32 + 1 to 1, 2**31 to a negative) lets one through
-    ("4294967297", None, f"metadata.annotations[{MIN_PAR}]: Invalid value: 4294967297: should be between 0 and 3"),
-    ("2147483648", None, f"metadata.annotations[{MIN_PAR}]: Invalid value: 2147483648: should be between 0 and 3"),
+    ("4294967297", None,
+     f"metadata.annotations[{MIN_PAR}]: Invalid value: 4294967297: should be between 0 and 3"),
+    ("2147483648", None,
+     f"metadata.annotations[{MIN_PAR}]: Invalid value: 2147483648: should be between 0 and 3"),
 ])
 def test_min_parallelism_is_between_1_and_the_pod_count_less_one(value: str, completions: int | None,
                                                                 message: str | None) -> None:

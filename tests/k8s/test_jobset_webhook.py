@@ -272,8 +272,8 @@ def test_a_slice_is_no_larger_than_its_replicated_jobs_pod_set() -> None:
 
     assert _refusal(sliced("4"), settings=ON) is None
     assert _refusal(sliced("5"), settings=ON) == (
-        f'spec.replicatedJobs[1].template.spec.template.metadata.annotations[{SLICE_SIZE}]: Invalid value: "5": '
-        "must not be greater than pod set count 4")
+        f"spec.replicatedJobs[1].template.spec.template.metadata.annotations[{SLICE_SIZE}]: "
+        'Invalid value: "5": must not be greater than pod set count 4')
 
 
 def test_the_framework_off_refuses_nothing() -> None:

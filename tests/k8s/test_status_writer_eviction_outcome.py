@@ -1,6 +1,7 @@
-"""An eviction whose status write the apiserver refuses is not counted: the writer's ``DecisionRejected`` takes it
-back out of the eviction metrics and the Workload's ``schedulingStats.evictions`` in the connector's own fold, as
-Kueue counts an eviction only once its status write succeeds (#6360). One written stays counted."""
+"""An eviction whose status write the apiserver refuses is not counted: the writer's ``DecisionRejected``
+takes it back out of the eviction metrics and the Workload's ``schedulingStats.evictions`` in the connector's
+own fold, as Kueue counts an eviction only once its status write succeeds (#6360). One written stays
+counted."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ EVICT = {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart", "mess
 class RefusesEvictions(Apiserver):
     """A webhook stricter than Kueue's (another admission policy): no Workload may show Evicted=True."""
 
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
-        if any(c["type"] == "Evicted" and c["status"] == "True" for c in body["status"].get("conditions") or ()):
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "",
+                    subresource: str = "") -> bytes:
+        if any(c["type"] == "Evicted" and c["status"] == "True"
+               for c in body["status"].get("conditions") or ()):
             self.patches.append(copy.deepcopy(body))
             status = {"code": 403, "reason": "Forbidden", "message": DENIED + "no evictions here"}
             raise from_response(403, msgspec.json.encode(status), f"PATCH .../workloads/{name}/status")
@@ -49,7 +52,8 @@ async def _evicted_after_admission(api: Apiserver) -> tuple[LocalJournal, Status
     await writer.sync(WL.key)
     assert api.status["admission"]["clusterQueue"] == "cq"
     await journal.append([ev.WorkloadEvicted(time=3, cycle=2, **base, **EVICT)])
-    assert evicted_total(journal) == {("cq", "PodsReadyTimeout", "WaitForStart", ""): 1}  # counted when decided
+    # counted when decided
+    assert evicted_total(journal) == {("cq", "PodsReadyTimeout", "WaitForStart", ""): 1}
     return journal, writer
 
 

@@ -1,8 +1,8 @@
 """An eviction counts only once it is carried out: Kueue counts an eviction (``evicted_workloads_total``, its
 LocalQueue and ``once`` twins, ``preempted_workloads_total``, ``pods_ready_to_evicted_time_seconds`` and the
-Workload's ``schedulingStats.evictions``) after its status write succeeds (#6360). The fold counts at the decision;
-a ``DecisionRejected`` of that decision (the victim gone, a conflict that invalidated it, a webhook's denial) takes
-back what it counted, a ``DecisionApplied`` keeps it."""
+Workload's ``schedulingStats.evictions``) after its status write succeeds (#6360). The fold counts at the
+decision; a ``DecisionRejected`` of that decision (the victim gone, a conflict that invalidated it, a
+webhook's denial) takes back what it counted, a ``DecisionApplied`` keeps it."""
 
 from __future__ import annotations
 
@@ -30,16 +30,17 @@ EVICTED, ONCE = "kueue_evicted_workloads_total", "kueue_evicted_workloads_once_t
 LQ_EVICTED, PREEMPTED = "kueue_local_queue_evicted_workloads_total", "kueue_preempted_workloads_total"
 READY_TO_EVICTED = "kueue_pods_ready_to_evicted_time_seconds"
 
-PREEMPT = (ev.WorkloadPreempted, {"key": "ns/w2", "reason": "InClusterQueue", "message": "m", "preemptor": "ns/w1"})
-TIMEOUT = (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart",
-                                "message": "m"})
+PREEMPT = (ev.WorkloadPreempted, {"key": "ns/w2", "reason": "InClusterQueue", "message": "m",
+                                  "preemptor": "ns/w1"})
+TIMEOUT = (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "PodsReadyTimeout",
+                                "underlying_cause": "WaitForStart", "message": "m"})
 DEACTIVATE = (ev.WorkloadDeactivated, {"key": "ns/w2", "reason": "DeactivatedDueToRequeuingLimitExceeded",
                                        "message": "m"})
 
 
 def evicted_with_pods_ready(log: Log, decision: tuple[type, dict]) -> int:
-    """``ns/w2`` admitted in cq-b (LocalQueue metrics and waitForPodsReady on), its pods ready, then ``decision``:
-    the decision's offset."""
+    """``ns/w2`` admitted in cq-b (LocalQueue metrics and waitForPodsReady on), its pods ready, then
+    ``decision``: the decision's offset."""
     cluster(log)
     log.observe(ev.ConfigRecorded(time=T0, writer="test", document={
         "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
@@ -55,14 +56,15 @@ def outcome(log: Log, decision: int, applied: bool, time: int = T0 + 5100) -> No
     if applied:
         log.observe(ev.DecisionApplied(time=time, key="ns/w2", uid=uid, decision=decision))
     else:
-        log.observe(ev.DecisionRejected(time=time, key="ns/w2", uid=uid, decision=decision, reason="Forbidden",
-                                        message="admission webhook denied the request"))
+        log.observe(ev.DecisionRejected(time=time, key="ns/w2", uid=uid, decision=decision,
+                                        reason="Forbidden", message="admission webhook denied the request"))
 
 
 COUNTED = (EVICTED, LQ_EVICTED, ONCE, READY_TO_EVICTED)
 
 
-@pytest.mark.parametrize("decision", [PREEMPT, TIMEOUT, DEACTIVATE], ids=["preempted", "evicted", "deactivated"])
+@pytest.mark.parametrize("decision", [PREEMPT, TIMEOUT, DEACTIVATE],
+                         ids=["preempted", "evicted", "deactivated"])
 def test_a_rejected_eviction_is_not_counted(decision: tuple[type, dict]) -> None:
     log = Log()
     off = evicted_with_pods_ready(log, decision)
@@ -77,7 +79,8 @@ def test_a_rejected_eviction_is_not_counted(decision: tuple[type, dict]) -> None
     assert "schedulingStats" not in status_of(wl)
 
 
-@pytest.mark.parametrize("decision", [PREEMPT, TIMEOUT, DEACTIVATE], ids=["preempted", "evicted", "deactivated"])
+@pytest.mark.parametrize("decision", [PREEMPT, TIMEOUT, DEACTIVATE],
+                         ids=["preempted", "evicted", "deactivated"])
 def test_an_applied_eviction_stays_counted_and_a_later_rejection_of_it_takes_nothing_back(
         decision: tuple[type, dict]) -> None:
     log = Log()
@@ -91,8 +94,8 @@ def test_an_applied_eviction_stays_counted_and_a_later_rejection_of_it_takes_not
 
 
 def test_a_preemption_rejected_takes_back_only_its_own_counts() -> None:
-    """An earlier eviction of the same pair, carried out, stays counted (``once`` too): only the rejected one's
-    share goes, and the record's entry keeps the earlier count."""
+    """An earlier eviction of the same pair, carried out, stays counted (``once`` too): only the rejected
+    one's share goes, and the record's entry keeps the earlier count."""
     log = Log()
     cluster(log)
     log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
@@ -110,8 +113,8 @@ def test_a_preemption_rejected_takes_back_only_its_own_counts() -> None:
 
 
 def test_an_eviction_of_a_workload_deleted_before_it_was_written_is_not_counted() -> None:
-    """The writer rejects the decisions of a Workload the log saw deleted (NotFound): the workload is gone from the
-    fold by then, its counts are still taken back."""
+    """The writer rejects the decisions of a Workload the log saw deleted (NotFound): the workload is gone
+    from the fold by then, its counts are still taken back."""
     log = Log()
     off = evicted_with_pods_ready(log, PREEMPT)
     uid = log.state.workloads["ns/w2"].uid
@@ -128,8 +131,9 @@ def test_a_rejection_for_a_recreated_workload_leaves_the_new_objects_record_alon
     uid = log.state.workloads["ns/w2"].uid
     # a Workload of the same name, another object, showing a record of its own
     again = workload(NS, "w2", uid="another", queue="lq-b", created=T0 + 5050)
-    again = msgspec.structs.replace(again, status=o.WorkloadStatus(scheduling_stats=o.SchedulingStats(evictions=[
-        o.SchedulingStatsEviction(reason="PodsReadyTimeout", underlying_cause="WaitForStart", count=1)])))
+    again = msgspec.structs.replace(again, status=o.WorkloadStatus(scheduling_stats=o.SchedulingStats(
+        evictions=[o.SchedulingStatsEviction(reason="PodsReadyTimeout", underlying_cause="WaitForStart",
+                                             count=1)])))
     log.observe(upsert(again, T0 + 5050))
     log.observe(ev.DecisionRejected(time=T0 + 5100, key="ns/w2", uid=uid, decision=off, reason="UIDChanged",
                                     message="recreated"))
@@ -150,8 +154,8 @@ def test_a_snapshot_between_the_eviction_and_its_rejection_restores_what_to_take
 
 
 def test_a_snapshot_older_than_version_59_remembers_no_eviction_awaiting_its_outcome() -> None:
-    """Its writer kept no :class:`CountedEviction`: restored, an eviction decided before it and rejected after it
-    stays counted (as the fold counted it before version 59)."""
+    """Its writer kept no :class:`CountedEviction`: restored, an eviction decided before it and rejected after
+    it stays counted (as the fold counted it before version 59)."""
     log = Log()
     off = evicted_with_pods_ready(log, PREEMPT)
     taken = snapshot.take(log.state)
@@ -160,7 +164,8 @@ def test_a_snapshot_older_than_version_59_remembers_no_eviction_awaiting_its_out
     assert m is not None
     # version 58's layout: the metrics without the last field
     old_metrics = msgspec.msgpack.decode(msgspec.msgpack.encode(
-        [m.counters, m.histograms, m.cycle, m.attempt, m.evicted_once, m.preemption_skips]), type=MetricsSnapshot)
+        [m.counters, m.histograms, m.cycle, m.attempt, m.evicted_once, m.preemption_skips]),
+        type=MetricsSnapshot)
     restored = snapshot.restore(msgspec.structs.replace(taken, version=58, metrics=old_metrics))
     assert restored.metrics.unconfirmed == {}
     uid = restored.workloads["ns/w2"].uid

@@ -294,12 +294,13 @@ def test_an_inactive_workload_s_requeue_state_cleared_is_a_step() -> None:
         ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 1000), **d(1, 1)),              # 4
         ev.WorkloadAdmitted(key=key, **d(1, 1)),                                                           # 5
         ev.WorkloadEvicted(key=key, reason="PodsReadyTimeout", message="Exceeded the PodsReady timeout",
-                           **d(2, 3)),                                                                      # 6
-        ev.WorkloadDeactivated(key=key, reason="InactiveWorkload", message="inactive", **d(3, 4)),          # 7
+                           **d(2, 3)),                                                                     # 6
+        ev.WorkloadDeactivated(key=key, reason="InactiveWorkload", message="inactive", **d(3, 4)),         # 7
         ev.RequeueStateCleared(key=key, **d(3, 4)),                                                        # 8
     ]
     last = trail_of(events).timeline(key)[-1]
-    assert (last.offset, last.step, last.message) == (8, "RequeueStateCleared", "requeueState cleared: inactive")
+    assert (last.offset, last.step, last.message) == (
+        8, "RequeueStateCleared", "requeueState cleared: inactive")
 
 
 def test_the_provisioning_controller_s_decisions_show_in_a_workload_s_history() -> None:

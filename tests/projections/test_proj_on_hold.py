@@ -107,10 +107,13 @@ def test_a_pending_workload_put_on_hold_leaves_its_queue() -> None:
 
 
 def test_a_pending_decision_taken_before_the_hold_lifts_it_and_queues_the_workload() -> None:
-    """The scheduler's Pending write for a cycle that read the workload before its hold rewrites QuotaReserved, so
-    the Workload is on hold no more: Kueue's update handler queues it again (until its StatefulSet holds it anew)."""
-    state = _fold(upsert(namespace("ns0"), T0), upsert(flavor("f0"), T0), upsert(cluster_queue("cq0", quotas={"f0": 1}), T0),
-                  upsert(local_queue("ns0", "lq0", "cq0"), T0), upsert(workload("ns0", "g", uid="u0", cpu="3"), T0))
+    """The scheduler's Pending write for a cycle that read the workload before its hold rewrites
+    QuotaReserved, so the Workload is on hold no more: Kueue's update handler queues it again (until its
+    StatefulSet holds it anew)."""
+    state = _fold(upsert(namespace("ns0"), T0), upsert(flavor("f0"), T0),
+                  upsert(cluster_queue("cq0", quotas={"f0": 1}), T0),
+                  upsert(local_queue("ns0", "lq0", "cq0"), T0),
+                  upsert(workload("ns0", "g", uid="u0", cpu="3"), T0))
     settle(state)
     _fold(ev.WorkloadOnHoldChanged(time=T0 + 10, key="ns0/g", uid="u0", on_hold=True), state=state)
     assert not _queued(state)

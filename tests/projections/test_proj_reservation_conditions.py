@@ -72,7 +72,8 @@ def test_the_conditions_a_reservation_sets_are_written_whole() -> None:
     nothing of the one it replaces is kept but, while its status holds, the transition time."""
     now = format_time(T0 + 5000)
     got = _reserved([
-        msgspec.structs.replace(_cond("Preempted", "True", "InClusterQueue", "by ns/x"), observed_generation=2),
+        msgspec.structs.replace(_cond("Preempted", "True", "InClusterQueue", "by ns/x"),
+                                observed_generation=2),
         msgspec.structs.replace(_cond("QuotaReserved", "False", "Pending", "waiting"), observed_generation=3),
     ])
     assert got == (

@@ -152,9 +152,9 @@ def test_a_group_placement_holds_one_leader_and_every_worker(cpus: dict[str, lis
 
 
 def test_a_group_that_is_not_a_leader_and_its_workers_is_placed_member_by_member() -> None:
-    """Kueue's job webhooks refuse such a group (#7061), its Workload API does not (a Workload created or imported
-    as is). Kueue v0.20 places the first two members and leaves the rest with no topology assignment; kueue-es
-    places each member alone, so each that asks for a topology has one."""
+    """Kueue's job webhooks refuse such a group (#7061), its Workload API does not (a Workload created or
+    imported as is). Kueue v0.20 places the first two members and leaves the rest with no topology assignment;
+    kueue-es places each member alone, so each that asks for a topology has one."""
     snaps = snapshots({"r1": [8, 8]})
     three = place_workload(snaps, [("tas", member("solo", 1, 1, group=None)), ("tas", member("a", 1, 1)),
                                    ("tas", member("b", 2, 1)), ("tas", member("c", 3, 1))])

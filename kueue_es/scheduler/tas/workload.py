@@ -6,13 +6,14 @@ which may share nodes, under TASHandleOverlappingFlavors (``options.overlapping_
 The first failure stops the run. The pod sets of a pod-set group (``podSetGroupName``) run together, at the
 place of the group's first member: the one with the smaller count (the second on a tie) is the leader, the
 other the workers (:func:`~kueue_es.scheduler.tas.place.place_group`); a failure names the group's first member.
-A group of other than 2 pod sets with pods, or of 2 neither of which has 1 pod, is placed member by member, each
-alone (:func:`groups`: Kueue's job webhooks refuse one, a Workload created or imported as is may carry one).
-Kueue gives every member of a failed group the failure and the flavor assigner marks only the one its result map
-yields first (Go map order), so one member, not the whole group, turns Preempt or NoFit and is named in the
-message; kueue-es names the first. (Kueue's ``downgradeTASFlavorMode``, which marks the whole group, belongs to a
-retry of flavor assignment after a TAS failure that the reference snapshot does not have: §2 rule 2.) The marking
-does not change the preemption: once the simulate-empty run fits, every TAS pod set turns Preempt anyway.
+A group of other than 2 pod sets with pods, or of 2 neither of which has 1 pod, is placed member by member,
+each alone (:func:`groups`: Kueue's job webhooks refuse one, a Workload created or imported as is may carry
+one). Kueue gives every member of a failed group the failure and the flavor assigner marks only the one its
+result map yields first (Go map order), so one member, not the whole group, turns Preempt or NoFit and is
+named in the message; kueue-es names the first. (Kueue's ``downgradeTASFlavorMode``, which marks the whole
+group, belongs to a retry of flavor assignment after a TAS failure that the reference snapshot does not have:
+§2 rule 2.) The marking does not change the preemption: once the simulate-empty run fits, every TAS pod set
+turns Preempt anyway.
 """
 
 from __future__ import annotations
@@ -120,11 +121,11 @@ def group_name(req: PodSetRequest) -> str | None:
 
 
 def groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
-    """The requests grouped by pod-set group, each group at its first member's place; ungrouped ones alone, and so
-    the members of a group that is not a leader and its workers (:func:`is_leader_and_workers`), each at its own
-    place. Kueue v0.20 places the first two members of such a group as if the smaller were a one-pod leader and
-    admits the others with no topology assignment (their pods run ungated, placed nowhere); kueue-es places each
-    member as a pod set of its own, so every one that asks for a topology has one."""
+    """The requests grouped by pod-set group, each group at its first member's place; ungrouped ones alone,
+    and so the members of a group that is not a leader and its workers (:func:`is_leader_and_workers`), each
+    at its own place. Kueue v0.20 places the first two members of such a group as if the smaller were a
+    one-pod leader and admits the others with no topology assignment (their pods run ungated, placed nowhere);
+    kueue-es places each member as a pod set of its own, so every one that asks for a topology has one."""
     out: list[list[PodSetRequest]] = []
     by_name: dict[str, list[PodSetRequest]] = {}
     for req in requests:
@@ -137,7 +138,8 @@ def groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
             by_name[name] = [req]
             out.append(by_name[name])
     return [part for group in out
-            for part in ([group] if len(group) == 1 or is_leader_and_workers(group) else [[r] for r in group])]
+            for part in ([group] if len(group) == 1 or is_leader_and_workers(group)
+                         else [[r] for r in group])]
 
 
 def is_leader_and_workers(group: Sequence[PodSetRequest]) -> bool:

@@ -252,9 +252,9 @@ async def test_a_workload_rewritten_with_other_pod_sets_gets_no_admission_of_the
 @pytest.mark.asyncio
 async def test_a_workload_deactivated_in_its_backoff_loses_its_requeue_state(kube_apiserver) -> None:
     """A Workload evicted by a PodsReady timeout, waiting out its backoff, then deactivated: Kueue's workload
-    controller does not evict it again but clears ``status.requeueState`` (a merge patch to null, Kueue #7734).
-    kueue-es decides ``RequeueStateCleared`` and its status write leaves no requeueState on the apiserver, the
-    eviction's conditions as they were."""
+    controller does not evict it again but clears ``status.requeueState`` (a merge patch to null, Kueue
+    #7734). kueue-es decides ``RequeueStateCleared`` and its status write leaves no requeueState on the
+    apiserver, the eviction's conditions as they were."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         ns, _, _, _ = await queues(kc, "writer-backoff", {"cpu": 10})
@@ -284,6 +284,7 @@ async def test_a_workload_deactivated_in_its_backoff_loses_its_requeue_state(kub
         status = (await get(kc, "Workload", "a", ns))["status"]
         assert "requeueState" not in status, status
         shown = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
-        assert shown["Evicted"] == ("True", "PodsReadyTimeout") and shown["Requeued"] == ("False", "PodsReadyTimeout")
+        assert shown["Evicted"] == ("True", "PodsReadyTimeout") and shown["Requeued"] == (
+            "False", "PodsReadyTimeout")
         assert shown["QuotaReserved"] == ("False", "Deactivated")
         assert await _outcomes(log, key) == [("applied", r.offset, "") for r in decided]
