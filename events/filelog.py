@@ -112,7 +112,7 @@ def _frame_crc(view: memoryview, pos: int, end: int) -> int:
 def list_segments(directory: Path) -> list[tuple[int, Path]]:
     out = []
     for p in directory.iterdir():
-        if p.suffix == SEGMENT_SUFFIX and p.stem.isdigit():
+        if p.suffix == SEGMENT_SUFFIX and p.stem.isascii() and p.stem.isdigit():
             out.append((int(p.stem), p))
     out.sort()
     return out

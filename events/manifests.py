@@ -427,7 +427,7 @@ def _error_steps(doc: dict[str, Any], error: str) -> list[str | int] | None:
     node: Any = doc
     found = _STEP.findall(path.rstrip("`"))
     for n, (name, index) in enumerate(found):
-        key: str | int | None = name or (int(index) if index.isdigit() else None)
+        key: str | int | None = name or (int(index) if index.isascii() and index.isdigit() else None)
         if key is None and n == len(found) - 1 and isinstance(node, dict):
             got = re.search(r"got `(\w+)`", text)
             want = _JSON_TYPES.get(got.group(1)) if got else None

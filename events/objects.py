@@ -1222,4 +1222,4 @@ def accepted_api_versions(kind: str) -> tuple[str, ...]:
 def resource_version_order(text: str) -> int:
     """A ``resourceVersion`` as a number that orders one object's versions (the apiserver's are decimal revisions),
     -1 for one that is not."""
-    return int(text) if text.isdigit() else -1
+    return int(text) if text.isascii() and text.isdigit() else -1

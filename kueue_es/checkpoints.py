@@ -76,7 +76,8 @@ def listed(log_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
     where = directory(log_dir)
     if not where.is_dir():
         return []
-    found = [(int(p.stem), p) for p in where.iterdir() if p.suffix == SUFFIX and p.stem.isdigit()]
+    found = [(int(p.stem), p) for p in where.iterdir()
+             if p.suffix == SUFFIX and p.stem.isascii() and p.stem.isdigit()]
     return sorted(found)
 
 

@@ -109,7 +109,7 @@ def value_at(template: Any, path: str) -> Any:
         if rest.startswith("["):
             end = rest.find("]")
             index = rest[1:end] if end > 0 else ""
-            if not index.lstrip("-").isdigit() or not isinstance(cursor, list):
+            if not (index.isascii() and index.lstrip("-").isdigit()) or not isinstance(cursor, list):
                 raise BadPath(f"at path position '{done}' invalid index '{rest}'")
             if not 0 <= int(index) < len(cursor):
                 raise BadPath(f"at path position '{done}' out of bounds index '{index}'")

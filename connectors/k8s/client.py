@@ -68,7 +68,7 @@ def uid_of(raw: bytes | msgspec.Raw) -> str:
 def resource_version_number(text: str) -> int:
     """A resourceVersion as the number an etcd-backed apiserver makes it (-1: not one): two versions of one object
     are ordered by it, as clients may order them since Kubernetes v1.35 (KEP-5504, comparable resource versions)."""
-    return int(text) if text.isdigit() else -1
+    return int(text) if text.isascii() and text.isdigit() else -1
 
 
 class KubeClient:

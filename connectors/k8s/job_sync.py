@@ -220,7 +220,7 @@ def generated_min_count(annotations: dict[str, str], count: int, partial_admissi
     ``kueue.x-k8s.io/job-min-parallelism`` under the PartialAdmission gate, when it is a whole number from 1 to
     ``count - 1`` (what Kueue's job webhook lets through)."""
     text = annotations.get(MIN_PARALLELISM)
-    if not partial_admission or not text or not text.isdigit() or not 1 <= int(text) < count:
+    if not (partial_admission and text and text.isascii() and text.isdigit()) or not 1 <= int(text) < count:
         return None
     return int(text)
 

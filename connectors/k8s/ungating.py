@@ -73,7 +73,7 @@ def gated(pod: o.Pod) -> bool:
 
 def _index(pod: o.Pod, label: str, bound: int) -> int | None:
     text = pod.metadata.labels.get(label)
-    if text is None or not text.isdigit():
+    if text is None or not (text.isascii() and text.isdigit()):
         return None
     value = int(text)
     return value if value < bound else None

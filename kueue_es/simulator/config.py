@@ -211,7 +211,7 @@ class _Parser:
                 raise self.fail(f"{path}.{key}", "required key is missing")
             return default
         if isinstance(v, bool) or not isinstance(v, int):
-            if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            if isinstance(v, str) and v.isascii() and v.strip().lstrip("-").isdigit():
                 v = int(v)
             else:
                 raise self.fail(f"{path}.{key}", f"expected an integer, got {_kind(v)} {v!r}")

@@ -133,6 +133,7 @@ def test_unknown_keys_name_their_path(text: str, path: str) -> None:
         ("{}", "`cohorts`: required key is missing"),
         ("cohorts: [{className: c, queuesSets: [{className: q}]}]", "nominalQuota`: required key is missing"),
         ("cohorts: [{className: c, count: many}]", "`cohorts[0].count`: expected an integer"),
+        ("cohorts: [{className: c, count: '²'}]", "`cohorts[0].count`: expected an integer"),  # a digit int() refuses
         ("cohorts: [{className: c, count: -1}]", "must be >= 0"),
         ("cohorts: [{className: c, queuesSets: [{className: q, nominalQuota: lots}]}]", "not a quantity"),
         ("cohorts: [{className: c, queuesSets: [{className: q, nominalQuota: 1, reclaimWithinCohort: Sometimes}]}]",
