@@ -8,7 +8,7 @@ scheduling-equivalence hash is just ``WorkloadInfo.shape()``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from sys import intern
 from typing import Any
 
@@ -80,6 +80,12 @@ MANAGED_LABEL = "kueue.x-k8s.io/managed"
 """On what Kueue made or holds (a Pod, a PodTemplate of a ProvisioningRequest): ``"true"``."""
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 """The scheduling gate of a pod placed by topology: the ungater lifts it onto its domain."""
+
+
+def topology_gated(scheduling_gates: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a pod's (or a pod template's) ``schedulingGates`` hold :data:`TOPOLOGY_GATE`."""
+    return any(g.get("name") == TOPOLOGY_GATE for g in scheduling_gates)
+
 ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 """On a Workload (copied from its Job): the controllers that must clear it before the workload may be admitted.
 Under Kueue's ``AdmissionGatedBy`` gate a non-empty value keeps the workload out of its queue."""

@@ -39,7 +39,7 @@ from kueue_es.scheduler import nodefailure as nf
 from projections import gates
 from projections.node_ready import not_ready_wait_ends
 from projections.secondpass import HOSTNAME
-from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
+from projections.workloads import WORKLOAD_ANNOTATION, topology_gated
 
 log = structlog.get_logger("kueue_es.k8s.pinned_pods")
 PODS = BY_KIND["Pod"]
@@ -63,7 +63,7 @@ def still_pinned(live: dict[str, Any], host: str) -> bool:
     spec, status = live.get("spec") or {}, live.get("status") or {}
     return ((spec.get("nodeSelector") or {}).get(HOSTNAME) == host and not spec.get("nodeName")
             and status.get("phase") == "Pending"
-            and not any(g.get("name") == TOPOLOGY_GATE for g in spec.get("schedulingGates") or []))
+            and not topology_gated(spec.get("schedulingGates") or []))
 
 
 def status_patch(live: dict[str, Any], at: str) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from kueue_es.scheduler.multikueue import check_of
 from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
-from projections.workloads import FINISHED, WorkloadInfo
+from projections.workloads import FINISHED, WorkloadInfo, topology_gated
 
 TERMINATION_TARGET = "TerminationTarget"
 """The Pod condition Kueue sets on a Pod it stops, before it deletes it."""
@@ -270,8 +270,7 @@ def start_patch(pod: ManagedPod, info: PodSetInfo) -> dict[str, Any]:
     current = PodSetInfo(annotations=dict(pod.metadata.annotations), labels=dict(pod.metadata.labels),
                          node_selector=dict(pod.spec.node_selector), tolerations=list(pod.spec.tolerations))
     merged = merge(current, msgspec.structs.replace(info, scheduling_gates=[]))
-    placed = any(g.get("name") == TOPOLOGY_GATE for g in info.scheduling_gates)
-    dropped = {ADMISSION_GATE} if placed else {ADMISSION_GATE, TOPOLOGY_GATE}
+    dropped = {ADMISSION_GATE} if topology_gated(info.scheduling_gates) else {ADMISSION_GATE, TOPOLOGY_GATE}
     gates = [g for g in pod.spec.scheduling_gates if g.get("name") not in dropped]
     return {"metadata": {"resourceVersion": pod.metadata.resource_version, "labels": merged.labels or None,
                          "annotations": merged.annotations or None},

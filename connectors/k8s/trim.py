@@ -29,7 +29,7 @@ import msgspec
 
 from events import objects as o
 from projections.pods_scheduled import POD_SCHEDULED
-from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
+from projections.workloads import WORKLOAD_ANNOTATION, topology_gated
 
 KUEUE_PREFIX = "kueue.x-k8s.io/"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -62,7 +62,7 @@ def wanted(pod: o.Pod) -> bool:
         return False
     if pod.spec.node_name or WORKLOAD_ANNOTATION in pod.metadata.annotations:
         return True
-    return any(g.get("name") == TOPOLOGY_GATE for g in pod.spec.scheduling_gates)
+    return topology_gated(pod.spec.scheduling_gates)
 
 
 def pod_view(pod: o.Pod) -> o.Pod | None:

@@ -33,11 +33,11 @@ from connectors.k8s.client import KubeClient, resource_version_number, resource_
 from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.ungating import TOPOLOGY_GATE, group_offsets, plan, pod_chain, workload_chain
+from connectors.k8s.ungating import group_offsets, plan, pod_chain, workload_chain
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from projections.workloads import ADMITTED, WorkloadInfo
+from projections.workloads import ADMITTED, TOPOLOGY_GATE, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.ungater")
 PODS = BY_KIND["Pod"]

@@ -38,7 +38,7 @@ from connectors.k8s.podsetinfo import SLICE_NAME_ANNOTATION
 from events import objects as o
 from events.goint import parse_int
 from events.tas_assignment import decode
-from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
+from projections.workloads import WORKLOAD_ANNOTATION, topology_gated
 
 HOSTNAME = "kubernetes.io/hostname"
 TERMINAL = ("Succeeded", "Failed")
@@ -68,7 +68,7 @@ def workload_chain(wl: o.Workload) -> str:
 
 
 def gated(pod: o.Pod) -> bool:
-    return any(g.get("name") == TOPOLOGY_GATE for g in pod.spec.scheduling_gates)
+    return topology_gated(pod.spec.scheduling_gates)
 
 
 def _index(pod: o.Pod, label: str, bound: int) -> int | None:
