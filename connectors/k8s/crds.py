@@ -21,7 +21,7 @@ as v1beta2 and reads back either way. Without one the strategy is ``None``: the 
 stored.
 
 Scopes, plurals, short names and the status subresources (Workload, ClusterQueue, LocalQueue, Cohort,
-AdmissionCheck) follow Kueue's API; the printer columns are our own choice.
+AdmissionCheck) and the printer columns follow Kueue's API (no categories, as Kueue's CRDs have none).
 
 :func:`provisioning_request_crd` is the cluster autoscaler's ``autoscaling.x-k8s.io/v1`` ProvisioningRequest,
 written out field by field from its API (with its validations: an immutable spec, 1–32 pod sets of at least one
@@ -76,41 +76,60 @@ _FIELD_DEFAULTS: dict[tuple[str, str], Any] = {("FairSharing", "weight"): 1}
 ``fairSharing.weight`` reads back 1 once ``fairSharing`` is written."""
 
 
+_AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+def _column(name: str, type_: str, path: str, description: str, priority: int = 0) -> dict[str, Any]:
+    column = {"name": name, "type": type_, "jsonPath": path, "description": description}
+    if priority:
+        column["priority"] = priority
+    return column
+
+
+def _condition_column(name: str, condition: str, description: str) -> dict[str, Any]:
+    return _column(name, "string", f".status.conditions[?(@.type=='{condition}')].status", description)
+
+
 def _columns(kind: str, version: str = STORAGE_VERSION) -> list[dict[str, Any]]:
-    age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-
-    def cond(name: str, type_: str) -> dict[str, Any]:
-        return {"name": name, "type": "string", "jsonPath": f'.status.conditions[?(@.type=="{type_}")].status'}
-
+    """What ``kubectl get`` prints for ``kind`` in ``version``: Kueue's printer columns, word for word (the
+    Age of a Workload and of a MultiKueueCluster says "workload", as Kueue's does). None for the kinds Kueue
+    gives none (the apiserver then prints Age); no Age for queues and priority classes, as in Kueue."""
+    age = {**_AGE, "description": "Time this workload was created"}
+    pending = _column("Pending Workloads", "integer", ".status.pendingWorkloads",
+                      "Number of pending workloads")
+    unfinished = "Number of admitted workloads that haven't finished yet"
     match kind:
         case "Workload":
             return [
-                {"name": "Queue", "type": "string", "jsonPath": ".spec.queueName"},
-                {"name": "Reserved in", "type": "string", "jsonPath": ".status.admission.clusterQueue"},
-                cond("Admitted", "Admitted"),
-                cond("Finished", "Finished"),
+                _column("Queue", "string", ".spec.queueName",
+                        "Name of the queue this workload was submitted to"),
+                _column("Reserved in", "string", ".status.admission.clusterQueue",
+                        "Name of the ClusterQueue where the workload is reserving quota"),
+                _condition_column("Admitted", "Admitted", "Admission status"),
+                _condition_column("Finished", "Finished", "Workload finished"),
                 age,
             ]
         case "ClusterQueue":
+            cohort = ".spec.cohort" if version == "v1beta1" else ".spec.cohortName"
             return [
-                {"name": "Cohort", "type": "string",
-                 "jsonPath": ".spec.cohort" if version == "v1beta1" else ".spec.cohortName"},
-                {"name": "Strategy", "type": "string", "jsonPath": ".spec.queueingStrategy", "priority": 1},
-                {"name": "Pending Workloads", "type": "integer", "jsonPath": ".status.pendingWorkloads"},
-                {"name": "Admitted Workloads", "type": "integer", "jsonPath": ".status.admittedWorkloads"},
-                age,
+                _column("Cohort", "string", cohort, "Cohort that this ClusterQueue belongs to"),
+                _column("Strategy", "string", ".spec.queueingStrategy",
+                        "The queueing strategy used to prioritize workloads", priority=1),
+                pending,
+                _column("Admitted Workloads", "integer", ".status.admittedWorkloads", unfinished, priority=1),
             ]
         case "LocalQueue":
             return [
-                {"name": "ClusterQueue", "type": "string", "jsonPath": ".spec.clusterQueue"},
-                {"name": "Pending Workloads", "type": "integer", "jsonPath": ".status.pendingWorkloads"},
-                {"name": "Admitted Workloads", "type": "integer", "jsonPath": ".status.admittedWorkloads"},
-                age,
+                _column("ClusterQueue", "string", ".spec.clusterQueue", "Backing ClusterQueue"),
+                pending,
+                _column("Admitted Workloads", "integer", ".status.admittedWorkloads", f"{unfinished}."),
             ]
         case "WorkloadPriorityClass":
-            return [{"name": "Value", "type": "integer", "jsonPath": ".value"}, age]
+            return [_column("Value", "integer", ".value", "Value of workloadPriorityClass's Priority")]
+        case "MultiKueueCluster":
+            return [_condition_column("Connected", "Active", "MultiKueueCluster is connected"), age]
         case _:
-            return [age]
+            return []
 
 
 # --- msgspec JSON Schema -> structural OpenAPI v3 ---------------------------------------------------------------
@@ -318,8 +337,9 @@ def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[s
             "served": True,
             "storage": v == STORAGE_VERSION,
             "schema": {"openAPIV3Schema": object_schema(resource, v)},
-            "additionalPrinterColumns": _columns(resource.kind, v),
         }
+        if columns := _columns(resource.kind, v):
+            version["additionalPrinterColumns"] = columns
         if resource.status_subresource:
             version["subresources"] = {"status": {}}
         if selectable := _SELECTABLE_FIELDS.get((resource.kind, v)):
@@ -470,7 +490,7 @@ def provisioning_request_crd() -> dict[str, Any]:
             "scope": "Namespaced",
             "versions": [{"name": r.version, "served": True, "storage": True,
                           "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}},
-                          "additionalPrinterColumns": _columns(r.kind)}],
+                          "additionalPrinterColumns": [_AGE]}],
         },
     }
 
