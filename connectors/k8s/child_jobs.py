@@ -8,9 +8,11 @@ Which ancestor (Kueue's ``FindAncestorJobManagedByKueue``, ``jobframework/reconc
 ownerReferences, the topmost object of a kind an enabled integration runs that names a queue in its
 ``kueue.x-k8s.io/queue-name`` label — or any such object under ``manageJobsWithoutQueueName``. Its Workload
 plays no part in it: a Job made under a queued JobSet before the JobSet's Workload exists is that JobSet's
-child. The walk goes on through a parent of any other kind Kueue knows (an integration's kind, the integration
-off or one kueue-es does not run as a parent, and a ReplicaSet:
-:func:`~connectors.k8s.job_selection.known_owner`), reading its metadata but never taking it as the ancestor
+child. A parent of a kind ``integrations.externalFrameworks`` lists counts as one an enabled integration runs
+(its external controller makes its Workload, owned by it). The walk goes on through a parent of any other kind
+Kueue knows (an integration's kind, the integration off or one kueue-es does not run as a parent, and a
+ReplicaSet: :func:`~connectors.k8s.job_selection.known_owner`), reading its metadata but never taking it as
+the ancestor
 (Kueue's #4824: Job -> JobSet, the JobSet integration off -> queued AppWrapper finds the AppWrapper). It stops
 at an object with no controller, at a controller of a kind Kueue does not know (a CronJob: unread), or at one
 whose controller reference names another uid than the object of that name has (a stale reference: that object
@@ -217,12 +219,16 @@ class Parents:
         """The lookup :func:`managed_ancestor` walks with, under the integrations ``config`` turns on: a
         parent from what is held (Jobs from ``jobs``, the log's) — for a kind an integration runs, only from
         there —, else one of a kind Kueue knows whose integration is off from ``reads`` (:func:`walk_reading`
-        fills it), walked through and never the ancestor."""
+        fills it), walked through and never the ancestor; one of ``config``'s external kinds
+        (``integrations.externalFrameworks``) from ``reads`` too, a parent Kueue manages."""
         held = {**self._held, "Job": (jobs, True)}
         passed: Reads = {} if reads is None else reads
+        external = config.external_job_kinds
 
         def lookup(namespace: str, ref: o.OwnerReference) -> Parent | None:
             owner = (ref.api_version, ref.kind)
+            if owner in external:  # no informer lists such a kind (its name may be a held kind's)
+                return read_parent(passed, namespace, ref, True)
             if not job_selection.known_owner(owner):
                 return None
             runs = job_selection.runs_parent(owner, config)

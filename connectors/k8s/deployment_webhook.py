@@ -86,12 +86,14 @@ class ParentDefaulting(msgspec.Struct, frozen=True):
     :func:`connectors.k8s.job_selection.kueue_owner`)."""
     feature_gates: dict[str, bool] = {}
     """The Configuration's gates (``SkipAncestorCheckForDeletedWorkloads``)."""
+    external_kinds: frozenset[tuple[str, str]] = frozenset()
+    """``SchedulerConfig.external_job_kinds``: a controller of one is a parent Kueue manages too."""
 
     @classmethod
     def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
         return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
                    config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.enabled_frameworks),
-                   dict(config.feature_gates))
+                   dict(config.feature_gates), config.external_job_kinds)
 
 
 def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
@@ -142,7 +144,7 @@ async def parent_patch(obj: dict[str, Any], namespace: str, defaulting: ParentDe
     labels = _meta(obj, "labels")
     queue = labels.get(QUEUE_LABEL, "")
     kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(obj.get("metadata") or {}),
-                                             defaulting.frameworks)
+                                             defaulting.frameworks, defaulting.external_kinds)
     ops: list[dict[str, Any]] = []
     if not queue and not kueue_parent and await has_default_queue(namespace) and await _managed(namespace,
                                                                                                  defaulting,

@@ -89,6 +89,8 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
     pods_ready_max: int | None = None
     """Under ``WorkloadLevelWaitForPodsReady``: ``maxTimeoutOnWorkload`` in seconds, for the checks of the
     ``kueue.x-k8s.io/wait-for-pods-ready`` annotation (:mod:`connectors.k8s.pods_ready_validation`; None: off)."""
+    external_kinds: frozenset[tuple[str, str]] = frozenset()
+    """``SchedulerConfig.external_job_kinds``: a controller of one is a parent Kueue manages too."""
 
     @classmethod
     def reading(cls, config: SchedulerConfig, enabled: bool) -> Self:
@@ -96,7 +98,7 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
         rule = pods_ready_validation.PodsReadyRule.of(config)
         return cls(enabled, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
                    frozenset(config.enabled_frameworks), dict(config.feature_gates),
-                   rule.max_seconds if rule is not None else None)
+                   rule.max_seconds if rule is not None else None, config.external_job_kinds)
 
     @property
     def pods_ready(self) -> pods_ready_validation.PodsReadyRule | None:
@@ -216,7 +218,7 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read or the walk fails."""
     labels = _labels(obj)
     owner = job_selection.raw_controller(obj.get("metadata") or {})
-    kueue_parent = job_selection.kueue_owner(owner, settings.frameworks)
+    kueue_parent = job_selection.kueue_owner(owner, settings.frameworks, settings.external_kinds)
     child = await managed_above(obj, namespace, kueue_parent, managed_ancestry, settings.feature_gates)
     managed = partial(_namespace_managed, namespace, settings, namespace_labels)
     queued = bool(labels.get(QUEUE_LABEL))

@@ -12,7 +12,9 @@ integration is on, ray.io/v1 RayJobs, RayClusters and RayServices when theirs ar
 integration is on, workload.codeflare.dev/v1beta2 AppWrappers and trainer.kubeflow.org/v1alpha1 TrainJobs when theirs
 is, so those are the parents that count here (a JobSet's Jobs, an MPIJob's launcher Job, a PyTorchJob's Pods, a
 RayJob's RayCluster and submitter Job, a RayCluster's Pods, a RayService's RayClusters, a LeaderWorkerSet's
-StatefulSets, what an AppWrapper wraps, a TrainJob's JobSet are left to it); under the option any such parent is managed, queue name or not
+StatefulSets, what an AppWrapper wraps, a TrainJob's JobSet are left to it), and so are the kinds
+``integrations.externalFrameworks`` lists, which an external controller runs for Kueue (it makes their
+Workloads); under the option any such parent is managed, queue name or not
 (``FindAncestorJobManagedByKueue``).
 
 Such a Job is suspended at creation (by the mutating webhook, else by the Job integration after the fact) and
@@ -112,27 +114,36 @@ and its Pods (Kueue's ``isKnownOwner``; its RBAC grants reading them)."""
 KNOWN_OWNERS = frozenset(FRAMEWORK_KINDS.values()) | INTERIM_OWNERS
 
 
-def known_owner(owner: tuple[str, str] | None) -> bool:
+def known_owner(owner: tuple[str, str] | None, external: Collection[tuple[str, str]] = ()) -> bool:
     """Kueue's ``isKnownOwner``: whether the ancestor walk reads a controller of ``(apiVersion, kind)`` and
     goes on above it — the kind of any integration Kueue registers, on or off (an MPIJob of any version, as
-    :func:`framework_of`), or an interim owner (:data:`INTERIM_OWNERS`). Another kind (a CronJob, a kind of an
-    operator Kueue has no integration for) ends the walk unread."""
-    return owner is not None and (owner in KNOWN_OWNERS or framework_of(owner) is not None)
+    :func:`framework_of`), one of the ``external`` kinds (``integrations.externalFrameworks``:
+    ``SchedulerConfig.external_job_kinds``), or an interim owner (:data:`INTERIM_OWNERS`). Another kind (a
+    CronJob, a kind of an operator Kueue has no integration for) ends the walk unread."""
+    if owner is None:
+        return False
+    return owner in KNOWN_OWNERS or owner in external or framework_of(owner) is not None
 
 
-def kueue_owner(owner: tuple[str, str] | None, frameworks: Collection[str]) -> bool:
+def kueue_owner(owner: tuple[str, str] | None, frameworks: Collection[str],
+                external: Collection[tuple[str, str]] = ()) -> bool:
     """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run: one whose
     framework (:func:`framework_of`) is among ``frameworks`` (the Configuration's enabled ones, listed or turned on
     by one listed: ``SchedulerConfig.enabled_frameworks``) — a
     batch/v1 Job only while ``batch/job`` is, as Kueue's ``IsOwnerManagedByKueue`` asks its enabled integrations
-    alone. Kueue leaves the child to that parent."""
+    alone — or one of the ``external`` kinds an external controller runs for Kueue
+    (``SchedulerConfig.external_job_kinds``: exactly that apiVersion and kind). Kueue leaves the child to that
+    parent."""
+    if owner is not None and owner in external:
+        return True
     framework = framework_of(owner)
     return framework is not None and framework in frameworks
 
 
 def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
-    """:func:`kueue_owner` under the integrations the Configuration ``config`` turns on."""
-    return kueue_owner(owner, config.enabled_frameworks)
+    """:func:`kueue_owner` under the integrations the Configuration ``config`` turns on, and its external
+    kinds."""
+    return kueue_owner(owner, config.enabled_frameworks, config.external_job_kinds)
 
 
 def is_mpijob(owner: tuple[str, str]) -> bool:

@@ -267,6 +267,8 @@ class JobReconciler(Generic[J]):
         self.parents = child_jobs.Parents()
         """Where a job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
         integrations hold, one registry for all kinds."""
+        self._discovered: parent_reads.Found = {}
+        """The resources of external kinds found through discovery (:func:`parent_reads.read_parent_meta`)."""
 
     # --- what a kind tells -------------------------------------------------------------------------------------
 
@@ -436,10 +438,12 @@ class JobReconciler(Generic[J]):
         a queued MPIJob) gets no Workload of its own and is held suspended while the ancestor's is missing or not
         admitted (:meth:`_child`). True when the job is such a child, or its ancestry cannot be told
         (:meth:`_ancestry_failed`): either way nothing else is done with it."""
+        external = config.external_job_kinds
         try:
             ancestor = await child_jobs.walk_reading(
                 job.metadata, lambda reads: self.parents.parent_of(config, self.state.jobs, reads),
-                self._read_parent, config.manage_jobs_without_queue_name)
+                lambda namespace, ref: self._read_parent(external, namespace, ref),
+                config.manage_jobs_without_queue_name)
         except child_jobs.AncestryError as exc:
             await self._ancestry_failed(job, exc)
             return True
@@ -449,11 +453,12 @@ class JobReconciler(Generic[J]):
             await self._child(job, ancestor)
         return True
 
-    async def _read_parent(self, namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
+    async def _read_parent(self, external: frozenset[tuple[str, str]], namespace: str,
+                           ref: o.OwnerReference) -> o.ObjectMeta | None:
         """A parent the walk passes through that no integration holds (a JobSet with the JobSet integration
-        off, a ReplicaSet), read from the apiserver: a failure other than not found fails the step,
-        retried."""
-        return await parent_reads.read_parent_meta(self.client, namespace, ref)
+        off, a ReplicaSet), or one of the ``external`` kinds (``integrations.externalFrameworks``), read from
+        the apiserver: a failure other than not found fails the step, retried."""
+        return await parent_reads.read_parent_meta(self.client, namespace, ref, external, self._discovered)
 
     async def _child(self, job: J, ancestor: o.ObjectMeta) -> None:
         """A job with a Kueue-managed ancestor, with ``SkipChildJobSuspension`` off (Kueue v0.20 turns it on, and

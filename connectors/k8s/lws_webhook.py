@@ -109,7 +109,8 @@ async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebho
     :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read or the walk fails."""
     meta = lws.get("metadata") or {}
     queued = bool((meta.get("labels") or {}).get(QUEUE_LABEL))
-    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.frameworks)
+    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.frameworks,
+                                             settings.external_kinds)
     child = await framework_webhook.managed_above(lws, namespace, kueue_parent, managed_ancestry,
                                                   settings.feature_gates)
 

@@ -91,6 +91,7 @@ import structlog
 from connectors.k8s import kubeconfig_checks
 from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import ClusterProfiles
+from connectors.k8s.discovery import discover
 from connectors.k8s.errors import KubeError
 from connectors.k8s.follow_one import stopped as _stopped
 from connectors.k8s.journal import Journal
@@ -100,7 +101,6 @@ from connectors.k8s.multikueue_adapters import (
     Adapter,
     SyncedOwner,
     custom_copy,
-    discover,
     synced_owner,
 )
 from connectors.k8s.multikueue_connection import WorkerConnections

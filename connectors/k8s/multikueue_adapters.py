@@ -1,6 +1,7 @@
-"""MultiKueue's adapters on the connector's side, as data and pure functions (but :func:`discover`, which asks the
-manager's API discovery): for each owner kind Kueue's MultiKueue runs on a worker (:data:`ADAPTERS`, keyed by
-(apiVersion, kind); custom kinds' generic adapters found by :func:`discover`), how the copy created there is made of the manager's owner (:func:`owner_copy`, from the owner as
+"""MultiKueue's adapters on the connector's side, as data and pure functions: for each owner kind Kueue's
+MultiKueue runs on a worker (:data:`ADAPTERS`, keyed by (apiVersion, kind); custom kinds' generic adapters,
+once :func:`connectors.k8s.discovery.discover` found their resource), how the copy created there is made of
+the manager's owner (:func:`owner_copy`, from the owner as
 it was before its integration started it, :func:`as_before_start`; the Workload's copy, :func:`workload_copy`), how
 a copy's status is mirrored back (:func:`replacing_patch`, a Pod's :func:`pod_status`), how many Workloads a
 LeaderWorkerSet makes (:func:`group_size`), and what of a manager's owner is kept for its spec edits to be forwarded
@@ -20,8 +21,7 @@ import msgspec
 from connectors.k8s import appwrapper, jobset, kubeflow, mpijob, raycluster, rayjob, rayservice, trainjob
 from connectors.k8s import leaderworkerset as lws
 from connectors.k8s import statefulset_multikueue as sts_mk
-from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import KubeError, NotFound
+from connectors.k8s.errors import KubeError
 from connectors.k8s.framework_webhook import suspended, value_at
 from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.multikueue_identifiers import place_prebuilt
@@ -466,28 +466,9 @@ def adapter_of(wl: WorkloadInfo, config: SchedulerConfig = DEFAULT,
                custom: Mapping[tuple[str, str], Adapter] = MappingProxyType({})) -> Adapter | None:
     """The adapter of the workload's owner, if the Configuration ``config`` builds one
     (:func:`kueue_es.scheduler.multikueue.adapters_in_force`: its framework enabled, or its kind one of the custom
-    kinds, whose adapters ``custom`` holds once their resource was found, :func:`discover`)."""
+    kinds, whose adapters ``custom`` holds once their resource was found,
+    :func:`connectors.k8s.discovery.discover`)."""
     kind = (wl.owner[0], wl.owner[1]) if wl.owner else None
     if kind in external_kinds(config):
         return custom.get(kind)  # type: ignore[call-overload]
     return ADAPTERS.get(kind) if kind in adapters_in_force(config) else None  # type: ignore[call-overload]
-
-
-async def discover(client: KubeClient, kind: tuple[str, str]) -> Resource | None:
-    """The resource serving ``kind`` ((apiVersion, kind)) on the apiserver ``client`` reaches, found in its
-    discovery document (the group version's resource list) as Kueue's client maps a kind to its resource; None when
-    it serves no such kind (its CRD not installed)."""
-    api_version, name = kind
-    group, _, version = api_version.rpartition("/")
-    try:
-        doc = msgspec.json.decode(await client.request("GET", f"/apis/{api_version}" if group else f"/api/{version}"))
-    except NotFound:
-        return None
-    listed = doc.get("resources") if isinstance(doc, dict) else None
-    names = {r.get("name") for r in listed or () if isinstance(r, dict)}
-    for r in listed or ():
-        plural = r.get("name", "") if isinstance(r, dict) else ""
-        if r.get("kind") == name and plural and "/" not in plural:
-            return Resource(name, group, version, plural, bool(r.get("namespaced")),
-                            status_subresource=f"{plural}/status" in names, optional=True)
-    return None

@@ -145,12 +145,15 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     (:func:`connectors.k8s.pod_roles.group_name`)."""
     short_names: bool = False
     """Kueue's ``ShortWorkloadNames`` gate, for the group name :func:`statefulset_group_patch` gives."""
+    external_kinds: frozenset[tuple[str, str]] = frozenset()
+    """``SchedulerConfig.external_job_kinds``: a controller of one is a parent Kueue manages too."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.enabled_frameworks),
-                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS), config.gate(gates.SHORT_WORKLOAD_NAMES))
+                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS),
+                   config.gate(gates.SHORT_WORKLOAD_NAMES), config.external_job_kinds)
 
 
 POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK,
@@ -326,10 +329,11 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     if controller == REPLICA_SET_OWNER and deployment_of is not None and await _held_deployment(
             pod, namespace, defaulting, deployment_of):
         return []
+    kueue_parent = job_selection.kueue_owner(controller, defaulting.frameworks, defaulting.external_kinds)
     if defaulting.without_queue:  # every parent of a kind an enabled integration runs is Kueue's then: none read
-        if job_selection.kueue_owner(controller, defaulting.frameworks):
+        if kueue_parent:
             return []
-    elif job_selection.kueue_owner(controller, defaulting.frameworks):
+    elif kueue_parent:
         try:  # Kueue's walk, all the way up: a Job naming no queue under a queued JobSet leaves its Pods too
             if await managed_ancestry(namespace, pod):
                 return []

@@ -135,8 +135,12 @@ def jobs_to_delete(obs: o.Workload, config: SchedulerConfig
     ref = next((r for r in refs if r.controller), None)
     if ref is None:
         return [], "nothing deleted: the Workload has no owner running it"
+    owner = (ref.api_version, ref.kind)
+    if owner in config.external_job_kinds:  # its controller's to delete (its kind may be named as a built-in)
+        return [], (f"nothing deleted: its owner {ref.api_version} {ref.kind} {ref.name} is run by an "
+                    "external controller")
     resource = job_selection.owner_resource(ref)
-    if resource is None or not job_selection.runs_parent((ref.api_version, ref.kind), config):
+    if resource is None or not job_selection.runs_parent(owner, config):
         return [], (f"nothing deleted: its owner {ref.api_version} {ref.kind} {ref.name} is run by no "
                     "enabled integration")
     return [(resource, ref)], ""

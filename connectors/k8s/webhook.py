@@ -176,10 +176,12 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
     return workload_slices.gate_template_ops((job.get("spec") or {}).get("template") or {}, "/spec/template")
 
 
-def kueue_parents(frameworks: frozenset[str] = frozenset(DEFAULT.frameworks)) -> ParentRuns:
+def kueue_parents(frameworks: frozenset[str] = frozenset(DEFAULT.frameworks),
+                  external: frozenset[tuple[str, str]] = frozenset()) -> ParentRuns:
     """Whether a Job's controller is of a kind Kueue's enabled integrations, ``frameworks`` (by default Kueue's
-    default, ``batch/job`` alone), run (:func:`connectors.k8s.job_selection.kueue_owner`)."""
-    return partial(job_selection.kueue_owner, frameworks=frameworks)
+    default, ``batch/job`` alone), run, or one of the ``external`` kinds an external controller runs for it
+    (:func:`connectors.k8s.job_selection.kueue_owner`)."""
+    return partial(job_selection.kueue_owner, frameworks=frameworks, external=external)
 
 
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
@@ -299,19 +301,27 @@ class HeldParents:
 def ancestry_lookup(client: KubeClient, config: SchedulerConfig, held: HeldParents | None = None) -> ManagedAncestry:
     """Kueue's walk for an object being created or updated
     (:func:`connectors.k8s.child_jobs.managed_ancestor`, under the integrations ``config`` turns on and its
-    ``manageJobsWithoutQueueName``): each parent of a kind Kueue knows, its integration on or off, is read —
-    from what ``held`` holds (:class:`HeldParents`), else from the apiserver — at most one past
+    ``manageJobsWithoutQueueName``): each parent of a kind Kueue knows, its integration on or off, or of one
+    of its external kinds (``integrations.externalFrameworks``, found through discovery), is read — from what
+    ``held`` holds (:class:`HeldParents`), else from the apiserver — at most one past
     :data:`~connectors.k8s.child_jobs.CHAIN_LIMIT`, so the walk can tell a chain too long. Where they are read
     from changes nothing the walk decides on the same parents."""
 
+    external = config.external_job_kinds
+    discovered: parent_reads.Found = {}
+
     async def read(namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
-        cached = held.meta(namespace, ref) if held is not None else None
-        return cached if cached is not None else await parent_reads.read_parent_meta(client, namespace, ref)
+        # nothing holds an external kind (its kind's name may be a held kind's)
+        held_kind = held is not None and (ref.api_version, ref.kind) not in external
+        cached = held.meta(namespace, ref) if held is not None and held_kind else None
+        if cached is not None:
+            return cached
+        return await parent_reads.read_parent_meta(client, namespace, ref, external, discovered)
 
     def parent_of(reads: child_jobs.Reads) -> child_jobs.ParentOf:
         def lookup(namespace: str, ref: o.OwnerReference) -> child_jobs.Parent | None:
             owner = (ref.api_version, ref.kind)
-            if not job_selection.known_owner(owner):
+            if not job_selection.known_owner(owner, external):
                 return None
             return child_jobs.read_parent(reads, namespace, ref, job_selection.runs_parent(owner, config))
         return lookup
@@ -725,7 +735,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(frozenset(config_in_force.enabled_frameworks)), ancestry, held, multikueue,
+                           kueue_parents(frozenset(config_in_force.enabled_frameworks),
+                                         config_in_force.external_job_kinds), ancestry, held, multikueue,
                            namespace_managed_lookup(client, config_in_force), pods_ready)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     server.ca_pem = bundle.ca_pem

@@ -428,6 +428,76 @@ async def test_a_parent_of_a_kind_kueue_does_not_know_ends_the_walk_unread() -> 
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] != [child_jobs.SUSPENDED]
 
 
+# --- a parent of a kind an external controller runs for Kueue (``integrations.externalFrameworks``) ---------
+
+FOO_API = "example.com/v1"
+EXTERNAL = {"frameworks": ["batch/job"], "externalFrameworks": ["Foo.v1.example.com"]}
+
+
+class _DiscoveringApiserver(_Apiserver):
+    """:class:`_Apiserver` that also serves the discovery document of ``example.com/v1``, where the ``Foo``
+    CRD puts its resource ``foos``; reads of it recorded as ``("discovery", path)``."""
+
+    async def request(self, method: str, path: str, **_: Any) -> bytes:
+        from connectors.k8s.errors import NotFound
+
+        self.reads.append(("discovery", path))
+        if path != f"/apis/{FOO_API}":
+            raise NotFound(f"GET {path}: 404", 404, "NotFound")
+        return msgspec.json.encode({"kind": "APIResourceList", "resources": [
+            {"name": "foos", "kind": "Foo", "namespaced": True}]})
+
+
+def test_the_walk_reads_a_parent_of_an_external_framework_kind_and_takes_it_as_the_ancestor() -> None:
+    """Kueue's ``isKnownOwner`` and ``getJobTypeForOwner`` know each ``integrations.externalFrameworks`` kind:
+    the walk reads such a parent (nothing holds that kind: from the apiserver) and a queued one is the
+    ancestor; the kind not listed ends the walk unread."""
+    foo = o.ObjectMeta(name="f", namespace="ns", uid="uid-f", labels={QUEUE: "lq"})
+    child = o.ObjectMeta(name="Job-1", namespace="ns", uid="uid-Job-1",
+                         owner_references=_ref(FOO_API, "Foo", "f"))
+
+    def walk(config: Any) -> tuple[str | None, list[str]]:
+        reads: list[str] = []
+
+        async def read(namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
+            reads.append(ref.name)
+            return foo if ref.name == "f" else None
+
+        found = asyncio.run(walk_reading(child, lambda done: Parents().parent_of(config, {}, done), read,
+                                         False))
+        return (found.name if found is not None else None), reads
+
+    assert walk(load_config({"integrations": EXTERNAL})) == ("f", ["f"])
+    assert walk(load_config({"integrations": {"frameworks": ["batch/job"]}})) == (None, [])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("admitted", "suspended"), [(False, True), (True, False)])
+async def test_a_job_under_a_queued_parent_of_an_external_kind_waits_for_that_parents_workload(
+        admitted: bool, suspended: bool) -> None:
+    """A Job whose controller is a queued ``Foo`` (an ``integrations.externalFrameworks`` kind) is that Foo's
+    child, as Kueue's reconciler finds it: it gets no Workload of its own (the external controller makes the
+    Foo's, owned by the Foo) and is kept suspended until that Workload is admitted. Before, it was a top-level
+    Job with a Workload of its own: quota counted twice. The Foo is read from the apiserver, at the resource
+    discovery names, found once."""
+    foo = o.ObjectMeta(name="f", namespace="ns", uid="uid-f", labels={QUEUE: "lq"})
+    child = _job_of(_ref(FOO_API, "Foo", "f"), {QUEUE: "lq"})
+    wl = workload()
+    foo_wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name="foo-f-12345", uid="wl-f", owner_references=_ref(FOO_API, "Foo", "f")))
+    jobs, mirror, appended = integration(foo_wl, child, before=(_config(integrations=EXTERNAL),))
+    client = jobs.client = _DiscoveringApiserver(("Foo", foo))  # type: ignore[assignment]
+    if admitted:
+        mirror.state.workloads["ns/foo-f-12345"].phase = ADMITTED
+    await jobs.reconcile("ns/train")
+    await jobs.reconcile("ns/train")
+    held = [("Job", {"suspend": True})] if suspended else []
+    assert [(k, body["spec"]) for k, _, body in client.patches] == held, "once per version of the Job"
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == (
+        [child_jobs.SUSPENDED] if suspended else []), "held as the Foo's child, no Workload made"
+    assert client.reads == [("discovery", f"/apis/{FOO_API}"), ("Foo", "f"), ("Foo", "f")]
+
+
 def test_every_kind_the_walk_knows_can_be_read_and_the_rbac_grants_it() -> None:
     """A parent the walk passes through is read from the apiserver: each kind Kueue knows (its integrations',
     on or off, and the ReplicaSet) has a resource to read it at, and ``kueue-es manifests`` grants getting

@@ -235,6 +235,25 @@ def test_a_job_parent_counts_only_while_the_job_integration_is_on() -> None:
     assert job_selection.runs_parent(("batch/v1", "Job"), load_config({"manageJobsWithoutQueueName": True}))
 
 
+def test_a_parent_of_an_external_framework_kind_is_one_kueue_manages() -> None:
+    """Kueue registers each ``integrations.externalFrameworks`` kind (``RegisterExternalJobType``): its
+    ``isKnownOwner`` and ``IsOwnerManagedByKueue`` take a controller of exactly that apiVersion and kind for a
+    parent it manages, so the walk reads it and, under ``manageJobsWithoutQueueName``, its children are left
+    to it. Another version of the kind is not."""
+    config = load_config({"integrations": {"externalFrameworks": ["Foo.v1.example.com"]},
+                          "manageJobsWithoutQueueName": True})
+    foo = ("example.com/v1", "Foo")
+    assert config.external_job_kinds == frozenset({foo})
+    assert job_selection.runs_parent(foo, config) and not job_selection.manages_unqueued(foo, config)
+    assert job_selection.known_owner(foo, config.external_job_kinds) and not job_selection.known_owner(foo)
+    other = ("example.com/v2", "Foo")
+    assert not job_selection.runs_parent(other, config) and job_selection.manages_unqueued(other, config)
+    assert not job_selection.runs_parent(foo, load_config({"manageJobsWithoutQueueName": True}))
+    for settings in (PodDefaulting.of(config), dw.ParentDefaulting.of(config, "deployment"),
+                     framework_webhook.FrameworkWebhooks.reading(config, True)):
+        assert settings.external_kinds == frozenset({foo}), type(settings).__name__
+
+
 @pytest.mark.parametrize("listed", ["leaderworkerset.x-k8s.io/leaderworkerset", "deployment", "statefulset"])
 def test_a_pod_parent_counts_while_the_pod_integration_is_on_by_a_framework_that_turns_it_on(listed: str) -> None:
     """Kueue since v0.15 (#6736) sets the pod integration up, and marks it enabled, for a framework that turns it on

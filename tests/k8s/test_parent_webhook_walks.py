@@ -131,3 +131,93 @@ def test_a_statefulset_being_deleted_is_not_walked_under_skip_ancestor_check_for
     reviews = sw.reviewers(dw.ParentDefaulting.of(on, "statefulset"), _namespace_labels, _no_default_queue,
                            ancestry_lookup(_Apiserver(), on))  # type: ignore[arg-type]
     assert _mutate(reviews, sw.MUTATING_PATH, sts)["allowed"] is False, "not being deleted: walked, refused"
+
+
+# --- a parent of a kind an external controller runs for Kueue (``integrations.externalFrameworks``) ---------
+
+FOO = ("example.com/v1", "Foo", "f")
+EXTERNAL = {"integrations": {"frameworks": ["batch/job", "pod", "deployment"],
+                             "externalFrameworks": ["Foo.v1.example.com"]}}
+
+
+class _ExternalApiserver(_Apiserver):
+    """:class:`_Apiserver` that also serves the discovery document of ``example.com/v1`` (its kind ``Foo``,
+    resource ``foos``), as the apiserver does once the kind's CRD is installed."""
+
+    async def request(self, method: str, path: str, **_: Any) -> bytes:
+        self.reads.append(("discovery", path))
+        if path != "/apis/example.com/v1":
+            raise NotFound(f"GET {path}: 404", 404, "NotFound")
+        return msgspec.json.encode({"kind": "APIResourceList", "groupVersion": "example.com/v1",
+                                    "resources": [{"name": "foos", "kind": "Foo", "namespaced": True},
+                                                  {"name": "foos/status", "kind": "Foo"}]})
+
+
+def _review(obj: dict) -> bytes:
+    return msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team",
+                                            "object": obj}})
+
+
+def _job_review(api: _Apiserver, config: Any, job: dict) -> dict:
+    from connectors.k8s import webhook
+
+    async def has_default_queue(namespace: str) -> bool:
+        return True
+
+    parent_runs = webhook.kueue_parents(frozenset(config.enabled_frameworks), config.external_job_kinds)
+    ancestry = ancestry_lookup(api, config)  # type: ignore[arg-type]
+    return asyncio.run(webhook.review(_review(job), has_default_queue, parent_runs=parent_runs,
+                                      managed_ancestry=ancestry))["response"]
+
+
+def _deployment_held(api: _Apiserver, config: Any) -> bool:
+    reviews = dw.reviewers(dw.ParentDefaulting.of(config, "deployment"), _namespace_labels, _no_default_queue,
+                           ancestry_lookup(api, config))  # type: ignore[arg-type]
+    response = _mutate(reviews, dw.MUTATING_PATH, _obj("Deployment", {Q: "lq"}, FOO))
+    assert response["allowed"]
+    return _held(response)
+
+
+def test_a_queued_parent_of_an_external_framework_kind_leaves_its_children_to_it() -> None:
+    """Kueue registers each ``integrations.externalFrameworks`` kind as a job type of its own
+    (``RegisterExternalJobType``): its ancestor walk reads a controller of that kind (``isKnownOwner``) and
+    takes it for a Kueue-managed parent (``getJobTypeForOwner``, so ``IsOwnerManagedByKueue``). A queued
+    Deployment or batch Job under a queued ``Foo`` is left to it (the external controller makes the Foo's
+    Workload), not held and queued apart (quota counted twice), and the Job gets no default queue; under an
+    unqueued Foo the Deployment is held."""
+    config = load_config(EXTERNAL)
+    api = _ExternalApiserver(("Foo", "f", {"uid": "uid-f", "labels": {Q: "lq"}}))
+    assert not _deployment_held(api, config)
+    assert api.reads == [("discovery", "/apis/example.com/v1"), ("Foo", "f")]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "j", "namespace": "team", "labels": {}, "ownerReferences": [
+            {"apiVersion": FOO[0], "kind": FOO[1], "name": "f", "uid": "uid-f", "controller": True}]},
+        "spec": {"suspend": False, "template": {}}}
+    for labels in ({Q: "lq"}, {}):
+        job["metadata"]["labels"] = labels
+        response = _job_review(api, config, job)
+        assert response["allowed"] and "patch" not in response, labels
+    unqueued = _ExternalApiserver(("Foo", "f", {"uid": "uid-f", "labels": {}}))
+    assert _deployment_held(unqueued, config), "an unqueued Foo is no ancestor"
+
+
+def test_an_unqueued_pod_under_a_parent_of_an_external_kind_is_left_to_it_without_a_queue_name() -> None:
+    """Under ``manageJobsWithoutQueueName`` every parent of a kind Kueue manages is Kueue's, an external
+    kind's too: a Pod (no queue name) under a ``Foo`` is left as made, not gated as a Pod of its own; under a
+    kind not listed it is gated."""
+    from connectors.k8s import pod_webhook
+
+    config = load_config({**EXTERNAL, "manageJobsWithoutQueueName": True})
+    api = _ExternalApiserver(("Foo", "f", {"uid": "uid-f", "labels": {}}))
+
+    def pod_patched(owner: tuple[str, str, str]) -> bool:
+        pod = _obj("Pod", {}, owner)
+        pod.update(apiVersion="v1", spec={"containers": [{"name": "c", "image": "busybox"}]})
+        ancestry = ancestry_lookup(api, config)  # type: ignore[arg-type]
+        response = asyncio.run(pod_webhook.review(_review(pod), pod_webhook.PodDefaulting.of(config),
+                                                  _namespace_labels, _no_default_queue, ancestry))["response"]
+        assert response["allowed"]
+        return "patch" in response
+
+    assert not pod_patched(FOO)
+    assert pod_patched(("example.com/v1", "Bar", "b")), "a kind not listed: the Pod is Kueue's to gate"

@@ -40,12 +40,12 @@ def _ref(api_version: str, kind: str, name: str, *, controller: bool = True) -> 
                             controller=controller)
 
 
-def _enforcer(frameworks: list[str], *owners: o.OwnerReference, annotations: dict[str, str] | None = None
-              ) -> tuple[RetentionEnforcer, Client, list[ev.AnyEvent], Mirror]:
+def _enforcer(frameworks: list[str], *owners: o.OwnerReference, annotations: dict[str, str] | None = None,
+              external: tuple[str, ...] = ()) -> tuple[RetentionEnforcer, Client, list[ev.AnyEvent], Mirror]:
     """The enforcer over a mirror holding a Configuration enabling ``frameworks`` (the SparkApplication's
-    alpha gate on) and a Workload owned by ``owners``, Kueue having decided RetentionExpired(target Job) for
-    it."""
-    mirror = configured({"integrations": {"frameworks": frameworks},
+    alpha gate on; ``external``: its ``integrations.externalFrameworks``) and a Workload owned by ``owners``,
+    Kueue having decided RetentionExpired(target Job) for it."""
+    mirror = configured({"integrations": {"frameworks": frameworks, "externalFrameworks": list(external)},
                          "featureGates": {"SparkApplicationIntegration": True}})
     wl = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="wl-uid",
                                           owner_references=list(owners), annotations=annotations or {}),
@@ -143,6 +143,19 @@ async def test_an_owner_no_enabled_integration_runs_is_not_deleted_and_the_decis
     assert _outcomes(appended) == [("DecisionRejected", DECISION, "UnknownWorkloadOwner")]
     assert why in appended[0].message  # type: ignore[attr-defined]
     assert enforcer.stats.jobs_deleted == 0
+
+
+@pytest.mark.asyncio
+async def test_an_owner_of_an_external_kind_is_not_deleted_though_its_kind_has_a_built_in_ones_name() -> None:
+    """A Workload of a kind an external controller runs for Kueue (``integrations.externalFrameworks``, here a
+    ``Job`` of another group, as Volcano's): its own controller carries the retention out, as no reconciler of
+    Kueue's runs that kind; kueue-es deletes nothing, least of all the batch/v1 Job of that name."""
+    enforcer, client, appended, _ = _enforcer(["batch/job"], _ref("batch.volcano.sh/v1alpha1", "Job", "vj"),
+                                              external=("Job.v1alpha1.batch.volcano.sh",))
+    await enforcer.sync(KEY)
+    assert client.deleted == []
+    assert _outcomes(appended) == [("DecisionRejected", DECISION, "UnknownWorkloadOwner")]
+    assert "batch.volcano.sh/v1alpha1 Job vj" in appended[0].message  # type: ignore[attr-defined]
 
 
 def test_kueue_es_manifests_grant_deleting_every_kind_retention_deletes() -> None:

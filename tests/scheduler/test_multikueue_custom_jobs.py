@@ -11,8 +11,9 @@ import msgspec
 import pytest
 from fixtures.multikueue_states import KEY, MK_CONFIG, START, apply, owned_state
 
+from connectors.k8s.discovery import discover
 from connectors.k8s.errors import NotFound
-from connectors.k8s.multikueue_adapters import Adapter, adapter_of, custom_copy, discover
+from connectors.k8s.multikueue_adapters import Adapter, adapter_of, custom_copy
 from connectors.k8s.resources import Resource
 from events import schema as ev
 from events.errors import InvalidInput
