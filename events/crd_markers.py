@@ -48,7 +48,7 @@ def errors(kind: str, data: Mapping[str, Any], *, required: bool = True) -> list
             path = f"{at}.{name}" if at else name
             if name not in parent:
                 if required and marker.required:
-                    out.append(f"field `{path}` is required")
+                    out.append(f"field `{path}`: Required value")  # the apiserver's words
                 continue
             value = parent[name]
             if marker.enum and value not in marker.enum:

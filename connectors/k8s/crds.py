@@ -6,7 +6,9 @@ OpenAPI v3, structural): references are inlined, ``X | None`` becomes ``nullable
 matter to admission, so **every object node also carries** ``x-kubernetes-preserve-unknown-fields: true``: the
 apiserver checks the types of the fields we know and keeps, unpruned, every field we do not model (a pod
 template's image and command, ...). That is looser than Kueue's own CRDs, which reject unknown fields; CEL
-validations and webhooks are not generated.
+validations and webhooks are not generated. Some of Kueue's markers are: the bounds shared with kueue-es's own
+checks (pod sets, resource groups, topology request minimums) and the enums, lengths and required fields of
+:mod:`events.crd_markers`.
 
 Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema under its
 own names where the two versions name a field differently (a ClusterQueue's ``spec.cohort`` and

@@ -146,9 +146,9 @@ def test_an_unsupported_list_of_preemption_strategies_is_refused_in_kueue_s_word
      'Workload w): field `status.admissionChecks[0].state`: Unsupported value: "Bogus": supported values: '
      '"Pending", "Ready", "Retry", "Rejected"'),
     ("kind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  admissionScope: {}\n",
-     "ClusterQueue cq): field `spec.admissionScope.admissionMode` is required"),
+     "ClusterQueue cq): field `spec.admissionScope.admissionMode`: Required value"),
     ("kind: WorkloadPriorityClass\nmetadata: {name: p}\ndescription: d\n",
-     "WorkloadPriorityClass p): field `value` is required"),
+     "WorkloadPriorityClass p): field `value`: Required value"),
 ])
 def test_a_value_outside_kueue_s_crd_enums_or_limits_is_refused(log: Path, doc: str, error: str) -> None:
     """An admission check's state, a ClusterQueue's admission mode, a WorkloadPriorityClass's value: what Kueue's

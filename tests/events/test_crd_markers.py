@@ -60,8 +60,8 @@ def _refusal(doc: dict[str, Any]) -> list[str]:
     (_cluster_queue({"admissionMode": "UsageBasedAdmissionFairsharing"}),
      ['field `spec.admissionScope.admissionMode`: Unsupported value: "UsageBasedAdmissionFairsharing": supported '
       f"values: {MODE_VALUES}"]),
-    (_cluster_queue({}), ["field `spec.admissionScope.admissionMode` is required"]),
-    (_priority_class(description="d"), ["field `value` is required"]),
+    (_cluster_queue({}), ["field `spec.admissionScope.admissionMode`: Required value"]),
+    (_priority_class(description="d"), ["field `value`: Required value"]),
     (_priority_class(value=1, description="d" * 2049),
      ["field `description`: Too long: may not be more than 2048 bytes"]),
     (_workload(required="r" * 64, preferred="p" * 64, podSetSliceRequiredTopology="s" * 64,
