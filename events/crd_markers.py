@@ -1,5 +1,5 @@
-"""Enums, lengths and required fields Kueue's CRDs put on single fields (``+kubebuilder:validation:Enum``,
-``MaxLength``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once: :mod:`connectors.k8s.crds`
+"""Enums, bounds and required fields Kueue's CRDs put on single fields (``+kubebuilder:validation:Enum``,
+``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once: :mod:`connectors.k8s.crds`
 writes them into the generated CRDs, so that the apiserver refuses what Kueue's refuses, and :func:`errors`
 refuses the same values on import and in the validating webhooks, in the apiserver's words. A path is the wire's
 (camelCase), ``[]`` standing for every item of a list."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
-from events.field_errors import go_quote, not_supported, too_long
+from events.field_errors import go_quote, not_supported, too_long, too_many
 
 ADMISSION_CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
 ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
@@ -21,6 +21,8 @@ class Marker(NamedTuple):
     max_length: int | None = None
     required: bool = False
     """The field must be given (with its parent object, if nested)."""
+    minimum: int | None = None
+    max_items: int | None = None
 
 
 _TOPOLOGY_REQUEST = "spec.podSets[].topologyRequest"
@@ -29,7 +31,15 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
         *(Marker(f"{_TOPOLOGY_REQUEST}.{field}", max_length=most) for field, most in (
             ("required", 63), ("preferred", 63), ("podIndexLabel", 317), ("subGroupIndexLabel", 317),
             ("podSetGroupName", 256), ("podSetSliceRequiredTopology", 63))),
+        Marker("status.requeueState.count", minimum=0),
         Marker("status.admissionChecks[].state", enum=ADMISSION_CHECK_STATES),
+        Marker("status.admissionChecks[].message", max_length=32768),
+        Marker("status.admissionChecks[].podSetUpdates", max_items=8),
+        Marker("status.schedulingStats.evictions", max_items=256),
+        Marker("status.schedulingStats.evictions[].reason", max_length=316),
+        Marker("status.schedulingStats.evictions[].underlyingCause", max_length=316),
+        Marker("status.schedulingStats.evictions[].count", minimum=0),
+        Marker("status.clusterName", max_length=256),
     ),
     "ClusterQueue": (Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),),
     "WorkloadPriorityClass": (Marker("value", required=True), Marker("description", max_length=2048)),
@@ -55,6 +65,11 @@ def errors(kind: str, data: Mapping[str, Any], *, required: bool = True) -> list
                 out.append(f"field `{path}`: {not_supported(go_quote(str(value)), marker.enum)}")
             if marker.max_length is not None and isinstance(value, str) and len(value) > marker.max_length:
                 out.append(f"field `{path}`: {too_long(marker.max_length)}")
+            if marker.minimum is not None and isinstance(value, int) and value < marker.minimum:
+                out.append(f"field `{path}`: Invalid value: {value}: {path} in body should be greater than or equal "
+                           f"to {marker.minimum}")
+            if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
+                out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
     return out
 
 
@@ -89,5 +104,7 @@ def apply(kind: str, schema: dict[str, Any]) -> None:
         field = node["properties"][name]
         if marker.enum:
             field["enum"] = list(marker.enum)
-        if marker.max_length is not None:
-            field["maxLength"] = marker.max_length
+        for key, bound in (("maxLength", marker.max_length), ("minimum", marker.minimum),
+                           ("maxItems", marker.max_items)):
+            if bound is not None:
+                field[key] = bound

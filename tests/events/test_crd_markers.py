@@ -107,3 +107,43 @@ def test_the_generated_crds_carry_the_markers(version: str) -> None:
                                                             "NoAdmissionFairSharing"]
     wpc = object_schema(BY_KIND["WorkloadPriorityClass"], version)
     assert wpc["required"] == ["value"] and wpc["properties"]["description"]["maxLength"] == 2048
+
+
+def _status(**status: Any) -> dict[str, Any]:
+    return {**_workload(), "status": status}
+
+
+CHECK = {"name": "ac", "state": "Pending", "lastTransitionTime": "2024-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize(("doc", "errors"), [
+    (_status(clusterName="c" * 257), ["field `status.clusterName`: Too long: may not be more than 256 bytes"]),
+    (_status(requeueState={"count": -1}), ["field `status.requeueState.count`: Invalid value: -1: "
+                                           "status.requeueState.count in body should be greater than or equal to 0"]),
+    (_status(schedulingStats={"evictions": [{"reason": "r" * 317, "underlyingCause": "", "count": -2}]}),
+     ["field `status.schedulingStats.evictions[0].reason`: Too long: may not be more than 316 bytes",
+      "field `status.schedulingStats.evictions[0].count`: Invalid value: -2: "
+      "status.schedulingStats.evictions[0].count in body should be greater than or equal to 0"]),
+    (_status(schedulingStats={"evictions": [{"reason": f"R{i}", "underlyingCause": "", "count": 1}
+                                            for i in range(257)]}),
+     ["field `status.schedulingStats.evictions`: Too many: 257: must have at most 256 items"]),
+    (_status(admissionChecks=[{**CHECK, "message": "m" * 32769}]),
+     ["field `status.admissionChecks[0].message`: Too long: may not be more than 32768 bytes"]),
+    (_status(admissionChecks=[{**CHECK, "podSetUpdates": [{"name": "main"}] * 9}]),
+     ["field `status.admissionChecks[0].podSetUpdates`: Too many: 9: must have at most 8 items"]),
+])
+def test_a_status_beyond_kueue_s_crd_bounds_is_refused(doc: dict[str, Any], errors: list[str]) -> None:
+    """Fields Kueue writes itself, so only an imported status or another controller's can break them."""
+    assert _refusal(doc) == errors
+
+
+def test_the_generated_workload_crd_carries_the_status_bounds() -> None:
+    status = object_schema(BY_KIND["Workload"])["properties"]["status"]
+    assert _at(status, "clusterName")["maxLength"] == 256
+    assert _at(status, "requeueState", "count")["minimum"] == 0
+    evictions = _at(status, "schedulingStats", "evictions")
+    assert evictions["maxItems"] == 256
+    assert _at(evictions, "[]", "reason")["maxLength"] == _at(evictions, "[]", "underlyingCause")["maxLength"] == 316
+    assert _at(evictions, "[]", "count")["minimum"] == 0
+    check = _at(status, "admissionChecks", "[]")
+    assert _at(check, "message")["maxLength"] == 32768 and _at(check, "podSetUpdates")["maxItems"] == 8
