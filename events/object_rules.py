@@ -1,7 +1,7 @@
 """What Kueue refuses in one of its own objects, beyond the shapes :func:`events.manifests.validate_object` holds
 every kind to (it runs these last): the checks of Kueue's validating webhooks (``pkg/webhooks/*_webhook.go``)
 and the CEL and schema rules of its CRDs (``apis/kueue/v1beta2/*_types.go``), which kueue-es's generated CRDs do
-not carry. Messages are Kueue's where its source shows them. ``kueue-es import``, a STATE.yaml and the validating
+not carry (but for a few enums and bounds, declared once for both in :mod:`events.crd_markers`). Messages are Kueue's where its source shows them. ``kueue-es import``, a STATE.yaml and the validating
 webhooks refuse an object that fails one; the watch does not (:func:`events.manifests.check_foldable`): Kueue's
 controllers act on whatever is stored. Where the view cannot tell what Kueue would see (an empty field from an
 absent one), :func:`check_document` reads the plain data, or the check errs on taking the object. None of this
@@ -57,7 +57,9 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from events import admission_gate, quota_rules
+import msgspec
+
+from events import admission_gate, crd_markers, quota_rules
 from events import objects as o
 from events.errors import InvalidInput, SchemaRefused, aggregate
 from events.field_errors import go_quote
@@ -126,6 +128,8 @@ def check(obj: o.KObject, where: str) -> None:
             _topology(obj.spec, where)
         case o.AdmissionCheck():
             _admission_check(obj.spec, where)
+        case o.WorkloadPriorityClass():  # a value left out only the document shows (document_errors)
+            refuse_all(crd_markers.errors("WorkloadPriorityClass", msgspec.to_builtins(obj), required=False), where, crd=True)
         case _:
             pass
 
@@ -171,6 +175,7 @@ def workload_errors(wl: o.Workload, *, unique_names: bool = True) -> tuple[list[
         schema += _name_reference_errors(ps.name, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
     schema += _priority_class_ref_errors(wl.spec)
     schema += _admission_name_errors(wl.status)
+    schema += crd_markers.errors("Workload", msgspec.to_builtins(wl), required=False)
     if unique_names:
         schema += duplicate_list_map_errors(wl)
     reserved = any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions)
@@ -461,6 +466,7 @@ def cluster_queue_schema_errors(spec: o.ClusterQueueSpec) -> list[str]:
     errors = _name_reference_errors(spec.cohort_name, "spec.cohortName", optional=True)
     errors += _flavor_name_errors(spec.resource_groups)
     errors += _strategy_name_errors(spec.admission_checks_strategy)
+    errors += crd_markers.errors("ClusterQueue", {"spec": msgspec.to_builtins(spec)})
     borrow = spec.preemption.borrow_within_cohort
     if borrow is not None:
         errors += _one_of_errors(borrow.policy, ("Never", "LowerPriority"), "spec.preemption.borrowWithinCohort.policy")
@@ -634,6 +640,8 @@ def document_errors(doc: Mapping[str, Any]) -> list[str]:
     kind, spec, status = doc.get("kind"), _mapping(doc.get("spec")), _mapping(doc.get("status"))
     if kind == "ResourceFlavor":
         return _toleration_field_errors(spec.get("tolerations"), "spec.tolerations")
+    if kind == "WorkloadPriorityClass":
+        return crd_markers.errors(kind, doc)
     errors: list[str] = []
     if kind == "Workload":
         for i, state in enumerate(_sequence(status.get("admissionChecks"))):

@@ -6,7 +6,9 @@ OpenAPI v3, structural): references are inlined, ``X | None`` becomes ``nullable
 matter to admission, so **every object node also carries** ``x-kubernetes-preserve-unknown-fields: true``: the
 apiserver checks the types of the fields we know and keeps, unpruned, every field we do not model (a pod
 template's image and command, ...). That is looser than Kueue's own CRDs, which reject unknown fields; CEL
-validations and webhooks are not generated.
+validations and webhooks are not generated. Some of Kueue's markers are: the bounds shared with kueue-es's own
+checks (pod sets, resource groups, topology request minimums) and the enums, lengths and required fields of
+:mod:`events.crd_markers`.
 
 Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema under its
 own names where the two versions name a field differently (a ClusterQueue's ``spec.cohort`` and
@@ -57,7 +59,7 @@ from connectors.k8s.resources import (
     TRAINJOBS,
     Resource,
 )
-from events import conversion, quota_rules
+from events import conversion, crd_markers, quota_rules
 from events import objects as o
 from events.manifests import TOPOLOGY_REQUEST_MINIMUMS
 from events.object_rules import MAX_POD_SETS
@@ -238,13 +240,10 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
         "kind": {"type": "string"},
         "metadata": {"type": "object"},
     }
-    required: list[str] = []
     for f in msgspec.structs.fields(view):
         if f.name in ("api_version", "metadata"):
             continue
         props[f.encode_name] = _field_schema(view, f.name, version)
-    if resource.kind == "WorkloadPriorityClass":
-        required.append("value")
     if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1 and MaxItems
         props["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] = 1
         props["spec"]["properties"]["podSets"]["maxItems"] = MAX_POD_SETS
@@ -261,11 +260,10 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
     if resource.kind in ("ClusterQueue", "LocalQueue", "Cohort"):
         # Kueue's queue status (usage, pending counts, conditions) is not part of our views: free-form.
         props["status"] = {"type": "object", _PRESERVE: True}
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    crd_markers.apply(resource.kind, schema)  # Kueue's enums, lengths and required fields
     if version == "v1beta1":
         _v1beta1_names(resource.kind, props)
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
     return schema
 
 

@@ -161,7 +161,8 @@ def refusal_status(kind: str, doc: Any, refused: InvalidInput) -> dict[str, Any]
     ``<Kind>.kueue.x-k8s.io "<name>" is invalid: <field errors>`` (several as ``[a, b]``) and each field error a
     cause. Else Kueue's webhooks' answer (controller-runtime's ``Denied``): 403 ``Forbidden``, kueue-es's message.
 
-    kueue-es's generated CRDs do not carry those rules, so the apiserver hears them from this webhook, and
+    kueue-es's generated CRDs carry few of those rules (:mod:`events.crd_markers`), so the apiserver hears the
+    others from this webhook, and
     ``ToStatusErr`` (``k8s.io/apiserver``'s webhook errors) passes the status on with its code, reason and details
     as they are, the message prefixed ``admission webhook "v<kind>.kb.io" denied the request: ``. A client sees the
     422 ``Invalid`` (``apierrors.IsInvalid``; ``kubectl`` prints ``The <Kind> "<name>" is invalid:`` and the

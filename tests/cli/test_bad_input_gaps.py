@@ -137,3 +137,23 @@ def test_an_unsupported_list_of_preemption_strategies_is_refused_in_kueue_s_word
         assert r.code == 2 and one_line_error(r) == (
             f"kueue-es: error: {cfg}: field `fairSharing.preemptionStrategies`: Unsupported value: "
             f"[]v1beta2.PreemptionStrategy{shown}: supported values: {supported}")
+
+
+@pytest.mark.parametrize(("doc", "error"), [
+    ("kind: Workload\nmetadata: {name: w, namespace: ns}\nspec:\n  podSets: [{name: main, count: 1, template: {spec: "
+     "{containers: [{name: c}]}}}]\nstatus:\n  admissionChecks: [{name: ac, state: Bogus, lastTransitionTime: "
+     "'2024-01-01T00:00:00Z'}]\n",
+     'Workload w): field `status.admissionChecks[0].state`: Unsupported value: "Bogus": supported values: '
+     '"Pending", "Ready", "Retry", "Rejected"'),
+    ("kind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  admissionScope: {}\n",
+     "ClusterQueue cq): field `spec.admissionScope.admissionMode`: Required value"),
+    ("kind: WorkloadPriorityClass\nmetadata: {name: p}\ndescription: d\n",
+     "WorkloadPriorityClass p): field `value`: Required value"),
+])
+def test_a_value_outside_kueue_s_crd_enums_or_limits_is_refused(log: Path, doc: str, error: str) -> None:
+    """An admission check's state, a ClusterQueue's admission mode, a WorkloadPriorityClass's value: what Kueue's
+    CRD refuses (events.crd_markers), where kueue-es once stored a typo that then stalled or changed admission."""
+    before = log_size(log)
+    r = kueue_es("import", "-f", "-", "--log", log, stdin="apiVersion: kueue.x-k8s.io/v1beta2\n" + doc)
+    assert r.code == 2 and one_line_error(r) == f"kueue-es: error: <stdin>: document 1 ({error}", r.err
+    assert log_size(log) == before

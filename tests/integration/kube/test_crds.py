@@ -383,3 +383,46 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await _allowed(api, sa, "patch", *crd, name="provisioningrequests.autoscaling.x-k8s.io")
         assert not await ok("create", *crd)
         assert not await ok("delete", *crd)
+
+
+@pytest.mark.asyncio
+async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_words(kube_apiserver) -> None:
+    """events.crd_markers in the generated CRDs: the apiserver refuses a check state, an admission mode, a priority
+    class's description or a topology level name Kueue's CRD refuses, with the field error import gives."""
+    sfx = secrets.token_hex(3)
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns = await namespace(kc, "markers")
+        wl = BY_KIND["Workload"]
+        await create(kc, _tas_workload(ns, "w"))
+        check = {"name": "ac", "state": "Ready", "lastTransitionTime": "2024-01-01T00:00:00Z", "message": ""}
+        await kc.patch(wl, "w", {"status": {"admissionChecks": [check]}}, ns, subresource="status")
+        with pytest.raises(Invalid) as refused:
+            await kc.patch(wl, "w", {"status": {"admissionChecks": [{**check, "state": "Bogus"}]}}, ns,
+                           subresource="status")
+        assert ('status.admissionChecks[0].state: Unsupported value: "Bogus": supported values: "Pending", "Ready", '
+                '"Retry", "Rejected"') in str(refused.value)
+        long_level = _tas_workload(ns, "w2")
+        long_level["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
+        with pytest.raises(Invalid) as refused:
+            await create(kc, long_level)
+        assert "spec.podSets[0].topologyRequest.required: Too long: may not be more than 63 bytes" in str(
+            refused.value)
+        for scope, error in (({"admissionMode": "NoAdmissionFairSharing"}, None),
+                             ({"admissionMode": "Bogus"}, 'spec.admissionScope.admissionMode: Unsupported value: '
+                                                          '"Bogus": supported values: "UsageBasedAdmissionFairSharing", '
+                                                          '"NoAdmissionFairSharing"'),
+                             ({}, "spec.admissionScope.admissionMode: Required value")):
+            cq = cluster_queue(f"cq-{secrets.token_hex(3)}", {f"default-{sfx}": {"cpu": 1}})
+            cq["spec"]["admissionScope"] = scope
+            if error is None:
+                await create(kc, cq)
+                continue
+            with pytest.raises(Invalid) as refused:
+                await create(kc, cq)
+            assert error in str(refused.value)
+        wpc = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p-{sfx}"}, "value": 1}
+        await create(kc, {**wpc, "description": "d" * 2048})
+        with pytest.raises(Invalid) as refused:
+            await create(kc, {**wpc, "metadata": {"name": f"q-{sfx}"}, "description": "d" * 2049})
+        assert "description: Too long: may not be more than 2048 bytes" in str(refused.value)

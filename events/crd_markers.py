@@ -1,0 +1,110 @@
+"""Enums, bounds and required fields Kueue's CRDs put on single fields (``+kubebuilder:validation:Enum``,
+``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once: :mod:`connectors.k8s.crds`
+writes them into the generated CRDs, so that the apiserver refuses what Kueue's refuses, and :func:`errors`
+refuses the same values on import and in the validating webhooks, in the apiserver's words. A path is the wire's
+(camelCase), ``[]`` standing for every item of a list."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from events.field_errors import go_quote, not_supported, too_long, too_many
+
+ADMISSION_CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
+ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
+
+
+class Marker(NamedTuple):
+    path: str
+    enum: tuple[str, ...] = ()
+    max_length: int | None = None
+    required: bool = False
+    """The field must be given (with its parent object, if nested)."""
+    minimum: int | None = None
+    max_items: int | None = None
+
+
+_TOPOLOGY_REQUEST = "spec.podSets[].topologyRequest"
+MARKERS: dict[str, tuple[Marker, ...]] = {
+    "Workload": (
+        *(Marker(f"{_TOPOLOGY_REQUEST}.{field}", max_length=most) for field, most in (
+            ("required", 63), ("preferred", 63), ("podIndexLabel", 317), ("subGroupIndexLabel", 317),
+            ("podSetGroupName", 256), ("podSetSliceRequiredTopology", 63))),
+        Marker("status.requeueState.count", minimum=0),
+        Marker("status.admissionChecks[].state", enum=ADMISSION_CHECK_STATES),
+        Marker("status.admissionChecks[].message", max_length=32768),
+        Marker("status.admissionChecks[].podSetUpdates", max_items=8),
+        Marker("status.schedulingStats.evictions", max_items=256),
+        Marker("status.schedulingStats.evictions[].reason", max_length=316),
+        Marker("status.schedulingStats.evictions[].underlyingCause", max_length=316),
+        Marker("status.schedulingStats.evictions[].count", minimum=0),
+        Marker("status.clusterName", max_length=256),
+    ),
+    "ClusterQueue": (Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),),
+    "WorkloadPriorityClass": (Marker("value", required=True), Marker("description", max_length=2048)),
+}
+"""Per kind, in the order the apiserver reports the fields (the schema's)."""
+
+
+def errors(kind: str, data: Mapping[str, Any], *, required: bool = True) -> list[str]:
+    """The field errors of ``data`` (an object of ``kind`` as plain data: its document, or its view's builtins)
+    for the :data:`MARKERS` it breaks, every one. ``required``: whether a field left out is refused (not when
+    ``data`` is a view's, which leaves out a zero it was given)."""
+    out: list[str] = []
+    for marker in MARKERS.get(kind, ()):
+        for at, parent in _parents(data, marker.path.split(".")[:-1], ""):
+            name = marker.path.rsplit(".", 1)[-1]
+            path = f"{at}.{name}" if at else name
+            if name not in parent:
+                if required and marker.required:
+                    out.append(f"field `{path}`: Required value")  # the apiserver's words
+                continue
+            value = parent[name]
+            if marker.enum and value not in marker.enum:
+                out.append(f"field `{path}`: {not_supported(go_quote(str(value)), marker.enum)}")
+            if marker.max_length is not None and isinstance(value, str) and len(value) > marker.max_length:
+                out.append(f"field `{path}`: {too_long(marker.max_length)}")
+            if marker.minimum is not None and isinstance(value, int) and value < marker.minimum:
+                out.append(f"field `{path}`: Invalid value: {value}: {path} in body should be greater than or equal "
+                           f"to {marker.minimum}")
+            if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
+                out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
+    return out
+
+
+def _parents(node: Any, steps: list[str], at: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each mapping ``steps`` leads to from ``node`` (a step ending ``[]``: every item of that list), with its path."""
+    if not steps:
+        if isinstance(node, Mapping):
+            yield at, node
+        return
+    step, rest = steps[0], steps[1:]
+    name = step.removesuffix("[]")
+    child = node.get(name) if isinstance(node, Mapping) else None
+    here = f"{at}.{name}" if at else name
+    if step.endswith("[]"):
+        for i, item in enumerate(child if isinstance(child, list) else ()):
+            yield from _parents(item, rest, f"{here}[{i}]")
+    elif child is not None:
+        yield from _parents(child, rest, here)
+
+
+def apply(kind: str, schema: dict[str, Any]) -> None:
+    """Write ``kind``'s :data:`MARKERS` into its CRD's openAPIV3Schema (``schema``, its object node)."""
+    for marker in MARKERS.get(kind, ()):
+        *steps, name = marker.path.split(".")
+        node = schema
+        for step in steps:
+            node = node["properties"][step.removesuffix("[]")]
+            if step.endswith("[]"):
+                node = node["items"]
+        if marker.required:
+            node["required"] = sorted({*node.get("required", ()), name})
+        field = node["properties"][name]
+        if marker.enum:
+            field["enum"] = list(marker.enum)
+        for key, bound in (("maxLength", marker.max_length), ("minimum", marker.minimum),
+                           ("maxItems", marker.max_items)):
+            if bound is not None:
+                field[key] = bound

@@ -1,0 +1,149 @@
+"""The enums and limits Kueue's CRD markers put on its fields: the CRDs kueue-es generates carry them (so the
+apiserver refuses what Kueue's CRD refuses), and ``kueue-es import`` and the validating webhooks refuse the same
+objects, in the apiserver's words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connectors.k8s.crds import SERVED_VERSIONS, object_schema
+from connectors.k8s.resources import BY_KIND
+from events.errors import InvalidInput, SchemaRefused
+from events.manifests import decode_object
+from events.object_rules import WorkloadRefused
+
+STATE_VALUES = '"Pending", "Ready", "Retry", "Rejected"'
+MODE_VALUES = '"UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"'
+
+
+def _workload(**topology: str) -> dict[str, Any]:
+    pod_set: dict[str, Any] = {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}
+    if topology:
+        pod_set["topologyRequest"] = topology
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
+            "spec": {"podSets": [pod_set]}}
+
+
+def _with_check_state(state: str) -> dict[str, Any]:
+    doc = _workload()
+    doc["status"] = {"admissionChecks": [{"name": "ac", "state": state, "lastTransitionTime": "2024-01-01T00:00:00Z",
+                                          "message": ""}]}
+    return doc
+
+
+def _cluster_queue(scope: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+            "spec": {"admissionScope": scope}}
+
+
+def _priority_class(**fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "p"},
+            **fields}
+
+
+def _refusal(doc: dict[str, Any]) -> list[str]:
+    """The errors of the CRD's rules ``doc`` is refused for (a Workload's are kept apart from its webhook's)."""
+    with pytest.raises(InvalidInput) as info:
+        decode_object(doc, "object")
+    if isinstance(info.value, WorkloadRefused):
+        assert not info.value.webhook
+        return info.value.schema
+    assert isinstance(info.value, SchemaRefused)
+    return info.value.errors
+
+
+@pytest.mark.parametrize(("doc", "errors"), [
+    (_with_check_state("Bogus"),
+     [f'field `status.admissionChecks[0].state`: Unsupported value: "Bogus": supported values: {STATE_VALUES}']),
+    (_cluster_queue({"admissionMode": "UsageBasedAdmissionFairsharing"}),
+     ['field `spec.admissionScope.admissionMode`: Unsupported value: "UsageBasedAdmissionFairsharing": supported '
+      f"values: {MODE_VALUES}"]),
+    (_cluster_queue({}), ["field `spec.admissionScope.admissionMode`: Required value"]),
+    (_priority_class(description="d"), ["field `value`: Required value"]),
+    (_priority_class(value=1, description="d" * 2049),
+     ["field `description`: Too long: may not be more than 2048 bytes"]),
+    (_workload(required="r" * 64, preferred="p" * 64, podSetSliceRequiredTopology="s" * 64,
+               podIndexLabel="i" * 318, subGroupIndexLabel="g" * 318, podSetGroupName="n" * 257),
+     [f"field `spec.podSets[0].topologyRequest.{field}`: Too long: may not be more than {most} bytes"
+      for field, most in (("required", 63), ("preferred", 63), ("podIndexLabel", 317), ("subGroupIndexLabel", 317),
+                          ("podSetGroupName", 256), ("podSetSliceRequiredTopology", 63))]),
+])
+def test_a_value_kueue_s_crd_refuses_is_refused_naming_its_field(doc: dict[str, Any], errors: list[str]) -> None:
+    assert _refusal(doc) == errors
+
+
+@pytest.mark.parametrize("doc", [
+    *(_with_check_state(s) for s in ("Pending", "Ready", "Retry", "Rejected")),
+    _cluster_queue({"admissionMode": "NoAdmissionFairSharing"}),
+    _priority_class(value=0),
+    _priority_class(value=5, description="d" * 2048),
+    _workload(required="r" * 63, podIndexLabel="i" * 317, podSetGroupName="n" * 256),
+])
+def test_the_values_at_the_limits_are_taken(doc: dict[str, Any]) -> None:
+    decode_object(doc, "object")
+
+
+def _at(schema: dict[str, Any], *path: str) -> dict[str, Any]:
+    node = schema
+    for step in path:
+        node = node["items"] if step == "[]" else node["properties"][step]
+    return node
+
+
+@pytest.mark.parametrize("version", SERVED_VERSIONS)
+def test_the_generated_crds_carry_the_markers(version: str) -> None:
+    wl = object_schema(BY_KIND["Workload"], version)
+    assert _at(wl, "status", "admissionChecks", "[]", "state")["enum"] == ["Pending", "Ready", "Retry", "Rejected"]
+    topology = _at(wl, "spec", "podSets", "[]", "topologyRequest")
+    assert {k: topology["properties"][k].get("maxLength") for k in topology["properties"] if k != "unconstrained"
+            and topology["properties"][k]["type"] == "string"} == {
+        "required": 63, "preferred": 63, "podIndexLabel": 317, "subGroupIndexLabel": 317, "podSetGroupName": 256,
+        "podSetSliceRequiredTopology": 63}
+    scope = _at(object_schema(BY_KIND["ClusterQueue"], version), "spec", "admissionScope")
+    assert scope["required"] == ["admissionMode"]
+    assert scope["properties"]["admissionMode"]["enum"] == ["UsageBasedAdmissionFairSharing",
+                                                            "NoAdmissionFairSharing"]
+    wpc = object_schema(BY_KIND["WorkloadPriorityClass"], version)
+    assert wpc["required"] == ["value"] and wpc["properties"]["description"]["maxLength"] == 2048
+
+
+def _status(**status: Any) -> dict[str, Any]:
+    return {**_workload(), "status": status}
+
+
+CHECK = {"name": "ac", "state": "Pending", "lastTransitionTime": "2024-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize(("doc", "errors"), [
+    (_status(clusterName="c" * 257), ["field `status.clusterName`: Too long: may not be more than 256 bytes"]),
+    (_status(requeueState={"count": -1}), ["field `status.requeueState.count`: Invalid value: -1: "
+                                           "status.requeueState.count in body should be greater than or equal to 0"]),
+    (_status(schedulingStats={"evictions": [{"reason": "r" * 317, "underlyingCause": "", "count": -2}]}),
+     ["field `status.schedulingStats.evictions[0].reason`: Too long: may not be more than 316 bytes",
+      "field `status.schedulingStats.evictions[0].count`: Invalid value: -2: "
+      "status.schedulingStats.evictions[0].count in body should be greater than or equal to 0"]),
+    (_status(schedulingStats={"evictions": [{"reason": f"R{i}", "underlyingCause": "", "count": 1}
+                                            for i in range(257)]}),
+     ["field `status.schedulingStats.evictions`: Too many: 257: must have at most 256 items"]),
+    (_status(admissionChecks=[{**CHECK, "message": "m" * 32769}]),
+     ["field `status.admissionChecks[0].message`: Too long: may not be more than 32768 bytes"]),
+    (_status(admissionChecks=[{**CHECK, "podSetUpdates": [{"name": "main"}] * 9}]),
+     ["field `status.admissionChecks[0].podSetUpdates`: Too many: 9: must have at most 8 items"]),
+])
+def test_a_status_beyond_kueue_s_crd_bounds_is_refused(doc: dict[str, Any], errors: list[str]) -> None:
+    """Fields Kueue writes itself, so only an imported status or another controller's can break them."""
+    assert _refusal(doc) == errors
+
+
+def test_the_generated_workload_crd_carries_the_status_bounds() -> None:
+    status = object_schema(BY_KIND["Workload"])["properties"]["status"]
+    assert _at(status, "clusterName")["maxLength"] == 256
+    assert _at(status, "requeueState", "count")["minimum"] == 0
+    evictions = _at(status, "schedulingStats", "evictions")
+    assert evictions["maxItems"] == 256
+    assert _at(evictions, "[]", "reason")["maxLength"] == _at(evictions, "[]", "underlyingCause")["maxLength"] == 316
+    assert _at(evictions, "[]", "count")["minimum"] == 0
+    check = _at(status, "admissionChecks", "[]")
+    assert _at(check, "message")["maxLength"] == 32768 and _at(check, "podSetUpdates")["maxItems"] == 8
