@@ -1,6 +1,6 @@
 """Enums, bounds and required fields Kueue's CRDs put on single fields (``+kubebuilder:validation:Enum``,
-``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once: :mod:`connectors.k8s.crds`
-writes them into the generated CRDs, so that the apiserver refuses what Kueue's refuses, and :func:`errors`
+``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once:
+:mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's refuses, and :func:`errors`
 refuses the same values on import and in the validating webhooks, in the apiserver's words. A path is the wire's
 (camelCase), ``[]`` standing for every item of a list."""
 
@@ -39,6 +39,7 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
         Marker("status.schedulingStats.evictions[].reason", max_length=316),
         Marker("status.schedulingStats.evictions[].underlyingCause", max_length=316),
         Marker("status.schedulingStats.evictions[].count", minimum=0),
+        Marker("status.nominatedClusterNames", max_items=20),  # a MultiKueueConfig names at most 20
         Marker("status.clusterName", max_length=256),
     ),
     "ClusterQueue": (Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),),

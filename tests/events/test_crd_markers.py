@@ -118,6 +118,8 @@ CHECK = {"name": "ac", "state": "Pending", "lastTransitionTime": "2024-01-01T00:
 
 @pytest.mark.parametrize(("doc", "errors"), [
     (_status(clusterName="c" * 257), ["field `status.clusterName`: Too long: may not be more than 256 bytes"]),
+    (_status(nominatedClusterNames=[f"w{i}" for i in range(21)]),
+     ["field `status.nominatedClusterNames`: Too many: 21: must have at most 20 items"]),
     (_status(requeueState={"count": -1}), ["field `status.requeueState.count`: Invalid value: -1: "
                                            "status.requeueState.count in body should be greater than or equal to 0"]),
     (_status(schedulingStats={"evictions": [{"reason": "r" * 317, "underlyingCause": "", "count": -2}]}),
@@ -140,6 +142,7 @@ def test_a_status_beyond_kueue_s_crd_bounds_is_refused(doc: dict[str, Any], erro
 def test_the_generated_workload_crd_carries_the_status_bounds() -> None:
     status = object_schema(BY_KIND["Workload"])["properties"]["status"]
     assert _at(status, "clusterName")["maxLength"] == 256
+    assert _at(status, "nominatedClusterNames")["maxItems"] == 20
     assert _at(status, "requeueState", "count")["minimum"] == 0
     evictions = _at(status, "schedulingStats", "evictions")
     assert evictions["maxItems"] == 256
