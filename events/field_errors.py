@@ -52,6 +52,9 @@ def too_long(most: int) -> str:
     return f"Too long: may not be more than {most} bytes"
 
 
+OWN_RULE = "(kueue-es's rule: Kueue's validation has none)"
+"""Said after a refusal kueue-es makes where the newest Kueue's validation makes none."""
+
 IS_NEGATIVE = "must be greater than or equal to 0"
 """apimachinery's ``IsNegativeErrorMsg``: the detail of Kueue's refusal of a negative number or duration."""
 

@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 
 from events.errors import InvalidInput
-from events.field_errors import go_quote, not_supported
+from events.field_errors import OWN_RULE, go_quote, not_supported
 from events.objects import Quantity
 from events.quantity import MAX_INT64, MILLI_RESOURCES, QuantityError, parse_quantity
 from projections import gates
@@ -157,28 +157,30 @@ def check_output_quantities(transformations: list[ResourceTransformation], where
 
 def transformation_problems(transformations: list[ResourceTransformation], *, reserved_names: bool) -> list[str]:
     """Every fault of ``resources.transformations`` (``field `<path>`: ...``), entry by entry: a strategy Kueue
-    does not know, an input missing, ``pods`` as input or output (``reserved_names``), an input an earlier entry
-    transforms, an output without a name."""
+    does not know, ``pods`` as input or output (``reserved_names``), an input an earlier entry transforms;
+    then kueue-es's own rules (:data:`~events.field_errors.OWN_RULE`: Kueue's validateResourceTransformations
+    has neither), an input missing and an output without a name."""
     at = "resources.transformations"
     seen: set[str] = set()
     found: list[str] = []
+    own: list[str] = []
     for i, t in enumerate(transformations):
         strategy = t.strategy or RETAIN
         if strategy not in (RETAIN, REPLACE):
             found.append(f"field `{at}[{i}].strategy`: " + not_supported(go_quote(strategy), (RETAIN, REPLACE)))
         if not t.input:
-            found.append(f"field `{at}[{i}].input` is required")
+            own.append(f"field `{at}[{i}].input`: Required value: must be specified {OWN_RULE}")
         elif reserved_names and t.input == RESERVED:
             found.append(f"field `{at}[{i}].input`: {RESERVED!r} is reserved for internal kueue use")
         if reserved_names and RESERVED in t.outputs:
             found.append(f"field `{at}[{i}].outputs.{RESERVED}`: the key is reserved for internal kueue use")
-        if t.input and t.input in seen:
-            found.append(f"field `{at}[{i}].input`: duplicate value {t.input!r} (each input is transformed by one "
-                         "entry)")
+        if t.input and t.input in seen:  # a ResourceName: Go prints it as its String(), unquoted
+            found.append(f"field `{at}[{i}].input`: Duplicate value: {t.input}")
         seen.add(t.input)
         if "" in t.outputs:
-            found.append(f"field `{at}[{i}].outputs`: a resource name must not be empty")
-    return found
+            own.append(f'field `{at}[{i}].outputs`: Invalid value: "": a resource name must not be empty '
+                       f"{OWN_RULE}")
+    return found + own
 
 
 _BY_DOCUMENT: dict[bytes, RequestRules | None] = {}

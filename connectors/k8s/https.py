@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import ssl
 
+import structlog
 from aiohttp import web
 
 from kueue_es.scheduler.tls_options import TLSSettings
 
 _VERSIONS = {(1, 2): ssl.TLSVersion.TLSv1_2, (1, 3): ssl.TLSVersion.TLSv1_3}
+log = structlog.get_logger("kueue_es.k8s.https")
 
 
 def _limit_tls12_suites(tls: ssl.SSLContext, ciphers: tuple[str, ...]) -> None:
@@ -27,12 +29,17 @@ def server_tls(certfile: str, keyfile: str, client_ca: bytes = b"", options: TLS
     """A serving context for ``certfile``/``keyfile``; with ``client_ca``, client certificates it signed are
     verified when offered (the front proxy's, for an aggregated API server), and the handler decides. ``options``:
     the Kueue Configuration's ``tls`` stanza (``TLSOptions``, locked on: the lowest version a client may use, the TLS 1.2
-    suites it may choose); None: the library's defaults."""
+    suites it may choose); None: the library's defaults. Its ``curvePreferences`` are not applied: Python's
+    ``ssl`` sets one ECDH curve at most, no list of groups, so the library's default groups stay, with a
+    warning."""
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     if options is not None:
         tls.minimum_version = _VERSIONS[options.min_version]
         if options.ciphers:
             _limit_tls12_suites(tls, options.ciphers)
+        if options.curves:
+            log.warning("tls.curvePreferences is not applied: the server keeps the TLS library's default "
+                        "groups", curve_preferences=list(options.curves))
     tls.load_cert_chain(certfile, keyfile)
     if client_ca:
         tls.verify_mode = ssl.CERT_OPTIONAL

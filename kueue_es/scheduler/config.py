@@ -23,6 +23,7 @@ from events.doc_paths import leaves
 from events.errors import InvalidInput, aggregate
 from events.field_errors import (
     IS_NEGATIVE,
+    OWN_RULE,
     FieldErrors,
     go_bool_map,
     go_float_map,
@@ -389,6 +390,7 @@ class TLSConfig(_Cfg):
 
     min_version: str = ""
     cipher_suites: list[str] = []
+    curve_preferences: list[int] = []
 
 
 class SchedulerConfig(_Cfg):
@@ -569,7 +571,7 @@ class SchedulerConfig(_Cfg):
         recorded one while the visibility API was off)."""
         if self.tls is None:
             return None
-        return tls_options.parse(self.tls.min_version, self.tls.cipher_suites)[0]
+        return tls_options.parse(self.tls.min_version, self.tls.cipher_suites, self.tls.curve_preferences)[0]
 
     @property
     def ignore_undeclared(self) -> bool:
@@ -726,9 +728,6 @@ def _pods_ready_durations(w: WaitForPodsReadyConfig, source: str, api_version: s
                     f"{OWN_RULE}"))
     return kueue, own
 
-
-OWN_RULE = "(kueue-es's rule: Kueue's validation has none)"
-"""Said after a refusal kueue-es makes where the newest Kueue's validation makes none."""
 
 
 def _validate_wait_for_pods_ready(cfg: SchedulerConfig, strict: bool, durations: tuple[list[tuple[str, str]], ...],
@@ -892,14 +891,19 @@ def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, strict: bool, errs: Fiel
     """The newest Kueue's validateTLS: a stanza it cannot parse is refused (and nothing else of it checked), and
     cipher suites beside ``minVersion: VersionTLS13`` (whose suites are not configurable). Before it, Kueue exited
     on the first only while its visibility server ran (it parses the stanza); a document recorded then is held to
-    that alone."""
-    problem = tls_options.parse(tls.min_version, tls.cipher_suites)[1]
+    that alone. ``curvePreferences`` (Kueue v0.19) are checked in a new document only: kueue-es refused the
+    field before session 44, so none it recorded holds one, and one that does loads rather than stop the
+    scheduler."""
+    curves = tls.curve_preferences if strict else []
+    problem = tls_options.parse(tls.min_version, tls.cipher_suites, curves)[1]
     if problem is not None and (strict or cfg.gate(gates.VISIBILITY_ON_DEMAND)):
         field, _, detail = problem.partition(": ")
         errs.add(field, detail)
         return
     if strict and tls.min_version == "VersionTLS13" and tls.cipher_suites:
-        errs.add("tls.cipherSuites", "may not be specified when `minVersion` is 'VersionTLS13'")
+        shown = go_string_slice("string", tls.cipher_suites)
+        errs.add("tls.cipherSuites", f"Invalid value: {shown}: may not be specified when `minVersion` is "
+                 "'VersionTLS13'")
 
 
 def _validate_preemption_strategies(strategies: list[str], strict: bool, errs: FieldErrors) -> None:
@@ -1389,7 +1393,8 @@ def _validate_quota_check_strategy(cfg: SchedulerConfig, errs: FieldErrors) -> N
         return
     at = "resources.quotaCheckStrategy"
     if r.quota_check_strategy == "IgnoreUndeclared" and r.exclude_resource_prefixes:
-        errs.add(at, "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared")
+        errs.add(at, f"Invalid value: {go_quote(r.quota_check_strategy)}: excludeResourcePrefixes is not "
+                 "allowed when quotaCheckStrategy is IgnoreUndeclared")
     if r.quota_check_strategy not in QUOTA_CHECK_STRATEGIES:
         errs.add(at, not_supported(go_quote(r.quota_check_strategy),
                                    ("IgnoreUndeclared", "BlockUndeclared")))  # Kueue's order

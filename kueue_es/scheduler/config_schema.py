@@ -101,6 +101,8 @@ class ControllerConfigurationSpec(_Fields):
 class TLSOptions(_Fields):
     min_version: str | None = None
     cipher_suites: Strings | None = None
+    curve_preferences: list[Int32 | None] | None = None
+    """v0.19 (#11832), in both versions: ``[]int32``."""
 
 
 class InternalCertManagement(_Fields):

@@ -597,12 +597,12 @@ _RESOURCES_REFUSED = [
     ("  transformations:\n  - input: nvidia.com/mig-1g.5gb\n    strategy: Drop\n",
      'field `resources.transformations[0].strategy`: Unsupported value: "Drop": supported values: "Retain", "Replace"'),
     ("  transformations:\n  - input: a.io/x\n  - input: a.io/x\n    strategy: Replace\n",
-     "field `resources.transformations[1].input`: duplicate value 'a.io/x' (each input is transformed by one entry)"),
+     "field `resources.transformations[1].input`: Duplicate value: a.io/x"),
     ("  transformations:\n  - input: a.io/x\n    outputs: {b.io/y: lots}\n",
      "Configuration: field `resources.transformations[0].outputs.b.io/y`: invalid quantity 'lots'"),  # decoding
     ("  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [a.io/]\n",
-     "field `resources.quotaCheckStrategy`: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
-     "IgnoreUndeclared"),
+     'field `resources.quotaCheckStrategy`: Invalid value: "IgnoreUndeclared": excludeResourcePrefixes is '
+     "not allowed when quotaCheckStrategy is IgnoreUndeclared"),
 ]
 _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at its first cycle, on every start
     ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: Invalid value: -1h0m0s: must be "

@@ -9,11 +9,14 @@ import io
 import socket
 import ssl
 import tempfile
+from pathlib import Path
 
 import aiohttp
 import msgspec
 import pytest
+import structlog
 
+from connectors.k8s import https
 from connectors.k8s.certs import self_signed
 from connectors.k8s.webhook import MAX_REVIEW_BYTES, WebhookServer
 from events import schema as ev
@@ -92,6 +95,9 @@ def test_the_stanza_as_kueue_reads_it() -> None:
         "TLS 1.3 suites alone leave no TLS 1.2 suite"
 
 
+CURVES = "field `tls.curvePreferences`: invalid curve preferences: "
+
+
 @pytest.mark.parametrize(("stanza", "error"), [
     ({"minVersion": "VersionTLS11"}, "field `tls.minVersion`: invalid minVersion. Please use VersionTLS12 or "
                                      "VersionTLS13"),
@@ -99,6 +105,10 @@ def test_the_stanza_as_kueue_reads_it() -> None:
                                "use VersionTLS12 or VersionTLS13"),
     ({"cipherSuites": ["TLS_NOPE"]}, "field `tls.cipherSuites`: invalid cipher suites: Cipher suite TLS_NOPE not "
                                      "supported or doesn't exist"),
+    ({"curvePreferences": [0]}, f"{CURVES}curve preference 0 is out of range (must be 1-65535)"),
+    ({"curvePreferences": [23, 65536]}, f"{CURVES}curve preference 65536 is out of range (must be 1-65535)"),
+    ({"curvePreferences": [29, 23, 29]}, f"{CURVES}duplicate curve preference 29"),
+    ({"curvePreferences": [23, 1]}, f"{CURVES}curve preference 1 is not supported by the current Go version"),
 ])
 def test_a_stanza_kueue_cannot_parse_is_refused(stanza: dict, error: str) -> None:
     """The newest Kueue's validateTLS refuses it at start-up, whether the visibility API is served or not (before,
@@ -119,8 +129,10 @@ def test_cipher_suites_with_tls_1_3_as_the_minimum_are_refused() -> None:
     stanza = {"minVersion": "VersionTLS13", "cipherSuites": ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]}
     with pytest.raises(InvalidInput) as refused:
         load_config({"tls": stanza})
-    assert str(refused.value) == ("<config>: field `tls.cipherSuites`: may not be specified when "
-                                  "`minVersion` is 'VersionTLS13'")
+    assert str(refused.value) == (
+        "<config>: field `tls.cipherSuites`: Invalid value: "
+        '[]string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}: may not be specified when `minVersion` is '
+        "'VersionTLS13'")
     recorded = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "tls": stanza}
     assert load_recorded(ev.ConfigRecorded(time=0, document=recorded), 5).server_tls is not None
 
@@ -167,3 +179,29 @@ async def test_a_review_of_a_large_object_is_answered() -> None:
                 assert resp.status == 413
     finally:
         await server.stop()
+
+
+@pytest.mark.parametrize("api_version", ["config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2"])
+def test_curve_preferences_are_taken_in_both_versions(api_version: str) -> None:
+    """Kueue v0.19 (#11832) added ``curvePreferences`` (numeric IANA TLS Supported Group IDs) to both
+    versions' ``TLSOptions``: the key exchanges Go names (P-256, P-384, P-521, X25519 and the ML-KEM hybrids)
+    are taken, in the order given."""
+    groups = [23, 24, 25, 29, 4587, 4588, 4589]
+    doc = {"apiVersion": api_version, "kind": "Configuration", "tls": {"curvePreferences": groups}}
+    cfg = load_config(doc)
+    assert cfg.tls is not None and cfg.tls.curve_preferences == groups
+    assert cfg.server_tls == TLSSettings((1, 2), (), tuple(groups))
+    assert load_config({"tls": {"minVersion": "VersionTLS13", "curvePreferences": [29]}}).server_tls == \
+        TLSSettings((1, 3), (), (29,)), "unlike cipherSuites, curves bind TLS 1.3 too: taken beside it"
+
+
+def test_curve_preferences_are_not_applied_and_the_servers_say_so(tmp_path: Path) -> None:
+    """Python's ``ssl`` (3.11, OpenSSL 3.0) sets one ECDH curve at most, no list of groups: the servers keep
+    the library's default groups and warn, once per server, rather than apply a part of the list."""
+    _, cert, key = self_signed(["127.0.0.1"]).write(str(tmp_path))
+    with structlog.testing.capture_logs() as logs:
+        https.server_tls(str(cert), str(key), options=TLSSettings((1, 2), (), (23, 29)))
+        https.server_tls(str(cert), str(key), options=TLSSettings((1, 2), ()))
+    assert [(e["log_level"], e["event"], e["curve_preferences"]) for e in logs] == [
+        ("warning", "tls.curvePreferences is not applied: the server keeps the TLS library's default groups",
+         [23, 29])]
