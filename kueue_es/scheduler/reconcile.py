@@ -764,6 +764,9 @@ def next_deadline(state: ClusterState, config: SchedulerConfig, *, afs_samples: 
     limit = state.max_execution_clock.first()
     if limit is not None:
         times.append(limit)
+    retry = state.create_retries.first()  # a refused ProvisioningRequest creation decided again
+    if retry is not None:
+        times.append(retry)
     if config.gate(gates.MULTIKUEUE) and state.cluster_links:
         lost = multikueue.lost_deadlines(state, parse_duration(config.multi_kueue.worker_lost_timeout))
         if lost:
