@@ -76,7 +76,8 @@ class CheckStates:
         req = self.provisioning_requests.get(key)
         if req is not None and not req.metadata.uid:
             self._pop_request(key)
-        wl.failed_creates = create_failures.recorded(wl.failed_creates, e.check, e.name, e.message, e.time)
+        # from the log's time (the applier's clock may be behind it): the backoff is never one already run out
+        wl.failed_creates = create_failures.recorded(wl.failed_creates, e.check, e.name, e.message, self.time)
         self.index_create_retry(wl)
 
     def index_create_retry(self, wl: WorkloadInfo) -> None:

@@ -12,6 +12,10 @@ controller does (``pkg/controller/admissionchecks/provisioning``), in Kueue's or
 2. a ``ProvisioningRequestDeleted`` for every owned request that is not the active one of its check;
 3. a ``ProvisioningRequestCreated`` for each Pending check that needs a (new) request.
 
+A creation the apiserver refused (``ProvisioningRequestCreateFailed``: the fold drops the request never made) puts
+its error on the still Pending check, as Kueue's ``handleError`` does, and is decided again once its backoff has
+passed (:mod:`projections.create_failures`).
+
 :func:`cleanup` deletes the requests of finished workloads and, under the CleanupProvisioningRequestsOnEviction
 gate (on by default), of evicted ones. Nothing here reads a clock: backoffs are whole
 seconds without Kueue's tiny jitter, so that the same log always gives the same decisions.

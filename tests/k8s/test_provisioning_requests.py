@@ -17,11 +17,13 @@ from fixtures.provflow import T0, Flow
 
 from connectors.k8s import crds
 from connectors.k8s.checkstatus import desired_active
+from connectors.k8s.decision_events import truncate_message
 from connectors.k8s.errors import AlreadyExists, Forbidden, Invalid, KubeError, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict, missing_reservation
 from connectors.k8s.provreqs import RequestApplier
+from connectors.k8s.recorder import events_of
 from connectors.k8s.writer import StatusWriter
 from events import objects as o
 from events import schema as ev
@@ -411,7 +413,13 @@ async def _refused(client: Refusing) -> list[ev.AnyEvent]:
     await applier.apply_pending()  # ended: not tried again here
     assert not journal.mirror.request_decisions
     assert applier.stats.failed == 1 and applier.stats.errors == 0
-    return [r.event for r in await _records(journal)][3:]
+    outcomes = [r.event for r in await _records(journal)][3:]
+    # the Events ledger of the connector's mirror has the Warning FailedCreate ready, on the Workload
+    (ready,) = journal.mirror.kube_events.ready.values()
+    (event,) = events_of(ready)
+    assert (event.involved.name, event.type, event.reason, event.message) == (
+        "wl", "Warning", "FailedCreate", truncate_message(outcomes[0].message))  # type: ignore[union-attr]
+    return outcomes
 
 
 def _failed(message: str) -> ev.ProvisioningRequestCreateFailed:
