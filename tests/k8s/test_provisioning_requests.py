@@ -441,14 +441,20 @@ async def test_a_request_the_apiserver_refuses_fails_its_creation_in_kueues_word
     assert client.calls == [("get", "wl"), ("create", "ppt-wl-prov-1-main"), ("create refused", "wl-prov-1")]
 
 
+DENIED = 'admission webhook "deny.example.com" denied the request: no PodTemplates here'
+INVALID_TEMPLATE = 'PodTemplate "ppt-wl-prov-1-main" is invalid: template.spec.containers[0].image: Required value'
+
+
 @pytest.mark.asyncio
-async def test_a_pod_template_a_webhook_denies_fails_the_creation_before_the_request() -> None:
-    denied = 'admission webhook "deny.example.com" denied the request: no PodTemplates here'
-    client = Refusing("ppt-wl-prov-1-main", Forbidden(f"POST ...: 403 Forbidden: {denied}", 403, "Forbidden", denied))
+@pytest.mark.parametrize("error", [Forbidden(f"POST ...: 403 Forbidden: {DENIED}", 403, "Forbidden", DENIED),
+                                   Invalid(f"POST ...: 422 Invalid: {INVALID_TEMPLATE}", 422, "Invalid",
+                                           INVALID_TEMPLATE)])
+async def test_a_pod_template_the_apiserver_refuses_fails_the_creation_before_the_request(error: KubeError) -> None:
+    client = Refusing("ppt-wl-prov-1-main", error)
     failed, rejected = await _refused(client)
-    assert failed == msgspec.structs.replace(_failed(f'Error creating PodTemplate "ppt-wl-prov-1-main": {denied}'),
-                                             time=failed.time)
-    assert isinstance(rejected, ev.DecisionRejected) and rejected.reason == "Forbidden"
+    assert failed == msgspec.structs.replace(
+        _failed(f'Error creating PodTemplate "ppt-wl-prov-1-main": {error.detail}'), time=failed.time)
+    assert isinstance(rejected, ev.DecisionRejected) and rejected.reason == error.reason
     assert client.calls == [("get", "wl"), ("create refused", "ppt-wl-prov-1-main")]
 
 
