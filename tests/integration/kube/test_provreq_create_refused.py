@@ -11,17 +11,14 @@ the check's for ever: never created again, the quota held).
 from __future__ import annotations
 
 import contextlib
-import secrets
 from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, job, kueue_es, provisioning_check, queues
+from kubehelp import connect, create, eventually, get, job, kueue_es, provisioning_queues, workload_events
 
-from connectors.k8s import crds
 from connectors.k8s.errors import KubeError, NotFound
 from connectors.k8s.jobs import workload_name
-from connectors.k8s.recorder import EVENTS
 from connectors.k8s.resources import PROVISIONING_REQUESTS, Resource
 
 pytestmark = pytest.mark.kube
@@ -62,14 +59,6 @@ async def _denied(kc, ns: str) -> bool:
     return False
 
 
-async def _events(kc, wl: dict[str, Any]) -> list[tuple[str, str, str]]:
-    meta = wl["metadata"]
-    selector = (f"involvedObject.name={meta['name']},involvedObject.namespace={meta['namespace']},"
-                f"involvedObject.kind=Workload,involvedObject.uid={meta['uid']}")
-    raw = await kc.request("GET", EVENTS.collection_path(meta["namespace"]), query=[("fieldSelector", selector)])
-    return [(e["type"], e["reason"], e["message"]) for e in msgspec.json.decode(raw)["items"]]
-
-
 def _check(wl: dict[str, Any], name: str) -> dict[str, Any]:
     return next((c for c in (wl.get("status") or {}).get("admissionChecks") or [] if c["name"] == name), {})
 
@@ -77,13 +66,8 @@ def _check(wl: dict[str, Any], name: str) -> dict[str, Any]:
 @pytest.mark.asyncio
 async def test_a_denied_request_shows_on_the_check_and_is_created_once_allowed(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
-        await crds.install(kc)
-        await crds.install(kc, docs=[crds.provisioning_request_crd()])
-        sfx = secrets.token_hex(3)
-        check = await provisioning_check(kc, sfx)
-        ns, _, _, _ = await queues(kc, "provdeny", {"cpu": 4}, sfx=sfx,
-                                   admissionChecksStrategy={"admissionChecks": [{"name": check}]})
-        policy, binding = _policy(f"deny-provreq-{sfx}", ns)
+        check, ns = await provisioning_queues(kc, "provdeny", {"cpu": 4})
+        policy, binding = _policy(f"deny-provreq-{ns}", ns)
         await kc.create(POLICIES, policy)
         await kc.create(BINDINGS, binding)
         try:
@@ -108,7 +92,7 @@ async def test_a_denied_request_shows_on_the_check_and_is_created_once_allowed(k
                            for c in wl["status"]["conditions"]), "the quota is kept"
 
                 async def failed_create() -> list[tuple[str, str, str]]:
-                    return [e for e in await _events(kc, wl) if e[1] == "FailedCreate"]
+                    return [e for e in await workload_events(kc, wl) if e[1] == "FailedCreate"]
 
                 (kind, _, message), *_ = await eventually(failed_create, WAIT, "the FailedCreate Event")
                 assert kind == "Warning" and message.startswith(prefix) and DENIAL in message
