@@ -616,6 +616,22 @@ class DecisionRejected(Event, tag="DecisionRejected"):
     message: str = ""
 
 
+class ProvisioningRequestCreateFailed(Event, tag="ProvisioningRequestCreateFailed"):
+    """The apiserver refused to create a ``ProvisioningRequestCreated`` decision's PodTemplate or request (``key``
+    and ``uid`` name the Workload): one per attempt, appended just before the decision's ``DecisionRejected``.
+    Kueue's check controller then shows ``message`` on the check, records a Warning ``FailedCreate`` Event and
+    tries again after a backoff (:mod:`kueue_es.scheduler.provisioning`)."""
+
+    decision: int
+    """Offset of the ``ProvisioningRequestCreated`` decision."""
+    check: str
+    name: str
+    """The request's name (the attempt's: a retry creates the same name again)."""
+    message: str
+    """Kueue's words: ``Error creating ProvisioningRequest "<name>": <error>`` or ``Error creating PodTemplate
+    "<name>": <error>``, cut to a condition message's 32 KiB."""
+
+
 AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ObjectUpserted,
     ObjectDeleted,
@@ -666,6 +682,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     VariantFinished,
     DecisionApplied,
     DecisionRejected,
+    ProvisioningRequestCreateFailed,
 ]
 
 EVENT_TYPES: tuple[str, ...] = tuple(t.__struct_config__.tag for t in AnyEvent.__args__)  # type: ignore[attr-defined]

@@ -194,7 +194,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "dispatched", "finished_clock", "deactivated_clock",
         "max_execution_clock", "recovery_clock", "own_pods_ready_clock", "unscheduled_clock", "keeping", "node_waits", "metrics",
-        "checks_taken",
+        "create_retries", "checks_taken",
         "reservation_forgotten",
     )
 
@@ -465,6 +465,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         """Nodes not Ready whose wait (:mod:`projections.node_ready`) has not ended by the log's time, by when it
         ends: once the log's time reaches it, the node is taken out and every workload counts as touched, as when
         a node changes. Derived; rebuilt on restore."""
+        self.create_retries = DueIndex()
+        """Workloads whose check's ProvisioningRequest creation failed, by when it may be decided again
+        (:attr:`WorkloadInfo.failed_creates`) while that is still to come: once the log's time reaches it, the
+        workload counts as touched. Derived; rebuilt on restore."""
         self.metrics = MetricsFold()
         """Kueue's counters and histograms, folded from the log (:mod:`projections.metrics`)."""
         self.checks_taken: tuple[int, str, tuple[str, ...]] = (-1, "", ())
@@ -596,6 +600,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self.time = e.time
             if self.node_waits.at:
                 self._node_waits_ended()
+            if self.create_retries.at:
+                self._create_retries_due()
         t = type(e)
         if t in _UPSERTS and e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
             self._fold_workload_upsert(e, offset)  # type: ignore[arg-type]  # half of a busy log
@@ -771,6 +777,12 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         for name in self.node_waits.due(self.time):
             self.node_waits.set(name, None)
             self.touched_all = True
+
+    def _create_retries_due(self) -> None:
+        """The log's time reached the end of some failed creations' backoff: their workloads are looked at again."""
+        for key in self.create_retries.due(self.time):
+            self.create_retries.set(key, None)
+            self.touched[key] = None
 
     def touch(self, key: str) -> None:
         """Something the controller rules read about workload ``key`` changed (not the workload itself)."""
@@ -2606,6 +2618,7 @@ _HANDLERS: dict[type, Any] = {
     ev.AdmissionCheckUpdated: ClusterState._on_check_state,
     ev.ProvisioningRequestCreated: ClusterState._on_request_created,
     ev.ProvisioningRequestDeleted: ClusterState._on_request_deleted,
+    ev.ProvisioningRequestCreateFailed: ClusterState._on_create_failed,
     ev.UnhealthyNodesChanged: ClusterState._on_unhealthy_nodes,
     ev.SecondPassFailed: ClusterState._on_second_pass_failed,
     ev.RetentionExpired: ClusterState._retention_expired,
@@ -2702,7 +2715,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
     ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.ParentAdmitted,
     ev.RemotePreemptionGateOpened, ev.VariantPreemptionGateOpened, ev.ParentPreemptionSignal,
-    ev.PreemptionGatesSynced,
+    ev.PreemptionGatesSynced, ev.ProvisioningRequestCreateFailed,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
+from projections import create_failures
+from projections.deadlines import DueIndex
 from projections.workloads import RESERVED, WorkloadInfo
 
 
@@ -27,6 +29,8 @@ class CheckStates:
         deleted_requests: dict[str, None]
         requests_of: dict[str, dict[str, None]]
         touched: dict[str, None]
+        create_retries: DueIndex
+        time: int
 
         def _sync_admitted(self, wl: WorkloadInfo, time: int) -> None: ...
 
@@ -61,6 +65,27 @@ class CheckStates:
         if key not in self.provisioning_requests:
             self.put_request(req)
 
+    def _on_create_failed(self, e: ev.ProvisioningRequestCreateFailed) -> None:
+        """The apiserver refused a creation: the request it was to make, never seen, is no longer the check's
+        (Kueue's controller lists only the requests that exist), so the controller decides it again once the
+        backoff has passed; the failure is kept for the check's message and that backoff."""
+        wl = self.workloads.get(e.key)
+        if wl is None or (e.uid and e.uid != wl.uid):
+            return
+        key = f"{wl.namespace}/{e.name}"
+        req = self.provisioning_requests.get(key)
+        if req is not None and not req.metadata.uid:
+            self._pop_request(key)
+        # from the log's time (the applier's clock may be behind it): the backoff is never one already run out
+        wl.failed_creates = create_failures.recorded(wl.failed_creates, e.check, e.name, e.message, self.time)
+        self.index_create_retry(wl)
+
+    def index_create_retry(self, wl: WorkloadInfo) -> None:
+        """Index when ``wl``'s next held-back creation may be decided (once the log's time reaches it, the fold
+        touches the workload: :meth:`ClusterState._create_retries_due`)."""
+        later = [f.retry_at for f in wl.failed_creates if f.retry_at > self.time]
+        self.create_retries.set(wl.key, min(later) if later else None)
+
     def _on_request_deleted(self, e: ev.ProvisioningRequestDeleted) -> None:
         req = self._pop_request(f"{e.namespace}/{e.name}")
         if req is not None and req.metadata.uid:
@@ -73,6 +98,15 @@ class CheckStates:
         if old is not None:
             self._pop_request(req.key)
         self.put_request(req)
+        if req.metadata.uid:
+            self._created(req)
+
+    def _created(self, req: o.ProvisioningRequest) -> None:
+        """The watch shows ``req``: a creation that failed before got through, its failures are forgotten."""
+        wl = self.workloads.get(request_owner(req))
+        if wl is not None and any(f.name == req.metadata.name for f in wl.failed_creates):
+            wl.failed_creates = tuple(f for f in wl.failed_creates if f.name != req.metadata.name)
+            self.index_create_retry(wl)
 
     def _delete_request(self, key: str, uid: str) -> None:
         self.deleted_requests.pop(uid, None)

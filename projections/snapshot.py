@@ -26,7 +26,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 62
+SNAPSHOT_VERSION = 63
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -163,10 +163,13 @@ condition the fold sets carries the Workload's ``metadata.generation`` as its ``
 Preempted=True none), as Kueue's do; restored from an older one, a condition keeps none until it is set again
 (the layout is version 60's). 62: a Pending decision that rewrites a held workload's QuotaReserved (taken
 before the hold) lifts the hold and queues it, as Kueue's update handler does; restored from an older one,
-such a workload stays out of its queue until its next enqueue (the layout is version 61's)."""
+such a workload stays out of its queue until its next enqueue (the layout is version 61's). 63: each workload's
+ProvisioningRequest creations the apiserver refused (``WorkloadInfo.failed_creates``: the check's message and the
+backoff before the creation is decided again); restored from an older one, a workload has none (such a log holds no
+``ProvisioningRequestCreateFailed``)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -468,6 +471,8 @@ def restore(snap: Snapshot) -> ClusterState:
             wl.scan = intern_scan(wl.scan, wl.scan.cycle)
     for key in sorted(state.workloads):
         state.reindex(key)
+        if state.workloads[key].failed_creates:
+            state.index_create_retry(state.workloads[key])
     for name in sorted(state.nodes):
         state.index_node_wait(name)
     if snap.version < 35 and state.afs_anchor_at_reservation:

@@ -25,6 +25,7 @@ from events.unhealthy_threshold import (  # noqa: F401 (re-exported: the fold an
     unhealthy_threshold_of,
 )
 from projections import eviction_stats
+from projections.create_failures import FailedCreate
 from projections.dra import (
     DraView,
     asks_for_served,
@@ -407,6 +408,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     and then given back; until its next reservation, a ProvisioningRequest decided for it that the watch never showed
     is withdrawn (:func:`kueue_es.scheduler.provisioning.cleanup`). False, as for one restored from a snapshot before
     version 54."""
+    failed_creates: tuple[FailedCreate, ...] = ()
+    """Per check, the ProvisioningRequest whose creation the apiserver refused last, and when it may be decided
+    again (:mod:`projections.create_failures`); none, as for one restored from a snapshot before version 63."""
 
     @property
     def base_priority(self) -> int:

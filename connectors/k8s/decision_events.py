@@ -37,7 +37,9 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   ``MultiKueue`` with the check's message alone (``kueue-workload-controller``, whose recorder Kueue's MultiKueue
   controller uses) on the admission on a worker and on a copy evicted there, nothing for its other updates
   (Rejected, a remote lost or gone); ``ProvisioningRequestCreated`` → Normal
-  ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``);
+  ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``),
+  and each ``ProvisioningRequestCreateFailed`` (a fact the applier appends, ready at once) Warning ``FailedCreate``
+  with its message ('Error creating ProvisioningRequest "<name>": <error>', or PodTemplate);
 * ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``;
 * ConcurrentAdmission's variant controller (``concurrent-admission-controller``): ``VariantCreated`` → on the
   parent Normal ``CreatedVariant`` 'Variant Workload "<ns/name>" created', ``VariantDeleted`` → on the parent
@@ -164,15 +166,16 @@ class KubeEvent(NamedTuple):
     component: str
 
 
-def truncate_message(message: str) -> str:
+def truncate_message(message: str, limit: int = MAX_MESSAGE_BYTES) -> str:
     """Kueue's ``api.TruncateEventMessage``: at most 1024 bytes, cut to 1020 plus " ..." (bytes of a character cut
-    in two each read as U+FFFD, as Go's JSON encoding writes them)."""
-    if len(message) <= MAX_MESSAGE_BYTES // 4:
+    in two each read as U+FFFD, as Go's JSON encoding writes them); with ``limit`` 32 KiB, its
+    ``api.TruncateConditionMessage``."""
+    if len(message) <= limit // 4:
         return message  # no character takes more than four bytes
     data = message.encode()
-    if len(data) <= MAX_MESSAGE_BYTES:
+    if len(data) <= limit:
         return message
-    head = data[: MAX_MESSAGE_BYTES - 4].decode("utf-8", errors="surrogateescape")
+    head = data[: limit - 4].decode("utf-8", errors="surrogateescape")
     return "".join("\ufffd" if "\udc80" <= c <= "\udcff" else c for c in head) + " ..."
 
 
@@ -315,8 +318,9 @@ def _eviction_component(reason: str, message: str) -> str:
     return WORKLOAD_CONTROLLER
 
 
-def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
-    """The Events Kueue records for ``d``, given :func:`before` of it."""
+def kueue_events(d: ev.Decision | ev.ProvisioningRequestCreateFailed, b: Before | None) -> tuple[KubeEvent, ...]:
+    """The Events Kueue records for ``d`` (a decision, or a creation its check's controller failed), given
+    :func:`before` of it."""
     if b is None:
         return ()
     me = b.workload
@@ -378,6 +382,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
             if d.message:
                 message += f" with message: {d.message}"
             return (make_event(me, NORMAL, "AdmissionCheckUpdated", message, PROVISIONING_CONTROLLER),)
+        case ev.ProvisioningRequestCreateFailed():
+            return (make_event(me, WARNING, "FailedCreate", d.message, PROVISIONING_CONTROLLER),)
         case ev.ProvisioningRequestCreated():
             return (make_event(me, NORMAL, "ProvisioningRequestCreated",
                                f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
@@ -551,6 +557,11 @@ class EventLedger:
             return
         if kind is ev.DecisionRejected:
             self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
+            return
+        if kind is ev.ProvisioningRequestCreateFailed:  # a fact: its Event is ready at once, one per attempt
+            wl = state.workloads.get(e.key)
+            if wl is not None and (not e.uid or e.uid == wl.uid):
+                self._ready(record.offset, e.time, e, Before(_workload(wl), wl.priority, wl.cluster_queue))
             return
         if kind is ev.JobActed:
             namespace, _, name = e.key.partition("/")

@@ -14,10 +14,12 @@ class KubeError(KueueEsError):
 
     retriable: ClassVar[bool] = False
 
-    def __init__(self, message: str, status: int = 0, reason: str = "") -> None:
+    def __init__(self, message: str, status: int = 0, reason: str = "", detail: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.detail = detail or message
+        """The apiserver's own words (its Status ``message``), as a Go client's error reads: what Kueue quotes."""
 
 
 class Unavailable(KubeError):
@@ -77,4 +79,4 @@ def from_response(status: int, body: bytes, what: str) -> KubeError:
         cls = Unavailable
     else:
         cls = KubeError
-    return cls(text, status, st.reason)
+    return cls(text, status, st.reason, st.message)

@@ -44,7 +44,8 @@ from projections.workloads import PENDING, WORKLOAD_ANNOTATION, WorkloadInfo
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged,
                    ev.WorkloadOnHoldChanged)
-LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
+LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished,
+                 ev.ProvisioningRequestCreateFailed)
 OUTCOMES = (ev.DecisionApplied, ev.DecisionRejected)
 FAMILY_DECISIONS = (ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.VariantDeleted)
 """ConcurrentAdmission's decisions that are no status write (:mod:`connectors.k8s.variants` carries them out)."""

@@ -12,8 +12,14 @@ success (a request of the same name owned by another Workload is not: the decisi
 that is already gone is deleted. A workload's decisions are applied in log order, strictly (a later one waits
 while an earlier one is held or being retried); each workload on its own (:class:`KeyedWorkers`, keyed by
 workload, up to ``concurrency`` (16) at a time), so a slow call holds back only its own workload's later
-decisions, never another's. An API error retries the decision after ``retry_s``; a decision
-whose Workload is gone, or whose objects the apiserver refuses, ends with ``DecisionRejected``. While the
+decisions, never another's. A decision whose Workload is gone ends with ``DecisionRejected``. A creation whose
+PodTemplate or request the apiserver answers with an error (refused as invalid, denied by a webhook or policy,
+throttled, a name another Workload's request holds...) ends with ``ProvisioningRequestCreateFailed`` then
+``DecisionRejected``: Kueue's check controller shows ``Error creating ProvisioningRequest "<name>": <error>`` (or
+PodTemplate) on the check and records a Warning ``FailedCreate`` Event on each failed attempt, and retries after
+a backoff, which the scheduler times in log time (:mod:`projections.create_failures`), so a refusal that persists
+neither holds the quota for ever nor floods the log. A call the apiserver never answered (unreachable, cut) is
+retried here after ``retry_s``, silently: nothing could be written to the Workload meanwhile either. While the
 autoscaler's CRD is missing the decision waits and is retried (the check stays Pending meanwhile).
 
 A creation also waits, without a retry timer, until the Workload the watch last showed holds the quota reservation
@@ -35,7 +41,8 @@ import msgspec
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, NotFound
+from connectors.k8s.decision_events import truncate_message
+from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.job_sync import same_pod_spec
 from connectors.k8s.journal import Journal
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict
@@ -44,6 +51,7 @@ from connectors.k8s.resources import BY_KIND, POD_TEMPLATES, PROVISIONING_REQUES
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
+from events.object_rules import MAX_MESSAGE_BYTES
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.config_record import in_force
 from kueue_es.scheduler.provisioning import template_name
@@ -61,12 +69,30 @@ class _Rejected(Exception):
         self.message = message
 
 
+class _CreateFailed(Exception):
+    """The apiserver answered a PodTemplate's or the request's create with an error (Kueue's ``handleError``)."""
+
+    def __init__(self, kind: str, name: str, error: KubeError) -> None:
+        super().__init__(f'Error creating {kind} "{name}": {error.detail}')
+        self.message = truncate_message(str(self), MAX_MESSAGE_BYTES)
+        self.reason = error.reason or type(error).__name__
+        self.error = error
+
+
+def _failed(kind: str, name: str, error: KubeError) -> Exception:
+    """What a create's ``error`` means: a failed creation when the apiserver answered (but a 404, the kind not
+    served, which waits); the error itself, to retry, when it gave no answer."""
+    return error if isinstance(error, NotFound) or not error.status else _CreateFailed(kind, name, error)
+
+
 @dataclass
 class RequestStats:
     created: int = 0
     deleted: int = 0
     applied: int = 0
     rejected: int = 0
+    failed: int = 0
+    """Creations the apiserver refused (``ProvisioningRequestCreateFailed``)."""
     errors: int = 0
     held: int = 0
     """Times a creation was found waiting for the stored reservation (once per decision and reason)."""
@@ -222,6 +248,9 @@ class RequestApplier:
         except _Rejected as exc:
             await self._outcome(offset, e, reject=(exc.reason, exc.message))
             return True
+        except _CreateFailed as exc:
+            await self._create_failed(offset, e, exc)  # type: ignore[arg-type]
+            return True
         except NotFound as exc:  # the kind itself: the autoscaler's CRD is not installed
             self.stats.errors += 1
             log.warning("ProvisioningRequests are not served, will retry", error=str(exc), workload=e.key)
@@ -285,8 +314,8 @@ class RequestApplier:
             return
         except AlreadyExists:
             pass
-        except Invalid as exc:
-            raise _Rejected("Invalid", str(exc)) from exc
+        except KubeError as exc:
+            raise _failed("PodTemplate", name, exc) from exc
         if not enforce:
             return
         found = msgspec.json.decode(await self.client.get(POD_TEMPLATES, name, ns), type=_Template)
@@ -298,21 +327,24 @@ class RequestApplier:
             pass  # gone, or replaced meanwhile: the create below says which
         self.stats.templates_replaced += 1
         log.info("replacing a PodTemplate that differs from the one derived", template=f"{ns}/{name}")
-        await self.client.create(POD_TEMPLATES, body, ns)  # made again meanwhile: retried, and compared anew
+        try:
+            await self.client.create(POD_TEMPLATES, body, ns)  # made again meanwhile: retried, and compared anew
+        except KubeError as exc:
+            raise _failed("PodTemplate", name, exc) from exc
 
     async def _create_once(self, resource: Any, body: dict[str, Any], ns: str, workload_uid: str) -> _Object:
         """Create, or take the existing object if it is this workload's (owned by it or by its request)."""
         name = body["metadata"]["name"]
         try:
             return msgspec.json.decode(await self.client.create(resource, body, ns), type=_Object)
-        except AlreadyExists:
-            pass
-        except Invalid as exc:
-            raise _Rejected("Invalid", str(exc)) from exc
+        except AlreadyExists as exc:
+            taken = exc
+        except KubeError as exc:
+            raise _failed(resource.kind, name, exc) from exc
         found = msgspec.json.decode(await self.client.get(resource, name, ns), type=_Object)
         owners = found.metadata.owner_references
         if resource is PROVISIONING_REQUESTS and not any(r.get("uid") == workload_uid for r in owners):
-            raise _Rejected("AlreadyExists", f"{resource.kind} {ns}/{name} exists and belongs to another Workload")
+            raise _CreateFailed(resource.kind, name, taken)  # another Workload's: Kueue's create fails the same
         return found
 
     async def delete(self, e: ev.ProvisioningRequestDeleted) -> None:
@@ -335,7 +367,19 @@ class RequestApplier:
             return False
         return True
 
-    async def _outcome(self, offset: int, e: RequestDecision, reject: tuple[str, str] | None = None) -> None:
+    async def _create_failed(self, offset: int, e: ev.ProvisioningRequestCreated, exc: _CreateFailed) -> None:
+        """A refused creation ends its decision: the failure (the check's message, the Warning ``FailedCreate``
+        Event) then the rejection, appended together; the controller decides the creation again after a
+        backoff in log time (:mod:`projections.create_failures`), one attempt per failure, not a retry here."""
+        self.stats.failed += 1
+        log.warning("creating a provisioning request failed", workload=e.key, error=exc.message)
+        failed = ev.ProvisioningRequestCreateFailed(
+            time=int(time.time() * 1000), key=e.key, uid=e.uid, decision=offset, check=e.check,
+            name=e.request.metadata.name, message=exc.message, id=f"create-failed-{offset}")
+        await self._outcome(offset, e, reject=(exc.reason, exc.error.detail), before=failed)
+
+    async def _outcome(self, offset: int, e: RequestDecision, reject: tuple[str, str] | None = None,
+                       before: ev.AnyEvent | None = None) -> None:
         t = int(time.time() * 1000)
         out: ev.AnyEvent
         if reject is None:
@@ -349,4 +393,4 @@ class RequestApplier:
             self.stats.rejections.append((e.key, reason))
             log.info("provisioning request decision rejected", workload=e.key, reason=reason, message=message)
         self._reported.add(offset)
-        await self.append([out])
+        await self.append([out] if before is None else [before, out])

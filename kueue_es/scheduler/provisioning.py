@@ -12,6 +12,10 @@ controller does (``pkg/controller/admissionchecks/provisioning``), in Kueue's or
 2. a ``ProvisioningRequestDeleted`` for every owned request that is not the active one of its check;
 3. a ``ProvisioningRequestCreated`` for each Pending check that needs a (new) request.
 
+A creation the apiserver refused (``ProvisioningRequestCreateFailed``: the fold drops the request never made) puts
+its error on the still Pending check, as Kueue's ``handleError`` does, and is decided again once its backoff has
+passed (:mod:`projections.create_failures`).
+
 :func:`cleanup` deletes the requests of finished workloads and, under the CleanupProvisioningRequestsOnEviction
 gate (on by default), of evicted ones. Nothing here reads a clock: backoffs are whole
 seconds without Kueue's tiny jitter, so that the same log always gives the same decisions.
@@ -32,6 +36,7 @@ from events.tolerations import added as added_tolerations
 from kueue_es.scheduler.provisioning_slices import provisioned
 from projections.admissionchecks import PROVISIONING_CONTROLLER, config_for
 from projections.cluster import ClusterState
+from projections.create_failures import FailedCreate, of_check
 from projections.workloads import (
     ADMITTED,
     FINISHED,
@@ -443,6 +448,13 @@ def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None
     return out
 
 
+def _refused(wl: WorkloadInfo, check: str, name: str) -> FailedCreate | None:
+    """The failed creation of ``check``'s request ``name`` (:mod:`projections.create_failures`), if it is the
+    last one of the check."""
+    failed = of_check(wl.failed_creates, check)
+    return failed if failed is not None and failed.name == name else None
+
+
 def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
     """One pass of the controller over a workload that holds quota and is not evicted (see the module doc)."""
     acs = state.admission_checks
@@ -480,6 +492,10 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict) -> lis
                 c.state, c.message, c.pod_set_updates = "Ready", NOT_NEEDED, []
         elif name in active:
             _map_request(c, wl, name, active[name][1], cfg)
+        elif c.state == "Pending":
+            failed = _refused(wl, name, request_name(wl.name, name, (c.retry_count or 0) + 1))
+            if failed is not None:
+                c.set_message(failed.message)  # Kueue's handleError: the error on the check, still Pending
         if c != _Check.of(current):
             out.append(ev.AdmissionCheckUpdated(
                 key=wl.key, uid=wl.uid, check=name, state=c.state, message=c.message,
@@ -501,5 +517,8 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict) -> lis
         new = request_name(wl.name, name, attempt)
         if f"{wl.namespace}/{new}" in state.provisioning_requests and f"{wl.namespace}/{new}" in keep:
             continue
+        failed = _refused(wl, name, new)
+        if failed is not None and failed.retry_at > base["time"]:
+            continue  # refused before: decided again once its backoff has passed (the fold's clock wakes it)
         out.append(build_request(state, wl, name, attempt, cfg, base))
     return out

@@ -65,7 +65,8 @@ A pass does not look at every workload: a rule that found nothing to do for a wo
 until the workload changes, something the rule reads about it changes, time reaches one of its clocks, or the
 configuration changes (the first pass under a new one looks at every workload). The
 projection keeps the workloads touched since the last pass (``ClusterState.touched``, or ``touched_all``) and
-indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention; and the
+indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention, the backoff
+of a refused ProvisioningRequest creation; and the
 wait on nodes that are not Ready, whose end counts as a change of the node), so a pass
 costs what changed and what is due, and decides exactly what a pass over every workload decides (``full=True``,
 which the property tests compare it with). What a rule does with the configuration is read off those clocks at
@@ -764,6 +765,9 @@ def next_deadline(state: ClusterState, config: SchedulerConfig, *, afs_samples: 
     limit = state.max_execution_clock.first()
     if limit is not None:
         times.append(limit)
+    retry = state.create_retries.first()  # a refused ProvisioningRequest creation decided again
+    if retry is not None:
+        times.append(retry)
     if config.gate(gates.MULTIKUEUE) and state.cluster_links:
         lost = multikueue.lost_deadlines(state, parse_duration(config.multi_kueue.worker_lost_timeout))
         if lost:

@@ -17,11 +17,13 @@ from fixtures.provflow import T0, Flow
 
 from connectors.k8s import crds
 from connectors.k8s.checkstatus import desired_active
-from connectors.k8s.errors import AlreadyExists, Unavailable
+from connectors.k8s.decision_events import truncate_message
+from connectors.k8s.errors import AlreadyExists, Forbidden, Invalid, KubeError, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict, missing_reservation
 from connectors.k8s.provreqs import RequestApplier
+from connectors.k8s.recorder import events_of
 from connectors.k8s.writer import StatusWriter
 from events import objects as o
 from events import schema as ev
@@ -379,6 +381,103 @@ async def test_a_creation_for_a_workload_the_apiserver_no_longer_holds_is_reject
     assert await _outcomes(journal) == [("DecisionRejected", 1, "NotFound")]
 
 
+# --- a creation the apiserver refuses (Kueue #4114, #4190: handleError) ---------------------------------------------
+
+class Refusing(FakeClient):
+    """Every create of ``name`` fails with ``error``; a ProvisioningRequest read is owned by ``owner_uid``."""
+
+    def __init__(self, name: str, error: KubeError, owner_uid: str = "") -> None:
+        super().__init__()
+        self.refused, self.error, self.owner_uid = name, error, owner_uid
+
+    async def create(self, resource: object, body: dict[str, Any], ns: str) -> bytes:
+        if body["metadata"]["name"] == self.refused:
+            self.calls.append(("create refused", self.refused))
+            raise self.error
+        return await super().create(resource, body, ns)
+
+    async def get(self, resource: Any, name: str, ns: str) -> bytes:
+        if resource.kind == "ProvisioningRequest":
+            self.calls.append(("get", name))
+            return msgspec.json.encode({"metadata": {"uid": "other", "ownerReferences": [{"uid": self.owner_uid}]}})
+        return await super().get(resource, name, ns)
+
+
+REFUSED = 'ProvisioningRequest.autoscaling.x-k8s.io "wl-prov-1" is invalid: spec.parameters: Too long'
+
+
+async def _refused(client: Refusing) -> list[ev.AnyEvent]:
+    journal = await _journal(created(), upserted(stored(RESERVED)))
+    applier = RequestApplier(client, journal)  # type: ignore[arg-type]
+    await applier.apply_pending()
+    await applier.apply_pending()  # ended: not tried again here
+    assert not journal.mirror.request_decisions
+    assert applier.stats.failed == 1 and applier.stats.errors == 0
+    outcomes = [r.event for r in await _records(journal)][3:]
+    # the Events ledger of the connector's mirror has the Warning FailedCreate ready, on the Workload
+    (ready,) = journal.mirror.kube_events.ready.values()
+    (event,) = events_of(ready)
+    assert (event.involved.name, event.type, event.reason, event.message) == (
+        "wl", "Warning", "FailedCreate", truncate_message(outcomes[0].message))  # type: ignore[union-attr]
+    return outcomes
+
+
+def _failed(message: str) -> ev.ProvisioningRequestCreateFailed:
+    return ev.ProvisioningRequestCreateFailed(time=0, key="ns/wl", uid="wl-uid", decision=1, check="prov",
+                                              name="wl-prov-1", message=message, id="create-failed-1")
+
+
+def _without_time(events: list[ev.AnyEvent]) -> list[ev.AnyEvent]:
+    return [msgspec.structs.replace(e, time=0) for e in events]
+
+
+@pytest.mark.asyncio
+async def test_a_request_the_apiserver_refuses_fails_its_creation_in_kueues_words() -> None:
+    client = Refusing("wl-prov-1", Invalid(f"POST ...: 422 Invalid: {REFUSED}", 422, "Invalid", REFUSED))
+    assert _without_time(await _refused(client)) == [
+        _failed(f'Error creating ProvisioningRequest "wl-prov-1": {REFUSED}'),
+        ev.DecisionRejected(time=0, key="ns/wl", uid="wl-uid", decision=1, reason="Invalid", message=REFUSED,
+                            id="rejected-1")]
+    assert client.calls == [("get", "wl"), ("create", "ppt-wl-prov-1-main"), ("create refused", "wl-prov-1")]
+
+
+DENIED = 'admission webhook "deny.example.com" denied the request: no PodTemplates here'
+INVALID_TEMPLATE = 'PodTemplate "ppt-wl-prov-1-main" is invalid: template.spec.containers[0].image: Required value'
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("error", [Forbidden(f"POST ...: 403 Forbidden: {DENIED}", 403, "Forbidden", DENIED),
+                                   Invalid(f"POST ...: 422 Invalid: {INVALID_TEMPLATE}", 422, "Invalid",
+                                           INVALID_TEMPLATE)])
+async def test_a_pod_template_the_apiserver_refuses_fails_the_creation_before_the_request(error: KubeError) -> None:
+    client = Refusing("ppt-wl-prov-1-main", error)
+    failed, rejected = await _refused(client)
+    assert failed == msgspec.structs.replace(
+        _failed(f'Error creating PodTemplate "ppt-wl-prov-1-main": {error.detail}'), time=failed.time)
+    assert isinstance(rejected, ev.DecisionRejected) and rejected.reason == error.reason
+    assert client.calls == [("get", "wl"), ("create refused", "ppt-wl-prov-1-main")]
+
+
+@pytest.mark.asyncio
+async def test_a_request_name_another_workloads_request_holds_fails_the_creation() -> None:
+    exists = 'provisioningrequests.autoscaling.x-k8s.io "wl-prov-1" already exists'
+    client = Refusing("wl-prov-1", AlreadyExists(f"POST ...: 409 AlreadyExists: {exists}", 409, "AlreadyExists",
+                                                 exists), owner_uid="another-workload")
+    failed, rejected = await _refused(client)
+    assert isinstance(failed, ev.ProvisioningRequestCreateFailed)
+    assert failed.message == f'Error creating ProvisioningRequest "wl-prov-1": {exists}'
+    assert isinstance(rejected, ev.DecisionRejected) and rejected.reason == "AlreadyExists"
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_longer_than_a_condition_message_is_cut_as_kueue_cuts_it() -> None:
+    long = "x" * 40_000
+    failed, _ = await _refused(Refusing("wl-prov-1", Invalid("POST ...: 422", 422, "Invalid", long)))
+    assert isinstance(failed, ev.ProvisioningRequestCreateFailed)
+    assert len(failed.message.encode()) == 32 * 1024 and failed.message.endswith("x ...")
+    assert failed.message.startswith('Error creating ProvisioningRequest "wl-prov-1": xxx')
+
+
 # --- the applier's loop: each workload on its own (KeyedWorkers) ----------------------------------------------------
 
 def _of(name: str, *conditions: o.Condition) -> o.Workload:
@@ -491,7 +590,7 @@ async def test_the_loop_looks_at_a_held_creation_again_when_the_log_moves() -> N
 
 
 class FailingOnce(Hanging):
-    """The first create of a name starting with ``slow`` fails (the apiserver answers 503); the rest succeed,
+    """The first create of a name starting with ``slow`` fails (the apiserver gives no answer); the rest succeed,
     none hangs."""
 
     def __init__(self, slow: str) -> None:
@@ -502,13 +601,13 @@ class FailingOnce(Hanging):
         if body["metadata"]["name"].startswith(self.slow) and not self.started.is_set():
             self.started.set()
             self.calls.append(("create failed", body["metadata"]["name"]))
-            raise Unavailable("POST ...: 503", 503)
+            raise Unavailable("POST ...: connection reset")  # no answer (an answered error fails the creation)
         return await super().create(resource, body, ns)
 
 
 @pytest.mark.asyncio
 async def test_the_loop_retries_a_failed_decision_when_due_its_workloads_later_ones_after_it() -> None:
-    """A failed call retries its decision after ``retry_s``: the loop wakes for it though nothing else happens,
+    """A call the apiserver never answered retries its decision after ``retry_s``: the loop wakes for it though nothing else happens,
     and the workload's later decision waits for it (one of another workload does not)."""
     flaky, other = _of("flaky", RESERVED), _of("other", RESERVED)
     journal = await _journal(upserted(flaky), upserted(other))

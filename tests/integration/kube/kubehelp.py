@@ -19,6 +19,7 @@ import msgspec
 from kubernetes_asyncio import config
 
 from connectors.k8s import (
+    crds,
     deployment_webhook,
     framework_webhook,
     jobset_webhook,
@@ -33,6 +34,7 @@ from connectors.k8s.errors import Forbidden, Invalid, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.pod_webhook import PodDefaulting, namespace_lookup, reviewer
+from connectors.k8s.recorder import EVENTS
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
 from connectors.k8s.webhook import (
@@ -467,6 +469,26 @@ async def provisioning_check(kc: KubeClient, sfx: str,
                                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
                                               "name": f"prc-{sfx}"}}})
     return check
+
+
+async def provisioning_queues(kc: KubeClient, prefix: str, quota: dict[str, Any]) -> tuple[str, str]:
+    """The ProvisioningRequest CRD installed (with Kueue's), a :func:`provisioning_check` and :func:`queues` whose
+    ClusterQueue lists it: (the check's name, the namespace)."""
+    await crds.install(kc)
+    await crds.install(kc, docs=[crds.provisioning_request_crd()])
+    sfx = secrets.token_hex(3)
+    check = await provisioning_check(kc, sfx)
+    ns, _, _, _ = await queues(kc, prefix, quota, sfx=sfx, admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+    return check, ns
+
+
+async def workload_events(kc: KubeClient, wl: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the Events on the Workload ``wl`` (as read), as ``kubectl describe`` finds them."""
+    meta = wl["metadata"]
+    selector = (f"involvedObject.name={meta['name']},involvedObject.namespace={meta['namespace']},"
+                f"involvedObject.kind=Workload,involvedObject.uid={meta['uid']}")
+    raw = await kc.request("GET", EVENTS.collection_path(meta["namespace"]), query=[("fieldSelector", selector)])
+    return [(e["type"], e["reason"], e["message"]) for e in msgspec.json.decode(raw)["items"]]
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:

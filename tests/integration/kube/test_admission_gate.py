@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, job, kueue_es, queues
+from kubehelp import connect, create, eventually, get, job, kueue_es, queues, workload_events
 
 from connectors.k8s import crds
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import NotFound
 from connectors.k8s.jobs import JOBS, workload_name
-from connectors.k8s.recorder import EVENTS
 from kueue_es.scheduler.config import DEFAULT, load_config
 
 pytestmark = pytest.mark.kube
@@ -29,15 +27,6 @@ GATE_OFF = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "
 
 def _quota_reserved(wl: dict[str, Any]) -> dict[str, Any] | None:
     return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == "QuotaReserved"), None)
-
-
-async def _reasons(kc: KubeClient, wl: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(type, reason, message) of the Events on the Workload, as ``kubectl describe`` finds them."""
-    meta = wl["metadata"]
-    selector = (f"involvedObject.name={meta['name']},involvedObject.namespace={meta['namespace']},"
-                f"involvedObject.kind=Workload,involvedObject.uid={meta['uid']}")
-    raw = await kc.request("GET", EVENTS.collection_path(meta["namespace"]), query=[("fieldSelector", selector)])
-    return [(e["type"], e["reason"], e["message"]) for e in msgspec.json.decode(raw)["items"]]
 
 
 async def _running(kc: KubeClient, ns: str) -> bool:
@@ -95,4 +84,4 @@ async def test_a_gated_job_is_admitted_once_its_annotation_is_removed(kube_apise
 
 
 async def _has(kc: KubeClient, wl: dict[str, Any], event: tuple[str, str, str]) -> bool:
-    return event in await _reasons(kc, wl)
+    return event in await workload_events(kc, wl)

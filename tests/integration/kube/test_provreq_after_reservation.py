@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 from typing import Any
 
 import pytest
-from kubehelp import connect, create, eventually, get, job, kueue_es, provisioning_check, queues, versions
+from kubehelp import connect, create, eventually, get, job, kueue_es, provisioning_queues, versions
 
-from connectors.k8s import crds
 from connectors.k8s.errors import Unavailable
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.resources import BY_KIND, PROVISIONING_REQUESTS, Resource
@@ -60,12 +58,7 @@ async def _record(kc, resource: Resource, ns: str, into: list[dict[str, Any]], l
 @pytest.mark.asyncio
 async def test_the_request_waits_for_the_stored_reservation(kube_apiserver, tmp_path, monkeypatch) -> None:
     async with await connect(kube_apiserver) as kc:
-        await crds.install(kc)
-        await crds.install(kc, docs=[crds.provisioning_request_crd()])
-        sfx = secrets.token_hex(3)
-        check = await provisioning_check(kc, sfx)
-        ns, _, _, _ = await queues(kc, "provwait", {"cpu": 4}, sfx=sfx,
-                                   admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        check, ns = await provisioning_queues(kc, "provwait", {"cpu": 4})
 
         release = asyncio.Event()
         patch = StatusWriter._patch
