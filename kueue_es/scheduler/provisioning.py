@@ -336,8 +336,9 @@ class _Check(msgspec.Struct):
         return cls(s.state, s.message, s.requeue_after_seconds, s.retry_count, list(s.pod_set_updates))
 
     def set_message(self, message: str) -> None:
-        if message:  # Kueue never overwrites a message with an empty one
-            self.message = message
+        """An empty message too (Kueue #13785): one left by an earlier state (a creation error) would mislead,
+        and would be appended to every Event built from the check."""
+        self.message = message
 
 
 def _retry_or_reject(c: _Check, attempt: int, strategy: o.ProvisioningRequestRetryStrategy, cond: o.Condition,
@@ -379,6 +380,8 @@ def _map_request(c: _Check, wl: WorkloadInfo, check: str, req: o.ProvisioningReq
             c.state = "Pending"
     else:
         c.state = "Pending"
+        if req.metadata.uid:  # seen, with nothing said yet: what an earlier state left (an error) no longer holds
+            c.message = ""
 
 
 # --- one pass ---------------------------------------------------------------------------------------------------

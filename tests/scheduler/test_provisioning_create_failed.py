@@ -93,6 +93,18 @@ def test_once_created_the_failures_are_forgotten_and_the_request_maps_onto_the_c
     assert f.state.workloads[KEY].phase == "Admitted"
 
 
+def test_the_error_goes_once_the_request_is_there_without_a_condition_that_says_more() -> None:
+    """Kueue #13785: a request the autoscaler has not spoken about yet leaves the check Pending with no message;
+    the creation error of an earlier attempt no longer holds (and would be appended to every later Event)."""
+    f = Flow("provisioning-retry-then-reject.yaml")
+    _refuse(f)
+    f.settle()
+    assert _check(f) == ("Pending", MESSAGE)
+    assert _creations(f.at(1)) == [(REQUEST, 1)]
+    f.at(2, [f.request(f"default/{REQUEST}", "Accepted", status="False")])
+    assert _check(f) == ("Pending", "")
+
+
 def test_a_snapshot_at_every_cut_restores_to_the_fold_of_the_whole_log() -> None:
     f = Flow("provisioning-retry-then-reject.yaml")
     _refuse(f)
