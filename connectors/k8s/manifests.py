@@ -57,6 +57,10 @@ RBAC grants exactly what the connector does:
   apiserver's ``extension-apiserver-authentication`` ConfigMap (the requestheader CA; through the bootstrap Role
   ``extension-apiserver-authentication-reader``, as Kueue binds it);
 
+and, for people rather than the controller, the ClusterRoles Kueue's installation creates and its RBAC guide
+binds (:mod:`connectors.k8s.user_roles`): ``kueue-batch-admin-role`` and ``kueue-batch-user-role``, aggregating
+the per-kind editor and viewer roles.
+
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
 batch/v1 Job, Pod, Deployment, StatefulSet and JobSet mutating webhooks, the validating webhooks for Jobs, the Kueue kinds
 and the others and the CRDs' conversion
@@ -106,6 +110,7 @@ from connectors.k8s.resources import (
     TRAINING_RUNTIMES,
     TRAINJOBS,
 )
+from connectors.k8s.user_roles import user_roles
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
 from connectors.k8s.visibility import (
     API_SERVICES,
@@ -342,7 +347,7 @@ def namespace_object(namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
 def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, image: str = DEFAULT_IMAGE,
                log: str = "") -> list[dict[str, Any]]:
     converting = webhook_conversion(service=(WEBHOOK_SERVICE, namespace, 443))
-    return [*all_crds(converting), namespace_object(namespace), *rbac(namespace, name),
+    return [*all_crds(converting), namespace_object(namespace), *rbac(namespace, name), *user_roles(),
             webhook_service(namespace, name), visibility_service(namespace, VISIBILITY_SERVICE, VISIBILITY_PORT),
             deployment(namespace, name, image, log), *registrations(namespace)]
 

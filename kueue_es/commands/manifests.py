@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
         help="print the CRDs, RBAC and Deployment that install kueue-es (multi-document YAML)",
         description="Print the kueue.x-k8s.io CustomResourceDefinitions (generated from kueue-es's own object "
         "views: v1beta2 stored, v1beta1 served through kueue-es's conversion webhook), least-privilege RBAC for the "
-        "connector, the webhook and visibility Services, a Deployment running `kueue-es run --kube`, and the webhook "
+        "connector, Kueue's user-facing ClusterRoles (kueue-batch-admin-role, kueue-batch-user-role), the webhook "
+        "and visibility Services, a Deployment running `kueue-es run --kube`, and the webhook "
         "configurations and visibility APIServices it completes with its CA, as multi-document YAML for "
         "`kubectl apply -f -` (and `kubectl delete -f -`).",
     )
@@ -50,13 +51,14 @@ def documents(part: str = "all", namespace: str | None = None, image: str | None
               log: str = "") -> list[dict[str, Any]]:
     from connectors.k8s import manifests as m
     from connectors.k8s.crds import all_crds
+    from connectors.k8s.user_roles import user_roles
 
     ns = namespace or m.DEFAULT_NAMESPACE
     match part:
         case "crds":
             return all_crds()
         case "rbac":
-            return [m.namespace_object(ns), *m.rbac(ns)]
+            return [m.namespace_object(ns), *m.rbac(ns), *user_roles()]
         case "deployment":
             return [m.deployment(ns, image=image or m.DEFAULT_IMAGE, log=log)]
         case _:

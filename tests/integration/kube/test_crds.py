@@ -21,6 +21,7 @@ from connectors.k8s import crds
 from connectors.k8s import manifests as m
 from connectors.k8s.errors import Invalid
 from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
+from connectors.k8s.user_roles import user_roles
 from events import objects as o
 from events import tas_assignment as tas
 from kueue_es.commands.manifests import documents, render
@@ -164,8 +165,10 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     docs = list(fastyaml.safe_load_all(render(documents("all"))))
     kinds = [d["kind"] for d in docs]
     assert kinds.count("CustomResourceDefinition") == len(KUEUE_RESOURCES)
+    people = len(user_roles())  # the batch admin/user ClusterRoles and the per-kind ones they aggregate
     assert kinds[len(KUEUE_RESOURCES):] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                            "Role", "RoleBinding", "RoleBinding", "Service", "Service", "Deployment",
+                                            "Role", "RoleBinding", "RoleBinding", *["ClusterRole"] * people,
+                                            "Service", "Service", "Deployment",
                                             "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
                                             "APIService", "APIService"]
     mutating = docs[kinds.index("MutatingWebhookConfiguration")]
@@ -426,3 +429,60 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
         with pytest.raises(Invalid) as refused:
             await create(kc, {**wpc, "metadata": {"name": f"q-{sfx}"}, "description": "d" * 2049})
         assert "description: Too long: may not be more than 2048 bytes" in str(refused.value)
+
+
+async def _aggregate(api: client.ApiClient, name: str) -> None:
+    """What kube-controller-manager's ClusterRole aggregation controller (not run here) does for ``name``: its
+    rules become those of every ClusterRole its selectors match, selected by the apiserver."""
+    rbac = client.RbacAuthorizationV1Api(api)
+    role = await rbac.read_cluster_role(name)
+    rules = []
+    for selector in role.aggregation_rule.cluster_role_selectors:
+        matched = await rbac.list_cluster_role(
+            label_selector=",".join(f"{k}={v}" for k, v in selector.match_labels.items()))
+        rules += [rule for r in matched.items for rule in r.rules or []]
+    role.rules = rules
+    await rbac.replace_cluster_role(name, role)
+
+
+@pytest.mark.asyncio
+async def test_the_batch_roles_kueues_rbac_guide_binds_grant_an_admin_and_a_user(kube_apiserver) -> None:
+    """Bound as Kueue's RBAC guide binds them: the admin by a ClusterRoleBinding, a team's users by a RoleBinding
+    in their namespace."""
+    sfx = secrets.token_hex(3)
+    team, other = f"team-a-{sfx}", f"team-b-{sfx}"
+    admin, user = f"admin-{sfx}@example.com", f"alice-{sfx}@example.com"
+    async with await config.new_client_from_config(config_file=kube_apiserver.kubeconfig) as api:
+        for doc in [*user_roles(), m.namespace_object(team), m.namespace_object(other)]:
+            await utils.create_from_dict(api, doc)
+        for name in ("kueue-batch-admin-role", "kueue-batch-user-role"):
+            await _aggregate(api, name)
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole"}
+        await utils.create_from_dict(api, {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"batch-admins-{sfx}"}, "roleRef": {**ref, "name": "kueue-batch-admin-role"},
+            "subjects": [{"kind": "User", "name": admin, "apiGroup": "rbac.authorization.k8s.io"}]})
+        await utils.create_from_dict(api, {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "batch-users", "namespace": team},
+            "roleRef": {**ref, "name": "kueue-batch-user-role"},
+            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}]})
+
+        async def can(who: str, verb: str, group: str, resource: str, namespace: str = "",
+                      sub: str = "") -> bool:
+            return await _allowed(api, who, verb, group, resource, namespace, sub)
+
+        assert await can(user, "get", "kueue.x-k8s.io", "workloads", team)
+        assert await can(user, "list", "kueue.x-k8s.io", "localqueues", team)
+        assert await can(user, "get", "visibility.kueue.x-k8s.io", "localqueues", team, "pendingworkloads")
+        assert await can(user, "create", "batch", "jobs", team)
+        assert await can(user, "create", "jobset.x-k8s.io", "jobsets", team)
+        assert not await can(user, "create", "kueue.x-k8s.io", "clusterqueues")
+        assert not await can(user, "get", "kueue.x-k8s.io", "clusterqueues")
+        assert not await can(user, "create", "kueue.x-k8s.io", "localqueues", team)
+        assert not await can(user, "get", "kueue.x-k8s.io", "workloads", other)  # only where bound
+        assert await can(admin, "create", "kueue.x-k8s.io", "clusterqueues")
+        assert await can(admin, "update", "kueue.x-k8s.io", "resourceflavors")
+        assert await can(admin, "create", "kueue.x-k8s.io", "localqueues", other)
+        assert await can(admin, "get", "visibility.kueue.x-k8s.io", "clusterqueues", "", "pendingworkloads")
+        assert not await can(admin, "create", "", "pods", team)  # what Kueue's roles do not cover
