@@ -281,7 +281,7 @@ class IntegrationsConfig(_Cfg):
     label_keys_to_copy: list[str] | None = None
     """Kueue's ``integrations.labelKeysToCopy``: the labels of a Job (of a Pod, of every Pod of a group) its
     Workload gets when it is made, and keeps whatever becomes of the Job's (:attr:`SchedulerConfig.keys_to_copy`)."""
-    external_frameworks: list[str] = []
+    external_frameworks: list[str | None] | None = None
     """Kueue's ``integrations.externalFrameworks``: ``Kind.version.group`` names of kinds an external
     controller runs for Kueue (it makes their Workloads); a controller of such a kind is a parent Kueue
     manages (:attr:`SchedulerConfig.external_job_kinds`)."""
@@ -439,8 +439,8 @@ class SchedulerConfig(_Cfg):
         Kueue registers each as a job type of its own (``RegisterExternalJobType``), so its ancestor walk
         reads a controller of that kind and takes it for a parent it manages (``IsOwnerManagedByKueue``), its
         children left to it (:mod:`connectors.k8s.job_selection`)."""
-        names = self.integrations.external_frameworks if self.integrations is not None else []
-        return frozenset(kind for kind in map(external_kind, names) if kind is not None)
+        names = (self.integrations.external_frameworks if self.integrations is not None else None) or []
+        return frozenset(kind for kind in map(external_kind, filter(None, names)) if kind is not None)
 
     @property
     def keys_to_copy(self) -> KeysToCopy:

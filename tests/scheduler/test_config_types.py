@@ -130,7 +130,8 @@ UNREAD = ("health", "metrics", "webhook", "leaderElection", "controller", "pprof
 @pytest.mark.parametrize("doc", [FULL_V1BETA2, FULL_V1BETA1], ids=["v1beta2", "v1beta1"])
 def test_a_full_configuration_loads_as_it_did(doc: dict) -> None:
     """Every field of Kueue's example configuration set: what kueue-es reads of it is what it read before."""
-    reads = {"metrics": {"enableClusterQueueResources": True}, "integrations": {"frameworks": ["batch/job", "pod"]}}
+    reads = {"metrics": {"enableClusterQueueResources": True},
+             "integrations": {"frameworks": ["batch/job", "pod"], "externalFrameworks": ["Foo.v1.example.com"]}}
     assert load_config(doc) == load_config({**{k: v for k, v in doc.items() if k not in UNREAD}, **reads})
 
 
