@@ -2148,6 +2148,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.reserved_at = e.time
         wl.job_stopped = False
         wl.pods_ready = False
+        self.forget_create_failures(wl)
         self._sync_checks(wl)
         self._charge(wl)
         if self._afs_counted(wl):

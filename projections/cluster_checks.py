@@ -80,6 +80,13 @@ class CheckStates:
         wl.failed_creates = create_failures.recorded(wl.failed_creates, e.check, e.name, e.message, self.time)
         self.index_create_retry(wl)
 
+    def forget_create_failures(self, wl: WorkloadInfo) -> None:
+        """``wl`` reserves anew: the failures of the reservation before hold nothing back (Kueue's controller
+        reconciles the updated Workload at once, and its backoff was reset by the reconciles in between)."""
+        if wl.failed_creates:
+            wl.failed_creates = ()
+            self.index_create_retry(wl)
+
     def index_create_retry(self, wl: WorkloadInfo) -> None:
         """Index when ``wl``'s next held-back creation may be decided (once the log's time reaches it, the fold
         touches the workload: :meth:`ClusterState._create_retries_due`)."""

@@ -6,8 +6,9 @@ reconciles the workload again after its per-item backoff: 5 ms doubling up to 10
 workload succeeds. kueue-es keeps, per check, the request whose creation failed last, how many times in a row, its
 message, and when it may be decided again: 1 s doubling up to 1000 s (whole seconds, as every backoff the
 scheduler reads, so that a refusal that persists costs about a dozen attempts an hour, not one per turn of the
-loop). A creation of another name (a next attempt, a new reservation) is not held back, and its first failure
-counts from one, as Kueue's backoff starts again once a reconcile got through.
+loop). A creation of another name (a next attempt) is not held back, and its first failure counts from one,
+as Kueue's backoff starts again once a reconcile got through. A new reservation keeps the request's name, so
+the fold forgets the failures when the workload reserves again: Kueue reconciles the updated Workload at once.
 """
 
 from __future__ import annotations

@@ -95,6 +95,7 @@ from connectors.k8s.resources import (
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from events.message_limits import truncate_message
 from events.timefmt import parse_time
 from kueue_es.scheduler.multikueue import is_sync_failed
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER
@@ -131,7 +132,6 @@ ACTED_ON_API = {"Job": JOB_API, "Pod": POD_API, JOBSETS.kind: JOBSETS.api_versio
                 "Workload": WORKLOAD_API}
 ACTED_ON_API.update((kind, r.api_version) for kind, r in KUBEFLOW_JOBS.items())
 """The apiVersion of what a ``JobActed`` names, by its ``kind``."""
-MAX_MESSAGE_BYTES = 1024
 MICROS_PER_DECISION = 4
 """A decision records at most three Events."""
 DEFAULT_WINDOW_MS = 3_600_000
@@ -164,19 +164,6 @@ class KubeEvent(NamedTuple):
     action: str
     message: str
     component: str
-
-
-def truncate_message(message: str, limit: int = MAX_MESSAGE_BYTES) -> str:
-    """Kueue's ``api.TruncateEventMessage``: at most 1024 bytes, cut to 1020 plus " ..." (bytes of a character cut
-    in two each read as U+FFFD, as Go's JSON encoding writes them); with ``limit`` 32 KiB, its
-    ``api.TruncateConditionMessage``."""
-    if len(message) <= limit // 4:
-        return message  # no character takes more than four bytes
-    data = message.encode()
-    if len(data) <= limit:
-        return message
-    head = data[: limit - 4].decode("utf-8", errors="surrogateescape")
-    return "".join("\ufffd" if "\udc80" <= c <= "\udcff" else c for c in head) + " ..."
 
 
 def _seconds(ms: int) -> str:

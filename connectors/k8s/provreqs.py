@@ -41,7 +41,6 @@ import msgspec
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.decision_events import truncate_message
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.job_sync import same_pod_spec
 from connectors.k8s.journal import Journal
@@ -51,7 +50,7 @@ from connectors.k8s.resources import BY_KIND, POD_TEMPLATES, PROVISIONING_REQUES
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from events.object_rules import MAX_MESSAGE_BYTES
+from events.message_limits import CONDITION_MESSAGE_BYTES, truncate_message
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.config_record import in_force
 from kueue_es.scheduler.provisioning import template_name
@@ -74,7 +73,7 @@ class _CreateFailed(Exception):
 
     def __init__(self, kind: str, name: str, error: KubeError) -> None:
         super().__init__(f'Error creating {kind} "{name}": {error.detail}')
-        self.message = truncate_message(str(self), MAX_MESSAGE_BYTES)
+        self.message = truncate_message(str(self), CONDITION_MESSAGE_BYTES)
         self.reason = error.reason or type(error).__name__
         self.error = error
 

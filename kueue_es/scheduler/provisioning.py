@@ -31,6 +31,7 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
+from events.message_limits import CONDITION_MESSAGE_BYTES, truncate_message
 from events.quantity import parse_quantity
 from events.tolerations import added as added_tolerations
 from kueue_es.scheduler.provisioning_slices import provisioned
@@ -499,6 +500,9 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict) -> lis
             failed = _refused(wl, name, request_name(wl.name, name, (c.retry_count or 0) + 1))
             if failed is not None:
                 c.set_message(failed.message)  # Kueue's handleError: the error on the check, still Pending
+        # a prefix ("Retrying after failure: ") can take a request's message past the CRD's bound: cut here,
+        # as Kueue cuts the condition messages it sets, so the check compares equal once the cut is folded
+        c.message = truncate_message(c.message, CONDITION_MESSAGE_BYTES)
         if c != _Check.of(current):
             out.append(ev.AdmissionCheckUpdated(
                 key=wl.key, uid=wl.uid, check=name, state=c.state, message=c.message,

@@ -26,11 +26,11 @@ from connectors.k8s.decision_events import (
     before,
     event_name,
     kueue_events,
-    truncate_message,
 )
 from connectors.k8s.mirror import Mirror
 from events import objects as o
 from events import schema as ev
+from events.message_limits import truncate_message
 from events.timefmt import format_time, parse_time
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 

@@ -17,7 +17,6 @@ from fixtures.provflow import T0, Flow
 
 from connectors.k8s import crds
 from connectors.k8s.checkstatus import desired_active
-from connectors.k8s.decision_events import truncate_message
 from connectors.k8s.errors import AlreadyExists, Forbidden, Invalid, KubeError, Unavailable
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
@@ -28,6 +27,7 @@ from connectors.k8s.writer import StatusWriter
 from events import objects as o
 from events import schema as ev
 from events.log import MemoryLog
+from events.message_limits import truncate_message
 from kueue_es.scheduler import decide
 
 WL = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="wl-uid", resource_version="1"),

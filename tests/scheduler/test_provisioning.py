@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from fixtures.provflow import T0, Flow, retry_then_provision
 
+from events import crd_markers
 from events import objects as o
 from events import schema as ev
 from events.filelog import FileLog
@@ -238,6 +239,26 @@ def test_a_pod_template_drops_the_templates_gates_and_an_earlier_admissions_anno
     made = prov.pod_template(f.state, wl, 0, "t")
     assert made.template.metadata.annotations == {"team": "ml"}
     assert made.template.spec.scheduling_gates == []
+
+
+# --- the check's message ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("char", "kept"), [("x", "x" * 32740), ("€", "€" * 10913 + "\ufffd")])
+def test_a_message_a_prefix_takes_past_the_crds_bound_is_cut_as_kueue_cuts_condition_messages(
+        char: str, kept: str) -> None:
+    """A request condition's message may be as long as the check's message may be (32768); "Retrying after
+    failure: " before it would have the status write refused on every pass. Cut to 32 KiB, the last 4 bytes
+    " ..." (Kueue's ``api.TruncateConditionMessage``; a character cut in two is U+FFFD per byte, as Go's JSON
+    writes it), and once: the next pass finds the check as it would set it."""
+    f = Flow("provisioning-retry-then-reject.yaml")
+    longest = char * (32768 // len(char.encode()))
+    decided = f.at(10, [f.request("default/job-a-prov-1", "Failed", message=longest)])
+    retry = [d for d in decided if isinstance(d, ev.AdmissionCheckUpdated) and d.state == "Retry"]
+    assert len(retry) == 1, "cut once: the next pass finds the check as it would set it"
+    assert retry[0].message == "Retrying after failure: " + kept + " ..."
+    status = {"admissionChecks": [{"message": retry[0].message}]}
+    assert crd_markers.errors("Workload", {"status": status}) == []
 
 
 # --- snapshots and replay -----------------------------------------------------------------------------------------

@@ -146,3 +146,32 @@ def test_replay_verify_passes_over_a_refused_creation(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "kueue_es", "replay", "--log", str(tmp_path / "log"), "--verify"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_new_reservation_is_not_held_back_by_the_backoff_of_the_one_before() -> None:
+    """The request name does not change with a reservation, but Kueue's backoff does not outlive one: the
+    new QuotaReserved is a Workload update, enqueued at once (and every reconcile in between succeeded)."""
+    f = Flow("provisioning-retry-then-reject.yaml")
+    for second in (0, 1, 3, 7, 15, 31, 63, 127):  # 8 refusals in a row: the next try not before 255 s
+        assert second == 0 or _creations(f.at(second)) == [(REQUEST, 1)], second
+        _refuse(f)
+        f.settle()
+    assert f.state.workloads[KEY].failed_creates[0].retry_at == T0 + 255_000
+    wl = f.state.workloads[KEY]
+    t = T0 + 200_000
+    f.append([ev.WorkloadEvicted(time=t, key=KEY, uid=wl.uid, reason="PodsReadyTimeout", message="timeout",
+                                 requeue_at=t + 5000, requeue_count=1, cycle=999, input=len(f.records) - 1)])
+    f.settle()
+    f.at(202, [ev.JobStopped(time=0, key=KEY, uid=wl.uid)])
+    reserved = []
+    for second in range(203, 230):
+        decided = f.at(second)
+        if any(isinstance(d, ev.QuotaReserved) for d in decided):
+            reserved.append(second)
+            assert _creations(decided) == [(REQUEST, 1)], "created with the new reservation, not at 255 s"
+            break
+    assert reserved, "reserved again"
+    assert f.state.workloads[KEY].failed_creates == (), "the old reservation's failures are gone"
+    assert next_deadline(f.state, DEFAULT) != T0 + 255_000
+    f.at(reserved[0] + 1, [f.request(f"default/{REQUEST}", "Accepted", status="False")])
+    assert _check(f) == ("Pending", ""), "the old error goes once the new request is there"
