@@ -2,13 +2,21 @@
 ``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once:
 :mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's refuses, and :func:`errors`
 refuses the same values on import and in the validating webhooks, in the apiserver's words. A path is the wire's
-(camelCase), ``[]`` standing for every item of a list."""
+(camelCase), ``[]`` standing for every item of a list.
+
+The integer formats (``int32``/``int64``, from the Go types) are declared on the views instead
+(:data:`events.objects.Int32`), where the generated schemas pick them up: :func:`errors` refuses a value out
+of their range too, found by walking the kind's view."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import cache
 from typing import Any, NamedTuple
 
+import msgspec.inspect as mi
+
+from events import objects as o
 from events.field_errors import go_quote, not_supported, too_long, too_many
 
 ADMISSION_CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
@@ -71,7 +79,53 @@ def errors(kind: str, data: Mapping[str, Any], *, required: bool = True) -> list
                            f"to {marker.minimum}")
             if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
                 out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
+    return out + _format_errors(kind, data)
+
+
+_INT_RANGES = {"int32": range(-(2**31), 2**31), "int64": range(-(2**63), 2**63)}
+
+
+def _format_errors(kind: str, data: Mapping[str, Any]) -> list[str]:
+    """A value out of its integer format's range, in the apiserver's words (which show the value as ``""``;
+    these show it)."""
+    out: list[str] = []
+    for field, fmt in integer_formats(kind):
+        *steps, name = field.split(".")
+        for at, parent in _parents(data, steps, ""):
+            here = f"{at}.{name.removesuffix('[]')}" if at else name.removesuffix("[]")
+            value = parent.get(name.removesuffix("[]"))
+            values = enumerate(value) if name.endswith("[]") and isinstance(value, list) else [(None, value)]
+            for i, item in values:
+                if isinstance(item, int) and not isinstance(item, bool) and item not in _INT_RANGES[fmt]:
+                    path = here if i is None else f"{here}[{i}]"
+                    out.append(f"field `{path}`: Invalid value: {item}: Checked value must be of type "
+                               f"integer with format {fmt} in {path}")
     return out
+
+
+@cache
+def integer_formats(kind: str) -> tuple[tuple[str, str], ...]:
+    """The paths (as :data:`MARKERS`'s; one ending ``[]``: each item of a list of integers) of ``kind``'s
+    integer fields its view declares a format of, with that format, in the view's (the schema's) order."""
+    view = o.KINDS.get(kind)
+    return tuple(_formats(mi.type_info(view), "")) if view is not None else ()
+
+
+def _formats(info: mi.Type, at: str) -> Iterator[tuple[str, str]]:
+    if isinstance(info, mi.Metadata):
+        fmt = (info.extra_json_schema or {}).get("format")
+        if isinstance(info.type, mi.IntType) and fmt in _INT_RANGES:
+            yield at, fmt
+        else:
+            yield from _formats(info.type, at)
+    elif isinstance(info, mi.StructType):
+        for f in info.fields:
+            yield from _formats(f.type, f"{at}.{f.encode_name}" if at else f.encode_name)
+    elif isinstance(info, mi.UnionType):
+        for member in info.types:
+            yield from _formats(member, at)
+    elif isinstance(info, mi.ListType | mi.VarTupleType):
+        yield from _formats(info.item_type, f"{at}[]")
 
 
 def _parents(node: Any, steps: list[str], at: str) -> Iterator[tuple[str, Mapping[str, Any]]]:

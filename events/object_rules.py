@@ -130,8 +130,9 @@ def check(obj: o.KObject, where: str) -> None:
             _admission_check(obj.spec, where)
         case o.WorkloadPriorityClass():  # a value left out only the document shows (document_errors)
             refuse_all(crd_markers.errors("WorkloadPriorityClass", msgspec.to_builtins(obj), required=False), where, crd=True)
-        case _:
-            pass
+        case _:  # an integer out of its format's range (a ProvisioningRequestConfig's retry strategy)
+            kind = type(obj).__struct_config__.tag
+            refuse_all(crd_markers.errors(kind, msgspec.to_builtins(obj), required=False), where, crd=True)
 
 
 # --- Workload ---------------------------------------------------------------------------------------------------

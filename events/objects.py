@@ -8,12 +8,17 @@ a default). Field names are Kueue's v1beta2 names, in camelCase on the wire.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import msgspec
 
 Quantity = str | int | float
 """A Kubernetes quantity as written by a user: ``"500m"``, ``"2Gi"`` or a bare number."""
+Int32 = Annotated[int, msgspec.Meta(extra_json_schema={"format": "int32"})]
+Int64 = Annotated[int, msgspec.Meta(extra_json_schema={"format": "int64"})]
+"""An integer field Kueue's API (or the core API it embeds) declares ``int32``/``int64``: the generated CRDs
+say so (``format``), which the apiserver holds a value to, and :mod:`events.crd_markers` refuses a value out
+of range on import. Decoding is unchanged: a stored object with a value out of range still folds."""
 
 
 class _ViewMeta(msgspec.StructMeta):
@@ -77,7 +82,7 @@ class Toleration(View):
     operator: str = ""
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class Taint(View):
@@ -92,7 +97,7 @@ class Condition(View):
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
-    observed_generation: int = 0
+    observed_generation: Int64 = 0
 
 
 class LabelSelectorRequirement(View):
@@ -127,7 +132,7 @@ class NodeSelector(View):
 class PreferredSchedulingTerm(View):
     """A node-affinity preference: a node matching ``preference`` scores ``weight``."""
 
-    weight: int = 0
+    weight: Int32 = 0
     preference: NodeSelectorTerm = NodeSelectorTerm()
 
 
@@ -149,8 +154,8 @@ class ContainerPort(View):
     """One ``ports[]`` entry of a container: read for its host port (Kueue's SchedulerLibraryIntegration runs the
     scheduler's NodePorts filter, :mod:`projections.host_ports`)."""
 
-    container_port: int = 0
-    host_port: int = 0
+    container_port: Int32 = 0
+    host_port: Int32 = 0
     protocol: str = ""
     host_ip: str = msgspec.field(name="hostIP", default="")
     name: str = ""
@@ -559,7 +564,7 @@ class ResourceSlice(KObject, tag="ResourceSlice"):
 
 
 class WorkloadPriorityClass(KObject, tag="WorkloadPriorityClass"):
-    value: int = 0
+    value: Int32 = 0
     description: str = ""
 
 
@@ -593,7 +598,7 @@ class ResourceGroup(View):
 
 class BorrowWithinCohort(View):
     policy: str = "Never"
-    max_priority_threshold: int | None = None
+    max_priority_threshold: Int32 | None = None
 
 
 class ClusterQueuePreemption(View):
@@ -740,9 +745,9 @@ class AdmissionCheck(KObject, tag="AdmissionCheck"):
 class ProvisioningRequestRetryStrategy(View):
     """Kueue's defaults: three retries, backoff 60 s doubling up to 30 min; a limit of 0 disables retries."""
 
-    backoff_limit_count: int = 3
-    backoff_base_seconds: int = 60
-    backoff_max_seconds: int = 1800
+    backoff_limit_count: Int32 = 3
+    backoff_base_seconds: Int32 = 60
+    backoff_max_seconds: Int32 = 1800
 
 
 _DEFAULT_RETRY = ProvisioningRequestRetryStrategy()
@@ -935,7 +940,7 @@ class PodSetSliceRequiredTopologyConstraint(View):
     an absent value decodable, and validation names it)."""
 
     topology: str = ""
-    size: int = 0
+    size: Int32 = 0
 
 
 class PodSetTopologyRequest(View):
@@ -944,10 +949,10 @@ class PodSetTopologyRequest(View):
     unconstrained: bool | None = None
     pod_index_label: str | None = None
     sub_group_index_label: str | None = None
-    sub_group_count: int | None = None
+    sub_group_count: Int32 | None = None
     pod_set_group_name: str | None = None
     pod_set_slice_required_topology: str | None = None
-    pod_set_slice_size: int | None = None
+    pod_set_slice_size: Int32 | None = None
     podset_slice_required_topology_constraints: tuple[PodSetSliceRequiredTopologyConstraint, ...] = ()
     """Slice layers, outer to inner (Kueue's ``podsetSliceRequiredTopologyConstraints``, v1beta2 only): the first
     is the slice level and size; each inner one groups the pods below the previous layer in its own size."""
@@ -955,8 +960,8 @@ class PodSetTopologyRequest(View):
 
 class PodSet(View):
     name: str = "main"
-    count: int = 1
-    min_count: int | None = None
+    count: Int32 = 1
+    min_count: Int32 | None = None
     template: PodTemplateSpec = PodTemplateSpec()
     topology_request: PodSetTopologyRequest | None = None
 
@@ -977,9 +982,9 @@ class WorkloadSpec(View):
     pod_sets: list[PodSet] = []
     queue_name: str = ""
     priority_class_ref: PriorityClassRef | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     active: bool = True
-    maximum_execution_time_seconds: int | None = None
+    maximum_execution_time_seconds: Int32 | None = None
     preemption_gates: list[PreemptionGate] = []
     """``MultiKueueOrchestratedPreemption``: gates that must be open (``status.preemptionGates``) before the
     scheduler may preempt for it; one the status does not list yet is closed."""
@@ -989,7 +994,7 @@ class TopologyDomainAssignment(View):
     """One leaf domain of a placement: its value per level, and how many pods go there (the logical form)."""
 
     values: list[str]
-    count: int
+    count: Int32
 
 
 class TopologyAssignmentSliceLevelIndividualValues(View):
@@ -1010,12 +1015,12 @@ class TopologyAssignmentSliceLevelValues(View):
 class TopologyAssignmentSlicePodCounts(View):
     """Exactly one of ``universal`` (every domain gets this many pods) or ``individual`` (one per domain)."""
 
-    universal: int | None = None
-    individual: list[int] = []
+    universal: Int32 | None = None
+    individual: list[Int32] = []
 
 
 class TopologyAssignmentSlice(View):
-    domain_count: int
+    domain_count: Int32
     values_per_level: list[TopologyAssignmentSliceLevelValues]
     pod_counts: TopologyAssignmentSlicePodCounts
 
@@ -1039,7 +1044,7 @@ class PodSetAssignment(View):
     name: str
     flavors: dict[str, str] = {}
     resource_usage: dict[str, Quantity] = {}
-    count: int | None = None
+    count: Int32 | None = None
     topology_assignment: TopologyAssignment | None = None
     delayed_topology_request: str | None = None
     """``Pending`` while the topology assignment waits for admission checks (second pass), then ``Ready``."""
@@ -1051,13 +1056,13 @@ class Admission(View):
 
 
 class RequeueState(View):
-    count: int | None = None
+    count: Int32 | None = None
     requeue_at: str | None = None
 
 
 class ReclaimablePod(View):
     name: str
-    count: int
+    count: Int32
 
 
 class PodSetUpdate(View):
@@ -1075,8 +1080,8 @@ class AdmissionCheckState(View):
     state: str
     last_transition_time: str | None = None
     message: str = ""
-    requeue_after_seconds: int | None = None
-    retry_count: int | None = None
+    requeue_after_seconds: Int32 | None = None
+    retry_count: Int32 | None = None
     pod_set_updates: list[PodSetUpdate] = []
 
 
@@ -1090,7 +1095,7 @@ class SchedulingStatsEviction(View):
 
     reason: str
     underlying_cause: str
-    count: int
+    count: Int32
 
 
 class SchedulingStats(View):
@@ -1121,7 +1126,7 @@ class WorkloadStatus(View):
     admission_checks: list[AdmissionCheckState] = []
     resource_requests: list[PodSetRequest] = []
     """Set by a failed admission attempt, emptied by a quota reservation; written by Kueue only."""
-    accumulated_past_execution_time_seconds: int | None = None
+    accumulated_past_execution_time_seconds: Int32 | None = None
     unhealthy_nodes: list[UnhealthyNode] = []
     """Failed nodes under a TAS workload that Kueue is looking to replace; written by Kueue only."""
     cluster_name: str | None = None

@@ -149,10 +149,15 @@ def test_an_unsupported_list_of_preemption_strategies_is_refused_in_kueue_s_word
      "ClusterQueue cq): field `spec.admissionScope.admissionMode`: Required value"),
     ("kind: WorkloadPriorityClass\nmetadata: {name: p}\ndescription: d\n",
      "WorkloadPriorityClass p): field `value`: Required value"),
+    ("kind: Workload\nmetadata: {name: w, namespace: ns}\nspec:\n  priority: 2147483648\n  podSets: [{name: "
+     "main, count: 1, template: {spec: {containers: [{name: c}]}}}]\n",
+     "Workload w): field `spec.priority`: Invalid value: 2147483648: Checked value must be of type integer "
+     "with format int32 in spec.priority"),
 ])
 def test_a_value_outside_kueue_s_crd_enums_or_limits_is_refused(log: Path, doc: str, error: str) -> None:
-    """An admission check's state, a ClusterQueue's admission mode, a WorkloadPriorityClass's value: what Kueue's
-    CRD refuses (events.crd_markers), where kueue-es once stored a typo that then stalled or changed admission."""
+    """An admission check's state, a ClusterQueue's admission mode, a WorkloadPriorityClass's value, a
+    priority past int32: what Kueue's CRD refuses (events.crd_markers), where kueue-es once stored a typo that
+    then stalled or changed admission."""
     before = log_size(log)
     r = kueue_es("import", "-f", "-", "--log", log, stdin="apiVersion: kueue.x-k8s.io/v1beta2\n" + doc)
     assert r.code == 2 and one_line_error(r) == f"kueue-es: error: <stdin>: document 1 ({error}", r.err

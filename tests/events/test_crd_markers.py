@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from connectors.k8s.crds import SERVED_VERSIONS, object_schema
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES
 from events.errors import InvalidInput, SchemaRefused
 from events.manifests import decode_object
 from events.object_rules import WorkloadRefused
@@ -150,3 +150,91 @@ def test_the_generated_workload_crd_carries_the_status_bounds() -> None:
     assert _at(evictions, "[]", "count")["minimum"] == 0
     check = _at(status, "admissionChecks", "[]")
     assert _at(check, "message")["maxLength"] == 32768 and _at(check, "podSetUpdates")["maxItems"] == 8
+
+
+INT32_MAX = 2**31 - 1
+
+
+def _int32_error(path: str, value: int) -> str:
+    return (f"field `{path}`: Invalid value: {value}: Checked value must be of type integer with format "
+            f"int32 in {path}")
+
+
+def _priority(priority: int) -> dict[str, Any]:
+    doc = _workload()
+    doc["spec"]["priority"] = priority
+    return doc
+
+
+def _count(count: int, **pod_set: Any) -> dict[str, Any]:
+    doc = _workload()
+    doc["spec"]["podSets"][0].update(count=count, **pod_set)
+    return doc
+
+
+@pytest.mark.parametrize(("doc", "errors"), [
+    (_priority(2**31), [_int32_error("spec.priority", 2**31)]),
+    (_count(3_000_000_000), [_int32_error("spec.podSets[0].count", 3_000_000_000)]),
+    (_count(1, topologyRequest={"podSetSliceRequiredTopology": "r", "podSetSliceSize": 2**31}),
+     [_int32_error("spec.podSets[0].topologyRequest.podSetSliceSize", 2**31)]),
+    (_status(requeueState={"count": 2**31}), [_int32_error("status.requeueState.count", 2**31)]),
+    (_priority_class(value=3_000_000_000), [_int32_error("value", 3_000_000_000)]),
+    ({**_cluster_queue({}), "spec": {"preemption": {"reclaimWithinCohort": "Any", "borrowWithinCohort": {
+        "policy": "LowerPriority", "maxPriorityThreshold": 2**31}}}},
+     [_int32_error("spec.preemption.borrowWithinCohort.maxPriorityThreshold", 2**31)]),
+    ({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ProvisioningRequestConfig",
+      "metadata": {"name": "prc"},
+      "spec": {"provisioningClassName": "c", "retryStrategy": {"backoffMaxSeconds": 2**32}}},
+     [_int32_error("spec.retryStrategy.backoffMaxSeconds", 2**32)]),
+])
+def test_an_int32_out_of_range_is_refused_in_the_apiserver_s_words(doc: dict[str, Any],
+                                                                    errors: list[str]) -> None:
+    """Kueue's CRDs declare these fields ``format: int32``, which the apiserver holds a value to (it names the
+    field but shows the value as ``""``; kueue-es shows it)."""
+    assert _refusal(doc) == errors
+
+
+@pytest.mark.parametrize("doc", [
+    _priority(-(2**31)),
+    _count(INT32_MAX),
+    _priority_class(value=INT32_MAX),
+    _priority_class(value=-(2**31)),
+])
+def test_the_int32_bounds_are_taken(doc: dict[str, Any]) -> None:
+    decode_object(doc, "object")
+
+
+@pytest.mark.parametrize("version", SERVED_VERSIONS)
+def test_the_generated_crds_carry_kueue_s_integer_formats(version: str) -> None:
+    """Every integer field of every kind, in both versions, carries the format Kueue's Go type gives it."""
+    wl = object_schema(BY_KIND["Workload"], version)
+    spec, status = wl["properties"]["spec"], wl["properties"]["status"]
+    pod_set = _at(spec, "podSets", "[]")
+    for node in (_at(spec, "priority"), _at(spec, "maximumExecutionTimeSeconds"), _at(pod_set, "count"),
+                 _at(pod_set, "minCount"), _at(pod_set, "topologyRequest", "podSetSliceSize"),
+                 _at(pod_set, "template", "spec", "containers", "[]", "ports", "[]", "containerPort"),
+                 _at(status, "requeueState", "count"),
+                 _at(status, "admission", "podSetAssignments", "[]", "count"),
+                 _at(status, "admissionChecks", "[]", "retryCount"),
+                 _at(status, "reclaimablePods", "[]", "count")):
+        assert node["format"] == "int32", node
+    assert _at(pod_set, "template", "spec", "tolerations", "[]", "tolerationSeconds")["format"] == "int64"
+    assert _at(status, "conditions", "[]", "observedGeneration")["format"] == "int64"
+    wpc = object_schema(BY_KIND["WorkloadPriorityClass"], version)
+    assert wpc["properties"]["value"]["format"] == "int32"
+    cq = object_schema(BY_KIND["ClusterQueue"], version)
+    assert _at(cq, "spec", "preemption", "borrowWithinCohort", "maxPriorityThreshold")["format"] == "int32"
+    prc = object_schema(BY_KIND["ProvisioningRequestConfig"], version)
+    assert _at(prc, "spec", "retryStrategy", "backoffLimitCount")["format"] == "int32"
+    for resource in KUEUE_RESOURCES:
+        assert not list(_unformatted(object_schema(resource, version), resource.kind)), resource.kind
+
+
+def _unformatted(node: dict[str, Any], at: str) -> Any:
+    """The integer fields under ``node`` that carry no format (an int-or-string quantity is none)."""
+    if node.get("type") == "integer" and "format" not in node:
+        yield at
+    for name, child in node.get("properties", {}).items():
+        yield from _unformatted(child, f"{at}.{name}")
+    if "items" in node:
+        yield from _unformatted(node["items"], f"{at}[]")

@@ -76,7 +76,8 @@ def test_quantities_are_int_or_string_and_kueue_defaults_apply() -> None:
     assert "default" not in wl["queueName"]  # empty strings are "absent", not defaults
     for version in SERVED_VERSIONS:
         spec = object_schema(BY_KIND["Workload"], version)["properties"]["spec"]["properties"]
-        assert spec["maximumExecutionTimeSeconds"] == {"type": "integer", "nullable": True, "minimum": 1}
+        assert spec["maximumExecutionTimeSeconds"] == {"type": "integer", "format": "int32", "nullable": True,
+                                                     "minimum": 1}
         topology = spec["podSets"]["items"]["properties"]["topologyRequest"]["properties"]
         assert (topology["podSetSliceSize"]["minimum"], topology["subGroupCount"]["minimum"]) == (1, 0), version
 
@@ -99,7 +100,7 @@ def test_workload_tas_status_fields_per_version() -> None:
     assert level["individual"]["properties"]["roots"] == {"type": "array", "items": {"type": "string"}}
     counts = sl["properties"]["podCounts"]["properties"]
     assert counts["universal"]["type"] == "integer"
-    assert counts["individual"] == {"type": "array", "items": {"type": "integer"}}
+    assert counts["individual"] == {"type": "array", "items": {"type": "integer", "format": "int32"}}
     assert v2["delayedTopologyRequest"]["type"] == "string"
     status = object_schema(BY_KIND["Workload"])["properties"]["status"]["properties"]
     assert status["unhealthyNodes"]["items"]["required"] == ["name"]
@@ -109,7 +110,7 @@ def test_workload_tas_status_fields_per_version() -> None:
     ta1 = v1["topologyAssignment"]["properties"]
     assert set(ta1) == {"levels", "domains"}
     assert ta1["domains"]["items"]["properties"] == {"values": {"type": "array", "items": {"type": "string"}},
-                                                     "count": {"type": "integer"}}
+                                                     "count": {"type": "integer", "format": "int32"}}
     assert v1["delayedTopologyRequest"] == v2["delayedTopologyRequest"]
     assert {k: v for k, v in v1.items() if k != "topologyAssignment"} == \
         {k: v for k, v in v2.items() if k != "topologyAssignment"}

@@ -94,4 +94,5 @@ def test_crd_schema_carries_the_field() -> None:
     tr = object_schema(wl)["properties"]["spec"]["properties"]["podSets"]["items"]["properties"]["topologyRequest"]
     layers = tr["properties"]["podsetSliceRequiredTopologyConstraints"]
     assert layers["type"] == "array"
-    assert layers["items"]["properties"] == {"topology": {"type": "string"}, "size": {"type": "integer"}}
+    assert layers["items"]["properties"] == {"topology": {"type": "string"}, "size": {"type": "integer",
+                                                                                  "format": "int32"}}

@@ -27,6 +27,7 @@ from events import tas_assignment as tas
 from kueue_es.commands.manifests import documents, render
 
 pytestmark = pytest.mark.kube
+INT32_MAX = 2**31 - 1
 
 
 @pytest.mark.asyncio
@@ -390,8 +391,9 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
 
 @pytest.mark.asyncio
 async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_words(kube_apiserver) -> None:
-    """events.crd_markers in the generated CRDs: the apiserver refuses a check state, an admission mode, a priority
-    class's description or a topology level name Kueue's CRD refuses, with the field error import gives."""
+    """events.crd_markers in the generated CRDs: the apiserver refuses a check state, an admission mode, a
+    priority class's description, a topology level name or an int32 out of range Kueue's CRD refuses, with the
+    field error import gives."""
     sfx = secrets.token_hex(3)
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
@@ -429,6 +431,17 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
         with pytest.raises(Invalid) as refused:
             await create(kc, {**wpc, "metadata": {"name": f"q-{sfx}"}, "description": "d" * 2049})
         assert "description: Too long: may not be more than 2048 bytes" in str(refused.value)
+        await create(kc, {**wpc, "metadata": {"name": f"max-{sfx}"}, "value": INT32_MAX})
+        too_high = _tas_workload(ns, "w3")
+        too_high["spec"]["priority"] = INT32_MAX + 1
+        too_high["spec"]["podSets"][0]["count"] = 3_000_000_000
+        for doc, fields in ((too_high, ("spec.podSets[0].count", "spec.priority")),
+                            ({**wpc, "metadata": {"name": f"r-{sfx}"}, "value": 3_000_000_000}, ("value",))):
+            with pytest.raises(Invalid) as refused:
+                await create(kc, doc)
+            for field in fields:  # the apiserver's words, as import gives them
+                words = f"Checked value must be of type integer with format int32 in {field}"
+                assert words in str(refused.value)
 
 
 async def _aggregate(api: client.ApiClient, name: str) -> None:
