@@ -444,6 +444,50 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
                 assert words in str(refused.value)
 
 
+def _lax(kind: str, path: str, rule: str = "maxLength") -> dict:
+    """``kind``'s CRD without the ``rule`` at ``path`` (a field of ``spec.versions[].schema``'s object, ``[]`` an
+    item): the laxer CRD an older kueue-es installed, which stored what the markers now refuse."""
+    doc = next(d for d in crds.all_crds() if d["spec"]["names"]["kind"] == kind)
+    for version in doc["spec"]["versions"]:
+        node = version["schema"]["openAPIV3Schema"]
+        for step in path.split("."):
+            node = node["properties"].get(step.removesuffix("[]"), {"properties": {}})
+            node = node.get("items", node) if step.endswith("[]") else node
+        node.pop(rule, None)
+    return doc
+
+
+@pytest.mark.asyncio
+async def test_the_apiserver_ratchets_kueues_crd_markers_on_an_update_leaving_the_field_as_it_was(
+        kube_apiserver) -> None:
+    """What the validating webhooks mirror (events.crd_markers.ratcheted): an object stored under a laxer CRD takes
+    an update that leaves its invalid field as it was (a status write, a label), not one that changes it."""
+    sfx = secrets.token_hex(3)
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc, docs=[_lax("Workload", "spec.podSets[].topologyRequest.required"),
+                                     _lax("WorkloadPriorityClass", "description"),
+                                     _lax("ClusterQueue", "spec.admissionScope", "required")])
+        ns = await namespace(kc, "ratchet")
+        stored = _tas_workload(ns, "w")
+        stored["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
+        await create(kc, stored)
+        wpc = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p-{sfx}"}, "value": 1,
+               "description": "d" * 2049}
+        await create(kc, wpc)
+        cq = cluster_queue(f"cq-{sfx}", {f"default-{sfx}": {"cpu": 1}})
+        cq["spec"]["admissionScope"] = {}
+        await create(kc, cq)
+        await crds.install(kc)  # the markers back
+        wl, wpcs = BY_KIND["Workload"], BY_KIND["WorkloadPriorityClass"]
+        check = {"name": "ac", "state": "Ready", "lastTransitionTime": "2024-01-01T00:00:00Z", "message": ""}
+        await kc.patch(wl, "w", {"status": {"admissionChecks": [check]}}, ns, subresource="status")
+        await kc.patch(wpcs, f"p-{sfx}", {"metadata": {"labels": {"a": "b"}}})
+        await kc.patch(BY_KIND["ClusterQueue"], f"cq-{sfx}", {"metadata": {"labels": {"a": "b"}}})
+        with pytest.raises(Invalid) as refused:
+            await kc.patch(wpcs, f"p-{sfx}", {"description": "e" * 2049})
+        assert "description: Too long: may not be more than 2048 bytes" in str(refused.value)
+
+
 async def _aggregate(api: client.ApiClient, name: str) -> None:
     """What kube-controller-manager's ClusterRole aggregation controller (not run here) does for ``name``: its
     rules become those of every ClusterRole its selectors match, selected by the apiserver."""
