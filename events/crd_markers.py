@@ -58,9 +58,10 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
 
 def errors(kind: str, data: Mapping[str, Any], *, required: bool = True,
            ratcheted: frozenset[str] = frozenset()) -> list[str]:
-    """The field errors of ``data`` (an object of ``kind`` as plain data: its document, or its view's builtins)
-    for the :data:`MARKERS` it breaks, every one but those ``ratcheted`` (:func:`ratcheted`). ``required``: whether
-    a field left out is refused (not when ``data`` is a view's, which leaves out a zero it was given)."""
+    """The field errors of ``data`` (an object of ``kind`` as plain data: its document, or its view's
+    builtins) for the :data:`MARKERS` it breaks, every one but those ``ratcheted`` (:func:`ratcheted`).
+    ``required``: whether a field left out is refused (not when ``data`` is a view's, which leaves out a zero
+    it was given)."""
     out: list[str] = []
     for marker in MARKERS.get(kind, ()):
         for at, parent in _parents(data, marker.path.split(".")[:-1], ""):
@@ -70,10 +71,11 @@ def errors(kind: str, data: Mapping[str, Any], *, required: bool = True,
 
 
 def ratcheted(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[str]:
-    """The field errors an update from ``old`` to ``new`` (documents of ``kind``) keeps, as the apiserver ratchets
-    a CRD's validation (KEP-4008, GA in Kubernetes 1.33): those ``old`` has too at a field ``new`` leaves as it was
-    (given alike, or left out of both). An object stored under a laxer CRD thus stays updatable (its status
-    written, a label added) until the field itself changes. Not for a create, nor ``kueue-es import``."""
+    """The field errors an update from ``old`` to ``new`` (documents of ``kind``) keeps, as the apiserver
+    ratchets a CRD's validation (KEP-4008, GA in Kubernetes 1.33): those ``old`` has too at a field ``new``
+    leaves as it was (given alike, or left out of both). An object stored under a laxer CRD thus stays
+    updatable (its status written, a label added) until the field itself changes. Not for a create, nor
+    ``kueue-es import``."""
     kept: set[str] = set()
     for marker in MARKERS.get(kind, ()):
         steps, name = marker.path.split(".")[:-1], marker.path.rsplit(".", 1)[-1]
@@ -100,8 +102,8 @@ def _field_errors(marker: Marker, at: str, parent: Mapping[str, Any], required: 
     if marker.max_length is not None and isinstance(value, str) and len(value) > marker.max_length:
         out.append(f"field `{path}`: {too_long(marker.max_length)}")
     if marker.minimum is not None and isinstance(value, int) and value < marker.minimum:
-        out.append(f"field `{path}`: Invalid value: {value}: {path} in body should be greater than or equal to "
-                   f"{marker.minimum}")
+        out.append(f"field `{path}`: Invalid value: {value}: {path} in body should be greater than or equal "
+                   f"to {marker.minimum}")
     if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
         out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
     return out

@@ -100,8 +100,8 @@ class Checks:
     entry named twice, which kueue-es's CRDs (no list types) let through, stays updatable, to lose its finalizer."""
 
     ratcheted: frozenset[str] = frozenset()
-    """Not a gate's: the CRD markers' field errors an update keeps from the old object, unchanged, which are not
-    refused (:func:`events.crd_markers.ratcheted`, the apiserver's ratcheting)."""
+    """Not a gate's: the CRD markers' field errors an update keeps from the old object, unchanged, which are
+    not refused (:func:`events.crd_markers.ratcheted`, the apiserver's ratcheting)."""
 
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
@@ -498,7 +498,8 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     (:func:`events.object_rules.check_cluster_queue`)."""
     if isinstance(obj, o.ClusterQueue):
         object_rules.check_cluster_queue(obj, where, schema=queue_schema_errors(obj),
-                                         also=_gated_cluster_queue_errors(obj, checks), ratcheted=checks.ratcheted)
+                                         also=_gated_cluster_queue_errors(obj, checks),
+                                         ratcheted=checks.ratcheted)
         return
     if isinstance(obj, o.Cohort):
         object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))
@@ -520,7 +521,8 @@ def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str
     (:mod:`connectors.k8s.validating`). The CRD's rule on ``minCount`` (under ``PartialAdmission``, as
     :func:`gated_workload_errors`) is among its CRD's."""
     _validate_shape(wl, where, stored=False)  # input: the reclaimable pods' names are Kueue's webhook's, below
-    schema, webhook = object_rules.workload_errors(wl, unique_names=checks.unique_names, ratcheted=checks.ratcheted)
+    schema, webhook = object_rules.workload_errors(wl, unique_names=checks.unique_names,
+                                                   ratcheted=checks.ratcheted)
     if not schema and doc is not None:
         schema = object_rules.document_errors(doc)
     if not schema and checks.min_count:

@@ -110,8 +110,9 @@ _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
 
 
 def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()) -> None:
-    """Refuse ``obj`` (``where`` names it) if Kueue refuses it whatever its settings; see the module docstring.
-    ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`)."""
+    """Refuse ``obj`` (``where`` names it) if Kueue refuses it whatever its settings; see the module
+    docstring. ``ratcheted``: the CRD markers' errors an update keeps
+    (:func:`events.crd_markers.ratcheted`)."""
     match obj:
         case o.Workload():
             _workload(obj, where)
@@ -434,10 +435,10 @@ def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, fir
 def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
                         also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset()) -> None:
     """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
-    :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an object
-    its schema refuses; then every rule of Kueue's webhook the object breaks (:func:`cluster_queue_errors`, then
-    ``also``: the gated ones, which come after), in one message. ``ratcheted``: the CRD markers' errors an update
-    keeps (:func:`events.crd_markers.ratcheted`)."""
+    :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an
+    object its schema refuses; then every rule of Kueue's webhook the object breaks
+    (:func:`cluster_queue_errors`, then ``also``: the gated ones, which come after), in one message.
+    ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`)."""
     refuse_all([*schema, *cluster_queue_schema_errors(cq.spec, ratcheted)], where, crd=True)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
 
@@ -468,7 +469,8 @@ def refuse_first(errors: Sequence[str], where: str) -> None:
         raise InvalidInput(f"{where}: {errors[0]}")
 
 
-def cluster_queue_schema_errors(spec: o.ClusterQueueSpec, ratcheted: frozenset[str] = frozenset()) -> list[str]:
+def cluster_queue_schema_errors(spec: o.ClusterQueueSpec,
+                                ratcheted: frozenset[str] = frozenset()) -> list[str]:
     """What the ClusterQueue CRD's schema and CEL rules hold beyond what the projections need: the names it gives
     of other objects and known policy values. Every one broken."""
     errors = _name_reference_errors(spec.cohort_name, "spec.cohortName", optional=True)

@@ -11,16 +11,16 @@ from typing import Any
 from connectors.k8s.validating import refusal
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
-TOO_LONG_REQUIRED = "field `spec.podSets[0].topologyRequest.required`: Too long: may not be more than 63 bytes"
+TOO_LONG_REQUIRED = ("field `spec.podSets[0].topologyRequest.required`: Too long: may not be more than 63 "
+                     "bytes")
 TOO_LONG_DESCRIPTION = "field `description`: Too long: may not be more than 2048 bytes"
 
 
 def _workload(required: str) -> dict[str, Any]:
+    pod_set = {"name": "main", "count": 1, "topologyRequest": {"required": required},
+               "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
     return {"apiVersion": V1B2, "kind": "Workload", "metadata": {"name": "w", "namespace": "ns", "uid": "u1"},
-            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1,
-                                                     "topologyRequest": {"required": required},
-                                                     "template": {"spec": {"containers": [{"name": "c",
-                                                                                           "image": "i"}]}}}]}}
+            "spec": {"queueName": "lq", "podSets": [pod_set]}}
 
 
 def _with_status(doc: dict[str, Any]) -> dict[str, Any]:
@@ -30,8 +30,8 @@ def _with_status(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _priority_class(description: str, **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": V1B2, "kind": "WorkloadPriorityClass", "metadata": {"name": "p", **meta}, "value": 1,
-            "description": description}
+    return {"apiVersion": V1B2, "kind": "WorkloadPriorityClass", "metadata": {"name": "p", **meta},
+            "value": 1, "description": description}
 
 
 def test_a_status_write_of_a_workload_keeping_a_too_long_topology_is_allowed() -> None:

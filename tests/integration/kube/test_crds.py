@@ -445,8 +445,8 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
 
 
 def _lax(kind: str, path: str, rule: str = "maxLength") -> dict:
-    """``kind``'s CRD without the ``rule`` at ``path`` (a field of ``spec.versions[].schema``'s object, ``[]`` an
-    item): the laxer CRD an older kueue-es installed, which stored what the markers now refuse."""
+    """``kind``'s CRD without the ``rule`` at ``path`` (a field of ``spec.versions[].schema``'s object, ``[]``
+    an item): the laxer CRD an older kueue-es installed, which stored what the markers now refuse."""
     doc = next(d for d in crds.all_crds() if d["spec"]["names"]["kind"] == kind)
     for version in doc["spec"]["versions"]:
         node = version["schema"]["openAPIV3Schema"]
@@ -460,8 +460,9 @@ def _lax(kind: str, path: str, rule: str = "maxLength") -> dict:
 @pytest.mark.asyncio
 async def test_the_apiserver_ratchets_kueues_crd_markers_on_an_update_leaving_the_field_as_it_was(
         kube_apiserver) -> None:
-    """What the validating webhooks mirror (events.crd_markers.ratcheted): an object stored under a laxer CRD takes
-    an update that leaves its invalid field as it was (a status write, a label), not one that changes it."""
+    """What the validating webhooks mirror (events.crd_markers.ratcheted): an object stored under a laxer CRD
+    takes an update that leaves its invalid field as it was (a status write, a label), not one that changes
+    it."""
     sfx = secrets.token_hex(3)
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc, docs=[_lax("Workload", "spec.podSets[].topologyRequest.required"),
@@ -471,8 +472,8 @@ async def test_the_apiserver_ratchets_kueues_crd_markers_on_an_update_leaving_th
         stored = _tas_workload(ns, "w")
         stored["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
         await create(kc, stored)
-        wpc = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p-{sfx}"}, "value": 1,
-               "description": "d" * 2049}
+        wpc = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p-{sfx}"},
+               "value": 1, "description": "d" * 2049}
         await create(kc, wpc)
         cq = cluster_queue(f"cq-{sfx}", {f"default-{sfx}": {"cpu": 1}})
         cq["spec"]["admissionScope"] = {}
