@@ -1,8 +1,8 @@
 """Enums, bounds and required fields Kueue's CRDs put on single fields (``+kubebuilder:validation:Enum``,
 ``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once:
-:mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's refuses, and :func:`errors`
-refuses the same values on import and in the validating webhooks, in the apiserver's words. A path is the wire's
-(camelCase), ``[]`` standing for every item of a list.
+:mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's
+refuses, and :func:`errors` refuses the same values on import and in the validating webhooks, in the
+apiserver's words. A path is the wire's (camelCase), ``[]`` standing for every item of a list.
 
 The integer formats (``int32``/``int64``, from the Go types) are declared on the views instead
 (:data:`events.objects.Int32`), where the generated schemas pick them up: :func:`errors` refuses a value out
@@ -156,7 +156,8 @@ def _formats(info: mi.Type, at: str) -> Iterator[tuple[str, str]]:
 
 
 def _parents(node: Any, steps: list[str], at: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Each mapping ``steps`` leads to from ``node`` (a step ending ``[]``: every item of that list), with its path."""
+    """Each mapping ``steps`` leads to from ``node`` (a step ending ``[]``: every item of that list), with its
+    path."""
     if not steps:
         if isinstance(node, Mapping):
             yield at, node

@@ -1,11 +1,12 @@
-"""What Kueue refuses in one of its own objects, beyond the shapes :func:`events.manifests.validate_object` holds
-every kind to (it runs these last): the checks of Kueue's validating webhooks (``pkg/webhooks/*_webhook.go``)
-and the CEL and schema rules of its CRDs (``apis/kueue/v1beta2/*_types.go``), which kueue-es's generated CRDs do
-not carry (but for a few enums and bounds, declared once for both in :mod:`events.crd_markers`). Messages are Kueue's where its source shows them. ``kueue-es import``, a STATE.yaml and the validating
-webhooks refuse an object that fails one; the watch does not (:func:`events.manifests.check_foldable`): Kueue's
-controllers act on whatever is stored. Where the view cannot tell what Kueue would see (an empty field from an
-absent one), :func:`check_document` reads the plain data, or the check errs on taking the object. None of this
-runs in the fold.
+"""What Kueue refuses in one of its own objects, beyond the shapes :func:`events.manifests.validate_object`
+holds every kind to (it runs these last): the checks of Kueue's validating webhooks
+(``pkg/webhooks/*_webhook.go``) and the CEL and schema rules of its CRDs (``apis/kueue/v1beta2/*_types.go``),
+which kueue-es's generated CRDs do not carry (but for a few enums and bounds, declared once for both in
+:mod:`events.crd_markers`). Messages are Kueue's where its source shows them. ``kueue-es import``, a
+STATE.yaml and the validating webhooks refuse an object that fails one; the watch does not
+(:func:`events.manifests.check_foldable`): Kueue's controllers act on whatever is stored. Where the view
+cannot tell what Kueue would see (an empty field from an absent one), :func:`check_document` reads the plain
+data, or the check errs on taking the object. None of this runs in the fold.
 
 Whatever the gates (:func:`check`, :func:`check_document`):
 
