@@ -14,7 +14,7 @@ import secrets
 import msgspec
 import pytest
 from fixtures import fastyaml
-from kubehelp import KUEUE, cluster_queue, connect, create, flavor, get, local_queue, namespace
+from kubehelp import KUEUE, cluster_queue, connect, create, flavor, get, lax_crd, local_queue, namespace
 from kubernetes_asyncio import client, config, utils
 
 from connectors.k8s import crds
@@ -444,19 +444,6 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
                 assert words in str(refused.value)
 
 
-def _lax(kind: str, path: str, rule: str = "maxLength") -> dict:
-    """``kind``'s CRD without the ``rule`` at ``path`` (a field of ``spec.versions[].schema``'s object, ``[]``
-    an item): the laxer CRD an older kueue-es installed, which stored what the markers now refuse."""
-    doc = next(d for d in crds.all_crds() if d["spec"]["names"]["kind"] == kind)
-    for version in doc["spec"]["versions"]:
-        node = version["schema"]["openAPIV3Schema"]
-        for step in path.split("."):
-            node = node["properties"].get(step.removesuffix("[]"), {"properties": {}})
-            node = node.get("items", node) if step.endswith("[]") else node
-        node.pop(rule, None)
-    return doc
-
-
 @pytest.mark.asyncio
 async def test_the_apiserver_ratchets_kueues_crd_markers_on_an_update_leaving_the_field_as_it_was(
         kube_apiserver) -> None:
@@ -465,9 +452,9 @@ async def test_the_apiserver_ratchets_kueues_crd_markers_on_an_update_leaving_th
     it."""
     sfx = secrets.token_hex(3)
     async with await connect(kube_apiserver) as kc:
-        await crds.install(kc, docs=[_lax("Workload", "spec.podSets[].topologyRequest.required"),
-                                     _lax("WorkloadPriorityClass", "description"),
-                                     _lax("ClusterQueue", "spec.admissionScope", "required")])
+        await crds.install(kc, docs=[lax_crd("Workload", "spec.podSets[].topologyRequest.required"),
+                                     lax_crd("WorkloadPriorityClass", "description"),
+                                     lax_crd("ClusterQueue", "spec.admissionScope", "required")])
         ns = await namespace(kc, "ratchet")
         stored = _tas_workload(ns, "w")
         stored["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
