@@ -137,8 +137,8 @@ def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()
             refuse_all(markers, where, crd=True)
         case _:  # an integer out of its format's range (a ProvisioningRequestConfig's retry strategy)
             kind = type(obj).__struct_config__.tag
-            refuse_all(crd_markers.errors(kind, msgspec.to_builtins(obj), required=False, ratcheted=ratcheted),
-                       where, crd=True)
+            markers = crd_markers.errors(kind, msgspec.to_builtins(obj), required=False, ratcheted=ratcheted)
+            refuse_all(markers, where, crd=True)
 
 
 # --- Workload ---------------------------------------------------------------------------------------------------

@@ -29,9 +29,9 @@ def _with_status(doc: dict[str, Any]) -> dict[str, Any]:
          "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
 
 
-def _priority_class(description: str, **meta: Any) -> dict[str, Any]:
+def _priority_class(description: str, value: int = 1, **meta: Any) -> dict[str, Any]:
     return {"apiVersion": V1B2, "kind": "WorkloadPriorityClass", "metadata": {"name": "p", **meta},
-            "value": 1, "description": description}
+            "value": value, "description": description}
 
 
 def test_a_status_write_of_a_workload_keeping_a_too_long_topology_is_allowed() -> None:
@@ -74,3 +74,17 @@ def test_a_label_added_to_a_cluster_queue_with_an_empty_admission_scope_is_allow
     moded = copy.deepcopy(labelled)
     moded["spec"]["admissionScope"]["admissionMode"] = "Sometimes"
     assert "spec.admissionScope.admissionMode" in str(refusal("ClusterQueue", "UPDATE", moded, stored, {}))
+
+
+def test_an_integer_kept_past_its_format_is_ratcheted_and_one_changed_is_not() -> None:
+    """The integer formats (``int32``) ratchet as the markers do: a priority class stored with a value past
+    int32 takes a label, not a new value past it."""
+    stored = _priority_class("d", value=2**31)
+    out_of_range = ("field `value`: Invalid value: 2147483648: Checked value must be of type integer with "
+                    "format int32")
+    assert out_of_range in str(refusal("WorkloadPriorityClass", "CREATE", stored, None, {}))
+    labelled = _priority_class("d", labels={"a": "b"}, value=2**31)
+    assert refusal("WorkloadPriorityClass", "UPDATE", labelled, stored, {}) is None
+    changed = _priority_class("d", value=2**31 + 1)
+    refused = refusal("WorkloadPriorityClass", "UPDATE", changed, stored, {})
+    assert "field `value`: Invalid value: 2147483649" in str(refused)
