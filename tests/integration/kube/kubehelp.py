@@ -84,6 +84,25 @@ def lax_crd(kind: str, path: str, rule: str = "maxLength") -> dict:
     return doc
 
 
+async def schema_takes(kc: KubeClient, doc: dict[str, Any], takes: bool = True) -> None:
+    """Wait until the apiserver's schema for ``doc``'s kind takes it (or, ``takes`` False, refuses it), by dry
+    runs of a copy under another name: a CRD's update reaches its handler asynchronously, after
+    ``Established``."""
+    meta = doc["metadata"]
+    probe = {**doc, "metadata": {**meta, "name": f"{meta['name']}-probe"}}
+    path = BY_KIND[doc["kind"]].collection_path(meta.get("namespace", ""))
+
+    async def settled() -> bool:
+        try:
+            await kc.request("POST", path, query=[("dryRun", "All")], body=probe)
+        except Invalid:
+            return not takes
+        return takes
+
+    verb = "taking" if takes else "refusing"
+    await eventually(settled, what=f"the {doc['kind']} schema {verb} {meta['name']}")
+
+
 async def create(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any]:
     r = BY_KIND[doc["kind"]]
     return msgspec.json.decode(await kc.create(r, doc, doc["metadata"].get("namespace", "")))

@@ -35,6 +35,7 @@ from kubehelp import (
     queues,
     refused,
     running,
+    schema_takes,
     validating_webhooks,
 )
 
@@ -182,8 +183,10 @@ async def test_a_workload_stored_under_a_laxer_crd_takes_its_status_writes(kube_
         await crds.install(kc, docs=[lax_crd("Workload", "spec.podSets[].topologyRequest.required")])
         stored = _workload(ns, "w", sfx)
         stored["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
+        await schema_takes(kc, stored)
         await create(kc, stored)
         await crds.install(kc)  # the marker back
+        await schema_takes(kc, stored, False)
         async with _served(kc, tmp_path, sfx, {}) as server:
             seen, refused_before = server.validations, server.validations_refused
             check = {"name": "ac", "state": "Pending", "lastTransitionTime": NOW, "message": ""}
