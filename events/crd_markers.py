@@ -1,8 +1,8 @@
 """Enums, bounds and required fields Kueue's CRDs put on single fields (``+kubebuilder:validation:Enum``,
 ``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once:
-:mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's refuses, and :func:`errors`
-refuses the same values on import and in the validating webhooks, in the apiserver's words. A path is the wire's
-(camelCase), ``[]`` standing for every item of a list.
+:mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's
+refuses, and :func:`errors` refuses the same values on import and in the validating webhooks, in the
+apiserver's words. A path is the wire's (camelCase), ``[]`` standing for every item of a list.
 
 The integer formats (``int32``/``int64``, from the Go types) are declared on the views instead
 (:data:`events.objects.Int32`), where the generated schemas pick them up: :func:`errors` refuses a value out
@@ -56,30 +56,57 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
 """Per kind, in the order the apiserver reports the fields (the schema's)."""
 
 
-def errors(kind: str, data: Mapping[str, Any], *, required: bool = True) -> list[str]:
-    """The field errors of ``data`` (an object of ``kind`` as plain data: its document, or its view's builtins)
-    for the :data:`MARKERS` it breaks, every one. ``required``: whether a field left out is refused (not when
-    ``data`` is a view's, which leaves out a zero it was given)."""
+def errors(kind: str, data: Mapping[str, Any], *, required: bool = True,
+           ratcheted: frozenset[str] = frozenset()) -> list[str]:
+    """The field errors of ``data`` (an object of ``kind`` as plain data: its document, or its view's
+    builtins) for the :data:`MARKERS` it breaks, every one but those ``ratcheted`` (:func:`ratcheted`).
+    ``required``: whether a field left out is refused (not when ``data`` is a view's, which leaves out a zero
+    it was given)."""
     out: list[str] = []
     for marker in MARKERS.get(kind, ()):
         for at, parent in _parents(data, marker.path.split(".")[:-1], ""):
-            name = marker.path.rsplit(".", 1)[-1]
-            path = f"{at}.{name}" if at else name
-            if name not in parent:
-                if required and marker.required:
-                    out.append(f"field `{path}`: Required value")  # the apiserver's words
-                continue
-            value = parent[name]
-            if marker.enum and value not in marker.enum:
-                out.append(f"field `{path}`: {not_supported(go_quote(str(value)), marker.enum)}")
-            if marker.max_length is not None and isinstance(value, str) and len(value) > marker.max_length:
-                out.append(f"field `{path}`: {too_long(marker.max_length)}")
-            if marker.minimum is not None and isinstance(value, int) and value < marker.minimum:
-                out.append(f"field `{path}`: Invalid value: {value}: {path} in body should be greater than or equal "
-                           f"to {marker.minimum}")
-            if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
-                out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
-    return out + _format_errors(kind, data)
+            out += _field_errors(marker, at, parent, required)
+    out += _format_errors(kind, data)
+    return [e for e in out if e not in ratcheted]
+
+
+def ratcheted(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> frozenset[str]:
+    """The field errors an update from ``old`` to ``new`` (documents of ``kind``) keeps, as the apiserver
+    ratchets a CRD's validation (KEP-4008, GA in Kubernetes 1.33): those ``old`` has too at a field ``new``
+    leaves as it was (given alike, or left out of both). An object stored under a laxer CRD thus stays
+    updatable (its status written, a label added) until the field itself changes. Not for a create, nor
+    ``kueue-es import``."""
+    kept: set[str] = set()
+    for marker in MARKERS.get(kind, ()):
+        steps, name = marker.path.split(".")[:-1], marker.path.rsplit(".", 1)[-1]
+        now = dict(_parents(new, steps, ""))
+        for at, parent in _parents(old, steps, ""):
+            if at in now and now[at].get(name, _ABSENT) == parent.get(name, _ABSENT):
+                kept.update(_field_errors(marker, at, parent, True))
+    kept.update(set(_format_errors(kind, old)) & set(_format_errors(kind, new)))  # they show path and value
+    return frozenset(kept)
+
+
+_ABSENT = object()
+
+
+def _field_errors(marker: Marker, at: str, parent: Mapping[str, Any], required: bool) -> list[str]:
+    """The errors of the field ``marker`` names in ``parent`` (found at ``at``), in the apiserver's words."""
+    name = marker.path.rsplit(".", 1)[-1]
+    path = f"{at}.{name}" if at else name
+    if name not in parent:
+        return [f"field `{path}`: Required value"] if required and marker.required else []
+    value, out = parent[name], []
+    if marker.enum and value not in marker.enum:
+        out.append(f"field `{path}`: {not_supported(go_quote(str(value)), marker.enum)}")
+    if marker.max_length is not None and isinstance(value, str) and len(value) > marker.max_length:
+        out.append(f"field `{path}`: {too_long(marker.max_length)}")
+    if marker.minimum is not None and isinstance(value, int) and value < marker.minimum:
+        out.append(f"field `{path}`: Invalid value: {value}: {path} in body should be greater than or equal "
+                   f"to {marker.minimum}")
+    if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
+        out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
+    return out
 
 
 _INT_RANGES = {"int32": range(-(2**31), 2**31), "int64": range(-(2**63), 2**63)}
@@ -129,7 +156,8 @@ def _formats(info: mi.Type, at: str) -> Iterator[tuple[str, str]]:
 
 
 def _parents(node: Any, steps: list[str], at: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Each mapping ``steps`` leads to from ``node`` (a step ending ``[]``: every item of that list), with its path."""
+    """Each mapping ``steps`` leads to from ``node`` (a step ending ``[]``: every item of that list), with its
+    path."""
     if not steps:
         if isinstance(node, Mapping):
             yield at, node

@@ -99,6 +99,10 @@ class Checks:
     it off here and holds to it only the lists it changes (:mod:`events.update_rules`): a Workload stored with an
     entry named twice, which kueue-es's CRDs (no list types) let through, stays updatable, to lose its finalizer."""
 
+    ratcheted: frozenset[str] = frozenset()
+    """Not a gate's: the CRD markers' field errors an update keeps from the old object, unchanged, which are
+    not refused (:func:`events.crd_markers.ratcheted`, the apiserver's ratcheting)."""
+
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
         """The checks as ``gate`` (a gate's name -> on) sets them: ``ClusterState.gate`` for the watch, the log's
@@ -494,7 +498,8 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     (:func:`events.object_rules.check_cluster_queue`)."""
     if isinstance(obj, o.ClusterQueue):
         object_rules.check_cluster_queue(obj, where, schema=queue_schema_errors(obj),
-                                         also=_gated_cluster_queue_errors(obj, checks))
+                                         also=_gated_cluster_queue_errors(obj, checks),
+                                         ratcheted=checks.ratcheted)
         return
     if isinstance(obj, o.Cohort):
         object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))
@@ -502,9 +507,9 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     if isinstance(obj, o.Workload):
         _validate_workload(obj, where, checks, doc)
         return
-    _validate_ungated(obj, where)
+    _validate_ungated(obj, where, checks.ratcheted)
     if doc is not None:
-        object_rules.check_document(doc, where)
+        object_rules.check_document(doc, where, ratcheted=checks.ratcheted)
     validate_gated(obj, where, checks)
 
 
@@ -516,7 +521,8 @@ def _validate_workload(wl: o.Workload, where: str, checks: Checks, doc: dict[str
     (:mod:`connectors.k8s.validating`). The CRD's rule on ``minCount`` (under ``PartialAdmission``, as
     :func:`gated_workload_errors`) is among its CRD's."""
     _validate_shape(wl, where, stored=False)  # input: the reclaimable pods' names are Kueue's webhook's, below
-    schema, webhook = object_rules.workload_errors(wl, unique_names=checks.unique_names)
+    schema, webhook = object_rules.workload_errors(wl, unique_names=checks.unique_names,
+                                                   ratcheted=checks.ratcheted)
     if not schema and doc is not None:
         schema = object_rules.document_errors(doc)
     if not schema and checks.min_count:
@@ -621,9 +627,9 @@ def gated_workload_errors(wl: o.Workload, checks: Checks) -> list[str]:
     return errors
 
 
-def _validate_ungated(obj: o.KObject, where: str) -> None:
+def _validate_ungated(obj: o.KObject, where: str, ratcheted: frozenset[str] = frozenset()) -> None:
     _validate_shape(obj, where)
-    object_rules.check(obj, where)
+    object_rules.check(obj, where, ratcheted=ratcheted)
 
 
 def _validate_shape(obj: o.KObject, where: str, *, stored: bool = True) -> None:

@@ -1,11 +1,12 @@
-"""What Kueue refuses in one of its own objects, beyond the shapes :func:`events.manifests.validate_object` holds
-every kind to (it runs these last): the checks of Kueue's validating webhooks (``pkg/webhooks/*_webhook.go``)
-and the CEL and schema rules of its CRDs (``apis/kueue/v1beta2/*_types.go``), which kueue-es's generated CRDs do
-not carry (but for a few enums and bounds, declared once for both in :mod:`events.crd_markers`). Messages are Kueue's where its source shows them. ``kueue-es import``, a STATE.yaml and the validating
-webhooks refuse an object that fails one; the watch does not (:func:`events.manifests.check_foldable`): Kueue's
-controllers act on whatever is stored. Where the view cannot tell what Kueue would see (an empty field from an
-absent one), :func:`check_document` reads the plain data, or the check errs on taking the object. None of this
-runs in the fold.
+"""What Kueue refuses in one of its own objects, beyond the shapes :func:`events.manifests.validate_object`
+holds every kind to (it runs these last): the checks of Kueue's validating webhooks
+(``pkg/webhooks/*_webhook.go``) and the CEL and schema rules of its CRDs (``apis/kueue/v1beta2/*_types.go``),
+which kueue-es's generated CRDs do not carry (but for a few enums and bounds, declared once for both in
+:mod:`events.crd_markers`). Messages are Kueue's where its source shows them. ``kueue-es import``, a
+STATE.yaml and the validating webhooks refuse an object that fails one; the watch does not
+(:func:`events.manifests.check_foldable`): Kueue's controllers act on whatever is stored. Where the view
+cannot tell what Kueue would see (an empty field from an absent one), :func:`check_document` reads the plain
+data, or the check errs on taking the object. None of this runs in the fold.
 
 Whatever the gates (:func:`check`, :func:`check_document`):
 
@@ -109,8 +110,10 @@ _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
 """A Topology level's ``nodeLabel``, as Kueue's CRD's pattern: a label key, its parts of any length."""
 
 
-def check(obj: o.KObject, where: str) -> None:
-    """Refuse ``obj`` (``where`` names it) if Kueue refuses it whatever its settings; see the module docstring."""
+def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()) -> None:
+    """Refuse ``obj`` (``where`` names it) if Kueue refuses it whatever its settings; see the module
+    docstring. ``ratcheted``: the CRD markers' errors an update keeps
+    (:func:`events.crd_markers.ratcheted`)."""
     match obj:
         case o.Workload():
             _workload(obj, where)
@@ -129,10 +132,13 @@ def check(obj: o.KObject, where: str) -> None:
         case o.AdmissionCheck():
             _admission_check(obj.spec, where)
         case o.WorkloadPriorityClass():  # a value left out only the document shows (document_errors)
-            refuse_all(crd_markers.errors("WorkloadPriorityClass", msgspec.to_builtins(obj), required=False), where, crd=True)
+            markers = crd_markers.errors("WorkloadPriorityClass", msgspec.to_builtins(obj), required=False,
+                                         ratcheted=ratcheted)
+            refuse_all(markers, where, crd=True)
         case _:  # an integer out of its format's range (a ProvisioningRequestConfig's retry strategy)
             kind = type(obj).__struct_config__.tag
-            refuse_all(crd_markers.errors(kind, msgspec.to_builtins(obj), required=False), where, crd=True)
+            markers = crd_markers.errors(kind, msgspec.to_builtins(obj), required=False, ratcheted=ratcheted)
+            refuse_all(markers, where, crd=True)
 
 
 # --- Workload ---------------------------------------------------------------------------------------------------
@@ -161,13 +167,15 @@ def _workload(wl: o.Workload, where: str) -> None:
         raise WorkloadRefused(where, schema, webhook)
 
 
-def workload_errors(wl: o.Workload, *, unique_names: bool = True) -> tuple[list[str], list[str]]:
+def workload_errors(wl: o.Workload, *, unique_names: bool = True,
+                    ratcheted: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """The Workload's field errors (``field `path`: problem``): those of the rules its CRD holds (the names it
     gives, the pod sets' count, the priority class reference, the assignments' count, the conditions, the
     tolerations' CEL rules, the list maps' names given once), then those of Kueue's webhook in its order
     (``ValidateWorkload``: the pod sets' reserved resource, the admission while QuotaReserved is True, the admission
     checks' pod set updates). ``unique_names``: whether the list maps' names given once are checked
-    (:func:`duplicate_list_map_errors`)."""
+    (:func:`duplicate_list_map_errors`); ``ratcheted``: the CRD markers' errors an update keeps
+    (:func:`events.crd_markers.ratcheted`)."""
     schema = _name_reference_errors(wl.spec.queue_name, "spec.queueName", optional=True)
     if len(wl.spec.pod_sets) > MAX_POD_SETS:
         schema.append(f"field `spec.podSets`: Too many: {len(wl.spec.pod_sets)}: must have at most {MAX_POD_SETS} "
@@ -176,7 +184,7 @@ def workload_errors(wl: o.Workload, *, unique_names: bool = True) -> tuple[list[
         schema += _name_reference_errors(ps.name, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
     schema += _priority_class_ref_errors(wl.spec)
     schema += _admission_name_errors(wl.status)
-    schema += crd_markers.errors("Workload", msgspec.to_builtins(wl), required=False)
+    schema += crd_markers.errors("Workload", msgspec.to_builtins(wl), required=False, ratcheted=ratcheted)
     if unique_names:
         schema += duplicate_list_map_errors(wl)
     reserved = any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions)
@@ -426,12 +434,13 @@ def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, fir
 
 
 def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
-                        also: Sequence[str] = ()) -> None:
+                        also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset()) -> None:
     """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
-    :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an object
-    its schema refuses; then every rule of Kueue's webhook the object breaks (:func:`cluster_queue_errors`, then
-    ``also``: the gated ones, which come after), in one message."""
-    refuse_all([*schema, *cluster_queue_schema_errors(cq.spec)], where, crd=True)
+    :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an
+    object its schema refuses; then every rule of Kueue's webhook the object breaks
+    (:func:`cluster_queue_errors`, then ``also``: the gated ones, which come after), in one message.
+    ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`)."""
+    refuse_all([*schema, *cluster_queue_schema_errors(cq.spec, ratcheted)], where, crd=True)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
 
 
@@ -461,13 +470,14 @@ def refuse_first(errors: Sequence[str], where: str) -> None:
         raise InvalidInput(f"{where}: {errors[0]}")
 
 
-def cluster_queue_schema_errors(spec: o.ClusterQueueSpec) -> list[str]:
+def cluster_queue_schema_errors(spec: o.ClusterQueueSpec,
+                                ratcheted: frozenset[str] = frozenset()) -> list[str]:
     """What the ClusterQueue CRD's schema and CEL rules hold beyond what the projections need: the names it gives
     of other objects and known policy values. Every one broken."""
     errors = _name_reference_errors(spec.cohort_name, "spec.cohortName", optional=True)
     errors += _flavor_name_errors(spec.resource_groups)
     errors += _strategy_name_errors(spec.admission_checks_strategy)
-    errors += crd_markers.errors("ClusterQueue", {"spec": msgspec.to_builtins(spec)})
+    errors += crd_markers.errors("ClusterQueue", {"spec": msgspec.to_builtins(spec)}, ratcheted=ratcheted)
     borrow = spec.preemption.borrow_within_cohort
     if borrow is not None:
         errors += _one_of_errors(borrow.policy, ("Never", "LowerPriority"), "spec.preemption.borrowWithinCohort.policy")
@@ -626,15 +636,15 @@ def _one_of_errors(value: str, allowed: Sequence[str], at: str) -> list[str]:
 # --- The plain data: what the view cannot tell -----------------------------------------------------------------
 
 
-def check_document(doc: Mapping[str, Any], where: str) -> None:
+def check_document(doc: Mapping[str, Any], where: str, *, ratcheted: frozenset[str] = frozenset()) -> None:
     """Refuse ``doc`` for the first rule :func:`document_errors` finds broken (a kind other than a Workload, whose
     refusal names one field): the CRDs' CEL rules."""
-    errors = document_errors(doc)
+    errors = document_errors(doc, ratcheted=ratcheted)
     if errors:
         raise SchemaRefused(where, errors[:1])
 
 
-def document_errors(doc: Mapping[str, Any]) -> list[str]:
+def document_errors(doc: Mapping[str, Any], *, ratcheted: frozenset[str] = frozenset()) -> list[str]:
     """The field errors of ``doc`` (an object that decoded as its view) for the rules that tell a field left out
     from one given empty, which the view reads alike: the CRDs' CEL rules on tolerations. Every one broken, in
     order."""
@@ -642,7 +652,7 @@ def document_errors(doc: Mapping[str, Any]) -> list[str]:
     if kind == "ResourceFlavor":
         return _toleration_field_errors(spec.get("tolerations"), "spec.tolerations")
     if kind == "WorkloadPriorityClass":
-        return crd_markers.errors(kind, doc)
+        return crd_markers.errors(kind, doc, ratcheted=ratcheted)
     errors: list[str] = []
     if kind == "Workload":
         for i, state in enumerate(_sequence(status.get("admissionChecks"))):

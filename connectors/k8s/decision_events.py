@@ -37,9 +37,10 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   ``MultiKueue`` with the check's message alone (``kueue-workload-controller``, whose recorder Kueue's MultiKueue
   controller uses) on the admission on a worker and on a copy evicted there, nothing for its other updates
   (Rejected, a remote lost or gone); ``ProvisioningRequestCreated`` → Normal
-  ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``),
-  and each ``ProvisioningRequestCreateFailed`` (a fact the applier appends, ready at once) Warning ``FailedCreate``
-  with its message ('Error creating ProvisioningRequest "<name>": <error>', or PodTemplate);
+  ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"'
+  (``kueue-provisioning-request-controller``), and each ``ProvisioningRequestCreateFailed`` (a fact the
+  applier appends, ready at once) Warning ``FailedCreate`` with its message ('Error creating
+  ProvisioningRequest "<name>": <error>', or PodTemplate);
 * ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``;
 * ConcurrentAdmission's variant controller (``concurrent-admission-controller``): ``VariantCreated`` → on the
   parent Normal ``CreatedVariant`` 'Variant Workload "<ns/name>" created', ``VariantDeleted`` → on the parent
@@ -305,7 +306,8 @@ def _eviction_component(reason: str, message: str) -> str:
     return WORKLOAD_CONTROLLER
 
 
-def kueue_events(d: ev.Decision | ev.ProvisioningRequestCreateFailed, b: Before | None) -> tuple[KubeEvent, ...]:
+def kueue_events(d: ev.Decision | ev.ProvisioningRequestCreateFailed,
+                 b: Before | None) -> tuple[KubeEvent, ...]:
     """The Events Kueue records for ``d`` (a decision, or a creation its check's controller failed), given
     :func:`before` of it."""
     if b is None:

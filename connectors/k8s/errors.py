@@ -19,7 +19,8 @@ class KubeError(KueueEsError):
         self.status = status
         self.reason = reason
         self.detail = detail or message
-        """The apiserver's own words (its Status ``message``), as a Go client's error reads: what Kueue quotes."""
+        """The apiserver's own words (its Status ``message``), as a Go client's error reads: what Kueue
+        quotes."""
 
 
 class Unavailable(KubeError):

@@ -58,8 +58,8 @@ RBAC grants exactly what the connector does:
   ``extension-apiserver-authentication-reader``, as Kueue binds it);
 
 and, for people rather than the controller, the ClusterRoles Kueue's installation creates and its RBAC guide
-binds (:mod:`connectors.k8s.user_roles`): ``kueue-batch-admin-role`` and ``kueue-batch-user-role``, aggregating
-the per-kind editor and viewer roles.
+binds (:mod:`connectors.k8s.user_roles`): ``kueue-batch-admin-role`` and ``kueue-batch-user-role``,
+aggregating the per-kind editor and viewer roles.
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
 batch/v1 Job, Pod, Deployment, StatefulSet and JobSet mutating webhooks, the validating webhooks for Jobs, the Kueue kinds

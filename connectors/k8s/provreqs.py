@@ -15,12 +15,13 @@ workload, up to ``concurrency`` (16) at a time), so a slow call holds back only 
 decisions, never another's. A decision whose Workload is gone ends with ``DecisionRejected``. A creation whose
 PodTemplate or request the apiserver answers with an error (refused as invalid, denied by a webhook or policy,
 throttled, a name another Workload's request holds...) ends with ``ProvisioningRequestCreateFailed`` then
-``DecisionRejected``: Kueue's check controller shows ``Error creating ProvisioningRequest "<name>": <error>`` (or
-PodTemplate) on the check and records a Warning ``FailedCreate`` Event on each failed attempt, and retries after
-a backoff, which the scheduler times in log time (:mod:`projections.create_failures`), so a refusal that persists
-neither holds the quota for ever nor floods the log. A call the apiserver never answered (unreachable, cut) is
-retried here after ``retry_s``, silently: nothing could be written to the Workload meanwhile either. While the
-autoscaler's CRD is missing the decision waits and is retried (the check stays Pending meanwhile).
+``DecisionRejected``: Kueue's check controller shows ``Error creating ProvisioningRequest "<name>": <error>``
+(or PodTemplate) on the check and records a Warning ``FailedCreate`` Event on each failed attempt, and retries
+after a backoff, which the scheduler times in log time (:mod:`projections.create_failures`), so a refusal that
+persists neither holds the quota for ever nor floods the log. A call the apiserver never answered
+(unreachable, cut) is retried here after ``retry_s``, silently: nothing could be written to the Workload
+meanwhile either. While the autoscaler's CRD is missing the decision waits and is retried (the check stays
+Pending meanwhile).
 
 A creation also waits, without a retry timer, until the Workload the watch last showed holds the quota reservation
 Kueue's check controller requires (:mod:`connectors.k8s.provreq_readiness`): the status writer applies the log at
@@ -69,7 +70,8 @@ class _Rejected(Exception):
 
 
 class _CreateFailed(Exception):
-    """The apiserver answered a PodTemplate's or the request's create with an error (Kueue's ``handleError``)."""
+    """The apiserver answered a PodTemplate's or the request's create with an error (Kueue's
+    ``handleError``)."""
 
     def __init__(self, kind: str, name: str, error: KubeError) -> None:
         super().__init__(f'Error creating {kind} "{name}": {error.detail}')
@@ -327,7 +329,8 @@ class RequestApplier:
         self.stats.templates_replaced += 1
         log.info("replacing a PodTemplate that differs from the one derived", template=f"{ns}/{name}")
         try:
-            await self.client.create(POD_TEMPLATES, body, ns)  # made again meanwhile: retried, and compared anew
+            # made again meanwhile: retried, and compared anew
+            await self.client.create(POD_TEMPLATES, body, ns)
         except KubeError as exc:
             raise _failed("PodTemplate", name, exc) from exc
 
@@ -343,7 +346,8 @@ class RequestApplier:
         found = msgspec.json.decode(await self.client.get(resource, name, ns), type=_Object)
         owners = found.metadata.owner_references
         if resource is PROVISIONING_REQUESTS and not any(r.get("uid") == workload_uid for r in owners):
-            raise _CreateFailed(resource.kind, name, taken)  # another Workload's: Kueue's create fails the same
+            # another Workload's: Kueue's create fails the same
+            raise _CreateFailed(resource.kind, name, taken)
         return found
 
     async def delete(self, e: ev.ProvisioningRequestDeleted) -> None:
@@ -367,9 +371,10 @@ class RequestApplier:
         return True
 
     async def _create_failed(self, offset: int, e: ev.ProvisioningRequestCreated, exc: _CreateFailed) -> None:
-        """A refused creation ends its decision: the failure (the check's message, the Warning ``FailedCreate``
-        Event) then the rejection, appended together; the controller decides the creation again after a
-        backoff in log time (:mod:`projections.create_failures`), one attempt per failure, not a retry here."""
+        """A refused creation ends its decision: the failure (the check's message, the Warning
+        ``FailedCreate`` Event) then the rejection, appended together; the controller decides the creation
+        again after a backoff in log time (:mod:`projections.create_failures`), one attempt per failure, not a
+        retry here."""
         self.stats.failed += 1
         log.warning("creating a provisioning request failed", workload=e.key, error=exc.message)
         failed = ev.ProvisioningRequestCreateFailed(

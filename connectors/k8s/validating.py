@@ -56,6 +56,7 @@ from connectors.k8s import (
 )
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
+from events import crd_markers
 from events import objects as o
 from events.errors import InvalidInput, SchemaRefused, aggregate
 from events.manifests import Checks, decode_object
@@ -116,9 +117,10 @@ def _refused(kind: str, operation: str, new_doc: Any, old_doc: Any,
     threshold = updating and checks.unhealthy_threshold
     if not updating:
         checks = dataclasses.replace(checks, on_flavors=True)  # a new ClusterQueue: whatever the gate
-    else:  # held against the old object (below)
+    else:  # held against the old object (below); a CRD marker it broke already, ratcheted
         checks = dataclasses.replace(checks, reclaimable_bounds=False, topology_spreading=False,
-                                     unhealthy_threshold=False, unique_names=False)
+                                     unhealthy_threshold=False, unique_names=False,
+                                     ratcheted=crd_markers.ratcheted(kind, old_doc, new_doc))
     new_doc = {**new_doc, "kind": kind}
     where = f"{kind} {_key(new_doc)}"
     try:

@@ -565,13 +565,21 @@ class SchedulerConfig(_Cfg):
 
     @property
     def server_tls(self) -> tls_options.TLSSettings | None:
-        """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API): the ``TLSOptions`` gate is
-        GA and locked on since Kueue v0.20, so the stanza is always read. None (the TLS library's defaults) with no
-        stanza, or one Kueue cannot parse (which :func:`load_config` refuses, as Kueue's validation does; a log may have
-        recorded one while the visibility API was off)."""
+        """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API): the ``TLSOptions``
+        gate is GA and locked on since Kueue v0.20, so the stanza is always read. None (the TLS library's
+        defaults) with no stanza, or one Kueue cannot parse (which :func:`load_config` refuses, as Kueue's
+        validation does; a log may have recorded one while the visibility API was off). Curves this build does
+        not name, which only a recorded document can hold (:func:`_validate_tls`), drop neither the version
+        nor the suites: the curves are not applied anyway, and the servers say so
+        (:func:`connectors.k8s.https.server_tls`)."""
         if self.tls is None:
             return None
-        return tls_options.parse(self.tls.min_version, self.tls.cipher_suites, self.tls.curve_preferences)[0]
+        tls = self.tls
+        settings = tls_options.parse(tls.min_version, tls.cipher_suites, tls.curve_preferences)[0]
+        if settings is None and tls.curve_preferences:
+            settings = tls_options.parse(tls.min_version, tls.cipher_suites)[0]
+            return None if settings is None else settings._replace(curves=tuple(tls.curve_preferences))
+        return settings
 
     @property
     def ignore_undeclared(self) -> bool:

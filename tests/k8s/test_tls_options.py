@@ -113,14 +113,17 @@ CURVES = "field `tls.curvePreferences`: invalid curve preferences: "
 def test_a_stanza_kueue_cannot_parse_is_refused(stanza: dict, error: str) -> None:
     """The newest Kueue's validateTLS refuses it at start-up, whether the visibility API is served or not (before,
     only its visibility server exited on it); a log that recorded one without that server replays as it did, the
-    webhooks on the library's defaults."""
+    webhooks on the library's defaults. (Curves alone, which only a newer build can have recorded, keep the
+    version and suites: the test of a recorded stanza with curves this build does not name.)"""
     for gates in ({}, {"VisibilityOnDemand": False}):
         with pytest.raises(InvalidInput) as refused:
             load_config({"tls": stanza, "featureGates": gates})
         assert str(refused.value) == f"<config>: {error}"
     recorded = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "tls": stanza,
                 "featureGates": {"VisibilityOnDemand": False}}
-    assert load_recorded(ev.ConfigRecorded(time=0, document=recorded), 5).server_tls is None
+    curves = tuple(stanza.get("curvePreferences", ()))
+    assert load_recorded(ev.ConfigRecorded(time=0, document=recorded), 5).server_tls == (
+        TLSSettings((1, 2), (), curves) if curves else None)
 
 
 def test_cipher_suites_with_tls_1_3_as_the_minimum_are_refused() -> None:
@@ -193,6 +196,20 @@ def test_curve_preferences_are_taken_in_both_versions(api_version: str) -> None:
     assert cfg.server_tls == TLSSettings((1, 2), (), tuple(groups))
     assert load_config({"tls": {"minVersion": "VersionTLS13", "curvePreferences": [29]}}).server_tls == \
         TLSSettings((1, 3), (), (29,)), "unlike cipherSuites, curves bind TLS 1.3 too: taken beside it"
+
+
+def test_a_recorded_stanza_with_curves_this_build_does_not_name_keeps_its_version_and_suites() -> None:
+    """A document recorded by a newer build may name a curve this one does not (it is not held to the curves):
+    those are not applied anyway, so the servers still take its ``minVersion`` and ``cipherSuites`` rather
+    than the library's defaults, and say the curves are not applied
+    (:func:`connectors.k8s.https.server_tls`)."""
+    doc = {"tls": {"minVersion": "VersionTLS13", "curvePreferences": [23, 9999]}}
+    with pytest.raises(InvalidInput):
+        load_config(doc)  # a new document is held to them
+    assert load_config(doc, strict=False).server_tls == TLSSettings((1, 3), (), (23, 9999))
+    suites = {"tls": {"cipherSuites": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"], "curvePreferences": [1]}}
+    kept = TLSSettings((1, 2), ("ECDHE-RSA-AES128-GCM-SHA256",), (1,))
+    assert load_config(suites, strict=False).server_tls == kept
 
 
 def test_curve_preferences_are_not_applied_and_the_servers_say_so(tmp_path: Path) -> None:

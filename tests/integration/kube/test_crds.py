@@ -14,7 +14,18 @@ import secrets
 import msgspec
 import pytest
 from fixtures import fastyaml
-from kubehelp import KUEUE, cluster_queue, connect, create, flavor, get, local_queue, namespace
+from kubehelp import (
+    KUEUE,
+    cluster_queue,
+    connect,
+    create,
+    flavor,
+    get,
+    lax_crd,
+    local_queue,
+    namespace,
+    schema_takes,
+)
 from kubernetes_asyncio import client, config, utils
 
 from connectors.k8s import crds
@@ -442,6 +453,52 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
             for field in fields:  # the apiserver's words, as import gives them
                 words = f"Checked value must be of type integer with format int32 in {field}"
                 assert words in str(refused.value)
+
+
+@pytest.mark.asyncio
+async def test_the_apiserver_ratchets_kueues_crd_markers_on_an_update_leaving_the_field_as_it_was(
+        kube_apiserver) -> None:
+    """What the validating webhooks mirror (events.crd_markers.ratcheted): an object stored under a laxer CRD
+    takes an update that leaves its invalid field as it was (a status write, a label), not one that changes
+    it."""
+    sfx = secrets.token_hex(3)
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc, docs=[lax_crd("Workload", "spec.podSets[].topologyRequest.required"),
+                                     lax_crd("WorkloadPriorityClass", "description"),
+                                     lax_crd("ClusterQueue", "spec.admissionScope", "required")])
+        ns = await namespace(kc, "ratchet")
+        stored = _tas_workload(ns, "w")
+        stored["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
+        await schema_takes(kc, stored)
+        await create(kc, stored)
+        wpc = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p-{sfx}"},
+               "value": 1, "description": "d" * 2049}
+        cq = cluster_queue(f"cq-{sfx}", {f"default-{sfx}": {"cpu": 1}})
+        cq["spec"]["admissionScope"] = {}
+        for doc in (wpc, cq):
+            await schema_takes(kc, doc)
+            await create(kc, doc)
+        await crds.install(kc)  # the markers back
+        for doc in (stored, wpc, cq):
+            await schema_takes(kc, doc, False)
+        wl, wpcs = BY_KIND["Workload"], BY_KIND["WorkloadPriorityClass"]
+        check = {"name": "ac", "state": "Ready", "lastTransitionTime": "2024-01-01T00:00:00Z", "message": ""}
+        await kc.patch(wl, "w", {"status": {"admissionChecks": [check]}}, ns, subresource="status")
+        await kc.patch(wpcs, f"p-{sfx}", {"metadata": {"labels": {"a": "b"}}})
+        await kc.patch(BY_KIND["ClusterQueue"], f"cq-{sfx}", {"metadata": {"labels": {"a": "b"}}})
+        with pytest.raises(Invalid) as refused:
+            await kc.patch(wpcs, f"p-{sfx}", {"description": "e" * 2049})
+        assert "description: Too long: may not be more than 2048 bytes" in str(refused.value)
+        # an integer format (int32) the same way
+        await crds.install(kc, docs=[lax_crd("WorkloadPriorityClass", "value", "format")])
+        past = {**wpc, "metadata": {"name": f"q-{sfx}"}, "value": 2**31, "description": "d"}
+        await schema_takes(kc, past)
+        await create(kc, past)
+        await crds.install(kc)
+        await schema_takes(kc, past, False)
+        await kc.patch(wpcs, f"q-{sfx}", {"metadata": {"labels": {"a": "b"}}})
+        with pytest.raises(Invalid):
+            await kc.patch(wpcs, f"q-{sfx}", {"value": 2**31 + 1})
 
 
 async def _aggregate(api: client.ApiClient, name: str) -> None:

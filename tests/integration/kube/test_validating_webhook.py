@@ -29,11 +29,13 @@ from kubehelp import (
     get,
     job,
     kueue_es,
+    lax_crd,
     local_queue,
     namespace,
     queues,
     refused,
     running,
+    schema_takes,
     validating_webhooks,
 )
 
@@ -168,3 +170,27 @@ async def test_kueue_es_own_workload_writes_pass_the_webhook(kube_apiserver, tmp
                 await eventually(settled, timeout=60, what="one finished, the other evicted and stopped")
             assert server.validations_refused == refused_before, "kueue-es refused its own write"
             assert server.validations >= seen_before + 6, "created, reserved, admitted, finished, evicted, ..."
+
+
+@pytest.mark.asyncio
+async def test_a_workload_stored_under_a_laxer_crd_takes_its_status_writes(kube_apiserver, tmp_path) -> None:
+    """A Workload an older, laxer CRD stored with a topology level name over 63 characters: the apiserver
+    ratchets the marker on an update leaving it as it was, and so does the webhook, which the status
+    subresource calls too (else kueue-es could no longer admit, evict or finish it)."""
+    async with await connect(kube_apiserver) as kc:
+        sfx = secrets.token_hex(3)
+        ns = await namespace(kc, "vratchet")
+        await crds.install(kc, docs=[lax_crd("Workload", "spec.podSets[].topologyRequest.required")])
+        stored = _workload(ns, "w", sfx)
+        stored["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
+        await schema_takes(kc, stored)
+        await create(kc, stored)
+        await crds.install(kc)  # the marker back
+        await schema_takes(kc, stored, False)
+        async with _served(kc, tmp_path, sfx, {}) as server:
+            seen, refused_before = server.validations, server.validations_refused
+            check = {"name": "ac", "state": "Pending", "lastTransitionTime": NOW, "message": ""}
+            await kc.patch(BY_KIND["Workload"], "w", {"status": {"admissionChecks": [check]}}, ns,
+                           subresource="status")
+            await kc.patch(BY_KIND["Workload"], "w", {"metadata": {"labels": {"team": "a"}}}, ns)
+            assert (server.validations, server.validations_refused) == (seen + 2, refused_before)
