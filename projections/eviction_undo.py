@@ -55,7 +55,7 @@ def closed(undo: UnconfirmedEviction, wl: WorkloadInfo) -> UnconfirmedEviction:
 def remember(kept: dict[int, UnconfirmedEviction], undo: UnconfirmedEviction) -> None:
     """Keep ``undo`` until its outcome, dropping the oldest beyond :data:`UNDO_LIMIT`."""
     if len(kept) >= UNDO_LIMIT:
-        del kept[min(kept)]
+        del kept[next(iter(kept))]  # the oldest decision (kept in offset order)
     kept[undo.decision] = undo
 
 

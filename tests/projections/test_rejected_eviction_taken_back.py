@@ -15,7 +15,7 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import decide
 from kueue_es.scheduler.config import SchedulerConfig, load_config
-from projections import snapshot
+from projections import eviction_undo, snapshot
 from projections.cluster import ClusterState
 from projections.metrics import families
 
@@ -270,3 +270,15 @@ def test_a_pods_ready_timeout_eviction_refused_for_ever_is_not_decided_on_every_
     assert log.state.workloads["ns/low"].phase == "Admitted" and not log.state.workloads["ns/low"].evicted
     log.append(ev.ClockTicked(time=T0 + 180_000))
     assert _turns(log, config, T0 + 180_000, 50) == 0
+
+
+def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldest_going_first() -> None:
+    """A log no connector carries out (a simulation) gets no outcomes: what the fold keeps stays bounded."""
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    wl = log.state.workloads["ns/low"]
+    kept: dict[int, eviction_undo.UnconfirmedEviction] = {}
+    for decision in range(eviction_undo.UNDO_LIMIT + 2):
+        eviction_undo.remember(kept, eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
+    assert len(kept) == eviction_undo.UNDO_LIMIT
+    assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1
