@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 
 from events import objects as o
 from events import schema as ev
@@ -18,9 +19,8 @@ from kueue_es.scheduler.config import SchedulerConfig, load_config
 from projections import eviction_undo, snapshot
 from projections.cluster import ClusterState
 from projections.metrics import families
-
-T0 = 1_704_067_200_000
-KQ = "kueue.x-k8s.io/v1beta2"
+from tests.projections.test_proj_admitted_rejected import KQ, T0
+from tests.projections.test_proj_admitted_rejected import OBJECTS as CHECKED
 
 
 def _workload(name: str, priority: int, created: str) -> dict[str, Any]:
@@ -31,11 +31,7 @@ def _workload(name: str, priority: int, created: str) -> dict[str, Any]:
 
 
 OBJECTS = [
-    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
-    {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}},
-    {"apiVersion": KQ, "kind": "AdmissionCheck", "metadata": {"name": "approval"},
-     "spec": {"controllerName": "example.com/approval"},
-     "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active"}]}},
+    *CHECKED[:3],  # the Namespace ns, the ResourceFlavor f1, the AdmissionCheck approval (another controller's)
     {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
         "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
         "admissionChecksStrategy": {"admissionChecks": [{"name": "approval"}]},
@@ -138,27 +134,22 @@ def test_a_rejected_preemption_leaves_the_victim_as_if_it_had_never_been_decided
     assert families(log.state) == families(without.state)
 
 
-def test_a_rejected_eviction_is_not_put_back_over_a_later_event_of_its_workload() -> None:
+@pytest.mark.parametrize("between", ["ns/low", "ns/high"], ids=["of-the-victim", "of-another-workload"])
+def test_a_rejected_eviction_is_not_put_back_over_a_later_event_of_its_workload(between: str) -> None:
+    """Only an event of the victim itself keeps the eviction (never restored over a later observed fact)."""
     config = load_config(CONFIG)
     log = _low_admitted(config)
     off = _preempted(log, config)
-    log.append(ev.PodsReadyChanged(time=T0 + 10_200, key="ns/low", ready=True, reason="Started"))
+    log.append(ev.PodsReadyChanged(time=T0 + 10_200, key=between, ready=False, reason="WaitForStart"))
     log.append(_rejected(off))
     low = log.state.workloads["ns/low"]
+    assert log.state.unconfirmed_evictions == {}
+    if between == "ns/high":
+        assert low.phase == "Admitted" and not low.evicted
+        return
     assert low.evicted == "Preempted"
     assert low.check_states["approval"].state == "Pending"
     assert log.state.refused_evictions == {}
-    assert log.state.unconfirmed_evictions == {}
-
-
-def test_an_event_of_another_workload_in_between_does_not_keep_a_rejected_eviction() -> None:
-    config = load_config(CONFIG)
-    log = _low_admitted(config)
-    off = _preempted(log, config)
-    log.append(ev.PodsReadyChanged(time=T0 + 10_200, key="ns/high", ready=False, reason="WaitForStart"))
-    log.append(_rejected(off))
-    assert log.state.workloads["ns/low"].phase == "Admitted"
-    assert not log.state.workloads["ns/low"].evicted
 
 
 def test_an_applied_preemption_stays() -> None:
@@ -259,12 +250,7 @@ def test_a_preemption_refused_for_ever_is_decided_again_only_at_the_victims_next
 
 def test_a_pods_ready_timeout_eviction_refused_for_ever_is_not_decided_on_every_turn() -> None:
     config = load_config({**CONFIG, "waitForPodsReady": {"timeout": "1m"}})
-    log = Log()
-    log.append(*(_upsert(d, T0) for d in OBJECTS))
-    _settle(log, config, T0)
-    log.append(ev.AdmissionCheckStateChanged(time=T0 + 1000, key="ns/low", check="approval", state="Ready"))
-    _settle(log, config, T0 + 1000)
-    assert log.state.workloads["ns/low"].phase == "Admitted"
+    log = _low_admitted(config)  # its pods never ready
     log.append(ev.ClockTicked(time=T0 + 120_000))
     assert _turns(log, config, T0 + 120_000, 50) == 1
     assert log.state.workloads["ns/low"].phase == "Admitted" and not log.state.workloads["ns/low"].evicted
