@@ -34,6 +34,7 @@ from events.timefmt import format_time, parse_time
 from projections import (
     effective_quotas,
     eviction_stats,
+    eviction_undo,
     gates,
     pods_scheduled,
     variants,
@@ -71,6 +72,7 @@ from projections.dra import (
     has_claims,
     workload_problem,
 )
+from projections.eviction_undo import UnconfirmedEviction
 from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
 from projections.local_queue_metrics import LocalQueueMetricsSetting
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_eviction, uncount_reservation
@@ -195,7 +197,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "dispatched", "finished_clock", "deactivated_clock",
         "max_execution_clock", "recovery_clock", "own_pods_ready_clock", "unscheduled_clock", "keeping", "node_waits", "metrics",
         "create_retries", "checks_taken",
-        "reservation_forgotten",
+        "reservation_forgotten", "unconfirmed_evictions", "_eviction_opened", "refused_evictions",
     )
 
     def __init__(self) -> None:
@@ -478,6 +480,16 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.reservation_forgotten: tuple[int, str] = (-1, "")
         """(offset, workload) of the last Workload upsert that made the fold forget a reservation never written
         (:meth:`_forget_reservation`): how the audit beside the fold sees it. Not state, as :attr:`checks_taken`."""
+        self.unconfirmed_evictions: dict[int, UnconfirmedEviction] = {}
+        """Decision offset -> the workload before and after a preemption or eviction still awaiting its outcome
+        (:mod:`projections.eviction_undo`; at most :data:`~projections.eviction_undo.UNDO_LIMIT`): a rejected one
+        is taken back."""
+        self._eviction_opened: UnconfirmedEviction | None = None
+        """The record of the eviction being folded, until its fold is through (:meth:`apply`)."""
+        self.refused_evictions: dict[str, int] = {}
+        """Workload key -> offset of the eviction decision the connector rejected and the fold took back, until the
+        next event about that workload: no eviction of it is decided again before then (the scheduler and the
+        controller rules), so a writer that keeps refusing does not make them decide it on every turn."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -629,6 +641,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the
                 # entry).
                 workloads, key = self.workloads, e.key
+                if self.refused_evictions:
+                    self.refused_evictions.pop(key, None)  # its next event: an eviction may be decided again
                 wl = workloads.get(key)
                 before = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
@@ -661,6 +675,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self._sync_second_pass(e.key, wl, e.time)
         if reindexed:
             self.reindex(e.key)  # type: ignore[union-attr]
+        if self._eviction_opened is not None:  # the eviction's fold is through: what it left is known now
+            self._remember_eviction(wl)
         if t is not ev.WorkloadPending:
             self.changes += 1
 
@@ -672,6 +688,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         key, workloads = e.key, self.workloads
         wl = workloads.get(key)
         before = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
+        if self.refused_evictions:
+            self.refused_evictions.pop(key, None)  # the watch shows it anew: an eviction may be decided again
         try:
             quiet = self._on_workload_upserted(e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
@@ -2227,6 +2245,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl = self.workloads.get(e.key)
         if wl is None or not wl.reserving:
             return
+        # kept until the outcome: a rejected eviction is taken back (:meth:`_on_outcome`)
+        self._eviction_opened = eviction_undo.opened(self.offset, wl, self.backoff.get(wl.key),
+                                                     wl.key in self.awaiting_release)
         if variants.condition_only_eviction(wl, e):  # a parent: Kueue's variant controller writes the condition alone
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
@@ -2544,19 +2565,59 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         (:class:`projections.metrics.CountedEviction`) stays counted once applied; rejected, it never reached
         the cluster, and Kueue counts an eviction only once its status write succeeds (#6360): its counts and
         its entry in the workload's eviction record (that same Workload's, not a recreated one's) are taken
-        back."""
+        back. A rejected preemption or eviction of a workload nothing was folded on since is taken back whole
+        (:meth:`_take_back_eviction`): Kueue changes nothing when that write fails."""
         unconfirmed = self.metrics.unconfirmed
         counted = unconfirmed.pop(e.decision, None) if unconfirmed else None
+        undos = self.unconfirmed_evictions
+        undo = undos.pop(e.decision, None) if undos else None
         if type(e) is ev.DecisionApplied:
             if e.resource_version:  # a status write's (the writer's)
                 self._on_status_written(e)
             return
+        restored = undo is not None and self._take_back_eviction(undo)
         if counted is None:
             return
         uncount_eviction(self.metrics, counted)
         wl = self.workloads.get(counted.key)
-        if wl is not None and wl.uid == counted.uid:
+        if not restored and wl is not None and wl.uid == counted.uid:  # (restored: its record is as before)
             wl.evictions = eviction_stats.uncounted(wl.evictions, *counted.labels[1:3])
+
+    def _remember_eviction(self, wl: WorkloadInfo | None) -> None:
+        """The fold of an eviction decision is through: keep it, with the workload as it left it, until the
+        outcome (:mod:`projections.eviction_undo`)."""
+        opened, self._eviction_opened = self._eviction_opened, None
+        assert opened is not None
+        if wl is not None and wl.uid == opened.before.uid:
+            eviction_undo.remember(self.unconfirmed_evictions, eviction_undo.closed(opened, wl))
+
+    def _take_back_eviction(self, undo: UnconfirmedEviction) -> bool:
+        """The connector rejected eviction ``undo``: if nothing was folded on its workload since, the workload is
+        put back as it was before (admitted, its conditions, checks, gates, requeue state and backoff as they
+        were), and no eviction of it is decided again until its next event (:attr:`refused_evictions`). Its
+        ClusterQueue is not woken: its preemptor tries again at the next change. Whether it was put back."""
+        key = undo.before.key
+        wl = self.workloads.get(key)
+        if not eviction_undo.untouched(undo, wl):
+            return False
+        assert wl is not None
+        eviction_undo.put_back(undo, wl)
+        if undo.backoff is None:
+            self.backoff.pop(key, None)
+        else:
+            self.backoff[key] = undo.backoff
+        if undo.awaiting:
+            self.awaiting_release.add(key)
+        else:
+            self.awaiting_release.discard(key)
+        if wl.second_pass is not None:  # waiting for its second pass again, due as it was
+            self.second_pass[key] = wl.second_pass[1]
+        else:
+            self.second_pass.pop(key, None)
+        self.reflag(wl)
+        self.reindex(key)
+        self.refused_evictions[key] = undo.decision
+        return True
 
     def _on_status_written(self, e: ev.DecisionApplied) -> None:
         """The writer wrote a workload's status with every decision up to ``e.decision``, at resourceVersion

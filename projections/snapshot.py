@@ -20,13 +20,14 @@ from projections import eviction_stats, variants
 from projections.admissionchecks import ClusterLink
 from projections.afs_ledger import AFS_CHECKPOINT, AfsCheckpoint
 from projections.cluster import ClusterState
+from projections.eviction_undo import UnconfirmedEviction
 from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 63
+SNAPSHOT_VERSION = 64
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -166,10 +167,14 @@ before the hold) lifts the hold and queues it, as Kueue's update handler does; r
 such a workload stays out of its queue until its next enqueue (the layout is version 61's). 63: each workload's
 ProvisioningRequest creations the apiserver refused (``WorkloadInfo.failed_creates``: the check's message and the
 backoff before the creation is decided again); restored from an older one, a workload has none (such a log holds no
-``ProvisioningRequestCreateFailed``)."""
+``ProvisioningRequestCreateFailed``). 64: each preemption or eviction still awaiting its outcome, with its workload
+before and after it (``unconfirmed_evictions``), and the workloads whose rejected eviction was taken back and not
+decided again until their next event (``refused_evictions``): a rejected eviction puts its workload back as it was
+(Kueue changes nothing when that write fails); restored from an older one, none is remembered, so an eviction
+decided before the snapshot and rejected after it stays folded, as before."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -290,6 +295,10 @@ class Snapshot(msgspec.Struct, array_like=True):
     """Admission Fair Sharing facts per LocalQueue, sorted by key: its checkpoint if compacted, then its entries
     (``ClusterState.afs_history``; version 49 on). Last, as every field added after the first: the struct is an
     array, so a field put before others would shift them in every older snapshot."""
+    unconfirmed_evictions: list[UnconfirmedEviction] = []
+    """``ClusterState.unconfirmed_evictions`` by decision offset; from version 64 on."""
+    refused_evictions: list[tuple[str, int]] = []
+    """``ClusterState.refused_evictions``, sorted; from version 64 on."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -368,6 +377,8 @@ def take(state: ClusterState) -> Snapshot:
         links=[(k, *state.cluster_links[k]) for k in sorted(state.cluster_links)],
         worker_queues=[state.worker_queues[k] for k in sorted(state.worker_queues)],
         nodes_seen=state.nodes_seen,
+        unconfirmed_evictions=[state.unconfirmed_evictions[d] for d in sorted(state.unconfirmed_evictions)],
+        refused_evictions=sorted(state.refused_evictions.items()),
     )
 
 
@@ -441,6 +452,8 @@ def restore(snap: Snapshot) -> ClusterState:
     state.usage = {cq: dict(frs) for cq, frs in snap.usage}
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
+    state.unconfirmed_evictions = {u.decision: u for u in snap.unconfirmed_evictions}  # none before version 64
+    state.refused_evictions = dict(snap.refused_evictions)
     state.afs_history = {lq: ([(cp.time, AFS_CHECKPOINT, cp)] if cp is not None else [])
                          + [(t, sign, tuple((r, v) for r, v in u)) for t, sign, u in entries]
                          for lq, cp, entries in snap.afs_queues}

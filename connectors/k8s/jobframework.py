@@ -29,7 +29,9 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
 * **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and
   running → stop (``Stopped`` with the eviction's message; a kind may keep such a job running, as the Job does
   an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
-  holding quota → ``JobStopped``.
+  holding quota → ``JobStopped``. An eviction (not a deactivation) stops the job, or gives the quota back, only
+  once the apiserver shows the Workload evicted, as Kueue's reconciler reads it (:func:`eviction_unshown`): its
+  status write may still be refused, and then it never happened.
 
 An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job and the Ray kinds;
 ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) takes the slice pass instead
@@ -104,7 +106,7 @@ from projections import gates
 from projections.cluster import ClusterState
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workload_pods_ready import WAIT_FOR_PODS_READY_ANNOTATION
-from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, FINISHED, WorkloadInfo
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, ADMITTED, FINISHED, WorkloadInfo
 
 WORKLOADS = BY_KIND["Workload"]
 PODS = BY_KIND["Pod"]
@@ -193,6 +195,19 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
         return False
     desired, current = desired_status(wl), observed_status(obs)
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
+
+
+def eviction_unshown(wl: WorkloadInfo, obs: o.Workload | None) -> bool:
+    """Whether the log holds ``wl`` evicted while the apiserver still shows it admitted and not evicted. Kueue's job
+    reconciler stops a job (and gives its quota back) for the Workload it reads: Evicted=True, or not Admitted.
+    So a running job waits for the eviction's status write, which may still be refused: then nothing happened
+    (the fold takes the eviction back) and the job runs on. A deactivated Workload is stopped at once, as before
+    (its quota is given back at the deactivation)."""
+    if not wl.evicted or wl.phase != ADMITTED or not wl.active or obs is None:
+        return False
+    conditions = obs.status.conditions
+    return (any(c.type == "Admitted" and c.status == "True" for c in conditions)
+            and not any(c.type == "Evicted" and c.status == "True" for c in conditions))
 
 
 def within_pod_sets(reclaimable: tuple[tuple[str, int], ...], obs: o.Workload) -> tuple[tuple[str, int], ...]:
@@ -549,11 +564,12 @@ class JobReconciler(Generic[J]):
             if admission_shown(wl, obs):
                 await self._once(key, "start", job, self._start(job, wl, obs))
         elif not admitted and running:
-            if self.stops_unadmitted(job, wl):
+            if self.stops_unadmitted(job, wl) and not eviction_unshown(wl, obs):
                 await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))
         elif admitted and self.restoring(job):
             await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))  # finish restoring first
-        elif wl.evicted and wl.reserving and not wl.job_stopped and not self.is_active(job):
+        elif (wl.evicted and wl.reserving and not wl.job_stopped and not self.is_active(job)
+              and not eviction_unshown(wl, obs)):
             await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid))
         elif admitted:
             await self._running_admitted(job, wl)

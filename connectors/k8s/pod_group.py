@@ -283,7 +283,8 @@ def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
 
 def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
               prebuilt: bool = False, fast_quota_release: bool = False, wl_deleting: bool = False,
-              statefulset: StatefulSetView | None = None, remote: bool = False) -> GroupStep:
+              statefulset: StatefulSetView | None = None, remote: bool = False,
+              eviction_unshown: bool = False) -> GroupStep:
     """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
     Kueue's first listed Pod does) and its Workload in the log (None: none yet, or none usable). ``prebuilt``: the
     group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
@@ -294,13 +295,17 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     known and its integration on), those :func:`let_go_by_statefulset` names (the older revision's only once
     ``wl`` is admitted, as the group would start its pods). ``remote``: the Workload runs on a
     MultiKueue worker (:func:`connectors.k8s.pod_sync.runs_on_a_worker`): its gated Pods here are never started.
+    ``eviction_unshown``: ``wl`` is evicted in the log but the apiserver shows it admitted and not evicted yet
+    (:func:`connectors.k8s.jobframework.eviction_unshown`): its Pods are neither stopped nor its quota given back
+    until it does, as Kueue's reconciler acts on the Workload it reads.
     First of all, the gated Pods whose queue name is not their StatefulSet's take it (:func:`queue_relabel`)."""
     relabel = queue_relabel(pods, statefulset) if managed and statefulset else ()
     if relabel:
         assert statefulset is not None
         return GroupStep(relabel=relabel, relabel_queue=statefulset.queue)
     step = _group_step(pods, wl, managed=managed, admission_shown=admission_shown, prebuilt=prebuilt,
-                       fast_quota_release=fast_quota_release, wl_deleting=wl_deleting, remote=remote)
+                       fast_quota_release=fast_quota_release, wl_deleting=wl_deleting, remote=remote,
+                       eviction_unshown=eviction_unshown)
     admitted = wl is not None and is_admitted(wl) and admission_shown and not remote
     let_go = let_go_by_statefulset(pods, statefulset, admitted=admitted) if managed and statefulset else ()
     if let_go:  # its patch takes the finalizer off too
@@ -421,7 +426,8 @@ def released_by_statefulset(pods: list[ManagedPod]) -> tuple[ManagedPod, ...]:
 
 
 def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-                prebuilt: bool, fast_quota_release: bool, wl_deleting: bool, remote: bool = False) -> GroupStep:
+                prebuilt: bool, fast_quota_release: bool, wl_deleting: bool, remote: bool = False,
+                eviction_unshown: bool = False) -> GroupStep:
     if not pods or not managed:
         return GroupStep()
     first = pods[0]
@@ -439,7 +445,8 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
         return GroupStep(STOP, tuple(p for p in pods if not p.metadata.deletion_timestamp),
                          finalize=tuple(p for p in pods if finalizable(p)), reason=WORKLOAD_DELETED_REASON,
                          message=WORKLOAD_DELETED)
-    step = _with_workload(pods, first, total, wl, admission_shown and not remote, prebuilt, fast_quota_release)
+    step = _with_workload(pods, first, total, wl, admission_shown and not remote, prebuilt, fast_quota_release,
+                          eviction_unshown)
     if step.action == FINALIZE or prebuilt:
         return step
     finalize = _replaced_by_role(pods, wl)
@@ -494,7 +501,8 @@ def _missing_prebuilt(pods: list[ManagedPod], total: int) -> GroupStep:
 
 
 def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo,
-                   admission_shown: bool, prebuilt: bool = False, fast_quota_release: bool = False) -> GroupStep:
+                   admission_shown: bool, prebuilt: bool = False, fast_quota_release: bool = False,
+                   eviction_unshown: bool = False) -> GroupStep:
     if not prebuilt:
         pods = of_its_roles(pods, wl)
     remove = () if prebuilt else _excess_by_role(pods, wl)
@@ -508,6 +516,8 @@ def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: Wo
         return GroupStep(RECLAIM, remove=remove, reclaimable=reclaimable)
     running = tuple(p for p in left if _running(p))
     if wl.evicted:
+        if eviction_unshown:  # its status write may still be refused: as Kueue's reconciler, wait for it
+            return GroupStep(remove=remove)
         evicted = wl.condition("Evicted")
         release = wl.reserving and not wl.job_stopped
         if running:

@@ -161,14 +161,17 @@ def runs_on_a_worker(state: ClusterState, wl: WorkloadInfo | None) -> bool:
 
 
 def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-              prebuilt: bool = False, wl_deleting: bool = False, remote: bool = False) -> Step:
+              prebuilt: bool = False, wl_deleting: bool = False, remote: bool = False,
+              eviction_unshown: bool = False) -> Step:
     """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
     none yet, or none usable); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one
     it manages, and a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
     ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided; ``prebuilt``: the Pod names its
     Workload (:mod:`connectors.k8s.pod_prebuilt`), so none is created for it and a running one without it is
     stopped as Kueue words it ("missing workload"); ``wl_deleting``: the apiserver shows ``wl`` being deleted;
-    ``remote``: ``wl`` runs on a MultiKueue worker (:func:`runs_on_a_worker`), so the Pod is never started here."""
+    ``remote``: ``wl`` runs on a MultiKueue worker (:func:`runs_on_a_worker`), so the Pod is never started here;
+    ``eviction_unshown``: ``wl`` is evicted in the log but the apiserver shows it admitted and not evicted yet
+    (:func:`connectors.k8s.jobframework.eviction_unshown`): the Pod is left as it is until it does."""
     if pod.metadata.deletion_timestamp:
         return Step(FINALIZE) if finalizable(pod) else Step()
     if not managed:
@@ -187,6 +190,8 @@ def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admiss
     if finish is not None:
         return Step(FINISH, *finish)
     if wl.evicted:
+        if eviction_unshown:  # its status write may still be refused: as Kueue's reconciler, wait for it
+            return Step()
         evicted = wl.condition("Evicted")
         release = wl.reserving and not wl.job_stopped
         if is_running(pod):

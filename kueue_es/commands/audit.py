@@ -218,6 +218,8 @@ def details(s: Step) -> str:
         case "Rejected":
             parts.append(f"decision at offset {s.decision}")
             parts.append(reason_message)
+            if s.taken_back:
+                parts.append("taken back: the workload is as it was before that decision")
         case _:
             parts.append(reason_message)
     if s.repeat > 1:
@@ -228,6 +230,8 @@ def details(s: Step) -> str:
         parts.append("observed in status")
     if s.ignored:
         parts.append("ignored: not applicable to the workload's state")
+    if s.taken_back and s.step != "Rejected":
+        parts.append("did not happen: rejected and taken back")
     return "; ".join(p for p in parts if p)
 
 

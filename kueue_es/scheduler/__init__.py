@@ -21,7 +21,22 @@ def decide(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | No
     """Decisions for the next batch, numbered ``state.last_cycle + 1``; ``now`` defaults to the log's time."""
     t = state.time if now is None else now
     cycle = state.last_cycle + 1
-    return reconcile(state, config, t, cycle) or run_cycle(state, config, t, cycle)
+    return (unrefused(state, reconcile(state, config, t, cycle))
+            or unrefused(state, run_cycle(state, config, t, cycle)))
+
+
+_EVICTIONS = (ev.WorkloadPreempted, ev.WorkloadEvicted)
+
+
+def unrefused(state: ClusterState, batch: list[ev.Decision]) -> list[ev.Decision]:
+    """``batch`` without the preemptions and evictions of workloads whose last eviction the connector rejected
+    and the fold took back (:attr:`ClusterState.refused_evictions`): they are decided again at the workload's next
+    event (the watch showing it anew, which also lifts the writer's block), not on every turn, so a writer that
+    keeps refusing them does not fill the log. A preemptor waiting for such a victim shows it waits already."""
+    refused = state.refused_evictions
+    if not refused or not batch:
+        return batch
+    return [d for d in batch if not (isinstance(d, _EVICTIONS) and d.key in refused)]
 
 
 def decide_as_older(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | None = None) -> list[ev.Decision]:

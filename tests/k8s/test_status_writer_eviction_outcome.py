@@ -77,3 +77,19 @@ async def test_an_eviction_written_stays_counted() -> None:
     assert evicted_total(journal) == {("cq", "PodsReadyTimeout", "WaitForStart", ""): 1}
     assert api.status["schedulingStats"]["evictions"] == [
         {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}]
+
+
+@pytest.mark.asyncio
+async def test_an_eviction_the_apiserver_refuses_leaves_the_workload_admitted() -> None:
+    """Kueue changes nothing when the eviction's write fails: the connector's fold puts the workload back as it
+    was, and the writer has nothing more to write for it."""
+    api = RefusesEvictions(WL)
+    journal, writer = await _evicted_after_admission(api)
+    await writer.sync(WL.key)
+    wl = journal.mirror.state.workloads[WL.key]
+    assert wl.phase == "Admitted" and not wl.evicted
+    assert wl.condition("Evicted") is None
+    assert list(journal.mirror.state.refused_evictions) == [WL.key]
+    patches = len(api.patches)
+    await writer.sync(WL.key)
+    assert len(api.patches) == patches, "nothing left to write"

@@ -166,7 +166,8 @@ def test_a_snapshot_older_than_version_59_remembers_no_eviction_awaiting_its_out
     old_metrics = msgspec.msgpack.decode(msgspec.msgpack.encode(
         [m.counters, m.histograms, m.cycle, m.attempt, m.evicted_once, m.preemption_skips]),
         type=MetricsSnapshot)
-    restored = snapshot.restore(msgspec.structs.replace(taken, version=58, metrics=old_metrics))
+    restored = snapshot.restore(msgspec.structs.replace(taken, version=58, metrics=old_metrics,
+                                                        unconfirmed_evictions=[]))  # (a version 64 field)
     assert restored.metrics.unconfirmed == {}
     uid = restored.workloads["ns/w2"].uid
     restored.apply(ev.Record(off + 1, ev.DecisionRejected(time=T0 + 5100, key="ns/w2", uid=uid, decision=off,

@@ -1,0 +1,139 @@
+"""On a real apiserver: a preemption whose status write a ValidatingAdmissionPolicy refuses (no Workload of the
+namespace may show Evicted=True) never happens, as in Kueue, whose eviction is that one write. The victim's Job
+keeps running, its Workload stays admitted (in the cluster and in the fold), the preemptor waits, and the
+scheduler does not decide the preemption again on every turn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from typing import Any
+
+import pytest
+from kubehelp import connect, create, eventually, get, job, kueue_es, priority_class, queues
+
+from connectors.k8s import crds
+from connectors.k8s.errors import Forbidden, Invalid
+from connectors.k8s.jobs import workload_name
+from connectors.k8s.resources import BY_KIND, Resource
+from events import schema as ev
+
+pytestmark = pytest.mark.kube
+JOBS, WORKLOADS = BY_KIND["Job"], BY_KIND["Workload"]
+POLICIES = Resource("ValidatingAdmissionPolicy", "admissionregistration.k8s.io", "v1",
+                    "validatingadmissionpolicies", False)
+BINDINGS = Resource("ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io", "v1",
+                    "validatingadmissionpolicybindings", False)
+NOW = "2026-01-01T00:00:00Z"
+REFUSAL = "no evictions in this namespace"
+
+
+def _true(obj: dict[str, Any], type_: str) -> bool:
+    return any(c["type"] == type_ and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+@contextlib.asynccontextmanager
+async def _refusing_evictions(kc, name: str, ns: str):  # noqa: ANN001, ANN202
+    """A policy refusing any Workload status in ``ns`` that shows Evicted=True (cluster-wide objects, bound to
+    ``ns`` only; deleted after)."""
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name}, "spec": {
+                  "failurePolicy": "Fail",
+                  "matchConstraints": {"resourceRules": [{
+                      "apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["*"], "operations": ["UPDATE"],
+                      "resources": ["workloads/status"]}]},
+                  "validations": [{"expression": "!has(object.status) || !has(object.status.conditions) || "
+                                                 "!object.status.conditions.exists(c, c.type == 'Evicted' && "
+                                                 "c.status == 'True')",
+                                   "message": REFUSAL}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {
+                   "policyName": name, "validationActions": ["Deny"],
+                   "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}}
+    await kc.create(POLICIES, policy)
+    await kc.create(BINDINGS, binding)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await kc.delete(BINDINGS, name)
+        with contextlib.suppress(Exception):
+            await kc.delete(POLICIES, name)
+
+
+async def _in_effect(kc, ns: str, name: str) -> bool:  # noqa: ANN001
+    """A dry-run status patch showing Evicted=True on Workload ``name`` is refused by the policy."""
+    patch = {"status": {"conditions": [{"type": "Evicted", "status": "True", "reason": "Probe", "message": "probe",
+                                        "lastTransitionTime": NOW}]}}
+    try:
+        await kc.request("PATCH", WORKLOADS.object_path(name, ns, "status"), query=[("dryRun", "All")],
+                         body=patch, content_type="application/merge-patch+json")
+    except (Forbidden, Invalid) as exc:
+        return REFUSAL in str(exc)
+    return False
+
+
+@pytest.mark.asyncio
+async def test_a_preemption_the_apiserver_refuses_leaves_the_victim_running_and_is_not_retried_every_turn(
+        kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns, _, _, _ = await queues(kc, "refuse", {"cpu": 2}, sfx=sfx,
+                                   preemption={"withinClusterQueue": "LowerPriority"})
+        await create(kc, priority_class(f"low-{sfx}", 100))
+        await create(kc, priority_class(f"high-{sfx}", 1000))
+        low = await create(kc, job(ns, "low", "user-queue", cpu="2",
+                                   labels={"kueue.x-k8s.io/priority-class": f"low-{sfx}"}))
+        low_wl = workload_name("low", low["metadata"]["uid"])
+        async with kueue_es(kc, tmp_path / "log") as (_, journal), \
+                _refusing_evictions(kc, f"refuse-evictions-{sfx}", ns):
+
+            async def running() -> bool:
+                j = await get(kc, "Job", "low", ns)
+                return not j["spec"].get("suspend") and _true(await get(kc, "Workload", low_wl, ns), "Admitted")
+
+            await eventually(running, what="the low Job admitted and running")
+            await kc.patch(JOBS, "low", {"status": {"startTime": NOW, "active": 1, "ready": 1}}, ns,
+                           subresource="status")  # (the job controller's part: its pod runs)
+            await eventually(lambda: _in_effect(kc, ns, low_wl), what="the policy in effect")
+            # --- a higher-priority Job would preempt it: the eviction's write is refused ----------------------
+            await create(kc, job(ns, "high", "user-queue", cpu="2",
+                                 labels={"kueue.x-k8s.io/priority-class": f"high-{sfx}"}))
+            key = f"{ns}/{low_wl}"
+
+            async def records() -> list[ev.Record]:
+                return [r async for r in journal.log.read()]
+
+            async def rejected() -> bool:
+                return any(isinstance(r.event, ev.DecisionRejected) and r.event.key == key for r in await records())
+
+            await eventually(rejected, what="the low Workload's eviction rejected")
+            await asyncio.sleep(3.0)  # many turns of the scheduler
+            recs = await records()
+            preempted = [r for r in recs if isinstance(r.event, ev.WorkloadPreempted) and r.event.key == key]
+            refused = [r for r in recs if isinstance(r.event, ev.DecisionRejected) and r.event.key == key]
+            assert len(preempted) == 1, "decided again and again"
+            assert REFUSAL in refused[0].event.message
+            await asyncio.sleep(2.0)
+            assert [r for r in await records() if _about(r, key)] == [r for r in recs if _about(r, key)], \
+                "the victim's records still grow"
+            # nothing happened: the Job runs, the Workload is admitted, in the cluster and in the fold
+            assert not (await get(kc, "Job", "low", ns))["spec"].get("suspend")
+            wl = await get(kc, "Workload", low_wl, ns)
+            assert _true(wl, "Admitted") and not _true(wl, "Evicted")
+            folded = journal.mirror.state.workloads[key]
+            assert folded.phase == "Admitted" and not folded.evicted
+            assert key in journal.mirror.state.refused_evictions
+        # the policy gone (the apiserver drops it asynchronously): the next test's connector, which sees this
+        # namespace too, may carry the preemption out
+        await eventually(lambda: _lifted(kc, ns, low_wl), what="the policy lifted")
+
+
+async def _lifted(kc, ns: str, name: str) -> bool:  # noqa: ANN001
+    return not await _in_effect(kc, ns, name)
+
+
+def _about(r: ev.Record, key: str) -> bool:
+    return getattr(r.event, "key", None) == key

@@ -1,0 +1,270 @@
+"""A preemption or eviction the connector rejects (``DecisionRejected``: a 422, a webhook's 403, a conflict that
+invalidated it) never happened: Kueue's ``workload.Evict`` is one status write, and when it fails the Workload
+stays admitted, its Job keeps running, and a later cycle decides again. The fold puts the workload back as it was
+before the decision, unless something was folded on it since, and decides no eviction of it again until its next
+event (the watch showing it anew), so a writer that keeps refusing does not make the scheduler decide it on every
+turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from events import objects as o
+from events import schema as ev
+from kueue_es.scheduler import decide
+from kueue_es.scheduler.config import SchedulerConfig, load_config
+from projections import eviction_undo, snapshot
+from projections.cluster import ClusterState
+from projections.metrics import families
+from tests.projections.test_proj_admitted_rejected import KQ, T0
+from tests.projections.test_proj_admitted_rejected import OBJECTS as CHECKED
+
+
+def _workload(name: str, priority: int, created: str) -> dict[str, Any]:
+    return {"apiVersion": KQ, "kind": "Workload",
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "creationTimestamp": created},
+            "spec": {"queueName": "lq", "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}}]}}
+
+
+OBJECTS = [
+    *CHECKED[:3],  # the Namespace ns, the ResourceFlavor f1, the AdmissionCheck approval (another controller's)
+    {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+        "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
+        "admissionChecksStrategy": {"admissionChecks": [{"name": "approval"}]},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "f1", "resources": [{"name": "cpu", "nominalQuota": 2}]}]}]}},
+    {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+     "spec": {"clusterQueue": "cq"}},
+    _workload("low", 0, "2024-01-01T00:00:00Z"),
+]
+HIGH = _workload("high", 100, "2024-01-01T00:00:10Z")
+CONFIG = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+
+
+class Log:
+    """Records folded as appended, at consecutive offsets."""
+
+    def __init__(self) -> None:
+        self.state = ClusterState()
+        self.records: list[ev.Record] = []
+
+    def append(self, *events: Any) -> int:
+        for e in events:
+            r = ev.Record(len(self.records), e)
+            self.records.append(r)
+            self.state.apply(r)
+        return len(self.records) - 1
+
+
+def _upsert(d: dict[str, Any], time: int) -> ev.ObjectUpserted:
+    obj = msgspec.convert(d, o.KueueObject)
+    return ev.ObjectUpserted(time=time, key=obj.key, obj=obj, uid=obj.metadata.uid)
+
+
+def _settle(log: Log, config: SchedulerConfig, now: int) -> None:
+    for _ in range(20):
+        batch = decide(log.state, config, now=now)
+        if not batch:
+            return
+        log.append(*batch)
+    raise AssertionError("the scheduler does not settle")
+
+
+def _low_admitted(config: SchedulerConfig) -> Log:
+    """``ns/low`` holds all of cq's quota, its check Ready, admitted."""
+    log = Log()
+    log.append(*(_upsert(d, T0) for d in OBJECTS))
+    _settle(log, config, T0)
+    log.append(ev.AdmissionCheckStateChanged(time=T0 + 1000, key="ns/low", check="approval", state="Ready"))
+    _settle(log, config, T0 + 1000)
+    assert log.state.workloads["ns/low"].phase == "Admitted"
+    return log
+
+
+def _preempted(log: Log, config: SchedulerConfig) -> int:
+    """``ns/high`` comes and preempts ``ns/low``: the preemption's offset."""
+    log.append(_upsert(HIGH, T0 + 10_000))
+    batch = decide(log.state, config, now=T0 + 10_000)
+    assert [type(d).__name__ for d in batch] == ["WorkloadPreempted", "WorkloadPending"], batch
+    first = len(log.records)
+    log.append(*batch)
+    assert log.state.workloads["ns/low"].evicted == "Preempted"
+    return first
+
+
+def _rejected(decision: int, time: int = T0 + 10_500) -> ev.DecisionRejected:
+    return ev.DecisionRejected(time=time, key="ns/low", uid="uid-low", decision=decision, reason="Forbidden",
+                               message='admission webhook "deny.example.com" denied the request')
+
+
+def _normalized(state: ClusterState) -> bytes:
+    """The state's snapshot without what counts the log's records (its offset, the events folded, the
+    ClusterQueues' generations): a log with two more events is the same state otherwise."""
+    snap = snapshot.take(state)
+    snap = msgspec.structs.replace(snap, offset=0, changes=0, generations=[])
+    return msgspec.msgpack.encode(snap)
+
+
+def test_a_rejected_preemption_leaves_the_victim_as_if_it_had_never_been_decided() -> None:
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    before = msgspec.structs.replace(log.state.workloads["ns/low"])
+    off = _preempted(log, config)
+    evicted = log.state.workloads["ns/low"]
+    assert evicted.check_states["approval"].state == "Pending"  # reset by the eviction
+    log.append(_rejected(off, time=T0 + 10_000))
+    low = log.state.workloads["ns/low"]
+    assert low.phase == "Admitted" and not low.evicted
+    assert low.conditions == before.conditions
+    assert low.check_states == before.check_states
+    assert low == before
+    assert log.state.refused_evictions == {"ns/low": off}
+    assert log.state.unconfirmed_evictions == {}
+    # the same state as a log where it was never decided (the preemptor still waits, as it did)
+    without = Log()
+    for r in log.records:
+        if r.offset not in (off, len(log.records) - 1):
+            without.append(r.event)
+    without.state.refused_evictions = dict(log.state.refused_evictions)  # (the one thing the rejection leaves)
+    assert _normalized(log.state) == _normalized(without.state)
+    assert families(log.state) == families(without.state)
+
+
+@pytest.mark.parametrize("between", ["ns/low", "ns/high"], ids=["of-the-victim", "of-another-workload"])
+def test_a_rejected_eviction_is_not_put_back_over_a_later_event_of_its_workload(between: str) -> None:
+    """Only an event of the victim itself keeps the eviction (never restored over a later observed fact)."""
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    off = _preempted(log, config)
+    log.append(ev.PodsReadyChanged(time=T0 + 10_200, key=between, ready=False, reason="WaitForStart"))
+    log.append(_rejected(off))
+    low = log.state.workloads["ns/low"]
+    assert log.state.unconfirmed_evictions == {}
+    if between == "ns/high":
+        assert low.phase == "Admitted" and not low.evicted
+        return
+    assert low.evicted == "Preempted"
+    assert low.check_states["approval"].state == "Pending"
+    assert log.state.refused_evictions == {}
+
+
+def test_an_applied_preemption_stays() -> None:
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    off = _preempted(log, config)
+    log.append(ev.DecisionApplied(time=T0 + 10_500, key="ns/low", uid="uid-low", decision=off))
+    log.append(_rejected(off, time=T0 + 10_600))  # one outcome per decision: a stray second one changes nothing
+    assert log.state.workloads["ns/low"].evicted == "Preempted"
+    assert log.state.unconfirmed_evictions == {}
+
+
+def test_a_rejection_for_a_recreated_workload_leaves_the_new_object_alone() -> None:
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    off = _preempted(log, config)
+    again = dict(OBJECTS[-1], metadata={**OBJECTS[-1]["metadata"], "uid": "uid-again"})
+    log.append(_upsert(again, T0 + 10_200))
+    shown = msgspec.structs.replace(log.state.workloads["ns/low"])
+    log.append(_rejected(off))
+    assert log.state.workloads["ns/low"] == shown
+
+
+def test_a_snapshot_at_every_cut_equals_the_full_fold() -> None:
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    off = _preempted(log, config)
+    log.append(ev.ClockTicked(time=T0 + 10_100))
+    log.append(_rejected(off))
+    log.append(ev.ClockTicked(time=T0 + 11_000))
+    full = snapshot.digest(log.state)
+    for cut in range(len(log.records) + 1):
+        state = snapshot.decode(snapshot.encode(_fold(log.records[:cut])))
+        for r in log.records[cut:]:
+            state.apply(r)
+        assert snapshot.digest(state) == full, f"snapshot at {cut}"
+    assert not log.state.workloads["ns/low"].evicted
+
+
+def test_a_snapshot_older_than_version_64_remembers_no_eviction_to_take_back() -> None:
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    off = _preempted(log, config)
+    taken = snapshot.take(log.state)
+    assert [u.decision for u in taken.unconfirmed_evictions] == [off]
+    old = msgspec.msgpack.encode(msgspec.structs.astuple(msgspec.structs.replace(taken, version=63))[:-2])
+    # (version 63's layout: without the last two fields)
+    restored = snapshot.decode(old)
+    assert restored.unconfirmed_evictions == {}
+    restored.apply(ev.Record(off + 2, _rejected(off)))
+    assert restored.workloads["ns/low"].evicted == "Preempted"  # stays folded, as before version 64
+
+
+def _fold(records: list[ev.Record]) -> ClusterState:
+    state = ClusterState()
+    for r in records:
+        state.apply(r)
+    return state
+
+
+# --- no live loop --------------------------------------------------------------------------------------------
+
+
+def _turns(log: Log, config: SchedulerConfig, now: int, turns: int) -> int:
+    """``turns`` turns of the live loop with a writer that refuses every eviction: each turn decides a batch,
+    appends it, and the writer rejects each preemption or eviction in it. How many evictions were decided."""
+    decided = 0
+    for _ in range(turns):
+        batch = decide(log.state, config, now=now)
+        if not batch:
+            continue
+        first = len(log.records)
+        log.append(*batch)
+        for i, d in enumerate(batch):
+            if isinstance(d, (ev.WorkloadPreempted, ev.WorkloadEvicted)):
+                decided += 1
+                log.append(ev.DecisionRejected(time=now, key=d.key, uid=d.uid, decision=first + i,
+                                               reason="Forbidden", message="denied"))
+    return decided
+
+
+def test_a_preemption_refused_for_ever_is_decided_again_only_at_the_victims_next_event() -> None:
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    log.append(_upsert(HIGH, T0 + 10_000))
+    assert _turns(log, config, T0 + 10_000, 50) == 1
+    records = len(log.records)
+    assert _turns(log, config, T0 + 20_000, 50) == 0
+    assert len(log.records) == records  # quiet: nothing more is appended
+    assert log.state.workloads["ns/low"].phase == "Admitted"
+    assert log.state.workloads["ns/high"].phase == "Pending"
+    # the watch shows the victim anew (the writer's block lifts): the preemption is decided once more
+    low = msgspec.convert(OBJECTS[-1], o.Workload)
+    log.append(ev.ObjectUpserted(time=T0 + 30_000, key="ns/low", obj=msgspec.structs.replace(
+        low, metadata=msgspec.structs.replace(low.metadata, resource_version="7")), uid="uid-low"))
+    assert _turns(log, config, T0 + 30_000, 50) == 1
+
+
+def test_a_pods_ready_timeout_eviction_refused_for_ever_is_not_decided_on_every_turn() -> None:
+    config = load_config({**CONFIG, "waitForPodsReady": {"timeout": "1m"}})
+    log = _low_admitted(config)  # its pods never ready
+    log.append(ev.ClockTicked(time=T0 + 120_000))
+    assert _turns(log, config, T0 + 120_000, 50) == 1
+    assert log.state.workloads["ns/low"].phase == "Admitted" and not log.state.workloads["ns/low"].evicted
+    log.append(ev.ClockTicked(time=T0 + 180_000))
+    assert _turns(log, config, T0 + 180_000, 50) == 0
+
+
+def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldest_going_first() -> None:
+    """A log no connector carries out (a simulation) gets no outcomes: what the fold keeps stays bounded."""
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    wl = log.state.workloads["ns/low"]
+    kept: dict[int, eviction_undo.UnconfirmedEviction] = {}
+    for decision in range(eviction_undo.UNDO_LIMIT + 2):
+        eviction_undo.remember(kept, eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
+    assert len(kept) == eviction_undo.UNDO_LIMIT
+    assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1
