@@ -617,10 +617,10 @@ class DecisionRejected(Event, tag="DecisionRejected"):
 
 
 class ProvisioningRequestCreateFailed(Event, tag="ProvisioningRequestCreateFailed"):
-    """The apiserver refused to create a ``ProvisioningRequestCreated`` decision's PodTemplate or request (``key``
-    and ``uid`` name the Workload): one per attempt, appended just before the decision's ``DecisionRejected``.
-    Kueue's check controller then shows ``message`` on the check, records a Warning ``FailedCreate`` Event and
-    tries again after a backoff (:mod:`kueue_es.scheduler.provisioning`)."""
+    """The apiserver refused to create a ``ProvisioningRequestCreated`` decision's PodTemplate or request
+    (``key`` and ``uid`` name the Workload): one per attempt, appended just before the decision's
+    ``DecisionRejected``. Kueue's check controller then shows ``message`` on the check, records a Warning
+    ``FailedCreate`` Event and tries again after a backoff (:mod:`kueue_es.scheduler.provisioning`)."""
 
     decision: int
     """Offset of the ``ProvisioningRequestCreated`` decision."""

@@ -40,9 +40,9 @@ Steps, each with the offset and time of the event that caused it:
 * ``Deactivated``, ``Finished``, ``Deleted``;
 * ``RequeueStateCleared`` — an inactive workload's requeue count and backoff dropped (it owes none
   reactivated);
-* ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset); a rejected
-  preemption or eviction the fold took back (the workload as it was before it) marks that step and this one
-  ``takenBack``: it did not happen.
+* ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset); a
+  rejected preemption or eviction the fold took back (the workload as it was before it) marks that step and
+  this one ``takenBack``: it did not happen.
 
 Workloads first seen with a status (admitted before the log began) get ``QuotaReserved``/``Admitted``/
 ``Finished`` steps marked ``observed``. A decision's step names the offset of the Kueue Configuration in force
@@ -120,9 +120,10 @@ class Step(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     config: int | None = None
     """A decision: offset of the Kueue Configuration in force when it was made (None: none recorded)."""
     taken_back: bool = False
-    """A ``Preempted`` or ``Evicted`` step the connector rejected and the cluster-state fold took back, and that
-    ``Rejected`` step: the workload is as it was before it, so it did not happen (Kueue changes nothing when the
-    eviction's status write fails). Known only with the fold beside the audit (:meth:`AuditTrail.needs_state`)."""
+    """A ``Preempted`` or ``Evicted`` step the connector rejected and the cluster-state fold took back, and
+    that ``Rejected`` step: the workload is as it was before it, so it did not happen (Kueue changes nothing
+    when the eviction's status write fails). Known only with the fold beside the audit
+    (:meth:`AuditTrail.needs_state`)."""
 
 
 class _Tracked(msgspec.Struct):
@@ -224,11 +225,11 @@ class AuditTrail:
         :meth:`ClusterState._take_external_checks <projections.cluster.ClusterState._take_external_checks>`), or that
         shows no reservation after an earlier upsert, at a generation not known to be the one the fold holds (it may
         forget the reservation: :meth:`ClusterState._forget_reservation
-        <projections.cluster.ClusterState._forget_reservation>`); or the rejection of a preemption or eviction the
-        fold applied (it may take it back: :meth:`ClusterState._take_back_eviction
-        <projections.cluster.ClusterState._take_back_eviction>`). These are conditions the fold's judgement cannot
-        do without, read from the record and what the trail tracks of the log, never from the fold: a superset of
-        the records it judges."""
+        <projections.cluster.ClusterState._forget_reservation>`); or the rejection of a preemption or eviction
+        the fold applied (it may take it back: :meth:`ClusterState._take_back_eviction
+        <projections.cluster.ClusterState._take_back_eviction>`). These are conditions the fold's judgement
+        cannot do without, read from the record and what the trail tracks of the log, never from the fold: a
+        superset of the records it judges."""
         e = record.event
         if self.state is not None:
             return False
@@ -252,7 +253,8 @@ class AuditTrail:
         return not has_quota_reservation(status)  # one showing a reservation keeps it
 
     def _eviction_step(self, key: str, decision: int) -> Step | None:
-        """The ``Preempted`` or ``Evicted`` step of ``key`` at offset ``decision`` that the fold applied, if any."""
+        """The ``Preempted`` or ``Evicted`` step of ``key`` at offset ``decision`` that the fold applied, if
+        any."""
         for s in reversed(self.timelines.get(key, ())):
             if s.offset == decision:
                 return s if s.step in ("Preempted", "Evicted") and not s.ignored else None

@@ -481,15 +481,16 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         """(offset, workload) of the last Workload upsert that made the fold forget a reservation never written
         (:meth:`_forget_reservation`): how the audit beside the fold sees it. Not state, as :attr:`checks_taken`."""
         self.unconfirmed_evictions: dict[int, UnconfirmedEviction] = {}
-        """Decision offset -> the workload before and after a preemption or eviction still awaiting its outcome
-        (:mod:`projections.eviction_undo`; at most :data:`~projections.eviction_undo.UNDO_LIMIT`): a rejected one
-        is taken back."""
+        """Decision offset -> the workload before and after a preemption or eviction still awaiting its
+        outcome (:mod:`projections.eviction_undo`; at most :data:`~projections.eviction_undo.UNDO_LIMIT`): a
+        rejected one is taken back."""
         self._eviction_opened: UnconfirmedEviction | None = None
         """The record of the eviction being folded, until its fold is through (:meth:`apply`)."""
         self.refused_evictions: dict[str, int] = {}
-        """Workload key -> offset of the eviction decision the connector rejected and the fold took back, until the
-        next event about that workload: no eviction of it is decided again before then (the scheduler and the
-        controller rules), so a writer that keeps refusing does not make them decide it on every turn."""
+        """Workload key -> offset of the eviction decision the connector rejected and the fold took back,
+        until the next event about that workload: no eviction of it is decided again before then (the
+        scheduler and the controller rules), so a writer that keeps refusing does not make them decide it on
+        every turn."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -797,7 +798,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self.touched_all = True
 
     def _create_retries_due(self) -> None:
-        """The log's time reached the end of some failed creations' backoff: their workloads are looked at again."""
+        """The log's time reached the end of some failed creations' backoff: their workloads are looked at
+        again."""
         for key in self.create_retries.due(self.time):
             self.create_retries.set(key, None)
             self.touched[key] = None
@@ -2592,10 +2594,11 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             eviction_undo.remember(self.unconfirmed_evictions, eviction_undo.closed(opened, wl))
 
     def _take_back_eviction(self, undo: UnconfirmedEviction) -> bool:
-        """The connector rejected eviction ``undo``: if nothing was folded on its workload since, the workload is
-        put back as it was before (admitted, its conditions, checks, gates, requeue state and backoff as they
-        were), and no eviction of it is decided again until its next event (:attr:`refused_evictions`). Its
-        ClusterQueue is not woken: its preemptor tries again at the next change. Whether it was put back."""
+        """The connector rejected eviction ``undo``: if nothing was folded on its workload since, the workload
+        is put back as it was before (admitted, its conditions, checks, gates, requeue state and backoff as
+        they were), and no eviction of it is decided again until its next event (:attr:`refused_evictions`).
+        Its ClusterQueue is not woken: its preemptor tries again at the next change. Whether it was put
+        back."""
         key = undo.before.key
         wl = self.workloads.get(key)
         if not eviction_undo.untouched(undo, wl):

@@ -88,8 +88,8 @@ class CheckStates:
             self.index_create_retry(wl)
 
     def index_create_retry(self, wl: WorkloadInfo) -> None:
-        """Index when ``wl``'s next held-back creation may be decided (once the log's time reaches it, the fold
-        touches the workload: :meth:`ClusterState._create_retries_due`)."""
+        """Index when ``wl``'s next held-back creation may be decided (once the log's time reaches it, the
+        fold touches the workload: :meth:`ClusterState._create_retries_due`)."""
         later = [f.retry_at for f in wl.failed_creates if f.retry_at > self.time]
         self.create_retries.set(wl.key, min(later) if later else None)
 

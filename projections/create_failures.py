@@ -1,14 +1,15 @@
 """ProvisioningRequest creations the apiserver refused, as a workload keeps them in the fold.
 
-Kueue's check controller, when creating a check's PodTemplate or ProvisioningRequest fails, shows the error on the
-check (still Pending), records a Warning ``FailedCreate`` Event, and returns the error, so that controller-runtime
-reconciles the workload again after its per-item backoff: 5 ms doubling up to 1000 s, until a reconcile of the
-workload succeeds. kueue-es keeps, per check, the request whose creation failed last, how many times in a row, its
-message, and when it may be decided again: 1 s doubling up to 1000 s (whole seconds, as every backoff the
-scheduler reads, so that a refusal that persists costs about a dozen attempts an hour, not one per turn of the
-loop). A creation of another name (a next attempt) is not held back, and its first failure counts from one,
-as Kueue's backoff starts again once a reconcile got through. A new reservation keeps the request's name, so
-the fold forgets the failures when the workload reserves again: Kueue reconciles the updated Workload at once.
+Kueue's check controller, when creating a check's PodTemplate or ProvisioningRequest fails, shows the error on
+the check (still Pending), records a Warning ``FailedCreate`` Event, and returns the error, so that
+controller-runtime reconciles the workload again after its per-item backoff: 5 ms doubling up to 1000 s, until
+a reconcile of the workload succeeds. kueue-es keeps, per check, the request whose creation failed last, how
+many times in a row, its message, and when it may be decided again: 1 s doubling up to 1000 s (whole seconds,
+as every backoff the scheduler reads, so that a refusal that persists costs about a dozen attempts an hour,
+not one per turn of the loop). A creation of another name (a next attempt) is not held back, and its first
+failure counts from one, as Kueue's backoff starts again once a reconcile got through. A new reservation keeps
+the request's name, so the fold forgets the failures when the workload reserves again: Kueue reconciles the
+updated Workload at once.
 """
 
 from __future__ import annotations

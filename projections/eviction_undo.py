@@ -3,10 +3,11 @@
 Kueue's eviction is one status write (``workload.Evict``): when the apiserver refuses it (a 422, a webhook's
 403, a conflict re-read that invalidates it), nothing happened: the Workload stays admitted, its Job keeps
 running, and a later cycle decides again. The fold applies an eviction the moment it is in the log
-(Evicted=True, checks reset, requeue state, ...), so for each preemption or eviction still awaiting its outcome
-it keeps the workload as it was before (:attr:`UnconfirmedEviction.before`) and as the decision left it
-(:attr:`UnconfirmedEviction.after`). A ``DecisionRejected`` of that decision puts the workload back, but only if
-nothing was folded on it since (it still equals ``after``): a later observed fact is never restored over.
+(Evicted=True, checks reset, requeue state, ...), so for each preemption or eviction still awaiting its
+outcome it keeps the workload as it was before (:attr:`UnconfirmedEviction.before`) and as the decision left
+it (:attr:`UnconfirmedEviction.after`). A ``DecisionRejected`` of that decision puts the workload back, but
+only if nothing was folded on it since (it still equals ``after``): a later observed fact is never restored
+over.
 
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
@@ -65,7 +66,8 @@ def untouched(undo: UnconfirmedEviction, wl: WorkloadInfo | None) -> bool:
 
 
 def put_back(undo: UnconfirmedEviction, wl: WorkloadInfo) -> None:
-    """Give ``wl`` back every field the eviction changed, as it was before it (in place: indexes hold ``wl``)."""
+    """Give ``wl`` back every field the eviction changed, as it was before it (in place: indexes hold
+    ``wl``)."""
     before, after = undo.before, undo.after
     assert after is not None
     for name in _FIELDS:

@@ -164,14 +164,15 @@ condition the fold sets carries the Workload's ``metadata.generation`` as its ``
 Preempted=True none), as Kueue's do; restored from an older one, a condition keeps none until it is set again
 (the layout is version 60's). 62: a Pending decision that rewrites a held workload's QuotaReserved (taken
 before the hold) lifts the hold and queues it, as Kueue's update handler does; restored from an older one,
-such a workload stays out of its queue until its next enqueue (the layout is version 61's). 63: each workload's
-ProvisioningRequest creations the apiserver refused (``WorkloadInfo.failed_creates``: the check's message and the
-backoff before the creation is decided again); restored from an older one, a workload has none (such a log holds no
-``ProvisioningRequestCreateFailed``). 64: each preemption or eviction still awaiting its outcome, with its workload
-before and after it (``unconfirmed_evictions``), and the workloads whose rejected eviction was taken back and not
-decided again until their next event (``refused_evictions``): a rejected eviction puts its workload back as it was
-(Kueue changes nothing when that write fails); restored from an older one, none is remembered, so an eviction
-decided before the snapshot and rejected after it stays folded, as before."""
+such a workload stays out of its queue until its next enqueue (the layout is version 61's). 63: each
+workload's ProvisioningRequest creations the apiserver refused (``WorkloadInfo.failed_creates``: the check's
+message and the backoff before the creation is decided again); restored from an older one, a workload has none
+(such a log holds no ``ProvisioningRequestCreateFailed``). 64: each preemption or eviction still awaiting its
+outcome, with its workload before and after it (``unconfirmed_evictions``), and the workloads whose rejected
+eviction was taken back and not decided again until their next event (``refused_evictions``): a rejected
+eviction puts its workload back as it was (Kueue changes nothing when that write fails); restored from an
+older one, none is remembered, so an eviction decided before the snapshot and rejected after it stays folded,
+as before."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
                      55, 56, 57, 58, 59, 60, 61, 62, 63, 64)
@@ -452,7 +453,8 @@ def restore(snap: Snapshot) -> ClusterState:
     state.usage = {cq: dict(frs) for cq, frs in snap.usage}
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
-    state.unconfirmed_evictions = {u.decision: u for u in snap.unconfirmed_evictions}  # none before version 64
+    # none before version 64
+    state.unconfirmed_evictions = {u.decision: u for u in snap.unconfirmed_evictions}
     state.refused_evictions = dict(snap.refused_evictions)
     state.afs_history = {lq: ([(cp.time, AFS_CHECKPOINT, cp)] if cp is not None else [])
                          + [(t, sign, tuple((r, v) for r, v in u)) for t, sign, u in entries]

@@ -409,8 +409,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     is withdrawn (:func:`kueue_es.scheduler.provisioning.cleanup`). False, as for one restored from a snapshot before
     version 54."""
     failed_creates: tuple[FailedCreate, ...] = ()
-    """Per check, the ProvisioningRequest whose creation the apiserver refused last, and when it may be decided
-    again (:mod:`projections.create_failures`); none, as for one restored from a snapshot before version 63."""
+    """Per check, the ProvisioningRequest whose creation the apiserver refused last, and when it may be
+    decided again (:mod:`projections.create_failures`); none, as for one restored from a snapshot before
+    version 63."""
 
     @property
     def base_priority(self) -> int:

@@ -29,9 +29,9 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
 * **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and
   running → stop (``Stopped`` with the eviction's message; a kind may keep such a job running, as the Job does
   an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
-  holding quota → ``JobStopped``. An eviction (not a deactivation) stops the job, or gives the quota back, only
-  once the apiserver shows the Workload evicted, as Kueue's reconciler reads it (:func:`eviction_unshown`): its
-  status write may still be refused, and then it never happened.
+  holding quota → ``JobStopped``. An eviction (not a deactivation) stops the job, or gives the quota back,
+  only once the apiserver shows the Workload evicted, as Kueue's reconciler reads it
+  (:func:`eviction_unshown`): its status write may still be refused, and then it never happened.
 
 An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job and the Ray kinds;
 ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) takes the slice pass instead
@@ -198,11 +198,11 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
 
 
 def eviction_unshown(wl: WorkloadInfo, obs: o.Workload | None) -> bool:
-    """Whether the log holds ``wl`` evicted while the apiserver still shows it admitted and not evicted. Kueue's job
-    reconciler stops a job (and gives its quota back) for the Workload it reads: Evicted=True, or not Admitted.
-    So a running job waits for the eviction's status write, which may still be refused: then nothing happened
-    (the fold takes the eviction back) and the job runs on. A deactivated Workload is stopped at once, as before
-    (its quota is given back at the deactivation)."""
+    """Whether the log holds ``wl`` evicted while the apiserver still shows it admitted and not evicted.
+    Kueue's job reconciler stops a job (and gives its quota back) for the Workload it reads: Evicted=True, or
+    not Admitted. So a running job waits for the eviction's status write, which may still be refused: then
+    nothing happened (the fold takes the eviction back) and the job runs on. A deactivated Workload is stopped
+    at once, as before (its quota is given back at the deactivation)."""
     if not wl.evicted or wl.phase != ADMITTED or not wl.active or obs is None:
         return False
     conditions = obs.status.conditions

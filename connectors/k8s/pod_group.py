@@ -296,8 +296,8 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     ``wl`` is admitted, as the group would start its pods). ``remote``: the Workload runs on a
     MultiKueue worker (:func:`connectors.k8s.pod_sync.runs_on_a_worker`): its gated Pods here are never started.
     ``eviction_unshown``: ``wl`` is evicted in the log but the apiserver shows it admitted and not evicted yet
-    (:func:`connectors.k8s.jobframework.eviction_unshown`): its Pods are neither stopped nor its quota given back
-    until it does, as Kueue's reconciler acts on the Workload it reads.
+    (:func:`connectors.k8s.jobframework.eviction_unshown`): its Pods are neither stopped nor its quota given
+    back until it does, as Kueue's reconciler acts on the Workload it reads.
     First of all, the gated Pods whose queue name is not their StatefulSet's take it (:func:`queue_relabel`)."""
     relabel = queue_relabel(pods, statefulset) if managed and statefulset else ()
     if relabel:
@@ -445,8 +445,8 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
         return GroupStep(STOP, tuple(p for p in pods if not p.metadata.deletion_timestamp),
                          finalize=tuple(p for p in pods if finalizable(p)), reason=WORKLOAD_DELETED_REASON,
                          message=WORKLOAD_DELETED)
-    step = _with_workload(pods, first, total, wl, admission_shown and not remote, prebuilt, fast_quota_release,
-                          eviction_unshown)
+    step = _with_workload(pods, first, total, wl, admission_shown and not remote, prebuilt,
+                          fast_quota_release, eviction_unshown)
     if step.action == FINALIZE or prebuilt:
         return step
     finalize = _replaced_by_role(pods, wl)

@@ -169,9 +169,10 @@ def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admiss
     ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided; ``prebuilt``: the Pod names its
     Workload (:mod:`connectors.k8s.pod_prebuilt`), so none is created for it and a running one without it is
     stopped as Kueue words it ("missing workload"); ``wl_deleting``: the apiserver shows ``wl`` being deleted;
-    ``remote``: ``wl`` runs on a MultiKueue worker (:func:`runs_on_a_worker`), so the Pod is never started here;
-    ``eviction_unshown``: ``wl`` is evicted in the log but the apiserver shows it admitted and not evicted yet
-    (:func:`connectors.k8s.jobframework.eviction_unshown`): the Pod is left as it is until it does."""
+    ``remote``: ``wl`` runs on a MultiKueue worker (:func:`runs_on_a_worker`), so the Pod is never started
+    here; ``eviction_unshown``: ``wl`` is evicted in the log but the apiserver shows it admitted and not
+    evicted yet (:func:`connectors.k8s.jobframework.eviction_unshown`): the Pod is left as it is until it
+    does."""
     if pod.metadata.deletion_timestamp:
         return Step(FINALIZE) if finalizable(pod) else Step()
     if not managed:

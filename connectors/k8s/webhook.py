@@ -302,8 +302,8 @@ def ancestry_lookup(client: KubeClient, config: SchedulerConfig, held: HeldParen
     """Kueue's walk for an object being created or updated
     (:func:`connectors.k8s.child_jobs.managed_ancestor`, under the integrations ``config`` turns on and its
     ``manageJobsWithoutQueueName``): each parent of a kind Kueue knows, its integration on or off, or of one
-    of its external kinds (``integrations.externalFrameworks``, found through discovery), is read — from what
-    ``held`` holds (:class:`HeldParents`), else from the apiserver — at most one past
+    of its external kinds (``integrations.externalFrameworks``, found through discovery), is read — from
+    what ``held`` holds (:class:`HeldParents`), else from the apiserver — at most one past
     :data:`~connectors.k8s.child_jobs.CHAIN_LIMIT`, so the walk can tell a chain too long. Where they are read
     from changes nothing the walk decides on the same parents."""
 

@@ -51,9 +51,9 @@ undo a rejected decision by itself: the observed facts that made it fail (deleti
 new pod sets — the fold forgets a reservation the rewritten Workload does not show) are what the scheduler
 reacts to. A rejected eviction's counts (its metrics, its entry in ``schedulingStats.evictions``) are taken
 back, as Kueue counts an eviction once its status write succeeds; and a rejected preemption or eviction of a
-workload nothing was folded on since is taken back whole (:mod:`projections.eviction_undo`): Kueue's eviction is
-that one write, so when it fails nothing happened. The job connectors stop a Job for an eviction only once the
-watch shows the Workload evicted (:func:`connectors.k8s.jobframework.eviction_unshown`).
+workload nothing was folded on since is taken back whole (:mod:`projections.eviction_undo`): Kueue's eviction
+is that one write, so when it fails nothing happened. The job connectors stop a Job for an eviction only once
+the watch shows the Workload evicted (:func:`connectors.k8s.jobframework.eviction_unshown`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ def register(subparsers: Any) -> None:
         help="print the CRDs, RBAC and Deployment that install kueue-es (multi-document YAML)",
         description="Print the kueue.x-k8s.io CustomResourceDefinitions (generated from kueue-es's own object "
         "views: v1beta2 stored, v1beta1 served through kueue-es's conversion webhook), least-privilege RBAC for the "
-        "connector, Kueue's user-facing ClusterRoles (kueue-batch-admin-role, kueue-batch-user-role), the webhook "
-        "and visibility Services, a Deployment running `kueue-es run --kube`, and the webhook "
+        "connector, Kueue's user-facing ClusterRoles (kueue-batch-admin-role, kueue-batch-user-role), the "
+        "webhook and visibility Services, a Deployment running `kueue-es run --kube`, and the webhook "
         "configurations and visibility APIServices it completes with its CA, as multi-document YAML for "
         "`kubectl apply -f -` (and `kubectl delete -f -`).",
     )

@@ -30,9 +30,10 @@ _EVICTIONS = (ev.WorkloadPreempted, ev.WorkloadEvicted)
 
 def unrefused(state: ClusterState, batch: list[ev.Decision]) -> list[ev.Decision]:
     """``batch`` without the preemptions and evictions of workloads whose last eviction the connector rejected
-    and the fold took back (:attr:`ClusterState.refused_evictions`): they are decided again at the workload's next
-    event (the watch showing it anew, which also lifts the writer's block), not on every turn, so a writer that
-    keeps refusing them does not fill the log. A preemptor waiting for such a victim shows it waits already."""
+    and the fold took back (:attr:`ClusterState.refused_evictions`): they are decided again at the workload's
+    next event (the watch showing it anew, which also lifts the writer's block), not on every turn, so a
+    writer that keeps refusing them does not fill the log. A preemptor waiting for such a victim shows it
+    waits already."""
     refused = state.refused_evictions
     if not refused or not batch:
         return batch

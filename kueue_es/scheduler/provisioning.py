@@ -12,9 +12,9 @@ controller does (``pkg/controller/admissionchecks/provisioning``), in Kueue's or
 2. a ``ProvisioningRequestDeleted`` for every owned request that is not the active one of its check;
 3. a ``ProvisioningRequestCreated`` for each Pending check that needs a (new) request.
 
-A creation the apiserver refused (``ProvisioningRequestCreateFailed``: the fold drops the request never made) puts
-its error on the still Pending check, as Kueue's ``handleError`` does, and is decided again once its backoff has
-passed (:mod:`projections.create_failures`).
+A creation the apiserver refused (``ProvisioningRequestCreateFailed``: the fold drops the request never made)
+puts its error on the still Pending check, as Kueue's ``handleError`` does, and is decided again once its
+backoff has passed (:mod:`projections.create_failures`).
 
 :func:`cleanup` deletes the requests of finished workloads and, under the CleanupProvisioningRequestsOnEviction
 gate (on by default), of evicted ones. Nothing here reads a clock: backoffs are whole
@@ -381,7 +381,8 @@ def _map_request(c: _Check, wl: WorkloadInfo, check: str, req: o.ProvisioningReq
             c.state = "Pending"
     else:
         c.state = "Pending"
-        if req.metadata.uid:  # seen, with nothing said yet: what an earlier state left (an error) no longer holds
+        # seen, with nothing said yet: what an earlier state left (an error) no longer holds
+        if req.metadata.uid:
             c.message = ""
 
 

@@ -65,8 +65,8 @@ A pass does not look at every workload: a rule that found nothing to do for a wo
 until the workload changes, something the rule reads about it changes, time reaches one of its clocks, or the
 configuration changes (the first pass under a new one looks at every workload). The
 projection keeps the workloads touched since the last pass (``ClusterState.touched``, or ``touched_all``) and
-indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention, the backoff
-of a refused ProvisioningRequest creation; and the
+indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention, the
+backoff of a refused ProvisioningRequest creation; and the
 wait on nodes that are not Ready, whose end counts as a change of the node), so a pass
 costs what changed and what is due, and decides exactly what a pass over every workload decides (``full=True``,
 which the property tests compare it with). What a rule does with the configuration is read off those clocks at

@@ -140,9 +140,9 @@ def test_an_unsupported_list_of_preemption_strategies_is_refused_in_kueue_s_word
 
 
 @pytest.mark.parametrize(("doc", "error"), [
-    ("kind: Workload\nmetadata: {name: w, namespace: ns}\nspec:\n  podSets: [{name: main, count: 1, template: {spec: "
-     "{containers: [{name: c}]}}}]\nstatus:\n  admissionChecks: [{name: ac, state: Bogus, lastTransitionTime: "
-     "'2024-01-01T00:00:00Z'}]\n",
+    ("kind: Workload\nmetadata: {name: w, namespace: ns}\nspec:\n  podSets: [{name: main, count: 1, "
+     "template: {spec: {containers: [{name: c}]}}}]\nstatus:\n  admissionChecks: [{name: ac, state: Bogus, "
+     "lastTransitionTime: '2024-01-01T00:00:00Z'}]\n",
      'Workload w): field `status.admissionChecks[0].state`: Unsupported value: "Bogus": supported values: '
      '"Pending", "Ready", "Retry", "Rejected"'),
     ("kind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  admissionScope: {}\n",

@@ -1,7 +1,7 @@
 """``kueue-es audit`` shows a preemption the connector rejected and the fold took back as a step that did not
-happen: the ``Preempted`` step and its ``Rejected`` step are marked ``takenBack``, with the fold brought in for that
-rejection only (:meth:`projections.audit.AuditTrail.needs_state`). One followed by another event of the workload
-before the rejection stays folded, and is not marked."""
+happen: the ``Preempted`` step and its ``Rejected`` step are marked ``takenBack``, with the fold brought in
+for that rejection only (:meth:`projections.audit.AuditTrail.needs_state`). One followed by another event of
+the workload before the rejection stays folded, and is not marked."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def _events(between: list[ev.AnyEvent]) -> list[ev.AnyEvent]:
                              preemptor="team/high", time=g.T0 + 2000, cycle=2, input=5, **BASE),
         *between,
     ]
-    events.append(ev.DecisionRejected(time=g.T0 + 3000, decision=6, reason="Forbidden", message="denied", **BASE))
+    events.append(ev.DecisionRejected(time=g.T0 + 3000, decision=6, reason="Forbidden", message="denied",
+                                      **BASE))
     return events
 
 

@@ -1,6 +1,6 @@
 """The enums and limits Kueue's CRD markers put on its fields: the CRDs kueue-es generates carry them (so the
-apiserver refuses what Kueue's CRD refuses), and ``kueue-es import`` and the validating webhooks refuse the same
-objects, in the apiserver's words."""
+apiserver refuses what Kueue's CRD refuses), and ``kueue-es import`` and the validating webhooks refuse the
+same objects, in the apiserver's words."""
 
 from __future__ import annotations
 
@@ -19,17 +19,18 @@ MODE_VALUES = '"UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"'
 
 
 def _workload(**topology: str) -> dict[str, Any]:
-    pod_set: dict[str, Any] = {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}
+    pod_set: dict[str, Any] = {"name": "main", "count": 1,
+                               "template": {"spec": {"containers": [{"name": "c"}]}}}
     if topology:
         pod_set["topologyRequest"] = topology
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
-            "spec": {"podSets": [pod_set]}}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ns"}, "spec": {"podSets": [pod_set]}}
 
 
 def _with_check_state(state: str) -> dict[str, Any]:
     doc = _workload()
-    doc["status"] = {"admissionChecks": [{"name": "ac", "state": state, "lastTransitionTime": "2024-01-01T00:00:00Z",
-                                          "message": ""}]}
+    doc["status"] = {"admissionChecks": [{"name": "ac", "state": state,
+                                          "lastTransitionTime": "2024-01-01T00:00:00Z", "message": ""}]}
     return doc
 
 
@@ -39,12 +40,13 @@ def _cluster_queue(scope: dict[str, Any]) -> dict[str, Any]:
 
 
 def _priority_class(**fields: Any) -> dict[str, Any]:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": "p"},
-            **fields}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "p"}, **fields}
 
 
 def _refusal(doc: dict[str, Any]) -> list[str]:
-    """The errors of the CRD's rules ``doc`` is refused for (a Workload's are kept apart from its webhook's)."""
+    """The errors of the CRD's rules ``doc`` is refused for (a Workload's are kept apart from its
+    webhook's)."""
     with pytest.raises(InvalidInput) as info:
         decode_object(doc, "object")
     if isinstance(info.value, WorkloadRefused):
@@ -56,10 +58,11 @@ def _refusal(doc: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize(("doc", "errors"), [
     (_with_check_state("Bogus"),
-     [f'field `status.admissionChecks[0].state`: Unsupported value: "Bogus": supported values: {STATE_VALUES}']),
+     [f'field `status.admissionChecks[0].state`: Unsupported value: "Bogus": supported values: '
+      f"{STATE_VALUES}"]),
     (_cluster_queue({"admissionMode": "UsageBasedAdmissionFairsharing"}),
-     ['field `spec.admissionScope.admissionMode`: Unsupported value: "UsageBasedAdmissionFairsharing": supported '
-      f"values: {MODE_VALUES}"]),
+     ['field `spec.admissionScope.admissionMode`: Unsupported value: "UsageBasedAdmissionFairsharing": '
+      f"supported values: {MODE_VALUES}"]),
     (_cluster_queue({}), ["field `spec.admissionScope.admissionMode`: Required value"]),
     (_priority_class(description="d"), ["field `value`: Required value"]),
     (_priority_class(value=1, description="d" * 2049),
@@ -67,10 +70,12 @@ def _refusal(doc: dict[str, Any]) -> list[str]:
     (_workload(required="r" * 64, preferred="p" * 64, podSetSliceRequiredTopology="s" * 64,
                podIndexLabel="i" * 318, subGroupIndexLabel="g" * 318, podSetGroupName="n" * 257),
      [f"field `spec.podSets[0].topologyRequest.{field}`: Too long: may not be more than {most} bytes"
-      for field, most in (("required", 63), ("preferred", 63), ("podIndexLabel", 317), ("subGroupIndexLabel", 317),
-                          ("podSetGroupName", 256), ("podSetSliceRequiredTopology", 63))]),
+      for field, most in (("required", 63), ("preferred", 63), ("podIndexLabel", 317),
+                          ("subGroupIndexLabel", 317), ("podSetGroupName", 256),
+                          ("podSetSliceRequiredTopology", 63))]),
 ])
-def test_a_value_kueue_s_crd_refuses_is_refused_naming_its_field(doc: dict[str, Any], errors: list[str]) -> None:
+def test_a_value_kueue_s_crd_refuses_is_refused_naming_its_field(doc: dict[str, Any],
+                                                                 errors: list[str]) -> None:
     assert _refusal(doc) == errors
 
 
@@ -95,12 +100,13 @@ def _at(schema: dict[str, Any], *path: str) -> dict[str, Any]:
 @pytest.mark.parametrize("version", SERVED_VERSIONS)
 def test_the_generated_crds_carry_the_markers(version: str) -> None:
     wl = object_schema(BY_KIND["Workload"], version)
-    assert _at(wl, "status", "admissionChecks", "[]", "state")["enum"] == ["Pending", "Ready", "Retry", "Rejected"]
+    assert _at(wl, "status", "admissionChecks", "[]", "state")["enum"] == ["Pending", "Ready", "Retry",
+                                                                           "Rejected"]
     topology = _at(wl, "spec", "podSets", "[]", "topologyRequest")
-    assert {k: topology["properties"][k].get("maxLength") for k in topology["properties"] if k != "unconstrained"
-            and topology["properties"][k]["type"] == "string"} == {
-        "required": 63, "preferred": 63, "podIndexLabel": 317, "subGroupIndexLabel": 317, "podSetGroupName": 256,
-        "podSetSliceRequiredTopology": 63}
+    assert {k: topology["properties"][k].get("maxLength") for k in topology["properties"]
+            if k != "unconstrained" and topology["properties"][k]["type"] == "string"} == {
+        "required": 63, "preferred": 63, "podIndexLabel": 317, "subGroupIndexLabel": 317,
+        "podSetGroupName": 256, "podSetSliceRequiredTopology": 63}
     scope = _at(object_schema(BY_KIND["ClusterQueue"], version), "spec", "admissionScope")
     assert scope["required"] == ["admissionMode"]
     assert scope["properties"]["admissionMode"]["enum"] == ["UsageBasedAdmissionFairSharing",
@@ -117,11 +123,13 @@ CHECK = {"name": "ac", "state": "Pending", "lastTransitionTime": "2024-01-01T00:
 
 
 @pytest.mark.parametrize(("doc", "errors"), [
-    (_status(clusterName="c" * 257), ["field `status.clusterName`: Too long: may not be more than 256 bytes"]),
+    (_status(clusterName="c" * 257),
+     ["field `status.clusterName`: Too long: may not be more than 256 bytes"]),
     (_status(nominatedClusterNames=[f"w{i}" for i in range(21)]),
      ["field `status.nominatedClusterNames`: Too many: 21: must have at most 20 items"]),
-    (_status(requeueState={"count": -1}), ["field `status.requeueState.count`: Invalid value: -1: "
-                                           "status.requeueState.count in body should be greater than or equal to 0"]),
+    (_status(requeueState={"count": -1}),
+     ["field `status.requeueState.count`: Invalid value: -1: "
+      "status.requeueState.count in body should be greater than or equal to 0"]),
     (_status(schedulingStats={"evictions": [{"reason": "r" * 317, "underlyingCause": "", "count": -2}]}),
      ["field `status.schedulingStats.evictions[0].reason`: Too long: may not be more than 316 bytes",
       "field `status.schedulingStats.evictions[0].count`: Invalid value: -2: "
@@ -146,7 +154,8 @@ def test_the_generated_workload_crd_carries_the_status_bounds() -> None:
     assert _at(status, "requeueState", "count")["minimum"] == 0
     evictions = _at(status, "schedulingStats", "evictions")
     assert evictions["maxItems"] == 256
-    assert _at(evictions, "[]", "reason")["maxLength"] == _at(evictions, "[]", "underlyingCause")["maxLength"] == 316
+    assert (_at(evictions, "[]", "reason")["maxLength"]
+            == _at(evictions, "[]", "underlyingCause")["maxLength"] == 316)
     assert _at(evictions, "[]", "count")["minimum"] == 0
     check = _at(status, "admissionChecks", "[]")
     assert _at(check, "message")["maxLength"] == 32768 and _at(check, "podSetUpdates")["maxItems"] == 8

@@ -62,7 +62,8 @@ Cohort, AdmissionCheck, Topology, ProvisioningRequestConfig, MultiKueueConfig) h
 def _as_rows(columns: list[dict[str, Any]]) -> list[tuple[str, str, str, str, int]]:
     assert all(set(c) <= {"name", "type", "jsonPath", "description", "priority"} for c in columns), columns
     assert all(c.get("priority") != 0 for c in columns), "a zero priority is left out, as controller-gen does"
-    return [(c["name"], c["type"], c["jsonPath"], c.get("description", ""), c.get("priority", 0)) for c in columns]
+    return [(c["name"], c["type"], c["jsonPath"], c.get("description", ""), c.get("priority", 0))
+            for c in columns]
 
 
 @pytest.mark.parametrize("kind", [r.kind for r in KUEUE_RESOURCES])

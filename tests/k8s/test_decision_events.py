@@ -589,9 +589,9 @@ def test_the_ledger_records_a_variants_creation_on_its_parent() -> None:
 
 
 def test_each_failed_provisioning_request_creation_records_a_warning_failed_create() -> None:
-    """Kueue's check controller records Warning ``FailedCreate`` on the Workload for each failed create of a request
-    or its PodTemplate (``handleError``, #4114), with the check's message cut to an Event's 1024 bytes: one per
-    attempt, ready as the applier appends it (a fact, not a decision awaiting its outcome)."""
+    """Kueue's check controller records Warning ``FailedCreate`` on the Workload for each failed create of a
+    request or its PodTemplate (``handleError``, #4114), with the check's message cut to an Event's 1024
+    bytes: one per attempt, ready as the applier appends it (a fact, not a decision awaiting its outcome)."""
     from types import SimpleNamespace
 
     from connectors.k8s.decision_events import EventLedger
@@ -600,13 +600,14 @@ def test_each_failed_provisioning_request_creation_records_a_warning_failed_crea
     w = wl(phase=RESERVED, cq="cq", checks={"prov": "Pending"})
     state = SimpleNamespace(workloads={w.key: w}, jobs={}, admission_checks={})
     ledger = EventLedger()
-    message = 'Error creating ProvisioningRequest "foo-prov-1": ProvisioningRequest "foo-prov-1" is invalid: ' + "x" * 2000
+    message = ('Error creating ProvisioningRequest "foo-prov-1": '
+               'ProvisioningRequest "foo-prov-1" is invalid: ' + "x" * 2000)
     for off, at in ((20, T0), (21, T0 + 1000), (22, T0 + 3000)):
-        failed = ev.ProvisioningRequestCreateFailed(time=at, key=w.key, uid=w.uid, decision=off - 10, check="prov",
-                                                    name="foo-prov-1", message=message)
+        failed = ev.ProvisioningRequestCreateFailed(time=at, key=w.key, uid=w.uid, decision=off - 10,
+                                                    check="prov", name="foo-prov-1", message=message)
         ledger.fold(ev.Record(off, failed), state, {})  # type: ignore[arg-type]
-    other = ev.ProvisioningRequestCreateFailed(time=T0, key=w.key, uid="a-recreated-one", decision=1, check="prov",
-                                               name="foo-prov-1", message=message)
+    other = ev.ProvisioningRequestCreateFailed(time=T0, key=w.key, uid="a-recreated-one", decision=1,
+                                               check="prov", name="foo-prov-1", message=message)
     ledger.fold(ev.Record(23, other), state, {})  # type: ignore[arg-type]
     assert list(ledger.ready) == [20, 21, 22] and not ledger.awaiting
     (first,) = events_of(ledger.ready[20])

@@ -1,7 +1,8 @@
 """A running Job (or Pod, or pod group) whose Workload the log holds evicted is stopped, and its quota given
 back, only once the apiserver shows the Workload evicted (Evicted=True), as Kueue's job reconciler acts on the
 Workload it reads: the eviction's status write may still be refused, and then nothing happened (the fold takes
-it back). A Workload the apiserver no longer shows admitted, or a deactivated one, is stopped at once as before."""
+it back). A Workload the apiserver no longer shows admitted, or a deactivated one, is stopped at once as
+before."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def _fold(mirror: Mirror, *events: ev.AnyEvent) -> None:
 
 
 def _store(mirror: Mirror, rv: int) -> o.Workload:
-    """The watch brings the Workload as the status writer wrote what the log holds, at resourceVersion ``rv``."""
+    """The watch brings the Workload as the status writer wrote what the log holds, at resourceVersion
+    ``rv``."""
     raw = msgspec.to_builtins(mirror.workloads[KEY])
     raw["status"] = {k: v for k, v in desired_status(mirror.state.workloads[KEY]).items() if v is not None}
     raw["metadata"]["resourceVersion"] = str(rv)
@@ -137,7 +139,8 @@ def test_a_running_pod_and_pod_group_wait_for_the_stored_eviction_too() -> None:
                                  pod_sets=tuple(msgspec.structs.replace(ps, name="main")
                                                 for ps in mirror.state.workloads[KEY].pod_sets))
     pod = _pod("p")
-    assert pod_sync.next_step(pod, wl, managed=True, admission_shown=True, eviction_unshown=True) == pod_sync.Step()
+    assert pod_sync.next_step(pod, wl, managed=True, admission_shown=True,
+                              eviction_unshown=True) == pod_sync.Step()
     assert pod_sync.next_step(pod, wl, managed=True, admission_shown=True).action == pod_sync.STOP
     step = pod_group.next_step([pod], wl, managed=True, admission_shown=True, prebuilt=True,
                                eviction_unshown=True)

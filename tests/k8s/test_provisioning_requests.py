@@ -381,7 +381,7 @@ async def test_a_creation_for_a_workload_the_apiserver_no_longer_holds_is_reject
     assert await _outcomes(journal) == [("DecisionRejected", 1, "NotFound")]
 
 
-# --- a creation the apiserver refuses (Kueue #4114, #4190: handleError) ---------------------------------------------
+# --- a creation the apiserver refuses (Kueue #4114, #4190: handleError) -------------------------------------
 
 class Refusing(FakeClient):
     """Every create of ``name`` fails with ``error``; a ProvisioningRequest read is owned by ``owner_uid``."""
@@ -399,7 +399,8 @@ class Refusing(FakeClient):
     async def get(self, resource: Any, name: str, ns: str) -> bytes:
         if resource.kind == "ProvisioningRequest":
             self.calls.append(("get", name))
-            return msgspec.json.encode({"metadata": {"uid": "other", "ownerReferences": [{"uid": self.owner_uid}]}})
+            return msgspec.json.encode({"metadata": {"uid": "other",
+                                                     "ownerReferences": [{"uid": self.owner_uid}]}})
         return await super().get(resource, name, ns)
 
 
@@ -442,14 +443,16 @@ async def test_a_request_the_apiserver_refuses_fails_its_creation_in_kueues_word
 
 
 DENIED = 'admission webhook "deny.example.com" denied the request: no PodTemplates here'
-INVALID_TEMPLATE = 'PodTemplate "ppt-wl-prov-1-main" is invalid: template.spec.containers[0].image: Required value'
+INVALID_TEMPLATE = ('PodTemplate "ppt-wl-prov-1-main" is invalid: template.spec.containers[0].image: '
+                    "Required value")
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("error", [Forbidden(f"POST ...: 403 Forbidden: {DENIED}", 403, "Forbidden", DENIED),
                                    Invalid(f"POST ...: 422 Invalid: {INVALID_TEMPLATE}", 422, "Invalid",
                                            INVALID_TEMPLATE)])
-async def test_a_pod_template_the_apiserver_refuses_fails_the_creation_before_the_request(error: KubeError) -> None:
+async def test_a_pod_template_the_apiserver_refuses_fails_the_creation_before_the_request(
+        error: KubeError) -> None:
     client = Refusing("ppt-wl-prov-1-main", error)
     failed, rejected = await _refused(client)
     assert failed == msgspec.structs.replace(
@@ -461,8 +464,8 @@ async def test_a_pod_template_the_apiserver_refuses_fails_the_creation_before_th
 @pytest.mark.asyncio
 async def test_a_request_name_another_workloads_request_holds_fails_the_creation() -> None:
     exists = 'provisioningrequests.autoscaling.x-k8s.io "wl-prov-1" already exists'
-    client = Refusing("wl-prov-1", AlreadyExists(f"POST ...: 409 AlreadyExists: {exists}", 409, "AlreadyExists",
-                                                 exists), owner_uid="another-workload")
+    client = Refusing("wl-prov-1", AlreadyExists(f"POST ...: 409 AlreadyExists: {exists}", 409,
+                                                 "AlreadyExists", exists), owner_uid="another-workload")
     failed, rejected = await _refused(client)
     assert isinstance(failed, ev.ProvisioningRequestCreateFailed)
     assert failed.message == f'Error creating ProvisioningRequest "wl-prov-1": {exists}'
@@ -590,8 +593,8 @@ async def test_the_loop_looks_at_a_held_creation_again_when_the_log_moves() -> N
 
 
 class FailingOnce(Hanging):
-    """The first create of a name starting with ``slow`` fails (the apiserver gives no answer); the rest succeed,
-    none hangs."""
+    """The first create of a name starting with ``slow`` fails (the apiserver gives no answer); the rest
+    succeed, none hangs."""
 
     def __init__(self, slow: str) -> None:
         super().__init__(slow)
@@ -601,14 +604,16 @@ class FailingOnce(Hanging):
         if body["metadata"]["name"].startswith(self.slow) and not self.started.is_set():
             self.started.set()
             self.calls.append(("create failed", body["metadata"]["name"]))
-            raise Unavailable("POST ...: connection reset")  # no answer (an answered error fails the creation)
+            # no answer (an answered error fails the creation)
+            raise Unavailable("POST ...: connection reset")
         return await super().create(resource, body, ns)
 
 
 @pytest.mark.asyncio
 async def test_the_loop_retries_a_failed_decision_when_due_its_workloads_later_ones_after_it() -> None:
-    """A call the apiserver never answered retries its decision after ``retry_s``: the loop wakes for it though nothing else happens,
-    and the workload's later decision waits for it (one of another workload does not)."""
+    """A call the apiserver never answered retries its decision after ``retry_s``: the loop wakes for it
+    though nothing else happens, and the workload's later decision waits for it (one of another workload does
+    not)."""
     flaky, other = _of("flaky", RESERVED), _of("other", RESERVED)
     journal = await _journal(upserted(flaky), upserted(other))
     client = FailingOnce("flaky-prov")

@@ -81,8 +81,8 @@ async def test_an_eviction_written_stays_counted() -> None:
 
 @pytest.mark.asyncio
 async def test_an_eviction_the_apiserver_refuses_leaves_the_workload_admitted() -> None:
-    """Kueue changes nothing when the eviction's write fails: the connector's fold puts the workload back as it
-    was, and the writer has nothing more to write for it."""
+    """Kueue changes nothing when the eviction's write fails: the connector's fold puts the workload back as
+    it was, and the writer has nothing more to write for it."""
     api = RefusesEvictions(WL)
     journal, writer = await _evicted_after_admission(api)
     await writer.sync(WL.key)

@@ -1,9 +1,9 @@
-"""A preemption or eviction the connector rejects (``DecisionRejected``: a 422, a webhook's 403, a conflict that
-invalidated it) never happened: Kueue's ``workload.Evict`` is one status write, and when it fails the Workload
-stays admitted, its Job keeps running, and a later cycle decides again. The fold puts the workload back as it was
-before the decision, unless something was folded on it since, and decides no eviction of it again until its next
-event (the watch showing it anew), so a writer that keeps refusing does not make the scheduler decide it on every
-turn."""
+"""A preemption or eviction the connector rejects (``DecisionRejected``: a 422, a webhook's 403, a conflict
+that invalidated it) never happened: Kueue's ``workload.Evict`` is one status write, and when it fails the
+Workload stays admitted, its Job keeps running, and a later cycle decides again. The fold puts the workload
+back as it was before the decision, unless something was folded on it since, and decides no eviction of it
+again until its next event (the watch showing it anew), so a writer that keeps refusing does not make the
+scheduler decide it on every turn."""
 
 from __future__ import annotations
 
@@ -26,12 +26,14 @@ from tests.projections.test_proj_admitted_rejected import OBJECTS as CHECKED
 def _workload(name: str, priority: int, created: str) -> dict[str, Any]:
     return {"apiVersion": KQ, "kind": "Workload",
             "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "creationTimestamp": created},
-            "spec": {"queueName": "lq", "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {
-                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}}]}}
+            "spec": {"queueName": "lq", "priority": priority, "podSets": [{
+                "name": "main", "count": 1, "template": {
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}}]}}
 
 
 OBJECTS = [
-    *CHECKED[:3],  # the Namespace ns, the ResourceFlavor f1, the AdmissionCheck approval (another controller's)
+    # the Namespace ns, the ResourceFlavor f1, the AdmissionCheck approval (another controller's)
+    *CHECKED[:3],
     {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
         "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
         "admissionChecksStrategy": {"admissionChecks": [{"name": "approval"}]},
@@ -129,7 +131,8 @@ def test_a_rejected_preemption_leaves_the_victim_as_if_it_had_never_been_decided
     for r in log.records:
         if r.offset not in (off, len(log.records) - 1):
             without.append(r.event)
-    without.state.refused_evictions = dict(log.state.refused_evictions)  # (the one thing the rejection leaves)
+    # (the one thing the rejection leaves)
+    without.state.refused_evictions = dict(log.state.refused_evictions)
     assert _normalized(log.state) == _normalized(without.state)
     assert families(log.state) == families(without.state)
 
@@ -157,7 +160,8 @@ def test_an_applied_preemption_stays() -> None:
     log = _low_admitted(config)
     off = _preempted(log, config)
     log.append(ev.DecisionApplied(time=T0 + 10_500, key="ns/low", uid="uid-low", decision=off))
-    log.append(_rejected(off, time=T0 + 10_600))  # one outcome per decision: a stray second one changes nothing
+    # one outcome per decision: a stray second one changes nothing
+    log.append(_rejected(off, time=T0 + 10_600))
     assert log.state.workloads["ns/low"].evicted == "Preempted"
     assert log.state.unconfirmed_evictions == {}
 
@@ -210,7 +214,7 @@ def _fold(records: list[ev.Record]) -> ClusterState:
     return state
 
 
-# --- no live loop --------------------------------------------------------------------------------------------
+# --- no live loop -------------------------------------------------------------------------------------------
 
 
 def _turns(log: Log, config: SchedulerConfig, now: int, turns: int) -> int:
@@ -265,6 +269,7 @@ def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldes
     wl = log.state.workloads["ns/low"]
     kept: dict[int, eviction_undo.UnconfirmedEviction] = {}
     for decision in range(eviction_undo.UNDO_LIMIT + 2):
-        eviction_undo.remember(kept, eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
+        eviction_undo.remember(kept,
+                               eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
     assert len(kept) == eviction_undo.UNDO_LIMIT
     assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1

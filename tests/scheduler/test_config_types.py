@@ -136,7 +136,8 @@ UNREAD = ("health", "metrics", "webhook", "leaderElection", "controller", "pprof
 def test_a_full_configuration_loads_as_it_did(doc: dict) -> None:
     """Every field of Kueue's example configuration set: what kueue-es reads of it is what it read before."""
     reads = {"metrics": {"enableClusterQueueResources": True},
-             "integrations": {"frameworks": ["batch/job", "pod"], "externalFrameworks": ["Foo.v1.example.com"]}}
+             "integrations": {"frameworks": ["batch/job", "pod"],
+                              "externalFrameworks": ["Foo.v1.example.com"]}}
     assert load_config(doc) == load_config({**{k: v for k, v in doc.items() if k not in UNREAD}, **reads})
 
 

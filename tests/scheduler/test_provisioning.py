@@ -241,7 +241,7 @@ def test_a_pod_template_drops_the_templates_gates_and_an_earlier_admissions_anno
     assert made.template.spec.scheduling_gates == []
 
 
-# --- the check's message ------------------------------------------------------------------------------------------
+# --- the check's message ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("char", "kept"), [("x", "x" * 32740), ("€", "€" * 10913 + "\ufffd")])

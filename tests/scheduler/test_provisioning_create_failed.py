@@ -1,6 +1,7 @@
-"""A ProvisioningRequest (or PodTemplate) the apiserver refuses to create, as Kueue's check controller handles it
-(#4114, #4190; ``handleError`` in ``pkg/controller/admissionchecks/provisioning/controller.go``): the error shows on
-the check, which stays Pending, and the creation is tried again after a backoff, not held for ever."""
+"""A ProvisioningRequest (or PodTemplate) the apiserver refuses to create, as Kueue's check controller handles
+it (#4114, #4190; ``handleError`` in ``pkg/controller/admissionchecks/provisioning/controller.go``): the error
+shows on the check, which stays Pending, and the creation is tried again after a backoff, not held for
+ever."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ MESSAGE = f'Error creating ProvisioningRequest "{REQUEST}": {REFUSED}'
 
 
 def _creations(decided: list) -> list[tuple[str, int]]:
-    return [(d.request.metadata.name, d.attempt) for d in decided if isinstance(d, ev.ProvisioningRequestCreated)]
+    return [(d.request.metadata.name, d.attempt) for d in decided
+            if isinstance(d, ev.ProvisioningRequestCreated)]
 
 
 def _last_creation(f: Flow) -> ev.Record:
@@ -36,8 +38,8 @@ def _refuse(f: Flow) -> None:
     r = _last_creation(f)
     e = r.event
     f.append([
-        ev.ProvisioningRequestCreateFailed(time=f.state.time, key=e.key, uid=e.uid, decision=r.offset, check=e.check,
-                                           name=e.request.metadata.name, message=MESSAGE),
+        ev.ProvisioningRequestCreateFailed(time=f.state.time, key=e.key, uid=e.uid, decision=r.offset,
+                                           check=e.check, name=e.request.metadata.name, message=MESSAGE),
         ev.DecisionRejected(time=f.state.time, key=e.key, uid=e.uid, decision=r.offset, reason="Invalid",
                             message=REFUSED)])
 
@@ -52,13 +54,16 @@ def test_a_refused_creation_shows_on_the_pending_check_and_is_decided_again_afte
     assert _creations([r.event for r in f.records]) == [(REQUEST, 1)]
     _refuse(f)
     decided = f.settle()
-    assert [type(d).__name__ for d in decided] == ["AdmissionCheckUpdated"], "the error on the check, nothing else"
+    assert [type(d).__name__ for d in decided] == ["AdmissionCheckUpdated"], \
+        "the error on the check, nothing else"
     assert _check(f) == ("Pending", MESSAGE)
     assert f.state.workloads[KEY].phase == "QuotaReserved", "the quota is kept while the creation is retried"
-    assert f"default/{REQUEST}" not in f.state.provisioning_requests, "the request never made is not the check's"
+    assert f"default/{REQUEST}" not in f.state.provisioning_requests, \
+        "the request never made is not the check's"
     assert next_deadline(f.state, DEFAULT) == T0 + 1000, "the live loop is woken for the retry"
     assert _creations(f.at(0)) == [], "not before the backoff"
-    assert _creations(f.at(1)) == [(REQUEST, 1)], "the same request again (Kueue's controller retries its name)"
+    assert _creations(f.at(1)) == [(REQUEST, 1)], \
+        "the same request again (Kueue's controller retries its name)"
     assert next_deadline(f.state, DEFAULT) is None, "nothing left to wake for"
 
 
@@ -74,7 +79,8 @@ def test_a_refusal_that_persists_is_retried_with_a_growing_backoff_not_at_every_
     assert tried == [0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2023, 3023]
     assert [backoff_ms(n) for n in (1, 2, 10, 11, 50)] == [1000, 2000, 512_000, 1_000_000, 1_000_000]
     assert _check(f) == ("Pending", MESSAGE)
-    set_message = [r for r in f.records if isinstance(r.event, ev.AdmissionCheckUpdated) and r.event.message == MESSAGE]
+    set_message = [r for r in f.records
+                   if isinstance(r.event, ev.AdmissionCheckUpdated) and r.event.message == MESSAGE]
     assert len(set_message) == 1, "the same message is set once"
 
 
@@ -94,8 +100,9 @@ def test_once_created_the_failures_are_forgotten_and_the_request_maps_onto_the_c
 
 
 def test_the_error_goes_once_the_request_is_there_without_a_condition_that_says_more() -> None:
-    """Kueue #13785: a request the autoscaler has not spoken about yet leaves the check Pending with no message;
-    the creation error of an earlier attempt no longer holds (and would be appended to every later Event)."""
+    """Kueue #13785: a request the autoscaler has not spoken about yet leaves the check Pending with no
+    message; the creation error of an earlier attempt no longer holds (and would be appended to every later
+    Event)."""
     f = Flow("provisioning-retry-then-reject.yaml")
     _refuse(f)
     f.settle()
@@ -136,15 +143,15 @@ async def _write(path: Path, records: list[ev.Record]) -> None:
 
 
 def test_replay_verify_passes_over_a_refused_creation(tmp_path: Path) -> None:
-    """The controller's decisions after a refusal (the check's message, the creation after the backoff) are what
-    the scheduler decides again from the log."""
+    """The controller's decisions after a refusal (the check's message, the creation after the backoff) are
+    what the scheduler decides again from the log."""
     f = Flow("provisioning-retry-then-reject.yaml")
     _refuse(f)
     f.settle()
     assert _creations(f.at(1)) == [(REQUEST, 1)]
     anyio.run(_write, tmp_path / "log", f.records)
-    result = subprocess.run([sys.executable, "-m", "kueue_es", "replay", "--log", str(tmp_path / "log"), "--verify"],
-                            capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "kueue_es", "replay", "--log", str(tmp_path / "log"),
+                             "--verify"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

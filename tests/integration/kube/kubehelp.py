@@ -504,22 +504,25 @@ async def provisioning_check(kc: KubeClient, sfx: str,
 
 
 async def provisioning_queues(kc: KubeClient, prefix: str, quota: dict[str, Any]) -> tuple[str, str]:
-    """The ProvisioningRequest CRD installed (with Kueue's), a :func:`provisioning_check` and :func:`queues` whose
-    ClusterQueue lists it: (the check's name, the namespace)."""
+    """The ProvisioningRequest CRD installed (with Kueue's), a :func:`provisioning_check` and :func:`queues`
+    whose ClusterQueue lists it: (the check's name, the namespace)."""
     await crds.install(kc)
     await crds.install(kc, docs=[crds.provisioning_request_crd()])
     sfx = secrets.token_hex(3)
     check = await provisioning_check(kc, sfx)
-    ns, _, _, _ = await queues(kc, prefix, quota, sfx=sfx, admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+    ns, _, _, _ = await queues(kc, prefix, quota, sfx=sfx,
+                               admissionChecksStrategy={"admissionChecks": [{"name": check}]})
     return check, ns
 
 
 async def workload_events(kc: KubeClient, wl: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(type, reason, message) of the Events on the Workload ``wl`` (as read), as ``kubectl describe`` finds them."""
+    """(type, reason, message) of the Events on the Workload ``wl`` (as read), as ``kubectl describe`` finds
+    them."""
     meta = wl["metadata"]
     selector = (f"involvedObject.name={meta['name']},involvedObject.namespace={meta['namespace']},"
                 f"involvedObject.kind=Workload,involvedObject.uid={meta['uid']}")
-    raw = await kc.request("GET", EVENTS.collection_path(meta["namespace"]), query=[("fieldSelector", selector)])
+    raw = await kc.request("GET", EVENTS.collection_path(meta["namespace"]),
+                           query=[("fieldSelector", selector)])
     return [(e["type"], e["reason"], e["message"]) for e in msgspec.json.decode(raw)["items"]]
 
 

@@ -416,8 +416,8 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
         with pytest.raises(Invalid) as refused:
             await kc.patch(wl, "w", {"status": {"admissionChecks": [{**check, "state": "Bogus"}]}}, ns,
                            subresource="status")
-        assert ('status.admissionChecks[0].state: Unsupported value: "Bogus": supported values: "Pending", "Ready", '
-                '"Retry", "Rejected"') in str(refused.value)
+        assert ('status.admissionChecks[0].state: Unsupported value: "Bogus": supported values: "Pending", '
+                '"Ready", "Retry", "Rejected"') in str(refused.value)
         long_level = _tas_workload(ns, "w2")
         long_level["spec"]["podSets"][0]["topologyRequest"] = {"required": "r" * 64}
         with pytest.raises(Invalid) as refused:
@@ -425,9 +425,9 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
         assert "spec.podSets[0].topologyRequest.required: Too long: may not be more than 63 bytes" in str(
             refused.value)
         for scope, error in (({"admissionMode": "NoAdmissionFairSharing"}, None),
-                             ({"admissionMode": "Bogus"}, 'spec.admissionScope.admissionMode: Unsupported value: '
-                                                          '"Bogus": supported values: "UsageBasedAdmissionFairSharing", '
-                                                          '"NoAdmissionFairSharing"'),
+                             ({"admissionMode": "Bogus"},
+                              'spec.admissionScope.admissionMode: Unsupported value: "Bogus": '
+                              'supported values: "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"'),
                              ({}, "spec.admissionScope.admissionMode: Required value")):
             cq = cluster_queue(f"cq-{secrets.token_hex(3)}", {f"default-{sfx}": {"cpu": 1}})
             cq["spec"]["admissionScope"] = scope
@@ -437,7 +437,8 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
             with pytest.raises(Invalid) as refused:
                 await create(kc, cq)
             assert error in str(refused.value)
-        wpc = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p-{sfx}"}, "value": 1}
+        wpc = {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p-{sfx}"},
+               "value": 1}
         await create(kc, {**wpc, "description": "d" * 2048})
         with pytest.raises(Invalid) as refused:
             await create(kc, {**wpc, "metadata": {"name": f"q-{sfx}"}, "description": "d" * 2049})
@@ -517,8 +518,8 @@ async def _aggregate(api: client.ApiClient, name: str) -> None:
 
 @pytest.mark.asyncio
 async def test_the_batch_roles_kueues_rbac_guide_binds_grant_an_admin_and_a_user(kube_apiserver) -> None:
-    """Bound as Kueue's RBAC guide binds them: the admin by a ClusterRoleBinding, a team's users by a RoleBinding
-    in their namespace."""
+    """Bound as Kueue's RBAC guide binds them: the admin by a ClusterRoleBinding, a team's users by a
+    RoleBinding in their namespace."""
     sfx = secrets.token_hex(3)
     team, other = f"team-a-{sfx}", f"team-b-{sfx}"
     admin, user = f"admin-{sfx}@example.com", f"alice-{sfx}@example.com"

@@ -1,7 +1,7 @@
-"""On a real apiserver: a preemption whose status write a ValidatingAdmissionPolicy refuses (no Workload of the
-namespace may show Evicted=True) never happens, as in Kueue, whose eviction is that one write. The victim's Job
-keeps running, its Workload stays admitted (in the cluster and in the fold), the preemptor waits, and the
-scheduler does not decide the preemption again on every turn."""
+"""On a real apiserver: a preemption whose status write a ValidatingAdmissionPolicy refuses (no Workload of
+the namespace may show Evicted=True) never happens, as in Kueue, whose eviction is that one write. The
+victim's Job keeps running, its Workload stays admitted (in the cluster and in the fold), the preemptor waits,
+and the scheduler does not decide the preemption again on every turn."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ REFUSAL = "no evictions in this namespace"
 
 
 def _true(obj: dict[str, Any], type_: str) -> bool:
-    return any(c["type"] == type_ and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+    return any(c["type"] == type_ and c["status"] == "True"
+               for c in (obj.get("status") or {}).get("conditions") or [])
 
 
 @contextlib.asynccontextmanager
@@ -50,7 +51,8 @@ async def _refusing_evictions(kc, name: str, ns: str):  # noqa: ANN001, ANN202
     binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
                "metadata": {"name": name}, "spec": {
                    "policyName": name, "validationActions": ["Deny"],
-                   "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}}
+                   "matchResources": {"namespaceSelector": {
+                       "matchLabels": {"kubernetes.io/metadata.name": ns}}}}}
     await kc.create(POLICIES, policy)
     await kc.create(BINDINGS, binding)
     try:
@@ -64,8 +66,8 @@ async def _refusing_evictions(kc, name: str, ns: str):  # noqa: ANN001, ANN202
 
 async def _in_effect(kc, ns: str, name: str) -> bool:  # noqa: ANN001
     """A dry-run status patch showing Evicted=True on Workload ``name`` is refused by the policy."""
-    patch = {"status": {"conditions": [{"type": "Evicted", "status": "True", "reason": "Probe", "message": "probe",
-                                        "lastTransitionTime": NOW}]}}
+    patch = {"status": {"conditions": [{"type": "Evicted", "status": "True", "reason": "Probe",
+                                        "message": "probe", "lastTransitionTime": NOW}]}}
     try:
         await kc.request("PATCH", WORKLOADS.object_path(name, ns, "status"), query=[("dryRun", "All")],
                          body=patch, content_type="application/merge-patch+json")
@@ -92,13 +94,14 @@ async def test_a_preemption_the_apiserver_refuses_leaves_the_victim_running_and_
 
             async def running() -> bool:
                 j = await get(kc, "Job", "low", ns)
-                return not j["spec"].get("suspend") and _true(await get(kc, "Workload", low_wl, ns), "Admitted")
+                return (not j["spec"].get("suspend")
+                        and _true(await get(kc, "Workload", low_wl, ns), "Admitted"))
 
             await eventually(running, what="the low Job admitted and running")
             await kc.patch(JOBS, "low", {"status": {"startTime": NOW, "active": 1, "ready": 1}}, ns,
                            subresource="status")  # (the job controller's part: its pod runs)
             await eventually(lambda: _in_effect(kc, ns, low_wl), what="the policy in effect")
-            # --- a higher-priority Job would preempt it: the eviction's write is refused ----------------------
+            # --- a higher-priority Job would preempt it: the eviction's write is refused --------------------
             await create(kc, job(ns, "high", "user-queue", cpu="2",
                                  labels={"kueue.x-k8s.io/priority-class": f"high-{sfx}"}))
             key = f"{ns}/{low_wl}"
@@ -107,7 +110,8 @@ async def test_a_preemption_the_apiserver_refuses_leaves_the_victim_running_and_
                 return [r async for r in journal.log.read()]
 
             async def rejected() -> bool:
-                return any(isinstance(r.event, ev.DecisionRejected) and r.event.key == key for r in await records())
+                return any(isinstance(r.event, ev.DecisionRejected) and r.event.key == key
+                           for r in await records())
 
             await eventually(rejected, what="the low Workload's eviction rejected")
             await asyncio.sleep(3.0)  # many turns of the scheduler

@@ -1,11 +1,11 @@
 """A ProvisioningRequest the apiserver refuses to create, then lets through, against the real apiserver.
 
-Kueue's check controller (``handleError``, #4114/#4190) shows a failed create on the check, still Pending, records
-a Warning ``FailedCreate`` Event on the Workload, and tries again after a backoff. Here a ValidatingAdmissionPolicy
-denies every ProvisioningRequest of the test's namespace: the stored Workload's check shows
-``Error creating ProvisioningRequest "<name>": <the denial>`` and the Event is there, the quota still reserved; once
-the policy's binding is deleted, a later attempt creates the request (before this fix the refused request stayed
-the check's for ever: never created again, the quota held).
+Kueue's check controller (``handleError``, #4114/#4190) shows a failed create on the check, still Pending,
+records a Warning ``FailedCreate`` Event on the Workload, and tries again after a backoff. Here a
+ValidatingAdmissionPolicy denies every ProvisioningRequest of the test's namespace: the stored Workload's
+check shows ``Error creating ProvisioningRequest "<name>": <the denial>`` and the Event is there, the quota
+still reserved; once the policy's binding is deleted, a later attempt creates the request (before this fix the
+refused request stayed the check's for ever: never created again, the quota held).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def _policy(name: str, ns: str) -> tuple[dict[str, Any], dict[str, Any]]:
     policy = {"apiVersion": POLICIES.api_version, "kind": POLICIES.kind, "metadata": {"name": name},
               "spec": {"failurePolicy": "Fail",
                        "matchConstraints": {"resourceRules": [{
-                           "apiGroups": ["autoscaling.x-k8s.io"], "apiVersions": ["*"], "operations": ["CREATE"],
-                           "resources": ["provisioningrequests"]}]},
+                           "apiGroups": ["autoscaling.x-k8s.io"], "apiVersions": ["*"],
+                           "operations": ["CREATE"], "resources": ["provisioningrequests"]}]},
                        "validations": [{"expression": "false", "message": DENIAL}]}}
     binding = {"apiVersion": BINDINGS.api_version, "kind": BINDINGS.kind, "metadata": {"name": name},
                "spec": {"policyName": name, "validationActions": ["Deny"],
@@ -47,13 +47,15 @@ def _policy(name: str, ns: str) -> tuple[dict[str, Any], dict[str, Any]]:
 def _probe(ns: str) -> dict[str, Any]:
     return {"apiVersion": PROVISIONING_REQUESTS.api_version, "kind": "ProvisioningRequest",
             "metadata": {"name": "probe", "namespace": ns},
-            "spec": {"provisioningClassName": "x", "podSets": [{"podTemplateRef": {"name": "p"}, "count": 1}]}}
+            "spec": {"provisioningClassName": "x",
+                     "podSets": [{"podTemplateRef": {"name": "p"}, "count": 1}]}}
 
 
 async def _denied(kc, ns: str) -> bool:
     """Whether the policy is in force: a dry-run create of a request in ``ns`` is refused with its message."""
     try:
-        await kc.request("POST", PROVISIONING_REQUESTS.collection_path(ns), body=_probe(ns), query=[("dryRun", "All")])
+        await kc.request("POST", PROVISIONING_REQUESTS.collection_path(ns), body=_probe(ns),
+                         query=[("dryRun", "All")])
     except KubeError as exc:
         return DENIAL in str(exc)
     return False
@@ -64,7 +66,8 @@ def _check(wl: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 @pytest.mark.asyncio
-async def test_a_denied_request_shows_on_the_check_and_is_created_once_allowed(kube_apiserver, tmp_path) -> None:
+async def test_a_denied_request_shows_on_the_check_and_is_created_once_allowed(
+        kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         check, ns = await provisioning_queues(kc, "provdeny", {"cpu": 4})
         policy, binding = _policy(f"deny-provreq-{ns}", ns)
@@ -105,9 +108,11 @@ async def test_a_denied_request_shows_on_the_check_and_is_created_once_allowed(k
                     except NotFound:
                         return None
 
-                pr = await eventually(created, WAIT, "the request created once the policy no longer denies it")
+                pr = await eventually(created, WAIT,
+                                      "the request created once the policy no longer denies it")
                 assert pr["metadata"]["ownerReferences"][0]["name"] == wl_name
         finally:
-            for resource, name in ((BINDINGS, binding["metadata"]["name"]), (POLICIES, policy["metadata"]["name"])):
+            for resource, name in ((BINDINGS, binding["metadata"]["name"]),
+                                   (POLICIES, policy["metadata"]["name"])):
                 with contextlib.suppress(NotFound):
                     await kc.delete(resource, name)
