@@ -9,6 +9,12 @@ it (:attr:`UnconfirmedEviction.after`). A ``DecisionRejected`` of that decision 
 only if nothing was folded on it since (it still equals ``after``): a later observed fact is never restored
 over.
 
+A rejected eviction taken back is not decided again before its :class:`Refusal` expires (or the workload's next
+event): Kueue's reconcile that failed to write it is retried after controller-runtime's per-item backoff, which
+grows while the writes keep failing, so a refusal that lifts (a webhook back up, a policy removed) is followed
+by the eviction without anything else happening to the victim, while one that persists costs a write now and
+then, not one per turn of the loop.
+
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
 ``spec.active`` write anyway, so a refused deactivation's write is retried by the writer as before.
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import msgspec
 
+from projections.create_failures import backoff_ms
 from projections.workloads import WorkloadInfo
 
 UNDO_LIMIT = 1024
@@ -40,6 +47,26 @@ class UnconfirmedEviction(msgspec.Struct, array_like=True, gc=False):
     """``ClusterState.backoff`` of the workload before the decision (None: none)."""
     awaiting: bool = False
     """Whether it was in ``ClusterState.awaiting_release`` before the decision."""
+    refusals: int = 0
+    """Rejections in a row of the workload's evictions before this one (its :class:`Refusal` it lifted)."""
+
+
+class Refusal(msgspec.Struct, array_like=True, gc=False, frozen=True):
+    """A workload's rejected eviction taken back: none is decided again before ``retry_at`` or its next event."""
+
+    decision: int
+    """The offset of the eviction rejected last."""
+    refusals: int
+    """Its evictions rejected in a row (the backoff grows with them)."""
+    retry_at: int
+    """When (log time, ms) an eviction of it may be decided again: 1 s doubling up to 1000 s after the rejection,
+    as :func:`projections.create_failures.backoff_ms`."""
+
+
+def refused(undo: UnconfirmedEviction, time: int) -> Refusal:
+    """The refusal a rejection of ``undo`` at ``time`` leaves."""
+    refusals = undo.refusals + 1
+    return Refusal(undo.decision, refusals, time + backoff_ms(refusals))
 
 
 def opened(decision: int, wl: WorkloadInfo, backoff: int | None, awaiting: bool) -> UnconfirmedEviction:
