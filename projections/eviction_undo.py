@@ -6,8 +6,11 @@ running, and a later cycle decides again. The fold applies an eviction the momen
 (Evicted=True, checks reset, requeue state, ...), so for each preemption or eviction still awaiting its
 outcome it keeps the workload as it was before (:attr:`UnconfirmedEviction.before`) and as the decision left
 it (:attr:`UnconfirmedEviction.after`). A ``DecisionRejected`` of that decision puts the workload back, but
-only if nothing was folded on it since (it still equals ``after``): a later observed fact is never restored
-over.
+only if its ``WorkloadInfo`` is still exactly ``after`` (no event about it changed a field since: a later
+observed fact is never restored over), and nothing was decided on its behalf since that acts in the cluster
+without changing it (the deletion of its ProvisioningRequests on eviction: :func:`forget`). Events only "also
+about" a workload that change none of its fields and act on nothing else (a ``WorkloadPending`` status
+message) do not keep it.
 
 A rejected eviction taken back is not decided again before its :class:`Refusal` expires (or the workload's next
 event): Kueue's reconcile that failed to write it is retried after controller-runtime's per-item backoff, which
@@ -85,6 +88,13 @@ def remember(kept: dict[int, UnconfirmedEviction], undo: UnconfirmedEviction) ->
     if len(kept) >= UNDO_LIMIT:
         del kept[next(iter(kept))]  # the oldest decision (kept in offset order)
     kept[undo.decision] = undo
+
+
+def forget(kept: dict[int, UnconfirmedEviction], key: str) -> None:
+    """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the cluster on
+    its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
+    for decision in [d for d, u in kept.items() if u.before.key == key]:
+        del kept[decision]
 
 
 def untouched(undo: UnconfirmedEviction, wl: WorkloadInfo | None) -> bool:

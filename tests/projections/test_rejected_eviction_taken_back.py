@@ -19,6 +19,8 @@ from kueue_es.scheduler.config import SchedulerConfig, load_config
 from projections import eviction_undo, snapshot
 from projections.cluster import ClusterState
 from projections.metrics import families
+from fixtures.provflow import T0 as PROV_T0
+from fixtures.provflow import Flow
 from tests.projections.test_proj_admitted_rejected import KQ, T0
 from tests.projections.test_proj_admitted_rejected import OBJECTS as CHECKED
 
@@ -310,3 +312,28 @@ def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldes
                                eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
     assert len(kept) == eviction_undo.UNDO_LIMIT
     assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1
+
+
+# --- acted on in the cluster before the outcome --------------------------------------------------------------
+
+
+def test_an_eviction_whose_provisioning_request_was_deleted_meanwhile_is_not_taken_back() -> None:
+    """With CleanupProvisioningRequestsOnEviction (on by default) the live loop's next turn deletes the evicted
+    workload's requests before the eviction's outcome is in. That deletion cannot be taken back: a rejection then
+    leaves the eviction folded (never a workload admitted with its Ready check's request gone)."""
+    f = Flow("provisioning-happy-path.yaml")
+    f.at(6, [f.request("default/job-a-prov-1", "Accepted")])
+    f.at(7, [f.request("default/job-a-prov-1", "Provisioned", message="ready")])
+    assert f.state.workloads["default/job-a"].phase == "Admitted"
+    base = {"time": PROV_T0 + 8000, "cycle": f.state.last_cycle + 1, "input": len(f.records) - 1}
+    off = len(f.records)
+    f.append([ev.WorkloadEvicted(key="default/job-a", uid="uid-default/job-a", reason="PodsReadyTimeout",
+                                 message="timed out", requeue_at=PROV_T0 + 68_000, requeue_count=1, **base)])
+    decided = f.settle(PROV_T0 + 8000)  # the live loop's turn between the decision and its outcome
+    assert [type(d).__name__ for d in decided] == ["ProvisioningRequestDeleted"]
+    f.append([ev.DecisionRejected(time=PROV_T0 + 8500, key="default/job-a", uid="uid-default/job-a",
+                                  decision=off, reason="Forbidden", message="denied")])
+    wl = f.state.workloads["default/job-a"]
+    assert wl.evicted == "PodsReadyTimeout" and wl.check_states["prov"].state != "Ready"
+    assert "default/job-a" not in f.state.refused_evictions
+    assert f.state.unconfirmed_evictions == {}
