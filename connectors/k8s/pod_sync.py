@@ -16,7 +16,8 @@ says, one a pass, in Kueue's order (``pkg/controller/jobframework/reconciler.go`
    state — condition ``TerminationTarget`` (``WorkloadDeleted``, "Workload is deleted") and deleted — and the
    integration then takes the finalizer off the Workload (:mod:`connectors.k8s.workload_finalizer`);
 6. the Pod ended (``Succeeded``/``Failed``): its Workload is finished, with the Pod's ``status.message``;
-7. an evicted Workload: a running Pod is stopped — marked with the condition ``TerminationTarget``
+7. an evicted Workload, once the apiserver shows the eviction (its status write may still be refused, then
+   taken back; a deactivation at once): a running Pod is stopped — marked with the condition ``TerminationTarget``
    (``WorkloadEvictedDueTo<reason>``, the eviction's message) and deleted — and, as Kueue counts no pod of a
    single Pod active, the quota it held is given back at once (``JobStopped``), as it is for a Pod evicted
    before it ran (still gated: nothing to stop);

@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.provflow import T0 as PROV_T0
+from fixtures.provflow import Flow
 
 from events import objects as o
 from events import schema as ev
@@ -19,8 +21,6 @@ from kueue_es.scheduler.config import SchedulerConfig, load_config
 from projections import eviction_undo, snapshot
 from projections.cluster import ClusterState
 from projections.metrics import families
-from fixtures.provflow import T0 as PROV_T0
-from fixtures.provflow import Flow
 from tests.projections.test_proj_admitted_rejected import KQ, T0
 from tests.projections.test_proj_admitted_rejected import OBJECTS as CHECKED
 
