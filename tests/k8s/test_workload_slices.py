@@ -56,9 +56,9 @@ def _elastic_job(parallelism: int, *, suspend: bool = False, generation: int = 1
 
 
 def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, granted: int | None = None,
-           shown: bool = True) -> None:
+           unshown: bool = False) -> None:
     """``granted``: the pods the admission counts (the spec's count unless given: a partial admission);
-    ``shown``: an eviction shows on the stored Workload too (its status write done)."""
+    ``unshown``: the stored Workload still shows it admitted and not evicted (the eviction's write not done)."""
     info = mirror.state.workloads[f"ns/{name}"]
     info.phase = phase
     if phase in (RESERVED, ADMITTED):
@@ -71,13 +71,12 @@ def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, gran
     if evicted:
         info.evicted = "Preempted"
         info.set_condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload", 6)
-        if shown:
-            stored = mirror.workloads[f"ns/{name}"]
-            condition = o.Condition(type="Evicted", status="True", reason="Preempted",
-                                    message="Preempted to accommodate a workload",
-                                    last_transition_time="2026-01-01T00:00:06Z")
-            mirror.workloads[f"ns/{name}"] = msgspec.structs.replace(stored, status=msgspec.structs.replace(
-                stored.status, conditions=[*stored.status.conditions, condition]))
+    if unshown:
+        stored = mirror.workloads[f"ns/{name}"]
+        conditions = [o.Condition(type=t, status="True", reason=t, last_transition_time="2026-01-01T00:00:05Z")
+                      for t in ("QuotaReserved", "Admitted")]
+        mirror.workloads[f"ns/{name}"] = msgspec.structs.replace(
+            stored, status=msgspec.structs.replace(stored.status, conditions=conditions))
 
 
 class Client:
@@ -173,14 +172,15 @@ def test_finished_slices_do_not_count() -> None:
     assert step.keep is not None and step.keep[0].metadata.name == "b" and not step.set_counts
 
 
-@pytest.mark.parametrize(("old_phase", "evicted", "shown", "finished"), [
-    (ADMITTED, False, False, False), (PENDING, False, False, True), (ADMITTED, True, True, True),
-    (ADMITTED, True, False, False),  # evicted in the log, not yet as stored (its write may still be refused)
+@pytest.mark.parametrize(("old_phase", "evicted", "unshown", "finished"), [
+    (ADMITTED, False, False, False), (PENDING, False, False, True), (ADMITTED, True, False, True),
+    (ADMITTED, True, True, False),  # evicted in the log, still admitted as stored (its write may be refused)
 ])
-def test_two_live_slices_the_new_one_is_the_jobs(old_phase: str, evicted: bool, shown: bool, finished: bool) -> None:
+def test_two_live_slices_the_new_one_is_the_jobs(old_phase: str, evicted: bool, unshown: bool,
+                                                 finished: bool) -> None:
     # one second apart or in the same second: the replacing slice is the newer either way
     _, mirror, _, _ = _setup(_elastic_job(8), _slice("b", 6, replaces="ns/a"), _slice("a", 4))
-    _phase(mirror, "a", old_phase, evicted=evicted, shown=shown)
+    _phase(mirror, "a", old_phase, evicted=evicted, unshown=unshown)
     step = workload_slices.ensure({"main": 8}, _pairs(mirror, "b", "a"))
     assert step.keep is not None and step.keep[0].metadata.name == "b" and step.set_counts
     assert (step.finish_old is not None and step.finish_old[0].metadata.name == "a") is finished
@@ -787,9 +787,6 @@ def test_a_waiting_scale_up_slice_is_finished_with_the_evicted_slice_it_replaces
     assert (atomic.keep[0].metadata.name if atomic.keep else None, atomic.stranded) == (probe, None)
     info = mirror.state.workloads[f"ns/{partial_slice}"]
     info.evicted, info.conditions = "", ()
-    stored = mirror.workloads[f"ns/{partial_slice}"]
-    mirror.workloads[f"ns/{partial_slice}"] = msgspec.structs.replace(
-        stored, status=msgspec.structs.replace(stored.status, conditions=[]))
     _phase(mirror, partial_slice, ADMITTED, granted=7)
     held = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=True)
     assert (held.keep[0].metadata.name if held.keep else None, held.finish_old, held.stranded) == (probe, None, None)
