@@ -678,7 +678,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self.reindex(e.key)  # type: ignore[union-attr]
         if self._eviction_opened is not None:  # the eviction's fold is through: what it left is known now
             if lifted is not None:  # decided again after a refusal: a next one backs off longer
-                self._eviction_opened = msgspec.structs.replace(self._eviction_opened, refusals=lifted.refusals)
+                opened = self._eviction_opened
+                self._eviction_opened = msgspec.structs.replace(opened, refusals=lifted.refusals)
             self._remember_eviction(wl)
         if t is not ev.WorkloadPending:
             self.changes += 1

@@ -12,11 +12,11 @@ without changing it (the deletion of its ProvisioningRequests on eviction: :func
 about" a workload that change none of its fields and act on nothing else (a ``WorkloadPending`` status
 message) do not keep it.
 
-A rejected eviction taken back is not decided again before its :class:`Refusal` expires (or the workload's next
-event): Kueue's reconcile that failed to write it is retried after controller-runtime's per-item backoff, which
-grows while the writes keep failing, so a refusal that lifts (a webhook back up, a policy removed) is followed
-by the eviction without anything else happening to the victim, while one that persists costs a write now and
-then, not one per turn of the loop.
+A rejected eviction taken back is not decided again before its :class:`Refusal` expires (or the workload's
+next event): Kueue's reconcile that failed to write it is retried after controller-runtime's per-item backoff,
+which grows while the writes keep failing, so a refusal that lifts (a webhook back up, a policy removed) is
+followed by the eviction without anything else happening to the victim, while one that persists costs a write
+now and then, not one per turn of the loop.
 
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
@@ -55,15 +55,16 @@ class UnconfirmedEviction(msgspec.Struct, array_like=True, gc=False):
 
 
 class Refusal(msgspec.Struct, array_like=True, gc=False, frozen=True):
-    """A workload's rejected eviction taken back: none is decided again before ``retry_at`` or its next event."""
+    """A workload's rejected eviction taken back: none is decided again before ``retry_at`` or its next
+    event."""
 
     decision: int
     """The offset of the eviction rejected last."""
     refusals: int
     """Its evictions rejected in a row (the backoff grows with them)."""
     retry_at: int
-    """When (log time, ms) an eviction of it may be decided again: 1 s doubling up to 1000 s after the rejection,
-    as :func:`projections.create_failures.backoff_ms`."""
+    """When (log time, ms) an eviction of it may be decided again: 1 s doubling up to 1000 s after the
+    rejection, as :func:`projections.create_failures.backoff_ms`."""
 
 
 def refused(undo: UnconfirmedEviction, time: int) -> Refusal:
@@ -91,8 +92,8 @@ def remember(kept: dict[int, UnconfirmedEviction], undo: UnconfirmedEviction) ->
 
 
 def forget(kept: dict[int, UnconfirmedEviction], key: str) -> None:
-    """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the cluster on
-    its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
+    """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the cluster
+    on its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
     for decision in [d for d, u in kept.items() if u.before.key == key]:
         del kept[decision]
 

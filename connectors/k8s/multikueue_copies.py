@@ -82,17 +82,17 @@ def stopping(state: ClusterState, wl: WorkloadInfo) -> bool:
     controller deletes its remote objects only once the quota is released (``reconcileGroup`` step 2), meanwhile
     having the admitted copy evicted on its worker and mirroring the stopped copy's status (steps 6b and 4,
     :meth:`CopiedWorkloads._stop_there`), once the manager's Workload shows the eviction (the controller reads
-    the stored Workload: an eviction whose status write is refused never reaches the worker). No copy is made for
-    it meanwhile, nor one deleted."""
+    the stored Workload: an eviction whose status write is refused never reaches the worker). No copy is made
+    for it meanwhile, nor one deleted."""
     return (wl.phase != FINISHED and wl.reserving and bool(wl.evicted) and check_of(state, wl) is not None)
 
 
 def eviction_unshown(wl: WorkloadInfo, obs: o.Workload | None) -> bool:
     """Whether the manager's stored Workload ``obs`` does not show ``wl``'s eviction yet (its status write may
-    still be refused, and the fold then takes it back). Kueue's controller acts on the Workload it reads, so the
-    copies are left as they are until it does; a deactivation (not taken back) is acted on at once, as the job
-    connectors do (:func:`connectors.k8s.jobframework.eviction_unshown`, which also wants it admitted: a copy may
-    hold quota on its worker before the manager's checks are all Ready)."""
+    still be refused, and the fold then takes it back). Kueue's controller acts on the Workload it reads, so
+    the copies are left as they are until it does; a deactivation (not taken back) is acted on at once, as the
+    job connectors do (:func:`connectors.k8s.jobframework.eviction_unshown`, which also wants it admitted: a
+    copy may hold quota on its worker before the manager's checks are all Ready)."""
     return (wl.active and obs is not None
             and not any(c.type == "Evicted" and c.status == "True" for c in obs.status.conditions))
 

@@ -16,12 +16,13 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   otherwise (a scale-up of an admitted slice) a new slice is made, whose
   ``kueue.x-k8s.io/workload-slice-replacement-for`` names the old one (``namespace/name``): the scheduler admits
   it in the old one's place (it finishes that one ``WorkloadSliceReplaced``) while the Job runs on;
-* **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer holds
-  quota or has an ``Evicted`` condition, once its stored Workload no longer shows it admitted and not evicted (an
-  eviction whose write may still be refused finishes nothing, as Kueue reads the stored one); the new one is the Job's (other pod set names: the slices do not apply),
-  taking the Job's counts in place when they differ — unless it holds quota already, which Kueue reports as an
-  error (it never admits a new slice before finishing the old one) and does nothing; under partial scale-up the
-  new one, waiting, is finished ``OutOfSync`` with the old (below);
+* **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer
+  holds quota or has an ``Evicted`` condition, once its stored Workload no longer shows it admitted and not
+  evicted (an eviction whose write may still be refused finishes nothing, as Kueue reads the stored one); the
+  new one is the Job's (other pod set names: the slices do not apply), taking the Job's counts in place when
+  they differ — unless it holds quota already, which Kueue reports as an error (it never admits a new slice
+  before finishing the old one) and does nothing; under partial scale-up the new one, waiting, is finished
+  ``OutOfSync`` with the old (below);
 * **more**: an error, nothing done.
 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
@@ -263,7 +264,8 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         return SliceStep()  # a scale-up of a slice that holds quota: a new slice
     if len(live) == 2:
         old, new = live
-        # Kueue reads the stored Workload: an eviction not written yet (it may still be refused) finishes nothing
+        # Kueue reads the stored Workload: an eviction not written yet (it may still be refused) finishes
+        # nothing
         finish_old = old if (not old[1].reserving or (old[1].condition("Evicted") is not None
                                                       and not _eviction_unshown(old[0]))) else None
         have = counts(new[0])

@@ -228,9 +228,9 @@ class StatusWriter:
         self._deactivated: dict[str, int] = {}
         """Key -> resourceVersion of our ``spec.active: false`` write, until the watch shows it."""
         self._blocked: dict[str, tuple[int, int]] = {}
-        """Key -> (resourceVersion the watch must reach, last decision rejected) before the workload is written
-        again after a reject: a decision made after that one (an eviction decided again once its refusal's backoff
-        ends) lifts the block, as Kueue's reconcile retries the write."""
+        """Key -> (resourceVersion the watch must reach, last decision rejected) before the workload is
+        written again after a reject: a decision made after that one (an eviction decided again once its
+        refusal's backoff ends) lifts the block, as Kueue's reconcile retries the write."""
         self._reported: set[int] = set()
         """Decision offsets whose outcome was appended but not applied to the mirror yet."""
         self._retry = Retries(self.retry_s)
@@ -406,8 +406,8 @@ class StatusWriter:
                        upto: int) -> None:
         """The apiserver refused the status itself (:func:`_refusal`): writing it again cannot help. The decisions
         are rejected — for what invalidated them if the Workload changed meanwhile, else in the apiserver's
-        words — and the workload is not written again until the watch shows a Workload newer than the refusal or
-        the log decides something more for it."""
+        words — and the workload is not written again until the watch shows a Workload newer than the refusal
+        or the log decides something more for it."""
         fresh = await self._reread(obs)
         why = self._invalidated(fresh, obs, wl)
         refused = why is None

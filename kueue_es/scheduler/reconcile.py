@@ -768,7 +768,7 @@ def next_deadline(state: ClusterState, config: SchedulerConfig, *, afs_samples: 
     retry = state.create_retries.first()  # a refused ProvisioningRequest creation decided again
     if retry is not None:
         times.append(retry)
-    if state.refused_evictions:  # a rejected eviction decided again (those past due wait for a cycle to want it)
+    if state.refused_evictions:  # a rejected eviction decided again (one past due waits for a cycle)
         retries = [r.retry_at for r in state.refused_evictions.values() if r.retry_at > state.time]
         if retries:
             times.append(min(retries))

@@ -183,8 +183,8 @@ def _stored(*conditions: tuple[str, str]) -> o.Workload:
 @pytest.mark.asyncio
 async def test_the_copy_is_left_running_until_the_manager_s_stored_workload_shows_the_eviction(
         tmp_path: Path) -> None:
-    """Kueue's MultiKueue controller reads the manager's Workload: an eviction whose status write is not in yet
-    (and may still be refused, then taken back) deactivates nothing on the worker."""
+    """Kueue's MultiKueue controller reads the manager's Workload: an eviction whose status write is not in
+    yet (and may still be refused, then taken back) deactivates nothing on the worker."""
     worker = Worker1(_workload_copy("10", ("QuotaReserved", "True"), ("Admitted", "True")),
                      _job_copy("5", suspend=False, status={"active": 1, "startTime": "t0"}))
     mk, manager, w = _connected(_evicted_on_the_manager(tmp_path), worker)
@@ -192,7 +192,8 @@ async def test_the_copy_is_left_running_until_the_manager_s_stored_workload_show
     await mk.sync_copies(ORIGIN)
     assert worker.patches == [] and worker.deleted == [] and worker.created == []
     # the apiserver shows it evicted: the copy is deactivated on its worker
-    mk.journal.mirror.workloads = {KEY: _stored(("QuotaReserved", "True"), ("Admitted", "True"), ("Evicted", "True"))}
+    mk.journal.mirror.workloads = {
+        KEY: _stored(("QuotaReserved", "True"), ("Admitted", "True"), ("Evicted", "True"))}
     w.moved.add(KEY)
     await mk.sync_copies(ORIGIN)
     assert [p["status"]["conditions"][-1]["type"] for p in worker.patches] == ["DeactivationTarget"]

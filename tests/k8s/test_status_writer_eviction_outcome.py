@@ -98,7 +98,7 @@ async def test_an_eviction_the_apiserver_refuses_leaves_the_workload_admitted() 
 
 
 @pytest.mark.asyncio
-async def test_an_eviction_decided_again_after_a_refusal_is_written_without_the_watch_showing_the_workload() -> None:
+async def test_an_eviction_decided_again_after_a_refusal_is_written_before_the_watch_shows_it_anew() -> None:
     """The writer holds a refused workload until the watch shows it anew, but not a decision made after the
     refusal (the eviction decided again once its backoff ends): that one is tried, and gets an outcome."""
     api = RefusesEvictions(WL)

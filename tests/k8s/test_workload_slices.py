@@ -58,7 +58,8 @@ def _elastic_job(parallelism: int, *, suspend: bool = False, generation: int = 1
 def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, granted: int | None = None,
            unshown: bool = False) -> None:
     """``granted``: the pods the admission counts (the spec's count unless given: a partial admission);
-    ``unshown``: the stored Workload still shows it admitted and not evicted (the eviction's write not done)."""
+    ``unshown``: the stored Workload still shows it admitted and not evicted (the eviction's write not
+    done)."""
     info = mirror.state.workloads[f"ns/{name}"]
     info.phase = phase
     if phase in (RESERVED, ADMITTED):
@@ -73,7 +74,8 @@ def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, gran
         info.set_condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload", 6)
     if unshown:
         stored = mirror.workloads[f"ns/{name}"]
-        conditions = [o.Condition(type=t, status="True", reason=t, last_transition_time="2026-01-01T00:00:05Z")
+        conditions = [o.Condition(type=t, status="True", reason=t,
+                                  last_transition_time="2026-01-01T00:00:05Z")
                       for t in ("QuotaReserved", "Admitted")]
         mirror.workloads[f"ns/{name}"] = msgspec.structs.replace(
             stored, status=msgspec.structs.replace(stored.status, conditions=conditions))

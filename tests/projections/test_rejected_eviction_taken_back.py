@@ -239,8 +239,8 @@ def _turns(log: Log, config: SchedulerConfig, now: int, turns: int) -> int:
 
 
 def _ticks(log: Log, config: SchedulerConfig, start: int, end: int, step: int) -> int:
-    """The live loop from ``start`` to ``end``, a clock tick every ``step`` ms, each tick followed by turns with a
-    writer that refuses every eviction: how many evictions were decided."""
+    """The live loop from ``start`` to ``end``, a clock tick every ``step`` ms, each tick followed by turns
+    with a writer that refuses every eviction: how many evictions were decided."""
     decided = 0
     for now in range(start, end, step):
         log.append(ev.ClockTicked(time=now))
@@ -274,7 +274,7 @@ def test_a_preemption_refused_for_ever_is_decided_again_after_a_growing_backoff_
     assert _turns(log, config, now, 50) == 1
 
 
-def test_a_preemption_whose_refusal_lifts_goes_through_after_the_backoff_with_no_event_of_the_victim() -> None:
+def test_a_preemption_whose_refusal_lifts_goes_through_after_the_backoff_with_no_victim_event() -> None:
     config = load_config(CONFIG)
     log = _low_admitted(config)
     log.append(_upsert(HIGH, T0 + 10_000))
@@ -314,13 +314,14 @@ def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldes
     assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1
 
 
-# --- acted on in the cluster before the outcome --------------------------------------------------------------
+# --- acted on in the cluster before the outcome -------------------------------------------------------------
 
 
 def test_an_eviction_whose_provisioning_request_was_deleted_meanwhile_is_not_taken_back() -> None:
-    """With CleanupProvisioningRequestsOnEviction (on by default) the live loop's next turn deletes the evicted
-    workload's requests before the eviction's outcome is in. That deletion cannot be taken back: a rejection then
-    leaves the eviction folded (never a workload admitted with its Ready check's request gone)."""
+    """With CleanupProvisioningRequestsOnEviction (on by default) the live loop's next turn deletes the
+    evicted workload's requests before the eviction's outcome is in. That deletion cannot be taken back: a
+    rejection then leaves the eviction folded (never a workload admitted with its Ready check's request
+    gone)."""
     f = Flow("provisioning-happy-path.yaml")
     f.at(6, [f.request("default/job-a-prov-1", "Accepted")])
     f.at(7, [f.request("default/job-a-prov-1", "Provisioned", message="ready")])
