@@ -373,8 +373,9 @@ class AuditTrail:
                 key = self._decisions.get(e.decision)
                 if key is not None:
                     evicted = self._eviction_step(key, e.decision)
-                    taken_back = (evicted is not None and state is not None
-                                  and state.refused_evictions.get(key) == e.decision)
+                    refusal = (state.refused_evictions.get(key)
+                               if evicted is not None and state is not None else None)
+                    taken_back = refusal is not None and refusal.decision == e.decision
                     if taken_back:
                         evicted.taken_back = True  # type: ignore[union-attr]
                     self._add(off, e, key, "Rejected", self.workloads.get(key), reason=e.reason,

@@ -72,7 +72,7 @@ from projections.dra import (
     has_claims,
     workload_problem,
 )
-from projections.eviction_undo import UnconfirmedEviction
+from projections.eviction_undo import Refusal, UnconfirmedEviction
 from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
 from projections.local_queue_metrics import LocalQueueMetricsSetting
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_eviction, uncount_reservation
@@ -486,11 +486,11 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         rejected one is taken back."""
         self._eviction_opened: UnconfirmedEviction | None = None
         """The record of the eviction being folded, until its fold is through (:meth:`apply`)."""
-        self.refused_evictions: dict[str, int] = {}
-        """Workload key -> offset of the eviction decision the connector rejected and the fold took back,
-        until the next event about that workload: no eviction of it is decided again before then (the
-        scheduler and the controller rules), so a writer that keeps refusing does not make them decide it on
-        every turn."""
+        self.refused_evictions: dict[str, Refusal] = {}
+        """Workload key -> its eviction the connector rejected and the fold took back, until the next event
+        about that workload: no eviction of it is decided again before then or before the refusal's backoff
+        ends (the scheduler and the controller rules), so a writer that keeps refusing does not make them
+        decide it on every turn, while a refusal that lifts is retried as Kueue's reconcile is."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -635,15 +635,15 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             about_workload = t is ev.ObjectDeleted and e.kind == "Workload"  # type: ignore[union-attr]
             second_pass = second_pass and about_workload
             reindexed = about_workload
-        seen = wl = None
+        seen = wl = lifted = None
         try:
             if about_workload:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
                 # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the
                 # entry).
                 workloads, key = self.workloads, e.key
-                if self.refused_evictions:
-                    self.refused_evictions.pop(key, None)  # its next event: an eviction may be decided again
+                lifted = self.refused_evictions.pop(key, None) if self.refused_evictions else None
+                # (its next event: an eviction may be decided again)
                 wl = workloads.get(key)
                 before = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
@@ -677,6 +677,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if reindexed:
             self.reindex(e.key)  # type: ignore[union-attr]
         if self._eviction_opened is not None:  # the eviction's fold is through: what it left is known now
+            if lifted is not None:  # decided again after a refusal: a next one backs off longer
+                opened = self._eviction_opened
+                self._eviction_opened = msgspec.structs.replace(opened, refusals=lifted.refusals)
             self._remember_eviction(wl)
         if t is not ev.WorkloadPending:
             self.changes += 1
@@ -2596,9 +2599,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
     def _take_back_eviction(self, undo: UnconfirmedEviction) -> bool:
         """The connector rejected eviction ``undo``: if nothing was folded on its workload since, the workload
         is put back as it was before (admitted, its conditions, checks, gates, requeue state and backoff as
-        they were), and no eviction of it is decided again until its next event (:attr:`refused_evictions`).
-        Its ClusterQueue is not woken: its preemptor tries again at the next change. Whether it was put
-        back."""
+        they were), and no eviction of it is decided again until its next event or its backoff ends
+        (:attr:`refused_evictions`). Its ClusterQueue is not woken: its preemptor tries again at the next
+        change or once that backoff ends. Whether it was put back."""
         key = undo.before.key
         wl = self.workloads.get(key)
         if not eviction_undo.untouched(undo, wl):
@@ -2619,7 +2622,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self.second_pass.pop(key, None)
         self.reflag(wl)
         self.reindex(key)
-        self.refused_evictions[key] = undo.decision
+        self.refused_evictions[key] = eviction_undo.refused(undo, self.time)
         return True
 
     def _on_status_written(self, e: ev.DecisionApplied) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from projections import create_failures
+from projections import create_failures, eviction_undo
 from projections.deadlines import DueIndex
 from projections.workloads import RESERVED, WorkloadInfo
 
@@ -30,6 +30,7 @@ class CheckStates:
         requests_of: dict[str, dict[str, None]]
         touched: dict[str, None]
         create_retries: DueIndex
+        unconfirmed_evictions: dict[int, eviction_undo.UnconfirmedEviction]
         time: int
 
         def _sync_admitted(self, wl: WorkloadInfo, time: int) -> None: ...
@@ -94,6 +95,8 @@ class CheckStates:
         self.create_retries.set(wl.key, min(later) if later else None)
 
     def _on_request_deleted(self, e: ev.ProvisioningRequestDeleted) -> None:
+        if self.unconfirmed_evictions:  # deleted in the cluster: an eviction awaiting its outcome stays
+            eviction_undo.forget(self.unconfirmed_evictions, e.key)
         req = self._pop_request(f"{e.namespace}/{e.name}")
         if req is not None and req.metadata.uid:
             self.deleted_requests[req.metadata.uid] = None

@@ -6,8 +6,17 @@ running, and a later cycle decides again. The fold applies an eviction the momen
 (Evicted=True, checks reset, requeue state, ...), so for each preemption or eviction still awaiting its
 outcome it keeps the workload as it was before (:attr:`UnconfirmedEviction.before`) and as the decision left
 it (:attr:`UnconfirmedEviction.after`). A ``DecisionRejected`` of that decision puts the workload back, but
-only if nothing was folded on it since (it still equals ``after``): a later observed fact is never restored
-over.
+only if its ``WorkloadInfo`` is still exactly ``after`` (no event about it changed a field since: a later
+observed fact is never restored over), and nothing was decided on its behalf since that acts in the cluster
+without changing it (the deletion of its ProvisioningRequests on eviction: :func:`forget`). Events only "also
+about" a workload that change none of its fields and act on nothing else (a ``WorkloadPending`` status
+message) do not keep it.
+
+A rejected eviction taken back is not decided again before its :class:`Refusal` expires (or the workload's
+next event): Kueue's reconcile that failed to write it is retried after controller-runtime's per-item backoff,
+which grows while the writes keep failing, so a refusal that lifts (a webhook back up, a policy removed) is
+followed by the eviction without anything else happening to the victim, while one that persists costs a write
+now and then, not one per turn of the loop.
 
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
@@ -18,6 +27,7 @@ from __future__ import annotations
 
 import msgspec
 
+from projections.create_failures import backoff_ms
 from projections.workloads import WorkloadInfo
 
 UNDO_LIMIT = 1024
@@ -40,6 +50,27 @@ class UnconfirmedEviction(msgspec.Struct, array_like=True, gc=False):
     """``ClusterState.backoff`` of the workload before the decision (None: none)."""
     awaiting: bool = False
     """Whether it was in ``ClusterState.awaiting_release`` before the decision."""
+    refusals: int = 0
+    """Rejections in a row of the workload's evictions before this one (its :class:`Refusal` it lifted)."""
+
+
+class Refusal(msgspec.Struct, array_like=True, gc=False, frozen=True):
+    """A workload's rejected eviction taken back: none is decided again before ``retry_at`` or its next
+    event."""
+
+    decision: int
+    """The offset of the eviction rejected last."""
+    refusals: int
+    """Its evictions rejected in a row (the backoff grows with them)."""
+    retry_at: int
+    """When (log time, ms) an eviction of it may be decided again: 1 s doubling up to 1000 s after the
+    rejection, as :func:`projections.create_failures.backoff_ms`."""
+
+
+def refused(undo: UnconfirmedEviction, time: int) -> Refusal:
+    """The refusal a rejection of ``undo`` at ``time`` leaves."""
+    refusals = undo.refusals + 1
+    return Refusal(undo.decision, refusals, time + backoff_ms(refusals))
 
 
 def opened(decision: int, wl: WorkloadInfo, backoff: int | None, awaiting: bool) -> UnconfirmedEviction:
@@ -58,6 +89,13 @@ def remember(kept: dict[int, UnconfirmedEviction], undo: UnconfirmedEviction) ->
     if len(kept) >= UNDO_LIMIT:
         del kept[next(iter(kept))]  # the oldest decision (kept in offset order)
     kept[undo.decision] = undo
+
+
+def forget(kept: dict[int, UnconfirmedEviction], key: str) -> None:
+    """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the cluster
+    on its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
+    for decision in [d for d, u in kept.items() if u.before.key == key]:
+        del kept[decision]
 
 
 def untouched(undo: UnconfirmedEviction, wl: WorkloadInfo | None) -> bool:

@@ -20,7 +20,7 @@ from projections import eviction_stats, variants
 from projections.admissionchecks import ClusterLink
 from projections.afs_ledger import AFS_CHECKPOINT, AfsCheckpoint
 from projections.cluster import ClusterState
-from projections.eviction_undo import UnconfirmedEviction
+from projections.eviction_undo import Refusal, UnconfirmedEviction
 from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
@@ -169,10 +169,10 @@ workload's ProvisioningRequest creations the apiserver refused (``WorkloadInfo.f
 message and the backoff before the creation is decided again); restored from an older one, a workload has none
 (such a log holds no ``ProvisioningRequestCreateFailed``). 64: each preemption or eviction still awaiting its
 outcome, with its workload before and after it (``unconfirmed_evictions``), and the workloads whose rejected
-eviction was taken back and not decided again until their next event (``refused_evictions``): a rejected
-eviction puts its workload back as it was (Kueue changes nothing when that write fails); restored from an
-older one, none is remembered, so an eviction decided before the snapshot and rejected after it stays folded,
-as before."""
+eviction was taken back and not decided again until their next event or their backoff's end
+(``refused_evictions``): a rejected eviction puts its workload back as it was (Kueue changes nothing when that
+write fails); restored from an older one, none is remembered, so an eviction decided before the snapshot and
+rejected after it stays folded, as before."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
                      55, 56, 57, 58, 59, 60, 61, 62, 63, 64)
@@ -298,7 +298,7 @@ class Snapshot(msgspec.Struct, array_like=True):
     array, so a field put before others would shift them in every older snapshot."""
     unconfirmed_evictions: list[UnconfirmedEviction] = []
     """``ClusterState.unconfirmed_evictions`` by decision offset; from version 64 on."""
-    refused_evictions: list[tuple[str, int]] = []
+    refused_evictions: list[tuple[str, Refusal]] = []
     """``ClusterState.refused_evictions``, sorted; from version 64 on."""
 
 

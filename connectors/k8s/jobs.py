@@ -83,13 +83,15 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   under ``kueue.x-k8s.io/job-completions-equal-parallelism: "true"``); then ``suspend: false`` — one patch, conditioned
   on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
   admitted: its Job stays suspended;
-* **not admitted** (pending, evicted, deactivated) and running → stop: ``suspend: true`` with the annotation
-  ``kueue.x-k8s.io/stopping``, clear ``status.startTime``; once no pod is active (the apiserver refuses template
-  changes before that) restore the template exactly as the Workload recorded it (labels and annotations —
-  keeping the job controller's labels —, nodeSelector, tolerations, schedulingGates, and parallelism after a
-  partial admission, with completions when they follow it: the Workload's count, which the apiserver keeps) and
-  drop the annotation;
-* **evicted**, suspended and no active pod → ``JobStopped`` (the scheduler then gives the quota back);
+* **not admitted** (pending, evicted, deactivated) and running → stop (an eviction once the apiserver shows
+  the Workload evicted: its status write may still be refused, then taken back; a deactivation at once):
+  ``suspend: true`` with the annotation ``kueue.x-k8s.io/stopping``, clear ``status.startTime``; once no pod
+  is active (the apiserver refuses template changes before that) restore the template exactly as the Workload
+  recorded it (labels and annotations — keeping the job controller's labels —, nodeSelector, tolerations,
+  schedulingGates, and parallelism after a partial admission, with completions when they follow it: the
+  Workload's count, which the apiserver keeps) and drop the annotation;
+* **evicted** (as the apiserver shows it, or deactivated), suspended and no active pod → ``JobStopped`` (the
+  scheduler then gives the quota back);
 * **running**: ``PodsReadyChanged`` when ready + succeeded pods reach the admitted count (``Started``, or
   ``Recovered`` after a loss), and back to not ready (``WaitForRecovery``) — what waitForPodsReady counts on;
   under waitForPodsReady, a Workload that shows no PodsReady condition yet (pending, or admitted with its pods

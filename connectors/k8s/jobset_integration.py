@@ -33,10 +33,12 @@ with its own pieces from :mod:`connectors.k8s.jobset`:
 * **admitted** (in the log and as the apiserver stores it) and suspended → start
   (:func:`connectors.k8s.jobset.start_patch`, ``Started``); a merge conflict or an admission lacking a replicated
   Job finishes the Workload ``FailedToStart``;
-* **not admitted** and running → stop: suspended and the templates restored in one write
+* **not admitted** and running → stop (an eviction once the apiserver shows the Workload evicted, a
+  deactivation at once): suspended and the templates restored in one write
   (:func:`connectors.k8s.jobset.stop_patch`, ``Stopped`` with the eviction's message or "Not admitted by cluster
   queue");
-* **evicted**, suspended, no active pods and still holding quota → ``JobStopped``.
+* **evicted** (as the apiserver shows it, or deactivated), suspended, no active pods and still holding quota →
+  ``JobStopped``.
 
 Every write is conditioned on the resourceVersion read; a conflict waits for the watch. The Events go through
 the log (``JobActed`` of kind JobSet). As for a Job, a Workload whose pod sets no longer match the JobSet is

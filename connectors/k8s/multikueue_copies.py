@@ -65,6 +65,7 @@ from projections.preemption_gates import MULTIKUEUE_GATE, OPEN, gate_state
 from projections.workloads import FINISHED, RemoteCopy, WorkloadInfo
 
 if TYPE_CHECKING:
+    from connectors.k8s.journal import Journal
     from connectors.k8s.multikueue import MultiKueueStats
 
 log = structlog.get_logger("kueue_es.k8s.multikueue")
@@ -80,8 +81,20 @@ def stopping(state: ClusterState, wl: WorkloadInfo) -> bool:
     """A workload evicted on the manager that still holds quota (its Job not stopped yet): Kueue's MultiKueue
     controller deletes its remote objects only once the quota is released (``reconcileGroup`` step 2), meanwhile
     having the admitted copy evicted on its worker and mirroring the stopped copy's status (steps 6b and 4,
-    :meth:`CopiedWorkloads._stop_there`). No copy is made for it meanwhile, nor one deleted."""
+    :meth:`CopiedWorkloads._stop_there`), once the manager's Workload shows the eviction (the controller reads
+    the stored Workload: an eviction whose status write is refused never reaches the worker). No copy is made
+    for it meanwhile, nor one deleted."""
     return (wl.phase != FINISHED and wl.reserving and bool(wl.evicted) and check_of(state, wl) is not None)
+
+
+def eviction_unshown(wl: WorkloadInfo, obs: o.Workload | None) -> bool:
+    """Whether the manager's stored Workload ``obs`` does not show ``wl``'s eviction yet (its status write may
+    still be refused, and the fold then takes it back). Kueue's controller acts on the Workload it reads, so
+    the copies are left as they are until it does; a deactivation (not taken back) is acted on at once, as the
+    job connectors do (:func:`connectors.k8s.jobframework.eviction_unshown`, which also wants it admitted: a
+    copy may hold quota on its worker before the manager's checks are all Ready)."""
+    return (wl.active and obs is not None
+            and not any(c.type == "Evicted" and c.status == "True" for c in obs.status.conditions))
 
 
 def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | None) -> bool:
@@ -109,6 +122,7 @@ class CopiedWorkloads:
     which sets the state below in its ``__init__``)."""
 
     client: KubeClient
+    journal: Journal
     state: ClusterState
     stats: MultiKueueStats
     custom: dict[tuple[str, str], Adapter]
@@ -119,11 +133,14 @@ class CopiedWorkloads:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
         assert w.client is not None
         state, copied = self.state, self._copied(w)
+        stored = getattr(self.journal.mirror, "workloads", {})
         for key in keys:
             wl = state.workloads.get(key)
             if wl is not None and held_back(state, wl):
                 continue  # looked at again when its group moves
             if wl is not None and stopping(state, wl):
+                if eviction_unshown(wl, stored.get(key)):
+                    continue  # its status write may still be refused (then taken back): as Kueue, wait for it
                 if key in copied:
                     try:
                         await self._stop_there(w, wl)

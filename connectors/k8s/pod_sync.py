@@ -16,10 +16,11 @@ says, one a pass, in Kueue's order (``pkg/controller/jobframework/reconciler.go`
    state — condition ``TerminationTarget`` (``WorkloadDeleted``, "Workload is deleted") and deleted — and the
    integration then takes the finalizer off the Workload (:mod:`connectors.k8s.workload_finalizer`);
 6. the Pod ended (``Succeeded``/``Failed``): its Workload is finished, with the Pod's ``status.message``;
-7. an evicted Workload: a running Pod is stopped — marked with the condition ``TerminationTarget``
-   (``WorkloadEvictedDueTo<reason>``, the eviction's message) and deleted — and, as Kueue counts no pod of a
-   single Pod active, the quota it held is given back at once (``JobStopped``), as it is for a Pod evicted
-   before it ran (still gated: nothing to stop);
+7. an evicted Workload, once the apiserver shows the eviction (its status write may still be refused, then
+   taken back; a deactivation at once): a running Pod is stopped — marked with the condition
+   ``TerminationTarget`` (``WorkloadEvictedDueTo<reason>``, the eviction's message) and deleted — and, as
+   Kueue counts no pod of a single Pod active, the quota it held is given back at once (``JobStopped``), as it
+   is for a Pod evicted before it ran (still gated: nothing to stop);
 8. a gated Pod whose Workload is admitted, as the apiserver shows it too, is started: the admission gate is
    lifted and what the admission adds merged in (:mod:`connectors.k8s.podsetinfo`) — unless the Workload has a
    MultiKueue admission check (:func:`runs_on_a_worker`): it runs on a worker then, and its Pods here stay

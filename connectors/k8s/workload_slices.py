@@ -16,11 +16,13 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   otherwise (a scale-up of an admitted slice) a new slice is made, whose
   ``kueue.x-k8s.io/workload-slice-replacement-for`` names the old one (``namespace/name``): the scheduler admits
   it in the old one's place (it finishes that one ``WorkloadSliceReplaced``) while the Job runs on;
-* **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer holds
-  quota or has an ``Evicted`` condition; the new one is the Job's (other pod set names: the slices do not apply),
-  taking the Job's counts in place when they differ — unless it holds quota already, which Kueue reports as an
-  error (it never admits a new slice before finishing the old one) and does nothing; under partial scale-up the
-  new one, waiting, is finished ``OutOfSync`` with the old (below);
+* **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer
+  holds quota or has an ``Evicted`` condition, once its stored Workload no longer shows it admitted and not
+  evicted (an eviction whose write may still be refused finishes nothing, as Kueue reads the stored one); the
+  new one is the Job's (other pod set names: the slices do not apply), taking the Job's counts in place when
+  they differ — unless it holds quota already, which Kueue reports as an error (it never admits a new slice
+  before finishing the old one) and does nothing; under partial scale-up the new one, waiting, is finished
+  ``OutOfSync`` with the old (below);
 * **more**: an error, nothing done.
 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
@@ -262,7 +264,10 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         return SliceStep()  # a scale-up of a slice that holds quota: a new slice
     if len(live) == 2:
         old, new = live
-        finish_old = old if (not old[1].reserving or old[1].condition("Evicted") is not None) else None
+        # Kueue reads the stored Workload: an eviction not written yet (it may still be refused) finishes
+        # nothing
+        finish_old = old if (not old[1].reserving or (old[1].condition("Evicted") is not None
+                                                      and not _eviction_unshown(old[0]))) else None
         have = counts(new[0])
         if set(have) != set(job_counts):
             return SliceStep(applies=False, finish_old=finish_old)
@@ -273,6 +278,13 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
             return SliceStep(keep=None, finish_old=finish_old, stranded=new)
         return SliceStep(keep=new, set_counts=have != job_counts, finish_old=finish_old)
     return SliceStep(error=f"unexpected number of matching workload slices: {len(live)}")
+
+
+def _eviction_unshown(obs: o.Workload) -> bool:
+    """Whether the stored slice still shows itself admitted and not evicted (as
+    :func:`connectors.k8s.jobframework.eviction_unshown` reads it)."""
+    shown = {c.type for c in obs.status.conditions if c.status == "True"}
+    return "Admitted" in shown and "Evicted" not in shown
 
 
 def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:

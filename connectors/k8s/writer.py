@@ -26,7 +26,7 @@ back as the Workload written over shows it, since the patch replaces the whole l
 * 422 Invalid, or a 403 of a denying admission webhook (Kueue's Workload webhook answers 403 for its own rules,
   kueue-es's 422 for its CRD's): the status itself is refused and writing it again cannot help →
   ``DecisionRejected`` in the apiserver's words (or for what a re-read shows invalidated the decisions meanwhile),
-  not written again until the watch shows a newer Workload.
+  not written again until the watch shows a newer Workload or the log decides more for it.
   An authorization 403 is no word on the status: the write is tried again later.
 
 MultiKueue's ``clusterName`` goes only over a Workload that shows the worker among its ``nominatedClusterNames``,
@@ -227,8 +227,10 @@ class StatusWriter:
         watch shows the Workload."""
         self._deactivated: dict[str, int] = {}
         """Key -> resourceVersion of our ``spec.active: false`` write, until the watch shows it."""
-        self._blocked: dict[str, int] = {}
-        """Key -> resourceVersion the watch must reach before the workload is written again (after a reject)."""
+        self._blocked: dict[str, tuple[int, int]] = {}
+        """Key -> (resourceVersion the watch must reach, last decision rejected) before the workload is
+        written again after a reject: a decision made after that one (an eviction decided again once its
+        refusal's backoff ends) lifts the block, as Kueue's reconcile retries the write."""
         self._reported: set[int] = set()
         """Decision offsets whose outcome was appended but not applied to the mirror yet."""
         self._retry = Retries(self.retry_s)
@@ -270,7 +272,7 @@ class StatusWriter:
         obs_rv = _rv(obs.metadata.resource_version)
         blocked = self._blocked.get(key)
         if blocked is not None:
-            if obs_rv < blocked:
+            if obs_rv < blocked[0] and not any(off > blocked[1] for off in pending):
                 return
             del self._blocked[key]
         upto = self.mirror.offset
@@ -321,7 +323,7 @@ class StatusWriter:
                 why = self._invalidated(fresh, obs, wl)
                 if why is not None:
                     if fresh is not None:
-                        self._blocked[key] = _rv(fresh.metadata.resource_version)
+                        self._blocked[key] = (_rv(fresh.metadata.resource_version), upto)
                     await self._outcome(key, wl.uid, pending, upto=upto, reject=why)
                     return
                 assert fresh is not None
@@ -404,7 +406,8 @@ class StatusWriter:
                        upto: int) -> None:
         """The apiserver refused the status itself (:func:`_refusal`): writing it again cannot help. The decisions
         are rejected — for what invalidated them if the Workload changed meanwhile, else in the apiserver's
-        words — and the workload is not written again until the watch shows a Workload newer than the refusal."""
+        words — and the workload is not written again until the watch shows a Workload newer than the refusal
+        or the log decides something more for it."""
         fresh = await self._reread(obs)
         why = self._invalidated(fresh, obs, wl)
         refused = why is None
@@ -412,7 +415,7 @@ class StatusWriter:
             log.error("status refused by the apiserver", workload=key, error=str(exc))
             why = (type(exc).__name__, str(exc))
         if fresh is not None:
-            self._blocked[key] = _rv(fresh.metadata.resource_version) + (1 if refused else 0)
+            self._blocked[key] = (_rv(fresh.metadata.resource_version) + (1 if refused else 0), upto)
         await self._outcome(key, wl.uid, pending, upto=upto, reject=why)
 
     async def _deactivate(self, key: str, wl: WorkloadInfo, obs: o.Workload, rv: int, pending: dict[int, str]

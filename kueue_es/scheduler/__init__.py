@@ -21,23 +21,25 @@ def decide(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | No
     """Decisions for the next batch, numbered ``state.last_cycle + 1``; ``now`` defaults to the log's time."""
     t = state.time if now is None else now
     cycle = state.last_cycle + 1
-    return (unrefused(state, reconcile(state, config, t, cycle))
-            or unrefused(state, run_cycle(state, config, t, cycle)))
+    return (unrefused(state, reconcile(state, config, t, cycle), t)
+            or unrefused(state, run_cycle(state, config, t, cycle), t))
 
 
 _EVICTIONS = (ev.WorkloadPreempted, ev.WorkloadEvicted)
 
 
-def unrefused(state: ClusterState, batch: list[ev.Decision]) -> list[ev.Decision]:
+def unrefused(state: ClusterState, batch: list[ev.Decision], now: int) -> list[ev.Decision]:
     """``batch`` without the preemptions and evictions of workloads whose last eviction the connector rejected
-    and the fold took back (:attr:`ClusterState.refused_evictions`): they are decided again at the workload's
-    next event (the watch showing it anew, which also lifts the writer's block), not on every turn, so a
-    writer that keeps refusing them does not fill the log. A preemptor waiting for such a victim shows it
-    waits already."""
+    and the fold took back (:attr:`ClusterState.refused_evictions`), until the workload's next event (the
+    watch showing it anew, which also lifts the writer's block) or the refusal's backoff ends (1 s doubling
+    per rejection in a row, at most 1000 s, as Kueue's reconcile is retried): a writer that keeps refusing
+    them does not fill the log, and one whose refusal lifts gets the eviction again. A preemptor waiting for
+    such a victim shows it waits already."""
     refused = state.refused_evictions
     if not refused or not batch:
         return batch
-    return [d for d in batch if not (isinstance(d, _EVICTIONS) and d.key in refused)]
+    return [d for d in batch
+            if not (isinstance(d, _EVICTIONS) and d.key in refused and refused[d.key].retry_at > now)]
 
 
 def decide_as_older(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | None = None) -> list[ev.Decision]:

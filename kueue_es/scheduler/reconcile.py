@@ -768,6 +768,10 @@ def next_deadline(state: ClusterState, config: SchedulerConfig, *, afs_samples: 
     retry = state.create_retries.first()  # a refused ProvisioningRequest creation decided again
     if retry is not None:
         times.append(retry)
+    if state.refused_evictions:  # a rejected eviction decided again (one past due waits for a cycle)
+        retries = [r.retry_at for r in state.refused_evictions.values() if r.retry_at > state.time]
+        if retries:
+            times.append(min(retries))
     if config.gate(gates.MULTIKUEUE) and state.cluster_links:
         lost = multikueue.lost_deadlines(state, parse_duration(config.multi_kueue.worker_lost_timeout))
         if lost:

@@ -16,6 +16,7 @@ from fixtures.multikueue_states import WorkloadCopyApi, quota_released
 from test_multikueue_connector import KEY, START, RecordingManager, _connector, _state
 
 from connectors.k8s.multikueue_copies import adapted_patch
+from events import objects as o
 from events import schema as ev
 
 ORIGIN = "multikueue"
@@ -166,3 +167,33 @@ def test_the_adapted_status_waits_for_the_start_time_to_be_reset_and_is_written_
     assert adapted_patch({"status": {"conditions": [suspended]}}) is None, "shown stopped already"
     turned = adapted_patch({"status": {"conditions": [{**suspended, "status": "False"}]}})
     assert turned is not None and [c["status"] for c in turned["status"]["conditions"]] == ["True"]
+
+
+def _stored(*conditions: tuple[str, str]) -> o.Workload:
+    """The manager's Workload as its apiserver stores it (the connector's mirror of it)."""
+    return msgspec.convert({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "job-a", "namespace": "default", "uid": "wl-uid", "resourceVersion": "40"},
+        "spec": {"queueName": "lq", "podSets": []},
+        "status": {"conditions": [{"type": t, "status": s, "reason": t, "message": "",
+                                   "lastTransitionTime": "2024-01-01T00:00:00Z"} for t, s in conditions]}},
+        o.Workload)
+
+
+@pytest.mark.asyncio
+async def test_the_copy_is_left_running_until_the_manager_s_stored_workload_shows_the_eviction(
+        tmp_path: Path) -> None:
+    """Kueue's MultiKueue controller reads the manager's Workload: an eviction whose status write is not in
+    yet (and may still be refused, then taken back) deactivates nothing on the worker."""
+    worker = Worker1(_workload_copy("10", ("QuotaReserved", "True"), ("Admitted", "True")),
+                     _job_copy("5", suspend=False, status={"active": 1, "startTime": "t0"}))
+    mk, manager, w = _connected(_evicted_on_the_manager(tmp_path), worker)
+    mk.journal.mirror.workloads = {KEY: _stored(("QuotaReserved", "True"), ("Admitted", "True"))}
+    await mk.sync_copies(ORIGIN)
+    assert worker.patches == [] and worker.deleted == [] and worker.created == []
+    # the apiserver shows it evicted: the copy is deactivated on its worker
+    mk.journal.mirror.workloads = {
+        KEY: _stored(("QuotaReserved", "True"), ("Admitted", "True"), ("Evicted", "True"))}
+    w.moved.add(KEY)
+    await mk.sync_copies(ORIGIN)
+    assert [p["status"]["conditions"][-1]["type"] for p in worker.patches] == ["DeactivationTarget"]

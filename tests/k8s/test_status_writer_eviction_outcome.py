@@ -26,9 +26,11 @@ EVICT = {"reason": "PodsReadyTimeout", "underlying_cause": "WaitForStart", "mess
 class RefusesEvictions(Apiserver):
     """A webhook stricter than Kueue's (another admission policy): no Workload may show Evicted=True."""
 
+    refuse = True
+
     async def patch(self, resource: Any, name: str, body: Any, namespace: str = "",
                     subresource: str = "") -> bytes:
-        if any(c["type"] == "Evicted" and c["status"] == "True"
+        if self.refuse and any(c["type"] == "Evicted" and c["status"] == "True"
                for c in body["status"].get("conditions") or ()):
             self.patches.append(copy.deepcopy(body))
             status = {"code": 403, "reason": "Forbidden", "message": DENIED + "no evictions here"}
@@ -93,3 +95,24 @@ async def test_an_eviction_the_apiserver_refuses_leaves_the_workload_admitted() 
     patches = len(api.patches)
     await writer.sync(WL.key)
     assert len(api.patches) == patches, "nothing left to write"
+
+
+@pytest.mark.asyncio
+async def test_an_eviction_decided_again_after_a_refusal_is_written_before_the_watch_shows_it_anew() -> None:
+    """The writer holds a refused workload until the watch shows it anew, but not a decision made after the
+    refusal (the eviction decided again once its backoff ends): that one is tried, and gets an outcome."""
+    api = RefusesEvictions(WL)
+    journal, writer = await _evicted_after_admission(api)
+    await writer.sync(WL.key)
+    refused = len(api.patches)
+    base = {"key": WL.key, "uid": "wl-uid", "input": 0}
+    offsets = await journal.append([ev.WorkloadEvicted(time=1003, cycle=3, **base, **EVICT)])
+    await writer.sync(WL.key)
+    assert len(api.patches) == refused + 1, "the new decision was not tried"
+    assert writer.stats.rejections == [(WL.key, "Forbidden"), (WL.key, "Forbidden")]
+    assert journal.mirror.pending.get(WL.key, {}).keys().isdisjoint(offsets)  # it has its outcome
+    api.refuse = False
+    offsets = await journal.append([ev.WorkloadEvicted(time=3003, cycle=4, **base, **EVICT)])
+    await writer.sync(WL.key)
+    assert any(c["type"] == "Evicted" and c["status"] == "True" for c in api.status["conditions"])
+    assert journal.mirror.state.workloads[WL.key].evicted == "PodsReadyTimeout"

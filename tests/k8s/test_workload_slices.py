@@ -55,8 +55,11 @@ def _elastic_job(parallelism: int, *, suspend: bool = False, generation: int = 1
     return msgspec.structs.replace(j, metadata=msgspec.structs.replace(j.metadata, generation=generation))
 
 
-def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, granted: int | None = None) -> None:
-    """``granted``: the pods the admission counts (the spec's count unless given: a partial admission)."""
+def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, granted: int | None = None,
+           unshown: bool = False) -> None:
+    """``granted``: the pods the admission counts (the spec's count unless given: a partial admission);
+    ``unshown``: the stored Workload still shows it admitted and not evicted (the eviction's write not
+    done)."""
     info = mirror.state.workloads[f"ns/{name}"]
     info.phase = phase
     if phase in (RESERVED, ADMITTED):
@@ -69,6 +72,13 @@ def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, gran
     if evicted:
         info.evicted = "Preempted"
         info.set_condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload", 6)
+    if unshown:
+        stored = mirror.workloads[f"ns/{name}"]
+        conditions = [o.Condition(type=t, status="True", reason=t,
+                                  last_transition_time="2026-01-01T00:00:05Z")
+                      for t in ("QuotaReserved", "Admitted")]
+        mirror.workloads[f"ns/{name}"] = msgspec.structs.replace(
+            stored, status=msgspec.structs.replace(stored.status, conditions=conditions))
 
 
 class Client:
@@ -164,12 +174,15 @@ def test_finished_slices_do_not_count() -> None:
     assert step.keep is not None and step.keep[0].metadata.name == "b" and not step.set_counts
 
 
-@pytest.mark.parametrize(("old_phase", "evicted", "finished"), [
-    (ADMITTED, False, False), (PENDING, False, True), (ADMITTED, True, True)])
-def test_two_live_slices_the_new_one_is_the_jobs(old_phase: str, evicted: bool, finished: bool) -> None:
+@pytest.mark.parametrize(("old_phase", "evicted", "unshown", "finished"), [
+    (ADMITTED, False, False, False), (PENDING, False, False, True), (ADMITTED, True, False, True),
+    (ADMITTED, True, True, False),  # evicted in the log, still admitted as stored (its write may be refused)
+])
+def test_two_live_slices_the_new_one_is_the_jobs(old_phase: str, evicted: bool, unshown: bool,
+                                                 finished: bool) -> None:
     # one second apart or in the same second: the replacing slice is the newer either way
     _, mirror, _, _ = _setup(_elastic_job(8), _slice("b", 6, replaces="ns/a"), _slice("a", 4))
-    _phase(mirror, "a", old_phase, evicted=evicted)
+    _phase(mirror, "a", old_phase, evicted=evicted, unshown=unshown)
     step = workload_slices.ensure({"main": 8}, _pairs(mirror, "b", "a"))
     assert step.keep is not None and step.keep[0].metadata.name == "b" and step.set_counts
     assert (step.finish_old is not None and step.finish_old[0].metadata.name == "a") is finished

@@ -11,10 +11,12 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures.provflow import T0 as PROV_T0
+from fixtures.provflow import Flow
 
 from events import objects as o
 from events import schema as ev
-from kueue_es.scheduler import decide
+from kueue_es.scheduler import decide, next_deadline
 from kueue_es.scheduler.config import SchedulerConfig, load_config
 from projections import eviction_undo, snapshot
 from projections.cluster import ClusterState
@@ -124,7 +126,8 @@ def test_a_rejected_preemption_leaves_the_victim_as_if_it_had_never_been_decided
     assert low.conditions == before.conditions
     assert low.check_states == before.check_states
     assert low == before
-    assert log.state.refused_evictions == {"ns/low": off}
+    assert list(log.state.refused_evictions) == ["ns/low"]
+    assert log.state.refused_evictions["ns/low"] == eviction_undo.Refusal(off, 1, T0 + 11_000)
     assert log.state.unconfirmed_evictions == {}
     # the same state as a log where it was never decided (the preemptor still waits, as it did)
     without = Log()
@@ -235,21 +238,56 @@ def _turns(log: Log, config: SchedulerConfig, now: int, turns: int) -> int:
     return decided
 
 
-def test_a_preemption_refused_for_ever_is_decided_again_only_at_the_victims_next_event() -> None:
+def _ticks(log: Log, config: SchedulerConfig, start: int, end: int, step: int) -> int:
+    """The live loop from ``start`` to ``end``, a clock tick every ``step`` ms, each tick followed by turns
+    with a writer that refuses every eviction: how many evictions were decided."""
+    decided = 0
+    for now in range(start, end, step):
+        log.append(ev.ClockTicked(time=now))
+        decided += _turns(log, config, now, 5)
+    return decided
+
+
+def test_a_preemption_refused_for_ever_is_decided_again_after_a_growing_backoff_not_on_every_turn() -> None:
     config = load_config(CONFIG)
     log = _low_admitted(config)
     log.append(_upsert(HIGH, T0 + 10_000))
     assert _turns(log, config, T0 + 10_000, 50) == 1
+    refusal = log.state.refused_evictions["ns/low"]
+    assert (refusal.refusals, refusal.retry_at) == (1, T0 + 11_000)  # 1 s after the rejection
     records = len(log.records)
-    assert _turns(log, config, T0 + 20_000, 50) == 0
-    assert len(log.records) == records  # quiet: nothing more is appended
+    assert _turns(log, config, T0 + 10_999, 50) == 0
+    assert len(log.records) == records  # quiet before the backoff ends: nothing more is appended
     assert log.state.workloads["ns/low"].phase == "Admitted"
     assert log.state.workloads["ns/high"].phase == "Pending"
-    # the watch shows the victim anew (the writer's block lifts): the preemption is decided once more
+    # with no event of the victim, decided again once the backoff ends, which doubles per rejection in a row:
+    # 1 + 2 + 4 + ... s, so an hour of refusals costs about a dozen writes, at most one per 1000 s after that
+    # (at 11, 13, 17, 25, 41, 73, 137, 265, 521, 1033, 2033 and 3033 s)
+    assert _ticks(log, config, T0 + 11_000, T0 + 11_000 + 3_600_000, 500) == 12
+    assert log.state.refused_evictions["ns/low"].refusals == 13
+    assert _ticks(log, config, T0 + 3_700_000, T0 + 3_700_000 + 3_000_000, 1000) == 3
+    # the watch shows the victim anew (the writer's block lifts): the preemption is decided at once
     low = msgspec.convert(OBJECTS[-1], o.Workload)
-    log.append(ev.ObjectUpserted(time=T0 + 30_000, key="ns/low", obj=msgspec.structs.replace(
+    now = T0 + 6_800_000
+    log.append(ev.ObjectUpserted(time=now, key="ns/low", obj=msgspec.structs.replace(
         low, metadata=msgspec.structs.replace(low.metadata, resource_version="7")), uid="uid-low"))
-    assert _turns(log, config, T0 + 30_000, 50) == 1
+    assert _turns(log, config, now, 50) == 1
+
+
+def test_a_preemption_whose_refusal_lifts_goes_through_after_the_backoff_with_no_victim_event() -> None:
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    log.append(_upsert(HIGH, T0 + 10_000))
+    assert _turns(log, config, T0 + 10_000, 50) == 1
+    assert next_deadline(log.state, config) == T0 + 11_000  # the live loop is woken for it
+    log.append(ev.ClockTicked(time=T0 + 11_000))
+    batch = decide(log.state, config)
+    assert [type(d).__name__ for d in batch] == ["WorkloadPreempted"], batch  # (its preemptor shows it waits)
+    first = len(log.records)
+    log.append(*batch)
+    log.append(ev.DecisionApplied(time=T0 + 11_100, key="ns/low", uid="uid-low", decision=first))
+    assert log.state.workloads["ns/low"].evicted == "Preempted"
+    assert "ns/low" not in log.state.refused_evictions
 
 
 def test_a_pods_ready_timeout_eviction_refused_for_ever_is_not_decided_on_every_turn() -> None:
@@ -258,8 +296,9 @@ def test_a_pods_ready_timeout_eviction_refused_for_ever_is_not_decided_on_every_
     log.append(ev.ClockTicked(time=T0 + 120_000))
     assert _turns(log, config, T0 + 120_000, 50) == 1
     assert log.state.workloads["ns/low"].phase == "Admitted" and not log.state.workloads["ns/low"].evicted
-    log.append(ev.ClockTicked(time=T0 + 180_000))
-    assert _turns(log, config, T0 + 180_000, 50) == 0
+    # decided again after 1 s, then 2 s, 4 s ... (not on every turn)
+    assert _ticks(log, config, T0 + 120_001, T0 + 180_000, 100) == 5
+    assert log.state.refused_evictions["ns/low"].refusals == 6
 
 
 def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldest_going_first() -> None:
@@ -273,3 +312,29 @@ def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldes
                                eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
     assert len(kept) == eviction_undo.UNDO_LIMIT
     assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1
+
+
+# --- acted on in the cluster before the outcome -------------------------------------------------------------
+
+
+def test_an_eviction_whose_provisioning_request_was_deleted_meanwhile_is_not_taken_back() -> None:
+    """With CleanupProvisioningRequestsOnEviction (on by default) the live loop's next turn deletes the
+    evicted workload's requests before the eviction's outcome is in. That deletion cannot be taken back: a
+    rejection then leaves the eviction folded (never a workload admitted with its Ready check's request
+    gone)."""
+    f = Flow("provisioning-happy-path.yaml")
+    f.at(6, [f.request("default/job-a-prov-1", "Accepted")])
+    f.at(7, [f.request("default/job-a-prov-1", "Provisioned", message="ready")])
+    assert f.state.workloads["default/job-a"].phase == "Admitted"
+    base = {"time": PROV_T0 + 8000, "cycle": f.state.last_cycle + 1, "input": len(f.records) - 1}
+    off = len(f.records)
+    f.append([ev.WorkloadEvicted(key="default/job-a", uid="uid-default/job-a", reason="PodsReadyTimeout",
+                                 message="timed out", requeue_at=PROV_T0 + 68_000, requeue_count=1, **base)])
+    decided = f.settle(PROV_T0 + 8000)  # the live loop's turn between the decision and its outcome
+    assert [type(d).__name__ for d in decided] == ["ProvisioningRequestDeleted"]
+    f.append([ev.DecisionRejected(time=PROV_T0 + 8500, key="default/job-a", uid="uid-default/job-a",
+                                  decision=off, reason="Forbidden", message="denied")])
+    wl = f.state.workloads["default/job-a"]
+    assert wl.evicted == "PodsReadyTimeout" and wl.check_states["prov"].state != "Ready"
+    assert "default/job-a" not in f.state.refused_evictions
+    assert f.state.unconfirmed_evictions == {}
