@@ -98,6 +98,14 @@ def forget(kept: dict[int, UnconfirmedEviction], key: str) -> None:
         del kept[decision]
 
 
+def awaits_outcome(kept: dict[int, UnconfirmedEviction], key: str) -> bool:
+    """Whether an eviction of workload ``key`` awaits its outcome, so may still be taken back: what the
+    connectors wait out before acting on it. Once rejected and not taken back (something was folded on the
+    workload since, or done for it in the cluster), none is kept: no write will show it, and they act on the
+    log's view, as before."""
+    return any(undo.before.key == key for undo in kept.values())
+
+
 def untouched(undo: UnconfirmedEviction, wl: WorkloadInfo | None) -> bool:
     """Whether ``wl`` is still exactly as the decision left it (same object, nothing folded on it since)."""
     return wl is not None and undo.after is not None and wl == undo.after

@@ -102,7 +102,7 @@ from events.errors import InvalidInput
 from events.update_rules import admission_gate_errors
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from projections import gates
+from projections import eviction_undo, gates
 from projections.cluster import ClusterState
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workload_pods_ready import WAIT_FOR_PODS_READY_ANNOTATION
@@ -197,14 +197,18 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
 
 
-def eviction_unshown(wl: WorkloadInfo, obs: o.Workload | None) -> bool:
-    """Whether the log holds ``wl`` evicted while the apiserver still shows it admitted and not evicted.
+def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | None) -> bool:
+    """Whether the log holds ``wl`` evicted, by a decision still awaiting its outcome
+    (:func:`projections.eviction_undo.awaits_outcome`), while the apiserver still shows it admitted and not
+    evicted.
     Kueue's job reconciler stops a job (and gives its quota back) for the Workload it reads: Evicted=True, or
     not Admitted. So a running job waits for the eviction's status write, which may still be refused: then
     nothing happened (the fold takes the eviction back) and the job runs on. A deactivated Workload is stopped
     at once, as before (its quota is given back at the deactivation)."""
     if not wl.evicted or wl.phase != ADMITTED or not wl.active or obs is None:
         return False
+    if not eviction_undo.awaits_outcome(state.unconfirmed_evictions, wl.key):
+        return False  # rejected and kept (or from before the fold kept them): no write will show it
     conditions = obs.status.conditions
     return (any(c.type == "Admitted" and c.status == "True" for c in conditions)
             and not any(c.type == "Evicted" and c.status == "True" for c in conditions))
@@ -564,12 +568,12 @@ class JobReconciler(Generic[J]):
             if admission_shown(wl, obs):
                 await self._once(key, "start", job, self._start(job, wl, obs))
         elif not admitted and running:
-            if self.stops_unadmitted(job, wl) and not eviction_unshown(wl, obs):
+            if self.stops_unadmitted(job, wl) and not eviction_unshown(self.state, wl, obs):
                 await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))
         elif admitted and self.restoring(job):
             await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))  # finish restoring first
         elif (wl.evicted and wl.reserving and not wl.job_stopped and not self.is_active(job)
-              and not eviction_unshown(wl, obs)):
+              and not eviction_unshown(self.state, wl, obs)):
             await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid))
         elif admitted:
             await self._running_admitted(job, wl)

@@ -59,7 +59,7 @@ from kueue_es.scheduler.multikueue import (
     remote_spec_patch,
     sync_failure,
 )
-from projections import gates
+from projections import eviction_undo, gates
 from projections.cluster import ClusterState
 from projections.preemption_gates import MULTIKUEUE_GATE, OPEN, gate_state
 from projections.workloads import FINISHED, RemoteCopy, WorkloadInfo
@@ -87,13 +87,14 @@ def stopping(state: ClusterState, wl: WorkloadInfo) -> bool:
     return (wl.phase != FINISHED and wl.reserving and bool(wl.evicted) and check_of(state, wl) is not None)
 
 
-def eviction_unshown(wl: WorkloadInfo, obs: o.Workload | None) -> bool:
+def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | None) -> bool:
     """Whether the manager's stored Workload ``obs`` does not show ``wl``'s eviction yet (its status write may
     still be refused, and the fold then takes it back). Kueue's controller acts on the Workload it reads, so
     the copies are left as they are until it does; a deactivation (not taken back) is acted on at once, as the
     job connectors do (:func:`connectors.k8s.jobframework.eviction_unshown`, which also wants it admitted: a
     copy may hold quota on its worker before the manager's checks are all Ready)."""
     return (wl.active and obs is not None
+            and eviction_undo.awaits_outcome(state.unconfirmed_evictions, wl.key)
             and not any(c.type == "Evicted" and c.status == "True" for c in obs.status.conditions))
 
 
@@ -139,7 +140,7 @@ class CopiedWorkloads:
             if wl is not None and held_back(state, wl):
                 continue  # looked at again when its group moves
             if wl is not None and stopping(state, wl):
-                if eviction_unshown(wl, stored.get(key)):
+                if eviction_unshown(state, wl, stored.get(key)):
                     continue  # its status write may still be refused (then taken back): as Kueue, wait for it
                 if key in copied:
                     try:

@@ -450,7 +450,7 @@ class PodIntegration:
         step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                   wl_deleting=obs is not None and wf.deleting(obs),
                                   remote=pod_sync.runs_on_a_worker(self.state, wl),
-                                  eviction_unshown=wl is not None and eviction_unshown(wl, obs))
+                                  eviction_unshown=wl is not None and eviction_unshown(self.state, wl, obs))
         await self._carry_out(pod, step, wl, obs, wl_key)
         if managed:
             await self._release(wl, obs)
@@ -850,7 +850,7 @@ class PodIntegration:
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
                                    wl_deleting=obs is not None and wf.deleting(obs), statefulset=statefulset,
                                    remote=pod_sync.runs_on_a_worker(self.state, wl),
-                                   eviction_unshown=wl is not None and eviction_unshown(wl, obs))
+                                   eviction_unshown=wl is not None and eviction_unshown(self.state, wl, obs))
         if wl is not None and on_hold(wl) and step.remove:
             step = replace(step, remove=())  # counted against a size the set's scale-up is still to give it
         for pod in step.relabel:  # the step's only work: the pods' watch brings them back relabelled

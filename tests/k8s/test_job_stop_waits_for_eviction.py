@@ -114,11 +114,11 @@ def test_eviction_unshown_reads_the_stored_workload() -> None:
     _fold(mirror, kind(time=3, cycle=2, **BASE, **fields))
     wl = mirror.state.workloads[KEY]
     assert wl.phase == ADMITTED and wl.evicted
-    assert eviction_unshown(wl, stored)
-    assert not eviction_unshown(wl, _store(mirror, 6)), "shown evicted"
+    assert eviction_unshown(mirror.state, wl, stored)
+    assert not eviction_unshown(mirror.state, wl, _store(mirror, 6)), "shown evicted"
     not_admitted = msgspec.structs.replace(stored, status=o.WorkloadStatus())
-    assert not eviction_unshown(wl, not_admitted), "Kueue stops a job whose Workload is not admitted"
-    assert not eviction_unshown(wl, None)
+    assert not eviction_unshown(mirror.state, wl, not_admitted), "Kueue stops a job whose Workload is not admitted"
+    assert not eviction_unshown(mirror.state, wl, None)
 
 
 def _pod(name: str, running: bool = True) -> pod_sync.ManagedPod:
@@ -147,3 +147,23 @@ def test_a_running_pod_and_pod_group_wait_for_the_stored_eviction_too() -> None:
     assert step.action != pod_group.STOP and not step.pods
     step = pod_group.next_step([pod], wl, managed=True, admission_shown=True, prebuilt=True)
     assert step.action == pod_group.STOP and step.pods == (pod,)
+
+
+@pytest.mark.asyncio
+async def test_an_eviction_rejected_but_not_taken_back_stops_the_job_as_before() -> None:
+    """Something folded on the workload between the eviction and its rejection: the fold keeps it evicted, and
+    nothing waits for a write that will not come (no refusal backoff, the writer blocked), so the Job is stopped
+    from the log's view, as before the connectors waited for the stored eviction."""
+    jobs, mirror, appended, client = _running_admitted()
+    kind, fields = PREEMPTED
+    _fold(mirror, kind(time=3, cycle=2, **BASE, **fields))
+    decision = mirror.offset
+    _fold(mirror, ev.UnhealthyNodesChanged(time=4, cycle=3, nodes=["n1"], **BASE))  # folded on it since
+    await jobs.reconcile("ns/train")
+    assert _job_writes(client) == [], "awaiting the eviction's outcome"
+    _fold(mirror, ev.DecisionRejected(time=5, decision=decision, reason="Forbidden", message="denied",
+                                      key=KEY, uid="wl-uid"))
+    assert mirror.state.workloads[KEY].evicted, "not taken back: the workload changed since the decision"
+    await jobs.reconcile("ns/train")
+    (suspend,) = _job_writes(client)
+    assert suspend["spec"]["suspend"] is True

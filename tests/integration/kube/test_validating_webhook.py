@@ -193,4 +193,5 @@ async def test_a_workload_stored_under_a_laxer_crd_takes_its_status_writes(kube_
             await kc.patch(BY_KIND["Workload"], "w", {"status": {"admissionChecks": [check]}}, ns,
                            subresource="status")
             await kc.patch(BY_KIND["Workload"], "w", {"metadata": {"labels": {"team": "a"}}}, ns)
-            assert (server.validations, server.validations_refused) == (seen + 2, refused_before)
+            # at least the two writes reached the webhook (another connector's write may too), none refused
+            assert server.validations >= seen + 2 and server.validations_refused == refused_before
