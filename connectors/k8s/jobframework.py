@@ -94,6 +94,7 @@ from connectors.k8s.journal import Journal
 from connectors.k8s.owner_index import once
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.resources import BY_KIND, Resource
+from connectors.k8s.stored_workload import admitted_not_evicted, shows
 from connectors.k8s.workers import Retries
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
@@ -191,7 +192,7 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
     """Whether the apiserver shows the Workload admitted as the log decided (``Admitted=True``, the same admission
     and check states): a job starts from its Workload as stored, like Kueue's, never from a decision whose
     status write may still fail or be lost with a crash."""
-    if not any(c.type == "Admitted" and c.status == "True" for c in obs.status.conditions):
+    if not shows(obs, "Admitted"):
         return False
     desired, current = desired_status(wl), observed_status(obs)
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
@@ -209,9 +210,7 @@ def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | No
         return False
     if not eviction_undo.awaits_outcome(state.unconfirmed_evictions, wl.key):
         return False  # rejected and kept (or from before the fold kept them): no write will show it
-    conditions = obs.status.conditions
-    return (any(c.type == "Admitted" and c.status == "True" for c in conditions)
-            and not any(c.type == "Evicted" and c.status == "True" for c in conditions))
+    return admitted_not_evicted(obs)
 
 
 def within_pod_sets(reclaimable: tuple[tuple[str, int], ...], obs: o.Workload) -> tuple[tuple[str, int], ...]:

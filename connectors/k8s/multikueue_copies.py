@@ -49,6 +49,7 @@ from connectors.k8s.multikueue_worker import (
 )
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.resources import LEADER_WORKER_SETS, RAYCLUSTERS, Resource
+from connectors.k8s.stored_workload import shows
 from events import objects as o
 from events.timefmt import format_time
 from kueue_es.scheduler import multikueue_slices
@@ -95,7 +96,7 @@ def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | No
     copy may hold quota on its worker before the manager's checks are all Ready)."""
     return (wl.active and obs is not None
             and eviction_undo.awaits_outcome(state.unconfirmed_evictions, wl.key)
-            and not any(c.type == "Evicted" and c.status == "True" for c in obs.status.conditions))
+            and not shows(obs, "Evicted"))
 
 
 def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | None) -> bool:

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.k8s import podsetinfo
+from connectors.k8s.stored_workload import admitted_not_evicted
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections import gates
@@ -267,7 +268,7 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         # Kueue reads the stored Workload: an eviction not written yet (it may still be refused) finishes
         # nothing
         finish_old = old if (not old[1].reserving or (old[1].condition("Evicted") is not None
-                                                      and not _eviction_unshown(old[0]))) else None
+                                                      and not admitted_not_evicted(old[0]))) else None
         have = counts(new[0])
         if set(have) != set(job_counts):
             return SliceStep(applies=False, finish_old=finish_old)
@@ -278,13 +279,6 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
             return SliceStep(keep=None, finish_old=finish_old, stranded=new)
         return SliceStep(keep=new, set_counts=have != job_counts, finish_old=finish_old)
     return SliceStep(error=f"unexpected number of matching workload slices: {len(live)}")
-
-
-def _eviction_unshown(obs: o.Workload) -> bool:
-    """Whether the stored slice still shows itself admitted and not evicted (as
-    :func:`connectors.k8s.jobframework.eviction_unshown` reads it)."""
-    shown = {c.type for c in obs.status.conditions if c.status == "True"}
-    return "Admitted" in shown and "Evicted" not in shown
 
 
 def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:
