@@ -24,7 +24,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   ``MultiKueue`` gate, and no ``spec.managedBy`` (or the built-in ``kubernetes.io/job-controller``) →
   ``spec.managedBy: kueue.x-k8s.io/multikueue``: on a manager the
   Job runs on a worker, its status mirrored back (:mod:`connectors.k8s.multikueue`); the LocalQueue, its
-  ClusterQueue and their checks are read from the apiserver (:func:`multikueue_lookup`; one missing sets nothing);
+  ClusterQueue and their checks are read from the apiserver (:func:`multikueue_lookup`; a missing queue sets
+  nothing, a missing check is passed over);
   whatever the Job's ancestry, as Kueue's ``ApplyDefaultForManagedBy`` (a child Job too, though not suspended);
 * ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
   ``kueue.x-k8s.io/elastic-job`` scheduling gate (:mod:`connectors.k8s.workload_slices`: the Job integration
@@ -350,7 +351,9 @@ def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
 
 def multikueue_lookup(client: KubeClient) -> MultiKueueLookup:
     """Whether a LocalQueue's ClusterQueue has a MultiKueue check, asked of the apiserver (the LocalQueue, its
-    ClusterQueue, its checks). Anything missing or unreadable answers no, and the Job is left as it is."""
+    ClusterQueue, its checks). A missing or unreadable LocalQueue or ClusterQueue answers no, and the Job is left
+    as it is; a check that is missing or cannot be read is passed over, as Kueue's cache simply does not hold
+    one not created yet, so a MultiKueue check listed after it still answers yes."""
 
     async def has_multikueue_check(namespace: str, queue: str) -> bool:
         try:
@@ -359,13 +362,19 @@ def multikueue_lookup(client: KubeClient) -> MultiKueueLookup:
             if not cq_name:
                 return False
             cq = msgspec.json.decode(await client.get(BY_KIND["ClusterQueue"], cq_name))
-            strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
-            for rule in strategy.get("admissionChecks") or []:
-                ac = msgspec.json.decode(await client.get(BY_KIND["AdmissionCheck"], rule.get("name", "")))
-                if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_MANAGER:
-                    return True
         except KubeError as exc:
             log.info("no MultiKueue check found for a Job's queue", namespace=namespace, queue=queue, error=str(exc))
+            return False
+        strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
+        for rule in strategy.get("admissionChecks") or []:
+            try:
+                ac = msgspec.json.decode(await client.get(BY_KIND["AdmissionCheck"], rule.get("name", "")))
+            except KubeError as exc:
+                log.info("an admission check of a Job's queue passed over", namespace=namespace, queue=queue,
+                         check=rule.get("name", ""), error=str(exc))
+                continue
+            if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_MANAGER:
+                return True
         return False
 
     return has_multikueue_check
