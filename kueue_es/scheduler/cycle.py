@@ -52,7 +52,7 @@ from kueue_es.scheduler.tasplace import (
     topology_fields,
 )
 from kueue_es.scheduler.taspreempt import TopologyFit
-from projections import gates
+from projections import gates, variants
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.preemption_gates import GATED_LEGACY_REASON, GATED_MESSAGE, PREEMPTION_GATED
@@ -649,8 +649,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         _admit(out, state, e, base)
         ctx.topology.reserved(e.cq, e.wl, admission_of(e, state.byte_valued()))
         admitted = True
-        if refills is not None:
-            _refill(out, ctx, refills, e, pushed, base)
+        if refills is not None and not (ctx.concurrent_admission and variants.parent_name(e.wl)):
+            _refill(out, ctx, refills, e, pushed, base)  # a variant refills nothing (Kueue's VariantAdmitted)
     if ctx.settle_skips:
         _settle_skips(out, ctx, skips, base)
     return out

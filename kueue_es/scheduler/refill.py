@@ -5,6 +5,9 @@ entries left, ranked on the usage the cycle has charged so far.
 * Only the Fair Sharing tournament refills, and not while ``waitForPodsReady.blockAdmission`` holds the cycle (it
   admits one workload at a time already).
 * Only an entry the cycle reserves quota for refills: one that preempts, waits or is skipped frees no slot.
+* Under ``ConcurrentAdmission`` a variant's admission refills nothing and spends no budget (Kueue's
+  ``VariantAdmitted``): the cycle's view does not hold that admission yet, so a successor could be another
+  variant of the same parent.
 * A cycle pops at most :data:`BUDGET` successors, across all its ClusterQueues (Kueue's fixed default; its
   configuration has no field for it yet). An empty queue costs nothing; a pop costs one whatever comes of it.
 * A successor that cannot be nominated (failed admission checks, a misconfiguration) is requeued with that status

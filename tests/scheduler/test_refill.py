@@ -99,3 +99,27 @@ def test_an_admission_with_an_empty_backlog_spends_no_budget(tmp_path, monkeypat
     got = _run(objects, tmp_path)
     # poor-a, then its successor poor-b; rich-pending, alone in its queue, pops nothing
     assert sorted(k for k, s in got.items() if _admitted(s)) == ["poor-a", "poor-b", "rich-pending"]
+
+
+def _make_variant(wl: dict) -> None:
+    wl["metadata"]["annotations"] = {"kueue.x-k8s.io/workload-allowed-resource-flavors": "default"}
+    wl["metadata"]["ownerReferences"] = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                                          "name": "parent-x", "uid": "uid-parent-x", "controller": True,
+                                          "blockOwnerDeletion": True}]
+
+
+def test_a_variant_admission_does_not_refill_under_concurrent_admission(tmp_path, monkeypatch) -> None:
+    """Kueue's refill stops at a ConcurrentAdmission variant (``VariantAdmitted``): the cycle's snapshot does not
+    hold this admission, so a successor could be a second variant of the same parent."""
+    objects = _spec()["objects"]
+    _set_cpu(_workload(objects, "rich-active"), "7")  # three cpus free
+    _make_variant(_workload(objects, "poor-a"))
+    monkeypatch.setattr(refill, "BUDGET", 1)
+    spec = _spec()
+    for concurrent, want in ((True, ["poor-a", "rich-pending"]), (False, ["poor-a", "poor-b", "rich-pending"])):
+        config = {**spec["config"], "featureGates": {"FairSharingRefill": True, "ConcurrentAdmission": concurrent}}
+        state, path = tmp_path / "state.yaml", tmp_path / "config.yaml"
+        state.write_text(fastyaml.safe_dump_all(objects))
+        path.write_text(fastyaml.safe_dump(config))
+        got = {i["metadata"]["name"]: i["status"] for i in schedule(str(state), 1, str(path))["items"]}
+        assert sorted(k for k, s in got.items() if _admitted(s)) == want, concurrent
