@@ -210,6 +210,9 @@ def test_a_pod_index_offset_is_a_non_negative_integer_never_beside_a_group_name(
         f'{WORKER_AT}[{OFFSET}]: Invalid value: "-1": must be a non-negative integer')
     assert _refusal(_annotated(None, {OFFSET: "one"})) == (
         f'{WORKER_AT}[{OFFSET}]: Invalid value: "one": must be a non-negative integer')
+    assert _refusal(_annotated(None, {OFFSET: "2147483647"})) is None  # Kueue parses it as an int32
+    assert _refusal(_annotated(None, {OFFSET: "2147483648"})) == (
+        f'{WORKER_AT}[{OFFSET}]: Invalid value: "2147483648": must be a non-negative integer')
     grouped = {PREF: "rack", GROUP: "g"}
     assert _refusal(_annotated(grouped, {**grouped, OFFSET: "x"})) == (
         f"{WORKER_AT}[{OFFSET}]: Forbidden: may not be set when '{GROUP}' is specified")
