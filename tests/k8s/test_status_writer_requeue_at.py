@@ -4,9 +4,6 @@ workload controller patches only that time (``SetRequeueState(..., false)``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
 import pytest
 
 from connectors.k8s.journal import LocalJournal
@@ -16,6 +13,7 @@ from events import objects as o
 from events import schema as ev
 from events.log import MemoryLog
 from events.timefmt import parse_time
+from tests.k8s.test_status_writer_evictions import Apiserver
 
 T = "2024-01-01T00:00:13Z"
 CHECKS = [o.AdmissionCheckState(name="approval", state="Retry", last_transition_time="2024-01-01T00:00:12Z",
@@ -30,15 +28,6 @@ EVICTED = o.WorkloadStatus(
     requeue_state=o.RequeueState(count=2, requeue_at="2024-01-01T00:00:40Z"))
 WL = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="wl-uid", resource_version="1"),
                 spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=2)]), status=EVICTED)
-
-
-class Apiserver:
-    def __init__(self) -> None:
-        self.patches: list[dict[str, Any]] = []
-
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
-        self.patches.append(body)
-        return msgspec.json.encode({"metadata": {"resourceVersion": str(len(self.patches) + 1)}})
 
 
 @pytest.mark.asyncio
