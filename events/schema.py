@@ -380,6 +380,17 @@ class RequeueStateCleared(Decision, tag="RequeueStateCleared"):
     ``requeueState: null``."""
 
 
+class RequeueAtRaised(Decision, tag="RequeueAtRaised"):
+    """The workload controller pushes ``status.requeueState.requeueAt`` of an unfinished workload out to the latest
+    lastTransitionTime + requeueAfterSeconds of its Retry checks, a check having reported Retry after the eviction
+    (or while the workload waits pending): KEP-3258 lets a check update its state after the eviction, and Kueue's
+    ``NeedsRequeueAtUpdate`` raises the time only, never the requeue count. The workload is not requeued before
+    then. The status writer writes the new requeueAt."""
+
+    requeue_at: int
+    """The new ``requeueAt`` (ms); the fold keeps the later of it and the current one."""
+
+
 class WorkloadSliceReplaced(Decision, tag="WorkloadSliceReplaced"):
     """The scheduler admits the slice that replaces this one (an elastic Job scaled up): Finished=True with reason
     ``WorkloadSliceReplaced``, its quota released. Appended in the batch that admits the replacement, before it."""
@@ -658,6 +669,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     WorkloadDeactivated,
     QuotaReservationUnset,
     RequeueStateCleared,
+    RequeueAtRaised,
     WorkloadSliceReplaced,
     TopologyAssigned,
     AdmissionCheckUpdated,

@@ -40,6 +40,8 @@ Steps, each with the offset and time of the event that caused it:
 * ``Deactivated``, ``Finished``, ``Deleted``;
 * ``RequeueStateCleared`` — an inactive workload's requeue count and backoff dropped (it owes none
   reactivated);
+* ``RequeueAtRaised`` — its ``requeueAt`` pushed out by an admission check that set a retry delay after its
+  eviction, or while it waited (the message gives the new time);
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset); a
   rejected preemption or eviction the fold took back (the workload as it was before it) marks that step and
   this one ``takenBack``: it did not happen.
@@ -57,6 +59,7 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
+from events.timefmt import format_time
 from projections import dra, eviction_stats, gates
 from projections.admissionchecks import MULTIKUEUE_CONTROLLER, PROVISIONING_CONTROLLER
 from projections.cluster import ClusterState
@@ -75,7 +78,7 @@ _UNSEEN = object()
 STEP_TYPES = (
     "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
     "PodsReady", "AdmissionCheck", "ProvisioningRequest", "Requeued", "Unreserved", "Deactivated", "Finished", "Deleted",
-    "Rejected", "ReclaimablePods", "RequeueStateCleared",
+    "Rejected", "ReclaimablePods", "RequeueStateCleared", "RequeueAtRaised",
 )
 
 
@@ -635,6 +638,10 @@ class AuditTrail:
                 # why a reactivated workload owes no backoff: its requeue count went
                 self._add(off, e, key, "RequeueStateCleared", t, cycle=e.cycle, ignored=t is None,
                           message="requeueState cleared: inactive")
+            case ev.RequeueAtRaised():
+                # why the workload was not requeued at its eviction's backoff
+                self._add(off, e, key, "RequeueAtRaised", t, cycle=e.cycle, ignored=t is None or phase == FINISHED,
+                          message=f"requeueAt {format_time(e.requeue_at)}: an admission check's retry delay")
             case ev.ParentLabelled():
                 self._add(off, e, key, "ParentLabelled", t, cycle=e.cycle, ignored=t is None,
                           message="labelled a ConcurrentAdmission parent: pursued through its variants")

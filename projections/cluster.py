@@ -149,6 +149,7 @@ from projections.workloads import (
     shared_spec_templates,
     unadmitted_reason,
     unhealthy_threshold_of,
+    waits_on_backoff,
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
@@ -2363,6 +2364,18 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.requeue_at, wl.requeue_count = None, 0
         self.backoff.pop(wl.key, None)
 
+    def _requeue_at_raised(self, e: ev.RequeueAtRaised) -> None:
+        """A Retry check reported late pushes ``requeueAt`` out (never earlier; the count kept). A workload waiting
+        out a backoff (:func:`waits_on_backoff`) is requeued only then; where any workload waits in its queue is
+        left alone, as Kueue's queue manager leaves it on a change of its requeue state alone, but one parked is
+        not flushed back before that time."""
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED:
+            return
+        wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
+        if wl.key in self.backoff or waits_on_backoff(wl):
+            self.backoff[wl.key] = wl.requeue_at
+
     def _unset_reservation(self, e: ev.QuotaReservationUnset) -> None:
         """A workload holding quota, not admitted, whose queue is stopped, missing or terminating gives its quota
         back with the controller's QuotaReserved=False reason and message (Kueue's
@@ -2674,6 +2687,7 @@ _HANDLERS: dict[type, Any] = {
     ev.WorkloadDeactivated: ClusterState._deactivated,
     ev.QuotaReservationUnset: ClusterState._unset_reservation,
     ev.RequeueStateCleared: ClusterState._requeue_state_cleared,
+    ev.RequeueAtRaised: ClusterState._requeue_at_raised,
     ev.WorkloadFinished: ClusterState._finished,
     ev.WorkloadSliceReplaced: ClusterState._finished,
     ev.TopologyAssigned: ClusterState._topology_assigned,
@@ -2790,7 +2804,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
 _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
     ev.WorkloadDeactivated, ev.QuotaReservationUnset, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced,
-    ev.JobStopped, ev.PodsReadyChanged, ev.RequeueStateCleared,
+    ev.JobStopped, ev.PodsReadyChanged, ev.RequeueStateCleared, ev.RequeueAtRaised,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
     ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
     ev.VariantPodsReadySynced, ev.WorkloadOnHoldChanged,

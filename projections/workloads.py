@@ -64,6 +64,11 @@ QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated", "Inadmi
 """QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue
 (``Inadmissible``: its DRA claims, :mod:`projections.dra`, and any block with UnadmittedWorkloadsObservability
 off)."""
+BACKOFF_REASONS = frozenset({"PodsReadyTimeout", "AdmissionCheck"})
+"""Eviction reasons whose Requeued=False the workload controller turns True (BackoffFinished) only once
+``requeueState.requeueAt`` has passed: the evictions that wait out a backoff."""
+
+
 LEGACY_PENDING = "Pending"
 """The QuotaReserved=False reason with UnadmittedWorkloadsObservability off wherever Kueue v0.20 would write a
 granular one of the scheduler's (``requeueAndUpdate``) or a PendingEvaluation (a requeue giving the quota back, a
@@ -586,6 +591,15 @@ def intern_templates(templates: tuple[o.PodTemplateSpec, ...]) -> tuple[o.PodTem
     if found is None:
         found = _TEMPLATES[key] = templates
     return found
+
+
+def waits_on_backoff(wl: WorkloadInfo) -> bool:
+    """``wl`` will be requeued by its backoff's end: evicted for a :data:`BACKOFF_REASONS` and still holding its
+    quota, or given it back with Requeued=False for one."""
+    if wl.reserving and wl.evicted in BACKOFF_REASONS:
+        return True
+    requeued = wl.condition("Requeued")
+    return requeued is not None and requeued.status == "False" and requeued.reason in BACKOFF_REASONS
 
 
 def keeps_queued(wl: WorkloadInfo, park: bool, scan: FlavorScan | None, now: int) -> bool:

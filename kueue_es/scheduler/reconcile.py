@@ -13,7 +13,9 @@
 * admission checks: all listed checks Ready admits; a Retry check evicts (reason AdmissionCheck), first raising
   ``requeueState.requeueAt`` to the latest lastTransitionTime + requeueAfterSeconds of the Retry checks; a
   Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck), also a workload already being evicted
-  (Kueue v0.20, #14309: its first eviction's condition stays), where a Retry is ignored. Kueue passes the
+  (Kueue v0.20, #14309: its first eviction's condition stays), where a Retry is not evicted again. A Retry
+  check that reports after the eviction, or while the workload waits pending, raises ``requeueAt`` all the same
+  (:func:`late_retries`, KEP-3258; the count left alone): not requeued before it. Kueue passes the
   rejection through a DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are
   separate API writes; here the intent and its outcome are one decision, with Kueue's final reason and message.
   The checks' verdicts come before the queues' stop policies, as in Kueue's controller;
@@ -77,7 +79,7 @@ never one the scheduler would be woken for in vain.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from events import objects as o
 from events import schema as ev
@@ -110,6 +112,7 @@ from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_PREFIX,
     ADMITTED,
+    BACKOFF_REASONS,
     BYPASSED,
     DEACTIVATION_TARGET,
     FINISHED,
@@ -209,6 +212,9 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             touched = {**touched, **dict.fromkeys(woken)}
     if config.gate(gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION):  # first, as Kueue's workload controller syncs them
         out.extend(gate_states.sync_decisions(state, touched, base))
+    raised = late_retries(state, touched, now, base)
+    out.extend(raised)
+    later = {d.key for d in raised}  # the rest of the controller's rules look at these at the next pass
     for key in sorted(state.awaiting_release):
         wl = wls[key]
         evicted = wl.condition("Evicted")
@@ -221,7 +227,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                                     on_eviction=config.gate(gates.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION)))
     for key in sorted(state.backoff) if everything else sorted(state.backoff_due.due(now)):
         wl = wls.get(key)
-        if wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving or not wl.active:
+        if (wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving or not wl.active
+                or key in later):
             continue  # (an inactive one's backoff is cleared instead: :func:`_keeps_requeue_state`)
         out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
                                        message="The workload backoff was finished", **base))
@@ -233,6 +240,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         cq_obj = state.cluster_queues.get(cq)
         drain = cq_obj is not None and cq_obj.spec.stop_policy == "HoldAndDrain"
         for key in sorted([*holding.get(cq, ()), *parents.get(cq, ())]):
+            if key in later:
+                continue
             wl = wls[key]
             if wl.evicted:
                 if wl.active and _targeted(wl):  # already being evicted: Kueue deactivates it all the same
@@ -335,7 +344,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY), bypass=bypass,
                        explicit=config.gate(gates.UNADMITTED_WORKLOADS_EXPLICIT_STATUS),
                        observability=config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY),
-                       evict_deactivated=evict_deactivated_pending)
+                       evict_deactivated=evict_deactivated_pending, later=later)
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
@@ -499,6 +508,29 @@ def checks_message(checks: list[o.AdmissionCheckState], state: str) -> str:
     return f"{noun} in {state} state: {'; '.join(parts)}"
 
 
+def late_retries(state: ClusterState, touched: dict[str, None] | None, now: int, base: dict
+                 ) -> list[ev.RequeueAtRaised]:
+    """A Retry check that set its delay after the eviction (KEP-3258 lets a check report then), or while the
+    workload waits pending, still holds the workload back: Kueue's workload controller, before its other rules,
+    raises ``requeueState.requeueAt`` of any unfinished workload to :func:`retry_requeue_at` of its Retry checks
+    (``NeedsRequeueAtUpdate``), the requeue count left alone, and looks at the rest at its next reconcile. Not of
+    one holding quota and not evicted (its eviction, decided below, writes that time), nor of an inactive one (the
+    deactivation clears its requeue state). Looks at the ``touched`` workloads (None: every one with checks)."""
+    wls = state.workloads
+    keys = sorted(k for k, w in wls.items() if w.check_states) if touched is None else sorted(touched)
+    out = []
+    for key in keys:
+        wl = wls.get(key)
+        if (wl is None or not wl.check_states or not wl.active or wl.phase == FINISHED
+                or (wl.reserving and not wl.evicted)):
+            continue
+        retry = [s for s in wl.check_states.values() if s.state == "Retry"]
+        at = retry_requeue_at(wl, retry, now) if retry else None
+        if at is not None:
+            out.append(ev.RequeueAtRaised(key=key, uid=wl.uid, requeue_at=at, **base))
+    return out
+
+
 def retry_requeue_at(wl: WorkloadInfo, retry: list[o.AdmissionCheckState], now: int) -> int | None:
     """The latest lastTransitionTime + requeueAfterSeconds of the Retry checks (ms), when that is later than
     both now and the current requeueAt; None leaves the requeue state alone (retry at once)."""
@@ -555,13 +587,15 @@ def _queue_problem(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
 
 def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                        touched: dict[str, None] | None, *, gated_by: bool, bypass: bool, explicit: bool,
-                       observability: bool = False, evict_deactivated: bool = True) -> None:
+                       observability: bool = False, evict_deactivated: bool = True,
+                       later: Collection[str] = ()) -> None:
     """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current, and with
     ``bypass`` the equivalent failure a parked workload waits on. Looks at the flagged workloads, those in
     blocked queues and, with ``bypass``, those parked with a parked shape (only the ``touched`` ones, when
     given). ``gated_by``: the AdmissionGatedBy gate. ``explicit``: the UnadmittedWorkloadsExplicitStatus gate,
     under which a pending workload that shows no QuotaReserved condition yet gets one (PendingEvaluation, or the
-    equivalent failure it is parked with), as Kueue's controller stamps it at the workload's first reconcile."""
+    equivalent failure it is parked with), as Kueue's controller stamps it at the workload's first reconcile.
+    ``later``: workloads this pass already decided for (:func:`late_retries`), left to the next one."""
     blocked_lqs, inactive_cqs = _blocked_queues(state)
     wls = state.workloads
     if touched is None:
@@ -589,7 +623,7 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                 keys.add(key)
     for key in sorted(keys):
         wl = wls.get(key)
-        if wl is None or wl.phase != PENDING:
+        if wl is None or wl.phase != PENDING or key in later:
             continue
         if wl.active and _targeted(wl) and evict_deactivated:  # deactivated first, whatever it shows
             out.append(_deactivation(wl, base))
@@ -728,7 +762,7 @@ def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str,
         return "Reactivated", "The workload was reactivated"
     if reason in (DRA_INADMISSIBLE, DRA_UNRESOLVED) and not workload_problem(wl.pod_sets):
         return DRA_RESOLVED, DRA_RESOLVED_MESSAGE  # its claims are charged now: queued again
-    if reason in ("PodsReadyTimeout", "AdmissionCheck") and wl.key not in state.backoff:
+    if reason in BACKOFF_REASONS and wl.key not in state.backoff:
         # no backoff (left): a Retry without requeueAfterSeconds, or one cleared while the workload was
         # inactive
         return "BackoffFinished", "The workload backoff was finished"

@@ -303,6 +303,22 @@ def test_an_inactive_workload_s_requeue_state_cleared_is_a_step() -> None:
         8, "RequeueStateCleared", "requeueState cleared: inactive")
 
 
+def test_a_late_retry_s_requeue_at_is_a_step() -> None:
+    """A Retry check reporting after the eviction pushes requeueAt out: the step says to when, so the history shows
+    why the workload was not requeued at its eviction's backoff."""
+    key = "team/job"
+    events = setup() + [
+        upsert(workload("team", "job", queue="lq"), T0),                                                   # 3
+        ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 1000), **d(1, 1)),              # 4
+        ev.WorkloadEvicted(key=key, reason="AdmissionCheck", message="Evicted", requeue_at=T0 + 40 * S,
+                           **d(2, 10)),                                                                    # 5
+        ev.RequeueAtRaised(key=key, requeue_at=T0 + 72 * S, **d(3, 12)),                                   # 6
+    ]
+    last = trail_of(events).timeline(key)[-1]
+    assert (last.offset, last.step, last.message, last.ignored) == (
+        6, "RequeueAtRaised", f"requeueAt {format_time(T0 + 72 * S)}: an admission check's retry delay", False)
+
+
 def test_the_provisioning_controller_s_decisions_show_in_a_workload_s_history() -> None:
     f = retry_then_provision()
     steps = AuditTrail().apply_all(f.records).timeline("default/job-a")

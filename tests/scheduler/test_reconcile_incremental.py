@@ -42,7 +42,7 @@ from kueue_es.scheduler.reconcile import next_deadline, reconcile, retention_dea
 from projections import snapshot
 from projections.cluster import ClusterState, max_execution_deadline
 from projections.node_ready import not_ready_wait_ends
-from projections.workloads import ADMITTED, BYPASSED, RESERVED
+from projections.workloads import ADMITTED, BYPASSED, PENDING, RESERVED
 
 T0 = 1_704_067_200_000
 KQ = "kueue.x-k8s.io/v1beta2"
@@ -300,7 +300,8 @@ class Run:
                 if key:
                     self.append(ev.WorkloadFinished(time=t, key=key))
             case "check":
-                key = self.pick(a, (RESERVED, ADMITTED))
+                # (one time in four a pending workload's: a Retry with a delay reported while it waits)
+                key = self.pick(a, (RESERVED, ADMITTED, PENDING) if c % 4 == 3 else (RESERVED, ADMITTED))
                 if key and "ext" in s.workloads[key].check_states:
                     state = ("Ready", "Ready", "Retry", "Rejected", "Pending")[b % 5]
                     self.append(ev.AdmissionCheckStateChanged(
@@ -442,7 +443,7 @@ def test_the_random_logs_reach_every_rule() -> None:
         "WorkloadPending/Suspended", "WorkloadPending/Misconfigured", "WorkloadPending/PendingEvaluation",
         "RetentionExpired", "WorkloadDeactivated/DeactivatedDueToMaximumExecutionTimeExceeded",
         "WorkloadPending/Bypassed/WaitingForQuota", "UnhealthyNodesChanged/kept",
-        "WorkloadRequeued/Preempted/not requeued",
+        "WorkloadRequeued/Preempted/not requeued", "RequeueAtRaised",
     }
     assert wanted <= set(seen), sorted(wanted - set(seen))
 
