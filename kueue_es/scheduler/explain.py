@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.quantity import canonical_quantity
+from events.quantity import canonical_quantity, exact_quantity
 from events.timefmt import format_time
 from kueue_es.scheduler import afs, blockadmission, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
@@ -288,7 +288,7 @@ def _attempt(e: Entry) -> dict[str, Any]:
         pod_sets.append({
             "name": ps.name,
             "count": ps.count,
-            "requests": {r: canonical_quantity(r, v) for r, v in sorted(ps.requests.items())},
+            "requests": {r: exact_quantity(r, v) for r, v in sorted(ps.requests.items())},  # exact past int64
             "flavors": dict(sorted(ps.flavors.items())),
             "mode": Granular.NAMES[ps.mode],
             "borrowingLevel": ps.borrow,
@@ -376,7 +376,7 @@ def _quota(ctx: CycleContext, e: Entry) -> list[dict[str, Any]]:
     out = []
     for fr in sorted(wanted):
         resource = fr.split("/", 1)[1]
-        q = lambda v, r=resource: canonical_quantity(r, v)  # noqa: E731
+        q = lambda v, r=resource: exact_quantity(r, v)  # noqa: E731
         request = a.usage.get(fr, wanted[fr])
         available = node.available(fr)
         potential = node.potential_available(fr)

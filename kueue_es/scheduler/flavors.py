@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from events import objects as o
-from events.quantity import MAX_INT64
 from kueue_es.scheduler import preemption_config
 from kueue_es.scheduler.quota_messages import over_capacity, over_capacity_one_pod, unused_quota
 from kueue_es.scheduler.tasflavor import tas_ineligible
@@ -259,7 +258,9 @@ class _Plan:
 
     def __init__(self, info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> None:
         self.ps = ps
-        requests = {r: min(v * count, MAX_INT64) for r, v in ps.requests}  # Kueue's saturating int64 Mul
+        # exact, as Kueue's Amount multiplies (the follow-up to #15026): a total past int64 no longer saturates
+        # onto a quota of MaxInt64; only what is written (resourceUsage, resourceRequests) is capped
+        requests = {r: v * count for r, v in ps.requests}
         if info.covers_pods:
             requests["pods"] = count
         self.requests = requests

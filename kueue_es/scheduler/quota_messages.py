@@ -1,7 +1,8 @@
 """The flavor assigner's quota messages, and how ``replay --verify`` reads the ones already recorded.
 
 Kueue writes the amounts in these messages as Kubernetes quantities, with the resource formatter it also writes
-``resourceUsage`` with (``1G``, ``500m``, ``1k``): :func:`unused_quota` and :func:`over_capacity` do the same.
+``resourceUsage`` with (``1G``, ``500m``, ``1k``): :func:`unused_quota` and :func:`over_capacity` do the same, and
+name an amount past int64 (a pod set's exact total) exactly rather than capped (:func:`events.quantity.exact_quantity`).
 
 Logs recorded before kueue-es did hold other strings for the same amounts (``1000000000`` for ``1G``, ``1000``
 cores for ``1k``) and, for a first pod set over the maximum capacity, the wording Kueue used before it named the
@@ -15,14 +16,14 @@ from __future__ import annotations
 
 import re
 
-from events.quantity import MILLI_RESOURCES, QuantityError, canonical_quantity, parse_quantity
+from events.quantity import MILLI_RESOURCES, QuantityError, exact_quantity, parse_quantity
 
 
 def unused_quota(resource: str, flavor: str, needed: int, byte_valued: bool = False) -> str:
     """Kueue's ``fitsResourceQuota`` when the request fits the maximum capacity but not what is unused (a
     ``byte_valued`` resource, counter-based DRA, in binary units as Kueue's formatter writes it)."""
     return (f"insufficient unused quota for {resource} in flavor {flavor}, "
-            f"{canonical_quantity(resource, needed, byte_valued)} more needed")
+            f"{exact_quantity(resource, needed, byte_valued)} more needed")
 
 
 def over_capacity(resource: str, flavor: str, assumed: int, request: int, max_capacity: int,
@@ -31,7 +32,7 @@ def over_capacity(resource: str, flavor: str, assumed: int, request: int, max_ca
     first pod set too: Kueue has one wording for both) plus this request exceeds the most the ClusterQueue could
     ever get."""
     def q(v: int) -> str:
-        return canonical_quantity(resource, v, byte_valued)
+        return exact_quantity(resource, v, byte_valued)
     return (f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
             f"({q(assumed)}) + current podset request ({q(request)}) > maximum capacity ({q(max_capacity)})")
 
@@ -41,7 +42,7 @@ def over_capacity_one_pod(resource: str, flavor: str, request: int, max_capacity
     """Kueue v0.20's (#15444) reason for passing over a flavor that could not hold one pod of a pod set with no
     pods (``request`` is the per-pod request, or 1 for ``pods``)."""
     def q(v: int) -> str:
-        return canonical_quantity(resource, v, byte_valued)
+        return exact_quantity(resource, v, byte_valued)
     return (f"insufficient quota for {resource} in flavor {flavor}, one pod per zero-count podset request "
             f"({q(request)}) > maximum capacity ({q(max_capacity)})")
 

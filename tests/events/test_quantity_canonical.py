@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from events.quantity import MAX_INT64, canonical_quantity, format_quantity
+from events.quantity import MAX_INT64, canonical_quantity, exact_quantity, format_quantity
 
 KUBERNETES = [
     ("cpu", 0, "0"), ("cpu", 1, "1m"), ("cpu", 500, "500m"), ("cpu", 1000, "1"), ("cpu", 1024, "1024m"),
@@ -39,6 +39,20 @@ def test_writes_what_kueue_writes(resource: str, value: int, want: str) -> None:
 def test_values_past_int64_are_capped_as_kueue_caps_its_integers() -> None:
     assert canonical_quantity("memory", MAX_INT64 * 3) == canonical_quantity("memory", MAX_INT64)
     assert canonical_quantity("cpu", 10**30) == "9223372036854775807m"
+
+
+def test_exact_quantity_names_an_amount_past_int64_as_it_is() -> None:
+    """Kueue's quota messages name a pod set's exact total (the follow-up to #15026): within int64 as the formatter
+    writes it, past it in the decimal SI a Quantity of that size takes (a byte count too: it has no whole int64 to
+    write in binary units)."""
+    for resource, value, want in KUBERNETES:
+        assert exact_quantity(resource, value) == want
+    assert exact_quantity("example.com/gpu", 7 * 1_400_000_000_000_000_000) == "9800P"
+    assert exact_quantity("memory", 2 * MAX_INT64) == "18446744073709551614"
+    assert exact_quantity("memory", 2**64) == "18446744073709551616"
+    assert exact_quantity("cpu", MAX_INT64 + 1) == "9223372036854775808m"
+    assert exact_quantity("cpu", 10**22) == "10E"
+    assert exact_quantity("example.com/gpu", -(MAX_INT64 + 2)) == "-9223372036854775809"
 
 
 def test_the_older_formatter_differs_only_where_documented() -> None:

@@ -188,7 +188,7 @@ def test_verify_compares_amounts_in_messages_by_value(tmp_path: Path, monkeypatc
 
     def write_old_log(name: str, tamper=None) -> None:
         with monkeypatch.context() as old_scheduler:
-            old_scheduler.setattr(quota_messages, "canonical_quantity",
+            old_scheduler.setattr(quota_messages, "exact_quantity",
                                   lambda resource, value, byte_valued=False: format_quantity(resource, value))
             old_scheduler.setattr(flavors, "over_capacity", older)
             anyio.run(_write_log, tmp_path / name, "quota-message-quantities.yaml", tamper)
