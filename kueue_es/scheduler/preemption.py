@@ -165,17 +165,10 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
             )
             remaining = {fr: max(0, v - ancestor.local_available(fr)) for fr, v in remaining.items()}
             visited, ancestor = ancestor, ancestor.parent
-    configured: list[_Candidate] = []
     config = preemption_config.config_for(ctx, node.name)
-    if config is not None and preemption_config.has_rules(config, *preemption_config.TRIGGERS):
-        # ConfigurablePreemptions: the PreemptionConfig's candidates are walked after the classical ones, in the
-        # same walk and fill-back (its tiers probed with borrowing allowed)
-        added = preemption_config.contributions(
-            ctx, config, wl, [c.wl for c in candidates], needed, topology,
-            lambda: fits_in(node, requests, True, None), lambda: fits_in(node, requests, True, topology))
-        configured = [_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue], selection)
-                      for w, selection in added]
-    if not candidates and not configured:
+    if not preemption_config.has_rules(config, *preemption_config.TRIGGERS):
+        config = None
+    if not candidates and config is None:
         return []
     hier = [c for c in candidates if c.kind == HIERARCHICAL]
     prio = [c for c in candidates if c.kind in (WITHOUT_BORROWING, WHILE_BORROWING)]
@@ -184,7 +177,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         sort_candidates(group, node.name, now, ctx.afs_usage, lambda c: c.wl)
     ordered = [c for group in (hier, prio, same) for c in group if c.wl.evicted] + [
         c for group in (hier, prio, same) for c in group if not c.wl.evicted
-    ] + configured
+    ]
     other_cq = any(c.kind != SAME_QUEUE for c in candidates)
     bwc = p.borrow_within_cohort
     forbidden = bwc is None or bwc.policy == "Never"
@@ -196,7 +189,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     else:
         attempts = [True, False]
     for allow_borrowing in attempts:
-        targets = _minimal_set(ctx, node, requests, needed, ordered, allow_borrowing, topology)
+        targets = _minimal_set(ctx, wl, node, requests, needed, ordered, allow_borrowing, topology, config)
         if targets:
             return targets
     return []
@@ -256,8 +249,13 @@ def _still_valid(c: _Candidate, preemptor: QuotaNode, frs: dict[str, int], allow
     return True
 
 
-def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], needed: dict[str, int],
-                 ordered: list[_Candidate], allow_borrowing: bool, topology: TopologyFit | None) -> list[Target]:
+def _minimal_set(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
+                 needed: dict[str, int], ordered: list[_Candidate], allow_borrowing: bool,
+                 topology: TopologyFit | None, config: o.PreemptionConfig | None) -> list[Target]:
+    """One borrowing attempt: the classical candidates still valid in it, then (ConfigurablePreemptions) the tiers
+    of ``config`` on the tree as that walk left it, greedily until ``wl`` fits, then the fill-back. The config may
+    pick a classical candidate this attempt skipped (Kueue's evaluator offers every workload still admitted in
+    the snapshot), and its conditional tiers are judged with this attempt's ``allow_borrowing``."""
     chosen: list[_Candidate] = []
     fits = False
     try:
@@ -269,6 +267,15 @@ def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], n
             if fits_in(node, requests, allow_borrowing, topology):
                 fits = True
                 break
+        if not fits and config is not None:
+
+            def take(w: WorkloadInfo, _reason: str, selection: preemption_config.Selection | None) -> bool:
+                take_off(ctx, w, topology)
+                chosen.append(_Candidate(w, CONFIGURED, ctx.tree.cluster_queues[w.cluster_queue], selection))
+                return fits_in(node, requests, allow_borrowing, topology)
+
+            fits = preemption_config.preempt_tiers(ctx, config, wl, needed, {c.wl.key for c in chosen}, take,
+                                                   lambda: fits_in(node, requests, allow_borrowing, None))
         if not fits:
             return []
         # Fill back: from the second-to-last down, keep a victim only if the preemptor needs it.

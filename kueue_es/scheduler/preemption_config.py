@@ -14,11 +14,13 @@ Candidates are deduplicated over the rules and selectors and ordered as Kueue's 
 
 The rules' triggers are tiers: ``Always`` contributes unconditionally; ``InsufficientQuota`` only when the quota
 would still not fit were every candidate so far preempted; ``QuotaFeasibleAndInsufficientTopology`` only when the
-quota would then fit but the workload (its topology) would not. Under classical preemption the contributions are
-walked after the candidates ``spec.preemption`` offers, in the same greedy walk and fill-back (a workload both offer
-keeps the classical reason); under Fair Sharing they are preempted after its strategies fail, tier by tier. Their
-victims carry the reason ``ConfigurablePreemption``. A ClusterQueue naming a PreemptionConfig may also preempt while
-it would borrow (:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor assigner allows it then.
+quota would then fit but the workload (its topology) would not. Under classical preemption, in each borrowing
+attempt, the tiers are walked after the candidates ``spec.preemption`` offers that are valid in that attempt, on the
+tree as that walk left it and with that attempt's borrowing setting, in the same greedy walk and fill-back (a
+workload the classical walk took keeps its classical reason; one it skipped may still be chosen here); under Fair
+Sharing they are preempted after its strategies fail, tier by tier. Their victims carry the reason
+``ConfigurablePreemption``. A ClusterQueue naming a PreemptionConfig may also preempt while it would borrow
+(:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor assigner allows it then.
 
 A label selector the apiserver stored but Kueue cannot parse (an unknown operator, values where none may be, a bad
 key or value: the CRD does not check them) is found when a tier is reached, as Kueue's evaluator finds it: a rule
@@ -39,7 +41,6 @@ from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext
-    from kueue_es.scheduler.taspreempt import TopologyFit
 
 TRIGGERS = o.PREEMPTION_TRIGGERS
 ALWAYS, INSUFFICIENT_QUOTA, INSUFFICIENT_TOPOLOGY = TRIGGERS
@@ -227,18 +228,6 @@ def candidates(ctx: CycleContext, config: o.PreemptionConfig, trigger: str, pree
     return out
 
 
-def _all_off_fits(ctx: CycleContext, victims: list[WorkloadInfo], topology: TopologyFit | None,
-                  check: Callable[[], bool]) -> bool:
-    """Whether ``check`` holds with every one of ``victims`` taken off; the state is left as found."""
-    for w in victims:
-        classical.take_off(ctx, w, topology)
-    try:
-        return check()
-    finally:
-        for w in reversed(victims):
-            classical.put_back(ctx, w, topology)
-
-
 def walk_tiers(config: o.PreemptionConfig, preemptor: WorkloadInfo, tier: Callable[[str], bool],
                quota_short: Callable[[], bool], topology_short: Callable[[], bool] | None = None) -> bool:
     """The trigger ladder both preemption algorithms walk. ``tier(trigger)`` acts on that trigger's candidates and
@@ -270,34 +259,14 @@ def walk_tiers(config: o.PreemptionConfig, preemptor: WorkloadInfo, tier: Callab
     return bool(run(INSUFFICIENT_TOPOLOGY))
 
 
-def contributions(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo,
-                  collected: list[WorkloadInfo], needed: dict[str, int], topology: TopologyFit | None,
-                  quota_fits: Callable[[], bool], fits: Callable[[], bool]) -> list[Selected]:
-    """What the PreemptionConfig adds to the classical candidates ``collected``, tier by tier: the conditional
-    triggers are probed by taking every candidate so far off (quota alone, then quota and topology)."""
-    known = {w.key for w in collected}
-    pool = list(collected)
-    added: list[Selected] = []
-
-    def contribute(trigger: str) -> bool:
-        for s in candidates(ctx, config, trigger, preemptor, needed, known):
-            known.add(s.workload.key)
-            pool.append(s.workload)
-            added.append(s)
-        return False  # candidates only: the walk and fill-back decide later
-
-    def short(check: Callable[[], bool]) -> Callable[[], bool]:
-        return lambda: not _all_off_fits(ctx, pool, topology, check)
-
-    walk_tiers(config, preemptor, contribute, short(quota_fits), short(fits))
-    return added
-
-
 def preempt_tiers(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo, needed: dict[str, int],
                   taken: set[str], take: Callable[[WorkloadInfo, str, Selection | None], bool],
                   quota_fits: Callable[[], bool]) -> bool:
-    """Fair Sharing's fallback once its strategies fail (their victims still off): preempt each tier's candidates
-    in order through ``take`` (True once the preemptor fits), the conditional tiers as their quota check says."""
+    """The fallback once the classical walk of an attempt or Fair Sharing's strategies fail (their victims still
+    off, their keys in ``taken``): preempt each tier's candidates in order through ``take`` (True once the
+    preemptor fits), the conditional tiers as ``quota_fits`` (the caller's borrowing setting) says. Any workload
+    not yet taken may be picked, a candidate the caller's walk skipped too, as Kueue's evaluator offers every
+    workload still admitted in its snapshot."""
 
     def tier(trigger: str) -> bool:
         for w, selection in candidates(ctx, config, trigger, preemptor, needed, taken):
