@@ -1,7 +1,8 @@
 """The connectors that lift Kueue's scheduling gates record each removal (``SchedulingGateRemoved``, from which
 ``pod_scheduling_gate_removal_seconds`` is folded): the pod integration starting a Pod (``admission``), the topology
 ungater (``topology``), an elastic Job's slice releasing its pods (``elastic-job``) — once the patch succeeded, and
-only for a Pod that carried the gate."""
+only for a Pod that carried the gate (the topology ungater's patch that keeps conflicting records nothing:
+tests/k8s/test_ungater_conflicts.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from test_pods_integration import (
     managed_pod,
     pod_workload,
 )
-from test_ungater_conflicts import TOPOLOGY, _admitted, _Apiserver, _label_and_finalizer
+from test_ungater_conflicts import TOPOLOGY, _admitted, _Apiserver
 from test_workload_slices import _elastic_job, _phase, _pod, _setup, _slice
 
 from connectors.k8s.errors import Conflict
@@ -99,18 +100,6 @@ async def test_the_topology_ungater_records_each_pod_it_ungated() -> None:
     journal, ungater, _ = await _admitted(server)
     await ungater.sync_guarded("ns/wl")
     assert removals(await _events(journal)) == [("ns/p", "kueue.x-k8s.io/topology", "ns/wl", "u", False)]
-
-
-@pytest.mark.asyncio
-async def test_the_topology_ungater_records_nothing_while_its_patch_fails() -> None:
-    server = _Apiserver([TOPOLOGY])
-    journal, ungater, _ = await _admitted(server, retry_s=0.0)
-    server.on_patch = lambda: server.change(_label_and_finalizer)  # every patch races another client's write
-    await ungater.sync_guarded("ns/wl")
-    assert removals(await _events(journal)) == []
-    server.on_patch = None
-    await ungater.sync_guarded("ns/wl")
-    assert len(removals(await _events(journal))) == 1
 
 
 @pytest.mark.asyncio
