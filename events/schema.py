@@ -146,6 +146,23 @@ class JobActed(Event, tag="JobActed"):
     written before it was recorded."""
 
 
+class SchedulingGateRemoved(Event, tag="SchedulingGateRemoved"):
+    """A connector's patch removed one of Kueue's scheduling gates from a Pod (``key``/``uid``) of an admitted
+    Workload: the record, at the connector's clock, from which Kueue's ``pod_scheduling_gate_removal_seconds``
+    is folded (the time since the Workload's Admitted transition). Appended once the patch succeeded, only when
+    the Pod as patched carried the gate."""
+
+    gate: str = ""
+    """``kueue.x-k8s.io/admission`` (the pod integration starting a Pod), ``kueue.x-k8s.io/topology`` (the
+    topology ungater) or ``kueue.x-k8s.io/elastic-job`` (an elastic Job's slice releasing its pods)."""
+    workload: str = ""
+    """Key of the Workload whose admission the gate was lifted for."""
+    workload_uid: str = ""
+    """Its uid (empty: not known): a Workload made anew under the same name is not the one admitted."""
+    is_group: bool = False
+    """The Pod is one of a plain pod group's."""
+
+
 class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
     """A check controller outside kueue-es set the state of one admission check on a workload."""
 
@@ -658,6 +675,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     OwnerObserved,
     WorkerQueuesObserved,
     JobActed,
+    SchedulingGateRemoved,
     ClockTicked,
     ConfigRecorded,
     QuotaReserved,

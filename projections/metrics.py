@@ -384,6 +384,13 @@ WORKLOAD_CREATION_LATENCY = Spec(
     "Time from a job's creation until the creation of the Workload a job integration made for it, per job kind; "
     "observed only for jobs at generation 1 (or 0) when their Workload was created, and only while "
     "MetricForWorkloadCreationLatency is on.", ("job_kind",), DEFAULT_BUCKETS)
+GATE_REMOVAL = Spec(
+    "kueue_pod_scheduling_gate_removal_seconds", "histogram",
+    "The time between workload admission and scheduling gate removal: from the Admitted transition of a Pod's "
+    "Workload until a patch removed one of Kueue's scheduling gates from the Pod (name: the gate), per "
+    "ClusterQueue that admitted it and whether the Pod is a pod group's; 0 when the removal came first.",
+    ("name", "cluster_queue", "is_group"), DEFAULT_BUCKETS)
+"""Not cleared with its ClusterQueue (its first label is not ``cluster_queue``: :meth:`MetricsFold.forget`)."""
 
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PREEMPTION_SKIPS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, UNADMITTED, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
@@ -394,7 +401,7 @@ SPECS: tuple[Spec, ...] = (
     CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
-    MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, MULTIKUEUE_DISPATCHED, MULTIKUEUE_ADMITTED, *LOCAL_QUEUE_SPECS,
+    GATE_REMOVAL, MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, MULTIKUEUE_DISPATCHED, MULTIKUEUE_ADMITTED, *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
 _LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
@@ -543,7 +550,7 @@ _LQ_READY_WAIT, _LQ_UNTIL_READY = LQ_READY_WAIT.name, LQ_ADMITTED_UNTIL_READY.na
 _RECOVERY_WAIT, _LQ_RECOVERY_WAIT = RECOVERY_WAIT.name, LQ_RECOVERY_WAIT.name
 _LQ_FIN, _LQ_EXEC, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EXECUTION_TIME.name, LQ_EVICTED.name
 _SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
-_CREATION_LATENCY = WORKLOAD_CREATION_LATENCY.name
+_CREATION_LATENCY, _GATE_REMOVAL = WORKLOAD_CREATION_LATENCY.name, GATE_REMOVAL.name
 _MK_EVICTED, _MK_DISPATCHED, _MK_ADMITTED = MULTIKUEUE_EVICTED.name, MULTIKUEUE_DISPATCHED.name, MULTIKUEUE_ADMITTED.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
@@ -1011,6 +1018,20 @@ def _job_acted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) 
         _observe(m.histograms[_CREATION_LATENCY], _BOUNDS_MS[_CREATION_LATENCY], (e.kind,), latency)
 
 
+def _gate_removed(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """A connector lifted a scheduling gate from a Pod of the Workload ``e.workload``: how long after its Admitted
+    transition (whole seconds, as Kubernetes stores it), observed only while it shows Admitted=True, as Kueue's
+    controllers observe it right after their patch."""
+    wl = state.workloads.get(e.workload)
+    if wl is None or (e.workload_uid and wl.uid != e.workload_uid):
+        return
+    admitted = _condition_time(wl, "Admitted")
+    if admitted is None or wl.admission is None:
+        return
+    labels = (e.gate, wl.admission.cluster_queue, "true" if e.is_group else "false")
+    _observe(m.histograms[_GATE_REMOVAL], _BOUNDS_MS[_GATE_REMOVAL], labels, e.time - admitted)
+
+
 def _observe(series: dict[tuple[str, ...], Observed], bounds: list[int], labels: tuple[str, ...], ms: int) -> None:
     h = series.get(labels)
     if h is None:
@@ -1049,6 +1070,7 @@ METERED: dict[type, Any] = {
     ev.WorkloadSliceReplaced: _slice_replaced,
     ev.PodsReadyChanged: _pods_ready,
     ev.JobActed: _job_acted,
+    ev.SchedulingGateRemoved: _gate_removed,
     ev.AdmissionCheckUpdated: _check_updated,
     ev.RemoteWorkloadObserved: _remote_observed,
 }

@@ -127,7 +127,7 @@ from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex, following, once
 from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
-from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
+from connectors.k8s.pod_webhook import ADMISSION_GATE, MANAGED, MANAGED_LABEL
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from connectors.k8s.statefulset_groups import StatefulSetGroups, holding_uid
@@ -688,10 +688,11 @@ class PodIntegration:
         log.info("updated the workload its pod no longer matches", pod=pod.key, workload=obs.key)
         await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
 
-    async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main") -> None:
-        """Start the Pod with what the admission of its pod set (``main``; a group's Pod: its role's) adds. The
+    async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main", *, group: bool = False) -> None:
+        """Start the Pod with what the admission of its pod set (``main``; a ``group``'s Pod: its role's) adds. The
         admission is read once: the fold may take it away while the Pod is written (the Workload evicted
-        meanwhile), and the start is reported on the one it was made on."""
+        meanwhile), and the start is reported on the one it was made on, as is the admission gate's removal
+        (``pod_scheduling_gate_removal_seconds``) when the Pod carried it."""
         admission = wl.admission
         assert admission is not None
         psas = admission.pod_set_assignments
@@ -708,6 +709,8 @@ class PodIntegration:
         await self.client.patch(PODS, pod.metadata.name, patch, pod.metadata.namespace)
         self.stats.started += 1
         log.info("started pod", pod=pod.key, workload=wl.key, cluster_queue=admission.cluster_queue)
+        if pod_sync.is_gated(pod):
+            await self._log.gate_removed(pod.key, pod.metadata.uid, ADMISSION_GATE, wl, group=group)
         await self._report(pod, STARTED, workload=wl.key, cluster_queue=admission.cluster_queue)
 
     async def _stop(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None) -> None:
@@ -1053,7 +1056,7 @@ class PodIntegration:
                 for pod in step.pods:
                     if wl.admission is not admission or not is_admitted(wl):
                         break  # evicted meanwhile: the pass the eviction's record marks stops what was started
-                    await self._once(pod, "start", self._start(pod, wl, pod_group.role_of(pod)))
+                    await self._once(pod, "start", self._start(pod, wl, pod_group.role_of(pod), group=True))
             case pod_group.STOP:
                 stop = Step(pod_sync.STOP, step.reason, step.message)
                 for pod in step.pods:

@@ -31,12 +31,15 @@ import structlog
 from connectors.k8s import trim
 from connectors.k8s.client import KubeClient, resource_version_number, resource_version_of
 from connectors.k8s.errors import Conflict, Invalid, NotFound
+from connectors.k8s.integration_log import record_gate_removal
 from connectors.k8s.journal import Journal
+from connectors.k8s.pod_roles import group_name
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.ungating import group_offsets, plan, pod_chain, workload_chain
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
+from projections import gates as feature_gates
 from projections.workloads import ADMITTED, TOPOLOGY_GATE, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.ungater")
@@ -181,10 +184,10 @@ class Ungater:
         for ungate in planned:
             if wl.admission is not admission or not admitted_by_tas(wl):
                 break  # changed (a node replaced) or evicted meanwhile: the change's record brings a new plan
-            await self._ungate(key, ungate.pod, ungate.node_selector)
+            await self._ungate(wl, ungate.pod, ungate.node_selector)
 
-    async def _ungate(self, key: str, pod: o.Pod, node_selector: dict[str, str]) -> None:
-        m = pod.metadata
+    async def _ungate(self, wl: WorkloadInfo, pod: o.Pod, node_selector: dict[str, str]) -> None:
+        key, m = wl.key, pod.metadata
         gates = [g for g in pod.spec.scheduling_gates if g.get("name") != TOPOLOGY_GATE]
         rv = m.resource_version
         for attempt in range(REREADS + 1):
@@ -212,6 +215,17 @@ class Ungater:
         self._expected.setdefault(key, {})[pod.key] = (m.uid, resource_version_number(patched))
         self.stats.ungated += 1
         log.info("ungated pod", workload=key, pod=pod.key, node_selector=node_selector)
+        if len(gates) < len(pod.spec.scheduling_gates):  # the gate was there to remove (the patch's view)
+            await self._removed(wl, pod)
+
+    async def _removed(self, wl: WorkloadInfo, pod: o.Pod) -> None:
+        """Record the gate's removal (``pod_scheduling_gate_removal_seconds``): ``is_group`` for a plain pod
+        group's Pod, read as the pod integration reads its group."""
+        m = pod.metadata
+        named_in = m.annotations if self.state.gate(feature_gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) else None
+        group = bool(group_name(m.labels, named_in))
+        if not await record_gate_removal(self.journal.append, log, pod.key, m.uid, TOPOLOGY_GATE, wl, group=group):
+            self.stats.errors += 1
 
     async def _unchanged(self, pod: o.Pod) -> str | None:
         """The live resourceVersion of ``pod`` when the apiserver still has it as the log keeps it (same uid, same

@@ -151,10 +151,17 @@ async def test_a_pod_that_keeps_changing_under_the_patch_is_retried() -> None:
     assert len(server.patches) == REREADS + 1 and server.gets == REREADS
     assert ungater._take() == {"ns/wl"}, "scheduled again (it reads the pod again then)"
     assert server.pod is not None and server.pod["spec"]["schedulingGates"] == [TOPOLOGY]
+    assert await _removals(journal) == [], "no gate removed, none recorded"
 
     server.on_patch = None
     await ungater.sync_guarded("ns/wl")
     assert server.pod["spec"].get("schedulingGates") is None and server.pod["spec"]["nodeSelector"] == {HOST: "n1"}
+    assert await _removals(journal) == ["ns/p"], "the removal recorded once the patch went through"
+
+
+async def _removals(journal: LocalJournal) -> list[str]:
+    """The pods whose gate removal the log records (``pod_scheduling_gate_removal_seconds``)."""
+    return [r.event.key async for r in journal.log.read(0) if isinstance(r.event, ev.SchedulingGateRemoved)]
 
 
 # --- a change the log keeps: left to the watch ---------------------------------------------------------------------

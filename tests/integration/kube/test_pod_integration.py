@@ -39,6 +39,7 @@ from connectors.k8s import crds, pod_sync
 from connectors.k8s.errors import NotFound
 from connectors.k8s.resources import BY_KIND, PROVISIONING_REQUESTS
 from kueue_es.scheduler.config import load_config
+from projections.metrics import families
 
 pytestmark = pytest.mark.kube
 PODS, NAMESPACES = BY_KIND["Pod"], BY_KIND["Namespace"]
@@ -122,6 +123,13 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
             assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
             assert wl["status"]["admission"]["clusterQueue"] == q.cq
             assert connector.pods is not None and connector.pods.stats.created == 1
+
+            def gate_removals() -> list[Any]:
+                return next(f.samples for f in families(journal.mirror.state)
+                            if f.spec.name == "kueue_pod_scheduling_gate_removal_seconds")
+
+            (labels, counts, _), = await eventually(gate_removals, what="the admission gate's removal observed")
+            assert labels == (GATE, q.cq, "false") and counts[-1] == 1, "timed from the Admitted transition"
             ours = {k for k in journal.mirror.state.workloads if k.partition("/")[0] in (q.ns, outside)}
             assert ours == {f"{q.ns}/{wl_name}"}, "the unqueued pod and the pod outside the managed namespaces got none"
 
