@@ -76,7 +76,9 @@ class PodSetResult:
         self.requests = requests
         """resource -> total for the pod set."""
         self.mode = _FIT
-        """The worst of its resources' modes (Kueue's representative mode of the pod set)."""
+        """The worst of its resource groups' modes, each its flavor's least preferred resource's under the
+        preference (Kueue's representative mode): under ``PreemptionOverBorrowing`` a flavor whose resource that
+        needs preemption borrows less than one that fits is Fit as a whole, its resource's own mode in ``modes``."""
         self.modes: dict[str, int] = {}
         """resource -> its own mode on the flavor chosen, for the resources that do not simply fit (absent: Fit).
         Kueue keeps a mode per resource, and only the resources whose own mode is Preempt need preemption
@@ -594,7 +596,9 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     flavor must suit (Kueue's checkFlavorForPodSets looks at every member, in pod-set order)."""
     ff = info.spec.flavor_fungibility
     fungible = ctx.fungibility
-    best: tuple[int, int, str, dict[str, str], dict[str, int] | None] | None = None
+    # the flavor kept: its (mode, borrowing level) for fungibility, name, quota keys, per-resource modes and the
+    # highest borrowing level of its resources
+    best: tuple[int, int, str, dict[str, str], dict[str, int] | None, int] | None = None
     group_reasons: list[str] = []
     group_no_fit = ""
     tried: list[str] | None = [] if ctx.trace else None  # only ``explain`` reads it: no list per head otherwise
@@ -633,7 +637,10 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 _attempt(res, name, _NO_FIT, 0, tuple(over))
                 group_no_fit = _least(group_no_fit, EXCEEDS_MAX_QUOTA)
                 continue
-        mode, borrow = _FIT, 0
+        # the flavor's (mode, borrow) is its least preferred resource's pair (Kueue's representative mode), not the
+        # worst mode with the highest level: (fit, 1) and (reclaim, 0) make (reclaim, 0) under the default
+        # preference and (fit, 1) under PreemptionOverBorrowing; ``top``, the highest level, is what it borrows
+        mode, borrow, top = _FIT, 0, 0
         below: dict[str, int] | None = None  # resource -> its own mode, where that is not Fit
         flavor_reasons: list[str] | None = None
         flavor_no_fit = ""
@@ -654,15 +661,16 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 else:
                     request -= before[1].get(r, 0)
             m, b, msg, nf = _fits(ctx, wl, node, spec, name, fr, r, assumed.get(fr, 0), request)
-            if m < mode:
-                mode = m
             if m != _FIT:
                 if below is None:
                     below = {r: m}
                 else:
                     below[r] = m
-            if b > borrow:
-                borrow = b
+            if b > top:
+                top = b
+            # (fit, 0) is preferred over every pair, so it never becomes the flavor's: no comparison for it
+            if (m != _FIT or b) and _better(mode, borrow, m, b, ff):
+                mode, borrow = m, b
             if msg:
                 if flavor_reasons is None:
                     flavor_reasons = [msg]
@@ -674,13 +682,15 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             # the best outcome there is: it wins over anything kept so far, and the search stops here
             if tried is not None:
                 tried.append(f"{name}: fit")
-            best = (mode, 0, name, frs, None)
+            best = (mode, 0, name, frs, None, 0)
             break
         if tried is not None:
             tried.append(f"{name}: {_MODE_NAMES[mode]}"
                          + (f" ({'; '.join(flavor_reasons)})" if flavor_reasons else "")
-                         + (f", borrowing level {borrow}" if borrow else ""))
-        _attempt(res, name, mode, borrow, tuple(flavor_reasons) if flavor_reasons else ())
+                         + (f", borrowing level {borrow}" if borrow else "")
+                         + (f", a resource borrowing at level {top}" if top > borrow else ""))
+        # Kueue's considered-flavors record: the flavor's mode with its resources' highest borrowing level
+        _attempt(res, name, mode, top, tuple(flavor_reasons) if flavor_reasons else ())
         if flavor_reasons:
             group_reasons.extend(flavor_reasons)
         if mode == _NO_FIT:
@@ -689,13 +699,13 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             # FlavorFungibility off: only a strictly better mode replaces the flavor kept (borrowing levels are
             # not compared), and the first flavor that fits ends the search even when it borrows
             if best is None or mode > best[0]:
-                best = (mode, borrow, name, frs, below)
+                best = (mode, borrow, name, frs, below, top)
             if mode == _FIT:
                 break
             continue
         if best is None or _better(mode, borrow, best[0], best[1], ff):
             if mode != _NO_FIT or best is None:
-                best = (mode, borrow, name, frs, below)
+                best = (mode, borrow, name, frs, below, top)
         if _stop_here(mode, borrow, ff):
             break
     else:
@@ -709,7 +719,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.reasons[:] = group_reasons
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
-    mode, borrow, name, frs, below = best
+    mode, _, name, frs, below, top = best
     for r in wanted:
         res.flavors[r] = name
         res.frs[r] = frs[r]
@@ -728,8 +738,8 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             res.last_tried[r] = at
     if mode < res.mode:
         res.mode = mode
-    if borrow > res.borrow:
-        res.borrow = borrow
+    if top > res.borrow:
+        res.borrow = top  # Kueue's Assignment.Borrowing: the highest level any resource borrows at
     if mode != _FIT:
         res.reasons.extend(group_reasons)
 

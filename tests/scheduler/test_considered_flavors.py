@@ -7,6 +7,8 @@ borrowing, and a pod set left with nothing, are left out. Expected strings follo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 import pytest
 from fixtures import fastyaml
@@ -214,3 +216,19 @@ def test_a_flavor_tried_for_several_resource_groups_is_listed_once_at_its_worst(
                    ("x", Granular.PREEMPT, 1, ()), ("w", Granular.FIT, 0, ())]
     a = Assignment([ps, PodSetResult("other", 1, {})], Mode.FIT, 0, {}, "", "")
     assert considered_flavors(a) == "main: x(preemptionMode=Preempt;borrow=2;a;b)"
+
+
+def test_a_flavor_is_listed_with_its_representative_mode_and_its_highest_borrowing_level():
+    """Kueue records a flavor tried as its least preferred resource's mode under the preference, with the highest
+    level any of its resources borrows at. Under PreemptionOverBorrowing, f1's cpu fits by borrowing (fit, 1) and
+    its memory needs a reclaim (reclaim, 0): f1 is Fit borrowing at level 1, not Reclaim; w takes f2."""
+    spec = fastyaml.safe_load((Path(__file__).parent / "scenarios/flavor-mode-stops-at-reclaim.yaml").read_text())
+    objects = [x for x in spec["objects"] if x["kind"] != "Namespace"]  # BASE has it
+    for x in objects:
+        if x["kind"] == "ClusterQueue" and x["metadata"]["name"] == "a":
+            x["spec"]["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                                              "preference": "PreemptionOverBorrowing"}
+    d = _reserved(fastyaml.safe_dump(objects))
+    assert d.admission.pod_set_assignments[0].flavors == {"cpu": "f2", "memory": "f2"}
+    assert d.considered_flavors == \
+        "main: f1(Fit;borrow=1;insufficient unused quota for memory in flavor f1, 2 more needed)"

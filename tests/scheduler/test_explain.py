@@ -458,3 +458,26 @@ def test_a_workload_on_hold_in_an_inactive_cluster_queue_is_not_said_queued() ->
     assert state.inactive_reason("cq0") is not None
     data = explain(state, DEFAULT, "ns0/g", T0 + 2)
     assert data is not None and (data["queue"]["state"], data["queue"]["reason"]) == ("notQueued", "OnHold")
+
+
+def test_a_flavor_is_traced_with_its_least_preferred_resource_and_borrows_at_its_highest_level() -> None:
+    """f1's cpu fits by borrowing and its memory needs a reclaim without borrowing: under the default preference
+    f1 is (reclaim, 0), tied with f2, so f1 is kept; what the attempt borrows is its resources' highest level
+    (Kueue's Assignment.Borrowing). Under PreemptionOverBorrowing f1 is (fit, 1) and the attempt reads Fit."""
+    _, state = scenario_state("flavor-mode-least-preferred-resource.yaml")
+    data = explain(state, DEFAULT, "team/w", T0)
+    assert data is not None
+    attempt = data["attempt"]
+    assert attempt["outcome"] == "Preempt" and attempt["borrowingLevel"] == 1
+    [ps] = attempt["podSets"]
+    assert ps["flavors"] == {"cpu": "f1", "memory": "f1"} and ps["borrowingLevel"] == 1
+    assert ps["tried"]["cpu"] == [
+        "f1: reclaim (insufficient unused quota for memory in flavor f1, 2 more needed), a resource borrowing at "
+        "level 1",
+        "f2: reclaim (insufficient unused quota for memory in flavor f2, 2 more needed)"]
+    _, state = scenario_state("flavor-mode-preemption-over-borrowing-fit.yaml")
+    data = explain(state, DEFAULT, "team/w", T0)
+    assert data is not None
+    assert data["attempt"]["outcome"] == "Fit" and data["attempt"]["borrowingLevel"] == 1
+    assert data["attempt"]["podSets"][0]["tried"]["cpu"] == [
+        "f1: fit (insufficient unused quota for memory in flavor f1, 2 more needed), borrowing level 1"]
