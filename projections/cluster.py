@@ -72,7 +72,7 @@ from projections.dra import (
     has_claims,
     workload_problem,
 )
-from projections.eviction_undo import Refusal, UnconfirmedEviction
+from projections.eviction_undo import KeptEvictions, Refusal, UnconfirmedEviction
 from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
 from projections.local_queue_metrics import LocalQueueMetricsSetting
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_eviction, uncount_reservation
@@ -480,7 +480,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.reservation_forgotten: tuple[int, str] = (-1, "")
         """(offset, workload) of the last Workload upsert that made the fold forget a reservation never written
         (:meth:`_forget_reservation`): how the audit beside the fold sees it. Not state, as :attr:`checks_taken`."""
-        self.unconfirmed_evictions: dict[int, UnconfirmedEviction] = {}
+        self.unconfirmed_evictions = KeptEvictions()
         """Decision offset -> the workload before and after a preemption or eviction still awaiting its
         outcome (:mod:`projections.eviction_undo`; at most :data:`~projections.eviction_undo.UNDO_LIMIT`): a
         rejected one is taken back."""
@@ -2575,7 +2575,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         unconfirmed = self.metrics.unconfirmed
         counted = unconfirmed.pop(e.decision, None) if unconfirmed else None
         undos = self.unconfirmed_evictions
-        undo = undos.pop(e.decision, None) if undos else None
+        undo = undos.pop(e.decision) if undos else None
         if type(e) is ev.DecisionApplied:
             if e.resource_version:  # a status write's (the writer's)
                 self._on_status_written(e)
@@ -2594,7 +2594,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         opened, self._eviction_opened = self._eviction_opened, None
         assert opened is not None
         if wl is not None and wl.uid == opened.before.uid:
-            eviction_undo.remember(self.unconfirmed_evictions, eviction_undo.closed(opened, wl))
+            self.unconfirmed_evictions.remember(eviction_undo.closed(opened, wl))
 
     def _take_back_eviction(self, undo: UnconfirmedEviction) -> bool:
         """The connector rejected eviction ``undo``: if nothing was folded on its workload since, the workload

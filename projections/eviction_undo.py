@@ -25,6 +25,8 @@ ClusterQueue may have admitted others on that quota before the outcome arrives. 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
+
 import msgspec
 
 from projections.create_failures import backoff_ms
@@ -84,26 +86,64 @@ def closed(undo: UnconfirmedEviction, wl: WorkloadInfo) -> UnconfirmedEviction:
     return msgspec.structs.replace(undo, after=msgspec.structs.replace(wl))
 
 
-def remember(kept: dict[int, UnconfirmedEviction], undo: UnconfirmedEviction) -> None:
-    """Keep ``undo`` until its outcome, dropping the oldest beyond :data:`UNDO_LIMIT`."""
-    if len(kept) >= UNDO_LIMIT:
-        del kept[next(iter(kept))]  # the oldest decision (kept in offset order)
-    kept[undo.decision] = undo
+class KeptEvictions(Mapping[int, UnconfirmedEviction]):
+    """The evictions awaiting their outcome, by decision offset in offset order (the oldest first), indexed by
+    workload too: the job connectors ask :meth:`awaits_outcome` for every workload they sync, and a deletion of
+    ProvisioningRequests forgets a workload's (:meth:`forget`), so neither scans what is kept. The index is
+    derived: a snapshot stores the records alone, and restoring them rebuilds it."""
 
+    __slots__ = ("_by_decision", "_by_key")
 
-def forget(kept: dict[int, UnconfirmedEviction], key: str) -> None:
-    """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the cluster
-    on its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
-    for decision in [d for d, u in kept.items() if u.before.key == key]:
-        del kept[decision]
+    def __init__(self, undos: Iterable[UnconfirmedEviction] = ()) -> None:
+        self._by_decision: dict[int, UnconfirmedEviction] = {}
+        self._by_key: dict[str, list[int]] = {}
+        """Workload key -> the offsets of its evictions kept (ascending; rarely more than one)."""
+        for undo in undos:
+            self.remember(undo)
 
+    def __getitem__(self, decision: int) -> UnconfirmedEviction:
+        return self._by_decision[decision]
 
-def awaits_outcome(kept: dict[int, UnconfirmedEviction], key: str) -> bool:
-    """Whether an eviction of workload ``key`` awaits its outcome, so may still be taken back: what the
-    connectors wait out before acting on it. Once rejected and not taken back (something was folded on the
-    workload since, or done for it in the cluster), none is kept: no write will show it, and they act on the
-    log's view, as before."""
-    return any(undo.before.key == key for undo in kept.values())
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._by_decision)
+
+    def __len__(self) -> int:
+        return len(self._by_decision)
+
+    def __repr__(self) -> str:
+        return f"KeptEvictions({list(self._by_decision.values())!r})"
+
+    def remember(self, undo: UnconfirmedEviction) -> None:
+        """Keep ``undo`` until its outcome, dropping the oldest beyond :data:`UNDO_LIMIT` (decisions come in
+        offset order)."""
+        if len(self._by_decision) >= UNDO_LIMIT:
+            self.pop(next(iter(self._by_decision)))  # the oldest decision
+        self._by_decision[undo.decision] = undo
+        self._by_key.setdefault(undo.before.key, []).append(undo.decision)
+
+    def pop(self, decision: int) -> UnconfirmedEviction | None:
+        """The eviction decided at ``decision``, no longer kept (None: none is)."""
+        undo = self._by_decision.pop(decision, None)
+        if undo is not None:
+            key = undo.before.key
+            decisions = self._by_key[key]
+            decisions.remove(decision)
+            if not decisions:
+                del self._by_key[key]
+        return undo
+
+    def forget(self, key: str) -> None:
+        """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the
+        cluster on its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
+        for decision in self._by_key.pop(key, ()):
+            del self._by_decision[decision]
+
+    def awaits_outcome(self, key: str) -> bool:
+        """Whether an eviction of workload ``key`` awaits its outcome, so may still be taken back: what the
+        connectors wait out before acting on it. Once rejected and not taken back (something was folded on the
+        workload since, or done for it in the cluster), none is kept: no write will show it, and they act on
+        the log's view, as before."""
+        return key in self._by_key
 
 
 def untouched(undo: UnconfirmedEviction, wl: WorkloadInfo | None) -> bool:

@@ -20,7 +20,7 @@ from projections import eviction_stats, variants
 from projections.admissionchecks import ClusterLink
 from projections.afs_ledger import AFS_CHECKPOINT, AfsCheckpoint
 from projections.cluster import ClusterState
-from projections.eviction_undo import Refusal, UnconfirmedEviction
+from projections.eviction_undo import KeptEvictions, Refusal, UnconfirmedEviction
 from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
@@ -378,7 +378,7 @@ def take(state: ClusterState) -> Snapshot:
         links=[(k, *state.cluster_links[k]) for k in sorted(state.cluster_links)],
         worker_queues=[state.worker_queues[k] for k in sorted(state.worker_queues)],
         nodes_seen=state.nodes_seen,
-        unconfirmed_evictions=[state.unconfirmed_evictions[d] for d in sorted(state.unconfirmed_evictions)],
+        unconfirmed_evictions=list(state.unconfirmed_evictions.values()),  # (kept in decision order)
         refused_evictions=sorted(state.refused_evictions.items()),
     )
 
@@ -454,7 +454,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
     # none before version 64
-    state.unconfirmed_evictions = {u.decision: u for u in snap.unconfirmed_evictions}
+    state.unconfirmed_evictions = KeptEvictions(snap.unconfirmed_evictions)  # its index rebuilt
     state.refused_evictions = dict(snap.refused_evictions)
     state.afs_history = {lq: ([(cp.time, AFS_CHECKPOINT, cp)] if cp is not None else [])
                          + [(t, sign, tuple((r, v) for r, v in u)) for t, sign, u in entries]

@@ -306,12 +306,17 @@ def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldes
     config = load_config(CONFIG)
     log = _low_admitted(config)
     wl = log.state.workloads["ns/low"]
-    kept: dict[int, eviction_undo.UnconfirmedEviction] = {}
+    kept = eviction_undo.KeptEvictions()
     for decision in range(eviction_undo.UNDO_LIMIT + 2):
-        eviction_undo.remember(kept,
-                               eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
+        kept.remember(eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
     assert len(kept) == eviction_undo.UNDO_LIMIT
     assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1
+    assert kept.awaits_outcome("ns/low")
+    for decision in range(2, eviction_undo.UNDO_LIMIT + 1):
+        kept.pop(decision)
+    assert kept.awaits_outcome("ns/low")  # its last one still kept
+    kept.pop(eviction_undo.UNDO_LIMIT + 1)
+    assert not kept.awaits_outcome("ns/low") and kept == {}
 
 
 # --- acted on in the cluster before the outcome -------------------------------------------------------------
