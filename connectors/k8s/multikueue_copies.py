@@ -135,7 +135,7 @@ class CopiedWorkloads:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
         assert w.client is not None
         state, copied = self.state, self._copied(w)
-        stored = getattr(self.journal.mirror, "workloads", {})
+        stored = self.journal.mirror.workloads
         for key in keys:
             wl = state.workloads.get(key)
             if wl is not None and held_back(state, wl):
