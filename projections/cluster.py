@@ -72,7 +72,7 @@ from projections.dra import (
     has_claims,
     workload_problem,
 )
-from projections.eviction_undo import Refusal, UnconfirmedEviction
+from projections.eviction_undo import KeptEvictions, Refusal, UnconfirmedEviction
 from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
 from projections.local_queue_metrics import LocalQueueMetricsSetting
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_eviction, uncount_reservation
@@ -481,17 +481,18 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.reservation_forgotten: tuple[int, str] = (-1, "")
         """(offset, workload) of the last Workload upsert that made the fold forget a reservation never written
         (:meth:`_forget_reservation`): how the audit beside the fold sees it. Not state, as :attr:`checks_taken`."""
-        self.unconfirmed_evictions: dict[int, UnconfirmedEviction] = {}
+        self.unconfirmed_evictions = KeptEvictions()
         """Decision offset -> the workload before and after a preemption or eviction still awaiting its
         outcome (:mod:`projections.eviction_undo`; at most :data:`~projections.eviction_undo.UNDO_LIMIT`): a
         rejected one is taken back."""
         self._eviction_opened: UnconfirmedEviction | None = None
         """The record of the eviction being folded, until its fold is through (:meth:`apply`)."""
         self.refused_evictions: dict[str, Refusal] = {}
-        """Workload key -> its eviction the connector rejected and the fold took back, until the next event
-        about that workload: no eviction of it is decided again before then or before the refusal's backoff
-        ends (the scheduler and the controller rules), so a writer that keeps refusing does not make them
-        decide it on every turn, while a refusal that lifts is retried as Kueue's reconcile is."""
+        """Workload key -> its eviction the connector rejected and the fold took back: no eviction of it is
+        decided again before the refusal's ``retry_at`` (the scheduler and the controller rules), so a writer
+        that keeps refusing does not make them decide it on every turn, while a refusal that lifts is retried as
+        Kueue retries it. An event of the workload lowers ``retry_at`` to its time (a retry at once) and keeps
+        the count; an entry whose ``retry_at`` is past holds nothing back (:func:`eviction_undo.lifted`)."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -644,7 +645,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 # entry).
                 workloads, key = self.workloads, e.key
                 lifted = self.refused_evictions.pop(key, None) if self.refused_evictions else None
-                # (its next event: an eviction may be decided again)
+                # (its next event: an eviction may be decided again; put back below unless one is)
                 wl = workloads.get(key)
                 before = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
@@ -682,6 +683,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 opened = self._eviction_opened
                 self._eviction_opened = msgspec.structs.replace(opened, refusals=lifted.refusals)
             self._remember_eviction(wl)
+        elif lifted is not None:
+            self._lift_refusal(e.key, lifted, wl)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
             self.changes += 1
 
@@ -693,8 +696,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         key, workloads = e.key, self.workloads
         wl = workloads.get(key)
         before = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
-        if self.refused_evictions:
-            self.refused_evictions.pop(key, None)  # the watch shows it anew: an eviction may be decided again
+        lifted = self.refused_evictions.pop(key, None) if self.refused_evictions else None
         try:
             quiet = self._on_workload_upserted(e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
@@ -704,6 +706,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         generations = self.generations  # as in apply: an update of a workload holding quota grows the generation
         if before:
             generations[before] = generations.get(before, 0) + 1
+        if lifted is not None:  # the watch shows it anew: an eviction may be decided again
+            self._lift_refusal(key, lifted, workloads.get(key))
         if not quiet:  # (a quiet upsert leaves the same workload in the same phase and ClusterQueue: nothing to add)
             wl = workloads.get(key)
             after = wl.cluster_queue if wl is not None and wl.phase in HOLDING else ""
@@ -2253,7 +2257,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             return
         # kept until the outcome: a rejected eviction is taken back (:meth:`_on_outcome`)
         self._eviction_opened = eviction_undo.opened(self.offset, wl, self.backoff.get(wl.key),
-                                                     wl.key in self.awaiting_release)
+                                                     wl.key in self.awaiting_release,
+                                                     isinstance(e, ev.WorkloadPreempted))
         if variants.condition_only_eviction(wl, e):  # a parent: Kueue's variant controller writes the condition alone
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
@@ -2588,7 +2593,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         unconfirmed = self.metrics.unconfirmed
         counted = unconfirmed.pop(e.decision, None) if unconfirmed else None
         undos = self.unconfirmed_evictions
-        undo = undos.pop(e.decision, None) if undos else None
+        undo = undos.pop(e.decision) if undos else None
         if type(e) is ev.DecisionApplied:
             if e.resource_version:  # a status write's (the writer's)
                 self._on_status_written(e)
@@ -2607,14 +2612,21 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         opened, self._eviction_opened = self._eviction_opened, None
         assert opened is not None
         if wl is not None and wl.uid == opened.before.uid:
-            eviction_undo.remember(self.unconfirmed_evictions, eviction_undo.closed(opened, wl))
+            self.unconfirmed_evictions.remember(eviction_undo.closed(opened, wl))
+
+    def _lift_refusal(self, key: str, refusal: Refusal, wl: WorkloadInfo | None) -> None:
+        """An event of workload ``key`` that decided no eviction of it: its refusal is lifted, its count kept
+        while its retry is still to come (:func:`projections.eviction_undo.lifted`)."""
+        kept = eviction_undo.lifted(refusal, wl, self.time)
+        if kept is not None:
+            self.refused_evictions[key] = kept
 
     def _take_back_eviction(self, undo: UnconfirmedEviction) -> bool:
         """The connector rejected eviction ``undo``: if nothing was folded on its workload since, the workload
         is put back as it was before (admitted, its conditions, checks, gates, requeue state and backoff as
         they were), and no eviction of it is decided again until its next event or its backoff ends
-        (:attr:`refused_evictions`). Its ClusterQueue is not woken: its preemptor tries again at the next
-        change or once that backoff ends. Whether it was put back."""
+        (:attr:`refused_evictions`). Its ClusterQueue is not woken: the preemptor's next cycle shows the
+        failure, and it tries again once that backoff ends. Whether it was put back."""
         key = undo.before.key
         wl = self.workloads.get(key)
         if not eviction_undo.untouched(undo, wl):

@@ -30,7 +30,7 @@ class CheckStates:
         requests_of: dict[str, dict[str, None]]
         touched: dict[str, None]
         create_retries: DueIndex
-        unconfirmed_evictions: dict[int, eviction_undo.UnconfirmedEviction]
+        unconfirmed_evictions: eviction_undo.KeptEvictions
         time: int
 
         def _sync_admitted(self, wl: WorkloadInfo, time: int) -> None: ...
@@ -96,7 +96,7 @@ class CheckStates:
 
     def _on_request_deleted(self, e: ev.ProvisioningRequestDeleted) -> None:
         if self.unconfirmed_evictions:  # deleted in the cluster: an eviction awaiting its outcome stays
-            eviction_undo.forget(self.unconfirmed_evictions, e.key)
+            self.unconfirmed_evictions.forget(e.key)
         req = self._pop_request(f"{e.namespace}/{e.name}")
         if req is not None and req.metadata.uid:
             self.deleted_requests[req.metadata.uid] = None

@@ -13,10 +13,15 @@ about" a workload that change none of its fields and act on nothing else (a ``Wo
 message) do not keep it.
 
 A rejected eviction taken back is not decided again before its :class:`Refusal` expires (or the workload's
-next event): Kueue's reconcile that failed to write it is retried after controller-runtime's per-item backoff,
-which grows while the writes keep failing, so a refusal that lifts (a webhook back up, a policy removed) is
-followed by the eviction without anything else happening to the victim, while one that persists costs a write
-now and then, not one per turn of the loop.
+next event), so a refusal that lifts (a webhook back up, a policy removed) is followed by the eviction without
+anything else happening to the victim, while one that persists costs a write now and then, not one per turn of
+the loop. How long it waits is Kueue's: a preemption is the scheduler's, and Kueue requeues a preemptor whose
+preemption failed straight onto the heap (``RequeueReasonPreemptionFailed``, Kueue #7665), so it is retried at
+the next scheduling cycle, which a loop that admits nothing runs after a backoff of 1 ms doubling to 100 ms
+(Kueue's ``pkg/util/wait``); any other eviction is the workload controller's, whose failed reconcile is
+requeued after controller-runtime's per-item backoff (5 ms doubling to 1000 s there; 1 s doubling to 1000 s
+here, as :func:`projections.create_failures.backoff_ms`). That per-item count is forgotten only once a
+reconcile succeeds, so an event of the workload retries at once but keeps the count (:func:`lifted`).
 
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
@@ -24,6 +29,8 @@ ClusterQueue may have admitted others on that quota before the outcome arrives. 
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
 
 import msgspec
 
@@ -52,6 +59,9 @@ class UnconfirmedEviction(msgspec.Struct, array_like=True, gc=False):
     """Whether it was in ``ClusterState.awaiting_release`` before the decision."""
     refusals: int = 0
     """Rejections in a row of the workload's evictions before this one (its :class:`Refusal` it lifted)."""
+    preemption: bool = False
+    """Whether it is a preemption (the scheduler's, retried at its next cycle) rather than an eviction by the
+    workload controller."""
 
 
 class Refusal(msgspec.Struct, array_like=True, gc=False, frozen=True):
@@ -63,20 +73,47 @@ class Refusal(msgspec.Struct, array_like=True, gc=False, frozen=True):
     refusals: int
     """Its evictions rejected in a row (the backoff grows with them)."""
     retry_at: int
-    """When (log time, ms) an eviction of it may be decided again: 1 s doubling up to 1000 s after the
-    rejection, as :func:`projections.create_failures.backoff_ms`."""
+    """When (log time, ms) an eviction of it may be decided again: :func:`retry_after` the rejection; lowered to
+    the time of the workload's next event (:func:`lifted`)."""
+
+
+SCHEDULER_BACKOFF_MS = (1, 100)
+"""The first and the longest wait of Kueue's scheduling loop between cycles that admit nothing (ms): a failed
+preemption's preemptor, requeued onto the heap, is tried again after it."""
+
+
+def retry_after(refusals: int, preemption: bool) -> int:
+    """How long (ms) after its ``refusals``-th rejection in a row an eviction waits before it is decided again:
+    a preemption the scheduling loop's backoff (1 ms doubling to 100 ms), any other eviction the workload
+    controller's per-item backoff (:func:`projections.create_failures.backoff_ms`: 1 s doubling to 1000 s)."""
+    if preemption:
+        first, longest = SCHEDULER_BACKOFF_MS
+        return min(first << min(refusals - 1, 16), longest)
+    return backoff_ms(refusals)
 
 
 def refused(undo: UnconfirmedEviction, time: int) -> Refusal:
     """The refusal a rejection of ``undo`` at ``time`` leaves."""
     refusals = undo.refusals + 1
-    return Refusal(undo.decision, refusals, time + backoff_ms(refusals))
+    return Refusal(undo.decision, refusals, time + retry_after(refusals, undo.preemption))
 
 
-def opened(decision: int, wl: WorkloadInfo, backoff: int | None, awaiting: bool) -> UnconfirmedEviction:
-    """The record of an eviction about to be folded on ``wl``."""
+def lifted(refusal: Refusal, wl: WorkloadInfo | None, time: int) -> Refusal | None:
+    """``refusal`` after an event of its workload at log time ``time`` that decided no eviction of it: Kueue's
+    event requeues the workload at once, and controller-runtime forgets its failures only once a reconcile
+    succeeds. So one still waiting is lifted now with its count kept (an eviction decided next backs off
+    longer when refused again); one whose retry came and went with no eviction decided (that reconcile had
+    nothing to evict: it succeeded), or whose workload holds no quota any more, is forgotten (None)."""
+    if wl is None or not wl.reserving or refusal.retry_at <= time:
+        return None
+    return msgspec.structs.replace(refusal, retry_at=time)
+
+
+def opened(decision: int, wl: WorkloadInfo, backoff: int | None, awaiting: bool,
+           preemption: bool = False) -> UnconfirmedEviction:
+    """The record of an eviction (``preemption``: a preemption) about to be folded on ``wl``."""
     return UnconfirmedEviction(decision=decision, before=msgspec.structs.replace(wl), backoff=backoff,
-                               awaiting=awaiting)
+                               awaiting=awaiting, preemption=preemption)
 
 
 def closed(undo: UnconfirmedEviction, wl: WorkloadInfo) -> UnconfirmedEviction:
@@ -84,26 +121,64 @@ def closed(undo: UnconfirmedEviction, wl: WorkloadInfo) -> UnconfirmedEviction:
     return msgspec.structs.replace(undo, after=msgspec.structs.replace(wl))
 
 
-def remember(kept: dict[int, UnconfirmedEviction], undo: UnconfirmedEviction) -> None:
-    """Keep ``undo`` until its outcome, dropping the oldest beyond :data:`UNDO_LIMIT`."""
-    if len(kept) >= UNDO_LIMIT:
-        del kept[next(iter(kept))]  # the oldest decision (kept in offset order)
-    kept[undo.decision] = undo
+class KeptEvictions(Mapping[int, UnconfirmedEviction]):
+    """The evictions awaiting their outcome, by decision offset in offset order (the oldest first), indexed by
+    workload too: the job connectors ask :meth:`awaits_outcome` for every workload they sync, and a deletion of
+    ProvisioningRequests forgets a workload's (:meth:`forget`), so neither scans what is kept. The index is
+    derived: a snapshot stores the records alone, and restoring them rebuilds it."""
 
+    __slots__ = ("_by_decision", "_by_key")
 
-def forget(kept: dict[int, UnconfirmedEviction], key: str) -> None:
-    """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the cluster
-    on its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
-    for decision in [d for d, u in kept.items() if u.before.key == key]:
-        del kept[decision]
+    def __init__(self, undos: Iterable[UnconfirmedEviction] = ()) -> None:
+        self._by_decision: dict[int, UnconfirmedEviction] = {}
+        self._by_key: dict[str, list[int]] = {}
+        """Workload key -> the offsets of its evictions kept (ascending; rarely more than one)."""
+        for undo in undos:
+            self.remember(undo)
 
+    def __getitem__(self, decision: int) -> UnconfirmedEviction:
+        return self._by_decision[decision]
 
-def awaits_outcome(kept: dict[int, UnconfirmedEviction], key: str) -> bool:
-    """Whether an eviction of workload ``key`` awaits its outcome, so may still be taken back: what the
-    connectors wait out before acting on it. Once rejected and not taken back (something was folded on the
-    workload since, or done for it in the cluster), none is kept: no write will show it, and they act on the
-    log's view, as before."""
-    return any(undo.before.key == key for undo in kept.values())
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._by_decision)
+
+    def __len__(self) -> int:
+        return len(self._by_decision)
+
+    def __repr__(self) -> str:
+        return f"KeptEvictions({list(self._by_decision.values())!r})"
+
+    def remember(self, undo: UnconfirmedEviction) -> None:
+        """Keep ``undo`` until its outcome, dropping the oldest beyond :data:`UNDO_LIMIT` (decisions come in
+        offset order)."""
+        if len(self._by_decision) >= UNDO_LIMIT:
+            self.pop(next(iter(self._by_decision)))  # the oldest decision
+        self._by_decision[undo.decision] = undo
+        self._by_key.setdefault(undo.before.key, []).append(undo.decision)
+
+    def pop(self, decision: int) -> UnconfirmedEviction | None:
+        """The eviction decided at ``decision``, no longer kept (None: none is)."""
+        undo = self._by_decision.pop(decision, None)
+        if undo is not None:
+            key = undo.before.key
+            decisions = self._by_key[key]
+            decisions.remove(decision)
+            if not decisions:
+                del self._by_key[key]
+        return undo
+
+    def forget(self, key: str) -> None:
+        """Take back no eviction of workload ``key`` still awaiting its outcome: something was done in the
+        cluster on its behalf since (its ProvisioningRequests deleted), which its rejection cannot undo."""
+        for decision in self._by_key.pop(key, ()):
+            del self._by_decision[decision]
+
+    def awaits_outcome(self, key: str) -> bool:
+        """Whether an eviction of workload ``key`` awaits its outcome, so may still be taken back: what the
+        connectors wait out before acting on it. Once rejected and not taken back (something was folded on the
+        workload since, or done for it in the cluster), none is kept: no write will show it, and they act on
+        the log's view, as before."""
+        return key in self._by_key
 
 
 def untouched(undo: UnconfirmedEviction, wl: WorkloadInfo | None) -> bool:

@@ -20,14 +20,14 @@ from projections import eviction_stats, variants
 from projections.admissionchecks import ClusterLink
 from projections.afs_ledger import AFS_CHECKPOINT, AfsCheckpoint
 from projections.cluster import ClusterState
-from projections.eviction_undo import Refusal, UnconfirmedEviction
+from projections.eviction_undo import KeptEvictions, Refusal, UnconfirmedEviction
 from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 65
+SNAPSHOT_VERSION = 66
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -174,10 +174,14 @@ eviction was taken back and not decided again until their next event or their ba
 write fails); restored from an older one, none is remembered, so an eviction decided before the snapshot and
 rejected after it stays folded, as before. 65: the histogram ``pod_scheduling_gate_removal_seconds``, folded
 from ``SchedulingGateRemoved`` records (in ``metrics``: the layout is version 64's; bumped so that an older
-reader, which would drop its series, refuses the snapshot)."""
+reader, which would drop its series, refuses the snapshot). 66: whether each eviction awaiting its outcome is a preemption
+(``UnconfirmedEviction.preemption``: a refused one is retried after the scheduling loop's backoff, 1 ms doubling
+to 100 ms, not the workload controller's 1 s doubling to 1000 s), and a refusal kept, lifted, across an event of
+its workload until its retry (its count kept, as controller-runtime's); restored from version 64 or 65, an eviction
+awaiting its outcome reads as the workload controller's (the layout is version 65's plus a trailing field)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -380,7 +384,7 @@ def take(state: ClusterState) -> Snapshot:
         links=[(k, *state.cluster_links[k]) for k in sorted(state.cluster_links)],
         worker_queues=[state.worker_queues[k] for k in sorted(state.worker_queues)],
         nodes_seen=state.nodes_seen,
-        unconfirmed_evictions=[state.unconfirmed_evictions[d] for d in sorted(state.unconfirmed_evictions)],
+        unconfirmed_evictions=list(state.unconfirmed_evictions.values()),  # (kept in decision order)
         refused_evictions=sorted(state.refused_evictions.items()),
     )
 
@@ -456,7 +460,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
     # none before version 64
-    state.unconfirmed_evictions = {u.decision: u for u in snap.unconfirmed_evictions}
+    state.unconfirmed_evictions = KeptEvictions(snap.unconfirmed_evictions)  # its index rebuilt
     state.refused_evictions = dict(snap.refused_evictions)
     state.afs_history = {lq: ([(cp.time, AFS_CHECKPOINT, cp)] if cp is not None else [])
                          + [(t, sign, tuple((r, v) for r, v in u)) for t, sign, u in entries]

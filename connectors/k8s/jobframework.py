@@ -103,7 +103,7 @@ from events.errors import InvalidInput
 from events.update_rules import admission_gate_errors
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from projections import eviction_undo, gates
+from projections import gates
 from projections.cluster import ClusterState
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workload_pods_ready import WAIT_FOR_PODS_READY_ANNOTATION
@@ -200,15 +200,15 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
 
 def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | None) -> bool:
     """Whether the log holds ``wl`` evicted, by a decision still awaiting its outcome
-    (:func:`projections.eviction_undo.awaits_outcome`), while the apiserver still shows it admitted and not
-    evicted.
+    (:meth:`projections.eviction_undo.KeptEvictions.awaits_outcome`), while the apiserver still shows it
+    admitted and not evicted.
     Kueue's job reconciler stops a job (and gives its quota back) for the Workload it reads: Evicted=True, or
     not Admitted. So a running job waits for the eviction's status write, which may still be refused: then
     nothing happened (the fold takes the eviction back) and the job runs on. A deactivated Workload is stopped
     at once, as before (its quota is given back at the deactivation)."""
     if not wl.evicted or wl.phase != ADMITTED or not wl.active or obs is None:
         return False
-    if not eviction_undo.awaits_outcome(state.unconfirmed_evictions, wl.key):
+    if not state.unconfirmed_evictions.awaits_outcome(wl.key):
         return False  # rejected and kept (or from before the fold kept them): no write will show it
     return admitted_not_evicted(obs)
 

@@ -60,7 +60,7 @@ from kueue_es.scheduler.multikueue import (
     remote_spec_patch,
     sync_failure,
 )
-from projections import eviction_undo, gates
+from projections import gates
 from projections.cluster import ClusterState
 from projections.preemption_gates import MULTIKUEUE_GATE, OPEN, gate_state
 from projections.workloads import FINISHED, RemoteCopy, WorkloadInfo
@@ -95,7 +95,7 @@ def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | No
     job connectors do (:func:`connectors.k8s.jobframework.eviction_unshown`, which also wants it admitted: a
     copy may hold quota on its worker before the manager's checks are all Ready)."""
     return (wl.active and obs is not None
-            and eviction_undo.awaits_outcome(state.unconfirmed_evictions, wl.key)
+            and state.unconfirmed_evictions.awaits_outcome(wl.key)
             and not shows(obs, "Evicted"))
 
 
@@ -135,7 +135,7 @@ class CopiedWorkloads:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
         assert w.client is not None
         state, copied = self.state, self._copied(w)
-        stored = getattr(self.journal.mirror, "workloads", {})
+        stored = self.journal.mirror.workloads
         for key in keys:
             wl = state.workloads.get(key)
             if wl is not None and held_back(state, wl):

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.k8s import podsetinfo
-from connectors.k8s.stored_workload import admitted_not_evicted
+from connectors.k8s.stored_workload import has_condition
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections import gates
@@ -265,10 +265,9 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         return SliceStep()  # a scale-up of a slice that holds quota: a new slice
     if len(live) == 2:
         old, new = live
-        # Kueue reads the stored Workload: an eviction not written yet (it may still be refused) finishes
-        # nothing
-        finish_old = old if (not old[1].reserving or (old[1].condition("Evicted") is not None
-                                                      and not admitted_not_evicted(old[0]))) else None
+        # Kueue finishes the old slice once it holds no quota or its stored Workload has an Evicted condition
+        # (of any status): an eviction not written yet (it may still be refused) finishes nothing
+        finish_old = old if (not old[1].reserving or has_condition(old[0], "Evicted")) else None
         have = counts(new[0])
         if set(have) != set(job_counts):
             return SliceStep(applies=False, finish_old=finish_old)

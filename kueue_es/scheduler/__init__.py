@@ -31,10 +31,11 @@ _EVICTIONS = (ev.WorkloadPreempted, ev.WorkloadEvicted)
 def unrefused(state: ClusterState, batch: list[ev.Decision], now: int) -> list[ev.Decision]:
     """``batch`` without the preemptions and evictions of workloads whose last eviction the connector rejected
     and the fold took back (:attr:`ClusterState.refused_evictions`), until the workload's next event (the
-    watch showing it anew, which also lifts the writer's block) or the refusal's backoff ends (1 s doubling
-    per rejection in a row, at most 1000 s, as Kueue's reconcile is retried): a writer that keeps refusing
-    them does not fill the log, and one whose refusal lifts gets the eviction again. A preemptor waiting for
-    such a victim shows it waits already."""
+    watch showing it anew, which also lifts the writer's block) or the refusal's backoff ends (Kueue's: the
+    scheduling loop's for a preemption, the workload controller's per-item one for any other eviction:
+    :func:`projections.eviction_undo.retry_after`): a writer that keeps refusing them does not make them
+    decided on every turn, and one whose refusal lifts gets the eviction again. (A preemptor of such a victim
+    shows its preemption failed: :func:`kueue_es.scheduler.cycle._preempt`.)"""
     refused = state.refused_evictions
     if not refused or not batch:
         return batch

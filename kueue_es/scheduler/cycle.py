@@ -1026,16 +1026,22 @@ def _scan_after(ctx: CycleContext, e: Entry, requeue_reason: str) -> ev.FlavorSc
 
 
 def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
-    """Preempt the entry's targets (never the slice it replaces, which keeps running until it is admitted)."""
+    """Preempt the entry's targets (never the slice it replaces, which keeps running until it is admitted).
+    A target whose last preemption the apiserver refused, and whose retry is still to come
+    (:attr:`ClusterState.refused_evictions`), is Kueue's failed preemption: with none issued, the preemptor
+    shows that it will retry (``PreemptionFailed``, back on the heap for the next cycle)."""
     state, wl = ctx.state, e.wl
     a = e.assignment
     assert a is not None
-    issued = 0
+    refused, failed = state.refused_evictions, 0
     for t in e.targets:
         victim = t.workload
         if victim.evicted:
             continue
-        issued += 1
+        refusal = refused.get(victim.key) if refused else None
+        if refusal is not None and refusal.retry_at > ctx.now:
+            failed += 1
+            continue
         chosen = t.selection  # ConfigurablePreemptions: the config and rules that chose it, as Kueue v0.20 words it
         out.append(ev.WorkloadPreempted(
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
@@ -1043,8 +1049,14 @@ def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) ->
                      else preemption_message(state, wl, victim, t.reason)),
             preemption_config=chosen.config if chosen is not None else "",
             selected_by=chosen.rules if chosen is not None else (), **base))
-    msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
-    _pending(out, ctx, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
+    shown = a.message + ". " if a.message else ""
+    preempted = len(e.targets) - failed  # issued now or earlier (Kueue counts those under way too)
+    if preempted:
+        _pending(out, ctx, e, "WaitingForPreemptedWorkloads",
+                 shown + f"Pending the preemption of {preempted} workload(s)", "PendingPreemption", base)
+    else:
+        _pending(out, ctx, e, "WaitingForPreemptedWorkloads",
+                 shown + f"Preempting {failed} workload(s) failed, will retry.", "PreemptionFailed", base)
 
 
 def _slice_replaced(e: Entry, base: dict) -> ev.WorkloadSliceReplaced:

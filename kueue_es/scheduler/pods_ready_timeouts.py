@@ -101,11 +101,17 @@ def _first_not_in(clock: DueIndex, skip: dict[str, int]) -> int | None:
 
 
 def next_due(state: ClusterState, config: SchedulerConfig) -> int | None:
-    """The earliest time a workload's timeout runs out (None: none is running)."""
+    """The earliest time a workload's timeout runs out (None: none is running). A workload whose eviction was
+    refused and waits out its backoff (:attr:`ClusterState.refused_evictions`) is left out: its timeout has run
+    out already, and the refusal's own retry wakes the loop (a past-due time would have it tick on every turn)."""
     if not config.pods_ready.enable:
         return None
     own = own_in_force(config)
     skip = state.own_pods_ready_clock.at if own else {}
+    held = ({k: r.retry_at for k, r in state.refused_evictions.items() if r.retry_at > state.time}
+            if state.refused_evictions else {})
+    if held:
+        skip = {**skip, **held}
     times = []
     start = _first_not_in(state.pods_ready_clock, skip)
     if start is not None:
@@ -114,11 +120,11 @@ def next_due(state: ClusterState, config: SchedulerConfig) -> int | None:
     lost = _first_not_in(state.recovery_clock, skip) if recovery is not None else None
     if lost is not None and recovery is not None:
         times.append(lost + recovery)
-    mine = state.own_pods_ready_clock.first() if own else None
+    mine = _first_not_in(state.own_pods_ready_clock, held) if own else None
     if mine is not None:
         times.append(mine)
     unscheduled = unscheduled_ms(config)
-    first = state.unscheduled_clock.first() if unscheduled is not None else None
+    first = _first_not_in(state.unscheduled_clock, held) if unscheduled is not None else None
     if first is not None and unscheduled is not None:
         times.append(first + unscheduled)
     return min(times, default=None)

@@ -442,7 +442,7 @@ async def test_the_multikueue_connector_tells_the_profiles_of_a_worker_answering
             raise Forbidden("Unauthorized" if status == 401 else "forbidden", status)
 
     state = fold(records([[]]))
-    mk = MultiKueueConnector(None, SimpleNamespace(mirror=SimpleNamespace(state=state)),  # type: ignore[arg-type]
+    mk = MultiKueueConnector(None, SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={})),  # type: ignore[arg-type]
                              append=None, retry_s=0.001)
     seen: list[tuple[str, bytes]] = []
     mk.profiles.unauthorized = lambda name, source: seen.append((name, source)) or True  # type: ignore[method-assign]

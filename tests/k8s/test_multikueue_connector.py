@@ -76,7 +76,7 @@ class WorkerClient:
 
 
 def _connector(state, workers: dict[str, WorkerClient]) -> MultiKueueConnector:
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     mk = MultiKueueConnector(ManagerClient(state), journal, append=None)  # type: ignore[arg-type]
     for name, client in workers.items():
         mk.workers[name] = Worker(name, b"kubeconfig", client=client, connected=True)  # type: ignore[arg-type]
@@ -1007,7 +1007,7 @@ async def test_an_owner_that_cannot_be_read_holds_back_only_its_own_workload(tmp
     state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=other.key, obj=other)))
     settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].reserving and state.workloads["default/job-b"].reserving
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     clock = Clock()
     mk = MultiKueueConnector(OwnersManager({"a": error}), journal, append=None,  # type: ignore[arg-type]
                              clock=clock)
@@ -1030,7 +1030,7 @@ async def test_a_pod_owner_is_never_read_for_a_managed_by(tmp_path: Path) -> Non
 
     state = owned_state(tmp_path, "v1", "Pod")
     settle(state, MK_CONFIG, now=START)
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     manager = OwnersManager({"a": NotFound('pods "a" not found', 404)})
     mk = MultiKueueConnector(manager, journal, append=None, clock=Clock())  # type: ignore[arg-type]
     assert await mk._observe_owners(START, [KEY]) == []
@@ -1046,7 +1046,7 @@ async def test_an_owner_not_read_is_forgotten_once_its_workload_is_gone(tmp_path
 
     state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
     settle(state, MK_CONFIG, now=START)
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     clock = Clock()
     mk = MultiKueueConnector(OwnersManager({"a": NotFound('jobsets "a" not found', 404)}), journal,
                              append=None, clock=clock)  # type: ignore[arg-type]
@@ -1068,7 +1068,7 @@ async def test_an_owner_read_failing_again_and_again_is_retried_after_a_doubling
     failures still counted; a read that succeeds forgets them."""
     state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
     settle(state, MK_CONFIG, now=START)
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     clock = Clock()
     manager = OwnersManager({"a": KubeError("Internal error occurred", 500)})
     mk = MultiKueueConnector(manager, journal, append=None, clock=clock)  # type: ignore[arg-type]

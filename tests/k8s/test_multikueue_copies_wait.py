@@ -30,7 +30,7 @@ class Manager:
 
 
 def _connector(state, workers: dict[str, WorkerApi]) -> MultiKueueConnector:
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     mk = MultiKueueConnector(Manager(), journal, append=None)  # type: ignore[arg-type]
     for name, client in workers.items():
         worker = Worker(name, b"kubeconfig", client=client, connected=True)  # type: ignore[arg-type]

@@ -140,7 +140,7 @@ class Manager:
 
 
 def _connector(state, manager: Manager, workers: dict[str, WorkerApi]) -> MultiKueueConnector:
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     mk = MultiKueueConnector(manager, journal, append=None)  # type: ignore[arg-type]
     for name, client in workers.items():
         mk.workers[name] = Worker(name, b"kubeconfig", client=client, connected=True)  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ class Api(WorkerApi):
 
 
 def _connector(state: Any, manager: Api, worker: Api) -> MultiKueueConnector:
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
     mk = MultiKueueConnector(manager, journal, append=None)  # type: ignore[arg-type]
     mk.workers["worker1"] = Worker("worker1", b"kubeconfig", client=worker, connected=True)  # type: ignore[arg-type]
     return mk

@@ -68,9 +68,12 @@ def _admit(mirror: Mirror, name: str, *, evicted: bool = False, granted: dict[st
         for n, c in counts.items()])
     info.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
     info.set_condition("Admitted", "True", "Admitted", "The workload is admitted", 5)
-    if evicted:
+    if evicted:  # the eviction written: the stored Workload shows it too
         info.evicted = "Preempted"
         info.set_condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload", 6)
+        stored = mirror.workloads[f"ns/{name}"]
+        mirror.workloads[f"ns/{name}"] = msgspec.structs.replace(
+            stored, status=msgspec.structs.replace(stored.status, conditions=list(info.conditions)))
 
 
 class Client(watched_jobs.Client):

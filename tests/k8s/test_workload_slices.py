@@ -56,10 +56,11 @@ def _elastic_job(parallelism: int, *, suspend: bool = False, generation: int = 1
 
 
 def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, granted: int | None = None,
-           unshown: bool = False) -> None:
+           stored: tuple[str, ...] | None = None) -> None:
     """``granted``: the pods the admission counts (the spec's count unless given: a partial admission);
-    ``unshown``: the stored Workload still shows it admitted and not evicted (the eviction's write not
-    done)."""
+    ``stored``: the conditions the stored Workload shows (``Type`` True, ``Type=Status`` otherwise), when
+    it differs from the log (an eviction's write not done, or a condition left over); an eviction is written
+    unless given."""
     info = mirror.state.workloads[f"ns/{name}"]
     info.phase = phase
     if phase in (RESERVED, ADMITTED):
@@ -72,13 +73,15 @@ def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, gran
     if evicted:
         info.evicted = "Preempted"
         info.set_condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload", 6)
-    if unshown:
-        stored = mirror.workloads[f"ns/{name}"]
-        conditions = [o.Condition(type=t, status="True", reason=t,
+    if stored is None and evicted:
+        stored = tuple(f"{c.type}={c.status}" for c in info.conditions)
+    if stored is not None:
+        obs = mirror.workloads[f"ns/{name}"]
+        conditions = [o.Condition(type=t, status=s or "True", reason=t,
                                   last_transition_time="2026-01-01T00:00:05Z")
-                      for t in ("QuotaReserved", "Admitted")]
+                      for t, _, s in (c.partition("=") for c in stored)]
         mirror.workloads[f"ns/{name}"] = msgspec.structs.replace(
-            stored, status=msgspec.structs.replace(stored.status, conditions=conditions))
+            obs, status=msgspec.structs.replace(obs.status, conditions=conditions))
 
 
 class Client:
@@ -174,15 +177,22 @@ def test_finished_slices_do_not_count() -> None:
     assert step.keep is not None and step.keep[0].metadata.name == "b" and not step.set_counts
 
 
-@pytest.mark.parametrize(("old_phase", "evicted", "unshown", "finished"), [
-    (ADMITTED, False, False, False), (PENDING, False, False, True), (ADMITTED, True, False, True),
-    (ADMITTED, True, True, False),  # evicted in the log, still admitted as stored (its write may be refused)
+_SHOWN = ("QuotaReserved", "Admitted")
+
+
+@pytest.mark.parametrize(("old_phase", "evicted", "stored", "finished"), [
+    (ADMITTED, False, _SHOWN, False), (PENDING, False, (), True),  # no quota held: finished
+    (ADMITTED, True, (*_SHOWN, "Evicted"), True),
+    (ADMITTED, True, _SHOWN, False),  # evicted in the log, still admitted as stored (its write may be refused)
+    (RESERVED, True, ("QuotaReserved",), False),  # the same for a slice that only holds quota
+    # Kueue finishes it on an Evicted condition of any status, as the stored Workload shows it
+    (ADMITTED, False, (*_SHOWN, "Evicted=False"), True),
 ])
-def test_two_live_slices_the_new_one_is_the_jobs(old_phase: str, evicted: bool, unshown: bool,
+def test_two_live_slices_the_new_one_is_the_jobs(old_phase: str, evicted: bool, stored: tuple[str, ...],
                                                  finished: bool) -> None:
     # one second apart or in the same second: the replacing slice is the newer either way
     _, mirror, _, _ = _setup(_elastic_job(8), _slice("b", 6, replaces="ns/a"), _slice("a", 4))
-    _phase(mirror, "a", old_phase, evicted=evicted, unshown=unshown)
+    _phase(mirror, "a", old_phase, evicted=evicted, stored=stored)
     step = workload_slices.ensure({"main": 8}, _pairs(mirror, "b", "a"))
     assert step.keep is not None and step.keep[0].metadata.name == "b" and step.set_counts
     assert (step.finish_old is not None and step.finish_old[0].metadata.name == "a") is finished
@@ -789,7 +799,7 @@ def test_a_waiting_scale_up_slice_is_finished_with_the_evicted_slice_it_replaces
     assert (atomic.keep[0].metadata.name if atomic.keep else None, atomic.stranded) == (probe, None)
     info = mirror.state.workloads[f"ns/{partial_slice}"]
     info.evicted, info.conditions = "", ()
-    _phase(mirror, partial_slice, ADMITTED, granted=7)
+    _phase(mirror, partial_slice, ADMITTED, granted=7, stored=_SHOWN)
     held = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=True)
     assert (held.keep[0].metadata.name if held.keep else None, held.finish_old, held.stranded) == (probe, None, None)
 

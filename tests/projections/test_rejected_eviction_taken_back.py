@@ -127,7 +127,8 @@ def test_a_rejected_preemption_leaves_the_victim_as_if_it_had_never_been_decided
     assert low.check_states == before.check_states
     assert low == before
     assert list(log.state.refused_evictions) == ["ns/low"]
-    assert log.state.refused_evictions["ns/low"] == eviction_undo.Refusal(off, 1, T0 + 11_000)
+    # a preemption is retried at the preemptor's next cycle: after Kueue's loop backoff, 1 ms at first
+    assert log.state.refused_evictions["ns/low"] == eviction_undo.Refusal(off, 1, T0 + 10_001)
     assert log.state.unconfirmed_evictions == {}
     # the same state as a log where it was never decided (the preemptor still waits, as it did)
     without = Log()
@@ -248,27 +249,40 @@ def _ticks(log: Log, config: SchedulerConfig, start: int, end: int, step: int) -
     return decided
 
 
-def test_a_preemption_refused_for_ever_is_decided_again_after_a_growing_backoff_not_on_every_turn() -> None:
+def _preemptor_shows(log: Log) -> tuple[str, str]:
+    """The end of the preemptor's QuotaReserved message and the requeue reason it was last pending for."""
+    c = log.state.workloads["ns/high"].condition("QuotaReserved")
+    last = next(r.event for r in reversed(log.records)
+                if isinstance(r.event, ev.WorkloadPending) and r.event.key == "ns/high")
+    assert c is not None and c.message == last.message
+    return c.message.rsplit(". ", 1)[-1], last.requeue_reason
+
+
+def test_a_preemption_refused_for_ever_is_decided_again_at_the_scheduling_loop_s_pace_not_on_every_turn() -> None:
+    """Kueue requeues a preemptor whose preemption failed onto the heap (RequeueReasonPreemptionFailed, #7665)
+    and shows "Preempting N workload(s) failed, will retry."; its next cycle comes after the scheduling loop's
+    backoff (1 ms doubling to 100 ms while cycles admit nothing)."""
     config = load_config(CONFIG)
     log = _low_admitted(config)
     log.append(_upsert(HIGH, T0 + 10_000))
     assert _turns(log, config, T0 + 10_000, 50) == 1
     refusal = log.state.refused_evictions["ns/low"]
-    assert (refusal.refusals, refusal.retry_at) == (1, T0 + 11_000)  # 1 s after the rejection
+    assert (refusal.refusals, refusal.retry_at) == (1, T0 + 10_001)  # 1 ms after the rejection
+    assert _preemptor_shows(log) == ("Preempting 1 workload(s) failed, will retry.", "PreemptionFailed")
     records = len(log.records)
-    assert _turns(log, config, T0 + 10_999, 50) == 0
+    assert _turns(log, config, T0 + 10_000, 50) == 0
     assert len(log.records) == records  # quiet before the backoff ends: nothing more is appended
     assert log.state.workloads["ns/low"].phase == "Admitted"
     assert log.state.workloads["ns/high"].phase == "Pending"
-    # with no event of the victim, decided again once the backoff ends, which doubles per rejection in a row:
-    # 1 + 2 + 4 + ... s, so an hour of refusals costs about a dozen writes, at most one per 1000 s after that
-    # (at 11, 13, 17, 25, 41, 73, 137, 265, 521, 1033, 2033 and 3033 s)
-    assert _ticks(log, config, T0 + 11_000, T0 + 11_000 + 3_600_000, 500) == 12
-    assert log.state.refused_evictions["ns/low"].refusals == 13
-    assert _ticks(log, config, T0 + 3_700_000, T0 + 3_700_000 + 3_000_000, 1000) == 3
+    # with no event of the victim, decided again once the backoff ends, which doubles per rejection in a row up
+    # to 100 ms: at 1, 2, 4 ... 64 ms after each rejection (7 retries in the first 128 ms), then every 100 ms
+    assert _ticks(log, config, T0 + 10_001, T0 + 10_128, 1) == 7
+    assert log.state.refused_evictions["ns/low"].refusals == 8
+    assert _ticks(log, config, T0 + 10_128, T0 + 20_228, 10) == 100  # (at 10.228 s, 10.328 s ... 20.128 s)
+    assert _preemptor_shows(log) == ("Preempting 1 workload(s) failed, will retry.", "PreemptionFailed")
     # the watch shows the victim anew (the writer's block lifts): the preemption is decided at once
     low = msgspec.convert(OBJECTS[-1], o.Workload)
-    now = T0 + 6_800_000
+    now = T0 + 20_250
     log.append(ev.ObjectUpserted(time=now, key="ns/low", obj=msgspec.structs.replace(
         low, metadata=msgspec.structs.replace(low.metadata, resource_version="7")), uid="uid-low"))
     assert _turns(log, config, now, 50) == 1
@@ -279,13 +293,14 @@ def test_a_preemption_whose_refusal_lifts_goes_through_after_the_backoff_with_no
     log = _low_admitted(config)
     log.append(_upsert(HIGH, T0 + 10_000))
     assert _turns(log, config, T0 + 10_000, 50) == 1
-    assert next_deadline(log.state, config) == T0 + 11_000  # the live loop is woken for it
-    log.append(ev.ClockTicked(time=T0 + 11_000))
+    assert next_deadline(log.state, config) == T0 + 10_001  # the live loop is woken for it
+    log.append(ev.ClockTicked(time=T0 + 10_001))
     batch = decide(log.state, config)
-    assert [type(d).__name__ for d in batch] == ["WorkloadPreempted"], batch  # (its preemptor shows it waits)
+    assert [type(d).__name__ for d in batch] == ["WorkloadPreempted", "WorkloadPending"], batch
     first = len(log.records)
     log.append(*batch)
-    log.append(ev.DecisionApplied(time=T0 + 11_100, key="ns/low", uid="uid-low", decision=first))
+    assert _preemptor_shows(log) == ("Pending the preemption of 1 workload(s)", "PendingPreemption")
+    log.append(ev.DecisionApplied(time=T0 + 10_100, key="ns/low", uid="uid-low", decision=first))
     assert log.state.workloads["ns/low"].evicted == "Preempted"
     assert "ns/low" not in log.state.refused_evictions
 
@@ -306,12 +321,17 @@ def test_at_most_the_limit_of_evictions_awaiting_their_outcome_is_kept_the_oldes
     config = load_config(CONFIG)
     log = _low_admitted(config)
     wl = log.state.workloads["ns/low"]
-    kept: dict[int, eviction_undo.UnconfirmedEviction] = {}
+    kept = eviction_undo.KeptEvictions()
     for decision in range(eviction_undo.UNDO_LIMIT + 2):
-        eviction_undo.remember(kept,
-                               eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
+        kept.remember(eviction_undo.closed(eviction_undo.opened(decision, wl, None, False), wl))
     assert len(kept) == eviction_undo.UNDO_LIMIT
     assert min(kept) == 2 and max(kept) == eviction_undo.UNDO_LIMIT + 1
+    assert kept.awaits_outcome("ns/low")
+    for decision in range(2, eviction_undo.UNDO_LIMIT + 1):
+        kept.pop(decision)
+    assert kept.awaits_outcome("ns/low")  # its last one still kept
+    kept.pop(eviction_undo.UNDO_LIMIT + 1)
+    assert not kept.awaits_outcome("ns/low") and kept == {}
 
 
 # --- acted on in the cluster before the outcome -------------------------------------------------------------
@@ -338,3 +358,66 @@ def test_an_eviction_whose_provisioning_request_was_deleted_meanwhile_is_not_tak
     assert wl.evicted == "PodsReadyTimeout" and wl.check_states["prov"].state != "Ready"
     assert "default/job-a" not in f.state.refused_evictions
     assert f.state.unconfirmed_evictions == {}
+
+
+def test_an_event_of_the_victim_retries_its_refused_eviction_at_once_but_keeps_the_count() -> None:
+    """controller-runtime forgets a key's failures only once its reconcile succeeds: an event requeues the
+    workload at once, and a refused retry then backs off from where it was, not from 1 s again."""
+    config = load_config({**CONFIG, "waitForPodsReady": {"timeout": "1m"}})
+    log = _low_admitted(config)
+    log.append(ev.ClockTicked(time=T0 + 120_000))
+    assert _turns(log, config, T0 + 120_000, 50) == 1
+    assert _ticks(log, config, T0 + 120_001, T0 + 140_000, 100) == 4  # at 121, 123, 127 and 135 s
+    assert log.state.refused_evictions["ns/low"].refusals == 5  # next at 135 + 16 s
+    now = T0 + 140_000
+    log.append(ev.PodsReadyChanged(time=now, key="ns/low", ready=False, reason="WaitForStart"))
+    assert log.state.refused_evictions["ns/low"].retry_at == now  # lifted at once ...
+    assert _turns(log, config, now, 50) == 1
+    refusal = log.state.refused_evictions["ns/low"]
+    assert (refusal.refusals, refusal.retry_at) == (6, now + 32_000)  # ... and the count kept
+
+
+def test_a_refusal_whose_retry_came_and_went_with_no_eviction_is_forgotten_at_the_next_event() -> None:
+    """No eviction decided at its retry: that reconcile succeeded, and the count goes (as does the refusal of a
+    workload that holds no quota any more)."""
+    config = load_config(CONFIG)
+    log = _low_admitted(config)
+    off = _preempted(log, config)
+    log.append(_rejected(off, time=T0 + 10_000))
+    log.append(ev.ObjectDeleted(time=T0 + 10_000, key="ns/high", kind="Workload"))  # the preemptor goes
+    assert decide(log.state, config, now=T0 + 10_001) == []
+    log.append(ev.PodsReadyChanged(time=T0 + 10_002, key="ns/low", ready=True, reason="PodsReady"))
+    assert "ns/low" not in log.state.refused_evictions
+
+
+@pytest.mark.parametrize("source", ["preemption", "pods-ready-timeout"])
+def test_a_scheduler_turn_between_an_eviction_and_its_rejection_still_takes_it_back(source: str) -> None:
+    """Real runs decide again between a decision and its outcome (the writer's round trip): a turn that decides
+    nothing about the victim leaves the eviction to be taken back, retried after the backoff of its kind.
+    (A turn that acts in the cluster for it: the provisioning case below.)"""
+    if source == "preemption":
+        config = load_config(CONFIG)
+        log = _low_admitted(config)
+        now, wait = T0 + 10_000, 1
+        log.append(_upsert(HIGH, now))
+    else:
+        config = load_config({**CONFIG, "waitForPodsReady": {"timeout": "1m"}})
+        log = _low_admitted(config)
+        now, wait = T0 + 120_000, 1000
+        log.append(ev.ClockTicked(time=now))
+    batch = decide(log.state, config, now=now)
+    first = len(log.records)
+    log.append(*batch)
+    (off,) = [first + i for i, d in enumerate(batch) if isinstance(d, (ev.WorkloadPreempted, ev.WorkloadEvicted))]
+    log.append(ev.ClockTicked(time=now + 100))
+    assert decide(log.state, config, now=now + 100) == []  # the live loop's turn before the outcome
+    assert log.state.unconfirmed_evictions.awaits_outcome("ns/low")
+    log.append(_rejected(off, time=now + 200))
+    low = log.state.workloads["ns/low"]
+    assert low.phase == "Admitted" and not low.evicted
+    assert not log.state.unconfirmed_evictions.awaits_outcome("ns/low")
+    assert log.state.refused_evictions["ns/low"].retry_at == now + 200 + wait
+    assert next_deadline(log.state, config) == now + 200 + wait
+    log.append(ev.ClockTicked(time=now + 200 + wait))
+    again = [d for d in decide(log.state, config) if isinstance(d, (ev.WorkloadPreempted, ev.WorkloadEvicted))]
+    assert [d.key for d in again] == ["ns/low"]

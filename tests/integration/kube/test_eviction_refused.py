@@ -1,8 +1,8 @@
 """On a real apiserver: a preemption whose status write a ValidatingAdmissionPolicy refuses (no Workload of
 the namespace may show Evicted=True) never happens, as in Kueue, whose eviction is that one write. The
 victim's Job keeps running, its Workload stays admitted (in the cluster and in the fold), the preemptor waits,
-and the scheduler decides the preemption again only after a growing backoff, not on every turn: once the
-refusal lifts, it goes through."""
+and the scheduler decides the preemption again at its next cycle after Kueue's scheduling-loop backoff (1 ms
+doubling to 100 ms), not on every turn: once the refusal lifts, it goes through."""
 
 from __future__ import annotations
 
@@ -119,10 +119,11 @@ async def test_a_preemption_the_apiserver_refuses_leaves_the_victim_running_and_
                                for r in await records())
 
                 await eventually(rejected, what="the low Workload's eviction rejected")
-                await asyncio.sleep(4.0)  # many turns of the scheduler; retries after 1 s, then 2 s more
+                await asyncio.sleep(4.0)  # many turns of the scheduler; retries at most every 100 ms after the first
                 recs = await records()
                 refused = [r for r in recs if isinstance(r.event, ev.DecisionRejected) and r.event.key == key]
-                assert 2 <= len(preempted(recs)) <= 4, "not retried after its backoff, or on every turn"
+                # (the backoff allows at most 7 + 40 retries in 4 s; a write's round trip may slow them)
+                assert 5 <= len(preempted(recs)) <= 60, "not retried at the loop's pace, or on every turn"
                 assert REFUSAL in refused[0].event.message
                 # nothing happened: the Job runs, the Workload is admitted, in the cluster and in the fold
                 assert not (await get(kc, "Job", "low", ns))["spec"].get("suspend")
@@ -140,7 +141,7 @@ async def test_a_preemption_the_apiserver_refuses_leaves_the_victim_running_and_
                 return _true(await get(kc, "Workload", low_wl, ns), "Evicted")
 
             await eventually(evicted, timeout=60.0, what="the low Workload evicted once the refusal lifted")
-            assert len(preempted(await records())) <= 8
+            assert len(preempted(await records())) <= 600
 
 
 async def _lifted(kc, ns: str, name: str) -> bool:  # noqa: ANN001
