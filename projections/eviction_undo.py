@@ -18,10 +18,10 @@ anything else happening to the victim, while one that persists costs a write now
 the loop. How long it waits is Kueue's: a preemption is the scheduler's, and Kueue requeues a preemptor whose
 preemption failed straight onto the heap (``RequeueReasonPreemptionFailed``, Kueue #7665), so it is retried at
 the next scheduling cycle, which a loop that admits nothing runs after a backoff of 1 ms doubling to 100 ms
-(Kueue's ``pkg/util/wait``); any other eviction is the workload controller's, whose failed reconcile is
-requeued after controller-runtime's per-item backoff (5 ms doubling to 1000 s there; 1 s doubling to 1000 s
-here, as :func:`projections.create_failures.backoff_ms`). That per-item count is forgotten only once a
-reconcile succeeds, so an event of the workload retries at once but keeps the count (:func:`lifted`).
+(Kueue's ``pkg/util/wait``; to 10 s here, :data:`SCHEDULER_BACKOFF_MS`, as each retry is kept in the log); any
+other eviction is the workload controller's, whose failed reconcile is requeued after controller-runtime's
+per-item backoff (5 ms doubling to 1000 s there; 1 s doubling to 1000 s here, as
+:func:`projections.create_failures.backoff_ms`). That per-item count is forgotten only once a reconcile succeeds, so an event of the workload retries at once but keeps the count (:func:`lifted`).
 
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
@@ -77,15 +77,19 @@ class Refusal(msgspec.Struct, array_like=True, gc=False, frozen=True):
     the time of the workload's next event (:func:`lifted`)."""
 
 
-SCHEDULER_BACKOFF_MS = (1, 100)
-"""The first and the longest wait of Kueue's scheduling loop between cycles that admit nothing (ms): a failed
-preemption's preemptor, requeued onto the heap, is tried again after it."""
+SCHEDULER_BACKOFF_MS = (1, 10_000)
+"""The first and the longest wait before a refused preemption is decided again (ms). The first is Kueue's: its
+scheduling loop waits 1 ms, doubling, between cycles that admit nothing, and a failed preemption's preemptor,
+requeued onto the heap, is tried again then. Kueue stops doubling at 100 ms; kueue-es goes on to 10 s, because
+each retry appends four records to the log: a preemption refused for hours would grow it by some 40 records a
+second at 100 ms, 0.4 at 10 s."""
 
 
 def retry_after(refusals: int, preemption: bool) -> int:
     """How long (ms) after its ``refusals``-th rejection in a row an eviction waits before it is decided again:
-    a preemption the scheduling loop's backoff (1 ms doubling to 100 ms), any other eviction the workload
-    controller's per-item backoff (:func:`projections.create_failures.backoff_ms`: 1 s doubling to 1000 s)."""
+    a preemption the scheduling loop's backoff (1 ms doubling to 10 s, :data:`SCHEDULER_BACKOFF_MS`), any other
+    eviction the workload controller's per-item backoff (:func:`projections.create_failures.backoff_ms`: 1 s
+    doubling to 1000 s)."""
     if preemption:
         first, longest = SCHEDULER_BACKOFF_MS
         return min(first << min(refusals - 1, 16), longest)

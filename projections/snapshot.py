@@ -176,7 +176,7 @@ rejected after it stays folded, as before. 65: the histogram ``pod_scheduling_ga
 from ``SchedulingGateRemoved`` records (in ``metrics``: the layout is version 64's; bumped so that an older
 reader, which would drop its series, refuses the snapshot). 66: whether each eviction awaiting its outcome is a preemption
 (``UnconfirmedEviction.preemption``: a refused one is retried after the scheduling loop's backoff, 1 ms doubling
-to 100 ms, not the workload controller's 1 s doubling to 1000 s), and a refusal kept, lifted, across an event of
+to 10 s, not the workload controller's 1 s doubling to 1000 s), and a refusal kept, lifted, across an event of
 its workload until its retry (its count kept, as controller-runtime's); restored from version 64 or 65, an eviction
 awaiting its outcome reads as the workload controller's (the layout is version 65's plus a trailing field)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,

@@ -261,7 +261,8 @@ def _preemptor_shows(log: Log) -> tuple[str, str]:
 def test_a_preemption_refused_for_ever_is_decided_again_at_the_scheduling_loop_s_pace_not_on_every_turn() -> None:
     """Kueue requeues a preemptor whose preemption failed onto the heap (RequeueReasonPreemptionFailed, #7665)
     and shows "Preempting N workload(s) failed, will retry."; its next cycle comes after the scheduling loop's
-    backoff (1 ms doubling to 100 ms while cycles admit nothing)."""
+    backoff (1 ms doubling while cycles admit nothing; to 100 ms there, to 10 s here, as each retry is kept in
+    the log)."""
     config = load_config(CONFIG)
     log = _low_admitted(config)
     log.append(_upsert(HIGH, T0 + 10_000))
@@ -275,14 +276,18 @@ def test_a_preemption_refused_for_ever_is_decided_again_at_the_scheduling_loop_s
     assert log.state.workloads["ns/low"].phase == "Admitted"
     assert log.state.workloads["ns/high"].phase == "Pending"
     # with no event of the victim, decided again once the backoff ends, which doubles per rejection in a row up
-    # to 100 ms: at 1, 2, 4 ... 64 ms after each rejection (7 retries in the first 128 ms), then every 100 ms
+    # to 10 s: at 1, 2, 4 ... 64 ms after each rejection (7 retries in the first 128 ms), then 128 ms ... 8.192 s
     assert _ticks(log, config, T0 + 10_001, T0 + 10_128, 1) == 7
     assert log.state.refused_evictions["ns/low"].refusals == 8
-    assert _ticks(log, config, T0 + 10_128, T0 + 20_228, 10) == 100  # (at 10.228 s, 10.328 s ... 20.128 s)
+    # due at 10.255, 10.514, 11.030, 12.062, 14.116, 18.214 s; seen at the next 10 ms tick
+    assert _ticks(log, config, T0 + 10_128, T0 + 20_228, 10) == 6
+    # then 8.192 s (due 26.410 s), and every 10 s after: one tick a second sees 27.228, 37.228, 47.228, 57.228 s
+    assert _ticks(log, config, T0 + 20_228, T0 + 60_228, 1_000) == 4
+    assert log.state.refused_evictions["ns/low"].retry_at == T0 + 67_228
     assert _preemptor_shows(log) == ("Preempting 1 workload(s) failed, will retry.", "PreemptionFailed")
     # the watch shows the victim anew (the writer's block lifts): the preemption is decided at once
     low = msgspec.convert(OBJECTS[-1], o.Workload)
-    now = T0 + 20_250
+    now = T0 + 60_250
     log.append(ev.ObjectUpserted(time=now, key="ns/low", obj=msgspec.structs.replace(
         low, metadata=msgspec.structs.replace(low.metadata, resource_version="7")), uid="uid-low"))
     assert _turns(log, config, now, 50) == 1
