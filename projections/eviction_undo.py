@@ -21,7 +21,8 @@ the next scheduling cycle, which a loop that admits nothing runs after a backoff
 (Kueue's ``pkg/util/wait``; to 10 s here, :data:`SCHEDULER_BACKOFF_MS`, as each retry is kept in the log); any
 other eviction is the workload controller's, whose failed reconcile is requeued after controller-runtime's
 per-item backoff (5 ms doubling to 1000 s there; 1 s doubling to 1000 s here, as
-:func:`projections.create_failures.backoff_ms`). That per-item count is forgotten only once a reconcile succeeds, so an event of the workload retries at once but keeps the count (:func:`lifted`).
+:func:`projections.create_failures.backoff_ms`). That per-item count is forgotten only once a reconcile succeeds,
+so an event of the workload retries at once but keeps the count (:func:`lifted`).
 
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
