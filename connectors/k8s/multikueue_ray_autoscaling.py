@@ -44,8 +44,9 @@ from projections.admissionchecks import MULTIKUEUE_CONTROLLER
 GATE = gates.MULTIKUEUE_RAY_IN_TREE_AUTOSCALING
 RUNTIME_SIZES_ANNOTATION = "kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes"
 """The worker's per-worker-group pod counts, recorded on the manager's object."""
-GENERATION_ANNOTATION = "kueue.x-k8s.io/raycluster-generation"
-"""The revision (``<uid>-<generation>``) of the worker object the counts were read from."""
+GENERATION_ANNOTATION = raycluster.GENERATION_ANNOTATION
+"""The revision (``<uid>-<generation>``) of the worker object the counts were read from; the manager's slice names
+are hashed over it too (:func:`connectors.k8s.raycluster.slice_name_extra`)."""
 
 RAYCLUSTER = ("ray.io/v1", "RayCluster")
 RAYJOB = ("ray.io/v1", "RayJob")

@@ -70,6 +70,10 @@ class ComparedUnlessSliced(WatchedJobIntegration[Any]):
     def job_pod_sets(self, job: Any, *, generated: bool) -> list[o.PodSet] | None:
         return None if self.sliced(job) else self.K.job_pod_sets(job)
 
+    def slice_version(self, job: Any) -> str:
+        """The generation and the recorded cluster revision (:func:`connectors.k8s.raycluster.slice_name_extra`)."""
+        return rc.slice_name_extra(job.metadata.generation, job.metadata.annotations)
+
 
 class OnRayCluster(ComparedUnlessSliced):
     """A Ray kind that runs on a RayCluster KubeRay makes for it (RayJob, RayService), with a list+watch of the
