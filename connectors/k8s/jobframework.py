@@ -376,6 +376,11 @@ class JobReconciler(Generic[J]):
         """The pod set one of the job's pods counts against."""
         return workload_slices.pod_set_label(pod)
 
+    def slice_version(self, job: J) -> int | str:
+        """What the job's slice names are hashed over (:func:`connectors.k8s.workload_slices.slice_name`): its
+        generation, unless the kind says more (Kueue's ``ElasticWorkloadNameProvider``)."""
+        return job.metadata.generation
+
     def slice_pods_version(self, job: J) -> str:
         """Besides the job's version, what changes when its pods do (a RayJob's: its RayCluster's version)."""
         return ""
@@ -699,11 +704,10 @@ class JobReconciler(Generic[J]):
         (:func:`connectors.k8s.workload_slices.probe_level`); ``owned``: the job's slices, a name one of them has
         not taken again (:func:`connectors.k8s.workload_slices.fresh_name_extra`)."""
         meta, kind, group = job.metadata, self.RESOURCE.kind, self.RESOURCE.group
-        short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
-        name = workload_slices.slice_name(kind, group, meta.name, meta.uid, meta.generation, short=short,
-                                          probe=probe)
-        extra = workload_slices.fresh_name_extra(meta.generation, probe, name, owned)
-        return workload_slices.slice_name(kind, group, meta.name, meta.uid, meta.generation, short=short,
+        short, version = self.state.gate(gates.SHORT_WORKLOAD_NAMES), self.slice_version(job)
+        name = workload_slices.slice_name(kind, group, meta.name, meta.uid, version, short=short, probe=probe)
+        extra = workload_slices.fresh_name_extra(version, probe, name, owned)
+        return workload_slices.slice_name(kind, group, meta.name, meta.uid, version, short=short,
                                           extra=extra) if extra else name
 
     async def _finish_out_of_sync(self, job: J, wl: WorkloadInfo) -> None:

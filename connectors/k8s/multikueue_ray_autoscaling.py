@@ -20,7 +20,7 @@ groups' sizes (:func:`worker_owns_replicas`). Each sync of its workload, while t
   not made yet).
 
 The manager's pod counts then follow the annotation (:func:`reflected_counts`, read only for an object whose
-``spec.managedBy`` is MultiKueue's): each worker group named there takes its count (a malformed annotation is
+``spec.managedBy`` is MultiKueue's): each pod set named there takes its count (a malformed annotation is
 ignored), so the manager's elastic slices grow (a new slice) and shrink (in place) with the worker's autoscaler.
 When the manager suspends the object (eviction, preemption, requeue), the counts' annotation is removed in the
 same write (:func:`cleared_on_stop`), so its next admission reserves the spec's counts. Gate off: none of this; the
@@ -44,8 +44,9 @@ from projections.admissionchecks import MULTIKUEUE_CONTROLLER
 GATE = gates.MULTIKUEUE_RAY_IN_TREE_AUTOSCALING
 RUNTIME_SIZES_ANNOTATION = "kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes"
 """The worker's per-worker-group pod counts, recorded on the manager's object."""
-GENERATION_ANNOTATION = "kueue.x-k8s.io/raycluster-generation"
-"""The revision (``<uid>-<generation>``) of the worker object the counts were read from."""
+GENERATION_ANNOTATION = raycluster.GENERATION_ANNOTATION
+"""The revision (``<uid>-<generation>``) of the worker object the counts were read from; the manager's slice names
+are hashed over it too (:func:`connectors.k8s.raycluster.slice_name_extra`)."""
 
 RAYCLUSTER = ("ray.io/v1", "RayCluster")
 RAYJOB = ("ray.io/v1", "RayJob")
@@ -153,8 +154,9 @@ def cleared_on_stop(gate_on: bool, patch: dict[str, Any], local: dict[str, Any])
 
 def reflected_counts(gate_on: bool, managed_by: str | None, annotations: dict[str, str],
                      counts: dict[str, int]) -> dict[str, int]:
-    """``counts`` (an object's pod counts by pod set) with each worker group's taken from the reflected annotation,
-    on a manager (``managed_by`` MultiKueue's) with the gate on; else ``counts`` as they are."""
+    """``counts`` (an object's pod counts by pod set) with each one's named in the reflected annotation taken from
+    it (not negative; the head's too, should a hand-edited value name it: Kueue's ``applyRuntimeCountsAnnotation``
+    excludes none), on a manager (``managed_by`` MultiKueue's) with the gate on; else ``counts`` as they are."""
     if not gate_on or managed_by != MULTIKUEUE_CONTROLLER:
         return counts
     reflected = decode(annotations.get(RUNTIME_SIZES_ANNOTATION))
@@ -162,6 +164,6 @@ def reflected_counts(gate_on: bool, managed_by: str | None, annotations: dict[st
         return counts
     out = dict(counts)
     for name, count in reflected.items():
-        if name in out and name != raycluster.HEAD and count >= 0:
+        if name in out and count >= 0:
             out[name] = count
     return out

@@ -57,6 +57,9 @@ READY = "ready"
 """KubeRay's ``ready`` cluster state."""
 CLUSTER_LABEL = "ray.io/cluster"
 """KubeRay's label naming the RayCluster a pod belongs to."""
+GENERATION_ANNOTATION = "kueue.x-k8s.io/raycluster-generation"
+"""The revision of the RayCluster a Ray object's worker counts were read from, recorded on the object (under
+MultiKueue's ``MultiKueueRayInTreeAutoscaling``: ``<uid>-<generation>`` of the worker's cluster)."""
 
 
 class WorkerGroupSpec(o.View):
@@ -265,6 +268,15 @@ def autoscaled_counts(spec: RayClusterSpec, live: RayCluster | None) -> dict[str
         if group.replicas is not None:
             out[name] = group_count(group)
     return out
+
+
+def slice_name_extra(generation: int, annotations: dict[str, str]) -> str:
+    """What an elastic Ray object's (RayCluster, RayJob, RayService) slice names are hashed over: its generation,
+    then ``_`` and the recorded cluster revision (:data:`GENERATION_ANNOTATION`) when it has one, as Kueue's
+    ``GetWorkloadNameExtraPart`` does: a resize reflected in annotations leaves the generation as it was, and the
+    new slice still gets a name of its own."""
+    revision = annotations.get(GENERATION_ANNOTATION)
+    return f"{generation}_{revision}" if revision else str(generation)
 
 
 def pod_selector(cluster: RayCluster) -> str:

@@ -108,27 +108,29 @@ def pod_slice_name(state: object, obs: o.Workload) -> str | None:
     return obs.metadata.annotations.get(SLICE_NAME_ANNOTATION) or obs.metadata.name
 
 
-def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, short: bool = False,
+def slice_name(kind: str, group: str, name: str, uid: str, version: int | str, *, short: bool = False,
                probe: int | None = None, extra: str = "") -> str:
-    """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the generation too; a
-    scale-up probe's (``probe``: the pods granted so far, :func:`probe_level`) over
-    ``<generation>-scale-up-probe-<probe>``; ``extra`` (:func:`fresh_name_extra`), when given, over that."""
-    return owner_workload_name(kind, group, name, uid, short=short, extra=extra or name_extra(generation, probe))
+    """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the object's ``version``
+    too (its generation; a Ray object's with its cluster revision,
+    :func:`connectors.k8s.raycluster.slice_name_extra`); a scale-up probe's (``probe``: the pods granted so far,
+    :func:`probe_level`) over ``<version>-scale-up-probe-<probe>``; ``extra`` (:func:`fresh_name_extra`), when
+    given, over that."""
+    return owner_workload_name(kind, group, name, uid, short=short, extra=extra or name_extra(version, probe))
 
 
-def name_extra(generation: int, probe: int | None = None) -> str:
+def name_extra(version: int | str, probe: int | None = None) -> str:
     """What a slice's name is hashed over besides the object (:func:`slice_name`)."""
-    return str(generation) if probe is None else f"{generation}-{SCALE_UP_PROBE}-{probe}"
+    return str(version) if probe is None else f"{version}-{SCALE_UP_PROBE}-{probe}"
 
 
-def fresh_name_extra(generation: int, probe: int | None, named: str, owned: Sequence[Slice]) -> str:
+def fresh_name_extra(version: int | str, probe: int | None, named: str, owned: Sequence[Slice]) -> str:
     """What a new slice's name is hashed over when ``named`` (its usual name, :func:`name_extra`) is taken by one of
     the Job's slices (``owned``: a Job readmitted after its slices were finished at this generation, and its
     probes): the usual extra followed by ``-readmit-<number of slices the Job has>``, the same on a retry, another
     once the slice is made. Empty (the usual name) otherwise."""
     if all(obs.metadata.name != named for obs, _ in owned):
         return ""
-    return f"{name_extra(generation, probe)}-{READMIT}-{len(owned)}"
+    return f"{name_extra(version, probe)}-{READMIT}-{len(owned)}"
 
 
 def not_finished(owned: Sequence[Slice]) -> list[Slice]:

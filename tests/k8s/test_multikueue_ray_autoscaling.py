@@ -87,8 +87,8 @@ def test_the_managers_pod_counts_follow_the_annotation_under_the_gate_on_a_manag
     annotations = {mka.RUNTIME_SIZES_ANNOTATION: json.dumps([{"name": "workers", "count": 6},
                                                               {"name": "head", "count": 4},
                                                               {"name": "gone", "count": 9}])}
-    assert mka.reflected_counts(True, MK, annotations, counts) == {"head": 1, "workers": 6}, \
-        "worker groups only, those the object has"
+    assert mka.reflected_counts(True, MK, annotations, counts) == {"head": 4, "workers": 6}, \
+        "every pod set named that the object has, head too (Kueue's applyRuntimeCountsAnnotation)"
     assert mka.reflected_counts(False, MK, annotations, counts) == counts, "gate off"
     assert mka.reflected_counts(True, None, annotations, counts) == counts, "not a manager's object"
     assert mka.reflected_counts(True, MK, {mka.RUNTIME_SIZES_ANNOTATION: "{oops"}, counts) == counts, "malformed"

@@ -340,6 +340,45 @@ async def test_a_manager_rayjobs_counts_follow_the_worker_counts_recorded_on_it_
         ("head", 1), ("workers", 4), ("submitter", 1)]
 
 
+def _named_over(kind: str, name: str, uid: str, extra: str) -> str:
+    digest = hashlib.sha1(f"{kind}\nray.io\n{name}\n{uid}\n{extra}".encode()).hexdigest()[:5]
+    return f"{kind.lower()}-{name}-{digest}"
+
+
+@pytest.mark.asyncio
+async def test_a_manager_rayjobs_new_slice_is_named_over_its_generation_and_the_recorded_revision() -> None:
+    """Kueue's ``GetWorkloadNameExtraPart`` (``raycluster/common.go``, RayJob's ElasticWorkloadNameProvider): the
+    slice name is hashed over ``<generation>_<kueue.x-k8s.io/raycluster-generation>``. The reflected resize leaves
+    the RayJob's generation as it was, so the admitted slice holds the name of generation 1 alone, and the new one
+    takes Kueue's name, not a readmission's."""
+    raw = _raw_job(2)
+    raw["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    raw["metadata"]["annotations"].update(RECORDED)
+    config = {**JOB_ON, "featureGates": {"MultiKueueRayInTreeAutoscaling": True}}
+    integ, mirror, _, client = _job_setup(raw, _job_slice(_job_slice_name(1), 2), config=config)
+    _admit(mirror, _job_slice_name(1))
+    await integ.reconcile("ns/job")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _named_over("RayJob", "job", JOB_UID, "1_child-uid-3")
+    assert body["metadata"]["annotations"][REPLACES] == f"ns/{_job_slice_name(1)}"
+
+
+@pytest.mark.asyncio
+async def test_a_manager_rayclusters_new_slice_is_named_over_its_generation_and_the_recorded_revision() -> None:
+    """The same for a RayCluster handed to MultiKueue (KEP-13243: both kinds fold the revision into the name; the
+    Ray MultiKueue adapter computes the RayCluster's slice name with the same extra)."""
+    raw = _raw(2)
+    raw["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    raw["metadata"]["annotations"].update(RECORDED)
+    integ, mirror, _, client = _setup(raw, _slice(_slice_name(1), 2),
+                                      config={**ON, "featureGates": {"MultiKueueRayInTreeAutoscaling": True}})
+    _admit(mirror, _slice_name(1))
+    await integ.reconcile("ns/rc")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _named_over("RayCluster", "rc", UID, "1_child-uid-3")
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("head", 1), ("workers", 4)]
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("gate", [True, False])
 async def test_a_manager_rayclusters_counts_follow_the_worker_counts_recorded_on_it_under_the_gate(
@@ -425,6 +464,19 @@ async def test_an_autoscaled_rayservice_scales_up_through_a_new_slice_as_its_act
     integ.dirty.clear()
     integ._cluster_changed({"ns/svc-rc"})
     assert integ.dirty == {"ns/svc"}
+
+
+@pytest.mark.parametrize(("revision", "extra"), [("7", "1_7"), ("", "1"), (None, "1")])
+def test_a_rayservices_slices_are_named_over_its_generation_and_any_recorded_revision(
+        revision: str | None, extra: str) -> None:
+    """RayService is Kueue's third ``ElasticWorkloadNameProvider`` over ``GetWorkloadNameExtraPart``: an empty
+    revision counts as none."""
+    raw = _raw_service(2)
+    if revision is not None:
+        raw["metadata"]["annotations"]["kueue.x-k8s.io/raycluster-generation"] = revision
+    integ, _, _ = watched_jobs.integration(RayServiceIntegration, raw, config=SVC_ON)
+    service = integ.known["ns/svc"]
+    assert integ._slice_name(service) == _named_over("RayService", "svc", SVC_UID, extra)
 
 
 

@@ -6,7 +6,8 @@ plays the Ray autoscaler there, raising the copy's worker replicas. The manager 
 RayCluster as annotations (its spec untouched), its pod counts follow, so a new slice is made, admitted on the
 worker in the old one's place, and the copy — the same object, never resized by the manager — names it. Gate off,
 the manager owns the sizes: the copy is put back to the manager's and nothing is recorded. An elastic RayJob's
-counts are read from the RayCluster KubeRay made for its copy on the worker (the test plays KubeRay)."""
+counts are read from the RayCluster KubeRay made for its copy on the worker (the test plays KubeRay). The new
+slice's name is hashed over ``<generation>_<recorded revision>`` (Kueue's ``GetWorkloadNameExtraPart``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from test_multikueue_elastic_jobs import SLICE_FOR, _slices
 
 from connectors.k8s.multikueue_identifiers import workload_name_of
 from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS
+from connectors.k8s.workload_slices import slice_name
 
 pytestmark = pytest.mark.kube
 SIZES = "kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes"
@@ -89,6 +91,9 @@ async def test_the_workers_autoscaler_resizes_and_the_manager_follows(
 
         scaled = await eventually(new_slice, timeout=60, what="the scale-up's new slice")
         name = scaled["metadata"]["name"]
+        meta = manager["metadata"]
+        assert name == slice_name("RayCluster", "ray.io", "mk-autoscaled", meta["uid"],
+                                  f"{meta['generation']}_{meta['annotations'][REVISION]}")
         assert scaled["metadata"]["annotations"][SLICE_FOR] == f"{c.ns}/{first}"
         assert [p["count"] for p in scaled["spec"]["podSets"]] == [1, 2]
         await mk._admitted_on_worker(c, name, "the new slice to be admitted on the worker")
@@ -175,6 +180,9 @@ async def test_a_rayjobs_counts_are_read_from_its_cluster_on_the_worker(
 
         scaled = await eventually(new_slice, timeout=60, what="the scale-up's new slice")
         assert [p["count"] for p in scaled["spec"]["podSets"]] == [1, 2]
+        meta = manager["metadata"]
+        assert scaled["metadata"]["name"] == slice_name("RayJob", "ray.io", "mk-autoscaled-job", meta["uid"],
+                                                        f"{meta['generation']}_{meta['annotations'][REVISION]}")
         await mk._admitted_on_worker(c, scaled["metadata"]["name"], "the new slice to be admitted on the worker")
         await eventually(lambda: copy_on(scaled["metadata"]["name"]), timeout=60,
                          what="the RayJob's copy to name the new slice")
