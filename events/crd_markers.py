@@ -1,5 +1,6 @@
-"""Enums, bounds and required fields Kueue's CRDs put on single fields (``+kubebuilder:validation:Enum``,
-``MaxLength``, ``Minimum``, ``MaxItems``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once:
+"""Enums, bounds, patterns, list types and required fields Kueue's CRDs put on single fields
+(``+kubebuilder:validation:Enum``, ``MaxLength``, ``MinLength``, ``Pattern``, ``Minimum``, ``MaxItems``,
+``MaxProperties``, ``+listType``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once:
 :mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's
 refuses, and :func:`errors` refuses the same values on import and in the validating webhooks, in the
 apiserver's words. A path is the wire's (camelCase), ``[]`` standing for every item of a list.
@@ -10,16 +11,22 @@ of their range too, found by walking the kind's view."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any, NamedTuple
 
+import msgspec
 import msgspec.inspect as mi
 
 from events import objects as o
 from events.field_errors import go_quote, not_supported, too_long, too_many
 
 ADMISSION_CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_SUBDOMAIN = rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$"
+LABEL_KEY = rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+"""Kueue's patterns for a DNS subdomain and a label key, as its CRDs write them."""
 ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
 
 
@@ -31,6 +38,14 @@ class Marker(NamedTuple):
     """The field must be given (with its parent object, if nested)."""
     minimum: int | None = None
     max_items: int | None = None
+    min_length: int | None = None
+    pattern: str | None = None
+    """The field's regular expression, anchored, as the CRD states it."""
+    max_properties: int | None = None
+    value_max_length: int | None = None
+    """A map's: the longest each of its values may be (``MaxLength`` on the map's value type)."""
+    list_keys: tuple[str, ...] | None = None
+    """A list's ``+listType``: ``()`` a set (each item once), else a map keyed by these fields."""
 
 
 _TOPOLOGY_REQUEST = "spec.podSets[].topologyRequest"
@@ -52,6 +67,17 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
     ),
     "ClusterQueue": (Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),),
     "WorkloadPriorityClass": (Marker("value", required=True), Marker("description", max_length=2048)),
+    "ProvisioningRequestConfig": (  # no minimum on the retry strategy: Kueue's CRD takes a negative value
+        Marker("spec.provisioningClassName", required=True, max_length=253, min_length=1, pattern=DNS_SUBDOMAIN),
+        Marker("spec.parameters", max_properties=100, value_max_length=255),
+        Marker("spec.managedResources", max_items=100, list_keys=()),
+        Marker("spec.podSetUpdates.nodeSelector", max_items=8, list_keys=("key",)),
+        Marker("spec.podSetUpdates.nodeSelector[].key", required=True, max_length=317, min_length=1,
+               pattern=LABEL_KEY),
+        Marker("spec.podSetUpdates.nodeSelector[].valueFromProvisioningClassDetail", required=True,
+               max_length=32768, min_length=1),
+        Marker("spec.podSetMergePolicy", enum=o.POD_SET_MERGE_POLICIES),
+    ),
 }
 """Per kind, in the order the apiserver reports the fields (the schema's)."""
 
@@ -67,6 +93,10 @@ def errors(kind: str, data: Mapping[str, Any], *, required: bool = True,
         for at, parent in _parents(data, marker.path.split(".")[:-1], ""):
             out += _field_errors(marker, at, parent, required)
     out += _format_errors(kind, data)
+    for marker in MARKERS.get(kind, ()):  # the list types' after the schema's, as the apiserver checks them
+        if marker.list_keys is not None:
+            for at, parent in _parents(data, marker.path.split(".")[:-1], ""):
+                out += _duplicates(marker, at, parent)
     return [e for e in out if e not in ratcheted]
 
 
@@ -83,6 +113,7 @@ def ratcheted(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> froz
         for at, parent in _parents(old, steps, ""):
             if at in now and now[at].get(name, _ABSENT) == parent.get(name, _ABSENT):
                 kept.update(_field_errors(marker, at, parent, True))
+                kept.update(_duplicates(marker, at, parent))
     kept.update(set(_format_errors(kind, old)) & set(_format_errors(kind, new)))  # they show path and value
     return frozenset(kept)
 
@@ -99,14 +130,50 @@ def _field_errors(marker: Marker, at: str, parent: Mapping[str, Any], required: 
     value, out = parent[name], []
     if marker.enum and value not in marker.enum:
         out.append(f"field `{path}`: {not_supported(go_quote(str(value)), marker.enum)}")
-    if marker.max_length is not None and isinstance(value, str) and len(value) > marker.max_length:
-        out.append(f"field `{path}`: {too_long(marker.max_length)}")
+    if isinstance(value, str):
+        if marker.max_length is not None and len(value) > marker.max_length:
+            out.append(f"field `{path}`: {too_long(marker.max_length)}")
+        if marker.min_length is not None and len(value) < marker.min_length:
+            out.append(f"field `{path}`: Invalid value: {go_quote(value)}: {path} in body should be at least "
+                       f"{marker.min_length} chars long")
+        if marker.pattern is not None and not re.search(marker.pattern, value):
+            out.append(f"field `{path}`: Invalid value: {go_quote(value)}: {path} in body should match "
+                       f"'{marker.pattern}'")
     if marker.minimum is not None and isinstance(value, int) and value < marker.minimum:
         out.append(f"field `{path}`: Invalid value: {value}: {path} in body should be greater than or equal "
                    f"to {marker.minimum}")
     if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
         out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
+    if isinstance(value, Mapping):
+        if marker.max_properties is not None and len(value) > marker.max_properties:
+            out.append(f"field `{path}`: {too_many(len(value), marker.max_properties)}")
+        if marker.value_max_length is not None:
+            out += [f"field `{path}.{key}`: {too_long(marker.value_max_length)}" for key in sorted(value)
+                    if isinstance(value[key], str) and len(value[key]) > marker.value_max_length]
     return out
+
+
+def _duplicates(marker: Marker, at: str, parent: Mapping[str, Any]) -> list[str]:
+    """The items of a set or map list (``marker.list_keys``) given again after their first, in the apiserver's
+    words: a set's item quoted, a map's keys as the JSON object of them (as Kubernetes 1.36 writes it)."""
+    name = marker.path.rsplit(".", 1)[-1]
+    items = parent.get(name)
+    if marker.list_keys is None or not isinstance(items, list):
+        return []
+    path = f"{at}.{name}" if at else name
+    seen: set[str] = set()
+    out = []
+    for i, item in enumerate(items):
+        if marker.list_keys:
+            fields = item if isinstance(item, Mapping) else {}
+            shown = msgspec.json.encode({k: fields.get(k) for k in sorted(marker.list_keys)}).decode()
+        else:
+            shown = go_quote(item) if isinstance(item, str) else str(item)
+        if shown in seen:
+            out.append(f"field `{path}[{i}]`: Duplicate value: {shown}")
+        seen.add(shown)
+    return out
+
 
 
 _INT_RANGES = {"int32": range(-(2**31), 2**31), "int64": range(-(2**63), 2**63)}
@@ -187,7 +254,14 @@ def apply(kind: str, schema: dict[str, Any]) -> None:
         field = node["properties"][name]
         if marker.enum:
             field["enum"] = list(marker.enum)
-        for key, bound in (("maxLength", marker.max_length), ("minimum", marker.minimum),
-                           ("maxItems", marker.max_items)):
+        for key, bound in (("maxLength", marker.max_length), ("minLength", marker.min_length),
+                           ("pattern", marker.pattern), ("minimum", marker.minimum),
+                           ("maxItems", marker.max_items), ("maxProperties", marker.max_properties)):
             if bound is not None:
                 field[key] = bound
+        if marker.value_max_length is not None:
+            field["additionalProperties"]["maxLength"] = marker.value_max_length
+        if marker.list_keys is not None:
+            field["x-kubernetes-list-type"] = "map" if marker.list_keys else "set"
+            if marker.list_keys:
+                field["x-kubernetes-list-map-keys"] = list(marker.list_keys)

@@ -668,8 +668,6 @@ def _validate_shape(obj: o.KObject, where: str, *, stored: bool = True) -> None:
             _validate_claim_template(obj, where)
         case o.ResourceSlice():
             _check_resource_slice(obj.spec, where)
-        case o.ProvisioningRequestConfig():
-            validate_provisioning_config(obj.spec, where)
         case o.PreemptionConfig():
             object_rules.refuse_all(preemption_config_errors(obj.spec), where)
         case o.MultiKueueCluster():
@@ -946,31 +944,6 @@ def _workload_tas_errors(wl: o.Workload) -> list[str]:
     errors += [f"field `status.unhealthyNodes[{i}].name` must not be empty" for i, node in enumerate(nodes)
                if not node.name]
     return errors
-
-
-def validate_provisioning_config(spec: o.ProvisioningRequestConfigSpec, where: str) -> None:
-    """The bounds Kueue's CRD puts on a ProvisioningRequestConfig."""
-    if not spec.provisioning_class_name:
-        raise InvalidInput(f"{where}: field `spec.provisioningClassName` is required")
-    if len(spec.provisioning_class_name) > 253:
-        raise InvalidInput(f"{where}: field `spec.provisioningClassName` must be at most 253 characters")
-    if len(spec.parameters) > 100:
-        raise InvalidInput(f"{where}: field `spec.parameters` must have at most 100 entries")
-    for k in sorted(spec.parameters):
-        if len(spec.parameters[k]) > 255:
-            raise InvalidInput(f"{where}: field `spec.parameters.{k}` must be at most 255 characters")
-    if len(spec.managed_resources) > 100:
-        raise InvalidInput(f"{where}: field `spec.managedResources` must have at most 100 items")
-    if spec.pod_set_merge_policy is not None and spec.pod_set_merge_policy not in o.POD_SET_MERGE_POLICIES:
-        raise InvalidInput(f"{where}: field `spec.podSetMergePolicy`: must be "
-                           f"{' or '.join(o.POD_SET_MERGE_POLICIES)}, not {spec.pod_set_merge_policy!r}")
-    rs = spec.retry_strategy
-    if rs is not None:
-        for fname in ("backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds"):
-            if getattr(rs, fname) < 0:
-                raise InvalidInput(f"{where}: field `spec.retryStrategy.{_camel(fname)}` must be >= 0")
-    if spec.pod_set_updates is not None and len(spec.pod_set_updates.node_selector) > 8:
-        raise InvalidInput(f"{where}: field `spec.podSetUpdates.nodeSelector` must have at most 8 items")
 
 
 def validate_multikueue_cluster(spec: o.MultiKueueClusterSpec, where: str) -> None:

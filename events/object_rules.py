@@ -135,7 +135,7 @@ def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()
             markers = crd_markers.errors("WorkloadPriorityClass", msgspec.to_builtins(obj), required=False,
                                          ratcheted=ratcheted)
             refuse_all(markers, where, crd=True)
-        case _:  # an integer out of its format's range (a ProvisioningRequestConfig's retry strategy)
+        case _:  # a ProvisioningRequestConfig's markers; an integer out of its format's range
             kind = type(obj).__struct_config__.tag
             markers = crd_markers.errors(kind, msgspec.to_builtins(obj), required=False, ratcheted=ratcheted)
             refuse_all(markers, where, crd=True)
@@ -651,7 +651,7 @@ def document_errors(doc: Mapping[str, Any], *, ratcheted: frozenset[str] = froze
     kind, spec, status = doc.get("kind"), _mapping(doc.get("spec")), _mapping(doc.get("status"))
     if kind == "ResourceFlavor":
         return _toleration_field_errors(spec.get("tolerations"), "spec.tolerations")
-    if kind == "WorkloadPriorityClass":
+    if kind in ("WorkloadPriorityClass", "ProvisioningRequestConfig"):
         return crd_markers.errors(kind, doc, ratcheted=ratcheted)
     errors: list[str] = []
     if kind == "Workload":

@@ -51,6 +51,7 @@ from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.resources import LEADER_WORKER_SETS, RAYCLUSTERS, Resource
 from connectors.k8s.stored_workload import shows
 from events import objects as o
+from events.message_limits import CONDITION_MESSAGE_BYTES, truncate_message
 from events.timefmt import format_time
 from kueue_es.scheduler import multikueue_slices
 from kueue_es.scheduler.multikueue import (
@@ -717,16 +718,15 @@ DEACTIVATION_TARGET = "DeactivationTarget"
 EVICTED_ON_MANAGER = "EvictedOnManagerCluster"
 """Kueue's DeactivationTarget reason for a copy whose workload the manager evicted; the worker's Kueue evicts it
 with ``DeactivatedDueToEvictedOnManagerCluster``."""
-CONDITION_MESSAGE_LIMIT = 32 * 1024
-"""The longest condition message the API takes (Kueue truncates the message it sets to it)."""
 
 
 def deactivation_patch(raw: dict[str, Any], message: str, now: str) -> dict[str, Any] | None:
     """The merge patch of a copy's status that adds Kueue's DeactivationTarget True (``EvictedOnManagerCluster``,
-    ``message``) to its conditions, the others as they are (None: it shows it so already)."""
+    ``message``, cut as Kueue cuts a condition's message) to its conditions, the others as they are (None: it shows it
+    so already)."""
     status = raw.get("status") or {}
     conditions = list(status.get("conditions") or [])
-    message = message[:CONDITION_MESSAGE_LIMIT]
+    message = truncate_message(message, CONDITION_MESSAGE_BYTES)
     current = next((c for c in conditions if c.get("type") == DEACTIVATION_TARGET), None)
     if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
             "True", EVICTED_ON_MANAGER, message):

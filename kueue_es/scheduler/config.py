@@ -13,7 +13,7 @@ import math
 import re
 import types
 import typing
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 import msgspec
@@ -393,8 +393,12 @@ class TLSConfig(_Cfg):
     curve_preferences: list[int] = []
 
 
-class SchedulerConfig(_Cfg):
-    """Decoded from a Kueue Configuration document; every field defaults as Kueue defaults it."""
+class SchedulerConfig(_Cfg, dict=True):
+    """Decoded from a Kueue Configuration document; every field defaults as Kueue defaults it.
+
+    ``dict=True`` gives instances a ``__dict__`` (never encoded, compared or hashed) for the
+    ``functools.cached_property`` values read on hot paths; a copy made by ``msgspec.structs.replace`` starts
+    without them."""
 
     api_version: str = "config.kueue.x-k8s.io/v1beta2"
     kind: str = "Configuration"
@@ -433,12 +437,13 @@ class SchedulerConfig(_Cfg):
         implied = {name for framework in listed for name in FRAMEWORK_IMPLIES.get(framework, ())}
         return listed + tuple(sorted(implied - set(listed)))
 
-    @property
+    @cached_property
     def external_job_kinds(self) -> frozenset[tuple[str, str]]:
         """The (apiVersion, kind) of each ``integrations.externalFrameworks`` entry (:func:`external_kind`):
         Kueue registers each as a job type of its own (``RegisterExternalJobType``), so its ancestor walk
         reads a controller of that kind and takes it for a parent it manages (``IsOwnerManagedByKueue``), its
-        children left to it (:mod:`connectors.k8s.job_selection`)."""
+        children left to it (:mod:`connectors.k8s.job_selection`). Computed once per Configuration: the
+        webhooks and reconcilers ask it at every owner check."""
         names = (self.integrations.external_frameworks if self.integrations is not None else None) or []
         return frozenset(kind for kind in map(external_kind, filter(None, names)) if kind is not None)
 

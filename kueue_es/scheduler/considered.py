@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from events.message_limits import truncate_message
 from kueue_es.scheduler.flavors import Granular, Mode
 
 if TYPE_CHECKING:
@@ -31,24 +32,20 @@ _POSSIBILITY = {Granular.NO_CANDIDATES: "NoCandidates", Granular.PREEMPT: "Preem
 """Granular modes that found preemption possible (with victims or not) -> Kueue's PreemptionPossibility."""
 
 
-EVENT_BYTES = 1024
-"""What an Event's message holds (Kueue's ``TruncateEventMessage``): the summary follows the Event's own
-words, so no more of it than this is ever shown, and no more is kept on the decision."""
-
-
 def considered_flavors(a: Assignment) -> str:
-    """The summary of ``a``'s attempts, or "" when no pod set has one; at most :data:`EVENT_BYTES` bytes of it
-    (cut at a character)."""
+    """The summary of ``a``'s attempts, or "" when no pod set has one; cut as an Event's message is.
+
+    Kueue cuts no summary, only the QuotaReserved Event it ends in (``TruncateEventMessage``), where it follows
+    the Event's own words: no byte of it past the first 1024 is ever shown, so the decision keeps no more (up to
+    256 flavors with their reasons, over up to 18 pod sets, would otherwise put hundreds of KiB on one decision),
+    cut by the same :func:`~events.message_limits.truncate_message`, which leaves the Event's bytes as they are."""
     parts = []
     for ps in a.pod_sets:
         if ps.attempts:
             said = _pod_set(ps.attempts)
             if said:
                 parts.append(f"{ps.name}: {said}")
-    summary = " | ".join(parts)
-    if len(summary) <= EVENT_BYTES // 4:  # no character is more than 4 bytes
-        return summary
-    return summary.encode()[:EVENT_BYTES].decode(errors="ignore")
+    return truncate_message(" | ".join(parts))
 
 
 def _pod_set(attempts: list[Attempt]) -> str:

@@ -297,8 +297,16 @@ def _true(req: o.ProvisioningRequest, type_: str) -> bool:
 
 
 def backoff_seconds(strategy: o.ProvisioningRequestRetryStrategy, retry_count: int) -> int:
-    """requeueAfterSeconds of the next retry: base·2^retryCount, at most the maximum (no jitter)."""
-    return min(strategy.backoff_base_seconds * 2 ** retry_count, strategy.backoff_max_seconds)
+    """requeueAfterSeconds of the next retry: base·2^retryCount, at most the maximum (no jitter), and no less than
+    0: Kueue's CRD takes a negative base or maximum, its Workload's a negative wait not (no wait is a retry at
+    once)."""
+    return max(0, min(strategy.backoff_base_seconds * 2 ** retry_count, strategy.backoff_max_seconds))
+
+
+def attempts(strategy: o.ProvisioningRequestRetryStrategy) -> int:
+    """How many requests a check may make: the first and a retry per ``backoffLimitCount``, none for a negative
+    one (Kueue's CRD takes it; an attempt is retried while at most the limit)."""
+    return max(strategy.backoff_limit_count, 0) + 1
 
 
 def pod_set_updates(wl: WorkloadInfo, req: o.ProvisioningRequest, config: o.ProvisioningRequestConfig
@@ -358,7 +366,7 @@ def _map_request(c: _Check, wl: WorkloadInfo, check: str, req: o.ProvisioningReq
                  config: o.ProvisioningRequestConfig) -> None:
     """Kueue's mapping of the active request's conditions (the first that holds wins) onto the check."""
     strategy = config.spec.retry
-    attempt = attempt_of(req.metadata.name, wl.name, check, strategy.backoff_limit_count + 1) or 1
+    attempt = attempt_of(req.metadata.name, wl.name, check, attempts(strategy)) or 1
     failed, revoked, expired = (_condition(req, t) for t in ("Failed", "CapacityRevoked", "BookingExpired"))
     if failed is not None and failed.status == "True":
         _retry_or_reject(c, attempt, strategy, failed, "Retrying after failure: ")
@@ -477,7 +485,7 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict) -> lis
     for name, cfg in configs.items():
         if cfg is None or not needed[name]:
             continue
-        limit = cfg.spec.retry.backoff_limit_count + 1
+        limit = attempts(cfg.spec.retry)
         for req in owned:
             attempt = attempt_of(req.metadata.name, wl.name, name, limit)
             if attempt is not None and _synced(req, cfg, wl) and (name not in active or active[name][0] < attempt):

@@ -247,3 +247,91 @@ def _unformatted(node: dict[str, Any], at: str) -> Any:
         yield from _unformatted(child, f"{at}.{name}")
     if "items" in node:
         yield from _unformatted(node["items"], f"{at}[]")
+
+
+CLASS_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+KEY_PATTERN = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+               r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
+"""Kueue's ``provisioningrequestconfig_types.go`` patterns: the class name a DNS subdomain, a node-selector key a
+label key."""
+
+
+def _prc(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ProvisioningRequestConfig",
+            "metadata": {"name": "prc"}, "spec": spec}
+
+
+def _selector(key: str, detail: str = "d") -> dict[str, str]:
+    return {"key": key, "valueFromProvisioningClassDetail": detail}
+
+
+@pytest.mark.parametrize(("doc", "errors"), [
+    (_prc(provisioningClassName="Check_Capacity", managedResources=["cpu", "gpu", "cpu"],
+          podSetUpdates={"nodeSelector": [_selector("bad key!", ""), _selector("pool"), _selector("bad key!")]}),
+     ["field `spec.provisioningClassName`: Invalid value: \"Check_Capacity\": spec.provisioningClassName in body "
+      f"should match '{CLASS_PATTERN}'",
+      "field `spec.podSetUpdates.nodeSelector[0].key`: Invalid value: \"bad key!\": "
+      f"spec.podSetUpdates.nodeSelector[0].key in body should match '{KEY_PATTERN}'",
+      "field `spec.podSetUpdates.nodeSelector[2].key`: Invalid value: \"bad key!\": "
+      f"spec.podSetUpdates.nodeSelector[2].key in body should match '{KEY_PATTERN}'",
+      "field `spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail`: Invalid value: \"\": "
+      "spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail in body should be at least 1 chars long",
+      'field `spec.managedResources[2]`: Duplicate value: "cpu"',
+      'field `spec.podSetUpdates.nodeSelector[2]`: Duplicate value: {"key":"bad key!"}']),
+    (_prc(), ["field `spec.provisioningClassName`: Required value"]),
+    (_prc(provisioningClassName="c" * 254, podSetMergePolicy="Identical",
+          parameters={**{f"p{i}": "v" for i in range(100)}, "long": "v" * 256}),
+     ["field `spec.provisioningClassName`: Too long: may not be more than 253 bytes",
+      "field `spec.parameters`: Too many: 101: must have at most 100 items",
+      "field `spec.parameters.long`: Too long: may not be more than 255 bytes",
+      'field `spec.podSetMergePolicy`: Unsupported value: "Identical": supported values: "IdenticalPodTemplates", '
+      '"IdenticalWorkloadSchedulingRequirements"']),
+    (_prc(provisioningClassName="c", managedResources=[f"r{i}" for i in range(101)],
+          podSetUpdates={"nodeSelector": [_selector(f"k{i}") for i in range(9)]}),
+     ["field `spec.managedResources`: Too many: 101: must have at most 100 items",
+      "field `spec.podSetUpdates.nodeSelector`: Too many: 9: must have at most 8 items"]),
+    (_prc(provisioningClassName="c", podSetUpdates={"nodeSelector": [_selector("k" * 318, "d" * 32769)]}),
+     ["field `spec.podSetUpdates.nodeSelector[0].key`: Too long: may not be more than 317 bytes",
+      "field `spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail`: Too long: may not be more "
+      "than 32768 bytes"]),
+])
+def test_a_provisioning_request_config_breaking_kueue_s_crd_is_refused_in_the_apiserver_s_words(
+        doc: dict[str, Any], errors: list[str]) -> None:
+    """Kueue's ``provisioningrequestconfig_types.go`` markers (it has no webhook for the kind): the schema's
+    errors, every one, then the list types' duplicates, as the apiserver validates a custom resource."""
+    assert _refusal(doc) == errors
+
+
+@pytest.mark.parametrize("doc", [
+    _prc(provisioningClassName="check-capacity.autoscaling.x-k8s.io",
+         parameters={f"p{i}": "v" * 255 for i in range(100)}, managedResources=[f"r{i}" for i in range(100)],
+         podSetUpdates={"nodeSelector": [_selector("cloud.google.com/gke-nodepool", "d" * 32768),
+                                         *(_selector(f"k{i}") for i in range(7))]},
+         podSetMergePolicy="IdenticalWorkloadSchedulingRequirements"),
+    _prc(provisioningClassName="c", retryStrategy={"backoffLimitCount": -1, "backoffBaseSeconds": -5,
+                                                   "backoffMaxSeconds": -(2**31)}),
+])
+def test_a_provisioning_request_config_within_kueue_s_crd_is_taken(doc: dict[str, Any]) -> None:
+    """Kueue's CRD puts no minimum on the retry strategy: a negative value is stored (and acted on sanely)."""
+    decode_object(doc, "object")
+
+
+@pytest.mark.parametrize("version", SERVED_VERSIONS)
+def test_the_generated_provisioning_request_config_crd_carries_kueue_s_markers(version: str) -> None:
+    spec = _at(object_schema(BY_KIND["ProvisioningRequestConfig"], version), "spec")
+    assert spec["required"] == ["provisioningClassName"]
+    assert {k: v for k, v in spec["properties"]["provisioningClassName"].items() if k != "type"} == {
+        "maxLength": 253, "minLength": 1, "pattern": CLASS_PATTERN}
+    parameters = spec["properties"]["parameters"]
+    assert parameters["maxProperties"] == 100 and parameters["additionalProperties"]["maxLength"] == 255
+    managed = spec["properties"]["managedResources"]
+    assert managed["maxItems"] == 100 and managed["x-kubernetes-list-type"] == "set"
+    selectors = _at(spec, "podSetUpdates", "nodeSelector")
+    assert (selectors["maxItems"], selectors["x-kubernetes-list-type"], selectors["x-kubernetes-list-map-keys"]) == (
+        8, "map", ["key"])
+    key, detail = (selectors["items"]["properties"][k] for k in ("key", "valueFromProvisioningClassDetail"))
+    assert (key["minLength"], key["maxLength"], key["pattern"]) == (1, 317, KEY_PATTERN)
+    assert (detail["minLength"], detail["maxLength"]) == (1, 32768)
+    assert spec["properties"]["podSetMergePolicy"]["enum"] == ["IdenticalPodTemplates",
+                                                               "IdenticalWorkloadSchedulingRequirements"]
+    assert all("minimum" not in field for field in _at(spec, "retryStrategy")["properties"].values())

@@ -244,6 +244,9 @@ def test_a_parent_of_an_external_framework_kind_is_one_kueue_manages() -> None:
                           "manageJobsWithoutQueueName": True})
     foo = ("example.com/v1", "Foo")
     assert config.external_job_kinds == frozenset({foo})
+    assert config.external_job_kinds is config.external_job_kinds, "computed once per Configuration"
+    other_config = msgspec.structs.replace(config, integrations=None)
+    assert other_config.external_job_kinds == frozenset(), "a Configuration made from it computes its own"
     assert job_selection.runs_parent(foo, config) and not job_selection.manages_unqueued(foo, config)
     assert job_selection.known_owner(foo, config.external_job_kinds) and not job_selection.known_owner(foo)
     other = ("example.com/v2", "Foo")

@@ -57,6 +57,21 @@ def test_backoff_doubles_from_the_base_and_stops_at_the_maximum() -> None:
     assert [prov.backoff_seconds(rs, n) for n in range(7)] == [60, 120, 240, 480, 960, 1800, 1800]
 
 
+def test_a_negative_retry_strategy_retries_nothing_and_waits_nothing() -> None:
+    """Kueue's CRD puts no minimum on the retry strategy. A negative limit retries nothing, as 0 does (Kueue
+    retries an attempt while it is at most the limit): one request, whose shortened name is still known as its
+    own. A negative base or maximum waits nothing: Kueue's Workload CRD holds ``requeueAfterSeconds`` to 0 or
+    more, so a negative wait could not be written (and no wait is what Kueue's API says of none)."""
+    rs = o.ProvisioningRequestRetryStrategy(backoff_limit_count=-2, backoff_base_seconds=-60,
+                                            backoff_max_seconds=-1)
+    assert prov.attempts(rs) == 1 == prov.attempts(msgspec.structs.replace(rs, backoff_limit_count=0))
+    assert prov.attempts(o.ProvisioningRequestRetryStrategy()) == 4
+    long = "j" * 245
+    assert prov.attempt_of(prov.request_name(long, "prov", 1), long, "prov", prov.attempts(rs)) == 1
+    assert [prov.backoff_seconds(rs, n) for n in range(3)] == [0, 0, 0]
+    assert prov.backoff_seconds(o.ProvisioningRequestRetryStrategy(backoff_base_seconds=-60), 2) == 0
+
+
 # --- activity and applicability ------------------------------------------------------------------------------------
 
 

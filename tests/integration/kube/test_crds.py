@@ -35,6 +35,8 @@ from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
 from connectors.k8s.user_roles import user_roles
 from events import objects as o
 from events import tas_assignment as tas
+from events.errors import SchemaRefused
+from events.manifests import decode_object
 from kueue_es.commands.manifests import documents, render
 
 pytestmark = pytest.mark.kube
@@ -454,6 +456,34 @@ async def test_the_apiserver_refuses_what_kueues_crd_markers_refuse_in_kueue_es_
             for field in fields:  # the apiserver's words, as import gives them
                 words = f"Checked value must be of type integer with format int32 in {field}"
                 assert words in str(refused.value)
+
+
+@pytest.mark.asyncio
+async def test_the_apiserver_refuses_a_provisioning_request_config_as_import_does(kube_apiserver) -> None:
+    """The ProvisioningRequestConfig markers (Kueue has no webhook for the kind): the class name's pattern, a
+    managed resource given twice (a set), a node-selector key given twice (a map), an empty detail key; a
+    negative retry strategy is stored, as Kueue's CRD stores it."""
+    sfx = secrets.token_hex(3)
+    prc = {"apiVersion": KUEUE, "kind": "ProvisioningRequestConfig", "metadata": {"name": f"prc-{sfx}"},
+           "spec": {"provisioningClassName": "Check_Capacity", "managedResources": ["cpu", "cpu"],
+                    "podSetUpdates": {"nodeSelector": [{"key": "pool", "valueFromProvisioningClassDetail": ""},
+                                                       {"key": "pool", "valueFromProvisioningClassDetail": "d"}]}}}
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        with pytest.raises(Invalid) as refused:
+            await create(kc, prc)
+        for error in _import_errors(prc):  # each field error import gives, in the apiserver's message
+            assert error in str(refused.value), (error, str(refused.value))
+        await create(kc, {**prc, "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+                                          "retryStrategy": {"backoffLimitCount": -1, "backoffBaseSeconds": -5}}})
+
+
+def _import_errors(doc: dict) -> list[str]:
+    """The CRD's field errors ``kueue-es import`` refuses ``doc`` for, as the apiserver writes them
+    (``<path>: <body>``)."""
+    with pytest.raises(SchemaRefused) as refused:
+        decode_object(doc, "object")
+    return [e.replace("field `", "", 1).replace("`:", ":", 1) for e in refused.value.errors]
 
 
 @pytest.mark.asyncio
