@@ -11,11 +11,6 @@ def shows(obs: o.Workload, condition: str) -> bool:
     return any(c.type == condition and c.status == "True" for c in obs.status.conditions)
 
 
-def has_condition(obs: o.Workload, condition: str) -> bool:
-    """Whether the stored Workload has ``condition`` at all, of any status."""
-    return any(c.type == condition for c in obs.status.conditions)
-
-
 def admitted_not_evicted(obs: o.Workload) -> bool:
     """Whether the stored Workload shows itself admitted and not evicted: an eviction the log holds is not
     written yet."""

@@ -17,11 +17,11 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   ``kueue.x-k8s.io/workload-slice-replacement-for`` names the old one (``namespace/name``): the scheduler admits
   it in the old one's place (it finishes that one ``WorkloadSliceReplaced``) while the Job runs on;
 * **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer
-  holds quota or has an ``Evicted`` condition, once its stored Workload no longer shows it admitted and not
-  evicted (an eviction whose write may still be refused finishes nothing, as Kueue reads the stored one); the
-  new one is the Job's (other pod set names: the slices do not apply), taking the Job's counts in place when
-  they differ — unless it holds quota already, which Kueue reports as an error (it never admits a new slice
-  before finishing the old one) and does nothing; under partial scale-up the new one, waiting, is finished
+  holds quota, its stored Workload shows ``Evicted=True`` (an eviction whose write may still be refused
+  finishes nothing, as Kueue reads the stored one), or the new one holds quota as its replacement (admitted,
+  the old one's finish not written); the new one is the Job's (other pod set names: the slices do not apply),
+  taking the Job's counts in place when they differ — unless it holds quota without replacing the old one,
+  which Kueue reports as an error and does nothing; under partial scale-up the new one, waiting, is finished
   ``OutOfSync`` with the old (below);
 * **more**: an error, nothing done.
 
@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.k8s import podsetinfo
-from connectors.k8s.stored_workload import has_condition
+from connectors.k8s.stored_workload import shows
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections import gates
@@ -267,16 +267,19 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         return SliceStep()  # a scale-up of a slice that holds quota: a new slice
     if len(live) == 2:
         old, new = live
-        # Kueue finishes the old slice once it holds no quota or its stored Workload has an Evicted condition
-        # (of any status): an eviction not written yet (it may still be refused) finishes nothing
-        finish_old = old if (not old[1].reserving or has_condition(old[0], "Evicted")) else None
+        # Kueue finishes the old slice once it holds no quota, its stored Workload shows Evicted=True (an
+        # eviction not written yet, which may still be refused, finishes nothing; a readmitted slice's
+        # Evicted=False neither), or the new one reserves quota as its replacement (its finish not written)
+        replaced = new[1].reserving and new[0].metadata.annotations.get(REPLACEMENT_FOR) == old[0].key
+        finish_old = old if (not old[1].reserving or shows(old[0], "Evicted") or replaced) else None
         have = counts(new[0])
         if set(have) != set(job_counts):
             return SliceStep(applies=False, finish_old=finish_old)
-        if new[1].reserving:
+        if new[1].reserving and not replaced:
             return SliceStep(finish_old=finish_old,
                              error="unexpected combination of old and new workload slices with reserved quota")
-        if partial and finish_old is not None and new[0].metadata.annotations.get(REPLACEMENT_FOR) == old[0].key:
+        if (partial and finish_old is not None and not replaced
+                and new[0].metadata.annotations.get(REPLACEMENT_FOR) == old[0].key):
             return SliceStep(keep=None, finish_old=finish_old, stranded=new)
         return SliceStep(keep=new, set_counts=have != job_counts, finish_old=finish_old)
     return SliceStep(error=f"unexpected number of matching workload slices: {len(live)}")
