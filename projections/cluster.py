@@ -1859,7 +1859,6 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             wl.requeue_count = st.requeue_state.count or 0
             if st.requeue_state.requeue_at:
                 wl.requeue_at = parse_time(st.requeue_state.requeue_at)
-                self.backoff[wl.key] = wl.requeue_at
         wl.accumulated_seconds = st.accumulated_past_execution_time_seconds or 0
         wl.unhealthy_nodes = tuple(n.name for n in st.unhealthy_nodes)
         if st.scheduling_stats is not None:
@@ -1892,6 +1891,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self._charge(wl)
             if self._afs_counted(wl):  # found holding quota, not admitted by a decision: no entry penalty (Kueue
                 self._afs_append(wl, AFS_ADD)  # pushes one only as its scheduler admits), whatever was seen first
+        # on the backoff clock only if something waits on that time, read once its reservation and eviction are: a
+        # requeueAt raised on a workload never evicted (RequeueAtRaised's) ends in no BackoffFinished
+        if wl.requeue_at is not None and waits_on_backoff(wl):
+            self.backoff[wl.key] = wl.requeue_at
 
     def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
         """List the checks that apply to ``wl`` in its ClusterQueue (``queue``, else the one it is in): missing

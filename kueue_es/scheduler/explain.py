@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.quantity import canonical_quantity, exact_quantity
+from events.quantity import exact_quantity
 from events.timefmt import format_time
 from kueue_es.scheduler import afs, blockadmission, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
@@ -468,7 +468,7 @@ def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
             rows.append({"clusterQueue": cq.name, "candidate": False, "why": "reclaimWithinCohort is Never"})
             continue
         if not borrowing:
-            q = canonical_quantity
+            q = exact_quantity  # as the other rows (a ClusterQueue not borrowing holds no more than MaxInt64)
             used = ", ".join(f"{fr} {q(fr.split('/', 1)[1], cq.usage.get(fr, 0))} of "
                              f"{q(fr.split('/', 1)[1], cq.subtree.get(fr, 0))}" for fr in sorted(needed))
             rows.append({"clusterQueue": cq.name, "candidate": False,

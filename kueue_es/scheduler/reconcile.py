@@ -214,7 +214,9 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.extend(gate_states.sync_decisions(state, touched, base))
     raised = late_retries(state, touched, now, base)
     out.extend(raised)
-    later = {d.key for d in raised}  # the rest of the controller's rules look at these at the next pass
+    # the workload controller's own rules (the backoff, holding and pending ones) look at these at the next pass;
+    # the job reconciler's release, the ProvisioningRequest controller and the rest below still act on them now
+    later = {d.key for d in raised}
     for key in sorted(state.awaiting_release):
         wl = wls[key]
         evicted = wl.condition("Evicted")
@@ -513,7 +515,8 @@ def late_retries(state: ClusterState, touched: dict[str, None] | None, now: int,
     """A Retry check that set its delay after the eviction (KEP-3258 lets a check report then), or while the
     workload waits pending, still holds the workload back: Kueue's workload controller, before its other rules,
     raises ``requeueState.requeueAt`` of any unfinished workload to :func:`retry_requeue_at` of its Retry checks
-    (``NeedsRequeueAtUpdate``), the requeue count left alone, and looks at the rest at its next reconcile. Not of
+    (``NeedsRequeueAtUpdate``), the requeue count left alone, and looks at the rest at its next reconcile (its own
+    rules only: the other controllers', a release, a ProvisioningRequest cleanup, still act in this pass). Not of
     one holding quota and not evicted (its eviction, decided below, writes that time), nor of an inactive one (the
     deactivation clears its requeue state). Looks at the ``touched`` workloads (None: every one with checks)."""
     wls = state.workloads
