@@ -68,7 +68,8 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
     "ClusterQueue": (Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),),
     "WorkloadPriorityClass": (Marker("value", required=True), Marker("description", max_length=2048)),
     "ProvisioningRequestConfig": (  # no minimum on the retry strategy: Kueue's CRD takes a negative value
-        Marker("spec.provisioningClassName", required=True, max_length=253, min_length=1, pattern=DNS_SUBDOMAIN),
+        Marker("spec.provisioningClassName", required=True, max_length=253, min_length=1,
+               pattern=DNS_SUBDOMAIN),
         Marker("spec.parameters", max_properties=100, value_max_length=255),
         Marker("spec.managedResources", max_items=100, list_keys=()),
         Marker("spec.podSetUpdates.nodeSelector", max_items=8, list_keys=("key",)),

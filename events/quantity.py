@@ -145,9 +145,10 @@ def canonical_quantity(resource: str, value: int, byte_valued: bool = False) -> 
 
 
 def exact_quantity(resource: str, value: int, byte_valued: bool = False) -> str:
-    """:func:`canonical_quantity` without its cap: an amount past what an int64 holds (a pod set's exact total)
-    in the decimal SI a Kubernetes quantity of that size takes (``9800P``, ``18446744073709551614``; a byte count
-    too, which no longer has a whole int64 to write in binary units). Kueue's quota messages name amounts so."""
+    """:func:`canonical_quantity` without its cap: an amount past what an int64 holds (a pod set's exact
+    total) in the decimal SI a Kubernetes quantity of that size takes (``9800P``, ``18446744073709551614``; a
+    byte count too, which no longer has a whole int64 to write in binary units). Kueue's quota messages name
+    amounts so."""
     if -MAX_INT64 <= value <= MAX_INT64:
         return canonical_quantity(resource, value, byte_valued)
     if value < 0:

@@ -149,8 +149,8 @@ class JobActed(Event, tag="JobActed"):
 class SchedulingGateRemoved(Event, tag="SchedulingGateRemoved"):
     """A connector's patch removed one of Kueue's scheduling gates from a Pod (``key``/``uid``) of an admitted
     Workload: the record, at the connector's clock, from which Kueue's ``pod_scheduling_gate_removal_seconds``
-    is folded (the time since the Workload's Admitted transition). Appended once the patch succeeded, only when
-    the Pod as patched carried the gate."""
+    is folded (the time since the Workload's Admitted transition). Appended once the patch succeeded, only
+    when the Pod as patched carried the gate."""
 
     gate: str = ""
     """``kueue.x-k8s.io/admission`` (the pod integration starting a Pod), ``kueue.x-k8s.io/topology`` (the
@@ -398,11 +398,11 @@ class RequeueStateCleared(Decision, tag="RequeueStateCleared"):
 
 
 class RequeueAtRaised(Decision, tag="RequeueAtRaised"):
-    """The workload controller pushes ``status.requeueState.requeueAt`` of an unfinished workload out to the latest
-    lastTransitionTime + requeueAfterSeconds of its Retry checks, a check having reported Retry after the eviction
-    (or while the workload waits pending): KEP-3258 lets a check update its state after the eviction, and Kueue's
-    ``NeedsRequeueAtUpdate`` raises the time only, never the requeue count. The workload is not requeued before
-    then. The status writer writes the new requeueAt."""
+    """The workload controller pushes ``status.requeueState.requeueAt`` of an unfinished workload out to the
+    latest lastTransitionTime + requeueAfterSeconds of its Retry checks, a check having reported Retry after
+    the eviction (or while the workload waits pending): KEP-3258 lets a check update its state after the
+    eviction, and Kueue's ``NeedsRequeueAtUpdate`` raises the time only, never the requeue count. The workload
+    is not requeued before then. The status writer writes the new requeueAt."""
 
     requeue_at: int
     """The new ``requeueAt`` (ms); the fold keeps the later of it and the current one."""

@@ -640,7 +640,8 @@ class AuditTrail:
                           message="requeueState cleared: inactive")
             case ev.RequeueAtRaised():
                 # why the workload was not requeued at its eviction's backoff
-                self._add(off, e, key, "RequeueAtRaised", t, cycle=e.cycle, ignored=t is None or phase == FINISHED,
+                self._add(off, e, key, "RequeueAtRaised", t, cycle=e.cycle,
+                          ignored=t is None or phase == FINISHED,
                           message=f"requeueAt {format_time(e.requeue_at)}: an admission check's retry delay")
             case ev.ParentLabelled():
                 self._add(off, e, key, "ParentLabelled", t, cycle=e.cycle, ignored=t is None,

@@ -21,8 +21,8 @@ the next scheduling cycle, which a loop that admits nothing runs after a backoff
 (Kueue's ``pkg/util/wait``; to 10 s here, :data:`SCHEDULER_BACKOFF_MS`, as each retry is kept in the log); any
 other eviction is the workload controller's, whose failed reconcile is requeued after controller-runtime's
 per-item backoff (5 ms doubling to 1000 s there; 1 s doubling to 1000 s here, as
-:func:`projections.create_failures.backoff_ms`). That per-item count is forgotten only once a reconcile succeeds,
-so an event of the workload retries at once but keeps the count (:func:`lifted`).
+:func:`projections.create_failures.backoff_ms`). That per-item count is forgotten only once a reconcile
+succeeds, so an event of the workload retries at once but keeps the count (:func:`lifted`).
 
 A deactivation is not kept: it sets ``spec.active=false`` and gives the quota back in the same step, and the
 ClusterQueue may have admitted others on that quota before the outcome arrives. Kueue acts on the user's
@@ -74,8 +74,8 @@ class Refusal(msgspec.Struct, array_like=True, gc=False, frozen=True):
     refusals: int
     """Its evictions rejected in a row (the backoff grows with them)."""
     retry_at: int
-    """When (log time, ms) an eviction of it may be decided again: :func:`retry_after` the rejection; lowered to
-    the time of the workload's next event (:func:`lifted`)."""
+    """When (log time, ms) an eviction of it may be decided again: :func:`retry_after` the rejection; lowered
+    to the time of the workload's next event (:func:`lifted`)."""
 
 
 SCHEDULER_BACKOFF_MS = (1, 10_000)
@@ -87,10 +87,10 @@ second at 100 ms, 0.4 at 10 s."""
 
 
 def retry_after(refusals: int, preemption: bool) -> int:
-    """How long (ms) after its ``refusals``-th rejection in a row an eviction waits before it is decided again:
-    a preemption the scheduling loop's backoff (1 ms doubling to 10 s, :data:`SCHEDULER_BACKOFF_MS`), any other
-    eviction the workload controller's per-item backoff (:func:`projections.create_failures.backoff_ms`: 1 s
-    doubling to 1000 s)."""
+    """How long (ms) after its ``refusals``-th rejection in a row an eviction waits before it is decided
+    again: a preemption the scheduling loop's backoff (1 ms doubling to 10 s, :data:`SCHEDULER_BACKOFF_MS`),
+    any other eviction the workload controller's per-item backoff
+    (:func:`projections.create_failures.backoff_ms`: 1 s doubling to 1000 s)."""
     if preemption:
         first, longest = SCHEDULER_BACKOFF_MS
         return min(first << min(refusals - 1, 16), longest)
@@ -128,8 +128,8 @@ def closed(undo: UnconfirmedEviction, wl: WorkloadInfo) -> UnconfirmedEviction:
 
 class KeptEvictions(Mapping[int, UnconfirmedEviction]):
     """The evictions awaiting their outcome, by decision offset in offset order (the oldest first), indexed by
-    workload too: the job connectors ask :meth:`awaits_outcome` for every workload they sync, and a deletion of
-    ProvisioningRequests forgets a workload's (:meth:`forget`), so neither scans what is kept. The index is
+    workload too: the job connectors ask :meth:`awaits_outcome` for every workload they sync, and a deletion
+    of ProvisioningRequests forgets a workload's (:meth:`forget`), so neither scans what is kept. The index is
     derived: a snapshot stores the records alone, and restoring them rebuilds it."""
 
     __slots__ = ("_by_decision", "_by_key")

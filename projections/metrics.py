@@ -386,11 +386,12 @@ WORKLOAD_CREATION_LATENCY = Spec(
     "MetricForWorkloadCreationLatency is on.", ("job_kind",), DEFAULT_BUCKETS)
 GATE_REMOVAL = Spec(
     "kueue_pod_scheduling_gate_removal_seconds", "histogram",
-    "The time between workload admission and scheduling gate removal: from the Admitted transition of a Pod's "
-    "Workload until a patch removed one of Kueue's scheduling gates from the Pod (name: the gate), per "
+    "The time between workload admission and scheduling gate removal: from the Admitted transition of a "
+    "Pod's Workload until a patch removed one of Kueue's scheduling gates from the Pod (name: the gate), per "
     "ClusterQueue that admitted it and whether the Pod is a pod group's; 0 when the removal came first.",
     ("name", "cluster_queue", "is_group"), DEFAULT_BUCKETS)
-"""Not cleared with its ClusterQueue (its first label is not ``cluster_queue``: :meth:`MetricsFold.forget`)."""
+"""Not cleared with its ClusterQueue (its first label is not ``cluster_queue``:
+:meth:`MetricsFold.forget`)."""
 
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PREEMPTION_SKIPS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, UNADMITTED, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
@@ -401,7 +402,8 @@ SPECS: tuple[Spec, ...] = (
     CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
-    GATE_REMOVAL, MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, MULTIKUEUE_DISPATCHED, MULTIKUEUE_ADMITTED, *LOCAL_QUEUE_SPECS,
+    GATE_REMOVAL, MULTIKUEUE_CLUSTER_STATUS, MULTIKUEUE_EVICTED, MULTIKUEUE_DISPATCHED, MULTIKUEUE_ADMITTED,
+    *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
 _LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
@@ -1019,9 +1021,9 @@ def _job_acted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) 
 
 
 def _gate_removed(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
-    """A connector lifted a scheduling gate from a Pod of the Workload ``e.workload``: how long after its Admitted
-    transition (whole seconds, as Kubernetes stores it), observed only while it shows Admitted=True, as Kueue's
-    controllers observe it right after their patch."""
+    """A connector lifted a scheduling gate from a Pod of the Workload ``e.workload``: how long after its
+    Admitted transition (whole seconds, as Kubernetes stores it), observed only while it shows Admitted=True,
+    as Kueue's controllers observe it right after their patch."""
     wl = state.workloads.get(e.workload)
     if wl is None or (e.workload_uid and wl.uid != e.workload_uid):
         return

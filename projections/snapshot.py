@@ -174,16 +174,16 @@ eviction was taken back and not decided again until their next event or their ba
 write fails); restored from an older one, none is remembered, so an eviction decided before the snapshot and
 rejected after it stays folded, as before. 65: the histogram ``pod_scheduling_gate_removal_seconds``, folded
 from ``SchedulingGateRemoved`` records (in ``metrics``: the layout is version 64's; bumped so that an older
-reader, which would drop its series, refuses the snapshot). 66: whether each eviction awaiting its outcome is a preemption
-(``UnconfirmedEviction.preemption``: a refused one is retried after the scheduling loop's backoff, 1 ms doubling
-to 10 s, not the workload controller's 1 s doubling to 1000 s), and a refusal kept, lifted, across an event of
-its workload until its retry (its count kept, as controller-runtime's); restored from version 64 or 65, an eviction
-awaiting its outcome reads as the workload controller's (the layout is version 65's plus a trailing field). 67: a
-Workload first seen with ``requeueState.requeueAt`` is put on the backoff clock (``backoff``) only if something
-waits on that time (evicted for PodsReadyTimeout/AdmissionCheck and holding quota, or Requeued=False for one), as
-the log's own ``RequeueAtRaised`` does; restored from an older one, a pending workload never evicted that was
-first seen with a requeueAt still gets Requeued=True BackoffFinished at that time, as before (the layout is
-version 66's)."""
+reader, which would drop its series, refuses the snapshot). 66: whether each eviction awaiting its outcome is
+a preemption (``UnconfirmedEviction.preemption``: a refused one is retried after the scheduling loop's
+backoff, 1 ms doubling to 10 s, not the workload controller's 1 s doubling to 1000 s), and a refusal kept,
+lifted, across an event of its workload until its retry (its count kept, as controller-runtime's); restored
+from version 64 or 65, an eviction awaiting its outcome reads as the workload controller's (the layout is
+version 65's plus a trailing field). 67: a Workload first seen with ``requeueState.requeueAt`` is put on the
+backoff clock (``backoff``) only if something waits on that time (evicted for PodsReadyTimeout/AdmissionCheck
+and holding quota, or Requeued=False for one), as the log's own ``RequeueAtRaised`` does; restored from an
+older one, a pending workload never evicted that was first seen with a requeueAt still gets Requeued=True
+BackoffFinished at that time, as before (the layout is version 66's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
                      55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67)

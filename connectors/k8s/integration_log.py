@@ -61,7 +61,8 @@ class IntegrationLog:
                               action=action, error=str(exc))
 
 
-    async def gate_removed(self, key: str, uid: str, gate: str, wl: WorkloadInfo, *, group: bool = False) -> None:
+    async def gate_removed(self, key: str, uid: str, gate: str, wl: WorkloadInfo, *,
+                           group: bool = False) -> None:
         """Put in the log that the patch just made removed ``gate`` from the Pod ``key`` of ``wl``
         (:func:`record_gate_removal`)."""
         if not await record_gate_removal(self._append, self._log, key, uid, gate, wl, group=group):
@@ -71,14 +72,15 @@ class IntegrationLog:
 async def record_gate_removal(append: Append, log: Any, key: str, uid: str, gate: str, wl: WorkloadInfo, *,
                               group: bool = False) -> bool:
     """Append that the patch just made removed ``gate`` from the Pod ``key`` (``uid``) of the admitted ``wl``
-    (``group``: a pod group's Pod), at this clock, as Kueue's controllers time ``pod_scheduling_gate_removal_seconds``
-    right after their patch; whether it was appended. The patch is done: a failure loses only the observation."""
+    (``group``: a pod group's Pod), at this clock, as Kueue's controllers time
+    ``pod_scheduling_gate_removal_seconds`` right after their patch; whether it was appended. The patch is
+    done: a failure loses only the observation."""
     try:
         await append([ev.SchedulingGateRemoved(time=_now(), key=key, uid=uid, gate=gate, workload=wl.key,
                                                workload_uid=wl.uid, is_group=group)])
     except Exception as exc:  # noqa: BLE001 - the gate is lifted; only its observation is lost
-        log.warning("could not record a scheduling gate's removal, its observation is lost", pod=key, gate=gate,
-                    error=str(exc))
+        log.warning("could not record a scheduling gate's removal, its observation is lost", pod=key,
+                    gate=gate, error=str(exc))
         return False
     return True
 

@@ -314,7 +314,8 @@ def _spreading_errors(value: str, required: bool, at: str) -> list[str]:
 
 def _offset_errors(value: str, grouped: bool, path: str) -> list[str]:
     """The pod index offset the TAS ungater adds to a pod's rank (Kueue v0.20's #14485): never beside a pod-set
-    group name (the group places the ranks itself), else a non-negative int32 (Kueue parses it with 32 bits)."""
+    group name (the group places the ranks itself), else a non-negative int32 (Kueue parses it with 32
+    bits)."""
     at = _key(path, POD_INDEX_OFFSET)
     if grouped:
         return [_forbidden(at, f"may not be set when '{GROUP_NAME}' is specified")]

@@ -693,7 +693,8 @@ class JobReconciler(Generic[J]):
             meta = pod["metadata"]
             self.log.info("lifted the elastic-job gate of a pod", workload=wl.key, pod=meta["name"],
                           **{self.NOUN: job.key})
-            await self._log.gate_removed(f"{ns}/{meta['name']}", meta.get("uid", ""), workload_slices.ELASTIC_JOB_GATE,
+            await self._log.gate_removed(f"{ns}/{meta['name']}", meta.get("uid", ""),
+                                         workload_slices.ELASTIC_JOB_GATE,
                                          wl)  # never a pod group's, as Kueue's elastic-job ungater records it
         if stale:  # a KubeError, not a Conflict: the worker retries it rather than wait for a watch event
             raise KubeError(f"pods {', '.join(f'{ns}/{n}' for n in stale)}: changed while their elastic-job gate "

@@ -722,8 +722,8 @@ with ``DeactivatedDueToEvictedOnManagerCluster``."""
 
 def deactivation_patch(raw: dict[str, Any], message: str, now: str) -> dict[str, Any] | None:
     """The merge patch of a copy's status that adds Kueue's DeactivationTarget True (``EvictedOnManagerCluster``,
-    ``message``, cut as Kueue cuts a condition's message) to its conditions, the others as they are (None: it shows it
-    so already)."""
+    ``message``, cut as Kueue cuts a condition's message) to its conditions, the others as they are (None: it
+    shows it so already)."""
     status = raw.get("status") or {}
     conditions = list(status.get("conditions") or [])
     message = truncate_message(message, CONDITION_MESSAGE_BYTES)

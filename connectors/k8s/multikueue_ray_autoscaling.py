@@ -45,8 +45,8 @@ GATE = gates.MULTIKUEUE_RAY_IN_TREE_AUTOSCALING
 RUNTIME_SIZES_ANNOTATION = "kueue.x-k8s.io/multikueue-runtime-podset-replica-sizes"
 """The worker's per-worker-group pod counts, recorded on the manager's object."""
 GENERATION_ANNOTATION = raycluster.GENERATION_ANNOTATION
-"""The revision (``<uid>-<generation>``) of the worker object the counts were read from; the manager's slice names
-are hashed over it too (:func:`connectors.k8s.raycluster.slice_name_extra`)."""
+"""The revision (``<uid>-<generation>``) of the worker object the counts were read from; the manager's slice
+names are hashed over it too (:func:`connectors.k8s.raycluster.slice_name_extra`)."""
 
 RAYCLUSTER = ("ray.io/v1", "RayCluster")
 RAYJOB = ("ray.io/v1", "RayJob")
@@ -154,9 +154,10 @@ def cleared_on_stop(gate_on: bool, patch: dict[str, Any], local: dict[str, Any])
 
 def reflected_counts(gate_on: bool, managed_by: str | None, annotations: dict[str, str],
                      counts: dict[str, int]) -> dict[str, int]:
-    """``counts`` (an object's pod counts by pod set) with each one's named in the reflected annotation taken from
-    it (not negative; the head's too, should a hand-edited value name it: Kueue's ``applyRuntimeCountsAnnotation``
-    excludes none), on a manager (``managed_by`` MultiKueue's) with the gate on; else ``counts`` as they are."""
+    """``counts`` (an object's pod counts by pod set) with each one's named in the reflected annotation taken
+    from it (not negative; the head's too, should a hand-edited value name it: Kueue's
+    ``applyRuntimeCountsAnnotation`` excludes none), on a manager (``managed_by`` MultiKueue's) with the gate
+    on; else ``counts`` as they are."""
     if not gate_on or managed_by != MULTIKUEUE_CONTROLLER:
         return counts
     reflected = decode(annotations.get(RUNTIME_SIZES_ANNOTATION))

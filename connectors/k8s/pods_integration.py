@@ -688,11 +688,12 @@ class PodIntegration:
         log.info("updated the workload its pod no longer matches", pod=pod.key, workload=obs.key)
         await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
 
-    async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main", *, group: bool = False) -> None:
-        """Start the Pod with what the admission of its pod set (``main``; a ``group``'s Pod: its role's) adds. The
-        admission is read once: the fold may take it away while the Pod is written (the Workload evicted
-        meanwhile), and the start is reported on the one it was made on, as is the admission gate's removal
-        (``pod_scheduling_gate_removal_seconds``) when the Pod carried it."""
+    async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main", *,
+                     group: bool = False) -> None:
+        """Start the Pod with what the admission of its pod set (``main``; a ``group``'s Pod: its role's)
+        adds. The admission is read once: the fold may take it away while the Pod is written (the Workload
+        evicted meanwhile), and the start is reported on the one it was made on, as is the admission gate's
+        removal (``pod_scheduling_gate_removal_seconds``) when the Pod carried it."""
         admission = wl.admission
         assert admission is not None
         psas = admission.pod_set_assignments

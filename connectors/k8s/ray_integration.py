@@ -65,14 +65,15 @@ log = structlog.get_logger("kueue_es.k8s.ray")
 class ComparedUnlessSliced(WatchedJobIntegration[Any]):
     """A Ray kind whose Workload is compared with the pod sets it makes now (the kind's ``job_pod_sets``), so one
     it no longer matches is rewritten or made anew, as Kueue's ``EquivalentToWorkload`` does; an elastic one's
-    slices follow its counts instead (the slice pass), as Kueue's workload-slice step does, named over its cluster
-    revision too (:meth:`slice_version`)."""
+    slices follow its counts instead (the slice pass), as Kueue's workload-slice step does, named over its
+    cluster revision too (:meth:`slice_version`)."""
 
     def job_pod_sets(self, job: Any, *, generated: bool) -> list[o.PodSet] | None:
         return None if self.sliced(job) else self.K.job_pod_sets(job)
 
     def slice_version(self, job: Any) -> str:
-        """The generation and the recorded cluster revision (:func:`connectors.k8s.raycluster.slice_name_extra`)."""
+        """The generation and the recorded cluster revision
+        (:func:`connectors.k8s.raycluster.slice_name_extra`)."""
         return rc.slice_name_extra(job.metadata.generation, job.metadata.annotations)
 
 

@@ -271,10 +271,10 @@ def autoscaled_counts(spec: RayClusterSpec, live: RayCluster | None) -> dict[str
 
 
 def slice_name_extra(generation: int, annotations: dict[str, str]) -> str:
-    """What an elastic Ray object's (RayCluster, RayJob, RayService) slice names are hashed over: its generation,
-    then ``_`` and the recorded cluster revision (:data:`GENERATION_ANNOTATION`) when it has one, as Kueue's
-    ``GetWorkloadNameExtraPart`` does: a resize reflected in annotations leaves the generation as it was, and the
-    new slice still gets a name of its own."""
+    """What an elastic Ray object's (RayCluster, RayJob, RayService) slice names are hashed over: its
+    generation, then ``_`` and the recorded cluster revision (:data:`GENERATION_ANNOTATION`) when it has one,
+    as Kueue's ``GetWorkloadNameExtraPart`` does: a resize reflected in annotations leaves the generation as
+    it was, and the new slice still gets a name of its own."""
     revision = annotations.get(GENERATION_ANNOTATION)
     return f"{generation}_{revision}" if revision else str(generation)
 

@@ -224,7 +224,8 @@ class Ungater:
         m = pod.metadata
         named_in = m.annotations if self.state.gate(feature_gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) else None
         group = bool(group_name(m.labels, named_in))
-        if not await record_gate_removal(self.journal.append, log, pod.key, m.uid, TOPOLOGY_GATE, wl, group=group):
+        if not await record_gate_removal(self.journal.append, log, pod.key, m.uid, TOPOLOGY_GATE, wl,
+                                         group=group):
             self.stats.errors += 1
 
     async def _unchanged(self, pod: o.Pod) -> str | None:

@@ -351,9 +351,9 @@ def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
 
 def multikueue_lookup(client: KubeClient) -> MultiKueueLookup:
     """Whether a LocalQueue's ClusterQueue has a MultiKueue check, asked of the apiserver (the LocalQueue, its
-    ClusterQueue, its checks). A missing or unreadable LocalQueue or ClusterQueue answers no, and the Job is left
-    as it is; a check that is missing or cannot be read is passed over, as Kueue's cache simply does not hold
-    one not created yet, so a MultiKueue check listed after it still answers yes."""
+    ClusterQueue, its checks). A missing or unreadable LocalQueue or ClusterQueue answers no, and the Job is
+    left as it is; a check that is missing or cannot be read is passed over, as Kueue's cache simply does not
+    hold one not created yet, so a MultiKueue check listed after it still answers yes."""
 
     async def has_multikueue_check(namespace: str, queue: str) -> bool:
         try:

@@ -110,11 +110,11 @@ def pod_slice_name(state: object, obs: o.Workload) -> str | None:
 
 def slice_name(kind: str, group: str, name: str, uid: str, version: int | str, *, short: bool = False,
                probe: int | None = None, extra: str = "") -> str:
-    """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the object's ``version``
-    too (its generation; a Ray object's with its cluster revision,
-    :func:`connectors.k8s.raycluster.slice_name_extra`); a scale-up probe's (``probe``: the pods granted so far,
-    :func:`probe_level`) over ``<version>-scale-up-probe-<probe>``; ``extra`` (:func:`fresh_name_extra`), when
-    given, over that."""
+    """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the object's
+    ``version`` too (its generation; a Ray object's with its cluster revision,
+    :func:`connectors.k8s.raycluster.slice_name_extra`); a scale-up probe's (``probe``: the pods granted so
+    far, :func:`probe_level`) over ``<version>-scale-up-probe-<probe>``; ``extra`` (:func:`fresh_name_extra`),
+    when given, over that."""
     return owner_workload_name(kind, group, name, uid, short=short, extra=extra or name_extra(version, probe))
 
 

@@ -35,10 +35,11 @@ _POSSIBILITY = {Granular.NO_CANDIDATES: "NoCandidates", Granular.PREEMPT: "Preem
 def considered_flavors(a: Assignment) -> str:
     """The summary of ``a``'s attempts, or "" when no pod set has one; cut as an Event's message is.
 
-    Kueue cuts no summary, only the QuotaReserved Event it ends in (``TruncateEventMessage``), where it follows
-    the Event's own words: no byte of it past the first 1024 is ever shown, so the decision keeps no more (up to
-    256 flavors with their reasons, over up to 18 pod sets, would otherwise put hundreds of KiB on one decision),
-    cut by the same :func:`~events.message_limits.truncate_message`, which leaves the Event's bytes as they are."""
+    Kueue cuts no summary, only the QuotaReserved Event it ends in (``TruncateEventMessage``), where it
+    follows the Event's own words: no byte of it past the first 1024 is ever shown, so the decision keeps no
+    more (up to 256 flavors with their reasons, over up to 18 pod sets, would otherwise put hundreds of KiB on
+    one decision), cut by the same :func:`~events.message_limits.truncate_message`, which leaves the Event's
+    bytes as they are."""
     parts = []
     for ps in a.pod_sets:
         if ps.attempts:

@@ -77,8 +77,9 @@ class PodSetResult:
         """resource -> total for the pod set."""
         self.mode = _FIT
         """The worst of its resource groups' modes, each its flavor's least preferred resource's under the
-        preference (Kueue's representative mode): under ``PreemptionOverBorrowing`` a flavor whose resource that
-        needs preemption borrows less than one that fits is Fit as a whole, its resource's own mode in ``modes``."""
+        preference (Kueue's representative mode): under ``PreemptionOverBorrowing`` a flavor whose resource
+        that needs preemption borrows less than one that fits is Fit as a whole, its resource's own mode in
+        ``modes``."""
         self.modes: dict[str, int] = {}
         """resource -> its own mode on the flavor chosen, for the resources that do not simply fit (absent: Fit).
         Kueue keeps a mode per resource, and only the resources whose own mode is Preempt need preemption
@@ -260,8 +261,8 @@ class _Plan:
 
     def __init__(self, info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> None:
         self.ps = ps
-        # exact, as Kueue's Amount multiplies (the follow-up to #15026): a total past int64 no longer saturates
-        # onto a quota of MaxInt64; only what is written (resourceUsage, resourceRequests) is capped
+        # exact, as Kueue's Amount multiplies (the follow-up to #15026): a total past int64 no longer
+        # saturates onto a quota of MaxInt64; only what is written (resourceUsage, resourceRequests) is capped
         requests = {r: v * count for r, v in ps.requests}
         if info.covers_pods:
             requests["pods"] = count
@@ -596,8 +597,8 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     flavor must suit (Kueue's checkFlavorForPodSets looks at every member, in pod-set order)."""
     ff = info.spec.flavor_fungibility
     fungible = ctx.fungibility
-    # the flavor kept: its (mode, borrowing level) for fungibility, name, quota keys, per-resource modes and the
-    # highest borrowing level of its resources
+    # the flavor kept: its (mode, borrowing level) for fungibility, name, quota keys, per-resource modes and
+    # the highest borrowing level of its resources
     best: tuple[int, int, str, dict[str, str], dict[str, int] | None, int] | None = None
     group_reasons: list[str] = []
     group_no_fit = ""
@@ -637,9 +638,10 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 _attempt(res, name, _NO_FIT, 0, tuple(over))
                 group_no_fit = _least(group_no_fit, EXCEEDS_MAX_QUOTA)
                 continue
-        # the flavor's (mode, borrow) is its least preferred resource's pair (Kueue's representative mode), not the
-        # worst mode with the highest level: (fit, 1) and (reclaim, 0) make (reclaim, 0) under the default
-        # preference and (fit, 1) under PreemptionOverBorrowing; ``top``, the highest level, is what it borrows
+        # the flavor's (mode, borrow) is its least preferred resource's pair (Kueue's representative mode),
+        # not the worst mode with the highest level: (fit, 1) and (reclaim, 0) make (reclaim, 0) under the
+        # default preference and (fit, 1) under PreemptionOverBorrowing; ``top``, the highest level, is what
+        # it borrows
         mode, borrow, top = _FIT, 0, 0
         below: dict[str, int] | None = None  # resource -> its own mode, where that is not Fit
         flavor_reasons: list[str] | None = None

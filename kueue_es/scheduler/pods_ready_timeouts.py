@@ -102,9 +102,9 @@ def _first_not_in(clock: DueIndex, skip: dict[str, int]) -> int | None:
 
 def next_due(state: ClusterState, config: SchedulerConfig) -> int | None:
     """The earliest time a workload's timeout runs out (None: none is running). A workload whose eviction was
-    refused and waits out its backoff (:attr:`ClusterState.refused_evictions`) is left out: its timeout may have
-    run out already (a refused timeout eviction's has), and the refusal's own retry wakes the loop, when what is
-    due is looked at again (a past-due time would have the loop tick on every turn)."""
+    refused and waits out its backoff (:attr:`ClusterState.refused_evictions`) is left out: its timeout may
+    have run out already (a refused timeout eviction's has), and the refusal's own retry wakes the loop, when
+    what is due is looked at again (a past-due time would have the loop tick on every turn)."""
     if not config.pods_ready.enable:
         return None
     own = own_in_force(config)

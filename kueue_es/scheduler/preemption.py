@@ -252,10 +252,11 @@ def _still_valid(c: _Candidate, preemptor: QuotaNode, frs: dict[str, int], allow
 def _minimal_set(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
                  needed: dict[str, int], ordered: list[_Candidate], allow_borrowing: bool,
                  topology: TopologyFit | None, config: o.PreemptionConfig | None) -> list[Target]:
-    """One borrowing attempt: the classical candidates still valid in it, then (ConfigurablePreemptions) the tiers
-    of ``config`` on the tree as that walk left it, greedily until ``wl`` fits, then the fill-back. The config may
-    pick a classical candidate this attempt skipped (Kueue's evaluator offers every workload still admitted in
-    the snapshot), and its conditional tiers are judged with this attempt's ``allow_borrowing``."""
+    """One borrowing attempt: the classical candidates still valid in it, then (ConfigurablePreemptions) the
+    tiers of ``config`` on the tree as that walk left it, greedily until ``wl`` fits, then the fill-back. The
+    config may pick a classical candidate this attempt skipped (Kueue's evaluator offers every workload still
+    admitted in the snapshot), and its conditional tiers are judged with this attempt's
+    ``allow_borrowing``."""
     chosen: list[_Candidate] = []
     fits = False
     try:

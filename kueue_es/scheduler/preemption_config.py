@@ -15,12 +15,12 @@ Candidates are deduplicated over the rules and selectors and ordered as Kueue's 
 The rules' triggers are tiers: ``Always`` contributes unconditionally; ``InsufficientQuota`` only when the quota
 would still not fit were every candidate so far preempted; ``QuotaFeasibleAndInsufficientTopology`` only when the
 quota would then fit but the workload (its topology) would not. Under classical preemption, in each borrowing
-attempt, the tiers are walked after the candidates ``spec.preemption`` offers that are valid in that attempt, on the
-tree as that walk left it and with that attempt's borrowing setting, in the same greedy walk and fill-back (a
-workload the classical walk took keeps its classical reason; one it skipped may still be chosen here); under Fair
-Sharing they are preempted after its strategies fail, tier by tier. Their victims carry the reason
-``ConfigurablePreemption``. A ClusterQueue naming a PreemptionConfig may also preempt while it would borrow
-(:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor assigner allows it then.
+attempt, the tiers are walked after the candidates ``spec.preemption`` offers that are valid in that attempt,
+on the tree as that walk left it and with that attempt's borrowing setting, in the same greedy walk and
+fill-back (a workload the classical walk took keeps its classical reason; one it skipped may still be chosen
+here); under Fair Sharing they are preempted after its strategies fail, tier by tier. Their victims carry the
+reason ``ConfigurablePreemption``. A ClusterQueue naming a PreemptionConfig may also preempt while it would
+borrow (:func:`kueue_es.scheduler.flavors._fits`), as Kueue's flavor assigner allows it then.
 
 A label selector the apiserver stored but Kueue cannot parse (an unknown operator, values where none may be, a bad
 key or value: the CRD does not check them) is found when a tier is reached, as Kueue's evaluator finds it: a rule
@@ -262,11 +262,11 @@ def walk_tiers(config: o.PreemptionConfig, preemptor: WorkloadInfo, tier: Callab
 def preempt_tiers(ctx: CycleContext, config: o.PreemptionConfig, preemptor: WorkloadInfo, needed: dict[str, int],
                   taken: set[str], take: Callable[[WorkloadInfo, str, Selection | None], bool],
                   quota_fits: Callable[[], bool]) -> bool:
-    """The fallback once the classical walk of an attempt or Fair Sharing's strategies fail (their victims still
-    off, their keys in ``taken``): preempt each tier's candidates in order through ``take`` (True once the
-    preemptor fits), the conditional tiers as ``quota_fits`` (the caller's borrowing setting) says. Any workload
-    not yet taken may be picked, a candidate the caller's walk skipped too, as Kueue's evaluator offers every
-    workload still admitted in its snapshot."""
+    """The fallback once the classical walk of an attempt or Fair Sharing's strategies fail (their victims
+    still off, their keys in ``taken``): preempt each tier's candidates in order through ``take`` (True once
+    the preemptor fits), the conditional tiers as ``quota_fits`` (the caller's borrowing setting) says. Any
+    workload not yet taken may be picked, a candidate the caller's walk skipped too, as Kueue's evaluator
+    offers every workload still admitted in its snapshot."""
 
     def tier(trigger: str) -> bool:
         for w, selection in candidates(ctx, config, trigger, preemptor, needed, taken):

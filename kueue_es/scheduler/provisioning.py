@@ -297,15 +297,15 @@ def _true(req: o.ProvisioningRequest, type_: str) -> bool:
 
 
 def backoff_seconds(strategy: o.ProvisioningRequestRetryStrategy, retry_count: int) -> int:
-    """requeueAfterSeconds of the next retry: base·2^retryCount, at most the maximum (no jitter), and no less than
-    0: Kueue's CRD takes a negative base or maximum, its Workload's a negative wait not (no wait is a retry at
-    once)."""
+    """requeueAfterSeconds of the next retry: base·2^retryCount, at most the maximum (no jitter), and no less
+    than 0: Kueue's CRD takes a negative base or maximum, its Workload's a negative wait not (no wait is a
+    retry at once)."""
     return max(0, min(strategy.backoff_base_seconds * 2 ** retry_count, strategy.backoff_max_seconds))
 
 
 def attempts(strategy: o.ProvisioningRequestRetryStrategy) -> int:
-    """How many requests a check may make: the first and a retry per ``backoffLimitCount``, none for a negative
-    one (Kueue's CRD takes it; an attempt is retried while at most the limit)."""
+    """How many requests a check may make: the first and a retry per ``backoffLimitCount``, none for a
+    negative one (Kueue's CRD takes it; an attempt is retried while at most the limit)."""
     return max(strategy.backoff_limit_count, 0) + 1
 
 

@@ -1,8 +1,9 @@
 """The flavor assigner's quota messages, and how ``replay --verify`` reads the ones already recorded.
 
 Kueue writes the amounts in these messages as Kubernetes quantities, with the resource formatter it also writes
-``resourceUsage`` with (``1G``, ``500m``, ``1k``): :func:`unused_quota` and :func:`over_capacity` do the same, and
-name an amount past int64 (a pod set's exact total) exactly rather than capped (:func:`events.quantity.exact_quantity`).
+``resourceUsage`` with (``1G``, ``500m``, ``1k``): :func:`unused_quota` and :func:`over_capacity` do the same,
+and name an amount past int64 (a pod set's exact total) exactly rather than capped
+(:func:`events.quantity.exact_quantity`).
 
 Logs recorded before kueue-es did hold other strings for the same amounts (``1000000000`` for ``1G``, ``1000``
 cores for ``1k``) and, for a first pod set over the maximum capacity, the wording Kueue used before it named the

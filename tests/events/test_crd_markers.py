@@ -252,8 +252,8 @@ def _unformatted(node: dict[str, Any], at: str) -> Any:
 CLASS_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 KEY_PATTERN = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
-"""Kueue's ``provisioningrequestconfig_types.go`` patterns: the class name a DNS subdomain, a node-selector key a
-label key."""
+"""Kueue's ``provisioningrequestconfig_types.go`` patterns: the class name a DNS subdomain, a node-selector
+key a label key."""
 
 
 def _prc(**spec: Any) -> dict[str, Any]:
@@ -267,15 +267,17 @@ def _selector(key: str, detail: str = "d") -> dict[str, str]:
 
 @pytest.mark.parametrize(("doc", "errors"), [
     (_prc(provisioningClassName="Check_Capacity", managedResources=["cpu", "gpu", "cpu"],
-          podSetUpdates={"nodeSelector": [_selector("bad key!", ""), _selector("pool"), _selector("bad key!")]}),
-     ["field `spec.provisioningClassName`: Invalid value: \"Check_Capacity\": spec.provisioningClassName in body "
-      f"should match '{CLASS_PATTERN}'",
+          podSetUpdates={"nodeSelector": [_selector("bad key!", ""), _selector("pool"),
+                                          _selector("bad key!")]}),
+     ["field `spec.provisioningClassName`: Invalid value: \"Check_Capacity\": "
+      f"spec.provisioningClassName in body should match '{CLASS_PATTERN}'",
       "field `spec.podSetUpdates.nodeSelector[0].key`: Invalid value: \"bad key!\": "
       f"spec.podSetUpdates.nodeSelector[0].key in body should match '{KEY_PATTERN}'",
       "field `spec.podSetUpdates.nodeSelector[2].key`: Invalid value: \"bad key!\": "
       f"spec.podSetUpdates.nodeSelector[2].key in body should match '{KEY_PATTERN}'",
       "field `spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail`: Invalid value: \"\": "
-      "spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail in body should be at least 1 chars long",
+      "spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail in body should be at least 1 "
+      "chars long",
       'field `spec.managedResources[2]`: Duplicate value: "cpu"',
       'field `spec.podSetUpdates.nodeSelector[2]`: Duplicate value: {"key":"bad key!"}']),
     (_prc(), ["field `spec.provisioningClassName`: Required value"]),
@@ -284,16 +286,16 @@ def _selector(key: str, detail: str = "d") -> dict[str, str]:
      ["field `spec.provisioningClassName`: Too long: may not be more than 253 bytes",
       "field `spec.parameters`: Too many: 101: must have at most 100 items",
       "field `spec.parameters.long`: Too long: may not be more than 255 bytes",
-      'field `spec.podSetMergePolicy`: Unsupported value: "Identical": supported values: "IdenticalPodTemplates", '
-      '"IdenticalWorkloadSchedulingRequirements"']),
+      'field `spec.podSetMergePolicy`: Unsupported value: "Identical": supported values: '
+      '"IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"']),
     (_prc(provisioningClassName="c", managedResources=[f"r{i}" for i in range(101)],
           podSetUpdates={"nodeSelector": [_selector(f"k{i}") for i in range(9)]}),
      ["field `spec.managedResources`: Too many: 101: must have at most 100 items",
       "field `spec.podSetUpdates.nodeSelector`: Too many: 9: must have at most 8 items"]),
     (_prc(provisioningClassName="c", podSetUpdates={"nodeSelector": [_selector("k" * 318, "d" * 32769)]}),
      ["field `spec.podSetUpdates.nodeSelector[0].key`: Too long: may not be more than 317 bytes",
-      "field `spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail`: Too long: may not be more "
-      "than 32768 bytes"]),
+      "field `spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail`: Too long: may not be "
+      "more than 32768 bytes"]),
 ])
 def test_a_provisioning_request_config_breaking_kueue_s_crd_is_refused_in_the_apiserver_s_words(
         doc: dict[str, Any], errors: list[str]) -> None:
@@ -327,8 +329,8 @@ def test_the_generated_provisioning_request_config_crd_carries_kueue_s_markers(v
     managed = spec["properties"]["managedResources"]
     assert managed["maxItems"] == 100 and managed["x-kubernetes-list-type"] == "set"
     selectors = _at(spec, "podSetUpdates", "nodeSelector")
-    assert (selectors["maxItems"], selectors["x-kubernetes-list-type"], selectors["x-kubernetes-list-map-keys"]) == (
-        8, "map", ["key"])
+    assert (selectors["maxItems"], selectors["x-kubernetes-list-type"],
+            selectors["x-kubernetes-list-map-keys"]) == (8, "map", ["key"])
     key, detail = (selectors["items"]["properties"][k] for k in ("key", "valueFromProvisioningClassDetail"))
     assert (key["minLength"], key["maxLength"], key["pattern"]) == (1, 317, KEY_PATTERN)
     assert (detail["minLength"], detail["maxLength"]) == (1, 32768)

@@ -42,9 +42,9 @@ def test_values_past_int64_are_capped_as_kueue_caps_its_integers() -> None:
 
 
 def test_exact_quantity_names_an_amount_past_int64_as_it_is() -> None:
-    """Kueue's quota messages name a pod set's exact total (the follow-up to #15026): within int64 as the formatter
-    writes it, past it in the decimal SI a Quantity of that size takes (a byte count too: it has no whole int64 to
-    write in binary units)."""
+    """Kueue's quota messages name a pod set's exact total (the follow-up to #15026): within int64 as the
+    formatter writes it, past it in the decimal SI a Quantity of that size takes (a byte count too: it has no
+    whole int64 to write in binary units)."""
     for resource, value, want in KUBERNETES:
         assert exact_quantity(resource, value) == want
     assert exact_quantity("example.com/gpu", 7 * 1_400_000_000_000_000_000) == "9800P"

@@ -442,8 +442,8 @@ async def test_the_multikueue_connector_tells_the_profiles_of_a_worker_answering
             raise Forbidden("Unauthorized" if status == 401 else "forbidden", status)
 
     state = fold(records([[]]))
-    mk = MultiKueueConnector(None, SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={})),  # type: ignore[arg-type]
-                             append=None, retry_s=0.001)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
+    mk = MultiKueueConnector(None, journal, append=None, retry_s=0.001)  # type: ignore[arg-type]
     seen: list[tuple[str, bytes]] = []
     mk.profiles.unauthorized = lambda name, source: seen.append((name, source)) or True  # type: ignore[method-assign]
     mk.wait = lambda _: asyncio.sleep(0.001)  # not the backoff's 5 s and more

@@ -1,8 +1,8 @@
-"""The connectors that lift Kueue's scheduling gates record each removal (``SchedulingGateRemoved``, from which
-``pod_scheduling_gate_removal_seconds`` is folded): the pod integration starting a Pod (``admission``), the topology
-ungater (``topology``), an elastic Job's slice releasing its pods (``elastic-job``) — once the patch succeeded, and
-only for a Pod that carried the gate (the topology ungater's patch that keeps conflicting records nothing:
-tests/k8s/test_ungater_conflicts.py)."""
+"""The connectors that lift Kueue's scheduling gates record each removal (``SchedulingGateRemoved``, from
+which ``pod_scheduling_gate_removal_seconds`` is folded): the pod integration starting a Pod (``admission``),
+the topology ungater (``topology``), an elastic Job's slice releasing its pods (``elastic-job``) — once the
+patch succeeded, and only for a Pod that carried the gate (the topology ungater's patch that keeps conflicting
+records nothing: tests/k8s/test_ungater_conflicts.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def removals(events: list[Any]) -> list[tuple[str, str, str, str, bool]]:
             if isinstance(e, ev.SchedulingGateRemoved)]
 
 
-# --- the pod integration: the admission gate -------------------------------------------------------------------
+# --- the pod integration: the admission gate ----------------------------------------------------------------
 
 
 def _admitted_single(mirror: Any) -> Any:
@@ -86,7 +86,7 @@ async def test_a_failed_start_records_nothing() -> None:
     assert removals(appended) == []
 
 
-# --- the topology ungater ----------------------------------------------------------------------------------------
+# --- the topology ungater -----------------------------------------------------------------------------------
 
 
 async def _events(journal: Any) -> list[Any]:
@@ -112,7 +112,7 @@ async def test_a_pod_groups_pod_ungated_by_topology_is_recorded_as_a_groups() ->
     assert removals(await _events(journal)) == [("ns/p", "kueue.x-k8s.io/topology", "ns/wl", "u", True)]
 
 
-# --- an elastic Job's slice: the elastic-job gate ----------------------------------------------------------------
+# --- an elastic Job's slice: the elastic-job gate -----------------------------------------------------------
 
 
 @pytest.mark.asyncio
@@ -122,7 +122,8 @@ async def test_an_elastic_slice_records_each_pod_whose_gate_it_lifted() -> None:
     client.pods = [_pod("p1", ELASTIC), _pod("p2"), _pod("p3", "kueue.x-k8s.io/topology")]
     await jobs.reconcile("ns/train")
     uid = mirror.state.workloads["ns/a"].uid
-    assert removals(appended) == [("ns/p1", ELASTIC, "ns/a", uid, False)], "only the pod that carried the gate"
+    assert removals(appended) == [("ns/p1", ELASTIC, "ns/a", uid, False)], \
+        "only the pod that carried the gate"
 
 
 @pytest.mark.asyncio

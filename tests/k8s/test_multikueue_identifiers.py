@@ -85,8 +85,8 @@ def test_a_workers_copy_named_only_in_an_annotation_is_this_managers() -> None:
 async def test_a_copy_named_in_an_annotation_is_deleted_with_its_workloads_copy(tmp_path: Path) -> None:
     state = dispatched_state(tmp_path, "apps/v1", "StatefulSet", finished=True)
     worker = WorkerApi()
-    mk = MultiKueueConnector(WorkerApi(), SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={})),  # type: ignore[arg-type]
-                             append=None)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
+    mk = MultiKueueConnector(WorkerApi(), journal, append=None)  # type: ignore[arg-type]
     w = mk.workers["worker1"] = Worker("worker1", b"kubeconfig", client=worker, connected=True)  # type: ignore[arg-type]
     w.workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
     made = place_prebuilt(ADAPTERS[KIND].make_copy(MANAGER_STS, WL, "multikueue"), MANAGER_STS, "job-a", MK_CONFIG)
@@ -104,8 +104,8 @@ async def test_a_pod_whose_label_and_annotation_name_two_groups_is_not_synced(tm
     pod = {"metadata": {"name": "a", "namespace": "default", "labels": {GROUP: "g"}, "annotations": {GROUP: "h"}},
            "spec": {}}
     manager = WorkerApi(pod)
-    mk = MultiKueueConnector(manager, SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={})),  # type: ignore[arg-type]
-                             append=None)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
+    mk = MultiKueueConnector(manager, journal, append=None)  # type: ignore[arg-type]
     wl = state.workloads[KEY]
     assert await mk._owner_names(ADAPTERS["v1", "Pod"], wl) is None
     pod["metadata"]["annotations"] = {GROUP: "g"}

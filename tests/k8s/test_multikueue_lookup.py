@@ -1,5 +1,5 @@
-"""The Job webhook's question "is this queue a MultiKueue one?" (``spec.managedBy`` defaulting): Kueue asks its
-cache for the ClusterQueue's checks, where a check not created yet is simply absent, so a MultiKueue check
+"""The Job webhook's question "is this queue a MultiKueue one?" (``spec.managedBy`` defaulting): Kueue asks
+its cache for the ClusterQueue's checks, where a check not created yet is simply absent, so a MultiKueue check
 further down the list still answers yes."""
 
 import json
@@ -16,7 +16,8 @@ PROVISIONING = {"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"
 
 
 class Apiserver:
-    def __init__(self, checks: list[str], objects: dict[str, dict], unavailable: frozenset[str] = frozenset()):
+    def __init__(self, checks: list[str], objects: dict[str, dict],
+                 unavailable: frozenset[str] = frozenset()):
         self.objects = {("LocalQueue", "lq"): {"spec": {"clusterQueue": "cq"}},
                         ("ClusterQueue", "cq"): {"spec": {"admissionChecksStrategy": {
                             "admissionChecks": [{"name": n} for n in checks]}}}}
@@ -39,7 +40,8 @@ async def test_a_missing_check_listed_before_the_multikueue_one_is_skipped(check
 
 
 async def test_a_check_that_cannot_be_read_does_not_hide_the_multikueue_one_after_it():
-    api = Apiserver(["flaky", "mk"], {"mk": MULTIKUEUE, "flaky": PROVISIONING}, unavailable=frozenset({"flaky"}))
+    api = Apiserver(["flaky", "mk"], {"mk": MULTIKUEUE, "flaky": PROVISIONING},
+                    unavailable=frozenset({"flaky"}))
     assert await multikueue_lookup(api)("ns", "lq") is True
 
 

@@ -200,13 +200,16 @@ async def test_the_copy_is_left_running_until_the_manager_s_stored_workload_show
 
 
 def test_the_deactivation_message_is_cut_at_32_kib_of_bytes_as_kueue_cuts_a_condition_message() -> None:
-    """Kueue's MultiKueue controller passes "Evicted on manager: <message>" through TruncateConditionMessage: 32 KiB
-    of bytes, the last four " ..."; a message of multi-byte characters is cut by its bytes, not its characters (the
-    bytes of the character cut in two each read as U+FFFD, as Go's JSON encoding writes them)."""
+    """Kueue's MultiKueue controller passes "Evicted on manager: <message>" through TruncateConditionMessage:
+    32 KiB of bytes, the last four " ..."; a message of multi-byte characters is cut by its bytes, not its
+    characters (the bytes of the character cut in two each read as U+FFFD, as Go's JSON encoding writes
+    them)."""
     message = "Evicted on manager: " + "€" * 20_000  # 20,020 characters, 60,020 bytes
     patch = deactivation_patch(_workload_copy("10", ("Admitted", "True")), message, "2024-01-01T00:00:01Z")
     assert patch is not None
     written = patch["status"]["conditions"][-1]["message"]
-    assert written == "Evicted on manager: " + "€" * 10_914 + "\ufffd\ufffd ..."  # 20 + 32,742 + 2 bytes, " ..."
+    # 20 + 32,742 + 2 bytes, " ..."
+    assert written == "Evicted on manager: " + "€" * 10_914 + "\ufffd\ufffd ..."
     # shown so already: nothing to write
-    assert deactivation_patch({**_workload_copy("10"), **patch, "metadata": {"generation": 1}}, message, "t") is None
+    assert deactivation_patch({**_workload_copy("10"), **patch, "metadata": {"generation": 1}}, message,
+                              "t") is None

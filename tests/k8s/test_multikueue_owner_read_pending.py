@@ -37,8 +37,8 @@ async def test_a_pending_workloads_owner_is_read_and_one_not_handed_to_multikueu
     wl = state.workloads[KEY]
     assert not wl.reserving and wl.check_states["mk"].state == "Pending"
     manager = JobSetsManager(None)
-    mk = MultiKueueConnector(manager, SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={})),  # type: ignore[arg-type]
-                             append=None)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
+    mk = MultiKueueConnector(manager, journal, append=None)  # type: ignore[arg-type]
     observed = await mk._observe_owners(START, [KEY])
     assert manager.read == ["JobSet:default/a"]
     assert [(e.key, e.managed_by) for e in observed] == [(KEY, "")]

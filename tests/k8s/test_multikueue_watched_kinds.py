@@ -58,8 +58,8 @@ async def test_a_worker_is_watched_for_the_enabled_frameworks_kinds_only_and_aga
     state = owned_state(tmp_path, "batch/v1", "Job")
     _frameworks(state, "batch/job")
     worker = ListingWorker()
-    mk = MultiKueueConnector(worker, SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={})),  # type: ignore[arg-type]
-                             append=None)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
+    mk = MultiKueueConnector(worker, journal, append=None)  # type: ignore[arg-type]
     w = mk.workers["worker1"] = Worker("worker1", b"kubeconfig", client=worker)  # type: ignore[arg-type]
     await mk._discover(mk._config())
     await mk._rewatch(w, "multikueue")

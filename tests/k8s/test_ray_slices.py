@@ -347,10 +347,10 @@ def _named_over(kind: str, name: str, uid: str, extra: str) -> str:
 
 @pytest.mark.asyncio
 async def test_a_manager_rayjobs_new_slice_is_named_over_its_generation_and_the_recorded_revision() -> None:
-    """Kueue's ``GetWorkloadNameExtraPart`` (``raycluster/common.go``, RayJob's ElasticWorkloadNameProvider): the
-    slice name is hashed over ``<generation>_<kueue.x-k8s.io/raycluster-generation>``. The reflected resize leaves
-    the RayJob's generation as it was, so the admitted slice holds the name of generation 1 alone, and the new one
-    takes Kueue's name, not a readmission's."""
+    """Kueue's ``GetWorkloadNameExtraPart`` (``raycluster/common.go``, RayJob's ElasticWorkloadNameProvider):
+    the slice name is hashed over ``<generation>_<kueue.x-k8s.io/raycluster-generation>``. The reflected
+    resize leaves the RayJob's generation as it was, so the admitted slice holds the name of generation 1
+    alone, and the new one takes Kueue's name, not a readmission's."""
     raw = _raw_job(2)
     raw["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     raw["metadata"]["annotations"].update(RECORDED)
@@ -364,9 +364,10 @@ async def test_a_manager_rayjobs_new_slice_is_named_over_its_generation_and_the_
 
 
 @pytest.mark.asyncio
-async def test_a_manager_rayclusters_new_slice_is_named_over_its_generation_and_the_recorded_revision() -> None:
-    """The same for a RayCluster handed to MultiKueue (KEP-13243: both kinds fold the revision into the name; the
-    Ray MultiKueue adapter computes the RayCluster's slice name with the same extra)."""
+async def test_a_manager_rayclusters_new_slice_is_named_over_its_generation_and_the_recorded_revision(
+) -> None:
+    """The same for a RayCluster handed to MultiKueue (KEP-13243: both kinds fold the revision into the name;
+    the Ray MultiKueue adapter computes the RayCluster's slice name with the same extra)."""
     raw = _raw(2)
     raw["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     raw["metadata"]["annotations"].update(RECORDED)

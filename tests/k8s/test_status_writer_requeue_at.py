@@ -1,6 +1,6 @@
-"""The status writer carries a late Retry check's delay (``RequeueAtRaised``) to the Workload: a patch that moves
-``status.requeueState.requeueAt`` and nothing else (the requeue count as the Workload shows it), as Kueue's
-workload controller patches only that time (``SetRequeueState(..., false)``)."""
+"""The status writer carries a late Retry check's delay (``RequeueAtRaised``) to the Workload: a patch that
+moves ``status.requeueState.requeueAt`` and nothing else (the requeue count as the Workload shows it), as
+Kueue's workload controller patches only that time (``SetRequeueState(..., false)``)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ EVICTED = o.WorkloadStatus(
     conditions=[
         o.Condition(type="QuotaReserved", status="False", reason="PendingEvaluation", message="m",
                     last_transition_time=T),
-        o.Condition(type="Evicted", status="True", reason="AdmissionCheck", message="m", last_transition_time=T),
-        o.Condition(type="Requeued", status="False", reason="AdmissionCheck", message="m", last_transition_time=T)],
+        o.Condition(type="Evicted", status="True", reason="AdmissionCheck", message="m",
+                    last_transition_time=T),
+        o.Condition(type="Requeued", status="False", reason="AdmissionCheck", message="m",
+                    last_transition_time=T)],
     admission_checks=CHECKS,
     requeue_state=o.RequeueState(count=2, requeue_at="2024-01-01T00:00:40Z"))
 WL = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="wl-uid", resource_version="1"),

@@ -183,7 +183,8 @@ _SHOWN = ("QuotaReserved", "Admitted")
 @pytest.mark.parametrize(("old_phase", "evicted", "stored", "finished"), [
     (ADMITTED, False, _SHOWN, False), (PENDING, False, (), True),  # no quota held: finished
     (ADMITTED, True, (*_SHOWN, "Evicted"), True),
-    (ADMITTED, True, _SHOWN, False),  # evicted in the log, still admitted as stored (its write may be refused)
+    # evicted in the log, still admitted as stored (its write may be refused)
+    (ADMITTED, True, _SHOWN, False),
     (RESERVED, True, ("QuotaReserved",), False),  # the same for a slice that only holds quota
     # Kueue finishes it once the stored Workload shows Evicted=True (IsEvicted): a readmitted slice keeps its
     # Evicted=False ("Previously: ...") and is not finished for it
@@ -899,7 +900,8 @@ def test_an_old_slice_is_finished_once_its_replacement_holds_quota() -> None:
     assert step.finish_old is not None and step.finish_old[0].metadata.name == "a"
     assert step.keep is not None and step.keep[0].metadata.name == "b" and not step.set_counts
     partial = workload_slices.ensure({"main": 8}, _pairs(mirror, "b", "a"), partial=True)
-    assert partial.keep is not None and partial.stranded is None  # the replacement is kept, not finished with it
+    # the replacement is kept, not finished with it
+    assert partial.keep is not None and partial.stranded is None
     _, mirror, _, _ = _setup(_elastic_job(8), _slice("b", 8), _slice("a", 4))  # no replacement annotation
     _phase(mirror, "a", ADMITTED)
     _phase(mirror, "b", ADMITTED)

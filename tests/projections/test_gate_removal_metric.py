@@ -1,6 +1,7 @@
 """Kueue's ``kueue_pod_scheduling_gate_removal_seconds``: folded from the connectors' record of each Pod whose
-scheduling gate their patch removed (``SchedulingGateRemoved``), timed from the Workload's Admitted transition as
-the fold knows it, clamped at 0, under the gate, the admitting ClusterQueue and whether the Pod is a group's."""
+scheduling gate their patch removed (``SchedulingGateRemoved``), timed from the Workload's Admitted transition
+as the fold knows it, clamped at 0, under the gate, the admitting ClusterQueue and whether the Pod is a
+group's."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from kueue_es.metrics import text as metrics_text
 from projections.metrics import DEFAULT_BUCKETS, families
 
 NAME = "kueue_pod_scheduling_gate_removal_seconds"
-ADMISSION, TOPOLOGY, ELASTIC = "kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology", "kueue.x-k8s.io/elastic-job"
+ADMISSION, TOPOLOGY, ELASTIC = ("kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology",
+                                "kueue.x-k8s.io/elastic-job")
 
 
 def removed(time: int, gate: str, workload: str = "ns/w1", *, group: bool = False, pod: str = "ns/p",
@@ -56,8 +58,8 @@ def test_the_latency_from_the_admitted_transition_per_gate_and_group() -> None:
 
 
 def test_a_removal_before_the_admitted_transition_is_observed_as_zero() -> None:
-    """The connector's clock behind the transition Kueue's manager wrote (a skew, a failover): clamped at 0, as
-    Kueue's #14474 does."""
+    """The connector's clock behind the transition Kueue's manager wrote (a skew, a failover): clamped at 0,
+    as Kueue's #14474 does."""
     log = Log()
     admitted_w1(log)
     log.observe(removed(T0 + 3000 - 2500, ADMISSION))
@@ -78,8 +80,9 @@ def test_nothing_is_observed_for_a_workload_not_admitted_or_not_the_one_named() 
 
 
 def test_the_series_outlive_their_cluster_queue_and_carry_its_custom_labels() -> None:
-    """No stored Kueue source clears this histogram with a ClusterQueue's metrics; its custom labels follow the
-    metric's own (``name``, ``cluster_queue``, ``is_group``), as on every metric keyed by a ClusterQueue."""
+    """No stored Kueue source clears this histogram with a ClusterQueue's metrics; its custom labels follow
+    the metric's own (``name``, ``cluster_queue``, ``is_group``), as on every metric keyed by a
+    ClusterQueue."""
     log = Log()
     admitted_w1(log)
     log.observe(ev.ConfigRecorded(time=T0 + 3100, writer="test", document={

@@ -304,8 +304,8 @@ def test_an_inactive_workload_s_requeue_state_cleared_is_a_step() -> None:
 
 
 def test_a_late_retry_s_requeue_at_is_a_step() -> None:
-    """A Retry check reporting after the eviction pushes requeueAt out: the step says to when, so the history shows
-    why the workload was not requeued at its eviction's backoff."""
+    """A Retry check reporting after the eviction pushes requeueAt out: the step says to when, so the history
+    shows why the workload was not requeued at its eviction's backoff."""
     key = "team/job"
     events = setup() + [
         upsert(workload("team", "job", queue="lq"), T0),                                                   # 3
@@ -316,7 +316,8 @@ def test_a_late_retry_s_requeue_at_is_a_step() -> None:
     ]
     last = trail_of(events).timeline(key)[-1]
     assert (last.offset, last.step, last.message, last.ignored) == (
-        6, "RequeueAtRaised", f"requeueAt {format_time(T0 + 72 * S)}: an admission check's retry delay", False)
+        6, "RequeueAtRaised", f"requeueAt {format_time(T0 + 72 * S)}: an admission check's retry delay",
+        False)
 
 
 def test_the_provisioning_controller_s_decisions_show_in_a_workload_s_history() -> None:

@@ -258,7 +258,8 @@ def _preemptor_shows(log: Log) -> tuple[str, str]:
     return c.message.rsplit(". ", 1)[-1], last.requeue_reason
 
 
-def test_a_preemption_refused_for_ever_is_decided_again_at_the_scheduling_loop_s_pace_not_on_every_turn() -> None:
+def test_a_preemption_refused_for_ever_is_decided_again_at_the_scheduling_loop_s_pace_not_on_every_turn(
+) -> None:
     """Kueue requeues a preemptor whose preemption failed onto the heap (RequeueReasonPreemptionFailed, #7665)
     and shows "Preempting N workload(s) failed, will retry."; its next cycle comes after the scheduling loop's
     backoff (1 ms doubling while cycles admit nothing; to 100 ms there, to 10 s here, as each retry is kept in
@@ -275,13 +276,15 @@ def test_a_preemption_refused_for_ever_is_decided_again_at_the_scheduling_loop_s
     assert len(log.records) == records  # quiet before the backoff ends: nothing more is appended
     assert log.state.workloads["ns/low"].phase == "Admitted"
     assert log.state.workloads["ns/high"].phase == "Pending"
-    # with no event of the victim, decided again once the backoff ends, which doubles per rejection in a row up
-    # to 10 s: at 1, 2, 4 ... 64 ms after each rejection (7 retries in the first 128 ms), then 128 ms ... 8.192 s
+    # with no event of the victim, decided again once the backoff ends, which doubles per rejection in a row
+    # up to 10 s: at 1, 2, 4 ... 64 ms after each rejection (7 retries in the first 128 ms), then
+    # 128 ms ... 8.192 s
     assert _ticks(log, config, T0 + 10_001, T0 + 10_128, 1) == 7
     assert log.state.refused_evictions["ns/low"].refusals == 8
     # due at 10.255, 10.514, 11.030, 12.062, 14.116, 18.214 s; seen at the next 10 ms tick
     assert _ticks(log, config, T0 + 10_128, T0 + 20_228, 10) == 6
-    # then 8.192 s (due 26.410 s), and every 10 s after: one tick a second sees 27.228, 37.228, 47.228, 57.228 s
+    # then 8.192 s (due 26.410 s), and every 10 s after: one tick a second sees 27.228, 37.228, 47.228,
+    # 57.228 s
     assert _ticks(log, config, T0 + 20_228, T0 + 60_228, 1_000) == 4
     assert log.state.refused_evictions["ns/low"].retry_at == T0 + 67_228
     assert _preemptor_shows(log) == ("Preempting 1 workload(s) failed, will retry.", "PreemptionFailed")
@@ -383,8 +386,8 @@ def test_an_event_of_the_victim_retries_its_refused_eviction_at_once_but_keeps_t
 
 
 def test_a_refusal_whose_retry_came_and_went_with_no_eviction_is_forgotten_at_the_next_event() -> None:
-    """No eviction decided at its retry: that reconcile succeeded, and the count goes (as does the refusal of a
-    workload that holds no quota any more)."""
+    """No eviction decided at its retry: that reconcile succeeded, and the count goes (as does the refusal of
+    a workload that holds no quota any more)."""
     config = load_config(CONFIG)
     log = _low_admitted(config)
     off = _preempted(log, config)
@@ -397,9 +400,9 @@ def test_a_refusal_whose_retry_came_and_went_with_no_eviction_is_forgotten_at_th
 
 @pytest.mark.parametrize("source", ["preemption", "pods-ready-timeout"])
 def test_a_scheduler_turn_between_an_eviction_and_its_rejection_still_takes_it_back(source: str) -> None:
-    """Real runs decide again between a decision and its outcome (the writer's round trip): a turn that decides
-    nothing about the victim leaves the eviction to be taken back, retried after the backoff of its kind.
-    (A turn that acts in the cluster for it: the provisioning case below.)"""
+    """Real runs decide again between a decision and its outcome (the writer's round trip): a turn that
+    decides nothing about the victim leaves the eviction to be taken back, retried after the backoff of its
+    kind. (A turn that acts in the cluster for it: the provisioning case below.)"""
     if source == "preemption":
         config = load_config(CONFIG)
         log = _low_admitted(config)
@@ -413,7 +416,8 @@ def test_a_scheduler_turn_between_an_eviction_and_its_rejection_still_takes_it_b
     batch = decide(log.state, config, now=now)
     first = len(log.records)
     log.append(*batch)
-    (off,) = [first + i for i, d in enumerate(batch) if isinstance(d, (ev.WorkloadPreempted, ev.WorkloadEvicted))]
+    (off,) = [first + i for i, d in enumerate(batch)
+              if isinstance(d, (ev.WorkloadPreempted, ev.WorkloadEvicted))]
     log.append(ev.ClockTicked(time=now + 100))
     assert decide(log.state, config, now=now + 100) == []  # the live loop's turn before the outcome
     assert log.state.unconfirmed_evictions.awaits_outcome("ns/low")
@@ -424,5 +428,6 @@ def test_a_scheduler_turn_between_an_eviction_and_its_rejection_still_takes_it_b
     assert log.state.refused_evictions["ns/low"].retry_at == now + 200 + wait
     assert next_deadline(log.state, config) == now + 200 + wait
     log.append(ev.ClockTicked(time=now + 200 + wait))
-    again = [d for d in decide(log.state, config) if isinstance(d, (ev.WorkloadPreempted, ev.WorkloadEvicted))]
+    again = [d for d in decide(log.state, config)
+             if isinstance(d, (ev.WorkloadPreempted, ev.WorkloadEvicted))]
     assert [d.key for d in again] == ["ns/low"]

@@ -127,9 +127,9 @@ def test_flavors_are_listed_in_name_order_and_pod_sets_joined_by_a_bar():
 
 
 def test_a_summary_is_kept_to_what_an_event_shows():
-    """Kueue does not cut the summary: it cuts the whole QuotaReserved Event (TruncateEventMessage, 1024 bytes),
-    the summary after the Event's own words. The decision keeps the summary cut the same way (the log is not to
-    hold what no Event shows), which changes none of the Event's bytes."""
+    """Kueue does not cut the summary: it cuts the whole QuotaReserved Event (TruncateEventMessage, 1024
+    bytes), the summary after the Event's own words. The decision keeps the summary cut the same way (the log
+    is not to hold what no Event shows), which changes none of the Event's bytes."""
     names = [f"flavor-{'x' * 40}-{i}" for i in range(12)]
     objects = _flavors(*names, "default", topology=tuple(names)) + \
         _cluster_queue("cq", dict.fromkeys([*names, "default"], 4))
@@ -226,14 +226,17 @@ def test_a_flavor_tried_for_several_resource_groups_is_listed_once_at_its_worst(
 
 
 def test_a_flavor_is_listed_with_its_representative_mode_and_its_highest_borrowing_level():
-    """Kueue records a flavor tried as its least preferred resource's mode under the preference, with the highest
-    level any of its resources borrows at. Under PreemptionOverBorrowing, f1's cpu fits by borrowing (fit, 1) and
-    its memory needs a reclaim (reclaim, 0): f1 is Fit borrowing at level 1, not Reclaim; w takes f2."""
-    spec = fastyaml.safe_load((Path(__file__).parent / "scenarios/flavor-mode-stops-at-reclaim.yaml").read_text())
+    """Kueue records a flavor tried as its least preferred resource's mode under the preference, with the
+    highest level any of its resources borrows at. Under PreemptionOverBorrowing, f1's cpu fits by borrowing
+    (fit, 1) and its memory needs a reclaim (reclaim, 0): f1 is Fit borrowing at level 1, not Reclaim; w takes
+    f2."""
+    spec = fastyaml.safe_load(
+        (Path(__file__).parent / "scenarios/flavor-mode-stops-at-reclaim.yaml").read_text())
     objects = [x for x in spec["objects"] if x["kind"] != "Namespace"]  # BASE has it
     for x in objects:
         if x["kind"] == "ClusterQueue" and x["metadata"]["name"] == "a":
-            x["spec"]["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+            x["spec"]["flavorFungibility"] = {"whenCanBorrow": "TryNextFlavor",
+                                              "whenCanPreempt": "TryNextFlavor",
                                               "preference": "PreemptionOverBorrowing"}
     d = _reserved(fastyaml.safe_dump(objects))
     assert d.admission.pod_set_assignments[0].flavors == {"cpu": "f2", "memory": "f2"}

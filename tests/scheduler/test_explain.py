@@ -461,9 +461,10 @@ def test_a_workload_on_hold_in_an_inactive_cluster_queue_is_not_said_queued() ->
 
 
 def test_a_flavor_is_traced_with_its_least_preferred_resource_and_borrows_at_its_highest_level() -> None:
-    """f1's cpu fits by borrowing and its memory needs a reclaim without borrowing: under the default preference
-    f1 is (reclaim, 0), tied with f2, so f1 is kept; what the attempt borrows is its resources' highest level
-    (Kueue's Assignment.Borrowing). Under PreemptionOverBorrowing f1 is (fit, 1) and the attempt reads Fit."""
+    """f1's cpu fits by borrowing and its memory needs a reclaim without borrowing: under the default
+    preference f1 is (reclaim, 0), tied with f2, so f1 is kept; what the attempt borrows is its resources'
+    highest level (Kueue's Assignment.Borrowing). Under PreemptionOverBorrowing f1 is (fit, 1) and the attempt
+    reads Fit."""
     _, state = scenario_state("flavor-mode-least-preferred-resource.yaml")
     data = explain(state, DEFAULT, "team/w", T0)
     assert data is not None
@@ -472,8 +473,8 @@ def test_a_flavor_is_traced_with_its_least_preferred_resource_and_borrows_at_its
     [ps] = attempt["podSets"]
     assert ps["flavors"] == {"cpu": "f1", "memory": "f1"} and ps["borrowingLevel"] == 1
     assert ps["tried"]["cpu"] == [
-        "f1: reclaim (insufficient unused quota for memory in flavor f1, 2 more needed), a resource borrowing at "
-        "level 1",
+        "f1: reclaim (insufficient unused quota for memory in flavor f1, 2 more needed), a resource "
+        "borrowing at level 1",
         "f2: reclaim (insufficient unused quota for memory in flavor f2, 2 more needed)"]
     _, state = scenario_state("flavor-mode-preemption-over-borrowing-fit.yaml")
     data = explain(state, DEFAULT, "team/w", T0)

@@ -1,6 +1,6 @@
 """A Retry check that sets its delay after the eviction, or while the workload waits (KEP-3258): the decision
-that pushes ``status.requeueState.requeueAt`` out (``RequeueAtRaised``) as the log stores it and the fold takes
-it. Its timelines are the scenarios ``admission-check-retry-after-eviction`` and ``-while-pending``."""
+that pushes ``status.requeueState.requeueAt`` out (``RequeueAtRaised``) as the log stores it and the fold
+takes it. Its timelines are the scenarios ``admission-check-retry-after-eviction`` and ``-while-pending``."""
 
 from __future__ import annotations
 

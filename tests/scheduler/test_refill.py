@@ -109,15 +109,17 @@ def _make_variant(wl: dict) -> None:
 
 
 def test_a_variant_admission_does_not_refill_under_concurrent_admission(tmp_path, monkeypatch) -> None:
-    """Kueue's refill stops at a ConcurrentAdmission variant (``VariantAdmitted``): the cycle's snapshot does not
-    hold this admission, so a successor could be a second variant of the same parent."""
+    """Kueue's refill stops at a ConcurrentAdmission variant (``VariantAdmitted``): the cycle's snapshot does
+    not hold this admission, so a successor could be a second variant of the same parent."""
     objects = _spec()["objects"]
     _set_cpu(_workload(objects, "rich-active"), "7")  # three cpus free
     _make_variant(_workload(objects, "poor-a"))
     monkeypatch.setattr(refill, "BUDGET", 1)
     spec = _spec()
-    for concurrent, want in ((True, ["poor-a", "rich-pending"]), (False, ["poor-a", "poor-b", "rich-pending"])):
-        config = {**spec["config"], "featureGates": {"FairSharingRefill": True, "ConcurrentAdmission": concurrent}}
+    for concurrent, want in ((True, ["poor-a", "rich-pending"]),
+                             (False, ["poor-a", "poor-b", "rich-pending"])):
+        config = {**spec["config"],
+                  "featureGates": {"FairSharingRefill": True, "ConcurrentAdmission": concurrent}}
         state, path = tmp_path / "state.yaml", tmp_path / "config.yaml"
         state.write_text(fastyaml.safe_dump_all(objects))
         path.write_text(fastyaml.safe_dump(config))

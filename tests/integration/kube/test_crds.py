@@ -466,8 +466,9 @@ async def test_the_apiserver_refuses_a_provisioning_request_config_as_import_doe
     sfx = secrets.token_hex(3)
     prc = {"apiVersion": KUEUE, "kind": "ProvisioningRequestConfig", "metadata": {"name": f"prc-{sfx}"},
            "spec": {"provisioningClassName": "Check_Capacity", "managedResources": ["cpu", "cpu"],
-                    "podSetUpdates": {"nodeSelector": [{"key": "pool", "valueFromProvisioningClassDetail": ""},
-                                                       {"key": "pool", "valueFromProvisioningClassDetail": "d"}]}}}
+                    "podSetUpdates": {"nodeSelector": [
+                        {"key": "pool", "valueFromProvisioningClassDetail": ""},
+                        {"key": "pool", "valueFromProvisioningClassDetail": "d"}]}}}
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         with pytest.raises(Invalid) as refused:
@@ -475,7 +476,8 @@ async def test_the_apiserver_refuses_a_provisioning_request_config_as_import_doe
         for error in _import_errors(prc):  # each field error import gives, in the apiserver's message
             assert error in str(refused.value), (error, str(refused.value))
         await create(kc, {**prc, "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
-                                          "retryStrategy": {"backoffLimitCount": -1, "backoffBaseSeconds": -5}}})
+                                          "retryStrategy": {"backoffLimitCount": -1,
+                                                            "backoffBaseSeconds": -5}}})
 
 
 def _import_errors(doc: dict) -> list[str]:

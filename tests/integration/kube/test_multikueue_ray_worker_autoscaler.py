@@ -181,8 +181,9 @@ async def test_a_rayjobs_counts_are_read_from_its_cluster_on_the_worker(
         scaled = await eventually(new_slice, timeout=60, what="the scale-up's new slice")
         assert [p["count"] for p in scaled["spec"]["podSets"]] == [1, 2]
         meta = manager["metadata"]
-        assert scaled["metadata"]["name"] == slice_name("RayJob", "ray.io", "mk-autoscaled-job", meta["uid"],
-                                                        f"{meta['generation']}_{meta['annotations'][REVISION]}")
+        assert scaled["metadata"]["name"] == slice_name(
+            "RayJob", "ray.io", "mk-autoscaled-job", meta["uid"],
+            f"{meta['generation']}_{meta['annotations'][REVISION]}")
         await mk._admitted_on_worker(c, scaled["metadata"]["name"], "the new slice to be admitted on the worker")
         await eventually(lambda: copy_on(scaled["metadata"]["name"]), timeout=60,
                          what="the RayJob's copy to name the new slice")

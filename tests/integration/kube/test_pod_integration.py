@@ -128,7 +128,8 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
                 return next(f.samples for f in families(journal.mirror.state)
                             if f.spec.name == "kueue_pod_scheduling_gate_removal_seconds")
 
-            (labels, counts, _), = await eventually(gate_removals, what="the admission gate's removal observed")
+            (labels, counts, _), = await eventually(gate_removals,
+                                                    what="the admission gate's removal observed")
             assert labels == (GATE, q.cq, "false") and counts[-1] == 1, "timed from the Admitted transition"
             ours = {k for k in journal.mirror.state.workloads if k.partition("/")[0] in (q.ns, outside)}
             assert ours == {f"{q.ns}/{wl_name}"}, "the unqueued pod and the pod outside the managed namespaces got none"
