@@ -490,9 +490,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.refused_evictions: dict[str, Refusal] = {}
         """Workload key -> its eviction the connector rejected and the fold took back: no eviction of it is
         decided again before the refusal's ``retry_at`` (the scheduler and the controller rules), so a writer
-        that keeps refusing does not make them decide it on every turn, while a refusal that lifts is retried as
-        Kueue retries it. An event of the workload lowers ``retry_at`` to its time (a retry at once) and keeps
-        the count; an entry whose ``retry_at`` is past holds nothing back (:func:`eviction_undo.lifted`)."""
+        that keeps refusing does not make them decide it on every turn, while a refusal that lifts is retried
+        as Kueue retries it. An event of the workload lowers ``retry_at`` to its time (a retry at once) and
+        keeps the count; an entry whose ``retry_at`` is past holds nothing back
+        (:func:`eviction_undo.lifted`)."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -1891,8 +1892,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self._charge(wl)
             if self._afs_counted(wl):  # found holding quota, not admitted by a decision: no entry penalty (Kueue
                 self._afs_append(wl, AFS_ADD)  # pushes one only as its scheduler admits), whatever was seen first
-        # on the backoff clock only if something waits on that time, read once its reservation and eviction are: a
-        # requeueAt raised on a workload never evicted (RequeueAtRaised's) ends in no BackoffFinished
+        # on the backoff clock only if something waits on that time, read once its reservation and eviction
+        # are: a requeueAt raised on a workload never evicted (RequeueAtRaised's) ends in no BackoffFinished
         if wl.requeue_at is not None and waits_on_backoff(wl):
             self.backoff[wl.key] = wl.requeue_at
 
@@ -2373,10 +2374,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.backoff.pop(wl.key, None)
 
     def _requeue_at_raised(self, e: ev.RequeueAtRaised) -> None:
-        """A Retry check reported late pushes ``requeueAt`` out (never earlier; the count kept). A workload waiting
-        out a backoff (:func:`waits_on_backoff`) is requeued only then; where any workload waits in its queue is
-        left alone, as Kueue's queue manager leaves it on a change of its requeue state alone, but one parked is
-        not flushed back before that time."""
+        """A Retry check reported late pushes ``requeueAt`` out (never earlier; the count kept). A workload
+        waiting out a backoff (:func:`waits_on_backoff`) is requeued only then; where any workload waits in
+        its queue is left alone, as Kueue's queue manager leaves it on a change of its requeue state alone,
+        but one parked is not flushed back before that time."""
         wl = self.workloads.get(e.key)
         if wl is None or wl.phase == FINISHED:
             return

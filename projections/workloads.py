@@ -594,8 +594,8 @@ def intern_templates(templates: tuple[o.PodTemplateSpec, ...]) -> tuple[o.PodTem
 
 
 def waits_on_backoff(wl: WorkloadInfo) -> bool:
-    """``wl`` will be requeued by its backoff's end: evicted for a :data:`BACKOFF_REASONS` and still holding its
-    quota, or given it back with Requeued=False for one."""
+    """``wl`` will be requeued by its backoff's end: evicted for a :data:`BACKOFF_REASONS` and still holding
+    its quota, or given it back with Requeued=False for one."""
     if wl.reserving and wl.evicted in BACKOFF_REASONS:
         return True
     requeued = wl.condition("Requeued")

@@ -17,10 +17,10 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   ``kueue.x-k8s.io/workload-slice-replacement-for`` names the old one (``namespace/name``): the scheduler admits
   it in the old one's place (it finishes that one ``WorkloadSliceReplaced``) while the Job runs on;
 * **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer
-  holds quota, it is evicted in the log and its stored Workload shows ``Evicted=True`` (an eviction whose write
-  may still be refused finishes nothing, as Kueue reads the stored one), or the new one holds quota as its
-  replacement (admitted, the old one's finish not written); the new one is the Job's (other pod set names: the
-  slices do not apply), taking the Job's counts in place when they differ — unless it holds quota without
+  holds quota, it is evicted in the log and its stored Workload shows ``Evicted=True`` (an eviction whose
+  write may still be refused finishes nothing, as Kueue reads the stored one), or the new one holds quota as
+  its replacement (admitted, the old one's finish not written); the new one is the Job's (other pod set names:
+  the slices do not apply), taking the Job's counts in place when they differ — unless it holds quota without
   replacing the old one, which Kueue reports as an error and does nothing more; under partial scale-up the new
   one, waiting, is finished ``OutOfSync`` with the old (below);
 * **more**: an error, nothing done.
@@ -270,7 +270,7 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         # Kueue finishes the old slice once it holds no quota, it is evicted (Evicted=True, in the log and as
         # stored: an eviction not written yet, which may still be refused, finishes nothing, nor does a stored
         # one the log has since readmitted), or the new one reserves quota as its replacement (its finish not
-        # written); Kueue's scheduler writes the readmission in the same write, so its stored view is the log's
+        # written); Kueue's scheduler writes the readmission in that same write: its stored view is the log's
         replaced = new[1].reserving and new[0].metadata.annotations.get(REPLACEMENT_FOR) == old[0].key
         evicted = bool(old[1].evicted) and shows(old[0], "Evicted")
         finish_old = old if (not old[1].reserving or evicted or replaced) else None

@@ -14,8 +14,8 @@
   ``requeueState.requeueAt`` to the latest lastTransitionTime + requeueAfterSeconds of the Retry checks; a
   Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck), also a workload already being evicted
   (Kueue v0.20, #14309: its first eviction's condition stays), where a Retry is not evicted again. A Retry
-  check that reports after the eviction, or while the workload waits pending, raises ``requeueAt`` all the same
-  (:func:`late_retries`, KEP-3258; the count left alone): not requeued before it. Kueue passes the
+  check that reports after the eviction, or while the workload waits pending, raises ``requeueAt`` all the
+  same (:func:`late_retries`, KEP-3258; the count left alone): not requeued before it. Kueue passes the
   rejection through a DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are
   separate API writes; here the intent and its outcome are one decision, with Kueue's final reason and message.
   The checks' verdicts come before the queues' stop policies, as in Kueue's controller;
@@ -214,8 +214,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.extend(gate_states.sync_decisions(state, touched, base))
     raised = late_retries(state, touched, now, base)
     out.extend(raised)
-    # the workload controller's own rules (the backoff, holding and pending ones) look at these at the next pass;
-    # the job reconciler's release, the ProvisioningRequest controller and the rest below still act on them now
+    # the workload controller's own rules (the backoff, holding and pending ones) look at these at the next
+    # pass; the job reconciler's release, the ProvisioningRequest controller and the rest act on them now
     later = {d.key for d in raised}
     for key in sorted(state.awaiting_release):
         wl = wls[key]
@@ -513,12 +513,13 @@ def checks_message(checks: list[o.AdmissionCheckState], state: str) -> str:
 def late_retries(state: ClusterState, touched: dict[str, None] | None, now: int, base: dict
                  ) -> list[ev.RequeueAtRaised]:
     """A Retry check that set its delay after the eviction (KEP-3258 lets a check report then), or while the
-    workload waits pending, still holds the workload back: Kueue's workload controller, before its other rules,
-    raises ``requeueState.requeueAt`` of any unfinished workload to :func:`retry_requeue_at` of its Retry checks
-    (``NeedsRequeueAtUpdate``), the requeue count left alone, and looks at the rest at its next reconcile (its own
-    rules only: the other controllers', a release, a ProvisioningRequest cleanup, still act in this pass). Not of
-    one holding quota and not evicted (its eviction, decided below, writes that time), nor of an inactive one (the
-    deactivation clears its requeue state). Looks at the ``touched`` workloads (None: every one with checks)."""
+    workload waits pending, still holds the workload back: Kueue's workload controller, before its other
+    rules, raises ``requeueState.requeueAt`` of any unfinished workload to :func:`retry_requeue_at` of its
+    Retry checks (``NeedsRequeueAtUpdate``), the requeue count left alone, and looks at the rest at its next
+    reconcile (its own rules only: the other controllers', a release, a ProvisioningRequest cleanup, still act
+    in this pass). Not of one holding quota and not evicted (its eviction, decided below, writes that time),
+    nor of an inactive one (the deactivation clears its requeue state). Looks at the ``touched`` workloads
+    (None: every one with checks)."""
     wls = state.workloads
     keys = sorted(k for k, w in wls.items() if w.check_states) if touched is None else sorted(touched)
     out = []

@@ -1,8 +1,9 @@
-"""A Workload first seen with ``status.requeueState.requeueAt`` (a restart on a new log, a STATE.yaml) is put on
-the backoff clock only if something waits on that time, as the log's own fold does (``RequeueAtRaised``): evicted
-for PodsReadyTimeout/AdmissionCheck and still holding quota, or Requeued=False for one. Kueue's workload
-controller writes Requeued=True BackoffFinished only over such a Requeued=False condition; a pending workload
-that was never evicted (its requeueAt raised by a late Retry check) gets none when the time passes."""
+"""A Workload first seen with ``status.requeueState.requeueAt`` (a restart on a new log, a STATE.yaml) is put
+on the backoff clock only if something waits on that time, as the log's own fold does (``RequeueAtRaised``):
+evicted for PodsReadyTimeout/AdmissionCheck and still holding quota, or Requeued=False for one. Kueue's
+workload controller writes Requeued=True BackoffFinished only over such a Requeued=False condition; a pending
+workload that was never evicted (its requeueAt raised by a late Retry check) gets none when the time
+passes."""
 
 from __future__ import annotations
 

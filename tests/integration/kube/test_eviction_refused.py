@@ -123,7 +123,7 @@ async def test_a_preemption_the_apiserver_refuses_leaves_the_victim_running_and_
                 await asyncio.sleep(4.0)  # many turns of the scheduler; retries 1 ms, 2 ms ... 2 s apart
                 recs = await records()
                 refused = [r for r in recs if isinstance(r.event, ev.DecisionRejected) and r.event.key == key]
-                # (the backoff allows at most 12 retries in 4 s, 20 with slack; a write's round trip may slow them)
+                # (the backoff allows at most 12 retries in 4 s, 20 with slack; a round trip may slow them)
                 assert 5 <= len(preempted(recs)) <= 20, "not retried at the loop's pace, or on every turn"
                 assert REFUSAL in refused[0].event.message
                 # nothing happened: the Job runs, the Workload is admitted, in the cluster and in the fold
