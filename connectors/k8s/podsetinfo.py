@@ -159,6 +159,7 @@ def start_info(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment,
                                                   node_selector=upd.node_selector, tolerations=list(upd.tolerations)))
                 except MergeConflict as exc:
                     raise MergeConflict(f"in admission check {go_quote(name)}: {exc}") from exc
+                break  # a check's first update of the pod set is its only one (Kueue's start takes no other)
     return info
 
 

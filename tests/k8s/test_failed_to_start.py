@@ -89,6 +89,17 @@ def test_matching_values_merge() -> None:
 GPU = {"key": "gpu", "value": "a", "effect": "NoSchedule"}
 
 
+def test_only_the_first_update_a_check_gives_a_pod_set_is_taken() -> None:
+    """Kueue's start takes, per check, the first of its podSetUpdates naming the pod set and no other (its CRD
+    does not refuse a second one): a second adds nothing, and one at odds with the first is no conflict."""
+    def checks(second: dict[str, str]) -> dict[str, o.AdmissionCheckState]:
+        return {"prov": o.AdmissionCheckState(name="prov", state="Ready", pod_set_updates=[
+            o.PodSetUpdate(name="main", labels={"a": "1"}), o.PodSetUpdate(name="main", labels=second)])}
+
+    assert psi.start_info(_state(), _wl(checks({"b": "2"})), PSA).labels.get("b") is None
+    assert psi.start_info(_state(), _wl(checks({"a": "2"})), PSA).labels["a"] == "1"
+
+
 def test_a_toleration_without_an_operator_is_the_same_as_one_with_equal() -> None:
     """Kueue #11147: the apiserver defaults an empty operator to ``Equal``, so a flavor's ``Equal`` toleration and
     the template's same one without an operator are one; the template's stays as written (a second would have the
