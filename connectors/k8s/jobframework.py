@@ -94,7 +94,7 @@ from connectors.k8s.journal import Journal
 from connectors.k8s.owner_index import once
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.resources import BY_KIND, Resource
-from connectors.k8s.stored_workload import admitted_not_evicted, shows
+from connectors.k8s.stored_workload import eviction_unwritten, shows
 from connectors.k8s.workers import Retries
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
@@ -208,9 +208,7 @@ def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | No
     at once, as before (its quota is given back at the deactivation)."""
     if not wl.evicted or wl.phase != ADMITTED or not wl.active or obs is None:
         return False
-    if not state.unconfirmed_evictions.awaits_outcome(wl.key):
-        return False  # rejected and kept (or from before the fold kept them): no write will show it
-    return admitted_not_evicted(obs)
+    return shows(obs, "Admitted") and eviction_unwritten(state, wl.key, obs)
 
 
 def within_pod_sets(reclaimable: tuple[tuple[str, int], ...], obs: o.Workload) -> tuple[tuple[str, int], ...]:

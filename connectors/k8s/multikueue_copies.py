@@ -49,7 +49,7 @@ from connectors.k8s.multikueue_worker import (
 )
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.resources import LEADER_WORKER_SETS, RAYCLUSTERS, Resource
-from connectors.k8s.stored_workload import shows
+from connectors.k8s.stored_workload import eviction_unwritten
 from events import objects as o
 from events.message_limits import CONDITION_MESSAGE_BYTES, truncate_message
 from events.timefmt import format_time
@@ -95,9 +95,7 @@ def eviction_unshown(state: ClusterState, wl: WorkloadInfo, obs: o.Workload | No
     the copies are left as they are until it does; a deactivation (not taken back) is acted on at once, as the
     job connectors do (:func:`connectors.k8s.jobframework.eviction_unshown`, which also wants it admitted: a
     copy may hold quota on its worker before the manager's checks are all Ready)."""
-    return (wl.active and obs is not None
-            and state.unconfirmed_evictions.awaits_outcome(wl.key)
-            and not shows(obs, "Evicted"))
+    return wl.active and obs is not None and eviction_unwritten(state, wl.key, obs)
 
 
 def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | None) -> bool:

@@ -3,7 +3,12 @@ connectors wait for it where the log's view may still await its status write (wh
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from events import objects as o
+
+if TYPE_CHECKING:
+    from projections.cluster import ClusterState
 
 
 def shows(obs: o.Workload, condition: str) -> bool:
@@ -11,7 +16,10 @@ def shows(obs: o.Workload, condition: str) -> bool:
     return any(c.type == condition and c.status == "True" for c in obs.status.conditions)
 
 
-def admitted_not_evicted(obs: o.Workload) -> bool:
-    """Whether the stored Workload shows itself admitted and not evicted: an eviction the log holds is not
-    written yet."""
-    return shows(obs, "Admitted") and not shows(obs, "Evicted")
+def eviction_unwritten(state: ClusterState, key: str, obs: o.Workload) -> bool:
+    """Whether the log holds an eviction of workload ``key`` still awaiting its outcome
+    (:meth:`projections.eviction_undo.KeptEvictions.awaits_outcome`) that the stored Workload ``obs`` does not
+    show yet (not Evicted=True): its status write may still be refused, and the fold then takes it back. Once
+    rejected and not taken back, none is kept: no write will show it, and the connectors act on the log's
+    view."""
+    return state.unconfirmed_evictions.awaits_outcome(key) and not shows(obs, "Evicted")
