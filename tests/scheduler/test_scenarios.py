@@ -33,7 +33,8 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   (``{name: {condition: [status, reason, message] or null, quotas: {resource: quantity} or null}}``, or null while
   nothing changes: what MultiKueueManagerQuotaAutomation leaves on a ClusterQueue, :mod:`projections.manager_quota`).
 
-Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, usage: {podSet: {resource: quantity}},
+Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, order: [podSet, ...]
+(the names of ``podSetAssignments``, in the order written), usage: {podSet: {resource: quantity}},
 checksPending, topology: {podSet: [[value..., count], ...]}, topologyAssignment: {podSet: the v1beta2 object exactly as
 written}, delayedTopology: {podSet: Pending|Ready|null}}``,
 ``unhealthyNodes: [node, ...]``, ``reclaimablePods: {podSet: count}`` (exactly ``status.reclaimablePods``), ``usage:
@@ -160,6 +161,9 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         assert flavors == w["flavors"], f"{key}: flavors {flavors}"
         if "counts" in w:
             assert {p["name"]: p["count"] for p in adm["podSetAssignments"]} == w["counts"]
+        if "order" in w:
+            got_order = [p["name"] for p in adm["podSetAssignments"]]
+            assert got_order == w["order"], f"{key}: podSetAssignments order {got_order}"
         if "usage" in w:
             usage = {p["name"]: p["resourceUsage"] for p in adm["podSetAssignments"]}
             assert usage == w["usage"], f"{key}: resourceUsage {usage}"
