@@ -756,6 +756,11 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.reasons[:] = group_reasons
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
+    if group_no_fit:
+        # a group that found a flavor still weighs in with the least severe reason of the flavors it passed
+        # over, should the pod set fail in a later group (Kueue's resolveNoFitReason takes every resource
+        # group's least severe NoFit attempt, then the most severe across the groups)
+        res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit)
     mode, _, name, frs, below, top = best
     for r in wanted:
         res.flavors[r] = name
