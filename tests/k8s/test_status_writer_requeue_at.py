@@ -78,3 +78,24 @@ async def test_a_requeue_at_that_goes_is_patched_to_null_the_count_kept() -> Non
     assert body["status"]["requeueState"] == {"count": 2, "requeueAt": None}
     shown = merge_patched(msgspec.to_builtins(ended), body["status"])
     assert shown["requeueState"] == {"count": 2}, "what the apiserver holds after the patch"
+
+
+@pytest.mark.asyncio
+async def test_a_cleared_requeue_at_of_a_workload_never_evicted_takes_the_requeue_state_away() -> None:
+    """``RequeueAtCleared`` with no requeue counted: nothing of ``requeueState`` is left, so it goes whole."""
+    waiting = o.WorkloadStatus(conditions=[
+        o.Condition(type="QuotaReserved", status="False", reason="Pending", message="m",
+                    last_transition_time=T)],
+        admission_checks=CHECKS, requeue_state=o.RequeueState(count=0, requeue_at="2024-01-01T00:01:12Z"))
+    wl = msgspec.structs.replace(WL, status=waiting)
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=parse_time(T), key=wl.key, uid="wl-uid", obj=wl)])
+    api = Apiserver()
+    writer = StatusWriter(api, journal)  # type: ignore[arg-type]
+    await writer.sync(wl.key)
+    assert api.patches == []
+    passed = parse_time("2024-01-01T00:01:12Z")
+    await journal.append([ev.RequeueAtCleared(time=passed, key=wl.key, uid="wl-uid", cycle=1, input=0)])
+    await writer.sync(wl.key)
+    (body,) = api.patches
+    assert body["status"] == {"requeueState": None}
