@@ -163,6 +163,13 @@ def _changed(desired: dict[str, Any], current: dict[str, Any]) -> set[str]:
     return {k for k in STATUS_FIELDS if desired.get(k) != current.get(k)}
 
 
+def status_patch(current: dict[str, Any], desired: dict[str, Any], fields: set[str]) -> dict[str, Any]:
+    """The ``status`` of the merge patch that writes ``fields`` of ``desired`` over ``current``: a field that
+    goes is ``null``, and so is a key that goes from a map kept
+    (:func:`connectors.k8s.json_patch.merge_patch_to`)."""
+    return {k: merge_patch_to(current.get(k), desired.get(k)) for k in STATUS_FIELDS if k in fields}
+
+
 def _merged(current: dict[str, Any], desired: dict[str, Any], fields: set[str]) -> dict[str, Any]:
     """The status after ``fields`` of ``desired`` were written over ``current``."""
     out = {k: v for k, v in current.items() if k not in fields}
@@ -373,8 +380,7 @@ class StatusWriter:
                      current: dict[str, Any] | None = None) -> str:
         """Merge-patch ``fields`` of ``desired`` over the status (``current``: what it shows), a nested key
         that goes (``requeueState.requeueAt`` once the backoff ends, the count kept) written as ``null``."""
-        current = current or {}
-        status = {k: merge_patch_to(current.get(k), desired.get(k)) for k in STATUS_FIELDS if k in fields}
+        status = status_patch(current or {}, desired, fields)
         body = {"metadata": {"uid": obs.metadata.uid, "resourceVersion": rv}, "status": status}
         out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace,
                                       subresource="status")
