@@ -408,6 +408,16 @@ class RequeueAtRaised(Decision, tag="RequeueAtRaised"):
     """The new ``requeueAt`` (ms); the fold keeps the later of it and the current one."""
 
 
+class RequeueAtCleared(Decision, tag="RequeueAtCleared"):
+    """The workload controller drops ``status.requeueState.requeueAt`` of an active workload that waits
+    pending (no quota reservation, not finished) once that time has passed, the requeue count left alone; a
+    workload whose Requeued=False backoff ends gets ``WorkloadRequeued`` BackoffFinished instead, which clears
+    the time too (the newest Kueue's ``Reconcile``: "Pending workload requeued after backoff", then its
+    Requeued switch at the next reconcile). Where it waits in its queue does not change (Kueue's
+    ``PushOrUpdate`` leaves a parked workload whose conditions did not change where it is). The status writer
+    writes ``requeueAt: null``."""
+
+
 class WorkloadSliceReplaced(Decision, tag="WorkloadSliceReplaced"):
     """The scheduler admits the slice that replaces this one (an elastic Job scaled up): Finished=True with reason
     ``WorkloadSliceReplaced``, its quota released. Appended in the batch that admits the replacement, before it."""
@@ -688,6 +698,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     QuotaReservationUnset,
     RequeueStateCleared,
     RequeueAtRaised,
+    RequeueAtCleared,
     WorkloadSliceReplaced,
     TopologyAssigned,
     AdmissionCheckUpdated,

@@ -20,7 +20,8 @@ attempts written only to settle the preemption-skips gauge.
 Where the scheduler has since changed a decision to follow Kueue, such a log reports a difference: from session
 45, a flavor whose resources differ in both mode and borrowing level, a pod set's total past int64, a
 considered-flavors summary past 1,024 bytes, a Retry check reported after the eviction (``RequeueAtRaised``) and
-the retry times of a refused eviction (docs/kubernetes.md and docs/scheduling.md name each at its rule).
+the retry times of a refused eviction; from session 46, a passed ``requeueAt`` of a workload waiting pending
+(``RequeueAtCleared``) (docs/kubernetes.md and docs/scheduling.md name each at its rule).
 """
 
 from __future__ import annotations

@@ -42,6 +42,8 @@ Steps, each with the offset and time of the event that caused it:
   reactivated);
 * ``RequeueAtRaised`` — its ``requeueAt`` pushed out by an admission check that set a retry delay after its
   eviction, or while it waited (the message gives the new time);
+* ``RequeueAtCleared`` — that time dropped once it passed while the workload waited pending (no backoff of
+  an eviction to end: no Requeued condition);
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset); a
   rejected preemption or eviction the fold took back (the workload as it was before it) marks that step and
   this one ``takenBack``: it did not happen.
@@ -78,7 +80,7 @@ _UNSEEN = object()
 STEP_TYPES = (
     "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
     "PodsReady", "AdmissionCheck", "ProvisioningRequest", "Requeued", "Unreserved", "Deactivated", "Finished", "Deleted",
-    "Rejected", "ReclaimablePods", "RequeueStateCleared", "RequeueAtRaised",
+    "Rejected", "ReclaimablePods", "RequeueStateCleared", "RequeueAtRaised", "RequeueAtCleared",
 )
 
 
@@ -643,6 +645,10 @@ class AuditTrail:
                 self._add(off, e, key, "RequeueAtRaised", t, cycle=e.cycle,
                           ignored=t is None or phase == FINISHED,
                           message=f"requeueAt {format_time(e.requeue_at)}: an admission check's retry delay")
+            case ev.RequeueAtCleared():
+                # why the workload's status no longer shows the time a late retry delay set
+                self._add(off, e, key, "RequeueAtCleared", t, cycle=e.cycle,
+                          ignored=t is None or phase == FINISHED, message="requeueAt passed: cleared")
             case ev.ParentLabelled():
                 self._add(off, e, key, "ParentLabelled", t, cycle=e.cycle, ignored=t is None,
                           message="labelled a ConcurrentAdmission parent: pursued through its variants")

@@ -149,7 +149,7 @@ from projections.workloads import (
     shared_spec_templates,
     unadmitted_reason,
     unhealthy_threshold_of,
-    waits_on_backoff,
+    waits_on_requeue_at,
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
@@ -1893,8 +1893,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             if self._afs_counted(wl):  # found holding quota, not admitted by a decision: no entry penalty (Kueue
                 self._afs_append(wl, AFS_ADD)  # pushes one only as its scheduler admits), whatever was seen first
         # on the backoff clock only if something waits on that time, read once its reservation and eviction
-        # are: a requeueAt raised on a workload never evicted (RequeueAtRaised's) ends in no BackoffFinished
-        if wl.requeue_at is not None and waits_on_backoff(wl):
+        # are: a requeueAt raised on a workload never evicted (RequeueAtRaised's) ends in no BackoffFinished,
+        # but is cleared while the workload waits pending (RequeueAtCleared)
+        if wl.requeue_at is not None and waits_on_requeue_at(wl):
             self.backoff[wl.key] = wl.requeue_at
 
     def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
@@ -2375,15 +2376,25 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
 
     def _requeue_at_raised(self, e: ev.RequeueAtRaised) -> None:
         """A Retry check reported late pushes ``requeueAt`` out (never earlier; the count kept). A workload
-        waiting out a backoff (:func:`waits_on_backoff`) is requeued only then; where any workload waits in
-        its queue is left alone, as Kueue's queue manager leaves it on a change of its requeue state alone,
-        but one parked is not flushed back before that time."""
+        waiting out a backoff (:func:`waits_on_backoff`) is requeued only then, one waiting pending has that
+        time cleared then (:func:`waits_on_requeue_at`); where any workload waits in its queue is left alone,
+        as Kueue's queue manager leaves it on a change of its requeue state alone, but one parked is not
+        flushed back before that time."""
         wl = self.workloads.get(e.key)
         if wl is None or wl.phase == FINISHED:
             return
         wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
-        if wl.key in self.backoff or waits_on_backoff(wl):
+        if wl.key in self.backoff or waits_on_requeue_at(wl):
             self.backoff[wl.key] = wl.requeue_at
+
+    def _requeue_at_cleared(self, e: ev.RequeueAtCleared) -> None:
+        """A passed ``requeueAt`` of a pending workload goes, and nothing else: its count, its conditions and
+        where it waits in its queue stay."""
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED:
+            return
+        wl.requeue_at = None
+        self.backoff.pop(wl.key, None)
 
     def _unset_reservation(self, e: ev.QuotaReservationUnset) -> None:
         """A workload holding quota, not admitted, whose queue is stopped, missing or terminating gives its quota
@@ -2704,6 +2715,7 @@ _HANDLERS: dict[type, Any] = {
     ev.QuotaReservationUnset: ClusterState._unset_reservation,
     ev.RequeueStateCleared: ClusterState._requeue_state_cleared,
     ev.RequeueAtRaised: ClusterState._requeue_at_raised,
+    ev.RequeueAtCleared: ClusterState._requeue_at_cleared,
     ev.WorkloadFinished: ClusterState._finished,
     ev.WorkloadSliceReplaced: ClusterState._finished,
     ev.TopologyAssigned: ClusterState._topology_assigned,
@@ -2820,7 +2832,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
 _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
     ev.WorkloadDeactivated, ev.QuotaReservationUnset, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced,
-    ev.JobStopped, ev.PodsReadyChanged, ev.RequeueStateCleared, ev.RequeueAtRaised,
+    ev.JobStopped, ev.PodsReadyChanged, ev.RequeueStateCleared, ev.RequeueAtRaised, ev.RequeueAtCleared,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
     ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
     ev.VariantPodsReadySynced, ev.WorkloadOnHoldChanged,

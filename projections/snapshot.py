@@ -25,9 +25,15 @@ from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
-from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
+from projections.workloads import (
+    WorkloadInfo,
+    grouped_owner,
+    intern_scan,
+    intern_templates,
+    waits_on_requeue_at,
+)
 
-SNAPSHOT_VERSION = 67
+SNAPSHOT_VERSION = 68
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -183,10 +189,14 @@ version 65's plus a trailing field). 67: a Workload first seen with ``requeueSta
 backoff clock (``backoff``) only if something waits on that time (evicted for PodsReadyTimeout/AdmissionCheck
 and holding quota, or Requeued=False for one), as the log's own ``RequeueAtRaised`` does; restored from an
 older one, a pending workload never evicted that was first seen with a requeueAt still gets Requeued=True
-BackoffFinished at that time, as before (the layout is version 66's)."""
+BackoffFinished at that time, as before (the layout is version 66's). 68: the log may hold
+``RequeueAtCleared`` (a passed ``requeueAt`` of a workload waiting pending cleared, the newest Kueue's), which
+older readers cannot fold, and the ``requeueAt`` of an active workload that holds no quota is on the backoff
+clock for it; restored from an older one, such a time is put on the clock as the fold puts it now (the layout
+is version 67's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -394,6 +404,16 @@ def take(state: ClusterState) -> Snapshot:
     )
 
 
+def _clock_pending_requeue_at(state: ClusterState) -> None:
+    """Before version 68 the ``requeueAt`` of a workload waiting pending with no backoff to end was on no
+    clock: put it on the one the fold puts it on now (:func:`projections.workloads.waits_on_requeue_at`), so
+    that the time is cleared when it passes, as after a full fold."""
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        if wl.requeue_at is not None and key not in state.backoff and waits_on_requeue_at(wl):
+            state.backoff[key] = wl.requeue_at
+
+
 def restore(snap: Snapshot) -> ClusterState:
     if snap.version not in READABLE_VERSIONS:
         raise InvalidInput(f"snapshot version {snap.version} is not supported (expected one of "
@@ -464,6 +484,8 @@ def restore(snap: Snapshot) -> ClusterState:
     state.usage = {cq: dict(frs) for cq, frs in snap.usage}
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
+    if snap.version < 68:
+        _clock_pending_requeue_at(state)
     # none before version 64
     state.unconfirmed_evictions = KeptEvictions(snap.unconfirmed_evictions)  # its index rebuilt
     state.refused_evictions = dict(snap.refused_evictions)

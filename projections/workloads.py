@@ -602,6 +602,12 @@ def waits_on_backoff(wl: WorkloadInfo) -> bool:
     return requeued is not None and requeued.status == "False" and requeued.reason in BACKOFF_REASONS
 
 
+def waits_on_requeue_at(wl: WorkloadInfo) -> bool:
+    """Something happens to ``wl`` when its ``requeueAt`` passes: its backoff ends (:func:`waits_on_backoff`),
+    or, active and holding no quota, the workload controller clears that time (``RequeueAtCleared``)."""
+    return waits_on_backoff(wl) or (wl.active and not wl.reserving and wl.phase != FINISHED)
+
+
 def keeps_queued(wl: WorkloadInfo, park: bool, scan: FlavorScan | None, now: int) -> bool:
     """Kueue's requeue rule: whether a failed head goes back to the heap rather than to the inadmissible set.
 

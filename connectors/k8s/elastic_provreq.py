@@ -54,7 +54,10 @@ class PodAdmission(msgspec.Struct, frozen=True):
 
 def pod_admission(wl: WorkloadInfo, pod_set: str) -> PodAdmission | None:
     """The request identity and node selectors the Ready checks of ``wl`` give pod set ``pod_set``, in check-name
-    order; None when two checks give one key different values (no pod of it is released then)."""
+    order; None when two updates give one key different values (no pod of it is released then). Every update
+    naming the pod set counts, a check's second one too: Kueue's elastic-job ungater merges them all
+    (``admissionUpdateForPodSet`` in ``pkg/controller/elasticjobs/elastic_job_ungater.go``), unlike a job's
+    start, which takes a check's first only."""
     annotations: dict[str, str] = {}
     selector: dict[str, str] = {}
     for name in sorted(wl.check_states):

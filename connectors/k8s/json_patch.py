@@ -35,3 +35,14 @@ def merge_patched(target: Any, patch: Any) -> Any:
         else:
             out[key] = merge_patched(out.get(key), value)
     return out
+
+
+def merge_patch_to(current: Any, want: Any) -> Any:
+    """The merge-patch value (RFC 7386) that turns ``current`` into exactly ``want``: a map into a map key by
+    key, ``null`` for each key ``want`` drops, at any depth, as a merge patch merges nested maps rather than
+    replacing them; anything else is ``want`` itself (a list is replaced whole)."""
+    if not isinstance(want, Mapping) or not isinstance(current, Mapping):
+        return want
+    out: dict[str, Any] = {k: None for k in current if k not in want}
+    out.update((k, merge_patch_to(current.get(k), v)) for k, v in want.items())
+    return out

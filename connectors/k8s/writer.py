@@ -69,6 +69,7 @@ import structlog
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import Conflict, Forbidden, Invalid, KubeError, NotFound
 from connectors.k8s.journal import Journal
+from connectors.k8s.json_patch import merge_patch_to
 from connectors.k8s.mirror import FAMILY_TAGS
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -160,6 +161,13 @@ def _checks_at(rv: int, desired: dict[str, Any], status: dict[str, Any]) -> int:
 def _changed(desired: dict[str, Any], current: dict[str, Any]) -> set[str]:
     """The status fields a write of ``desired`` over ``current`` sets (``null`` clearing one)."""
     return {k for k in STATUS_FIELDS if desired.get(k) != current.get(k)}
+
+
+def status_patch(current: dict[str, Any], desired: dict[str, Any], fields: set[str]) -> dict[str, Any]:
+    """The ``status`` of the merge patch that writes ``fields`` of ``desired`` over ``current``: a field that
+    goes is ``null``, and so is a key that goes from a map kept
+    (:func:`connectors.k8s.json_patch.merge_patch_to`)."""
+    return {k: merge_patch_to(current.get(k), desired.get(k)) for k in STATUS_FIELDS if k in fields}
 
 
 def _merged(current: dict[str, Any], desired: dict[str, Any], fields: set[str]) -> dict[str, Any]:
@@ -312,7 +320,7 @@ class StatusWriter:
         fields = changing
         for _ in range(self.attempts):
             try:
-                new_rv = await self._patch(obs, rv, desired, fields)
+                new_rv = await self._patch(obs, rv, desired, fields, current)
             except (Invalid, Forbidden) as exc:
                 if not _refusal(exc):
                     raise  # not allowed to write (authorization): tried again later, the decisions pending
@@ -368,8 +376,11 @@ class StatusWriter:
 
         return _with_their_checks(_with_foreign(ours, current, wl.active), current, theirs)
 
-    async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str]) -> str:
-        status = {k: desired.get(k) for k in STATUS_FIELDS if k in fields}
+    async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str],
+                     current: dict[str, Any] | None = None) -> str:
+        """Merge-patch ``fields`` of ``desired`` over the status (``current``: what it shows), a nested key
+        that goes (``requeueState.requeueAt`` once the backoff ends, the count kept) written as ``null``."""
+        status = status_patch(current or {}, desired, fields)
         body = {"metadata": {"uid": obs.metadata.uid, "resourceVersion": rv}, "status": status}
         out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace,
                                       subresource="status")

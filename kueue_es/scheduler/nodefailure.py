@@ -81,7 +81,9 @@ def assigned_nodes(state: ClusterState, wl: WorkloadInfo) -> dict[str, list[str]
 
 def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> list[tuple[o.Toleration, ...]]:
     """The effective tolerations of each of ``pod_sets``: its template's, its flavors' and those the admission
-    checks' ``podSetUpdates`` add (the shared reference's rule; some Kueue versions read the template's alone)."""
+    checks' ``podSetUpdates`` add, every one naming the pod set (the shared reference's rule; the Kueue
+    versions read, ``checkTaintTolerations`` in ``pkg/controller/tas/node_controller.go``, read the template's
+    alone, so no Kueue reading of a check's updates here says whether its first or all count)."""
     adm = wl.admission
     assert adm is not None
     flavors = {psa.name: sorted(set(psa.flavors.values())) for psa in adm.pod_set_assignments}

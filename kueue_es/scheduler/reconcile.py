@@ -3,7 +3,9 @@
 * an evicted workload whose job has stopped gives its quota back and is requeued (Requeued condition: True after
   a preemption or node failures, otherwise False; always False, under SkipReassignmentForPodOwnedWorkloads, for a
   workload owned by a single Pod: it goes with its pod, whose owner makes a new one);
-* a requeue backoff that has run out sets Requeued=True/BackoffFinished (of an active workload only);
+* a requeue backoff that has run out sets Requeued=True/BackoffFinished (of an active workload only); a passed
+  ``requeueAt`` of an active workload waiting pending with no such Requeued=False (one a late Retry raised) is
+  cleared alone (:class:`events.schema.RequeueAtCleared`, the newest Kueue; the count kept);
 * an inactive workload loses its ``status.requeueState`` (:class:`events.schema.RequeueStateCleared`; Kueue
   #2219, #7734): one not evicted yet with its deactivation's eviction, one that shows Evicted=True already (a
   backoff it waits out, an eviction whose job still runs) alone, not evicted again. Reactivated, it owes no
@@ -234,8 +236,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         if (wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving or not wl.active
                 or key in later):
             continue  # (an inactive one's backoff is cleared instead: :func:`_keeps_requeue_state`)
-        out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
-                                       message="The workload backoff was finished", **base))
+        out.append(_requeue_at_passed(wl, base))
     holding_keys = None if touched is None else _holding_keys(state, config, now, touched)
     holding = state.reserving if holding_keys is None else _holding(state, holding_keys)
     parents = _admitted_parents(state, state.variants_of if holding_keys is None else holding_keys)
@@ -499,6 +500,20 @@ def reserved_queue_blocker(state: ClusterState, wl: WorkloadInfo, observability:
     if cq.spec.stopped:
         return _granular("Suspended", observability), f"ClusterQueue {name} is stopped"
     return None
+
+
+def _requeue_at_passed(wl: WorkloadInfo, base: dict) -> ev.Decision:
+    """What the workload controller does once the ``requeueAt`` of an active workload that holds no quota has
+    passed: it clears that time (the newest Kueue's "Pending workload requeued after backoff", the count left
+    alone) and, at its next reconcile, turns a Requeued=False for a backoff (PodsReadyTimeout, AdmissionCheck)
+    True BackoffFinished, one decision here that clears the time too; with no such condition (a requeueAt
+    raised by a late Retry on a workload never evicted, or one whose Requeued another rule set meanwhile) it
+    writes no condition."""
+    requeued = wl.condition("Requeued")
+    if requeued is not None and requeued.status == "False" and requeued.reason in BACKOFF_REASONS:
+        return ev.WorkloadRequeued(key=wl.key, uid=wl.uid, status=True, reason="BackoffFinished",
+                                   message="The workload backoff was finished", **base)
+    return ev.RequeueAtCleared(key=wl.key, uid=wl.uid, **base)
 
 
 def _granular(reason: str, observability: bool) -> str:

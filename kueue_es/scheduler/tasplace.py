@@ -549,7 +549,11 @@ def second_pass(ctx: CycleContext, wl: WorkloadInfo, base: dict) -> list[ev.Deci
 
 
 def _updates(wl: WorkloadInfo, pod_set: str) -> list[o.PodSetUpdate]:
-    """The podSetUpdates of the Ready checks for ``pod_set``, in check-name order."""
+    """The podSetUpdates of the Ready checks for ``pod_set``, in check-name order: every one naming it, a
+    check's second one too. Unlike a job's start (:func:`connectors.k8s.podsetinfo.start_info`: a check's
+    first only), Kueue's TAS request (``podSetTopologyRequest``,
+    ``pkg/scheduler/flavorassigner/tas_flavorassigner.go``) collects every match of every Ready check, and its
+    placement merges them all into the pod set's node selector and tolerations."""
     out = []
     for name in sorted(wl.check_states):
         cs = wl.check_states[name]

@@ -111,3 +111,17 @@ def test_the_released_pod_gets_what_it_lacks() -> None:
         {"op": "add", "path": "/spec/nodeSelector/example.com~1pool", "value": "p2"}]
     done = pod("c", annotations={CONSUMES: "pr-2", CLASS: "queued"}, selector={"example.com/pool": "p2"})
     assert ep.identity_ops(done, adm) == []
+
+
+def test_a_checks_second_update_of_the_pod_set_counts_too() -> None:
+    """Kueue's elastic-job ungater (``admissionUpdateForPodSet``) merges every update naming the pod set, a
+    check's second one too, where a job's start takes a check's first only (``getPodSetsInfoFromStatus``)."""
+    first = update("pr-2", "p2")
+    second = o.PodSetUpdate(name="main", node_selector={"example.com/zone": "z1"})
+    wl = workload()
+    wl.check_states = {"c0": o.AdmissionCheckState(name="c0", state="Ready", pod_set_updates=[first, second])}
+    assert ep.pod_admission(wl, "main") == ep.PodAdmission(
+        {CONSUMES: "pr-2", CLASS: "queued"}, {"example.com/pool": "p2", "example.com/zone": "z1"})
+    clash = o.PodSetUpdate(name="main", annotations={CONSUMES: "pr-3"})
+    wl.check_states = {"c0": o.AdmissionCheckState(name="c0", state="Ready", pod_set_updates=[first, clash])}
+    assert ep.pod_admission(wl, "main") is None, "a conflict within one check releases no pod either"

@@ -320,6 +320,20 @@ def test_a_late_retry_s_requeue_at_is_a_step() -> None:
         False)
 
 
+def test_a_passed_requeue_at_cleared_is_a_step() -> None:
+    """A late retry's time that passed while the workload waited pending goes: the step says so, as nothing
+    else (no Requeued condition) shows it."""
+    key = "team/job"
+    events = setup() + [
+        upsert(workload("team", "job", queue="lq"), T0),                                                   # 3
+        ev.RequeueAtRaised(key=key, requeue_at=T0 + 35 * S, **d(1, 5)),                                    # 4
+        ev.RequeueAtCleared(key=key, **d(2, 35)),                                                          # 5
+    ]
+    last = trail_of(events).timeline(key)[-1]
+    assert (last.offset, last.step, last.message, last.ignored) == (
+        5, "RequeueAtCleared", "requeueAt passed: cleared", False)
+
+
 def test_the_provisioning_controller_s_decisions_show_in_a_workload_s_history() -> None:
     f = retry_then_provision()
     steps = AuditTrail().apply_all(f.records).timeline("default/job-a")

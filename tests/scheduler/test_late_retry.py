@@ -32,4 +32,25 @@ def test_the_fold_never_brings_requeue_at_back_nor_counts_a_requeue() -> None:
         state.apply(ev.Record(offset, e))
     wl = state.workloads["ns/wl"]
     assert (wl.requeue_at, wl.requeue_count) == (T + 60_000, 0)
-    assert "ns/wl" not in state.backoff, "nothing waits on it: no Requeued=False to end"
+    assert state.backoff == {"ns/wl": T + 60_000}, "no Requeued=False to end, but the time is cleared then"
+
+
+CLEARED = ev.RequeueAtCleared(time=T + 60_000, key="ns/wl", uid="u", cycle=5, input=9)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_the_clearing_reads_back_as_written(lazy: bool) -> None:
+    (record,) = decode_batch(encode_batch([CLEARED]), 42, lazy=lazy)
+    assert record == ev.Record(42, CLEARED)
+    assert "RequeueAtCleared" in ev.EVENT_TYPES and ev.RequeueAtCleared in ev.DECISION_TYPES
+
+
+def test_the_clearing_drops_the_time_alone() -> None:
+    """The count, the conditions and the clock: only the time goes (the newest Kueue's pending branch)."""
+    state = ClusterState()
+    w = workload("ns", "wl", uid="u", created=T - 12_000)
+    for offset, e in enumerate([upsert(w, T - 12_000), RAISED, CLEARED]):
+        state.apply(ev.Record(offset, e))
+    wl = state.workloads["ns/wl"]
+    assert (wl.requeue_at, wl.requeue_count, wl.condition("Requeued")) == (None, 0, None)
+    assert "ns/wl" not in state.backoff and state.backoff_due.first() is None
