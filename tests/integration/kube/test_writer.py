@@ -288,3 +288,39 @@ async def test_a_workload_deactivated_in_its_backoff_loses_its_requeue_state(kub
             "False", "PodsReadyTimeout")
         assert shown["QuotaReserved"] == ("False", "Deactivated")
         assert await _outcomes(log, key) == [("applied", r.offset, "") for r in decided]
+
+
+@pytest.mark.asyncio
+async def test_a_finished_backoff_leaves_no_requeue_at_on_the_apiserver(kube_apiserver) -> None:
+    """A Workload evicted by a PodsReady timeout whose backoff time has passed: Kueue's workload controller
+    writes Requeued=True BackoffFinished and removes ``requeueAt``, keeping the count. The writer's merge patch
+    must name the dropped key (null): a nested map is merged key by key, so sending only ``{"count": 1}``
+    left the old time on the stored Workload."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _, _, _ = await queues(kc, "writer-backoff-done", {"cpu": 10})
+        await create(kc, _workload(ns, "a"))
+        now = datetime.now(UTC)
+        stamp = now.replace(year=now.year - 1).strftime("%Y-%m-%dT%H:%M:%SZ")  # evicted and backoff over
+        timed_out = f"Exceeded the PodsReady timeout {ns}/a"
+        await kc.patch(WORKLOADS, "a", {"status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": timed_out,
+                 "lastTransitionTime": stamp},
+                {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "message": timed_out,
+                 "lastTransitionTime": stamp},
+                {"type": "Requeued", "status": "False", "reason": "PodsReadyTimeout", "message": timed_out,
+                 "lastTransitionTime": stamp}],
+            "requeueState": {"count": 1, "requeueAt": stamp}}}, ns, subresource="status")
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)
+        key = f"{ns}/a"
+        decided = [r for r in await _decide(journal) if r.event.key == key]
+        assert type(decided[0].event).__name__ == "WorkloadRequeued", decided
+        writer = StatusWriter(kc, journal)
+        await writer.sync(key)
+        status = (await get(kc, "Workload", "a", ns))["status"]
+        assert status["requeueState"] == {"count": 1}, status
+        shown = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+        assert shown["Requeued"] == ("True", "BackoffFinished")
