@@ -413,3 +413,19 @@ def test_pods_ready_condition_of_a_running_job(cond: tuple[str, str] | None, pha
     """TestReconciler's PodsReady cases (Kueue's ``generatePodsReadyCondition``), for a running Job."""
     assert _ready_case(cond, phase, running=phase == ADMITTED, ready=ready) == want
 
+
+# --- TestReconciler's step 4 (reclaimable pods) under the ReclaimablePods gate --------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_no_reclaimable_pods_are_counted_with_the_gate_off() -> None:
+    """Kueue's ``ReconcileGenericJob`` counts a job's reclaimable pods only under its ``ReclaimablePods`` gate
+    (``implementsReclaimable && features.Enabled(features.ReclaimablePods)``): with it off nothing is written to
+    ``status.reclaimablePods`` and the pass goes on (here: Kueue's first PodsReady write)."""
+    off = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+           "featureGates": {"ReclaimablePods": False}}
+    jobs, _, appended = integration(workload(), job(succeeded=2), before=(
+        ev.ConfigRecorded(time=1, writer="t", document=off),))
+    await jobs.reconcile("ns/train")
+    assert not [e for e in appended if isinstance(e, ev.ReclaimablePodsChanged)]
+    assert [type(e).__name__ for e in appended] == ["PodsReadyChanged"]
