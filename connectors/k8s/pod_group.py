@@ -284,7 +284,7 @@ def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
 def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
               prebuilt: bool = False, fast_quota_release: bool = False, wl_deleting: bool = False,
               statefulset: StatefulSetView | None = None, remote: bool = False,
-              eviction_unshown: bool = False) -> GroupStep:
+              eviction_unshown: bool = False, reclaim: bool = True) -> GroupStep:
     """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
     Kueue's first listed Pod does) and its Workload in the log (None: none yet, or none usable). ``prebuilt``: the
     group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
@@ -297,7 +297,8 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     MultiKueue worker (:func:`connectors.k8s.pod_sync.runs_on_a_worker`): its gated Pods here are never started.
     ``eviction_unshown``: ``wl`` is evicted in the log but the apiserver shows it admitted and not evicted yet
     (:func:`connectors.k8s.jobframework.eviction_unshown`): its Pods are neither stopped nor its quota given
-    back until it does, as Kueue's reconciler acts on the Workload it reads.
+    back until it does, as Kueue's reconciler acts on the Workload it reads. ``reclaim``: Kueue's
+    ``ReclaimablePods`` gate; with it off the group's reclaimable pods are not counted (no RECLAIM step).
     First of all, the gated Pods whose queue name is not their StatefulSet's take it (:func:`queue_relabel`)."""
     relabel = queue_relabel(pods, statefulset) if managed and statefulset else ()
     if relabel:
@@ -305,7 +306,7 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
         return GroupStep(relabel=relabel, relabel_queue=statefulset.queue)
     step = _group_step(pods, wl, managed=managed, admission_shown=admission_shown, prebuilt=prebuilt,
                        fast_quota_release=fast_quota_release, wl_deleting=wl_deleting, remote=remote,
-                       eviction_unshown=eviction_unshown)
+                       eviction_unshown=eviction_unshown, reclaim=reclaim)
     admitted = wl is not None and is_admitted(wl) and admission_shown and not remote
     let_go = let_go_by_statefulset(pods, statefulset, admitted=admitted) if managed and statefulset else ()
     if let_go:  # its patch takes the finalizer off too
@@ -427,7 +428,7 @@ def released_by_statefulset(pods: list[ManagedPod]) -> tuple[ManagedPod, ...]:
 
 def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
                 prebuilt: bool, fast_quota_release: bool, wl_deleting: bool, remote: bool = False,
-                eviction_unshown: bool = False) -> GroupStep:
+                eviction_unshown: bool = False, reclaim: bool = True) -> GroupStep:
     if not pods or not managed:
         return GroupStep()
     first = pods[0]
@@ -446,7 +447,7 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
                          finalize=tuple(p for p in pods if finalizable(p)), reason=WORKLOAD_DELETED_REASON,
                          message=WORKLOAD_DELETED)
     step = _with_workload(pods, first, total, wl, admission_shown and not remote, prebuilt,
-                          fast_quota_release, eviction_unshown)
+                          fast_quota_release, eviction_unshown, reclaim)
     if step.action == FINALIZE or prebuilt:
         return step
     finalize = _replaced_by_role(pods, wl)
@@ -502,7 +503,7 @@ def _missing_prebuilt(pods: list[ManagedPod], total: int) -> GroupStep:
 
 def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo,
                    admission_shown: bool, prebuilt: bool = False, fast_quota_release: bool = False,
-                   eviction_unshown: bool = False) -> GroupStep:
+                   eviction_unshown: bool = False, reclaim: bool = True) -> GroupStep:
     if not prebuilt:
         pods = of_its_roles(pods, wl)
     remove = () if prebuilt else _excess_by_role(pods, wl)
@@ -511,8 +512,8 @@ def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: Wo
     message = None if serving else finished(left, total)
     if message is not None:
         return GroupStep(FINISH, remove=remove, reason="Succeeded", message=message)
-    reclaimable = () if serving else reclaimable_pods(left)
-    if reclaimable != wl.reclaimable:
+    reclaimable = () if serving or not reclaim else reclaimable_pods(left)
+    if reclaim and reclaimable != wl.reclaimable:
         return GroupStep(RECLAIM, remove=remove, reclaimable=reclaimable)
     running = tuple(p for p in left if _running(p))
     if wl.evicted:

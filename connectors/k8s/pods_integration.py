@@ -854,7 +854,8 @@ class PodIntegration:
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
                                    wl_deleting=obs is not None and wf.deleting(obs), statefulset=statefulset,
                                    remote=pod_sync.runs_on_a_worker(self.state, wl),
-                                   eviction_unshown=wl is not None and eviction_unshown(self.state, wl, obs))
+                                   eviction_unshown=wl is not None and eviction_unshown(self.state, wl, obs),
+                                   reclaim=self.state.reclaim_enabled)
         if wl is not None and on_hold(wl) and step.remove:
             step = replace(step, remove=())  # counted against a size the set's scale-up is still to give it
         for pod in step.relabel:  # the step's only work: the pods' watch brings them back relabelled

@@ -252,6 +252,14 @@ def test_succeeded_pods_of_a_group_are_reclaimable_unless_it_is_serving() -> Non
     assert (step.action, step.reclaimable) == (pod_group.RECLAIM, ()), "a serving group has none"
 
 
+def test_no_reclaimable_pods_are_counted_with_the_gate_off() -> None:
+    """Kueue's generic job reconciler counts them only under its ``ReclaimablePods`` gate (pod groups too)."""
+    wl = group_workload(ADMITTED, counts={"r1": 2, "r2": 1})
+    pods = [member("a", gated=False, phase="Succeeded", total="3"), member("b", gated=False, phase="Running", total="3"),
+            member("c", role="r2", gated=False, phase="Succeeded", total="3")]
+    assert next_step(pods, wl, managed=True, admission_shown=True, reclaim=False).action == "nothing"
+
+
 def test_a_serving_group_never_finishes() -> None:
     done = [member(n, gated=False, phase="Succeeded", annotations=SERVING) for n in "ab"]
     assert next_step(done, group_workload(ADMITTED), managed=True, admission_shown=True).action == "nothing"
