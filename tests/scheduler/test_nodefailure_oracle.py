@@ -61,6 +61,13 @@ def _workload(domains: list[list[Any]] | None = None, *, tolerations: list[dict[
     return obj
 
 
+def _pending_workload() -> dict[str, Any]:
+    """The workload before any admission (no ``status.admission``, no condition)."""
+    obj = _workload()
+    obj["status"] = {}
+    return obj
+
+
 EARLIER = NOW - 30_000
 OFF = {"on_pod_termination": False}
 CASES: list[tuple[str, list[dict[str, Any]], dict[str, bool], Any, list[str]]] = [
@@ -132,6 +139,12 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, bool], Any, list[str]]] =
      {}, ["n1"], ["test-ns/pending-1"]),
     ("Node has untolerated NoSchedule taint, workload has no pods at all -> Unhealthy",
      [_node(taints=[NO_SCHEDULE]), _workload()], {}, ["n1"], []),
+    ("Workload without admission (nil Admission status) - handled safely",
+     [_node(), _pending_workload(), _pod("stray-pod-on-node", node="", phase="Pending", pinned="n1")], {}, [],
+     ["test-ns/stray-pod-on-node"]),
+    ("Node has untolerated NoSchedule taint, pod is Gated -> Healthy (listed all the same)",
+     [_node(taints=[NO_SCHEDULE]), _workload(), _pod("gated", node="", phase="Pending", gated=True)], {}, ["n1"],
+     []),
     ("Node NotReady, workload missing TAS assignment but has late pod -> Workload marked Healthy, pod patched",
      [_node(ready=False), _node("n2"), _workload([["n2", 1]]),
       _pod("stray", node="", phase="Pending", pinned="n1")], {}, [], ["test-ns/stray"]),
