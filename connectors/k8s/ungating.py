@@ -7,7 +7,8 @@ hostname alone, since such an assignment lists only that level).
 
 * **Rank mode** when the pod set has a ``podIndexLabel`` and every live pod carries a valid, distinct index
   below the pod count (with a ``subGroupIndexLabel``, as a JobSet's pod sets have, the rank is the index within
-  the pod's Job plus the Job's index times the Job's size, as Kueue's ungater reads it), and every pod already
+  the pod's Job plus the Job's index times the Job's size, as Kueue's ungater reads it; no ranks without a Job
+  size: no ``subGroupCount``, 0, or more Jobs than pods), and every pod already
   ungated sits in the domain its rank implies (a ``kueue.x-k8s.io/pod-index-offset`` on the pods, as an MPIJob's
   Workers carry when its launcher runs as a worker, is taken off each index: rank = index − offset — and so is,
   in a pod-set group of two, the leader's count from the workers' indexes (:func:`group_offsets`); Kueue reads
@@ -119,11 +120,14 @@ def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int
     """Each pod's rank (None: not every pod has a valid, distinct one) among the ``size`` pods of the pod set, below
     ``count``: its index less ``offset``. With a sub-group (a JobSet's replicated Job: its Jobs, each of
     ``size / subGroupCount`` pods), the index is the pod's within its Job plus its Job's index times that Job size,
-    as Kueue's ungater ranks them."""
+    as Kueue's ungater ranks them. A sub-group label without a usable Job size (no count, a count of 0, or more
+    Jobs than pods: an unvalidated annotation can say so) ranks nothing: Kueue then places the pods greedily."""
     if request is None or not request.pod_index_label:
         return None
     sub_label, sub_count = request.sub_group_index_label, request.sub_group_count
     job_size = size // sub_count if sub_label and sub_count else 0
+    if sub_label and not job_size:
+        return None
     out: dict[int, o.Pod] = {}
     for pod in pods:
         if job_size:

@@ -17,7 +17,7 @@ from events import objects as o
 from events import schema as ev
 from events.log import MemoryLog
 from events.tas_assignment import encode
-from projections.workloads import ADMITTED, FINISHED, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, RESERVED, WorkloadInfo
 from tests.k8s.test_lws_ungating import _Recorder  # records each pod's hostname
 
 HOST = "kubernetes.io/hostname"
@@ -149,3 +149,33 @@ async def test_pods_left_gated_when_the_admission_changes_while_the_first_is_ung
     ungater._take()
     await ungater.sync("ns/first")
     assert client.placed == {"el-0": "n1"}
+
+
+def _finished(wl: WorkloadInfo) -> None:
+    wl.phase = FINISHED
+
+
+def _only_reserved(wl: WorkloadInfo) -> None:
+    wl.phase = RESERVED
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("state_of", [_finished, _evict, _only_reserved], ids=["finished", "evicted", "reserved"])
+async def test_a_replacement_slice_not_admitted_ungates_no_late_pod(state_of: Callable[[WorkloadInfo], None]) -> None:
+    """Kueue's TestTopologyUngaterElasticSlice ("finished / evicted replacement cannot ungate", "quota reservation
+    without admission cannot ungate"): a pod of the chain that names the first slice is placed only by an admitted,
+    not evicted slice; the first slice, finished, places nothing either."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append(_upserts(_slice("first", 1), _slice("second", 2, replaces="first"), _pod("running", on="n1")))
+    state = journal.mirror.state
+    state.workloads["ns/first"].phase = FINISHED
+    second = state.workloads["ns/second"]
+    second.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[_assignment(n1=2)])
+    second.phase = ADMITTED
+    state_of(second)
+    client = _Recorder()
+    ungater = Ungater(client, journal)  # type: ignore[arg-type]
+    await journal.append(_upserts(_pod("late")))
+    for key in sorted(ungater._take()):
+        await ungater.sync(key)
+    assert client.placed == {}
