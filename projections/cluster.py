@@ -526,7 +526,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             obj = effective_quotas.in_force(obj, self.dynamic_quotas)
             info = self._cq_infos[cq] = ClusterQueueInfo(cq, obj, self.flavors, self.admission_checks,
                                                          self.topologies, self.forest, self.provisioning_configs,
-                                                         self.tas_enabled, self.multikueue)
+                                                         self.tas_enabled, self.multikueue,
+                                                         self.concurrent_admission)
         return info
 
     @property

@@ -57,7 +57,7 @@ class ClusterQueueInfo:
     def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                  admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
                  forest: CohortForest, provisioning_configs: Mapping[str, o.ProvisioningRequestConfig] | None = None,
-                 tas: bool = True, multikueue: MultiKueueWorld | None = None) -> None:
+                 tas: bool = True, multikueue: MultiKueueWorld | None = None, concurrent: bool = False) -> None:
         spec = obj.spec
         self.name = name
         self.obj = obj
@@ -99,7 +99,7 @@ class ClusterQueueInfo:
         self.tas_only = all_tas
         """Every flavor of every resource group is a TAS flavor: pod sets without a topology request get one implied."""
         self.inactive_reasons = inactive_reasons(obj, flavors, admission_checks, topologies, forest,
-                                                 provisioning_configs or {}, tas, multikueue)
+                                                 provisioning_configs or {}, tas, multikueue, concurrent)
         """Every reason the queue cannot admit, in Kueue's order, each with the part of the message it adds."""
         self.inactive = self.inactive_reasons[0][0] if self.inactive_reasons else None
         """Kueue's first Active=False reason, or None when the queue can admit."""
@@ -138,13 +138,15 @@ def multikueue_checks(rules: list[tuple[str, frozenset[str]]], admission_checks:
 def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                      admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
                      forest: CohortForest, configs: Mapping[str, o.ProvisioningRequestConfig],
-                     tas: bool = True, multikueue: MultiKueueWorld | None = None) -> list[tuple[str, str]]:
+                     tas: bool = True, multikueue: MultiKueueWorld | None = None,
+                     concurrent: bool = False) -> list[tuple[str, str]]:
     """Why the ClusterQueue cannot admit: (reason, what Kueue's Active message says of it), first reason first.
 
     A ClusterQueue being deleted (held by its finalizer) is only ``Terminating``. One whose Cohort's parent
     links loop (its Cohort in the loop or leading into it) is ``CohortCycleDetected``, the message naming its own
     Cohort (Kueue #13774). A TAS flavor whose Topology is missing counts only with ``tas``
-    (Kueue's TopologyAwareScheduling gate)."""
+    (Kueue's TopologyAwareScheduling gate). With ``concurrent`` (Kueue's ConcurrentAdmission gate) a queue with a
+    ``concurrentAdmissionPolicy`` may not carry a MultiKueue check: concurrent admission runs on the workers."""
     name, spec = obj.metadata.name, obj.spec
     if obj.metadata.deletion_timestamp:
         return [(TERMINATING, "")]
@@ -170,6 +172,9 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
     reasons.extend(_multikueue_reasons(checks, admission_checks, every_flavor))
     with_multikueue = any((ac := admission_checks.get(c.name)) is not None
                           and ac.spec.controller_name == MULTIKUEUE_CONTROLLER for c in checks)
+    if concurrent and with_multikueue and spec.concurrent_admission_policy is not None:
+        reasons.append(("MultiKueueWithConcurrentAdmission",
+                        "Cannot use ConcurrentAdmission on a ClusterQueue with a MultiKueue AdmissionCheck"))
     if tas and (reasons or not with_multikueue):
         reasons.extend(_missing_topologies(spec, flavors, topologies))
     return reasons
