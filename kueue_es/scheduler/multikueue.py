@@ -24,7 +24,8 @@ the others once it does):
    ..." (a Warning ``MultiKueue`` Event), otherwise nothing is decided until the connector has deleted that copy
    (:func:`connectors.k8s.multikueue_copies.stale`);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
-4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready: that worker runs
+4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready, or Ready with no
+   worker (a Workload found so, written by a Kueue from before ``status.clusterName``): that worker runs
    it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
    workload was admitted on <worker>" (the connector then deletes the other copies and copies the owner there);
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
@@ -478,8 +479,8 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
                         f'for re-admission. Previously: "{check.state}"', base)]
     admitted = first_with(state, wl, "Admitted", workers)
     if admitted is not None:
-        if check.state != "Pending":
-            return []
+        if check.state != "Pending" and (check.state != "Ready" or wl.cluster_name):
+            return []  # (a Ready check with no worker: found so, written by a Kueue before clusterName)
         cluster = admitted[0]
         out: list[ev.Decision] = []
         if not wl.cluster_name:
@@ -488,7 +489,9 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
                      if psa.delayed_topology_request == "Pending" and psa.name in placed]
             out.append(ev.WorkerClusterAssigned(key=wl.key, uid=wl.uid, cluster=cluster, topology_ready=ready,
                                                 **base))
-        out.append(_update(wl, check, "Ready", f'The workload was admitted on "{cluster}"', base))
+        message = f'The workload was admitted on "{cluster}"'
+        if check.state != "Ready" or check.message != message:
+            out.append(_update(wl, check, "Ready", message, base))
         return out
     if check.state == "Ready":
         # a worker the config no longer names is neither reachable nor unavailable to Kueue: no grace
