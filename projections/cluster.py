@@ -1890,6 +1890,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             if _true(adm):
                 wl.phase = ADMITTED
                 wl.admitted_at = _ms(adm)
+            if not wl.evicted:
+                self._take_shown_dispatch(wl, st)
             self._charge(wl)
             if self._afs_counted(wl):  # found holding quota, not admitted by a decision: no entry penalty (Kueue
                 self._afs_append(wl, AFS_ADD)  # pushes one only as its scheduler admits), whatever was seen first
@@ -1898,6 +1900,16 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         # but is cleared while the workload waits pending (RequeueAtCleared)
         if wl.requeue_at is not None and waits_on_requeue_at(wl):
             self.backoff[wl.key] = wl.requeue_at
+
+    def _take_shown_dispatch(self, wl: WorkloadInfo, st: o.WorkloadStatus) -> None:
+        """MultiKueue: a workload first seen holding quota, not evicted, runs on the worker its
+        ``status.clusterName`` names, else is nominated for its ``status.nominatedClusterNames``, as Kueue's
+        MultiKueue controller reads both from the Workload (its copies kept there, its lost worker given the
+        ``workerLostTimeout`` grace). Nominations shown take the log's time as their round's start."""
+        if st.cluster_name:
+            wl.cluster_name = st.cluster_name
+        elif st.nominated_cluster_names:
+            wl.nominated, wl.nominated_at = tuple(st.nominated_cluster_names), self.time
 
     def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
         """List the checks that apply to ``wl`` in its ClusterQueue (``queue``, else the one it is in): missing

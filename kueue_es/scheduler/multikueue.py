@@ -24,7 +24,8 @@ the others once it does):
    ..." (a Warning ``MultiKueue`` Event), otherwise nothing is decided until the connector has deleted that copy
    (:func:`connectors.k8s.multikueue_copies.stale`);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
-4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready: that worker runs
+4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready, or Ready with no
+   worker (a Workload found so, written by a Kueue from before ``status.clusterName``): that worker runs
    it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
    workload was admitted on <worker>" (the connector then deletes the other copies and copies the owner there);
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
@@ -40,7 +41,8 @@ the others once it does):
    before, every check Ready then, is still read, and its admission wins as in step 4, which Kueue reads
    before that guard), and nothing is nominated but by the incremental dispatcher, Kueue's controller of its
    own, which does not look at the other checks:
-   all at once, every connected worker of the check's MultiKueueConfig, in the config's order; incremental
+   all at once, every connected worker of the check's MultiKueueConfig, in alphabetical order (workers shown
+   nominated in another order are not nominated again); incremental
    (Kueue's ``workloaddispatcher``), rounds: the first at once, each next one once more than 5 minutes of log
    time passed since the last (a deadline the scheduler wakes at, :func:`round_deadlines`), each adding up to
    ``stepSize`` (3) workers of the config not yet nominated — connected or not, as Kueue does — in the config's
@@ -477,8 +479,8 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
                         f'for re-admission. Previously: "{check.state}"', base)]
     admitted = first_with(state, wl, "Admitted", workers)
     if admitted is not None:
-        if check.state != "Pending":
-            return []
+        if check.state != "Pending" and (check.state != "Ready" or wl.cluster_name):
+            return []  # (a Ready check with no worker: found so, written by a Kueue before clusterName)
         cluster = admitted[0]
         out: list[ev.Decision] = []
         if not wl.cluster_name:
@@ -487,7 +489,9 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
                      if psa.delayed_topology_request == "Pending" and psa.name in placed]
             out.append(ev.WorkerClusterAssigned(key=wl.key, uid=wl.uid, cluster=cluster, topology_ready=ready,
                                                 **base))
-        out.append(_update(wl, check, "Ready", f'The workload was admitted on "{cluster}"', base))
+        message = f'The workload was admitted on "{cluster}"'
+        if check.state != "Ready" or check.message != message:
+            out.append(_update(wl, check, "Ready", message, base))
         return out
     if check.state == "Ready":
         # a worker the config no longer names is neither reachable nor unavailable to Kueue: no grace
@@ -516,6 +520,8 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         return [ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=[target], **base)]
     if dispatcher.name == ALL_AT_ONCE_DISPATCHER:
         nominated = None if waiting else nominees(state, check.name)
+        if nominated is not None and sorted(wl.nominated) == nominated:
+            return []  # the same workers, in whatever order they show: Kueue patches only a new set
     elif dispatcher.name == INCREMENTAL_DISPATCHER:  # a controller of its own: other checks not waited for
         nominated = next_round(state, wl, check.name, dispatcher, now)
     else:
@@ -554,7 +560,8 @@ def copies_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...] | None:
 
 def nominees(state: ClusterState, check: str) -> list[str] | None:
     """The all-at-once dispatcher's nominations: every worker of the check's MultiKueueConfig that is connected,
-    in the config's order (None when the config cannot be read)."""
+    in alphabetical order, as Kueue writes them (its ``nominatedClusterSetsEqual`` sorts the list before the patch
+    sets it); None when the config cannot be read."""
     ac = state.admission_checks.get(check)
     if ac is None:
         return None
@@ -562,8 +569,8 @@ def nominees(state: ClusterState, check: str) -> list[str] | None:
     if config is None:
         return None
     links = state.cluster_links
-    return [c for c in config.spec.clusters
-            if c in state.multikueue_clusters and (link := links.get(c)) is not None and link.connected]
+    return sorted({c for c in config.spec.clusters
+                   if c in state.multikueue_clusters and (link := links.get(c)) is not None and link.connected})
 
 
 def _config_clusters(state: ClusterState, check: str) -> list[str] | None:
