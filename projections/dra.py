@@ -54,8 +54,9 @@ UNRESOLVED = "DRAResourcesUnresolved"
 """QuotaReserved=False and Requeued=False reason of a DRA problem under UnadmittedWorkloadsObservability."""
 RESOLVED = "DRAResourcesResolved"
 """Requeued=True reason once a workload's DRA problem is gone: it is queued again."""
-RESOLVED_MESSAGE = "The workload's DRA resources were resolved"
-"""Requeued=True message with :data:`RESOLVED` (kueue-es's words: Kueue's were not at hand)."""
+RESOLVED_MESSAGE = "DRA resources were resolved after a previous inadmissible marking"
+"""Requeued=True message with :data:`RESOLVED`, Kueue's own (its workload_controller_dra_test.go, "reconcile DRA
+persists Requeued=True when previously inadmissible workload resources are resolved")."""
 CLAIMS_NOT_SUPPORTED = "DRA resource claims not supported"
 """Requeued=False message of a workload whose pods claim a ResourceClaim by name (its QuotaReserved message is
 :data:`CLAIMS_BY_NAME`)."""
