@@ -370,8 +370,8 @@ class DeviceRequest(View):
     exactly: ExactDeviceRequest | None = None
     first_available: list[dict[str, Any]] | None = None
     """Prioritized alternatives (sub-requests as the API has them): Kueue refuses them unless
-    KueueDRAIntegrationPrioritizedList is on, then charges alternatives of one count under one logical resource
-    (:func:`projections.dra.first_available_charge`)."""
+    KueueDRAIntegrationPrioritizedList is on, then charges the largest count of alternatives under one logical
+    resource (:func:`projections.dra.first_available_charge`)."""
 
 
 class DeviceClaim(View):

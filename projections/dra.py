@@ -10,8 +10,8 @@ and ``transformations``, which do not apply to them.
 What Kueue refuses makes the workload inadmissible rather than charged (its workload controller writes the
 message on QuotaReserved=False and keeps it out of its queue): a claim by name (a ResourceClaim, not a template),
 a template that does not exist, ``allocationMode: All``, a DeviceClass no mapping names, and a ``firstAvailable``
-request — unless ``KueueDRAIntegrationPrioritizedList`` (alpha, off) is on: one whose alternatives all ask for the
-same count of devices under the same logical resource is then charged that count (:func:`first_available_charge`). An ``adminAccess`` request costs nothing. With the gate off, ``KueueDRARejectWorkloadsWhenDRADisabled``
+request — unless ``KueueDRAIntegrationPrioritizedList`` (alpha, off) is on: one whose alternatives all fall under
+the same logical resource is then charged the largest count among them (:func:`first_available_charge`). An ``adminAccess`` request costs nothing. With the gate off, ``KueueDRARejectWorkloadsWhenDRADisabled``
 (beta, on) makes any claim inadmissible; with both off, claims are ignored.
 
 Under ``KueueDRAIntegrationExtendedResource`` (beta, on; with the DRA gate) a container's request of an extended
@@ -54,8 +54,9 @@ UNRESOLVED = "DRAResourcesUnresolved"
 """QuotaReserved=False and Requeued=False reason of a DRA problem under UnadmittedWorkloadsObservability."""
 RESOLVED = "DRAResourcesResolved"
 """Requeued=True reason once a workload's DRA problem is gone: it is queued again."""
-RESOLVED_MESSAGE = "The workload's DRA resources were resolved"
-"""Requeued=True message with :data:`RESOLVED` (kueue-es's words: Kueue's were not at hand)."""
+RESOLVED_MESSAGE = "DRA resources were resolved after a previous inadmissible marking"
+"""Requeued=True message with :data:`RESOLVED`, Kueue's own (its workload_controller_dra_test.go, "reconcile DRA
+persists Requeued=True when previously inadmissible workload resources are resolved")."""
 CLAIMS_NOT_SUPPORTED = "DRA resource claims not supported"
 """Requeued=False message of a workload whose pods claim a ResourceClaim by name (its QuotaReserved message is
 :data:`CLAIMS_BY_NAME`)."""
@@ -372,7 +373,11 @@ def _device_counts(spec: o.ResourceClaimSpec, view: DraView) -> tuple[dict[str, 
             if error:
                 return {}, (), error
             resource, count = charged
-            logical[resource] = min(MAX_INT64, logical.get(resource, 0) + count)
+            total = logical.get(resource, 0) + count
+            if total >= MAX_INT64:  # Kueue refuses a sum reaching its "unlimited" sentinel rather than saturate
+                return {}, (), (f"{at}: Invalid value: {count}", f"the counts charged to logical resource {resource} "
+                                "do not add up to a bounded quota amount")
+            logical[resource] = total
             continue
         x = req.exactly
         if x is None:
@@ -411,10 +416,11 @@ def first_available_charge(alternatives: list[dict[str, Any]], at: str,
                            view: DraView) -> tuple[tuple[str, int], tuple[str, str] | None]:
     """The (logical resource, device count) a ``firstAvailable`` request (field ``at``) is charged, as Kueue
     charges a prioritized list under KueueDRAIntegrationPrioritizedList, or the (field, message) it refuses it
-    with: every alternative must ask for an exact count (the API server's defaults: ExactCount, one device) of a
-    mapped DeviceClass whose mapping gives no counter or capacity sources, its selectors compiling, and all of them
-    for the same count under the same logical resource — then whichever kube-scheduler allocates costs that
-    count. Whether any alternative can be satisfied is not looked at; nothing is matched against devices."""
+    with: every alternative must ask for an exact count (the API server's defaults: ExactCount, one device; a
+    count of 0 is read as one) of a mapped DeviceClass whose mapping gives no counter or capacity sources, its
+    selectors compiling, and all of them under the same logical resource — then the largest count among them is
+    charged, as whichever kube-scheduler allocates costs no more (Kueue's chargeForPrioritizedList). Whether any
+    alternative can be satisfied is not looked at; nothing is matched against devices."""
     if not alternatives:
         return ("", 0), (f"{at}.firstAvailable: Required value", "must list at least one alternative")
     mapping = dict(view.mapping)
@@ -429,9 +435,9 @@ def first_available_charge(alternatives: list[dict[str, Any]], at: str,
         mode = sub.allocation_mode or "ExactCount"
         if mode != "ExactCount":
             return ("", 0), (f'{here}.allocationMode: Unsupported value: "{mode}"', 'supported values: "ExactCount"')
-        count = 1 if sub.count is None else sub.count
-        if count <= 0:
-            return ("", 0), (f"{here}.count: Invalid value: {count}", "must be greater than zero")
+        count = sub.count or 1
+        if count < 0:
+            return ("", 0), (f"{here}.count: Invalid value: {count}", "must not be negative")
         dc = sub.device_class_name
         if not dc:
             return ("", 0), (f"{here}.deviceClassName: Required value", "")
@@ -450,9 +456,8 @@ def first_available_charge(alternatives: list[dict[str, Any]], at: str,
         elif resource != chosen[0]:
             return ("", 0), (f'{here}.deviceClassName: Invalid value: "{dc}"',
                              f'every alternative must map to "{chosen[0]}", this one maps to "{resource}"')
-        elif count != chosen[1]:
-            return ("", 0), (f"{here}.count: Invalid value: {count}",
-                             f"every alternative must have count {chosen[1]}, this one has {count}")
+        else:
+            chosen = (resource, max(chosen[1], count))
     return (chosen if chosen is not None else ("", 0)), None
 
 

@@ -79,7 +79,8 @@ def test_a_refused_claim_is_marked_requeued_false_then_requeued_once_it_is_charg
     assert [(type(d).__name__, getattr(d, "reason", "")) for d in decided] == [
         ("WorkloadRequeued", "DRAResourcesResolved")] + ([("WorkloadPending", "PendingEvaluation")] if observability
                                                          else [])
-    assert _cond(state, "Requeued") == ("True", "DRAResourcesResolved", "The workload's DRA resources were resolved")
+    assert _cond(state, "Requeued") == ("True", "DRAResourcesResolved",
+                                         "DRA resources were resolved after a previous inadmissible marking")
     q = state.queues["cq"]
     assert "team/w" in q.shapes and "team/w" not in q.inadmissible, "queued, not parked behind Requeued=False"
 
