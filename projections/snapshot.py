@@ -27,7 +27,7 @@ from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 67
+SNAPSHOT_VERSION = 68
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -183,10 +183,14 @@ version 65's plus a trailing field). 67: a Workload first seen with ``requeueSta
 backoff clock (``backoff``) only if something waits on that time (evicted for PodsReadyTimeout/AdmissionCheck
 and holding quota, or Requeued=False for one), as the log's own ``RequeueAtRaised`` does; restored from an
 older one, a pending workload never evicted that was first seen with a requeueAt still gets Requeued=True
-BackoffFinished at that time, as before (the layout is version 66's)."""
+BackoffFinished at that time, as before (the layout is version 66's). 68: each ResourceFlavor's
+``spec.resourceWeights`` (KEP-8902: Fair Sharing's dominant resource shares weigh each flavor-resource by
+it); bumped so that an older reader, which would drop the weights, refuses the snapshot; restored from an
+older one, whose writer dropped them, a flavor weighs every resource 1 until its next upsert shows its
+weights (the layout is version 67's)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
