@@ -1516,14 +1516,15 @@ def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> 
     A ClusterQueue of weight 0 that borrows reports NaN, a Cohort +Inf: Kueue turns only the ClusterQueue's
     infinite share into NaN."""
     tree = state.quota
-    memo: dict[str, dict[str, int]] = {}
+    memo: dict[str, dict[str, float]] = {}
+    weights = fair_share.flavor_weights(state.flavors)
     for name in sorted(tree.cluster_queues) if cluster_queues else ():
         node = tree.cluster_queues[name]
-        share = fair_share.dominant_share(node, memo=memo).weighted
+        share = fair_share.dominant_share(node, memo=memo, weights=weights).weighted
         cohort = node.parent.name if node.parent is not None else ""
         out[CQ_WEIGHTED_SHARE.name].append(((name, cohort), math.nan if share == math.inf else share))
     for name in sorted(tree.cohorts):
-        share = fair_share.dominant_share(tree.cohorts[name], memo=memo).weighted
+        share = fair_share.dominant_share(tree.cohorts[name], memo=memo, weights=weights).weighted
         out[COHORT_WEIGHTED_SHARE.name].append(((name,), share))
 
 
