@@ -119,7 +119,7 @@ def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()
         case o.Workload():
             _workload(obj, where)
         case o.ResourceFlavor():
-            _resource_flavor(obj.spec, where)
+            _resource_flavor(obj.spec, where, ratcheted)
         case o.ClusterQueue():
             check_cluster_queue(obj, where)
         case o.Cohort():
@@ -366,10 +366,11 @@ def _pod_set_update_errors(wl: o.Workload) -> list[str]:
 # --- ResourceFlavor ---------------------------------------------------------------------------------------------
 
 
-def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
+def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozenset[str] = frozenset()) -> None:
     """The CRD's rules first, every broken one refused together (the apiserver calls no webhook for an object its
-    schema refuses); then every rule of Kueue's ResourceFlavor webhook, together, in its order: the node labels,
-    the taints, the tolerations' keys."""
+    schema refuses; ``ratcheted``: the markers' errors an update keeps); then every rule of Kueue's
+    ResourceFlavor webhook, together, in its order: the node labels, the taints, the tolerations' keys, then
+    the weights."""
     schema = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
               for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
                                      ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
@@ -381,7 +382,8 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
     if spec.topology_name is not None and not spec.node_labels:
         # a rule on spec
         schema.append("field `spec`: at least one nodeLabel is required when topology is set")
-    schema += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False)
+    schema += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False,
+                                 ratcheted=ratcheted)
     schema += resource_weight_quantity_errors(spec.resource_weights)
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
