@@ -775,9 +775,9 @@ def test_a_queue_quantity_that_is_none_is_answered_as_the_apiserver_refuses_its_
 
 
 def test_a_flavor_s_resource_weights_are_held_to_kep_8902_and_a_stored_surplus_is_ratcheted() -> None:
-    """A weight not above 0 is refused with the webhook's rules (403); one that is no quantity, or more than 16,
-    with the CRD's (422). A flavor stored with 17 (under a laxer CRD) may be updated leaving them as they were,
-    as the apiserver ratchets an unchanged value; growing them is refused."""
+    """A weight not above 0 is refused with the webhook's rules (403); one that is no quantity, or more than
+    16, with the CRD's (422). A flavor stored with 17 (under a laxer CRD) may be updated leaving them as they
+    were, as the apiserver ratchets an unchanged value; growing them is refused."""
     def rf(weights: dict[str, Any], **spec: Any) -> dict:
         return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "spot"},
                 "spec": {"resourceWeights": weights, **spec}}
