@@ -1513,8 +1513,9 @@ def _cohort_subtrees(out: Gauges, state: ClusterState, admitted_in: dict[str, in
 def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> None:
     """Kueue's weighted shares, from the projection's quota tree (which leaves cyclic cohort trees out, so their
     nodes report none); the ClusterQueues' only with ``cluster_queues`` (``metrics.enableClusterQueueResources``).
-    A ClusterQueue of weight 0 that borrows reports NaN, a Cohort +Inf: Kueue turns only the ClusterQueue's
-    infinite share into NaN."""
+    A node of weight 0 that borrows, ClusterQueue or Cohort, reports NaN: Kueue turns an infinite share into NaN
+    for the gauge (its status saturates at MaxInt64 instead; cohort_controller_test.go,
+    TestUpdateCohortStatusIfChanged)."""
     tree = state.quota
     memo: dict[str, dict[str, float]] = {}
     weights = fair_share.flavor_weights(state.flavors)
@@ -1525,7 +1526,7 @@ def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> 
         out[CQ_WEIGHTED_SHARE.name].append(((name, cohort), math.nan if share == math.inf else share))
     for name in sorted(tree.cohorts):
         share = fair_share.dominant_share(tree.cohorts[name], memo=memo, weights=weights).weighted
-        out[COHORT_WEIGHTED_SHARE.name].append(((name,), share))
+        out[COHORT_WEIGHTED_SHARE.name].append(((name,), math.nan if share == math.inf else share))
 
 
 def _local_queue_gauges(state: ClusterState, out: Gauges, values_of: ValuesOf | None) -> None:

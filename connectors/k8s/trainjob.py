@@ -7,14 +7,18 @@ it. Kueue (``pkg/controller/jobs/trainjob``) queues the TrainJob on the pod sets
 the Trainer does (:func:`jobset_spec`), and :mod:`connectors.k8s.trainjob_integration` does the I/O around these
 pieces:
 
-* **the derived JobSet** (:func:`jobset_spec`): the runtime's replicated Jobs; the one labelled
-  ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` runs one Job of ``count`` pods (parallelism and
-  completions): the TrainJob's ``spec.trainer.numNodes``, else the runtime's ``mlPolicy.numNodes`` (default 1) when
-  it has an ``mlPolicy``, else the template's parallelism (default 1); its ``node`` container takes the TrainJob's
-  image, command, args, ``resourcesPerNode`` and env; the initializers (``dataset-initializer``,
-  ``model-initializer``) run one Job; then each ``spec.podTemplateOverrides`` entry, in order, is merged into the pod
-  templates of the Jobs it targets (metadata labels and annotations, the pod spec as a strategic merge: maps merged,
-  containers, volumes, gates and pull secrets by name, other lists replaced);
+* **the derived JobSet** (:func:`jobset_spec`): the runtime's replicated Jobs, each Job running a count of pods
+  (its parallelism and its completions): the template's parallelism (default 1), for the one labelled
+  ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` (the trainer step) the runtime's ``mlPolicy.numNodes``
+  (default 1) when it has an ``mlPolicy``; the TrainJob's ``spec.trainer.numNodes`` then replaces the trainer step's
+  count, except under an MPI policy (``mlPolicy.mpi``), where it sizes the Job named ``node`` instead — less one, at
+  least 1, with ``mpi.runLauncherAsNode`` (the launcher, the trainer step of the Trainer's MPI runtimes, is then one
+  of the nodes) — and the trainer step keeps its count; the trainer step's ``node`` container takes the TrainJob's
+  image, command, args, ``resourcesPerNode`` and env, and with the launcher as a node the ``node`` Job's ``node``
+  container its ``resourcesPerNode`` and env as well; the trainer step and the initializers
+  (``dataset-initializer``, ``model-initializer``) run one Job; then each ``spec.podTemplateOverrides`` entry, in
+  order, is merged into the pod templates of the Jobs it targets (metadata labels and annotations, the pod spec as a
+  strategic merge: maps merged, containers, volumes, gates and pull secrets by name, other lists replaced);
 * **its Workload** (:func:`workload_for`): ``trainjob-<name>-<hash>``, the pod sets of that JobSet as Kueue's JobSet
   integration makes them (:func:`connectors.k8s.jobset.pod_sets`), the TrainJob as its controller; the pod sets it
   makes now (:func:`job_pod_sets`) are what that Workload is compared with, so one the TrainJob no longer matches
@@ -31,8 +35,9 @@ pieces:
   and succeeded Jobs reach the derived JobSet's replicas; **reclaimable pods**: the JobSet's count over
   ``status.jobsStatus``.
 
-Not modelled: the ML policies' own pod-count rules beyond ``numNodes`` (MPI's launcher as a node), the Trainer's
-env/initializer settings (they change no request), ``spec.runtimePatches`` (newer Kueue writes its admission there).
+Not modelled: the other ML policies' own pod-count rules beyond ``numNodes``, the Trainer's initializer settings
+and its MPI plugin's volumes and env (they change no request), ``spec.runtimePatches`` (newer Kueue writes its
+admission there).
 """
 
 from __future__ import annotations
@@ -145,26 +150,54 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _trainer_count(runtime_spec: dict[str, Any], job_spec: dict[str, Any], trainer: dict[str, Any]) -> int:
-    """The trainer step's pods (module docstring)."""
-    if isinstance(trainer.get("numNodes"), int):
-        return int(trainer["numNodes"])
-    policy = runtime_spec.get("mlPolicy")
-    if isinstance(policy, dict):
-        nodes = policy.get("numNodes")
-        return nodes if isinstance(nodes, int) else 1
+def _mpi(runtime_spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The runtime's MPI policy (``mlPolicy.mpi``); None under another policy or none."""
+    mpi = _map(runtime_spec.get("mlPolicy")).get("mpi")
+    return mpi if isinstance(mpi, dict) else None
+
+
+def _launcher_as_node(runtime_spec: dict[str, Any]) -> bool:
+    """Whether the runtime's MPI policy runs the launcher as one of the nodes (``runLauncherAsNode``)."""
+    return _map(_mpi(runtime_spec)).get("runLauncherAsNode") is True
+
+
+def _job_count(runtime_spec: dict[str, Any], name: Any, ancestor: Any, job_spec: dict[str, Any],
+               trainer: dict[str, Any]) -> int:
+    """The pods one Job of the replicated Job ``name`` runs, as the Trainer counts them (module docstring): the
+    template's parallelism, the trainer step's the policy's ``numNodes``; the TrainJob's ``numNodes`` then sizes the
+    trainer step, or under an MPI policy the ``node`` Job, less the launcher when it runs as a node."""
     parallelism = job_spec.get("parallelism")
-    return parallelism if isinstance(parallelism, int) else 1
+    count = parallelism if isinstance(parallelism, int) else 1
+    policy = runtime_spec.get("mlPolicy")
+    if ancestor == TRAINER and isinstance(policy, dict):
+        nodes = policy.get("numNodes")
+        count = nodes if isinstance(nodes, int) else 1
+    num_nodes = trainer.get("numNodes")
+    if not isinstance(num_nodes, int):
+        return count
+    if _mpi(runtime_spec) is None:
+        return num_nodes if ancestor == TRAINER else count
+    if name != NODE:
+        return count
+    return max(num_nodes - 1, 1) if _launcher_as_node(runtime_spec) else num_nodes
 
 
-def _apply_trainer(pod_spec: dict[str, Any], trainer: dict[str, Any]) -> None:
-    """The TrainJob's trainer settings onto the ``node`` container."""
-    for container in _list(pod_spec.get("containers")):
-        if not isinstance(container, dict) or container.get("name") != NODE:
-            continue
+def _node_containers(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in _list(pod_spec.get("containers")) if isinstance(c, dict) and c.get("name") == NODE]
+
+
+def _apply_program(pod_spec: dict[str, Any], trainer: dict[str, Any]) -> None:
+    """The TrainJob's image, command and args onto the trainer step's ``node`` container."""
+    for container in _node_containers(pod_spec):
         for field in ("image", "command", "args"):
             if trainer.get(field) is not None:
                 container[field] = copy.deepcopy(trainer[field])
+
+
+def _apply_node(pod_spec: dict[str, Any], trainer: dict[str, Any]) -> None:
+    """The TrainJob's ``resourcesPerNode`` and env onto a ``node`` container: the trainer step's, and with the
+    launcher as a node the ``node`` Job's too."""
+    for container in _node_containers(pod_spec):
         resources = _map(trainer.get("resourcesPerNode"))
         if resources.get("limits") is not None or resources.get("requests") is not None:
             container["resources"] = {k: copy.deepcopy(v) for k, v in resources.items()
@@ -220,19 +253,22 @@ def jobset_spec(runtime_spec: dict[str, Any], trainer: dict[str, Any] | None,
     trainer = trainer or {}
     template_spec = _map(_map(runtime_spec.get("template")).get("spec"))
     replicated = copy.deepcopy(_list(template_spec.get("replicatedJobs")))
+    as_node = _launcher_as_node(runtime_spec)
     for rj in replicated:
         if not isinstance(rj, dict):
             continue
         job_template = rj.setdefault("template", {})
         ancestor = _map(_map(job_template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
         job_spec = job_template.setdefault("spec", {})
-        if ancestor == TRAINER:
-            count = _trainer_count(runtime_spec, job_spec, trainer)
+        job_spec["parallelism"] = job_spec["completions"] = _job_count(runtime_spec, rj.get("name"), ancestor,
+                                                                       job_spec, trainer)
+        if ancestor == TRAINER or ancestor in INITIALIZERS:
             rj["replicas"] = 1
-            job_spec["parallelism"] = job_spec["completions"] = count
-            _apply_trainer(job_spec.setdefault("template", {}).setdefault("spec", {}), trainer)
-        elif ancestor in INITIALIZERS:
-            rj["replicas"] = 1
+        if ancestor == TRAINER or (as_node and rj.get("name") == NODE):
+            pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
+            if ancestor == TRAINER:
+                _apply_program(pod_spec, trainer)
+            _apply_node(pod_spec, trainer)
     for override in overrides:
         targets = {_map(t).get("name") for t in _list(_map(override).get("targetJobs"))}
         for rj in replicated:

@@ -1094,7 +1094,7 @@ def admission_of(e: Entry, byte_valued: frozenset[str]) -> o.Admission:
     assert a is not None
     if any(ps.topology is not None or ps.delayed for ps in a.pod_sets):
         return o.Admission(cluster_queue=e.cq, pod_set_assignments=[_pod_set_assignment(ps, byte_valued)
-                                                                             for ps in a.pod_sets])
+                                                                             for ps in a.listed()])
     if len(a.pod_sets) == 1 and a.pod_sets[0].plan is not None:
         # one pod set: the same plan (per ClusterQueue) with the same flavors always writes the same Admission
         ps = a.pod_sets[0]
@@ -1105,7 +1105,7 @@ def admission_of(e: Entry, byte_valued: frozenset[str]) -> o.Admission:
                                                         pod_set_assignments=[_pod_set_assignment(ps, byte_valued)])
         return adm  # type: ignore[return-value]
     psas = []
-    for ps in a.pod_sets:
+    for ps in a.listed():  # in Kueue's order (a pod-set group's members together)
         plan = ps.plan
         if plan is None:
             psas.append(_pod_set_assignment(ps, byte_valued))

@@ -124,17 +124,27 @@ borrowing level, its reasons)."""
 
 
 class Assignment:
-    __slots__ = ("borrow", "message", "mode", "pod_sets", "reason", "usage")
+    __slots__ = ("borrow", "message", "mode", "order", "pod_sets", "reason", "usage")
 
     def __init__(self, pod_sets: list[PodSetResult], mode: int, borrow: int, usage: dict[str, int], message: str,
-                 reason: str) -> None:
+                 reason: str, order: tuple[int, ...] | None = None) -> None:
         self.pod_sets = pod_sets
+        """One per pod set, in spec order (cut short after the pod set that got no flavor)."""
         self.mode = mode
         self.borrow = borrow
         self.usage = usage
         """``flavor/resource`` -> total."""
         self.message = message
         self.reason = reason
+        self.order = order
+        """:func:`assignment_order` of the workload: None when it is spec order."""
+
+    def listed(self) -> list[PodSetResult]:
+        """The pod sets in the order Kueue lists them (:func:`assignment_order`)."""
+        if self.order is None:
+            return self.pod_sets
+        n = len(self.pod_sets)
+        return [self.pod_sets[k] for k in self.order if k < n]
 
     def needs_preemption_frs(self) -> dict[str, int]:
         """The flavor-resources whose own mode is Preempt, with the amount requested (Kueue's
@@ -449,6 +459,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         for r, fr in gres.frs.items():
             assumed[fr] = assumed.get(fr, 0) + requests[r] - (before[1].get(r, 0) if before is not None else 0)
     _inherit_group_flavors(wl, results, group_flavors, info)
+    order = _listing_order(wl, groups)
     if len(results) == 1:
         r0 = results[0]
         mode, borrow = _EXTERNAL[r0.mode], r0.borrow
@@ -456,14 +467,38 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         mode = min((_EXTERNAL[r.mode] for r in results), default=_M_FIT)
         borrow = max((r.borrow for r in results), default=0)
     if mode == _M_FIT:
-        return Assignment(results, mode, borrow, assumed, "", WAITING_FOR_QUOTA)
-    messages = [f"couldn't assign flavors to pod set {r.name}: {', '.join(sorted(r.reasons))}"
-                for r in results if r.mode != _FIT and r.reasons]
+        return Assignment(results, mode, borrow, assumed, "", WAITING_FOR_QUOTA, order)
+    a = Assignment(results, mode, borrow, assumed, "", WAITING_FOR_QUOTA, order)
+    a.message = "; ".join(f"couldn't assign flavors to pod set {r.name}: {', '.join(sorted(r.reasons))}"
+                          for r in a.listed() if r.mode != _FIT and r.reasons)
     reason = ""
     for r in results:
         if r.mode == _NO_FIT:
             reason = _worse(reason, r.no_fit_reason or NO_MATCHING_FLAVOR)
-    return Assignment(results, mode, borrow, assumed, "; ".join(messages), reason or WAITING_FOR_QUOTA)
+    a.reason = reason or WAITING_FOR_QUOTA
+    return a
+
+
+def assignment_order(wl: WorkloadInfo) -> tuple[int, ...] | None:
+    """The workload's pod-set indices in the order Kueue's flavor assigner lists its pod sets, or None when that
+    is spec order. Kueue takes a pod-set group where its first member stands, with all its members together (in
+    spec order), and keeps that order in the assignment: the pending message joins the pod sets' reasons in it
+    and the admission's ``podSetAssignments`` are written in it, so a group whose members are not adjacent in the
+    spec (leader, other, worker) is listed leader, worker, other."""
+    return _listing_order(wl, _group_members(wl))
+
+
+def _listing_order(wl: WorkloadInfo, groups: dict[str, list[int]]) -> tuple[int, ...] | None:
+    if all(m[-1] - m[0] == len(m) - 1 for m in groups.values()):
+        return None  # every group's members are adjacent: spec order
+    out: list[int] = []
+    for i, ps in enumerate(wl.pod_sets):
+        name = group_name(ps)
+        if name is None:
+            out.append(i)
+        elif groups[name][0] == i:
+            out.extend(groups[name])
+    return tuple(out)
 
 
 def group_name(ps: PodSetInfo) -> str | None:
@@ -721,6 +756,11 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.reasons[:] = group_reasons
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
+    if group_no_fit:
+        # a group that found a flavor still weighs in with the least severe reason of the flavors it passed
+        # over, should the pod set fail in a later group (Kueue's resolveNoFitReason takes every resource
+        # group's least severe NoFit attempt, then the most severe across the groups)
+        res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit)
     mode, _, name, frs, below, top = best
     for r in wanted:
         res.flavors[r] = name

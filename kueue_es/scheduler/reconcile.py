@@ -46,8 +46,9 @@
   missing — Misconfigured — or stopped/inactive — Suspended) or keeps it from being admissible (Misconfigured:
   its namespace, or its pod templates' resources, :mod:`kueue_es.scheduler.admissibility`; then, under the
   AdmissionGatedBy gate, its ``kueue.x-k8s.io/admission-gated-by`` annotation: AdmissionGated "Admission is
-  gated by: <value>", which the fold keeps out of its queue), and PendingEvaluation once that is gone — for a
-  cleared admission gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
+  gated by: <value>", which the fold keeps out of its queue), and PendingEvaluation once that is gone (or in
+  place of the legacy reason Pending, which a Kueue or kueue-es without UnadmittedWorkloadsObservability wrote:
+  none of the scheduler's reasons, so Kueue's granular resolver does not keep it) — for a cleared admission gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
   before any other blocker as Kueue's controller does — unless it is parked with an equivalent workload that
   failed for want of room (SchedulingEquivalenceHashing), which it then shows: that workload's reason, with
   Kueue's "Bypassed scheduling evaluation" message. Kueue's controller says so only of a workload whose
@@ -117,6 +118,7 @@ from projections.workloads import (
     DEACTIVATION_TARGET,
     FINISHED,
     LEGACY_INADMISSIBLE,
+    LEGACY_PENDING,
     PENDING,
     PENDING_EVALUATION,
     QUEUE_BLOCKERS,
@@ -614,6 +616,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             keys.update(_parked_with_shape(state, explicit))
         if explicit:
             keys.update(k for k, w in wls.items() if _unstamped(w))
+        if observability:
+            keys.update(k for k, w in wls.items() if _shows_legacy_pending(w))
     else:
         blocked = set(blocked_lqs)
         inactive = [q.shapes for q in (state.queues.get(cq) for cq in inactive_cqs) if q is not None]
@@ -623,7 +627,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             if wl is not None and (key in state.flagged or f"{wl.namespace}/{wl.queue_name}" in blocked
                                    or any(key in shapes for shapes in inactive)
                                    or (bypass and _bypassed_for(state, wl, explicit) is not None)
-                                   or (explicit and _unstamped(wl))):
+                                   or (explicit and _unstamped(wl))
+                                   or (observability and _shows_legacy_pending(wl))):
                 keys.add(key)
     for key in sorted(keys):
         wl = wls.get(key)
@@ -677,7 +682,7 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
                 out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
         elif observability and current is not None and current.status == "False" and (
-                current.reason in QUEUE_BLOCKERS or current.reason == ADMISSION_GATED):
+                current.reason in QUEUE_BLOCKERS or current.reason in (ADMISSION_GATED, LEGACY_PENDING)):
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
                                           **base))
 
@@ -714,6 +719,17 @@ def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message:
         if gated_by and wl.admission_gate:
             return ADMISSION_GATED, ADMISSION_GATED_PREFIX + wl.admission_gate
     return (reason, message) if reason == ADMISSION_GATED else ("", "")
+
+
+def _shows_legacy_pending(wl: WorkloadInfo) -> bool:
+    """A pending workload showing QuotaReserved=False with the legacy reason ``Pending`` (written by a Kueue or a
+    kueue-es without UnadmittedWorkloadsObservability): none of the scheduler's reasons Kueue's granular resolver
+    keeps (its ``schedulerSetReasons``), so under the gate the controller rewrites it (PendingEvaluation, or an
+    equivalent workload's failure) at its next look, whether or not the scheduler tries the workload."""
+    if wl.phase != PENDING:
+        return False
+    c = wl.condition("QuotaReserved")
+    return c is not None and c.status == "False" and c.reason == LEGACY_PENDING
 
 
 def _unstamped(wl: WorkloadInfo) -> bool:

@@ -403,7 +403,7 @@ def _no_fit(a: Assignment, res: PodSetResult, message: str, reason: str) -> None
 
 def _message(a: Assignment) -> str:
     return "; ".join(f"couldn't assign flavors to pod set {r.name}: {', '.join(sorted(r.reasons))}"
-                     for r in a.pod_sets if r.mode != Granular.FIT and r.reasons)
+                     for r in a.listed() if r.mode != Granular.FIT and r.reasons)
 
 
 def tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,

@@ -125,6 +125,72 @@ def test_a_job_without_an_ancestor_step_keeps_its_replicas_and_parallelism() -> 
     assert [s["count"] for s in tj.pod_sets(raw_job(), rt, tas=False)] == [6, 1]
 
 
+def _mpi_job(name: str, ancestor: str | None, cpu: str, parallelism: int | None = None) -> dict[str, Any]:
+    """A replicated Job of an MPI runtime as the Trainer ships them (DeepSpeed's): a ``node`` container."""
+    container = {"name": "node", "image": "rt:1", "resources": {"requests": {"cpu": cpu}},
+                 "env": [{"name": "A", "value": "rt"}]}
+    job_spec: dict[str, Any] = {"template": {"spec": {"containers": [container]}}}
+    if parallelism is not None:
+        job_spec["parallelism"] = parallelism
+    template: dict[str, Any] = {"spec": job_spec}
+    if ancestor:
+        template["metadata"] = {"labels": {tj.ANCESTOR_LABEL: ancestor}}
+    return {"name": name, "template": template}
+
+
+def mpi_runtime(as_node: bool | None, num_nodes: int = 1,
+                node_parallelism: int | None = None) -> dict[str, Any]:
+    """Workers in the unlabelled ``node`` Job, then the ``launcher`` Job labelled as the trainer step."""
+    mpi: dict[str, Any] = {"numProcPerNode": 1}
+    if as_node is not None:
+        mpi["runLauncherAsNode"] = as_node
+    return {"mlPolicy": {"numNodes": num_nodes, "mpi": mpi}, "template": {"spec": {"replicatedJobs": [
+        _mpi_job("node", None, "1", node_parallelism), _mpi_job("launcher", "trainer", "500m")]}}}
+
+
+TRAINER = {"image": "img:2", "command": ["mpirun"], "resourcesPerNode": {"requests": {"cpu": "4"}},
+           "env": [{"name": "A", "value": "job"}, {"name": "B", "value": "b"}]}
+
+
+@pytest.mark.parametrize(("as_node", "num_nodes", "counts"), [
+    (True, 4, [("node", 3), ("launcher", 1)]), (True, 1, [("node", 1), ("launcher", 1)]),
+    (False, 4, [("node", 4), ("launcher", 1)]), (None, 3, [("node", 3), ("launcher", 1)])])
+def test_an_mpi_trainjobs_num_nodes_sizes_the_node_job_less_the_launcher_when_it_runs_as_one(
+        as_node: bool | None, num_nodes: int, counts: list[tuple[str, int]]) -> None:
+    sets = tj.pod_sets(raw_job({"numNodes": num_nodes}), mpi_runtime(as_node), tas=False)
+    assert [(s["name"], s["count"]) for s in sets] == counts, \
+        "the node Job: numNodes (less one, at least 1, with the launcher a node); the launcher: the runtime's"
+
+
+def test_without_num_nodes_an_mpi_runtime_keeps_its_node_jobs_parallelism_and_launchers_num_nodes() -> None:
+    sets = tj.pod_sets(raw_job(), mpi_runtime(True, num_nodes=2, node_parallelism=3), tas=False)
+    assert [(s["name"], s["count"]) for s in sets] == [("node", 3), ("launcher", 2)]
+
+
+def test_with_the_launcher_as_a_node_the_node_job_takes_the_trainjobs_resources_and_env_only() -> None:
+    sets = tj.pod_sets(raw_job(TRAINER), mpi_runtime(True), tas=False)
+    node, launcher = (s["template"]["spec"]["containers"][0] for s in sets)
+    assert launcher["resources"] == node["resources"] == {"requests": {"cpu": "4"}}
+    assert launcher["env"] == node["env"] == [{"name": "A", "value": "job"}, {"name": "B", "value": "b"}]
+    assert (launcher["image"], launcher["command"]) == ("img:2", ["mpirun"])
+    assert node["image"] == "rt:1" and "command" not in node, "image, command and args: the trainer step only"
+
+
+def test_without_the_launcher_as_a_node_the_node_job_keeps_the_runtimes_container() -> None:
+    sets = tj.pod_sets(raw_job(TRAINER), mpi_runtime(False), tas=False)
+    node, launcher = (s["template"]["spec"]["containers"][0] for s in sets)
+    assert node["resources"] == {"requests": {"cpu": "1"}} and node["env"] == [{"name": "A", "value": "rt"}]
+    assert launcher["resources"] == {"requests": {"cpu": "4"}}
+
+
+def test_every_job_runs_its_count_to_completion() -> None:
+    side = replicated("side", parallelism=3)
+    side["template"]["spec"]["completions"] = 1
+    rt = runtime(side, replicated("node", "trainer"), num_nodes=1)
+    assert [s["count"] for s in tj.pod_sets(raw_job(), rt, tas=False)] == [3, 1], \
+        "the Trainer sets each Job's completions to its parallelism"
+
+
 def test_pod_template_overrides_are_merged_into_the_jobs_they_target_in_order() -> None:
     overrides = [
         {"targetJobs": [{"name": "node"}], "metadata": {"labels": {"a": "1"}},

@@ -276,6 +276,27 @@ def test_a_workload_seen_already_admitted_enters_without_an_entry_penalty_whiche
     assert abs(shown[0] - 3.5) < 1e-8 and abs(shown[1] - 3.5) < 1e-8
 
 
+def test_a_local_queue_first_seen_with_admitted_usage_shows_it_at_weight_zero() -> None:
+    """Kueue's localqueue_controller_test.go TestLocalQueueReconcile, "local queue with uninitialized cache and no
+    prior status seeds empty usage": a LocalQueue without a persisted consumed usage whose workload is already
+    admitted (4 cpu) is first sampled with that usage at weight zero, so its status lists ``cpu: "0"`` (not an
+    empty map, as for one with nothing admitted), whichever of the two is seen first and whether or not its
+    ClusterQueue orders by usage; the next sample moves it as before."""
+    for usage_based in (False, True):
+        for lq_first in (True, False):
+            state = ClusterState()
+            _configure(state, T0)
+            _upsert(state, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}, T0)
+            _upsert(state, {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}}, T0)
+            _upsert(state, _cluster_queue("cq", usage_based=usage_based), T0)
+            objects = [_local_queue("a", "cq"), _observed_admitted("w", 4)]
+            for d in objects if lq_first else objects[::-1]:
+                _upsert(state, d, T0)
+            assert _shown(state, T0) == ({"cpu": "0"}, format_time(T0))
+            consumed, _ = _shown(state, T0 + MIN)  # type: ignore[misc]
+            assert abs(_cpu(consumed) - 4 * (1 - 0.5 ** (1 / 10))) < 1e-8
+
+
 # --- what a LocalQueue's appearance costs ------------------------------------------------------------------------
 
 
