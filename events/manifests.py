@@ -656,9 +656,6 @@ def _validate_shape(obj: o.KObject, where: str, *, stored: bool = True) -> None:
                 check_time(c.last_transition_time, where, f"status.conditions[{i}].lastTransitionTime")
         case o.LocalQueue():
             _check_weight(obj.spec.fair_sharing, where)
-        case o.ResourceFlavor():
-            weights = obj.spec.resource_weights
-            object_rules.refuse_all(object_rules.resource_weight_quantity_errors(weights), where, crd=True)
         case o.LimitRange():
             _validate_limit_range(obj, where)
         case o.RuntimeClass():

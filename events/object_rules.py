@@ -384,7 +384,7 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
         schema.append("field `spec`: at least one nodeLabel is required when topology is set")
     schema += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False,
                                  ratcheted=ratcheted)
-    schema += resource_weight_quantity_errors(spec.resource_weights)
+    schema += _resource_weight_quantity_errors(spec.resource_weights)
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
@@ -392,9 +392,10 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
                + _resource_weight_errors(spec.resource_weights), where)
 
 
-def resource_weight_quantity_errors(weights: Mapping[str, o.Quantity]) -> list[str]:
-    """Each of a flavor's ``resourceWeights`` that is no quantity (the CRD types them ``resource.Quantity``),
-    by resource name: what the fold needs of them (:func:`projections.fair_share.flavor_weights`)."""
+def _resource_weight_quantity_errors(weights: Mapping[str, o.Quantity]) -> list[str]:
+    """Each of a flavor's ``resourceWeights`` that is no quantity (Kueue's CRD types them
+    ``resource.Quantity``), by resource name. Not a shape the fold needs: a stored one (kueue-es's CRD has no
+    quantity pattern) is folded, weighing 1 (:func:`projections.fair_share.flavor_weights`)."""
     return [error for r in sorted(weights)
             if (error := quota_rules.quantity_error(f"spec.resourceWeights[{r}]", weights[r],
                                                     negative=True))]

@@ -23,6 +23,7 @@ from fixtures.eventgen import (
 
 from events import objects as o
 from events import schema as ev
+from events.manifests import check_foldable
 from projections import fair_share, snapshot
 from projections.cluster import ClusterState
 from projections.metrics import families
@@ -98,8 +99,13 @@ def test_one_weight_for_every_flavor_of_a_resource_cancels_out() -> None:
 
 def test_a_weight_for_another_resource_or_not_above_zero_weighs_one() -> None:
     """Kueue's ComputeFlavorResourceWeights keeps only weights above 0 (a stored 0 or negative one weighs 1),
-    and a weight only weighs its own resource."""
-    state = _state({"memory": "8", "nvidia.com/gpu": "0", "example.com/x": "-2"})
+    and a weight only weighs its own resource. One that is no quantity (Kueue's CRD would not store it,
+    kueue-es's generated one has no quantity pattern) is not refused by the watch either: the flavor folds and
+    the weight weighs 1."""
+    weights: dict[str, o.Quantity] = {"memory": "8", "nvidia.com/gpu": "0", "example.com/x": "-2",
+                                      "example.com/y": "heavy"}
+    check_foldable(_flavor("spot", weights), "ResourceFlavor spot")
+    state = _state(weights)
     assert fair_share.flavor_weights(state.flavors) == {"spot/memory": 8.0}
     assert _share(state, "a").ratio == 3000 / 16
 
