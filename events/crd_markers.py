@@ -28,6 +28,9 @@ DNS_SUBDOMAIN = rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$"
 LABEL_KEY = rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 """Kueue's patterns for a DNS subdomain and a label key, as its CRDs write them."""
 ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
+MAX_RESOURCE_WEIGHTS = 16
+"""A ResourceFlavor's ``resourceWeights``: ``+kubebuilder:validation:MaxProperties=16``
+(``apis/kueue/v1beta2/resourceflavor_types.go``)."""
 
 
 class Marker(NamedTuple):
@@ -66,6 +69,7 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
         Marker("status.clusterName", max_length=256),
     ),
     "ClusterQueue": (Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),),
+    "ResourceFlavor": (Marker("spec.resourceWeights", max_properties=MAX_RESOURCE_WEIGHTS),),
     "WorkloadPriorityClass": (Marker("value", required=True), Marker("description", max_length=2048)),
     "ProvisioningRequestConfig": (  # no minimum on the retry strategy: Kueue's CRD takes a negative value
         Marker("spec.provisioningClassName", required=True, max_length=253, min_length=1,

@@ -21,8 +21,9 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   entries of its lists keyed by name (pod sets, pod set assignments, admission checks, resource requests) each
   named once (the CRD's list maps).
 * ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
-  a ``topologyName`` needs node labels. Its CRD's rules broken are refused together, then its webhook's (labels,
-  taints, tolerations' keys), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
+  a ``topologyName`` needs node labels; at most 16 ``resourceWeights``, each a quantity above 0 (KEP-8902).
+  Its CRD's rules broken are refused together, then its webhook's (labels, taints, tolerations' keys, weights
+  above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
   above 1e-9. A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
@@ -118,7 +119,7 @@ def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()
         case o.Workload():
             _workload(obj, where)
         case o.ResourceFlavor():
-            _resource_flavor(obj.spec, where)
+            _resource_flavor(obj.spec, where, ratcheted)
         case o.ClusterQueue():
             check_cluster_queue(obj, where)
         case o.Cohort():
@@ -365,10 +366,11 @@ def _pod_set_update_errors(wl: o.Workload) -> list[str]:
 # --- ResourceFlavor ---------------------------------------------------------------------------------------------
 
 
-def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
+def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozenset[str] = frozenset()) -> None:
     """The CRD's rules first, every broken one refused together (the apiserver calls no webhook for an object its
-    schema refuses); then every rule of Kueue's ResourceFlavor webhook, together, in its order: the node labels,
-    the taints, the tolerations' keys."""
+    schema refuses; ``ratcheted``: the markers' errors an update keeps); then every rule of Kueue's
+    ResourceFlavor webhook, together, in its order: the node labels, the taints, the tolerations' keys, then
+    the weights."""
     schema = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
               for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
                                      ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
@@ -380,10 +382,31 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
     if spec.topology_name is not None and not spec.node_labels:
         # a rule on spec
         schema.append("field `spec`: at least one nodeLabel is required when topology is set")
+    schema += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False,
+                                 ratcheted=ratcheted)
+    schema += _resource_weight_quantity_errors(spec.resource_weights)
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
-               + toleration_key_errors(spec.tolerations, "spec.tolerations"), where)
+               + toleration_key_errors(spec.tolerations, "spec.tolerations")
+               + _resource_weight_errors(spec.resource_weights), where)
+
+
+def _resource_weight_quantity_errors(weights: Mapping[str, o.Quantity]) -> list[str]:
+    """Each of a flavor's ``resourceWeights`` that is no quantity (Kueue's CRD types them
+    ``resource.Quantity``), by resource name. Not a shape the fold needs: a stored one (kueue-es's CRD has no
+    quantity pattern) is folded, weighing 1 (:func:`projections.fair_share.flavor_weights`)."""
+    return [error for r in sorted(weights)
+            if (error := quota_rules.quantity_error(f"spec.resourceWeights[{r}]", weights[r],
+                                                    negative=True))]
+
+
+def _resource_weight_errors(weights: Mapping[str, o.Quantity]) -> list[str]:
+    """KEP-8902's rule on a flavor's ``resourceWeights``: each above 0, by resource name. (Where Kueue checks
+    it, webhook or CEL rule, is not in the sources at hand; Kueue's ``ComputeFlavorResourceWeights`` weighs a
+    stored weight not above 0 as 1, and so does the fold.)"""
+    return [f"field `spec.resourceWeights[{r}]`: Invalid value: {go_quote(str(weights[r]))}: "
+            "must be greater than 0" for r in sorted(weights) if parse_quantity(weights[r]) <= 0]
 
 
 def _node_taint_errors(taints: Sequence[o.Taint], at: str) -> list[str]:

@@ -573,6 +573,9 @@ class ResourceFlavorSpec(View):
     node_taints: list[Taint] = []
     tolerations: list[Toleration] = []
     topology_name: str | None = None
+    resource_weights: dict[str, Quantity] = {}
+    """Resource name -> the multiplier Fair Sharing's dominant resource share gives this flavor's amounts of
+    it (Kueue's KEP-8902; 1 when not given): :func:`projections.fair_share.flavor_weights`."""
 
 
 class ResourceFlavor(KObject, tag="ResourceFlavor"):

@@ -11,13 +11,22 @@ tree) and scaled by 1000. The largest ratio is the DRS (ties: the lower resource
 borrows has an infinite share, also when it borrows only resources nothing in the tree lends (its ratio is then
 0): it compares above every other node, and two such nodes compare by their unweighted ratios.
 
+Flavor weights (a ResourceFlavor's ``spec.resourceWeights``, Kueue's KEP-8902, :func:`flavor_weights`):
+both sums weigh each flavor-resource's amount by its flavor's weight for that resource (1 when not given), as
+Kueue's ``dominantResourceShare`` and ``calculateWeightedLendable`` do; the same weight on every flavor of a
+resource cancels out. Without any weight the sums are the integers they always were; with some, floats summed
+in the flavor-resources' sorted order, so that the result does not depend on the order a map was filled in.
+
 Fair Sharing is on when the Kueue Configuration has a ``fairSharing`` stanza (:func:`enabled`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from events import objects as o
+from events.quantity import QuantityError, parse_quantity
 from projections import config_version
 from projections.quota import QuotaNode
 
@@ -84,41 +93,69 @@ def _resource(fr: str) -> str:
     return fr.split("/", 1)[1]
 
 
-def lendable(parent: QuotaNode, memo: dict[str, dict[str, int]] | None = None) -> dict[str, int]:
-    """Per resource name: what ``parent`` could lend at most, over every flavor of the tree. Quota only, so
-    ``memo`` (parent name -> result) may keep it while the specs do not change (a scheduling cycle)."""
+FlavorWeights = Mapping[str, float]
+"""Flavor-resource (``flavor/resource``) -> its weight in the dominant resource share; one not listed weighs
+1."""
+
+
+def flavor_weights(flavors: Mapping[str, o.ResourceFlavor]) -> dict[str, float]:
+    """The weights ``flavors`` (name -> ResourceFlavor) give their flavor-resources: each ``resourceWeights``
+    entry above 0, as a float. One not above 0, or that is no quantity (neither is admitted; a log may still
+    hold one), is left out, so weighs 1, as Kueue's ``ComputeFlavorResourceWeights`` keeps only weights above
+    0."""
+    out: dict[str, float] = {}
+    for name in sorted(flavors):
+        weights = flavors[name].spec.resource_weights
+        for r in sorted(weights):
+            try:
+                w = float(parse_quantity(weights[r]))
+            except QuantityError:
+                continue
+            if w > 0:
+                out[f"{name}/{r}"] = w
+    return out
+
+
+def lendable(parent: QuotaNode, memo: dict[str, dict[str, float]] | None = None,
+             weights: FlavorWeights | None = None) -> dict[str, float]:
+    """Per resource name: what ``parent`` could lend at most, over every flavor of the tree, each
+    flavor-resource weighed by ``weights`` (ints when there are none). Quota only, so ``memo`` (parent name ->
+    result) may keep it while the specs and the weights do not change (a scheduling cycle)."""
     found = memo.get(parent.name) if memo is not None else None
     if found is None:
         found = {}
         for fr in sorted(parent.root().subtree):
             r = _resource(fr)
-            found[r] = found.get(r, 0) + parent.potential_available(fr)
+            amount = parent.potential_available(fr)
+            found[r] = found.get(r, 0) + (amount * weights.get(fr, 1.0) if weights else amount)
         if memo is not None:
             memo[parent.name] = found
     return found
 
 
 def dominant_share(node: QuotaNode, extra: dict[str, int] | None = None,
-                   memo: dict[str, dict[str, int]] | None = None) -> DRS:
-    """The dominant resource share of ``node``, counting ``extra`` (flavor-resource -> amount) on top; ``memo`` is
-    :func:`lendable`'s."""
+                   memo: dict[str, dict[str, float]] | None = None,
+                   weights: FlavorWeights | None = None) -> DRS:
+    """The dominant resource share of ``node``, counting ``extra`` (flavor-resource -> amount) on top, each
+    flavor-resource weighed by ``weights`` (:func:`flavor_weights`); ``memo`` is :func:`lendable`'s."""
     d = DRS(node.weight)
     if node.parent is None:
         return d
-    borrowed: dict[str, int] = {}
+    borrowed: dict[str, float] = {}
     frs: list[str] = []
     usage = node.usage
-    for fr, quota in node.subtree.items():
-        amount = usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - quota
+    subtree = node.subtree
+    for fr in sorted(subtree) if weights else subtree:  # a float sum in a fixed order; an int one in any
+        amount = usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - subtree[fr]
         if amount > 0:
             r = _resource(fr)
-            borrowed[r] = borrowed.get(r, 0) + amount
+            borrowed[r] = borrowed.get(r, 0) + (amount * weights.get(fr, 1.0) if weights else amount)
             frs.append(fr)
     if not borrowed:
         return d
     d.borrowing = True
     d.borrowed_frs = tuple(frs)
-    lend = lendable(node.parent, memo)
+    lend = lendable(node.parent, memo, weights)
     for r in sorted(borrowed):
         lr = lend.get(r, 0)
         if lr <= 0:

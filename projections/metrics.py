@@ -1517,14 +1517,15 @@ def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> 
     for the gauge (its status saturates at MaxInt64 instead; cohort_controller_test.go,
     TestUpdateCohortStatusIfChanged)."""
     tree = state.quota
-    memo: dict[str, dict[str, int]] = {}
+    memo: dict[str, dict[str, float]] = {}
+    weights = fair_share.flavor_weights(state.flavors)
     for name in sorted(tree.cluster_queues) if cluster_queues else ():
         node = tree.cluster_queues[name]
-        share = fair_share.dominant_share(node, memo=memo).weighted
+        share = fair_share.dominant_share(node, memo=memo, weights=weights).weighted
         cohort = node.parent.name if node.parent is not None else ""
         out[CQ_WEIGHTED_SHARE.name].append(((name, cohort), math.nan if share == math.inf else share))
     for name in sorted(tree.cohorts):
-        share = fair_share.dominant_share(tree.cohorts[name], memo=memo).weighted
+        share = fair_share.dominant_share(tree.cohorts[name], memo=memo, weights=weights).weighted
         out[COHORT_WEIGHTED_SHARE.name].append(((name,), math.nan if share == math.inf else share))
 
 

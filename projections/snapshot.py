@@ -33,7 +33,7 @@ from projections.workloads import (
     waits_on_requeue_at,
 )
 
-SNAPSHOT_VERSION = 69
+SNAPSHOT_VERSION = 70
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -196,10 +196,13 @@ clock for it; restored from an older one, such a time is put on the clock as the
 is version 67's). 69: a Workload first seen holding quota, not evicted, takes MultiKueue's
 ``status.clusterName``, else its ``status.nominatedClusterNames`` (``WorkloadInfo.cluster_name``,
 ``nominated``); restored from an older one, such a workload is on no worker, as before (the layout is version
-68's)."""
+68's). 70: each ResourceFlavor's ``spec.resourceWeights`` (KEP-8902: Fair Sharing's dominant resource
+shares weigh each flavor-resource by it); bumped so that an older reader, which would drop the weights, refuses
+the snapshot; restored from an older one, whose writer dropped them, a flavor weighs every resource 1 until its
+next upsert shows its weights."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

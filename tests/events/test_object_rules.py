@@ -181,6 +181,28 @@ def test_a_tas_flavor_needs_node_labels_and_a_flavor_at_most_eight_of_each() -> 
         flavor(nodeLabels={f"l{i}": "v" for i in range(9)}))
 
 
+def test_a_flavor_s_resource_weights_are_at_most_sixteen_quantities_above_zero() -> None:
+    """KEP-8902: ``resourceWeights`` maps a resource to a multiplier above 0 (``MaxProperties=16``, a
+    ``resource.Quantity`` each); the decoded flavor keeps them."""
+    doc = flavor(resourceWeights={"nvidia.com/gpu": "8", "cpu": "0.5", "memory": 1})
+    obj = decode_object(doc, "ResourceFlavor rf")
+    weights = obj.spec.resource_weights  # type: ignore[attr-defined]
+    assert weights == {"nvidia.com/gpu": "8", "cpu": "0.5", "memory": 1}
+    assert _refusal(flavor(resourceWeights={"cpu": "0"})) == (
+        'ResourceFlavor rf: field `spec.resourceWeights[cpu]`: Invalid value: "0": must be greater than 0')
+    assert _refusal(flavor(resourceWeights={"nvidia.com/gpu": -2})) == (
+        'ResourceFlavor rf: field `spec.resourceWeights[nvidia.com/gpu]`: Invalid value: "-2": '
+        "must be greater than 0")
+    assert _refusal(flavor(resourceWeights={"cpu": "heavy"})) == (
+        'ResourceFlavor rf: field `spec.resourceWeights[cpu]`: Invalid value: "heavy": '
+        "spec.resourceWeights[cpu] in body should match "
+        "'^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|"
+        "[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'")
+    _check(flavor(resourceWeights={f"example.com/r{i}": "1" for i in range(16)}))
+    assert _refusal(flavor(resourceWeights={f"example.com/r{i}": "1" for i in range(17)})) == (
+        "ResourceFlavor rf: field `spec.resourceWeights`: Too many: 17: must have at most 16 items")
+
+
 # --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------
 
 

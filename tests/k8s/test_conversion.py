@@ -174,6 +174,10 @@ def workload_status(accumulated: str, version: str) -> st.SearchStrategy[dict[st
                                                "conditions": conditions})
 
 
+flavor_spec = merged(optional("nodeLabels", st.dictionaries(names, names)),
+                     optional("resourceWeights", st.dictionaries(names, st.sampled_from(["1", "250m", 8]))))
+"""A ResourceFlavor's spec: its ``resourceWeights`` (KEP-8902) copied untouched either way."""
+
 v1beta2_objects = st.one_of(
     obj("ClusterQueue", conversion.V1BETA2, cluster_queue_spec("cohortName"), cq_status),
     obj("Workload", conversion.V1BETA2, merged(
@@ -185,7 +189,7 @@ v1beta2_objects = st.one_of(
         optional("flavorsUsage", st.lists(json_values, max_size=2)), namespaced=True),
     obj("Cohort", conversion.V1BETA2, optional("parentName", names), optional("fairSharing", json_values)),
     obj("AdmissionCheck", conversion.V1BETA2, optional("controllerName", names), None),
-    obj("ResourceFlavor", conversion.V1BETA2, optional("nodeLabels", st.dictionaries(names, names)), None),
+    obj("ResourceFlavor", conversion.V1BETA2, flavor_spec, None),
 )
 
 sources = st.sampled_from([conversion.WORKLOAD_PRIORITY_CLASS_SOURCE, conversion.POD_PRIORITY_CLASS_SOURCE, ""])
@@ -199,6 +203,7 @@ v1beta1_objects = st.one_of(
     obj("LocalQueue", conversion.V1BETA1, optional("clusterQueue", names),
         optional("flavorUsage", st.lists(json_values, max_size=2)), namespaced=True),
     obj("Cohort", conversion.V1BETA1, optional("parentName", names), None),
+    obj("ResourceFlavor", conversion.V1BETA1, flavor_spec, None),
 )
 
 

@@ -157,3 +157,13 @@ def test_workloads_are_selectable_by_their_cluster_queue_in_v1beta2_only() -> No
     assert fields == {"v1beta2": [{"jsonPath": ".status.admission.clusterQueue"}], "v1beta1": None}
     assert "selectableFields" not in by_kind["Workload"]["spec"]
     assert all("selectableFields" not in v for k, d in by_kind.items() if k != "Workload" for v in d["spec"]["versions"])
+
+
+def test_a_flavor_s_resource_weights_are_kept_by_the_apiserver_in_both_versions() -> None:
+    """KEP-8902's ``spec.resourceWeights``: a map of quantities, at most 16 (Kueue's ``MaxProperties=16``),
+    typed in the schema so that the apiserver checks each value and does not prune the field."""
+    for version in SERVED_VERSIONS:
+        spec = object_schema(BY_KIND["ResourceFlavor"], version)["properties"]["spec"]["properties"]
+        weights = spec["resourceWeights"]
+        assert weights["type"] == "object" and weights["maxProperties"] == 16, version
+        assert weights["additionalProperties"]["x-kubernetes-int-or-string"] is True, version

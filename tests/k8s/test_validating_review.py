@@ -772,3 +772,23 @@ def test_a_queue_quantity_that_is_none_is_answered_as_the_apiserver_refuses_its_
             {"reason": "FieldValueInvalid", "field": quota,
              "message": f"Invalid value: \"lots\": {quota} in body should match '{QUANTITY}'"},
             {"reason": "FieldValueInvalid", "message": body, "field": at}]
+
+
+def test_a_flavor_s_resource_weights_are_held_to_kep_8902_and_a_stored_surplus_is_ratcheted() -> None:
+    """A weight not above 0 is refused with the webhook's rules (403); one that is no quantity, or more than
+    16, with the CRD's (422). A flavor stored with 17 (under a laxer CRD) may be updated leaving them as they
+    were, as the apiserver ratchets an unchanged value; growing them is refused."""
+    def rf(weights: dict[str, Any], **spec: Any) -> dict:
+        return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "spot"},
+                "spec": {"resourceWeights": weights, **spec}}
+
+    assert _review("ResourceFlavor", rf({"cpu": "250m", "nvidia.com/gpu": 8}))["allowed"] is True
+    assert _forbidden(_review("ResourceFlavor", rf({"cpu": "0"}))) == (
+        'ResourceFlavor spot: field `spec.resourceWeights[cpu]`: Invalid value: "0": must be greater than 0')
+    assert "spec.resourceWeights[cpu]" in str(_invalid(_review("ResourceFlavor", rf({"cpu": "heavy"}))))
+    many = {f"example.com/r{i}": "1" for i in range(17)}
+    assert "Too many: 17: must have at most 16 items" in str(_invalid(_review("ResourceFlavor", rf(many))))
+    labelled = rf(many, nodeLabels={"pool": "spot"})
+    assert _review("ResourceFlavor", labelled, rf(many))["allowed"] is True
+    grown = rf({**many, "example.com/r17": "1"})
+    assert "Too many: 18" in str(_invalid(_review("ResourceFlavor", grown, rf(many))))
