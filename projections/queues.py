@@ -48,16 +48,16 @@ class ClusterQueueQueue:
         cycle (:mod:`kueue_es.scheduler.cycle`)."""
         self.name = name
         self.parked_in = parked_in
+        """A set shared by the queues of one state: this queue puts its ``name`` there whenever it parks a
+        workload or a shape, so the state finds the queues to flush without looking at every queue. Whoever
+        flushes takes the name out once nothing is parked."""
         self.pending: SortedList | None = None
         """Sort keys of every workload here, active and parked (None until :meth:`indexed` is first called)."""
         self.local_queue_of: dict[str, tuple[str, str]] = {}
         """key -> (namespace, LocalQueue name) of every workload here."""
         self.by_local_queue: dict[str, dict[str, SortedList]] = {}
-        """LocalQueue name -> namespace -> sort keys of its workloads here (keyed by name first: Kueue numbers a
-        ClusterQueue's entries by LocalQueue name alone)."""
-        """A set shared by the queues of one state: this queue puts its ``name`` there whenever it parks a
-        workload or a shape, so the state finds the queues to flush without looking at every queue. Whoever
-        flushes takes the name out once nothing is parked."""
+        """LocalQueue name -> namespace -> sort keys of its workloads here: one sorted list per LocalQueue
+        (namespace and name, as Kueue numbers a workload's position in its LocalQueue since v0.20)."""
 
     def _note_parked(self) -> None:
         if self.parked_in is not None:

@@ -2,9 +2,9 @@
 
 Each ``visibility/*.yaml`` case is a state loaded as ``kueue-es schedule`` loads it (``objects``, an optional
 Kueue ``config``), then ``cycles`` scheduling cycles run as ``kueue-es schedule`` runs them, then the ``then``
-objects upserted (arrivals after those cycles). ``parked``/``active``/``sticky`` assert where workloads wait, so
-a case shows that parked (inadmissible) ones are listed too. Each query names ``clusterQueue`` or ``localQueue``
-(``NS/NAME``) with optional ``offset`` and ``limit``, and expects ``want`` — the items in order as
+objects upserted (arrivals after those cycles). ``parked``/``active``/``sticky``/``preemptor`` assert where
+workloads wait, so a case shows that parked (inadmissible) ones are listed too. Each query names ``clusterQueue``
+or ``localQueue`` (``NS/NAME``) with optional ``offset`` and ``limit``, and expects ``want`` — the items in order as
 ``{workload, localQueue, inClusterQueue, inLocalQueue, priority}``, or ``notFound`` — and/or ``document``, the
 whole PendingWorkloadsSummary.
 """
@@ -23,6 +23,7 @@ from kueue_es.scheduler import visibility
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.statefile import LoadedState, load_state
+from projections import queue_status
 from projections.owners import WorkloadOwners
 
 CASES = sorted((Path(__file__).parent / "visibility").glob("*.yaml"))
@@ -77,6 +78,9 @@ def test_visibility_case(case: Path, tmp_path: Path) -> None:
     if "sticky" in spec:
         wl = state.workloads[spec["sticky"]]
         assert state.queues[wl.cluster_queue].sticky == spec["sticky"]
+    if "preemptor" in spec:  # waiting for its preemptions, sticky or not
+        wl = state.workloads[spec["preemptor"]]
+        assert state.queues[wl.cluster_queue].preemptor == spec["preemptor"]
     assert spec["queries"]
     for q in spec["queries"]:
         got = query(loaded, q)
@@ -98,6 +102,26 @@ def test_the_answer_does_not_depend_on_arrival_order(case: Path, tmp_path: Path)
     backward, _ = load_case(spec, tmp_path / "b", reverse=True)
     for q in spec["queries"]:
         assert query(forward, q) == query(backward, q), q
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_the_status_counts_what_is_listed(case: Path, tmp_path: Path) -> None:
+    """``status.pendingWorkloads`` of every ClusterQueue and LocalQueue counts the workloads the visibility API lists
+    for it (Kueue counts a ClusterQueue's heap, inadmissible set and the workload in flight, PendingTotal, and
+    lists the same three, Snapshot over DumpAll); a stopped LocalQueue shows 0 and is not found."""
+    loaded, _ = load_case(fastyaml.safe_load(case.read_text()), tmp_path)
+    state = loaded.state
+    for cq in sorted(state.cluster_queues):
+        listed = visibility.in_cluster_queue(state, loaded.config, cq, limit=visibility.MAX_LIMIT)
+        status = queue_status.cluster_queue_status(state, cq, loaded.now)
+        assert listed is not None and status is not None
+        assert status["pendingWorkloads"] == len(listed), cq
+    for key in sorted(state.local_queues):
+        ns, name = key.split("/")
+        listed = visibility.in_local_queue(state, loaded.config, ns, name, limit=visibility.MAX_LIMIT)
+        status = queue_status.local_queue_status(state, key, loaded.now)
+        assert status is not None
+        assert status["pendingWorkloads"] == len(listed or []), key
 
 
 def test_without_admission_fair_sharing_priority_orders(tmp_path: Path) -> None:
