@@ -972,7 +972,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if wl.phase == PENDING:
             if changed:
                 wl.scan = None
-                self._dequeue(wl)
+                self._dequeue(wl, forget=False)
                 self._enqueue(wl)
             return
         if not wl.reserving or wl.admission is None:
@@ -1498,7 +1498,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                     tpl, self.limit_summary(wl.namespace) if self.limit_ranges else None, None))):
                 continue
             if self._refresh_pod_sets(wl):
-                self._dequeue(wl)
+                self._dequeue(wl, forget=False)
                 self._enqueue(wl)
                 self.reflag(wl)  # its DRA claims may have become chargeable, or not
 
@@ -1745,7 +1745,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked and not targeted
-        if wl.queue_name != spec.queue_name:
+        renamed = wl.queue_name != spec.queue_name
+        if renamed:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
         deactivated = wl.active and not active
@@ -1768,8 +1769,13 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.priority, wl.priority_class, wl.boost = priority, pclass, boost
         wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
-            self._dequeue(wl)
+            # another LocalQueue: Kueue deletes it from its queues, as sticky head and preemptor too; else updated
+            # in place, it stays the sticky head, but a new generation is not the one evaluated as the preemptor
+            self._dequeue(wl, forget=renamed)
             self._enqueue(wl)
+            q = self.queues.get(wl.cluster_queue) if templates_before is not None else None
+            if q is not None and q.preemptor == key:
+                q.preemptor = None
         if (deactivated or (reprioritised and wl.reserving)) and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)
@@ -1975,7 +1981,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.scan = None  # the scheduling shape includes the priority
         self.touched[wl.key] = None
         if wl.phase == PENDING:
-            self._dequeue(wl)
+            self._dequeue(wl, forget=False)
             self._enqueue(wl)
 
     # --- queueing -------------------------------------------------------------------------------------------
@@ -2070,11 +2076,14 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.queue(cq).push(wl.key, self.sort_key(wl), self.shape_of(wl), parked=parked,
                             local_queue=(wl.namespace, wl.queue_name), moved_in=moved)
 
-    def _dequeue(self, wl: WorkloadInfo) -> None:
+    def _dequeue(self, wl: WorkloadInfo, *, forget: bool = True) -> None:
+        """Take ``wl`` out of its ClusterQueue's queue. Without ``forget`` it is about to be queued again (Kueue's
+        ``PushOrUpdate`` of an updated pending workload): it stays its queue's sticky head and preemptor if it was,
+        unless :meth:`_enqueue` finds it belongs elsewhere now (:meth:`ClusterQueueQueue.remove`)."""
         if wl.cluster_queue:
             q = self.queues.get(wl.cluster_queue)
             if q is not None:
-                q.remove(wl.key)
+                q.remove(wl.key, forget=forget)
 
     def _flush_all(self) -> None:
         for cq in sorted(self.queues):
@@ -2316,7 +2325,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
             self._give_back(wl, self._unadmitted("PendingEvaluation"), e.message, e.time)
         if wl.phase == PENDING:
-            self._dequeue(wl)
+            self._dequeue(wl, forget=False)
             self._enqueue(wl)
         self.reflag(wl)
 
