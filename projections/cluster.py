@@ -124,6 +124,7 @@ from projections.workloads import (
     admission_usage,
     after_reclaim,
     allowed_flavors,
+    backoff_over,
     component_index,
     failed_attempt,
     grouped_owner,
@@ -187,7 +188,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_bytes_of", "_bytes",
         "_limit_summaries",
         "_limit_range_keys", "nodes", "nodes_seen", "pods", "pods_of", "jobs",
-        "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
+        "workloads", "queues", "parked_queues", "flushes", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
@@ -288,6 +289,11 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.parked_queues: set[str] = set()
         """Names of the queues that may hold parked workloads or shapes (derived; see
         :attr:`ClusterQueueQueue.parked_in`)."""
+        self.flushes: dict[str, int] = {}
+        """The offset at which parked workloads were last sent back to their heaps, whether any were parked then or
+        not (Kueue's ``queueInadmissibleCycle``): ``"*"`` for every queue, a cohort tree's root key
+        (:meth:`CohortForest.cq_root`) for its queues, ``"q:NAME"`` for one queue. A failed attempt decided on the
+        log before such a flush of its queue does not park its workload (:meth:`_pending`)."""
         self.usage: dict[str, dict[str, int]] = {}
         """ClusterQueue -> ``flavor/resource`` -> quota held by reserving workloads."""
         self.reserving: dict[str, dict[str, None]] = {}
@@ -973,7 +979,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if wl.phase == PENDING:
             if changed:
                 wl.scan = None
-                self._dequeue(wl)
+                self._dequeue(wl, forget=False)
                 self._enqueue(wl)
             return
         if not wl.reserving or wl.admission is None:
@@ -1499,7 +1505,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                     tpl, self.limit_summary(wl.namespace) if self.limit_ranges else None, None))):
                 continue
             if self._refresh_pod_sets(wl):
-                self._dequeue(wl)
+                self._dequeue(wl, forget=False)
                 self._enqueue(wl)
                 self.reflag(wl)  # its DRA claims may have become chargeable, or not
 
@@ -1746,7 +1752,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked and not targeted
-        if wl.queue_name != spec.queue_name:
+        renamed = wl.queue_name != spec.queue_name
+        if renamed:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
         deactivated = wl.active and not active
@@ -1769,8 +1776,13 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.priority, wl.priority_class, wl.boost = priority, pclass, boost
         wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
-            self._dequeue(wl)
+            # another LocalQueue: Kueue deletes it from its queues, as sticky head and preemptor too; else updated
+            # in place, it stays the sticky head, but a new generation is not the one evaluated as the preemptor
+            self._dequeue(wl, forget=renamed)
             self._enqueue(wl)
+            q = self.queues.get(wl.cluster_queue) if templates_before is not None else None
+            if q is not None and q.preemptor == key:
+                q.preemptor = None
         if (deactivated or (reprioritised and wl.reserving)) and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)
@@ -1989,7 +2001,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.scan = None  # the scheduling shape includes the priority
         self.touched[wl.key] = None
         if wl.phase == PENDING:
-            self._dequeue(wl)
+            self._dequeue(wl, forget=False)
             self._enqueue(wl)
 
     # --- queueing -------------------------------------------------------------------------------------------
@@ -2084,15 +2096,30 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.queue(cq).push(wl.key, self.sort_key(wl), self.shape_of(wl), parked=parked,
                             local_queue=(wl.namespace, wl.queue_name), moved_in=moved)
 
-    def _dequeue(self, wl: WorkloadInfo) -> None:
+    def _dequeue(self, wl: WorkloadInfo, *, forget: bool = True) -> None:
+        """Take ``wl`` out of its ClusterQueue's queue. Without ``forget`` it is about to be queued again (Kueue's
+        ``PushOrUpdate`` of an updated pending workload): it stays its queue's sticky head and preemptor if it was,
+        unless :meth:`_enqueue` finds it belongs elsewhere now (:meth:`ClusterQueueQueue.remove`)."""
         if wl.cluster_queue:
             q = self.queues.get(wl.cluster_queue)
             if q is not None:
-                q.remove(wl.key)
+                q.remove(wl.key, forget=forget)
 
     def _flush_all(self) -> None:
+        self.flushes = {"*": self.offset}  # supersedes every narrower mark
         for cq in sorted(self.queues):
             self._flush_queue(cq)
+
+    def _flushed_since(self, cq: str, offset: int) -> bool:
+        """Whether ``cq``'s parked workloads were sent back after ``offset``. In Kueue a requeue of a ClusterQueue's
+        inadmissible workloads while its head is being scheduled sends that head back to the heap however it
+        failed (``requeueIfNotPresent``: ``queueInadmissibleCycle >= popCycle``, cluster_queue_test.go
+        TestQueueInadmissibleWorkloadsDuringScheduling): the flush it missed may have made it admissible."""
+        flushes = self.flushes
+        if not flushes:
+            return False
+        latest = max(flushes.get("*", -1), flushes.get("q:" + cq, -1), flushes.get(self.forest.cq_root(cq), -1))
+        return latest > offset
 
     def _flush_newly_selecting(self, old: dict[str, str] | None, new: dict[str, str]) -> None:
         """A Namespace came or changed from labels ``old`` (None: not seen before) to ``new``: only the ClusterQueues
@@ -2105,14 +2132,16 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             spec = self.cluster_queues.get(cq)
             selector = spec.spec.namespace_selector if spec is not None else None
             if selector_matches(selector, new) and not selector_matches(selector, old):
+                self.flushes["q:" + cq] = self.offset
                 self._flush_queue(cq)
 
     def _flush_tree(self, cq: str) -> None:
-        parked = self.parked_queues
-        if not parked:
-            return  # nothing parked anywhere: no need to (re)build the cohort forest
         forest = self.forest
         root = forest.cq_root(cq)
+        self.flushes[root] = self.offset  # even with nothing parked: a head decided on before it must not park
+        parked = self.parked_queues
+        if not parked:
+            return
         for name in sorted(parked):
             if forest.cq_root(name) != root:
                 continue
@@ -2254,7 +2283,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         q = self.queues.get(wl.cluster_queue)
         if q is None or wl.key not in q.shapes:
             return
-        if not keeps_queued(wl, e.parked, wl.scan, e.time):
+        if not keeps_queued(wl, e.parked, wl.scan, e.time) and not (
+                self._flushed_since(wl.cluster_queue, e.input) and backoff_over(wl, e.time)):
             bulk = e.requeue_reason in ("NoFit", "PreemptionNoCandidates") and self.gate(
                 gates.SCHEDULING_EQUIVALENCE_HASHING)  # a failing workload parks its equivalent ones too
             for key in q.park(wl.key, bulk=bulk, reason=e.reason or "PendingEvaluation"):
@@ -2330,7 +2360,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
             self._give_back(wl, self._unadmitted("PendingEvaluation"), e.message, e.time)
         if wl.phase == PENDING:
-            self._dequeue(wl)
+            self._dequeue(wl, forget=False)
             self._enqueue(wl)
         self.reflag(wl)
 

@@ -70,8 +70,9 @@ class ClusterQueueQueue:
              local_queue: tuple[str, str] = ("", ""), moved_in: bool = False) -> None:
         """Queue ``key``; ``local_queue`` is its (namespace, LocalQueue name). ``moved_in``: its LocalQueue was just
         moved here from another ClusterQueue, which Kueue treats as a fresh arrival on the active heap whatever
-        shapes this queue has parked."""
-        self.remove(key)
+        shapes this queue has parked. A workload pushed again stays the sticky head and the preemptor if it was:
+        Kueue's ``PushOrUpdate`` updates it in place and forgets neither (its removal or a requeue does)."""
+        self._take_out(key)
         self.shapes[key] = shape
         self._index(key, sort_key, local_queue)
         if parked or (not moved_in and shape in self.parked_shapes):
@@ -81,7 +82,17 @@ class ClusterQueueQueue:
             self.entries[key] = sort_key
             self.active.add(sort_key)
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: str, *, forget: bool = True) -> None:
+        """``key`` leaves this queue. ``forget``: as in Kueue's ``delete``, it is no longer the sticky head nor the
+        preemptor; without, it is taken out to be pushed again at once (an update in place, which keeps both)."""
+        self._take_out(key)
+        if forget:
+            if self.sticky == key:
+                self.sticky = None
+            if self.preemptor == key:
+                self.preemptor = None
+
+    def _take_out(self, key: str) -> None:
         sk = self.entries.pop(key, None)
         if sk is not None:
             self.active.remove(sk)
@@ -89,10 +100,6 @@ class ClusterQueueQueue:
         if sk is not None or parked is not None:
             self._unindex(key, sk if sk is not None else parked)
         self.shapes.pop(key, None)
-        if self.sticky == key:
-            self.sticky = None
-        if self.preemptor == key:
-            self.preemptor = None
 
     def park(self, key: str, *, bulk: bool, reason: str = "") -> list[str]:
         """Move ``key`` to the inadmissible set; with ``bulk``, park its shape for ``reason`` (the QuotaReserved

@@ -33,7 +33,7 @@ from projections.workloads import (
     waits_on_requeue_at,
 )
 
-SNAPSHOT_VERSION = 70
+SNAPSHOT_VERSION = 71
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -199,10 +199,13 @@ is version 67's). 69: a Workload first seen holding quota, not evicted, takes Mu
 68's). 70: each ResourceFlavor's ``spec.resourceWeights`` (KEP-8902: Fair Sharing's dominant resource
 shares weigh each flavor-resource by it); bumped so that an older reader, which would drop the weights, refuses
 the snapshot; restored from an older one, whose writer dropped them, a flavor weighs every resource 1 until its
-next upsert shows its weights."""
+next upsert shows its weights. 71: where parked workloads were last sent back to their heaps (``flushes``:
+every queue, a cohort tree, one queue), so that a failed attempt decided on the log before such a flush does not
+park its workload (Kueue's requeue during scheduling); restored from an older one, no flush is known, so an
+attempt decided before the snapshot and folded after it parks as before."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -327,6 +330,8 @@ class Snapshot(msgspec.Struct, array_like=True):
     """``ClusterState.unconfirmed_evictions`` by decision offset; from version 64 on."""
     refused_evictions: list[tuple[str, Refusal]] = []
     """``ClusterState.refused_evictions``, sorted; from version 64 on."""
+    flushes: list[tuple[str, int]] = []
+    """``ClusterState.flushes``, sorted; from version 71 on."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -407,6 +412,7 @@ def take(state: ClusterState) -> Snapshot:
         nodes_seen=state.nodes_seen,
         unconfirmed_evictions=list(state.unconfirmed_evictions.values()),  # (kept in decision order)
         refused_evictions=sorted(state.refused_evictions.items()),
+        flushes=sorted(state.flushes.items()),
     )
 
 
@@ -495,6 +501,7 @@ def restore(snap: Snapshot) -> ClusterState:
     # none before version 64
     state.unconfirmed_evictions = KeptEvictions(snap.unconfirmed_evictions)  # its index rebuilt
     state.refused_evictions = dict(snap.refused_evictions)
+    state.flushes = dict(snap.flushes)  # none before version 71
     state.afs_history = {lq: ([(cp.time, AFS_CHECKPOINT, cp)] if cp is not None else [])
                          + [(t, sign, tuple((r, v) for r, v in u)) for t, sign, u in entries]
                          for lq, cp, entries in snap.afs_queues}

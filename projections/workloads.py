@@ -617,6 +617,11 @@ def keeps_queued(wl: WorkloadInfo, park: bool, scan: FlavorScan | None, now: int
         return True
     if scan is None or not scan.pending:
         return False
+    return backoff_over(wl, now)
+
+
+def backoff_over(wl: WorkloadInfo, now: int) -> bool:
+    """Kueue's ``backoffWaitingTimeExpired``: no requeueAt ahead of ``now`` and no Requeued=False condition."""
     if wl.requeue_at is not None and wl.requeue_at > now:
         return False
     requeued = wl.condition("Requeued")

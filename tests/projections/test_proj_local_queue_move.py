@@ -30,8 +30,10 @@ NS = "ns"
 
 
 def parked_no_fit(key: str, time: int) -> ev.WorkloadPending:
-    return ev.WorkloadPending(key=key, time=time, cycle=1, input=0, reason="Pending", message="no fit",
-                              requeue_reason="NoFit", parked=True)
+    """A failed attempt decided on the setup folded whole (its last offset: a flush after that would send the
+    workload back to its heap)."""
+    return ev.WorkloadPending(key=key, time=time, cycle=1, input=len(setup()) - 1, reason="Pending",
+                              message="no fit", requeue_reason="NoFit", parked=True)
 
 
 def where(state: ClusterState, key: str) -> tuple[str, str]:

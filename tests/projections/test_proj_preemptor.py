@@ -78,3 +78,29 @@ def test_a_snapshot_from_before_version_11_takes_the_sticky_workload_as_the_pree
     restored = snapshot.decode(msgspec.msgpack.encode(old))
     assert restored.queues["cq"].preemptor == KEY
     assert snapshot.digest(restored) == snapshot.digest(state)
+
+
+@pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
+def test_an_update_in_place_keeps_the_sticky_head_but_a_new_generation_is_not_the_preemptor(strategy: str) -> None:
+    """Kueue's ``PushOrUpdate`` of an updated pending workload forgets neither the sticky head nor the preemptor
+    (only ``delete`` and a requeue for another reason do); ``IsPreemptor`` compares the generation it was evaluated
+    at, so a new spec (here a new priority) is no longer the preemptor (cluster_queue_test.go,
+    TestClusterQueueIsPreemptor). The sticky head does not look at the generation."""
+    state = fold(strategy)
+    pending(state, "PendingPreemption")
+    apply(state, upsert(workload("team", "w", queue="lq", priority=7), T0))
+    q = state.queues["cq"]
+    assert KEY in q.entries
+    assert (q.preemptor, q.sticky) == (None, KEY if strategy == "BestEffortFIFO" else None)
+
+
+def test_moved_to_another_local_queue_it_is_neither_the_preemptor_nor_sticky() -> None:
+    """Another LocalQueue: Kueue deletes the workload from its queues (``deleteAndForgetWorkloadWithoutLock``)
+    before it adds it again, which forgets it as the preemptor and the sticky head."""
+    state = fold("BestEffortFIFO")
+    apply(state, upsert(local_queue("team", "other", "cq"), T0))
+    pending(state, "PendingPreemption")
+    apply(state, upsert(workload("team", "w", queue="other"), T0))
+    q = state.queues["cq"]
+    assert KEY in q.entries
+    assert (q.preemptor, q.sticky) == (None, None)

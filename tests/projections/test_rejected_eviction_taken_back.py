@@ -203,8 +203,8 @@ def test_a_snapshot_older_than_version_64_remembers_no_eviction_to_take_back() -
     off = _preempted(log, config)
     taken = snapshot.take(log.state)
     assert [u.decision for u in taken.unconfirmed_evictions] == [off]
-    old = msgspec.msgpack.encode(msgspec.structs.astuple(msgspec.structs.replace(taken, version=63))[:-2])
-    # (version 63's layout: without the last two fields)
+    old = msgspec.msgpack.encode(msgspec.structs.astuple(msgspec.structs.replace(taken, version=63))[:-3])
+    # (version 63's layout: without the last three fields)
     restored = snapshot.decode(old)
     assert restored.unconfirmed_evictions == {}
     restored.apply(ev.Record(off + 2, _rejected(off)))
