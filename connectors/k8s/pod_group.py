@@ -23,7 +23,9 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   being deleted no longer fill their role and, evicted, lose the finalizer at once (Kueue #14632);
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
-  ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
+  ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer; a group that has finished
+  (not serving) and has no Workload (deleted since, by a retention policy say) gets none made again: its Pods only
+  lose the finalizer, as Kueue's reconciler handles a finished job before one without a Workload;
 * admitted (and shown so by the apiserver): every gated Pod is started with its role's pod set's admission —
   but never one whose Workload has a MultiKueue admission check: that runs on a worker, and its Pods here (a
   LeaderWorkerSet's, whose set has no managedBy, made by the set's controller here too) stay gated;
@@ -437,7 +439,11 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
     except ValueError as exc:
         return GroupStep(INVALID, message=str(exc))
     if wl is None:
-        return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
+        if prebuilt:
+            return _missing_prebuilt(pods, total)
+        if not is_serving(first) and finished(pods, total) is not None:
+            return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
+        return _without_workload(pods, first, total)
     if not prebuilt and no_longer_matching(pods, wl):
         return _not_matching(pods, first, total, wl)
     if wl.phase == FINISHED:
