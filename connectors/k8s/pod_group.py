@@ -589,12 +589,27 @@ def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPo
     return tuple(out)
 
 
+STILL_ACTIVE = "~"
+"""Sorts after every RFC 3339 time: what :func:`last_active` says of a Pod with neither a failure nor a deletion
+time (Kueue reads the clock's now there, later than both)."""
+
+
+def last_active(pod: ManagedPod) -> str:
+    """When the Pod was last seen active, as Kueue's ``lastActiveTime`` reads it: the earlier of the time its
+    containers were found failed (its ``ContainersReady`` condition, False with reason ``Failed``, the Pod phase's
+    name: the condition's ``lastTransitionTime``) and its deletion; :data:`STILL_ACTIVE` when it has neither."""
+    failed_at = STILL_ACTIVE
+    ready = next((c for c in pod.status.conditions if c.type == "ContainersReady"), None)
+    if ready is not None and (ready.status, ready.reason) == ("False", "Failed") and ready.last_transition_time:
+        failed_at = ready.last_transition_time
+    return min(failed_at, pod.metadata.deletion_timestamp or STILL_ACTIVE)
+
+
 def _keep_inactive_first(pods: list[ManagedPod]) -> list[ManagedPod]:
     """Failed (or never placed and deleted) Pods, those to keep first: with Kueue's finalizer, then the last to
-    have been active (deleted last, or not deleted), then the oldest (Kueue's ``sortInactivePods``, its times
-    read from the deletion only)."""
+    have been active (:func:`last_active`), then the oldest (Kueue's ``sortInactivePods``)."""
     out = sorted(pods, key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
-    out.sort(key=lambda p: p.metadata.deletion_timestamp or "~", reverse=True)
+    out.sort(key=last_active, reverse=True)
     out.sort(key=lambda p: not finalizable(p))
     return out
 
