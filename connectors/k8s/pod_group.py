@@ -9,7 +9,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 (``pkg/controller/jobs/pod/pod_controller.go``, its group parts):
 
 * no Workload: failed or never-placed deleted Pods lose Kueue's finalizer; fewer runnable Pods than the total
-  wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
+  wait; Pods that disagree on the queue name or the total count get none, as does a group whose first Pod's
+  ``kueue.x-k8s.io/pod-group-pod-index`` is not a whole number below the total (:func:`index_complaint`); runnable Pods beyond the total (the
   newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
   every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
 * a Workload of the group's name without that annotation, made for something else, is not the group's under
@@ -67,6 +68,7 @@ from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.pod_roles import (
+    POD_INDEX_LABEL,
     ROLE_HASH_ANNOTATION,
     TOTAL_COUNT_ANNOTATION,
     group_name,
@@ -557,6 +559,9 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
         running = tuple(p for p in pods if _running(p))
         return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON, message=MISSING_WORKLOAD)
     active = [p for p in pods if runnable_or_succeeded(p)]
+    bad_index = index_complaint(first, total)
+    if bad_index:
+        return GroupStep(INVALID, finalize=dead, message=bad_index)
     fast = fast_admission(first.metadata.annotations)
     if len(active) < total and not fast:
         return GroupStep(WAIT, (first,), finalize=dead, reason=ERR_WORKLOAD_COMPOSE,
@@ -569,6 +574,23 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     remove = tuple(excess(pods, total))
     kept = tuple(p for p in active if p not in remove)
     return GroupStep(CREATE, remove=remove, finalize=dead, kept=kept)
+
+
+def index_complaint(first: ManagedPod, total: int) -> str:
+    """What is wrong with the index the Pod standing for the group gives itself in ``kueue.x-k8s.io/pod-group-pod-index``
+    ("" nothing, or no such label): as Kueue's reconciler reads it before composing the group's Workload
+    (``validatePodGroupMetadata``), a whole number (Go's ``Atoi``: an optional sign, then digits) from 0 to below the
+    group's total; else the group gets no Workload (the webhooks do not check it)."""
+    value = first.metadata.labels.get(POD_INDEX_LABEL)
+    if value is None:
+        return ""
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not digits or not all("0" <= c <= "9" for c in digits) or (value[0] == "-" and int(digits) != 0):
+        return f"pod '{first.metadata.name}': '{POD_INDEX_LABEL}' is {value!r}, not a whole number from 0"
+    if int(digits) >= total:
+        return (f"pod '{first.metadata.name}': '{POD_INDEX_LABEL}' is {int(digits)}, not below the group's total count "
+                f"{total}")
+    return ""
 
 
 def holds_quota(pod: ManagedPod, fast_quota_release: bool) -> bool:

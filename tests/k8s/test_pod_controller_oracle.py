@@ -543,3 +543,17 @@ def test_pod_sets_of_a_single_pod_follow_its_topology_annotations_while_tas_is_o
         "required": "cloud.com/block", "podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}
     assert pod_sync.pod_set(state, pref, "main", 1)["topologyRequest"] == {
         "preferred": "cloud.com/block", "podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}
+
+
+@pytest.mark.parametrize(("index", "why"), [
+    ("1", "reconciler returns error in case pod group pod index is bigger or equal pod group total count"),
+    ("-1", "reconciler returns error in case pod group pod index is less than 0"),
+    ("x", "not a number"),
+])
+def test_a_group_whose_pod_index_is_out_of_its_total_gets_no_workload(index: str, why: str) -> None:
+    """Kueue's reconciler reads the pod index of the Pod standing for the group before composing its Workload: a
+    whole number below the total, else an error and no Workload."""
+    p = pod("pod", group="test-group", total=1, gated=True, labels={"kueue.x-k8s.io/pod-group-pod-index": index})
+    assert group_step([p], None).action == INVALID, why
+    ok = pod("pod", group="test-group", total=1, gated=True, labels={"kueue.x-k8s.io/pod-group-pod-index": "0"})
+    assert group_step([ok], None).action == CREATE
