@@ -10,8 +10,9 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 
 * no Workload: failed or never-placed deleted Pods lose Kueue's finalizer; fewer runnable Pods than the total
   wait; Pods that disagree on the queue name or the total count get none, as does a group whose first Pod's
-  ``kueue.x-k8s.io/pod-group-pod-index`` is not a whole number below the total (:func:`index_complaint`); runnable Pods beyond the total (the
-  newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
+  ``kueue.x-k8s.io/pod-group-pod-index`` is not a whole number below the total (:func:`index_complaint`);
+  runnable Pods beyond the total (the newest, gated ones first) are finalized and deleted
+  (``ExcessPodDeleted``); the rest make the Workload —
   every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
 * a Workload of the group's name without that annotation, made for something else, is not the group's under
   ``PodIntegrationValidateGroupOwner`` (:func:`refuses_adoption`): the group gets none while it is there;
@@ -577,10 +578,11 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
 
 
 def index_complaint(first: ManagedPod, total: int) -> str:
-    """What is wrong with the index the Pod standing for the group gives itself in ``kueue.x-k8s.io/pod-group-pod-index``
-    ("" nothing, or no such label): as Kueue's reconciler reads it before composing the group's Workload
-    (``validatePodGroupMetadata``), a whole number (Go's ``Atoi``: an optional sign, then digits) from 0 to below the
-    group's total; else the group gets no Workload (the webhooks do not check it)."""
+    """What is wrong with the index the Pod standing for the group gives itself in
+    ``kueue.x-k8s.io/pod-group-pod-index`` ("" nothing, or no such label): as Kueue's reconciler reads it
+    before composing the group's Workload (``validatePodGroupMetadata``), a whole number (Go's ``Atoi``: an
+    optional sign, then digits) from 0 to below the group's total; else the group gets no Workload (the
+    webhooks do not check it)."""
     value = first.metadata.labels.get(POD_INDEX_LABEL)
     if value is None:
         return ""
@@ -588,8 +590,8 @@ def index_complaint(first: ManagedPod, total: int) -> str:
     if not digits or not all("0" <= c <= "9" for c in digits) or (value[0] == "-" and int(digits) != 0):
         return f"pod '{first.metadata.name}': '{POD_INDEX_LABEL}' is {value!r}, not a whole number from 0"
     if int(digits) >= total:
-        return (f"pod '{first.metadata.name}': '{POD_INDEX_LABEL}' is {int(digits)}, not below the group's total count "
-                f"{total}")
+        return (f"pod '{first.metadata.name}': '{POD_INDEX_LABEL}' is {int(digits)}, not below the group's "
+                f"total count {total}")
     return ""
 
 
@@ -612,17 +614,19 @@ def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPo
 
 
 STILL_ACTIVE = "~"
-"""Sorts after every RFC 3339 time: what :func:`last_active` says of a Pod with neither a failure nor a deletion
-time (Kueue reads the clock's now there, later than both)."""
+"""Sorts after every RFC 3339 time: what :func:`last_active` says of a Pod with neither a failure nor a
+deletion time (Kueue reads the clock's now there, later than both)."""
 
 
 def last_active(pod: ManagedPod) -> str:
     """When the Pod was last seen active, as Kueue's ``lastActiveTime`` reads it: the earlier of the time its
-    containers were found failed (its ``ContainersReady`` condition, False with reason ``Failed``, the Pod phase's
-    name: the condition's ``lastTransitionTime``) and its deletion; :data:`STILL_ACTIVE` when it has neither."""
+    containers were found failed (its ``ContainersReady`` condition, False with reason ``Failed``, the Pod
+    phase's name: the condition's ``lastTransitionTime``) and its deletion; :data:`STILL_ACTIVE` when it has
+    neither."""
     failed_at = STILL_ACTIVE
     ready = next((c for c in pod.status.conditions if c.type == "ContainersReady"), None)
-    if ready is not None and (ready.status, ready.reason) == ("False", "Failed") and ready.last_transition_time:
+    failed = ready is not None and ready.status == "False" and ready.reason == "Failed"
+    if failed and ready is not None and ready.last_transition_time:
         failed_at = ready.last_transition_time
     return min(failed_at, pod.metadata.deletion_timestamp or STILL_ACTIVE)
 
