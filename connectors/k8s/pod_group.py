@@ -8,8 +8,10 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 (:func:`role_hash`, which the Pod webhook records in ``kueue.x-k8s.io/role-hash``). As Kueue
 (``pkg/controller/jobs/pod/pod_controller.go``, its group parts):
 
-* no Workload: failed or never-placed deleted Pods lose Kueue's finalizer; fewer runnable Pods than the total
-  wait; Pods that disagree on the queue name or the total count get none, as does a group whose first Pod's
+* no Workload: a group none of whose Pods is gated or ended has its running Pods stopped ("Missing Workload; unable
+  to restore pod templates") and, once none is left to stop, goes on as the others; none is made while a Pod of
+  the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`); failed or never-placed deleted Pods lose
+  Kueue's finalizer; fewer runnable Pods than the total wait; Pods that disagree on the queue name or the total count get none, as does a group whose first Pod's
   ``kueue.x-k8s.io/pod-group-pod-index`` is not a whole number below the total (:func:`index_complaint`);
   runnable Pods beyond the total (the newest, gated ones first) are finalized and deleted
   (``ExcessPodDeleted``); the rest make the Workload —
@@ -112,6 +114,7 @@ RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
 FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
 SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 NO_RUNNABLE_POD = "failed to find a runnable pod in the group"
+PODS_STILL_RUNNING = "a pod of the group is still running: its workload is made once none is"
 MAX_ROLES = MAX_POD_SETS
 TOO_MANY_ROLES = f"pod group can't include more than {MAX_ROLES} roles"
 """One pod set per role within Kueue's ``jobframework.MaxPodSets``: 18 since v0.19 (#12819, which words the
@@ -446,7 +449,10 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
             return _missing_prebuilt(pods, total)
         if not is_serving(first) and finished(pods, total) is not None:
             return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
-        return _without_workload(pods, first, total)
+        step = _without_workload(pods, first, total)
+        if step.action != STOP and any(holds_quota(p, fast_quota_release) for p in pods):
+            return GroupStep(WAIT, message=PODS_STILL_RUNNING)  # Kueue's IsActive: none made while one runs
+        return step
     if not prebuilt and no_longer_matching(pods, wl):
         return _not_matching(pods, first, total, wl)
     if wl.phase == FINISHED:
@@ -558,7 +564,9 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     dead = tuple(p for p in pods if not runnable_or_succeeded(p) and finalizable(p))
     if not any(is_gated(p) or p.status.phase in ("Succeeded", "Failed") for p in pods):
         running = tuple(p for p in pods if _running(p))
-        return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON, message=MISSING_WORKLOAD)
+        if running:  # else nothing is left to stop (every Pod being deleted): Kueue goes on to make the Workload
+            return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON,
+                             message=MISSING_WORKLOAD)
     active = [p for p in pods if runnable_or_succeeded(p)]
     bad_index = index_complaint(first, total)
     if bad_index:

@@ -13,6 +13,7 @@ from connectors.k8s import pod_group, pod_sync
 from connectors.k8s import podsetinfo as psi
 from connectors.k8s.pod_group import (
     CREATE,
+    DELETE,
     FINALIZE,
     FINISH,
     INVALID,
@@ -557,3 +558,27 @@ def test_a_group_whose_pod_index_is_out_of_its_total_gets_no_workload(index: str
     assert group_step([p], None).action == INVALID, why
     ok = pod("pod", group="test-group", total=1, gated=True, labels={"kueue.x-k8s.io/pod-group-pod-index": "0"})
     assert group_step([ok], None).action == CREATE
+
+
+def test_deleted_pods_in_group_should_not_be_finalized_if_the_workload_doesnt_match() -> None:
+    """Kueue's case: the group's Workload (deleted, of a role none of its Pods has) no longer matches the two Pods,
+    both being deleted on their node; it goes, and as no Pod is left to stop and none is ``Running``, a new one is
+    made of both Pods in the same reconcile, their finalizers kept."""
+    pods = [pod("pod", group="test-group", queue="test-queue", node="test-node", deleting=NOW),
+            pod("pod2", group="test-group", queue="test-queue", node="test-node", deleting=NOW)]
+    old = workload(ADMITTED, sets={"incorrect-role-name": 1})
+    step = group_step(pods, old, wl_deleting=True)
+    assert (step.action, step.pods) == (DELETE, ())
+    step = group_step(pods, None)
+    assert step.action == CREATE and names(step.kept) == ["pod", "pod2"] and step.finalize == ()
+
+
+def test_no_workload_is_made_while_a_pod_of_the_group_is_running() -> None:
+    """Kueue's reconciler makes a job's Workload only once the job is not active (``IsActive``: a Pod of the group
+    ``Running``): a group whose Workload went while a Pod still runs waits for it, with nothing finalized."""
+    pods = [pod("a", group="g", gated=True), pod("b", group="g", phase="Running", node="n", deleting=NOW),
+            pod("c", group="g", phase="Failed")]
+    step = group_step(pods, None)
+    assert (step.action, step.finalize) == (WAIT, ())
+    done = [pods[0], pod("b", group="g", phase="Succeeded", node="n"), pods[2]]
+    assert group_step(done, None).action == CREATE
