@@ -8,14 +8,14 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 (:func:`role_hash`, which the Pod webhook records in ``kueue.x-k8s.io/role-hash``). As Kueue
 (``pkg/controller/jobs/pod/pod_controller.go``, its group parts):
 
-* no Workload: a group none of whose Pods is gated or ended has its running Pods stopped ("Missing Workload; unable
-  to restore pod templates") and, once none is left to stop, goes on as the others; none is made while a Pod of
-  the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`); failed or never-placed deleted Pods lose
-  Kueue's finalizer; fewer runnable Pods than the total wait; Pods that disagree on the queue name or the total count get none, as does a group whose first Pod's
-  ``kueue.x-k8s.io/pod-group-pod-index`` is not a whole number below the total (:func:`index_complaint`);
-  runnable Pods beyond the total (the newest, gated ones first) are finalized and deleted
-  (``ExcessPodDeleted``); the rest make the Workload —
-  every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
+* no Workload: a group none of whose Pods is gated or ended has its running Pods stopped ("Missing Workload;
+  unable to restore pod templates") and, once none is left to stop, goes on as the others; none is made while a
+  Pod of the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`); failed or never-placed deleted
+  Pods lose Kueue's finalizer; fewer runnable Pods than the total wait; Pods that disagree on the queue name or
+  the total count get none, as does a group whose first Pod's ``kueue.x-k8s.io/pod-group-pod-index`` is not a
+  whole number below the total (:func:`index_complaint`); runnable Pods beyond the total (the newest, gated ones
+  first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload — every Pod an owner (not
+  the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
 * a Workload of the group's name without that annotation, made for something else, is not the group's under
   ``PodIntegrationValidateGroupOwner`` (:func:`refuses_adoption`): the group gets none while it is there;
 * a Workload: only the Pods of a role it has a pod set for are its own (:func:`of_its_roles`; others, such as a
@@ -564,7 +564,7 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     dead = tuple(p for p in pods if not runnable_or_succeeded(p) and finalizable(p))
     if not any(is_gated(p) or p.status.phase in ("Succeeded", "Failed") for p in pods):
         running = tuple(p for p in pods if _running(p))
-        if running:  # else nothing is left to stop (every Pod being deleted): Kueue goes on to make the Workload
+        if running:  # else nothing is left to stop (every Pod being deleted): Kueue goes on to make one
             return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON,
                              message=MISSING_WORKLOAD)
     active = [p for p in pods if runnable_or_succeeded(p)]
