@@ -582,3 +582,23 @@ def test_no_workload_is_made_while_a_pod_of_the_group_is_running() -> None:
     assert (step.action, step.finalize) == (WAIT, ())
     done = [pods[0], pod("b", group="g", phase="Succeeded", node="n"), pods[2]]
     assert group_step(done, None).action == CREATE
+
+
+def test_pod_sets_carry_no_topology_request_if_tas_is_disabled() -> None:
+    """``TestPodSets`` "without required/preferred topology annotation if TAS is disabled"."""
+    from events import schema as ev
+
+    state = ClusterState()
+    state.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "featureGates": {"TopologyAwareScheduling": False}})))
+    for key in ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"):
+        ps = pod_sync.pod_set(state, {"metadata": {"annotations": {key: "cloud.com/block"}}, "spec": CPU}, "main", 1)
+        assert "topologyRequest" not in ps and (ps["name"], ps["count"]) == ("main", 1)
+
+
+def test_when_a_workload_is_created_for_the_pod_it_has_its_provreq_annotations_copied() -> None:
+    p = pod(gated=True, annotations={"provreq.kueue.x-k8s.io/test-annotation": "test-val",
+                                     "invalid-provreq-prefix/test-annotation-2": "test-val-2"})
+    body = pod_sync.workload_for(ClusterState(), raw(p), pod_sync.workload_name("pod", "test-uid"))
+    assert body["metadata"]["annotations"] == {"provreq.kueue.x-k8s.io/test-annotation": "test-val"}
