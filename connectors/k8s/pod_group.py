@@ -8,10 +8,14 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 (:func:`role_hash`, which the Pod webhook records in ``kueue.x-k8s.io/role-hash``). As Kueue
 (``pkg/controller/jobs/pod/pod_controller.go``, its group parts):
 
-* no Workload: failed or never-placed deleted Pods lose Kueue's finalizer; fewer runnable Pods than the total
-  wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
-  newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
-  every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
+* no Workload: a group none of whose Pods is gated or ended has its running Pods stopped ("Missing Workload;
+  unable to restore pod templates") and, once none is left to stop, goes on as the others; none is made while a
+  Pod of the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`); failed or never-placed deleted
+  Pods lose Kueue's finalizer; fewer runnable Pods than the total wait; Pods that disagree on the queue name or
+  the total count get none, as does a group whose first Pod's ``kueue.x-k8s.io/pod-group-pod-index`` is not a
+  whole number below the total (:func:`index_complaint`); runnable Pods beyond the total (the newest, gated ones
+  first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload — every Pod an owner (not
+  the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
 * a Workload of the group's name without that annotation, made for something else, is not the group's under
   ``PodIntegrationValidateGroupOwner`` (:func:`refuses_adoption`): the group gets none while it is there;
 * a Workload: only the Pods of a role it has a pod set for are its own (:func:`of_its_roles`; others, such as a
@@ -23,7 +27,9 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   being deleted no longer fill their role and, evicted, lose the finalizer at once (Kueue #14632);
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
-  ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
+  ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer; a group that has finished
+  (not serving) and has no Workload (deleted since, by a retention policy say) gets none made again: its Pods only
+  lose the finalizer, as Kueue's reconciler handles a finished job before one without a Workload;
 * admitted (and shown so by the apiserver): every gated Pod is started with its role's pod set's admission —
   but never one whose Workload has a MultiKueue admission check: that runs on a worker, and its Pods here (a
   LeaderWorkerSet's, whose set has no managedBy, made by the set's controller here too) stay gated;
@@ -65,6 +71,7 @@ from connectors.k8s import max_not_ready as max_not_ready_count
 from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.pod_roles import (
+    POD_INDEX_LABEL,
     ROLE_HASH_ANNOTATION,
     TOTAL_COUNT_ANNOTATION,
     group_name,
@@ -107,6 +114,7 @@ RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
 FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
 SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 NO_RUNNABLE_POD = "failed to find a runnable pod in the group"
+PODS_STILL_RUNNING = "a pod of the group is still running: its workload is made once none is"
 MAX_ROLES = MAX_POD_SETS
 TOO_MANY_ROLES = f"pod group can't include more than {MAX_ROLES} roles"
 """One pod set per role within Kueue's ``jobframework.MaxPodSets``: 18 since v0.19 (#12819, which words the
@@ -437,7 +445,14 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
     except ValueError as exc:
         return GroupStep(INVALID, message=str(exc))
     if wl is None:
-        return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
+        if prebuilt:
+            return _missing_prebuilt(pods, total)
+        if not is_serving(first) and finished(pods, total) is not None:
+            return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
+        step = _without_workload(pods, first, total)
+        if step.action != STOP and any(holds_quota(p, fast_quota_release) for p in pods):
+            return GroupStep(WAIT, message=PODS_STILL_RUNNING)  # Kueue's IsActive: none made while one runs
+        return step
     if not prebuilt and no_longer_matching(pods, wl):
         return _not_matching(pods, first, total, wl)
     if wl.phase == FINISHED:
@@ -549,8 +564,13 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     dead = tuple(p for p in pods if not runnable_or_succeeded(p) and finalizable(p))
     if not any(is_gated(p) or p.status.phase in ("Succeeded", "Failed") for p in pods):
         running = tuple(p for p in pods if _running(p))
-        return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON, message=MISSING_WORKLOAD)
+        if running:  # else nothing is left to stop (every Pod being deleted): Kueue goes on to make one
+            return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON,
+                             message=MISSING_WORKLOAD)
     active = [p for p in pods if runnable_or_succeeded(p)]
+    bad_index = index_complaint(first, total)
+    if bad_index:
+        return GroupStep(INVALID, finalize=dead, message=bad_index)
     fast = fast_admission(first.metadata.annotations)
     if len(active) < total and not fast:
         return GroupStep(WAIT, (first,), finalize=dead, reason=ERR_WORKLOAD_COMPOSE,
@@ -563,6 +583,24 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     remove = tuple(excess(pods, total))
     kept = tuple(p for p in active if p not in remove)
     return GroupStep(CREATE, remove=remove, finalize=dead, kept=kept)
+
+
+def index_complaint(first: ManagedPod, total: int) -> str:
+    """What is wrong with the index the Pod standing for the group gives itself in
+    ``kueue.x-k8s.io/pod-group-pod-index`` ("" nothing, or no such label): as Kueue's reconciler reads it
+    before composing the group's Workload (``validatePodGroupMetadata``), a whole number (Go's ``Atoi``: an
+    optional sign, then digits) from 0 to below the group's total; else the group gets no Workload (the
+    webhooks do not check it)."""
+    value = first.metadata.labels.get(POD_INDEX_LABEL)
+    if value is None:
+        return ""
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not digits or not all("0" <= c <= "9" for c in digits) or (value[0] == "-" and int(digits) != 0):
+        return f"pod '{first.metadata.name}': '{POD_INDEX_LABEL}' is {value!r}, not a whole number from 0"
+    if int(digits) >= total:
+        return (f"pod '{first.metadata.name}': '{POD_INDEX_LABEL}' is {int(digits)}, not below the group's "
+                f"total count {total}")
+    return ""
 
 
 def holds_quota(pod: ManagedPod, fast_quota_release: bool) -> bool:
@@ -583,12 +621,29 @@ def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPo
     return tuple(out)
 
 
+STILL_ACTIVE = "~"
+"""Sorts after every RFC 3339 time: what :func:`last_active` says of a Pod with neither a failure nor a
+deletion time (Kueue reads the clock's now there, later than both)."""
+
+
+def last_active(pod: ManagedPod) -> str:
+    """When the Pod was last seen active, as Kueue's ``lastActiveTime`` reads it: the earlier of the time its
+    containers were found failed (its ``ContainersReady`` condition, False with reason ``Failed``, the Pod
+    phase's name: the condition's ``lastTransitionTime``) and its deletion; :data:`STILL_ACTIVE` when it has
+    neither."""
+    failed_at = STILL_ACTIVE
+    ready = next((c for c in pod.status.conditions if c.type == "ContainersReady"), None)
+    failed = ready is not None and ready.status == "False" and ready.reason == "Failed"
+    if failed and ready is not None and ready.last_transition_time:
+        failed_at = ready.last_transition_time
+    return min(failed_at, pod.metadata.deletion_timestamp or STILL_ACTIVE)
+
+
 def _keep_inactive_first(pods: list[ManagedPod]) -> list[ManagedPod]:
     """Failed (or never placed and deleted) Pods, those to keep first: with Kueue's finalizer, then the last to
-    have been active (deleted last, or not deleted), then the oldest (Kueue's ``sortInactivePods``, its times
-    read from the deletion only)."""
+    have been active (:func:`last_active`), then the oldest (Kueue's ``sortInactivePods``)."""
     out = sorted(pods, key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
-    out.sort(key=lambda p: p.metadata.deletion_timestamp or "~", reverse=True)
+    out.sort(key=last_active, reverse=True)
     out.sort(key=lambda p: not finalizable(p))
     return out
 

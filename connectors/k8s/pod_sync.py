@@ -69,6 +69,11 @@ NOTHING, FINALIZE, CREATE, STOP, RELEASE, FINISH, START = (
 class PodCondition(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):
     type: str
     status: str = ""
+    reason: str | None = None
+    last_transition_time: str | None = None
+    """(Either may be null as a client writes it.) Of ``ContainersReady``: when a failed Pod's containers were
+    found failed, which orders the failed Pods of a group a replacement lets go
+    (:func:`connectors.k8s.pod_group.last_active`)."""
 
 
 class ManagedPodSpec(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):

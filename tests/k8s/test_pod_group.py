@@ -640,3 +640,16 @@ def test_a_statefulsets_gated_pods_take_its_queue_name_when_it_changes() -> None
     for view in (pod_group.StatefulSetView(queue="good", replicas=0), pod_group.StatefulSetView(replicas=2)):
         assert next_step(pods, None, managed=True, admission_shown=False, statefulset=view).relabel == (), (
             "scaled to zero, or naming no queue: left as they are")
+
+
+def test_a_finished_group_whose_workload_is_gone_gets_none_made_again_and_its_pods_are_let_go() -> None:
+    """Kueue's "if pod group is finished and wl is deleted, new workload shouldn't be created"
+    (pod_controller_test.go): the reconciler handles a finished job before one without a Workload, so a group
+    whose Workload a retention policy deleted after it finished is not queued again. A serving group never
+    finishes: it gets a Workload as any."""
+    done = [member("a", gated=False, phase="Succeeded"), member("b", gated=False, phase="Succeeded", finalizer=False)]
+    step = next_step(done, None, managed=True, admission_shown=False)
+    assert step.action == FINALIZE and names(step.pods) == ["a"]
+    serving = {"kueue.x-k8s.io/pod-group-serving": "true"}
+    pods = [member("a", phase="Succeeded", annotations=serving), member("b", phase="Succeeded", annotations=serving)]
+    assert next_step(pods, None, managed=True, admission_shown=False).action == CREATE
