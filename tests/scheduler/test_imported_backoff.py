@@ -132,7 +132,7 @@ def test_a_workload_requeued_false_for_another_reason_gets_no_backoff_finished()
 def test_a_version_67_snapshot_puts_a_pending_workloads_time_on_the_clock() -> None:
     """Version 67 kept such a time off the clock: restored, it is put on it as the fold puts it now (68)."""
     taken = snapshot.take(_imported(_cond("QuotaReserved", "False", "Pending")))
-    assert taken.version == snapshot.SNAPSHOT_VERSION == 68 and taken.backoff == [("ns0/w", REQUEUE_AT)]
+    assert taken.version == snapshot.SNAPSHOT_VERSION >= 68 and taken.backoff == [("ns0/w", REQUEUE_AT)]
     old = msgspec.structs.replace(taken, version=67, backoff=[])
     restored = snapshot.restore(old)
     assert restored.backoff == {"ns0/w": REQUEUE_AT}
