@@ -192,6 +192,53 @@ def test_pod_level_resources_count_only_for_the_names_kubernetes_manages_at_the_
         'template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max',)
 
 
+@pytest.mark.parametrize(("spec", "want"), [
+    # Kueue's podrequests_test.go TestPodRequests: a negative entry (taken under the
+    # WorkloadValidateResourcesAreNonNegative gate off) never spends what another list asks for under its name
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))],
+               init_containers=[o.Container(resources=res({"cpu": "-3"}), restart_policy="Always")]),
+     {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))],
+               init_containers=[o.Container(resources=res({"cpu": "-3"}))]), {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))], resources=res({"cpu": "-3"})),
+     {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))], overhead={"cpu": "-3"}), {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "2"}))], overhead={"cpu": "1"}), {"cpu": 3000}),
+    # a negative request on a name nothing else asks for is still named, at 0 (it picks a flavor)
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "1", "example.com/x": "-1"}))],
+               resources=res({"memory": "-1Gi"})), {"cpu": 1000, "example.com/x": 0, "memory": 0}),
+])
+def test_a_negative_request_never_lowers_what_another_list_asks_for(spec, want) -> None:
+    assert requests_of(spec) == want
+
+
+def test_limit_range_findings_in_kueues_order_init_containers_containers_then_the_pod() -> None:
+    # Kueue's limitrange_test.go TestValidatePodSpec "multiple" and "multiple valid", on a template as given
+    spec = o.PodSpec(
+        containers=[o.Container(resources=res({"cpu": "1", "memory": "2Gi",
+                                               "example.com/mainContainerGpu": "2"})),
+                    o.Container(resources=res({"cpu": "1.5", "example.com/gpu": "2"}))],
+        init_containers=[o.Container(resources=res({"cpu": "4", "memory": "2Gi"})),
+                         o.Container(resources=res({"cpu": "1.5", "example.com/gpu": "2",
+                                                    "example.com/initContainerGpu": "2"}))],
+        overhead={"cpu": "1", "memory": "1Gi", "example.com/gpu": "1"})
+    limits = summarize([lr("a", item("Pod", max={"cpu": "4"})),
+                        lr("b", item(min={"example.com/mainContainerGpu": "3"})),
+                        lr("c", item(max={"example.com/initContainerGpu": "1"}))])
+    assert limit_findings(spec, limits) == (
+        'template.spec.initContainers[1]: Invalid value: ["example.com/initContainerGpu"]: '
+        "requests must not be above the limitRange max",
+        'template.spec.containers[0]: Invalid value: ["example.com/mainContainerGpu"]: '
+        "requests must not be below the limitRange min",
+        # max(init 4, containers 2.5) + overhead 1 = 5 cpu
+        'template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max',
+    )
+    valid = summarize([lr("a", item("Pod", max={"cpu": "5"})),
+                       lr("b", item(min={"example.com/mainContainerGpu": "1"})),
+                       lr("c", item(max={"example.com/initContainerGpu": "2"}))])
+    assert limit_findings(spec, valid) == ()
+
+
 SIDECAR_LAYOUTS = [
     # (init containers as (sidecar, cpu), regular containers' cpu, the pod's cpu as Kubernetes totals it)
     ([(False, 4), (True, 1)], [1], 4),  # istio: setup, then the proxy: max(1 + 1, 4)
