@@ -291,6 +291,14 @@ def aggregate_requests(containers: Iterable[Mapping[str, Any]],
     return running
 
 
+def pod_level_resource(resource: str) -> bool:
+    """Whether Kubernetes manages ``resource`` at the pod level (KEP-2837: cpu, memory, ``hugepages-*``).
+    Only these names of a template's pod-level ``resources`` count: the Kubernetes helper Kueue's
+    ``PodRequests`` goes through reads no other name there (the API server refuses any other on a Pod, but
+    not on a Workload written directly)."""
+    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
+
 def chargeable_overhead(overhead: Mapping[str, o.Quantity]) -> dict[str, o.Quantity]:
     """The overhead entries a pod is charged for (newest Kueue's ``ChargeableOverhead``, which every request Kueue
     computes from a spec goes through): not ``pods``, which flavor assignment sets from the pod count, nor a negative
@@ -309,7 +317,8 @@ def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
                                ((c.restart_policy == "Always", exact(c)) for c in spec.init_containers))
     if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
         for r, q in spec.resources.requests.items():
-            total[r] = max(total.get(r, Decimal(0)), parse_quantity(q))
+            if pod_level_resource(r):
+                total[r] = max(total.get(r, Decimal(0)), parse_quantity(q))
     for r, q in chargeable_overhead(spec.overhead).items():
         total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
     return total

@@ -22,6 +22,7 @@ from projections.afs_ledger import AFS_CHECKPOINT, AfsCheckpoint
 from projections.cluster import ClusterState
 from projections.eviction_undo import KeptEvictions, Refusal, UnconfirmedEviction
 from projections.metrics import MetricsFold, MetricsSnapshot
+from projections.pod_adjustment import pod_level_resource
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
@@ -33,7 +34,7 @@ from projections.workloads import (
     waits_on_requeue_at,
 )
 
-SNAPSHOT_VERSION = 71
+SNAPSHOT_VERSION = 72
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -200,12 +201,16 @@ is version 67's). 69: a Workload first seen holding quota, not evicted, takes Mu
 shares weigh each flavor-resource by it); bumped so that an older reader, which would drop the weights, refuses
 the snapshot; restored from an older one, whose writer dropped them, a flavor weighs every resource 1 until its
 next upsert shows its weights. 71: where parked workloads were last sent back to their heaps (``flushes``:
-every queue, a cohort tree, one queue), so that a failed attempt decided on the log before such a flush does not
-park its workload (Kueue's requeue during scheduling); restored from an older one, no flush is known, so an
-attempt decided before the snapshot and folded after it parks as before."""
+every queue, a cohort tree, one queue), so that a failed attempt decided on the log before such a flush does
+not park its workload (Kueue's requeue during scheduling); restored from an older one, no flush is known, so
+an attempt decided before the snapshot and folded after it parks as before. 72: a pod set's pod-level
+``resources`` count only for cpu, memory and ``hugepages-*`` (the names Kubernetes manages at the pod level,
+all that Kueue's ``PodRequests`` reads there); restored from an older one holding a template whose pod-level
+resources name any other, the pending workloads' pod sets are taken anew (workloads holding quota keep what
+their admission says)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -549,8 +554,17 @@ def restore(snap: Snapshot) -> ClusterState:
     rules = state.request_rules
     if snap.version < 58 and rules is not None and rules.exclude and rules.transforms:
         state.recount_pending()  # counted excluding first: counted anew, as Kueue counts them at restart
+    if snap.version < 72 and any(_names_other_pod_level(tpl) for tpl in state.pod_templates.values()):
+        state.recount_pending()  # an older writer charged every pod-level name: counted anew
     state.untrack_afs()  # a snapshot written before session 32 may hold history a full fold no longer keeps
     return state
+
+
+def _names_other_pod_level(templates: tuple[o.PodTemplateSpec, ...]) -> bool:
+    """Whether a pod-level ``resources`` of ``templates`` names a resource Kubernetes does not manage at the
+    pod level, which writers before version 72 charged."""
+    return any(not pod_level_resource(r) for t in templates if t.spec.resources is not None
+               for r in (*t.spec.resources.requests, *t.spec.resources.limits))
 
 
 def _refuse_unconvertible_afs(snap: Snapshot) -> None:

@@ -44,6 +44,7 @@ from projections.pod_adjustment import (
     chargeable_overhead,
     limit_findings,
     overhead_for,
+    pod_level_resource,
     resource_findings,
 )
 from projections.request_rules import RequestRules
@@ -693,7 +694,8 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
     """Effective per-pod requests, the standard Kubernetes way, in Kueue units: the containers' aggregate (regular
     and sidecar containers summed, or each regular init container with the sidecars declared before it where that
     is more: :func:`projections.pod_adjustment.aggregate_requests`), raised to the
-    pod-level ``resources`` where those say more, plus the overhead Kueue charges
+    pod-level ``resources`` where those say more (cpu, memory and hugepages only:
+    :func:`projections.pod_adjustment.pod_level_resource`), plus the overhead Kueue charges
     (:func:`projections.pod_adjustment.chargeable_overhead`); a total past int64 saturates at MaxInt64."""
 
     def reqs(c: o.Container) -> dict[str, int]:
@@ -704,9 +706,11 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
     total: dict[str, int] = aggregate_requests(
         map(reqs, spec.containers), ((c.restart_policy == "Always", reqs(c)) for c in spec.init_containers))
     if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
-        # pod-level resources count, but never for less than the containers' aggregate (Kueue v0.20, #16047)
+        # pod-level resources count, but never for less than the containers' aggregate (Kueue v0.20, #16047),
+        # and only for the names Kubernetes manages at the pod level
         for r, v in reqs(o.Container(resources=spec.resources)).items():
-            total[r] = max(total.get(r, 0), v)
+            if pod_level_resource(r):
+                total[r] = max(total.get(r, 0), v)
     for r, q in chargeable_overhead(spec.overhead).items():
         total[r] = total.get(r, 0) + to_int(r, q)
     # every term is non-negative, so capping the exact sums is Kueue's int64 saturating Add (v0.20, #14100)

@@ -177,6 +177,68 @@ def test_pod_level_requests_count_for_at_least_the_containers_aggregate_plus_ove
     assert requests_of(above) == {"cpu": 2750, "memory": 512 * 2**20 + 2**20, "nvidia.com/gpu": 1}
 
 
+def test_pod_level_resources_count_only_for_the_names_kubernetes_manages_at_the_pod_level() -> None:
+    # Kueue's PodRequests reads the pod level through component-helpers, which takes cpu, memory and
+    # hugepages-* there and no other name (podrequests_test.go's pod-level cases; the API server refuses
+    # others on a Pod)
+    spec = o.PodSpec(resources=res({"cpu": "2", "hugepages-2Mi": "4Mi", "nvidia.com/gpu": "4"},
+                                   {"ephemeral-storage": "1Gi"}),
+                     containers=[o.Container(resources=res({"cpu": "1", "nvidia.com/gpu": "1"}))])
+    assert requests_of(spec) == {"cpu": 2000, "hugepages-2Mi": 4 * 2**20, "nvidia.com/gpu": 1}
+    limits = summarize([lr("p", item("Pod", max={"nvidia.com/gpu": "1", "ephemeral-storage": "0"}))])
+    assert limit_findings(adjust(spec, limits, None), limits) == ()
+    above = summarize([lr("p", item("Pod", max={"cpu": "1500m"}))])
+    assert limit_findings(adjust(spec, above, None), above) == (
+        'template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max',)
+
+
+@pytest.mark.parametrize(("spec", "want"), [
+    # Kueue's podrequests_test.go TestPodRequests: a negative entry (taken under the
+    # WorkloadValidateResourcesAreNonNegative gate off) never spends what another list asks for under its name
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))],
+               init_containers=[o.Container(resources=res({"cpu": "-3"}), restart_policy="Always")]),
+     {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))],
+               init_containers=[o.Container(resources=res({"cpu": "-3"}))]), {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))], resources=res({"cpu": "-3"})),
+     {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "8"}))], overhead={"cpu": "-3"}), {"cpu": 8000}),
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "2"}))], overhead={"cpu": "1"}), {"cpu": 3000}),
+    # a negative request on a name nothing else asks for is still named, at 0 (it picks a flavor)
+    (o.PodSpec(containers=[o.Container(resources=res({"cpu": "1", "example.com/x": "-1"}))],
+               resources=res({"memory": "-1Gi"})), {"cpu": 1000, "example.com/x": 0, "memory": 0}),
+])
+def test_a_negative_request_never_lowers_what_another_list_asks_for(spec, want) -> None:
+    assert requests_of(spec) == want
+
+
+def test_limit_range_findings_in_kueues_order_init_containers_containers_then_the_pod() -> None:
+    # Kueue's limitrange_test.go TestValidatePodSpec "multiple" and "multiple valid", on a template as given
+    spec = o.PodSpec(
+        containers=[o.Container(resources=res({"cpu": "1", "memory": "2Gi",
+                                               "example.com/mainContainerGpu": "2"})),
+                    o.Container(resources=res({"cpu": "1.5", "example.com/gpu": "2"}))],
+        init_containers=[o.Container(resources=res({"cpu": "4", "memory": "2Gi"})),
+                         o.Container(resources=res({"cpu": "1.5", "example.com/gpu": "2",
+                                                    "example.com/initContainerGpu": "2"}))],
+        overhead={"cpu": "1", "memory": "1Gi", "example.com/gpu": "1"})
+    limits = summarize([lr("a", item("Pod", max={"cpu": "4"})),
+                        lr("b", item(min={"example.com/mainContainerGpu": "3"})),
+                        lr("c", item(max={"example.com/initContainerGpu": "1"}))])
+    assert limit_findings(spec, limits) == (
+        'template.spec.initContainers[1]: Invalid value: ["example.com/initContainerGpu"]: '
+        "requests must not be above the limitRange max",
+        'template.spec.containers[0]: Invalid value: ["example.com/mainContainerGpu"]: '
+        "requests must not be below the limitRange min",
+        # max(init 4, containers 2.5) + overhead 1 = 5 cpu
+        'template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max',
+    )
+    valid = summarize([lr("a", item("Pod", max={"cpu": "5"})),
+                       lr("b", item(min={"example.com/mainContainerGpu": "1"})),
+                       lr("c", item(max={"example.com/initContainerGpu": "2"}))])
+    assert limit_findings(spec, valid) == ()
+
+
 SIDECAR_LAYOUTS = [
     # (init containers as (sidecar, cpu), regular containers' cpu, the pod's cpu as Kubernetes totals it)
     ([(False, 4), (True, 1)], [1], 4),  # istio: setup, then the proxy: max(1 + 1, 4)
@@ -396,3 +458,23 @@ def test_status_resource_requests_of_a_workload_found_not_admissible_are_its_adj
                                     message="Workload namespace doesn't match ClusterQueue selector", cycle=2,
                                     input=state.offset)
     assert not failed_attempt(controller)
+
+
+def test_a_version_71_snapshot_restores_its_pending_workloads_without_other_pod_level_names() -> None:
+    """A snapshot written before version 72 holds a pending workload charged for a pod-level GPU request;
+    restored, the workload is counted as a full fold counts it now, and the state is the full fold's."""
+    state = _cluster()
+    wl = adjusted_workload("ns0", "w9", uid="ns0-9", queue="lq0", runtime=None, limit=None, created=T0)
+    spec = msgspec.structs.replace(wl.spec.pod_sets[0].template.spec,
+                                   resources=res({"cpu": "1", "nvidia.com/gpu": "2"}))
+    pod_set = msgspec.structs.replace(wl.spec.pod_sets[0], template=o.PodTemplateSpec(spec=spec))
+    _apply(state, upsert(msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, pod_sets=[pod_set])),
+                         T0 + 1))
+    assert dict(state.workloads["ns0/w9"].pod_sets[0].requests) == {"cpu": 1000}
+    fresh = snapshot.decode(snapshot.encode(state))
+    held = state.workloads["ns0/w9"]
+    held.pod_sets = tuple(msgspec.structs.replace(ps, requests=(("cpu", 1000), ("nvidia.com/gpu", 2)))
+                          for ps in held.pod_sets)  # as version 71 counted it
+    restored = snapshot.restore(msgspec.structs.replace(snapshot.take(state), version=71))
+    assert dict(restored.workloads["ns0/w9"].pod_sets[0].requests) == {"cpu": 1000}
+    assert snapshot.digest(restored) == snapshot.digest(fresh)
