@@ -97,7 +97,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   under waitForPodsReady, a Workload that shows no PodsReady condition yet (pending, or admitted with its pods
   not ready) gets ``PodsReadyChanged(ready=False, WaitForStart)``, Kueue's first write; what the condition shows
   after that through admission, eviction and re-admission the fold derives (:mod:`projections.pods_ready_condition`);
-* **pods succeeded** (any Workload not finished): ``ReclaimablePodsChanged`` when the pods the Job no longer
+* **pods succeeded** (any Workload not finished; under Kueue's ``ReclaimablePods`` gate, else nothing is
+  counted): ``ReclaimablePodsChanged`` when the pods the Job no longer
   needs differ from the Workload's ``status.reclaimablePods`` — Kueue's count for a Job: with parallelism above 1
   and some pods succeeded or indexes failed for good (``failedIndexes``; an Indexed Job's completed and failed
   indexes below its completions, :func:`terminal_count`), the pod set's count less the completions still to come,

@@ -27,7 +27,8 @@ with its own pieces from :mod:`connectors.k8s.jobset`:
 * **in step**: while the JobSet is suspended and its Workload neither evicted nor holding quota, the queue its
   label names now; the WorkloadPriorityClass its label names now (``UpdatedWorkload``), as for a Job
   (:mod:`connectors.k8s.job_sync`); one write a pass, conditioned on the Workload's resourceVersion;
-* **reclaimable pods**: ``ReclaimablePodsChanged`` when the succeeded Jobs' pods differ from the Workload's;
+* **reclaimable pods** (under Kueue's ``ReclaimablePods`` gate, else none are counted):
+  ``ReclaimablePodsChanged`` when the succeeded Jobs' pods differ from the Workload's;
 * under waitForPodsReady, ``PodsReadyChanged`` as the JobSet's Jobs become ready (every Job ready or succeeded)
   or not, and ``WaitForStart`` first;
 * **admitted** (in the log and as the apiserver stores it) and suspended → start

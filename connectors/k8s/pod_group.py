@@ -10,7 +10,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 
 * no Workload: a group none of whose Pods is gated or ended has its running Pods stopped ("Missing Workload;
   unable to restore pod templates") and, once none is left to stop, goes on as the others; none is made while a
-  Pod of the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`); failed or never-placed deleted
+  Pod of the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`; not as the newest Kueue, which
+  no longer counts a ``Running`` Pod deleted past its grace period); failed or never-placed deleted
   Pods lose Kueue's finalizer; fewer runnable Pods than the total wait; Pods that disagree on the queue name or
   the total count get none, as does a group whose first Pod's ``kueue.x-k8s.io/pod-group-pod-index`` is not a
   whole number below the total (:func:`index_complaint`); runnable Pods beyond the total (the newest, gated ones
@@ -22,7 +23,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   StatefulSet's pods of a new revision whose template changed what admission looks at, are neither started,
   stopped, removed nor counted: they stay gated); runnable Pods of a role beyond its pod set's count are excess
   too, removed the same way; failed Pods a runnable one replaces lose the finalizer; a group's succeeded Pods
-  are its reclaimable pods (per role, ``ReclaimablePodsChanged``), none for a serving group
+  are its reclaimable pods (per role, ``ReclaimablePodsChanged``, under Kueue's ``ReclaimablePods`` gate: with
+  it off none are counted), none for a serving group
   (``kueue.x-k8s.io/pod-group-serving: "true"``), which never finishes either, and whose Pods that end while
   being deleted no longer fill their role and, evicted, lose the finalizer at once (Kueue #14632);
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
@@ -604,9 +606,13 @@ def index_complaint(first: ManagedPod, total: int) -> str:
 
 
 def holds_quota(pod: ManagedPod, fast_quota_release: bool) -> bool:
-    """Whether the Pod keeps its evicted group's quota held (Kueue's ``IsActive``): it is ``Running`` — and, under
-    ``FastQuotaReleaseInPodIntegration`` (alpha, off), not being deleted, so that the quota goes as soon as every
-    stopped Pod is terminating rather than once each has stopped running."""
+    """Whether the Pod is active as Kueue's ``IsActive`` reads it: it keeps an evicted group's quota held,
+    and a group without a Workload gets none made while one of its Pods is (:func:`_group_step`). Active:
+    ``Running`` — and, under ``FastQuotaReleaseInPodIntegration`` (alpha, off), not being deleted, so that the
+    quota goes as soon as every stopped Pod is terminating rather than once each has stopped running. Not
+    done: the newest Kueue no longer counts a ``Running`` Pod deleted past its grace period (one stuck on a
+    lost node, say); here it stays active until it is gone (that would need the grace period, and the log's
+    time passed into this pure decision)."""
     if pod.status.phase != "Running":
         return False
     return not (fast_quota_release and pod.metadata.deletion_timestamp)

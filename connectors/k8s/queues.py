@@ -4,9 +4,9 @@ Level-triggered like the Workload writer: for every queue the mirror marks dirty
 :mod:`projections.queue_status` over the mirror's state (conditions merged into what the apiserver shows, a
 flipped condition stamped with the log's time), the **current** one is the status the log last saw on the object
 (or our own last write, if newer). Only when they differ is the ``status`` subresource patched — one JSON merge
-patch of the fields Kueue owns, conditioned on the object's uid and resourceVersion. A 409 re-reads the object and
-tries again on the fresh version (up to ``attempts`` times, then later); a 404 drops it (the watch brings the
-deletion).
+patch of the fields Kueue owns that makes them exactly the desired ones (:func:`status_patch`), conditioned on
+the object's uid and resourceVersion. A 409 re-reads the object and tries again on the fresh version (up to
+``attempts`` times, then later); a 404 drops it (the watch brings the deletion).
 
 Batched like Kueue's (``UpdatesBatchPeriod``): dirty queues are gathered and written at most once per
 ``batch_s``, so a burst of admissions costs one write per queue, not one per admission. A ClusterQueue being
@@ -34,6 +34,7 @@ import structlog
 from connectors.k8s.client import KubeClient, resource_version_number
 from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
+from connectors.k8s.json_patch import merge_patch_to
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
 from kueue_es.scheduler import afs
@@ -51,6 +52,15 @@ from projections.queue_status import (
 FIELDS = {"ClusterQueue": CQ_FIELDS, "LocalQueue": (*LQ_FIELDS, "fairSharing"), "Cohort": COHORT_FIELDS}
 
 log = structlog.get_logger("kueue_es.k8s.queues")
+
+
+def status_patch(current: dict[str, Any], desired: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The ``status`` of the merge patch that makes ``fields`` of ``current`` exactly ``desired``'s: a field
+    that goes is ``null``, and so is a key that goes from a map kept, at any depth (a merge patch merges
+    nested maps: without it a resource gone from ``consumedResources`` would stay, and the two would never
+    agree) — built as the Workload writer builds its own
+    (:func:`connectors.k8s.json_patch.merge_patch_to`)."""
+    return {f: merge_patch_to(current.get(f), desired.get(f)) for f in fields if f in desired or f in current}
 
 
 @dataclass
@@ -140,7 +150,7 @@ class QueueStatusWriter:
                 return
             if all(desired.get(f) == current.get(f) for f in fields):
                 return
-            patch = {f: desired.get(f) for f in fields if f in desired or f in current}
+            patch = status_patch(current, desired, fields)
             try:
                 out = await self.client.patch(BY_KIND[kind], obj.metadata.name, {
                     "metadata": {"uid": uid, "resourceVersion": str(rv)}, "status": patch},

@@ -418,14 +418,16 @@ def test_pods_ready_condition_of_a_running_job(cond: tuple[str, str] | None, pha
 
 
 @pytest.mark.asyncio
-async def test_no_reclaimable_pods_are_counted_with_the_gate_off() -> None:
+@pytest.mark.parametrize(("gate", "written"), [(False, "PodsReadyChanged"), (True, "ReclaimablePodsChanged")],
+                         ids=["off", "on"])
+async def test_reclaimable_pods_are_counted_only_with_the_gate_on(gate: bool, written: str) -> None:
     """Kueue's ``ReconcileGenericJob`` counts a job's reclaimable pods only under its ``ReclaimablePods`` gate
     (``implementsReclaimable && features.Enabled(features.ReclaimablePods)``): with it off nothing is written to
-    ``status.reclaimablePods`` and the pass goes on (here: Kueue's first PodsReady write)."""
-    off = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-           "featureGates": {"ReclaimablePods": False}}
+    ``status.reclaimablePods`` and the pass goes on (here: Kueue's first PodsReady write). With it on (the
+    positive control) the same Job's succeeded pods are counted, the pass's one write."""
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+              "featureGates": {"ReclaimablePods": gate}}
     jobs, _, appended = integration(workload(), job(succeeded=2), before=(
-        ev.ConfigRecorded(time=1, writer="t", document=off),))
+        ev.ConfigRecorded(time=1, writer="t", document=config),))
     await jobs.reconcile("ns/train")
-    assert not [e for e in appended if isinstance(e, ev.ReclaimablePodsChanged)]
-    assert [type(e).__name__ for e in appended] == ["PodsReadyChanged"]
+    assert [type(e).__name__ for e in appended] == [written]

@@ -12,6 +12,7 @@ import msgspec
 from fixtures.eventgen import T0, cluster_queue, cohort, flavor, local_queue, namespace, upsert
 from fixtures.jobs import RecordingClient
 
+from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.queues import QueueStatusWriter
 from events import objects as o
@@ -122,3 +123,17 @@ def test_a_terminating_cluster_queue_held_by_its_finalizer_keeps_its_status_accu
 def test_a_terminating_cluster_queue_whose_finalizer_is_gone_is_left_alone() -> None:
     """Once the finalizer is off the object is about to go: Kueue's controller returns before writing."""
     assert _written(_terminating([]), "ClusterQueue/cq0") is None
+
+
+def test_a_key_the_desired_fair_sharing_drops_is_removed_by_the_merge_patch() -> None:
+    """A LocalQueue taken over under Admission Fair Sharing whose shown ``consumedResources`` holds a
+    resource at 0: its seed leaves that one out (nothing above 0 to carry), so the status the writer wants
+    lacks it. A merge patch merges nested maps, so the key must be nulled, else it stays on the apiserver and
+    the shown and wanted statuses differ at every pass."""
+    shown = {"weightedShare": 0, "admissionFairSharingStatus": {
+        "consumedResources": {"cpu": "1", "example.com/gpu": "0"}, "lastUpdate": format_time(T0)}}
+    mirror = _mirror(_config(**AFS), lq_status={"fairSharing": shown})
+    status = _written(mirror, "LocalQueue/ns0/lq0")
+    assert status is not None
+    after = merge_patched({"fairSharing": shown}, status)["fairSharing"]["admissionFairSharingStatus"]
+    assert after["consumedResources"] == {"cpu": "1"}

@@ -3,7 +3,8 @@ off unless the framework is listed, a running queued TrainJob suspended then giv
 there (and marked again when the runtime comes), the admission written as overrides at start, a stop that suspends
 then restores the overrides once no Job is active, a finished TrainJob's Workload finished, its JobSet a child held
 while the TrainJob's Workload is not admitted, the connector reading a JobSet's TrainJob parent, a Workload the
-TrainJob no longer matches rewritten (a prebuilt one finished out of sync) (no cluster needed)."""
+TrainJob no longer matches rewritten (a prebuilt one finished out of sync), one with the counts kueue-es gave
+an MPI TrainJob before session 46 made anew (no cluster needed)."""
 
 from __future__ import annotations
 
@@ -312,3 +313,64 @@ async def test_a_prebuilt_workload_the_trainjob_no_longer_matches_is_finished_ou
     integ, _, appended = integration(raw, workload())
     await integ.reconcile("ns/job")
     assert [(type(e).__name__, getattr(e, "reason", "")) for e in appended] == [("WorkloadFinished", "OutOfSync")]
+
+
+MPI_SPEC = {"mlPolicy": {"numNodes": 1, "mpi": {"runLauncherAsNode": True}}, "template": {"spec": {
+    "replicatedJobs": [{"name": name, "template": {**labels, "spec": {"template": {"spec": {"containers": [
+        {"name": "node", "resources": {"requests": {"cpu": cpu}}}]}}}}} for name, labels, cpu in [
+        ("node", {}, "1"), ("launcher", {"metadata": {"labels": {tj.ANCESTOR_LABEL: "trainer"}}}, "500m")]]}}}
+"""DeepSpeed's shape: workers in the unlabelled ``node`` Job; the launcher, one of the nodes, the trainer
+step."""
+
+
+def _old_counts_workload() -> o.Workload:
+    """The Workload kueue-es made before session 46 for an MPI TrainJob of ``numNodes: 4`` on
+    :data:`MPI_SPEC`: the count on the launcher (``node`` 1, ``launcher`` 4) where the Trainer gives
+    ``node`` 3, ``launcher`` 1."""
+    sets = [o.PodSet(name=name, count=count, template=msgspec.convert({"spec": {"containers": [
+        {"name": "node", "resources": {"requests": {"cpu": cpu}}}]}}, o.PodTemplateSpec))
+        for name, count, cpu in [("node", 1, "1"), ("launcher", 4, "500m")]]
+    return watched_jobs.owned_workload(WL, ("trainer.kubeflow.org/v1alpha1", "TrainJob", "job", UID), sets)
+
+
+def _mpi_integration(suspend: bool) -> tuple[TrainJobIntegration, Client, list[ev.AnyEvent]]:
+    raw = raw_job(suspend=suspend)
+    raw["spec"]["trainer"] = {"numNodes": 4}
+    integ, client, appended = integration(raw, _old_counts_workload(), with_runtime=False)
+    mpi = msgspec.convert({"metadata": {"name": "torch", "uid": "rt"}, "spec": MPI_SPEC}, tj.Runtime)
+    integ.cluster_runtimes.known[mpi.key] = mpi
+    return integ, client, appended
+
+
+def _admit(integ: TrainJobIntegration) -> None:
+    wl = integ.state.workloads[f"ns/{WL}"]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name=name, flavors={"cpu": "default"}, count=count)
+        for name, count in [("node", 1), ("launcher", 4)]])
+
+
+@pytest.mark.asyncio
+async def test_an_mpi_trainjobs_workload_with_the_old_counts_is_made_anew_after_the_upgrade() -> None:
+    """docs/kubernetes.md's upgrade note: a Workload made with the counts kueue-es gave before session 46
+    no longer matches the TrainJob. Running on it, the TrainJob is suspended first; then the Workload, still
+    holding quota, is deleted (a new one follows); a pending one is rewritten in place."""
+    integ, client, appended = _mpi_integration(suspend=False)
+    _admit(integ)
+    await integ.reconcile("ns/job")
+    assert client.patches == [("TrainJob", "job", {"metadata": {"resourceVersion": "5"},
+                                                   "spec": {"suspend": True}})]
+    assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("Stopped", "No matching Workload; restoring pod templates according to existent Workload")]
+    integ, client, appended = _mpi_integration(suspend=True)
+    _admit(integ)
+    await integ.reconcile("ns/job")
+    unfinalized = [(kind, patch["metadata"]["finalizers"]) for kind, _, patch in client.patches]
+    assert unfinalized == [("Workload", None)], "its finalizer first"
+    assert (client.deleted, actions(appended)) == ([("Workload", WL)], [("TrainJob", "DeletedWorkload")])
+    integ, client, appended = _mpi_integration(suspend=True)
+    await integ.reconcile("ns/job")
+    ((kind, _, patch),) = client.patches
+    assert (kind, [(ps["name"], ps["count"]) for ps in patch["spec"]["podSets"]]) == (
+        "Workload", [("node", 3), ("launcher", 1)])
+    assert actions(appended) == [("TrainJob", "UpdatedWorkload")]

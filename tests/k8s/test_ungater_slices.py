@@ -159,12 +159,20 @@ def _only_reserved(wl: WorkloadInfo) -> None:
     wl.phase = RESERVED
 
 
+def _left_admitted(wl: WorkloadInfo) -> None:
+    """The replacement slice as the test sets it up: admitted, not evicted (the positive control)."""
+
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("state_of", [_finished, _evict, _only_reserved], ids=["finished", "evicted", "reserved"])
-async def test_a_replacement_slice_not_admitted_ungates_no_late_pod(state_of: Callable[[WorkloadInfo], None]) -> None:
-    """Kueue's TestTopologyUngaterElasticSlice ("finished / evicted replacement cannot ungate", "quota reservation
-    without admission cannot ungate"): a pod of the chain that names the first slice is placed only by an admitted,
-    not evicted slice; the first slice, finished, places nothing either."""
+@pytest.mark.parametrize(("state_of", "placed"), [
+    (_finished, {}), (_evict, {}), (_only_reserved, {}), (_left_admitted, {"late": "n1"})],
+    ids=["finished", "evicted", "reserved", "admitted"])
+async def test_only_an_admitted_replacement_slice_ungates_a_late_pod(
+        state_of: Callable[[WorkloadInfo], None], placed: dict[str, str]) -> None:
+    """Kueue's TestTopologyUngaterElasticSlice ("finished / evicted replacement cannot ungate", "quota
+    reservation without admission cannot ungate"): a pod of the chain that names the first slice is placed
+    only by an admitted, not evicted slice (``admitted``: the same setup does place it); the first slice,
+    finished, places nothing either."""
     journal = LocalJournal(MemoryLog(), Mirror())
     await journal.append(_upserts(_slice("first", 1), _slice("second", 2, replaces="first"), _pod("running", on="n1")))
     state = journal.mirror.state
@@ -178,4 +186,4 @@ async def test_a_replacement_slice_not_admitted_ungates_no_late_pod(state_of: Ca
     await journal.append(_upserts(_pod("late")))
     for key in sorted(ungater._take()):
         await ungater.sync(key)
-    assert client.placed == {}
+    assert client.placed == placed
