@@ -157,6 +157,7 @@ def test_the_generated_workload_crd_carries_the_status_bounds() -> None:
     assert _at(status, "nominatedClusterNames")["maxItems"] == 20
     assert _at(status, "requeueState", "count")["minimum"] == 0
     assert _at(status, "admission", "podSetAssignments", "[]", "count")["minimum"] == 0
+    assert _at(status, "admission", "podSetAssignments", "[]", "name")["default"] == "main"  # Kueue's default
     evictions = _at(status, "schedulingStats", "evictions")
     assert evictions["maxItems"] == 256
     assert (_at(evictions, "[]", "reason")["maxLength"]

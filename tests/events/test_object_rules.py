@@ -109,6 +109,22 @@ def test_quota_reserved_needs_an_admission_of_every_pod_set() -> None:
         'Workload team/w: field `status.admission.podSetAssignments[0].name`: Not found: "other"')
 
 
+def test_an_assignment_without_a_name_is_the_main_pod_set_s() -> None:
+    """Kueue's CRD defaults a pod set assignment's name to ``main`` (``PodSetAssignment.Name``,
+    ``+kubebuilder:default=main``), as a pod set's: one left out assigns the pod set ``main``."""
+    doc = workload(reserved=True)
+    doc["spec"]["podSets"][0].pop("name")
+    doc["status"]["admission"]["podSetAssignments"][0].pop("name")
+    wl = decode_object(doc, "Workload team/w")
+    assert wl.status.admission.pod_set_assignments[0].name == "main"
+    assert "name" not in doc["status"]["admission"]["podSetAssignments"][0], "the caller's document is kept"
+    named = workload(reserved=True)  # a pod set named otherwise is not the one assigned
+    named["spec"]["podSets"][0]["name"] = "workers"
+    named["status"]["admission"]["podSetAssignments"][0].pop("name")
+    assert _refusal(named) == (
+        'Workload team/w: field `status.admission.podSetAssignments[0].name`: Not found: "main"')
+
+
 def test_an_assignment_charges_whole_units_per_admitted_pod() -> None:
     odd = workload(reserved=True)
     odd["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "1001m"}
