@@ -101,9 +101,10 @@ _REASON_RULE = ("a condition reason must start with alphabetic character, option
                 "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
 ADMISSION_GATED_BY = admission_gate.ANNOTATION
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
-ADMISSION_REQUIRED = "field `status.admission` is required while the QuotaReserved condition is True"
-"""Kueue's webhook error for a Workload holding quota with no admission; an update refuses it only where the old
-object was not in that state already (:mod:`events.update_rules`)."""
+ADMISSION_REQUIRED = "field `status.admission`: Required value: must be set while the QuotaReserved condition is True"
+"""Kueue's webhook error for a Workload holding quota with no admission (a ``field.Required``, its test "quota
+reserved without an admission is refused, not a panic"; the words after the type are kueue-es's); an update
+refuses it only where the old object was not in that state already (:mod:`events.update_rules`)."""
 
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
 _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")

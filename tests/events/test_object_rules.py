@@ -95,7 +95,8 @@ def test_quota_reserved_needs_an_admission_of_every_pod_set() -> None:
     bare = workload(reserved=True)
     del bare["status"]["admission"]
     assert _refusal(bare) == (
-        "Workload team/w: field `status.admission` is required while the QuotaReserved condition is True")
+        "Workload team/w: field `status.admission`: Required value: must be set while the QuotaReserved condition "
+        "is True")
     released = copy.deepcopy(bare)
     released["status"]["conditions"][0]["status"] = "False"
     _check(released)

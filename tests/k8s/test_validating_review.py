@@ -301,7 +301,8 @@ def test_only_an_update_into_quota_reserved_without_admission_is_refused() -> No
     stuck = _reserved_without_admission(finalizers=["kueue.x-k8s.io/resource-in-use"])
     assert _review("Workload", _reserved_without_admission(), stuck)["allowed"] is True, "finalizer dropped"
     assert _review("Workload", _reserved_without_admission(labels={"a": "b"}), stuck)["allowed"] is True
-    required = "Workload team/w: field `status.admission` is required while the QuotaReserved condition is True"
+    required = ("Workload team/w: field `status.admission`: Required value: must be set while the QuotaReserved "
+                "condition is True")  # Kueue's error type: field.Required (its test's)
     assert _message(_review("Workload", _reserved_without_admission(), wl())) == required, "into it: refused"
     assert _message(_review("Workload", _reserved_without_admission(), wl(reserved=True))) == required
     assert _message(_review("Workload", _reserved_without_admission())) == required, "created so: refused"
