@@ -178,17 +178,17 @@ def test_a_cluster_queue_s_concurrent_admission_policy_follows_the_gate_and_neve
 def test_a_workload_holding_quota_keeps_its_pod_sets_but_may_lose_pods() -> None:
     before = wl(reserved=True)
     assert _message(_review("Workload", wl(image="other", reserved=True), before)) == (
-        "Workload team/w: field `spec.podSets[0]`: field is immutable")
+        "Workload team/w: field `spec.podSets.0`: field is immutable")
     more, fewer = copy.deepcopy(before), copy.deepcopy(before)
     more["spec"]["podSets"][0]["count"], fewer["spec"]["podSets"][0]["count"] = 3, 1
-    assert "spec.podSets[0]" in _message(_review("Workload", more, before))
+    assert "spec.podSets.0`" in _message(_review("Workload", more, before))
     assert _review("Workload", fewer, before)["allowed"] is True
     respelled = copy.deepcopy(before)  # the same CPU, written another way: semantically equal, as Kueue compares
     respelled["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000m"
     assert _review("Workload", respelled, before)["allowed"] is True
     more_cpu = copy.deepcopy(respelled)
     more_cpu["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1001m"
-    assert "spec.podSets[0]" in _message(_review("Workload", more_cpu, before))
+    assert "spec.podSets.0`" in _message(_review("Workload", more_cpu, before))
     assert _review("Workload", wl(image="other"), wl())["allowed"] is True, "no quota held: anything goes"
     two = wl(reserved=True)
     two["spec"]["podSets"].append({**two["spec"]["podSets"][0], "name": "second"})
@@ -211,7 +211,7 @@ def test_a_workload_holding_quota_loses_pods_only_under_elastic_jobs() -> None:
         return doc
     off = {"ElasticJobsViaWorkloadSlices": False}
     assert _message(_review("Workload", two(3), two(4), off)) == (
-        "Workload team/w: field `spec.podSets[1]`: field is immutable")
+        "Workload team/w: field `spec.podSets.1`: field is immutable")
     assert _review("Workload", two(3), two(4), {"ElasticJobsViaWorkloadSlices": True})["allowed"] is True
     assert _review("Workload", two(3), two(4))["allowed"] is True, "the gate's default: on"
     assert _review("Workload", two(4), two(4), off)["allowed"] is True
@@ -515,10 +515,10 @@ def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in
     changed = wl(image="other", reserved=True)
     changed["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
     assert _message(_review("Workload", changed, before)) == (
-        "Workload team/w: [field `spec.podSets[0]`: field is immutable, field `status.admission`: field is immutable]")
+        "Workload team/w: [field `spec.podSets.0`: field is immutable, field `status.admission`: field is immutable]")
     reserved = _limiting_pods(copy.deepcopy(changed))
     assert _message(_review("Workload", reserved, before)) == (
-        f"Workload team/w: [{PODS_LIMIT}, field `spec.podSets[0]`: field is immutable, field `status.admission`: "
+        f"Workload team/w: [{PODS_LIMIT}, field `spec.podSets.0`: field is immutable, field `status.admission`: "
         "field is immutable]")
     moved = copy.deepcopy(reserved)
     moved["spec"]["queueName"] = "other"
