@@ -73,7 +73,6 @@ from events.labels import (
     label_key_problems,
     label_map_errors,
     label_value_problems,
-    qualified_name_problem,
     selector_field_errors,
 )
 from events.quantity import parse_quantity, to_int
@@ -306,7 +305,8 @@ def condition_errors(conditions: Sequence[o.Condition], at: str) -> list[str]:
         if c.type in seen:
             errors.append(f'field `{path}.type`: Duplicate value: "{c.type}"')
         seen.add(c.type)
-        errors += _field(qualified_name_problem(c.type), f"{path}.type")
+        # ValidateLabelName's words, as for a label key (every fault, each an Invalid value)
+        errors += [f"field `{path}.type`: Invalid value: {go_quote(c.type)}: {m}" for m in label_key_problems(c.type)]
         errors += _one_of_errors(c.status, CONDITION_STATUSES, f"{path}.status")
         if c.observed_generation < 0:
             errors.append(f"field `{path}.observedGeneration`: Invalid value: {c.observed_generation}: must be "

@@ -389,7 +389,8 @@ def _conditioned(**condition: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("condition", "message"), [
-    ({"type": "a b"}, "field `status.conditions[0].type`: the name part must consist of"),
+    # ValidateConditions names a type as ValidateLabelName names a label key (as a pod set update's label)
+    ({"type": "a b"}, 'field `status.conditions[0].type`: Invalid value: "a b": name part must consist of'),
     ({"status": "Maybe"}, 'field `status.conditions[0].status`: Unsupported value: "Maybe": supported values: '
                           '"False", "True", "Unknown"'),
     ({"observedGeneration": -1}, "field `status.conditions[0].observedGeneration`: Invalid value: -1: must be greater "
