@@ -73,6 +73,7 @@ from events.labels import (
     label_key_problems,
     label_map_errors,
     label_value_problems,
+    regex_error,
     selector_field_errors,
 )
 from events.quantity import parse_quantity, to_int
@@ -95,9 +96,12 @@ CONDITION_STATUSES = ("False", "True", "Unknown")
 MAX_REASON_BYTES, MAX_MESSAGE_BYTES = 1024, 32 * 1024
 GO_ZERO_TIME_MS = parse_time("0001-01-01T00:00:00Z")
 """Go's zero time, which a ``metav1.Time`` reads as unset."""
-_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
-_REASON_RULE = ("a condition reason must start with alphabetic character, optionally followed by a string of "
-                "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
+_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+_REASON = re.compile(_REASON_FMT)
+_REASON_RULE = regex_error("a condition reason must start with alphabetic character, optionally followed by a string "
+                           "of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'",
+                           _REASON_FMT, "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")
+"""apimachinery's ``isValidConditionReason`` words (v0.36)."""
 ADMISSION_GATED_BY = admission_gate.ANNOTATION
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 ADMISSION_REQUIRED = "field `status.admission`: Required value: must be set while the QuotaReserved condition is True"
@@ -312,7 +316,7 @@ def condition_errors(conditions: Sequence[o.Condition], at: str) -> list[str]:
             errors.append(f"field `{path}.observedGeneration`: Invalid value: {c.observed_generation}: must be "
                           "greater than or equal to zero")
         if c.last_transition_time is None or parse_time(c.last_transition_time) == GO_ZERO_TIME_MS:
-            errors.append(f"field `{path}.lastTransitionTime`: Required value: must be set")
+            errors.append(f"field `{path}.lastTransitionTime`: Required value")  # no detail (apimachinery v0.36)
         errors += _field(_reason_problem(c.reason), f"{path}.reason")
         if len(c.message.encode()) > MAX_MESSAGE_BYTES:
             errors.append(f"field `{path}.message`: Too long: may not be more than {MAX_MESSAGE_BYTES} bytes")
@@ -321,7 +325,7 @@ def condition_errors(conditions: Sequence[o.Condition], at: str) -> list[str]:
 
 def _reason_problem(reason: str) -> str | None:
     if not reason:
-        return "Required value: must be set"
+        return "Required value"
     if not _REASON.fullmatch(reason):
         return f'Invalid value: "{reason}": {_REASON_RULE}'
     if len(reason) > MAX_REASON_BYTES:

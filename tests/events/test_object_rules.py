@@ -395,10 +395,10 @@ def _conditioned(**condition: Any) -> dict[str, Any]:
                           '"False", "True", "Unknown"'),
     ({"observedGeneration": -1}, "field `status.conditions[0].observedGeneration`: Invalid value: -1: must be greater "
                                  "than or equal to zero"),
-    ({"lastTransitionTime": None}, "field `status.conditions[0].lastTransitionTime`: Required value: must be set"),
+    ({"lastTransitionTime": None}, "field `status.conditions[0].lastTransitionTime`: Required value"),
     ({"lastTransitionTime": "0001-01-01T00:00:00Z"},
-     "field `status.conditions[0].lastTransitionTime`: Required value: must be set"),
-    ({"reason": ""}, "field `status.conditions[0].reason`: Required value: must be set"),
+     "field `status.conditions[0].lastTransitionTime`: Required value"),
+    ({"reason": ""}, "field `status.conditions[0].reason`: Required value"),
     ({"reason": "Pods ready"}, 'field `status.conditions[0].reason`: Invalid value: "Pods ready": a condition reason '
                                "must start with alphabetic character"),
     ({"reason": "R" * 1025}, "field `status.conditions[0].reason`: Too long: may not be more than 1024 bytes"),
@@ -409,6 +409,19 @@ def test_workload_conditions_are_well_formed_metav1_conditions(condition: dict, 
     if condition.get("lastTransitionTime", "") is None:
         del doc["status"]["conditions"][0]["lastTransitionTime"]
     assert _refusal(doc).startswith(f"Workload team/w: {message}")
+
+
+def test_a_condition_s_faults_are_worded_as_apimachinery_s_validate_condition() -> None:
+    """``ValidateCondition`` (k8s.io/apimachinery v0.36): a missing reason or transition time is a bare
+    ``Required value``; a reason out of syntax shows the pattern's examples and regex (``RegexError``)."""
+    assert _refusal(_conditioned(reason="")) == "Workload team/w: field `status.conditions[0].reason`: Required value"
+    assert _refusal(_conditioned(lastTransitionTime="0001-01-01T00:00:00Z")) == (
+        "Workload team/w: field `status.conditions[0].lastTransitionTime`: Required value")
+    assert _refusal(_conditioned(reason="Pods ready")) == (
+        'Workload team/w: field `status.conditions[0].reason`: Invalid value: "Pods ready": a condition reason must '
+        "start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and "
+        "must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or "
+        "'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')")
 
 
 def test_workload_conditions_of_kueue_s_syntax_are_taken_and_a_type_is_given_once() -> None:
