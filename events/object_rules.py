@@ -63,7 +63,7 @@ import msgspec
 from events import admission_gate, crd_markers, quota_rules
 from events import objects as o
 from events.errors import InvalidInput, SchemaRefused, aggregate
-from events.field_errors import go_quote
+from events.field_errors import go_quote, too_long
 from events.labels import (
     DNS_LABEL,
     NAME_FMT,
@@ -619,11 +619,16 @@ def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
 
 def _name_reference_errors(value: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
                            optional: bool = False) -> list[str]:
-    """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field; ``optional``:
-    an empty one is taken (the view cannot tell it from an absent one, which Kueue takes)."""
+    """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field, refused in
+    the apiserver's words; ``optional``: an empty one is taken (the view cannot tell it from an absent one, which
+    Kueue takes)."""
     pattern, limit = kind
-    if (value or not optional) and (len(value) > limit or not pattern.fullmatch(value)):
-        return [f"field `{at}`: {value!r} should match '^{pattern.pattern}$' and be at most {limit} characters"]
+    if not value and optional:
+        return []
+    if len(value) > limit:  # kube-openapi checks the length first, and stops at its first fault
+        return [f"field `{at}`: {too_long(limit)}"]
+    if not pattern.fullmatch(value):
+        return [f"field `{at}`: Invalid value: {go_quote(value)}: {at} in body should match '^{pattern.pattern}$'"]
     return []
 
 

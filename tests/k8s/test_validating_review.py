@@ -394,7 +394,7 @@ def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
 def test_kueue_s_crd_rules_on_names_tolerations_and_conditions_refuse_whatever_the_gates() -> None:
     queued = wl(queueName="Team_Q")
     assert _message(_review("Workload", queued, gates={"AllBeta": False})).startswith(
-        "Workload team/w: field `spec.queueName`: 'Team_Q' should match")
+        'Workload team/w: field `spec.queueName`: Invalid value: "Team_Q": spec.queueName in body should match')
     keyless = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
                "spec": {"tolerations": [{"operator": "Equal", "value": "x"}]}}
     assert _message(_review("ResourceFlavor", keyless)) == (
@@ -503,7 +503,7 @@ def test_a_workload_is_refused_for_every_field_error_together_in_kueues_order() 
     schema["spec"]["queueName"] = "Team_Q"
     del schema["status"]["conditions"][0]["reason"]
     message = _message(_review("Workload", schema))
-    assert message.startswith("Workload team/w: [field `spec.queueName`: 'Team_Q' should match") and message.endswith(
+    assert message.startswith('Workload team/w: [field `spec.queueName`: Invalid value: "Team_Q"') and message.endswith(
         ", field `status.conditions[0].reason`: Required value]"), message
     assert "pods" not in message
 
