@@ -57,6 +57,8 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
         *(Marker(f"{_TOPOLOGY_REQUEST}.{field}", max_length=most) for field, most in (
             ("required", 63), ("preferred", 63), ("podIndexLabel", 317), ("subGroupIndexLabel", 317),
             ("podSetGroupName", 256), ("podSetSliceRequiredTopology", 63))),
+        # a pod set assignment's count: Kueue's PodSetAssignment.count, +kubebuilder:validation:Minimum=0
+        Marker("status.admission.podSetAssignments[].count", minimum=0),
         Marker("status.requeueState.count", minimum=0),
         Marker("status.admissionChecks[].state", enum=ADMISSION_CHECK_STATES),
         Marker("status.admissionChecks[].message", max_length=32768),

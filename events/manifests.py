@@ -345,6 +345,7 @@ def _system_priority_problem(name: str, value: Any, default: Any) -> str | None:
 def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks()) -> o.KObject:
     """A v1beta2 object (plain data, with its ``kind``) as its view, once it passes :func:`validate_object`."""
     _check_integers(doc, where)
+    doc = _default_assignment_names(doc)
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
@@ -363,6 +364,20 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
 
 
 _WIRE = msgspec.msgpack.Encoder()
+DEFAULT_POD_SET = "main"
+
+
+def _default_assignment_names(doc: dict[str, Any]) -> dict[str, Any]:
+    """A Workload's pod set assignments without a name named ``main``, as Kueue's CRD defaults them
+    (``PodSetAssignment.Name``: ``+kubebuilder:default=main``) before anything checks them: the apiserver does so
+    for a stored object, this for one imported. ``doc`` itself is left as it is."""
+    status = doc.get("status") if doc.get("kind") == "Workload" else None
+    admission = status.get("admission") if isinstance(status, dict) else None
+    assignments = admission.get("podSetAssignments") if isinstance(admission, dict) else None
+    if not isinstance(assignments, list) or all(not isinstance(a, dict) or "name" in a for a in assignments):
+        return doc
+    named = [{"name": DEFAULT_POD_SET, **a} if isinstance(a, dict) else a for a in assignments]
+    return {**doc, "status": {**status, "admission": {**admission, "podSetAssignments": named}}}
 
 
 def _reject_v1beta1_domains(doc: dict[str, Any], where: str, api_version: str) -> None:

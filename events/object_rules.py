@@ -64,7 +64,7 @@ import msgspec
 from events import admission_gate, crd_markers, quota_rules
 from events import objects as o
 from events.errors import InvalidInput, SchemaRefused, aggregate
-from events.field_errors import go_quote
+from events.field_errors import go_quote, too_long
 from events.labels import (
     DNS_LABEL,
     NAME_FMT,
@@ -74,7 +74,7 @@ from events.labels import (
     label_key_problems,
     label_map_errors,
     label_value_problems,
-    qualified_name_problem,
+    regex_error,
     selector_field_errors,
 )
 from events.quantity import parse_quantity, to_int
@@ -97,14 +97,18 @@ CONDITION_STATUSES = ("False", "True", "Unknown")
 MAX_REASON_BYTES, MAX_MESSAGE_BYTES = 1024, 32 * 1024
 GO_ZERO_TIME_MS = parse_time("0001-01-01T00:00:00Z")
 """Go's zero time, which a ``metav1.Time`` reads as unset."""
-_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
-_REASON_RULE = ("a condition reason must start with alphabetic character, optionally followed by a string of "
-                "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
+_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+_REASON = re.compile(_REASON_FMT)
+_REASON_RULE = regex_error("a condition reason must start with alphabetic character, optionally followed by a string "
+                           "of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'",
+                           _REASON_FMT, "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")
+"""apimachinery's ``isValidConditionReason`` words (v0.36)."""
 ADMISSION_GATED_BY = admission_gate.ANNOTATION
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
-ADMISSION_REQUIRED = "field `status.admission` is required while the QuotaReserved condition is True"
-"""Kueue's webhook error for a Workload holding quota with no admission; an update refuses it only where the old
-object was not in that state already (:mod:`events.update_rules`)."""
+ADMISSION_REQUIRED = "field `status.admission`: Required value: must be set while the QuotaReserved condition is True"
+"""Kueue's webhook error for a Workload holding quota with no admission (a ``field.Required``, its test "quota
+reserved without an admission is refused, not a panic"; the words after the type are kueue-es's); an update
+refuses it only where the old object was not in that state already (:mod:`events.update_rules`)."""
 
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
 _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
@@ -306,13 +310,14 @@ def condition_errors(conditions: Sequence[o.Condition], at: str) -> list[str]:
         if c.type in seen:
             errors.append(f'field `{path}.type`: Duplicate value: "{c.type}"')
         seen.add(c.type)
-        errors += _field(qualified_name_problem(c.type), f"{path}.type")
+        # ValidateLabelName's words, as for a label key (every fault, each an Invalid value)
+        errors += [f"field `{path}.type`: Invalid value: {go_quote(c.type)}: {m}" for m in label_key_problems(c.type)]
         errors += _one_of_errors(c.status, CONDITION_STATUSES, f"{path}.status")
         if c.observed_generation < 0:
             errors.append(f"field `{path}.observedGeneration`: Invalid value: {c.observed_generation}: must be "
                           "greater than or equal to zero")
         if c.last_transition_time is None or parse_time(c.last_transition_time) == GO_ZERO_TIME_MS:
-            errors.append(f"field `{path}.lastTransitionTime`: Required value: must be set")
+            errors.append(f"field `{path}.lastTransitionTime`: Required value")  # no detail (apimachinery v0.36)
         errors += _field(_reason_problem(c.reason), f"{path}.reason")
         if len(c.message.encode()) > MAX_MESSAGE_BYTES:
             errors.append(f"field `{path}.message`: Too long: may not be more than {MAX_MESSAGE_BYTES} bytes")
@@ -321,7 +326,7 @@ def condition_errors(conditions: Sequence[o.Condition], at: str) -> list[str]:
 
 def _reason_problem(reason: str) -> str | None:
     if not reason:
-        return "Required value: must be set"
+        return "Required value"
     if not _REASON.fullmatch(reason):
         return f'Invalid value: "{reason}": {_REASON_RULE}'
     if len(reason) > MAX_REASON_BYTES:
@@ -637,11 +642,16 @@ def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
 
 def _name_reference_errors(value: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
                            optional: bool = False) -> list[str]:
-    """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field; ``optional``:
-    an empty one is taken (the view cannot tell it from an absent one, which Kueue takes)."""
+    """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field, refused in
+    the apiserver's words; ``optional``: an empty one is taken (the view cannot tell it from an absent one, which
+    Kueue takes)."""
     pattern, limit = kind
-    if (value or not optional) and (len(value) > limit or not pattern.fullmatch(value)):
-        return [f"field `{at}`: {value!r} should match '^{pattern.pattern}$' and be at most {limit} characters"]
+    if not value and optional:
+        return []
+    if len(value) > limit:  # kube-openapi checks the length first, and stops at its first fault
+        return [f"field `{at}`: {too_long(limit)}"]
+    if not pattern.fullmatch(value):
+        return [f"field `{at}`: Invalid value: {go_quote(value)}: {at} in body should match '^{pattern.pattern}$'"]
     return []
 
 

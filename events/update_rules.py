@@ -255,7 +255,9 @@ def _cluster_name(old: dict[str, Any], new: dict[str, Any], *, slices: bool) -> 
 def _pod_sets(old: list[Any], new: list[Any], is_slice: bool, shrink: bool) -> list[str]:
     """Unchanged but for a smaller count where ``shrink`` (``ElasticJobsViaWorkloadSlices``: Kueue's webhook lets
     any Workload's count come down under the gate, none without it); a workload slice's ``minCount`` may also come
-    down to its new count (the Job integration's scale-down below it, KEP-12100)."""
+    down to its new count (the Job integration's scale-down below it, KEP-12100). A changed pod set is named as
+    Kueue's webhook names it, ``spec.podSets.<i>`` (a child path, not an index: its test "workload.podSets[].count
+    is immutable")."""
     if len(old) != len(new):
         return [f"field `spec.podSets`: {IMMUTABLE}"]
     errors: list[str] = []
@@ -268,7 +270,7 @@ def _pod_sets(old: list[Any], new: list[Any], is_slice: bool, shrink: bool) -> l
             if shrink:  # a smaller count is allowed
                 after = {**after, "count": max(after.get("count", 1), count)}
         if _by_value(before) != _by_value(after):
-            errors.append(f"field `spec.podSets[{i}]`: {IMMUTABLE}")
+            errors.append(f"field `spec.podSets.{i}`: {IMMUTABLE}")
     return errors
 
 

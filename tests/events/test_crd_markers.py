@@ -141,6 +141,10 @@ CHECK = {"name": "ac", "state": "Pending", "lastTransitionTime": "2024-01-01T00:
      ["field `status.admissionChecks[0].message`: Too long: may not be more than 32768 bytes"]),
     (_status(admissionChecks=[{**CHECK, "podSetUpdates": [{"name": "main"}] * 9}]),
      ["field `status.admissionChecks[0].podSetUpdates`: Too many: 9: must have at most 8 items"]),
+    # Kueue's PodSetAssignment.count: +kubebuilder:validation:Minimum=0 (oracle-webhooks)
+    (_status(admission={"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": -1}]}),
+     ["field `status.admission.podSetAssignments[0].count`: Invalid value: -1: "
+      "status.admission.podSetAssignments[0].count in body should be greater than or equal to 0"]),
 ])
 def test_a_status_beyond_kueue_s_crd_bounds_is_refused(doc: dict[str, Any], errors: list[str]) -> None:
     """Fields Kueue writes itself, so only an imported status or another controller's can break them."""
@@ -152,6 +156,8 @@ def test_the_generated_workload_crd_carries_the_status_bounds() -> None:
     assert _at(status, "clusterName")["maxLength"] == 256
     assert _at(status, "nominatedClusterNames")["maxItems"] == 20
     assert _at(status, "requeueState", "count")["minimum"] == 0
+    assert _at(status, "admission", "podSetAssignments", "[]", "count")["minimum"] == 0
+    assert _at(status, "admission", "podSetAssignments", "[]", "name")["default"] == "main"  # Kueue's default
     evictions = _at(status, "schedulingStats", "evictions")
     assert evictions["maxItems"] == 256
     assert (_at(evictions, "[]", "reason")["maxLength"]

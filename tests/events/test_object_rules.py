@@ -95,7 +95,8 @@ def test_quota_reserved_needs_an_admission_of_every_pod_set() -> None:
     bare = workload(reserved=True)
     del bare["status"]["admission"]
     assert _refusal(bare) == (
-        "Workload team/w: field `status.admission` is required while the QuotaReserved condition is True")
+        "Workload team/w: field `status.admission`: Required value: must be set while the QuotaReserved condition "
+        "is True")
     released = copy.deepcopy(bare)
     released["status"]["conditions"][0]["status"] = "False"
     _check(released)
@@ -107,6 +108,22 @@ def test_quota_reserved_needs_an_admission_of_every_pod_set() -> None:
     stranger["status"]["admission"]["podSetAssignments"][0]["name"] = "other"
     assert _refusal(stranger) == (
         'Workload team/w: field `status.admission.podSetAssignments[0].name`: Not found: "other"')
+
+
+def test_an_assignment_without_a_name_is_the_main_pod_set_s() -> None:
+    """Kueue's CRD defaults a pod set assignment's name to ``main`` (``PodSetAssignment.Name``,
+    ``+kubebuilder:default=main``), as a pod set's: one left out assigns the pod set ``main``."""
+    doc = workload(reserved=True)
+    doc["spec"]["podSets"][0].pop("name")
+    doc["status"]["admission"]["podSetAssignments"][0].pop("name")
+    wl = decode_object(doc, "Workload team/w")
+    assert wl.status.admission.pod_set_assignments[0].name == "main"
+    assert "name" not in doc["status"]["admission"]["podSetAssignments"][0], "the caller's document is kept"
+    named = workload(reserved=True)  # a pod set named otherwise is not the one assigned
+    named["spec"]["podSets"][0]["name"] = "workers"
+    named["status"]["admission"]["podSetAssignments"][0].pop("name")
+    assert _refusal(named) == (
+        'Workload team/w: field `status.admission.podSetAssignments[0].name`: Not found: "main"')
 
 
 def test_an_assignment_charges_whole_units_per_admitted_pod() -> None:
@@ -320,7 +337,8 @@ def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
     doc["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
     doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "A"
     assert "coveredResources" not in _refusal(doc)
-    assert _refusal(doc).startswith("ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].name`: 'A' should")
+    assert _refusal(doc).startswith("ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].name`: Invalid value: "
+                                    '"A": spec.resourceGroups[0].flavors[0].name in body should match')
 
 
 # --- LocalQueue, Topology, AdmissionCheck -----------------------------------------------------------------------
@@ -361,8 +379,8 @@ def test_an_admission_check_names_its_controller_and_a_well_formed_parameters_re
 
     _check(check("x" * 253, kind="ProvisioningRequestConfig"))
     assert _refusal(check("")) == "AdmissionCheck ac: field `spec.controllerName` must be 1 to 253 characters, has 0"
-    assert "`spec.parameters.name`: 'Not_A_Label'" in _refusal(check(name="Not_A_Label"))
-    assert "`spec.parameters.apiGroup`: ''" in _refusal(check(apiGroup=""))
+    assert '`spec.parameters.name`: Invalid value: "Not_A_Label"' in _refusal(check(name="Not_A_Label"))
+    assert '`spec.parameters.apiGroup`: Invalid value: ""' in _refusal(check(apiGroup=""))
 
 
 # --- Tolerations, conditions and names: the plain data's rules ---------------------------------------------------
@@ -394,15 +412,16 @@ def _conditioned(**condition: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("condition", "message"), [
-    ({"type": "a b"}, "field `status.conditions[0].type`: the name part must consist of"),
+    # ValidateConditions names a type as ValidateLabelName names a label key (as a pod set update's label)
+    ({"type": "a b"}, 'field `status.conditions[0].type`: Invalid value: "a b": name part must consist of'),
     ({"status": "Maybe"}, 'field `status.conditions[0].status`: Unsupported value: "Maybe": supported values: '
                           '"False", "True", "Unknown"'),
     ({"observedGeneration": -1}, "field `status.conditions[0].observedGeneration`: Invalid value: -1: must be greater "
                                  "than or equal to zero"),
-    ({"lastTransitionTime": None}, "field `status.conditions[0].lastTransitionTime`: Required value: must be set"),
+    ({"lastTransitionTime": None}, "field `status.conditions[0].lastTransitionTime`: Required value"),
     ({"lastTransitionTime": "0001-01-01T00:00:00Z"},
-     "field `status.conditions[0].lastTransitionTime`: Required value: must be set"),
-    ({"reason": ""}, "field `status.conditions[0].reason`: Required value: must be set"),
+     "field `status.conditions[0].lastTransitionTime`: Required value"),
+    ({"reason": ""}, "field `status.conditions[0].reason`: Required value"),
     ({"reason": "Pods ready"}, 'field `status.conditions[0].reason`: Invalid value: "Pods ready": a condition reason '
                                "must start with alphabetic character"),
     ({"reason": "R" * 1025}, "field `status.conditions[0].reason`: Too long: may not be more than 1024 bytes"),
@@ -413,6 +432,19 @@ def test_workload_conditions_are_well_formed_metav1_conditions(condition: dict, 
     if condition.get("lastTransitionTime", "") is None:
         del doc["status"]["conditions"][0]["lastTransitionTime"]
     assert _refusal(doc).startswith(f"Workload team/w: {message}")
+
+
+def test_a_condition_s_faults_are_worded_as_apimachinery_s_validate_condition() -> None:
+    """``ValidateCondition`` (k8s.io/apimachinery v0.36): a missing reason or transition time is a bare
+    ``Required value``; a reason out of syntax shows the pattern's examples and regex (``RegexError``)."""
+    assert _refusal(_conditioned(reason="")) == "Workload team/w: field `status.conditions[0].reason`: Required value"
+    assert _refusal(_conditioned(lastTransitionTime="0001-01-01T00:00:00Z")) == (
+        "Workload team/w: field `status.conditions[0].lastTransitionTime`: Required value")
+    assert _refusal(_conditioned(reason="Pods ready")) == (
+        'Workload team/w: field `status.conditions[0].reason`: Invalid value: "Pods ready": a condition reason must '
+        "start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and "
+        "must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or "
+        "'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')")
 
 
 def test_workload_conditions_of_kueue_s_syntax_are_taken_and_a_type_is_given_once() -> None:
@@ -451,7 +483,12 @@ def test_a_workload_s_lists_keyed_by_name_name_each_entry_once() -> None:
     _check(doc)
 
 
-SUBDOMAIN_RULE = r"should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$' and be at most 253"
+SUBDOMAIN_PATTERN = r"'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'"
+
+
+def _pattern_error(at: str, value: str, pattern: str = SUBDOMAIN_PATTERN) -> str:
+    """The apiserver's words for a value its CRD's pattern refuses (kube-openapi's FailedPattern)."""
+    return f'field `{at}`: Invalid value: "{value}": {at} in body should match {pattern}'
 
 
 def test_the_names_a_workload_gives_are_dns_names() -> None:
@@ -460,14 +497,14 @@ def test_the_names_a_workload_gives_are_dns_names() -> None:
                     priority=1))
     _check(workload(queueName=""))  # no queue: taken, as a queue name left out
     assert _refusal(workload(queueName="Team_Q")) == (
-        f"Workload team/w: field `spec.queueName`: 'Team_Q' {SUBDOMAIN_RULE} characters")
-    assert f"`spec.queueName`: '{'q' * 254}' should match" in _refusal(workload(queueName="q" * 254))
-    assert f"field `spec.priorityClassRef.name`: '' {SUBDOMAIN_RULE}" in _refusal(workload(
+        f"Workload team/w: {_pattern_error('spec.queueName', 'Team_Q')}")
+    assert _refusal(workload(queueName="q" * 254)) == (  # the length first, and alone (kube-openapi)
+        "Workload team/w: field `spec.queueName`: Too long: may not be more than 253 bytes")
+    assert _pattern_error("spec.priorityClassRef.name", "") in _refusal(workload(
         priorityClassRef={"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": ""}, priority=1))
     named = workload()
     named["spec"]["podSets"][0]["name"] = "Main"
-    assert "field `spec.podSets[0].name`: 'Main' should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' and be at most 63" in (
-        _refusal(named))
+    assert _pattern_error("spec.podSets[0].name", "Main", "'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'") in _refusal(named)
     for part, value, field in (("clusterQueue", "CQ", "clusterQueue"), ("flavors", {"cpu": "A"}, "flavors[cpu]")):
         admitted = workload(reserved=True)
         target = admitted["status"]["admission"]
@@ -484,20 +521,20 @@ def test_the_names_a_workload_gives_are_dns_names() -> None:
 
 def test_the_names_queues_cohorts_and_flavors_give_are_dns_subdomains() -> None:
     _check(cluster_queue("co.a", admissionChecksStrategy={"admissionChecks": [{"name": "Prov_1", "onFlavors": ["a"]}]}))
-    assert _refusal(cluster_queue("Co")) == f"ClusterQueue cq: field `spec.cohortName`: 'Co' {SUBDOMAIN_RULE} characters"
+    assert _refusal(cluster_queue("Co")) == f"ClusterQueue cq: {_pattern_error('spec.cohortName', 'Co')}"
     bad_flavor = cluster_queue()
     bad_flavor["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "A"
-    assert "field `spec.resourceGroups[0].flavors[0].name`: 'A' should match" in _refusal(bad_flavor)
+    assert _pattern_error("spec.resourceGroups[0].flavors[0].name", "A") in _refusal(bad_flavor)
     strategy = {"admissionChecks": [{"name": "ac", "onFlavors": ["a_b"]}]}
-    assert "field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]`: 'a_b' should match" in _refusal(
+    assert _pattern_error("spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]", "a_b") in _refusal(
         cluster_queue(admissionChecksStrategy=strategy))
     assert "field `spec.admissionChecksStrategy.admissionChecks[0].name` must be 1 to 316 characters, has 0" in (
         _refusal(cluster_queue(admissionChecksStrategy={"admissionChecks": [{"name": ""}]})))
     cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"}, "spec": {"parentName": "Root"}}
-    assert _refusal(cohort) == f"Cohort co: field `spec.parentName`: 'Root' {SUBDOMAIN_RULE} characters"
+    assert _refusal(cohort) == f"Cohort co: {_pattern_error('spec.parentName', 'Root')}"
     lq = {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
           "spec": {"clusterQueue": "cq_1"}}
-    assert _refusal(lq).startswith("LocalQueue team/lq: field `spec.clusterQueue`: 'cq_1' should match")
-    assert _refusal(flavor(topologyName="Default", nodeLabels={"pool": "a"})).startswith(
-        "ResourceFlavor rf: field `spec.topologyName`: 'Default' should match")
-    assert "`spec.topologyName`: ''" in _refusal(flavor(topologyName="", nodeLabels={"pool": "a"}))
+    assert _refusal(lq) == f"LocalQueue team/lq: {_pattern_error('spec.clusterQueue', 'cq_1')}"
+    assert _refusal(flavor(topologyName="Default", nodeLabels={"pool": "a"})) == (
+        f"ResourceFlavor rf: {_pattern_error('spec.topologyName', 'Default')}")
+    assert _pattern_error("spec.topologyName", "") in _refusal(flavor(topologyName="", nodeLabels={"pool": "a"}))

@@ -19,7 +19,7 @@ from events.manifests import UNGATED, Checks, validate_gated, validate_object
 NEGATIVE = ("field `spec.podSets[0].template.spec.containers[0].resources.requests[cpu]`: Invalid value: \"-1\": "
             "must be greater than or equal to 0")
 ABOVE = "field `status.reclaimablePods[main].count`: Invalid value: 5: should be less or equal to 4"
-IMMUTABLE = "field `spec.podSets[0]`: field is immutable"
+IMMUTABLE = "field `spec.podSets.0`: field is immutable"
 GATE = "kueue.x-k8s.io/admission-gated-by"
 
 
