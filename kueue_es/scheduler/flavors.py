@@ -129,7 +129,9 @@ class Assignment:
     def __init__(self, pod_sets: list[PodSetResult], mode: int, borrow: int, usage: dict[str, int], message: str,
                  reason: str, order: tuple[int, ...] | None = None) -> None:
         self.pod_sets = pod_sets
-        """One per pod set, in spec order (cut short after the pod set that got no flavor)."""
+        """One per pod set, in spec order, cut short after the last pod set tried when one gets no flavor (a
+        pod-set group's later members are tried with its first, so they may stand past the failing pod set;
+        one standing between, not tried, keeps mode Fit and no reasons: in neither message nor mode)."""
         self.mode = mode
         self.borrow = borrow
         self.usage = usage
@@ -399,6 +401,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     results: list[PodSetResult] = []
     group_flavors: dict[str, dict[str, str]] = {}
     groups = _group_members(wl)
+    reached = -1  # the highest pod-set index tried so far (a group's later members with its first)
     for i, ps in enumerate(wl.pod_sets):
         count = counts[i] if counts is not None else ps.count
         res = PodSetResult(ps.name, count, {})
@@ -413,6 +416,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         members = groups[gname] if gname is not None else [i]
         if members[0] != i:
             continue  # placed with its group's first member
+        reached = max(reached, members[-1])
         idle = all(results[k].count == 0 for k in members)
         probe = _probe(info, [wl.pod_sets[k] for k in members]) if idle else None
         steps, gres, peers, lead = plan.steps, res, None, i
@@ -452,7 +456,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         if gname is not None and len(members) > 1:
             group_flavors[gname] = _share(gres, [results[k] for k in members[1:]], res)
         if res.mode == _NO_FIT:
-            del results[max(members) + 1:]  # ... and the workload: later pod sets (but its group's) are not tried
+            del results[reached + 1:]  # ... and the workload: pod sets past the last one tried are not tried
             break
         if idle:
             continue  # pod sets with no pods hold no quota, whatever flavor they got
