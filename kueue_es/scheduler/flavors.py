@@ -139,10 +139,11 @@ class Assignment:
         self.message = message
         self.reason = reason
         self.order = order
-        """:func:`assignment_order` of the workload: None when it is spec order."""
+        """:func:`_listing_order` of the workload: None when it is spec order."""
 
     def listed(self) -> list[PodSetResult]:
-        """The pod sets in the order Kueue lists them (:func:`assignment_order`)."""
+        """The pod sets in the order Kueue lists them (:func:`_listing_order`), in the pending message and
+        in the admission's ``podSetAssignments``."""
         if self.order is None:
             return self.pod_sets
         n = len(self.pod_sets)
@@ -386,10 +387,11 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     A pod set with no pods (``count`` 0, as partial admission may cut it) gets flavors too, asking 0 of them
     (:func:`_assign_idle_group`; in a pod-set group with pods, the group's).
 
-    Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
-    group that gets no flavor ends the attempt (its pod set's reasons are the message). Each group's scan starts
-    where the previous attempt left it (from the first flavor when recomputing with ``only``, or with the
-    ``FlavorFungibility`` gate off)."""
+    Resources are taken in name order within a pod set, pod sets in group order (:func:`_listing_order`: a
+    pod-set group where its first member stands, its members together); as in Kueue, the first resource group
+    that gets no flavor ends the attempt, and the message joins the reasons of the pod sets tried until then,
+    in that order. Each resource group's scan starts where the previous attempt left it (from the first
+    flavor when recomputing with ``only``, or with the ``FlavorFungibility`` gate off)."""
     if info is None:
         info = ctx.info(cq_name)
     resume = resume_scan(ctx.state, wl, cq_name, ctx.preserve_scan) \
@@ -483,16 +485,13 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     return a
 
 
-def assignment_order(wl: WorkloadInfo) -> tuple[int, ...] | None:
-    """The workload's pod-set indices in the order Kueue's flavor assigner lists its pod sets, or None when that
-    is spec order. Kueue takes a pod-set group where its first member stands, with all its members together (in
-    spec order), and keeps that order in the assignment: the pending message joins the pod sets' reasons in it
-    and the admission's ``podSetAssignments`` are written in it, so a group whose members are not adjacent in the
-    spec (leader, other, worker) is listed leader, worker, other."""
-    return _listing_order(wl, _group_members(wl))
-
-
 def _listing_order(wl: WorkloadInfo, groups: dict[str, list[int]]) -> tuple[int, ...] | None:
+    """The workload's pod-set indices in the order Kueue's flavor assigner lists its pod sets, or None when
+    that is spec order (``groups``: :func:`_group_members`). Kueue takes a pod-set group where its first
+    member stands, with all its members together (in spec order), and keeps that order in the assignment:
+    the pending message joins the pod sets' reasons in it and the admission's ``podSetAssignments`` are
+    written in it, so a group whose members are not adjacent in the spec (leader, other, worker) is listed
+    leader, worker, other."""
     if all(m[-1] - m[0] == len(m) - 1 for m in groups.values()):
         return None  # every group's members are adjacent: spec order
     out: list[int] = []
