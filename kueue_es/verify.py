@@ -21,7 +21,16 @@ Where the scheduler has since changed a decision to follow Kueue, such a log rep
 45, a flavor whose resources differ in both mode and borrowing level, a pod set's total past int64, a
 considered-flavors summary past 1,024 bytes, a Retry check reported after the eviction (``RequeueAtRaised``) and
 the retry times of a refused eviction; from session 46, a passed ``requeueAt`` of a workload waiting pending
-(``RequeueAtCleared``) (docs/kubernetes.md and docs/scheduling.md name each at its rule).
+(``RequeueAtCleared``), a pod-set group's members listed together (in ``podSetAssignments`` and the pending
+message, which also names a member tried before the pod set that got no flavor), a NoFit reason counting
+the resource groups that found a flavor, a legacy ``Pending`` reason rewritten to ``PendingEvaluation``, the
+``DRAResourcesResolved`` message, a ``firstAvailable`` request charged its largest count, all-at-once
+MultiKueue nominations in name order, a Ready check with no ``clusterName`` taking the worker of its admitted
+copy, a Workload first seen admitted keeping its ``clusterName``, a ProvisioningRequest kept through
+reclaimable pods, a pending workload kept as its queue's sticky head through an update, an attempt decided
+before a flush of its queue not parked, a ClusterQueue with ConcurrentAdmission and a MultiKueue check made
+inactive, and a pod-level ``spec.resources`` charged only for cpu, memory and hugepages (docs/kubernetes.md
+and docs/scheduling.md name each at its rule).
 """
 
 from __future__ import annotations

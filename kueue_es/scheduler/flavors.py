@@ -129,7 +129,9 @@ class Assignment:
     def __init__(self, pod_sets: list[PodSetResult], mode: int, borrow: int, usage: dict[str, int], message: str,
                  reason: str, order: tuple[int, ...] | None = None) -> None:
         self.pod_sets = pod_sets
-        """One per pod set, in spec order (cut short after the pod set that got no flavor)."""
+        """One per pod set, in spec order, cut short after the last pod set tried when one gets no flavor (a
+        pod-set group's later members are tried with its first, so they may stand past the failing pod set;
+        one standing between, not tried, keeps mode Fit and no reasons: in neither message nor mode)."""
         self.mode = mode
         self.borrow = borrow
         self.usage = usage
@@ -137,10 +139,11 @@ class Assignment:
         self.message = message
         self.reason = reason
         self.order = order
-        """:func:`assignment_order` of the workload: None when it is spec order."""
+        """:func:`_listing_order` of the workload: None when it is spec order."""
 
     def listed(self) -> list[PodSetResult]:
-        """The pod sets in the order Kueue lists them (:func:`assignment_order`)."""
+        """The pod sets in the order Kueue lists them (:func:`_listing_order`), in the pending message and
+        in the admission's ``podSetAssignments``."""
         if self.order is None:
             return self.pod_sets
         n = len(self.pod_sets)
@@ -384,10 +387,11 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     A pod set with no pods (``count`` 0, as partial admission may cut it) gets flavors too, asking 0 of them
     (:func:`_assign_idle_group`; in a pod-set group with pods, the group's).
 
-    Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
-    group that gets no flavor ends the attempt (its pod set's reasons are the message). Each group's scan starts
-    where the previous attempt left it (from the first flavor when recomputing with ``only``, or with the
-    ``FlavorFungibility`` gate off)."""
+    Resources are taken in name order within a pod set, pod sets in group order (:func:`_listing_order`: a
+    pod-set group where its first member stands, its members together); as in Kueue, the first resource group
+    that gets no flavor ends the attempt, and the message joins the reasons of the pod sets tried until then,
+    in that order. Each resource group's scan starts where the previous attempt left it (from the first
+    flavor when recomputing with ``only``, or with the ``FlavorFungibility`` gate off)."""
     if info is None:
         info = ctx.info(cq_name)
     resume = resume_scan(ctx.state, wl, cq_name, ctx.preserve_scan) \
@@ -399,6 +403,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     results: list[PodSetResult] = []
     group_flavors: dict[str, dict[str, str]] = {}
     groups = _group_members(wl)
+    reached = -1  # the highest pod-set index tried so far (a group's later members with its first)
     for i, ps in enumerate(wl.pod_sets):
         count = counts[i] if counts is not None else ps.count
         res = PodSetResult(ps.name, count, {})
@@ -413,6 +418,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         members = groups[gname] if gname is not None else [i]
         if members[0] != i:
             continue  # placed with its group's first member
+        reached = max(reached, members[-1])
         idle = all(results[k].count == 0 for k in members)
         probe = _probe(info, [wl.pod_sets[k] for k in members]) if idle else None
         steps, gres, peers, lead = plan.steps, res, None, i
@@ -452,7 +458,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         if gname is not None and len(members) > 1:
             group_flavors[gname] = _share(gres, [results[k] for k in members[1:]], res)
         if res.mode == _NO_FIT:
-            del results[max(members) + 1:]  # ... and the workload: later pod sets (but its group's) are not tried
+            del results[reached + 1:]  # ... and the workload: pod sets past the last one tried are not tried
             break
         if idle:
             continue  # pod sets with no pods hold no quota, whatever flavor they got
@@ -479,16 +485,13 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     return a
 
 
-def assignment_order(wl: WorkloadInfo) -> tuple[int, ...] | None:
-    """The workload's pod-set indices in the order Kueue's flavor assigner lists its pod sets, or None when that
-    is spec order. Kueue takes a pod-set group where its first member stands, with all its members together (in
-    spec order), and keeps that order in the assignment: the pending message joins the pod sets' reasons in it
-    and the admission's ``podSetAssignments`` are written in it, so a group whose members are not adjacent in the
-    spec (leader, other, worker) is listed leader, worker, other."""
-    return _listing_order(wl, _group_members(wl))
-
-
 def _listing_order(wl: WorkloadInfo, groups: dict[str, list[int]]) -> tuple[int, ...] | None:
+    """The workload's pod-set indices in the order Kueue's flavor assigner lists its pod sets, or None when
+    that is spec order (``groups``: :func:`_group_members`). Kueue takes a pod-set group where its first
+    member stands, with all its members together (in spec order), and keeps that order in the assignment:
+    the pending message joins the pod sets' reasons in it and the admission's ``podSetAssignments`` are
+    written in it, so a group whose members are not adjacent in the spec (leader, other, worker) is listed
+    leader, worker, other."""
     if all(m[-1] - m[0] == len(m) - 1 for m in groups.values()):
         return None  # every group's members are adjacent: spec order
     out: list[int] = []

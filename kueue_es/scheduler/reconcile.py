@@ -50,7 +50,8 @@
   AdmissionGatedBy gate, its ``kueue.x-k8s.io/admission-gated-by`` annotation: AdmissionGated "Admission is
   gated by: <value>", which the fold keeps out of its queue), and PendingEvaluation once that is gone (or in
   place of the legacy reason Pending, which a Kueue or kueue-es without UnadmittedWorkloadsObservability wrote:
-  none of the scheduler's reasons, so Kueue's granular resolver does not keep it) — for a cleared admission gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
+  none of the scheduler's reasons, so Kueue's granular resolver does not keep it) — for a cleared admission
+  gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
   before any other blocker as Kueue's controller does — unless it is parked with an equivalent workload that
   failed for want of room (SchedulingEquivalenceHashing), which it then shows: that workload's reason, with
   Kueue's "Bypassed scheduling evaluation" message. Kueue's controller says so only of a workload whose
