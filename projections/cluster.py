@@ -61,7 +61,7 @@ from projections.cluster_checks import CheckStates
 from projections.cluster_config import ConfigReadings
 from projections.cluster_dra import DraCharges
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
-from projections.cohorts import CohortForest, build_forest
+from projections.cohorts import CohortForest, build_forest, spec_root
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
 from projections.deadlines import DueIndex
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
@@ -2136,12 +2136,17 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 self._flush_queue(cq)
 
     def _flush_tree(self, cq: str) -> None:
-        forest = self.forest
-        root = forest.cq_root(cq)
-        self.flushes[root] = self.offset  # even with nothing parked: a head decided on before it must not park
+        """Mark a flush of ``cq``'s cohort tree and send that tree's parked workloads back. The mark is written
+        even with nothing parked (a head decided on before it must not park), but its root comes from the spec
+        links while the forest is not built: every ClusterQueue creation drops the forest and flushes its tree,
+        and building it there made N creations cost N growing forests."""
+        forest = self._forest
+        root = forest.cq_root(cq) if forest is not None else spec_root(self.cluster_queues, self.cohorts, cq)
+        self.flushes[root] = self.offset
         parked = self.parked_queues
         if not parked:
-            return
+            return  # nothing parked anywhere: no need to (re)build the cohort forest
+        forest = self.forest
         for name in sorted(parked):
             if forest.cq_root(name) != root:
                 continue
