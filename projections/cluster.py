@@ -1731,6 +1731,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         generation = meta.generation
         active = spec.active
         templates_before = None  # of the spec before, when this one may differ
+        regenerated = bool(generation) and wl.generation != generation  # not a log without generations' echo
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
             templates_before = self.pod_templates.get(key)
             self.pod_templates[key] = pod_templates(spec, templates_before)
@@ -1749,6 +1750,12 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented
                    or regated_preemption)
+        if regenerated and wl.phase == PENDING and wl.cluster_queue:
+            # Kueue's IsPreemptor compares the generation it was evaluated at: a new one, even one that changes
+            # nothing it is queued on (e.g. maximumExecutionTimeSeconds), is not the preemptor (oracle-queue)
+            q = self.queues.get(wl.cluster_queue)
+            if q is not None and q.preemptor == key:
+                q.preemptor = None
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked and not targeted
