@@ -240,7 +240,7 @@ CQ_WEIGHTED_SHARE = Spec(
 COHORT_WEIGHTED_SHARE = Spec(
     "kueue_cohort_weighted_share", "gauge",
     "Fair Sharing's weighted share of the cohort, as for a ClusterQueue (its subtree's usage beyond its subtree "
-    "quota against what its parent could lend); 0 for a root cohort; +Inf when its weight is 0 and it borrows "
+    "quota against what its parent could lend); 0 for a root cohort; NaN when its weight is 0 and it borrows "
     "(as Kueue reports it). Only while fairSharing is configured.", ("cohort",))
 
 _COHORT_RESOURCE = ("cohort", "flavor", "resource")
