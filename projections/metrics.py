@@ -1518,7 +1518,7 @@ def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> 
     TestUpdateCohortStatusIfChanged)."""
     tree = state.quota
     memo: dict[str, dict[str, float]] = {}
-    weights = fair_share.flavor_weights(state.flavors)
+    weights = fair_share.state_flavor_weights(state)
     for name in sorted(tree.cluster_queues) if cluster_queues else ():
         node = tree.cluster_queues[name]
         share = fair_share.dominant_share(node, memo=memo, weights=weights).weighted
