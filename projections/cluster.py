@@ -310,7 +310,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.awaiting_release: set[str] = set()
         """Evicted workloads whose job has stopped: the scheduler releases their quota next."""
         self.backoff: dict[str, int] = {}
-        """Workloads parked until ``requeueAt`` (ms)."""
+        """Workloads whose ``requeueAt`` (ms) something waits on: a backoff's end or, pending, its clearing
+        (``waits_on_requeue_at``; a pending one need not be parked; an entry stays while its workload holds
+        quota, and the scheduler's reconcile and ``next_deadline`` skip it then)."""
         self.second_pass: dict[str, int] = {}
         """Workloads waiting for a second pass -> when it is due (ms). Derived from ``WorkloadInfo.second_pass``;
         rebuilt on restore."""
