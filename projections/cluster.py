@@ -1753,8 +1753,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                    or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented
                    or regated_preemption)
         if regenerated and wl.phase == PENDING and wl.cluster_queue:
-            # Kueue's IsPreemptor compares the generation it was evaluated at: a new one, even one that changes
-            # nothing it is queued on (e.g. maximumExecutionTimeSeconds), is not the preemptor (oracle-queue)
+            # Kueue's IsPreemptor compares the generation it was evaluated at: a new one, even one that
+            # changes nothing it is queued on (maximumExecutionTimeSeconds), is not the preemptor
+            # (oracle-queue's reading)
             q = self.queues.get(wl.cluster_queue)
             if q is not None and q.preemptor == key:
                 q.preemptor = None
@@ -2145,10 +2146,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 self._flush_queue(cq)
 
     def _flush_tree(self, cq: str) -> None:
-        """Mark a flush of ``cq``'s cohort tree and send that tree's parked workloads back. The mark is written
-        even with nothing parked (a head decided on before it must not park), but its root comes from the spec
-        links while the forest is not built: every ClusterQueue creation drops the forest and flushes its tree,
-        and building it there made N creations cost N growing forests."""
+        """Mark a flush of ``cq``'s cohort tree and send that tree's parked workloads back. The mark is
+        written even with nothing parked (a head decided on before it must not park), but its root comes from
+        the spec links while the forest is not built: every ClusterQueue creation drops the forest and flushes
+        its tree, and building it there made N creations cost N growing forests."""
         forest = self._forest
         root = forest.cq_root(cq) if forest is not None else spec_root(self.cluster_queues, self.cohorts, cq)
         self.flushes[root] = self.offset

@@ -98,9 +98,10 @@ def build_forest(cluster_queues: dict[str, o.ClusterQueue], cohorts: dict[str, o
 
 
 def spec_root(cluster_queues: dict[str, o.ClusterQueue], cohorts: dict[str, o.Cohort], cq: str) -> str:
-    """``build_forest(cluster_queues, cohorts).cq_root(cq)`` without building the forest: the same walk up the
-    spec links from ``cq:NAME``, ending at a node without a parent or, when the links loop, at the first node met
-    twice (the key the forest gives). For a caller that only needs one root while the forest is not built."""
+    """``build_forest(cluster_queues, cohorts).cq_root(cq)`` without building the forest: the same walk up
+    the spec links from ``cq:NAME``, ending at a node without a parent or, when the links loop, at the first
+    node met twice (the key the forest gives). For a caller that only needs one root while the forest is not
+    built."""
     spec = cluster_queues.get(cq)
     node = "cq:" + cq
     if spec is None or not spec.spec.cohort_name:

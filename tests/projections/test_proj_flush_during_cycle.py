@@ -123,7 +123,8 @@ def _spec_links() -> list[tuple[dict[str, o.ClusterQueue], dict[str, o.Cohort]]]
     graphs = []
     for parents in itertools.product(("", "a", "b", "c", "ghost"), repeat=3):
         for created in ((), ("a",), names):
-            cohorts = {n: cohort(n, p) for n, p in zip(names, parents, strict=True) if n in created or n == "c"}
+            cohorts = {n: cohort(n, p) for n, p in zip(names, parents, strict=True)
+                       if n in created or n == "c"}
             cqs = {f"q{n}": cluster_queue(f"q{n}", quotas={}, cohort=n) for n in (*names, "ghost")}
             cqs["alone"] = cluster_queue("alone", quotas={})
             graphs.append((cqs, cohorts))
@@ -131,9 +132,11 @@ def _spec_links() -> list[tuple[dict[str, o.ClusterQueue], dict[str, o.Cohort]]]
 
 
 def test_the_spec_walk_finds_the_forest_root() -> None:
-    """Without a forest the flush mark's root is found by walking the spec links; it must be the forest's own
-    key, loops included (a mark under another key would not be seen by :meth:`ClusterState._flushed_since`)."""
+    """Without a forest the flush mark's root is found by walking the spec links; it must be the forest's
+    own key, loops included (a mark under another key would not be seen by
+    :meth:`ClusterState._flushed_since`)."""
     for cqs, cohorts_ in _spec_links():
         forest = build_forest(cqs, cohorts_)
         for cq in (*cqs, "unknown"):
-            assert spec_root(cqs, cohorts_, cq) == forest.cq_root(cq), (cq, cqs[cq].spec if cq in cqs else None)
+            spec = cqs[cq].spec if cq in cqs else None
+            assert spec_root(cqs, cohorts_, cq) == forest.cq_root(cq), (cq, spec)

@@ -114,8 +114,8 @@ def _gen(w: o.Workload, generation: int, **spec: object) -> o.Workload:
 
 def test_a_new_generation_kueue_es_does_not_queue_on_is_not_the_preemptor() -> None:
     """``IsPreemptor`` compares generations, whatever the new spec changed: here only
-    ``maximumExecutionTimeSeconds``, which leaves the workload where it is queued. An echo of the same generation
-    (a status write) keeps it the preemptor."""
+    ``maximumExecutionTimeSeconds``, which leaves the workload where it is queued. An echo of the same
+    generation (a status write) keeps it the preemptor."""
     state = fold("BestEffortFIFO")
     apply(state, upsert(_gen(workload("team", "w", queue="lq"), 1), T0))
     pending(state, "PendingPreemption")
