@@ -21,9 +21,9 @@ AdmissionChk  ``spec.retryDelayMinutes``                         dropped
 Cohort        ``spec.parentName`` (older Kueue: ``spec.parent``)  ``spec.parentName``
 ============  =================================================  =====================================================
 
-Everything else is the same in both versions and is copied untouched, fields we do not model included (a
-ResourceFlavor's ``spec.resourceWeights``, KEP-8902, either way: whether Kueue's v1beta1 type has it is not in
-the sources at hand, whose v1beta1 ResourceFlavorSpec lacks it), so a
+Everything else is the same in both versions and is copied untouched (a ResourceFlavor's
+``spec.resourceWeights``, KEP-8902, either way: whether Kueue's v1beta1 type has it is not in the sources at
+hand, whose v1beta1 ResourceFlavorSpec lacks it), fields we do not model included, so a
 round trip v1beta2 -> v1beta1 -> v1beta2 gives back the same object (a topology assignment comes back in the
 canonical encoding :func:`events.tas_assignment.encode` writes, under Kueue's TASAssignmentsEncodingByHostnamePrefix
 gate as the caller says; the domains it stands for are always the same).

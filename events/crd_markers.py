@@ -20,6 +20,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from events import objects as o
+from events import quota_rules
 from events.field_errors import go_quote, not_supported, too_long, too_many
 
 ADMISSION_CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
@@ -122,7 +123,23 @@ def ratcheted(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> froz
                 kept.update(_field_errors(marker, at, parent, True))
                 kept.update(_duplicates(marker, at, parent))
     kept.update(set(_format_errors(kind, old)) & set(_format_errors(kind, new)))  # they show path and value
+    if kind == "ResourceFlavor":
+        kept.update(_kept_weight_errors(old, new))
     return frozenset(kept)
+
+
+def _kept_weight_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The errors of a flavor's ``resourceWeights`` that are no quantity (the CRD's type, which kueue-es's
+    CRD does not check: such a weight can be stored) at a resource whose weight ``new`` leaves as it was."""
+    before, after = _weights(old), _weights(new)
+    return quota_rules.resource_weight_quantity_errors(
+        {r: w for r, w in before.items() if r in after and after[r] == w})
+
+
+def _weights(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = doc.get("spec")
+    weights = spec.get("resourceWeights") if isinstance(spec, Mapping) else None
+    return weights if isinstance(weights, Mapping) else {}
 
 
 _ABSENT = object()

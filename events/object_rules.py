@@ -389,7 +389,8 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
         schema.append("field `spec`: at least one nodeLabel is required when topology is set")
     schema += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False,
                                  ratcheted=ratcheted)
-    schema += _resource_weight_quantity_errors(spec.resource_weights)
+    schema += [error for error in quota_rules.resource_weight_quantity_errors(spec.resource_weights)
+               if error not in ratcheted]
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
@@ -397,21 +398,15 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
                + _resource_weight_errors(spec.resource_weights), where)
 
 
-def _resource_weight_quantity_errors(weights: Mapping[str, o.Quantity]) -> list[str]:
-    """Each of a flavor's ``resourceWeights`` that is no quantity (Kueue's CRD types them
-    ``resource.Quantity``), by resource name. Not a shape the fold needs: a stored one (kueue-es's CRD has no
-    quantity pattern) is folded, weighing 1 (:func:`projections.fair_share.flavor_weights`)."""
-    return [error for r in sorted(weights)
-            if (error := quota_rules.quantity_error(f"spec.resourceWeights[{r}]", weights[r],
-                                                    negative=True))]
-
-
 def _resource_weight_errors(weights: Mapping[str, o.Quantity]) -> list[str]:
     """KEP-8902's rule on a flavor's ``resourceWeights``: each above 0, by resource name. (Where Kueue checks
     it, webhook or CEL rule, is not in the sources at hand; Kueue's ``ComputeFlavorResourceWeights`` weighs a
-    stored weight not above 0 as 1, and so does the fold.)"""
+    stored weight not above 0 as 1, and so does the fold.) One that is no quantity is the CRD's to refuse, or
+    to keep on an update that leaves it as it was."""
     return [f"field `spec.resourceWeights[{r}]`: Invalid value: {go_quote(str(weights[r]))}: "
-            "must be greater than 0" for r in sorted(weights) if parse_quantity(weights[r]) <= 0]
+            "must be greater than 0" for r in sorted(weights)
+            if quota_rules.quantity_problem(weights[r], negative=True) is None
+            and parse_quantity(weights[r]) <= 0]
 
 
 def _node_taint_errors(taints: Sequence[o.Taint], at: str) -> list[str]:

@@ -13,7 +13,7 @@ controllers acting on whatever is stored. None of this runs in the fold.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from events import objects as o
 from events.field_errors import go_quote
@@ -57,6 +57,15 @@ def quantity_error(at: str, q: object, *, negative: bool = False) -> str | None:
     if isinstance(q, str) and re.fullmatch(QUANTITY_PATTERN, q) is None:
         return f"field `{at}`: Invalid value: {go_quote(q)}: {at} in body should match '{QUANTITY_PATTERN}'"
     return f"field `{at}`: {problem}"
+
+
+def resource_weight_quantity_errors(weights: Mapping[str, object]) -> list[str]:
+    """Each of a flavor's ``resourceWeights`` that is no quantity (Kueue's CRD types them
+    ``resource.Quantity``), by resource name. Not a shape the fold needs: a stored one (kueue-es's CRD has no
+    quantity pattern) is folded, weighing 1 (:func:`projections.fair_share.flavor_weights`), and an update
+    that leaves it as it was keeps it (:func:`events.crd_markers.ratcheted`)."""
+    return [error for r in sorted(weights)
+            if (error := quantity_error(f"spec.resourceWeights[{r}]", weights[r], negative=True))]
 
 
 def go_map(name: str) -> str:

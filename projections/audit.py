@@ -42,8 +42,8 @@ Steps, each with the offset and time of the event that caused it:
   reactivated);
 * ``RequeueAtRaised`` — its ``requeueAt`` pushed out by an admission check that set a retry delay after its
   eviction, or while it waited (the message gives the new time);
-* ``RequeueAtCleared`` — that time dropped once it passed while the workload waited pending (no backoff of
-  an eviction to end: no Requeued condition);
+* ``RequeueAtCleared`` — that time dropped once it passed while the workload waited pending (no
+  Requeued=False backoff to end);
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset); a
   rejected preemption or eviction the fold took back (the workload as it was before it) marks that step and
   this one ``takenBack``: it did not happen.

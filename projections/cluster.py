@@ -61,7 +61,7 @@ from projections.cluster_checks import CheckStates
 from projections.cluster_config import ConfigReadings
 from projections.cluster_dra import DraCharges
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
-from projections.cohorts import CohortForest, build_forest
+from projections.cohorts import CohortForest, build_forest, spec_root
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
 from projections.deadlines import DueIndex
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
@@ -310,7 +310,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self.awaiting_release: set[str] = set()
         """Evicted workloads whose job has stopped: the scheduler releases their quota next."""
         self.backoff: dict[str, int] = {}
-        """Workloads parked until ``requeueAt`` (ms)."""
+        """Workloads whose ``requeueAt`` (ms) something waits on: a backoff's end or, pending, its clearing
+        (``waits_on_requeue_at``; a pending one need not be parked; an entry stays while its workload holds
+        quota, and the scheduler's reconcile and ``next_deadline`` skip it then)."""
         self.second_pass: dict[str, int] = {}
         """Workloads waiting for a second pass -> when it is due (ms). Derived from ``WorkloadInfo.second_pass``;
         rebuilt on restore."""
@@ -1731,6 +1733,7 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         generation = meta.generation
         active = spec.active
         templates_before = None  # of the spec before, when this one may differ
+        regenerated = bool(generation) and wl.generation != generation  # not a log without generations' echo
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
             templates_before = self.pod_templates.get(key)
             self.pod_templates[key] = pod_templates(spec, templates_before)
@@ -1749,6 +1752,13 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented
                    or regated_preemption)
+        if regenerated and wl.phase == PENDING and wl.cluster_queue:
+            # Kueue's IsPreemptor compares the generation it was evaluated at: a new one, even one that
+            # changes nothing it is queued on (maximumExecutionTimeSeconds), is not the preemptor
+            # (oracle-queue's reading)
+            q = self.queues.get(wl.cluster_queue)
+            if q is not None and q.preemptor == key:
+                q.preemptor = None
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked and not targeted
@@ -2136,12 +2146,17 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 self._flush_queue(cq)
 
     def _flush_tree(self, cq: str) -> None:
-        forest = self.forest
-        root = forest.cq_root(cq)
-        self.flushes[root] = self.offset  # even with nothing parked: a head decided on before it must not park
+        """Mark a flush of ``cq``'s cohort tree and send that tree's parked workloads back. The mark is
+        written even with nothing parked (a head decided on before it must not park), but its root comes from
+        the spec links while the forest is not built: every ClusterQueue creation drops the forest and flushes
+        its tree, and building it there made N creations cost N growing forests."""
+        forest = self._forest
+        root = forest.cq_root(cq) if forest is not None else spec_root(self.cluster_queues, self.cohorts, cq)
+        self.flushes[root] = self.offset
         parked = self.parked_queues
         if not parked:
-            return
+            return  # nothing parked anywhere: no need to (re)build the cohort forest
+        forest = self.forest
         for name in sorted(parked):
             if forest.cq_root(name) != root:
                 continue

@@ -95,3 +95,24 @@ def build_forest(cluster_queues: dict[str, o.ClusterQueue], cohorts: dict[str, o
         if node.startswith("cq:"):
             f.members.setdefault(f.root[node], []).append(node[3:])
     return f
+
+
+def spec_root(cluster_queues: dict[str, o.ClusterQueue], cohorts: dict[str, o.Cohort], cq: str) -> str:
+    """``build_forest(cluster_queues, cohorts).cq_root(cq)`` without building the forest: the same walk up
+    the spec links from ``cq:NAME``, ending at a node without a parent or, when the links loop, at the first
+    node met twice (the key the forest gives). For a caller that only needs one root while the forest is not
+    built."""
+    spec = cluster_queues.get(cq)
+    node = "cq:" + cq
+    if spec is None or not spec.spec.cohort_name:
+        return node
+    seen = {node}
+    node = "co:" + spec.spec.cohort_name
+    while node not in seen:
+        seen.add(node)
+        found = cohorts.get(node[3:])
+        parent = found.spec.parent_name if found is not None else ""
+        if not parent:
+            return node
+        node = "co:" + parent
+    return node

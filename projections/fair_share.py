@@ -116,6 +116,16 @@ def flavor_weights(flavors: Mapping[str, o.ResourceFlavor]) -> dict[str, float]:
     return out
 
 
+def state_flavor_weights(state: Any) -> dict[str, float]:
+    """:func:`flavor_weights` of a ClusterState's flavors, memoised in its ``derived`` while its
+    ``spec_generation`` (which every ResourceFlavor change moves) stays: the status of every ClusterQueue and
+    Cohort and the weighted-share gauges read the same weights. Read only: the dict is shared."""
+    memo = state.derived.get("flavor_weights")
+    if memo is None or memo[0] != state.spec_generation:
+        memo = state.derived["flavor_weights"] = (state.spec_generation, flavor_weights(state.flavors))
+    return memo[1]
+
+
 def lendable(parent: QuotaNode, memo: dict[str, dict[str, float]] | None = None,
              weights: FlavorWeights | None = None) -> dict[str, float]:
     """Per resource name: what ``parent`` could lend at most, over every flavor of the tree, each

@@ -240,7 +240,7 @@ CQ_WEIGHTED_SHARE = Spec(
 COHORT_WEIGHTED_SHARE = Spec(
     "kueue_cohort_weighted_share", "gauge",
     "Fair Sharing's weighted share of the cohort, as for a ClusterQueue (its subtree's usage beyond its subtree "
-    "quota against what its parent could lend); 0 for a root cohort; +Inf when its weight is 0 and it borrows "
+    "quota against what its parent could lend); 0 for a root cohort; NaN when its weight is 0 and it borrows "
     "(as Kueue reports it). Only while fairSharing is configured.", ("cohort",))
 
 _COHORT_RESOURCE = ("cohort", "flavor", "resource")
@@ -1518,7 +1518,7 @@ def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> 
     TestUpdateCohortStatusIfChanged)."""
     tree = state.quota
     memo: dict[str, dict[str, float]] = {}
-    weights = fair_share.flavor_weights(state.flavors)
+    weights = fair_share.state_flavor_weights(state)
     for name in sorted(tree.cluster_queues) if cluster_queues else ():
         node = tree.cluster_queues[name]
         share = fair_share.dominant_share(node, memo=memo, weights=weights).weighted

@@ -100,7 +100,7 @@ def weighted_share(state: ClusterState, kind: str, name: str) -> int:
     node = (tree.cluster_queues if kind == "ClusterQueue" else tree.cohorts).get(name)
     if node is None:
         return 0
-    share = fair_share.dominant_share(node, weights=fair_share.flavor_weights(state.flavors)).weighted
+    share = fair_share.dominant_share(node, weights=fair_share.state_flavor_weights(state)).weighted
     if math.isnan(share) or share <= 0:
         return 0
     if share >= MAX_INT64:

@@ -5,6 +5,7 @@ of the log up to its offset."""
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,31 @@ def test_a_checkpoint_that_is_not_the_fold_is_reported(log: Path) -> None:
     assert text.code == 1
     assert f"checkpoints/{bad.name}   17       differs" in text.out
 
+
+def without_marks(path: Path, version: int | None = None) -> None:
+    """Rewrite the checkpoint at ``path`` with no flush marks; ``version``: as a writer of that older
+    version wrote it, without the field."""
+    ck = checkpoints.read(path, int(path.name[:20]))
+    snap = msgspec.msgpack.decode(zlib.decompress(ck.state))
+    at = snapshot.Snapshot.__struct_fields__.index("flushes")
+    assert snap[at] != [] and len(snap) == at + 1, "the imported flavors and ClusterQueues made marks"
+    snap[at] = []
+    if version is not None:
+        snap[0] = version
+        del snap[at]
+    path.write_bytes(checkpoints.pack(ck.offset, ck.time, ck.frame_checksum, msgspec.msgpack.encode(snap)))
+
+
+def test_a_checkpoint_from_before_the_flush_marks_matches_the_fold(log: Path) -> None:
+    """A snapshot older than 71 restores no flush marks, which the fold of any log with a flavor or a
+    ClusterQueue holds: they are left out of the comparison there, and only there."""
+    append_ticks(log, 3, segment_bytes=SEGMENT, checkpoint_at={11, 13})
+    (_, old), (_, current) = checkpoints.listed(log)
+    without_marks(old, version=70)
+    without_marks(current)  # a current checkpoint that lost its marks is not the fold
+    code, report = verify(log, "--checkpoints")
+    assert [(c["offset"], c["result"]) for c in report["checkpoints"]] == [(11, "matches"), (13, "differs")]
+    assert report["checkpoints"][1]["detail"].endswith("differing: flushes") and code == 1
 
 def test_a_clean_log_with_checkpoints_verifies_and_an_unreadable_one_is_reported(log: Path) -> None:
     append_ticks(log, 6, segment_bytes=SEGMENT, checkpoint_at={11, 14, 16})

@@ -88,3 +88,22 @@ def test_an_integer_kept_past_its_format_is_ratcheted_and_one_changed_is_not() -
     changed = _priority_class("d", value=2**31 + 1)
     refused = refusal("WorkloadPriorityClass", "UPDATE", changed, stored, {})
     assert "field `value`: Invalid value: 2147483649" in str(refused)
+
+
+def _flavor(weights: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "spot"},
+            "spec": {"resourceWeights": weights, **spec}}
+
+
+def test_a_flavor_stored_with_a_weight_that_is_no_quantity_takes_an_update_of_another_field() -> None:
+    """kueue-es's CRD has no quantity pattern on ``resourceWeights``, so such a weight can be stored (the
+    webhook bypassed); Kueue's CRD types it a quantity, which the apiserver ratchets while it stays as it was.
+    A changed weight, and one added, are still refused."""
+    stored = _flavor({"cpu": "heavy"})
+    assert "spec.resourceWeights[cpu]" in str(refusal("ResourceFlavor", "CREATE", stored, None, {}))
+    assert refusal("ResourceFlavor", "UPDATE", _flavor({"cpu": "heavy"}, nodeLabels={"pool": "spot"}),
+                   stored, {}) is None
+    changed = refusal("ResourceFlavor", "UPDATE", _flavor({"cpu": "heavier"}), stored, {})
+    assert 'spec.resourceWeights[cpu]`: Invalid value: "heavier"' in str(changed)
+    added = str(refusal("ResourceFlavor", "UPDATE", _flavor({"cpu": "heavy", "memory": "big"}), stored, {}))
+    assert "spec.resourceWeights[memory]" in added and "spec.resourceWeights[cpu]" not in added

@@ -137,3 +137,19 @@ def test_the_view_keeps_the_field_on_the_wire() -> None:
     spec = msgspec.json.decode(msgspec.json.encode(wire), type=o.ResourceFlavorSpec)
     assert spec.resource_weights == {"nvidia.com/gpu": "8", "cpu": 1}
     assert msgspec.json.decode(msgspec.json.encode(spec)) == wire
+
+
+def test_the_statuses_read_the_weights_once_per_change_of_the_specs(monkeypatch) -> None:
+    """Every queue's status reads the same weights: parsed once until a spec changes."""
+    state = _state({"cpu": "0.25"})
+    shares = [math.ceil(_share(state, q).weighted) for q in "abc"]
+    assert shares[0] == 75
+    parsed = []
+    real = fair_share.flavor_weights
+    monkeypatch.setattr(fair_share, "flavor_weights", lambda flavors: parsed.append(1) or real(flavors))
+    assert [weighted_share(state, "ClusterQueue", q) for q in "abc"] == shares
+    assert weighted_share(state, "Cohort", "all") == 0
+    assert len(parsed) == 1
+    state.apply(ev.Record(state.offset + 1, upsert(_flavor("spot"), T0 + 1000)))
+    assert weighted_share(state, "ClusterQueue", "a") == math.ceil(3000 / 16)
+    assert len(parsed) == 2

@@ -322,7 +322,7 @@ def test_a_late_retry_s_requeue_at_is_a_step() -> None:
 
 def test_a_passed_requeue_at_cleared_is_a_step() -> None:
     """A late retry's time that passed while the workload waited pending goes: the step says so, as nothing
-    else (no Requeued condition) shows it."""
+    else (no Requeued=False backoff ends) shows it."""
     key = "team/job"
     events = setup() + [
         upsert(workload("team", "job", queue="lq"), T0),                                                   # 3

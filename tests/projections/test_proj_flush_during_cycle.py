@@ -9,13 +9,17 @@ workload would wait for the next flush with the quota free."""
 
 from __future__ import annotations
 
-from fixtures.eventgen import T0, cluster_queue, flavor, local_queue, namespace, upsert, workload
+import itertools
 
+from fixtures.eventgen import T0, cluster_queue, cohort, flavor, local_queue, namespace, upsert, workload
+
+from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import decide, settle
 from kueue_es.scheduler.config import SchedulerConfig
-from projections import snapshot
+from projections import cluster, snapshot
 from projections.cluster import ClusterState
+from projections.cohorts import build_forest, spec_root
 
 CONFIG = SchedulerConfig()
 
@@ -95,3 +99,44 @@ def test_a_snapshot_keeps_the_marks() -> None:
     assert restored.flushes == state.flushes != {}
     fold(restored, batch)
     assert "team/w" in restored.queues["cq"].entries
+
+
+def test_creating_cluster_queues_does_not_rebuild_the_cohort_forest_each_time(monkeypatch) -> None:
+    """Each ClusterQueue created drops the cohort forest and marks a flush of its tree: the mark's root comes
+    from the spec links, so N creations do not build N growing forests (quadratic at a start without a
+    checkpoint, an import or a replay)."""
+    builds = []
+    real = cluster.build_forest
+    monkeypatch.setattr(cluster, "build_forest", lambda *a: builds.append(1) or real(*a))
+    state = ClusterState()
+    apply(state, upsert(flavor("f0"), T0))
+    for i in range(300):
+        apply(state, upsert(cluster_queue(f"cq{i}", quotas={"f0": 1}, cohort=f"co{i % 7}"), T0))
+    assert len(builds) <= 2
+    assert state.flushes[f"co:co{299 % 7}"] == state.offset  # the last creation's tree, the forest's key
+
+
+def _spec_links() -> list[tuple[dict[str, o.ClusterQueue], dict[str, o.Cohort]]]:
+    """Small cohort graphs: parent links among three Cohorts in every combination (loops, self-loops, a parent
+    never created), ClusterQueues in each, one without a cohort."""
+    names = ("a", "b", "c")
+    graphs = []
+    for parents in itertools.product(("", "a", "b", "c", "ghost"), repeat=3):
+        for created in ((), ("a",), names):
+            cohorts = {n: cohort(n, p) for n, p in zip(names, parents, strict=True)
+                       if n in created or n == "c"}
+            cqs = {f"q{n}": cluster_queue(f"q{n}", quotas={}, cohort=n) for n in (*names, "ghost")}
+            cqs["alone"] = cluster_queue("alone", quotas={})
+            graphs.append((cqs, cohorts))
+    return graphs
+
+
+def test_the_spec_walk_finds_the_forest_root() -> None:
+    """Without a forest the flush mark's root is found by walking the spec links; it must be the forest's
+    own key, loops included (a mark under another key would not be seen by
+    :meth:`ClusterState._flushed_since`)."""
+    for cqs, cohorts_ in _spec_links():
+        forest = build_forest(cqs, cohorts_)
+        for cq in (*cqs, "unknown"):
+            spec = cqs[cq].spec if cq in cqs else None
+            assert spec_root(cqs, cohorts_, cq) == forest.cq_root(cq), (cq, spec)

@@ -38,6 +38,7 @@ from projections import snapshot
 from projections.cluster import ClusterState
 from projections.metrics import (
     ADMISSION_WAIT_BUCKETS,
+    COHORT_WEIGHTED_SHARE,
     FAILED_CHECKS_MESSAGE,
     LOCAL_QUEUE_SPECS,
     WAIT_BUCKETS,
@@ -1008,6 +1009,8 @@ def test_a_cohort_of_weight_zero_that_borrows_reports_nan() -> None:
     log.observe(upsert(o.Cohort(metadata=cohort("co").metadata, spec=o.CohortSpec(
         parent_name="root", fair_sharing=o.FairSharing(weight="0"))), T0 + 2000))
     assert math.isnan(series(log.state, "kueue_cohort_weighted_share")[("co",)])  # type: ignore[arg-type]
+    help_text = COHORT_WEIGHTED_SHARE.help
+    assert "+Inf" not in help_text and "NaN when its weight is 0" in help_text
 
 
 def test_no_weighted_shares_without_fair_sharing() -> None:

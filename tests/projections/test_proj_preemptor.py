@@ -9,6 +9,7 @@ import msgspec
 import pytest
 from fixtures.eventgen import T0, cluster_queue, flavor, local_queue, namespace, upsert, workload
 
+from events import objects as o
 from events import schema as ev
 from projections import snapshot
 from projections.cluster import ClusterState
@@ -104,3 +105,22 @@ def test_moved_to_another_local_queue_it_is_neither_the_preemptor_nor_sticky() -
     q = state.queues["cq"]
     assert KEY in q.entries
     assert (q.preemptor, q.sticky) == (None, None)
+
+
+def _gen(w: o.Workload, generation: int, **spec: object) -> o.Workload:
+    w = msgspec.structs.replace(w, metadata=msgspec.structs.replace(w.metadata, generation=generation))
+    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, **spec)) if spec else w
+
+
+def test_a_new_generation_kueue_es_does_not_queue_on_is_not_the_preemptor() -> None:
+    """``IsPreemptor`` compares generations, whatever the new spec changed: here only
+    ``maximumExecutionTimeSeconds``, which leaves the workload where it is queued. An echo of the same
+    generation (a status write) keeps it the preemptor."""
+    state = fold("BestEffortFIFO")
+    apply(state, upsert(_gen(workload("team", "w", queue="lq"), 1), T0))
+    pending(state, "PendingPreemption")
+    apply(state, upsert(_gen(workload("team", "w", queue="lq"), 1), T0))
+    q = state.queues["cq"]
+    assert (q.preemptor, q.sticky) == (KEY, KEY)
+    apply(state, upsert(_gen(workload("team", "w", queue="lq"), 2, maximum_execution_time_seconds=600), T0))
+    assert (q.preemptor, q.sticky) == (None, KEY)
