@@ -27,8 +27,8 @@ the resource groups that found a flavor, a legacy ``Pending`` reason rewritten t
 ``DRAResourcesResolved`` message, a ``firstAvailable`` request charged its largest count, all-at-once
 MultiKueue nominations in name order, a Ready check with no ``clusterName`` taking the worker of its admitted
 copy, a Workload first seen admitted keeping its ``clusterName``, a ProvisioningRequest kept through
-reclaimable pods, a pending workload kept as its queue's sticky head through an update, an attempt decided
-before a flush of its queue not parked, a ClusterQueue with ConcurrentAdmission and a MultiKueue check made
+reclaimable pods, a pending workload kept as its queue's sticky head through an update (its new generation no
+longer its queue's preemptor), an attempt decided before a flush of its queue not parked, a ClusterQueue with ConcurrentAdmission and a MultiKueue check made
 inactive, and a pod-level ``spec.resources`` charged only for cpu, memory and hugepages (docs/kubernetes.md
 and docs/scheduling.md name each at its rule).
 """
