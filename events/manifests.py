@@ -369,8 +369,8 @@ DEFAULT_POD_SET = "main"
 
 def _default_assignment_names(doc: dict[str, Any]) -> dict[str, Any]:
     """A Workload's pod set assignments without a name named ``main``, as Kueue's CRD defaults them
-    (``PodSetAssignment.Name``: ``+kubebuilder:default=main``) before anything checks them: the apiserver does so
-    for a stored object, this for one imported. ``doc`` itself is left as it is."""
+    (``PodSetAssignment.Name``: ``+kubebuilder:default=main``) before anything checks them: the apiserver does
+    so for a stored object, this for one imported. ``doc`` itself is left as it is."""
     status = doc.get("status") if doc.get("kind") == "Workload" else None
     admission = status.get("admission") if isinstance(status, dict) else None
     assignments = admission.get("podSetAssignments") if isinstance(admission, dict) else None

@@ -99,13 +99,15 @@ GO_ZERO_TIME_MS = parse_time("0001-01-01T00:00:00Z")
 """Go's zero time, which a ``metav1.Time`` reads as unset."""
 _REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
 _REASON = re.compile(_REASON_FMT)
-_REASON_RULE = regex_error("a condition reason must start with alphabetic character, optionally followed by a string "
-                           "of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'",
+_REASON_RULE = regex_error("a condition reason must start with alphabetic character, optionally followed by "
+                           "a string of alphanumeric characters or '_,:', and must end with an alphanumeric "
+                           "character or '_'",
                            _REASON_FMT, "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")
 """apimachinery's ``isValidConditionReason`` words (v0.36)."""
 ADMISSION_GATED_BY = admission_gate.ANNOTATION
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
-ADMISSION_REQUIRED = "field `status.admission`: Required value: must be set while the QuotaReserved condition is True"
+ADMISSION_REQUIRED = ("field `status.admission`: Required value: must be set while the QuotaReserved "
+                      "condition is True")
 """Kueue's webhook error for a Workload holding quota with no admission (a ``field.Required``, its test "quota
 reserved without an admission is refused, not a panic"; the words after the type are kueue-es's); an update
 refuses it only where the old object was not in that state already (:mod:`events.update_rules`)."""
@@ -311,13 +313,15 @@ def condition_errors(conditions: Sequence[o.Condition], at: str) -> list[str]:
             errors.append(f'field `{path}.type`: Duplicate value: "{c.type}"')
         seen.add(c.type)
         # ValidateLabelName's words, as for a label key (every fault, each an Invalid value)
-        errors += [f"field `{path}.type`: Invalid value: {go_quote(c.type)}: {m}" for m in label_key_problems(c.type)]
+        errors += [f"field `{path}.type`: Invalid value: {go_quote(c.type)}: {m}"
+                   for m in label_key_problems(c.type)]
         errors += _one_of_errors(c.status, CONDITION_STATUSES, f"{path}.status")
         if c.observed_generation < 0:
             errors.append(f"field `{path}.observedGeneration`: Invalid value: {c.observed_generation}: must be "
                           "greater than or equal to zero")
         if c.last_transition_time is None or parse_time(c.last_transition_time) == GO_ZERO_TIME_MS:
-            errors.append(f"field `{path}.lastTransitionTime`: Required value")  # no detail (apimachinery v0.36)
+            # no detail (apimachinery v0.36)
+            errors.append(f"field `{path}.lastTransitionTime`: Required value")
         errors += _field(_reason_problem(c.reason), f"{path}.reason")
         if len(c.message.encode()) > MAX_MESSAGE_BYTES:
             errors.append(f"field `{path}.message`: Too long: may not be more than {MAX_MESSAGE_BYTES} bytes")
@@ -637,16 +641,17 @@ def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
 
 def _name_reference_errors(value: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
                            optional: bool = False) -> list[str]:
-    """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field, refused in
-    the apiserver's words; ``optional``: an empty one is taken (the view cannot tell it from an absent one, which
-    Kueue takes)."""
+    """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field, refused
+    in the apiserver's words; ``optional``: an empty one is taken (the view cannot tell it from an absent one,
+    which Kueue takes)."""
     pattern, limit = kind
     if not value and optional:
         return []
     if len(value) > limit:  # kube-openapi checks the length first, and stops at its first fault
         return [f"field `{at}`: {too_long(limit)}"]
     if not pattern.fullmatch(value):
-        return [f"field `{at}`: Invalid value: {go_quote(value)}: {at} in body should match '^{pattern.pattern}$'"]
+        return [f"field `{at}`: Invalid value: {go_quote(value)}: "
+                f"{at} in body should match '^{pattern.pattern}$'"]
     return []
 
 

@@ -255,9 +255,9 @@ def _cluster_name(old: dict[str, Any], new: dict[str, Any], *, slices: bool) -> 
 def _pod_sets(old: list[Any], new: list[Any], is_slice: bool, shrink: bool) -> list[str]:
     """Unchanged but for a smaller count where ``shrink`` (``ElasticJobsViaWorkloadSlices``: Kueue's webhook lets
     any Workload's count come down under the gate, none without it); a workload slice's ``minCount`` may also come
-    down to its new count (the Job integration's scale-down below it, KEP-12100). A changed pod set is named as
-    Kueue's webhook names it, ``spec.podSets.<i>`` (a child path, not an index: its test "workload.podSets[].count
-    is immutable")."""
+    down to its new count (the Job integration's scale-down below it, KEP-12100). A changed pod set is named
+    as Kueue's webhook names it, ``spec.podSets.<i>`` (a child path, not an index: its test
+    "workload.podSets[].count is immutable")."""
     if len(old) != len(new):
         return [f"field `spec.podSets`: {IMMUTABLE}"]
     errors: list[str] = []

@@ -28,9 +28,9 @@ the resource groups that found a flavor, a legacy ``Pending`` reason rewritten t
 MultiKueue nominations in name order, a Ready check with no ``clusterName`` taking the worker of its admitted
 copy, a Workload first seen admitted keeping its ``clusterName``, a ProvisioningRequest kept through
 reclaimable pods, a pending workload kept as its queue's sticky head through an update (its new generation no
-longer its queue's preemptor), an attempt decided before a flush of its queue not parked, a ClusterQueue with ConcurrentAdmission and a MultiKueue check made
-inactive, and a pod-level ``spec.resources`` charged only for cpu, memory and hugepages (docs/kubernetes.md
-and docs/scheduling.md name each at its rule).
+longer its queue's preemptor), an attempt decided before a flush of its queue not parked, a ClusterQueue with
+ConcurrentAdmission and a MultiKueue check made inactive, and a pod-level ``spec.resources`` charged only for
+cpu, memory and hugepages (docs/kubernetes.md and docs/scheduling.md name each at its rule).
 """
 
 from __future__ import annotations

@@ -210,8 +210,9 @@ class AfsLedger:
             q.admitted[r] = q.admitted.get(r, 0.0) + step * amount(r, v)
         if sign != AFS_SETTLE:
             if sign == AFS_ADD and time == q.anchor and self.half_life > 0:
-                # counted where the LocalQueue is first seen: its first sample takes the usage it finds admitted at
-                # weight zero, so each of its resources is listed (at 0 unless seeded), as Kueue's status lists it
+                # counted where the LocalQueue is first seen: its first sample takes the usage it finds
+                # admitted at weight zero, so each of its resources is listed (at 0 unless seeded), as Kueue's
+                # status lists it
                 for r, _ in usage:
                     q.consumed.setdefault(r, 0.0)
             return

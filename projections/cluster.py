@@ -188,7 +188,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         "resource_claims", "device_taint_rules", "_dra_views", "_dra_of", "_dra", "_bytes_of", "_bytes",
         "_limit_summaries",
         "_limit_range_keys", "nodes", "nodes_seen", "pods", "pods_of", "jobs",
-        "workloads", "queues", "parked_queues", "flushes", "usage", "reserving", "lq_members", "owner_groups", "variants_of",
+        "workloads", "queues", "parked_queues", "flushes", "usage", "reserving", "lq_members", "owner_groups",
+        "variants_of",
         "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_scheduling_of", "_scheduling", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
@@ -290,10 +291,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         """Names of the queues that may hold parked workloads or shapes (derived; see
         :attr:`ClusterQueueQueue.parked_in`)."""
         self.flushes: dict[str, int] = {}
-        """The offset at which parked workloads were last sent back to their heaps, whether any were parked then or
-        not (Kueue's ``queueInadmissibleCycle``): ``"*"`` for every queue, a cohort tree's root key
-        (:meth:`CohortForest.cq_root`) for its queues, ``"q:NAME"`` for one queue. A failed attempt decided on the
-        log before such a flush of its queue does not park its workload (:meth:`_pending`)."""
+        """The offset at which parked workloads were last sent back to their heaps, whether any were parked
+        then or not (Kueue's ``queueInadmissibleCycle``): ``"*"`` for every queue, a cohort tree's root key
+        (:meth:`CohortForest.cq_root`) for its queues, ``"q:NAME"`` for one queue. A failed attempt decided on
+        the log before such a flush of its queue does not park its workload (:meth:`_pending`)."""
         self.usage: dict[str, dict[str, int]] = {}
         """ClusterQueue -> ``flavor/resource`` -> quota held by reserving workloads."""
         self.reserving: dict[str, dict[str, None]] = {}
@@ -1786,8 +1787,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.priority, wl.priority_class, wl.boost = priority, pclass, boost
         wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
-            # another LocalQueue: Kueue deletes it from its queues, as sticky head and preemptor too; else updated
-            # in place, it stays the sticky head, but a new generation is not the one evaluated as the preemptor
+            # another LocalQueue: Kueue deletes it from its queues, as sticky head and preemptor too; else
+            # updated in place, it stays the sticky head, but a new generation is not the one evaluated as the
+            # preemptor
             self._dequeue(wl, forget=renamed)
             self._enqueue(wl)
             q = self.queues.get(wl.cluster_queue) if templates_before is not None else None
@@ -2107,9 +2109,10 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                             local_queue=(wl.namespace, wl.queue_name), moved_in=moved)
 
     def _dequeue(self, wl: WorkloadInfo, *, forget: bool = True) -> None:
-        """Take ``wl`` out of its ClusterQueue's queue. Without ``forget`` it is about to be queued again (Kueue's
-        ``PushOrUpdate`` of an updated pending workload): it stays its queue's sticky head and preemptor if it was,
-        unless :meth:`_enqueue` finds it belongs elsewhere now (:meth:`ClusterQueueQueue.remove`)."""
+        """Take ``wl`` out of its ClusterQueue's queue. Without ``forget`` it is about to be queued again
+        (Kueue's ``PushOrUpdate`` of an updated pending workload): it stays its queue's sticky head and
+        preemptor if it was, unless :meth:`_enqueue` finds it belongs elsewhere now
+        (:meth:`ClusterQueueQueue.remove`)."""
         if wl.cluster_queue:
             q = self.queues.get(wl.cluster_queue)
             if q is not None:
@@ -2121,14 +2124,16 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self._flush_queue(cq)
 
     def _flushed_since(self, cq: str, offset: int) -> bool:
-        """Whether ``cq``'s parked workloads were sent back after ``offset``. In Kueue a requeue of a ClusterQueue's
-        inadmissible workloads while its head is being scheduled sends that head back to the heap however it
-        failed (``requeueIfNotPresent``: ``queueInadmissibleCycle >= popCycle``, cluster_queue_test.go
-        TestQueueInadmissibleWorkloadsDuringScheduling): the flush it missed may have made it admissible."""
+        """Whether ``cq``'s parked workloads were sent back after ``offset``. In Kueue a requeue of a
+        ClusterQueue's inadmissible workloads while its head is being scheduled sends that head back to the
+        heap however it failed (``requeueIfNotPresent``: ``queueInadmissibleCycle >= popCycle``,
+        cluster_queue_test.go TestQueueInadmissibleWorkloadsDuringScheduling): the flush it missed may have
+        made it admissible."""
         flushes = self.flushes
         if not flushes:
             return False
-        latest = max(flushes.get("*", -1), flushes.get("q:" + cq, -1), flushes.get(self.forest.cq_root(cq), -1))
+        latest = max(flushes.get("*", -1), flushes.get("q:" + cq, -1),
+                     flushes.get(self.forest.cq_root(cq), -1))
         return latest > offset
 
     def _flush_newly_selecting(self, old: dict[str, str] | None, new: dict[str, str]) -> None:

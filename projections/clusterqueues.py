@@ -57,7 +57,8 @@ class ClusterQueueInfo:
     def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                  admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
                  forest: CohortForest, provisioning_configs: Mapping[str, o.ProvisioningRequestConfig] | None = None,
-                 tas: bool = True, multikueue: MultiKueueWorld | None = None, concurrent: bool = False) -> None:
+                 tas: bool = True, multikueue: MultiKueueWorld | None = None,
+                 concurrent: bool = False) -> None:
         spec = obj.spec
         self.name = name
         self.obj = obj
@@ -145,8 +146,9 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
     A ClusterQueue being deleted (held by its finalizer) is only ``Terminating``. One whose Cohort's parent
     links loop (its Cohort in the loop or leading into it) is ``CohortCycleDetected``, the message naming its own
     Cohort (Kueue #13774). A TAS flavor whose Topology is missing counts only with ``tas``
-    (Kueue's TopologyAwareScheduling gate). With ``concurrent`` (Kueue's ConcurrentAdmission gate) a queue with a
-    ``concurrentAdmissionPolicy`` may not carry a MultiKueue check: concurrent admission runs on the workers."""
+    (Kueue's TopologyAwareScheduling gate). With ``concurrent`` (Kueue's ConcurrentAdmission gate) a queue
+    with a ``concurrentAdmissionPolicy`` may not carry a MultiKueue check: concurrent admission runs on the
+    workers."""
     name, spec = obj.metadata.name, obj.spec
     if obj.metadata.deletion_timestamp:
         return [(TERMINATING, "")]

@@ -10,8 +10,9 @@ and ``transformations``, which do not apply to them.
 What Kueue refuses makes the workload inadmissible rather than charged (its workload controller writes the
 message on QuotaReserved=False and keeps it out of its queue): a claim by name (a ResourceClaim, not a template),
 a template that does not exist, ``allocationMode: All``, a DeviceClass no mapping names, and a ``firstAvailable``
-request — unless ``KueueDRAIntegrationPrioritizedList`` (alpha, off) is on: one whose alternatives all fall under
-the same logical resource is then charged the largest count among them (:func:`first_available_charge`). An ``adminAccess`` request costs nothing. With the gate off, ``KueueDRARejectWorkloadsWhenDRADisabled``
+request — unless ``KueueDRAIntegrationPrioritizedList`` (alpha, off) is on: one whose alternatives all fall
+under the same logical resource is then charged the largest count among them (:func:`first_available_charge`).
+An ``adminAccess`` request costs nothing. With the gate off, ``KueueDRARejectWorkloadsWhenDRADisabled``
 (beta, on) makes any claim inadmissible; with both off, claims are ignored.
 
 Under ``KueueDRAIntegrationExtendedResource`` (beta, on; with the DRA gate) a container's request of an extended
@@ -55,8 +56,8 @@ UNRESOLVED = "DRAResourcesUnresolved"
 RESOLVED = "DRAResourcesResolved"
 """Requeued=True reason once a workload's DRA problem is gone: it is queued again."""
 RESOLVED_MESSAGE = "DRA resources were resolved after a previous inadmissible marking"
-"""Requeued=True message with :data:`RESOLVED`, Kueue's own (its workload_controller_dra_test.go, "reconcile DRA
-persists Requeued=True when previously inadmissible workload resources are resolved")."""
+"""Requeued=True message with :data:`RESOLVED`, Kueue's own (its workload_controller_dra_test.go, "reconcile
+DRA persists Requeued=True when previously inadmissible workload resources are resolved")."""
 CLAIMS_NOT_SUPPORTED = "DRA resource claims not supported"
 """Requeued=False message of a workload whose pods claim a ResourceClaim by name (its QuotaReserved message is
 :data:`CLAIMS_BY_NAME`)."""
@@ -374,8 +375,10 @@ def _device_counts(spec: o.ResourceClaimSpec, view: DraView) -> tuple[dict[str, 
                 return {}, (), error
             resource, count = charged
             total = logical.get(resource, 0) + count
-            if total >= MAX_INT64:  # Kueue refuses a sum reaching its "unlimited" sentinel rather than saturate
-                return {}, (), (f"{at}: Invalid value: {count}", f"the counts charged to logical resource {resource} "
+            # Kueue refuses a sum reaching its "unlimited" sentinel rather than saturate
+            if total >= MAX_INT64:
+                return {}, (), (f"{at}: Invalid value: {count}",
+                                f"the counts charged to logical resource {resource} "
                                 "do not add up to a bounded quota amount")
             logical[resource] = total
             continue
@@ -418,9 +421,9 @@ def first_available_charge(alternatives: list[dict[str, Any]], at: str,
     charges a prioritized list under KueueDRAIntegrationPrioritizedList, or the (field, message) it refuses it
     with: every alternative must ask for an exact count (the API server's defaults: ExactCount, one device; a
     count of 0 is read as one) of a mapped DeviceClass whose mapping gives no counter or capacity sources, its
-    selectors compiling, and all of them under the same logical resource — then the largest count among them is
-    charged, as whichever kube-scheduler allocates costs no more (Kueue's chargeForPrioritizedList). Whether any
-    alternative can be satisfied is not looked at; nothing is matched against devices."""
+    selectors compiling, and all of them under the same logical resource — then the largest count among them
+    is charged, as whichever kube-scheduler allocates costs no more (Kueue's chargeForPrioritizedList).
+    Whether any alternative can be satisfied is not looked at; nothing is matched against devices."""
     if not alternatives:
         return ("", 0), (f"{at}.firstAvailable: Required value", "must list at least one alternative")
     mapping = dict(view.mapping)

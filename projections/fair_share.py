@@ -8,8 +8,8 @@ beyond that quota (optionally counting a request on top) is summed per resource 
 the parent could lend of that resource (the parent's potential availability summed over every flavor of it in the
 tree) and scaled by 1000. The largest ratio is the DRS (ties: the lower resource name); divided by the node's
 ``fairSharing.weight`` it is the weighted share. A node without a parent has DRS 0. A node of weight 0 that
-borrows has an infinite share, also when it borrows only resources nothing in the tree lends (its ratio is then
-0): it compares above every other node, and two such nodes compare by their unweighted ratios.
+borrows has an infinite share, also when it borrows only resources nothing in the tree lends (its ratio is
+then 0): it compares above every other node, and two such nodes compare by their unweighted ratios.
 
 Flavor weights (a ResourceFlavor's ``spec.resourceWeights``, Kueue's KEP-8902, :func:`flavor_weights`):
 both sums weigh each flavor-resource's amount by its flavor's weight for that resource (1 when not given), as
@@ -58,9 +58,9 @@ class DRS:
 
     @property
     def weighted(self) -> float:
-        """The weighted share: +inf for a node of weight 0 that borrows (even only what nobody lends, where the
-        ratio stays 0), else 0 without a ratio, else ratio ÷ weight (Kueue's precise weighted share, which its
-        metrics and ClusterQueue status report)."""
+        """The weighted share: +inf for a node of weight 0 that borrows (even only what nobody lends, where
+        the ratio stays 0), else 0 without a ratio, else ratio ÷ weight (Kueue's precise weighted share, which
+        its metrics and ClusterQueue status report)."""
         if self.zero_weight_borrows:
             return INF
         if self.ratio == 0:

@@ -1513,8 +1513,8 @@ def _cohort_subtrees(out: Gauges, state: ClusterState, admitted_in: dict[str, in
 def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> None:
     """Kueue's weighted shares, from the projection's quota tree (which leaves cyclic cohort trees out, so their
     nodes report none); the ClusterQueues' only with ``cluster_queues`` (``metrics.enableClusterQueueResources``).
-    A node of weight 0 that borrows, ClusterQueue or Cohort, reports NaN: Kueue turns an infinite share into NaN
-    for the gauge (its status saturates at MaxInt64 instead; cohort_controller_test.go,
+    A node of weight 0 that borrows, ClusterQueue or Cohort, reports NaN: Kueue turns an infinite share into
+    NaN for the gauge (its status saturates at MaxInt64 instead; cohort_controller_test.go,
     TestUpdateCohortStatusIfChanged)."""
     tree = state.quota
     memo: dict[str, dict[str, float]] = {}

@@ -70,8 +70,9 @@ class ClusterQueueQueue:
              local_queue: tuple[str, str] = ("", ""), moved_in: bool = False) -> None:
         """Queue ``key``; ``local_queue`` is its (namespace, LocalQueue name). ``moved_in``: its LocalQueue was just
         moved here from another ClusterQueue, which Kueue treats as a fresh arrival on the active heap whatever
-        shapes this queue has parked. A workload pushed again stays the sticky head and the preemptor if it was:
-        Kueue's ``PushOrUpdate`` updates it in place and forgets neither (its removal or a requeue does)."""
+        shapes this queue has parked. A workload pushed again stays the sticky head and the preemptor if it
+        was: Kueue's ``PushOrUpdate`` updates it in place and forgets neither (its removal or a requeue
+        does)."""
         self._take_out(key)
         self.shapes[key] = shape
         self._index(key, sort_key, local_queue)
@@ -83,8 +84,9 @@ class ClusterQueueQueue:
             self.active.add(sort_key)
 
     def remove(self, key: str, *, forget: bool = True) -> None:
-        """``key`` leaves this queue. ``forget``: as in Kueue's ``delete``, it is no longer the sticky head nor the
-        preemptor; without, it is taken out to be pushed again at once (an update in place, which keeps both)."""
+        """``key`` leaves this queue. ``forget``: as in Kueue's ``delete``, it is no longer the sticky head
+        nor the preemptor; without, it is taken out to be pushed again at once (an update in place, which
+        keeps both)."""
         self._take_out(key)
         if forget:
             if self.sticky == key:

@@ -198,17 +198,17 @@ is version 67's). 69: a Workload first seen holding quota, not evicted, takes Mu
 ``status.clusterName``, else its ``status.nominatedClusterNames`` (``WorkloadInfo.cluster_name``,
 ``nominated``); restored from an older one, such a workload is on no worker, as before (the layout is version
 68's). 70: each ResourceFlavor's ``spec.resourceWeights`` (KEP-8902: Fair Sharing's dominant resource
-shares weigh each flavor-resource by it); bumped so that an older reader, which would drop the weights, refuses
-the snapshot; restored from an older one, whose writer dropped them, a flavor weighs every resource 1 until its
-next upsert shows its weights. 71: where parked workloads were last sent back to their heaps (``flushes``:
-every queue, a cohort tree, one queue), so that a failed attempt decided on the log before such a flush does
-not park its workload (Kueue's requeue during scheduling); restored from an older one, no flush is known, so
-an attempt decided before the snapshot and folded after it parks as before; :func:`take_as` leaves the marks
-out when such a state is held against the fold (``log verify --checkpoints``). 72: a pod set's pod-level
-``resources`` count only for cpu, memory and ``hugepages-*`` (the names Kubernetes manages at the pod level,
-all that Kueue's ``PodRequests`` reads there); restored from an older one holding a template whose pod-level
-resources name any other, the pending workloads' pod sets are taken anew (workloads holding quota keep what
-their admission says)."""
+shares weigh each flavor-resource by it); bumped so that an older reader, which would drop the weights,
+refuses the snapshot; restored from an older one, whose writer dropped them, a flavor weighs every resource 1
+until its next upsert shows its weights. 71: where parked workloads were last sent back to their heaps
+(``flushes``: every queue, a cohort tree, one queue), so that a failed attempt decided on the log before such
+a flush does not park its workload (Kueue's requeue during scheduling); restored from an older one, no flush
+is known, so an attempt decided before the snapshot and folded after it parks as before; :func:`take_as`
+leaves the marks out when such a state is held against the fold (``log verify --checkpoints``). 72: a pod
+set's pod-level ``resources`` count only for cpu, memory and ``hugepages-*`` (the names Kubernetes manages at
+the pod level, all that Kueue's ``PodRequests`` reads there); restored from an older one holding a template
+whose pod-level resources name any other, the pending workloads' pod sets are taken anew (workloads holding
+quota keep what their admission says)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
                      55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72)

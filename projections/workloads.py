@@ -622,7 +622,8 @@ def keeps_queued(wl: WorkloadInfo, park: bool, scan: FlavorScan | None, now: int
 
 
 def backoff_over(wl: WorkloadInfo, now: int) -> bool:
-    """Kueue's ``backoffWaitingTimeExpired``: no requeueAt ahead of ``now`` and no Requeued=False condition."""
+    """Kueue's ``backoffWaitingTimeExpired``: no requeueAt ahead of ``now`` and no Requeued=False
+    condition."""
     if wl.requeue_at is not None and wl.requeue_at > now:
         return False
     requeued = wl.condition("Requeued")

@@ -73,10 +73,11 @@ _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _EMPTY_OBJECT_DEFAULTS = {("ClusterQueueSpec", "preemption"), ("ClusterQueueSpec", "flavorFungibility"),
                           ("ClusterQueuePreemption", "borrowWithinCohort")}
 """Objects Kueue defaults to ``{}`` so that their own field defaults apply."""
-_FIELD_DEFAULTS: dict[tuple[str, str], Any] = {("FairSharing", "weight"): 1, ("PodSetAssignment", "name"): "main"}
+_FIELD_DEFAULTS: dict[tuple[str, str], Any] = {("FairSharing", "weight"): 1,
+                                               ("PodSetAssignment", "name"): "main"}
 """Defaults Kueue's CRDs give a field our views leave absent (None) or require: a ClusterQueue's, Cohort's or
-LocalQueue's ``fairSharing.weight`` reads back 1 once ``fairSharing`` is written; a Workload's pod set assignment
-without a name is the ``main`` pod set's."""
+LocalQueue's ``fairSharing.weight`` reads back 1 once ``fairSharing`` is written; a Workload's pod set
+assignment without a name is the ``main`` pod set's."""
 
 
 _AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}

@@ -23,8 +23,8 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   its label names now; under ``AdmissionGatedBy`` the Workload loses the ``kueue.x-k8s.io/admission-gated-by``
   gates the job no longer carries (never gains one); one write a pass;
 * **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count (each at most its pod set's:
-  :func:`within_pod_sets`) differs from the Workload's — only under Kueue's ``ReclaimablePods`` gate: with it off
-  the step is skipped and nothing is written to ``status.reclaimablePods``;
+  :func:`within_pod_sets`) differs from the Workload's — only under Kueue's ``ReclaimablePods`` gate: with it
+  off the step is skipped and nothing is written to ``status.reclaimablePods``;
 * **PodsReady** → ``PodsReadyChanged`` as the job's pods become ready or not, ``WaitForStart`` first under
   waitForPodsReady (:func:`connectors.k8s.pods_ready.pods_ready_transition`);
 * **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and

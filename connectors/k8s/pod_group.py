@@ -9,14 +9,14 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 (``pkg/controller/jobs/pod/pod_controller.go``, its group parts):
 
 * no Workload: a group none of whose Pods is gated or ended has its running Pods stopped ("Missing Workload;
-  unable to restore pod templates") and, once none is left to stop, goes on as the others; none is made while a
-  Pod of the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`; not as the newest Kueue, which
-  no longer counts a ``Running`` Pod deleted past its grace period); failed or never-placed deleted
-  Pods lose Kueue's finalizer; fewer runnable Pods than the total wait; Pods that disagree on the queue name or
-  the total count get none, as does a group whose first Pod's ``kueue.x-k8s.io/pod-group-pod-index`` is not a
-  whole number below the total (:func:`index_complaint`); runnable Pods beyond the total (the newest, gated ones
-  first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload — every Pod an owner (not
-  the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
+  unable to restore pod templates") and, once none is left to stop, goes on as the others; none is made while
+  a Pod of the group is ``Running`` (Kueue's ``IsActive``, :func:`holds_quota`; not as the newest Kueue,
+  which no longer counts a ``Running`` Pod deleted past its grace period); failed or never-placed deleted
+  Pods lose Kueue's finalizer; fewer runnable Pods than the total wait; Pods that disagree on the queue name
+  or the total count get none, as does a group whose first Pod's ``kueue.x-k8s.io/pod-group-pod-index`` is
+  not a whole number below the total (:func:`index_complaint`); runnable Pods beyond the total (the newest,
+  gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload — every Pod
+  an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 18 roles;
 * a Workload of the group's name without that annotation, made for something else, is not the group's under
   ``PodIntegrationValidateGroupOwner`` (:func:`refuses_adoption`): the group gets none while it is there;
 * a Workload: only the Pods of a role it has a pod set for are its own (:func:`of_its_roles`; others, such as a
@@ -29,9 +29,10 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   being deleted no longer fill their role and, evicted, lose the finalizer at once (Kueue #14632);
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
-  ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer; a group that has finished
-  (not serving) and has no Workload (deleted since, by a retention policy say) gets none made again: its Pods only
-  lose the finalizer, as Kueue's reconciler handles a finished job before one without a Workload;
+  ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer; a group that has
+  finished (not serving) and has no Workload (deleted since, by a retention policy say) gets none made
+  again: its Pods only lose the finalizer, as Kueue's reconciler handles a finished job before one without a
+  Workload;
 * admitted (and shown so by the apiserver): every gated Pod is started with its role's pod set's admission —
   but never one whose Workload has a MultiKueue admission check: that runs on a worker, and its Pods here (a
   LeaderWorkerSet's, whose set has no managedBy, made by the set's controller here too) stay gated;

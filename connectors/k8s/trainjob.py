@@ -7,17 +7,18 @@ it. Kueue (``pkg/controller/jobs/trainjob``) queues the TrainJob on the pod sets
 the Trainer does (:func:`jobset_spec`), and :mod:`connectors.k8s.trainjob_integration` does the I/O around these
 pieces:
 
-* **the derived JobSet** (:func:`jobset_spec`): the runtime's replicated Jobs, each Job running a count of pods
-  (its parallelism and its completions): the template's parallelism (default 1), for the one labelled
-  ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` (the trainer step) the runtime's ``mlPolicy.numNodes``
-  (default 1) when it has an ``mlPolicy``; the TrainJob's ``spec.trainer.numNodes`` then replaces the trainer step's
-  count, except under an MPI policy (``mlPolicy.mpi``), where it sizes the Job named ``node`` instead — less one, at
-  least 1, with ``mpi.runLauncherAsNode`` (the launcher, the trainer step of the Trainer's MPI runtimes, is then one
-  of the nodes) — and the trainer step keeps its count; the trainer step's ``node`` container takes the TrainJob's
-  image, command, args, ``resourcesPerNode`` and env, and with the launcher as a node the ``node`` Job's ``node``
-  container its ``resourcesPerNode`` and env as well; the trainer step and the initializers
-  (``dataset-initializer``, ``model-initializer``) run one Job; then each ``spec.podTemplateOverrides`` entry, in
-  order, is merged into the pod templates of the Jobs it targets (metadata labels and annotations, the pod spec as a
+* **the derived JobSet** (:func:`jobset_spec`): the runtime's replicated Jobs, each Job running a count of
+  pods (its parallelism and its completions): the template's parallelism (default 1), for the one labelled
+  ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` (the trainer step) the runtime's
+  ``mlPolicy.numNodes`` (default 1) when it has an ``mlPolicy``; the TrainJob's ``spec.trainer.numNodes``
+  then replaces the trainer step's count, except under an MPI policy (``mlPolicy.mpi``), where it sizes the
+  Job named ``node`` instead — less one, at least 1, with ``mpi.runLauncherAsNode`` (the launcher, the
+  trainer step of the Trainer's MPI runtimes, is then one of the nodes) — and the trainer step keeps its
+  count; the trainer step's ``node`` container takes the TrainJob's image, command, args,
+  ``resourcesPerNode`` and env, and with the launcher as a node the ``node`` Job's ``node`` container its
+  ``resourcesPerNode`` and env as well; the trainer step and the initializers (``dataset-initializer``,
+  ``model-initializer``) run one Job; then each ``spec.podTemplateOverrides`` entry, in order, is merged
+  into the pod templates of the Jobs it targets (metadata labels and annotations, the pod spec as a
   strategic merge: maps merged, containers, volumes, gates and pull secrets by name, other lists replaced);
 * **its Workload** (:func:`workload_for`): ``trainjob-<name>-<hash>``, the pod sets of that JobSet as Kueue's JobSet
   integration makes them (:func:`connectors.k8s.jobset.pod_sets`), the TrainJob as its controller; the pod sets it
@@ -35,9 +36,9 @@ pieces:
   and succeeded Jobs reach the derived JobSet's replicas; **reclaimable pods**: the JobSet's count over
   ``status.jobsStatus``.
 
-Not modelled: the other ML policies' own pod-count rules beyond ``numNodes``, the Trainer's initializer settings
-and its MPI plugin's volumes and env (they change no request), ``spec.runtimePatches`` (newer Kueue writes its
-admission there).
+Not modelled: the other ML policies' own pod-count rules beyond ``numNodes``, the Trainer's initializer
+settings and its MPI plugin's volumes and env (they change no request), ``spec.runtimePatches`` (newer Kueue
+writes its admission there).
 """
 
 from __future__ import annotations
@@ -163,9 +164,10 @@ def _launcher_as_node(runtime_spec: dict[str, Any]) -> bool:
 
 def _job_count(runtime_spec: dict[str, Any], name: Any, ancestor: Any, job_spec: dict[str, Any],
                trainer: dict[str, Any]) -> int:
-    """The pods one Job of the replicated Job ``name`` runs, as the Trainer counts them (module docstring): the
-    template's parallelism, the trainer step's the policy's ``numNodes``; the TrainJob's ``numNodes`` then sizes the
-    trainer step, or under an MPI policy the ``node`` Job, less the launcher when it runs as a node."""
+    """The pods one Job of the replicated Job ``name`` runs, as the Trainer counts them (module docstring):
+    the template's parallelism, the trainer step's the policy's ``numNodes``; the TrainJob's ``numNodes`` then
+    sizes the trainer step, or under an MPI policy the ``node`` Job, less the launcher when it runs as a
+    node."""
     parallelism = job_spec.get("parallelism")
     count = parallelism if isinstance(parallelism, int) else 1
     policy = runtime_spec.get("mlPolicy")

@@ -120,8 +120,9 @@ def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int
     """Each pod's rank (None: not every pod has a valid, distinct one) among the ``size`` pods of the pod set, below
     ``count``: its index less ``offset``. With a sub-group (a JobSet's replicated Job: its Jobs, each of
     ``size / subGroupCount`` pods), the index is the pod's within its Job plus its Job's index times that Job size,
-    as Kueue's ungater ranks them. A sub-group label without a usable Job size (no count, a count of 0, or more
-    Jobs than pods: an unvalidated annotation can say so) ranks nothing: Kueue then places the pods greedily."""
+    as Kueue's ungater ranks them. A sub-group label without a usable Job size (no count, a count of 0, or
+    more Jobs than pods: an unvalidated annotation can say so) ranks nothing: Kueue then places the pods
+    greedily."""
     if request is None or not request.pod_index_label:
         return None
     sub_label, sub_count = request.sub_group_index_label, request.sub_group_count

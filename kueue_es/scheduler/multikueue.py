@@ -24,8 +24,8 @@ the others once it does):
    ..." (a Warning ``MultiKueue`` Event), otherwise nothing is decided until the connector has deleted that copy
    (:func:`connectors.k8s.multikueue_copies.stale`);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
-4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready, or Ready with no
-   worker (a Workload found so, written by a Kueue from before ``status.clusterName``): that worker runs
+4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready, or Ready with
+   no worker (a Workload found so, written by a Kueue from before ``status.clusterName``): that worker runs
    it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
    workload was admitted on <worker>" (the connector then deletes the other copies and copies the owner there);
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
@@ -560,8 +560,8 @@ def copies_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...] | None:
 
 def nominees(state: ClusterState, check: str) -> list[str] | None:
     """The all-at-once dispatcher's nominations: every worker of the check's MultiKueueConfig that is connected,
-    in alphabetical order, as Kueue writes them (its ``nominatedClusterSetsEqual`` sorts the list before the patch
-    sets it); None when the config cannot be read."""
+    in alphabetical order, as Kueue writes them (its ``nominatedClusterSetsEqual`` sorts the list before the
+    patch sets it); None when the config cannot be read."""
     ac = state.admission_checks.get(check)
     if ac is None:
         return None
@@ -570,7 +570,8 @@ def nominees(state: ClusterState, check: str) -> list[str] | None:
         return None
     links = state.cluster_links
     return sorted({c for c in config.spec.clusters
-                   if c in state.multikueue_clusters and (link := links.get(c)) is not None and link.connected})
+                   if c in state.multikueue_clusters and (link := links.get(c)) is not None
+                   and link.connected})
 
 
 def _config_clusters(state: ClusterState, check: str) -> list[str] | None:

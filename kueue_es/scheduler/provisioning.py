@@ -120,10 +120,12 @@ def needed_pod_sets(state: ClusterState, wl: WorkloadInfo, config: o.Provisionin
     0, a managed resource in some container's requests or limits (any resource when none is listed), and an
     admitted count above 0 — less, for an elastic Job's scale-up slice under
     ``ElasticJobsViaWorkloadSlicesForProvisioningRequests``, what its chain's last admitted slice runs there
-    (:mod:`~kueue_es.scheduler.provisioning_slices`), a pod set left with nothing to add being no longer needed.
+    (:mod:`~kueue_es.scheduler.provisioning_slices`), a pod set left with nothing to add being no longer
+    needed.
 
     The counts are the spec's, as Kueue's reqIsNeeded and mergePodSets read them: pods that turn reclaimable
-    after the admission leave the check's request in place (it stays the check's until the workload finishes)."""
+    after the admission leave the check's request in place (it stays the check's until the workload
+    finishes)."""
     managed = frozenset(config.spec.managed_resources)
     templates = _templates(state, wl)
     assigned = {psa.name: psa.count for psa in wl.admission.pod_set_assignments} if wl.admission else {}

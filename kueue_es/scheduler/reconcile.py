@@ -49,9 +49,9 @@
   its namespace, or its pod templates' resources, :mod:`kueue_es.scheduler.admissibility`; then, under the
   AdmissionGatedBy gate, its ``kueue.x-k8s.io/admission-gated-by`` annotation: AdmissionGated "Admission is
   gated by: <value>", which the fold keeps out of its queue), and PendingEvaluation once that is gone (or in
-  place of the legacy reason Pending, which a Kueue or kueue-es without UnadmittedWorkloadsObservability wrote:
-  none of the scheduler's reasons, so Kueue's granular resolver does not keep it) — for a cleared admission
-  gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
+  place of the legacy reason Pending, which a Kueue or kueue-es without UnadmittedWorkloadsObservability
+  wrote: none of the scheduler's reasons, so Kueue's granular resolver does not keep it) — for a cleared
+  admission gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
   before any other blocker as Kueue's controller does — unless it is parked with an equivalent workload that
   failed for want of room (SchedulingEquivalenceHashing), which it then shows: that workload's reason, with
   Kueue's "Bypassed scheduling evaluation" message. Kueue's controller says so only of a workload whose
@@ -738,10 +738,11 @@ def _legacy_blocker(state: ClusterState, wl: WorkloadInfo, reason: str, message:
 
 
 def _shows_legacy_pending(wl: WorkloadInfo) -> bool:
-    """A pending workload showing QuotaReserved=False with the legacy reason ``Pending`` (written by a Kueue or a
-    kueue-es without UnadmittedWorkloadsObservability): none of the scheduler's reasons Kueue's granular resolver
-    keeps (its ``schedulerSetReasons``), so under the gate the controller rewrites it (PendingEvaluation, or an
-    equivalent workload's failure) at its next look, whether or not the scheduler tries the workload."""
+    """A pending workload showing QuotaReserved=False with the legacy reason ``Pending`` (written by a Kueue
+    or a kueue-es without UnadmittedWorkloadsObservability): none of the scheduler's reasons Kueue's granular
+    resolver keeps (its ``schedulerSetReasons``), so under the gate the controller rewrites it
+    (PendingEvaluation, or an equivalent workload's failure) at its next look, whether or not the scheduler
+    tries the workload."""
     if wl.phase != PENDING:
         return False
     c = wl.condition("QuotaReserved")

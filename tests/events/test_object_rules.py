@@ -95,8 +95,8 @@ def test_quota_reserved_needs_an_admission_of_every_pod_set() -> None:
     bare = workload(reserved=True)
     del bare["status"]["admission"]
     assert _refusal(bare) == (
-        "Workload team/w: field `status.admission`: Required value: must be set while the QuotaReserved condition "
-        "is True")
+        "Workload team/w: field `status.admission`: Required value: must be set while the QuotaReserved "
+        "condition is True")
     released = copy.deepcopy(bare)
     released["status"]["conditions"][0]["status"] = "False"
     _check(released)
@@ -337,8 +337,9 @@ def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
     doc["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
     doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "A"
     assert "coveredResources" not in _refusal(doc)
-    assert _refusal(doc).startswith("ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].name`: Invalid value: "
-                                    '"A": spec.resourceGroups[0].flavors[0].name in body should match')
+    assert _refusal(doc).startswith(
+        "ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].name`: Invalid value: "
+        '"A": spec.resourceGroups[0].flavors[0].name in body should match')
 
 
 # --- LocalQueue, Topology, AdmissionCheck -----------------------------------------------------------------------
@@ -437,14 +438,16 @@ def test_workload_conditions_are_well_formed_metav1_conditions(condition: dict, 
 def test_a_condition_s_faults_are_worded_as_apimachinery_s_validate_condition() -> None:
     """``ValidateCondition`` (k8s.io/apimachinery v0.36): a missing reason or transition time is a bare
     ``Required value``; a reason out of syntax shows the pattern's examples and regex (``RegexError``)."""
-    assert _refusal(_conditioned(reason="")) == "Workload team/w: field `status.conditions[0].reason`: Required value"
+    assert _refusal(_conditioned(reason="")) == (
+        "Workload team/w: field `status.conditions[0].reason`: Required value")
     assert _refusal(_conditioned(lastTransitionTime="0001-01-01T00:00:00Z")) == (
         "Workload team/w: field `status.conditions[0].lastTransitionTime`: Required value")
     assert _refusal(_conditioned(reason="Pods ready")) == (
-        'Workload team/w: field `status.conditions[0].reason`: Invalid value: "Pods ready": a condition reason must '
-        "start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and "
-        "must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or "
-        "'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')")
+        'Workload team/w: field `status.conditions[0].reason`: Invalid value: "Pods ready": a condition '
+        "reason must start with alphabetic character, optionally followed by a string of alphanumeric "
+        "characters or '_,:', and must end with an alphanumeric character or '_' (e.g. 'my_name',  or "
+        "'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation "
+        "is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')")
 
 
 def test_workload_conditions_of_kueue_s_syntax_are_taken_and_a_type_is_given_once() -> None:
@@ -504,7 +507,8 @@ def test_the_names_a_workload_gives_are_dns_names() -> None:
         priorityClassRef={"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": ""}, priority=1))
     named = workload()
     named["spec"]["podSets"][0]["name"] = "Main"
-    assert _pattern_error("spec.podSets[0].name", "Main", "'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'") in _refusal(named)
+    assert _pattern_error("spec.podSets[0].name", "Main",
+                          "'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'") in _refusal(named)
     for part, value, field in (("clusterQueue", "CQ", "clusterQueue"), ("flavors", {"cpu": "A"}, "flavors[cpu]")):
         admitted = workload(reserved=True)
         target = admitted["status"]["admission"]
@@ -537,4 +541,5 @@ def test_the_names_queues_cohorts_and_flavors_give_are_dns_subdomains() -> None:
     assert _refusal(lq) == f"LocalQueue team/lq: {_pattern_error('spec.clusterQueue', 'cq_1')}"
     assert _refusal(flavor(topologyName="Default", nodeLabels={"pool": "a"})) == (
         f"ResourceFlavor rf: {_pattern_error('spec.topologyName', 'Default')}")
-    assert _pattern_error("spec.topologyName", "") in _refusal(flavor(topologyName="", nodeLabels={"pool": "a"}))
+    assert _pattern_error("spec.topologyName", "") in _refusal(
+        flavor(topologyName="", nodeLabels={"pool": "a"}))

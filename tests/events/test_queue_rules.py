@@ -58,7 +58,8 @@ def test_every_schema_rule_broken_is_listed_and_refused_before_the_webhook_s() -
     assert f'{g}[1]`: Duplicate value: map[string]interface {{}}{{"name":"a"}}' in message
     assert ('field `spec.queueingStrategy`: Unsupported value: "Random": supported values: "StrictFIFO", '
             '"BestEffortFIFO"') in message
-    assert f'{g}[2].name`: Invalid value: "B": spec.resourceGroups[0].flavors[2].name in body should match' in message
+    assert (f'{g}[2].name`: Invalid value: "B": spec.resourceGroups[0].flavors[2].name in body '
+            'should match') in message
     assert "weight" not in message  # the webhook's rule: not reached
 
 

@@ -2,11 +2,11 @@
 
 Each case names the table and case of Kueue's ``pkg/controller/jobs/job/job_controller_test.go`` it follows
 (``TestPodsReady``, ``TestPodSets``, ``TestPodSetsInfo``, ``TestReconciler``) and checks, on plain data, the
-function of kueue-es that makes that decision: what counts as the Job's pods being ready, the pod set built for
-the Job, what starting it merges into its template (and the ``FailedToStart`` messages of a conflict), what is
-done with a Workload the Job no longer matches, which of several Workloads the Job keeps, the priority class a
-Workload follows, what a finished Job says, and why a running Job is stopped. No cluster, no fake apiserver:
-the objects are built here and the decisions read from them.
+function of kueue-es that makes that decision: what counts as the Job's pods being ready, the pod set built
+for the Job, what starting it merges into its template (and the ``FailedToStart`` messages of a conflict),
+what is done with a Workload the Job no longer matches, which of several Workloads the Job keeps, the
+priority class a Workload follows, what a finished Job says, and why a running Job is stopped. No cluster,
+no fake apiserver: the objects are built here and the decisions read from them.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _admit(info: WorkloadInfo, count: int, phase: str = ADMITTED, cq: str = "cq"
         info.set_condition("Admitted", "True", "Admitted", "The workload is admitted", 5)
 
 
-# --- TestPodsReady ---------------------------------------------------------------------------------------------------
+# --- TestPodsReady ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("parallelism", "completions", "ready", "succeeded", "want"), [
@@ -75,7 +75,7 @@ def test_pods_ready_counts_ready_and_succeeded_pods_against_the_pod_set(
     assert jobs.pods_ready(j, info) is want
 
 
-# --- TestPodSets -----------------------------------------------------------------------------------------------------
+# --- TestPodSets --------------------------------------------------------------------------------------------
 
 
 def _pod_set(annotations: dict[str, str] | None = None, job_annotations: dict[str, str] | None = None
@@ -124,7 +124,7 @@ def test_pod_set_slice_size_alone_asks_for_no_slice() -> None:
     assert req["podIndexLabel"] == COMPLETION_INDEX
 
 
-# --- TestPodSetsInfo -------------------------------------------------------------------------------------------------
+# --- TestPodSetsInfo ----------------------------------------------------------------------------------------
 
 
 def _template(node_selector: dict[str, str] | None = None, tolerations: list[o.Toleration] | None = None
@@ -139,23 +139,26 @@ def test_starting_appends_node_selectors_and_tolerations() -> None:
     orig = o.Toleration(key="orig-t-key", operator="Equal", value="orig-t-val", effect="NoSchedule")
     new = o.Toleration(key="new-t-key", operator="Equal", value="new-t-val", effect="NoSchedule")
     merged = podsetinfo.onto_template(_template({"orig-key": "orig-val"}, [orig]),
-                                      podsetinfo.PodSetInfo(node_selector={"new-key": "new-val"}, tolerations=[new]))
+                                      podsetinfo.PodSetInfo(node_selector={"new-key": "new-val"},
+                                                            tolerations=[new]))
     assert merged.node_selector == {"orig-key": "orig-val", "new-key": "new-val"}
     assert merged.tolerations == [orig, new]
 
 
 def test_starting_refuses_to_change_a_node_selector_the_job_has() -> None:
-    """TestPodSetsInfo "update": a key of the Job's node selector given another value is ErrInvalidPodSetUpdate."""
+    """TestPodSetsInfo "update": a key of the Job's node selector given another value is
+    ErrInvalidPodSetUpdate."""
     with pytest.raises(podsetinfo.MergeConflict, match="^invalid admission check PodSetUpdate"):
         podsetinfo.onto_template(_template({"orig-key": "orig-val"}),
                                  podsetinfo.PodSetInfo(node_selector={"orig-key": "new-val"}))
 
 
-# --- TestReconciler: starting --------------------------------------------------------------------------------------
+# --- TestReconciler: starting -------------------------------------------------------------------------------
 
 
 def _update(name: str, **fields: dict[str, str]) -> o.AdmissionCheckState:
-    return o.AdmissionCheckState(name=name, state="Ready", pod_set_updates=[o.PodSetUpdate(name="main", **fields)])
+    return o.AdmissionCheckState(name=name, state="Ready",
+                                 pod_set_updates=[o.PodSetUpdate(name="main", **fields)])
 
 
 def _checked(*checks: o.AdmissionCheckState, cq: str = "cq") -> tuple[Any, WorkloadInfo]:
@@ -177,13 +180,14 @@ def test_checks_conflicting_on_a_key_fail_the_start(field: str, kueue_name: str)
                           _update("check2", **{field: {"ac-key": "ac-value2"}}))
     with pytest.raises(podsetinfo.MergeConflict) as exc:
         podsetinfo.start_info(jobs.state, info, info.admission.pod_set_assignments[0])
-    assert str(exc.value) == (f'in admission check "check2": invalid admission check PodSetUpdate: conflict for '
-                              f"{kueue_name}: conflict for key=ac-key, value1=ac-value1, value2=ac-value2")
+    assert str(exc.value) == (f'in admission check "check2": invalid admission check PodSetUpdate: '
+                              f"conflict for {kueue_name}: conflict for key=ac-key, value1=ac-value1, "
+                              "value2=ac-value2")
 
 
 def test_a_check_conflicting_with_the_jobs_node_selector_fails_the_start() -> None:
-    """TestReconciler "when workload is admitted and PodSetUpdates conflict between admission check nodeSelector
-    and current node selector, the workload is finished with failure": no check is named."""
+    """TestReconciler "when workload is admitted and PodSetUpdates conflict between admission check
+    nodeSelector and current node selector, the workload is finished with failure": no check is named."""
     jobs, info = _checked(_update("check", node_selector={"provisioning": "on-demand"}))
     add = podsetinfo.start_info(jobs.state, info, info.admission.pod_set_assignments[0])
     with pytest.raises(podsetinfo.MergeConflict) as exc:
@@ -193,13 +197,14 @@ def test_a_check_conflicting_with_the_jobs_node_selector_fails_the_start() -> No
 
 
 def test_checks_agreeing_on_a_key_are_merged() -> None:
-    """TestReconciler "when workload is admitted the PodSetUpdates values matching for key": one value per key,
-    each check's own keys added, and the pod-set and queue labels."""
+    """TestReconciler "when workload is admitted the PodSetUpdates values matching for key": one value per
+    key, each check's own keys added, and the pod-set and queue labels."""
     jobs, info = _checked(
         _update("check1", labels={"label-key1": "common-value"},
                 annotations={"annotation-key1": "common-value", "annotation-key2": "only-in-check1"},
                 node_selector={"node-selector-key1": "common-value"}),
-        _update("check2", labels={"label-key1": "common-value"}, annotations={"annotation-key1": "common-value"},
+        _update("check2", labels={"label-key1": "common-value"},
+                annotations={"annotation-key1": "common-value"},
                 node_selector={"node-selector-key1": "common-value", "node-selector-key2": "only-in-check2"}))
     add = podsetinfo.start_info(jobs.state, info, info.admission.pod_set_assignments[0])
     assert add.labels == {"label-key1": "common-value", "kueue.x-k8s.io/podset": "main",
@@ -228,7 +233,7 @@ def test_no_queue_labels_without_assign_queue_labels_for_pods() -> None:
     assert labels == {"kueue.x-k8s.io/podset": "main"}
 
 
-# --- TestReconciler: a Workload the Job no longer matches --------------------------------------------------------
+# --- TestReconciler: a Workload the Job no longer matches ---------------------------------------------------
 
 
 def _decide(j: o.Job, wl: o.Workload, phase: str = PENDING, admitted_count: int | None = None,
@@ -245,8 +250,9 @@ def _tolerating(j: o.Job | o.Workload, key: str) -> Any:
     tol = o.Toleration(key=key, operator="Exists", effect="NoSchedule")
     if isinstance(j, o.Job):
         t = j.spec.template
-        return msgspec.structs.replace(j, spec=msgspec.structs.replace(j.spec, template=msgspec.structs.replace(
-            t, spec=msgspec.structs.replace(t.spec, tolerations=[tol]))))
+        return msgspec.structs.replace(j, spec=msgspec.structs.replace(
+            j.spec, template=msgspec.structs.replace(
+                t, spec=msgspec.structs.replace(t.spec, tolerations=[tol]))))
     ps = j.spec.pod_sets[0]
     ps = msgspec.structs.replace(ps, template=msgspec.structs.replace(
         ps.template, spec=msgspec.structs.replace(ps.template.spec, tolerations=[tol])))
@@ -258,16 +264,18 @@ def _tolerating(j: o.Job | o.Workload, key: str) -> Any:
     (job(parallelism=10, completions=None), workload(count=5), ADMITTED, None, job_sync.DELETE),
     # "non-matching non-admitted workload is updated"
     (job(parallelism=10, completions=None), workload(count=5), PENDING, None, job_sync.UPDATE),
-    # "suspended job with partial admission and admitted workload is unsuspended": 8 of 10 admitted, still the Job's
-    (job(parallelism=10, completions=None, annotations={MIN_PARALLELISM: "5"}), workload(count=10, min_count=5),
-     ADMITTED, 8, ""),
+    # "suspended job with partial admission and admitted workload is unsuspended": 8 of 10 admitted, still
+    # the Job's
+    (job(parallelism=10, completions=None, annotations={MIN_PARALLELISM: "5"}),
+     workload(count=10, min_count=5), ADMITTED, 8, ""),
     # "unsuspended job with partial admission and non-matching admitted workload is suspended and workload is
     # deleted": running with 10 pods where 8 were admitted
     (job(parallelism=10, completions=None, suspend=False, annotations={MIN_PARALLELISM: "5"}),
      workload(count=10, min_count=5), ADMITTED, 8, job_sync.STOP),
-    # "the workload is admitted, tolerations and node selector change": running, tolerations no longer compared
-    (_tolerating(job(suspend=False), "tolerationkey2"), _tolerating(workload(), "tolerationkey1"), ADMITTED, None,
-     ""),
+    # "the workload is admitted, tolerations and node selector change": running, tolerations no longer
+    # compared
+    (_tolerating(job(suspend=False), "tolerationkey2"), _tolerating(workload(), "tolerationkey1"), ADMITTED,
+     None, ""),
     # "the workload is admitted, job still suspended and tolerations change": quota held, not admitted
     (_tolerating(job(), "tolerationkey2"), _tolerating(workload(), "tolerationkey1"), RESERVED, None,
      job_sync.DELETE),
@@ -283,30 +291,33 @@ def test_what_is_done_with_a_workload_the_job_no_longer_matches(j: o.Job, wl: o.
 
 
 def test_a_changed_maximum_execution_time_rewrites_the_pending_workload() -> None:
-    """TestReconciler "the maximum execution time is updated in the workload": 5 s stored, the label says 10."""
+    """TestReconciler "the maximum execution time is updated in the workload": 5 s stored, the label says
+    10."""
     wl = workload()
     wl = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, maximum_execution_time_seconds=5))
     assert _decide(job(labels={MAX_EXEC: "10"}), wl, max_exec=10) == job_sync.UPDATE
 
 
 def test_a_second_workload_not_matching_is_the_one_deleted() -> None:
-    """TestReconciler "checking a second non-matching workload is deleted": the admitted one of 5 pods matches the
-    running Job of parallelism 5 and is kept; the other (10 pods, at least 5) goes."""
+    """TestReconciler "checking a second non-matching workload is deleted": the admitted one of 5 pods matches
+    the running Job of parallelism 5 and is kept; the other (10 pods, at least 5) goes."""
     j = job(parallelism=5, completions=None, suspend=False)
     first = workload(count=5)
     second = workload(count=10, min_count=5)
     second = msgspec.structs.replace(second, metadata=msgspec.structs.replace(
         second.metadata, name="second-workload", uid="second-uid"))
-    first = msgspec.structs.replace(first, metadata=msgspec.structs.replace(first.metadata, name="first-workload"))
+    first = msgspec.structs.replace(first, metadata=msgspec.structs.replace(
+        first.metadata, name="first-workload"))
     jobs, mirror, _ = integration(first, second, j)
     _admit(mirror.state.workloads["ns/first-workload"], 5)
-    owned = [(mirror.workloads[k], mirror.state.workloads[k]) for k in ("ns/second-workload", "ns/first-workload")]
+    owned = [(mirror.workloads[k], mirror.state.workloads[k])
+             for k in ("ns/second-workload", "ns/first-workload")]
     keep, extras = job_sync.one_workload(mirror.state, j, owned, None)
     assert keep is not None and keep[0].metadata.name == "first-workload"
     assert [w.metadata.name for w in extras] == ["second-workload"]
 
 
-# --- TestReconciler: the priority class --------------------------------------------------------------------------
+# --- TestReconciler: the priority class ---------------------------------------------------------------------
 
 
 def _classes() -> tuple[o.WorkloadPriorityClass, o.WorkloadPriorityClass, o.PriorityClass]:
@@ -334,7 +345,8 @@ def _classed(kind: str, name: str, priority: int) -> o.Workload:
 def test_the_priority_class_a_workload_follows(labels: dict[str, str], wl: o.Workload, want: Any) -> None:
     j = job(labels=labels)
     jobs, mirror, _ = integration(*_classes(), wl, j)
-    assert job_sync.priority_to_set(mirror.state, j, mirror.workloads[KEY], mirror.state.workloads[KEY]) == want
+    assert job_sync.priority_to_set(mirror.state, j, mirror.workloads[KEY],
+                                    mirror.state.workloads[KEY]) == want
 
 
 def test_a_missing_workload_priority_class_is_named_in_the_warning() -> None:
@@ -342,18 +354,19 @@ def test_a_missing_workload_priority_class_is_named_in_the_warning() -> None:
     assert not_found_message("missing-wpc") == 'WorkloadPriorityClass "missing-wpc" not found'
 
 
-# --- TestReconciler: finished, stopped ---------------------------------------------------------------------------
+# --- TestReconciler: finished, stopped ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("cond", "want"), [
     (o.Condition(type="Complete", status="True", message="Job finished successfully"),
      ("Succeeded", "Job finished successfully")),
-    (o.Condition(type="Failed", status="True", message="BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")),
+    (o.Condition(type="Failed", status="True", message="BackoffLimitExceeded"),
+     ("Failed", "BackoffLimitExceeded")),
     (o.Condition(type="Complete", status="False"), None),
 ])
 def test_a_finished_job_finishes_its_workload(cond: o.Condition, want: tuple[str, str] | None) -> None:
-    """TestReconciler "when job completes, workload is marked as finished": Finished=True, Succeeded, the Job's
-    condition message; Failed likewise."""
+    """TestReconciler "when job completes, workload is marked as finished": Finished=True, Succeeded, the
+    Job's condition message; Failed likewise."""
     assert job_finished(_status(job(), conditions=[cond])) == want
 
 
@@ -366,20 +379,22 @@ def test_a_finished_job_finishes_its_workload(cond: o.Condition, want: tuple[str
     ("Preempted", "Preempted"),
 ])
 def test_an_evicted_job_is_stopped_with_the_evictions_message(reason: str, message: str) -> None:
-    """TestReconciler "when workload is evicted due to ..., job gets suspended": Stopped with Evicted's message."""
-    info = WorkloadInfo(key=KEY, uid="wl-uid", namespace="ns", name=NAME, queue_name="lq", created=0, priority=0,
-                        priority_class="", pod_sets=())
+    """TestReconciler "when workload is evicted due to ..., job gets suspended": Stopped with Evicted's
+    message."""
+    info = WorkloadInfo(key=KEY, uid="wl-uid", namespace="ns", name=NAME, queue_name="lq", created=0,
+                        priority=0, priority_class="", pod_sets=())
     info.set_condition("Evicted", "True", reason, message, 5)
     assert stop_message(info) == message
     assert stop_message(None) == "Missing Workload; unable to restore pod templates"
 
 
-# --- TestReconciler: PodsReady under waitForPodsReady ----------------------------------------------------------
+# --- TestReconciler: PodsReady under waitForPodsReady -------------------------------------------------------
 
 
 def _ready_case(cond: tuple[str, str] | None, phase: str = ADMITTED, running: bool = True,
                 ready: bool = False) -> tuple[bool, str] | None:
-    jobs, mirror, _ = integration(workload(count=10), job(parallelism=10, completions=None, suspend=not running))
+    jobs, mirror, _ = integration(workload(count=10),
+                                  job(parallelism=10, completions=None, suspend=not running))
     info = mirror.state.workloads[KEY]
     if phase != PENDING:
         _admit(info, 10, phase)
@@ -414,7 +429,7 @@ def test_pods_ready_condition_of_a_running_job(cond: tuple[str, str] | None, pha
     assert _ready_case(cond, phase, running=phase == ADMITTED, ready=ready) == want
 
 
-# --- TestReconciler's step 4 (reclaimable pods) under the ReclaimablePods gate --------------------------------------
+# --- TestReconciler's step 4 (reclaimable pods) under the ReclaimablePods gate ------------------------------
 
 
 @pytest.mark.asyncio
@@ -422,8 +437,8 @@ def test_pods_ready_condition_of_a_running_job(cond: tuple[str, str] | None, pha
                          ids=["off", "on"])
 async def test_reclaimable_pods_are_counted_only_with_the_gate_on(gate: bool, written: str) -> None:
     """Kueue's ``ReconcileGenericJob`` counts a job's reclaimable pods only under its ``ReclaimablePods`` gate
-    (``implementsReclaimable && features.Enabled(features.ReclaimablePods)``): with it off nothing is written to
-    ``status.reclaimablePods`` and the pass goes on (here: Kueue's first PodsReady write). With it on (the
+    (``implementsReclaimable && features.Enabled(features.ReclaimablePods)``): with it off nothing is written
+    to ``status.reclaimablePods`` and the pass goes on (here: Kueue's first PodsReady write). With it on (the
     positive control) the same Job's succeeded pods are counted, the pass's one write."""
     config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
               "featureGates": {"ReclaimablePods": gate}}

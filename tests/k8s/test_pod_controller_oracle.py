@@ -1,9 +1,10 @@
 """Kueue's own pod controller tests as an oracle: the cases of ``TestReconciler``, ``TestPodSets`` and
-``TestPod_IsActive`` in ``pkg/controller/jobs/pod/pod_controller_test.go`` (its v1beta2 version), each translated to
-plain data and run through kueue-es's pure decisions (:mod:`connectors.k8s.pod_sync` for a single Pod,
-:mod:`connectors.k8s.pod_group` for a group, :mod:`connectors.k8s.podsetinfo` for what a start adds,
-:func:`projections.workloads.replacement_pods_condition`). Every test names the Kueue case it follows; the Pods are
-Kueue's ``basePodWrapper`` (one container requesting one CPU, role ``dc85db45``), the ClusterQueue ``cq``."""
+``TestPod_IsActive`` in ``pkg/controller/jobs/pod/pod_controller_test.go`` (its v1beta2 version), each
+translated to plain data and run through kueue-es's pure decisions (:mod:`connectors.k8s.pod_sync` for a
+single Pod, :mod:`connectors.k8s.pod_group` for a group, :mod:`connectors.k8s.podsetinfo` for what a start
+adds, :func:`projections.workloads.replacement_pods_condition`). Every test names the Kueue case it follows;
+the Pods are Kueue's ``basePodWrapper`` (one container requesting one CPU, role ``dc85db45``), the
+ClusterQueue ``cq``."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ ROLE = "kueue.x-k8s.io/role-hash"
 GATE = {"name": "kueue.x-k8s.io/admission"}
 FINALIZER = "kueue.x-k8s.io/managed"
 CPU = {"containers": [{"name": "c", "image": "", "resources": {"requests": {"cpu": "1"}}}]}
-CPU_MEM = {"containers": [{"name": "c", "image": "", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
+CPU_MEM = {"containers": [{"name": "c", "image": "",
+                           "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
 R = "dc85db45"
 """Kueue's ``podUID``: the role of ``basePodWrapper``."""
 NOW = "2026-03-01T12:00:00Z"
@@ -59,7 +61,8 @@ def pod(name: str = "pod", *, group: str = "", total: int = 2, role: str = R, ga
         phase: str = "", deleting: str | None = None, node: str = "", finalizer: bool = True,
         created: str = NOW, queue: str = "user-queue", annotations: dict[str, str] | None = None,
         labels: dict[str, str] | None = None, conditions: list[PodCondition] | None = None) -> ManagedPod:
-    """Kueue's ``basePodWrapper.Clone()...``: managed, with Kueue's finalizer unless said, in group ``group``."""
+    """Kueue's ``basePodWrapper.Clone()...``: managed, with Kueue's finalizer unless said, in group
+    ``group``."""
     lab = {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": queue, **(labels or {})}
     ann = dict(annotations or {})
     if group:
@@ -74,10 +77,12 @@ def pod(name: str = "pod", *, group: str = "", total: int = 2, role: str = R, ga
 
 
 def workload(phase: str = PENDING, *, sets: dict[str, int] | None = None, evicted: str = "",
-             evicted_message: str = "Preempted to accommodate a higher priority Workload", reserving: bool = False,
-             reclaimable: tuple[tuple[str, int], ...] = (), conditions: tuple[o.Condition, ...] = (),
-             max_exec: int | None = None, name: str = "test-group") -> WorkloadInfo:
-    """A Workload as Kueue's case sets it up (``ReserveQuotaAt`` + ``AdmittedAt``: ``ADMITTED`` and reserving)."""
+             evicted_message: str = "Preempted to accommodate a higher priority Workload",
+             reserving: bool = False, reclaimable: tuple[tuple[str, int], ...] = (),
+             conditions: tuple[o.Condition, ...] = (), max_exec: int | None = None,
+             name: str = "test-group") -> WorkloadInfo:
+    """A Workload as Kueue's case sets it up (``ReserveQuotaAt`` + ``AdmittedAt``: ``ADMITTED`` and
+    reserving)."""
     pod_sets = tuple(PodSetInfo(name=n, count=c, min_count=None, requests=(("cpu", 1000),))
                      for n, c in (sets or {R: 2}).items())
     conds = conditions
@@ -85,12 +90,14 @@ def workload(phase: str = PENDING, *, sets: dict[str, int] | None = None, evicte
         conds += (o.Condition(type="Evicted", status="True", reason=evicted, message=evicted_message),)
     if reserving or phase == ADMITTED:
         conds += (o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"),)
-    wl = WorkloadInfo(key=f"ns/{name}", uid="wl", namespace="ns", name=name, queue_name="user-queue", created=0,
-                      priority=0, priority_class="", pod_sets=pod_sets, phase=phase, evicted=evicted,
-                      conditions=conds, reclaimable=reclaimable, max_execution_seconds=max_exec)
+    wl = WorkloadInfo(key=f"ns/{name}", uid="wl", namespace="ns", name=name, queue_name="user-queue",
+                      created=0, priority=0, priority_class="", pod_sets=pod_sets, phase=phase,
+                      evicted=evicted, conditions=conds, reclaimable=reclaimable,
+                      max_execution_seconds=max_exec)
     if phase == ADMITTED:
         wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
-            o.PodSetAssignment(name=n, flavors={"cpu": "unit-test-flavor"}, count=c) for n, c in (sets or {R: 2}).items()])
+            o.PodSetAssignment(name=n, flavors={"cpu": "unit-test-flavor"}, count=c)
+            for n, c in (sets or {R: 2}).items()])
     return wl
 
 
@@ -108,20 +115,21 @@ WAITING = o.Condition(type="WaitingForReplacementPods", status="True", reason="P
                       message="Some Failed pods need replacement")
 
 
-# --- roles and pod sets ---------------------------------------------------------------------------------------
+# --- roles and pod sets -------------------------------------------------------------------------------------
 
 def test_the_roles_of_kueues_cases_hash_as_kueue_names_them() -> None:
-    """Kueue's cases name the role of ``basePodWrapper`` (one CPU) ``dc85db45`` and, with ``1Gi`` of memory more
-    ("reclaimable pods updated for pod group"), ``4ebdd4a6``."""
+    """Kueue's cases name the role of ``basePodWrapper`` (one CPU) ``dc85db45`` and, with ``1Gi`` of memory
+    more ("reclaimable pods updated for pod group"), ``4ebdd4a6``."""
     assert role_hash(CPU) == R
     assert role_hash(CPU_MEM) == "4ebdd4a6"
 
 
-# --- a single Pod -------------------------------------------------------------------------------------------------
+# --- a single Pod -------------------------------------------------------------------------------------------
 
 def test_scheduling_gate_is_removed_and_node_selector_is_added_if_workload_is_admitted() -> None:
-    """The gated Pod of an admitted Workload starts: the flavor's node labels, ``kueue.x-k8s.io/podset: main``,
-    the queue labels and (TAS on by default) the ``kueue.x-k8s.io/workload`` annotation."""
+    """The gated Pod of an admitted Workload starts: the flavor's node labels,
+    ``kueue.x-k8s.io/podset: main``, the queue labels and (TAS on by default) the
+    ``kueue.x-k8s.io/workload`` annotation."""
     p = pod(gated=True)
     wl = workload(ADMITTED, sets={"main": 1}, name="unit-test")
     assert pod_sync.next_step(p, wl, managed=True, admission_shown=True).action == pod_sync.START
@@ -148,7 +156,8 @@ def test_the_workload_is_created_when_queue_name_is_set() -> None:
     p = pod(gated=True, queue="test-queue")
     assert pod_sync.next_step(p, None, managed=True, admission_shown=False).action == pod_sync.CREATE
     raw = {"metadata": {"name": "pod", "namespace": "ns", "uid": "test-uid",
-                        "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "test-queue"}},
+                        "labels": {"kueue.x-k8s.io/managed": "true",
+                                   "kueue.x-k8s.io/queue-name": "test-queue"}},
            "spec": {**CPU, "schedulingGates": [GATE]}}
     body = pod_sync.workload_for(ClusterState(), raw, pod_sync.workload_name("pod", "test-uid"))
     assert body["metadata"]["name"].startswith("pod-pod-")
@@ -162,26 +171,31 @@ def test_the_workload_is_created_when_queue_name_is_set() -> None:
 
 def test_the_pod_reconciliation_is_skipped_when_the_managed_label_is_not_set() -> None:
     p = pod()
-    bare = ManagedPod(metadata=o.ObjectMeta(name="pod", namespace="ns", labels={"kueue.x-k8s.io/queue-name": "q"}))
+    bare = ManagedPod(metadata=o.ObjectMeta(name="pod", namespace="ns",
+                                            labels={"kueue.x-k8s.io/queue-name": "q"}))
     assert pod_sync.is_managed(p) and not pod_sync.is_managed(bare)
 
 
 def test_pod_is_stopped_when_workload_is_evicted() -> None:
-    step = pod_sync.next_step(pod(queue="test-queue"), workload(sets={"main": 1}, evicted="Preempted", name="job"),
+    step = pod_sync.next_step(pod(queue="test-queue"),
+                              workload(sets={"main": 1}, evicted="Preempted", name="job"),
                               managed=True, admission_shown=False)
     assert (step.action, step.reason, step.message) == (
         pod_sync.STOP, "WorkloadEvictedDueToPreempted", "Preempted to accommodate a higher priority Workload")
 
 
-def test_pod_is_finalized_when_its_succeeded_and_the_condition_is_added_even_if_the_pod_is_finalized() -> None:
+def test_pod_is_finalized_when_its_succeeded_and_the_condition_is_added_even_if_the_pod_is_finalized(
+) -> None:
     """Kueue: "pod is finalized when it's succeeded", "workload status condition is added even if the pod is
-    finalized": the Workload finishes ``Succeeded`` with the Pod's message, then the Pod loses the finalizer."""
+    finalized": the Workload finishes ``Succeeded`` with the Pod's message, then the Pod loses the
+    finalizer."""
     wl = workload(ADMITTED, sets={"main": 1}, name="unit-test")
     for finalizer in (True, False):
         p = ManagedPod(metadata=pod(finalizer=finalizer).metadata,
                        status=ManagedPodStatus(phase="Succeeded", message="Job finished successfully"))
         step = pod_sync.next_step(p, wl, managed=True, admission_shown=True)
-        assert (step.action, step.reason, step.message) == (pod_sync.FINISH, "Succeeded", "Job finished successfully")
+        assert (step.action, step.reason, step.message) == (
+            pod_sync.FINISH, "Succeeded", "Job finished successfully")
     done = workload(FINISHED, sets={"main": 1}, name="unit-test")
     assert pod_sync.next_step(p, done, managed=True, admission_shown=True).action == pod_sync.NOTHING
     step = pod_sync.next_step(pod(phase="Succeeded"), done, managed=True, admission_shown=True)
@@ -191,10 +205,11 @@ def test_pod_is_finalized_when_its_succeeded_and_the_condition_is_added_even_if_
 def test_pod_without_scheduling_gate_is_terminated_if_workload_is_not_admitted() -> None:
     step = pod_sync.next_step(pod(), workload(sets={"main": 1}, name="unit-test"), managed=True,
                               admission_shown=False)
-    assert (step.action, step.reason, step.message) == (pod_sync.STOP, "NotAdmitted", "Not admitted by cluster queue")
+    assert (step.action, step.reason, step.message) == (
+        pod_sync.STOP, "NotAdmitted", "Not admitted by cluster queue")
 
 
-# --- a group without its Workload -----------------------------------------------------------------------------
+# --- a group without its Workload ---------------------------------------------------------------------------
 
 def raw(p: ManagedPod, spec: dict | None = None) -> dict:
     meta = p.metadata
@@ -205,8 +220,10 @@ def raw(p: ManagedPod, spec: dict | None = None) -> dict:
 
 def test_workload_is_composed_and_created_for_the_pod_group() -> None:
     """The group's Workload: one pod set per role (``dc85db45`` of 2), gated templates, the pod index label,
-    every Pod an owner (not the controller), ``is-group-workload`` and the ProvisioningRequest annotations only."""
-    prov = {"provreq.kueue.x-k8s.io/test-annotation": "test-val", "invalid-provreq-prefix/test-annotation-2": "x"}
+    every Pod an owner (not the controller), ``is-group-workload`` and the ProvisioningRequest annotations
+    only."""
+    prov = {"provreq.kueue.x-k8s.io/test-annotation": "test-val",
+            "invalid-provreq-prefix/test-annotation-2": "x"}
     pods = [pod("pod", group="test-group", gated=True, annotations=prov),
             pod("pod2", group="test-group", gated=True, annotations=prov)]
     step = group_step(pods, None)
@@ -254,7 +271,8 @@ def test_workload_for_pod_group_with_different_queue_names_shouldnt_be_created()
 
 def test_if_pod_group_is_finished_and_wl_is_deleted_new_workload_shouldnt_be_created() -> None:
     """Both Pods succeeded and the Workload is gone: Kueue makes none, and lets the Pods go."""
-    pods = [pod("pod", group="test-group", phase="Succeeded"), pod("pod2", group="test-group", phase="Succeeded")]
+    pods = [pod("pod", group="test-group", phase="Succeeded"),
+            pod("pod2", group="test-group", phase="Succeeded")]
     step = group_step(pods, None)
     assert step.action != CREATE
     assert names(step.pods if step.action == FINALIZE else step.finalize) == ["pod", "pod2"]
@@ -278,7 +296,8 @@ def test_deleted_pods_in_incomplete_group_are_finalized() -> None:
     pods = [pod("p1", group="group", total=3, gated=True, phase="Pending", deleting=NOW),
             pod("p2", group="group", total=3, gated=True, phase="Pending", deleting=NOW)]
     step = group_step(pods, None)
-    assert step.action == WAIT and step.reason == "ErrWorkloadCompose" and names(step.finalize) == ["p1", "p2"]
+    assert (step.action == WAIT and step.reason == "ErrWorkloadCompose"
+            and names(step.finalize) == ["p1", "p2"])
 
 
 def test_excess_pods_before_wl_creation_youngest_pods_are_deleted() -> None:
@@ -291,12 +310,13 @@ def test_excess_pods_before_wl_creation_youngest_pods_are_deleted() -> None:
 def test_deletion_of_excess_pod_is_blocked_by_another_controller() -> None:
     """Deleted before reaching a node, without Kueue's finalizer: not counted, nothing to finalize."""
     pods = [pod("pod", group="test-group", total=1, gated=True, created=NOW),
-            pod("pod2", group="test-group", total=1, gated=True, created=at(1), deleting=NOW, finalizer=False)]
+            pod("pod2", group="test-group", total=1, gated=True, created=at(1), deleting=NOW,
+                finalizer=False)]
     step = group_step(pods, None)
     assert step.action == CREATE and names(step.kept) == ["pod"] and step.remove == () and step.finalize == ()
 
 
-# --- a group with its Workload ----------------------------------------------------------------------------------
+# --- a group with its Workload ------------------------------------------------------------------------------
 
 def test_scheduling_gate_is_removed_for_all_pods_in_the_group_if_workload_is_admitted() -> None:
     pods = [pod("pod", group="test-group", gated=True), pod("pod2", group="test-group", gated=True)]
@@ -311,7 +331,8 @@ def test_workload_is_not_finished_if_the_pod_in_the_group_is_running() -> None:
 
 
 def test_workload_is_finished_if_all_pods_in_the_group_has_finished() -> None:
-    pods = [pod("pod", group="test-group", phase="Succeeded"), pod("pod2", group="test-group", phase="Succeeded")]
+    pods = [pod("pod", group="test-group", phase="Succeeded"),
+            pod("pod2", group="test-group", phase="Succeeded")]
     step = group_step(pods, workload(ADMITTED))
     assert (step.action, step.reason, step.message) == (FINISH, "Succeeded", "Pods succeeded: 2/2.")
     step = group_step(pods, workload(FINISHED))
@@ -319,14 +340,16 @@ def test_workload_is_finished_if_all_pods_in_the_group_has_finished() -> None:
 
 
 def test_pod_group_of_size_2_is_finished_when_2_pods_has_succeeded_and_1_pod_has_failed() -> None:
-    pods = [pod("pod", group="test-group", phase="Failed"), pod("pod2", group="test-group", phase="Succeeded"),
+    pods = [pod("pod", group="test-group", phase="Failed"),
+            pod("pod2", group="test-group", phase="Succeeded"),
             pod("pod3", group="test-group", phase="Succeeded")]
     step = group_step(pods, workload(ADMITTED))
     assert (step.action, step.message) == (FINISH, "Pods succeeded: 2/2.")
 
 
 def test_pods_are_finalized_even_if_one_of_the_pods_in_the_finished_group_is_absent() -> None:
-    step = group_step([pod("pod", group="test-group", phase="Succeeded")], workload(FINISHED, conditions=(WAITING,)))
+    step = group_step([pod("pod", group="test-group", phase="Succeeded")],
+                      workload(FINISHED, conditions=(WAITING,)))
     assert step.action == FINALIZE and names(step.pods) == ["pod"]
 
 
@@ -351,7 +374,8 @@ def test_all_pods_in_group_should_be_removed_if_workload_is_deleted() -> None:
 
 
 def test_replacement_pod_should_be_started_for_pod_group_of_size_1() -> None:
-    """The Workload counts 2 Pods of the role: the failed one is not replaced yet, so it keeps its finalizer."""
+    """The Workload counts 2 Pods of the role: the failed one is not replaced yet, so it keeps its
+    finalizer."""
     pods = [pod("pod", group="test-group", total=1, phase="Failed"),
             pod("pod2", group="test-group", total=1, gated=True)]
     step = group_step(pods, workload(ADMITTED, conditions=(WAITING,)))
@@ -421,7 +445,8 @@ def test_excess_pods_before_admission_youngest_pods_are_deleted() -> None:
 
 
 def test_excess_pods_in_pod_set_after_admission_youngest_pods_are_deleted() -> None:
-    pods = [pod("pod", group="test-group", created=NOW), pod("pod2", group="test-group", gated=True, created=at(2))]
+    pods = [pod("pod", group="test-group", created=NOW),
+            pod("pod2", group="test-group", gated=True, created=at(2))]
     step = group_step(pods, workload(ADMITTED, sets={"aaf269e6": 1, R: 1}, conditions=(WAITING,)))
     assert names(step.remove) == ["pod2"] and step.action == NOTHING
 
@@ -452,7 +477,8 @@ def test_all_pods_in_a_group_should_receive_the_event_about_preemption_unless_al
 
 
 def test_preemption_reason_should_be_propagated_to_termination_target() -> None:
-    wl = workload(sets={R: 3}, evicted="PodsReadyTimeout", evicted_message="Workload evicted due to a PodsReady timeout")
+    wl = workload(sets={R: 3}, evicted="PodsReadyTimeout",
+                  evicted_message="Workload evicted due to a PodsReady timeout")
     step = group_step([pod("pod1", group="test-group", total=1)], wl)
     assert (step.action, step.reason, step.message) == (
         STOP, "WorkloadEvictedDueToPodsReadyTimeout", "Workload evicted due to a PodsReady timeout")
@@ -460,7 +486,8 @@ def test_preemption_reason_should_be_propagated_to_termination_target() -> None:
 
 def failed(name: str, at_minute: int, *, deleting: str | None = None, finalizer: bool = True) -> ManagedPod:
     """A Pod that failed ``at_minute`` minutes from now (its ContainersReady False, reason ``Failed``)."""
-    cond = PodCondition(type="ContainersReady", status="False", reason="Failed", last_transition_time=at(at_minute))
+    cond = PodCondition(type="ContainersReady", status="False", reason="Failed",
+                        last_transition_time=at(at_minute))
     return pod(name, group="test-group", total=4, phase="Failed", deleting=deleting, finalizer=finalizer,
                conditions=[cond])
 
@@ -472,7 +499,8 @@ def test_the_failed_pods_are_finalized_in_order() -> None:
     pods = [pod("active-pod", group="test-group", total=4),
             failed("finished-with-error", -5), failed("deleted", -3, deleting=at(-4)),
             failed("finished-with-error2", -3),
-            pod("replacement1", group="test-group", total=4), pod("replacement2", group="test-group", total=4)]
+            pod("replacement1", group="test-group", total=4),
+            pod("replacement2", group="test-group", total=4)]
     wl = workload(ADMITTED, sets={R: 4}, conditions=(WAITING,))
     step = group_step(pods, wl)
     assert names(step.finalize) == ["deleted", "finished-with-error"]
@@ -481,7 +509,8 @@ def test_the_failed_pods_are_finalized_in_order() -> None:
 
 
 def test_no_unnecessary_additional_failed_pods_are_finalized() -> None:
-    pods = [failed("finished-with-error", -5), failed("finished-with-error-no-finalizer", -3, finalizer=False),
+    pods = [failed("finished-with-error", -5),
+            failed("finished-with-error-no-finalizer", -3, finalizer=False),
             pod("replacement", group="test-group", total=2)]
     step = group_step(pods, workload(ADMITTED, sets={R: 4}, conditions=(WAITING,)))
     assert step.finalize == ()
@@ -515,8 +544,8 @@ def test_waiting_for_replacement_pods(case: str, phases: tuple[str, str], condit
 
 
 def test_waiting_for_replacement_pods_follows_the_eviction() -> None:
-    """"should set ... to true when workload was evicted", "should update reason and message ... when workload was
-    evicted again", "shouldn't change ... when it's true and workload was readmitted"."""
+    """"should set ... to true when workload was evicted", "should update reason and message ... when workload
+    was evicted again", "shouldn't change ... when it's true and workload was readmitted"."""
     pods = [pod("pod1", group="test-group", phase="Failed"), pod("pod2", group="test-group", phase="Pending",
                                                                    deleting=NOW)]
     evicted = workload(ADMITTED, evicted="Preempted")
@@ -526,7 +555,8 @@ def test_waiting_for_replacement_pods_follows_the_eviction() -> None:
                         message="Preempted to accommodate a higher priority Workload")
     again = workload(ADMITTED, evicted="PodsReadyTimeout", evicted_message="Exceeded the PodsReady timeout",
                      conditions=(stale,))
-    assert replacement_pods_condition(again, True) == ("True", "PodsReadyTimeout", "Exceeded the PodsReady timeout")
+    assert replacement_pods_condition(again, True) == (
+        "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout")
     readmitted = workload(ADMITTED, conditions=(
         o.Condition(type="Evicted", status="False", reason="Preempted", message="m"), stale))
     pods = [pod("pod1", group="test-group", phase="Failed"), pod("pod2", group="test-group", phase="Pending")]
@@ -534,12 +564,14 @@ def test_waiting_for_replacement_pods_follows_the_eviction() -> None:
         "True", "Preempted", "Preempted to accommodate a higher priority Workload")
 
 
-# --- TestPodSets ----------------------------------------------------------------------------------------------
+# --- TestPodSets --------------------------------------------------------------------------------------------
 
 def test_pod_sets_of_a_single_pod_follow_its_topology_annotations_while_tas_is_on() -> None:
     state = ClusterState()
-    req = {"metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "cloud.com/block"}}, "spec": CPU}
-    pref = {"metadata": {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": "cloud.com/block"}}, "spec": CPU}
+    req = {"metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "cloud.com/block"}},
+           "spec": CPU}
+    pref = {"metadata": {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": "cloud.com/block"}},
+            "spec": CPU}
     assert pod_sync.pod_set(state, req, "main", 1)["topologyRequest"] == {
         "required": "cloud.com/block", "podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}
     assert pod_sync.pod_set(state, pref, "main", 1)["topologyRequest"] == {
@@ -552,18 +584,20 @@ def test_pod_sets_of_a_single_pod_follow_its_topology_annotations_while_tas_is_o
     ("x", "not a number"),
 ])
 def test_a_group_whose_pod_index_is_out_of_its_total_gets_no_workload(index: str, why: str) -> None:
-    """Kueue's reconciler reads the pod index of the Pod standing for the group before composing its Workload: a
-    whole number below the total, else an error and no Workload."""
-    p = pod("pod", group="test-group", total=1, gated=True, labels={"kueue.x-k8s.io/pod-group-pod-index": index})
+    """Kueue's reconciler reads the pod index of the Pod standing for the group before composing its Workload:
+    a whole number below the total, else an error and no Workload."""
+    p = pod("pod", group="test-group", total=1, gated=True,
+            labels={"kueue.x-k8s.io/pod-group-pod-index": index})
     assert group_step([p], None).action == INVALID, why
-    ok = pod("pod", group="test-group", total=1, gated=True, labels={"kueue.x-k8s.io/pod-group-pod-index": "0"})
+    ok = pod("pod", group="test-group", total=1, gated=True,
+             labels={"kueue.x-k8s.io/pod-group-pod-index": "0"})
     assert group_step([ok], None).action == CREATE
 
 
 def test_deleted_pods_in_group_should_not_be_finalized_if_the_workload_doesnt_match() -> None:
-    """Kueue's case: the group's Workload (deleted, of a role none of its Pods has) no longer matches the two Pods,
-    both being deleted on their node; it goes, and as no Pod is left to stop and none is ``Running``, a new one is
-    made of both Pods in the same reconcile, their finalizers kept."""
+    """Kueue's case: the group's Workload (deleted, of a role none of its Pods has) no longer matches the two
+    Pods, both being deleted on their node; it goes, and as no Pod is left to stop and none is ``Running``, a
+    new one is made of both Pods in the same reconcile, their finalizers kept."""
     pods = [pod("pod", group="test-group", queue="test-queue", node="test-node", deleting=NOW),
             pod("pod2", group="test-group", queue="test-queue", node="test-node", deleting=NOW)]
     old = workload(ADMITTED, sets={"incorrect-role-name": 1})
@@ -574,8 +608,9 @@ def test_deleted_pods_in_group_should_not_be_finalized_if_the_workload_doesnt_ma
 
 
 def test_no_workload_is_made_while_a_pod_of_the_group_is_running() -> None:
-    """Kueue's reconciler makes a job's Workload only once the job is not active (``IsActive``: a Pod of the group
-    ``Running``): a group whose Workload went while a Pod still runs waits for it, with nothing finalized."""
+    """Kueue's reconciler makes a job's Workload only once the job is not active (``IsActive``: a Pod of the
+    group ``Running``): a group whose Workload went while a Pod still runs waits for it, with nothing
+    finalized."""
     pods = [pod("a", group="g", gated=True), pod("b", group="g", phase="Running", node="n", deleting=NOW),
             pod("c", group="g", phase="Failed")]
     step = group_step(pods, None)
@@ -593,7 +628,8 @@ def test_pod_sets_carry_no_topology_request_if_tas_is_disabled() -> None:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
         "featureGates": {"TopologyAwareScheduling": False}})))
     for key in ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"):
-        ps = pod_sync.pod_set(state, {"metadata": {"annotations": {key: "cloud.com/block"}}, "spec": CPU}, "main", 1)
+        ps = pod_sync.pod_set(state, {"metadata": {"annotations": {key: "cloud.com/block"}}, "spec": CPU},
+                              "main", 1)
         assert "topologyRequest" not in ps and (ps["name"], ps["count"]) == ("main", 1)
 
 

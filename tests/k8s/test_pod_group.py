@@ -255,7 +255,8 @@ def test_succeeded_pods_of_a_group_are_reclaimable_unless_it_is_serving() -> Non
 def test_no_reclaimable_pods_are_counted_with_the_gate_off() -> None:
     """Kueue's generic job reconciler counts them only under its ``ReclaimablePods`` gate (pod groups too)."""
     wl = group_workload(ADMITTED, counts={"r1": 2, "r2": 1})
-    pods = [member("a", gated=False, phase="Succeeded", total="3"), member("b", gated=False, phase="Running", total="3"),
+    pods = [member("a", gated=False, phase="Succeeded", total="3"),
+            member("b", gated=False, phase="Running", total="3"),
             member("c", role="r2", gated=False, phase="Succeeded", total="3")]
     assert next_step(pods, wl, managed=True, admission_shown=True, reclaim=False).action == "nothing"
 
@@ -647,9 +648,11 @@ def test_a_finished_group_whose_workload_is_gone_gets_none_made_again_and_its_po
     (pod_controller_test.go): the reconciler handles a finished job before one without a Workload, so a group
     whose Workload a retention policy deleted after it finished is not queued again. A serving group never
     finishes: it gets a Workload as any."""
-    done = [member("a", gated=False, phase="Succeeded"), member("b", gated=False, phase="Succeeded", finalizer=False)]
+    done = [member("a", gated=False, phase="Succeeded"),
+            member("b", gated=False, phase="Succeeded", finalizer=False)]
     step = next_step(done, None, managed=True, admission_shown=False)
     assert step.action == FINALIZE and names(step.pods) == ["a"]
     serving = {"kueue.x-k8s.io/pod-group-serving": "true"}
-    pods = [member("a", phase="Succeeded", annotations=serving), member("b", phase="Succeeded", annotations=serving)]
+    pods = [member("a", phase="Succeeded", annotations=serving),
+            member("b", phase="Succeeded", annotations=serving)]
     assert next_step(pods, None, managed=True, admission_shown=False).action == CREATE

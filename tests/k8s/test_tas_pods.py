@@ -260,10 +260,10 @@ def test_the_workers_of_a_pod_set_group_rank_after_the_leader() -> None:
 
 @pytest.mark.parametrize("sub_count", [None, 0, 3])
 def test_a_sub_group_label_without_a_usable_job_size_places_the_pods_greedily(sub_count: int | None) -> None:
-    """Kueue's TestReconcile "ungate single pod with sub group index label but no (zero) sub group count": a pod
-    set naming a sub-group index label (an AppWrapper's unvalidated annotation) with no sub-group count, a count
-    of 0, or more sub groups than pods (no pod per Job) falls back to greedy placement, by name here, instead of
-    ranking the pods by their index alone."""
+    """Kueue's TestReconcile "ungate single pod with sub group index label but no (zero) sub group count": a
+    pod set naming a sub-group index label (an AppWrapper's unvalidated annotation) with no sub-group count,
+    a count of 0, or more sub groups than pods (no pod per Job) falls back to greedy placement, by name here,
+    instead of ranking the pods by their index alone."""
     two = assignment([HOST], [(["n1"], 1), (["n2"], 1)])
     request = o.PodSetTopologyRequest(required=RACK, pod_index_label=INDEX, sub_group_index_label=JOB_INDEX,
                                       sub_group_count=sub_count)

@@ -1,7 +1,8 @@
-"""Kueue's topology ungater tests (``pkg/controller/tas/topology_ungater_test.go``, TestReconcile) as an oracle:
-each case's pod sets, requests and pods go through the ungater's plan (:func:`connectors.k8s.ungating.plan` with the
-pod-set group offsets of :func:`connectors.k8s.ungating.group_offsets`, as ``Ungater.sync`` calls them) and the pods
-ungated, with the domain each gets, are Kueue's. Cases the older unit tests already cover are left out."""
+"""Kueue's topology ungater tests (``pkg/controller/tas/topology_ungater_test.go``, TestReconcile) as an
+oracle: each case's pod sets, requests and pods go through the ungater's plan
+(:func:`connectors.k8s.ungating.plan` with the pod-set group offsets of
+:func:`connectors.k8s.ungating.group_offsets`, as ``Ungater.sync`` calls them) and the pods ungated, with the
+domain each gets, are Kueue's. Cases the older unit tests already cover are left out."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from events.tas_assignment import encode
 BLOCK, RACK, HOST = "cloud.com/topology-block", "cloud.com/topology-rack", "kubernetes.io/hostname"
 LEVELS = [BLOCK, RACK]
 GATE = {"name": "kueue.x-k8s.io/topology"}
-COMPLETION, WORKER, REPLICA = ("batch.kubernetes.io/job-completion-index", "leaderworkerset.sigs.k8s.io/worker-index",
+COMPLETION, WORKER, REPLICA = ("batch.kubernetes.io/job-completion-index",
+                               "leaderworkerset.sigs.k8s.io/worker-index",
                                "training.kubeflow.org/replica-index")
 OFFSET = "kueue.x-k8s.io/pod-index-offset"
 
@@ -54,7 +56,8 @@ def _ungated(psas: list[o.PodSetAssignment], requests: dict[str, o.PodSetTopolog
         planned = plan(psa, requests.get(psa.name), mine, (), offsets.get(psa.name, 0))
         if planned is None:
             return None
-        out.update({u.pod.metadata.name: "/".join(u.node_selector[level] for level in LEVELS) for u in planned})
+        out.update({u.pod.metadata.name: "/".join(u.node_selector[level] for level in LEVELS)
+                    for u in planned})
     return out
 
 
@@ -74,13 +77,15 @@ CASES: list[tuple[str, list[o.PodSetAssignment], dict[str, o.PodSetTopologyReque
      {"p1": "b1/r1", "p2": "b1/r2", "p4": "b2/r1"}),
     ("ranks: ungate pods according to their ranks for LeaderWorkerSet - for all Pods (workers listed first)",
      [_psa("workers", WORKERS), _psa("leader", [("b1/r1", 1)])], LWS,
-     [_pod("p0", "leader", (WORKER, 0)), _pod("p1", "workers", (WORKER, 2)), _pod("p2", "workers", (WORKER, 1)),
-      _pod("p3", "workers", (WORKER, 3)), _pod("p4", "workers", (WORKER, 4))],
+     [_pod("p0", "leader", (WORKER, 0)), _pod("p1", "workers", (WORKER, 2)),
+      _pod("p2", "workers", (WORKER, 1)), _pod("p3", "workers", (WORKER, 3)),
+      _pod("p4", "workers", (WORKER, 4))],
      {"p0": "b1/r1", "p2": "b1/r1", "p1": "b1/r2", "p3": "b2/r1", "p4": "b2/r1"}),
     ("ranks: gracefully handle situation with ranks going below 0 (workers indexed from 0: greedy by name)",
      [_psa("workers", WORKERS), _psa("leader", [("b1/r1", 1)])], LWS,
-     [_pod("p0", "leader", (WORKER, 0)), _pod("p4", "workers", (WORKER, 0)), _pod("p3", "workers", (WORKER, 1)),
-      _pod("p2", "workers", (WORKER, 2)), _pod("p1", "workers", (WORKER, 3))],
+     [_pod("p0", "leader", (WORKER, 0)), _pod("p4", "workers", (WORKER, 0)),
+      _pod("p3", "workers", (WORKER, 1)), _pod("p2", "workers", (WORKER, 2)),
+      _pod("p1", "workers", (WORKER, 3))],
      {"p0": "b1/r1", "p1": "b1/r1", "p2": "b1/r2", "p3": "b2/r1", "p4": "b2/r1"}),
     ("ranks: gracefully handle situation when parallelism < completions (the failed index 0 frees its slot)",
      [_psa("main", [("b1/r1", 1)])], {"main": _request(COMPLETION)},
@@ -94,17 +99,20 @@ CASES: list[tuple[str, list[o.PodSetAssignment], dict[str, o.PodSetTopologyReque
     ("ranks: support rank-based ordering for kubeflow with invalid offset annotation (nothing ungated)",
      MPI_PSAS, MPI,
      [_pod("l0", "launcher", (REPLICA, 0)), _pod("w0", "worker", (REPLICA, 0), offset="invalid"),
-      _pod("w1", "worker", (REPLICA, 1), offset="invalid"), _pod("w2", "worker", (REPLICA, 2), offset="invalid")],
+      _pod("w1", "worker", (REPLICA, 1), offset="invalid"),
+      _pod("w2", "worker", (REPLICA, 2), offset="invalid")],
      None),
     ("ranks: out-of-range pod index falls back to greedy assignment (the stray pod stays gated)",
      [_psa("worker", [("b1/r1", 1), ("b1/r2", 1)])], {"worker": _request(COMPLETION)},
      [_pod("w1", "worker", (COMPLETION, 1), on="b1/r1", offset="1"),
-      _pod("w2", "worker", (COMPLETION, 2), on="b1/r2", offset="1"), _pod("stray", "worker", (COMPLETION, 3), offset="1")],
+      _pod("w2", "worker", (COMPLETION, 2), on="b1/r2", offset="1"),
+      _pod("stray", "worker", (COMPLETION, 3), offset="1")],
      {}),
     ("ranks: TopologyAssignment shorter than the PodSet count falls back to greedy assignment",
      [_psa("worker", [("b1/r1", 1)], count=2)], {"worker": _request(COMPLETION)},
      [_pod("w1", "worker", (COMPLETION, 1))], {"w1": "b1/r1"}),
-    ("ranks: support rank-based ordering for kubeflow - some Pods already scheduled (a launcher without index)",
+    ("ranks: support rank-based ordering for kubeflow - some Pods already scheduled "
+     "(a launcher without index)",
      [_psa("main", FOUR)], {"main": _request(REPLICA)},
      [_pod("l0"), _pod("w0", index=(REPLICA, 0)), _pod("w1", index=(REPLICA, 1), on="b1/r1"),
       _pod("w2", index=(REPLICA, 2), on="b1/r2")],
@@ -122,7 +130,9 @@ CASES: list[tuple[str, list[o.PodSetAssignment], dict[str, o.PodSetTopologyReque
 ]
 
 
-@pytest.mark.parametrize(("case", "psas", "requests", "pods", "expected"), CASES, ids=[c[0][:60] for c in CASES])
-def test_kueues_ungater_case(case: str, psas: list[o.PodSetAssignment], requests: dict[str, o.PodSetTopologyRequest],
+@pytest.mark.parametrize(("case", "psas", "requests", "pods", "expected"), CASES,
+                         ids=[c[0][:60] for c in CASES])
+def test_kueues_ungater_case(case: str, psas: list[o.PodSetAssignment],
+                             requests: dict[str, o.PodSetTopologyRequest],
                              pods: list[o.Pod], expected: dict[str, str] | None) -> None:
     assert _ungated(psas, requests, pods) == expected, case

@@ -174,7 +174,8 @@ async def test_only_an_admitted_replacement_slice_ungates_a_late_pod(
     only by an admitted, not evicted slice (``admitted``: the same setup does place it); the first slice,
     finished, places nothing either."""
     journal = LocalJournal(MemoryLog(), Mirror())
-    await journal.append(_upserts(_slice("first", 1), _slice("second", 2, replaces="first"), _pod("running", on="n1")))
+    await journal.append(_upserts(_slice("first", 1), _slice("second", 2, replaces="first"),
+                                  _pod("running", on="n1")))
     state = journal.mirror.state
     state.workloads["ns/first"].phase = FINISHED
     second = state.workloads["ns/second"]

@@ -301,8 +301,8 @@ def test_only_an_update_into_quota_reserved_without_admission_is_refused() -> No
     stuck = _reserved_without_admission(finalizers=["kueue.x-k8s.io/resource-in-use"])
     assert _review("Workload", _reserved_without_admission(), stuck)["allowed"] is True, "finalizer dropped"
     assert _review("Workload", _reserved_without_admission(labels={"a": "b"}), stuck)["allowed"] is True
-    required = ("Workload team/w: field `status.admission`: Required value: must be set while the QuotaReserved "
-                "condition is True")  # Kueue's error type: field.Required (its test's)
+    required = ("Workload team/w: field `status.admission`: Required value: must be set while the "
+                "QuotaReserved condition is True")  # Kueue's error type: field.Required (its test's)
     assert _message(_review("Workload", _reserved_without_admission(), wl())) == required, "into it: refused"
     assert _message(_review("Workload", _reserved_without_admission(), wl(reserved=True))) == required
     assert _message(_review("Workload", _reserved_without_admission())) == required, "created so: refused"
@@ -394,7 +394,8 @@ def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
 def test_kueue_s_crd_rules_on_names_tolerations_and_conditions_refuse_whatever_the_gates() -> None:
     queued = wl(queueName="Team_Q")
     assert _message(_review("Workload", queued, gates={"AllBeta": False})).startswith(
-        'Workload team/w: field `spec.queueName`: Invalid value: "Team_Q": spec.queueName in body should match')
+        'Workload team/w: field `spec.queueName`: Invalid value: "Team_Q": spec.queueName in body '
+        'should match')
     keyless = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
                "spec": {"tolerations": [{"operator": "Equal", "value": "x"}]}}
     assert _message(_review("ResourceFlavor", keyless)) == (
@@ -503,8 +504,8 @@ def test_a_workload_is_refused_for_every_field_error_together_in_kueues_order() 
     schema["spec"]["queueName"] = "Team_Q"
     del schema["status"]["conditions"][0]["reason"]
     message = _message(_review("Workload", schema))
-    assert message.startswith('Workload team/w: [field `spec.queueName`: Invalid value: "Team_Q"') and message.endswith(
-        ", field `status.conditions[0].reason`: Required value]"), message
+    assert (message.startswith('Workload team/w: [field `spec.queueName`: Invalid value: "Team_Q"')
+            and message.endswith(", field `status.conditions[0].reason`: Required value]")), message
     assert "pods" not in message
 
 
@@ -515,10 +516,12 @@ def test_a_workload_update_is_refused_for_every_error_its_own_and_the_updates_in
     changed = wl(image="other", reserved=True)
     changed["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
     assert _message(_review("Workload", changed, before)) == (
-        "Workload team/w: [field `spec.podSets.0`: field is immutable, field `status.admission`: field is immutable]")
+        "Workload team/w: [field `spec.podSets.0`: field is immutable, field `status.admission`: "
+        "field is immutable]")
     reserved = _limiting_pods(copy.deepcopy(changed))
     assert _message(_review("Workload", reserved, before)) == (
-        f"Workload team/w: [{PODS_LIMIT}, field `spec.podSets.0`: field is immutable, field `status.admission`: "
+        f"Workload team/w: [{PODS_LIMIT}, field `spec.podSets.0`: field is immutable, "
+        "field `status.admission`: "
         "field is immutable]")
     moved = copy.deepcopy(reserved)
     moved["spec"]["queueName"] = "other"

@@ -1,8 +1,8 @@
 """``firstAvailable`` (prioritized list) requests of a claim template, as Kueue charges them under
 KueueDRAIntegrationPrioritizedList (alpha, off): refused with the gate off; with it on, a request whose alternatives
 all name classes mapped to the same logical resource is charged the largest count among them (whichever one
-kube-scheduler allocates costs no more), and every other form is refused with Kueue's field error (after Kueue's
-pkg/dra prioritized_list_test.go)."""
+kube-scheduler allocates costs no more), and every other form is refused with Kueue's field error (after
+Kueue's pkg/dra prioritized_list_test.go)."""
 
 from __future__ import annotations
 
@@ -57,29 +57,31 @@ def test_alternatives_of_one_count_under_one_resource_are_charged_that_count_onc
 
 
 def test_the_largest_count_among_the_alternatives_is_the_charge_whatever_their_order() -> None:
-    # Kueue's "the largest count among the alternatives is the charge", "and the order of the alternatives does
-    # not decide it", "an unset count does not lose to a larger sibling"
+    # Kueue's "the largest count among the alternatives is the charge", "and the order of the alternatives
+    # does not decide it", "an unset count does not lose to a larger sibling"
     small, big = {"name": "a", "deviceClassName": "a100.example.com"}, {
         "name": "h", "deviceClassName": "h100.example.com", "count": 3}
     assert _charge(_spec(small, big)) == ((("example.com/gpu", 3),), "")
     assert _charge(_spec(big, small)) == ((("example.com/gpu", 3),), "")
-    zero = {"name": "z", "deviceClassName": "a100.example.com", "count": 0}  # read as one device, as Kueue does
+    # read as one device, as Kueue does
+    zero = {"name": "z", "deviceClassName": "a100.example.com", "count": 0}
     assert _charge(_spec(zero)) == ((("example.com/gpu", 1),), "")
 
 
 def test_independent_requests_add_their_own_maxima_up_to_a_bounded_amount() -> None:
     def requests(*counts: tuple[int, int]) -> o.ResourceClaimSpec:
         return msgspec.convert({"devices": {"requests": [
-            {"name": f"r{i}", "firstAvailable": [{"name": "a", "deviceClassName": "a100.example.com", "count": a},
-                                                 {"name": "h", "deviceClassName": "h100.example.com", "count": h}]}
+            {"name": f"r{i}", "firstAvailable": [
+                {"name": "a", "deviceClassName": "a100.example.com", "count": a},
+                {"name": "h", "deviceClassName": "h100.example.com", "count": h}]}
             for i, (a, h) in enumerate(counts)]}}, o.ResourceClaimSpec)
 
     assert _charge(requests((1, 3), (2, 5))) == ((("example.com/gpu", 8),), "")
     top = 2**63 - 1
     assert _charge(requests((top - 2, 1), (1, 1))) == ((("example.com/gpu", top - 1),), "")
     assert _charge(requests((top - 1, 1), (1, 1))) == ((), (
-        ".template.spec.resourceClaims[0].devices.requests[1]: Invalid value: 1: ResourceClaimTemplate t: the "
-        "counts charged to logical resource example.com/gpu do not add up to a bounded quota amount"))
+        ".template.spec.resourceClaims[0].devices.requests[1]: Invalid value: 1: ResourceClaimTemplate t: "
+        "the counts charged to logical resource example.com/gpu do not add up to a bounded quota amount"))
 
 
 @pytest.mark.parametrize(("alternatives", "error"), [

@@ -1,9 +1,9 @@
 """The quota tree and usage accounting checked against the cases of Kueue's own cache tests.
 
 Each test names the Kueue test (``pkg/cache/scheduler/cache_test.go``, ``snapshot_test.go``,
-``resource_node_test.go``) whose setup it rebuilds from objects a user would apply, and checks what Kueue's case
-expects of the nodes: subtree quotas, usage above the guarantees bubbling up to the Cohorts, what a Cohort could
-lend, and the usage a ClusterQueue's status reports.
+``resource_node_test.go``) whose setup it rebuilds from objects a user would apply, and checks what Kueue's
+case expects of the nodes: subtree quotas, usage above the guarantees bubbling up to the Cohorts, what a
+Cohort could lend, and the usage a ClusterQueue's status reports.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ GPU = "example.com/gpu"
 
 
 def _quotas(flavors: list[tuple[str, dict[str, Any]]]) -> list[dict]:
-    """``[(flavor, {resource: nominal or (nominal, borrowingLimit, lendingLimit)})]`` as one resource group per
-    set of covered resources, in the order given."""
+    """``[(flavor, {resource: nominal or (nominal, borrowingLimit, lendingLimit)})]`` as one resource group
+    per set of covered resources, in the order given."""
     groups: dict[tuple[str, ...], list[dict]] = {}
     for name, resources in flavors:
         rows = []
@@ -98,7 +98,8 @@ def delete(folder: ObjectFolder, kind: str, key: str) -> None:
 
 
 def subtrees(folder: ObjectFolder) -> dict[str, dict[str, int]]:
-    return {name: {fr: v for fr, v in node.subtree.items()} for name, node in folder.state.quota.cohorts.items()}
+    return {name: {fr: v for fr, v in node.subtree.items()}
+            for name, node in folder.state.quota.cohorts.items()}
 
 
 def cohort_usage(folder: ObjectFolder, name: str) -> dict[str, int]:
@@ -115,12 +116,13 @@ def test_cohort_lendable_sums_what_each_member_lends() -> None:
     assert fair_share.lendable(folder.state.quota.cohorts["test-cohort"]) == {"cpu": 10_000, GPU: 3}
 
 
-# --- cache_test.go: TestDeleteCohortUpdatesAncestorSubtreeQuota, TestCohortCycles -----------------------------
+# --- cache_test.go: TestDeleteCohortUpdatesAncestorSubtreeQuota, TestCohortCycles ---------------------------
 
 
 def test_deleting_a_child_cohort_takes_its_quota_from_the_parent() -> None:
     """"deleting child cohort updates parent SubtreeQuota"."""
-    folder = fold(cohort("root", "", ("default", {"cpu": "10"})), cohort("child", "root", ("default", {"cpu": "5"})))
+    folder = fold(cohort("root", "", ("default", {"cpu": "10"})),
+                  cohort("child", "root", ("default", {"cpu": "5"})))
     assert subtrees(folder)["root"] == {"default/cpu": 15_000}
     delete(folder, "Cohort", "child")
     assert subtrees(folder)["root"] == {"default/cpu": 10_000}
@@ -128,7 +130,8 @@ def test_deleting_a_child_cohort_takes_its_quota_from_the_parent() -> None:
 
 def test_deleting_a_grandchild_cohort_updates_every_ancestor() -> None:
     """"deleting grandchild cohort updates all ancestors SubtreeQuota"."""
-    folder = fold(cohort("root", "", ("default", {"cpu": "10"})), cohort("mid", "root", ("default", {"cpu": "5"})),
+    folder = fold(cohort("root", "", ("default", {"cpu": "10"})),
+                  cohort("mid", "root", ("default", {"cpu": "5"})),
                   cohort("leaf", "mid", ("default", {"cpu": "3"})))
     assert {k: subtrees(folder)[k] for k in ("mid", "root")} == {
         "mid": {"default/cpu": 8_000}, "root": {"default/cpu": 18_000}}
@@ -138,9 +141,10 @@ def test_deleting_a_grandchild_cohort_updates_every_ancestor() -> None:
 
 
 def test_deleting_a_cohort_with_a_queue_cuts_it_off_the_root() -> None:
-    """"deleting cohort with children updates parent SubtreeQuota": root keeps only its own 10 cpu; mid lives on
-    as the implicit cohort of its ClusterQueue."""
-    folder = fold(cohort("root", "", ("default", {"cpu": "10"})), cohort("mid", "root", ("default", {"cpu": "5"})),
+    """"deleting cohort with children updates parent SubtreeQuota": root keeps only its own 10 cpu; mid lives
+    on as the implicit cohort of its ClusterQueue."""
+    folder = fold(cohort("root", "", ("default", {"cpu": "10"})),
+                  cohort("mid", "root", ("default", {"cpu": "5"})),
                   cq("cq", "mid", ("default", {"cpu": "7"})))
     assert subtrees(folder)["root"] == {"default/cpu": 22_000}
     delete(folder, "Cohort", "mid")
@@ -148,7 +152,8 @@ def test_deleting_a_cohort_with_a_queue_cuts_it_off_the_root() -> None:
 
 
 def test_a_queue_joining_a_cyclic_cohort_leaves_its_old_cohort_and_stops() -> None:
-    """"clusterqueue joining cohort with cycle successfully updates old cohort" (and "leaving", read backwards)."""
+    """"clusterqueue joining cohort with cycle successfully updates old cohort" (and "leaving", read
+    backwards)."""
     folder = fold(cohort("cycle", "cycle"), cohort("cohort", "", ("default", {"cpu": "10"})),
                   cq("cq", "cohort", ("default", {"cpu": "5"})))
     assert subtrees(folder)["cohort"] == {"default/cpu": 15_000}
@@ -170,7 +175,8 @@ def test_a_cohort_switching_parents_moves_its_quota() -> None:
 
 def test_a_cohort_joining_a_cycle_leaves_its_old_parent() -> None:
     """"cohort joining cohort with cycle successfully updates old cohort"."""
-    folder = fold(cohort("cycle-root", "cycle-root"), cohort("root"), cohort("cohort", "root", ("default", {"cpu": "10"})))
+    folder = fold(cohort("cycle-root", "cycle-root"), cohort("root"),
+                  cohort("cohort", "root", ("default", {"cpu": "10"})))
     assert subtrees(folder)["root"] == {"default/cpu": 10_000}
     folder.put(cohort("cohort", "cycle-root", ("default", {"cpu": "10"})))
     assert subtrees(folder)["root"] == {}
@@ -180,8 +186,9 @@ def test_a_cohort_joining_a_cycle_leaves_its_old_parent() -> None:
 
 
 def test_cohort_usage_counts_only_what_is_used_beyond_the_guarantees() -> None:
-    """"lendingLimit with 2 clusterQueues and 2 flavors": a keeps 5 arm and 10 x86 for itself (lending limits 5
-    and 10), so its 15 arm put 10 on the cohort and its 10 x86 none; the cohort's quota is what both lend."""
+    """"lendingLimit with 2 clusterQueues and 2 flavors": a keeps 5 arm and 10 x86 for itself (lending limits
+    5 and 10), so its 15 arm put 10 on the cohort and its 10 x86 none; the cohort's quota is what both
+    lend."""
     a = cq("a", "lending", ("arm", {"cpu": ("10", None, "5")}), ("x86", {"cpu": ("20", None, "10")}))
     b = cq("b", "lending", ("arm", {"cpu": ("10", None, "5")}), ("x86", {"cpu": ("20", None, "10")}))
     folder = fold(a, b, local_queue("lq", "a"),
@@ -192,22 +199,26 @@ def test_cohort_usage_counts_only_what_is_used_beyond_the_guarantees() -> None:
     tree = folder.state.quota
     assert subtrees(folder)["lending"] == {"arm/cpu": 10_000, "x86/cpu": 20_000}
     assert cohort_usage(folder, "lending") == {"arm/cpu": 10_000}
-    assert {fr: v for fr, v in tree.cluster_queues["a"].usage.items() if v} == {"arm/cpu": 15_000, "x86/cpu": 10_000}
+    assert {fr: v for fr, v in tree.cluster_queues["a"].usage.items() if v} == {
+        "arm/cpu": 15_000, "x86/cpu": 10_000}
 
 
 def test_a_cohort_with_its_own_quota_adds_what_its_queues_lend() -> None:
     """"cohort provides resources": 10 arm + the 3 cq lends, 20 x86 + cq's 5, 42 mips of its own."""
     folder = fold(cq("cq", "cohort", ("arm", {"cpu": ("7", None, "3")}), ("x86", {"cpu": "5"})),
-                  cohort("cohort", "", ("arm", {"cpu": "10"}), ("x86", {"cpu": "20"}), ("mips", {"cpu": "42"})),
+                  cohort("cohort", "", ("arm", {"cpu": "10"}), ("x86", {"cpu": "20"}),
+                         ("mips", {"cpu": "42"})),
                   flavors=("arm", "x86", "mips"))
     assert subtrees(folder)["cohort"] == {"arm/cpu": 13_000, "x86/cpu": 25_000, "mips/cpu": 42_000}
 
 
 def test_cohorts_in_cycles_and_their_queues_are_left_out() -> None:
     """"cohorts with cycles and their cqs excluded from snapshot"."""
-    folder = fold(cohort("autocycle", "autocycle"), cohort("cycle-a", "cycle-b"), cohort("cycle-b", "cycle-a"),
-                  cohort("nocycle"), *(cq(f"cq-{c}", c2, ("arm", {"cpu": "0"})) for c, c2 in (
-                      ("autocycle", "autocycle"), ("a", "cycle-a"), ("b", "cycle-b"), ("nocycle", "nocycle"))),
+    folder = fold(cohort("autocycle", "autocycle"), cohort("cycle-a", "cycle-b"),
+                  cohort("cycle-b", "cycle-a"), cohort("nocycle"),
+                  *(cq(f"cq-{c}", c2, ("arm", {"cpu": "0"})) for c, c2 in (
+                      ("autocycle", "autocycle"), ("a", "cycle-a"), ("b", "cycle-b"),
+                      ("nocycle", "nocycle"))),
                   flavors=("arm",))
     tree = folder.state.quota
     assert sorted(tree.cohorts) == ["nocycle"]
@@ -216,7 +227,7 @@ def test_cohorts_in_cycles_and_their_queues_are_left_out() -> None:
         "CohortCycleDetected", "CohortCycleDetected", "CohortCycleDetected", None]
 
 
-# --- snapshot_test.go: TestSnapshotAddRemoveWorkloadWithLendingLimit -----------------------------------------
+# --- snapshot_test.go: TestSnapshotAddRemoveWorkloadWithLendingLimit ----------------------------------------
 
 LEND_USAGE = {"lend-a-1": ("lend-a", 1_000), "lend-a-2": ("lend-a", 9_000), "lend-a-3": ("lend-a", 6_000),
               "lend-b-1": ("lend-b", 4_000)}
@@ -228,8 +239,10 @@ LEND_CASES = {
     "remove all": (ALL, (), (0, 0, 0)),
     "remove workload, but still using quota over GuaranteedQuota": (("lend-a-2",), (), (7_000, 4_000, 1_000)),
     "remove wokload, using same quota as GuaranteedQuota": (("lend-a-1", "lend-a-2"), (), (6_000, 4_000, 0)),
-    "remove workload, using less quota than GuaranteedQuota": (("lend-a-2", "lend-a-3"), (), (1_000, 4_000, 0)),
-    "remove all then add workload, using less quota than GuaranteedQuota": (ALL, ("lend-a-1",), (1_000, 0, 0)),
+    "remove workload, using less quota than GuaranteedQuota": (
+        ("lend-a-2", "lend-a-3"), (), (1_000, 4_000, 0)),
+    "remove all then add workload, using less quota than GuaranteedQuota": (
+        ALL, ("lend-a-1",), (1_000, 0, 0)),
     "remove all then add workload, using same quota as GuaranteedQuota": (ALL, ("lend-a-3",), (6_000, 0, 0)),
     "remove all then add workload, using quota over GuaranteedQuota": (ALL, ("lend-a-2",), (9_000, 0, 3_000)),
 }
@@ -237,15 +250,16 @@ LEND_CASES = {
 
 @pytest.mark.parametrize("name", sorted(LEND_CASES))
 def test_removing_and_adding_usage_in_a_cycle_moves_only_what_is_beyond_the_guarantee(name: str) -> None:
-    """lend-a keeps 6 of its 10 cpu (lends 4), lend-b keeps 4 (lends 6); a cycle's overlay takes workloads out and
-    puts them back, and the cohort sees only what goes beyond the guarantees. The overlay rolls back to where it
-    started."""
+    """lend-a keeps 6 of its 10 cpu (lends 4), lend-b keeps 4 (lends 6); a cycle's overlay takes workloads out
+    and puts them back, and the cohort sees only what goes beyond the guarantees. The overlay rolls back to
+    where it started."""
     removed, added, want = LEND_CASES[name]
     folder = fold(cq("lend-a", "lend", ("default", {"cpu": ("10", None, "4")})),
                   cq("lend-b", "lend", ("default", {"cpu": ("10", None, "6")})))
     tree = folder.state.quota
     start = (tree.cluster_queues["lend-a"].usage.get("default/cpu", 0),
-             tree.cluster_queues["lend-b"].usage.get("default/cpu", 0), tree.cohorts["lend"].usage.get("default/cpu", 0))
+             tree.cluster_queues["lend-b"].usage.get("default/cpu", 0),
+             tree.cohorts["lend"].usage.get("default/cpu", 0))
     for wl in ALL:
         queue, amount = LEND_USAGE[wl]
         tree.charge(queue, {"default/cpu": amount})
@@ -257,7 +271,8 @@ def test_removing_and_adding_usage_in_a_cycle_moves_only_what_is_beyond_the_guar
         queue, amount = LEND_USAGE[wl]
         tree.charge(queue, {"default/cpu": amount})
     got = (tree.cluster_queues["lend-a"].usage.get("default/cpu", 0),
-           tree.cluster_queues["lend-b"].usage.get("default/cpu", 0), tree.cohorts["lend"].usage.get("default/cpu", 0))
+           tree.cluster_queues["lend-b"].usage.get("default/cpu", 0),
+           tree.cohorts["lend"].usage.get("default/cpu", 0))
     tree.rollback()
     assert got == want
     assert tree.cohorts["lend"].usage.get("default/cpu", 0) == 10_000
@@ -269,7 +284,7 @@ def test_removing_and_adding_usage_in_a_cycle_moves_only_what_is_beyond_the_guar
             tree.cohorts["lend"].usage.get("default/cpu", 0)) == start
 
 
-# --- cache_test.go: TestClusterQueueUsage, TestLocalQueueUsage, finished workloads ----------------------------
+# --- cache_test.go: TestClusterQueueUsage, TestLocalQueueUsage, finished workloads --------------------------
 
 
 def _usage_queue(in_cohort: bool) -> dict:
@@ -279,14 +294,16 @@ def _usage_queue(in_cohort: bool) -> dict:
 
 
 def _flavor_usage(status: dict, field: str) -> dict[str, dict[str, tuple[str, str | None]]]:
-    return {f["name"]: {r["name"]: (r["total"], r.get("borrowed")) for r in f["resources"]} for f in status[field]}
+    return {f["name"]: {r["name"]: (r["total"], r.get("borrowed")) for r in f["resources"]}
+            for f in status[field]}
 
 
 ONE = dict(usage={"cpu": ("default", "8"), GPU: ("model_a", "5")}, admitted=True)
 TWO = dict(usage={"cpu": ("default", "5"), GPU: ("model_b", "6")})
 IDLE_VF = {f"example.com/vf-{i}": ("0", "0") for i in range(3)}
 
-# name -> (in a cohort, workloads, reserved {flavor: {resource: (total, borrowed)}}, reserving, admitted (cpu total))
+# name -> (in a cohort, workloads, reserved {flavor: {resource: (total, borrowed)}}, reserving,
+# admitted (cpu total))
 USAGE_CASES = {
     "clusterQueue without cohort; single, admitted no borrowing": (False, [("one", ONE)], {
         "default": {"cpu": ("8", "0")}, "model_a": {GPU: ("5", "0")}, "model_b": {GPU: ("0", "0")},
@@ -298,7 +315,8 @@ USAGE_CASES = {
         "default": {"cpu": ("13", "0")}, "model_a": {GPU: ("5", "0")}, "model_b": {GPU: ("6", "0")},
         "interconnect_a": IDLE_VF}, 2, "8"),
     "clusterQueue with cohort; partial admission": (True, [
-        ("partial-one", dict(usage={"cpu": ("default", "4")}, admitted=True, count=2, pods=5, requests={"cpu": "2"})),
+        ("partial-one", dict(usage={"cpu": ("default", "4")}, admitted=True, count=2, pods=5,
+                             requests={"cpu": "2"})),
         ("partial-two", dict(usage={"cpu": ("default", "4")}, count=2, pods=5, requests={"cpu": "2"}))], {
         "default": {"cpu": ("8", "0")}, "model_a": {GPU: ("0", "0")}, "model_b": {GPU: ("0", "0")},
         "interconnect_a": IDLE_VF}, 2, "4"),
@@ -307,8 +325,8 @@ USAGE_CASES = {
 
 @pytest.mark.parametrize("name", sorted(USAGE_CASES))
 def test_cluster_queue_status_usage_as_kueue_counts_it(name: str) -> None:
-    """TestClusterQueueUsage: every flavor-resource of the queue listed, in the spec's order; ``borrowed`` is what
-    is used beyond the nominal quota, and only in a cohort."""
+    """TestClusterQueueUsage: every flavor-resource of the queue listed, in the spec's order; ``borrowed`` is
+    what is used beyond the nominal quota, and only in a cohort."""
     in_cohort, workloads, reserved, reserving, admitted_cpu = USAGE_CASES[name]
     folder = fold(_usage_queue(in_cohort), local_queue("lq", "foo"),
                   *(holding(n, "foo", **kw) for n, kw in workloads),
@@ -335,12 +353,12 @@ def test_local_queue_status_counts_its_reservations_per_flavor() -> None:
 
 
 def test_a_queue_created_after_its_workloads_counts_the_unfinished_ones() -> None:
-    """TestCacheClusterQueueOperations "add cluster queue after finished workloads": the reserving and admitted
-    workloads count (2 cpu reserved, 1 admitted), the finished one does not."""
+    """TestCacheClusterQueueOperations "add cluster queue after finished workloads": the reserving and
+    admitted workloads count (2 cpu reserved, 1 admitted), the finished one does not."""
     folder = fold(local_queue("lq1", "cq1"),
                   {"apiVersion": API, "kind": "Workload", "metadata": {"name": "pending", "namespace": "ns"},
-                   "spec": {"queueName": "lq1", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-                       "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}},
+                   "spec": {"queueName": "lq1", "podSets": [{"name": "main", "count": 1, "template": {
+                       "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}},
                   holding("reserving", "cq1", {"cpu": ("f1", "1")}, lq="lq1"),
                   holding("admitted", "cq1", {"cpu": ("f1", "1")}, admitted=True, lq="lq1"),
                   holding("finished", "cq1", {"cpu": ("f1", "1")}, admitted=True, finished=True, lq="lq1"),

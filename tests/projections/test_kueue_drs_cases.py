@@ -1,10 +1,10 @@
 """Dominant resource shares checked against the cases of Kueue's own table test.
 
 The cases come from Kueue's ``pkg/cache/scheduler/fair_sharing_test.go``, ``TestDominantResourceShare`` (and
-``TestIsBorrowingOn``): a ClusterQueue ``cq`` with quota and usage, usually a second ClusterQueue that lends to
-the same cohort, sometimes a tree of Cohort objects, and optionally a request counted on top of the usage. Each
-expects, for every node, the weighted share as the status field holds it (rounded up, an int64), the dominant
-resource and whether the node borrows. The setups are rebuilt here as objects a user would apply.
+``TestIsBorrowingOn``): a ClusterQueue ``cq`` with quota and usage, usually a second ClusterQueue that lends
+to the same cohort, sometimes a tree of Cohort objects, and optionally a request counted on top of the usage.
+Each expects, for every node, the weighted share as the status field holds it (rounded up, an int64), the
+dominant resource and whether the node borrows. The setups are rebuilt here as objects a user would apply.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def _cohort(name: str, parent: str = "", quotas: dict | None = None, weight: str
         spec["resourceGroups"] = _groups(quotas)
     if weight is not None:
         spec["fairSharing"] = {"weight": weight}
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name},
+            "spec": spec}
 
 
 def _holding(i: int, flavor: str, resource: str, quantity: str) -> dict:
@@ -68,13 +69,14 @@ def _holding(i: int, flavor: str, resource: str, quantity: str) -> dict:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": f"workload-{i}", "namespace": "default", "uid": f"uid-{i}"},
-        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
-            {"name": "c", "resources": {"requests": {resource: quantity}}}]}}}]},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "resources": {"requests": {resource: quantity}}}]}}}]},
         "status": {
             "admission": {"clusterQueue": "cq", "podSetAssignments": [{
-                "name": "main", "count": 1, "flavors": {resource: flavor}, "resourceUsage": {resource: quantity}}]},
-            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "",
-                            "lastTransitionTime": stamp}]},
+                "name": "main", "count": 1, "flavors": {resource: flavor},
+                "resourceUsage": {resource: quantity}}]},
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                            "message": "", "lastTransitionTime": stamp}]},
     }
 
 
@@ -82,7 +84,8 @@ def _state(cq: dict, lender: dict | None, cohorts: list[dict], usage: dict[tuple
     folder = ObjectFolder(T)
     folder.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
     for f in ("default", "on-demand", "spot"):
-        folder.put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f}})
+        folder.put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                    "metadata": {"name": f}})
     for c in cohorts:
         folder.put(c)
     folder.put(cq)
@@ -164,16 +167,19 @@ CASES: dict[str, tuple] = {
     "cohort has resource share": (
         _cq("cq", "child-cohort", {"default": {GPU: "5"}}, "1"), None,
         [_cohort("root", quotas={"default": {GPU: "45"}}), _cohort("child-cohort", "root", weight="2")],
-        {("default", GPU): "10"}, {}, {"cq": (100, GPU, True), "child-cohort": (50, GPU, True), "root": IDLE}),
+        {("default", GPU): "10"}, {},
+        {"cq": (100, GPU, True), "child-cohort": (50, GPU, True), "root": IDLE}),
     "resource share defined for resources only available at the root cohort": (
         _cq("cq", "child-cohort", {"default": {GPU: "0"}}, "1"), None,
         [_cohort("root", quotas={"default": {GPU: "50"}}), _cohort("child-cohort", "root", weight="2")],
-        {("default", GPU): "10"}, {}, {"cq": (200, GPU, True), "child-cohort": (100, GPU, True), "root": IDLE}),
+        {("default", GPU): "10"}, {},
+        {"cq": (200, GPU, True), "child-cohort": (100, GPU, True), "root": IDLE}),
     "resource share affected by borrowing limit": (
         _cq("cq", "child-cohort", {"default": {GPU: "0"}}), None,
         [_cohort("root", quotas={"default": {GPU: "50"}}),
          _cohort("child-cohort", "root", quotas={"default": {GPU: ("0", "10", None)}})],
-        {("default", GPU): "10"}, {}, {"cq": (1000, GPU, True), "child-cohort": (200, GPU, True), "root": IDLE}),
+        {("default", GPU): "10"}, {},
+        {"cq": (1000, GPU, True), "child-cohort": (200, GPU, True), "root": IDLE}),
     "borrowing against unlimited lendable capacity (exabyte-scale quota)": (
         _cq("cq", "test-cohort", {"default": {"cpu": "0"}}, "1"),
         _cq("lending-cq", "test-cohort", {"default": {"cpu": "1E"}}, "1"), [],
@@ -191,7 +197,8 @@ def test_dominant_resource_share_as_kueue_computes_it(name: str) -> None:
         is_cq = node_name in tree.cluster_queues
         node = tree.cluster_queues[node_name] if is_cq else tree.cohorts[node_name]
         d = fair_share.dominant_share(node, request or None)
-        share = _rounded(d) if request else weighted_share(state, "ClusterQueue" if is_cq else "Cohort", node_name)
+        share = _rounded(d) if request else weighted_share(
+            state, "ClusterQueue" if is_cq else "Cohort", node_name)
         got[node_name] = (share, d.dominant, d.borrowing)
     assert got == want
 

@@ -3,9 +3,9 @@
 Kueue's ClusterQueue stamps each requeue of its inadmissible workloads (``queueInadmissibleCycle``) and a head
 popped before that stamp goes back to the heap however it failed (``requeueIfNotPresent``;
 ``pkg/queue/cluster_queue_test.go`` TestQueueInadmissibleWorkloadsDuringScheduling,
-TestPopMidCycleDoesNotConsumeRequeueSignal). In the log the same race is a decision whose ``input`` precedes an
-event that sent the parked workloads back (here a workload finishing and freeing the quota): parked after it, the
-workload would wait for the next flush with the quota free."""
+TestPopMidCycleDoesNotConsumeRequeueSignal). In the log the same race is a decision whose ``input`` precedes
+an event that sent the parked workloads back (here a workload finishing and freeing the quota): parked after
+it, the workload would wait for the next flush with the quota free."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ def apply(state: ClusterState, e: ev.Event) -> None:
 
 
 def busy(*holders: tuple[str, str, str], quotas: tuple[int, ...] = (1,), want: str = "1") -> ClusterState:
-    """ClusterQueues ``cq``, ``cq2``... (one per quota, each its own cohort tree, LocalQueues ``lq``, ``lq2``...),
-    ``holders`` (name, LocalQueue, cpu) admitted, then ``team/w`` (``want`` cpu) pending in ``cq``."""
+    """ClusterQueues ``cq``, ``cq2``... (one per quota, each its own cohort tree, LocalQueues ``lq``,
+    ``lq2``...), ``holders`` (name, LocalQueue, cpu) admitted, then ``team/w`` (``want`` cpu) pending in
+    ``cq``."""
     state = ClusterState()
     events = [upsert(namespace("team"), T0), upsert(flavor("f0"), T0)]
     for i, quota in enumerate(quotas):
@@ -75,8 +76,8 @@ def test_an_attempt_decided_before_a_flush_goes_back_to_the_heap() -> None:
 
 
 def test_a_flush_of_another_cohort_tree_does_not_count() -> None:
-    """The mark is per queue, as Kueue's: a flush of a ClusterQueue outside the workload's cohort tree leaves it
-    parked."""
+    """The mark is per queue, as Kueue's: a flush of a ClusterQueue outside the workload's cohort tree leaves
+    it parked."""
     state = busy(("hold", "lq", "1"), ("run", "lq2", "1"), quotas=(1, 1))
     batch = parking(state)
     finish(state, "run")

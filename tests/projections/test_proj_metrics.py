@@ -1001,9 +1001,9 @@ def test_weighted_shares_are_kueues_dominant_resource_shares() -> None:
 
 
 def test_a_cohort_of_weight_zero_that_borrows_reports_nan() -> None:
-    """Kueue's cohort_controller_test.go TestUpdateCohortStatusIfChanged, "fair sharing enabled with zero weight
-    borrowing cohort reports NaN metric and MaxInt64 status": a Cohort's infinite share is reported as NaN, as a
-    ClusterQueue's is (its status saturates at MaxInt64: test_proj_queue_status)."""
+    """Kueue's cohort_controller_test.go TestUpdateCohortStatusIfChanged, "fair sharing enabled with zero
+    weight borrowing cohort reports NaN metric and MaxInt64 status": a Cohort's infinite share is reported as
+    NaN, as a ClusterQueue's is (its status saturates at MaxInt64: test_proj_queue_status)."""
     log = Log()
     fair_tree(log)
     log.observe(upsert(o.Cohort(metadata=cohort("co").metadata, spec=o.CohortSpec(

@@ -468,8 +468,8 @@ def test_a_version_71_snapshot_restores_its_pending_workloads_without_other_pod_
     spec = msgspec.structs.replace(wl.spec.pod_sets[0].template.spec,
                                    resources=res({"cpu": "1", "nvidia.com/gpu": "2"}))
     pod_set = msgspec.structs.replace(wl.spec.pod_sets[0], template=o.PodTemplateSpec(spec=spec))
-    _apply(state, upsert(msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, pod_sets=[pod_set])),
-                         T0 + 1))
+    _apply(state, upsert(msgspec.structs.replace(
+        wl, spec=msgspec.structs.replace(wl.spec, pod_sets=[pod_set])), T0 + 1))
     assert dict(state.workloads["ns0/w9"].pod_sets[0].requests) == {"cpu": 1000}
     fresh = snapshot.decode(snapshot.encode(state))
     held = state.workloads["ns0/w9"]

@@ -82,11 +82,12 @@ def test_a_snapshot_from_before_version_11_takes_the_sticky_workload_as_the_pree
 
 
 @pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
-def test_an_update_in_place_keeps_the_sticky_head_but_a_new_generation_is_not_the_preemptor(strategy: str) -> None:
-    """Kueue's ``PushOrUpdate`` of an updated pending workload forgets neither the sticky head nor the preemptor
-    (only ``delete`` and a requeue for another reason do); ``IsPreemptor`` compares the generation it was evaluated
-    at, so a new spec (here a new priority) is no longer the preemptor (cluster_queue_test.go,
-    TestClusterQueueIsPreemptor). The sticky head does not look at the generation."""
+def test_an_update_in_place_keeps_the_sticky_head_but_a_new_generation_is_not_the_preemptor(
+        strategy: str) -> None:
+    """Kueue's ``PushOrUpdate`` of an updated pending workload forgets neither the sticky head nor the
+    preemptor (only ``delete`` and a requeue for another reason do); ``IsPreemptor`` compares the generation
+    it was evaluated at, so a new spec (here a new priority) is no longer the preemptor
+    (cluster_queue_test.go, TestClusterQueueIsPreemptor). The sticky head does not look at the generation."""
     state = fold(strategy)
     pending(state, "PendingPreemption")
     apply(state, upsert(workload("team", "w", queue="lq", priority=7), T0))

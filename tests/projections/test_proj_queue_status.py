@@ -364,10 +364,10 @@ def test_cohort_status_carries_its_weighted_share() -> None:
 
 
 def test_a_zero_weight_cohort_that_borrows_saturates_at_maxint64() -> None:
-    """Kueue's cohort_controller_test.go TestUpdateCohortStatusIfChanged, "fair sharing enabled with zero weight
-    borrowing cohort reports NaN metric and MaxInt64 status": Cohort "cohort" (weight 0, no quota) under "root"
-    (10 cpu) holds cq (weight 0, 0 cpu) using 2 cpu; the borrowing zero-weight Cohort's share is +inf, written
-    as MaxInt64; the root, which has no parent to borrow from, shows 0."""
+    """Kueue's cohort_controller_test.go TestUpdateCohortStatusIfChanged, "fair sharing enabled with zero
+    weight borrowing cohort reports NaN metric and MaxInt64 status": Cohort "cohort" (weight 0, no quota)
+    under "root" (10 cpu) holds cq (weight 0, 0 cpu) using 2 cpu; the borrowing zero-weight Cohort's share is
+    +inf, written as MaxInt64; the root, which has no parent to borrow from, shows 0."""
     from fixtures.eventgen import cluster_queue as plain_cq
 
     root = o.Cohort(metadata=meta("root"), spec=o.CohortSpec(resource_groups=[o.ResourceGroup(
@@ -376,13 +376,15 @@ def test_a_zero_weight_cohort_that_borrows_saturates_at_maxint64() -> None:
     zero = o.Cohort(metadata=meta("cohort"), spec=o.CohortSpec(parent_name="root",
                                                                fair_sharing=o.FairSharing(weight="0")))
     q = plain_cq("cq", cohort="cohort", quotas={"red": 0})
-    q = msgspec.structs.replace(q, spec=msgspec.structs.replace(q.spec, fair_sharing=o.FairSharing(weight="0")))
+    q = msgspec.structs.replace(q, spec=msgspec.structs.replace(q.spec,
+                                                                fair_sharing=o.FairSharing(weight="0")))
     admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
         name="main", flavors={"cpu": "red"}, count=1, resource_usage={"cpu": "2"})])
     state = fold(records([[
         ev.ConfigRecorded(time=T0, document={"fairSharing": {}}),
-        upsert(namespace("ns"), T0), upsert(flavor("red"), T0), upsert(root, T0), upsert(zero, T0), upsert(q, T0),
-        upsert(local_queue("ns", "lq", "cq"), T0), upsert(workload("ns", "wl", queue="lq", cpu="2"), T0),
+        upsert(namespace("ns"), T0), upsert(flavor("red"), T0), upsert(root, T0), upsert(zero, T0),
+        upsert(q, T0), upsert(local_queue("ns", "lq", "cq"), T0),
+        upsert(workload("ns", "wl", queue="lq", cpu="2"), T0),
         ev.QuotaReserved(key="ns/wl", admission=admission, **d(1)), ev.WorkloadAdmitted(key="ns/wl", **d(1)),
     ]]))
     assert cohort_status(state, "cohort") == {"fairSharing": {"weightedShare": 9223372036854775807}}

@@ -49,9 +49,9 @@ def _afs_observed(state: ClusterState) -> list:
 
 
 def _digest(state: ClusterState) -> str:
-    """The state's digest but for the AFS history's compaction points (compared by :func:`_afs_observed`) and the
-    marks of where parked workloads were last sent back (``flushes``), which a version-48 snapshot does not hold:
-    they only tell a failed attempt decided before the snapshot and folded after it not to park."""
+    """The state's digest but for the AFS history's compaction points (compared by :func:`_afs_observed`) and
+    the marks of where parked workloads were last sent back (``flushes``), which a version-48 snapshot does
+    not hold: they only tell a failed attempt decided before the snapshot and folded after it not to park."""
     taken = msgspec.structs.replace(snapshot.take(state), afs_queues=[], flushes=[])
     return hashlib.sha256(msgspec.msgpack.encode(taken, order="sorted")).hexdigest()
 

@@ -277,11 +277,11 @@ def test_a_workload_seen_already_admitted_enters_without_an_entry_penalty_whiche
 
 
 def test_a_local_queue_first_seen_with_admitted_usage_shows_it_at_weight_zero() -> None:
-    """Kueue's localqueue_controller_test.go TestLocalQueueReconcile, "local queue with uninitialized cache and no
-    prior status seeds empty usage": a LocalQueue without a persisted consumed usage whose workload is already
-    admitted (4 cpu) is first sampled with that usage at weight zero, so its status lists ``cpu: "0"`` (not an
-    empty map, as for one with nothing admitted), whichever of the two is seen first and whether or not its
-    ClusterQueue orders by usage; the next sample moves it as before."""
+    """Kueue's localqueue_controller_test.go TestLocalQueueReconcile, "local queue with uninitialized cache
+    and no prior status seeds empty usage": a LocalQueue without a persisted consumed usage whose workload is
+    already admitted (4 cpu) is first sampled with that usage at weight zero, so its status lists ``cpu: "0"``
+    (not an empty map, as for one with nothing admitted), whichever of the two is seen first and whether or
+    not its ClusterQueue orders by usage; the next sample moves it as before."""
     for usage_based in (False, True):
         for lq_first in (True, False):
             state = ClusterState()

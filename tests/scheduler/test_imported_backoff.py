@@ -138,4 +138,5 @@ def test_a_version_67_snapshot_puts_a_pending_workloads_time_on_the_clock() -> N
     assert restored.backoff == {"ns0/w": REQUEUE_AT}
     assert next_deadline(restored, DEFAULT, afs_samples=False) == REQUEUE_AT
     assert snapshot.take(restored) == taken, "as the full fold has it"
-    assert snapshot.restore(msgspec.structs.replace(taken, backoff=[])).backoff == {}, "68 on is read as it is"
+    assert snapshot.restore(msgspec.structs.replace(taken, backoff=[])).backoff == {}, (
+        "68 on is read as it is")

@@ -1,7 +1,8 @@
-"""Kueue's TAS node controller tests (``pkg/controller/tas/node_controller_test.go``, TestNodeFailureReconciler,
-formerly ``node_failure_controller_test.go``) as an oracle: one node looked at (``n1``) under one admitted workload,
-the workload's ``status.unhealthyNodes`` after the look (or its eviction) and the pinned pods the controller fails
-are Kueue's. The look is kueue-es's :func:`~kueue_es.scheduler.nodefailure.node_failure_decisions` and
+"""Kueue's TAS node controller tests (``pkg/controller/tas/node_controller_test.go``,
+TestNodeFailureReconciler, formerly ``node_failure_controller_test.go``) as an oracle: one node looked at
+(``n1``) under one admitted workload, the workload's ``status.unhealthyNodes`` after the look (or its
+eviction) and the pinned pods the controller fails are Kueue's. The look is kueue-es's
+:func:`~kueue_es.scheduler.nodefailure.node_failure_decisions` and
 :func:`~kueue_es.scheduler.nodefailure.pods_to_fail` on a state folded from the objects; Kueue's defaults
 (TASReplaceNodeOnPodTermination and TASReplaceNodeOnNodeTaints on) unless a case says otherwise."""
 
@@ -25,8 +26,8 @@ FOR_A_WHILE = {"key": "foo", "operator": "Exists", "effect": "NoExecute", "toler
 FOR_GOOD = {"key": "foo", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def _node(name: str = "n1", *, ready: bool = True, since: int = NOW, taints: list[dict[str, Any]] | None = None
-          ) -> dict[str, Any]:
+def _node(name: str = "n1", *, ready: bool = True, since: int = NOW,
+          taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     obj = node_obj({"name": name, "labels": {"hostname": name}, "ready": ready, "taints": taints})
     obj["status"]["conditions"][0]["lastTransitionTime"] = format_time(since)
     return obj
@@ -88,24 +89,26 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, bool], Any, list[str]]] =
     ("Node NotReady, pod running, not marked as unavailable, requeued",
      [_node(ready=False), _workload(), _pod("p")], {}, [], []),
     ("Node NotReady, 2 succeeded pods, 1 running pod -> waits",
-     [_node(ready=False), _workload([["n1", 2]]), _pod("s1", phase="Succeeded"), _pod("s2", phase="Succeeded"),
-      _pod("r2")], {}, [], []),
+     [_node(ready=False), _workload([["n1", 2]]), _pod("s1", phase="Succeeded"),
+      _pod("s2", phase="Succeeded"), _pod("r2")], {}, [], []),
     ("Node NotReady, 2 succeeded pods, 1 pending pod, 1 failed pod -> waits",
-     [_node(ready=False), _workload([["n1", 2]]), _pod("s1", phase="Succeeded"), _pod("s2", phase="Succeeded"),
-      _pod("p2", phase="Pending"), _pod("f2", phase="Failed")], {}, [], []),
+     [_node(ready=False), _workload([["n1", 2]]), _pod("s1", phase="Succeeded"),
+      _pod("s2", phase="Succeeded"), _pod("p2", phase="Pending"), _pod("f2", phase="Failed")], {}, [], []),
     ("Node Deleted - marked as unavailable", [_workload(), _pod("p")], {}, ["n1"], []),
     ("Node Deleted, late pod exists for reassigned workload -> UnhealthyNodes not polluted",
-     [_node("n2"), _workload([["n2", 1]]), _pod("late-pod", node="", phase="Pending", pinned="n1")], {}, [], []),
+     [_node("n2"), _workload([["n2", 1]]), _pod("late-pod", node="", phase="Pending", pinned="n1")], {}, [],
+     []),
     ("Two Nodes Unhealthy (NotReady), delay passed - workload evicted",
-     [_node(ready=False, since=EARLIER), _node("n2", ready=False, since=EARLIER), _workload([["n1", 1], ["n2", 1]]),
-      _pod("pod1"), _pod("pod2", node="n2")], OFF,
+     [_node(ready=False, since=EARLIER), _node("n2", ready=False, since=EARLIER),
+      _workload([["n1", 1], ["n2", 1]]), _pod("pod1"), _pod("pod2", node="n2")], OFF,
      "Workload eviction triggered due to multiple TAS assigned node failures, including: n1, n2", []),
     ("Node has untolerated NoExecute taint -> Unhealthy",
      [_node(taints=[NO_EXECUTE]), _workload(), _pod("p")], OFF, ["n1"], []),
     ("Node has NoExecute taint with TolerationSeconds -> Healthy (wait for eviction)",
      [_node(taints=[NO_EXECUTE]), _workload(tolerations=[FOR_A_WHILE]), _pod("p")], {}, [], []),
     ("Node has NoExecute taint with TolerationSeconds, pod terminating -> Unhealthy",
-     [_node(taints=[NO_EXECUTE]), _workload(tolerations=[FOR_A_WHILE]), _pod("p", deleting=True)], {}, ["n1"], []),
+     [_node(taints=[NO_EXECUTE]), _workload(tolerations=[FOR_A_WHILE]), _pod("p", deleting=True)], {},
+     ["n1"], []),
     ("Node has untolerated NoExecute taint, ReplaceNodeOnPodTermination on, pod running -> Healthy (wait)",
      [_node(taints=[NO_EXECUTE]), _workload(), _pod("p")], {}, [], []),
     ("Node has untolerated NoExecute taint, ReplaceNodeOnPodTermination on, pod terminating -> Unhealthy",
@@ -115,7 +118,8 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, bool], Any, list[str]]] =
     ("Node has NoExecute taint with TolerationSeconds, ReplaceNodeOnPodTermination off -> Healthy (wait)",
      [_node(taints=[NO_EXECUTE]), _workload(tolerations=[FOR_A_WHILE]), _pod("p")], OFF, [], []),
     ("Node has NoExecute taint with TolerationSeconds, ReplaceNodeOnPodTermination off, pod terminating",
-     [_node(taints=[NO_EXECUTE]), _workload(tolerations=[FOR_A_WHILE]), _pod("p", deleting=True)], OFF, ["n1"], []),
+     [_node(taints=[NO_EXECUTE]), _workload(tolerations=[FOR_A_WHILE]), _pod("p", deleting=True)], OFF,
+     ["n1"], []),
     ("Node has NoSchedule taint, ReplaceNodeOnPodTermination on, pod running -> Healthy",
      [_node(taints=[NO_SCHEDULE]), _workload(), _pod("p")], {}, [], []),
     ("Node has NoSchedule taint, ReplaceNodeOnPodTermination off, pod running -> Unhealthy",
@@ -143,9 +147,10 @@ CASES: list[tuple[str, list[dict[str, Any]], dict[str, bool], Any, list[str]]] =
      [_node(), _pending_workload(), _pod("stray-pod-on-node", node="", phase="Pending", pinned="n1")], {}, [],
      ["test-ns/stray-pod-on-node"]),
     ("Node has untolerated NoSchedule taint, pod is Gated -> Healthy (listed all the same)",
-     [_node(taints=[NO_SCHEDULE]), _workload(), _pod("gated", node="", phase="Pending", gated=True)], {}, ["n1"],
-     []),
-    ("Node NotReady, workload missing TAS assignment but has late pod -> Workload marked Healthy, pod patched",
+     [_node(taints=[NO_SCHEDULE]), _workload(), _pod("gated", node="", phase="Pending", gated=True)], {},
+     ["n1"], []),
+    ("Node NotReady, workload missing TAS assignment but has late pod -> Workload marked Healthy, "
+     "pod patched",
      [_node(ready=False), _node("n2"), _workload([["n2", 1]]),
       _pod("stray", node="", phase="Pending", pinned="n1")], {}, [], ["test-ns/stray"]),
 ]
@@ -158,15 +163,16 @@ def _state(objs: list[dict[str, Any]]) -> ClusterState:
     return state
 
 
-@pytest.mark.parametrize(("case", "objs", "gates", "expected", "failed"), CASES, ids=[c[0][:70] for c in CASES])
-def test_kueues_node_controller_case(case: str, objs: list[dict[str, Any]], gates: dict[str, bool], expected: Any,
-                                     failed: list[str]) -> None:
+@pytest.mark.parametrize(("case", "objs", "gates", "expected", "failed"), CASES,
+                         ids=[c[0][:70] for c in CASES])
+def test_kueues_node_controller_case(case: str, objs: list[dict[str, Any]], gates: dict[str, bool],
+                                     expected: Any, failed: list[str]) -> None:
     state = _state(objs)
     decisions: list[ev.Decision] = []
     for look in range(2):  # Kueue looks at each node in turn: a second failed node is its second look
         wl = state.workloads["test-ns/w"]
-        found = [] if wl.evicted else node_failure_decisions(state, wl, {"time": NOW, "cycle": look, "input": 0},
-                                                            NOW, **gates)
+        found = [] if wl.evicted else node_failure_decisions(
+            state, wl, {"time": NOW, "cycle": look, "input": 0}, NOW, **gates)
         for d in found:
             state.apply(ev.Record(len(objs) + len(decisions), d))
             decisions.append(d)

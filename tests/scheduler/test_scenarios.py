@@ -12,9 +12,10 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   ``stopJobs`` (keys, or ``all`` evicted workloads that still hold quota), ``reclaimable``
   (``{workload: {podSet: count}}``, what the job integration reports as ``status.reclaimablePods``), ``checks``
   (``{workload, check, state, message, requeueAfterSeconds}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
-  status: "True", message, details: {...}, uid}`` — the ProvisioningRequest as kueue-es created it, as the watch
-  would bring it back with that condition set; ``uid`` when it was first seen, default ``uid-<key>``: one made again
-  under the name of one deleted needs another), ``clusters`` (``{name, connected, reason, message}``: what the
+  status: "True", message, details: {...}, uid}`` — the ProvisioningRequest as kueue-es created it, as the
+  watch would bring it back with that condition set; ``uid`` when it was first seen, default ``uid-<key>``:
+  one made again under the name of one deleted needs another), ``clusters`` (``{name, connected, reason,
+  message}``: what the
   MultiKueue connector observed of a worker) and ``remotes`` (``{workload, cluster, conditions: {type: status or
   {status, reason, message, lastTransitionTime}}, topologyPodSets, preemptionGates: [{name, position, lastTransitionTime}], gone}``: a
   worker's copy of a workload as the connector's watch shows it) and
@@ -34,8 +35,9 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   (``{name: {condition: [status, reason, message] or null, quotas: {resource: quantity} or null}}``, or null while
   nothing changes: what MultiKueueManagerQuotaAutomation leaves on a ClusterQueue, :mod:`projections.manager_quota`).
 
-Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, order: [podSet, ...]
-(the names of ``podSetAssignments``, in the order written), usage: {podSet: {resource: quantity}},
+Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts:
+{podSet: n}, order: [podSet, ...] (the names of ``podSetAssignments``, in the order written), usage:
+{podSet: {resource: quantity}},
 checksPending, topology: {podSet: [[value..., count], ...]}, topologyAssignment: {podSet: the v1beta2 object exactly as
 written}, delayedTopology: {podSet: Pending|Ready|null}}``,
 ``unhealthyNodes: [node, ...]``, ``reclaimablePods: {podSet: count}`` (exactly ``status.reclaimablePods``), ``usage:
@@ -470,7 +472,8 @@ def _observed_request(state, p: dict, t: int, name: str, i: int) -> ev.Event:
     key = p["request"]
     req = state.provisioning_requests.get(key)
     assert req is not None, f"{name}: step {i}: no ProvisioningRequest {key}; known: {sorted(state.provisioning_requests)}"
-    uid = req.metadata.uid or p.get("uid", f"uid-{key}")  # a request made again under its name: a uid of its own
+    # a request made again under its name: a uid of its own
+    uid = req.metadata.uid or p.get("uid", f"uid-{key}")
     conditions = list(req.status.conditions)
     if "condition" in p:
         status = str(p.get("status", "True"))

@@ -3,8 +3,9 @@
 Each ``visibility/*.yaml`` case is a state loaded as ``kueue-es schedule`` loads it (``objects``, an optional
 Kueue ``config``), then ``cycles`` scheduling cycles run as ``kueue-es schedule`` runs them, then the ``then``
 objects upserted (arrivals after those cycles). ``parked``/``active``/``sticky``/``preemptor`` assert where
-workloads wait, so a case shows that parked (inadmissible) ones are listed too. Each query names ``clusterQueue``
-or ``localQueue`` (``NS/NAME``) with optional ``offset`` and ``limit``, and expects ``want`` — the items in order as
+workloads wait, so a case shows that parked (inadmissible) ones are listed too. Each query names
+``clusterQueue`` or ``localQueue`` (``NS/NAME``) with optional ``offset`` and ``limit``, and expects
+``want`` — the items in order as
 ``{workload, localQueue, inClusterQueue, inLocalQueue, priority}``, or ``notFound`` — and/or ``document``, the
 whole PendingWorkloadsSummary.
 """
@@ -106,9 +107,10 @@ def test_the_answer_does_not_depend_on_arrival_order(case: Path, tmp_path: Path)
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_the_status_counts_what_is_listed(case: Path, tmp_path: Path) -> None:
-    """``status.pendingWorkloads`` of every ClusterQueue and LocalQueue counts the workloads the visibility API lists
-    for it (Kueue counts a ClusterQueue's heap, inadmissible set and the workload in flight, PendingTotal, and
-    lists the same three, Snapshot over DumpAll); a stopped LocalQueue shows 0 and is not found."""
+    """``status.pendingWorkloads`` of every ClusterQueue and LocalQueue counts the workloads the visibility
+    API lists for it (Kueue counts a ClusterQueue's heap, inadmissible set and the workload in flight,
+    PendingTotal, and lists the same three, Snapshot over DumpAll); a stopped LocalQueue shows 0 and is not
+    found."""
     loaded, _ = load_case(fastyaml.safe_load(case.read_text()), tmp_path)
     state = loaded.state
     for cq in sorted(state.cluster_queues):

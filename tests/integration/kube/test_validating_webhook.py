@@ -126,7 +126,8 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
                 ns, subresource="status")
             held = msgspec.json.decode(await kc.get(BY_KIND["Workload"], "good", ns))
             held["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["image"] = "other"
-            with pytest.raises(Forbidden, match=rf"Workload {ns}/good: field `spec.podSets\.0`: field is immutable"):
+            with pytest.raises(Forbidden,
+                               match=rf"Workload {ns}/good: field `spec.podSets\.0`: field is immutable"):
                 await kc.replace(BY_KIND["Workload"], "good", held, ns)
             assert server.validations_refused >= 7 and server.validations > server.validations_refused
 

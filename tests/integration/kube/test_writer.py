@@ -293,9 +293,9 @@ async def test_a_workload_deactivated_in_its_backoff_loses_its_requeue_state(kub
 @pytest.mark.asyncio
 async def test_a_finished_backoff_leaves_no_requeue_at_on_the_apiserver(kube_apiserver) -> None:
     """A Workload evicted by a PodsReady timeout whose backoff time has passed: Kueue's workload controller
-    writes Requeued=True BackoffFinished and removes ``requeueAt``, keeping the count. The writer's merge patch
-    must name the dropped key (null): a nested map is merged key by key, so sending only ``{"count": 1}``
-    left the old time on the stored Workload."""
+    writes Requeued=True BackoffFinished and removes ``requeueAt``, keeping the count. The writer's merge
+    patch must name the dropped key (null): a nested map is merged key by key, so sending only
+    ``{"count": 1}`` left the old time on the stored Workload."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         ns, _, _, _ = await queues(kc, "writer-backoff-done", {"cpu": 10})
