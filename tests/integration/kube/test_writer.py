@@ -50,6 +50,18 @@ async def _sync_mirror(kc, journal: LocalJournal) -> None:
             await task
 
 
+async def _timed_out(kc, ns: str, name: str, stamp: str, *, requeue_at: str) -> None:
+    """Show ``name`` as Kueue's workload controller leaves a Workload evicted by a PodsReady timeout at
+    ``stamp``, waiting out its backoff until ``requeue_at`` (count 1)."""
+    timed_out = f"Exceeded the PodsReady timeout {ns}/{name}"
+    shown = (("QuotaReserved", "False", "Pending"), ("Evicted", "True", "PodsReadyTimeout"),
+             ("Requeued", "False", "PodsReadyTimeout"))
+    conditions = [{"type": t, "status": st, "reason": r, "message": timed_out, "lastTransitionTime": stamp}
+                  for t, st, r in shown]
+    await kc.patch(WORKLOADS, name, {"status": {"conditions": conditions, "requeueState": {
+        "count": 1, "requeueAt": requeue_at}}}, ns, subresource="status")
+
+
 async def _decide(journal: LocalJournal) -> list[ev.Record]:
     out = []
     while batch := decide(journal.mirror.state):
@@ -262,16 +274,7 @@ async def test_a_workload_deactivated_in_its_backoff_loses_its_requeue_state(kub
         now = datetime.now(UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         later = now.replace(year=now.year + 1).strftime("%Y-%m-%dT%H:%M:%SZ")  # far beyond this test
-        timed_out = f"Exceeded the PodsReady timeout {ns}/a"
-        await kc.patch(WORKLOADS, "a", {"status": {
-            "conditions": [
-                {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": timed_out,
-                 "lastTransitionTime": stamp},
-                {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "message": timed_out,
-                 "lastTransitionTime": stamp},
-                {"type": "Requeued", "status": "False", "reason": "PodsReadyTimeout", "message": timed_out,
-                 "lastTransitionTime": stamp}],
-            "requeueState": {"count": 1, "requeueAt": later}}}, ns, subresource="status")
+        await _timed_out(kc, ns, "a", stamp, requeue_at=later)
         await kc.patch(WORKLOADS, "a", {"spec": {"active": False}}, ns)
         log = MemoryLog()
         journal = LocalJournal(log, Mirror())
@@ -302,16 +305,7 @@ async def test_a_finished_backoff_leaves_no_requeue_at_on_the_apiserver(kube_api
         await create(kc, _workload(ns, "a"))
         now = datetime.now(UTC)
         stamp = now.replace(year=now.year - 1).strftime("%Y-%m-%dT%H:%M:%SZ")  # evicted and backoff over
-        timed_out = f"Exceeded the PodsReady timeout {ns}/a"
-        await kc.patch(WORKLOADS, "a", {"status": {
-            "conditions": [
-                {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": timed_out,
-                 "lastTransitionTime": stamp},
-                {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "message": timed_out,
-                 "lastTransitionTime": stamp},
-                {"type": "Requeued", "status": "False", "reason": "PodsReadyTimeout", "message": timed_out,
-                 "lastTransitionTime": stamp}],
-            "requeueState": {"count": 1, "requeueAt": stamp}}}, ns, subresource="status")
+        await _timed_out(kc, ns, "a", stamp, requeue_at=stamp)
         log = MemoryLog()
         journal = LocalJournal(log, Mirror())
         await _sync_mirror(kc, journal)
