@@ -2156,7 +2156,11 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         the spec links while the forest is not built: every ClusterQueue creation drops the forest and flushes
         its tree, and building it there made N creations cost N growing forests."""
         forest = self._forest
-        root = forest.cq_root(cq) if forest is not None else spec_root(self.cluster_queues, self.cohorts, cq)
+        if forest is not None:  # CohortForest.cq_root inlined: this runs at every flush, parked or not
+            node = "cq:" + cq
+            root = forest.root.get(node, node)
+        else:
+            root = spec_root(self.cluster_queues, self.cohorts, cq)
         self.flushes[root] = self.offset
         parked = self.parked_queues
         if not parked:

@@ -73,7 +73,7 @@ class ClusterQueueQueue:
         shapes this queue has parked. A workload pushed again stays the sticky head and the preemptor if it
         was: Kueue's ``PushOrUpdate`` updates it in place and forgets neither (its removal or a requeue
         does)."""
-        self._take_out(key)
+        self.remove(key, forget=False)
         self.shapes[key] = shape
         self._index(key, sort_key, local_queue)
         if parked or (not moved_in and shape in self.parked_shapes):
@@ -87,14 +87,6 @@ class ClusterQueueQueue:
         """``key`` leaves this queue. ``forget``: as in Kueue's ``delete``, it is no longer the sticky head
         nor the preemptor; without, it is taken out to be pushed again at once (an update in place, which
         keeps both)."""
-        self._take_out(key)
-        if forget:
-            if self.sticky == key:
-                self.sticky = None
-            if self.preemptor == key:
-                self.preemptor = None
-
-    def _take_out(self, key: str) -> None:
         sk = self.entries.pop(key, None)
         if sk is not None:
             self.active.remove(sk)
@@ -102,6 +94,11 @@ class ClusterQueueQueue:
         if sk is not None or parked is not None:
             self._unindex(key, sk if sk is not None else parked)
         self.shapes.pop(key, None)
+        if forget:
+            if self.sticky == key:
+                self.sticky = None
+            if self.preemptor == key:
+                self.preemptor = None
 
     def park(self, key: str, *, bulk: bool, reason: str = "") -> list[str]:
         """Move ``key`` to the inadmissible set; with ``bulk``, park its shape for ``reason`` (the QuotaReserved
