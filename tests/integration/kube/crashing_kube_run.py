@@ -53,15 +53,15 @@ def _admits(desired: dict[str, Any]) -> bool:
     return any(c.get("type") == "Admitted" and c.get("status") == "True" for c in desired.get("conditions") or [])
 
 
-async def _crashing_patch(self: StatusWriter, obs: Any, rv: str, desired: dict[str, Any],
-                          current: dict[str, Any]) -> str:
+async def _crashing_patch(self: StatusWriter, obs: Any, rv: str, desired: dict[str, Any], *rest: Any) -> str:
+    """The writer's ``_patch`` (whatever it takes after ``desired``), dying at the write the run names."""
     global _writes
     if not _mine(obs.metadata.namespace):
-        return await _patch(self, obs, rv, desired, current)
+        return await _patch(self, obs, rv, desired, *rest)
     _writes += 1
     if (AT == "status-write" and _writes == COUNT) or (AT == "admitted-write" and _admits(desired)):
         _die()
-    return await _patch(self, obs, rv, desired, current)
+    return await _patch(self, obs, rv, desired, *rest)
 
 
 def _reserved(self: RequestApplier, key: str) -> bool:

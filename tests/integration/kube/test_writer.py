@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
@@ -273,7 +273,7 @@ async def test_a_workload_deactivated_in_its_backoff_loses_its_requeue_state(kub
         await create(kc, _workload(ns, "a"))
         now = datetime.now(UTC)
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        later = now.replace(year=now.year + 1).strftime("%Y-%m-%dT%H:%M:%SZ")  # far beyond this test
+        later = (now + timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")  # far beyond this test
         await _timed_out(kc, ns, "a", stamp, requeue_at=later)
         await kc.patch(WORKLOADS, "a", {"spec": {"active": False}}, ns)
         log = MemoryLog()
@@ -304,7 +304,7 @@ async def test_a_finished_backoff_leaves_no_requeue_at_on_the_apiserver(kube_api
         ns, _, _, _ = await queues(kc, "writer-backoff-done", {"cpu": 10})
         await create(kc, _workload(ns, "a"))
         now = datetime.now(UTC)
-        stamp = now.replace(year=now.year - 1).strftime("%Y-%m-%dT%H:%M:%SZ")  # evicted and backoff over
+        stamp = (now - timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")  # evicted and backoff over
         await _timed_out(kc, ns, "a", stamp, requeue_at=stamp)
         log = MemoryLog()
         journal = LocalJournal(log, Mirror())
