@@ -1753,10 +1753,11 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented
                    or regated_preemption)
-        if regenerated and wl.phase == PENDING and wl.cluster_queue:
+        respecced = regenerated or (changed and templates_before is not None)
+        if respecced and wl.phase == PENDING and wl.cluster_queue:
             # Kueue's IsPreemptor compares the generation it was evaluated at: a new one, even one that
-            # changes nothing it is queued on (maximumExecutionTimeSeconds), is not the preemptor
-            # (oracle-queue's reading)
+            # changes nothing it is queued on (maximumExecutionTimeSeconds), or in a log without generations
+            # a changed spec, is not the preemptor (oracle-queue's reading)
             q = self.queues.get(wl.cluster_queue)
             if q is not None and q.preemptor == key:
                 q.preemptor = None
@@ -1788,13 +1789,9 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
             # another LocalQueue: Kueue deletes it from its queues, as sticky head and preemptor too; else
-            # updated in place, it stays the sticky head, but a new generation is not the one evaluated as the
-            # preemptor
+            # updated in place, it stays the sticky head (its preemptor mark went above with a new generation)
             self._dequeue(wl, forget=renamed)
             self._enqueue(wl)
-            q = self.queues.get(wl.cluster_queue) if templates_before is not None else None
-            if q is not None and q.preemptor == key:
-                q.preemptor = None
         if (deactivated or (reprioritised and wl.reserving)) and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)

@@ -55,7 +55,7 @@ from kueue_es.scheduler.preemption import (
 )
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
 from kueue_es.scheduler.taspreempt import DomainOrder, TopologyFit
-from projections.fair_share import DRS, NEGATIVE, compare, dominant_share, flavor_weights
+from projections.fair_share import DRS, NEGATIVE, compare, dominant_share, state_flavor_weights
 from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
@@ -67,13 +67,10 @@ LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 def drs(ctx: CycleContext, node: QuotaNode, extra: dict[str, int] | None = None) -> DRS:
     """The dominant resource share of ``node``, counting ``extra`` (flavor-resource -> amount) on top,
-    weighed by the flavors' ``resourceWeights``; those weights and what each parent could lend are memoised
-    for the cycle (they depend on the specs only)."""
-    memo = ctx.memo
-    weights = memo.get("flavor_weights")
-    if weights is None:
-        weights = memo["flavor_weights"] = flavor_weights(ctx.state.flavors)
-    return dominant_share(node, extra, memo.setdefault("lendable", {}), weights)
+    weighed by the flavors' ``resourceWeights`` (kept by the state while its specs stay, as the statuses read
+    them); what each parent could lend is memoised for the cycle (it depends on quota only)."""
+    weights = state_flavor_weights(ctx.state)
+    return dominant_share(node, extra, ctx.memo.setdefault("lendable", {}), weights)
 
 
 def _charge(node: QuotaNode, usage: dict[str, int], sign: int) -> None:
