@@ -640,3 +640,16 @@ def test_summarize_limits_keep_the_tightest() -> None:
     assert s.pod.min == (("cpu", "1"), ("memory", "1Gi"))
     assert s.pod.max_limit_request_ratio == (("cpu", "500m"),)
     assert summarize([]) is None  # "empty"
+
+
+def test_a_head_decided_before_a_limit_range_default_change_goes_back_to_the_heap() -> None:
+    """Kueue's workload_controller_limitrange_test.go TestLimitRangeUpdateRetriesWorkloadPoppedWithStaleDefaults: a
+    LimitRange default changed while its namespace's workload is being scheduled (popped with the old defaults)
+    sends that workload back to the heap, not to the inadmissible set, when its attempt fails."""
+    state = fold(records([[*prelude(T0), upsert(limit_range("ns0", "lr", default_request={"cpu": "3"}), T0),
+                           upsert(workload("ns0", "w", queue="lq0", cpu="100"), T0)]]))
+    decided_on = state.offset  # the scheduler pops ns0/w here
+    _apply(state, upsert(limit_range("ns0", "lr", default_request={"cpu": "1"}), T0 + 1))
+    _apply(state, ev.WorkloadPending(time=T0 + 1, key="ns0/w", reason="Pending", message="does not fit", parked=True,
+                                     cycle=1, input=decided_on))
+    assert "ns0/w" not in state.queues["cq0"].inadmissible and "ns0/w" in state.queues["cq0"].entries
