@@ -77,7 +77,7 @@ from projections.local_queue_metrics import DEFAULT as LQ_METRICS_DEFAULT
 from projections.local_queue_metrics import LocalQueueMetricsSetting
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_eviction, uncount_reservation
 from projections.node_ready import not_ready_wait_ends, ready_condition
-from projections.pod_adjustment import LimitSummary, summarize
+from projections.pod_adjustment import LimitSummary, scheduling_fields_changed, summarize
 from projections.pods_ready_condition import NOT_READY, WAIT_FOR_START, pods_ready_condition
 from projections.pods_ready_wait import own_deadline, pods_ready_wait
 from projections.preemption_gates import (
@@ -1287,6 +1287,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
                 self.limit_ranges[obj.key] = obj
                 if old_lr is None or old_lr.spec != obj.spec:
                     self._limits_changed(obj.metadata.namespace, before)
+                    if scheduling_fields_changed(old_lr, obj):
+                        self._retry_namespace(obj.metadata.namespace)
             case o.ResourceClaimTemplate():
                 old_t = self.claim_templates.get(obj.key)
                 self.claim_templates[obj.key] = obj
@@ -1437,6 +1439,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
             self.spec_inputs_generation += 1  # upserts fall back to the spec's own priority from now on
         if kind == "LimitRange":
             self._limits_changed(gone.metadata.namespace, before)
+            if scheduling_fields_changed(gone, None):  # type: ignore[arg-type]
+                self._retry_namespace(gone.metadata.namespace)
             return
         if kind in ("Node", "Topology", "ResourceFlavor"):
             self.tas.nodes_changed()
@@ -1479,6 +1483,24 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
         self._limit_range_keys = None
         if self.limit_summary(namespace) != before:
             self._readjust(namespace=namespace)
+
+    def _retry_namespace(self, namespace: str) -> None:
+        """A LimitRange of ``namespace`` changed what scheduling reads of it: as Kueue's workload controller
+        (``retryInadmissibleForNamespace``), every ClusterQueue a workload of the namespace without quota
+        reserved (QuotaReserved False or absent) queues in through its LocalQueue — stopped or not — sends back
+        the parked workloads of its cohort tree, whoever's they are."""
+        prefix, workloads, cqs = namespace + "/", self.workloads, set()
+        for key, lq in self.local_queues.items():
+            cq = lq.spec.cluster_queue
+            if not key.startswith(prefix) or cq in cqs or cq not in self.cluster_queues:
+                continue
+            for wk in self.lq_members.get(key, ()):
+                reserved = workloads[wk].condition("QuotaReserved")
+                if reserved is None or reserved.status == "False":
+                    cqs.add(cq)
+                    break
+        for cq in sorted(cqs):
+            self._flush_tree(cq)
 
     def recount_pending(self) -> None:
         """The pending workloads' pod sets taken anew under the configuration's rules (a snapshot restored from
