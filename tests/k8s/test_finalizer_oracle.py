@@ -149,3 +149,28 @@ def test_a_cluster_queue_change_frees_only_its_orphaned_terminating_flavors(
     assert {"ResourceFlavor/flavor-a", "ResourceFlavor/flavor-b"} <= marked
     got = {name for name, rf in flavors.items() if finalizer_action(mirror.state, "ResourceFlavor", rf) == "remove"}
     assert got == freed
+
+
+# --- the Topology controller runs only under TopologyAwareScheduling ---------------------------------------------
+
+
+def _config(tas: bool) -> ev.ConfigRecorded:
+    return ev.ConfigRecorded(time=T0, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "featureGates": {"TopologyAwareScheduling": tas}})
+
+
+def test_with_topology_aware_scheduling_off_no_topology_finalizer_is_added_or_removed() -> None:
+    """Kueue sets up its TAS controllers, the Topology one among them, only when the ``TopologyAwareScheduling`` gate
+    is on (``cmd/kueue/main.go``: ``if features.Enabled(features.TopologyAwareScheduling) { tas.SetupControllers
+    ... }``): with it off nothing adds the finalizer to a Topology, nor takes it off one being deleted."""
+    live, unused = _topology("t1", finalizers=()), _topology("t2", deleting=True)
+    mirror = _mirror(live, unused)
+    assert (finalizer_action(mirror.state, "Topology", live), finalizer_action(mirror.state, "Topology", unused)) == (
+        "add", "remove")
+    marked = _apply(mirror, _config(tas=False))
+    assert (finalizer_action(mirror.state, "Topology", live), finalizer_action(mirror.state, "Topology", unused)) == (
+        None, None)
+    assert {"Topology/t1", "Topology/t2"} <= marked
+    assert {"Topology/t1", "Topology/t2"} <= _apply(mirror, _config(tas=True)), "on again, both are looked at"
+    assert finalizer_action(mirror.state, "Topology", live) == "add"
