@@ -10,6 +10,9 @@ once the object is being deleted, take it off only when nothing uses it any more
   those);
 * an AdmissionCheck — while any ClusterQueue's ``admissionChecksStrategy`` names it;
 * a Topology — while any ResourceFlavor (terminating ones included) names it in ``topologyName``.
+
+Kueue's Topology controller is one of its TAS controllers, which it sets up only under the
+``TopologyAwareScheduling`` gate: with the gate off nothing adds the finalizer to a Topology or takes it off one.
 """
 
 from __future__ import annotations
@@ -42,7 +45,10 @@ def users(state: ClusterState, kind: str, name: str) -> list[str]:
 
 
 def finalizer_action(state: ClusterState, kind: str, obj: o.KObject) -> Literal["add", "remove"] | None:
-    """What to do with the finalizer of ``obj`` now: add it (alive, without it), remove it (deleting, unused)."""
+    """What to do with the finalizer of ``obj`` now: add it (alive, without it), remove it (deleting, unused);
+    nothing on a Topology while TopologyAwareScheduling is off."""
+    if kind == "Topology" and not state.tas_enabled:
+        return None  # no Topology controller runs
     meta = obj.metadata
     has = FINALIZER in meta.finalizers
     if not meta.deletion_timestamp:

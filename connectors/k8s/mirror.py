@@ -189,6 +189,8 @@ class Mirror:
                 self.dirty_jobs |= self.state.jobs.keys()  # which namespaces are managed may have changed
                 self.dirty_queues.add("*")  # a gate's setting may change queue statuses (TAS, DynamicQuotaOrchestration)
                 self._dirty_finalizers_for("ClusterQueue", "")  # and which flavors the quotas in force use
+                # and whether a Topology controller runs at all (TopologyAwareScheduling)
+                self.dirty_finalizers.update(f"Topology/{name}" for name in self.state.topologies)
             case ev.WorkerQueuesObserved() | ev.MultiKueueClusterObserved():
                 self.dirty_queues.add("*")  # a manager's quota automation reads the workers' queues and links
             case ev.ProvisioningRequestCreated() | ev.ProvisioningRequestDeleted():
