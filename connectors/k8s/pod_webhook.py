@@ -28,8 +28,9 @@ is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) m
 (``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`, unless it names one). While Kueue's TopologyAwareScheduling
 gate is on, every Pod made Kueue's also gets the gate ``kueue.x-k8s.io/topology`` (Kueue's pod-based integrations
 gate at creation: a Pod cannot gain a gate later) and, when it names its index label
-(``kueue.x-k8s.io/pod-group-pod-index-label``), the label ``kueue.x-k8s.io/pod-group-pod-index`` with that
-label's value, its rank for the ungater. Like Kueue's, this webhook refuses
+(``kueue.x-k8s.io/pod-group-pod-index-label``) and carries that label with a value, the label
+``kueue.x-k8s.io/pod-group-pod-index`` with that value, its rank for the ungater (none for a label absent or
+empty, as Kueue since #15867: an empty index would keep its group from ever getting a Workload). Like Kueue's, this webhook refuses
 nothing but a Pod whose lookups fail: what Kueue refuses in a Pod (a malformed pod group, say) its validating Pod
 webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``).
 
@@ -212,8 +213,8 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
     namespace has a LocalQueue ``default``, whose name it gets), or none under ``without_queue``
     (``manageJobsWithoutQueueName``), the managed label, the finalizer and the admission gate, each once; under
     ``tas`` (Kueue's TopologyAwareScheduling gate) also the topology gate, which its start lifts unless placed by
-    topology (then the ungater does), and, when ``kueue.x-k8s.io/pod-group-pod-index-label`` names a label, that
-    label's value (empty when absent, as Kueue copies it) as the Pod's ``kueue.x-k8s.io/pod-group-pod-index``.
+    topology (then the ungater does), and, when ``kueue.x-k8s.io/pod-group-pod-index-label`` names a label the
+    Pod gives a value, that value as its ``kueue.x-k8s.io/pod-group-pod-index`` (:func:`_group_index`).
     ``by_parent``: the Pod is held because its parent's template says so (:func:`suspended_by_parent`): queue name
     or not, and without the managed label, which is the template's to carry, nor the finalizer, as in Kueue.
     ``default_class``: a WorkloadPriorityClass ``default`` exists, which a Pod made Kueue's (not ``by_parent``)
@@ -232,9 +233,9 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
             added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
         if labels.get(MANAGED_LABEL) != MANAGED:
             added[MANAGED_LABEL] = MANAGED
-    index_label = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
-    if tas and index_label is not None and labels.get(POD_INDEX_LABEL) != labels.get(index_label, ""):
-        added[POD_INDEX_LABEL] = labels.get(index_label, "")
+    index = _group_index(meta) if tas else ""
+    if index and labels.get(POD_INDEX_LABEL) != index:
+        added[POD_INDEX_LABEL] = index
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     finalizers = meta.get("finalizers")
     if by_parent:
@@ -245,6 +246,15 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
         ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})
     return ops + _gate_ops((pod.get("spec") or {}).get("schedulingGates"),
                            [ADMISSION_GATE, TOPOLOGY_GATE] if tas else [ADMISSION_GATE])
+
+
+def _group_index(meta: dict[str, Any]) -> str:
+    """The Pod's index in its group: the value of the label ``kueue.x-k8s.io/pod-group-pod-index-label`` names,
+    "" when it names none, or a label the Pod lacks or leaves empty. Kueue's webhook skips such a Pod's index
+    (#15867): an empty ``kueue.x-k8s.io/pod-group-pod-index`` is no whole number, and a group whose first Pod
+    carries one never gets a Workload (:func:`connectors.k8s.pod_group.index_complaint`)."""
+    named = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
+    return str((meta.get("labels") or {}).get(named) or "") if named else ""
 
 
 def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, Any]]:
