@@ -24,8 +24,9 @@ named ``default`` exists the label ``kueue.x-k8s.io/priority-class: default`` (u
 ``WorkloadPriorityClassDefaulting`` gate, beta, on; the lookup the Job webhooks use), its finalizer ``kueue.x-k8s.io/managed`` (so the
 pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
 gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
-is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) made Kueue's also gets its role
-(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`, unless it names one). While Kueue's TopologyAwareScheduling
+is allowed unchanged. Every Pod made Kueue's, in a pod group or not, also gets its role
+(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`, unless it names one), as Kueue's
+``Default`` records it on each Pod it gates (a single Pod's Workload names its pod set ``main`` all the same). While Kueue's TopologyAwareScheduling
 gate is on, every Pod made Kueue's also gets the gate ``kueue.x-k8s.io/topology`` (Kueue's pod-based integrations
 gate at creation: a Pod cannot gain a gate later) and, when it names its index label
 (``kueue.x-k8s.io/pod-group-pod-index-label``) and carries that label with a value, the label
@@ -37,7 +38,7 @@ webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.k
 A Pod annotated ``kueue.x-k8s.io/pod-suspending-parent`` (which the Deployment, StatefulSet and LeaderWorkerSet
 webhooks put in the pod templates of the parents Kueue holds: :mod:`connectors.k8s.deployment_webhook`,
 :mod:`connectors.k8s.statefulset_webhook`, :mod:`connectors.k8s.lws_webhook`) is held as its parent decided, with no
-namespace, owner or queue check: it gets the gates (and a group Pod its role), not the managed label or a queue
+namespace, owner or queue check: it gets the gates and its role, not the managed label or a queue
 name, which its template carries already (as in Kueue, a Pod that carries the annotation without them is gated all
 the same), nor the finalizer: its parent's controller replaces it, and the finalizer only held a pod it deleted
 (and so a StatefulSet's same-named replacement) until Kueue let it go. Kueue stopped adding it there in #8530
@@ -141,9 +142,6 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     """The Configuration's enabled frameworks (``enabled_frameworks``): a Pod that an MPIJob, a training operator's
     job, a RayCluster or an AppWrapper controls (:data:`POD_PARENTS`) is that parent's when its integration is
     listed."""
-    group_annotation: bool = False
-    """Kueue's ``WorkloadIdentifierAnnotations`` gate: a Pod may name its group in an annotation
-    (:func:`connectors.k8s.pod_roles.group_name`)."""
     short_names: bool = False
     """Kueue's ``ShortWorkloadNames`` gate, for the group name :func:`statefulset_group_patch` gives."""
     external_kinds: frozenset[tuple[str, str]] = frozenset()
@@ -153,7 +151,6 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.enabled_frameworks),
-                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS),
                    config.gate(gates.SHORT_WORKLOAD_NAMES), config.external_job_kinds)
 
 
@@ -322,11 +319,11 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
                     has_default_priority_class: HasDefaultClass | None = None,
                     legacy_group: LegacyGroup | None = None) -> list[dict[str, Any]]:
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name and the default
-    WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class)."""
+    WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class). The role's operation comes
+    first in the patch (each operation adds to a field of its own, so their order changes nothing)."""
     if suspended_by_parent(pod):
-        return (await _statefulset_group_ops(pod, namespace, defaulting, legacy_group)
-                + pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
-                + role_annotation_patch(pod, defaulting.group_annotation))
+        return (role_annotation_patch(pod) + await _statefulset_group_ops(pod, namespace, defaulting, legacy_group)
+                + pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True))
     try:
         labels = await namespace_labels(namespace)
     except KubeError as exc:
@@ -359,7 +356,7 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
                      and await has_default_priority_class())
     ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas,
                     default_class=default_class)
-    return ops + role_annotation_patch(pod, defaulting.group_annotation)
+    return role_annotation_patch(pod) + ops
 
 
 async def _statefulset_group_ops(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting,
