@@ -449,3 +449,46 @@ def test_validate_update_of_a_gated_pods_prebuilt_workload(
     errors = pod_validation.update_errors(make_pod(*old, gated=True), make_pod(*new, gated=True), gates)
     assert fields(errors) == want
 
+
+# --- the managed label's warning ---------------------------------------------------------------------------------
+
+OWNED_WARNING = ("pod owner is managed by kueue, label 'kueue.x-k8s.io/managed=true' might lead to unexpected "
+                 "behaviour")
+
+
+def validate(new: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The validating webhook's answer, the ``batch/job`` integration on (Kueue's cases enable it alone)."""
+    async def no_default_queue(namespace: str) -> bool:
+        return False
+
+    request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "namespace": "test-ns",
+                               "object": new, **({"oldObject": old} if old else {})}
+    body = msgspec.json.encode({"request": request})
+    return asyncio.run(pod_validation.review(body, WIA_OFF, no_default_queue,
+                                             frameworks=frozenset({"batch/job", "pod"})))["response"]
+
+
+@pytest.mark.parametrize(("old", "new", "warned"), [
+    pytest.param(None, make_pod({MANAGED: "true"}, owner=JOB), True, id="create: pod owner is managed by kueue"),
+    pytest.param(make_pod({MANAGED: "true"}, owner=JOB), make_pod({MANAGED: "true"}, owner=JOB), True,
+                 id="update: pods owner is managed by kueue, managed label is set for both pods"),
+    pytest.param(make_pod(owner=JOB), make_pod({MANAGED: "true"}, owner=JOB), True,
+                 id="update: pod owner is managed by kueue, managed label is set for new pod"),
+    pytest.param(make_pod(owner=JOB), make_pod({MANAGED: "true"}, {PARENT: "job"}, owner=JOB), False,
+                 id="update: pod owner is managed by kueue, managed label is set for new pod with suspend by parent "
+                 "annotation"),
+])
+def test_a_managed_label_under_a_kueue_managed_owner_is_warned_of(
+        old: dict[str, Any] | None, new: dict[str, Any], warned: bool) -> None:
+    """Allowed, with Kueue's warning (``warningForPodManagedLabel``) unless the Pod's parent holds it."""
+    response = validate(new, old)
+    assert response["allowed"] is True
+    assert response.get("warnings") == ([OWNED_WARNING] if warned else None)
+
+
+def test_no_warning_without_the_owners_integration_or_the_label() -> None:
+    """``IsOwnerManagedByKueueForObject`` asks the enabled integrations: a Job's Pod with ``batch/job`` off, or one
+    without the managed label, is not warned of."""
+    assert "warnings" not in validate(make_pod(owner=JOB))
+    owned = make_pod({MANAGED: "true"}, owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"})
+    assert "warnings" not in validate(owned), "a ReplicaSet is no integration's"
