@@ -599,26 +599,34 @@ async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_que
 
 CreateErrors = Callable[[Mapping[str, Any]], list[str]]
 UpdateErrors = Callable[[Mapping[str, Any], Mapping[str, Any], bool], list[str]]
+Warnings = Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[str]]
+"""The warnings a webhook gives with its answer: for the new object and the old one (None on creation)."""
 
 
-async def answer(body: bytes, has_default_queue: HasDefaultQueue, create: CreateErrors, update: UpdateErrors
-                 ) -> dict[str, Any]:
+async def answer(body: bytes, has_default_queue: HasDefaultQueue, create: CreateErrors, update: UpdateErrors,
+                 warnings: Warnings | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of a Job or a Pod with the field errors ``create`` or ``update`` finds
     (``update`` told whether the namespace has a default LocalQueue when the update takes the queue name away):
-    allowed, or refused (403) with them joined as Kueue joins them."""
+    allowed, or refused (403) with them joined as Kueue joins them; with the ``warnings`` found, if any, either
+    way (controller-runtime's validator returns a validator's warnings with its verdict)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
     errors: list[str] = []
+    warned: list[str] = []
     if operation == "CREATE" and isinstance(new, dict):
         errors = create(new)
+        warned = warnings(new, None) if warnings else []
     elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
         namespace = req.get("namespace") or _meta_namespace(old)
         default = queue_removed(old, new) and bool(namespace) and await has_default_queue(namespace)
         errors = update(old, new, default)
+        warned = warnings(new, old) if warnings else []
     message = aggregate(errors)
     if message is not None:
         response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})
+    if warned:
+        response["warnings"] = warned
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 

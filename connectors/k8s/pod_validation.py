@@ -23,17 +23,18 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
   ``kueue.x-k8s.io/retriable-in-group: "false"`` keeps that.
 
 The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Neither webhook compares
-a group Pod's ``kueue.x-k8s.io/pod-group-pod-index`` with its total, as in Kueue. Not done, unlike Kueue: the
-warning for a managed label on a Pod whose owner Kueue manages.
+a group Pod's ``kueue.x-k8s.io/pod-group-pod-index`` with its total, as in Kueue. A Pod labelled
+``kueue.x-k8s.io/managed: "true"`` whose controller an enabled integration runs is allowed with Kueue's warning
+(:func:`managed_label_warnings`), on create and on update (there not while its parent holds it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import job_validation, prebuilt
+from connectors.k8s import job_selection, job_validation, prebuilt
 from connectors.k8s.pod_roles import group_name, group_path, metadata_errors
 from connectors.k8s.pods_ready_validation import PodsReadyRule
 from events import objects as o
@@ -44,6 +45,7 @@ PATH = "/validate--v1-pod"
 WEBHOOK_NAME = "vpod.kb.io"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
+SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 
 HasDefaultQueue = Callable[[str], Awaitable[bool]]
 
@@ -145,24 +147,48 @@ def _retriable_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_ga
     return []
 
 
+OWNED_MANAGED_WARNING = (f"pod owner is managed by kueue, label '{MANAGED_LABEL}=true' might lead to unexpected "
+                         "behaviour")
+
+
+def managed_label_warnings(new: Mapping[str, Any], old: Mapping[str, Any] | None, frameworks: Collection[str],
+                           external: Collection[tuple[str, str]] = ()) -> list[str]:
+    """Kueue's ``warningForPodManagedLabel``: a Pod labelled ``kueue.x-k8s.io/managed: "true"`` whose controller is
+    of a kind an enabled integration runs (``frameworks``, or an ``external`` kind: Kueue's
+    ``IsOwnerManagedByKueueForObject``) is allowed with a warning, its parent's Workload being the one that admits
+    it; on update, not while ``kueue.x-k8s.io/pod-suspending-parent`` says its parent holds it."""
+    if _meta(new, "labels").get(MANAGED_LABEL) != "true":
+        return []
+    if old is not None and SUSPENDING_PARENT in _meta(new, "annotations"):
+        return []
+    meta = new.get("metadata")
+    owner = job_selection.raw_controller(meta if isinstance(meta, dict) else {})
+    return [OWNED_MANAGED_WARNING] if job_selection.kueue_owner(owner, frameworks, external) else []
+
+
 async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue, *,
-                 pods_ready: PodsReadyRule | None = None) -> dict[str, Any]:
+                 pods_ready: PodsReadyRule | None = None, frameworks: Collection[str] = (),
+                 external: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod, the pod integration on: allowed, or refused (403) with Kueue's
-    field errors."""
+    field errors; with :func:`managed_label_warnings` under the enabled ``frameworks`` and ``external`` kinds."""
     return await job_validation.answer(
         body, has_default_queue, lambda new: create_errors(new, feature_gates, pods_ready=pods_ready),
         lambda old, new, default: update_errors(old, new, feature_gates, default_queue=default,
-                                                pods_ready=pods_ready))
+                                                pods_ready=pods_ready),
+        lambda new, old: managed_label_warnings(new, old, frameworks, external))
 
 
 Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
 
 
 def reviewer(feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue, *,
-             pods_ready: PodsReadyRule | None = None) -> Reviewer:
-    """:func:`review` under these gates, the default LocalQueue asked of ``has_default_queue``."""
+             pods_ready: PodsReadyRule | None = None, frameworks: Collection[str] = (),
+             external: Collection[tuple[str, str]] = ()) -> Reviewer:
+    """:func:`review` under these gates and integrations, the default LocalQueue asked of
+    ``has_default_queue``."""
 
     async def answer(body: bytes) -> dict[str, Any]:
-        return await review(body, feature_gates, has_default_queue, pods_ready=pods_ready)
+        return await review(body, feature_gates, has_default_queue, pods_ready=pods_ready, frameworks=frameworks,
+                            external=external)
 
     return answer

@@ -24,19 +24,21 @@ named ``default`` exists the label ``kueue.x-k8s.io/priority-class: default`` (u
 ``WorkloadPriorityClassDefaulting`` gate, beta, on; the lookup the Job webhooks use), its finalizer ``kueue.x-k8s.io/managed`` (so the
 pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
 gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
-is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) made Kueue's also gets its role
-(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`, unless it names one). While Kueue's TopologyAwareScheduling
+is allowed unchanged. Every Pod made Kueue's, in a pod group or not, also gets its role
+(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`, unless it names one), as Kueue's
+``Default`` records it on each Pod it gates (a single Pod's Workload names its pod set ``main`` all the same). While Kueue's TopologyAwareScheduling
 gate is on, every Pod made Kueue's also gets the gate ``kueue.x-k8s.io/topology`` (Kueue's pod-based integrations
 gate at creation: a Pod cannot gain a gate later) and, when it names its index label
-(``kueue.x-k8s.io/pod-group-pod-index-label``), the label ``kueue.x-k8s.io/pod-group-pod-index`` with that
-label's value, its rank for the ungater. Like Kueue's, this webhook refuses
+(``kueue.x-k8s.io/pod-group-pod-index-label``) and carries that label with a value, the label
+``kueue.x-k8s.io/pod-group-pod-index`` with that value, its rank for the ungater (none for a label absent or
+empty, as Kueue since #15867: an empty index would keep its group from ever getting a Workload). Like Kueue's, this webhook refuses
 nothing but a Pod whose lookups fail: what Kueue refuses in a Pod (a malformed pod group, say) its validating Pod
 webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``).
 
 A Pod annotated ``kueue.x-k8s.io/pod-suspending-parent`` (which the Deployment, StatefulSet and LeaderWorkerSet
 webhooks put in the pod templates of the parents Kueue holds: :mod:`connectors.k8s.deployment_webhook`,
 :mod:`connectors.k8s.statefulset_webhook`, :mod:`connectors.k8s.lws_webhook`) is held as its parent decided, with no
-namespace, owner or queue check: it gets the gates (and a group Pod its role), not the managed label or a queue
+namespace, owner or queue check: it gets the gates and its role, not the managed label or a queue
 name, which its template carries already (as in Kueue, a Pod that carries the annotation without them is gated all
 the same), nor the finalizer: its parent's controller replaces it, and the finalizer only held a pod it deleted
 (and so a StatefulSet's same-named replacement) until Kueue let it go. Kueue stopped adding it there in #8530
@@ -140,9 +142,6 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     """The Configuration's enabled frameworks (``enabled_frameworks``): a Pod that an MPIJob, a training operator's
     job, a RayCluster or an AppWrapper controls (:data:`POD_PARENTS`) is that parent's when its integration is
     listed."""
-    group_annotation: bool = False
-    """Kueue's ``WorkloadIdentifierAnnotations`` gate: a Pod may name its group in an annotation
-    (:func:`connectors.k8s.pod_roles.group_name`)."""
     short_names: bool = False
     """Kueue's ``ShortWorkloadNames`` gate, for the group name :func:`statefulset_group_patch` gives."""
     external_kinds: frozenset[tuple[str, str]] = frozenset()
@@ -152,7 +151,6 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.enabled_frameworks),
-                   config.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS),
                    config.gate(gates.SHORT_WORKLOAD_NAMES), config.external_job_kinds)
 
 
@@ -212,8 +210,8 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
     namespace has a LocalQueue ``default``, whose name it gets), or none under ``without_queue``
     (``manageJobsWithoutQueueName``), the managed label, the finalizer and the admission gate, each once; under
     ``tas`` (Kueue's TopologyAwareScheduling gate) also the topology gate, which its start lifts unless placed by
-    topology (then the ungater does), and, when ``kueue.x-k8s.io/pod-group-pod-index-label`` names a label, that
-    label's value (empty when absent, as Kueue copies it) as the Pod's ``kueue.x-k8s.io/pod-group-pod-index``.
+    topology (then the ungater does), and, when ``kueue.x-k8s.io/pod-group-pod-index-label`` names a label the
+    Pod gives a value, that value as its ``kueue.x-k8s.io/pod-group-pod-index`` (:func:`_group_index`).
     ``by_parent``: the Pod is held because its parent's template says so (:func:`suspended_by_parent`): queue name
     or not, and without the managed label, which is the template's to carry, nor the finalizer, as in Kueue.
     ``default_class``: a WorkloadPriorityClass ``default`` exists, which a Pod made Kueue's (not ``by_parent``)
@@ -232,9 +230,9 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
             added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
         if labels.get(MANAGED_LABEL) != MANAGED:
             added[MANAGED_LABEL] = MANAGED
-    index_label = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
-    if tas and index_label is not None and labels.get(POD_INDEX_LABEL) != labels.get(index_label, ""):
-        added[POD_INDEX_LABEL] = labels.get(index_label, "")
+    index = _group_index(meta) if tas else ""
+    if index and labels.get(POD_INDEX_LABEL) != index:
+        added[POD_INDEX_LABEL] = index
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     finalizers = meta.get("finalizers")
     if by_parent:
@@ -245,6 +243,15 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
         ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})
     return ops + _gate_ops((pod.get("spec") or {}).get("schedulingGates"),
                            [ADMISSION_GATE, TOPOLOGY_GATE] if tas else [ADMISSION_GATE])
+
+
+def _group_index(meta: dict[str, Any]) -> str:
+    """The Pod's index in its group: the value of the label ``kueue.x-k8s.io/pod-group-pod-index-label`` names,
+    "" when it names none, or a label the Pod lacks or leaves empty. Kueue's webhook skips such a Pod's index
+    (#15867): an empty ``kueue.x-k8s.io/pod-group-pod-index`` is no whole number, and a group whose first Pod
+    carries one never gets a Workload (:func:`connectors.k8s.pod_group.index_complaint`)."""
+    named = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
+    return str((meta.get("labels") or {}).get(named) or "") if named else ""
 
 
 def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, Any]]:
@@ -312,11 +319,11 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
                     has_default_priority_class: HasDefaultClass | None = None,
                     legacy_group: LegacyGroup | None = None) -> list[dict[str, Any]]:
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name and the default
-    WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class)."""
+    WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class). The role's operation comes
+    first in the patch (each operation adds to a field of its own, so their order changes nothing)."""
     if suspended_by_parent(pod):
-        return (await _statefulset_group_ops(pod, namespace, defaulting, legacy_group)
-                + pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True)
-                + role_annotation_patch(pod, defaulting.group_annotation))
+        return (role_annotation_patch(pod) + await _statefulset_group_ops(pod, namespace, defaulting, legacy_group)
+                + pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True))
     try:
         labels = await namespace_labels(namespace)
     except KubeError as exc:
@@ -349,7 +356,7 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
                      and await has_default_priority_class())
     ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas,
                     default_class=default_class)
-    return ops + role_annotation_patch(pod, defaulting.group_annotation)
+    return role_annotation_patch(pod) + ops
 
 
 async def _statefulset_group_ops(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting,

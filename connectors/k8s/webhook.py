@@ -704,7 +704,9 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
 
     config_in_force = config if config is not None else DEFAULT
     pods_ready = PodsReadyRule.of(config_in_force)
-    pod_validations = (pod_validation.reviewer(feature_gates or {}, queues, pods_ready=pods_ready) if pods_on
+    pod_validations = (pod_validation.reviewer(feature_gates or {}, queues, pods_ready=pods_ready,
+                                               frameworks=config_in_force.enabled_frameworks,
+                                               external=config_in_force.external_job_kinds) if pods_on
                        else pod_webhook.allowed_as_is)
     deployments = deployment_webhook.ParentDefaulting.of(config_in_force, DEPLOYMENT_FRAMEWORK)
     statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)

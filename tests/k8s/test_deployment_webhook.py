@@ -175,6 +175,7 @@ def test_a_pod_its_parent_holds_is_gated_without_a_lookup() -> None:
     pods_on = PodDefaulting.of(ON_CONFIG)
     response = asyncio.run(review(body, pods_on, lookup, lookup, lookup))["response"]
     assert msgspec.json.decode(base64.b64decode(response["patch"])) == [  # no finalizer (Kueue #8530)
+        {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1role-hash", "value": "7aa6c7b8"},
         {"op": "add", "path": "/spec/schedulingGates",
          "value": [{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}]}]
     assert asked == []

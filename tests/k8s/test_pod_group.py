@@ -43,13 +43,17 @@ def test_group_metadata_kueue_refuses() -> None:
     assert bad_name.startswith(f'metadata.labels[{GROUP}]: Invalid value: "Not_A_Name": a lowercase RFC 1123')
 
 
-def test_a_groups_pod_gets_its_role_recorded() -> None:
+def test_a_pods_role_is_recorded_in_a_group_or_not() -> None:
+    """Kueue's webhook records the role of every Pod it makes Kueue's (``pod_webhook_test.go`` ``TestDefault``:
+    ``RoleHash`` on a single Pod's expected Pod too)."""
     pod = {"metadata": {"labels": {GROUP: "g"}}, "spec": {"containers": [{"name": "c"}]}}
     assert role_annotation_patch(pod) == [{"op": "add", "path": "/metadata/annotations", "value": {ROLE: "7aa6c7b8"}}]
     pod["metadata"]["annotations"] = {TOTAL: "1"}
     assert role_annotation_patch(pod) == [
         {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1role-hash", "value": "7aa6c7b8"}]
-    assert role_annotation_patch({"metadata": {}, "spec": {}}) == []
+    single = {"metadata": {}, "spec": {"containers": [{"name": "c"}]}}
+    assert role_annotation_patch(single) == [
+        {"op": "add", "path": "/metadata/annotations", "value": {ROLE: "7aa6c7b8"}}]
 
 
 def test_a_role_the_pod_names_itself_is_kept() -> None:

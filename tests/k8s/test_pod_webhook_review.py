@@ -25,6 +25,8 @@ TAS_GATED = [GATED[0], {"op": "add", "path": "/spec/schedulingGates",
                         "value": [{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}]}]
 """What the review adds under Kueue's defaults, TopologyAwareScheduling on: the topology gate too."""
 ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod"]}}))
+ROLE_OP = {"op": "add", "path": "/metadata/annotations", "value": {"kueue.x-k8s.io/role-hash": "7aa6c7b8"}}
+"""The first operation for a Pod made Kueue's without annotations: its role (Kueue's ``addRoleHash``)."""
 
 
 def _pod(labels: dict | None = None, owner: dict | None = None, **spec: Any) -> dict:
@@ -250,7 +252,8 @@ class _Apiserver:
 
 def test_an_unlabelled_pod_asks_for_the_default_queue() -> None:
     response, asked = _review(_pod(), default_queue=True)
-    assert _ops(response)[0]["value"] == {Q: "default", "kueue.x-k8s.io/managed": "true"}
+    assert _ops(response)[:2] == [ROLE_OP, {"op": "add", "path": "/metadata/labels",
+                                            "value": {Q: "default", "kueue.x-k8s.io/managed": "true"}}]
     assert asked == ["namespace team", "default queue team"]
 
 
@@ -291,15 +294,19 @@ def test_a_group_pod_made_kueues_gets_its_role_and_the_mutating_webhook_refuses_
 
 
 @pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
-def test_a_pod_naming_its_group_in_an_annotation_gets_its_role_under_workload_identifier_annotations(
-        gate: bool) -> None:
+def test_every_pod_made_kueues_gets_its_role_whatever_names_its_group(gate: bool) -> None:
+    """Kueue's ``Default`` records the role of each Pod it gates, in a group (named in the label or, under
+    ``WorkloadIdentifierAnnotations``, the annotation) or not."""
     pod = _pod({Q: "lq"})
     pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-name": "g", "kueue.x-k8s.io/pod-group-total-count": "2"}
     defaulting = PodDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod"]},
                                                "featureGates": {"WorkloadIdentifierAnnotations": gate}}))
     role = {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1role-hash", "value": "7aa6c7b8"}
     response, _ = _review(pod, defaulting)
-    assert (role in _ops(response)) is gate, "a group's Pod only where the group is read from the annotation"
+    assert role in _ops(response)
+    response, _ = _review(_pod({Q: "lq"}), defaulting)
+    assert {"op": "add", "path": "/metadata/annotations", "value": {"kueue.x-k8s.io/role-hash": "7aa6c7b8"}} in _ops(
+        response), "a single Pod too"
 
 
 # --- manageJobsWithoutQueueName ---------------------------------------------------------------------------------
@@ -311,10 +318,10 @@ UNQUEUED_ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["bat
 def test_under_the_option_a_pod_naming_no_queue_is_gated_without_a_queue_name() -> None:
     response, asked = _review(_pod({"app": "x"}), UNQUEUED_ON)
     assert _ops(response) == [
-        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"}, *TAS_GATED]
+        ROLE_OP, {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"}, *TAS_GATED]
     assert asked == ["namespace team", "default queue team"]
     response, _ = _review(_pod({"app": "x"}), UNQUEUED_ON, default_queue=True)
-    assert _ops(response)[0] == {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name",
+    assert _ops(response)[1] == {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name",
                                  "value": "default"}, "the default LocalQueue still comes first"
     assert _ops(_review(_pod({"app": "x"}), ON)[0]) == [], "without the option: not Kueue's"
 
@@ -494,7 +501,8 @@ def test_a_pod_its_parent_holds_is_gated_without_kueues_finalizer(parent: str) -
         raise AssertionError("no lookup for a pod its parent holds")
 
     response = asyncio.run(review(body, ON, no_lookup, no_lookup, no_lookup))["response"]
-    assert _ops(response) == [TAS_GATED[1]]
+    role = {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1role-hash", "value": "7aa6c7b8"}
+    assert _ops(response) == [role, TAS_GATED[1]], "its role too, as Kueue's Default records it"
     pod["metadata"]["finalizers"] = ["mine"]
     assert pod_patch(pod, default_queue=False, tas=True, by_parent=True) == [TAS_GATED[1]]
     assert GATED[0] in pod_patch(_pod({Q: "lq"}), default_queue=False), "a plain pod: finalized as before"
