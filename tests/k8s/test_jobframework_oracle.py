@@ -242,3 +242,26 @@ def test_an_owned_workload_with_other_pod_sets_is_brought_in_step_not_kept_as_is
     assert keep is not None and keep[0].metadata.name == "owned-diff-pods" and extras == []
     assert job_sync.out_of_step(mirror.state, j, keep[0], keep[1], running=False, max_exec=None) == job_sync.UPDATE
 
+
+# --- validateCreateForMaxExecTime (validation.go) ----------------------------------------------------------------
+
+MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    # strconv.Atoi takes int64's minimum; Kueue then finds it not greater than 0
+    ("-9223372036854775808",
+     f"metadata.labels[{MAX_EXEC}]: Invalid value: -9223372036854775808: should be greater than 0"),
+    ("-9223372036854775809", f'metadata.labels[{MAX_EXEC}]: Invalid value: "-9223372036854775809": strconv.Atoi: '
+                             'parsing "-9223372036854775809": value out of range'),
+    ("9223372036854775808", f'metadata.labels[{MAX_EXEC}]: Invalid value: "9223372036854775808": strconv.Atoi: '
+                            'parsing "9223372036854775808": value out of range'),
+    ("9223372036854775807", None),
+], ids=["int64 minimum", "below int64", "above int64", "int64 maximum"])
+def test_max_exec_time_at_the_int64_bounds(value: str, message: str | None) -> None:
+    """``validateCreateForMaxExecTime``: ``strconv.Atoi`` (64-bit), then ``v <= 0`` -> "should be greater than 0"
+    with the parsed value."""
+    j = _job()
+    j["metadata"]["labels"] = {MAX_EXEC: value}
+    errors = job_validation.create_errors(j, {})
+    assert errors == ([] if message is None else [message])
