@@ -15,7 +15,7 @@ from fixtures.jobs import KEY, UID, integration
 from fixtures.jobs import job as fixture_job
 from fixtures.jobs import workload as fixture_workload
 
-from connectors.k8s import job_sync, job_validation
+from connectors.k8s import job_sync, job_validation, kubeflow, kubeflow_webhook, ray_webhook, spark_webhook
 from connectors.k8s.workload_names import owner_workload_name
 from connectors.k8s.workload_slices import slice_name
 from events import objects as o
@@ -265,3 +265,65 @@ def test_max_exec_time_at_the_int64_bounds(value: str, message: str | None) -> N
     j["metadata"]["labels"] = {MAX_EXEC: value}
     errors = job_validation.create_errors(j, {})
     assert errors == ([] if message is None else [message])
+
+
+# --- validateCreateForPrebuiltWorkload (validation.go): the kinds a prebuilt Workload is supported for ----------
+
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def _object(api_version: str, kind: str, spec: dict[str, Any], *, prebuilt: bool = True) -> dict[str, Any]:
+    labels = {QUEUE: "lq", **({PREBUILT: "wl-1"} if prebuilt else {})}
+    return {"apiVersion": api_version, "kind": kind,
+            "metadata": {"name": "j", "namespace": "ns", "labels": labels}, "spec": spec}
+
+
+def _jaxjob(prebuilt: bool = True) -> dict[str, Any]:
+    return _object("kubeflow.org/v1", "JAXJob", {"runPolicy": {"suspend": True}, "jaxReplicaSpecs": {}},
+                   prebuilt=prebuilt)
+
+
+def _tfjob() -> dict[str, Any]:
+    return _object("kubeflow.org/v1", "TFJob", {"runPolicy": {"suspend": True}, "tfReplicaSpecs": {}})
+
+
+def _spark(prebuilt: bool = True) -> dict[str, Any]:
+    return _object("sparkoperator.k8s.io/v1beta2", "SparkApplication", {"suspend": True, "mode": "cluster"},
+                   prebuilt=prebuilt)
+
+
+def _rayservice(prebuilt: bool = True) -> dict[str, Any]:
+    return _object("ray.io/v1", "RayService", {"rayClusterConfig": {"suspend": True, "headGroupSpec": {
+        "template": {"spec": {"containers": [{"name": "head"}]}}}}}, prebuilt=prebuilt)
+
+
+def _unsupported(gvk: str) -> str:
+    return f'metadata.labels[{PREBUILT}]: Forbidden: Is not supported for "{gvk}"'
+
+
+def _kubeflow_create(job: dict) -> list[str]:
+    training = kubeflow.JAXJOB if job["kind"] == "JAXJob" else kubeflow.TFJOB
+    return kubeflow_webhook.create_errors(training, job, {})
+
+
+@pytest.mark.parametrize(("create", "obj", "want"), [
+    pytest.param(_kubeflow_create, _jaxjob(), [_unsupported("kubeflow.org/v1, Kind=JAXJob")], id="JAXJob"),
+    pytest.param(_kubeflow_create, _tfjob(), [], id="TFJob (supported)"),
+    pytest.param(lambda o: [e for e in spark_webhook.create_errors(o, {}) if PREBUILT in e], _spark(),
+                 [_unsupported("sparkoperator.k8s.io/v1beta2, Kind=SparkApplication")], id="SparkApplication"),
+    pytest.param(lambda o: [e for e in ray_webhook.rayservice_create_errors(o, {}) if PREBUILT in e],
+                 _rayservice(), [_unsupported("ray.io/v1, Kind=RayService")], id="RayService"),
+])
+def test_a_prebuilt_workload_is_refused_for_a_kind_kueue_does_not_support(create: Any, obj: dict,
+                                                                           want: list[str]) -> None:
+    """``validateCreateForPrebuiltWorkload``: a ``prebuilt-workload-name`` label on a kind outside
+    ``supportedPrebuiltWlJobGVKs`` (batch Job, JobSet, TF/Paddle/PyTorch/XGBoost jobs, TrainJob, MPIJob, RayJob,
+    Pod, RayCluster, AppWrapper) is ``Forbidden: Is not supported for "<group/version, Kind=kind>"`` — the kinds
+    whose webhooks run ``ValidateJobOnCreate`` (JAXJob through ``BaseWebhook``, SparkApplication, RayService)."""
+    assert create(obj) == want
+
+
+def test_a_suspended_update_checks_the_prebuilt_kind_as_on_create() -> None:
+    """``validateUpdateForPrebuiltWorkload``: suspended, the new object's label is checked as on create."""
+    errors = kubeflow_webhook.update_errors(kubeflow.JAXJOB, _jaxjob(prebuilt=False), _jaxjob(), {})
+    assert _unsupported("kubeflow.org/v1, Kind=JAXJob") in errors
