@@ -15,11 +15,19 @@ from fixtures.jobs import KEY, UID, integration
 from fixtures.jobs import job as fixture_job
 from fixtures.jobs import workload as fixture_workload
 
-from connectors.k8s import job_sync, job_validation, kubeflow, kubeflow_webhook, ray_webhook, spark_webhook
+from connectors.k8s import (
+    job_sync,
+    job_validation,
+    kubeflow,
+    kubeflow_webhook,
+    podsetinfo,
+    ray_webhook,
+    spark_webhook,
+)
 from connectors.k8s.workload_names import owner_workload_name
 from connectors.k8s.workload_slices import slice_name
 from events import objects as o
-from projections.workloads import ADMITTED, WorkloadInfo
+from projections.workloads import ADMITTED, RESERVED, WorkloadInfo
 
 ELASTIC = "kueue.x-k8s.io/elastic-job"
 QUEUE = "kueue.x-k8s.io/queue-name"
@@ -327,3 +335,68 @@ def test_a_suspended_update_checks_the_prebuilt_kind_as_on_create() -> None:
     """``validateUpdateForPrebuiltWorkload``: suspended, the new object's label is checked as on create."""
     errors = kubeflow_webhook.update_errors(kubeflow.JAXJOB, _jaxjob(prebuilt=False), _jaxjob(), {})
     assert _unsupported("kubeflow.org/v1, Kind=JAXJob") in errors
+
+
+# --- TestReconcileGenericJob: what starting the Job adds to its pod set (getPodSetsInfoFromStatus) ---------------
+
+def test_multikueue_worker_pod_label_is_propagated_to_the_pod_template() -> None:
+    """TestReconcileGenericJob "MultiKueue worker pod label is propagated to PodTemplate if workload has Multikueue
+    origin label": the Workload (labelled ``kueue.x-k8s.io/multikueue-origin``, admitted to ``default-cq`` from
+    LocalQueue ``test-lq``) starts its Job with the pod set's labels ``cluster-queue-name``, ``local-queue-name``,
+    ``multikueue-worker-workload-pod: "true"`` and ``podset``, and the annotation ``kueue.x-k8s.io/workload``
+    (TopologyAwareScheduling on, as by default)."""
+    wl = fixture_workload(count=1)
+    wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, labels={"kueue.x-k8s.io/multikueue-origin": "origin"}), spec=msgspec.structs.replace(
+        wl.spec, queue_name="test-lq"))
+    _, mirror, _ = integration(wl)
+    info = mirror.state.workloads[KEY]
+    _admitted(info, 1)
+    info.admission = msgspec.structs.replace(info.admission, cluster_queue="default-cq")
+    got = podsetinfo.start_info(mirror.state, info, info.admission.pod_set_assignments[0])
+    assert got.labels == {"kueue.x-k8s.io/cluster-queue-name": "default-cq",
+                          "kueue.x-k8s.io/local-queue-name": "test-lq",
+                          "kueue.x-k8s.io/multikueue-worker-workload-pod": "true", "kueue.x-k8s.io/podset": "main"}
+    assert got.annotations == {"kueue.x-k8s.io/workload": wl.metadata.name}
+    assert (got.node_selector, got.tolerations, got.scheduling_gates) == ({}, [], [])
+
+
+# --- TestReconcileGenericJob: the priority class of a Workload holding quota (UpdateWorkloadPriority) -----------
+
+WPC = "kueue.x-k8s.io/priority-class"
+
+
+def _reserved_priority_change(labels: dict[str, str], pod_class: str | None) -> Any:
+    """``priority_to_set`` for a Job with ``labels`` and pods naming ``pod_class``, whose Workload holds quota
+    (``ReserveQuotaAt``, not admitted) under WorkloadPriorityClass ``high`` (100)."""
+    j = fixture_job(parallelism=1, completions=None, labels=labels)
+    if pod_class is not None:
+        j = msgspec.structs.replace(j, spec=msgspec.structs.replace(j.spec, template=msgspec.structs.replace(
+            j.spec.template, spec=msgspec.structs.replace(j.spec.template.spec, priority_class_name=pod_class))))
+    wl = fixture_workload(count=1)
+    wl = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, priority=100, priority_class_ref=(
+        o.PriorityClassRef(group="kueue.x-k8s.io", kind="WorkloadPriorityClass", name="high"))))
+    classes = (o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="high"), value=100),
+               o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="low"), value=10),
+               o.PriorityClass(metadata=o.ObjectMeta(name="podpc"), value=50))
+    _, mirror, _ = integration(*classes, wl, j)
+    info = mirror.state.workloads[KEY]
+    info.phase = RESERVED
+    info.admission = o.Admission(cluster_queue="cq")
+    info.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
+    return job_sync.priority_to_set(mirror.state, j, mirror.workloads[KEY], info)
+
+
+@pytest.mark.parametrize(("labels", "pod_class", "want"), [
+    pytest.param({}, "podpc", None, id="quota-reserved workload is not moved onto a pod priority class"),
+    pytest.param({}, None, None, id="quota-reserved workload keeps its priority class when the owner's stops "
+                                    "resolving"),
+    pytest.param({WPC: "low"}, None,
+                 ({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "low"}, 10),
+                 id="quota-reserved workload follows the owner to another workload priority class"),
+])
+def test_the_priority_class_of_a_workload_holding_quota(labels: dict[str, str], pod_class: str | None,
+                                                         want: Any) -> None:
+    """The class's group and kind are frozen while the Workload holds quota (a removal too); a rename within
+    WorkloadPriorityClasses is written."""
+    assert _reserved_priority_change(labels, pod_class) == want
