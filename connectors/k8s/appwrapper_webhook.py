@@ -45,7 +45,7 @@ class AppWrapperWebhooks(FrameworkWebhooks, frozen=True):
 
 def _as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The AppWrapper as the generic job rules read a job: its metadata, suspended at ``spec.suspend``."""
-    return {"metadata": obj.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(obj, SUSPEND_AT)}}
+    return job_validation.as_generic_job(obj, framework_webhook.suspended(obj, SUSPEND_AT))
 
 
 def create_errors(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

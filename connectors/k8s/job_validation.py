@@ -7,7 +7,9 @@ with a queue name or not (``pkg/controller/jobs/job/job_webhook.go``, ``pkg/cont
 validation.go`` and ``tas_validation.go``):
 
 * **on create, and again on every update**: the ``kueue.x-k8s.io/queue-name`` and
-  ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123 subdomains; ``kueue.x-k8s.io/max-exec-time-seconds``
+  ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123 subdomains, the latter only on a kind Kueue
+  supports prebuilt Workloads for (:data:`PREBUILT_KINDS`: not a JAXJob, a SparkApplication nor a RayService, whose
+  webhooks share these rules); ``kueue.x-k8s.io/max-exec-time-seconds``
   is an integer above 0 (:func:`connectors.k8s.workload_body.max_execution_seconds`);
   ``kueue.x-k8s.io/job-min-parallelism`` is an integer from 1 to the pod count (``min(parallelism,
   completions)``) less one — whatever ``PartialAdmission`` says, as in Kueue, whose gate only decides whether the
@@ -195,10 +197,37 @@ def _prebuilt_name(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) ->
 # --- the rules ---------------------------------------------------------------------------------------------------
 
 
+PREBUILT_KINDS = frozenset({
+    ("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet"), ("kubeflow.org/v1", "TFJob"),
+    ("kubeflow.org/v1", "PaddleJob"), ("kubeflow.org/v1", "PyTorchJob"), ("kubeflow.org/v1", "XGBoostJob"),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"), ("kubeflow.org/v2beta1", "MPIJob"), ("ray.io/v1", "RayJob"),
+    ("v1", "Pod"), ("ray.io/v1", "RayCluster"), ("workload.codeflare.dev/v1beta2", "AppWrapper")})
+"""The kinds Kueue lets name a prebuilt Workload (its ``supportedPrebuiltWlJobGVKs``); of the others whose
+webhooks run the generic job rules — a JAXJob, a SparkApplication, a RayService — Kueue refuses the label."""
+
+
+def _prebuilt(job: Mapping[str, Any]) -> list[str]:
+    """The prebuilt Workload's label as on creation: a DNS-1123 subdomain, on a kind Kueue supports it for
+    (:data:`PREBUILT_KINDS`; an object naming no kind, never one under review, is not asked)."""
+    labels = _meta(job, "labels")
+    errors = _name_label(labels, prebuilt.KEY)
+    api_version, kind = job.get("apiVersion"), job.get("kind")
+    if prebuilt.KEY in labels and isinstance(api_version, str) and isinstance(kind, str) and kind and (
+            (api_version, kind) not in PREBUILT_KINDS):
+        errors.append(_forbidden(_key(_LABELS, prebuilt.KEY), f'Is not supported for "{_gvk(api_version, kind)}"'))
+    return errors
+
+
+def _gvk(api_version: str, kind: str) -> str:
+    """Go's ``GroupVersionKind.String()``: ``<group>/<version>, Kind=<kind>`` (the core group empty)."""
+    group, _, version = api_version.rpartition("/")
+    return f"{group}/{version}, Kind={kind}"
+
+
 def _labels_on_create(job: Mapping[str, Any]) -> list[str]:
     """The queue name, the prebuilt Workload's name and the maximum execution time, as on creation."""
     labels = _meta(job, "labels")
-    errors = _name_label(labels, QUEUE_LABEL) + _name_label(labels, prebuilt.KEY)
+    errors = _name_label(labels, QUEUE_LABEL) + _prebuilt(job)
     try:
         max_execution_seconds(labels)
     except InvalidInput as exc:
@@ -466,6 +495,13 @@ def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: M
             + gate_create(new, feature_gates))
 
 
+def as_generic_job(obj: Mapping[str, Any], suspended: bool) -> dict[str, Any]:
+    """Any kind's object as the generic job rules read a job: its apiVersion and kind (the prebuilt Workload rule
+    asks them), its metadata, and whether it is ``suspended`` (where each kind says)."""
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": obj.get("metadata") or {},
+            "spec": {"suspend": suspended}}
+
+
 def generic_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                           pods_ready: PodsReadyRule | None = None, gate_form: bool = True) -> list[str]:
     """What Kueue refuses in any job it manages (a Pod too) on creation: its queue name, prebuilt Workload name
@@ -523,7 +559,7 @@ def _prebuilt_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gat
     """Suspended, or elastic before, the prebuilt Workload's label is checked as on creation; otherwise, running,
     its name does not change."""
     if _suspended(new) or _elastic(old, feature_gates):
-        return _name_label(_meta(new, "labels"), prebuilt.KEY)
+        return _prebuilt(new)
     new_name, old_name = _prebuilt_name(new, feature_gates), _prebuilt_name(old, feature_gates)
     return [] if new_name == old_name else [_invalid(_key(_LABELS, prebuilt.KEY), new_name, IMMUTABLE)]
 

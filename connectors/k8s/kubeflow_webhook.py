@@ -77,7 +77,7 @@ def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gate
 
 def _as_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """The job as the generic job rules read one: its metadata, suspended at ``spec.suspend``."""
-    return {"metadata": job.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(job, SUSPEND_AT)}}
+    return job_validation.as_generic_job(job, framework_webhook.suspended(job, SUSPEND_AT))
 
 
 def create_errors(training: TrainingKind, job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,

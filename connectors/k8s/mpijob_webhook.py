@@ -101,8 +101,7 @@ def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]
 
 def _as_job(mpijob: Mapping[str, Any]) -> dict[str, Any]:
     """The MPIJob as the generic job rules read a job: its metadata, suspended at ``spec.suspend``."""
-    return {"metadata": mpijob.get("metadata") or {},
-            "spec": {"suspend": framework_webhook.suspended(mpijob, SUSPEND_AT)}}
+    return job_validation.as_generic_job(mpijob, framework_webhook.suspended(mpijob, SUSPEND_AT))
 
 
 def create_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool], *, gate_form: bool = True

@@ -229,7 +229,7 @@ def topology_errors(cluster_spec: Mapping[str, Any], path: str, feature_gates: M
 
 def _as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as the generic job rules read a job: its metadata, suspended at ``spec.suspend``."""
-    return {"metadata": obj.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(obj, SUSPEND_AT)}}
+    return job_validation.as_generic_job(obj, framework_webhook.suspended(obj, SUSPEND_AT))
 
 
 def rayjob_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], without_queue: bool = False, *,
@@ -328,8 +328,7 @@ def rayservice_defaults(service: Mapping[str, Any], feature_gates: Mapping[str, 
 
 def _service_as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A RayService as the generic job rules read a job: suspended at its cluster config's flag."""
-    return {"metadata": obj.get("metadata") or {},
-            "spec": {"suspend": framework_webhook.suspended(obj, SERVICE_SUSPEND_AT)}}
+    return job_validation.as_generic_job(obj, framework_webhook.suspended(obj, SERVICE_SUSPEND_AT))
 
 
 def upgrade_strategy_errors(service: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

@@ -66,7 +66,7 @@ def _elastic(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
 
 def _as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The SparkApplication as the generic job rules read a job: its metadata, suspended at ``spec.suspend``."""
-    return {"metadata": obj.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(obj, SUSPEND_AT)}}
+    return job_validation.as_generic_job(obj, framework_webhook.suspended(obj, SUSPEND_AT))
 
 
 def spark_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

@@ -65,7 +65,7 @@ class TrainJobWebhooks(FrameworkWebhooks, frozen=True):
 
 def _as_job(job: Mapping[str, Any]) -> dict[str, Any]:
     """The TrainJob as the generic job rules read one: its metadata, suspended at ``spec.suspend``."""
-    return {"metadata": job.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(job, SUSPEND_AT)}}
+    return job_validation.as_generic_job(job, framework_webhook.suspended(job, SUSPEND_AT))
 
 
 class Runtime(msgspec.Struct, frozen=True):

@@ -65,7 +65,7 @@ def max_execution_seconds(labels: Mapping[str, str]) -> int | None:
     if not is_go_int(text):
         raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": invalid syntax')
     value = int(text)
-    if abs(value) > _INT64_MAX:
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:  # strconv.Atoi's range: int64's minimum parses
         raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": value out of range')
     if value <= 0:
         raise InvalidInput(f"{where} {value}: should be greater than 0")
