@@ -2,8 +2,8 @@
 workers its copy should be on (:func:`desired_on`), the copy of the Workload and of its owner made there
 (:meth:`CopiedWorkloads._run_there`), the owner's status mirrored back, its spec and size forwarded
 (``_sync_spec``, ``_sync_elastic``, ``_reflect_autoscaled``), the copy's priority kept the manager's
-(``_sync_priority``), its preemption gate opened, and every other copy
-this origin made deleted (:meth:`CopiedWorkloads._delete_copy`).
+(``_sync_priority``), a copy whose spec drifted otherwise deleted (``_out_of_sync``), its preemption gate opened,
+and every other copy this origin made deleted (:meth:`CopiedWorkloads._delete_copy`).
 
 :class:`CopiedWorkloads` is a part of :class:`connectors.k8s.multikueue.MultiKueueConnector`, whose ``__init__``
 sets the state it uses and which provides ``_config``, ``_adapters``, ``_copied`` and the pass that calls it
@@ -38,6 +38,7 @@ from connectors.k8s.multikueue_adapters import (
     replacing_patch,
     workload_copy,
 )
+from connectors.k8s.multikueue_drift import spec_drifted
 from connectors.k8s.multikueue_identifiers import group_name_of, workload_name_of
 from connectors.k8s.multikueue_worker import (
     WORKLOADS,
@@ -110,6 +111,24 @@ def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | N
                for c in remote_conditions(raw))
 
 
+def drift_step_reached(state: ClusterState, wl: WorkloadInfo) -> bool:
+    """Whether Kueue's MultiKueue controller reaches its out-of-sync step (``reconcileGroup`` step 5) for ``wl``,
+    by what the log knows of its copies on connected workers: not while one shows Finished (step 3 finishes the
+    workload and returns), nor while one shows Evicted and the check is Ready (step 4 retries the check and
+    returns; a workload evicted on the manager has no copy it is to keep, :func:`stopping`)."""
+    links = state.cluster_links
+    check = check_of(state, wl)
+    for cluster, remote in sorted((wl.remotes or {}).items()):
+        link = links.get(cluster)
+        if link is None or not link.connected:
+            continue
+        for c in remote.conditions:
+            if c.status == "True" and (c.type == "Finished" or (
+                    c.type == "Evicted" and check is not None and check.state == "Ready")):
+                return False
+    return True
+
+
 def held_back(state: ClusterState, wl: WorkloadInfo) -> bool:
     """A workload whose copies are held back (:func:`kueue_es.scheduler.multikueue.copies_on`: a
     LeaderWorkerSet group's workload waiting for the rest of its group, or one on no worker yet while another
@@ -152,8 +171,15 @@ class CopiedWorkloads:
                                                                                 w.workloads.get(key)):
                 try:
                     if key in w.workloads:
+                        if self._going(w, key):
+                            await self._delete_copy(w, key, origin)  # a finalizer put back taken off again
+                            continue  # its successor, where one is to be, is made once it is seen gone
                         await self._scale_down_copy(w, wl)
                         await self._sync_priority(w, wl)
+                        if self._out_of_sync(w, wl, stored.get(key)):
+                            await self._delete_copy(w, key, origin)
+                            log.info("MultiKueue copy out of sync deleted", workload=key, cluster=w.name)
+                            continue
                     if wl.cluster_name != w.name:
                         if key not in w.workloads:
                             await self._create_copy(w, wl, origin)
@@ -173,6 +199,26 @@ class CopiedWorkloads:
                     await self._delete_copy(w, key, origin)
                 except KubeError as exc:
                     self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
+
+    @staticmethod
+    def _going(w: Worker, key: str) -> bool:
+        """Whether the copy of ``key`` on ``w`` is one this origin deleted whose DELETED its watch has not shown yet:
+        nothing is written to it, and no copy is made over it until it is gone."""
+        raw = w.workloads.get(key)
+        return raw is not None and bool(uid_of(raw)) and w.deleted.get(key) == uid_of(raw)
+
+    def _out_of_sync(self, w: Worker, wl: WorkloadInfo, manager: o.Workload | None) -> bool:
+        """Whether the copy of ``wl`` on ``w``, one of the workers it is to be on, is to be deleted for a spec that
+        drifted from the manager's stored Workload ``manager`` (:func:`spec_drifted`), once its priority and an
+        elastic scale-down were brought in line in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
+        when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none shows
+        Evicted while the check is Ready (step 4 retries the check first): :func:`drift_step_reached`. The copy on
+        the workload's own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is
+        made anew from the manager's spec."""
+        raw = w.workloads.get(wl.key)
+        if manager is None or raw is None or not drift_step_reached(self.state, wl):
+            return False
+        return spec_drifted(manager, raw)
 
     def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
         """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
