@@ -5,12 +5,14 @@ spec is never written):
 
 1. a template that names a RuntimeClass and sets no ``overhead`` takes the RuntimeClass's ``overhead.podFixed``
    (a RuntimeClass that does not exist adds nothing);
-2. a limit the template sets without a request becomes the request (so a limits-only template is charged its
+2. a limit a container sets without a request becomes the request (so a limits-only template is charged its
    limits, not a LimitRange's ``defaultRequest``);
 3. the namespace's LimitRanges, summarised (:func:`summarize`): the Container type's ``default`` fills the limits
-   and its ``defaultRequest`` the requests that an init or regular container leaves out; the Pod type's do the
-   same for the pod-level ``resources``, when the template has them;
-4. a limit still without a request (one a LimitRange's ``default`` added) becomes the request.
+   and its ``defaultRequest`` the requests that an init or regular container leaves out;
+4. a container's limit still without a request (one a LimitRange's ``default`` added) becomes the request;
+5. the pod-level ``resources``, when the template has them, are defaulted as the API server of Kubernetes
+   1.37 does (:func:`_default_pod_level`: a missing request is the containers' aggregate, else the pod-level
+   limit), then the Pod type's ``default`` and ``defaultRequest`` fill what they still leave out.
 
 When it is nominated, the adjusted template must be admissible (Kueue's ``ValidateAdmissibility``): no request
 above its limit ("resources validation failed"), then every container, and the pod as a whole, within the
@@ -25,7 +27,7 @@ LimitRanges are taken in name order (which one's ``default`` comes "first" is ot
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -33,7 +35,7 @@ import msgspec
 
 from events import objects as o
 from events.errors import aggregate
-from events.quantity import parse_quantity, to_int
+from events.quantity import decimal_string, parse_quantity, to_int
 
 Pairs = tuple[tuple[str, o.Quantity], ...]
 """A resource list, sorted by resource name."""
@@ -170,19 +172,82 @@ def adjust(spec: o.PodSpec, limits: LimitSummary | None, overhead: Pairs | None)
             changes[field] = [c if a is c.resources else msgspec.structs.replace(c, resources=a)
                               for a, c in zip(adjusted, cs, strict=True)]
     if spec.resources is not None:
-        res = _adjust_resources(spec.resources, pod)
+        res = _default_pod_level(spec.resources, changes.get("containers", spec.containers),
+                                 changes.get("init_containers", spec.init_containers))
+        if pod is not None:  # the Pod type's defaults come last: a default limit becomes no request
+            res = _with_defaults(res, _keep_first(res.limits, pod.default),
+                                 _keep_first(res.requests, pod.default_request))
         if res is not spec.resources:
             changes["resources"] = res
     return msgspec.structs.replace(spec, **changes) if changes else spec
 
 
 def _adjust_resources(res: o.ResourceRequirements, bounds: LimitBounds | None) -> o.ResourceRequirements:
-    # a limit the template sets is its own request before any LimitRange default applies (Kueue v0.20, #15023)
+    """A container's resources as Kueue counts them: its own limits as the requests it leaves out (Kueue
+    v0.20, #15023: before any LimitRange default), then the Container type's defaults, then any limit still
+    without a request (one a ``default`` added) as its request."""
     limits, requests = res.limits, _keep_first(res.requests, tuple(res.limits.items()))
     if bounds is not None:
         limits = _keep_first(limits, bounds.default)
         requests = _keep_first(requests, bounds.default_request)
     requests = _keep_first(requests, tuple(limits.items()))
+    return _with_defaults(res, limits, requests)
+
+
+def default_pod_level(spec: o.PodSpec) -> o.PodSpec:
+    """``spec`` with its pod-level ``resources`` defaulted as the API server stores a Pod
+    (:func:`_default_pod_level` on the containers as given); ``spec`` itself when nothing changes, as for a
+    Pod read back from a cluster."""
+    if spec.resources is None:
+        return spec
+    res = _default_pod_level(spec.resources, spec.containers, spec.init_containers)
+    return spec if res is spec.resources else msgspec.structs.replace(spec, resources=res)
+
+
+def _default_pod_level(res: o.ResourceRequirements, containers: Sequence[o.Container],
+                       init_containers: Sequence[o.Container]) -> o.ResourceRequirements:
+    """Pod-level resources (KEP-2837) as the API server defaults them, on containers that already carry
+    their LimitRange defaults: Kubernetes 1.37 defaults them after admission, and Kueue's
+    ``ApplyLimitRangeAndPodLevelDefaults`` takes that order for a 1.37+ server and for one whose version it
+    has not fetched (kueue-es knows none). Nothing when the pod level says nothing; else a ``hugepages-*``
+    limit that the containers' aggregate limits name and the pod level names in neither list is that
+    aggregate (``DefaultHugePagePodLevelLimits``); then a missing request is the containers' aggregate
+    request for cpu or memory, else the pod-level limit of a name Kubernetes manages at the pod level
+    (``DefaultPodLevelRequests``): a container asking for 1 cpu under a pod-level limit of 4 makes a pod
+    asking for 1, not 4. Aggregates are Kubernetes' (:func:`aggregate_requests`), exact, written back as
+    quantities."""
+    if not res.requests and not res.limits:
+        return res
+    huge = _aggregate(containers, init_containers, "limits")
+    limits = _keep_first(res.limits, tuple(
+        (r, decimal_string(v)) for r, v in sorted(huge.items())
+        if r.startswith(_HUGEPAGES) and pod_level_resource(r) and r not in res.requests))
+    asked = _aggregate(containers, init_containers, "requests")
+    requests = _keep_first(res.requests, tuple(
+        (r, decimal_string(v)) for r, v in sorted(asked.items())
+        if pod_level_resource(r) and not r.startswith(_HUGEPAGES)))
+    requests = _keep_first(requests, tuple((r, q) for r, q in sorted(limits.items())
+                                           if pod_level_resource(r)))
+    return _with_defaults(res, limits, requests)
+
+
+_HUGEPAGES = "hugepages-"
+
+
+def _aggregate(containers: Sequence[o.Container], init_containers: Sequence[o.Container],
+               field: str) -> dict[str, Decimal]:
+    """The containers' aggregate ``requests`` or ``limits``, exactly, as Kubernetes totals a pod's."""
+
+    def exact(c: o.Container) -> dict[str, Decimal]:
+        return {r: parse_quantity(q) for r, q in getattr(c.resources, field).items()}
+
+    return aggregate_requests(map(exact, containers),
+                              ((c.restart_policy == "Always", exact(c)) for c in init_containers))
+
+
+def _with_defaults(res: o.ResourceRequirements, limits: dict[str, o.Quantity],
+                   requests: dict[str, o.Quantity]) -> o.ResourceRequirements:
+    """``res`` with these limits and requests (``res`` itself when both are its own)."""
     if limits is res.limits and requests is res.requests:
         return res
     return o.ResourceRequirements(requests=requests, limits=limits)

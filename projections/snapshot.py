@@ -22,7 +22,6 @@ from projections.afs_ledger import AFS_CHECKPOINT, AfsCheckpoint
 from projections.cluster import ClusterState
 from projections.eviction_undo import KeptEvictions, Refusal, UnconfirmedEviction
 from projections.metrics import MetricsFold, MetricsSnapshot
-from projections.pod_adjustment import pod_level_resource
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.variants import charges_nothing
@@ -34,7 +33,7 @@ from projections.workloads import (
     waits_on_requeue_at,
 )
 
-SNAPSHOT_VERSION = 72
+SNAPSHOT_VERSION = 73
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -208,10 +207,15 @@ leaves the marks out when such a state is held against the fold (``log verify --
 set's pod-level ``resources`` count only for cpu, memory and ``hugepages-*`` (the names Kubernetes manages at
 the pod level, all that Kueue's ``PodRequests`` reads there); restored from an older one holding a template
 whose pod-level resources name any other, the pending workloads' pod sets are taken anew (workloads holding
-quota keep what their admission says)."""
+quota keep what their admission says). 73: a pod set's missing pod-level requests are defaulted as the API
+server of 1.37 does and Kueue mirrors it when it knows no server version (the containers' aggregate for cpu
+and memory, else the pod-level limit; a Pod-type LimitRange's defaults after that), and only the pod-level
+requests are charged (not the limits); restored from an older one holding a template with pod-level
+resources, the pending workloads' pod sets are taken anew (workloads holding quota keep what their admission
+says)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54,
-                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72)
+                     55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -555,17 +559,18 @@ def restore(snap: Snapshot) -> ClusterState:
     rules = state.request_rules
     if snap.version < 58 and rules is not None and rules.exclude and rules.transforms:
         state.recount_pending()  # counted excluding first: counted anew, as Kueue counts them at restart
-    if snap.version < 72 and any(_names_other_pod_level(tpl) for tpl in state.pod_templates.values()):
-        state.recount_pending()  # an older writer charged every pod-level name: counted anew
+    if snap.version < 73 and any(_sets_pod_level(tpl) for tpl in state.pod_templates.values()):
+        state.recount_pending()  # an older writer charged pod-level limits (before 72 every pod-level name)
     state.untrack_afs()  # a snapshot written before session 32 may hold history a full fold no longer keeps
     return state
 
 
-def _names_other_pod_level(templates: tuple[o.PodTemplateSpec, ...]) -> bool:
-    """Whether a pod-level ``resources`` of ``templates`` names a resource Kubernetes does not manage at the
-    pod level, which writers before version 72 charged."""
-    return any(not pod_level_resource(r) for t in templates if t.spec.resources is not None
-               for r in (*t.spec.resources.requests, *t.spec.resources.limits))
+def _sets_pod_level(templates: tuple[o.PodTemplateSpec, ...]) -> bool:
+    """Whether a template of ``templates`` has pod-level ``resources``, which writers before version 73
+    counted otherwise: their limits as requests (and before version 72 every name, not only those Kubernetes
+    manages at the pod level). Even an empty one counts: a Pod-type LimitRange default limit became a
+    request."""
+    return any(t.spec.resources is not None for t in templates)
 
 
 def _refuse_unconvertible_afs(snap: Snapshot) -> None:

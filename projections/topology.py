@@ -27,6 +27,7 @@ from events import tas_assignment
 from events.errors import InvalidInput
 from events.quantity import MAX_INT64, QuantityError, to_int
 from projections.host_ports import HostPorts
+from projections.pod_adjustment import default_pod_level
 from projections.tas_node_layer import NodeLayer
 from projections.tas_snapshot import MAX_INT32, PODS, FlavorSnapshot, TASSnapshots, fit_in_leaf, fit_in_leaves
 from projections.topology_tree import (
@@ -223,7 +224,7 @@ def _non_tas_usage(pod: o.Pod) -> tuple[str, tuple[tuple[str, int], ...]] | None
     if annotations and any(k in annotations for k in TAS_POD_ANNOTATIONS):
         return None
     try:
-        amounts = pod_requests(pod.spec)
+        amounts = pod_requests(default_pod_level(pod.spec))  # a Pod written without the server's defaulting
     except QuantityError:
         amounts = {}
     amounts[PODS] = amounts.get(PODS, 0) + 1

@@ -695,9 +695,12 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
     """Effective per-pod requests, the standard Kubernetes way, in Kueue units: the containers' aggregate (regular
     and sidecar containers summed, or each regular init container with the sidecars declared before it where that
     is more: :func:`projections.pod_adjustment.aggregate_requests`), raised to the
-    pod-level ``resources`` where those say more (cpu, memory and hugepages only:
+    pod-level ``requests`` where those say more (cpu, memory and hugepages only:
     :func:`projections.pod_adjustment.pod_level_resource`), plus the overhead Kueue charges
-    (:func:`projections.pod_adjustment.chargeable_overhead`); a total past int64 saturates at MaxInt64."""
+    (:func:`projections.pod_adjustment.chargeable_overhead`); a total past int64 saturates at MaxInt64.
+    ``spec`` is a template as Kueue adjusts it or a Pod as the API server stores it: its pod-level requests
+    are defaulted (:func:`projections.pod_adjustment.default_pod_level`), so its pod-level limits are not
+    read, as Kubernetes' ``PodRequests`` reads none."""
 
     def reqs(c: o.Container) -> dict[str, int]:
         out = {r: to_int(r, q) for r, q in c.resources.limits.items()}
@@ -706,12 +709,13 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
 
     total: dict[str, int] = aggregate_requests(
         map(reqs, spec.containers), ((c.restart_policy == "Always", reqs(c)) for c in spec.init_containers))
-    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
-        # pod-level resources count, but never for less than the containers' aggregate (Kueue v0.20, #16047),
-        # and only for the names Kubernetes manages at the pod level
-        for r, v in reqs(o.Container(resources=spec.resources)).items():
+    if spec.resources is not None:
+        # pod-level requests count, but never for less than the containers' aggregate (Kueue v0.20, #16047),
+        # and only for the names Kubernetes manages at the pod level; the pod-level limits are not read (the
+        # requests they default are already there: projections.pod_adjustment.adjust, default_pod_level)
+        for r, q in spec.resources.requests.items():
             if pod_level_resource(r):
-                total[r] = max(total.get(r, 0), v)
+                total[r] = max(total.get(r, 0), to_int(r, q))
     for r, q in chargeable_overhead(spec.overhead).items():
         total[r] = total.get(r, 0) + to_int(r, q)
     # every term is non-negative, so capping the exact sums is Kueue's int64 saturating Add (v0.20, #14100)

@@ -9,7 +9,7 @@ used (unreadable, of another history) is reported too but, as no fold ever start
 checkpoint written by an older version is compared on what its snapshot version holds (``snapshot.take_as``):
 one older than 71 restores no flush marks, so they are left out of its comparison. That is not the only way an
 older checkpoint can differ on a healthy log: where the fold itself has since changed what it keeps (a
-MultiKueue manager's workloads first seen admitted before version 69, pod-level resources before 72, a
+MultiKueue manager's workloads first seen admitted before version 69, pod-level resources before 73, a
 LocalQueue's AFS zeros), the state it restores is not the one the fold reaches, and it is reported; taking a
 new checkpoint ends that.
 """

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from events import objects as o
 from events import schema as ev
+from events.quantity import parse_quantity
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.dra import _pod_total
@@ -37,6 +38,7 @@ from projections.pod_adjustment import (
     adjust,
     admissibility,
     api_defaults,
+    default_pod_level,
     limit_findings,
     overhead_for,
     resource_findings,
@@ -47,6 +49,7 @@ from projections.workloads import (
     PENDING,
     PodSetInfo,
     failed_attempt,
+    pod_requests,
     pod_set_info,
     pod_set_infos,
     readjusted,
@@ -142,7 +145,9 @@ def test_container_defaults_fill_init_and_regular_containers() -> None:
     assert requests_of(spec, limits) == {"cpu": 4000, "memory": 2 * 2**30}
     pod_level = o.PodSpec(resources=res(limits={"cpu": "6"}), containers=spec.containers)
     pod_limits = summarize([lr("p", item("Pod", default_request={"cpu": "5"}))])
-    assert adjust(pod_level, pod_limits, None).resources.requests == {"cpu": "6"}
+    # the pod-level request is the containers' 1 + 3, before the Pod type's defaultRequest (Kueue's
+    # DefaultPodLevelRequests), not the pod-level limit
+    assert adjust(pod_level, pod_limits, None).resources.requests == {"cpu": "4"}
     assert spec.containers[0].resources.requests == {"cpu": "1"}  # the template itself is never written
 
 
@@ -156,12 +161,14 @@ def test_a_limit_without_request_is_the_request_without_any_limit_range() -> Non
 def test_pod_type_defaults_fill_pod_level_resources_only() -> None:
     limits = summarize([lr("p", item("Pod", default={"cpu": "4"}, default_request={"cpu": "3"}))])
     with_pod_level = o.PodSpec(resources=res(limits={"memory": "1Gi"}),
-                               containers=[o.Container(resources=res({"cpu": "1"}))])
+                               containers=[o.Container(resources=res({"memory": "512Mi"}))])
     adjusted = adjust(with_pod_level, limits, None)
-    assert adjusted.resources.requests == {"cpu": "3", "memory": "1Gi"}
+    # memory: the containers' aggregate, not the pod-level limit; cpu, which no container asks for: the Pod
+    # type's
+    assert adjusted.resources.requests == {"cpu": "3", "memory": str(512 * 2**20)}  # the aggregate, exactly
     assert adjusted.resources.limits == {"cpu": "4", "memory": "1Gi"}
     assert adjusted.containers == with_pod_level.containers  # Container defaults only come from Container items
-    assert requests_of(with_pod_level, limits) == {"cpu": 3000, "memory": 2**30}
+    assert requests_of(with_pod_level, limits) == {"cpu": 3000, "memory": 2**29}
     without = o.PodSpec(containers=[o.Container(resources=res({"cpu": "1"}))])
     assert adjust(without, limits, None) is without
 
@@ -484,6 +491,29 @@ def test_a_version_71_snapshot_restores_its_pending_workloads_without_other_pod_
     assert snapshot.digest(restored) == snapshot.digest(fresh)
 
 
+def test_a_version_72_snapshot_restores_its_pending_workloads_with_pod_level_requests_defaulted() -> None:
+    """A snapshot written before version 73 holds a pending workload charged its pod-level cpu limit of 4
+    where its container asks for 1; restored, the workload is counted as a full fold counts it now (1 cpu:
+    the pod-level request defaults to the containers' aggregate), and the state is the full fold's."""
+    state = _cluster()
+    wl = adjusted_workload("ns0", "w9", uid="ns0-9", queue="lq0", runtime=None, limit="1", created=T0)
+    spec = msgspec.structs.replace(wl.spec.pod_sets[0].template.spec, resources=res(limits={"cpu": "4"}))
+    pod_set = msgspec.structs.replace(wl.spec.pod_sets[0], template=o.PodTemplateSpec(spec=spec))
+    _apply(state, upsert(msgspec.structs.replace(
+        wl, spec=msgspec.structs.replace(wl.spec, pod_sets=[pod_set])), T0 + 1))
+    counted = dict(state.workloads["ns0/w9"].pod_sets[0].requests)
+    assert counted == {"cpu": 1000}
+    fresh = snapshot.decode(snapshot.encode(state))
+    held = state.workloads["ns0/w9"]
+    as_72 = tuple(sorted({**counted, "cpu": 4000}.items()))  # as version 72 counted it
+    held.pod_sets = tuple(msgspec.structs.replace(ps, requests=as_72) for ps in held.pod_sets)
+    untouched = snapshot.restore(msgspec.structs.replace(snapshot.take(state), version=73))
+    assert dict(untouched.workloads["ns0/w9"].pod_sets[0].requests)["cpu"] == 4000  # what 73 wrote is kept
+    restored = snapshot.restore(msgspec.structs.replace(snapshot.take(state), version=72))
+    assert dict(restored.workloads["ns0/w9"].pod_sets[0].requests) == counted
+    assert snapshot.digest(restored) == snapshot.digest(fresh)
+
+
 # --- LimitRange changes retry parked workloads (Kueue's resourceUpdatesHandler) ------------------------------------
 
 
@@ -653,3 +683,107 @@ def test_a_head_decided_before_a_limit_range_default_change_goes_back_to_the_hea
     _apply(state, ev.WorkloadPending(time=T0 + 1, key="ns0/w", reason="Pending", message="does not fit", parked=True,
                                      cycle=1, input=decided_on))
     assert "ns0/w" not in state.queues["cq0"].inadmissible and "ns0/w" in state.queues["cq0"].entries
+
+
+# --- pod-level resources (KEP-2837) as the API server defaults them ---------------------------------------
+# Kueue's pkg/workload effective pod spec (applyAdjustmentsToPodSpec, ApplyLimitRangeAndPodLevelDefaults,
+# DefaultHugePagePodLevelLimits, DefaultPodLevelRequests) in the mode it takes for an API server of 1.37 or
+# newer and when the server version is not known: the pod-level requests are defaulted after the containers'
+# LimitRange defaults, from the containers' aggregate requests (cpu, memory) and, for what no container asks
+# for, from the pod-level limits; a Pod-type LimitRange's defaults come last.
+
+KUEUE_LR = [lr("limits", item(default={"cpu": "4"}, default_request={"cpu": "2"}))]  # TestEffectivePodSpecs'
+MODES = "TestEffectivePodSpecsPodLevelDefaultingModes"
+
+
+def _default_request(cpu: str) -> list[o.LimitRange]:
+    """The LimitRange of TestEffectivePodSpecsPodLevelDefaultingModes: a Container defaultRequest only."""
+    return [lr("limits", item(default_request={"cpu": cpu}))]
+
+
+def _pod(resources: o.ResourceRequirements, *containers: o.Container, init=()) -> o.PodSpec:
+    return o.PodSpec(resources=resources, containers=list(containers or [o.Container()]),
+                     init_containers=list(init))
+
+
+HUGE = "hugepages-2Mi"
+CPU4 = res(limits={"cpu": "4"})
+POD_LEVEL_CASES = [
+    # (LimitRanges, template, want pod-level requests, want pod-level limits, want charge)
+    pytest.param(KUEUE_LR, _pod(CPU4, o.Container(resources=res({"cpu": "1"}))),
+                 {"cpu": "1"}, {"cpu": "4"}, {"cpu": 1000},
+                 id="TestEffectivePodSpecs/pod-level request aggregates the container requests"),
+    pytest.param(KUEUE_LR, _pod(CPU4, o.Container(resources=res(limits={"cpu": "1"}))),
+                 {"cpu": "1"}, {"cpu": "4"}, {"cpu": 1000},
+                 id="TestEffectivePodSpecs/pod-level request aggregates the container limits"),
+    pytest.param(KUEUE_LR, _pod(res(limits={"memory": "2Gi"})),
+                 {"cpu": "2", "memory": "2Gi"}, {"memory": "2Gi"}, {"cpu": 2000, "memory": 2 * 2**30},
+                 id="TestEffectivePodSpecs/pod-level limits"),
+    pytest.param(_default_request("3"), _pod(CPU4), {"cpu": "3"}, {"cpu": "4"}, {"cpu": 3000},
+                 id=f"{MODES}/no container requests, 1.37+ defaults from the LimitRange default"),
+    pytest.param(_default_request("1"),
+                 _pod(CPU4, o.Container(name="first", resources=res({"cpu": "1"})),
+                      o.Container(name="second")),
+                 {"cpu": "2"}, {"cpu": "4"}, {"cpu": 2000},
+                 id=f"{MODES}/partially specified containers, 1.37+ aggregates the container defaults"),
+    pytest.param(_default_request("1"), _pod(res({"memory": "1Gi"})),
+                 {"cpu": "1", "memory": "1Gi"}, {}, {"cpu": 1000, "memory": 2**30},
+                 id=f"{MODES}/pod-level requests without limits, 1.37+ fills missing requests"),
+    pytest.param(_default_request("1"),
+                 _pod(CPU4, o.Container(name="first", resources=res({"cpu": "1"}, {HUGE: "2Mi"}))),
+                 {"cpu": "1", HUGE: "2Mi"}, {"cpu": "4", HUGE: "2Mi"}, {"cpu": 1000, HUGE: 2 * 2**20},
+                 id=f"{MODES}/container hugepage limits, 1.37+ defaults the pod-level hugepage limit "
+                    "and request"),
+    pytest.param(_default_request("1"), _pod(CPU4), {"cpu": "1"}, {"cpu": "4"}, {"cpu": 1000},
+                 id="TestUpdateFromClientServerVersionDefaulting/version not fetched"),
+    # applyAdjustmentsToPodSpec's order, no Kueue case: a Pod-type default limit comes after the request
+    # defaulting, so it becomes no request; its defaultRequest fills only what is still missing
+    pytest.param([lr("p", item("Pod", default={"cpu": "4"}, default_request={"memory": "3Gi"}))],
+                 _pod(res({"memory": "1Gi"}), o.Container(resources=res({"memory": "1Gi"}))),
+                 {"memory": "1Gi"}, {"cpu": "4"}, {"memory": 2**30}, id="pod-type defaults come last"),
+    pytest.param([lr("p", item("Pod", default_request={"cpu": "5"}))],
+                 _pod(res(limits={"cpu": "6"}), o.Container(resources=res({"cpu": "1"})),
+                      o.Container(resources=res(limits={"cpu": "3"}))),
+                 {"cpu": "4"}, {"cpu": "6"}, {"cpu": 4000},
+                 id="the aggregate before the pod-type defaultRequest"),
+    # the aggregate is Kubernetes' (KEP-753): a regular init container alone, beside the sidecars before it
+    pytest.param(None, _pod(res(limits={"cpu": "8", "memory": "4Gi"}),
+                            o.Container(resources=res({"cpu": "1250m"})),
+                            init=[o.Container(resources=res({"cpu": "500m"}), restart_policy="Always"),
+                                  o.Container(resources=res({"cpu": "3", "memory": "1Gi"}))]),
+                 {"cpu": "3.5", "memory": "1Gi"}, {"cpu": "8", "memory": "4Gi"},
+                 {"cpu": 3500, "memory": 2**30},
+                 id="the aggregate counts init containers and sidecars"),
+]
+
+
+def _values(quantities: dict) -> dict:
+    return {r: parse_quantity(q) for r, q in quantities.items()}
+
+
+@pytest.mark.parametrize(("ranges", "spec", "requests", "limits", "charge"), POD_LEVEL_CASES)
+def test_pod_level_requests_default_as_kueue_mirrors_the_server(ranges, spec, requests, limits,
+                                                                 charge) -> None:
+    summary = summarize(ranges) if ranges else None
+    adjusted = adjust(spec, summary, None)
+    assert _values(adjusted.resources.requests) == _values(requests)
+    assert _values(adjusted.resources.limits) == _values(limits)
+    assert requests_of(spec, summary) == charge
+    assert resource_findings(adjusted) == ()
+
+
+def test_a_pod_level_limit_below_the_containers_aggregate_is_requests_above_limits() -> None:
+    # the pod-level request defaults to the containers' 5 cpu, above the pod-level limit: Kueue's
+    # ValidateResources on the effective spec refuses it (the API server would refuse such a Pod)
+    spec = _pod(CPU4, o.Container(resources=res({"cpu": "5"})))
+    assert resource_findings(adjust(spec, None, None)) == (
+        'template.spec.resources: Invalid value: ["cpu"]: requests must not exceed its limits',)
+
+
+def test_a_pods_own_pod_level_requests_are_defaulted_as_the_api_server_does() -> None:
+    # a Pod read back from the API server already has them; one written without (from a file) is counted as
+    # the server would have stored it, not charged its pod-level limit
+    bare = _pod(res(limits={"cpu": "4", "memory": "1Gi"}), o.Container(resources=res({"cpu": "1"})))
+    assert pod_requests(default_pod_level(bare)) == {"cpu": 1000, "memory": 2**30}
+    stored = default_pod_level(bare)
+    assert default_pod_level(stored) is stored
