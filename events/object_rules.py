@@ -26,7 +26,7 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
-  above 1e-9. A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
+  above 1e-9 (refused at ``spec.fairSharing``, as Kueue reports it). A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
   known and consistent, at most 256 flavors and 256 resources in all and 512 flavor-resource quotas in a group
   (:mod:`events.quota_rules`). The CRD's rules broken are refused together, first and without the webhook's; then
   those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`, :func:`check_cohort`).
@@ -77,7 +77,7 @@ from events.labels import (
     regex_error,
     selector_field_errors,
 )
-from events.quantity import parse_quantity, to_int
+from events.quantity import decimal_string, parse_quantity, to_int
 from events.timefmt import parse_time
 
 RESERVED_RESOURCE = "pods"
@@ -598,10 +598,17 @@ def _strategy_name_errors(strategy: o.AdmissionChecksStrategy | None) -> list[st
 
 
 def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
-    """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic)."""
-    if fs is not None and fs.weight is not None and 0 < parse_quantity(fs.weight) <= MIN_WEIGHT:
-        return ["field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9"]
-    return []
+    """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic), not negative: the
+    checks of Kueue's webhooks (``validateFairSharing``, shared by the ClusterQueue's and the Cohort's), which
+    report them at ``spec.fairSharing`` itself with the weight as Kubernetes writes it (rounded up to nano units).
+    No rule of the CRDs bounds the weight: a negative one reaches the webhook."""
+    if fs is None or fs.weight is None:
+        return []
+    weight = parse_quantity(fs.weight)
+    why = ("must be greater than or equal to 0" if weight < 0
+           else "When not 0, weight must be > 10e-9" if 0 < weight <= MIN_WEIGHT else None)
+    return [] if why is None else [f"field `spec.fairSharing`: Invalid value: {go_quote(decimal_string(weight))}: "
+                                   f"{why}"]
 
 
 # --- Topology, AdmissionCheck -----------------------------------------------------------------------------------

@@ -270,7 +270,7 @@ def test_a_queue_s_policies_are_known_and_consistent() -> None:
     assert '`spec.flavorFungibility.whenCanBorrow`: Unsupported value: "Borrow"' in _refusal(
         cluster_queue(flavorFungibility={"whenCanBorrow": "Borrow"}))
     assert _refusal(cluster_queue(fairSharing={"weight": "1n"})) == (
-        "ClusterQueue cq: field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9")
+        'ClusterQueue cq: field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9')
     _check(cluster_queue(fairSharing={"weight": 0}))
 
 
@@ -306,7 +306,7 @@ def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_
         "field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never, "
         'field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": preference '
         '"PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor, '
-        "field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
+        'field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9]')
 
 
 def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
@@ -324,8 +324,8 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
     assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (
         'Cohort co: [field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "1": must '
         'be nil when parent is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: Invalid '
-        'value: "9": must be nil when parent is empty, field `spec.fairSharing.weight`: When not 0, weight must be > '
-        "10e-9]")
+        'value: "9": must be nil when parent is empty, field `spec.fairSharing`: Invalid value: "1n": When not 0, '
+        "weight must be > 10e-9]")
 
 
 def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
