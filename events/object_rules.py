@@ -472,13 +472,14 @@ def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str]
 
 
 def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = ()) -> None:
-    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules, then its webhook's (resource groups, fair
-    sharing)."""
+    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules, then its webhook's in Kueue's order
+    (``validateCohort``: the fair sharing weight, then the resource groups; a ClusterQueue's webhook checks the
+    weight after its groups)."""
     spec = cohort.spec
     refuse_all([*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
                 *_flavor_name_errors(spec.resource_groups)], where, crd=True)
-    refuse_all(quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True)
-               + _fair_sharing_errors(spec.fair_sharing), where)
+    refuse_all(_fair_sharing_errors(spec.fair_sharing)
+               + quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True), where)
 
 
 def refuse_all(errors: Sequence[str], where: str, *, crd: bool = False) -> None:

@@ -321,11 +321,11 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
     assert message.endswith('field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "a b"]')
     cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
               "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"], "fairSharing": {"weight": "1n"}}}
-    assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (
-        'Cohort co: [field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "1": must '
+    assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (  # the weight first (validateCohort)
+        'Cohort co: [field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9, '
+        'field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "1": must '
         'be nil when parent is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: Invalid '
-        'value: "9": must be nil when parent is empty, field `spec.fairSharing`: Invalid value: "1n": When not 0, '
-        "weight must be > 10e-9]")
+        'value: "9": must be nil when parent is empty]')
 
 
 def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:

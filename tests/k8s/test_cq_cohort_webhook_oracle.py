@@ -352,6 +352,18 @@ def test_a_fair_sharing_weight_is_refused_at_fair_sharing_with_its_value(make: A
     assert _outcome(doc) == _forbidden(doc["kind"], f'field `spec.fairSharing`: Invalid value: "{shown}": {why}')
 
 
+def test_a_cohort_s_fair_sharing_comes_before_its_resource_groups() -> None:
+    """``validateCohort`` checks the fair sharing weight first, then the resource groups (a ClusterQueue's
+    webhook the other way round: ``validateClusterQueueSpec``)."""
+    groups = [_group(_quotas("x86", ("cpu", "-1")))]
+    nominal = f'field `{AT}.nominalQuota`: Invalid value: "-1": must be greater than or equal to 0'
+    weight = 'field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9'
+    assert _outcome(cohort(fairSharing={"weight": "1n"}, resourceGroups=groups)) == _forbidden("Cohort", weight,
+                                                                                             nominal)
+    assert _outcome(cq(fairSharing={"weight": "1n"}, resourceGroups=groups)) == _forbidden("ClusterQueue", nominal,
+                                                                                         weight)
+
+
 # --- the CRD's markers on admissionChecksStrategy --------------------------------------------------------------------
 
 
