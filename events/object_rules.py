@@ -28,7 +28,8 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
   above 1e-9 (refused at ``spec.fairSharing``, as Kueue reports it). A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
   known and consistent, at most 256 flavors and 256 resources in all and 512 flavor-resource quotas in a group
-  (:mod:`events.quota_rules`). The CRD's rules broken are refused together, first and without the webhook's; then
+  (:mod:`events.quota_rules`); the CRD's CEL rules hold the policies to the same consistency as Kueue's webhook
+  does, and refuse first. The CRD's rules broken are refused together, first and without the webhook's; then
   those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`, :func:`check_cohort`).
 * LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
   only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
@@ -463,11 +464,15 @@ def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, fir
 def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
                         also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset()) -> None:
     """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
-    :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an
-    object its schema refuses; then every rule of Kueue's webhook the object breaks
+    :func:`events.manifests.queue_schema_errors`; the CEL rules on the policies last, and only once every enum
+    value is known, as the apiserver checks them: :func:`cluster_queue_cel_errors`), as the apiserver lists them,
+    calling no webhook for an object its schema refuses; then every rule of Kueue's webhook the object breaks
     (:func:`cluster_queue_errors`, then ``also``: the gated ones, which come after), in one message.
     ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`)."""
-    refuse_all([*schema, *cluster_queue_schema_errors(cq.spec, ratcheted)], where, crd=True)
+    crd = [*schema, *cluster_queue_schema_errors(cq.spec, ratcheted)]
+    if not any("Unsupported value:" in error for error in crd):  # the CEL rules wait for known enum values
+        crd += cluster_queue_cel_errors(cq.spec)
+    refuse_all(crd, where, crd=True)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
 
 
@@ -523,6 +528,25 @@ def cluster_queue_schema_errors(spec: o.ClusterQueueSpec,
         if last is not None:
             errors += _name_reference_errors(
                 last, "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName")
+    return errors
+
+
+def cluster_queue_cel_errors(spec: o.ClusterQueueSpec) -> list[str]:
+    """The CEL rules of the ClusterQueue CRD on its policies (``apis/kueue/v1beta2/clusterqueue_types.go``): a
+    ``preemption`` that reclaims ``Never`` does not preempt while borrowing, and a ``flavorFungibility`` with a
+    ``preference`` tries the next flavor both when it can borrow and when it can preempt. Kueue's webhook holds the
+    same two rules (:func:`cluster_queue_errors`), but the apiserver refuses first, in the CEL rules' words, at the
+    object the rule is on."""
+    errors = []
+    p = spec.preemption
+    if p.reclaim_within_cohort == "Never" and p.borrow_within_cohort is not None \
+            and p.borrow_within_cohort.policy != "Never":
+        errors.append('field `spec.preemption`: Invalid value: "object": reclaimWithinCohort=Never and '
+                      "borrowWithinCohort.Policy!=Never")
+    ff = spec.flavor_fungibility
+    if ff.preference is not None and (ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor"):
+        errors.append('field `spec.flavorFungibility`: Invalid value: "object": preference can only be set when both '
+                      "whenCanBorrow and whenCanPreempt are TryNextFlavor")
     return errors
 
 

@@ -260,11 +260,12 @@ def test_a_resource_is_named_well_and_covered_by_one_group() -> None:
 def test_a_queue_s_policies_are_known_and_consistent() -> None:
     assert _refusal(cluster_queue(preemption={"reclaimWithinCohort": "Never",
                                               "borrowWithinCohort": {"policy": "LowerPriority"}})) == (
-        "ClusterQueue cq: field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+        'ClusterQueue cq: field `spec.preemption`: Invalid value: "object": reclaimWithinCohort=Never and '
+        "borrowWithinCohort.Policy!=Never")  # the CRD's CEL rule, before the webhook's same rule
     _check(cluster_queue(preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}))
     assert _refusal(cluster_queue(flavorFungibility={"preference": "PreemptionOverBorrowing"})) == (
-        'ClusterQueue cq: field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": '
-        'preference "PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor')
+        'ClusterQueue cq: field `spec.flavorFungibility`: Invalid value: "object": preference can only be set when '
+        "both whenCanBorrow and whenCanPreempt are TryNextFlavor")
     _check(cluster_queue(flavorFungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
                                             "preference": "PreemptionOverBorrowing"}))
     assert '`spec.flavorFungibility.whenCanBorrow`: Unsupported value: "Borrow"' in _refusal(
@@ -290,9 +291,6 @@ def test_a_namespace_selector_is_well_formed() -> None:
 def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_order() -> None:
     doc = _quota(cluster_queue(namespaceSelector={"matchExpressions": [{"key": "t", "operator": "Exists",
                                                                         "values": ["a"]}]},
-                               preemption={"reclaimWithinCohort": "Never",
-                                           "borrowWithinCohort": {"policy": "LowerPriority"}},
-                               flavorFungibility={"preference": "PreemptionOverBorrowing"},
                                fairSharing={"weight": "1n"}), lendingLimit=5)
     doc["spec"]["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
         {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]})
@@ -303,9 +301,6 @@ def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_
         'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "cpu", '
         "field `spec.namespaceSelector.matchExpressions[0].values`: Forbidden: may not be specified when `operator` "
         "is 'Exists' or 'DoesNotExist', "
-        "field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never, "
-        'field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": preference '
-        '"PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor, '
         'field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9]')
 
 
@@ -331,8 +326,7 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
 def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
     """The apiserver calls no webhook for an object its schema refuses: the CRD's errors (all of them, as its own
     list: ``test_queue_rules``), not with the webhook's."""
-    doc = cluster_queue(fairSharing={"weight": "1n"}, preemption={"reclaimWithinCohort": "Never",
-                                                                  "borrowWithinCohort": {"policy": "LowerPriority"}})
+    doc = _quota(cluster_queue(fairSharing={"weight": "1n"}), lendingLimit=2)
     doc["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
     doc["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
     doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "A"

@@ -21,6 +21,8 @@ import pytest
 
 from connectors.k8s.validating import review
 from events import quota_rules
+from events.manifests import decode_object
+from events.object_rules import cluster_queue_errors
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
 QUALIFIED = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
@@ -172,6 +174,31 @@ def test_an_admission_check_on_a_flavor_the_queue_does_not_have_is_refused() -> 
                               'onFlavors[0]`: Unsupported value: "flavor1"')
 
 
+@pytest.mark.parametrize(("borrow", "preempt", "preference"), [
+    pytest.param("TryNextFlavor", "MayStopSearch", "BorrowingOverPreemption",
+                 id="flavorFungibility preference set but whenCanPreempt != TryNextFlavor"),
+    pytest.param("MayStopSearch", "MayStopSearch", "BorrowingOverPreemption",
+                 id="flavorFungibility preference set but whenCanBorrow != TryNextFlavor"),
+    pytest.param("MayStopSearch", "TryNextFlavor", "PreemptionOverBorrowing",
+                 id="flavorFungibility preference PreemptionOverBorrowing but whenCanBorrow != TryNextFlavor"),
+])
+def test_a_flavor_preference_needs_both_policies_try_next_flavor(borrow: str, preempt: str,
+                                                                 preference: str) -> None:
+    """Kueue's webhook (``validateFlavorFungibility``) refuses it at ``spec.flavorFungibility.preference``, with the
+    preference as the bad value, as its unit test wants; but the CRD's CEL rule on ``FlavorFungibility``
+    (``apis/kueue/v1beta2/clusterqueue_types.go``) refuses it first at the apiserver: a 422 at
+    ``spec.flavorFungibility``, and the webhook is never called."""
+    doc = cq(flavorFungibility={"whenCanBorrow": borrow, "whenCanPreempt": preempt, "preference": preference})
+    view = decode_object(cq(), "ClusterQueue cluster-queue")
+    spec = msgspec.structs.replace(view.spec, flavor_fungibility=msgspec.structs.replace(
+        view.spec.flavor_fungibility, when_can_borrow=borrow, when_can_preempt=preempt, preference=preference))
+    assert cluster_queue_errors(spec) == [
+        f'field `spec.flavorFungibility.preference`: Invalid value: "{preference}": preference "{preference}" '
+        "requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor"]
+    assert _outcome(doc) == _invalid("ClusterQueue", 'spec.flavorFungibility: Invalid value: "object": preference '
+                                     "can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor")
+
+
 # --- TestValidateClusterQueueUpdate, TestValidateTotal*, TestValidateFlavorResourceCombinations ------------------
 
 
@@ -264,6 +291,9 @@ INTEGRATION = [
     ("ClusterQueue/Should forbid to create clusterQueue missing resources in a flavor and mismatch",
      cq(resourceGroups=[{"coveredResources": ["blah"], "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0"))]}]),
      422),
+    ("ClusterQueue/Should forbid to create clusterQueue missing with invalid preemption due to "
+     "reclaimWithinCohort=Never, while borrowWithinCohort!=nil",
+     cq(preemption={"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}}), 422),
     ("ClusterQueue/Should allow zero fair share weight", cq(fairSharing={"weight": "0"}), None),
     ("ClusterQueue/Should allow fractional weight", cq(fairSharing={"weight": "0.1"}), None),
     ("ClusterQueue/Should forbid negative weight", cq(fairSharing={"weight": "-1"}), 403),
@@ -362,6 +392,18 @@ def test_a_cohort_s_fair_sharing_comes_before_its_resource_groups() -> None:
                                                                                              nominal)
     assert _outcome(cq(fairSharing={"weight": "1n"}, resourceGroups=groups)) == _forbidden("ClusterQueue", nominal,
                                                                                          weight)
+
+
+def test_reclaim_never_with_borrowing_preemption_is_the_crd_s_rule() -> None:
+    """The CEL rule on ``ClusterQueuePreemption`` (``apis/kueue/v1beta2/clusterqueue_types.go``, and the generated
+    CRD's ``x-kubernetes-validations``): a 422 at ``spec.preemption`` before Kueue's webhook, whose
+    ``validatePreemption`` holds the same rule, is called. ``reclaimWithinCohort`` left out defaults to ``Never``."""
+    want = _invalid("ClusterQueue", 'spec.preemption: Invalid value: "object": reclaimWithinCohort=Never and '
+                    "borrowWithinCohort.Policy!=Never")
+    assert _outcome(cq(preemption={"reclaimWithinCohort": "Never",
+                                   "borrowWithinCohort": {"policy": "LowerPriority"}})) == want
+    assert _outcome(cq(preemption={"borrowWithinCohort": {"policy": "LowerPriority"}})) == want
+    assert _outcome(cq(preemption={"reclaimWithinCohort": "Never", "borrowWithinCohort": {}})) is None
 
 
 # --- the CRD's markers on admissionChecksStrategy --------------------------------------------------------------------
