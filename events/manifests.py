@@ -514,7 +514,7 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     if isinstance(obj, o.ClusterQueue):
         object_rules.check_cluster_queue(obj, where, schema=queue_schema_errors(obj),
                                          also=_gated_cluster_queue_errors(obj, checks),
-                                         ratcheted=checks.ratcheted)
+                                         ratcheted=checks.ratcheted, doc=doc)
         return
     if isinstance(obj, o.Cohort):
         object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))

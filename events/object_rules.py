@@ -26,11 +26,14 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
-  above 1e-9 (refused at ``spec.fairSharing``, as Kueue reports it). A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
-  known and consistent, at most 256 flavors and 256 resources in all and 512 flavor-resource quotas in a group
-  (:mod:`events.quota_rules`); the CRD's CEL rules hold the policies to the same consistency as Kueue's webhook
-  does, and refuse first. The CRD's rules broken are refused together, first and without the webhook's; then
-  those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`, :func:`check_cohort`).
+  above 1e-9, not negative (refused at ``spec.fairSharing``, as Kueue reports it). A ClusterQueue's namespace
+  selector is well formed, its preemption and flavor fungibility policies known and consistent, at most 256
+  flavors and 256 resources in all and 512 flavor-resource quotas in a group (:mod:`events.quota_rules`); the
+  CRD's CEL rules hold the policies to the same consistency as Kueue's webhook does, and refuse first. Its
+  admission checks strategy names 1–64 checks, each once, each on at most 64 flavors, each once (the CRD's
+  markers, :mod:`events.crd_markers`). The CRD's rules broken are refused together, first and without the
+  webhook's; then those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`,
+  :func:`check_cohort`).
 * LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
   only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
 * Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
@@ -462,14 +465,16 @@ def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, fir
 
 
 def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
-                        also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset()) -> None:
+                        also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset(),
+                        doc: Mapping[str, Any] | None = None) -> None:
     """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
     :func:`events.manifests.queue_schema_errors`; the CEL rules on the policies last, and only once every enum
     value is known, as the apiserver checks them: :func:`cluster_queue_cel_errors`), as the apiserver lists them,
     calling no webhook for an object its schema refuses; then every rule of Kueue's webhook the object breaks
     (:func:`cluster_queue_errors`, then ``also``: the gated ones, which come after), in one message.
-    ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`)."""
-    crd = [*schema, *cluster_queue_schema_errors(cq.spec, ratcheted)]
+    ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`); ``doc``:
+    the plain data ``cq`` was read from, for the markers that tell a list given empty from one left out."""
+    crd = [*schema, *cluster_queue_schema_errors(cq.spec, ratcheted, doc=doc)]
     if not any("Unsupported value:" in error for error in crd):  # the CEL rules wait for known enum values
         crd += cluster_queue_cel_errors(cq.spec)
     refuse_all(crd, where, crd=True)
@@ -503,14 +508,16 @@ def refuse_first(errors: Sequence[str], where: str) -> None:
         raise InvalidInput(f"{where}: {errors[0]}")
 
 
-def cluster_queue_schema_errors(spec: o.ClusterQueueSpec,
-                                ratcheted: frozenset[str] = frozenset()) -> list[str]:
-    """What the ClusterQueue CRD's schema and CEL rules hold beyond what the projections need: the names it gives
-    of other objects and known policy values. Every one broken."""
+def cluster_queue_schema_errors(spec: o.ClusterQueueSpec, ratcheted: frozenset[str] = frozenset(), *,
+                                doc: Mapping[str, Any] | None = None) -> list[str]:
+    """What the ClusterQueue CRD's schema holds beyond what the projections need: the names it gives of other
+    objects, known policy values, its markers (read from ``doc``, the plain data, when given: the view leaves
+    out an empty list). Every one broken."""
     errors = _name_reference_errors(spec.cohort_name, "spec.cohortName", optional=True)
     errors += _flavor_name_errors(spec.resource_groups)
     errors += _strategy_name_errors(spec.admission_checks_strategy)
-    errors += crd_markers.errors("ClusterQueue", {"spec": msgspec.to_builtins(spec)}, ratcheted=ratcheted)
+    data = doc if doc is not None else {"spec": msgspec.to_builtins(spec)}
+    errors += crd_markers.errors("ClusterQueue", data, ratcheted=ratcheted)
     borrow = spec.preemption.borrow_within_cohort
     if borrow is not None:
         errors += _one_of_errors(borrow.policy, ("Never", "LowerPriority"), "spec.preemption.borrowWithinCohort.policy")

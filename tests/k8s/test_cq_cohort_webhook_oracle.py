@@ -412,3 +412,22 @@ def test_reclaim_never_with_borrowing_preemption_is_the_crd_s_rule() -> None:
 def _strategy(*rules: dict[str, Any], flavors: tuple[str, ...] = ("a",)) -> dict[str, Any]:
     return cq(resourceGroups=[_group(*[_quotas(f, ("cpu",)) for f in flavors])],
               admissionChecksStrategy={"admissionChecks": list(rules)})
+
+
+def test_an_admission_checks_strategy_names_each_check_once_and_at_least_one() -> None:
+    """``AdmissionChecksStrategy.admissionChecks`` is ``+required``, ``MinItems=1``, ``MaxItems=64``,
+    ``listType=map`` keyed by ``name``; a rule's ``onFlavors`` ``listType=set``, ``MaxItems=64``
+    (``apis/kueue/v1beta2/clusterqueue_types.go``): the apiserver refuses, 422."""
+    at = "spec.admissionChecksStrategy.admissionChecks"
+    assert _outcome(cq(admissionChecksStrategy={})) == _invalid("ClusterQueue", f"{at}: Required value")
+    assert _outcome(cq(admissionChecksStrategy={"admissionChecks": []})) == _invalid(
+        "ClusterQueue", f"{at}: Invalid value: 0: {at} in body should have at least 1 items")
+    assert _outcome(_strategy({"name": "ac"}, {"name": "ac"})) == _invalid(
+        "ClusterQueue", f'{at}[1]: Duplicate value: {{"name":"ac"}}')
+    assert _outcome(_strategy({"name": "ac", "onFlavors": ["a", "a"]})) == _invalid(
+        "ClusterQueue", f'{at}[0].onFlavors[1]: Duplicate value: "a"')
+    assert _outcome(_strategy(*[{"name": f"ac{i}"} for i in range(MANY)])) == _invalid(
+        "ClusterQueue", f"{at}: Too many: 65: must have at most 64 items")
+    assert _outcome(_strategy({"name": "ac", "onFlavors": [f"f{i}" for i in range(MANY)]})) == _invalid(
+        "ClusterQueue", f"{at}[0].onFlavors: Too many: 65: must have at most 64 items")  # alone: no webhook
+    assert _outcome(_strategy(*[{"name": f"ac{i}", "onFlavors": ["a"]} for i in range(MANY - 1)])) is None
