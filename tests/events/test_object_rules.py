@@ -254,7 +254,8 @@ def test_a_resource_is_named_well_and_covered_by_one_group() -> None:
     bad = cluster_queue()
     bad["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
     bad["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
-    assert "`spec.resourceGroups[0].coveredResources[0]`: the name part must consist of" in _refusal(bad)
+    assert ('`spec.resourceGroups[0].coveredResources[0]`: Invalid value: "a b": name part must consist of'
+            in _refusal(bad))  # IsQualifiedName's words, as Kueue's validateResourceName reports them
 
 
 def test_a_queue_s_policies_are_known_and_consistent() -> None:
@@ -311,8 +312,9 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
     bad["spec"]["resourceGroups"].append({"coveredResources": ["a b"], "flavors": [
         {"name": "b", "resources": [{"name": "a b", "nominalQuota": 1}]}]})
     message = _refusal(bad)
-    assert message.startswith("ClusterQueue cq: [field `spec.resourceGroups[0].coveredResources[0]`: the name part")
-    assert message.count("coveredResources[0]`: the name part") == 2
+    assert message.startswith('ClusterQueue cq: [field `spec.resourceGroups[0].coveredResources[0]`: '
+                              'Invalid value: "a b": name part')
+    assert message.count('coveredResources[0]`: Invalid value: "a b": name part') == 2
     assert message.endswith('field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "a b"]')
     cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
               "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"], "fairSharing": {"weight": "1n"}}}

@@ -91,6 +91,9 @@ def _invalid(kind: str, *errors: str) -> tuple[int, str]:
 
 UNIT = [
     ("built-in resources with qualified names", cq(resourceGroups=[_group(_quotas("default", ("cpu",)))]), None),
+    ("invalid resource name", cq(resourceGroups=[_group(_quotas("default", ("@cpu",)))]),
+     _forbidden("ClusterQueue",
+                'field `spec.resourceGroups[0].coveredResources[0]`: Invalid value: "@cpu": ' + QUALIFIED)),
     ("admissionChecks defined", cq(admissionChecksStrategy={"admissionChecks": [{"name": "ac1"}]}), None),
     ("in cohort", cq(cohortName="prod"), None),
     ("extended resources with qualified names",
