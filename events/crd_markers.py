@@ -1,8 +1,8 @@
 """Enums, bounds, patterns, list types and required fields Kueue's CRDs put on single fields
 (``+kubebuilder:validation:Enum``, ``MaxLength``, ``MinLength``, ``Pattern``, ``Minimum``, ``MaxItems``,
-``MaxProperties``, ``+listType``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared once:
-:mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what Kueue's
-refuses, and :func:`errors` refuses the same values on import and in the validating webhooks, in the
+``MinItems``, ``MaxProperties``, ``+listType``, ``+required`` in ``apis/kueue/v1beta2/*_types.go``), declared
+once: :mod:`connectors.k8s.crds` writes them into the generated CRDs, so that the apiserver refuses what
+Kueue's refuses, and :func:`errors` refuses the same values on import and in the validating webhooks, in the
 apiserver's words. A path is the wire's (camelCase), ``[]`` standing for every item of a list.
 
 The integer formats (``int32``/``int64``, from the Go types) are declared on the views instead
@@ -50,6 +50,7 @@ class Marker(NamedTuple):
     """A map's: the longest each of its values may be (``MaxLength`` on the map's value type)."""
     list_keys: tuple[str, ...] | None = None
     """A list's ``+listType``: ``()`` a set (each item once), else a map keyed by these fields."""
+    min_items: int | None = None
 
 
 _TOPOLOGY_REQUEST = "spec.podSets[].topologyRequest"
@@ -71,7 +72,14 @@ MARKERS: dict[str, tuple[Marker, ...]] = {
         Marker("status.nominatedClusterNames", max_items=20),  # a MultiKueueConfig names at most 20
         Marker("status.clusterName", max_length=256),
     ),
-    "ClusterQueue": (Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),),
+    "ClusterQueue": (
+        # AdmissionChecksStrategy.admissionChecks: +required, MinItems=1, MaxItems=64, listType=map (name);
+        # AdmissionCheckStrategyRule.onFlavors: listType=set, MaxItems=64
+        Marker("spec.admissionChecksStrategy.admissionChecks", required=True, min_items=1, max_items=64,
+               list_keys=("name",)),
+        Marker("spec.admissionChecksStrategy.admissionChecks[].onFlavors", max_items=64, list_keys=()),
+        Marker("spec.admissionScope.admissionMode", enum=ADMISSION_MODES, required=True),
+    ),
     "ResourceFlavor": (Marker("spec.resourceWeights", max_properties=MAX_RESOURCE_WEIGHTS),),
     "WorkloadPriorityClass": (Marker("value", required=True), Marker("description", max_length=2048)),
     "ProvisioningRequestConfig": (  # no minimum on the retry strategy: Kueue's CRD takes a negative value
@@ -168,6 +176,9 @@ def _field_errors(marker: Marker, at: str, parent: Mapping[str, Any], required: 
                    f"to {marker.minimum}")
     if marker.max_items is not None and isinstance(value, list) and len(value) > marker.max_items:
         out.append(f"field `{path}`: {too_many(len(value), marker.max_items)}")
+    if marker.min_items is not None and isinstance(value, list) and len(value) < marker.min_items:
+        out.append(f"field `{path}`: Invalid value: {len(value)}: {path} in body should have at least "
+                   f"{marker.min_items} items")
     if isinstance(value, Mapping):
         if marker.max_properties is not None and len(value) > marker.max_properties:
             out.append(f"field `{path}`: {too_many(len(value), marker.max_properties)}")
@@ -280,7 +291,8 @@ def apply(kind: str, schema: dict[str, Any]) -> None:
             field["enum"] = list(marker.enum)
         for key, bound in (("maxLength", marker.max_length), ("minLength", marker.min_length),
                            ("pattern", marker.pattern), ("minimum", marker.minimum),
-                           ("maxItems", marker.max_items), ("maxProperties", marker.max_properties)):
+                           ("maxItems", marker.max_items), ("minItems", marker.min_items),
+                           ("maxProperties", marker.max_properties)):
             if bound is not None:
                 field[key] = bound
         if marker.value_max_length is not None:

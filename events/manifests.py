@@ -514,7 +514,7 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     if isinstance(obj, o.ClusterQueue):
         object_rules.check_cluster_queue(obj, where, schema=queue_schema_errors(obj),
                                          also=_gated_cluster_queue_errors(obj, checks),
-                                         ratcheted=checks.ratcheted)
+                                         ratcheted=checks.ratcheted, doc=doc)
         return
     if isinstance(obj, o.Cohort):
         object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))
@@ -571,9 +571,10 @@ apiserver's refusal lists)."""
 def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
     """What a ClusterQueue's or Cohort's CRD refuses, every rule broken, as the apiserver lists them: a creation
     time, quantities, names unique in their lists, lists within their ``maxItems``, known policy values, a fair
-    sharing weight; then the CEL rules (not checked, as by the apiserver, while an enum value is unknown): a
-    ClusterQueue's borrowing limits only with a cohort, each group's resource count. Without ``full``, only what
-    the projections need: not the ``maxItems`` nor the borrowing rule."""
+    sharing weight that is a quantity; then the CEL rules (not checked, as by the apiserver, while an enum value is
+    unknown): a ClusterQueue's borrowing limits only with a cohort, each group's resource count. Without ``full``,
+    only what the projections need: not the ``maxItems`` nor the borrowing rule, and a weight not negative (with
+    ``full``, Kueue's webhook's to refuse: :func:`events.object_rules.check_cluster_queue`)."""
     spec = obj.spec
     errors = [f"field `{at}`: {problem}" for at, problem in (
         ("metadata.creationTimestamp", time_problem(obj.metadata.creation_timestamp)),) if problem is not None]
@@ -586,7 +587,9 @@ def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) ->
             if value not in allowed:
                 blocking = True
                 errors.append(f"field `{at}`: {not_supported(go_quote(value), allowed)}")
-    errors += _weight_errors(spec.fair_sharing)
+    # a negative weight is Kueue's webhook's to refuse (object_rules); the watch, which folds what passes here,
+    # cannot take one (the fair share divides by it)
+    errors += _weight_errors(spec.fair_sharing, negative=full)
     if not blocking:  # the CEL rules: the spec's, then its groups'
         if full and isinstance(obj, o.ClusterQueue):
             errors += quota_rules.borrowing_errors(spec.resource_groups, obj.spec.cohort_name)

@@ -26,10 +26,14 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
-  above 1e-9. A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
-  known and consistent, at most 256 flavors and 256 resources in all and 512 flavor-resource quotas in a group
-  (:mod:`events.quota_rules`). The CRD's rules broken are refused together, first and without the webhook's; then
-  those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`, :func:`check_cohort`).
+  above 1e-9, not negative (refused at ``spec.fairSharing``, as Kueue reports it). A ClusterQueue's namespace
+  selector is well formed, its preemption and flavor fungibility policies known and consistent, at most 256
+  flavors and 256 resources in all and 512 flavor-resource quotas in a group (:mod:`events.quota_rules`); the
+  CRD's CEL rules hold the policies to the same consistency as Kueue's webhook does, and refuse first. Its
+  admission checks strategy names 1–64 checks, each once, each on at most 64 flavors, each once (the CRD's
+  markers, :mod:`events.crd_markers`). The CRD's rules broken are refused together, first and without the
+  webhook's; then those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`,
+  :func:`check_cohort`).
 * LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
   only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
 * Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
@@ -77,7 +81,7 @@ from events.labels import (
     regex_error,
     selector_field_errors,
 )
-from events.quantity import parse_quantity, to_int
+from events.quantity import decimal_string, parse_quantity, to_int
 from events.timefmt import parse_time
 
 RESERVED_RESOURCE = "pods"
@@ -461,24 +465,31 @@ def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, fir
 
 
 def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
-                        also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset()) -> None:
+                        also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset(),
+                        doc: Mapping[str, Any] | None = None) -> None:
     """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
-    :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an
-    object its schema refuses; then every rule of Kueue's webhook the object breaks
+    :func:`events.manifests.queue_schema_errors`; the CEL rules on the policies last, and only once every enum
+    value is known, as the apiserver checks them: :func:`cluster_queue_cel_errors`), as the apiserver lists them,
+    calling no webhook for an object its schema refuses; then every rule of Kueue's webhook the object breaks
     (:func:`cluster_queue_errors`, then ``also``: the gated ones, which come after), in one message.
-    ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`)."""
-    refuse_all([*schema, *cluster_queue_schema_errors(cq.spec, ratcheted)], where, crd=True)
+    ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`); ``doc``:
+    the plain data ``cq`` was read from, for the markers that tell a list given empty from one left out."""
+    crd = [*schema, *cluster_queue_schema_errors(cq.spec, ratcheted, doc=doc)]
+    if not any("Unsupported value:" in error for error in crd):  # the CEL rules wait for known enum values
+        crd += cluster_queue_cel_errors(cq.spec)
+    refuse_all(crd, where, crd=True)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
 
 
 def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = ()) -> None:
-    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules, then its webhook's (resource groups, fair
-    sharing)."""
+    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules, then its webhook's in Kueue's order
+    (``validateCohort``: the fair sharing weight, then the resource groups; a ClusterQueue's webhook checks the
+    weight after its groups)."""
     spec = cohort.spec
     refuse_all([*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
                 *_flavor_name_errors(spec.resource_groups)], where, crd=True)
-    refuse_all(quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True)
-               + _fair_sharing_errors(spec.fair_sharing), where)
+    refuse_all(_fair_sharing_errors(spec.fair_sharing)
+               + quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True), where)
 
 
 def refuse_all(errors: Sequence[str], where: str, *, crd: bool = False) -> None:
@@ -497,14 +508,16 @@ def refuse_first(errors: Sequence[str], where: str) -> None:
         raise InvalidInput(f"{where}: {errors[0]}")
 
 
-def cluster_queue_schema_errors(spec: o.ClusterQueueSpec,
-                                ratcheted: frozenset[str] = frozenset()) -> list[str]:
-    """What the ClusterQueue CRD's schema and CEL rules hold beyond what the projections need: the names it gives
-    of other objects and known policy values. Every one broken."""
+def cluster_queue_schema_errors(spec: o.ClusterQueueSpec, ratcheted: frozenset[str] = frozenset(), *,
+                                doc: Mapping[str, Any] | None = None) -> list[str]:
+    """What the ClusterQueue CRD's schema holds beyond what the projections need: the names it gives of other
+    objects, known policy values, its markers (read from ``doc``, the plain data, when given: the view leaves
+    out an empty list). Every one broken."""
     errors = _name_reference_errors(spec.cohort_name, "spec.cohortName", optional=True)
     errors += _flavor_name_errors(spec.resource_groups)
     errors += _strategy_name_errors(spec.admission_checks_strategy)
-    errors += crd_markers.errors("ClusterQueue", {"spec": msgspec.to_builtins(spec)}, ratcheted=ratcheted)
+    data = doc if doc is not None else {"spec": msgspec.to_builtins(spec)}
+    errors += crd_markers.errors("ClusterQueue", data, ratcheted=ratcheted)
     borrow = spec.preemption.borrow_within_cohort
     if borrow is not None:
         errors += _one_of_errors(borrow.policy, ("Never", "LowerPriority"), "spec.preemption.borrowWithinCohort.policy")
@@ -522,6 +535,25 @@ def cluster_queue_schema_errors(spec: o.ClusterQueueSpec,
         if last is not None:
             errors += _name_reference_errors(
                 last, "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName")
+    return errors
+
+
+def cluster_queue_cel_errors(spec: o.ClusterQueueSpec) -> list[str]:
+    """The CEL rules of the ClusterQueue CRD on its policies (``apis/kueue/v1beta2/clusterqueue_types.go``): a
+    ``preemption`` that reclaims ``Never`` does not preempt while borrowing, and a ``flavorFungibility`` with a
+    ``preference`` tries the next flavor both when it can borrow and when it can preempt. Kueue's webhook holds the
+    same two rules (:func:`cluster_queue_errors`), but the apiserver refuses first, in the CEL rules' words, at the
+    object the rule is on."""
+    errors = []
+    p = spec.preemption
+    if p.reclaim_within_cohort == "Never" and p.borrow_within_cohort is not None \
+            and p.borrow_within_cohort.policy != "Never":
+        errors.append('field `spec.preemption`: Invalid value: "object": reclaimWithinCohort=Never and '
+                      "borrowWithinCohort.Policy!=Never")
+    ff = spec.flavor_fungibility
+    if ff.preference is not None and (ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor"):
+        errors.append('field `spec.flavorFungibility`: Invalid value: "object": preference can only be set when both '
+                      "whenCanBorrow and whenCanPreempt are TryNextFlavor")
     return errors
 
 
@@ -598,10 +630,17 @@ def _strategy_name_errors(strategy: o.AdmissionChecksStrategy | None) -> list[st
 
 
 def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
-    """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic)."""
-    if fs is not None and fs.weight is not None and 0 < parse_quantity(fs.weight) <= MIN_WEIGHT:
-        return ["field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9"]
-    return []
+    """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic), not negative: the
+    checks of Kueue's webhooks (``validateFairSharing``, shared by the ClusterQueue's and the Cohort's), which
+    report them at ``spec.fairSharing`` itself with the weight as Kubernetes writes it (rounded up to nano units).
+    No rule of the CRDs bounds the weight: a negative one reaches the webhook."""
+    if fs is None or fs.weight is None:
+        return []
+    weight = parse_quantity(fs.weight)
+    why = ("must be greater than or equal to 0" if weight < 0
+           else "When not 0, weight must be > 10e-9" if 0 < weight <= MIN_WEIGHT else None)
+    return [] if why is None else [f"field `spec.fairSharing`: Invalid value: {go_quote(decimal_string(weight))}: "
+                                   f"{why}"]
 
 
 # --- Topology, AdmissionCheck -----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from events import objects as o
 from events.field_errors import go_quote
-from events.labels import qualified_name_problem
+from events.labels import label_key_problems
 from events.quantity import QuantityError, parse_quantity
 
 MAX_TOTAL = 256
@@ -149,9 +149,9 @@ def webhook_errors(groups: Sequence[o.ResourceGroup], *, parent: str, cohort: bo
     for g, rg in enumerate(groups):
         for j, name in enumerate(rg.covered_resources):
             at = f"spec.resourceGroups[{g}].coveredResources[{j}]"
-            problem = qualified_name_problem(name) if full else None
-            if problem is not None:
-                errors.append(f"field `{at}`: {problem}")
+            # Kueue's validateResourceName: one field.Invalid per fault IsQualifiedName finds, with the name
+            errors += [f"field `{at}`: Invalid value: {go_quote(name)}: {problem}"
+                       for problem in (label_key_problems(name) if full else ())]
             if name in covered and full:
                 errors.append(f'field `{at}`: Duplicate value: "{name}"')
             covered.add(name)

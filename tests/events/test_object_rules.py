@@ -254,23 +254,25 @@ def test_a_resource_is_named_well_and_covered_by_one_group() -> None:
     bad = cluster_queue()
     bad["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
     bad["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
-    assert "`spec.resourceGroups[0].coveredResources[0]`: the name part must consist of" in _refusal(bad)
+    assert ('`spec.resourceGroups[0].coveredResources[0]`: Invalid value: "a b": name part must consist of'
+            in _refusal(bad))  # IsQualifiedName's words, as Kueue's validateResourceName reports them
 
 
 def test_a_queue_s_policies_are_known_and_consistent() -> None:
     assert _refusal(cluster_queue(preemption={"reclaimWithinCohort": "Never",
                                               "borrowWithinCohort": {"policy": "LowerPriority"}})) == (
-        "ClusterQueue cq: field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+        'ClusterQueue cq: field `spec.preemption`: Invalid value: "object": reclaimWithinCohort=Never and '
+        "borrowWithinCohort.Policy!=Never")  # the CRD's CEL rule, before the webhook's same rule
     _check(cluster_queue(preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}))
     assert _refusal(cluster_queue(flavorFungibility={"preference": "PreemptionOverBorrowing"})) == (
-        'ClusterQueue cq: field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": '
-        'preference "PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor')
+        'ClusterQueue cq: field `spec.flavorFungibility`: Invalid value: "object": preference can only be set when '
+        "both whenCanBorrow and whenCanPreempt are TryNextFlavor")
     _check(cluster_queue(flavorFungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
                                             "preference": "PreemptionOverBorrowing"}))
     assert '`spec.flavorFungibility.whenCanBorrow`: Unsupported value: "Borrow"' in _refusal(
         cluster_queue(flavorFungibility={"whenCanBorrow": "Borrow"}))
     assert _refusal(cluster_queue(fairSharing={"weight": "1n"})) == (
-        "ClusterQueue cq: field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9")
+        'ClusterQueue cq: field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9')
     _check(cluster_queue(fairSharing={"weight": 0}))
 
 
@@ -290,9 +292,6 @@ def test_a_namespace_selector_is_well_formed() -> None:
 def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_order() -> None:
     doc = _quota(cluster_queue(namespaceSelector={"matchExpressions": [{"key": "t", "operator": "Exists",
                                                                         "values": ["a"]}]},
-                               preemption={"reclaimWithinCohort": "Never",
-                                           "borrowWithinCohort": {"policy": "LowerPriority"}},
-                               flavorFungibility={"preference": "PreemptionOverBorrowing"},
                                fairSharing={"weight": "1n"}), lendingLimit=5)
     doc["spec"]["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
         {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]})
@@ -303,10 +302,7 @@ def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_
         'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "cpu", '
         "field `spec.namespaceSelector.matchExpressions[0].values`: Forbidden: may not be specified when `operator` "
         "is 'Exists' or 'DoesNotExist', "
-        "field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never, "
-        'field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": preference '
-        '"PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor, '
-        "field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
+        'field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9]')
 
 
 def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
@@ -316,23 +312,23 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
     bad["spec"]["resourceGroups"].append({"coveredResources": ["a b"], "flavors": [
         {"name": "b", "resources": [{"name": "a b", "nominalQuota": 1}]}]})
     message = _refusal(bad)
-    assert message.startswith("ClusterQueue cq: [field `spec.resourceGroups[0].coveredResources[0]`: the name part")
-    assert message.count("coveredResources[0]`: the name part") == 2
+    assert message.startswith('ClusterQueue cq: [field `spec.resourceGroups[0].coveredResources[0]`: '
+                              'Invalid value: "a b": name part')
+    assert message.count('coveredResources[0]`: Invalid value: "a b": name part') == 2
     assert message.endswith('field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "a b"]')
     cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
               "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"], "fairSharing": {"weight": "1n"}}}
-    assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (
-        'Cohort co: [field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "1": must '
+    assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (  # the weight first (validateCohort)
+        'Cohort co: [field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9, '
+        'field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "1": must '
         'be nil when parent is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: Invalid '
-        'value: "9": must be nil when parent is empty, field `spec.fairSharing.weight`: When not 0, weight must be > '
-        "10e-9]")
+        'value: "9": must be nil when parent is empty]')
 
 
 def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
     """The apiserver calls no webhook for an object its schema refuses: the CRD's errors (all of them, as its own
     list: ``test_queue_rules``), not with the webhook's."""
-    doc = cluster_queue(fairSharing={"weight": "1n"}, preemption={"reclaimWithinCohort": "Never",
-                                                                  "borrowWithinCohort": {"policy": "LowerPriority"}})
+    doc = _quota(cluster_queue(fairSharing={"weight": "1n"}), lendingLimit=2)
     doc["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
     doc["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
     doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "A"

@@ -42,9 +42,10 @@ def test_the_rules_the_projections_need_are_refused_together_in_kueue_s_order() 
         f'ClusterQueue cq: [{g}[0].flavors[0].resources[1].name`: Invalid value: "mem": must match the name in '
         f'coveredResources, {g}[1].flavors[0].resources[0].nominalQuota`: Invalid value: "-2": must be greater '
         f'than or equal to 0, {g}[1].flavors[0].name`: Duplicate value: "a", '
-        "field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
-    doc["kind"] = "Cohort"
-    assert _refusal(doc).startswith(f'Cohort cq: [{g}[0].flavors[0].resources[1].name`: Invalid value: "mem"')
+        'field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9]')
+    doc["kind"] = "Cohort"  # Kueue's validateCohort checks the weight first
+    assert _refusal(doc).startswith('Cohort cq: [field `spec.fairSharing`: Invalid value: "1n": When not 0, weight '
+                                    f'must be > 10e-9, {g}[0].flavors[0].resources[1].name`: Invalid value: "mem"')
 
 
 def test_every_schema_rule_broken_is_listed_and_refused_before_the_webhook_s() -> None:
@@ -81,7 +82,7 @@ def test_a_group_holds_at_most_512_flavor_resource_combinations() -> None:
         "in a resourceGroup must be ≤ 512, got 520")
     decode_object(_queue(_group(covered, *flavors[:19])), "ClusterQueue cq")  # 494: taken
     doc["spec"]["fairSharing"] = {"weight": "1n"}
-    assert _refusal(doc).startswith("ClusterQueue cq: [field `spec.fairSharing.weight`")  # the size limits come last
+    assert _refusal(doc).startswith("ClusterQueue cq: [field `spec.fairSharing`")  # the size limits come last
 
 
 def test_the_watch_refuses_a_stored_queue_only_for_what_the_projections_need_all_of_it_at_once() -> None:

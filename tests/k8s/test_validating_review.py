@@ -704,10 +704,10 @@ def test_the_immutable_fields_of_kueue_s_crds_are_answered_422_invalid() -> None
 
 def test_kueue_s_own_webhook_rules_stay_403_forbidden() -> None:
     """Kueue's webhooks refuse through controller-runtime's ``Denied``: 403 Forbidden, no details."""
-    odd = cq(preemption={"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}})
+    odd = cq(fairSharing={"weight": "-1"})
     resp = _review("ClusterQueue", odd)
     assert resp["status"] == {"code": 403, "reason": "Forbidden", "message": (
-        "ClusterQueue cq: field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")}
+        'ClusterQueue cq: field `spec.fairSharing`: Invalid value: "-1": must be greater than or equal to 0')}
     pods = wl()
     pods["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["pods"] = "1"
     assert "the key is reserved for internal kueue use" in _forbidden(_review("Workload", pods))
