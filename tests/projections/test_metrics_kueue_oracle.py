@@ -319,3 +319,70 @@ def test_weighted_share_nan_for_weight_zero_while_borrowing() -> None:
                                  admission=admission("cq0", "f0", 3000)))
     assert math.isnan(sample(log.state, "kueue_cluster_queue_weighted_share", cluster_queue="cq0", cohort="co"))
 
+
+
+def test_admission_checks_wait_time_of_a_workload_whose_checks_were_removed() -> None:
+    """core/workload_controller.go, Reconcile: a workload holding quota that its controller admits (Admitted set by
+    ``SyncAdmittedCondition``, not by the scheduler's admission) has ``admission_checks_wait_time_seconds``
+    observed from its QuotaReserved transition, whatever checks it lists then — e.g. none, once its ClusterQueue
+    stopped listing the check it waited for (only the scheduler's one-step admission observes it only for a
+    workload with checks: ``recordWorkloadAdmissionEvents``, ``len(AdmissionChecks) > 0``)."""
+    log = Log()
+    cluster(log)
+    rules = o.AdmissionChecksStrategy(admission_checks=[o.AdmissionCheckStrategyRule(name="prov")])
+
+    def cq_c(strategy: o.AdmissionChecksStrategy | None) -> o.ClusterQueue:
+        return o.ClusterQueue(metadata=o.ObjectMeta(name="cq-c"), spec=o.ClusterQueueSpec(
+            namespace_selector=o.LabelSelector(), admission_checks_strategy=strategy,
+            resource_groups=[o.ResourceGroup(covered_resources=["cpu"], flavors=[o.FlavorQuotas(
+                name="f0", resources=[o.ResourceQuota(name="cpu", nominal_quota="4")])])]))
+
+    log.observe(upsert(o.AdmissionCheck(metadata=o.ObjectMeta(name="prov"),
+                                        spec=o.AdmissionCheckSpec(controller_name="example.com/prov")), T0),
+                upsert(cq_c(rules), T0), upsert(local_queue(NS, "lq-c", "cq-c"), T0),
+                upsert(workload(NS, "w4", queue="lq-c", created=T0), T0))
+    log.decide(T0 + 4000, reserve("ns/w4", "cq-c"))
+    log.observe(upsert(cq_c(None), T0 + 8000))  # the check is no longer listed: nothing left to wait for
+    assert log.state.workloads["ns/w4"].check_states == {}
+    log.decide(T0 + 10_000, admit("ns/w4"))
+    _, total = histogram(log.state, "kueue_admission_checks_wait_time_seconds", cluster_queue="cq-c",
+                         priority_class="")
+    assert total == 6.0
+    _, total = histogram(log.state, "kueue_local_queue_admission_checks_wait_time_seconds", name="lq-c",
+                         namespace=NS, priority_class="")
+    assert total == 6.0
+
+
+def test_admission_checks_wait_time_of_a_second_pass_admission_is_zero() -> None:
+    """scheduler/scheduler.go, recordWorkloadAdmissionEvents: the scheduler's admission — a delayed topology
+    request placed by the second pass once its checks are Ready included — observes
+    ``admission_checks_wait_time_seconds`` as 0 for a workload with checks (``ReportAdmissionChecksWaitTime(...,
+    0, ...)``), however long it held its quota; ``admission_wait_time_seconds`` runs from its queued time."""
+    log = Log()
+    cluster(log)
+    rules = o.AdmissionChecksStrategy(admission_checks=[o.AdmissionCheckStrategyRule(name="prov")])
+    log.observe(upsert(o.AdmissionCheck(metadata=o.ObjectMeta(name="prov"),
+                                        spec=o.AdmissionCheckSpec(controller_name="example.com/prov")), T0),
+                upsert(o.ClusterQueue(metadata=o.ObjectMeta(name="cq-c"), spec=o.ClusterQueueSpec(
+                    namespace_selector=o.LabelSelector(), admission_checks_strategy=rules,
+                    resource_groups=[o.ResourceGroup(covered_resources=["cpu"], flavors=[o.FlavorQuotas(
+                        name="f0", resources=[o.ResourceQuota(name="cpu", nominal_quota="4")])])])), T0),
+                upsert(local_queue(NS, "lq-c", "cq-c"), T0),
+                upsert(workload(NS, "w4", queue="lq-c", created=T0), T0))
+    delayed = o.Admission(cluster_queue="cq-c", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "f0"}, resource_usage={"cpu": "1000m"}, count=1,
+        delayed_topology_request="Pending")])
+    log.decide(T0 + 4000, (ev.QuotaReserved, {"key": "ns/w4", "admission": delayed}))
+    log.observe(ev.AdmissionCheckStateChanged(time=T0 + 9000, key="ns/w4", check="prov", state="Ready"))
+    placed = o.TopologyAssignment(levels=["kubernetes.io/hostname"], slices=[])
+    log.decide(T0 + 10_000, (ev.TopologyAssigned, {"key": "ns/w4", "pod_set": "main", "assignment": placed}),
+               admit("ns/w4"))
+    assert log.state.workloads["ns/w4"].phase == "Admitted"
+    buckets, total = histogram(log.state, "kueue_admission_checks_wait_time_seconds", cluster_queue="cq-c",
+                               priority_class="")
+    assert (buckets["1.0"], total) == (1, 0.0)
+    _, total = histogram(log.state, "kueue_local_queue_admission_checks_wait_time_seconds", name="lq-c",
+                         namespace=NS, priority_class="")
+    assert total == 0.0
+    _, total = histogram(log.state, "kueue_admission_wait_time_seconds", cluster_queue="cq-c", priority_class="")
+    assert total == 10.0
