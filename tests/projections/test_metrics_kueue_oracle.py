@@ -386,3 +386,14 @@ def test_admission_checks_wait_time_of_a_second_pass_admission_is_zero() -> None
     assert total == 0.0
     _, total = histogram(log.state, "kueue_admission_wait_time_seconds", cluster_queue="cq-c", priority_class="")
     assert total == 10.0
+
+
+def test_evicted_help_names_the_pods_ready_timeout_causes() -> None:
+    """metrics.go, EvictedWorkloadsOnceTotal's help: a PodsReadyTimeout eviction's underlying cause is WaitForStart
+    or WaitForRecovery (``admittedNotReadyWorkload`` passes it to ``workload.Evict``, which reports it on
+    evicted_workloads_total and its twins too); the help of the series that carry it says so."""
+    from projections.metrics import EVICTED, EVICTED_ONCE, LQ_EVICTED, PODS_READY_TO_EVICTED
+
+    for spec in (EVICTED, EVICTED_ONCE, LQ_EVICTED, PODS_READY_TO_EVICTED):
+        help_text = spec.help + (EVICTED.help if "evicted_workloads_total" in spec.help else "")
+        assert "WaitForStart" in help_text and "WaitForRecovery" in help_text, spec.name
