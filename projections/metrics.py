@@ -141,8 +141,8 @@ EVICTED = Spec(
     "Evictions of workloads holding quota, by reason (Preempted, PodsReadyTimeout, AdmissionCheck, "
     "ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated) and underlying cause: why Kueue "
     "deactivated it (AdmissionCheck, MaximumExecutionTimeExceeded, RequeuingLimitExceeded), what a "
-    "PodsReadyTimeout waited for (WaitForStart, WaitForRecovery, WaitForScheduling), the PreemptionConfig that chose a preempted "
-    "workload; empty otherwise.",
+    "PodsReadyTimeout waited for (WaitForStart, WaitForRecovery, WaitForScheduling), the PreemptionConfig "
+    "that chose a preempted workload; empty otherwise.",
     ("cluster_queue", "reason", "underlying_cause", "priority_class"))
 EVICTED_ONCE = Spec(
     "kueue_evicted_workloads_once_total", "counter",
