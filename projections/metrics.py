@@ -139,8 +139,10 @@ EXECUTION_TIME = Spec(
 EVICTED = Spec(
     "kueue_evicted_workloads_total", "counter",
     "Evictions of workloads holding quota, by reason (Preempted, PodsReadyTimeout, AdmissionCheck, "
-    "ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated) and underlying cause (why Kueue "
-    "deactivated it: AdmissionCheck, MaximumExecutionTimeExceeded, RequeuingLimitExceeded; empty otherwise).",
+    "ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated) and underlying cause: why Kueue "
+    "deactivated it (AdmissionCheck, MaximumExecutionTimeExceeded, RequeuingLimitExceeded), what a "
+    "PodsReadyTimeout waited for (WaitForStart, WaitForRecovery, WaitForScheduling), the PreemptionConfig "
+    "that chose a preempted workload; empty otherwise.",
     ("cluster_queue", "reason", "underlying_cause", "priority_class"))
 EVICTED_ONCE = Spec(
     "kueue_evicted_workloads_once_total", "counter",
@@ -733,14 +735,33 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
         for cohort in cohorts:
             key = (cohort, wl.priority_class)
             series[key] = series.get(key, 0) + 1
-    checked = wl.check_states and wl.reserved_at is not None
-    if checked:
-        _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
+    checks_ms = _checks_wait(wl, e.time)
+    if checks_ms is not None:
+        _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, checks_ms)
     if state.local_queue_metrics_for(wl.namespace, wl.queue_name):
         lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
         _observe(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, _with_workload_values(state, lq_labels, wl), ms)
-        if checked:
-            _observe(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, e.time - wl.reserved_at)
+        if checks_ms is not None:
+            _observe(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, checks_ms)
+
+
+def _checks_wait(wl: WorkloadInfo, admitted_at: int) -> int | None:
+    """What ``admission_checks_wait_time_seconds`` observes of ``wl``'s admission at ``admitted_at`` (ms), None
+    for nothing. Kueue observes it on two paths. The scheduler's admission — in the cycle that reserves the quota,
+    or in the second pass that places a delayed topology request once the checks are Ready (its pod sets then show
+    ``delayedTopologyRequest: Ready``) — observes 0, and only for a workload with checks
+    (``recordWorkloadAdmissionEvents``). The workload controller's admission of a workload that held its quota
+    before (``SyncAdmittedCondition`` in ``Reconcile``) observes the time since the reservation, with or without
+    checks (a workload whose ClusterQueue stopped listing the check it waited for has none left)."""
+    reserved_at = wl.reserved_at
+    if reserved_at is None:
+        return None
+    adm = wl.admission
+    if adm is not None and any(p.delayed_topology_request == "Ready" for p in adm.pod_set_assignments):
+        return 0 if wl.check_states else None
+    if wl.check_states or reserved_at < admitted_at:
+        return admitted_at - reserved_at
+    return None
 
 
 def _with_workload_values(state: ClusterState, labels: tuple[str, ...], wl: WorkloadInfo) -> tuple[str, ...]:
@@ -773,14 +794,14 @@ def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -
     series = m.counters[_SUBTREE_ADMITTED]
     for cohort in state.forest.cohort_path(wl.cluster_queue):
         _take_one(series, (cohort, wl.priority_class))
-    checked = bool(wl.check_states)
-    if checked:
-        _unobserve(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, admitted_at - reserved_at)
+    checks_ms = _checks_wait(wl, admitted_at)
+    if checks_ms is not None:
+        _unobserve(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, checks_ms)
     if local:
         _unobserve(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, _with_workload_values(state, lq_labels, wl),
                    admitted_at - queued)
-        if checked:
-            _unobserve(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, admitted_at - reserved_at)
+        if checks_ms is not None:
+            _unobserve(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, checks_ms)
 
 
 def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:

@@ -1105,7 +1105,10 @@ def test_local_queue_metrics_after_a_scenario() -> None:
                                priority_class="")
     assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]  # Kueue's LocalQueue histogram: 14 buckets
     assert (buckets["5.0"], buckets["10.0"], total) == (0, 1, 6.0)
-    assert series(s, "kueue_local_queue_admission_checks_wait_time_seconds") == {}
+    # w2 has no checks, but was admitted after its reservation (the workload controller's admission, not the
+    # scheduler's): Kueue observes the time since its reservation (Reconcile, SyncAdmittedCondition)
+    assert series(s, "kueue_local_queue_admission_checks_wait_time_seconds") == {
+        ("lq-b", "ns", ""): ([0, 1, *[1] * 13], 2.5)}
     assert series(s, "kueue_local_queue_evicted_workloads_total") == {("lq-a", "ns", "Preempted", "", "high"): 1}
     assert series(s, "kueue_local_queue_finished_workloads_total") == {("lq-b", "ns", ""): 1}
     assert series(s, "kueue_local_queue_execution_time_seconds") == {  # w2: admitted at T0+6 s, finished at 30 s
@@ -1181,10 +1184,10 @@ def test_a_snapshot_of_the_version_before_the_local_queue_metrics_restores() -> 
     full = families(fold(log.records))
     assert [f for f in families(restored) if f.spec.name != lq and f.spec.name not in (
         "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admission_wait_time_seconds",
-        "kueue_local_queue_admitted_workloads_total")] == [
+        "kueue_local_queue_admitted_workloads_total", "kueue_local_queue_admission_checks_wait_time_seconds")] == [
         f for f in full if f.spec.name != lq and f.spec.name not in (
             "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admission_wait_time_seconds",
-            "kueue_local_queue_admitted_workloads_total")]
+            "kueue_local_queue_admitted_workloads_total", "kueue_local_queue_admission_checks_wait_time_seconds")]
 
 
 # --- metrics.localQueueMetrics: its switch and its LocalQueue selector (Kueue v1beta2) ----------------------------
