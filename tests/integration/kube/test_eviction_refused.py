@@ -130,9 +130,13 @@ async def test_a_preemption_the_apiserver_refuses_leaves_the_victim_running_and_
                 assert not (await get(kc, "Job", "low", ns))["spec"].get("suspend")
                 wl = await get(kc, "Workload", low_wl, ns)
                 assert _true(wl, "Admitted") and not _true(wl, "Evicted")
-                folded = journal.mirror.state.workloads[key]
-                assert folded.phase == "Admitted" and not folded.evicted
-                assert key in journal.mirror.state.refused_evictions
+
+                def settled() -> bool:  # a retry decided since the last refusal may be in flight: its refusal
+                    folded = journal.mirror.state.workloads[key]  # undoes it in the fold
+                    return (folded.phase == "Admitted" and not folded.evicted
+                            and key in journal.mirror.state.refused_evictions)
+
+                await eventually(settled, what="the fold showing the victim admitted, its eviction refused")
             # the policy gone (the apiserver drops it asynchronously): with nothing else happening to the
             # victim, the preemption decided again once its backoff ends goes through, as Kueue's retried
             # reconcile does
