@@ -332,12 +332,26 @@ def default_marks(lws: dict[str, Any], *, tas: bool = False) -> list[tuple[str, 
 
 
 def create_errors(lws: dict[str, Any]) -> list[str]:
-    """What Kueue refuses in a LeaderWorkerSet being created: a queue name that is not a DNS-1123 subdomain. Either
-    startup policy goes: Kueue runs a set whose workers come once its leader is ready (``LeaderReady``) since #4023
-    (v0.11) — the group's Workload is made from the set, its leader is started on its own and its workers as they
-    come — and its v0.20 webhook has no startup-policy rule."""
+    """What Kueue refuses in a LeaderWorkerSet being created (and, as its webhook checks the new object as a
+    created one, updated): a queue name that is not a DNS-1123 subdomain, and a ``spec.replicas`` (default 1) below
+    0 or above :data:`MAX_REPLICAS` (:func:`replicas_field_errors`). Either startup policy goes: Kueue runs a set
+    whose workers come once its leader is ready (``LeaderReady``) since #4023 (v0.11) — the group's Workload is made
+    from the set, its leader is started on its own and its workers as they come — and its webhook has no
+    startup-policy rule."""
     labels = _dict(_dict(lws.get("metadata")).get("labels"))
-    return job_validation.name_label_errors(labels, QUEUE_LABEL)
+    return job_validation.name_label_errors(labels, QUEUE_LABEL) + replicas_field_errors(lws)
+
+
+def replicas_field_errors(lws: dict[str, Any]) -> list[str]:
+    """Kueue's #12715 in its webhook: a ``spec.replicas`` out of ``[0, MAX_REPLICAS]`` is refused at creation and on
+    update, not only left unplanned by the reconciler (:func:`replica_count_error`), so a set Kueue would never make
+    Workloads for is not stored. Kueue's tests compare the path and type only; the detail is kueue-es's."""
+    replicas = _int(_dict(lws.get("spec")).get("replicas"), 1)
+    if replicas < 0:
+        return [job_validation.invalid("spec.replicas", replicas, "must be greater than or equal to 0")]
+    if replicas > MAX_REPLICAS:
+        return [job_validation.invalid("spec.replicas", replicas, f"must be less than or equal to {MAX_REPLICAS}")]
+    return []
 
 
 def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: bool = True) -> list[str]:

@@ -12,7 +12,8 @@ workers'): ``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset`` — so the 
 
 Its validating webhook (``vleaderworkerset.kb.io`` at ``/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset``,
 create and update) refuses a queue name that is not a DNS-1123 subdomain (either startup policy goes, ``LeaderReady``
-as Kueue since #4023), and on update a queue name changed while a group is ready, or removed (#4932: while none is,
+as Kueue since #4023) and a ``spec.replicas`` below 0 or above 1,000,000 (#12715) — on update too, the new set
+checked as a created one, as Kueue's ``ValidateUpdate`` does —, and on update a queue name changed while a group is ready, or removed (#4932: while none is,
 the set may change queue, its pending group Workloads following it) and, for a set that named a queue, a leader template
 added or removed, a pod spec changed but for its images, and (under ``LWSImmutableGroupSize``) a changed
 ``leaderWorkerTemplate.size`` (:mod:`connectors.k8s.leaderworkerset`).
@@ -180,10 +181,11 @@ def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
-    """What Kueue refuses in an update: the new pod templates' TAS annotations, as at creation, then the update
-    rules (:func:`connectors.k8s.leaderworkerset.update_errors`), then under ``AdmissionGatedBy`` an admission gate
-    added or ill formed (:func:`connectors.k8s.job_validation.gate_update`)."""
-    return topology_errors(new, feature_gates) + lw.update_errors(
+    """What Kueue refuses in an update: the new set checked as a created one (its ``ValidateUpdate`` starts with its
+    ``validateCreate`` of the new object: the queue name's form, ``spec.replicas``, the pod templates' TAS
+    annotations), then the update rules (:func:`connectors.k8s.leaderworkerset.update_errors`), then under
+    ``AdmissionGatedBy`` an admission gate added or ill formed (:func:`connectors.k8s.job_validation.gate_update`)."""
+    return lw.create_errors(dict(new)) + topology_errors(new, feature_gates) + lw.update_errors(
         dict(old), dict(new), immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE)
     ) + job_validation.gate_update(old, new, feature_gates)
 
