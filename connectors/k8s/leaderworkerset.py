@@ -314,13 +314,17 @@ def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool
 
 def default_marks(lws: dict[str, Any], *, tas: bool = False) -> list[tuple[str, dict[str, str], dict[str, str]]]:
     """What Kueue's mutating webhook adds to each pod template of a LeaderWorkerSet it holds: ``(template field,
-    labels, annotations)`` — the WorkloadPriorityClass label the LeaderWorkerSet names, and the annotations that
-    make its pods held by their parent and their group a serving one. Under ``TopologyAwareScheduling`` (``tas``),
-    the workers of a set with a leader (worker indexes from 1) also get ``kueue.x-k8s.io/pod-index-offset: "1"``,
-    so the TAS ungater ranks them from 0 — unless their template names a pod-set group, whose ranks the group
-    places (Kueue's #8685)."""
+    labels, annotations)`` — the set's queue name (once defaulted; replacing any the template names, so its pods
+    are born in the set's queue: Kueue moved that write from its pod reconciler to the webhook in #4932, which is
+    also why a queue change while no group is ready rolls the pods), the WorkloadPriorityClass label the
+    LeaderWorkerSet names, and the annotations that make its pods held by their parent and their group a serving
+    one. A set held without a queue name (``manageJobsWithoutQueueName``) gets no queue label. Under
+    ``TopologyAwareScheduling`` (``tas``), the workers of a set with a leader (worker indexes from 1) also get
+    ``kueue.x-k8s.io/pod-index-offset: "1"``, so the TAS ungater ranks them from 0 — unless their template names a
+    pod-set group, whose ranks the group places (Kueue's #8685)."""
+    queue = queue_name(lws)
     wpc = _dict(_dict(lws.get("metadata")).get("labels")).get(PRIORITY_LABEL)
-    labels = {PRIORITY_LABEL: wpc} if wpc else {}
+    labels = {**({QUEUE_LABEL: queue} if queue else {}), **({PRIORITY_LABEL: wpc} if wpc else {})}
     annotations = {SUSPENDING_PARENT: FRAMEWORK_NAME, SERVING: "true"}
     if not has_leader(lws):
         return [("workerTemplate", labels, annotations)]

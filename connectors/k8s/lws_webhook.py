@@ -6,7 +6,8 @@ A LeaderWorkerSet has no suspend flag: Kueue holds it through its pods. Its muta
 (``mleaderworkerset.kb.io`` at ``/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset``, on create and update)
 gives one the ``default`` queue when its namespace has a LocalQueue ``default`` (and is managed), then, when it
 names a queue or is managed without one, marks its pod templates (the leader's, when it has one, and the
-workers'): ``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset`` — so the Pod webhook gates its pods — and
+workers'): the set's queue name (replacing the template's, Kueue's #4932),
+``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset`` — so the Pod webhook gates its pods — and
 ``kueue.x-k8s.io/pod-group-serving: "true"``, plus the WorkloadPriorityClass label the set names
 (:func:`connectors.k8s.leaderworkerset.default_marks`).
 
@@ -87,7 +88,10 @@ def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool, tas:
     if not hold:
         return ops
     lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
-    for field, labels, notes in lw.default_marks(dict(lws), tas=tas):
+    defaulted = dict(lws)
+    if default_queue:
+        defaulted["metadata"] = {**meta, "labels": {**(meta.get("labels") or {}), QUEUE_LABEL: DEFAULT_QUEUE}}
+    for field, labels, notes in lw.default_marks(defaulted, tas=tas):
         template = lwt.get(field) if isinstance(lwt.get(field), dict) else {}
         path = f"{TEMPLATES}/{escape(field)}"
         if not isinstance(lwt.get(field), dict):

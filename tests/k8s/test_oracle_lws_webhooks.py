@@ -123,6 +123,54 @@ def _meta_of(lws: dict[str, Any], which: str) -> dict[str, Any]:
     return lws["spec"]["leaderWorkerTemplate"][which].get("metadata", {})
 
 
+# --- leaderworkerset_webhook_test.go: TestDefault ------------------------------------------------------------
+
+
+def _marks(labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    return {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
+
+
+DEFAULT_CASES = [
+    pytest.param(_lws(leader={}, labels={WPC: "high-priority"}), True,
+                 _marks({Q: "default", WPC: "high-priority"}, HELD),
+                 _marks({Q: "default", WPC: "high-priority"}, {**HELD, OFFSET: "1"}),
+                 id="LeaderWorkerSet with WorkloadPriorityClass"),
+    pytest.param(_lws(leader={}), True, _marks({Q: "default"}, HELD), _marks({Q: "default"}, {**HELD, OFFSET: "1"}),
+                 id="default lq is created, job doesn't have queue label"),
+    pytest.param(_lws("test-queue", leader={}, namespace=""), True, _marks({Q: "test-queue"}, HELD),
+                 _marks({Q: "test-queue"}, {**HELD, OFFSET: "1"}),
+                 id="default lq is created, job has queue label"),
+    pytest.param(_lws(leader={}, namespace=""), False, {}, {},
+                 id="default lq isn't created, job doesn't have queue label"),
+    pytest.param(_lws(), True, None, _marks({Q: "default"}, HELD),
+                 id="worker-only LWS (no leader template), no offset annotation"),
+    pytest.param(_lws("test-queue", leader=_template({"labels": {Q: "user-queue"}}),
+                      worker=_template({"labels": {Q: "user-queue"}})), True,
+                 _marks({Q: "test-queue"}, HELD), _marks({Q: "test-queue"}, {**HELD, OFFSET: "1"}),
+                 id="queue-name on templates overridden by top-level queue"),
+    pytest.param(_lws("test-queue", worker=_template({"labels": {Q: "user-queue"}})), True, None,
+                 _marks({Q: "test-queue"}, HELD),
+                 id="queue-name on worker template overridden when no leader template"),
+    pytest.param(_lws(leader={}, worker=_template({"annotations": {GROUP: "test-group"}})), True,
+                 _marks({Q: "default"}, HELD), _marks({Q: "default"}, {GROUP: "test-group", **HELD}),
+                 id="LWS with PodSetGroupName set, no offset annotation"),
+]
+
+
+@pytest.mark.parametrize(("lws", "default_queue", "leader", "worker"), DEFAULT_CASES)
+def test_lws_default(lws: dict[str, Any], default_queue: bool, leader: dict[str, Any] | None,
+                     worker: dict[str, Any]) -> None:
+    """Kueue's ``Default`` gives a held set's pod templates the set's queue name (overriding theirs), its
+    WorkloadPriorityClass label and the held/serving annotations (and, the workers of a set with a leader outside a
+    pod-set group, ``pod-index-offset: "1"``)."""
+    out = _defaulted(lws, default_queue=default_queue)
+    if leader is not None:
+        assert _meta_of(out, "leaderTemplate") == leader
+    else:
+        assert "leaderTemplate" not in out["spec"]["leaderWorkerTemplate"]
+    assert _meta_of(out, "workerTemplate") == worker
+
+
 # --- leaderworkerset_webhook_test.go: TestValidateCreate -----------------------------------------------------
 
 
