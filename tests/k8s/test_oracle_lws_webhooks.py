@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from connectors.k8s import deployment_webhook as dw
 from connectors.k8s import lws_webhook as lwh
 from kueue_es.scheduler.config import load_config
 
@@ -266,3 +267,47 @@ UPDATE_CASES = [
 def test_lws_validate_update(old: dict[str, Any], new: dict[str, Any], feature_gates: dict[str, bool],
                              want: list[tuple[str, str]]) -> None:
     assert _fields(lwh.update_errors(old, new, feature_gates)) == want
+
+
+# --- deployment_webhook_test.go: TestValidateUpdate ----------------------------------------------------------
+
+
+def _deployment(queue: str | None = None, *, priority: str | None = None, ready: int = 0) -> dict[str, Any]:
+    labels = {**({Q: queue} if queue else {}), **({WPC: priority} if priority else {})}
+    out: dict[str, Any] = {"metadata": {"name": "test-pod", "labels": labels},
+                           "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "pause"}]}}}}
+    if ready:
+        out["status"] = {"readyReplicas": ready}
+    return out
+
+
+DEPLOYMENT_UPDATE_CASES = [
+    pytest.param(_deployment(), _deployment(), [], id="without queue (no changes)"),
+    pytest.param(_deployment("test-queue"), _deployment(), [(QUEUE_PATH, "Invalid")], id="without queue"),
+    pytest.param(_deployment("test-queue"), _deployment("test-queue"), [], id="with queue (no changes)"),
+    pytest.param(_deployment(), _deployment("test-queue"), [], id="with queue"),
+    pytest.param(_deployment("test/queue"), _deployment("test/queue"), [(QUEUE_PATH, "Invalid")],
+                 id="with queue (invalid)"),
+    pytest.param(_deployment("test-queue", ready=1), _deployment("test-queue-new", ready=1),
+                 [(QUEUE_PATH, "Invalid")], id="with queue (ready replicas)"),
+    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue", priority="new-test"), [],
+                 id="update priority-class when suspended"),
+    pytest.param(_deployment("test-queue", ready=1), _deployment("test-queue", priority="test", ready=1),
+                 [(WPC_PATH, "Invalid")], id="set priority-class when replicas ready"),
+    pytest.param(_deployment("test-queue", priority="test", ready=1),
+                 _deployment("test-queue", priority="new-test", ready=1), [],
+                 id="update priority-class when replicas ready"),
+    pytest.param(_deployment("test-queue", priority="test", ready=1), _deployment("test-queue", ready=1),
+                 [(WPC_PATH, "Invalid")], id="delete priority-class when replicas ready"),
+    pytest.param(_deployment("test-queue"), _deployment("test-queue", priority="test"), [],
+                 id="set priority-class when replicas not ready"),
+    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue", priority="new-test"), [],
+                 id="update priority-class when replicas not ready"),
+    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue"), [(WPC_PATH, "Invalid")],
+                 id="delete priority-class when replicas not ready"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "want"), DEPLOYMENT_UPDATE_CASES)
+def test_deployment_validate_update(old: dict[str, Any], new: dict[str, Any], want: list[tuple[str, str]]) -> None:
+    assert _fields(dw.update_errors(old, new)) == want
