@@ -549,6 +549,16 @@ def _elastic(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
             and _meta(job, "annotations").get(ELASTIC_JOB_ANNOTATION) == "true")
 
 
+def elastic_unsupported(job: Mapping[str, Any], gvk: str, feature_gates: Mapping[str, bool]) -> list[str]:
+    """Kueue's ``ValidateElasticJobAnnotation`` for a kind that does not run on workload slices (``gvk`` as Go prints
+    a GroupVersionKind): under ``ElasticJobsViaWorkloadSlices``, an object asking to be elastic is refused rather
+    than admitted as a fixed-size one. (Which values Kueue reads as asking is unconfirmed; kueue-es reads
+    ``"true"``, as :func:`_elastic`.)"""
+    if not _elastic(job, feature_gates):
+        return []
+    return [_forbidden(_key(_ANNOTATIONS, ELASTIC_JOB_ANNOTATION), f"elastic job is not supported for {_go_quote(gvk)}")]
+
+
 def _elastic_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """A job does not become elastic, nor stop being so. (Kueue names the annotation under ``metadata.labels``.)"""
     was, now = _elastic(old, feature_gates), _elastic(new, feature_gates)

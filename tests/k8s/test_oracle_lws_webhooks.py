@@ -186,6 +186,9 @@ CREATE_CASES = [
     pytest.param(_lws("test-queue", leader={}, replicas=0), {}, [], id="zero replicas (boundary)"),
     pytest.param(_lws("test/queue", leader={}), {}, [(QUEUE_PATH, "Invalid")], id="invalid queue name"),
     pytest.param(_lws("test-queue", leader={}, annotations={ELASTIC: "true"}),
+                 {"ElasticJobsViaWorkloadSlices": True}, [(f"metadata.annotations[{ELASTIC}]", "Forbidden")],
+                 id="elastic job annotation is rejected"),
+    pytest.param(_lws("test-queue", leader={}, annotations={ELASTIC: "true"}),
                  {"ElasticJobsViaWorkloadSlices": False}, [],
                  id="elastic job annotation, the gate off (kueue-es: not looked at)"),
 ]
