@@ -6,7 +6,11 @@ Each case is named after the Kueue test case it translates:
   ``AdmissionGatedBy`` and ``LWSImmutableGroupSize`` cases): ``TestDefault``, ``TestValidateCreate``,
   ``TestValidateUpdate``;
 * ``pkg/controller/jobs/deployment/deployment_webhook_test.go`` (the v1beta2 version with the "... when replicas
-  ready" priority-class cases): ``TestValidateUpdate``.
+  ready" priority-class cases): ``TestValidateUpdate``;
+* ``pkg/controller/jobs/statefulset/statefulset_webhook_test.go`` (the v1beta2 version whose ``Default`` only
+  annotates the template): the ``TestValidateUpdate`` cases kueue-es's StatefulSet model shares (not those of a
+  set owned by a Kueue-managed parent, managed by another framework, or blocked by its Workload's existence:
+  see /work/notes/s47/oracle-lws.md).
 
 Kueue compares a validation error by its type and field path only (``cmpopts.IgnoreFields(field.Error{},
 "BadValue", "Detail")``), so these tests compare ``(path, type)`` pairs too; a defaulting case compares the pod
@@ -24,6 +28,7 @@ import pytest
 
 from connectors.k8s import deployment_webhook as dw
 from connectors.k8s import lws_webhook as lwh
+from connectors.k8s import statefulset_webhook as sw
 from kueue_es.scheduler.config import load_config
 
 Q = "kueue.x-k8s.io/queue-name"
@@ -314,3 +319,62 @@ DEPLOYMENT_UPDATE_CASES = [
 @pytest.mark.parametrize(("old", "new", "want"), DEPLOYMENT_UPDATE_CASES)
 def test_deployment_validate_update(old: dict[str, Any], new: dict[str, Any], want: list[tuple[str, str]]) -> None:
     assert _fields(dw.update_errors(old, new)) == want
+
+
+# --- statefulset_webhook_test.go: TestValidateUpdate (the cases kueue-es's StatefulSet model shares) -----------
+
+
+def _sts(queue: str | None = None, *, priority: str | None = None, replicas: int | None = None,
+         status_replicas: int = 0, ready: int = 0, cpu: str | None = None) -> dict[str, Any]:
+    labels = {**({Q: queue} if queue else {}), **({WPC: priority} if priority else {})}
+    spec: dict[str, Any] = {"template": _template(image="pause:0.1.1", cpu=cpu)}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    out: dict[str, Any] = {"metadata": {"name": "test-sts", "namespace": "test-ns", "labels": labels}, "spec": spec}
+    status = {**({"replicas": status_replicas} if status_replicas else {}), **({"readyReplicas": ready} if ready else {})}
+    if status:
+        out["status"] = status
+    return out
+
+
+STS_REPLICAS = "spec.replicas"
+STATEFULSET_UPDATE_CASES = [
+    pytest.param(_sts("test-queue"), _sts("test-queue-new"), [], id="change in queue label"),
+    pytest.param(_sts("test-queue", ready=1), _sts("test-queue-new", ready=1), [(QUEUE_PATH, "Invalid")],
+                 id="change in queue label (ReadyReplicas > 0)"),
+    pytest.param(_sts(), _sts("test-queue"), [], id="set queue label"),
+    pytest.param(_sts(ready=1), _sts("test-queue", ready=1), [(QUEUE_PATH, "Invalid")],
+                 id="set queue label (ReadyReplicas > 0)"),
+    pytest.param(_sts("test-queue"), _sts(), [(QUEUE_PATH, "Invalid")], id="delete queue name"),
+    pytest.param(_sts("queue1", priority="priority1"), _sts("queue1", priority="priority2"), [],
+                 id="change in priority class label when suspended"),
+    pytest.param(_sts("queue1", ready=1), _sts("queue1", priority="priority2", ready=1), [(WPC_PATH, "Invalid")],
+                 id="set in priority class label when replicas ready"),
+    pytest.param(_sts("queue1", priority="priority1", ready=1), _sts("queue1", priority="priority2", ready=1), [],
+                 id="change in priority class label when replicas ready"),
+    pytest.param(_sts("queue1", priority="priority1", ready=1), _sts("queue1", ready=1), [(WPC_PATH, "Invalid")],
+                 id="delete in priority class label when replicas ready"),
+    pytest.param(_sts("queue1"), _sts("queue1", priority="priority2"), [],
+                 id="set in priority class label when replicas not ready"),
+    pytest.param(_sts("queue1", priority="priority1"), _sts("queue1"), [(WPC_PATH, "Invalid")],
+                 id="delete in priority class label when replicas not ready"),
+    pytest.param(_sts(replicas=3), _sts(replicas=0), [], id="change in replicas (scale down to zero)"),
+    pytest.param(_sts(replicas=0), _sts(replicas=3), [], id="change in replicas (scale up from zero)"),
+    pytest.param(_sts("test-queue", replicas=0, status_replicas=3), _sts("test-queue", replicas=3, status_replicas=1),
+                 [(STS_REPLICAS, "Forbidden")],
+                 id="change in replicas (scale up while the previous scaling operation is still in progress)"),
+    pytest.param(_sts("test-queue", replicas=3), _sts("test-queue", replicas=4), [(STS_REPLICAS, "Invalid")],
+                 id="change in replicas (scale up)"),
+    pytest.param(_sts(replicas=0, status_replicas=3), _sts(replicas=3, status_replicas=1), [],
+                 id="change in replicas (scale up without queue-name while the previous scaling operation is "
+                    "still in progress)"),
+    pytest.param(_sts(replicas=3), _sts(replicas=4), [], id="change in replicas (scale up without queue-name)"),
+    pytest.param(_sts("test-queue"), _sts("test-queue", cpu="1"),
+                 [("spec.template.spec.containers[0].resources.requests", "Invalid")],
+                 id="attempt to change resources in container"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "want"), STATEFULSET_UPDATE_CASES)
+def test_statefulset_validate_update(old: dict[str, Any], new: dict[str, Any], want: list[tuple[str, str]]) -> None:
+    assert _fields(sw.update_errors(old, new)) == want
