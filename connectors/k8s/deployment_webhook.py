@@ -184,7 +184,6 @@ async def mutating_review(body: bytes, defaulting: ParentDefaulting, framework: 
 
 
 _QUEUE_PATH = f"metadata.labels[{QUEUE_LABEL}]"
-_PRIORITY_PATH = f"metadata.labels[{PRIORITY_LABEL}]"
 
 
 def create_errors(deployment: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None) -> list[str]:
@@ -203,14 +202,14 @@ def ready_replicas(obj: Mapping[str, Any]) -> int:
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
                   ) -> list[str]:
     """What Kueue refuses in the update of Deployment ``old`` into ``new``, in its order: the new queue name's form,
-    a WorkloadPriorityClass label changed (added or removed included), the queue name changed while a replica of
-    ``old`` is ready, or removed, and under ``AdmissionGatedBy`` an admission gate added or ill formed
+    a WorkloadPriorityClass label removed, or added while a replica of ``old`` is ready (it may change, and be set
+    while none is: Kueue's #5148 fix, the rule of its other serving sets,
+    :func:`connectors.k8s.job_validation.priority_class_update`), the queue name changed while a replica of ``old``
+    is ready, or removed, and under ``AdmissionGatedBy`` an admission gate added or ill formed
     (:func:`connectors.k8s.job_validation.gate_update`; its place among the others is a guess)."""
     errors = job_validation.name_label_errors(_meta(new, "labels"), QUEUE_LABEL)
     old_labels, new_labels = _meta(old, "labels"), _meta(new, "labels")
-    old_class, new_class = old_labels.get(PRIORITY_LABEL, ""), new_labels.get(PRIORITY_LABEL, "")
-    if new_class != old_class:
-        errors.append(job_validation.invalid(_PRIORITY_PATH, new_class, job_validation.IMMUTABLE))
+    errors += job_validation.priority_class_update(old, new, suspended=ready_replicas(old) == 0)
     old_queue, new_queue = old_labels.get(QUEUE_LABEL, ""), new_labels.get(QUEUE_LABEL, "")
     if (ready_replicas(old) > 0 or not new_queue) and new_queue != old_queue:
         errors.append(job_validation.invalid(_QUEUE_PATH, old_queue, job_validation.IMMUTABLE))

@@ -28,8 +28,8 @@ validation.go`` and ``tas_validation.go``):
   Workload too.
 
 * **elastic Jobs** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``,
-  :mod:`connectors.k8s.workload_slices`): whether a Job is elastic does not change on update (Kueue's error names
-  the annotation under ``metadata.labels``); an elastic Job's prebuilt Workload name may change while it runs
+  :mod:`connectors.k8s.workload_slices`): whether a Job is elastic does not change on update (the error at
+  ``metadata.annotations[kueue.x-k8s.io/elastic-job]``, as Kueue since #11342); an elastic Job's prebuilt Workload name may change while it runs
   (checked as on create). A Job is not refused for being elastic with a ``job-min-parallelism``: Kueue's Workload
   webhook then refuses its Workload ("partial admission and elastic job cannot be used together").
 
@@ -549,10 +549,21 @@ def _elastic(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
             and _meta(job, "annotations").get(ELASTIC_JOB_ANNOTATION) == "true")
 
 
+def elastic_unsupported(job: Mapping[str, Any], gvk: str, feature_gates: Mapping[str, bool]) -> list[str]:
+    """Kueue's ``ValidateElasticJobAnnotation`` for a kind that does not run on workload slices (``gvk`` as Go prints
+    a GroupVersionKind): under ``ElasticJobsViaWorkloadSlices``, an object asking to be elastic is refused rather
+    than admitted as a fixed-size one. (Which values Kueue reads as asking is unconfirmed; kueue-es reads
+    ``"true"``, as :func:`_elastic`.)"""
+    if not _elastic(job, feature_gates):
+        return []
+    return [_forbidden(_key(_ANNOTATIONS, ELASTIC_JOB_ANNOTATION), f"elastic job is not supported for {_go_quote(gvk)}")]
+
+
 def _elastic_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """A job does not become elastic, nor stop being so. (Kueue names the annotation under ``metadata.labels``.)"""
+    """A job does not become elastic, nor stop being so; the error names the annotation where it is (Kueue's #11342
+    moved it from ``metadata.labels``)."""
     was, now = _elastic(old, feature_gates), _elastic(new, feature_gates)
-    return [] if was == now else [_invalid(_key(_LABELS, ELASTIC_JOB_ANNOTATION), now, IMMUTABLE)]
+    return [] if was == now else [_invalid(_key(_ANNOTATIONS, ELASTIC_JOB_ANNOTATION), now, IMMUTABLE)]
 
 
 def _prebuilt_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:

@@ -126,8 +126,10 @@ def test_a_queue_name_must_be_a_dns_subdomain() -> None:
     ({Q: "a"}, {Q: "b"}, None),
     ({}, {Q: "b"}, None),
     ({Q: "a"}, {}, f'metadata.labels[{Q}]: Invalid value: "a": field is immutable'),
-    ({Q: "a", WPC: "p"}, {Q: "a", WPC: "q"}, f'metadata.labels[{WPC}]: Invalid value: "q": field is immutable'),
-    ({Q: "a"}, {Q: "a", WPC: "q"}, f'metadata.labels[{WPC}]: Invalid value: "q": field is immutable'),
+    ({Q: "a", WPC: "p"}, {Q: "a", WPC: "q"}, None),  # Kueue: "update priority-class when replicas not ready"
+    ({Q: "a"}, {Q: "a", WPC: "q"}, None),  # Kueue: "set priority-class when replicas not ready"
+    ({Q: "a", WPC: "p"}, {Q: "a"},
+     f'metadata.labels[{WPC}]: Invalid value: "": WorkloadPriorityClass cannot be removed from a workload'),
 ])
 def test_what_may_change_while_no_replica_is_ready(old: dict, new: dict, error: str | None) -> None:
     response = _validate(_deployment(new), _deployment(old))

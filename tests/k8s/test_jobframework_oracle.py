@@ -104,10 +104,10 @@ JOB_UPDATE_CASES = [
      _job("lq1"), _job(""), False, {}, []),
     ("elastic job enabled annotation cannot be removed on update",
      _job(annotations={ELASTIC: "true"}), _job(), False, ELASTIC_ON,
-     [(f"metadata.labels[{ELASTIC}]", "Invalid value")]),
+     [(f"metadata.annotations[{ELASTIC}]", "Invalid value")]),
     ("elastic job enabled annotation cannot be added on update",
      _job(), _job(annotations={ELASTIC: "true"}), False, ELASTIC_ON,
-     [(f"metadata.labels[{ELASTIC}]", "Invalid value")]),
+     [(f"metadata.annotations[{ELASTIC}]", "Invalid value")]),
 ]
 
 
@@ -119,10 +119,11 @@ def test_validate_job_on_update(old: dict, new: dict, default_queue: bool, gates
 
 
 def test_elastic_annotation_change_shows_the_new_setting_as_kueue_does() -> None:
-    """``validatedUpdateForEnabledWorkloadSlice``: ``field.Invalid(labels[elastic-job], newEnabled,
-    FieldImmutableErrorMsg)`` — the value shown is whether the new Job is elastic."""
+    """``validatedUpdateForEnabledWorkloadSlice``: ``field.Invalid(annotations[elastic-job], newEnabled,
+    FieldImmutableErrorMsg)`` — the value shown is whether the new Job is elastic (the path
+    ``metadata.annotations`` since Kueue's #11342: its newer validation_test.go expects it there)."""
     errors = job_validation.generic_update_errors(_job(annotations={ELASTIC: "true"}), _job(), ELASTIC_ON)
-    assert errors == [f"metadata.labels[{ELASTIC}]: Invalid value: false: field is immutable"]
+    assert errors == [f"metadata.annotations[{ELASTIC}]: Invalid value: false: field is immutable"]
 
 
 # --- TestReconcileGenericJob: the Workload's name (workload_names.go) -----------------------------------------

@@ -309,12 +309,12 @@ def test_a_groups_prebuilt_workload_its_set_controls_is_the_groups() -> None:
 # --- the webhooks ---------------------------------------------------------------------------------------------
 
 
-def test_the_mutating_webhook_marks_both_templates_and_copies_the_priority_class_label() -> None:
+def test_the_mutating_webhook_marks_both_templates_with_the_queue_and_priority_class_labels() -> None:
     marks = lw.default_marks(lws(labels={"kueue.x-k8s.io/priority-class": "high"}))
     held = {lw.SUSPENDING_PARENT: "leaderworkerset", "kueue.x-k8s.io/pod-group-serving": "true"}
-    assert marks == [("leaderTemplate", {"kueue.x-k8s.io/priority-class": "high"}, held),
-                     ("workerTemplate", {"kueue.x-k8s.io/priority-class": "high"}, held)]
-    assert lw.default_marks(lws(leader=False)) == [("workerTemplate", {}, held)]
+    queued = {Q: "lq", "kueue.x-k8s.io/priority-class": "high"}
+    assert marks == [("leaderTemplate", queued, held), ("workerTemplate", queued, held)]
+    assert lw.default_marks(lws(leader=False)) == [("workerTemplate", {Q: "lq"}, held)]
 
 
 def test_creation_refuses_a_bad_queue_name() -> None:

@@ -87,7 +87,7 @@ def test_a_queued_sets_templates_are_marked_held_by_their_parent_and_serving() -
 def test_without_a_leader_template_the_workers_alone_are_marked() -> None:
     lwt = _mutated(_lws({Q: "lq"}, leader=False, worker_meta=False))["spec"]["leaderWorkerTemplate"]
     assert "leaderTemplate" not in lwt
-    assert lwt["workerTemplate"]["metadata"] == {"annotations": HELD}
+    assert lwt["workerTemplate"]["metadata"] == {"annotations": HELD, "labels": {Q: "lq"}}
 
 
 def test_a_set_naming_no_queue_is_left_alone_unless_a_default_queue_or_manage_without_queue() -> None:

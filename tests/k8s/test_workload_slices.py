@@ -554,7 +554,8 @@ def _doc(annotations: dict[str, str], *, suspend: bool = False, labels: dict[str
 @pytest.mark.parametrize(("old", "new", "now"), [({}, ELASTIC, "true"), (ELASTIC, {}, "false")])
 def test_whether_a_job_is_elastic_does_not_change(old: dict, new: dict, now: str) -> None:
     errors = job_validation.update_errors(_doc(old), _doc(new), GATE_ON)
-    assert errors == [f"metadata.labels[kueue.x-k8s.io/elastic-job]: Invalid value: {now}: field is immutable"]
+    # Kueue #11342: the error names the annotation where it is (metadata.annotations), not metadata.labels
+    assert errors == [f"metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid value: {now}: field is immutable"]
     assert job_validation.update_errors(_doc(old), _doc(new), GATE_OFF) == [], "the annotation means nothing"
 
 
