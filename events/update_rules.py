@@ -28,7 +28,9 @@ kueue-es does not model (a container's image) count too. Each names the object a
   one or held no quota (Kueue refuses moving into that state; one stored so stays updatable, to be deleted).
 * Workload, under ``AdmissionGatedBy``: its ``kueue.x-k8s.io/admission-gated-by`` gates are removed, never added
   (:func:`admission_gate_errors`; the Job webhook holds a Job to the same rule).
-* LocalQueue: ``spec.clusterQueue`` does not change.
+* LocalQueue: ``spec.clusterQueue`` does not change once given: its CRD's rule (``self == oldSelf``) is a
+  transition rule, which the apiserver evaluates only where the old and the new object both have a value, so a
+  LocalQueue without one may be given one, and one may lose it.
 * ResourceFlavor: once it has a ``topologyName``, its ``spec`` does not change, but for ``nodeLabels``,
   ``nodeTaints`` and ``tolerations`` (:data:`TAS_FLAVOR_MUTABLE`, Kueue v0.20).
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
@@ -36,8 +38,9 @@ kueue-es does not model (a container's image) count too. Each names the object a
 
 The Workload's transition rules above that are its CRD's (``queueName``, ``priorityClassRef``,
 ``maximumExecutionTimeSeconds``, the list maps) and the LocalQueue's, ResourceFlavor's, Topology's and
-AdmissionCheck's are refused as :class:`~events.errors.SchemaRefused` (the apiserver's 422 ``Invalid``); the rest
-are Kueue's webhooks' (403).
+AdmissionCheck's are refused as :class:`~events.errors.SchemaRefused` (the apiserver's 422 ``Invalid``; a CEL rule's
+error as the apiserver words it, ``Invalid value: "<the node's type>": <message>``); the rest are Kueue's webhooks'
+(403).
 
 * ClusterQueue: ``spec.concurrentAdmissionPolicy`` does not change (whatever ``ConcurrentAdmission`` says: Kueue's
   webhook holds it immutable with the gate off too).
@@ -118,9 +121,10 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                                                                              "concurrentAdmissionPolicy"):
                 errors.append(f"field `spec.concurrentAdmissionPolicy`: {IMMUTABLE}")
             refuse_all(errors, where)
-        case o.LocalQueue() if isinstance(old, o.LocalQueue):
-            if old.spec.cluster_queue != new.spec.cluster_queue:
-                raise SchemaRefused(where, [f"field `spec.clusterQueue`: {IMMUTABLE}"])
+        case o.LocalQueue():
+            before, after = _get(old_doc, "spec").get("clusterQueue"), _get(new_doc, "spec").get("clusterQueue")
+            if before is not None and after is not None and before != after:
+                raise SchemaRefused(where, [f'field `spec.clusterQueue`: Invalid value: "string": {IMMUTABLE}'])
         case o.ResourceFlavor() if isinstance(old, o.ResourceFlavor):
             if old.spec.topology_name is not None and _tas_flavor_fixed(old_doc) != _tas_flavor_fixed(new_doc):
                 raise SchemaRefused(where, ["field `spec`: resourceFlavorSpec are immutable when topologyName is set"])
@@ -128,7 +132,7 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             _topology_levels(_get(old_doc, "spec").get("levels"), _get(new_doc, "spec").get("levels"), where)
         case o.AdmissionCheck() if isinstance(old, o.AdmissionCheck):
             if old.spec.controller_name != new.spec.controller_name:
-                raise SchemaRefused(where, [f"field `spec.controllerName`: {IMMUTABLE}"])
+                raise SchemaRefused(where, [f'field `spec.controllerName`: Invalid value: "string": {IMMUTABLE}'])
         case _:
             pass
 

@@ -332,7 +332,7 @@ def test_a_local_queue_keeps_its_cluster_queue_and_a_tas_flavor_its_spec() -> No
           "spec": {"clusterQueue": "cq"}}
     moved = {**lq, "spec": {"clusterQueue": "other"}}
     assert _message(_review("LocalQueue", moved, lq)) == (
-        "LocalQueue team/lq: field `spec.clusterQueue`: field is immutable")
+        'LocalQueue team/lq: field `spec.clusterQueue`: Invalid value: "string": field is immutable')
     assert _review("LocalQueue", {**lq, "spec": {"clusterQueue": "cq", "stopPolicy": "Hold"}}, lq)["allowed"]
     rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
           "spec": {"nodeLabels": {"pool": "a"}, "topologyName": "default"}}
@@ -373,7 +373,7 @@ def test_an_admission_check_keeps_its_controller() -> None:
           "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
     moved = {**ac, "spec": {"controllerName": "example.com/other"}}
     assert _message(_review("AdmissionCheck", moved, ac)) == (
-        "AdmissionCheck ac: field `spec.controllerName`: field is immutable")
+        'AdmissionCheck ac: field `spec.controllerName`: Invalid value: "string": field is immutable')
     assert "spec.controllerName" in _message(_review("AdmissionCheck", {**ac, "spec": {"controllerName": ""}}))
 
 
@@ -684,9 +684,11 @@ def test_the_immutable_fields_of_kueue_s_crds_are_answered_422_invalid() -> None
     lq = {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
           "spec": {"clusterQueue": "cq"}}
     status = _invalid(_review("LocalQueue", {**lq, "spec": {"clusterQueue": "other"}}, lq))
-    assert status["message"] == 'LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: field is immutable'
+    assert status["message"] == ('LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: Invalid value: '
+                                 '"string": field is immutable')
     assert status["details"] == {"name": "lq", "group": "kueue.x-k8s.io", "kind": "LocalQueue", "causes": [
-        {"reason": "FieldValueInvalid", "message": "field is immutable", "field": "spec.clusterQueue"}]}
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "string": field is immutable',
+         "field": "spec.clusterQueue"}]}
     topology = {"apiVersion": V1B2, "kind": "Topology", "metadata": {"name": "t"},
                 "spec": {"levels": [{"nodeLabel": "block"}, {"nodeLabel": "rack"}]}}
     assert _invalid(_review("Topology", {**topology, "spec": {"levels": [{"nodeLabel": "block"}]}}, topology))[
@@ -695,7 +697,8 @@ def test_the_immutable_fields_of_kueue_s_crds_are_answered_422_invalid() -> None
     ac = {"apiVersion": V1B2, "kind": "AdmissionCheck", "metadata": {"name": "ac"},
           "spec": {"controllerName": "example.com/one"}}
     assert _invalid(_review("AdmissionCheck", {**ac, "spec": {"controllerName": "example.com/two"}}, ac))[
-        "message"] == 'AdmissionCheck.kueue.x-k8s.io "ac" is invalid: spec.controllerName: field is immutable'
+        "message"] == ('AdmissionCheck.kueue.x-k8s.io "ac" is invalid: spec.controllerName: Invalid value: "string": '
+                       'field is immutable')
     rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
           "spec": {"nodeLabels": {"pool": "a"}, "topologyName": "default"}}
     assert _invalid(_review("ResourceFlavor", {**rf, "spec": {**rf["spec"], "topologyName": "other"}}, rf))[

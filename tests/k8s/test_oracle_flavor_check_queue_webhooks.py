@@ -1,0 +1,155 @@
+"""Kueue's own tables for ResourceFlavors, AdmissionChecks and LocalQueues, walked through kueue-es's validating
+webhook (:func:`connectors.k8s.validating.refusal`): the same object refused or taken, with the refusal naming
+the field Kueue names, and, for a rule of a CRD, the apiserver's answer (422, the rule's node and
+``Invalid value: "<type>"`` for a CEL rule).
+
+Sources (Kueue, ``kubernetes-sigs/kueue``):
+
+* ``pkg/webhooks/resourceflavor_webhook_test.go`` ``TestValidateResourceFlavor`` (and ``ValidateResourceFlavor``:
+  node labels, taints, toleration keys) with ``apis/kueue/v1beta2/resourceflavor_types.go``'s CEL rules, which
+  sit on the ``nodeTaints`` and ``tolerations`` lists and on ``spec`` (their older table's "bad tolerations"
+  case, from before those rules moved into the CRD, names the same three tolerations).
+* ``pkg/webhooks/admissioncheck_webhook_test.go`` ``TestAdmissionCheckValidation`` /
+  ``TestAdmissionCheckUpdateValidation`` (an older webhook; the newest Kueue registers none for AdmissionChecks,
+  ``pkg/webhooks/webhooks.go`` ``Setup``, and holds them to ``admissioncheck_types.go``'s markers instead).
+* ``pkg/webhooks/localqueue_webhook.go`` (newest: no validator; ``localqueue_types.go``'s ``clusterQueue``
+  carries ``self == oldSelf``, a transition rule, which the apiserver skips when the old or the new object has
+  no value there).
+* Kueue #9427 / #13622 / #13738: a TAS flavor (``topologyName`` set) keeps its ``topologyName``; the rest of its
+  spec may change.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from connectors.k8s.validating import refusal
+
+V1B2 = "kueue.x-k8s.io/v1beta2"
+EFFECTS = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
+NO_KEY = "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
+SECONDS = "effect must be 'NoExecute' when 'tolerationSeconds' is set"
+OPERATORS = "supported toleration values: 'Equal'(default), 'Exists'"
+EXISTS_VALUE = "a value must be empty when 'operator' is 'Exists'"
+
+
+def rf(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "resource-flavor"}, "spec": spec}
+
+
+def ac(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": V1B2, "kind": "AdmissionCheck", "metadata": {"name": "ac"}, "spec": spec}
+
+
+def lq(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"}, "spec": spec}
+
+
+def _refusal(kind: str, new: dict[str, Any], old: dict[str, Any] | None = None) -> str | None:
+    return refusal(kind, "UPDATE" if old is not None else "CREATE", copy.deepcopy(new), copy.deepcopy(old), {})
+
+
+def _tol(**t: Any) -> dict[str, Any]:
+    return t
+
+
+REF = {"apiGroup": "ref.api.group", "kind": "RefKind", "name": "ref-name"}
+TAS = rf(nodeLabels={"pool": "a"}, topologyName="default")
+
+
+# --- AdmissionCheck: TestAdmissionCheckValidation, TestAdmissionCheckUpdateValidation -----------------------------
+
+AC_CASES = {
+    "no controller name": (ac(parameters=REF), "spec.controllerName"),
+    "bad ref api group": (ac(controllerName="controller-name", parameters={**REF, "apiGroup": "ref.api.group/Bad"}),
+                          "spec.parameters.apiGroup"),
+    "no ref api group": (ac(controllerName="controller-name", parameters={"kind": "RefKind", "name": "ref-name"}),
+                         "spec.parameters.apiGroup"),
+    "bad ref kind": (ac(controllerName="controller-name", parameters={**REF, "kind": "RefKind/Bad"}),
+                     "spec.parameters.kind"),
+    "no ref kind": (ac(controllerName="controller-name", parameters={"apiGroup": "ref.api.group", "name": "ref-name"}),
+                    "spec.parameters.kind"),
+    "bad ref name": (ac(controllerName="controller-name", parameters={**REF, "name": "ref-name/Bad"}),
+                     "spec.parameters.name"),
+    "no ref name": (ac(controllerName="controller-name", parameters={"apiGroup": "ref.api.group", "kind": "RefKind"}),
+                    "spec.parameters.name"),
+    "no parameters": (ac(controllerName="controller-name"), None),
+    "valid": (ac(controllerName="controller-name", parameters=REF), None),
+    "mixed-case kind (the CRD's (?i) pattern)": (ac(controllerName="c", parameters={**REF, "kind": "rEfKiNd"}), None),
+    "controllerName over 253 characters": (ac(controllerName="c" * 254), "spec.controllerName"),
+}
+
+
+@pytest.mark.parametrize("name", list(AC_CASES))
+def test_admission_check(name: str) -> None:
+    doc, field = AC_CASES[name]
+    got = _refusal("AdmissionCheck", doc)
+    if field is None:
+        assert got is None
+    else:
+        assert got is not None and got.startswith(f"AdmissionCheck ac: field `{field}`"), got
+
+
+OLD_AC = ac(controllerName="controller-name", parameters=REF)
+AC_UPDATES = {
+    "can change parameters": (ac(controllerName="controller-name", parameters={
+        "apiGroup": "ref.api.group2", "kind": "RefKind2", "name": "ref-name2"}), None),
+    "can remove parameters": (ac(controllerName="controller-name"), None),
+    "cannot break parameters": (ac(controllerName="controller-name", parameters={
+        "apiGroup": "ref.api.group", "kind": "RefKind"}), "field `spec.parameters.name`"),
+    "cannot change the controller": (ac(controllerName="controller-name2", parameters=REF),
+                                     'field `spec.controllerName`: Invalid value: "string": field is immutable'),
+}
+
+
+@pytest.mark.parametrize("name", list(AC_UPDATES))
+def test_admission_check_update(name: str) -> None:
+    new, want = AC_UPDATES[name]
+    got = _refusal("AdmissionCheck", new, OLD_AC)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got.startswith(f"AdmissionCheck ac: {want}"), got
+
+
+# --- LocalQueue: localqueue_types.go --------------------------------------------------------------------------
+
+LQ_CASES = {
+    "a cluster queue": (lq(clusterQueue="cq"), None),
+    "no cluster queue (optional)": (lq(), None),
+    "a cluster queue name that is no DNS subdomain": (lq(clusterQueue="Bad_CQ"), "field `spec.clusterQueue`"),
+    "a cluster queue name over 253 characters": (lq(clusterQueue="a" * 254), "field `spec.clusterQueue`"),
+    "an unknown stop policy": (lq(clusterQueue="cq", stopPolicy="Stop"), "field `spec.stopPolicy`"),
+    "stop policy Hold": (lq(clusterQueue="cq", stopPolicy="HoldAndDrain"), None),
+}
+
+
+@pytest.mark.parametrize("name", list(LQ_CASES))
+def test_local_queue(name: str) -> None:
+    doc, want = LQ_CASES[name]
+    got = _refusal("LocalQueue", doc)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got.startswith(f"LocalQueue ns/lq: {want}"), got
+
+
+LQ_UPDATES = {
+    "clusterQueue changed": (lq(clusterQueue="cq"), lq(clusterQueue="cq2"), True),
+    "clusterQueue set where there was none (the transition rule is skipped)": (lq(), lq(clusterQueue="cq2"), False),
+    "clusterQueue removed (the transition rule is skipped)": (lq(clusterQueue="cq"), lq(), False),
+    "stopPolicy changed": (lq(clusterQueue="cq"), lq(clusterQueue="cq", stopPolicy="HoldAndDrain"), False),
+}
+
+
+@pytest.mark.parametrize("name", list(LQ_UPDATES))
+def test_local_queue_update(name: str) -> None:
+    old, new, refused = LQ_UPDATES[name]
+    got = _refusal("LocalQueue", new, old)
+    if refused:
+        assert got == 'LocalQueue ns/lq: field `spec.clusterQueue`: Invalid value: "string": field is immutable'
+    else:
+        assert got is None
