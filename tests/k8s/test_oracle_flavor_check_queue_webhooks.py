@@ -60,6 +60,34 @@ REF = {"apiGroup": "ref.api.group", "kind": "RefKind", "name": "ref-name"}
 TAS = rf(nodeLabels={"pool": "a"}, topologyName="default")
 
 
+# --- ResourceFlavor: a TAS flavor's updates (Kueue #9427, #13622, #13738) -----------------------------------
+
+TAS_UPDATES = {
+    "topologyName changed": (rf(nodeLabels={"pool": "a"}, topologyName="other"), True),
+    "topologyName removed": (rf(nodeLabels={"pool": "a"}), True),
+    "resourceWeights added (#9427: a field past the topology's may change)": (
+        rf(nodeLabels={"pool": "a"}, topologyName="default", resourceWeights={"cpu": "2"}), False),
+    "nodeLabels changed (#13738)": (rf(nodeLabels={"pool": "b"}, topologyName="default"), False),
+    "nodeTaints and tolerations changed (#9427, #13622)": (
+        rf(nodeLabels={"pool": "a"}, topologyName="default", nodeTaints=[{"key": "k", "effect": "NoSchedule"}],
+           tolerations=[{"key": "k", "operator": "Exists"}]), False),
+}
+
+
+@pytest.mark.parametrize("name", list(TAS_UPDATES))
+def test_a_tas_flavor_keeps_its_topology_name(name: str) -> None:
+    new, refused = TAS_UPDATES[name]
+    got = _refusal("ResourceFlavor", new, TAS)
+    assert (got is not None) is refused, got
+    if refused:
+        assert "field `spec`: Invalid value: \"object\":" in got and "topologyName" in got
+
+
+def test_a_flavor_may_become_a_tas_flavor() -> None:
+    plain = rf(nodeLabels={"pool": "a"})
+    assert _refusal("ResourceFlavor", TAS, plain) is None
+
+
 # --- AdmissionCheck: TestAdmissionCheckValidation, TestAdmissionCheckUpdateValidation -----------------------------
 
 AC_CASES = {
