@@ -60,6 +60,79 @@ REF = {"apiGroup": "ref.api.group", "kind": "RefKind", "name": "ref-name"}
 TAS = rf(nodeLabels={"pool": "a"}, topologyName="default")
 
 
+# --- ResourceFlavor: TestValidateResourceFlavor and the CRD's rules ---------------------------------------------
+
+RF_CASES = {
+    "empty": (rf(), None),
+    "valid": (rf(nodeLabels={"foo": "bar"}, nodeTaints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}]),
+              None),
+    "invalid label name": (rf(nodeLabels={"@abc": "foo"}), 'field `spec.nodeLabels`: Invalid value: "@abc"'),
+    "invalid label value": (rf(nodeLabels={"foo": "@abc"}), 'field `spec.nodeLabels`: Invalid value: "@abc"'),
+    # the older table's "bad tolerations", whose operator and effect rules are the CRD's now: those refuse alone,
+    # once per rule, at the list (the apiserver calls no webhook after its schema refused)
+    "bad tolerations": (rf(tolerations=[
+        _tol(key="@abc", operator="Equal", value="v", effect="NoSchedule"),
+        _tol(key="abc", operator="Exists", value="v", effect="NoSchedule"),
+        _tol(key="abc", operator="Equal", value="v", effect="not-valid"),
+        _tol(key="abc", operator="Equal", value="v", effect="NoSchedule")]),
+        f'[field `spec.tolerations`: Invalid value: "array": {EXISTS_VALUE}, '
+        f'field `spec.tolerations`: Invalid value: "array": {EFFECTS}]'),
+    "bad toleration key alone: the webhook's": (
+        rf(tolerations=[_tol(key="@abc", operator="Equal", value="v", effect="NoSchedule")]),
+        'field `spec.tolerations[0].key`: Invalid value: "@abc"'),
+    "a rule broken by two tolerations: one error": (
+        rf(tolerations=[_tol(key="a", operator="Exists", value="v"), _tol(key="b", operator="Exists", value="w")]),
+        f'field `spec.tolerations`: Invalid value: "array": {EXISTS_VALUE}'),
+    "toleration without a key, operator Equal": (rf(tolerations=[_tol(operator="Equal", value="v")]),
+                                                f'field `spec.tolerations`: Invalid value: "array": {NO_KEY}'),
+    "toleration with an empty key: a key": (rf(tolerations=[_tol(key="", value="v")]), None),
+    "tolerationSeconds without NoExecute": (
+        rf(tolerations=[_tol(key="a", operator="Exists", effect="NoSchedule", tolerationSeconds=5)]),
+        f'field `spec.tolerations`: Invalid value: "array": {SECONDS}'),
+    "an empty operator given is none of the two": (rf(tolerations=[_tol(key="a", operator="", value="v")]),
+                                                  f'field `spec.tolerations`: Invalid value: "array": {OPERATORS}'),
+    "an empty effect given is none of the three": (rf(tolerations=[_tol(key="a", operator="Exists", effect="")]),
+                                                  f'field `spec.tolerations`: Invalid value: "array": {EFFECTS}'),
+    "Exists with an empty value given": (rf(tolerations=[_tol(key="a", operator="Exists", value="")]),
+                                        f'field `spec.tolerations`: Invalid value: "array": {EXISTS_VALUE}'),
+    "the CRD's rule before the webhook's": (
+        rf(nodeLabels={"@abc": "foo"}, tolerations=[_tol(operator="Equal", value="v")]),
+        f'field `spec.tolerations`: Invalid value: "array": {NO_KEY}'),
+    "taint key": (rf(nodeTaints=[{"key": "@abc", "value": "v", "effect": "NoSchedule"}]),
+                  'field `spec.nodeTaints[0].key`: Invalid value: "@abc"'),
+    "taint value": (rf(nodeTaints=[{"key": "abc", "value": "@v", "effect": "NoSchedule"}]),
+                    'field `spec.nodeTaints[0].value`: Invalid value: "@v"'),
+    "taints unique by key and effect": (
+        rf(nodeTaints=[{"key": "abc", "value": "v", "effect": "NoSchedule"},
+                       {"key": "abc", "value": "w", "effect": "NoSchedule"}]),
+        "field `spec.nodeTaints[1]`: taints must be unique by key and effect pair"),
+    "one key, two effects": (rf(nodeTaints=[{"key": "abc", "effect": "NoSchedule"},
+                                            {"key": "abc", "effect": "NoExecute"}]), None),
+    "taint effect unknown": (rf(nodeTaints=[{"key": "abc", "effect": "Bad"}]),
+                             f'field `spec.nodeTaints`: Invalid value: "array": {EFFECTS}'),
+    "taint effect empty": (rf(nodeTaints=[{"key": "abc", "effect": ""}]),
+                           f'field `spec.nodeTaints`: Invalid value: "array": {EFFECTS}'),
+    "topologyName without nodeLabels": (
+        rf(topologyName="default"),
+        'field `spec`: Invalid value: "object": at least one nodeLabel is required when topology is set'),
+    "too many tolerations: the CEL rules wait (the apiserver skips them after a too-many error)": (
+        rf(tolerations=[_tol(key=f"k{i}", operator="Exists", value="v") for i in range(9)]),
+        "field `spec.tolerations` must have at most 8 items, has 9"),
+    "topologyName not a DNS subdomain": (rf(topologyName="Bad_Name", nodeLabels={"a": "b"}),
+                                         'field `spec.topologyName`: Invalid value: "Bad_Name"'),
+}
+
+
+@pytest.mark.parametrize("name", list(RF_CASES))
+def test_resource_flavor(name: str) -> None:
+    doc, want = RF_CASES[name]
+    got = _refusal("ResourceFlavor", doc)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got.startswith(f"ResourceFlavor resource-flavor: {want}"), got
+
+
 # --- ResourceFlavor: a TAS flavor's updates (Kueue #9427, #13622, #13738) -----------------------------------
 
 TAS_UPDATES = {

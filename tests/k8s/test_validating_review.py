@@ -387,7 +387,7 @@ def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
     rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
           "spec": {"nodeTaints": [{"key": "spot", "effect": "Soon"}]}}
     assert _message(_review("ResourceFlavor", rf)).startswith(
-        'ResourceFlavor rf: field `spec.nodeTaints[0].effect`: Unsupported value: "Soon"')
+        'ResourceFlavor rf: field `spec.nodeTaints`: Invalid value: "array": supported taint effect values')
 
 
 def test_kueue_s_crd_rules_on_names_tolerations_and_conditions_refuse_whatever_the_gates() -> None:
@@ -398,8 +398,8 @@ def test_kueue_s_crd_rules_on_names_tolerations_and_conditions_refuse_whatever_t
     keyless = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
                "spec": {"tolerations": [{"operator": "Equal", "value": "x"}]}}
     assert _message(_review("ResourceFlavor", keyless)) == (
-        "ResourceFlavor rf: field `spec.tolerations[0].operator`: operator must be Exists when 'key' is empty, which "
-        "means 'match all values and all keys'")
+        'ResourceFlavor rf: field `spec.tolerations`: Invalid value: "array": operator must be Exists when \'key\' is '
+        "empty, which means 'match all values and all keys'")
     unreasoned = wl(reserved=True)
     del unreasoned["status"]["conditions"][0]["reason"]
     assert _message(_review("Workload", unreasoned, wl(reserved=True))) == (
