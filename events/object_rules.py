@@ -33,7 +33,7 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   known and consistent, at most 256 flavors and 256 resources in all and 512 flavor-resource quotas in a group
   (:mod:`events.quota_rules`). The CRD's rules broken are refused together, first and without the webhook's; then
   those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`, :func:`check_cohort`).
-* LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
+* LocalQueue: a known ``stopPolicy``; a ``clusterQueue``, when given (even empty), a DNS subdomain. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
   only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
 * Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
   ``Exists`` no value, not even an empty one (the CRDs' CEL rules, which tell a field left out from one given
@@ -136,8 +136,9 @@ def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()
             check_cluster_queue(obj, where)
         case o.Cohort():
             check_cohort(obj, where)
-        case o.LocalQueue():
-            refuse_all(_name_reference_errors(obj.spec.cluster_queue, "spec.clusterQueue", optional=True)
+        case o.LocalQueue():  # an empty clusterQueue only the document shows given: the pattern refuses it
+            given = doc is not None and "clusterQueue" in _mapping(doc.get("spec"))
+            refuse_all(_name_reference_errors(obj.spec.cluster_queue, "spec.clusterQueue", optional=not given)
                        + _one_of_errors(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), "spec.stopPolicy"),
                        where, crd=True)
         case o.Topology():

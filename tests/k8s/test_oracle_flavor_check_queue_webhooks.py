@@ -221,6 +221,8 @@ def test_admission_check_update(name: str) -> None:
 LQ_CASES = {
     "a cluster queue": (lq(clusterQueue="cq"), None),
     "no cluster queue (optional)": (lq(), None),
+    "an empty cluster queue given (ClusterQueueReference's pattern refuses it)": (lq(clusterQueue=""),
+                                                                                 "field `spec.clusterQueue`"),
     "a cluster queue name that is no DNS subdomain": (lq(clusterQueue="Bad_CQ"), "field `spec.clusterQueue`"),
     "a cluster queue name over 253 characters": (lq(clusterQueue="a" * 254), "field `spec.clusterQueue`"),
     "an unknown stop policy": (lq(clusterQueue="cq", stopPolicy="Stop"), "field `spec.stopPolicy`"),
