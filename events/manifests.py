@@ -522,7 +522,7 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     if isinstance(obj, o.Workload):
         _validate_workload(obj, where, checks, doc)
         return
-    _validate_ungated(obj, where, checks.ratcheted)
+    _validate_ungated(obj, where, checks.ratcheted, doc)
     if doc is not None:
         object_rules.check_document(doc, where, ratcheted=checks.ratcheted)
     validate_gated(obj, where, checks)
@@ -645,9 +645,10 @@ def gated_workload_errors(wl: o.Workload, checks: Checks) -> list[str]:
     return errors
 
 
-def _validate_ungated(obj: o.KObject, where: str, ratcheted: frozenset[str] = frozenset()) -> None:
+def _validate_ungated(obj: o.KObject, where: str, ratcheted: frozenset[str] = frozenset(),
+                      doc: dict[str, Any] | None = None) -> None:
     _validate_shape(obj, where)
-    object_rules.check(obj, where, ratcheted=ratcheted)
+    object_rules.check(obj, where, ratcheted=ratcheted, doc=doc)
 
 
 def _validate_shape(obj: o.KObject, where: str, *, stored: bool = True) -> None:

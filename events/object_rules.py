@@ -23,7 +23,10 @@ Whatever the gates (:func:`check`, :func:`check_document`):
 * ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
   a ``topologyName`` needs node labels; at most 16 ``resourceWeights``, each a quantity above 0 (KEP-8902).
   Its CRD's rules broken are refused together, then its webhook's (labels, taints, tolerations' keys, weights
-  above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``).
+  above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``). Its CEL rules (on ``spec``,
+  ``nodeTaints`` and ``tolerations``) are read from the plain data and reported as the apiserver reports a CEL
+  rule's error: at the node the rule sits on, once per rule, ``Invalid value: "object"`` or ``"array"``; an
+  empty ``operator`` or ``effect`` given is none of the allowed ones.
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
   above 1e-9, not negative (refused at ``spec.fairSharing``, as Kueue reports it). A ClusterQueue's namespace
@@ -34,8 +37,8 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   markers, :mod:`events.crd_markers`). The CRD's rules broken are refused together, first and without the
   webhook's; then those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`,
   :func:`check_cohort`).
-* LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
-  only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
+* LocalQueue: a known ``stopPolicy``; a ``clusterQueue``, when given (even empty), a DNS subdomain. Topology: 1–16
+  unique levels, each a label key, ``kubernetes.io/hostname`` only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
 * Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
   ``Exists`` no value, not even an empty one (the CRDs' CEL rules, which tell a field left out from one given
   empty).
@@ -121,21 +124,25 @@ _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
 """A Topology level's ``nodeLabel``, as Kueue's CRD's pattern: a label key, its parts of any length."""
 
 
-def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset()) -> None:
+def check(obj: o.KObject, where: str, *, ratcheted: frozenset[str] = frozenset(),
+          doc: Mapping[str, Any] | None = None) -> None:
     """Refuse ``obj`` (``where`` names it) if Kueue refuses it whatever its settings; see the module
     docstring. ``ratcheted``: the CRD markers' errors an update keeps
-    (:func:`events.crd_markers.ratcheted`)."""
+    (:func:`events.crd_markers.ratcheted`); ``doc``: the plain data ``obj`` was read from, which tells a field
+    left out from one given empty (without it, the view's empty fields read as left out)."""
     match obj:
         case o.Workload():
             _workload(obj, where)
         case o.ResourceFlavor():
-            _resource_flavor(obj.spec, where, ratcheted)
+            spec = _mapping(doc.get("spec")) if doc is not None else msgspec.to_builtins(obj.spec)
+            _resource_flavor(obj.spec, where, ratcheted, spec)
         case o.ClusterQueue():
             check_cluster_queue(obj, where)
         case o.Cohort():
             check_cohort(obj, where)
-        case o.LocalQueue():
-            refuse_all(_name_reference_errors(obj.spec.cluster_queue, "spec.clusterQueue", optional=True)
+        case o.LocalQueue():  # an empty clusterQueue only the document shows given: the pattern refuses it
+            given = doc is not None and "clusterQueue" in _mapping(doc.get("spec"))
+            refuse_all(_name_reference_errors(obj.spec.cluster_queue, "spec.clusterQueue", optional=not given)
                        + _one_of_errors(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), "spec.stopPolicy"),
                        where, crd=True)
         case o.Topology():
@@ -379,31 +386,65 @@ def _pod_set_update_errors(wl: o.Workload) -> list[str]:
 # --- ResourceFlavor ---------------------------------------------------------------------------------------------
 
 
-def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozenset[str] = frozenset()) -> None:
+def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozenset[str] = frozenset(),
+                     doc: Mapping[str, Any] | None = None) -> None:
     """The CRD's rules first, every broken one refused together (the apiserver calls no webhook for an object its
-    schema refuses; ``ratcheted``: the markers' errors an update keeps); then every rule of Kueue's
-    ResourceFlavor webhook, together, in its order: the node labels, the taints, the tolerations' keys, then
-    the weights."""
-    schema = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
-              for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
-                                     ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
-    if spec.topology_name is not None:
-        schema += _name_reference_errors(spec.topology_name, "spec.topologyName")
-    for i, taint in enumerate(spec.node_taints):
-        schema += _one_of_errors(taint.effect, TAINT_EFFECTS, f"spec.nodeTaints[{i}].effect")
-    schema += _toleration_rule_errors(spec.tolerations, "spec.tolerations")
-    if spec.topology_name is not None and not spec.node_labels:
-        # a rule on spec
-        schema.append("field `spec`: at least one nodeLabel is required when topology is set")
-    schema += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False,
-                                 ratcheted=ratcheted)
+    schema refuses; ``ratcheted``: the markers' errors an update keeps): its schema's, then, unless one of those
+    stops them (too many entries, a name too long), its CEL rules (:func:`flavor_rule_errors`, read from ``doc``,
+    the spec as plain data); then every rule of Kueue's ResourceFlavor webhook, together, in its order: the node
+    labels, the taints, the tolerations' keys, then the weights."""
+    blocking = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
+                for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
+                                       ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
+    schema = _name_reference_errors(spec.topology_name, "spec.topologyName") if spec.topology_name is not None \
+        else []
+    blocking += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False,
+                                   ratcheted=ratcheted)
+    blocking += [e for e in schema if "Too long" in e]
+    schema = blocking + [e for e in schema if e not in blocking]
     schema += [error for error in quota_rules.resource_weight_quantity_errors(spec.resource_weights)
                if error not in ratcheted]
+    if not blocking:
+        schema += flavor_rule_errors(doc if doc is not None else msgspec.to_builtins(spec))
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
                + toleration_key_errors(spec.tolerations, "spec.tolerations")
                + _resource_weight_errors(spec.resource_weights), where)
+
+
+TOLERATION_RULES: tuple[tuple[str, Any], ...] = (
+    ("operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+     lambda t: "key" not in t and t.get("operator") != "Exists"),
+    ("effect must be 'NoExecute' when 'tolerationSeconds' is set",
+     lambda t: "tolerationSeconds" in t and t.get("effect") != "NoExecute"),
+    ("supported toleration values: 'Equal'(default), 'Exists'",
+     lambda t: "operator" in t and t["operator"] not in ("Equal", "Exists")),
+    ("a value must be empty when 'operator' is 'Exists'", lambda t: t.get("operator") == "Exists" and "value" in t),
+    ("supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+     lambda t: "effect" in t and t["effect"] not in TAINT_EFFECTS),
+)
+"""The CEL rules of a toleration list (a flavor's, a pod set update's), in the CRD's order: each message and
+whether a toleration (plain data: a field left out is not one given empty) breaks it."""
+TAINT_EFFECT_RULE = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
+
+
+def flavor_rule_errors(spec: Mapping[str, Any]) -> list[str]:
+    """The ResourceFlavor CRD's CEL rules ``spec`` (plain data) breaks, as the apiserver reports them: at the node
+    the rule sits on, ``Invalid value: "<its type>": <message>``, one error per rule however many entries break
+    it. The spec's own rule first (a ``topologyName`` needs node labels), then the taints' (a known effect, an
+    empty one too being none) and the tolerations' (:data:`TOLERATION_RULES`). (Kueue's apiserver walks the
+    spec's fields in no fixed order; kueue-es keeps this one.)"""
+    errors = []
+    if "topologyName" in spec and not _mapping(spec.get("nodeLabels")):
+        errors.append('field `spec`: Invalid value: "object": at least one nodeLabel is required when topology is '
+                      "set")
+    if any(_mapping(t).get("effect") not in TAINT_EFFECTS for t in _sequence(spec.get("nodeTaints"))):
+        errors.append(f'field `spec.nodeTaints`: Invalid value: "array": {TAINT_EFFECT_RULE}')
+    tolerations = [_mapping(t) for t in _sequence(spec.get("tolerations"))]
+    errors += [f'field `spec.tolerations`: Invalid value: "array": {message}'
+               for message, broken in TOLERATION_RULES if any(broken(t) for t in tolerations)]
+    return errors
 
 
 def _resource_weight_errors(weights: Mapping[str, o.Quantity]) -> list[str]:
@@ -718,11 +759,10 @@ def check_document(doc: Mapping[str, Any], where: str, *, ratcheted: frozenset[s
 
 def document_errors(doc: Mapping[str, Any], *, ratcheted: frozenset[str] = frozenset()) -> list[str]:
     """The field errors of ``doc`` (an object that decoded as its view) for the rules that tell a field left out
-    from one given empty, which the view reads alike: the CRDs' CEL rules on tolerations. Every one broken, in
-    order."""
-    kind, spec, status = doc.get("kind"), _mapping(doc.get("spec")), _mapping(doc.get("status"))
-    if kind == "ResourceFlavor":
-        return _toleration_field_errors(spec.get("tolerations"), "spec.tolerations")
+    from one given empty, which the view reads alike: the CRDs' CEL rules on a pod set update's tolerations, and
+    a WorkloadPriorityClass's or ProvisioningRequestConfig's markers (a ResourceFlavor's CEL rules are read from
+    its document with its other CRD rules, :func:`check`). Every one broken, in order."""
+    kind, status = doc.get("kind"), _mapping(doc.get("status"))
     if kind in ("WorkloadPriorityClass", "ProvisioningRequestConfig"):
         return crd_markers.errors(kind, doc, ratcheted=ratcheted)
     errors: list[str] = []

@@ -236,21 +236,21 @@ def annotation_problems(value: str, at: str) -> list[tuple[str, str]]:
 
 
 def agree(a: str, b: str) -> bool:
-    """Two annotation values that say the same (equal, or equal JSON)."""
+    """Two annotation values that say the same: equal, or read alike (:func:`parse`, defaults applied: an
+    ``enforcementMode`` of ``Required`` given or left out, ``workloadLabelSelectors`` empty or left out; Kueue's
+    "valid: group members have equivalent parsed spreading annotations")."""
     if a == b:
         return True
     try:
-        return bool(json.loads(a) == json.loads(b))
-    except ValueError:
+        return parse(a) == parse(b)
+    except SpreadingError:
         return False
-
-
-REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 
 
 def workload_errors(pod_sets: Sequence[Any], old: Sequence[Any] | None = None) -> list[str]:
     """Kueue's Workload webhook under the gate: each pod set carrying the annotation asks for a required topology
-    (its ``topologyRequest.required``, or the annotation kueue-es reads it from) and carries a valid value; the
+    (its ``topologyRequest.required``: a ``podset-required-topology`` annotation beside it does not count, Kueue's
+    "companion required-topology annotation without structured required request") and carries a valid value; the
     members of a pod-set group carry the same value, or none does. (``pod_sets``: the Workload's
     ``spec.podSets``.) On an update (``old``: the stored pod sets) only a pod set, or a group, whose annotation or
     required topology changed is held to them, so one staged while the gate was off stays writable."""
@@ -288,7 +288,7 @@ def workload_errors(pod_sets: Sequence[Any], old: Sequence[Any] | None = None) -
 def _inputs(ps: Any) -> tuple[str | None, bool, str | None]:
     """What the webhook's per-pod-set check reads: the annotation and the required topology."""
     tr = ps.topology_request
-    required = tr.required if tr is not None else ps.template.metadata.annotations.get(REQUIRED_TOPOLOGY_ANNOTATION)
+    required = tr.required if tr is not None else None
     value = ps.template.metadata.annotations.get(SPREADING_ANNOTATION)
     return value, value is not None, required
 
@@ -312,6 +312,4 @@ def _annotation_path(i: int) -> str:
 
 def _required(ps: Any) -> bool:
     tr = ps.topology_request
-    if tr is not None:
-        return tr.required is not None
-    return bool(ps.template.metadata.annotations.get(REQUIRED_TOPOLOGY_ANNOTATION))
+    return tr is not None and tr.required is not None

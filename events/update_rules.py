@@ -28,16 +28,19 @@ kueue-es does not model (a container's image) count too. Each names the object a
   one or held no quota (Kueue refuses moving into that state; one stored so stays updatable, to be deleted).
 * Workload, under ``AdmissionGatedBy``: its ``kueue.x-k8s.io/admission-gated-by`` gates are removed, never added
   (:func:`admission_gate_errors`; the Job webhook holds a Job to the same rule).
-* LocalQueue: ``spec.clusterQueue`` does not change.
-* ResourceFlavor: once it has a ``topologyName``, its ``spec`` does not change, but for ``nodeLabels``,
-  ``nodeTaints`` and ``tolerations`` (:data:`TAS_FLAVOR_MUTABLE`, Kueue v0.20).
+* LocalQueue: ``spec.clusterQueue`` does not change once given: its CRD's rule (``self == oldSelf``) is a
+  transition rule, which the apiserver evaluates only where the old and the new object both have a value, so a
+  LocalQueue without one may be given one, and one may lose it.
+* ResourceFlavor: once it has a ``topologyName``, that ``topologyName`` stays (:func:`_tas_flavor`); the rest of
+  its spec may change.
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
 * AdmissionCheck: ``spec.controllerName`` does not change.
 
 The Workload's transition rules above that are its CRD's (``queueName``, ``priorityClassRef``,
 ``maximumExecutionTimeSeconds``, the list maps) and the LocalQueue's, ResourceFlavor's, Topology's and
-AdmissionCheck's are refused as :class:`~events.errors.SchemaRefused` (the apiserver's 422 ``Invalid``); the rest
-are Kueue's webhooks' (403).
+AdmissionCheck's are refused as :class:`~events.errors.SchemaRefused` (the apiserver's 422 ``Invalid``; a CEL rule's
+error as the apiserver words it, ``Invalid value: "<the node's type>": <message>``); the rest are Kueue's webhooks'
+(403).
 
 * ClusterQueue: ``spec.concurrentAdmissionPolicy`` does not change (whatever ``ConcurrentAdmission`` says: Kueue's
   webhook holds it immutable with the gate off too).
@@ -118,17 +121,18 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                                                                              "concurrentAdmissionPolicy"):
                 errors.append(f"field `spec.concurrentAdmissionPolicy`: {IMMUTABLE}")
             refuse_all(errors, where)
-        case o.LocalQueue() if isinstance(old, o.LocalQueue):
-            if old.spec.cluster_queue != new.spec.cluster_queue:
-                raise SchemaRefused(where, [f"field `spec.clusterQueue`: {IMMUTABLE}"])
+        case o.LocalQueue():
+            before, after = _get(old_doc, "spec").get("clusterQueue"), _get(new_doc, "spec").get("clusterQueue")
+            if before is not None and after is not None and before != after:
+                raise SchemaRefused(where, [f'field `spec.clusterQueue`: Invalid value: "string": {IMMUTABLE}'])
         case o.ResourceFlavor() if isinstance(old, o.ResourceFlavor):
-            if old.spec.topology_name is not None and _tas_flavor_fixed(old_doc) != _tas_flavor_fixed(new_doc):
-                raise SchemaRefused(where, ["field `spec`: resourceFlavorSpec are immutable when topologyName is set"])
+            if old.spec.topology_name is not None:
+                _tas_flavor(_get(old_doc, "spec"), _get(new_doc, "spec"), where)
         case o.Topology() if isinstance(old, o.Topology):
             _topology_levels(_get(old_doc, "spec").get("levels"), _get(new_doc, "spec").get("levels"), where)
         case o.AdmissionCheck() if isinstance(old, o.AdmissionCheck):
             if old.spec.controller_name != new.spec.controller_name:
-                raise SchemaRefused(where, [f"field `spec.controllerName`: {IMMUTABLE}"])
+                raise SchemaRefused(where, [f'field `spec.controllerName`: Invalid value: "string": {IMMUTABLE}'])
         case _:
             pass
 
@@ -381,13 +385,19 @@ def _pod_set_updates(old: list[Any], new: list[Any]) -> list[str]:
     return errors
 
 
-TAS_FLAVOR_MUTABLE = ("nodeLabels", "nodeTaints", "tolerations")
-"""What a ResourceFlavor with a ``topologyName`` may change (Kueue v0.20, #13738 / #13622 / #13647): admitted
-workloads keep their reservation and assignment, pending ones are retried against the new node set."""
+TAS_FLAVOR_IMMUTABLE = 'field `spec`: Invalid value: "object": topologyName is immutable once set'
+"""The refusal of a TAS flavor's new ``topologyName``, at the CEL rule's node (``spec``), in kueue-es's words
+(Kueue #9427 gave each field its own rule and message; that message is not in the sources at hand)."""
 
 
-def _tas_flavor_fixed(doc: Any) -> dict[str, Any]:
-    return {k: v for k, v in _get(doc, "spec").items() if k not in TAS_FLAVOR_MUTABLE}
+def _tas_flavor(old: dict[str, Any], new: dict[str, Any], where: str) -> None:
+    """A ResourceFlavor that had a ``topologyName`` (``old``, ``new``: the specs) keeps it, neither changed nor
+    removed. Kueue's CRD held the whole spec so until #9427 narrowed the rule to the fields the topology tree is
+    built from ("allowing nodeTaints and future spec fields", such as ``resourceWeights``, to change); #13622 then
+    let ``tolerations`` change and #13738 ``nodeLabels`` (Kueue v0.20): admitted workloads keep their
+    reservation and assignment, pending ones are retried against the new node set."""
+    if old.get("topologyName") != new.get("topologyName"):
+        raise SchemaRefused(where, [TAS_FLAVOR_IMMUTABLE])
 
 
 def _topology_levels(old: Any, new: Any, where: str) -> None:

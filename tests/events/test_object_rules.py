@@ -166,9 +166,9 @@ def test_a_flavor_s_labels_taints_and_tolerations_are_well_formed() -> None:
         flavor(nodeTaints=[{"key": "a/b/c", "effect": "NoSchedule"}]))
     assert '`spec.nodeTaints[0].value`: Invalid value: "a b": a valid label must' in _refusal(
         flavor(nodeTaints=[{"key": "spot", "value": "a b", "effect": "NoSchedule"}]))
-    assert _refusal(flavor(nodeTaints=[{"key": "spot", "effect": "Sometimes"}])) == (
-        'ResourceFlavor rf: field `spec.nodeTaints[0].effect`: Unsupported value: "Sometimes": supported values: '
-        '"NoSchedule", "PreferNoSchedule", "NoExecute"')
+    assert _refusal(flavor(nodeTaints=[{"key": "spot", "effect": "Sometimes"}])) == (  # the list's CEL rule
+        'ResourceFlavor rf: field `spec.nodeTaints`: Invalid value: "array": supported taint effect values: '
+        "'NoSchedule', 'PreferNoSchedule', 'NoExecute'")
     twice = [{"key": "spot", "value": "a", "effect": "NoSchedule"}, {"key": "spot", "value": "b", "effect": "NoSchedule"}]
     assert _refusal(flavor(nodeTaints=twice)) == (
         "ResourceFlavor rf: field `spec.nodeTaints[1]`: taints must be unique by key and effect pair")
@@ -176,14 +176,14 @@ def test_a_flavor_s_labels_taints_and_tolerations_are_well_formed() -> None:
 
 
 @pytest.mark.parametrize(("toleration", "message"), [
-    ({"key": "a", "operator": "Sometimes"}, "`spec.tolerations[0].operator`: supported toleration values: "
-                                            "'Equal'(default), 'Exists'"),
-    ({"key": "a", "operator": "Exists", "value": "x"}, "`spec.tolerations[0].value`: a value must be empty when "
-                                                       "'operator' is 'Exists'"),
-    ({"key": "a", "effect": "Never"}, "`spec.tolerations[0].effect`: supported taint effect values: 'NoSchedule', "
-                                      "'PreferNoSchedule', 'NoExecute'"),
+    ({"key": "a", "operator": "Sometimes"}, '`spec.tolerations`: Invalid value: "array": supported toleration '
+                                            "values: 'Equal'(default), 'Exists'"),
+    ({"key": "a", "operator": "Exists", "value": "x"}, '`spec.tolerations`: Invalid value: "array": a value must be '
+                                                       "empty when 'operator' is 'Exists'"),
+    ({"key": "a", "effect": "Never"}, '`spec.tolerations`: Invalid value: "array": supported taint effect values: '
+                                      "'NoSchedule', 'PreferNoSchedule', 'NoExecute'"),
     ({"key": "a", "effect": "NoSchedule", "tolerationSeconds": 5},
-     "`spec.tolerations[0].effect`: effect must be 'NoExecute' when 'tolerationSeconds' is set"),
+     '`spec.tolerations`: Invalid value: "array": effect must be \'NoExecute\' when \'tolerationSeconds\' is set'),
     ({"key": "a b"}, '`spec.tolerations[0].key`: Invalid value: "a b": name part must consist of'),
 ])
 def test_a_flavor_s_tolerations_follow_kueue_s_crd_rules(toleration: dict, message: str) -> None:
@@ -193,7 +193,8 @@ def test_a_flavor_s_tolerations_follow_kueue_s_crd_rules(toleration: dict, messa
 def test_a_tas_flavor_needs_node_labels_and_a_flavor_at_most_eight_of_each() -> None:
     _check(flavor(topologyName="default", nodeLabels={"pool": "a"}))
     assert _refusal(flavor(topologyName="default")) == (  # a rule on spec
-        "ResourceFlavor rf: field `spec`: at least one nodeLabel is required when topology is set")
+        'ResourceFlavor rf: field `spec`: Invalid value: "object": at least one nodeLabel is required when topology '
+        "is set")
     assert "field `spec.nodeLabels` must have at most 8 items, has 9" in _refusal(
         flavor(nodeLabels={f"l{i}": "v" for i in range(9)}))
 
@@ -393,8 +394,8 @@ def test_a_keyless_toleration_matches_all_and_exists_takes_no_value(toleration: 
                                {"key": "", "operator": "Equal", "value": "x"}, {"key": "a", "value": ""}]))
     message = {"operator": "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
                "value": "a value must be empty when 'operator' is 'Exists'"}[field]
-    assert _refusal(flavor(tolerations=[{"key": "a", "operator": "Exists"}, toleration])) == (
-        f"ResourceFlavor rf: field `spec.tolerations[1].{field}`: {message}")
+    assert _refusal(flavor(tolerations=[{"key": "a", "operator": "Exists"}, toleration])) == (  # the list's rule
+        f'ResourceFlavor rf: field `spec.tolerations`: Invalid value: "array": {message}')
     doc = workload()
     doc["status"]["admissionChecks"] = [{"name": "ac", "state": "Ready", "lastTransitionTime": TIME,
                                          "podSetUpdates": [{"name": "main", "tolerations": [toleration]}]}]
