@@ -13,7 +13,7 @@ not the create rules: Kueue's ``BaseWebhook.ValidateUpdate`` runs ``ValidateJobO
 would have been refused for (the JobSet and MPIJob webhooks refuse it). Under ``TopologyAwareScheduling`` each
 replica type's pod template's
 TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the
-replica types Kueue makes pod sets of), in the order of those paths, a slice no larger than ``replicas`` (default 1).
+replica types Kueue makes pod sets of), in the kind's replica order, a slice no larger than ``replicas`` (default 1).
 
 Under the ``MultiKueue`` gate, a job whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has a
 MultiKueue check, and whose ``spec.runPolicy.managedBy`` is unset or the training operator's own
@@ -65,13 +65,14 @@ def _replica_specs(job: Mapping[str, Any], training: TrainingKind) -> dict[str, 
 
 
 def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by path."""
+    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, in the kind's replica
+    order (Kueue's ``KubeflowJob.ValidateOnCreate`` walks ``OrderedReplicaTypes``; a TFJob's Evaluator comes last)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
     errors: list[str] = []
     specs = _replica_specs(job, training)
-    for replica_type in sorted(specs):
+    for replica_type in specs:  # in the kind's order (:func:`_replica_specs`)
         errors += job_validation.topology_errors(
             framework_webhook.replica_pod_annotations(specs[replica_type]), framework_webhook.replica_pod_count(specs[replica_type]),
             gate,

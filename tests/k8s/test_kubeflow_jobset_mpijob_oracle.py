@@ -13,7 +13,7 @@ import pytest
 
 from connectors.k8s import jobset_webhook, mpijob_webhook
 from connectors.k8s import kubeflow_webhook as kw
-from connectors.k8s.kubeflow import KINDS, PYTORCHJOB
+from connectors.k8s.kubeflow import KINDS, PYTORCHJOB, TFJOB
 
 Q = "kueue.x-k8s.io/queue-name"
 MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
@@ -82,3 +82,17 @@ def test_the_jobset_and_mpijob_updates_are_checked_by_the_create_rules_too() -> 
            "spec": {"runPolicy": {"suspend": True}, "mpiReplicaSpecs": {}}}
     mpi_renamed = {**mpi, "metadata": {**mpi["metadata"], "labels": {Q: "Bad_Queue"}}}
     assert mpijob_webhook.update_errors(mpi, mpi_renamed, {})[0].startswith(bad)
+
+
+# --- kubeflowjob.ValidateOnCreate: the replica types' TAS errors in the kind's replica order ---------------------
+
+
+def test_a_tfjobs_tas_errors_come_in_its_replica_types_order() -> None:
+    """``KubeflowJob.ValidateOnCreate`` walks ``OrderedReplicaTypes`` (a TFJob's: Chief, Master, PS, Worker,
+    Evaluator) and ``BaseWebhook`` joins the errors unsorted: the Evaluator's come last, not by path."""
+    both = {REQUIRED: "rack", PREFERRED: "block"}
+    job = _training("TFJob", {Q: "lq"}, replicas={"Evaluator": 1, "PS": 1, "Worker": 2},
+                    annotations={"Evaluator": both, "PS": both, "Worker": both})
+    assert kw.create_errors(TFJOB, job, {}) == [
+        f"spec.tfReplicaSpecs[{t}].template.metadata.annotations: {MORE_THAN_ONE}"
+        for t in ("PS", "Worker", "Evaluator")]
