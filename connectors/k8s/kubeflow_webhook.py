@@ -13,7 +13,8 @@ not the create rules: Kueue's ``BaseWebhook.ValidateUpdate`` runs ``ValidateJobO
 would have been refused for (the JobSet and MPIJob webhooks refuse it). Under ``TopologyAwareScheduling`` each
 replica type's pod template's
 TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the
-replica types Kueue makes pod sets of), in the kind's replica order, a slice no larger than ``replicas`` (default 1).
+replica types Kueue makes pod sets of), in the kind's replica order, a slice no larger than ``replicas``
+(default 1).
 
 Under the ``MultiKueue`` gate, a job whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has a
 MultiKueue check, and whose ``spec.runPolicy.managedBy`` is unset or the training operator's own
@@ -65,8 +66,9 @@ def _replica_specs(job: Mapping[str, Any], training: TrainingKind) -> dict[str, 
 
 
 def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, in the kind's replica
-    order (Kueue's ``KubeflowJob.ValidateOnCreate`` walks ``OrderedReplicaTypes``; a TFJob's Evaluator comes last)."""
+    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, in the kind's
+    replica order (Kueue's ``KubeflowJob.ValidateOnCreate`` walks ``OrderedReplicaTypes``; a TFJob's Evaluator
+    comes last)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
@@ -94,10 +96,10 @@ def create_errors(training: TrainingKind, job: Mapping[str, Any], feature_gates:
 
 def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[str, Any],
                   feature_gates: Mapping[str, bool], default_queue: bool = False) -> list[str]:
-    """What Kueue refuses in the update of ``old`` into ``new``: the update rules, then the TAS rules on ``new``.
-    Kueue serves these kinds with its generic ``BaseWebhook``, whose ``ValidateUpdate`` adds only the kind's own
-    ``ValidateOnUpdate`` (the TAS rules) to the update rules: the create rules (the queue name's and the maximum
-    execution time's form) are not run again, as the JobSet and MPIJob webhooks run them.
+    """What Kueue refuses in the update of ``old`` into ``new``: the update rules, then the TAS rules on
+    ``new``. Kueue serves these kinds with its generic ``BaseWebhook``, whose ``ValidateUpdate`` adds only the
+    kind's own ``ValidateOnUpdate`` (the TAS rules) to the update rules: the create rules (the queue name's
+    and the maximum execution time's form) are not run again, as the JobSet and MPIJob webhooks run them.
     ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
