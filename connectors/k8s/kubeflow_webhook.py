@@ -7,9 +7,14 @@ any job (:mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the ``
 then ``spec.runPolicy.suspend: true`` when it names a queue or is managed without one — never when it has a
 Kueue-managed ancestor (the Job webhook's walk). ``v<kind>.kb.io`` at ``/validate-kubeflow-org-v1-<kind>`` (create and update) refuses what
 Kueue's generic job validation refuses, the job suspended when ``spec.runPolicy.suspend`` is; on update the update
-rules (with the MPIJob's admission-gate rule: gates only removed), then the create rules on the new job. Under ``TopologyAwareScheduling`` each replica type's pod template's
+rules (with the MPIJob's admission-gate rule: gates only removed), then the TAS rules below on the new job —
+not the create rules: Kueue's ``BaseWebhook.ValidateUpdate`` runs ``ValidateJobOnUpdate`` and the kind's
+``ValidateOnUpdate`` only, so a suspended job may take a queue name or ``max-exec-time-seconds`` its creation
+would have been refused for (the JobSet and MPIJob webhooks refuse it). Under ``TopologyAwareScheduling`` each
+replica type's pod template's
 TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the
-replica types Kueue makes pod sets of), in the order of those paths, a slice no larger than ``replicas`` (default 1).
+replica types Kueue makes pod sets of), in the kind's replica order, a slice no larger than ``replicas``
+(default 1).
 
 Under the ``MultiKueue`` gate, a job whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has a
 MultiKueue check, and whose ``spec.runPolicy.managedBy`` is unset or the training operator's own
@@ -61,13 +66,15 @@ def _replica_specs(job: Mapping[str, Any], training: TrainingKind) -> dict[str, 
 
 
 def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gates: Mapping[str, bool]) -> list[str]:
-    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by path."""
+    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, in the kind's
+    replica order (Kueue's ``KubeflowJob.ValidateOnCreate`` walks ``OrderedReplicaTypes``; a TFJob's Evaluator
+    comes last)."""
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
     errors: list[str] = []
     specs = _replica_specs(job, training)
-    for replica_type in sorted(specs):
+    for replica_type in specs:  # in the kind's order (:func:`_replica_specs`)
         errors += job_validation.topology_errors(
             framework_webhook.replica_pod_annotations(specs[replica_type]), framework_webhook.replica_pod_count(specs[replica_type]),
             gate,
@@ -89,11 +96,14 @@ def create_errors(training: TrainingKind, job: Mapping[str, Any], feature_gates:
 
 def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[str, Any],
                   feature_gates: Mapping[str, bool], default_queue: bool = False) -> list[str]:
-    """What Kueue refuses in the update of ``old`` into ``new``: the update rules, then the create rules on
-    ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
+    """What Kueue refuses in the update of ``old`` into ``new``: the update rules, then the TAS rules on
+    ``new``. Kueue serves these kinds with its generic ``BaseWebhook``, whose ``ValidateUpdate`` adds only the
+    kind's own ``ValidateOnUpdate`` (the TAS rules) to the update rules: the create rules (the queue name's
+    and the maximum execution time's form) are not run again, as the JobSet and MPIJob webhooks run them.
+    ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + create_errors(training, new, feature_gates, gate_form=False))
+            + topology_errors(new, training, feature_gates))
 
 
 def webhook_kind(training: TrainingKind) -> framework_webhook.Kind:
