@@ -231,6 +231,48 @@ def test_no_changes_when_no_restoration_needed() -> None:
     assert rc.stop_patch(raw, _saved(("head", {}), ("workers", {})))["spec"] == {"suspend": True}
 
 
+def test_raycluster_restore_is_skipped_when_the_pod_set_count_differs() -> None:
+    """Kueue's ``raycluster.RestorePodSetsInfo`` (common.go): "Skipping pod set info restore because the pod set
+    count does not match the admitted workload" — with a worker group added since admission, no template is given
+    back anything; the object is only suspended."""
+    raw = _raw_cluster(_spec(_group("workers", nodeSelector={"pool": "w"}), _group("extra"),
+                             head=_template("head", nodeSelector={"pool": "h"}), suspend=False))
+    assert rc.stop_patch(raw, _saved(("head", {}), ("workers", {})))["spec"] == {"suspend": True}
+
+
+def test_raycluster_restore_is_by_position_head_first() -> None:
+    """Kueue's ``raycluster.RestorePodSetsInfo`` gives the head ``podSetsInfo[0]`` and worker group ``i``
+    ``podSetsInfo[i+1]``, by position (the infos come from the Workload's pod sets in order), not by name."""
+    raw = _raw_cluster(_spec(_group("renamed", nodeSelector={"pool": "w"}), head=_template("head", nodeSelector={
+        "pool": "h"}), suspend=False))
+    spec = rc.stop_patch(raw, _saved(("head", {"zone": "a"}), ("workers", {"zone": "b"})))["spec"]
+    assert spec["headGroupSpec"]["template"]["spec"]["nodeSelector"] == {"pool": None, "zone": "a"}
+    assert spec["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] == {"zone": "b"}
+
+
+def test_rayjob_restore_is_skipped_when_the_pod_set_count_differs() -> None:
+    """Kueue's ``RayJob.RestorePodSetsInfo``: the expected count is the cluster's pod sets plus the submitter in
+    ``K8sJobMode``; another count restores nothing, the submitter's template neither."""
+    submitter = _template("s", nodeSelector={"pool": "s"})
+    raw = _raw_job(_spec(_group("workers", nodeSelector={"pool": "w"}), head=_template("head", nodeSelector={
+        "pool": "h"})), submitterPodTemplate=submitter, suspend=False)
+    assert rj.stop_patch(raw, _saved(("head", {}), ("workers", {})))["spec"] == {"suspend": True}
+    full = rj.stop_patch(raw, _saved(("head", {}), ("workers", {}), ("submitter", {})))["spec"]
+    assert full["submitterPodTemplate"]["spec"] == {"nodeSelector": None}
+    assert full["rayClusterSpec"]["headGroupSpec"]["template"]["spec"] == {"nodeSelector": None}
+
+
+def test_rayservice_restore_is_skipped_when_the_pod_set_count_differs() -> None:
+    """Kueue's ``RayService.RestorePodSetsInfo``: a count other than the worker groups plus the head restores
+    nothing."""
+    raw = {"apiVersion": "ray.io/v1", "kind": "RayService",
+           "metadata": {"name": "svc", "namespace": "ns", "uid": "u", "resourceVersion": "1"},
+           "spec": {"rayClusterConfig": _spec(_group("workers", nodeSelector={"pool": "w"}), _group("extra"),
+                                              suspend=False)}}
+    assert rs.stop_patch(raw, _saved(("head", {}), ("workers", {})))["spec"] == {
+        "rayClusterConfig": {"suspend": True}}
+
+
 # --- rayjob_controller_test.go TestNodeSelectors ---------------------------------------------------------------------
 
 
