@@ -214,8 +214,8 @@ def start_patch(raw_job: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) -> 
 
 def stop_patch(raw_job: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
     """The merge patch that suspends the RayJob with its templates restored from ``saved`` by position, the
-    cluster's first, then, in ``K8sJobMode``, the submitter's from the last; pod sets numbering otherwise restore
-    nothing (Kueue's ``RestorePodSetsInfo``, :func:`connectors.k8s.raycluster.restored_templates`)."""
+    cluster's first, then, in ``K8sJobMode``, the submitter's from the last; pod sets numbering otherwise
+    restore nothing (Kueue's ``RestorePodSetsInfo``, :func:`connectors.k8s.raycluster.restored_templates`)."""
     spec = copy.deepcopy(_spec(raw_job))
     cluster_spec = spec.get("rayClusterSpec") or {}
     n_cluster = rc.cluster_pod_set_count(cluster_spec)

@@ -502,3 +502,23 @@ def test_appwrapper_pod_sets_with_required_and_preferred_topology_annotation() -
 def test_appwrapper_finished(phase: str, conditions: list[dict[str, Any]], want: tuple[str, str] | None) -> None:
     view = msgspec.convert(_aw(BATCH_JOB, phase=phase, conditions=conditions), aw.AppWrapper)
     assert aw.finished(view) == want
+
+
+# --- pkg/podset BadPodSetsInfoLenError, as the Ray integrations' RunWithPodSetsInfo report it --------------------
+
+
+def test_ray_pod_sets_the_admission_does_not_number_are_reported_in_kueues_words() -> None:
+    """Kueue's ``RunWithPodSetsInfo`` (RayCluster, RayJob, RayService) returns
+    ``podset.BadPodSetsInfoLenError(expectedLen, len(podSetsInfo))``, whose text is ``"expecting %d podset, got %d"``
+    over ``got, want`` (pkg/podset/podset.go): a RayCluster of head and one worker group (2 expected) given 1
+    assignment says "expecting 1 podset, got 2"."""
+    from types import SimpleNamespace
+
+    from projections.cluster import ClusterState
+
+    wl = SimpleNamespace(admission=o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="head", flavors={}, count=1)]), check_states={})
+    cluster = msgspec.convert(_raw_cluster(_spec(_group("workers"))), rc.RayCluster)
+    with pytest.raises(rc.BadPodSets) as raised:
+        rc.start_infos(ClusterState(), wl, cluster)
+    assert str(raised.value) == "expecting 1 podset, got 2"
