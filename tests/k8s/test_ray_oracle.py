@@ -522,3 +522,47 @@ def test_ray_pod_sets_the_admission_does_not_number_are_reported_in_kueues_words
     with pytest.raises(rc.BadPodSets) as raised:
         rc.start_infos(ClusterState(), wl, cluster)
     assert str(raised.value) == "expecting 1 podset, got 2"
+
+
+# --- rayjob_webhook_test.go TestValidateCreate / TestValidateUpdate ----------------------------------------------
+
+SHUTDOWN = ("spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the cluster "
+            "after finishing")
+
+
+def _webhook_rayjob(labels: dict[str, str], shutdown: bool = True, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "job", "namespace": "ns",
+                                                                       "labels": labels},
+            "spec": {"shutdownAfterJobFinishes": shutdown, **spec}}
+
+
+@pytest.mark.parametrize(("job", "without_queue", "want"), [
+    pytest.param(_webhook_rayjob({}, False, rayClusterSpec=_spec()), False, [],
+                 id="rayjob_webhook TestValidateCreate/invalid unmanaged"),
+    pytest.param(_webhook_rayjob({}, False, rayClusterSpec=_spec()), True, [SHUTDOWN],
+                 id="rayjob_webhook TestValidateCreate/invalid managed - by config"),
+    pytest.param(_webhook_rayjob({Q: "queue"}, False, rayClusterSpec=_spec()), False, [SHUTDOWN],
+                 id="rayjob_webhook TestValidateCreate/invalid managed - by queue"),
+    pytest.param(_webhook_rayjob({Q: "queue"}, rayClusterSpec=_spec(), clusterSelector={"k1": "v1"}), False,
+                 ['spec.clusterSelector: Invalid value: map[string]string{"k1":"v1"}: a kueue managed job should '
+                  "not use an existing cluster"],
+                 id="rayjob_webhook TestValidateCreate/invalid managed - has cluster selector (and a cluster spec)"),
+    pytest.param(_webhook_rayjob({Q: "queue"}, False, clusterSelector={"k1": "v1"}), False, [],
+                 id="rayjob_webhook (#7219): a cluster selector alone is not Kueue's: nothing else checked"),
+    pytest.param(_webhook_rayjob({Q: "queue"}), False,
+                 ["spec.rayClusterSpec: Required value: rayClusterSpec is required for Kueue-managed jobs that "
+                  "don't use clusterSelector"],
+                 id="rayjob_webhook: neither a cluster selector nor a cluster spec"),
+])
+def test_rayjob_webhook_create(job: dict[str, Any], without_queue: bool, want: list[str]) -> None:
+    assert rw.rayjob_create_errors(job, {}, without_queue) == want
+
+
+def test_rayjob_webhook_update_invalid_new_managed_by_config() -> None:
+    """``rayjob_webhook_test.go TestValidateUpdate/invalid new managed - by config``: under
+    ``manageJobsWithoutQueueName`` an update's new object is held to the create rules."""
+    old = _webhook_rayjob({}, True, rayClusterSpec=_spec())
+    new = _webhook_rayjob({}, False, rayClusterSpec=_spec())
+    kind = rw.rayjob_kind(without_queue=True)
+    assert kind.update_errors(old, new, {}, False) == [SHUTDOWN]
+    assert rw.rayjob_kind().update_errors(old, new, {}, False) == [], "TestValidateUpdate/invalid unmanaged"
