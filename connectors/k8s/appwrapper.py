@@ -394,12 +394,13 @@ def priority_class(aw: AppWrapper) -> str | None:
 
 def start_infos(state: ClusterState, wl: Any, aw: AppWrapper) -> list[podsetinfo.PodSetInfo]:
     """What starting the AppWrapper gives each pod set, in order, from the Workload's admission (raises as
-    :func:`connectors.k8s.raycluster.infos_for`)."""
+    :func:`connectors.k8s.raycluster.infos_for`, in the AppWrapper utilities' ``SetPodSetInfos`` words)."""
     try:
         names = pod_set_names(aw)
     except BadPath as exc:
         raise BadPodSets(str(exc)) from exc
-    return infos_for(state, wl, names)
+    return infos_for(state, wl, names,
+                     mismatch=lambda expected, given: f"expecting {expected} podsets, got {given}")
 
 
 def info_dict(info: podsetinfo.PodSetInfo) -> dict[str, Any]:

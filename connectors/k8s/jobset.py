@@ -234,15 +234,20 @@ def recorded_info(ps: o.PodSet) -> podsetinfo.PodSetInfo:
 
 def write_template(template: dict[str, Any], info: podsetinfo.PodSetInfo) -> None:
     """Set the raw pod ``template``'s labels, annotations, node selector, tolerations and gates to exactly
-    ``info``'s (an empty one removed)."""
-    meta, spec = template.setdefault("metadata", {}), template.setdefault("spec", {})
-    for holder, field, value in ((meta, "labels", info.labels), (meta, "annotations", info.annotations),
-                                 (spec, "nodeSelector", info.node_selector),
-                                 (spec, "tolerations", [msgspec.to_builtins(t) for t in info.tolerations]),
-                                 (spec, "schedulingGates", info.scheduling_gates)):
+    ``info``'s (an empty one removed). A ``metadata`` or ``spec`` map is made only to hold something: an
+    empty one added would be a change of the job's spec that Kueue's ``podset.Merge``/``RestorePodSpec``
+    never make (a template they leave equal is not written)."""
+    for part, field, value in (("metadata", "labels", info.labels),
+                               ("metadata", "annotations", info.annotations),
+                               ("spec", "nodeSelector", info.node_selector),
+                               ("spec", "tolerations", [msgspec.to_builtins(t) for t in info.tolerations]),
+                               ("spec", "schedulingGates", info.scheduling_gates)):
+        holder = template.get(part)
         if value:
+            if not isinstance(holder, dict):
+                holder = template[part] = {}
             holder[field] = value
-        else:
+        elif isinstance(holder, dict):
             holder.pop(field, None)
 
 

@@ -17,8 +17,9 @@ Kueue runs a RayCluster through its generic job reconciler; these are the RayClu
 * **suspended** is ``spec.suspend`` (absent: running); **starting** merges each pod set's
   :class:`~connectors.k8s.podsetinfo.PodSetInfo` into the head's and each worker group's template and sets
   ``suspend: false``; **stopping** sets ``suspend: true`` with each template restored as its Workload's pod set
-  recorded it — one merge patch each (:func:`merge_diff`: the worker groups are a list, written whole),
-  conditioned on the resourceVersion read;
+  in the same position recorded it (none when the Workload's pod sets do not number the cluster's, Kueue's
+  ``RestorePodSetsInfo``) — one merge patch each (:func:`merge_diff`: the worker groups are a list, written
+  whole), conditioned on the resourceVersion read;
 * a RayCluster **never finishes**; **active** and **pods ready**: its ``status.state`` is ``ready``;
 * **compared** (:func:`job_pod_sets`): its Workload is compared with the pod sets it makes now, built as at
   creation from its view written out, so one it no longer matches is rewritten or made anew (Kueue's
@@ -223,16 +224,25 @@ def pod_set_names(spec: RayClusterSpec) -> list[str]:
     return [HEAD, *(g.group_name.lower() for g in spec.worker_group_specs)]
 
 
-def infos_for(state: ClusterState, wl: Any, names: list[str], slice_name: str | None = None
-              ) -> list[podsetinfo.PodSetInfo]:
+def bad_len(expected: int, given: int) -> str:
+    """Kueue's ``podset.BadPodSetsInfoLenError(expected, given)`` text, which prints its arguments the other
+    way round (``"expecting %d podset, got %d"`` over ``got, want``): what the Ray kinds'
+    ``RunWithPodSetsInfo`` report."""
+    return f"expecting {given} podset, got {expected}"
+
+
+def infos_for(state: ClusterState, wl: Any, names: list[str], slice_name: str | None = None, *,
+              mismatch: Callable[[int, int], str] = bad_len) -> list[podsetinfo.PodSetInfo]:
     """What starting adds to the template of each pod set in ``names``, from the Workload's admission (``wl``: its
     :class:`~projections.workloads.WorkloadInfo`; ``slice_name``: an elastic slice's chain, which the pods carry).
-    Raises :class:`BadPodSets` when one has no assignment (Kueue's ``BadPodSetsInfoLenError``),
+    Raises :class:`BadPodSets` when one has no assignment, its message ``mismatch(pod sets, assignments)``
+    (:func:`bad_len`, Kueue's ``BadPodSetsInfoLenError``, unless the kind says otherwise),
     :class:`~connectors.k8s.podsetinfo.MergeConflict` for conflicting checks' updates."""
-    by_name = {a.name: a for a in (wl.admission.pod_set_assignments if wl.admission is not None else ())}
+    given = list(wl.admission.pod_set_assignments if wl.admission is not None else ())
+    by_name = {a.name: a for a in given}
     assignments = [by_name.get(n) for n in names]
     if None in assignments:
-        raise BadPodSets(f"expecting {len(names)} podset, got {len(by_name)}")
+        raise BadPodSets(mismatch(len(names), len(given)))
     return [podsetinfo.start_info(state, wl, psa, slice_name) for psa in assignments if psa is not None]
 
 
@@ -308,14 +318,23 @@ def start_templates(cluster_spec: dict[str, Any], infos: list[podsetinfo.PodSetI
     return spec
 
 
+def cluster_pod_set_count(cluster_spec: dict[str, Any]) -> int:
+    """The pod sets a raw cluster spec makes: the head's and one per worker group (Kueue's
+    ``ExpectedPodSetsCount``)."""
+    return 1 + len(cluster_spec.get("workerGroupSpecs") or [])
+
+
 def restored_templates(cluster_spec: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
-    """A copy of raw ``cluster_spec`` with each template given back what its Workload's pod set of the same name
-    recorded (one without such a pod set left as it is)."""
+    """A copy of raw ``cluster_spec`` with each template given back what its Workload's pod set recorded, by
+    position as Kueue's ``RestorePodSetsInfo`` does: the head the first, worker group ``i`` the ``i+1``-th.
+    Pod sets that do not number the cluster's (a worker group added or removed since the Workload was made)
+    give back nothing at all: Kueue skips the restore ("the pod set count does not match the admitted
+    workload")."""
     spec = copy.deepcopy(cluster_spec)
-    by_name = {ps.name: ps for ps in saved}
-    for name, template in _templates(spec):
-        if name in by_name:
-            write_template(template, recorded_info(by_name[name]))
+    if len(saved) != cluster_pod_set_count(spec):
+        return spec
+    for (_, template), ps in zip(_templates(spec), saved, strict=True):
+        write_template(template, recorded_info(ps))
     return spec
 
 

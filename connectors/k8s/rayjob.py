@@ -213,13 +213,17 @@ def start_patch(raw_job: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) -> 
 
 
 def stop_patch(raw_job: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
-    """The merge patch that suspends the RayJob with its templates restored from ``saved``."""
+    """The merge patch that suspends the RayJob with its templates restored from ``saved`` by position, the
+    cluster's first, then, in ``K8sJobMode``, the submitter's from the last; pod sets numbering otherwise
+    restore nothing (Kueue's ``RestorePodSetsInfo``, :func:`connectors.k8s.raycluster.restored_templates`)."""
     spec = copy.deepcopy(_spec(raw_job))
-    spec["rayClusterSpec"] = rc.restored_templates(spec.get("rayClusterSpec") or {}, saved)
-    submitter = spec.get("submitterPodTemplate")
-    recorded = next((ps for ps in saved if ps.name == SUBMITTER), None)
-    if _submits_by_job(spec) and isinstance(submitter, dict) and recorded is not None:
-        write_template(submitter, recorded_info(recorded))
+    cluster_spec = spec.get("rayClusterSpec") or {}
+    n_cluster = rc.cluster_pod_set_count(cluster_spec)
+    if len(saved) == n_cluster + (1 if _submits_by_job(spec) else 0):
+        spec["rayClusterSpec"] = rc.restored_templates(cluster_spec, saved[:n_cluster])
+        submitter = spec.get("submitterPodTemplate")
+        if _submits_by_job(spec) and isinstance(submitter, dict):
+            write_template(submitter, recorded_info(saved[-1]))
     spec["suspend"] = True
     return _patch(raw_job, spec)
 

@@ -215,8 +215,10 @@ def priority_class(app: SparkApplication) -> str | None:
 
 def start_infos(state: ClusterState, wl: Any, app: SparkApplication) -> list[podsetinfo.PodSetInfo]:
     """What starting gives the driver and the executors, from the Workload's admission. Raises :class:`BadPodSets`
-    when the admission lacks one (Kueue's ``BadPodSetsInfoLenError``)."""
-    return infos_for(state, wl, list(ROLES))
+    when the admission lacks one (its message as kueue-es has always worded it: the pod sets, then the
+    assignments)."""
+    return infos_for(state, wl, list(ROLES),
+                     mismatch=lambda expected, given: f"expecting {expected} podset, got {given}")
 
 
 def _node_selector_holder(spec: dict[str, Any], role: dict[str, Any]) -> dict[str, Any]:

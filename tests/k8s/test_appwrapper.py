@@ -193,7 +193,7 @@ def test_start_fails_when_the_infos_do_not_number_the_pod_sets() -> None:
     with pytest.raises(aw.BadPodSets, match="expecting 3 podsets, got 2"):
         aw.start_patch(raw_aw({"template": pytorch_job()}, {"template": batch_job()}),
                        [podsetinfo.PodSetInfo(), podsetinfo.PodSetInfo()])
-    with pytest.raises(aw.BadPodSets, match="expecting 2 podset, got 1"):
+    with pytest.raises(aw.BadPodSets, match="expecting 2 podsets, got 1"):  # awutils.SetPodSetInfos' words
         aw.start_infos(ClusterState(), _admitted("aw-0"), view(raw_aw({"template": pytorch_job()})))
 
 

@@ -194,9 +194,9 @@ def test_start_merges_each_pod_sets_info_into_its_template_and_unsuspends() -> N
 
 def test_start_fails_when_the_admission_lacks_a_pod_set() -> None:
     job = job_view(raw_job(group("w", 2)))
-    with pytest.raises(rj.BadPodSets, match="expecting 3 podset, got 2"):
+    with pytest.raises(rj.BadPodSets, match="expecting 2 podset, got 3"):
         rj.start_infos(ClusterState(), _admitted("head", "w"), job)
-    with pytest.raises(rc.BadPodSets, match="expecting 2 podset, got 1"):
+    with pytest.raises(rc.BadPodSets, match="expecting 1 podset, got 2"):
         rc.start_infos(ClusterState(), _admitted("head"), cluster_view(raw_cluster(group("w"))))
 
 

@@ -136,7 +136,7 @@ def test_start_merges_each_pod_sets_info_into_the_cluster_config_and_unsuspends_
 
 def test_start_fails_when_the_admission_lacks_a_pod_set() -> None:
     service = view(raw_service(group("w", 2)))
-    with pytest.raises(rs.BadPodSets, match="expecting 2 podset, got 1"):
+    with pytest.raises(rs.BadPodSets, match="expecting 1 podset, got 2"):  # Kueue's words
         rs.start_infos(ClusterState(), _admitted("head"), service)
 
 
