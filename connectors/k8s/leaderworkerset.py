@@ -26,8 +26,9 @@ does the I/O around these decisions:
   made from a template Kueue's webhook marked (``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset``), once it
   carries its group index and while it is not ``kueue.x-k8s.io/managed``, is made a member of its group's pod
   group: managed, the set's queue name (unless it has one, or the set names none), the group's Workload as its group name and prebuilt
-  Workload, the group's size as its total, and its role (``leader``, ``worker`` or ``main``) as its role hash, so
-  that its role is a pod set's name; a member still gated whose queue name is not the set's is given the set's;
+  Workload (annotations under ``WorkloadIdentifierAnnotations``, labels with it off), the group's size as its
+  total, and its role (``leader``, ``worker`` or ``main``) as its role hash, so that its role is a pod set's
+  name; a member still gated whose queue name is not the set's is given the set's;
 * **the webhooks** (:func:`default_marks`, :func:`create_errors`, :func:`update_errors`).
 """
 
@@ -276,7 +277,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
 
 
 def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool = False,
-              gated: bool = False) -> dict[str, Any] | None:
+              gated: bool = False, in_annotations: bool = True) -> dict[str, Any] | None:
     """The metadata merge patch that makes a pod of a LeaderWorkerSet Kueue holds a member of its group's pod group
     (module docstring); None when there is nothing to do: not a pod Kueue's webhook marked, one without its group
     index yet, or a LeaderWorkerSet gone.
@@ -288,7 +289,14 @@ def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool
     with no queue name, as Kueue's reconciler, which reads no queue name, does: the pod integration then runs them on
     their group's Workload, which names none either. A member still held by Kueue's scheduling gate (``gated``)
     whose queue name is not the set's is given the set's: Kueue's backfill for sets whose templates never named one
-    (pods then skipped by the pod integration for good); the pod webhook refuses the change on a pod not gated."""
+    (pods then skipped by the pod integration for good); the pod webhook refuses the change on a pod not
+    gated.
+
+    ``in_annotations``: Kueue's ``WorkloadIdentifierAnnotations`` gate (beta, on by default). On, the group
+    name and the prebuilt Workload's name are written as annotations of their keys, not as labels (Kueue's
+    #10311: a group Workload's name may then be longer than a label value, 63 characters); off, as labels. A
+    member adopted in the other form keeps it: under the gate the readers take either
+    (:func:`connectors.k8s.pod_roles.group_name`, :func:`connectors.k8s.prebuilt.name_in`)."""
     labels, annotations = pod_meta.labels, pod_meta.annotations
     if annotations.get(SUSPENDING_PARENT) != FRAMEWORK_NAME or lws is None:
         return None
@@ -303,10 +311,12 @@ def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool
     role = MAIN
     if has_leader(lws):
         role = WORKER if LEADER_NAME_ANNOTATION in annotations else LEADER
+    identifiers = {GROUP_LABEL: wl_name, PREBUILT_KEY: wl_name}
     return {"metadata": {
         "labels": {MANAGED_LABEL: "true", **({} if labels.get(QUEUE_LABEL) or not queue else {QUEUE_LABEL: queue}),
-                   GROUP_LABEL: wl_name, PREBUILT_KEY: wl_name},
-        "annotations": {TOTAL_COUNT_ANNOTATION: str(size(lws)), ROLE_HASH_ANNOTATION: role}}}
+                   **({} if in_annotations else identifiers)},
+        "annotations": {**(identifiers if in_annotations else {}), TOTAL_COUNT_ANNOTATION: str(size(lws)),
+                        ROLE_HASH_ANNOTATION: role}}}
 
 
 # --- the webhooks -------------------------------------------------------------------------------------------

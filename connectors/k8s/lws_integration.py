@@ -375,14 +375,17 @@ class LeaderWorkerSetIntegration:
             return
         lws = self.known.get(f"{meta.namespace}/{meta.labels.get(lw.SET_NAME_LABEL, '')}")
         patch = lw.pod_marks(meta, lws.raw() if lws is not None else None,
-                             short=self.state.gate(gates.SHORT_WORKLOAD_NAMES), gated=pod.gated)
+                             short=self.state.gate(gates.SHORT_WORKLOAD_NAMES), gated=pod.gated,
+                             in_annotations=self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         if patch is None:
             return
         patch["metadata"]["resourceVersion"] = meta.resource_version
         await self.client.patch(PODS, meta.name, patch, meta.namespace)
         self.stats.pods_marked += 1
-        log.info("made the pod a member of its group", pod=key, group=patch["metadata"]["labels"].get(GROUP_LABEL),
-                 queue=patch["metadata"]["labels"].get(QUEUE_LABEL))
+        marks = patch["metadata"]
+        log.info("made the pod a member of its group", pod=key,
+                 group=(marks.get("annotations") or {}).get(GROUP_LABEL) or marks["labels"].get(GROUP_LABEL),
+                 queue=marks["labels"].get(QUEUE_LABEL))
 
     async def _release_pod(self, pod: SetPod) -> None:
         meta = pod.metadata

@@ -228,23 +228,44 @@ def pod_meta(*, labels: dict[str, str] | None = None, annotations: dict[str, str
                         annotations={**notes, **(annotations or {})})
 
 
+GROUP = "kueue.x-k8s.io/pod-group-name"
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def test_an_adopted_pod_names_its_group_and_prebuilt_workload_in_annotations_under_the_gate() -> None:
+    """Kueue's ``leaderworkerset_reconciler_test.go`` "should set queue-name when adopting a pod without it"
+    (``WorkloadIdentifierAnnotations`` at its default, beta, on): the pod gets the managed label and the set's
+    queue name as labels, its group's Workload as the ``pod-group-name`` and ``prebuilt-workload-name``
+    annotations, and no label of either key."""
+    name = lw.workload_name("lws", UID, "1")
+    assert lw.pod_marks(pod_meta(), lws(size=3)) == {"metadata": {
+        "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq"},
+        "annotations": {GROUP: name, PREBUILT: name, "kueue.x-k8s.io/pod-group-total-count": "3",
+                        "kueue.x-k8s.io/role-hash": "leader"}}}
+
+
 def test_a_leader_and_a_worker_pod_are_made_members_of_their_groups_prebuilt_pod_group() -> None:
+    """With ``WorkloadIdentifierAnnotations`` off, the group and prebuilt names are labels (Kueue's cases
+    "should set default values (leader+worker template, leader pod)" / "... worker pod", which turn the gate
+    off)."""
     name = lw.workload_name("lws", UID, "1")
     for worker, role in ((False, "leader"), (True, "worker")):
-        assert lw.pod_marks(pod_meta(worker=worker), lws(size=3)) == {"metadata": {
-            "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq", "kueue.x-k8s.io/pod-group-name": name,
-                       "kueue.x-k8s.io/prebuilt-workload-name": name},
+        assert lw.pod_marks(pod_meta(worker=worker), lws(size=3), in_annotations=False) == {"metadata": {
+            "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq", GROUP: name, PREBUILT: name},
             "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/role-hash": role}}}
-    marks = lw.pod_marks(pod_meta(worker=True), lws(leader=False))
-    assert marks is not None and marks["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] == "main"
+    for in_annotations in (True, False):
+        marks = lw.pod_marks(pod_meta(worker=True), lws(leader=False), in_annotations=in_annotations)
+        assert marks is not None and marks["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] == "main"
 
 
 def test_a_multikueue_copys_pods_run_on_the_workloads_the_manager_copied() -> None:
+    """Kueue's "should set default values using origin UID in MultiKueue scenario" (the gate off), and the
+    gate on."""
     name = lw.workload_name("lws", MANAGER_UID, "1")
-    marks = lw.pod_marks(pod_meta(), remote_copy())
-    assert marks is not None
-    assert marks["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == name
-    assert marks["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == name
+    for in_annotations, where in ((False, "labels"), (True, "annotations")):
+        marks = lw.pod_marks(pod_meta(), remote_copy(), in_annotations=in_annotations)
+        assert marks is not None
+        assert (marks["metadata"][where][PREBUILT], marks["metadata"][where][GROUP]) == (name, name)
 
 
 def test_a_pod_is_left_alone_without_its_group_index_once_a_member_or_unmarked() -> None:
@@ -264,8 +285,11 @@ def test_a_pod_of_a_set_naming_no_queue_is_made_a_member_without_one() -> None:
     del unqueued["metadata"]["labels"][Q]
     name = lw.workload_name("lws", UID, "1")
     assert lw.pod_marks(pod_meta(), unqueued) == {"metadata": {
-        "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/pod-group-name": name,
-                   "kueue.x-k8s.io/prebuilt-workload-name": name},
+        "labels": {"kueue.x-k8s.io/managed": "true"},
+        "annotations": {GROUP: name, PREBUILT: name, "kueue.x-k8s.io/pod-group-total-count": "3",
+                        "kueue.x-k8s.io/role-hash": "leader"}}}
+    assert lw.pod_marks(pod_meta(), unqueued, in_annotations=False) == {"metadata": {
+        "labels": {"kueue.x-k8s.io/managed": "true", GROUP: name, PREBUILT: name},
         "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/role-hash": "leader"}}}
     assert lw.pod_marks(pod_meta(labels={"kueue.x-k8s.io/managed": "true"}), unqueued, gated=True) is None
 
@@ -277,19 +301,23 @@ def test_a_pod_is_a_member_by_kueues_managed_label_not_by_its_queue_name() -> No
     name = lw.workload_name("lws", UID, "1")
     marks = lw.pod_marks(pod_meta(labels={Q: "from-template"}), lws())
     assert marks == {"metadata": {
-        "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/pod-group-name": name,
-                   "kueue.x-k8s.io/prebuilt-workload-name": name},
-        "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/role-hash": "leader"}}}
+        "labels": {"kueue.x-k8s.io/managed": "true"},
+        "annotations": {GROUP: name, PREBUILT: name, "kueue.x-k8s.io/pod-group-total-count": "3",
+                        "kueue.x-k8s.io/role-hash": "leader"}}}
     assert lw.pod_marks(pod_meta(labels={"kueue.x-k8s.io/managed": "true"}), lws()) is None
 
 
 def test_a_gated_member_without_the_sets_queue_name_is_given_it() -> None:
     """Kueue's backfill: a member still gated whose queue name is missing or not the set's gets the set's, or the
-    pod integration would skip it and its group never be ungated."""
-    for labels in ({}, {Q: "old"}):
+    pod integration would skip it and its group never be ungated. A member adopted with labels (before the
+    gate, or with it off) keeps them: Kueue's "should backfill queue-name on an already adopted pod" (gate at
+    its default) changes the queue name alone."""
+    for labels in ({}, {Q: "old"}, {Q: "old", GROUP: "g", PREBUILT: "g"}):
         member = pod_meta(labels={"kueue.x-k8s.io/managed": "true", **labels})
-        assert lw.pod_marks(member, lws(), gated=True) == {"metadata": {"labels": {Q: "lq"}}}
-        assert lw.pod_marks(member, lws(), gated=False) is None
+        for in_annotations in (True, False):
+            assert lw.pod_marks(member, lws(), gated=True, in_annotations=in_annotations) == {
+                "metadata": {"labels": {Q: "lq"}}}
+            assert lw.pod_marks(member, lws(), gated=False, in_annotations=in_annotations) is None
 
 
 def test_a_groups_prebuilt_workload_its_set_controls_is_the_groups() -> None:

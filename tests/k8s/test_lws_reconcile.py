@@ -128,14 +128,26 @@ def set_pod(name: str, *, phase: str = "", labels: dict[str, str] | None = None,
         "spec": {"schedulingGates": [{"name": g} for g in gates]}, "status": {"phase": phase}}, SetPod)
 
 
+GROUP = "kueue.x-k8s.io/pod-group-name"
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
 @pytest.mark.asyncio
-async def test_a_pod_of_the_set_is_made_a_member_of_its_groups_pod_group() -> None:
-    integ, client, _ = integration(raw_lws())
+@pytest.mark.parametrize("gate", [None, True, False], ids=["gate-default", "gate-on", "gate-off"])
+async def test_a_pod_of_the_set_is_made_a_member_of_its_groups_pod_group(gate: bool | None) -> None:
+    """The group and prebuilt names go where the Configuration's ``WorkloadIdentifierAnnotations`` (beta, on)
+    says: annotations while it is on (Kueue's "should set queue-name when adopting a pod without it"), labels
+    while it is off (Kueue's "should set default values ..." cases, which turn it off)."""
+    integ, client, _ = integration(raw_lws(), config=ON if gate is None else {
+        **ON, "featureGates": {"WorkloadIdentifierAnnotations": gate}})
     integ.pods.known["ns/lws-1"] = set_pod("lws-1")
     await integ.reconcile(POD_PREFIX + "ns/lws-1")
     (kind, name, patch), = client.patches
     assert (kind, name, patch["metadata"]["resourceVersion"]) == ("Pod", "lws-1", "7")
-    assert patch["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == lw.workload_name("lws", UID, 1)
+    group = lw.workload_name("lws", UID, 1)
+    named, other = ("labels", "annotations") if gate is False else ("annotations", "labels")
+    assert (patch["metadata"][named][GROUP], patch["metadata"][named][PREBUILT]) == (group, group)
+    assert GROUP not in patch["metadata"][other] and PREBUILT not in patch["metadata"][other]
     integ.pods.known["ns/lws-1"] = set_pod("lws-1", labels=patch["metadata"]["labels"])
     await integ.reconcile(POD_PREFIX + "ns/lws-1")
     assert len(client.patches) == 1, "marked once"

@@ -783,6 +783,24 @@ async def test_a_pod_leaves_a_prebuilt_workload_another_object_controls() -> Non
 
 
 @pytest.mark.asyncio
+async def test_a_pod_group_naming_group_and_prebuilt_workload_in_annotations_takes_that_workload() -> None:
+    """The form a LeaderWorkerSet's pods are adopted in under ``WorkloadIdentifierAnnotations`` (beta, on):
+    group and prebuilt names as annotations only (Kueue's "should set queue-name when adopting a pod without
+    it"); the pod integration reads both there and makes the group's pods owners of that Workload."""
+    pods, _, _, client = integration(_prebuilt_workload(role="7aa6c7b8"))
+    for n in "ab":
+        raw = _group_raw(n)
+        meta = raw["metadata"]
+        del meta["labels"]["kueue.x-k8s.io/pod-group-name"]
+        meta["annotations"].update({"kueue.x-k8s.io/pod-group-name": "g", PREBUILT: "pre"})
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    (call,) = client.calls
+    assert call[:3] == ("patch", "Workload", "pre")
+    assert [r["name"] for r in call[5]["metadata"]["ownerReferences"]] == ["a", "b"]
+
+
+@pytest.mark.asyncio
 async def test_a_pod_group_makes_its_pods_owners_of_its_prebuilt_workload_and_runs_on_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pods, mirror, appended, client = integration(_prebuilt_workload(role="7aa6c7b8"))

@@ -50,6 +50,8 @@ from kueue_es.scheduler.config import LWS_FRAMEWORK, SchedulerConfig, load_confi
 pytestmark = pytest.mark.kube
 NAMESPACES = BY_KIND["Namespace"]
 Q = "kueue.x-k8s.io/queue-name"
+GROUP = "kueue.x-k8s.io/pod-group-name"
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
 GATE = "kueue.x-k8s.io/admission"
 MARKED = {lw.SUSPENDING_PARENT: lw.FRAMEWORK_NAME, lw.SERVING: "true"}
 """What Kueue's LeaderWorkerSet webhook puts in both templates of a set it holds."""
@@ -172,8 +174,9 @@ async def test_each_group_of_a_queued_leaderworkerset_is_admitted_on_its_own_wor
                     running = await eventually(lambda p=pod_name: ungated(p), what=f"{pod_name} ungated")
                     labels, annotations = running["metadata"]["labels"], running["metadata"]["annotations"]
                     group = names[int(labels[lw.GROUP_INDEX_LABEL])]
-                    assert labels["kueue.x-k8s.io/pod-group-name"] == group
-                    assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == group
+                    # WorkloadIdentifierAnnotations (beta, on): group and prebuilt names as annotations only
+                    assert annotations[GROUP] == group and annotations[PREBUILT] == group
+                    assert GROUP not in labels and PREBUILT not in labels
                     assert labels[Q] == "user-queue" and labels["kueue.x-k8s.io/managed"] == "true"
                     role = "leader" if labels[lw.WORKER_INDEX_LABEL] == "0" else "worker"
                     assert annotations["kueue.x-k8s.io/role-hash"] == role
@@ -235,11 +238,11 @@ async def test_a_set_naming_no_queue_under_manage_jobs_without_queue_name_has_it
 
                 for pod in pods:
                     made = await eventually(lambda p=pod["metadata"]["name"]: member(p), what="the pod a member")
-                    labels = made["metadata"]["labels"]
-                    assert labels["kueue.x-k8s.io/pod-group-name"] == name
-                    assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == name
-                    assert Q not in labels
-                    assert made["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "2"
+                    labels, annotations = made["metadata"]["labels"], made["metadata"]["annotations"]
+                    # WorkloadIdentifierAnnotations (beta, on): group and prebuilt names as annotations only
+                    assert annotations[GROUP] == name and annotations[PREBUILT] == name
+                    assert Q not in labels and GROUP not in labels and PREBUILT not in labels
+                    assert annotations["kueue.x-k8s.io/pod-group-total-count"] == "2"
 
                 async def owned_by_its_pods() -> dict[str, Any] | None:
                     wl = await get(kc, "Workload", name, q.ns)
