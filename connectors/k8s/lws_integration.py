@@ -21,7 +21,9 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
   (:func:`connectors.k8s.leaderworkerset.pod_marks`); from then on the pod integration runs the group on its
   Workload (:mod:`connectors.k8s.pod_prebuilt`: the group's pods made its owners, ungated once it is admitted,
   never finishing, being a serving group). A pod of such a set that ended, or is being deleted, before that loses
-  Kueue's finalizer, as Kueue's pod reconciler lets it go.
+  Kueue's finalizer, as Kueue's pod reconciler lets it go. The pods of a set that is gone (deleted with
+  ``--cascade=orphan``, or its CRD no longer served) have Kueue's scheduling gates lifted, their finalizer kept, as
+  Kueue's reconciler does with no LeaderWorkerSet: nothing would ever admit them.
 
 The reconciler's Events go through the log (``JobActed`` of kind LeaderWorkerSet), recorded on the set from
 Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. On a worker, a MultiKueue
@@ -57,6 +59,7 @@ from connectors.k8s.owner_index import OwnerIndex, following
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.pod_webhook import FINALIZER as POD_FINALIZER
+from connectors.k8s.podsetinfo import TOPOLOGY_GATE
 from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
@@ -105,6 +108,11 @@ class SetPod(o.NamespacedView):
         """Still held by Kueue's scheduling gate."""
         return any(g.get("name") == ADMISSION_GATE for g in self.spec.scheduling_gates)
 
+    def without_kueue_gates(self) -> list[dict[str, Any]] | None:
+        """Its scheduling gates less Kueue's (admission, topology); None when it has none of Kueue's."""
+        kept = [g for g in self.spec.scheduling_gates if g.get("name") not in (ADMISSION_GATE, TOPOLOGY_GATE)]
+        return kept if len(kept) < len(self.spec.scheduling_gates) else None
+
 
 @dataclass
 class LwsStats:
@@ -112,6 +120,7 @@ class LwsStats:
     deleted: int = 0
     pods_marked: int = 0
     pods_released: int = 0
+    pods_ungated: int = 0
     conflicts: int = 0
     errors: int = 0
     invalid: int = 0
@@ -373,7 +382,12 @@ class LeaderWorkerSetIntegration:
             if POD_FINALIZER in meta.finalizers:
                 await self._release_pod(pod)
             return
-        lws = self.known.get(f"{meta.namespace}/{meta.labels.get(lw.SET_NAME_LABEL, '')}")
+        name = meta.labels.get(lw.SET_NAME_LABEL, "")
+        lws = self.known.get(f"{meta.namespace}/{name}")
+        if lws is None:
+            if pod.without_kueue_gates() is not None and await self._set_gone(meta.namespace, name):
+                await self._ungate_pod(pod)
+            return
         patch = lw.pod_marks(meta, lws.raw() if lws is not None else None,
                              short=self.state.gate(gates.SHORT_WORKLOAD_NAMES), gated=pod.gated)
         if patch is None:
@@ -383,6 +397,27 @@ class LeaderWorkerSetIntegration:
         self.stats.pods_marked += 1
         log.info("made the pod a member of its group", pod=key, group=patch["metadata"]["labels"].get(GROUP_LABEL),
                  queue=patch["metadata"]["labels"].get(QUEUE_LABEL))
+
+    async def _set_gone(self, namespace: str, name: str) -> bool:
+        """Whether the apiserver has no LeaderWorkerSet ``name`` (one the sets' watch has not shown: the pods' watch
+        may run ahead of it). Kueue's reconciler reads the set by name, whatever its uid."""
+        try:
+            await self.client.get(LEADER_WORKER_SETS, name, namespace)
+        except NotFound:
+            return True
+        return False
+
+    async def _ungate_pod(self, pod: SetPod) -> None:
+        """Lift Kueue's scheduling gates from a pod whose LeaderWorkerSet is gone, keeping its finalizer, as Kueue's
+        reconciler does (newest ``leaderworkerset_reconciler_test.go``, "should ungate pods if leaderworkerset is
+        deleted"); conditioned on the pod's resourceVersion."""
+        meta = pod.metadata
+        gates = pod.without_kueue_gates()
+        with contextlib.suppress(NotFound):
+            await self.client.patch(PODS, meta.name, {"metadata": {"resourceVersion": meta.resource_version},
+                                                      "spec": {"schedulingGates": gates or None}}, meta.namespace)
+            self.stats.pods_ungated += 1
+            log.info("ungated a pod of a leaderworkerset that is gone", pod=pod.key)
 
     async def _release_pod(self, pod: SetPod) -> None:
         meta = pod.metadata
