@@ -14,6 +14,7 @@ from fixtures.watched_jobs import Client
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import NotFound
 from connectors.k8s.lws_integration import POD_PREFIX, LeaderWorkerSetIntegration, SetPod
+from events import objects as o
 
 ON = {"integrations": {"frameworks": ["batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset"]}}
 ADMISSION, TOPOLOGY = "kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"
@@ -75,3 +76,80 @@ async def test_a_gated_pod_of_a_set_the_watch_has_not_shown_yet_stays_gated() ->
     integ.pods.known["ns/lws-0"] = _pod()
     await integ.reconcile(POD_PREFIX + "ns/lws-0")
     assert client.patches == []
+
+
+# --- leaderworkerset_reconciler_priority_test.go (TestReconcilerResolvesPriorityClassOnce) ------------------------
+
+UID = "lws-uid"
+WPC = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass"}
+
+
+def _set(cls: str, replicas: int = 2) -> dict[str, Any]:
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": lw.KIND,
+            "metadata": {"name": "lws", "namespace": "ns", "uid": UID, "resourceVersion": "5",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/priority-class": cls}},
+            "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": 1, "workerTemplate": template}}}
+
+
+def _component(index: int, cls: str, priority: int) -> o.Workload:
+    """A group's Workload naming WorkloadPriorityClass ``cls`` at ``priority`` (Kueue's ``lwsComponent``)."""
+    wl = watched_jobs.owned_workload(lw.workload_name("lws", UID, index),
+                                     ("leaderworkerset.x-k8s.io/v1", lw.KIND, "lws", UID),
+                                     [o.PodSet(name="main", count=1)], uid=f"wl-{index}")
+    return msgspec.structs.replace(wl, spec=msgspec.structs.replace(
+        wl.spec, priority_class_ref=o.PriorityClassRef(name=cls, **WPC), priority=priority))
+
+
+def _class(name: str, value: int) -> o.WorkloadPriorityClass:
+    return o.WorkloadPriorityClass(metadata=o.ObjectMeta(name=name, uid=f"wpc-{name}"), value=value)
+
+
+def _priorities(client: Client) -> dict[str, tuple[str, int]]:
+    """What each Workload written (patched or created) names: ``name -> (class, priority)``."""
+    got = {name: (p["spec"]["priorityClassRef"]["name"], p["spec"]["priority"])
+           for kind, name, p in client.patches if kind == "Workload" and "priorityClassRef" in p.get("spec", {})}
+    got.update({b["metadata"]["name"]: (b["spec"]["priorityClassRef"]["name"], b["spec"]["priority"])
+                for b in client.created})
+    return got
+
+
+def _name(index: int) -> str:
+    return lw.workload_name("lws", UID, index)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("cls", "classes", "components", "want"), [
+    ("new-wpc", [("old-wpc", 1000), ("new-wpc", 5000)], [(0, "old-wpc", 1000), (1, "old-wpc", 1000)],
+     {0: ("new-wpc", 5000), 1: ("new-wpc", 5000)}),
+    ("new-wpc", [("new-wpc", 5000)], [], {0: ("new-wpc", 5000), 1: ("new-wpc", 5000)}),
+    ("new-wpc", [("old-wpc", 1000), ("new-wpc", 5000)], [(0, "old-wpc", 1000)],
+     {0: ("new-wpc", 5000), 1: ("new-wpc", 5000)}),
+    ("high", [("high", 200)], [(0, "high", 100)], {1: ("high", 200)}),
+    ("high", [("high", 200), ("low", 10)], [(0, "high", 500), (1, "low", 10)], {1: ("high", 200)}),
+], ids=["one read serves a set whose components all move to the class",
+        "one read serves a set whose components are all created",
+        "one read serves a set that is part created and part updated",
+        "a component already naming the class keeps the value it has",
+        "a sibling transitioning does not move a component already on the class"])
+async def test_each_group_workload_follows_the_sets_priority_class(
+        cls: str, classes: list[tuple[str, int]], components: list[tuple[int, str, int]],
+        want: dict[int, tuple[str, int]]) -> None:
+    """Kueue's ``wantComponent`` per Workload: moved to the set's class at the class's value, created at it; one
+    already naming the class keeps its own value (not rewritten: 100, not 200)."""
+    objs = [_class(n, v) for n, v in classes] + [_component(i, c, p) for i, c, p in components]
+    integ, client, _ = watched_jobs.integration(LeaderWorkerSetIntegration, _set(cls), *objs, config=ON)
+    await integ.reconcile("lws/ns/lws")
+    assert _priorities(client) == {_name(i): v for i, v in want.items()}
+
+
+@pytest.mark.asyncio
+async def test_a_surplus_component_is_deleted_even_though_the_class_is_missing() -> None:
+    """Kueue: the set names a class that does not exist; group 5's Workload (beyond ``replicas: 2``) is deleted all
+    the same (``wantAbsent``), the others left waiting for the class."""
+    integ, client, _ = watched_jobs.integration(
+        LeaderWorkerSetIntegration, _set("missing-wpc"), _component(0, "missing-wpc", 100),
+        _component(5, "missing-wpc", 100), config=ON)
+    await integ.reconcile("lws/ns/lws")
+    assert client.deleted == [("Workload", _name(5))]
+    assert client.created == [] and _priorities(client) == {}
