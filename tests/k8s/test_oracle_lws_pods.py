@@ -15,6 +15,7 @@ from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import NotFound
 from connectors.k8s.lws_integration import POD_PREFIX, LeaderWorkerSetIntegration, SetPod
 from events import objects as o
+from events import schema as ev
 
 ON = {"integrations": {"frameworks": ["batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset"]}}
 ADMISSION, TOPOLOGY = "kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"
@@ -153,3 +154,32 @@ async def test_a_surplus_component_is_deleted_even_though_the_class_is_missing()
     await integ.reconcile("lws/ns/lws")
     assert client.deleted == [("Workload", _name(5))]
     assert client.created == [] and _priorities(client) == {}
+
+
+def _warnings(appended: list[ev.AnyEvent]) -> list[tuple[str, str, str]]:
+    return [(e.key, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)]
+
+
+@pytest.mark.asyncio
+async def test_a_missing_class_is_reported_once_when_creating_the_workloads() -> None:
+    """Kueue (newest ``leaderworkerset_reconciler_test.go``, "should report a missing workload priority class when
+    creating the workloads"): two groups, one Warning ``WorkloadPriorityClassNotFound`` on the set (the fix of
+    #13820 resolves the class once per reconcile), and no Workload created."""
+    integ, client, appended = watched_jobs.integration(LeaderWorkerSetIntegration, _set("missing-wpc"), config=ON)
+    await integ.reconcile("lws/ns/lws")
+    assert client.created == []
+    assert _warnings(appended) == [("ns/lws", "WorkloadPriorityClassNotFound",
+                                    'WorkloadPriorityClass "missing-wpc" not found')]
+
+
+@pytest.mark.asyncio
+async def test_a_missing_class_is_reported_once_when_the_label_is_changed() -> None:
+    """Kueue's "should report a missing workload priority class when the label is changed": the set's two
+    Workloads name ``existing-wpc``; neither is rewritten, one Warning on the set."""
+    integ, client, appended = watched_jobs.integration(
+        LeaderWorkerSetIntegration, _set("missing-wpc"), _class("existing-wpc", 1000),
+        _component(0, "existing-wpc", 1000), _component(1, "existing-wpc", 1000), config=ON)
+    await integ.reconcile("lws/ns/lws")
+    assert client.patches == [] and client.created == []
+    assert _warnings(appended) == [("ns/lws", "WorkloadPriorityClassNotFound",
+                                    'WorkloadPriorityClass "missing-wpc" not found')]
