@@ -11,7 +11,8 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
 * **the LeaderWorkerSet reconciler**: for one Kueue holds (a queue name, or ``manageJobsWithoutQueueName``, in a
   managed namespace), one Workload per group index is created (``CreatedWorkload``), those kept follow the set's
   queue name while they hold no quota (Kueue's #4932: a set none of whose groups is ready may change queue; no
-  Event) and its WorkloadPriorityClass label (Kueue's ``UpdateWorkloadPriority``: ``UpdatedWorkload``), those of
+  Event) and its WorkloadPriorityClass label (Kueue's ``UpdateWorkloadPriority``: ``UpdatedWorkload``; a class
+  missing is one Warning ``WorkloadPriorityClassNotFound`` on the set per pass, no Workload made or moved), those of
   indexes beyond the group count are deleted — the finalizer taken off first, as Kueue does (its pods, being
   deleted with the group, are stopped and let go by the pod integration); the Workloads of a LeaderWorkerSet that
   is gone are deleted the same way, as the garbage collector would through their ownerReference;
@@ -21,7 +22,9 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
   (:func:`connectors.k8s.leaderworkerset.pod_marks`); from then on the pod integration runs the group on its
   Workload (:mod:`connectors.k8s.pod_prebuilt`: the group's pods made its owners, ungated once it is admitted,
   never finishing, being a serving group). A pod of such a set that ended, or is being deleted, before that loses
-  Kueue's finalizer, as Kueue's pod reconciler lets it go.
+  Kueue's finalizer, as Kueue's pod reconciler lets it go. The pods of a set that is gone (deleted with
+  ``--cascade=orphan``, or its CRD no longer served) have Kueue's scheduling gates lifted, their finalizer kept, as
+  Kueue's reconciler does with no LeaderWorkerSet: nothing would ever admit them.
 
 The reconciler's Events go through the log (``JobActed`` of kind LeaderWorkerSet), recorded on the set from
 Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. On a worker, a MultiKueue
@@ -49,7 +52,12 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import CREATED_WORKLOAD, QUEUE_LABEL
-from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
+from connectors.k8s.job_priority import (
+    NOT_FOUND_REASON,
+    PriorityClassNotFound,
+    WorkloadPriorityClassNotFound,
+    not_found_message,
+)
 from connectors.k8s.jobframework import admission_gate_change, admission_gate_patch
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
@@ -57,6 +65,7 @@ from connectors.k8s.owner_index import OwnerIndex, following
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.pod_webhook import FINALIZER as POD_FINALIZER
+from connectors.k8s.podsetinfo import TOPOLOGY_GATE
 from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
@@ -105,6 +114,11 @@ class SetPod(o.NamespacedView):
         """Still held by Kueue's scheduling gate."""
         return any(g.get("name") == ADMISSION_GATE for g in self.spec.scheduling_gates)
 
+    def without_kueue_gates(self) -> list[dict[str, Any]] | None:
+        """Its scheduling gates less Kueue's (admission, topology); None when it has none of Kueue's."""
+        kept = [g for g in self.spec.scheduling_gates if g.get("name") not in (ADMISSION_GATE, TOPOLOGY_GATE)]
+        return kept if len(kept) < len(self.spec.scheduling_gates) else None
+
 
 @dataclass
 class LwsStats:
@@ -112,6 +126,7 @@ class LwsStats:
     deleted: int = 0
     pods_marked: int = 0
     pods_released: int = 0
+    pods_ungated: int = 0
     conflicts: int = 0
     errors: int = 0
     invalid: int = 0
@@ -259,39 +274,46 @@ class LeaderWorkerSetIntegration:
         by_name = {w.metadata.name: w for w in own}
         for name in delete:
             await self._delete(by_name[name], why="its group is gone (scaled down)")
+        missing: set[str] = set()
         for name, index in create:
-            await self._create(lws, raw, name, index)
+            missing |= await self._create(lws, raw, name, index)
         for name in keep:
             if await self._follow_queue(lws, by_name[name]):
                 continue  # the Workload's new version marks the set again: the rest follows then
-            await self._follow_priority(lws, raw, by_name[name])
+            missing |= await self._follow_priority(lws, raw, by_name[name])
             await self._follow_admission_gate(lws, by_name[name])
+        for wpc in sorted(missing):  # one Warning per pass, however many groups looked it up (Kueue's #13820)
+            await self._log.report(lws.key, lws.metadata.uid, NOT_FOUND_REASON, message=not_found_message(wpc))
 
     def _managed(self, lws: LeaderWorkerSet) -> bool:
         meta = lws.metadata
         return job_selection.is_managed(meta.labels, job_selection.controller(meta.owner_references),
                                         self.state.namespaces.get(meta.namespace), self._config())
 
-    async def _create(self, lws: LeaderWorkerSet, raw: dict[str, Any], name: str, index: int) -> None:
+    async def _create(self, lws: LeaderWorkerSet, raw: dict[str, Any], name: str, index: int) -> set[str]:
+        """Create group ``index``'s Workload; the WorkloadPriorityClass found missing instead, if one is (for
+        :meth:`reconcile_set`'s Warning)."""
         try:
             body = lw.workload_for(self.state, self._config().keys_to_copy, raw, name, index)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             self.stats.class_missing += 1
             log.warning("priority class not found: no workload created yet", leaderworkerset=lws.key, error=str(exc))
-            return  # the class arriving in the log marks the set again
+            # the class arriving in the log marks the set again
+            return {exc.name} if isinstance(exc, WorkloadPriorityClassNotFound) else set()
         except InvalidInput as exc:
             self.stats.invalid += 1
             log.error("leaderworkerset refused: no workload created", leaderworkerset=lws.key, error=str(exc))
-            return
+            return set()
         try:
             created = await self.client.create(WORKLOADS, body, lws.metadata.namespace)
         except AlreadyExists:
-            return
+            return set()
         self.stats.created += 1
         log.info("created workload", workload=name, group=index, leaderworkerset=lws.key)
         await self._log.report(lws.key, lws.metadata.uid, CREATED_WORKLOAD,
                                workload=f"{lws.metadata.namespace}/{name}",
                                creation_latency_ms=creation_latency_ms(lws.metadata, created))
+        return set()
 
     async def _follow_queue(self, lws: LeaderWorkerSet, obs: o.Workload) -> bool:
         """Give a group's Workload the set's queue name when it differs, as Kueue's reconciler does with the
@@ -311,27 +333,29 @@ class LeaderWorkerSetIntegration:
                  leaderworkerset=lws.key)
         return True
 
-    async def _follow_priority(self, lws: LeaderWorkerSet, raw: dict[str, Any], obs: o.Workload) -> None:
+    async def _follow_priority(self, lws: LeaderWorkerSet, raw: dict[str, Any], obs: o.Workload) -> set[str]:
         """Give a group's Workload the WorkloadPriorityClass the set's label names now, as Kueue's reconciler does
         with the Workloads it keeps (:func:`connectors.k8s.job_sync.priority_change`); a class the log does not
-        hold leaves the Workload as it is until it arrives (which marks the set again)."""
+        hold leaves the Workload as it is until it arrives (which marks the set again), and is returned (for
+        :meth:`reconcile_set`'s Warning)."""
         wl = self.state.workloads.get(obs.key)
         if wl is None:
-            return
+            return set()
         try:
             change = job_sync.priority_change(self.state, lws.metadata.labels, lw.pod_priority_class(raw), obs, wl)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             log.warning("priority class not found: the workload keeps its priority", workload=obs.key,
                         leaderworkerset=lws.key, error=str(exc))
-            return
+            return {exc.name} if isinstance(exc, WorkloadPriorityClassNotFound) else set()
         if change is None:
-            return
+            return set()
         await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, *change),
                                 obs.metadata.namespace)
         self.stats.reprioritised += 1
         log.info("gave the workload its leaderworkerset's priority class", workload=obs.key, leaderworkerset=lws.key)
         await self._log.report(lws.key, lws.metadata.uid, job_sync.UPDATED_WORKLOAD, workload=obs.key,
                                message=job_sync.priority_updated_message(obs.key))
+        return set()
 
     async def _follow_admission_gate(self, lws: LeaderWorkerSet, obs: o.Workload) -> None:
         """Under ``AdmissionGatedBy``, take from a group's Workload the admission gates the set dropped, as Kueue's
@@ -373,7 +397,12 @@ class LeaderWorkerSetIntegration:
             if POD_FINALIZER in meta.finalizers:
                 await self._release_pod(pod)
             return
-        lws = self.known.get(f"{meta.namespace}/{meta.labels.get(lw.SET_NAME_LABEL, '')}")
+        name = meta.labels.get(lw.SET_NAME_LABEL, "")
+        lws = self.known.get(f"{meta.namespace}/{name}")
+        if lws is None:
+            if pod.without_kueue_gates() is not None and await self._set_gone(meta.namespace, name):
+                await self._ungate_pod(pod)
+            return
         patch = lw.pod_marks(meta, lws.raw() if lws is not None else None,
                              short=self.state.gate(gates.SHORT_WORKLOAD_NAMES), gated=pod.gated,
                              in_annotations=self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
@@ -386,6 +415,27 @@ class LeaderWorkerSetIntegration:
         log.info("made the pod a member of its group", pod=key,
                  group=(marks.get("annotations") or {}).get(GROUP_LABEL) or marks["labels"].get(GROUP_LABEL),
                  queue=marks["labels"].get(QUEUE_LABEL))
+
+    async def _set_gone(self, namespace: str, name: str) -> bool:
+        """Whether the apiserver has no LeaderWorkerSet ``name`` (one the sets' watch has not shown: the pods' watch
+        may run ahead of it). Kueue's reconciler reads the set by name, whatever its uid."""
+        try:
+            await self.client.get(LEADER_WORKER_SETS, name, namespace)
+        except NotFound:
+            return True
+        return False
+
+    async def _ungate_pod(self, pod: SetPod) -> None:
+        """Lift Kueue's scheduling gates from a pod whose LeaderWorkerSet is gone, keeping its finalizer, as Kueue's
+        reconciler does (newest ``leaderworkerset_reconciler_test.go``, "should ungate pods if leaderworkerset is
+        deleted"); conditioned on the pod's resourceVersion."""
+        meta = pod.metadata
+        gates = pod.without_kueue_gates()
+        with contextlib.suppress(NotFound):
+            await self.client.patch(PODS, meta.name, {"metadata": {"resourceVersion": meta.resource_version},
+                                                      "spec": {"schedulingGates": gates or None}}, meta.namespace)
+            self.stats.pods_ungated += 1
+            log.info("ungated a pod of a leaderworkerset that is gone", pod=pod.key)
 
     async def _release_pod(self, pod: SetPod) -> None:
         meta = pod.metadata
