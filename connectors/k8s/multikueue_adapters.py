@@ -291,38 +291,6 @@ def pod_status(manager_pod: dict[str, Any], remote_status: dict[str, Any]) -> di
     return status
 
 
-RAYJOB_TERMINAL = (rayjob.COMPLETE, rayjob.FAILED, rayjob.VALIDATION_FAILED)
-REMOTE_DELETED = ("RemoteDeleted", "The remote RayService was deleted by MultiKueue")
-"""The reason and message of the ``Ready`` condition Kueue writes on a RayService whose copy it deleted."""
-
-
-def rayjob_inactive(manager_job: dict[str, Any], now: str) -> dict[str, Any] | None:
-    """The status patch showing a manager's RayJob stopped once its copy was deleted (Kueue's RayJob adapter,
-    ``markInactive`` through ``WithMarkInactiveOnDelete``, #15380): its status only ever comes from the copy, so
-    without it a RayJob whose copy went before its stopped status was mirrored would look active for ever and its
-    eviction never give the quota back. A terminal deployment status (``Complete``, ``Failed``,
-    ``ValidationFailed``: mirrored from the copy before it went) is kept. None: nothing to write."""
-    status = manager_job.get("status") or {}
-    if status.get("jobDeploymentStatus") in RAYJOB_TERMINAL:
-        return None
-    return {"status": {"jobDeploymentStatus": rayjob.SUSPENDED}}
-
-
-def rayservice_inactive(manager_service: dict[str, Any], now: str) -> dict[str, Any] | None:
-    """The status patch showing a manager's RayService stopped once its copy was deleted (Kueue's RayService
-    adapter, ``markInactive``): its ``Ready`` condition False, ``RemoteDeleted``, set as Kubernetes sets a
-    condition (``lastTransitionTime`` ``now``: its status changes). A ``Ready`` False already shown, whatever its
-    reason, is kept. None: nothing to write."""
-    conditions = list((manager_service.get("status") or {}).get("conditions") or [])
-    current = next((c for c in conditions if c.get("type") == rayservice.READY), None)
-    if current is not None and current.get("status") == "False":
-        return None
-    entry = {"type": rayservice.READY, "status": "False", "reason": REMOTE_DELETED[0],
-             "message": REMOTE_DELETED[1], "lastTransitionTime": now}
-    conditions = [*conditions, entry] if current is None else [entry if c is current else c for c in conditions]
-    return {"status": {"conditions": conditions}}
-
-
 def replacing_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
     """The merge patch that turns ``current`` into ``wanted`` whole: each of ``wanted``'s fields, a field only
     ``current`` has nulled, down into the maps both have (a Kubeflow job's ``replicaStatuses`` per replica type),
@@ -372,9 +340,6 @@ class Adapter(NamedTuple):
     """Its owner makes several Workloads (one per LeaderWorkerSet group) and one copy of it serves them all on
     their worker: not its managedBy but its replicas are read (``OwnerObserved``), and it is deleted with any of
     its Workloads' copies, as Kueue's LWS adapter deletes it."""
-    mark_inactive: Any = None
-    """(the manager's owner, the time now) -> the status patch written to it once its copy was deleted (None:
-    nothing): Kueue's Ray adapters' ``WithMarkInactiveOnDelete``; unset: nothing is written then."""
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
@@ -392,15 +357,12 @@ ADAPTERS = {
     (MPIJOBS.api_version, MPIJOBS.kind): Adapter(MPIJOBS, run_policy_copy, in_log=False,
                                                  managed_by_at=RUN_POLICY_MANAGED_BY, stop_patch=mpijob.stop_patch,
                                                  suspend_at=RUN_POLICY_SUSPEND),
-    **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False, stop_patch=stop,
-                                        mark_inactive=inactive)
-       for r, stop, inactive in ((RAYJOBS, rayjob.stop_patch, rayjob_inactive),
-                                 (RAYCLUSTERS, raycluster.stop_patch, None),
-                                 (APPWRAPPERS, appwrapper.stop_patch, None))},
+    **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False, stop_patch=stop)
+       for r, stop in ((RAYJOBS, rayjob.stop_patch), (RAYCLUSTERS, raycluster.stop_patch),
+                       (APPWRAPPERS, appwrapper.stop_patch))},
     (RAYSERVICES.api_version, RAYSERVICES.kind): Adapter(RAYSERVICES, rayservice_copy, in_log=False,
                                                          stop_patch=rayservice.stop_patch,
-                                                         suspend_at=RAYSERVICE_SUSPEND,
-                                                         mark_inactive=rayservice_inactive),
+                                                         suspend_at=RAYSERVICE_SUSPEND),
     (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, trainjob_copy, in_log=False),
     (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind): Adapter(LEADER_WORKER_SETS, lws_copy, in_log=False,
                                                                        mirrors_status=False, grouped=True),

@@ -702,30 +702,7 @@ class CopiedWorkloads:
                     await w.client.delete(r, owner_name, namespace)
                 w.hold_deleted(r.kind, owner_key, copies.get(owner_key, found[owner_name]))
                 deleted = True
-                if a.mark_inactive is not None:
-                    await self._mark_inactive(a, owner_name, namespace)
         return deleted
-
-    async def _mark_inactive(self, a: Adapter, name: str, namespace: str) -> None:
-        """The manager's owner ``name``, whose copy was just deleted, written stopped as its adapter says
-        (:attr:`Adapter.mark_inactive`, Kueue's Ray adapters' ``WithMarkInactiveOnDelete``): read, then patched on
-        the version read, read again if that write conflicted (a few times: Kueue writes it once, after the
-        delete, and not again once the copy is gone). An owner gone is left."""
-        for _ in range(MARK_INACTIVE_TRIES):
-            local = await self._manager_owner(a.resource, name, namespace)
-            patch = None if local is None else a.mark_inactive(local, format_time(_now()))
-            if patch is None:
-                return
-            rv = (local.get("metadata") or {}).get("resourceVersion", "")  # type: ignore[union-attr]
-            try:
-                await self.client.patch(a.resource, name, {**patch, "metadata": {"resourceVersion": rv}},
-                                        namespace, subresource="status")
-            except NotFound:
-                return
-            except Conflict:
-                continue
-            log.info("MultiKueue owner shown inactive", kind=a.resource.kind, owner=f"{namespace}/{name}")
-            return
 
     def _runs_another(self, w: Worker, owner_copy: dict[str, Any] | None, key: str) -> bool:
         """Whether the owner's copy ``owner_copy`` on ``w`` names a Workload other than ``key`` that is to be there
@@ -780,9 +757,6 @@ def _settled(job_copy: dict[str, Any]) -> bool:
     return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
                for c in (job_copy.get("status") or {}).get("conditions") or [])
 
-
-MARK_INACTIVE_TRIES = 3
-"""How many times the status showing a manager's owner stopped is written when the writes conflict."""
 
 DEACTIVATION_TARGET = "DeactivationTarget"
 EVICTED_ON_MANAGER = "EvictedOnManagerCluster"

@@ -1,23 +1,20 @@
 """Kueue's MultiKueue adapter tests as the oracle (``pkg/controller/jobs/**/*_multikueue_adapter_test.go`` and the
 adapters they exercise): what the manager's owner is written when its copy's status is deferred (the batch/v1
 adapter's ``determineStatusUpdate``), whether a Job's copy is settled enough to be mirrored to a suspended
-manager Job, and what a Ray owner is written once its copy was deleted (Kueue's ``WithMarkInactiveOnDelete``).
-Each case names the Kueue test or function it follows."""
+manager Job, and what of an elastic Job is forwarded to its copy (``needElasticJobSync``/``syncElasticJob``). Each
+case names the Kueue test or function it follows."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
 
-import msgspec
 import pytest
-from fixtures.multikueue_states import KEY, WorkerApi, dispatched_state
 
-from connectors.k8s.json_patch import merge_patched
-from connectors.k8s.multikueue_adapters import ADAPTERS
 from connectors.k8s.multikueue_copies import _settled, adapted_patch
-from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, RAYSERVICES, TRAINJOBS
+from connectors.k8s.multikueue_elastic import elastic_patch
+from kueue_es.scheduler.config import DEFAULT, load_config
+from projections.workloads import ADMITTED, PodSetInfo, WorkloadInfo
 
 ADAPTED = {"type": "Suspended", "status": "True", "reason": "MultiKueueAdapter",
            "message": "Set by MultiKueue adapter", "lastProbeTime": ANY, "lastTransitionTime": ANY}
@@ -70,84 +67,50 @@ def test_a_jobs_copy_is_mirrored_to_a_suspended_manager_job_once_suspended_or_fi
     assert _settled(copy) is settled
 
 
-# --- ray: WithMarkInactiveOnDelete (Kueue #15380) ------------------------------------------------------------
+# --- job_multikueue_adapter.go needElasticJobSync / syncElasticJob (Test_multiKueueAdapter_SyncJob ElasticJob_*) ----
 
-NOW = "2026-01-01T00:00:00Z"
-RAYSERVICE_GONE = {"type": "Ready", "status": "False", "reason": "RemoteDeleted",
-                   "message": "The remote RayService was deleted by MultiKueue", "lastTransitionTime": NOW}
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+JOB = ("batch/v1", "Job")
 
 
-@pytest.mark.parametrize(("r", "status", "want"), [
-    pytest.param(RAYJOBS, {"jobDeploymentStatus": "Running"}, {"jobDeploymentStatus": "Suspended"},
-                 id="rayjob markInactive: a running status becomes Suspended"),
-    pytest.param(RAYJOBS, {}, {"jobDeploymentStatus": "Suspended"}, id="rayjob markInactive: New becomes Suspended"),
-    *(pytest.param(RAYJOBS, {"jobDeploymentStatus": s}, None, id=f"rayjob markInactive: terminal {s} kept")
-      for s in ("Complete", "Failed", "ValidationFailed")),
-    pytest.param(RAYSERVICES, {"conditions": [{"type": "Ready", "status": "True", "reason": "R",
-                                               "lastTransitionTime": "t0"}]},
-                 {"conditions": [RAYSERVICE_GONE]}, id="rayservice markInactive: Ready True turned False"),
-    pytest.param(RAYSERVICES, {"conditions": [{"type": "Other", "status": "True"}]},
-                 {"conditions": [{"type": "Other", "status": "True"}, RAYSERVICE_GONE]},
-                 id="rayservice markInactive: a missing Ready condition added"),
-    pytest.param(RAYSERVICES, {"conditions": [{"type": "Ready", "status": "False", "reason": "Mine"}]}, None,
-                 id="rayservice markInactive: a Ready False of another reason kept"),
+def _job(parallelism: int | None = None, *, prebuilt: str | None = None) -> dict[str, Any]:
+    """A Job as the Kueue cases build it (``newJob()``, annotated elastic), with ``parallelism`` and its copy's
+    prebuilt Workload label."""
+    spec: dict[str, Any] = {} if parallelism is None else {"parallelism": parallelism}
+    labels = {} if prebuilt is None else {PREBUILT: prebuilt}
+    return {"metadata": {"name": "test", "namespace": "ns", "labels": labels,
+                         "annotations": {"kueue.x-k8s.io/elastic-job": "true"}}, "spec": spec}
+
+
+def _synced(name: str, pods: int) -> WorkloadInfo:
+    """The Workload slice being synced, asking for ``pods`` pods of its one pod set."""
+    sets = (PodSetInfo(name="main", count=pods, min_count=None, requests=(("cpu", 1000),)),)
+    return WorkloadInfo(key=f"ns/{name}", uid=f"uid-{name}", namespace="ns", name=name, queue_name="lq", created=0,
+                        priority=0, priority_class="", pod_sets=sets, phase=ADMITTED, elastic=True)
+
+
+@pytest.mark.parametrize(("remote", "local", "synced", "want"), [
+    pytest.param(_job(prebuilt="test-workload"), _job(), _synced("test-workload", 1), None,
+                 id="ElasticJob_RemoteInSync"),
+    pytest.param(_job(prebuilt="test-workload"), _job(2), _synced("test-workload", 1), None,
+                 id="ElasticJob_LocalIsStale: grown while the old slice is synced, nothing forwarded"),
+    pytest.param(_job(), _job(), _synced("test-workload-new", 1),
+                 {"metadata": {"annotations": {PREBUILT: "test-workload-new"}}},
+                 id="ElasticJob_WorkloadNameOnlyChange_EdgeCase: the name set where the gate (on) puts it"),
 ])
-def test_a_ray_owner_is_shown_inactive_once_its_copy_is_deleted(r: Any, status: dict[str, Any],
-                                                               want: dict[str, Any] | None) -> None:
-    adapter = ADAPTERS[r.api_version, r.kind]
-    assert adapter.mark_inactive is not None
-    patch = adapter.mark_inactive({"status": status}, NOW)
-    assert (None if patch is None else patch["status"]) == want
+def test_an_elastic_jobs_copy_takes_the_manager_size_and_slice_name(
+        remote: dict[str, Any], local: dict[str, Any], synced: WorkloadInfo, want: dict[str, Any] | None) -> None:
+    assert elastic_patch(DEFAULT, JOB, remote, local, synced) == want
 
 
-@pytest.mark.parametrize("r", [RAYCLUSTERS, APPWRAPPERS, TRAINJOBS], ids=lambda r: r.kind)
-def test_only_the_rayjob_and_rayservice_adapters_mark_their_owner_inactive(r: Any) -> None:
-    """Kueue's RayCluster adapter (``raycluster_multikueue_adapter.go``) passes no ``WithMarkInactiveOnDelete``;
-    the AppWrapper and TrainJob adapters are not Ray's."""
-    assert ADAPTERS[r.api_version, r.kind].mark_inactive is None
+def test_an_elastic_jobs_copy_out_of_sync_takes_the_manager_parallelism() -> None:
+    """ElasticJob_RemoteOutOfSync: the copy's ``parallelism`` becomes the manager's 22. (Kueue then names the new
+    slice in an annotation next to the old label; kueue-es rewrites the label, see the report.)"""
+    patch = elastic_patch(DEFAULT, JOB, _job(prebuilt="test-workload"), _job(22), _synced("job-test-f53b2", 22))
+    assert patch is not None and patch["spec"] == {"parallelism": 22}
 
 
-class Manager:
-    """The manager's apiserver: its Workload and the owner ``owner``, status patches applied and recorded."""
-
-    def __init__(self, owner: dict[str, Any]) -> None:
-        self.owner = owner
-        self.patches: list[dict[str, Any]] = []
-
-    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        if resource.kind == "Workload":
-            return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace},
-                                        "spec": {"queueName": "lq", "podSets": []}})
-        return msgspec.json.encode(self.owner)
-
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
-        self.patches.append(body)
-        self.owner = merge_patched(self.owner, body)
-        return msgspec.json.encode(self.owner)
-
-
-@pytest.mark.asyncio
-async def test_a_rayjob_evicted_while_its_copy_is_deleted_is_shown_suspended_on_the_manager(tmp_path: Path) -> None:
-    """ray ``adapter.DeleteRemoteObject``: once the copy this origin made is deleted, the manager's RayJob, whose
-    status only ever comes from the copy, is written Suspended (unless terminal), or it would look active for
-    ever and its eviction never give the quota back (Kueue #15380)."""
-    from types import SimpleNamespace
-
-    from connectors.k8s.multikueue import MultiKueueConnector
-    from connectors.k8s.multikueue_worker import Worker
-
-    state = dispatched_state(tmp_path, RAYJOBS.api_version, RAYJOBS.kind)
-    copy = {"metadata": {"name": "a", "namespace": "default", "uid": "c", "resourceVersion": "9",
-                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
-                                    "kueue.x-k8s.io/multikueue-origin": "multikueue"}},
-            "status": {"jobDeploymentStatus": "Running"}}
-    manager = Manager({"metadata": {"name": "a", "namespace": "default", "resourceVersion": "4"},
-                       "spec": {"suspend": True}, "status": {"jobDeploymentStatus": "Running"}})
-    worker = WorkerApi(copy)
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state, workloads={}))
-    mk = MultiKueueConnector(manager, journal, append=None)  # type: ignore[arg-type]
-    w = mk.workers["worker1"] = Worker("worker1", b"kubeconfig", client=worker, connected=True)  # type: ignore[arg-type]
-    w.owners.setdefault("RayJob", {})["default/a"] = copy
-    await mk._delete_copy(w, KEY, "multikueue")
-    assert worker.deleted[:1] == ["RayJob:default/a"]
-    assert [p["status"] for p in manager.patches] == [{"jobDeploymentStatus": "Suspended"}]
+def test_nothing_is_forwarded_to_an_elastic_jobs_copy_with_elastic_jobs_off() -> None:
+    """needElasticJobSync: ``ElasticJobsViaWorkloadSlices`` off, the size is not synced."""
+    off = load_config({"featureGates": {"ElasticJobsViaWorkloadSlices": False}})
+    assert elastic_patch(off, JOB, _job(prebuilt="test-workload"), _job(22), _synced("job-test-f53b2", 22)) is None
