@@ -615,10 +615,10 @@ class CopiedWorkloads:
 
     async def _adapt_suspended(self, r: Resource, owner_key: str) -> bool:
         """The manager's Job is suspended and its copy runs: Kueue's batch/v1 adapter defers the copy's status
-        (its Job's start moves the workload again), but a manager Job with no ``startTime`` (never started, or
-        reset by its stop after an eviction) is shown with no active pod and ``Suspended`` True
-        (``MultiKueueAdapted``), so that a Job evicted on the manager is seen stopped and gives its quota back.
-        False: the write conflicted, to be tried again on the next pass."""
+        (its Job's start moves the workload again) and only shows the Job ``Suspended`` True
+        (``MultiKueueAdapter``, :func:`adapted_patch`); a Job evicted on the manager keeps the active pods last
+        mirrored until its copy, stopped on its worker, is mirrored (its quota is given back then). False: the
+        write conflicted, to be tried again on the next pass."""
         namespace, _, name = owner_key.partition("/")
         local = await self._manager_owner(r, name, namespace)
         if local is None:
@@ -786,29 +786,28 @@ def deactivation_patch(raw: dict[str, Any], message: str, now: str) -> dict[str,
     return {"status": {"conditions": conditions}}
 
 
-ADAPTED = ("MultiKueueAdapted", "Set by MultiKueue adapted")
+ADAPTED = ("MultiKueueAdapter", "Set by MultiKueue adapter")
+"""The reason and message of the ``Suspended`` condition Kueue's batch/v1 adapter writes (``determineStatusUpdate``)."""
 
 
 def adapted_patch(local: dict[str, Any]) -> dict[str, Any] | None:
     """The merge patch of a suspended manager Job's status while its copy runs, as Kueue's batch/v1 adapter makes
-    it: nothing while it shows a ``startTime`` (the sync is deferred), else no active pod and a ``Suspended``
-    condition True (``MultiKueueAdapted``), one False turned True, one True left as it is. None: nothing to
-    write."""
+    it (``determineStatusUpdate``, its deferred branch): the copy's status is not taken (a start time or active
+    pods shown on a Job not started yet would block the spec changes its start makes), only a ``Suspended``
+    condition True (``MultiKueueAdapter``) set, so that the Job passes the suspend validation of Kubernetes 1.36;
+    one of another status replaced, one True left as it is. Its other fields (``active`` among them) are left as
+    they are: a Job evicted on the manager shows its pods gone once its copy, stopped there, is mirrored. None:
+    nothing to write."""
     status = local.get("status") or {}
-    if status.get("startTime"):
-        return None
     conditions = list(status.get("conditions") or [])
     current = next((c for c in conditions if c.get("type") == "Suspended"), None)
-    out: dict[str, Any] = {}
-    if status.get("active"):
-        out["active"] = None
-    if current is None or current.get("status") != "True":
-        now = format_time(_now())
-        entry = {"type": "Suspended", "status": "True", "reason": ADAPTED[0], "message": ADAPTED[1],
-                 "lastProbeTime": now, "lastTransitionTime": now}
-        out["conditions"] = [*conditions, entry] if current is None else [
-            entry if c is current else c for c in conditions]
-    return {"status": out} if out else None
+    if current is not None and current.get("status") == "True":
+        return None
+    now = format_time(_now())
+    entry = {"type": "Suspended", "status": "True", "reason": ADAPTED[0], "message": ADAPTED[1],
+             "lastProbeTime": now, "lastTransitionTime": now}
+    conditions = [*conditions, entry] if current is None else [entry if c is current else c for c in conditions]
+    return {"status": {"conditions": conditions}}
 
 
 def _shows(raw: dict[str, Any], type_: str) -> bool:

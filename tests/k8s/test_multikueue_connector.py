@@ -156,8 +156,8 @@ async def test_the_manager_job_shows_the_copy_status_as_it_is_not_merged_into_th
     assert {k: v for k, v in status.items() if v is not None} == done["status"]
 
 
-ADAPTED_SUSPENDED = {"type": "Suspended", "status": "True", "reason": "MultiKueueAdapted",
-                     "message": "Set by MultiKueue adapted", "lastProbeTime": ANY, "lastTransitionTime": ANY}
+ADAPTED_SUSPENDED = {"type": "Suspended", "status": "True", "reason": "MultiKueueAdapter",
+                     "message": "Set by MultiKueue adapter", "lastProbeTime": ANY, "lastTransitionTime": ANY}
 
 
 class RunningWorker(WorkerClient):
