@@ -1038,3 +1038,63 @@ async def test_an_evicted_slice_still_holding_quota_stops_the_job_before_its_quo
     await jobs.reconcile("ns/train")
     (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
     assert (finished.key, finished.reason) == ("ns/a", "OutOfSync")
+
+
+# --- Kueue #13780 (fixes #13778): an elastic Job's priority-class label is followed by its live slices ----------
+
+_CLASSES = (o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="high"), value=100),
+            o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="low"), value=10))
+_LOW = o.PriorityClassRef(group="kueue.x-k8s.io", kind="WorkloadPriorityClass", name="low")
+_HIGH = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+
+
+def _classed(w: o.Workload, ref: o.PriorityClassRef | None = _LOW, priority: int | None = 10) -> o.Workload:
+    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, priority_class_ref=ref, priority=priority))
+
+
+def _labelled(j: o.Job, **labels: str) -> o.Job:
+    meta = msgspec.structs.replace(j.metadata, labels={**j.metadata.labels, **labels})
+    return msgspec.structs.replace(j, metadata=meta)
+
+
+@pytest.mark.asyncio
+async def test_the_slice_an_elastic_job_runs_on_takes_the_priority_class_its_label_names_now() -> None:
+    """Kueue's ``ensureOneWorkload`` applies ``UpdateWorkloadPriority`` to the compatible slice too (#13780): the
+    label moved from ``low`` to ``high`` (the pod counts unchanged), the admitted slice follows, ``UpdatedWorkload``
+    "Updated workload priority class: ns/a"."""
+    jobs, mirror, appended, client = _setup(_labelled(_elastic_job(4), **{"kueue.x-k8s.io/priority-class": "high"}),
+                                            _classed(_slice("a", 4)), *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [(kind, name, body["spec"]) for kind, name, body, _ in client.patches if kind == "Workload"] == [
+        ("Workload", "a", {"priorityClassRef": _HIGH, "priority": 100})]
+    assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("UpdatedWorkload", "Updated workload priority class: ns/a")]
+
+
+@pytest.mark.asyncio
+async def test_every_live_slice_of_an_elastic_job_takes_its_priority_class() -> None:
+    """The whole live set (#13780: "resolved once for the whole live set"): the admitted slice a new one waits
+    behind and the waiting one, one write a pass; a slice holding quota with no class is left alone (the
+    apiserver refuses to add one, Kueue's #8480 guard)."""
+    new = _slice_name(2)
+    j = _labelled(_elastic_job(6, generation=2), **{"kueue.x-k8s.io/priority-class": "high"})
+    jobs, mirror, _, client = _setup(j, _classed(_slice("a", 4)),
+                                     _classed(_slice(new, 6, replaces="ns/a", created="2026-01-01T00:00:09Z")),
+                                     *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Workload"] == ["a"]
+    a = mirror.workloads["ns/a"]
+    high = o.PriorityClassRef(**_HIGH)
+    done = msgspec.structs.replace(_classed(a, high, 100), metadata=msgspec.structs.replace(
+        a.metadata, resource_version="4"))
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=done.key, uid=done.metadata.uid,
+                                                                obj=done)))
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Workload"] == ["a", new]
+
+    jobs, mirror, _, client = _setup(j, _classed(_slice("a", 6), None, None), *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [p for p in client.patches if p[0] == "Workload"] == [], "no class added to a slice holding quota"
