@@ -865,6 +865,8 @@ class JobReconciler(Generic[J]):
             return None
         if controller != job.metadata.uid:
             return False
+        if self._scaled_up_slice(job, obs):
+            return True  # Kueue: a newly scaled-up replacement is not compared (its job may not be synced yet)
         mine = self.job_pod_sets(job, generated=False)
         if mine is None or job_sync.equivalent_sets(self.state, mine, obs, wl, self.max_exec(job),
                                                     suspended=bool(job.spec.suspend)):
@@ -875,6 +877,13 @@ class JobReconciler(Generic[J]):
             self.log.warning(f"prebuilt workload out of sync with its {self.NOUN}: finished", workload=wl.key,
                              **{self.NOUN: job.key})
         return False
+
+    def _scaled_up_slice(self, job: J, obs: o.Workload) -> bool:
+        """Whether the prebuilt Workload ``obs`` is a scaled-up slice of the elastic ``job`` (it names the slice it
+        replaces): Kueue's ``ensureOneWorkload`` runs such a job on it without the in-sync check, so that a
+        MultiKueue worker's copy not yet given its new size is neither stopped nor its slice finished."""
+        return (workload_slices.elastic(self.state, job.metadata.annotations)
+                and workload_slices.REPLACEMENT_FOR in obs.metadata.annotations)
 
     async def _release(self, job: J, wl: WorkloadInfo, obs: o.Workload) -> None:
         """The finalizer of the job's Workload once it is finished, or being deleted — then the running job is

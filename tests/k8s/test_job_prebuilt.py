@@ -265,3 +265,28 @@ async def test_from_its_adoption_on_the_workload_is_the_jobs_as_a_generated_one_
     await jobs.reconcile("ns/train")
     assert deleted == ["pre"], "deleted with its Job, as the garbage collector deletes what a Job owns"
     assert len(client.patches) == 1, "adopted once; nothing created"
+
+
+# --- Kueue's ensureOneWorkload (reconciler.go): an elastic Job's scaled-up prebuilt slice ---------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("elastic", "replaces", "finished"), [
+    (True, "ns/old", False),  # a scaled-up replacement: not compared (the copy may not be synced yet)
+    (True, "", True),  # the first slice of the chain is compared as any prebuilt Workload
+    (False, "ns/old", True),  # a Job that is not elastic is compared whatever its Workload says
+])
+async def test_a_scaled_up_prebuilt_slice_of_an_elastic_job_is_not_finished_out_of_sync(
+        elastic: bool, replaces: str, finished: bool) -> None:
+    """Kueue's ``ensureOneWorkload``: "Skip the in-sync check for ElasticJob workloads if the workload is a newly
+    scaled-up replacement" (``workloadslicing.Enabled(job) && workloadslicing.ScaledUp(wl)``: the elastic-job
+    annotation under ``ElasticJobsViaWorkloadSlices``, and the Workload's ``workload-slice-replacement-for``): a
+    MultiKueue worker's elastic copy is not stopped, nor its slice finished, before the copy is synced."""
+    wl = _owned(count=6)
+    if replaces:
+        wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(wl.metadata, annotations={
+            "kueue.x-k8s.io/elastic-job": "true", "kueue.x-k8s.io/workload-slice-replacement-for": replaces}))
+    annotations = {"kueue.x-k8s.io/elastic-job": "true"} if elastic else {}
+    client, appended, _, _ = await _reconcile(wl, _job({KEY: "pre"}, annotations, suspend=False, parallelism=4))
+    assert any(isinstance(e, ev.WorkloadFinished) for e in appended) is finished
+    assert bool([p for p in client.patches if p[0] == "Job"]) is finished, "stopped only once it is finished"
