@@ -38,7 +38,8 @@ An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch
 ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) takes the slice pass instead
 (:meth:`JobReconciler._sliced`, :mod:`connectors.k8s.workload_slices`): its not-finished slices compared with its pod
 counts say which one it runs on, which counts change in place, when a new slice is made; it is not stopped while a
-new slice waits; running on an admitted slice, its gated pods are released pod set by pod set.
+new slice waits; running on an admitted slice, its gated pods are released pod set by pod set. Its live slices
+take the WorkloadPriorityClass its label names now, as a generated Workload does (Kueue #13780).
 
 A job naming a **prebuilt** Workload (``kueue.x-k8s.io/prebuilt-workload-name``, :mod:`connectors.k8s.prebuilt`;
 :meth:`JobReconciler._with_prebuilt`) runs on that one once it controls it — adopted when nothing does, finished
@@ -633,6 +634,10 @@ class JobReconciler(Generic[J]):
             return True
         if not step.applies:
             return False
+        finishing = {s[0].key for s in (step.finish_old, step.stranded) if s is not None}
+        staying = [s for s in workload_slices.not_finished(owned) if s[0].key not in finishing]
+        if await self._slice_priorities(job, staying):
+            return True
         live = workload_slices.not_finished(owned)
         for behind in live:  # the admitted slice a new one waits behind still runs the job: its pods are released
             if is_admitted(behind[1]) and (step.keep is None or behind[0].key != step.keep[0].key) \
@@ -654,7 +659,7 @@ class JobReconciler(Generic[J]):
         for old_obs, old_wl in owned:
             if old_obs.key != obs.key and wf.release(old_obs, old_wl, job_running=False) == wf.REMOVE:
                 await self._unfinalize(old_obs)  # a slice finished (replaced, out of sync): its finalizer goes
-        await self._with_workload(job, obs, wl, generated=False)  # as Kueue: neither rewritten nor re-prioritised
+        await self._with_workload(job, obs, wl, generated=False)  # as Kueue: not rewritten (re-prioritised above)
         return True
 
     async def _ungate_pods(self, job: J, wl: WorkloadInfo) -> None:
@@ -754,19 +759,36 @@ class JobReconciler(Generic[J]):
         if wl.key in self.mirror.pending:
             return False  # decided from the Workload as stored: wait until it shows every decision
         key, rv, labels = job.key, obs.metadata.resource_version, job.metadata.labels
-        if generated:
-            try:
-                priority = job_sync.priority_change(self.state, labels, self.pod_priority_class(job), obs, wl)
-            except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
-                await self._once(key, f"priority-missing@{rv}", job, self._priority_missing(job, obs, exc))
-                return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
-            if priority is not None:
-                await self._once(key, f"priority@{rv}", job, self._set_priority(job, obs, *priority))
-                return True
+        if generated and await self._priority(job, obs, wl):
+            return True
         queue = job_sync.queue_change(labels, obs, wl, running=running)
         if queue is not None:
             await self._once(key, f"queue@{rv}", job, self._set_queue(job, obs, queue))
             return True
+        return False
+
+    async def _priority(self, job: J, obs: o.Workload, wl: WorkloadInfo) -> bool:
+        """Give the Workload the priority class the job's label names now (Kueue's ``UpdateWorkloadPriority``,
+        :func:`connectors.k8s.job_sync.priority_change`); whether the pass ends here (written, or the class
+        awaited)."""
+        key, rv = job.key, f"{obs.metadata.name}@{obs.metadata.resource_version}"
+        try:
+            priority = job_sync.priority_change(self.state, job.metadata.labels, self.pod_priority_class(job), obs, wl)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            await self._once(key, f"priority-missing:{rv}", job, self._priority_missing(job, obs, exc))
+            return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
+        if priority is None:
+            return False
+        await self._once(key, f"priority:{rv}", job, self._set_priority(job, obs, *priority))
+        return True
+
+    async def _slice_priorities(self, job: J, live: Sequence[workload_slices.Slice]) -> bool:
+        """Kueue #13780: an elastic job's live slices (``live``, oldest first) take the priority class its label
+        names now, as a Workload made for a job does (the slice it runs on, and one a new slice waits behind), one
+        write a pass; whether the pass ends here."""
+        for obs, wl in live:
+            if wl.key not in self.mirror.pending and await self._priority(job, obs, wl):
+                return True
         return False
 
     async def _out_of_step(self, job: J, obs: o.Workload, wl: WorkloadInfo) -> bool:
@@ -843,6 +865,8 @@ class JobReconciler(Generic[J]):
             return None
         if controller != job.metadata.uid:
             return False
+        if self._scaled_up_slice(job, obs):
+            return True  # Kueue: a newly scaled-up replacement is not compared (its job may not be synced yet)
         mine = self.job_pod_sets(job, generated=False)
         if mine is None or job_sync.equivalent_sets(self.state, mine, obs, wl, self.max_exec(job),
                                                     suspended=bool(job.spec.suspend)):
@@ -853,6 +877,13 @@ class JobReconciler(Generic[J]):
             self.log.warning(f"prebuilt workload out of sync with its {self.NOUN}: finished", workload=wl.key,
                              **{self.NOUN: job.key})
         return False
+
+    def _scaled_up_slice(self, job: J, obs: o.Workload) -> bool:
+        """Whether the prebuilt Workload ``obs`` is a scaled-up slice of the elastic ``job`` (it names the slice it
+        replaces): Kueue's ``ensureOneWorkload`` runs such a job on it without the in-sync check, so that a
+        MultiKueue worker's copy not yet given its new size is neither stopped nor its slice finished."""
+        return (workload_slices.elastic(self.state, job.metadata.annotations)
+                and workload_slices.REPLACEMENT_FOR in obs.metadata.annotations)
 
     async def _release(self, job: J, wl: WorkloadInfo, obs: o.Workload) -> None:
         """The finalizer of the job's Workload once it is finished, or being deleted — then the running job is

@@ -16,13 +16,17 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   otherwise (a scale-up of an admitted slice) a new slice is made, whose
   ``kueue.x-k8s.io/workload-slice-replacement-for`` names the old one (``namespace/name``): the scheduler admits
   it in the old one's place (it finishes that one ``WorkloadSliceReplaced``) while the Job runs on;
+* **an evicted slice still holding quota** (evicted in the log and as stored, ``Evicted=True``: an eviction whose
+  write may still be refused is none yet, as Kueue reads the stored one) is the Job's, whatever the others, unless
+  an admitted slice not evicted replaces it (Kueue #15661, :func:`draining`): its pods may still run, so the
+  eviction step stops the Job on it and gives its quota back once no pod is active; finished first, its quota
+  would go back while they run;
 * **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer
-  holds quota, it is evicted in the log and its stored Workload shows ``Evicted=True`` (an eviction whose
-  write may still be refused finishes nothing, as Kueue reads the stored one), or the new one holds quota as
-  its replacement (admitted, the old one's finish not written); the new one is the Job's (other pod set names:
-  the slices do not apply), taking the Job's counts in place when they differ — unless it holds quota without
-  replacing the old one, which Kueue reports as an error and does nothing more; under partial scale-up the new
-  one, waiting, is finished ``OutOfSync`` with the old (below);
+  holds quota (an evicted one, once its quota is given back), it is evicted beside an admitted replacement, or
+  the new one holds quota as its replacement (admitted, the old one's finish not written); the new one is the
+  Job's (other pod set names: the slices do not apply), taking the Job's counts in place when they differ —
+  unless it holds quota without replacing the old one, which Kueue reports as an error and does nothing more;
+  under partial scale-up the new one, waiting, is finished ``OutOfSync`` with the old (below);
 * **more**: an error, nothing done.
 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
@@ -44,13 +48,13 @@ admission a new one). Probing stops once a slice is granted all it asks for. The
 counts (:func:`granted`).
 
 Eviction under partial scale-up (KEP-12100's eviction and readmission): when the slice a waiting scale-up slice (a
-probe, or the first scale-up slice) replaces is evicted or loses its quota, the waiting slice's ``minCount`` is a
-floor measured against a slice that is gone. :func:`ensure` finishes both ``OutOfSync`` (:attr:`SliceStep.stranded`),
-so the Job has no live slice; the slice made next starts a new chain, its ``minCount`` the pods the Job was last
-granted on record (:func:`last_granted`: the newest of its slices whose stored admission shows a count), so it can
-be admitted again at the size it last ran at and probe upwards from there. A new slice, or probe, whose usual name
-one of the Job's slices already has is named by hashing ``-readmit-<slices the Job has>`` too
-(:func:`fresh_name_extra`).
+probe, or the first scale-up slice) replaces loses its quota (evicted: once the Job stopped on it gave it
+back), the waiting slice's ``minCount`` is a floor measured against a slice that is gone. :func:`ensure`
+finishes both ``OutOfSync`` (:attr:`SliceStep.stranded`), so the Job has no live slice; the slice made next
+starts a new chain, its ``minCount`` the pods the Job was last granted on record (:func:`last_granted`: the
+newest of its slices whose stored admission shows a count), so it can be admitted again at the size it last ran
+at and probe upwards from there. A new slice, or probe, whose usual name one of the Job's slices already has is
+named by hashing ``-readmit-<slices the Job has>`` too (:func:`fresh_name_extra`).
 """
 
 from __future__ import annotations
@@ -246,6 +250,27 @@ class SliceStep:
     """Kueue reports an error and does nothing else."""
 
 
+def _evicted(item: Slice) -> bool:
+    """Evicted in the log and as stored (an eviction whose write may still be refused is none yet)."""
+    return bool(item[1].evicted) and shows(item[0], "Evicted")
+
+
+def draining(live: Sequence[Slice]) -> Slice | None:
+    """Kueue #15661: the oldest live slice that is evicted yet still holds quota, unless an admitted slice, not
+    evicted, replaces it (its pods are then that one's). Its pods may still run, so it stays the Job's until its
+    quota is given back: Kueue's eviction step stops the Job on it and gives the quota back only once no pod is
+    active — finishing it first would give the quota back while the pods run. None: no such slice."""
+    for item in live:
+        if not (item[1].reserving and _evicted(item)):
+            continue
+        key = item[0].key
+        taken_over = any(other[0].metadata.annotations.get(REPLACEMENT_FOR) == key and other[1].phase == ADMITTED
+                         and not _evicted(other) for other in live)
+        if not taken_over:
+            return item
+    return None
+
+
 def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool = False) -> SliceStep:
     """Kueue's ``EnsureWorkloadSlices`` over the Workloads the Job controls (module docstring); ``partial``: the Job
     scales up in part (:func:`partial_scale_up`), so its only slice, admitted in part, gets a probe after it, and a
@@ -253,6 +278,9 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
     live = not_finished(owned)
     if not live:
         return SliceStep()
+    held = draining(live)
+    if held is not None:
+        return SliceStep(keep=held)  # the eviction step stops the Job on it; its quota goes once no pod runs
     if len(live) == 1:
         obs, wl = current = live[0]
         have = counts(obs)
@@ -272,8 +300,7 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         # one the log has since readmitted), or the new one reserves quota as its replacement (its finish not
         # written); Kueue's scheduler writes the readmission in that same write: its stored view is the log's
         replaced = new[1].reserving and new[0].metadata.annotations.get(REPLACEMENT_FOR) == old[0].key
-        evicted = bool(old[1].evicted) and shows(old[0], "Evicted")
-        finish_old = old if (not old[1].reserving or evicted or replaced) else None
+        finish_old = old if (not old[1].reserving or _evicted(old) or replaced) else None
         have = counts(new[0])
         if set(have) != set(job_counts):
             return SliceStep(applies=False, finish_old=finish_old)

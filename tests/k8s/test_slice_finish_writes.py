@@ -3,8 +3,9 @@
 :func:`connectors.k8s.workload_slices.ensure`) and the status patch the writer would then write for each
 slice (:func:`connectors.k8s.writer.status_patch`), on plain data: the Job integration over a mirror with a
 recording client, no API server. Kueue's ``EnsureWorkloadSlices`` finishes the old slice ``OutOfSync`` when it
-holds no quota, when it is evicted (the log's eviction, its stored Workload showing ``Evicted=True``), or when
-the new one holds quota as its replacement; the new slice, the Job's, is left as it is."""
+holds no quota (an evicted one once its quota is given back: the log's eviction, its stored Workload showing
+``Evicted=True``; before that it is the Job's, Kueue #15661), or when the new one holds quota as its replacement;
+the new slice, the Job's, is left as it is."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def _patch(mirror: Mirror, name: str) -> dict[str, Any]:
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("old_phase", "evicted", "new_phase"), [
     (PENDING, False, PENDING),  # the old one holds no quota
-    (ADMITTED, True, PENDING),  # evicted, in the log and as stored
+    # evicted, in the log and as stored, its quota given back (holding it, it is the Job's first: Kueue #15661)
+    (PENDING, True, PENDING),
     (ADMITTED, False, ADMITTED),  # the new one holds quota as its replacement
 ])
 async def test_the_old_slice_is_finished_and_the_new_one_left_as_it_is(old_phase: str, evicted: bool,

@@ -182,7 +182,9 @@ _SHOWN = ("QuotaReserved", "Admitted")
 
 @pytest.mark.parametrize(("old_phase", "evicted", "stored", "finished"), [
     (ADMITTED, False, _SHOWN, False), (PENDING, False, (), True),  # no quota held: finished
-    (ADMITTED, True, (*_SHOWN, "Evicted"), True),
+    # evicted, its quota given back: finished (still holding quota it is the Job's first, Kueue #15661:
+    # test_kueue_ensure_workload_slices)
+    (PENDING, True, ("Evicted",), True),
     # evicted in the log, still admitted as stored (its write may be refused)
     (ADMITTED, True, _SHOWN, False),
     (RESERVED, True, ("QuotaReserved",), False),  # the same for a slice that only holds quota
@@ -279,7 +281,7 @@ async def test_once_the_new_slice_replaced_the_old_the_job_runs_on_it_and_nothin
 async def test_an_evicted_old_slice_beside_a_new_one_is_finished_out_of_sync() -> None:
     jobs, mirror, appended, _ = _setup(_elastic_job(6, generation=2), _slice("a", 4),
                                        _slice(_slice_name(2), 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
-    _phase(mirror, "a", ADMITTED, evicted=True)
+    _phase(mirror, "a", PENDING, evicted=True)  # its quota given back once the Job stopped (Kueue #15661)
     await jobs.reconcile("ns/train")
     (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
     assert (finished.key, finished.reason, finished.message) == (
@@ -787,7 +789,12 @@ def test_a_waiting_scale_up_slice_is_finished_with_the_evicted_slice_it_replaces
     """Under partial scale-up the probe's minCount is measured against the slice it replaces: that one evicted (or
     its quota gone), the probe goes with it. Atomic, the probe (no minCount) stays the Job's, as before."""
     partial_slice, probe, (_, mirror, _, _) = _slice_and_probe(10, 2)
-    _phase(mirror, partial_slice, ADMITTED if evicted else PENDING, evicted=evicted, granted=7)
+    if evicted:  # still holding its quota, the evicted slice is the Job's first (Kueue #15661), the probe kept
+        _phase(mirror, partial_slice, ADMITTED, evicted=True, granted=7)
+        drained = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=True)
+        assert (drained.keep[0].metadata.name if drained.keep else None, drained.finish_old, drained.stranded) == (
+            partial_slice, None, None)
+    _phase(mirror, partial_slice, PENDING, evicted=evicted, granted=7)  # its quota given back
     owned = _pairs(mirror, partial_slice, probe)
     step = workload_slices.ensure({"main": 10}, owned, partial=True)
     assert (step.keep, step.finish_old[0].metadata.name if step.finish_old else None,
@@ -817,7 +824,7 @@ def test_last_granted_is_the_newest_admission_on_record() -> None:
 @pytest.mark.asyncio
 async def test_an_evicted_slice_takes_its_waiting_probe_with_it_and_nothing_else_is_done() -> None:
     partial_slice, probe, (jobs, mirror, appended, client) = _slice_and_probe(10, 2)
-    _phase(mirror, partial_slice, ADMITTED, evicted=True, granted=7)
+    _phase(mirror, partial_slice, PENDING, evicted=True)  # evicted, its quota given back (Kueue #15661)
     await jobs.reconcile("ns/train")
     assert [(e.key, e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == [
         (f"ns/{partial_slice}", "OutOfSync"), (f"ns/{probe}", "OutOfSync")]
@@ -908,3 +915,186 @@ def test_an_old_slice_is_finished_once_its_replacement_holds_quota() -> None:
     _phase(mirror, "b", ADMITTED)
     step = workload_slices.ensure({"main": 8}, _pairs(mirror, "b", "a"))
     assert step.error == "unexpected combination of old and new workload slices with reserved quota"
+
+
+# --- Kueue's pkg/workloadslicing/workloadslicing_test.go, TestEnsureWorkloadSlices (as the oracle) ---------------
+# Slice "a" is Kueue's "<job>-1" (older), "b" its "<job>-2" (newer). Each row: the slices (name, count per pod set,
+# replaces), their phase and whether they are evicted, the Job's counts, and what Kueue returns: the slice the Job
+# runs on (None: a new slice), whether the slices apply, whether the kept slice takes the Job's counts, the slice
+# finished. Rows Kueue decides otherwise are in the report (/work/notes/s47/oracle-prebuilt.md).
+
+_A, _B = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
+
+
+def _multi(name: str, counts: dict[str, int], *, created: str = _A, replaces: str = "") -> o.Workload:
+    obs = _slice(name, 1, created=created, replaces=replaces)
+    base = obs.spec.pod_sets[0]
+    sets = [msgspec.structs.replace(base, name=n, count=c) for n, c in counts.items()]
+    return msgspec.structs.replace(obs, spec=msgspec.structs.replace(obs.spec, pod_sets=sets))
+
+
+def _reserve_all(mirror: Mirror, name: str, phase: str) -> None:
+    """``name`` holding quota (``phase``) for every pod set it has, each granted its count."""
+    _phase(mirror, name, phase)
+    info, obs = mirror.state.workloads[f"ns/{name}"], mirror.workloads[f"ns/{name}"]
+    info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+        name=ps.name, flavors={"cpu": "default"}, resource_usage={"cpu": str(ps.count)}, count=ps.count)
+        for ps in obs.spec.pod_sets])
+
+
+_ENSURE = {
+    # name: (slices [(name, counts, created, replaces, phase, evicted)], job counts,
+    #        (keep, applies, set_counts, finish_old))
+    "NoWorkloadSlices": ([], {"main": 1}, (None, True, False, None)),
+    "OneWorkloadSlice_IncompatibleWithJob": (
+        [("a", {"main": 1}, _A, "", PENDING, False)], {"different-name": 1}, (None, False, False, None)),
+    "OneWorkloadSlice_CurrentWorkload": (
+        [("a", {"main": 1}, _A, "", PENDING, False)], {"main": 1}, ("a", True, False, None)),
+    "OneWorkloadSlice_ReservedQuota_ScaleUp": (
+        [("a", {"main": 1}, _A, "", RESERVED, False)], {"main": 3}, (None, True, False, None)),
+    "OneWorkloadSlice_ReservedQuota_ScaleUp_MultiplePodSets": (
+        [("a", {"scale-up": 3, "scale-down": 3, "stay-the-same": 3}, _A, "", RESERVED, False)],
+        {"scale-up": 4, "stay-the-same": 3, "scale-down": 1}, (None, True, False, None)),
+    "OneWorkloadSlice_ReservedQuota_ScaleDown": (
+        [("a", {"main": 3}, _A, "", RESERVED, False)], {"main": 1}, ("a", True, True, None)),
+    "OneWorkloadSlice_ReservedQuota_ScaleDown_MultiplePodSets": (
+        [("a", {"scale-down": 3, "stay-the-same": 3}, _A, "", RESERVED, False)],
+        {"scale-down": 1, "stay-the-same": 3}, ("a", True, True, None)),
+    "OneWorkloadSlice_UnreservedQuota_ScaleUp": (
+        [("a", {"main": 1}, _A, "", PENDING, False)], {"main": 3}, ("a", True, True, None)),
+    "OneWorkloadSlice_UnreservedQuota_ScaleDown": (
+        [("a", {"main": 3}, _A, "", PENDING, False)], {"main": 1}, ("a", True, True, None)),
+    "TwoWorkloads_BothUnreserved_NewIsCurrent": (
+        [("a", {"main": 1}, _A, "", PENDING, False), ("b", {"main": 3}, _B, "", PENDING, False)],
+        {"main": 3}, ("b", True, False, "a")),
+    "TwoWorkloads_NewIsIncompatible": (
+        [("a", {"main": 1}, _A, "", RESERVED, False), ("b", {"main": 3}, _B, "ns/a", PENDING, False)],
+        {"different-key": 1}, (None, False, False, None)),
+    "TwoWorkloadSlices_NewIsUnreservedAndCurrent": (
+        [("a", {"main": 1}, _A, "", RESERVED, False), ("b", {"main": 3}, _B, "ns/a", PENDING, False)],
+        {"main": 3}, ("b", True, False, None)),
+    "TwoWorkloadSlices_NewIsUnreservedAndOutOfSync_ScaleUp": (
+        [("a", {"main": 1}, _A, "", RESERVED, False), ("b", {"main": 3}, _B, "ns/a", PENDING, False)],
+        {"main": 5}, ("b", True, True, None)),
+    "TwoWorkloadSlices_NewIsUnreservedAndOutOfSync_ScaleDown": (
+        [("a", {"main": 1}, _A, "", RESERVED, False), ("b", {"main": 3}, _B, "ns/a", PENDING, False)],
+        {"main": 2}, ("b", True, True, None)),
+    # Kueue #15661 (release-0.18 #15700): an evicted slice still holding quota may still own running pods; it is
+    # the Job's until its quota is given back, unless an admitted replacement not evicted took the pods over
+    "TwoWorkloads_OldWithReservedQuotaAndEvicted_NewWithoutQuotaReservation": (
+        [("a", {"main": 1}, _A, "", RESERVED, True), ("b", {"main": 3}, _B, "", PENDING, False)],
+        {"main": 5}, ("a", True, False, None)),
+    "EvictedOriginWithReservedReplacement_ReplacementNotAdmitted": (
+        [("a", {"main": 1}, _A, "", ADMITTED, True), ("b", {"main": 2}, _B, "ns/a", RESERVED, False)],
+        {"main": 2}, ("a", True, False, None)),
+    "EvictedOriginWithReservedReplacement_ReplacementAdmitted": (
+        [("a", {"main": 1}, _A, "", ADMITTED, True), ("b", {"main": 2}, _B, "ns/a", ADMITTED, False)],
+        {"main": 2}, ("b", True, False, "a")),
+    "EvictedOriginWithReservedReplacement_ReplacementAdmittedAndEvicted": (
+        [("a", {"main": 1}, _A, "", ADMITTED, True), ("b", {"main": 2}, _B, "ns/a", ADMITTED, True)],
+        {"main": 2}, ("a", True, False, None)),
+}
+
+
+@pytest.mark.parametrize("case", list(_ENSURE), ids=list(_ENSURE))
+def test_kueue_ensure_workload_slices(case: str) -> None:
+    slices, job_counts, (keep, applies, set_counts, finish_old) = _ENSURE[case]
+    _, mirror, _, _ = _setup(_elastic_job(1), *[_multi(n, c, created=t, replaces=r) for n, c, t, r, _, _ in slices])
+    for name, _, _, _, phase, evicted in slices:
+        if phase in (RESERVED, ADMITTED):
+            _reserve_all(mirror, name, phase)
+        if evicted:
+            _phase(mirror, name, phase, evicted=True)
+    step = workload_slices.ensure(job_counts, _pairs(mirror, *[s[0] for s in slices]))
+    got = (step.keep[0].metadata.name if step.keep else None, step.applies, step.set_counts,
+           step.finish_old[0].metadata.name if step.finish_old else None)
+    assert (got, step.error) == ((keep, applies, set_counts, finish_old), "")
+
+
+@pytest.mark.asyncio
+async def test_an_evicted_slice_still_holding_quota_stops_the_job_before_its_quota_goes() -> None:
+    """Kueue #15661 ("Drain evicted elastic slices before releasing quota"; release-0.18 #15700): a running elastic
+    Job whose admitted slice is evicted while a scale-up slice waits is stopped on the evicted slice (its eviction
+    message), which keeps its quota until no pod is active; only then, its quota given back, is it finished
+    ``OutOfSync`` and the waiting slice the Job's."""
+    new = _slice_name(2)
+    jobs, mirror, appended, client = _setup(_elastic_job(6, generation=2), _slice("a", 4),
+                                            _slice(new, 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
+    _phase(mirror, "a", ADMITTED, evicted=True)
+    await jobs.reconcile("ns/train")
+    assert not [e for e in appended if isinstance(e, ev.WorkloadFinished)], "its quota is not given back yet"
+    assert [(kind, body["spec"]) for kind, _, body, _ in client.patches if kind == "Job"] == [
+        ("Job", {"suspend": True})], "stopped on the evicted slice"
+    (stopped,) = [e for e in appended if isinstance(e, ev.JobActed)]
+    assert (stopped.action, stopped.message) == ("Stopped", "Preempted to accommodate a workload")
+
+    _upsert_job = ev.ObjectUpserted(time=3, key="ns/train", uid=UID,
+                                    obj=_elastic_job(6, generation=2, suspend=True))
+    mirror.apply(ev.Record(mirror.offset + 1, _upsert_job))
+    await jobs.reconcile("ns/train")
+    assert [e.key for e in appended if isinstance(e, ev.JobStopped)] == ["ns/a"], "its quota goes once no pod runs"
+
+    _phase(mirror, "a", PENDING, evicted=True)  # the JobStopped folded: no quota held
+    await jobs.reconcile("ns/train")
+    (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    assert (finished.key, finished.reason) == ("ns/a", "OutOfSync")
+
+
+# --- Kueue #13780 (fixes #13778): an elastic Job's priority-class label is followed by its live slices ----------
+
+_CLASSES = (o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="high"), value=100),
+            o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="low"), value=10))
+_LOW = o.PriorityClassRef(group="kueue.x-k8s.io", kind="WorkloadPriorityClass", name="low")
+_HIGH = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+
+
+def _classed(w: o.Workload, ref: o.PriorityClassRef | None = _LOW, priority: int | None = 10) -> o.Workload:
+    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, priority_class_ref=ref, priority=priority))
+
+
+def _labelled(j: o.Job, **labels: str) -> o.Job:
+    meta = msgspec.structs.replace(j.metadata, labels={**j.metadata.labels, **labels})
+    return msgspec.structs.replace(j, metadata=meta)
+
+
+@pytest.mark.asyncio
+async def test_the_slice_an_elastic_job_runs_on_takes_the_priority_class_its_label_names_now() -> None:
+    """Kueue's ``ensureOneWorkload`` applies ``UpdateWorkloadPriority`` to the compatible slice too (#13780): the
+    label moved from ``low`` to ``high`` (the pod counts unchanged), the admitted slice follows, ``UpdatedWorkload``
+    "Updated workload priority class: ns/a"."""
+    jobs, mirror, appended, client = _setup(_labelled(_elastic_job(4), **{"kueue.x-k8s.io/priority-class": "high"}),
+                                            _classed(_slice("a", 4)), *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [(kind, name, body["spec"]) for kind, name, body, _ in client.patches if kind == "Workload"] == [
+        ("Workload", "a", {"priorityClassRef": _HIGH, "priority": 100})]
+    assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("UpdatedWorkload", "Updated workload priority class: ns/a")]
+
+
+@pytest.mark.asyncio
+async def test_every_live_slice_of_an_elastic_job_takes_its_priority_class() -> None:
+    """The whole live set (#13780: "resolved once for the whole live set"): the admitted slice a new one waits
+    behind and the waiting one, one write a pass; a slice holding quota with no class is left alone (the
+    apiserver refuses to add one, Kueue's #8480 guard)."""
+    new = _slice_name(2)
+    j = _labelled(_elastic_job(6, generation=2), **{"kueue.x-k8s.io/priority-class": "high"})
+    jobs, mirror, _, client = _setup(j, _classed(_slice("a", 4)),
+                                     _classed(_slice(new, 6, replaces="ns/a", created="2026-01-01T00:00:09Z")),
+                                     *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Workload"] == ["a"]
+    a = mirror.workloads["ns/a"]
+    high = o.PriorityClassRef(**_HIGH)
+    done = msgspec.structs.replace(_classed(a, high, 100), metadata=msgspec.structs.replace(
+        a.metadata, resource_version="4"))
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=done.key, uid=done.metadata.uid,
+                                                                obj=done)))
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Workload"] == ["a", new]
+
+    jobs, mirror, _, client = _setup(j, _classed(_slice("a", 6), None, None), *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [p for p in client.patches if p[0] == "Workload"] == [], "no class added to a slice holding quota"
