@@ -19,6 +19,7 @@ from kubehelp import (
     cluster_queue,
     connect,
     create,
+    eventually,
     flavor,
     get,
     lax_crd,
@@ -575,7 +576,9 @@ async def test_the_batch_roles_kueues_rbac_guide_binds_grant_an_admin_and_a_user
                       sub: str = "") -> bool:
             return await _allowed(api, who, verb, group, resource, namespace, sub)
 
-        assert await can(user, "get", "kueue.x-k8s.io", "workloads", team)
+        # the apiserver's authorizer sees new bindings and aggregated rules through its informers: not at once
+        await eventually(lambda: can(user, "get", "kueue.x-k8s.io", "workloads", team), what="the user's grant")
+        await eventually(lambda: can(admin, "create", "kueue.x-k8s.io", "clusterqueues"), what="the admin's grant")
         assert await can(user, "list", "kueue.x-k8s.io", "localqueues", team)
         assert await can(user, "get", "visibility.kueue.x-k8s.io", "localqueues", team, "pendingworkloads")
         assert await can(user, "create", "batch", "jobs", team)
