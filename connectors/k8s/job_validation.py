@@ -145,6 +145,15 @@ def _label_name(value: str, path: str) -> list[str]:
 # --- Go's integer and boolean parsing --------------------------------------------------------------------------
 
 
+def _parse_int32(text: str) -> tuple[int | None, str]:
+    """``strconv.ParseInt(text, 10, 32)``: the value, or None and Go's error."""
+    if not is_go_int(text):
+        return None, f'strconv.ParseInt: parsing {_go_quote(text)}: invalid syntax'
+    if parse_int(text, 32) is None:
+        return None, f'strconv.ParseInt: parsing {_go_quote(text)}: value out of range'
+    return int(text), ""
+
+
 def _atoi(text: str) -> tuple[int | None, str]:
     """``strconv.Atoi`` (64-bit): the value, or None and Go's error."""
     if not is_go_int(text):
@@ -235,21 +244,26 @@ def _labels_on_create(job: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def _min_parallelism(job: Mapping[str, Any]) -> list[str]:
-    """``job-min-parallelism`` is an integer from 1 to the pod count less one, compared whole: since Kueue
-    #15499 a value past int32 no longer wraps into range (2**32 + 1 read as 1) nor out of it (2**31 as a
-    negative)."""
+def _min_parallelism(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """``job-min-parallelism`` is an int32 (Kueue #15499 reads it with ``ParseInt(.., 10, 32)``: a value past
+    int32 is refused with Go's range error rather than wrapped) from 1 to the pod count less one; an elastic Job
+    (:func:`_elastic`) may not ask for partial admission at all (Kueue's job_webhook_test.go "partial admission
+    and elastic job cannot be used together", the Workload webhook's rule seen on the Job; listed before the
+    value's own problems, an order unconfirmed)."""
     text = _meta(job, "annotations").get(MIN_PARALLELISM)
     if text is None:
         return []
     path = _key(_ANNOTATIONS, MIN_PARALLELISM)
-    value, error = _atoi(text)
+    errors = []
+    if _elastic(job, feature_gates):
+        errors.append(_invalid(path, text, "partial admission and elastic job cannot be used together"))
+    value, error = _parse_int32(text)
     if value is None:
-        return [_invalid(path, text, error)]
+        return [*errors, _invalid(path, text, error)]
     count = pod_count(job)
     if value >= count or value <= 0:
-        return [_invalid(path, value, f"should be between 0 and {count - 1}")]
-    return []
+        errors.append(_invalid(path, value, f"should be between 0 and {count - 1}"))
+    return errors
 
 
 def _completions_setting(job: Mapping[str, Any]) -> list[str]:
@@ -452,7 +466,7 @@ def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                   pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in a Job being created, in its order (``pods_ready``: the
     ``kueue.x-k8s.io/wait-for-pods-ready`` checks in force, :mod:`connectors.k8s.pods_ready_validation`)."""
-    return (generic_create_errors(job, feature_gates, pods_ready=pods_ready) + _min_parallelism(job)
+    return (generic_create_errors(job, feature_gates, pods_ready=pods_ready) + _min_parallelism(job, feature_gates)
             + _completions_setting(job)
             + _topology(job, feature_gates))
 
@@ -469,7 +483,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     namespace has a LocalQueue ``default``; ``pods_ready``: as for :func:`create_errors`."""
     errors = _labels_on_create(new)
     if _meta(new, "annotations").get(MIN_PARALLELISM, "") != _meta(old, "annotations").get(MIN_PARALLELISM, ""):
-        errors += _min_parallelism(new)
+        errors += _min_parallelism(new, feature_gates)
     errors += _completions_setting(new)
     errors += generic_update_errors(old, new, feature_gates, default_queue=default_queue, pods_ready=pods_ready)
     errors += _running_update(old, new)
