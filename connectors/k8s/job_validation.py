@@ -459,7 +459,23 @@ def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    return topology_errors(_template_annotations(job), pod_count(job), gate)
+    annotations = _template_annotations(job)
+    if _elastic(job, feature_gates):
+        refused = elastic_topology_error(annotations, _TEMPLATE_ANNOTATIONS)
+        if refused:
+            return [refused]
+    return topology_errors(annotations, pod_count(job), gate)
+
+
+def elastic_topology_error(annotations: Mapping[str, str], path: str) -> str:
+    """An elastic job's pods may ask for no required or preferred topology (only unconstrained: Kueue v0.17's
+    first elastic TAS iteration, KEP-77 as amended by kubernetes-sigs/kueue#8642; job_webhook_test.go "elastic job
+    with required topology is rejected", "... preferred ..."). Kueue names the annotation as a child of ``path``
+    (``<path>.<key>``, not ``<path>[<key>]``) and reports nothing else of the request; empty: allowed."""
+    for key, mode in ((REQUIRED, "required"), (PREFERRED, "preferred")):
+        if key in annotations:
+            return _forbidden(f"{path}.{key}", f"{mode} topology is not supported with elastic jobs")
+    return ""
 
 
 def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,

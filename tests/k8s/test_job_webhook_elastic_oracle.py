@@ -49,6 +49,17 @@ def job(annotations: dict[str, str] | None = None, *, labels: dict[str, str] | N
 
 
 @pytest.mark.parametrize(("new", "gates", "expected"), [
+    pytest.param(job({ELASTIC: "true"}, pod_annotations={REQUIRED: "cloud.com/block"}), TAS_ELASTIC,
+                 [f"spec.template.metadata.annotations.{REQUIRED}: Forbidden: required topology is not supported "
+                  "with elastic jobs"], id="elastic job with required topology is rejected"),
+    pytest.param(job({ELASTIC: "true"}, pod_annotations={PREFERRED: "cloud.com/block"}), TAS_ELASTIC,
+                 [f"spec.template.metadata.annotations.{PREFERRED}: Forbidden: preferred topology is not supported "
+                  "with elastic jobs"], id="elastic job with preferred topology is rejected"),
+    pytest.param(job({ELASTIC: "true"}, pod_annotations={UNCONSTRAINED: "true"}), TAS_ELASTIC, [],
+                 id="elastic job with unconstrained topology is accepted"),
+    pytest.param(job({ELASTIC: "true"}, pod_annotations={REQUIRED: "cloud.com/block"}),
+                 {"TopologyAwareScheduling": True, "ElasticJobsViaWorkloadSlices": False}, [],
+                 id="(kueue-es) the elastic gate off: not elastic, the topology is allowed"),
     pytest.param(job({MIN_PAR: "2", ELASTIC: "true"}, parallelism=4, completions=6),
                  {"ElasticJobsViaWorkloadSlices": True},
                  [f'metadata.annotations[{MIN_PAR}]: Invalid value: "2": partial admission and elastic job cannot '
@@ -67,6 +78,13 @@ def job(annotations: dict[str, str] | None = None, *, labels: dict[str, str] | N
                   '"2147483648": value out of range'], id="invalid partial admission annotation (outside int32 range)"),
     pytest.param(job({MIN_PAR: "3"}, parallelism=4, completions=6), {}, [],
                  id="valid partial admission annotation"),
+    pytest.param(job(parallelism=4, pod_annotations={REQUIRED: "cloud.com/block", SLICE: "cloud.com/block",
+                                                     SLICE_SIZE: "20"}), TAS,
+                 [f'spec.template.metadata.annotations[{SLICE_SIZE}]: Invalid value: "20": must not be greater '
+                  "than pod set count 4"],
+                 id="invalid slice topology request - slice size larger than number of podsets"),
+    pytest.param(job(pod_annotations={UNCONSTRAINED: "true", SLICE: "cloud.com/block", SLICE_SIZE: "1"}), TAS, [],
+                 id="valid topology request - slice-only topology - unconstrained with slices defined"),
 ])
 def test_validate_create(new: dict, gates: dict, expected: list[str]) -> None:
     assert jv.create_errors(new, gates) == expected
@@ -89,6 +107,9 @@ def test_validate_create(new: dict, gates: dict, expected: list[str]) -> None:
     pytest.param(job({MIN_PAR: "3", "kueue.x-k8s.io/stopping": "true"}, parallelism=4, completions=6),
                  job({MIN_PAR: "3"}, parallelism=5, completions=6), {}, [],
                  id="mutable parallelism while suspended with partial admission enabled"),
+    pytest.param(job(), job(pod_annotations={REQUIRED: "cloud.com/block", SLICE: "cloud.com/block"}), TAS,
+                 [f"spec.template.metadata.annotations[{SLICE_SIZE}]: Required value: must be set when '{SLICE}' "
+                  "is specified"], id="attempt to set invalid slice topology request"),
 ])
 def test_validate_update(old: dict, new: dict, gates: dict, expected: list[str]) -> None:
     assert jv.update_errors(old, new, gates) == expected
