@@ -78,6 +78,16 @@ def job(annotations: dict[str, str] | None = None, *, labels: dict[str, str] | N
                   '"2147483648": value out of range'], id="invalid partial admission annotation (outside int32 range)"),
     pytest.param(job({MIN_PAR: "3"}, parallelism=4, completions=6), {}, [],
                  id="valid partial admission annotation"),
+    pytest.param(job({PREBUILT: "workload name"}, parallelism=4, completions=4, indexed=True), IDENTIFIERS,
+                 [f'metadata.annotations[{PREBUILT}]: Invalid value: "workload name": {SUBDOMAIN}'],
+                 id="invalid prebuilt workload annotation, WorkloadIdentifierAnnotations enabled"),
+    pytest.param(job({PREBUILT: "workload-name"}, parallelism=4, completions=4, indexed=True), IDENTIFIERS, [],
+                 id="valid prebuilt workload annotation, WorkloadIdentifierAnnotations enabled"),
+    pytest.param(job({PREBUILT: "workload-annotation"}, labels={PREBUILT: "workload-label"}), IDENTIFIERS, [],
+                 id="different prebuilt workload label and annotation, label ignored"),
+    pytest.param(job(labels={PREBUILT: "workload name"}, parallelism=4, completions=4, indexed=True), {},
+                 [f'metadata.labels[{PREBUILT}]: Invalid value: "workload name": {SUBDOMAIN}'],
+                 id="invalid prebuilt workload"),
     pytest.param(job(parallelism=4, pod_annotations={REQUIRED: "cloud.com/block", SLICE: "cloud.com/block",
                                                      SLICE_SIZE: "20"}), TAS,
                  [f'spec.template.metadata.annotations[{SLICE_SIZE}]: Invalid value: "20": must not be greater '
@@ -94,6 +104,14 @@ def test_validate_create(new: dict, gates: dict, expected: list[str]) -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "gates", "expected"), [
+    pytest.param(job({PREBUILT: "old-workload"}), job({PREBUILT: "new-workload"}, suspend=False), IDENTIFIERS,
+                 [f'metadata.annotations[{PREBUILT}]: Invalid value: "new-workload": field is immutable'],
+                 id="immutable prebuilt workload annotation, WorkloadIdentifierAnnotations enabled"),
+    pytest.param(job(labels={PREBUILT: "old-workload"}), job(labels={PREBUILT: "new-workload"}, suspend=False), {},
+                 [f'metadata.labels[{PREBUILT}]: Invalid value: "new-workload": field is immutable'],
+                 id="immutable prebuilt workload"),
+    pytest.param(job(labels={PREBUILT: "workload-name"}), job({PREBUILT: "workload-name"}, suspend=False),
+                 IDENTIFIERS, [], id="migrate from label to annotation, WorkloadIdentifierAnnotations enabled"),
     pytest.param(job({MIN_PAR: "3"}, parallelism=4, completions=6), job({MIN_PAR: "2"}, parallelism=4, completions=6),
                  {}, [], id="can update the kueue.x-k8s.io/job-min-parallelism annotation"),
     pytest.param(job({MIN_PAR: "3"}, parallelism=4, completions=6),
