@@ -1,16 +1,20 @@
 """Kueue's ``pkg/controller/jobs/sparkapplication/sparkapplication_webhook_test.go`` (newest stored version, v1beta2
 API, ``ValidateRayAndSparkJobUpdates``; read at commit 03c85afb) as an oracle for kueue-es's SparkApplication
-webhook rules (:func:`connectors.k8s.spark_webhook.create_errors` / :func:`~connectors.k8s.spark_webhook.update_errors`):
-each case names Kueue's. Kueue's ``MakeSparkApplication`` is a cluster-mode application with one executor; its
+webhook rules (:func:`connectors.k8s.spark_webhook.create_errors` / :func:`~connectors.k8s.spark_webhook.update_errors`,
+and the mutating review for TestDefault): each case names Kueue's. Kueue's ``MakeSparkApplication`` is a cluster-mode application with one executor; its
 cases use ``Suspend(false)`` unless they say otherwise."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 from typing import Any
 
+import msgspec
 import pytest
 
 from connectors.k8s import spark_webhook as sw
+from kueue_es.scheduler.config import load_config
 
 Q = "kueue.x-k8s.io/queue-name"
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -108,3 +112,53 @@ def test_validate_create(new: dict, gates: dict, expected: list[str]) -> None:
 ])
 def test_validate_update(old: dict, new: dict, default_queue: bool, gates: dict, expected: list[str]) -> None:
     assert sw.update_errors(old, new, gates, default_queue) == expected
+
+
+# --- TestDefault ------------------------------------------------------------------------------------------------
+
+SUSPEND = {"op": "add", "path": "/spec/suspend", "value": True}
+DEFAULT_QUEUE = {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name", "value": "default"}
+
+
+def _defaults(obj: dict, config: dict, default_queue: bool) -> list[dict]:
+    """The JSON patch kueue-es's mutating SparkApplication webhook answers a create with."""
+    settings = sw.SparkApplicationWebhooks.of(load_config({
+        "integrations": {"frameworks": ["batch/job", "sparkoperator.k8s.io/sparkapplication"]},
+        "featureGates": {"SparkApplicationIntegration": True}, **config}))
+
+    async def namespace_labels(name: str) -> dict[str, str]:
+        return {"kubernetes.io/metadata.name": name}
+
+    async def has_default(name: str) -> bool:
+        return default_queue
+
+    review = sw.reviewers(settings, namespace_labels, has_default)[sw.KIND.mutating_path]
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE",
+                                            "namespace": obj["metadata"]["namespace"], "object": obj}})
+    response = asyncio.run(review(body))["response"]
+    return msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def _in(namespace: str, queue: str | None = None) -> dict:
+    obj = app(queue)
+    obj["metadata"]["namespace"] = namespace
+    return obj
+
+
+@pytest.mark.parametrize(("obj", "config", "default_queue", "expected"), [
+    pytest.param(_in("ns-unmanaged"), {"managedJobsNamespaceSelector": {
+        "matchLabels": {"kubernetes.io/metadata.name": "ns"}}}, False, [],
+        id="should not suspend a SparkApplication in unmanaged namespace"),
+    pytest.param(_in("ns", "local-queue"), {}, False, [SUSPEND], id="should suspend a SparkApplication"),
+    pytest.param(_in("ns"), {}, False, [],
+                 id="should not suspend a SparkApplication without a queue label if manageJobsWithoutQueueName is "
+                    "not enabled"),
+    pytest.param(_in("ns"), {"manageJobsWithoutQueueName": True}, False, [SUSPEND],
+                 id="should suspend a SparkApplication without a queue label if manageJobsWithoutQueueName is "
+                    "enabled"),
+    pytest.param(_in("ns"), {}, True, [DEFAULT_QUEUE, SUSPEND],
+                 id="should set the default local queue if enabled and the user didn't specify any"),
+    pytest.param(_in("ns"), {}, False, [], id="should not set the default local queue if doesn't exists"),
+])
+def test_default(obj: dict, config: dict, default_queue: bool, expected: list[dict]) -> None:
+    assert _defaults(obj, config, default_queue) == expected
