@@ -1,8 +1,9 @@
-"""Kueue's ``pkg/controller/jobs/sparkapplication/sparkapplication_webhook_test.go`` (newest stored version, v1beta2
-API, ``ValidateRayAndSparkJobUpdates``; read at commit 03c85afb) as an oracle for kueue-es's SparkApplication
-webhook rules (:func:`connectors.k8s.spark_webhook.create_errors` / :func:`~connectors.k8s.spark_webhook.update_errors`,
-and the mutating review for TestDefault): each case names Kueue's. Kueue's ``MakeSparkApplication`` is a cluster-mode application with one executor; its
-cases use ``Suspend(false)`` unless they say otherwise."""
+"""Kueue's ``pkg/controller/jobs/sparkapplication/sparkapplication_webhook_test.go`` (newest stored version,
+v1beta2 API, ``ValidateRayAndSparkJobUpdates``; read at commit 03c85afb) as an oracle for kueue-es's
+SparkApplication webhook rules (:func:`connectors.k8s.spark_webhook.create_errors` /
+:func:`~connectors.k8s.spark_webhook.update_errors`, and the mutating review for TestDefault): each case names
+Kueue's. Kueue's ``MakeSparkApplication`` is a cluster-mode application with one executor; its cases use
+``Suspend(false)`` unless they say otherwise."""
 
 from __future__ import annotations
 
