@@ -145,6 +145,15 @@ def _label_name(value: str, path: str) -> list[str]:
 # --- Go's integer and boolean parsing --------------------------------------------------------------------------
 
 
+def _parse_int32(text: str) -> tuple[int | None, str]:
+    """``strconv.ParseInt(text, 10, 32)``: the value, or None and Go's error."""
+    if not is_go_int(text):
+        return None, f'strconv.ParseInt: parsing {_go_quote(text)}: invalid syntax'
+    if parse_int(text, 32) is None:
+        return None, f'strconv.ParseInt: parsing {_go_quote(text)}: value out of range'
+    return int(text), ""
+
+
 def _atoi(text: str) -> tuple[int | None, str]:
     """``strconv.Atoi`` (64-bit): the value, or None and Go's error."""
     if not is_go_int(text):
@@ -206,15 +215,30 @@ PREBUILT_KINDS = frozenset({
 webhooks run the generic job rules — a JAXJob, a SparkApplication, a RayService — Kueue refuses the label."""
 
 
-def _prebuilt(job: Mapping[str, Any]) -> list[str]:
-    """The prebuilt Workload's label as on creation: a DNS-1123 subdomain, on a kind Kueue supports it for
-    (:data:`PREBUILT_KINDS`; an object naming no kind, never one under review, is not asked)."""
-    labels = _meta(job, "labels")
-    errors = _name_label(labels, prebuilt.KEY)
+def _prebuilt_source(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> tuple[str, str | None]:
+    """Where the prebuilt Workload's name is read and checked (its field path, its value; None: not there): under
+    ``WorkloadIdentifierAnnotations`` the ``kueue.x-k8s.io/prebuilt-workload-name`` annotation when it names one
+    (the label then ignored, as Kueue's ``PrebuiltWorkloadNameFor``), else the label of that key (Kueue's
+    job_webhook_test.go "invalid prebuilt workload annotation, WorkloadIdentifierAnnotations enabled", "immutable
+    prebuilt workload annotation, ..."; the gate off, the annotation is not looked at)."""
+    annotations = _meta(job, "annotations")
+    if gates.enabled(feature_gates, gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) and annotations.get(prebuilt.KEY):
+        return _key(_ANNOTATIONS, prebuilt.KEY), annotations[prebuilt.KEY]
+    return _key(_LABELS, prebuilt.KEY), _meta(job, "labels").get(prebuilt.KEY)
+
+
+def _prebuilt(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """The prebuilt Workload's name as on creation (:func:`_prebuilt_source`): a DNS-1123 subdomain, on a kind
+    Kueue supports it for (:data:`PREBUILT_KINDS`; an object naming no kind, never one under review, is not
+    asked)."""
+    path, name = _prebuilt_source(job, feature_gates)
+    if name is None:
+        return []
+    problems = subdomain_problems(name)
+    errors = [_invalid(path, name, ",".join(problems))] if problems else []
     api_version, kind = job.get("apiVersion"), job.get("kind")
-    if prebuilt.KEY in labels and isinstance(api_version, str) and isinstance(kind, str) and kind and (
-            (api_version, kind) not in PREBUILT_KINDS):
-        errors.append(_forbidden(_key(_LABELS, prebuilt.KEY), f'Is not supported for "{_gvk(api_version, kind)}"'))
+    if isinstance(api_version, str) and isinstance(kind, str) and kind and (api_version, kind) not in PREBUILT_KINDS:
+        errors.append(_forbidden(path, f'Is not supported for "{_gvk(api_version, kind)}"'))
     return errors
 
 
@@ -224,10 +248,10 @@ def _gvk(api_version: str, kind: str) -> str:
     return f"{group}/{version}, Kind={kind}"
 
 
-def _labels_on_create(job: Mapping[str, Any]) -> list[str]:
+def _labels_on_create(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """The queue name, the prebuilt Workload's name and the maximum execution time, as on creation."""
     labels = _meta(job, "labels")
-    errors = _name_label(labels, QUEUE_LABEL) + _prebuilt(job)
+    errors = _name_label(labels, QUEUE_LABEL) + _prebuilt(job, feature_gates)
     try:
         max_execution_seconds(labels)
     except InvalidInput as exc:
@@ -235,21 +259,26 @@ def _labels_on_create(job: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def _min_parallelism(job: Mapping[str, Any]) -> list[str]:
-    """``job-min-parallelism`` is an integer from 1 to the pod count less one, compared whole: since Kueue
-    #15499 a value past int32 no longer wraps into range (2**32 + 1 read as 1) nor out of it (2**31 as a
-    negative)."""
+def _min_parallelism(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """``job-min-parallelism`` is an int32 (Kueue #15499 reads it with ``ParseInt(.., 10, 32)``: a value past
+    int32 is refused with Go's range error rather than wrapped) from 1 to the pod count less one; an elastic Job
+    (:func:`_elastic`) may not ask for partial admission at all (Kueue's job_webhook_test.go "partial admission
+    and elastic job cannot be used together", the Workload webhook's rule seen on the Job; listed before the
+    value's own problems, an order unconfirmed)."""
     text = _meta(job, "annotations").get(MIN_PARALLELISM)
     if text is None:
         return []
     path = _key(_ANNOTATIONS, MIN_PARALLELISM)
-    value, error = _atoi(text)
+    errors = []
+    if _elastic(job, feature_gates):
+        errors.append(_invalid(path, text, "partial admission and elastic job cannot be used together"))
+    value, error = _parse_int32(text)
     if value is None:
-        return [_invalid(path, text, error)]
+        return [*errors, _invalid(path, text, error)]
     count = pod_count(job)
     if value >= count or value <= 0:
-        return [_invalid(path, value, f"should be between 0 and {count - 1}")]
-    return []
+        errors.append(_invalid(path, value, f"should be between 0 and {count - 1}"))
+    return errors
 
 
 def _completions_setting(job: Mapping[str, Any]) -> list[str]:
@@ -445,14 +474,30 @@ def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list
     gate = partial(gates.enabled, feature_gates)
     if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
         return []
-    return topology_errors(_template_annotations(job), pod_count(job), gate)
+    annotations = _template_annotations(job)
+    if _elastic(job, feature_gates):
+        refused = elastic_topology_error(annotations, _TEMPLATE_ANNOTATIONS)
+        if refused:
+            return [refused]
+    return topology_errors(annotations, pod_count(job), gate)
+
+
+def elastic_topology_error(annotations: Mapping[str, str], path: str) -> str:
+    """An elastic job's pods may ask for no required or preferred topology (only unconstrained: Kueue v0.17's
+    first elastic TAS iteration, KEP-77 as amended by kubernetes-sigs/kueue#8642; job_webhook_test.go "elastic job
+    with required topology is rejected", "... preferred ..."). Kueue names the annotation as a child of ``path``
+    (``<path>.<key>``, not ``<path>[<key>]``) and reports nothing else of the request; empty: allowed."""
+    for key, mode in ((REQUIRED, "required"), (PREFERRED, "preferred")):
+        if key in annotations:
+            return _forbidden(f"{path}.{key}", f"{mode} topology is not supported with elastic jobs")
+    return ""
 
 
 def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                   pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in a Job being created, in its order (``pods_ready``: the
     ``kueue.x-k8s.io/wait-for-pods-ready`` checks in force, :mod:`connectors.k8s.pods_ready_validation`)."""
-    return (generic_create_errors(job, feature_gates, pods_ready=pods_ready) + _min_parallelism(job)
+    return (generic_create_errors(job, feature_gates, pods_ready=pods_ready) + _min_parallelism(job, feature_gates)
             + _completions_setting(job)
             + _topology(job, feature_gates))
 
@@ -467,9 +512,9 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
                   default_queue: bool = False, pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in the update of Job ``old`` into ``new``, in its order. ``default_queue``: the
     namespace has a LocalQueue ``default``; ``pods_ready``: as for :func:`create_errors`."""
-    errors = _labels_on_create(new)
+    errors = _labels_on_create(new, feature_gates)
     if _meta(new, "annotations").get(MIN_PARALLELISM, "") != _meta(old, "annotations").get(MIN_PARALLELISM, ""):
-        errors += _min_parallelism(new)
+        errors += _min_parallelism(new, feature_gates)
     errors += _completions_setting(new)
     errors += generic_update_errors(old, new, feature_gates, default_queue=default_queue, pods_ready=pods_ready)
     errors += _running_update(old, new)
@@ -509,7 +554,7 @@ def generic_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bo
     ``kueue.x-k8s.io/wait-for-pods-ready`` annotation, and under ``AdmissionGatedBy`` its admission gate's form
     (:func:`gate_create`). ``gate_form`` False: the create rules run on an update's new object after
     :func:`generic_update_errors`, which checked the gate's form already (each problem is reported once)."""
-    return (_labels_on_create(job) + pods_ready_validation.create_errors(job, pods_ready)
+    return (_labels_on_create(job, feature_gates) + pods_ready_validation.create_errors(job, pods_ready)
             + (gate_create(job, feature_gates) if gate_form else []))
 
 
@@ -567,12 +612,14 @@ def _elastic_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gate
 
 
 def _prebuilt_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Suspended, or elastic before, the prebuilt Workload's label is checked as on creation; otherwise, running,
-    its name does not change."""
+    """Suspended, or elastic before, the prebuilt Workload's name is checked as on creation; otherwise, running,
+    its name does not change (moving it from the label to the annotation changes nothing); the error names where
+    the new object keeps it (:func:`_prebuilt_source`)."""
     if _suspended(new) or _elastic(old, feature_gates):
-        return _prebuilt(new)
+        return _prebuilt(new, feature_gates)
     new_name, old_name = _prebuilt_name(new, feature_gates), _prebuilt_name(old, feature_gates)
-    return [] if new_name == old_name else [_invalid(_key(_LABELS, prebuilt.KEY), new_name, IMMUTABLE)]
+    path = _prebuilt_source(new, feature_gates)[0]
+    return [] if new_name == old_name else [_invalid(path, new_name, IMMUTABLE)]
 
 
 def _max_exec_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

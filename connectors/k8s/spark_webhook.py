@@ -15,8 +15,13 @@ whose roles Spark could not size (a memory size that is not Java's, such as ``51
 error, as Kueue's webhook fails building its pod sets.
 
 Registered and failing as the other frameworks' webhooks: reviews answered unchanged while the integration is off
-(``failurePolicy: Ignore``). Not done, unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue, the slice-size
-upper bound of a TAS slice request.
+(``failurePolicy: Ignore``). Not done, unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue.
+
+A SparkApplication does not run on workload slices: under ``ElasticJobsViaWorkloadSlices`` one annotated
+``kueue.x-k8s.io/elastic-job: "true"`` is refused, on create and update, whatever its queue (Kueue's generic
+``ValidateElasticJobAnnotation``, whose GVK allowlist leaves the kind out; ``sparkapplication_webhook_test.go``
+"dynamicAllocation with elastic job feature": that Forbidden alone, the application being elastic so its dynamic
+allocation is not refused; after the generic rules, an order unconfirmed).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 
 SUSPEND_AT = ("spec", "suspend")
+GVK = f"{SPARK_APPLICATIONS.api_version}, Kind={SPARK_APPLICATIONS.kind}"
+"""The kind as Go prints a GroupVersionKind (in the elastic-job refusal)."""
 CLUSTER_MODE = "cluster"
 ONLY_CLUSTER_MODE = "only Cluster mode is supported for a kueue managed job"
 NO_DYNAMIC_ALLOCATION = ("a kueue managed job can use dynamicAllocation only when the ElasticJobsViaWorkloadSlices "
@@ -115,7 +122,7 @@ def create_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool], wit
         return [failed]
     errors = spark_errors(app, feature_gates) if _managed(app, without_queue) else []
     return (errors + job_validation.generic_create_errors(_as_job(app), feature_gates, gate_form=gate_form)
-            + topology_errors(app, feature_gates))
+            + job_validation.elastic_unsupported(app, GVK, feature_gates) + topology_errors(app, feature_gates))
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],

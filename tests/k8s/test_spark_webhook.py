@@ -106,7 +106,10 @@ def test_dynamic_allocation_is_refused_unless_the_job_is_elastic() -> None:
     assert _refusal(_app({Q: "lq"}, dynamic=False)) is None
     elastic = {"kueue.x-k8s.io/elastic-job": "true"}
     slices = msgspec.structs.replace(APPS, feature_gates={**GATE, "ElasticJobsViaWorkloadSlices": True})
-    assert _refusal(_app({Q: "lq"}, dynamic=True, annotations=elastic), settings=slices) is None
+    assert _refusal(_app({Q: "lq"}, dynamic=True, annotations=elastic), settings=slices) == (
+        'metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: elastic job is not supported for '
+        '"sparkoperator.k8s.io/v1beta2, Kind=SparkApplication"'), (
+        "elastic, its dynamic allocation is not refused; but no SparkApplication may be elastic")
     no_slices = msgspec.structs.replace(APPS, feature_gates={**GATE, "ElasticJobsViaWorkloadSlices": False})
     assert _refusal(_app({Q: "lq"}, dynamic=True, annotations=elastic), settings=no_slices) == refused, (
         "the gate off: not elastic")
