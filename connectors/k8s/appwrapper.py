@@ -361,8 +361,8 @@ def pod_sets(raw_aw: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_aw: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_aw`` (as stored) under ``name``, copying ``keys``. Raises
-    :class:`~events.errors.InvalidInput` for pod sets that cannot be inferred or a ``max-exec-time-seconds`` Kueue
-    refuses, :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
+    :class:`~events.errors.InvalidInput` for pod sets that cannot be inferred,
+    :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
     :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
     meta = raw_aw["metadata"]
     return workload(state, keys, raw_aw, name, pod_sets(raw_aw, tas=state.tas_enabled),

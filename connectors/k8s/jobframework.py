@@ -149,7 +149,8 @@ class JobFrameworkStats:
     errors: int = 0
     failed_to_start: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
-    """Jobs given no Workload: labels Kueue's job webhook refuses (``max-exec-time-seconds``)."""
+    """Jobs given no Workload, or whose Workload was not rewritten: a job the kind's builder cannot read (an
+    AppWrapper whose pod sets cannot be inferred, say)."""
     class_missing: int = 0
     """Times a job was given no Workload because its WorkloadPriorityClass is not there (yet)."""
     pod_class_missing: int = 0

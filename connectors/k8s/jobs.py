@@ -42,8 +42,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   label, the queue name, the priority
   (:mod:`connectors.k8s.job_priority`: label ``kueue.x-k8s.io/priority-class`` → WorkloadPriorityClass, else the
   template's ``priorityClassName`` → PriorityClass), ``maximumExecutionTimeSeconds`` from
-  ``kueue.x-k8s.io/max-exec-time-seconds`` (a value Kueue's job webhook refuses — not an integer, or not above
-  0 — gets the Job no Workload, and an error saying why; the validating Job webhook refuses the Job itself,
+  ``kueue.x-k8s.io/max-exec-time-seconds`` (a value that is not an int32 above 0 gives none, as Kueue's job
+  framework reads it; the validating Job webhook refuses a Job whose value is not an integer above 0,
   see ``job_validation.py``), and one pod set ``main`` of ``min(parallelism, completions)`` pods whose template
   is the Job's without the labels the job controller adds, and whose ``topologyRequest`` comes from the template's TAS
   annotations, with the completion index as the pods' rank (none while the recorded Configuration turns
@@ -418,8 +418,8 @@ class JobIntegration(JobReconciler[o.Job]):
         return self.state.gate(gates.PARTIAL_ADMISSION)
 
     def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
-        """The Workload to create for ``raw_job``. Raises :class:`InvalidInput` for labels Kueue's job webhook
-        refuses, :class:`WorkloadPriorityClassNotFound` when the class the Job names is not in the log,
+        """The Workload to create for ``raw_job``. Raises
+        :class:`WorkloadPriorityClassNotFound` when the class the Job names is not in the log,
         :class:`PriorityClassNotFound` when the PriorityClass its pod template names (with no label) is not."""
         meta, spec = raw_job["metadata"], raw_job.get("spec", {})
         labels = meta.get("labels") or {}

@@ -142,7 +142,6 @@ def job_pod_sets(jobset: JobSet) -> list[o.PodSet]:
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_jobset: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_jobset`` (as stored) under ``name``, copying ``keys``. Raises
-    :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
     :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
     :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
     meta = raw_jobset["metadata"]

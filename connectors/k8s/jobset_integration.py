@@ -20,7 +20,7 @@ with its own pieces from :mod:`connectors.k8s.jobset`:
   and not finished): a running one is suspended first (``Stopped``, "Missing Workload; unable to restore pod templates"); a suspended one with no
   active pods gets ``jobset-<name>-<hash>`` (``CreatedWorkload``), built from the JobSet as stored; a priority class
   the log does not hold holds it back (``WorkloadPriorityClassNotFound`` for a WorkloadPriorityClass, once per
-  version), a ``max-exec-time-seconds`` Kueue refuses gets it none;
+  version); a ``max-exec-time-seconds`` that is not an int32 above 0 gives it no maximum execution time;
 * the **Workload finished or being deleted**: its finalizer goes once the apiserver shows it finished; one being
   deleted first has its running JobSet stopped ("Workload is deleted");
 * the JobSet **finished** (``Completed``/``Failed``): ``WorkloadFinished`` (``Succeeded``/``Failed``);

@@ -256,8 +256,7 @@ def pod_priority_class(lws: dict[str, Any]) -> str | None:
 def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], name: str, index: int) -> dict[str, Any]:
     """The Workload of group ``index`` under ``name`` (module docstring). Raises
     :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
-    :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold, and
-    :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses."""
+    :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
     meta = _dict(lws.get("metadata"))
     labels = _dict(meta.get("labels"))
     spec = workload_body.spec(state, labels, pod_sets(lws, tas=state.tas_enabled), pod_priority_class(lws))

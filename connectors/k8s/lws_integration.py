@@ -12,8 +12,9 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
   managed namespace), one Workload per group index is created (``CreatedWorkload``), those kept follow the set's
   queue name while they hold no quota (Kueue's #4932: a set none of whose groups is ready may change queue; no
   Event) and its WorkloadPriorityClass label (Kueue's ``UpdateWorkloadPriority``: ``UpdatedWorkload``; a class
-  missing is one Warning ``WorkloadPriorityClassNotFound`` on the set per pass, no Workload made or moved), those of
-  indexes beyond the group count are deleted — the finalizer taken off first, as Kueue does (its pods, being
+  missing is one Warning ``WorkloadPriorityClassNotFound`` on the set per set version, no Workload made or
+  moved), those of indexes beyond the group count are deleted — the finalizer taken off first, as Kueue
+  does (its pods, being
   deleted with the group, are stopped and let go by the pod integration); the Workloads of a LeaderWorkerSet that
   is gone are deleted the same way, as the garbage collector would through their ownerReference;
 * **its pod reconciler**: the pods the LeaderWorkerSet controller makes (label ``leaderworkerset.sigs.k8s.io/name``;
@@ -61,7 +62,7 @@ from connectors.k8s.job_priority import (
 from connectors.k8s.jobframework import admission_gate_change, admission_gate_patch
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
-from connectors.k8s.owner_index import OwnerIndex, following
+from connectors.k8s.owner_index import OwnerIndex, following, once
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.pod_webhook import FINALIZER as POD_FINALIZER
@@ -168,6 +169,8 @@ class LeaderWorkerSetIntegration:
         self._retry = Retries(retry_s)
         self._signal = journal.subscribe()
         self._config_recorded = asyncio.Event()
+        self._class_warned: dict[str, tuple[str, str]] = {}
+        """Per set: the missing WorkloadPriorityClasses last reported and the set's version then."""
 
     def _config(self) -> SchedulerConfig:
         return in_force(self.state) or DEFAULT
@@ -261,6 +264,7 @@ class LeaderWorkerSetIntegration:
             elif lws is None or owner[1] != lws.metadata.uid:
                 await self._delete(obs, why="its leaderworkerset is gone")
         if lws is None or not alive or not self._managed(lws):
+            self._class_warned.pop(key, None)
             return
         raw = lws.raw()
         short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
@@ -282,7 +286,22 @@ class LeaderWorkerSetIntegration:
                 continue  # the Workload's new version marks the set again: the rest follows then
             missing |= await self._follow_priority(lws, raw, by_name[name])
             await self._follow_admission_gate(lws, by_name[name])
-        for wpc in sorted(missing):  # one Warning per pass, however many groups looked it up (Kueue's #13820)
+        await self._warn_missing(lws, missing)
+
+    async def _warn_missing(self, lws: LeaderWorkerSet, missing: set[str]) -> None:
+        """One Warning ``WorkloadPriorityClassNotFound`` on the set per class missing, however many groups
+        looked it up (Kueue's #13820), and once for the set's version: a pass a Workload's change brings (a
+        kept Workload's every status change marks the set) adds none, as Kueue's repeats of one Event are
+        seen as one (the job kinds' ``_once`` per job version). A new version of the set, or a class found and
+        then gone again, is reported again."""
+        if not missing:
+            self._class_warned.pop(lws.key, None)
+            return
+        marker = (",".join(sorted(missing)), lws.metadata.resource_version)
+        await once(self._class_warned, lws.key, marker, self._report_missing(lws, missing))
+
+    async def _report_missing(self, lws: LeaderWorkerSet, missing: set[str]) -> None:
+        for wpc in sorted(missing):
             await self._log.report(lws.key, lws.metadata.uid, NOT_FOUND_REASON, message=not_found_message(wpc))
 
     def _managed(self, lws: LeaderWorkerSet) -> bool:

@@ -83,7 +83,9 @@ def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool, tas:
                 ) -> list[dict[str, Any]]:
     """The JSON patch of Kueue's defaulting, as decided: the ``default`` queue label, then (``hold``) the marks of
     each pod template (:func:`connectors.k8s.leaderworkerset.default_marks`; ``tas``: the
-    ``TopologyAwareScheduling`` gate)."""
+    ``TopologyAwareScheduling`` gate). On UPDATE too: a held set whose templates lack a mark (one held before
+    the queue label was written there) gets it at its first update, a template change the LeaderWorkerSet
+    controller rolls all its groups for, once (docs/kubernetes.md, LeaderWorkerSets)."""
     meta = lws.get("metadata") or {}
     ops = map_ops("/metadata/labels", meta.get("labels"), {QUEUE_LABEL: DEFAULT_QUEUE}) if default_queue else []
     if not hold:

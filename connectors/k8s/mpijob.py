@@ -153,7 +153,6 @@ def job_pod_sets(job: MPIJob) -> list[o.PodSet]:
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_mpijob: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_mpijob`` (as stored) under ``name``, copying ``keys``. Raises
-    :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
     :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
     :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
     meta = raw_mpijob["metadata"]
@@ -216,13 +215,15 @@ def stop_patch(raw_mpijob: dict[str, Any], saved: list[o.PodSet]) -> dict[str, A
 
 def null_removed(before: dict[str, Any], after: dict[str, Any]) -> None:
     """Mark with ``null`` what ``after`` (a raw pod template about to be merge-patched) dropped of ``before``'s
-    labels, annotations, node selector, tolerations and scheduling gates."""
+    labels, annotations, node selector, tolerations and scheduling gates. A part (``metadata``, ``spec``) is
+    added to ``after`` only to hold such a ``null``: a merge patch's empty map would create it, a spec change."""
     for part, fields in (("metadata", ("labels", "annotations")),
                          ("spec", ("nodeSelector", "tolerations", "schedulingGates"))):
-        old, new = before.get(part) or {}, after.setdefault(part, {})
+        old = before.get(part) or {}
         for field in fields:
             if field not in old:
                 continue
+            new = after.setdefault(part, {})
             if field not in new:
                 new[field] = None
             elif isinstance(new[field], dict):

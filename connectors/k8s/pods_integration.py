@@ -15,7 +15,7 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 * **create** ``pod-<name>-<hash>`` (owned by the Pod, one pod set ``main`` of one pod with the Pod's spec as
   template, :func:`connectors.k8s.pod_sync.workload_for`) for a gated Pod with a queue name in a managed
   namespace; ``CreatedWorkload`` on the Pod. A priority class the log does not hold yet holds it back until it
-  does; a ``max-exec-time-seconds`` Kueue refuses gets it none;
+  does; a ``max-exec-time-seconds`` that is not an int32 above 0 gives it no maximum execution time;
 * **start** once its Workload is admitted, in the log and as the apiserver stores it (as for Jobs: never on a
   decision whose status write is still to come): the admission gate lifted and the flavors' ``nodeLabels`` and
   tolerations, the pod-set label, the queue labels and the Ready checks' updates merged into the Pod, one patch
@@ -184,7 +184,7 @@ class PodStats:
     conflicts: int = 0
     errors: int = 0
     invalid: list[str] = field(default_factory=list)
-    """Pods given no Workload: a label Kueue's webhook refuses (``max-exec-time-seconds``)."""
+    """Pods (or groups) given no Workload: what their builder cannot read (:class:`InvalidInput`)."""
     failed_to_start: list[str] = field(default_factory=list)
     out_of_sync: list[str] = field(default_factory=list)
     """Prebuilt Workloads finished for no longer matching their Pod or group."""

@@ -208,7 +208,6 @@ def priority_class(cluster: RayCluster) -> str | None:
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_cluster: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_cluster`` (as stored) under ``name``, copying ``keys``. Raises
-    :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
     :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
     :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
     meta = raw_cluster["metadata"]

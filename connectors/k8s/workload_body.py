@@ -40,14 +40,14 @@ def spec(state: ClusterState, labels: Mapping[str, str], pod_sets: list[dict[str
     """The Workload spec of ``pod_sets`` for an object with ``labels`` whose pods name ``pods_priority_class``: the
     queue its label names (none under manageJobsWithoutQueueName: the Workload waits in no queue), the priority
     (:func:`connectors.k8s.job_priority.workload_priority`) and the maximum execution time
-    (:func:`max_execution_seconds`), as Kueue's job framework writes them for every kind. Raises what those
-    raise."""
+    (:func:`compared_max_execution_seconds`: a label the webhooks would refuse is none, not an error), as
+    Kueue's job framework writes them for every kind. Raises what the priority's lookup raises."""
     out: dict[str, Any] = {"queueName": labels[QUEUE_LABEL]} if labels.get(QUEUE_LABEL) else {}
     out["podSets"] = pod_sets
     priority = workload_priority(state, labels, pods_priority_class)
     if priority is not None:
         out["priorityClassRef"], out["priority"] = priority
-    max_exec = max_execution_seconds(labels)
+    max_exec = compared_max_execution_seconds(labels)
     if max_exec is not None:
         out["maximumExecutionTimeSeconds"] = max_exec
     return out
@@ -57,7 +57,8 @@ def max_execution_seconds(labels: Mapping[str, str]) -> int | None:
     """``spec.maximumExecutionTimeSeconds`` from an object's ``kueue.x-k8s.io/max-exec-time-seconds`` label, as
     Kueue reads it (none without the label; none either for a value beyond int32, which its webhook lets through).
     Raises :class:`InvalidInput` for a value Kueue's job webhook refuses at creation — not an integer, or not
-    greater than 0 — worded as that webhook words it."""
+    greater than 0 — worded as that webhook words it. For the webhooks only: a Workload is built from
+    :func:`compared_max_execution_seconds`."""
     text = labels.get(MAX_EXEC_LABEL)
     if text is None:
         return None
@@ -73,8 +74,11 @@ def max_execution_seconds(labels: Mapping[str, str]) -> int | None:
 
 
 def compared_max_execution_seconds(labels: Mapping[str, str]) -> int | None:
-    """The maximum execution time as Kueue reads it when comparing an object with its Workload: a label it would
-    refuse counts as none."""
+    """The maximum execution time as Kueue's job framework reads it when it builds an object's Workload and
+    when it compares the object with it (one reading for both, ``strconv.ParseInt(value, 10, 32)``): a value
+    that does not parse as an int32, or is not above 0, counts as none. Such a label reaches a job its webhook
+    did not refuse it on: a suspended job updated under the generic update rules (the training operator's
+    kinds, AppWrapper), or one the webhook never saw; its Workload then has no maximum execution time."""
     try:
         return max_execution_seconds(labels)
     except InvalidInput:

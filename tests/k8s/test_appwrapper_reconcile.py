@@ -155,6 +155,22 @@ async def test_a_suspended_appwrapper_with_more_replicas_has_its_workload_rewrit
     assert actions(appended) == [("AppWrapper", "UpdatedWorkload")]
 
 
+@pytest.mark.asyncio
+async def test_a_suspended_appwrapper_updated_to_a_max_exec_time_kueue_reads_as_none_has_it_removed() -> None:
+    """AppWrapper's update is checked by the generic update rules only, so a suspended one may change
+    ``max-exec-time-seconds`` to ``"0"``; Kueue's job framework reads that as no maximum execution time."""
+    raw = raw_aw()
+    raw["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "0"
+    obs = workload()
+    spec = msgspec.structs.replace(obs.spec, maximum_execution_time_seconds=60)
+    obs = msgspec.structs.replace(obs, spec=spec)
+    integ, client, appended = integration(raw, obs)
+    await integ.reconcile("ns/aw")
+    (kind, name, patch), = client.patches
+    assert (kind, name) == ("Workload", WL) and patch["spec"]["maximumExecutionTimeSeconds"] is None
+    assert actions(appended) == [("AppWrapper", "UpdatedWorkload")]
+
+
 # --- what it wraps ------------------------------------------------------------------------------------------------
 
 

@@ -140,33 +140,38 @@ def test_max_exec_label_becomes_the_workloads_maximum_execution_time(value: str,
     ("9" * 20, f'{LABEL_ERROR} "{"9" * 20}": strconv.Atoi: parsing "{"9" * 20}": value out of range'),
 ])
 def test_max_exec_label_kueues_webhook_refuses(value: str, message: str) -> None:
+    """The webhook's reading refuses it; the Workload built for a Job carrying it anyway (one the webhook did
+    not see) has no maximum execution time, as Kueue's job framework reads such a label as none."""
     with pytest.raises(InvalidInput) as exc:
         max_execution_seconds({MAX_EXEC: value})
     assert str(exc.value) == message
-    with pytest.raises(InvalidInput):
-        _integration().workload_for(_job(labels={MAX_EXEC: value}), "n")
+    spec = _integration().workload_for(_job(labels={MAX_EXEC: value}), "n")["spec"]
+    assert "maximumExecutionTimeSeconds" not in spec
 
 
-class _OnlyReads:
-    """A client that serves the Job and refuses to create anything."""
+class _Creates:
+    """A client that serves the Job and keeps what it is asked to create."""
 
     def __init__(self, job: dict) -> None:
-        self.job = job
+        self.job, self.created = job, []
 
     async def get(self, resource, name, namespace=""):
         return msgspec.json.encode(self.job)
 
     async def create(self, resource, body, namespace=""):
-        raise AssertionError(f"created {body['metadata']['name']}")
+        self.created.append(body)
+        return msgspec.json.encode(body)
 
 
-def test_a_job_with_a_refused_label_gets_no_workload() -> None:
+def test_a_job_with_a_label_the_webhook_refuses_gets_a_workload_without_a_maximum_execution_time() -> None:
     raw = _job(labels={MAX_EXEC: "0"})
     job = msgspec.convert(raw, o.Job)
     jobs = _integration()
-    jobs.client = _OnlyReads(raw)  # type: ignore[assignment]
+    jobs.client = client = _Creates(raw)  # type: ignore[assignment]
     asyncio.run(jobs._create_workload(job, workload_name("sample", UID)))
-    assert jobs.stats.invalid == ["team-a/sample"] and jobs.stats.created == 0
+    assert jobs.stats.invalid == [] and jobs.stats.created == 1
+    (body,) = client.created
+    assert "maximumExecutionTimeSeconds" not in body["spec"]
 
 
 # --- a WorkloadPriorityClass that is not there ----------------------------------------------------------------

@@ -14,7 +14,6 @@ from connectors.k8s import job_selection
 from connectors.k8s import jobset as js
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from events import objects as o
-from events.errors import InvalidInput
 from kueue_es.scheduler.config import DEFAULT, NO_KEYS, KeysToCopy, load_config
 from projections.cluster import ClusterState
 from projections.workloads import PodSetInfo, WorkloadInfo
@@ -141,15 +140,15 @@ def test_the_priority_comes_from_the_label_else_the_pods_priority_class(label: s
     assert (spec["priorityClassRef"]["kind"], spec["priorityClassRef"]["name"], spec["priority"]) == want
 
 
-def test_a_missing_class_or_a_bad_max_exec_label_gets_no_workload() -> None:
+def test_a_missing_class_gets_no_workload_a_bad_max_exec_label_no_maximum_execution_time() -> None:
     with pytest.raises(WorkloadPriorityClassNotFound):
         js.workload_for(ClusterState(), NO_KEYS, raw_jobset(replicated("a", 1),
                                                             labels={"kueue.x-k8s.io/priority-class": "nope"}), "wl")
     with pytest.raises(PriorityClassNotFound):
         js.workload_for(ClusterState(), NO_KEYS, raw_jobset(replicated("a", 1, priority_class="nope")), "wl")
-    with pytest.raises(InvalidInput):
-        js.workload_for(ClusterState(), NO_KEYS, raw_jobset(
-            replicated("a", 1), labels={"kueue.x-k8s.io/max-exec-time-seconds": "0"}), "wl")
+    body = js.workload_for(ClusterState(), NO_KEYS, raw_jobset(
+        replicated("a", 1), labels={"kueue.x-k8s.io/max-exec-time-seconds": "0"}), "wl")
+    assert "maximumExecutionTimeSeconds" not in body["spec"]
 
 
 def test_the_max_exec_label_and_the_copied_labels_reach_the_workload() -> None:

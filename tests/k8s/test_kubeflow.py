@@ -174,6 +174,15 @@ def test_stop_suspends_and_restores_each_template_as_its_workload_recorded_it() 
     assert specs["Worker"]["template"]["spec"]["nodeSelector"] is None
 
 
+def test_stop_writes_no_empty_metadata_into_a_template_that_has_none() -> None:
+    raw = raw_job(PYTORCH, {"Master": replica(1), "Worker": replica(2)}, suspend=False)
+    for spec in raw["spec"]["pytorchReplicaSpecs"].values():
+        del spec["template"]["metadata"]
+    patch = PYTORCH.stop_patch(raw, [o.PodSet(name="master", count=1), o.PodSet(name="worker", count=2)])
+    templates = [spec["template"] for spec in patch["spec"]["pytorchReplicaSpecs"].values()]
+    assert len(templates) == 2 and all("metadata" not in t for t in templates)
+
+
 # --- what its status says -----------------------------------------------------------------------------------------
 
 

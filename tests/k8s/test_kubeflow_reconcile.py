@@ -176,3 +176,36 @@ async def test_a_suspended_pytorchjob_with_more_workers_has_its_workload_rewritt
     assert (kind, name) == ("Workload", NAME)
     assert [(ps["name"], ps["count"]) for ps in patch["spec"]["podSets"]] == [("master", 1), ("worker", 3)]
     assert [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)] == [("PyTorchJob", "UpdatedWorkload")]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("value", ["0", "abc", "-5", str(2**31)])
+async def test_a_suspended_pytorchjob_updated_to_a_max_exec_time_kueue_reads_as_none_has_it_removed(
+        value: str) -> None:
+    """Kueue's generic update webhook lets a suspended training job change ``max-exec-time-seconds`` to a
+    value its create rules refuse; its job framework builds the Workload reading such a value as none
+    (``MaximumExecutionTimeSecondsForObject``: ParseInt 32-bit, an error or a value not above 0 is nil), so
+    the Workload is rewritten without one and the job is not left stuck on it."""
+    raw = raw_job()
+    raw["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = value
+    obs = workload()
+    spec = msgspec.structs.replace(obs.spec, maximum_execution_time_seconds=60)
+    obs = msgspec.structs.replace(obs, spec=spec)
+    integ, client, appended = integration(raw, obs)
+    await integ.reconcile("ns/pt")
+    (kind, name, patch), = client.patches
+    assert (kind, name) == ("Workload", NAME) and patch["spec"]["maximumExecutionTimeSeconds"] is None
+    assert integ.stats.invalid == []
+    acted = [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)]
+    assert acted == [("PyTorchJob", "UpdatedWorkload")]
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_pytorchjob_with_a_max_exec_time_kueue_reads_as_none_gets_a_workload_without_it(
+        ) -> None:
+    raw = raw_job()
+    raw["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "0"
+    integ, client, _ = integration(raw)
+    await integ.reconcile("ns/pt")
+    (body,) = client.created
+    assert body["metadata"]["name"] == NAME and "maximumExecutionTimeSeconds" not in body["spec"]

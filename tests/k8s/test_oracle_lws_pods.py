@@ -183,3 +183,38 @@ async def test_a_missing_class_is_reported_once_when_the_label_is_changed() -> N
     assert client.patches == [] and client.created == []
     assert _warnings(appended) == [("ns/lws", "WorkloadPriorityClassNotFound",
                                     'WorkloadPriorityClass "missing-wpc" not found')]
+
+
+@pytest.mark.asyncio
+async def test_a_missing_class_is_reported_once_per_set_version_not_once_per_pass() -> None:
+    """Kueue warns on every failed reconcile, and its recorder shows the repeats of one Event as one; here
+    the Warning goes in the log once for the set's version and the class, not again on each pass a Workload's
+    change brings (a kept Workload's every status change marks the set). A new version of the set, or the
+    class found and then gone again, is reported again."""
+    integ, _, appended = watched_jobs.integration(
+        LeaderWorkerSetIntegration, _set("missing-wpc"), _class("existing-wpc", 1000),
+        _component(0, "existing-wpc", 1000), _component(1, "existing-wpc", 1000), config=ON)
+    mirror = integ.mirror
+
+    def upsert(obj: o.KObject) -> None:
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=obj.key, uid=obj.metadata.uid,
+                                                                    obj=obj)))
+    warned = ("ns/lws", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "missing-wpc" not found')
+    await integ.reconcile("lws/ns/lws")
+    changed = _component(0, "existing-wpc", 1000)
+    upsert(msgspec.structs.replace(changed, metadata=msgspec.structs.replace(changed.metadata,
+                                                                             resource_version="4")))
+    await integ.reconcile("lws/ns/lws")
+    await integ.reconcile("lws/ns/lws")
+    assert _warnings(appended) == [warned]
+    newer = _set("missing-wpc")
+    newer["metadata"]["resourceVersion"] = "6"
+    integ.known["ns/lws"] = msgspec.convert(newer, LeaderWorkerSetIntegration.ITEM)
+    await integ.reconcile("lws/ns/lws")
+    assert _warnings(appended) == [warned] * 2
+    upsert(_class("missing-wpc", 10))
+    await integ.reconcile("lws/ns/lws")
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=3, kind="WorkloadPriorityClass",
+                                                               key="missing-wpc", uid="wpc-missing-wpc")))
+    await integ.reconcile("lws/ns/lws")
+    assert [w for w in _warnings(appended) if w[1] == warned[1]] == [warned] * 3
