@@ -6,6 +6,8 @@ and case, and calls kueue-es's own function for that rule.
   the comparison behind Kueue's ``EquivalentToWorkload``.
 * ``pkg/util/priority/priority_test.go`` ``TestGetPriorityFromPriorityClass``:
   :func:`connectors.k8s.job_priority.workload_priority`.
+* ``pkg/util/admissioncheck/admissioncheck_test.go`` ``TestConfigHelper``:
+  :func:`projections.admissionchecks.config_for` (its error text is the check's ``Active=False`` message).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from fixtures.jobs import workload as fixture_workload
 from connectors.k8s import job_sync
 from connectors.k8s.job_priority import PriorityClassNotFound, workload_priority
 from events import objects as o
+from projections.admissionchecks import config_for
 
 # --- pkg/util/equality/podset_test.go TestComparePodSetSlices ---------------------------------------------------
 
@@ -129,3 +132,34 @@ def test_a_job_whose_pods_ask_pod_level_resources_is_not_its_workload_that_omits
     info = mirror.state.workloads[KEY]
     assert job_sync.equivalent(mirror.state, j, mirror.workloads[KEY], info, None, generated=True)
     assert not job_sync.equivalent(mirror.state, j2, mirror.workloads[KEY], info, None, generated=True)
+
+
+# --- pkg/util/admissioncheck/admissioncheck_test.go TestConfigHelper ----------------------------------------------
+
+GROUP = "kueue.x-k8s.io"
+CONFIG = o.ProvisioningRequestConfig(metadata=o.ObjectMeta(name="config"))
+
+
+def _ac(group: str, kind: str, name: str) -> o.AdmissionCheck:
+    return o.AdmissionCheck(metadata=o.ObjectMeta(name="ac"), spec=o.AdmissionCheckSpec(
+        parameters=o.AdmissionCheckParameters(api_group=group, kind=kind, name=name)))
+
+
+@pytest.mark.parametrize(("ac", "configs", "want_error"), [
+    pytest.param(o.AdmissionCheck(metadata=o.ObjectMeta(name="ac")), {}, "missing parameters reference",
+                 id="no parameter reference"),
+    pytest.param(_ac(GROUP, "ProvisioningRequestConfig", ""), {}, "empty name: bad parameters reference",
+                 id="bad parameter reference, no name"),
+    pytest.param(_ac("not-" + GROUP, "ProvisioningRequestConfig", "config"), {},
+                 'wrong group "not-kueue.x-k8s.io", expecting "kueue.x-k8s.io": bad parameters reference',
+                 id="bad parameter reference, bad group"),
+    pytest.param(_ac(GROUP, "NptProvisioningRequestConfig", "config"), {},
+                 'wrong kind "NptProvisioningRequestConfig", expecting "ProvisioningRequestConfig": bad parameters '
+                 'reference', id="bad parameter reference, bad kind"),
+    pytest.param(_ac(GROUP, "ProvisioningRequestConfig", "config"), {}, "not found", id="config not found"),
+    pytest.param(_ac(GROUP, "ProvisioningRequestConfig", "config"), {"config": CONFIG}, "", id="config found"),
+])
+def test_config_helper(ac: o.AdmissionCheck, configs: dict, want_error: str) -> None:
+    config, error = config_for(ac, configs)
+    assert (config is CONFIG) is (want_error == "")
+    assert want_error in error and bool(error) is bool(want_error)
