@@ -8,10 +8,10 @@ puts each in the log (``JobActed``) for the Event Kueue records on the Job.
 
 * **Equivalence** (:func:`equivalent`): the Job still corresponds to its Workload when they agree on the maximum
   execution time and, pod set by pod set, on count, minimum count, tolerations (not looked at once the Workload
-  is admitted) and each container's requests and limits. While the Workload holds quota the Job is compared with
-  what running it makes of the pod sets; a suspended Job may match the Workload's spec instead. A prebuilt
-  Workload that is not equivalent is finished ``OutOfSync`` (:mod:`connectors.k8s.prebuilt`); a generated one is
-  brought back in step (:func:`out_of_step`).
+  is admitted), each container's requests and limits, the pod-level resources and the resource claims. While
+  the Workload holds quota the Job is compared with what running it makes of the pod sets; a suspended Job may
+  match the Workload's spec instead. A prebuilt Workload that is not equivalent is finished ``OutOfSync``
+  (:mod:`connectors.k8s.prebuilt`); a generated one is brought back in step (:func:`out_of_step`).
 * **A generated Workload out of step** (the Job's parallelism, completions, resources, tolerations, minimum
   parallelism or ``kueue.x-k8s.io/max-exec-time-seconds`` changed): while the Job is suspended and the Workload
   holds no quota, it is rewritten in place from the Job — pod sets, queue name, priority, maximum execution
@@ -255,10 +255,10 @@ def pod_sets_match(state: ClusterState, mine: list[o.PodSet], obs: o.Workload, w
     admitted = _true(wl.condition("Admitted"))
     running = _running_pod_sets(state, obs, wl)
     if running is not None:
-        if _same_pod_sets(mine, running, admitted):
+        if same_pod_sets(mine, running, ignore_tolerations=admitted):
             return True
-        return suspended and _same_pod_sets(mine, obs.spec.pod_sets, admitted)
-    return _same_pod_sets(mine, obs.spec.pod_sets, admitted)
+        return suspended and same_pod_sets(mine, obs.spec.pod_sets, ignore_tolerations=admitted)
+    return same_pod_sets(mine, obs.spec.pod_sets, ignore_tolerations=admitted)
 
 
 def _true(c: o.Condition | None) -> bool:
@@ -304,7 +304,10 @@ def _running_pod_sets(state: ClusterState, obs: o.Workload, wl: WorkloadInfo) ->
     return out
 
 
-def _same_pod_sets(a: list[o.PodSet], b: list[o.PodSet], ignore_tolerations: bool) -> bool:
+def same_pod_sets(a: list[o.PodSet], b: list[o.PodSet], *, ignore_tolerations: bool) -> bool:
+    """Whether two lists of pod sets are alike as Kueue compares a job's with its Workload's (its
+    ``ComparePodSetSlices``): as many, and one by one alike in count, minimum count and pod spec
+    (:func:`same_pod_spec`); names are not compared."""
     return len(a) == len(b) and all(_same_pod_set(x, y, ignore_tolerations) for x, y in zip(a, b, strict=True))
 
 
@@ -315,11 +318,30 @@ def _same_pod_set(a: o.PodSet, b: o.PodSet, ignore_tolerations: bool) -> bool:
 
 def same_pod_spec(a: o.PodSpec, b: o.PodSpec, *, ignore_tolerations: bool = False) -> bool:
     """Whether two pod specs are alike as Kueue compares a pod template (its ``ComparePodTemplate``): the same
-    tolerations (unless ``ignore_tolerations``), and init containers and containers alike in number and, one by
-    one, in requests and limits; nothing else is looked at."""
+    tolerations (unless ``ignore_tolerations``), init containers and containers alike in number and, one by
+    one, in requests and limits, the same pod-level resources (set on both or neither) and the same resource
+    claims in any order (Kueue #14436: both are charged to quota, so a Workload that leaves either out is not
+    the job's); nothing else is looked at."""
     return ((ignore_tolerations or list(a.tolerations) == list(b.tolerations))
             and _same_resources(a.init_containers, b.init_containers)
-            and _same_resources(a.containers, b.containers))
+            and _same_resources(a.containers, b.containers)
+            and _same_pod_resources(a.resources, b.resources)
+            and _same_claims(a.resource_claims, b.resource_claims))
+
+
+def _same_pod_resources(a: o.ResourceRequirements | None, b: o.ResourceRequirements | None) -> bool:
+    """Pod-level ``resources`` alike: absent on both, or requests and limits alike by value."""
+    if a is None or b is None:
+        return a is b
+    return (_quantities(a.requests) == _quantities(b.requests)
+            and _quantities(a.limits) == _quantities(b.limits))
+
+
+def _same_claims(a: list[o.PodResourceClaim], b: list[o.PodResourceClaim]) -> bool:
+    """``resourceClaims`` alike whatever their order (a list keyed by name): as many, each name on both sides
+    naming the same claim or template."""
+    by_name = {c.name: c for c in b}
+    return len(a) == len(b) and all(by_name.get(c.name) == c for c in a)
 
 
 def _same_resources(a: list[o.Container], b: list[o.Container]) -> bool:
