@@ -214,9 +214,11 @@ class CopiedWorkloads:
         when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none shows
         Evicted while the check is Ready (step 4 retries the check first): :func:`drift_step_reached`. The copy on
         the workload's own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is
-        made anew from the manager's spec."""
+        made anew from the manager's spec. A workload the log shows deactivated is not looked at: its eviction
+        decision follows, and with it the documented flow (:func:`stopping`, the DeactivationTarget), whatever
+        comes first (Kueue's step 5 would delete the copy; upstream #13793 leaves ``active`` out of it)."""
         raw = w.workloads.get(wl.key)
-        if manager is None or raw is None or not drift_step_reached(self.state, wl):
+        if manager is None or raw is None or not wl.active or not drift_step_reached(self.state, wl):
             return False
         return spec_drifted(manager, raw)
 

@@ -226,3 +226,21 @@ async def test_no_copy_is_deleted_for_drift_while_one_shows_finished(tmp_path: P
     mk, apis = _connector(state, {"worker2": _copy("c2", queueName="other")})
     await mk.sync_copies(ORIGIN)
     assert apis["worker2"].deleted == []
+
+
+@pytest.mark.asyncio
+async def test_a_copy_is_not_deleted_for_drift_while_the_manager_deactivation_is_not_decided_yet(
+        tmp_path: Path) -> None:
+    """The manager's Workload set ``active: false`` while its copy is admitted on worker1, the scheduler's eviction
+    not in the log yet: the copy is left for the documented flow (:func:`stopping`, the DeactivationTarget once the
+    eviction comes), not deleted for drift in the window before it (ro-diff-b M2)."""
+    state = _state(tmp_path)
+    state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
+                                                                     cluster="worker1")))
+    doc = copy.deepcopy(MANAGER_DOC)
+    doc["spec"]["active"] = False
+    mk, apis = _connector(state, {"worker1": _admitted(_copy("c1"))})
+    mk.journal.mirror.workloads[KEY] = _manager(doc)
+    state.workloads[KEY].active = False
+    await mk.sync_copies(ORIGIN)
+    assert apis["worker1"].deleted == []
