@@ -174,9 +174,10 @@ class CopiedWorkloads:
                         if self._going(w, key):
                             await self._delete_copy(w, key, origin)  # a finalizer put back taken off again
                             continue  # its successor, where one is to be, is made once it is seen gone
-                        await self._scale_down_copy(w, wl)
-                        await self._sync_priority(w, wl)
-                        if self._out_of_sync(w, wl, stored.get(key)):
+                        scaled = await self._scale_down_copy(w, wl)
+                        synced = await self._sync_priority(w, wl)
+                        # written in place: as Kueue's step 5 (its ``continue``), not deleted in the same pass
+                        if not (scaled or synced) and self._out_of_sync(w, wl, stored.get(key)):
                             await self._delete_copy(w, key, origin)
                             log.info("MultiKueue copy out of sync deleted", workload=key, cluster=w.name)
                             continue
@@ -209,8 +210,8 @@ class CopiedWorkloads:
 
     def _out_of_sync(self, w: Worker, wl: WorkloadInfo, manager: o.Workload | None) -> bool:
         """Whether the copy of ``wl`` on ``w``, one of the workers it is to be on, is to be deleted for a spec that
-        drifted from the manager's stored Workload ``manager`` (:func:`spec_drifted`), once its priority and an
-        elastic scale-down were brought in line in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
+        drifted from the manager's stored Workload ``manager`` (:func:`spec_drifted`), on a pass that wrote neither
+        its priority nor an elastic scale-down in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
         when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none shows
         Evicted while the check is Ready (step 4 retries the check first): :func:`drift_step_reached`. The copy on
         the workload's own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is
@@ -253,40 +254,44 @@ class CopiedWorkloads:
         self.stats.copies_created += 1
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
 
-    async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> None:
+    async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> bool:
         """An elastic workload scaled down in place on the manager: its copy on ``w`` takes the manager's pod sets
         (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), the patch conditioned on the copy's
-        resourceVersion."""
+        resourceVersion. True: the copy was written."""
         assert w.client is not None
         raw = w.workloads.get(wl.key)
         if raw is None or not mk_elastic.copy_scaled_down(self._config(), wl, raw):
-            return
+            return False
         try:
             manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
         except NotFound:
-            return
+            return False
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
         patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
         patched = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
         w.keep(WORKLOADS, wl.key, patched)
         log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
+        return True
 
-    async def _sync_priority(self, w: Worker, wl: WorkloadInfo) -> None:
+    async def _sync_priority(self, w: Worker, wl: WorkloadInfo) -> bool:
         """The copy on ``w`` given the manager Workload's priority once it changed (:func:`priority_patch`, Kueue's
         in-place update of a copy, #8464), the patch conditioned on the copy's resourceVersion. The manager's
-        Workload is read only when the log's priority, class name or value, is not the copy's."""
+        Workload is read only when the log's priority, class name or value, is not the copy's. True: the copy was
+        written."""
         assert w.client is not None
         raw = w.workloads.get(wl.key)
         if raw is None or not _priority_differs(wl, raw):
-            return
+            return False
         try:
             manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
         except NotFound:
-            return
+            return False
         patch = priority_patch(manager_wl, raw)
-        if patch is not None:
-            await self._patch_copy(w, wl, raw, patch, "")
-            log.info("MultiKueue copy priority synced", workload=wl.key, cluster=w.name)
+        if patch is None:
+            return False
+        await self._patch_copy(w, wl, raw, patch, "")
+        log.info("MultiKueue copy priority synced", workload=wl.key, cluster=w.name)
+        return True
 
     @staticmethod
     def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:

@@ -244,3 +244,40 @@ async def test_a_copy_is_not_deleted_for_drift_while_the_manager_deactivation_is
     state.workloads[KEY].active = False
     await mk.sync_copies(ORIGIN)
     assert apis["worker1"].deleted == []
+
+
+WPC = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+
+
+def _priority_moved(state, mk: MultiKueueConnector) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The log (and its mirror) hold the manager's Workload at priority 100 on class ``high``, the manager's
+    apiserver already at 200 (a second change the fold has not reached): (the folded, the newer) documents."""
+    folded = copy.deepcopy(MANAGER_DOC)
+    folded["spec"].update(priorityClassRef=WPC, priority=100)
+    newer = copy.deepcopy(folded)
+    newer["spec"]["priority"] = 200
+    mk.journal.mirror.workloads[KEY] = _manager(folded)
+
+    async def manager_get(resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode(newer)
+
+    mk.client.get = manager_get  # type: ignore[method-assign]
+    wl = state.workloads[KEY]
+    wl.priority, wl.priority_class = 100 + wl.boost, "high"
+    return folded, newer
+
+
+@pytest.mark.asyncio
+async def test_a_priority_synced_from_a_newer_manager_than_the_mirror_does_not_delete_the_copy(
+        tmp_path: Path) -> None:
+    """ro-diff-b H1: the copy on worker1 (admitted) is given the manager's priority as its apiserver holds it now
+    (200), the log still at 100. The pass that wrote it in place does not go on to the drift check (Kueue's step 5
+    ``continue``s after an in-place update), which would compare the copy with the older version."""
+    state = _state(tmp_path)
+    state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
+                                                                     cluster="worker1")))
+    mk, apis = _connector(state, {"worker1": _admitted(_copy("c1", priorityClassRef=WPC, priority=10))})
+    _priority_moved(state, mk)
+    await mk.sync_copies(ORIGIN)
+    assert [p["spec"]["priority"] for p in apis["worker1"].patched] == [200]
+    assert apis["worker1"].deleted == []
