@@ -38,7 +38,7 @@ from connectors.k8s.multikueue_adapters import (
     replacing_patch,
     workload_copy,
 )
-from connectors.k8s.multikueue_drift import spec_drifted
+from connectors.k8s.multikueue_drift import MADE_FROM, copy_drifted, made_from_json
 from connectors.k8s.multikueue_identifiers import group_name_of, workload_name_of
 from connectors.k8s.multikueue_worker import (
     WORKLOADS,
@@ -210,8 +210,9 @@ class CopiedWorkloads:
 
     def _out_of_sync(self, w: Worker, wl: WorkloadInfo, manager: o.Workload | None) -> bool:
         """Whether the copy of ``wl`` on ``w``, one of the workers it is to be on, is to be deleted for a spec that
-        drifted from the manager's stored Workload ``manager`` (:func:`spec_drifted`), on a pass that wrote neither
-        its priority nor an elastic scale-down in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
+        drifted from the manager's stored Workload ``manager`` since it was written from it (not as the worker
+        stored it: :func:`connectors.k8s.multikueue_drift.copy_drifted`), on a pass that wrote neither its
+        priority nor an elastic scale-down in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
         when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none shows
         Evicted while the check is Ready (step 4 retries the check first): :func:`drift_step_reached`. The copy on
         the workload's own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is
@@ -221,7 +222,7 @@ class CopiedWorkloads:
         raw = w.workloads.get(wl.key)
         if manager is None or raw is None or not wl.active or not drift_step_reached(self.state, wl):
             return False
-        return spec_drifted(manager, raw)
+        return copy_drifted(manager, raw)
 
     def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
         """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
@@ -239,15 +240,18 @@ class CopiedWorkloads:
             self.profiles.unauthorized(w.name, w.source)
 
     async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
+        """The copy of ``wl`` made on ``w`` from the manager's Workload as it is now, recording which version
+        of it (:data:`connectors.k8s.multikueue_drift.MADE_FROM`, what its drift is judged by)."""
         assert w.client is not None
         try:
-            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+            raw = await self.client.get(WORKLOADS, wl.name, wl.namespace)
         except NotFound:
             return
         gated = self._config().gate(gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION)
+        body = workload_copy(msgspec.json.decode(raw), origin, gated)
+        _record_made_from(body, raw)
         try:
-            created = msgspec.json.decode(await w.client.create(WORKLOADS, workload_copy(manager_wl, origin, gated),
-                                                                wl.namespace))
+            created = msgspec.json.decode(await w.client.create(WORKLOADS, body, wl.namespace))
         except AlreadyExists:
             return
         w.keep(WORKLOADS, wl.key, created)
@@ -256,18 +260,22 @@ class CopiedWorkloads:
 
     async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> bool:
         """An elastic workload scaled down in place on the manager: its copy on ``w`` takes the manager's pod sets
-        (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), the patch conditioned on the copy's
-        resourceVersion. True: the copy was written."""
+        (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), queue and maximum execution time
+        (Kueue gives it the manager's whole spec; the priority has its own sync), and records the manager
+        version so written (:data:`connectors.k8s.multikueue_drift.MADE_FROM`), the patch conditioned on
+        the copy's resourceVersion. True: the copy was written."""
         assert w.client is not None
         raw = w.workloads.get(wl.key)
         if raw is None or not mk_elastic.copy_scaled_down(self._config(), wl, raw):
             return False
         try:
-            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+            manager_raw = await self.client.get(WORKLOADS, wl.name, wl.namespace)
         except NotFound:
             return False
+        spec = msgspec.json.decode(manager_raw).get("spec") or {}
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
-        patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
+        patch = {"spec": {f: spec.get(f) for f in ("podSets", "queueName", "maximumExecutionTimeSeconds")},
+                 "metadata": {"resourceVersion": rv, "annotations": {MADE_FROM: made_from_json(manager_raw)}}}
         patched = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
         w.keep(WORKLOADS, wl.key, patched)
         log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
@@ -276,8 +284,8 @@ class CopiedWorkloads:
     async def _sync_priority(self, w: Worker, wl: WorkloadInfo) -> bool:
         """The copy on ``w`` given the manager Workload's priority once it changed (:func:`priority_patch`, Kueue's
         in-place update of a copy, #8464), the patch conditioned on the copy's resourceVersion. The manager's
-        Workload is read only when the log's priority, class name or value, is not the copy's. True: the copy was
-        written."""
+        Workload is read only when the log's priority, class name or value, is not the copy's. True: the copy
+        was written."""
         assert w.client is not None
         raw = w.workloads.get(wl.key)
         if raw is None or not _priority_differs(wl, raw):
@@ -744,6 +752,17 @@ class CopiedWorkloads:
             except NotFound:
                 return None
         return raw if ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin else None
+
+
+def _record_made_from(body: dict[str, Any], manager_raw: bytes) -> None:
+    """The copy ``body`` records the manager Workload ``manager_raw`` (its JSON, as read) it is made from;
+    none when that one's version is unknown (nor one the manager's own annotations would carry over)."""
+    annotations = body["metadata"].setdefault("annotations", {})
+    record = made_from_json(manager_raw)
+    if record is None:
+        annotations.pop(MADE_FROM, None)
+    else:
+        annotations[MADE_FROM] = record
 
 
 def _priority_differs(wl: WorkloadInfo, raw: dict[str, Any]) -> bool:
