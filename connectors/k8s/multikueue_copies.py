@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -111,20 +112,21 @@ def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | N
                for c in remote_conditions(raw))
 
 
-def drift_step_reached(state: ClusterState, wl: WorkloadInfo) -> bool:
+def drift_step_reached(state: ClusterState, wl: WorkloadInfo, shown: Iterable[dict[str, Any]] = ()) -> bool:
     """Whether Kueue's MultiKueue controller reaches its out-of-sync step (``reconcileGroup`` step 5) for ``wl``,
-    by what the log knows of its copies on connected workers: not while one shows Finished (step 3 finishes the
+    by what the log knows of its copies on connected workers and what those workers' watches show of them now
+    (``shown``, the copies as they are there: the log may not hold their last conditions yet, and Kueue reads
+    steps 3 and 4 from the copies it compares in step 5): not while one shows Finished (step 3 finishes the
     workload and returns), nor while one shows Evicted and the check is Ready (step 4 retries the check and
     returns; a workload evicted on the manager has no copy it is to keep, :func:`stopping`)."""
     links = state.cluster_links
     check = check_of(state, wl)
-    for cluster, remote in sorted((wl.remotes or {}).items()):
-        link = links.get(cluster)
-        if link is None or not link.connected:
-            continue
-        for c in remote.conditions:
-            if c.status == "True" and (c.type == "Finished" or (
-                    c.type == "Evicted" and check is not None and check.state == "Ready")):
+    ready = check is not None and check.state == "Ready"
+    logged = [remote.conditions for cluster, remote in sorted((wl.remotes or {}).items())
+              if (link := links.get(cluster)) is not None and link.connected]
+    for conditions in [*logged, *map(remote_conditions, shown)]:
+        for c in conditions:
+            if c.status == "True" and (c.type == "Finished" or (c.type == "Evicted" and ready)):
                 return False
     return True
 
@@ -148,6 +150,7 @@ class CopiedWorkloads:
     custom: dict[tuple[str, str], Adapter]
     profiles: ClusterProfiles
     synced_owners: dict[str, Informer[SyncedOwner]]
+    workers: dict[str, Worker]
 
     async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
@@ -214,15 +217,20 @@ class CopiedWorkloads:
         stored it: :func:`connectors.k8s.multikueue_drift.copy_drifted`), on a pass that wrote neither its
         priority nor an elastic scale-down in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
         when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none shows
-        Evicted while the check is Ready (step 4 retries the check first): :func:`drift_step_reached`. The copy on
+        Evicted while the check is Ready (step 4 retries the check first), in the log or as the connected
+        workers' watches show the copies now: :func:`drift_step_reached`. The copy on
         the workload's own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is
         made anew from the manager's spec. A workload the log shows deactivated is not looked at: its eviction
         decision follows, and with it the documented flow (:func:`stopping`, the DeactivationTarget), whatever
         comes first (Kueue's step 5 would delete the copy; upstream #13793 leaves ``active`` out of it)."""
         raw = w.workloads.get(wl.key)
-        if manager is None or raw is None or not wl.active or not drift_step_reached(self.state, wl):
+        if manager is None or raw is None or not wl.active:
             return False
-        return copy_drifted(manager, raw)
+        if not copy_drifted(manager, raw):
+            return False
+        shown = [c.workloads[wl.key] for _, c in sorted(self.workers.items())
+                 if c.connected and wl.key in c.workloads]
+        return drift_step_reached(self.state, wl, shown)
 
     def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
         """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):

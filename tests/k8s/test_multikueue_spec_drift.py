@@ -34,6 +34,7 @@ from connectors.k8s.multikueue_worker import Worker
 from events import objects as o
 from events import schema as ev
 from events.template_digest import stamped_from_document
+from kueue_es.scheduler.multikueue import check_of
 
 ORIGIN = "multikueue"
 MANAGER_UID = "manager-uid"
@@ -490,3 +491,40 @@ async def test_an_elastic_copy_scaled_down_from_a_newer_manager_is_not_deleted(t
     mk.journal.mirror.workloads[KEY] = _manager(_counted(_at(4, maximumExecutionTimeSeconds=60), 2))
     await _pass(mk)
     assert "Workload:default/job-a" in apis["worker1"].deleted
+
+
+def _showing(raw: dict[str, Any], type_: str, reason: str) -> dict[str, Any]:
+    raw = copy.deepcopy(raw)
+    raw.setdefault("status", {}).setdefault("conditions", []).append(
+        {"type": type_, "status": "True", "reason": reason, "message": "",
+         "lastTransitionTime": "2024-01-01T00:00:09Z"})
+    return raw
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("on", "type_", "reason"), [
+    pytest.param("worker1", "Evicted", "Preempted",
+                 id="step 4: the reserving copy shows Evicted, check Ready"),
+    pytest.param("worker2", "Finished", "Succeeded", id="step 3: another worker's copy shows Finished"),
+])
+async def test_no_copy_is_deleted_for_drift_while_a_copy_shows_evicted_or_finished_before_the_log_does(
+        tmp_path: Path, on: str, type_: str, reason: str) -> None:
+    """ro-diff-b M1: Kueue reads its steps 3 and 4 from the copies it reads for step 5. A copy the worker's
+    watch already shows Finished, or Evicted while the check is Ready, keeps the drifted copy of worker1 from
+    being deleted before the log shows that condition (a following journal folds later, a watch moves between
+    the passes' awaits)."""
+    state = _state(tmp_path)
+    state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
+                                                                     cluster="worker1")))
+    wl = state.workloads[KEY]
+    check = next(name for name, st in wl.check_states.items() if st is check_of(state, wl))
+    state.apply(ev.Record(state.offset + 1, ev.AdmissionCheckStateChanged(time=START, key=KEY, check=check,
+                                                                           state="Ready")))
+    assert check_of(state, state.workloads[KEY]).state == "Ready"
+    made = _at(1, maximumExecutionTimeSeconds=60)
+    copies = {"worker1": _admitted(_copy("c1", made=made)), "worker2": _copy("c2", made=MANAGER_DOC)}
+    copies[on] = _showing(copies[on], type_, reason)
+    mk, apis = _connector(state, copies)
+    assert not (state.workloads[KEY].remotes or {})  # the log shows no copy's condition yet
+    await mk.sync_copies(ORIGIN)
+    assert apis["worker1"].deleted == []
