@@ -50,6 +50,11 @@ this one's value."""
 
 _encoder = msgspec.json.Encoder(order="sorted")
 
+DIGEST_MEMO_SIZE = 4096
+"""Manager Workloads whose digest :func:`copy_drifted` keeps (all dropped when full): a pass compares every
+copy of every workload that moved, a relist every copy, each on every worker."""
+_digests: dict[tuple[str, str], tuple[o.Workload, str | None]] = {}
+
 
 def spec_digest(manager: o.Workload) -> str | None:
     """The digest of what a copy is compared in (see the module docstring) of the manager Workload ``manager``
@@ -103,5 +108,19 @@ def copy_drifted(manager: o.Workload, copy_raw: Mapping[str, Any]) -> bool:
     uid, generation, digest = record
     if manager.metadata.uid != uid or manager.metadata.generation <= generation:
         return False
-    now = spec_digest(manager)
+    now = _digest_of(manager)
     return now is not None and now != digest
+
+
+def _digest_of(manager: o.Workload) -> str | None:
+    """:func:`spec_digest` of ``manager``, computed once for that view of it (the log's views are immutable: a
+    new version of the Workload is a new view)."""
+    key = (manager.metadata.namespace, manager.metadata.name)
+    held = _digests.get(key)
+    if held is not None and held[0] is manager:
+        return held[1]
+    if len(_digests) >= DIGEST_MEMO_SIZE:
+        _digests.clear()
+    digest = spec_digest(manager)
+    _digests[key] = (manager, digest)
+    return digest

@@ -528,3 +528,24 @@ async def test_no_copy_is_deleted_for_drift_while_a_copy_shows_evicted_or_finish
     assert not (state.workloads[KEY].remotes or {})  # the log shows no copy's condition yet
     await mk.sync_copies(ORIGIN)
     assert apis["worker1"].deleted == []
+
+
+def test_the_managers_digest_is_computed_once_per_version_it_is_compared_in(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ro-diff-b L2: a pass looks at every copy of every moved workload, a relist at all of them. A copy's
+    spec is not read at all (its record is); the manager's compared spec is digested once per version the
+    log holds, not once per copy and pass."""
+    from connectors.k8s import multikueue_drift
+
+    calls: list[str] = []
+
+    def counted(manager: o.Workload) -> str | None:
+        calls.append(manager.metadata.name)
+        return spec_digest(manager)
+
+    manager = _manager(_at(2, queueName="other"))
+    copies = [_copy(f"c{i}", made=_at(1)) for i in range(3)]
+    monkeypatch.setattr(multikueue_drift, "spec_digest", counted)
+    assert all(copy_drifted(manager, c) for c in copies + copies)
+    assert len(calls) == 1
+    assert copy_drifted(_manager(_at(3, queueName="other")), copies[0]) and len(calls) == 2
