@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -38,7 +39,7 @@ from connectors.k8s.multikueue_adapters import (
     replacing_patch,
     workload_copy,
 )
-from connectors.k8s.multikueue_drift import spec_drifted
+from connectors.k8s.multikueue_drift import MADE_FROM, copy_drifted, made_from_json
 from connectors.k8s.multikueue_identifiers import group_name_of, workload_name_of
 from connectors.k8s.multikueue_worker import (
     WORKLOADS,
@@ -111,20 +112,21 @@ def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | N
                for c in remote_conditions(raw))
 
 
-def drift_step_reached(state: ClusterState, wl: WorkloadInfo) -> bool:
+def drift_step_reached(state: ClusterState, wl: WorkloadInfo, shown: Iterable[dict[str, Any]] = ()) -> bool:
     """Whether Kueue's MultiKueue controller reaches its out-of-sync step (``reconcileGroup`` step 5) for ``wl``,
-    by what the log knows of its copies on connected workers: not while one shows Finished (step 3 finishes the
+    by what the log knows of its copies on connected workers and what those workers' watches show of them now
+    (``shown``, the copies as they are there: the log may not hold their last conditions yet, and Kueue reads
+    steps 3 and 4 from the copies it compares in step 5): not while one shows Finished (step 3 finishes the
     workload and returns), nor while one shows Evicted and the check is Ready (step 4 retries the check and
     returns; a workload evicted on the manager has no copy it is to keep, :func:`stopping`)."""
     links = state.cluster_links
     check = check_of(state, wl)
-    for cluster, remote in sorted((wl.remotes or {}).items()):
-        link = links.get(cluster)
-        if link is None or not link.connected:
-            continue
-        for c in remote.conditions:
-            if c.status == "True" and (c.type == "Finished" or (
-                    c.type == "Evicted" and check is not None and check.state == "Ready")):
+    ready = check is not None and check.state == "Ready"
+    logged = [remote.conditions for cluster, remote in sorted((wl.remotes or {}).items())
+              if (link := links.get(cluster)) is not None and link.connected]
+    for conditions in [*logged, *map(remote_conditions, shown)]:
+        for c in conditions:
+            if c.status == "True" and (c.type == "Finished" or (c.type == "Evicted" and ready)):
                 return False
     return True
 
@@ -148,6 +150,7 @@ class CopiedWorkloads:
     custom: dict[tuple[str, str], Adapter]
     profiles: ClusterProfiles
     synced_owners: dict[str, Informer[SyncedOwner]]
+    workers: dict[str, Worker]
 
     async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
@@ -174,9 +177,10 @@ class CopiedWorkloads:
                         if self._going(w, key):
                             await self._delete_copy(w, key, origin)  # a finalizer put back taken off again
                             continue  # its successor, where one is to be, is made once it is seen gone
-                        await self._scale_down_copy(w, wl)
-                        await self._sync_priority(w, wl)
-                        if self._out_of_sync(w, wl, stored.get(key)):
+                        scaled = await self._scale_down_copy(w, wl)
+                        synced = await self._sync_priority(w, wl)
+                        # written in place: as Kueue's step 5 (its ``continue``), not deleted in the same pass
+                        if not (scaled or synced) and self._out_of_sync(w, wl, stored.get(key)):
                             await self._delete_copy(w, key, origin)
                             log.info("MultiKueue copy out of sync deleted", workload=key, cluster=w.name)
                             continue
@@ -209,16 +213,24 @@ class CopiedWorkloads:
 
     def _out_of_sync(self, w: Worker, wl: WorkloadInfo, manager: o.Workload | None) -> bool:
         """Whether the copy of ``wl`` on ``w``, one of the workers it is to be on, is to be deleted for a spec that
-        drifted from the manager's stored Workload ``manager`` (:func:`spec_drifted`), once its priority and an
-        elastic scale-down were brought in line in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
+        drifted from the manager's stored Workload ``manager`` since it was written from it (not as the worker
+        stored it: :func:`connectors.k8s.multikueue_drift.copy_drifted`), on a pass that wrote neither its
+        priority nor an elastic scale-down in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
         when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none shows
-        Evicted while the check is Ready (step 4 retries the check first): :func:`drift_step_reached`. The copy on
+        Evicted while the check is Ready (step 4 retries the check first), in the log or as the connected
+        workers' watches show the copies now: :func:`drift_step_reached`. The copy on
         the workload's own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is
-        made anew from the manager's spec."""
+        made anew from the manager's spec. A workload the log shows deactivated is not looked at: its eviction
+        decision follows, and with it the documented flow (:func:`stopping`, the DeactivationTarget), whatever
+        comes first (Kueue's step 5 would delete the copy; upstream #13793 leaves ``active`` out of it)."""
         raw = w.workloads.get(wl.key)
-        if manager is None or raw is None or not drift_step_reached(self.state, wl):
+        if manager is None or raw is None or not wl.active:
             return False
-        return spec_drifted(manager, raw)
+        if not copy_drifted(manager, raw):
+            return False
+        shown = [c.workloads[wl.key] for _, c in sorted(self.workers.items())
+                 if c.connected and wl.key in c.workloads]
+        return drift_step_reached(self.state, wl, shown)
 
     def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
         """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
@@ -236,55 +248,66 @@ class CopiedWorkloads:
             self.profiles.unauthorized(w.name, w.source)
 
     async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
+        """The copy of ``wl`` made on ``w`` from the manager's Workload as it is now, recording which version
+        of it (:data:`connectors.k8s.multikueue_drift.MADE_FROM`, what its drift is judged by)."""
         assert w.client is not None
         try:
-            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+            raw = await self.client.get(WORKLOADS, wl.name, wl.namespace)
         except NotFound:
             return
         gated = self._config().gate(gates.MULTIKUEUE_ORCHESTRATED_PREEMPTION)
+        body = workload_copy(msgspec.json.decode(raw), origin, gated)
+        _record_made_from(body, raw)
         try:
-            created = msgspec.json.decode(await w.client.create(WORKLOADS, workload_copy(manager_wl, origin, gated),
-                                                                wl.namespace))
+            created = msgspec.json.decode(await w.client.create(WORKLOADS, body, wl.namespace))
         except AlreadyExists:
             return
         w.keep(WORKLOADS, wl.key, created)
         self.stats.copies_created += 1
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
 
-    async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> None:
+    async def _scale_down_copy(self, w: Worker, wl: WorkloadInfo) -> bool:
         """An elastic workload scaled down in place on the manager: its copy on ``w`` takes the manager's pod sets
-        (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), the patch conditioned on the copy's
-        resourceVersion."""
+        (:func:`connectors.k8s.multikueue_elastic.copy_scaled_down`), queue and maximum execution time
+        (Kueue gives it the manager's whole spec; the priority has its own sync), and records the manager
+        version so written (:data:`connectors.k8s.multikueue_drift.MADE_FROM`), the patch conditioned on
+        the copy's resourceVersion. True: the copy was written."""
         assert w.client is not None
         raw = w.workloads.get(wl.key)
         if raw is None or not mk_elastic.copy_scaled_down(self._config(), wl, raw):
-            return
+            return False
         try:
-            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+            manager_raw = await self.client.get(WORKLOADS, wl.name, wl.namespace)
         except NotFound:
-            return
+            return False
+        spec = msgspec.json.decode(manager_raw).get("spec") or {}
         rv = (raw.get("metadata") or {}).get("resourceVersion", "")
-        patch = {"spec": {"podSets": (manager_wl.get("spec") or {}).get("podSets")}, "metadata": {"resourceVersion": rv}}
+        patch = {"spec": {f: spec.get(f) for f in ("podSets", "queueName", "maximumExecutionTimeSeconds")},
+                 "metadata": {"resourceVersion": rv, "annotations": {MADE_FROM: made_from_json(manager_raw)}}}
         patched = msgspec.json.decode(await w.client.patch(WORKLOADS, wl.name, patch, wl.namespace))
         w.keep(WORKLOADS, wl.key, patched)
         log.info("MultiKueue elastic copy scaled down", workload=wl.key, cluster=w.name)
+        return True
 
-    async def _sync_priority(self, w: Worker, wl: WorkloadInfo) -> None:
+    async def _sync_priority(self, w: Worker, wl: WorkloadInfo) -> bool:
         """The copy on ``w`` given the manager Workload's priority once it changed (:func:`priority_patch`, Kueue's
         in-place update of a copy, #8464), the patch conditioned on the copy's resourceVersion. The manager's
-        Workload is read only when the log's priority, class name or value, is not the copy's."""
+        Workload is read only when the log's priority, class name or value, is not the copy's. True: the copy
+        was written."""
         assert w.client is not None
         raw = w.workloads.get(wl.key)
         if raw is None or not _priority_differs(wl, raw):
-            return
+            return False
         try:
             manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
         except NotFound:
-            return
+            return False
         patch = priority_patch(manager_wl, raw)
-        if patch is not None:
-            await self._patch_copy(w, wl, raw, patch, "")
-            log.info("MultiKueue copy priority synced", workload=wl.key, cluster=w.name)
+        if patch is None:
+            return False
+        await self._patch_copy(w, wl, raw, patch, "")
+        log.info("MultiKueue copy priority synced", workload=wl.key, cluster=w.name)
+        return True
 
     @staticmethod
     def _opening(known: RemoteCopy, shown: list[o.PreemptionGateState]) -> bool:
@@ -737,6 +760,17 @@ class CopiedWorkloads:
             except NotFound:
                 return None
         return raw if ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin else None
+
+
+def _record_made_from(body: dict[str, Any], manager_raw: bytes) -> None:
+    """The copy ``body`` records the manager Workload ``manager_raw`` (its JSON, as read) it is made from;
+    none when that one's version is unknown (nor one the manager's own annotations would carry over)."""
+    annotations = body["metadata"].setdefault("annotations", {})
+    record = made_from_json(manager_raw)
+    if record is None:
+        annotations.pop(MADE_FROM, None)
+    else:
+        annotations[MADE_FROM] = record
 
 
 def _priority_differs(wl: WorkloadInfo, raw: dict[str, Any]) -> bool:

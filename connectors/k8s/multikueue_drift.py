@@ -1,55 +1,126 @@
-"""Whether a MultiKueue copy's spec drifted from its manager Workload's (Kueue's ``isRemoteSpecOutOfSync``, used by
-``reconcileGroup`` step 5 of its MultiKueue workload reconciler): such a copy is deleted, and made anew where it is
-still to be (the reserving worker's is not: the check goes Retry once it is seen gone).
+"""Whether a MultiKueue copy's spec drifted from its manager Workload's (Kueue's
+``isRemoteSpecOutOfSync``, used by ``reconcileGroup`` step 5 of its MultiKueue workload reconciler): such a
+copy is deleted, and made anew where it is still to be (the reserving worker's is not: the check goes Retry
+once it is seen gone).
 
-Kueue compares the two specs with ``equality.Semantic.DeepEqual``, the preemption gates left out (the manager's
-and a copy's are set apart). Here both specs are read as the log's view of a Workload spec (:mod:`events.objects`),
-which holds the fields a copy can drift in (pod sets' names, counts and topology requests, queue, priority, active,
-maximum execution time), and each pod set's template as its digest (:mod:`events.template_digest`), which equals
-for templates ``equality.Semantic`` calls equal (quantities by value, a nil and an empty list alike). What the view
-does not hold, or a template whose digest one side lacks, is not compared: a copy is deleted only on a difference
-that is certain, never on one of form.
+Kueue compares the copy as its worker stored it with the manager's Workload (``equality.Semantic.DeepEqual``,
+the preemption gates left out). Both sides went through the same CRD schema and Go types there. Not so with
+kueue-es as the manager: its Workload CRD is its own (no defaults, unknown fields kept), while a Kueue
+worker's apiserver defaults fields inside the pod templates (a gRPC probe's ``service``, a port's
+``protocol``), prunes those its schema lacks, and its webhook may drop a pod set's ``minCount``. A copy
+compared as stored would be drifted as soon as it is made, deleted, made again, and so on for ever.
+
+So a copy is judged by what it was made from, never by how its worker stored it. Each copy kueue-es writes
+carries :data:`MADE_FROM`: the uid and ``metadata.generation`` of the manager Workload it was made from (or
+last brought in line with, by an elastic scale-down) and :func:`spec_digest` of that Workload. The copy
+drifted when the manager's Workload the log holds is that same Workload (its uid), newer (a generation above
+the recorded one) and its digest differs (:func:`copy_drifted`). Hence:
+
+* a log lagging behind the manager version a copy was written from never calls it drifted;
+* how the worker stored the copy (defaults, pruning, its webhook) does not matter;
+* a copy without the record (made before kueue-es wrote it, by Kueue's manager, or from a manager Workload
+  whose uid or generation is unknown) is never called drifted, nor one of another manager Workload of that
+  name;
+* a worker-side edit of the copy is not seen (Kueue deletes such a copy): a known difference.
+
+:func:`spec_digest` holds the pod sets (name, count, ``minCount``, topology request, and the template by its
+semantic digest, :mod:`events.template_digest`: quantities by value, an empty list as none), the queue and
+the maximum execution time. Not the priority (class and value: written to the copy in place, as Kueue does),
+nor ``active`` (a manager's deactivation goes through the eviction and the copy's DeactivationTarget;
+upstream #13793 leaves ``Active`` out of ``isRemoteSpecOutOfSync``), nor the preemption gates (Kueue sets
+them apart). A template without a digest (a log written before them) makes the digest unknown: nothing is
+called drifted on it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from events import objects as o
-from events.template_digest import template_digest
+from events.template_digest import stamped_from_json
 
-_BLANK_TEMPLATE = o.PodTemplateSpec()
+MADE_FROM = "kueue-es/multikueue-made-from"
+"""The copy's annotation (kueue-es's own key) recording ``<uid>/<generation>/<digest>`` of the manager
+Workload it was written from. A change of what the digest covers, or how, is a new key, never a new form of
+this one's value."""
+
+_encoder = msgspec.json.Encoder(order="sorted")
+
+DIGEST_MEMO_SIZE = 4096
+"""Manager Workloads whose digest :func:`copy_drifted` keeps (all dropped when full): a pass compares every
+copy of every workload that moved, a relist every copy, each on every worker."""
+_digests: dict[tuple[str, str], tuple[o.Workload, str | None]] = {}
 
 
-def spec_drifted(manager: o.Workload, copy_raw: Mapping[str, Any]) -> bool:
-    """Whether the copy ``copy_raw`` (a worker's Workload, as its watch shows it) has another spec than the
-    manager's Workload ``manager`` (its view, pod-set templates stamped with their digests). A copy whose spec does
-    not read as a Workload spec is not called drifted (nothing certain is known of it)."""
-    raw_spec = copy_raw.get("spec")
-    if not isinstance(raw_spec, Mapping):
-        return False
+def spec_digest(manager: o.Workload) -> str | None:
+    """The digest of what a copy is compared in (see the module docstring) of the manager Workload ``manager``
+    (its view, pod-set templates stamped with their digests); None when a template's digest is unknown."""
+    pod_sets = []
+    for ps in manager.spec.pod_sets:
+        if ps.template.digest is None:
+            return None
+        pod_sets.append(msgspec.structs.replace(ps, template=o.PodTemplateSpec(digest=ps.template.digest)))
+    compared = o.WorkloadSpec(pod_sets=pod_sets, queue_name=manager.spec.queue_name,
+                              maximum_execution_time_seconds=manager.spec.maximum_execution_time_seconds)
+    return hashlib.sha256(_encoder.encode(compared)).hexdigest()[:32]
+
+
+def made_from(manager: o.Workload) -> str | None:
+    """The :data:`MADE_FROM` value of a copy written from ``manager``; None when its uid, generation or digest
+    is unknown (the copy then carries none, and is never called drifted)."""
+    meta = manager.metadata
+    digest = spec_digest(manager)
+    if not meta.uid or meta.generation < 1 or digest is None:
+        return None
+    return f"{meta.uid}/{meta.generation}/{digest}"
+
+
+def made_from_json(raw: bytes) -> str | None:
+    """:func:`made_from` of the manager Workload ``raw`` as its apiserver answered a read (decoded as the
+    watch decodes it); None when it does not decode."""
     try:
-        spec = msgspec.convert(raw_spec, o.WorkloadSpec, strict=False)
-    except (msgspec.ValidationError, TypeError, ValueError):
-        return False
-    pod_sets = raw_spec.get("podSets")
-    templates = [ps.get("template") if isinstance(ps, Mapping) else None
-                 for ps in (pod_sets if isinstance(pod_sets, list) else ())]
-    if len(templates) != len(spec.pod_sets):
-        return False
-    theirs = [template_digest(t) for t in templates]
-    mine = [ps.template.digest for ps in manager.spec.pod_sets]
-    known = [i < len(mine) and mine[i] is not None for i in range(len(theirs))]
-    return _comparable(manager.spec, mine, known) != _comparable(spec, theirs, known)
+        return made_from(stamped_from_json(msgspec.json.decode(raw, type=o.Workload), raw))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
-def _comparable(spec: o.WorkloadSpec, digests: list[str | None], known: list[bool]) -> o.WorkloadSpec:
-    """``spec`` as compared: no preemption gates, each pod set's template its digest (``digests``) alone, or blank
-    where one side's digest is unknown (``known``; pod sets not as many differ anyway)."""
-    pod_sets = [msgspec.structs.replace(ps, template=o.PodTemplateSpec(digest=digests[i])
-                                        if i < len(known) and known[i] else _BLANK_TEMPLATE)
-                for i, ps in enumerate(spec.pod_sets)]
-    return msgspec.structs.replace(spec, pod_sets=pod_sets, preemption_gates=[])
+def _record(copy_raw: Mapping[str, Any]) -> tuple[str, int, str] | None:
+    """(uid, generation, digest) the copy ``copy_raw`` records, or None (none, or not of that form)."""
+    annotations = (copy_raw.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(MADE_FROM) if isinstance(annotations, Mapping) else None
+    parts = value.split("/") if isinstance(value, str) else []
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2]:
+        return None
+    return parts[0], int(parts[1]), parts[2]
+
+
+def copy_drifted(manager: o.Workload, copy_raw: Mapping[str, Any]) -> bool:
+    """Whether the copy ``copy_raw`` (a worker's Workload, as its watch shows it) was written from an older
+    version of the manager Workload ``manager`` (as the log holds it) whose compared spec differs from it
+    now."""
+    record = _record(copy_raw)
+    if record is None:
+        return False
+    uid, generation, digest = record
+    if manager.metadata.uid != uid or manager.metadata.generation <= generation:
+        return False
+    now = _digest_of(manager)
+    return now is not None and now != digest
+
+
+def _digest_of(manager: o.Workload) -> str | None:
+    """:func:`spec_digest` of ``manager``, computed once for that view of it (the log's views are immutable: a
+    new version of the Workload is a new view)."""
+    key = (manager.metadata.namespace, manager.metadata.name)
+    held = _digests.get(key)
+    if held is not None and held[0] is manager:
+        return held[1]
+    if len(_digests) >= DIGEST_MEMO_SIZE:
+        _digests.clear()
+    digest = spec_digest(manager)
+    _digests[key] = (manager, digest)
+    return digest
