@@ -626,17 +626,14 @@ class JobReconciler(Generic[J]):
         step = workload_slices.ensure(counts, owned, partial=partial)
         if step.finish_old is not None:
             await self._finish_out_of_sync(job, step.finish_old[1])
-        if step.stranded is not None:  # KEP-12100: the waiting slice goes with the evicted one; a new chain next
-            await self._finish_out_of_sync(job, step.stranded[1])
-            return True
         if step.error:
             self.log.error(f"elastic {self.NOUN}: workload slices left as they are", error=step.error,
                            **{self.NOUN: job.key})
             return True
         if not step.applies:
             return False
-        finishing = {s[0].key for s in (step.finish_old, step.stranded) if s is not None}
-        staying = [s for s in workload_slices.not_finished(owned) if s[0].key not in finishing]
+        finishing = step.finish_old[0].key if step.finish_old is not None else None
+        staying = [s for s in workload_slices.not_finished(owned) if s[0].key != finishing]
         if await self._slice_priorities(job, staying):
             return True
         live = workload_slices.not_finished(owned)
@@ -644,14 +641,15 @@ class JobReconciler(Generic[J]):
             if is_admitted(behind[1]) and (step.keep is None or behind[0].key != step.keep[0].key) \
                     and self.is_running(job):
                 await self._running_admitted(job, behind[1])
-        if step.keep is None:
+        keep = step.keep or self._started_first(job, step.probed)
+        if keep is None:
             name = self._slice_name(job, workload_slices.probe_level(live) if partial else None, owned)
             if not live:  # the first slice: made whether the job runs or not (its pods wait at their gate)
                 await self._without_workload(job, name, elastic=True)
             else:  # a scale-up: the job runs on while the new slice waits (a probe after it, at the same version)
                 await self._once(job.key, f"create:{name}", job, self._create_workload(job, name))
             return True
-        obs, wl = step.keep
+        obs, wl = keep
         if step.set_counts:
             if wl.key not in self.mirror.pending:
                 rv = obs.metadata.resource_version
@@ -662,6 +660,16 @@ class JobReconciler(Generic[J]):
                 await self._unfinalize(old_obs)  # a slice finished (replaced, out of sync): its finalizer goes
         await self._with_workload(job, obs, wl, generated=False)  # as Kueue: not rewritten (re-prioritised above)
         return True
+
+    def _started_first(self, job: J, probed: workload_slices.Slice | None) -> workload_slices.Slice | None:
+        """The slice admitted in part that a probe is due behind
+        (:attr:`connectors.k8s.workload_slices.SliceStep.probed`), when the job does not run: it is started
+        on that slice first, and probes for the rest once it runs, so the probe never keeps a stopped job
+        waiting. (A partial slice evicted under a waiting probe leaves the job stopped and the probe its own,
+        Kueue #15417: admitted at its floor, the probe is this slice.) None: the probe is made now."""
+        if probed is None or self.is_running(job):
+            return None
+        return probed
 
     async def _ungate_pods(self, job: J, wl: WorkloadInfo) -> None:
         """Lift the elastic-job gate of the job's pods (:meth:`slice_pod_selector`) that the slice grants, pod set

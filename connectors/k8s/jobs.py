@@ -31,8 +31,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   a new slice for a scale-up of one holding quota (made while the Job runs on; under partial scale-up with the old
   slice's granted pods as its ``minCount``, and a further one, a scale-up probe, once the Job's slice is admitted
   in part), an old slice that lost its quota
-  finished ``OutOfSync`` (under partial scale-up with the slice waiting behind it; the next slice, a new chain,
-  asks for at least the pods the Job was last granted); a finished slice loses its finalizer; the slice kept is then used as a generated
+  finished ``OutOfSync`` (under partial scale-up too: the slice waiting behind it stays the Job's, Kueue
+  #15417); a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
   evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
   Job webhook gave its template — as many as the slice was granted beyond the pods already released;
@@ -477,8 +477,10 @@ class JobIntegration(JobReconciler[o.Job]):
         }
         saved = obs.spec.pod_sets[0] if obs.spec.pod_sets else None
         if (psa is not None and psa.count is not None and saved is not None and saved.min_count is not None
-                and psa.count < saved.count):
-            # partial admission (an admission less reclaimable pods keeps it)
+                and psa.count < saved.count and slice_chain is None):
+            # partial admission (an admission less reclaimable pods keeps it); a slice's is a partial
+            # scale-up's, whose minCount is no minimum of the Job's: its parallelism stays, only the granted
+            # pods are released
             patch["spec"].update(counts_patch(job.metadata.annotations, psa.count))
         await self.client.patch(JOBS, job.metadata.name, patch, job.metadata.namespace)
         await self._started(job, wl, admission.cluster_queue, node_selector=merged.node_selector,

@@ -25,7 +25,7 @@ down, where it deletes any other copy out of sync), so the worker's slice asks f
 A stale sync is skipped: the size grows while the Workload synced does not ask for it (the old slice, still
 admitted, synced after the owner grew, before its new slice is admitted) — Kueue compares the synced Workload's
 name with the one the owner's generation now makes; kueue-es compares the counts that name stands for, the synced
-Workload's pod counts against the owner's, which also holds for slices named apart (readmission, scale-up
+Workload's pod counts against the owner's, which also holds for slices named apart (``-readmit-``, scale-up
 probes).
 """
 

@@ -25,8 +25,8 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   holds quota (an evicted one, once its quota is given back), it is evicted beside an admitted replacement, or
   the new one holds quota as its replacement (admitted, the old one's finish not written); the new one is the
   Job's (other pod set names: the slices do not apply), taking the Job's counts in place when they differ —
-  unless it holds quota without replacing the old one, which Kueue reports as an error and does nothing more;
-  under partial scale-up the new one, waiting, is finished ``OutOfSync`` with the old (below);
+  unless it holds quota without replacing the old one, which Kueue reports as an error and does nothing more
+  (under partial scale-up too: a waiting probe outlives the slice it replaces, below);
 * **more**: an error, nothing done.
 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
@@ -47,14 +47,18 @@ the generation alone (:func:`probe_level`; a retry at the same level makes the s
 admission a new one). Probing stops once a slice is granted all it asks for. The pods released follow the granted
 counts (:func:`granted`).
 
-Eviction under partial scale-up (KEP-12100's eviction and readmission): when the slice a waiting scale-up slice (a
-probe, or the first scale-up slice) replaces loses its quota (evicted: once the Job stopped on it gave it
-back), the waiting slice's ``minCount`` is a floor measured against a slice that is gone. :func:`ensure`
-finishes both ``OutOfSync`` (:attr:`SliceStep.stranded`), so the Job has no live slice; the slice made next
-starts a new chain, its ``minCount`` the pods the Job was last granted on record (:func:`last_granted`: the
-newest of its slices whose stored admission shows a count), so it can be admitted again at the size it last ran
-at and probe upwards from there. A new slice, or probe, whose usual name one of the Job's slices already has is
-named by hashing ``-readmit-<slices the Job has>`` too (:func:`fresh_name_extra`).
+Eviction under partial scale-up (Kueue #15417; its ``normalizeActiveSlices``, "evicted admitted with pending
+probe, keep probe and finish evicted"): when the slice a waiting scale-up slice (a probe, or the first
+scale-up slice) replaces loses its quota (evicted: once the Job stopped on it gave it back, #15661), that
+slice alone is finished ``OutOfSync``, as under atomic scale-up; the waiting slice stays the Job's, an
+ordinary pending slice whose predecessor is gone, and is scheduled again: the scheduler may admit it at its
+``minCount`` without having to grow past a slice that no longer holds quota
+(:func:`kueue_es.scheduler.cycle._try_partial`). No new chain is made and no history is looked up. Admitted
+in part while the Job is stopped, the Job is started on it first, and probes for the rest once it runs
+(:meth:`connectors.k8s.jobframework.JobReconciler._sliced`). A new slice, or probe, whose usual name one of
+the Job's slices already has (a probe at the level its admitted predecessor was probed at, the Job's
+generation unchanged; a RayJob's scale-up, below its cluster) is named by hashing ``-readmit-<slices the Job
+has>`` too (:func:`fresh_name_extra`).
 """
 
 from __future__ import annotations
@@ -83,7 +87,8 @@ SCALE_UP_PARTIAL = "partial"
 SCALE_UP_PROBE = "scale-up-probe"
 """Hashed into a scale-up probe's name, with the generation and the pods granted so far."""
 READMIT = "readmit"
-"""Hashed into the name of a slice made after the Job's slices were all finished, when the generation names one."""
+"""Hashed into the name of a new slice whose usual name one of the Job's slices already has
+(:func:`fresh_name_extra`)."""
 OUT_OF_SYNC = "OutOfSync"
 OUT_OF_SYNC_MESSAGE = "The workload slice is out of sync with its parent job"
 
@@ -129,9 +134,10 @@ def name_extra(version: int | str, probe: int | None = None) -> str:
 
 def fresh_name_extra(version: int | str, probe: int | None, named: str, owned: Sequence[Slice]) -> str:
     """What a new slice's name is hashed over when ``named`` (its usual name, :func:`name_extra`) is taken by one of
-    the Job's slices (``owned``: a Job readmitted after its slices were finished at this generation, and its
-    probes): the usual extra followed by ``-readmit-<number of slices the Job has>``, the same on a retry, another
-    once the slice is made. Empty (the usual name) otherwise."""
+    the Job's slices (``owned``: a probe at the level the probe it replaces was made at, the Job's version
+    unchanged; a first slice after the Job's slices were all finished at this version; a RayJob's scale-up):
+    the usual extra followed by ``-readmit-<number of slices the Job has>``, the same on a retry, another once
+    the slice is made. Empty (the usual name) otherwise."""
     if all(obs.metadata.name != named for obs, _ in owned):
         return ""
     return f"{name_extra(version, probe)}-{READMIT}-{len(owned)}"
@@ -186,36 +192,6 @@ def probe_level(live: Sequence[Slice]) -> int | None:
     return sum(granted(live[0][1]).values())
 
 
-def last_granted(job_counts: dict[str, int], owned: Sequence[Slice]) -> dict[str, int]:
-    """The ``minCount`` of each pod set of a slice made when none of the Job's slices is live, under partial
-    scale-up (KEP-12100's readmission after an eviction): for each pod set that grows past it, the count the Job was
-    last granted on record — the admission stored on the newest of its slices that shows one (a finished slice keeps
-    it), its count within the slice's spec. Newest: the latest made, and within one second the one replacing the
-    other. Empty when no slice shows an admission (a Job's first slice is never admitted in part)."""
-    keys = {obs.key: obs for obs, _ in owned}
-
-    def depth(obs: o.Workload) -> int:
-        hops, seen = 0, {obs.key}
-        while (up := obs.metadata.annotations.get(REPLACEMENT_FOR, "")) in keys and up not in seen:
-            seen.add(up)
-            obs, hops = keys[up], hops + 1
-        return hops
-
-    def order(item: Slice) -> tuple[str, int, str]:
-        obs = item[0]
-        return (obs.metadata.creation_timestamp or "", depth(obs), obs.metadata.name)
-
-    for obs, _ in sorted(owned, key=order, reverse=True):
-        admission = obs.status.admission
-        if admission is None:
-            continue
-        spec = counts(obs)
-        have = {p.name: min(p.count, spec[p.name]) for p in admission.pod_set_assignments
-                if p.count is not None and p.name in spec}
-        return {name: have[name] for name, count in job_counts.items() if name in have and count > have[name]}
-    return {}
-
-
 def baseline(job_counts: dict[str, int], live: Sequence[Slice]) -> dict[str, int]:
     """The ``minCount`` of each pod set of a new slice asking for ``job_counts`` under partial scale-up: for each
     pod set that grows, the pods the slice it replaces (the Job's only live slice, holding quota) was granted.
@@ -243,9 +219,10 @@ class SliceStep:
     """``keep`` is to take the Job's pod counts first."""
     finish_old: Slice | None = None
     """An old slice to finish ``OutOfSync``."""
-    stranded: Slice | None = None
-    """Under partial scale-up, the waiting slice that replaces ``finish_old``, finished ``OutOfSync`` with it (its
-    ``minCount`` measured against a slice that is gone); nothing else is done that pass."""
+    probed: Slice | None = None
+    """With no ``keep``: the Job's only slice, admitted in part, that the new slice (a scale-up probe)
+    follows; a Job not running is started on it first
+    (:meth:`connectors.k8s.jobframework.JobReconciler._sliced`)."""
     error: str = ""
     """Kueue reports an error and does nothing else."""
 
@@ -273,8 +250,9 @@ def draining(live: Sequence[Slice]) -> Slice | None:
 
 def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool = False) -> SliceStep:
     """Kueue's ``EnsureWorkloadSlices`` over the Workloads the Job controls (module docstring); ``partial``: the Job
-    scales up in part (:func:`partial_scale_up`), so its only slice, admitted in part, gets a probe after it, and a
-    slice waiting behind one evicted is finished with it (:attr:`SliceStep.stranded`)."""
+    scales up in part (:func:`partial_scale_up`), so its only slice, admitted in part, gets a probe after
+    it. A slice waiting behind one evicted is kept either way: the evicted one alone is finished (Kueue
+    #15417)."""
     live = not_finished(owned)
     if not live:
         return SliceStep()
@@ -288,7 +266,7 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
             return SliceStep(applies=False)
         if have == job_counts:
             if partial and admitted_in_part(wl):
-                return SliceStep()  # a scale-up probe for the rest, the Job running on meanwhile
+                return SliceStep(probed=current)  # a scale-up probe for the rest, the Job running meanwhile
             return SliceStep(keep=current)
         if not wl.reserving or scaled_down(have, job_counts):
             return SliceStep(keep=current, set_counts=True)
@@ -307,9 +285,6 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         if new[1].reserving and not replaced:
             return SliceStep(finish_old=finish_old,
                              error="unexpected combination of old and new workload slices with reserved quota")
-        if (partial and finish_old is not None and not replaced
-                and new[0].metadata.annotations.get(REPLACEMENT_FOR) == old[0].key):
-            return SliceStep(keep=None, finish_old=finish_old, stranded=new)
         return SliceStep(keep=new, set_counts=have != job_counts, finish_old=finish_old)
     return SliceStep(error=f"unexpected number of matching workload slices: {len(live)}")
 
@@ -330,9 +305,9 @@ def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:
 
 def as_slice(workload: dict, owned: Sequence[Slice], *, partial: bool) -> None:
     """Make ``workload``, the Workload about to be created for an elastic job whose Workloads are ``owned``, one of
-    its slices: :func:`slice_annotations`, and under partial scale-up each growing pod set's ``minCount`` — for a
-    scale-up the pods the slice it replaces was granted (:func:`baseline`), for a new chain the pods the job was
-    last granted (:func:`last_granted`)."""
+    its slices: :func:`slice_annotations`, and under partial scale-up, for a scale-up, each growing pod set's
+    ``minCount`` the pods the slice it replaces was granted (:func:`baseline`). A first slice, a new chain's
+    too, keeps the job's own pod sets (no floor looked up in its finished slices: Kueue #15417)."""
     meta = workload["metadata"]
     live = not_finished(owned)
     meta["annotations"] = {**(meta.get("annotations") or {}), **slice_annotations(meta["name"], live)}
@@ -340,7 +315,7 @@ def as_slice(workload: dict, owned: Sequence[Slice], *, partial: bool) -> None:
         return
     pod_sets = workload["spec"]["podSets"]
     asked = {ps["name"]: ps["count"] for ps in pod_sets}
-    floor = baseline(asked, live) if live else last_granted(asked, owned)
+    floor = baseline(asked, live)
     for ps in pod_sets:
         if ps["name"] in floor:
             ps["minCount"] = floor[ps["name"]]

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.jobs import UID, integration, job, template
+from fixtures.jobs import UID, integration, job, show_finished, template
 
 from connectors.k8s import job_validation, workload_slices
 from connectors.k8s.errors import Conflict
@@ -771,7 +771,11 @@ def test_only_a_slice_may_lower_its_min_count_and_only_with_its_count() -> None:
     assert "immutable" in (_refused(lowered(plain, 3, 3), plain, on) or "")
 
 
-# --- KEP-12100's eviction and readmission ----------------------------------------------------------------------
+# --- KEP-12100's eviction under partial scale-up: the probe is kept (Kueue #15417) --------------------------
+# Kueue's pkg/workloadslicing normalizeActiveSlices, TestNormalizeActiveSlices "evicted admitted with pending
+# probe, keep probe and finish evicted" (partialScaleUp: true, survivor wl-b), behind #15661's drain: the
+# evicted slice is the Job's while it holds quota; once given back it alone is finished, and the probe, an
+# ordinary pending replacement, is rescheduled and admits itself ("no recreation, no history lookup")
 
 
 def _granted_slice(name: str, count: int, granted: int | None, **kw: Any) -> o.Workload:
@@ -784,57 +788,109 @@ def _granted_slice(name: str, count: int, granted: int | None, **kw: Any) -> o.W
     return msgspec.structs.replace(w, status=o.WorkloadStatus(admission=admission))
 
 
+def _names_of(step: workload_slices.SliceStep) -> tuple[str | None, str | None]:
+    return (step.keep[0].metadata.name if step.keep else None,
+            step.finish_old[0].metadata.name if step.finish_old else None)
+
+
 @pytest.mark.parametrize("evicted", [True, False])
-def test_a_waiting_scale_up_slice_is_finished_with_the_evicted_slice_it_replaces(evicted: bool) -> None:
-    """Under partial scale-up the probe's minCount is measured against the slice it replaces: that one evicted (or
-    its quota gone), the probe goes with it. Atomic, the probe (no minCount) stays the Job's, as before."""
+@pytest.mark.parametrize("partial", [True, False])
+def test_the_evicted_slice_is_finished_and_the_probe_waiting_behind_it_kept(evicted: bool,
+                                                                           partial: bool) -> None:
+    """The slice a waiting probe replaces evicted (or its quota otherwise gone): while it holds quota it is
+    the Job's (#15661); once given back it alone is finished ``OutOfSync`` and the probe is the Job's, under
+    partial scale-up as under atomic. Readmitted (no longer evicted), nothing is finished."""
     partial_slice, probe, (_, mirror, _, _) = _slice_and_probe(10, 2)
-    if evicted:  # still holding its quota, the evicted slice is the Job's first (Kueue #15661), the probe kept
+    if evicted:
         _phase(mirror, partial_slice, ADMITTED, evicted=True, granted=7)
-        drained = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=True)
-        assert (drained.keep[0].metadata.name if drained.keep else None, drained.finish_old, drained.stranded) == (
-            partial_slice, None, None)
+        drained = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=partial)
+        assert _names_of(drained) == (partial_slice, None)
     _phase(mirror, partial_slice, PENDING, evicted=evicted, granted=7)  # its quota given back
-    owned = _pairs(mirror, partial_slice, probe)
-    step = workload_slices.ensure({"main": 10}, owned, partial=True)
-    assert (step.keep, step.finish_old[0].metadata.name if step.finish_old else None,
-            step.stranded[0].metadata.name if step.stranded else None) == (None, partial_slice, probe)
-    atomic = workload_slices.ensure({"main": 10}, owned, partial=False)
-    assert (atomic.keep[0].metadata.name if atomic.keep else None, atomic.stranded) == (probe, None)
+    step = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=partial)
+    assert (_names_of(step), step.set_counts, step.error) == ((probe, partial_slice), False, "")
     info = mirror.state.workloads[f"ns/{partial_slice}"]
     info.evicted, info.conditions = "", ()
     _phase(mirror, partial_slice, ADMITTED, granted=7, stored=_SHOWN)
-    held = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=True)
-    assert (held.keep[0].metadata.name if held.keep else None, held.finish_old, held.stranded) == (probe, None, None)
-
-
-def test_last_granted_is_the_newest_admission_on_record() -> None:
-    first, partial_slice, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
-    _, mirror, _, _ = _setup(
-        _elastic_job(10, generation=2, annotations=PARTIAL), _granted_slice(first, 5, 5),
-        _granted_slice(partial_slice, 10, 7, replaces=f"ns/{first}"),
-        _granted_slice(probe, 10, None, replaces=f"ns/{partial_slice}"))
-    owned = _pairs(mirror, probe, first, partial_slice)  # one second: the chain orders them, not their names
-    assert workload_slices.last_granted({"main": 10}, owned) == {"main": 7}, "the probe was never admitted"
-    assert workload_slices.last_granted({"main": 7}, owned) == {}, "not growing past it"
-    assert workload_slices.last_granted({"main": 10}, _pairs(mirror, first, probe)) == {"main": 5}
-    assert workload_slices.last_granted({"main": 10}, _pairs(mirror, probe)) == {}, "nothing on record"
+    held = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=partial)
+    assert _names_of(held) == (probe, None)
 
 
 @pytest.mark.asyncio
-async def test_an_evicted_slice_takes_its_waiting_probe_with_it_and_nothing_else_is_done() -> None:
+async def test_an_evicted_slice_is_finished_alone_and_its_waiting_probe_stays_the_jobs() -> None:
+    """The Job stopped on the evicted slice, its quota given back: only that slice is finished; the probe is
+    neither finished nor recreated, no new slice is made, and the stopped Job is left waiting for it."""
     partial_slice, probe, (jobs, mirror, appended, client) = _slice_and_probe(10, 2)
-    _phase(mirror, partial_slice, PENDING, evicted=True)  # evicted, its quota given back (Kueue #15661)
+    stopped = _elastic_job(10, generation=2, suspend=True, annotations=PARTIAL)
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key="ns/train", uid=UID,
+                                                                obj=stopped)))
+    _phase(mirror, partial_slice, PENDING, evicted=True)
     await jobs.reconcile("ns/train")
     assert [(e.key, e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == [
-        (f"ns/{partial_slice}", "OutOfSync"), (f"ns/{probe}", "OutOfSync")]
-    assert (client.created, client.patches) == ([], []), "no new slice yet, the Job is not stopped"
+        (f"ns/{partial_slice}", "OutOfSync")]
+    show_finished(mirror, appended)
+    await jobs.reconcile("ns/train")
+    assert [e.key for e in appended if isinstance(e, ev.WorkloadFinished)] == [f"ns/{partial_slice}"]
+    assert client.created == [], "no new chain"
+    assert [p for p in client.patches if p[0] == "Job"] == [], "the Job waits, stopped, for its probe"
+
+
+def _restarting(generation: int = 2, *, suspend: bool = True) -> tuple[str, tuple[JobIntegration, Mirror,
+                                                                                  list[ev.AnyEvent], Client]]:
+    """A partial Job of 10 whose partial slice was evicted and finished, its probe (10, minCount 7) now
+    admitted with 7 while the Job is stopped (or, ``suspend`` False, already started on it)."""
+    first, partial_slice, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
+    probe_wl = _with_min(_slice(probe, 10, replaces=f"ns/{partial_slice}", created="2026-01-01T00:00:09Z"), 7)
+    evicted = _slice(partial_slice, 10, replaces=f"ns/{first}", created="2026-01-01T00:00:05Z")
+    setup = _setup(_elastic_job(10, generation=generation, suspend=suspend, annotations=PARTIAL),
+                   _granted_slice(first, 5, 5), evicted, probe_wl, partial=True)
+    mirror = setup[1]
+    for name in (first, partial_slice):
+        _phase(mirror, name, FINISHED)
+    _phase(mirror, probe, ADMITTED, granted=7, stored=_SHOWN)
+    return probe, setup
+
+
+def _with_min(w: o.Workload, min_count: int) -> o.Workload:
+    sets = [msgspec.structs.replace(ps, min_count=min_count) for ps in w.spec.pod_sets]
+    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, pod_sets=sets))
 
 
 @pytest.mark.asyncio
-async def test_once_its_slices_are_finished_the_job_is_readmitted_from_what_it_was_last_granted() -> None:
-    """The slice made next starts a new chain (it replaces nothing), asks for the whole Job with at least the 7
-    pods the evicted slice was granted, and is named apart from that slice (same generation)."""
+async def test_a_stopped_job_is_started_on_its_probe_admitted_in_part_keeping_its_parallelism(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe admitted at its floor (7 of 10) after its predecessor went: the stopped Job is started on it
+    first — its parallelism left at 10, as for any slice admitted in part (only the granted pods are released)
+    — and the probe for the rest waits for the Job to run."""
+    _, (jobs, _, _, client) = _restarting()
+    monkeypatch.setattr("connectors.k8s.jobframework.admission_shown", lambda wl, obs: True)  # as decided
+    await jobs.reconcile("ns/train")
+    (start,) = [body for kind, _, body, _ in client.patches if kind == "Job"]
+    assert start["spec"]["suspend"] is False and "parallelism" not in start["spec"]
+    assert client.created == [], "the probe for the rest once the Job runs"
+
+
+@pytest.mark.asyncio
+async def test_once_started_on_its_probe_the_job_probes_for_the_rest_named_apart_from_it() -> None:
+    """Running on the probe admitted with 7, the Job gets a further probe (10, minCount 7) replacing it; at
+    the same generation its usual name is the admitted probe's own, so it is named apart."""
+    probe, (jobs, _, _, client) = _restarting(suspend=False)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n2-scale-up-probe-7-readmit-3".encode()).hexdigest()[:5]
+    assert body["metadata"]["name"] == f"job-train-{digest}" != probe
+    assert body["metadata"]["annotations"][REPLACES] == f"ns/{probe}"
+    assert (body["spec"]["podSets"][0]["count"], body["spec"]["podSets"][0]["minCount"]) == (10, 7)
+    assert [p for p in client.patches if p[0] == "Job"] == []
+    _, (jobs, _, _, client) = _restarting(generation=4, suspend=False)  # stopped, started since: own name
+    await jobs.reconcile("ns/train")
+    assert [b["metadata"]["name"] for b in client.created] == [_slice_name(4, probe=7)]
+
+
+@pytest.mark.asyncio
+async def test_a_job_whose_slices_are_all_finished_gets_a_new_chain_with_no_floor_from_its_history() -> None:
+    """No slice of the Job live (each finished): the next slice is a first slice, replacing nothing and asking
+    for the whole Job with no ``minCount`` taken from what its finished slices were granted (#15417: no
+    history lookup); its usual name taken by a finished slice of the same generation, it is named apart."""
     first, partial_slice, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
     jobs, mirror, _, client = _setup(
         _elastic_job(10, generation=2, annotations=PARTIAL), _granted_slice(first, 5, 5),
@@ -847,7 +903,7 @@ async def test_once_its_slices_are_finished_the_job_is_readmitted_from_what_it_w
     digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n2-readmit-3".encode()).hexdigest()[:5]
     assert body["metadata"]["name"] == f"job-train-{digest}" not in (first, partial_slice, probe)
     assert body["metadata"]["annotations"] == {**ELASTIC, SLICE_NAME: body["metadata"]["name"]}
-    assert (body["spec"]["podSets"][0]["count"], body["spec"]["podSets"][0]["minCount"]) == (10, 7)
+    assert "minCount" not in body["spec"]["podSets"][0]
 
 
 @pytest.mark.asyncio
@@ -857,29 +913,6 @@ async def test_a_first_slice_asks_for_no_min_count_and_keeps_its_usual_name() ->
     (body,) = client.created
     assert body["metadata"]["name"] == _slice_name(1)
     assert "minCount" not in body["spec"]["podSets"][0]
-
-
-@pytest.mark.asyncio
-async def test_a_probe_whose_usual_name_a_finished_probe_has_is_named_apart() -> None:
-    """Readmitted with 7 again, the Job's probe would be named as the probe finished with the evicted slice."""
-    first, partial_slice, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
-    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n2-readmit-3".encode()).hexdigest()[:5]
-    readmit = f"job-train-{digest}"
-    jobs, mirror, _, client = _setup(
-        _elastic_job(10, generation=2, annotations=PARTIAL), _granted_slice(first, 5, 5),
-        _granted_slice(partial_slice, 10, 7, replaces=f"ns/{first}", created="2026-01-01T00:00:05Z"),
-        _slice(probe, 10, replaces=f"ns/{partial_slice}", created="2026-01-01T00:00:09Z"),
-        _slice(readmit, 10, created="2026-01-01T00:00:20Z"), partial=True)
-    for name in (first, partial_slice, probe):
-        _phase(mirror, name, FINISHED)
-    _phase(mirror, readmit, ADMITTED, granted=7)
-    await jobs.reconcile("ns/train")
-    (body,) = client.created
-    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n2-scale-up-probe-7-readmit-4".encode()).hexdigest()[:5]
-    assert body["metadata"]["name"] == f"job-train-{digest}" != probe
-    assert body["metadata"]["annotations"][REPLACES] == f"ns/{readmit}"
-    assert (body["spec"]["podSets"][0]["count"], body["spec"]["podSets"][0]["minCount"]) == (10, 7)
-
 
 @pytest.mark.asyncio
 async def test_a_probe_is_made_for_the_same_version_of_the_job_as_the_slice_it_follows() -> None:
@@ -909,7 +942,7 @@ def test_an_old_slice_is_finished_once_its_replacement_holds_quota() -> None:
     assert step.keep is not None and step.keep[0].metadata.name == "b" and not step.set_counts
     partial = workload_slices.ensure({"main": 8}, _pairs(mirror, "b", "a"), partial=True)
     # the replacement is kept, not finished with it
-    assert partial.keep is not None and partial.stranded is None
+    assert partial.keep is not None and partial.keep[0].metadata.name == "b"
     _, mirror, _, _ = _setup(_elastic_job(8), _slice("b", 8), _slice("a", 4))  # no replacement annotation
     _phase(mirror, "a", ADMITTED)
     _phase(mirror, "b", ADMITTED)

@@ -10,7 +10,9 @@ puts on the template) are ungated once the slice counting them is admitted, not 
 template carries the chain's ``kueue.x-k8s.io/workload-slice-name``. Its parallelism then lowered, the admitted
 slice takes the smaller count in place. An elastic Job already running without a Workload is not suspended: its
 first slice is made, and once it is admitted only as many gated pods as it counts are ungated. Annotated
-``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``, a scale-up is admitted in part and probed for the rest.
+``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``, a scale-up is admitted in part and probed for the rest;
+the slice admitted in part evicted, it alone is finished once the Job stopped on it, and its probe is admitted in
+its place (Kueue #15661, #15417).
 """
 
 from __future__ import annotations
@@ -324,16 +326,18 @@ async def _names(kc: KubeClient, ns: str) -> set[str]:
 
 
 @pytest.mark.asyncio
-async def test_an_evicted_partial_slice_takes_its_probe_with_it_and_the_job_is_readmitted_at_its_last_size(
+async def test_an_evicted_partial_slice_is_finished_alone_and_its_probe_is_admitted_in_its_place(
         kube_apiserver, tmp_path) -> None:
-    """KEP-12100's eviction and readmission: the Job's slice admitted with 7 of 10 and its probe waiting, the
-    ClusterQueue drained (``HoldAndDrain``) evicts the slice; the probe, whose ``minCount`` was measured against it,
-    is finished ``OutOfSync`` with it, and the Job gets a new slice, replacing nothing, asking for the 10 with at
-    least the 7 it last ran with, named apart from the evicted slice of the same generation. Once the ClusterQueue
-    runs again that slice is admitted with 7 and a probe for the rest follows it."""
+    """KEP-12100's eviction, as merged Kueue runs it (#15661, #15417): the Job's slice admitted with 7 of 10 and
+    its probe (10, ``minCount`` 7) waiting, the ClusterQueue drained (``HoldAndDrain``) evicts the slice, which
+    stays the Job's until its pods are gone: the Job is stopped on it, its quota held while pods are active.
+    Once none is (the test plays the job controller), the quota goes back and that slice alone is finished
+    ``OutOfSync``; the probe is neither finished nor replaced by a new slice. Once the ClusterQueue runs again
+    the probe, its predecessor holding no quota, is admitted at its ``minCount`` (7, all that fits), the Job is
+    started on it with its parallelism kept, and a further probe (10, ``minCount`` 7) follows it."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        q = await queues(kc, "elastic-readmit", {"cpu": 7})
+        q = await queues(kc, "elastic-evict", {"cpu": 7})
         async with kueue_es(kc, tmp_path / "log", config=PARTIAL_SCALE_UP):
             _, uid, first = await _partial_job(kc, q.ns, "er")
             await kc.patch(JOBS, "er", {"status": {"active": 5}}, q.ns, subresource="status")
@@ -345,22 +349,42 @@ async def test_an_evicted_partial_slice_takes_its_probe_with_it_and_the_job_is_r
             await eventually(lambda: _pending(kc, q.ns, probe), what="the scale-up probe waiting")
 
             await kc.patch(CLUSTER_QUEUES, q.cq, {"spec": {"stopPolicy": "HoldAndDrain"}})
+
+            async def suspended() -> bool:
+                return not await running(kc, q.ns, "er")
+
+            await eventually(suspended, what="the Job stopped on its evicted slice")
+            evicted = await get(kc, "Workload", partial, q.ns)
+            assert (_condition(evicted, "Evicted") or {}).get("status") == "True"
+            assert evicted["status"].get("admission"), "its quota held while pods are active (Kueue #15661)"
+            assert not await _finished_out_of_sync(kc, q.ns, partial)
+            await kc.patch(JOBS, "er", {"status": {"active": 0}}, q.ns, subresource="status")  # the job controller
             await eventually(lambda: _finished_out_of_sync(kc, q.ns, partial), what="the evicted slice finished")
-            await eventually(lambda: _finished_out_of_sync(kc, q.ns, probe), what="its probe finished with it")
-            readmit = slice_name("Job", "batch", "er", uid, generation, extra=f"{generation}-readmit-3")
-            await eventually(lambda: _workload(kc, q.ns, readmit), what="a new slice for the Job")
-            new = await get(kc, "Workload", readmit, q.ns)
-            assert REPLACES not in new["metadata"]["annotations"], "a new chain: it replaces nothing"
-            assert new["metadata"]["annotations"][SLICE_NAME] == readmit
-            assert (new["spec"]["podSets"][0]["count"], new["spec"]["podSets"][0]["minCount"]) == (10, 7)
+            await asyncio.sleep(1.0)
+            assert await _pending(kc, q.ns, probe), "the probe kept, waiting"
+            assert not await _finished_out_of_sync(kc, q.ns, probe)
+            assert await _names(kc, q.ns) == {first, partial, probe}, "no new slice (no recreation)"
+            kept = await get(kc, "Workload", probe, q.ns)
+            assert kept["metadata"]["annotations"][REPLACES] == f"{q.ns}/{partial}"
+            assert kept["metadata"]["annotations"][SLICE_NAME] == first
+            assert (kept["spec"]["podSets"][0]["count"], kept["spec"]["podSets"][0]["minCount"]) == (10, 7)
 
             await kc.patch(CLUSTER_QUEUES, q.cq, {"spec": {"stopPolicy": "None"}})
-            again = await eventually(lambda: _admitted(kc, q.ns, readmit), what="readmitted at its last size")
+            again = await eventually(lambda: _admitted(kc, q.ns, probe), what="the probe admitted at its minCount")
             assert _granted(again) == 7
-            # the same level names the probe that was finished: this one is named apart
-            next_probe = slice_name("Job", "batch", "er", uid, generation, extra=f"{generation}-scale-up-probe-7-readmit-4")
-            await eventually(lambda: _pending(kc, q.ns, next_probe), what="a probe for the rest waiting")
-            probe_wl = await get(kc, "Workload", next_probe, q.ns)
-            assert probe_wl["metadata"]["annotations"][REPLACES] == f"{q.ns}/{readmit}"
-            assert (probe_wl["spec"]["podSets"][0]["count"], probe_wl["spec"]["podSets"][0]["minCount"]) == (10, 7)
-            assert await _names(kc, q.ns) == {first, partial, probe, readmit, next_probe}
+            await eventually(lambda: running(kc, q.ns, "er"), what="the Job started on the probe")
+            assert (await get(kc, "Job", "er", q.ns))["spec"]["parallelism"] == 10, "its parallelism kept"
+
+            async def next_probe() -> str | None:
+                fresh = await _names(kc, q.ns) - {first, partial, probe}
+                return next(iter(fresh)) if len(fresh) == 1 else None
+
+            rest = await eventually(next_probe, what="a probe for the rest")
+            await eventually(lambda: _pending(kc, q.ns, rest), what="the probe for the rest waiting")
+            rest_wl = await get(kc, "Workload", rest, q.ns)
+            assert rest_wl["metadata"]["annotations"][REPLACES] == f"{q.ns}/{probe}"
+            assert rest_wl["metadata"]["annotations"][SLICE_NAME] == first
+            assert (rest_wl["spec"]["podSets"][0]["count"], rest_wl["spec"]["podSets"][0]["minCount"]) == (10, 7)
+            assert await _admitted(kc, q.ns, probe) is not None, "the probe runs on"
+            assert not await _finished_out_of_sync(kc, q.ns, probe)
+            assert await _names(kc, q.ns) == {first, partial, probe, rest}
