@@ -1006,11 +1006,15 @@ def _in_range(source: str) -> Any:
 
 def _string_keys(value: Any) -> Any:
     """``value`` with every mapping key a string, as Kueue's YAML-to-JSON step writes them (``1: x`` is the
-    field ``"1"``: for a Configuration an unknown one, said after the types; in a map, a key like any other). A
-    part that has none is returned as it is."""
+    field ``"1"``: for a Configuration an unknown one, said after the types; in a map, a key like any other), and
+    each mapping's keys in sorted order, as that step writes them from a Go map: the order Kueue's decoder meets
+    them in, so the first wrong value it names is the first in that order (Kueue's config_test.go TestLoad
+    "invalid config"). A part that has neither to change is returned as it is."""
     if isinstance(value, dict):
         out = {k if isinstance(k, str) else str(k): _string_keys(v) for k, v in value.items()}
-        same = len(out) == len(value) and all(isinstance(k, str) and out[k] is v for k, v in value.items())
+        out = dict(sorted(out.items()))
+        same = (len(out) == len(value) and list(out) == list(value)
+                and all(isinstance(k, str) and out[k] is v for k, v in value.items()))
         return value if same else out
     if isinstance(value, list):
         items = [_string_keys(v) for v in value]
