@@ -901,7 +901,8 @@ def _check_json_numbers(doc: Any, source: str) -> None:
 
 
 def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, strict: bool, errs: FieldErrors) -> None:
-    """The newest Kueue's validateTLS: a stanza it cannot parse is refused (and nothing else of it checked), and
+    """The newest Kueue's validateTLS: a stanza it cannot parse is refused, every problem in one error on ``tls``
+    (:func:`~kueue_es.scheduler.tls_options.parse`; nothing else of it checked then), and
     cipher suites beside ``minVersion: VersionTLS13`` (whose suites are not configurable). Before it, Kueue exited
     on the first only while its visibility server ran (it parses the stanza); a document recorded then is held to
     that alone. ``curvePreferences`` (Kueue v0.19) are checked in a new document only: kueue-es refused the
@@ -910,8 +911,7 @@ def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, strict: bool, errs: Fiel
     curves = tls.curve_preferences if strict else []
     problem = tls_options.parse(tls.min_version, tls.cipher_suites, curves)[1]
     if problem is not None and (strict or cfg.gate(gates.VISIBILITY_ON_DEMAND)):
-        field, _, detail = problem.partition(": ")
-        errs.add(field, detail)
+        errs.add("tls", problem)  # Kueue's field.Invalid(tls, ...): its value part dumps a Go struct, left out
         return
     if strict and tls.min_version == "VersionTLS13" and tls.cipher_suites:
         shown = go_string_slice("string", tls.cipher_suites)
