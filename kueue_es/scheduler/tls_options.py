@@ -90,9 +90,9 @@ class TLSSettings(NamedTuple):
 
 
 def problems(min_version: str, cipher_suites: Sequence[str], curves: Sequence[int] = ()) -> list[str]:
-    """What Kueue's ParseTLSOptions finds wrong in a ``tls`` stanza, in its words and its order: the version, then
-    the suites (their first unknown name), then the curves (their first problem); each is looked at whatever the
-    others hold, and Kueue joins those it finds (Go's errors.Join)."""
+    """What Kueue's ParseTLSOptions finds wrong in a ``tls`` stanza, in its words and its order: the version,
+    then the suites (their first unknown name), then the curves (their first problem); each is looked at
+    whatever the others hold, and Kueue joins those it finds (Go's errors.Join)."""
     found = []
     if min_version in REFUSED_VERSIONS:
         found.append("invalid minVersion. Please use VersionTLS12 or VersionTLS13")
@@ -110,9 +110,9 @@ def problems(min_version: str, cipher_suites: Sequence[str], curves: Sequence[in
 
 def parse(min_version: str, cipher_suites: list[str],
           curves: Sequence[int] = ()) -> tuple[TLSSettings | None, str | None]:
-    """The settings of a ``tls`` stanza, or what Kueue finds wrong in it (:func:`problems`, joined by "; ": Kueue
-    puts a newline between them, kueue-es keeps its messages on one line); Kueue reports it as one field error on
-    ``tls``, the stanza, whichever of its fields is at fault."""
+    """The settings of a ``tls`` stanza, or what Kueue finds wrong in it (:func:`problems`, joined by "; ":
+    Kueue puts a newline between them, kueue-es keeps its messages on one line); Kueue reports it as one
+    field error on ``tls``, the stanza, whichever of its fields is at fault."""
     found = problems(min_version, cipher_suites, curves)
     if found:
         return None, "; ".join(found)

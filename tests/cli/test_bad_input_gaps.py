@@ -79,8 +79,8 @@ def test_kueue_s_own_fields_are_taken_whether_or_not_kueue_es_reads_them(tmp_pat
     (V1BETA1_ONLY, "v1beta2", ("fairSharing.enable", "integrations.podOptions", "queueVisibility",
                                "waitForPodsReady.enable")),
     (V1BETA2_ONLY, "v1beta1", ("metrics.customLabels[0].sourceKind", "multiKueue.clusterProfile",
-                               "multiKueue.singleClusterPreemptionTimeout", "resources.deviceClassMappings[0].sources",
-                               "resources.quotaCheckStrategy")),
+                               "multiKueue.singleClusterPreemptionTimeout",
+                               "resources.deviceClassMappings[0].sources", "resources.quotaCheckStrategy")),
 ])
 def test_a_field_only_the_other_version_has_is_refused(tmp_path: Path, body: str, version: str,
                                                       unknown: tuple[str, ...]) -> None:

@@ -229,7 +229,8 @@ VERSION_DUMMY = 'invalid minVersion: unknown tls version "DUMMY". Please use Ver
 
 @pytest.mark.parametrize(("stanza", "problems"), [
     # Kueue's pkg/config/validation_test.go TestValidate cases, each a field error on "tls"
-    ({"minVersion": "DUMMY", "cipherSuites": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]},  # invalid TLS and valid...
+    # invalid TLS and valid cipher suites
+    ({"minVersion": "DUMMY", "cipherSuites": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]},
      [VERSION_DUMMY]),
     ({"minVersion": "DUMMY", "cipherSuites": ["DUMMY"]},  # invalid TLS and invalid cipher suites
      [VERSION_DUMMY, "invalid cipher suites: Cipher suite DUMMY not supported or doesn't exist"]),
@@ -240,10 +241,11 @@ VERSION_DUMMY = 'invalid minVersion: unknown tls version "DUMMY". Please use Ver
       "invalid cipher suites: Cipher suite TLS_NOPE not supported or doesn't exist",
       "invalid curve preferences: duplicate curve preference 29"]),
 ])
-def test_a_stanza_kueue_cannot_parse_is_one_error_on_tls_naming_every_problem(stanza: dict, problems: list) -> None:
-    """Kueue's validateTLS reports what its ParseTLSOptions returns as one field error on ``tls`` (the stanza's
-    root, not the field at fault), the version's, the suites' and the curves' problems joined (Go's errors.Join,
-    a newline between them; kueue-es keeps its one-line message and joins them with "; ")."""
+def test_a_stanza_kueue_cannot_parse_is_one_error_on_tls_naming_every_problem(stanza: dict,
+                                                                              problems: list) -> None:
+    """Kueue's validateTLS reports what its ParseTLSOptions returns as one field error on ``tls`` (the
+    stanza's root, not the field at fault), the version's, the suites' and the curves' problems joined (Go's
+    errors.Join, a newline between them; kueue-es keeps its one-line message and joins them with "; ")."""
     with pytest.raises(InvalidInput) as refused:
         load_config({"tls": stanza})
     assert str(refused.value) == "<config>: field `tls`: " + "; ".join(problems)
