@@ -302,3 +302,54 @@ def test_kueue_s_load_case_namespace_overwrite_config(name: str) -> None:
     mk = default.multi_kueue
     assert (mk.gc_interval, mk.origin, mk.worker_lost_timeout, mk.dispatcher_name) == (
         "1m", "multikueue", "15m", "kueue.x-k8s.io/multikueue-dispatcher-all-at-once")
+
+
+TAS_OFF = {"TopologyAwareScheduling": False, "TASProfileMixed": False, "TASHandleOverlappingFlavors": False,
+           "TASFailedNodeReplacement": False, "TASFailedNodeReplacementFailFast": False,
+           "TASReplaceNodeOnPodTermination": False, "TASReplaceNodeOnNodeTaints": False,
+           "TASMultiLayerTopology": False}
+GATE_CASES = [
+    # validation_test.go TestLoadAndValidateFeatureGates: (case, featureGateMap, whether Kueue refuses it)
+    ("cannot set TAS profile with TAS disabled", {**TAS_OFF, "TASProfileMixed": True}, True),
+    ("TASReplaceNodeDueToNotReadyOverFixedTime requires TASFailedNodeReplacement",
+     {"TASReplaceNodeDueToNotReadyOverFixedTime": True, "TopologyAwareScheduling": True,
+      "TASFailedNodeReplacement": False, "TASFailedNodeReplacementFailFast": False,
+      "TASReplaceNodeOnPodTermination": False, "TASProfileMixed": False}, True),
+    ("ElasticJobsViaWorkloadSlicesWithTAS requires ElasticJobsViaWorkloadSlices",
+     {"ElasticJobsViaWorkloadSlicesWithTAS": True, "TopologyAwareScheduling": True,
+      "ElasticJobsViaWorkloadSlices": False, "TASProfileMixed": False}, True),
+    ("ElasticJobsViaWorkloadSlicesWithTAS valid when all dependencies enabled",
+     {"ElasticJobsViaWorkloadSlicesWithTAS": True, "ElasticJobsViaWorkloadSlices": True,
+      "TopologyAwareScheduling": True, "TASProfileMixed": False}, False),
+    ("KueueDRAIntegrationConsumableCapacity requires KueueDRAIntegration",
+     {"KueueDRAIntegrationConsumableCapacity": True, "KueueDRAIntegration": False,
+      "KueueDRAIntegrationExtendedResource": False, "KueueDRAIntegrationPartitionableDevices": False}, True),
+    ("UnadmittedWorkloadsExplicitStatus requires UnadmittedWorkloadsObservability",
+     {"UnadmittedWorkloadsExplicitStatus": True, "UnadmittedWorkloadsObservability": False}, True),
+    ("TASHandleOverlappingFlavors valid when all dependencies enabled",
+     {"TopologyAwareScheduling": True, "TASHandleOverlappingFlavors": True}, False),
+    ("TASRespectNodeAffinityPreferred requires TopologyAwareScheduling",
+     {**TAS_OFF, "TASRespectNodeAffinityPreferred": True}, True),
+    ("TASReplaceNodeOnPodTermination requires TASFailedNodeReplacement",
+     {"TopologyAwareScheduling": True, "TASFailedNodeReplacement": False,
+      "TASFailedNodeReplacementFailFast": False, "TASReplaceNodeOnPodTermination": True}, True),
+    ("all TAS sub-features valid when TopologyAwareScheduling and TASFailedNodeReplacement enabled",
+     {"TopologyAwareScheduling": True, "TASFailedNodeReplacement": True,
+      "TASFailedNodeReplacementFailFast": True, "TASReplaceNodeOnPodTermination": True,
+      "TASBalancedPlacement": True, "TASReplaceNodeOnNodeTaints": True, "TASMultiLayerTopology": True,
+      "TASRespectNodeAffinityPreferred": True, "TASHandleOverlappingFlavors": True}, False),
+]
+
+
+@pytest.mark.parametrize(("gates", "refused"),
+                         [pytest.param(gates, refused, id=name) for name, gates, refused in GATE_CASES])
+def test_kueue_s_feature_gate_case(gates: dict, refused: bool) -> None:
+    """Whether Kueue starts on the gates: the same decision. The words differ on purpose: the stored
+    validation.go says "X requires Y to be enabled" itself; v0.20 leaves the dependencies to the gate
+    library, whose words kueue-es says (:data:`projections.gates.DEPENDENCIES`)."""
+    doc = {**V1BETA2, "featureGates": gates}
+    if not refused:
+        load_config(doc)
+        return
+    with pytest.raises(InvalidInput, match=r"field `featureGates`: Invalid value: .*depends on features"):
+        load_config(doc)
