@@ -901,7 +901,8 @@ def _check_json_numbers(doc: Any, source: str) -> None:
 
 
 def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, strict: bool, errs: FieldErrors) -> None:
-    """The newest Kueue's validateTLS: a stanza it cannot parse is refused (and nothing else of it checked), and
+    """The newest Kueue's validateTLS: a stanza it cannot parse is refused, every problem in one error on
+    ``tls`` (:func:`~kueue_es.scheduler.tls_options.parse`; nothing else of it checked then), and
     cipher suites beside ``minVersion: VersionTLS13`` (whose suites are not configurable). Before it, Kueue exited
     on the first only while its visibility server ran (it parses the stanza); a document recorded then is held to
     that alone. ``curvePreferences`` (Kueue v0.19) are checked in a new document only: kueue-es refused the
@@ -910,8 +911,7 @@ def _validate_tls(cfg: SchedulerConfig, tls: TLSConfig, strict: bool, errs: Fiel
     curves = tls.curve_preferences if strict else []
     problem = tls_options.parse(tls.min_version, tls.cipher_suites, curves)[1]
     if problem is not None and (strict or cfg.gate(gates.VISIBILITY_ON_DEMAND)):
-        field, _, detail = problem.partition(": ")
-        errs.add(field, detail)
+        errs.add("tls", problem)  # Kueue's field.Invalid(tls, ...): its value dumps a Go struct, left out
         return
     if strict and tls.min_version == "VersionTLS13" and tls.cipher_suites:
         shown = go_string_slice("string", tls.cipher_suites)
@@ -1006,11 +1006,15 @@ def _in_range(source: str) -> Any:
 
 def _string_keys(value: Any) -> Any:
     """``value`` with every mapping key a string, as Kueue's YAML-to-JSON step writes them (``1: x`` is the
-    field ``"1"``: for a Configuration an unknown one, said after the types; in a map, a key like any other). A
-    part that has none is returned as it is."""
+    field ``"1"``: for a Configuration an unknown one, said after the types; in a map, a key like any
+    other), and each mapping's keys in sorted order, as that step writes them from a Go map: the order
+    Kueue's decoder meets them in, so the first wrong value it names is the first in that order (Kueue's
+    config_test.go TestLoad "invalid config"). A part that has neither to change is returned as it is."""
     if isinstance(value, dict):
         out = {k if isinstance(k, str) else str(k): _string_keys(v) for k, v in value.items()}
-        same = len(out) == len(value) and all(isinstance(k, str) and out[k] is v for k, v in value.items())
+        out = dict(sorted(out.items()))
+        same = (len(out) == len(value) and list(out) == list(value)
+                and all(isinstance(k, str) and out[k] is v for k, v in value.items()))
         return value if same else out
     if isinstance(value, list):
         items = [_string_keys(v) for v in value]

@@ -2,7 +2,8 @@
 
 Kueue reads its configuration file with a strict decoder: a field its Configuration type does not have stops it
 from starting, with the decoder's error (``strict decoding error: unknown field "waitForPodsReady.timeoutt"``, every
-unknown field named, in the document's order). kueue-es refuses such a file the same way (:func:`unknown_fields`).
+unknown field named, in the order the decoder meets them: Kueue turns the YAML into JSON through a Go map
+first, so each object's keys come sorted). kueue-es refuses such a file the same way (:func:`unknown_fields`).
 
 The fields known are those of Kueue's Configuration of the version the file's ``apiVersion`` names
 (:func:`known_in`: the types of :mod:`kueue_es.scheduler.config_schema`, which also type-check every value), so a
@@ -63,11 +64,13 @@ to v1beta1 loses them). The two schemas of :mod:`~kueue_es.scheduler.config_sche
 
 
 def unknown_fields(doc: Any, tree: Tree, at: str = "") -> list[str]:
-    """The paths (``a.b[0].c``) of the fields of ``doc`` that ``tree`` does not know, in the document's order."""
+    """The paths (``a.b[0].c``) of the fields of ``doc`` that ``tree`` does not know, in the order Kueue's
+    decoder meets them: depth first, each object's keys in sorted order (the YAML-to-JSON step writes them
+    from a Go map, which it sorts; Kueue's config_test.go TestLoad "invalid config"), list items in theirs."""
     found: list[str] = []
     if not isinstance(doc, dict):
         return found
-    for key, value in doc.items():
+    for key, value in sorted(doc.items(), key=lambda item: str(item[0])):
         path = f"{at}.{key}" if at else str(key)
         if key not in tree:
             found.append(path)

@@ -89,21 +89,33 @@ class TLSSettings(NamedTuple):
     (:func:`connectors.k8s.https.server_tls` says so): Python's ``ssl`` sets no list of groups."""
 
 
-def parse(min_version: str, cipher_suites: list[str],
-          curves: Sequence[int] = ()) -> tuple[TLSSettings | None, str | None]:
-    """The settings of a ``tls`` stanza, or the first problem Kueue finds in it (naming the field), in Kueue's
-    order: version, suites, curves."""
+def problems(min_version: str, cipher_suites: Sequence[str], curves: Sequence[int] = ()) -> list[str]:
+    """What Kueue's ParseTLSOptions finds wrong in a ``tls`` stanza, in its words and its order: the version,
+    then the suites (their first unknown name), then the curves (their first problem); each is looked at
+    whatever the others hold, and Kueue joins those it finds (Go's errors.Join)."""
+    found = []
     if min_version in REFUSED_VERSIONS:
-        return None, "tls.minVersion: invalid minVersion. Please use VersionTLS12 or VersionTLS13"
-    if min_version and min_version not in VERSIONS:
-        return None, (f'tls.minVersion: invalid minVersion: unknown tls version "{min_version}". Please use '
-                      "VersionTLS12 or VersionTLS13")
+        found.append("invalid minVersion. Please use VersionTLS12 or VersionTLS13")
+    elif min_version and min_version not in VERSIONS:
+        found.append(f'invalid minVersion: unknown tls version "{min_version}". Please use VersionTLS12 or '
+                     "VersionTLS13")
     unknown = [name for name in cipher_suites if name not in CIPHER_SUITES]
     if unknown:
-        return None, f"tls.cipherSuites: invalid cipher suites: Cipher suite {unknown[0]} not supported or doesn't exist"
+        found.append(f"invalid cipher suites: Cipher suite {unknown[0]} not supported or doesn't exist")
     curve_problem = _curve_problem(curves)
     if curve_problem is not None:
-        return None, f"tls.curvePreferences: invalid curve preferences: {curve_problem}"
+        found.append(f"invalid curve preferences: {curve_problem}")
+    return found
+
+
+def parse(min_version: str, cipher_suites: list[str],
+          curves: Sequence[int] = ()) -> tuple[TLSSettings | None, str | None]:
+    """The settings of a ``tls`` stanza, or what Kueue finds wrong in it (:func:`problems`, joined by "; ":
+    Kueue puts a newline between them, kueue-es keeps its messages on one line); Kueue reports it as one
+    field error on ``tls``, the stanza, whichever of its fields is at fault."""
+    found = problems(min_version, cipher_suites, curves)
+    if found:
+        return None, "; ".join(found)
     ciphers = tuple(dict.fromkeys(n for n in (CIPHER_SUITES[s] for s in cipher_suites) if n is not None))
     version = VERSIONS.get(min_version, (1, 2))
     if cipher_suites and not ciphers:  # TLS 1.3 suites alone: no TLS 1.2 suite is left, so TLS 1.2 cannot be had

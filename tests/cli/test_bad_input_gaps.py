@@ -41,13 +41,13 @@ def _schedule_under(tmp_path: Path, body: str, version: str = "v1beta2") -> tupl
 
 def test_a_configuration_s_unknown_fields_are_refused_as_kueue_s_strict_decoder_refuses_them(tmp_path: Path) -> None:
     """Kueue decodes its configuration file strictly and does not start on a field its Configuration has not:
-    every one is named, in the document's order, as its decoder names them."""
+    every one is named, in the order its decoder meets them (each object's keys sorted), as it names them."""
     cfg, r = _schedule_under(tmp_path, "waitForPodsReady:\n  timeout: 5m\n  timeoutt: 6m\nresources:\n"
                                        "  transformations:\n  - input: a.io/x\n    outputz: {}\nfairShare: {}\n")
     assert r.code == 2
     assert one_line_error(r) == (
-        f'kueue-es: error: {cfg}: Configuration: strict decoding error: unknown field "waitForPodsReady.timeoutt", '
-        'unknown field "resources.transformations[0].outputz", unknown field "fairShare"')
+        f'kueue-es: error: {cfg}: Configuration: strict decoding error: unknown field "fairShare", '
+        'unknown field "resources.transformations[0].outputz", unknown field "waitForPodsReady.timeoutt"')
 
 
 V1BETA1_ONLY = ("integrations:\n  frameworks: [batch/job]\n  podOptions: {namespaceSelector: {matchLabels: {a: b}}}\n"
@@ -76,16 +76,17 @@ def test_kueue_s_own_fields_are_taken_whether_or_not_kueue_es_reads_them(tmp_pat
 
 
 @pytest.mark.parametrize(("body", "version", "unknown"), [
-    (V1BETA1_ONLY, "v1beta2", ("integrations.podOptions", "queueVisibility", "fairSharing.enable",
+    (V1BETA1_ONLY, "v1beta2", ("fairSharing.enable", "integrations.podOptions", "queueVisibility",
                                "waitForPodsReady.enable")),
-    (V1BETA2_ONLY, "v1beta1", ("multiKueue.singleClusterPreemptionTimeout", "multiKueue.clusterProfile",
-                               "resources.quotaCheckStrategy", "resources.deviceClassMappings[0].sources",
-                               "metrics.customLabels[0].sourceKind")),
+    (V1BETA2_ONLY, "v1beta1", ("metrics.customLabels[0].sourceKind", "multiKueue.clusterProfile",
+                               "multiKueue.singleClusterPreemptionTimeout",
+                               "resources.deviceClassMappings[0].sources", "resources.quotaCheckStrategy")),
 ])
 def test_a_field_only_the_other_version_has_is_refused(tmp_path: Path, body: str, version: str,
                                                       unknown: tuple[str, ...]) -> None:
     """Kueue decodes its file as the version its apiVersion names: a field v1beta2 removed (or v1beta1 never had)
-    is as unknown as a misspelt one, every one named."""
+    is as unknown as a misspelt one, every one named (each object's keys in sorted order, as Kueue's decoder
+    meets them)."""
     cfg, r = _schedule_under(tmp_path, body, version)
     assert r.code == 2
     assert one_line_error(r) == (f"kueue-es: error: {cfg}: Configuration: strict decoding error: "

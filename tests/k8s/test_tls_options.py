@@ -95,15 +95,15 @@ def test_the_stanza_as_kueue_reads_it() -> None:
         "TLS 1.3 suites alone leave no TLS 1.2 suite"
 
 
-CURVES = "field `tls.curvePreferences`: invalid curve preferences: "
+CURVES = "field `tls`: invalid curve preferences: "
 
 
 @pytest.mark.parametrize(("stanza", "error"), [
-    ({"minVersion": "VersionTLS11"}, "field `tls.minVersion`: invalid minVersion. Please use VersionTLS12 or "
+    ({"minVersion": "VersionTLS11"}, "field `tls`: invalid minVersion. Please use VersionTLS12 or "
                                      "VersionTLS13"),
-    ({"minVersion": "TLS1.3"}, 'field `tls.minVersion`: invalid minVersion: unknown tls version "TLS1.3". Please '
+    ({"minVersion": "TLS1.3"}, 'field `tls`: invalid minVersion: unknown tls version "TLS1.3". Please '
                                "use VersionTLS12 or VersionTLS13"),
-    ({"cipherSuites": ["TLS_NOPE"]}, "field `tls.cipherSuites`: invalid cipher suites: Cipher suite TLS_NOPE not "
+    ({"cipherSuites": ["TLS_NOPE"]}, "field `tls`: invalid cipher suites: Cipher suite TLS_NOPE not "
                                      "supported or doesn't exist"),
     ({"curvePreferences": [0]}, f"{CURVES}curve preference 0 is out of range (must be 1-65535)"),
     ({"curvePreferences": [23, 65536]}, f"{CURVES}curve preference 65536 is out of range (must be 1-65535)"),
@@ -222,3 +222,30 @@ def test_curve_preferences_are_not_applied_and_the_servers_say_so(tmp_path: Path
     assert [(e["log_level"], e["event"], e["curve_preferences"]) for e in logs] == [
         ("warning", "tls.curvePreferences is not applied: the server keeps the TLS library's default groups",
          [23, 29])]
+
+
+VERSION_DUMMY = 'invalid minVersion: unknown tls version "DUMMY". Please use VersionTLS12 or VersionTLS13'
+
+
+@pytest.mark.parametrize(("stanza", "problems"), [
+    # Kueue's pkg/config/validation_test.go TestValidate cases, each a field error on "tls"
+    # invalid TLS and valid cipher suites
+    ({"minVersion": "DUMMY", "cipherSuites": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]},
+     [VERSION_DUMMY]),
+    ({"minVersion": "DUMMY", "cipherSuites": ["DUMMY"]},  # invalid TLS and invalid cipher suites
+     [VERSION_DUMMY, "invalid cipher suites: Cipher suite DUMMY not supported or doesn't exist"]),
+    ({"minVersion": "VersionTLS12", "curvePreferences": [0]},  # invalid TLS with invalid curve preferences
+     ["invalid curve preferences: curve preference 0 is out of range (must be 1-65535)"]),
+    ({"minVersion": "VersionTLS10", "cipherSuites": ["TLS_NOPE"], "curvePreferences": [29, 29]},
+     ["invalid minVersion. Please use VersionTLS12 or VersionTLS13",
+      "invalid cipher suites: Cipher suite TLS_NOPE not supported or doesn't exist",
+      "invalid curve preferences: duplicate curve preference 29"]),
+])
+def test_a_stanza_kueue_cannot_parse_is_one_error_on_tls_naming_every_problem(stanza: dict,
+                                                                              problems: list) -> None:
+    """Kueue's validateTLS reports what its ParseTLSOptions returns as one field error on ``tls`` (the
+    stanza's root, not the field at fault), the version's, the suites' and the curves' problems joined (Go's
+    errors.Join, a newline between them; kueue-es keeps its one-line message and joins them with "; ")."""
+    with pytest.raises(InvalidInput) as refused:
+        load_config({"tls": stanza})
+    assert str(refused.value) == "<config>: field `tls`: " + "; ".join(problems)

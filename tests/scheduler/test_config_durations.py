@@ -149,8 +149,12 @@ def test_a_recorded_duration_an_older_kueue_es_took_is_loaded_as_it_took_it() ->
     assert recorded == load_config({**V1BETA2, "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "0"},
                                     "multiKueue": {"workerLostTimeout": "2m"}})
     assert recovery_ms(recorded) is None
+    with pytest.raises(InvalidInput, match=r"field `multiKueue.workerLostTimeout`: invalid duration '2m '"):
+        load_config(doc)  # the first Kueue's decoder meets: keys in sorted order
+    with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.recoveryTimeout`: invalid duration ''"):
+        load_config({k: v for k, v in doc.items() if k != "multiKueue"})
     with pytest.raises(InvalidInput, match=r"field `waitForPodsReady.timeout`: invalid duration ' 5m'"):
-        load_config(doc)
+        load_config({**V1BETA2, "waitForPodsReady": {"timeout": " 5m"}})
 
 
 def test_a_negative_recovery_timeout_is_refused_only_while_wait_for_pods_ready_is_in_force() -> None:

@@ -81,3 +81,23 @@ def test_a_decoded_configuration_s_document_decodes_strictly_as_its_version(doc:
     other version it leaves unset, so that it reads back strictly as it was."""
     config = load_config(doc)
     assert load_config(document_of(config)) == config
+
+
+def test_unknown_fields_are_named_in_the_order_kueue_s_decoder_meets_them() -> None:
+    """Kueue's pkg/config/config_test.go TestLoad, case "invalid config": a file holding ``namespaces`` then
+    ``invalidField`` is refused with ``unknown field "invalidField", unknown field "namespaces"``. Kueue
+    turns the YAML into JSON through a map before it decodes it, so the decoder meets the keys of each
+    object in sorted order (depth first), not in the file's; list items keep theirs."""
+    doc = {**DOC, "namespaces": "kueue-system", "invalidField": "invalidValue",
+           "waitForPodsReady": {"timeoutt": "6m", "blockAdmision": True},
+           "resources": {"transformations": [{"input": "a.io/x", "outputz": {}},
+                                             {"input": "b.io/y", "inputt": 1}]},
+           "health": {"healthProbeBindAddress": ":8081"}, "fairShare": {}}
+    with pytest.raises(InvalidInput) as refused:
+        load_config(doc, "kueue.yaml")
+    assert str(refused.value) == (
+        'kueue.yaml: Configuration: strict decoding error: unknown field "fairShare", '
+        'unknown field "invalidField", unknown field "namespaces", '
+        'unknown field "resources.transformations[0].outputz", '
+        'unknown field "resources.transformations[1].inputt", '
+        'unknown field "waitForPodsReady.blockAdmision", unknown field "waitForPodsReady.timeoutt"')

@@ -165,3 +165,18 @@ def test_a_key_that_is_no_string_is_the_string_kueue_s_yaml_step_makes_of_it() -
     with pytest.raises(InvalidInput, match='strict decoding error: unknown field "webhook.True"$'):
         load_config({**V1BETA2, "webhook": {True: 1}})
     load_config({**V1BETA2, "controller": {"groupKindConcurrency": {1: 5}}})
+
+
+@pytest.mark.parametrize(("doc", "field"), [
+    ({"webhook": {"port": "x"}, "clientConnection": {"qps": "y"}}, "clientConnection.qps"),
+    ({"manageJobsWithoutQueueName": "yes", "fairSharing": {"preemptionStrategies": "x"}},
+     "fairSharing.preemptionStrategies"),
+    ({"webhook": {"port": "x", "host": 1}}, "webhook.host"),
+])
+def test_of_two_wrong_values_the_one_kueue_s_decoder_meets_first_is_named(doc: dict, field: str) -> None:
+    """Kueue decodes its file as JSON written from a Go map (each object's keys sorted: its config_test.go
+    TestLoad "invalid config" names ``invalidField`` before ``namespaces``), and Go's decoder returns the
+    first type error it meets: so of two wrong values, the one whose key sorts first is named, not the
+    file's first."""
+    with pytest.raises(InvalidInput, match=f"^kueue.yaml: Configuration: field `{re.escape(field)}`"):
+        load_config({**V1BETA2, **doc}, "kueue.yaml")

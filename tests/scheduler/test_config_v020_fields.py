@@ -45,8 +45,9 @@ def test_their_values_are_type_checked(doc: dict[str, Any], error: str) -> None:
 
 
 def test_their_unknown_fields_are_refused() -> None:
-    with pytest.raises(InvalidInput, match='strict decoding error: unknown field "visibilityServer.port", '
-                                           'unknown field "metrics.localQueueMetrics.namespaceSelector"$'):
+    with pytest.raises(InvalidInput, match='strict decoding error: unknown field '
+                                           '"metrics.localQueueMetrics.namespaceSelector", '
+                                           'unknown field "visibilityServer.port"$'):
         load_config({**V1BETA2, "visibilityServer": {"port": 1},
                      "metrics": {"localQueueMetrics": {"namespaceSelector": {}}}})
 
