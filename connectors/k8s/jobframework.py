@@ -360,6 +360,13 @@ class JobReconciler(Generic[J]):
         under ``ElasticJobsViaWorkloadSlices`` (:mod:`connectors.k8s.workload_slices`)."""
         return self.SLICED and workload_slices.elastic(self.state, job.metadata.annotations)
 
+    def restored_pod_sets(self, job: J, obs: o.Workload) -> list[o.PodSet]:
+        """The pod sets whose templates stopping the job on ``obs`` gives back to its own: the Workload's; a
+        slice's as they were before any start (:func:`connectors.k8s.workload_slices.unstarted`: one made
+        while the job ran carries the start on an earlier slice, which a later start would conflict with)."""
+        sets = list(obs.spec.pod_sets)
+        return workload_slices.unstarted(sets) if self.sliced(job) else sets
+
     def partial(self, annotations: dict[str, str]) -> bool:
         """Whether a job of this kind with ``annotations`` scales up in part
         (:func:`connectors.k8s.workload_slices.partial_scale_up`)."""

@@ -508,7 +508,7 @@ class JobIntegration(JobReconciler[o.Job]):
             return  # the template can change only once no pod is active; the Job's next status brings us back
         if not obs.spec.pod_sets:
             return
-        saved = obs.spec.pod_sets[0]
+        saved = self.restored_pod_sets(job, obs)[0]
         tmpl = raw["spec"].get("template") or {}
         tmeta, tspec = tmpl.get("metadata") or {}, tmpl.get("spec") or {}
         cur_labels = tmeta.get("labels") or {}

@@ -350,8 +350,8 @@ class WatchedJobIntegration(JobReconciler[J]):
         raw = await self._read(job)
         if raw is None:
             return
-        await self.client.patch(self.RESOURCE, job.metadata.name, self.stop_patch(raw, list(obs.spec.pod_sets)),
-                                job.metadata.namespace)
+        patch = self.stop_patch(raw, self.restored_pod_sets(job, obs))
+        await self.client.patch(self.RESOURCE, job.metadata.name, patch, job.metadata.namespace)
         self.stats.stopped += 1
         self.log.info(f"stopped {self.NOUN} and restored its templates", why=why, **{self.NOUN: job.key})
         await self._report(job, STOPPED, workload=obs.key, message=why)

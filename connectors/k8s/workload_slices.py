@@ -34,7 +34,9 @@ The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.
 runs on an admitted slice, the Job integration lifts the gate from the Job's pods (:func:`ungate_ops`; Kueue's
 ``StartWorkloadSlicePods``, which finds them by their owner) — only from as many as the slice counts beyond the
 pods already running (:func:`pods_to_ungate`, as Kueue's later elastic-job ungater). A Job started on a slice
-gives its pods the chain's ``kueue.x-k8s.io/workload-slice-name`` (:func:`pod_slice_name`).
+gives its pods the chain's ``kueue.x-k8s.io/workload-slice-name`` (:func:`pod_slice_name`). A slice made while
+the Job runs copies that start in its templates; a Job stopped on it gets them back without it
+(:func:`unstarted`).
 
 Partial scale-up (Kueue's KEP-12100, :func:`partial_scale_up`): under the gate
 ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``, a Job annotated
@@ -67,12 +69,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from connectors.k8s import podsetinfo
 from connectors.k8s.stored_workload import shows
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections import gates
-from projections.workloads import ADMITTED, FINISHED, SLICE_REPLACEMENT_FOR_ANNOTATION, WorkloadInfo
+from projections.workloads import (
+    ADMITTED,
+    FINISHED,
+    SLICE_REPLACEMENT_FOR_ANNOTATION,
+    TOPOLOGY_GATE,
+    WORKLOAD_ANNOTATION,
+    WorkloadInfo,
+)
 
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """On a Job (and its slices): the Job scales through workload slices (value ``"true"``)."""
@@ -91,6 +102,11 @@ READMIT = "readmit"
 (:func:`fresh_name_extra`)."""
 OUT_OF_SYNC = "OutOfSync"
 OUT_OF_SYNC_MESSAGE = "The workload slice is out of sync with its parent job"
+STARTED_LABELS = (podsetinfo.PODSET_LABEL, podsetinfo.LQ_LABEL, podsetinfo.CQ_LABEL,
+                  podsetinfo.MULTIKUEUE_WORKER_POD_LABEL)
+"""The labels a start writes into a pod template, whatever the Workload (:func:`unstarted`)."""
+STARTED_ANNOTATIONS = (WORKLOAD_ANNOTATION, SLICE_NAME_ANNOTATION, podsetinfo.UNCONSTRAINED_ANNOTATION)
+"""The annotations a start writes into a pod template; the first two name the Workload and its chain."""
 
 Slice = tuple[o.Workload, WorkloadInfo]
 
@@ -287,6 +303,28 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
                              error="unexpected combination of old and new workload slices with reserved quota")
         return SliceStep(keep=new, set_counts=have != job_counts, finish_old=finish_old)
     return SliceStep(error=f"unexpected number of matching workload slices: {len(live)}")
+
+
+def unstarted(pod_sets: Sequence[o.PodSet]) -> list[o.PodSet]:
+    """The pod sets of a slice, their templates as they were before any start: what stopping the Job on it
+    gives its templates back. A slice made while the Job runs (a scale-up, a probe) copies the Job's templates
+    with what the start on an earlier slice wrote into them; given back as they are, they would keep naming
+    that Workload (``kueue.x-k8s.io/workload``) and chain, so that a start on any other Workload conflicts
+    and is finished ``FailedToStart``. So the labels, annotations and topology gate a start writes by key
+    (:mod:`connectors.k8s.podsetinfo`: :data:`STARTED_LABELS`, :data:`STARTED_ANNOTATIONS`) are left out.
+    A flavor's node selector and tolerations, and a check's updates, cannot be told from the Job's own and
+    stay: the slice's own admission agrees with them (its flavors are chosen with that node selector)."""
+    out = []
+    for ps in pod_sets:
+        t = ps.template
+        meta = o.TemplateMeta(
+            labels={k: v for k, v in t.metadata.labels.items() if k not in STARTED_LABELS},
+            annotations={k: v for k, v in t.metadata.annotations.items() if k not in STARTED_ANNOTATIONS})
+        gates_ = [g for g in t.spec.scheduling_gates if g.get("name") != TOPOLOGY_GATE]
+        spec = msgspec.structs.replace(t.spec, scheduling_gates=gates_)
+        out.append(msgspec.structs.replace(ps, template=msgspec.structs.replace(t, metadata=meta, spec=spec,
+                                                                                digest=None)))
+    return out
 
 
 def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:

@@ -14,6 +14,7 @@ import pytest
 from fixtures import watched_jobs
 
 from connectors.k8s import raycluster as rc
+from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration, RayServiceIntegration
 from events import objects as o
@@ -229,6 +230,43 @@ async def test_a_cluster_whose_slice_is_evicted_is_stopped_with_its_templates_re
     await integ.reconcile("ns/rc")
     (stop,) = [body for kind, _, body in client.patches if kind == "RayCluster"]
     assert stop["spec"]["suspend"] is True
+
+
+def _started_on(first: str, podset: str) -> dict[str, Any]:
+    """The metadata the start on slice ``first`` (the first of its chain) wrote into a template of pod set
+    ``podset``: Kueue's pod set label, the pods naming their Workload and chain."""
+    return {"labels": {PODSET: podset}, "annotations": {"kueue.x-k8s.io/workload": first, SLICE_NAME: first}}
+
+
+@pytest.mark.asyncio
+async def test_a_cluster_stopped_on_a_slice_made_while_it_ran_gets_its_templates_back_as_before_its_start(
+        ) -> None:
+    """The cluster started on its first slice, scaled up: the new slice, made while it ran, copies its
+    templates with that start in them. Evicted, the cluster is stopped on it with its templates given back
+    without what the start wrote (so a start on another Workload does not conflict with it)."""
+    first, new = _slice_name(1), _slice_name(2)
+    raw = _raw(4, generation=2)
+    for path, podset in ((("headGroupSpec",), "head"), (("workerGroupSpecs", 0), "workers")):
+        holder: Any = raw["spec"]
+        for part in path:
+            holder = holder[part]
+        holder["template"] = {**TEMPLATE, "metadata": _started_on(first, podset)}
+    sets = [o.PodSet(name=n, count=c, template=o.PodTemplateSpec(
+        metadata=o.TemplateMeta(**_started_on(first, n)), spec=o.PodSpec(scheduling_gates=[GATE])))
+        for n, c in (("head", 1), ("workers", 4))]
+    made = watched_jobs.owned_workload(new, ("ray.io/v1", "RayCluster", "rc", UID), sets, uid=f"{new}-uid")
+    made = msgspec.structs.replace(made, metadata=msgspec.structs.replace(
+        made.metadata, creation_timestamp="2026-01-01T00:00:05Z",
+        annotations={**ELASTIC, SLICE_NAME: first, REPLACES: f"ns/{first}"}))
+    integ, mirror, _, client = _setup(raw, made)
+    _admit(mirror, new, evicted=True)
+    await integ.reconcile("ns/rc")
+    (stop,) = [body for kind, _, body in client.patches if kind == "RayCluster"]
+    spec = merge_patched(raw["spec"], stop["spec"])
+    assert spec["suspend"] is True
+    for template in (spec["headGroupSpec"]["template"], spec["workerGroupSpecs"][0]["template"]):
+        assert not template.get("metadata"), "nothing of the start left"
+        assert template["spec"]["schedulingGates"] == [GATE]
 
 
 # --- an elastic RayJob: its worker counts read from the RayCluster it runs on ------------------------------------

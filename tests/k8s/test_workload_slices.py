@@ -6,6 +6,7 @@ for elastic Jobs (the pod template gated; the annotation immutable). No cluster 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import Any
 
@@ -16,6 +17,7 @@ from fixtures.jobs import UID, integration, job, show_finished, template
 from connectors.k8s import job_validation, workload_slices
 from connectors.k8s.errors import Conflict
 from connectors.k8s.jobs import JobIntegration
+from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.webhook import job_patch
 from events import objects as o
@@ -867,6 +869,84 @@ async def test_a_stopped_job_is_started_on_its_probe_admitted_in_part_keeping_it
     (start,) = [body for kind, _, body, _ in client.patches if kind == "Job"]
     assert start["spec"]["suspend"] is False and "parallelism" not in start["spec"]
     assert client.created == [], "the probe for the rest once the Job runs"
+
+
+KUEUE_STARTED_LABELS = {"kueue.x-k8s.io/podset": "main", "kueue.x-k8s.io/local-queue-name": "lq",
+                        "kueue.x-k8s.io/cluster-queue-name": "cq"}
+
+
+def _started_on(first: str) -> o.PodTemplateSpec:
+    """The Job's pod template once started on ``first``, the first slice of its chain, as that start wrote it:
+    Kueue's pod set and queue labels, the pods naming their Workload (TopologyAwareScheduling on, Kueue's
+    default) and their chain. A slice made while the Job runs so copies it."""
+    return msgspec.structs.replace(template(), metadata=o.TemplateMeta(
+        labels=KUEUE_STARTED_LABELS, annotations={"kueue.x-k8s.io/workload": first, SLICE_NAME: first}))
+
+
+def _with_template(w: o.Workload, tmpl: o.PodTemplateSpec) -> o.Workload:
+    sets = [msgspec.structs.replace(ps, template=tmpl) for ps in w.spec.pod_sets]
+    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, pod_sets=sets))
+
+
+def _stopped_on_a_slice_made_while_running(partial: bool) -> dict[str, Any]:
+    """A Job of 10 started on its first slice (5), scaled up: its slice of generation 2, made while it ran (so
+    carrying the first slice's start in its template), admitted (with 7 of 10 under partial scale-up, its
+    probe waiting), then evicted; no pod active. One pass stops the Job on it: the Job as that stop leaves
+    it."""
+    first, second, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
+    running = _elastic_job(10, generation=2, annotations=PARTIAL if partial else ELASTIC)
+    running = msgspec.structs.replace(
+        running, spec=msgspec.structs.replace(running.spec, template=_started_on(first)),
+        status=msgspec.structs.replace(running.status, active=0))
+    made = [_with_template(_slice(second, 10, replaces=f"ns/{first}", created="2026-01-01T00:00:05Z"),
+                           _started_on(first))]
+    if partial:
+        made.append(_with_min(_with_template(_slice(probe, 10, replaces=f"ns/{second}",
+                                                    created="2026-01-01T00:00:09Z"), _started_on(first)), 7))
+    jobs, mirror, _, client = _setup(running, _granted_slice(first, 5, 5), *made, partial=partial)
+    _phase(mirror, first, FINISHED)
+    _phase(mirror, second, ADMITTED, evicted=True, granted=7 if partial else None)
+    asyncio.run(jobs.reconcile("ns/train"))
+    doc = msgspec.to_builtins(running)
+    for kind, _, body, _ in client.patches:
+        if kind == "Job":
+            doc = merge_patched(doc, body)
+    assert doc["spec"]["suspend"] is True and "template" in body["spec"], "stopped, its template restored"
+    # the stop's mark, which the restore takes off once the Job shows it (this fake serves the Job unpatched)
+    doc["metadata"]["annotations"].pop("kueue.x-k8s.io/stopping")
+    return doc
+
+
+@pytest.mark.parametrize("partial", [True, False])
+def test_a_job_stopped_on_a_slice_made_while_it_ran_gets_its_template_back_as_before_its_start(
+        partial: bool) -> None:
+    """A slice made while the Job runs copies the Job's template with what the start on an earlier slice wrote
+    into it; the Job stopped on that slice is given back its template without it (Kueue's labels and
+    annotations of a start), as before any start, so that a start on another Workload does not conflict."""
+    doc = _stopped_on_a_slice_made_while_running(partial)
+    meta = doc["spec"]["template"].get("metadata") or {}
+    assert (meta.get("labels") or {}, meta.get("annotations") or {}) == ({}, {})
+
+
+@pytest.mark.asyncio
+async def test_a_job_stopped_on_its_evicted_partial_slice_starts_on_its_probe_once_admitted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Job stopped on its evicted partial slice (made while it ran on the first), that slice finished and
+    its probe admitted with 7: the Job starts on the probe, its pods naming the probe and the chain; nothing
+    is finished ``FailedToStart`` (the start on the first slice, left in its template, would conflict)."""
+    stopped = msgspec.convert(await asyncio.to_thread(_stopped_on_a_slice_made_while_running, True), o.Job)
+    probe, (_, mirror, _, _) = _restarting()
+    jobs, mirror, appended, client = _setup(stopped, *mirror.workloads.values(), partial=True)
+    for name in (_slice_name(1), _slice_name(2)):
+        _phase(mirror, name, FINISHED)
+    _phase(mirror, probe, ADMITTED, granted=7, stored=_SHOWN)
+    monkeypatch.setattr("connectors.k8s.jobframework.admission_shown", lambda wl, obs: True)  # as decided
+    await jobs.reconcile("ns/train")
+    assert [(e.key, e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == []
+    (start,) = [body for kind, _, body, _ in client.patches if kind == "Job"]
+    assert start["spec"]["suspend"] is False
+    annotations = start["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"kueue.x-k8s.io/workload": probe, SLICE_NAME: _slice_name(1)}
 
 
 @pytest.mark.asyncio
