@@ -71,7 +71,7 @@ import msgspec
 from events import admission_gate, crd_markers, quota_rules
 from events import objects as o
 from events.errors import InvalidInput, SchemaRefused, aggregate
-from events.field_errors import go_quote, too_long
+from events.field_errors import go_quote, too_long, with_cel_rules
 from events.labels import (
     DNS_LABEL,
     NAME_FMT,
@@ -506,29 +506,33 @@ def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, fir
 
 
 def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
-                        also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset(),
+                        cel: Sequence[str] = (), also: Sequence[str] = (),
+                        ratcheted: frozenset[str] = frozenset(),
                         doc: Mapping[str, Any] | None = None) -> None:
-    """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
-    :func:`events.manifests.queue_schema_errors`; the CEL rules on the policies last, and only once every enum
-    value is known, as the apiserver checks them: :func:`cluster_queue_cel_errors`), as the apiserver lists them,
-    calling no webhook for an object its schema refuses; then every rule of Kueue's webhook the object breaks
+    """The CRD's rules first, every broken one refused together, as the apiserver lists them, calling no
+    webhook for an object its CRD refuses: its schema's (``schema`` first: those the projections need,
+    :func:`events.manifests.queue_schema_errors`), then its CEL rules (``cel``, on the quotas:
+    :func:`events.manifests.queue_cel_errors`; then those on the policies: :func:`cluster_queue_cel_errors`),
+    which a schema error of a type that stops them replaces with the apiserver's line saying so
+    (:func:`events.field_errors.with_cel_rules`); then every rule of Kueue's webhook the object breaks
     (:func:`cluster_queue_errors`, then ``also``: the gated ones, which come after), in one message.
     ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`); ``doc``:
     the plain data ``cq`` was read from, for the markers that tell a list given empty from one left out."""
     crd = [*schema, *cluster_queue_schema_errors(cq.spec, ratcheted, doc=doc)]
-    if not any("Unsupported value:" in error for error in crd):  # the CEL rules wait for known enum values
-        crd += cluster_queue_cel_errors(cq.spec)
-    refuse_all(crd, where, crd=True)
+    refuse_all(with_cel_rules(crd, [*cel, *cluster_queue_cel_errors(cq.spec)]), where, crd=True)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
 
 
-def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = ()) -> None:
-    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules, then its webhook's in Kueue's order
-    (``validateCohort``: the fair sharing weight, then the resource groups; a ClusterQueue's webhook checks the
-    weight after its groups)."""
+def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = (),
+                 cel: Sequence[str] = ()) -> None:
+    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules (``cel``, its CEL rules, after its
+    schema's unless one of those stops them), then its webhook's in Kueue's order (``validateCohort``: the
+    fair sharing weight, then the resource groups; a ClusterQueue's webhook checks the weight after its
+    groups)."""
     spec = cohort.spec
-    refuse_all([*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
-                *_flavor_name_errors(spec.resource_groups)], where, crd=True)
+    crd = [*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
+           *_flavor_name_errors(spec.resource_groups)]
+    refuse_all(with_cel_rules(crd, cel), where, crd=True)
     refuse_all(_fair_sharing_errors(spec.fair_sharing)
                + quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True), where)
 
