@@ -71,7 +71,7 @@ import msgspec
 from events import admission_gate, crd_markers, quota_rules
 from events import objects as o
 from events.errors import InvalidInput, SchemaRefused, aggregate
-from events.field_errors import go_quote, too_long, with_cel_rules
+from events.field_errors import CEL_NOT_CHECKED, go_quote, too_long, with_cel_rules
 from events.labels import (
     DNS_LABEL,
     NAME_FMT,
@@ -390,9 +390,10 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
                      doc: Mapping[str, Any] | None = None) -> None:
     """The CRD's rules first, every broken one refused together (the apiserver calls no webhook for an object its
     schema refuses; ``ratcheted``: the markers' errors an update keeps): its schema's, then, unless one of those
-    stops them (too many entries, a name too long), its CEL rules (:func:`flavor_rule_errors`, read from ``doc``,
-    the spec as plain data); then every rule of Kueue's ResourceFlavor webhook, together, in its order: the node
-    labels, the taints, the tolerations' keys, then the weights."""
+    stops them (too many entries, a name too long: the apiserver's
+    :data:`~events.field_errors.CEL_NOT_CHECKED` instead), its CEL rules (:func:`flavor_rule_errors`, read
+    from ``doc``, the spec as plain data); then every rule of Kueue's ResourceFlavor webhook, together, in its
+    order: the node labels, the taints, the tolerations' keys, then the weights."""
     blocking = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
                 for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
                                        ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
@@ -404,8 +405,9 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
     schema = blocking + [e for e in schema if e not in blocking]
     schema += [error for error in quota_rules.resource_weight_quantity_errors(spec.resource_weights)
                if error not in ratcheted]
-    if not blocking:
-        schema += flavor_rule_errors(doc if doc is not None else msgspec.to_builtins(spec))
+    # the apiserver's hasBlockingErr: a TooMany or TooLong error stops the CEL rules, and it says so last
+    schema += [CEL_NOT_CHECKED] if blocking else flavor_rule_errors(doc if doc is not None
+                                                                    else msgspec.to_builtins(spec))
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
