@@ -84,7 +84,7 @@ from events.labels import (
     regex_error,
     selector_field_errors,
 )
-from events.quantity import decimal_string, parse_quantity, to_int
+from events.quantity import parse_quantity, quantity_string, to_int
 from events.timefmt import parse_time
 
 RESERVED_RESOURCE = "pods"
@@ -679,15 +679,17 @@ def _strategy_name_errors(strategy: o.AdmissionChecksStrategy | None) -> list[st
 def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
     """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic), not negative: the
     checks of Kueue's webhooks (``validateFairSharing``, shared by the ClusterQueue's and the Cohort's), which
-    report them at ``spec.fairSharing`` itself with the weight as Kubernetes writes it (rounded up to nano units).
-    No rule of the CRDs bounds the weight: a negative one reaches the webhook."""
+    report them at ``spec.fairSharing`` itself with ``Weight.String()``: the weight as Kubernetes prints it
+    once read, in the format it was written in (:func:`events.quantity.quantity_string`: ``-1Ki`` stays
+    ``-1Ki``, ``5e-10`` is ``1e-9``). No rule of the CRDs bounds the weight: a negative one reaches the
+    webhook."""
     if fs is None or fs.weight is None:
         return []
     weight = parse_quantity(fs.weight)
     why = ("must be greater than or equal to 0" if weight < 0
            else "When not 0, weight must be > 10e-9" if 0 < weight <= MIN_WEIGHT else None)
-    return [] if why is None else [f"field `spec.fairSharing`: Invalid value: {go_quote(decimal_string(weight))}: "
-                                   f"{why}"]
+    shown = go_quote(quantity_string(fs.weight))
+    return [] if why is None else [f"field `spec.fairSharing`: Invalid value: {shown}: {why}"]
 
 
 # --- Topology, AdmissionCheck -----------------------------------------------------------------------------------

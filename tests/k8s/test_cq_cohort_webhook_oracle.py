@@ -373,6 +373,17 @@ def test_a_flavor_renamed_to_a_bad_name_is_refused_by_the_crd() -> None:
     ("-1", "-1", "must be greater than or equal to 0"),
     ("1n", "1n", "When not 0, weight must be > 10e-9"),
     ("0.0000000005", "1n", "When not 0, weight must be > 10e-9"),
+    # Quantity.String() keeps the format the weight was written in (binary, exponent), canonicalised
+    ("-1Ki", "-1Ki", "must be greater than or equal to 0"),
+    ("-2.0Mi", "-2Mi", "must be greater than or equal to 0"),
+    ("-1.5Ki", "-1536", "must be greater than or equal to 0"),
+    ("-0.5Ki", "-512", "must be greater than or equal to 0"),
+    ("-1000", "-1k", "must be greater than or equal to 0"),
+    ("-5e-1", "-500e-3", "must be greater than or equal to 0"),
+    ("-15E2", "-1500", "must be greater than or equal to 0"),
+    ("-1E3", "-1E3", "must be greater than or equal to 0"),  # taken for canonical by the parser: kept
+    ("1e-9", "1e-9", "When not 0, weight must be > 10e-9"),
+    ("5e-10", "1e-9", "When not 0, weight must be > 10e-9"),
 ])
 def test_a_fair_sharing_weight_is_refused_at_fair_sharing_with_its_value(make: Any, weight: str, shown: str,
                                                                          why: str) -> None:
