@@ -4,6 +4,7 @@ that should read as Kueue's own: the body after the field's path, which kueue-es
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
@@ -50,6 +51,38 @@ def too_many(count: int, most: int) -> str:
 def too_long(most: int) -> str:
     """``field.TooLong``'s body, which leaves the value out."""
     return f"Too long: may not be more than {most} bytes"
+
+
+CEL_NOT_CHECKED = ('field `<nil>`: Invalid value: "null": some validation rules were not checked because the '
+                   "object was invalid; correct the existing errors to complete validation")
+"""The field error the apiserver lists after a custom resource's schema errors in place of its CRD's CEL rules
+when one of those errors stops them (:func:`with_cel_rules`): at no field (apimachinery writes a nil path
+``<nil>``) and with no value (``null``)."""
+_STOPS_CEL = ("Unsupported value:", "Required value", "Too long:", "Too many:")
+"""The openings of the schema errors that stop the CEL rules (apiextensions-apiserver's ``hasBlockingErr``:
+an enum value, a required field, a ``maxLength``, a ``maxItems`` or ``maxProperties``; a type error, the
+fifth, is refused as the document is decoded, before any other rule is checked)."""
+
+
+def with_cel_rules(schema: Sequence[str], cel: Sequence[str]) -> list[str]:
+    """A custom resource's CRD errors as the apiserver lists them: its schema's (``schema``, ``field `path`:
+    body``), then its CEL rules' (``cel``), unless a schema error's type stops those
+    (``pkg/registry/customresource/strategy.go``: the CEL validator runs only when ``hasBlockingErr`` finds no
+    NotSupported, Required, TooLong, TooMany or TypeInvalid error), in which case :data:`CEL_NOT_CHECKED`
+    comes last, whether or not a CEL rule would have failed."""
+    if any(_body(error).startswith(_STOPS_CEL) for error in schema):
+        return [*schema, CEL_NOT_CHECKED]
+    return [*schema, *cel]
+
+
+def _body(error: str) -> str:
+    """The body of a field error ``field `path`: body`` (one in kueue-es's own words, ``field `path` ...``,
+    has none that stops the CEL rules)."""
+    match = _FIELD_ERROR.match(error)
+    return match.group(1) if match else ""
+
+
+_FIELD_ERROR = re.compile(r"field `[^`]*`: (.*)", re.DOTALL)
 
 
 OWN_RULE = "(kueue-es's rule: Kueue's validation has none)"

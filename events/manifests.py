@@ -23,7 +23,7 @@ from events import tas_assignment as tas
 from events.bounded_input import read_bounded
 from events.doc_paths import leaves
 from events.errors import InvalidInput, SchemaRefused, aggregate, refuse_field
-from events.field_errors import go_quote, not_supported
+from events.field_errors import go_quote, not_supported, with_cel_rules
 from events.labels import annotation_map_errors, is_dns_label, label_map_errors, object_name_problem
 from events.preemption_config_rules import preemption_config_errors
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
@@ -513,11 +513,12 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     (:func:`events.object_rules.check_cluster_queue`)."""
     if isinstance(obj, o.ClusterQueue):
         object_rules.check_cluster_queue(obj, where, schema=queue_schema_errors(obj),
+                                         cel=queue_cel_errors(obj),
                                          also=_gated_cluster_queue_errors(obj, checks),
                                          ratcheted=checks.ratcheted, doc=doc)
         return
     if isinstance(obj, o.Cohort):
-        object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))
+        object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj), cel=queue_cel_errors(obj))
         return
     if isinstance(obj, o.Workload):
         _validate_workload(obj, where, checks, doc)
@@ -569,32 +570,37 @@ apiserver's refusal lists)."""
 
 
 def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
-    """What a ClusterQueue's or Cohort's CRD refuses, every rule broken, as the apiserver lists them: a creation
-    time, quantities, names unique in their lists, lists within their ``maxItems``, known policy values, a fair
-    sharing weight that is a quantity; then the CEL rules (not checked, as by the apiserver, while an enum value is
-    unknown): a ClusterQueue's borrowing limits only with a cohort, each group's resource count. Without ``full``,
-    only what the projections need: not the ``maxItems`` nor the borrowing rule, and a weight not negative (with
-    ``full``, Kueue's webhook's to refuse: :func:`events.object_rules.check_cluster_queue`)."""
+    """What a ClusterQueue's or Cohort's CRD schema refuses, every rule broken, as the apiserver lists them: a
+    creation time, quantities, names unique in their lists, lists within their ``maxItems``, known policy
+    values, a fair sharing weight that is a quantity (its CEL rules are :func:`queue_cel_errors`). Without
+    ``full``, only what the projections need: not the ``maxItems``, and a weight not negative (with ``full``,
+    Kueue's webhook's to refuse: :func:`events.object_rules.check_cluster_queue`)."""
     spec = obj.spec
     errors = [f"field `{at}`: {problem}" for at, problem in (
         ("metadata.creationTimestamp", time_problem(obj.metadata.creation_timestamp)),) if problem is not None]
     errors += quota_rules.schema_errors(spec.resource_groups, full=full)
-    blocking = False
     if isinstance(obj, o.ClusterQueue):
         values = (spec.queueing_strategy, spec.preemption.reclaim_within_cohort,  # type: ignore[union-attr]
                   spec.preemption.within_cluster_queue, spec.stop_policy)  # type: ignore[union-attr]
         for (at, allowed), value in zip(QUEUE_ENUMS, values, strict=True):
             if value not in allowed:
-                blocking = True
                 errors.append(f"field `{at}`: {not_supported(go_quote(value), allowed)}")
     # a negative weight is Kueue's webhook's to refuse (object_rules); the watch, which folds what passes here,
     # cannot take one (the fair share divides by it)
     errors += _weight_errors(spec.fair_sharing, negative=full)
-    if not blocking:  # the CEL rules: the spec's, then its groups'
-        if full and isinstance(obj, o.ClusterQueue):
-            errors += quota_rules.borrowing_errors(spec.resource_groups, obj.spec.cohort_name)
-        errors += quota_rules.count_errors(spec.resource_groups)
     return errors
+
+
+def queue_cel_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
+    """The CEL rules of a ClusterQueue's or Cohort's CRD on its quotas, the spec's then its groups': a
+    ClusterQueue's borrowing limits only with a cohort (``full`` only), each group's resource count. Checked
+    only when no schema error stops them (:func:`events.field_errors.with_cel_rules`), a ClusterQueue's after
+    its markers (:func:`events.object_rules.check_cluster_queue`)."""
+    spec = obj.spec
+    errors = []
+    if full and isinstance(obj, o.ClusterQueue):
+        errors += quota_rules.borrowing_errors(spec.resource_groups, obj.spec.cohort_name)
+    return errors + quota_rules.count_errors(spec.resource_groups)
 
 
 def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
@@ -655,7 +661,8 @@ def _validate_shape(obj: o.KObject, where: str, *, stored: bool = True) -> None:
     """What the projections need of an object to fold it: times and quantities that parse, known enum values,
     counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
     if isinstance(obj, o.ClusterQueue | o.Cohort):
-        object_rules.refuse_all(queue_schema_errors(obj, full=False), where, crd=True)
+        object_rules.refuse_all(with_cel_rules(queue_schema_errors(obj, full=False),
+                                               queue_cel_errors(obj, full=False)), where, crd=True)
         return
     if isinstance(obj, o.Workload):
         # the CRD's schema; with the reclaimable pods' names (the watch's check), a rule of Kueue's webhook joins it

@@ -71,7 +71,7 @@ import msgspec
 from events import admission_gate, crd_markers, quota_rules
 from events import objects as o
 from events.errors import InvalidInput, SchemaRefused, aggregate
-from events.field_errors import go_quote, too_long
+from events.field_errors import CEL_NOT_CHECKED, go_quote, too_long, with_cel_rules
 from events.labels import (
     DNS_LABEL,
     NAME_FMT,
@@ -84,7 +84,7 @@ from events.labels import (
     regex_error,
     selector_field_errors,
 )
-from events.quantity import decimal_string, parse_quantity, to_int
+from events.quantity import parse_quantity, quantity_string, to_int
 from events.timefmt import parse_time
 
 RESERVED_RESOURCE = "pods"
@@ -390,9 +390,10 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
                      doc: Mapping[str, Any] | None = None) -> None:
     """The CRD's rules first, every broken one refused together (the apiserver calls no webhook for an object its
     schema refuses; ``ratcheted``: the markers' errors an update keeps): its schema's, then, unless one of those
-    stops them (too many entries, a name too long), its CEL rules (:func:`flavor_rule_errors`, read from ``doc``,
-    the spec as plain data); then every rule of Kueue's ResourceFlavor webhook, together, in its order: the node
-    labels, the taints, the tolerations' keys, then the weights."""
+    stops them (too many entries, a name too long: the apiserver's
+    :data:`~events.field_errors.CEL_NOT_CHECKED` instead), its CEL rules (:func:`flavor_rule_errors`, read
+    from ``doc``, the spec as plain data); then every rule of Kueue's ResourceFlavor webhook, together, in its
+    order: the node labels, the taints, the tolerations' keys, then the weights."""
     blocking = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
                 for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
                                        ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
@@ -404,8 +405,9 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozense
     schema = blocking + [e for e in schema if e not in blocking]
     schema += [error for error in quota_rules.resource_weight_quantity_errors(spec.resource_weights)
                if error not in ratcheted]
-    if not blocking:
-        schema += flavor_rule_errors(doc if doc is not None else msgspec.to_builtins(spec))
+    # the apiserver's hasBlockingErr: a TooMany or TooLong error stops the CEL rules, and it says so last
+    schema += [CEL_NOT_CHECKED] if blocking else flavor_rule_errors(doc if doc is not None
+                                                                    else msgspec.to_builtins(spec))
     refuse_all(schema, where, crd=True)
     refuse_all(_fields(label_map_errors(spec.node_labels), "spec.nodeLabels")
                + _node_taint_errors(spec.node_taints, "spec.nodeTaints")
@@ -506,29 +508,33 @@ def _toleration_rule_errors(tolerations: Sequence[o.Toleration], at: str, *, fir
 
 
 def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
-                        also: Sequence[str] = (), ratcheted: frozenset[str] = frozenset(),
+                        cel: Sequence[str] = (), also: Sequence[str] = (),
+                        ratcheted: frozenset[str] = frozenset(),
                         doc: Mapping[str, Any] | None = None) -> None:
-    """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
-    :func:`events.manifests.queue_schema_errors`; the CEL rules on the policies last, and only once every enum
-    value is known, as the apiserver checks them: :func:`cluster_queue_cel_errors`), as the apiserver lists them,
-    calling no webhook for an object its schema refuses; then every rule of Kueue's webhook the object breaks
+    """The CRD's rules first, every broken one refused together, as the apiserver lists them, calling no
+    webhook for an object its CRD refuses: its schema's (``schema`` first: those the projections need,
+    :func:`events.manifests.queue_schema_errors`), then its CEL rules (``cel``, on the quotas:
+    :func:`events.manifests.queue_cel_errors`; then those on the policies: :func:`cluster_queue_cel_errors`),
+    which a schema error of a type that stops them replaces with the apiserver's line saying so
+    (:func:`events.field_errors.with_cel_rules`); then every rule of Kueue's webhook the object breaks
     (:func:`cluster_queue_errors`, then ``also``: the gated ones, which come after), in one message.
     ``ratcheted``: the CRD markers' errors an update keeps (:func:`events.crd_markers.ratcheted`); ``doc``:
     the plain data ``cq`` was read from, for the markers that tell a list given empty from one left out."""
     crd = [*schema, *cluster_queue_schema_errors(cq.spec, ratcheted, doc=doc)]
-    if not any("Unsupported value:" in error for error in crd):  # the CEL rules wait for known enum values
-        crd += cluster_queue_cel_errors(cq.spec)
-    refuse_all(crd, where, crd=True)
+    refuse_all(with_cel_rules(crd, [*cel, *cluster_queue_cel_errors(cq.spec)]), where, crd=True)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
 
 
-def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = ()) -> None:
-    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules, then its webhook's in Kueue's order
-    (``validateCohort``: the fair sharing weight, then the resource groups; a ClusterQueue's webhook checks the
-    weight after its groups)."""
+def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = (),
+                 cel: Sequence[str] = ()) -> None:
+    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules (``cel``, its CEL rules, after its
+    schema's unless one of those stops them), then its webhook's in Kueue's order (``validateCohort``: the
+    fair sharing weight, then the resource groups; a ClusterQueue's webhook checks the weight after its
+    groups)."""
     spec = cohort.spec
-    refuse_all([*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
-                *_flavor_name_errors(spec.resource_groups)], where, crd=True)
+    crd = [*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
+           *_flavor_name_errors(spec.resource_groups)]
+    refuse_all(with_cel_rules(crd, cel), where, crd=True)
     refuse_all(_fair_sharing_errors(spec.fair_sharing)
                + quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True), where)
 
@@ -673,15 +679,17 @@ def _strategy_name_errors(strategy: o.AdmissionChecksStrategy | None) -> list[st
 def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
     """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic), not negative: the
     checks of Kueue's webhooks (``validateFairSharing``, shared by the ClusterQueue's and the Cohort's), which
-    report them at ``spec.fairSharing`` itself with the weight as Kubernetes writes it (rounded up to nano units).
-    No rule of the CRDs bounds the weight: a negative one reaches the webhook."""
+    report them at ``spec.fairSharing`` itself with ``Weight.String()``: the weight as Kubernetes prints it
+    once read, in the format it was written in (:func:`events.quantity.quantity_string`: ``-1Ki`` stays
+    ``-1Ki``, ``5e-10`` is ``1e-9``). No rule of the CRDs bounds the weight: a negative one reaches the
+    webhook."""
     if fs is None or fs.weight is None:
         return []
     weight = parse_quantity(fs.weight)
     why = ("must be greater than or equal to 0" if weight < 0
            else "When not 0, weight must be > 10e-9" if 0 < weight <= MIN_WEIGHT else None)
-    return [] if why is None else [f"field `spec.fairSharing`: Invalid value: {go_quote(decimal_string(weight))}: "
-                                   f"{why}"]
+    shown = go_quote(quantity_string(fs.weight))
+    return [] if why is None else [f"field `spec.fairSharing`: Invalid value: {shown}: {why}"]
 
 
 # --- Topology, AdmissionCheck -----------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ Parsing rounds up (a request of 1.5 bytes needs 2). Two formatters:
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+import re
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -126,6 +127,96 @@ def decimal_string(value: Decimal) -> str:
         if scaled == scaled.to_integral_value():
             return _decimal_si(int(scaled), exponent)
     return _decimal_si(int(value.scaleb(9).to_integral_value(rounding=ROUND_CEILING)), -9)
+
+
+def quantity_string(quantity: str | int | float) -> str:
+    """``quantity`` as Kubernetes prints it after reading it (``resource.ParseQuantity``, then
+    ``Quantity.String()``), which is how a webhook's field error shows a quantity it refuses: in the format
+    its suffix gives (binary for ``Ki`` to ``Ei``, exponent for ``e3``/``E3``, decimal SI otherwise),
+    canonical: ``-1Ki`` stays ``-1Ki``, ``-1.5Ki`` is ``-1536``, ``-1000`` is ``-1k``, ``-5e-1`` is
+    ``-500e-3``, ``5e-10`` (rounded up to nano units) is ``1e-9``; except that the parser keeps the text as
+    written where it takes it for canonical (``+1Ki``, ``1.500``, ``1E3`` come back as they are). A number
+    given as a number, not a string, is read as Python writes it (its own text is gone). Raises
+    :class:`QuantityError` on a string that is no quantity."""
+    text = str(quantity).strip()
+    match = _SPLIT.fullmatch(text)
+    if match is None or not text:
+        raise QuantityError(f"invalid quantity {quantity!r}")
+    if text == "0":
+        return text
+    num, denom = match["num"].lstrip("0") or "0", match["denom"] or ""
+    fmt, power = _suffix(match["suffix"], quantity)
+    if _kept_as_written(num, denom, fmt, power):
+        return text
+    digits = (num + denom).lstrip("0")
+    if not digits:
+        return "0"
+    printed = _printed(digits, -len(denom) + (power if fmt != "binary" else 0), fmt, power)
+    return "-" + printed if text.startswith("-") else printed
+
+
+_SPLIT = re.compile(r"[+-]?(?P<num>[0-9]*)(?:\.(?P<denom>[0-9]*))?(?P<suffix>[eEinumkKMGTP]*[-+]?[0-9]*)")
+_BINARY_POWERS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_POWERS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def _suffix(suffix: str, quantity: object) -> tuple[str, int]:
+    """The format a quantity's ``suffix`` gives (``decimal``, ``binary``, ``exponent``: tried in that order,
+    so ``E`` alone is exa) and the power of 10 or 2 it stands for."""
+    if suffix in _DECIMAL_POWERS:
+        return "decimal", _DECIMAL_POWERS[suffix]
+    if suffix in _BINARY_POWERS:
+        return "binary", _BINARY_POWERS[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
+        return "exponent", int(suffix[1:])
+    raise QuantityError(f"invalid quantity {quantity!r}")
+
+
+def _kept_as_written(num: str, denom: str, fmt: str, power: int) -> bool:
+    """Whether Kubernetes' parser keeps a quantity's text to print it (``num``: its whole digits without
+    leading zeros, ``denom`` its fraction's): on its int64 path, a binary one with no fraction, few enough
+    digits and a whole number not a multiple of 8; a decimal or exponent one with at most 18 digits, a scale
+    of nano or more that is a power of a thousand, no trailing ``000`` and no leading zero."""
+    digits = num + denom
+    if fmt == "binary":
+        return (not denom and 15 - len(num) - power * 3 // 10 - 1 >= 0 and int(num) << power <= MAX_INT64
+                and int(num) % 8 != 0)
+    scale = power - len(denom)
+    return (len(digits) <= 18 and scale >= -9 and scale % 3 == 0 and not digits.endswith("000")
+            and digits[0] != "0")
+
+
+def _printed(digits: str, exp10: int, fmt: str, power: int) -> str:
+    """The positive value ``digits``·10^``exp10`` (times 2^``power`` in ``binary``) in Kubernetes' canonical
+    form of ``fmt`` (``binary``, ``decimal``, ``exponent``), once its parser rounded it up to nano units and
+    capped a binary one at MaxInt64: binary units for a whole binary value from 1024 up, else the digits with
+    a power of a thousand (its decimal SI suffix, none past ``E``, or ``e<power>``). Exact, in decimals (no
+    integer of the quantity's length is ever turned to or from text: Python refuses that past 4300 digits)."""
+    with localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin = len(digits) + 40, MAX_EMAX, MIN_EMIN
+        value = Decimal(f"{digits}E{exp10}") * (2**power if fmt == "binary" else 1)
+        if value.as_tuple().exponent < -9:  # type: ignore[operator]
+            value = value.quantize(_NANO, rounding=ROUND_CEILING)
+        if fmt == "binary":
+            value = min(value, Decimal(MAX_INT64))
+            if value >= 1024 and value == value.to_integral_value():
+                whole, scale = int(value), 0
+                while whole % 1024 == 0 and scale < len(_IEC) - 1:
+                    whole, scale = whole // 1024, scale + 1
+                return f"{whole}{_IEC[scale]}"
+            fmt = "decimal"
+        _, places, exponent = value.as_tuple()
+    text = "".join(map(str, places))
+    kept = text.rstrip("0")
+    exp10 = int(exponent) + len(text) - len(kept)
+    kept += "0" * (exp10 % 3)
+    exp10 -= exp10 % 3
+    if fmt == "exponent":
+        return f"{kept}e{exp10}" if exp10 else kept
+    return f"{kept}{_SI.get(exp10, '')}"  # past E, Kubernetes writes no suffix at all
+
+
+_NANO = Decimal("1E-9")
 
 
 @lru_cache(maxsize=65536)

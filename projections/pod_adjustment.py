@@ -195,13 +195,27 @@ def _adjust_resources(res: o.ResourceRequirements, bounds: LimitBounds | None) -
 
 
 def default_pod_level(spec: o.PodSpec) -> o.PodSpec:
-    """``spec`` with its pod-level ``resources`` defaulted as the API server stores a Pod
-    (:func:`_default_pod_level` on the containers as given); ``spec`` itself when nothing changes, as for a
-    Pod read back from a cluster."""
+    """``spec`` with its pod-level ``resources`` defaulted as the API server stores a Pod: Kubernetes'
+    ``SetDefaults_Pod`` first makes each (init) container's limits the requests it leaves out, then runs the
+    pod-level defaulting (:func:`_default_pod_level`) on those containers, so a container limited to 1 cpu
+    under a pod-level limit of 4 makes a pod asking for 1. Only the pod level is written back (the containers'
+    requests are read with their limits anyway); ``spec`` itself when nothing changes, as for a Pod read back
+    from a cluster."""
     if spec.resources is None:
         return spec
-    res = _default_pod_level(spec.resources, spec.containers, spec.init_containers)
+    res = _default_pod_level(spec.resources, _limits_as_requests(spec.containers),
+                             _limits_as_requests(spec.init_containers))
     return spec if res is spec.resources else msgspec.structs.replace(spec, resources=res)
+
+
+def _limits_as_requests(containers: Sequence[o.Container]) -> list[o.Container]:
+    """The containers with their limits filling the requests they leave out, as a Pod's are stored."""
+    out = []
+    for c in containers:
+        requests = _keep_first(c.resources.requests, tuple(sorted(c.resources.limits.items())))
+        out.append(c if requests is c.resources.requests else msgspec.structs.replace(
+            c, resources=_with_defaults(c.resources, c.resources.limits, requests)))
+    return out
 
 
 def _default_pod_level(res: o.ResourceRequirements, containers: Sequence[o.Container],

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from clihelp import FIXTURES, Result, kueue_es, log_size, one_line_error
 
+from events.field_errors import CEL_NOT_CHECKED
+
 CLUSTER = FIXTURES / "cluster.yaml"
 TOO_LARGE = ("a document larger than 3145728 bytes (3 MiB, the apiserver's default request body limit): no "
              "Kubernetes object is that large")
@@ -147,7 +149,7 @@ def test_an_unsupported_list_of_preemption_strategies_is_refused_in_kueue_s_word
      'Workload w): field `status.admissionChecks[0].state`: Unsupported value: "Bogus": supported values: '
      '"Pending", "Ready", "Retry", "Rejected"'),
     ("kind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  admissionScope: {}\n",
-     "ClusterQueue cq): field `spec.admissionScope.admissionMode`: Required value"),
+     f"ClusterQueue cq): [field `spec.admissionScope.admissionMode`: Required value, {CEL_NOT_CHECKED}]"),
     ("kind: WorkloadPriorityClass\nmetadata: {name: p}\ndescription: d\n",
      "WorkloadPriorityClass p): field `value`: Required value"),
     ("kind: Workload\nmetadata: {name: w, namespace: ns}\nspec:\n  priority: 2147483648\n  podSets: [{name: "

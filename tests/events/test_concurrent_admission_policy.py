@@ -11,6 +11,7 @@ import pytest
 
 from events import objects as o
 from events.errors import InvalidInput
+from events.field_errors import CEL_NOT_CHECKED
 from events.manifests import Checks, decode_object
 from events.update_rules import validate_update
 
@@ -95,8 +96,8 @@ def test_every_broken_rule_is_refused_in_one_aggregated_message(doc: dict[str, A
 @pytest.mark.parametrize("checks", [ON, Checks()])
 def test_the_crd_refuses_an_unknown_mode_or_a_bad_flavor_name_whatever_the_gate(checks: Checks) -> None:
     assert _refused(_cq({"migration": {"mode": "Sometimes"}}), checks) == (
-        f'{WHERE}: field `spec.concurrentAdmissionPolicy.migration.mode`: Unsupported value: "Sometimes": '
-        'supported values: "TryPreferredFlavors", "RetainFirstAdmission"')
+        f'{WHERE}: [field `spec.concurrentAdmissionPolicy.migration.mode`: Unsupported value: "Sometimes": '
+        f'supported values: "TryPreferredFlavors", "RetainFirstAdmission", {CEL_NOT_CHECKED}]')
     bad = {"migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "Not_A_Name"}}}
     assert "field `spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName`" in _refused(
         _cq(bad), checks)

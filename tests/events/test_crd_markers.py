@@ -11,6 +11,7 @@ import pytest
 from connectors.k8s.crds import SERVED_VERSIONS, object_schema
 from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES
 from events.errors import InvalidInput, SchemaRefused
+from events.field_errors import CEL_NOT_CHECKED
 from events.manifests import decode_object
 from events.object_rules import WorkloadRefused
 
@@ -62,8 +63,8 @@ def _refusal(doc: dict[str, Any]) -> list[str]:
       f"{STATE_VALUES}"]),
     (_cluster_queue({"admissionMode": "UsageBasedAdmissionFairsharing"}),
      ['field `spec.admissionScope.admissionMode`: Unsupported value: "UsageBasedAdmissionFairsharing": '
-      f"supported values: {MODE_VALUES}"]),
-    (_cluster_queue({}), ["field `spec.admissionScope.admissionMode`: Required value"]),
+      f"supported values: {MODE_VALUES}", CEL_NOT_CHECKED]),
+    (_cluster_queue({}), ["field `spec.admissionScope.admissionMode`: Required value", CEL_NOT_CHECKED]),
     (_priority_class(description="d"), ["field `value`: Required value"]),
     (_priority_class(value=1, description="d" * 2049),
      ["field `description`: Too long: may not be more than 2048 bytes"]),

@@ -12,6 +12,7 @@ import pytest
 
 from connectors.k8s.validating import refusal
 from events.errors import InvalidInput
+from events.field_errors import CEL_NOT_CHECKED
 from events.manifests import check_foldable, decode_object
 from events.objects import Workload
 
@@ -158,5 +159,5 @@ def test_an_unknown_queueing_strategy_is_refused_as_the_crd_s_enum() -> None:
     cq = {"apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
         "queueingStrategy": "", "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
             {"name": "a", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}]}}
-    assert _refused(cq) == ('ClusterQueue cq: field `spec.queueingStrategy`: Unsupported value: "": supported '
-                            'values: "StrictFIFO", "BestEffortFIFO"')
+    assert _refused(cq) == ('ClusterQueue cq: [field `spec.queueingStrategy`: Unsupported value: "": '
+                            f'supported values: "StrictFIFO", "BestEffortFIFO", {CEL_NOT_CHECKED}]')

@@ -16,6 +16,7 @@ from connectors.k8s.crds import object_schema
 from connectors.k8s.resources import KUEUE_RESOURCES
 from events import objects as o
 from events.errors import InvalidInput
+from events.field_errors import CEL_NOT_CHECKED
 from events.manifests import check_foldable, decode_object
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
@@ -74,12 +75,15 @@ def test_a_queue_holds_at_most_sixteen_groups_of_sixty_four(kind: str) -> None:
     decode_object(queue(kind, covered=64, flavors=4), f"{kind} q")
     decode_object(queue(kind, flavors=64), f"{kind} q")
     assert _refusal(queue(kind, groups=17), f"{kind} q") == (
-        f"{kind} q: field `spec.resourceGroups`: Too many: 17: must have at most 16 items")
+        f"{kind} q: [field `spec.resourceGroups`: Too many: 17: must have at most 16 items, "
+        f"{CEL_NOT_CHECKED}]")
     assert _refusal(queue(kind, flavors=65), f"{kind} q") == (
-        f"{kind} q: field `spec.resourceGroups[0].flavors`: Too many: 65: must have at most 64 items")
+        f"{kind} q: [field `spec.resourceGroups[0].flavors`: Too many: 65: must have at most 64 items, "
+        f"{CEL_NOT_CHECKED}]")
     assert _refusal(queue(kind, covered=65), f"{kind} q") == (
         f"{kind} q: [field `spec.resourceGroups[0].coveredResources`: Too many: 65: must have at most 64 items, "
-        "field `spec.resourceGroups[0].flavors[0].resources`: Too many: 65: must have at most 64 items]")
+        f"field `spec.resourceGroups[0].flavors[0].resources`: Too many: 65: must have at most 64 items, "
+        f"{CEL_NOT_CHECKED}]")
 
 
 @pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])

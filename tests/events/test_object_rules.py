@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from events.errors import InvalidInput
+from events.field_errors import CEL_NOT_CHECKED
 from events.manifests import decode_object
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
@@ -218,7 +219,8 @@ def test_a_flavor_s_resource_weights_are_at_most_sixteen_quantities_above_zero()
         "[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'")
     _check(flavor(resourceWeights={f"example.com/r{i}": "1" for i in range(16)}))
     assert _refusal(flavor(resourceWeights={f"example.com/r{i}": "1" for i in range(17)})) == (
-        "ResourceFlavor rf: field `spec.resourceWeights`: Too many: 17: must have at most 16 items")
+        "ResourceFlavor rf: [field `spec.resourceWeights`: Too many: 17: must have at most 16 items, "
+        f"{CEL_NOT_CHECKED}]")
 
 
 # --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------

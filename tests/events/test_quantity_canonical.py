@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from events.quantity import MAX_INT64, canonical_quantity, exact_quantity, format_quantity
+from events.quantity import (
+    MAX_INT64,
+    QuantityError,
+    canonical_quantity,
+    exact_quantity,
+    format_quantity,
+    quantity_string,
+)
 
 KUBERNETES = [
     ("cpu", 0, "0"), ("cpu", 1, "1m"), ("cpu", 500, "500m"), ("cpu", 1000, "1"), ("cpu", 1024, "1024m"),
@@ -62,3 +69,36 @@ def test_the_older_formatter_differs_only_where_documented() -> None:
     assert differ == {("cpu", 1_000_000), ("cpu", 500_000_000), ("cpu", 7 * 10**18), ("memory", 1000),
                       ("memory", 2000), ("memory", 1_500_000), ("memory", 10**9), ("memory", 5 * 10**8),
                       ("ephemeral-storage", 10**9), ("hugepages-2Mi", 1000)}
+
+
+PRINTED = [
+    ("-1Ki", "-1Ki"), ("-2.0Mi", "-2Mi"), ("-1.5Ki", "-1536"), ("-0.5Ki", "-512"), ("-1000", "-1k"),
+    ("-5e-1", "-500e-3"), ("-1E3", "-1E3"), ("1e-9", "1e-9"), ("5e-10", "1e-9"), ("1n", "1n"),
+    ("0.0000000005", "1n"), ("+1Ki", "+1Ki"), ("1.500", "1.500"), ("-1", "-1"), ("1000E", "1"),
+    ("-10Ei", "-9223372036854775807"), ("0.5", "500m"), ("-8Ki", "-8Ki"), ("1024Ki", "1Mi"), ("1E", "1E"),
+    ("1.0001Ki", "1024102400u"), ("1e21", "1e21"), ("-0.0000000001", "-1n"), ("-7Ei", "-7Ei"),
+    ("1.5e3", "1500"), ("-001.5", "-1500m"), ("1.", "1."), ("-1.5e-10", "-1e-9"),
+    ("123456789012345678901", "123456789012345678901"), ("0.000000001234", "2n"), ("3Ti", "3Ti"),
+    ("12345678901Ki", "12345678901Ki"), ("123456789012Ki", "123456789012Ki"), ("2Pi", "2Pi"),
+    ("-2Gi", "-2Gi"), ("1e+3", "1e+3"), ("100m", "100m"), ("1000m", "1"), ("1500u", "1500u"),
+    ("-0.001", "-1m"), ("7e2", "700"),
+]
+"""A quantity read and printed again (``resource.Quantity``'s ``UnmarshalJSON`` then ``String()``), as
+k8s.io/apimachinery v0.36.4 printed each: the format of its suffix kept, canonical, rounded up to nano units,
+binary capped at MaxInt64, and the text itself where the parser takes it for canonical (``+1Ki``, ``1.500``,
+``-1E3``, ``1.``); past ``E`` no suffix at all (``1000E`` is ``1``)."""
+
+
+@pytest.mark.parametrize(("text", "want"), PRINTED)
+def test_quantity_string_prints_a_quantity_as_kubernetes_does(text: str, want: str) -> None:
+    assert quantity_string(text) == want
+
+
+def test_quantity_string_reads_a_number_as_python_writes_it() -> None:
+    assert (quantity_string(-1), quantity_string(-0.5), quantity_string(1e-10)) == ("-1", "-500m", "1e-9")
+    with pytest.raises(QuantityError):
+        quantity_string("1Xi")
+    assert quantity_string("1e-999999999") == "1e-9"  # rounded up to nano units, no huge power of ten built
+    # past Python's 4300 digits for an integer's text (apimachinery v0.36.4 printed these two alike)
+    assert quantity_string("-" + "1" * 5000) == "-" + "1" * 5000
+    assert quantity_string("1." + "0" * 5000 + "1Ki") == "1024000000001n"

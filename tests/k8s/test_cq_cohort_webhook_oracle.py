@@ -373,6 +373,17 @@ def test_a_flavor_renamed_to_a_bad_name_is_refused_by_the_crd() -> None:
     ("-1", "-1", "must be greater than or equal to 0"),
     ("1n", "1n", "When not 0, weight must be > 10e-9"),
     ("0.0000000005", "1n", "When not 0, weight must be > 10e-9"),
+    # Quantity.String() keeps the format the weight was written in (binary, exponent), canonicalised
+    ("-1Ki", "-1Ki", "must be greater than or equal to 0"),
+    ("-2.0Mi", "-2Mi", "must be greater than or equal to 0"),
+    ("-1.5Ki", "-1536", "must be greater than or equal to 0"),
+    ("-0.5Ki", "-512", "must be greater than or equal to 0"),
+    ("-1000", "-1k", "must be greater than or equal to 0"),
+    ("-5e-1", "-500e-3", "must be greater than or equal to 0"),
+    ("-15E2", "-1500", "must be greater than or equal to 0"),
+    ("-1E3", "-1E3", "must be greater than or equal to 0"),  # taken for canonical by the parser: kept
+    ("1e-9", "1e-9", "When not 0, weight must be > 10e-9"),
+    ("5e-10", "1e-9", "When not 0, weight must be > 10e-9"),
 ])
 def test_a_fair_sharing_weight_is_refused_at_fair_sharing_with_its_value(make: Any, weight: str, shown: str,
                                                                          why: str) -> None:
@@ -422,7 +433,8 @@ def test_an_admission_checks_strategy_names_each_check_once_and_at_least_one() -
     ``listType=map`` keyed by ``name``; a rule's ``onFlavors`` ``listType=set``, ``MaxItems=64``
     (``apis/kueue/v1beta2/clusterqueue_types.go``): the apiserver refuses, 422."""
     at = "spec.admissionChecksStrategy.admissionChecks"
-    assert _outcome(cq(admissionChecksStrategy={})) == _invalid("ClusterQueue", f"{at}: Required value")
+    assert _outcome(cq(admissionChecksStrategy={})) == _invalid("ClusterQueue", f"{at}: Required value",
+                                                                NOT_CHECKED)
     assert _outcome(cq(admissionChecksStrategy={"admissionChecks": []})) == _invalid(
         "ClusterQueue", f"{at}: Invalid value: 0: {at} in body should have at least 1 items")
     assert _outcome(_strategy({"name": "ac"}, {"name": "ac"})) == _invalid(
@@ -430,7 +442,60 @@ def test_an_admission_checks_strategy_names_each_check_once_and_at_least_one() -
     assert _outcome(_strategy({"name": "ac", "onFlavors": ["a", "a"]})) == _invalid(
         "ClusterQueue", f'{at}[0].onFlavors[1]: Duplicate value: "a"')
     assert _outcome(_strategy(*[{"name": f"ac{i}"} for i in range(MANY)])) == _invalid(
-        "ClusterQueue", f"{at}: Too many: 65: must have at most 64 items")
+        "ClusterQueue", f"{at}: Too many: 65: must have at most 64 items", NOT_CHECKED)
     assert _outcome(_strategy({"name": "ac", "onFlavors": [f"f{i}" for i in range(MANY)]})) == _invalid(
-        "ClusterQueue", f"{at}[0].onFlavors: Too many: 65: must have at most 64 items")  # alone: no webhook
+        "ClusterQueue", f"{at}[0].onFlavors: Too many: 65: must have at most 64 items",
+        NOT_CHECKED)  # alone: no webhook
     assert _outcome(_strategy(*[{"name": f"ac{i}", "onFlavors": ["a"]} for i in range(MANY - 1)])) is None
+
+
+# --- the CEL rules wait for the schema (apiextensions-apiserver's hasBlockingErr) -------------------------
+
+NOT_CHECKED = ('<nil>: Invalid value: "null": some validation rules were not checked because the object was '
+               "invalid; correct the existing errors to complete validation")
+"""What the apiserver adds, at no field, where a schema error of a type that stops the CEL rules (an unknown
+enum value, a required field left out, a list past its ``maxItems``, a string past its ``maxLength``, a wrong
+type) keeps it from running them (``pkg/registry/customresource/strategy.go``, ``hasBlockingErr``)."""
+RECLAIM = cq(preemption={"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}})
+CHECKS = "spec.admissionChecksStrategy.admissionChecks"
+
+
+@pytest.mark.parametrize(("strategy", "error"), [
+    pytest.param({"admissionChecks": [{"name": f"ac{i}"} for i in range(MANY)]},
+                 f"{CHECKS}: Too many: 65: must have at most 64 items", id="too-many"),
+    pytest.param({}, f"{CHECKS}: Required value", id="required"),
+])
+def test_a_blocking_schema_error_stops_the_cel_rules(strategy: dict[str, Any], error: str) -> None:
+    doc = copy.deepcopy(RECLAIM)
+    doc["spec"]["admissionChecksStrategy"] = strategy
+    assert _outcome(doc) == _invalid("ClusterQueue", error, NOT_CHECKED)
+
+
+def test_an_unknown_enum_value_stops_the_cel_rules_with_the_apiserver_s_line() -> None:
+    doc = copy.deepcopy(RECLAIM)
+    doc["spec"]["queueingStrategy"] = "Random"
+    assert _outcome(doc) == _invalid(
+        "ClusterQueue", 'spec.queueingStrategy: Unsupported value: "Random": supported values: "StrictFIFO", '
+        '"BestEffortFIFO"', NOT_CHECKED)
+
+
+def test_a_blocking_schema_error_stops_the_resource_group_rules_too() -> None:
+    """The borrowing limit without a cohort and a flavor's resource count (CEL rules of the spec and of a
+    ResourceGroup) wait for the markers as the policies' rules do; a Cohort's count rule waits for its
+    schema."""
+    groups = [{"coveredResources": ["cpu", "memory"], "flavors": [_quotas("f", ("cpu", "1", "1"))]}]
+    doc = cq(resourceGroups=groups, admissionChecksStrategy={})
+    assert _outcome(doc) == _invalid("ClusterQueue", f"{CHECKS}: Required value", NOT_CHECKED)
+    many = [{"coveredResources": [f"r{g}"], "flavors": [_quotas(f"f{g}", (f"r{g}",))]}
+            for g in range(quota_rules.MAX_GROUPS + 1)]
+    many[0]["coveredResources"].append("extra")
+    error = "spec.resourceGroups: Too many: 17: must have at most 16 items"
+    assert _outcome(cohort(resourceGroups=many)) == _invalid("Cohort", error, NOT_CHECKED)
+
+
+def test_an_error_that_does_not_block_leaves_the_cel_rules_checked() -> None:
+    doc = copy.deepcopy(RECLAIM)
+    doc["spec"]["cohortName"] = "Bad_Name"
+    _, message = _outcome(doc)
+    assert "reclaimWithinCohort=Never" in message
+    assert "not checked" not in message

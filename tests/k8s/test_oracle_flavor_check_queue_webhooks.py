@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from connectors.k8s.validating import refusal
+from events.field_errors import CEL_NOT_CHECKED
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
 EFFECTS = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
@@ -117,7 +118,7 @@ RF_CASES = {
         'field `spec`: Invalid value: "object": at least one nodeLabel is required when topology is set'),
     "too many tolerations: the CEL rules wait (the apiserver skips them after a too-many error)": (
         rf(tolerations=[_tol(key=f"k{i}", operator="Exists", value="v") for i in range(9)]),
-        "field `spec.tolerations` must have at most 8 items, has 9"),
+        f"[field `spec.tolerations` must have at most 8 items, has 9, {CEL_NOT_CHECKED}]"),
     "topologyName not a DNS subdomain": (rf(topologyName="Bad_Name", nodeLabels={"a": "b"}),
                                          'field `spec.topologyName`: Invalid value: "Bad_Name"'),
 }
@@ -256,3 +257,13 @@ def test_local_queue_update(name: str) -> None:
         assert got == 'LocalQueue ns/lq: field `spec.clusterQueue`: Invalid value: "string": field is immutable'
     else:
         assert got is None
+
+
+def test_a_flavor_s_cel_rules_left_unchecked_are_said_so() -> None:
+    # apiextensions-apiserver's hasBlockingErr: a TooMany error stops the CEL rules (the tolerations'
+    # rule on a keyless toleration with a value is not checked), and the apiserver lists its "not checked"
+    # line last
+    doc = rf(tolerations=[_tol(key=f"k{i}", operator="Exists") for i in range(8)] + [_tol(value="v")])
+    got = _refusal("ResourceFlavor", doc)
+    assert got == ("ResourceFlavor resource-flavor: [field `spec.tolerations` must have at most 8 items, "
+                   f"has 9, {CEL_NOT_CHECKED}]")

@@ -13,6 +13,7 @@ import pytest
 
 from connectors.k8s.certs import self_signed
 from connectors.k8s.validating import HOOKS, PATHS, configuration, refusal, review
+from events.field_errors import CEL_NOT_CHECKED
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
 TIME = "2024-01-01T00:00:00Z"
@@ -79,8 +80,8 @@ def wl(count: int = 2, image: str = "busybox", reserved: bool = False, admitted:
 def test_an_invalid_cluster_queue_is_refused_naming_object_and_field() -> None:
     assert _review("ClusterQueue", cq(["a"])) == {"uid": "u-1", "allowed": True}
     assert _message(_review("ClusterQueue", cq(queueingStrategy="Sometimes"))) == (
-        'ClusterQueue cq: field `spec.queueingStrategy`: Unsupported value: "Sometimes": supported values: '
-        '"StrictFIFO", "BestEffortFIFO"')
+        'ClusterQueue cq: [field `spec.queueingStrategy`: Unsupported value: "Sometimes": supported values: '
+        f'"StrictFIFO", "BestEffortFIFO", {CEL_NOT_CHECKED}]')
     assert _message(_review("ClusterQueue", cq(["a", "z"]))) == (
         'ClusterQueue cq: field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]`: Unsupported value: '
         '"z": supported values: "a"')

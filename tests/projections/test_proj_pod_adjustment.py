@@ -787,3 +787,15 @@ def test_a_pods_own_pod_level_requests_are_defaulted_as_the_api_server_does() ->
     assert pod_requests(default_pod_level(bare)) == {"cpu": 1000, "memory": 2**30}
     stored = default_pod_level(bare)
     assert default_pod_level(stored) is stored
+
+
+def test_a_raw_pods_container_limits_are_its_requests_before_the_pod_level_defaulting() -> None:
+    # Kubernetes' SetDefaults_Pod copies each (init) container's limits into its missing requests and only
+    # then defaults the pod-level requests: the container's 1 cpu limit, not the pod-level 4, is the request
+    sidecar = o.Container(resources=res(limits={"memory": "1Gi"}), restart_policy="Always")
+    spec = o.PodSpec(containers=[o.Container(resources=res(limits={"cpu": "1"}))], init_containers=[sidecar],
+                     resources=res(limits={"cpu": "4", "memory": "2Gi"}))
+    stored = default_pod_level(spec)
+    assert _values(stored.resources.requests) == _values({"cpu": "1", "memory": "1Gi"})
+    assert pod_requests(stored) == {"cpu": 1000, "memory": 2**30}
+    assert default_pod_level(stored) is stored
