@@ -166,6 +166,10 @@ def written_offset(md: Any, what: str) -> int:
     return int(md.offset)
 
 
+TOPIC_WAITS, TOPIC_WAIT_S = 40, 0.25
+"""How long a topic just created may take to show in a broker's metadata: 40 asks, a quarter second apart."""
+
+
 class KafkaLog(EventLog):
     """One partition of a Kafka topic as an :class:`EventLog`. Open with :meth:`open`."""
 
@@ -184,17 +188,21 @@ class KafkaLog(EventLog):
     @classmethod
     async def open(cls, settings: KafkaSettings, partition: int = 0, *, create: bool | None = None) -> KafkaLog:
         """Connect (creating the topics if ``settings.create_topics``) and check the partition exists."""
-        if create if create is not None else settings.create_topics:
+        created = create if create is not None else settings.create_topics
+        if created:
             await ensure_topics(settings)
         log = cls(settings, partition)
         try:
-            await log._start()
+            await log._start(just_created=created)
         except BaseException:
             await log.close()
             raise
         return log
 
-    async def _start(self) -> None:
+    async def _start(self, *, just_created: bool = False) -> None:
+        """``just_created``: the topics were created (or found) a moment ago, and a broker answers metadata from
+        a cache its controller fills after the creation is acknowledged: a topic missing there is asked for again
+        for a few seconds before it is called missing."""
         s = self.settings
         self._producer = AIOKafkaProducer(
             **client_kwargs(s),
@@ -207,8 +215,13 @@ class KafkaLog(EventLog):
             await self._producer.start()
             # the cluster's topics first: asked for a topic the broker does not have (and will not create),
             # the producer waits out its whole metadata timeout before saying so
-            known = (await self._producer.client.fetch_all_metadata()).topics()
-            partitions = await self._producer.partitions_for(self.topic) if self.topic in known else set()
+            asks = TOPIC_WAITS if just_created else 1
+            for ask in range(1, asks + 1):
+                known = (await self._producer.client.fetch_all_metadata()).topics()
+                partitions = await self._producer.partitions_for(self.topic) if self.topic in known else set()
+                if partitions or ask == asks:
+                    break
+                await asyncio.sleep(TOPIC_WAIT_S)
         except UnknownTopicOrPartitionError:
             partitions = set()
         except KafkaError as exc:
