@@ -282,6 +282,9 @@ class JobReconciler(Generic[J]):
         self._retry = Retries(retry_s)
         self._acted: dict[str, tuple[str, str]] = {}
         """Job key -> (action, job resourceVersion) last done, so a stale view does not repeat it."""
+        self._class_warned: dict[str, tuple[str, str]] = {}
+        """Job key -> (the priority class found missing, job resourceVersion) last reported
+        (:meth:`_class_gone`)."""
         self._log = IntegrationLog(self.append, self.mirror, stats, kind=self.KIND, log=logger)
         self.parents = child_jobs.Parents()
         """Where a job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
@@ -791,12 +794,23 @@ class JobReconciler(Generic[J]):
         try:
             priority = job_sync.priority_change(self.state, job.metadata.labels, self.pod_priority_class(job), obs, wl)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
-            await self._once(key, f"priority-missing:{rv}", job, self._priority_missing(job, obs, exc))
+            await self._class_gone(job, obs, exc)
             return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
+        self._class_warned.pop(key, None)  # found: reported again should it go
         if priority is None:
             return False
         await self._once(key, f"priority:{rv}", job, self._set_priority(job, obs, *priority))
         return True
+
+    async def _class_gone(self, job: J, obs: o.Workload,
+                          exc: WorkloadPriorityClassNotFound | PriorityClassNotFound) -> None:
+        """:meth:`_priority_missing` once per version of the job and class missing (:attr:`_class_warned`),
+        whichever of its Workloads (an elastic job's live slices) looked it up and however often their status
+        changed meanwhile (an eviction, a drain): Kueue's repeats of one Event are seen as one, as the
+        LeaderWorkerSet's (:mod:`connectors.k8s.lws_integration`). A new version of the job, or the class
+        found and then gone again, is reported again (ro-diff-c L2)."""
+        marker = (f"{type(exc).__name__}:{exc.name}", job.metadata.resource_version)
+        await once(self._class_warned, job.key, marker, self._priority_missing(job, obs, exc))
 
     async def _slice_priorities(self, job: J, live: Sequence[workload_slices.Slice]) -> bool:
         """Kueue #13780: an elastic job's live slices (``live``, oldest first) take the priority class its label

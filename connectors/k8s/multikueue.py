@@ -359,10 +359,12 @@ class MultiKueueConnector(KubeconfigSources, WorkerConnections, ObservedWorkers,
     async def sync_copies(self, origin: str, keys: PassKeys | None = None) -> None:
         """The copies on every worker reached, of the workloads ``keys`` names (by default, what moved)."""
         keys = keys if keys is not None else self._pass_keys()
+        uncopied: set[str] = set()
         for name, names in keys.by_worker.items():
             w = self.workers.get(name)
             if w is not None and w.connected and w.client is not None:
-                await self._sync_copies(w, origin, names)
+                uncopied |= await self._sync_copies(w, origin, names)
+        await self._stop_uncopied(uncopied)
 
     async def _sync_workers(self, config: SchedulerConfig) -> None:
         clusters = self.state.multikueue_clusters

@@ -58,8 +58,9 @@ def single_verdict(state: ClusterState, pod: ManagedPod, obs: o.Workload, wl: Wo
 
 def single_matches(state: ClusterState, pod: ManagedPod, obs: o.Workload, wl: WorkloadInfo) -> bool:
     """Kueue's ``EquivalentToWorkload`` for a Pod: the same maximum execution time, and one pod set alike in
-    count (1), tolerations (until admitted) and container resources — compared, while the Workload holds quota,
-    with what running it makes of its pod set, else (or for a Pod still held back) with its spec."""
+    count (1), tolerations (until admitted), container and pod-level resources and resource claims — compared,
+    while the Workload holds quota, with what running it makes of its pod set, else (or for a Pod still held
+    back) with its spec."""
     if obs.spec.maximum_execution_time_seconds != compared_max_execution_seconds(pod.metadata.labels):
         return False
     suspended = is_gated(pod) or ended(pod) is not None
@@ -67,9 +68,12 @@ def single_matches(state: ClusterState, pod: ManagedPod, obs: o.Workload, wl: Wo
 
 
 def pod_set_of(pod: ManagedPod) -> o.PodSet:
-    """The pod set Kueue derives from a single Pod, as far as the comparison reads it."""
+    """The pod set Kueue derives from a single Pod, with every field :func:`job_sync.same_pod_spec` compares:
+    containers, init containers, tolerations, pod-level ``resources`` and ``resourceClaims`` (the Workload
+    built from the Pod keeps its whole spec, so a field left out here would never match)."""
     spec = o.PodSpec(containers=list(pod.spec.containers), init_containers=list(pod.spec.init_containers),
-                     tolerations=list(pod.spec.tolerations))
+                     tolerations=list(pod.spec.tolerations), resources=pod.spec.resources,
+                     resource_claims=list(pod.spec.resource_claims))
     return o.PodSet(name="main", count=1, template=o.PodTemplateSpec(spec=spec))
 
 

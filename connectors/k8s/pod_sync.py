@@ -84,7 +84,10 @@ class ManagedPodSpec(msgspec.Struct, frozen=True, rename="camel", forbid_unknown
     priority_class_name: str = ""
     containers: list[o.Container] = []
     init_containers: list[o.Container] = []
-    """What a prebuilt Workload is compared with (:mod:`connectors.k8s.pod_prebuilt`)."""
+    resources: o.ResourceRequirements | None = None
+    resource_claims: list[o.PodResourceClaim] = []
+    """With the containers, tolerations and pod-level ``resources``: what a prebuilt Workload is compared with
+    (:mod:`connectors.k8s.pod_prebuilt`)."""
 
 
 class ManagedPodStatus(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):

@@ -341,6 +341,37 @@ async def test_a_prebuilt_workloads_priority_is_left_alone() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_missing_class_is_reported_once_per_job_version_whatever_its_workloads_changes() -> None:
+    """The Warning is keyed on the Job's version and the class missing, not on the Workload's version: a
+    Workload whose status changes (an eviction, a slice's drain) adds no Warning for the same Job (ro-diff-c
+    L2); a new version of the Job, or the class found and gone again, is reported again."""
+    jobs, mirror, appended, client = _setup(_classed(), job(labels={WPC: "later"}), _wpc("low", 10))
+    await jobs.reconcile("ns/train")
+    changed = msgspec.structs.replace(_classed(), metadata=msgspec.structs.replace(
+        _classed().metadata, resource_version="4"))
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key=KEY, obj=changed)))
+    await jobs.reconcile("ns/train")
+    warned = ("Job", "WorkloadPriorityClassNotFound")
+
+    def acted() -> list[tuple[str, str]]:
+        return [(e.kind, e.action) for e in appended]  # type: ignore[attr-defined]
+
+    assert acted() == [warned], "its Workload's status change adds no Warning"
+    newer = job(labels={WPC: "later"}, resource_version="8")
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key="ns/train", obj=newer)))
+    await jobs.reconcile("ns/train")
+    assert acted() == [warned] * 2, "a new version of the Job is reported again"
+
+    # the class made, then deleted again: reported again for the same Job
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=4, key="later", obj=_wpc("later", 77))))
+    await jobs.reconcile("ns/train")
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=5, kind="WorkloadPriorityClass",
+                                                                key="later")))
+    await jobs.reconcile("ns/train")
+    assert acted() == [warned, warned, ("Job", "UpdatedWorkload"), warned]
+
+
+@pytest.mark.asyncio
 async def test_a_missing_class_holds_the_job_until_it_exists() -> None:
     """Kueue's reconcile fails on the lookup, so nothing else is done for the Job meanwhile; it warns on the Job as
     when creating its Workload (Kueue's ``ExtractPriority``, #13775: every path to the lookup reports the miss;

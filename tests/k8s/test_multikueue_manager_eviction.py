@@ -15,7 +15,8 @@ import pytest
 from fixtures.multikueue_states import WorkloadCopyApi, quota_released
 from test_multikueue_connector import KEY, START, RecordingManager, _connector, _state
 
-from connectors.k8s.multikueue_copies import adapted_patch, deactivation_patch
+from connectors.k8s.multikueue_copies import adapted_patch, deactivation_patch, emptied_patch
+from connectors.k8s.multikueue_worker import Worker
 from events import objects as o
 from events import schema as ev
 
@@ -214,3 +215,112 @@ def test_the_deactivation_message_is_cut_at_32_kib_of_bytes_as_kueue_cuts_a_cond
     # shown so already: nothing to write
     assert deactivation_patch({**_workload_copy("10"), **patch, "metadata": {"generation": 1}}, message,
                               "t") is None
+
+
+# --- the copies gone on the workers (ro-diff-c H2) -------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_the_stopped_job_copy_is_mirrored_when_the_workload_copy_is_gone_on_its_worker(
+        tmp_path: Path) -> None:
+    """The Workload copy deleted on a reachable worker (by hand, or by the worker), its Job copy stopped
+    there: the Job copy's status still reaches the manager's Job, whose mirrored ``active`` then goes, and the
+    quota with it."""
+    state = _evicted_on_the_manager(tmp_path)
+    stopped = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    worker = Worker1(_workload_copy("12", ("Admitted", "False"), ("Evicted", "True")),
+                     _job_copy("8", suspend=True, status=stopped))
+    mk, manager, w = _connected(state, worker)
+    del w.workloads[KEY]  # the copy Workload deleted on the worker (its Job copy stopped there)
+    await mk.sync_copies(ORIGIN)
+    assert manager.patches, "the stopped copy's status never reaches the manager's Job: its active stays"
+    assert manager.patches[0]["status"]["active"] is None
+    assert worker.patches == [] and worker.deleted == []
+
+
+def _with_worker2(mk, *, connected: bool = True, job: dict[str, Any] | None = None) -> None:
+    """worker2, the other worker of the check's config, known to the connector: reached or not, showing no
+    copy, or ``job`` (a Job copy of the manager's Job ``a``)."""
+    client: Any = Worker1({}, job or {})
+    w2 = Worker("worker2", b"kubeconfig", client=client, connected=connected)
+    if job is not None:
+        w2.owners.setdefault("Job", {})["default/a"] = job
+    mk.workers["worker2"] = w2
+
+
+@pytest.mark.asyncio
+async def test_the_manager_job_shows_no_pod_once_no_reachable_worker_shows_a_copy_and_the_quota_goes(
+        tmp_path: Path) -> None:
+    """Both copies deleted on the worker that ran the workload (drift deletion, or by hand) and every worker
+    of the check's config reached and showing none: the manager's Job is given the status a copy with no pod
+    would have (kueue-es's choice: nothing else would ever clear its mirrored ``active``, and its quota would
+    be held for ever), its ``Suspended`` condition as written while a copy runs; written once."""
+    state = _evicted_on_the_manager(tmp_path)
+    running = _job_copy("8", suspend=False, status={"active": 1})
+    worker = Worker1(_workload_copy("12", ("Admitted", "True")), running)
+    mk, manager, w = _connected(state, worker)
+    _with_worker2(mk)
+    del w.workloads[KEY]
+    del w.owners["Job"]["default/a"]  # its watch showed both deleted
+    await mk.sync_copies(ORIGIN)
+    suspended = {"type": "Suspended", "status": "True", "reason": "MultiKueueAdapter",
+                 "message": "Set by MultiKueue adapter", "lastProbeTime": ANY, "lastTransitionTime": ANY}
+    assert manager.patches == [{"status": {"active": None, "ready": None, "terminating": None,
+                                           "conditions": [suspended]}, "metadata": {"resourceVersion": "30"}}]
+    assert worker.patches == [] and worker.deleted == [] and worker.created == []
+
+    # the manager's Job shows it: nothing more to write
+    manager.job = {**Manager.job, "status": {"conditions": manager.patches[0]["status"]["conditions"]}}
+    w.moved.add(KEY)
+    await mk.sync_copies(ORIGIN)
+    assert len(manager.patches) == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("worker2", ["not reached", "not known", "shows a Job copy"])
+async def test_the_manager_job_keeps_its_pods_while_a_worker_may_still_run_them(tmp_path: Path,
+                                                                                  worker2: str) -> None:
+    """Neither copy shown on the worker that ran it, but another worker of the config not reached (its pods
+    may still run there: kueue-es's choice is to hold the quota, as for a lost worker), or showing a copy of
+    the manager's Job (an elastic Job's newer slice may run on it): nothing is written to the manager's
+    Job."""
+    state = _evicted_on_the_manager(tmp_path)
+    running = _job_copy("8", suspend=False, status={"active": 1})
+    worker = Worker1(_workload_copy("12", ("Admitted", "True")), running)
+    mk, manager, w = _connected(state, worker)
+    newer = _job_copy("3", suspend=False, status={"active": 1})
+    newer["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "job-a-2"  # another slice's
+    if worker2 != "not known":
+        shown = newer if worker2 == "shows a Job copy" else None
+        _with_worker2(mk, connected=worker2 != "not reached", job=shown)
+    del w.workloads[KEY]
+    del w.owners["Job"]["default/a"]
+    await mk.sync_copies(ORIGIN)
+    assert manager.patches == []
+
+
+@pytest.mark.parametrize(("kind", "status", "written"), [
+    ("Job", {"active": 2, "ready": 1, "succeeded": 3,
+             "conditions": [{"type": "Suspended", "status": "True"}]},
+     {"active": None, "ready": None, "terminating": None}),
+    ("Job", {"succeeded": 3}, None),
+    ("JobSet", {"replicatedJobsStatus": [{"name": "w", "active": 2, "ready": 2, "succeeded": 1},
+                                         {"name": "l"}]},
+     {"replicatedJobsStatus": [{"name": "w", "active": 0, "ready": 0, "succeeded": 1}, {"name": "l"}]}),
+    ("JobSet", {"replicatedJobsStatus": [{"name": "w", "active": 0, "succeeded": 1}]}, None),
+    ("MPIJob", {"replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": 2, "failed": 1}}},
+     {"replicaStatuses": {"Launcher": {"active": 0}, "Worker": {"active": 0, "failed": 1}}}),
+    ("PyTorchJob", {"replicaStatuses": {"Master": {"succeeded": 1}}}, None),
+    ("TrainJob", {"jobsStatus": [{"name": "node", "active": 4, "ready": 4}]},
+     {"jobsStatus": [{"name": "node", "active": 0, "ready": 0}]}),
+    ("TrainJob", {}, None),
+])
+def test_the_manager_owner_shown_as_a_copy_with_no_pod_would_be(kind: str, status: dict[str, Any],
+                                                                 written: dict[str, Any] | None) -> None:
+    """What the manager's owner is given once no worker shows a copy (:func:`emptied_patch`): only its pod
+    counts go (a Job gets a ``Suspended`` condition too, unless it shows one True); nothing when none is
+    counted."""
+    api_version = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2", "MPIJob": "kubeflow.org/v2beta1",
+                   "PyTorchJob": "kubeflow.org/v1", "TrainJob": "trainer.kubeflow.org/v1alpha1"}[kind]
+    patch = emptied_patch((api_version, kind), {"status": status})
+    assert (patch["status"] if patch is not None else None) == written

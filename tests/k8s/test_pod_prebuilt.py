@@ -4,6 +4,9 @@ one no longer equivalent, and what the Pod or group does while it has none (no c
 
 from __future__ import annotations
 
+import msgspec
+import pytest
+
 from connectors.k8s import pod_group, pod_prebuilt, pod_sync
 from connectors.k8s.pod_prebuilt import ADD_OWNERS, ADOPT, FOREIGN, OUT_OF_SYNC, USABLE
 from connectors.k8s.pod_sync import ManagedPod, ManagedPodSpec, ManagedPodStatus
@@ -80,6 +83,28 @@ def test_a_prebuilt_workload_no_longer_equivalent_to_its_pod_is_out_of_sync() ->
     assert pod_prebuilt.single_verdict(state, limited, prebuilt(owners=mine, max_exec=60), info()) == USABLE
     two = [o.PodSet(name="main", count=2, template=o.PodTemplateSpec(spec=o.PodSpec(containers=cpu("1"))))]
     assert pod_prebuilt.single_verdict(state, pod(), prebuilt(owners=mine, sets=two), info()) == OUT_OF_SYNC
+
+
+@pytest.mark.parametrize("extra", [
+    {"resources": {"limits": {"cpu": "4"}, "requests": {"cpu": "1"}}},
+    {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
+])
+def test_a_pod_matches_the_prebuilt_workload_made_from_it_whatever_its_pod_level_fields(extra: dict) -> None:
+    """The Pod's side of the comparison keeps its pod-level ``resources`` and ``resourceClaims``, which the
+    Workload made from it keeps too (ro-diff-c H1)."""
+    state = ClusterState()
+    raw = {"metadata": {"name": "p", "namespace": "ns", "uid": "pod-uid", "resourceVersion": "5",
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq", KEY: "pre"}},
+           "spec": {"schedulingGates": [GATE],
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}], **extra}}
+    body = pod_sync.workload_for(state, raw, "pre")  # the Workload kueue-es builds from this very Pod
+    body["metadata"]["uid"], body["metadata"]["resourceVersion"] = "wl-uid", "3"
+    obs = msgspec.convert(body, o.Workload)
+    managed = msgspec.convert(raw, ManagedPod)
+    assert pod_prebuilt.single_verdict(state, managed, obs, info()) == USABLE
+    changed = msgspec.convert({**raw, "spec": {**raw["spec"], "resources": {"requests": {"cpu": "2"}}}},
+                              ManagedPod)
+    assert pod_prebuilt.single_verdict(state, changed, obs, info()) == OUT_OF_SYNC, "a different one is not"
 
 
 def test_a_pod_naming_a_missing_workload_gets_none_made_and_a_running_one_is_stopped() -> None:

@@ -1211,3 +1211,24 @@ async def test_every_live_slice_of_an_elastic_job_takes_its_priority_class() -> 
     _phase(mirror, "a", ADMITTED)
     await jobs.reconcile("ns/train")
     assert [p for p in client.patches if p[0] == "Workload"] == [], "no class added to a slice holding quota"
+
+
+@pytest.mark.asyncio
+async def test_a_missing_class_is_reported_once_per_job_version_however_often_its_slices_change() -> None:
+    """The label names a class the log does not hold: one ``WorkloadPriorityClassNotFound`` Warning for this
+    version of the Job, not one more for each status change of a live slice (an eviction, a drain; ro-diff-c
+    L2)."""
+    j = _labelled(_elastic_job(4), **{"kueue.x-k8s.io/priority-class": "gone"})
+    jobs, mirror, appended, client = _setup(j, _classed(_slice("a", 4)), *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    for rv in ("4", "5"):
+        a = mirror.workloads["ns/a"]
+        meta = msgspec.structs.replace(a.metadata, resource_version=rv)
+        changed = msgspec.structs.replace(a, metadata=meta)
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=changed.key,
+                                                                    uid=changed.metadata.uid, obj=changed)))
+        await jobs.reconcile("ns/train")
+    assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "gone" not found')]
+    assert [p for p in client.patches if p[0] == "Workload"] == [], "the slice keeps its priority"
