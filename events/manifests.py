@@ -585,8 +585,8 @@ def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) ->
         for (at, allowed), value in zip(QUEUE_ENUMS, values, strict=True):
             if value not in allowed:
                 errors.append(f"field `{at}`: {not_supported(go_quote(value), allowed)}")
-    # a negative weight is Kueue's webhook's to refuse (object_rules); the watch, which folds what passes here,
-    # cannot take one (the fair share divides by it)
+    # a negative weight is Kueue's webhook's to refuse (object_rules); the watch, which folds what passes
+    # here, cannot take one (the fair share divides by it)
     errors += _weight_errors(spec.fair_sharing, negative=full)
     return errors
 

@@ -23,10 +23,10 @@ Whatever the gates (:func:`check`, :func:`check_document`):
 * ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
   a ``topologyName`` needs node labels; at most 16 ``resourceWeights``, each a quantity above 0 (KEP-8902).
   Its CRD's rules broken are refused together, then its webhook's (labels, taints, tolerations' keys, weights
-  above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``). Its CEL rules (on ``spec``,
-  ``nodeTaints`` and ``tolerations``) are read from the plain data and reported as the apiserver reports a CEL
-  rule's error: at the node the rule sits on, once per rule, ``Invalid value: "object"`` or ``"array"``; an
-  empty ``operator`` or ``effect`` given is none of the allowed ones.
+  above 0), together, as Kubernetes words them (``Invalid value: "<bad>": <why>``). Its CEL rules (on
+  ``spec``, ``nodeTaints`` and ``tolerations``) are read from the plain data and reported as the apiserver
+  reports a CEL rule's error: at the node the rule sits on, once per rule, ``Invalid value: "object"`` or
+  ``"array"``; an empty ``operator`` or ``effect`` given is none of the allowed ones.
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
   above 1e-9, not negative (refused at ``spec.fairSharing``, as Kueue reports it). A ClusterQueue's namespace
@@ -37,8 +37,9 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   markers, :mod:`events.crd_markers`). The CRD's rules broken are refused together, first and without the
   webhook's; then those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`,
   :func:`check_cohort`).
-* LocalQueue: a known ``stopPolicy``; a ``clusterQueue``, when given (even empty), a DNS subdomain. Topology: 1–16
-  unique levels, each a label key, ``kubernetes.io/hostname`` only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
+* LocalQueue: a known ``stopPolicy``; a ``clusterQueue``, when given (even empty), a DNS subdomain. Topology:
+  1–16 unique levels, each a label key, ``kubernetes.io/hostname`` only the lowest. AdmissionCheck: a
+  ``controllerName`` of 1–253 characters, its parameters' reference well formed.
 * Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
   ``Exists`` no value, not even an empty one (the CRDs' CEL rules, which tell a field left out from one given
   empty).
@@ -389,16 +390,17 @@ def _pod_set_update_errors(wl: o.Workload) -> list[str]:
 def _resource_flavor(spec: o.ResourceFlavorSpec, where: str, ratcheted: frozenset[str] = frozenset(),
                      doc: Mapping[str, Any] | None = None) -> None:
     """The CRD's rules first, every broken one refused together (the apiserver calls no webhook for an object its
-    schema refuses; ``ratcheted``: the markers' errors an update keeps): its schema's, then, unless one of those
-    stops them (too many entries, a name too long: the apiserver's
+    schema refuses; ``ratcheted``: the markers' errors an update keeps): its schema's, then, unless one of
+    those stops them (too many entries, a name too long: the apiserver's
     :data:`~events.field_errors.CEL_NOT_CHECKED` instead), its CEL rules (:func:`flavor_rule_errors`, read
     from ``doc``, the spec as plain data); then every rule of Kueue's ResourceFlavor webhook, together, in its
     order: the node labels, the taints, the tolerations' keys, then the weights."""
     blocking = [f"field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, has {len(entries)}"
                 for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
-                                       ("tolerations", spec.tolerations)) if len(entries) > MAX_FLAVOR_ENTRIES]
-    schema = _name_reference_errors(spec.topology_name, "spec.topologyName") if spec.topology_name is not None \
-        else []
+                                       ("tolerations", spec.tolerations))
+                if len(entries) > MAX_FLAVOR_ENTRIES]
+    schema = _name_reference_errors(spec.topology_name, "spec.topologyName") \
+        if spec.topology_name is not None else []
     blocking += crd_markers.errors("ResourceFlavor", {"spec": msgspec.to_builtins(spec)}, required=False,
                                    ratcheted=ratcheted)
     blocking += [e for e in schema if "Too long" in e]
@@ -422,7 +424,8 @@ TOLERATION_RULES: tuple[tuple[str, Any], ...] = (
      lambda t: "tolerationSeconds" in t and t.get("effect") != "NoExecute"),
     ("supported toleration values: 'Equal'(default), 'Exists'",
      lambda t: "operator" in t and t["operator"] not in ("Equal", "Exists")),
-    ("a value must be empty when 'operator' is 'Exists'", lambda t: t.get("operator") == "Exists" and "value" in t),
+    ("a value must be empty when 'operator' is 'Exists'",
+     lambda t: t.get("operator") == "Exists" and "value" in t),
     ("supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
      lambda t: "effect" in t and t["effect"] not in TAINT_EFFECTS),
 )
@@ -432,15 +435,15 @@ TAINT_EFFECT_RULE = "supported taint effect values: 'NoSchedule', 'PreferNoSched
 
 
 def flavor_rule_errors(spec: Mapping[str, Any]) -> list[str]:
-    """The ResourceFlavor CRD's CEL rules ``spec`` (plain data) breaks, as the apiserver reports them: at the node
-    the rule sits on, ``Invalid value: "<its type>": <message>``, one error per rule however many entries break
-    it. The spec's own rule first (a ``topologyName`` needs node labels), then the taints' (a known effect, an
-    empty one too being none) and the tolerations' (:data:`TOLERATION_RULES`). (Kueue's apiserver walks the
-    spec's fields in no fixed order; kueue-es keeps this one.)"""
+    """The ResourceFlavor CRD's CEL rules ``spec`` (plain data) breaks, as the apiserver reports them: at the
+    node the rule sits on, ``Invalid value: "<its type>": <message>``, one error per rule however many entries
+    break it. The spec's own rule first (a ``topologyName`` needs node labels), then the taints' (a known
+    effect, an empty one too being none) and the tolerations' (:data:`TOLERATION_RULES`). (Kueue's apiserver
+    walks the spec's fields in no fixed order; kueue-es keeps this one.)"""
     errors = []
     if "topologyName" in spec and not _mapping(spec.get("nodeLabels")):
-        errors.append('field `spec`: Invalid value: "object": at least one nodeLabel is required when topology is '
-                      "set")
+        errors.append('field `spec`: Invalid value: "object": at least one nodeLabel is required when '
+                      "topology is set")
     if any(_mapping(t).get("effect") not in TAINT_EFFECTS for t in _sequence(spec.get("nodeTaints"))):
         errors.append(f'field `spec.nodeTaints`: Invalid value: "array": {TAINT_EFFECT_RULE}')
     tolerations = [_mapping(t) for t in _sequence(spec.get("tolerations"))]
@@ -536,7 +539,8 @@ def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = (),
            *_flavor_name_errors(spec.resource_groups)]
     refuse_all(with_cel_rules(crd, cel), where, crd=True)
     refuse_all(_fair_sharing_errors(spec.fair_sharing)
-               + quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True), where)
+               + quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True),
+               where)
 
 
 def refuse_all(errors: Sequence[str], where: str, *, crd: bool = False) -> None:
@@ -587,10 +591,10 @@ def cluster_queue_schema_errors(spec: o.ClusterQueueSpec, ratcheted: frozenset[s
 
 def cluster_queue_cel_errors(spec: o.ClusterQueueSpec) -> list[str]:
     """The CEL rules of the ClusterQueue CRD on its policies (``apis/kueue/v1beta2/clusterqueue_types.go``): a
-    ``preemption`` that reclaims ``Never`` does not preempt while borrowing, and a ``flavorFungibility`` with a
-    ``preference`` tries the next flavor both when it can borrow and when it can preempt. Kueue's webhook holds the
-    same two rules (:func:`cluster_queue_errors`), but the apiserver refuses first, in the CEL rules' words, at the
-    object the rule is on."""
+    ``preemption`` that reclaims ``Never`` does not preempt while borrowing, and a ``flavorFungibility`` with
+    a ``preference`` tries the next flavor both when it can borrow and when it can preempt. Kueue's webhook
+    holds the same two rules (:func:`cluster_queue_errors`), but the apiserver refuses first, in the CEL
+    rules' words, at the object the rule is on."""
     errors = []
     p = spec.preemption
     if p.reclaim_within_cohort == "Never" and p.borrow_within_cohort is not None \
@@ -598,9 +602,10 @@ def cluster_queue_cel_errors(spec: o.ClusterQueueSpec) -> list[str]:
         errors.append('field `spec.preemption`: Invalid value: "object": reclaimWithinCohort=Never and '
                       "borrowWithinCohort.Policy!=Never")
     ff = spec.flavor_fungibility
-    if ff.preference is not None and (ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor"):
-        errors.append('field `spec.flavorFungibility`: Invalid value: "object": preference can only be set when both '
-                      "whenCanBorrow and whenCanPreempt are TryNextFlavor")
+    if ff.preference is not None \
+            and (ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor"):
+        errors.append('field `spec.flavorFungibility`: Invalid value: "object": preference can only be '
+                      "set when both whenCanBorrow and whenCanPreempt are TryNextFlavor")
     return errors
 
 
@@ -677,11 +682,11 @@ def _strategy_name_errors(strategy: o.AdmissionChecksStrategy | None) -> list[st
 
 
 def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
-    """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic), not negative: the
-    checks of Kueue's webhooks (``validateFairSharing``, shared by the ClusterQueue's and the Cohort's), which
-    report them at ``spec.fairSharing`` itself with ``Weight.String()``: the weight as Kubernetes prints it
-    once read, in the format it was written in (:func:`events.quantity.quantity_string`: ``-1Ki`` stays
-    ``-1Ki``, ``5e-10`` is ``1e-9``). No rule of the CRDs bounds the weight: a negative one reaches the
+    """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic), not negative:
+    the checks of Kueue's webhooks (``validateFairSharing``, shared by the ClusterQueue's and the Cohort's),
+    which report them at ``spec.fairSharing`` itself with ``Weight.String()``: the weight as Kubernetes
+    prints it once read, in the format it was written in (:func:`events.quantity.quantity_string`: ``-1Ki``
+    stays ``-1Ki``, ``5e-10`` is ``1e-9``). No rule of the CRDs bounds the weight: a negative one reaches the
     webhook."""
     if fs is None or fs.weight is None:
         return []
@@ -767,9 +772,9 @@ def check_document(doc: Mapping[str, Any], where: str, *, ratcheted: frozenset[s
 
 def document_errors(doc: Mapping[str, Any], *, ratcheted: frozenset[str] = frozenset()) -> list[str]:
     """The field errors of ``doc`` (an object that decoded as its view) for the rules that tell a field left out
-    from one given empty, which the view reads alike: the CRDs' CEL rules on a pod set update's tolerations, and
-    a WorkloadPriorityClass's or ProvisioningRequestConfig's markers (a ResourceFlavor's CEL rules are read from
-    its document with its other CRD rules, :func:`check`). Every one broken, in order."""
+    from one given empty, which the view reads alike: the CRDs' CEL rules on a pod set update's tolerations,
+    and a WorkloadPriorityClass's or ProvisioningRequestConfig's markers (a ResourceFlavor's CEL rules are
+    read from its document with its other CRD rules, :func:`check`). Every one broken, in order."""
     kind, status = doc.get("kind"), _mapping(doc.get("status"))
     if kind in ("WorkloadPriorityClass", "ProvisioningRequestConfig"):
         return crd_markers.errors(kind, doc, ratcheted=ratcheted)

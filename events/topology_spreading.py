@@ -237,8 +237,8 @@ def annotation_problems(value: str, at: str) -> list[tuple[str, str]]:
 
 def agree(a: str, b: str) -> bool:
     """Two annotation values that say the same: equal, or read alike (:func:`parse`, defaults applied: an
-    ``enforcementMode`` of ``Required`` given or left out, ``workloadLabelSelectors`` empty or left out; Kueue's
-    "valid: group members have equivalent parsed spreading annotations")."""
+    ``enforcementMode`` of ``Required`` given or left out, ``workloadLabelSelectors`` empty or left out;
+    Kueue's "valid: group members have equivalent parsed spreading annotations")."""
     if a == b:
         return True
     try:
@@ -249,9 +249,9 @@ def agree(a: str, b: str) -> bool:
 
 def workload_errors(pod_sets: Sequence[Any], old: Sequence[Any] | None = None) -> list[str]:
     """Kueue's Workload webhook under the gate: each pod set carrying the annotation asks for a required topology
-    (its ``topologyRequest.required``: a ``podset-required-topology`` annotation beside it does not count, Kueue's
-    "companion required-topology annotation without structured required request") and carries a valid value; the
-    members of a pod-set group carry the same value, or none does. (``pod_sets``: the Workload's
+    (its ``topologyRequest.required``: a ``podset-required-topology`` annotation beside it does not count,
+    Kueue's "companion required-topology annotation without structured required request") and carries a valid
+    value; the members of a pod-set group carry the same value, or none does. (``pod_sets``: the Workload's
     ``spec.podSets``.) On an update (``old``: the stored pod sets) only a pod set, or a group, whose annotation or
     required topology changed is held to them, so one staged while the gate was off stays writable."""
     errors: list[str] = []

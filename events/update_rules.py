@@ -31,16 +31,16 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * LocalQueue: ``spec.clusterQueue`` does not change once given: its CRD's rule (``self == oldSelf``) is a
   transition rule, which the apiserver evaluates only where the old and the new object both have a value, so a
   LocalQueue without one may be given one, and one may lose it.
-* ResourceFlavor: once it has a ``topologyName``, that ``topologyName`` stays (:func:`_tas_flavor`); the rest of
-  its spec may change.
+* ResourceFlavor: once it has a ``topologyName``, that ``topologyName`` stays (:func:`_tas_flavor`); the rest
+  of its spec may change.
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
 * AdmissionCheck: ``spec.controllerName`` does not change.
 
 The Workload's transition rules above that are its CRD's (``queueName``, ``priorityClassRef``,
 ``maximumExecutionTimeSeconds``, the list maps) and the LocalQueue's, ResourceFlavor's, Topology's and
-AdmissionCheck's are refused as :class:`~events.errors.SchemaRefused` (the apiserver's 422 ``Invalid``; a CEL rule's
-error as the apiserver words it, ``Invalid value: "<the node's type>": <message>``); the rest are Kueue's webhooks'
-(403).
+AdmissionCheck's are refused as :class:`~events.errors.SchemaRefused` (the apiserver's 422 ``Invalid``; a CEL
+rule's error as the apiserver words it, ``Invalid value: "<the node's type>": <message>``); the rest are
+Kueue's webhooks' (403).
 
 * ClusterQueue: ``spec.concurrentAdmissionPolicy`` does not change (whatever ``ConcurrentAdmission`` says: Kueue's
   webhook holds it immutable with the gate off too).
@@ -122,9 +122,11 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                 errors.append(f"field `spec.concurrentAdmissionPolicy`: {IMMUTABLE}")
             refuse_all(errors, where)
         case o.LocalQueue():
-            before, after = _get(old_doc, "spec").get("clusterQueue"), _get(new_doc, "spec").get("clusterQueue")
+            before, after = (_get(old_doc, "spec").get("clusterQueue"),
+                             _get(new_doc, "spec").get("clusterQueue"))
             if before is not None and after is not None and before != after:
-                raise SchemaRefused(where, [f'field `spec.clusterQueue`: Invalid value: "string": {IMMUTABLE}'])
+                raise SchemaRefused(where,
+                                    [f'field `spec.clusterQueue`: Invalid value: "string": {IMMUTABLE}'])
         case o.ResourceFlavor() if isinstance(old, o.ResourceFlavor):
             if old.spec.topology_name is not None:
                 _tas_flavor(_get(old_doc, "spec"), _get(new_doc, "spec"), where)
@@ -132,7 +134,8 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
             _topology_levels(_get(old_doc, "spec").get("levels"), _get(new_doc, "spec").get("levels"), where)
         case o.AdmissionCheck() if isinstance(old, o.AdmissionCheck):
             if old.spec.controller_name != new.spec.controller_name:
-                raise SchemaRefused(where, [f'field `spec.controllerName`: Invalid value: "string": {IMMUTABLE}'])
+                raise SchemaRefused(where,
+                                    [f'field `spec.controllerName`: Invalid value: "string": {IMMUTABLE}'])
         case _:
             pass
 
@@ -391,11 +394,11 @@ TAS_FLAVOR_IMMUTABLE = 'field `spec`: Invalid value: "object": topologyName is i
 
 
 def _tas_flavor(old: dict[str, Any], new: dict[str, Any], where: str) -> None:
-    """A ResourceFlavor that had a ``topologyName`` (``old``, ``new``: the specs) keeps it, neither changed nor
-    removed. Kueue's CRD held the whole spec so until #9427 narrowed the rule to the fields the topology tree is
-    built from ("allowing nodeTaints and future spec fields", such as ``resourceWeights``, to change); #13622 then
-    let ``tolerations`` change and #13738 ``nodeLabels`` (Kueue v0.20): admitted workloads keep their
-    reservation and assignment, pending ones are retried against the new node set."""
+    """A ResourceFlavor that had a ``topologyName`` (``old``, ``new``: the specs) keeps it, neither changed
+    nor removed. Kueue's CRD held the whole spec so until #9427 narrowed the rule to the fields the topology
+    tree is built from ("allowing nodeTaints and future spec fields", such as ``resourceWeights``, to change);
+    #13622 then let ``tolerations`` change and #13738 ``nodeLabels`` (Kueue v0.20): admitted workloads keep
+    their reservation and assignment, pending ones are retried against the new node set."""
     if old.get("topologyName") != new.get("topologyName"):
         raise SchemaRefused(where, [TAS_FLAVOR_IMMUTABLE])
 

@@ -1487,8 +1487,8 @@ class ClusterState(AfsHistory, DraCharges, ConfigReadings, CheckStates):
     def _retry_namespace(self, namespace: str) -> None:
         """A LimitRange of ``namespace`` changed what scheduling reads of it: as Kueue's workload controller
         (``retryInadmissibleForNamespace``), every ClusterQueue a workload of the namespace without quota
-        reserved (QuotaReserved False or absent) queues in through its LocalQueue — stopped or not — sends back
-        the parked workloads of its cohort tree, whoever's they are."""
+        reserved (QuotaReserved False or absent) queues in through its LocalQueue — stopped or not — sends
+        back the parked workloads of its cohort tree, whoever's they are."""
         prefix, workloads, cqs = namespace + "/", self.workloads, set()
         for key, lq in self.local_queues.items():
             cq = lq.spec.cluster_queue

@@ -12,7 +12,8 @@ once the object is being deleted, take it off only when nothing uses it any more
 * a Topology — while any ResourceFlavor (terminating ones included) names it in ``topologyName``.
 
 Kueue's Topology controller is one of its TAS controllers, which it sets up only under the
-``TopologyAwareScheduling`` gate: with the gate off nothing adds the finalizer to a Topology or takes it off one.
+``TopologyAwareScheduling`` gate: with the gate off nothing adds the finalizer to a Topology or takes
+it off one.
 """
 
 from __future__ import annotations

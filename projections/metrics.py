@@ -746,13 +746,13 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
 
 
 def _checks_wait(wl: WorkloadInfo, admitted_at: int) -> int | None:
-    """What ``admission_checks_wait_time_seconds`` observes of ``wl``'s admission at ``admitted_at`` (ms), None
-    for nothing. Kueue observes it on two paths. The scheduler's admission — in the cycle that reserves the quota,
-    or in the second pass that places a delayed topology request once the checks are Ready (its pod sets then show
-    ``delayedTopologyRequest: Ready``) — observes 0, and only for a workload with checks
+    """What ``admission_checks_wait_time_seconds`` observes of ``wl``'s admission at ``admitted_at`` (ms),
+    None for nothing. Kueue observes it on two paths. The scheduler's admission — in the cycle that reserves
+    the quota, or in the second pass that places a delayed topology request once the checks are Ready (its pod
+    sets then show ``delayedTopologyRequest: Ready``) — observes 0, and only for a workload with checks
     (``recordWorkloadAdmissionEvents``). The workload controller's admission of a workload that held its quota
-    before (``SyncAdmittedCondition`` in ``Reconcile``) observes the time since the reservation, with or without
-    checks (a workload whose ClusterQueue stopped listing the check it waited for has none left)."""
+    before (``SyncAdmittedCondition`` in ``Reconcile``) observes the time since the reservation, with or
+    without checks (a workload whose ClusterQueue stopped listing the check it waited for has none left)."""
     reserved_at = wl.reserved_at
     if reserved_at is None:
         return None

@@ -107,11 +107,12 @@ def api_defaults(item: o.LimitRangeItem) -> o.LimitRangeItem:
 
 
 def scheduling_fields_changed(old: o.LimitRange | None, new: o.LimitRange | None) -> bool:
-    """Whether a LimitRange going from ``old`` to ``new`` (None: it does not exist) changed anything scheduling
-    reads of it: its items' number, or an item's type, bounds, ratio or defaults, quantities compared by value and
-    items as the API server stores them (:func:`api_defaults`). Kueue then retries the inadmissible workloads of
-    its namespace's ClusterQueues (its workload controller's ``limitRangeSchedulingFieldsChanged``): a template
-    refused against the old bounds is no different to look at, so nothing else would retry it."""
+    """Whether a LimitRange going from ``old`` to ``new`` (None: it does not exist) changed anything
+    scheduling reads of it: its items' number, or an item's type, bounds, ratio or defaults, quantities
+    compared by value and items as the API server stores them (:func:`api_defaults`). Kueue then retries the
+    inadmissible workloads of its namespace's ClusterQueues (its workload controller's
+    ``limitRangeSchedulingFieldsChanged``): a template refused against the old bounds is no different to look
+    at, so nothing else would retry it."""
     olds = old.spec.limits if old is not None else []
     news = new.spec.limits if new is not None else []
     if len(olds) != len(news):
@@ -130,7 +131,8 @@ _ITEM_LISTS = ("max", "min", "default", "default_request", "max_limit_request_ra
 
 def _same_list(a: Mapping[str, o.Quantity], b: Mapping[str, o.Quantity]) -> bool:
     """Two resource lists naming the same resources with the same values (``2`` is ``2000m``)."""
-    return a.keys() == b.keys() and all(a[r] == b[r] or parse_quantity(a[r]) == parse_quantity(b[r]) for r in a)
+    return a.keys() == b.keys() and all(a[r] == b[r] or parse_quantity(a[r]) == parse_quantity(b[r])
+                                        for r in a)
 
 
 def _keep(into: dict[str, o.Quantity], values: Mapping[str, o.Quantity], *, lower: bool) -> None:

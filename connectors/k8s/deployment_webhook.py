@@ -202,10 +202,10 @@ def ready_replicas(obj: Mapping[str, Any]) -> int:
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
                   ) -> list[str]:
     """What Kueue refuses in the update of Deployment ``old`` into ``new``, in its order: the new queue name's form,
-    a WorkloadPriorityClass label removed, or added while a replica of ``old`` is ready (it may change, and be set
-    while none is: Kueue's #5148 fix, the rule of its other serving sets,
-    :func:`connectors.k8s.job_validation.priority_class_update`), the queue name changed while a replica of ``old``
-    is ready, or removed, and under ``AdmissionGatedBy`` an admission gate added or ill formed
+    a WorkloadPriorityClass label removed, or added while a replica of ``old`` is ready (it may change, and be
+    set while none is: Kueue's #5148 fix, the rule of its other serving sets,
+    :func:`connectors.k8s.job_validation.priority_class_update`), the queue name changed while a replica of
+    ``old`` is ready, or removed, and under ``AdmissionGatedBy`` an admission gate added or ill formed
     (:func:`connectors.k8s.job_validation.gate_update`; its place among the others is a guess)."""
     errors = job_validation.name_label_errors(_meta(new, "labels"), QUEUE_LABEL)
     old_labels, new_labels = _meta(old, "labels"), _meta(new, "labels")

@@ -8,8 +8,8 @@ validation.go`` and ``tas_validation.go``):
 
 * **on create, and again on every update**: the ``kueue.x-k8s.io/queue-name`` and
   ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123 subdomains, the latter only on a kind Kueue
-  supports prebuilt Workloads for (:data:`PREBUILT_KINDS`: not a JAXJob, a SparkApplication nor a RayService, whose
-  webhooks share these rules); ``kueue.x-k8s.io/max-exec-time-seconds``
+  supports prebuilt Workloads for (:data:`PREBUILT_KINDS`: not a JAXJob, a SparkApplication nor a RayService,
+  whose webhooks share these rules); ``kueue.x-k8s.io/max-exec-time-seconds``
   is an integer above 0 (:func:`connectors.k8s.workload_body.max_execution_seconds`);
   ``kueue.x-k8s.io/job-min-parallelism`` is an integer from 1 to the pod count (``min(parallelism,
   completions)``) less one — whatever ``PartialAdmission`` says, as in Kueue, whose gate only decides whether the
@@ -29,7 +29,8 @@ validation.go`` and ``tas_validation.go``):
 
 * **elastic Jobs** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``,
   :mod:`connectors.k8s.workload_slices`): whether a Job is elastic does not change on update (the error at
-  ``metadata.annotations[kueue.x-k8s.io/elastic-job]``, as Kueue since #11342); an elastic Job's prebuilt Workload name may change while it runs
+  ``metadata.annotations[kueue.x-k8s.io/elastic-job]``, as Kueue since #11342); an elastic Job's prebuilt
+  Workload name may change while it runs
   (checked as on create). A Job is not refused for being elastic with a ``job-min-parallelism``: Kueue's Workload
   webhook then refuses its Workload ("partial admission and elastic job cannot be used together").
 
@@ -209,18 +210,20 @@ def _prebuilt_name(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) ->
 PREBUILT_KINDS = frozenset({
     ("batch/v1", "Job"), ("jobset.x-k8s.io/v1alpha2", "JobSet"), ("kubeflow.org/v1", "TFJob"),
     ("kubeflow.org/v1", "PaddleJob"), ("kubeflow.org/v1", "PyTorchJob"), ("kubeflow.org/v1", "XGBoostJob"),
-    ("trainer.kubeflow.org/v1alpha1", "TrainJob"), ("kubeflow.org/v2beta1", "MPIJob"), ("ray.io/v1", "RayJob"),
-    ("v1", "Pod"), ("ray.io/v1", "RayCluster"), ("workload.codeflare.dev/v1beta2", "AppWrapper")})
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"), ("kubeflow.org/v2beta1", "MPIJob"),
+    ("ray.io/v1", "RayJob"), ("v1", "Pod"), ("ray.io/v1", "RayCluster"),
+    ("workload.codeflare.dev/v1beta2", "AppWrapper")})
 """The kinds Kueue lets name a prebuilt Workload (its ``supportedPrebuiltWlJobGVKs``); of the others whose
 webhooks run the generic job rules — a JAXJob, a SparkApplication, a RayService — Kueue refuses the label."""
 
 
 def _prebuilt_source(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> tuple[str, str | None]:
-    """Where the prebuilt Workload's name is read and checked (its field path, its value; None: not there): under
-    ``WorkloadIdentifierAnnotations`` the ``kueue.x-k8s.io/prebuilt-workload-name`` annotation when it names one
-    (the label then ignored, as Kueue's ``PrebuiltWorkloadNameFor``), else the label of that key (Kueue's
-    job_webhook_test.go "invalid prebuilt workload annotation, WorkloadIdentifierAnnotations enabled", "immutable
-    prebuilt workload annotation, ..."; the gate off, the annotation is not looked at)."""
+    """Where the prebuilt Workload's name is read and checked (its field path, its value; None: not there):
+    under ``WorkloadIdentifierAnnotations`` the ``kueue.x-k8s.io/prebuilt-workload-name`` annotation when it
+    names one (the label then ignored, as Kueue's ``PrebuiltWorkloadNameFor``), else the label of that key
+    (Kueue's job_webhook_test.go "invalid prebuilt workload annotation, WorkloadIdentifierAnnotations
+    enabled", "immutable prebuilt workload annotation, ..."; the gate off, the annotation is not
+    looked at)."""
     annotations = _meta(job, "annotations")
     if gates.enabled(feature_gates, gates.WORKLOAD_IDENTIFIER_ANNOTATIONS) and annotations.get(prebuilt.KEY):
         return _key(_ANNOTATIONS, prebuilt.KEY), annotations[prebuilt.KEY]
@@ -237,7 +240,8 @@ def _prebuilt(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list
     problems = subdomain_problems(name)
     errors = [_invalid(path, name, ",".join(problems))] if problems else []
     api_version, kind = job.get("apiVersion"), job.get("kind")
-    if isinstance(api_version, str) and isinstance(kind, str) and kind and (api_version, kind) not in PREBUILT_KINDS:
+    if (isinstance(api_version, str) and isinstance(kind, str) and kind
+            and (api_version, kind) not in PREBUILT_KINDS):
         errors.append(_forbidden(path, f'Is not supported for "{_gvk(api_version, kind)}"'))
     return errors
 
@@ -261,10 +265,10 @@ def _labels_on_create(job: Mapping[str, Any], feature_gates: Mapping[str, bool])
 
 def _min_parallelism(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """``job-min-parallelism`` is an int32 (Kueue #15499 reads it with ``ParseInt(.., 10, 32)``: a value past
-    int32 is refused with Go's range error rather than wrapped) from 1 to the pod count less one; an elastic Job
-    (:func:`_elastic`) may not ask for partial admission at all (Kueue's job_webhook_test.go "partial admission
-    and elastic job cannot be used together", the Workload webhook's rule seen on the Job; listed before the
-    value's own problems, an order unconfirmed)."""
+    int32 is refused with Go's range error rather than wrapped) from 1 to the pod count less one; an elastic
+    Job (:func:`_elastic`) may not ask for partial admission at all (Kueue's job_webhook_test.go "partial
+    admission and elastic job cannot be used together", the Workload webhook's rule seen on the Job; listed
+    before the value's own problems, an order unconfirmed)."""
     text = _meta(job, "annotations").get(MIN_PARALLELISM)
     if text is None:
         return []
@@ -484,9 +488,10 @@ def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list
 
 def elastic_topology_error(annotations: Mapping[str, str], path: str) -> str:
     """An elastic job's pods may ask for no required or preferred topology (only unconstrained: Kueue v0.17's
-    first elastic TAS iteration, KEP-77 as amended by kubernetes-sigs/kueue#8642; job_webhook_test.go "elastic job
-    with required topology is rejected", "... preferred ..."). Kueue names the annotation as a child of ``path``
-    (``<path>.<key>``, not ``<path>[<key>]``) and reports nothing else of the request; empty: allowed."""
+    first elastic TAS iteration, KEP-77 as amended by kubernetes-sigs/kueue#8642; job_webhook_test.go "elastic
+    job with required topology is rejected", "... preferred ..."). Kueue names the annotation as a child of
+    ``path`` (``<path>.<key>``, not ``<path>[<key>]``) and reports nothing else of the request; empty:
+    allowed."""
     for key, mode in ((REQUIRED, "required"), (PREFERRED, "preferred")):
         if key in annotations:
             return _forbidden(f"{path}.{key}", f"{mode} topology is not supported with elastic jobs")
@@ -497,7 +502,8 @@ def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                   pods_ready: PodsReadyRule | None = None) -> list[str]:
     """What Kueue refuses in a Job being created, in its order (``pods_ready``: the
     ``kueue.x-k8s.io/wait-for-pods-ready`` checks in force, :mod:`connectors.k8s.pods_ready_validation`)."""
-    return (generic_create_errors(job, feature_gates, pods_ready=pods_ready) + _min_parallelism(job, feature_gates)
+    return (generic_create_errors(job, feature_gates, pods_ready=pods_ready)
+            + _min_parallelism(job, feature_gates)
             + _completions_setting(job)
             + _topology(job, feature_gates))
 
@@ -541,10 +547,10 @@ def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: M
 
 
 def as_generic_job(obj: Mapping[str, Any], suspended: bool) -> dict[str, Any]:
-    """Any kind's object as the generic job rules read a job: its apiVersion and kind (the prebuilt Workload rule
-    asks them), its metadata, and whether it is ``suspended`` (where each kind says)."""
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": obj.get("metadata") or {},
-            "spec": {"suspend": suspended}}
+    """Any kind's object as the generic job rules read a job: its apiVersion and kind (the prebuilt Workload
+    rule asks them), its metadata, and whether it is ``suspended`` (where each kind says)."""
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": obj.get("metadata") or {}, "spec": {"suspend": suspended}}
 
 
 def generic_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
@@ -595,26 +601,27 @@ def _elastic(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
 
 
 def elastic_unsupported(job: Mapping[str, Any], gvk: str, feature_gates: Mapping[str, bool]) -> list[str]:
-    """Kueue's ``ValidateElasticJobAnnotation`` for a kind that does not run on workload slices (``gvk`` as Go prints
-    a GroupVersionKind): under ``ElasticJobsViaWorkloadSlices``, an object asking to be elastic is refused rather
-    than admitted as a fixed-size one. (Which values Kueue reads as asking is unconfirmed; kueue-es reads
-    ``"true"``, as :func:`_elastic`.)"""
+    """Kueue's ``ValidateElasticJobAnnotation`` for a kind that does not run on workload slices (``gvk`` as Go
+    prints a GroupVersionKind): under ``ElasticJobsViaWorkloadSlices``, an object asking to be elastic is
+    refused rather than admitted as a fixed-size one. (Which values Kueue reads as asking is unconfirmed;
+    kueue-es reads ``"true"``, as :func:`_elastic`.)"""
     if not _elastic(job, feature_gates):
         return []
-    return [_forbidden(_key(_ANNOTATIONS, ELASTIC_JOB_ANNOTATION), f"elastic job is not supported for {_go_quote(gvk)}")]
+    return [_forbidden(_key(_ANNOTATIONS, ELASTIC_JOB_ANNOTATION),
+                       f"elastic job is not supported for {_go_quote(gvk)}")]
 
 
 def _elastic_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """A job does not become elastic, nor stop being so; the error names the annotation where it is (Kueue's #11342
-    moved it from ``metadata.labels``)."""
+    """A job does not become elastic, nor stop being so; the error names the annotation where it is (Kueue's
+    #11342 moved it from ``metadata.labels``)."""
     was, now = _elastic(old, feature_gates), _elastic(new, feature_gates)
     return [] if was == now else [_invalid(_key(_ANNOTATIONS, ELASTIC_JOB_ANNOTATION), now, IMMUTABLE)]
 
 
 def _prebuilt_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Suspended, or elastic before, the prebuilt Workload's name is checked as on creation; otherwise, running,
-    its name does not change (moving it from the label to the annotation changes nothing); the error names where
-    the new object keeps it (:func:`_prebuilt_source`)."""
+    """Suspended, or elastic before, the prebuilt Workload's name is checked as on creation; otherwise,
+    running, its name does not change (moving it from the label to the annotation changes nothing); the error
+    names where the new object keeps it (:func:`_prebuilt_source`)."""
     if _suspended(new) or _elastic(old, feature_gates):
         return _prebuilt(new, feature_gates)
     new_name, old_name = _prebuilt_name(new, feature_gates), _prebuilt_name(old, feature_gates)
@@ -701,8 +708,8 @@ async def answer(body: bytes, has_default_queue: HasDefaultQueue, create: Create
                  warnings: Warnings | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of a Job or a Pod with the field errors ``create`` or ``update`` finds
     (``update`` told whether the namespace has a default LocalQueue when the update takes the queue name away):
-    allowed, or refused (403) with them joined as Kueue joins them; with the ``warnings`` found, if any, either
-    way (controller-runtime's validator returns a validator's warnings with its verdict)."""
+    allowed, or refused (403) with them joined as Kueue joins them; with the ``warnings`` found, if any,
+    either way (controller-runtime's validator returns a validator's warnings with its verdict)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")

@@ -668,7 +668,8 @@ class JobReconciler(Generic[J]):
         for old_obs, old_wl in owned:
             if old_obs.key != obs.key and wf.release(old_obs, old_wl, job_running=False) == wf.REMOVE:
                 await self._unfinalize(old_obs)  # a slice finished (replaced, out of sync): its finalizer goes
-        await self._with_workload(job, obs, wl, generated=False)  # as Kueue: not rewritten (re-prioritised above)
+        # as Kueue: not rewritten (re-prioritised above)
+        await self._with_workload(job, obs, wl, generated=False)
         return True
 
     def _started_first(self, job: J, probed: workload_slices.Slice | None) -> workload_slices.Slice | None:
@@ -792,7 +793,8 @@ class JobReconciler(Generic[J]):
         awaited)."""
         key, rv = job.key, f"{obs.metadata.name}@{obs.metadata.resource_version}"
         try:
-            priority = job_sync.priority_change(self.state, job.metadata.labels, self.pod_priority_class(job), obs, wl)
+            priority = job_sync.priority_change(self.state, job.metadata.labels, self.pod_priority_class(job),
+                                                obs, wl)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             await self._class_gone(job, obs, exc)
             return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
@@ -813,9 +815,9 @@ class JobReconciler(Generic[J]):
         await once(self._class_warned, job.key, marker, self._priority_missing(job, obs, exc))
 
     async def _slice_priorities(self, job: J, live: Sequence[workload_slices.Slice]) -> bool:
-        """Kueue #13780: an elastic job's live slices (``live``, oldest first) take the priority class its label
-        names now, as a Workload made for a job does (the slice it runs on, and one a new slice waits behind), one
-        write a pass; whether the pass ends here."""
+        """Kueue #13780: an elastic job's live slices (``live``, oldest first) take the priority class its
+        label names now, as a Workload made for a job does (the slice it runs on, and one a new slice waits
+        behind), one write a pass; whether the pass ends here."""
         for obs, wl in live:
             if wl.key not in self.mirror.pending and await self._priority(job, obs, wl):
                 return True
@@ -896,7 +898,8 @@ class JobReconciler(Generic[J]):
         if controller != job.metadata.uid:
             return False
         if self._scaled_up_slice(job, obs):
-            return True  # Kueue: a newly scaled-up replacement is not compared (its job may not be synced yet)
+            # Kueue: a newly scaled-up replacement is not compared (its job may not be synced yet)
+            return True
         mine = self.job_pod_sets(job, generated=False)
         if mine is None or job_sync.equivalent_sets(self.state, mine, obs, wl, self.max_exec(job),
                                                     suspended=bool(job.spec.suspend)):
@@ -909,9 +912,10 @@ class JobReconciler(Generic[J]):
         return False
 
     def _scaled_up_slice(self, job: J, obs: o.Workload) -> bool:
-        """Whether the prebuilt Workload ``obs`` is a scaled-up slice of the elastic ``job`` (it names the slice it
-        replaces): Kueue's ``ensureOneWorkload`` runs such a job on it without the in-sync check, so that a
-        MultiKueue worker's copy not yet given its new size is neither stopped nor its slice finished."""
+        """Whether the prebuilt Workload ``obs`` is a scaled-up slice of the elastic ``job`` (it names the
+        slice it replaces): Kueue's ``ensureOneWorkload`` runs such a job on it without the in-sync check, so
+        that a MultiKueue worker's copy not yet given its new size is neither stopped nor its slice
+        finished."""
         return (workload_slices.elastic(self.state, job.metadata.annotations)
                 and workload_slices.REPLACEMENT_FOR in obs.metadata.annotations)
 

@@ -323,14 +323,14 @@ def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool
 
 def default_marks(lws: dict[str, Any], *, tas: bool = False) -> list[tuple[str, dict[str, str], dict[str, str]]]:
     """What Kueue's mutating webhook adds to each pod template of a LeaderWorkerSet it holds: ``(template field,
-    labels, annotations)`` — the set's queue name (once defaulted; replacing any the template names, so its pods
-    are born in the set's queue: Kueue moved that write from its pod reconciler to the webhook in #4932, which is
-    also why a queue change while no group is ready rolls the pods), the WorkloadPriorityClass label the
-    LeaderWorkerSet names, and the annotations that make its pods held by their parent and their group a serving
-    one. A set held without a queue name (``manageJobsWithoutQueueName``) gets no queue label. Under
+    labels, annotations)`` — the set's queue name (once defaulted; replacing any the template names, so its
+    pods are born in the set's queue: Kueue moved that write from its pod reconciler to the webhook in #4932,
+    which is also why a queue change while no group is ready rolls the pods), the WorkloadPriorityClass label
+    the LeaderWorkerSet names, and the annotations that make its pods held by their parent and their group a
+    serving one. A set held without a queue name (``manageJobsWithoutQueueName``) gets no queue label. Under
     ``TopologyAwareScheduling`` (``tas``), the workers of a set with a leader (worker indexes from 1) also get
-    ``kueue.x-k8s.io/pod-index-offset: "1"``, so the TAS ungater ranks them from 0 — unless their template names a
-    pod-set group, whose ranks the group places (Kueue's #8685)."""
+    ``kueue.x-k8s.io/pod-index-offset: "1"``, so the TAS ungater ranks them from 0 — unless their template
+    names a pod-set group, whose ranks the group places (Kueue's #8685)."""
     queue = queue_name(lws)
     wpc = _dict(_dict(lws.get("metadata")).get("labels")).get(PRIORITY_LABEL)
     labels = {**({QUEUE_LABEL: queue} if queue else {}), **({PRIORITY_LABEL: wpc} if wpc else {})}
@@ -346,24 +346,26 @@ def default_marks(lws: dict[str, Any], *, tas: bool = False) -> list[tuple[str, 
 
 def create_errors(lws: dict[str, Any]) -> list[str]:
     """What Kueue refuses in a LeaderWorkerSet being created (and, as its webhook checks the new object as a
-    created one, updated): a queue name that is not a DNS-1123 subdomain, and a ``spec.replicas`` (default 1) below
-    0 or above :data:`MAX_REPLICAS` (:func:`replicas_field_errors`). Either startup policy goes: Kueue runs a set
-    whose workers come once its leader is ready (``LeaderReady``) since #4023 (v0.11) — the group's Workload is made
-    from the set, its leader is started on its own and its workers as they come — and its webhook has no
-    startup-policy rule."""
+    created one, updated): a queue name that is not a DNS-1123 subdomain, and a ``spec.replicas`` (default 1)
+    below 0 or above :data:`MAX_REPLICAS` (:func:`replicas_field_errors`). Either startup policy goes: Kueue
+    runs a set whose workers come once its leader is ready (``LeaderReady``) since #4023 (v0.11) — the group's
+    Workload is made from the set, its leader is started on its own and its workers as they come — and its
+    webhook has no startup-policy rule."""
     labels = _dict(_dict(lws.get("metadata")).get("labels"))
     return job_validation.name_label_errors(labels, QUEUE_LABEL) + replicas_field_errors(lws)
 
 
 def replicas_field_errors(lws: dict[str, Any]) -> list[str]:
-    """Kueue's #12715 in its webhook: a ``spec.replicas`` out of ``[0, MAX_REPLICAS]`` is refused at creation and on
-    update, not only left unplanned by the reconciler (:func:`replica_count_error`), so a set Kueue would never make
-    Workloads for is not stored. Kueue's tests compare the path and type only; the detail is kueue-es's."""
+    """Kueue's #12715 in its webhook: a ``spec.replicas`` out of ``[0, MAX_REPLICAS]`` is refused at creation
+    and on update, not only left unplanned by the reconciler (:func:`replica_count_error`), so a set Kueue
+    would never make Workloads for is not stored. Kueue's tests compare the path and type only; the detail is
+    kueue-es's."""
     replicas = _int(_dict(lws.get("spec")).get("replicas"), 1)
     if replicas < 0:
         return [job_validation.invalid("spec.replicas", replicas, "must be greater than or equal to 0")]
     if replicas > MAX_REPLICAS:
-        return [job_validation.invalid("spec.replicas", replicas, f"must be less than or equal to {MAX_REPLICAS}")]
+        return [job_validation.invalid("spec.replicas", replicas,
+                                       f"must be less than or equal to {MAX_REPLICAS}")]
     return []
 
 

@@ -24,8 +24,8 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
   Workload (:mod:`connectors.k8s.pod_prebuilt`: the group's pods made its owners, ungated once it is admitted,
   never finishing, being a serving group). A pod of such a set that ended, or is being deleted, before that loses
   Kueue's finalizer, as Kueue's pod reconciler lets it go. The pods of a set that is gone (deleted with
-  ``--cascade=orphan``, or its CRD no longer served) have Kueue's scheduling gates lifted, their finalizer kept, as
-  Kueue's reconciler does with no LeaderWorkerSet: nothing would ever admit them.
+  ``--cascade=orphan``, or its CRD no longer served) have Kueue's scheduling gates lifted, their finalizer
+  kept, as Kueue's reconciler does with no LeaderWorkerSet: nothing would ever admit them.
 
 The reconciler's Events go through the log (``JobActed`` of kind LeaderWorkerSet), recorded on the set from
 Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. On a worker, a MultiKueue
@@ -302,7 +302,8 @@ class LeaderWorkerSetIntegration:
 
     async def _report_missing(self, lws: LeaderWorkerSet, missing: set[str]) -> None:
         for wpc in sorted(missing):
-            await self._log.report(lws.key, lws.metadata.uid, NOT_FOUND_REASON, message=not_found_message(wpc))
+            await self._log.report(lws.key, lws.metadata.uid, NOT_FOUND_REASON,
+                                   message=not_found_message(wpc))
 
     def _managed(self, lws: LeaderWorkerSet) -> bool:
         meta = lws.metadata
@@ -436,8 +437,8 @@ class LeaderWorkerSetIntegration:
                  queue=marks["labels"].get(QUEUE_LABEL))
 
     async def _set_gone(self, namespace: str, name: str) -> bool:
-        """Whether the apiserver has no LeaderWorkerSet ``name`` (one the sets' watch has not shown: the pods' watch
-        may run ahead of it). Kueue's reconciler reads the set by name, whatever its uid."""
+        """Whether the apiserver has no LeaderWorkerSet ``name`` (one the sets' watch has not shown: the pods'
+        watch may run ahead of it). Kueue's reconciler reads the set by name, whatever its uid."""
         try:
             await self.client.get(LEADER_WORKER_SETS, name, namespace)
         except NotFound:
@@ -445,14 +446,15 @@ class LeaderWorkerSetIntegration:
         return False
 
     async def _ungate_pod(self, pod: SetPod) -> None:
-        """Lift Kueue's scheduling gates from a pod whose LeaderWorkerSet is gone, keeping its finalizer, as Kueue's
-        reconciler does (newest ``leaderworkerset_reconciler_test.go``, "should ungate pods if leaderworkerset is
-        deleted"); conditioned on the pod's resourceVersion."""
+        """Lift Kueue's scheduling gates from a pod whose LeaderWorkerSet is gone, keeping its finalizer, as
+        Kueue's reconciler does (newest ``leaderworkerset_reconciler_test.go``, "should ungate pods if
+        leaderworkerset is deleted"); conditioned on the pod's resourceVersion."""
         meta = pod.metadata
         gates = pod.without_kueue_gates()
         with contextlib.suppress(NotFound):
             await self.client.patch(PODS, meta.name, {"metadata": {"resourceVersion": meta.resource_version},
-                                                      "spec": {"schedulingGates": gates or None}}, meta.namespace)
+                                                      "spec": {"schedulingGates": gates or None}},
+                                    meta.namespace)
             self.stats.pods_ungated += 1
             log.info("ungated a pod of a leaderworkerset that is gone", pod=pod.key)
 

@@ -14,8 +14,9 @@ workers'): the set's queue name (replacing the template's, Kueue's #4932),
 Its validating webhook (``vleaderworkerset.kb.io`` at ``/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset``,
 create and update) refuses a queue name that is not a DNS-1123 subdomain (either startup policy goes, ``LeaderReady``
 as Kueue since #4023) and a ``spec.replicas`` below 0 or above 1,000,000 (#12715) — on update too, the new set
-checked as a created one, as Kueue's ``ValidateUpdate`` does —, on create under ``ElasticJobsViaWorkloadSlices``
-a set annotated ``kueue.x-k8s.io/elastic-job: "true"`` (it runs on no workload slices), and on update a queue name changed while a group is ready, or removed (#4932: while none is,
+checked as a created one, as Kueue's ``ValidateUpdate`` does —, on create under
+``ElasticJobsViaWorkloadSlices`` a set annotated ``kueue.x-k8s.io/elastic-job: "true"`` (it runs on no
+workload slices), and on update a queue name changed while a group is ready, or removed (#4932: while none is,
 the set may change queue, its pending group Workloads following it) and, for a set that named a queue, a leader template
 added or removed, a pod spec changed but for its images, and (under ``LWSImmutableGroupSize``) a changed
 ``leaderWorkerTemplate.size`` (:mod:`connectors.k8s.leaderworkerset`).
@@ -182,24 +183,26 @@ def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> 
     """What Kueue refuses in a LeaderWorkerSet being created, in its order: the queue name's form, then (v0.20) the
     pod templates' TAS annotations, and under ``AdmissionGatedBy`` an ill-formed admission gate
     (:func:`connectors.k8s.job_validation.gate_create`; where Kueue puts it among the others is a guess)."""
-    return (lw.create_errors(dict(lws)) + topology_errors(lws, feature_gates) + _elastic_errors(lws, feature_gates)
-            + job_validation.gate_create(lws, feature_gates))
+    return (lw.create_errors(dict(lws)) + topology_errors(lws, feature_gates)
+            + _elastic_errors(lws, feature_gates) + job_validation.gate_create(lws, feature_gates))
 
 
 def _elastic_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """A LeaderWorkerSet does not run on workload slices: under ``ElasticJobsViaWorkloadSlices`` one annotated
-    ``kueue.x-k8s.io/elastic-job: "true"`` is refused (Kueue's ``leaderworkerset_webhook_test.go`` "elastic job
-    annotation is rejected"; its place among the other errors is a guess). On create only: whether Kueue checks it
-    on update too is unconfirmed, and refusing every later update of a set stored before would be worse."""
+    ``kueue.x-k8s.io/elastic-job: "true"`` is refused (Kueue's ``leaderworkerset_webhook_test.go`` "elastic
+    job annotation is rejected"; its place among the other errors is a guess). On create only: whether Kueue
+    checks it on update too is unconfirmed, and refusing every later update of a set stored before would be
+    worse."""
     return job_validation.elastic_unsupported(lws, lw.GVK, feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
-    """What Kueue refuses in an update: the new set checked as a created one (its ``ValidateUpdate`` starts with its
-    ``validateCreate`` of the new object: the queue name's form, ``spec.replicas``, the pod templates' TAS
-    annotations), then the update rules (:func:`connectors.k8s.leaderworkerset.update_errors`), then under
-    ``AdmissionGatedBy`` an admission gate added or ill formed (:func:`connectors.k8s.job_validation.gate_update`)."""
+    """What Kueue refuses in an update: the new set checked as a created one (its ``ValidateUpdate`` starts
+    with its ``validateCreate`` of the new object: the queue name's form, ``spec.replicas``, the pod
+    templates' TAS annotations), then the update rules (:func:`connectors.k8s.leaderworkerset.update_errors`),
+    then under ``AdmissionGatedBy`` an admission gate added or ill formed
+    (:func:`connectors.k8s.job_validation.gate_update`)."""
     return lw.create_errors(dict(new)) + topology_errors(new, feature_gates) + lw.update_errors(
         dict(old), dict(new), immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE)
     ) + job_validation.gate_update(old, new, feature_gates)

@@ -216,7 +216,8 @@ def stop_patch(raw_mpijob: dict[str, Any], saved: list[o.PodSet]) -> dict[str, A
 def null_removed(before: dict[str, Any], after: dict[str, Any]) -> None:
     """Mark with ``null`` what ``after`` (a raw pod template about to be merge-patched) dropped of ``before``'s
     labels, annotations, node selector, tolerations and scheduling gates. A part (``metadata``, ``spec``) is
-    added to ``after`` only to hold such a ``null``: a merge patch's empty map would create it, a spec change."""
+    added to ``after`` only to hold such a ``null``: a merge patch's empty map would create it, a spec
+    change."""
     for part, fields in (("metadata", ("labels", "annotations")),
                          ("spec", ("nodeSelector", "tolerations", "schedulingGates"))):
         old = before.get(part) or {}

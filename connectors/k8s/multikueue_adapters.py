@@ -411,8 +411,9 @@ def as_before_start(adapter: Adapter, manager_owner: dict[str, Any], manager_wl:
     """The manager's owner as it was before its integration started it: a started (unsuspended) owner stopped as
     that integration stops it (suspended, each pod template given back what the Workload's pod set of its
     name, for the Ray kinds its position, recorded: the node selector, tolerations, labels, annotations and
-    scheduling gates the admission added taken out). Kueue copies the owner before the manager's workload is admitted, so before it is started; here the copy
-    may be made after (a worker reached late), and the worker's Kueue writes its own admission onto it. A
+    scheduling gates the admission added taken out). Kueue copies the owner before the manager's workload is
+    admitted, so before it is started; here the copy may be made after (a worker reached late), and the
+    worker's Kueue writes its own admission onto it. A
     suspended owner is copied as it is, as Kueue copies it: its pod templates may hold labels, annotations, a node
     selector or gates the user changed after its Workload was made (Kueue makes no new Workload for those), which
     the Workload's pod sets do not. The batch/v1 Job's copy takes its template from the Workload

@@ -2,8 +2,8 @@
 workers its copy should be on (:func:`desired_on`), the copy of the Workload and of its owner made there
 (:meth:`CopiedWorkloads._run_there`), the owner's status mirrored back, its spec and size forwarded
 (``_sync_spec``, ``_sync_elastic``, ``_reflect_autoscaled``), the copy's priority kept the manager's
-(``_sync_priority``), a copy whose spec drifted otherwise deleted (``_out_of_sync``), its preemption gate opened,
-and every other copy this origin made deleted (:meth:`CopiedWorkloads._delete_copy`).
+(``_sync_priority``), a copy whose spec drifted otherwise deleted (``_out_of_sync``), its preemption gate
+opened, and every other copy this origin made deleted (:meth:`CopiedWorkloads._delete_copy`).
 
 :class:`CopiedWorkloads` is a part of :class:`connectors.k8s.multikueue.MultiKueueConnector`, whose ``__init__``
 sets the state it uses and which provides ``_config``, ``_adapters``, ``_copied`` and the pass that calls it
@@ -122,12 +122,12 @@ def stale(state: ClusterState, wl: WorkloadInfo, w: str, raw: dict[str, Any] | N
 
 
 def drift_step_reached(state: ClusterState, wl: WorkloadInfo, shown: Iterable[dict[str, Any]] = ()) -> bool:
-    """Whether Kueue's MultiKueue controller reaches its out-of-sync step (``reconcileGroup`` step 5) for ``wl``,
-    by what the log knows of its copies on connected workers and what those workers' watches show of them now
-    (``shown``, the copies as they are there: the log may not hold their last conditions yet, and Kueue reads
-    steps 3 and 4 from the copies it compares in step 5): not while one shows Finished (step 3 finishes the
-    workload and returns), nor while one shows Evicted and the check is Ready (step 4 retries the check and
-    returns; a workload evicted on the manager has no copy it is to keep, :func:`stopping`)."""
+    """Whether Kueue's MultiKueue controller reaches its out-of-sync step (``reconcileGroup`` step 5) for
+    ``wl``, by what the log knows of its copies on connected workers and what those workers' watches show of
+    them now (``shown``, the copies as they are there: the log may not hold their last conditions yet, and
+    Kueue reads steps 3 and 4 from the copies it compares in step 5): not while one shows Finished (step 3
+    finishes the workload and returns), nor while one shows Evicted and the check is Ready (step 4 retries the
+    check and returns; a workload evicted on the manager has no copy it is to keep, :func:`stopping`)."""
     links = state.cluster_links
     check = check_of(state, wl)
     ready = check is not None and check.state == "Ready"
@@ -222,23 +222,23 @@ class CopiedWorkloads:
 
     @staticmethod
     def _going(w: Worker, key: str) -> bool:
-        """Whether the copy of ``key`` on ``w`` is one this origin deleted whose DELETED its watch has not shown yet:
-        nothing is written to it, and no copy is made over it until it is gone."""
+        """Whether the copy of ``key`` on ``w`` is one this origin deleted whose DELETED its watch has not
+        shown yet: nothing is written to it, and no copy is made over it until it is gone."""
         raw = w.workloads.get(key)
         return raw is not None and bool(uid_of(raw)) and w.deleted.get(key) == uid_of(raw)
 
     def _out_of_sync(self, w: Worker, wl: WorkloadInfo, manager: o.Workload | None) -> bool:
-        """Whether the copy of ``wl`` on ``w``, one of the workers it is to be on, is to be deleted for a spec that
-        drifted from the manager's stored Workload ``manager`` since it was written from it (not as the worker
-        stored it: :func:`connectors.k8s.multikueue_drift.copy_drifted`), on a pass that wrote neither its
-        priority nor an elastic scale-down in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there only
-        when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none shows
-        Evicted while the check is Ready (step 4 retries the check first), in the log or as the connected
-        workers' watches show the copies now: :func:`drift_step_reached`. The copy on
-        the workload's own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is
-        made anew from the manager's spec. A workload the log shows deactivated is not looked at: its eviction
-        decision follows, and with it the documented flow (:func:`stopping`, the DeactivationTarget), whatever
-        comes first (Kueue's step 5 would delete the copy; upstream #13793 leaves ``active`` out of it)."""
+        """Whether the copy of ``wl`` on ``w``, one of the workers it is to be on, is to be deleted for a spec
+        that drifted from the manager's stored Workload ``manager`` since it was written from it (not as the
+        worker stored it: :func:`connectors.k8s.multikueue_drift.copy_drifted`), on a pass that wrote neither
+        its priority nor an elastic scale-down in place: Kueue's ``reconcileGroup`` step 5. Kueue gets there
+        only when no copy on a reachable worker shows Finished (step 3 finishes the workload first) and none
+        shows Evicted while the check is Ready (step 4 retries the check first), in the log or as the
+        connected workers' watches show the copies now: :func:`drift_step_reached`. The copy on the workload's
+        own worker so deleted is seen gone and its check goes Retry; one on a nominated worker is made anew
+        from the manager's spec. A workload the log shows deactivated is not looked at: its eviction decision
+        follows, and with it the documented flow (:func:`stopping`, the DeactivationTarget), whatever comes
+        first (Kueue's step 5 would delete the copy; upstream #13793 leaves ``active`` out of it)."""
         raw = w.workloads.get(wl.key)
         if manager is None or raw is None or not wl.active:
             return False
@@ -729,9 +729,9 @@ class CopiedWorkloads:
     async def _adapt_suspended(self, r: Resource, owner_key: str) -> bool:
         """The manager's Job is suspended and its copy runs: Kueue's batch/v1 adapter defers the copy's status
         (its Job's start moves the workload again) and only shows the Job ``Suspended`` True
-        (``MultiKueueAdapter``, :func:`adapted_patch`); a Job evicted on the manager keeps the active pods last
-        mirrored until its copy, stopped on its worker, is mirrored (its quota is given back then). False: the
-        write conflicted, to be tried again on the next pass."""
+        (``MultiKueueAdapter``, :func:`adapted_patch`); a Job evicted on the manager keeps the active pods
+        last mirrored until its copy, stopped on its worker, is mirrored (its quota is given back then).
+        False: the write conflicted, to be tried again on the next pass."""
         namespace, _, name = owner_key.partition("/")
         local = await self._manager_owner(r, name, namespace)
         if local is None:
@@ -911,17 +911,18 @@ def deactivation_patch(raw: dict[str, Any], message: str, now: str) -> dict[str,
 
 
 ADAPTED = ("MultiKueueAdapter", "Set by MultiKueue adapter")
-"""The reason and message of the ``Suspended`` condition Kueue's batch/v1 adapter writes (``determineStatusUpdate``)."""
+"""The reason and message of the ``Suspended`` condition Kueue's batch/v1 adapter writes
+(``determineStatusUpdate``)."""
 
 
 def adapted_patch(local: dict[str, Any]) -> dict[str, Any] | None:
     """The merge patch of a suspended manager Job's status while its copy runs, as Kueue's batch/v1 adapter makes
-    it (``determineStatusUpdate``, its deferred branch): the copy's status is not taken (a start time or active
-    pods shown on a Job not started yet would block the spec changes its start makes), only a ``Suspended``
-    condition True (``MultiKueueAdapter``) set, so that the Job passes the suspend validation of Kubernetes 1.36;
-    one of another status replaced, one True left as it is. Its other fields (``active`` among them) are left as
-    they are: a Job evicted on the manager shows its pods gone once its copy, stopped there, is mirrored. None:
-    nothing to write."""
+    it (``determineStatusUpdate``, its deferred branch): the copy's status is not taken (a start time or
+    active pods shown on a Job not started yet would block the spec changes its start makes), only a
+    ``Suspended`` condition True (``MultiKueueAdapter``) set, so that the Job passes the suspend validation of
+    Kubernetes 1.36; one of another status replaced, one True left as it is. Its other fields (``active``
+    among them) are left as they are: a Job evicted on the manager shows its pods gone once its copy, stopped
+    there, is mirrored. None: nothing to write."""
     status = local.get("status") or {}
     conditions = list(status.get("conditions") or [])
     current = next((c for c in conditions if c.get("type") == "Suspended"), None)
@@ -930,7 +931,8 @@ def adapted_patch(local: dict[str, Any]) -> dict[str, Any] | None:
     now = format_time(_now())
     entry = {"type": "Suspended", "status": "True", "reason": ADAPTED[0], "message": ADAPTED[1],
              "lastProbeTime": now, "lastTransitionTime": now}
-    conditions = [*conditions, entry] if current is None else [entry if c is current else c for c in conditions]
+    conditions = ([*conditions, entry] if current is None
+                  else [entry if c is current else c for c in conditions])
     return {"status": {"conditions": conditions}}
 
 

@@ -135,11 +135,11 @@ def _changes(old: Mapping[str, Any], new: Mapping[str, Any], path: str) -> list[
 
 
 def role_annotation_patch(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    """The JSON patch that records the Pod's role (:func:`role_hash`) in ``kueue.x-k8s.io/role-hash``, as Kueue's
-    webhook does for every Pod it makes Kueue's, in a group or not (``Default`` calls ``addRoleHash`` for each Pod
-    it gates; a Pod that joins a group later keeps the role it was made with); empty for one naming its role
-    already (Kueue's ``getRoleHash`` answers with it: a client names its roles to match the pod sets of a Workload
-    it built)."""
+    """The JSON patch that records the Pod's role (:func:`role_hash`) in ``kueue.x-k8s.io/role-hash``, as
+    Kueue's webhook does for every Pod it makes Kueue's, in a group or not (``Default`` calls ``addRoleHash``
+    for each Pod it gates; a Pod that joins a group later keeps the role it was made with); empty for one
+    naming its role already (Kueue's ``getRoleHash`` answers with it: a client names its roles to match the
+    pod sets of a Workload it built)."""
     meta = pod.get("metadata") or {}
     if ROLE_HASH_ANNOTATION in (meta.get("annotations") or {}):
         return []

@@ -24,8 +24,8 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
 
 The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Neither webhook compares
 a group Pod's ``kueue.x-k8s.io/pod-group-pod-index`` with its total, as in Kueue. A Pod labelled
-``kueue.x-k8s.io/managed: "true"`` whose controller an enabled integration runs is allowed with Kueue's warning
-(:func:`managed_label_warnings`), on create and on update (there not while its parent holds it).
+``kueue.x-k8s.io/managed: "true"`` whose controller an enabled integration runs is allowed with Kueue's
+warning (:func:`managed_label_warnings`), on create and on update (there not while its parent holds it).
 """
 
 from __future__ import annotations
@@ -147,16 +147,16 @@ def _retriable_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_ga
     return []
 
 
-OWNED_MANAGED_WARNING = (f"pod owner is managed by kueue, label '{MANAGED_LABEL}=true' might lead to unexpected "
-                         "behaviour")
+OWNED_MANAGED_WARNING = (f"pod owner is managed by kueue, label '{MANAGED_LABEL}=true' might lead to "
+                         "unexpected behaviour")
 
 
 def managed_label_warnings(new: Mapping[str, Any], old: Mapping[str, Any] | None, frameworks: Collection[str],
                            external: Collection[tuple[str, str]] = ()) -> list[str]:
-    """Kueue's ``warningForPodManagedLabel``: a Pod labelled ``kueue.x-k8s.io/managed: "true"`` whose controller is
-    of a kind an enabled integration runs (``frameworks``, or an ``external`` kind: Kueue's
-    ``IsOwnerManagedByKueueForObject``) is allowed with a warning, its parent's Workload being the one that admits
-    it; on update, not while ``kueue.x-k8s.io/pod-suspending-parent`` says its parent holds it."""
+    """Kueue's ``warningForPodManagedLabel``: a Pod labelled ``kueue.x-k8s.io/managed: "true"`` whose
+    controller is of a kind an enabled integration runs (``frameworks``, or an ``external`` kind: Kueue's
+    ``IsOwnerManagedByKueueForObject``) is allowed with a warning, its parent's Workload being the one that
+    admits it; on update, not while ``kueue.x-k8s.io/pod-suspending-parent`` says its parent holds it."""
     if _meta(new, "labels").get(MANAGED_LABEL) != "true":
         return []
     if old is not None and SUSPENDING_PARENT in _meta(new, "annotations"):
@@ -170,7 +170,8 @@ async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_que
                  pods_ready: PodsReadyRule | None = None, frameworks: Collection[str] = (),
                  external: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod, the pod integration on: allowed, or refused (403) with Kueue's
-    field errors; with :func:`managed_label_warnings` under the enabled ``frameworks`` and ``external`` kinds."""
+    field errors; with :func:`managed_label_warnings` under the enabled ``frameworks`` and ``external``
+    kinds."""
     return await job_validation.answer(
         body, has_default_queue, lambda new: create_errors(new, feature_gates, pods_ready=pods_ready),
         lambda old, new, default: update_errors(old, new, feature_gates, default_queue=default,
@@ -188,7 +189,7 @@ def reviewer(feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQue
     ``has_default_queue``."""
 
     async def answer(body: bytes) -> dict[str, Any]:
-        return await review(body, feature_gates, has_default_queue, pods_ready=pods_ready, frameworks=frameworks,
-                            external=external)
+        return await review(body, feature_gates, has_default_queue, pods_ready=pods_ready,
+                            frameworks=frameworks, external=external)
 
     return answer

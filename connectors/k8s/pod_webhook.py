@@ -26,12 +26,14 @@ pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_i
 gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
 is allowed unchanged. Every Pod made Kueue's, in a pod group or not, also gets its role
 (``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`, unless it names one), as Kueue's
-``Default`` records it on each Pod it gates (a single Pod's Workload names its pod set ``main`` all the same). While Kueue's TopologyAwareScheduling
+``Default`` records it on each Pod it gates (a single Pod's Workload names its pod set ``main`` all the same).
+While Kueue's TopologyAwareScheduling
 gate is on, every Pod made Kueue's also gets the gate ``kueue.x-k8s.io/topology`` (Kueue's pod-based integrations
 gate at creation: a Pod cannot gain a gate later) and, when it names its index label
 (``kueue.x-k8s.io/pod-group-pod-index-label``) and carries that label with a value, the label
 ``kueue.x-k8s.io/pod-group-pod-index`` with that value, its rank for the ungater (none for a label absent or
-empty, as Kueue since #15867: an empty index would keep its group from ever getting a Workload). Like Kueue's, this webhook refuses
+empty, as Kueue since #15867: an empty index would keep its group from ever getting a Workload). Like
+Kueue's, this webhook refuses
 nothing but a Pod whose lookups fail: what Kueue refuses in a Pod (a malformed pod group, say) its validating Pod
 webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``).
 
@@ -246,10 +248,10 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
 
 
 def _group_index(meta: dict[str, Any]) -> str:
-    """The Pod's index in its group: the value of the label ``kueue.x-k8s.io/pod-group-pod-index-label`` names,
-    "" when it names none, or a label the Pod lacks or leaves empty. Kueue's webhook skips such a Pod's index
-    (#15867): an empty ``kueue.x-k8s.io/pod-group-pod-index`` is no whole number, and a group whose first Pod
-    carries one never gets a Workload (:func:`connectors.k8s.pod_group.index_complaint`)."""
+    """The Pod's index in its group: the value of the label ``kueue.x-k8s.io/pod-group-pod-index-label``
+    names, "" when it names none, or a label the Pod lacks or leaves empty. Kueue's webhook skips such a Pod's
+    index (#15867): an empty ``kueue.x-k8s.io/pod-group-pod-index`` is no whole number, and a group whose
+    first Pod carries one never gets a Workload (:func:`connectors.k8s.pod_group.index_complaint`)."""
     named = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
     return str((meta.get("labels") or {}).get(named) or "") if named else ""
 
@@ -319,10 +321,11 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
                     has_default_priority_class: HasDefaultClass | None = None,
                     legacy_group: LegacyGroup | None = None) -> list[dict[str, Any]]:
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name and the default
-    WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class). The role's operation comes
-    first in the patch (each operation adds to a field of its own, so their order changes nothing)."""
+    WorkloadPriorityClass (asked for only for a Pod made Kueue's that names no class). The role's operation
+    comes first in the patch (each operation adds to a field of its own, so their order changes nothing)."""
     if suspended_by_parent(pod):
-        return (role_annotation_patch(pod) + await _statefulset_group_ops(pod, namespace, defaulting, legacy_group)
+        return (role_annotation_patch(pod)
+                + await _statefulset_group_ops(pod, namespace, defaulting, legacy_group)
                 + pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True))
     try:
         labels = await namespace_labels(namespace)

@@ -18,8 +18,8 @@ rather than on one the Job integration builds (Kueue's ``pkg/controller/jobframe
 * one the Job controls but which is not equivalent to it (:func:`connectors.k8s.job_sync.equivalent`) is finished
   ``OutOfSync`` (:data:`OUT_OF_SYNC`, :data:`OUT_OF_SYNC_MESSAGE`) — Kueue then treats it as no Workload at all,
   so no ``FinishedWorkload`` Event is recorded on the Job — and the Job waits as for a missing one; an elastic
-  Job's scaled-up slice (it names the slice it replaces) is not compared, as Kueue's ``ensureOneWorkload`` skips
-  its in-sync check.
+  Job's scaled-up slice (it names the slice it replaces) is not compared, as Kueue's ``ensureOneWorkload``
+  skips its in-sync check.
 
 From there on it is the Job's Workload as a generated one is: started and stopped with it, finished with it,
 finished and deleted when the Job goes (it is owned by it), its queue name following the Job's

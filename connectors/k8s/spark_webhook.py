@@ -19,9 +19,10 @@ Registered and failing as the other frameworks' webhooks: reviews answered uncha
 
 A SparkApplication does not run on workload slices: under ``ElasticJobsViaWorkloadSlices`` one annotated
 ``kueue.x-k8s.io/elastic-job: "true"`` is refused, on create and update, whatever its queue (Kueue's generic
-``ValidateElasticJobAnnotation``, whose GVK allowlist leaves the kind out; ``sparkapplication_webhook_test.go``
-"dynamicAllocation with elastic job feature": that Forbidden alone, the application being elastic so its dynamic
-allocation is not refused; after the generic rules, an order unconfirmed).
+``ValidateElasticJobAnnotation``, whose GVK allowlist leaves the kind out;
+``sparkapplication_webhook_test.go`` "dynamicAllocation with elastic job feature": that Forbidden alone, the
+application being elastic so its dynamic allocation is not refused; after the generic rules, an order
+unconfirmed).
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def create_errors(app: Mapping[str, Any], feature_gates: Mapping[str, bool], wit
         return [failed]
     errors = spark_errors(app, feature_gates) if _managed(app, without_queue) else []
     return (errors + job_validation.generic_create_errors(_as_job(app), feature_gates, gate_form=gate_form)
-            + job_validation.elastic_unsupported(app, GVK, feature_gates) + topology_errors(app, feature_gates))
+            + job_validation.elastic_unsupported(app, GVK, feature_gates)
+            + topology_errors(app, feature_gates))
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],

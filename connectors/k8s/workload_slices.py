@@ -16,11 +16,11 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   otherwise (a scale-up of an admitted slice) a new slice is made, whose
   ``kueue.x-k8s.io/workload-slice-replacement-for`` names the old one (``namespace/name``): the scheduler admits
   it in the old one's place (it finishes that one ``WorkloadSliceReplaced``) while the Job runs on;
-* **an evicted slice still holding quota** (evicted in the log and as stored, ``Evicted=True``: an eviction whose
-  write may still be refused is none yet, as Kueue reads the stored one) is the Job's, whatever the others, unless
-  an admitted slice not evicted replaces it (Kueue #15661, :func:`draining`): its pods may still run, so the
-  eviction step stops the Job on it and gives its quota back once no pod is active; finished first, its quota
-  would go back while they run;
+* **an evicted slice still holding quota** (evicted in the log and as stored, ``Evicted=True``: an eviction
+  whose write may still be refused is none yet, as Kueue reads the stored one) is the Job's, whatever the
+  others, unless an admitted slice not evicted replaces it (Kueue #15661, :func:`draining`): its pods may
+  still run, so the eviction step stops the Job on it and gives its quota back once no pod is active; finished
+  first, its quota would go back while they run;
 * **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer
   holds quota (an evicted one, once its quota is given back), it is evicted beside an admitted replacement, or
   the new one holds quota as its replacement (admitted, the old one's finish not written); the new one is the
@@ -249,16 +249,17 @@ def _evicted(item: Slice) -> bool:
 
 
 def draining(live: Sequence[Slice]) -> Slice | None:
-    """Kueue #15661: the oldest live slice that is evicted yet still holds quota, unless an admitted slice, not
-    evicted, replaces it (its pods are then that one's). Its pods may still run, so it stays the Job's until its
-    quota is given back: Kueue's eviction step stops the Job on it and gives the quota back only once no pod is
-    active — finishing it first would give the quota back while the pods run. None: no such slice."""
+    """Kueue #15661: the oldest live slice that is evicted yet still holds quota, unless an admitted slice,
+    not evicted, replaces it (its pods are then that one's). Its pods may still run, so it stays the Job's
+    until its quota is given back: Kueue's eviction step stops the Job on it and gives the quota back only
+    once no pod is active — finishing it first would give the quota back while the pods run. None: no
+    such slice."""
     for item in live:
         if not (item[1].reserving and _evicted(item)):
             continue
         key = item[0].key
-        taken_over = any(other[0].metadata.annotations.get(REPLACEMENT_FOR) == key and other[1].phase == ADMITTED
-                         and not _evicted(other) for other in live)
+        taken_over = any(other[0].metadata.annotations.get(REPLACEMENT_FOR) == key
+                         and other[1].phase == ADMITTED and not _evicted(other) for other in live)
         if not taken_over:
             return item
     return None

@@ -200,9 +200,9 @@ class KafkaLog(EventLog):
         return log
 
     async def _start(self, *, just_created: bool = False) -> None:
-        """``just_created``: the topics were created (or found) a moment ago, and a broker answers metadata from
-        a cache its controller fills after the creation is acknowledged: a topic missing there is asked for again
-        for a few seconds before it is called missing."""
+        """``just_created``: the topics were created (or found) a moment ago, and a broker answers metadata
+        from a cache its controller fills after the creation is acknowledged: a topic missing there is asked
+        for again for a few seconds before it is called missing."""
         s = self.settings
         self._producer = AIOKafkaProducer(
             **client_kwargs(s),

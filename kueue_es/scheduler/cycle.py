@@ -328,8 +328,8 @@ def _targets(ctx: CycleContext, e: Entry) -> list[Target]:
 
 def _try_partial(ctx: CycleContext, e: Entry) -> None:
     """Kueue's ordered PodSetReducer: the pod sets give up pods from the last one towards the first, each down to
-    its ``minCount`` before the next is touched, for the smallest cut that fits or can preempt (searched as Kueue's
-    ``sort.Search`` searches: :func:`_sort_search`); then each pod set
+    its ``minCount`` before the next is touched, for the smallest cut that fits or can preempt
+    (searched as Kueue's ``sort.Search`` searches: :func:`_sort_search`); then each pod set
     cut, from the first, grows back as far as still fits (only when two or more were cut: one alone cannot grow
     past the cut the search found). A slice replacing an admitted one, under
     ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``, must end above its ``minCount`` somewhere: all at
@@ -378,10 +378,10 @@ def _cut(full: list[int], floor: list[int], budget: int) -> list[int]:
 
 
 def _sort_search(n: int, holds: Callable[[int], bool]) -> int:
-    """Go's ``sort.Search``: the first index in ``0..n-1`` where ``holds`` (taken to be false, then true), ``n``
-    when none, probing exactly as Go does. Kueue's reducer stops where this search does; ``holds`` need not be
-    monotone (counts that fit need not keep fitting as they shrink), so another bisection could probe other
-    counts and decide otherwise."""
+    """Go's ``sort.Search``: the first index in ``0..n-1`` where ``holds`` (taken to be false, then true),
+    ``n`` when none, probing exactly as Go does. Kueue's reducer stops where this search does; ``holds`` need
+    not be monotone (counts that fit need not keep fitting as they shrink), so another bisection could probe
+    other counts and decide otherwise."""
     lo, hi = 0, n
     while lo < hi:
         mid = (lo + hi) // 2
@@ -395,9 +395,9 @@ def _sort_search(n: int, holds: Callable[[int], bool]) -> int:
 def _shrink(full: list[int], floor: list[int], total: int,
             attempt: Callable[[list[int]], tuple[Assignment, list[Target]] | None]
             ) -> tuple[list[int], tuple[Assignment, list[Target]] | None]:
-    """The smallest cut (Kueue's ``sort.Search`` over cuts of 0..``total`` pods) whose counts ``attempt`` takes,
-    with what it gave. A cut of 0 is the full counts, which :func:`_try_partial` runs only once they failed: not
-    attempted again."""
+    """The smallest cut (Kueue's ``sort.Search`` over cuts of 0..``total`` pods) whose counts ``attempt``
+    takes, with what it gave. A cut of 0 is the full counts, which :func:`_try_partial` runs only once they
+    failed: not attempted again."""
     best: tuple[list[int], tuple[Assignment, list[Target]] | None] = (full, None)
 
     def fits(cut: int) -> bool:
@@ -418,10 +418,10 @@ def _shrink(full: list[int], floor: list[int], total: int,
 def _grow_back(counts: list[int], full: list[int],
                attempt: Callable[[list[int]], tuple[Assignment, list[Target]] | None],
                found: tuple[Assignment, list[Target]]) -> tuple[Assignment, list[Target]]:
-    """Each cut pod set, first to last, grown back to its full count if that still fits, else to the last count
-    between the cut and the full one seen to fit by Kueue's search for the first that does not (the largest that
-    fits, when fitting is monotone); a later pod set sees only what the earlier ones left. Grows ``counts`` in
-    place; returns what ``attempt`` gave for the final counts."""
+    """Each cut pod set, first to last, grown back to its full count if that still fits, else to the last
+    count between the cut and the full one seen to fit by Kueue's search for the first that does not (the
+    largest that fits, when fitting is monotone); a later pod set sees only what the earlier ones left. Grows
+    ``counts`` in place; returns what ``attempt`` gave for the final counts."""
     for i, target in enumerate(full):
         if counts[i] != target:
             found = _grow_one(counts, i, target, attempt, found)
@@ -431,9 +431,9 @@ def _grow_back(counts: list[int], full: list[int],
 def _grow_one(counts: list[int], i: int, target: int,
               attempt: Callable[[list[int]], tuple[Assignment, list[Target]] | None],
               found: tuple[Assignment, list[Target]]) -> tuple[Assignment, list[Target]]:
-    """Pod set ``i`` of :func:`_grow_back`: its full count ``target`` in one attempt, else Kueue's ``sort.Search``
-    over the counts strictly between the cut and ``target`` for the first that does not fit, ``counts[i]`` ending
-    at the last one seen to."""
+    """Pod set ``i`` of :func:`_grow_back`: its full count ``target`` in one attempt, else Kueue's
+    ``sort.Search`` over the counts strictly between the cut and ``target`` for the first that does not fit,
+    ``counts[i]`` ending at the last one seen to."""
     trial = list(counts)
     trial[i] = target
     got = attempt(trial)

@@ -215,8 +215,8 @@ BAD_INPUTS = {
     "tas-flavor-without-node-labels": (  # a CEL rule of Kueue's ResourceFlavor CRD
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: tas\nspec:\n"
         "  topologyName: default\n",
-        ["document 1", "(ResourceFlavor tas)", 'field `spec`: Invalid value: "object": at least one nodeLabel is '
-         "required when topology is set"],
+        ["document 1", "(ResourceFlavor tas)", 'field `spec`: Invalid value: "object": at least one '
+         "nodeLabel is required when topology is set"],
     ),
     "name-not-a-subdomain": (  # the apiserver stores no object by such a name
         GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: Team_A\n",

@@ -131,7 +131,8 @@ def test_every_broken_on_flavors_entry_and_webhook_rule_is_refused_together_in_k
     with pytest.raises(InvalidInput) as refused:
         decode_object(doc, "ClusterQueue cq", checks=Checks(concurrent_admission=True))
     assert str(refused.value) == (
-        'ClusterQueue cq: [field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9, '
+        'ClusterQueue cq: [field `spec.fairSharing`: Invalid value: "1n": '
+        'When not 0, weight must be > 10e-9, '
         'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used '
         "when ConcurrentAdmissionPolicy is defined, "
         f'{at}[0].onFlavors[0]`: Unsupported value: "b": {supported}, '

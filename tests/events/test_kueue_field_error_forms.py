@@ -133,9 +133,9 @@ def test_a_flavor_s_crd_rules_are_refused_together_before_its_webhook_s() -> Non
                                {"key": "abc", "operator": "Equal", "value": "v", "effect": "not-valid"},
                                {"key": "abc", "operator": "Equal", "value": "v", "effect": "NoSchedule"}])
     assert _refused(doc) == (  # each at the list the rule sits on, as the apiserver words a CEL rule's error
-        'ResourceFlavor rf: [field `spec.tolerations`: Invalid value: "array": a value must be empty when \'operator\' '
-        "is 'Exists', field `spec.tolerations`: Invalid value: \"array\": supported taint effect values: 'NoSchedule', "
-        "'PreferNoSchedule', 'NoExecute']")
+        'ResourceFlavor rf: [field `spec.tolerations`: Invalid value: "array": a value must be empty when '
+        "'operator' is 'Exists', field `spec.tolerations`: Invalid value: \"array\": supported taint effect "
+        "values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute']")
 
 
 def test_a_flavor_s_webhook_errors_are_all_listed_in_kueue_s_order() -> None:

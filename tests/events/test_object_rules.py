@@ -177,14 +177,15 @@ def test_a_flavor_s_labels_taints_and_tolerations_are_well_formed() -> None:
 
 
 @pytest.mark.parametrize(("toleration", "message"), [
-    ({"key": "a", "operator": "Sometimes"}, '`spec.tolerations`: Invalid value: "array": supported toleration '
-                                            "values: 'Equal'(default), 'Exists'"),
-    ({"key": "a", "operator": "Exists", "value": "x"}, '`spec.tolerations`: Invalid value: "array": a value must be '
-                                                       "empty when 'operator' is 'Exists'"),
-    ({"key": "a", "effect": "Never"}, '`spec.tolerations`: Invalid value: "array": supported taint effect values: '
-                                      "'NoSchedule', 'PreferNoSchedule', 'NoExecute'"),
+    ({"key": "a", "operator": "Sometimes"}, '`spec.tolerations`: Invalid value: "array": supported '
+                                            "toleration values: 'Equal'(default), 'Exists'"),
+    ({"key": "a", "operator": "Exists", "value": "x"}, '`spec.tolerations`: Invalid value: "array": a value '
+                                                       "must be empty when 'operator' is 'Exists'"),
+    ({"key": "a", "effect": "Never"}, '`spec.tolerations`: Invalid value: "array": supported taint effect '
+                                      "values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"),
     ({"key": "a", "effect": "NoSchedule", "tolerationSeconds": 5},
-     '`spec.tolerations`: Invalid value: "array": effect must be \'NoExecute\' when \'tolerationSeconds\' is set'),
+     '`spec.tolerations`: Invalid value: "array": effect must be \'NoExecute\' when '
+     '\'tolerationSeconds\' is set'),
     ({"key": "a b"}, '`spec.tolerations[0].key`: Invalid value: "a b": name part must consist of'),
 ])
 def test_a_flavor_s_tolerations_follow_kueue_s_crd_rules(toleration: dict, message: str) -> None:
@@ -194,8 +195,8 @@ def test_a_flavor_s_tolerations_follow_kueue_s_crd_rules(toleration: dict, messa
 def test_a_tas_flavor_needs_node_labels_and_a_flavor_at_most_eight_of_each() -> None:
     _check(flavor(topologyName="default", nodeLabels={"pool": "a"}))
     assert _refusal(flavor(topologyName="default")) == (  # a rule on spec
-        'ResourceFlavor rf: field `spec`: Invalid value: "object": at least one nodeLabel is required when topology '
-        "is set")
+        'ResourceFlavor rf: field `spec`: Invalid value: "object": at least one nodeLabel is required when '
+        "topology is set")
     assert "field `spec.nodeLabels` must have at most 8 items, has 9" in _refusal(
         flavor(nodeLabels={f"l{i}": "v" for i in range(9)}))
 
@@ -268,8 +269,8 @@ def test_a_queue_s_policies_are_known_and_consistent() -> None:
         "borrowWithinCohort.Policy!=Never")  # the CRD's CEL rule, before the webhook's same rule
     _check(cluster_queue(preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}))
     assert _refusal(cluster_queue(flavorFungibility={"preference": "PreemptionOverBorrowing"})) == (
-        'ClusterQueue cq: field `spec.flavorFungibility`: Invalid value: "object": preference can only be set when '
-        "both whenCanBorrow and whenCanPreempt are TryNextFlavor")
+        'ClusterQueue cq: field `spec.flavorFungibility`: Invalid value: "object": preference can only be '
+        "set when both whenCanBorrow and whenCanPreempt are TryNextFlavor")
     _check(cluster_queue(flavorFungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
                                             "preference": "PreemptionOverBorrowing"}))
     assert '`spec.flavorFungibility.whenCanBorrow`: Unsupported value: "Borrow"' in _refusal(
@@ -321,7 +322,8 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
     assert message.endswith('field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "a b"]')
     cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
               "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"], "fairSharing": {"weight": "1n"}}}
-    assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (  # the weight first (validateCohort)
+    # the weight first (validateCohort)
+    assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (
         'Cohort co: [field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9, '
         'field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: Invalid value: "1": must '
         'be nil when parent is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: Invalid '
@@ -396,7 +398,8 @@ def test_a_keyless_toleration_matches_all_and_exists_takes_no_value(toleration: 
                                {"key": "", "operator": "Equal", "value": "x"}, {"key": "a", "value": ""}]))
     message = {"operator": "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
                "value": "a value must be empty when 'operator' is 'Exists'"}[field]
-    assert _refusal(flavor(tolerations=[{"key": "a", "operator": "Exists"}, toleration])) == (  # the list's rule
+    # the list's rule
+    assert _refusal(flavor(tolerations=[{"key": "a", "operator": "Exists"}, toleration])) == (
         f'ResourceFlavor rf: field `spec.tolerations`: Invalid value: "array": {message}')
     doc = workload()
     doc["status"]["admissionChecks"] = [{"name": "ac", "state": "Ready", "lastTransitionTime": TIME,

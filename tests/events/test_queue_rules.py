@@ -44,8 +44,9 @@ def test_the_rules_the_projections_need_are_refused_together_in_kueue_s_order() 
         f'than or equal to 0, {g}[1].flavors[0].name`: Duplicate value: "a", '
         'field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9]')
     doc["kind"] = "Cohort"  # Kueue's validateCohort checks the weight first
-    assert _refusal(doc).startswith('Cohort cq: [field `spec.fairSharing`: Invalid value: "1n": When not 0, weight '
-                                    f'must be > 10e-9, {g}[0].flavors[0].resources[1].name`: Invalid value: "mem"')
+    assert _refusal(doc).startswith('Cohort cq: [field `spec.fairSharing`: Invalid value: "1n": When not 0, '
+                                    f'weight must be > 10e-9, {g}[0].flavors[0].resources[1].name`: '
+                                    'Invalid value: "mem"')
 
 
 def test_every_schema_rule_broken_is_listed_and_refused_before_the_webhook_s() -> None:

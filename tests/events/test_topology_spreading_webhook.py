@@ -47,8 +47,8 @@ def test_the_gate_is_off_by_default_and_read_from_the_configuration() -> None:
 
 def test_valid_annotation_with_a_required_topology_is_taken() -> None:
     decode_object(_workload(_pod_set("main", VALID, {"required": "rack"})), "Workload team/w", checks=ON)
-    # a required-topology annotation does not stand for the field (Kueue's "invalid: companion required-topology
-    # annotation without structured required request")
+    # a required-topology annotation does not stand for the field (Kueue's "invalid: companion
+    # required-topology annotation without structured required request")
     ps = _pod_set("main", VALID, None)
     ps["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = "rack"
     assert "Forbidden: may only be set together with" in _refused(_workload(ps))

@@ -1,14 +1,15 @@
 """Kueue's own tests of its ClusterQueue and Cohort validation, as the oracle of kueue-es's answers.
 
 Each case names the Kueue test it translates: ``pkg/webhooks/clusterqueue_webhook_test.go``
-(``TestValidateClusterQueue`` and friends, the v1beta2 version of the file), ``pkg/webhooks/cohort_webhook_test.go``
-(``TestValidateCohort``), and the apiserver-backed tables of ``test/integration/singlecluster/webhook/core/``
-``clusterqueue_test.go`` and ``cohort_test.go``, whose ``BeInvalidError`` (422: a rule of the CRD, checked by the
-apiserver before any webhook) and ``BeForbiddenError`` (403: Kueue's webhook refused) say whose rule refused the
-object. A unit case (Kueue's webhook function alone) is asserted on the answer a client gets, the CRD's defaults
-applied and its rules checked first, as the apiserver does; a Go field left at its zero value is left out (its
-``omitempty``). Where the integration tables predate v1beta2's larger bounds (16 flavors and resources per group,
-now 64), the case crosses the bound of today.
+(``TestValidateClusterQueue`` and friends, the v1beta2 version of the file),
+``pkg/webhooks/cohort_webhook_test.go`` (``TestValidateCohort``), and the apiserver-backed tables of
+``test/integration/singlecluster/webhook/core/`` ``clusterqueue_test.go`` and ``cohort_test.go``, whose
+``BeInvalidError`` (422: a rule of the CRD, checked by the apiserver before any webhook) and
+``BeForbiddenError`` (403: Kueue's webhook refused) say whose rule refused the object. A unit case (Kueue's
+webhook function alone) is asserted on the answer a client gets, the CRD's defaults applied and its rules
+checked first, as the apiserver does; a Go field left at its zero value is left out (its ``omitempty``).
+Where the integration tables predate v1beta2's larger bounds (16 flavors and resources per group, now 64),
+the case crosses the bound of today.
 """
 
 from __future__ import annotations
@@ -25,17 +26,17 @@ from events.manifests import decode_object
 from events.object_rules import cluster_queue_errors
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
-QUALIFIED = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-             "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-"""apimachinery's ``IsQualifiedName`` words for a bad name part, which Kueue's ``validateResourceName`` and a label
-selector's ``ValidateLabelName`` both report."""
+QUALIFIED = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+             "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+             "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+"""apimachinery's ``IsQualifiedName`` words for a bad name part, which Kueue's ``validateResourceName`` and a
+label selector's ``ValidateLabelName`` both report."""
 AT = "spec.resourceGroups[0].flavors[0].resources[0]"
 
 
 def _quotas(name: str, *quotas: tuple[str, ...]) -> dict[str, Any]:
-    """Kueue's ``MakeFlavorQuotas(name).Resource(resource, nominal, borrowing, lending)``: an empty limit is left
-    out."""
+    """Kueue's ``MakeFlavorQuotas(name).Resource(resource, nominal, borrowing, lending)``: an empty limit is
+    left out."""
     out = []
     for resource, *limits in quotas:
         quota: dict[str, Any] = {"name": resource, "nominalQuota": limits[0] if limits else "1"}
@@ -63,7 +64,8 @@ def _answer(doc: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str,
     request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "object": doc}
     if old is not None:
         request["oldObject"] = old
-    body = msgspec.json.encode({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    body = msgspec.json.encode({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                "request": request})
     return review(body, doc["kind"], {})["response"]
 
 
@@ -87,10 +89,11 @@ def _invalid(kind: str, *errors: str) -> tuple[int, str]:
     return 422, f'{kind}.kueue.x-k8s.io "{name}" is invalid: {listed}'
 
 
-# --- clusterqueue_webhook_test.go: TestValidateClusterQueue ------------------------------------------------------
+# --- clusterqueue_webhook_test.go: TestValidateClusterQueue -------------------------------------------------
 
 UNIT = [
-    ("built-in resources with qualified names", cq(resourceGroups=[_group(_quotas("default", ("cpu",)))]), None),
+    ("built-in resources with qualified names", cq(resourceGroups=[_group(_quotas("default", ("cpu",)))]),
+     None),
     ("invalid resource name", cq(resourceGroups=[_group(_quotas("default", ("@cpu",)))]),
      _forbidden("ClusterQueue",
                 'field `spec.resourceGroups[0].coveredResources[0]`: Invalid value: "@cpu": ' + QUALIFIED)),
@@ -100,50 +103,56 @@ UNIT = [
      cq(resourceGroups=[_group(_quotas("default", ("example.com/gpu",)))]), None),
     ("flavor with qualified names", cq(resourceGroups=[_group(_quotas("x86", ("cpu",)))]), None),
     ("flavor quota with negative value", cq(resourceGroups=[_group(_quotas("x86", ("cpu", "-1")))]),
-     _forbidden("ClusterQueue", f'field `{AT}.nominalQuota`: Invalid value: "-1": must be greater than or equal '
-                "to 0")),
+     _forbidden("ClusterQueue", f'field `{AT}.nominalQuota`: Invalid value: "-1": must be greater than or '
+                "equal to 0")),
     ("flavor quota with zero value", cq(resourceGroups=[_group(_quotas("x86", ("cpu", "0")))]), None),
     ("flavor quota with borrowingLimit 0",
      cq(cohortName="cohort", resourceGroups=[_group(_quotas("x86", ("cpu", "1", "0")))]), None),
     ("flavor quota with negative borrowingLimit",
      cq(cohortName="cohort", resourceGroups=[_group(_quotas("x86", ("cpu", "1", "-1")))]),
-     _forbidden("ClusterQueue", f'field `{AT}.borrowingLimit`: Invalid value: "-1": must be greater than or equal '
-                "to 0")),
+     _forbidden("ClusterQueue", f'field `{AT}.borrowingLimit`: Invalid value: "-1": must be greater than or '
+                "equal to 0")),
     ("flavor quota with lendingLimit 0",
      cq(cohortName="cohort", resourceGroups=[_group(_quotas("x86", ("cpu", "1", "", "0")))]), None),
     ("flavor quota with negative lendingLimit",
      cq(cohortName="cohort", resourceGroups=[_group(_quotas("x86", ("cpu", "1", "", "-1")))]),
-     _forbidden("ClusterQueue", f'field `{AT}.lendingLimit`: Invalid value: "-1": must be greater than or equal '
-                "to 0")),
-    ("flavor quota with lendingLimit and empty cohort", cq(resourceGroups=[_group(_quotas("x86", ("cpu", "1", "",
-                                                                                               "1")))]),
-     _forbidden("ClusterQueue", f'field `{AT}.lendingLimit`: Invalid value: "1": must be nil when cohort is empty')),
+     _forbidden("ClusterQueue", f'field `{AT}.lendingLimit`: Invalid value: "-1": must be greater than or '
+                "equal to 0")),
+    ("flavor quota with lendingLimit and empty cohort",
+     cq(resourceGroups=[_group(_quotas("x86", ("cpu", "1", "", "1")))]),
+     _forbidden("ClusterQueue", f'field `{AT}.lendingLimit`: Invalid value: "1": must be nil when cohort is '
+                "empty")),
     ("flavor quota with lendingLimit greater than nominalQuota",
      cq(cohortName="cohort", resourceGroups=[_group(_quotas("x86", ("cpu", "1", "", "2")))]),
-     _forbidden("ClusterQueue", f'field `{AT}.lendingLimit`: Invalid value: "2": must be less than or equal to the '
-                "nominalQuota")),
+     _forbidden("ClusterQueue", f'field `{AT}.lendingLimit`: Invalid value: "2": must be less than or equal '
+                "to the nominalQuota")),
     ("empty queueing strategy is supported", cq(), None),
-    ("namespaceSelector with invalid labels", cq(namespaceSelector={"matchLabels": {"nospecialchars^=@": "bar"}}),
-     _forbidden("ClusterQueue", 'field `spec.namespaceSelector.matchLabels`: Invalid value: "nospecialchars^=@": '
-                + QUALIFIED)),
+    ("namespaceSelector with invalid labels",
+     cq(namespaceSelector={"matchLabels": {"nospecialchars^=@": "bar"}}),
+     _forbidden("ClusterQueue", 'field `spec.namespaceSelector.matchLabels`: Invalid value: '
+                '"nospecialchars^=@": ' + QUALIFIED)),
     ("namespaceSelector with invalid expressions",
      cq(namespaceSelector={"matchExpressions": [{"key": "key", "operator": "In"}]}),
-     _forbidden("ClusterQueue", "field `spec.namespaceSelector.matchExpressions[0].values`: Required value: must be "
-                "specified when `operator` is 'In' or 'NotIn'")),
+     _forbidden("ClusterQueue", "field `spec.namespaceSelector.matchExpressions[0].values`: Required value: "
+                "must be specified when `operator` is 'In' or 'NotIn'")),
     ("multiple resource groups", cq(resourceGroups=[
-        _group(_quotas("alpha", ("cpu", "0"), ("memory", "0")), _quotas("beta", ("cpu", "0"), ("memory", "0"))),
-        _group(_quotas("gamma", ("example.com/gpu", "0")), _quotas("omega", ("example.com/gpu", "0")))]), None),
+        _group(_quotas("alpha", ("cpu", "0"), ("memory", "0")),
+               _quotas("beta", ("cpu", "0"), ("memory", "0"))),
+        _group(_quotas("gamma", ("example.com/gpu", "0")),
+               _quotas("omega", ("example.com/gpu", "0")))]), None),
     ("resources in a flavor in different order", cq(resourceGroups=[{
         "coveredResources": ["cpu", "memory"],
-        "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0")), _quotas("beta", ("memory", "0"), ("cpu", "0"))]}]),
+        "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0")),
+                    _quotas("beta", ("memory", "0"), ("cpu", "0"))]}]),
      _forbidden("ClusterQueue",
-                'field `spec.resourceGroups[0].flavors[1].resources[0].name`: Invalid value: "memory": must match the '
-                "name in coveredResources",
-                'field `spec.resourceGroups[0].flavors[1].resources[1].name`: Invalid value: "cpu": must match the '
-                "name in coveredResources")),
+                'field `spec.resourceGroups[0].flavors[1].resources[0].name`: Invalid value: "memory": must '
+                "match the name in coveredResources",
+                'field `spec.resourceGroups[0].flavors[1].resources[1].name`: Invalid value: "cpu": must '
+                "match the name in coveredResources")),
     ("resource in more than one resource group", cq(resourceGroups=[
         _group(_quotas("alpha", ("cpu", "0"), ("memory", "0"))), _group(_quotas("beta", ("memory", "0")))]),
-     _forbidden("ClusterQueue", 'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "memory"')),
+     _forbidden("ClusterQueue",
+                'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "memory"')),
     ("flavor in more than one resource group", cq(resourceGroups=[
         _group(_quotas("alpha", ("cpu",)), _quotas("beta", ("cpu",))), _group(_quotas("beta", ("memory",)))]),
      _forbidden("ClusterQueue", 'field `spec.resourceGroups[1].flavors[0].name`: Duplicate value: "beta"')),
@@ -167,14 +176,16 @@ def test_validate_cluster_queue(doc: dict[str, Any], want: tuple[int, str] | Non
 
 
 def test_an_admission_check_on_a_flavor_the_queue_does_not_have_is_refused() -> None:
-    """``admissionCheckStrategy defined`` (``MakeAdmissionCheckStrategyRule("ac1", "flavor1")`` on a queue without
-    flavors): the test's version predates ``validateAdmissionCheckOnFlavors``, which the newest webhook runs on
-    every create (``ValidateClusterQueue``), refusing ``flavor1`` as ``field.NotSupported``."""
+    """``admissionCheckStrategy defined`` (``MakeAdmissionCheckStrategyRule("ac1", "flavor1")`` on a queue
+    without flavors): the test's version predates ``validateAdmissionCheckOnFlavors``, which the newest
+    webhook runs on every create (``ValidateClusterQueue``), refusing ``flavor1`` as
+    ``field.NotSupported``."""
     code, message = _outcome(cq(admissionChecksStrategy={"admissionChecks": [{"name": "ac1",
                                                                               "onFlavors": ["flavor1"]}]}))
     assert code == 403
-    assert message.startswith('ClusterQueue cluster-queue: field `spec.admissionChecksStrategy.admissionChecks[0].'
-                              'onFlavors[0]`: Unsupported value: "flavor1"')
+    assert message.startswith('ClusterQueue cluster-queue: field '
+                              '`spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]`: '
+                              'Unsupported value: "flavor1"')
 
 
 @pytest.mark.parametrize(("borrow", "preempt", "preference"), [
@@ -183,26 +194,29 @@ def test_an_admission_check_on_a_flavor_the_queue_does_not_have_is_refused() -> 
     pytest.param("MayStopSearch", "MayStopSearch", "BorrowingOverPreemption",
                  id="flavorFungibility preference set but whenCanBorrow != TryNextFlavor"),
     pytest.param("MayStopSearch", "TryNextFlavor", "PreemptionOverBorrowing",
-                 id="flavorFungibility preference PreemptionOverBorrowing but whenCanBorrow != TryNextFlavor"),
+                 id="flavorFungibility preference PreemptionOverBorrowing but "
+                    "whenCanBorrow != TryNextFlavor"),
 ])
 def test_a_flavor_preference_needs_both_policies_try_next_flavor(borrow: str, preempt: str,
                                                                  preference: str) -> None:
-    """Kueue's webhook (``validateFlavorFungibility``) refuses it at ``spec.flavorFungibility.preference``, with the
-    preference as the bad value, as its unit test wants; but the CRD's CEL rule on ``FlavorFungibility``
-    (``apis/kueue/v1beta2/clusterqueue_types.go``) refuses it first at the apiserver: a 422 at
-    ``spec.flavorFungibility``, and the webhook is never called."""
+    """Kueue's webhook (``validateFlavorFungibility``) refuses it at ``spec.flavorFungibility.preference``,
+    with the preference as the bad value, as its unit test wants; but the CRD's CEL rule on
+    ``FlavorFungibility`` (``apis/kueue/v1beta2/clusterqueue_types.go``) refuses it first at the apiserver: a
+    422 at ``spec.flavorFungibility``, and the webhook is never called."""
     doc = cq(flavorFungibility={"whenCanBorrow": borrow, "whenCanPreempt": preempt, "preference": preference})
     view = decode_object(cq(), "ClusterQueue cluster-queue")
     spec = msgspec.structs.replace(view.spec, flavor_fungibility=msgspec.structs.replace(
-        view.spec.flavor_fungibility, when_can_borrow=borrow, when_can_preempt=preempt, preference=preference))
+        view.spec.flavor_fungibility, when_can_borrow=borrow, when_can_preempt=preempt,
+        preference=preference))
     assert cluster_queue_errors(spec) == [
-        f'field `spec.flavorFungibility.preference`: Invalid value: "{preference}": preference "{preference}" '
-        "requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor"]
-    assert _outcome(doc) == _invalid("ClusterQueue", 'spec.flavorFungibility: Invalid value: "object": preference '
-                                     "can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor")
+        f'field `spec.flavorFungibility.preference`: Invalid value: "{preference}": '
+        f'preference "{preference}" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor']
+    assert _outcome(doc) == _invalid("ClusterQueue", 'spec.flavorFungibility: Invalid value: "object": '
+                                     "preference can only be set when both whenCanBorrow and whenCanPreempt "
+                                     "are TryNextFlavor")
 
 
-# --- TestValidateClusterQueueUpdate, TestValidateTotal*, TestValidateFlavorResourceCombinations ------------------
+# --- TestValidateClusterQueueUpdate, TestValidateTotal*, TestValidateFlavorResourceCombinations -------------
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -230,26 +244,28 @@ def _groups(flavors: int, resources: int) -> list[Any]:
     pytest.param(1, 10, False, id="TestValidateTotalCoveredResources/within limit (10 covered resources)"),
     pytest.param(1, 256, False, id="TestValidateTotalCoveredResources/At limit (256 covered resources)"),
     pytest.param(1, 257, True, id="TestValidateTotalCoveredResources/over limit (257 covered resources)"),
-    pytest.param(8, 64, False, id="TestValidateFlavorResourceCombinations/at limit (8 flavors x 64 resources)"),
-    pytest.param(9, 64, True, id="TestValidateFlavorResourceCombinations/over limit (9 flavors x 64 resources)"),
+    pytest.param(8, 64, False,
+                 id="TestValidateFlavorResourceCombinations/at limit (8 flavors x 64 resources)"),
+    pytest.param(9, 64, True,
+                 id="TestValidateFlavorResourceCombinations/over limit (9 flavors x 64 resources)"),
 ])
 def test_the_webhook_s_size_limits(flavors: int, resources: int, refused: bool) -> None:
-    """Kueue's webhook alone (one group: through the apiserver the CRD's 64 items per list refuse most of these
-    first)."""
+    """Kueue's webhook alone (one group: through the apiserver the CRD's 64 items per list refuse most of
+    these first)."""
     assert bool(quota_rules.total_errors(_groups(flavors, resources))) is refused
 
 
-# --- cohort_webhook_test.go: TestValidateCohort -------------------------------------------------------------------
+# --- cohort_webhook_test.go: TestValidateCohort -------------------------------------------------------------
 
 
 def test_validate_cohort_lending_limit_without_a_parent() -> None:
     """``flavor quota with lendingLimit and empty parent``."""
     doc = cohort(resourceGroups=[_group(_quotas("x86", ("cpu", "1", "", "1")))])
-    assert _outcome(doc) == _forbidden("Cohort", f'field `{AT}.lendingLimit`: Invalid value: "1": must be nil when '
-                                                 "parent is empty")
+    assert _outcome(doc) == _forbidden("Cohort", f'field `{AT}.lendingLimit`: Invalid value: "1": must be '
+                                                 "nil when parent is empty")
 
 
-# --- webhook/core/clusterqueue_test.go and cohort_test.go: whose rule refuses -------------------------------------
+# --- webhook/core/clusterqueue_test.go and cohort_test.go: whose rule refuses -------------------------------
 
 MANY = 65
 """One past v1beta2's ``MaxItems=64`` on a group's flavors and a flavor's resources."""
@@ -257,16 +273,16 @@ MANY = 65
 INTEGRATION = [
     ("ClusterQueue/Should have non-negative borrowing limit",
      cq(cohortName="cohort", resourceGroups=[_group(_quotas("x86", ("cpu", "2", "-1")))]), 403),
-    ("ClusterQueue/Should have non-negative quota value", cq(resourceGroups=[_group(_quotas("x86", ("cpu", "-1")))]),
-     403),
-    ("ClusterQueue/Should have at least one flavor", cq(resourceGroups=[{"coveredResources": [], "flavors": []}]),
-     422),
+    ("ClusterQueue/Should have non-negative quota value",
+     cq(resourceGroups=[_group(_quotas("x86", ("cpu", "-1")))]), 403),
+    ("ClusterQueue/Should have at least one flavor",
+     cq(resourceGroups=[{"coveredResources": [], "flavors": []}]), 422),
     ("ClusterQueue/Should have at least one resource",
      cq(resourceGroups=[{"coveredResources": [], "flavors": [{"name": "foo", "resources": []}]}]), 422),
     ("ClusterQueue/Should have qualified flavor name",
      cq(resourceGroups=[_group(_quotas("invalid_name", ("cpu", "5")))]), 422),
-    ("ClusterQueue/Should have qualified resource name", cq(resourceGroups=[_group(_quotas("x86", ("@cpu", "5")))]),
-     403),
+    ("ClusterQueue/Should have qualified resource name",
+     cq(resourceGroups=[_group(_quotas("x86", ("@cpu", "5")))]), 403),
     ("ClusterQueue/Should have valid resources quantity",
      cq(resourceGroups=[_group(_quotas("flavor", *[(f"r{i}",) for i in range(MANY)]))]), 422),
     ("ClusterQueue/Should have valid flavors quantity",
@@ -284,15 +300,19 @@ INTEGRATION = [
     ("ClusterQueue/Should forbid to create clusterQueue with unknown preemption.withinClusterQueue",
      cq(preemption={"withinClusterQueue": "unknown"}), 422),
     ("ClusterQueue/Should forbid to create clusterQueue with invalid cohort", cq(cohortName="@prod"), 422),
-    ("ClusterQueue/Should forbid to create clusterQueue with flavor quota with borrowingLimit and empty cohort",
+    ("ClusterQueue/Should forbid to create clusterQueue with flavor quota with borrowingLimit and empty "
+     "cohort",
      cq(resourceGroups=[_group(_quotas("x86", ("cpu", "1", "1")))]), 422),
     ("ClusterQueue/Should forbid to create clusterQueue missing resources in a flavor",
-     cq(resourceGroups=[{"coveredResources": ["cpu", "memory"], "flavors": [_quotas("alpha", ("cpu", "0"))]}]), 422),
+     cq(resourceGroups=[{"coveredResources": ["cpu", "memory"],
+                         "flavors": [_quotas("alpha", ("cpu", "0"))]}]), 422),
     ("ClusterQueue/Should forbid to create clusterQueue missing resources in a flavor (one too many)",
-     cq(resourceGroups=[{"coveredResources": ["cpu"], "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0"))]}]),
+     cq(resourceGroups=[{"coveredResources": ["cpu"],
+                         "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0"))]}]),
      422),
     ("ClusterQueue/Should forbid to create clusterQueue missing resources in a flavor and mismatch",
-     cq(resourceGroups=[{"coveredResources": ["blah"], "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0"))]}]),
+     cq(resourceGroups=[{"coveredResources": ["blah"],
+                         "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0"))]}]),
      422),
     ("ClusterQueue/Should forbid to create clusterQueue missing with invalid preemption due to "
      "reclaimWithinCohort=Never, while borrowWithinCohort!=nil",
@@ -306,15 +326,16 @@ INTEGRATION = [
                                                                                      "flavors": []}]), 422),
     ("Cohort/FlavorQuota should have at least one resource",
      cohort(resourceGroups=[{"coveredResources": [], "flavors": [{"name": "foo", "resources": []}]}]), 422),
-    ("Cohort/Should reject invalid flavor name", cohort(resourceGroups=[_group(_quotas("@x86", ("cpu", "5")))]), 422),
+    ("Cohort/Should reject invalid flavor name",
+     cohort(resourceGroups=[_group(_quotas("@x86", ("cpu", "5")))]), 422),
     ("Cohort/Should allow valid resource name (@cpu: forbidden)",
      cohort(resourceGroups=[_group(_quotas("x86", ("@cpu", "5")))]), 403),
     ("Cohort/Should reject too many flavors in resource group",
      cohort(resourceGroups=[_group(*[_quotas(f"f{i}", ("cpu",)) for i in range(MANY)])]), 422),
     ("Cohort/Should reject too many resources in resource group",
      cohort(resourceGroups=[_group(_quotas("flavor", *[(f"cpu{i}",) for i in range(MANY)]))]), 422),
-    ("Cohort/Should reject negative nominal quota", cohort(resourceGroups=[_group(_quotas("x86", ("cpu", "-1")))]),
-     403),
+    ("Cohort/Should reject negative nominal quota",
+     cohort(resourceGroups=[_group(_quotas("x86", ("cpu", "-1")))]), 403),
     ("Cohort/Should reject negative borrowing limit",
      cohort(resourceGroups=[_group(_quotas("x86", ("cpu", "1", "-1")))]), 403),
     ("Cohort/Should reject negative lending limit",
@@ -327,24 +348,29 @@ INTEGRATION = [
      cohort(parentName="parent", resourceGroups=[_group(_quotas("x86", ("cpu", "3", "", "5")))]), None),
     ("Cohort/Should reject resources in a flavor in different order", cohort(resourceGroups=[{
         "coveredResources": ["cpu", "memory"],
-        "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0")), _quotas("beta", ("memory", "0"), ("cpu", "0"))]}]),
+        "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0")),
+                    _quotas("beta", ("memory", "0"), ("cpu", "0"))]}]),
      403),
     ("Cohort/Should reject missing resources in a flavor",
-     cohort(resourceGroups=[{"coveredResources": ["cpu", "memory"], "flavors": [_quotas("alpha", ("cpu", "0"))]}]),
+     cohort(resourceGroups=[{"coveredResources": ["cpu", "memory"],
+                             "flavors": [_quotas("alpha", ("cpu", "0"))]}]),
      422),
     ("Cohort/Should reject resource not defined in resource group", cohort(resourceGroups=[
         {"coveredResources": ["cpu"], "flavors": [_quotas("alpha", ("cpu", "0"), ("memory", "0"))]}]), 422),
     ("Cohort/Should reject resource in more than one resource group", cohort(resourceGroups=[
-        _group(_quotas("alpha", ("cpu", "0"), ("memory", "0"))), _group(_quotas("beta", ("memory", "0")))]), 403),
+        _group(_quotas("alpha", ("cpu", "0"), ("memory", "0"))), _group(_quotas("beta", ("memory", "0")))]),
+     403),
     ("Cohort/Should reject flavor in more than one resource group", cohort(resourceGroups=[
-        _group(_quotas("alpha", ("cpu",)), _quotas("beta", ("cpu",))), _group(_quotas("beta", ("memory",)))]), 403),
+        _group(_quotas("alpha", ("cpu",)), _quotas("beta", ("cpu",))), _group(_quotas("beta", ("memory",)))]),
+     403),
     ("Cohort/Should allow zero FareSharing weight", cohort(fairSharing={"weight": "0"}), None),
     ("Cohort/Should forbid negative FareSharing weight", cohort(fairSharing={"weight": "-1"}), 403),
     ("Cohort/Should allow fractional FareSharing weight", cohort(fairSharing={"weight": "0.5"}), None),
 ]
 
 
-@pytest.mark.parametrize(("doc", "code"), [pytest.param(doc, code, id=name) for name, doc, code in INTEGRATION])
+@pytest.mark.parametrize(("doc", "code"),
+                         [pytest.param(doc, code, id=name) for name, doc, code in INTEGRATION])
 def test_whose_rule_refuses_it(doc: dict[str, Any], code: int | None) -> None:
     outcome = _outcome(doc)
     assert (outcome[0] if outcome else None) == code, outcome
@@ -365,7 +391,7 @@ def test_a_flavor_renamed_to_a_bad_name_is_refused_by_the_crd() -> None:
     assert _outcome(after, before)[0] == 422
 
 
-# --- pkg/webhooks: validateFairSharing, validateCohort --------------------------------------------------------------
+# --- pkg/webhooks: validateFairSharing, validateCohort ------------------------------------------------------
 
 
 @pytest.mark.parametrize("make", [cq, cohort], ids=["ClusterQueue", "Cohort"])
@@ -387,13 +413,14 @@ def test_a_flavor_renamed_to_a_bad_name_is_refused_by_the_crd() -> None:
 ])
 def test_a_fair_sharing_weight_is_refused_at_fair_sharing_with_its_value(make: Any, weight: str, shown: str,
                                                                          why: str) -> None:
-    """Kueue's ``validateFairSharing`` (shared by both webhooks) reports ``field.Invalid`` at the path it is given,
-    ``spec.fairSharing``, with ``Weight.String()`` (the canonical quantity, rounded up to nano units) as the bad
-    value: a negative weight as apimachinery's ``IsNegativeErrorMsg`` (no CRD rule bounds the weight, so the
-    apiserver takes it and the webhook refuses it, 403: the integration tests' ``Should forbid negative weight``),
-    one in (0, 1n] as collapsing to 0."""
+    """Kueue's ``validateFairSharing`` (shared by both webhooks) reports ``field.Invalid`` at the path it is
+    given, ``spec.fairSharing``, with ``Weight.String()`` (the canonical quantity, rounded up to nano units)
+    as the bad value: a negative weight as apimachinery's ``IsNegativeErrorMsg`` (no CRD rule bounds the
+    weight, so the apiserver takes it and the webhook refuses it, 403: the integration tests' ``Should forbid
+    negative weight``), one in (0, 1n] as collapsing to 0."""
     doc = make(fairSharing={"weight": weight})
-    assert _outcome(doc) == _forbidden(doc["kind"], f'field `spec.fairSharing`: Invalid value: "{shown}": {why}')
+    assert _outcome(doc) == _forbidden(doc["kind"],
+                                       f'field `spec.fairSharing`: Invalid value: "{shown}": {why}')
 
 
 def test_a_cohort_s_fair_sharing_comes_before_its_resource_groups() -> None:
@@ -402,16 +429,17 @@ def test_a_cohort_s_fair_sharing_comes_before_its_resource_groups() -> None:
     groups = [_group(_quotas("x86", ("cpu", "-1")))]
     nominal = f'field `{AT}.nominalQuota`: Invalid value: "-1": must be greater than or equal to 0'
     weight = 'field `spec.fairSharing`: Invalid value: "1n": When not 0, weight must be > 10e-9'
-    assert _outcome(cohort(fairSharing={"weight": "1n"}, resourceGroups=groups)) == _forbidden("Cohort", weight,
-                                                                                             nominal)
-    assert _outcome(cq(fairSharing={"weight": "1n"}, resourceGroups=groups)) == _forbidden("ClusterQueue", nominal,
-                                                                                         weight)
+    assert _outcome(cohort(fairSharing={"weight": "1n"}, resourceGroups=groups)) == _forbidden(
+        "Cohort", weight, nominal)
+    assert _outcome(cq(fairSharing={"weight": "1n"}, resourceGroups=groups)) == _forbidden(
+        "ClusterQueue", nominal, weight)
 
 
 def test_reclaim_never_with_borrowing_preemption_is_the_crd_s_rule() -> None:
-    """The CEL rule on ``ClusterQueuePreemption`` (``apis/kueue/v1beta2/clusterqueue_types.go``, and the generated
-    CRD's ``x-kubernetes-validations``): a 422 at ``spec.preemption`` before Kueue's webhook, whose
-    ``validatePreemption`` holds the same rule, is called. ``reclaimWithinCohort`` left out defaults to ``Never``."""
+    """The CEL rule on ``ClusterQueuePreemption`` (``apis/kueue/v1beta2/clusterqueue_types.go``, and the
+    generated CRD's ``x-kubernetes-validations``): a 422 at ``spec.preemption`` before Kueue's webhook, whose
+    ``validatePreemption`` holds the same rule, is called. ``reclaimWithinCohort`` left out defaults to
+    ``Never``."""
     want = _invalid("ClusterQueue", 'spec.preemption: Invalid value: "object": reclaimWithinCohort=Never and '
                     "borrowWithinCohort.Policy!=Never")
     assert _outcome(cq(preemption={"reclaimWithinCohort": "Never",
@@ -420,7 +448,7 @@ def test_reclaim_never_with_borrowing_preemption_is_the_crd_s_rule() -> None:
     assert _outcome(cq(preemption={"reclaimWithinCohort": "Never", "borrowWithinCohort": {}})) is None
 
 
-# --- the CRD's markers on admissionChecksStrategy --------------------------------------------------------------------
+# --- the CRD's markers on admissionChecksStrategy -----------------------------------------------------------
 
 
 def _strategy(*rules: dict[str, Any], flavors: tuple[str, ...] = ("a",)) -> dict[str, Any]:

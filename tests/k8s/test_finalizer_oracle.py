@@ -1,12 +1,12 @@
-"""Kueue's resource-in-use finalizer on ResourceFlavors and Topologies, case by case, against kueue-es's own rule
-(:func:`projections.in_use.finalizer_action`) and what the mirror marks for the finalizer worker
+"""Kueue's resource-in-use finalizer on ResourceFlavors and Topologies, case by case, against kueue-es's own
+rule (:func:`projections.in_use.finalizer_action`) and what the mirror marks for the finalizer worker
 (:mod:`connectors.k8s.finalizers`), with no cluster.
 
 Kueue's tables: ``pkg/controller/core/resourceflavor_controller_test.go`` (``TestResourceFlavorReconcile``,
 ``TestResourceFlavorPredicates``, ``TestNotifyClusterQueueUpdate``, ``TestCqHandlerGeneric``) and
-``pkg/controller/tas/topology_controller_test.go`` (``TestTopologyReconcilerFinalizerRemovalOnDeletion``). Kueue's
-reconcilers react to events and requeue; the mirror marks the objects whose answer may have changed and the worker
-asks the rule, so a case here is "the object is marked" plus "the rule's answer".
+``pkg/controller/tas/topology_controller_test.go`` (``TestTopologyReconcilerFinalizerRemovalOnDeletion``).
+Kueue's reconcilers react to events and requeue; the mirror marks the objects whose answer may have changed
+and the worker asks the rule, so a case here is "the object is marked" plus "the rule's answer".
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def _rf(name: str, *, topology: str = "", **meta: Any) -> o.ResourceFlavor:
 
 
 def _topology(name: str, **meta: Any) -> o.Topology:
-    obj = msgspec.convert({"metadata": {"name": name}, "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}},
+    obj = msgspec.convert({"metadata": {"name": name},
+                           "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}},
                           o.Topology)
     return _meta(obj, **meta)
 
@@ -59,7 +60,7 @@ def _apply(mirror: Mirror, event: ev.AnyEvent) -> set[str]:
     return set(mirror.dirty_finalizers)
 
 
-# --- TestResourceFlavorReconcile ------------------------------------------------------------------------------
+# --- TestResourceFlavorReconcile ----------------------------------------------------------------------------
 
 RF_RECONCILE = [
     # (Kueue's case, the flavor, ClusterQueues using it, the action)
@@ -72,13 +73,14 @@ RF_RECONCILE = [
 
 @pytest.mark.parametrize(("flavor_meta", "users", "want"), [c[1:] for c in RF_RECONCILE],
                          ids=[c[0] for c in RF_RECONCILE])
-def test_resource_flavor_reconcile(flavor_meta: dict[str, Any], users: tuple[str, ...], want: str | None) -> None:
+def test_resource_flavor_reconcile(flavor_meta: dict[str, Any], users: tuple[str, ...],
+                                   want: str | None) -> None:
     rf = _rf("flavor", **flavor_meta)
     mirror = _mirror(rf, *(cluster_queue(cq, quotas={"flavor": 10}) for cq in users))
     assert finalizer_action(mirror.state, "ResourceFlavor", rf) == want
 
 
-# --- TestTopologyReconcilerFinalizerRemovalOnDeletion ---------------------------------------------------------
+# --- TestTopologyReconcilerFinalizerRemovalOnDeletion -------------------------------------------------------
 
 TOPOLOGY_RECONCILE = [
     ("topology still referenced in the TAS cache is requeued", True, None),
@@ -95,39 +97,40 @@ def test_topology_reconcile_on_deletion(flavor_in_cache: bool, want: str | None)
 
 
 def test_topology_without_the_finalizer_gets_it_and_a_terminating_one_does_not() -> None:
-    """Kueue's topology Reconcile adds the finalizer only outside deletion (the ``else if`` around ``AddFinalizer``
-    in ``topologyReconciler.Reconcile``)."""
+    """Kueue's topology Reconcile adds the finalizer only outside deletion (the ``else if`` around
+    ``AddFinalizer`` in ``topologyReconciler.Reconcile``)."""
     live, going = _topology("t1", finalizers=()), _topology("t1", finalizers=(), deleting=True)
     assert finalizer_action(_mirror(live).state, "Topology", live) == "add"
     assert finalizer_action(_mirror(going).state, "Topology", going) is None
 
 
 def test_a_deleted_flavor_marks_the_terminating_topology_it_named() -> None:
-    """Kueue's topology controller requeues the Topology a deleted ResourceFlavor named (``resourceFlavorHandler``
-    ``Delete``); the mirror marks terminating Topologies, whose answer then turns to ``remove``."""
+    """Kueue's topology controller requeues the Topology a deleted ResourceFlavor named
+    (``resourceFlavorHandler`` ``Delete``); the mirror marks terminating Topologies, whose answer then turns
+    to ``remove``."""
     t1 = _topology("t1", deleting=True)
     mirror = _mirror(t1, _rf("rf", topology="t1"))
     assert _apply(mirror, delete("ResourceFlavor", "rf", T0)) == {"Topology/t1"}
     assert finalizer_action(mirror.state, "Topology", t1) == "remove"
 
 
-# --- TestResourceFlavorPredicates: an update setting the deletion timestamp is reconciled ------------------------
+# --- TestResourceFlavorPredicates: an update setting the deletion timestamp is reconciled -------------------
 
 
 def test_a_flavor_getting_its_deletion_timestamp_is_marked() -> None:
-    """Kueue's case "update with deletion timestamp returns true": the update reaches the reconciler, which removes
-    the finalizer of an unused flavor."""
+    """Kueue's case "update with deletion timestamp returns true": the update reaches the reconciler, which
+    removes the finalizer of an unused flavor."""
     mirror = _mirror(_rf("flavor"))
     going = _rf("flavor", deleting=True)
     assert "ResourceFlavor/flavor" in _apply(mirror, upsert(going, T0))
     assert finalizer_action(mirror.state, "ResourceFlavor", going) == "remove"
 
 
-# --- TestNotifyClusterQueueUpdate and TestCqHandlerGeneric --------------------------------------------------------
+# --- TestNotifyClusterQueueUpdate and TestCqHandlerGeneric --------------------------------------------------
 
 CQ_CHANGES = [
-    # (Kueue's case, the ClusterQueue's flavors after the change (None: deleted), flavors still "in use" by other-cq,
-    #  terminating flavors whose finalizer the change lets go)
+    # (Kueue's case, the ClusterQueue's flavors after the change (None: deleted), flavors still "in use" by
+    #  other-cq, terminating flavors whose finalizer the change lets go)
     ("delete event (newCQ nil) sends old CQ to channel", None, (), {"flavor-a", "flavor-b"}),
     ("update with removed flavor sends", ("flavor-a",), (), {"flavor-b"}),
     ("update with replaced flavor sends", ("flavor-b",), (), {"flavor-a"}),
@@ -136,7 +139,8 @@ CQ_CHANGES = [
 ]
 
 
-@pytest.mark.parametrize(("after", "shared", "freed"), [c[1:] for c in CQ_CHANGES], ids=[c[0] for c in CQ_CHANGES])
+@pytest.mark.parametrize(("after", "shared", "freed"), [c[1:] for c in CQ_CHANGES],
+                         ids=[c[0] for c in CQ_CHANGES])
 def test_a_cluster_queue_change_frees_only_its_orphaned_terminating_flavors(
         after: tuple[str, ...] | None, shared: tuple[str, ...], freed: set[str]) -> None:
     flavors = {"flavor-a": _rf("flavor-a", deleting=True), "flavor-b": _rf("flavor-b", deleting=True)}
@@ -147,11 +151,12 @@ def test_a_cluster_queue_change_frees_only_its_orphaned_terminating_flavors(
              else upsert(cluster_queue("cq", quotas=dict.fromkeys(after, 10)), T0))
     marked = _apply(mirror, event)
     assert {"ResourceFlavor/flavor-a", "ResourceFlavor/flavor-b"} <= marked
-    got = {name for name, rf in flavors.items() if finalizer_action(mirror.state, "ResourceFlavor", rf) == "remove"}
+    got = {name for name, rf in flavors.items()
+           if finalizer_action(mirror.state, "ResourceFlavor", rf) == "remove"}
     assert got == freed
 
 
-# --- the Topology controller runs only under TopologyAwareScheduling ---------------------------------------------
+# --- the Topology controller runs only under TopologyAwareScheduling ----------------------------------------
 
 
 def _config(tas: bool) -> ev.ConfigRecorded:
@@ -161,16 +166,17 @@ def _config(tas: bool) -> ev.ConfigRecorded:
 
 
 def test_with_topology_aware_scheduling_off_no_topology_finalizer_is_added_or_removed() -> None:
-    """Kueue sets up its TAS controllers, the Topology one among them, only when the ``TopologyAwareScheduling`` gate
-    is on (``cmd/kueue/main.go``: ``if features.Enabled(features.TopologyAwareScheduling) { tas.SetupControllers
-    ... }``): with it off nothing adds the finalizer to a Topology, nor takes it off one being deleted."""
+    """Kueue sets up its TAS controllers, the Topology one among them, only when the
+    ``TopologyAwareScheduling`` gate is on (``cmd/kueue/main.go``: ``if
+    features.Enabled(features.TopologyAwareScheduling) { tas.SetupControllers ... }``): with it off nothing
+    adds the finalizer to a Topology, nor takes it off one being deleted."""
     live, unused = _topology("t1", finalizers=()), _topology("t2", deleting=True)
     mirror = _mirror(live, unused)
-    assert (finalizer_action(mirror.state, "Topology", live), finalizer_action(mirror.state, "Topology", unused)) == (
-        "add", "remove")
+    assert (finalizer_action(mirror.state, "Topology", live),
+            finalizer_action(mirror.state, "Topology", unused)) == ("add", "remove")
     marked = _apply(mirror, _config(tas=False))
-    assert (finalizer_action(mirror.state, "Topology", live), finalizer_action(mirror.state, "Topology", unused)) == (
-        None, None)
+    assert (finalizer_action(mirror.state, "Topology", live),
+            finalizer_action(mirror.state, "Topology", unused)) == (None, None)
     assert {"Topology/t1", "Topology/t2"} <= marked
     assert {"Topology/t1", "Topology/t2"} <= _apply(mirror, _config(tas=True)), "on again, both are looked at"
     assert finalizer_action(mirror.state, "Topology", live) == "add"

@@ -267,7 +267,7 @@ async def test_from_its_adoption_on_the_workload_is_the_jobs_as_a_generated_one_
     assert len(client.patches) == 1, "adopted once; nothing created"
 
 
-# --- Kueue's ensureOneWorkload (reconciler.go): an elastic Job's scaled-up prebuilt slice ---------------------------
+# --- Kueue's ensureOneWorkload (reconciler.go): an elastic Job's scaled-up prebuilt slice -------------------
 
 
 @pytest.mark.asyncio
@@ -278,25 +278,27 @@ async def test_from_its_adoption_on_the_workload_is_the_jobs_as_a_generated_one_
 ])
 async def test_a_scaled_up_prebuilt_slice_of_an_elastic_job_is_not_finished_out_of_sync(
         elastic: bool, replaces: str, finished: bool) -> None:
-    """Kueue's ``ensureOneWorkload``: "Skip the in-sync check for ElasticJob workloads if the workload is a newly
-    scaled-up replacement" (``workloadslicing.Enabled(job) && workloadslicing.ScaledUp(wl)``: the elastic-job
-    annotation under ``ElasticJobsViaWorkloadSlices``, and the Workload's ``workload-slice-replacement-for``): a
-    MultiKueue worker's elastic copy is not stopped, nor its slice finished, before the copy is synced."""
+    """Kueue's ``ensureOneWorkload``: "Skip the in-sync check for ElasticJob workloads if the workload is a
+    newly scaled-up replacement" (``workloadslicing.Enabled(job) && workloadslicing.ScaledUp(wl)``: the
+    elastic-job annotation under ``ElasticJobsViaWorkloadSlices``, and the Workload's
+    ``workload-slice-replacement-for``): a MultiKueue worker's elastic copy is not stopped, nor its slice
+    finished, before the copy is synced."""
     wl = _owned(count=6)
     if replaces:
         wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(wl.metadata, annotations={
             "kueue.x-k8s.io/elastic-job": "true", "kueue.x-k8s.io/workload-slice-replacement-for": replaces}))
     annotations = {"kueue.x-k8s.io/elastic-job": "true"} if elastic else {}
-    client, appended, _, _ = await _reconcile(wl, _job({KEY: "pre"}, annotations, suspend=False, parallelism=4))
+    client, appended, _, _ = await _reconcile(wl, _job({KEY: "pre"}, annotations, suspend=False,
+                                                       parallelism=4))
     assert any(isinstance(e, ev.WorkloadFinished) for e in appended) is finished
     assert bool([p for p in client.patches if p[0] == "Job"]) is finished, "stopped only once it is finished"
 
 
-# --- Kueue's reconciler_test.go TestReconcileGenericJob_PrebuiltOutOfSync, as merged Kueue decides it --------------
-# The stored test comes from Kueue's open #14441 (stop the Job before finishing its prebuilt Workload); merged Kueue's
-# ensureOneWorkload finishes an out-of-sync prebuilt Workload at once (workload.Finish, a no-op on one already
-# finished) and then treats the Job as having none; one in sync again is the Job's, finished or not. These rows take
-# #14441's inputs and merged Kueue's outcomes (the report lists where #14441 would differ).
+# --- Kueue's reconciler_test.go TestReconcileGenericJob_PrebuiltOutOfSync, as merged Kueue decides it -------
+# The stored test comes from Kueue's open #14441 (stop the Job before finishing its prebuilt Workload); merged
+# Kueue's ensureOneWorkload finishes an out-of-sync prebuilt Workload at once (workload.Finish, a no-op on one
+# already finished) and then treats the Job as having none; one in sync again is the Job's, finished or not.
+# These rows take #14441's inputs and merged Kueue's outcomes (the report lists where #14441 would differ).
 
 FINALIZER = "kueue.x-k8s.io/resource-in-use"
 
@@ -313,31 +315,35 @@ def _folded_finished(mirror: Mirror) -> None:
     """The log holds the Workload finished ``OutOfSync``, as the stored one shows."""
     info = mirror.state.workloads["ns/pre"]
     info.phase = FINISHED
-    info.set_condition("Finished", "True", "OutOfSync", "The prebuilt workload is out of sync with its user job", 5)
+    info.set_condition("Finished", "True", "OutOfSync",
+                       "The prebuilt workload is out of sync with its user job", 5)
 
 
 @pytest.mark.asyncio
 async def test_a_finished_job_with_an_out_of_sync_prebuilt_workload_finishes_it_out_of_sync() -> None:
-    """#14441's "a job that succeeded keeps its own reason": merged Kueue compares before it looks at the Job's
-    end, so the Workload is finished ``OutOfSync``, not ``Succeeded``."""
+    """#14441's "a job that succeeded keeps its own reason": merged Kueue compares before it looks at the
+    Job's end, so the Workload is finished ``OutOfSync``, not ``Succeeded``."""
     _, appended, _, _ = await _reconcile(_owned(count=3), _job({KEY: "pre"}, succeeded=2, complete=True))
-    assert [(e.key, e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("ns/pre", "OutOfSync")]
+    assert [(e.key, e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == [
+        ("ns/pre", "OutOfSync")]
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("running", [False, True])
-async def test_a_prebuilt_workload_finished_out_of_sync_in_sync_again_loses_its_finalizer(running: bool) -> None:
-    """#14441's "corrected even once the pair matches again" and "stops a running job even once the pair matches
-    again": merged Kueue runs the Job on it again, so its finished branch takes the finalizer off, the reason left
-    as it is (Finish does nothing on a finished Workload) and a running Job left running."""
+async def test_a_prebuilt_workload_finished_out_of_sync_in_sync_again_loses_its_finalizer(
+        running: bool) -> None:
+    """#14441's "corrected even once the pair matches again" and "stops a running job even once the pair
+    matches again": merged Kueue runs the Job on it again, so its finished branch takes the finalizer off, the
+    reason left as it is (Finish does nothing on a finished Workload) and a running Job left running."""
     jobs, mirror, appended = integration(_finished_out_of_sync(),
-                                         _job({KEY: "pre"}, succeeded=0 if running else 2, complete=not running,
-                                              suspend=not running))
+                                         _job({KEY: "pre"}, succeeded=0 if running else 2,
+                                              complete=not running, suspend=not running))
     _folded_finished(mirror)
     client = jobs.client = RecordingClient()  # type: ignore[assignment]
     await jobs.reconcile("ns/train")
     assert not [e for e in appended if isinstance(e, ev.WorkloadFinished)]
-    assert [(kind, name) for kind, name, _ in client.patches] == [("Workload", "pre")], "only the finalizer goes"
+    assert [(kind, name) for kind, name, _ in client.patches] == [("Workload", "pre")], (
+        "only the finalizer goes")
     assert client.patches[0][2]["metadata"]["finalizers"] is None, "the finalizer removed, none left"
 
 

@@ -117,7 +117,8 @@ def test_a_max_exec_time_kueue_refuses_is_refused(value: str, message: str) -> N
     ("4", None, f"metadata.annotations[{MIN_PAR}]: Invalid value: 4: should be between 0 and 3"),
     ("3", 3, f"metadata.annotations[{MIN_PAR}]: Invalid value: 3: should be between 0 and 2"),
     ("0", None, f"metadata.annotations[{MIN_PAR}]: Invalid value: 0: should be between 0 and 3"),
-    ("x", None, f'metadata.annotations[{MIN_PAR}]: Invalid value: "x": strconv.ParseInt: parsing "x": invalid syntax'),
+    ("x", None, f'metadata.annotations[{MIN_PAR}]: Invalid value: "x": strconv.ParseInt: parsing "x": '
+                'invalid syntax'),
     ("3", None, None), ("1", 2, None),
     # read as an int32 since Kueue #15499 (ParseInt): no int32 wrap (2**32 + 1 to 1, 2**31 to a negative) lets
     # one through; Go's range error says why

@@ -1,6 +1,7 @@
-"""Kueue's jobframework unit tests as the oracle (session 47): ``pkg/controller/jobframework/validation_test.go``
-(``TestValidateImmutablePodSpec``, ``TestValidateJobOnUpdate``), ``workload_names.go`` through
-``reconciler_test.go`` (``TestReconcileGenericJob``'s Workload names) — each case here names Kueue's.
+"""Kueue's jobframework unit tests as the oracle (session 47):
+``pkg/controller/jobframework/validation_test.go`` (``TestValidateImmutablePodSpec``,
+``TestValidateJobOnUpdate``), ``workload_names.go`` through ``reconciler_test.go``
+(``TestReconcileGenericJob``'s Workload names) — each case here names Kueue's.
 
 Kueue's validation tests compare only each error's type and field (``cmpopts.IgnoreFields(field.Error{},
 "BadValue", "Detail")``), so these do too: the field path and the ``Invalid value``/``Forbidden`` word."""
@@ -43,7 +44,7 @@ def _fields(errors: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-# --- TestValidateImmutablePodSpec (ValidateImmutablePodGroupPodSpec) ------------------------------------------
+# --- TestValidateImmutablePodSpec (ValidateImmutablePodGroupPodSpec) ----------------------------------------
 
 def _cpu(value: str | None) -> dict[str, Any]:
     return {"resources": {"requests": {} if value is None else {"cpu": value}}}
@@ -53,7 +54,8 @@ TOLERATION = {"key": "example.com/gpu", "value": "present", "operator": "Equal"}
 POD_SPEC_CASES = [
     ("add container", {}, {"containers": [{"image": "busybox"}]}, ["spec.containers"]),
     ("remove container", {"containers": [{"image": "busybox"}]}, {}, ["spec.containers"]),
-    ("change image on container", {"containers": [{"image": "other"}]}, {"containers": [{"image": "busybox"}]}, []),
+    ("change image on container", {"containers": [{"image": "other"}]},
+     {"containers": [{"image": "busybox"}]}, []),
     ("change request on container", {"containers": [_cpu("100m")]}, {"containers": [_cpu("200m")]},
      ["spec.containers[0].resources.requests"]),
     ("add init container", {}, {"initContainers": [{"image": "busybox"}]}, ["spec.initContainers"]),
@@ -77,7 +79,7 @@ def test_validate_immutable_pod_spec(old: dict, new: dict, paths: list[str]) -> 
     assert _fields(errors) == [(p, "Invalid value") for p in paths]
 
 
-# --- TestValidateJobOnUpdate (ValidateJobOnUpdate) --------------------------------------------------------------
+# --- TestValidateJobOnUpdate (ValidateJobOnUpdate) ----------------------------------------------------------
 
 def _job(queue: str | None = None, *, suspend: bool = True, annotations: dict[str, str] | None = None
          ) -> dict[str, Any]:
@@ -126,7 +128,7 @@ def test_elastic_annotation_change_shows_the_new_setting_as_kueue_does() -> None
     assert errors == [f"metadata.annotations[{ELASTIC}]: Invalid value: false: field is immutable"]
 
 
-# --- TestReconcileGenericJob: the Workload's name (workload_names.go) -----------------------------------------
+# --- TestReconcileGenericJob: the Workload's name (workload_names.go) ---------------------------------------
 
 @pytest.mark.parametrize(("elastic", "want"), [
     pytest.param(False, "job-test-job-ce737",
@@ -143,7 +145,7 @@ def test_workload_name_of_job_test_job(elastic: bool, want: str) -> None:
     assert name == want
 
 
-# --- TestEquivalentToWorkload (EquivalentToWorkload) ------------------------------------------------------------
+# --- TestEquivalentToWorkload (EquivalentToWorkload) --------------------------------------------------------
 
 def _admitted(info: WorkloadInfo, count: int | None) -> None:
     """Kueue's ``ReserveQuotaAt(MakeAdmission("cq").PodSets({Name: main, Count: count}))`` then
@@ -174,8 +176,8 @@ def _partial_job(suspend: bool) -> o.Job:
                  id="matching controller and pod sets"),
     pytest.param(fixture_job(parallelism=1, completions=None), fixture_workload(count=2), False, False,
                  id="matching controller but different pod sets"),
-    pytest.param(fixture_job(parallelism=1, completions=None, suspend=False), fixture_workload(count=1), True, True,
-                 id="admitted workload with matching running pod sets"),
+    pytest.param(fixture_job(parallelism=1, completions=None, suspend=False), fixture_workload(count=1), True,
+                 True, id="admitted workload with matching running pod sets"),
     pytest.param(fixture_job(parallelism=1, completions=None), fixture_workload(count=2), True, False,
                  id="admitted workload with different pod sets and a suspended job"),
     pytest.param(_partial_job(True), fixture_workload(count=2, min_count=1), 1, True,
@@ -195,7 +197,7 @@ def test_equivalent_to_workload_different_maximum_execution_time() -> None:
     assert _equivalent(fixture_job(parallelism=1, completions=None), wl, max_exec=60) is False
 
 
-# --- TestFindMatchingWorkloads (FindMatchingWorkloads) ---------------------------------------------------------
+# --- TestFindMatchingWorkloads (FindMatchingWorkloads) ------------------------------------------------------
 
 JOB_REF = {"api_version": "batch/v1", "kind": "Job", "name": "train"}
 CONFIGMAP_REF = {"api_version": "v1", "kind": "ConfigMap", "uid": "some-config-uid"}
@@ -233,26 +235,28 @@ FIND_CASES = [
 @pytest.mark.parametrize(("workloads", "match", "deleted"), [c[1:] for c in FIND_CASES],
                          ids=[c[0] for c in FIND_CASES])
 def test_find_matching_workloads(workloads: list[o.Workload], match: str | None, deleted: list[str]) -> None:
-    """The Workloads a suspended Job ``train`` of one pod controls (the mirror's ``owned_by``: a batch/v1 Job's
-    controller reference), the one it keeps and those it deletes."""
+    """The Workloads a suspended Job ``train`` of one pod controls (the mirror's ``owned_by``: a batch/v1
+    Job's controller reference), the one it keeps and those it deletes."""
     j = fixture_job(parallelism=1, completions=None)
     jobs, mirror, _ = integration(*workloads, j)
     keep, extras = job_sync.one_workload(mirror.state, j, jobs._owned(j.key), None)
-    assert (keep[0].metadata.name if keep else None, sorted(w.metadata.name for w in extras)) == (match, deleted)
+    assert (keep[0].metadata.name if keep else None,
+            sorted(w.metadata.name for w in extras)) == (match, deleted)
 
 
 def test_an_owned_workload_with_other_pod_sets_is_brought_in_step_not_kept_as_is() -> None:
-    """TestFindMatchingWorkloads "owned workload with different pod sets is collected for deletion": Kueue lists it
-    to delete, then (``ensureOneWorkload``) rewrites the first of those in place for a suspended Job whose Workload
-    holds no quota; kueue-es keeps it to bring in step — the same write."""
+    """TestFindMatchingWorkloads "owned workload with different pod sets is collected for deletion": Kueue
+    lists it to delete, then (``ensureOneWorkload``) rewrites the first of those in place for a suspended Job
+    whose Workload holds no quota; kueue-es keeps it to bring in step — the same write."""
     j = fixture_job(parallelism=1, completions=None)
     jobs, mirror, _ = integration(_owned_by("owned-diff-pods", 2, MINE), j)
     keep, extras = job_sync.one_workload(mirror.state, j, jobs._owned(j.key), None)
     assert keep is not None and keep[0].metadata.name == "owned-diff-pods" and extras == []
-    assert job_sync.out_of_step(mirror.state, j, keep[0], keep[1], running=False, max_exec=None) == job_sync.UPDATE
+    assert job_sync.out_of_step(mirror.state, j, keep[0], keep[1], running=False,
+                                max_exec=None) == job_sync.UPDATE
 
 
-# --- validateCreateForMaxExecTime (validation.go) ----------------------------------------------------------------
+# --- validateCreateForMaxExecTime (validation.go) -----------------------------------------------------------
 
 MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
 
@@ -261,22 +265,22 @@ MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
     # strconv.Atoi takes int64's minimum; Kueue then finds it not greater than 0
     ("-9223372036854775808",
      f"metadata.labels[{MAX_EXEC}]: Invalid value: -9223372036854775808: should be greater than 0"),
-    ("-9223372036854775809", f'metadata.labels[{MAX_EXEC}]: Invalid value: "-9223372036854775809": strconv.Atoi: '
-                             'parsing "-9223372036854775809": value out of range'),
-    ("9223372036854775808", f'metadata.labels[{MAX_EXEC}]: Invalid value: "9223372036854775808": strconv.Atoi: '
-                            'parsing "9223372036854775808": value out of range'),
+    ("-9223372036854775809", f'metadata.labels[{MAX_EXEC}]: Invalid value: "-9223372036854775809": '
+                             'strconv.Atoi: parsing "-9223372036854775809": value out of range'),
+    ("9223372036854775808", f'metadata.labels[{MAX_EXEC}]: Invalid value: "9223372036854775808": '
+                            'strconv.Atoi: parsing "9223372036854775808": value out of range'),
     ("9223372036854775807", None),
 ], ids=["int64 minimum", "below int64", "above int64", "int64 maximum"])
 def test_max_exec_time_at_the_int64_bounds(value: str, message: str | None) -> None:
-    """``validateCreateForMaxExecTime``: ``strconv.Atoi`` (64-bit), then ``v <= 0`` -> "should be greater than 0"
-    with the parsed value."""
+    """``validateCreateForMaxExecTime``: ``strconv.Atoi`` (64-bit), then ``v <= 0`` -> "should be greater than
+    0" with the parsed value."""
     j = _job()
     j["metadata"]["labels"] = {MAX_EXEC: value}
     errors = job_validation.create_errors(j, {})
     assert errors == ([] if message is None else [message])
 
 
-# --- validateCreateForPrebuiltWorkload (validation.go): the kinds a prebuilt Workload is supported for ----------
+# --- validateCreateForPrebuiltWorkload (validation.go): the kinds a prebuilt Workload is supported for ------
 
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
 
@@ -319,16 +323,18 @@ def _kubeflow_create(job: dict) -> list[str]:
     pytest.param(_kubeflow_create, _jaxjob(), [_unsupported("kubeflow.org/v1, Kind=JAXJob")], id="JAXJob"),
     pytest.param(_kubeflow_create, _tfjob(), [], id="TFJob (supported)"),
     pytest.param(lambda o: [e for e in spark_webhook.create_errors(o, {}) if PREBUILT in e], _spark(),
-                 [_unsupported("sparkoperator.k8s.io/v1beta2, Kind=SparkApplication")], id="SparkApplication"),
+                 [_unsupported("sparkoperator.k8s.io/v1beta2, Kind=SparkApplication")],
+                 id="SparkApplication"),
     pytest.param(lambda o: [e for e in ray_webhook.rayservice_create_errors(o, {}) if PREBUILT in e],
                  _rayservice(), [_unsupported("ray.io/v1, Kind=RayService")], id="RayService"),
 ])
 def test_a_prebuilt_workload_is_refused_for_a_kind_kueue_does_not_support(create: Any, obj: dict,
                                                                            want: list[str]) -> None:
     """``validateCreateForPrebuiltWorkload``: a ``prebuilt-workload-name`` label on a kind outside
-    ``supportedPrebuiltWlJobGVKs`` (batch Job, JobSet, TF/Paddle/PyTorch/XGBoost jobs, TrainJob, MPIJob, RayJob,
-    Pod, RayCluster, AppWrapper) is ``Forbidden: Is not supported for "<group/version, Kind=kind>"`` — the kinds
-    whose webhooks run ``ValidateJobOnCreate`` (JAXJob through ``BaseWebhook``, SparkApplication, RayService)."""
+    ``supportedPrebuiltWlJobGVKs`` (batch Job, JobSet, TF/Paddle/PyTorch/XGBoost jobs, TrainJob, MPIJob,
+    RayJob, Pod, RayCluster, AppWrapper) is ``Forbidden: Is not supported for "<group/version, Kind=kind>"`` —
+    the kinds whose webhooks run ``ValidateJobOnCreate`` (JAXJob through ``BaseWebhook``, SparkApplication,
+    RayService)."""
     assert create(obj) == want
 
 
@@ -338,14 +344,14 @@ def test_a_suspended_update_checks_the_prebuilt_kind_as_on_create() -> None:
     assert _unsupported("kubeflow.org/v1, Kind=JAXJob") in errors
 
 
-# --- TestReconcileGenericJob: what starting the Job adds to its pod set (getPodSetsInfoFromStatus) ---------------
+# --- TestReconcileGenericJob: what starting the Job adds to its pod set (getPodSetsInfoFromStatus) ----------
 
 def test_multikueue_worker_pod_label_is_propagated_to_the_pod_template() -> None:
-    """TestReconcileGenericJob "MultiKueue worker pod label is propagated to PodTemplate if workload has Multikueue
-    origin label": the Workload (labelled ``kueue.x-k8s.io/multikueue-origin``, admitted to ``default-cq`` from
-    LocalQueue ``test-lq``) starts its Job with the pod set's labels ``cluster-queue-name``, ``local-queue-name``,
-    ``multikueue-worker-workload-pod: "true"`` and ``podset``, and the annotation ``kueue.x-k8s.io/workload``
-    (TopologyAwareScheduling on, as by default)."""
+    """TestReconcileGenericJob "MultiKueue worker pod label is propagated to PodTemplate if workload has
+    Multikueue origin label": the Workload (labelled ``kueue.x-k8s.io/multikueue-origin``, admitted to
+    ``default-cq`` from LocalQueue ``test-lq``) starts its Job with the pod set's labels
+    ``cluster-queue-name``, ``local-queue-name``, ``multikueue-worker-workload-pod: "true"`` and ``podset``,
+    and the annotation ``kueue.x-k8s.io/workload`` (TopologyAwareScheduling on, as by default)."""
     wl = fixture_workload(count=1)
     wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
         wl.metadata, labels={"kueue.x-k8s.io/multikueue-origin": "origin"}), spec=msgspec.structs.replace(
@@ -357,12 +363,13 @@ def test_multikueue_worker_pod_label_is_propagated_to_the_pod_template() -> None
     got = podsetinfo.start_info(mirror.state, info, info.admission.pod_set_assignments[0])
     assert got.labels == {"kueue.x-k8s.io/cluster-queue-name": "default-cq",
                           "kueue.x-k8s.io/local-queue-name": "test-lq",
-                          "kueue.x-k8s.io/multikueue-worker-workload-pod": "true", "kueue.x-k8s.io/podset": "main"}
+                          "kueue.x-k8s.io/multikueue-worker-workload-pod": "true",
+                          "kueue.x-k8s.io/podset": "main"}
     assert got.annotations == {"kueue.x-k8s.io/workload": wl.metadata.name}
     assert (got.node_selector, got.tolerations, got.scheduling_gates) == ({}, [], [])
 
 
-# --- TestReconcileGenericJob: the priority class of a Workload holding quota (UpdateWorkloadPriority) -----------
+# --- TestReconcileGenericJob: the priority class of a Workload holding quota (UpdateWorkloadPriority) -------
 
 WPC = "kueue.x-k8s.io/priority-class"
 
@@ -373,7 +380,8 @@ def _reserved_priority_change(labels: dict[str, str], pod_class: str | None) -> 
     j = fixture_job(parallelism=1, completions=None, labels=labels)
     if pod_class is not None:
         j = msgspec.structs.replace(j, spec=msgspec.structs.replace(j.spec, template=msgspec.structs.replace(
-            j.spec.template, spec=msgspec.structs.replace(j.spec.template.spec, priority_class_name=pod_class))))
+            j.spec.template,
+            spec=msgspec.structs.replace(j.spec.template.spec, priority_class_name=pod_class))))
     wl = fixture_workload(count=1)
     wl = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, priority=100, priority_class_ref=(
         o.PriorityClassRef(group="kueue.x-k8s.io", kind="WorkloadPriorityClass", name="high"))))

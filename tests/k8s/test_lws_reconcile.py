@@ -224,8 +224,8 @@ async def test_a_kept_workload_follows_the_sets_workload_priority_class() -> Non
 
 @pytest.mark.asyncio
 async def test_a_kept_workload_waits_for_a_class_the_log_does_not_hold() -> None:
-    """Kept as it is, and the set warned (Kueue's "should report a missing workload priority class when the label
-    is changed")."""
+    """Kept as it is, and the set warned (Kueue's "should report a missing workload priority class when the
+    label is changed")."""
     integ, client, appended = integration(_with_class("high"), workload(0))
     await integ.reconcile(SET_PREFIX + "ns/lws")
     assert client.patches == []

@@ -169,7 +169,8 @@ def test_stop_suspends_and_restores_each_template_as_its_workload_recorded_it() 
 def test_stop_writes_no_empty_metadata_into_a_template_that_has_none() -> None:
     """A merge patch that sends ``metadata: {}`` creates the map: a spec change that bumps the generation
     (a9e6c089). Only what the template had and lost is written ``null``."""
-    raw = raw_mpijob({"Launcher": replica(1, node_selector={"pool": "l"}), "Worker": replica(2)}, suspend=False)
+    raw = raw_mpijob({"Launcher": replica(1, node_selector={"pool": "l"}), "Worker": replica(2)},
+                     suspend=False)
     for spec in raw["spec"]["mpiReplicaSpecs"].values():
         del spec["template"]["metadata"]
     patch = mj.stop_patch(raw, [o.PodSet(name="launcher", count=1), o.PodSet(name="worker", count=2)])

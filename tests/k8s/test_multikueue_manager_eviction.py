@@ -148,23 +148,25 @@ async def test_the_stopped_copy_s_status_reaches_the_manager_s_job_and_the_copie
 
 @pytest.mark.asyncio
 async def test_a_manager_job_keeps_its_active_pods_while_its_evicted_copy_still_runs(tmp_path: Path) -> None:
-    """Kueue's batch/v1 adapter (``determineStatusUpdate``, deferred): the manager's Job suspended, its copy running
-    (evicted there, its Job not stopped yet): the copy's status is not taken, the Job is only shown ``Suspended``
-    True (``MultiKueueAdapter``); its ``active`` stays as last mirrored, so its quota is held until the copy,
-    stopped, is mirrored."""
+    """Kueue's batch/v1 adapter (``determineStatusUpdate``, deferred): the manager's Job suspended, its copy
+    running (evicted there, its Job not stopped yet): the copy's status is not taken, the Job is only shown
+    ``Suspended`` True (``MultiKueueAdapter``); its ``active`` stays as last mirrored, so its quota is held
+    until the copy, stopped, is mirrored."""
     state = _evicted_on_the_manager(tmp_path)
     worker = Worker1(_workload_copy("12", ("Admitted", "False"), ("Evicted", "True")),
                      _job_copy("8", suspend=False, status={"active": 1, "startTime": "t0"}))
     mk, manager, _ = _connected(state, worker)
     await mk.sync_copies(ORIGIN)
     assert manager.patches == [{"status": {"conditions": [
-        {"type": "Suspended", "status": "True", "reason": "MultiKueueAdapter", "message": "Set by MultiKueue adapter",
+        {"type": "Suspended", "status": "True", "reason": "MultiKueueAdapter",
+         "message": "Set by MultiKueue adapter",
          "lastProbeTime": ANY, "lastTransitionTime": ANY}]}, "metadata": {"resourceVersion": "30"}}]
     assert worker.deleted == []
 
 
 def test_the_adapted_status_is_written_whatever_the_start_time_and_only_once() -> None:
-    assert adapted_patch({"status": {"active": 1, "startTime": "t0"}}) is not None, "not held back by a start time"
+    assert adapted_patch({"status": {"active": 1, "startTime": "t0"}}) is not None, (
+        "not held back by a start time")
     suspended = {"type": "Suspended", "status": "True", "reason": "JobSuspended"}
     assert adapted_patch({"status": {"conditions": [suspended]}}) is None, "shown stopped already"
     turned = adapted_patch({"status": {"conditions": [{**suspended, "status": "False"}]}})

@@ -1,17 +1,19 @@
 """A MultiKueue copy whose spec drifted from its manager Workload's is deleted, as Kueue's MultiKueue workload
 reconciler does (pkg/controller/admissionchecks/multikueue/workload.go, ``reconcileGroup`` step 5 and
 ``isRemoteSpecOutOfSync``: ``equality.Semantic.DeepEqual`` of the two specs, the preemption gates left out; a
-priority change or an elastic scale-down is written to the copy in place instead). Where the copy is still to be
-(a nominated worker) it is made anew once seen gone; the workload's own worker's is not, and its check goes Retry.
+priority change or an elastic scale-down is written to the copy in place instead). Where the copy is still to
+be (a nominated worker) it is made anew once seen gone; the workload's own worker's is not, and its check goes
+Retry.
 
 kueue-es judges a copy by the manager version it was written from (:mod:`connectors.k8s.multikueue_drift`),
 not by how its worker stored it: a worker's CRD defaults and pruning, and a log lagging behind the version
 written, call nothing drifted (ro-diff-b H1, H2).
 
-Kueue's cases (workload_test.go TestWlReconcile): "reserving remote is kept when another worker's remote is out of
-sync" (the out-of-sync copy of worker2, ``PodSets(MakePodSet("different-name", 1))``, is deleted; worker1's
-admitted copy kept), "reachable reserving remote that is gone is not misreported as out of sync ..." and "worker-lost
-grace applies when the reserving worker is unreachable even if another worker's remote is out of sync"."""
+Kueue's cases (workload_test.go TestWlReconcile): "reserving remote is kept when another worker's remote is
+out of sync" (the out-of-sync copy of worker2, ``PodSets(MakePodSet("different-name", 1))``, is deleted;
+worker1's admitted copy kept), "reachable reserving remote that is gone is not misreported as out of sync ..."
+and "worker-lost grace applies when the reserving worker is unreachable even if another worker's remote is out
+of sync"."""
 
 from __future__ import annotations
 
@@ -79,8 +81,9 @@ def _pod_set(**template_edit: Any) -> list[dict[str, Any]]:
     pytest.param({}, False, id="in sync"),
     pytest.param({"preemptionGates": [{"name": "g"}]}, False,
                  id="isRemoteSpecOutOfSync: preemption gates are not compared"),
-    pytest.param({"podSets": [{"name": "different-name", "count": 1, "template": MANAGER_DOC["spec"]["podSets"][0][
-        "template"]}]}, True, id="reserving remote is kept when another worker's remote is out of sync: podSet name"),
+    pytest.param({"podSets": [{"name": "different-name", "count": 1,
+                               "template": MANAGER_DOC["spec"]["podSets"][0]["template"]}]}, True,
+                 id="reserving remote is kept when another worker's remote is out of sync: podSet name"),
     pytest.param({"podSets": [{**MANAGER_DOC["spec"]["podSets"][0], "count": 2}]}, True, id="podSet count"),
     pytest.param({"podSets": [{**MANAGER_DOC["spec"]["podSets"][0], "minCount": 1}]}, True,
                  id="podSet minCount"),
@@ -169,7 +172,8 @@ class WorkerApi:
         self.held = {**stored, "metadata": {**stored["metadata"], "uid": "new", "resourceVersion": "9"}}
         return msgspec.json.encode(self.held)
 
-    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "",
+                    subresource: str = "") -> bytes:
         self.patched.append(body)
         rv = str(int(((self.held or {}).get("metadata") or {}).get("resourceVersion") or "5") + 1)
         self.held = merge_patched(self.held or {}, {**body, "metadata": {**body.get("metadata", {}),
@@ -188,7 +192,9 @@ def _connector(state, copies: dict[str, dict[str, Any]]) -> tuple[MultiKueueConn
     apis = {}
     for name in ("worker1", "worker2"):
         apis[name] = WorkerApi(copies.get(name))
-        w = mk.workers[name] = Worker(name, b"kubeconfig", client=apis[name], connected=True)  # type: ignore[arg-type]
+        w = mk.workers[name] = Worker(name, b"kubeconfig",
+                                      client=apis[name],  # type: ignore[arg-type]
+                                      connected=True)
         if name in copies:
             w.workloads[KEY] = copies[name]
         w.moved.add(KEY)
@@ -197,15 +203,16 @@ def _connector(state, copies: dict[str, dict[str, Any]]) -> tuple[MultiKueueConn
 
 def _admitted(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "status": {"conditions": [
-        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2024-01-01T00:00:05Z"}
+        {"type": t, "status": "True", "reason": t, "message": "",
+         "lastTransitionTime": "2024-01-01T00:00:05Z"}
         for t in ("QuotaReserved", "Admitted")]}}
 
 
 @pytest.mark.asyncio
 async def test_a_nominated_workers_drifted_copy_is_deleted_then_made_anew(tmp_path: Path) -> None:
-    """The check Pending, both workers nominated: worker2's copy, out of sync, is deleted (Kueue's step 5) and made
-    again from the manager's spec once the worker shows it gone (step 8 creates the missing copy); worker1's, in
-    sync, is left."""
+    """The check Pending, both workers nominated: worker2's copy, out of sync, is deleted (Kueue's step 5) and
+    made again from the manager's spec once the worker shows it gone (step 8 creates the missing copy);
+    worker1's, in sync, is left."""
     state = _state(tmp_path)
     assert state.workloads[KEY].nominated == ("worker1", "worker2")
     mk, apis = _connector(state, {"worker1": _copy("c1", made=MANAGER_DOC),
@@ -232,8 +239,8 @@ async def test_a_nominated_workers_drifted_copy_is_deleted_then_made_anew(tmp_pa
 
 @pytest.mark.asyncio
 async def test_the_workloads_own_workers_drifted_copy_is_deleted_and_not_made_anew(tmp_path: Path) -> None:
-    """The workload admitted on worker1, whose copy drifted: deleted (Kueue's step 5; its check then goes Retry,
-    step 6a), and no copy is made there again while the workload is on that worker."""
+    """The workload admitted on worker1, whose copy drifted: deleted (Kueue's step 5; its check then goes
+    Retry, step 6a), and no copy is made there again while the workload is on that worker."""
     state = _state(tmp_path)
     state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
                                                                      cluster="worker1")))
@@ -251,8 +258,8 @@ async def test_the_workloads_own_workers_drifted_copy_is_deleted_and_not_made_an
 
 @pytest.mark.asyncio
 async def test_the_reserving_copy_is_kept_when_another_workers_copy_is_out_of_sync(tmp_path: Path) -> None:
-    """Kueue's "reserving remote is kept when another worker's remote is out of sync": worker2's out-of-sync copy is
-    deleted, worker1's admitted one (in sync) is kept."""
+    """Kueue's "reserving remote is kept when another worker's remote is out of sync": worker2's out-of-sync
+    copy is deleted, worker1's admitted one (in sync) is kept."""
     state = _state(tmp_path)
     state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
                                                                      cluster="worker1")))
@@ -267,7 +274,8 @@ async def test_the_reserving_copy_is_kept_when_another_workers_copy_is_out_of_sy
 async def test_a_copy_differing_only_in_priority_is_updated_in_place_not_deleted(tmp_path: Path) -> None:
     """Kueue's step 5 writes a changed priority to the copy (``PriorityChanged``) instead of deleting it."""
     doc = copy.deepcopy(MANAGER_DOC)
-    doc["spec"].update(priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+    doc["spec"].update(priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
+                                         "name": "high"},
                        priority=100)
     state = _state(tmp_path)
     mk, apis = _connector(state, {"worker1": _copy("c1", priorityClassRef=doc["spec"]["priorityClassRef"],
@@ -287,7 +295,8 @@ async def test_a_copy_differing_only_in_priority_is_updated_in_place_not_deleted
 
 @pytest.mark.asyncio
 async def test_no_copy_is_deleted_for_drift_while_one_shows_finished(tmp_path: Path) -> None:
-    """Kueue's step 3 (a copy Finished: the workload finishes) comes before step 5: nothing is deleted for drift."""
+    """Kueue's step 3 (a copy Finished: the workload finishes) comes before step 5: nothing is deleted for
+    drift."""
     state = _state(tmp_path)
     finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "",
                 "lastTransitionTime": "2024-01-01T00:00:05Z"}

@@ -1,22 +1,24 @@
-"""Kueue's own tables for ResourceFlavors, AdmissionChecks and LocalQueues, walked through kueue-es's validating
-webhook (:func:`connectors.k8s.validating.refusal`): the same object refused or taken, with the refusal naming
-the field Kueue names, and, for a rule of a CRD, the apiserver's answer (422, the rule's node and
-``Invalid value: "<type>"`` for a CEL rule).
+"""Kueue's own tables for ResourceFlavors, AdmissionChecks and LocalQueues, walked through kueue-es's
+validating webhook (:func:`connectors.k8s.validating.refusal`): the same object refused or taken, with the
+refusal naming the field Kueue names, and, for a rule of a CRD, the apiserver's answer (422, the rule's
+node and ``Invalid value: "<type>"`` for a CEL rule).
 
 Sources (Kueue, ``kubernetes-sigs/kueue``):
 
-* ``pkg/webhooks/resourceflavor_webhook_test.go`` ``TestValidateResourceFlavor`` (and ``ValidateResourceFlavor``:
-  node labels, taints, toleration keys) with ``apis/kueue/v1beta2/resourceflavor_types.go``'s CEL rules, which
+* ``pkg/webhooks/resourceflavor_webhook_test.go`` ``TestValidateResourceFlavor`` (and
+  ``ValidateResourceFlavor``: node labels, taints, toleration keys) with
+  ``apis/kueue/v1beta2/resourceflavor_types.go``'s CEL rules, which
   sit on the ``nodeTaints`` and ``tolerations`` lists and on ``spec`` (their older table's "bad tolerations"
   case, from before those rules moved into the CRD, names the same three tolerations).
 * ``pkg/webhooks/admissioncheck_webhook_test.go`` ``TestAdmissionCheckValidation`` /
-  ``TestAdmissionCheckUpdateValidation`` (an older webhook; the newest Kueue registers none for AdmissionChecks,
-  ``pkg/webhooks/webhooks.go`` ``Setup``, and holds them to ``admissioncheck_types.go``'s markers instead).
+  ``TestAdmissionCheckUpdateValidation`` (an older webhook; the newest Kueue registers none for
+  AdmissionChecks, ``pkg/webhooks/webhooks.go`` ``Setup``, and holds them to ``admissioncheck_types.go``'s
+  markers instead).
 * ``pkg/webhooks/localqueue_webhook.go`` (newest: no validator; ``localqueue_types.go``'s ``clusterQueue``
   carries ``self == oldSelf``, a transition rule, which the apiserver skips when the old or the new object has
   no value there).
-* Kueue #9427 / #13622 / #13738: a TAS flavor (``topologyName`` set) keeps its ``topologyName``; the rest of its
-  spec may change.
+* Kueue #9427 / #13622 / #13738: a TAS flavor (``topologyName`` set) keeps its ``topologyName``; the rest of
+  its spec may change.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ EXISTS_VALUE = "a value must be empty when 'operator' is 'Exists'"
 
 
 def rf(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "resource-flavor"}, "spec": spec}
+    return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "resource-flavor"},
+            "spec": spec}
 
 
 def ac(**spec: Any) -> dict[str, Any]:
@@ -46,11 +49,13 @@ def ac(**spec: Any) -> dict[str, Any]:
 
 
 def lq(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"}, "spec": spec}
+    return {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+            "spec": spec}
 
 
 def _refusal(kind: str, new: dict[str, Any], old: dict[str, Any] | None = None) -> str | None:
-    return refusal(kind, "UPDATE" if old is not None else "CREATE", copy.deepcopy(new), copy.deepcopy(old), {})
+    return refusal(kind, "UPDATE" if old is not None else "CREATE", copy.deepcopy(new), copy.deepcopy(old),
+                   {})
 
 
 def _tol(**t: Any) -> dict[str, Any]:
@@ -61,16 +66,17 @@ REF = {"apiGroup": "ref.api.group", "kind": "RefKind", "name": "ref-name"}
 TAS = rf(nodeLabels={"pool": "a"}, topologyName="default")
 
 
-# --- ResourceFlavor: TestValidateResourceFlavor and the CRD's rules ---------------------------------------------
+# --- ResourceFlavor: TestValidateResourceFlavor and the CRD's rules -----------------------------------------
 
 RF_CASES = {
     "empty": (rf(), None),
-    "valid": (rf(nodeLabels={"foo": "bar"}, nodeTaints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}]),
+    "valid": (rf(nodeLabels={"foo": "bar"},
+                 nodeTaints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}]),
               None),
     "invalid label name": (rf(nodeLabels={"@abc": "foo"}), 'field `spec.nodeLabels`: Invalid value: "@abc"'),
     "invalid label value": (rf(nodeLabels={"foo": "@abc"}), 'field `spec.nodeLabels`: Invalid value: "@abc"'),
-    # the older table's "bad tolerations", whose operator and effect rules are the CRD's now: those refuse alone,
-    # once per rule, at the list (the apiserver calls no webhook after its schema refused)
+    # the older table's "bad tolerations", whose operator and effect rules are the CRD's now: those refuse
+    # alone, once per rule, at the list (the apiserver calls no webhook after its schema refused)
     "bad tolerations": (rf(tolerations=[
         _tol(key="@abc", operator="Equal", value="v", effect="NoSchedule"),
         _tol(key="abc", operator="Exists", value="v", effect="NoSchedule"),
@@ -82,18 +88,22 @@ RF_CASES = {
         rf(tolerations=[_tol(key="@abc", operator="Equal", value="v", effect="NoSchedule")]),
         'field `spec.tolerations[0].key`: Invalid value: "@abc"'),
     "a rule broken by two tolerations: one error": (
-        rf(tolerations=[_tol(key="a", operator="Exists", value="v"), _tol(key="b", operator="Exists", value="w")]),
+        rf(tolerations=[_tol(key="a", operator="Exists", value="v"),
+                        _tol(key="b", operator="Exists", value="w")]),
         f'field `spec.tolerations`: Invalid value: "array": {EXISTS_VALUE}'),
-    "toleration without a key, operator Equal": (rf(tolerations=[_tol(operator="Equal", value="v")]),
-                                                f'field `spec.tolerations`: Invalid value: "array": {NO_KEY}'),
+    "toleration without a key, operator Equal": (
+        rf(tolerations=[_tol(operator="Equal", value="v")]),
+        f'field `spec.tolerations`: Invalid value: "array": {NO_KEY}'),
     "toleration with an empty key: a key": (rf(tolerations=[_tol(key="", value="v")]), None),
     "tolerationSeconds without NoExecute": (
         rf(tolerations=[_tol(key="a", operator="Exists", effect="NoSchedule", tolerationSeconds=5)]),
         f'field `spec.tolerations`: Invalid value: "array": {SECONDS}'),
-    "an empty operator given is none of the two": (rf(tolerations=[_tol(key="a", operator="", value="v")]),
-                                                  f'field `spec.tolerations`: Invalid value: "array": {OPERATORS}'),
-    "an empty effect given is none of the three": (rf(tolerations=[_tol(key="a", operator="Exists", effect="")]),
-                                                  f'field `spec.tolerations`: Invalid value: "array": {EFFECTS}'),
+    "an empty operator given is none of the two": (
+        rf(tolerations=[_tol(key="a", operator="", value="v")]),
+        f'field `spec.tolerations`: Invalid value: "array": {OPERATORS}'),
+    "an empty effect given is none of the three": (
+        rf(tolerations=[_tol(key="a", operator="Exists", effect="")]),
+        f'field `spec.tolerations`: Invalid value: "array": {EFFECTS}'),
     "Exists with an empty value given": (rf(tolerations=[_tol(key="a", operator="Exists", value="")]),
                                         f'field `spec.tolerations`: Invalid value: "array": {EXISTS_VALUE}'),
     "the CRD's rule before the webhook's": (
@@ -143,7 +153,8 @@ TAS_UPDATES = {
         rf(nodeLabels={"pool": "a"}, topologyName="default", resourceWeights={"cpu": "2"}), False),
     "nodeLabels changed (#13738)": (rf(nodeLabels={"pool": "b"}, topologyName="default"), False),
     "nodeTaints and tolerations changed (#9427, #13622)": (
-        rf(nodeLabels={"pool": "a"}, topologyName="default", nodeTaints=[{"key": "k", "effect": "NoSchedule"}],
+        rf(nodeLabels={"pool": "a"}, topologyName="default",
+           nodeTaints=[{"key": "k", "effect": "NoSchedule"}],
            tolerations=[{"key": "k", "operator": "Exists"}]), False),
 }
 
@@ -162,25 +173,30 @@ def test_a_flavor_may_become_a_tas_flavor() -> None:
     assert _refusal("ResourceFlavor", TAS, plain) is None
 
 
-# --- AdmissionCheck: TestAdmissionCheckValidation, TestAdmissionCheckUpdateValidation -----------------------------
+# --- AdmissionCheck: TestAdmissionCheckValidation, TestAdmissionCheckUpdateValidation -----------------------
 
 AC_CASES = {
     "no controller name": (ac(parameters=REF), "spec.controllerName"),
-    "bad ref api group": (ac(controllerName="controller-name", parameters={**REF, "apiGroup": "ref.api.group/Bad"}),
+    "bad ref api group": (ac(controllerName="controller-name",
+                             parameters={**REF, "apiGroup": "ref.api.group/Bad"}),
                           "spec.parameters.apiGroup"),
-    "no ref api group": (ac(controllerName="controller-name", parameters={"kind": "RefKind", "name": "ref-name"}),
+    "no ref api group": (ac(controllerName="controller-name",
+                            parameters={"kind": "RefKind", "name": "ref-name"}),
                          "spec.parameters.apiGroup"),
     "bad ref kind": (ac(controllerName="controller-name", parameters={**REF, "kind": "RefKind/Bad"}),
                      "spec.parameters.kind"),
-    "no ref kind": (ac(controllerName="controller-name", parameters={"apiGroup": "ref.api.group", "name": "ref-name"}),
+    "no ref kind": (ac(controllerName="controller-name",
+                       parameters={"apiGroup": "ref.api.group", "name": "ref-name"}),
                     "spec.parameters.kind"),
     "bad ref name": (ac(controllerName="controller-name", parameters={**REF, "name": "ref-name/Bad"}),
                      "spec.parameters.name"),
-    "no ref name": (ac(controllerName="controller-name", parameters={"apiGroup": "ref.api.group", "kind": "RefKind"}),
+    "no ref name": (ac(controllerName="controller-name",
+                       parameters={"apiGroup": "ref.api.group", "kind": "RefKind"}),
                     "spec.parameters.name"),
     "no parameters": (ac(controllerName="controller-name"), None),
     "valid": (ac(controllerName="controller-name", parameters=REF), None),
-    "mixed-case kind (the CRD's (?i) pattern)": (ac(controllerName="c", parameters={**REF, "kind": "rEfKiNd"}), None),
+    "mixed-case kind (the CRD's (?i) pattern)": (ac(controllerName="c",
+                                                    parameters={**REF, "kind": "rEfKiNd"}), None),
     "controllerName over 253 characters": (ac(controllerName="c" * 254), "spec.controllerName"),
 }
 
@@ -203,7 +219,8 @@ AC_UPDATES = {
     "cannot break parameters": (ac(controllerName="controller-name", parameters={
         "apiGroup": "ref.api.group", "kind": "RefKind"}), "field `spec.parameters.name`"),
     "cannot change the controller": (ac(controllerName="controller-name2", parameters=REF),
-                                     'field `spec.controllerName`: Invalid value: "string": field is immutable'),
+                                     'field `spec.controllerName`: Invalid value: "string": field is '
+                                     'immutable'),
 }
 
 
@@ -217,7 +234,7 @@ def test_admission_check_update(name: str) -> None:
         assert got is not None and got.startswith(f"AdmissionCheck ac: {want}"), got
 
 
-# --- LocalQueue: localqueue_types.go --------------------------------------------------------------------------
+# --- LocalQueue: localqueue_types.go ------------------------------------------------------------------------
 
 LQ_CASES = {
     "a cluster queue": (lq(clusterQueue="cq"), None),
@@ -243,7 +260,8 @@ def test_local_queue(name: str) -> None:
 
 LQ_UPDATES = {
     "clusterQueue changed": (lq(clusterQueue="cq"), lq(clusterQueue="cq2"), True),
-    "clusterQueue set where there was none (the transition rule is skipped)": (lq(), lq(clusterQueue="cq2"), False),
+    "clusterQueue set where there was none (the transition rule is skipped)": (lq(), lq(clusterQueue="cq2"),
+                                                                               False),
     "clusterQueue removed (the transition rule is skipped)": (lq(clusterQueue="cq"), lq(), False),
     "stopPolicy changed": (lq(clusterQueue="cq"), lq(clusterQueue="cq", stopPolicy="HoldAndDrain"), False),
 }
@@ -254,7 +272,8 @@ def test_local_queue_update(name: str) -> None:
     old, new, refused = LQ_UPDATES[name]
     got = _refusal("LocalQueue", new, old)
     if refused:
-        assert got == 'LocalQueue ns/lq: field `spec.clusterQueue`: Invalid value: "string": field is immutable'
+        assert got == ('LocalQueue ns/lq: field `spec.clusterQueue`: Invalid value: "string": field is '
+                       'immutable')
     else:
         assert got is None
 

@@ -1,6 +1,6 @@
 """Kueue's LeaderWorkerSet reconciler tests as the oracle for what happens to a set's pods
-(``pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler_test.go``, the newest version read: v1beta2, its
-pods reconciled by the set's reconciler through its StatefulSets). Each case id names Kueue's case."""
+(``pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler_test.go``, the newest version read: v1beta2,
+its pods reconciled by the set's reconciler through its StatefulSets). Each case id names Kueue's case."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ class _NoSet(Client):
 
 
 def _pod(*, gates: tuple[str, ...] = (ADMISSION,), phase: str = "") -> SetPod:
-    """A pod of set ``lws`` as the LeaderWorkerSet controller makes it (its StatefulSet its controller), gated by the
-    Pod webhook, not yet made a member of its group, with Kueue's finalizer."""
+    """A pod of set ``lws`` as the LeaderWorkerSet controller makes it (its StatefulSet its controller), gated
+    by the Pod webhook, not yet made a member of its group, with Kueue's finalizer."""
     return msgspec.convert({"metadata": {
         "name": "lws-0", "namespace": "ns", "uid": "pod-uid", "resourceVersion": "7",
         "labels": {lw.SET_NAME_LABEL: "lws", lw.GROUP_INDEX_LABEL: "0"},
@@ -56,8 +56,8 @@ async def _reconcile_orphan(pod: SetPod) -> list[tuple[str, str, dict[str, Any]]
                          ids=["should ungate pods if leaderworkerset is deleted", "both of Kueue's gates",
                               "the topology gate alone"])
 async def test_gated_pods_of_a_deleted_set_are_ungated_and_keep_the_finalizer(gates: tuple[str, ...]) -> None:
-    """Kueue: with no LeaderWorkerSet, its pods' Kueue scheduling gates are lifted (``wantPods``: no gate) and the
-    finalizer stays (the newest Kueue takes it off no longer, #8571); other gates stay."""
+    """Kueue: with no LeaderWorkerSet, its pods' Kueue scheduling gates are lifted (``wantPods``: no gate) and
+    the finalizer stays (the newest Kueue takes it off no longer, #8571); other gates stay."""
     assert await _reconcile_orphan(_pod(gates=gates)) == [("Pod", "lws-0", {
         "metadata": {"resourceVersion": "7"},
         "spec": {"schedulingGates": [{"name": "other.example.com/gate"}]}})]
@@ -79,7 +79,7 @@ async def test_a_gated_pod_of_a_set_the_watch_has_not_shown_yet_stays_gated() ->
     assert client.patches == []
 
 
-# --- leaderworkerset_reconciler_priority_test.go (TestReconcilerResolvesPriorityClassOnce) ------------------------
+# --- leaderworkerset_reconciler_priority_test.go (TestReconcilerResolvesPriorityClassOnce) ------------------
 
 UID = "lws-uid"
 WPC = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass"}
@@ -109,7 +109,8 @@ def _class(name: str, value: int) -> o.WorkloadPriorityClass:
 def _priorities(client: Client) -> dict[str, tuple[str, int]]:
     """What each Workload written (patched or created) names: ``name -> (class, priority)``."""
     got = {name: (p["spec"]["priorityClassRef"]["name"], p["spec"]["priority"])
-           for kind, name, p in client.patches if kind == "Workload" and "priorityClassRef" in p.get("spec", {})}
+           for kind, name, p in client.patches
+           if kind == "Workload" and "priorityClassRef" in p.get("spec", {})}
     got.update({b["metadata"]["name"]: (b["spec"]["priorityClassRef"]["name"], b["spec"]["priority"])
                 for b in client.created})
     return got
@@ -136,8 +137,8 @@ def _name(index: int) -> str:
 async def test_each_group_workload_follows_the_sets_priority_class(
         cls: str, classes: list[tuple[str, int]], components: list[tuple[int, str, int]],
         want: dict[int, tuple[str, int]]) -> None:
-    """Kueue's ``wantComponent`` per Workload: moved to the set's class at the class's value, created at it; one
-    already naming the class keeps its own value (not rewritten: 100, not 200)."""
+    """Kueue's ``wantComponent`` per Workload: moved to the set's class at the class's value, created at it;
+    one already naming the class keeps its own value (not rewritten: 100, not 200)."""
     objs = [_class(n, v) for n, v in classes] + [_component(i, c, p) for i, c, p in components]
     integ, client, _ = watched_jobs.integration(LeaderWorkerSetIntegration, _set(cls), *objs, config=ON)
     await integ.reconcile("lws/ns/lws")
@@ -146,8 +147,8 @@ async def test_each_group_workload_follows_the_sets_priority_class(
 
 @pytest.mark.asyncio
 async def test_a_surplus_component_is_deleted_even_though_the_class_is_missing() -> None:
-    """Kueue: the set names a class that does not exist; group 5's Workload (beyond ``replicas: 2``) is deleted all
-    the same (``wantAbsent``), the others left waiting for the class."""
+    """Kueue: the set names a class that does not exist; group 5's Workload (beyond ``replicas: 2``) is
+    deleted all the same (``wantAbsent``), the others left waiting for the class."""
     integ, client, _ = watched_jobs.integration(
         LeaderWorkerSetIntegration, _set("missing-wpc"), _component(0, "missing-wpc", 100),
         _component(5, "missing-wpc", 100), config=ON)
@@ -162,10 +163,11 @@ def _warnings(appended: list[ev.AnyEvent]) -> list[tuple[str, str, str]]:
 
 @pytest.mark.asyncio
 async def test_a_missing_class_is_reported_once_when_creating_the_workloads() -> None:
-    """Kueue (newest ``leaderworkerset_reconciler_test.go``, "should report a missing workload priority class when
-    creating the workloads"): two groups, one Warning ``WorkloadPriorityClassNotFound`` on the set (the fix of
-    #13820 resolves the class once per reconcile), and no Workload created."""
-    integ, client, appended = watched_jobs.integration(LeaderWorkerSetIntegration, _set("missing-wpc"), config=ON)
+    """Kueue (newest ``leaderworkerset_reconciler_test.go``, "should report a missing workload priority class
+    when creating the workloads"): two groups, one Warning ``WorkloadPriorityClassNotFound`` on the set (the
+    fix of #13820 resolves the class once per reconcile), and no Workload created."""
+    integ, client, appended = watched_jobs.integration(LeaderWorkerSetIntegration, _set("missing-wpc"),
+                                                       config=ON)
     await integ.reconcile("lws/ns/lws")
     assert client.created == []
     assert _warnings(appended) == [("ns/lws", "WorkloadPriorityClassNotFound",

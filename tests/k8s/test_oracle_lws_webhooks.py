@@ -1,20 +1,21 @@
-"""Kueue's own unit tests of its LeaderWorkerSet and Deployment webhooks as the oracle (session 47, oracle-lws).
+"""Kueue's own unit tests of its LeaderWorkerSet and Deployment webhooks as the oracle (session 47,
+oracle-lws).
 
 Each case is named after the Kueue test case it translates:
 
 * ``pkg/controller/jobs/leaderworkerset/leaderworkerset_webhook_test.go`` (the v1beta2 version with
   ``AdmissionGatedBy`` and ``LWSImmutableGroupSize`` cases): ``TestDefault``, ``TestValidateCreate``,
   ``TestValidateUpdate``;
-* ``pkg/controller/jobs/deployment/deployment_webhook_test.go`` (the v1beta2 version with the "... when replicas
-  ready" priority-class cases): ``TestValidateUpdate``;
+* ``pkg/controller/jobs/deployment/deployment_webhook_test.go`` (the v1beta2 version with the "... when
+  replicas ready" priority-class cases): ``TestValidateUpdate``;
 * ``pkg/controller/jobs/statefulset/statefulset_webhook_test.go`` (the v1beta2 version whose ``Default`` only
-  annotates the template): the ``TestValidateUpdate`` cases kueue-es's StatefulSet model shares (not those of a
-  set owned by a Kueue-managed parent, managed by another framework, or blocked by its Workload's existence:
+  annotates the template): the ``TestValidateUpdate`` cases kueue-es's StatefulSet model shares (not those of
+  a set owned by a Kueue-managed parent, managed by another framework, or blocked by its Workload's existence:
   see /work/notes/s47/oracle-lws.md).
 
 Kueue compares a validation error by its type and field path only (``cmpopts.IgnoreFields(field.Error{},
-"BadValue", "Detail")``), so these tests compare ``(path, type)`` pairs too; a defaulting case compares the pod
-templates Kueue's ``Default`` leaves.
+"BadValue", "Detail")``), so these tests compare ``(path, type)`` pairs too; a defaulting case compares the
+pod templates Kueue's ``Default`` leaves.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ QUEUE_PATH = f"metadata.labels[{Q}]"
 WPC_PATH = f"metadata.labels[{WPC}]"
 
 
-# --- helpers --------------------------------------------------------------------------------------------------
+# --- helpers ------------------------------------------------------------------------------------------------
 
 
 def _fields(errors: list[str]) -> list[tuple[str, str]]:
@@ -73,11 +74,13 @@ def _template(meta: dict[str, Any] | None = None, image: str = "pause", cpu: str
     return out
 
 
-def _lws(queue: str | None = None, *, leader: dict[str, Any] | None = None, worker: dict[str, Any] | None = None,
+def _lws(queue: str | None = None, *, leader: dict[str, Any] | None = None,
+         worker: dict[str, Any] | None = None,
          labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
          replicas: int | None = None, size: int | None = None, ready: int = 0, namespace: str = "default"
          ) -> dict[str, Any]:
-    """Kueue's ``MakeLeaderWorkerSet``: a worker template, a leader template when given, no queue unless named."""
+    """Kueue's ``MakeLeaderWorkerSet``: a worker template, a leader template when given, no queue unless
+    named."""
     meta: dict[str, Any] = {"name": "test-lws", "namespace": namespace,
                             "labels": {**({Q: queue} if queue else {}), **(labels or {})}}
     if annotations:
@@ -90,7 +93,8 @@ def _lws(queue: str | None = None, *, leader: dict[str, Any] | None = None, work
     spec: dict[str, Any] = {"leaderWorkerTemplate": lwt}
     if replicas is not None:
         spec["replicas"] = replicas
-    out = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta, "spec": spec}
+    out = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta,
+           "spec": spec}
     if ready:
         out["status"] = {"readyReplicas": ready}
     return out
@@ -129,7 +133,7 @@ def _meta_of(lws: dict[str, Any], which: str) -> dict[str, Any]:
     return lws["spec"]["leaderWorkerTemplate"][which].get("metadata", {})
 
 
-# --- leaderworkerset_webhook_test.go: TestDefault ------------------------------------------------------------
+# --- leaderworkerset_webhook_test.go: TestDefault -----------------------------------------------------------
 
 
 def _marks(labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
@@ -141,7 +145,8 @@ DEFAULT_CASES = [
                  _marks({Q: "default", WPC: "high-priority"}, HELD),
                  _marks({Q: "default", WPC: "high-priority"}, {**HELD, OFFSET: "1"}),
                  id="LeaderWorkerSet with WorkloadPriorityClass"),
-    pytest.param(_lws(leader={}), True, _marks({Q: "default"}, HELD), _marks({Q: "default"}, {**HELD, OFFSET: "1"}),
+    pytest.param(_lws(leader={}), True, _marks({Q: "default"}, HELD),
+                 _marks({Q: "default"}, {**HELD, OFFSET: "1"}),
                  id="default lq is created, job doesn't have queue label"),
     pytest.param(_lws("test-queue", leader={}, namespace=""), True, _marks({Q: "test-queue"}, HELD),
                  _marks({Q: "test-queue"}, {**HELD, OFFSET: "1"}),
@@ -167,8 +172,8 @@ DEFAULT_CASES = [
 def test_lws_default(lws: dict[str, Any], default_queue: bool, leader: dict[str, Any] | None,
                      worker: dict[str, Any]) -> None:
     """Kueue's ``Default`` gives a held set's pod templates the set's queue name (overriding theirs), its
-    WorkloadPriorityClass label and the held/serving annotations (and, the workers of a set with a leader outside a
-    pod-set group, ``pod-index-offset: "1"``)."""
+    WorkloadPriorityClass label and the held/serving annotations (and, the workers of a set with a leader
+    outside a pod-set group, ``pod-index-offset: "1"``)."""
     out = _defaulted(lws, default_queue=default_queue)
     if leader is not None:
         assert _meta_of(out, "leaderTemplate") == leader
@@ -177,7 +182,7 @@ def test_lws_default(lws: dict[str, Any], default_queue: bool, leader: dict[str,
     assert _meta_of(out, "workerTemplate") == worker
 
 
-# --- leaderworkerset_webhook_test.go: TestValidateCreate -----------------------------------------------------
+# --- leaderworkerset_webhook_test.go: TestValidateCreate ----------------------------------------------------
 
 
 CREATE_CASES = [
@@ -187,7 +192,8 @@ CREATE_CASES = [
                  id="negative replicas"),
     pytest.param(_lws("test-queue", leader={}, replicas=1_000_001), {}, [("spec.replicas", "Invalid")],
                  id="replicas above maximum"),
-    pytest.param(_lws("test-queue", leader={}, replicas=1_000_000), {}, [], id="replicas at the maximum (boundary)"),
+    pytest.param(_lws("test-queue", leader={}, replicas=1_000_000), {}, [],
+                 id="replicas at the maximum (boundary)"),
     pytest.param(_lws("test-queue", leader={}, replicas=0), {}, [], id="zero replicas (boundary)"),
     pytest.param(_lws("test/queue", leader={}), {}, [(QUEUE_PATH, "Invalid")], id="invalid queue name"),
     pytest.param(_lws("test-queue", leader={}, annotations={ELASTIC: "true"}),
@@ -205,7 +211,7 @@ def test_lws_validate_create(lws: dict[str, Any], feature_gates: dict[str, bool]
     assert _fields(lwh.create_errors(lws, feature_gates)) == want
 
 
-# --- leaderworkerset_webhook_test.go: TestValidateUpdate -----------------------------------------------------
+# --- leaderworkerset_webhook_test.go: TestValidateUpdate ----------------------------------------------------
 
 HELD_ONLY = {"annotations": {PARENT: "leaderworkerset"}}
 LEADER_PATH = "spec.leaderWorkerTemplate.leaderTemplate"
@@ -225,7 +231,8 @@ UPDATE_CASES = [
     pytest.param(_lws("test-queue", leader={}, size=2), _lws("test-queue", leader={}, size=10), GATE_ON,
                  [("spec.leaderWorkerTemplate.size", "Invalid")], id="change size when managed"),
     pytest.param(_lws("test-queue", leader={}, size=2), _lws("test-queue", leader={}, size=10),
-                 {"LWSImmutableGroupSize": False}, [], id="change size when managed and the feature gate is disabled"),
+                 {"LWSImmutableGroupSize": False}, [],
+                 id="change size when managed and the feature gate is disabled"),
     pytest.param(_lws("test-queue", leader={}, size=2), _lws("test-queue", leader={}, size=2), GATE_ON, [],
                  id="same size when managed"),
     pytest.param(_lws(leader={}, size=2), _lws(leader={}, size=10), {}, [], id="change size when unmanaged"),
@@ -234,11 +241,13 @@ UPDATE_CASES = [
     pytest.param(_lws("test-queue", leader={}), _lws(leader={}), {}, [(QUEUE_PATH, "Invalid")],
                  id="delete queue name"),
     pytest.param(_lws("test-queue", leader={}), _lws("test/queue", leader={}), {}, [(QUEUE_PATH, "Invalid")],
-                 id="change to an invalid queue name when suspended (ValidateUpdate runs validateCreate on the new set)"),
+                 id="change to an invalid queue name when suspended (ValidateUpdate runs validateCreate "
+                    "on the new set)"),
     pytest.param(_lws("test-queue", leader={}, labels={WPC: "test"}),
                  _lws("test-queue", leader={}, labels={WPC: "new-test"}), {}, [],
                  id="change priority class when suspended"),
-    pytest.param(_lws("test-queue", leader={}, ready=1), _lws("test-queue", leader={}, labels={WPC: "test"}, ready=1),
+    pytest.param(_lws("test-queue", leader={}, ready=1),
+                 _lws("test-queue", leader={}, labels={WPC: "test"}, ready=1),
                  {}, [(WPC_PATH, "Invalid")], id="set priority class when replicas ready"),
     pytest.param(_lws("test-queue", leader={}, labels={WPC: "test"}, ready=1),
                  _lws("test-queue", leader={}, labels={WPC: "new-test"}, ready=1), {}, [],
@@ -251,14 +260,15 @@ UPDATE_CASES = [
     pytest.param(_lws("test-queue", leader={}, labels={WPC: "test"}),
                  _lws("test-queue", leader={}, labels={WPC: "new-test"}, ready=1), {}, [],
                  id="change priority class when replicas not ready"),
-    pytest.param(_lws("test-queue", leader={}, labels={WPC: "test"}), _lws("test-queue", leader={}, ready=1), {},
-                 [(WPC_PATH, "Invalid")], id="delete priority class when replicas not ready"),
+    pytest.param(_lws("test-queue", leader={}, labels={WPC: "test"}), _lws("test-queue", leader={}, ready=1),
+                 {}, [(WPC_PATH, "Invalid")], id="delete priority class when replicas not ready"),
     pytest.param(_lws("test-queue", leader=_template(HELD_ONLY, image="pause:0.1.0"),
                       worker=_template(HELD_ONLY, image="pause:0.1.0")),
                  _lws("test-queue", leader=_template(HELD_ONLY, image="pause:0.1.1"),
                       worker=_template(HELD_ONLY, image="pause:0.1.1")), {}, [], id="change image"),
     pytest.param(_lws("test-queue", leader=_template(HELD_ONLY), worker=_template(HELD_ONLY)),
-                 _lws("test-queue", leader=_template(HELD_ONLY, cpu="1"), worker=_template(HELD_ONLY, cpu="1")), {},
+                 _lws("test-queue", leader=_template(HELD_ONLY, cpu="1"),
+                      worker=_template(HELD_ONLY, cpu="1")), {},
                  [(f"{LEADER_PATH}.spec.containers[0].resources.requests", "Invalid"),
                   (f"{WORKER_PATH}.spec.containers[0].resources.requests", "Invalid")],
                  id="change resources in container"),
@@ -277,7 +287,7 @@ def test_lws_validate_update(old: dict[str, Any], new: dict[str, Any], feature_g
     assert _fields(lwh.update_errors(old, new, feature_gates)) == want
 
 
-# --- deployment_webhook_test.go: TestValidateUpdate ----------------------------------------------------------
+# --- deployment_webhook_test.go: TestValidateUpdate ---------------------------------------------------------
 
 
 def _deployment(queue: str | None = None, *, priority: str | None = None, ready: int = 0) -> dict[str, Any]:
@@ -298,8 +308,8 @@ DEPLOYMENT_UPDATE_CASES = [
                  id="with queue (invalid)"),
     pytest.param(_deployment("test-queue", ready=1), _deployment("test-queue-new", ready=1),
                  [(QUEUE_PATH, "Invalid")], id="with queue (ready replicas)"),
-    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue", priority="new-test"), [],
-                 id="update priority-class when suspended"),
+    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue", priority="new-test"),
+                 [], id="update priority-class when suspended"),
     pytest.param(_deployment("test-queue", ready=1), _deployment("test-queue", priority="test", ready=1),
                  [(WPC_PATH, "Invalid")], id="set priority-class when replicas ready"),
     pytest.param(_deployment("test-queue", priority="test", ready=1),
@@ -309,19 +319,20 @@ DEPLOYMENT_UPDATE_CASES = [
                  [(WPC_PATH, "Invalid")], id="delete priority-class when replicas ready"),
     pytest.param(_deployment("test-queue"), _deployment("test-queue", priority="test"), [],
                  id="set priority-class when replicas not ready"),
-    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue", priority="new-test"), [],
-                 id="update priority-class when replicas not ready"),
-    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue"), [(WPC_PATH, "Invalid")],
-                 id="delete priority-class when replicas not ready"),
+    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue", priority="new-test"),
+                 [], id="update priority-class when replicas not ready"),
+    pytest.param(_deployment("test-queue", priority="test"), _deployment("test-queue"),
+                 [(WPC_PATH, "Invalid")], id="delete priority-class when replicas not ready"),
 ]
 
 
 @pytest.mark.parametrize(("old", "new", "want"), DEPLOYMENT_UPDATE_CASES)
-def test_deployment_validate_update(old: dict[str, Any], new: dict[str, Any], want: list[tuple[str, str]]) -> None:
+def test_deployment_validate_update(old: dict[str, Any], new: dict[str, Any],
+                                    want: list[tuple[str, str]]) -> None:
     assert _fields(dw.update_errors(old, new)) == want
 
 
-# --- statefulset_webhook_test.go: TestValidateUpdate (the cases kueue-es's StatefulSet model shares) -----------
+# --- statefulset_webhook_test.go: TestValidateUpdate (the cases kueue-es's StatefulSet model shares) --------
 
 
 def _sts(queue: str | None = None, *, priority: str | None = None, replicas: int | None = None,
@@ -330,8 +341,10 @@ def _sts(queue: str | None = None, *, priority: str | None = None, replicas: int
     spec: dict[str, Any] = {"template": _template(image="pause:0.1.1", cpu=cpu)}
     if replicas is not None:
         spec["replicas"] = replicas
-    out: dict[str, Any] = {"metadata": {"name": "test-sts", "namespace": "test-ns", "labels": labels}, "spec": spec}
-    status = {**({"replicas": status_replicas} if status_replicas else {}), **({"readyReplicas": ready} if ready else {})}
+    out: dict[str, Any] = {"metadata": {"name": "test-sts", "namespace": "test-ns", "labels": labels},
+                           "spec": spec}
+    status = {**({"replicas": status_replicas} if status_replicas else {}),
+              **({"readyReplicas": ready} if ready else {})}
     if status:
         out["status"] = status
     return out
@@ -348,27 +361,30 @@ STATEFULSET_UPDATE_CASES = [
     pytest.param(_sts("test-queue"), _sts(), [(QUEUE_PATH, "Invalid")], id="delete queue name"),
     pytest.param(_sts("queue1", priority="priority1"), _sts("queue1", priority="priority2"), [],
                  id="change in priority class label when suspended"),
-    pytest.param(_sts("queue1", ready=1), _sts("queue1", priority="priority2", ready=1), [(WPC_PATH, "Invalid")],
-                 id="set in priority class label when replicas ready"),
-    pytest.param(_sts("queue1", priority="priority1", ready=1), _sts("queue1", priority="priority2", ready=1), [],
-                 id="change in priority class label when replicas ready"),
-    pytest.param(_sts("queue1", priority="priority1", ready=1), _sts("queue1", ready=1), [(WPC_PATH, "Invalid")],
-                 id="delete in priority class label when replicas ready"),
+    pytest.param(_sts("queue1", ready=1), _sts("queue1", priority="priority2", ready=1),
+                 [(WPC_PATH, "Invalid")], id="set in priority class label when replicas ready"),
+    pytest.param(_sts("queue1", priority="priority1", ready=1), _sts("queue1", priority="priority2", ready=1),
+                 [], id="change in priority class label when replicas ready"),
+    pytest.param(_sts("queue1", priority="priority1", ready=1), _sts("queue1", ready=1),
+                 [(WPC_PATH, "Invalid")], id="delete in priority class label when replicas ready"),
     pytest.param(_sts("queue1"), _sts("queue1", priority="priority2"), [],
                  id="set in priority class label when replicas not ready"),
     pytest.param(_sts("queue1", priority="priority1"), _sts("queue1"), [(WPC_PATH, "Invalid")],
                  id="delete in priority class label when replicas not ready"),
     pytest.param(_sts(replicas=3), _sts(replicas=0), [], id="change in replicas (scale down to zero)"),
     pytest.param(_sts(replicas=0), _sts(replicas=3), [], id="change in replicas (scale up from zero)"),
-    pytest.param(_sts("test-queue", replicas=0, status_replicas=3), _sts("test-queue", replicas=3, status_replicas=1),
+    pytest.param(_sts("test-queue", replicas=0, status_replicas=3),
+                 _sts("test-queue", replicas=3, status_replicas=1),
                  [(STS_REPLICAS, "Forbidden")],
-                 id="change in replicas (scale up while the previous scaling operation is still in progress)"),
+                 id="change in replicas (scale up while the previous scaling operation is still in "
+                    "progress)"),
     pytest.param(_sts("test-queue", replicas=3), _sts("test-queue", replicas=4), [(STS_REPLICAS, "Invalid")],
                  id="change in replicas (scale up)"),
     pytest.param(_sts(replicas=0, status_replicas=3), _sts(replicas=3, status_replicas=1), [],
                  id="change in replicas (scale up without queue-name while the previous scaling operation is "
                     "still in progress)"),
-    pytest.param(_sts(replicas=3), _sts(replicas=4), [], id="change in replicas (scale up without queue-name)"),
+    pytest.param(_sts(replicas=3), _sts(replicas=4), [],
+                 id="change in replicas (scale up without queue-name)"),
     pytest.param(_sts("test-queue"), _sts("test-queue", cpu="1"),
                  [("spec.template.spec.containers[0].resources.requests", "Invalid")],
                  id="attempt to change resources in container"),
@@ -376,5 +392,6 @@ STATEFULSET_UPDATE_CASES = [
 
 
 @pytest.mark.parametrize(("old", "new", "want"), STATEFULSET_UPDATE_CASES)
-def test_statefulset_validate_update(old: dict[str, Any], new: dict[str, Any], want: list[tuple[str, str]]) -> None:
+def test_statefulset_validate_update(old: dict[str, Any], new: dict[str, Any],
+                                     want: list[tuple[str, str]]) -> None:
     assert _fields(sw.update_errors(old, new)) == want

@@ -45,14 +45,15 @@ def app(queue: str | None = None, *, suspend: bool = False, labels: dict[str, st
                          "annotations": annotations or {}}, "spec": spec}
 
 
-# --- TestValidateCreate -----------------------------------------------------------------------------------------
+# --- TestValidateCreate -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("new", "gates", "expected"), [
     pytest.param(app("local-queue"), {}, [], id="base"),
     pytest.param(app("local-queue", dynamic=DYNAMIC), {},
-                 ["spec.dynamicAllocation.enabled: Invalid value: true: a kueue managed job can use dynamicAllocation "
-                  "only when the ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job"],
+                 ["spec.dynamicAllocation.enabled: Invalid value: true: a kueue managed job can use "
+                  "dynamicAllocation only when the ElasticJobsViaWorkloadSlices feature gate is on and the "
+                  "job is an elastic job"],
                  id="dynamicAllocation without elastic job feature"),
     pytest.param(app("local-queue", annotations={ELASTIC: "true"}, dynamic=DYNAMIC),
                  {"ElasticJobsViaWorkloadSlices": True},
@@ -63,21 +64,23 @@ def app(queue: str | None = None, *, suspend: bool = False, labels: dict[str, st
                  [f"metadata.annotations[{ELASTIC}]: Forbidden: elastic job is not supported for "
                   '"sparkoperator.k8s.io/v1beta2, Kind=SparkApplication"'],
                  id="(kueue-es) the annotation alone, without dynamic allocation"),
-    pytest.param(app("local-queue", annotations={ELASTIC: "true"}), {"ElasticJobsViaWorkloadSlices": False}, [],
-                 id="(kueue-es) the annotation with the elastic gate off is not looked at"),
+    pytest.param(app("local-queue", annotations={ELASTIC: "true"}), {"ElasticJobsViaWorkloadSlices": False},
+                 [], id="(kueue-es) the annotation with the elastic gate off is not looked at"),
     pytest.param(app("local-queue", executor_annotations={REQUIRED: "cloud.com/block"}),
                  {"TopologyAwareScheduling": True}, [], id="base with TAS"),
-    pytest.param(app("local-queue", executor_annotations={REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"}),
+    pytest.param(app("local-queue",
+                     executor_annotations={REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"}),
                  {"TopologyAwareScheduling": True},
-                 ['spec.executor.annotations: Invalid value: must not contain more than one topology annotation: '
-                  f'["{REQUIRED}", "{PREFERRED}", "kueue.x-k8s.io/podset-unconstrained-topology"]'],
+                 ['spec.executor.annotations: Invalid value: must not contain more than one topology '
+                  f'annotation: ["{REQUIRED}", "{PREFERRED}", '
+                  '"kueue.x-k8s.io/podset-unconstrained-topology"]'],
                  id="invalid TAS configuration"),
 ])
 def test_validate_create(new: dict, gates: dict, expected: list[str]) -> None:
     assert sw.create_errors(new, gates) == expected
 
 
-# --- TestValidateUpdate -----------------------------------------------------------------------------------------
+# --- TestValidateUpdate -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("old", "new", "default_queue", "gates", "expected"), [
@@ -90,22 +93,25 @@ def test_validate_create(new: dict, gates: dict, expected: list[str]) -> None:
                  id="queue name can change while suspended"),
     pytest.param(app("local-queue"), app(), False, {"ValidateRayAndSparkJobUpdates": True},
                  [f'metadata.labels[{Q}]: Invalid value: "": {IMMUTABLE}'],
-                 id="queue name removal is rejected when the job is unsuspended and ValidateRayAndSparkJobUpdates "
-                    "is enabled"),
+                 id="queue name removal is rejected when the job is unsuspended and "
+                    "ValidateRayAndSparkJobUpdates is enabled"),
     pytest.param(app("local-queue"), app(), False, {"ValidateRayAndSparkJobUpdates": False}, [],
-                 id="queue name removal is allowed when the job is unsuspended and ValidateRayAndSparkJobUpdates "
-                    "is disabled"),
-    pytest.param(app("default", suspend=True), app(suspend=True), True, {"ValidateRayAndSparkJobUpdates": True},
-                 [f'metadata.labels[{Q}]: Invalid value: "": queue-name must not be empty in namespace with default '
-                  "queue"],
-                 id="queue name removal is rejected when the job is suspended in a namespace with a default queue "
-                    "and ValidateRayAndSparkJobUpdates is enabled"),
-    pytest.param(app("default", suspend=True), app(suspend=True), True, {"ValidateRayAndSparkJobUpdates": False},
-                 [], id="queue name removal is allowed when the job is suspended in a namespace with a default "
-                        "queue and ValidateRayAndSparkJobUpdates is disabled"),
-    pytest.param(app("local-queue", suspend=True), app(suspend=True), False, {"ValidateRayAndSparkJobUpdates": True},
-                 [], id="queue name removal is allowed when the job is suspended in a namespace without a default "
-                        "queue and ValidateRayAndSparkJobUpdates is enabled"),
+                 id="queue name removal is allowed when the job is unsuspended and "
+                    "ValidateRayAndSparkJobUpdates is disabled"),
+    pytest.param(app("default", suspend=True), app(suspend=True), True,
+                 {"ValidateRayAndSparkJobUpdates": True},
+                 [f'metadata.labels[{Q}]: Invalid value: "": queue-name must not be empty in namespace with '
+                  "default queue"],
+                 id="queue name removal is rejected when the job is suspended in a namespace with a default "
+                    "queue and ValidateRayAndSparkJobUpdates is enabled"),
+    pytest.param(app("default", suspend=True), app(suspend=True), True,
+                 {"ValidateRayAndSparkJobUpdates": False},
+                 [], id="queue name removal is allowed when the job is suspended in a namespace with a "
+                        "default queue and ValidateRayAndSparkJobUpdates is disabled"),
+    pytest.param(app("local-queue", suspend=True), app(suspend=True), False,
+                 {"ValidateRayAndSparkJobUpdates": True},
+                 [], id="queue name removal is allowed when the job is suspended in a namespace without a "
+                        "default queue and ValidateRayAndSparkJobUpdates is enabled"),
     pytest.param(app(labels={PREBUILT: "wl1"}), app(labels={PREBUILT: "wl2"}), False,
                  {"ValidateRayAndSparkJobUpdates": True}, [],
                  id="prebuilt workload name change is not validated when the job is unmanaged and "
@@ -115,7 +121,7 @@ def test_validate_update(old: dict, new: dict, default_queue: bool, gates: dict,
     assert sw.update_errors(old, new, gates, default_queue) == expected
 
 
-# --- TestDefault ------------------------------------------------------------------------------------------------
+# --- TestDefault --------------------------------------------------------------------------------------------
 
 SUSPEND = {"op": "add", "path": "/spec/suspend", "value": True}
 DEFAULT_QUEUE = {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name", "value": "default"}
@@ -152,11 +158,11 @@ def _in(namespace: str, queue: str | None = None) -> dict:
         id="should not suspend a SparkApplication in unmanaged namespace"),
     pytest.param(_in("ns", "local-queue"), {}, False, [SUSPEND], id="should suspend a SparkApplication"),
     pytest.param(_in("ns"), {}, False, [],
-                 id="should not suspend a SparkApplication without a queue label if manageJobsWithoutQueueName is "
-                    "not enabled"),
+                 id="should not suspend a SparkApplication without a queue label if "
+                    "manageJobsWithoutQueueName is not enabled"),
     pytest.param(_in("ns"), {"manageJobsWithoutQueueName": True}, False, [SUSPEND],
-                 id="should suspend a SparkApplication without a queue label if manageJobsWithoutQueueName is "
-                    "enabled"),
+                 id="should suspend a SparkApplication without a queue label if manageJobsWithoutQueueName "
+                    "is enabled"),
     pytest.param(_in("ns"), {}, True, [DEFAULT_QUEUE, SUSPEND],
                  id="should set the default local queue if enabled and the user didn't specify any"),
     pytest.param(_in("ns"), {}, False, [], id="should not set the default local queue if doesn't exists"),

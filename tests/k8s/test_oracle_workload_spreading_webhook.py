@@ -27,8 +27,9 @@ SHARE_ONE = '{"rules":[{"topologyKey":"cloud.com/block","maxShareAllowingPlaceme
 SHARE_ONE_MILLI = '{"rules":[{"topologyKey":"cloud.com/block","maxShareAllowingPlacement":"1000m"}]}'
 ON = {"TASTopologySpreading": True}
 OFF = {"TASTopologySpreading": False}
-TOPOLOGY = {"required": {"required": LEVEL}, "rack": {"required": "cloud.com/rack"}, "preferred": {"preferred": LEVEL},
-            "unconstrained": {"unconstrained": True}, "empty": {}, None: None}
+TOPOLOGY = {"required": {"required": LEVEL}, "rack": {"required": "cloud.com/rack"},
+            "preferred": {"preferred": LEVEL}, "unconstrained": {"unconstrained": True}, "empty": {},
+            None: None}
 
 
 def ps(name: str, count: int = 1, spreading: str | None = None, topology: str | None = "required",
@@ -36,8 +37,9 @@ def ps(name: str, count: int = 1, spreading: str | None = None, topology: str | 
     notes = dict(annotations or {})
     if spreading is not None:
         notes[ANN] = spreading
-    out: dict[str, Any] = {"name": name, "count": count, "template": {"metadata": {"annotations": notes}, "spec": {
-        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}}
+    out: dict[str, Any] = {"name": name, "count": count, "template": {
+        "metadata": {"annotations": notes}, "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}}
     request = TOPOLOGY[topology]
     if group is not None:
         request = {**(request or {}), "podSetGroupName": group}
@@ -51,7 +53,8 @@ def member(name: str, count: int, group: str, spreading: str) -> dict[str, Any]:
 
 
 def wl(*pod_sets: dict[str, Any], queue: str = "q1") -> dict[str, Any]:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ns"},
             "spec": {"queueName": queue, "podSets": list(pod_sets)}}
 
 
@@ -78,8 +81,10 @@ CREATE = {
     "valid: gate off, malformed annotation left unvalidated": (wl(ps("main", spreading=INVALID)), OFF, None),
     "invalid: empty spreading annotation": (wl(ps("main", spreading="")), ON, f"{at(0)}`: Invalid value"),
     "invalid: share of 1 is rejected at the Workload field path": (
-        wl(ps("main", spreading=SHARE_ONE)), ON, f"{at(0)}.rules[0].maxShareAllowingPlacement`: Invalid value"),
-    "invalid: nil topology request": (wl(ps("main", spreading=VALID, topology=None)), ON, f"{at(0)}`: Forbidden"),
+        wl(ps("main", spreading=SHARE_ONE)), ON,
+        f"{at(0)}.rules[0].maxShareAllowingPlacement`: Invalid value"),
+    "invalid: nil topology request": (
+        wl(ps("main", spreading=VALID, topology=None)), ON, f"{at(0)}`: Forbidden"),
     "invalid: topology request without required": (
         wl(ps("main", spreading=VALID, topology="empty")), ON, f"{at(0)}`: Forbidden"),
     "invalid: preferred-only topology request": (
@@ -87,9 +92,11 @@ CREATE = {
     "invalid: unconstrained-only topology request": (
         wl(ps("main", spreading=VALID, topology="unconstrained")), ON, f"{at(0)}`: Forbidden"),
     "invalid: companion required-topology annotation without structured required request": (
-        wl(ps("main", spreading=VALID, topology=None, annotations={REQUIRED_ANN: LEVEL})), ON, f"{at(0)}`: Forbidden"),
+        wl(ps("main", spreading=VALID, topology=None, annotations={REQUIRED_ANN: LEVEL})), ON,
+        f"{at(0)}`: Forbidden"),
     "invalid: group members have different spreading annotations": (
-        wl(member("leader", 1, "g", VALID), member("workers", 1, "g", OTHER)), ON, f"{at(1)}`: Invalid value"),
+        wl(member("leader", 1, "g", VALID), member("workers", 1, "g", OTHER)), ON,
+        f"{at(1)}`: Invalid value"),
     "invalid: first group member is missing the spreading annotation": (
         wl(ps("leader", group="g"), member("workers", 1, "g", VALID)), ON, f"{at(0)}`: Invalid value"),
     "invalid: later group member is missing the spreading annotation": (
@@ -117,20 +124,21 @@ def _valid() -> dict[str, Any]:
 
 UPDATE = {
     "reject changing a valid spreading annotation to invalid": (_valid(), _invalid(), [at(0)]),
-    "exempt an unchanged invalid spreading annotation": (_invalid(), wl(ps("main", spreading=INVALID), queue="q2"),
-                                                         []),
+    "exempt an unchanged invalid spreading annotation": (
+        _invalid(), wl(ps("main", spreading=INVALID), queue="q2"), []),
     "reject a different invalid annotation including equivalent invalid quantities": (
         wl(ps("main", spreading=SHARE_ONE)), wl(ps("main", spreading=SHARE_ONE_MILLI)),
         [f"{at(0)}.rules[0].maxShareAllowingPlacement"]),
-    "reject absent spreading becoming a present empty annotation": (wl(ps("main")), wl(ps("main", spreading="")),
-                                                                    [at(0)]),
+    "reject absent spreading becoming a present empty annotation": (
+        wl(ps("main")), wl(ps("main", spreading="")), [at(0)]),
     "reject removing required topology while spreading remains": (
         _valid(), wl(ps("main", spreading=VALID, topology=None)), [at(0)]),
     "reject a required topology change while the annotation stays invalid": (
         _invalid(), wl(ps("main", spreading=INVALID, topology="rack")), [at(0)]),
     "accept a required topology change when spreading stays valid": (
         _valid(), wl(ps("main", spreading=VALID, topology="rack")), []),
-    "accept an equivalent rewrite of a valid annotation": (_valid(), wl(ps("main", spreading=EQUIVALENT)), []),
+    "accept an equivalent rewrite of a valid annotation": (
+        _valid(), wl(ps("main", spreading=EQUIVALENT)), []),
     "reject a membership change that introduces group disagreement": (
         wl(member("a1", 1, "g1", VALID), member("a2", 2, "g1", VALID), member("b1", 1, "g2", OTHER),
            member("b2", 2, "g2", OTHER)),
@@ -182,11 +190,11 @@ def test_gate_off_invalid_spreading_updates_remain_unvalidated() -> None:
 
 
 def test_exemption_does_not_skip_other_workload_validation() -> None:
-    """Kueue's "exemption does not skip other Workload validation": the unchanged invalid annotation is exempt,
-    two pod sets with minCount are not (PartialAdmission on, as Kueue's default)."""
+    """Kueue's "exemption does not skip other Workload validation": the unchanged invalid annotation is
+    exempt, two pod sets with minCount are not (PartialAdmission on, as Kueue's default)."""
     new = wl(ps("main", 2, INVALID), ps("other", 2, topology=None))
     for pod_set in new["spec"]["podSets"]:
         pod_set["minCount"] = 1
     got = refusal("Workload", "UPDATE", new, _invalid(), {**ON, "PartialAdmission": True})
-    assert got is not None and got.startswith("Workload ns/w: field `spec.podSets`: Invalid value: 2: at most one "
-                                              "podSet can use minCount"), got
+    assert got is not None and got.startswith("Workload ns/w: field `spec.podSets`: Invalid value: 2: at "
+                                              "most one podSet can use minCount"), got

@@ -44,8 +44,8 @@ def test_group_metadata_kueue_refuses() -> None:
 
 
 def test_a_pods_role_is_recorded_in_a_group_or_not() -> None:
-    """Kueue's webhook records the role of every Pod it makes Kueue's (``pod_webhook_test.go`` ``TestDefault``:
-    ``RoleHash`` on a single Pod's expected Pod too)."""
+    """Kueue's webhook records the role of every Pod it makes Kueue's (``pod_webhook_test.go``
+    ``TestDefault``: ``RoleHash`` on a single Pod's expected Pod too)."""
     pod = {"metadata": {"labels": {GROUP: "g"}}, "spec": {"containers": [{"name": "c"}]}}
     assert role_annotation_patch(pod) == [{"op": "add", "path": "/metadata/annotations", "value": {ROLE: "7aa6c7b8"}}]
     pod["metadata"]["annotations"] = {TOTAL: "1"}

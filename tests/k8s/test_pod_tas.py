@@ -74,12 +74,13 @@ def test_under_tas_a_pod_made_kueues_is_also_topology_gated_and_gets_its_group_i
 
 
 def test_no_index_is_given_when_the_named_label_is_missing_or_empty_or_none_is_named() -> None:
-    """Kueue #15867 (``pod_webhook_test.go`` "pod with TAS and PodGroupPodIndexLabelAnnotation naming an absent
-    label" / "... naming a label with an empty value"): an empty index, which no group could be admitted with, is
-    not written; one the Pod carries itself is kept."""
+    """Kueue #15867 (``pod_webhook_test.go`` "pod with TAS and PodGroupPodIndexLabelAnnotation naming an
+    absent label" / "... naming a label with an empty value"): an empty index, which no group could be
+    admitted with, is not written; one the Pod carries itself is kept."""
     unlabelled = _member("a", 0)
     del unlabelled["metadata"]["labels"]["app/index"]
-    assert INDEX not in _apply(unlabelled, pod_patch(unlabelled, default_queue=False, tas=True))["metadata"]["labels"]
+    assert INDEX not in _apply(unlabelled,
+                               pod_patch(unlabelled, default_queue=False, tas=True))["metadata"]["labels"]
     empty = _member("a", 0)
     empty["metadata"]["labels"].update({"app/index": "", INDEX: "1"})
     assert _apply(empty, pod_patch(empty, default_queue=False, tas=True))["metadata"]["labels"][INDEX] == "1"

@@ -1,16 +1,17 @@
 """Kueue's own Pod webhook tests as an oracle: the cases of ``TestDefault``, ``TestGetRoleHash``,
-``TestValidateCreate`` and ``TestValidateUpdate`` in ``pkg/controller/jobs/pod/pod_webhook_test.go`` (the v1beta2
-version with ``WorkloadIdentifierAnnotations`` and ``WorkloadPriorityClassDefaulting``), each translated to plain
-data and run through kueue-es's webhooks: the mutating one (:func:`connectors.k8s.pod_webhook.review`, its JSON
-patch applied to the Pod) and the validating one (:mod:`connectors.k8s.pod_validation`). Every case names the
-Kueue case it follows.
+``TestValidateCreate`` and ``TestValidateUpdate`` in ``pkg/controller/jobs/pod/pod_webhook_test.go`` (the
+v1beta2 version with ``WorkloadIdentifierAnnotations`` and ``WorkloadPriorityClassDefaulting``), each
+translated to plain data and run through kueue-es's webhooks: the mutating one
+(:func:`connectors.k8s.pod_webhook.review`, its JSON patch applied to the Pod) and the validating one
+(:mod:`connectors.k8s.pod_validation`). Every case names the Kueue case it follows.
 
 The Pod is Kueue's ``testingpod.MakePod`` as the apiserver hands it to a webhook: one container ``c`` (image
-``pause``) with no requests, ``restartPolicy: Never``; Kueue's empty annotation map and gate list are not on the
-wire (omitted when empty). Kueue's expected role ``a9f06f3a`` is the hash of its in-memory Pod, whose empty
-``requests`` map marshals as ``{}``; the wire Pod has none, which Kueue's ``GenerateRoleHash`` marshals as
-``null``: ``7aa6c7b8`` (both checked below). Validation errors are compared as Kueue's cases compare them: the
-type and field of each, in order (``cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail")``)."""
+``pause``) with no requests, ``restartPolicy: Never``; Kueue's empty annotation map and gate list are not on
+the wire (omitted when empty). Kueue's expected role ``a9f06f3a`` is the hash of its in-memory Pod, whose
+empty ``requests`` map marshals as ``{}``; the wire Pod has none, which Kueue's ``GenerateRoleHash``
+marshals as ``null``: ``7aa6c7b8`` (both checked below). Validation errors are compared as Kueue's cases
+compare them: the type and field of each, in order
+(``cmpopts.IgnoreFields(field.Error{}, "BadValue", "Detail")``)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ WIA_OFF = {"WorkloadIdentifierAnnotations": False}
 
 
 def make_pod(labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-             *, owner: dict[str, Any] | None = None, gated: bool = False, ns: str = "test-ns") -> dict[str, Any]:
+             *, owner: dict[str, Any] | None = None, gated: bool = False,
+             ns: str = "test-ns") -> dict[str, Any]:
     """Kueue's ``testingpod.MakePod("test-pod", ns)`` with these labels and annotations, on the wire."""
     meta: dict[str, Any] = {"name": "test-pod", "namespace": ns}
     if labels:
@@ -90,9 +92,10 @@ def _apply(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
 def default(pod: dict[str, Any], defaulting: PodDefaulting = ON, *, ancestor: bool | Exception = False,
             default_lq: bool = False, default_class: bool | None = None) -> dict[str, Any]:
     """The Pod as Kueue's ``PodWebhook.Default`` leaves it (its namespace ``test-ns`` labelled with its name);
-    raises :class:`AssertionError` naming the refusal when the webhook refuses it. ``ancestor``: what the walk up
-    the Pod's controllers answers (an exception: it fails); ``default_class``: whether a WorkloadPriorityClass
-    ``default`` exists (None: ``WorkloadPriorityClassDefaulting`` off, as the service wires it)."""
+    raises :class:`AssertionError` naming the refusal when the webhook refuses it. ``ancestor``: what the walk
+    up the Pod's controllers answers (an exception: it fails); ``default_class``: whether a
+    WorkloadPriorityClass ``default`` exists (None: ``WorkloadPriorityClassDefaulting`` off, as the service
+    wires it)."""
     async def namespace_labels(name: str) -> dict[str, str]:
         return {"kubernetes.io/metadata.name": name}
 
@@ -109,7 +112,8 @@ def default(pod: dict[str, Any], defaulting: PodDefaulting = ON, *, ancestor: bo
 
     body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE",
                                             "namespace": pod["metadata"]["namespace"], "object": pod}})
-    extra: dict[str, Any] = {} if default_class is None else {"has_default_priority_class": has_default_priority_class}
+    extra: dict[str, Any] = ({} if default_class is None
+                             else {"has_default_priority_class": has_default_priority_class})
     response = asyncio.run(review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry,
                                   **extra))["response"]
     if not response["allowed"]:
@@ -141,7 +145,8 @@ def test_the_wire_role_is_kueues_hash_of_the_pod_it_receives() -> None:
     """Kueue's ``a9f06f3a`` (its in-memory ``MakePod``, ``requests: {}``) and kueue-es's hash of the wire Pod
     (``requests`` absent, ``null`` in Kueue's shape) are both Kueue's ``GenerateRoleHash``."""
     def kueue_hash(requests: Any) -> str:
-        shape = {"spec": {"affinity": None, "containers": [{"ports": None, "resources": {"requests": requests}}],
+        shape = {"spec": {"affinity": None,
+                          "containers": [{"ports": None, "resources": {"requests": requests}}],
                           "initContainers": None, "nodeSelector": None, "overhead": None, "priority": None,
                           "resourceClaims": None, "runtimeClassName": None, "tolerations": None,
                           "topologySpreadConstraints": None}}
@@ -151,7 +156,7 @@ def test_the_wire_role_is_kueues_hash_of_the_pod_it_receives() -> None:
     assert kueue_hash(None) == WIRE_ROLE == role_hash(make_pod()["spec"])
 
 
-# --- TestDefault -------------------------------------------------------------------------------------------------
+# --- TestDefault --------------------------------------------------------------------------------------------
 
 def test_pod_with_suspend_by_parent_annotation_should_skip_finalizer() -> None:
     pod = make_pod({Q: "test-queue"}, {PARENT: "test"})
@@ -193,11 +198,14 @@ def test_pod_with_owner_reference_to_a_missing_parent_while_not_terminating_shou
 
 
 @pytest.mark.parametrize(("framework", "api_version", "kind"), [
-    pytest.param("ray.io/raycluster", "ray.io/v1", "RayCluster", id="pod with owner managed by kueue (RayCluster)"),
-    pytest.param("kubeflow.org/mpijob", "kubeflow.org/v2beta1", "MPIJob", id="pod with owner managed by kueue (MPIJob)"),
+    pytest.param("ray.io/raycluster", "ray.io/v1", "RayCluster",
+                 id="pod with owner managed by kueue (RayCluster)"),
+    pytest.param("kubeflow.org/mpijob", "kubeflow.org/v2beta1", "MPIJob",
+                 id="pod with owner managed by kueue (MPIJob)"),
     pytest.param("kubeflow.org/pytorchjob", "kubeflow.org/v1", "PyTorchJob",
                  id="pod with owner managed by kueue (PyTorchJob)"),
-    pytest.param("kubeflow.org/tfjob", "kubeflow.org/v1", "TFJob", id="pod with owner managed by kueue (TFJob)"),
+    pytest.param("kubeflow.org/tfjob", "kubeflow.org/v1", "TFJob",
+                 id="pod with owner managed by kueue (TFJob)"),
     pytest.param("kubeflow.org/xgboostjob", "kubeflow.org/v1", "XGBoostJob",
                  id="pod with owner managed by kueue (XGBoostJob)"),
     pytest.param("kubeflow.org/paddlejob", "kubeflow.org/v1", "PaddleJob",
@@ -224,12 +232,14 @@ def test_pod_with_tas() -> None:
 
 
 def test_pod_with_tas_and_pod_group_pod_index_label_annotation() -> None:
-    pod = make_pod({Q: "test-queue", "test-label": "test-value"}, {INDEX_FROM: "test-label", REQUIRED: "block"})
+    pod = make_pod({Q: "test-queue", "test-label": "test-value"},
+                   {INDEX_FROM: "test-label", REQUIRED: "block"})
     assert default(pod) == kueues(pod, labels={INDEX: "test-value"}, gates=(ADMISSION, TOPOLOGY))
 
 
 @pytest.mark.parametrize("labels", [
-    pytest.param({Q: "test-queue"}, id="pod with TAS and PodGroupPodIndexLabelAnnotation naming an absent label"),
+    pytest.param({Q: "test-queue"},
+                 id="pod with TAS and PodGroupPodIndexLabelAnnotation naming an absent label"),
     pytest.param({Q: "test-queue", "test-label": ""},
                  id="pod with TAS and PodGroupPodIndexLabelAnnotation naming a label with an empty value"),
 ])
@@ -250,7 +260,8 @@ def test_pod_with_tas_and_pod_group_pod_index_label_annotation_carrying_no_label
     pytest.param({}, True, {Q: "default"}, id="default queue is created, pod has no queue label"),
     pytest.param({Q: "queue"}, True, {}, id="default queue is created, pod has queue label"),
 ])
-def test_local_queue_defaulting(labels: dict[str, str], default_lq: bool, want_labels: dict[str, str]) -> None:
+def test_local_queue_defaulting(labels: dict[str, str], default_lq: bool,
+                                want_labels: dict[str, str]) -> None:
     pod = make_pod(labels)
     assert default(pod, TAS_OFF, default_lq=default_lq) == kueues(pod, labels=want_labels)
 
@@ -266,12 +277,13 @@ def test_doesnt_match_the_managed_jobs_namespace_selector() -> None:
 
 
 @pytest.mark.parametrize(("labels", "default_class", "want_labels"), [
-    pytest.param({Q: "queue"}, True, {PRIORITY: "default"}, id="default WorkloadPriorityClass is applied when "
-                 "feature gate is enabled and pod has no priority class label"),
+    pytest.param({Q: "queue"}, True, {PRIORITY: "default"}, id="default WorkloadPriorityClass is applied "
+                 "when feature gate is enabled and pod has no priority class label"),
     pytest.param({Q: "queue"}, None, {},
                  id="default WorkloadPriorityClass is not applied when feature gate is disabled"),
     pytest.param({Q: "queue", PRIORITY: "high"}, True, {},
-                 id="default WorkloadPriorityClass is not applied when pod already has a priority class label"),
+                 id="default WorkloadPriorityClass is not applied when pod already has a priority class "
+                 "label"),
     pytest.param({Q: "queue"}, False, {}, id="default WorkloadPriorityClass is not applied when default "
                  "WorkloadPriorityClass does not exist"),
 ])
@@ -281,11 +293,11 @@ def test_default_workload_priority_class(labels: dict[str, str], default_class: 
     assert default(pod, TAS_OFF, default_class=default_class) == kueues(pod, labels=want_labels)
 
 
-# --- TestGetRoleHash ---------------------------------------------------------------------------------------------
+# --- TestGetRoleHash ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("one", "two"), [
-    pytest.param({"metadata": {"labels": {MANAGED: "true"}}}, {}, id="kueue.x-k8s.io/* labels shouldn't affect "
-                 "the role"),
+    pytest.param({"metadata": {"labels": {MANAGED: "true"}}}, {}, id="kueue.x-k8s.io/* labels shouldn't "
+                 "affect the role"),
     pytest.param({"volumes": [{"name": "volume1"}]}, {"volumes": [{"name": "volume2"}]},
                  id="volume name shouldn't affect the role"),
     pytest.param({"volumes": [{"name": "volume", "persistentVolumeClaim": {"claimName": "claim1"}}]},
@@ -300,7 +312,7 @@ def test_get_role_hash(one: dict[str, Any], two: dict[str, Any]) -> None:
     assert role_hash(spec(one)) == role_hash(spec(two))
 
 
-# --- TestValidateCreate / TestValidateUpdate ---------------------------------------------------------------------
+# --- TestValidateCreate / TestValidateUpdate ----------------------------------------------------------------
 
 def fields(errors: list[str]) -> list[tuple[str, str]]:
     """(type, field) of each error, as Kueue's cases compare them."""
@@ -354,14 +366,14 @@ CREATE_CASES = [
                  id="prebuilt workload label fallback for pod, WorkloadIdentifierAnnotations enabled"),
     pytest.param({PREBUILT: "workload-a"}, {PREBUILT: "workload-b"}, {}, [], id="prebuilt workload different "
                  "label and annotation, label ignored, WorkloadIdentifierAnnotations enabled"),
-    pytest.param({}, {PREBUILT: "group-name", GROUP: "group-name", TOTAL: "3"}, {}, [], id="prebuilt workload "
-                 "annotation matches group name annotation, WorkloadIdentifierAnnotations enabled"),
+    pytest.param({}, {PREBUILT: "group-name", GROUP: "group-name", TOTAL: "3"}, {}, [], id="prebuilt "
+                 "workload annotation matches group name annotation, WorkloadIdentifierAnnotations enabled"),
     pytest.param({}, {PREBUILT: "workload-name", GROUP: "group-name", TOTAL: "3"}, {},
                  [invalid(PREBUILT_ANNOTATION_PATH)], id="prebuilt workload annotation mismatches group name "
                  "annotation, WorkloadIdentifierAnnotations enabled"),
     pytest.param({PREBUILT: "workload-name"}, {GROUP: "group-name", TOTAL: "3"}, {},
-                 [invalid(PREBUILT_LABEL_PATH)], id="prebuilt workload label mismatches group name annotation, "
-                 "WorkloadIdentifierAnnotations enabled"),
+                 [invalid(PREBUILT_LABEL_PATH)], id="prebuilt workload label mismatches group name "
+                 "annotation, WorkloadIdentifierAnnotations enabled"),
     pytest.param({GROUP: "group-name"}, {PREBUILT: "workload-name", TOTAL: "3"}, {},
                  [invalid(PREBUILT_ANNOTATION_PATH)], id="prebuilt workload annotation mismatches group name "
                  "label, WorkloadIdentifierAnnotations enabled"),
@@ -371,8 +383,8 @@ CREATE_CASES = [
                  id="invalid group name label, WorkloadIdentifierAnnotations enabled"),
     pytest.param({}, {GROUP: "group name", TOTAL: "3"}, {}, [invalid(GROUP_ANNOTATION_PATH)],
                  id="invalid group name annotation, WorkloadIdentifierAnnotations enabled"),
-    pytest.param({GROUP: "group-name-a"}, {GROUP: "group-name-b", TOTAL: "3"}, {}, [], id="different group name "
-                 "label and annotation, label ignored, WorkloadIdentifierAnnotations enabled"),
+    pytest.param({GROUP: "group-name-a"}, {GROUP: "group-name-b", TOTAL: "3"}, {}, [], id="different group "
+                 "name label and annotation, label ignored, WorkloadIdentifierAnnotations enabled"),
 ]
 
 
@@ -383,7 +395,8 @@ def test_validate_create(labels: dict[str, str], annotations: dict[str, str], ga
 
 
 def _group_pod(name: str, *, annotation: bool = False, **more: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(labels, annotations) of a Pod of group ``name`` (named in the annotation with ``annotation``), total 2."""
+    """(labels, annotations) of a Pod of group ``name`` (named in the annotation with ``annotation``),
+    total 2."""
     if annotation:
         return {}, {GROUP: name, TOTAL: "2", **more}
     return {GROUP: name}, {TOTAL: "2", **more}
@@ -413,15 +426,18 @@ UPDATE_CASES = [
                  id="pod group name label replaced with annotation, WorkloadIdentifierAnnotations enabled"),
     pytest.param(({}, {}), _group_pod("test-group-new"), WIA_OFF, [], id="assign pod group name"),
     pytest.param(_group_pod("test-group", **{RETRIABLE: "false"}), _group_pod("test-group"), WIA_OFF,
-                 [forbidden(f"metadata.annotations[{RETRIABLE}]")], id="retriable in group annotation is removed"),
-    pytest.param(_group_pod("test-group", **{RETRIABLE: "false"}), _group_pod("test-group", **{RETRIABLE: "true"}),
+                 [forbidden(f"metadata.annotations[{RETRIABLE}]")],
+                 id="retriable in group annotation is removed"),
+    pytest.param(_group_pod("test-group", **{RETRIABLE: "false"}),
+                 _group_pod("test-group", **{RETRIABLE: "true"}),
                  WIA_OFF, [forbidden(f"metadata.annotations[{RETRIABLE}]")],
                  id="retriable in group annotation is changed from false to true"),
 ]
 
 
 @pytest.mark.parametrize(("old", "new", "gates", "want"), UPDATE_CASES)
-def test_validate_update(old: tuple[dict[str, str], dict[str, str]], new: tuple[dict[str, str], dict[str, str]],
+def test_validate_update(old: tuple[dict[str, str], dict[str, str]],
+                         new: tuple[dict[str, str], dict[str, str]],
                          gates: dict[str, bool], want: list[tuple[str, str]]) -> None:
     errors = pod_validation.update_errors(make_pod(*old), make_pod(*new), gates)
     assert fields(errors) == want
@@ -433,11 +449,12 @@ PREBUILT_UPDATE_CASES = [
                  [invalid(PREBUILT_LABEL_PATH)], id="prebuilt workload for pod group invalid"),
     pytest.param(({}, {PREBUILT: "group-name", GROUP: "group-name", TOTAL: "3"}),
                  ({}, {PREBUILT: "group-name", GROUP: "group-name", TOTAL: "3"}), {}, [],
-                 id="prebuilt workload annotation unchanged on update, WorkloadIdentifierAnnotations enabled"),
+                 id="prebuilt workload annotation unchanged on update, WorkloadIdentifierAnnotations "
+                 "enabled"),
     pytest.param(({}, {PREBUILT: "group-name", GROUP: "group-name", TOTAL: "3"}),
                  ({}, {PREBUILT: "workload-name", GROUP: "group-name", TOTAL: "3"}), {},
-                 [invalid(PREBUILT_ANNOTATION_PATH)], id="prebuilt workload annotation mismatches group name on "
-                 "update, WorkloadIdentifierAnnotations enabled"),
+                 [invalid(PREBUILT_ANNOTATION_PATH)], id="prebuilt workload annotation mismatches group name "
+                 "on update, WorkloadIdentifierAnnotations enabled"),
 ]
 
 
@@ -450,10 +467,10 @@ def test_validate_update_of_a_gated_pods_prebuilt_workload(
     assert fields(errors) == want
 
 
-# --- the managed label's warning ---------------------------------------------------------------------------------
+# --- the managed label's warning ----------------------------------------------------------------------------
 
-OWNED_WARNING = ("pod owner is managed by kueue, label 'kueue.x-k8s.io/managed=true' might lead to unexpected "
-                 "behaviour")
+OWNED_WARNING = ("pod owner is managed by kueue, label 'kueue.x-k8s.io/managed=true' might lead to "
+                 "unexpected behaviour")
 
 
 def validate(new: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -469,14 +486,15 @@ def validate(new: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str
 
 
 @pytest.mark.parametrize(("old", "new", "warned"), [
-    pytest.param(None, make_pod({MANAGED: "true"}, owner=JOB), True, id="create: pod owner is managed by kueue"),
+    pytest.param(None, make_pod({MANAGED: "true"}, owner=JOB), True,
+                 id="create: pod owner is managed by kueue"),
     pytest.param(make_pod({MANAGED: "true"}, owner=JOB), make_pod({MANAGED: "true"}, owner=JOB), True,
                  id="update: pods owner is managed by kueue, managed label is set for both pods"),
     pytest.param(make_pod(owner=JOB), make_pod({MANAGED: "true"}, owner=JOB), True,
                  id="update: pod owner is managed by kueue, managed label is set for new pod"),
     pytest.param(make_pod(owner=JOB), make_pod({MANAGED: "true"}, {PARENT: "job"}, owner=JOB), False,
-                 id="update: pod owner is managed by kueue, managed label is set for new pod with suspend by parent "
-                 "annotation"),
+                 id="update: pod owner is managed by kueue, managed label is set for new pod with suspend by "
+                 "parent annotation"),
 ])
 def test_a_managed_label_under_a_kueue_managed_owner_is_warned_of(
         old: dict[str, Any] | None, new: dict[str, Any], warned: bool) -> None:
@@ -487,8 +505,8 @@ def test_a_managed_label_under_a_kueue_managed_owner_is_warned_of(
 
 
 def test_no_warning_without_the_owners_integration_or_the_label() -> None:
-    """``IsOwnerManagedByKueueForObject`` asks the enabled integrations: a Job's Pod with ``batch/job`` off, or one
-    without the managed label, is not warned of."""
+    """``IsOwnerManagedByKueueForObject`` asks the enabled integrations: a Job's Pod with ``batch/job`` off,
+    or one without the managed label, is not warned of."""
     assert "warnings" not in validate(make_pod(owner=JOB))
     owned = make_pod({MANAGED: "true"}, owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"})
     assert "warnings" not in validate(owned), "a ReplicaSet is no integration's"

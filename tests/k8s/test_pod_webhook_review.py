@@ -305,8 +305,8 @@ def test_every_pod_made_kueues_gets_its_role_whatever_names_its_group(gate: bool
     response, _ = _review(pod, defaulting)
     assert role in _ops(response)
     response, _ = _review(_pod({Q: "lq"}), defaulting)
-    assert {"op": "add", "path": "/metadata/annotations", "value": {"kueue.x-k8s.io/role-hash": "7aa6c7b8"}} in _ops(
-        response), "a single Pod too"
+    assert {"op": "add", "path": "/metadata/annotations",
+            "value": {"kueue.x-k8s.io/role-hash": "7aa6c7b8"}} in _ops(response), "a single Pod too"
 
 
 # --- manageJobsWithoutQueueName ---------------------------------------------------------------------------------
@@ -318,7 +318,8 @@ UNQUEUED_ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["bat
 def test_under_the_option_a_pod_naming_no_queue_is_gated_without_a_queue_name() -> None:
     response, asked = _review(_pod({"app": "x"}), UNQUEUED_ON)
     assert _ops(response) == [
-        ROLE_OP, {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"}, *TAS_GATED]
+        ROLE_OP, {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"},
+        *TAS_GATED]
     assert asked == ["namespace team", "default queue team"]
     response, _ = _review(_pod({"app": "x"}), UNQUEUED_ON, default_queue=True)
     assert _ops(response)[1] == {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name",

@@ -1,7 +1,8 @@
 """Kueue's own Ray and AppWrapper unit tests as the oracle (session 47): cases of Kueue's
 ``pkg/controller/jobs/raycluster/common_test.go`` (``TestBuildPodSets``, ``TestUpdatePodSets``,
-``TestUpdateRayClusterSpecToRunWithPodSetsInfo``, ``TestRestorePodSetsInfo``, ``TestValidateCreateRayClusterSpec``),
-``raycluster_controller_test.go``, ``raycluster_webhook_test.go``, ``rayjob_controller_test.go``
+``TestUpdateRayClusterSpecToRunWithPodSetsInfo``, ``TestRestorePodSetsInfo``,
+``TestValidateCreateRayClusterSpec``), ``raycluster_controller_test.go``, ``raycluster_webhook_test.go``,
+``rayjob_controller_test.go``
 (``TestNodeSelectors``, ``Test_RayJobFinished``), ``rayservice_controller.go`` and
 ``appwrapper_controller_test.go`` / ``appwrapper_webhook_test.go``, each id naming Kueue's case, run against
 kueue-es's own functions for the rule."""
@@ -42,7 +43,8 @@ def _group(name: str, replicas: int | None = None, hosts: int = 0, **spec: Any) 
 
 
 def _spec(*groups: dict[str, Any], head: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"headGroupSpec": {"template": head or _template("head")}, "workerGroupSpecs": list(groups), **extra}
+    return {"headGroupSpec": {"template": head or _template("head")}, "workerGroupSpecs": list(groups),
+            **extra}
 
 
 def _raw_cluster(spec: dict[str, Any], annotations: dict[str, str] | None = None,
@@ -56,15 +58,17 @@ def _raw_cluster(spec: dict[str, Any], annotations: dict[str, str] | None = None
 
 def _raw_job(spec: dict[str, Any], mode: str = "K8sJobMode", **extra: Any) -> dict[str, Any]:
     return {"apiVersion": "ray.io/v1", "kind": "RayJob",
-            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "resourceVersion": "1", "labels": {Q: "lq"}},
-            "spec": {"submissionMode": mode, "shutdownAfterJobFinishes": True, "rayClusterSpec": spec, **extra}}
+            "metadata": {"name": "job", "namespace": "ns", "uid": "u", "resourceVersion": "1",
+                         "labels": {Q: "lq"}},
+            "spec": {"submissionMode": mode, "shutdownAfterJobFinishes": True, "rayClusterSpec": spec,
+                     **extra}}
 
 
 def _counts(sets: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return [(ps["name"], ps["count"]) for ps in sets]
 
 
-# --- common_test.go TestBuildPodSets ------------------------------------------------------------------------------
+# --- common_test.go TestBuildPodSets ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("spec", "want"), [
@@ -87,7 +91,8 @@ def _head_requests(spec: dict[str, Any], annotations: dict[str, str]) -> list[di
     return rc.cluster_pod_sets(spec, tas=False, annotations=annotations)[0]["template"]["spec"]["containers"]
 
 
-def test_build_pod_sets_gcs_fault_tolerance_folds_the_redis_cleanup_into_the_head_keeping_the_larger() -> None:
+def test_build_pod_sets_gcs_fault_tolerance_folds_the_redis_cleanup_into_the_head_keeping_the_larger(
+) -> None:
     """``TestBuildPodSets/spec with gcs fault tolerance``: head requests ``cpu: 1`` stay 1 (larger than the
     cleanup's 200m), ``memory: 256Mi`` added; labels kept; the worker group unchanged."""
     head = {"metadata": {"labels": {"ray.io/cluster": "raycluster"}},
@@ -96,14 +101,15 @@ def test_build_pod_sets_gcs_fault_tolerance_folds_the_redis_cleanup_into_the_hea
     spec = _spec(_group("workers", 1), head=head, gcsFaultToleranceOptions={"redisAddress": "redis:6379"})
     sets = rc.cluster_pod_sets(spec, tas=False, annotations={})
     assert sets[0]["template"]["metadata"] == {"labels": {"ray.io/cluster": "raycluster"}}
-    assert sets[0]["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "256Mi"}}
+    assert sets[0]["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "256Mi"}}
     assert sets[1]["template"] == spec["workerGroupSpecs"][0]["template"]
     assert spec["headGroupSpec"]["template"] == head, "the Ray object is left as written"
 
 
 def test_build_pod_sets_gcs_fault_tolerance_annotation_requests_the_cleanup_on_a_bare_head() -> None:
-    """``TestBuildPodSets/spec with gcs fault tolerance annotation``: ``ray.io/ft-enabled: "true"`` on the object,
-    no worker group: only the head, requesting 200m and 256Mi."""
+    """``TestBuildPodSets/spec with gcs fault tolerance annotation``: ``ray.io/ft-enabled: "true"`` on the
+    object, no worker group: only the head, requesting 200m and 256Mi."""
     head = {"spec": {"containers": [{"name": "head", "image": "rayproject/ray:2.0.0"}]}}
     sets = rc.cluster_pod_sets({"headGroupSpec": {"template": head}}, tas=False,
                                annotations={"ray.io/ft-enabled": "true"})
@@ -120,9 +126,10 @@ def test_build_pod_sets_gcs_fault_tolerance_and_missing_head_container_is_an_err
 
 
 @pytest.mark.parametrize(("options", "want"), [
-    pytest.param(None, {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}},
-                 id="TestBuildPodSets/autoscaler sidecar added to head podSet with default resources when in-tree "
-                    "autoscaling is enabled"),
+    pytest.param(None, {"requests": {"cpu": "500m", "memory": "512Mi"},
+                        "limits": {"cpu": "500m", "memory": "512Mi"}},
+                 id="TestBuildPodSets/autoscaler sidecar added to head podSet with default resources when "
+                    "in-tree autoscaling is enabled"),
     pytest.param({"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}},
                  {"requests": {"cpu": "250m", "memory": "256Mi"}},
                  id="TestBuildPodSets/autoscaler sidecar uses AutoscalerOptions.Resources override when set"),
@@ -135,7 +142,7 @@ def test_build_pod_sets_autoscaler_sidecar(options: dict[str, Any] | None, want:
     assert containers == [{"name": "head"}, {"name": "autoscaler", "resources": want}]
 
 
-# --- common_test.go TestUpdatePodSets (the live RayCluster's worker counts) ----------------------------------------
+# --- common_test.go TestUpdatePodSets (the live RayCluster's worker counts) ---------------------------------
 
 
 def _live(*groups: dict[str, Any]) -> rc.RayCluster:
@@ -166,7 +173,7 @@ def test_update_pod_sets_from_the_live_cluster(own: rc.RayClusterSpec, live: rc.
     assert rc.autoscaled_counts(own, live) == want
 
 
-# --- common_test.go TestUpdateRayClusterSpecToRunWithPodSetsInfo ---------------------------------------------------
+# --- common_test.go TestUpdateRayClusterSpecToRunWithPodSetsInfo --------------------------------------------
 
 
 TOL1 = o.Toleration(key="key1", operator="Equal", value="value1", effect="NoSchedule")
@@ -196,8 +203,8 @@ TOL2 = o.Toleration(key="key2", operator="Equal", value="value2", effect="NoExec
          for n, t in (("workers1", "worker1"), ("workers2", "worker2"))],
         id="TestUpdateRayClusterSpecToRunWithPodSetsInfo/update multiple worker groups"),
 ])
-def test_run_with_pod_sets_info(groups: list[str], infos: list[podsetinfo.PodSetInfo], want_head: dict[str, Any],
-                                want_workers: list[dict[str, Any]]) -> None:
+def test_run_with_pod_sets_info(groups: list[str], infos: list[podsetinfo.PodSetInfo],
+                                want_head: dict[str, Any], want_workers: list[dict[str, Any]]) -> None:
     raw = _raw_cluster(_spec(*(_group(g) for g in groups), suspend=True))
     before = copy.deepcopy(raw)
     spec = rc.start_templates(raw["spec"], infos)
@@ -207,7 +214,7 @@ def test_run_with_pod_sets_info(groups: list[str], infos: list[podsetinfo.PodSet
     assert rc.start_patch(raw, infos)["spec"]["suspend"] is False
 
 
-# --- common_test.go TestRestorePodSetsInfo, and the count check of RestorePodSetsInfo --------------------------------
+# --- common_test.go TestRestorePodSetsInfo, and the count check of RestorePodSetsInfo -----------------------
 
 
 def _saved(*names_and_selectors: tuple[str, dict[str, str]]) -> list[o.PodSet]:
@@ -216,8 +223,8 @@ def _saved(*names_and_selectors: tuple[str, dict[str, str]]) -> list[o.PodSet]:
 
 
 def test_restore_with_different_node_selector() -> None:
-    """``TestRestorePodSetsInfo/restore with different node selector``: each template's node selector set back to
-    the recorded (empty) one."""
+    """``TestRestorePodSetsInfo/restore with different node selector``: each template's node selector set back
+    to the recorded (empty) one."""
     raw = _raw_cluster(_spec(_group("workers", nodeSelector={"node-type": "worker"}),
                              head=_template("head", nodeSelector={"node-type": "head"}), suspend=False))
     spec = rc.restored_templates(raw["spec"], _saved(("head", {}), ("workers", {})))
@@ -232,9 +239,9 @@ def test_no_changes_when_no_restoration_needed() -> None:
 
 
 def test_raycluster_restore_is_skipped_when_the_pod_set_count_differs() -> None:
-    """Kueue's ``raycluster.RestorePodSetsInfo`` (common.go): "Skipping pod set info restore because the pod set
-    count does not match the admitted workload" — with a worker group added since admission, no template is given
-    back anything; the object is only suspended."""
+    """Kueue's ``raycluster.RestorePodSetsInfo`` (common.go): "Skipping pod set info restore because the pod
+    set count does not match the admitted workload" — with a worker group added since admission, no template
+    is given back anything; the object is only suspended."""
     raw = _raw_cluster(_spec(_group("workers", nodeSelector={"pool": "w"}), _group("extra"),
                              head=_template("head", nodeSelector={"pool": "h"}), suspend=False))
     assert rc.stop_patch(raw, _saved(("head", {}), ("workers", {})))["spec"] == {"suspend": True}
@@ -243,16 +250,16 @@ def test_raycluster_restore_is_skipped_when_the_pod_set_count_differs() -> None:
 def test_raycluster_restore_is_by_position_head_first() -> None:
     """Kueue's ``raycluster.RestorePodSetsInfo`` gives the head ``podSetsInfo[0]`` and worker group ``i``
     ``podSetsInfo[i+1]``, by position (the infos come from the Workload's pod sets in order), not by name."""
-    raw = _raw_cluster(_spec(_group("renamed", nodeSelector={"pool": "w"}), head=_template("head", nodeSelector={
-        "pool": "h"}), suspend=False))
+    raw = _raw_cluster(_spec(_group("renamed", nodeSelector={"pool": "w"}),
+                             head=_template("head", nodeSelector={"pool": "h"}), suspend=False))
     spec = rc.stop_patch(raw, _saved(("head", {"zone": "a"}), ("workers", {"zone": "b"})))["spec"]
     assert spec["headGroupSpec"]["template"]["spec"]["nodeSelector"] == {"pool": None, "zone": "a"}
     assert spec["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] == {"zone": "b"}
 
 
 def test_rayjob_restore_is_skipped_when_the_pod_set_count_differs() -> None:
-    """Kueue's ``RayJob.RestorePodSetsInfo``: the expected count is the cluster's pod sets plus the submitter in
-    ``K8sJobMode``; another count restores nothing, the submitter's template neither."""
+    """Kueue's ``RayJob.RestorePodSetsInfo``: the expected count is the cluster's pod sets plus the submitter
+    in ``K8sJobMode``; another count restores nothing, the submitter's template neither."""
     submitter = _template("s", nodeSelector={"pool": "s"})
     raw = _raw_job(_spec(_group("workers", nodeSelector={"pool": "w"}), head=_template("head", nodeSelector={
         "pool": "h"})), submitterPodTemplate=submitter, suspend=False)
@@ -273,12 +280,12 @@ def test_rayservice_restore_is_skipped_when_the_pod_set_count_differs() -> None:
         "rayClusterConfig": {"suspend": True}}
 
 
-# --- rayjob_controller_test.go TestNodeSelectors ---------------------------------------------------------------------
+# --- rayjob_controller_test.go TestNodeSelectors ------------------------------------------------------------
 
 
 def test_rayjob_node_selectors_valid_configuration_run_then_restore() -> None:
-    """``TestNodeSelectors/valid configuration`` (HTTPMode-free builder: no submitter): run adds the head's new key,
-    keeps the worker groups' own; restore gives back exactly the recorded selectors."""
+    """``TestNodeSelectors/valid configuration`` (HTTPMode-free builder: no submitter): run adds the head's
+    new key, keeps the worker groups' own; restore gives back exactly the recorded selectors."""
     spec = _spec({"groupName": "", "template": {"spec": {"nodeSelector": {"key-wg1": "value-wg1"}}}},
                  {"groupName": "", "template": {"spec": {"nodeSelector": {"key-wg2": "value-wg2"}}}},
                  head={"spec": {"nodeSelector": {}}})
@@ -303,19 +310,21 @@ def test_rayjob_node_selectors_invalid_run_info_conflicts() -> None:
     assert raw == before
 
 
-# --- rayjob_controller_test.go Test_RayJobFinished ----------------------------------------------------------------
+# --- rayjob_controller_test.go Test_RayJobFinished ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(("job_status", "deployment", "want"), [
-    pytest.param("RUNNING", "Running", None, id="Test_RayJobFinished/jobStatus=Running, jobDeploymentStatus=Running"),
+    pytest.param("RUNNING", "Running", None,
+                 id="Test_RayJobFinished/jobStatus=Running, jobDeploymentStatus=Running"),
     pytest.param("SUCCEEDED", "Complete", "Succeeded",
                  id="Test_RayJobFinished/jobStatus=Succeeded, jobDeploymentStatus=Complete"),
     pytest.param("FAILED", "Complete", "Failed",
                  id="Test_RayJobFinished/jobStatus=Failed, jobDeploymentStatus=Complete"),
-    pytest.param("FAILED", "Failed", "Failed", id="Test_RayJobFinished/jobStatus=Failed, jobDeploymentStatus=Failed"),
+    pytest.param("FAILED", "Failed", "Failed",
+                 id="Test_RayJobFinished/jobStatus=Failed, jobDeploymentStatus=Failed"),
     pytest.param("RUNNING", "Failed", "Failed",
-                 id="Test_RayJobFinished/jobStatus=Running, jobDeploymentStatus=Failed (when activeDeadlineSeconds "
-                    "is exceeded)"),
+                 id="Test_RayJobFinished/jobStatus=Running, jobDeploymentStatus=Failed (when "
+                    "activeDeadlineSeconds is exceeded)"),
 ])
 def test_rayjob_finished(job_status: str, deployment: str, want: str | None) -> None:
     raw = {**_raw_job(_spec()), "status": {"jobStatus": job_status, "jobDeploymentStatus": deployment}}
@@ -331,7 +340,7 @@ def test_a_rayservice_is_never_finished_whatever_its_status() -> None:
     assert rs.finished(msgspec.convert(raw, rs.RayService)) is None
 
 
-# --- common_test.go TestValidateCreateRayClusterSpec, through the RayJob webhook's create rules --------------------
+# --- common_test.go TestValidateCreateRayClusterSpec, through the RayJob webhook's create rules -------------
 
 
 def _webhook_job(spec: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -348,10 +357,11 @@ def _many(n: int, first: str | None = None) -> list[dict[str, Any]]:
     return groups
 
 
-AUTOSCALING = ("spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only "
-               "use autoscaling when workload slicing is enabled")
+AUTOSCALING = ("spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should "
+               "only use autoscaling when workload slicing is enabled")
 TOO_MANY = "spec.rayClusterSpec.workerGroupSpecs: Too many: 19: must have at most 18 items"
-HEAD_NAME = 'spec.rayClusterSpec.workerGroupSpecs[0].groupName: Forbidden: "head" is reserved for the head group'
+HEAD_NAME = ('spec.rayClusterSpec.workerGroupSpecs[0].groupName: Forbidden: "head" is reserved for the head '
+             'group')
 
 
 @pytest.mark.parametrize(("spec", "annotations", "want"), [
@@ -360,7 +370,8 @@ HEAD_NAME = 'spec.rayClusterSpec.workerGroupSpecs[0].groupName: Forbidden: "head
                  id="TestValidateCreateRayClusterSpec/autoscaling enabled without workload slicing"),
     pytest.param(_spec(_group("workers"), enableInTreeAutoscaling=True), ELASTIC, [],
                  id="TestValidateCreateRayClusterSpec/autoscaling enabled with workload slicing"),
-    pytest.param(_spec(*_many(18)), None, [TOO_MANY], id="TestValidateCreateRayClusterSpec/too many worker groups"),
+    pytest.param(_spec(*_many(18)), None, [TOO_MANY],
+                 id="TestValidateCreateRayClusterSpec/too many worker groups"),
     pytest.param(_spec(_group("head")), None, [HEAD_NAME],
                  id="TestValidateCreateRayClusterSpec/worker group named 'head'"),
     pytest.param(_spec(*_many(18, first="head"), enableInTreeAutoscaling=True), None,
@@ -371,14 +382,15 @@ def test_validate_create_ray_cluster_spec(spec: dict[str, Any], annotations: dic
     assert rw.rayjob_create_errors(_webhook_job(spec, annotations), ELASTIC_GATE) == want
 
 
-# --- raycluster_webhook_test.go TestValidateCreate (TAS) -------------------------------------------------------------
+# --- raycluster_webhook_test.go TestValidateCreate (TAS) ----------------------------------------------------
 
 TAS = {"TopologyAwareScheduling": True}
 REQ, PREF = "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"
 SLICE_REQ, SLICE_SIZE = "kueue.x-k8s.io/podset-slice-required-topology", "kueue.x-k8s.io/podset-slice-size"
 GROUP = "kueue.x-k8s.io/podset-group-name"
-MORE_THAN_ONE = ('must not contain more than one topology annotation: ["kueue.x-k8s.io/podset-required-topology", '
-                 '"kueue.x-k8s.io/podset-preferred-topology", "kueue.x-k8s.io/podset-unconstrained-topology"]')
+MORE_THAN_ONE = ('must not contain more than one topology annotation: '
+                 '["kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology", '
+                 '"kueue.x-k8s.io/podset-unconstrained-topology"]')
 HEAD_AT = "spec.headGroupSpec.template.metadata.annotations"
 
 
@@ -409,44 +421,50 @@ def _queued_cluster(head: dict[str, str] | None, *groups: dict[str, Any]) -> dic
                   f"spec.workerGroupSpecs[0].template.metadata.annotations: Invalid value: {MORE_THAN_ONE}"],
                  id="raycluster_webhook TestValidateCreate/invalid topology request"),
     pytest.param(_queued_cluster({REQ: "cloud.com/block", SLICE_REQ: "cloud.com/block", SLICE_SIZE: "2"},
-                                 _wg("wg1", {REQ: "cloud.com/block", SLICE_REQ: "cloud.com/block", SLICE_SIZE: "10"}, 5),
-                                 _wg("wg2", {REQ: "cloud.com/block", SLICE_REQ: "cloud.com/block", SLICE_SIZE: "20"},
-                                     10)),
+                                 _wg("wg1", {REQ: "cloud.com/block", SLICE_REQ: "cloud.com/block",
+                                             SLICE_SIZE: "10"}, 5),
+                                 _wg("wg2", {REQ: "cloud.com/block", SLICE_REQ: "cloud.com/block",
+                                             SLICE_SIZE: "20"}, 10)),
                  [f'{HEAD_AT}[{SLICE_SIZE}]: Invalid value: "2": must not be greater than pod set count 1',
-                  f"spec.workerGroupSpecs[0].template.metadata.annotations[{SLICE_SIZE}]: Invalid value: \"10\": "
-                  "must not be greater than pod set count 5",
-                  f"spec.workerGroupSpecs[1].template.metadata.annotations[{SLICE_SIZE}]: Invalid value: \"20\": "
-                  "must not be greater than pod set count 10"],
-                 id="raycluster_webhook TestValidateCreate/invalid slice topology request - slice size larger than "
-                    "number of podsets"),
-    pytest.param(_queued_cluster({GROUP: "1podset", REQ: "b"}, *(_wg(f"wg{i}", {GROUP: "3podsets", REQ: "b"}, r)
-                                                             for i, r in ((1, 5), (2, 10), (3, 10)))),
-                 [f'{HEAD_AT}[{GROUP}]: Invalid value: "1podset": can only define groups of exactly 2 pod sets, '
-                  "got: 1 pod set(s)",
+                  f"spec.workerGroupSpecs[0].template.metadata.annotations[{SLICE_SIZE}]: "
+                  "Invalid value: \"10\": must not be greater than pod set count 5",
+                  f"spec.workerGroupSpecs[1].template.metadata.annotations[{SLICE_SIZE}]: "
+                  "Invalid value: \"20\": must not be greater than pod set count 10"],
+                 id="raycluster_webhook TestValidateCreate/invalid slice topology request - slice size "
+                    "larger than number of podsets"),
+    pytest.param(_queued_cluster({GROUP: "1podset", REQ: "b"},
+                                 *(_wg(f"wg{i}", {GROUP: "3podsets", REQ: "b"}, r)
+                                   for i, r in ((1, 5), (2, 10), (3, 10)))),
+                 [f'{HEAD_AT}[{GROUP}]: Invalid value: "1podset": can only define groups of exactly 2 pod '
+                  "sets, got: 1 pod set(s)",
                   *(f"spec.workerGroupSpecs[{i}].template.metadata.annotations[{GROUP}]: Invalid value: "
-                    '"3podsets": can only define groups of exactly 2 pod sets, got: 3 pod set(s)' for i in range(3))],
-                 id="raycluster_webhook TestValidateCreate/invalid PodSet grouping request - groups of size other "
-                    "than 2 (each member with a required level: the newest Kueue keeps a group name only then)"),
+                    '"3podsets": can only define groups of exactly 2 pod sets, got: 3 pod set(s)'
+                    for i in range(3))],
+                 id="raycluster_webhook TestValidateCreate/invalid PodSet grouping request - groups of size "
+                    "other than 2 (each member with a required level: the newest Kueue keeps a group name "
+                    "only then)"),
     pytest.param(_queued_cluster(None, _wg("wg1", {GROUP: "groupname", REQ: "b"}, 5),
                                  _wg("wg2", {GROUP: "groupname", REQ: "b"}, 10)),
-                 [f"spec.workerGroupSpecs[{i}].template.metadata.annotations[{GROUP}]: Invalid value: \"groupname\": "
-                  "can only define groups where at least one pod set has only 1 replica, got: 5 replica(s) and 10 "
-                  "replica(s) in the group" for i in range(2)],
-                 id="raycluster_webhook TestValidateCreate/invalid PodSet grouping request - no leader in group"),
+                 [f"spec.workerGroupSpecs[{i}].template.metadata.annotations[{GROUP}]: "
+                  "Invalid value: \"groupname\": can only define groups where at least one pod set has only "
+                  "1 replica, got: 5 replica(s) and 10 replica(s) in the group" for i in range(2)],
+                 id="raycluster_webhook TestValidateCreate/invalid PodSet grouping request - no leader in "
+                    "group"),
     pytest.param(_queued_cluster({GROUP: "groupname", REQ: "cloud.com/block"},
                                  _wg("wg1", {GROUP: "groupname", REQ: "cloud.com/rack"}, 5)),
                  [f"{HEAD_AT}: Invalid value: must specify '{REQ}' or '{PREF}' topology consistent with "
                   "'spec.workerGroupSpecs[0].template.metadata.annotations' in group 'groupname'",
                   "spec.workerGroupSpecs[0].template.metadata.annotations: Invalid value: must specify "
                   f"'{REQ}' or '{PREF}' topology consistent with '{HEAD_AT}' in group 'groupname'"],
-                 id="raycluster_webhook TestValidateCreate/invalid PodSet grouping request - required topology does "
-                    "not match (the newest tas_validation.go ValidatePodSetGroupingTopology words)"),
+                 id="raycluster_webhook TestValidateCreate/invalid PodSet grouping request - required "
+                    "topology does not match (the newest tas_validation.go "
+                    "ValidatePodSetGroupingTopology words)"),
 ])
 def test_raycluster_webhook_topology(cluster: dict[str, Any], want: list[str]) -> None:
     assert rw.raycluster_create_errors(cluster, TAS) == want
 
 
-# --- appwrapper_controller_test.go / appwrapper_webhook_test.go ------------------------------------------------------
+# --- appwrapper_controller_test.go / appwrapper_webhook_test.go ---------------------------------------------
 
 
 def _aw(*components: dict[str, Any], phase: str = "", conditions: list[dict[str, Any]] | None = None,
@@ -475,15 +493,17 @@ BATCH_JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job"
 
 
 def test_appwrapper_pod_sets_no_annotations() -> None:
-    """``appwrapper_controller_test.go TestPodSets/no annotations``: a PyTorchJob's Master (1) and Worker (4), then a
-    Job of parallelism 2, named ``aw-<i>``."""
-    assert _counts(aw.pod_sets(_aw(_pytorch(), BATCH_JOB), tas=False)) == [("aw-0", 1), ("aw-1", 4), ("aw-2", 2)]
+    """``appwrapper_controller_test.go TestPodSets/no annotations``: a PyTorchJob's Master (1) and Worker (4),
+    then a Job of parallelism 2, named ``aw-<i>``."""
+    assert _counts(aw.pod_sets(_aw(_pytorch(), BATCH_JOB), tas=False)) == [("aw-0", 1), ("aw-1", 4),
+                                                                           ("aw-2", 2)]
 
 
 def test_appwrapper_pod_sets_with_required_and_preferred_topology_annotation() -> None:
     """``TestPodSets/with required and preferred topology annotation``: under TAS each pod set asks for its
     template's topology with the PyTorchJob's replica-index label."""
-    sets = aw.pod_sets(_aw(_pytorch({"Master": {REQ: "cloud.com/rack"}, "Worker": {PREF: "cloud.com/block"}})),
+    sets = aw.pod_sets(_aw(_pytorch({"Master": {REQ: "cloud.com/rack"},
+                                     "Worker": {PREF: "cloud.com/block"}})),
                        tas=True)
     assert [ps["topologyRequest"] for ps in sets] == [
         {"required": "cloud.com/rack", "podIndexLabel": "training.kubeflow.org/replica-index"},
@@ -495,23 +515,24 @@ def test_appwrapper_pod_sets_with_required_and_preferred_topology_annotation() -
                  id="AppWrapper.Finished: Succeeded"),
     pytest.param("Failed", [{"type": "ResourcesDeployed", "status": "True"}], None,
                  id="AppWrapper.Finished: Failed, still deleting resources"),
-    pytest.param("Failed", [{"type": "ResourcesDeployed", "status": "False"}], ("Failed", "AppWrapper failed"),
-                 id="AppWrapper.Finished: Failed"),
+    pytest.param("Failed", [{"type": "ResourcesDeployed", "status": "False"}],
+                 ("Failed", "AppWrapper failed"), id="AppWrapper.Finished: Failed"),
     pytest.param("Running", [], None, id="AppWrapper.Finished: Running"),
 ])
-def test_appwrapper_finished(phase: str, conditions: list[dict[str, Any]], want: tuple[str, str] | None) -> None:
+def test_appwrapper_finished(phase: str, conditions: list[dict[str, Any]],
+                             want: tuple[str, str] | None) -> None:
     view = msgspec.convert(_aw(BATCH_JOB, phase=phase, conditions=conditions), aw.AppWrapper)
     assert aw.finished(view) == want
 
 
-# --- pkg/podset BadPodSetsInfoLenError, as the Ray integrations' RunWithPodSetsInfo report it --------------------
+# --- pkg/podset BadPodSetsInfoLenError, as the Ray integrations' RunWithPodSetsInfo report it ---------------
 
 
 def test_ray_pod_sets_the_admission_does_not_number_are_reported_in_kueues_words() -> None:
     """Kueue's ``RunWithPodSetsInfo`` (RayCluster, RayJob, RayService) returns
-    ``podset.BadPodSetsInfoLenError(expectedLen, len(podSetsInfo))``, whose text is ``"expecting %d podset, got %d"``
-    over ``got, want`` (pkg/podset/podset.go): a RayCluster of head and one worker group (2 expected) given 1
-    assignment says "expecting 1 podset, got 2"."""
+    ``podset.BadPodSetsInfoLenError(expectedLen, len(podSetsInfo))``, whose text is ``"expecting %d podset,
+    got %d"`` over ``got, want`` (pkg/podset/podset.go): a RayCluster of head and one worker group (2
+    expected) given 1 assignment says "expecting 1 podset, got 2"."""
     from types import SimpleNamespace
 
     from projections.cluster import ClusterState
@@ -524,10 +545,10 @@ def test_ray_pod_sets_the_admission_does_not_number_are_reported_in_kueues_words
     assert str(raised.value) == "expecting 1 podset, got 2"
 
 
-# --- rayjob_webhook_test.go TestValidateCreate / TestValidateUpdate ----------------------------------------------
+# --- rayjob_webhook_test.go TestValidateCreate / TestValidateUpdate -----------------------------------------
 
-SHUTDOWN = ("spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the cluster "
-            "after finishing")
+SHUTDOWN = ("spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the "
+            "cluster after finishing")
 
 
 def _webhook_rayjob(labels: dict[str, str], shutdown: bool = True, **spec: Any) -> dict[str, Any]:
@@ -544,14 +565,15 @@ def _webhook_rayjob(labels: dict[str, str], shutdown: bool = True, **spec: Any) 
     pytest.param(_webhook_rayjob({Q: "queue"}, False, rayClusterSpec=_spec()), False, [SHUTDOWN],
                  id="rayjob_webhook TestValidateCreate/invalid managed - by queue"),
     pytest.param(_webhook_rayjob({Q: "queue"}, rayClusterSpec=_spec(), clusterSelector={"k1": "v1"}), False,
-                 ['spec.clusterSelector: Invalid value: map[string]string{"k1":"v1"}: a kueue managed job should '
-                  "not use an existing cluster"],
-                 id="rayjob_webhook TestValidateCreate/invalid managed - has cluster selector (and a cluster spec)"),
+                 ['spec.clusterSelector: Invalid value: map[string]string{"k1":"v1"}: a kueue managed job '
+                  "should not use an existing cluster"],
+                 id="rayjob_webhook TestValidateCreate/invalid managed - has cluster selector (and a cluster "
+                    "spec)"),
     pytest.param(_webhook_rayjob({Q: "queue"}, False, clusterSelector={"k1": "v1"}), False, [],
                  id="rayjob_webhook (#7219): a cluster selector alone is not Kueue's: nothing else checked"),
     pytest.param(_webhook_rayjob({Q: "queue"}), False,
-                 ["spec.rayClusterSpec: Required value: rayClusterSpec is required for Kueue-managed jobs that "
-                  "don't use clusterSelector"],
+                 ["spec.rayClusterSpec: Required value: rayClusterSpec is required for Kueue-managed jobs "
+                  "that don't use clusterSelector"],
                  id="rayjob_webhook: neither a cluster selector nor a cluster spec"),
 ])
 def test_rayjob_webhook_create(job: dict[str, Any], without_queue: bool, want: list[str]) -> None:

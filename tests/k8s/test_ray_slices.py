@@ -206,8 +206,8 @@ async def test_a_suspended_cluster_is_started_on_its_slice_with_the_chain_name(m
 
 @pytest.mark.asyncio
 async def test_an_evicted_old_slice_beside_a_new_one_stops_the_cluster_then_is_finished_out_of_sync() -> None:
-    """Kueue #15661: the evicted slice still holds quota, so the cluster is stopped on it first; once its quota is
-    given back it is finished ``OutOfSync`` and the waiting slice is the cluster's."""
+    """Kueue #15661: the evicted slice still holds quota, so the cluster is stopped on it first; once its
+    quota is given back it is finished ``OutOfSync`` and the waiting slice is the cluster's."""
     new = _slice_name(2)
     integ, mirror, appended, client = _setup(_raw(4, generation=2), _slice("a", 2),
                                              _slice(new, 4, replaces="ns/a", created="2026-01-01T00:00:05Z"))

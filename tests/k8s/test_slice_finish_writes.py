@@ -4,8 +4,8 @@
 slice (:func:`connectors.k8s.writer.status_patch`), on plain data: the Job integration over a mirror with a
 recording client, no API server. Kueue's ``EnsureWorkloadSlices`` finishes the old slice ``OutOfSync`` when it
 holds no quota (an evicted one once its quota is given back: the log's eviction, its stored Workload showing
-``Evicted=True``; before that it is the Job's, Kueue #15661), or when the new one holds quota as its replacement;
-the new slice, the Job's, is left as it is."""
+``Evicted=True``; before that it is the Job's, Kueue #15661), or when the new one holds quota as its
+replacement; the new slice, the Job's, is left as it is."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def _patch(mirror: Mirror, name: str) -> dict[str, Any]:
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("old_phase", "evicted", "new_phase"), [
     (PENDING, False, PENDING),  # the old one holds no quota
-    # evicted, in the log and as stored, its quota given back (holding it, it is the Job's first: Kueue #15661)
+    # evicted, in the log and as stored, its quota given back (holding it, it is the Job's first:
+    # Kueue #15661)
     (PENDING, True, PENDING),
     (ADMITTED, False, ADMITTED),  # the new one holds quota as its replacement
 ])

@@ -1,9 +1,9 @@
-"""Kueue's small rule-holding ``pkg/util`` packages as the oracle (session 47): each case names Kueue's test file
-and case, and calls kueue-es's own function for that rule.
+"""Kueue's small rule-holding ``pkg/util`` packages as the oracle (session 47): each case names Kueue's test
+file and case, and calls kueue-es's own function for that rule.
 
-* ``pkg/util/equality/podset_test.go`` ``TestComparePodSetSlices`` (the newest stored version, v1beta2, with the
-  pod-level resources and resource-claims cases of Kueue #14436): :func:`connectors.k8s.job_sync.same_pod_sets`,
-  the comparison behind Kueue's ``EquivalentToWorkload``.
+* ``pkg/util/equality/podset_test.go`` ``TestComparePodSetSlices`` (the newest stored version, v1beta2, with
+  the pod-level resources and resource-claims cases of Kueue #14436):
+  :func:`connectors.k8s.job_sync.same_pod_sets`, the comparison behind Kueue's ``EquivalentToWorkload``.
 * ``pkg/util/priority/priority_test.go`` ``TestGetPriorityFromPriorityClass``:
   :func:`connectors.k8s.job_priority.workload_priority`.
 * ``pkg/util/admissioncheck/admissioncheck_test.go`` ``TestConfigHelper``:
@@ -23,11 +23,12 @@ from connectors.k8s.job_priority import PriorityClassNotFound, workload_priority
 from events import objects as o
 from projections.admissionchecks import config_for
 
-# --- pkg/util/equality/podset_test.go TestComparePodSetSlices ---------------------------------------------------
+# --- pkg/util/equality/podset_test.go TestComparePodSetSlices -----------------------------------------------
 
 
-def _ps(name: str = "ps", count: int = 10, *, min_count: int | None = 5, requests: dict[str, str] | None = None,
-        init_requests: dict[str, str] | None = None, tolerations: list[o.Toleration] | None = None,
+def _ps(name: str = "ps", count: int = 10, *, min_count: int | None = 5,
+        requests: dict[str, str] | None = None, init_requests: dict[str, str] | None = None,
+        tolerations: list[o.Toleration] | None = None,
         node_selector: dict[str, str] | None = None, pod_requests: dict[str, str] | None = None,
         claims: list[o.PodResourceClaim] | None = None) -> o.PodSet:
     """``MakePodSet(name, count).SetMinimumCount(5)`` and the case's one change."""
@@ -36,7 +37,8 @@ def _ps(name: str = "ps", count: int = 10, *, min_count: int | None = 5, request
             if init_requests is not None else [])
     spec = o.PodSpec(containers=containers, init_containers=init, tolerations=tolerations or [],
                      node_selector=node_selector or {},
-                     resources=o.ResourceRequirements(requests=pod_requests) if pod_requests is not None else None,
+                     resources=(o.ResourceRequirements(requests=pod_requests) if pod_requests is not None
+                                else None),
                      resource_claims=claims or [])
     return o.PodSet(name=name, count=count, min_count=min_count, template=o.PodTemplateSpec(spec=spec))
 
@@ -88,7 +90,7 @@ def test_pod_level_quantities_compare_by_value() -> None:
                                   ignore_tolerations=False)
 
 
-# --- pkg/util/priority/priority_test.go TestGetPriorityFromPriorityClass ------------------------------------------
+# --- pkg/util/priority/priority_test.go TestGetPriorityFromPriorityClass ------------------------------------
 
 
 def _pc(name: str, value: int, default: bool = False) -> o.PriorityClass:
@@ -99,9 +101,12 @@ def _pc(name: str, value: int, default: bool = False) -> o.PriorityClass:
     pytest.param([_pc("test", 50)], "test", ("test", 50), id="priorityClass is specified and it exists"),
     pytest.param([_pc("globalDefault", 40, True)], None, ("globalDefault", 40),
                  id="priorityClass is unspecified and one global default exists"),
-    pytest.param([_pc("globalDefault1", 90, True), _pc("globalDefault2", 20, True), _pc("globalDefault3", 50, True)],
-                 None, ("globalDefault2", 20), id="priorityClass is unspecified and multiple global defaults exist"),
-    pytest.param([], None, None, id="no class and no global default: none (priority 0, Kueue's DefaultPriority)"),
+    pytest.param([_pc("globalDefault1", 90, True), _pc("globalDefault2", 20, True),
+                  _pc("globalDefault3", 50, True)],
+                 None, ("globalDefault2", 20),
+                 id="priorityClass is unspecified and multiple global defaults exist"),
+    pytest.param([], None, None,
+                 id="no class and no global default: none (priority 0, Kueue's DefaultPriority)"),
 ])
 def test_get_priority_from_priority_class(classes: list[o.PriorityClass], name: str | None,
                                           want: tuple[str, int] | None) -> None:
@@ -121,10 +126,11 @@ def test_get_priority_from_priority_class_not_found() -> None:
 
 def test_a_job_whose_pods_ask_pod_level_resources_is_not_its_workload_that_omits_them() -> None:
     """Kueue #14436 (the bug its equality cases guard): a Workload leaving out the pod-level ``resources`` the
-    Job's pods ask for would reserve less than they use, so the Job is not equivalent to it (a generated one is
-    rewritten, a prebuilt one finished OutOfSync)."""
+    Job's pods ask for would reserve less than they use, so the Job is not equivalent to it (a generated one
+    is rewritten, a prebuilt one finished OutOfSync)."""
     j = fixture_job(parallelism=1, completions=None)
-    spec = msgspec.structs.replace(j.spec.template.spec, resources=o.ResourceRequirements(requests={"cpu": "2"}))
+    spec = msgspec.structs.replace(j.spec.template.spec,
+                                   resources=o.ResourceRequirements(requests={"cpu": "2"}))
     j2 = msgspec.structs.replace(j, spec=msgspec.structs.replace(
         j.spec, template=msgspec.structs.replace(j.spec.template, spec=spec)))
     wl = fixture_workload(count=1)
@@ -134,7 +140,7 @@ def test_a_job_whose_pods_ask_pod_level_resources_is_not_its_workload_that_omits
     assert not job_sync.equivalent(mirror.state, j2, mirror.workloads[KEY], info, None, generated=True)
 
 
-# --- pkg/util/admissioncheck/admissioncheck_test.go TestConfigHelper ----------------------------------------------
+# --- pkg/util/admissioncheck/admissioncheck_test.go TestConfigHelper ----------------------------------------
 
 GROUP = "kueue.x-k8s.io"
 CONFIG = o.ProvisioningRequestConfig(metadata=o.ObjectMeta(name="config"))
@@ -154,10 +160,11 @@ def _ac(group: str, kind: str, name: str) -> o.AdmissionCheck:
                  'wrong group "not-kueue.x-k8s.io", expecting "kueue.x-k8s.io": bad parameters reference',
                  id="bad parameter reference, bad group"),
     pytest.param(_ac(GROUP, "NptProvisioningRequestConfig", "config"), {},
-                 'wrong kind "NptProvisioningRequestConfig", expecting "ProvisioningRequestConfig": bad parameters '
-                 'reference', id="bad parameter reference, bad kind"),
+                 'wrong kind "NptProvisioningRequestConfig", expecting "ProvisioningRequestConfig": bad '
+                 'parameters reference', id="bad parameter reference, bad kind"),
     pytest.param(_ac(GROUP, "ProvisioningRequestConfig", "config"), {}, "not found", id="config not found"),
-    pytest.param(_ac(GROUP, "ProvisioningRequestConfig", "config"), {"config": CONFIG}, "", id="config found"),
+    pytest.param(_ac(GROUP, "ProvisioningRequestConfig", "config"), {"config": CONFIG}, "",
+                 id="config found"),
 ])
 def test_config_helper(ac: o.AdmissionCheck, configs: dict, want_error: str) -> None:
     config, error = config_for(ac, configs)

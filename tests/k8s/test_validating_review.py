@@ -399,8 +399,8 @@ def test_kueue_s_crd_rules_on_names_tolerations_and_conditions_refuse_whatever_t
     keyless = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
                "spec": {"tolerations": [{"operator": "Equal", "value": "x"}]}}
     assert _message(_review("ResourceFlavor", keyless)) == (
-        'ResourceFlavor rf: field `spec.tolerations`: Invalid value: "array": operator must be Exists when \'key\' is '
-        "empty, which means 'match all values and all keys'")
+        'ResourceFlavor rf: field `spec.tolerations`: Invalid value: "array": operator must be Exists when '
+        "'key' is empty, which means 'match all values and all keys'")
     unreasoned = wl(reserved=True)
     del unreasoned["status"]["conditions"][0]["reason"]
     assert _message(_review("Workload", unreasoned, wl(reserved=True))) == (
@@ -684,8 +684,8 @@ def test_the_immutable_fields_of_kueue_s_crds_are_answered_422_invalid() -> None
     lq = {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
           "spec": {"clusterQueue": "cq"}}
     status = _invalid(_review("LocalQueue", {**lq, "spec": {"clusterQueue": "other"}}, lq))
-    assert status["message"] == ('LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: Invalid value: '
-                                 '"string": field is immutable')
+    assert status["message"] == ('LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: Invalid '
+                                 'value: "string": field is immutable')
     assert status["details"] == {"name": "lq", "group": "kueue.x-k8s.io", "kind": "LocalQueue", "causes": [
         {"reason": "FieldValueInvalid", "message": 'Invalid value: "string": field is immutable',
          "field": "spec.clusterQueue"}]}
@@ -697,8 +697,8 @@ def test_the_immutable_fields_of_kueue_s_crds_are_answered_422_invalid() -> None
     ac = {"apiVersion": V1B2, "kind": "AdmissionCheck", "metadata": {"name": "ac"},
           "spec": {"controllerName": "example.com/one"}}
     assert _invalid(_review("AdmissionCheck", {**ac, "spec": {"controllerName": "example.com/two"}}, ac))[
-        "message"] == ('AdmissionCheck.kueue.x-k8s.io "ac" is invalid: spec.controllerName: Invalid value: "string": '
-                       'field is immutable')
+        "message"] == ('AdmissionCheck.kueue.x-k8s.io "ac" is invalid: spec.controllerName: Invalid value: '
+                       '"string": field is immutable')
     rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
           "spec": {"nodeLabels": {"pool": "a"}, "topologyName": "default"}}
     assert _invalid(_review("ResourceFlavor", {**rf, "spec": {**rf["spec"], "topologyName": "other"}}, rf))[

@@ -40,7 +40,8 @@ def _app(*, suspend: bool, elastic: bool = True) -> dict[str, Any]:
     return {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
             "metadata": {"name": "s", "namespace": "ns", "labels": QUEUED,
                          "annotations": {ELASTIC: "true"} if elastic else {}},
-            "spec": {"suspend": suspend, "mode": "cluster", "driver": {"cores": 1}, "executor": {"instances": 1}}}
+            "spec": {"suspend": suspend, "mode": "cluster", "driver": {"cores": 1},
+                     "executor": {"instances": 1}}}
 
 
 def test_an_elastic_sparkapplication_made_earlier_is_refused_its_start_and_can_only_be_made_again() -> None:

@@ -3,8 +3,8 @@ workloadpriorityclass_controller_test.go``: ``TestWorkloadPriorityClassPredicate
 ``TestWorkloadPriorityClassReconcile``), against what the mirror marks and what kueue-es's priority writer
 (:mod:`connectors.k8s.workload_priority`) patches, with a recording client.
 
-Kueue's class predicate reconciles on a class's create and on an update changing ``value``, never on delete or a
-generic event; its reconcile writes the class's value into ``spec.priority`` of every Workload whose
+Kueue's class predicate reconciles on a class's create and on an update changing ``value``, never on delete or
+a generic event; its reconcile writes the class's value into ``spec.priority`` of every Workload whose
 ``priorityClassRef`` names the class, skipping those already at it. Since Kueue #14963 it skips a Workload
 MultiKueue created on this cluster (``kueue.x-k8s.io/multikueue-origin``).
 """
@@ -56,18 +56,21 @@ def _patched(mirror: Mirror) -> dict[str, int]:
     return {name: body["spec"]["priority"] for _, name, body in client.patches}
 
 
-# --- TestWorkloadPriorityClassPredicates -----------------------------------------------------------------------
+# --- TestWorkloadPriorityClassPredicates --------------------------------------------------------------------
 
 PREDICATES: list[tuple[str, o.WorkloadPriorityClass | None, ev.AnyEvent, bool]] = [
     # (Kueue's case, the class before, the event, whether the Workload referencing the class is looked at)
     ("create event should trigger reconcile", None, upsert(_wpc(100), T0), True),
-    ("delete event should not trigger reconcile", _wpc(100), delete("WorkloadPriorityClass", "high", T0), False),
+    ("delete event should not trigger reconcile", _wpc(100), delete("WorkloadPriorityClass", "high", T0),
+     False),
     ("update event with changed priority should trigger reconcile", _wpc(100), upsert(_wpc(200), T0), True),
-    ("update event with unchanged priority should not trigger reconcile", _wpc(100), upsert(_wpc(100), T0), False),
+    ("update event with unchanged priority should not trigger reconcile", _wpc(100), upsert(_wpc(100), T0),
+     False),
 ]
 
 
-@pytest.mark.parametrize(("before", "event", "marked"), [c[1:] for c in PREDICATES], ids=[c[0] for c in PREDICATES])
+@pytest.mark.parametrize(("before", "event", "marked"), [c[1:] for c in PREDICATES],
+                         ids=[c[0] for c in PREDICATES])
 def test_class_predicate(before: o.WorkloadPriorityClass | None, event: ev.AnyEvent, marked: bool) -> None:
     mirror = _mirror(*([before] if before else []), _wl("wl1", 1))
     mirror.dirty_priorities = set()
@@ -75,7 +78,7 @@ def test_class_predicate(before: o.WorkloadPriorityClass | None, event: ev.AnyEv
     assert (mirror.dirty_priorities == {"default/wl1"}) is marked
 
 
-# --- TestWorkloadPriorityClassReconcile ------------------------------------------------------------------------
+# --- TestWorkloadPriorityClassReconcile ---------------------------------------------------------------------
 
 RECONCILE: list[tuple[str, tuple[o.Workload, ...], dict[str, int]]] = [
     # (Kueue's case, the Workloads, the priorities written)

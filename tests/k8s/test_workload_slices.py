@@ -559,7 +559,8 @@ def _doc(annotations: dict[str, str], *, suspend: bool = False, labels: dict[str
 def test_whether_a_job_is_elastic_does_not_change(old: dict, new: dict, now: str) -> None:
     errors = job_validation.update_errors(_doc(old), _doc(new), GATE_ON)
     # Kueue #11342: the error names the annotation where it is (metadata.annotations), not metadata.labels
-    assert errors == [f"metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid value: {now}: field is immutable"]
+    assert errors == [f"metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid value: {now}: field is "
+                      "immutable"]
     assert job_validation.update_errors(_doc(old), _doc(new), GATE_OFF) == [], "the annotation means nothing"
 
 
@@ -1030,11 +1031,12 @@ def test_an_old_slice_is_finished_once_its_replacement_holds_quota() -> None:
     assert step.error == "unexpected combination of old and new workload slices with reserved quota"
 
 
-# --- Kueue's pkg/workloadslicing/workloadslicing_test.go, TestEnsureWorkloadSlices (as the oracle) ---------------
-# Slice "a" is Kueue's "<job>-1" (older), "b" its "<job>-2" (newer). Each row: the slices (name, count per pod set,
-# replaces), their phase and whether they are evicted, the Job's counts, and what Kueue returns: the slice the Job
-# runs on (None: a new slice), whether the slices apply, whether the kept slice takes the Job's counts, the slice
-# finished. Rows Kueue decides otherwise are in the report (/work/notes/s47/oracle-prebuilt.md).
+# --- Kueue's pkg/workloadslicing/workloadslicing_test.go, TestEnsureWorkloadSlices (as the oracle) ----------
+# Slice "a" is Kueue's "<job>-1" (older), "b" its "<job>-2" (newer). Each row: the slices (name, count per pod
+# set, replaces), their phase and whether they are evicted, the Job's counts, and what Kueue returns: the
+# slice the Job runs on (None: a new slice), whether the slices apply, whether the kept slice takes the Job's
+# counts, the slice finished. Rows Kueue decides otherwise are in the report
+# (/work/notes/s47/oracle-prebuilt.md).
 
 _A, _B = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 
@@ -1092,8 +1094,9 @@ _ENSURE = {
     "TwoWorkloadSlices_NewIsUnreservedAndOutOfSync_ScaleDown": (
         [("a", {"main": 1}, _A, "", RESERVED, False), ("b", {"main": 3}, _B, "ns/a", PENDING, False)],
         {"main": 2}, ("b", True, True, None)),
-    # Kueue #15661 (release-0.18 #15700): an evicted slice still holding quota may still own running pods; it is
-    # the Job's until its quota is given back, unless an admitted replacement not evicted took the pods over
+    # Kueue #15661 (release-0.18 #15700): an evicted slice still holding quota may still own running
+    # pods; it is the Job's until its quota is given back, unless an admitted replacement not evicted took
+    # the pods over
     "TwoWorkloads_OldWithReservedQuotaAndEvicted_NewWithoutQuotaReservation": (
         [("a", {"main": 1}, _A, "", RESERVED, True), ("b", {"main": 3}, _B, "", PENDING, False)],
         {"main": 5}, ("a", True, False, None)),
@@ -1112,7 +1115,8 @@ _ENSURE = {
 @pytest.mark.parametrize("case", list(_ENSURE), ids=list(_ENSURE))
 def test_kueue_ensure_workload_slices(case: str) -> None:
     slices, job_counts, (keep, applies, set_counts, finish_old) = _ENSURE[case]
-    _, mirror, _, _ = _setup(_elastic_job(1), *[_multi(n, c, created=t, replaces=r) for n, c, t, r, _, _ in slices])
+    _, mirror, _, _ = _setup(_elastic_job(1),
+                             *[_multi(n, c, created=t, replaces=r) for n, c, t, r, _, _ in slices])
     for name, _, _, _, phase, evicted in slices:
         if phase in (RESERVED, ADMITTED):
             _reserve_all(mirror, name, phase)
@@ -1126,10 +1130,10 @@ def test_kueue_ensure_workload_slices(case: str) -> None:
 
 @pytest.mark.asyncio
 async def test_an_evicted_slice_still_holding_quota_stops_the_job_before_its_quota_goes() -> None:
-    """Kueue #15661 ("Drain evicted elastic slices before releasing quota"; release-0.18 #15700): a running elastic
-    Job whose admitted slice is evicted while a scale-up slice waits is stopped on the evicted slice (its eviction
-    message), which keeps its quota until no pod is active; only then, its quota given back, is it finished
-    ``OutOfSync`` and the waiting slice the Job's."""
+    """Kueue #15661 ("Drain evicted elastic slices before releasing quota"; release-0.18 #15700): a running
+    elastic Job whose admitted slice is evicted while a scale-up slice waits is stopped on the evicted slice
+    (its eviction message), which keeps its quota until no pod is active; only then, its quota given back, is
+    it finished ``OutOfSync`` and the waiting slice the Job's."""
     new = _slice_name(2)
     jobs, mirror, appended, client = _setup(_elastic_job(6, generation=2), _slice("a", 4),
                                             _slice(new, 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
@@ -1145,7 +1149,8 @@ async def test_an_evicted_slice_still_holding_quota_stops_the_job_before_its_quo
                                     obj=_elastic_job(6, generation=2, suspend=True))
     mirror.apply(ev.Record(mirror.offset + 1, _upsert_job))
     await jobs.reconcile("ns/train")
-    assert [e.key for e in appended if isinstance(e, ev.JobStopped)] == ["ns/a"], "its quota goes once no pod runs"
+    assert [e.key for e in appended if isinstance(e, ev.JobStopped)] == ["ns/a"], \
+        "its quota goes once no pod runs"
 
     _phase(mirror, "a", PENDING, evicted=True)  # the JobStopped folded: no quota held
     await jobs.reconcile("ns/train")
@@ -1153,7 +1158,7 @@ async def test_an_evicted_slice_still_holding_quota_stops_the_job_before_its_quo
     assert (finished.key, finished.reason) == ("ns/a", "OutOfSync")
 
 
-# --- Kueue #13780 (fixes #13778): an elastic Job's priority-class label is followed by its live slices ----------
+# --- Kueue #13780 (fixes #13778): an elastic Job's priority-class label is followed by its live slices ------
 
 _CLASSES = (o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="high"), value=100),
             o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="low"), value=10))
@@ -1162,7 +1167,8 @@ _HIGH = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "hi
 
 
 def _classed(w: o.Workload, ref: o.PriorityClassRef | None = _LOW, priority: int | None = 10) -> o.Workload:
-    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, priority_class_ref=ref, priority=priority))
+    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, priority_class_ref=ref,
+                                                                   priority=priority))
 
 
 def _labelled(j: o.Job, **labels: str) -> o.Job:
@@ -1172,10 +1178,11 @@ def _labelled(j: o.Job, **labels: str) -> o.Job:
 
 @pytest.mark.asyncio
 async def test_the_slice_an_elastic_job_runs_on_takes_the_priority_class_its_label_names_now() -> None:
-    """Kueue's ``ensureOneWorkload`` applies ``UpdateWorkloadPriority`` to the compatible slice too (#13780): the
-    label moved from ``low`` to ``high`` (the pod counts unchanged), the admitted slice follows, ``UpdatedWorkload``
-    "Updated workload priority class: ns/a"."""
-    jobs, mirror, appended, client = _setup(_labelled(_elastic_job(4), **{"kueue.x-k8s.io/priority-class": "high"}),
+    """Kueue's ``ensureOneWorkload`` applies ``UpdateWorkloadPriority`` to the compatible slice too (#13780):
+    the label moved from ``low`` to ``high`` (the pod counts unchanged), the admitted slice follows,
+    ``UpdatedWorkload`` "Updated workload priority class: ns/a"."""
+    jobs, mirror, appended, client = _setup(_labelled(_elastic_job(4),
+                                                      **{"kueue.x-k8s.io/priority-class": "high"}),
                                             _classed(_slice("a", 4)), *_CLASSES)
     _phase(mirror, "a", ADMITTED)
     await jobs.reconcile("ns/train")
@@ -1193,7 +1200,8 @@ async def test_every_live_slice_of_an_elastic_job_takes_its_priority_class() -> 
     new = _slice_name(2)
     j = _labelled(_elastic_job(6, generation=2), **{"kueue.x-k8s.io/priority-class": "high"})
     jobs, mirror, _, client = _setup(j, _classed(_slice("a", 4)),
-                                     _classed(_slice(new, 6, replaces="ns/a", created="2026-01-01T00:00:09Z")),
+                                     _classed(_slice(new, 6, replaces="ns/a",
+                                                     created="2026-01-01T00:00:09Z")),
                                      *_CLASSES)
     _phase(mirror, "a", ADMITTED)
     await jobs.reconcile("ns/train")

@@ -1,9 +1,10 @@
 """Kueue's ``pkg/workload`` unit tests, case by case, on kueue-es's own functions for the same rules.
 
-``workload_test.go``: ``TestNewInfo`` (what a workload counts: its pod sets' requests under the Configuration's
-``resources`` rules, less reclaimable pods while pending; its admission's usage, scaled down to the pods left,
-while reserving), ``TestGetQueueOrderTimestamp``, ``TestReclaimablePodsAreEqual``,
-``TestLimitReclaimablePodsToPodSetSizes``, ``TestIsOnHold``, ``TestNeedsSecondPass``. Each parameter id is Kueue's case name.
+``workload_test.go``: ``TestNewInfo`` (what a workload counts: its pod sets' requests under the
+Configuration's ``resources`` rules, less reclaimable pods while pending; its admission's usage, scaled down
+to the pods left, while reserving), ``TestGetQueueOrderTimestamp``, ``TestReclaimablePodsAreEqual``,
+``TestLimitReclaimablePodsToPodSetSizes``, ``TestIsOnHold``, ``TestNeedsSecondPass``. Each parameter id is
+Kueue's case name.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _workload(pod_sets: tuple[PodSetInfo, ...], conditions: tuple[o.Condition, .
                         spec_pod_sets=pod_sets, conditions=conditions)
 
 
-# --- TestNewInfo: a pending workload ---------------------------------------------------------------------------
+# --- TestNewInfo: a pending workload ------------------------------------------------------------------------
 
 
 def test_pending() -> None:
@@ -72,14 +73,14 @@ def test_pending_with_reclaim(reclaim_on: bool, count: int) -> None:
 
 
 def test_prevent_int_overflow_in_total_requests() -> None:
-    """"prevent int overflow in total requests": 2147483647 pods of 4300000 cpu total MaxInt64 (what Kueue writes
-    as ``status.resourceRequests``)."""
+    """"prevent int overflow in total requests": 2147483647 pods of 4300000 cpu total MaxInt64 (what Kueue
+    writes as ``status.resourceRequests``)."""
     ps = pod_set_info(_pod_set("main", 2147483647, cpu="4300000"))
     (entry,) = resource_requests(_workload((ps,)))
     assert to_int("cpu", entry["resources"]["cpu"]) == MAX_INT64
 
 
-# --- TestNewInfo: a reserving workload counts its admission -----------------------------------------------------
+# --- TestNewInfo: a reserving workload counts its admission -------------------------------------------------
 
 
 def _reserving(spec_count: int, reclaim: int) -> WorkloadInfo:
@@ -100,15 +101,16 @@ def _admitted(count: int) -> o.Admission:
     pytest.param(2, 5, 5, 0, id="admitted with stale reclaim exceeding scaled-down podSet count"),
     pytest.param(5, 0, 3, 3, id="partially admitted"),
 ])
-def test_admitted_usage_scales_to_the_pods_left(spec_count: int, reclaim: int, admitted: int, pods: int) -> None:
+def test_admitted_usage_scales_to_the_pods_left(spec_count: int, reclaim: int, admitted: int,
+                                                pods: int) -> None:
     """The admission's usage (10m cpu, 10Ki memory a pod, ``admitted`` pods) scaled down to the pods the spec
-    has left after its reclaimable ones — never up: a partial admission keeps what it was given. (The gate off,
-    Kueue ignores the reclaimable pods: here, none are given.)"""
+    has left after its reclaimable ones — never up: a partial admission keeps what it was given. (The gate
+    off, Kueue ignores the reclaimable pods: here, none are given.)"""
     usage = admission_usage(_admitted(admitted), _reserving(spec_count, reclaim))
     assert usage == {"f1/cpu": 10 * pods, "f1/memory": 10 * 1024 * pods}
 
 
-# --- TestNewInfo: the Configuration's resources rules -----------------------------------------------------------
+# --- TestNewInfo: the Configuration's resources rules -------------------------------------------------------
 
 
 def _rules(*transformations: dict, exclude: tuple[str, ...] = ()):
@@ -120,8 +122,10 @@ def _t(input_: str, outputs: dict[str, str], strategy: str | None = None, multip
 
 
 _MIG = (
-    _t("nvidia.com/mig-1g.5gb", {"example.com/accelerator-memory": "5Ki", "example.com/credits": "10"}, "Replace"),
-    _t("nvidia.com/mig-2g.10gb", {"example.com/accelerator-memory": "10Ki", "example.com/credits": "15"}, "Replace"),
+    _t("nvidia.com/mig-1g.5gb", {"example.com/accelerator-memory": "5Ki", "example.com/credits": "10"},
+       "Replace"),
+    _t("nvidia.com/mig-2g.10gb", {"example.com/accelerator-memory": "10Ki", "example.com/credits": "15"},
+       "Replace"),
     _t("nvidia.com/gpu", {"example.com/accelerator-memory": "40Ki", "example.com/credits": "100"}, "Retain"),
     _t("nvidia.com/vgpucores", {"nvidia.com/total-vgpucores": "1"}, "Replace", "nvidia.com/vgpu"),
     _t("nvidia.com/vgpumem", {"nvidia.com/total-vgpumem": "1"}, "Replace", "nvidia.com/vgpu"),
@@ -134,27 +138,31 @@ _ALLOWANCE = (
 
 @pytest.mark.parametrize(("rules", "requests", "want"), [
     pytest.param(_rules(exclude=("dummyPrefix", "networking.example.com/")),
-                 {"cpu": 10, "memory": 524288, "networking.example.com/vpc1": 1}, {"cpu": 10, "memory": 524288},
-                 id="filterResources"),
+                 {"cpu": 10, "memory": 524288, "networking.example.com/vpc1": 1},
+                 {"cpu": 10, "memory": 524288}, id="filterResources"),
     pytest.param(_rules(*_MIG), {"nvidia.com/mig-1g.5gb": 2, "nvidia.com/mig-2g.10gb": 1, "cpu": 1000},
                  {"cpu": 1000, "example.com/accelerator-memory": 20 * 1024, "example.com/credits": 35},
                  id="transformResources (a)"),
     pytest.param(_rules(*_MIG), {"nvidia.com/gpu": 1, "cpu": 2000},
                  {"cpu": 2000, "example.com/accelerator-memory": 40 * 1024, "example.com/credits": 100,
                   "nvidia.com/gpu": 1}, id="transformResources (b), per pod"),
-    pytest.param(_rules(*_MIG), {"nvidia.com/vgpu": 2, "nvidia.com/vgpucores": 20, "nvidia.com/vgpumem": 1024},
+    pytest.param(_rules(*_MIG),
+                 {"nvidia.com/vgpu": 2, "nvidia.com/vgpucores": 20, "nvidia.com/vgpumem": 1024},
                  {"nvidia.com/vgpu": 2, "nvidia.com/total-vgpucores": 40, "nvidia.com/total-vgpumem": 2048},
                  id="transformResources (c)"),
-    pytest.param(_rules(*_MIG), {"nvidia.com/vgpu": 2, "nvidia.com/vgpucores": 30, "nvidia.com/vgpumem": 2048},
+    pytest.param(_rules(*_MIG),
+                 {"nvidia.com/vgpu": 2, "nvidia.com/vgpucores": 30, "nvidia.com/vgpumem": 2048},
                  {"nvidia.com/vgpu": 2, "nvidia.com/total-vgpucores": 60, "nvidia.com/total-vgpumem": 4096},
                  id="transformResources (d), per pod"),
     pytest.param(_rules(*_ALLOWANCE), {"nvidia.com/gpumem": 2048, "nvidia.com/gpu": 2},
-                 {"quota.example.com/gpu-memory-overage": 2048, "nvidia.com/gpu": 2}, id="transformAllowanceAboveIt"),
+                 {"quota.example.com/gpu-memory-overage": 2048, "nvidia.com/gpu": 2},
+                 id="transformAllowanceAboveIt"),
     pytest.param(_rules(*_ALLOWANCE), {"nvidia.com/gpumem": 1024, "nvidia.com/gpu": 2},
                  {"quota.example.com/gpu-memory-overage": 0, "nvidia.com/gpu": 2},
                  id="transformAllowanceExactlyAtIt"),
     pytest.param(_rules(*_ALLOWANCE), {"nvidia.com/gpumem": 512, "nvidia.com/gpu": 2},
-                 {"quota.example.com/gpu-memory-overage": 0, "nvidia.com/gpu": 2}, id="transformAllowanceUnderIt"),
+                 {"quota.example.com/gpu-memory-overage": 0, "nvidia.com/gpu": 2},
+                 id="transformAllowanceUnderIt"),
     pytest.param(_rules(_t("example.com/credit", {"example.com/gpu": "-1"}, "Replace")),
                  {"example.com/gpu": 8, "example.com/credit": 3}, {"example.com/gpu": 8},
                  id="transformAllowanceDoesNotReachADirectRequest"),
@@ -164,7 +172,8 @@ _ALLOWANCE = (
     pytest.param(_rules(_t("example.com/gpu", {"example.com/gpu": "5"}, "Retain")),
                  {"example.com/gpu": 1}, {"example.com/gpu": 6},
                  id="transformOutputSharingANameWithItsRetainedInputIsAdded"),
-    pytest.param(_rules(_t("example.com/gpumem", {"example.com/gpumem-quota": "1"}, "Retain", "example.com/gpu")),
+    pytest.param(_rules(_t("example.com/gpumem", {"example.com/gpumem-quota": "1"}, "Retain",
+                           "example.com/gpu")),
                  {"example.com/gpumem": 1024, "example.com/gpu": 2},
                  {"example.com/gpumem": 1024, "example.com/gpumem-quota": 2048, "example.com/gpu": 2},
                  id="transformRetainWithMultiplyBy"),
@@ -181,36 +190,40 @@ _ALLOWANCE = (
     pytest.param(_rules(_t("cpu", {"example.com/cpu-credits": "3000"}, "Replace"),
                         _t("memory", {"example.com/memory-credits": "3m"}, "Replace")),
                  {"cpu": 100, "memory": 100_000_000},
-                 {"example.com/cpu-credits": 300, "example.com/memory-credits": 300_000}, id="transformMilliValues"),
+                 {"example.com/cpu-credits": 300, "example.com/memory-credits": 300_000},
+                 id="transformMilliValues"),
 ])
 def test_request_rules(rules, requests: dict[str, int], want: dict[str, int]) -> None:
     """Per-pod requests (Kueue units) under the rules; Kueue's totals are these times the pod count."""
     assert rules.apply(requests) == want
 
 
-# --- TestGetQueueOrderTimestamp ---------------------------------------------------------------------------------
+# --- TestGetQueueOrderTimestamp -----------------------------------------------------------------------------
 
 _CREATED, _CONDITION = "2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z"
 
 
 @pytest.mark.parametrize(("condition", "eviction_ordering", "creation_ordering"), [
     pytest.param(None, _CREATED, _CREATED, id="no condition"),
-    pytest.param(o.Condition(type="Evicted", status="True", reason="Preempted", last_transition_time=_CONDITION),
+    pytest.param(o.Condition(type="Evicted", status="True", reason="Preempted",
+                             last_transition_time=_CONDITION),
                  _CREATED, _CREATED, id="evicted by preemption"),
     pytest.param(o.Condition(type="Evicted", status="True", reason="PodsReadyTimeout",
-                             last_transition_time=_CONDITION), _CONDITION, _CREATED, id="evicted by PodsReady timeout"),
+                             last_transition_time=_CONDITION), _CONDITION, _CREATED,
+                 id="evicted by PodsReady timeout"),
     pytest.param(o.Condition(type="Evicted", status="False", reason="PodsReadyTimeout",
                              last_transition_time=_CONDITION), _CREATED, _CREATED, id="after eviction"),
 ])
-def test_queue_order_timestamp(condition: o.Condition | None, eviction_ordering: str, creation_ordering: str) -> None:
-    """Under ``requeuingStrategy.timestamp: Eviction`` a PodsReady-timeout eviction restarts the queue time; under
-    ``Creation``, and for any other eviction, creation counts."""
+def test_queue_order_timestamp(condition: o.Condition | None, eviction_ordering: str,
+                               creation_ordering: str) -> None:
+    """Under ``requeuingStrategy.timestamp: Eviction`` a PodsReady-timeout eviction restarts the queue time;
+    under ``Creation``, and for any other eviction, creation counts."""
     wl = _workload((), (condition,) if condition else (), created=parse_time(_CREATED))
     assert QueueOrder(eviction_timestamp=True).time(wl) == parse_time(eviction_ordering)
     assert QueueOrder(eviction_timestamp=False).time(wl) == parse_time(creation_ordering)
 
 
-# --- TestReclaimablePodsAreEqual, TestLimitReclaimablePodsToPodSetSizes ----------------------------------------
+# --- TestReclaimablePodsAreEqual, TestLimitReclaimablePodsToPodSetSizes -------------------------------------
 
 
 def _reclaimable(*pairs: tuple[str, int]) -> list[o.ReclaimablePod]:
@@ -233,7 +246,8 @@ def test_reclaimable_pods_are_equal(a, b, equal: bool) -> None:
 @pytest.mark.parametrize(("reclaimable", "want"), [
     pytest.param((), (), id="empty"),
     pytest.param((("ps1", 3), ("ps2", 1)), (("ps1", 3), ("ps2", 1)), id="within podSet sizes"),
-    pytest.param((("ps1", 4), ("ps2", 6)), (("ps1", 3), ("ps2", 5)), id="count exceeding its podSet size is lowered"),
+    pytest.param((("ps1", 4), ("ps2", 6)), (("ps1", 3), ("ps2", 5)),
+                 id="count exceeding its podSet size is lowered"),
     pytest.param((("ps3", 10),), (("ps3", 10),), id="unknown podSet is left as is"),
 ])
 def test_limit_reclaimable_pods_to_pod_set_sizes(reclaimable, want) -> None:
@@ -243,7 +257,7 @@ def test_limit_reclaimable_pods_to_pod_set_sizes(reclaimable, want) -> None:
     assert within_pod_sets(reclaimable, obs) == want
 
 
-# --- TestIsOnHold ---------------------------------------------------------------------------------------------
+# --- TestIsOnHold -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("condition", "held"), [
@@ -260,20 +274,21 @@ def test_is_on_hold(condition: o.Condition | None, held: bool) -> None:
     assert on_hold(_workload((), (condition,) if condition else ())) is held
 
 
-# --- TestNeedsSecondPass ----------------------------------------------------------------------------------------
+# --- TestNeedsSecondPass ------------------------------------------------------------------------------------
 
 
 def _on_node(node: str, delayed: bool = False) -> o.Admission:
-    """A one-pod-set TAS admission placing its pod on ``node`` (or, ``delayed``, waiting for the second pass)."""
+    """A one-pod-set TAS admission placing its pod on ``node`` (or, ``delayed``, waiting for the second
+    pass)."""
     if delayed:
-        psa = o.PodSetAssignment(name="one", flavors={"cpu": "tas-default"}, resource_usage={"cpu": "1"}, count=1,
-                                 delayed_topology_request="Pending")
+        psa = o.PodSetAssignment(name="one", flavors={"cpu": "tas-default"}, resource_usage={"cpu": "1"},
+                                 count=1, delayed_topology_request="Pending")
     else:
         ta = o.TopologyAssignment(levels=["kubernetes.io/hostname"], slices=[o.TopologyAssignmentSlice(
             domain_count=1, values_per_level=[o.TopologyAssignmentSliceLevelValues(universal=node)],
             pod_counts=o.TopologyAssignmentSlicePodCounts(universal=1))])
-        psa = o.PodSetAssignment(name="one", flavors={"cpu": "tas-default"}, resource_usage={"cpu": "1"}, count=1,
-                                 topology_assignment=ta)
+        psa = o.PodSetAssignment(name="one", flavors={"cpu": "tas-default"}, resource_usage={"cpu": "1"},
+                                 count=1, topology_assignment=ta)
     return o.Admission(cluster_queue="tas-main", pod_set_assignments=[psa])
 
 
@@ -287,15 +302,16 @@ def _check(state: str) -> dict[str, o.AdmissionCheckState]:
     pytest.param(ADMITTED, _on_node("x1"), ("x0",), "", {}, False,
                  id="admitted workload with UnhealthyNode, but no node in the assignment"),
     pytest.param(FINISHED, _on_node("x0"), ("x0",), "", {}, False, id="finished workload with UnhealthyNode"),
-    pytest.param(ADMITTED, _on_node("x0"), ("x0",), "Evicted", {}, False, id="evicted workload with UnhealthyNode"),
+    pytest.param(ADMITTED, _on_node("x0"), ("x0",), "Evicted", {}, False,
+                 id="evicted workload with UnhealthyNode"),
     pytest.param(RESERVED, _on_node("", delayed=True), (), "", _check("Ready"), True,
                  id="quotaReserved and admission checks Ready when workload delayedTopologyRequest=Pending"),
     pytest.param(RESERVED, _on_node("", delayed=True), (), "", _check("Pending"), False,
                  id="quotaReserved and admission checks Pending"),
     pytest.param(PENDING, None, (), "", {}, False, id="workload without quota"),
 ])
-def test_needs_second_pass(phase: str, admission: o.Admission | None, unhealthy: tuple[str, ...], evicted: str,
-                           checks: dict[str, o.AdmissionCheckState], want: bool) -> None:
+def test_needs_second_pass(phase: str, admission: o.Admission | None, unhealthy: tuple[str, ...],
+                           evicted: str, checks: dict[str, o.AdmissionCheckState], want: bool) -> None:
     """(Kueue's "on-hold workload with UnhealthyNode": a Workload put on hold gives back its quota and its
     admission in kueue-es, so it is the last case here; tests/projections/test_proj_on_hold.py folds it.)"""
     wl = _workload(())

@@ -1184,10 +1184,12 @@ def test_a_snapshot_of_the_version_before_the_local_queue_metrics_restores() -> 
     full = families(fold(log.records))
     assert [f for f in families(restored) if f.spec.name != lq and f.spec.name not in (
         "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admission_wait_time_seconds",
-        "kueue_local_queue_admitted_workloads_total", "kueue_local_queue_admission_checks_wait_time_seconds")] == [
+        "kueue_local_queue_admitted_workloads_total",
+        "kueue_local_queue_admission_checks_wait_time_seconds")] == [
         f for f in full if f.spec.name != lq and f.spec.name not in (
             "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admission_wait_time_seconds",
-            "kueue_local_queue_admitted_workloads_total", "kueue_local_queue_admission_checks_wait_time_seconds")]
+            "kueue_local_queue_admitted_workloads_total",
+            "kueue_local_queue_admission_checks_wait_time_seconds")]
 
 
 # --- metrics.localQueueMetrics: its switch and its LocalQueue selector (Kueue v1beta2) ----------------------------

@@ -514,13 +514,14 @@ def test_a_version_72_snapshot_restores_its_pending_workloads_with_pod_level_req
     assert snapshot.digest(restored) == snapshot.digest(fresh)
 
 
-# --- LimitRange changes retry parked workloads (Kueue's resourceUpdatesHandler) ------------------------------------
+# --- LimitRange changes retry parked workloads (Kueue's resourceUpdatesHandler) -----------------------------
 
 
 def _parked_cluster() -> ClusterState:
-    """prelude's cq0 and cq1 share cohort co0; cq3 (no cohort) holds ns1's lq3. Three workloads too big for any
-    quota, each parked: ns0/big (cq0), ns1/near (cq1, same tree), ns1/far (cq3)."""
-    state = fold(records([[*prelude(T0), upsert(cluster_queue("cq3"), T0), upsert(local_queue("ns1", "lq3", "cq3"), T0),
+    """prelude's cq0 and cq1 share cohort co0; cq3 (no cohort) holds ns1's lq3. Three workloads too big for
+    any quota, each parked: ns0/big (cq0), ns1/near (cq1, same tree), ns1/far (cq3)."""
+    state = fold(records([[*prelude(T0), upsert(cluster_queue("cq3"), T0),
+                           upsert(local_queue("ns1", "lq3", "cq3"), T0),
                            upsert(workload("ns0", "big", queue="lq0", cpu="100"), T0),
                            upsert(workload("ns1", "near", queue="lq1", cpu="100"), T0),
                            upsert(workload("ns1", "far", queue="lq3", cpu="100"), T0)]]))
@@ -530,8 +531,8 @@ def _parked_cluster() -> ClusterState:
 
 def _park(state: ClusterState, *keys: str) -> None:
     for key in keys:
-        _apply(state, ev.WorkloadPending(time=T0, key=key, reason="Pending", message="does not fit", parked=True,
-                                         cycle=1, input=state.offset))
+        _apply(state, ev.WorkloadPending(time=T0, key=key, reason="Pending", message="does not fit",
+                                         parked=True, cycle=1, input=state.offset))
 
 
 def _parked(state: ClusterState) -> set[str]:
@@ -539,10 +540,11 @@ def _parked(state: ClusterState) -> set[str]:
 
 
 def test_a_limit_range_bound_change_retries_the_parked_workloads_of_its_namespaces_cohort_trees() -> None:
-    """Kueue's workload_controller_limitrange_test.go TestLimitRangeSchedulingFieldsChanged ("max changed", "no
-    change") and TestLimitRangeSchedulingFieldsChangedOnCreateOrDelete: a LimitRange created, deleted or changed in
-    a field scheduling reads (retryInadmissibleForNamespace) requeues the inadmissible workloads of the cohort trees
-    of the ClusterQueues its namespace's pending workloads queue in — even when no workload's requests change."""
+    """Kueue's workload_controller_limitrange_test.go TestLimitRangeSchedulingFieldsChanged ("max changed",
+    "no change") and TestLimitRangeSchedulingFieldsChangedOnCreateOrDelete: a LimitRange created, deleted or
+    changed in a field scheduling reads (retryInadmissibleForNamespace) requeues the inadmissible workloads of
+    the cohort trees of the ClusterQueues its namespace's pending workloads queue in — even when no workload's
+    requests change."""
     state = _parked_cluster()
     assert _parked(state) == {"ns0/big", "ns1/near", "ns1/far"}
     _apply(state, upsert(limit_range("ns0", "lr", max={"cpu": "200"}), T0 + 1))  # created: requests unchanged
@@ -558,8 +560,8 @@ def test_a_limit_range_bound_change_retries_the_parked_workloads_of_its_namespac
 
 
 def _base_lr() -> o.LimitRange:
-    return lr("limits", item(max={"cpu": "2"}, min={"cpu": "1"}, default={"cpu": "2"}, default_request={"cpu": "1"},
-                             max_limit_request_ratio={"cpu": "4"}))
+    return lr("limits", item(max={"cpu": "2"}, min={"cpu": "1"}, default={"cpu": "2"},
+                             default_request={"cpu": "1"}, max_limit_request_ratio={"cpu": "4"}))
 
 
 def _mutated(**changes: object) -> o.LimitRange:
@@ -577,7 +579,8 @@ def _mutated(**changes: object) -> o.LimitRange:
     pytest.param(_mutated(default_request={"cpu": "2"}), True, id="defaultRequest changed"),
     pytest.param(_mutated(type="Pod"), True, id="item type changed"),
     pytest.param(lr("limits", *_base_lr().spec.limits, item("Pod")), True, id="item added"),
-    # not in Kueue's table: quantities compare by value (equality.Semantic), items as the API server stores them
+    # not in Kueue's table: quantities compare by value (equality.Semantic), items as the API server
+    # stores them
     pytest.param(_mutated(max={"cpu": "2000m"}), False, id="same value, other notation"),
     pytest.param(_mutated(default={}), False, id="a dropped default the API server restores from max"),
 ])
@@ -596,13 +599,14 @@ def test_limit_range_scheduling_fields_changed_on_create_or_delete() -> None:
     assert not scheduling_fields_changed(None, lr("empty"))  # no item: nothing scheduling reads
 
 
-# --- Kueue's pkg/util/limitrange/limitrange_test.go ----------------------------------------------------------------
+# --- Kueue's pkg/util/limitrange/limitrange_test.go ---------------------------------------------------------
 
 
 def _validate_pod_spec() -> o.PodSpec:
     """TestValidatePodSpec's shared pod spec (requests only, so adjusting it changes nothing)."""
     return o.PodSpec(
-        containers=[o.Container(resources=res({"cpu": "1", "memory": "2Gi", "example.com/mainContainerGpu": "2"})),
+        containers=[o.Container(resources=res({"cpu": "1", "memory": "2Gi",
+                                               "example.com/mainContainerGpu": "2"})),
                     o.Container(resources=res({"cpu": "1.5", "example.com/gpu": "2"}))],
         init_containers=[o.Container(resources=res({"cpu": "4", "memory": "2Gi"})),
                          o.Container(resources=res({"cpu": "1.5", "example.com/gpu": "2",
@@ -617,10 +621,12 @@ _BELOW = "requests must not be below the limitRange min"
 @pytest.mark.parametrize(("limits", "spec", "want"), [
     pytest.param([], None, (), id="empty"),
     pytest.param([item(max={"example.com/initContainerGpu": "1"})], None,
-                 (f'template.spec.initContainers[1]: Invalid value: ["example.com/initContainerGpu"]: {_ABOVE}',),
+                 (f'template.spec.initContainers[1]: Invalid value: ["example.com/initContainerGpu"]: '
+                  f'{_ABOVE}',),
                  id="init container over"),
     pytest.param([item(min={"example.com/initContainerGpu": "3"})], None,
-                 (f'template.spec.initContainers[1]: Invalid value: ["example.com/initContainerGpu"]: {_BELOW}',),
+                 (f'template.spec.initContainers[1]: Invalid value: ["example.com/initContainerGpu"]: '
+                  f'{_BELOW}',),
                  id="init container under"),
     pytest.param([item(max={"example.com/mainContainerGpu": "1"})], None,
                  (f'template.spec.containers[0]: Invalid value: ["example.com/mainContainerGpu"]: {_ABOVE}',),
@@ -637,13 +643,15 @@ _BELOW = "requests must not be below the limitRange min"
                  o.PodSpec(containers=[o.Container(resources=res({"example.com/mainContainerGpu": "0"}))]),
                  (f'template.spec.containers[0]: Invalid value: ["example.com/mainContainerGpu"]: {_BELOW}',),
                  id="container under with explicit zero"),
-    pytest.param([item("Pod", min={"cpu": "6"})], o.PodSpec(containers=[o.Container(resources=res({"cpu": "0"}))]),
+    pytest.param([item("Pod", min={"cpu": "6"})],
+                 o.PodSpec(containers=[o.Container(resources=res({"cpu": "0"}))]),
                  (f'template.spec: Invalid value: ["cpu"]: {_BELOW}',), id="pod under with explicit zero"),
     # not in Kueue's table: a bound on a resource a container (or the pod) does not name is not checked
-    pytest.param([item(min={"example.com/other": "1"}), item("Pod", min={"example.com/other": "1"})], None, (),
-                 id="bound on a resource nobody names"),
+    pytest.param([item(min={"example.com/other": "1"}), item("Pod", min={"example.com/other": "1"})], None,
+                 (), id="bound on a resource nobody names"),
 ])
-def test_validate_pod_spec(limits: list[o.LimitRangeItem], spec: o.PodSpec | None, want: tuple[str, ...]) -> None:
+def test_validate_pod_spec(limits: list[o.LimitRangeItem], spec: o.PodSpec | None,
+                           want: tuple[str, ...]) -> None:
     # Kueue's limitrange_test.go TestValidatePodSpec (the two "multiple" cases are in
     # test_limit_range_findings_in_kueues_order_init_containers_containers_then_the_pod)
     summary = summarize([lr("l", *limits)]) if limits else None
@@ -652,7 +660,8 @@ def test_validate_pod_spec(limits: list[o.LimitRangeItem], spec: o.PodSpec | Non
 
 def test_summarize_pod_defaults_keep_the_first_given() -> None:
     # Kueue's limitrange_test.go TestSummarize "podDefaults"
-    s = summarize([lr("a", item("Pod", default={"cpu": "2"}, default_request={"cpu": "500m", "memory": "1Gi"})),
+    s = summarize([lr("a", item("Pod", default={"cpu": "2"},
+                                default_request={"cpu": "500m", "memory": "1Gi"})),
                    lr("b", item("Pod", default={"memory": "2Gi"}, default_request={"cpu": "1"}))])
     assert s is not None and s.container is None and s.pod is not None
     assert (s.pod.default, s.pod.default_request) == ((("cpu", "2"), ("memory", "2Gi")),
@@ -673,15 +682,16 @@ def test_summarize_limits_keep_the_tightest() -> None:
 
 
 def test_a_head_decided_before_a_limit_range_default_change_goes_back_to_the_heap() -> None:
-    """Kueue's workload_controller_limitrange_test.go TestLimitRangeUpdateRetriesWorkloadPoppedWithStaleDefaults: a
-    LimitRange default changed while its namespace's workload is being scheduled (popped with the old defaults)
-    sends that workload back to the heap, not to the inadmissible set, when its attempt fails."""
+    """Kueue's workload_controller_limitrange_test.go
+    TestLimitRangeUpdateRetriesWorkloadPoppedWithStaleDefaults: a LimitRange default changed while its
+    namespace's workload is being scheduled (popped with the old defaults) sends that workload back to the
+    heap, not to the inadmissible set, when its attempt fails."""
     state = fold(records([[*prelude(T0), upsert(limit_range("ns0", "lr", default_request={"cpu": "3"}), T0),
                            upsert(workload("ns0", "w", queue="lq0", cpu="100"), T0)]]))
     decided_on = state.offset  # the scheduler pops ns0/w here
     _apply(state, upsert(limit_range("ns0", "lr", default_request={"cpu": "1"}), T0 + 1))
-    _apply(state, ev.WorkloadPending(time=T0 + 1, key="ns0/w", reason="Pending", message="does not fit", parked=True,
-                                     cycle=1, input=decided_on))
+    _apply(state, ev.WorkloadPending(time=T0 + 1, key="ns0/w", reason="Pending", message="does not fit",
+                                     parked=True, cycle=1, input=decided_on))
     assert "ns0/w" not in state.queues["cq0"].inadmissible and "ns0/w" in state.queues["cq0"].entries
 
 

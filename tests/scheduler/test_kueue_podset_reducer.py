@@ -1,8 +1,9 @@
 """Kueue's ordered PodSetReducer (partial admission) as kueue-es runs it (:mod:`kueue_es.scheduler.cycle`).
 
-The cases are Kueue's own: ``pkg/scheduler/flavorassigner/podset_reducer_test.go`` (``TestDistributeOrderBased``,
-``TestOrderedReduce``, ``TestReduceTotalDeltaLarge``, ``TestGiveBack``), each naming its case. Kueue's ``fits``
-there is a plain predicate over the counts; here it is the ``attempt`` the reducer is handed, which gives
+The cases are Kueue's own: ``pkg/scheduler/flavorassigner/podset_reducer_test.go``
+(``TestDistributeOrderBased``, ``TestOrderedReduce``, ``TestReduceTotalDeltaLarge``, ``TestGiveBack``), each
+naming its case. Kueue's ``fits`` there is a plain predicate over the counts; here it is the ``attempt`` the
+reducer is handed, which gives
 something (the attempt's outcome) when the counts fit and None when they do not.
 
 Kueue's reducer searches with Go's ``sort.Search`` — the shrink over ``0..totalDelta``, each give-back between
@@ -30,7 +31,8 @@ def _probing(ok, probes: list[list[int]] | None = None):
 
 
 def _reduce(full: list[int], floor: list[int], ok) -> list[int] | None:
-    """Kueue's ``Reduce``: the ordered shrink, then (two or more pod sets cut) the give-back; None: not found."""
+    """Kueue's ``Reduce``: the ordered shrink, then (two or more pod sets cut) the give-back; None: not
+    found."""
     attempt = _probing(ok)
     total = sum(full) - sum(floor)
     if total <= 0:
@@ -47,8 +49,10 @@ def _reduce(full: list[int], floor: list[int], ok) -> list[int] | None:
 @pytest.mark.parametrize(("full", "deltas", "amount", "want"), [
     pytest.param([10, 10], [4, 2], 0, [10, 10], id="zero amount leaves everything at full count"),
     pytest.param([10, 10], [4, 2], 1, [10, 9], id="amount fully absorbed by the last podset"),
-    pytest.param([10, 10], [4, 2], 3, [9, 8], id="amount spills into the previous podset once the last is drained"),
-    pytest.param([10, 10], [4, 2], 6, [6, 8], id="amount equal to totalDelta drains every podset to its minimum"),
+    pytest.param([10, 10], [4, 2], 3, [9, 8],
+                 id="amount spills into the previous podset once the last is drained"),
+    pytest.param([10, 10], [4, 2], 6, [6, 8],
+                 id="amount equal to totalDelta drains every podset to its minimum"),
     pytest.param([10, 10, 10], [4, 0, 2], 6, [6, 10, 8],
                  id="podset with no room to shrink is skipped regardless of position"),
 ])
@@ -81,7 +85,8 @@ def test_ordered_reduce(full: list[int], floor: list[int], ok, want: list[int] |
 
 
 def test_reduce_total_delta_large() -> None:
-    """TestReduceTotalDeltaLarge: a budget past int32 (two pod sets of MaxInt32, minCount 0) is searched whole."""
+    """TestReduceTotalDeltaLarge: a budget past int32 (two pod sets of MaxInt32, minCount 0) is searched
+    whole."""
     big = 2**31 - 1
     assert _reduce([big, big, 1], [0, 0, 0], lambda c: sum(c) <= 1) == [1, 0, 0]
 
@@ -91,8 +96,9 @@ def test_reduce_total_delta_large() -> None:
     pytest.param([3, 15], [4, 20], 2, id="two reduced podsets: both are restored"),
 ])
 def test_give_back(counts: list[int], want: list[int], want_probes: int) -> None:
-    """TestGiveBack (ps1 4/minCount 2, ps2 20/minCount 10), a ``fits`` taking anything: the pass runs only when
-    two or more pod sets were cut (as :func:`_try_partial` calls it), one probe per pod set restored whole."""
+    """TestGiveBack (ps1 4/minCount 2, ps2 20/minCount 10), a ``fits`` taking anything: the pass runs only
+    when two or more pod sets were cut (as :func:`_try_partial` calls it), one probe per pod set restored
+    whole."""
     full = [4, 20]
     probes: list[list[int]] = []
     attempt = _probing(lambda c: True, probes)
@@ -107,9 +113,10 @@ def test_give_back(counts: list[int], want: list[int], want_probes: int) -> None
 
 
 def test_the_shrink_probes_as_kueues_sort_search_does() -> None:
-    """One pod set of 5 (minCount 1): a budget of 4. Counts that fit only at 2 pods (a cut of 3) — not monotone.
-    Go's ``sort.Search(5, ...)`` probes a cut of 2 (no), then 4 (no) and stops: nothing found, the workload is not
-    admitted partially. An inclusive binary search over 1..4 probes 2, then 3, and admits 2 pods."""
+    """One pod set of 5 (minCount 1): a budget of 4. Counts that fit only at 2 pods (a cut of 3) — not
+    monotone. Go's ``sort.Search(5, ...)`` probes a cut of 2 (no), then 4 (no) and stops: nothing found, the
+    workload is not admitted partially. An inclusive binary search over 1..4 probes 2, then 3, and admits
+    2 pods."""
     probes: list[list[int]] = []
     counts, found = _shrink([5], [1], 4, _probing(lambda c: c == [2], probes))
     assert probes == [[3], [1]]
@@ -117,9 +124,9 @@ def test_the_shrink_probes_as_kueues_sort_search_does() -> None:
 
 
 def test_the_give_back_probes_as_kueues_sort_search_does() -> None:
-    """Pod set 0 cut to 2 of 7, pod set 1 cut too; counts fit for pod set 0 at 3 and 5, not at 4, 6 or 7. Kueue
-    tries 7, then searches 3..6 with ``sort.Search`` (probes 5: yes, 6: no) and grows it to 5; an inclusive
-    binary search probes 4, then 3, and settles on 3."""
+    """Pod set 0 cut to 2 of 7, pod set 1 cut too; counts fit for pod set 0 at 3 and 5, not at 4, 6 or 7.
+    Kueue tries 7, then searches 3..6 with ``sort.Search`` (probes 5: yes, 6: no) and grows it to 5; an
+    inclusive binary search probes 4, then 3, and settles on 3."""
     probes: list[list[int]] = []
     counts = [2, 8]
     attempt = _probing(lambda c: c[0] in (2, 3, 5) and c[1] <= 8, probes)

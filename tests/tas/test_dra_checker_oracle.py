@@ -1,11 +1,12 @@
 """Kueue's DRA device check, case by case: its ``pkg/cache/scheduler/dra/checker_test.go``
-(``TestCheckerFindFeasibleNodes``) asks which candidate nodes keep a pod whose claims name ResourceClaimTemplates,
-and how many the check drops (``draNoFit``). Each case here is one of its cases, against kueue-es's own check
-(:mod:`kueue_es.scheduler.tas.devices`) through a TAS placement on two nodes, ``x1`` and ``x2``.
+(``TestCheckerFindFeasibleNodes``) asks which candidate nodes keep a pod whose claims name
+ResourceClaimTemplates, and how many the check drops (``draNoFit``). Each case here is one of its cases,
+against kueue-es's own check (:mod:`kueue_es.scheduler.tas.devices`) through a TAS placement on two nodes,
+``x1`` and ``x2``.
 
-Kueue's fixture: ``gpu-node`` publishes ``gpu-0`` and ``gpu-1``; ``cpu-node`` publishes nothing. Here ``x1`` plays
-``gpu-node`` and ``x2`` ``cpu-node`` (BestFit would pick ``x1`` first when both fit, so a case where only ``x1``
-fits and a case where both fit differ in the not-fit message, which counts ``draNoFit``).
+Kueue's fixture: ``gpu-node`` publishes ``gpu-0`` and ``gpu-1``; ``cpu-node`` publishes nothing. Here ``x1``
+plays ``gpu-node`` and ``x2`` ``cpu-node`` (BestFit would pick ``x1`` first when both fit, so a case where
+only ``x1`` fits and a case where both fit differ in the not-fit message, which counts ``draNoFit``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def _two_gpus(**device: Any) -> dict[str, Any]:
 
 
 def _first_available(count: int) -> dict[str, Any]:
-    """Kueue's ``fallbackOneTemplate`` / ``fallbackTwoTemplate``: ``count`` of class ``full``, else of ``slice``."""
+    """Kueue's ``fallbackOneTemplate`` / ``fallbackTwoTemplate``: ``count`` of class ``full``, else of
+    ``slice``."""
     return {"name": "gpu", "firstAvailable": [
         {"name": "full", "deviceClassName": "full.example.com", "count": count},
         {"name": "slice", "deviceClassName": "slice.example.com", "count": count}]}
@@ -54,7 +56,8 @@ SLICE = _class("slice.example.com", ['device.driver == "slice.example.com"'])
 
 CASES: list[tuple[str, tuple[dict[str, Any], ...], str, bool, str | None]] = [
     # (Kueue's case, objects, template, KueueDRAIntegrationDeviceTaints, node placed or None: no node fits)
-    ("DRA pod filters out nodes without matching devices", (_two_gpus(),), "gpu-template", False, ONE_GPU_NODE),
+    ("DRA pod filters out nodes without matching devices", (_two_gpus(),), "gpu-template", False,
+     ONE_GPU_NODE),
     ("multiple claims on one pod", (_two_gpus(), _template("pair", _exactly(), {
         "name": "gpu2", "exactly": {"deviceClassName": DRIVER, "count": 1}})), "pair", False, ONE_GPU_NODE),
     ("device with binding conditions stays feasible",
@@ -73,11 +76,13 @@ CASES: list[tuple[str, tuple[dict[str, Any], ...], str, bool, str | None]] = [
     ("a taint the driver publishes in the ResourceSlice makes the device unusable",
      (_slice("x1", [_gpu(taints=[{"key": "example.com/maintenance", "effect": "NoSchedule"}])]),),
      "gpu-template", True, None),
-    ("a taint the driver publishes in the ResourceSlice is ignored when KueueDRAIntegrationDeviceTaints is off",
+    ("a taint the driver publishes in the ResourceSlice is ignored when KueueDRAIntegrationDeviceTaints is "
+     "off",
      (_slice("x1", [_gpu(taints=[{"key": "example.com/maintenance", "effect": "NoSchedule"}])]),),
      "gpu-template", False, ONE_GPU_NODE),
     ("a firstAvailable request is feasible when one alternative fits by itself",
-     (FULL, SLICE, _driver_slice("x1", "slice.example.com", "slice-0"), _template("fallback", _first_available(1))),
+     (FULL, SLICE, _driver_slice("x1", "slice.example.com", "slice-0"),
+      _template("fallback", _first_available(1))),
      "fallback", False, ONE_GPU_NODE),
     ("a firstAvailable request whose alternatives only fit together is infeasible",
      (FULL, SLICE, _driver_slice("x1", "full.example.com", "full-0"),

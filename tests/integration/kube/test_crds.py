@@ -577,8 +577,10 @@ async def test_the_batch_roles_kueues_rbac_guide_binds_grant_an_admin_and_a_user
             return await _allowed(api, who, verb, group, resource, namespace, sub)
 
         # the apiserver's authorizer sees new bindings and aggregated rules through its informers: not at once
-        await eventually(lambda: can(user, "get", "kueue.x-k8s.io", "workloads", team), what="the user's grant")
-        await eventually(lambda: can(admin, "create", "kueue.x-k8s.io", "clusterqueues"), what="the admin's grant")
+        await eventually(lambda: can(user, "get", "kueue.x-k8s.io", "workloads", team),
+                         what="the user's grant")
+        await eventually(lambda: can(admin, "create", "kueue.x-k8s.io", "clusterqueues"),
+                         what="the admin's grant")
         assert await can(user, "list", "kueue.x-k8s.io", "localqueues", team)
         assert await can(user, "get", "visibility.kueue.x-k8s.io", "localqueues", team, "pendingworkloads")
         assert await can(user, "create", "batch", "jobs", team)

@@ -10,9 +10,9 @@ puts on the template) are ungated once the slice counting them is admitted, not 
 template carries the chain's ``kueue.x-k8s.io/workload-slice-name``. Its parallelism then lowered, the admitted
 slice takes the smaller count in place. An elastic Job already running without a Workload is not suspended: its
 first slice is made, and once it is admitted only as many gated pods as it counts are ungated. Annotated
-``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``, a scale-up is admitted in part and probed for the rest;
-the slice admitted in part evicted, it alone is finished once the Job stopped on it, and its probe is admitted in
-its place (Kueue #15661, #15417).
+``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``, a scale-up is admitted in part and probed for the
+rest; the slice admitted in part evicted, it alone is finished once the Job stopped on it, and its probe is
+admitted in its place (Kueue #15661, #15417).
 """
 
 from __future__ import annotations
@@ -328,13 +328,14 @@ async def _names(kc: KubeClient, ns: str) -> set[str]:
 @pytest.mark.asyncio
 async def test_an_evicted_partial_slice_is_finished_alone_and_its_probe_is_admitted_in_its_place(
         kube_apiserver, tmp_path) -> None:
-    """KEP-12100's eviction, as merged Kueue runs it (#15661, #15417): the Job's slice admitted with 7 of 10 and
-    its probe (10, ``minCount`` 7) waiting, the ClusterQueue drained (``HoldAndDrain``) evicts the slice, which
-    stays the Job's until its pods are gone: the Job is stopped on it, its quota held while pods are active.
-    Once none is (the test plays the job controller), the quota goes back and that slice alone is finished
-    ``OutOfSync``; the probe is neither finished nor replaced by a new slice. Once the ClusterQueue runs again
-    the probe, its predecessor holding no quota, is admitted at its ``minCount`` (7, all that fits), the Job is
-    started on it with its parallelism kept, and a further probe (10, ``minCount`` 7) follows it."""
+    """KEP-12100's eviction, as merged Kueue runs it (#15661, #15417): the Job's slice admitted with 7 of 10
+    and its probe (10, ``minCount`` 7) waiting, the ClusterQueue drained (``HoldAndDrain``) evicts the slice,
+    which stays the Job's until its pods are gone: the Job is stopped on it, its quota held while pods are
+    active. Once none is (the test plays the job controller), the quota goes back and that slice alone is
+    finished ``OutOfSync``; the probe is neither finished nor replaced by a new slice. Once the ClusterQueue
+    runs again the probe, its predecessor holding no quota, is admitted at its ``minCount`` (7, all that
+    fits), the Job is started on it with its parallelism kept, and a further probe (10, ``minCount`` 7)
+    follows it."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         q = await queues(kc, "elastic-evict", {"cpu": 7})
@@ -358,7 +359,8 @@ async def test_an_evicted_partial_slice_is_finished_alone_and_its_probe_is_admit
             assert (_condition(evicted, "Evicted") or {}).get("status") == "True"
             assert evicted["status"].get("admission"), "its quota held while pods are active (Kueue #15661)"
             assert not await _finished_out_of_sync(kc, q.ns, partial)
-            await kc.patch(JOBS, "er", {"status": {"active": 0}}, q.ns, subresource="status")  # the job controller
+            # the job controller
+            await kc.patch(JOBS, "er", {"status": {"active": 0}}, q.ns, subresource="status")
             await eventually(lambda: _finished_out_of_sync(kc, q.ns, partial), what="the evicted slice finished")
             await asyncio.sleep(1.0)
             assert await _pending(kc, q.ns, probe), "the probe kept, waiting"
@@ -370,7 +372,8 @@ async def test_an_evicted_partial_slice_is_finished_alone_and_its_probe_is_admit
             assert (kept["spec"]["podSets"][0]["count"], kept["spec"]["podSets"][0]["minCount"]) == (10, 7)
 
             await kc.patch(CLUSTER_QUEUES, q.cq, {"spec": {"stopPolicy": "None"}})
-            again = await eventually(lambda: _admitted(kc, q.ns, probe), what="the probe admitted at its minCount")
+            again = await eventually(lambda: _admitted(kc, q.ns, probe),
+                                     what="the probe admitted at its minCount")
             assert _granted(again) == 7
             await eventually(lambda: running(kc, q.ns, "er"), what="the Job started on the probe")
             assert (await get(kc, "Job", "er", q.ns))["spec"]["parallelism"] == 10, "its parallelism kept"
@@ -384,7 +387,8 @@ async def test_an_evicted_partial_slice_is_finished_alone_and_its_probe_is_admit
             rest_wl = await get(kc, "Workload", rest, q.ns)
             assert rest_wl["metadata"]["annotations"][REPLACES] == f"{q.ns}/{probe}"
             assert rest_wl["metadata"]["annotations"][SLICE_NAME] == first
-            assert (rest_wl["spec"]["podSets"][0]["count"], rest_wl["spec"]["podSets"][0]["minCount"]) == (10, 7)
+            assert (rest_wl["spec"]["podSets"][0]["count"],
+                    rest_wl["spec"]["podSets"][0]["minCount"]) == (10, 7)
             assert await _admitted(kc, q.ns, probe) is not None, "the probe runs on"
             assert not await _finished_out_of_sync(kc, q.ns, probe)
             assert await _names(kc, q.ns) == {first, partial, probe, rest}

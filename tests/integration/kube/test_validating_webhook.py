@@ -115,8 +115,10 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             lq = local_queue(ns, "lq", cq)
             lq["metadata"]["labels"] = {LABEL: sfx}
             await create(kc, lq)
-            with pytest.raises(Invalid, match=r'LocalQueue.kueue.x-k8s.io "lq" is invalid: spec.clusterQueue: '
-                                              r'Invalid value: "string": field is immutable'):  # a CEL rule's words
+            # a CEL rule's words
+            with pytest.raises(Invalid, match=r'LocalQueue.kueue.x-k8s.io "lq" is invalid: '
+                                              r'spec.clusterQueue: Invalid value: "string": '
+                                              r'field is immutable'):
                 await kc.patch(BY_KIND["LocalQueue"], "lq", {"spec": {"clusterQueue": "other"}}, ns)
             await kc.patch(BY_KIND["Workload"], "good", {"status": {
                 "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
