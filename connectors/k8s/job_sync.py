@@ -237,9 +237,10 @@ def equivalent(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInf
                generated: bool = False) -> bool:
     """Whether the Job still corresponds to its Workload, as Kueue judges it: the same maximum execution time
     (``max_exec``: the Job's, as Kueue reads it — an int32 above 0, else none), and pod sets alike in count,
-    minimum count, tolerations (not looked at once the Workload is admitted) and each container's resources. While
-    the Workload holds quota the Job is compared with what running it makes of the pod sets (the admission's count
-    under partial admission, the flavors' tolerations); a suspended Job may match the Workload's spec instead.
+    minimum count, tolerations (not looked at once the Workload is admitted), each container's resources, the
+    pod-level resources and the resource claims (:func:`same_pod_spec`). While the Workload holds quota the
+    Job is compared with what running it makes of the pod sets (the admission's count under partial
+    admission, the flavors' tolerations); a suspended Job may match the Workload's spec instead.
     ``generated``: the Workload was built from the Job, its minimum count as :func:`generated_min_count` gives it
     (a prebuilt one: any whole number the Job's annotation holds)."""
     mine = [job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), generated)]
