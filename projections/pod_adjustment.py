@@ -203,11 +203,33 @@ def default_pod_level(spec: o.PodSpec) -> o.PodSpec:
     under a pod-level limit of 4 makes a pod asking for 1. Only the pod level is written back (the containers'
     requests are read with their limits anyway); ``spec`` itself when nothing changes, as for a Pod read back
     from a cluster."""
+    if spec.resources is None or _pod_level_defaulted(spec.resources, spec):
+        return spec
+    return _with_pod_level_defaults(spec)
+
+
+def _with_pod_level_defaults(spec: o.PodSpec) -> o.PodSpec:
+    """:func:`default_pod_level` worked out in full."""
     if spec.resources is None:
         return spec
     res = _default_pod_level(spec.resources, _limits_as_requests(spec.containers),
                              _limits_as_requests(spec.init_containers))
     return spec if res is spec.resources else msgspec.structs.replace(spec, resources=res)
+
+
+def _pod_level_defaulted(res: o.ResourceRequirements, spec: o.PodSpec) -> bool:
+    """Whether the pod-level defaulting would leave ``res`` as it is, told from the names alone (no
+    aggregate, no new container): the pod level says nothing, or its requests name every pod-level resource
+    its limits name and every one any (init) container requests or limits (a container's limits are its
+    requests too, and a container's ``hugepages-*`` limit the pod level names in neither list would be added
+    to both). A Pod read back from the API server passes (its pod level is stored defaulted); False only
+    means "work it out", which may still change nothing."""
+    requests = res.requests
+    if not requests and not res.limits:
+        return True
+    named = [*res.limits, *(r for c in (*spec.containers, *spec.init_containers)
+                            for r in (*c.resources.requests, *c.resources.limits))]
+    return all(r in requests or not pod_level_resource(r) for r in named)
 
 
 def _limits_as_requests(containers: Sequence[o.Container]) -> list[o.Container]:

@@ -177,16 +177,24 @@ def priority_change(state: ClusterState, labels: Mapping[str, str], pod_priority
                     obs: o.Workload, wl: WorkloadInfo) -> tuple[dict[str, str] | None, int | None] | None:
     """:func:`priority_to_set` for any object Kueue's job reconciler runs, with these ``labels`` and pods naming
     ``pod_priority_class`` (Kueue's ``UpdateWorkloadPriority``)."""
+    if not looks_up_class(labels, obs, wl):
+        return None
     ref = obs.spec.priority_class_ref
-    if wl.phase == FINISHED or (ref is not None and (ref.group, ref.kind) != WORKLOAD_PRIORITY_CLASS):
-        return None
-    if labels.get(PRIORITY_LABEL, "") == (ref.name if ref is not None else ""):
-        return None
     resolved = workload_priority(state, labels, pod_priority_class)
     new_ref, priority = resolved if resolved is not None else (None, None)
     if wl.reserving and not _same_kind(ref, new_ref):
         return None  # the apiserver refuses to set, remove or re-kind the class of a Workload holding quota
     return new_ref, priority
+
+
+def looks_up_class(labels: Mapping[str, str], obs: o.Workload, wl: WorkloadInfo) -> bool:
+    """Whether :func:`priority_change` looks up the class the ``labels`` name for Workload ``obs``: not for a
+    finished one, one whose class is not a WorkloadPriorityClass, or one whose class the label already names.
+    Only a lookup that does not fail says the class is there (ro-diff-d L1)."""
+    ref = obs.spec.priority_class_ref
+    if wl.phase == FINISHED or (ref is not None and (ref.group, ref.kind) != WORKLOAD_PRIORITY_CLASS):
+        return False
+    return labels.get(PRIORITY_LABEL, "") != (ref.name if ref is not None else "")
 
 
 def _same_kind(ref: o.PriorityClassRef | None, new_ref: dict[str, str] | None) -> bool:
@@ -229,9 +237,10 @@ def equivalent(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInf
                generated: bool = False) -> bool:
     """Whether the Job still corresponds to its Workload, as Kueue judges it: the same maximum execution time
     (``max_exec``: the Job's, as Kueue reads it — an int32 above 0, else none), and pod sets alike in count,
-    minimum count, tolerations (not looked at once the Workload is admitted) and each container's resources. While
-    the Workload holds quota the Job is compared with what running it makes of the pod sets (the admission's count
-    under partial admission, the flavors' tolerations); a suspended Job may match the Workload's spec instead.
+    minimum count, tolerations (not looked at once the Workload is admitted), each container's resources, the
+    pod-level resources and the resource claims (:func:`same_pod_spec`). While the Workload holds quota the
+    Job is compared with what running it makes of the pod sets (the admission's count under partial
+    admission, the flavors' tolerations); a suspended Job may match the Workload's spec instead.
     ``generated``: the Workload was built from the Job, its minimum count as :func:`generated_min_count` gives it
     (a prebuilt one: any whole number the Job's annotation holds)."""
     mine = [job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), generated)]

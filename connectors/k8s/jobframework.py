@@ -798,7 +798,10 @@ class JobReconciler(Generic[J]):
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
             await self._class_gone(job, obs, exc)
             return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
-        self._class_warned.pop(key, None)  # found: reported again should it go
+        if job_sync.looks_up_class(job.metadata.labels, obs, wl):
+            # found: reported again should it go. A Workload that looked nothing up (an older slice on a pod
+            # PriorityClass, a finished one) says nothing of the class, so it leaves the slot as it is.
+            self._class_warned.pop(key, None)
         if priority is None:
             return False
         await self._once(key, f"priority:{rv}", job, self._set_priority(job, obs, *priority))

@@ -42,6 +42,7 @@ from connectors.k8s.resources import (
     TRAINJOBS,
     Resource,
 )
+from connectors.k8s.workload_slices import is_slice, unstarted, unstarted_template
 from events import objects as o
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.multikueue import adapters_in_force, external_kinds
@@ -115,7 +116,10 @@ def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: st
     """The copy of a manager's Job created on the worker that runs it: suspended, on the prebuilt copy of its
     Workload; a started Job's with the pod template the Workload was made from (what the manager's Job integration
     added when it started the Job there is not copied), a suspended one's with its own, as Kueue copies it (labels,
-    annotations, node selector or gates the user changed on it after its Workload was made kept)."""
+    annotations, node selector or gates the user changed on it after its Workload was made kept). A slice made
+    while the Job ran has in its template what the start on an earlier slice wrote: what a start writes by key
+    is left out of it, as the stop does (:func:`connectors.k8s.workload_slices.unstarted_template`), or the
+    worker's start on its own copy of the slice would conflict with the earlier slice's name."""
     meta = manager_job.get("metadata") or {}
     spec = copy.deepcopy(manager_job.get("spec") or {})
     for key in ("managedBy", "selector", "manualSelector"):
@@ -123,6 +127,8 @@ def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: st
     pod_sets = (manager_wl.get("spec") or {}).get("podSets") or []
     started = bool(pod_sets) and spec.get("suspend") is not True
     template = copy.deepcopy(pod_sets[0].get("template") if started else spec.get("template") or {})
+    if started and is_slice((manager_wl.get("metadata") or {}).get("annotations") or {}):
+        template = unstarted_template(template)
     labels = {k: v for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()
               if k not in GENERATED_LABELS}
     template.setdefault("metadata", {})["labels"] = labels
@@ -411,7 +417,9 @@ def as_before_start(adapter: Adapter, manager_owner: dict[str, Any], manager_wl:
     """The manager's owner as it was before its integration started it: a started (unsuspended) owner stopped as
     that integration stops it (suspended, each pod template given back what the Workload's pod set of its
     name, for the Ray kinds its position, recorded: the node selector, tolerations, labels, annotations and
-    scheduling gates the admission added taken out). Kueue copies the owner before the manager's workload is
+    scheduling gates the admission added taken out; a slice's pod sets as they were before any start,
+    :func:`connectors.k8s.workload_slices.unstarted`, since one made while the owner ran records the start on
+    an earlier slice, as the stop gives them back). Kueue copies the owner before the manager's workload is
     admitted, so before it is started; here the copy may be made after (a worker reached late), and the
     worker's Kueue writes its own admission onto it. A
     suspended owner is copied as it is, as Kueue copies it: its pod templates may hold labels, annotations, a node
@@ -421,6 +429,8 @@ def as_before_start(adapter: Adapter, manager_owner: dict[str, Any], manager_wl:
     if adapter.stop_patch is None or suspended(manager_owner, adapter.suspend_at):
         return manager_owner
     pod_sets = msgspec.convert((manager_wl.get("spec") or {}).get("podSets") or [], list[o.PodSet])
+    if is_slice((manager_wl.get("metadata") or {}).get("annotations") or {}):
+        pod_sets = unstarted(pod_sets)
     stopped = adapter.stop_patch({**manager_owner, "metadata": {"resourceVersion": ""}}, pod_sets)
     return {**manager_owner, "spec": merge_patched(manager_owner.get("spec") or {}, stopped["spec"])}
 

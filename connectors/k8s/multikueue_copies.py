@@ -730,7 +730,8 @@ class CopiedWorkloads:
         """The manager's Job is suspended and its copy runs: Kueue's batch/v1 adapter defers the copy's status
         (its Job's start moves the workload again) and only shows the Job ``Suspended`` True
         (``MultiKueueAdapter``, :func:`adapted_patch`); a Job evicted on the manager keeps the active pods
-        last mirrored until its copy, stopped on its worker, is mirrored (its quota is given back then).
+        last mirrored until its copy, stopped on its worker, is mirrored, or until no worker shows a copy
+        (:meth:`_stop_nowhere`, :func:`emptied_patch`); its quota is given back then.
         False: the write conflicted, to be tried again on the next pass."""
         namespace, _, name = owner_key.partition("/")
         local = await self._manager_owner(r, name, namespace)
@@ -922,7 +923,8 @@ def adapted_patch(local: dict[str, Any]) -> dict[str, Any] | None:
     ``Suspended`` condition True (``MultiKueueAdapter``) set, so that the Job passes the suspend validation of
     Kubernetes 1.36; one of another status replaced, one True left as it is. Its other fields (``active``
     among them) are left as they are: a Job evicted on the manager shows its pods gone once its copy, stopped
-    there, is mirrored. None: nothing to write."""
+    there, is mirrored, or once no worker shows a copy (:meth:`CopiedWorkloads._stop_nowhere`). None: nothing
+    to write."""
     status = local.get("status") or {}
     conditions = list(status.get("conditions") or [])
     current = next((c for c in conditions if c.get("type") == "Suspended"), None)

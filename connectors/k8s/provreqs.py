@@ -306,7 +306,8 @@ class RequestApplier:
     async def _template(self, pt: o.PodTemplate, body: dict[str, Any], enforce: bool) -> None:
         """Create the PodTemplate (``body``: ``pt`` whole), or take the one already at its name — under
         ``EnforceProvisioningPodTemplateContents`` only when it is alike what the decision derives (Kueue's pod
-        template comparison: tolerations, each container's requests and limits); one that differs (made by
+        template comparison, :func:`connectors.k8s.job_sync.same_pod_spec`: tolerations, each container's
+        requests and limits, the pod-level resources, the resource claims); one that differs (made by
         someone else at the predictable name, or left by an earlier attempt) is deleted and made anew, so the
         request never asks capacity for pods its Workload's quota did not cover."""
         ns, name = pt.metadata.namespace, pt.metadata.name

@@ -328,6 +328,31 @@ def unstarted(pod_sets: Sequence[o.PodSet]) -> list[o.PodSet]:
     return out
 
 
+def is_slice(annotations: dict[str, str]) -> bool:
+    """Whether a Workload with these annotations is a slice: every slice names its chain
+    (:func:`slice_annotations`), which no other Workload does."""
+    return SLICE_NAME_ANNOTATION in annotations
+
+
+def unstarted_template(template: dict[str, Any]) -> dict[str, Any]:
+    """A slice's raw pod template as :func:`unstarted` gives it back (for a copy built of plain data, whose
+    fields the decoded template does not all hold): without the labels, annotations and topology gate a start
+    writes by key; everything else as it is. ``template`` is not changed."""
+    out = dict(template)
+    meta = dict(template.get("metadata") or {})
+    for field, started in (("labels", STARTED_LABELS), ("annotations", STARTED_ANNOTATIONS)):
+        if isinstance(meta.get(field), dict):
+            meta[field] = {k: v for k, v in meta[field].items() if k not in started}
+    if "metadata" in template:
+        out["metadata"] = meta
+    spec = template.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("schedulingGates"), list):
+        kept = [g for g in spec["schedulingGates"]
+                if not (isinstance(g, dict) and g.get("name") == TOPOLOGY_GATE)]
+        out["spec"] = {**spec, "schedulingGates": kept}
+    return out
+
+
 def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:
     """The annotations of a new slice ``name``, given the Job's slices not finished (:func:`not_finished`): the
     first of a chain names itself; a scale-up's names the slice it replaces and carries that one's chain name.

@@ -4,6 +4,7 @@ of a copy it reads back."""
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import msgspec
 import pytest
@@ -293,3 +294,62 @@ def test_a_copy_of_an_owner_never_started_keeps_what_the_user_changed_in_its_pod
     made = owner_copy(adapter, edited, manager_wl, "mk-origin", label_form)
     assert "nvme" in str(made["spec"]) and "ssd" not in str(made["spec"])
     assert made == adapter.make_copy(edited, manager_wl, "mk-origin")
+
+
+# --- a copy of a slice made while the manager's owner ran ---------------------------------------------
+
+EARLIER_START = {"labels": {"kueue.x-k8s.io/podset": "main", "app": "a",
+                            "kueue.x-k8s.io/cluster-queue-name": "manager-cq",
+                            "kueue.x-k8s.io/local-queue-name": "lq"},
+                 "annotations": {"kueue.x-k8s.io/workload": "job-train-1", "team": "x",
+                                 "kueue.x-k8s.io/workload-slice-name": "job-train-1"}}
+SLICE_ANNOTATIONS = {"kueue.x-k8s.io/elastic-job": "true",
+                     "kueue.x-k8s.io/workload-slice-name": "job-train-1",
+                     "kueue.x-k8s.io/workload-slice-replacement-for": "ns/job-train-1"}
+
+
+def _carries_no_earlier_start(meta: dict[str, Any]) -> None:
+    assert meta.get("labels") == {"app": "a"} and meta.get("annotations") == {"team": "x"}
+
+
+def test_the_job_copy_of_a_slice_made_while_the_job_ran_carries_no_earlier_start() -> None:
+    """A slice made while the manager's elastic Job ran copies into its template what the start on the
+    earlier slice wrote (its ``kueue.x-k8s.io/workload``, the manager's queue labels, the topology gate): the
+    Job's copy leaves that out, as the stop does, or the worker's start on its own copy would conflict with
+    it."""
+    started = {"metadata": EARLIER_START, "spec": {"containers": [{"name": "c"}], "schedulingGates": [
+        {"name": "kueue.x-k8s.io/topology"}, {"name": "user"}]}}
+    manager_job = {"metadata": {"name": "train", "namespace": "ns",
+                                "annotations": {"kueue.x-k8s.io/elastic-job": "true"}},
+                   "spec": {"suspend": False, "parallelism": 6, "template": started}}
+    slice2 = {"metadata": {"name": "job-train-2", "namespace": "ns", "annotations": SLICE_ANNOTATIONS},
+              "spec": {"podSets": [{"name": "main", "count": 6, "template": started}]}}
+    template = job_copy(manager_job, slice2, "origin")["spec"]["template"]
+    _carries_no_earlier_start(template["metadata"])
+    assert template["spec"] == {"containers": [{"name": "c"}], "schedulingGates": [{"name": "user"}]}
+    assert slice2["spec"]["podSets"][0]["template"] is started and "kueue.x-k8s.io/workload" in str(started)
+    not_a_slice = {**slice2, "metadata": {"name": "job-train-2", "namespace": "ns"}}
+    assert job_copy(manager_job, not_a_slice, "origin")["spec"]["template"]["metadata"] == EARLIER_START
+
+
+def test_a_ray_copy_of_a_slice_made_while_the_cluster_ran_carries_no_earlier_start() -> None:
+    """The same for the kinds copied from the owner stopped as its integration stops it
+    (:func:`as_before_start`, a RayCluster here): the slice's pod sets are given back without the earlier
+    start."""
+    adapter = next(a for a in ADAPTERS.values() if a.resource.kind == "RayCluster")
+    _, spec = SUBMITTED["RayCluster"]
+    submitted = {"apiVersion": adapter.resource.api_version, "kind": "RayCluster",
+                 "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "4",
+                              "annotations": {"kueue.x-k8s.io/elastic-job": "true"}}, "spec": spec}
+    pod_sets = raycluster.pod_sets(submitted, tas=False)
+    for ps in pod_sets:
+        ps["template"] = {**ps["template"], "metadata": EARLIER_START}
+    manager_wl = {"metadata": {"name": "job-a-2", "namespace": "ns", "annotations": SLICE_ANNOTATIONS},
+                  "spec": {"podSets": pod_sets}}
+    start = raycluster.start_patch({**submitted, "status": {}}, [STARTED_WITH] * len(pod_sets))
+    started = {**submitted, "spec": merge_patched(spec, start["spec"])}
+    late = owner_copy(adapter, started, manager_wl, "mk-origin", DEFAULT)
+    templates = [late["spec"]["headGroupSpec"]["template"], late["spec"]["workerGroupSpecs"][0]["template"]]
+    for template in templates:
+        assert "manager-cq" not in str(template) and "job-train-1" not in str(template)
+        assert template["metadata"]["labels"] == {"app": "a"}

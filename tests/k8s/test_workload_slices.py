@@ -1240,3 +1240,29 @@ async def test_a_missing_class_is_reported_once_per_job_version_however_often_it
     assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
         ("WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "gone" not found')]
     assert [p for p in client.patches if p[0] == "Workload"] == [], "the slice keeps its priority"
+
+
+_POD_CLASS = o.PriorityClassRef(group="scheduling.k8s.io", kind="PriorityClass", name="pc")
+
+
+@pytest.mark.asyncio
+async def test_a_missing_class_is_reported_once_whatever_an_older_slice_reads() -> None:
+    """An older live slice whose class the label never rewrites (a pod ``PriorityClass``, made before the
+    label) looks no class up: it does not clear the once-slot between two lookups that fail, so the missing
+    class is still reported once however often the newer slice changes (ro-diff-d L1)."""
+    j = _labelled(_elastic_job(6), **{"kueue.x-k8s.io/priority-class": "gone"})
+    a = _classed(_slice("a", 4, created="2026-01-01T00:00:00Z"), ref=_POD_CLASS, priority=5)
+    b = _classed(_slice("b", 6, created="2026-01-01T00:00:01Z", replaces="ns/a"))
+    jobs, mirror, appended, _ = _setup(j, a, b, *_CLASSES)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    for rv in ("4", "5"):  # b's status changes
+        w = mirror.workloads["ns/b"]
+        meta = msgspec.structs.replace(w.metadata, resource_version=rv)
+        changed = msgspec.structs.replace(w, metadata=meta)
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=changed.key,
+                                                                    uid=changed.metadata.uid, obj=changed)))
+        await jobs.reconcile("ns/train")
+    warned = [e for e in appended
+              if isinstance(e, ev.JobActed) and e.action == "WorkloadPriorityClassNotFound"]
+    assert len(warned) == 1

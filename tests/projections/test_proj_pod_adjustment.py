@@ -35,6 +35,8 @@ from projections import snapshot
 from projections.cluster import ClusterState
 from projections.dra import _pod_total
 from projections.pod_adjustment import (
+    _pod_level_defaulted,
+    _with_pod_level_defaults,
     adjust,
     admissibility,
     api_defaults,
@@ -797,6 +799,44 @@ def test_a_pods_own_pod_level_requests_are_defaulted_as_the_api_server_does() ->
     assert pod_requests(default_pod_level(bare)) == {"cpu": 1000, "memory": 2**30}
     stored = default_pod_level(bare)
     assert default_pod_level(stored) is stored
+
+
+GPU = "example.com/gpu"
+STORED_OR_NOT = [
+    pytest.param(_pod(res()), True, id="an empty pod level"),
+    pytest.param(_pod(res({"cpu": "2", "memory": "1Gi"}, {"cpu": "4", "memory": "2Gi"}),
+                      o.Container(resources=res({"cpu": "1"}, {"memory": "1Gi"}))), True, id="stored"),
+    pytest.param(_pod(res({"cpu": "2"}, {"cpu": "4", GPU: "1"}), o.Container(resources=res({GPU: "1"}))),
+                 True, id="a name not managed at the pod level needs no pod-level request"),
+    pytest.param(_pod(res(limits={"cpu": "4"}), o.Container(resources=res({"cpu": "1"}))), False,
+                 id="a pod-level limit without its request"),
+    pytest.param(_pod(res({"cpu": "2"}, {"cpu": "4", "memory": "1Gi"}),
+                      o.Container(resources=res({"cpu": "1"}))), False,
+                 id="a pod-level limit no container names, without its request"),
+    pytest.param(_pod(res({"cpu": "2"}), o.Container(resources=res({"memory": "1Gi"}))), False,
+                 id="a container request the pod level does not name"),
+    pytest.param(_pod(res({"cpu": "2"}), o.Container(),
+                      init=[o.Container(resources=res(limits={"memory": "1Gi"}))]),
+                 False, id="an init container's limit the pod level does not name"),
+    pytest.param(_pod(res({"cpu": "2"}, {"cpu": "4"}), o.Container(resources=res(limits={HUGE: "2Mi"}))),
+                 False, id="a container hugepages limit the pod level does not name"),
+    pytest.param(_pod(res({"cpu": "2", HUGE: "2Mi"}, {"cpu": "4", HUGE: "2Mi"}),
+                      o.Container(resources=res({HUGE: "2Mi"}, {HUGE: "2Mi"}))), True, id="hugepages stored"),
+]
+
+
+@pytest.mark.parametrize(("spec", "stored"), STORED_OR_NOT)
+def test_the_pod_level_fast_path_leaves_only_what_the_full_defaulting_leaves(spec: o.PodSpec,
+                                                                             stored: bool) -> None:
+    # ro-diff-d L6: a Pod read back from the API server is passed as it is, without the aggregates;
+    # every other spec is worked out in full, and the two agree whichever way it goes
+    assert _pod_level_defaulted(spec.resources, spec) is stored
+    full = _with_pod_level_defaults(spec)
+    assert default_pod_level(spec) == full
+    if stored:
+        assert full is spec and default_pod_level(spec) is spec
+    else:
+        assert _pod_level_defaulted(full.resources, full), "once defaulted, it is passed as it is"
 
 
 def test_a_raw_pods_container_limits_are_its_requests_before_the_pod_level_defaulting() -> None:
