@@ -10,6 +10,7 @@ import base64
 from typing import Any
 
 import msgspec
+from patchhelp import patched
 
 from connectors.k8s import lws_webhook as lwh
 from connectors.k8s.certs import self_signed
@@ -40,19 +41,6 @@ def _lws(labels: dict[str, str] | None = None, *, leader: bool = True, worker_me
             "spec": {"leaderWorkerTemplate": lwt, **spec}}
 
 
-def _apply(doc: Any, ops: list[dict[str, Any]]) -> Any:
-    """The JSON patch's ``add`` operations applied (what the webhook writes)."""
-    doc = msgspec.json.decode(msgspec.json.encode(doc))
-    for op in ops:
-        assert op["op"] == "add"
-        *parents, last = [t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]]
-        node = doc
-        for token in parents:
-            node = node[token]
-        node[last] = op["value"]
-    return doc
-
-
 def _review(path: str, obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, *, operation: str = "CREATE",
             old: dict[str, Any] | None = None, default_queue: bool = False) -> dict[str, Any]:
     async def namespace_labels(name: str) -> dict[str, str]:
@@ -71,7 +59,7 @@ def _mutated(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, **
     response = _review(lwh.MUTATING_PATH, obj, settings, **kw)
     assert response["allowed"]
     ops = msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
-    return _apply(obj, ops)
+    return patched(obj, ops)
 
 
 def test_a_queued_sets_templates_are_marked_held_by_their_parent_and_serving() -> None:

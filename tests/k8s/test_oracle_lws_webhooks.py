@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from patchhelp import patched
 
 from connectors.k8s import deployment_webhook as dw
 from connectors.k8s import lws_webhook as lwh
@@ -100,18 +101,6 @@ def _lws(queue: str | None = None, *, leader: dict[str, Any] | None = None,
     return out
 
 
-def _apply(doc: Any, ops: list[dict[str, Any]]) -> Any:
-    doc = msgspec.json.decode(msgspec.json.encode(doc))
-    for op in ops:
-        assert op["op"] == "add"
-        *parents, last = [t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]]
-        node = doc
-        for token in parents:
-            node = node[token]
-        node[last] = op["value"]
-    return doc
-
-
 def _defaulted(lws: dict[str, Any], *, default_queue: bool) -> dict[str, Any]:
     """The LeaderWorkerSet as Kueue's mutating webhook leaves it (a ``default`` LocalQueue or not)."""
     async def namespace_labels(name: str) -> dict[str, str]:
@@ -126,7 +115,7 @@ def _defaulted(lws: dict[str, Any], *, default_queue: bool) -> dict[str, Any]:
     response = asyncio.run(reviews[lwh.MUTATING_PATH](body))["response"]
     assert response["allowed"]
     ops = msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
-    return _apply(lws, ops)
+    return patched(lws, ops)
 
 
 def _meta_of(lws: dict[str, Any], which: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from patchhelp import patched
 
 from connectors.k8s import pod_group, pod_sync
 from connectors.k8s import podsetinfo as psi
@@ -39,22 +40,6 @@ def _tas_off(s: ClusterState) -> ClusterState:
     return s
 
 
-def _apply(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON patch's ``add`` operations (all the webhook writes) applied to a copy of ``doc``."""
-    out = msgspec.json.decode(msgspec.json.encode(doc))
-    for op in ops:
-        assert op["op"] == "add"
-        *parents, last = [t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]]
-        target = out
-        for token in parents:
-            target = target[token]
-        if last == "-":
-            target.append(op["value"])
-        else:
-            target[last] = op["value"]
-    return out
-
-
 def _member(name: str, index: int, cpu: str = "1", annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """A queued Pod of group ``g`` naming its index label (``app/index``), as a user or a parent writes it."""
     return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
@@ -68,7 +53,7 @@ def _member(name: str, index: int, cpu: str = "1", annotations: dict[str, str] |
 # --- the webhook -------------------------------------------------------------------------------------------------
 
 def test_under_tas_a_pod_made_kueues_is_also_topology_gated_and_gets_its_group_index() -> None:
-    pod = _apply(_member("a", 2), pod_patch(_member("a", 2), default_queue=False, tas=True))
+    pod = patched(_member("a", 2), pod_patch(_member("a", 2), default_queue=False, tas=True))
     assert pod["spec"]["schedulingGates"] == [ADMISSION, TOPOLOGY]
     assert pod["metadata"]["labels"][INDEX] == "2"
 
@@ -79,19 +64,20 @@ def test_no_index_is_given_when_the_named_label_is_missing_or_empty_or_none_is_n
     admitted with, is not written; one the Pod carries itself is kept."""
     unlabelled = _member("a", 0)
     del unlabelled["metadata"]["labels"]["app/index"]
-    assert INDEX not in _apply(unlabelled,
-                               pod_patch(unlabelled, default_queue=False, tas=True))["metadata"]["labels"]
+    assert INDEX not in patched(unlabelled,
+                                pod_patch(unlabelled, default_queue=False, tas=True))["metadata"]["labels"]
     empty = _member("a", 0)
     empty["metadata"]["labels"].update({"app/index": "", INDEX: "1"})
-    assert _apply(empty, pod_patch(empty, default_queue=False, tas=True))["metadata"]["labels"][INDEX] == "1"
+    assert patched(empty, pod_patch(empty, default_queue=False, tas=True))["metadata"]["labels"][INDEX] == "1"
     single = {"metadata": {"name": "p", "labels": {"kueue.x-k8s.io/queue-name": "lq"}}, "spec": {}}
-    assert INDEX not in _apply(single, pod_patch(single, default_queue=False, tas=True))["metadata"]["labels"]
+    assert INDEX not in patched(single,
+                                pod_patch(single, default_queue=False, tas=True))["metadata"]["labels"]
 
 
 def test_a_gate_the_pod_has_already_is_not_added_again() -> None:
     pod = _member("a", 0)
     pod["spec"]["schedulingGates"] = [TOPOLOGY]
-    assert _apply(pod, pod_patch(pod, default_queue=False, tas=True))["spec"]["schedulingGates"] == [
+    assert patched(pod, pod_patch(pod, default_queue=False, tas=True))["spec"]["schedulingGates"] == [
         TOPOLOGY, ADMISSION]
 
 
@@ -99,7 +85,7 @@ def test_with_tas_off_the_webhook_adds_neither_the_topology_gate_nor_the_index()
     assert PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]}})).tas
     off = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]}, "featureGates": TAS_OFF}))
     assert not off.tas
-    pod = _apply(_member("a", 2), pod_patch(_member("a", 2), default_queue=False, tas=off.tas))
+    pod = patched(_member("a", 2), pod_patch(_member("a", 2), default_queue=False, tas=off.tas))
     assert pod["spec"]["schedulingGates"] == [ADMISSION] and INDEX not in pod["metadata"]["labels"]
 
 
@@ -132,7 +118,7 @@ def test_a_group_admitted_by_topology_keeps_the_topology_gate_at_start_and_is_un
     state = ClusterState()
     state.flavors["tas"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="tas"), spec=o.ResourceFlavorSpec(
         node_labels={"pool": "tas"}, topology_name="topo"))
-    raws = [_apply(m, pod_patch(m, default_queue=False, tas=True))
+    raws = [patched(m, pod_patch(m, default_queue=False, tas=True))
             for m in (_member("c", 0), _member("a", 1), _member("b", 2))]
     role = role_hash(raws[0]["spec"])
     request = o.PodSetTopologyRequest(required=RACK, pod_index_label=INDEX)

@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from patchhelp import patched
 
 from connectors.k8s import pod_validation
 from connectors.k8s.child_jobs import OwnerMissing
@@ -73,22 +74,6 @@ def make_pod(labels: dict[str, str] | None = None, annotations: dict[str, str] |
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def _apply(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """The webhook's JSON patch (``add`` operations alone) applied to a copy of ``doc``."""
-    out = copy.deepcopy(doc)
-    for op in ops:
-        assert op["op"] == "add", op
-        *parents, last = [t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]]
-        node = out
-        for token in parents:
-            node = node[token]
-        if last == "-":
-            node.append(op["value"])
-        else:
-            node[last] = op["value"]
-    return out
-
-
 def default(pod: dict[str, Any], defaulting: PodDefaulting = ON, *, ancestor: bool | Exception = False,
             default_lq: bool = False, default_class: bool | None = None) -> dict[str, Any]:
     """The Pod as Kueue's ``PodWebhook.Default`` leaves it (its namespace ``test-ns`` labelled with its name);
@@ -119,7 +104,7 @@ def default(pod: dict[str, Any], defaulting: PodDefaulting = ON, *, ancestor: bo
     if not response["allowed"]:
         raise AssertionError(f"refused: {response['status']}")
     ops = msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
-    return _apply(pod, ops)
+    return patched(pod, ops)
 
 
 def kueues(pod: dict[str, Any], *, labels: dict[str, str] | None = None, managed: bool = True,
